@@ -1,0 +1,35 @@
+# relax-mlir: `make demo` and `make test` set up .venv on first use, then run.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup demo test lit pytest irdl clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+lit: $(STAMP)
+	$(VENV)/bin/lit -sv test
+
+pytest: $(STAMP)
+	$(PY) -m pytest -q test
+
+test: $(STAMP)
+	$(VENV)/bin/lit -s test
+	$(PY) -m pytest -q test
+
+# Regenerate the checked-in IRDL copy after changing the op table.
+irdl: $(STAMP)
+	$(VENV)/bin/relax-opt --emit-irdl -o relax_mlir/dialects/relax.irdl.mlir
+
+clean:
+	rm -rf $(VENV) build *.egg-info test/Output

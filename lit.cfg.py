@@ -1,0 +1,34 @@
+# lit configuration: runs test/**/*.mlir with relax-opt, FileCheck, not and upstream mlir-opt.
+import os
+import shutil
+import sys
+import sysconfig
+
+import lit.formats
+
+config.name = "relax-mlir"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.excludes = ["Inputs", "Output"]
+
+root = os.path.dirname(os.path.abspath(__file__))
+bindir = os.path.dirname(sys.executable)                     # .venv/bin: relax-opt, python
+site = sysconfig.get_paths()["purelib"]
+mlir_bin = os.path.join(site, "mlir", "bin")                 # mlir-opt, mlir-translate
+llvm_bin = os.path.join(site, "llvm", "bin")                 # FileCheck, not, count
+
+config.environment["PATH"] = os.pathsep.join([bindir, mlir_bin, llvm_bin, config.environment.get("PATH", "")])
+for var in ("HOME", "TMPDIR"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+def tool(path):
+    if not os.path.exists(path):
+        lit_config.fatal(f"missing tool {path}: run `make setup`")
+    return path
+
+config.substitutions.append(("%relax-opt", tool(os.path.join(bindir, "relax-opt"))))
+config.substitutions.append(("%mlir-opt", tool(os.path.join(mlir_bin, "mlir-opt"))))
+config.substitutions.append(("%irdl", os.path.join(root, "relax_mlir", "dialects", "relax.irdl.mlir")))
+config.substitutions.append(("%python", sys.executable))

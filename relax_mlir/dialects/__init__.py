@@ -1,0 +1,1 @@
+"""Dialects defined by relax-mlir (declared in Python, loaded through IRDL)."""

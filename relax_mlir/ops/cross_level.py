@@ -1,0 +1,119 @@
+"""Cross-level and shape ops: match_cast, call_tir, call_dps_library, call, shape_of, assert."""
+
+from __future__ import annotations
+
+from ..shapes import UNKNOWN, Dim, Shape, TensorSig, symbol
+from ..shapes.match import match_shapes
+from .common import tensor_input
+from .manipulate import _check_scope
+from .registry import Attr, InferCall, op
+
+
+def _opaque(shape: Shape) -> Shape:
+    """Name each '?' dim by a private placeholder symbol so it can be matched."""
+    return Shape(Dim(symbol(f"?{i}")) if d is UNKNOWN else d for i, d in enumerate(shape))
+
+
+@op("match_cast", operands=["x"], attrs=[Attr("shape", "shape")],
+    summary="refine `x` to the pattern `shape`, binding its new symbols; checked at run time")
+def _match_cast(call: InferCall) -> TensorSig:
+    x = tensor_input(call, 0)
+    pattern: Shape = call["shape"]
+    if pattern.has_unknown:
+        raise call.error("pattern may not contain '?': name every dim")
+    bound = call.scope.bound if call.scope is not None else set()
+    new = pattern.symbols - bound
+    m = match_shapes([pattern], [_opaque(x.shape)], new, names=["value"])
+    if m.error:
+        raise call.error(f"can never match: {m.error}")
+    if m.unresolved:
+        raise call.error(f"cannot bind symbol(s) {', '.join(sorted(m.unresolved))}: each new symbol "
+                         "must be a dim of the pattern or appear linearly in one (like 2*k)")
+    if call.scope is not None:
+        call.scope.bound |= new
+    return TensorSig(pattern, x.dtype)
+
+
+def _declared(call: InferCall) -> list[TensorSig]:
+    if any(d is None for d in call.declared):
+        raise call.error("results must be ranked tensors")
+    for i, d in enumerate(call.declared):
+        _check_scope(call, d.shape, f"result #{i} shape")
+        if d.shape.has_unknown:
+            raise call.error(f"result #{i} shape has an unknown dim '?': output shapes must be stated")
+    return list(call.declared)
+
+
+@op("call_tir", operands=["*args"], results=["*results"], attrs=[Attr("callee", "symbol")],
+    summary="call a loop-level kernel in destination-passing style; result types state the output shapes")
+def _call_tir(call: InferCall) -> list[TensorSig]:
+    for i in range(len(call.inputs)):
+        tensor_input(call, i)
+    return _declared(call)
+
+
+@op("call_dps_library", operands=["*args"], results=["*results"], attrs=[Attr("callee", "str")],
+    summary="call an external library function (C symbol) in destination-passing style")
+def _call_dps_library(call: InferCall) -> list[TensorSig]:
+    for i in range(len(call.inputs)):
+        tensor_input(call, i)
+    return _declared(call)
+
+
+@op("call", operands=["*args"], results=["*results"], attrs=[Attr("callee", "symbol")],
+    summary="call another graph function; shapes flow through its parameter patterns")
+def _call(call: InferCall) -> list[TensorSig]:
+    if call.scope is None or call.scope.lookup is None:
+        if call.declared:
+            return _declared(call)
+        raise call.error("needs the callee's signature (build with explicit result_types)")
+    callee = call.attrs["callee"]
+    sig = call.scope.lookup(callee)
+    if sig is None:
+        raise call.error(f"callee @{callee} is not a graph function (func.func with relax.function)")
+    params, results = sig
+    args = [tensor_input(call, i) for i in range(len(call.inputs))]
+    if len(args) != len(params):
+        raise call.error(f"@{callee} takes {len(params)} argument(s), got {len(args)}")
+    for i, (a, p) in enumerate(zip(args, params)):
+        if a.dtype != p.dtype:
+            raise call.error(f"argument #{i} has element type {a.dtype}, @{callee} expects {p.dtype}")
+    callee_syms = set().union(*(p.shape.symbols for p in params), *(r.shape.symbols for r in results))
+    m = match_shapes([p.shape for p in params], [_opaque(a.shape) for a in args], callee_syms,
+                     names=[f"argument #{i}" for i in range(len(args))])
+    if m.error:
+        raise call.error(f"arguments do not match @{callee}'s parameters: {m.error}")
+    for lhs, rhs, where in m.checks:
+        if lhs.symbols & {s for s in lhs.symbols if s.startswith("?")} or rhs is UNKNOWN:
+            raise call.error(f"{where}: an unknown dim '?' cannot be checked; name it with relax.match_cast")
+        call.require_equal(lhs, rhs, f"@{callee} {where}")
+    out = []
+    for r in results:
+        dims = []
+        for d in r.shape:
+            if d is UNKNOWN or (d.symbols & m.unresolved):
+                dims.append(UNKNOWN)
+            else:
+                s = d.subs(m.bindings)
+                dims.append(UNKNOWN if any(x.startswith("?") for x in s.symbols) else s)
+        out.append(TensorSig(Shape(dims), r.dtype))
+    return out
+
+
+@op("shape_of", operands=["x"], summary="the run-time shape of `x` as a 1-D i64 tensor")
+def _shape_of(call: InferCall) -> TensorSig:
+    x = tensor_input(call, 0)
+    return TensorSig(Shape([x.rank]), "i64")
+
+
+@op("assert", results=[], attrs=[Attr("dims", "shape"), Attr("message", "str"), Attr("predicate", "str", "eq")],
+    summary="run-time check dims[0] == dims[1] (predicate eq) or dims[0] <= dims[1] (le) "
+            "on symbolic dims; fails with `message`")
+def _assert(call: InferCall) -> list:
+    dims: Shape = call["dims"]
+    if dims.rank != 2 or dims.has_unknown:
+        raise call.error("dims must hold exactly two known dims")
+    if call["predicate"] not in ("eq", "le"):
+        raise call.error(f"predicate must be 'eq' or 'le', got '{call['predicate']}'")
+    _check_scope(call, dims, "assert")
+    return []

@@ -1,0 +1,312 @@
+"""Symbolic dimension expressions.
+
+A :class:`Dim` wraps a sympy expression over integer symbols that are assumed
+``>= 0`` (tensor sizes). It supports ``+ - * // %`` and ``min``/``max``, prints in
+ONE canonical form (so equal expressions print equal), and parses that form back.
+
+Nothing outside ``relax_mlir.shapes`` parses or prints dimension expressions.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import functools
+from typing import Iterable, Mapping, Union
+
+import sympy
+from sympy.printing.str import StrPrinter
+
+
+class ShapeSyntaxError(ValueError):
+    """A dimension expression string that does not parse."""
+
+
+class Truth(enum.Enum):
+    """Three-valued answer of the prover."""
+
+    TRUE = "true"
+    FALSE = "false"
+    UNKNOWN = "unknown"
+
+    def __bool__(self) -> bool:  # pragma: no cover - guard against misuse
+        raise TypeError("Truth is three-valued: compare with Truth.TRUE / FALSE / UNKNOWN")
+
+
+@functools.lru_cache(maxsize=None)
+def symbol(name: str) -> sympy.Symbol:
+    """The sympy symbol for a dimension variable (integer, >= 0)."""
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+DimLike = Union["Dim", int, str]
+
+
+class Dim:
+    """One symbolic dimension: an integer expression over size symbols."""
+
+    __slots__ = ("expr",)
+
+    def __init__(self, expr: sympy.Expr):
+        self.expr = _normalize(sympy.sympify(expr))
+
+    # -- construction -------------------------------------------------------
+    @staticmethod
+    def of(value: DimLike) -> "Dim":
+        """Coerce an int, an expression string or a Dim into a Dim."""
+        if isinstance(value, Dim):
+            return value
+        if isinstance(value, bool):
+            raise TypeError("a dimension cannot be a bool")
+        if isinstance(value, int):
+            return Dim(sympy.Integer(value))
+        if isinstance(value, str):
+            return parse_dim(value)
+        if isinstance(value, sympy.Basic):
+            return Dim(value)
+        raise TypeError(f"cannot make a dimension from {value!r}")
+
+    # -- queries ------------------------------------------------------------
+    @property
+    def is_static(self) -> bool:
+        return self.expr.is_Integer
+
+    @property
+    def value(self) -> int:
+        if not self.is_static:
+            raise ValueError(f"dimension {self} is symbolic")
+        return int(self.expr)
+
+    @property
+    def symbols(self) -> frozenset[str]:
+        return frozenset(s.name for s in self.expr.free_symbols)
+
+    def subs(self, mapping: Mapping[str, DimLike]) -> "Dim":
+        """Substitute symbols by dimensions (ints, strings or Dims)."""
+        if not mapping:
+            return self
+        repl = {symbol(k): Dim.of(v).expr for k, v in mapping.items()}
+        return Dim(self.expr.xreplace(repl))
+
+    def evaluate(self, values: Mapping[str, int]) -> int:
+        """Concrete value under a full assignment of the symbols."""
+        d = self.subs(values)
+        if not d.is_static:
+            missing = ", ".join(sorted(d.symbols))
+            raise KeyError(f"no value for symbol(s) {missing} in {self}")
+        return d.value
+
+    # -- arithmetic ---------------------------------------------------------
+    def __add__(self, o: DimLike) -> "Dim":
+        return Dim(self.expr + Dim.of(o).expr)
+
+    __radd__ = __add__
+
+    def __sub__(self, o: DimLike) -> "Dim":
+        return Dim(self.expr - Dim.of(o).expr)
+
+    def __rsub__(self, o: DimLike) -> "Dim":
+        return Dim(Dim.of(o).expr - self.expr)
+
+    def __mul__(self, o: DimLike) -> "Dim":
+        return Dim(self.expr * Dim.of(o).expr)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o: DimLike) -> "Dim":
+        return Dim(_floordiv(self.expr, Dim.of(o).expr))
+
+    def __rfloordiv__(self, o: DimLike) -> "Dim":
+        return Dim(_floordiv(Dim.of(o).expr, self.expr))
+
+    def __mod__(self, o: DimLike) -> "Dim":
+        return Dim(sympy.Mod(self.expr, Dim.of(o).expr))
+
+    def __rmod__(self, o: DimLike) -> "Dim":
+        return Dim(sympy.Mod(Dim.of(o).expr, self.expr))
+
+    def __neg__(self) -> "Dim":
+        return Dim(-self.expr)
+
+    # -- identity -----------------------------------------------------------
+    def __eq__(self, o: object) -> bool:
+        """Structural equality of the canonical forms (not a proof: see prove_equal)."""
+        if isinstance(o, (int, str)) and not isinstance(o, bool):
+            try:
+                o = Dim.of(o)
+            except ShapeSyntaxError:
+                return False
+        return isinstance(o, Dim) and str(self) == str(o)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __str__(self) -> str:
+        return _print(self.expr)
+
+    def __repr__(self) -> str:
+        return f"Dim({str(self)!r})"
+
+    def to_attr_text(self) -> str:
+        """The element of ``#relax.shape<[...]>``: an integer or a quoted string."""
+        return str(self.value) if self.is_static else f'"{self}"'
+
+
+def dim_min(*dims: DimLike) -> Dim:
+    return Dim(sympy.Min(*(Dim.of(d).expr for d in dims)))
+
+
+def dim_max(*dims: DimLike) -> Dim:
+    return Dim(sympy.Max(*(Dim.of(d).expr for d in dims)))
+
+
+def _floordiv(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    if b == 0:
+        raise ZeroDivisionError("dimension division by zero")
+    return sympy.floor(a / b)
+
+
+def _normalize(e: sympy.Expr) -> sympy.Expr:
+    """Bring an expression to the canonical form: expanded polynomial parts."""
+    e = sympy.expand(e)
+    # Fold floor(x/c) where x is a multiple of c, Mod of multiples, etc.; sympy
+    # already does most of this given integer symbols. Re-expand inner args.
+    if e.has(sympy.floor, sympy.Mod, sympy.Min, sympy.Max):
+        e = e.replace(lambda x: isinstance(x, (sympy.floor, sympy.Mod, sympy.Min, sympy.Max)),
+                      lambda x: x.func(*[sympy.expand(a) for a in x.args]))
+    return e
+
+
+class _DimPrinter(StrPrinter):
+    """sympy's str printer, but with ``//``, ``%``, ``min``, ``max`` spelled as we parse them."""
+
+    def _print_floor(self, expr):
+        arg = expr.args[0]
+        num, den = sympy.fraction(sympy.together(arg))
+        if den == 1:
+            return self._print(arg)
+        return f"{self._wrap(num)} // {self._wrap(den)}"
+
+    def _print_Mod(self, expr):
+        a, b = expr.args
+        return f"{self._wrap(a)} % {self._wrap(b)}"
+
+    def _print_Min(self, expr):
+        return "min(" + ", ".join(sorted(self._print(a) for a in expr.args)) + ")"
+
+    def _print_Max(self, expr):
+        return "max(" + ", ".join(sorted(self._print(a) for a in expr.args)) + ")"
+
+    def _wrap(self, e) -> str:
+        s = self._print(e)
+        if e.is_Atom or isinstance(e, (sympy.Min, sympy.Max)) or (e.is_Mul and not e.could_extract_minus_sign()):
+            return s
+        return f"({s})"
+
+
+_PRINTER = _DimPrinter({"order": "lex"})
+
+
+def _print(e: sympy.Expr) -> str:
+    return _PRINTER.doprint(e)
+
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: _floordiv,
+    ast.Mod: sympy.Mod,
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_dim(text: str) -> Dim:
+    """Parse ``"2*n + m // 4"`` and friends. Raises ShapeSyntaxError with the reason."""
+    src = text.strip()
+    if not src:
+        raise ShapeSyntaxError("empty dimension expression")
+    try:
+        tree = ast.parse(src, mode="eval")
+    except SyntaxError:
+        raise ShapeSyntaxError(f"malformed dimension expression '{text}'") from None
+    return Dim(_convert(tree.body, text))
+
+
+def _convert(node: ast.AST, text: str) -> sympy.Expr:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return sympy.Integer(node.value)
+    if isinstance(node, ast.Name):
+        return symbol(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _convert(node.operand, text)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        a, b = _convert(node.left, text), _convert(node.right, text)
+        try:
+            return _BINOPS[type(node.op)](a, b)
+        except ZeroDivisionError:
+            raise ShapeSyntaxError(f"division by zero in dimension expression '{text}'") from None
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("min", "max") and len(node.args) >= 2 and not node.keywords):
+        fn = sympy.Min if node.func.id == "min" else sympy.Max
+        return fn(*(_convert(a, text) for a in node.args))
+    raise ShapeSyntaxError(
+        f"malformed dimension expression '{text}': only integers, symbols, "
+        "+ - * // % and min()/max() are allowed")
+
+
+def prove_equal(a: DimLike, b: DimLike) -> Truth:
+    """Is ``a == b`` for every assignment of non-negative integers to the symbols?
+
+    TRUE when the difference simplifies to 0; FALSE when it is provably non-zero
+    for every assignment (e.g. ``n`` vs ``n + 1``); UNKNOWN otherwise (``n`` vs
+    ``m``, or ``4*n`` vs ``5*n``, which agree at ``n = 0``).
+    """
+    d = sympy.simplify(Dim.of(a).expr - Dim.of(b).expr)
+    z = d.is_zero
+    if z is True:
+        return Truth.TRUE
+    if z is False:
+        return Truth.FALSE
+    return Truth.UNKNOWN
+
+
+def prove_le(a: DimLike, b: DimLike) -> Truth:
+    """Is ``a <= b`` for every non-negative integer assignment?"""
+    d = sympy.simplify(Dim.of(b).expr - Dim.of(a).expr)
+    nn = d.is_nonnegative
+    if nn is True:
+        return Truth.TRUE
+    if d.is_negative is True:
+        return Truth.FALSE
+    return Truth.UNKNOWN
+
+
+def solve_for(pattern: Dim, value: Dim, unknowns: Iterable[str]) -> tuple[dict[str, Dim], list[tuple[Dim, Dim]]] | None:
+    """Solve ``pattern == value`` for the one unbound symbol of ``pattern``.
+
+    Supports patterns linear in that symbol, ``a*k + b`` (``a``, ``b`` free of
+    ``k``). Returns ``({k: (value - b) // a}, conditions)`` where ``conditions``
+    are ``(lhs, rhs)`` pairs that must hold at run time (``(value - b) % a == 0``
+    when the division is not exact), or None when the pattern is not solvable.
+    """
+    unk = [s for s in pattern.symbols if s in set(unknowns)]
+    if not unk:
+        return {}, []
+    if len(unk) != 1:
+        return None
+    k = symbol(unk[0])
+    poly = sympy.Poly(pattern.expr, k) if pattern.expr.is_polynomial(k) else None
+    if poly is None or poly.degree() != 1:
+        return None
+    a, b = poly.all_coeffs()
+    num = Dim(value.expr - b)
+    a_dim = Dim(a)
+    sol = Dim(_floordiv(num.expr, a)) if a != 1 else num
+    conds: list[tuple[Dim, Dim]] = []
+    if a != 1:
+        rem = num % a_dim
+        if prove_equal(rem, 0) is not Truth.TRUE:
+            conds.append((rem, Dim.of(0)))
+    return {unk[0]: sol}, conds

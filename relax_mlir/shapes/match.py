@@ -1,0 +1,118 @@
+"""Matching shapes against patterns: binding symbols and collecting the conditions.
+
+Used by ``relax.match_cast`` (a pattern in the function's own symbols, some of
+them new) and by calls between graph functions (the callee's parameter patterns,
+all in the callee's symbols, against the caller's argument shapes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+from .expr import Dim, Truth, prove_equal, solve_for
+from .shape import UNKNOWN, Shape
+
+
+@dataclass
+class Match:
+    """Result of matching: symbol -> value bindings and what must hold at run time.
+
+    ``checks`` are ``(pattern_dim_substituted, value_dim, where)`` triples whose
+    equality could not be proven; ``error`` is set when a relation is provably false.
+    """
+
+    bindings: dict[str, Dim] = field(default_factory=dict)
+    checks: list[tuple[Dim, Dim, str]] = field(default_factory=list)
+    error: Optional[str] = None
+    unresolved: set[str] = field(default_factory=set)
+
+
+def match_shapes(patterns: Sequence[Shape], values: Sequence[Shape], unknowns: Iterable[str],
+                 names: Optional[Sequence[str]] = None) -> Match:
+    """Solve ``patterns[i] == values[i]`` (dimension-wise) for the ``unknowns`` symbols.
+
+    Plain-symbol dims bind first, then dims linear in one remaining unknown
+    (``2*k`` against ``n`` gives ``k = n // 2`` with the run-time check
+    ``n % 2 == 0``); every other dim is checked with the prover. Unknowns no dim
+    determines (or bound only by ``?`` dims) end up in ``unresolved``.
+    """
+    m = Match()
+    todo = set(unknowns)
+    names = names or [f"#{i}" for i in range(len(patterns))]
+    pairs = []
+    for name, p, v in zip(names, patterns, values):
+        if p.rank != v.rank:
+            m.error = f"{name}: rank {v.rank} does not match rank {p.rank} of {p}"
+            return m
+        pairs.extend((f"{name} dim {i}", pd, vd) for i, (pd, vd) in enumerate(zip(p, v)))
+
+    def subst(d):
+        return d if d is UNKNOWN else d.subs(m.bindings)
+
+    # pass 1: plain symbols; pass 2: linear patterns; repeat until nothing new binds
+    progress = True
+    while progress:
+        progress = False
+        for where, pd, vd in pairs:
+            if pd is UNKNOWN or vd is UNKNOWN:
+                continue
+            p = subst(pd)
+            free = [s for s in p.symbols if s in todo and s not in m.bindings]
+            if len(free) != 1:
+                continue
+            if str(p) == free[0]:
+                m.bindings[free[0]] = vd
+                progress = True
+        for where, pd, vd in pairs:
+            if pd is UNKNOWN or vd is UNKNOWN:
+                continue
+            p = subst(pd)
+            free = [s for s in p.symbols if s in todo and s not in m.bindings]
+            if len(free) != 1:
+                continue
+            sol = solve_for(p, vd, free)
+            if sol is None:
+                continue
+            binding, conds = sol
+            for lhs, rhs in conds:
+                t = prove_equal(lhs, rhs)
+                if t is Truth.FALSE:
+                    m.error = f"{where}: {pd} cannot equal {vd} ({lhs} != {rhs})"
+                    return m
+                m.checks.append((lhs, rhs, f"{where}: {pd} divides {vd}"))
+            m.bindings.update(binding)
+            progress = True
+    m.unresolved = {s for s in todo if s not in m.bindings}
+    for where, pd, vd in pairs:
+        if pd is UNKNOWN:
+            continue
+        p = subst(pd)
+        if p.symbols & m.unresolved:
+            continue
+        if vd is UNKNOWN:
+            m.checks.append((p, vd, where))
+            continue
+        t = prove_equal(p, vd)
+        if t is Truth.FALSE:
+            m.error = f"{where}: expected {p} but got {vd}"
+            return m
+        if t is Truth.UNKNOWN:
+            m.checks.append((p, vd, where))
+    return m
+
+
+def rename_apart(shape: Shape, taken: Iterable[str], prefix: str = "") -> tuple[Shape, dict[str, str]]:
+    """Rename the symbols of ``shape`` that clash with ``taken`` (for fresh result symbols)."""
+    taken = set(taken)
+    mapping: dict[str, str] = {}
+    for s in sorted(shape.symbols):
+        if s in taken:
+            i = 0
+            while f"{prefix}{s}_{i}" in taken:
+                i += 1
+            mapping[s] = f"{prefix}{s}_{i}"
+            taken.add(mapping[s])
+    return shape.subs(mapping), mapping
+
+

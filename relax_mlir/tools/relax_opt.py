@@ -1,0 +1,263 @@
+"""relax-opt: an mlir-opt look-alike that knows the relax dialect and relax passes.
+
+    relax-opt input.mlir --pass-pipeline='builtin.module(relax-infer-shapes, canonicalize)'
+    relax-opt - --split-input-file --verify-diagnostics < errors.mlir
+    relax-opt --list-passes | --emit-irdl
+
+Like mlir-opt, the input is verified after parsing (the MLIR verifier plus
+relax-verify on graph functions; ``--no-implicit-verify`` skips the latter).
+Diagnostics print as ``file:line:col: error: message``; failures exit non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+SPLIT_MARKER = re.compile(r"^// -----\s*$", re.M)
+EXPECTED = re.compile(r"//\s*expected-(error|warning|remark|note)\s*(?:@(above|below|[+-]\d+))?\s*\{\{(.*?)\}\}")
+
+
+@dataclass
+class Diag:
+    severity: str
+    line: Optional[int]
+    col: Optional[int]
+    message: str
+
+
+@dataclass
+class Expected:
+    severity: str
+    line: int
+    text: str
+    at: int  # line of the comment
+    matched: bool = False
+
+
+def _loc_line_col(loc) -> tuple[Optional[int], Optional[int]]:
+    """The first file location inside ``loc`` (through name, callsite and fused locs)."""
+    try:
+        if loc.is_a_file():
+            return loc.start_line, loc.start_col
+        if loc.is_a_name():
+            return _loc_line_col(loc.child_loc)
+        if loc.is_a_callsite():
+            return _loc_line_col(loc.callee)
+        if loc.is_a_fused():
+            for sub in loc.locations:
+                lc = _loc_line_col(sub)
+                if lc[0] is not None:
+                    return lc
+    except Exception:
+        pass
+    return None, None
+
+
+def _collect(err) -> list[Diag]:
+    from mlir import ir
+
+    out = []
+    sev = {ir.DiagnosticSeverity.ERROR: "error", ir.DiagnosticSeverity.WARNING: "warning",
+           ir.DiagnosticSeverity.NOTE: "note", ir.DiagnosticSeverity.REMARK: "remark"}
+    for d in err.error_diagnostics:
+        line, col = _loc_line_col(d.location)
+        out.append(Diag(sev.get(d.severity, "error"), line, col, d.message))
+        for n in d.notes:
+            nl, nc = _loc_line_col(n.location)
+            out.append(Diag("note", nl, nc, n.message))
+    return out
+
+
+def _expectations(chunk: str, offset: int) -> list[Expected]:
+    exps = []
+    for i, line in enumerate(chunk.splitlines()):
+        for m in EXPECTED.finditer(line):
+            sev, rel, text = m.groups()
+            target = i + 1
+            if rel == "above":
+                target -= 1
+            elif rel == "below":
+                target += 1
+            elif rel:
+                target += int(rel)
+            exps.append(Expected(sev, target + offset, text, i + 1 + offset))
+    return exps
+
+
+def _split(text: str, split: bool) -> list[tuple[str, int]]:
+    """Chunks with the number of lines before each (so diagnostics keep file line numbers)."""
+    if not split:
+        return [(text, 0)]
+    chunks, start_line, pos = [], 0, 0
+    for m in SPLIT_MARKER.finditer(text):
+        chunks.append((text[pos:m.start()], start_line))
+        start_line += text[pos:m.end()].count("\n")
+        pos = m.end()
+    chunks.append((text[pos:], start_line))
+    return chunks
+
+
+def _process(chunk: str, offset: int, args, fname: str, out) -> tuple[bool, list[Diag], Optional[str]]:
+    """Parse + verify + run the pipeline on one chunk. Returns (ok, diagnostics, printed IR)."""
+    from mlir import ir
+
+    import relax_mlir
+    from relax_mlir.transforms.pipeline import run_pipeline
+
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        try:
+            module = ir.Module.parse(chunk)
+        except ir.MLIRError as e:
+            return False, _shift(_collect(e), offset), None
+        try:
+            if not args.no_implicit_verify:
+                run_pipeline(module, "builtin.module(relax-verify)")
+            if args.pass_pipeline:
+                run_pipeline(module, args.pass_pipeline, print_ir_after_all=args.mlir_print_ir_after_all,
+                             timing=args.mlir_timing)
+        except ir.MLIRError as e:
+            return False, _shift(_collect(e), offset), None
+        text = module.operation.get_asm(print_generic_op_form=args.mlir_print_op_generic,
+                                        enable_debug_info=args.mlir_print_debuginfo)
+        return True, [], text
+
+
+def _shift(diags: list[Diag], offset: int) -> list[Diag]:
+    for d in diags:
+        if d.line is not None:
+            d.line += offset
+    return diags
+
+
+def _format(fname: str, d: Diag) -> str:
+    where = f"{fname}:{d.line}:{d.col}: " if d.line is not None else f"{fname}: "
+    return f"{where}{d.severity}: {d.message}"
+
+
+def _verify(diags: list[Diag], exps: list[Expected], fname: str) -> list[str]:
+    problems = []
+    for d in diags:
+        if d.severity == "note":
+            if not any(e.severity == "note" for e in exps):
+                continue  # notes are checked only where a test expects some
+        hit = next((e for e in exps if not e.matched and e.severity == d.severity
+                    and e.line == d.line and e.text in d.message), None)
+        if hit:
+            hit.matched = True
+        else:
+            problems.append(f"{_format(fname, d)}\n{fname}:{d.line}: error: unexpected {d.severity}: {d.message}")
+    for e in exps:
+        if not e.matched:
+            problems.append(f"{fname}:{e.at}: error: expected {e.severity} \"{e.text}\" was not produced")
+    return problems
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="relax-opt", description="Optimizer driver for relax-mlir (mlir-opt look-alike).")
+    p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
+    p.add_argument("-o", dest="output", default="-", help="output file (default stdout)")
+    p.add_argument("--pass-pipeline", default="", help="e.g. 'builtin.module(relax-infer-shapes, canonicalize)'")
+    p.add_argument("--split-input-file", action="store_true", help="split the input at '// -----' lines")
+    p.add_argument("--verify-diagnostics", action="store_true", help="check diagnostics against expected-* comments")
+    p.add_argument("--mlir-print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
+    p.add_argument("--mlir-timing", action="store_true", help="print pass timing (stderr)")
+    p.add_argument("--mlir-print-op-generic", action="store_true", help="print ops in generic form")
+    p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
+    p.add_argument("--no-implicit-verify", action="store_true", help="do not run relax-verify after parsing")
+    p.add_argument("--list-passes", action="store_true", help="list relax passes and pipelines, then exit")
+    p.add_argument("--emit-irdl", action="store_true", help="print the relax dialect in IRDL, then exit")
+    return p
+
+
+def list_passes() -> str:
+    from relax_mlir.transforms.registry import PASSES, PIPELINES
+
+    lines = ["Relax passes (upstream MLIR passes may be mixed in the same pipeline):"]
+    for name in sorted(PASSES):
+        info = PASSES[name]
+        lines.append(f"  {name:<28} {info.summary}")
+        for o in info.options:
+            lines.append(f"      {o.name}={o.type.__name__} (default {o.default}): {o.help}")
+    lines.append("Pipelines:")
+    for name in sorted(PIPELINES):
+        info = PIPELINES[name]
+        lines.append(f"  {name:<28} {info.summary}")
+        for o in info.options:
+            lines.append(f"      {o.name}={o.type.__name__} (default {o.default}): {o.help}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # never a traceback for users
+        if os.environ.get("RELAX_DEBUG"):
+            raise
+        print(f"relax-opt: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+def _main(args) -> int:
+    from relax_mlir.transforms.pipeline import PipelineError, expand
+
+    if args.emit_irdl:
+        from relax_mlir.dialects.relax import irdl_text
+        return _write(args.output, irdl_text())
+    if args.list_passes:
+        return _write(args.output, list_passes())
+    if args.pass_pipeline:
+        try:
+            expand(args.pass_pipeline)
+        except PipelineError as e:
+            print(f"relax-opt: error: {e}", file=sys.stderr)
+            return 1
+    fname = "<stdin>" if args.input == "-" else args.input
+    try:
+        text = sys.stdin.read() if args.input == "-" else open(args.input, encoding="utf-8").read()
+    except OSError as e:
+        print(f"relax-opt: error: cannot read '{args.input}': {e.strerror}", file=sys.stderr)
+        return 1
+
+    outputs, failed, problems = [], False, []
+    for chunk, offset in _split(text, args.split_input_file):
+        try:
+            ok, diags, printed = _process(chunk, offset, args, fname, sys.stdout)
+        except PipelineError as e:
+            print(f"relax-opt: error: {e}", file=sys.stderr)
+            return 1
+        if args.verify_diagnostics:
+            problems += _verify(diags, _expectations(chunk, offset), fname)
+        else:
+            for d in diags:
+                print(_format(fname, d), file=sys.stderr)
+            failed |= not ok
+        if printed is not None:
+            outputs.append(printed)
+    rc = _write(args.output, "// -----\n".join(outputs))
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 1
+    return 1 if failed else rc
+
+
+def _write(path: str, text: str) -> int:
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Walking graph functions: the helpers every relax pass shares."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from mlir import ir
+
+from ..dialects.relax import FUNCTION_ATTR, UPPER_BOUNDS_ATTR
+from ..ops.registry import OPS, OpDef
+from ..shapes import Dim, Shape, TensorSig, is_tensor, read_tensor_type, symbol
+from ..shapes.match import match_shapes
+
+
+def top_ops(module_op: ir.Operation) -> list[ir.Operation]:
+    return [o.operation for o in module_op.regions[0].blocks[0].operations]
+
+
+def is_graph_function(op: ir.Operation) -> bool:
+    return op.name == "func.func" and FUNCTION_ATTR in op.attributes
+
+
+def graph_functions(module_op: ir.Operation) -> list[ir.Operation]:
+    return [o for o in top_ops(module_op) if is_graph_function(o)]
+
+
+def functions_by_name(module_op: ir.Operation) -> dict[str, ir.Operation]:
+    return {ir.StringAttr(o.attributes["sym_name"]).value: o
+            for o in top_ops(module_op) if o.name == "func.func"}
+
+
+def func_name(f: ir.Operation) -> str:
+    return ir.StringAttr(f.attributes["sym_name"]).value
+
+
+def entry_block(f: ir.Operation) -> ir.Block:
+    return f.regions[0].blocks[0]
+
+
+def body_ops(f: ir.Operation) -> list[ir.Operation]:
+    return [o.operation for o in entry_block(f).operations]
+
+
+def function_type(f: ir.Operation) -> ir.FunctionType:
+    return ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+
+
+def set_function_type(f: ir.Operation, inputs, results) -> None:
+    f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(list(inputs), list(results)))
+
+
+def relax_opdef(op: ir.Operation) -> Optional[OpDef]:
+    name = op.name
+    if name.startswith("relax."):
+        return OPS.get(name[len("relax."):])
+    return None
+
+
+def sig_or_none(t: ir.Type) -> Optional[TensorSig]:
+    return read_tensor_type(t) if is_tensor(t) else None
+
+
+def param_sigs(f: ir.Operation) -> list[Optional[TensorSig]]:
+    return [sig_or_none(t) for t in function_type(f).inputs]
+
+
+def result_sigs(f: ir.Operation) -> list[Optional[TensorSig]]:
+    return [sig_or_none(t) for t in function_type(f).results]
+
+
+def bound_by_params(sigs: list[Optional[TensorSig]]) -> tuple[set[str], set[str]]:
+    """Symbols the parameter shapes bind (plain dims, or linear in one symbol), and the rest."""
+    shapes = [s.shape for s in sigs if s is not None]
+    placeholders = [Shape(Dim(symbol(f"?p{i}_{j}")) for j in range(s.rank)) for i, s in enumerate(shapes)]
+    all_syms: set[str] = set().union(*(s.symbols for s in shapes)) if shapes else set()
+    m = match_shapes(shapes, placeholders, all_syms)
+    return all_syms - m.unresolved, m.unresolved
+
+
+def upper_bounds(f: ir.Operation) -> dict[str, int]:
+    if UPPER_BOUNDS_ATTR not in f.attributes:
+        return {}
+    d = ir.DictAttr(f.attributes[UPPER_BOUNDS_ATTR])
+    return {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
+
+
+def iter_tensor_types(op: ir.Operation) -> Iterator[tuple[str, ir.Type]]:
+    for i, r in enumerate(op.results):
+        yield f"result #{i}", r.type
+
+

@@ -125,7 +125,7 @@ def _process(chunk: str, offset: int, args, fname: str, out) -> tuple[bool, list
             return False, _shift(_collect(e), offset), None
         text = module.operation.get_asm(print_generic_op_form=args.mlir_print_op_generic,
                                         enable_debug_info=args.mlir_print_debuginfo)
-        return True, [], text if text.endswith("\n") else text + "\n"
+        return True, [], text.rstrip("\n") + "\n\n"  # exactly as mlir-opt prints
 
 
 def _shift(diags: list[Diag], offset: int) -> list[Diag]:

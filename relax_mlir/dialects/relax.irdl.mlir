@@ -128,7 +128,7 @@ irdl.dialect @relax {
     %24 = irdl.base "#builtin.string"
     irdl.attributes {"callee" = %24}
   }
-  // call a loop-level kernel in destination-passing style; result types state the output shapes
+  // call a loop-level kernel in destination-passing style (inputs, outputs, then `tir_vars` as index arguments); result types state the output shapes
   irdl.operation @call_tir {
     %0 = irdl.base "!builtin.tensor"
     %1 = irdl.base "!builtin.tensor"

@@ -44,11 +44,15 @@ def _declared(call: InferCall) -> list[TensorSig]:
     return list(call.declared)
 
 
-@op("call_tir", operands=["*args"], results=["*results"], attrs=[Attr("callee", "symbol")],
-    summary="call a loop-level kernel in destination-passing style; result types state the output shapes")
+@op("call_tir", operands=["*args"], results=["*results"],
+    attrs=[Attr("callee", "symbol"), Attr("tir_vars", "shape", None)],
+    summary="call a loop-level kernel in destination-passing style (inputs, outputs, then "
+            "`tir_vars` as index arguments); result types state the output shapes")
 def _call_tir(call: InferCall) -> list[TensorSig]:
     for i in range(len(call.inputs)):
         tensor_input(call, i)
+    if call["tir_vars"] is not None:
+        _check_scope(call, call["tir_vars"], "tir_vars")
     return _declared(call)
 
 

@@ -83,10 +83,11 @@ def verify_function(f: ir.Operation, funcs: dict[str, ir.Operation]) -> None:
                     emit_error(op, f"'relax.call' callee @{callee} is not a graph function (add the relax.function attribute, or use call_tir)")
                 elif opdef.name == "call_tir":
                     n_in = len(target.regions[0].blocks[0].arguments) if len(target.regions[0].blocks) else None
-                    want = len(op.operands) + len(op.results)
+                    tir_vars = read_attrs(opdef, op).get("tir_vars")
+                    want = len(op.operands) + len(op.results) + (tir_vars.rank if tir_vars is not None else 0)
                     if n_in is not None and n_in != want:
                         emit_error(op, f"'relax.call_tir' callee @{callee} takes {n_in} argument(s); "
-                                       f"destination-passing style needs {want} ({len(op.operands)} inputs + {len(op.results)} outputs)")
+                                       f"destination-passing style needs {want} ({len(op.operands)} inputs + {len(op.results)} outputs + tir_vars)")
         if new_syms:
             pattern = read_attrs(opdef, op)["shape"]
             m = match_shapes([pattern], [pattern], new_syms)

@@ -124,6 +124,7 @@ def build_pass_manager(pipeline: str, context: Optional[ir.Context] = None,
             pm.add(_python_pass(info, opts), name=info.name, argument=info.name, description=info.summary)
     flush()
     if print_ir_after_all:
+        ctx.enable_multithreading(False)  # MLIR refuses IR printing with threads on
         pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
     if timing:
         pm.enable_timing()

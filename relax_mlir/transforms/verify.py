@@ -18,7 +18,7 @@ from mlir import ir
 from ..ops.registry import RelaxError, read_attrs
 from ..shapes import ShapeSyntaxError, is_tensor, read_tensor_type
 from ..shapes.match import match_shapes
-from .graph import (bound_by_params, body_ops, entry_block, func_name, functions_by_name,
+from .graph import (bound_by_params, body_ops, entry_block, func_name, function_type, functions_by_name,
                     graph_functions, is_graph_function, relax_opdef)
 from .registry import emit_error, register_pass
 from ..dialects.relax import UPPER_BOUNDS_ATTR
@@ -82,10 +82,10 @@ def verify_function(f: ir.Operation, funcs: dict[str, ir.Operation]) -> None:
                 elif opdef.name == "call" and not is_graph_function(target):
                     emit_error(op, f"'relax.call' callee @{callee} is not a graph function (add the relax.function attribute, or use call_tir)")
                 elif opdef.name == "call_tir":
-                    n_in = len(target.regions[0].blocks[0].arguments) if len(target.regions[0].blocks) else None
+                    n_in = len(function_type(target).inputs)
                     tir_vars = read_attrs(opdef, op).get("tir_vars")
                     want = len(op.operands) + len(op.results) + (tir_vars.rank if tir_vars is not None else 0)
-                    if n_in is not None and n_in != want:
+                    if n_in != want:
                         emit_error(op, f"'relax.call_tir' callee @{callee} takes {n_in} argument(s); "
                                        f"destination-passing style needs {want} ({len(op.operands)} inputs + {len(op.results)} outputs + tir_vars)")
         if new_syms:

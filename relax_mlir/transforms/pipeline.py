@@ -87,7 +87,8 @@ def _python_pass(info, options):
     def run(op, pass_):
         before = error_count()
         try:
-            info.run(op, options)
+            with op.context, ir.Location.unknown(op.context):
+                info.run(op, options)
         except Exception as e:  # a bug in a pass must not become a crash
             emit_error(op, f"internal error in pass '{info.name}': {type(e).__name__}: {e}")
             traceback.print_exc(file=sys.stderr)

@@ -163,7 +163,7 @@ def build(name: str, *args, result_types: Optional[Sequence[ir.Type]] = None,
                 py_attrs[a.name] = Shape.of(py_attrs[a.name])
             if a.kind == "dtype" and py_attrs[a.name] is not None:
                 py_attrs[a.name] = str(py_attrs[a.name])
-        sigs, _ = infer_result_sigs(opdef, operands, py_attrs)
+        sigs, _ = infer_result_sigs(opdef, operands, py_attrs, scope=_builder_scope(ip))
         result_types = [tensor_type(s.shape, s.dtype) for s in sigs]
     mlir_attrs.update(segment_attrs(opdef, [v.type for v in operands], list(result_types)))
     op = ir.Operation.create(opdef.full_name, results=list(result_types), operands=operands,
@@ -230,6 +230,35 @@ def refresh_segments(op: ir.Operation) -> None:
         return
     for k, v in segment_attrs(opdef, [o.type for o in op.operands], [r.type for r in op.results]).items():
         op.attributes[k] = v
+
+
+def _builder_scope(ip: Optional[ir.InsertionPoint]):
+    """For builders: a Scope whose lookup finds graph functions of the enclosing module
+    (so ``relax.call`` deduces its results from the callee's signature)."""
+    from ..ops.registry import Scope
+
+    try:
+        block = (ip or ir.InsertionPoint.current).block
+    except ValueError:
+        return None
+    op = block.owner
+    while op is not None and op.name != "builtin.module":
+        op = op.parent
+    if op is None:
+        return None
+    module_block = op.regions[0].blocks[0]
+
+    def lookup(name: str):
+        for f in module_block.operations:
+            f = f.operation
+            if (f.name == "func.func" and FUNCTION_ATTR in f.attributes
+                    and ir.StringAttr(f.attributes["sym_name"]).value == name):
+                ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+                sig = lambda ts: [read_tensor_type(t) if is_tensor(t) else None for t in ts]  # noqa: E731
+                return sig(ft.inputs), sig(ft.results)
+        return None
+
+    return Scope(set(), lookup)
 
 
 def _make_builder(opdef: OpDef):

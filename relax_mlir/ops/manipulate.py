@@ -10,7 +10,7 @@ run-time check where it cannot be proven. Strides are positive integers.
 
 from __future__ import annotations
 
-from ..shapes import UNKNOWN, Dim, Shape, TensorSig
+from ..shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, prove_equal
 from .common import all_equal, norm_axes, norm_axis, same_dtype, tensor_input, is_int
 from .registry import Attr, InferCall, op
 
@@ -25,8 +25,8 @@ def _numel(call: InferCall, shape: Shape, what: str) -> Dim:
 
 
 def _check_scope(call: InferCall, shape: Shape, what: str) -> None:
-    if call.scope is None:
-        return
+    if call.scope is None or call.scope.lookup is not None and not call.scope.bound and call.operation is None:
+        return  # a Python builder: scoping is checked by relax-verify
     free = sorted(shape.symbols - call.scope.bound)
     if free:
         raise call.error(f"{what} uses symbol(s) {', '.join(free)} not bound in this function")
@@ -56,8 +56,25 @@ def _reshape(call: InferCall) -> TensorSig:
         dims = list(target)
         dims[holes[0]] = total // rest
         return TensorSig(Shape(dims), x.dtype)
-    call.require_equal(total, _numel(call, target, "target"), "element count")
+    count = _numel(call, target, "target")
+    if _proportional_not_equal(total, count):
+        raise call.error(f"element count: {total} != {count} (equal only for an empty tensor)")
+    call.require_equal(total, count, "element count")
     return TensorSig(target, x.dtype)
+
+
+def _proportional_not_equal(a: Dim, b: Dim) -> bool:
+    """``a`` is a constant multiple (not 1) of ``b``, like ``4*n`` and ``5*n``.
+
+    Such counts agree only when both are 0. The prover leaves that UNKNOWN (sizes
+    may be 0), but a reshape that only holds for empty tensors is a program bug,
+    so reshape reports it instead of deferring it to a run-time check.
+    """
+    ones = {s: 1 for s in a.symbols | b.symbols}
+    if not ones:
+        return False
+    ca, cb = a.evaluate(ones), b.evaluate(ones)
+    return ca != cb and ca != 0 and cb != 0 and prove_equal(a * cb, b * ca) is Truth.TRUE
 
 
 @op("permute_dims", operands=["x"], attrs=[Attr("axes", "ints", None)],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..shapes import TensorSig
 from .common import elementwise_unary, tensor_input
 from .registry import Attr, InferCall, op
@@ -45,3 +47,67 @@ for _name, (_summary, _float_only) in UNARY.items():
 def _astype(call: InferCall) -> TensorSig:
     x = tensor_input(call, 0)
     return TensorSig(x.shape, call["dtype"])
+
+
+# -- legalization -------------------------------------------------------------------------
+
+from .kernels import KernelBuilder, LegalizeCall, compute_type, elementwise, is_float  # noqa: E402
+from .registry import legalization  # noqa: E402
+
+_MATH = {"exp": "math.exp", "log": "math.log", "sqrt": "math.sqrt", "rsqrt": "math.rsqrt",
+         "tanh": "math.tanh", "sin": "math.sin", "cos": "math.cos", "erf": "math.erf",
+         "floor": "math.floor", "ceil": "math.ceil", "round": "math.roundeven"}
+
+
+def unary_scalar(kb: KernelBuilder, name: str, x: str) -> str:
+    """The element of ``name(x)`` (half types computed in f32)."""
+    dtype = kb.types[x]
+    if not is_float(dtype):
+        zero = kb.const(0, dtype)
+        if name == "negative":
+            return kb.bin("arith.subi", zero, x)
+        if name == "abs":
+            return kb.un("math.absi", x)
+        if name == "relu":
+            return kb.bin("arith.maxsi", x, zero)
+        raise ValueError(name)
+    if name == "negative":
+        return kb.un("arith.negf", x)
+    if name == "abs":
+        return kb.un("math.absf", x)
+    if name == "relu":
+        return kb.bin("arith.maximumf", x, kb.const(0.0, dtype))
+    ct = compute_type(dtype)
+    v = kb.cast(x, ct)
+    one, half = kb.const(1.0, ct), kb.const(0.5, ct)
+    if name in _MATH:
+        r = kb.un(_MATH[name], v)
+    elif name in ("sigmoid", "silu"):
+        e = kb.un("math.exp", kb.un("arith.negf", v))
+        r = kb.bin("arith.divf", one, kb.bin("arith.addf", one, e))
+        if name == "silu":
+            r = kb.bin("arith.mulf", v, r)
+    elif name == "gelu":
+        t = kb.un("math.erf", kb.bin("arith.mulf", v, kb.const(1 / math.sqrt(2.0), ct)))
+        r = kb.bin("arith.mulf", kb.bin("arith.mulf", half, v), kb.bin("arith.addf", one, t))
+    elif name == "gelu_tanh":
+        cube = kb.bin("arith.mulf", kb.bin("arith.mulf", v, v), v)
+        inner = kb.bin("arith.addf", v, kb.bin("arith.mulf", kb.const(0.044715, ct), cube))
+        t = kb.un("math.tanh", kb.bin("arith.mulf", kb.const(math.sqrt(2.0 / math.pi), ct), inner))
+        r = kb.bin("arith.mulf", kb.bin("arith.mulf", half, v), kb.bin("arith.addf", one, t))
+    else:
+        raise ValueError(name)
+    return kb.cast(r, dtype)
+
+
+@legalization(*UNARY)
+def _legalize_unary(call: LegalizeCall):
+    kb = call.builder()
+    return kb.finish([elementwise(kb, kb.ins, lambda x: unary_scalar(kb, call.name, x))])
+
+
+@legalization("astype")
+def _legalize_astype(call: LegalizeCall):
+    to = call.out_types[0].dtype
+    kb = call.builder(f"to_{to}")
+    return kb.finish([elementwise(kb, kb.ins, lambda x: kb.cast(x, to))])

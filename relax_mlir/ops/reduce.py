@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..shapes import Shape, TensorSig
 from .common import is_float, norm_axes, norm_axis, tensor_input
 from .registry import Attr, InferCall, op
@@ -99,3 +101,173 @@ def _rms_norm(call: InferCall) -> TensorSig:
     return x
 
 
+
+
+# -- legalization -------------------------------------------------------------------------
+
+from .kernels import (KType, KernelBuilder, LegalizeCall, attr_tag, combiner, compute_type,  # noqa: E402
+                      is_float as _kfloat, lowest, highest, norm_axes as _kaxes, reduced_empty)
+from .registry import legalization  # noqa: E402
+
+
+def _out_map(rank: int, axes, keepdims: bool) -> list[str]:
+    if keepdims:
+        return ["0" if i in axes else f"d{i}" for i in range(rank)]
+    return [f"d{i}" for i in range(rank) if i not in axes]
+
+
+def _count(kb: KernelBuilder, src: str, axes, dtype: str) -> str:
+    """The number of reduced elements (product of the reduced dims) as a ``dtype`` scalar."""
+    n = kb.index(1)
+    for a in axes:
+        n = kb.bin("arith.muli", n, kb.dim(src, a))
+    return kb.cast(n, dtype)
+
+
+@legalization(*REDUCE)
+def _legalize_reduce(call: LegalizeCall):
+    x, out = call.in_types[0], call.out_types[0]
+    axes = _kaxes(call["axes"], x.rank)
+    kb = call.builder(attr_tag(axes=axes, keep=call["keepdims"]))
+    kind = "sum" if call.name == "mean" else call.name
+    acc_dt = compute_type(x.dtype)
+    make, ident = combiner(kind, acc_dt)
+    acc = kb.outs[0] if acc_dt == out.dtype else kb.empty(out.with_dtype(acc_dt), kb.outs[0])
+    acc = kb.fill(ident, acc)
+    omap = _out_map(x.rank, axes, call["keepdims"])
+    its = ["reduction" if i in axes else "parallel" for i in range(x.rank)]
+    comb = make(kb)
+    (r,) = kb.generic([(kb.ins[0], [f"d{i}" for i in range(x.rank)])], [(acc, omap)], its,
+                      lambda v, o: [comb(kb.cast(v, acc_dt), o)])
+    if call.name == "mean" or acc_dt != out.dtype:
+        cnt = _count(kb, kb.ins[0], axes, acc_dt) if call.name == "mean" else None
+        ident_map = [f"d{i}" for i in range(out.rank)]
+
+        def fin(v, o):
+            if cnt is not None:
+                v = kb.bin("arith.divf", v, cnt)
+            return [kb.cast(v, out.dtype)]
+
+        (r,) = kb.generic([(r, ident_map)], [(kb.outs[0], ident_map)], ["parallel"] * out.rank, fin)
+    return kb.finish([r])
+
+
+@legalization("argmax", "argmin")
+def _legalize_arg(call: LegalizeCall):
+    """Value and index reduced together; ties keep the first (smallest) index, so the
+    result does not depend on the order loops visit the reduced elements."""
+    x, out = call.in_types[0], call.out_types[0]
+    axes = list(range(x.rank)) if call["axis"] is None else _kaxes([call["axis"]], x.rank)
+    kb = call.builder(attr_tag(axis=call["axis"], keep=call["keepdims"]))
+    better = ("ogt" if call.name == "argmax" else "olt") if _kfloat(x.dtype) else \
+        ("sgt" if call.name == "argmax" else "slt")
+    kind = "cmpf" if _kfloat(x.dtype) else "cmpi"
+    vals = kb.fill(lowest(x.dtype) if call.name == "argmax" else highest(x.dtype),
+                   kb.empty(out.with_dtype(x.dtype), kb.outs[0]))
+    idx = kb.fill(0, kb.outs[0])
+    omap = _out_map(x.rank, axes, call["keepdims"])
+    its = ["reduction" if i in axes else "parallel" for i in range(x.rank)]
+    sizes = [kb.dim(kb.ins[0], a) for a in axes]
+
+    def body(v, best, bi):
+        lin = None
+        for a, size in zip(axes, sizes):
+            i = kb.linalg_index(a)
+            lin = i if lin is None else kb.bin("arith.addi", kb.bin("arith.muli", lin, size), i)
+        lin = kb.cast(lin if lin is not None else kb.index(0), "i64")
+        gt = kb.cmp(kind, better, v, best)
+        eq = kb.cmp(kind, "oeq" if kind == "cmpf" else "eq", v, best)
+        first = kb.bin("arith.andi", eq, kb.cmp("cmpi", "slt", lin, bi), "i1")
+        take = kb.bin("arith.ori", gt, first, "i1")
+        return [kb.select(take, v, best), kb.select(take, lin, bi)]
+
+    _, r = kb.generic([(kb.ins[0], [f"d{i}" for i in range(x.rank)])], [(vals, omap), (idx, omap)], its, body)
+    return kb.finish([r])
+
+
+def _stat(kb: KernelBuilder, src: str, axes, rank: int, ct: str, pre=None, extra=()) -> str:
+    """sum over ``axes`` of ``pre(x, *extra)`` in type ``ct``, into a tensor of the kept dims."""
+    acc = kb.fill(0.0, reduced_empty(kb, src, axes, ct))
+    its = ["reduction" if i in axes else "parallel" for i in range(rank)]
+    kept = [f"d{i}" for i in range(rank) if i not in axes]
+    ins = [(src, [f"d{i}" for i in range(rank)])] + list(extra)
+
+    def body(*a):
+        v = pre(*a[:-1]) if pre else kb.cast(a[0], ct)
+        return [kb.bin("arith.addf", v, a[-1])]
+
+    (r,) = kb.generic(ins, [(acc, kept)], its, body)
+    return r
+
+
+@legalization("softmax", "log_softmax")
+def _legalize_softmax(call: LegalizeCall):
+    """Numerically stable: m = max(x), s = sum(exp(x - m)); exp(x - m) / s or x - m - log(s)."""
+    x = call.in_types[0]
+    axis = _kaxes([call["axis"]], x.rank)
+    kb = call.builder(attr_tag(axis=axis))
+    ct = compute_type(x.dtype)
+    src = kb.ins[0]
+    full = [f"d{i}" for i in range(x.rank)]
+    kept = [f"d{i}" for i in range(x.rank) if i not in axis]
+    its = ["reduction" if i in axis else "parallel" for i in range(x.rank)]
+    mx = kb.fill(-math.inf, reduced_empty(kb, src, axis, ct))
+    (mx,) = kb.generic([(src, full)], [(mx, kept)], its,
+                       lambda v, o: [kb.bin("arith.maximumf", kb.cast(v, ct), o)])
+    s = _stat(kb, src, axis, x.rank, ct, pre=lambda v, m: kb.un("math.exp", kb.bin("arith.subf", kb.cast(v, ct), m)),
+              extra=[(mx, kept)])
+
+    def fin(v, m, t, o):
+        d = kb.bin("arith.subf", kb.cast(v, ct), m)
+        if call.name == "softmax":
+            r = kb.bin("arith.divf", kb.un("math.exp", d), t)
+        else:
+            r = kb.bin("arith.subf", d, kb.un("math.log", t))
+        return [kb.cast(r, x.dtype)]
+
+    (r,) = kb.generic([(src, full), (mx, kept), (s, kept)], [(kb.outs[0], full)], ["parallel"] * x.rank, fin)
+    return kb.finish([r])
+
+
+@legalization("layer_norm", "rms_norm")
+def _legalize_norm(call: LegalizeCall):
+    """PyTorch semantics: biased variance (two passes), statistics in f32 for half types."""
+    x = call.in_types[0]
+    axes = _kaxes(call["axes"], x.rank)
+    kb = call.builder(attr_tag(axes=axes, eps=call["epsilon"]))
+    ct = compute_type(x.dtype)
+    src = kb.ins[0]
+    full = [f"d{i}" for i in range(x.rank)]
+    kept = [f"d{i}" for i in range(x.rank) if i not in axes]
+    pmap = [f"d{a}" for a in axes]
+    cnt = _count(kb, src, axes, ct)
+    eps = kb.const(call["epsilon"], ct)
+    if call.name == "layer_norm":
+        s = _stat(kb, src, axes, x.rank, ct)
+        # The mean is s / cnt, divided inside the consumers rather than in a pass of its own.
+        sq = _stat(kb, src, axes, x.rank, ct, extra=[(s, kept)],
+                   pre=lambda v, t: _sq(kb, kb.bin("arith.subf", kb.cast(v, ct), kb.bin("arith.divf", t, cnt))))
+
+        def fin(v, t, q, g, b, o):
+            mu = kb.bin("arith.divf", t, cnt)
+            inv = kb.un("math.rsqrt", kb.bin("arith.addf", kb.bin("arith.divf", q, cnt), eps))
+            y = kb.bin("arith.mulf", kb.bin("arith.subf", kb.cast(v, ct), mu), inv)
+            y = kb.bin("arith.addf", kb.bin("arith.mulf", y, kb.cast(g, ct)), kb.cast(b, ct))
+            return [kb.cast(y, x.dtype)]
+
+        ins = [(src, full), (s, kept), (sq, kept), (kb.ins[1], pmap), (kb.ins[2], pmap)]
+    else:
+        sq = _stat(kb, src, axes, x.rank, ct, pre=lambda v: _sq(kb, kb.cast(v, ct)))
+
+        def fin(v, q, w, o):
+            inv = kb.un("math.rsqrt", kb.bin("arith.addf", kb.bin("arith.divf", q, cnt), eps))
+            y = kb.bin("arith.mulf", kb.bin("arith.mulf", kb.cast(v, ct), inv), kb.cast(w, ct))
+            return [kb.cast(y, x.dtype)]
+
+        ins = [(src, full), (sq, kept), (kb.ins[1], pmap)]
+    (r,) = kb.generic(ins, [(kb.outs[0], full)], ["parallel"] * x.rank, fin)
+    return kb.finish([r])
+
+
+def _sq(kb: KernelBuilder, v: str) -> str:
+    return kb.bin("arith.mulf", v, v)

@@ -16,6 +16,7 @@ from mlir import ir
 from .errors import ShapeError
 from .transforms import PASSES, PIPELINES  # noqa: F401  (registers every pass)
 from .transforms.pipeline import PipelineError, run_pipeline
+from . import pipelines  # noqa: F401,E402  (registers the named pipelines: cpu)
 
 __version__ = "0.1.0"
 
@@ -36,6 +37,18 @@ def parse(text: str, context: Optional[ir.Context] = None) -> ir.Module:
         return ir.Module.parse(text)
 
 
+def compile(src, target: str = "cpu", libraries=None) -> "Executable":
+    """Compile relax IR (MLIR text or a Module) once; returns an :class:`Executable`.
+
+    ``libraries``: shared libraries providing the ``relax.call_dps_library`` callees
+    (``_mlir_ciface_<name>``). Calling convention and error messages:
+    :mod:`relax_mlir.runtime.executable`.
+    """
+    from .runtime.executable import compile_module
+
+    return compile_module(src, target=target, libraries=libraries)
+
+
 def _has_current() -> bool:
     try:
         ir.Context.current
@@ -44,4 +57,7 @@ def _has_current() -> bool:
         return False
 
 
-__all__ = ["make_context", "parse", "run_pipeline", "PipelineError", "ShapeError", "__version__"]
+from .runtime.executable import Executable  # noqa: E402
+
+__all__ = ["make_context", "parse", "compile", "Executable", "run_pipeline", "PipelineError",
+           "ShapeError", "__version__"]

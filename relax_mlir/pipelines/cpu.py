@@ -1,0 +1,59 @@
+"""The ``cpu`` pipeline: relax IR -> LLVM dialect, ready for the ExecutionEngine.
+
+Stages (each a plain pipeline string, pasteable into ``relax-opt --pass-pipeline``):
+
+* :func:`graph_stage`: ``relax-infer-shapes``, ``relax-legalize`` (when registered),
+  ``relax-lower-host`` (see its docstring for the calling convention);
+* :func:`llvm_stage`: upstream only: one-shot bufferization across function boundaries
+  (identity layouts, so numpy's C-contiguous arrays are the arguments), ownership-based
+  buffer deallocation (intermediates freed; every returned buffer is owned by the
+  caller, who frees it), linalg -> loops, then everything to the LLVM dialect.
+  Graph functions carry ``llvm.emit_c_interface`` (set by relax-lower-host).
+"""
+
+from __future__ import annotations
+
+from ..transforms.registry import PASSES, register_pipeline
+
+
+def graph_stage() -> list[str]:
+    passes = ["relax-infer-shapes"]
+    if "relax-legalize" in PASSES:
+        passes.append("relax-legalize")
+    passes.append("relax-lower-host")
+    return passes
+
+
+def llvm_stage() -> list[str]:
+    return [
+        "one-shot-bufferize{bufferize-function-boundaries=true "
+        "function-boundary-type-conversion=identity-layout-map}",
+        "drop-equivalent-buffer-results",
+        "canonicalize",
+        "ownership-based-buffer-deallocation",
+        "canonicalize",
+        "buffer-deallocation-simplification",
+        "bufferization-lower-deallocations",
+        "convert-bufferization-to-memref",
+        "cse",
+        "canonicalize",
+        "convert-linalg-to-loops",
+        "relax-widen-bool-memrefs",
+        "expand-strided-metadata",
+        "lower-affine",
+        "convert-scf-to-cf",
+        "convert-math-to-llvm",
+        "convert-math-to-libm",
+        "finalize-memref-to-llvm",
+        "convert-arith-to-llvm",
+        "convert-index-to-llvm",
+        "convert-cf-to-llvm",
+        "convert-func-to-llvm",
+        "reconcile-unrealized-casts",
+    ]
+
+
+@register_pipeline("cpu", "relax IR to the LLVM dialect for the CPU: shapes, legalize, host "
+                          "lowering, bufferize, deallocate, loops, LLVM.")
+def cpu(opts) -> str:
+    return ", ".join(graph_stage() + llvm_stage())

@@ -36,3 +36,39 @@ def _arange(call: InferCall) -> TensorSig:
     call.require_le(start, end, "start <= end")
     length = (end - start) if step == 1 else (end - start + step - 1) // step
     return TensorSig(Shape([length]), call["dtype"])
+
+
+# -- legalization -------------------------------------------------------------------------
+
+from .kernels import LegalizeCall, attr_tag, identity_map  # noqa: E402
+from .registry import legalization  # noqa: E402
+
+
+@legalization("full", "zeros", "ones")
+def _legalize_filled(call: LegalizeCall):
+    value = {"zeros": 0.0, "ones": 1.0}.get(call.name, call.attrs.get("value"))
+    dtype = call.out_types[0].dtype
+    kb = call.builder(attr_tag(v=value if call.name == "full" else None))
+    v = value if dtype.startswith(("f", "bf")) else int(value)
+    return kb.finish([kb.fill(v, kb.outs[0])])
+
+
+@legalization("arange")
+def _legalize_arange(call: LegalizeCall):
+    """out[i] = start + i * step; symbolic start/step arrive as tir_vars (the length is
+    the output's dim, so `end` never enters the kernel)."""
+    start, step = Dim.of(call["start"]), Dim.of(call["step"])
+    sym = [d for d in (start, step) if not d.is_static]
+    kb = call.builder(attr_tag(start="S" if not start.is_static else start.value,
+                               step="S" if not step.is_static else step.value), n_vars=len(sym))
+    it = iter(kb.vars)
+    s0 = kb.index(start.value) if start.is_static else next(it)
+    st = kb.index(step.value) if step.is_static else next(it)
+    dtype = call.out_types[0].dtype
+
+    def body(o):
+        i = kb.linalg_index(0)
+        return [kb.cast(kb.bin("arith.addi", s0, kb.bin("arith.muli", i, st, "index"), "index"), dtype)]
+
+    (r,) = kb.generic([], [(kb.outs[0], identity_map(1))], ["parallel"], body)
+    return kb.finish([r], tir_vars=sym)

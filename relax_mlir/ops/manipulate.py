@@ -260,3 +260,157 @@ op("tril", operands=["x"], attrs=[Attr("k", "int", 0)],
 op("triu", operands=["x"], attrs=[Attr("k", "int", 0)],
    summary="zero the entries below the k-th diagonal", family="manipulate")(_tri)
 
+
+
+# -- legalization -------------------------------------------------------------------------
+
+from .kernels import KType, KernelBuilder, LegalizeCall, attr_tag, elementwise, identity_map  # noqa: E402
+from .registry import legalization  # noqa: E402
+
+
+@legalization("reshape", "flatten", "expand_dims", "squeeze")
+def _legalize_reshape(call: LegalizeCall):
+    """tensor.reshape to the output's dims (read from the output argument), copied into
+    the output (kernels write their destination; a later pass may fold the copy).
+    tensor.reshape rather than collapse+expand: expand_shape allows one dynamic dim per
+    group only once lowered to memrefs."""
+    out = call.out_types[0]
+    kb = call.builder("to_" + out.tag)
+    sizes = [kb.dim(kb.outs[0], i) for i in range(out.rank)]
+    st = f"tensor<{out.rank}xindex>"
+    shp = kb.op(f"tensor.from_elements {', '.join(sizes)} : {st}", st, "shape")
+    v = kb.op(f"tensor.reshape {kb.ins[0]}({shp}) : ({call.in_types[0]}, {st}) -> {out}", out, "x")
+    return kb.finish([kb.copy(v, kb.outs[0])])
+
+
+@legalization("permute_dims")
+def _legalize_permute(call: LegalizeCall):
+    x, out = call.in_types[0], call.out_types[0]
+    axes = call["axes"]
+    axes = list(range(x.rank))[::-1] if axes is None else [a + x.rank if a < 0 else a for a in axes]
+    kb = call.builder(attr_tag(axes=axes))
+    r = kb.op(f"linalg.transpose ins({kb.ins[0]} : {x}) outs({kb.outs[0]} : {out}) "
+              f"permutation = [{', '.join(str(a) for a in axes)}]", out, "r")
+    return kb.finish([r])
+
+
+@legalization("broadcast_to")
+def _legalize_broadcast_to(call: LegalizeCall):
+    kb = call.builder("to_" + call.out_types[0].tag)
+    return kb.finish([elementwise(kb, kb.ins, lambda v: v)])
+
+
+@legalization("concat")
+def _legalize_concat(call: LegalizeCall):
+    """insert_slice of each operand into the output at the running offset along the axis."""
+    out = call.out_types[0]
+    axis = call["axis"] + out.rank if call["axis"] < 0 else call["axis"]
+    kb = call.builder(attr_tag(axis=axis))
+    r = kb.outs[0]
+    off = kb.index(0)
+    for v in kb.ins:
+        t: KType = kb.types[v]
+        offs = [off if i == axis else "0" for i in range(out.rank)]
+        sizes = [str(d) if d is not None else kb.dim(v, i) for i, d in enumerate(t.dims)]
+        # extract the destination slice, linalg.copy into it, insert it back: bufferizes
+        # in place to a subview and a loop copy (no memref.copy runtime call).
+        where = f"[{', '.join(offs)}] [{', '.join(sizes)}] [{', '.join('1' * out.rank)}]"
+        dst = kb.op(f"tensor.extract_slice {r}{where} : {out} to {t}", t, "s")
+        c = kb.copy(v, dst)
+        r = kb.op(f"tensor.insert_slice {c} into {r}{where} : {t} into {out}", out, "r")
+        off = kb.bin("arith.addi", off, kb.dim(v, axis), "index")
+    return kb.finish([r])
+
+
+@legalization("split")
+def _legalize_split(call: LegalizeCall):
+    """Each output is the slice of the input at the running offset (the outputs' sizes)."""
+    x = call.in_types[0]
+    axis = call["axis"] + x.rank if call["axis"] < 0 else call["axis"]
+    kb = call.builder(attr_tag(axis=axis, n=len(call.out_types)))
+    off = kb.index(0)
+    res = []
+    for o in kb.outs:
+        t: KType = kb.types[o]
+        offs = [off if i == axis else "0" for i in range(x.rank)]
+        sizes = [str(d) if d is not None else kb.dim(o, i) for i, d in enumerate(t.dims)]
+        s = kb.op(f"tensor.extract_slice {kb.ins[0]}[{', '.join(offs)}] [{', '.join(sizes)}] "
+                  f"[{', '.join('1' * x.rank)}] : {x} to {t}", t, "s")
+        res.append(kb.copy(s, o))
+        off = kb.bin("arith.addi", off, kb.dim(o, axis), "index")
+    return kb.finish(res)
+
+
+@legalization("strided_slice")
+def _legalize_strided_slice(call: LegalizeCall):
+    """extract_slice with the clamp rule applied in the kernel to static begins (negative
+    ones count from the dim read at run time); symbolic begins arrive as tir_vars.
+    The slice length is the output's dim, so `end` never enters the kernel."""
+    x, out = call.in_types[0], call.out_types[0]
+    axes = [a + x.rank if a < 0 else a for a in call["axes"]]
+    begins = list(call["begin"])
+    strides = [s.value for s in call["strides"]] if call["strides"] is not None else [1] * len(axes)
+    sym = [b for b in begins if not b.is_static]
+    tag = attr_tag(axes=axes, b=["S" if not b.is_static else b.value for b in begins], s=strides)
+    kb = call.builder(tag, n_vars=len(sym))
+    offs, steps = ["0"] * x.rank, ["1"] * x.rank
+    it = iter(kb.vars)
+    for a, b, s in zip(axes, begins, strides):
+        steps[a] = str(s)
+        if not b.is_static:
+            offs[a] = next(it)
+            continue
+        d = kb.dim(kb.ins[0], a)
+        v = b.value
+        if v >= END:
+            offs[a] = d
+            continue
+        val = kb.index(v) if v >= 0 else kb.bin("arith.addi", d, kb.index(v), "index")
+        val = kb.bin("arith.minsi", kb.bin("arith.maxsi", val, kb.index(0), "index"), d, "index")
+        offs[a] = val
+    sizes = [str(d) if d is not None else kb.dim(kb.outs[0], i) for i, d in enumerate(out.dims)]
+    s = kb.op(f"tensor.extract_slice {kb.ins[0]}[{', '.join(offs)}] [{', '.join(sizes)}] "
+              f"[{', '.join(steps)}] : {x} to {out}", out, "s")
+    return kb.finish([kb.copy(s, kb.outs[0])], tir_vars=sym)
+
+
+@legalization("take")
+def _legalize_take(call: LegalizeCall):
+    """Gather: loops over the output; negative indices count from the end, and indices
+    are clamped into the dim (no out-of-bounds read)."""
+    x, idx = call.in_types
+    out = call.out_types[0]
+    axis = call["axis"] + x.rank if call["axis"] < 0 else call["axis"]
+    kb = call.builder(attr_tag(axis=axis))
+    d = kb.dim(kb.ins[0], axis)
+    imap = [f"d{axis + j}" for j in range(idx.rank)]
+
+    def body(i, o):
+        i = kb.cast(i, "index")
+        i = kb.select(kb.cmp("cmpi", "slt", i, kb.index(0)), kb.bin("arith.addi", i, d, "index"), i)
+        i = kb.bin("arith.minsi", kb.bin("arith.maxsi", i, kb.index(0), "index"),
+                   kb.bin("arith.subi", d, kb.index(1), "index"), "index")
+        pos = [kb.linalg_index(j) for j in range(axis)] + [i] + \
+              [kb.linalg_index(axis + idx.rank + j) for j in range(x.rank - axis - 1)]
+        return [kb.op(f"tensor.extract {kb.ins[0]}[{', '.join(pos)}] : {x}", x.dtype)]
+
+    (r,) = kb.generic([(kb.ins[1], imap)], [(kb.outs[0], identity_map(out.rank))], ["parallel"] * out.rank, body)
+    return kb.finish([r])
+
+
+@legalization("tril", "triu")
+def _legalize_tri(call: LegalizeCall):
+    x = call.in_types[0]
+    kb = call.builder(attr_tag(k=call["k"]))
+    r0, r1 = x.rank - 2, x.rank - 1
+    zero = kb.const(0.0 if x.dtype.startswith(("f", "bf")) else 0, x.dtype)
+
+    def body(v, o):
+        i, j = kb.linalg_index(r0), kb.linalg_index(r1)
+        diff = kb.bin("arith.subi", j, i, "index")
+        keep = kb.cmp("cmpi", "sle" if call.name == "tril" else "sge", diff, kb.index(call["k"]))
+        return [kb.select(keep, v, zero)]
+
+    (r,) = kb.generic([(kb.ins[0], identity_map(x.rank))], [(kb.outs[0], identity_map(x.rank))],
+                      ["parallel"] * x.rank, body)
+    return kb.finish([r])

@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lit pytest irdl clean
+.PHONY: setup demo test lit pytest irdl bench clean
 
 setup: $(STAMP)
 
@@ -26,6 +26,11 @@ pytest: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/lit -s test
 	$(PY) -m pytest -q test
+
+# Benchmarks need PyTorch (CPU wheel, exact version) beside numpy.
+bench: $(STAMP)
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet torch==2.13.0
+	$(PY) bench/bench_e2e.py
 
 # Regenerate the checked-in IRDL copy after changing the op table.
 irdl: $(STAMP)

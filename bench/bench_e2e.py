@@ -1,0 +1,140 @@
+"""End-to-end benchmark: the MLP and the transformer block, compiled ONCE by relax-mlir
+and run at several sizes, side by side with numpy and PyTorch eager (CPU, 2 threads) in
+one run. Prints milliseconds (median of repeated runs) and ratios to PyTorch.
+
+    .venv/bin/python bench/bench_e2e.py            # needs torch==2.13.0 (make bench installs it)
+    .venv/bin/python bench/bench_e2e.py --quick    # fewer repetitions
+
+Timings on a shared 2-core machine are noisy: the load average is printed with every
+table and a figure taken with load > 0.5 is marked with '*'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend import models  # noqa: E402
+
+THREADS = 2
+
+
+def timeit(fn, reps: int, min_time: float = 0.2) -> float:
+    fn()  # warm-up
+    times = []
+    start = time.perf_counter()
+    while len(times) < reps or (time.perf_counter() - start < min_time and len(times) < 50 * reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def torch_fns():
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(THREADS)
+    F = torch.nn.functional
+
+    def mlp(x, w1, b1, w2, b2):
+        with torch.no_grad():
+            return F.relu(x @ w1 + b1) @ w2 + b2
+
+    def block(x, norm1, wq, wk, wv, wo, norm2, w_gate, w_up, w_down, cfg=models.BlockConfig()):
+        with torch.no_grad():
+            s, d = x.shape
+            H, Dh = cfg.heads, cfg.head_dim
+
+            def rms(t, g):
+                return t * torch.rsqrt((t * t).mean(-1, keepdim=True) + cfg.eps) * g
+
+            h = rms(x, norm1)
+            q = (h @ wq).view(s, H, Dh).transpose(0, 1)
+            k = (h @ wk).view(s, H, Dh).transpose(0, 1)
+            v = (h @ wv).view(s, H, Dh).transpose(0, 1)
+            mask = torch.triu(torch.full((s, s), -1e9), 1)
+            p = torch.softmax(q @ k.transpose(1, 2) / Dh ** 0.5 + mask, -1)
+            x1 = x + (p @ v).transpose(0, 1).reshape(s, d) @ wo
+            h2 = rms(x1, norm2)
+            return x1 + (F.silu(h2 @ w_gate) * (h2 @ w_up)) @ w_down
+
+    return torch, mlp, block
+
+
+def run_case(name, exe, ref, params, make_x, sizes, tfns, reps, key):
+    rows = []
+    for n in sizes:
+        x = make_x(n)
+        args = [x] + params
+        got = exe(*args)
+        want = ref(*args)
+        err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) + 1e-6))
+        l0 = load()
+        t_rm = timeit(lambda: exe(*args), reps)
+        t_np = timeit(lambda: ref(*args), reps)
+        t_pt = None
+        if tfns is not None:
+            torch = tfns[0]
+            targs = [torch.from_numpy(a) for a in args]
+            t_pt = timeit(lambda: tfns[key](*targs), reps)
+        busy = max(l0, load()) > 0.5
+        rows.append((name, n, t_rm, t_np, t_pt, err, busy))
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
+    reps = 3 if args.quick else 10
+    rng = np.random.default_rng(0)
+    ctx = relax_mlir.make_context()
+    tfns = torch_fns()
+
+    mcfg = models.MLPConfig()
+    t0 = time.perf_counter()
+    mlp_exe = relax_mlir.compile(models.mlp_module(ctx, mcfg), target="cpu")
+    t_mlp = time.perf_counter() - t0
+    bcfg = models.BlockConfig()
+    t0 = time.perf_counter()
+    blk_exe = relax_mlir.compile(models.block_module(ctx, bcfg), target="cpu")
+    t_blk = time.perf_counter() - t0
+
+    rows = run_case("MLP 512-2048-512", mlp_exe, models.mlp_reference, models.mlp_params(mcfg, rng),
+                    lambda n: rng.standard_normal((n, mcfg.d_in)).astype(np.float32),
+                    [1, 16, 128, 512], tfns, reps, 1)
+    rows += run_case("block d=256 h=4 ffn=512", blk_exe, models.block_reference,
+                     models.block_params(bcfg, rng),
+                     lambda s: rng.standard_normal((s, bcfg.d_model)).astype(np.float32),
+                     [1, 16, 128, 512], tfns, reps, 2)
+
+    print(f"compile time: MLP {t_mlp:.2f} s, block {t_blk:.2f} s (each compiled once, run at every size)")
+    print(f"load average at end: {load():.2f}; '*' = measured with load > 0.5")
+    print()
+    print("| model | size | relax-mlir ms | numpy ms | torch ms | relax/torch | relax/numpy | rel err |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, n, trm, tnp, tpt, err, busy in rows:
+        mark = "*" if busy else ""
+        pt = f"{tpt:.3f}" if tpt is not None else "n/a"
+        ratio = f"{trm / tpt:.2f}x" if tpt else "n/a"
+        print(f"| {name} | {n} | {trm:.3f}{mark} | {tnp:.3f} | {pt} | {ratio} | {trm / tnp:.2f}x | {err:.1e} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

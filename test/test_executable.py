@@ -217,3 +217,48 @@ def test_no_leak(exe):
     grown = _rss_kb() - before
     # one 64x4 f32 result is 1 KiB: leaking it 10,000 times would be ~10 MB
     assert grown < 3000, f"RSS grew by {grown} KiB over 10,000 calls"
+
+
+LEGALIZED = """
+func.func @mm(%a: tensor<?x?xf32, #relax.shape<["n", "k"]>>, %b: tensor<?x4xf32, #relax.shape<["m", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>> attributes {relax.function} {
+  %0 = "relax.matmul"(%a, %b) : (tensor<?x?xf32, #relax.shape<["n", "k"]>>, tensor<?x4xf32, #relax.shape<["m", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+  return %0 : tensor<?x4xf32, #relax.shape<["n", 4]>>
+}
+func.func @rs(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>, %y: tensor<?x8xf32, #relax.shape<["m", 8]>>) -> tensor<?x8xf32, #relax.shape<["m", 8]>> attributes {relax.function} {
+  %0 = "relax.reshape"(%x) {shape = #relax.shape<["m", 8]>} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x8xf32, #relax.shape<["m", 8]>>
+  return %0 : tensor<?x8xf32, #relax.shape<["m", 8]>>
+}
+"""
+
+needs_legalize = pytest.mark.skipif("relax-legalize" not in relax_mlir.PASSES, reason="relax-legalize not registered")
+
+
+@pytest.fixture(scope="module")
+def legal():
+    return relax_mlir.compile(LEGALIZED)
+
+
+@needs_legalize
+@pytest.mark.parametrize("n,k", [(1, 1), (7, 3), (65, 64)])
+def test_matmul_sizes(legal, n, k):
+    a, b = rnd(n, k), rnd(k, 4)
+    np.testing.assert_allclose(legal["mm"](a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@needs_legalize
+def test_failing_assert_matmul(legal):
+    with pytest.raises(ShapeError, match=r"^@mm: relax.assert at .*: relax.matmul: .*k == m does not hold "
+                                         r"with n = 2, k = 3, m = 5 \(3 != 5\)$"):
+        legal["mm"](rnd(2, 3), rnd(5, 4))
+    a, b = rnd(2, 3), rnd(3, 4)
+    np.testing.assert_allclose(legal["mm"](a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@needs_legalize
+def test_failing_assert_reshape(legal):
+    x = rnd(4, 4)
+    np.testing.assert_allclose(legal["rs"](x, rnd(2, 8)), x.reshape(2, 8))
+    with pytest.raises(ShapeError, match=r"^@rs: relax.assert at .*: relax.reshape: element count: "
+                                         r"4\*n == 8\*m does not hold with n = 4, m = 3 \(16 != 24\)$"):
+        legal["rs"](x, rnd(3, 8))
+    np.testing.assert_allclose(legal["rs"](x, rnd(2, 8)), x.reshape(2, 8))

@@ -262,3 +262,24 @@ def test_failing_assert_reshape(legal):
                                          r"4\*n == 8\*m does not hold with n = 4, m = 3 \(16 != 24\)$"):
         legal["rs"](x, rnd(3, 8))
     np.testing.assert_allclose(legal["rs"](x, rnd(2, 8)), x.reshape(2, 8))
+
+
+DPS = f"""
+func.func @main(%x: {N4}, %y: {N4}) -> {N4} attributes {{relax.function}} {{
+  %0 = "relax.call_dps_library"(%x, %y) {{callee = "dps_add", operandSegmentSizes = {seg(2)}, resultSegmentSizes = {seg(1, 8)}}} : ({N4}, {N4}) -> {N4}
+  return %0 : {N4}
+}}
+"""
+
+
+@pytest.mark.skipif(__import__("shutil").which("cc") is None, reason="no C compiler")
+def test_call_dps_library(tmp_path):
+    import os
+    import subprocess
+    lib = tmp_path / "libdps.so"
+    src = os.path.join(os.path.dirname(__file__), "Inputs", "dps_lib.c")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib), src], check=True)
+    exe = relax_mlir.compile(DPS, libraries=[str(lib)])
+    for n in (1, 5, 64):
+        x, y = rnd(n, 4), rnd(n, 4)
+        np.testing.assert_allclose(exe(x, y), x + y, rtol=1e-6)

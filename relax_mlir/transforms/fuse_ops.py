@@ -1,0 +1,187 @@
+"""relax-fuse-ops: group graph-level call_tir ops into fusion groups by their kernels' kinds.
+
+The rules are Apache TVM Relax's (FuseOps), applied to the dataflow graph of each
+graph function, with the kinds of :mod:`annotate_kernel_kinds` (kernels without
+``relax.kernel_kind`` are classified on the fly). Groups start as single call_tir ops
+and merge along producer -> consumer edges, visiting consumers in program order:
+
+phase 1
+  * a producer group of kind <= broadcast (an elementwise/broadcast chain) joins the
+    consumer's group when every consuming op is elementwise, broadcast, injective or a
+    reduction: chains fuse, and a reduction takes its elementwise prologue;
+  * an output-fusable group (a contraction and its epilogue so far) takes a consumer
+    group of kind <= broadcast: matmul + bias add + activation;
+phase 2
+  * an injective producer group (kind <= injective) joins the consumer's group when
+    every consuming op is at most injective (reshape/transpose/slice chains fuse into
+    their elementwise or injective consumers).
+
+Reductions and contractions never join their consumers except as above, opaque kernels
+and non-call_tir ops never join anything, and a group holds at most one reduction or
+contraction. A merge is refused when it would create a cycle between groups (some
+path leaves the producer group and re-enters the consumer group through another
+group). A value of a group used outside it simply stays an output of the group (a
+group can have several outputs).
+
+Groups of two or more ops are marked ``relax.fusion_group = N : i64`` (numbered across
+the module); relax-fuse-kernels turns each into one call_tir of one fused kernel. Shapes
+play no part in the decision, so everything works with symbolic shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mlir import ir
+
+from .annotate_kernel_kinds import BROADCAST, INJECTIVE, OPAQUE, OUTPUT_FUSABLE, REDUCTION, kernel_kind
+from .graph import body_ops, entry_block, functions_by_name, graph_functions
+from .registry import Option, register_pass
+
+GROUP_ATTR = "relax.fusion_group"
+
+
+class _Graph:
+    """The call graph of one function body: nodes are its top-level ops (not the return)."""
+
+    def __init__(self, f: ir.Operation, kernels: dict[str, ir.Operation]):
+        ops = body_ops(f)
+        self.ops = [o for o in ops if o.name != "func.return"]
+        self.index = {o: i for i, o in enumerate(self.ops)}
+        self.kind: list[int] = []
+        for o in self.ops:
+            if o.name == "relax.call_tir":
+                fn = kernels.get(ir.FlatSymbolRefAttr(o.attributes["callee"]).value)
+                self.kind.append(kernel_kind(fn) if fn is not None else OPAQUE)
+            else:
+                self.kind.append(OPAQUE)
+        block = entry_block(f)
+        self.users: list[list[int]] = [[] for _ in self.ops]
+        self.producers: list[list[int]] = [[] for _ in self.ops]
+        for i, o in enumerate(self.ops):
+            for v in o.operands:
+                p = self._top_index(v, block)
+                if p is not None and p not in self.producers[i]:
+                    self.producers[i].append(p)
+                    self.users[p].append(i)
+        # Nested uses (an op with a region reading an outer value) count as uses by its top op.
+        for i, o in enumerate(self.ops):
+            for r in o.results:
+                for use in r.uses:
+                    u = self._top_of(use.owner, block)
+                    if u is not None and u != i and u not in self.users[i]:
+                        self.users[i].append(u)
+                        self.producers[u].append(i)
+        self.parent = list(range(len(self.ops)))
+        self.gkind = list(self.kind)
+        self.size = [1] * len(self.ops)
+
+    def _top_of(self, op, block: ir.Block) -> Optional[int]:
+        op = op.operation if hasattr(op, "operation") else op
+        while op is not None:
+            if op in self.index:
+                return self.index[op]
+            parent = op.parent
+            op = parent.operation if parent is not None and hasattr(parent, "operation") else parent
+            if op is not None and op.name == "func.func":
+                return None
+        return None
+
+    def _top_index(self, v: ir.Value, block: ir.Block) -> Optional[int]:
+        if isinstance(v, ir.OpResult):
+            return self._top_of(v.owner, block)
+        return None
+
+    # union-find
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def members(self, g: int) -> list[int]:
+        return [i for i in range(len(self.ops)) if self.find(i) == g]
+
+    def succ_groups(self, g: int) -> set[int]:
+        return {self.find(u) for m in self.members(g) for u in self.users[m]} - {g}
+
+    def makes_cycle(self, gp: int, gc: int) -> bool:
+        """A path gp -> G -> ... -> gc through some other group G."""
+        stack = [s for s in self.succ_groups(gp) if s != gc]
+        seen = set(stack)
+        while stack:
+            g = stack.pop()
+            for s in self.succ_groups(g):
+                if s == gc:
+                    return True
+                if s not in seen and s != gp:
+                    seen.add(s)
+                    stack.append(s)
+        return False
+
+    def union(self, gp: int, gc: int) -> None:
+        self.parent[gp] = gc
+        self.gkind[gc] = max(self.gkind[gc], self.gkind[gp])
+        self.size[gc] += self.size[gp]
+
+
+def _edge_kinds(g: _Graph, gp: int, gc: int) -> list[int]:
+    """Kinds of the ops of group gc that use a value of group gp."""
+    return [g.kind[u] for m in g.members(gp) for u in g.users[m] if g.find(u) == gc]
+
+
+def _can_merge(g: _Graph, gp: int, gc: int, phase: int) -> bool:
+    kp, kc = g.gkind[gp], g.gkind[gc]
+    edges = _edge_kinds(g, gp, gc)
+    if not edges or kp == OPAQUE or kc == OPAQUE:
+        return False
+    if phase == 0:
+        if kp <= BROADCAST:
+            return all(k <= INJECTIVE or k == REDUCTION for k in edges)
+        if kp == OUTPUT_FUSABLE:
+            return kc <= BROADCAST
+        return False
+    return kp <= INJECTIVE and all(k <= INJECTIVE for k in edges)
+
+
+def fuse_function(f: ir.Operation, kernels: dict[str, ir.Operation], max_size: int) -> list[list[ir.Operation]]:
+    """The groups (of two ops or more) of one graph function, each in program order."""
+    g = _Graph(f, kernels)
+    for phase in (0, 1):
+        changed = True
+        while changed:
+            changed = False
+            for c in range(len(g.ops)):
+                if g.kind[c] == OPAQUE:
+                    continue
+                for p in g.producers[c]:
+                    gp, gc = g.find(p), g.find(c)
+                    if gp == gc or g.size[gp] + g.size[gc] > max_size:
+                        continue
+                    if _can_merge(g, gp, gc, phase) and not g.makes_cycle(gp, gc):
+                        g.union(gp, gc)
+                        changed = True
+    groups: dict[int, list[ir.Operation]] = {}
+    for i, o in enumerate(g.ops):
+        groups.setdefault(g.find(i), []).append(o)
+    return [ms for ms in sorted(groups.values(), key=lambda ms: g.index[ms[0]]) if len(ms) > 1]
+
+
+@register_pass("relax-fuse-ops",
+               "Group call_tir ops into fusion groups (relax.fusion_group) by kernel kind, "
+               "with Relax's FuseOps rules.",
+               options=[Option("enable", bool, True, "group ops (false: leave the module as it is)"),
+                        Option("max-group-size", int, 256, "most call_tir ops in one group")])
+def relax_fuse_ops(module: ir.Operation, opts) -> None:
+    if not opts.enable:
+        return
+    kernels = functions_by_name(module)
+    n = 0
+    for f in graph_functions(module):
+        for op in body_ops(f):
+            if GROUP_ATTR in op.attributes:
+                del op.attributes[GROUP_ATTR]
+        for members in fuse_function(f, kernels, max(1, opts.max_group_size)):
+            for op in members:
+                op.attributes[GROUP_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n)
+            n += 1

@@ -26,7 +26,10 @@ op("ones", attrs=[Attr("shape", "shape"), Attr("dtype", "dtype", "f32")],
    summary="a tensor of `shape` filled with 1", family="create")(_filled)
 
 
-@op("arange", attrs=[Attr("start", "dim", 0), Attr("end", "dim"), Attr("step", "dim", 1), Attr("dtype", "dtype", "i64")],
+# Defaults are Dims, not ints: every reader of a "dim" attribute (relax-verify's
+# symbol scoping included) gets a Dim whether or not the attribute is written.
+@op("arange", attrs=[Attr("start", "dim", Dim.of(0)), Attr("end", "dim"), Attr("step", "dim", Dim.of(1)),
+                     Attr("dtype", "dtype", "i64")],
     summary="[start, start + step, ...) below `end`; length (end - start + step - 1) // step")
 def _arange(call: InferCall) -> TensorSig:
     start, end, step = Dim.of(call["start"]), Dim.of(call["end"]), Dim.of(call["step"])

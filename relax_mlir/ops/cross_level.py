@@ -88,9 +88,16 @@ def _call(call: InferCall) -> list[TensorSig]:
     if m.error:
         raise call.error(f"arguments do not match @{callee}'s parameters: {m.error}")
     for lhs, rhs, where in m.checks:
-        if lhs.symbols & {s for s in lhs.symbols if s.startswith("?")} or rhs is UNKNOWN:
+        if rhs is UNKNOWN or any(s.startswith("?") for s in lhs.symbols | rhs.symbols):
             raise call.error(f"{where}: an unknown dim '?' cannot be checked; name it with relax.match_cast")
         call.require_equal(lhs, rhs, f"@{callee} {where}")
+    # Callee symbols are sizes (>= 0): a pattern like `p + 1` against `n` binds
+    # p = n - 1, which needs n >= 1. Bindings to '?' dims are left unresolved.
+    for s in sorted(m.bindings):
+        v = m.bindings[s]
+        if v is UNKNOWN or any(x.startswith("?") for x in v.symbols):
+            continue
+        call.require_le(0, v, f"@{callee} symbol {s} = {v} is a size")
     out = []
     for r in results:
         dims = []

@@ -51,6 +51,7 @@ def match_shapes(patterns: Sequence[Shape], values: Sequence[Shape], unknowns: I
         return d if d is UNKNOWN else d.subs(m.bindings)
 
     # pass 1: plain symbols; pass 2: linear patterns; repeat until nothing new binds
+    solved: set[int] = set()  # pairs that bound a symbol: they hold by construction
     progress = True
     while progress:
         progress = False
@@ -64,7 +65,7 @@ def match_shapes(patterns: Sequence[Shape], values: Sequence[Shape], unknowns: I
             if str(p) == free[0]:
                 m.bindings[free[0]] = vd
                 progress = True
-        for where, pd, vd in pairs:
+        for idx, (where, pd, vd) in enumerate(pairs):
             if pd is UNKNOWN or vd is UNKNOWN:
                 continue
             p = subst(pd)
@@ -82,10 +83,13 @@ def match_shapes(patterns: Sequence[Shape], values: Sequence[Shape], unknowns: I
                     return m
                 m.checks.append((lhs, rhs, f"{where}: {pd} divides {vd}"))
             m.bindings.update(binding)
+            solved.add(idx)
             progress = True
     m.unresolved = {s for s in todo if s not in m.bindings}
-    for where, pd, vd in pairs:
-        if pd is UNKNOWN:
+    for idx, (where, pd, vd) in enumerate(pairs):
+        # A pair solved linearly (2*k against n: k = n // 2) holds once its
+        # divisibility condition does; checking 2*(n // 2) == n again is noise.
+        if pd is UNKNOWN or idx in solved:
             continue
         p = subst(pd)
         if p.symbols & m.unresolved:

@@ -120,10 +120,10 @@ class Dim:
         return Dim(_floordiv(Dim.of(o).expr, self.expr))
 
     def __mod__(self, o: DimLike) -> "Dim":
-        return Dim(sympy.Mod(self.expr, Dim.of(o).expr))
+        return Dim(_mod(self.expr, Dim.of(o).expr))
 
     def __rmod__(self, o: DimLike) -> "Dim":
-        return Dim(sympy.Mod(Dim.of(o).expr, self.expr))
+        return Dim(_mod(Dim.of(o).expr, self.expr))
 
     def __neg__(self) -> "Dim":
         return Dim(-self.expr)
@@ -160,6 +160,48 @@ def dim_max(*dims: DimLike) -> Dim:
     return Dim(sympy.Max(*(Dim.of(d).expr for d in dims)))
 
 
+class _Mod(sympy.Mod):
+    """sympy's Mod, minus a wrong rewrite in sympy 1.14.
+
+    ``Mod(c*Mod(x, r), q)`` with an integer ``q`` squares the inner Mod in sympy
+    1.14.0 (sympy issues #28744, #29757: ``Mod(16*Mod(n, m + 2), 7)`` gives
+    ``Mod(2*Mod(n, m + 2)**2, 7)``). For those products the inner Mods are
+    replaced by placeholder symbols while sympy evaluates, then put back.
+    """
+
+    @classmethod
+    def eval(cls, p, q):
+        if (isinstance(p, sympy.Mul) and q.is_Integer and q != 1
+                and any(isinstance(a, sympy.Mod) and a.args[1] != q for a in p.args)):
+            inner = {a: sympy.Dummy(integer=True, nonnegative=True)
+                     for a in p.args if isinstance(a, sympy.Mod)}
+            r = cls(p.xreplace(inner), q)
+            return _restore(r, {v: k for k, v in inner.items()})
+        return super().eval(p, q)
+
+
+# sympy's printers dispatch on the class name and skip renamed Function subclasses.
+_Mod.__name__ = _Mod.__qualname__ = "Mod"
+
+
+def _restore(e: sympy.Expr, back: dict) -> sympy.Expr:
+    """Substitute ``back`` into ``e``, leaving the Mods it rebuilds unevaluated (see _Mod)."""
+    if e in back:
+        return back[e]
+    if not e.args or not (e.free_symbols & back.keys()):
+        return e
+    args = [_restore(a, back) for a in e.args]
+    if isinstance(e, sympy.Mod):
+        return _Mod(*args, evaluate=False)
+    return e.func(*args)
+
+
+def _mod(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    if b == 0:
+        raise ZeroDivisionError("dimension modulo by zero")
+    return _Mod(a, b)
+
+
 def _floordiv(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     if b == 0:
         raise ZeroDivisionError("dimension division by zero")
@@ -178,18 +220,24 @@ def _normalize(e: sympy.Expr) -> sympy.Expr:
 
 
 class _DimPrinter(StrPrinter):
-    """sympy's str printer, but with ``//``, ``%``, ``min``, ``max`` spelled as we parse them."""
+    """sympy's str printer, but with ``//``, ``%``, ``min``, ``max`` spelled as we parse them.
+
+    The printed text must parse back (with Python precedence: unary minus binds
+    tighter than ``* // %``, which are left-associative) to the same expression,
+    so ``//`` and ``%`` are parenthesized inside products and negations, right
+    operands that are not atoms are parenthesized, and powers print as products.
+    """
 
     def _print_floor(self, expr):
         arg = expr.args[0]
         num, den = sympy.fraction(sympy.together(arg))
         if den == 1:
             return self._print(arg)
-        return f"{self._wrap(num)} // {self._wrap(den)}"
+        return f"{self._wrap(num)} // {self._wrap_right(den)}"
 
     def _print_Mod(self, expr):
         a, b = expr.args
-        return f"{self._wrap(a)} % {self._wrap(b)}"
+        return f"{self._wrap(a)} % {self._wrap_right(b)}"
 
     def _print_Min(self, expr):
         return "min(" + ", ".join(sorted(self._print(a) for a in expr.args)) + ")"
@@ -197,9 +245,41 @@ class _DimPrinter(StrPrinter):
     def _print_Max(self, expr):
         return "max(" + ", ".join(sorted(self._print(a) for a in expr.args)) + ")"
 
-    def _wrap(self, e) -> str:
+    def _print_Pow(self, expr, rational=False):
+        base, exp = expr.args
+        if exp.is_Integer and exp > 0:
+            return "*".join([self._factor(base)] * int(exp))
+        return super()._print_Pow(expr, rational)
+
+    def _print_Mul(self, expr):
+        c, rest = expr.as_coeff_Mul()
+        if not c.is_Integer:
+            return super()._print_Mul(expr)
+        parts = [] if abs(c) == 1 and rest != 1 else [str(abs(c))]
+        if rest != 1:
+            parts += [self._factor(f) for f in rest.as_ordered_factors()]
+        return ("-" if c < 0 else "") + "*".join(parts)
+
+    def _factor(self, e) -> str:
+        """One factor of a product: parenthesized unless it binds tighter than ``*``."""
         s = self._print(e)
-        if e.is_Atom or isinstance(e, (sympy.Min, sympy.Max)) or (e.is_Mul and not e.could_extract_minus_sign()):
+        if (e.is_Symbol or (e.is_Integer and e >= 0) or isinstance(e, (sympy.Min, sympy.Max))
+                or (e.is_Pow and e.args[1].is_Integer and e.args[1] > 0 and not isinstance(e.args[0], (sympy.floor, sympy.Mod)) and not e.args[0].is_Add)):
+            return s
+        return f"({s})"
+
+    def _wrap(self, e) -> str:
+        """Left operand of ``//`` or ``%``: a product may stay bare (left-associative)."""
+        s = self._print(e)
+        if ((e.is_Atom and not e.could_extract_minus_sign()) or isinstance(e, (sympy.Min, sympy.Max))
+                or (e.is_Mul and not e.could_extract_minus_sign())):
+            return s
+        return f"({s})"
+
+    def _wrap_right(self, e) -> str:
+        """Right operand of ``//`` or ``%``: only atoms and calls stay bare."""
+        s = self._print(e)
+        if (e.is_Atom and not e.could_extract_minus_sign()) or isinstance(e, (sympy.Min, sympy.Max)):
             return s
         return f"({s})"
 
@@ -216,7 +296,7 @@ _BINOPS = {
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
     ast.FloorDiv: _floordiv,
-    ast.Mod: sympy.Mod,
+    ast.Mod: _mod,
 }
 
 

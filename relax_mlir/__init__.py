@@ -51,8 +51,7 @@ def compile(src, target: str = "cpu", libraries=None) -> "Executable":
 
 def _has_current() -> bool:
     try:
-        ir.Context.current
-        return True
+        return ir.Context.current is not None  # MLIR 22 returns None outside `with ctx`
     except ValueError:
         return False
 

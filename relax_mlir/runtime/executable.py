@@ -288,6 +288,8 @@ class Executable:
         for fname, fm in metadata["functions"].items():
             for c in fm["checks"]:
                 self._checks[int(c["id"])] = (fname, c)
+        for fname in metadata["functions"]:  # prepare signature checks now, not on the first call
+            self[fname]
 
     @property
     def functions(self) -> list[str]:
@@ -350,7 +352,7 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
         libs = runtime_libraries() + [os.path.abspath(p) for p in (libraries or [])]
         engine = ExecutionEngine(module, opt_level=3, shared_libs=libs)
         engine.initialize()
-    dt = time.perf_counter() - t0
     metadata["target"] = target
-    metadata["compile_time_s"] = dt
-    return Executable(engine, ctx, metadata, dt, libraries or [])
+    exe = Executable(engine, ctx, metadata, 0.0, libraries or [])
+    exe.compile_time_s = metadata["compile_time_s"] = time.perf_counter() - t0
+    return exe

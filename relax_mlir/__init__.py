@@ -5,24 +5,42 @@ Public API::
     ctx = relax_mlir.make_context()          # a Context with the relax dialect loaded
     mod = relax_mlir.parse(text, ctx)        # parse relax IR (diagnostics with locations)
     relax_mlir.run_pipeline(mod, "builtin.module(relax-infer-shapes, canonicalize)")
+    exe = relax_mlir.compile(mod); exe.export("model.so")
+    exe = relax_mlir.load("model.so")        # another process: no compiler, no MLIR bindings
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from mlir import ir
+from .errors import LoadError, ShapeError
 
-from .errors import ShapeError
-from .transforms import PASSES, PIPELINES  # noqa: F401  (registers every pass)
-from .transforms.pipeline import PipelineError, run_pipeline
-from . import pipelines  # noqa: F401,E402  (registers the named pipelines: cpu)
+if TYPE_CHECKING:
+    from mlir import ir
 
 __version__ = "0.1.0"
 
+# The compiler side (MLIR bindings, passes, pipelines) is imported on first use, so that
+# `relax_mlir.load(...)` and calling a loaded library never import the MLIR bindings.
+_COMPILER_NAMES = ("PASSES", "PIPELINES", "PipelineError", "run_pipeline")
 
-def make_context() -> ir.Context:
+
+def __getattr__(name: str):
+    if name in _COMPILER_NAMES:
+        from . import pipelines  # noqa: F401  (registers the named pipelines: cpu)
+        from .transforms import PASSES, PIPELINES
+        from .transforms.pipeline import PipelineError, run_pipeline
+        globals().update(PASSES=PASSES, PIPELINES=PIPELINES, PipelineError=PipelineError,
+                         run_pipeline=run_pipeline)
+        return globals()[name]
+    raise AttributeError(f"module 'relax_mlir' has no attribute '{name}'")
+
+
+def make_context() -> "ir.Context":
     """A new MLIR Context with the relax dialect (IRDL) and upstream dialects loaded."""
+    from mlir import ir
+
+    from . import transforms  # noqa: F401  (registers every pass and pipeline)
     from .dialects import relax
 
     ctx = ir.Context()
@@ -30,8 +48,10 @@ def make_context() -> ir.Context:
     return ctx
 
 
-def parse(text: str, context: Optional[ir.Context] = None) -> ir.Module:
+def parse(text: str, context: Optional["ir.Context"] = None) -> "ir.Module":
     """Parse relax IR text into a Module (raises ``ir.MLIRError`` with diagnostics)."""
+    from mlir import ir
+
     ctx = context or (ir.Context.current if _has_current() else make_context())
     with ctx, ir.Location.unknown():
         return ir.Module.parse(text)
@@ -50,6 +70,8 @@ def compile(src, target: str = "cpu", libraries=None) -> "Executable":
 
 
 def _has_current() -> bool:
+    from mlir import ir
+
     try:
         return ir.Context.current is not None  # MLIR 22 returns None outside `with ctx`
     except ValueError:
@@ -57,6 +79,7 @@ def _has_current() -> bool:
 
 
 from .runtime.executable import Executable  # noqa: E402
+from .runtime.aot import load  # noqa: E402
 
 __all__ = ["make_context", "parse", "compile", "Executable", "run_pipeline", "PipelineError",
-           "ShapeError", "__version__"]
+           "ShapeError", "load", "LoadError", "__version__"]

@@ -6,11 +6,21 @@
     y = exe(x, w)                             # runs @main; numpy out (tuple when several)
     z = exe["other"](x)                       # any graph function
     exe.compile_time_s, exe.metadata          # seconds; plain JSON-able dict
+    exe.export("model.so")                    # ahead-of-time: one shared library
+    exe = relax_mlir.load("model.so")         # in any process, without the compiler
 
 Calling convention (see ``relax_mlir.transforms.lower_host``): each graph function is
 lowered to ``@f(memref...) -> (i32 status, i64 x D details, memref results...)`` with
 ``llvm.emit_c_interface``; this module calls ``_mlir_ciface_f(result_struct*, desc*...)``
-through the ExecutionEngine's packed wrapper. Arguments are C-contiguous arrays
+(``i32 _mlir_ciface_f(desc*...)`` when the status is the only result) directly with
+ctypes. Where the symbol comes from is the only thing that differs between a compiled
+and a loaded Executable: a *symbol resolver* gives its address, from the
+ExecutionEngine (JIT, :func:`compile_module`) or from a ``ctypes.CDLL``
+(:func:`relax_mlir.load`, see :mod:`relax_mlir.runtime.aot`). Everything else -- argument
+checks, descriptors, results, failure messages -- is this one implementation, driven by
+the JSON-able ``metadata`` only: the signature checks are compiled at compile time into
+small Python expressions over the actual dims (``metadata["functions"][f]["plan"]``), so
+calling never needs sympy, the shape library or the MLIR bindings. Arguments are C-contiguous arrays
 (others are copied; DLPack-capable objects go through ``np.from_dlpack``), passed as
 identity-layout memref descriptors. Every result buffer is owned by the caller (the
 buffer deallocation pipeline guarantees it): it is copied into a numpy array and its
@@ -35,6 +45,16 @@ Errors (the process never aborts; the next call works normally):
 
   i.e. ``@<function>: <what>: expected shape <symbolic shape> with <symbol = value, ...
   bound so far>, got <actual shape>`` (the ``with`` part is left out when nothing is bound).
+
+Ahead of time (:mod:`relax_mlir.runtime.aot`): ``exe.export(path)`` translates the final
+LLVM-dialect module (kept from the compile, not recompiled) to LLVM IR, compiles it with
+``llc -O3 -relocation-model=pic`` and links it with ``cc -shared`` (plus the
+``libraries=`` given to compile, with an rpath) into ONE file that also carries the
+metadata (the exported symbol ``relax_mlir_metadata``, JSON) and an integrity trailer.
+``relax_mlir.load(path)`` checks the file, ``dlopen``\\ s it and returns an Executable that
+behaves exactly like the compiled one; loading and calling import neither the MLIR
+bindings nor sympy. A file that is not a relax-mlir library, is truncated or corrupted,
+or has another format version raises :class:`relax_mlir.LoadError`.
 """
 
 from __future__ import annotations
@@ -43,15 +63,11 @@ import ctypes
 import os
 import re
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
-import sympy
-from mlir import ir
 
 from ..errors import ShapeError
-from ..shapes import Dim, Shape, Truth, parse_dim, prove_le, symbol
-from ..shapes.match import match_shapes
 
 DTYPES = {
     "f32": np.float32, "f64": np.float64, "f16": np.float16,
@@ -65,6 +81,10 @@ _free.argtypes = [ctypes.c_void_p]
 _free.restype = None
 
 _DESC_CACHE: dict[int, type] = {}
+
+#: what the compiled check expressions may call (they come from the metadata, which a
+#: loaded library carries: no other builtins)
+_EVAL_GLOBALS = {"__builtins__": {"min": min, "max": max}}
 
 
 def descriptor_class(rank: int) -> type:
@@ -89,9 +109,48 @@ def runtime_libraries() -> list[str]:
     return out
 
 
-# -- symbolic expressions as Python code -------------------------------------------------
+# -- symbol resolvers: where the _mlir_ciface_<f> functions come from ---------------------
+
+class SymbolResolver:
+    """Gives the address of ``_mlir_ciface_<name>``; keeps whatever owns the code alive."""
+
+    def address(self, name: str) -> int:
+        raise NotImplementedError
+
+
+class EngineResolver(SymbolResolver):
+    """Symbols of an MLIR ExecutionEngine (JIT)."""
+
+    def __init__(self, engine, context, module):
+        self.engine, self.context, self.module = engine, context, module
+
+    def address(self, name: str) -> int:
+        # raw_lookup(x) looks up "_mlir_" + x (the packed-wrapper naming), so "ciface_f"
+        # is the plain C-interface function "_mlir_ciface_f" itself.
+        addr = self.engine.raw_lookup("ciface_" + name)
+        if not addr:
+            raise RuntimeError(f"no symbol _mlir_ciface_{name} in the compiled module")
+        return addr
+
+
+class LibraryResolver(SymbolResolver):
+    """Symbols of a shared library opened with ctypes (an exported Executable)."""
+
+    def __init__(self, lib: ctypes.CDLL, path: str):
+        self.lib, self.path = lib, path
+
+    def address(self, name: str) -> int:
+        try:
+            fn = getattr(self.lib, "_mlir_ciface_" + name)
+        except AttributeError:
+            raise RuntimeError(f"{self.path}: no symbol _mlir_ciface_{name}") from None
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+# -- symbolic expressions as Python code (compile time only) -----------------------------
 
 def _py(e, names: dict[str, str]) -> str:
+    import sympy
     if e.is_Integer:
         return str(int(e))
     if e.is_Symbol:
@@ -117,6 +176,59 @@ def _py(e, names: dict[str, str]) -> str:
     raise ValueError(f"cannot evaluate {e}")
 
 
+def signature_plan(params: list[dict], checks: list[dict]) -> dict:
+    """Compile a function's parameter patterns and assert checks into Python expressions.
+
+    The result is JSON-able and stored in the metadata (``plan``), so that the runtime
+    (also a loaded library's) checks arguments without sympy or the shape library::
+
+        {"shapes": ["(n, 4)", ...], "symbols": [["n"], ...],
+         "bindings": [[symbol, expr over a[i][j], [arg indices]], ...],
+         "checks": [[arg index, lhs expr, rhs expr, "eq" | "le", where], ...],
+         "asserts": {check id: [lhs expr, rhs expr over v["symbol"]]}}
+    """
+    from ..shapes import Dim, Shape, Truth, parse_dim, prove_le, symbol
+    from ..shapes.match import match_shapes
+
+    shapes = [Shape([parse_dim(d) if d != "?" else "?" for d in p["shape"]]) for p in params]
+    names: dict[str, str] = {}
+    placeholders = []
+    for i, s in enumerate(shapes):
+        dims = []
+        for j in range(s.rank):
+            ph = f"?a{i}_{j}"
+            names[ph] = f"a[{i}][{j}]"
+            dims.append(Dim(symbol(ph)))
+        placeholders.append(Shape(dims))
+    syms = set().union(*(s.symbols for s in shapes)) if shapes else set()
+    known = [i for i, s in enumerate(shapes) if not s.has_unknown]
+    m = match_shapes([shapes[i] for i in known], [placeholders[i] for i in known], syms,
+                     names=[f"argument #{i}" for i in known])
+    bindings, out_checks = [], []
+    for s, d in m.bindings.items():
+        args = sorted({int(x[2:].split("_")[0]) for x in d.symbols})
+        bindings.append([s, _py(d.expr, names), args])
+        if prove_le(0, d) is not Truth.TRUE:
+            out_checks.append([max(args), "0", _py(d.expr, names), "le", f"{s} >= 0"])
+    for lhs, rhs, where in m.checks:
+        mm = re.match(r"argument #(\d+)", where)
+        i = int(mm.group(1)) if mm else 0
+        readable = re.sub(r"\?a(\d+)_(\d+)", lambda x: f"argument #{x.group(1)} dim {x.group(2)}", where)
+        out_checks.append([i, _py(lhs.expr, names), _py(rhs.expr, names), "eq", readable])
+    out_checks.sort(key=lambda c: c[0])
+    asserts = {}
+    for c in checks:
+        if c.get("kind") == "assert":
+            try:
+                lhs, rhs = parse_dim(c["lhs"]), parse_dim(c["rhs"])
+                vn = {x: f"v[{x!r}]" for x in lhs.symbols | rhs.symbols}
+                asserts[str(c["id"])] = [_py(lhs.expr, vn), _py(rhs.expr, vn)]
+            except (KeyError, ValueError):
+                pass
+    return {"shapes": [str(s) for s in shapes], "symbols": [sorted(s.symbols) for s in shapes],
+            "bindings": bindings, "checks": out_checks, "asserts": asserts}
+
+
 def _fmt_shape(dims: Sequence[int]) -> str:
     return str(tuple(int(d) for d in dims))
 
@@ -125,62 +237,41 @@ def _fmt_bound(values: dict[str, int]) -> str:
     return (" with " + ", ".join(f"{k} = {v}" for k, v in values.items())) if values else ""
 
 
-class _ParamChecker:
-    """The parameter patterns of one function, compiled to Python over the actual dims."""
+def _code(expr: str):
+    return compile(expr, "<shape>", "eval")
 
-    def __init__(self, fname: str, params: list[dict]):
+
+class _ParamChecker:
+    """The parameter patterns of one function (its ``plan``), run over the actual dims."""
+
+    def __init__(self, fname: str, params: list[dict], plan: dict):
         self.fname = fname
-        self.shapes = [Shape([parse_dim(d) if d != "?" else "?" for d in p["shape"]]) for p in params]
+        self.shapes = plan["shapes"]
+        self.ranks = [len(p["shape"]) for p in params]
         self.dtypes = [p["dtype"] for p in params]
         self.np_dtypes = [DTYPES.get(d) for d in self.dtypes]
-        names: dict[str, str] = {}
-        placeholders = []
-        for i, s in enumerate(self.shapes):
-            dims = []
-            for j in range(s.rank):
-                ph = f"?a{i}_{j}"
-                names[ph] = f"a[{i}][{j}]"
-                dims.append(Dim(symbol(ph)))
-            placeholders.append(Shape(dims))
-        syms = set().union(*(s.symbols for s in self.shapes)) if self.shapes else set()
-        known = [i for i, s in enumerate(self.shapes) if not s.has_unknown]
-        m = match_shapes([self.shapes[i] for i in known], [placeholders[i] for i in known], syms,
-                         names=[f"argument #{i}" for i in known])
-        self.bindings = []   # (symbol, code, args it reads)
-        self.checks = []     # (arg index, code lhs, code rhs, predicate, where)
-        for s, d in m.bindings.items():
-            code = compile(_py(d.expr, names), "<shape>", "eval")
-            args = {int(x[2:].split("_")[0]) for x in d.symbols}
-            self.bindings.append((s, code, args))
-            if prove_le(0, d) is not Truth.TRUE:
-                self.checks.append((max(args), compile("0", "<s>", "eval"), code, "le", f"{s} >= 0"))
-        for lhs, rhs, where in m.checks:
-            mm = re.match(r"argument #(\d+)", where)
-            i = int(mm.group(1)) if mm else 0
-            readable = re.sub(r"\?a(\d+)_(\d+)", lambda x: f"argument #{x.group(1)} dim {x.group(2)}", where)
-            self.checks.append((i, compile(_py(lhs.expr, names), "<s>", "eval"),
-                                compile(_py(rhs.expr, names), "<s>", "eval"), "eq", readable))
-        self.checks.sort(key=lambda c: c[0])
-        self.syms_of = [s.symbols for s in self.shapes]
+        self.bindings = [(s, _code(e), set(args)) for s, e, args in plan["bindings"]]
+        self.checks = [(i, _code(l), _code(r), pred, where) for i, l, r, pred, where in plan["checks"]]
+        self.syms_of = [set(s) for s in plan["symbols"]]
 
     def check(self, arrays: list[np.ndarray]) -> None:
-        for i, (a, s, dt, nd) in enumerate(zip(arrays, self.shapes, self.dtypes, self.np_dtypes)):
+        for i, (a, rank, dt, nd) in enumerate(zip(arrays, self.ranks, self.dtypes, self.np_dtypes)):
             if nd is None:
                 raise TypeError(f"@{self.fname}: argument #{i} has element type {dt}, which numpy cannot hold")
             if a.dtype != nd:
                 raise TypeError(f"@{self.fname}: argument #{i} has dtype {a.dtype}, expected {np.dtype(nd)} ({dt})")
-            if a.ndim != s.rank:
-                raise ShapeError(f"@{self.fname}: argument #{i}: expected rank {s.rank} for shape {s}, "
+            if a.ndim != rank:
+                raise ShapeError(f"@{self.fname}: argument #{i}: expected rank {rank} for shape {self.shapes[i]}, "
                                  f"got rank {a.ndim} (shape {_fmt_shape(a.shape)})")
         shp = [a.shape for a in arrays]
         env = {"a": shp}
         for i, lhs, rhs, pred, where in self.checks:
-            lv, rv = eval(lhs, env), eval(rhs, env)
+            lv, rv = eval(lhs, _EVAL_GLOBALS, env), eval(rhs, _EVAL_GLOBALS, env)
             if (lv != rv) if pred == "eq" else (lv > rv):
                 bound = {}
                 for s, code, args in self.bindings:
                     if s in self.syms_of[i] and all(j < i for j in args):
-                        bound[s] = eval(code, env)
+                        bound[s] = eval(code, _EVAL_GLOBALS, env)
                 detail = "" if re.fullmatch(r"argument #\d+ dim \d+", where) else f" ({where})"
                 raise ShapeError(f"@{self.fname}: argument #{i}: expected shape {self.shapes[i]}"
                                  f"{_fmt_bound(bound)}, got {_fmt_shape(shp[i])}{detail}")
@@ -194,7 +285,7 @@ class Function:
         self.name = name
         self.meta = meta
         self.nparams = len(meta["params"])
-        self.checker = _ParamChecker(name, meta["params"])
+        self.checker = _ParamChecker(name, meta["params"], meta["plan"])
         D = exe.metadata["detail_slots"]
         self.D = D
         self.result_dtypes = [DTYPES.get(r["dtype"]) for r in meta["results"]]
@@ -203,27 +294,24 @@ class Function:
         fields = [("status", ctypes.c_int32)] + [(f"d{i}", ctypes.c_int64) for i in range(D)]
         fields += [(f"r{i}", descriptor_class(r)) for i, r in enumerate(self.result_ranks)]
         self.result_class = type(f"Results_{name}", (ctypes.Structure,), {"_fields_": fields})
-        self._fn = exe._engine.lookup(name)
+        descs = [ctypes.POINTER(descriptor_class(r)) for r in self.checker.ranks]
+        if self.single_scalar:   # i32 _mlir_ciface_f(desc*...)
+            proto = ctypes.CFUNCTYPE(ctypes.c_int32, *descs)
+        else:                    # void _mlir_ciface_f(results*, desc*...)
+            proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(self.result_class), *descs)
+        self._fn = proto(exe._resolver.address(name))
 
     def __call__(self, *args):
         if len(args) != self.nparams:
             raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
         arrays = [_as_array(a) for a in args]
         self.checker.check(arrays)
-        descs = [_descriptor(a) for a in arrays]
+        descs = [ctypes.byref(_descriptor(a)) for a in arrays]
         res = self.result_class()
         if self.single_scalar:
-            status = ctypes.c_int32(0)
-            ptrs = [ctypes.pointer(d) for d in descs]
-            packed = (ctypes.c_void_p * (len(ptrs) + 1))(
-                *[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in ptrs],
-                ctypes.cast(ctypes.pointer(status), ctypes.c_void_p))
-            self._fn(packed)
-            res.status = status.value
+            res.status = self._fn(*descs)
         else:
-            ptrs = [ctypes.pointer(res)] + [ctypes.pointer(d) for d in descs]
-            packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in ptrs])
-            self._fn(packed)
+            self._fn(ctypes.byref(res), *descs)
         del arrays  # kept alive through the call
         outs = self._collect(res)
         if res.status != 0:
@@ -275,14 +363,24 @@ def _descriptor(a: np.ndarray):
 
 
 class Executable:
-    """A compiled module: call graph functions on arrays; see the module docstring."""
+    """A compiled (or loaded) module: call graph functions on arrays; see the module docstring.
 
-    def __init__(self, engine, context, metadata: dict, compile_time_s: float, libraries=()):
-        self._engine = engine
-        self._context = context
+    ``resolver`` gives the code (:class:`EngineResolver` after :func:`compile_module`,
+    :class:`LibraryResolver` after :func:`relax_mlir.load`); ``llvm_dialect`` returns the
+    final LLVM-dialect module as text for :meth:`export` (``None`` for a loaded one, whose
+    ``export`` copies its file).
+    """
+
+    def __init__(self, resolver: SymbolResolver, metadata: dict, compile_time_s: float = 0.0,
+                 libraries=(), llvm_dialect: Optional[Callable[[], str]] = None,
+                 source_path: Optional[str] = None):
+        self._resolver = resolver
         self.metadata = metadata
         self.compile_time_s = compile_time_s
         self.libraries = list(libraries)
+        self._llvm_dialect = llvm_dialect
+        self._llvm_dialect_text: Optional[str] = None
+        self.source_path = source_path
         self._functions: dict[str, Function] = {}
         self._checks: dict[int, tuple[str, dict]] = {}
         for fname, fm in metadata["functions"].items():
@@ -305,22 +403,39 @@ class Executable:
     def __call__(self, *args):
         return self["main"](*args)
 
+    def llvm_dialect_text(self) -> str:
+        """The final LLVM-dialect module (printed once, on first use)."""
+        if self._llvm_dialect_text is None:
+            if self._llvm_dialect is None:
+                raise RuntimeError("this Executable has no LLVM module (it was loaded from a library)")
+            self._llvm_dialect_text = self._llvm_dialect()
+        return self._llvm_dialect_text
+
+    def export(self, path) -> str:
+        """Write a self-contained shared library (code + metadata); see :mod:`relax_mlir.runtime.aot`."""
+        from .aot import export_library
+        return export_library(self, path)
+
     def _failure(self, status: int, details: list[int]) -> Exception:
         if status not in self._checks:
             return ShapeError(f"run-time check #{status} failed (no description recorded)")
         fname, c = self._checks[status]
-        syms = self.metadata["functions"][fname]["detail_symbols"]
+        fm = self.metadata["functions"][fname]
+        syms = fm["detail_symbols"]
         values = {s: details[i] for i, s in enumerate(syms) if s in c.get("bound", [])}
         actual = details[len(syms):len(syms) + int(c.get("rank", 0))]
         kind = c.get("kind")
         if kind == "assert":
-            try:
-                lv = parse_dim(c["lhs"]).evaluate(values)
-                rv = parse_dim(c["rhs"]).evaluate(values)
-                op = "!=" if c.get("predicate", "eq") == "eq" else ">"
-                tail = f" ({lv} {op} {rv})"
-            except (KeyError, ValueError):
-                tail = ""
+            tail = ""
+            code = fm["plan"]["asserts"].get(str(c["id"]))
+            if code:
+                try:
+                    env = {"v": values}
+                    lv, rv = (eval(_code(e), _EVAL_GLOBALS, env) for e in code)
+                    op = "!=" if c.get("predicate", "eq") == "eq" else ">"
+                    tail = f" ({lv} {op} {rv})"
+                except Exception:  # a symbol not bound at the failure: leave the values out
+                    tail = ""
             return ShapeError(f"@{fname}: {c['where']}: {c.get('message') or c['lhs'] + ' == ' + c['rhs']} "
                               f"does not hold{_fmt_bound(values)}{tail}")
         detail = c.get("detail", "")
@@ -329,8 +444,23 @@ class Executable:
                           f"got {_fmt_shape(actual)}{extra}")
 
 
+def _strip_relax_attributes(module) -> str:
+    """Print a copy of the LLVM-dialect module without the ``relax.*`` attributes, which
+    name the relax dialect (declared in Python, unknown to ``mlir-translate``)."""
+    with module.context:
+        clone = module.operation.clone()
+        ops = [clone] + list(clone.regions[0].blocks[0].operations)
+        for op in ops:
+            for name in [a for a in op.attributes if isinstance(a, str) and a.startswith("relax.")]:
+                del op.attributes[name]
+        text = str(clone)
+        clone.erase()
+    return text
+
+
 def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] = None) -> Executable:
     """Compile relax IR (text or Module) for ``target``; see :func:`relax_mlir.compile`."""
+    from mlir import ir
     from mlir.execution_engine import ExecutionEngine
 
     from .. import make_context
@@ -348,11 +478,15 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
         module = ir.Module.parse(text)
         run_pipeline(module, "builtin.module(" + ", ".join(graph_stage()) + ")")
         metadata = host_metadata(module.operation)
+        for fm in metadata["functions"].values():
+            fm["plan"] = signature_plan(fm["params"], fm["checks"])
         run_pipeline(module, "builtin.module(" + ", ".join(llvm_stage()) + ")")
         libs = runtime_libraries() + [os.path.abspath(p) for p in (libraries or [])]
         engine = ExecutionEngine(module, opt_level=3, shared_libs=libs)
         engine.initialize()
     metadata["target"] = target
-    exe = Executable(engine, ctx, metadata, 0.0, libraries or [])
+    exe = Executable(EngineResolver(engine, ctx, module), metadata, 0.0,
+                     [os.path.abspath(p) for p in (libraries or [])],
+                     llvm_dialect=lambda: _strip_relax_attributes(module))
     exe.compile_time_s = metadata["compile_time_s"] = time.perf_counter() - t0
     return exe

@@ -2,5 +2,6 @@
 
 from . import annotate_kernel_kinds, fuse_kernels, fuse_ops, infer_shapes, legalize, lower_host, verify, widen_bool_memrefs  # noqa: F401  (registration)
 from .registry import PASSES, PIPELINES, Option, emit_error, register_pass, register_pipeline
+from .. import pipelines  # noqa: F401,E402  (registers the named pipelines: cpu; `import relax_mlir` is lazy)
 
 __all__ = ["PASSES", "PIPELINES", "Option", "emit_error", "register_pass", "register_pipeline"]

@@ -13,13 +13,24 @@ Stages (each a plain pipeline string, pasteable into ``relax-opt --pass-pipeline
 
 from __future__ import annotations
 
-from ..transforms.registry import PASSES, register_pipeline
+from typing import Optional
+
+from ..transforms.registry import PASSES, Option, register_pipeline
 
 
-def graph_stage() -> list[str]:
+#: Operator fusion (relax-fuse-ops + relax-fuse-kernels) in the cpu pipeline by default;
+#: ``cpu{fusion=false}`` or ``graph_stage(fusion=False)`` switch it off for comparisons.
+FUSION_DEFAULT = True
+
+
+def graph_stage(fusion: Optional[bool] = None) -> list[str]:
+    if fusion is None:
+        fusion = FUSION_DEFAULT
     passes = ["relax-infer-shapes"]
     if "relax-legalize" in PASSES:
         passes.append("relax-legalize")
+    if fusion and "relax-fuse-ops" in PASSES:
+        passes += ["relax-annotate-kernel-kinds", "relax-fuse-ops", "relax-fuse-kernels"]
     passes.append("relax-lower-host")
     return passes
 
@@ -53,7 +64,9 @@ def llvm_stage() -> list[str]:
     ]
 
 
-@register_pipeline("cpu", "relax IR to the LLVM dialect for the CPU: shapes, legalize, host "
-                          "lowering, bufferize, deallocate, loops, LLVM.")
+@register_pipeline("cpu", "relax IR to the LLVM dialect for the CPU: shapes, legalize, fusion, "
+                          "host lowering, bufferize, deallocate, loops, LLVM.",
+                   options=[Option("fusion", bool, FUSION_DEFAULT,
+                                   "fuse call_tir kernels (relax-fuse-ops, relax-fuse-kernels)")])
 def cpu(opts) -> str:
-    return ", ".join(graph_stage() + llvm_stage())
+    return ", ".join(graph_stage(opts.fusion) + llvm_stage())

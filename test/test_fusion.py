@@ -1,0 +1,126 @@
+"""Operator fusion end to end: the same programs compiled with fusion on and off give the
+numpy answer (relax-annotate-kernel-kinds, relax-fuse-ops, relax-fuse-kernels in `cpu`)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import relax_mlir
+from relax_mlir.pipelines import cpu
+from relax_mlir.transforms.pipeline import run_pipeline
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = open(os.path.join(HERE, "Inputs", "fusion_kernels.mlir")).read()
+
+
+def hand_written(name: str) -> str:
+    """A graph function from test/relax-fuse-ops (call_tir of hand-written kernels)."""
+    text = open(os.path.join(HERE, "relax-fuse-ops", name + ".mlir")).read()
+    return KERNELS + "\n" + "\n".join(l for l in text.splitlines() if not l.startswith("//"))
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+rng = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+N, M = 7, 5
+X, Y, Z = f32(N, 64), f32(N, 64), f32(N, 64)
+W, W2, W3 = f32(64, 64) / 8, f32(64, 64) / 8, f32(64, 64) / 8
+B = f32(64)
+K, MASK = f32(M, 64), f32(N, M)
+
+
+def rot(x, c, s):
+    return x * c + np.concatenate([-x[:, 32:], x[:, :32]], axis=1) * s
+
+
+# name, function, arguments, numpy reference
+HAND = [
+    ("mlp", "mlp", (X, W, B), lambda x, w, b: np.maximum(x @ w + b, 0)),
+    ("rmsnorm", "rms_norm", (X, B), lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * w),
+    ("softmax", "softmax_rows", (X,), softmax),
+    ("swiglu", "swiglu", (X, W, W2, W3),
+     lambda x, wg, wu, wd: ((x @ wg) * sigmoid(x @ wg) * (x @ wu)) @ wd),
+    ("rotary", "rotary", (X, Y, Z), rot),
+    ("attention", "attention_scores", (X, K, MASK), lambda q, k, m: softmax(q @ k.T * 0.125 + m)),
+    ("multi_output", "multi_output", (X, B),
+     lambda x, b: (np.maximum(x + b, 0), np.maximum(x + b, 0) * x)),
+    ("cycle", "no_cycle", (X, W), lambda x, w: np.maximum(x, 0) * (np.maximum(x, 0) @ w)),
+]
+
+# The same kind of programs written with relax ops (relax-legalize makes the kernels).
+T = 'tensor<?x64xf32, #relax.shape<["n", 64]>>'
+RELAX_MLP = f"""
+func.func @main(%x: {T}, %w: tensor<64x64xf32>, %b: tensor<64xf32>, %g: tensor<64xf32>) -> {T} attributes {{relax.function}} {{
+  %0 = "relax.matmul"(%x, %w) : ({T}, tensor<64x64xf32>) -> {T}
+  %1 = "relax.add"(%0, %b) : ({T}, tensor<64xf32>) -> {T}
+  %2 = "relax.relu"(%1) : ({T}) -> {T}
+  %3 = "relax.sigmoid"(%2) : ({T}) -> {T}
+  %4 = "relax.multiply"(%2, %3) : ({T}, {T}) -> {T}
+  %5 = "relax.rms_norm"(%4, %g) {{axes = array<i64: -1>, epsilon = 1.0e-05 : f64}} : ({T}, tensor<64xf32>) -> {T}
+  %6 = "relax.softmax"(%5) {{axis = -1 : i64}} : ({T}) -> {T}
+  %7 = "relax.exp"(%6) : ({T}) -> {T}
+  return %7 : {T}
+}}
+"""
+
+
+def relax_mlp_ref(x, w, b, g):
+    h = np.maximum(x @ w + b, 0)
+    h = h * sigmoid(h)
+    h = h / np.sqrt((h * h).mean(-1, keepdims=True) + 1e-5) * g
+    return np.exp(softmax(h))
+
+
+@pytest.fixture(params=[False, True], ids=["fusion-off", "fusion-on"])
+def fusion(request, monkeypatch):
+    monkeypatch.setattr(cpu, "FUSION_DEFAULT", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("name,fn,args,ref", HAND, ids=[h[0] for h in HAND])
+def test_hand_written_kernels(fusion, name, fn, args, ref):
+    exe = relax_mlir.compile(hand_written(name))
+    got = exe[fn](*args)
+    want = ref(*args)
+    if not isinstance(want, tuple):
+        got, want = (got,), (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("n", [1, 9])
+def test_relax_ops_through_legalize(fusion, n):
+    x, g = f32(n, 64), f32(64)
+    exe = relax_mlir.compile(RELAX_MLP)
+    np.testing.assert_allclose(exe["main"](x, W, B, g), relax_mlp_ref(x, W, B, g), rtol=2e-4, atol=2e-5)
+
+
+def test_relax_ops_fusion_groups():
+    """relax ops -> legalize -> fuse: matmul + bias + relu + sigmoid + multiply is one kernel."""
+    with relax_mlir.make_context() as ctx:
+        m = relax_mlir.parse(RELAX_MLP, ctx)
+        run_pipeline(m, "builtin.module(relax-infer-shapes, relax-legalize, relax-annotate-kernel-kinds, "
+                        "relax-fuse-ops, relax-fuse-kernels)")
+        text = str(m)
+    calls = re.findall(r'"relax.call_tir".*?callee = @(\w+)', text)
+    assert calls[0].startswith("fused_matmul_add_relu_sigmoid_multiply"), calls
+    assert len(calls) < 6, calls
+    assert 'relax.kernel_kind = "output-fusable"' in text

@@ -52,6 +52,8 @@ def _reshape(call: InferCall) -> TensorSig:
         for i, d in enumerate(target):
             if i != holes[0]:
                 rest = rest * d
+        if rest.is_static and rest.value == 0:
+            raise call.error("cannot infer the -1 dim: the other target dims hold no elements")
         call.require_equal(total % rest, 0, f"element count {total} divisible by {rest}")
         dims = list(target)
         dims[holes[0]] = total // rest

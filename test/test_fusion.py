@@ -124,3 +124,27 @@ def test_relax_ops_fusion_groups():
     assert calls[0].startswith("fused_matmul_add_relu_sigmoid_multiply"), calls
     assert len(calls) < 6, calls
     assert 'relax.kernel_kind = "output-fusable"' in text
+
+
+U = 'tensor<?x32xf32, #relax.shape<["2*n", 32]>>'
+RESHAPES = f"""
+func.func @main(%x: {T}) -> {T} attributes {{relax.function}} {{
+  %0 = "relax.exp"(%x) : ({T}) -> {T}
+  %1 = "relax.reshape"(%0) {{shape = #relax.shape<["2*n", 32]>}} : ({T}) -> {U}
+  %2 = "relax.relu"(%1) : ({U}) -> {U}
+  %3 = "relax.reshape"(%2) {{shape = #relax.shape<["n", 64]>}} : ({U}) -> {T}
+  %4 = "relax.negative"(%3) : ({T}) -> {T}
+  return %4 : {T}
+}}
+"""
+
+
+def test_intermediate_dims_become_tir_vars(fusion):
+    """An intermediate of shape (2*n, 32) inside one fused kernel: its size comes in as a tir_var."""
+    with relax_mlir.make_context() as ctx:
+        m = relax_mlir.parse(RESHAPES, ctx)
+        run_pipeline(m, "builtin.module(relax-infer-shapes, relax-legalize, relax-fuse-ops, relax-fuse-kernels)")
+        text = str(m)
+    assert text.count('"relax.call_tir"') == 1 and 'tir_vars = #relax.shape<["2*n"]>' in text
+    x = f32(3, 64)
+    np.testing.assert_allclose(relax_mlir.compile(RESHAPES)["main"](x), -np.maximum(np.exp(x), 0), rtol=1e-5)

@@ -12,7 +12,8 @@ Load needs only ctypes and numpy: no MLIR pass, no ExecutionEngine, no MLIR bind
 File format (version :data:`FORMAT_VERSION`): an ordinary ELF shared library that exports
 
 * ``_mlir_ciface_<f>`` for every graph function ``f`` (the calling convention of
-  :mod:`relax_mlir.runtime.executable`);
+  :mod:`relax_mlir.runtime.executable`); every other symbol is local, and internal
+  calls bind inside the library (``-Bsymbolic``);
 * ``relax_mlir_metadata``: a NUL-terminated UTF-8 JSON object, and
   ``relax_mlir_metadata_size`` (``i64``, its length without the NUL)::
 
@@ -115,7 +116,14 @@ def export_library(exe: Executable, path) -> str:
         if not cc:
             raise RuntimeError("export needs a C compiler to link (cc, gcc or clang, or $CC)")
         rpaths = sorted({os.path.dirname(p) for p in libs})
-        _run([cc, "-shared", "-o", so, obj] + libs + [f"-Wl,-rpath,{d}" for d in rpaths] + ["-lm"], "linking")
+        # Export only the entry points and the metadata, and bind every internal call
+        # (graph function -> @main, kernels) inside the library: a kernel named like a
+        # symbol of the process (`main`!) or of another loaded model must not win.
+        script = os.path.join(tmp, "exports.map")
+        with open(script, "w") as f:
+            f.write(f"{{ global: _mlir_ciface_*; {METADATA_SYMBOL}; {METADATA_SYMBOL}_size; local: *; }};\n")
+        _run([cc, "-shared", "-o", so, obj, f"-Wl,--version-script={script}", "-Wl,-Bsymbolic"] + libs
+             + [f"-Wl,-rpath,{d}" for d in rpaths] + ["-lm"], "linking")
         with open(so, "rb") as f:
             elf = f.read()
         trailer = _TRAILER.pack(MAGIC, FORMAT_VERSION, 0, len(elf), hashlib.sha256(elf).digest(), code_hash)

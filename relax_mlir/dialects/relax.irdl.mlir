@@ -21,6 +21,18 @@ irdl.dialect @relax {
     %2 = irdl.base "!builtin.tensor"
     irdl.results(result: %2)
   }
+  // allocate `size` bytes (the result type: a 1-D i8 tensor, static or symbolic) that relax.alloc_tensor carves planned tensors out of (relax-plan-memory)
+  irdl.operation @alloc_storage {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.results(storage: %0)
+  }
+  // a tensor of the result type placed in `storage` at byte `offset` (may be symbolic); the destination of a planned relax.call_tir output
+  irdl.operation @alloc_tensor {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(storage: %0)
+    %1 = irdl.base "!builtin.tensor"
+    irdl.results(result: %1)
+  }
   // [start, start + step, ...) below `end`; length (end - start + step - 1) // step
   irdl.operation @arange {
     %0 = irdl.base "!builtin.tensor"
@@ -128,7 +140,7 @@ irdl.dialect @relax {
     %24 = irdl.base "#builtin.string"
     irdl.attributes {"callee" = %24}
   }
-  // call a loop-level kernel in destination-passing style (inputs, outputs, then `tir_vars` as index arguments); result types state the output shapes
+  // call a loop-level kernel in destination-passing style (inputs, outputs, then `tir_vars` as index arguments); result types state the output shapes; `dests` (from relax-plan-memory) lists the results whose destination tensors are the last operands, in that order
   irdl.operation @call_tir {
     %0 = irdl.base "!builtin.tensor"
     %1 = irdl.base "!builtin.tensor"

@@ -45,15 +45,26 @@ def _declared(call: InferCall) -> list[TensorSig]:
 
 
 @op("call_tir", operands=["*args"], results=["*results"],
-    attrs=[Attr("callee", "symbol"), Attr("tir_vars", "shape", None)],
+    attrs=[Attr("callee", "symbol"), Attr("tir_vars", "shape", None), Attr("dests", "ints", None)],
     summary="call a loop-level kernel in destination-passing style (inputs, outputs, then "
-            "`tir_vars` as index arguments); result types state the output shapes")
+            "`tir_vars` as index arguments); result types state the output shapes; `dests` "
+            "(from relax-plan-memory) lists the results whose destination tensors are the "
+            "last operands, in that order")
 def _call_tir(call: InferCall) -> list[TensorSig]:
     for i in range(len(call.inputs)):
         tensor_input(call, i)
     if call["tir_vars"] is not None:
         _check_scope(call, call["tir_vars"], "tir_vars")
-    return _declared(call)
+    out = _declared(call)
+    dests = call["dests"] or []
+    if len(dests) > len(call.inputs) or any(not 0 <= i < len(out) for i in dests):
+        raise call.error(f"dests {list(dests)} must name results, each with a trailing destination operand")
+    for k, i in enumerate(dests):
+        d = call.inputs[len(call.inputs) - len(dests) + k]
+        if d != out[i]:
+            raise call.error(f"destination of result #{i} has type {d.shape} x {d.dtype}, "
+                             f"the result {out[i].shape} x {out[i].dtype}")
+    return out
 
 
 @op("call_dps_library", operands=["*args"], results=["*results"], attrs=[Attr("callee", "str")],

@@ -22,15 +22,23 @@ from ..transforms.registry import PASSES, Option, register_pipeline
 #: ``cpu{fusion=false}`` or ``graph_stage(fusion=False)`` switch it off for comparisons.
 FUSION_DEFAULT = True
 
+#: Memory planning (relax-plan-memory) in the cpu pipeline by default; ``cpu{plan-memory=false}``
+#: or ``graph_stage(plan_memory=False)`` switch it off for comparisons.
+PLAN_MEMORY_DEFAULT = True
 
-def graph_stage(fusion: Optional[bool] = None) -> list[str]:
+
+def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None) -> list[str]:
     if fusion is None:
         fusion = FUSION_DEFAULT
+    if plan_memory is None:
+        plan_memory = PLAN_MEMORY_DEFAULT
     passes = ["relax-infer-shapes"]
     if "relax-legalize" in PASSES:
         passes.append("relax-legalize")
     if fusion and "relax-fuse-ops" in PASSES:
         passes += ["relax-annotate-kernel-kinds", "relax-fuse-ops", "relax-fuse-kernels"]
+    if plan_memory and "relax-plan-memory" in PASSES:
+        passes.append("relax-plan-memory")
     passes.append("relax-lower-host")
     return passes
 
@@ -67,6 +75,8 @@ def llvm_stage() -> list[str]:
 @register_pipeline("cpu", "relax IR to the LLVM dialect for the CPU: shapes, legalize, fusion, "
                           "host lowering, bufferize, deallocate, loops, LLVM.",
                    options=[Option("fusion", bool, FUSION_DEFAULT,
-                                   "fuse call_tir kernels (relax-fuse-ops, relax-fuse-kernels)")])
+                                   "fuse call_tir kernels (relax-fuse-ops, relax-fuse-kernels)"),
+                            Option("plan-memory", bool, PLAN_MEMORY_DEFAULT,
+                                   "plan intermediates into reused storage (relax-plan-memory)")])
 def cpu(opts) -> str:
-    return ", ".join(graph_stage(opts.fusion) + llvm_stage())
+    return ", ".join(graph_stage(opts.fusion, opts.plan_memory) + llvm_stage())

@@ -392,6 +392,8 @@ class _FunctionLowering:
             self.vmap[op.results[0]] = r
         elif name == "relax.call_dps_library":
             self.lower_library(op, operands)
+        elif name in ("relax.alloc_storage", "relax.alloc_tensor"):
+            self.lower_planned(op, operands)
         elif name.startswith("relax."):
             raise LowerError(op, f"'{name}' has no host lowering: run relax-legalize first "
                                  "(it turns every other relax op into relax.call_tir)")
@@ -427,6 +429,11 @@ class _FunctionLowering:
             raise LowerError(op, f"call_tir callee @{callee} is not a func.func in this module")
         kt = function_type(kernel)
         tir = Shape.from_attr(op.attributes["tir_vars"]) if "tir_vars" in op.attributes else Shape([])
+        # relax-plan-memory: destinations of the results listed in `dests` are the last operands
+        dests = list(ir.DenseI64ArrayAttr(op.attributes["dests"])) if "dests" in op.attributes else []
+        if dests:
+            planned = dict(zip(dests, operands[len(operands) - len(dests):]))
+            operands = operands[:len(operands) - len(dests)]
         n_in, n_out = len(operands), len(op.results)
         if len(kt.inputs) != n_in + n_out + tir.rank or len(kt.results) != n_out:
             raise LowerError(op, f"kernel @{callee} has type {kt} but call_tir passes {n_in} input(s), "
@@ -434,7 +441,8 @@ class _FunctionLowering:
         # kernels are module-internal: private lets bufferization drop results equal to outputs
         kernel.attributes["sym_visibility"] = ir.StringAttr.get("private")
         args = [self.cast(v, t) for v, t in zip(operands, kt.inputs)]
-        args += [self.cast(self._empty(r.type, op), t) for r, t in zip(op.results, kt.inputs[n_in:])]
+        args += [self.cast(planned[i] if dests and i in planned else self._empty(r.type, op), t)
+                 for i, (r, t) in enumerate(zip(op.results, kt.inputs[n_in:]))]
         for d, t in zip(tir, kt.inputs[n_in + n_out:]):
             v = self.index(d)
             if t != v.type:
@@ -509,6 +517,34 @@ class _FunctionLowering:
             self.vmap[r] = _create("bufferization.to_tensor", [a], [t],
                                    {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()},
                                    ip=self.ip).result
+
+
+    def lower_planned(self, op, operands) -> None:
+        """relax-plan-memory: a storage is an aligned ``memref.alloc`` of i8 (freed by
+        ownership-based deallocation); a planned tensor is a ``memref.view`` of it at its
+        byte offset, as a ``bufferization.to_tensor restrict writable`` destination."""
+        i8 = _i(8)
+        if op.name == "relax.alloc_storage":
+            t = op.results[0].type
+            size = [s for s in self._out_sizes(t, op) if s is not None]
+            mt = ir.MemRefType.get(list(ir.RankedTensorType(t).shape), i8)
+            alloc = _create("memref.alloc", size, [mt],
+                            {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(size), 0]),
+                             "alignment": ir.IntegerAttr.get(_i(64), 64)}, ip=self.ip, loc=op.location)
+            self.vmap[op.results[0]] = alloc.result
+            return
+        off = Dim.of(0)
+        if "offset" in op.attributes:
+            a = op.attributes["offset"]
+            off = Dim.of(ir.IntegerAttr(a).value if isinstance(a, ir.IntegerAttr) else ir.StringAttr(a).value)
+        t = strip(op.results[0].type)
+        rt = ir.RankedTensorType(t)
+        sizes = [s for s in self._out_sizes(op.results[0].type, op) if s is not None]
+        view = _create("memref.view", [operands[0], self.index(off)] + sizes,
+                       [ir.MemRefType.get(list(rt.shape), rt.element_type)], ip=self.ip, loc=op.location)
+        self.vmap[op.results[0]] = _create("bufferization.to_tensor", [view.result], [t],
+                                           {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()},
+                                           ip=self.ip).result
 
 
 def _at(op: ir.Operation) -> str:

@@ -1,0 +1,292 @@
+"""relax-plan-memory: intermediate tensors share storage by liveness, with symbolic sizes.
+
+Runs on legalized graph functions (before relax-lower-host). The planned values are the
+``relax.call_tir`` outputs that are neither returned nor aliased by a returned value;
+a value's lifetime runs from its call_tir to the last use of it or of any value derived
+from it by an op other than call_tir / call_dps_library (those may alias their operands:
+``relax.match_cast``, ``relax.call``, cloned upstream ops), both ends included (a kernel
+reads its inputs while it writes its outputs).
+
+* **Static arena** (``relax.upper_bounds`` bounds every symbol of a value's byte size, and
+  the size is monotone in them): one ``relax.alloc_storage`` of a static size per function;
+  each value gets a byte offset computed at compile time (64-byte aligned, best fit by
+  decreasing size among values whose lifetimes overlap) from its byte size evaluated at
+  the upper bounds. A ``relax.assert`` ``sym <= bound`` is added where each such symbol is
+  bound, so an input beyond its bound is a run-time ShapeError, never an out-of-bounds write.
+* **Symbolic storages** (everything else): a linear scan in program order; a value reuses
+  a dead storage whose byte size is provably >= its own (``prove_equal`` first, then
+  ``prove_le``), or a dead storage it provably contains when the storage can be enlarged
+  at its allocation point (all symbols of the new size bound there); else a new storage.
+
+Each planned output becomes ``relax.alloc_tensor(storage) {offset}`` passed as the last
+operands of its call_tir, whose ``dests`` attribute lists the results they stand for.
+relax-lower-host lowers storages to ``memref.alloc`` (i8), tensors to ``memref.view`` +
+``bufferization.to_tensor restrict writable``. ``i1`` values (widened later) and values
+with an unknown ``?`` dim are not planned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import sympy
+from mlir import ir
+
+from ..dialects.relax import create
+from ..shapes import UNKNOWN, Dim, Shape, Truth, prove_equal, prove_le, read_tensor_type, symbol
+from .graph import body_ops, bound_by_params, entry_block, func_name, graph_functions, param_sigs, upper_bounds
+from .registry import Option, register_pass
+
+#: Bytes per element of the planned element types.
+DTYPE_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16": 2, "i8": 1}
+ALIGN = 64
+#: Function attribute recording the plan (for tests and the memory benchmark).
+PLAN_ATTR = "relax.memory_plan"
+
+
+@dataclass
+class _Value:
+    value: ir.Value
+    op: ir.Operation
+    index: int           # the defining op's position
+    result: int          # result number on the call_tir
+    size: Dim            # bytes, symbolic
+    last: int = -1       # last use (alias closure), inclusive
+    escapes: bool = False
+    static: Optional[int] = None   # bytes at the upper bounds (arena values)
+    offset: int = 0
+    storage: Optional["_Storage"] = None
+
+
+@dataclass
+class _Storage:
+    size: Dim
+    index: int                      # op position where it is allocated
+    bound: frozenset                # symbols bound at that position
+    values: list = field(default_factory=list)
+    free_at: int = -1               # last use of its current value
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _byte_size(t: ir.Type) -> Optional[Dim]:
+    if not isinstance(t, ir.RankedTensorType):
+        return None
+    sig = read_tensor_type(t)
+    if sig.dtype not in DTYPE_BYTES or sig.shape.has_unknown:
+        return None
+    n = sig.shape.numel()
+    return n * DTYPE_BYTES[sig.dtype] if n is not None else None
+
+
+def _monotone(size: Dim, bounds: dict[str, int]) -> bool:
+    """Is ``size`` at most its value at the upper bounds whenever 0 <= sym <= bound?"""
+    syms = sorted(size.symbols)
+    if not syms:
+        return True
+    e = sympy.expand(size.expr)
+    try:
+        poly = sympy.Poly(e, *[symbol(s) for s in syms])
+        if all(c >= 0 for c in poly.coeffs()):
+            return True
+    except sympy.PolynomialError:
+        pass
+    # sym = bound - t with t >= 0: size(bound - t) <= size(bound)
+    sub = {s: Dim.of(bounds[s]) - Dim(symbol(f"_t_{s}")) for s in syms}
+    return prove_le(size.subs(sub), size.evaluate(bounds)) is Truth.TRUE
+
+
+class _Planner:
+    def __init__(self, f: ir.Operation, opts):
+        self.f = f
+        self.opts = opts
+        self.ops = body_ops(f)
+        self.bounds = upper_bounds(f) if opts.use_upper_bounds else {}
+        self.values: list[_Value] = []
+
+    # -- analysis ------------------------------------------------------------------
+    def analyse(self) -> None:
+        root: dict = {}          # value -> list of planned roots it may alias
+        planned: dict = {}
+        for i, op in enumerate(self.ops):
+            for v in op.operands:
+                for r in root.get(v, ()):
+                    r.last = max(r.last, i)
+            if op.name == "func.return":
+                for v in op.operands:
+                    for r in root.get(v, ()):
+                        r.escapes = True
+                continue
+            if op.name == "relax.call_tir":
+                if "dests" in op.attributes:
+                    continue  # already planned
+                for k, res in enumerate(op.results):
+                    size = _byte_size(res.type)
+                    if size is None:
+                        continue
+                    pv = _Value(res, op, i, k, size, last=i)
+                    self.values.append(pv)
+                    planned[res] = pv
+                    root[res] = [pv]
+            elif op.name != "relax.call_dps_library":
+                alias = [r for v in op.operands for r in root.get(v, ())]
+                for res in op.results:
+                    root[res] = alias
+        self.values = [v for v in self.values if not v.escapes]
+
+    def bound_at(self) -> list[frozenset]:
+        """Symbols bound before each op position."""
+        sigs = param_sigs(self.f)
+        bound = set(bound_by_params(sigs)[0])
+        out = []
+        for op in self.ops:
+            out.append(frozenset(bound))
+            if op.name == "relax.match_cast":
+                bound |= Shape.from_attr(op.attributes["shape"]).symbols
+        return out
+
+    # -- static arena --------------------------------------------------------------
+    def plan_arena(self, vals: list[_Value]) -> int:
+        """Offsets by decreasing size, each in the tightest gap among live neighbours."""
+        placed: list[_Value] = []
+        for v in sorted(vals, key=lambda v: (-v.static, v.index, v.result)):
+            need = _align(v.static)
+            busy = sorted((p.offset, p.offset + _align(p.static)) for p in placed
+                          if not (p.last < v.index or v.last < p.index))
+            best, best_gap, cur = None, None, 0
+            for lo, hi in busy:
+                if lo - cur >= need and (best_gap is None or lo - cur < best_gap):
+                    best, best_gap = cur, lo - cur
+                cur = max(cur, hi)
+            v.offset = cur if best is None else best
+            placed.append(v)
+        return max((_align(p.offset + p.static) for p in placed), default=0)
+
+    # -- symbolic storages ----------------------------------------------------------
+    def plan_symbolic(self, vals: list[_Value], bound_at: list[frozenset]) -> list[_Storage]:
+        storages: list[_Storage] = []
+        for v in sorted(vals, key=lambda v: (v.index, v.result)):
+            free = [s for s in storages if s.free_at < v.index]
+            pick = next((s for s in free if prove_equal(v.size, s.size) is Truth.TRUE), None)
+            if pick is None:
+                fits = [s for s in free if prove_le(v.size, s.size) is Truth.TRUE]
+                # the smallest that provably fits
+                for s in fits:
+                    if pick is None or prove_le(s.size, pick.size) is Truth.TRUE:
+                        pick = s
+            if pick is None:
+                for s in free:
+                    if v.size.symbols <= s.bound and prove_le(s.size, v.size) is Truth.TRUE:
+                        s.size = v.size     # enlarge: allocated where v's symbols are bound
+                        pick = s
+                        break
+            if pick is None:
+                pick = _Storage(v.size, v.index, bound_at[v.index])
+                storages.append(pick)
+            pick.values.append(v)
+            pick.free_at = v.last
+            v.storage = pick
+        return storages
+
+    # -- rewriting ------------------------------------------------------------------
+    def run(self) -> Optional[dict]:
+        self.analyse()
+        if not self.values:
+            return None
+        bound_at = self.bound_at()
+        arena_vals, sym_vals = [], []
+        for v in self.values:
+            if self.bounds and v.size.symbols <= set(self.bounds) and _monotone(v.size, self.bounds):
+                v.static = v.size.evaluate(self.bounds)
+                arena_vals.append(v)
+            else:
+                sym_vals.append(v)
+        arena_size = self.plan_arena(arena_vals) if arena_vals else 0
+        storages = self.plan_symbolic(sym_vals, bound_at)
+
+        i8 = ir.IntegerType.get_signless(8)
+        loc = self.f.location
+        block = entry_block(self.f)
+        first = self.ops[0]
+        # run-time checks: every symbol the arena relies on stays within its bound
+        used = sorted(set().union(*(v.size.symbols for v in arena_vals))) if arena_vals else []
+        for s in used:
+            where = next((op for op in self.ops if op.name == "relax.match_cast"
+                          and s in Shape.from_attr(op.attributes["shape"]).symbols), None)
+            ip = _after(where) if where is not None else ir.InsertionPoint(first)
+            create("assert", [], [], {
+                "dims": Shape([Dim(symbol(s)), Dim.of(self.bounds[s])]).to_attr(),
+                "predicate": ir.StringAttr.get("le"),
+                "message": ir.StringAttr.get(f"{s} <= {self.bounds[s]} (relax.upper_bounds: the "
+                                             "memory plan is sized at the bound)")}, loc=loc, ip=ip)
+        arena = None
+        if arena_vals:
+            t = ir.RankedTensorType.get([arena_size], i8)
+            arena = create("alloc_storage", [], [t], {}, loc=loc, ip=ir.InsertionPoint(first)).result
+        storage_val: dict[int, ir.Value] = {}
+        for s in storages:
+            t = _storage_type(s.size)
+            op0 = self.ops[s.index]
+            storage_val[id(s)] = create("alloc_storage", [], [t], {}, loc=op0.location,
+                                        ip=ir.InsertionPoint(op0)).result
+        # destinations, per call_tir
+        by_op: dict[int, list[_Value]] = {}
+        for v in self.values:
+            by_op.setdefault(v.index, []).append(v)
+        for idx, vs in sorted(by_op.items()):
+            op = self.ops[idx]
+            vs.sort(key=lambda v: v.result)
+            dests = []
+            for v in vs:
+                st = arena if v.static is not None else storage_val[id(v.storage)]
+                t = v.value.type
+                a = create("alloc_tensor", [st], [t],
+                           {"offset": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v.offset)},
+                           loc=op.location, ip=ir.InsertionPoint(op))
+                dests.append(a.result)
+            self._add_dests(op, dests, [v.result for v in vs])
+        plan = {"arena_bytes": arena_size, "arena_values": len(arena_vals),
+                "storages": [str(s.size) for s in storages], "symbolic_values": len(sym_vals)}
+        self.f.attributes[PLAN_ATTR] = ir.DictAttr.get({
+            "arena_bytes": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), arena_size),
+            "planned": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(self.values)),
+            "storages": ir.ArrayAttr.get([ir.StringAttr.get(x) for x in plan["storages"]]),
+        })
+        return plan
+
+    def _add_dests(self, op: ir.Operation, dests: list[ir.Value], results: list[int]) -> None:
+        attrs = {k: op.attributes[k] for k in op.attributes
+                 if k not in ("operandSegmentSizes", "resultSegmentSizes")}
+        attrs["dests"] = ir.DenseI64ArrayAttr.get(results)
+        new = create("call_tir", list(op.operands) + dests, [r.type for r in op.results], attrs,
+                     loc=op.location, ip=ir.InsertionPoint(op))
+        for a, b in zip(op.results, new.results):
+            a.replace_all_uses_with(b)
+        op.erase()
+
+
+def _after(op: ir.Operation) -> ir.InsertionPoint:
+    block = op.block
+    ops = [o.operation for o in block.operations]
+    i = next(k for k, o in enumerate(ops) if o == op)
+    return ir.InsertionPoint(ops[i + 1]) if i + 1 < len(ops) else ir.InsertionPoint(block)
+
+
+def _storage_type(size: Dim) -> ir.Type:
+    if size.is_static:
+        return ir.RankedTensorType.get([size.value], ir.IntegerType.get_signless(8))
+    return ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+                                   Shape([size]).to_attr())
+
+
+@register_pass("relax-plan-memory",
+               "Plan call_tir intermediates into reused storage by liveness: one static arena "
+               "sized at relax.upper_bounds, else symbolic storages reused when sizes provably fit.",
+               options=[Option("use-upper-bounds", bool, True,
+                               "plan a static arena where relax.upper_bounds bound the sizes")])
+def relax_plan_memory(module: ir.Operation, opts) -> None:
+    for f in graph_functions(module):
+        _Planner(f, opts).run()

@@ -81,9 +81,7 @@ def _norm_params(call: InferCall, x: TensorSig, first_param: int) -> None:
             call.require_equal(pd, xd, f"operand #{i} dim {j} vs normalized dim")
 
 
-@op("layer_norm", operands=["x", "gamma", "beta"], attrs=[Attr("axes", "ints", [-1]), Attr("epsilon", "float", 1e-5)],
-    summary="(x - mean) / sqrt(var + epsilon) * gamma + beta over `axes`")
-def _layer_norm(call: InferCall) -> TensorSig:
+def _normalization(call: InferCall) -> TensorSig:
     x = tensor_input(call, 0)
     if not is_float(x.dtype):
         raise call.error(f"expects a floating-point tensor, got {x.dtype}")
@@ -91,14 +89,10 @@ def _layer_norm(call: InferCall) -> TensorSig:
     return x
 
 
-@op("rms_norm", operands=["x", "weight"], attrs=[Attr("axes", "ints", [-1]), Attr("epsilon", "float", 1e-5)],
-    summary="x / sqrt(mean(x**2) + epsilon) * weight over `axes`")
-def _rms_norm(call: InferCall) -> TensorSig:
-    x = tensor_input(call, 0)
-    if not is_float(x.dtype):
-        raise call.error(f"expects a floating-point tensor, got {x.dtype}")
-    _norm_params(call, x, 1)
-    return x
+op("layer_norm", operands=["x", "gamma", "beta"], attrs=[Attr("axes", "ints", [-1]), Attr("epsilon", "float", 1e-5)],
+   summary="(x - mean) / sqrt(var + epsilon) * gamma + beta over `axes`", family="reduce")(_normalization)
+op("rms_norm", operands=["x", "weight"], attrs=[Attr("axes", "ints", [-1]), Attr("epsilon", "float", 1e-5)],
+   summary="x / sqrt(mean(x**2) + epsilon) * weight over `axes`", family="reduce")(_normalization)
 
 
 

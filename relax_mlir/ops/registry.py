@@ -253,26 +253,24 @@ class InferCall:
 
     def require_equal(self, a, b, what: str) -> Truth:
         """Need ``a == b``: error when provably false, run-time check when unknown."""
-        if a is UNKNOWN or b is UNKNOWN:
-            raise self.error(f"{what}: cannot check a relation on an unknown dimension '?'; "
-                             "name it with relax.match_cast")
-        t = prove_equal(a, b)
-        if t is Truth.FALSE:
-            raise self.error(f"{what}: {a} != {b}")
-        if t is Truth.UNKNOWN:
-            self.checks.append(Check(Dim.of(a), Dim.of(b), f"{self.name}: {what}: {a} == {b}"))
-        return t
+        return self._require(a, b, what, "eq")
 
     def require_le(self, a, b, what: str) -> Truth:
         """Need ``a <= b``: error when provably false, run-time check when unknown."""
+        return self._require(a, b, what, "le")
+
+    _PREDICATES = {"eq": (prove_equal, "==", "!="), "le": (prove_le, "<=", ">")}
+
+    def _require(self, a, b, what: str, predicate: str) -> Truth:
         if a is UNKNOWN or b is UNKNOWN:
             raise self.error(f"{what}: cannot check a relation on an unknown dimension '?'; "
                              "name it with relax.match_cast")
-        t = prove_le(a, b)
+        prove, holds, fails = self._PREDICATES[predicate]
+        t = prove(a, b)
         if t is Truth.FALSE:
-            raise self.error(f"{what}: {a} > {b}")
+            raise self.error(f"{what}: {a} {fails} {b}")
         if t is Truth.UNKNOWN:
-            self.checks.append(Check(Dim.of(a), Dim.of(b), f"{self.name}: {what}: {a} <= {b}", "le"))
+            self.checks.append(Check(Dim.of(a), Dim.of(b), f"{self.name}: {what}: {a} {holds} {b}", predicate))
         return t
 
 

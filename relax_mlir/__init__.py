@@ -57,16 +57,18 @@ def parse(text: str, context: Optional["ir.Context"] = None) -> "ir.Module":
         return ir.Module.parse(text)
 
 
-def compile(src, target: str = "cpu", libraries=None) -> "Executable":
+def compile(src, target: str = "cpu", libraries=None, options=None) -> "Executable":
     """Compile relax IR (MLIR text or a Module) once; returns an :class:`Executable`.
 
     ``libraries``: shared libraries providing the ``relax.call_dps_library`` callees
-    (``_mlir_ciface_<name>``). Calling convention and error messages:
-    :mod:`relax_mlir.runtime.executable`.
+    (``_mlir_ciface_<name>``). ``options``: the target pipeline's options as a dict, e.g.
+    ``{"dispatch": False}`` (no BLAS offload) or ``{"fusion": False}``; see
+    ``relax-opt --list-passes`` for the ``cpu`` pipeline. Calling convention and error
+    messages: :mod:`relax_mlir.runtime.executable`.
     """
     from .runtime.executable import compile_module
 
-    return compile_module(src, target=target, libraries=libraries)
+    return compile_module(src, target=target, libraries=libraries, options=options)
 
 
 def _has_current() -> bool:

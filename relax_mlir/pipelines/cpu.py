@@ -2,7 +2,9 @@
 
 Stages (each a plain pipeline string, pasteable into ``relax-opt --pass-pipeline``):
 
-* :func:`graph_stage`: ``relax-infer-shapes``, ``relax-legalize`` (when registered),
+* :func:`graph_stage`: ``relax-infer-shapes``, ``relax-dispatch-library`` (matmul [+ bias]
+  to BLAS; it records the runtime library in ``relax.libraries``, which compile() links),
+  ``relax-legalize`` (when registered),
   ``relax-lower-host`` (see its docstring for the calling convention);
 * :func:`llvm_stage`: upstream only: one-shot bufferization across function boundaries
   (identity layouts, so numpy's C-contiguous arrays are the arguments), ownership-based
@@ -26,13 +28,26 @@ FUSION_DEFAULT = True
 #: or ``graph_stage(plan_memory=False)`` switch it off for comparisons.
 PLAN_MEMORY_DEFAULT = True
 
+#: Library dispatch (relax-dispatch-library: matmul / matmul + bias -> BLAS) by default;
+#: ``cpu{dispatch=false}``, ``graph_stage(dispatch=False)`` or
+#: ``relax_mlir.compile(src, options={"dispatch": False})`` switch it off.
+DISPATCH_DEFAULT = True
+DISPATCH_MIN_FLOPS = 4096
 
-def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None) -> list[str]:
+
+def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
+                dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None) -> list[str]:
     if fusion is None:
         fusion = FUSION_DEFAULT
     if plan_memory is None:
         plan_memory = PLAN_MEMORY_DEFAULT
+    if dispatch is None:
+        dispatch = DISPATCH_DEFAULT
+    if dispatch_min_flops is None:
+        dispatch_min_flops = DISPATCH_MIN_FLOPS
     passes = ["relax-infer-shapes"]
+    if dispatch and "relax-dispatch-library" in PASSES:
+        passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)}}}")
     if "relax-legalize" in PASSES:
         passes.append("relax-legalize")
     if fusion and "relax-fuse-ops" in PASSES:
@@ -77,6 +92,11 @@ def llvm_stage() -> list[str]:
                    options=[Option("fusion", bool, FUSION_DEFAULT,
                                    "fuse call_tir kernels (relax-fuse-ops, relax-fuse-kernels)"),
                             Option("plan-memory", bool, PLAN_MEMORY_DEFAULT,
-                                   "plan intermediates into reused storage (relax-plan-memory)")])
+                                   "plan intermediates into reused storage (relax-plan-memory)"),
+                            Option("dispatch", bool, DISPATCH_DEFAULT,
+                                   "offload matmul (+ bias) to BLAS (relax-dispatch-library)"),
+                            Option("dispatch-min-flops", int, DISPATCH_MIN_FLOPS,
+                                   "relax-dispatch-library{min-flops=...}")])
 def cpu(opts) -> str:
-    return ", ".join(graph_stage(opts.fusion, opts.plan_memory) + llvm_stage())
+    return ", ".join(graph_stage(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops)
+                     + llvm_stage())

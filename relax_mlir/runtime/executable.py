@@ -458,8 +458,24 @@ def _strip_relax_attributes(module) -> str:
     return text
 
 
-def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] = None) -> Executable:
-    """Compile relax IR (text or Module) for ``target``; see :func:`relax_mlir.compile`."""
+def _pipeline_options(options: Optional[dict]) -> dict:
+    """``{"dispatch": False, "plan_memory": True}`` -> graph_stage keyword arguments (checked
+    against the ``cpu`` pipeline's declared options)."""
+    from ..transforms.registry import PIPELINES
+
+    text = " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in (options or {}).items())
+    return {k: v for k, v in vars(PIPELINES["cpu"].parse_options(text)).items()}
+
+
+def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] = None,
+                   options: Optional[dict] = None) -> Executable:
+    """Compile relax IR (text or Module) for ``target``; see :func:`relax_mlir.compile`.
+
+    ``options``: the target pipeline's options (``cpu{...}``), e.g. ``{"dispatch": False}``
+    or ``{"fusion": False, "dispatch-min-flops": 0}``. Runtime libraries the module asks
+    for (``relax.libraries``, set by relax-dispatch-library) are linked and kept in
+    ``exe.libraries`` (so export() links them too)."""
     from mlir import ir
     from mlir.execution_engine import ExecutionEngine
 
@@ -470,13 +486,15 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
     if target != "cpu":
         raise ValueError(f"unknown target '{target}' (available: cpu)")
     from ..pipelines.cpu import graph_stage, llvm_stage
+    from .libraries import library_paths, module_libraries
 
     t0 = time.perf_counter()
     text = src if isinstance(src, str) else str(src)
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = ir.Module.parse(text)
-        run_pipeline(module, "builtin.module(" + ", ".join(graph_stage()) + ")")
+        run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(**_pipeline_options(options))) + ")")
+        libraries = list(libraries or []) + library_paths(module_libraries(module.operation))
         metadata = host_metadata(module.operation)
         for fm in metadata["functions"].values():
             fm["plan"] = signature_plan(fm["params"], fm["checks"])

@@ -493,6 +493,13 @@ class _FunctionLowering:
                               "lhs": str(dims[0]), "rhs": str(dims[1]), "predicate": pred,
                               "location": str(op.location)}, None, bound)
 
+    def _dynamic(self, m: ir.Value) -> ir.Value:
+        mt = ir.MemRefType(m.type)
+        dyn = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * mt.rank, mt.element_type)
+        if dyn == mt:
+            return m
+        return _create("memref.cast", [m], [dyn], ip=self.ip).result
+
     def lower_library(self, op, operands) -> None:
         callee = ir.StringAttr(op.attributes["callee"]).value
         mem = []
@@ -510,8 +517,11 @@ class _FunctionLowering:
             alloc = _create("memref.alloc", sizes, [mt],
                             {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(sizes), 0])}, ip=self.ip)
             outs.append((alloc.result, t))
-        self.state.declare_library(callee, [m.type for m in mem] + [a.type for a, _ in outs], op)
-        _create("func.call", mem + [a for a, _ in outs], [],
+        # One declaration per symbol whatever the static dims at each call: every dim is
+        # dynamic in it (the C descriptor ABI does not depend on them), call sites cast.
+        args = [self._dynamic(m) for m in mem + [a for a, _ in outs]]
+        self.state.declare_library(callee, [a.type for a in args], op)
+        _create("func.call", args, [],
                 {"callee": ir.FlatSymbolRefAttr.get(callee)}, ip=self.ip, loc=op.location)
         for r, (a, t) in zip(op.results, outs):
             self.vmap[r] = _create("bufferization.to_tensor", [a], [t],

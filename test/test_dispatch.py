@@ -1,0 +1,210 @@
+"""relax-dispatch-library end to end: numerics with dispatch on and off (one executable per
+setting, every size through it), the relax_blas shim on strided views, policy and options,
+a user-registered pattern and library, export/load with the shim linked."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import relax_mlir
+from relax_mlir.runtime.executable import descriptor_class
+from relax_mlir.transforms.registry import PipelineError
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+
+
+def T(dims: list, dt: str = "f32") -> str:
+    static = "x".join(str(d) if isinstance(d, int) else "?" for d in dims)
+    enc = ", ".join(str(d) if isinstance(d, int) else f'"{d}"' for d in dims)
+    return f'tensor<{static}x{dt}, #relax.shape<[{enc}]>>'
+
+
+def mm(lhs, rhs, out, name, dt="f32"):
+    return f'  %{name} = "relax.matmul"(%{lhs[0]}, %{rhs[0]}) : ({T(lhs[1], dt)}, {T(rhs[1], dt)}) -> {T(out, dt)}\n'
+
+
+A = ("a", ["m", "k"])
+B = ("b", ["k", "n"])
+A3 = ("a3", ["bt", "m", "k"])
+B3 = ("b3", ["bt", "k", "n"])
+B1 = ("b1", [1, "k", "n"])
+BIAS = ("bias", ["n"])
+PARAMS = [A, B, A3, B3, B1, BIAS]
+RESULTS = [["m", "n"], ["bt", "m", "n"], ["bt", "m", "n"], ["bt", "m", "n"], ["bt", "m", "n"], ["m", "n"],
+           ["bt", "m", "n"]]
+
+
+def module(dt: str) -> str:
+    body = mm(A, B, ["m", "n"], "r0", dt)                      # 22
+    body += mm(A3, B3, ["bt", "m", "n"], "r1", dt)             # 33, equal batch
+    body += mm(A3, B1, ["bt", "m", "n"], "r2", dt)             # 33, broadcast batch
+    body += mm(A3, B, ["bt", "m", "n"], "r3", dt)              # 32
+    body += mm(A, B3, ["bt", "m", "n"], "r4", dt)              # 23
+    body += mm(A, B, ["m", "n"], "p5", dt)                     # 22 + bias + relu
+    body += f'  %q5 = "relax.add"(%p5, %bias) : ({T(["m", "n"], dt)}, {T(["n"], dt)}) -> {T(["m", "n"], dt)}\n'
+    body += f'  %r5 = "relax.relu"(%q5) : ({T(["m", "n"], dt)}) -> {T(["m", "n"], dt)}\n'
+    body += mm(A3, B, ["bt", "m", "n"], "p6", dt)              # 32 + bias (bias first)
+    body += f'  %r6 = "relax.add"(%bias, %p6) : ({T(["n"], dt)}, {T(["bt", "m", "n"], dt)}) -> {T(["bt", "m", "n"], dt)}\n'
+    params = ", ".join(f"%{n}: {T(d, dt)}" for n, d in PARAMS)
+    rtypes = ", ".join(T(r, dt) for r in RESULTS)
+    rets = ", ".join(f"%r{i}" for i in range(len(RESULTS)))
+    return (f"func.func @main({params}) -> ({rtypes}) attributes {{relax.function}} {{\n{body}"
+            f"  return {rets} : {rtypes}\n}}\n")
+
+
+def reference(a, b, a3, b3, b1, bias):
+    return [a @ b, a3 @ b3, a3 @ b1, a3 @ b, a @ b3, np.maximum(a @ b + bias, 0), a3 @ b + bias]
+
+
+SIZES = [(1, 1, 1, 1), (1, 5, 3, 1), (7, 13, 5, 3), (1, 1, 64, 70), (2, 65, 67, 64), (3, 128, 96, 80), (2, 96, 1, 64)]
+
+
+@pytest.fixture(scope="module", params=["f32", "f64"])
+def exes(request):
+    dt = request.param
+    src = module(dt)
+    on = relax_mlir.compile(src)
+    off = relax_mlir.compile(src, options={"dispatch": False})
+    return dt, on, off
+
+
+def test_numerics_dispatch_on_and_off(exes):
+    dt, on, off = exes
+    assert any("librelax_blas" in p for p in on.libraries)
+    assert not any("librelax_blas" in p for p in off.libraries)
+    npdt = np.float32 if dt == "f32" else np.float64
+    tol = 2e-4 if dt == "f32" else 1e-10
+    rng = np.random.default_rng(0)
+    for bt, m, k, n in SIZES:
+        def r(*s):
+            return rng.standard_normal(s).astype(npdt)
+        args = [r(m, k), r(k, n), r(bt, m, k), r(bt, k, n), r(1, k, n), r(n)]
+        ref = reference(*args)
+        for exe in (on, off):
+            outs = exe(*args)
+            for i, (o, e) in enumerate(zip(outs, ref)):
+                assert o.shape == e.shape, (i, bt, m, k, n)
+                np.testing.assert_allclose(o, e, rtol=tol, atol=tol * max(1, k), err_msg=f"result {i} {(bt, m, k, n)}")
+
+
+def test_mlp_model_dispatch():
+    from relax_mlir.frontend.models import MLPConfig, mlp_module, mlp_params, mlp_reference
+
+    cfg = MLPConfig(d_in=64, d_hidden=96, d_out=32, max_batch=4096)
+    text = str(mlp_module(relax_mlir.make_context(), cfg))
+    exe = relax_mlir.compile(text)
+    assert "relax_blas" in str(exe.libraries)
+    rng = np.random.default_rng(1)
+    ps = mlp_params(cfg, rng)
+    for n in (1, 17, 130):
+        x = rng.standard_normal((n, cfg.d_in)).astype(np.float32)
+        np.testing.assert_allclose(exe(x, *ps), mlp_reference(x, *ps), rtol=1e-4, atol=1e-4)
+
+
+def test_options_checked():
+    with pytest.raises(PipelineError, match="no option 'dispach'"):
+        relax_mlir.compile(module("f32"), options={"dispach": False})
+
+
+# -- the shim on descriptors with offsets and strides -------------------------------------
+
+def _desc(arr: np.ndarray, base: np.ndarray):
+    """A memref descriptor of the view ``arr`` into ``base`` (element offset and strides)."""
+    d = descriptor_class(arr.ndim)()
+    d.allocated = d.aligned = base.ctypes.data
+    d.offset = (arr.ctypes.data - base.ctypes.data) // arr.itemsize
+    for i in range(arr.ndim):
+        d.sizes[i] = arr.shape[i]
+        d.strides[i] = arr.strides[i] // arr.itemsize
+    return d
+
+
+@pytest.fixture(scope="module")
+def shim():
+    from relax_mlir.runtime.libraries import library_paths
+
+    lib = ctypes.CDLL(library_paths(["relax_blas"])[0])
+    lib.relax_blas_set_small_flops.argtypes = [ctypes.c_double]
+    lib.relax_blas_get_small_flops.restype = ctypes.c_double
+    return lib
+
+
+@pytest.mark.parametrize("small", [0.0, 1e12])   # BLAS path / plain-loop path
+@pytest.mark.parametrize("m,k,n", [(1, 9, 7), (5, 1, 3), (6, 8, 1), (33, 17, 29)])
+def test_shim_strided_views(shim, small, m, k, n):
+    old = shim.relax_blas_get_small_flops()
+    shim.relax_blas_set_small_flops(small)
+    try:
+        rng = np.random.default_rng(2)
+        abase = rng.standard_normal((2 * k + 3, 3 * m + 2)).astype(np.float32)
+        a = abase[3:3 + 2 * k:2, 2:2 + 3 * m:3].T             # transposed, strided, offset
+        bbase = rng.standard_normal((k, n + 5)).astype(np.float32)
+        b = bbase[:, 5:]                                       # row stride > n, offset
+        biasbase = rng.standard_normal(2 * n).astype(np.float32)
+        bias = biasbase[::2]                                   # strided bias
+        cbase = np.full((n, m + 4), np.nan, np.float32)
+        c = cbase[:, 4:].T                                     # transposed output
+        args = [_desc(a, abase), _desc(b, bbase), _desc(bias, biasbase), _desc(c, cbase)]
+        shim._mlir_ciface_relax_blas_matmul_bias_22_f32(*[ctypes.byref(x) for x in args])
+        np.testing.assert_allclose(c, a @ b + bias, rtol=1e-4, atol=1e-4)
+        assert np.isnan(cbase[:, :4]).all()                    # nothing written outside the view
+        # batched 3-D x 2-D, batch stride not collapsible (a padded batch of A)
+        a3base = rng.standard_normal((3, m + 1, k)).astype(np.float32)
+        a3 = a3base[:, 1:, :]
+        c3 = np.zeros((3, m, n), np.float32)
+        shim._mlir_ciface_relax_blas_matmul_32_f32(*[ctypes.byref(x) for x in
+                                                    (_desc(a3, a3base), _desc(b, bbase), _desc(c3, c3))])
+        np.testing.assert_allclose(c3, a3 @ b, rtol=1e-4, atol=1e-4)
+    finally:
+        shim.relax_blas_set_small_flops(old)
+
+
+# -- extensibility: a user pattern and library, no change to the pass ---------------------
+
+DPS_ADD = f"""
+func.func @main(%x: {T(["n", 4])}, %y: {T(["n", 4])}) -> {T(["n", 4])} attributes {{relax.function}} {{
+  %0 = "relax.add"(%x, %y) : ({T(["n", 4])}, {T(["n", 4])}) -> {T(["n", 4])}
+  return %0 : {T(["n", 4])}
+}}
+"""
+
+
+def test_user_pattern_and_library(tmp_path):
+    import subprocess
+
+    from relax_mlir.runtime import libraries
+    from relax_mlir.transforms.dispatch_patterns import DispatchPattern, register_dispatch, unregister_dispatch
+
+    lib = tmp_path / "libdps.so"
+    src = os.path.join(os.path.dirname(__file__), "Inputs", "dps_lib.c")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib), src], check=True)
+    libraries.register_library("test_dps", lambda: [str(lib)], replace=True)
+    register_dispatch(DispatchPattern(
+        "test_dps_add", ("add",), "dps_add", "test_dps",
+        predicate=lambda m: all(s.rank == 2 and s.shape[1] == 4 and s.dtype == "f32" for s in m.inputs)))
+    try:
+        exe = relax_mlir.compile(DPS_ADD)
+        assert str(lib) in exe.libraries
+        x, y = np.ones((3, 4), np.float32), np.arange(12, dtype=np.float32).reshape(3, 4)
+        np.testing.assert_allclose(exe(x, y), x + y)
+    finally:
+        unregister_dispatch("test_dps_add")
+    assert not any("libdps" in p for p in relax_mlir.compile(DPS_ADD).libraries)
+
+
+def test_export_links_shim(tmp_path):
+    src = module("f32")
+    exe = relax_mlir.compile(src)
+    path = exe.export(str(tmp_path / "m.so"))
+    loaded = relax_mlir.load(path)
+    rng = np.random.default_rng(3)
+    bt, m, k, n = 2, 65, 33, 64
+    args = [rng.standard_normal(s).astype(np.float32) for s in
+            [(m, k), (k, n), (bt, m, k), (bt, k, n), (1, k, n), (n,)]]
+    for o, e in zip(loaded(*args), reference(*args)):
+        np.testing.assert_allclose(o, e, rtol=2e-4, atol=2e-4)

@@ -7,8 +7,8 @@ from it by an op other than call_tir / call_dps_library (those may alias their o
 ``relax.match_cast``, ``relax.call``, cloned upstream ops), both ends included (a kernel
 reads its inputs while it writes its outputs).
 
-* **Static arena** (``relax.upper_bounds`` bounds every symbol of a value's byte size, and
-  the size is monotone in them): one ``relax.alloc_storage`` of a static size per function;
+* **Static arena** (the value's byte size is static, or ``relax.upper_bounds`` bounds each
+  of its symbols and the size is monotone in them): one ``relax.alloc_storage`` of a static size per function;
   each value gets a byte offset computed at compile time (64-byte aligned, best fit by
   decreasing size among values whose lifetimes overlap) from its byte size evaluated at
   the upper bounds. A ``relax.assert`` ``sym <= bound`` is added where each such symbol is
@@ -199,7 +199,7 @@ class _Planner:
         bound_at = self.bound_at()
         arena_vals, sym_vals = [], []
         for v in self.values:
-            if self.bounds and v.size.symbols <= set(self.bounds) and _monotone(v.size, self.bounds):
+            if v.size.symbols <= set(self.bounds) and _monotone(v.size, self.bounds):
                 v.static = v.size.evaluate(self.bounds)
                 arena_vals.append(v)
             else:

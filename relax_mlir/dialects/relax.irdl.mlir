@@ -109,7 +109,7 @@ irdl.dialect @relax {
     %24 = irdl.base "#builtin.symbol_ref"
     irdl.attributes {"callee" = %24}
   }
-  // call an external library function (C symbol) in destination-passing style
+  // call an external library function (C symbol) in destination-passing style; `dests` as for relax.call_tir
   irdl.operation @call_dps_library {
     %0 = irdl.base "!builtin.tensor"
     %1 = irdl.base "!builtin.tensor"

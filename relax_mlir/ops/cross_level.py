@@ -67,8 +67,10 @@ def _call_tir(call: InferCall) -> list[TensorSig]:
     return out
 
 
-@op("call_dps_library", operands=["*args"], results=["*results"], attrs=[Attr("callee", "str")],
-    summary="call an external library function (C symbol) in destination-passing style")
+@op("call_dps_library", operands=["*args"], results=["*results"],
+    attrs=[Attr("callee", "str"), Attr("dests", "ints", None)],
+    summary="call an external library function (C symbol) in destination-passing style; "
+            "`dests` as for relax.call_tir")
 def _call_dps_library(call: InferCall) -> list[TensorSig]:
     for i in range(len(call.inputs)):
         tensor_input(call, i)

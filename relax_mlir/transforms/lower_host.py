@@ -129,6 +129,7 @@ class _FunctionLowering:
         self.env: dict[str, ir.Value] = {}
         self.cache: dict[str, ir.Value] = {}
         self.vmap: dict = {}
+        self.planned_buffers: dict = {}   # planned destination tensor -> its memref.view
         self.pending: list[tuple] = []
         self.levels: list[tuple] = []
         self.checks: list[dict] = []
@@ -502,6 +503,12 @@ class _FunctionLowering:
 
     def lower_library(self, op, operands) -> None:
         callee = ir.StringAttr(op.attributes["callee"]).value
+        # relax-plan-memory: planned outputs are written into their memref.view directly
+        dests = list(ir.DenseI64ArrayAttr(op.attributes["dests"])) if "dests" in op.attributes else []
+        planned = {}
+        if dests:
+            planned = {i: self.planned_buffers[v] for i, v in zip(dests, operands[len(operands) - len(dests):])}
+            operands = operands[:len(operands) - len(dests)]
         mem = []
         for v in operands:
             rt = ir.RankedTensorType(v.type)
@@ -509,9 +516,12 @@ class _FunctionLowering:
             mem.append(_create("bufferization.to_buffer", [v], [mt], {"read_only": ir.UnitAttr.get()},
                                ip=self.ip).result)
         outs = []
-        for r in op.results:
+        for i, r in enumerate(op.results):
             t = strip(r.type)
             rt = ir.RankedTensorType(t)
+            if i in planned:
+                outs.append((planned[i], t))
+                continue
             sizes = [s for s in self._out_sizes(r.type, op) if s is not None]
             mt = ir.MemRefType.get(list(rt.shape), rt.element_type)
             alloc = _create("memref.alloc", sizes, [mt],
@@ -555,6 +565,7 @@ class _FunctionLowering:
         self.vmap[op.results[0]] = _create("bufferization.to_tensor", [view.result], [t],
                                            {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()},
                                            ip=self.ip).result
+        self.planned_buffers[self.vmap[op.results[0]]] = view.result  # for call_dps_library
 
 
 def _at(op: ir.Operation) -> str:

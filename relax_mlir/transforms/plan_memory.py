@@ -1,7 +1,7 @@
 """relax-plan-memory: intermediate tensors share storage by liveness, with symbolic sizes.
 
 Runs on legalized graph functions (before relax-lower-host). The planned values are the
-``relax.call_tir`` outputs that are neither returned nor aliased by a returned value;
+``relax.call_tir`` / ``relax.call_dps_library`` outputs that are neither returned nor aliased by a returned value;
 a value's lifetime runs from its call_tir to the last use of it or of any value derived
 from it by an op other than call_tir / call_dps_library (those may alias their operands:
 ``relax.match_cast``, ``relax.call``, cloned upstream ops), both ends included (a kernel
@@ -120,7 +120,7 @@ class _Planner:
                     for r in root.get(v, ()):
                         r.escapes = True
                 continue
-            if op.name == "relax.call_tir":
+            if op.name in ("relax.call_tir", "relax.call_dps_library"):
                 if "dests" in op.attributes:
                     continue  # already planned
                 for k, res in enumerate(op.results):
@@ -131,7 +131,7 @@ class _Planner:
                     self.values.append(pv)
                     planned[res] = pv
                     root[res] = [pv]
-            elif op.name != "relax.call_dps_library":
+            else:
                 alias = [r for v in op.operands for r in root.get(v, ())]
                 for res in op.results:
                     root[res] = alias
@@ -261,7 +261,7 @@ class _Planner:
         attrs = {k: op.attributes[k] for k in op.attributes
                  if k not in ("operandSegmentSizes", "resultSegmentSizes")}
         attrs["dests"] = ir.DenseI64ArrayAttr.get(results)
-        new = create("call_tir", list(op.operands) + dests, [r.type for r in op.results], attrs,
+        new = create(op.name[len("relax."):], list(op.operands) + dests, [r.type for r in op.results], attrs,
                      loc=op.location, ip=ir.InsertionPoint(op))
         for a, b in zip(op.results, new.results):
             a.replace_all_uses_with(b)

@@ -1,4 +1,5 @@
 // RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-dispatch-library)' | FileCheck %s
+// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-dispatch-library)' | mlir-opt --split-input-file --irdl-file=%irdl --verify-each > /dev/null
 
 // 2-D matmul with symbolic M, N, K becomes a call of the BLAS shim; the module asks for
 // the runtime library that defines it.

@@ -60,6 +60,7 @@ or has another format version raises :class:`relax_mlir.LoadError`.
 from __future__ import annotations
 
 import ctypes
+import threading
 import os
 import re
 import time
@@ -308,10 +309,11 @@ class Function:
         self.checker.check(arrays)
         descs = [ctypes.byref(_descriptor(a)) for a in arrays]
         res = self.result_class()
-        if self.single_scalar:
-            res.status = self._fn(*descs)
-        else:
-            self._fn(ctypes.byref(res), *descs)
+        with self.exe._lock:  # static arenas are module globals: one call at a time
+            if self.single_scalar:
+                res.status = self._fn(*descs)
+            else:
+                self._fn(ctypes.byref(res), *descs)
         del arrays  # kept alive through the call
         outs = self._collect(res)
         if res.status != 0:
@@ -319,22 +321,51 @@ class Function:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _collect(self, res) -> list[np.ndarray]:
-        outs, freed = [], set()
+        """Results as numpy arrays that OWN the buffers the compiled code allocated (no copy):
+        the buffer is freed when the last array viewing it is garbage collected."""
+        outs, owners = [], {}
         for i, (rank, dt) in enumerate(zip(self.result_ranks, self.result_dtypes)):
             d = getattr(res, f"r{i}")
             shape = tuple(d.sizes[:rank]) if rank else ()
             n = int(np.prod(shape)) if shape else 1
             dtype = np.dtype(dt)
+            owner = None
+            if d.allocated:
+                owner = owners.get(d.allocated)
+                if owner is None:
+                    owner = owners[d.allocated] = _Buffer(d.allocated)
             if n == 0 or not d.aligned:
                 arr = np.empty(shape, dtype)
-            else:
+            elif not _c_contiguous(shape, [d.strides[k] for k in range(rank)]):
                 buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
                 arr = np.frombuffer(buf, dtype).reshape(shape).copy()
+            else:
+                buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
+                buf.owner = owner  # keeps the allocation alive as long as an array views it
+                arr = np.frombuffer(buf, dtype).reshape(shape)
             outs.append(arr)
-            if d.allocated and d.allocated not in freed:
-                freed.add(d.allocated)
-                _free(d.allocated)
         return outs
+
+
+class _Buffer:
+    """One allocation returned by compiled code; freed with libc ``free`` when unreferenced."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __del__(self):
+        _free(self.ptr)
+
+
+def _c_contiguous(shape, strides) -> bool:
+    expect = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1 and stride != expect:
+            return False
+        expect *= size
+    return True
 
 
 def _as_array(x) -> np.ndarray:
@@ -375,6 +406,7 @@ class Executable:
                  libraries=(), llvm_dialect: Optional[Callable[[], str]] = None,
                  source_path: Optional[str] = None):
         self._resolver = resolver
+        self._lock = threading.Lock()
         self.metadata = metadata
         self.compile_time_s = compile_time_s
         self.libraries = list(libraries)

@@ -548,6 +548,15 @@ class _FunctionLowering:
             t = op.results[0].type
             size = [s for s in self._out_sizes(t, op) if s is not None]
             mt = ir.MemRefType.get(list(ir.RankedTensorType(t).shape), i8)
+            if not size:
+                # A static arena (sized at the upper bounds) lives in a module global: allocated
+                # once, its pages stay mapped across calls (a fresh multi-MB malloc per call
+                # would page-fault on every touch). Calls into one executable are serialized.
+                name = self.state.arena_global(self.name, mt)
+                self.vmap[op.results[0]] = _create("memref.get_global", [], [mt],
+                                                   {"name": ir.FlatSymbolRefAttr.get(name)},
+                                                   ip=self.ip, loc=op.location).result
+                return
             alloc = _create("memref.alloc", size, [mt],
                             {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(size), 0]),
                              "alignment": ir.IntegerAttr.get(_i(64), 64)}, ip=self.ip, loc=op.location)
@@ -624,6 +633,18 @@ class _ModuleState:
             res = [_i(32)] + [_i(64)] * self.detail_slots + [strip(t) for t in ft.results]
             self._types[n] = ir.FunctionType.get([strip(t) for t in ft.inputs], res)
         return self._types[n]
+
+    def arena_global(self, fname: str, mt: ir.MemRefType) -> str:
+        """A private, 64-byte aligned, uninitialized ``memref.global`` for a static arena."""
+        name = f"__relax_arena_{fname}_{self.next_id()}"
+        first = top_ops(self.module)[0]
+        _create("memref.global", [], [], {"sym_name": ir.StringAttr.get(name),
+                                          "sym_visibility": ir.StringAttr.get("private"),
+                                          "type": ir.TypeAttr.get(mt),
+                                          "initial_value": ir.UnitAttr.get(),
+                                          "alignment": ir.IntegerAttr.get(_i(64), 64)},
+                ip=ir.InsertionPoint(first))
+        return name
 
     def declare_library(self, callee: str, types: list, op) -> None:
         ft = ir.FunctionType.get(types, [])

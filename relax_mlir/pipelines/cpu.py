@@ -61,7 +61,7 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
 def llvm_stage() -> list[str]:
     return [
         "one-shot-bufferize{bufferize-function-boundaries=true "
-        "function-boundary-type-conversion=identity-layout-map}",
+        "function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map}",
         "drop-equivalent-buffer-results",
         "canonicalize",
         "ownership-based-buffer-deallocation",
@@ -71,6 +71,9 @@ def llvm_stage() -> list[str]:
         "convert-bufferization-to-memref",
         "cse",
         "canonicalize",
+        "relax-kernel-noalias",
+        "relax-expand-math",
+        "relax-kernel-fastmath",
         "convert-linalg-to-loops",
         "relax-widen-bool-memrefs",
         "expand-strided-metadata",

@@ -40,13 +40,15 @@ func.func private @down8(%a: tensor<?x?xf32>, %out: tensor<?x8xf32>) -> tensor<?
 // NOBOUND-NEXT: "relax.alloc_tensor"(%[[S0]])
 // NOBOUND-NEXT: "relax.call_tir"{{.*}}callee = @down8
 
-// relax-lower-host: the bound check guards the rest; the arena is an aligned i8
-// memref.alloc, each planned tensor a memref.view at its offset, fed as destination.
+// relax-lower-host: the bound check guards the rest; the static arena is a private,
+// aligned, uninitialized i8 memref.global (allocated once, not per call), each planned
+// tensor a memref.view at its offset, fed as destination.
+// HOST: memref.global "private" @[[G:__relax_arena_f_[0-9]+]] : memref<69632xi8> = uninitialized {alignment = 64 : i64}
 // HOST-LABEL: func.func @f(
 // HOST-SAME: kind = "assert", lhs = "n", location = {{.*}}predicate = "le", rank = 0 : i64, rhs = "128"
 // HOST: %[[LE:.*]] = arith.cmpi sle, %{{.*}}, %c128 : index
 // HOST: scf.if %[[LE]]
-// HOST-NEXT: %[[M:.*]] = memref.alloc() {alignment = 64 : i64} : memref<69632xi8>
+// HOST-NEXT: %[[M:.*]] = memref.get_global @[[G]] : memref<69632xi8>
 // HOST: %[[V:.*]] = memref.view %[[M]][%c65536][%{{.*}}] : memref<69632xi8> to memref<?x8xf32>
 // HOST-NEXT: %[[T:.*]] = bufferization.to_tensor %[[V]] restrict writable : memref<?x8xf32> to tensor<?x8xf32>
 // HOST-NEXT: func.call @up(%arg0, %[[T]])

@@ -1,0 +1,26 @@
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-expand-math)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-expand-math{enable=false})' | FileCheck %s --check-prefix=OFF
+
+// CHECK-LABEL: func.func @f32_exp
+// CHECK-NOT: math.exp
+// CHECK: arith.maximumf %arg0, %{{.*}} : f32
+// CHECK: math.floor
+// CHECK: arith.fptosi
+// CHECK: arith.shli
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
+// CHECK: arith.cmpf olt, %arg0
+// CHECK: arith.select
+// OFF-LABEL: func.func @f32_exp
+// OFF: math.exp
+func.func @f32_exp(%x: f32) -> f32 {
+  %0 = math.exp %x : f32
+  return %0 : f32
+}
+
+// f64 keeps libm's exp.
+// CHECK-LABEL: func.func @f64_exp
+// CHECK: math.exp %arg0 : f64
+func.func @f64_exp(%x: f64) -> f64 {
+  %0 = math.exp %x : f64
+  return %0 : f64
+}

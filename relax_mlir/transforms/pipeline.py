@@ -15,30 +15,7 @@ from typing import Optional
 
 from mlir import ir, passmanager
 
-from .registry import PASSES, PIPELINES, PipelineError, emit_error, error_count
-
-def split_top_level(text: str) -> list[str]:
-    """Split ``a, b{x=1,y=2}, func.func(c, d)`` at top-level commas."""
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-            if depth < 0:
-                raise PipelineError(f"unbalanced brackets in pipeline '{text}'")
-        if ch == "," and depth == 0:
-            if cur.strip():
-                out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if depth != 0:
-        raise PipelineError(f"unbalanced brackets in pipeline '{text}'")
-    if cur.strip():
-        out.append(cur.strip())
-    return out
-
+from .registry import PASSES, PIPELINES, PipelineError, emit_error, error_count, split_top_level
 
 def _name_and_options(element: str) -> tuple[str, str, str]:
     """``relax-foo{a=1}`` -> (name, options text, nested text)."""

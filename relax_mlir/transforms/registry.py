@@ -42,7 +42,7 @@ class PassInfo:
         """``"max-depth=4 flag=true"`` (mlir-opt syntax) -> namespace with defaults filled."""
         values = {o.name.replace("-", "_"): o.default for o in self.options}
         by_name = {o.name: o for o in self.options}
-        for item in _split_options(text):
+        for item in split_top_level(text, " ,\t"):
             key, eq, val = item.partition("=")
             key = key.strip()
             if key not in by_name:
@@ -111,21 +111,26 @@ def error_count() -> int:
     return getattr(_errors, "n", 0)
 
 
-def _split_options(text: str) -> list[str]:
+def split_top_level(text: str, separators: str = ",") -> list[str]:
+    """Split at ``separators`` outside brackets: ``a, b{x=1,y=2}, func.func(c, d)``."""
     out, depth, cur = [], 0, ""
     for ch in text:
-        if ch in "{[(":
+        if ch in "({[":
             depth += 1
-        elif ch in "}])":
+        elif ch in ")}]":
             depth -= 1
-        if ch in " ,\t" and depth == 0:
-            if cur:
-                out.append(cur)
+            if depth < 0:
+                raise PipelineError(f"unbalanced brackets in pipeline '{text}'")
+        if ch in separators and depth == 0:
+            if cur.strip():
+                out.append(cur.strip())
             cur = ""
         else:
             cur += ch
-    if cur:
-        out.append(cur)
+    if depth != 0:
+        raise PipelineError(f"unbalanced brackets in pipeline '{text}'")
+    if cur.strip():
+        out.append(cur.strip())
     return out
 
 

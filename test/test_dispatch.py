@@ -208,3 +208,51 @@ def test_export_links_shim(tmp_path):
             [(m, k), (k, n), (bt, m, k), (bt, k, n), (1, k, n), (n,)]]
     for o, e in zip(loaded(*args), reference(*args)):
         np.testing.assert_allclose(o, e, rtol=2e-4, atol=2e-4)
+    assert loaded.metadata["blas"] == exe.metadata["blas"]
+
+
+# -- BLAS providers: this process runs every test above on one (the default, or
+# $RELAX_BLAS); each other installed provider reruns them in a fresh process (one provider
+# per process: the shims export the same symbols). -----------------------------------------
+
+def test_blas_metadata_and_shim(exes, shim):
+    from relax_mlir.runtime.libraries import blas_provider
+
+    dt, on, off = exes
+    assert on.metadata["blas"] == blas_provider()
+    assert "blas" not in off.metadata
+    shim.relax_blas_provider.restype = ctypes.c_char_p
+    assert shim.relax_blas_provider().decode() == blas_provider()
+
+
+def test_blas_provider_env_checked(monkeypatch):
+    from relax_mlir.runtime.libraries import LibraryError, blas_provider, blas_providers
+
+    current = relax_mlir.compile(module("f32")).metadata["blas"]
+    monkeypatch.setenv("RELAX_BLAS", "atlas")
+    with pytest.raises(LibraryError, match="unknown BLAS provider"):
+        blas_provider()
+    other = [p for p in blas_providers() if p != current]
+    if other:   # a second provider in the same process is refused, not silently mixed
+        monkeypatch.setenv("RELAX_BLAS", other[0])
+        with pytest.raises(LibraryError, match="once per process"):
+            relax_mlir.compile(module("f32"))
+
+
+@pytest.mark.parametrize("provider", ["openblas", "mkl"])
+def test_blas_provider(provider):
+    import subprocess
+    import sys
+
+    from relax_mlir.runtime.libraries import blas_provider, blas_providers
+
+    if provider not in blas_providers():
+        pytest.skip(f"{provider} not installed (MKL: pip install -e '.[mkl]', x86-64 Linux wheels only)")
+    if provider == blas_provider():
+        assert relax_mlir.compile(module("f32")).metadata["blas"] == provider  # the tests above
+        return
+    env = dict(os.environ, RELAX_BLAS=provider)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                        "-k", "not test_blas_provider and not test_user_pattern"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

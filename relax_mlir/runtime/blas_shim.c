@@ -1,4 +1,10 @@
-/* relax_blas: the BLAS entry points behind relax-dispatch-library (scipy-openblas32).
+/* relax_blas: the BLAS entry points behind relax-dispatch-library.
+ *
+ * One source, built once per BLAS provider (relax_mlir/runtime/libraries.py picks it):
+ *   -DRELAX_BLAS_MKL       Intel oneMKL (PyPI `mkl`, libmkl_rt, GNU OpenMP threading layer)
+ *   (default)              OpenBLAS (PyPI `scipy-openblas32`, scipy_-prefixed symbols)
+ * The few CBLAS prototypes used are declared here (both providers: LP64, 32-bit ints), so
+ * no BLAS header package is needed.
  *
  * Each entry point takes MLIR memref descriptors (C interface, `_mlir_ciface_<symbol>`),
  * inputs first, then the output (destination-passing style), and respects each
@@ -15,14 +21,41 @@
  * (no BLAS call overhead); otherwise gemm. A batch whose A and C rows collapse (the common
  * (b,M,K)x(K,N) case) becomes ONE gemm of b*M rows.
  *
- * Environment: RELAX_BLAS_NUM_THREADS (else OPENBLAS_NUM_THREADS is left to OpenBLAS;
- * else 2 threads), RELAX_BLAS_SMALL_FLOPS (the small threshold, default 4096).
+ * Environment: RELAX_BLAS_NUM_THREADS (else the provider's own OPENBLAS_NUM_THREADS /
+ * MKL_NUM_THREADS is left to it; else 2 threads), RELAX_BLAS_SMALL_FLOPS (the small
+ * threshold, default 4096). MKL: MKL_THREADING_LAYER is honoured; unset, the GNU OpenMP
+ * layer (libgomp, as PyTorch uses) is selected -- measured fastest here with 2 threads.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cblas.h"
+enum CBLAS_ORDER { CblasRowMajor = 101, CblasColMajor = 102 };
+enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112, CblasConjTrans = 113 };
+
+#ifdef RELAX_BLAS_MKL
+#define BLAS_FN(name) cblas_##name
+#define RELAX_BLAS_PROVIDER "mkl"
+void MKL_Set_Num_Threads(int n);
+int MKL_Set_Threading_Layer(int layer);
+#define MKL_THREADING_GNU 3
+static void set_threads(int n) { MKL_Set_Num_Threads(n); }
+#define PROVIDER_THREADS_ENV "MKL_NUM_THREADS"
+#else
+#define BLAS_FN(name) scipy_cblas_##name
+#define RELAX_BLAS_PROVIDER "openblas"
+void scipy_openblas_set_num_threads(int n);
+static void set_threads(int n) { scipy_openblas_set_num_threads(n); }
+#define PROVIDER_THREADS_ENV "OPENBLAS_NUM_THREADS"
+#endif
+
+#define DECLARE_BLAS(T, P)                                                                    \
+  void BLAS_FN(P##gemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, \
+                        int, T, const T *, int, const T *, int, T, T *, int);                 \
+  void BLAS_FN(P##gemv)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, int, int, T, const T *, int,  \
+                        const T *, int, T, T *, int);
+DECLARE_BLAS(float, s)
+DECLARE_BLAS(double, d)
 
 typedef struct {
   char *data;             /* aligned + offset * elem size */
@@ -46,17 +79,21 @@ static view read_desc(void *d, int rank, size_t esize) {
 static double small_flops = 4096.0;
 
 __attribute__((constructor)) static void relax_blas_init(void) {
+#ifdef RELAX_BLAS_MKL
+  if (!getenv("MKL_THREADING_LAYER")) MKL_Set_Threading_Layer(MKL_THREADING_GNU);
+#endif
   const char *t = getenv("RELAX_BLAS_NUM_THREADS");
   if (t && atoi(t) > 0)
-    scipy_openblas_set_num_threads(atoi(t));
-  else if (!getenv("OPENBLAS_NUM_THREADS"))
-    scipy_openblas_set_num_threads(2);
+    set_threads(atoi(t));
+  else if (!getenv(PROVIDER_THREADS_ENV))
+    set_threads(2);
   const char *s = getenv("RELAX_BLAS_SMALL_FLOPS");
   if (s) small_flops = atof(s);
 }
 
 /* For benchmarks and tests (ctypes). */
-void relax_blas_set_num_threads(int n) { scipy_openblas_set_num_threads(n); }
+void relax_blas_set_num_threads(int n) { set_threads(n); }
+const char *relax_blas_provider(void) { return RELAX_BLAS_PROVIDER; }
 void relax_blas_set_small_flops(double f) { small_flops = f; }
 double relax_blas_get_small_flops(void) { return small_flops; }
 
@@ -153,8 +190,8 @@ double relax_blas_get_small_flops(void) { return small_flops; }
                C + i * cbs, sc0, sc1);                                                        \
   }
 
-DEFINE_GEMM(float, f32, scipy_cblas_sgemm, scipy_cblas_sgemv)
-DEFINE_GEMM(double, f64, scipy_cblas_dgemm, scipy_cblas_dgemv)
+DEFINE_GEMM(float, f32, BLAS_FN(sgemm), BLAS_FN(sgemv))
+DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv))
 
 #define ENTRY(RA, RB, RC, T, S)                                                               \
   void _mlir_ciface_relax_blas_matmul_##RA##RB##_##S(void *a, void *b, void *c) {             \

@@ -518,7 +518,7 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
     if target != "cpu":
         raise ValueError(f"unknown target '{target}' (available: cpu)")
     from ..pipelines.cpu import graph_stage, llvm_stage
-    from .libraries import library_paths, module_libraries
+    from .libraries import library_metadata, library_paths, module_libraries
 
     t0 = time.perf_counter()
     text = src if isinstance(src, str) else str(src)
@@ -528,6 +528,7 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
         run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(**_pipeline_options(options))) + ")")
         libraries = list(libraries or []) + library_paths(module_libraries(module.operation))
         metadata = host_metadata(module.operation)
+        metadata.update(library_metadata(module_libraries(module.operation)))
         for fm in metadata["functions"].values():
             fm["plan"] = signature_plan(fm["params"], fm["checks"])
         run_pipeline(module, "builtin.module(" + ", ".join(llvm_stage()) + ")")

@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# [mkl]: Intel oneMKL for relax_blas where a wheel exists (x86-64 Linux; ~0.95 GB), else nothing.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# [mkl]: Intel oneMKL for relax_blas where a wheel exists (x86-64 Linux; ~0.95 GB), else nothing
 	$(PY) -m pip install --quiet -e '.[test,mkl]'
 	touch $(STAMP)
 

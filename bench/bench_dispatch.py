@@ -1,6 +1,6 @@
 """Library dispatch benchmark: the MLP's matmuls (+ bias) and the whole MLP, each compiled
 ONCE with relax-dispatch-library off (generated linalg kernels) and on (relax_blas over
-scipy-openblas32), run at n in {1, 16, 128, 512} side by side with numpy and PyTorch eager.
+the default BLAS provider, see RELAX_BLAS), run at n in {1, 16, 128, 512} side by side with numpy and PyTorch eager.
 
     .venv/bin/python bench/bench_dispatch.py            # torch optional
     .venv/bin/python bench/bench_dispatch.py --quick
@@ -98,8 +98,10 @@ def main() -> int:
             gflops = 2.0 * n * kn / (t_blas * 1e-3) / 1e9
             rows.append((name, n, t_gen, t_blas, t_np, t_pt, gflops, err, busy, tc))
 
-    print(f"load average at end: {load():.2f}; '*' = measured with load > 0.5; OpenBLAS threads: "
-          f"{os.environ.get('RELAX_BLAS_NUM_THREADS') or os.environ.get('OPENBLAS_NUM_THREADS') or 2}")
+    from relax_mlir.runtime.libraries import blas_provider
+
+    print(f"load average at end: {load():.2f}; '*' = measured with load > 0.5; BLAS: {blas_provider()} "
+          f"(RELAX_BLAS=openblas|mkl), threads: {os.environ.get('RELAX_BLAS_NUM_THREADS') or 2}")
     print()
     print("| case | n | generated ms | BLAS ms | gen/BLAS | BLAS GFLOP/s | numpy ms | torch ms | BLAS/torch | rel err |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -17,7 +17,7 @@ into a per-user cache (``$RELAX_MLIR_CACHE``, else ``$XDG_CACHE_HOME/relax-mlir`
 the compiler command. Providers (:func:`blas_providers`):
 
 * ``mkl`` -- Intel oneMKL from the PyPI ``mkl`` wheel (``libmkl_rt``, GNU OpenMP
-  threading layer), the default where it is installed (``pip install -e '.[mkl]'``,
+  threading layer: needs libgomp, as PyTorch does), the default where it is installed (``pip install -e '.[mkl]'``,
   x86-64 Linux; ``make setup`` does);
 * ``openblas`` -- ``scipy-openblas32`` (a required dependency), the fallback.
 
@@ -32,6 +32,7 @@ and loaded where the other is already loaded runs on the loaded one.
 
 from __future__ import annotations
 
+import ctypes.util
 import functools
 import hashlib
 import importlib.metadata
@@ -133,6 +134,11 @@ def _mkl_rt() -> Optional[tuple[str, str]]:
     libs = sorted(str(dist.locate_file(f)) for f in (dist.files or [])
                   if f.name.startswith("libmkl_rt.so"))
     libs = [os.path.realpath(p) for p in libs if os.path.exists(p)]
+    # The shim selects MKL's GNU OpenMP threading layer (libgomp); MKL aborts the process
+    # when a layer's runtime cannot be loaded, so without libgomp MKL is not offered
+    # (unless MKL_THREADING_LAYER names another layer).
+    if not os.environ.get("MKL_THREADING_LAYER") and ctypes.util.find_library("gomp") is None:
+        return None
     return (libs[0], dist.version) if libs else None
 
 

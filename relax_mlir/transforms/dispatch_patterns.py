@@ -80,7 +80,7 @@ def ordered_patterns() -> list[DispatchPattern]:
     return sorted(PATTERNS, key=lambda p: (-len(p.ops), -p.benefit))
 
 
-# -- built in: matmul (+ bias) on relax_blas (scipy-openblas32) ----------------------------
+# -- built in: matmul (+ bias) on relax_blas (oneMKL or scipy-openblas32) ----------------
 
 def _known(*sigs: TensorSig) -> bool:
     return all(d is not UNKNOWN for s in sigs for d in s.shape)

@@ -31,7 +31,8 @@ test: $(STAMP)
 # Benchmarks need PyTorch (CPU wheel, exact version) beside numpy.
 bench: $(STAMP)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet torch==2.13.0
-	$(PY) bench/bench_e2e.py
+	$(PY) bench/bench_e2e.py --passes
+	$(PY) bench/bench_memory.py
 
 # Regenerate the checked-in IRDL copy after changing the op table.
 irdl: $(STAMP)

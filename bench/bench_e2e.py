@@ -4,6 +4,7 @@ one run. Prints milliseconds (median of repeated runs) and ratios to PyTorch.
 
     .venv/bin/python bench/bench_e2e.py            # needs torch==2.13.0 (make bench installs it)
     .venv/bin/python bench/bench_e2e.py --quick    # fewer repetitions
+    .venv/bin/python bench/bench_e2e.py --passes   # plus a table with each pass switched off
 
 Timings on a shared 2-core machine are noisy: the load average is printed with every
 table and a figure taken with load > 0.5 is marked with '*'.
@@ -99,6 +100,8 @@ def run_case(name, exe, ref, params, make_x, sizes, tfns, reps, key):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--passes", action="store_true",
+                    help="also time each pass switched off (fusion, dispatch, plan_memory)")
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     reps = 3 if args.quick else 10
@@ -133,7 +136,32 @@ def main() -> int:
         pt = f"{tpt:.3f}" if tpt is not None else "n/a"
         ratio = f"{trm / tpt:.2f}x" if tpt else "n/a"
         print(f"| {name} | {n} | {trm:.3f}{mark} | {tnp:.3f} | {pt} | {ratio} | {trm / tnp:.2f}x | {err:.1e} |")
+    if args.passes:
+        pass_table(ctx, rng, mcfg, bcfg, reps)
     return 0
+
+
+SWITCHES = [("all on", {}), ("fusion off", {"fusion": False}), ("dispatch off", {"dispatch": False}),
+            ("plan-memory off", {"plan_memory": False})]
+
+
+def pass_table(ctx, rng, mcfg, bcfg, reps) -> None:
+    """Each pass's effect: the same model compiled with one pass switched off."""
+    cases = [("MLP", lambda: models.mlp_module(ctx, mcfg), models.mlp_params(mcfg, rng), mcfg.d_in),
+             ("block", lambda: models.block_module(ctx, bcfg), models.block_params(bcfg, rng), bcfg.d_model)]
+    print()
+    print("| model | size | " + " | ".join(f"{name} ms" for name, _ in SWITCHES) + " |")
+    print("|---|---:|" + "---:|" * len(SWITCHES))
+    for name, build, params, width in cases:
+        exes = [relax_mlir.compile(build(), options=opts) for _, opts in SWITCHES]
+        for n in [1, 16, 128, 512]:
+            args = [rng.standard_normal((n, width)).astype(np.float32)] + params
+            cells = []
+            for (label, _), exe in zip(SWITCHES, exes):
+                slow = label == "dispatch off" and n >= 128
+                t = timeit(lambda: exe(*args), 1 if slow else reps, 0.0 if slow else 0.2)
+                cells.append(f"{t:.3f}{'*' if load() > 0.5 else ''}")
+            print(f"| {name} | {n} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import relax_mlir
+from irtext import T, seg
 from relax_mlir import LoadError, ShapeError
 from relax_mlir.frontend.models import MLPConfig, mlp_module, mlp_params, mlp_reference
 
@@ -25,13 +26,6 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="export links
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def seg(n: int, slots: int = 16) -> str:
-    return "array<i32: " + ", ".join([str(n)] + ["0"] * (slots - 1)) + ">"
-
-
-def T(shape: str, dims: list) -> str:
-    enc = ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in dims)
-    return f"tensor<{shape}xf32, #relax.shape<[{enc}]>>"
 
 
 N4, K4 = T("?x4", ["n", 4]), T("?x4", ["2*k", 4])

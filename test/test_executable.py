@@ -12,16 +12,10 @@ import numpy as np
 import pytest
 
 import relax_mlir
+from irtext import T, seg
 from relax_mlir import ShapeError
 
 
-def seg(n: int, slots: int = 16) -> str:
-    return "array<i32: " + ", ".join([str(n)] + ["0"] * (slots - 1)) + ">"
-
-
-def T(shape: str, dims: list) -> str:
-    enc = ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in dims)
-    return f"tensor<{shape}xf32, #relax.shape<[{enc}]>>"
 
 
 N4 = T("?x4", ["n", 4])

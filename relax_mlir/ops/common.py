@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, prove_equal
+from ..shapes import UNKNOWN, Dim, Shape, TensorSig
 from .registry import InferCall
 
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
@@ -96,6 +96,3 @@ def all_equal(call: InferCall, dims: Sequence[Dim], what: str) -> Dim:
         call.require_equal(dims[0], d, what)
     return dims[0]
 
-
-def proven(a, b) -> bool:
-    return a is not UNKNOWN and b is not UNKNOWN and prove_equal(a, b) is Truth.TRUE

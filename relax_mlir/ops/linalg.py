@@ -28,7 +28,7 @@ def _matmul(call: InferCall) -> TensorSig:
 
 # -- legalization -------------------------------------------------------------------------
 
-from .kernels import KType, LegalizeCall, attr_tag, compute_type, is_float  # noqa: E402
+from .kernels import KType, LegalizeCall, attr_tag, is_float  # noqa: E402
 from .registry import legalization  # noqa: E402
 
 

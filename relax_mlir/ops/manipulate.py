@@ -266,7 +266,7 @@ op("triu", operands=["x"], attrs=[Attr("k", "int", 0)],
 
 # -- legalization -------------------------------------------------------------------------
 
-from .kernels import KType, KernelBuilder, LegalizeCall, attr_tag, elementwise, identity_map  # noqa: E402
+from .kernels import KType, LegalizeCall, attr_tag, elementwise, identity_map  # noqa: E402
 from .registry import legalization  # noqa: E402
 
 

@@ -99,7 +99,7 @@ op("rms_norm", operands=["x", "weight"], attrs=[Attr("axes", "ints", [-1]), Attr
 
 # -- legalization -------------------------------------------------------------------------
 
-from .kernels import (KType, KernelBuilder, LegalizeCall, attr_tag, combiner, compute_type,  # noqa: E402
+from .kernels import (KernelBuilder, LegalizeCall, attr_tag, combiner, compute_type,  # noqa: E402
                       is_float as _kfloat, lowest, highest, norm_axes as _kaxes, reduced_empty)
 from .registry import legalization  # noqa: E402
 

@@ -64,7 +64,7 @@ import threading
 import os
 import re
 import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 

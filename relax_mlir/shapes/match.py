@@ -105,18 +105,3 @@ def match_shapes(patterns: Sequence[Shape], values: Sequence[Shape], unknowns: I
             m.checks.append((p, vd, where))
     return m
 
-
-def rename_apart(shape: Shape, taken: Iterable[str], prefix: str = "") -> tuple[Shape, dict[str, str]]:
-    """Rename the symbols of ``shape`` that clash with ``taken`` (for fresh result symbols)."""
-    taken = set(taken)
-    mapping: dict[str, str] = {}
-    for s in sorted(shape.symbols):
-        if s in taken:
-            i = 0
-            while f"{prefix}{s}_{i}" in taken:
-                i += 1
-            mapping[s] = f"{prefix}{s}_{i}"
-            taken.add(mapping[s])
-    return shape.subs(mapping), mapping
-
-

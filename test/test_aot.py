@@ -242,17 +242,34 @@ def test_version_mismatch(checks, tmp_path, monkeypatch):
     monkeypatch.setattr(aot, "FORMAT_VERSION", 99)
     path = exe.export(tmp_path / "v99.so")
     monkeypatch.undo()
-    _load_error(path, r"format version 99; this relax_mlir reads version 1")
+    _load_error(path, rf"format version 99; this relax_mlir reads version {aot.FORMAT_VERSION}")
 
 
-def test_same_path_other_library(checks, tmp_path):
-    exe, _ = checks
-    p = str(tmp_path / "model.so")
-    exe.export(p)
-    relax_mlir.load(p)
-    ctx = relax_mlir.make_context()
-    relax_mlir.compile(str(mlp_module(ctx, MLP))).export(p)
-    _load_error(p, r"a different library was loaded from the same path")
+OVERWRITE = """
+import sys, numpy as np
+import relax_mlir
+p, mlp, dims = sys.argv[1], sys.argv[2], [int(d) for d in sys.argv[3:]]
+first = relax_mlir.load(p)
+x = np.arange(24, dtype=np.float32).reshape(6, 4)
+assert first["even"](x).tolist() == (2 * x).tolist()
+with open(mlp, "rb") as src, open(p, "r+b") as dst:   # the SAME inode, rewritten in place
+    dst.truncate(0)
+    dst.write(src.read())
+assert first["twice"](x).tolist() == (2 * x).tolist()  # the running code is a private copy
+second = relax_mlir.load(p)                              # loads what the file holds now
+print(sorted(first.functions), sorted(second.functions), second(np.ones((3, dims[0]), np.float32),
+      *[np.ones(d, np.float32) for d in ([dims[0], dims[1]], [dims[1]], [dims[1], dims[2]], [dims[2]])]).shape)
+"""
+
+
+def test_overwrite_in_place_then_load_again(checks, mlp_so, tmp_path):
+    """load(p); p rewritten in place; load(p) again: no SIGBUS (a fresh process: a signal
+    fails the test), the first Executable keeps working, the second is the new library."""
+    _, so = checks
+    p = tmp_path / "model.so"
+    shutil.copyfile(so, p)
+    out = fresh(OVERWRITE, str(p), str(mlp_so), str(MLP.d_in), str(MLP.d_hidden), str(MLP.d_out))
+    assert out.split("\n")[0] == f"['even', 'mm', 'rs', 'twice'] ['main'] (3, {MLP.d_out})"
 
 
 def test_export_does_not_recompile(checks, tmp_path, monkeypatch):

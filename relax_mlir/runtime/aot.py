@@ -190,11 +190,13 @@ def _write_atomic(path: str, data: bytes) -> None:
         os.chmod(tmp, 0o755)   # a shared library, as a linker writes it
         _check_destination(path)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise CompileError(f"export: cannot write {path}: {e.strerror or e}") from None
         raise
 
 

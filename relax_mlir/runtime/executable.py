@@ -533,15 +533,16 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
     if target != "cpu":
         raise ValueError(f"unknown target '{target}' (available: cpu)")
     from ..pipelines.cpu import graph_stage, llvm_stage
-    from .libraries import library_metadata, library_paths, module_libraries
+    from .libraries import library_metadata, library_paths, module_libraries, validate
 
+    user_libraries = validate(libraries)   # before any work: a missing path is a CompileError
     t0 = time.perf_counter()
     text = src if isinstance(src, str) else str(src)
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = ir.Module.parse(text)
         run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(**_pipeline_options(options))) + ")")
-        libraries = list(libraries or []) + library_paths(module_libraries(module.operation))
+        libraries = user_libraries + library_paths(module_libraries(module.operation))
         metadata = host_metadata(module.operation)
         metadata.update(library_metadata(module_libraries(module.operation)))
         for fm in metadata["functions"].values():

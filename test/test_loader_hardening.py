@@ -238,3 +238,23 @@ def test_memref_copy_runtime(tmp_path):
         copy(ctypes.c_int64(8), ctypes.byref(s), ctypes.byref(d))
         np.testing.assert_array_equal(dst_view, src_view)
         assert int(np.isnan(dbase).sum()) == dbase.size - src_view.size
+
+
+def test_two_loads_of_one_file_threads(tmp_path):
+    """One exported file loaded twice (two names): its static arena is shared, so its calls
+    are serialized across both Executables; threads calling both get right results."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from relax_mlir.frontend.models import MLPConfig, mlp_module, mlp_params, mlp_reference
+    cfg = MLPConfig(16, 32, 8, max_batch=512)   # upper bound: one static arena
+    so = relax_mlir.compile(str(mlp_module(relax_mlir.make_context(), cfg))).export(tmp_path / "a.so")
+    shutil.copyfile(so, tmp_path / "b.so")
+    exes = [relax_mlir.load(so), relax_mlir.load(tmp_path / "b.so")]
+    ps = mlp_params(cfg, np.random.default_rng(0))
+    xs = [np.random.default_rng(i).standard_normal((1 + 37 * i, 16)).astype(np.float32) for i in range(8)]
+
+    def work(i):
+        return all(np.allclose(exes[(i + j) % 2](xs[i], *ps), mlp_reference(xs[i], *ps), rtol=1e-4, atol=1e-4)
+                   for j in range(30))
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(work, range(8))) == [True] * 8

@@ -318,9 +318,9 @@ class _Image:
     """One opened library image: a private copy of checked bytes, never the user's file."""
 
     def __init__(self, lib: ctypes.CDLL, where: str, fd: Optional[int], data: Optional[bytes],
-                 libraries: list[str]):
+                 user_libraries: list[str]):
         self.lib, self.where, self.fd, self._data = lib, where, fd, data
-        self.libraries = libraries
+        self.libraries = user_libraries
         self.lock = threading.Lock()   # its static arenas are shared by every Executable over it
 
     def read(self) -> bytes:
@@ -382,7 +382,7 @@ def _user_library(path: str, recorded: str) -> str:
                     f"put it beside the model" + (f" [{'; '.join(errors)}]" if errors else ": not found"))
 
 
-def _open_image(path: str, elf: bytes, data: bytes, deps: dict) -> _Image:
+def _open_image(path: str, data: bytes, deps: dict) -> _Image:
     """Open the dependencies, then a private copy of ``data`` (never ``path`` itself)."""
     if deps.get("blas"):
         libraries.load_blas(deps["blas"], path)
@@ -419,11 +419,11 @@ def load(path) -> Executable:
     """
     path = os.path.abspath(os.fspath(path))
     data = _read_regular(path)
-    elf, digest, deps, code_hash = _check_trailer(path, data)
+    _, digest, deps, code_hash = _check_trailer(path, data)
     with _images_lock:
         image = _IMAGES.get(digest)
         if image is None:
-            image = _IMAGES[digest] = _open_image(path, elf, data, deps)
+            image = _IMAGES[digest] = _open_image(path, data, deps)
     lib = image.lib
     try:
         size = ctypes.c_int64.in_dll(lib, METADATA_SYMBOL + "_size").value

@@ -347,7 +347,7 @@ _SEALS = ("F_SEAL_SEAL", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_WRITE")
 def _memfd(data: bytes, name: str) -> Optional[int]:
     """A sealed (immutable) in-memory file holding ``data``; None where memfd is unavailable."""
     try:
-        fd = os.memfd_create(f"relax-mlir:{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        fd = os.memfd_create(f"relax-mlir:{name}"[:200], os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     except (AttributeError, OSError):
         return None
     try:
@@ -390,6 +390,9 @@ def _open_image(path: str, data: bytes, deps: dict) -> _Image:
     name = os.path.basename(path)
     fd = _memfd(data, name)
     tmpdir = None
+    if fd is not None and not os.path.exists(f"/proc/self/fd/{fd}"):   # no /proc to open it by
+        os.close(fd)
+        fd = None
     if fd is not None:
         where = f"/proc/self/fd/{fd}"
     else:   # no memfd here: a private file, removed once opened (the mapping stays valid)

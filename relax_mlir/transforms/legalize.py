@@ -20,6 +20,10 @@ from ..shapes import Shape, ShapeSyntaxError, read_tensor_type
 from .graph import body_ops, func_name, graph_functions, relax_opdef, top_ops
 from .registry import emit_error, register_pass
 
+#: On each kernel: the relax op it was legalized from (``"matmul"``); fused kernels carry
+#: their members' ops joined by ``_``. Names of fused kernels are built from it.
+KERNEL_OP_ATTR = "relax.kernel_op"
+
 
 class KernelTable:
     """The kernels of one module: text -> symbol, so identical kernels are created once."""
@@ -31,7 +35,7 @@ class KernelTable:
         self.names = {ir.StringAttr(o.attributes["sym_name"]).value
                       for o in top_ops(module) if "sym_name" in o.attributes}
 
-    def symbol(self, k: Kernel) -> str:
+    def symbol(self, k: Kernel, op_name: str) -> str:
         if k.text in self.by_text:
             return self.by_text[k.text]
         name, i = k.name, 0
@@ -42,6 +46,7 @@ class KernelTable:
         parsed = ir.Module.parse(text)
         fn = parsed.body.operations[0].operation
         fn.detach_from_parent()
+        fn.attributes[KERNEL_OP_ATTR] = ir.StringAttr.get(op_name)
         ir.InsertionPoint(self.block).insert(fn)
         self.names.add(name)
         self.by_text[k.text] = name
@@ -58,7 +63,7 @@ def legalize_op(op: ir.Operation, table: KernelTable) -> None:
             raise RelaxError(f"'{op.name}' result #{i} has an unknown dim '?' "
                              "(run relax-infer-shapes first, or name it with relax.match_cast)")
     kernel = opdef.legalize(LegalizeCall(opdef, attrs, inputs, outputs))
-    callee = table.symbol(kernel)
+    callee = table.symbol(kernel, opdef.name)
     call_attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
     if kernel.tir_vars:
         call_attrs["tir_vars"] = Shape(kernel.tir_vars).to_attr()

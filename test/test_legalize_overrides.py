@@ -1,5 +1,6 @@
-"""Per-target legalization overrides (register_legalize, relax-legalize{target=...}): the
-target's kernel replaces the op table's default for that target only."""
+"""relax-legalize: per-target legalization overrides (register_legalize,
+relax-legalize{target=...}), where the target's kernel replaces the op table's default for that
+target only; and kernels shared by structure."""
 
 from __future__ import annotations
 
@@ -100,3 +101,21 @@ def test_registration_errors(testgpu):
     assert testgpu == {"testgpu": {"add": _add_by_subtracting}}
     with pytest.raises(ValueError, match=r"unknown op 'relax.addd'"):
         register_legalize("relax.addd", target="testgpu")
+
+
+EXP = """
+func.func @{name}(%x: tensor<?x4xf32, #relax.shape<["{d}", 4]>>) -> tensor<?x4xf32, #relax.shape<["{d}", 4]>> attributes {{relax.function}} {{
+  %0 = "relax.exp"(%x) : (tensor<?x4xf32, #relax.shape<["{d}", 4]>>) -> tensor<?x4xf32, #relax.shape<["{d}", 4]>>
+  return %0 : tensor<?x4xf32, #relax.shape<["{d}", 4]>>
+}}
+"""
+
+
+def test_kernels_of_an_earlier_run_are_shared():
+    """Kernel identity is structural: a second relax-legalize run (a pipeline split in two)
+    calls the kernel the first run made instead of adding relax_exp_f32_Dx4_1."""
+    first = legalized(EXP.format(name="f", d="n"), None)
+    end = first.rindex("}")   # add @g to the module the first run printed
+    text = legalized(first[:end] + EXP.format(name="g", d="m") + first[end:], None)
+    assert callees(text) == ["relax_exp_f32_Dx4", "relax_exp_f32_Dx4"]
+    assert re.findall(r"func.func private @(\w+)", text) == ["relax_exp_f32_Dx4"]

@@ -28,7 +28,7 @@ from typing import Callable, Optional
 from mlir import ir
 
 from ..dialects._core import create
-from ..ops.kernels import Kernel, LegalizeCall
+from ..ops.kernels import KERNEL_ATTR, Kernel, LegalizeCall
 from ..ops.registry import OPS, OpDef, RelaxError, read_attrs
 from ..shapes import Shape, ShapeSyntaxError, read_tensor_type
 from .graph import body_ops, func_name, graph_functions, relax_opdef, top_ops
@@ -86,6 +86,9 @@ class KernelTable:
         self.by_hash: dict[str, str] = {}     # structural hash -> symbol
         self.names = {ir.StringAttr(o.attributes["sym_name"]).value
                       for o in top_ops(module) if "sym_name" in o.attributes}
+        for o in top_ops(module):   # kernels already there (an earlier run) are shared too
+            if o.name == "func.func" and KERNEL_ATTR in o.attributes and o.regions[0].blocks:
+                self.by_hash.setdefault(structural_hash(o), ir.StringAttr(o.attributes["sym_name"]).value)
 
     def symbol(self, k: Kernel, op_name: str) -> str:
         if k.text in self.by_text:

@@ -28,7 +28,7 @@ repeat: the KV tensor ``(t, kv, hd)`` broadcasts against queries ``(s, g, 1, kv,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 from mlir import ir
@@ -149,17 +149,14 @@ class LlamaModel(nn.Module):
         qpos = relax.reshape(relax.arange(start=st.start, end=st.total, dtype="i64"), shape=["s", 1])
         kpos = relax.arange(start=0, end=st.total, dtype="i64")                        # (t,)
         mask = relax.less_equal(kpos, qpos)                                            # (s, t)
-        st.mask = mask
-        if self.c.sliding_window is not None:
+        if self.c.sliding_window is not None:                                          # and pos - j < W
             w = relax.full(shape=[], value=float(self.c.sliding_window), dtype="i64")
-            st.extra["window"] = relax.less(relax.subtract(qpos, kpos), w)            # pos - j < W
+            mask = relax.where(mask, relax.less(relax.subtract(qpos, kpos), w), mask)
+        st.mask = mask
 
     def _masked(self, st: _Step, scores: ir.Value, mask_shape: list) -> ir.Value:
         neg = relax.full(shape=[], value=NEG, dtype="f32")
-        out = relax.where(relax.reshape(st.mask, shape=mask_shape), scores, neg)
-        if "window" in st.extra:
-            out = relax.where(relax.reshape(st.extra["window"], shape=mask_shape), out, neg)
-        return out
+        return relax.where(relax.reshape(st.mask, shape=mask_shape), scores, neg)
 
     def _rope(self, st: _Step, x: ir.Value) -> ir.Value:
         """x: (s, heads, hd) -> rotate_half form: [x1 c - x2 s, x2 c + x1 s]."""
@@ -211,19 +208,25 @@ class LlamaModel(nn.Module):
         o = relax.add(mix(pp, v_past), mix(pn, v))
         return relax.reshape(o, shape=["s", c.num_heads * D])
 
+    def _layer(self, layer: Layer, st: _Step, x: ir.Value, past: Sequence[ir.Value]) -> list:
+        """One decoder layer: (x', k_new, v_new)."""
+        q, k, v = self._qkv(layer, st, layer.input_norm(x))
+        a = self._attend_cached(st, q, k, v, *past) if past else self._attend_blas(st, q, k, v)
+        x = relax.add(x, layer.attn.o(a))
+        x = relax.add(x, layer.mlp(layer.post_norm(x)))
+        return [x, k, v]
+
     def _body(self, st: _Step, ids: ir.Value, past: list, last_only: bool) -> list:
+        """Embedding, rope tables and mask once, then ``relax.call`` of the layer function
+        per layer (one copy of the layer code: compile time does not grow with depth)."""
         self._setup(st)
         x = self.embed(ids)
         news = []
+        callee = "layer_prefill" if st.past is None else "layer_extend"
         for i, layer in enumerate(self.layers):
-            q, k, v = self._qkv(layer, st, layer.input_norm(x))
+            ws = [p.value for _, p in layer.named_parameters()]
+            x, k, v = relax.call([x, st.cos, st.sin, *past[2 * i:2 * i + 2], st.mask, *ws], callee=callee)
             news += [k, v]
-            if past:
-                a = self._attend_cached(st, q, k, v, past[2 * i], past[2 * i + 1])
-            else:
-                a = self._attend_blas(st, q, k, v)
-            x = relax.add(x, layer.attn.o(a))
-            x = relax.add(x, layer.mlp(layer.post_norm(x)))
         if last_only:
             x = relax.strided_slice(x, axes=[0], begin=["s - 1"], end=["s"])
         return [self.lm_head(self.norm(x))] + news
@@ -231,15 +234,27 @@ class LlamaModel(nn.Module):
     # -- graph functions --------------------------------------------------------------
 
     def build(self, module: ir.Module) -> list[str]:
-        """Append ``prefill`` and ``extend`` to ``module``; returns the weight names (the
-        trailing arguments of both, in order)."""
+        """Append the layer functions, ``prefill`` and ``extend`` to ``module``; returns the
+        weight names (the trailing arguments of both, in order)."""
         c = self.c
+        d, KV, D, half = c.hidden_size, c.num_kv_heads, c.head_dim, c.head_dim // 2
+        for past in (None, "p"):
+            st = _Step(past)
+            ins = [("x", ["s", d], c.dtype), ("cos", ["s", 1, half], c.dtype), ("sin", ["s", 1, half], c.dtype)]
+            if past:
+                ins += [("k_past", [past, KV, D], c.dtype), ("v_past", [past, KV, D], c.dtype)]
+            ins += [("mask", ["s", st.total], "i1")]
+
+            def fwd(x, cos, sin, *rest, st=st):
+                st.cos, st.sin, st.mask = cos, sin, rest[-1]
+                return self._layer(self.layers[0], st, x, list(rest[:-1]))
+
+            nn.export(module, "layer_prefill" if past is None else "layer_extend", self.layers[0], ins, fwd)
         names = nn.export(module, "prefill", self, [("ids", ["s"], "i64")],
                           lambda ids: self._body(_Step(None), ids, [], last_only=True))
         cache = []
         for i in range(c.num_layers):
-            cache += [(f"k_past_{i}", ["p", c.num_kv_heads, c.head_dim], c.dtype),
-                      (f"v_past_{i}", ["p", c.num_kv_heads, c.head_dim], c.dtype)]
+            cache += [(f"k_past_{i}", ["p", KV, D], c.dtype), (f"v_past_{i}", ["p", KV, D], c.dtype)]
         names2 = nn.export(module, "extend", self, [("ids", ["s"], "i64")] + cache,
                            lambda ids, *past: self._body(_Step("p"), ids, list(past), last_only=False))
         assert names == names2

@@ -117,6 +117,24 @@ class CausalLM:
                                                           "eos_token_id", None))
 
     @classmethod
+    def random(cls, config: LMConfig, max_seq_len: int = 2048, seed: int = 0, rope_theta: float = 10000.0,
+               std: float = 0.02) -> "CausalLM":
+        """Random-init weights (normal(0, std), norms at 1) without torch: for demos and benchmarks."""
+        rng = np.random.default_rng(seed)
+        weights = {}
+        for name, p in LlamaModel(config).named_parameters():
+            if name == "rope_inv_freq":
+                hd = config.head_dim
+                weights[name] = (1.0 / rope_theta ** (np.arange(0, hd, 2, dtype=np.float32) / hd)).astype(np.float32)
+            elif name.endswith("norm.weight"):
+                weights[name] = np.ones(p.shape, np.float32)
+            elif name.endswith(".bias"):
+                weights[name] = np.zeros(p.shape, np.float32)
+            else:
+                weights[name] = (rng.standard_normal(p.shape, dtype=np.float32) * std)
+        return cls(config, weights, max_seq_len)
+
+    @classmethod
     def from_pretrained(cls, path: str, max_seq_len: Optional[int] = None) -> "CausalLM":
         """A local model directory (config.json + *.safetensors); nothing is downloaded."""
         cfg = W.load_hf_config(path)

@@ -22,7 +22,7 @@ from .model import LMConfig
 
 #: named random-init sizes (Llama architecture, f32)
 SIZES = {
-    "tiny": LMConfig(vocab_size=256, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
+    "tiny": LMConfig(vocab_size=128, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
                      intermediate_size=128),
     "small": LMConfig(vocab_size=8000, hidden_size=256, num_layers=4, num_heads=8, num_kv_heads=4, head_dim=32,
                       intermediate_size=688),
@@ -95,20 +95,27 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         ids = np.asarray(tokenizer(args.prompt)["input_ids"], np.int64)
     else:
         ids = np.random.default_rng(args.seed).integers(0, lm.config.vocab_size, args.prompt_len)
+    lm.prefill(ids)                      # warm-up (first-call costs)
     t0 = time.perf_counter()
     lm.prefill(ids)
     t_prefill = time.perf_counter() - t0
     bar = _Progress("generating", total=args.max_new_tokens)
-    t0 = time.perf_counter()
+    stamps = []
+
+    def on_token(_):
+        stamps.append(time.perf_counter())
+        bar.step()
+
     toks = lm.generate(ids, args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
-                       seed=args.seed, callback=lambda t: bar.step())
-    dt = time.perf_counter() - t0 - t_prefill
+                       seed=args.seed, callback=on_token)
+    dt = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
     new = toks[len(ids):]
     bar.done(f"{len(new)} tokens")
     text = tokenizer.decode(new) if tokenizer is not None else " ".join(str(int(t)) for t in new)
     print(text, file=out)
+    rate = f"{(len(new) - 1) / dt:.1f} tokens/s" if dt > 0 else "-"
     print(f"prefill {len(ids)} tokens: {t_prefill * 1e3:.1f} ms ({len(ids) / t_prefill:.1f} tokens/s); "
-          f"decode: {max(len(new) - 1, 0) / max(dt, 1e-9):.1f} tokens/s", file=out)
+          f"decode: {rate}", file=out)
     return 0
 
 

@@ -169,3 +169,16 @@ def test_sampling_is_seeded_and_top_p_restricts():
     # top_p = 0.5: only the most likely token remains
     assert {clm.sample(logits, 1.0, 0.5, rng) for _ in range(20)} == {1}
     assert clm.sample(logits) == 1
+
+
+def test_cli_generates_from_random_init(capsys):
+    """`relax-mlir llm --size tiny` (same graph as "gqa": no new compile): prints the greedy
+    tokens of CausalLM.random and the rates."""
+    from relax_mlir.llm import cli
+
+    assert cli.main(["--size", "tiny", "-n", "5", "--prompt-len", "4", "--seed", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    lm = CausalLM.random(cli.SIZES["tiny"], max_seq_len=16, seed=3)
+    ids = np.random.default_rng(3).integers(0, 128, 4)
+    assert out[0] == " ".join(str(t) for t in lm.generate(ids, 5)[4:])
+    assert out[1].startswith("prefill 4 tokens: ") and "decode: " in out[1]

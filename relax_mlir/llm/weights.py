@@ -9,19 +9,15 @@ up fused into (hidden, 2 F); a tied lm_head is the embedding transposed.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Optional
+from typing import Mapping
 
 import numpy as np
 
 from .model import LMConfig
 
-#: ``model_type`` -> (q/k/v bias from config, o_proj bias from config)
-SUPPORTED = {
-    "llama": "attention_bias",      # bias on q, k, v and o
-    "mistral": None,
-    "qwen2": "qkv",                 # bias on q, k, v only
-    "qwen3": "qk_norm",             # not supported: per-head q/k RMSNorm (listed for the message)
-}
+#: HF ``model_type``\ s whose decoder is this graph: Llama (attention_bias on q, k, v and o;
+#: mlp_bias), Mistral (sliding window), Qwen2 (bias on q, k, v only)
+SUPPORTED = ("llama", "mistral", "qwen2")
 
 
 def _get(cfg, name, default=None):
@@ -50,7 +46,7 @@ def rope_tables(cfg, head_dim: int) -> tuple[np.ndarray, float]:
 
 def config_from_hf(cfg) -> LMConfig:
     mt = getattr(cfg, "model_type", "llama")
-    if mt not in SUPPORTED or mt == "qwen3":
+    if mt not in SUPPORTED:
         raise NotImplementedError(f"model_type '{mt}' is not supported (supported: llama, mistral, qwen2)")
     H = cfg.num_attention_heads
     KV = _get(cfg, "num_key_value_heads", H)
@@ -155,5 +151,5 @@ def inv_freq(cfg, c: LMConfig, model=None) -> np.ndarray:
     return rope_tables(cfg, c.head_dim)[0]
 
 
-__all__ = ["config_from_hf", "convert_state_dict", "torch_state_dict", "safetensors_state_dict",
-           "load_hf_config", "tie_embeddings", "inv_freq", "rope_tables", "Optional"]
+__all__ = ["SUPPORTED", "config_from_hf", "convert_state_dict", "torch_state_dict", "safetensors_state_dict",
+           "load_hf_config", "tie_embeddings", "inv_freq", "rope_tables"]

@@ -182,3 +182,14 @@ def test_cli_generates_from_random_init(capsys):
     ids = np.random.default_rng(3).integers(0, 128, 4)
     assert out[0] == " ".join(str(t) for t in lm.generate(ids, 5)[4:])
     assert out[1].startswith("prefill 4 tokens: ") and "decode: " in out[1]
+
+
+def test_from_pretrained_safetensors_directory(tmp_path):
+    """A local directory written by save_pretrained (config.json + model.safetensors; the
+    tied lm_head is not stored) loads without torch weights and gives the same logits."""
+    hf, _ = hf_and_ours("tied")
+    hf.save_pretrained(tmp_path)
+    assert any(p.suffix == ".safetensors" for p in tmp_path.iterdir())
+    lm = CausalLM.from_pretrained(str(tmp_path), max_seq_len=32)
+    ids = prompt(9)
+    np.testing.assert_allclose(lm.prefill(ids), hf_logits(hf, ids)[-1], atol=TOL, rtol=0)

@@ -5,7 +5,8 @@ sequence length ``s`` (and the past length ``p``; the total is ``t = p + s``):
 
 ``prefill(ids: (s,) i64, *weights) -> (logits (1, vocab), k_0, v_0, ..., k_L-1, v_L-1)``
     A prompt with an empty cache: attention over the new tokens only, as batched
-    matmuls (BLAS). Logits of the last position only (the lm_head is 1/4 of the FLOPs).
+    matmuls (BLAS). Logits of the last position only (the lm_head is a fifth of a
+    134M Llama's FLOPs).
 
 ``extend(ids: (s,) i64, k_past_0: (p, kv, hd), v_past_0, ..., *weights)
         -> (logits (s, vocab), k_0, v_0, ...)``
@@ -15,6 +16,10 @@ sequence length ``s`` (and the past length ``p``; the total is ``t = p + s``):
     the new tokens are computed separately (a broadcast multiply + sum that fusion turns
     into one loop nest reading the cache once) and concatenated -- the cache itself is
     never concatenated, transposed or copied. The probabilities are split back at ``p``.
+
+Each calls ``layer_prefill`` / ``layer_extend`` (one decoder layer, its weights as
+arguments) once per layer through ``relax.call``: a layer's code exists once, so compile
+time does not grow with depth (12 layers inline: ~2x longer, in quadratic graph passes).
 
 Both return only the NEW keys/values ``(s, kv, hd)`` per layer; the owner of the cache
 (:class:`relax_mlir.llm.CausalLM`) writes them in place.
@@ -27,7 +32,7 @@ repeat: the KV tensor ``(t, kv, hd)`` broadcasts against queries ``(s, g, 1, kv,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -110,7 +115,6 @@ class _Step:
     cos: ir.Value = None
     sin: ir.Value = None
     mask: ir.Value = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def total(self) -> str:

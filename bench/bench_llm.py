@@ -1,7 +1,7 @@
 """LLM benchmark: a random-init Llama (hidden 768, 12 layers, 12 heads, intermediate 2048,
 vocab 32000, f32, ~134M parameters), ours vs PyTorch eager in one process.
 
-    PYTHONPATH=. python bench/bench_llm.py [--prompt 128] [--new 32] [--layers 12] [--repeat 3]
+    PYTHONPATH=. python bench/bench_llm.py [--prompt 128] [--new 32] [--layers 12] [--repeat 3] [--threads N]
 
 Prints compile time, prefill latency (128 tokens) and decode tokens/s (32 tokens after
 the prompt), with ratios, the bytes a decode step moves into the KV cache, and whether
@@ -13,6 +13,7 @@ what our ``prefill`` computes).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -39,7 +40,12 @@ def main() -> None:
     ap.add_argument("--new", type=int, default=32)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for both sides (torch and our BLAS); default: each side's default (2)")
     args = ap.parse_args()
+    if args.threads:
+        os.environ["RELAX_BLAS_NUM_THREADS"] = str(args.threads)
+        torch.set_num_threads(args.threads)
 
     cfg = LlamaConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=args.layers,
                       num_attention_heads=12, num_key_value_heads=12, max_position_embeddings=2048)

@@ -61,6 +61,28 @@ def prompt(n: int, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 128, n).astype(np.int64)
 
 
+def test_one_compile_for_every_length(monkeypatch):
+    """Exactly one Executable serves prefill at lengths 1, 6, 31, decode, extend, generate,
+    and a second CausalLM of the same config (runs first: its compile is reused below)."""
+    name = "odd_heads_mqa_bias"
+    calls = []
+    real = relax_mlir.compile
+    monkeypatch.setattr(relax_mlir, "compile", lambda *a, **k: calls.append(1) or real(*a, **k))
+    _MODELS.pop(name, None)
+    for c in list(clm._EXECUTABLES):
+        if c.num_heads == 3:
+            del clm._EXECUTABLES[c]
+    hf, lm = hf_and_ours(name)
+    for n in (1, 6, 31):
+        lm.prefill(prompt(n))
+    lm.decode(3)
+    lm.extend(prompt(4))
+    lm.generate(prompt(3), max_new_tokens=4)
+    CausalLM.from_hf(hf, max_seq_len=16).generate(prompt(2), max_new_tokens=3)
+    assert len(calls) == 1
+    assert lm.exe.functions == ["layer_prefill", "layer_extend", "prefill", "extend"]
+
+
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_logits_prefill_and_decode(name):
     hf, lm = hf_and_ours(name)
@@ -105,28 +127,6 @@ def test_generate_matches_transformers_greedy(name):
         else:
             np.testing.assert_array_equal(ours, ref)
     assert ties == 0  # with these seeds no step is a near-tie: the sequences are equal
-
-
-def test_one_compile_for_every_length(monkeypatch):
-    """A config not compiled yet: exactly one Executable serves prefill at lengths 1, 6, 31,
-    decode, extend and generate, and a second CausalLM with the same config."""
-    torch.manual_seed(5)
-    cfg = transformers.LlamaConfig(**{**BASE, "num_hidden_layers": 1, "hidden_size": 32, "intermediate_size": 48})
-    hf = transformers.LlamaForCausalLM(cfg).eval()
-    calls = []
-    real = relax_mlir.compile
-    monkeypatch.setattr(relax_mlir, "compile", lambda *a, **k: calls.append(1) or real(*a, **k))
-    c = clm.compile_model.__globals__["W"].config_from_hf(cfg)
-    clm._EXECUTABLES.pop(c, None)
-    lm = CausalLM.from_hf(hf, max_seq_len=40)
-    for n in (1, 6, 31):
-        lm.prefill(prompt(n))
-    lm.decode(3)
-    lm.extend(prompt(4))
-    lm.generate(prompt(3), max_new_tokens=4)
-    CausalLM.from_hf(hf, max_seq_len=16).generate(prompt(2), max_new_tokens=3)
-    assert len(calls) == 1
-    assert lm.exe.functions == ["layer_prefill", "layer_extend", "prefill", "extend"]
 
 
 def test_kv_cache_in_place_and_bytes_per_token():

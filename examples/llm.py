@@ -19,6 +19,10 @@ cfg = LlamaConfig(vocab_size=1000, hidden_size=128, intermediate_size=344, num_h
                   num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512)
 torch.manual_seed(0)
 hf = LlamaForCausalLM(cfg).eval()
+with torch.no_grad():      # random init (std 0.02) repeats one token forever; larger weights vary
+    for p in hf.parameters():
+        if p.dim() == 2:
+            p.mul_(5.0)
 
 t0 = time.perf_counter()
 lm = CausalLM.from_hf(hf, max_seq_len=256)

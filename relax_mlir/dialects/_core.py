@@ -35,8 +35,11 @@ DIALECT = "relax"
 
 #: A variadic operand (result) group is declared as this many IRDL sub-groups, each a
 #: run of values of one type; ops with one carry operandSegmentSizes (resultSegmentSizes).
-OPERAND_SLOTS = 16
-RESULT_SLOTS = 8
+#: IRDL binds a constraint variable to the first type it meets, so these are the most
+#: runs of differently typed values one op can take (a concat of 64 tensors of different
+#: symbolic shapes, a call with 64 differently shaped arguments in a row).
+OPERAND_SLOTS = 64
+RESULT_SLOTS = 16
 
 #: Graph functions are func.func carrying this unit attribute.
 FUNCTION_ATTR = "relax.function"
@@ -95,9 +98,23 @@ def irdl_text() -> str:
         if req:
             entries = [f"\"{a.name}\" = {fresh(ATTR_KINDS[a.kind])}" for a in req]
             lines.append("    irdl.attributes {" + ", ".join(entries) + "}")
+        # IRDL (MLIR 22) has no optional attributes and accepts undeclared ones: the
+        # optional attributes are listed here and checked by relax-verify.
+        for a in d.attrs:
+            if not a.required:
+                lines.append(f"    // optional attribute \"{a.name}\": {ATTR_KINDS[a.kind]} ({a.kind}), "
+                             f"default {_default_text(a.default)}")
         lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _default_text(v: Any) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, str) else str(v)
 
 
 def load_into(context: ir.Context) -> None:

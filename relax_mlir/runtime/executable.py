@@ -512,6 +512,7 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
     from mlir.execution_engine import ExecutionEngine
 
     from .. import make_context
+    from ..dialects.source import parse_module
     from ..transforms.lower_host import host_metadata
     from ..transforms.pipeline import run_pipeline
 
@@ -524,7 +525,7 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
     text = src if isinstance(src, str) else str(src)
     ctx = make_context()
     with ctx, ir.Location.unknown():
-        module = ir.Module.parse(text)
+        module = parse_module(text, ctx)  # segment sizes filled in; CompileError with diagnostics
         run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(**_pipeline_options(options))) + ")")
         libraries = list(libraries or []) + library_paths(module_libraries(module.operation))
         metadata = host_metadata(module.operation)

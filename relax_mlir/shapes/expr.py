@@ -300,17 +300,53 @@ _BINOPS = {
 }
 
 
+#: Longest dimension expression accepted: real shapes are short, and sympy and the parser
+#: recurse over the expression (a 50,000-deep ``-(-(...))`` would overflow the stack).
+MAX_DIM_TEXT = 1000
+#: Deepest nesting of operators and parentheses accepted.
+MAX_DIM_DEPTH = 64
+
+
 @functools.lru_cache(maxsize=4096)
 def parse_dim(text: str) -> Dim:
     """Parse ``"2*n + m // 4"`` and friends. Raises ShapeSyntaxError with the reason."""
     src = text.strip()
     if not src:
         raise ShapeSyntaxError("empty dimension expression")
+    if len(src) > MAX_DIM_TEXT:
+        raise ShapeSyntaxError(f"dimension expression of {len(src)} characters is too long (at most {MAX_DIM_TEXT})")
     try:
         tree = ast.parse(src, mode="eval")
     except SyntaxError:
-        raise ShapeSyntaxError(f"malformed dimension expression '{text}'") from None
-    return Dim(_convert(tree.body, text))
+        raise ShapeSyntaxError(f"malformed dimension expression '{text}'{_hint(src)}") from None
+    except (RecursionError, MemoryError):
+        raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' is nested too deeply") from None
+    if _depth(tree.body) > MAX_DIM_DEPTH:
+        raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' is nested more than {MAX_DIM_DEPTH} deep")
+    try:
+        return Dim(_convert(tree.body, text))
+    except (RecursionError, MemoryError):
+        raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' is too large to simplify") from None
+
+
+def _depth(node: ast.AST) -> int:
+    """Nesting depth of an expression tree, computed without recursion."""
+    deepest, todo = 0, [(node, 1)]
+    while todo:
+        n, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((c, d + 1) for c in ast.iter_child_nodes(n))
+    return deepest
+
+
+def _hint(src: str) -> str:
+    """Why a common mistake does not parse, and what to write instead."""
+    if "/" in src.replace("//", ""):
+        fixed = " // ".join(p.strip() for p in src.replace("//", "/").split("/"))
+        return f": '/' is not integer division; use '//' ({fixed})"
+    if "**" in src or "^" in src:
+        return ": powers are written as products (n*n)"
+    return ""
 
 
 def _convert(node: ast.AST, text: str) -> sympy.Expr:
@@ -331,6 +367,8 @@ def _convert(node: ast.AST, text: str) -> sympy.Expr:
             and node.func.id in ("min", "max") and len(node.args) >= 2 and not node.keywords):
         fn = sympy.Min if node.func.id == "min" else sympy.Max
         return fn(*(_convert(a, text) for a in node.args))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        raise ShapeSyntaxError(f"malformed dimension expression '{text}'{_hint(text)}")
     raise ShapeSyntaxError(
         f"malformed dimension expression '{text}': only integers, symbols, "
         "+ - * // % and min()/max() are allowed")

@@ -78,13 +78,25 @@ def location_text(loc: ir.Location, source_name: str = "-") -> str:
     return f"{f}:{line}:{col}"
 
 
-def parse_module(text: str, context: Optional[ir.Context] = None, source_name: str = "-") -> ir.Module:
+def parse_module(text: str, context: Optional[ir.Context] = None, source_name: str = "-",
+                 verify: bool = False) -> ir.Module:
     """Parse relax IR (segment sizes filled in where missing); locations name ``source_name``.
 
-    Raises :class:`SourceError` (a ``CompileError`` and an ``ir.MLIRError``) with the
-    diagnostics when the text does not parse or verify.
+    ``verify``: run relax-verify too (as relax-opt does after parsing). Raises
+    :class:`SourceError` (a ``CompileError`` and an ``ir.MLIRError``) with the diagnostics
+    when the text does not parse or verify.
     """
     ctx = context or ir.Context.current
+    module = _parse_filled(text, ctx, source_name)
+    if verify:
+        from ..transforms.pipeline import run_pipeline
+
+        with ctx, ir.Location.unknown():
+            run_pipeline(module, "builtin.module(relax-verify)", source_name=source_name, precheck=False)
+    return module
+
+
+def _parse_filled(text: str, ctx: ir.Context, source_name: str) -> ir.Module:
     try:
         with ctx:
             return _parse(text, ctx, source_name)

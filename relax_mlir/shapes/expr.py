@@ -305,6 +305,8 @@ _BINOPS = {
 MAX_DIM_TEXT = 1000
 #: Deepest nesting of operators and parentheses accepted.
 MAX_DIM_DEPTH = 64
+#: Most terms an expression may expand to (``(a+b)*(c+d)*...`` doubles with each factor).
+MAX_DIM_TERMS = 4096
 
 
 @functools.lru_cache(maxsize=4096)
@@ -323,6 +325,8 @@ def parse_dim(text: str) -> Dim:
         raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' is nested too deeply") from None
     if _depth(tree.body) > MAX_DIM_DEPTH:
         raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' is nested more than {MAX_DIM_DEPTH} deep")
+    if _terms(tree.body) > MAX_DIM_TERMS:
+        raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' expands to more than {MAX_DIM_TERMS} terms")
     try:
         return Dim(_convert(tree.body, text))
     except (RecursionError, MemoryError):
@@ -337,6 +341,22 @@ def _depth(node: ast.AST) -> int:
         deepest = max(deepest, d)
         todo.extend((c, d + 1) for c in ast.iter_child_nodes(n))
     return deepest
+
+
+def _terms(node: ast.AST) -> int:
+    """An upper bound on the number of terms of the expanded polynomial (depth is bounded)."""
+    if isinstance(node, ast.BinOp):
+        a, b = _terms(node.left), _terms(node.right)
+        if isinstance(node.op, (ast.Add, ast.Sub)):
+            return a + b
+        if isinstance(node.op, ast.Mult):
+            return a * b
+        return a + b  # floor division and modulo keep their operands apart
+    if isinstance(node, ast.UnaryOp):
+        return _terms(node.operand)
+    if isinstance(node, ast.Call):
+        return sum(_terms(a) for a in node.args)
+    return 1
 
 
 def _hint(src: str) -> str:

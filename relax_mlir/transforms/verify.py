@@ -248,3 +248,39 @@ def _verify_one(f: ir.Operation, funcs: dict[str, ir.Operation]) -> None:
         verify_function(f, funcs)
     except (RecursionError, MemoryError):
         emit_error(f, f"@{func_name(f)}: a shape expression is too large or too deeply nested to check")
+
+
+def check_library_callees(module: ir.Operation, libraries) -> None:
+    """Refuse, at compile time, ``relax.call_dps_library`` callees that no given library (nor
+    the process, nor a runtime library the module names) defines as ``_mlir_ciface_<callee>``.
+
+    Raises :class:`relax_mlir.CompileError` with one diagnostic per unknown callee at its op
+    (otherwise the JIT fails later naming an unrelated symbol)."""
+    import ctypes
+
+    from ..dialects.source import Diagnostic, SourceError
+
+    calls = []
+    for f in graph_functions(module):
+        if len(f.regions[0].blocks) == 0:
+            continue
+        calls += [op for op in body_ops(f) if op.name == "relax.call_dps_library"]
+    if not calls:
+        return
+    libs = [ctypes.CDLL(None)]
+    for path in libraries:
+        try:
+            libs.append(ctypes.CDLL(str(path)))
+        except OSError:
+            pass  # reported by whoever links the libraries
+    missing = []
+    for op in calls:
+        callee = ir.StringAttr(op.attributes["callee"]).value
+        if callee.startswith("relax_blas_"):
+            continue  # provided by the relax_blas runtime library that relax-dispatch-library names
+        if not any(hasattr(lib, "_mlir_ciface_" + callee) for lib in libs):
+            where = ", ".join(str(p) for p in libraries) or "none given"
+            missing.append(Diagnostic(op.location, f"'relax.call_dps_library' callee \"{callee}\": no library "
+                                                   f"defines _mlir_ciface_{callee} (libraries: {where})"))
+    if missing:
+        raise SourceError("unknown library callee", missing)

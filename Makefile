@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lit pytest irdl bench clean
+.PHONY: setup demo test lit pytest irdl docs bench clean
 
 # Upstream tools next to relax-opt in .venv/bin (the README's shell lines use them).
 LINK_TOOLS = site=$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
@@ -45,6 +45,10 @@ bench: $(STAMP)
 # Regenerate the checked-in IRDL copy after changing the op table.
 irdl: $(STAMP)
 	$(VENV)/bin/relax-opt --emit-irdl -o relax_mlir/dialects/relax.irdl.mlir
+
+# Regenerate the op reference after changing the op table.
+docs: $(STAMP)
+	$(VENV)/bin/relax-opt --list-ops=markdown -o docs/ops.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info test/Output

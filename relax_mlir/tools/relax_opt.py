@@ -162,7 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
     p.add_argument("--no-implicit-verify", action="store_true", help="do not run relax-verify after parsing")
     p.add_argument("--list-passes", action="store_true", help="list relax passes and pipelines, then exit")
-    p.add_argument("--list-ops", action="store_true", help="list the relax ops (signature, attributes), then exit")
+    p.add_argument("--list-ops", nargs="?", const="text", choices=["text", "markdown"],
+                   help="list the relax ops (signature, attributes, shape rule; =markdown: docs/ops.md), then exit")
     p.add_argument("--emit-irdl", action="store_true", help="print the relax dialect in IRDL, then exit")
     p.add_argument("--version", action="store_true", help="print the relax-mlir and MLIR versions, then exit")
     return p
@@ -249,8 +250,8 @@ def _main(args) -> int:
     if args.list_passes:
         return _write(args.output, list_passes())
     if args.list_ops:
-        from relax_mlir.ops.reference import list_ops
-        return _write(args.output, list_ops())
+        from relax_mlir.ops.reference import list_ops, ops_markdown
+        return _write(args.output, ops_markdown() if args.list_ops == "markdown" else list_ops())
     pipeline = args.pass_pipeline or (f"builtin.module({', '.join(args.pass_flags)})" if args.pass_flags else "")
     if pipeline:
         try:

@@ -18,8 +18,17 @@ site = sysconfig.get_paths()["purelib"]
 mlir_bin = os.path.join(site, "mlir", "bin")                 # mlir-opt, mlir-translate
 llvm_bin = os.path.join(site, "llvm", "bin")                 # FileCheck, not, count
 
-config.environment["PATH"] = os.pathsep.join([bindir, mlir_bin, llvm_bin, config.environment.get("PATH", "")])
-# relax-opt imports relax_mlir from THIS checkout (a git worktree beside the venv's own).
+# relax-opt imports relax_mlir from THIS checkout (a git worktree beside the venv's own):
+# a wrapper sets PYTHONPATH itself, because lit's builtin `cat`/`diff` overwrite PYTHONPATH
+# in the environment of the RUN lines that follow them.
+wrapper_dir = os.path.join(root, "test", "Output", "bin")
+os.makedirs(wrapper_dir, exist_ok=True)
+wrapper = os.path.join(wrapper_dir, "relax-opt")
+with open(wrapper, "w") as f:
+    f.write(f'#!/bin/sh\nPYTHONPATH="{root}" exec "{sys.executable}" -m relax_mlir.tools.relax_opt "$@"\n')
+os.chmod(wrapper, 0o755)
+config.environment["PATH"] = os.pathsep.join([wrapper_dir, bindir, mlir_bin, llvm_bin,
+                                              config.environment.get("PATH", "")])
 config.environment["PYTHONPATH"] = root
 for var in ("HOME", "TMPDIR"):
     if var in os.environ:
@@ -30,7 +39,7 @@ def tool(path):
         lit_config.fatal(f"missing tool {path}: run `make setup`")
     return path
 
-config.substitutions.append(("%relax-opt", tool(os.path.join(bindir, "relax-opt"))))
+config.substitutions.append(("%relax-opt", tool(wrapper)))
 config.substitutions.append(("%mlir-opt", tool(os.path.join(mlir_bin, "mlir-opt"))))
 config.substitutions.append(("%irdl", os.path.join(root, "relax_mlir", "dialects", "relax.irdl.mlir")))
 config.substitutions.append(("%python", sys.executable))

@@ -103,3 +103,21 @@ def test_missing_return_and_duplicate_names_leave_module_clean():
             with graph_function(m, "g", [("x", [2], "f32"), ("x", [2], "f32")]):
                 pass
         assert str(m) == "module {\n}\n"
+
+
+def test_verifier_names_builder_parameters():
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "f", [("x", [4], "f32"), ("mask", [4], "f32")]) as fn:
+            fn.ret(fn.params[0])
+        # corrupt the second parameter's encoding after the fact: rank 2 attribute on a 1-D type
+        bad = ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size()], ir.F32Type.get(),
+                                      ir.Attribute.parse('#relax.shape<["n", "m"]>'))
+        fn.block.arguments[1].set_type(bad)
+        x_t = fn.block.arguments[0].type
+        fn.op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([x_t, bad], [x_t]))
+        with pytest.raises(relax_mlir.CompileError) as e:
+            relax_mlir.run_pipeline(m, "builtin.module(relax-verify)")
+        assert e.value.diagnostics[0][1] == ("@f parameter #1 'mask': shape attribute has rank 2 "
+                                             "but the tensor type has rank 1")

@@ -33,6 +33,7 @@ from ..shapes.match import match_shapes
 from .graph import (bound_by_params, body_ops, entry_block, func_name, function_type, functions_by_name,
                     graph_functions, is_graph_function, relax_opdef, top_ops)
 from .registry import emit_error, register_pass
+from ..dialects._core import value_name
 from ..dialects.relax import UPPER_BOUNDS_ATTR
 
 #: Symbols the generated code and the runtime define or call: a graph function (whose
@@ -151,7 +152,8 @@ def verify_function(f: ir.Operation, funcs: dict[str, ir.Operation]) -> None:
     block = entry_block(f)
     sigs = []
     for i, arg in enumerate(block.arguments):
-        sigs.append(_sig(f, arg.type, f"@{name} parameter #{i}"))
+        pname = value_name(arg)
+        sigs.append(_sig(f, arg.type, f"@{name} parameter #{i}" + (f" '{pname}'" if pname else "")))
     bound, unbound = bound_by_params(sigs)
     if unbound:
         emit_error(f, f"@{name}: symbol(s) {', '.join(sorted(unbound))} in the parameter shapes are not bound: "

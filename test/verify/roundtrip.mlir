@@ -3,7 +3,7 @@
 // left out of hand-written input (and resizes those written for another slot count).
 // RUN: relax-opt %s > %t.ours
 // RUN: mlir-opt --irdl-file=%irdl %t.ours > %t.upstream
-// RUN: cmp %t.ours %t.upstream
+// RUN: diff %t.ours %t.upstream
 // RUN: relax-opt %s | relax-opt | FileCheck %s
 
 // CHECK-LABEL: func.func @mlp

@@ -85,7 +85,10 @@ class Dim:
         """Substitute symbols by dimensions (ints, strings or Dims)."""
         if not mapping:
             return self
-        repl = {symbol(k): Dim.of(v).expr for k, v in mapping.items()}
+        # only this expression's symbols: a mapping may bind thousands (one per parameter dim)
+        repl = {s: Dim.of(mapping[s.name]).expr for s in self.expr.free_symbols if s.name in mapping}
+        if not repl:
+            return self
         return Dim(self.expr.xreplace(repl))
 
     def evaluate(self, values: Mapping[str, int]) -> int:

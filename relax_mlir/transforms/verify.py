@@ -28,7 +28,7 @@ import difflib
 from mlir import ir
 
 from ..ops.registry import RelaxError, read_attrs
-from ..shapes import ShapeSyntaxError, Truth, is_tensor, prove_equal, prove_le, read_tensor_type
+from ..shapes import UNKNOWN, ShapeSyntaxError, Truth, is_tensor, prove_equal, prove_le, read_tensor_type
 from ..shapes.match import match_shapes
 from .graph import (bound_by_params, body_ops, entry_block, func_name, function_type, functions_by_name,
                     graph_functions, is_graph_function, relax_opdef, top_ops)
@@ -145,6 +145,15 @@ def _check_assert(op: ir.Operation, attrs: dict) -> None:
                        f"(message: \"{attrs.get('message', '')}\")")
 
 
+def _bound_by_params(sigs) -> tuple[set[str], set[str]]:
+    """:func:`bound_by_params`, without the prover when every dim is static or a plain symbol
+    (the common case: each symbol is then bound by the dim that names it)."""
+    shapes = [s.shape for s in sigs if s is not None]
+    if all(d is UNKNOWN or d.is_static or d.expr.is_Symbol for sh in shapes for d in sh):
+        return set().union(*(sh.symbols for sh in shapes)) if shapes else set(), set()
+    return bound_by_params(sigs)
+
+
 def verify_function(f: ir.Operation, funcs: dict[str, ir.Operation]) -> None:
     name = func_name(f)
     if len(f.regions[0].blocks) == 0:
@@ -154,7 +163,7 @@ def verify_function(f: ir.Operation, funcs: dict[str, ir.Operation]) -> None:
     for i, arg in enumerate(block.arguments):
         pname = value_name(arg)
         sigs.append(_sig(f, arg.type, f"@{name} parameter #{i}" + (f" '{pname}'" if pname else "")))
-    bound, unbound = bound_by_params(sigs)
+    bound, unbound = _bound_by_params(sigs)
     if unbound:
         emit_error(f, f"@{name}: symbol(s) {', '.join(sorted(unbound))} in the parameter shapes are not bound: "
                       "a symbol must be a dim of a parameter or appear linearly in one (like 2*k)")

@@ -62,6 +62,10 @@ def test_const_from_python_scalars_and_dtypes():
         assert str(c1.type) == "tensor<i64>"
         assert str(c2.owner) == "%cst_0 = arith.constant dense<[1.500000e+00, 2.500000e+00]> : tensor<2xf64>"
         assert str(c3.type) == "tensor<2x2xi32>"
+        assert str(relax.const(np.array([[True, False, True]])).owner.attributes["value"]) == \
+            "dense<[[true, false, true]]> : tensor<1x3xi1>"
+        assert str(relax.const([7, 255], dtype="uint8").type) == "tensor<2xui8>"
+        assert str(relax.const(np.zeros((2, 0), np.float32)).type) == "tensor<2x0xf32>"
         assert str(s.owner.operands[1].owner) == "%cst_2 = arith.constant dense<7> : tensor<i64>"
 
 

@@ -258,7 +258,10 @@ def const(value, dtype=None, loc: Optional[ir.Location] = None, ip: Optional[ir.
         arr = np.asarray(value, dtype=np_dt or np.dtype(_NUMPY_NAMES.get(dt, dt)))
     et = ir.Type.parse(dt)
     ttype = ir.RankedTensorType.get(list(arr.shape), et)
-    attr = ir.DenseElementsAttr.get(np.ascontiguousarray(arr), type=ttype)
+    if dt == "i1":  # MLIR reads i1 buffers bit-packed
+        attr = ir.DenseElementsAttr.get(np.packbits(arr.astype(np.bool_).reshape(-1), bitorder="little"), type=ttype)
+    else:
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(arr), type=ttype)
     return Var(arith.ConstantOp(ttype, attr, loc=loc, ip=ip).result)
 
 

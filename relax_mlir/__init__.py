@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from .errors import LoadError, ShapeError
+from .errors import CompileError, LoadError, ShapeError
 
 if TYPE_CHECKING:
     from mlir import ir
@@ -48,13 +48,19 @@ def make_context() -> "ir.Context":
     return ctx
 
 
-def parse(text: str, context: Optional["ir.Context"] = None) -> "ir.Module":
-    """Parse relax IR text into a Module (raises ``ir.MLIRError`` with diagnostics)."""
+def parse(text: str, context: Optional["ir.Context"] = None, source_name: str = "-") -> "ir.Module":
+    """Parse relax IR text into a Module; locations name ``source_name``.
+
+    Segment-size attributes of variadic relax ops are filled in when left out. Raises
+    :class:`CompileError` (also an ``ir.MLIRError``) carrying the diagnostics.
+    """
     from mlir import ir
+
+    from .dialects.source import parse_module
 
     ctx = context or (ir.Context.current if _has_current() else make_context())
     with ctx, ir.Location.unknown():
-        return ir.Module.parse(text)
+        return parse_module(text, ctx, source_name)
 
 
 def compile(src, target: str = "cpu", libraries=None, options=None) -> "Executable":
@@ -84,4 +90,4 @@ from .runtime.executable import Executable  # noqa: E402
 from .runtime.aot import load  # noqa: E402
 
 __all__ = ["make_context", "parse", "compile", "Executable", "run_pipeline", "PipelineError",
-           "ShapeError", "load", "LoadError", "__version__"]
+           "ShapeError", "load", "LoadError", "CompileError", "__version__"]

@@ -527,6 +527,8 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
     from mlir.execution_engine import ExecutionEngine
 
     from .. import make_context
+    from ..dialects.source import parse_module
+    from ..transforms.verify import check_library_callees
     from ..transforms.lower_host import host_metadata
     from ..transforms.pipeline import run_pipeline
 
@@ -540,7 +542,8 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
     text = src if isinstance(src, str) else str(src)
     ctx = make_context()
     with ctx, ir.Location.unknown():
-        module = ir.Module.parse(text)
+        module = parse_module(text, ctx, verify=True)  # segment sizes filled in; CompileError with diagnostics
+        check_library_callees(module.operation, list(libraries or []) + library_paths(module_libraries(module.operation)))
         run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(**_pipeline_options(options))) + ")")
         libraries = user_libraries + library_paths(module_libraries(module.operation))
         metadata = host_metadata(module.operation)

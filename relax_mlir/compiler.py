@@ -35,10 +35,16 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Optional, Sequence, Union
 
 from .errors import CompileError
+from .transforms.registry import PipelineError
 
 
 class InternalCompilerError(RuntimeError):
     """A bug in relax-mlir (a pass raised); not something the input can fix."""
+
+
+class CompileOptionsError(CompileError, PipelineError):
+    """An unknown target, stage or pipeline option (a :class:`CompileError`; also the
+    :class:`~relax_mlir.PipelineError` that pipeline strings raise for the same mistake)."""
 
 
 @dataclass
@@ -71,7 +77,7 @@ class CompileOptions:
         if isinstance(options, CompileOptions):
             return replace(options)
         if not isinstance(options, dict):
-            raise CompileError(f"options must be a CompileOptions or a dict, not {type(options).__name__}")
+            raise CompileOptionsError(f"options must be a CompileOptions or a dict, not {type(options).__name__}")
         own = {f.name for f in fields(CompileOptions)}
         kw = {k: v for k, v in options.items() if k in own}
         rest = {k: v for k, v in options.items() if k not in own}
@@ -246,7 +252,7 @@ def compile(src, target: Optional[str] = None, libraries=None,
     from . import transforms  # noqa: F401  (registers passes and pipelines)
     from .runtime.libraries import library_metadata, library_paths, module_libraries
     from .transforms.lower_host import host_metadata
-    from .transforms.pipeline import PipelineError, run_pipeline
+    from .transforms.pipeline import run_pipeline
     from .transforms.registry import PIPELINES
 
     t0 = time.perf_counter()
@@ -255,16 +261,16 @@ def compile(src, target: Optional[str] = None, libraries=None,
         opts.target = target
     tgt = TARGETS.get(opts.target)
     if tgt is None:
-        raise CompileError(f"unknown target '{opts.target}' (targets: {', '.join(sorted(TARGETS))})")
+        raise CompileOptionsError(f"unknown target '{opts.target}' (targets: {', '.join(sorted(TARGETS))})")
     if opts.opt_level not in (0, 1, 2, 3):
-        raise CompileError(f"opt_level must be 0, 1, 2 or 3, got {opts.opt_level!r}")
+        raise CompileOptionsError(f"opt_level must be 0, 1, 2 or 3, got {opts.opt_level!r}")
     user_libs = _check_libraries(opts.libraries) + _check_libraries(libraries)
     text = " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
                     for k, v in opts.pipeline_options.items())
     try:
         popts = PIPELINES[tgt.pipeline_name].parse_options(text)
     except PipelineError as e:
-        raise CompileError(f"target '{tgt.name}': {e}") from None
+        raise CompileOptionsError(f"target '{tgt.name}': {e}") from None
     stages = tgt.stages(popts, tgt)
     names = [n for n, _ in stages]
     if opts.pipeline is not None:
@@ -272,7 +278,7 @@ def compile(src, target: Optional[str] = None, libraries=None,
         names = ["custom", "codegen"]
     if opts.start_after is not None:
         if opts.start_after not in names[:-1]:
-            raise CompileError(f"start_after='{opts.start_after}': stages of target '{tgt.name}' "
+            raise CompileOptionsError(f"start_after='{opts.start_after}': stages of target '{tgt.name}' "
                                f"that can be skipped: {', '.join(names[:-1])}")
         stages = stages[names.index(opts.start_after) + 1:]
 

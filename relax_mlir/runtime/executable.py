@@ -185,7 +185,7 @@ class _ParamChecker:
             try:
                 lv, rv = eval(lhs, _EVAL_GLOBALS, env), eval(rhs, _EVAL_GLOBALS, env)
             except ZeroDivisionError:
-                lv, rv, detail = None, None, (detail or "") + " (a divisor is 0)"
+                lv, rv, detail = None, None, (detail + "; " if detail else "") + "a divisor is 0"
             if lv is None or ((lv != rv) if pred == "eq" else (lv > rv)):
                 bound = {}
                 for s, code, args in self.bindings:
@@ -194,7 +194,7 @@ class _ParamChecker:
                             bound[s] = eval(code, _EVAL_GLOBALS, env)
                         except ZeroDivisionError:
                             pass
-                extra = f" ({detail.strip()})" if detail else ""
+                extra = f" ({detail})" if detail else ""
                 raise ShapeError(f"@{self.fname}: argument #{i}: expected shape {self.shapes[i]}"
                                  f"{_fmt_bound(bound)}, got {_fmt_shape(shp[i])}{extra}")
 

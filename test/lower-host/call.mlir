@@ -21,15 +21,6 @@ func.func @scale_kernel(%a: tensor<?x?xf32>, %out: tensor<?x?xf32>, %n: index) -
 // CHECK:   %[[R:.*]] = func.call @scale_kernel(%[[A]], %[[O]], %[[N3]])
 // CHECK:   %[[RC:.*]] = tensor.cast %[[R]] : tensor<?x?xf32> to tensor<?x4xf32>
 // CHECK:   scf.yield %c0_i32, %c0_i64, %c0_i64, %c0_i64, %[[RC]] : i32, i64, i64, i64, tensor<?x4xf32>
-func.func @g(%arg0: tensor<?x4xf32>) -> (i32, i64, i64, i64, tensor<?x4xf32>)
-// CHECK: %[[D:.*]] = tensor.dim %arg0, %c0 : tensor<?x4xf32>
-// CHECK: %[[A:.*]] = tensor.cast %arg0 : tensor<?x4xf32> to tensor<?x?xf32>
-// CHECK: %[[E:.*]] = tensor.empty(%[[D]]) : tensor<?x4xf32>
-// CHECK: %[[O:.*]] = tensor.cast %[[E]] : tensor<?x4xf32> to tensor<?x?xf32>
-// CHECK: %[[M:.*]] = arith.muli %c3, %[[D]] : index
-// CHECK: %[[R:.*]] = call @scale_kernel(%[[A]], %[[O]], %[[M]])
-// CHECK: %[[RC:.*]] = tensor.cast %[[R]] : tensor<?x?xf32> to tensor<?x4xf32>
-// CHECK: return %c0_i32, %c0_i64, %c0_i64, %c0_i64, %[[RC]] : i32, i64, i64, i64, tensor<?x4xf32>
 func.func @g(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>> attributes {relax.function} {
   %0 = "relax.call_tir"(%x) {callee = @scale_kernel, tir_vars = #relax.shape<["3*n"]>, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
   return %0 : tensor<?x4xf32, #relax.shape<["n", 4]>>
@@ -37,16 +28,6 @@ func.func @g(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #re
 
 // CHECK-LABEL: func.func @f(%arg0: memref<?xi8>, %arg1: tensor<?x4xf32>) -> (i32, i64, i64, i64, tensor<?x4xf32>)
 // CHECK: %[[C:.*]]:5 = call @g(%arg0, %arg1) : (memref<?xi8>, tensor<?x4xf32>) -> (i32, i64, i64, i64, tensor<?x4xf32>)
-// CHECK: %[[OK:.*]] = arith.cmpi eq, %[[C]]#0, %c0_i32 : i32
-// CHECK: %[[R:.*]]:5 = scf.if %[[OK]] -> (i32, i64, i64, i64, tensor<?x4xf32>) {
-// CHECK:   scf.yield %c0_i32, %c0_i64, %c0_i64, %c0_i64, %[[C]]#4
-// CHECK: } else {
-// CHECK:   %[[S:.*]] = arith.select %[[OK]], %c0_i32, %[[C]]#0 : i32
-// CHECK:   %{{.*}} = arith.select %[[OK]], %c0_i64, %[[C]]#1 : i64
-// CHECK:   scf.yield %[[S]],
-// CHECK: return %[[R]]#0, %[[R]]#1, %[[R]]#2, %[[R]]#3, %[[R]]#4
-func.func @f(%arg0: tensor<?x4xf32>) -> (i32, i64, i64, i64, tensor<?x4xf32>)
-// CHECK: %[[C:.*]]:5 = call @g(%arg0) : (tensor<?x4xf32>) -> (i32, i64, i64, i64, tensor<?x4xf32>)
 // CHECK: %[[OK:.*]] = arith.cmpi eq, %[[C]]#0, %c0_i32 : i32
 // CHECK: %[[R:.*]]:5 = scf.if %[[OK]] -> (i32, i64, i64, i64, tensor<?x4xf32>) {
 // CHECK:   scf.yield %c0_i32, %c0_i64, %c0_i64, %c0_i64, %[[C]]#4

@@ -415,6 +415,7 @@ class Executable:
         self._llvm_dialect = llvm_dialect
         self._llvm_dialect_text: Optional[str] = None
         self.source_path = source_path
+        self.compile_options = None   # the CompileOptions of a compiled one (relax_mlir.compiler)
         self._local = threading.local()
         self._functions: dict[str, Function] = {}
         for fname in self._meta.functions:  # prepare signature checks now, not on the first call

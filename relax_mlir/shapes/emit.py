@@ -29,6 +29,10 @@ from .expr import Dim
 T = TypeVar("T")
 
 
+class UnsupportedExpression(ValueError):
+    """An expression with a form no emitter computes (e.g. a non-integer power)."""
+
+
 class DimVisitor(Generic[T]):
     """Walks a dimension expression; subclasses give the primitive operations."""
 
@@ -60,7 +64,7 @@ class DimVisitor(Generic[T]):
             return self.min([self._visit(a) for a in e.args])
         if isinstance(e, sympy.Max):
             return self.max([self._visit(a) for a in e.args])
-        raise ValueError(f"cannot compute the dimension expression {Dim(e)} at run time")
+        raise UnsupportedExpression(f"cannot compute the dimension expression {Dim(e)} at run time")
 
     # -- primitives (``expr`` is the sympy node, for diagnostics) ---------------------
     def const(self, value: int) -> T:

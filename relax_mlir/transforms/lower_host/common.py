@@ -23,6 +23,14 @@ class LowerError(Exception):
         self.op = op
 
 
+class UnboundSymbol(Exception):
+    """A dimension expression names a symbol not bound at this point of the function."""
+
+
+class UnsupportedType(ValueError):
+    """An element type the host lowering cannot size."""
+
+
 def i(n: int) -> ir.Type:
     return ir.IntegerType.get_signless(n)
 
@@ -42,7 +50,7 @@ def element_bytes(t: ir.Type) -> int:
         return (t.width + 7) // 8
     if isinstance(t, ir.IndexType):
         return 8
-    raise ValueError(f"no byte size for element type {t}")
+    raise UnsupportedType(f"no byte size for element type {t}")
 
 
 def file_location(loc: ir.Location) -> Optional[str]:

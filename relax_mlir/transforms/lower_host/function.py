@@ -18,11 +18,11 @@ from mlir.dialects import arith, bufferization, func, memref, scf, tensor
 from ...dialects.relax import FUNCTION_ATTR
 from ...runtime.abi import Check
 from ...shapes import UNKNOWN, Dim, Shape, Truth, prove_le, read_tensor_type, symbol
-from ...shapes.emit import ArithEmitter
+from ...shapes.emit import ArithEmitter, UnsupportedExpression
 from ...shapes.match import match_shapes
 from ..graph import body_ops, func_name, function_type, param_sigs
 from .common import (CHECKS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, LOWERED_ATTR, WORKSPACE_ATTR,
-                     LowerError, at, element_bytes, i, strip, value_name)
+                     LowerError, UnboundSymbol, UnsupportedType, at, element_bytes, i, strip, value_name)
 
 if TYPE_CHECKING:
     from . import ModuleState
@@ -98,7 +98,7 @@ class FunctionLowering:
 
     def _lookup(self, name: str) -> ir.Value:
         if name not in self.env:
-            raise KeyError(name)
+            raise UnboundSymbol(name)
         return self.env[name]
 
     def _readable(self, text: str) -> str:
@@ -234,11 +234,9 @@ class FunctionLowering:
             self.where = f"{op.name}{at(op)}"
             try:
                 self.lower_op(op)
-            except LowerError:
-                raise
-            except KeyError as e:
-                raise LowerError(op, f"symbol {e} is not bound at this point") from None
-            except ValueError as e:
+            except UnboundSymbol as e:
+                raise LowerError(op, f"symbol '{e}' is not bound at this point") from None
+            except (UnsupportedExpression, UnsupportedType) as e:
                 raise LowerError(op, str(e)) from None
         # metadata
         attrs = new.attributes

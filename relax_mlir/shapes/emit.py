@@ -216,6 +216,9 @@ class ArithEmitter(DimVisitor[ir.Value]):
             if self.on_check is None or (ca is not None and cb is not None) or ca in (0, 1) or cb in (0, 1):
                 out = arith.MulIOp(out, b, ip=self._ip()).result
                 continue
+            if -1 in (ca, cb):  # negation: wraps only at INT64_MIN, itself an earlier reported overflow
+                out = arith.SubIOp(self.constant(0), b if ca == -1 else out, ip=self._ip()).result
+                continue
             ext = arith.MulSIExtendedOp(out, b, ip=self._ip())
             low, high = ext.results[0], ext.results[1]
             sign = arith.ShRSIOp(low, self.constant(63), ip=self._ip()).result

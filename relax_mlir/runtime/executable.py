@@ -310,9 +310,14 @@ class Session:
     call one executable at the same time, with no lock shared between them. One session
     runs one call at a time (a second concurrent call on it raises ``RuntimeError``).
 
-    State that lives across calls (an LLM's KV cache) belongs here as well: such buffers
-    are declared by the module and owned by the session, in ``sess.state`` (name ->
-    array), so two sessions of one executable are two independent conversations.
+    State that lives across calls (an LLM's KV cache) belongs here as well. The design,
+    not built yet: the module declares named state buffers with their symbolic shapes
+    and upper bounds (``relax.state`` on the module); relax-lower-host passes them to
+    every graph function as further memref arguments after the workspace, the metadata
+    lists them (:mod:`relax_mlir.runtime.abi`), and the session allocates them once and
+    keeps them in ``sess.state`` (name -> numpy array), so ``sess["prefill"](...)`` then
+    ``sess["decode"](...)`` share a cache and two sessions of one executable are two
+    independent conversations.
     """
 
     def __init__(self, exe: "Executable"):

@@ -198,18 +198,6 @@ def _raise_mlir(err, what: str):
     raise CompileError(f"{what} failed:\n{text}", diags) from None
 
 
-def _check_libraries(libraries) -> list[str]:
-    if isinstance(libraries, (str, bytes, os.PathLike)):
-        raise CompileError("libraries must be a list of paths, not one path")
-    out = []
-    for p in libraries or ():
-        p = os.fspath(p)
-        if not os.path.isfile(p):
-            raise CompileError(f"library not found: {p}")
-        out.append(os.path.abspath(p))
-    return out
-
-
 def _module(src):
     """A module the compile owns, in the context of ``src`` when it is a Module."""
     from mlir import ir
@@ -251,6 +239,7 @@ def compile(src, target: Optional[str] = None, libraries=None,
 
     from . import transforms  # noqa: F401  (registers passes and pipelines)
     from .runtime.libraries import library_metadata, library_paths, module_libraries
+    from .runtime.libraries import validate as validate_libraries
     from .transforms.lower_host import host_metadata
     from .transforms.pipeline import run_pipeline
     from .transforms.registry import PIPELINES
@@ -264,7 +253,7 @@ def compile(src, target: Optional[str] = None, libraries=None,
         raise CompileOptionsError(f"unknown target '{opts.target}' (targets: {', '.join(sorted(TARGETS))})")
     if opts.opt_level not in (0, 1, 2, 3):
         raise CompileOptionsError(f"opt_level must be 0, 1, 2 or 3, got {opts.opt_level!r}")
-    user_libs = _check_libraries(opts.libraries) + _check_libraries(libraries)
+    user_libs = validate_libraries(list(opts.libraries)) + validate_libraries(libraries)
     text = " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
                     for k, v in opts.pipeline_options.items())
     try:

@@ -199,6 +199,27 @@ class _ParamChecker:
                                  f"{_fmt_bound(bound)}, got {_fmt_shape(shp[i])}{extra}")
 
 
+_SIGNATURES: dict[tuple, tuple[type, type]] = {}
+
+
+def _ctypes_signature(D: int, result_ranks: tuple, param_ranks: tuple, single_scalar: bool) -> tuple[type, type]:
+    """(result struct, CFUNCTYPE) of a C-interface entry point, created once per structure:
+    ctypes caches POINTER() and CFUNCTYPE() types forever, so types made per function and
+    per load() would leak."""
+    key = (D, result_ranks, param_ranks, single_scalar)
+    if key not in _SIGNATURES:
+        fields = [("status", ctypes.c_int32)] + [(f"d{i}", ctypes.c_int64) for i in range(D)]
+        fields += [(f"r{i}", descriptor_class(r)) for i, r in enumerate(result_ranks)]
+        result_class = type("Results", (ctypes.Structure,), {"_fields_": fields})
+        descs = [ctypes.POINTER(descriptor_class(1))] + [ctypes.POINTER(descriptor_class(r)) for r in param_ranks]
+        if single_scalar:   # i32 _mlir_ciface_f(workspace*, desc*...)
+            proto = ctypes.CFUNCTYPE(ctypes.c_int32, *descs)
+        else:               # void _mlir_ciface_f(results*, workspace*, desc*...)
+            proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(result_class), *descs)
+        _SIGNATURES[key] = (result_class, proto)
+    return _SIGNATURES[key]
+
+
 class Function:
     """One compiled graph function: ``fn(*arrays) -> array | tuple of arrays``.
 
@@ -216,15 +237,9 @@ class Function:
         self.D = D
         self.result_dtypes = [DTYPES.get(r.dtype) for r in sig.results]
         self.result_ranks = [len(r.shape) for r in sig.results]
-        fields = [("status", ctypes.c_int32)] + [(f"d{i}", ctypes.c_int64) for i in range(D)]
-        fields += [(f"r{i}", descriptor_class(r)) for i, r in enumerate(self.result_ranks)]
         self.single_scalar = (D == 0 and not sig.results)
-        self.result_class = type(f"Results_{name}", (ctypes.Structure,), {"_fields_": fields})
-        descs = [ctypes.POINTER(descriptor_class(1))] + [ctypes.POINTER(descriptor_class(r)) for r in self.checker.ranks]
-        if self.single_scalar:   # i32 _mlir_ciface_f(workspace*, desc*...)
-            proto = ctypes.CFUNCTYPE(ctypes.c_int32, *descs)
-        else:                    # void _mlir_ciface_f(results*, workspace*, desc*...)
-            proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(self.result_class), *descs)
+        self.result_class, proto = _ctypes_signature(D, tuple(self.result_ranks), tuple(self.checker.ranks),
+                                                     self.single_scalar)
         self._fn = proto(exe._resolver.address(name))
 
     def __repr__(self) -> str:

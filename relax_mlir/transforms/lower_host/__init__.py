@@ -161,11 +161,14 @@ def relax_lower_host(module: ir.Operation, opts) -> None:
     state = ModuleState(module, target)
     lowered = []
     for f in list(state.graph.values()):
+        fl = FunctionLowering(f, state)
         try:
-            new = FunctionLowering(f, state).run()
+            new = fl.run()
         except LowerError as e:
             emit_error(e.op, f"@{func_name(f)}: {e}")
             return
+        finally:
+            fl.release()
         lowered.append((f, new))
     for f, _ in lowered:
         f.erase()

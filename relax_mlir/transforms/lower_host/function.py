@@ -71,6 +71,14 @@ class FunctionLowering:
         self.where = f"@{self.name}"        # what a check reported by the emitter is about
         self.emitter = ArithEmitter(lambda: self.ip, self._lookup, lambda: self.cache, self._expr_check)
 
+    def release(self) -> None:
+        """Drop the IR handles now: the emitter's callbacks make a reference cycle, which
+        would keep this context's values (and so the whole context) alive until a gc run."""
+        self.emitter = None
+        for d in (self.env, self.cache, self.vmap, self.planned_buffers):
+            d.clear()
+        self.pending, self.levels = [], []
+
     # -- small builders ------------------------------------------------------
     def const(self, value: int, t: Optional[ir.Type] = None) -> ir.Value:
         return self.emitter.constant(value, t)

@@ -268,7 +268,7 @@ def compile(src, target: Optional[str] = None, libraries=None,
     if opts.start_after is not None:
         if opts.start_after not in names[:-1]:
             raise CompileOptionsError(f"start_after='{opts.start_after}': stages of target '{tgt.name}' "
-                               f"that can be skipped: {', '.join(names[:-1])}")
+                                      f"that can be skipped: {', '.join(names[:-1])}")
         stages = stages[names.index(opts.start_after) + 1:]
 
     module = _module(src)

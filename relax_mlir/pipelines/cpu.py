@@ -2,6 +2,8 @@
 
 Stages (each a plain pipeline string, pasteable into ``relax-opt --pass-pipeline``):
 
+:func:`stages` names them for the compile driver (``graph``, ``host``, ``codegen``).
+
 * :func:`graph_stage`: ``relax-infer-shapes``, ``relax-dispatch-library`` (matmul [+ bias]
   to BLAS; it records the runtime library in ``relax.libraries``, which compile() links),
   ``relax-legalize`` (when registered),
@@ -36,7 +38,32 @@ DISPATCH_MIN_FLOPS = 4096
 
 
 def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
-                dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None) -> list[str]:
+                dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
+                legalize_target: Optional[str] = None, host_target: Optional[str] = None) -> list[str]:
+    """The graph passes, ending with relax-lower-host (see :func:`stages` for them split)."""
+    graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target)
+    return graph + host
+
+
+def stages(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
+           dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
+           legalize_target: Optional[str] = None, host_target: Optional[str] = None) -> list[tuple[str, list[str]]]:
+    """The named stages of the cpu pipeline, as the compile driver runs them (and dumps the IR
+    after each): ``graph`` (relax to relax: shapes, dispatch, legalize, fusion, planning),
+    ``host`` (relax-lower-host), ``codegen`` (upstream MLIR to the LLVM dialect)."""
+    graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target)
+    return [("graph", graph), ("host", host), ("codegen", llvm_stage())]
+
+
+def _with_option(name: str, option: str, value: Optional[str]) -> str:
+    """``name{option=value}`` when the pass declares that option (and a value is given)."""
+    info = PASSES.get(name)
+    if value is None or info is None or option not in {o.name for o in info.options}:
+        return name
+    return f"{name}{{{option}={value}}}"
+
+
+def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target):
     if fusion is None:
         fusion = FUSION_DEFAULT
     if plan_memory is None:
@@ -49,13 +76,12 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
     if dispatch and "relax-dispatch-library" in PASSES:
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)}}}")
     if "relax-legalize" in PASSES:
-        passes.append("relax-legalize")
+        passes.append(_with_option("relax-legalize", "target", legalize_target))
     if fusion and "relax-fuse-ops" in PASSES:
         passes += ["relax-annotate-kernel-kinds", "relax-fuse-ops", "relax-fuse-kernels"]
     if plan_memory and "relax-plan-memory" in PASSES:
         passes.append("relax-plan-memory")
-    passes.append("relax-lower-host")
-    return passes
+    return passes, [_with_option("relax-lower-host", "target", host_target)]
 
 
 def llvm_stage() -> list[str]:

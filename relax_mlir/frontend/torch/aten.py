@@ -925,3 +925,21 @@ def _adaptive_avg_pool(im, node, x, output_size):
                        "output size 1, is supported)")
     k = len(output_size)
     return relax.mean(x, axes=list(range(-k, 0)), keepdims=True)
+
+
+@converter("aten.linalg_vector_norm.default")
+def _vector_norm(im, node, x, ord=2, dim=None, keepdim=False, dtype=None):
+    dt = _out(node)
+    v = im.tensor(x, dt)
+    axes = _axes(dim, _rank(im, v))
+    keep = bool(keepdim)
+    if ord == 2:
+        return relax.sqrt(relax.sum(relax.multiply(v, v), axes=axes, keepdims=keep))
+    if ord == 1:
+        return relax.sum(relax.abs(v), axes=axes, keepdims=keep)
+    if ord == math.inf:
+        return relax.max(relax.abs(v), axes=axes, keepdims=keep)
+    if isinstance(ord, (int, float)) and ord > 0:
+        s = relax.sum(relax.power(relax.abs(v), im.const(ord, dt)), axes=axes, keepdims=keep)
+        return relax.power(s, im.const(1.0 / ord, dt))
+    raise im.error(f"vector norm of order {ord} is not supported")

@@ -143,7 +143,7 @@ class CompiledModule:
         outs = self.exe(*arrays, *self.params)
         outs = list(outs) if isinstance(outs, tuple) else [outs]
         if as_torch:
-            outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
+            outs = [torch.from_numpy(np.require(o, requirements='C')) for o in outs]  # keeps 0-d
         if self._out_spec is not None:
             try:
                 return pytree.tree_unflatten(outs, self._out_spec)

@@ -943,3 +943,9 @@ def _vector_norm(im, node, x, ord=2, dim=None, keepdim=False, dtype=None):
         s = relax.sum(relax.power(relax.abs(v), im.const(ord, dt)), axes=axes, keepdims=keep)
         return relax.power(s, im.const(1.0 / ord, dt))
     raise im.error(f"vector norm of order {ord} is not supported")
+
+
+@converter("aten.outer.default", "aten.ger.default")
+def _outer(im, node, a, b):
+    dt = _out(node)
+    return relax.multiply(relax.expand_dims(im.tensor(a, dt), axis=[1]), relax.expand_dims(im.tensor(b, dt), axis=[0]))

@@ -145,9 +145,7 @@ class Importer:
         for sym, vr in self.ep.range_constraints.items():
             if sym not in self.dim_names:
                 continue
-            lo = int(vr.lower) if vr.lower.is_finite else 0
-            hi = int(vr.upper) if vr.upper.is_finite and int(vr.upper) < 2 ** 62 else None
-            self.bounds[self.dim_names[sym]] = (lo, hi)
+            self.bounds[self.dim_names[sym]] = (_finite(vr.lower) or 0, _finite(vr.upper))
 
     def dim(self, value) -> Dim:
         """A Python int, a SymInt, a sympy expression or a Dim as one of our Dims."""
@@ -331,14 +329,13 @@ class Importer:
         return module, arrays, trailing
 
     def _range_checks(self) -> None:
-        """Torch's value ranges of the size symbols as run-time checks (lo <= s <= hi)."""
+        """Torch's lower bounds of the size symbols as run-time checks (``lo <= s``); the
+        upper bounds are ``relax.upper_bounds``, which the compiler checks itself."""
         for name in sorted(self.bounds):
-            lo, hi = self.bounds[name]
-            s = Dim(symbol(name))
+            lo, _ = self.bounds[name]
             if lo > 0:
-                relax.build("assert", dims=[lo, s], predicate="le", message=f"size {name} >= {lo}")
-            if hi is not None:
-                relax.build("assert", dims=[s, hi], predicate="le", message=f"size {name} <= {hi}")
+                relax.build("assert", dims=[lo, Dim(symbol(name))], predicate="le",
+                            message=f"size {name} >= {lo}")
 
     def convert(self, node):
         import operator
@@ -418,6 +415,15 @@ def _identifier(name: str, taken: set) -> str:
         k += 1
         out = f"{base}_{k}"
     return out
+
+
+def _finite(v) -> Optional[int]:
+    """An integer bound of torch's value range, None for an infinite one."""
+    try:
+        i = int(v)
+    except (OverflowError, TypeError, ValueError, AttributeError):
+        return None
+    return i if abs(i) < 2 ** 62 else None
 
 
 def _only_linear_weight(node) -> bool:

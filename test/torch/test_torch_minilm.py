@@ -46,6 +46,7 @@ def test_minilm_embeddings_match_pytorch_through_one_executable():
         assert cos.min() > 0.9999, (b, s)
         np.testing.assert_allclose(np.linalg.norm(got, axis=1), np.ones(b), atol=1e-5)
     # the model's point: paraphrases are closer than unrelated sentences
-    ids, mask = _batch(tok, 3, 16)
-    e = enc(ids[[0, 1, 4]], mask[[0, 1, 4]]).numpy()
-    assert float(e[0] @ e[1]) > float(e[0] @ e[2])
+    pair = tok(["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome!"],
+               padding=True, return_tensors="pt")
+    e = enc(pair["input_ids"], pair["attention_mask"]).numpy()
+    assert float(e[0] @ e[1]) > float(e[0] @ e[2]) + 0.5

@@ -172,3 +172,24 @@ def test_numpy_in_numpy_out_and_one_compile():
         with torch.no_grad():
             np.testing.assert_allclose(y, model(torch.from_numpy(x)).numpy(), atol=1e-5)
     assert fn.exe.functions == ["main"]
+
+
+def test_torch_guards_become_run_time_checks():
+    class Pair(torch.nn.Module):
+        def forward(self, x, y):
+            torch._check(x.shape[0] + 1 <= y.shape[0])
+            return x.sum() + y[: x.shape[0] + 1].sum()
+
+    A = torch.export.Dim("a", min=2, max=63)
+    Bd = torch.export.Dim("b", min=3, max=64)
+    dyn = {"x": {0: A}, "y": {0: Bd}}
+    ep = torch.export.export(Pair(), (torch.randn(3), torch.randn(5)), dynamic_shapes=dyn)
+    module, params = from_exported_program(ep, dynamic_shapes=dyn)
+    assert params == []
+    assert ('dims = #relax.shape<["a + 1", "b"]>, message = "torch guard: 1 + L[\'x\'].size()[0] <= '
+            'L[\'y\'].size()[0]", predicate = "le"') in str(module)
+    exe = relax_mlir.compile(module)
+    x, y = np.arange(4, dtype=np.float32), np.arange(6, dtype=np.float32)
+    assert float(exe(x, y)) == 6.0 + 10.0
+    with pytest.raises(relax_mlir.ShapeError, match=r"torch guard: .* does not hold with a = 4, b = 4"):
+        exe(x, y[:4])

@@ -85,6 +85,7 @@ def import_program(ep, *, dynamic_shapes=None, decompositions="default", context
 
     import relax_mlir
 
+    guards = list(getattr(ep, "_guards_code", None) or [])
     if decompositions == "default":
         ep = ep.run_decompositions({})      # functional ATen, higher-order ops inlined
     elif decompositions == "core":
@@ -94,8 +95,14 @@ def import_program(ep, *, dynamic_shapes=None, decompositions="default", context
     names = _dim_names(ep, dynamic_shapes)
     ctx = context or relax_mlir.make_context()
     with ctx, ir.Location.unknown():
-        module, params, info = Importer(ep, names, transpose_linear_weights).run()
-    return ImportedProgram(module, params, info, ep)
+        im = Importer(ep, names, transpose_linear_weights, guards=guards)
+        module, params, info = im.run()
+    if im.unchecked_guards:
+        import warnings
+        warnings.warn("torch.export guards without a relax run-time check: " + "; ".join(im.unchecked_guards))
+    prog = ImportedProgram(module, params, info, ep)
+    prog.unchecked_guards = im.unchecked_guards
+    return prog
 
 
 def from_exported_program(ep, *, dynamic_shapes=None, decompositions="default", context=None,

@@ -29,7 +29,8 @@ from mlir import ir
 
 from ...dialects import relax
 from ...errors import CompileError
-from ...shapes import Dim, Shape, TensorSig, Truth, dim_max, dim_min, prove_equal, read_tensor_type, symbol
+from ...shapes import (Dim, Shape, TensorSig, Truth, dim_max, dim_min, prove_equal, prove_le,
+                       read_tensor_type, symbol)
 from ..builder import graph_function
 
 # torch is imported lazily (inside functions) so that `import relax_mlir.frontend.torch`
@@ -102,8 +103,11 @@ class ImportedParam:
 class Importer:
     """One import of one ExportedProgram (see the module docstring)."""
 
-    def __init__(self, ep, dim_names: Optional[dict] = None, transpose_linear_weights: bool = True):
+    def __init__(self, ep, dim_names: Optional[dict] = None, transpose_linear_weights: bool = True,
+                 guards: Optional[Sequence[str]] = None):
         self.ep = ep
+        self.guards = list(guards if guards is not None else getattr(ep, "_guards_code", None) or [])
+        self.unchecked_guards: list[str] = []
         self.dim_names: dict = dict(dim_names or {})   # torch sympy Symbol -> our name
         self.transpose_linear_weights = transpose_linear_weights
         self.env: dict[str, Any] = {}
@@ -307,6 +311,7 @@ class Importer:
                 self.env[name] = v
             self.transposed = {p.name for p in trailing if p.transposed}
             self._range_checks()
+            self._guard_checks(users)
             outputs = None
             for node in ep.graph.nodes:
                 self.node = node
@@ -336,6 +341,23 @@ class Importer:
             if lo > 0:
                 relax.build("assert", dims=[lo, Dim(symbol(name))], predicate="le",
                             message=f"size {name} >= {lo}")
+
+    def _guard_checks(self, users) -> None:
+        """Torch's input guards (``ep._guards_code``: ``1 + L['x'].size()[0] <= L['y'].size()[0]``)
+        as run-time checks. A guard with no relax form (``!=``) is kept in ``unchecked_guards``."""
+        sizes = {n.name: self.shape_of_val(n.meta["val"]) for n in users}
+        for text in self.guards:
+            try:
+                rels = _guard_relations(text, sizes)
+            except (ValueError, KeyError, SyntaxError, IndexError):
+                self.unchecked_guards.append(text)
+                continue
+            for lhs, rhs, pred in rels:
+                t = (prove_equal if pred == "eq" else prove_le)(lhs, rhs)
+                if t is Truth.FALSE:
+                    raise self.error(f"torch's guard {text} contradicts the input shapes")
+                if t is Truth.UNKNOWN:
+                    relax.build("assert", dims=[lhs, rhs], predicate=pred, message=f"torch guard: {text}")
 
     def convert(self, node):
         import operator
@@ -415,6 +437,61 @@ def _identifier(name: str, taken: set) -> str:
         k += 1
         out = f"{base}_{k}"
     return out
+
+
+def _guard_relations(text: str, sizes: dict[str, Shape]) -> list[tuple[Dim, Dim, str]]:
+    """``a <= b and c == d`` over ``L['x'].size()[0]`` terms -> [(lhs, rhs, "le" | "eq")];
+    ValueError for a form relax.assert cannot state."""
+    import ast
+
+    def term(n) -> Dim:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+            return Dim.of(n.value)
+        if isinstance(n, ast.BinOp):
+            a, b = term(n.left), term(n.right)
+            ops = {ast.Add: a.__add__, ast.Sub: a.__sub__, ast.Mult: a.__mul__,
+                   ast.FloorDiv: a.__floordiv__, ast.Mod: a.__mod__}
+            if type(n.op) not in ops:
+                raise ValueError(ast.dump(n.op))
+            return ops[type(n.op)](b)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -term(n.operand)
+        # L['x'].size()[i] (or L['kwargs']['x'].size()[i]): dim i of user input x
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Call) and \
+                isinstance(n.value.func, ast.Attribute) and n.value.func.attr == "size":
+            base = n.value.func.value
+            key = None
+            while isinstance(base, ast.Subscript):
+                if key is None and isinstance(base.slice, ast.Constant) and isinstance(base.slice.value, str):
+                    key = base.slice.value
+                base = base.value
+            return sizes[key][int(ast.literal_eval(n.slice))]
+        raise ValueError(ast.dump(n))
+
+    def rel(n) -> list:
+        if isinstance(n, ast.BoolOp) and isinstance(n.op, ast.And):
+            return [r for v in n.values for r in rel(v)]
+        if not isinstance(n, ast.Compare):
+            raise ValueError(ast.dump(n))
+        out = []
+        items = [n.left] + list(n.comparators)
+        for a, op, b in zip(items, n.ops, items[1:]):
+            x, y = term(a), term(b)
+            if isinstance(op, ast.Eq):
+                out.append((x, y, "eq"))
+            elif isinstance(op, ast.LtE):
+                out.append((x, y, "le"))
+            elif isinstance(op, ast.Lt):
+                out.append((x + 1, y, "le"))
+            elif isinstance(op, ast.GtE):
+                out.append((y, x, "le"))
+            elif isinstance(op, ast.Gt):
+                out.append((y + 1, x, "le"))
+            else:
+                raise ValueError(ast.dump(op))
+        return out
+
+    return rel(ast.parse(text, mode="eval").body)
 
 
 def _finite(v) -> Optional[int]:

@@ -48,12 +48,13 @@ def test_tiny_bert_with_padding_mask():
     check(Wrapped(), make, [(2, 8), (1, 5), (3, 17), (4, 64)], dyn, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("kv_heads,tied", [(2, False), (4, True)])
-def test_tiny_llama_logits(kv_heads, tied):
+def test_tiny_llama_logits():
+    """Grouped-query attention (4 query heads, 2 kv heads) and tied embeddings (the embedding
+    table is also the lm_head weight: used by embedding and linear, so passed untransposed)."""
     torch.manual_seed(1)
     cfg = transformers.LlamaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                   num_key_value_heads=kv_heads, intermediate_size=64, max_position_embeddings=128,
-                                   tie_word_embeddings=tied, use_cache=False)
+                                   num_key_value_heads=2, intermediate_size=64, max_position_embeddings=128,
+                                   tie_word_embeddings=True, use_cache=False)
     model = transformers.LlamaForCausalLM(cfg).eval()
 
     class Logits(torch.nn.Module):
@@ -64,8 +65,10 @@ def test_tiny_llama_logits(kv_heads, tied):
         def forward(self, input_ids):
             return self.lm(input_ids=input_ids).logits
 
-    check(Logits(), lambda b, s: (_ids(b, s),), [(2, 8), (1, 1), (3, 13), (2, 64)],
-          {"input_ids": {0: B, 1: S}}, atol=1e-4, rtol=1e-4)
+    fn = check(Logits(), lambda b, s: (_ids(b, s),), [(2, 8), (1, 1), (3, 13), (2, 64)],
+               {"input_ids": {0: B, 1: S}}, atol=1e-4, rtol=1e-4)
+    tied = [p for p in fn.program.param_info if p.target == "lm.model.embed_tokens.weight"]
+    assert len(tied) == 1 and not tied[0].transposed
 
 
 class MLP(torch.nn.Module):
@@ -83,8 +86,12 @@ def test_mlp_through_core_aten_decompositions():
     _log_softmax: the same numbers."""
     torch.manual_seed(2)
     N = torch.export.Dim("n", max=512)
-    check(MLP(), lambda n: (torch.randn(n, 12, generator=torch.Generator().manual_seed(n)),),
-          [(4,), (1,), (300,)], {"x": {0: N}}, atol=1e-5, decompositions="core")
+    fn = check(MLP(), lambda n: (torch.randn(n, 12, generator=torch.Generator().manual_seed(n)),),
+               [(4,), (1,), (300,)], {"x": {0: N}}, atol=1e-5, decompositions="core")
+    # the weights' transposes (permute [1, 0] before addmm/mm) are done once, at import
+    assert [p.transposed for p in fn.program.param_info] == [True, False] * 3
+    text = str(fn.program.module)
+    assert "relax.permute_dims" not in text and text.count('"relax.matmul"') == 3
 
 
 def test_cnn_head_global_pool():

@@ -496,8 +496,15 @@ def _reshape(im, node, x, *args, **kw):
     return relax.reshape(x, shape=list(shape))
 
 
+def _pretransposed(im, node) -> bool:
+    """The operand is a weight the importer passes transposed (see importer._only_linear_weight)."""
+    return getattr(node.args[0], "name", None) in im.transposed
+
+
 @converter("aten.permute.default", "aten.permute_copy.default")
 def _permute(im, node, x, dims):
+    if _pretransposed(im, node):
+        return x
     r = _rank(im, x)
     dims = [_axis(d, r) for d in dims]
     if dims == list(range(r)):
@@ -507,6 +514,8 @@ def _permute(im, node, x, dims):
 
 @converter("aten.transpose.int", "aten.t.default", "aten.numpy_T.default")
 def _transpose(im, node, x, d0=0, d1=1):
+    if _pretransposed(im, node):
+        return x
     r = _rank(im, x)
     if r < 2:
         return x

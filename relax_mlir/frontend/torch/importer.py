@@ -504,12 +504,32 @@ def _finite(v) -> Optional[int]:
 
 
 def _only_linear_weight(node) -> bool:
+    """Every use of the 2-D parameter ``node`` wants its transpose: the weight of ``linear``,
+    or ``t`` / ``permute([1, 0])`` / ``transpose(0, 1)`` (linear after core decompositions).
+    The importer then passes the transposed array and those uses read it directly."""
+    users = list(node.users)
+    return bool(users) and all(wants_transpose(u, node) for u in users)
+
+
+def wants_transpose(user, node) -> bool:
+    """``user`` uses ``node`` only as the transpose of a 2-D weight (see _only_linear_weight)."""
     import torch
 
-    users = list(node.users)
-    return bool(users) and all(u.target is torch.ops.aten.linear.default and len(u.args) > 1
-                               and u.args[1] is node and u.args[0] is not node
-                               and (len(u.args) < 3 or u.args[2] is not node) for u in users)
+    aten = torch.ops.aten
+    val = node.meta.get("val")
+    if getattr(val, "dim", lambda: 0)() != 2:
+        return False
+    t = user.target
+    if t is aten.linear.default:
+        return len(user.args) > 1 and user.args[1] is node and user.args[0] is not node and \
+            (len(user.args) < 3 or user.args[2] is not node)
+    if t in (aten.t.default, aten.numpy_T.default):
+        return True
+    if t is aten.permute.default:
+        return [d % 2 for d in user.args[1]] == [1, 0]
+    if t is aten.transpose.int:
+        return sorted(d % 2 for d in user.args[1:3]) == [0, 1]
+    return False
 
 
 def _to_numpy(t) -> np.ndarray:

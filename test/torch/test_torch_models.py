@@ -62,11 +62,16 @@ def test_tiny_llama_logits():
             super().__init__()
             self.lm = model
 
-        def forward(self, input_ids):
-            return self.lm(input_ids=input_ids).logits
+        def forward(self, input_ids, attention_mask):
+            return self.lm(input_ids=input_ids, attention_mask=attention_mask).logits
 
-    fn = check(Logits(), lambda b, s: (_ids(b, s),), [(2, 8), (1, 1), (3, 13), (2, 64)],
-               {"input_ids": {0: B, 1: S}}, atol=1e-4, rtol=1e-4)
+    def make(b, s):
+        mask = torch.ones(b, s, dtype=torch.int64)
+        mask[-1, : s // 3] = 0    # left padding: those query rows see no key (torch gives 0 attention)
+        return _ids(b, s), mask
+
+    fn = check(Logits(), make, [(2, 8), (1, 1), (3, 13), (2, 64)],
+               {"input_ids": {0: B, 1: S}, "attention_mask": {0: B, 1: S}}, atol=1e-4, rtol=1e-4)
     tied = [p for p in fn.program.param_info if p.target == "lm.model.embed_tokens.weight"]
     assert len(tied) == 1 and not tied[0].transposed
 

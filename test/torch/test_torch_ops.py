@@ -120,9 +120,12 @@ def test_scaled_dot_product_attention():
 
     def make(b, s):
         mask = torch.rand(b, 1, s, s, generator=G) > 0.3
-        mask[..., 0] = True  # no fully masked row
+        mask[..., 0] = True
+        mask[0, 0, s // 2] = False  # a fully masked row: torch's safe softmax gives 0
+        bias = randn(b, 4, s, s)
+        bias[-1, 1, s - 1] = -math.inf
         return (randn(b, 4, s, 8), randn(b, 4, s, 8), randn(b, 4, s, 8), randn(b, 2, s, 8), randn(b, 2, s, 8),
-                mask, randn(b, 4, s, s))
+                mask, bias)
 
     d = {0: B, 2: S}
     check(Attention(), make, [(2, 5), (1, 16), (3, 37)],

@@ -799,7 +799,17 @@ def _softmax(im, node, x, dim, arg=None):
     dt = _out(node)
     v = im.tensor(x, dt)
     f = relax.log_softmax if "log_softmax" in str(node.target) else relax.softmax
-    return f(v, axis=_axis(dim, _rank(im, v)))
+    axis = _axis(dim, _rank(im, v))
+    p = f(v, axis=axis)
+    if "_safe_softmax" in str(node.target):
+        p = _zero_dead_rows(im, v, p, dt, axis)
+    return p
+
+
+def _zero_dead_rows(im, scores, p, dt, axis=-1):
+    """0 where every entry of the row is -inf (torch's _safe_softmax), p elsewhere."""
+    rowmax = relax.max(scores, axes=[axis], keepdims=True)
+    return relax.where(relax.equal(rowmax, im.const(-math.inf, dt)), im.const(0.0, dt), p)
 
 
 # -- normalization --------------------------------------------------------------------------
@@ -911,12 +921,18 @@ def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
         if is_causal:
             keep = relax.astype(relax.tril(relax.ones(shape=[L, S], dtype="i8"), k=0), dtype="i1")
             s4 = relax.where(keep, s4, im.const(_finfo_min(dt), dt))
-        if attn_mask is not None:
-            if im.sig(attn_mask).dtype == "i1":
-                s4 = relax.where(attn_mask, s4, im.const(_finfo_min(dt), dt))
-            else:
-                s4 = relax.add(s4, im.tensor(attn_mask, dt))
+        bool_mask = attn_mask is not None and im.sig(attn_mask).dtype == "i1"
+        if bool_mask:
+            s4 = relax.where(attn_mask, s4, im.const(_finfo_min(dt), dt))
+        elif attn_mask is not None:
+            s4 = relax.add(s4, im.tensor(attn_mask, dt))
         p = relax.softmax(s4, axis=-1)
+        # torch's safe softmax: a query row with every key masked attends to nothing (0)
+        if bool_mask:
+            keep = relax.astype(relax.max(relax.astype(attn_mask, dtype="i32"), axes=[-1], keepdims=True), dtype="i1")
+            p = relax.where(keep, p, im.const(0.0, dt))
+        elif attn_mask is not None:
+            p = _zero_dead_rows(im, s4, p, dt)
         p = relax.reshape(p, shape=[nb, L, S]) if batch else p
     else:
         p = relax.softmax(scores, axis=-1)

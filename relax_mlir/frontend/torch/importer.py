@@ -141,11 +141,7 @@ class Importer:
                     name = _identifier(f"{node.name}_{axis}", taken)
                     self.dim_names[e] = name
                     taken.add(name)
-        for sym in self.ep.range_constraints:
-            if isinstance(sym, sympy.Symbol) and sym not in self.dim_names:
-                name = _identifier(str(sym), taken)
-                self.dim_names[sym] = name
-                taken.add(name)
+        # Symbols that are no input's size (data-dependent ones) stay unnamed: using one is an error.
         for sym, vr in self.ep.range_constraints.items():
             if sym not in self.dim_names:
                 continue

@@ -36,8 +36,13 @@ class Subcommand:
 #: name -> Subcommand, in the order ``--help`` lists them
 SUBCOMMANDS: dict[str, Subcommand] = {}
 
-#: modules that register subcommands of their own, imported when they exist
-PLUGINS = ("relax_mlir.llm.cli",)
+#: subcommands other modules provide: name -> (module, help). The module defines
+#: ``add_arguments(parser)`` and ``run(args) -> int`` (or calls :func:`register_subcommand`
+#: itself); it is imported when the parser is built, and skipped when it is not installed.
+PLUGINS: dict[str, tuple[str, str]] = {
+    "llm": ("relax_mlir.llm.cli", "generate tokens from a random-init Llama of a named size or a local "
+                                  "model directory, printing tokens/s"),
+}
 
 
 def register_subcommand(name: str, help: str, configure, run, description: str = "") -> None:
@@ -208,12 +213,34 @@ register_subcommand(
 # -- main ---------------------------------------------------------------------------------------
 
 def _load_plugins() -> None:
-    for mod in PLUGINS:
+    """Register the PLUGINS subcommands. A plugin that is not installed is left out; one that
+    fails to import still shows in --help and reports its import error when run (the other
+    subcommands keep working)."""
+    for name, (mod, help) in PLUGINS.items():
+        if name in SUBCOMMANDS:
+            continue
         try:
-            importlib.import_module(mod)
+            m = importlib.import_module(mod)
         except ModuleNotFoundError as e:
-            if e.name is None or not mod.startswith(e.name):
-                raise
+            if e.name is not None and mod.startswith(e.name):
+                continue   # not installed
+            _register_broken(name, help, mod, e)
+            continue
+        except Exception as e:  # noqa: BLE001 - a broken plugin must not break the CLI
+            _register_broken(name, help, mod, e)
+            continue
+        if name not in SUBCOMMANDS and hasattr(m, "add_arguments") and hasattr(m, "run"):
+            register_subcommand(name, help, m.add_arguments, m.run)
+
+
+def _register_broken(name: str, help: str, mod: str, err: Exception) -> None:
+    def configure(p: argparse.ArgumentParser) -> None:
+        p.set_defaults(_any_arguments=True)   # report the import error whatever the arguments
+
+    def run(args) -> int:
+        raise CommandError(f"unavailable: importing {mod} failed: {type(err).__name__}: {err}")
+
+    register_subcommand(name, help + " (unavailable)", configure, run)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,7 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "_any_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not args.command:
         parser.print_help()
         return 2

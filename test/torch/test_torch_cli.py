@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from relax_mlir.tools import relax_mlir_cli
 from relax_mlir.tools.relax_mlir_cli import SUBCOMMANDS, main, params_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -88,3 +89,24 @@ def test_compile_saved_torch_export_program_then_run(tmp_path, capsys):
         assert main(["run", str(so), "-i", str(tmp_path / "x.npy"), "-o", str(tmp_path / "y.npy"), "--quiet"]) == 0
         with torch.no_grad():
             np.testing.assert_allclose(np.load(tmp_path / "y.npy"), model(x).numpy(), atol=1e-5)
+
+
+def test_plugin_subcommands(tmp_path, monkeypatch, capsys):
+    """A module listed in PLUGINS adds a subcommand (add_arguments + run); a plugin that fails
+    to import is listed as unavailable and reports why, without breaking the others."""
+    (tmp_path / "cli_plugin_ok.py").write_text(
+        "def add_arguments(p):\n    p.add_argument('--times', type=int, default=1)\n"
+        "def run(args):\n    print('hello ' * args.times)\n    return 0\n")
+    (tmp_path / "cli_plugin_broken.py").write_text("raise ImportError('missing piece')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(relax_mlir_cli, "PLUGINS", {"hello": ("cli_plugin_ok", "say hello"),
+                                                    "broken": ("cli_plugin_broken", "never works"),
+                                                    "absent": ("no_such_module_xyz", "not installed")})
+    monkeypatch.setattr(relax_mlir_cli, "SUBCOMMANDS", dict(SUBCOMMANDS))
+    assert main(["hello", "--times", "2"]) == 0
+    assert capsys.readouterr().out == "hello hello \n"
+    assert main(["broken", "--anything"]) == 1
+    assert capsys.readouterr().err == ("relax-mlir broken: error: unavailable: importing cli_plugin_broken failed: "
+                                       "ImportError: missing piece\n")
+    assert "absent" not in relax_mlir_cli.SUBCOMMANDS
+    assert main(["compile", str(tmp_path / "missing.mlir")]) == 1   # the others still work

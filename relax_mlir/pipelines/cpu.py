@@ -4,7 +4,7 @@ Stages (each a plain pipeline string, pasteable into ``relax-opt --pass-pipeline
 
 :func:`stages` names them for the compile driver (``graph``, ``host``, ``codegen``).
 
-* :func:`graph_stage`: ``relax-infer-shapes``, ``relax-dispatch-library`` (matmul [+ bias]
+* :func:`graph_stage`: ``relax-infer-shapes``, ``relax-cse``, ``relax-dce``, ``relax-dispatch-library`` (matmul [+ bias]
   to BLAS; it records the runtime library in ``relax.libraries``, which compile() links),
   ``relax-legalize`` (when registered),
   ``relax-lower-host`` (see its docstring for the calling convention);
@@ -73,6 +73,8 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     if dispatch_min_flops is None:
         dispatch_min_flops = DISPATCH_MIN_FLOPS
     passes = ["relax-infer-shapes"]
+    # after shape inference (a dead op's run-time check is already its own relax.assert)
+    passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
     if dispatch and "relax-dispatch-library" in PASSES:
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)}}}")
     if "relax-legalize" in PASSES:

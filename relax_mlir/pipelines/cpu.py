@@ -115,6 +115,7 @@ def llvm_stage() -> list[str]:
         "convert-cf-to-llvm",
         "convert-func-to-llvm",
         "reconcile-unrealized-casts",
+        "relax-strip-attributes",
     ]
 
 

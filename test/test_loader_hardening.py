@@ -137,24 +137,29 @@ src = open(sys.argv[1]).read()
 def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
-for _ in range(15):
+for _ in range(10):
     relax_mlir.compile(src)
-gc.collect()
-before = rss()
-for _ in range(50):
-    relax_mlir.compile(src)
-gc.collect()
-print(rss() - before)
+growth = []
+for window in range(2):     # a leak grows in every window; malloc's trimming noise does not
+    gc.collect()
+    before = rss()
+    for _ in range(40):
+        relax_mlir.compile(src)
+    gc.collect()
+    growth.append(rss() - before)
+print(min(growth))
 """
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="RSS from /proc")
 def test_compile_in_a_loop_reaches_flat_rss(tmp_path):
-    """50 more compiles grow RSS by less than 256 KiB (measured: ~20 KiB; ~520 KiB, ~10 KiB
-    per compile, when every Executable created its ctypes types anew)."""
+    """40 more compiles grow RSS by less than 256 KiB in at least one of two windows (a leak
+    grows in both; ~420 KiB per window, ~10 KiB per compile, when every Executable created
+    its ctypes types anew). RSS alone is noisy on a loaded machine: single windows measured
+    between -2 MiB and +0.3 MiB."""
     (tmp_path / "add.mlir").write_text(ADD)
     growth = int(run_fresh(COMPILE_LOOP, str(tmp_path / "add.mlir"), timeout=400))
-    assert growth < 256 * 1024, f"RSS grew by {growth} bytes over 50 compiles"
+    assert growth < 256 * 1024, f"RSS grew by {growth} bytes over 40 compiles"
 
 
 def test_without_memfd_a_private_file_is_removed(add_so, tmp_path, monkeypatch):

@@ -26,9 +26,17 @@ COMPARE = {
 }
 
 
+#: numpy refuses these on bool (subtract, negative) or leaves bool (divide gives
+#: floats, // and ** give int8); relax keeps the operand dtype, so they are refused.
+BOOL_REFUSED = ("subtract", "divide", "floor_divide", "power")
+
+
 def _declare(name: str, summary: str, result_dtype) -> None:
     def rule(call: InferCall) -> TensorSig:
-        return binary(call, result_dtype)
+        sig = binary(call, result_dtype)
+        if name in BOOL_REFUSED and call.inputs[0].dtype == "i1":
+            raise call.error("is not defined on i1 (bool) tensors; astype to an integer type first")
+        return sig
 
     rule.__name__ = f"_{name}_shape"
     op(name, operands=["lhs", "rhs"], summary=f"elementwise {summary}, numpy broadcasting",
@@ -52,48 +60,117 @@ def _where(call: InferCall) -> TensorSig:
 
 # -- legalization -------------------------------------------------------------------------
 
-from .kernels import KernelBuilder, LegalizeCall, compute_type, elementwise, is_float  # noqa: E402
+from .kernels import (KernelBuilder, LegalizeCall, compute_type, elementwise, highest, int_width,  # noqa: E402
+                      is_float, is_unsigned, lowest)
 from .registry import legalization  # noqa: E402
 
 _FLOAT_OPS = {"add": "arith.addf", "subtract": "arith.subf", "multiply": "arith.mulf",
               "divide": "arith.divf", "maximum": "arith.maximumf", "minimum": "arith.minimumf"}
-_INT_OPS = {"add": "arith.addi", "subtract": "arith.subi", "multiply": "arith.muli",
-            "divide": "arith.divsi", "maximum": "arith.maxsi", "minimum": "arith.minsi"}
+_INT_OPS = {"add": "arith.addi", "subtract": "arith.subi", "multiply": "arith.muli"}
+_MINMAX = {("maximum", False): "arith.maxsi", ("minimum", False): "arith.minsi",
+           ("maximum", True): "arith.maxui", ("minimum", True): "arith.minui"}
+#: numpy's bool arithmetic: + is or, * is and (max/min agree).
+_BOOL_OPS = {"add": "arith.ori", "multiply": "arith.andi", "maximum": "arith.ori", "minimum": "arith.andi"}
 _CMPF = {"equal": "oeq", "not_equal": "une", "less": "olt", "less_equal": "ole",
          "greater": "ogt", "greater_equal": "oge"}
 _CMPI = {"equal": "eq", "not_equal": "ne", "less": "slt", "less_equal": "sle",
          "greater": "sgt", "greater_equal": "sge"}
+_CMPU = {"equal": "eq", "not_equal": "ne", "less": "ult", "less_equal": "ule",
+         "greater": "ugt", "greater_equal": "uge"}
 
 
 def binary_scalar(kb: KernelBuilder, name: str, a: str, b: str) -> str:
-    """The element of ``name(a, b)``: numpy semantics (floor_divide floors, int divide
-    truncates like C, int power through f64)."""
+    """The element of ``name(a, b)`` with numpy's result for every input: floor_divide
+    floors, int divide truncates like C, int power is exact with wrap-around; integer
+    division never traps (x // 0 and x % 0 are 0 as in numpy, INT_MIN // -1 wraps to
+    INT_MIN); ui and bool compare unsigned."""
     dtype = kb.types[a]
+    uns = is_unsigned(dtype)
     if name in _CMPF:
-        return kb.cmp("cmpf", _CMPF[name], a, b) if is_float(dtype) else kb.cmp("cmpi", _CMPI[name], a, b)
+        if is_float(dtype):
+            return kb.cmp("cmpf", _CMPF[name], a, b)
+        return kb.cmp("cmpi", (_CMPU if uns else _CMPI)[name], a, b)
     if is_float(dtype):
         if name in _FLOAT_OPS:
             return kb.bin(_FLOAT_OPS[name], a, b)
         ct = compute_type(dtype)
         x, y = kb.cast(a, ct), kb.cast(b, ct)
-        if name == "power":
-            r = kb.bin("math.powf", x, y)
-        else:  # floor_divide
-            r = kb.un("math.floor", kb.bin("arith.divf", x, y))
+        r = kb.bin("math.powf", x, y) if name == "power" else _float_floor_divide(kb, x, y)
         return kb.cast(r, dtype)
+    if dtype == "i1":
+        if name in _BOOL_OPS:
+            return kb.bin(_BOOL_OPS[name], a, b)
+        raise ValueError(f"relax.{name} on i1 is refused by its shape rule")
     if name in _INT_OPS:
         return kb.bin(_INT_OPS[name], a, b)
-    if name == "floor_divide":
-        # q = a / b truncated; step down when the remainder is nonzero and signs differ.
-        zero, one = kb.const(0, dtype), kb.const(1, dtype)
-        q, r = kb.bin("arith.divsi", a, b), kb.bin("arith.remsi", a, b)
-        nz = kb.cmp("cmpi", "ne", r, zero)
-        neg = kb.bin("arith.xori", kb.cmp("cmpi", "slt", r, zero), kb.cmp("cmpi", "slt", b, zero), "i1")
-        return kb.select(kb.bin("arith.andi", nz, neg, "i1"), kb.bin("arith.subi", q, one), q)
+    if name in ("maximum", "minimum"):
+        return kb.bin(_MINMAX[name, uns], a, b)
+    if name in ("divide", "floor_divide"):
+        return int_divide(kb, a, b, floor=name == "floor_divide")
     if name == "power":
-        r = kb.bin("math.powf", kb.cast(a, "f64"), kb.cast(b, "f64"))
-        return kb.cast(r, dtype)
+        return int_power(kb, a, b)
     raise ValueError(name)
+
+
+def int_divide(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
+    """Integer division that cannot trap: the divisor is replaced by 1 where it is 0 (the
+    result is then 0) or where a is INT_MIN and b is -1 (the result is then a, the
+    wrapped quotient). Truncating, or flooring when ``floor`` (like numpy's //)."""
+    dtype = kb.types[a]
+    zero, one = kb.const(0, dtype), kb.const(1, dtype)
+    bzero = kb.cmp("cmpi", "eq", b, zero)
+    if is_unsigned(dtype):
+        return kb.select(bzero, zero, kb.bin("arith.divui", a, kb.select(bzero, one, b)))
+    overflow = kb.bin("arith.andi", kb.cmp("cmpi", "eq", a, kb.const(lowest(dtype), dtype)),
+                      kb.cmp("cmpi", "eq", b, kb.const(-1, dtype)), "i1")
+    bs = kb.select(kb.bin("arith.ori", bzero, overflow, "i1"), one, b)
+    q = kb.bin("arith.divsi", a, bs)
+    if floor:
+        # step down when the remainder is nonzero and its sign differs from the divisor's
+        r = kb.bin("arith.remsi", a, bs)
+        nz = kb.cmp("cmpi", "ne", r, zero)
+        neg = kb.bin("arith.xori", kb.cmp("cmpi", "slt", r, zero), kb.cmp("cmpi", "slt", bs, zero), "i1")
+        q = kb.select(kb.bin("arith.andi", nz, neg, "i1"), kb.bin("arith.subi", q, one), q)
+    return kb.select(bzero, zero, q)
+
+
+def int_power(kb: KernelBuilder, a: str, b: str) -> str:
+    """a ** b by square-and-multiply over every bit of b: exact modulo 2**width, as
+    numpy. numpy refuses negative exponents; here they give the truncated real
+    result: 1 for a == 1, +-1 for a == -1, else 0 (0 ** -k too)."""
+    dtype = kb.types[a]
+    one, zero = kb.const(1, dtype), kb.const(0, dtype)
+    r, base, e = one, a, b
+    for _ in range(int_width(dtype)):
+        odd = kb.cmp("cmpi", "ne", kb.bin("arith.andi", e, one), zero)
+        r = kb.select(odd, kb.bin("arith.muli", r, base), r)
+        base = kb.bin("arith.muli", base, base)
+        e = kb.bin("arith.shrui", e, one)
+    if is_unsigned(dtype):
+        return r
+    neg = kb.cmp("cmpi", "slt", b, zero)
+    m1 = kb.const(-1, dtype)
+    odd_b = kb.cmp("cmpi", "ne", kb.bin("arith.andi", b, one), zero)
+    neg_r = kb.select(kb.cmp("cmpi", "eq", a, one), one,
+                      kb.select(kb.cmp("cmpi", "eq", a, m1), kb.select(odd_b, m1, one), zero))
+    return kb.select(neg, neg_r, r)
+
+
+def _float_floor_divide(kb: KernelBuilder, a: str, b: str) -> str:
+    """numpy's float floor_divide (npy_divmod): from fmod, so 1 // 0.1 is 9 like
+    divmod; x // 0 is a / b (inf or nan)."""
+    t = kb.types[a]
+    zero, one, half = kb.const(0.0, t), kb.const(1.0, t), kb.const(0.5, t)
+    mod = kb.bin("arith.remf", a, b)
+    div = kb.bin("arith.divf", kb.bin("arith.subf", a, mod), b)
+    fix = kb.bin("arith.andi", kb.cmp("cmpf", "une", mod, zero),
+                 kb.bin("arith.xori", kb.cmp("cmpf", "olt", b, zero), kb.cmp("cmpf", "olt", mod, zero), "i1"), "i1")
+    div = kb.select(fix, kb.bin("arith.subf", div, one), div)
+    fl = kb.un("math.floor", div)
+    fl = kb.select(kb.cmp("cmpf", "ogt", kb.bin("arith.subf", div, fl), half), kb.bin("arith.addf", fl, one), fl)
+    q = kb.bin("arith.divf", a, b)
+    fl = kb.select(kb.cmp("cmpf", "oeq", div, zero), kb.bin("math.copysign", zero, q), fl)
+    return kb.select(kb.cmp("cmpf", "oeq", b, zero), q, fl)
 
 
 @legalization(*ARITH, *COMPARE)

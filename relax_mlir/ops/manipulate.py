@@ -215,6 +215,8 @@ def _split(call: InferCall):
 def _strided_slice(call: InferCall) -> TensorSig:
     x = tensor_input(call, 0)
     axes = [norm_axis(call, a, x.rank) for a in call["axes"]]
+    if len(set(axes)) != len(axes):
+        raise call.error(f"axes {list(call['axes'])} repeat an axis")
     begin, end = call["begin"], call["end"]
     strides = call["strides"] or Shape([1] * len(axes))
     if not (len(axes) == len(begin) == len(end) == len(strides)):
@@ -244,7 +246,7 @@ def _strided_slice(call: InferCall) -> TensorSig:
     summary="gather entries of `x` along `axis` at integer `indices`")
 def _take(call: InferCall) -> TensorSig:
     x, idx = tensor_input(call, 0), tensor_input(call, 1)
-    if not is_int(idx.dtype) or idx.dtype == "i1":
+    if not (is_int(idx.dtype) or idx.dtype.startswith("ui")) or idx.dtype == "i1":
         raise call.error(f"indices must be an integer tensor, got {idx.dtype}")
     axis = norm_axis(call, call["axis"], x.rank)
     return TensorSig(Shape(list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1:])), x.dtype)
@@ -379,7 +381,9 @@ def _legalize_strided_slice(call: LegalizeCall):
 @legalization("take")
 def _legalize_take(call: LegalizeCall):
     """Gather: loops over the output; negative indices count from the end, and indices
-    are clamped into the dim (no out-of-bounds read)."""
+    are clamped into the dim (no out-of-bounds read; numpy raises IndexError). Taking
+    from an empty axis reads nothing: the result (empty unless the other dims and the
+    indices are not) is filled with zeros."""
     x, idx = call.in_types
     out = call.out_types[0]
     axis = call["axis"] + x.rank if call["axis"] < 0 else call["axis"]
@@ -394,9 +398,28 @@ def _legalize_take(call: LegalizeCall):
                    kb.bin("arith.subi", d, kb.index(1), "index"), "index")
         pos = [kb.linalg_index(j) for j in range(axis)] + [i] + \
               [kb.linalg_index(axis + idx.rank + j) for j in range(x.rank - axis - 1)]
-        return [kb.op(f"tensor.extract {kb.ins[0]}[{', '.join(pos)}] : {x}", x.dtype)]
+        return [kb.extract(kb.ins[0], pos)]
 
-    (r,) = kb.generic([(kb.ins[1], imap)], [(kb.outs[0], identity_map(out.rank))], ["parallel"] * out.rank, body)
+    if x.dims[axis] is not None and x.dims[axis] > 0:
+        (r,) = kb.generic([(kb.ins[1], imap)], [(kb.outs[0], identity_map(out.rank))],
+                          ["parallel"] * out.rank, body)
+        return kb.finish([r])
+    zero = 0.0 if x.dtype.startswith(("f", "bf")) else 0
+    if x.dims[axis] == 0:
+        return kb.finish([kb.fill(zero, kb.outs[0])])
+    empty = kb.cmp("cmpi", "eq", d, kb.index(0))
+    r = kb.fresh("if")
+    kb.types[r] = out
+    kb.emit(f"{r} = scf.if {empty} -> ({out}) {{")
+    kb.indent += 1
+    kb.emit(f"scf.yield {kb.fill(zero, kb.outs[0])} : {out}")
+    kb.indent -= 1
+    kb.emit("} else {")
+    kb.indent += 1
+    (g,) = kb.generic([(kb.ins[1], imap)], [(kb.outs[0], identity_map(out.rank))], ["parallel"] * out.rank, body)
+    kb.emit(f"scf.yield {g} : {out}")
+    kb.indent -= 1
+    kb.emit("}")
     return kb.finish([r])
 
 

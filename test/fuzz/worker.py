@@ -29,10 +29,20 @@ def run_case(case: dict) -> dict:
     if kind == "badcall":
         import badcalls
         return badcalls.run_badcalls(case["seed"], case.get("count", 30))
+    if kind == "selftest-crash":        # the runner's own test: die by a signal
+        import ctypes
+        ctypes.string_at(0)
     raise ValueError(f"unknown case kind {kind}")
 
 
+#: address-space cap per worker: a case that asks for a huge array must meet MemoryError
+#: (or whatever the code under test does with a failed allocation), not the machine's OOM killer
+MEMORY_LIMIT = int(os.environ.get("RELAX_FUZZ_MEMORY", str(6 << 30)))
+
+
 def main() -> None:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     out = os.fdopen(os.dup(1), "w")
     # whatever a case prints (relax-opt's diagnostics, warnings) must not corrupt the protocol
     devnull = os.open(os.devnull, os.O_WRONLY)

@@ -1,0 +1,85 @@
+"""The project's own fuzzers, each case in a worker subprocess (runner.py):
+
+* programs: random relax programs (programs.py) compiled once and checked against
+  numpy at several random sizes, 0 and 1 included;
+* mutations: random byte/token/line mutations of the lit tests' inputs fed to
+  relax-opt (mutate.py): never an escaping exception, internal error or signal;
+* bad calls: wrong dtypes/ranks/shapes, non-arrays, odd layouts, huge sizes to
+  compiled executables (badcalls.py): only TypeError/ShapeError/ValueError/MemoryError.
+
+Short mode (default, part of ``make test``): fixed seeds, a few seconds each. Long mode:
+``make fuzz FUZZ_SECONDS=1800`` (or ``RELAX_FUZZ_SECONDS=1800 pytest test/fuzz``) splits
+the time between the three and runs fresh seeds from ``RELAX_FUZZ_SEED`` (default 1);
+each test prints its counts. Failures print the case (kind and seed) to reproduce with
+``python test/fuzz/worker.py <<< '{"kind": "program", "seed": 17}'``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import runner  # noqa: E402
+
+SECONDS = float(os.environ.get("RELAX_FUZZ_SECONDS", "0") or 0)
+SEED = int(os.environ.get("RELAX_FUZZ_SEED", "1"))
+#: share of the long-mode time per fuzzer
+SHARE = {"program": 0.6, "mutation": 0.25, "badcall": 0.15}
+#: short mode: (first seed, number of cases, case size)
+SHORT = {"program": (0, 10, 3), "mutation": (0, 6, 20), "badcall": (0, 2, 150)}
+SIZE_KEY = {"program": "sizes", "mutation": "count", "badcall": "count"}
+COUNT_KEY = {"program": "calls", "mutation": "mutations", "badcall": "calls"}
+
+
+def _cases(kind: str):
+    first, n, size = SHORT[kind]
+    if not SECONDS:
+        return [{"kind": kind, "seed": s, SIZE_KEY[kind]: size} for s in range(first, first + n)]
+    base = SEED * 1_000_000
+
+    def gen():
+        s = base
+        while True:
+            yield {"kind": kind, "seed": s, SIZE_KEY[kind]: size}
+            s += 1
+    return gen()
+
+
+def _run(kind: str) -> None:
+    deadline = time.monotonic() + SECONDS * SHARE[kind] if SECONDS else None
+    t0 = time.monotonic()
+    outs = runner.run_cases(_cases(kind), deadline=deadline)
+    count = sum((o.result or {}).get(COUNT_KEY[kind], 0) for o in outs)
+    fails = [o for o in outs if o.failed]
+    extra = ""
+    if kind == "program":
+        extra = f", skipped sizes {sum((o.result or {}).get('skipped', 0) for o in outs)}"
+    print(f"\nfuzz {kind}: {len(outs)} cases, {count} {COUNT_KEY[kind]}{extra}, {len(fails)} failed, "
+          f"{time.monotonic() - t0:.0f} s")
+    assert outs, "no case ran"
+    assert not fails, "\n\n".join(o.describe()[:4000] for o in fails[:3])
+
+
+def test_fuzz_programs_match_numpy():
+    _run("program")
+
+
+def test_fuzz_relax_opt_mutations():
+    _run("mutation")
+
+
+def test_fuzz_bad_call_arguments():
+    _run("badcall")
+
+
+def test_runner_reports_a_signal_as_a_failure():
+    """The harness itself: a case that kills its worker is a failure with the signal's
+    name, confirmed by a re-run alone, and the next case still runs."""
+    outs = runner.run_cases([{"kind": "selftest-crash", "seed": 0}, {"kind": "badcall", "seed": 0, "count": 1}])
+    assert [o.death for o in outs] == ["signal SIGSEGV (reproduced alone)", None]
+    assert outs[1].result == {"calls": 1, "error": None}

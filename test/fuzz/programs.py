@@ -29,7 +29,7 @@ NP = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i8": np.int8, "i
       "i32": np.int32, "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32,
       "ui64": np.uint64, "i1": np.bool_}
 FLOATS = ("f32", "f16", "f64")
-DTYPES = ["f32"] * 5 + ["f16", "f64", "i32", "i32", "i8", "i64", "ui8", "ui32", "i1", "i1"]
+DTYPES = ["f32"] * 5 + ["f16", "f64", "i32", "i32", "i8", "i16", "i64", "ui8", "ui16", "ui32", "ui64", "i1", "i1"]
 SHAPES = [["n"], ["n", 3], ["n", "m"], [2, "m"], ["m", 1], [1, "n"], [3, "n", "m"], ["k", 2], [4],
           ["n", "m", 2], [2, 3]]
 SIZES = [0, 1, 1, 2, 3, 5, 7]
@@ -397,7 +397,7 @@ class ProgramGen:
             v = getattr(self.relax, name)(x.value, k=k)
             self.node(v, name, lambda t, nm=name, k=k: getattr(np, nm)(t, k), [x], x.exact)
         else:
-            target = [self.r.choice(["n", 2])] + list(x.shape)
+            target = [self.r.choice(["n", 2] if "n" in self.bound else [2])] + list(x.shape)
             v = self.relax.broadcast_to(x.value, shape=target)
             self.node(v, "broadcast_to", lambda t, sh=tuple(target): np.broadcast_to(t, _eval(sh)).copy(), [x], x.exact)
 

@@ -27,7 +27,7 @@ PIPELINES = [
     "builtin.module(cpu)",
 ]
 TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[%@#^!]?[A-Za-z_][\w.$-]*|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?|\S')
-SWAPS = ["0", "-1", "1", "2", "9223372036854775807", "-9223372036854775808", "99999999999999999999", "?",
+SWAPS = ["memref", "vector", "tensor", "0", "-1", "1", "2", "9223372036854775807", "-9223372036854775808", "99999999999999999999", "?",
          "f32", "f16", "i1", "i8", "ui8", "ui32", "i64", "index", "bf16", "f64", "none", '"n"', '"n - m"',
          '"n // m"', '"n % m"', '"2*n"', '"?"', "tensor<?xf32>", "memref<?xf32>", "<", ">", "[", "]", "{", "}",
          "(", ")", ",", ":", "=", "->", "%arg0", "%0", "@main", "relax.function", "relax.kernel",
@@ -131,6 +131,8 @@ def run_mutation(seed: int, count: int = 20) -> dict:
         text = mutate(r, src, pool)
         pipeline = r.choice(PIPELINES)
         verify = "expected-" in text and r.random() < 0.5
+        from worker import record
+        record(f"// relax-opt --pass-pipeline='{pipeline}'{' --verify-diagnostics' if verify else ''}\n{text}")
         try:
             rc, err = run_one(text, pipeline, verify)
         except Exception:

@@ -32,7 +32,7 @@ FLOATS = ("f32", "f16", "f64")
 DTYPES = ["f32"] * 5 + ["f16", "f64", "i32", "i32", "i8", "i16", "i64", "ui8", "ui16", "ui32", "ui64", "i1", "i1"]
 SHAPES = [["n"], ["n", 3], ["n", "m"], [2, "m"], ["m", 1], [1, "n"], [3, "n", "m"], ["k", 2], [4],
           ["n", "m", 2], [2, 3]]
-SIZES = [0, 1, 1, 2, 3, 5, 7]
+SIZES = [0, 1, 1, 2, 3, 5, 7, 17]
 
 
 def is_float(dt: str) -> bool:
@@ -174,6 +174,18 @@ def ref_softmax(name: str, x: np.ndarray, axis: int) -> np.ndarray:
         e = np.exp(v - m)
         s = np.sum(e, axis=axis, keepdims=True)
         r = e / s if name == "softmax" else v - m - np.log(s)
+    return r.astype(x.dtype)
+
+
+def ref_norm(kind: str, x: np.ndarray, g: np.ndarray, b, eps: float = 1e-5) -> np.ndarray:
+    v = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        if kind == "rms":
+            r = v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + eps) * g
+        else:
+            mu = np.mean(v, axis=-1, keepdims=True)
+            var = np.mean((v - mu) ** 2, axis=-1, keepdims=True)
+            r = (v - mu) / np.sqrt(var + eps) * g + b
     return r.astype(x.dtype)
 
 
@@ -401,6 +413,49 @@ class ProgramGen:
             v = self.relax.broadcast_to(x.value, shape=target)
             self.node(v, "broadcast_to", lambda t, sh=tuple(target): np.broadcast_to(t, _eval(sh)).copy(), [x], x.exact)
 
+    def op_split(self):
+        x = self.pick(lambda n: len(n.shape) >= 1)
+        axis = self.r.randrange(len(x.shape))
+        d = x.shape[axis]
+        if isinstance(d, int) and d % 2 == 0 and self.r.random() < 0.5:
+            vals = self.relax.split(x.value, sections=2, axis=axis)
+            fn = lambda a, ax=axis: np.split(a, 2, axis=ax)
+        else:
+            vals = self.relax.split(x.value, indices=[1], axis=axis)
+            fn = lambda a, ax=axis: np.split(a, [1], axis=ax)
+        vals = list(vals) if not hasattr(vals, "type") else [vals]
+        for i, v in enumerate(vals):
+            n = self.node(v, "split", lambda a, fn=fn, i=i: fn(a)[i].copy(), [x], x.exact)
+            n.index = 0
+
+    def op_reshape(self):
+        x = self.pick(lambda n: len(n.shape) >= 2)
+        if x is None:
+            return
+        flat = self.relax.flatten(x.value)
+        f = self.node(flat, "flatten", lambda a: a.reshape(-1).copy(), [x], x.exact)
+        shape = list(x.shape)
+        if self.r.random() < 0.5:
+            shape[self.r.randrange(len(shape))] = -1
+        v = self.relax.reshape(f.value, shape=shape)
+        self.node(v, "reshape", lambda a, sh=tuple(x.shape): a.reshape(_eval(sh)).copy(), [f], x.exact)
+
+    def op_norm(self):
+        x = self.pick(lambda n: is_float(n.dtype) and n.shape and (isinstance(n.shape[-1], int)
+                                                                   or n.shape[-1] in self.bound))
+        if x is None:
+            return
+        d = x.shape[-1]
+        wv = float(self.r.choice([1.0, 0.5, -2.0]))
+        w = self.relax.full(shape=[d], value=wv, dtype=x.dtype)
+        wn = self.node(w, "full", lambda sh=(d,), dt=x.dtype, val=wv: np.full(_eval(sh), val, NP[dt]), [], True)
+        if self.r.random() < 0.5:
+            v = self.relax.rms_norm(x.value, wn.value, axes=[-1])
+            self.node(v, "rms_norm", lambda a, g: ref_norm("rms", a, g, None), [x, wn], False)
+        else:
+            v = self.relax.layer_norm(x.value, wn.value, wn.value, axes=[-1])
+            self.node(v, "layer_norm", lambda a, g: ref_norm("layer", a, g, g), [x, wn], False)
+
     def op_create(self):
         dt = self.r.choice(DTYPES)
         shape = self.r.choice([["n"], ["n", 2], [3], ["m", "n"]])
@@ -466,10 +521,10 @@ def _eval(shape) -> tuple:
 
 
 OPS = ["binary"] * 4 + ["compare", "where", "unary", "unary", "astype", "astype", "reduce", "reduce",
-                        "arg", "softmax", "matmul", "take", "move", "move", "create"]
+                        "arg", "softmax", "matmul", "take", "move", "move", "create", "split", "reshape", "norm"]
 
 
-def build(seed: int, n_ops: int = 10):
+def build(seed: int, n_ops: int = 12):
     """(module text, params [(shape, dtype)], nodes, results) of program ``seed``."""
     import relax_mlir
     from mlir import ir
@@ -565,6 +620,8 @@ def run_program(seed: int, n_sizes: int = 3) -> dict:
 
     text, params, nodes, outs = build(seed)
     ops = [n.op for n in nodes if n.param is None]
+    from worker import record
+    record(text)
     try:
         exe = relax_mlir.compile(text)
     except CompileError as e:

@@ -17,8 +17,10 @@ each test prints its counts. Failures print the case (kind and seed) to reproduc
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
+from typing import Optional
 
 import pytest
 
@@ -50,12 +52,32 @@ def _cases(kind: str):
     return gen()
 
 
+#: Failure classes in other parts of the project (issue 9), tolerated by the fuzz runs
+#: until their fix lands and pinned by the xfail tests below: (kind, pattern in the
+#: failure's description, class).
+KNOWN = [
+    ("mutation", re.compile(r"signal SIGABRT.*#relax\.shape<[^>]*>>?\)?.*", re.S),
+     "verifier: #relax.shape on a non-tensor type aborts in the bindings (ErrorCapture)"),
+]
+
+
+def _known(o: runner.Outcome) -> Optional[str]:
+    d = o.describe()
+    for kind, pat, cls in KNOWN:
+        if o.case["kind"] == kind and pat.search(d) and re.search(r"(memref|vector)<[^>]*#relax\.shape", d):
+            return cls
+    return None
+
+
 def _run(kind: str) -> None:
     deadline = time.monotonic() + SECONDS * SHARE[kind] if SECONDS else None
     t0 = time.monotonic()
     outs = runner.run_cases(_cases(kind), deadline=deadline)
     count = sum((o.result or {}).get(COUNT_KEY[kind], 0) for o in outs)
-    fails = [o for o in outs if o.failed]
+    known = [(o, _known(o)) for o in outs if o.failed and _known(o)]
+    fails = [o for o in outs if o.failed and not _known(o)]
+    for o, cls in known:
+        print(f"\nknown failure class ({cls}): {o.describe()[:600]}")
     extra = ""
     if kind == "program":
         extra = f", skipped sizes {sum((o.result or {}).get('skipped', 0) for o in outs)}"
@@ -83,3 +105,12 @@ def test_runner_reports_a_signal_as_a_failure():
     outs = runner.run_cases([{"kind": "selftest-crash", "seed": 0}, {"kind": "badcall", "seed": 0, "count": 1}])
     assert [o.death for o in outs] == ["signal SIGSEGV (reproduced alone)", None]
     assert outs[1].result == {"calls": 1, "error": None}
+
+
+@pytest.mark.xfail(reason="class 'verifier: #relax.shape on a non-tensor' (helper 'tool', issue 9): "
+                          "relax-opt aborts in the bindings (ErrorCapture assertion)", strict=False)
+def test_known_relax_shape_on_memref_is_a_diagnostic():
+    text = 'func.func @f(%x: memref<?xf32, #relax.shape<["n"]>>) attributes {relax.function} { return }'
+    (o,) = runner.run_cases([{"kind": "relax-opt", "text": text, "pipeline": "builtin.module(cpu)"}])
+    assert not o.failed, o.describe()
+    assert o.result["rc"] == 1

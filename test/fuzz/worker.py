@@ -18,6 +18,14 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+def record(text: str) -> None:
+    """Write the input about to run where the runner can read it if this process dies."""
+    path = os.environ.get("RELAX_FUZZ_LAST")
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def run_case(case: dict) -> dict:
     kind = case["kind"]
     if kind == "program":
@@ -29,6 +37,12 @@ def run_case(case: dict) -> dict:
     if kind == "badcall":
         import badcalls
         return badcalls.run_badcalls(case["seed"], case.get("count", 30))
+    if kind == "relax-opt":             # one given input (the known-class reproducers)
+        import mutate
+        record(case["text"])
+        rc, err = mutate.run_one(case["text"], case["pipeline"], False)
+        bad = "internal error" in err or "Traceback" in err
+        return {"rc": rc, "error": err[-3000:] if bad else None}
     if kind == "selftest-crash":        # the runner's own test: die by a signal
         import ctypes
         ctypes.string_at(0)

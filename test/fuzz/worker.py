@@ -37,6 +37,10 @@ def run_case(case: dict) -> dict:
     if kind == "badcall":
         import badcalls
         return badcalls.run_badcalls(case["seed"], case.get("count", 30))
+    if kind == "shape-program":         # test/test_random_programs.py's programs, values checked
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import test_random_programs
+        return test_random_programs.run_values(case["seed"], case.get("sizes", 3))
     if kind == "relax-opt":             # one given input (the known-class reproducers)
         import mutate
         record(case["text"])

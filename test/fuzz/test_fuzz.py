@@ -31,11 +31,11 @@ import runner  # noqa: E402
 SECONDS = float(os.environ.get("RELAX_FUZZ_SECONDS", "0") or 0)
 SEED = int(os.environ.get("RELAX_FUZZ_SEED", "1"))
 #: share of the long-mode time per fuzzer
-SHARE = {"program": 0.6, "mutation": 0.25, "badcall": 0.15}
+SHARE = {"program": 0.45, "shape-program": 0.2, "mutation": 0.2, "badcall": 0.15}
 #: short mode: (first seed, number of cases, case size)
-SHORT = {"program": (0, 10, 3), "mutation": (0, 6, 20), "badcall": (0, 2, 150)}
-SIZE_KEY = {"program": "sizes", "mutation": "count", "badcall": "count"}
-COUNT_KEY = {"program": "calls", "mutation": "mutations", "badcall": "calls"}
+SHORT = {"program": (0, 8, 3), "shape-program": (0, 0, 3), "mutation": (0, 6, 20), "badcall": (0, 2, 150)}
+SIZE_KEY = {"program": "sizes", "shape-program": "sizes", "mutation": "count", "badcall": "count"}
+COUNT_KEY = {"program": "calls", "shape-program": "calls", "mutation": "mutations", "badcall": "calls"}
 
 
 def _cases(kind: str):
@@ -79,7 +79,7 @@ def _run(kind: str) -> None:
     for o, cls in known:
         print(f"\nknown failure class ({cls}): {o.describe()[:600]}")
     extra = ""
-    if kind == "program":
+    if kind in ("program", "shape-program"):
         extra = f", skipped sizes {sum((o.result or {}).get('skipped', 0) for o in outs)}"
     print(f"\nfuzz {kind}: {len(outs)} cases, {count} {COUNT_KEY[kind]}{extra}, {len(fails)} failed, "
           f"{time.monotonic() - t0:.0f} s")
@@ -89,6 +89,13 @@ def _run(kind: str) -> None:
 
 def test_fuzz_programs_match_numpy():
     _run("program")
+
+
+@pytest.mark.skipif(not SECONDS, reason="long mode only: test/test_random_programs.py runs these programs' "
+                                         "short mode (test_random_programs_values_match_numpy)")
+def test_fuzz_shape_programs_values():
+    """test/test_random_programs.py's generator (symbolic shape ops) with values checked."""
+    _run("shape-program")
 
 
 def test_fuzz_relax_opt_mutations():

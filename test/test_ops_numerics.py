@@ -278,7 +278,7 @@ def _fn(name: str, op: str, ins: list, out: str, attrs: str = "") -> str:
 
 EDGE_INT = ("i8", "i32", "i64")
 EDGE_SRC = "".join(
-    [_fn(f"{op}_{dt}", op, [_t(dt), _t(dt)], _t(dt)) for op in ("divide", "floor_divide", "power")
+    [_fn(f"{op}_{dt}", op, [_t(dt), _t(dt)], _t(dt)) for op in ("divide", "floor_divide", "power", "mod", "floor_mod")
      for dt in EDGE_INT + ("ui8", "ui32")]
     + [_fn(f"{op}_i1", op, [_t("i1"), _t("i1")], _t(r)) for op, r in
        (("add", "i1"), ("multiply", "i1"), ("maximum", "i1"), ("minimum", "i1"), ("less", "i1"))]
@@ -295,6 +295,8 @@ EDGE_SRC = "".join(
        _fn("argmax_rows", "argmax", ['tensor<?x2xf32, #relax.shape<["n", 2]>>'], _t("i64"), "axis = 1 : i64"),
        _fn("take_f32", "take", [_t("f32", "k"), _t("i64", "j")], _t("f32", "j"), "axis = 0 : i64"),
        _fn("fdiv_f32", "floor_divide", [_t("f32"), _t("f32")], _t("f32")),
+       _fn("fmod_f32", "floor_mod", [_t("f32"), _t("f32")], _t("f32")),
+       _fn("tmod_f32", "mod", [_t("f32"), _t("f32")], _t("f32")),
        _fn("max_empty", "max", [_t("f32")], "tensor<f32>")]
     + [_fn(f"astype_{a}_{b}", "astype", [_t(a)], _t(b), f"dtype = {b}") for a, b in
        (("f32", "i32"), ("f32", "i64"), ("f32", "ui8"), ("f32", "i8"), ("f32", "i1"), ("ui8", "f32"),
@@ -320,6 +322,11 @@ def test_int_division_by_zero_and_overflow_never_trap(edge, dt):
     b = np.array([2, 2, -2, -2, -1, 0, 0, 0, 1], dt.replace("i", "int"))
     _eq(edge[f"divide_{dt}"](a, b), [3, -3, -3, 3, lo, 0, 0, 0, lo], a.dtype)
     _eq(edge[f"floor_divide_{dt}"](a, b), [3, -4, -4, 3, lo, 0, 0, 0, lo], a.dtype)
+    _eq(edge[f"mod_{dt}"](a, b), [1, -1, 1, -1, 0, 0, 0, 0, 0], a.dtype)
+    _eq(edge[f"floor_mod_{dt}"](a, b), [1, 1, -1, -1, 0, 0, 0, 0, 0], a.dtype)
+    with np.errstate(all="ignore"):       # numpy agrees (with warnings)
+        assert edge[f"floor_mod_{dt}"](a, b).tolist() == np.remainder(a, b).tolist()
+        assert edge[f"mod_{dt}"](a, b).tolist() == np.fmod(a, b).tolist()
 
 
 @pytest.mark.parametrize("dt", ("ui8", "ui32"))
@@ -330,6 +337,8 @@ def test_unsigned_division(edge, dt):
     b = np.array([2, 0, 0, top, 2], npd)
     _eq(edge[f"divide_{dt}"](a, b), [3, 0, 0, 0, top // 2], npd)
     _eq(edge[f"floor_divide_{dt}"](a, b), [3, 0, 0, 0, top // 2], npd)
+    _eq(edge[f"mod_{dt}"](a, b), [1, 0, 0, 5, 1], npd)
+    _eq(edge[f"floor_mod_{dt}"](a, b), [1, 0, 0, 5, 1], npd)
 
 
 def test_int_power_exact_and_negative_exponents(edge):
@@ -405,6 +414,18 @@ def test_float_floor_divide_is_numpy_s(edge):
         want = np.floor_divide(a, b)
     assert got.tolist()[:3] == [9.0, math.inf, -math.inf] and math.isnan(got[3]) and got.tolist()[4:] == [-1.0, -4.0]
     assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_float_mod_is_numpy_s(edge):
+    a = np.array([5.5, -5.5, 5.5, -5.5, 1.0, 0.0, -0.0, np.inf], np.float32)
+    b = np.array([2.0, 2.0, -2.0, -2.0, 0.0, -3.0, 3.0, 2.0], np.float32)
+    with np.errstate(all="ignore"):
+        want_floor, want_trunc = np.remainder(a, b), np.fmod(a, b)
+    got = edge["fmod_f32"](a, b)
+    assert got[:4].tolist() == [1.5, 0.5, -0.5, -1.5] and math.isnan(got[4]) and math.isnan(got[7])
+    assert np.array_equal(got, want_floor, equal_nan=True)
+    assert np.array_equal(np.signbit(got[5:7]), np.signbit(want_floor[5:7]))      # -0.0 vs 0.0 as numpy
+    assert np.array_equal(edge["tmod_f32"](a, b), want_trunc, equal_nan=True)
 
 
 def test_max_of_empty_is_lowest(edge):

@@ -15,6 +15,8 @@ ARITH = {
     "maximum": "max(a, b)",
     "minimum": "min(a, b)",
     "floor_divide": "floor(a / b)",
+    "mod": "a - trunc(a / b) * b (C fmod, numpy's fmod; sign of a)",
+    "floor_mod": "a - floor(a / b) * b (numpy's %; sign of b)",
 }
 COMPARE = {
     "equal": "a == b",
@@ -28,7 +30,7 @@ COMPARE = {
 
 #: numpy refuses these on bool (subtract, negative) or leaves bool (divide gives
 #: floats, // and ** give int8); relax keeps the operand dtype, so they are refused.
-BOOL_REFUSED = ("subtract", "divide", "floor_divide", "power")
+BOOL_REFUSED = ("subtract", "divide", "floor_divide", "power", "mod", "floor_mod")
 
 
 def _declare(name: str, summary: str, result_dtype) -> None:
@@ -95,7 +97,12 @@ def binary_scalar(kb: KernelBuilder, name: str, a: str, b: str) -> str:
             return kb.bin(_FLOAT_OPS[name], a, b)
         ct = compute_type(dtype)
         x, y = kb.cast(a, ct), kb.cast(b, ct)
-        r = kb.bin("math.powf", x, y) if name == "power" else _float_floor_divide(kb, x, y)
+        if name == "power":
+            r = kb.bin("math.powf", x, y)
+        elif name == "floor_divide":
+            r = _float_floor_divide(kb, x, y)
+        else:
+            r = _float_mod(kb, x, y, floor=name == "floor_mod")
         return kb.cast(r, dtype)
     if dtype == "i1":
         if name in _BOOL_OPS:
@@ -107,6 +114,8 @@ def binary_scalar(kb: KernelBuilder, name: str, a: str, b: str) -> str:
         return kb.bin(_MINMAX[name, uns], a, b)
     if name in ("divide", "floor_divide"):
         return int_divide(kb, a, b, floor=name == "floor_divide")
+    if name in ("mod", "floor_mod"):
+        return int_mod(kb, a, b, floor=name == "floor_mod")
     if name == "power":
         return int_power(kb, a, b)
     raise ValueError(name)
@@ -132,6 +141,39 @@ def int_divide(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
         neg = kb.bin("arith.xori", kb.cmp("cmpi", "slt", r, zero), kb.cmp("cmpi", "slt", bs, zero), "i1")
         q = kb.select(kb.bin("arith.andi", nz, neg, "i1"), kb.bin("arith.subi", q, one), q)
     return kb.select(bzero, zero, q)
+
+
+def int_mod(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
+    """Integer remainder that cannot trap: x % 0 is 0 (numpy's result) and INT_MIN % -1
+    is 0 (the divisor is replaced by 1 there). Sign of a (mod), or of b (floor_mod)."""
+    dtype = kb.types[a]
+    zero, one = kb.const(0, dtype), kb.const(1, dtype)
+    bzero = kb.cmp("cmpi", "eq", b, zero)
+    if is_unsigned(dtype):
+        return kb.select(bzero, zero, kb.bin("arith.remui", a, kb.select(bzero, one, b)))
+    overflow = kb.bin("arith.andi", kb.cmp("cmpi", "eq", a, kb.const(lowest(dtype), dtype)),
+                      kb.cmp("cmpi", "eq", b, kb.const(-1, dtype)), "i1")
+    bs = kb.select(kb.bin("arith.ori", bzero, overflow, "i1"), one, b)
+    r = kb.bin("arith.remsi", a, bs)
+    if floor:   # a nonzero remainder whose sign differs from the divisor's moves by b
+        nz = kb.cmp("cmpi", "ne", r, zero)
+        neg = kb.bin("arith.xori", kb.cmp("cmpi", "slt", r, zero), kb.cmp("cmpi", "slt", bs, zero), "i1")
+        r = kb.select(kb.bin("arith.andi", nz, neg, "i1"), kb.bin("arith.addi", r, bs), r)
+    return kb.select(bzero, zero, r)
+
+
+def _float_mod(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
+    """C fmod (arith.remf), or numpy's % (npy_divmod): fmod moved by b when the signs
+    differ, a zero result takes b's sign; x % 0.0 is NaN either way."""
+    m = kb.bin("arith.remf", a, b)
+    if not floor:
+        return m
+    t = kb.types[a]
+    zero = kb.const(0.0, t)
+    fix = kb.bin("arith.andi", kb.cmp("cmpf", "une", m, zero),
+                 kb.bin("arith.xori", kb.cmp("cmpf", "olt", b, zero), kb.cmp("cmpf", "olt", m, zero), "i1"), "i1")
+    m2 = kb.select(fix, kb.bin("arith.addf", m, b), m)
+    return kb.select(kb.cmp("cmpf", "oeq", m, zero), kb.bin("math.copysign", zero, b), m2)
 
 
 def int_power(kb: KernelBuilder, a: str, b: str) -> str:

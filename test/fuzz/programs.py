@@ -62,6 +62,13 @@ def ref_binary(name: str, a: np.ndarray, b: np.ndarray, dt: str) -> np.ndarray:
         if dt == "i1":
             return {"add": np.logical_or, "multiply": np.logical_and, "maximum": np.logical_or,
                     "minimum": np.logical_and}[name](a, b)
+        if name in ("mod", "floor_mod"):
+            f = np.fmod if name == "mod" else np.remainder
+            if is_float(dt):
+                return f(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype) if dt == "f16" else f(a, b)
+            a, b = np.broadcast_arrays(a, b)
+            bs = np.where(b == 0, 1, b).astype(a.dtype)
+            return np.where(b == 0, 0, f(a, bs)).astype(a.dtype)
         if is_float(dt):
             if dt == "f16" and name in ("power", "floor_divide"):
                 return getattr(np, name)(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
@@ -215,7 +222,7 @@ class Node:
 
 #: float ops that never round: their results of exact operands are exact
 EXACT_FLOAT = {"negative", "abs", "relu", "maximum", "minimum", "where", "floor", "ceil", "round", "astype"}
-BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum"]
+BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum", "mod", "floor_mod"]
 COMPARE = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
 UNARY_F = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "relu", "silu", "gelu",
            "sin", "cos", "erf", "floor", "ceil", "round"]
@@ -265,7 +272,7 @@ class ProgramGen:
         name = self.r.choice(BINARY)
         if x.dtype == "i1":
             name = self.r.choice(["add", "multiply", "maximum", "minimum"])
-        disc = is_float(x.dtype) and name in ("floor_divide",)
+        disc = is_float(x.dtype) and name in ("floor_divide", "mod", "floor_mod")
         if disc and not x.exact:
             x = self.pick(lambda n: n.exact and is_float(n.dtype)) or x
             if not x.exact:

@@ -210,7 +210,6 @@ class KernelBuilder:
         self._consts: dict[tuple, str] = {}
         self._dims: dict[tuple, str] = {}
         self._const_lines: list[str] = []
-        self._signless: set[str] = set()     # unsigned values in their signless form
         self._elements: set[str] = set()     # unsigned values in their ui form (block args, extracts)
 
     # values
@@ -319,7 +318,7 @@ class KernelBuilder:
         if frm == "index" or to == "index":
             if is_float(frm) or is_float(to):   # through i64
                 return self.cast(self.cast(v, "i64"), to)
-            if is_unsigned(frm) and frm != "i1" or frm == "i1":
+            if is_unsigned(frm):
                 return self.op(f"arith.index_castui {v} : {signless(frm)} to {signless(to)}", to)
             return self.op(f"arith.index_cast {v} : {signless(frm)} to {signless(to)}", to)
         if is_float(frm) and is_float(to):
@@ -367,7 +366,6 @@ class KernelBuilder:
         r = self.fresh("u")
         self.emit(f"{r} = builtin.unrealized_conversion_cast {v} : {t} to {signless(t)}")
         self.types[r] = t
-        self._signless.add(r)
         return r
 
     def to_element(self, v: str, dtype: str) -> str:

@@ -464,3 +464,24 @@ func.func @main(%x: {_t("f32")}) -> {_t("f32")} attributes {{relax.function}} {{
 def test_refused_at_compile_time(src, message):
     with pytest.raises(Exception, match=message):
         relax_mlir.compile(src)
+
+
+def test_slices_of_statically_empty_tensors():
+    """Regression (fuzz shape-program 113, 155): a kernel slicing a tensor with a static
+    0 dim did not parse (upstream: 'offset 0 is out-of-bounds: 0 >= 0')."""
+    e = 'tensor<0x?x4xf32, #relax.shape<[0, "n", 4]>>'
+    n4 = 'tensor<?x4xf32, #relax.shape<["n", 4]>>'
+    ops16 = "array<i32: 1, 1" + ", 0" * 14 + ">"
+    res8 = "array<i32: 2" + ", 0" * 7 + ">"
+    src = (_fn("ss", "strided_slice", [e], 'tensor<0x?x4xf32, #relax.shape<[0, "n - 1", 4]>>',
+               'axes = array<i64: 1>, begin = #relax.shape<[1]>, end = #relax.shape<[2147483648]>')
+           + _fn("cat", "concat", [n4, "tensor<0x4xf32>"], n4, f"axis = 0 : i64, operandSegmentSizes = {ops16}")
+           + 'func.func @spl(%a: tensor<0x4xf32>) -> (tensor<0x2xf32>, tensor<0x2xf32>) attributes {relax.function} {\n'
+           f'  %0:2 = "relax.split"(%a) {{sections = 2 : i64, axis = 1 : i64, resultSegmentSizes = {res8}}}'
+           ' : (tensor<0x4xf32>) -> (tensor<0x2xf32>, tensor<0x2xf32>)\n'
+           '  return %0#0, %0#1 : tensor<0x2xf32>, tensor<0x2xf32>\n}\n')
+    exe = relax_mlir.compile(src)
+    assert exe["ss"](np.zeros((0, 3, 4), np.float32)).shape == (0, 2, 4)
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    assert exe["cat"](x, np.zeros((0, 4), np.float32)).tolist() == x.tolist()
+    assert [a.shape for a in exe["spl"](np.zeros((0, 4), np.float32))] == [(0, 2), (0, 2)]

@@ -272,6 +272,12 @@ from .kernels import KType, LegalizeCall, attr_tag, elementwise, identity_map  #
 from .registry import legalization  # noqa: E402
 
 
+def _static_empty(t: KType) -> bool:
+    """A kernel type with a static 0 dim: nothing to copy. (Slices of it cannot be written
+    either: upstream's verifier rejects a static offset 0 into a dim of size 0.)"""
+    return any(d == 0 for d in t.dims)
+
+
 @legalization("reshape", "flatten", "expand_dims", "squeeze")
 def _legalize_reshape(call: LegalizeCall):
     """tensor.reshape to the output's dims (read from the output argument), copied into
@@ -311,9 +317,13 @@ def _legalize_concat(call: LegalizeCall):
     axis = call["axis"] + out.rank if call["axis"] < 0 else call["axis"]
     kb = call.builder(attr_tag(axis=axis))
     r = kb.outs[0]
+    if _static_empty(out):
+        return kb.finish([r])
     off = kb.index(0)
     for v in kb.ins:
         t: KType = kb.types[v]
+        if t.dims[axis] == 0:
+            continue
         offs = [off if i == axis else "0" for i in range(out.rank)]
         sizes = [str(d) if d is not None else kb.dim(v, i) for i, d in enumerate(t.dims)]
         # extract the destination slice, linalg.copy into it, insert it back: bufferizes
@@ -336,6 +346,9 @@ def _legalize_split(call: LegalizeCall):
     res = []
     for o in kb.outs:
         t: KType = kb.types[o]
+        if _static_empty(t):
+            res.append(o)
+            continue
         offs = [off if i == axis else "0" for i in range(x.rank)]
         sizes = [str(d) if d is not None else kb.dim(o, i) for i, d in enumerate(t.dims)]
         s = kb.op(f"tensor.extract_slice {kb.ins[0]}[{', '.join(offs)}] [{', '.join(sizes)}] "
@@ -357,6 +370,8 @@ def _legalize_strided_slice(call: LegalizeCall):
     sym = [b for b in begins if not b.is_static]
     tag = attr_tag(axes=axes, b=["S" if not b.is_static else b.value for b in begins], s=strides)
     kb = call.builder(tag, n_vars=len(sym))
+    if _static_empty(out):
+        return kb.finish([kb.outs[0]], tir_vars=sym)
     offs, steps = ["0"] * x.rank, ["1"] * x.rank
     it = iter(kb.vars)
     for a, b, s in zip(axes, begins, strides):

@@ -98,6 +98,7 @@ def _int_div(a, b):
 BINARY = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
     "minimum": np.minimum, "power": np.power, "floor_divide": np.floor_divide,
+    "mod": np.fmod, "floor_mod": np.remainder,
     "equal": np.equal, "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
     "greater": np.greater, "greater_equal": np.greater_equal,
 }
@@ -130,7 +131,8 @@ def cases() -> list[Case]:
     bshapes = [["n", 1, "m"], [3, "m"]]
     for name, f in BINARY.items():
         cmp = name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
-        gen = _power_gen if name == "power" else (nonzero if name == "floor_divide" else (small if cmp else None))
+        gen = _power_gen if name == "power" else \
+            (nonzero if name in ("floor_divide", "mod", "floor_mod") else (small if cmp else None))
         dts = ("f32", "i32") if cmp else ("f32", "f16", "i32", "i64")
         for dt in dts:
             out.append(Case(name, bshapes, [dt, dt], f, gen=gen))

@@ -625,7 +625,7 @@ def run_program(seed: int, n_sizes: int = 3) -> dict:
     import relax_mlir
     from relax_mlir.errors import CompileError, ShapeError
 
-    text, params, nodes, outs = build(seed)
+    text, params, nodes, outs = build(seed, n_ops=8 + seed % 13)
     ops = [n.op for n in nodes if n.param is None]
     from worker import record
     record(text)

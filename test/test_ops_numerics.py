@@ -487,3 +487,19 @@ def test_slices_of_statically_empty_tensors():
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     assert exe["cat"](x, np.zeros((0, 4), np.float32)).tolist() == x.tolist()
     assert [a.shape for a in exe["spl"](np.zeros((0, 4), np.float32))] == [(0, 2), (0, 2)]
+
+
+def test_power_of_a_broadcast_base_compiles_quickly():
+    """Regression (fuzz program 7000029): int power as an unrolled square-and-multiply
+    chain with a loop-invariant base kept LLVM's optimizer busy for minutes. Run in a
+    subprocess with a time limit, so a regression fails instead of hanging the suite."""
+    import subprocess
+    t = 'tensor<?xi32, #relax.shape<["n"]>>'
+    src = (f'func.func @main(%a: {t}, %b: tensor<1xi32>) -> {t} attributes {{relax.function}} {{\n'
+           f'  %0 = "relax.power"(%b, %a) : (tensor<1xi32>, {t}) -> {t}\n  return %0 : {t}\n}}')
+    code = ("import sys, numpy as np, relax_mlir\n"
+            "exe = relax_mlir.compile(sys.stdin.read())\n"
+            "print(exe(np.array([0, 1, 5, 31, 32, -1], np.int32), np.array([2], np.int32)).tolist())\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], input=src, capture_output=True, text=True, timeout=120, env=env)
+    assert out.stdout.strip() == str([1, 2, 32, -2 ** 31, 0, 0]), out.stderr[-2000:]

@@ -62,8 +62,8 @@ def _where(call: InferCall) -> TensorSig:
 
 # -- legalization -------------------------------------------------------------------------
 
-from .kernels import (KernelBuilder, LegalizeCall, compute_type, elementwise, highest, int_width,  # noqa: E402
-                      is_float, is_unsigned, lowest)
+from .kernels import (KernelBuilder, LegalizeCall, compute_type, elementwise, is_float,  # noqa: E402
+                      is_unsigned, lowest, signless)
 from .registry import legalization  # noqa: E402
 
 _FLOAT_OPS = {"add": "arith.addf", "subtract": "arith.subf", "multiply": "arith.mulf",
@@ -177,20 +177,39 @@ def _float_mod(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
 
 
 def int_power(kb: KernelBuilder, a: str, b: str) -> str:
-    """a ** b by square-and-multiply over every bit of b: exact modulo 2**width, as
-    numpy. numpy refuses negative exponents; here they give the truncated real
+    """a ** b by square-and-multiply over the bits of b: exact modulo 2**width, as
+    numpy. A loop while bits remain (scf.while, at most ``width`` trips): an unrolled
+    chain made LLVM's optimizer run for minutes on a loop-invariant base (fuzz program
+    7000029). numpy refuses negative exponents; here they give the truncated real
     result: 1 for a == 1, +-1 for a == -1, else 0 (0 ** -k too)."""
     dtype = kb.types[a]
+    t = signless(dtype)
     one, zero = kb.const(1, dtype), kb.const(0, dtype)
-    r, base, e = one, a, b
-    for _ in range(int_width(dtype)):
-        odd = kb.cmp("cmpi", "ne", kb.bin("arith.andi", e, one), zero)
-        r = kb.select(odd, kb.bin("arith.muli", r, base), r)
-        base = kb.bin("arith.muli", base, base)
-        e = kb.bin("arith.shrui", e, one)
-    if is_unsigned(dtype):
+    neg = None if is_unsigned(dtype) else kb.cmp("cmpi", "slt", b, zero)
+    e0 = b if neg is None else kb.select(neg, zero, b)
+    res, acc, base, e = kb.fresh("pw"), kb.fresh("acc"), kb.fresh("base"), kb.fresh("e")
+    for v in (acc, base, e):
+        kb.types[v] = dtype
+    kb.emit(f"{res}:3 = scf.while ({acc} = {one}, {base} = {a}, {e} = {e0}) : ({t}, {t}, {t}) -> ({t}, {t}, {t}) {{")
+    kb.indent += 1
+    more = kb.cmp("cmpi", "ne", e, zero)
+    kb.emit(f"scf.condition({more}) {acc}, {base}, {e} : {t}, {t}, {t}")
+    kb.indent -= 1
+    kb.emit("} do {")
+    kb.indent += 1
+    acc2, base2, e2 = kb.fresh("acc"), kb.fresh("base"), kb.fresh("e")
+    for v in (acc2, base2, e2):
+        kb.types[v] = dtype
+    kb.emit(f"^bb0({acc2}: {t}, {base2}: {t}, {e2}: {t}):")
+    odd = kb.cmp("cmpi", "ne", kb.bin("arith.andi", e2, one), zero)
+    r = kb.select(odd, kb.bin("arith.muli", acc2, base2), acc2)
+    kb.emit(f"scf.yield {r}, {kb.bin('arith.muli', base2, base2)}, {kb.bin('arith.shrui', e2, one)} : {t}, {t}, {t}")
+    kb.indent -= 1
+    kb.emit("}")
+    r = f"{res}#0"
+    kb.types[r] = dtype
+    if neg is None:
         return r
-    neg = kb.cmp("cmpi", "slt", b, zero)
     m1 = kb.const(-1, dtype)
     odd_b = kb.cmp("cmpi", "ne", kb.bin("arith.andi", b, one), zero)
     neg_r = kb.select(kb.cmp("cmpi", "eq", a, one), one,

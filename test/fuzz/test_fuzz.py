@@ -59,9 +59,9 @@ def _cases(kind: str):
 KNOWN = [
     ("mutation", re.compile(r"signal SIGABRT.*(memref|vector)<[^>]*#relax\.shape", re.S),
      "verifier: #relax.shape on a non-tensor type aborts in the bindings (ErrorCapture)"),
-    ("shape-program", re.compile(r"malformed dimension expression '[^']*\(1/\("),
-     "shapes: a floor division of polynomials (reshape's -1 dim) becomes an unparsable rational"),
-]
+] + [(kind, re.compile(r"malformed dimension expression '[^']*\(1/\("),
+       "shapes: a floor division of polynomials (reshape's -1 dim) becomes an unparsable rational")
+      for kind in ("shape-program", "program")]
 
 
 def _known(o: runner.Outcome) -> Optional[str]:

@@ -44,7 +44,10 @@ def run_case(case: dict) -> dict:
     if kind == "relax-opt":             # one given input (the known-class reproducers)
         import mutate
         record(case["text"])
-        rc, err = mutate.run_one(case["text"], case["pipeline"], False)
+        try:
+            rc, err = mutate.run_one(case["text"], case["pipeline"], False)
+        except Exception:
+            return {"rc": None, "error": "relax-opt raised:\n" + traceback.format_exc()[-3000:]}
         bad = "internal error" in err or "Traceback" in err
         return {"rc": rc, "error": err[-3000:] if bad else None}
     if kind == "selftest-crash":        # the runner's own test: die by a signal

@@ -54,3 +54,11 @@ docs: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info test/Output
+
+# Long fuzz run (test/fuzz): random programs vs numpy, relax-opt mutations, bad call
+# arguments, each case in a worker subprocess. `make fuzz FUZZ_SECONDS=1800 FUZZ_SEED=2`.
+FUZZ_SECONDS ?= 600
+FUZZ_SEED ?= 1
+.PHONY: fuzz
+fuzz: $(STAMP)
+	RELAX_FUZZ_SECONDS=$(FUZZ_SECONDS) RELAX_FUZZ_SEED=$(FUZZ_SEED) $(PY) -m pytest -q -s test/fuzz

@@ -98,6 +98,7 @@ def _int_div(a, b):
 BINARY = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
     "minimum": np.minimum, "power": np.power, "floor_divide": np.floor_divide,
+    "mod": np.fmod, "floor_mod": np.remainder,
     "equal": np.equal, "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
     "greater": np.greater, "greater_equal": np.greater_equal,
 }
@@ -130,7 +131,8 @@ def cases() -> list[Case]:
     bshapes = [["n", 1, "m"], [3, "m"]]
     for name, f in BINARY.items():
         cmp = name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
-        gen = _power_gen if name == "power" else (nonzero if name == "floor_divide" else (small if cmp else None))
+        gen = _power_gen if name == "power" else \
+            (nonzero if name in ("floor_divide", "mod", "floor_mod") else (small if cmp else None))
         dts = ("f32", "i32") if cmp else ("f32", "f16", "i32", "i64")
         for dt in dts:
             out.append(Case(name, bshapes, [dt, dt], f, gen=gen))
@@ -260,3 +262,244 @@ def test_numerics(case: Case):
                 tol = 6e-2
             np.testing.assert_allclose(g.astype(np.float64), r.astype(np.float64), rtol=tol, atol=tol,
                                        err_msg=str(env))
+
+
+# -- edge cases with defined results (docs/semantics.md); one executable, exact values ----------
+
+def _t(dtype: str, sym: str = "n") -> str:
+    return f'tensor<?x{dtype}, #relax.shape<["{sym}"]>>'
+
+
+def _fn(name: str, op: str, ins: list, out: str, attrs: str = "") -> str:
+    params = ", ".join(f"%a{i}: {t}" for i, t in enumerate(ins))
+    args = ", ".join(f"%a{i}" for i in range(len(ins)))
+    a = f" {{{attrs}}}" if attrs else ""
+    return (f"func.func @{name}({params}) -> {out} attributes {{relax.function}} {{\n"
+            f'  %0 = "relax.{op}"({args}){a} : ({", ".join(ins)}) -> {out}\n  return %0 : {out}\n}}\n')
+
+
+EDGE_INT = ("i8", "i32", "i64")
+EDGE_SRC = "".join(
+    [_fn(f"{op}_{dt}", op, [_t(dt), _t(dt)], _t(dt)) for op in ("divide", "floor_divide", "power", "mod", "floor_mod")
+     for dt in EDGE_INT + ("ui8", "ui32")]
+    + [_fn(f"{op}_i1", op, [_t("i1"), _t("i1")], _t(r)) for op, r in
+       (("add", "i1"), ("multiply", "i1"), ("maximum", "i1"), ("minimum", "i1"), ("less", "i1"))]
+    + [_fn("add_ui8", "add", [_t("ui8"), _t("ui8")], _t("ui8")),
+       _fn("greater_ui32", "greater", [_t("ui32"), _t("ui32")], _t("i1")),
+       _fn("max_ui8", "max", [_t("ui8")], "tensor<ui8>"),
+       _fn("argmax_ui8", "argmax", [_t("ui8")], "tensor<i64>"),
+       _fn("max_i1", "max", [_t("i1")], "tensor<i1>"),
+       _fn("sum_i8", "sum", [_t("i8")], "tensor<i8>"),
+       _fn("relu_ui8", "relu", [_t("ui8")], _t("ui8")),
+       _fn("negative_ui8", "negative", [_t("ui8")], _t("ui8")),
+       _fn("argmax_f32", "argmax", [_t("f32")], "tensor<i64>"),
+       _fn("argmin_f32", "argmin", [_t("f32")], "tensor<i64>"),
+       _fn("argmax_rows", "argmax", ['tensor<?x2xf32, #relax.shape<["n", 2]>>'], _t("i64"), "axis = 1 : i64"),
+       _fn("take_f32", "take", [_t("f32", "k"), _t("i64", "j")], _t("f32", "j"), "axis = 0 : i64"),
+       _fn("fdiv_f32", "floor_divide", [_t("f32"), _t("f32")], _t("f32")),
+       _fn("fmod_f32", "floor_mod", [_t("f32"), _t("f32")], _t("f32")),
+       _fn("tmod_f32", "mod", [_t("f32"), _t("f32")], _t("f32")),
+       _fn("max_empty", "max", [_t("f32")], "tensor<f32>")]
+    + [_fn(f"astype_{a}_{b}", "astype", [_t(a)], _t(b), f"dtype = {b}") for a, b in
+       (("f32", "i32"), ("f32", "i64"), ("f32", "ui8"), ("f32", "i8"), ("f32", "i1"), ("ui8", "f32"),
+        ("i8", "ui8"), ("ui8", "i32"), ("ui32", "f64"))])
+
+
+@pytest.fixture(scope="module")
+def edge():
+    return relax_mlir.compile(EDGE_SRC)
+
+
+def _eq(got, want, dtype):
+    got = np.asarray(got)
+    assert got.dtype == np.dtype(dtype) and got.tolist() == list(want) if got.ndim else got.item() == want, \
+        (got, want)
+
+
+@pytest.mark.parametrize("dt", EDGE_INT)
+def test_int_division_by_zero_and_overflow_never_trap(edge, dt):
+    """Regression: SIGFPE on x / 0 and INT_MIN // -1. numpy's results: 0 and INT_MIN."""
+    lo = int(np.iinfo(dt.replace("i", "int")).min)
+    a = np.array([7, -7, 7, -7, lo, lo, 0, 5, lo], dt.replace("i", "int"))
+    b = np.array([2, 2, -2, -2, -1, 0, 0, 0, 1], dt.replace("i", "int"))
+    _eq(edge[f"divide_{dt}"](a, b), [3, -3, -3, 3, lo, 0, 0, 0, lo], a.dtype)
+    _eq(edge[f"floor_divide_{dt}"](a, b), [3, -4, -4, 3, lo, 0, 0, 0, lo], a.dtype)
+    _eq(edge[f"mod_{dt}"](a, b), [1, -1, 1, -1, 0, 0, 0, 0, 0], a.dtype)
+    _eq(edge[f"floor_mod_{dt}"](a, b), [1, 1, -1, -1, 0, 0, 0, 0, 0], a.dtype)
+    with np.errstate(all="ignore"):       # numpy agrees (with warnings)
+        assert edge[f"floor_mod_{dt}"](a, b).tolist() == np.remainder(a, b).tolist()
+        assert edge[f"mod_{dt}"](a, b).tolist() == np.fmod(a, b).tolist()
+
+
+@pytest.mark.parametrize("dt", ("ui8", "ui32"))
+def test_unsigned_division(edge, dt):
+    npd = dt.replace("ui", "uint")
+    top = int(np.iinfo(npd).max)
+    a = np.array([7, top, 0, 5, top], npd)
+    b = np.array([2, 0, 0, top, 2], npd)
+    _eq(edge[f"divide_{dt}"](a, b), [3, 0, 0, 0, top // 2], npd)
+    _eq(edge[f"floor_divide_{dt}"](a, b), [3, 0, 0, 0, top // 2], npd)
+    _eq(edge[f"mod_{dt}"](a, b), [1, 0, 0, 5, 1], npd)
+    _eq(edge[f"floor_mod_{dt}"](a, b), [1, 0, 0, 5, 1], npd)
+
+
+def test_int_power_exact_and_negative_exponents(edge):
+    a = np.array([2, 3, -2, 1, -1, -1, 0, 2, 5, 7], np.int32)
+    b = np.array([10, 3, 3, -5, -3, -4, -2, 31, 0, 2], np.int32)
+    _eq(edge["power_i32"](a, b), [1024, 27, -8, 1, -1, 1, 0, -2 ** 31, 1, 49], np.int32)
+    _eq(edge["power_ui8"](np.array([3, 2, 255], np.uint8), np.array([5, 8, 2], np.uint8)), [243, 0, 1], np.uint8)
+
+
+def test_bool_arithmetic_is_numpy_s(edge):
+    """Regression: add on i1 acted as xor; comparisons ordered True < False."""
+    x = np.array([True, True, False, False])
+    y = np.array([True, False, True, False])
+    _eq(edge["add_i1"](x, y), [True, True, True, False], np.bool_)
+    _eq(edge["multiply_i1"](x, y), [True, False, False, False], np.bool_)
+    _eq(edge["maximum_i1"](x, y), [True, True, True, False], np.bool_)
+    _eq(edge["minimum_i1"](x, y), [True, False, False, False], np.bool_)
+    _eq(edge["less_i1"](x, y), [False, False, True, False], np.bool_)
+    _eq(edge["max_i1"](np.array([False, True, False])), True, np.bool_)
+
+
+def test_unsigned_kernels(edge):
+    """Regression: kernels on ui8/ui32 did not parse (arith takes signless types)."""
+    _eq(edge["add_ui8"](np.array([200, 1], np.uint8), np.array([100, 2], np.uint8)), [44, 3], np.uint8)
+    _eq(edge["greater_ui32"](np.array([2 ** 32 - 1, 1], np.uint32), np.array([1, 2], np.uint32)), [True, False],
+        np.bool_)
+    _eq(edge["max_ui8"](np.array([1, 255, 3], np.uint8)), 255, np.uint8)
+    _eq(edge["argmax_ui8"](np.array([1, 255, 3, 255], np.uint8)), 1, np.int64)
+    _eq(edge["relu_ui8"](np.array([0, 200], np.uint8)), [0, 200], np.uint8)
+    _eq(edge["negative_ui8"](np.array([1, 0], np.uint8)), [255, 0], np.uint8)
+    _eq(edge["sum_i8"](np.array([100, 100], np.int8)), -56, np.int8)
+
+
+def test_casts(edge):
+    """float -> int saturates (NaN -> 0) instead of LLVM poison; integer casts follow numpy."""
+    f = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, -2.7, 2.7, 0.0], np.float32)
+    _eq(edge["astype_f32_i32"](f), [0, 2 ** 31 - 1, -2 ** 31, 2 ** 31 - 1, -2 ** 31, -2, 2, 0], np.int32)
+    _eq(edge["astype_f32_i64"](f), [0, 2 ** 63 - 1, -2 ** 63, 3000000000, -3000000000, -2, 2, 0], np.int64)
+    _eq(edge["astype_f32_ui8"](f), [0, 255, 0, 255, 0, 0, 2, 0], np.uint8)
+    _eq(edge["astype_f32_i8"](np.array([127.9, -128.9, 200.0], np.float32)), [127, -128, 127], np.int8)
+    _eq(edge["astype_f32_i1"](f), [True, True, True, True, True, True, True, False], np.bool_)
+    _eq(edge["astype_ui8_f32"](np.array([255, 0], np.uint8)), [255.0, 0.0], np.float32)
+    _eq(edge["astype_i8_ui8"](np.array([-1, 5], np.int8)), [255, 5], np.uint8)
+    _eq(edge["astype_ui8_i32"](np.array([255, 5], np.uint8)), [255, 5], np.int32)
+    _eq(edge["astype_ui32_f64"](np.array([2 ** 32 - 1], np.uint32)), [4294967295.0], np.float64)
+
+
+def test_argmax_nan_is_first_nan(edge):
+    """Regression: argmax/argmin disagreed with numpy when NaN is present."""
+    x = np.array([1.0, np.nan, 3.0, np.nan], np.float32)
+    _eq(edge["argmax_f32"](x), 1, np.int64)
+    _eq(edge["argmin_f32"](x), 1, np.int64)
+    _eq(edge["argmax_f32"](np.array([-np.inf, -np.inf], np.float32)), 0, np.int64)
+    _eq(edge["argmin_f32"](np.array([5.0, -np.inf, -np.inf], np.float32)), 1, np.int64)
+    rows = np.array([[1, 2], [np.nan, 0], [4, np.nan], [3, 3]], np.float32)
+    _eq(edge["argmax_rows"](rows), [1, 0, 1, 0], np.int64)
+    _eq(edge["argmax_f32"](np.zeros(0, np.float32)), 0, np.int64)      # documented: empty gives 0
+
+
+def test_take_clamps_and_reads_nothing_from_an_empty_axis(edge):
+    """Regression: take on an empty axis read outside the buffer."""
+    x = np.array([10, 20, 30], np.float32)
+    _eq(edge["take_f32"](x, np.array([-1, 5, -7, 1], np.int64)), [30, 30, 10, 20], np.float32)
+    _eq(edge["take_f32"](np.zeros(0, np.float32), np.array([0, 5, -1], np.int64)), [0, 0, 0], np.float32)
+    _eq(edge["take_f32"](np.zeros(0, np.float32), np.zeros(0, np.int64)), [], np.float32)
+
+
+def test_float_floor_divide_is_numpy_s(edge):
+    a = np.array([1.0, 1.0, -1.0, 0.0, -0.5, 7.0], np.float32)
+    b = np.array([0.1, 0.0, 0.0, 0.0, 1.0, -2.0], np.float32)
+    got = edge["fdiv_f32"](a, b)
+    with np.errstate(all="ignore"):
+        want = np.floor_divide(a, b)
+    assert got.tolist()[:3] == [9.0, math.inf, -math.inf] and math.isnan(got[3]) and got.tolist()[4:] == [-1.0, -4.0]
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_float_mod_is_numpy_s(edge):
+    a = np.array([5.5, -5.5, 5.5, -5.5, 1.0, 0.0, -0.0, np.inf], np.float32)
+    b = np.array([2.0, 2.0, -2.0, -2.0, 0.0, -3.0, 3.0, 2.0], np.float32)
+    with np.errstate(all="ignore"):
+        want_floor, want_trunc = np.remainder(a, b), np.fmod(a, b)
+    got = edge["fmod_f32"](a, b)
+    assert got[:4].tolist() == [1.5, 0.5, -0.5, -1.5] and math.isnan(got[4]) and math.isnan(got[7])
+    assert np.array_equal(got, want_floor, equal_nan=True)
+    assert np.array_equal(np.signbit(got[5:7]), np.signbit(want_floor[5:7]))      # -0.0 vs 0.0 as numpy
+    assert np.array_equal(edge["tmod_f32"](a, b), want_trunc, equal_nan=True)
+
+
+def test_max_of_empty_is_lowest(edge):
+    _eq(edge["max_empty"](np.zeros(0, np.float32)), -math.inf, np.float32)
+
+
+def test_pow_times_x_keeps_nan():
+    """Regression (fuzz program 32): reassoc on element-wise math let LLVM rewrite
+    x * pow(x, x) to pow(x, x + 1): 0 instead of NaN at x = -inf."""
+    src = f"""
+func.func @main(%x: {_t("f32")}) -> {_t("f32")} attributes {{relax.function}} {{
+  %0 = "relax.power"(%x, %x) : ({_t("f32")}, {_t("f32")}) -> {_t("f32")}
+  %1 = "relax.multiply"(%x, %0) : ({_t("f32")}, {_t("f32")}) -> {_t("f32")}
+  return %1 : {_t("f32")}
+}}"""
+    got = relax_mlir.compile(src)(np.array([-np.inf, 2.0], np.float32))
+    assert math.isnan(got[0]) and got[1] == 8.0
+
+
+@pytest.mark.parametrize("src,message", [
+    (_fn("f", "subtract", [_t("i1"), _t("i1")], _t("i1")), "'relax.subtract' is not defined on i1"),
+    (_fn("f", "negative", [_t("i1")], _t("i1")), "'relax.negative' is not defined on i1"),
+    (_fn("f", "sum", [_t("i1")], "tensor<i1>"), r"'relax.sum' over i1 \(bool\) is not defined"),
+    (_fn("f", "argmax", ["tensor<3x0xf32>"], "tensor<3xi64>", "axis = 1 : i64"),
+     "'relax.argmax' of an empty sequence"),
+    (_fn("f", "strided_slice", ["tensor<8xf32>"], "tensor<4xf32>",
+         'axes = array<i64: 0, 0>, begin = #relax.shape<[0, 0]>, end = #relax.shape<[4, 4]>'),
+     r"'relax.strided_slice' axes \[0, 0\] repeat an axis"),
+    ('func.func @f() -> tensor<2xi8> attributes {relax.function} {\n  %0 = "relax.full"() '
+     '{shape = #relax.shape<[2]>, value = 300.0 : f64, dtype = i8} : () -> tensor<2xi8>\n  return %0 : tensor<2xi8>\n}',
+     r"value 300 is out of range for i8 \[-128, 127\]"),
+    ('func.func @f() -> tensor<2xf16> attributes {relax.function} {\n  %0 = "relax.full"() '
+     '{shape = #relax.shape<[2]>, value = 1.0e6 : f64, dtype = f16} : () -> tensor<2xf16>\n  return %0 : tensor<2xf16>\n}',
+     r"value 1000000.0 overflows f16"),
+])
+def test_refused_at_compile_time(src, message):
+    with pytest.raises(Exception, match=message):
+        relax_mlir.compile(src)
+
+
+def test_slices_of_statically_empty_tensors():
+    """Regression (fuzz shape-program 113, 155): a kernel slicing a tensor with a static
+    0 dim did not parse (upstream: 'offset 0 is out-of-bounds: 0 >= 0')."""
+    e = 'tensor<0x?x4xf32, #relax.shape<[0, "n", 4]>>'
+    n4 = 'tensor<?x4xf32, #relax.shape<["n", 4]>>'
+    ops16 = "array<i32: 1, 1" + ", 0" * 14 + ">"
+    res8 = "array<i32: 2" + ", 0" * 7 + ">"
+    src = (_fn("ss", "strided_slice", [e], 'tensor<0x?x4xf32, #relax.shape<[0, "n - 1", 4]>>',
+               'axes = array<i64: 1>, begin = #relax.shape<[1]>, end = #relax.shape<[2147483648]>')
+           + _fn("cat", "concat", [n4, "tensor<0x4xf32>"], n4, f"axis = 0 : i64, operandSegmentSizes = {ops16}")
+           + 'func.func @spl(%a: tensor<0x4xf32>) -> (tensor<0x2xf32>, tensor<0x2xf32>) attributes {relax.function} {\n'
+           f'  %0:2 = "relax.split"(%a) {{sections = 2 : i64, axis = 1 : i64, resultSegmentSizes = {res8}}}'
+           ' : (tensor<0x4xf32>) -> (tensor<0x2xf32>, tensor<0x2xf32>)\n'
+           '  return %0#0, %0#1 : tensor<0x2xf32>, tensor<0x2xf32>\n}\n')
+    exe = relax_mlir.compile(src)
+    assert exe["ss"](np.zeros((0, 3, 4), np.float32)).shape == (0, 2, 4)
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    assert exe["cat"](x, np.zeros((0, 4), np.float32)).tolist() == x.tolist()
+    assert [a.shape for a in exe["spl"](np.zeros((0, 4), np.float32))] == [(0, 2), (0, 2)]
+
+
+def test_power_of_a_broadcast_base_compiles_quickly():
+    """Regression (fuzz program 7000029): int power as an unrolled square-and-multiply
+    chain with a loop-invariant base kept LLVM's optimizer busy for minutes. Run in a
+    subprocess with a time limit, so a regression fails instead of hanging the suite."""
+    import subprocess
+    t = 'tensor<?xi32, #relax.shape<["n"]>>'
+    src = (f'func.func @main(%a: {t}, %b: tensor<1xi32>) -> {t} attributes {{relax.function}} {{\n'
+           f'  %0 = "relax.power"(%b, %a) : (tensor<1xi32>, {t}) -> {t}\n  return %0 : {t}\n}}')
+    code = ("import sys, numpy as np, relax_mlir\n"
+            "exe = relax_mlir.compile(sys.stdin.read())\n"
+            "print(exe(np.array([0, 1, 5, 31, 32, -1], np.int32), np.array([2], np.int32)).tolist())\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], input=src, capture_output=True, text=True, timeout=120, env=env)
+    assert out.stdout.strip() == str([1, 2, 32, -2 ** 31, 0, 0]), out.stderr[-2000:]

@@ -14,7 +14,10 @@ check and fails the test.
 
 from __future__ import annotations
 
+import os
 import random
+import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -31,6 +34,7 @@ PROGRAMS = 90
 OPS_PER_PROGRAM = 14
 ASSIGNMENTS = 5          # accepted assignments per program
 TRIES = 40               # sampled assignments per program, at most
+VALUE_PROGRAMS = 4       # programs also compiled and checked for values
 
 #: op name -> number of (op result, assignment) comparisons; filled by the test.
 CASES: dict[str, int] = {}
@@ -91,9 +95,18 @@ def _argmax(x, axis, keepdims):
 
 
 def _take(x, idx, axis):
-    if x.shape[axis] == 0:        # numpy refuses a non-empty take from an empty axis
-        return np.empty(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
+    if x.shape[axis] == 0:        # numpy refuses a non-empty take from an empty axis; relax gives zeros
+        return np.zeros(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
     return np.take(x, idx, axis=axis)
+
+
+def _reduce(name, a, axis, keepdims):
+    """relax's reductions (docs/semantics.md): max of nothing is -inf, mean of nothing NaN."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if name == "max":
+            return np.max(a, axis=axis, keepdims=keepdims, initial=-np.inf).astype(a.dtype)
+        return getattr(np, name)(a, axis=axis, keepdims=keepdims).astype(a.dtype)
 
 
 def _split_indices(x, indices, axis):
@@ -356,8 +369,13 @@ class Gen:
         x = self.pick()
         name = self.r.choice(["sum", "mean", "max", "argmax"])
         keep = self.r.random() < 0.5
+        zero = [i for i, d in enumerate(x.shape) if d is not UNKNOWN and d.is_static and d.value == 0]
+        if name == "argmax" and zero and len(zero) == x.rank:
+            name = "sum"            # argmax over a static empty axis is a compile-time error
         if name == "argmax":
             axis = None if (x.rank == 0 or self.r.random() < 0.25) else self.r.randrange(x.rank)
+            if axis in zero or (axis is None and zero):
+                axis = self.r.choice([i for i in range(x.rank) if i not in zero])
             spec = axis if axis is None or self.r.random() < 0.7 else axis - x.rank
             self.add(relax.argmax(x.value, axis=spec, keepdims=keep), "argmax",
                      lambda a, ax=axis, k=keep: [_argmax(a, ax, k)], [x])
@@ -367,9 +385,8 @@ class Gen:
         else:
             axes = self.r.sample(range(x.rank), self.r.randint(1, x.rank))
         spec = None if axes is None else [a - x.rank if self.r.random() < 0.3 else a for a in axes]
-        # numpy: sum gives the shape for mean/max too, without empty-reduction warnings
         self.add(getattr(relax, name)(x.value, axes=spec, keepdims=keep), name,
-                 lambda a, ax=None if axes is None else tuple(axes), k=keep: [np.sum(a, axis=ax, keepdims=k)], [x])
+                 lambda a, ax=None if axes is None else tuple(axes), k=keep, nm=name: [_reduce(nm, a, ax, k)], [x])
 
     def softmax(self):
         x = self.pick(lambda n: n.rank >= 1)
@@ -464,6 +481,53 @@ def _run_numpy(nodes, specs, values):
             cache[key] = n.compute(*[arrays[id(i)] for i in n.inputs])
         arrays[id(n)] = cache[key][n.index]
     return arrays
+
+
+def run_values(seed: int, sizes: int = 3) -> dict:
+    """Values, not only shapes: compile program ``seed`` once and compare its results
+    with the numpy chain at ``sizes`` random assignments (0 and 1 included) that
+    satisfy its run-time checks. Runs in a fuzz worker (test/fuzz/runner.py)."""
+    r = random.Random(seed)
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        module, nodes, specs = build_program(r, ctx)
+        text = str(module)
+        outs = nodes[-2:]
+    exe = relax_mlir.compile(text)
+    syms = sorted(set().union(*(Shape(s[1]).symbols for s in specs)))
+    calls = skipped = 0
+    for _ in range(sizes):
+        values = {s: r.choice([0, 1, 1, 2, 3, 5, 6]) for s in syms}
+        try:
+            with np.errstate(all="ignore"):
+                arrays = _run_numpy(nodes, specs, values)
+        except (ValueError, IndexError):
+            skipped += 1
+            continue
+        params = [arrays[id(n)] for n in nodes if n.param is not None]
+        try:
+            got = exe(*params)
+        except relax_mlir.ShapeError:
+            skipped += 1
+            continue
+        calls += 1
+        for i, (n, g) in enumerate(zip(outs, got)):
+            want = np.asarray(arrays[id(n)])
+            g = np.asarray(g)
+            if g.shape != want.shape or not np.allclose(g, want.astype(g.dtype), rtol=2e-3, atol=2e-3, equal_nan=True):
+                return {"calls": calls, "skipped": skipped,
+                        "error": f"result #{i} (relax.{n.op}) at {values}: got {g!r}, numpy {want!r}\n{text}"}
+    return {"calls": calls, "skipped": skipped, "error": None}
+
+
+def test_random_programs_values_match_numpy():
+    """Each program in a worker subprocess: a signal or a hang is a failure, not a dead run."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz"))
+    import runner
+    outs = runner.run_cases([{"kind": "shape-program", "seed": s} for s in range(VALUE_PROGRAMS)])
+    fails = [o.describe()[:4000] for o in outs if o.failed]
+    assert not fails, "\n\n".join(fails[:3])
+    assert sum(o.result["calls"] for o in outs) >= VALUE_PROGRAMS
 
 
 def test_random_programs_match_numpy():

@@ -497,6 +497,14 @@ irdl.dialect @relax {
     %2 = irdl.base "!builtin.tensor"
     irdl.results(result: %2)
   }
+  // elementwise a - floor(a / b) * b (numpy's %; sign of b), numpy broadcasting
+  irdl.operation @floor_mod {
+    %0 = irdl.base "!builtin.tensor"
+    %1 = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %0, rhs: %1)
+    %2 = irdl.base "!builtin.tensor"
+    irdl.results(result: %2)
+  }
   // a tensor of `shape` filled with `value`
   irdl.operation @full {
     %0 = irdl.base "!builtin.tensor"
@@ -633,6 +641,14 @@ irdl.dialect @relax {
   }
   // elementwise min(a, b), numpy broadcasting
   irdl.operation @minimum {
+    %0 = irdl.base "!builtin.tensor"
+    %1 = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %0, rhs: %1)
+    %2 = irdl.base "!builtin.tensor"
+    irdl.results(result: %2)
+  }
+  // elementwise a - trunc(a / b) * b (C fmod, numpy's fmod; sign of a), numpy broadcasting
+  irdl.operation @mod {
     %0 = irdl.base "!builtin.tensor"
     %1 = irdl.base "!builtin.tensor"
     irdl.operands(lhs: %0, rhs: %1)

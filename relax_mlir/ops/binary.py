@@ -15,6 +15,8 @@ ARITH = {
     "maximum": "max(a, b)",
     "minimum": "min(a, b)",
     "floor_divide": "floor(a / b)",
+    "mod": "a - trunc(a / b) * b (C fmod, numpy's fmod; sign of a)",
+    "floor_mod": "a - floor(a / b) * b (numpy's %; sign of b)",
 }
 COMPARE = {
     "equal": "a == b",
@@ -26,9 +28,17 @@ COMPARE = {
 }
 
 
+#: numpy refuses these on bool (subtract, negative) or leaves bool (divide gives
+#: floats, // and ** give int8); relax keeps the operand dtype, so they are refused.
+BOOL_REFUSED = ("subtract", "divide", "floor_divide", "power", "mod", "floor_mod")
+
+
 def _declare(name: str, summary: str, result_dtype) -> None:
     def rule(call: InferCall) -> TensorSig:
-        return binary(call, result_dtype)
+        sig = binary(call, result_dtype)
+        if name in BOOL_REFUSED and call.inputs[0].dtype == "i1":
+            raise call.error("is not defined on i1 (bool) tensors; astype to an integer type first")
+        return sig
 
     rule.__name__ = f"_{name}_shape"
     op(name, operands=["lhs", "rhs"], summary=f"elementwise {summary}, numpy broadcasting",
@@ -52,25 +62,36 @@ def _where(call: InferCall) -> TensorSig:
 
 # -- legalization -------------------------------------------------------------------------
 
-from .kernels import KernelBuilder, LegalizeCall, compute_type, elementwise, is_float  # noqa: E402
+from .kernels import (KernelBuilder, LegalizeCall, compute_type, elementwise, is_float,  # noqa: E402
+                      is_unsigned, lowest, signless)
 from .registry import legalization  # noqa: E402
 
 _FLOAT_OPS = {"add": "arith.addf", "subtract": "arith.subf", "multiply": "arith.mulf",
               "divide": "arith.divf", "maximum": "arith.maximumf", "minimum": "arith.minimumf"}
-_INT_OPS = {"add": "arith.addi", "subtract": "arith.subi", "multiply": "arith.muli",
-            "divide": "arith.divsi", "maximum": "arith.maxsi", "minimum": "arith.minsi"}
+_INT_OPS = {"add": "arith.addi", "subtract": "arith.subi", "multiply": "arith.muli"}
+_MINMAX = {("maximum", False): "arith.maxsi", ("minimum", False): "arith.minsi",
+           ("maximum", True): "arith.maxui", ("minimum", True): "arith.minui"}
+#: numpy's bool arithmetic: + is or, * is and (max/min agree).
+_BOOL_OPS = {"add": "arith.ori", "multiply": "arith.andi", "maximum": "arith.ori", "minimum": "arith.andi"}
 _CMPF = {"equal": "oeq", "not_equal": "une", "less": "olt", "less_equal": "ole",
          "greater": "ogt", "greater_equal": "oge"}
 _CMPI = {"equal": "eq", "not_equal": "ne", "less": "slt", "less_equal": "sle",
          "greater": "sgt", "greater_equal": "sge"}
+_CMPU = {"equal": "eq", "not_equal": "ne", "less": "ult", "less_equal": "ule",
+         "greater": "ugt", "greater_equal": "uge"}
 
 
 def binary_scalar(kb: KernelBuilder, name: str, a: str, b: str) -> str:
-    """The element of ``name(a, b)``: numpy semantics (floor_divide floors, int divide
-    truncates like C, int power through f64)."""
+    """The element of ``name(a, b)`` with numpy's result for every input: floor_divide
+    floors, int divide truncates like C, int power is exact with wrap-around; integer
+    division never traps (x // 0 and x % 0 are 0 as in numpy, INT_MIN // -1 wraps to
+    INT_MIN); ui and bool compare unsigned."""
     dtype = kb.types[a]
+    uns = is_unsigned(dtype)
     if name in _CMPF:
-        return kb.cmp("cmpf", _CMPF[name], a, b) if is_float(dtype) else kb.cmp("cmpi", _CMPI[name], a, b)
+        if is_float(dtype):
+            return kb.cmp("cmpf", _CMPF[name], a, b)
+        return kb.cmp("cmpi", (_CMPU if uns else _CMPI)[name], a, b)
     if is_float(dtype):
         if name in _FLOAT_OPS:
             return kb.bin(_FLOAT_OPS[name], a, b)
@@ -78,22 +99,139 @@ def binary_scalar(kb: KernelBuilder, name: str, a: str, b: str) -> str:
         x, y = kb.cast(a, ct), kb.cast(b, ct)
         if name == "power":
             r = kb.bin("math.powf", x, y)
-        else:  # floor_divide
-            r = kb.un("math.floor", kb.bin("arith.divf", x, y))
+        elif name == "floor_divide":
+            r = _float_floor_divide(kb, x, y)
+        else:
+            r = _float_mod(kb, x, y, floor=name == "floor_mod")
         return kb.cast(r, dtype)
+    if dtype == "i1":
+        if name in _BOOL_OPS:
+            return kb.bin(_BOOL_OPS[name], a, b)
+        raise ValueError(f"relax.{name} on i1 is refused by its shape rule")
     if name in _INT_OPS:
         return kb.bin(_INT_OPS[name], a, b)
-    if name == "floor_divide":
-        # q = a / b truncated; step down when the remainder is nonzero and signs differ.
-        zero, one = kb.const(0, dtype), kb.const(1, dtype)
-        q, r = kb.bin("arith.divsi", a, b), kb.bin("arith.remsi", a, b)
-        nz = kb.cmp("cmpi", "ne", r, zero)
-        neg = kb.bin("arith.xori", kb.cmp("cmpi", "slt", r, zero), kb.cmp("cmpi", "slt", b, zero), "i1")
-        return kb.select(kb.bin("arith.andi", nz, neg, "i1"), kb.bin("arith.subi", q, one), q)
+    if name in ("maximum", "minimum"):
+        return kb.bin(_MINMAX[name, uns], a, b)
+    if name in ("divide", "floor_divide"):
+        return int_divide(kb, a, b, floor=name == "floor_divide")
+    if name in ("mod", "floor_mod"):
+        return int_mod(kb, a, b, floor=name == "floor_mod")
     if name == "power":
-        r = kb.bin("math.powf", kb.cast(a, "f64"), kb.cast(b, "f64"))
-        return kb.cast(r, dtype)
+        return int_power(kb, a, b)
     raise ValueError(name)
+
+
+def int_divide(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
+    """Integer division that cannot trap: the divisor is replaced by 1 where it is 0 (the
+    result is then 0) or where a is INT_MIN and b is -1 (the result is then a, the
+    wrapped quotient). Truncating, or flooring when ``floor`` (like numpy's //)."""
+    dtype = kb.types[a]
+    zero, one = kb.const(0, dtype), kb.const(1, dtype)
+    bzero = kb.cmp("cmpi", "eq", b, zero)
+    if is_unsigned(dtype):
+        return kb.select(bzero, zero, kb.bin("arith.divui", a, kb.select(bzero, one, b)))
+    overflow = kb.bin("arith.andi", kb.cmp("cmpi", "eq", a, kb.const(lowest(dtype), dtype)),
+                      kb.cmp("cmpi", "eq", b, kb.const(-1, dtype)), "i1")
+    bs = kb.select(kb.bin("arith.ori", bzero, overflow, "i1"), one, b)
+    q = kb.bin("arith.divsi", a, bs)
+    if floor:
+        # step down when the remainder is nonzero and its sign differs from the divisor's
+        r = kb.bin("arith.remsi", a, bs)
+        nz = kb.cmp("cmpi", "ne", r, zero)
+        neg = kb.bin("arith.xori", kb.cmp("cmpi", "slt", r, zero), kb.cmp("cmpi", "slt", bs, zero), "i1")
+        q = kb.select(kb.bin("arith.andi", nz, neg, "i1"), kb.bin("arith.subi", q, one), q)
+    return kb.select(bzero, zero, q)
+
+
+def int_mod(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
+    """Integer remainder that cannot trap: x % 0 is 0 (numpy's result) and INT_MIN % -1
+    is 0 (the divisor is replaced by 1 there). Sign of a (mod), or of b (floor_mod)."""
+    dtype = kb.types[a]
+    zero, one = kb.const(0, dtype), kb.const(1, dtype)
+    bzero = kb.cmp("cmpi", "eq", b, zero)
+    if is_unsigned(dtype):
+        return kb.select(bzero, zero, kb.bin("arith.remui", a, kb.select(bzero, one, b)))
+    overflow = kb.bin("arith.andi", kb.cmp("cmpi", "eq", a, kb.const(lowest(dtype), dtype)),
+                      kb.cmp("cmpi", "eq", b, kb.const(-1, dtype)), "i1")
+    bs = kb.select(kb.bin("arith.ori", bzero, overflow, "i1"), one, b)
+    r = kb.bin("arith.remsi", a, bs)
+    if floor:   # a nonzero remainder whose sign differs from the divisor's moves by b
+        nz = kb.cmp("cmpi", "ne", r, zero)
+        neg = kb.bin("arith.xori", kb.cmp("cmpi", "slt", r, zero), kb.cmp("cmpi", "slt", bs, zero), "i1")
+        r = kb.select(kb.bin("arith.andi", nz, neg, "i1"), kb.bin("arith.addi", r, bs), r)
+    return kb.select(bzero, zero, r)
+
+
+def _float_mod(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
+    """C fmod (arith.remf), or numpy's % (npy_divmod): fmod moved by b when the signs
+    differ, a zero result takes b's sign; x % 0.0 is NaN either way."""
+    m = kb.bin("arith.remf", a, b)
+    if not floor:
+        return m
+    t = kb.types[a]
+    zero = kb.const(0.0, t)
+    fix = kb.bin("arith.andi", kb.cmp("cmpf", "une", m, zero),
+                 kb.bin("arith.xori", kb.cmp("cmpf", "olt", b, zero), kb.cmp("cmpf", "olt", m, zero), "i1"), "i1")
+    m2 = kb.select(fix, kb.bin("arith.addf", m, b), m)
+    return kb.select(kb.cmp("cmpf", "oeq", m, zero), kb.bin("math.copysign", zero, b), m2)
+
+
+def int_power(kb: KernelBuilder, a: str, b: str) -> str:
+    """a ** b by square-and-multiply over the bits of b: exact modulo 2**width, as
+    numpy. A loop while bits remain (scf.while, at most ``width`` trips): an unrolled
+    chain made LLVM's optimizer run for minutes on a loop-invariant base (fuzz program
+    7000029). numpy refuses negative exponents; here they give the truncated real
+    result: 1 for a == 1, +-1 for a == -1, else 0 (0 ** -k too)."""
+    dtype = kb.types[a]
+    t = signless(dtype)
+    one, zero = kb.const(1, dtype), kb.const(0, dtype)
+    neg = None if is_unsigned(dtype) else kb.cmp("cmpi", "slt", b, zero)
+    e0 = b if neg is None else kb.select(neg, zero, b)
+    res, acc, base, e = kb.fresh("pw"), kb.fresh("acc"), kb.fresh("base"), kb.fresh("e")
+    for v in (acc, base, e):
+        kb.types[v] = dtype
+    kb.emit(f"{res}:3 = scf.while ({acc} = {one}, {base} = {a}, {e} = {e0}) : ({t}, {t}, {t}) -> ({t}, {t}, {t}) {{")
+    kb.indent += 1
+    more = kb.cmp("cmpi", "ne", e, zero)
+    kb.emit(f"scf.condition({more}) {acc}, {base}, {e} : {t}, {t}, {t}")
+    kb.indent -= 1
+    kb.emit("} do {")
+    kb.indent += 1
+    acc2, base2, e2 = kb.fresh("acc"), kb.fresh("base"), kb.fresh("e")
+    for v in (acc2, base2, e2):
+        kb.types[v] = dtype
+    kb.emit(f"^bb0({acc2}: {t}, {base2}: {t}, {e2}: {t}):")
+    odd = kb.cmp("cmpi", "ne", kb.bin("arith.andi", e2, one), zero)
+    r = kb.select(odd, kb.bin("arith.muli", acc2, base2), acc2)
+    kb.emit(f"scf.yield {r}, {kb.bin('arith.muli', base2, base2)}, {kb.bin('arith.shrui', e2, one)} : {t}, {t}, {t}")
+    kb.indent -= 1
+    kb.emit("}")
+    r = f"{res}#0"
+    kb.types[r] = dtype
+    if neg is None:
+        return r
+    m1 = kb.const(-1, dtype)
+    odd_b = kb.cmp("cmpi", "ne", kb.bin("arith.andi", b, one), zero)
+    neg_r = kb.select(kb.cmp("cmpi", "eq", a, one), one,
+                      kb.select(kb.cmp("cmpi", "eq", a, m1), kb.select(odd_b, m1, one), zero))
+    return kb.select(neg, neg_r, r)
+
+
+def _float_floor_divide(kb: KernelBuilder, a: str, b: str) -> str:
+    """numpy's float floor_divide (npy_divmod): from fmod, so 1 // 0.1 is 9 like
+    divmod; x // 0 is a / b (inf or nan)."""
+    t = kb.types[a]
+    zero, one, half = kb.const(0.0, t), kb.const(1.0, t), kb.const(0.5, t)
+    mod = kb.bin("arith.remf", a, b)
+    div = kb.bin("arith.divf", kb.bin("arith.subf", a, mod), b)
+    fix = kb.bin("arith.andi", kb.cmp("cmpf", "une", mod, zero),
+                 kb.bin("arith.xori", kb.cmp("cmpf", "olt", b, zero), kb.cmp("cmpf", "olt", mod, zero), "i1"), "i1")
+    div = kb.select(fix, kb.bin("arith.subf", div, one), div)
+    fl = kb.un("math.floor", div)
+    fl = kb.select(kb.cmp("cmpf", "ogt", kb.bin("arith.subf", div, fl), half), kb.bin("arith.addf", fl, one), fl)
+    q = kb.bin("arith.divf", a, b)
+    fl = kb.select(kb.cmp("cmpf", "oeq", div, zero), kb.bin("math.copysign", zero, q), fl)
+    return kb.select(kb.cmp("cmpf", "oeq", b, zero), q, fl)
 
 
 @legalization(*ARITH, *COMPARE)

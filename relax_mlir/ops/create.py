@@ -18,8 +18,38 @@ def _filled(call: InferCall) -> TensorSig:
     return TensorSig(shape, call["dtype"])
 
 
+def _full(call: InferCall) -> TensorSig:
+    sig = _filled(call)
+    check_fill_value(call, call["value"], sig.dtype)
+    return sig
+
+
+def check_fill_value(call: InferCall, value: float, dtype: str) -> None:
+    """The fill value must be representable: an integer dtype takes a value in its range
+    (a fraction truncates toward zero, as numpy's full does), a float dtype any value
+    that does not overflow it (inf and nan are fine)."""
+    import math
+
+    import numpy as np
+    if dtype in ("f16", "bf16", "f32", "f64"):
+        top = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": float(np.finfo(np.float32).max),
+               "f64": math.inf}[dtype]
+        if math.isfinite(value) and abs(value) > top:
+            raise call.error(f"value {value} overflows {dtype}")
+        return
+    if dtype == "index" or not dtype.lstrip("ui").isdigit():
+        return
+    if not math.isfinite(value):
+        raise call.error(f"value {value} is not representable in {dtype}")
+    v = math.trunc(value)
+    w = int(dtype.lstrip("ui"))
+    lo, hi = (0, 1) if dtype == "i1" else ((0, 2 ** w - 1) if dtype.startswith("ui") else (-(2 ** (w - 1)), 2 ** (w - 1) - 1))
+    if not lo <= v <= hi:
+        raise call.error(f"value {value:g} is out of range for {dtype} [{lo}, {hi}]")
+
+
 op("full", attrs=[Attr("shape", "shape"), Attr("value", "float"), Attr("dtype", "dtype", "f32")],
-   summary="a tensor of `shape` filled with `value`", family="create")(_filled)
+   summary="a tensor of `shape` filled with `value`", family="create")(_full)
 op("zeros", attrs=[Attr("shape", "shape"), Attr("dtype", "dtype", "f32")],
    summary="a tensor of `shape` filled with 0", family="create")(_filled)
 op("ones", attrs=[Attr("shape", "shape"), Attr("dtype", "dtype", "f32")],

@@ -33,7 +33,10 @@ UNARY = {
 
 def _declare_unary(name: str, summary: str, float_only: bool) -> None:
     def rule(call: InferCall) -> TensorSig:
-        return elementwise_unary(call, float_only)
+        sig = elementwise_unary(call, float_only)
+        if name == "negative" and sig.dtype == "i1":   # numpy: TypeError, use logical_not
+            raise call.error("is not defined on i1 (bool) tensors; use relax.equal with false")
+        return sig
 
     rule.__name__ = f"_{name}_shape"
     op(name, operands=["x"], summary=f"elementwise {summary}", family="elementwise")(rule)
@@ -51,7 +54,7 @@ def _astype(call: InferCall) -> TensorSig:
 
 # -- legalization -------------------------------------------------------------------------
 
-from .kernels import KernelBuilder, LegalizeCall, compute_type, elementwise, is_float  # noqa: E402
+from .kernels import KernelBuilder, LegalizeCall, compute_type, elementwise, is_float, is_unsigned  # noqa: E402
 from .registry import legalization  # noqa: E402
 
 _MATH = {"exp": "math.exp", "log": "math.log", "sqrt": "math.sqrt", "rsqrt": "math.rsqrt",
@@ -64,9 +67,11 @@ def unary_scalar(kb: KernelBuilder, name: str, x: str) -> str:
     dtype = kb.types[x]
     if not is_float(dtype):
         zero = kb.const(0, dtype)
-        if name == "negative":
+        if name == "negative":      # wraps (INT_MIN stays INT_MIN, ui8 1 -> 255), as numpy
             return kb.bin("arith.subi", zero, x)
-        if name == "abs":
+        if is_unsigned(dtype) and name in ("abs", "relu"):
+            return x
+        if name == "abs":           # abs(INT_MIN) wraps to INT_MIN, as numpy
             return kb.un("math.absi", x)
         if name == "relu":
             return kb.bin("arith.maxsi", x, zero)

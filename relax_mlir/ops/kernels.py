@@ -41,7 +41,18 @@ def is_float(dtype: str) -> bool:
 
 
 def int_width(dtype: str) -> int:
-    return 64 if dtype == "index" else int(dtype[1:])
+    return 64 if dtype == "index" else int(dtype.lstrip("ui"))
+
+
+def is_unsigned(dtype: str) -> bool:
+    """``ui8`` .. ``ui64`` and ``i1`` (bool: False < True) order and extend as unsigned."""
+    return dtype.startswith("ui") or dtype == "i1"
+
+
+def signless(dtype: str) -> str:
+    """The MLIR type that arith computes in: ``ui8`` -> ``i8`` (arith takes signless
+    integers only; signedness lives in the op: divui, cmpi ult, extui, uitofp)."""
+    return dtype[1:] if dtype.startswith("ui") else dtype
 
 
 # -- kernel types ----------------------------------------------------------------------
@@ -155,11 +166,25 @@ def float_literal(value: float, dtype: str) -> str:
 
 
 def lowest(dtype: str):
-    return -math.inf if is_float(dtype) else (0 if dtype == "i1" else -(2 ** (int_width(dtype) - 1)))
+    if is_float(dtype):
+        return -math.inf
+    return 0 if is_unsigned(dtype) else -(2 ** (int_width(dtype) - 1))
 
 
 def highest(dtype: str):
-    return math.inf if is_float(dtype) else (1 if dtype == "i1" else 2 ** (int_width(dtype) - 1) - 1)
+    if is_float(dtype):
+        return math.inf
+    if dtype == "i1":
+        return 1
+    return 2 ** int_width(dtype) - 1 if is_unsigned(dtype) else 2 ** (int_width(dtype) - 1) - 1
+
+
+def signless_value(value: int, dtype: str) -> int:
+    """``value`` of integer ``dtype`` as the literal of its signless type (two's
+    complement: ui8 255 is i8 -1), which is how arith.constant prints it."""
+    w = int_width(dtype)
+    value = int(value) & ((1 << w) - 1)
+    return value - (1 << w) if (w > 1 and value >= 1 << (w - 1)) else value
 
 
 # -- the builder -----------------------------------------------------------------------
@@ -185,6 +210,7 @@ class KernelBuilder:
         self._consts: dict[tuple, str] = {}
         self._dims: dict[tuple, str] = {}
         self._const_lines: list[str] = []
+        self._elements: set[str] = set()     # unsigned values in their ui form (block args, extracts)
 
     # values
     def fresh(self, hint: str = "t") -> str:
@@ -210,9 +236,13 @@ class KernelBuilder:
                 lit = float_literal(float(value), dtype)
             elif dtype == "i1":
                 lit = "true" if value else "false"
-            else:
+            elif dtype == "index":
                 lit = str(int(value))
-            self._const_lines.append(f"  {v} = arith.constant {lit} : {dtype}")
+            else:
+                lit = str(signless_value(value, dtype))
+            # a bool literal carries its type (i1); writing ": i1" after it does not parse
+            suffix = "" if dtype == "i1" else f" : {signless(dtype)}"
+            self._const_lines.append(f"  {v} = arith.constant {lit}{suffix}")
             self._consts[key] = v
             self.types[v] = dtype
         return self._consts[key]
@@ -249,6 +279,9 @@ class KernelBuilder:
     def fill(self, value, dest: str) -> str:
         t: KType = self.types[dest]
         c = self.const(value, t.dtype)
+        if t.dtype.startswith("ui"):    # linalg.fill's cast cannot take a ui scalar
+            (r,) = self.generic([], [(dest, identity_map(t.rank))], ["parallel"] * t.rank, lambda o: [c])
+            return r
         return self.op(f"linalg.fill ins({c} : {t.dtype}) outs({dest} : {t}) -> {t}", t, "f")
 
     def copy(self, src: str, dest: str) -> str:
@@ -256,29 +289,38 @@ class KernelBuilder:
         return self.op(f"linalg.copy ins({src} : {self.types[src]}) outs({dest} : {t}) -> {t}", t, "r")
 
     # scalar helpers (usable in regions and at function level)
+    # Scalar values keep their logical type in ``types`` (``ui8``); the text uses the
+    # signless type arith works on.
     def bin(self, opname: str, a: str, b: str, type_: Optional[str] = None) -> str:
         t = type_ or self.types[a]
-        return self.op(f"{opname} {a}, {b} : {t}", t)
+        return self.op(f"{opname} {a}, {b} : {signless(t)}", t)
 
     def un(self, opname: str, a: str, type_: Optional[str] = None) -> str:
         t = type_ or self.types[a]
-        return self.op(f"{opname} {a} : {t}", t)
+        return self.op(f"{opname} {a} : {signless(t)}", t)
 
     def cmp(self, kind: str, pred: str, a: str, b: str) -> str:
-        return self.op(f"arith.{kind} {pred}, {a}, {b} : {self.types[a]}", "i1")
+        return self.op(f"arith.{kind} {pred}, {a}, {b} : {signless(self.types[a])}", "i1")
 
     def select(self, c: str, a: str, b: str) -> str:
-        return self.op(f"arith.select {c}, {a}, {b} : {self.types[a]}", self.types[a])
+        return self.op(f"arith.select {c}, {a}, {b} : {signless(self.types[a])}", self.types[a])
 
     def cast(self, v: str, to: str) -> str:
-        """Numeric conversion between scalar types (numpy-like: float->int truncates)."""
+        """Numeric conversion between scalar types, numpy's results where numpy defines
+        them: integers wrap (truncate) or extend by the source's signedness; float to
+        integer truncates toward zero. Where numpy's result is undefined (NaN, +-inf,
+        out of range) float to integer saturates and NaN gives 0, never LLVM poison."""
         frm = self.types[v]
         if frm == to:
             return v
+        if signless(frm) == signless(to):     # i8 <-> ui8: same bits, numpy's result too
+            return self.op(f"arith.bitcast {v} : {signless(frm)} to {signless(to)}", to)
         if frm == "index" or to == "index":
             if is_float(frm) or is_float(to):   # through i64
                 return self.cast(self.cast(v, "i64"), to)
-            return self.op(f"arith.index_cast {v} : {frm} to {to}", to)
+            if is_unsigned(frm):
+                return self.op(f"arith.index_castui {v} : {signless(frm)} to {signless(to)}", to)
+            return self.op(f"arith.index_cast {v} : {signless(frm)} to {signless(to)}", to)
         if is_float(frm) and is_float(to):
             wider = FLOATS.index(to) > FLOATS.index(frm) if {frm, to} != {"f16", "bf16"} else None
             if wider is None:
@@ -287,15 +329,61 @@ class KernelBuilder:
         if is_float(frm):
             if to == "i1":
                 return self.cmp("cmpf", "une", v, self.const(0.0, frm))
-            return self.op(f"arith.fptosi {v} : {frm} to {to}", to)
+            return self._float_to_int(v, to)
         if is_float(to):
-            opn = "uitofp" if frm == "i1" else "sitofp"
-            return self.op(f"arith.{opn} {v} : {frm} to {to}", to)
+            opn = "uitofp" if is_unsigned(frm) else "sitofp"
+            return self.op(f"arith.{opn} {v} : {signless(frm)} to {to}", to)
         if to == "i1":
             return self.cmp("cmpi", "ne", v, self.const(0, frm))
         if int_width(to) > int_width(frm):
-            return self.op(f"arith.{'extui' if frm == 'i1' else 'extsi'} {v} : {frm} to {to}", to)
-        return self.op(f"arith.trunci {v} : {frm} to {to}", to)
+            ext = "extui" if is_unsigned(frm) else "extsi"
+            return self.op(f"arith.{ext} {v} : {signless(frm)} to {signless(to)}", to)
+        return self.op(f"arith.trunci {v} : {signless(frm)} to {signless(to)}", to)
+
+    def _float_to_int(self, v: str, to: str) -> str:
+        """fptosi/fptoui are poison outside the target's range (and for NaN); poison that
+        reaches an index (take) or a branch is undefined behaviour, so saturate first."""
+        frm = self.types[v]
+        if frm in ("f16", "bf16"):
+            v, frm = self.cast(v, "f32"), "f32"
+        w = int_width(to)
+        lo, hi = (0.0, 2.0 ** w) if to.startswith("ui") else (-(2.0 ** (w - 1)), 2.0 ** (w - 1))
+        clo, chi = self.const(lo, frm), self.const(hi, frm)
+        ok = self.bin("arith.andi", self.cmp("cmpf", "oge", v, clo), self.cmp("cmpf", "olt", v, chi), "i1")
+        safe = self.select(ok, v, self.const(0.0, frm))
+        conv = "fptoui" if to.startswith("ui") else "fptosi"
+        r = self.op(f"arith.{conv} {safe} : {frm} to {signless(to)}", to)
+        r = self.select(self.cmp("cmpf", "oge", v, chi), self.const(highest(to), to), r)
+        return self.select(self.cmp("cmpf", "olt", v, clo), self.const(lowest(to), to), r)
+
+    def from_element(self, v: str) -> str:
+        """A tensor element (``ui8`` in the IR) as the signless value arith takes; its
+        logical type stays ``ui8``. The cast pair folds away in reconcile-unrealized-casts
+        once both sides are LLVM's i8."""
+        t = self.types[v]
+        if not t.startswith("ui"):
+            return v
+        r = self.fresh("u")
+        self.emit(f"{r} = builtin.unrealized_conversion_cast {v} : {t} to {signless(t)}")
+        self.types[r] = t
+        return r
+
+    def to_element(self, v: str, dtype: str) -> str:
+        """The inverse of :meth:`from_element`: a value to store into a ``dtype`` tensor."""
+        if not dtype.startswith("ui") or v in self._elements:
+            return v
+        r = self.fresh("u")
+        self.emit(f"{r} = builtin.unrealized_conversion_cast {v} : {signless(dtype)} to {dtype}")
+        self.types[r] = dtype
+        self._elements.add(r)
+        return r
+
+    def extract(self, tensor: str, pos: Sequence[str]) -> str:
+        """One element of a kernel tensor (as a computable value)."""
+        t: KType = self.types[tensor]
+        v = self.op(f"tensor.extract {tensor}[{', '.join(pos)}] : {t}", t.dtype)
+        self._elements.add(v)
+        return self.from_element(v)
 
     def linalg_index(self, i: int) -> str:
         return self.op(f"linalg.index {i} : index", "index", "i")
@@ -326,7 +414,8 @@ class KernelBuilder:
             self.types[a] = self.types[v].dtype
         self.emit("^bb0(" + ", ".join(f"{a}: {self.types[a]}" for a in args) + "):")
         self.indent += 1
-        ys = body(*args)
+        ys = body(*[self.from_element(a) for a in args])
+        ys = [self.to_element(y, t.dtype) for y, t in zip(ys, out_types)]
         self.emit(f"linalg.yield {', '.join(ys)} : {', '.join(self.types[y] for y in ys)}")
         self.indent -= 1
         rt = ", ".join(str(t) for t in out_types)
@@ -413,12 +502,12 @@ def reduced_empty(kb: KernelBuilder, src: str, axes: Sequence[int], dtype: str) 
 
 def combiner(kind: str, dtype: str) -> tuple[Callable[[KernelBuilder], Callable[[str, str], str]], Any]:
     """(combine builder, identity) for sum/prod/max/min in ``dtype``."""
-    f = is_float(dtype)
+    f, u = is_float(dtype), is_unsigned(dtype)
     table = {
         "sum": ("arith.addf" if f else "arith.addi", 0.0 if f else 0),
         "prod": ("arith.mulf" if f else "arith.muli", 1.0 if f else 1),
-        "max": ("arith.maximumf" if f else "arith.maxsi", lowest(dtype)),
-        "min": ("arith.minimumf" if f else "arith.minsi", highest(dtype)),
+        "max": ("arith.maximumf" if f else ("arith.maxui" if u else "arith.maxsi"), lowest(dtype)),
+        "min": ("arith.minimumf" if f else ("arith.minui" if u else "arith.minsi"), highest(dtype)),
     }
     opname, ident = table[kind]
     return (lambda kb: (lambda x, acc: kb.bin(opname, x, acc))), ident

@@ -42,7 +42,10 @@ def _legalize_matmul(call: LegalizeCall):
     acc_dt = "f32" if out.dtype in ("f16", "bf16") else out.dtype
     acc = kb.outs[0] if acc_dt == out.dtype else kb.empty(out.with_dtype(acc_dt), kb.outs[0])
     acc = kb.fill(0.0 if is_float(acc_dt) else 0, acc)
-    same = a.dtype == b.dtype == kb.types[acc].dtype or is_float(a.dtype)
+    # the named ops add with arith.addi, which on i1 is xor: bool matmul (or of ands, as
+    # numpy) and unsigned widening (extui) take the generic form
+    same = (a.dtype == b.dtype == kb.types[acc].dtype or is_float(a.dtype)) and a.dtype != "i1" \
+        and not a.dtype.startswith("ui")
     at = kb.types[acc]
     if a.rank == b.rank == 2 and same:
         r = kb.op(f"linalg.matmul ins({kb.ins[0]}, {kb.ins[1]} : {a}, {b}) outs({acc} : {at}) -> {at}", at, "mm")
@@ -71,6 +74,8 @@ def _legalize_matmul(call: LegalizeCall):
             x, y = kb.cast(x, ct), kb.cast(y, ct)
             if is_float(ct):
                 return [kb.bin("arith.addf", o, kb.bin("arith.mulf", x, y))]
+            if ct == "i1":
+                return [kb.bin("arith.ori", o, kb.bin("arith.andi", x, y))]
             return [kb.bin("arith.addi", o, kb.bin("arith.muli", x, y))]
 
         (r,) = kb.generic([(kb.ins[0], amap), (kb.ins[1], bmap_)], [(acc, omap)],

@@ -215,6 +215,8 @@ def _split(call: InferCall):
 def _strided_slice(call: InferCall) -> TensorSig:
     x = tensor_input(call, 0)
     axes = [norm_axis(call, a, x.rank) for a in call["axes"]]
+    if len(set(axes)) != len(axes):
+        raise call.error(f"axes {list(call['axes'])} repeat an axis")
     begin, end = call["begin"], call["end"]
     strides = call["strides"] or Shape([1] * len(axes))
     if not (len(axes) == len(begin) == len(end) == len(strides)):
@@ -244,7 +246,7 @@ def _strided_slice(call: InferCall) -> TensorSig:
     summary="gather entries of `x` along `axis` at integer `indices`")
 def _take(call: InferCall) -> TensorSig:
     x, idx = tensor_input(call, 0), tensor_input(call, 1)
-    if not is_int(idx.dtype) or idx.dtype == "i1":
+    if not (is_int(idx.dtype) or idx.dtype.startswith("ui")) or idx.dtype == "i1":
         raise call.error(f"indices must be an integer tensor, got {idx.dtype}")
     axis = norm_axis(call, call["axis"], x.rank)
     return TensorSig(Shape(list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1:])), x.dtype)
@@ -268,6 +270,12 @@ op("triu", operands=["x"], attrs=[Attr("k", "int", 0)],
 
 from .kernels import KType, LegalizeCall, attr_tag, elementwise, identity_map  # noqa: E402
 from .registry import legalization  # noqa: E402
+
+
+def _static_empty(t: KType) -> bool:
+    """A kernel type with a static 0 dim: nothing to copy. (Slices of it cannot be written
+    either: upstream's verifier rejects a static offset 0 into a dim of size 0.)"""
+    return any(d == 0 for d in t.dims)
 
 
 @legalization("reshape", "flatten", "expand_dims", "squeeze")
@@ -309,9 +317,13 @@ def _legalize_concat(call: LegalizeCall):
     axis = call["axis"] + out.rank if call["axis"] < 0 else call["axis"]
     kb = call.builder(attr_tag(axis=axis))
     r = kb.outs[0]
+    if _static_empty(out):
+        return kb.finish([r])
     off = kb.index(0)
     for v in kb.ins:
         t: KType = kb.types[v]
+        if t.dims[axis] == 0:
+            continue
         offs = [off if i == axis else "0" for i in range(out.rank)]
         sizes = [str(d) if d is not None else kb.dim(v, i) for i, d in enumerate(t.dims)]
         # extract the destination slice, linalg.copy into it, insert it back: bufferizes
@@ -334,6 +346,9 @@ def _legalize_split(call: LegalizeCall):
     res = []
     for o in kb.outs:
         t: KType = kb.types[o]
+        if _static_empty(t):
+            res.append(o)
+            continue
         offs = [off if i == axis else "0" for i in range(x.rank)]
         sizes = [str(d) if d is not None else kb.dim(o, i) for i, d in enumerate(t.dims)]
         s = kb.op(f"tensor.extract_slice {kb.ins[0]}[{', '.join(offs)}] [{', '.join(sizes)}] "
@@ -355,6 +370,8 @@ def _legalize_strided_slice(call: LegalizeCall):
     sym = [b for b in begins if not b.is_static]
     tag = attr_tag(axes=axes, b=["S" if not b.is_static else b.value for b in begins], s=strides)
     kb = call.builder(tag, n_vars=len(sym))
+    if _static_empty(out):
+        return kb.finish([kb.outs[0]], tir_vars=sym)
     offs, steps = ["0"] * x.rank, ["1"] * x.rank
     it = iter(kb.vars)
     for a, b, s in zip(axes, begins, strides):
@@ -379,7 +396,9 @@ def _legalize_strided_slice(call: LegalizeCall):
 @legalization("take")
 def _legalize_take(call: LegalizeCall):
     """Gather: loops over the output; negative indices count from the end, and indices
-    are clamped into the dim (no out-of-bounds read)."""
+    are clamped into the dim (no out-of-bounds read; numpy raises IndexError). Taking
+    from an empty axis reads nothing: the result (empty unless the other dims and the
+    indices are not) is filled with zeros."""
     x, idx = call.in_types
     out = call.out_types[0]
     axis = call["axis"] + x.rank if call["axis"] < 0 else call["axis"]
@@ -394,9 +413,28 @@ def _legalize_take(call: LegalizeCall):
                    kb.bin("arith.subi", d, kb.index(1), "index"), "index")
         pos = [kb.linalg_index(j) for j in range(axis)] + [i] + \
               [kb.linalg_index(axis + idx.rank + j) for j in range(x.rank - axis - 1)]
-        return [kb.op(f"tensor.extract {kb.ins[0]}[{', '.join(pos)}] : {x}", x.dtype)]
+        return [kb.extract(kb.ins[0], pos)]
 
-    (r,) = kb.generic([(kb.ins[1], imap)], [(kb.outs[0], identity_map(out.rank))], ["parallel"] * out.rank, body)
+    if x.dims[axis] is not None and x.dims[axis] > 0:
+        (r,) = kb.generic([(kb.ins[1], imap)], [(kb.outs[0], identity_map(out.rank))],
+                          ["parallel"] * out.rank, body)
+        return kb.finish([r])
+    zero = 0.0 if x.dtype.startswith(("f", "bf")) else 0
+    if x.dims[axis] == 0:
+        return kb.finish([kb.fill(zero, kb.outs[0])])
+    empty = kb.cmp("cmpi", "eq", d, kb.index(0))
+    r = kb.fresh("if")
+    kb.types[r] = out
+    kb.emit(f"{r} = scf.if {empty} -> ({out}) {{")
+    kb.indent += 1
+    kb.emit(f"scf.yield {kb.fill(zero, kb.outs[0])} : {out}")
+    kb.indent -= 1
+    kb.emit("} else {")
+    kb.indent += 1
+    (g,) = kb.generic([(kb.ins[1], imap)], [(kb.outs[0], identity_map(out.rank))], ["parallel"] * out.rank, body)
+    kb.emit(f"scf.yield {g} : {out}")
+    kb.indent -= 1
+    kb.emit("}")
     return kb.finish([r])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..shapes import Shape, TensorSig
+from ..shapes import UNKNOWN, Shape, TensorSig
 from .common import is_float, norm_axes, norm_axis, tensor_input
 from .registry import Attr, InferCall, op
 
@@ -29,6 +29,11 @@ def _declare(name: str, summary: str) -> None:
         x = tensor_input(call, 0)
         if name == "mean" and not is_float(x.dtype):
             raise call.error(f"expects a floating-point tensor, got {x.dtype}")
+        if name in ("sum", "prod") and x.dtype == "i1":
+            # numpy counts (bool sum is int64); relax keeps the operand dtype, where i1
+            # arithmetic would wrap, so the count has to be asked for explicitly.
+            raise call.error("over i1 (bool) is not defined: the result keeps the operand dtype; "
+                             "astype to an integer type first (numpy's bool sum counts in int64)")
         return TensorSig(reduced_shape(call, x.shape, call["axes"], call["keepdims"]), x.dtype)
 
     rule.__name__ = f"_{name}_shape"
@@ -43,7 +48,11 @@ for _n, _s in REDUCE.items():
 def _arg(call: InferCall) -> TensorSig:
     x = tensor_input(call, 0)
     axis = call["axis"]
-    axes = None if axis is None else [norm_axis(call, axis, x.rank)]
+    axes = list(range(x.rank)) if axis is None else [norm_axis(call, axis, x.rank)]
+    if any(x.shape[a] is not UNKNOWN and x.shape[a].is_static and x.shape[a].value == 0 for a in axes):
+        # numpy raises; a symbolic size that is 0 at run time gives index 0 (docs/semantics.md)
+        raise call.error("of an empty sequence: the reduced axis has size 0")
+    axes = None if axis is None else axes
     return TensorSig(reduced_shape(call, x.shape, axes, call["keepdims"]), "i64")
 
 
@@ -100,7 +109,7 @@ op("rms_norm", operands=["x", "weight"], attrs=[Attr("axes", "ints", [-1]), Attr
 # -- legalization -------------------------------------------------------------------------
 
 from .kernels import (KernelBuilder, LegalizeCall, attr_tag, combiner, compute_type,  # noqa: E402
-                      is_float as _kfloat, lowest, highest, norm_axes as _kaxes, reduced_empty)
+                      is_float as _kfloat, is_unsigned, lowest, highest, norm_axes as _kaxes, reduced_empty)
 from .registry import legalization  # noqa: E402
 
 
@@ -148,14 +157,19 @@ def _legalize_reduce(call: LegalizeCall):
 
 @legalization("argmax", "argmin")
 def _legalize_arg(call: LegalizeCall):
-    """Value and index reduced together; ties keep the first (smallest) index, so the
-    result does not depend on the order loops visit the reduced elements."""
+    """Value and index reduced together, numpy's result in any visiting order: the
+    first NaN wins (NaN beats any number, and ties keep the smallest index), so tiled
+    or reordered loops give the same index. An empty reduction gives 0."""
     x, out = call.in_types[0], call.out_types[0]
     axes = list(range(x.rank)) if call["axis"] is None else _kaxes([call["axis"]], x.rank)
     kb = call.builder(attr_tag(axis=call["axis"], keep=call["keepdims"]))
-    better = ("ogt" if call.name == "argmax" else "olt") if _kfloat(x.dtype) else \
-        ("sgt" if call.name == "argmax" else "slt")
-    kind = "cmpf" if _kfloat(x.dtype) else "cmpi"
+    fl = _kfloat(x.dtype)
+    if fl:
+        better = "ogt" if call.name == "argmax" else "olt"
+    else:
+        better = ("gt" if call.name == "argmax" else "lt")
+        better = ("u" if is_unsigned(x.dtype) else "s") + better
+    kind = "cmpf" if fl else "cmpi"
     vals = kb.fill(lowest(x.dtype) if call.name == "argmax" else highest(x.dtype),
                    kb.empty(out.with_dtype(x.dtype), kb.outs[0]))
     idx = kb.fill(0, kb.outs[0])
@@ -170,7 +184,12 @@ def _legalize_arg(call: LegalizeCall):
             lin = i if lin is None else kb.bin("arith.addi", kb.bin("arith.muli", lin, size), i)
         lin = kb.cast(lin if lin is not None else kb.index(0), "i64")
         gt = kb.cmp(kind, better, v, best)
-        eq = kb.cmp(kind, "oeq" if kind == "cmpf" else "eq", v, best)
+        eq = kb.cmp(kind, "oeq" if fl else "eq", v, best)
+        if fl:      # NaN beats numbers; two NaNs tie
+            vnan, bnan = kb.cmp("cmpf", "uno", v, v), kb.cmp("cmpf", "uno", best, best)
+            gt = kb.bin("arith.ori", gt, kb.bin("arith.andi", vnan,
+                                                 kb.cmp("cmpi", "eq", bnan, kb.const(False, "i1")), "i1"), "i1")
+            eq = kb.bin("arith.ori", eq, kb.bin("arith.andi", vnan, bnan, "i1"), "i1")
         first = kb.bin("arith.andi", eq, kb.cmp("cmpi", "slt", lin, bi), "i1")
         take = kb.bin("arith.ori", gt, first, "i1")
         return [kb.select(take, v, best), kb.select(take, lin, bi)]

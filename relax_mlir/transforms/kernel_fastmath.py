@@ -1,12 +1,16 @@
-"""relax-kernel-fastmath: let LLVM reassociate floating-point math inside relax kernels.
+"""relax-kernel-fastmath: let LLVM reassociate floating-point accumulations inside relax kernels.
 
 Without reassociation a reduction (sum, max, softmax, norms) is one serial chain of
 dependent operations per row, which LLVM may neither vectorize nor split over several
 accumulators; with ``reassoc`` it does both (softmax over (4, 512, 512) runs about 8x
-faster). ``contract`` allows fused multiply-add. NaN and infinity semantics are kept
-(no ``nnan``/``ninf``): results differ from strict IEEE order only by rounding, as in
-any BLAS or vectorized numpy reduction. Applies to functions marked ``relax.kernel``;
-switch off with ``relax-kernel-fastmath{enable=false}`` for bit-reproducible order.
+faster). ``reassoc`` goes only on the accumulating op of a linalg body (the one that
+reads the output's block argument): on element-wise math it also licenses algebraic
+rewrites such as ``pow(x, y) * x -> pow(x, y + 1)``, which change results at inf and
+NaN (-inf * pow(-inf, -inf) is NaN, pow(-inf, -inf + 1) is 0): a silently wrong
+answer. ``contract`` (fused multiply-add, a rounding difference only) goes on every
+float add/sub/mul/div. NaN and infinity semantics are kept (no ``nnan``/``ninf``).
+Applies to functions marked ``relax.kernel``; switch off with
+``relax-kernel-fastmath{enable=false}`` for bit-reproducible order.
 """
 
 from __future__ import annotations
@@ -16,16 +20,36 @@ from mlir import ir
 from .graph import top_ops
 from .registry import Option, register_pass
 
+#: op -> (flags on an accumulation, flags elsewhere)
 _FLAGS = {
-    "arith.addf": "reassoc, contract", "arith.subf": "reassoc, contract",
-    "arith.mulf": "reassoc, contract", "arith.divf": "reassoc, contract",
-    "math.fma": "reassoc, contract",
-    "arith.maximumf": "reassoc", "arith.minimumf": "reassoc",
+    "arith.addf": ("reassoc, contract", "contract"), "arith.subf": ("reassoc, contract", "contract"),
+    "arith.mulf": ("reassoc, contract", "contract"), "arith.divf": ("contract", "contract"),
+    "math.fma": ("reassoc, contract", "contract"),
+    "arith.maximumf": ("reassoc", None), "arith.minimumf": ("reassoc", None),
 }
 
 
+def _accumulates(op: ir.Operation) -> bool:
+    """``op`` reads an output (init) block argument of the structured op around it, or a
+    function argument (a scalar combine helper)."""
+    for v in op.operands:
+        if not isinstance(v, ir.BlockArgument):
+            continue
+        owner = v.owner.owner
+        if owner is None:
+            return True
+        owner = owner.operation
+        if owner.name == "func.func":
+            return True
+        seg = owner.attributes["operandSegmentSizes"] if "operandSegmentSizes" in owner.attributes else None
+        n_in = list(ir.DenseI32ArrayAttr(seg))[0] if seg is not None else 0
+        if owner.name.startswith("linalg.") and v.arg_number >= n_in:
+            return True
+    return False
+
+
 @register_pass("relax-kernel-fastmath",
-               "Allow reassociation and FMA contraction of float math in relax kernels.",
+               "Allow reassociation of float accumulations and FMA contraction in relax kernels.",
                options=[Option("enable", bool, True, "set the fastmath flags")])
 def relax_kernel_fastmath(module: ir.Operation, opts) -> None:
     if not opts.enable:
@@ -36,9 +60,11 @@ def relax_kernel_fastmath(module: ir.Operation, opts) -> None:
         op = op.operation
         flags = _FLAGS.get(op.name)
         if flags is not None:
-            if flags not in cache:
-                cache[flags] = ir.Attribute.parse(f"#arith.fastmath<{flags}>")
-            op.attributes["fastmath"] = cache[flags]
+            f = flags[0] if _accumulates(op) else flags[1]
+            if f is not None:
+                if f not in cache:
+                    cache[f] = ir.Attribute.parse(f"#arith.fastmath<{f}>")
+                op.attributes["fastmath"] = cache[f]
         return ir.WalkResult.ADVANCE
 
     for f in top_ops(module):

@@ -18,3 +18,21 @@ func.func @host(%a: f32, %b: f32) -> f32 {
   %0 = arith.addf %a, %b : f32
   return %0 : f32
 }
+
+// Element-wise math gets contract only: reassoc would license pow(x, y) * x ->
+// pow(x, y + 1), wrong at inf and NaN. The accumulation (reads the init block
+// argument) gets reassoc so that the reduction vectorizes.
+// CHECK-LABEL: func.func private @body
+// CHECK: %[[P:.+]] = math.powf
+// CHECK: %[[M:.+]] = arith.mulf %{{.+}}, %[[P]] fastmath<contract> : f32
+// CHECK: arith.addf %[[M]], %{{.+}} fastmath<reassoc,contract> : f32
+func.func private @body(%x: tensor<?xf32>, %acc: tensor<f32>) -> tensor<f32> attributes {relax.kernel} {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%x : tensor<?xf32>) outs(%acc : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %p = math.powf %a, %a : f32
+    %m = arith.mulf %a, %p : f32
+    %s = arith.addf %m, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}

@@ -1,0 +1,154 @@
+"""The project's own fuzzers, each case in a worker subprocess (runner.py):
+
+* programs: random relax programs (programs.py) compiled once and checked against
+  numpy at several random sizes, 0 and 1 included;
+* mutations: random byte/token/line mutations of the lit tests' inputs fed to
+  relax-opt (mutate.py): never an escaping exception, internal error or signal;
+* bad calls: wrong dtypes/ranks/shapes, non-arrays, odd layouts, huge sizes to
+  compiled executables (badcalls.py): only TypeError/ShapeError/ValueError/MemoryError.
+
+Short mode (default, part of ``make test``): fixed seeds, a few seconds each. Long mode:
+``make fuzz FUZZ_SECONDS=1800`` (or ``RELAX_FUZZ_SECONDS=1800 pytest test/fuzz``) splits
+the time between the three and runs fresh seeds from ``RELAX_FUZZ_SEED`` (default 1);
+each test prints its counts. Failures print the case (kind and seed) to reproduce with
+``python test/fuzz/worker.py <<< '{"kind": "program", "seed": 17}'``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from typing import Optional
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import runner  # noqa: E402
+
+SECONDS = float(os.environ.get("RELAX_FUZZ_SECONDS", "0") or 0)
+SEED = int(os.environ.get("RELAX_FUZZ_SEED", "1"))
+#: share of the long-mode time per fuzzer
+SHARE = {"program": 0.45, "shape-program": 0.2, "mutation": 0.2, "badcall": 0.15}
+#: short mode: (first seed, number of cases, case size)
+SHORT = {"program": (0, 8, 3), "shape-program": (0, 0, 3), "mutation": (0, 6, 20), "badcall": (0, 2, 150)}
+SIZE_KEY = {"program": "sizes", "shape-program": "sizes", "mutation": "count", "badcall": "count"}
+COUNT_KEY = {"program": "calls", "shape-program": "calls", "mutation": "mutations", "badcall": "calls"}
+
+
+def _cases(kind: str):
+    first, n, size = SHORT[kind]
+    if not SECONDS:
+        return [{"kind": kind, "seed": s, SIZE_KEY[kind]: size} for s in range(first, first + n)]
+    base = SEED * 1_000_000
+
+    def gen():
+        s = base
+        while True:
+            yield {"kind": kind, "seed": s, SIZE_KEY[kind]: size}
+            s += 1
+    return gen()
+
+
+#: Failure classes in other parts of the project (issue 9), tolerated by the fuzz runs
+#: until their fix lands and pinned by the xfail tests below: (kind, pattern in the
+#: failure's description, class).
+KNOWN = [
+    ("mutation", re.compile(r"signal SIGABRT.*(memref|vector)<[^>]*#relax\.shape", re.S),
+     "verifier: #relax.shape on a non-tensor type aborts in the bindings (ErrorCapture)"),
+    ("mutation", re.compile(r"str_from_cstr_and_size\(\): conversion error"),
+     "relax-opt: a parse diagnostic holding invalid UTF-8 (a \\xx escape in a quoted name) raises "
+     "RuntimeError in the bindings"),
+] + [(kind, re.compile(r"malformed dimension expression '[^']*\(1/\("),
+       "shapes: a floor division of polynomials (reshape's -1 dim) becomes an unparsable rational")
+      for kind in ("shape-program", "program")]
+
+
+def _known(o: runner.Outcome) -> Optional[str]:
+    d = o.describe()
+    for kind, pat, cls in KNOWN:
+        if o.case["kind"] == kind and pat.search(d):
+            return cls
+    return None
+
+
+def _run(kind: str) -> None:
+    deadline = time.monotonic() + SECONDS * SHARE[kind] if SECONDS else None
+    t0 = time.monotonic()
+    outs = runner.run_cases(_cases(kind), deadline=deadline)
+    count = sum((o.result or {}).get(COUNT_KEY[kind], 0) for o in outs)
+    known = [(o, _known(o)) for o in outs if o.failed and _known(o)]
+    fails = [o for o in outs if o.failed and not _known(o)]
+    for o, cls in known:
+        print(f"\nknown failure class ({cls}): {o.describe()[:600]}")
+    extra = ""
+    if kind in ("program", "shape-program"):
+        extra = f", skipped sizes {sum((o.result or {}).get('skipped', 0) for o in outs)}"
+    print(f"\nfuzz {kind}: {len(outs)} cases, {count} {COUNT_KEY[kind]}{extra}, {len(fails)} failed, "
+          f"{time.monotonic() - t0:.0f} s")
+    assert outs, "no case ran"
+    assert not fails, "\n\n".join(o.describe()[:4000] for o in fails[:3])
+
+
+def test_fuzz_programs_match_numpy():
+    _run("program")
+
+
+@pytest.mark.skipif(not SECONDS, reason="long mode only: test/test_random_programs.py runs these programs' "
+                                         "short mode (test_random_programs_values_match_numpy)")
+def test_fuzz_shape_programs_values():
+    """test/test_random_programs.py's generator (symbolic shape ops) with values checked."""
+    _run("shape-program")
+
+
+def test_fuzz_relax_opt_mutations():
+    _run("mutation")
+
+
+def test_fuzz_bad_call_arguments():
+    _run("badcall")
+
+
+def test_runner_reports_a_signal_as_a_failure():
+    """The harness itself: a case that kills its worker is a failure with the signal's
+    name, confirmed by a re-run alone, and the next case still runs."""
+    outs = runner.run_cases([{"kind": "selftest-crash", "seed": 0}, {"kind": "badcall", "seed": 0, "count": 1}])
+    assert [o.death for o in outs] == ["signal SIGSEGV (reproduced alone)", None]
+    assert outs[1].result == {"calls": 1, "error": None}
+
+
+@pytest.mark.xfail(reason="class 'verifier: #relax.shape on a non-tensor' (helper 'tool', issue 9): "
+                          "relax-opt aborts in the bindings (ErrorCapture assertion)", strict=False)
+def test_known_relax_shape_on_memref_is_a_diagnostic():
+    text = 'func.func @f(%x: memref<?xf32, #relax.shape<["n"]>>) attributes {relax.function} { return }'
+    (o,) = runner.run_cases([{"kind": "relax-opt", "text": text, "pipeline": "builtin.module(cpu)"}])
+    assert not o.failed, o.describe()
+    assert o.result["rc"] == 1
+
+
+@pytest.mark.xfail(reason="class 'shapes: floor division of polynomials' (relax_mlir/shapes/expr.py _floordiv, "
+                          "issue 9): 2*k*(k + 4) // (2*k + 8) prints as a rational that does not parse back",
+                   strict=False)
+def test_known_reshape_hole_of_a_polynomial():
+    """Found by the shape-program fuzz (seed 152)."""
+    import relax_mlir
+    t_in = 'tensor<2x?x?xf32, #relax.shape<[2, "k", "k + 4"]>>'
+    t_out = 'tensor<1x2x?x?xf32, #relax.shape<[1, 2, "k", "k + 4"]>>'
+    src = (f'func.func @f(%x: {t_in}) -> {t_out} attributes {{relax.function}} {{\n'
+           f'  %0 = "relax.reshape"(%x) {{shape = #relax.shape<[1, 2, -1, "k + 4"]>}} : ({t_in}) -> {t_out}\n'
+           f'  return %0 : {t_out}\n}}')
+    exe = relax_mlir.compile(src)
+    assert exe(np.zeros((2, 3, 7), np.float32)).shape == (1, 2, 3, 7)
+
+
+@pytest.mark.xfail(reason="class 'relax-opt: parse diagnostic with invalid UTF-8' (helper 'tool', issue 9): "
+                          "nanobind's str conversion raises RuntimeError instead of a diagnostic", strict=False)
+def test_known_escape_in_op_name_is_a_diagnostic():
+    """Found by the mutation fuzz (seed 8000236): '"relax.match\\cast"' (\\ca is byte 0xCA)."""
+    text = 'func.func @f(%x: tensor<?xf32>) {\n  %0 = "relax.match\\cast"(%x) : (tensor<?xf32>) -> tensor<?xf32>\n  return\n}\n'
+    (o,) = runner.run_cases([{"kind": "relax-opt", "text": text, "pipeline": "builtin.module(relax-infer-shapes)"}])
+    assert not o.failed, o.describe()
+    assert o.result["rc"] == 1

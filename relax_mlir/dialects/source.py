@@ -111,6 +111,13 @@ def _parse_filled(text: str, ctx: ir.Context, source_name: str) -> ir.Module:
                 return _parse(fixed, ctx, source_name)
         except ir.MLIRError as e2:
             raise SourceError("relax IR does not parse", e2.error_diagnostics, source_name) from None
+    except RuntimeError as e:
+        # the bindings cannot turn a diagnostic holding non-UTF-8 bytes into a str
+        if "conversion error" not in str(e):
+            raise
+        msg = ("the input does not parse, and its diagnostic holds bytes that are not UTF-8 "
+               "(an escape such as \\ca inside a quoted name?)")
+        raise CompileError(f"relax IR does not parse: {msg}", [(source_name, msg)]) from None
 
 
 def _parse(text: str, ctx: ir.Context, source_name: str) -> ir.Module:

@@ -208,6 +208,11 @@ def _mod(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
 def _floordiv(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     if b == 0:
         raise ZeroDivisionError("dimension division by zero")
+    q = sympy.cancel(a / b)          # 2*k*(k + 4) // (2*k + 8) is k, exactly
+    num, den = sympy.fraction(q)
+    if den == 1 and (q.is_Integer or (q.is_polynomial() and q.free_symbols
+                                       and all(c.is_integer for c in sympy.Poly(q).coeffs()))):
+        return sympy.expand(q)
     return sympy.floor(a / b)
 
 

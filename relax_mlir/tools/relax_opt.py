@@ -111,6 +111,8 @@ def _process(chunk: str, offset: int, args, fname: str, pipeline: str) -> tuple[
             module = parse_module("\n" * offset + chunk, ctx, source_name=fname)
         except ir.MLIRError as e:
             return False, _collect(e), None
+        except relax_mlir.CompileError as e:   # no MLIR diagnostic to show (e.g. not UTF-8)
+            return False, [Diag("error", None, None, m) for _, m in e.diagnostics], None
         try:
             if not args.no_implicit_verify:
                 run_pipeline(module, "builtin.module(relax-verify)", source_name=fname, precheck=False)

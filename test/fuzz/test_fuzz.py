@@ -53,18 +53,9 @@ def _cases(kind: str):
     return gen()
 
 
-#: Failure classes in other parts of the project (issue 9), tolerated by the fuzz runs
-#: until their fix lands and pinned by the xfail tests below: (kind, pattern in the
-#: failure's description, class).
-KNOWN = [
-    ("mutation", re.compile(r"signal SIGABRT.*(memref|vector)<[^>]*#relax\.shape", re.S),
-     "verifier: #relax.shape on a non-tensor type aborts in the bindings (ErrorCapture)"),
-    ("mutation", re.compile(r"str_from_cstr_and_size\(\): conversion error"),
-     "relax-opt: a parse diagnostic holding invalid UTF-8 (a \\xx escape in a quoted name) raises "
-     "RuntimeError in the bindings"),
-] + [(kind, re.compile(r"malformed dimension expression '[^']*\(1/\("),
-       "shapes: a floor division of polynomials (reshape's -1 dim) becomes an unparsable rational")
-      for kind in ("shape-program", "program")]
+#: Failure classes tolerated by the fuzz runs until their fix lands, each pinned by a test
+#: below: (kind, compiled pattern in the failure's description, class).
+KNOWN: list = []   # the three classes found here (see the regression tests below) are fixed
 
 
 def _known(o: runner.Outcome) -> Optional[str]:
@@ -120,8 +111,6 @@ def test_runner_reports_a_signal_as_a_failure():
     assert outs[1].result == {"calls": 1, "error": None}
 
 
-@pytest.mark.xfail(reason="class 'verifier: #relax.shape on a non-tensor' (helper 'tool', issue 9): "
-                          "relax-opt aborts in the bindings (ErrorCapture assertion)", strict=False)
 def test_known_relax_shape_on_memref_is_a_diagnostic():
     text = 'func.func @f(%x: memref<?xf32, #relax.shape<["n"]>>) attributes {relax.function} { return }'
     (o,) = runner.run_cases([{"kind": "relax-opt", "text": text, "pipeline": "builtin.module(cpu)"}])
@@ -129,9 +118,6 @@ def test_known_relax_shape_on_memref_is_a_diagnostic():
     assert o.result["rc"] == 1
 
 
-@pytest.mark.xfail(reason="class 'shapes: floor division of polynomials' (relax_mlir/shapes/expr.py _floordiv, "
-                          "issue 9): 2*k*(k + 4) // (2*k + 8) prints as a rational that does not parse back",
-                   strict=False)
 def test_known_reshape_hole_of_a_polynomial():
     """Found by the shape-program fuzz (seed 152)."""
     import relax_mlir
@@ -141,11 +127,9 @@ def test_known_reshape_hole_of_a_polynomial():
            f'  %0 = "relax.reshape"(%x) {{shape = #relax.shape<[1, 2, -1, "k + 4"]>}} : ({t_in}) -> {t_out}\n'
            f'  return %0 : {t_out}\n}}')
     exe = relax_mlir.compile(src)
-    assert exe(np.zeros((2, 3, 7), np.float32)).shape == (1, 2, 3, 7)
+    assert exe["f"](np.zeros((2, 3, 7), np.float32)).shape == (1, 2, 3, 7)
 
 
-@pytest.mark.xfail(reason="class 'relax-opt: parse diagnostic with invalid UTF-8' (helper 'tool', issue 9): "
-                          "nanobind's str conversion raises RuntimeError instead of a diagnostic", strict=False)
 def test_known_escape_in_op_name_is_a_diagnostic():
     """Found by the mutation fuzz (seed 8000236): '"relax.match\\cast"' (\\ca is byte 0xCA)."""
     text = 'func.func @f(%x: tensor<?xf32>) {\n  %0 = "relax.match\\cast"(%x) : (tensor<?xf32>) -> tensor<?xf32>\n  return\n}\n'

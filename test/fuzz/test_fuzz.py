@@ -17,7 +17,6 @@ each test prints its counts. Failures print the case (kind and seed) to reproduc
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from typing import Optional

@@ -1,0 +1,103 @@
+"""Matmul schedule (``linalg.fill`` + ``linalg.matmul``, f32; M symbolic, N and K static
+or symbolic).
+
+A register-blocked micro kernel: the accumulator tile (``rows`` x ``cols``) stays in
+vector registers across the K block; per k step it does ``cols/16`` loads of B,
+``rows`` broadcasts of A and ``rows * cols/16`` FMAs (AVX-512). Loops, outer to inner::
+
+    N panel (panel_n) -> K block (block_k) -> M rows (6, peeled: 4, 2, 1) ->
+    N sub-panel (cols) -> k (1)
+
+The M loop is peeled in a cascade: full 6-row tiles, then at most one 4-row, one 2-row
+and one 1-row tile, each static after canonicalization (no masks), so M = 1 (GEMV) and
+small M run without padding work. A symbolic or non-multiple N peels the sub-panel
+loop; its remainder (< cols columns) is vectorized with masks. K needs nothing: the
+innermost K tile is always 1. The accumulator's reads and writes are hoisted out of the
+k loop (``hoist_loop_invariant_subsets`` at tensor level, before bufferization). Every
+size is correct with one compile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects.transform import loop, structured
+
+from .common import any_op, cleanup, lower_vectors, match
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    rows: tuple[int, ...] = (6, 1)  # M tile cascade (first: the main register tile)
+    cols: int = 64  # accumulator columns (4 zmm registers)
+    panel_n: int = 256
+    block_k: int = 128
+
+
+def _peel(loop_handle: ir.Value) -> tuple[ir.Value, ir.Value]:
+    p = loop.LoopPeelOp(any_op(), any_op(), loop_handle)
+    return p.results[0], p.results[1]
+
+
+def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> None:
+    """Vectorize a tile that is full by construction (a peeled main loop): its dynamic
+    sizes equal ``sizes``, so no masks (``assume_dynamic_dims_match_vec_sizes``)."""
+    v = structured.VectorizeOp(target, sizes)
+    v.operation.attributes["assume_dynamic_dims_match_vec_sizes"] = ir.UnitAttr.get()
+    if contraction:
+        v.operation.attributes["create_named_contraction"] = ir.UnitAttr.get()
+
+
+def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, ...],
+             exact: bool) -> list[tuple[ir.Value, int]]:
+    """Tile ``op`` along ``dim`` by ``sizes[0]``, peel, tile the remainder by ``sizes[1]``,
+    ... : (loop, size) pairs whose tiles are all full. ``exact``: the first size divides
+    the extent (no remainder)."""
+    parts: list[tuple[ir.Value, int]] = []
+    rest = op
+    for i, size in enumerate(sizes):
+        tile = [0] * rank
+        tile[dim] = size
+        t = structured.TileUsingForOp(rest, sizes=tile)
+        if i == len(sizes) - 1 or (i == 0 and exact):
+            parts.append((t.loops[0], size))
+            break
+        p = loop.LoopPeelOp(any_op(), any_op(), t.loops[0])
+        parts.append((p.results[0], size))
+        cleanup(fn)
+        rest = match(p.results[1], "linalg.matmul")
+    return parts
+
+
+def _micro(fn: ir.Value, part: ir.Value, rows: int, cfg: MatmulConfig, n_exact: bool) -> None:
+    """Tile the rows x (panel) x (block) matmul in ``part`` into register tiles."""
+    mm = match(part, "linalg.matmul")
+    for loop_n, cols in _cascade(fn, mm, 1, 3, (cfg.cols, 1), n_exact):
+        inner = match(loop_n, "linalg.matmul")
+        t = structured.TileUsingForOp(inner, sizes=[0, 0, 1])
+        _vectorize(t.tiled_linalg_op, [rows, cols, 1])
+
+
+def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
+                    cfg: MatmulConfig = MatmulConfig()):
+    """The transform-script body for a matmul of static sizes ``m``/``n``/``k`` (None: symbolic)."""
+    panel_n = cfg.panel_n
+    if n is not None and n % panel_n:
+        panel_n = cfg.cols if n % cfg.cols == 0 else panel_n
+    n_exact = n is not None and n % cfg.cols == 0
+
+    def body(fn: ir.Value) -> None:
+        mm = match(fn, "linalg.matmul")
+        mm = structured.TileUsingForOp(mm, sizes=[0, panel_n, cfg.block_k]).tiled_linalg_op
+        parts = _cascade(fn, mm, 0, 3, cfg.rows, m is not None and m % cfg.rows[0] == 0)
+        cleanup(fn)
+        for part, rows in parts:
+            _micro(fn, part, rows, cfg, n_exact)
+        cleanup(fn)
+        loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
+        cleanup(fn)
+        lower_vectors(fn)
+
+    return body

@@ -1,0 +1,83 @@
+"""relax-apply-schedules: tile and vectorize each kernel with its transform-dialect schedule.
+
+For every kernel (``func.func`` marked ``relax.kernel``, still on tensors: this pass runs
+before the module's one-shot bufferization) :func:`relax_mlir.schedules.select` picks a
+schedule from the kernel's recorded kind and its ops; the schedule is a transform script
+built with the typed transform-dialect builders and run by the upstream transform
+interpreter on a copy of the kernel. When it succeeds the copy replaces the kernel;
+when it fails (a shape the schedule does not handle) the kernel is left as it was and
+goes through plain loops, so a schedule can make code faster but never wrong or missing.
+
+The schedules leave 1-D vector transfers and vector arithmetic on tensors; after
+bufferization the cpu pipeline lowers them with upstream ``convert-vector-to-scf`` and
+``convert-vector-to-llvm`` (see :data:`VECTOR_LOWERING`). ``f32`` ``math.exp`` in a
+scheduled kernel is expanded inline first (relax-expand-math), and horizontal
+reductions get ``fastmath<reassoc>`` (a tree instead of an ordered chain).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from .. import schedules
+from .expand_math import relax_expand_math
+from .graph import top_ops
+from .registry import Option, register_pass
+
+#: Upstream passes the cpu pipeline runs after bufferization for scheduled kernels
+#: (after convert-linalg-to-loops: vector transfers to 1-D, vector ops to LLVM, ub.poison).
+VECTOR_LOWERING_EARLY = ["convert-vector-to-scf{full-unroll=true target-rank=1}"]
+VECTOR_LOWERING_LATE = ["convert-vector-to-llvm", "convert-ub-to-llvm"]
+
+SCHEDULED_ATTR = "relax.schedule"
+
+
+def _reassoc_reductions(fn: ir.Operation) -> None:
+    attr = ir.Attribute.parse("#arith.fastmath<reassoc>")
+
+    def visit(op):
+        op = op.operation
+        if op.name in ("vector.reduction", "vector.multi_reduction"):
+            op.attributes["fastmath"] = attr
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit)
+
+
+def schedule_kernel(fn: ir.Operation) -> str | None:
+    """Apply the kernel's schedule in place; the schedule's name, or None (left as is)."""
+    sched = schedules.select(fn)
+    if sched is None:
+        return None
+    copy = fn.clone(ir.InsertionPoint(fn))
+    relax_expand_math(copy, _ENABLED)
+    try:
+        schedules.apply(copy, sched.body)
+        ok = copy.verify()
+    except ir.MLIRError:
+        ok = False
+    if not ok:
+        copy.erase()
+        return None
+    _reassoc_reductions(copy)
+    copy.attributes[SCHEDULED_ATTR] = ir.StringAttr.get(sched.name)
+    fn.erase()
+    return sched.name
+
+
+class _Enabled:
+    enable = True
+
+
+_ENABLED = _Enabled()
+
+
+@register_pass("relax-apply-schedules",
+               "Tile and vectorize kernels with transform-dialect schedules chosen by kernel kind.",
+               options=[Option("enable", bool, True, "apply the schedules (false: plain loops)")])
+def relax_apply_schedules(module: ir.Operation, opts) -> None:
+    if not opts.enable:
+        return
+    for fn in top_ops(module):
+        if fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks:
+            schedule_kernel(fn)

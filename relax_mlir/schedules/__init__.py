@@ -19,7 +19,9 @@ from typing import Callable, Optional
 from mlir import ir
 
 from .common import apply
+from .elementwise import elementwise_schedule
 from .matmul import MatmulConfig, matmul_schedule
+from .rows import rows_schedule
 
 KIND_ATTR = "relax.kernel_kind"  # set by relax-annotate-kernel-kinds
 
@@ -55,12 +57,61 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedu
     return Schedule("matmul", matmul_schedule(m, n, k, MatmulConfig()))
 
 
+def _iterators(op: ir.Operation) -> list[str]:
+    return [str(t).split("<")[-1].rstrip(">") for t in op.opview.iterator_types]
+
+
+def _f32_tensors(op: ir.Operation) -> bool:
+    return all(isinstance(v.type, ir.RankedTensorType) and isinstance(v.type.element_type, ir.F32Type)
+               for v in list(op.operands) + list(op.results))
+
+
+def _output_shape(op: ir.Operation) -> list[Optional[int]]:
+    return [_static(d) for d in ir.RankedTensorType(op.results[0].type).shape]
+
+
+def _select_elementwise(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """A chain of all-parallel generics on f32 (identity output maps)."""
+    if not ops or any(o.name != "linalg.generic" or not _f32_tensors(o) for o in ops):
+        return None
+    if any(set(_iterators(o)) != {"parallel"} for o in ops):
+        return None
+    shape = _output_shape(ops[-1])
+    if not shape or any(_output_shape(o) != shape for o in ops):
+        return None
+    return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops)))
+
+
+def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """fill + reduction-over-the-last-dim generics, then an all-parallel generic (f32)."""
+    if not ops or ops[-1].name != "linalg.generic" or set(_iterators(ops[-1])) != {"parallel"}:
+        return None
+    shape = _output_shape(ops[-1])
+    if not shape or shape[-1] is None or not _f32_tensors(ops[-1]):
+        return None
+    rank, n_generics = len(shape), 0
+    for o in ops:
+        if o.name == "linalg.fill":
+            continue
+        if o.name != "linalg.generic" or not _f32_tensors(o):
+            return None
+        it = _iterators(o)
+        if it != ["parallel"] * rank and it != ["parallel"] * (rank - 1) + ["reduction"]:
+            return None
+        n_generics += 1
+    return Schedule("rows", rows_schedule(rank, shape[-1], n_generics))
+
+
 def select(fn: ir.Operation) -> Optional[Schedule]:
     """The schedule for kernel ``fn``, or None when no schedule fits it."""
     ops = payload_ops(fn)
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
     if kind == "output-fusable":
         return _select_matmul(fn, ops)
+    if kind in ("elementwise", "broadcast"):
+        return _select_elementwise(ops)
+    if kind == "reduction":
+        return _select_rows(ops)
     return None
 
 

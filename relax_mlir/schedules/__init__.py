@@ -38,7 +38,14 @@ class Schedule:
 def payload_ops(fn: ir.Operation) -> list[ir.Operation]:
     """The kernel's ops that do work (size bookkeeping left out)."""
     block = fn.regions[0].blocks[0]
-    return [o.operation for o in block.operations if o.operation.name not in _NEUTRAL]
+    return [o.operation for o in block.operations
+            if o.operation.name not in _NEUTRAL and not _scalar_arith(o.operation)]
+
+
+def _scalar_arith(op: ir.Operation) -> bool:
+    """Scalar arithmetic (sizes, constants such as a norm's 1/N): not work to schedule."""
+    return (op.name.startswith(("arith.", "index.", "math."))
+            and not any(isinstance(v.type, ir.ShapedType) for v in list(op.operands) + list(op.results)))
 
 
 def _static(d: int) -> Optional[int]:

@@ -58,7 +58,20 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
     return passes
 
 
-def llvm_stage() -> list[str]:
+#: Transform-dialect schedules (relax-apply-schedules) for kernels; ``cpu{schedules=false}``.
+SCHEDULES_DEFAULT = True
+
+
+def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
+    if schedules is None:
+        schedules = SCHEDULES_DEFAULT
+    if not schedules:
+        return _llvm_stage()
+    from ..transforms.apply_schedules import scheduled_stage
+    return scheduled_stage(_llvm_stage())
+
+
+def _llvm_stage() -> list[str]:
     return [
         "one-shot-bufferize{bufferize-function-boundaries=true "
         "function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map}",
@@ -99,7 +112,9 @@ def llvm_stage() -> list[str]:
                             Option("dispatch", bool, DISPATCH_DEFAULT,
                                    "offload matmul (+ bias) to BLAS (relax-dispatch-library)"),
                             Option("dispatch-min-flops", int, DISPATCH_MIN_FLOPS,
-                                   "relax-dispatch-library{min-flops=...}")])
+                                   "relax-dispatch-library{min-flops=...}"),
+                            Option("schedules", bool, SCHEDULES_DEFAULT,
+                                   "tile and vectorize kernels (relax-apply-schedules)")])
 def cpu(opts) -> str:
     return ", ".join(graph_stage(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops)
-                     + llvm_stage())
+                     + llvm_stage(opts.schedules))

@@ -525,13 +525,15 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = ir.Module.parse(text)
-        run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(**_pipeline_options(options))) + ")")
+        popts = _pipeline_options(options)
+        schedules = popts.pop("schedules", None)
+        run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(**popts)) + ")")
         libraries = list(libraries or []) + library_paths(module_libraries(module.operation))
         metadata = host_metadata(module.operation)
         metadata.update(library_metadata(module_libraries(module.operation)))
         for fm in metadata["functions"].values():
             fm["plan"] = signature_plan(fm["params"], fm["checks"])
-        run_pipeline(module, "builtin.module(" + ", ".join(llvm_stage()) + ")")
+        run_pipeline(module, "builtin.module(" + ", ".join(llvm_stage(schedules)) + ")")
         libs = runtime_libraries() + [os.path.abspath(p) for p in (libraries or [])]
         engine = ExecutionEngine(module, opt_level=3, shared_libs=libs)
         engine.initialize()

@@ -86,6 +86,8 @@ def _select_elementwise(ops: list[ir.Operation]) -> Optional[Schedule]:
     shape = _output_shape(ops[-1])
     if not shape or any(_output_shape(o) != shape for o in ops):
         return None
+    if shape[-1] is not None and shape[-1] < 16:
+        return None  # too narrow to vectorize along; LLVM's loop vectorizer does better
     return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops)))
 
 

@@ -20,23 +20,31 @@ from .common import any_op, cleanup, lower_vectors, match
 WIDTH = 64  # 4 zmm (AVX-512) or 8 ymm registers per operand
 
 
+def vector_width(inner: Optional[int]) -> int:
+    """Tile width along the innermost dim: a multiple of 64 or 16 when it divides, else 64
+    with a scalar remainder (``inner`` None: symbolic)."""
+    if inner is None or inner % WIDTH == 0 or inner >= WIDTH and inner % 16:
+        return WIDTH
+    return 16
+
+
 def elementwise_schedule(rank: int, inner: Optional[int], n_ops: int):
     """Script body for a chain of ``n_ops`` all-parallel generics of ``rank`` loops whose
     innermost extent is ``inner`` (None: symbolic)."""
-    width = WIDTH
-    if inner is not None and inner % width:
-        width = 16 if inner % 16 == 0 else width
+    width = vector_width(inner)
     exact = inner is not None and inner % width == 0
 
     def body(fn: ir.Value) -> None:
         last = _last(fn, "linalg.generic", n_ops)
-        f = structured.FuseOp(last, tile_sizes=[1] * (rank - 1) + [width], apply_cleanup=True)
+        f = structured.FuseOp(last, tile_sizes=[1] * (rank - 1) + [width])
         inner_loop = f.loops[len(f.loops) - 1]
         if not exact:
             p = loop.LoopPeelOp(any_op(), any_op(), inner_loop)
             inner_loop = p.results[0]
+        # Handles to the ops, not the loop: canonicalization folds a static one-trip loop.
+        main = match(inner_loop, "linalg.generic")
         cleanup(fn)
-        structured.VectorizeOp(match(inner_loop, "linalg.generic"))
+        structured.VectorizeOp(main)
         cleanup(fn)
         lower_vectors(fn)
 

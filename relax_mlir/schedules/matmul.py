@@ -53,8 +53,9 @@ def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> 
 def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, ...],
              exact: bool) -> list[tuple[ir.Value, int]]:
     """Tile ``op`` along ``dim`` by ``sizes[0]``, peel, tile the remainder by ``sizes[1]``,
-    ... : (loop, size) pairs whose tiles are all full. ``exact``: the first size divides
-    the extent (no remainder)."""
+    ... : (tiled op, size) pairs whose tiles are all full. ``exact``: the first size
+    divides the extent (no remainder). Handles are taken to the ops, never to the loops,
+    which canonicalization may fold away (a static loop of one iteration)."""
     parts: list[tuple[ir.Value, int]] = []
     rest = op
     for i, size in enumerate(sizes):
@@ -62,20 +63,18 @@ def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, 
         tile[dim] = size
         t = structured.TileUsingForOp(rest, sizes=tile)
         if i == len(sizes) - 1 or (i == 0 and exact):
-            parts.append((t.loops[0], size))
+            parts.append((t.tiled_linalg_op, size))
             break
         p = loop.LoopPeelOp(any_op(), any_op(), t.loops[0])
-        parts.append((p.results[0], size))
-        cleanup(fn)
+        parts.append((match(p.results[0], "linalg.matmul"), size))
         rest = match(p.results[1], "linalg.matmul")
+    cleanup(fn)
     return parts
 
 
-def _micro(fn: ir.Value, part: ir.Value, rows: int, cfg: MatmulConfig, n_exact: bool) -> None:
-    """Tile the rows x (panel) x (block) matmul in ``part`` into register tiles."""
-    mm = match(part, "linalg.matmul")
-    for loop_n, cols in _cascade(fn, mm, 1, 3, (cfg.cols, 1), n_exact):
-        inner = match(loop_n, "linalg.matmul")
+def _micro(fn: ir.Value, mm: ir.Value, rows: int, cfg: MatmulConfig, n_exact: bool) -> None:
+    """Tile the rows x (panel) x (block) matmul ``mm`` into register tiles."""
+    for inner, cols in _cascade(fn, mm, 1, 3, (cfg.cols, 1), n_exact):
         t = structured.TileUsingForOp(inner, sizes=[0, 0, 1])
         _vectorize(t.tiled_linalg_op, [rows, cols, 1])
 
@@ -83,14 +82,20 @@ def _micro(fn: ir.Value, part: ir.Value, rows: int, cfg: MatmulConfig, n_exact: 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
                     cfg: MatmulConfig = MatmulConfig()):
     """The transform-script body for a matmul of static sizes ``m``/``n``/``k`` (None: symbolic)."""
-    panel_n = cfg.panel_n
+    panel_n, block_k = cfg.panel_n, cfg.block_k
     if n is not None and n % panel_n:
         panel_n = cfg.cols if n % cfg.cols == 0 else panel_n
+    # No outer loop of one iteration: canonicalization would fold it under a live handle.
+    if n is not None and n <= panel_n:
+        panel_n = 0
+    if k is not None and k <= block_k:
+        block_k = 0
     n_exact = n is not None and n % cfg.cols == 0
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, "linalg.matmul")
-        mm = structured.TileUsingForOp(mm, sizes=[0, panel_n, cfg.block_k]).tiled_linalg_op
+        if panel_n or block_k:
+            mm = structured.TileUsingForOp(mm, sizes=[0, panel_n, block_k]).tiled_linalg_op
         parts = _cascade(fn, mm, 0, 3, cfg.rows, m is not None and m % cfg.rows[0] == 0)
         cleanup(fn)
         for part, rows in parts:

@@ -32,6 +32,20 @@ VECTOR_LOWERING_LATE = ["convert-vector-to-llvm", "convert-ub-to-llvm"]
 SCHEDULED_ATTR = "relax.schedule"
 
 
+def scheduled_stage(llvm_stage: list[str]) -> list[str]:
+    """The cpu pipeline's bufferize-to-LLVM stage with the schedules: relax-apply-schedules
+    first (tensor level), canonicalize + CSE right after bufferization (folds the loop-carried
+    buffers and self-copies the tiled loops leave, so kernel results stay equivalent to
+    their output arguments and no result copy is made), and the vector lowering."""
+    st = list(llvm_stage)
+    st[1:1] = ["canonicalize", "cse"]
+    i = st.index("convert-linalg-to-loops")
+    st[i + 1:i + 1] = VECTOR_LOWERING_EARLY
+    j = st.index("finalize-memref-to-llvm")
+    st[j:j] = VECTOR_LOWERING_LATE
+    return ["relax-apply-schedules"] + st
+
+
 def _reassoc_reductions(fn: ir.Operation) -> None:
     attr = ir.Attribute.parse("#arith.fastmath<reassoc>")
 
@@ -54,7 +68,7 @@ def schedule_kernel(fn: ir.Operation) -> str | None:
     try:
         schedules.apply(copy, sched.body)
         ok = copy.verify()
-    except ir.MLIRError:
+    except (ir.MLIRError, ValueError):  # the interpreter reports a failed transform as ValueError
         ok = False
     if not ok:
         copy.erase()

@@ -1,0 +1,60 @@
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{enable=false})' | FileCheck %s --check-prefix=OFF
+
+// Symbolic M, static K and N: 6-row register tiles over N panels of 256 and K blocks of
+// 128, the M loop peeled (the remainder runs 1-row tiles), the 6x64 accumulator carried
+// in registers across the k loop (hoisted out of it), FMAs of a broadcast A element and
+// a 64-wide row of B.
+// CHECK-LABEL: func.func private @mm
+// CHECK-SAME: relax.schedule = "matmul"
+// CHECK: linalg.fill
+// CHECK: scf.for %{{.*}} = %c0 to %c2048 step %c256
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c128
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK: vector.transfer_read {{.*}} : tensor<6x64xf32>, vector<6x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<6x1xf32>, vector<6x1xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<1x64xf32>, vector<1x64xf32>
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// CHECK: scf.yield
+// CHECK: vector.transfer_write {{.*}} : vector<6x64xf32>, tensor<6x64xf32>
+// The remainder rows: one row at a time.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c1 iter_args({{.*}}) -> (vector<1x64xf32>)
+// CHECK: vector.fma {{.*}} : vector<64xf32>
+// OFF-NOT: relax.schedule
+// OFF: linalg.matmul
+func.func private @mm(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x2048xf32>) outs(%0 : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  return %1 : tensor<?x2048xf32>
+}
+
+// Fully symbolic sizes: the column loop is peeled as well (64-wide tiles, then 1 column).
+// CHECK-LABEL: func.func private @mm_dyn
+// CHECK-SAME: relax.schedule = "matmul"
+// CHECK: vector.fma {{.*}} : vector<64xf32>
+// CHECK: vector.fma {{.*}} : vector<1xf32>
+func.func private @mm_dyn(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%0 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %1 : tensor<?x?xf32>
+}
+
+// No schedule for f64 (or for kinds without one): the kernel is left as it was.
+// CHECK-LABEL: func.func private @mm_f64
+// CHECK-NOT: relax.schedule
+// CHECK: linalg.matmul
+func.func private @mm_f64(%a: tensor<?x8xf64>, %b: tensor<8x8xf64>, %c: tensor<?x8xf64>) -> tensor<?x8xf64>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f64
+  %0 = linalg.fill ins(%cst : f64) outs(%c : tensor<?x8xf64>) -> tensor<?x8xf64>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x8xf64>, tensor<8x8xf64>) outs(%0 : tensor<?x8xf64>) -> tensor<?x8xf64>
+  return %1 : tensor<?x8xf64>
+}

@@ -98,7 +98,7 @@ def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
     shape = _output_shape(ops[-1])
     if not shape or shape[-1] is None or not _f32_tensors(ops[-1]):
         return None
-    rank, n_generics = len(shape), 0
+    rank, reductions = len(shape), []
     for o in ops:
         if o.name == "linalg.fill":
             continue
@@ -107,8 +107,8 @@ def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
         it = _iterators(o)
         if it != ["parallel"] * rank and it != ["parallel"] * (rank - 1) + ["reduction"]:
             return None
-        n_generics += 1
-    return Schedule("rows", rows_schedule(rank, shape[-1], n_generics))
+        reductions.append(it[-1] == "reduction")
+    return Schedule("rows", rows_schedule(rank, shape[-1], [o.name for o in ops], reductions))
 
 
 def select(fn: ir.Operation) -> Optional[Schedule]:

@@ -17,6 +17,9 @@ reductions get ``fastmath<reassoc>`` (a tree instead of an ordered chain).
 
 from __future__ import annotations
 
+import os
+import sys
+
 from mlir import ir
 
 from .. import schedules
@@ -26,7 +29,7 @@ from .registry import Option, register_pass
 
 #: Upstream passes the cpu pipeline runs after bufferization for scheduled kernels
 #: (after convert-linalg-to-loops: vector transfers to 1-D, vector ops to LLVM, ub.poison).
-VECTOR_LOWERING_EARLY = ["convert-vector-to-scf{full-unroll=true target-rank=1}"]
+VECTOR_LOWERING_EARLY = ["scf-forall-to-for", "convert-vector-to-scf{full-unroll=true target-rank=1}"]
 VECTOR_LOWERING_LATE = ["convert-vector-to-llvm", "convert-ub-to-llvm"]
 
 SCHEDULED_ATTR = "relax.schedule"
@@ -68,7 +71,10 @@ def schedule_kernel(fn: ir.Operation) -> str | None:
     try:
         schedules.apply(copy, sched.body)
         ok = copy.verify()
-    except (ir.MLIRError, ValueError):  # the interpreter reports a failed transform as ValueError
+    except (ir.MLIRError, ValueError) as e:  # the interpreter reports a failed transform as ValueError
+        if os.environ.get("RELAX_MLIR_DEBUG_SCHEDULES"):
+            print(f"relax-apply-schedules: {sched.name} failed on {copy.attributes['sym_name']}: {e}",
+                  file=sys.stderr)
         ok = False
     if not ok:
         copy.erase()

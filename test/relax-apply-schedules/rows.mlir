@@ -1,10 +1,26 @@
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules)' | FileCheck %s
 
-// Softmax over rows of 1024: one loop over rows; inside, the max, the sum of exp and
-// the normalization vectorized over the whole row (the row is read once: CSE shares
-// exp(x - max) between the sum and the output), the reductions horizontal
-// (vector.reduction) with fastmath<reassoc>; exp expanded inline (no math.exp left).
+// Softmax over rows of 1024: one scf.forall over rows (the max and sum reductions and
+// their fills fused in, each once); inside a row, each op runs 64 lanes per step: the
+// reductions accumulate into a 64-lane vector carried in registers, then one horizontal
+// vector.reduction with fastmath<reassoc>; exp is expanded inline (no math.exp left).
 // CHECK-LABEL: func.func private @softmax
+// CHECK-SAME: relax.schedule = "rows"
+// CHECK: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs
+// CHECK: scf.for %{{.*}} = %c0 to %c1024 step %c64 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x64xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<1x64xf32>, vector<1x64xf32>
+// CHECK: arith.maximumf {{.*}} : vector<1x64xf32>
+// CHECK: vector.reduction <maximumf>, {{.*}} fastmath<reassoc> : vector<64xf32> into f32
+// CHECK: scf.for %{{.*}} = %c0 to %c1024 step %c64 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x64xf32>)
+// CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc> : vector<64xf32> into f32
+// CHECK: scf.for %{{.*}} = %c0 to %c1024 step %c64 iter_args(%{{.*}} = %{{.*}}) -> (tensor<1x1024xf32>)
+// CHECK: arith.divf {{.*}} : vector<1x64xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<1x64xf32>, tensor<1x64xf32>
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: math.exp
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func private @softmax
 // CHECK-SAME: relax.schedule = "rows"
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
 // CHECK: vector.transfer_read {{.*}} : tensor<1x1024xf32>, vector<1x1024xf32>

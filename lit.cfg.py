@@ -18,8 +18,16 @@ site = sysconfig.get_paths()["purelib"]
 mlir_bin = os.path.join(site, "mlir", "bin")                 # mlir-opt, mlir-translate
 llvm_bin = os.path.join(site, "llvm", "bin")                 # FileCheck, not, count
 
-config.environment["PATH"] = os.pathsep.join([bindir, mlir_bin, llvm_bin, config.environment.get("PATH", "")])
-# relax-opt imports relax_mlir from THIS checkout (a git worktree beside the venv's own).
+# relax-opt runs relax_mlir from THIS checkout (also a git worktree beside the venv's own):
+# a wrapper first on PATH pins it, since lit's builtin commands reset PYTHONPATH.
+wrapper_dir = os.path.join(root, "test", "Output", "bin")
+os.makedirs(wrapper_dir, exist_ok=True)
+wrapper = os.path.join(wrapper_dir, "relax-opt")
+launcher = "import sys; sys.argv[0] = 'relax-opt'; from relax_mlir.tools.relax_opt import main; sys.exit(main())"
+with open(wrapper, "w") as f:
+    f.write(f'#!/bin/sh\nPYTHONPATH="{root}" exec "{sys.executable}" -c "{launcher}" "$@"\n')
+os.chmod(wrapper, 0o755)
+config.environment["PATH"] = os.pathsep.join([wrapper_dir, bindir, mlir_bin, llvm_bin, config.environment.get("PATH", "")])
 config.environment["PYTHONPATH"] = root
 for var in ("HOME", "TMPDIR"):
     if var in os.environ:
@@ -30,7 +38,7 @@ def tool(path):
         lit_config.fatal(f"missing tool {path}: run `make setup`")
     return path
 
-config.substitutions.append(("%relax-opt", tool(os.path.join(bindir, "relax-opt"))))
+config.substitutions.append(("%relax-opt", tool(wrapper)))
 config.substitutions.append(("%mlir-opt", tool(os.path.join(mlir_bin, "mlir-opt"))))
 config.substitutions.append(("%irdl", os.path.join(root, "relax_mlir", "dialects", "relax.irdl.mlir")))
 config.substitutions.append(("%python", sys.executable))

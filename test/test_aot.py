@@ -242,17 +242,34 @@ def test_version_mismatch(checks, tmp_path, monkeypatch):
     monkeypatch.setattr(aot, "FORMAT_VERSION", 99)
     path = exe.export(tmp_path / "v99.so")
     monkeypatch.undo()
-    _load_error(path, r"format version 99; this relax_mlir reads version 1")
+    _load_error(path, rf"format version 99; this relax_mlir reads version {aot.FORMAT_VERSION}")
 
 
-def test_same_path_other_library(checks, tmp_path):
-    exe, _ = checks
-    p = str(tmp_path / "model.so")
-    exe.export(p)
-    relax_mlir.load(p)
-    ctx = relax_mlir.make_context()
-    relax_mlir.compile(str(mlp_module(ctx, MLP))).export(p)
-    _load_error(p, r"a different library was loaded from the same path")
+OVERWRITE = """
+import sys, numpy as np
+import relax_mlir
+p, mlp, dims = sys.argv[1], sys.argv[2], [int(d) for d in sys.argv[3:]]
+first = relax_mlir.load(p)
+x = np.arange(24, dtype=np.float32).reshape(6, 4)
+assert first["even"](x).tolist() == (2 * x).tolist()
+with open(mlp, "rb") as src, open(p, "r+b") as dst:   # the SAME inode, rewritten in place
+    dst.truncate(0)
+    dst.write(src.read())
+assert first["twice"](x).tolist() == (2 * x).tolist()  # the running code is a private copy
+second = relax_mlir.load(p)                              # loads what the file holds now
+print(sorted(first.functions), sorted(second.functions), second(np.ones((3, dims[0]), np.float32),
+      *[np.ones(d, np.float32) for d in ([dims[0], dims[1]], [dims[1]], [dims[1], dims[2]], [dims[2]])]).shape)
+"""
+
+
+def test_overwrite_in_place_then_load_again(checks, mlp_so, tmp_path):
+    """load(p); p rewritten in place; load(p) again: no SIGBUS (a fresh process: a signal
+    fails the test), the first Executable keeps working, the second is the new library."""
+    _, so = checks
+    p = tmp_path / "model.so"
+    shutil.copyfile(so, p)
+    out = fresh(OVERWRITE, str(p), str(mlp_so), str(MLP.d_in), str(MLP.d_hidden), str(MLP.d_out))
+    assert out.split("\n")[0] == f"['even', 'mm', 'rs', 'twice'] ['main'] (3, {MLP.d_out})"
 
 
 def test_export_does_not_recompile(checks, tmp_path, monkeypatch):
@@ -260,3 +277,122 @@ def test_export_does_not_recompile(checks, tmp_path, monkeypatch):
     exe, _ = checks
     monkeypatch.setattr(pipeline, "run_pipeline", lambda *a, **k: pytest.fail("export ran a pipeline"))
     exe.export(tmp_path / "again.so")
+
+
+# -- a self-contained artifact (issue 8 section 6) -----------------------------------------
+
+def _build_machine_paths() -> list[str]:
+    """Paths of this machine that an exported file must not name: the build cache (where the
+    BLAS shim library lives), the venv and its site-packages (where the BLAS wheel lives)."""
+    import site
+    import sysconfig
+
+    from relax_mlir.runtime.libraries import cache_dir
+    paths = {str(cache_dir()), os.path.expanduser("~/.cache"), sys.prefix, os.path.realpath(sys.prefix),
+             sysconfig.get_paths()["purelib"]} | set(site.getsitepackages())
+    return sorted(p for p in paths if len(p) > 1)
+
+
+def _dynamic_section(so: str) -> list[str]:
+    r = subprocess.run(["readelf", "-d", so], capture_output=True, text=True, check=True)
+    return [ln for ln in r.stdout.splitlines() if any(t in ln for t in ("(NEEDED)", "(RPATH)", "(RUNPATH)"))]
+
+
+def test_export_names_no_build_machine_path(mlp_so):
+    data = open(mlp_so, "rb").read()
+    for p in _build_machine_paths():
+        assert p.encode() not in data, f"{mlp_so} names {p}"
+    if shutil.which("readelf"):
+        dyn = _dynamic_section(mlp_so)
+        assert not [ln for ln in dyn if "PATH" in ln]                    # no rpath at all
+        needed = sorted(ln.split("[")[1].rstrip("]") for ln in dyn)
+        from relax_mlir.runtime.libraries import blas_requirement
+        blas = relax_mlir.load(mlp_so).metadata["blas"]
+        assert needed == sorted([blas_requirement(blas)["soname"], "libc.so.6"])   # by soname only
+
+
+FRESH_DIR_RUN = """
+import sys, json, numpy as np
+class NotInstalled:   # as on a machine with numpy only: no MLIR wheels, no sympy
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("mlir", "llvm", "sympy"):
+            raise ImportError(f"{name} is not installed")
+sys.meta_path.insert(0, NotInstalled())
+import relax_mlir
+exe = relax_mlir.load("model.so")
+inp = np.load("in.npz")
+np.savez("out.npz", *[exe(inp[f"x{i}"], *[inp[f"p{j}"] for j in range(4)]) for i in range(int(sys.argv[1]))])
+print(json.dumps([m for m in ("mlir", "sympy", "relax_mlir.runtime.libraries") if m in sys.modules]))
+"""
+
+
+def test_export_loads_from_fresh_dir_without_build_cache(mlp_so, tmp_path):
+    """The file copied alone to a fresh directory loads in a fresh process whose build cache
+    (RELAX_MLIR_CACHE, XDG_CACHE_HOME, HOME) is elsewhere and empty: the shim is inside, the
+    BLAS comes from the running Python's wheel."""
+    d = tmp_path / "elsewhere"
+    d.mkdir()
+    shutil.copyfile(mlp_so, d / "model.so")
+    params = mlp_params(MLP, np.random.default_rng(5))
+    sizes = [1, 7, 300]
+    xs = [rnd(n, MLP.d_in, seed=9) for n in sizes]
+    np.savez(d / "in.npz", **{f"x{i}": x for i, x in enumerate(xs)}, **{f"p{j}": p for j, p in enumerate(params)})
+    empty = tmp_path / "no-cache"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(empty), "XDG_CACHE_HOME": str(empty),
+           "RELAX_MLIR_CACHE": str(empty), "PYTHONPATH": REPO}
+    r = subprocess.run([sys.executable, "-c", FRESH_DIR_RUN, str(len(sizes))], cwd=d, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ['["relax_mlir.runtime.libraries"]']   # no MLIR bindings, no sympy
+    assert not empty.exists()                                          # nothing built, nothing cached
+    out = np.load(d / "out.npz")
+    for i, x in enumerate(xs):
+        np.testing.assert_allclose(out[f"arr_{i}"], mlp_reference(x, *params), rtol=1e-4, atol=1e-4)
+
+
+def test_user_library_shipped_beside_the_model(tmp_path):
+    """libraries= are not linked by path: shipped beside the model, they are found there after
+    the original is gone."""
+    build, ship = tmp_path / "build", tmp_path / "ship"
+    build.mkdir()
+    ship.mkdir()
+    lib = build / "libdps.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib), os.path.join(REPO, "test", "Inputs", "dps_lib.c")],
+                   check=True)
+    so = relax_mlir.compile(DPS, libraries=[str(lib)]).export(build / "model.so")
+    assert str(build).encode() in open(so, "rb").read()   # recorded (the fallback), not linked:
+    if shutil.which("readelf"):
+        assert not [ln for ln in _dynamic_section(so) if "dps" in ln or "PATH" in ln]
+    shutil.copyfile(so, ship / "model.so")
+    shutil.copyfile(lib, ship / "libdps.so")
+    shutil.rmtree(build)
+    x, y = rnd(5, 4), rnd(5, 4, seed=1)
+    np.savez(tmp_path / "in.npz", x=x, y=y)
+    (r,), _ = run_loaded(ship / "model.so", tmp_path, {"x": x, "y": y}, [["main", ["x", "y"]]])
+    np.testing.assert_allclose(r, x + y, rtol=1e-6)
+    ship_lib = (ship / "libdps.so").rename(ship / "elsewhere.so")
+    with pytest.raises(LoadError, match=r"model.so needs the library libdps.so \(libraries= at export: .*build/libdps.so\); "
+                                        r"put it beside the model: not found"):
+        relax_mlir.load(ship / "model.so")
+    assert ship_lib.exists()
+
+
+MISSING_BLAS = """
+import sys
+import relax_mlir
+from relax_mlir.runtime import libraries
+libraries._wheel_library = lambda package, soname: None     # as if the wheel were not installed
+try:
+    relax_mlir.load(sys.argv[1])
+except relax_mlir.LoadError as e:
+    print(e)
+"""
+
+
+def test_missing_blas_wheel_is_a_load_error(mlp_so):
+    from relax_mlir.runtime.libraries import blas_requirement
+    req = blas_requirement(relax_mlir.load(mlp_so).metadata["blas"])
+    msg = fresh(MISSING_BLAS, str(mlp_so)).strip()
+    assert msg.startswith(f"{mlp_so} needs the '{req['provider']}' BLAS ({req['soname']}), which is not installed "
+                          f"in this Python ({sys.executable}): pip install {req['package']} "
+                          f"(or put {req['soname']} on LD_LIBRARY_PATH)")

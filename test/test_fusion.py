@@ -121,9 +121,14 @@ def test_relax_ops_fusion_groups():
                         "relax-fuse-ops, relax-fuse-kernels)")
         text = str(m)
     calls = re.findall(r'"relax.call_tir".*?callee = @(\w+)', text)
-    assert calls[0].startswith("fused_matmul_add_relu_sigmoid_multiply"), calls
-    assert len(calls) < 6, calls
-    assert 'relax.kernel_kind = "output-fusable"' in text
+    assert calls == ["fused_matmul_add_relu_sigmoid_multiply", "relax_rms_norm_axes1_eps1em05_f32_Dx64_64",
+                     "relax_softmax_axis1_f32_Dx64", "relax_exp_f32_Dx64"]
+    # Names come from the op each kernel was legalized from (relax.kernel_op), not its symbol.
+    ops = dict(re.findall(r'func.func private @(\w+).*relax.kernel_op = "(\w+)"', text))
+    assert ops == {"relax_rms_norm_axes1_eps1em05_f32_Dx64_64": "rms_norm", "relax_softmax_axis1_f32_Dx64": "softmax",
+                   "relax_exp_f32_Dx64": "exp",
+                   "fused_matmul_add_relu_sigmoid_multiply": "matmul_add_relu_sigmoid_multiply"}
+    assert 'relax.kernel_kind = "output-fusable", relax.kernel_op = "matmul_add_relu_sigmoid_multiply"' in text
 
 
 U = 'tensor<?x32xf32, #relax.shape<["2*n", 32]>>'
@@ -148,3 +153,37 @@ def test_intermediate_dims_become_tir_vars(fusion):
     assert text.count('"relax.call_tir"') == 1 and 'tir_vars = #relax.shape<["2*n"]>' in text
     x = f32(3, 64)
     np.testing.assert_allclose(relax_mlir.compile(RESHAPES)["main"](x), -np.maximum(np.exp(x), 0), rtol=1e-5)
+
+
+KERNEL = """
+func.func private @{name}(%x: tensor<?x8xf32>, %out: tensor<?x8xf32>) -> tensor<?x8xf32> attributes {{relax.kernel{extra}}} {{
+  %{c} = arith.constant {value} : f32
+  %{r} = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+      iterator_types = ["parallel", "parallel"]}} ins(%x : tensor<?x8xf32>) outs(%out : tensor<?x8xf32>) {{
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.maximumf %a, %{c} : f32
+    linalg.yield %s : f32
+  }} -> tensor<?x8xf32>
+  return %{r} : tensor<?x8xf32>
+}}
+"""
+
+
+def test_structural_hash_ignores_names_only():
+    """Kernel identity: symbol, SSA names, visibility and the naming attributes do not count;
+    a different constant does."""
+    from relax_mlir.transforms.kernel_hash import structural_hash
+
+    def h(**kw) -> str:
+        args = dict(name="k", c="zero", r="r", value="0.0", extra="")
+        args.update(kw)
+        with relax_mlir.make_context() as ctx:
+            m = relax_mlir.parse(KERNEL.format(**args), ctx)
+            return structural_hash(m.body.operations[0].operation)
+
+    base = h()
+    assert h(name="other", c="c0", r="out2") == base
+    assert h(extra=', relax.kernel_kind = "elementwise", relax.kernel_op = "relu"') == base
+    assert h(value="1.0") != base
+    assert h(extra=", relax.other") != base
+    assert re.fullmatch("[0-9a-f]{64}", base)

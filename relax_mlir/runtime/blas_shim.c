@@ -24,8 +24,21 @@
  * Environment: RELAX_BLAS_NUM_THREADS (else the provider's own OPENBLAS_NUM_THREADS /
  * MKL_NUM_THREADS is left to it; else 2 threads), RELAX_BLAS_SMALL_FLOPS (the small
  * threshold, default 4096). MKL: MKL_THREADING_LAYER is honoured; unset, the GNU OpenMP
- * layer (libgomp, as PyTorch uses) is selected -- measured fastest here with 2 threads.
+ * layer (libgomp, as PyTorch uses) is selected where libgomp can be loaded -- measured
+ * fastest here with 2 threads -- else the sequential layer (MKL aborts the process when the
+ * runtime of its layer is missing, so the layer is never chosen blind).
+ *
+ * fork(): GNU OpenMP does not survive fork (a child that uses the parent's thread pool hangs
+ * in its first parallel region), so a pthread_atfork child handler marks the child and its
+ * next BLAS call sets MKL to 1 thread first (RELAX_BLAS_NUM_THREADS does not apply there).
+ * OpenBLAS re-initialises its own threads in the child.
+ *
+ * Linked two ways: as its own shared library for the JIT (cached per provider), and as an
+ * object into every exported model (relax_mlir/runtime/aot.py), where only the model's
+ * entry points are exported; the BLAS itself is then a dependency by soname.
  */
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +51,11 @@ enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112, CblasConjTrans = 11
 #define RELAX_BLAS_PROVIDER "mkl"
 void MKL_Set_Num_Threads(int n);
 int MKL_Set_Threading_Layer(int layer);
+#define MKL_THREADING_SEQUENTIAL 1
 #define MKL_THREADING_GNU 3
 static void set_threads(int n) { MKL_Set_Num_Threads(n); }
 #define PROVIDER_THREADS_ENV "MKL_NUM_THREADS"
+#define RESET_THREADS_AFTER_FORK 1
 #else
 #define BLAS_FN(name) scipy_cblas_##name
 #define RELAX_BLAS_PROVIDER "openblas"
@@ -78,10 +93,26 @@ static view read_desc(void *d, int rank, size_t esize) {
 
 static double small_flops = 4096.0;
 
+/* Set in a forked child; read (and cleared) by the child's next BLAS call. */
+static volatile int forked_child = 0;
+static void mark_forked_child(void) { forked_child = 1; }
+
+static void after_fork(void) {
+#ifdef RESET_THREADS_AFTER_FORK
+  if (forked_child) {
+    forked_child = 0;
+    set_threads(1);
+  }
+#endif
+}
+
 __attribute__((constructor)) static void relax_blas_init(void) {
 #ifdef RELAX_BLAS_MKL
-  if (!getenv("MKL_THREADING_LAYER")) MKL_Set_Threading_Layer(MKL_THREADING_GNU);
+  if (!getenv("MKL_THREADING_LAYER"))
+    MKL_Set_Threading_Layer(dlopen("libgomp.so.1", RTLD_LAZY | RTLD_GLOBAL) ? MKL_THREADING_GNU
+                                                                           : MKL_THREADING_SEQUENTIAL);
 #endif
+  pthread_atfork(NULL, NULL, mark_forked_child);
   const char *t = getenv("RELAX_BLAS_NUM_THREADS");
   if (t && atoi(t) > 0)
     set_threads(atoi(t));
@@ -130,6 +161,7 @@ double relax_blas_get_small_flops(void) { return small_flops; }
         }                                                                                     \
       return;                                                                                 \
     }                                                                                         \
+    after_fork();                                                                             \
     enum CBLAS_TRANSPOSE ta, tb, tc;                                                          \
     int64_t lda, ldb, ldc;                                                                    \
     T *pa = NULL, *pb = NULL, *pc = NULL;                                                     \

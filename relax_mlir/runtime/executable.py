@@ -278,6 +278,27 @@ class _ParamChecker:
                                  f"{_fmt_bound(bound)}, got {_fmt_shape(shp[i])}{detail}")
 
 
+_SIGNATURES: dict[tuple, tuple[type, type]] = {}
+
+
+def _ctypes_signature(D: int, result_ranks: tuple, param_ranks: tuple, single_scalar: bool) -> tuple[type, type]:
+    """(result struct, CFUNCTYPE) of a C-interface entry point, created once per structure:
+    ctypes caches POINTER() and CFUNCTYPE() types forever, so types made per function and
+    per load() would leak."""
+    key = (D, result_ranks, param_ranks, single_scalar)
+    if key not in _SIGNATURES:
+        fields = [("status", ctypes.c_int32)] + [(f"d{i}", ctypes.c_int64) for i in range(D)]
+        fields += [(f"r{i}", descriptor_class(r)) for i, r in enumerate(result_ranks)]
+        result_class = type("Results", (ctypes.Structure,), {"_fields_": fields})
+        descs = [ctypes.POINTER(descriptor_class(r)) for r in param_ranks]
+        if single_scalar:   # i32 _mlir_ciface_f(desc*...)
+            proto = ctypes.CFUNCTYPE(ctypes.c_int32, *descs)
+        else:               # void _mlir_ciface_f(results*, desc*...)
+            proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(result_class), *descs)
+        _SIGNATURES[key] = (result_class, proto)
+    return _SIGNATURES[key]
+
+
 class Function:
     """One compiled graph function: ``fn(*arrays) -> array | tuple of arrays``."""
 
@@ -292,14 +313,8 @@ class Function:
         self.result_dtypes = [DTYPES.get(r["dtype"]) for r in meta["results"]]
         self.result_ranks = [len(r["shape"]) for r in meta["results"]]
         self.single_scalar = (D == 0 and not meta["results"])
-        fields = [("status", ctypes.c_int32)] + [(f"d{i}", ctypes.c_int64) for i in range(D)]
-        fields += [(f"r{i}", descriptor_class(r)) for i, r in enumerate(self.result_ranks)]
-        self.result_class = type(f"Results_{name}", (ctypes.Structure,), {"_fields_": fields})
-        descs = [ctypes.POINTER(descriptor_class(r)) for r in self.checker.ranks]
-        if self.single_scalar:   # i32 _mlir_ciface_f(desc*...)
-            proto = ctypes.CFUNCTYPE(ctypes.c_int32, *descs)
-        else:                    # void _mlir_ciface_f(results*, desc*...)
-            proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(self.result_class), *descs)
+        self.result_class, proto = _ctypes_signature(D, tuple(self.result_ranks), tuple(self.checker.ranks),
+                                                     self.single_scalar)
         self._fn = proto(exe._resolver.address(name))
 
     def __call__(self, *args):
@@ -518,8 +533,9 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
     if target != "cpu":
         raise ValueError(f"unknown target '{target}' (available: cpu)")
     from ..pipelines.cpu import graph_stage, llvm_stage
-    from .libraries import library_metadata, library_paths, module_libraries
+    from .libraries import library_metadata, library_paths, module_libraries, validate
 
+    user_libraries = validate(libraries)   # before any work: a missing path is a CompileError
     t0 = time.perf_counter()
     text = src if isinstance(src, str) else str(src)
     ctx = make_context()
@@ -528,7 +544,7 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
         popts = _pipeline_options(options)
         schedules = popts.pop("schedules", None)
         run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(**popts)) + ")")
-        libraries = list(libraries or []) + library_paths(module_libraries(module.operation))
+        libraries = user_libraries + library_paths(module_libraries(module.operation))
         metadata = host_metadata(module.operation)
         metadata.update(library_metadata(module_libraries(module.operation)))
         for fm in metadata["functions"].values():

@@ -22,31 +22,42 @@ the compiler command. Providers (:func:`blas_providers`):
 * ``openblas`` -- ``scipy-openblas32`` (a required dependency), the fallback.
 
 ``RELAX_BLAS=openblas|mkl`` overrides the choice (:func:`blas_provider`); the executable
-records it in ``exe.metadata["blas"]``. ONE provider per process: every shim exports the
-same ``_mlir_ciface_relax_blas_*`` symbols and the first one loaded wins symbol lookup
-(JIT and dlopen alike), so once relax_blas is resolved for a module the provider is
-pinned, and asking for another one later in the same process raises
-:class:`LibraryError` (run it in another process). A model exported with one provider
-and loaded where the other is already loaded runs on the loaded one.
+records it in ``exe.metadata["blas"]``. ONE provider per process for the JIT: every shim
+library exports the same ``_mlir_ciface_relax_blas_*`` symbols and the first one loaded
+wins symbol lookup, so once relax_blas is resolved for a module the provider is pinned,
+and asking for another one later in the same process raises :class:`LibraryError` (run
+it in another process).
+
+Exported models (:mod:`relax_mlir.runtime.aot`) carry the shim inside (an object file,
+:func:`blas_shim_object`, with private symbols) and need only the provider's BLAS library,
+recorded by soname (:func:`blas_requirement`): ``relax_mlir.load`` finds it in the running
+Python's installed wheel (``mkl`` or ``scipy-openblas32``), else on the library path
+(:func:`load_blas`), and raises :class:`relax_mlir.LoadError` naming the package otherwise.
 """
 
 from __future__ import annotations
 
+import ctypes
 import ctypes.util
 import functools
 import hashlib
 import importlib.metadata
 import os
 import platform
+import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
-from mlir import ir
+from ..errors import CompileError, LoadError
+
+if TYPE_CHECKING:  # the MLIR bindings are imported on use: relax_mlir.load() never needs them
+    from mlir import ir
 
 #: Module attribute listing the runtime libraries a module needs (array of strings).
 LIBRARIES_ATTR = "relax.libraries"
@@ -57,8 +68,59 @@ _resolved: dict[str, list[str]] = {}
 _lock = threading.Lock()
 
 
-class LibraryError(RuntimeError):
-    """A runtime library is unknown or could not be built."""
+class LibraryError(CompileError, RuntimeError):
+    """A runtime library is unknown or could not be built (a :class:`relax_mlir.CompileError`;
+    a ``RuntimeError`` too, as before)."""
+
+
+def validate(libraries) -> list[str]:
+    """The ``libraries=`` of :func:`relax_mlir.compile` as absolute paths of existing files.
+
+    A single string or path is refused (it is not a list of paths: ``"abc"`` must never be
+    read as the three names ``a``, ``b``, ``c``); a missing path, or one that is not a
+    regular file, is a :class:`relax_mlir.CompileError` naming it."""
+    if libraries is None:
+        return []
+    if isinstance(libraries, (str, bytes, os.PathLike)):
+        raise CompileError(f"libraries= takes a list of shared-library paths, got the single "
+                           f"{type(libraries).__name__} {os.fsdecode(libraries)!r} (write [{os.fsdecode(libraries)!r}])")
+    try:
+        items = list(libraries)
+    except TypeError:
+        raise CompileError(f"libraries= takes a list of shared-library paths, got {type(libraries).__name__}") from None
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise CompileError(f"libraries=: {item!r} is not a path ({type(item).__name__})")
+        p = os.path.abspath(os.fspath(item))
+        try:
+            st = os.stat(p)
+        except OSError as e:
+            raise CompileError(f"libraries=: cannot use {p}: {e.strerror or e}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise CompileError(f"libraries=: {p} is not a regular file (a shared library is expected)")
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def c_compiler() -> list[str]:
+    """The C compiler command: ``$CC`` (may carry arguments), else ``cc``, ``gcc`` or ``clang``
+    on ``PATH``. Raises :class:`LibraryError` naming ``cc`` / ``$CC`` when there is none."""
+    env = os.environ.get("CC", "").strip()
+    if env:
+        cmd = shlex.split(env)
+        if not cmd or shutil.which(cmd[0]) is None:
+            raise LibraryError(f"CC={env!r}: C compiler {cmd[0] if cmd else env!r} not found (relax-mlir builds "
+                               "its BLAS shim and links exported libraries with a C compiler: fix $CC or unset it "
+                               "to use cc)")
+        return cmd
+    for name in ("cc", "gcc", "clang"):
+        found = shutil.which(name)
+        if found:
+            return [found]
+    raise LibraryError("no C compiler: relax-mlir builds its BLAS shim and links exported libraries with `cc` "
+                       "(not found on PATH, nor gcc or clang): install one (e.g. apt install gcc) or set $CC")
 
 
 def register_library(name: str, paths: Callable[[], list[str]], replace: bool = False,
@@ -91,15 +153,19 @@ def library_paths(names: Iterable[str]) -> list[str]:
     return out
 
 
-def request(module_op: ir.Operation, name: str) -> None:
+def request(module_op: "ir.Operation", name: str) -> None:
     """Record in ``module_op`` that it needs runtime library ``name``."""
+    from mlir import ir
+
     names = module_libraries(module_op)
     if name not in names:
         module_op.attributes[LIBRARIES_ATTR] = ir.ArrayAttr.get(
             [ir.StringAttr.get(n) for n in names + [name]])
 
 
-def module_libraries(module_op: ir.Operation) -> list[str]:
+def module_libraries(module_op: "ir.Operation") -> list[str]:
+    from mlir import ir
+
     if LIBRARIES_ATTR not in module_op.attributes:
         return []
     return [ir.StringAttr(a).value for a in ir.ArrayAttr(module_op.attributes[LIBRARIES_ATTR])]
@@ -176,52 +242,133 @@ def blas_provider() -> str:
 
 
 def blas_shim_command(src: str, out: str, provider: str = "openblas") -> list[str]:
-    cc = os.environ.get("CC") or shutil.which("cc") or "cc"
-    base = [cc, "-O3", "-shared", "-fPIC", "-std=c11", "-o", out, src]
+    """The command building the JIT's shim library ``out`` from ``src`` for ``provider``."""
+    base = c_compiler() + ["-O3", "-shared", "-fPIC", "-std=c11", "-o", out, src]
     if provider == "mkl":
         lib, _ = _mkl_rt()
         # By path (the wheel ships only libmkl_rt.so.N, no unversioned link); the soname
         # is recorded, the rpath finds it.
-        return base + ["-DRELAX_BLAS_MKL", lib, f"-Wl,-rpath,{os.path.dirname(lib)}"]
+        return base + ["-DRELAX_BLAS_MKL", lib, f"-Wl,-rpath,{os.path.dirname(lib)}", "-ldl", "-lpthread"]
     import scipy_openblas32 as ob
 
     lib_dir = ob.get_lib_dir()
-    return base + [f"-L{lib_dir}", f"-l{ob.get_library()}", f"-Wl,-rpath,{lib_dir}"]
+    return base + [f"-L{lib_dir}", f"-l{ob.get_library()}", f"-Wl,-rpath,{lib_dir}", "-ldl", "-lpthread"]
 
 
-def build_blas_shim(provider: Optional[str] = None) -> list[str]:
-    """Compile ``blas_shim.c`` once per (source, provider + version, command); returns [path].
-    ``provider``: ``"mkl"`` or ``"openblas"``, else :func:`blas_provider`."""
-    provider = provider or blas_provider()
-    if provider in _shims and os.path.exists(_shims[provider]):
-        return [_shims[provider]]
+def _cached_build(kind: str, provider: str, cmd_of: Callable[[str, str], list[str]], suffix: str) -> str:
+    """Build ``blas_shim.c`` with ``cmd_of(src, out)`` into the cache, once per key: a hash of
+    the shim's source, the provider and its version, and the command (so an edited shim, another
+    compiler or another BLAS is rebuilt). Concurrent builders race harmlessly (atomic rename)."""
     info = {"mkl": _mkl_rt, "openblas": _openblas}[provider]()
     if info is None:
         raise LibraryError(f"BLAS provider '{provider}' is not installed")
     src = BLAS_SHIM.read_bytes()
-    cmd = blas_shim_command("SRC", "OUT", provider)
-    key = hashlib.sha256(src + repr((provider, info, cmd)).encode()).hexdigest()[:16]
+    cmd = cmd_of("SRC", "OUT")
+    key = hashlib.sha256(hashlib.sha256(src).digest() + repr((kind, provider, info, cmd)).encode()).hexdigest()[:16]
     d = cache_dir()
-    out = d / f"librelax_blas-{provider}-{key}.so"
+    out = d / f"librelax_blas-{provider}-{key}{suffix}"
     if out.exists():
-        _shims[provider] = str(out)
-        return [str(out)]
+        return str(out)
     d.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".librelax_blas-", suffix=".so", dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=".librelax_blas-", suffix=suffix, dir=d)
     os.close(fd)
     try:
-        r = subprocess.run(blas_shim_command(str(BLAS_SHIM), tmp, provider), capture_output=True, text=True)
+        try:
+            r = subprocess.run(cmd_of(str(BLAS_SHIM), tmp), capture_output=True, text=True)
+        except OSError as e:
+            raise LibraryError(f"building the BLAS shim: cannot run the C compiler {cmd[0]!r} ($CC or cc): "
+                               f"{e.strerror or e}") from None
         if r.returncode != 0:
             raise LibraryError(f"building the BLAS shim failed ({' '.join(cmd)}):\n{r.stderr}")
-        os.replace(tmp, out)  # atomic: concurrent builders race harmlessly
+        os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    _shims[provider] = str(out)
-    return [str(out)]
+    return str(out)
 
 
-_shims: dict[str, str] = {}
+def build_blas_shim(provider: Optional[str] = None) -> list[str]:
+    """The JIT's shim library for ``provider`` (``"mkl"`` or ``"openblas"``, else
+    :func:`blas_provider`), built on first use; returns [path]."""
+    provider = provider or blas_provider()
+    out = _cached_build("library", provider, lambda src, o: blas_shim_command(src, o, provider), ".so")
+    _shim_paths.add(out)
+    return [out]
+
+
+def blas_shim_object(provider: str) -> str:
+    """The shim as a position-independent object for ``provider``, linked into exported models."""
+    define = ["-DRELAX_BLAS_MKL"] if provider == "mkl" else []
+    return _cached_build("object", provider, lambda src, o: c_compiler() + ["-O3", "-c", "-fPIC", "-std=c11",
+                                                                            *define, "-o", o, src], ".o")
+
+
+#: provider -> (PyPI package, BLAS library soname the shim links against)
+BLAS_PACKAGES = {"mkl": ("mkl", "libmkl_rt.so.3"), "openblas": ("scipy-openblas32", "libscipy_openblas.so")}
+
+
+def blas_requirement(provider: str) -> dict:
+    """What an exported model records about its BLAS: provider, PyPI package and soname."""
+    package, soname = BLAS_PACKAGES[provider]
+    if provider == "mkl":
+        soname = os.path.basename(_mkl_rt()[0])
+    return {"provider": provider, "package": package, "soname": soname}
+
+
+def blas_link_args(provider: str) -> list[str]:
+    """Linker arguments making the BLAS a dependency of an exported model by soname only:
+    no path and no rpath into this machine's venv (:func:`load_blas` provides it at load)."""
+    if provider == "mkl":
+        return [_mkl_rt()[0], "-ldl", "-lpthread"]
+    import scipy_openblas32 as ob
+
+    return [f"-L{ob.get_lib_dir()}", f"-l{ob.get_library()}", "-ldl", "-lpthread"]
+
+
+def is_shim(path: str) -> bool:
+    """Whether ``path`` is a shim library built here (export links the shim object instead)."""
+    return path in _shim_paths
+
+
+def _wheel_library(package: str, soname: str) -> Optional[str]:
+    """The file ``soname`` of the installed distribution ``package`` in the running Python."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in dist.files or []:
+        if f.name == soname:
+            p = str(dist.locate_file(f))
+            if os.path.exists(p):
+                return os.path.realpath(p)
+    return None
+
+
+_blas_handles: dict[str, ctypes.CDLL] = {}
+
+
+def load_blas(requirement: dict, what: str) -> None:
+    """Make the BLAS library of ``requirement`` (:func:`blas_requirement`) loaded in this
+    process, before a model that needs it is opened: the dynamic loader then resolves the
+    model's dependency on its soname to it. Looks in the running Python's installed wheel,
+    then on the library path. Raises :class:`relax_mlir.LoadError` naming the package."""
+    provider, package, soname = requirement["provider"], requirement["package"], requirement["soname"]
+    if soname in _blas_handles:
+        return
+    path = _wheel_library(package, soname)
+    errors = []
+    for candidate in ([path] if path else []) + [soname]:
+        try:
+            _blas_handles[soname] = ctypes.CDLL(candidate, mode=ctypes.RTLD_LOCAL)
+            return
+        except OSError as e:
+            errors.append(str(e))
+    raise LoadError(f"{what} needs the '{provider}' BLAS ({soname}), which is not installed in this Python "
+                    f"({sys.executable}): pip install {package} (or put {soname} on LD_LIBRARY_PATH)"
+                    + (f" [{'; '.join(errors)}]" if path else ""))
+
+
+_shim_paths: set[str] = set()
 _pinned: Optional[str] = None
 
 

@@ -1,7 +1,8 @@
 """relax-fuse-kernels: merge each fusion group's kernels into ONE kernel and ONE call_tir.
 
-For each group marked by relax-fuse-ops (``relax.fusion_group = N``) the pass writes a
-new kernel ``func.func private @fused_<members>`` in destination-passing style:
+For each group marked by relax-fuse-ops (``relax.fusion_group = N``) the pass builds,
+with the typed upstream builders (``func.FuncOp``, ``func.CallOp``, ``tensor.EmptyOp``,
+``tensor.DimOp``, ``tensor.CastOp``), a new kernel in destination-passing style:
 
 * arguments: the group's inputs (values defined outside it, each once), its outputs
   (member results used outside the group, e.g. by the return or another group), then
@@ -11,17 +12,23 @@ new kernel ``func.func private @fused_<members>`` in destination-passing style:
   is written into a ``tensor.empty`` whose dynamic sizes are read with ``tensor.dim``
   from an argument with the same symbolic dim (the ``#relax.shape`` encodings of the
   graph values say which), else passed in as an extra tir_var;
-* then, on a scratch module holding only this kernel (public there, so the inliner keeps
-  it) and copies of the members,
-  upstream ``inline`` (member bodies land in the new kernel), ``canonicalize``,
-  ``linalg-fuse-elementwise-ops`` (elementwise producers fuse into their consumers,
-  so intermediates disappear where legal), ``canonicalize`` and ``cse``.
+* then, in a scratch module holding only this kernel (public there, so the inliner keeps
+  it) and clones of the members, upstream ``inline`` (member bodies land in the new
+  kernel), ``canonicalize``, ``linalg-fuse-elementwise-ops`` (elementwise producers fuse
+  into their consumers, so intermediates disappear where legal), ``canonicalize`` and
+  ``cse``.
 
 The group is then replaced by one ``relax.call_tir`` at the place of its last member
 (inputs, outputs and tir_vars as above; ops are re-ordered topologically when an
-outside user of an output sat between members). Identical groups share one fused
-kernel; member kernels nothing calls any more are erased. The new kernel is marked
-``relax.kernel`` and classified again (``relax.kernel_kind``).
+outside user of an output sat between members); member kernels nothing calls any more
+are erased. The new kernel is marked ``relax.kernel``, classified again
+(``relax.kernel_kind``) and records its members' ops in ``relax.kernel_op``.
+
+Kernel identity is structural (:func:`~.kernel_hash.structural_hash`): groups whose
+unfused kernels hash alike share one fused kernel without fusing again, and a fused
+kernel equal to one made before (other member names, same IR) is not added twice. Names
+are only for reading: ``fused_`` + the members' ``relax.kernel_op`` (recorded by
+relax-legalize: ``fused_matmul_add_relu``), or their symbols for hand-written kernels.
 
 Options: ``fuse-linalg=false`` keeps the merged kernel as the plain sequence of the
 members' linalg ops (no upstream elementwise fusion), ``enable=false`` does nothing
@@ -31,16 +38,22 @@ members' linalg ops (no upstream elementwise fusion), ``enable=false`` does noth
 from __future__ import annotations
 
 from mlir import ir, passmanager
+from mlir.dialects import arith, func, tensor
 
 from ..dialects._core import create
-from ..shapes import UNKNOWN, Shape, read_tensor_type
+from ..ops.kernels import KERNEL_ATTR
+from ..shapes import UNKNOWN, Dim, Shape, read_tensor_type
 from .annotate_kernel_kinds import annotate
 from .fuse_ops import GROUP_ATTR
-from .graph import body_ops, func_name, functions_by_name, graph_functions
+from .graph import body_ops, func_name, function_type, functions_by_name, graph_functions
+from .kernel_hash import structural_hash
+from .legalize import KERNEL_OP_ATTR
 from .registry import Option, emit_error, register_pass
 
 FUSED_PIPELINE = "builtin.module(inline, func.func(canonicalize, linalg-fuse-elementwise-ops, canonicalize, cse))"
 PLAIN_PIPELINE = "builtin.module(inline, func.func(canonicalize, cse))"
+#: The symbol of a group's kernel while it is built (in a scratch module of its own).
+DRAFT_NAME = "fused"
 
 
 def _plain_type(t: ir.Type) -> ir.Type:
@@ -50,18 +63,20 @@ def _plain_type(t: ir.Type) -> ir.Type:
     return t
 
 
-def _short(kernel: str, op_names: list[str]) -> str:
-    """``relax_matmul_f32_Dx64_64x32`` -> ``matmul``; other names stay as they are."""
-    if kernel.startswith("relax_"):
-        rest = kernel[len("relax_"):]
-        for n in op_names:
-            if rest == n or rest.startswith(n + "_"):
-                return n
-    return kernel
+def kernel_op_name(fn: ir.Operation, symbol: str) -> str:
+    """What a kernel computes, for readable fused names: the op kinds relax-legalize (or
+    this pass) recorded in ``relax.kernel_op``, else the kernel's own symbol."""
+    if KERNEL_OP_ATTR in fn.attributes:
+        return ir.StringAttr(fn.attributes[KERNEL_OP_ATTR]).value
+    return symbol
+
+
+class _FuseError(ValueError):
+    """A group that cannot be merged into one kernel (reported at its first member)."""
 
 
 class _GroupKernel:
-    """Builds the text of one group's fused kernel and the call that replaces the group."""
+    """One fusion group: its inputs and outputs, and the builder of its fused kernel."""
 
     def __init__(self, members: list[ir.Operation], kernels: dict[str, ir.Operation]):
         self.members = members
@@ -78,108 +93,80 @@ class _GroupKernel:
             for r in m.results:
                 if any(_top(u.owner, mset) not in mset for u in r.uses):
                     self.outputs.append(r)
-        self.vars: list[str] = []          # tir_vars dims, as attribute text (deduplicated)
-        self.var_dims: list = []
+        self.var_dims: list[Dim] = []       # the call's tir_vars, in argument order
 
-    def var(self, d) -> str:
-        key = d.to_attr_text() if hasattr(d, "to_attr_text") else str(d)
-        if key not in self.vars:
-            self.vars.append(key)
-            self.var_dims.append(d)
-        return f"%v{self.vars.index(key)}"
+    def build(self, name: str, ip: ir.InsertionPoint) -> ir.Operation:
+        """The fused kernel ``@name`` at ``ip``: one ``func.call`` per member (the callees
+        are looked up by name where the kernel lands), in destination-passing style."""
+        index = ir.IndexType.get()
+        in_types = [_plain_type(v.type) for v in self.inputs + self.outputs]
+        out_types = [_plain_type(v.type) for v in self.outputs]
+        fn = func.FuncOp(name, (in_types, out_types), ip=ip)
+        fn.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
+        block = fn.add_entry_block()
+        args = list(block.arguments)
+        sized = list(zip(args, self.inputs + self.outputs))
+        values: dict = {v: a for v, a in zip(self.inputs, args)}
+        out_args = {o: a for o, a in zip(self.outputs, args[len(self.inputs):])}
+        var_args: dict[Dim, ir.Value] = {}
+        consts: dict[int, ir.Value] = {}
 
-    def text(self, name: str) -> str:
-        lines: list[str] = []
-        names: dict = {}
-        arg_decls = []
-        for i, v in enumerate(self.inputs):
-            names[v] = f"%a{i}"
-            arg_decls.append((f"%a{i}", _plain_type(v.type)))
-        for i, v in enumerate(self.outputs):
-            arg_decls.append((f"%o{i}", _plain_type(v.type)))
-        sized = [(n, v) for (n, _), v in zip(arg_decls, self.inputs + self.outputs)]
-        consts: dict[int, str] = {}
+        with ir.InsertionPoint(block):
+            def const(k: int) -> ir.Value:
+                if k not in consts:
+                    consts[k] = arith.ConstantOp(index, k).result
+                return consts[k]
 
-        def const(k: int) -> str:
-            if k not in consts:
-                consts[k] = f"%c{k}"
-                lines.append(f"  %c{k} = arith.constant {k} : index")
-            return consts[k]
+            def var(d: Dim) -> ir.Value:
+                if d not in var_args:
+                    var_args[d] = block.add_argument(index, fn.location)
+                    self.var_dims.append(d)
+                return var_args[d]
 
-        def dim_value(d) -> str:
-            """An index value for symbolic dim ``d``: tensor.dim of an argument, else a tir_var."""
-            key = d.to_attr_text() if hasattr(d, "to_attr_text") else str(d)
-            for n, v in sized:
-                sig = read_tensor_type(v.type)
-                for j, e in enumerate(sig.shape):
-                    if e is not UNKNOWN and (e.to_attr_text() if hasattr(e, "to_attr_text") else str(e)) == key \
-                            and ir.RankedTensorType(v.type).is_dynamic_dim(j):
-                        c = const(j)
-                        t = f"%d{len(lines)}"
-                        lines.append(f"  {t} = tensor.dim {n}, {c} : {_plain_type(v.type)}")
-                        return t
-            return self.var(d)
+            def dim_value(d: Dim) -> ir.Value:
+                """``d`` as an index: tensor.dim of an argument with that dim, else a tir_var."""
+                for a, v in sized:
+                    t = ir.RankedTensorType(_plain_type(v.type))
+                    for j, e in enumerate(read_tensor_type(v.type).shape):
+                        if e is not UNKNOWN and e == d and t.is_dynamic_dim(j):
+                            return tensor.DimOp(a, const(j)).result
+                return var(d)
 
-        n_tmp = 0
-        for k, m in enumerate(self.members):
-            callee = ir.FlatSymbolRefAttr(m.attributes["callee"]).value
-            fn = self.kernels[callee]
-            ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-            params = list(ftype.inputs)
-            args = []
-            for v in m.operands:
-                args.append((names[v], _plain_type(v.type)))
-            for r in m.results:
-                if any(r == o for o in self.outputs):
-                    args.append((f"%o{[i for i, o in enumerate(self.outputs) if o == r][0]}", _plain_type(r.type)))
-                    continue
-                t = ir.RankedTensorType(_plain_type(r.type))
-                sig = read_tensor_type(r.type)
-                sizes = []
-                for j in range(t.rank):
-                    if t.is_dynamic_dim(j):
-                        if sig.shape[j] is UNKNOWN:
-                            raise ValueError(f"intermediate result of @{callee} has an unknown dim '?'")
-                        sizes.append(dim_value(sig.shape[j]))
-                n_tmp += 1
-                e = f"%e{n_tmp}"
-                lines.append(f"  {e} = tensor.empty({', '.join(sizes)}) : {t}")
-                args.append((e, t))
-            if "tir_vars" in m.attributes:
-                for d in Shape.from_attr(m.attributes["tir_vars"]):
-                    args.append((self.var(d), ir.IndexType.get()))
-            if len(args) != len(params):
-                raise ValueError(f"@{callee} takes {len(params)} arguments, its call passes {len(args)}")
-            call_args = []
-            for (a, t), p in zip(args, params):
-                if str(t) != str(p):
-                    n_tmp += 1
-                    c = f"%cast{n_tmp}"
-                    lines.append(f"  {c} = tensor.cast {a} : {t} to {p}")
-                    a = c
-                call_args.append(a)
-            res = [f"%r{k}_{i}" for i in range(len(m.results))]
-            rtypes = list(ftype.results)
-            lhs = (", ".join(res) + " = ") if res else ""
-            lines.append(f"  {lhs}func.call @{callee}({', '.join(call_args)}) : "
-                         f"({', '.join(str(p) for p in params)}) -> ({', '.join(str(t) for t in rtypes)})")
-            for i, (r, rt) in enumerate(zip(m.results, rtypes)):
-                want = _plain_type(r.type)
-                if str(want) != str(rt):
-                    n_tmp += 1
-                    c = f"%cast{n_tmp}"
-                    lines.append(f"  {c} = tensor.cast {res[i]} : {rt} to {want}")
-                    names[r] = c
-                else:
-                    names[r] = res[i]
-        ret = [names[o] for o in self.outputs]
-        rtypes = [str(_plain_type(o.type)) for o in self.outputs]
-        lines.append(f"  return {', '.join(ret)} : {', '.join(rtypes)}")
-        decls = [f"{n}: {t}" for n, t in arg_decls] + [f"{v}: index" for v in
-                                                        (f"%v{i}" for i in range(len(self.vars)))]
-        head = (f"func.func @{name}({', '.join(decls)}) -> ({', '.join(rtypes)}) "
-                "attributes {relax.kernel} {")
-        return "\n".join([head] + lines + ["}"])
+            def cast(v: ir.Value, to: ir.Type) -> ir.Value:
+                return v if v.type == to else tensor.CastOp(to, v).result
+
+            for m in self.members:
+                callee = ir.FlatSymbolRefAttr(m.attributes["callee"]).value
+                ftype = function_type(self.kernels[callee])
+                call_args = [values[v] for v in m.operands]
+                for r in m.results:
+                    if r in out_args:
+                        call_args.append(out_args[r])
+                        continue
+                    t = ir.RankedTensorType(_plain_type(r.type))
+                    shape = read_tensor_type(r.type).shape
+                    sizes: list = []
+                    for j in range(t.rank):
+                        if not t.is_dynamic_dim(j):
+                            sizes.append(t.get_dim_size(j))
+                        elif shape[j] is UNKNOWN:
+                            raise _FuseError(f"intermediate result of @{callee} has an unknown dim '?'")
+                        else:
+                            sizes.append(dim_value(shape[j]))
+                    call_args.append(tensor.EmptyOp(sizes, t.element_type).result)
+                if "tir_vars" in m.attributes:
+                    call_args += [var(d) for d in Shape.from_attr(m.attributes["tir_vars"])]
+                params = list(ftype.inputs)
+                if len(call_args) != len(params):
+                    raise _FuseError(f"@{callee} takes {len(params)} arguments, its call passes {len(call_args)}")
+                call = func.CallOp(list(ftype.results), ir.FlatSymbolRefAttr.get(callee),
+                                   [cast(a, p) for a, p in zip(call_args, params)])
+                for r, res in zip(m.results, call.results):
+                    values[r] = cast(res, _plain_type(r.type))
+            func.ReturnOp([values[o] for o in self.outputs])
+        fn.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get([a.type for a in block.arguments], out_types))
+        return fn.operation
 
 
 def _top(op, mset) -> ir.Operation:
@@ -281,6 +268,31 @@ def _referenced_callees(module: ir.Operation) -> set[str]:
     return out
 
 
+def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], pipeline: str,
+          n_inputs: int) -> ir.Operation:
+    """Inline the members into the draft kernel and fuse their linalg ops (upstream passes).
+
+    ``scratch`` holds only the draft (public, so the inliner keeps it); copies of the
+    member kernels are added beside it and go away once inlined.
+    """
+    for fn in members:
+        fn.clone(ir.InsertionPoint(scratch.body))
+    passmanager.PassManager.parse(pipeline).run(scratch.operation)
+    _restore_destinations(_find(scratch, draft_name), n_inputs)
+    passmanager.PassManager.parse("builtin.module(func.func(canonicalize))").run(scratch.operation)
+    return _find(scratch, draft_name)
+
+
+def _fresh_name(base: str, taken: set[str]) -> str:
+    base = base[:80]
+    name, i = base, 0
+    while name in taken:
+        i += 1
+        name = f"{base}_{i}"
+    taken.add(name)
+    return name
+
+
 @register_pass("relax-fuse-kernels",
                "Merge each relax.fusion_group into one kernel (inlined members + upstream linalg "
                "elementwise fusion) called by one call_tir.",
@@ -291,12 +303,10 @@ def _referenced_callees(module: ir.Operation) -> set[str]:
 def relax_fuse_kernels(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
-    from ..ops.registry import OPS
-
-    op_names = sorted(OPS, key=len, reverse=True)
     kernels = functions_by_name(module)
     taken = set(kernels)
-    by_text: dict[str, str] = {}
+    by_draft: dict[str, str] = {}    # structural hash of a group's unfused kernel -> fused symbol
+    by_fused: dict[str, str] = {}    # structural hash of a fused kernel -> its symbol
     members_used: set[str] = set()
     block = module.regions[0].blocks[0]
     pipeline = FUSED_PIPELINE if opts.fuse_linalg else PLAIN_PIPELINE
@@ -320,44 +330,43 @@ def relax_fuse_kernels(module: ir.Operation, opts) -> None:
                 for m in members:
                     del m.attributes[GROUP_ATTR]
                 continue
-            try:
-                body = gk.text("{NAME}")
-            except ValueError as e:
-                emit_error(members[0], f"in @{func_name(f)}: cannot fuse group {gid}: {e}")
-                continue
+            loc = ir.Location.fused([m.location for m in members])
             callees = [ir.FlatSymbolRefAttr(m.attributes["callee"]).value for m in members]
-            if body in by_text:
-                name = by_text[body]
-            else:
-                base = "fused_" + "_".join(_short(c, op_names) for c in callees)
-                if len(base) > 80:
-                    base = base[:80]
-                name, i = base, 0
-                while name in taken:
-                    i += 1
-                    name = f"{base}_{i}"
-                taken.add(name)
-                uniq = list(dict.fromkeys(callees))
-                scratch_text = "\n".join([str(kernels[c]) for c in uniq] + [body.replace("@{NAME}", "@" + name)])
-                scratch = ir.Module.parse(scratch_text)
-                passmanager.PassManager.parse(pipeline).run(scratch.operation)
-                fused = _find(scratch, name)
-                _restore_destinations(fused, len(gk.inputs))
-                passmanager.PassManager.parse("builtin.module(func.func(canonicalize))").run(scratch.operation)
-                fused = _find(scratch, name)
-                fused.detach_from_parent()
-                fused.attributes["sym_visibility"] = ir.StringAttr.get("private")
-                block.append(fused)
-                annotate(fused)
-                kernels[name] = fused
-                by_text[body] = name
+            with loc:
+                scratch = ir.Module.create()
+                try:
+                    draft = gk.build(DRAFT_NAME, ir.InsertionPoint(scratch.body))
+                except _FuseError as e:
+                    emit_error(members[0], f"in @{func_name(f)}: cannot fuse group {gid}: {e}")
+                    continue
+                key = structural_hash(draft)
+                if key in by_draft:
+                    name = by_draft[key]
+                else:
+                    fused = _fuse(scratch, DRAFT_NAME, [kernels[c] for c in dict.fromkeys(callees)],
+                                  pipeline, len(gk.inputs))
+                    same = structural_hash(fused)
+                    if same in by_fused:   # another group fused to the very same kernel
+                        name = by_fused[same]
+                    else:
+                        what = "_".join(kernel_op_name(kernels[c], c) for c in callees)
+                        name = _fresh_name("fused_" + what, taken)
+                        fused.detach_from_parent()
+                        fused.attributes["sym_name"] = ir.StringAttr.get(name)
+                        fused.attributes["sym_visibility"] = ir.StringAttr.get("private")
+                        fused.attributes[KERNEL_OP_ATTR] = ir.StringAttr.get(what)
+                        block.append(fused)
+                        annotate(fused)
+                        kernels[name] = fused
+                        by_fused[same] = name
+                    by_draft[key] = name
             members_used.update(callees)
             last = members[-1]
             attrs = {"callee": ir.FlatSymbolRefAttr.get(name)}
             if gk.var_dims:
                 attrs["tir_vars"] = Shape(gk.var_dims).to_attr()
             new = create("call_tir", list(gk.inputs), [o.type for o in gk.outputs], attrs,
-                         loc=ir.Location.fused([m.location for m in members]), ip=ir.InsertionPoint(last))
+                         loc=loc, ip=ir.InsertionPoint(last))
             for old, rep in zip(gk.outputs, new.results):
                 old.replace_all_uses_with(rep)
             for m in reversed(members):

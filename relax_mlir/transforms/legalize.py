@@ -1,54 +1,120 @@
 """relax-legalize: every relax op with a legalization becomes a ``relax.call_tir`` of a
 loop-level kernel (linalg on tensors, destination-passing style).
 
-The legalization of each op is declared with the op (``registry.legalization``) and
-returns a :class:`~relax_mlir.ops.kernels.Kernel`; this pass only walks graph
-functions, shares kernels between calls (one ``func.func private`` per distinct
-kernel, named from the op, its attributes, dtypes and static dims) and rewrites
-the op into ``relax.call_tir`` with the op's result types and the kernel's
-``tir_vars``. Run it after relax-infer-shapes: output shapes must be known.
+The default legalization of each op is declared with the op (``registry.legalization``)
+and returns a :class:`~relax_mlir.ops.kernels.Kernel`. A target may replace it for some
+ops (TVM's ``customize_legalize_map``)::
+
+    @register_legalize("relax.add", target="vulkan")
+    def _add_vulkan(call: LegalizeCall) -> Optional[Kernel]: ...
+
+``relax-legalize{target=vulkan}`` then consults the target's table first; an override
+returning ``None`` hands the op back to the default (e.g. for dtypes it does not
+handle). A target with no overrides legalizes every op the default way.
+
+The pass only walks graph functions, shares kernels between calls (one
+``func.func private`` per distinct kernel: kernels are identified by their structure,
+see :mod:`.kernel_hash`, and named from the op, its attributes, dtypes and static
+dims), records the op on each kernel (``relax.kernel_op = "add"``, which names fused
+kernels later) and rewrites the op into ``relax.call_tir`` with the op's result types
+and the kernel's ``tir_vars``. Run it after relax-infer-shapes: output shapes must be
+known.
 """
 
 from __future__ import annotations
 
+from typing import Callable, Optional
+
 from mlir import ir
 
 from ..dialects._core import create
-from ..ops.kernels import Kernel, LegalizeCall
-from ..ops.registry import RelaxError, read_attrs
+from ..ops.kernels import KERNEL_ATTR, Kernel, LegalizeCall
+from ..ops.registry import OPS, OpDef, RelaxError, read_attrs
 from ..shapes import Shape, ShapeSyntaxError, read_tensor_type
 from .graph import body_ops, func_name, graph_functions, relax_opdef, top_ops
-from .registry import emit_error, register_pass
+from .kernel_hash import structural_hash
+from .registry import Option, emit_error, register_pass
+
+#: On each kernel: the relax op it was legalized from (``"matmul"``); fused kernels carry
+#: their members' ops joined by ``_``. Names of fused kernels are built from it.
+KERNEL_OP_ATTR = "relax.kernel_op"
+#: The target whose legalizations are the op table's own.
+DEFAULT_TARGET = "cpu"
+
+Legalization = Callable[[LegalizeCall], Optional[Kernel]]
+
+#: target -> op name (without ``relax.``) -> legalization used instead of the default.
+LEGALIZE_OVERRIDES: dict[str, dict[str, Legalization]] = {}
+
+
+def register_legalize(op_name: str, target: str, replace: bool = False):
+    """Decorator: ``fn`` legalizes ``op_name`` (``"relax.add"`` or ``"add"``) for ``target``
+    instead of the op's default. Registering the same op twice for one target is an error
+    unless ``replace=True``."""
+    name = op_name[len("relax."):] if op_name.startswith("relax.") else op_name
+    if name not in OPS:
+        raise ValueError(f"register_legalize: unknown op 'relax.{name}'")
+
+    def deco(fn: Legalization) -> Legalization:
+        table = LEGALIZE_OVERRIDES.setdefault(target, {})
+        if name in table and not replace:
+            raise ValueError(f"relax.{name} already has a legalization for target '{target}'")
+        table[name] = fn
+        return fn
+
+    return deco
+
+
+def legalizations(opdef: OpDef, target: str) -> list[Legalization]:
+    """The legalizations to try for ``opdef`` on ``target``, in order (override, default)."""
+    out = []
+    override = LEGALIZE_OVERRIDES.get(target, {}).get(opdef.name)
+    if override is not None:
+        out.append(override)
+    if opdef.legalize is not None:
+        out.append(opdef.legalize)
+    return out
 
 
 class KernelTable:
-    """The kernels of one module: text -> symbol, so identical kernels are created once."""
+    """The kernels of one module, by structure, so identical kernels are created once."""
 
     def __init__(self, module: ir.Operation):
         self.module = module
         self.block = module.regions[0].blocks[0]
-        self.by_text: dict[str, str] = {}
+        self.by_text: dict[str, str] = {}     # a legalization's text -> symbol (fast path)
+        self.by_hash: dict[str, str] = {}     # structural hash -> symbol
         self.names = {ir.StringAttr(o.attributes["sym_name"]).value
                       for o in top_ops(module) if "sym_name" in o.attributes}
+        for o in top_ops(module):   # kernels already there (an earlier run) are shared too
+            if o.name == "func.func" and KERNEL_ATTR in o.attributes and o.regions[0].blocks:
+                self.by_hash.setdefault(structural_hash(o), ir.StringAttr(o.attributes["sym_name"]).value)
 
-    def symbol(self, k: Kernel) -> str:
+    def symbol(self, k: Kernel, op_name: str) -> str:
         if k.text in self.by_text:
             return self.by_text[k.text]
-        name, i = k.name, 0
-        while name in self.names:
-            i += 1
-            name = f"{k.name}_{i}"
-        text = k.text.replace("@{NAME}", "@" + name, 1)
-        parsed = ir.Module.parse(text)
+        parsed = ir.Module.parse(k.text.replace("@{NAME}", "@" + k.name, 1))
         fn = parsed.body.operations[0].operation
-        fn.detach_from_parent()
-        ir.InsertionPoint(self.block).insert(fn)
-        self.names.add(name)
+        key = structural_hash(fn)
+        if key in self.by_hash:
+            name = self.by_hash[key]
+        else:
+            name, i = k.name, 0
+            while name in self.names:
+                i += 1
+                name = f"{k.name}_{i}"
+            fn.attributes["sym_name"] = ir.StringAttr.get(name)
+            fn.detach_from_parent()
+            fn.attributes[KERNEL_OP_ATTR] = ir.StringAttr.get(op_name)
+            ir.InsertionPoint(self.block).insert(fn)
+            self.names.add(name)
+            self.by_hash[key] = name
         self.by_text[k.text] = name
         return name
 
 
-def legalize_op(op: ir.Operation, table: KernelTable) -> None:
+def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARGET) -> bool:
+    """Rewrite ``op`` into a call_tir of its kernel; False when no legalization takes it."""
     opdef = relax_opdef(op)
     attrs = read_attrs(opdef, op)
     inputs = [read_tensor_type(v.type) for v in op.operands]
@@ -57,8 +123,14 @@ def legalize_op(op: ir.Operation, table: KernelTable) -> None:
         if s.shape.has_unknown:
             raise RelaxError(f"'{op.name}' result #{i} has an unknown dim '?' "
                              "(run relax-infer-shapes first, or name it with relax.match_cast)")
-    kernel = opdef.legalize(LegalizeCall(opdef, attrs, inputs, outputs))
-    callee = table.symbol(kernel)
+    kernel = None
+    for legalize in legalizations(opdef, target):
+        kernel = legalize(LegalizeCall(opdef, attrs, inputs, outputs))
+        if kernel is not None:
+            break
+    if kernel is None:
+        return False
+    callee = table.symbol(kernel, opdef.name)
     call_attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
     if kernel.tir_vars:
         call_attrs["tir_vars"] = Shape(kernel.tir_vars).to_attr()
@@ -67,18 +139,22 @@ def legalize_op(op: ir.Operation, table: KernelTable) -> None:
     for old, rep in zip(op.results, new.results):
         old.replace_all_uses_with(rep)
     op.erase()
+    return True
 
 
 @register_pass("relax-legalize",
-               "Rewrite every relax op into relax.call_tir of a shared loop-level linalg kernel.")
+               "Rewrite every relax op into relax.call_tir of a shared loop-level linalg kernel.",
+               options=[Option("target", str, DEFAULT_TARGET,
+                               "whose legalization overrides (register_legalize) come before "
+                               "the op table's defaults")])
 def relax_legalize(module: ir.Operation, opts) -> None:
     table = KernelTable(module)
     for f in graph_functions(module):
         for op in body_ops(f):
             opdef = relax_opdef(op)
-            if opdef is None or opdef.legalize is None:
+            if opdef is None or not legalizations(opdef, opts.target):
                 continue
             try:
-                legalize_op(op, table)
+                legalize_op(op, table, opts.target)
             except (RelaxError, ShapeSyntaxError) as e:
                 emit_error(op, f"in @{func_name(f)}: {e}")

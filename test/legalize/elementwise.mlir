@@ -14,7 +14,7 @@
 // CHECK: "relax.call_tir"(%{{.+}}) {callee = @relax_astype_to_f16_f32_Dx4
 // CHECK-NOT: "relax.add"
 // CHECK-LABEL: func.func private @relax_add_f32_Dx4_4(
-// CHECK-SAME: %{{.+}}: tensor<?x4xf32>, %{{.+}}: tensor<4xf32>, %[[OUT:.+]]: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {relax.kernel}
+// CHECK-SAME: %{{.+}}: tensor<?x4xf32>, %{{.+}}: tensor<4xf32>, %[[OUT:.+]]: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {relax.kernel, relax.kernel_op = "add"}
 // CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
 // CHECK-SAME: outs(%[[OUT]] : tensor<?x4xf32>)
 // CHECK: arith.addf

@@ -10,7 +10,7 @@
 // CHECK-NEXT: return %2 : tensor<?x?xf32, #relax.shape<["n", "m"]>>
 
 // CHECK-LABEL: func.func private @fused_mm_qk_scale_add_mask(
-// CHECK-SAME: tensor<?x?xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+// CHECK-SAME: tensor<?x?xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.kernel_op = "mm_qk_scale_add_mask"} {
 // CHECK-NEXT: %cst = arith.constant 1.250000e-01 : f32
 // CHECK-NEXT: %cst_0 = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: %c1 = arith.constant 1 : index

@@ -9,7 +9,7 @@
 // CHECK-NEXT: return %1 : tensor<?x64xf32, #relax.shape<["n", 64]>>
 
 // CHECK-LABEL: func.func private @fused_mm_mul(
-// CHECK-SAME: tensor<?x64xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+// CHECK-SAME: tensor<?x64xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.kernel_op = "mm_mul"} {
 // CHECK-NEXT: %cst = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: %c0 = arith.constant 0 : index
 // CHECK-NEXT: %dim = tensor.dim %arg0, %c0 : tensor<?x64xf32>

@@ -8,7 +8,7 @@
 // CHECK-NEXT: return %0#0, %0#1 : tensor<?x64xf32, #relax.shape<["n", 64]>>, tensor<?x64xf32, #relax.shape<["n", 64]>>
 
 // CHECK-LABEL: func.func private @fused_bias_add_relu_mul(
-// CHECK-SAME: (tensor<?x64xf32>, tensor<?x64xf32>) attributes {relax.kernel, relax.kernel_kind = "broadcast"} {
+// CHECK-SAME: (tensor<?x64xf32>, tensor<?x64xf32>) attributes {relax.kernel, relax.kernel_kind = "broadcast", relax.kernel_op = "bias_add_relu_mul"} {
 // CHECK-NEXT: %cst = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: %0 = linalg.generic {indexing_maps = [{{#map[0-9]*}}, {{#map[0-9]*}}, {{#map[0-9]*}}], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<?x64xf32>, tensor<64xf32>) outs(%arg2 : tensor<?x64xf32>) {
 // CHECK-NEXT: ^bb0(%in: f32, %in_0: f32, %out: f32):

@@ -9,7 +9,7 @@
 // CHECK-NEXT: return %1 : tensor<?x64xf32, #relax.shape<["n", 64]>>
 
 // CHECK-LABEL: func.func private @fused_mul_sum_rows(
-// CHECK-SAME: tensor<?xf32> attributes {relax.kernel, relax.kernel_kind = "reduction"} {
+// CHECK-SAME: tensor<?xf32> attributes {relax.kernel, relax.kernel_kind = "reduction", relax.kernel_op = "mul_sum_rows"} {
 // CHECK-NEXT: %cst = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: %0 = linalg.fill ins(%cst : f32) outs(%arg1 : tensor<?xf32>) -> tensor<?xf32>
 // CHECK-NEXT: %1 = linalg.generic {indexing_maps = [{{#map[0-9]*}}, {{#map[0-9]*}}], iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<?x64xf32>) outs(%0 : tensor<?xf32>) {
@@ -22,7 +22,7 @@
 // CHECK-NEXT: }
 
 // CHECK-LABEL: func.func private @fused_rsqrt_mean_mul_row_mul_col(
-// CHECK-SAME: tensor<?x64xf32> attributes {relax.kernel, relax.kernel_kind = "broadcast"} {
+// CHECK-SAME: tensor<?x64xf32> attributes {relax.kernel, relax.kernel_kind = "broadcast", relax.kernel_op = "rsqrt_mean_mul_row_mul_col"} {
 // CHECK-NEXT: %cst = arith.constant 9.99999974E-6 : f32
 // CHECK-NEXT: %cst_0 = arith.constant 1.562500e-02 : f32
 // CHECK-NEXT: %0 = linalg.generic {indexing_maps = [{{#map[0-9]*}}, {{#map[0-9]*}}, {{#map[0-9]*}}, {{#map[0-9]*}}], iterator_types = ["parallel", "parallel"]} ins(%arg1, %arg0, %arg2 : tensor<?x64xf32>, tensor<?xf32>, tensor<64xf32>) outs(%arg3 : tensor<?x64xf32>) {

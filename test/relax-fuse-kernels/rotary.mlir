@@ -8,7 +8,7 @@
 // CHECK-NEXT: return %0 : tensor<?x64xf32, #relax.shape<["n", 64]>>
 
 // CHECK-LABEL: func.func private @fused_slice_lo_slice_hi_neg_concat_mul_mul_add(
-// CHECK-SAME: tensor<?x64xf32> attributes {relax.kernel, relax.kernel_kind = "injective"} {
+// CHECK-SAME: tensor<?x64xf32> attributes {relax.kernel, relax.kernel_kind = "injective", relax.kernel_op = "slice_lo_slice_hi_neg_concat_mul_mul_add"} {
 // CHECK-NEXT: %c0 = arith.constant 0 : index
 // CHECK-NEXT: %dim = tensor.dim %arg0, %c0 : tensor<?x64xf32>
 // CHECK-NEXT: %0 = tensor.empty(%dim) : tensor<?x32xf32>

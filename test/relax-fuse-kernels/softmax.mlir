@@ -10,7 +10,7 @@
 // CHECK-NEXT: return %2 : tensor<?x64xf32, #relax.shape<["n", 64]>>
 
 // CHECK-LABEL: func.func private @fused_sub_exp_row_sum_rows(
-// CHECK-SAME: (tensor<?x64xf32>, tensor<?xf32>) attributes {relax.kernel, relax.kernel_kind = "reduction"} {
+// CHECK-SAME: (tensor<?x64xf32>, tensor<?xf32>) attributes {relax.kernel, relax.kernel_kind = "reduction", relax.kernel_op = "sub_exp_row_sum_rows"} {
 // CHECK-NEXT: %cst = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: %0 = linalg.generic {indexing_maps = [{{#map[0-9]*}}, {{#map[0-9]*}}, {{#map[0-9]*}}], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<?x64xf32>, tensor<?xf32>) outs(%arg2 : tensor<?x64xf32>) {
 // CHECK-NEXT: ^bb0(%in: f32, %in_0: f32, %out: f32):

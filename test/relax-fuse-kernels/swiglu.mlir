@@ -10,7 +10,7 @@
 // CHECK-NEXT: return %2 : tensor<?x64xf32, #relax.shape<["n", 64]>>
 
 // CHECK-LABEL: func.func private @fused_mm_sigmoid_mul_mul(
-// CHECK-SAME: tensor<?x64xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+// CHECK-SAME: tensor<?x64xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.kernel_op = "mm_sigmoid_mul_mul"} {
 // CHECK-NEXT: %cst = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT: %cst_0 = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: %c0 = arith.constant 0 : index

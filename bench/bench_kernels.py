@@ -24,6 +24,7 @@ import sys
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -51,14 +52,16 @@ def add_relu() -> str:
             f'  %r = "relax.relu"(%a) : ({x}) -> {x}\n  return %r : {x}\n}}\n')
 
 
-def timeit(fn, reps: int, min_time: float = 0.2) -> float:
+def timeit(fn, reps: int, min_time: float = 0.2, clock=time.perf_counter) -> float:
+    """Median milliseconds per call; ``clock=time.process_time`` measures this process's CPU
+    time (less sensitive to other processes on a loaded machine, for one-thread code)."""
     fn()
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < reps or (time.perf_counter() - start < min_time and len(times) < 50 * reps):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times) * 1e3
 
 
@@ -113,8 +116,10 @@ def main() -> int:
     rng = np.random.default_rng(0)
     only = [s for s in args.only.split(",") if s]
     print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}")
+    print("wall: median wall-clock ms (numpy on its default threads); cpu: median CPU ms of this\n"
+          "process, numpy limited to one BLAS thread (threadpoolctl), both sides single-threaded")
     print(f"{'case':38s} {'M':>5s} {'ours ms':>9s} {'numpy ms':>9s} {'ratio':>6s} {'rate ours/np':>18s}"
-          f" {'loops ms':>9s} {'load':>5s}")
+          f" {'cpu ours':>9s} {'cpu np1T':>9s} {'ratio':>6s} {'loops ms':>9s} {'load':>5s}")
     for name, src, runs, ref, work, unit in cases(rng):
         if only and not any(name.startswith(o) for o in only):
             continue
@@ -126,9 +131,13 @@ def main() -> int:
             assert err < 1e-3, f"{name} M={m}: relative error {err}"
             t_ours = timeit(lambda: exe(*arrays), reps)
             t_np = timeit(lambda: ref(*arrays), reps)
+            c_ours = timeit(lambda: exe(*arrays), reps, clock=time.process_time)
+            with threadpool_limits(1):
+                c_np = timeit(lambda: ref(*arrays), reps, clock=time.process_time)
             t_loops = timeit(lambda: loops(*arrays), max(1, reps // 3)) if loops is not None else float("nan")
             rate = f"{work(m) / t_ours * 1e3:7.1f}/{work(m) / t_np * 1e3:7.1f} {unit}"
             print(f"{name:38s} {m:5d} {t_ours:9.3f} {t_np:9.3f} {t_ours / t_np:6.2f} {rate:>18s}"
+                  f" {c_ours:9.3f} {c_np:9.3f} {c_ours / max(c_np, 1e-9):6.2f}"
                   f" {t_loops:9.3f} {os.getloadavg()[0]:5.1f}", flush=True)
     print(f"load average at end: {os.getloadavg()}")
     return 0

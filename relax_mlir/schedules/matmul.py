@@ -32,6 +32,7 @@ from .common import any_op, cleanup, lower_vectors, match
 class MatmulConfig:
     rows: tuple[int, ...] = (6, 1)  # M tile cascade (first: the main register tile)
     cols: int = 64  # accumulator columns (4 zmm registers)
+    gemv_cols: int = 256  # columns of the 1-row tile (16 independent FMA chains per k step)
     panel_n: int = 256
     block_k: int = 128
 
@@ -72,9 +73,11 @@ def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, 
     return parts
 
 
-def _micro(fn: ir.Value, mm: ir.Value, rows: int, cfg: MatmulConfig, n_exact: bool) -> None:
-    """Tile the rows x (panel) x (block) matmul ``mm`` into register tiles."""
-    for inner, cols in _cascade(fn, mm, 1, 3, (cfg.cols, 1), n_exact):
+def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[int]) -> None:
+    """Tile the rows x (panel) x (block) matmul ``mm`` into register tiles of ``cols``
+    columns (``n_extent``: the static column extent of ``mm``, None when symbolic)."""
+    exact = n_extent is not None and n_extent % cols == 0
+    for inner, cols in _cascade(fn, mm, 1, 3, (cols, 1), exact):
         t = structured.TileUsingForOp(inner, sizes=[0, 0, 1])
         _vectorize(t.tiled_linalg_op, [rows, cols, 1])
 
@@ -90,7 +93,17 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
         panel_n = 0
     if k is not None and k <= block_k:
         block_k = 0
-    n_exact = n is not None and n % cfg.cols == 0
+    # Column extent seen by the register tiles: the panel when it divides N, else N itself.
+    if panel_n:
+        n_extent = panel_n if n is not None and n % panel_n == 0 else None
+    else:
+        n_extent = n
+
+    def cols_for(rows: int) -> int:
+        """The 1-row (GEMV) tile is load-bound: wider, to keep 16 FMA chains in flight."""
+        if rows == 1 and n_extent is not None and n_extent % cfg.gemv_cols == 0:
+            return cfg.gemv_cols
+        return cfg.cols
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, "linalg.matmul")
@@ -99,7 +112,7 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
         parts = _cascade(fn, mm, 0, 3, cfg.rows, m is not None and m % cfg.rows[0] == 0)
         cleanup(fn)
         for part, rows in parts:
-            _micro(fn, part, rows, cfg, n_exact)
+            _micro(fn, part, rows, cols_for(rows), n_extent)
         cleanup(fn)
         loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)

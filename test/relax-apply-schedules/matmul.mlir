@@ -19,11 +19,12 @@
 // CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
 // CHECK: scf.yield
 // CHECK: vector.transfer_write {{.*}} : vector<6x64xf32>, tensor<6x64xf32>
-// The remainder rows: one row at a time.
+// The remainder rows (and M = 1, GEMV): one row at a time, 256 columns wide (16 FMA
+// chains per k step: a 1-row tile is bound by loads of B, not by FMA latency).
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
-// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c1 iter_args({{.*}}) -> (vector<1x64xf32>)
-// CHECK: vector.fma {{.*}} : vector<64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c1 iter_args({{.*}}) -> (vector<1x256xf32>)
+// CHECK: vector.fma {{.*}} : vector<256xf32>
 // OFF-NOT: relax.schedule
 // OFF: linalg.matmul
 func.func private @mm(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c: tensor<?x2048xf32>) -> tensor<?x2048xf32>

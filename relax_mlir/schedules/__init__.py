@@ -20,7 +20,8 @@ from mlir import ir
 
 from .common import apply
 from .elementwise import elementwise_schedule
-from .matmul import MatmulConfig, matmul_schedule
+from .matmul import config_for, matmul_schedule
+from .target import CpuTarget, host_target
 from .rows import rows_schedule
 
 KIND_ATTR = "relax.kernel_kind"  # set by relax-annotate-kernel-kinds
@@ -52,7 +53,7 @@ def _static(d: int) -> Optional[int]:
     return None if ir.ShapedType.is_dynamic_size(d) else d
 
 
-def _select_matmul(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule]:
+def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget) -> Optional[Schedule]:
     if [o.name for o in ops] != ["linalg.fill", "linalg.matmul"]:
         return None
     mm = ops[1]
@@ -61,7 +62,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedu
         return None
     m, k = (_static(d) for d in a.shape)
     n = _static(b.shape[1])
-    return Schedule("matmul", matmul_schedule(m, n, k, MatmulConfig()))
+    return Schedule("matmul", matmul_schedule(m, n, k, config_for(target)))
 
 
 def _iterators(op: ir.Operation) -> list[str]:
@@ -111,12 +112,14 @@ def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
     return Schedule("rows", rows_schedule(rank, shape[-1], [o.name for o in ops], reductions))
 
 
-def select(fn: ir.Operation) -> Optional[Schedule]:
-    """The schedule for kernel ``fn``, or None when no schedule fits it."""
+def select(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[Schedule]:
+    """The schedule for kernel ``fn`` on ``target`` (default: the host), or None when no
+    schedule fits it."""
+    target = target or host_target()
     ops = payload_ops(fn)
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
     if kind == "output-fusable":
-        return _select_matmul(fn, ops)
+        return _select_matmul(fn, ops, target)
     if kind in ("elementwise", "broadcast"):
         return _select_elementwise(ops)
     if kind == "reduction":

@@ -17,7 +17,7 @@ from mlir.dialects.transform import loop, structured
 
 from .common import any_op, cleanup, lower_vectors, match
 
-WIDTH = 64  # 4 zmm (AVX-512) or 8 ymm registers per operand
+WIDTH = 64  # 4 zmm (AVX-512), 8 ymm (AVX2) or 16 xmm / NEON registers per operand
 
 
 def vector_width(inner: Optional[int]) -> int:

@@ -26,6 +26,7 @@ from mlir import ir
 from mlir.dialects.transform import loop, structured
 
 from .common import any_op, cleanup, lower_vectors, match
+from .target import CpuTarget
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,15 @@ def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[
     for inner, cols in _cascade(fn, mm, 1, 3, (cols, 1), exact):
         t = structured.TileUsingForOp(inner, sizes=[0, 0, 1])
         _vectorize(t.tiled_linalg_op, [rows, cols, 1])
+
+
+def config_for(target: CpuTarget) -> MatmulConfig:
+    """Register tiles sized for the SIMD registers: 6 rows x 4 vectors (24 accumulators)
+    with 32 registers (AVX-512, NEON), 6 x 2 (12) with 16 (AVX2, SSE)."""
+    per_row = 4 if target.registers >= 32 else 2
+    cols = per_row * target.lanes
+    return MatmulConfig(rows=(6, 1), cols=cols, gemv_cols=4 * cols if target.registers >= 32 else 2 * cols,
+                        panel_n=max(256, 4 * cols), block_k=128)
 
 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Optional
 
 from mlir import ir
 
 from .. import schedules
+from ..schedules.target import CpuTarget, target_named
 from .expand_math import relax_expand_math
 from .graph import top_ops
-from .registry import Option, register_pass
+from .registry import Option, emit_error, register_pass
 
 #: Upstream passes the cpu pipeline runs after bufferization for scheduled kernels
 #: (after convert-linalg-to-loops: vector transfers to 1-D, vector ops to LLVM, ub.poison).
@@ -61,9 +63,9 @@ def _reassoc_reductions(fn: ir.Operation) -> None:
     fn.walk(visit)
 
 
-def schedule_kernel(fn: ir.Operation) -> str | None:
+def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[str]:
     """Apply the kernel's schedule in place; the schedule's name, or None (left as is)."""
-    sched = schedules.select(fn)
+    sched = schedules.select(fn, target)
     if sched is None:
         return None
     copy = fn.clone(ir.InsertionPoint(fn))
@@ -94,10 +96,17 @@ _ENABLED = _Enabled()
 
 @register_pass("relax-apply-schedules",
                "Tile and vectorize kernels with transform-dialect schedules chosen by kernel kind.",
-               options=[Option("enable", bool, True, "apply the schedules (false: plain loops)")])
+               options=[Option("enable", bool, True, "apply the schedules (false: plain loops)"),
+                        Option("target", str, "host", "SIMD target the tiles are sized for: host (detected), "
+                                                      "avx512, avx2, sse, neon")])
 def relax_apply_schedules(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
+    try:
+        target = target_named(opts.target)
+    except ValueError as e:
+        emit_error(module, str(e))
+        return
     for fn in top_ops(module):
         if fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks:
-            schedule_kernel(fn)
+            schedule_kernel(fn, target)

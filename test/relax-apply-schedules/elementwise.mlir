@@ -1,4 +1,4 @@
-// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{target=avx512})' | FileCheck %s
 
 // add + relu over (m, 1024): one row at a time, 64 lanes per step, no remainder.
 // CHECK-LABEL: func.func private @add_relu

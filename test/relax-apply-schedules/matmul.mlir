@@ -1,5 +1,15 @@
-// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{target=avx512})' | FileCheck %s
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{enable=false})' | FileCheck %s --check-prefix=OFF
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{target=avx2})' | FileCheck %s --check-prefix=AVX2
+// RUN: not relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{target=vax})' 2>&1 | FileCheck %s --check-prefix=BAD
+
+// AVX2 (16 ymm registers): 6 x 16 register tiles (12 accumulators), 32-wide GEMV rows.
+// AVX2-LABEL: func.func private @mm
+// AVX2: scf.for %{{.*}} = %c0 to %c256 step %c16
+// AVX2: scf.for %{{.*}} = %c0 to %c128 step %c1 iter_args({{.*}}) -> (vector<6x16xf32>)
+// AVX2-COUNT-6: vector.fma {{.*}} : vector<16xf32>
+// AVX2: iter_args({{.*}}) -> (vector<1x32xf32>)
+// BAD: unknown schedule target 'vax' (host, avx512, avx2, sse, neon)
 
 // Symbolic M, static K and N: 6-row register tiles over N panels of 256 and K blocks of
 // 128, the M loop peeled (the remainder runs 1-row tiles), the 6x64 accumulator carried

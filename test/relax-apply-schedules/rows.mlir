@@ -1,4 +1,4 @@
-// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{target=avx512})' | FileCheck %s
 
 // Softmax over rows of 1024: one scf.forall over rows (the max and sum reductions and
 // their fills fused in, each once); inside a row, each op runs 64 lanes per step: the

@@ -67,8 +67,8 @@ def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
         schedules = SCHEDULES_DEFAULT
     if not schedules:
         return _llvm_stage()
-    from ..transforms.apply_schedules import scheduled_stage
-    return scheduled_stage(_llvm_stage())
+    from ..transforms.apply_schedules import num_threads, scheduled_stage
+    return scheduled_stage(_llvm_stage(), num_threads())
 
 
 def _llvm_stage() -> list[str]:

@@ -550,6 +550,9 @@ def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] 
         for fm in metadata["functions"].values():
             fm["plan"] = signature_plan(fm["params"], fm["checks"])
         run_pipeline(module, "builtin.module(" + ", ".join(llvm_stage(schedules)) + ")")
+        from ..transforms.apply_schedules import num_threads, openmp_library
+        if schedules is not False and num_threads() > 1:
+            libraries = libraries + [openmp_library()]
         libs = runtime_libraries() + [os.path.abspath(p) for p in (libraries or [])]
         engine = ExecutionEngine(module, opt_level=3, shared_libs=libs)
         engine.initialize()

@@ -5,14 +5,15 @@ A register-blocked micro kernel: the accumulator tile (``rows`` x ``cols``) stay
 vector registers across the K block; per k step it does ``cols/16`` loads of B,
 ``rows`` broadcasts of A and ``rows * cols/16`` FMAs (AVX-512). Loops, outer to inner::
 
-    N panel (panel_n) -> K block (block_k) -> M rows (6, peeled: 4, 2, 1) ->
-    N sub-panel (cols) -> k (1)
+    N panel (panel_n, scf.forall) -> K block (block_k) -> M rows (6, peeled; then 1) ->
+    N sub-panel (cols; 256 for single rows) -> k (1)
 
-The M loop is peeled in a cascade: full 6-row tiles, then at most one 4-row, one 2-row
-and one 1-row tile, each static after canonicalization (no masks), so M = 1 (GEMV) and
-small M run without padding work. A symbolic or non-multiple N peels the sub-panel
-loop; its remainder (< cols columns) is vectorized with masks. K needs nothing: the
-innermost K tile is always 1. The accumulator's reads and writes are hoisted out of the
+The M loop is peeled: full 6-row tiles (static after canonicalization, no masks), then
+the remaining M mod 6 rows one at a time with a 256-column tile (M = 1 is GEMV: no
+packing, no padding work). A symbolic or non-multiple N peels the sub-panel loop the
+same way (64 columns, then 1). K needs nothing: the innermost K tile is always 1.
+(A deeper 4/2/1-row cascade of peeled loops leaves ``affine.min`` that canonicalization
+cannot fold, hence masked tiles; not done.) The accumulator's reads and writes are hoisted out of the
 k loop (``hoist_loop_invariant_subsets`` at tensor level, before bufferization). Every
 size is correct with one compile.
 """
@@ -117,8 +118,10 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, "linalg.matmul")
-        if panel_n or block_k:
-            mm = structured.TileUsingForOp(mm, sizes=[0, panel_n, block_k]).tiled_linalg_op
+        if panel_n:  # N panels are independent: an scf.forall (threads, when enabled)
+            mm = structured.TileUsingForallOp(mm, tile_sizes=[0, panel_n, 0]).results[0]
+        if block_k:
+            mm = structured.TileUsingForOp(mm, sizes=[0, 0, block_k]).tiled_linalg_op
         parts = _cascade(fn, mm, 0, 3, cfg.rows, m is not None and m % cfg.rows[0] == 0)
         cleanup(fn)
         for part, rows in parts:

@@ -37,17 +37,46 @@ VECTOR_LOWERING_LATE = ["convert-vector-to-llvm", "convert-ub-to-llvm"]
 SCHEDULED_ATTR = "relax.schedule"
 
 
-def scheduled_stage(llvm_stage: list[str]) -> list[str]:
+def num_threads() -> int:
+    """Threads for the schedules' parallel loops: ``RELAX_MLIR_NUM_THREADS`` (default 1),
+    1 when no OpenMP runtime is found (:func:`openmp_library`)."""
+    try:
+        n = int(os.environ.get("RELAX_MLIR_NUM_THREADS", "1"))
+    except ValueError:
+        n = 1
+    if n <= 0:
+        n = os.cpu_count() or 1
+    return n if n > 1 and openmp_library() else 1
+
+
+def openmp_library() -> Optional[str]:
+    """An OpenMP runtime with the ``__kmpc_*`` entry points (Intel's libiomp5 from the PyPI
+    ``intel-openmp`` wheel that the ``mkl`` dependency chain installs into the venv)."""
+    for d in (os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")):
+        p = os.path.join(d, "libiomp5.so")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def scheduled_stage(llvm_stage: list[str], threads: int = 1) -> list[str]:
     """The cpu pipeline's bufferize-to-LLVM stage with the schedules: relax-apply-schedules
     first (tensor level), canonicalize + CSE right after bufferization (folds the loop-carried
     buffers and self-copies the tiled loops leave, so kernel results stay equivalent to
-    their output arguments and no result copy is made), and the vector lowering."""
+    their output arguments and no result copy is made), and the vector lowering.
+    ``threads`` > 1: the schedules' ``scf.forall`` loops run on OpenMP threads (link
+    :func:`openmp_library`); else they become plain loops."""
     st = list(llvm_stage)
     st[1:1] = ["canonicalize", "cse"]
     i = st.index("convert-linalg-to-loops")
-    st[i + 1:i + 1] = VECTOR_LOWERING_EARLY
+    early = list(VECTOR_LOWERING_EARLY)
+    late = list(VECTOR_LOWERING_LATE)
+    if threads > 1:
+        early[0:1] = ["scf-forall-to-parallel", f"convert-scf-to-openmp{{num-threads={threads}}}", "canonicalize"]
+        late.append("convert-openmp-to-llvm")
+    st[i + 1:i + 1] = early
     j = st.index("finalize-memref-to-llvm")
-    st[j:j] = VECTOR_LOWERING_LATE
+    st[j:j] = late
     return ["relax-apply-schedules"] + st
 
 

@@ -11,14 +11,15 @@
 // AVX2: iter_args({{.*}}) -> (vector<1x32xf32>)
 // BAD: unknown schedule target 'vax' (host, avx512, avx2, sse, neon)
 
-// Symbolic M, static K and N: 6-row register tiles over N panels of 256 and K blocks of
+// Symbolic M, static K and N: 6-row register tiles over N panels of 256 (an scf.forall:
+// the panels are independent; OpenMP threads when RELAX_MLIR_NUM_THREADS > 1) and K blocks of
 // 128, the M loop peeled (the remainder runs 1-row tiles), the 6x64 accumulator carried
 // in registers across the k loop (hoisted out of it), FMAs of a broadcast A element and
 // a 64-wide row of B.
 // CHECK-LABEL: func.func private @mm
 // CHECK-SAME: relax.schedule = "matmul"
 // CHECK: linalg.fill
-// CHECK: scf.for %{{.*}} = %c0 to %c2048 step %c256
+// CHECK: scf.forall (%{{.*}}) in (8) shared_outs
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c128
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
 // CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64

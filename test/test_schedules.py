@@ -164,3 +164,29 @@ def test_schedules_off_is_plain_loops():
     x, y = f32(3, 64), f32(3, 64)
     np.testing.assert_array_equal(exe(x, y), x + y)
     np.testing.assert_array_equal(exe_on(x, y), x + y)
+
+
+# ---- threads --------------------------------------------------------------------------
+
+@pytest.mark.skipif(not __import__("relax_mlir.transforms.apply_schedules", fromlist=["x"]).openmp_library(),
+                    reason="no OpenMP runtime (libiomp5) in this environment")
+def test_openmp_threads(monkeypatch):
+    """RELAX_MLIR_NUM_THREADS=2: the schedules' scf.forall loops become OpenMP parallel
+    loops (omp.parallel + omp.wsloop), libiomp5 is linked, results are unchanged."""
+    monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
+    X, K, N = ["m", 1024], 64, 512
+    src = program([("x", X), ("a", ["m", K]), ("b", [K, N]), ("y", X)],
+                  [op("s", "softmax", [("x", X)], X, " {axis = -1 : i64}"),
+                   op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N]),
+                   op("e", "add", [("x", X), ("y", X)], X)],
+                  [("s", X), ("r", ["m", N]), ("e", X)])
+    exe = compile_scheduled(src)
+    text = exe.llvm_dialect_text()
+    assert text.count("omp.parallel") == 3
+    assert [p.endswith("libiomp5.so") for p in exe.libraries] == [True]
+    for m in SIZES:
+        x, y, a, b = f32(m, 1024), f32(m, 1024), f32(m, K), f32(K, N)
+        s, r, e = exe(x, a, b, y)
+        np.testing.assert_allclose(s, softmax(x.astype(np.float64)), rtol=2e-5, atol=1e-7)
+        np.testing.assert_allclose(r, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+        np.testing.assert_array_equal(e, x + y)

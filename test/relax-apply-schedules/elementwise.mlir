@@ -1,9 +1,9 @@
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{target=avx512})' | FileCheck %s
 
-// add + relu over (m, 1024): one row at a time, 64 lanes per step, no remainder.
+// add + relu over (m, 1024): rows in an scf.forall, 64 lanes per step, no remainder.
 // CHECK-LABEL: func.func private @add_relu
 // CHECK-SAME: relax.schedule = "elementwise"
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs
 // CHECK: scf.for %{{.*}} = %c0 to %c1024 step %c64
 // CHECK: vector.transfer_read {{.*}} : tensor<1x64xf32>, vector<1x64xf32>
 // CHECK: vector.transfer_read {{.*}} : tensor<1x64xf32>, vector<1x64xf32>
@@ -29,6 +29,7 @@ func.func private @add_relu(%a: tensor<?x1024xf32>, %b: tensor<?x1024xf32>, %o: 
 // loop is peeled, its remainder (< 64 elements) stays a scalar linalg.generic.
 // CHECK-LABEL: func.func private @bias_dyn
 // CHECK-SAME: relax.schedule = "elementwise"
+// CHECK: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c64
 // CHECK: vector.transfer_read {{.*}} : tensor<64xf32>, vector<64xf32>
 // CHECK: vector.broadcast {{.*}} : vector<64xf32> to vector<1x64xf32>

@@ -190,3 +190,19 @@ def test_openmp_threads(monkeypatch):
         np.testing.assert_allclose(s, softmax(x.astype(np.float64)), rtol=2e-5, atol=1e-7)
         np.testing.assert_allclose(r, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
         np.testing.assert_array_equal(e, x + y)
+
+
+def test_fused_matmul_epilogue():
+    """A fused group (relax-fuse-kernels): matmul + bias + relu in one kernel; the matmul
+    gets the matmul schedule and the epilogue the elementwise one."""
+    K, N = 96, 320
+    X, Y = ["m", K], ["m", N]
+    src = program([("x", X), ("w", [K, N]), ("b", [N])],
+                  [op("p", "matmul", [("x", X), ("w", [K, N])], Y), op("q", "add", [("p", Y), ("b", [N])], Y),
+                   op("r", "relu", [("q", Y)], Y)],
+                  [("r", Y)])
+    assert list(schedules_applied(src).values()) == ["matmul+elementwise"]
+    exe = compile_scheduled(src)
+    for m in SIZES:
+        x, w, b = f32(m, K), f32(K, N), f32(N)
+        np.testing.assert_allclose(exe(x, w, b), np.maximum(x.astype(np.float64) @ w + b, 0), rtol=1e-4, atol=1e-4)

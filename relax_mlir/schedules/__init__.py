@@ -5,6 +5,7 @@ its recorded kind (``relax.kernel_kind``, from relax-annotate-kernel-kinds) and 
 the schedule that fits it, or None (the kernel then goes through plain loops):
 
 * ``matmul``: fill + ``linalg.matmul`` (f32), any of M, N, K symbolic (:mod:`.matmul`);
+  ``matmul+elementwise`` for a fused group whose epilogue (bias, activation) follows;
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
   vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
 * ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
@@ -54,15 +55,28 @@ def _static(d: int) -> Optional[int]:
 
 
 def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget) -> Optional[Schedule]:
-    if [o.name for o in ops] != ["linalg.fill", "linalg.matmul"]:
+    names = [o.name for o in ops]
+    if names[:2] != ["linalg.fill", "linalg.matmul"]:
         return None
     mm = ops[1]
+    epilogue = ops[2:]  # a fused group: elementwise ops on the product (bias, activation)
+    if epilogue and _select_elementwise(epilogue) is None:
+        return None
     a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])
     if not all(isinstance(t.element_type, ir.F32Type) for t in (a, b)):
         return None
     m, k = (_static(d) for d in a.shape)
     n = _static(b.shape[1])
-    return Schedule("matmul", matmul_schedule(m, n, k, config_for(target)))
+    body = matmul_schedule(m, n, k, config_for(target))
+    if not epilogue:
+        return Schedule("matmul", body)
+    tail = _select_elementwise(epilogue).body
+
+    def fused(fn: ir.Value) -> None:
+        body(fn)
+        tail(fn)
+
+    return Schedule("matmul+elementwise", fused)
 
 
 def _iterators(op: ir.Operation) -> list[str]:

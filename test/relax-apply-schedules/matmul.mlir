@@ -70,3 +70,31 @@ func.func private @mm_f64(%a: tensor<?x8xf64>, %b: tensor<8x8xf64>, %c: tensor<?
   %1 = linalg.matmul ins(%a, %b : tensor<?x8xf64>, tensor<8x8xf64>) outs(%0 : tensor<?x8xf64>) -> tensor<?x8xf64>
   return %1 : tensor<?x8xf64>
 }
+
+// A fused group (matmul + bias + relu): the matmul schedule, then the elementwise one on
+// the epilogue.
+// CHECK-LABEL: func.func private @mm_bias_relu
+// CHECK-SAME: relax.schedule = "matmul+elementwise"
+// CHECK: vector.fma {{.*}} : vector<64xf32>
+// CHECK: scf.forall
+// CHECK: arith.addf {{.*}} : vector<1x64xf32>
+// CHECK: arith.maximumf {{.*}} : vector<1x64xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func private @mm_bias_relu(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %bias: tensor<2048xf32>, %o: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %dim = tensor.dim %a, %c0 : tensor<?x512xf32>
+  %e = tensor.empty(%dim) : tensor<?x2048xf32>
+  %0 = linalg.fill ins(%cst : f32) outs(%e : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x2048xf32>) outs(%0 : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  %2 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]} ins(%1, %bias : tensor<?x2048xf32>, tensor<2048xf32>) outs(%o : tensor<?x2048xf32>) {
+  ^bb0(%x: f32, %y: f32, %out: f32):
+    %3 = arith.addf %x, %y : f32
+    %4 = arith.maximumf %3, %cst : f32
+    linalg.yield %4 : f32
+  } -> tensor<?x2048xf32>
+  return %2 : tensor<?x2048xf32>
+}

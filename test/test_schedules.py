@@ -206,3 +206,16 @@ def test_fused_matmul_epilogue():
     for m in SIZES:
         x, w, b = f32(m, K), f32(K, N), f32(N)
         np.testing.assert_allclose(exe(x, w, b), np.maximum(x.astype(np.float64) @ w + b, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("batch", [4, "bt"])
+def test_batch_matmul(batch):
+    """Attention-like products: (batch, m, k) @ (batch, k, 64) with k = m symbolic."""
+    A, B, Y = [batch, "m", "m"], [batch, "m", 64], [batch, "m", 64]
+    src = program([("a", A), ("b", B)], [op("r", "matmul", [("a", A), ("b", B)], Y)], [("r", Y)])
+    assert list(schedules_applied(src).values()) == ["batch_matmul"]
+    exe = compile_scheduled(src)
+    for i, m in enumerate(SIZES):
+        bt = 4 if batch == 4 else [1, 3, 2, 1, 2, 1][i]
+        a, b = f32(bt, m, m), f32(bt, m, 64)
+        np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(m))

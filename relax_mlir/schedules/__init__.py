@@ -6,6 +6,7 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
 
 * ``matmul``: fill + ``linalg.matmul`` (f32), any of M, N, K symbolic (:mod:`.matmul`);
   ``matmul+elementwise`` for a fused group whose epilogue (bias, activation) follows;
+  ``batch_matmul``: ``linalg.batch_matmul``, one batch per ``scf.forall`` iteration;
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
   vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
 * ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
@@ -56,27 +57,31 @@ def _static(d: int) -> Optional[int]:
 
 def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget) -> Optional[Schedule]:
     names = [o.name for o in ops]
-    if names[:2] != ["linalg.fill", "linalg.matmul"]:
+    if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
         return None
     mm = ops[1]
+    batch = names[1] == "linalg.batch_matmul"
     epilogue = ops[2:]  # a fused group: elementwise ops on the product (bias, activation)
     if epilogue and _select_elementwise(epilogue) is None:
         return None
     a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])
     if not all(isinstance(t.element_type, ir.F32Type) for t in (a, b)):
         return None
-    m, k = (_static(d) for d in a.shape)
-    n = _static(b.shape[1])
-    body = matmul_schedule(m, n, k, config_for(target))
+    if batch and a.shape[0] != b.shape[0]:
+        return None
+    m, k = (_static(d) for d in a.shape[-2:])
+    n = _static(b.shape[-1])
+    body = matmul_schedule(m, n, k, config_for(target), batch=batch)
+    kind = "batch_matmul" if batch else "matmul"
     if not epilogue:
-        return Schedule("matmul", body)
+        return Schedule(kind, body)
     tail = _select_elementwise(epilogue).body
 
     def fused(fn: ir.Value) -> None:
         body(fn)
         tail(fn)
 
-    return Schedule("matmul+elementwise", fused)
+    return Schedule(kind + "+elementwise", fused)
 
 
 def _iterators(op: ir.Operation) -> list[str]:

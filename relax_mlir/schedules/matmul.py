@@ -54,7 +54,7 @@ def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> 
 
 
 def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, ...],
-             exact: bool) -> list[tuple[ir.Value, int]]:
+             exact: bool, name: str = "linalg.matmul") -> list[tuple[ir.Value, int]]:
     """Tile ``op`` along ``dim`` by ``sizes[0]``, peel, tile the remainder by ``sizes[1]``,
     ... : (tiled op, size) pairs whose tiles are all full. ``exact``: the first size
     divides the extent (no remainder). Handles are taken to the ops, never to the loops,
@@ -69,19 +69,21 @@ def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, 
             parts.append((t.tiled_linalg_op, size))
             break
         p = loop.LoopPeelOp(any_op(), any_op(), t.loops[0])
-        parts.append((match(p.results[0], "linalg.matmul"), size))
-        rest = match(p.results[1], "linalg.matmul")
+        parts.append((match(p.results[0], name), size))
+        rest = match(p.results[1], name)
     cleanup(fn)
     return parts
 
 
-def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[int]) -> None:
+def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[int], b: int,
+           name: str) -> None:
     """Tile the rows x (panel) x (block) matmul ``mm`` into register tiles of ``cols``
-    columns (``n_extent``: the static column extent of ``mm``, None when symbolic)."""
+    columns (``n_extent``: the static column extent of ``mm``, None when symbolic; ``b``:
+    1 for a batch matmul, whose batch dim is already tiled to 1)."""
     exact = n_extent is not None and n_extent % cols == 0
-    for inner, cols in _cascade(fn, mm, 1, 3, (cols, 1), exact):
-        t = structured.TileUsingForOp(inner, sizes=[0, 0, 1])
-        _vectorize(t.tiled_linalg_op, [rows, cols, 1])
+    for inner, cols in _cascade(fn, mm, b + 1, b + 3, (cols, 1), exact, name):
+        t = structured.TileUsingForOp(inner, sizes=[0] * b + [0, 0, 1])
+        _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1])
 
 
 def config_for(target: CpuTarget) -> MatmulConfig:
@@ -94,8 +96,11 @@ def config_for(target: CpuTarget) -> MatmulConfig:
 
 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
-                    cfg: MatmulConfig = MatmulConfig()):
-    """The transform-script body for a matmul of static sizes ``m``/``n``/``k`` (None: symbolic)."""
+                    cfg: MatmulConfig = MatmulConfig(), batch: bool = False):
+    """The transform-script body for a matmul of static sizes ``m``/``n``/``k`` (None:
+    symbolic). ``batch``: a ``linalg.batch_matmul``, one batch per ``scf.forall``
+    iteration (threads), each batch scheduled like a matmul (N panels then in a loop)."""
+    name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     panel_n, block_k = cfg.panel_n, cfg.block_k
     if n is not None and n % panel_n:
         panel_n = cfg.cols if n % cfg.cols == 0 else panel_n
@@ -117,15 +122,19 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
         return cfg.cols
 
     def body(fn: ir.Value) -> None:
-        mm = match(fn, "linalg.matmul")
-        if panel_n:  # N panels are independent: an scf.forall (threads, when enabled)
+        mm = match(fn, name)
+        if batch:
+            mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
+            if panel_n:
+                mm = structured.TileUsingForOp(mm, sizes=[0, 0, panel_n, 0]).tiled_linalg_op
+        elif panel_n:  # N panels are independent: an scf.forall (threads, when enabled)
             mm = structured.TileUsingForallOp(mm, tile_sizes=[0, panel_n, 0]).results[0]
         if block_k:
-            mm = structured.TileUsingForOp(mm, sizes=[0, 0, block_k]).tiled_linalg_op
-        parts = _cascade(fn, mm, 0, 3, cfg.rows, m is not None and m % cfg.rows[0] == 0)
+            mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
+        parts = _cascade(fn, mm, b, b + 3, cfg.rows, m is not None and m % cfg.rows[0] == 0, name)
         cleanup(fn)
         for part, rows in parts:
-            _micro(fn, part, rows, cols_for(rows), n_extent)
+            _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
         cleanup(fn)
         loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)

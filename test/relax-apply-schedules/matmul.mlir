@@ -98,3 +98,19 @@ func.func private @mm_bias_relu(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>,
   } -> tensor<?x2048xf32>
   return %2 : tensor<?x2048xf32>
 }
+
+// linalg.batch_matmul (attention's products): one batch per scf.forall iteration, then
+// the matmul schedule on each (here N = 64: one register-tile column, K symbolic).
+// CHECK-LABEL: func.func private @bmm
+// CHECK-SAME: relax.schedule = "batch_matmul"
+// CHECK: scf.forall (%{{.*}}) in (4) shared_outs
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// CHECK: iter_args({{.*}}) -> (vector<1x6x64xf32>)
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+func.func private @bmm(%a: tensor<4x?x?xf32>, %b: tensor<4x?x64xf32>, %c: tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %1 = linalg.batch_matmul ins(%a, %b : tensor<4x?x?xf32>, tensor<4x?x64xf32>) outs(%0 : tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  return %1 : tensor<4x?x64xf32>
+}

@@ -124,8 +124,10 @@ def layer_norm(x, g, b, eps=1e-5):
     return (x - mu) / np.sqrt(var + eps) * g + b
 
 
-@pytest.mark.parametrize("row", [1024, 100])
+@pytest.mark.parametrize("row", [1024, 100, 40, "n"])
 def test_row_kernels(row):
+    """1024: 64-lane chunks; 100, 40: the whole row as one vector; "n" (symbolic, e.g.
+    attention scores): 64-lane chunks and a scalar remainder."""
     X, W = ["m", row], [row]
     norm = " {axes = array<i64: -1>, epsilon = 1.0e-5 : f64}"
     src = program([("x", X), ("w", W), ("g", W)],
@@ -135,8 +137,9 @@ def test_row_kernels(row):
                   [("s", X), ("n", X), ("l", X)])
     assert list(schedules_applied(src).values()) == ["rows", "rows", "rows"]
     exe = compile_scheduled(src)
-    for m in SIZES:
-        x, w, g = f32(m, row) * 4, f32(row), f32(row)
+    for i, m in enumerate(SIZES):
+        r = row if isinstance(row, int) else [1, 63, 64, 65, 130, 700][i]
+        x, w, g = f32(m, r) * 4, f32(r), f32(r)
         s, n, l = exe(x, w, g)
         x64 = x.astype(np.float64)
         np.testing.assert_allclose(s, softmax(x64), rtol=2e-5, atol=1e-7)

@@ -116,7 +116,7 @@ def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
     if not ops or ops[-1].name != "linalg.generic" or set(_iterators(ops[-1])) != {"parallel"}:
         return None
     shape = _output_shape(ops[-1])
-    if not shape or shape[-1] is None or not _f32_tensors(ops[-1]):
+    if not shape or not _f32_tensors(ops[-1]):
         return None
     rank, reductions = len(shape), []
     for o in ops:

@@ -52,8 +52,18 @@ func.func private @softmax(%arg0: tensor<?x1024xf32>, %arg1: tensor<?x1024xf32>)
   return %6 : tensor<?x1024xf32>
 }
 
-// A symbolic row length: no schedule (the row is vectorized whole, so it must be static).
+// A symbolic row length (attention scores): 64-lane chunks (the chunk loops peeled), the
+// remainder of each row (< 64) a scalar linalg.generic.
 // CHECK-LABEL: func.func private @rowsum_dyn
+// CHECK-SAME: relax.schedule = "rows"
+// CHECK: scf.forall
+// CHECK: scf.for %{{.*}} = %c0 to %[[MAIN:.*]] step %c64 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x64xf32>)
+// CHECK: scf.for %{{.*}} = %[[MAIN]] to %{{.*}} step %c64
+// CHECK: linalg.generic
+// CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc> : vector<64xf32> into f32
+// CHECK: arith.divf {{.*}} : vector<1x64xf32>
+// CHECK: linalg.generic
+func.func private @rowsum_dyn
 // CHECK-NOT: relax.schedule
 // CHECK: linalg.generic
 func.func private @rowsum_dyn(%arg0: tensor<?x?xf32>, %arg1: tensor<?x?xf32>) -> tensor<?x?xf32>

@@ -1,0 +1,229 @@
+"""CausalLM: a compiled Llama-family model with a KV cache, prefill / decode / generate.
+
+::
+
+    from transformers import LlamaForCausalLM
+    from relax_mlir.llm import CausalLM
+
+    lm = CausalLM.from_hf(hf_model, max_seq_len=512)   # compiles once (both graph functions)
+    logits = lm.prefill(ids)          # (vocab,) logits after the prompt; cache filled
+    logits = lm.decode(token)         # (vocab,) after one more token
+    out = lm.generate(ids, max_new_tokens=32)           # greedy (temperature/top_p optional)
+
+The KV cache. Per layer, the object owns preallocated numpy arrays
+``k_cache[i], v_cache[i]`` of shape ``(max_seq_len, kv_heads, head_dim)`` -- the
+SEQUENCE AXIS FIRST, so the filled prefix ``k_cache[i][:p]`` is a C-contiguous view that
+the executable receives without a copy (the runtime passes C-contiguous arrays as they
+are). The graph functions read the past in place and return only the new entries
+``(s, kv_heads, head_dim)``, which :meth:`_append` writes into the cache in place: a
+decode step moves ``2 * layers * kv_heads * head_dim * 4`` bytes into the cache
+(:attr:`bytes_per_token`), never the cache itself.
+
+All cache handling lives in :class:`KVCache` (``views()`` gives the graph its past,
+``append()`` stores what the graph returns). When executables get owned state
+(sessions), ``KVCache`` becomes a handle on that state: the graph functions would take
+the cache as state and write the new entries themselves, and only ``KVCache`` and the
+two calls in :meth:`CausalLM._run` change; the model graph and the loaders do not.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .model import LlamaModel, LMConfig
+from . import weights as W
+
+_EXECUTABLES: dict[LMConfig, tuple] = {}
+
+
+class KVCache:
+    """Preallocated per-layer K and V, sequence axis first; ``length`` entries filled."""
+
+    def __init__(self, c: LMConfig, max_seq_len: int):
+        shape = (max_seq_len, c.num_kv_heads, c.head_dim)
+        self.k = [np.zeros(shape, np.float32) for _ in range(c.num_layers)]
+        self.v = [np.zeros(shape, np.float32) for _ in range(c.num_layers)]
+        self.max_seq_len = max_seq_len
+        self.length = 0
+
+    def views(self) -> list[np.ndarray]:
+        """[k_0[:p], v_0[:p], ...]: C-contiguous prefix views (no copy)."""
+        p = self.length
+        out = []
+        for k, v in zip(self.k, self.v):
+            out += [k[:p], v[:p]]
+        return out
+
+    def append(self, news: Sequence[np.ndarray]) -> None:
+        """Write the new entries (s, kv, hd) per layer at [length, length + s) in place."""
+        s = news[0].shape[0]
+        p = self.length
+        for i, (k, v) in enumerate(zip(self.k, self.v)):
+            k[p:p + s] = news[2 * i]
+            v[p:p + s] = news[2 * i + 1]
+        self.length = p + s
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.k + self.v)
+
+
+def compile_model(c: LMConfig):
+    """(executable, weight names) for a config; compiled once per process per config."""
+    if c not in _EXECUTABLES:
+        import relax_mlir
+        from mlir import ir
+
+        model = LlamaModel(c)
+        ctx = relax_mlir.make_context()
+        with ctx, ir.Location.unknown():
+            module = ir.Module.create()
+            names = model.build(module)
+        _EXECUTABLES[c] = (relax_mlir.compile(module), names)
+    return _EXECUTABLES[c]
+
+
+class CausalLM:
+    """A compiled decoder LM; see the module docstring."""
+
+    def __init__(self, config: LMConfig, weights: dict[str, np.ndarray], max_seq_len: int = 2048,
+                 eos_token_id=None):
+        self.config = config
+        self.max_seq_len = int(max_seq_len)
+        self.exe, self.weight_names = compile_model(config)
+        missing = [n for n in self.weight_names if n not in weights]
+        if missing:
+            raise ValueError(f"missing weights: {', '.join(missing[:5])}")
+        self.weights = [np.ascontiguousarray(weights[n], dtype=np.float32) for n in self.weight_names]
+        self.cache = KVCache(config, self.max_seq_len)
+        self._prefill = self.exe["prefill"]
+        self._extend = self.exe["extend"]
+        self.eos_token_id = eos_token_id
+
+    # -- construction --------------------------------------------------------------------
+
+    @classmethod
+    def from_hf(cls, model, max_seq_len: Optional[int] = None) -> "CausalLM":
+        """Wrap a transformers causal LM (Llama, Mistral, Qwen2 families) in f32."""
+        cfg = model.config
+        c = W.config_from_hf(cfg)
+        sd = W.torch_state_dict(model)
+        weights = W.convert_state_dict(sd, c, tie=W.tie_embeddings(cfg))
+        weights["rope_inv_freq"] = W.inv_freq(cfg, c, model)
+        msl = max_seq_len or getattr(cfg, "max_position_embeddings", 2048)
+        return cls(c, weights, msl, eos_token_id=getattr(getattr(model, "generation_config", None),
+                                                          "eos_token_id", None))
+
+    @classmethod
+    def random(cls, config: LMConfig, max_seq_len: int = 2048, seed: int = 0, rope_theta: float = 10000.0,
+               std: float = 0.02) -> "CausalLM":
+        """Random-init weights (normal(0, std), norms at 1) without torch: for demos and benchmarks."""
+        rng = np.random.default_rng(seed)
+        weights = {}
+        for name, p in LlamaModel(config).named_parameters():
+            if name == "rope_inv_freq":
+                hd = config.head_dim
+                weights[name] = (1.0 / rope_theta ** (np.arange(0, hd, 2, dtype=np.float32) / hd)).astype(np.float32)
+            elif name.endswith("norm.weight"):
+                weights[name] = np.ones(p.shape, np.float32)
+            elif name.endswith(".bias"):
+                weights[name] = np.zeros(p.shape, np.float32)
+            else:
+                weights[name] = (rng.standard_normal(p.shape, dtype=np.float32) * std)
+        return cls(config, weights, max_seq_len)
+
+    @classmethod
+    def from_pretrained(cls, path: str, max_seq_len: Optional[int] = None) -> "CausalLM":
+        """A local model directory (config.json + *.safetensors); nothing is downloaded."""
+        cfg = W.load_hf_config(path)
+        c = W.config_from_hf(cfg)
+        weights = W.convert_state_dict(W.safetensors_state_dict(path), c, tie=W.tie_embeddings(cfg))
+        weights["rope_inv_freq"] = W.inv_freq(cfg, c)
+        return cls(c, weights, max_seq_len or getattr(cfg, "max_position_embeddings", 2048),
+                   eos_token_id=getattr(cfg, "eos_token_id", None))
+
+    # -- running ---------------------------------------------------------------------------
+
+    @property
+    def bytes_per_token(self) -> int:
+        """Bytes written into the cache per generated token (new K and V of every layer)."""
+        c = self.config
+        return 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4
+
+    def reset(self) -> None:
+        self.cache.length = 0
+
+    def _ids(self, ids) -> np.ndarray:
+        ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
+        if ids.size == 0:
+            raise ValueError("no tokens given")
+        if self.cache.length + ids.size > self.max_seq_len:
+            raise ValueError(f"{self.cache.length} cached + {ids.size} new tokens exceed max_seq_len {self.max_seq_len}")
+        if ids.min() < 0 or ids.max() >= self.config.vocab_size:
+            raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
+        return ids
+
+    def _run(self, ids: np.ndarray) -> np.ndarray:
+        if self.cache.length == 0:
+            out = self._prefill(ids, *self.weights)
+        else:
+            out = self._extend(ids, *self.cache.views(), *self.weights)
+        self.cache.append(out[1:])
+        return out[0]
+
+    def prefill(self, ids) -> np.ndarray:
+        """Start over with prompt ``ids``; the logits (vocab,) after its last token."""
+        self.reset()
+        return self._run(self._ids(ids))[-1]
+
+    def extend(self, ids) -> np.ndarray:
+        """Append ``ids`` after the cached tokens; logits (len(ids), vocab) at every new position
+        (with an empty cache: the whole prompt's logits)."""
+        ids = self._ids(ids)
+        out = self._extend(ids, *self.cache.views(), *self.weights)
+        self.cache.append(out[1:])
+        return out[0]
+
+    def decode(self, token: int) -> np.ndarray:
+        """One more token after the cached ones; its logits (vocab,)."""
+        return self._run(self._ids([int(token)]))[-1]
+
+    def generate(self, ids, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
+                 eos_token_id=None, seed: Optional[int] = None, callback=None) -> np.ndarray:
+        """Prompt + up to ``max_new_tokens`` tokens: greedy when ``temperature == 0``, else
+        sampling from softmax(logits / temperature) restricted to the top-p nucleus."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        rng = np.random.default_rng(seed)
+        eos = eos_token_id if eos_token_id is not None else self.eos_token_id
+        eos = set([eos] if isinstance(eos, int) else (eos or []))
+        out = list(ids)
+        logits = self.prefill(ids)
+        for i in range(max_new_tokens):
+            tok = sample(logits, temperature, top_p, rng)
+            out.append(tok)
+            if callback is not None:
+                callback(tok)
+            if tok in eos or i == max_new_tokens - 1:
+                break
+            logits = self.decode(tok)
+        return np.array(out, dtype=np.int64)
+
+
+def sample(logits: np.ndarray, temperature: float = 0.0, top_p: float = 1.0,
+           rng: Optional[np.random.Generator] = None) -> int:
+    """Greedy (argmax, first index on ties like torch) or temperature / top-p sampling."""
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    z = logits.astype(np.float64) / temperature
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    if top_p < 1.0:
+        order = np.argsort(-p, kind="stable")
+        cum = np.cumsum(p[order])
+        keep = order[:int(np.searchsorted(cum, top_p) + 1)]
+        q = np.zeros_like(p)
+        q[keep] = p[keep]
+        p = q / q.sum()
+    return int((rng or np.random.default_rng()).choice(p.size, p=p))

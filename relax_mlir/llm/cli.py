@@ -1,0 +1,129 @@
+"""``relax-mlir llm``: generate tokens from a random-init Llama of a named size or a local
+model directory, printing tokens/s (a progress line while compiling and generating).
+
+    python -m relax_mlir.llm.cli --size 134m --prompt-len 128 --max-new-tokens 32
+    python -m relax_mlir.llm.cli --model ./my-llama --prompt "Once upon a time" -n 64
+
+:func:`main` takes ``argv`` so the ``relax-mlir`` console script can route its ``llm``
+subcommand here (``add_arguments`` fills a subparser, ``run`` executes parsed args).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .model import LMConfig
+
+#: named random-init sizes (Llama architecture, f32)
+SIZES = {
+    "tiny": LMConfig(vocab_size=128, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
+                     intermediate_size=128),
+    "small": LMConfig(vocab_size=8000, hidden_size=256, num_layers=4, num_heads=8, num_kv_heads=4, head_dim=32,
+                      intermediate_size=688),
+    "134m": LMConfig(vocab_size=32000, hidden_size=768, num_layers=12, num_heads=12, num_kv_heads=12, head_dim=64,
+                     intermediate_size=2048, rms_norm_eps=1e-6),
+}
+
+
+class _Progress:
+    """A one-line progress display on stderr: a bar when the total is known, else elapsed time."""
+
+    def __init__(self, label: str, total: Optional[int] = None, stream=sys.stderr):
+        self.label, self.total, self.stream, self.n = label, total, stream, 0
+        self.t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = None
+        if total is None and stream.isatty():
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+
+    def _tick(self):
+        while not self._stop.wait(0.5):
+            self.stream.write(f"\r{self.label} ... {time.perf_counter() - self.t0:5.1f} s")
+            self.stream.flush()
+
+    def step(self, k: int = 1):
+        self.n += k
+        w = 30
+        fill = int(w * self.n / max(1, self.total))
+        self.stream.write(f"\r{self.label} [{'#' * fill}{'.' * (w - fill)}] {self.n}/{self.total}")
+        self.stream.flush()
+
+    def done(self, msg: str = ""):
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        self.stream.write(f"\r{self.label}: {msg or f'{time.perf_counter() - self.t0:.1f} s'}\n")
+        self.stream.flush()
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--size", choices=sorted(SIZES), default="tiny", help="random-init Llama of this size")
+    src.add_argument("--model", help="local model directory (config.json + *.safetensors [+ tokenizer])")
+    ap.add_argument("--prompt", help="prompt text (needs a tokenizer in --model)")
+    ap.add_argument("--prompt-len", type=int, default=16, help="random prompt length when no --prompt")
+    ap.add_argument("-n", "--max-new-tokens", type=int, default=32)
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--top-p", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-seq-len", type=int, default=None)
+
+
+def run(args: argparse.Namespace, out=sys.stdout) -> int:
+    from .causal_lm import CausalLM
+
+    tokenizer = None
+    prog = _Progress("compiling")
+    if args.model:
+        lm = CausalLM.from_pretrained(args.model, max_seq_len=args.max_seq_len)
+        if args.prompt is not None:
+            from transformers import AutoTokenizer
+            tokenizer = AutoTokenizer.from_pretrained(args.model)
+    else:
+        c = SIZES[args.size]
+        lm = CausalLM.random(c, max_seq_len=args.max_seq_len or args.prompt_len + args.max_new_tokens + 1,
+                             seed=args.seed)
+    prog.done(f"{lm.exe.compile_time_s:.1f} s (one executable for every prompt length)")
+    if tokenizer is not None:
+        ids = np.asarray(tokenizer(args.prompt)["input_ids"], np.int64)
+    else:
+        ids = np.random.default_rng(args.seed).integers(0, lm.config.vocab_size, args.prompt_len)
+    lm.prefill(ids)                      # warm-up (first-call costs)
+    t0 = time.perf_counter()
+    lm.prefill(ids)
+    t_prefill = time.perf_counter() - t0
+    bar = _Progress("generating", total=args.max_new_tokens)
+    stamps = []
+
+    def on_token(_):
+        stamps.append(time.perf_counter())
+        bar.step()
+
+    toks = lm.generate(ids, args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
+                       seed=args.seed, callback=on_token)
+    dt = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
+    new = toks[len(ids):]
+    bar.done(f"{len(new)} tokens")
+    text = tokenizer.decode(new) if tokenizer is not None else " ".join(str(int(t)) for t in new)
+    print(text, file=out)
+    rate = f"{(len(new) - 1) / dt:.1f} tokens/s" if dt > 0 else "-"
+    print(f"prefill {len(ids)} tokens: {t_prefill * 1e3:.1f} ms ({len(ids) / t_prefill:.1f} tokens/s); "
+          f"decode: {rate}", file=out)
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="relax-mlir llm", description=__doc__.split("\n\n")[0])
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

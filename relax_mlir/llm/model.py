@@ -1,0 +1,265 @@
+"""The Llama-family decoder as relax graph functions (built with :mod:`relax_mlir.frontend.nn`).
+
+Two graph functions, compiled together into ONE executable, both symbolic in the new
+sequence length ``s`` (and the past length ``p``; the total is ``t = p + s``):
+
+``prefill(ids: (s,) i64, *weights) -> (logits (1, vocab), k_0, v_0, ..., k_L-1, v_L-1)``
+    A prompt with an empty cache: attention over the new tokens only, as batched
+    matmuls (BLAS). Logits of the last position only (the lm_head is a fifth of a
+    134M Llama's FLOPs).
+
+``extend(ids: (s,) i64, k_past_0: (p, kv, hd), v_past_0, ..., *weights)
+        -> (logits (s, vocab), k_0, v_0, ...)``
+    ``s`` new tokens after ``p`` cached ones (decode is ``s == 1``). The past keys and
+    values are read IN PLACE from the caller's cache (sequence axis first, so the
+    prefix ``cache[:p]`` is a C-contiguous view): scores against the past and against
+    the new tokens are computed separately (a broadcast multiply + sum that fusion turns
+    into one loop nest reading the cache once) and concatenated -- the cache itself is
+    never concatenated, transposed or copied. The probabilities are split back at ``p``.
+
+Each calls ``layer_prefill`` / ``layer_extend`` (one decoder layer, its weights as
+arguments) once per layer through ``relax.call``: a layer's code exists once, so compile
+time does not grow with depth (12 layers inline: ~2x longer, in quadratic graph passes).
+
+Both return only the NEW keys/values ``(s, kv, hd)`` per layer; the owner of the cache
+(:class:`relax_mlir.llm.CausalLM`) writes them in place.
+
+Head order: query heads are laid out group-major, ``(s, group, kv_head, hd)``, i.e. HF
+head ``h = kv * group_size + g`` sits at ``g * kv_heads + kv`` (the loader permutes the
+rows of q_proj and the columns of o_proj once), so grouped-query attention needs no
+repeat: the KV tensor ``(t, kv, hd)`` broadcasts against queries ``(s, g, 1, kv, hd)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+from mlir import ir
+
+from ..dialects import relax
+from ..frontend import nn
+
+NEG = float(np.finfo(np.float32).min)
+
+ACTIVATIONS = {"silu": relax.silu, "swish": relax.silu, "gelu": relax.gelu,
+               "gelu_pytorch_tanh": relax.gelu_tanh, "gelu_new": relax.gelu_tanh, "relu": relax.relu}
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """What the graph depends on (weights and rope frequencies are arguments)."""
+
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    rms_norm_eps: float = 1e-6
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    hidden_act: str = "silu"
+    attention_scaling: float = 1.0      # rope post-scaling of cos/sin (yarn); 1 otherwise
+    sliding_window: Optional[int] = None
+    dtype: str = "f32"
+
+    def __post_init__(self):
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_attention_heads {self.num_heads} is not a multiple of "
+                             f"num_key_value_heads {self.num_kv_heads}")
+        if self.head_dim % 2:
+            raise ValueError(f"rotary embeddings need an even head_dim, got {self.head_dim}")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"unsupported hidden_act '{self.hidden_act}' (supported: {', '.join(ACTIVATIONS)})")
+
+    @property
+    def group(self) -> int:
+        return self.num_heads // self.num_kv_heads
+
+
+class Attention(nn.Module):
+    def __init__(self, c: LMConfig):
+        self.c = c
+        self.qkv = nn.Linear(c.hidden_size, (c.num_heads + 2 * c.num_kv_heads) * c.head_dim, bias=c.qkv_bias)
+        self.o = nn.Linear(c.num_heads * c.head_dim, c.hidden_size, bias=c.o_bias)
+
+
+class MLP(nn.Module):
+    def __init__(self, c: LMConfig):
+        self.gate_up = nn.Linear(c.hidden_size, 2 * c.intermediate_size, bias=c.mlp_bias)
+        self.down = nn.Linear(c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
+        self.c = c
+
+    def __call__(self, x: ir.Value) -> ir.Value:
+        g, u = relax.split(self.gate_up(x), sections=2, axis=-1)
+        return self.down(relax.multiply(ACTIVATIONS[self.c.hidden_act](g), u))
+
+
+class Layer(nn.Module):
+    def __init__(self, c: LMConfig):
+        self.input_norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
+        self.attn = Attention(c)
+        self.post_norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
+        self.mlp = MLP(c)
+
+
+@dataclass
+class _Step:
+    """Symbolic names of one graph function: new tokens ``s``, past ``p`` (None: no past)."""
+
+    past: Optional[str]
+    cos: ir.Value = None
+    sin: ir.Value = None
+    mask: ir.Value = None
+
+    @property
+    def total(self) -> str:
+        return "s" if self.past is None else f"{self.past} + s"
+
+    @property
+    def start(self) -> object:
+        return 0 if self.past is None else self.past
+
+
+class LlamaModel(nn.Module):
+    """Embedding, ``num_layers`` pre-norm decoder layers, final norm, lm_head."""
+
+    def __init__(self, c: LMConfig):
+        self.c = c
+        self.embed = nn.Embedding(c.vocab_size, c.hidden_size)
+        self.layers = [Layer(c) for _ in range(c.num_layers)]
+        self.norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
+        self.lm_head = nn.Linear(c.hidden_size, c.vocab_size)
+        self.rope_inv_freq = nn.Parameter([c.head_dim // 2])
+
+    # -- pieces -----------------------------------------------------------------------
+
+    def _setup(self, st: _Step) -> None:
+        """cos/sin of positions start..start+s (HF: freqs = pos * inv_freq, emb = [freqs, freqs])
+        and the causal (optionally sliding-window) mask (s, t) over absolute positions."""
+        pos = relax.arange(start=st.start, end=st.total, dtype="f32")                  # (s,)
+        freqs = relax.multiply(relax.reshape(pos, shape=["s", 1]), self.rope_inv_freq.value)  # (s, hd/2)
+        cos, sin = relax.cos(freqs), relax.sin(freqs)
+        if self.c.attention_scaling != 1.0:
+            a = relax.full(shape=[], value=self.c.attention_scaling, dtype="f32")
+            cos, sin = relax.multiply(cos, a), relax.multiply(sin, a)
+        half = self.c.head_dim // 2
+        st.cos = relax.reshape(cos, shape=["s", 1, half])
+        st.sin = relax.reshape(sin, shape=["s", 1, half])
+        qpos = relax.reshape(relax.arange(start=st.start, end=st.total, dtype="i64"), shape=["s", 1])
+        kpos = relax.arange(start=0, end=st.total, dtype="i64")                        # (t,)
+        mask = relax.less_equal(kpos, qpos)                                            # (s, t)
+        if self.c.sliding_window is not None:                                          # and pos - j < W
+            w = relax.full(shape=[], value=float(self.c.sliding_window), dtype="i64")
+            mask = relax.where(mask, relax.less(relax.subtract(qpos, kpos), w), mask)
+        st.mask = mask
+
+    def _masked(self, st: _Step, scores: ir.Value, mask_shape: list) -> ir.Value:
+        neg = relax.full(shape=[], value=NEG, dtype="f32")
+        return relax.where(relax.reshape(st.mask, shape=mask_shape), scores, neg)
+
+    def _rope(self, st: _Step, x: ir.Value) -> ir.Value:
+        """x: (s, heads, hd) -> rotate_half form: [x1 c - x2 s, x2 c + x1 s]."""
+        x1, x2 = relax.split(x, sections=2, axis=-1)
+        o1 = relax.subtract(relax.multiply(x1, st.cos), relax.multiply(x2, st.sin))
+        o2 = relax.add(relax.multiply(x2, st.cos), relax.multiply(x1, st.sin))
+        return relax.concat([o1, o2], axis=-1)
+
+    def _qkv(self, layer: Layer, st: _Step, h: ir.Value):
+        c = self.c
+        H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
+        q, k, v = relax.split(layer.attn.qkv(h), indices=[H * D, (H + KV) * D], axis=-1)
+        q = self._rope(st, relax.reshape(q, shape=["s", H, D]))
+        k = self._rope(st, relax.reshape(k, shape=["s", KV, D]))
+        scale = relax.full(shape=[], value=1.0 / float(np.sqrt(D)), dtype="f32")
+        q = relax.multiply(q, scale)
+        return q, k, relax.reshape(v, shape=["s", KV, D])
+
+    def _attend_blas(self, st: _Step, q, k, v) -> ir.Value:
+        """No past: (kv, g*s, hd) @ (kv, hd, s) batched matmuls; returns (s, H*hd)."""
+        c = self.c
+        G, KV, D = c.group, c.num_kv_heads, c.head_dim
+        qh = relax.reshape(relax.permute_dims(relax.reshape(q, shape=["s", G, KV, D]), axes=[2, 1, 0, 3]),
+                           shape=[KV, f"{G}*s", D])
+        scores = relax.reshape(relax.matmul(qh, relax.permute_dims(k, axes=[1, 2, 0])), shape=[KV, G, "s", "s"])
+        probs = relax.softmax(self._masked(st, scores, ["s", "s"]), axis=-1)
+        o = relax.matmul(relax.reshape(probs, shape=[KV, f"{G}*s", "s"]), relax.permute_dims(v, axes=[1, 0, 2]))
+        o = relax.permute_dims(relax.reshape(o, shape=[KV, G, "s", D]), axes=[2, 1, 0, 3])   # (s, G, KV, D)
+        return relax.reshape(o, shape=["s", c.num_heads * D])
+
+    def _attend_cached(self, st: _Step, q, k, v, k_past, v_past) -> ir.Value:
+        """Past (p, kv, hd) read in place; returns (s, H*hd)."""
+        c = self.c
+        G, KV, D = c.group, c.num_kv_heads, c.head_dim
+        q5 = relax.reshape(q, shape=["s", G, 1, KV, D])
+
+        def scores(keys):      # (n, KV, D) -> (s, G, n, KV)
+            return relax.sum(relax.multiply(q5, keys), axes=[-1])
+
+        sc = relax.concat([scores(k_past), scores(k)], axis=2)                       # (s, G, t, KV)
+        probs = relax.softmax(self._masked(st, sc, ["s", 1, st.total, 1]), axis=2)
+        p = st.past
+        pp = relax.strided_slice(probs, axes=[2], begin=[0], end=[p])
+        pn = relax.strided_slice(probs, axes=[2], begin=[p], end=[f"{p} + s"])
+
+        def mix(pr, vals):     # (s, G, n, KV) x (n, KV, D) -> (s, G, KV, D)
+            return relax.sum(relax.multiply(relax.expand_dims(pr, axis=[4]), vals), axes=[2])
+
+        o = relax.add(mix(pp, v_past), mix(pn, v))
+        return relax.reshape(o, shape=["s", c.num_heads * D])
+
+    def _layer(self, layer: Layer, st: _Step, x: ir.Value, past: Sequence[ir.Value]) -> list:
+        """One decoder layer: (x', k_new, v_new)."""
+        q, k, v = self._qkv(layer, st, layer.input_norm(x))
+        a = self._attend_cached(st, q, k, v, *past) if past else self._attend_blas(st, q, k, v)
+        x = relax.add(x, layer.attn.o(a))
+        x = relax.add(x, layer.mlp(layer.post_norm(x)))
+        return [x, k, v]
+
+    def _body(self, st: _Step, ids: ir.Value, past: list, last_only: bool) -> list:
+        """Embedding, rope tables and mask once, then ``relax.call`` of the layer function
+        per layer (one copy of the layer code: compile time does not grow with depth)."""
+        self._setup(st)
+        x = self.embed(ids)
+        news = []
+        callee = "layer_prefill" if st.past is None else "layer_extend"
+        for i, layer in enumerate(self.layers):
+            ws = [p.value for _, p in layer.named_parameters()]
+            x, k, v = relax.call([x, st.cos, st.sin, *past[2 * i:2 * i + 2], st.mask, *ws], callee=callee)
+            news += [k, v]
+        if last_only:
+            x = relax.strided_slice(x, axes=[0], begin=["s - 1"], end=["s"])
+        return [self.lm_head(self.norm(x))] + news
+
+    # -- graph functions --------------------------------------------------------------
+
+    def build(self, module: ir.Module) -> list[str]:
+        """Append the layer functions, ``prefill`` and ``extend`` to ``module``; returns the
+        weight names (the trailing arguments of both, in order)."""
+        c = self.c
+        d, KV, D, half = c.hidden_size, c.num_kv_heads, c.head_dim, c.head_dim // 2
+        for past in (None, "p"):
+            st = _Step(past)
+            ins = [("x", ["s", d], c.dtype), ("cos", ["s", 1, half], c.dtype), ("sin", ["s", 1, half], c.dtype)]
+            if past:
+                ins += [("k_past", [past, KV, D], c.dtype), ("v_past", [past, KV, D], c.dtype)]
+            ins += [("mask", ["s", st.total], "i1")]
+
+            def fwd(x, cos, sin, *rest, st=st):
+                st.cos, st.sin, st.mask = cos, sin, rest[-1]
+                return self._layer(self.layers[0], st, x, list(rest[:-1]))
+
+            nn.export(module, "layer_prefill" if past is None else "layer_extend", self.layers[0], ins, fwd)
+        names = nn.export(module, "prefill", self, [("ids", ["s"], "i64")],
+                          lambda ids: self._body(_Step(None), ids, [], last_only=True))
+        cache = []
+        for i in range(c.num_layers):
+            cache += [(f"k_past_{i}", ["p", KV, D], c.dtype), (f"v_past_{i}", ["p", KV, D], c.dtype)]
+        names2 = nn.export(module, "extend", self, [("ids", ["s"], "i64")] + cache,
+                           lambda ids, *past: self._body(_Step("p"), ids, list(past), last_only=False))
+        assert names == names2
+        return names

@@ -8,11 +8,14 @@ interpreter on a copy of the kernel. When it succeeds the copy replaces the kern
 when it fails (a shape the schedule does not handle) the kernel is left as it was and
 goes through plain loops, so a schedule can make code faster but never wrong or missing.
 
-The schedules leave 1-D vector transfers and vector arithmetic on tensors; after
-bufferization the cpu pipeline lowers them with upstream ``convert-vector-to-scf`` and
-``convert-vector-to-llvm`` (see :data:`VECTOR_LOWERING`). ``f32`` ``math.exp`` in a
-scheduled kernel is expanded inline first (relax-expand-math), and horizontal
-reductions get ``fastmath<reassoc>`` (a tree instead of an ordered chain).
+The schedules leave vector transfers, vector arithmetic and ``scf.forall`` loops on
+tensors, which the module's one-shot bufferization handles like any other tensor code;
+after it, :func:`scheduled_stage` adds what the cpu pipeline needs for them (canonicalize
++ CSE right after bufferization, ``scf.forall`` to loops or OpenMP, upstream
+``convert-vector-to-scf`` / ``convert-vector-to-llvm``). ``f32`` ``math.exp`` in a
+scheduled kernel is expanded inline first (relax-expand-math: vector ``math.exp`` would
+become libm calls), and horizontal reductions get ``fastmath<reassoc>`` (a tree, not
+an ordered chain). ``RELAX_MLIR_DEBUG_SCHEDULES=1`` prints why a schedule failed.
 """
 
 from __future__ import annotations

@@ -222,3 +222,27 @@ def test_batch_matmul(batch):
         bt = 4 if batch == 4 else [1, 3, 2, 1, 2, 1][i]
         a, b = f32(bt, m, m), f32(bt, m, 64)
         np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(m))
+
+
+# ---- targets --------------------------------------------------------------------------
+
+def test_register_tiles_per_target():
+    """Tiles sized from the SIMD registers: 24 accumulators with 32 registers, 12 with 16."""
+    from relax_mlir.schedules.matmul import config_for
+    from relax_mlir.schedules.target import TARGETS, target_named
+    got = {name: (c.rows, c.cols, c.gemv_cols) for name, c in
+           ((n, config_for(target_named(n))) for n in TARGETS)}
+    assert got == {"avx512": ((6, 1), 64, 256), "avx2": ((6, 1), 16, 32), "sse": ((6, 1), 8, 16),
+                   "neon": ((6, 1), 16, 64)}
+    with pytest.raises(ValueError, match="unknown schedule target 'vax'"):
+        target_named("vax")
+
+
+def test_host_target_matches_cpuinfo():
+    from relax_mlir.schedules.target import _cpu_flags, host_target
+    import platform
+    flags = _cpu_flags()
+    if platform.machine() != "x86_64" or not flags:
+        pytest.skip("x86-64 Linux only")
+    want = "avx512" if {"avx512f", "avx512vl"} <= flags else "avx2" if {"avx2", "fma"} <= flags else "sse"
+    assert host_target().isa == want

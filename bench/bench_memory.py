@@ -21,8 +21,8 @@ by the Python runtime (the numpy result array) are not. Per call, the counters a
 then the call runs: ``allocs`` is the number of allocations, ``peak`` the largest number
 of live bytes during the call (the result buffer included: the runtime frees it with libc
 ``free`` after copying it out, outside the count), ``total`` the bytes requested.
-The static arena is not heap: it is a module global (``memref.global``) allocated once
-when the code is loaded and reused by every call, listed as ``static MiB``; its pages
+The static arena is not heap: it is the session workspace (allocated once per session,
+see ``Executable.session``) reused by every call of that session, listed as ``static MiB``; its pages
 never touched stay unmapped (zero pages), so it is address space reserved, an upper
 bound on the memory actually touched.
 """
@@ -111,14 +111,13 @@ def block(cfg: models.BlockConfig, bounds: bool):
 
 
 def arena_bytes(module, plan: bool) -> int:
-    """Bytes of static arenas (module globals) the cpu pipeline gives this module."""
-    import re
-
+    """Bytes of static arenas (the session workspace of @main) the cpu pipeline gives this module."""
     from relax_mlir.pipelines.cpu import graph_stage
+    from relax_mlir.transforms.lower_host import host_metadata
     from relax_mlir.transforms.pipeline import run_pipeline
 
     run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(plan_memory=plan)) + ")")
-    return sum(int(n) for n in re.findall(r"memref.global \"private\" @__relax_arena_\w+ : memref<(\d+)xi8>", str(module)))
+    return host_metadata(module).functions["main"].workspace_bytes
 
 
 def mib(n: int) -> str:

@@ -5,7 +5,9 @@ Public API::
     ctx = relax_mlir.make_context()          # a Context with the relax dialect loaded
     mod = relax_mlir.parse(text, ctx)        # parse relax IR (diagnostics with locations)
     relax_mlir.run_pipeline(mod, "builtin.module(relax-infer-shapes, canonicalize)")
-    exe = relax_mlir.compile(mod); exe.export("model.so")
+    exe = relax_mlir.compile(mod)            # or compile(text, options=CompileOptions(...))
+    y = exe(x); sess = exe.session(); y = sess["main"](x)
+    exe.export("model.so")
     exe = relax_mlir.load("model.so")        # another process: no compiler, no MLIR bindings
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from .errors import LoadError, ShapeError
+from .errors import CompileError, LoadError, ShapeError
 
 if TYPE_CHECKING:
     from mlir import ir
@@ -23,9 +25,13 @@ __version__ = "0.1.0"
 # The compiler side (MLIR bindings, passes, pipelines) is imported on first use, so that
 # `relax_mlir.load(...)` and calling a loaded library never import the MLIR bindings.
 _COMPILER_NAMES = ("PASSES", "PIPELINES", "PipelineError", "run_pipeline")
+_DRIVER_NAMES = ("CompileOptions", "Target", "TARGETS", "register_target", "InternalCompilerError")
 
 
 def __getattr__(name: str):
+    if name in _DRIVER_NAMES:
+        from . import compiler
+        return getattr(compiler, name)
     if name in _COMPILER_NAMES:
         from . import pipelines  # noqa: F401  (registers the named pipelines: cpu)
         from .transforms import PASSES, PIPELINES
@@ -48,27 +54,33 @@ def make_context() -> "ir.Context":
     return ctx
 
 
-def parse(text: str, context: Optional["ir.Context"] = None) -> "ir.Module":
-    """Parse relax IR text into a Module (raises ``ir.MLIRError`` with diagnostics)."""
+def parse(text: str, context: Optional["ir.Context"] = None, source_name: str = "-") -> "ir.Module":
+    """Parse relax IR text into a Module; locations name ``source_name``.
+
+    Segment-size attributes of variadic relax ops are filled in when left out. Raises
+    :class:`CompileError` (also an ``ir.MLIRError``) carrying the diagnostics.
+    """
     from mlir import ir
+
+    from .dialects.source import parse_module
 
     ctx = context or (ir.Context.current if _has_current() else make_context())
     with ctx, ir.Location.unknown():
-        return ir.Module.parse(text)
+        return parse_module(text, ctx, source_name)
 
 
-def compile(src, target: str = "cpu", libraries=None, options=None) -> "Executable":
-    """Compile relax IR (MLIR text or a Module) once; returns an :class:`Executable`.
+def compile(src, target: Optional[str] = None, libraries=None, options=None) -> "Executable":
+    """Compile relax IR (MLIR text, a path or a Module) once; returns an :class:`Executable`.
 
-    ``libraries``: shared libraries providing the ``relax.call_dps_library`` callees
-    (``_mlir_ciface_<name>``). ``options``: the target pipeline's options as a dict, e.g.
-    ``{"dispatch": False}`` (no BLAS offload) or ``{"fusion": False}``; see
-    ``relax-opt --list-passes`` for the ``cpu`` pipeline. Calling convention and error
-    messages: :mod:`relax_mlir.runtime.executable`.
+    ``target``: a registered :class:`Target` (``"cpu"``). ``libraries``: shared libraries
+    providing the ``relax.call_dps_library`` callees (``_mlir_ciface_<name>``).
+    ``options``: a :class:`CompileOptions`, or a dict of the target pipeline's options, e.g.
+    ``{"dispatch": False}`` or ``{"fusion": False}``. Raises :class:`CompileError`
+    (diagnostics with file:line:col). See :mod:`relax_mlir.compiler`.
     """
-    from .runtime.executable import compile_module
+    from .compiler import compile as _compile
 
-    return compile_module(src, target=target, libraries=libraries, options=options)
+    return _compile(src, target=target, libraries=libraries, options=options)
 
 
 def _has_current() -> bool:
@@ -80,8 +92,9 @@ def _has_current() -> bool:
         return False
 
 
-from .runtime.executable import Executable  # noqa: E402
+from .runtime.executable import Executable, Session  # noqa: E402
 from .runtime.aot import load  # noqa: E402
 
-__all__ = ["make_context", "parse", "compile", "Executable", "run_pipeline", "PipelineError",
+__all__ = ["make_context", "parse", "compile", "CompileOptions", "CompileError", "InternalCompilerError",
+           "Target", "TARGETS", "register_target", "Executable", "Session", "run_pipeline", "PipelineError",
            "ShapeError", "load", "LoadError", "__version__"]

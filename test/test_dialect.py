@@ -83,3 +83,50 @@ def test_parse_error_has_location():
         relax_mlir.parse('func.func @f() {\n  %0 = "relax.add"() : () -> tensor<f32>\n  return\n}', relax_mlir.make_context())
     d = e.value.error_diagnostics[0]
     assert "2:8" in str(d.location)
+
+
+def test_concat_of_40_differently_shaped_tensors_compiles_and_runs():
+    """40 runs of differently typed operands (beyond the former 16-slot cap)."""
+    import numpy as np
+
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [(f"x{i}", [f"n{i}", 3], "f32") for i in range(40)]) as fn:
+            fn.ret(relax.concat(fn.params, axis=0))
+        out_shape = read_tensor_type(fn.op.regions[0].blocks[0].operations[0].results[0].type).shape
+        assert out_shape == Shape([" + ".join(f"n{i}" for i in range(40)), 3])
+        text = str(m)
+    exe = relax_mlir.compile(text)
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((i % 3, 3)).astype(np.float32) for i in range(40)]
+    np.testing.assert_array_equal(exe(*xs), np.concatenate(xs, axis=0))
+
+
+def test_parse_fills_in_missing_segment_sizes():
+    t = 'tensor<?xf32, #relax.shape<["n"]>>'
+    src = (f'func.func @f(%x: {t}) -> tensor<?xf32> attributes {{relax.function}} {{\n'
+           f'  %0 = "relax.concat"(%x, %x) {{axis = 0 : i64}} : ({t}, {t}) -> tensor<?xf32>\n'
+           f'  return %0 : tensor<?xf32>\n}}')
+    m = relax_mlir.parse(src, relax_mlir.make_context(), source_name="f.mlir")
+    op = m.body.operations[0].regions[0].blocks[0].operations[0]
+    assert str(op.attributes["operandSegmentSizes"]) == "array<i32: 2" + ", 0" * (relax.OPERAND_SLOTS - 1) + ">"
+    assert str(op.location) == 'loc("f.mlir":2:8)'
+    wrong = src.replace("{axis = 0 : i64}", "{axis = 0 : i64, operandSegmentSizes = array<i32: 3"
+                        + ", 0" * (relax.OPERAND_SLOTS - 1) + ">}")
+    with pytest.raises(relax_mlir.CompileError) as e:
+        relax_mlir.parse(wrong, relax_mlir.make_context(), source_name="f.mlir")
+    (where, msg), = e.value.diagnostics
+    assert where == "f.mlir:2:8"
+    assert msg == ("'relax.concat' operandSegmentSizes = array<i32: 3" + ", 0" * (relax.OPERAND_SLOTS - 1)
+                   + "> does not fit its types; expected operandSegmentSizes = array<i32: 2"
+                   + ", 0" * (relax.OPERAND_SLOTS - 1) + "> (or leave it out)")
+
+
+def test_compile_error_from_parse_and_run_pipeline():
+    with pytest.raises(relax_mlir.CompileError) as e:
+        relax_mlir.parse("func.func @f( {", relax_mlir.make_context(), source_name="user.mlir")
+    assert e.value.diagnostics == [("user.mlir:1:14", "expected non-function type")]
+    assert isinstance(e.value, ir.MLIRError)
+    with pytest.raises(relax_mlir.CompileError):
+        relax_mlir.run_pipeline(relax_mlir.parse("module {}", relax_mlir.make_context()), "builtin.module(nope)")

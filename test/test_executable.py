@@ -277,3 +277,111 @@ def test_call_dps_library(tmp_path):
     for n in (1, 5, 64):
         x, y = rnd(n, 4), rnd(n, 4)
         np.testing.assert_allclose(exe(x, y), x + y, rtol=1e-6)
+
+
+# -- issue 9: sizes a run-time input makes invalid never crash the process -----------------
+# Each case runs in a subprocess: before the fix these died of SIGFPE or SIGSEGV (or
+# silently returned shape (0,)), which would take pytest down with them.
+
+_HARDEN = '''
+import sys
+import numpy as np
+import relax_mlir
+sys.path.insert(0, {testdir!r})
+from irtext import T
+
+def zeros(shape, params):
+    out = T("x".join("?" if isinstance(d, str) else str(d) for d in shape), shape)
+    args = ", ".join(f"%p{{i}}: {{T('x'.join('?' * len(p)), p)}}" for i, p in enumerate(params))
+    attr = ", ".join(f'"{{d}}"' if isinstance(d, str) else str(d) for d in shape)
+    return relax_mlir.compile(f"""func.func @main({{args}}) -> {{out}} attributes {{{{relax.function}}}} {{{{
+  %0 = "relax.zeros"() {{{{shape = #relax.shape<[{{attr}}]>}}}} : () -> {{out}}
+  return %0 : {{out}}
+}}}}""")
+
+def f32(*shape):
+    return np.zeros(shape, np.float32)
+
+{body}
+try:
+    bad()
+    print("NO ERROR")
+except (relax_mlir.ShapeError, MemoryError) as e:
+    print(type(e).__name__ + ": " + str(e))
+print("again:", good())
+'''
+
+_CASES = {
+    "floordiv": ('exe = zeros(["n // m"], [["n"], ["m"]])\n'
+                 'good = lambda: exe(f32(7), f32(2)).shape\nbad = lambda: exe(f32(7), f32(0))',
+                 "ShapeError: @main: relax.call_tir at -:2:8: division by zero in the dimension n // m "
+                 "with n = 7, m = 0", "(3,)"),
+    "mod": ('exe = zeros(["n % m"], [["n"], ["m"]])\n'
+            'good = lambda: exe(f32(7), f32(4)).shape\nbad = lambda: exe(f32(7), f32(0))',
+            "ShapeError: @main: relax.call_tir at -:2:8: division by zero in the dimension n % m "
+            "with n = 7, m = 0", "(3,)"),
+    "negative": ('exe = zeros(["n - m"], [["n"], ["m"]])\n'
+                 'good = lambda: exe(f32(7), f32(4)).shape\nbad = lambda: exe(f32(1), f32(3))',
+                 "ShapeError: @main: result #0 of relax.call_tir at -:2:8: negative size -m + n = -2 in "
+                 "shape (-m + n,) with n = 1, m = 3", "(3,)"),
+    "overflow": ('exe = zeros(["n*n*n*n"], [["n"]])\n'
+                 'good = lambda: exe(f32(3)).shape\nbad = lambda: exe(f32(2**16))',
+                 "ShapeError: @main: relax.call_tir at -:2:8: the dimension n*n*n*n overflows int64 "
+                 "with n = 65536", "(81,)"),
+    "malloc": ('exe = zeros(["n*m"], [["n", "a"], ["m", "b"]])\n'
+               'good = lambda: exe(f32(3, 0), f32(5, 0)).shape\nbad = lambda: exe(f32(10**8, 0), f32(10**7, 0))',
+               "MemoryError: @main: result #0 of relax.call_tir at -:2:8: cannot allocate 4000000000000000 "
+               "bytes for shape (m*n,) of f32 with n = 100000000, a = 0, m = 10000000, b = 0", "(15,)"),
+    "match_cast": ('out = T("?", ["m*k"])\n'
+                   'exe = relax_mlir.compile(f"""func.func @main(%x: {T("?", ["n"])}, %y: {T("?", ["m"])}) -> {out} '
+                   'attributes {{relax.function}} {{\\n'
+                   '  %0 = \\"relax.match_cast\\"(%x) {{shape = #relax.shape<[\\"m*k\\"]>}} : ({T("?", ["n"])}) -> {out}\\n'
+                   '  return %0 : {out}\\n}}""")\n'
+                   'good = lambda: exe(f32(6), f32(2)).shape\nbad = lambda: exe(f32(7), f32(0))',
+                   "ShapeError: @main: relax.match_cast at -:2:8: division by zero in the dimension "
+                   "(actual dim 0) // m with n = 7, m = 0", "(6,)"),
+    "arange": ('out = T("?", ["(n + m - 1) // m"], "i64")\n'
+               'exe = relax_mlir.compile(f"""func.func @main(%x: {T("?", ["n"])}, %y: {T("?", ["m"])}) -> {out} '
+               'attributes {{relax.function}} {{\\n'
+               '  %0 = \\"relax.arange\\"() {{end = \\"n\\", step = \\"m\\"}} : () -> {out}\\n'
+               '  return %0 : {out}\\n}}""")\n'
+               'good = lambda: exe(f32(7), f32(2)).tolist()\nbad = lambda: exe(f32(7), f32(0))',
+               "ShapeError: @main: relax.call_tir at -:2:8: division by zero in the dimension (n - 1) // m "
+               "with n = 7, m = 0", "[0, 2, 4, 6]"),
+    "broadcast": ('out = T("?x1000000000000", ["n", 10**12])\n'
+                  'exe = relax_mlir.compile(f"""func.func @main(%x: {T("?x1", ["n", 1])}) -> {out} '
+                  'attributes {{relax.function}} {{\\n'
+                  '  %0 = \\"relax.broadcast_to\\"(%x) {{shape = #relax.shape<[\\"n\\", 1000000000000]>}} : '
+                  '({T("?x1", ["n", 1])}) -> {out}\\n'
+                  '  return %0 : {out}\\n}}""")\n'
+                  'good = lambda: exe(f32(0, 1)).shape\nbad = lambda: exe(f32(1, 1))',
+                  "MemoryError: @main: result #0 of relax.call_tir at -:2:8: cannot allocate 4000000000000 bytes "
+                  "for shape (n, 1000000000000) of f32 with n = 1", "(0, 1000000000000)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CASES))
+def test_invalid_sizes_never_crash(case):
+    import os
+    import subprocess
+    import sys
+
+    body, error, again = _CASES[case]
+    script = _HARDEN.format(testdir=os.path.dirname(os.path.abspath(__file__)), body=body)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-3000:]}"
+    assert r.stdout.splitlines() == [error, f"again: {again}"]
+
+
+def test_param_pattern_division_by_zero():
+    """A parameter pattern whose solution divides by another argument's dim: a ShapeError."""
+    mk = T("?", ["m*k"])
+    exe = relax_mlir.compile(f"""func.func @main(%x: {mk}, %y: {T("?", ["m"])}) -> {mk} attributes {{relax.function}} {{
+  return %x : {mk}
+}}""")
+    np.testing.assert_array_equal(exe(np.arange(6, dtype=np.float32), np.zeros(3, np.float32)), np.arange(6))
+    with pytest.raises(ShapeError, match=re.escape("@main: argument #0: expected shape (k*m,), got (5,) "
+                                                   "(argument #0 dim 0: k*m divides argument #0 dim 0; "
+                                                   "a divisor is 0)")):
+        exe(np.zeros(5, np.float32), np.zeros(0, np.float32))

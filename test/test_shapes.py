@@ -329,3 +329,35 @@ def test_sympy_mod_squaring_workaround():
             assert d.evaluate({"n": n, "m": m}) == ((n % (m + 2)) * 16) % 7
     d = parse_dim("(128 * (n % 3)) % 356")
     assert [d.evaluate({"n": i}) for i in range(6)] == [0, 128, 256, 0, 128, 256]
+
+
+def test_slash_gets_a_floor_division_hint():
+    from relax_mlir.shapes.expr import ShapeSyntaxError, parse_dim
+
+    with pytest.raises(ShapeSyntaxError) as e:
+        parse_dim("n /2")
+    assert str(e.value) == "malformed dimension expression 'n /2': '/' is not integer division; use '//' (n // 2)"
+    with pytest.raises(ShapeSyntaxError, match=r"use '//' \(2\*n // m\)"):
+        parse_dim("2*n / m")
+
+
+def test_oversized_expressions_are_syntax_errors_not_crashes():
+    from relax_mlir.shapes.expr import MAX_DIM_DEPTH, MAX_DIM_TEXT, ShapeSyntaxError, parse_dim
+
+    with pytest.raises(ShapeSyntaxError, match=f"of 1001 characters is too long \\(at most {MAX_DIM_TEXT}\\)"):
+        parse_dim("n" * 1001)
+    with pytest.raises(ShapeSyntaxError, match=f"nested more than {MAX_DIM_DEPTH} deep"):
+        parse_dim("-" * 65 + "n")
+    assert str(parse_dim("-" * 62 + "n")) == "n"  # 63 levels: fine
+    with pytest.raises(ShapeSyntaxError, match="expands to more than 4096 terms"):
+        parse_dim("*".join(f"(a{i} + b{i})" for i in range(13)))
+    assert str(parse_dim("*".join(f"(a{i} + 1)" for i in range(2)))) == "a0*a1 + a0 + a1 + 1"
+
+
+def test_subs_with_a_large_mapping_touches_only_its_symbols():
+    from relax_mlir.shapes import Dim
+
+    mapping = {f"s{i}": i for i in range(20000)}
+    mapping["n"] = 2
+    assert Dim.of("n + 1").subs(mapping).value == 3
+    assert str(Dim.of("m + 1").subs(mapping)) == "m + 1"

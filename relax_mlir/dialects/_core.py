@@ -35,8 +35,11 @@ DIALECT = "relax"
 
 #: A variadic operand (result) group is declared as this many IRDL sub-groups, each a
 #: run of values of one type; ops with one carry operandSegmentSizes (resultSegmentSizes).
-OPERAND_SLOTS = 16
-RESULT_SLOTS = 8
+#: IRDL binds a constraint variable to the first type it meets, so these are the most
+#: runs of differently typed values one op can take (a concat of 64 tensors of different
+#: symbolic shapes, a call with 64 differently shaped arguments in a row).
+OPERAND_SLOTS = 64
+RESULT_SLOTS = 16
 
 #: Graph functions are func.func carrying this unit attribute.
 FUNCTION_ATTR = "relax.function"
@@ -95,9 +98,23 @@ def irdl_text() -> str:
         if req:
             entries = [f"\"{a.name}\" = {fresh(ATTR_KINDS[a.kind])}" for a in req]
             lines.append("    irdl.attributes {" + ", ".join(entries) + "}")
+        # IRDL (MLIR 22) has no optional attributes and accepts undeclared ones: the
+        # optional attributes are listed here and checked by relax-verify.
+        for a in d.attrs:
+            if not a.required:
+                lines.append(f"    // optional attribute \"{a.name}\": {ATTR_KINDS[a.kind]} ({a.kind}), "
+                             f"default {_default_text(a.default)}")
         lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _default_text(v: Any) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, str) else str(v)
 
 
 def load_into(context: ir.Context) -> None:
@@ -122,21 +139,135 @@ def infer_result_sigs(opdef: OpDef, operands: Sequence[ir.Value], attrs: dict[st
 
 
 def _flatten_operands(opdef: OpDef, args: Sequence) -> list[ir.Value]:
-    vals: list[ir.Value] = []
+    """Operand values; Python scalars and numpy arrays become constants of the element type
+    of the first tensor operand (``relax.add(x, 2.0)``)."""
+    flat = []
     for spec, a in zip(opdef.operands, args):
-        if spec.variadic:
-            vals.extend(_value(x) for x in a)
-        else:
-            vals.append(_value(a))
-    return vals
+        flat.extend(a if spec.variadic else [a])
+    like = next((v for v in (_as_value(x) for x in flat) if v is not None and is_tensor(v.type)), None)
+    return [_value(x, like=like) for x in flat]
 
 
-def _value(x) -> ir.Value:
+def _as_value(x) -> Optional[ir.Value]:
+    if isinstance(x, ir.Value):
+        return x
+    if isinstance(x, (ir.OpView, ir.Operation)) and len(x.results) == 1:
+        return x.results[0]
+    return None
+
+
+def _value(x, like: Optional[ir.Value] = None) -> ir.Value:
+    """An operand: an MLIR value, an op's single result, or (next to a tensor ``like``) a
+    Python scalar or numpy array made a constant of ``like``'s element type."""
     if isinstance(x, ir.Value):
         return x
     if isinstance(x, ir.OpView) or isinstance(x, ir.Operation):
         return x.result
+    if like is not None and _is_constant_like(x):
+        return const(x, dtype=str(ir.RankedTensorType(like.type).element_type))
     raise TypeError(f"expected an MLIR value, got {type(x).__name__}")
+
+
+def _is_constant_like(x) -> bool:
+    import numpy as np
+
+    return isinstance(x, (int, float, bool, np.ndarray, np.generic, list, tuple))
+
+
+# -- values with operators -------------------------------------------------------
+
+def value_name(v: ir.Value) -> Optional[str]:
+    """The name a value carries in its location (builder parameters: ``loc("x")``)."""
+    loc = v.location if hasattr(v, "location") else None
+    try:
+        if loc is not None and loc.is_a_name():
+            return loc.name_str
+    except (AttributeError, ValueError):
+        pass
+    return None
+
+
+class Var(ir.Value):
+    """A tensor value with numpy-style operators: ``x + y``, ``x @ w``, ``-x``, ``x * 2.0``.
+
+    Each operator builds the relax op at the current insertion point (the builders' rules:
+    a Python scalar or numpy array becomes a constant of the other operand's dtype)."""
+
+    @property
+    def shape(self) -> Shape:
+        return read_tensor_type(self.type).shape
+
+    @property
+    def dtype(self) -> str:
+        return str(ir.RankedTensorType(self.type).element_type)
+
+    @property
+    def name(self) -> Optional[str]:
+        return value_name(self)
+
+    def _bin(self, op: str, other, reverse: bool = False) -> "Var":
+        made = None
+        if not isinstance(other, (ir.Value, ir.OpView, ir.Operation)):
+            made = other = _value(other, like=self)
+        a, b = (other, self) if reverse else (self, other)
+        try:
+            return build(op, a, b)
+        except Exception:
+            if made is not None:
+                made.owner.erase()  # leave nothing half-built behind
+            raise
+
+    def __add__(self, o): return self._bin("add", o)
+    def __radd__(self, o): return self._bin("add", o, True)
+    def __sub__(self, o): return self._bin("subtract", o)
+    def __rsub__(self, o): return self._bin("subtract", o, True)
+    def __mul__(self, o): return self._bin("multiply", o)
+    def __rmul__(self, o): return self._bin("multiply", o, True)
+    def __truediv__(self, o): return self._bin("divide", o)
+    def __rtruediv__(self, o): return self._bin("divide", o, True)
+    def __floordiv__(self, o): return self._bin("floor_divide", o)
+    def __rfloordiv__(self, o): return self._bin("floor_divide", o, True)
+    def __pow__(self, o): return self._bin("power", o)
+    def __matmul__(self, o): return self._bin("matmul", o)
+    def __rmatmul__(self, o): return self._bin("matmul", o, True)
+    def __neg__(self): return build("negative", self)
+
+    __hash__ = ir.Value.__hash__
+
+
+def const(value, dtype=None, loc: Optional[ir.Location] = None, ip: Optional[ir.InsertionPoint] = None) -> Var:
+    """A constant tensor (``arith.constant dense<...>``) from a numpy array or a Python scalar.
+
+    ``dtype`` (``"f32"``, ``"float32"``, ``np.float32``): defaults to the array's own
+    (Python floats: f32, ints: i64, bools: i1)."""
+    import numpy as np
+    from mlir.dialects import arith
+
+    from ..ops.common import dtype_name
+
+    if dtype is None:
+        arr = np.asarray(value)
+        if arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+            arr = arr.astype(np.float32)  # Python floats: f32, the models' default
+        dt = dtype_name(arr.dtype)
+    else:
+        dt = dtype_name(dtype)
+        np_dt = {"i1": np.bool_, "bf16": None}.get(dt, None)
+        if dt == "bf16":
+            raise ValueError("bf16 constants are not supported (numpy has no bfloat16)")
+        arr = np.asarray(value, dtype=np_dt or np.dtype(_NUMPY_NAMES.get(dt, dt)))
+    et = ir.Type.parse(dt)
+    ttype = ir.RankedTensorType.get(list(arr.shape), et)
+    if dt == "i1":  # MLIR reads i1 buffers bit-packed
+        attr = ir.DenseElementsAttr.get(np.packbits(arr.astype(np.bool_).reshape(-1), bitorder="little"), type=ttype)
+    else:
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(arr), type=ttype)
+    return Var(arith.ConstantOp(ttype, attr, loc=loc, ip=ip).result)
+
+
+_NUMPY_NAMES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
+                "i32": "int32", "i64": "int64", "ui8": "uint8", "ui16": "uint16", "ui32": "uint32",
+                "ui64": "uint64"}
 
 
 def build(name: str, *args, result_types: Optional[Sequence[ir.Type]] = None,
@@ -152,6 +283,9 @@ def build(name: str, *args, result_types: Optional[Sequence[ir.Type]] = None,
         a = opdef.attr(key)
         if a is None:
             raise TypeError(f"relax.{name} has no attribute '{key}'")
+        if a.kind == "dtype" and value is not None and not isinstance(value, (ir.Attribute, ir.Type)):
+            from ..ops.common import dtype_name
+            value = attrs[key] = dtype_name(value)
         if value is not None:
             mlir_attrs[key] = value if isinstance(value, ir.Attribute) else python_to_attr(a.kind, value)
     if result_types is None:
@@ -163,14 +297,18 @@ def build(name: str, *args, result_types: Optional[Sequence[ir.Type]] = None,
                 py_attrs[a.name] = Shape.of(py_attrs[a.name])
             if a.kind == "dtype" and py_attrs[a.name] is not None:
                 py_attrs[a.name] = str(py_attrs[a.name])
-        sigs, _ = infer_result_sigs(opdef, operands, py_attrs, scope=_builder_scope(ip))
+        try:
+            sigs, _ = infer_result_sigs(opdef, operands, py_attrs, scope=_builder_scope(ip))
+        except RelaxError as e:
+            names = ", ".join(value_name(v) or f"%{i}" for i, v in enumerate(operands))
+            raise RelaxError(f"{e} (in relax.{name}({names}))") from None
         result_types = [tensor_type(s.shape, s.dtype) for s in sigs]
     mlir_attrs.update(segment_attrs(opdef, [v.type for v in operands], list(result_types)))
     op = ir.Operation.create(opdef.full_name, results=list(result_types), operands=operands,
                              attributes=mlir_attrs, loc=loc, ip=ip)
     if len(op.results) == 1:
-        return op.results[0]
-    return tuple(op.results)
+        return Var(op.results[0])
+    return tuple(Var(r) for r in op.results)
 
 
 def _segments(groups, types: list, slots: int, what: str) -> Optional[list[int]]:

@@ -32,6 +32,7 @@ irdl.dialect @relax {
     irdl.operands(storage: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "offset": any (dim), default 0
   }
   // [start, start + step, ...) below `end`; length (end - start + step - 1) // step
   irdl.operation @arange {
@@ -39,6 +40,9 @@ irdl.dialect @relax {
     irdl.results(result: %0)
     %1 = irdl.any
     irdl.attributes {"end" = %1}
+    // optional attribute "start": any (dim), default 0
+    // optional attribute "step": any (dim), default 1
+    // optional attribute "dtype": #builtin.type (dtype), default 'i64'
   }
   // index of the maximum along `axis` (default: flattened), i64 result
   irdl.operation @argmax {
@@ -46,6 +50,8 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axis": #builtin.integer (int), default none
+    // optional attribute "keepdims": #builtin.integer (bool), default false
   }
   // index of the minimum along `axis` (default: flattened), i64 result
   irdl.operation @argmin {
@@ -53,12 +59,15 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axis": #builtin.integer (int), default none
+    // optional attribute "keepdims": #builtin.integer (bool), default false
   }
   // run-time check dims[0] == dims[1] (predicate eq) or dims[0] <= dims[1] (le) on symbolic dims; fails with `message`
   irdl.operation @assert {
     %0 = irdl.base @relax::@shape
     %1 = irdl.base "#builtin.string"
     irdl.attributes {"dims" = %0, "message" = %1}
+    // optional attribute "predicate": #builtin.string (str), default 'eq'
   }
   // elementwise cast to `dtype`
   irdl.operation @astype {
@@ -96,7 +105,6 @@ irdl.dialect @relax {
     %13 = irdl.base "!builtin.tensor"
     %14 = irdl.base "!builtin.tensor"
     %15 = irdl.base "!builtin.tensor"
-    irdl.operands(args0: variadic %0, args1: variadic %1, args2: variadic %2, args3: variadic %3, args4: variadic %4, args5: variadic %5, args6: variadic %6, args7: variadic %7, args8: variadic %8, args9: variadic %9, args10: variadic %10, args11: variadic %11, args12: variadic %12, args13: variadic %13, args14: variadic %14, args15: variadic %15)
     %16 = irdl.base "!builtin.tensor"
     %17 = irdl.base "!builtin.tensor"
     %18 = irdl.base "!builtin.tensor"
@@ -105,9 +113,66 @@ irdl.dialect @relax {
     %21 = irdl.base "!builtin.tensor"
     %22 = irdl.base "!builtin.tensor"
     %23 = irdl.base "!builtin.tensor"
-    irdl.results(results0: variadic %16, results1: variadic %17, results2: variadic %18, results3: variadic %19, results4: variadic %20, results5: variadic %21, results6: variadic %22, results7: variadic %23)
-    %24 = irdl.base "#builtin.symbol_ref"
-    irdl.attributes {"callee" = %24}
+    %24 = irdl.base "!builtin.tensor"
+    %25 = irdl.base "!builtin.tensor"
+    %26 = irdl.base "!builtin.tensor"
+    %27 = irdl.base "!builtin.tensor"
+    %28 = irdl.base "!builtin.tensor"
+    %29 = irdl.base "!builtin.tensor"
+    %30 = irdl.base "!builtin.tensor"
+    %31 = irdl.base "!builtin.tensor"
+    %32 = irdl.base "!builtin.tensor"
+    %33 = irdl.base "!builtin.tensor"
+    %34 = irdl.base "!builtin.tensor"
+    %35 = irdl.base "!builtin.tensor"
+    %36 = irdl.base "!builtin.tensor"
+    %37 = irdl.base "!builtin.tensor"
+    %38 = irdl.base "!builtin.tensor"
+    %39 = irdl.base "!builtin.tensor"
+    %40 = irdl.base "!builtin.tensor"
+    %41 = irdl.base "!builtin.tensor"
+    %42 = irdl.base "!builtin.tensor"
+    %43 = irdl.base "!builtin.tensor"
+    %44 = irdl.base "!builtin.tensor"
+    %45 = irdl.base "!builtin.tensor"
+    %46 = irdl.base "!builtin.tensor"
+    %47 = irdl.base "!builtin.tensor"
+    %48 = irdl.base "!builtin.tensor"
+    %49 = irdl.base "!builtin.tensor"
+    %50 = irdl.base "!builtin.tensor"
+    %51 = irdl.base "!builtin.tensor"
+    %52 = irdl.base "!builtin.tensor"
+    %53 = irdl.base "!builtin.tensor"
+    %54 = irdl.base "!builtin.tensor"
+    %55 = irdl.base "!builtin.tensor"
+    %56 = irdl.base "!builtin.tensor"
+    %57 = irdl.base "!builtin.tensor"
+    %58 = irdl.base "!builtin.tensor"
+    %59 = irdl.base "!builtin.tensor"
+    %60 = irdl.base "!builtin.tensor"
+    %61 = irdl.base "!builtin.tensor"
+    %62 = irdl.base "!builtin.tensor"
+    %63 = irdl.base "!builtin.tensor"
+    irdl.operands(args0: variadic %0, args1: variadic %1, args2: variadic %2, args3: variadic %3, args4: variadic %4, args5: variadic %5, args6: variadic %6, args7: variadic %7, args8: variadic %8, args9: variadic %9, args10: variadic %10, args11: variadic %11, args12: variadic %12, args13: variadic %13, args14: variadic %14, args15: variadic %15, args16: variadic %16, args17: variadic %17, args18: variadic %18, args19: variadic %19, args20: variadic %20, args21: variadic %21, args22: variadic %22, args23: variadic %23, args24: variadic %24, args25: variadic %25, args26: variadic %26, args27: variadic %27, args28: variadic %28, args29: variadic %29, args30: variadic %30, args31: variadic %31, args32: variadic %32, args33: variadic %33, args34: variadic %34, args35: variadic %35, args36: variadic %36, args37: variadic %37, args38: variadic %38, args39: variadic %39, args40: variadic %40, args41: variadic %41, args42: variadic %42, args43: variadic %43, args44: variadic %44, args45: variadic %45, args46: variadic %46, args47: variadic %47, args48: variadic %48, args49: variadic %49, args50: variadic %50, args51: variadic %51, args52: variadic %52, args53: variadic %53, args54: variadic %54, args55: variadic %55, args56: variadic %56, args57: variadic %57, args58: variadic %58, args59: variadic %59, args60: variadic %60, args61: variadic %61, args62: variadic %62, args63: variadic %63)
+    %64 = irdl.base "!builtin.tensor"
+    %65 = irdl.base "!builtin.tensor"
+    %66 = irdl.base "!builtin.tensor"
+    %67 = irdl.base "!builtin.tensor"
+    %68 = irdl.base "!builtin.tensor"
+    %69 = irdl.base "!builtin.tensor"
+    %70 = irdl.base "!builtin.tensor"
+    %71 = irdl.base "!builtin.tensor"
+    %72 = irdl.base "!builtin.tensor"
+    %73 = irdl.base "!builtin.tensor"
+    %74 = irdl.base "!builtin.tensor"
+    %75 = irdl.base "!builtin.tensor"
+    %76 = irdl.base "!builtin.tensor"
+    %77 = irdl.base "!builtin.tensor"
+    %78 = irdl.base "!builtin.tensor"
+    %79 = irdl.base "!builtin.tensor"
+    irdl.results(results0: variadic %64, results1: variadic %65, results2: variadic %66, results3: variadic %67, results4: variadic %68, results5: variadic %69, results6: variadic %70, results7: variadic %71, results8: variadic %72, results9: variadic %73, results10: variadic %74, results11: variadic %75, results12: variadic %76, results13: variadic %77, results14: variadic %78, results15: variadic %79)
+    %80 = irdl.base "#builtin.symbol_ref"
+    irdl.attributes {"callee" = %80}
   }
   // call an external library function (C symbol) in destination-passing style; `dests` as for relax.call_tir
   irdl.operation @call_dps_library {
@@ -127,7 +192,6 @@ irdl.dialect @relax {
     %13 = irdl.base "!builtin.tensor"
     %14 = irdl.base "!builtin.tensor"
     %15 = irdl.base "!builtin.tensor"
-    irdl.operands(args0: variadic %0, args1: variadic %1, args2: variadic %2, args3: variadic %3, args4: variadic %4, args5: variadic %5, args6: variadic %6, args7: variadic %7, args8: variadic %8, args9: variadic %9, args10: variadic %10, args11: variadic %11, args12: variadic %12, args13: variadic %13, args14: variadic %14, args15: variadic %15)
     %16 = irdl.base "!builtin.tensor"
     %17 = irdl.base "!builtin.tensor"
     %18 = irdl.base "!builtin.tensor"
@@ -136,9 +200,67 @@ irdl.dialect @relax {
     %21 = irdl.base "!builtin.tensor"
     %22 = irdl.base "!builtin.tensor"
     %23 = irdl.base "!builtin.tensor"
-    irdl.results(results0: variadic %16, results1: variadic %17, results2: variadic %18, results3: variadic %19, results4: variadic %20, results5: variadic %21, results6: variadic %22, results7: variadic %23)
-    %24 = irdl.base "#builtin.string"
-    irdl.attributes {"callee" = %24}
+    %24 = irdl.base "!builtin.tensor"
+    %25 = irdl.base "!builtin.tensor"
+    %26 = irdl.base "!builtin.tensor"
+    %27 = irdl.base "!builtin.tensor"
+    %28 = irdl.base "!builtin.tensor"
+    %29 = irdl.base "!builtin.tensor"
+    %30 = irdl.base "!builtin.tensor"
+    %31 = irdl.base "!builtin.tensor"
+    %32 = irdl.base "!builtin.tensor"
+    %33 = irdl.base "!builtin.tensor"
+    %34 = irdl.base "!builtin.tensor"
+    %35 = irdl.base "!builtin.tensor"
+    %36 = irdl.base "!builtin.tensor"
+    %37 = irdl.base "!builtin.tensor"
+    %38 = irdl.base "!builtin.tensor"
+    %39 = irdl.base "!builtin.tensor"
+    %40 = irdl.base "!builtin.tensor"
+    %41 = irdl.base "!builtin.tensor"
+    %42 = irdl.base "!builtin.tensor"
+    %43 = irdl.base "!builtin.tensor"
+    %44 = irdl.base "!builtin.tensor"
+    %45 = irdl.base "!builtin.tensor"
+    %46 = irdl.base "!builtin.tensor"
+    %47 = irdl.base "!builtin.tensor"
+    %48 = irdl.base "!builtin.tensor"
+    %49 = irdl.base "!builtin.tensor"
+    %50 = irdl.base "!builtin.tensor"
+    %51 = irdl.base "!builtin.tensor"
+    %52 = irdl.base "!builtin.tensor"
+    %53 = irdl.base "!builtin.tensor"
+    %54 = irdl.base "!builtin.tensor"
+    %55 = irdl.base "!builtin.tensor"
+    %56 = irdl.base "!builtin.tensor"
+    %57 = irdl.base "!builtin.tensor"
+    %58 = irdl.base "!builtin.tensor"
+    %59 = irdl.base "!builtin.tensor"
+    %60 = irdl.base "!builtin.tensor"
+    %61 = irdl.base "!builtin.tensor"
+    %62 = irdl.base "!builtin.tensor"
+    %63 = irdl.base "!builtin.tensor"
+    irdl.operands(args0: variadic %0, args1: variadic %1, args2: variadic %2, args3: variadic %3, args4: variadic %4, args5: variadic %5, args6: variadic %6, args7: variadic %7, args8: variadic %8, args9: variadic %9, args10: variadic %10, args11: variadic %11, args12: variadic %12, args13: variadic %13, args14: variadic %14, args15: variadic %15, args16: variadic %16, args17: variadic %17, args18: variadic %18, args19: variadic %19, args20: variadic %20, args21: variadic %21, args22: variadic %22, args23: variadic %23, args24: variadic %24, args25: variadic %25, args26: variadic %26, args27: variadic %27, args28: variadic %28, args29: variadic %29, args30: variadic %30, args31: variadic %31, args32: variadic %32, args33: variadic %33, args34: variadic %34, args35: variadic %35, args36: variadic %36, args37: variadic %37, args38: variadic %38, args39: variadic %39, args40: variadic %40, args41: variadic %41, args42: variadic %42, args43: variadic %43, args44: variadic %44, args45: variadic %45, args46: variadic %46, args47: variadic %47, args48: variadic %48, args49: variadic %49, args50: variadic %50, args51: variadic %51, args52: variadic %52, args53: variadic %53, args54: variadic %54, args55: variadic %55, args56: variadic %56, args57: variadic %57, args58: variadic %58, args59: variadic %59, args60: variadic %60, args61: variadic %61, args62: variadic %62, args63: variadic %63)
+    %64 = irdl.base "!builtin.tensor"
+    %65 = irdl.base "!builtin.tensor"
+    %66 = irdl.base "!builtin.tensor"
+    %67 = irdl.base "!builtin.tensor"
+    %68 = irdl.base "!builtin.tensor"
+    %69 = irdl.base "!builtin.tensor"
+    %70 = irdl.base "!builtin.tensor"
+    %71 = irdl.base "!builtin.tensor"
+    %72 = irdl.base "!builtin.tensor"
+    %73 = irdl.base "!builtin.tensor"
+    %74 = irdl.base "!builtin.tensor"
+    %75 = irdl.base "!builtin.tensor"
+    %76 = irdl.base "!builtin.tensor"
+    %77 = irdl.base "!builtin.tensor"
+    %78 = irdl.base "!builtin.tensor"
+    %79 = irdl.base "!builtin.tensor"
+    irdl.results(results0: variadic %64, results1: variadic %65, results2: variadic %66, results3: variadic %67, results4: variadic %68, results5: variadic %69, results6: variadic %70, results7: variadic %71, results8: variadic %72, results9: variadic %73, results10: variadic %74, results11: variadic %75, results12: variadic %76, results13: variadic %77, results14: variadic %78, results15: variadic %79)
+    %80 = irdl.base "#builtin.string"
+    irdl.attributes {"callee" = %80}
+    // optional attribute "dests": #builtin.dense_array (ints), default none
   }
   // call a loop-level kernel in destination-passing style (inputs, outputs, then `tir_vars` as index arguments); result types state the output shapes; `dests` (from relax-plan-memory) lists the results whose destination tensors are the last operands, in that order
   irdl.operation @call_tir {
@@ -158,7 +280,6 @@ irdl.dialect @relax {
     %13 = irdl.base "!builtin.tensor"
     %14 = irdl.base "!builtin.tensor"
     %15 = irdl.base "!builtin.tensor"
-    irdl.operands(args0: variadic %0, args1: variadic %1, args2: variadic %2, args3: variadic %3, args4: variadic %4, args5: variadic %5, args6: variadic %6, args7: variadic %7, args8: variadic %8, args9: variadic %9, args10: variadic %10, args11: variadic %11, args12: variadic %12, args13: variadic %13, args14: variadic %14, args15: variadic %15)
     %16 = irdl.base "!builtin.tensor"
     %17 = irdl.base "!builtin.tensor"
     %18 = irdl.base "!builtin.tensor"
@@ -167,9 +288,68 @@ irdl.dialect @relax {
     %21 = irdl.base "!builtin.tensor"
     %22 = irdl.base "!builtin.tensor"
     %23 = irdl.base "!builtin.tensor"
-    irdl.results(results0: variadic %16, results1: variadic %17, results2: variadic %18, results3: variadic %19, results4: variadic %20, results5: variadic %21, results6: variadic %22, results7: variadic %23)
-    %24 = irdl.base "#builtin.symbol_ref"
-    irdl.attributes {"callee" = %24}
+    %24 = irdl.base "!builtin.tensor"
+    %25 = irdl.base "!builtin.tensor"
+    %26 = irdl.base "!builtin.tensor"
+    %27 = irdl.base "!builtin.tensor"
+    %28 = irdl.base "!builtin.tensor"
+    %29 = irdl.base "!builtin.tensor"
+    %30 = irdl.base "!builtin.tensor"
+    %31 = irdl.base "!builtin.tensor"
+    %32 = irdl.base "!builtin.tensor"
+    %33 = irdl.base "!builtin.tensor"
+    %34 = irdl.base "!builtin.tensor"
+    %35 = irdl.base "!builtin.tensor"
+    %36 = irdl.base "!builtin.tensor"
+    %37 = irdl.base "!builtin.tensor"
+    %38 = irdl.base "!builtin.tensor"
+    %39 = irdl.base "!builtin.tensor"
+    %40 = irdl.base "!builtin.tensor"
+    %41 = irdl.base "!builtin.tensor"
+    %42 = irdl.base "!builtin.tensor"
+    %43 = irdl.base "!builtin.tensor"
+    %44 = irdl.base "!builtin.tensor"
+    %45 = irdl.base "!builtin.tensor"
+    %46 = irdl.base "!builtin.tensor"
+    %47 = irdl.base "!builtin.tensor"
+    %48 = irdl.base "!builtin.tensor"
+    %49 = irdl.base "!builtin.tensor"
+    %50 = irdl.base "!builtin.tensor"
+    %51 = irdl.base "!builtin.tensor"
+    %52 = irdl.base "!builtin.tensor"
+    %53 = irdl.base "!builtin.tensor"
+    %54 = irdl.base "!builtin.tensor"
+    %55 = irdl.base "!builtin.tensor"
+    %56 = irdl.base "!builtin.tensor"
+    %57 = irdl.base "!builtin.tensor"
+    %58 = irdl.base "!builtin.tensor"
+    %59 = irdl.base "!builtin.tensor"
+    %60 = irdl.base "!builtin.tensor"
+    %61 = irdl.base "!builtin.tensor"
+    %62 = irdl.base "!builtin.tensor"
+    %63 = irdl.base "!builtin.tensor"
+    irdl.operands(args0: variadic %0, args1: variadic %1, args2: variadic %2, args3: variadic %3, args4: variadic %4, args5: variadic %5, args6: variadic %6, args7: variadic %7, args8: variadic %8, args9: variadic %9, args10: variadic %10, args11: variadic %11, args12: variadic %12, args13: variadic %13, args14: variadic %14, args15: variadic %15, args16: variadic %16, args17: variadic %17, args18: variadic %18, args19: variadic %19, args20: variadic %20, args21: variadic %21, args22: variadic %22, args23: variadic %23, args24: variadic %24, args25: variadic %25, args26: variadic %26, args27: variadic %27, args28: variadic %28, args29: variadic %29, args30: variadic %30, args31: variadic %31, args32: variadic %32, args33: variadic %33, args34: variadic %34, args35: variadic %35, args36: variadic %36, args37: variadic %37, args38: variadic %38, args39: variadic %39, args40: variadic %40, args41: variadic %41, args42: variadic %42, args43: variadic %43, args44: variadic %44, args45: variadic %45, args46: variadic %46, args47: variadic %47, args48: variadic %48, args49: variadic %49, args50: variadic %50, args51: variadic %51, args52: variadic %52, args53: variadic %53, args54: variadic %54, args55: variadic %55, args56: variadic %56, args57: variadic %57, args58: variadic %58, args59: variadic %59, args60: variadic %60, args61: variadic %61, args62: variadic %62, args63: variadic %63)
+    %64 = irdl.base "!builtin.tensor"
+    %65 = irdl.base "!builtin.tensor"
+    %66 = irdl.base "!builtin.tensor"
+    %67 = irdl.base "!builtin.tensor"
+    %68 = irdl.base "!builtin.tensor"
+    %69 = irdl.base "!builtin.tensor"
+    %70 = irdl.base "!builtin.tensor"
+    %71 = irdl.base "!builtin.tensor"
+    %72 = irdl.base "!builtin.tensor"
+    %73 = irdl.base "!builtin.tensor"
+    %74 = irdl.base "!builtin.tensor"
+    %75 = irdl.base "!builtin.tensor"
+    %76 = irdl.base "!builtin.tensor"
+    %77 = irdl.base "!builtin.tensor"
+    %78 = irdl.base "!builtin.tensor"
+    %79 = irdl.base "!builtin.tensor"
+    irdl.results(results0: variadic %64, results1: variadic %65, results2: variadic %66, results3: variadic %67, results4: variadic %68, results5: variadic %69, results6: variadic %70, results7: variadic %71, results8: variadic %72, results9: variadic %73, results10: variadic %74, results11: variadic %75, results12: variadic %76, results13: variadic %77, results14: variadic %78, results15: variadic %79)
+    %80 = irdl.base "#builtin.symbol_ref"
+    irdl.attributes {"callee" = %80}
+    // optional attribute "tir_vars": @relax::@shape (shape), default none
+    // optional attribute "dests": #builtin.dense_array (ints), default none
   }
   // elementwise round toward +inf
   irdl.operation @ceil {
@@ -196,9 +376,58 @@ irdl.dialect @relax {
     %13 = irdl.base "!builtin.tensor"
     %14 = irdl.base "!builtin.tensor"
     %15 = irdl.base "!builtin.tensor"
-    irdl.operands(tensors0: variadic %0, tensors1: variadic %1, tensors2: variadic %2, tensors3: variadic %3, tensors4: variadic %4, tensors5: variadic %5, tensors6: variadic %6, tensors7: variadic %7, tensors8: variadic %8, tensors9: variadic %9, tensors10: variadic %10, tensors11: variadic %11, tensors12: variadic %12, tensors13: variadic %13, tensors14: variadic %14, tensors15: variadic %15)
     %16 = irdl.base "!builtin.tensor"
-    irdl.results(result: %16)
+    %17 = irdl.base "!builtin.tensor"
+    %18 = irdl.base "!builtin.tensor"
+    %19 = irdl.base "!builtin.tensor"
+    %20 = irdl.base "!builtin.tensor"
+    %21 = irdl.base "!builtin.tensor"
+    %22 = irdl.base "!builtin.tensor"
+    %23 = irdl.base "!builtin.tensor"
+    %24 = irdl.base "!builtin.tensor"
+    %25 = irdl.base "!builtin.tensor"
+    %26 = irdl.base "!builtin.tensor"
+    %27 = irdl.base "!builtin.tensor"
+    %28 = irdl.base "!builtin.tensor"
+    %29 = irdl.base "!builtin.tensor"
+    %30 = irdl.base "!builtin.tensor"
+    %31 = irdl.base "!builtin.tensor"
+    %32 = irdl.base "!builtin.tensor"
+    %33 = irdl.base "!builtin.tensor"
+    %34 = irdl.base "!builtin.tensor"
+    %35 = irdl.base "!builtin.tensor"
+    %36 = irdl.base "!builtin.tensor"
+    %37 = irdl.base "!builtin.tensor"
+    %38 = irdl.base "!builtin.tensor"
+    %39 = irdl.base "!builtin.tensor"
+    %40 = irdl.base "!builtin.tensor"
+    %41 = irdl.base "!builtin.tensor"
+    %42 = irdl.base "!builtin.tensor"
+    %43 = irdl.base "!builtin.tensor"
+    %44 = irdl.base "!builtin.tensor"
+    %45 = irdl.base "!builtin.tensor"
+    %46 = irdl.base "!builtin.tensor"
+    %47 = irdl.base "!builtin.tensor"
+    %48 = irdl.base "!builtin.tensor"
+    %49 = irdl.base "!builtin.tensor"
+    %50 = irdl.base "!builtin.tensor"
+    %51 = irdl.base "!builtin.tensor"
+    %52 = irdl.base "!builtin.tensor"
+    %53 = irdl.base "!builtin.tensor"
+    %54 = irdl.base "!builtin.tensor"
+    %55 = irdl.base "!builtin.tensor"
+    %56 = irdl.base "!builtin.tensor"
+    %57 = irdl.base "!builtin.tensor"
+    %58 = irdl.base "!builtin.tensor"
+    %59 = irdl.base "!builtin.tensor"
+    %60 = irdl.base "!builtin.tensor"
+    %61 = irdl.base "!builtin.tensor"
+    %62 = irdl.base "!builtin.tensor"
+    %63 = irdl.base "!builtin.tensor"
+    irdl.operands(tensors0: variadic %0, tensors1: variadic %1, tensors2: variadic %2, tensors3: variadic %3, tensors4: variadic %4, tensors5: variadic %5, tensors6: variadic %6, tensors7: variadic %7, tensors8: variadic %8, tensors9: variadic %9, tensors10: variadic %10, tensors11: variadic %11, tensors12: variadic %12, tensors13: variadic %13, tensors14: variadic %14, tensors15: variadic %15, tensors16: variadic %16, tensors17: variadic %17, tensors18: variadic %18, tensors19: variadic %19, tensors20: variadic %20, tensors21: variadic %21, tensors22: variadic %22, tensors23: variadic %23, tensors24: variadic %24, tensors25: variadic %25, tensors26: variadic %26, tensors27: variadic %27, tensors28: variadic %28, tensors29: variadic %29, tensors30: variadic %30, tensors31: variadic %31, tensors32: variadic %32, tensors33: variadic %33, tensors34: variadic %34, tensors35: variadic %35, tensors36: variadic %36, tensors37: variadic %37, tensors38: variadic %38, tensors39: variadic %39, tensors40: variadic %40, tensors41: variadic %41, tensors42: variadic %42, tensors43: variadic %43, tensors44: variadic %44, tensors45: variadic %45, tensors46: variadic %46, tensors47: variadic %47, tensors48: variadic %48, tensors49: variadic %49, tensors50: variadic %50, tensors51: variadic %51, tensors52: variadic %52, tensors53: variadic %53, tensors54: variadic %54, tensors55: variadic %55, tensors56: variadic %56, tensors57: variadic %57, tensors58: variadic %58, tensors59: variadic %59, tensors60: variadic %60, tensors61: variadic %61, tensors62: variadic %62, tensors63: variadic %63)
+    %64 = irdl.base "!builtin.tensor"
+    irdl.results(result: %64)
+    // optional attribute "axis": #builtin.integer (int), default 0
   }
   // elementwise cosine
   irdl.operation @cos {
@@ -275,6 +504,7 @@ irdl.dialect @relax {
     %1 = irdl.base @relax::@shape
     %2 = irdl.base "#builtin.float"
     irdl.attributes {"shape" = %1, "value" = %2}
+    // optional attribute "dtype": #builtin.type (dtype), default 'f32'
   }
   // elementwise x * Phi(x) (erf form)
   irdl.operation @gelu {
@@ -314,6 +544,8 @@ irdl.dialect @relax {
     irdl.operands(x: %0, gamma: %1, beta: %2)
     %3 = irdl.base "!builtin.tensor"
     irdl.results(result: %3)
+    // optional attribute "axes": #builtin.dense_array (ints), default [-1]
+    // optional attribute "epsilon": #builtin.float (float), default 1e-05
   }
   // elementwise a < b (i1 result), numpy broadcasting
   irdl.operation @less {
@@ -344,6 +576,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axis": #builtin.integer (int), default -1
   }
   // refine `x` to the pattern `shape`, binding its new symbols; checked at run time
   irdl.operation @match_cast {
@@ -361,6 +594,7 @@ irdl.dialect @relax {
     irdl.operands(lhs: %0, rhs: %1)
     %2 = irdl.base "!builtin.tensor"
     irdl.results(result: %2)
+    // optional attribute "out_dtype": #builtin.type (dtype), default none
   }
   // maximum over `axes` (default all)
   irdl.operation @max {
@@ -368,6 +602,8 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axes": #builtin.dense_array (ints), default none
+    // optional attribute "keepdims": #builtin.integer (bool), default false
   }
   // elementwise max(a, b), numpy broadcasting
   irdl.operation @maximum {
@@ -383,6 +619,8 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axes": #builtin.dense_array (ints), default none
+    // optional attribute "keepdims": #builtin.integer (bool), default false
   }
   // minimum over `axes` (default all)
   irdl.operation @min {
@@ -390,6 +628,8 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axes": #builtin.dense_array (ints), default none
+    // optional attribute "keepdims": #builtin.integer (bool), default false
   }
   // elementwise min(a, b), numpy broadcasting
   irdl.operation @minimum {
@@ -428,6 +668,7 @@ irdl.dialect @relax {
     irdl.results(result: %0)
     %1 = irdl.base @relax::@shape
     irdl.attributes {"shape" = %1}
+    // optional attribute "dtype": #builtin.type (dtype), default 'f32'
   }
   // transpose by `axes` (default: reverse)
   irdl.operation @permute_dims {
@@ -435,6 +676,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axes": #builtin.dense_array (ints), default none
   }
   // elementwise a ** b, numpy broadcasting
   irdl.operation @power {
@@ -450,6 +692,8 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axes": #builtin.dense_array (ints), default none
+    // optional attribute "keepdims": #builtin.integer (bool), default false
   }
   // elementwise max(x, 0)
   irdl.operation @relu {
@@ -474,6 +718,8 @@ irdl.dialect @relax {
     irdl.operands(x: %0, weight: %1)
     %2 = irdl.base "!builtin.tensor"
     irdl.results(result: %2)
+    // optional attribute "axes": #builtin.dense_array (ints), default [-1]
+    // optional attribute "epsilon": #builtin.float (float), default 1e-05
   }
   // elementwise round half to even
   irdl.operation @round {
@@ -523,6 +769,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axis": #builtin.integer (int), default -1
   }
   // split along `axis` into `sections` equal parts or at `indices`
   irdl.operation @split {
@@ -536,7 +783,18 @@ irdl.dialect @relax {
     %6 = irdl.base "!builtin.tensor"
     %7 = irdl.base "!builtin.tensor"
     %8 = irdl.base "!builtin.tensor"
-    irdl.results(results0: variadic %1, results1: variadic %2, results2: variadic %3, results3: variadic %4, results4: variadic %5, results5: variadic %6, results6: variadic %7, results7: variadic %8)
+    %9 = irdl.base "!builtin.tensor"
+    %10 = irdl.base "!builtin.tensor"
+    %11 = irdl.base "!builtin.tensor"
+    %12 = irdl.base "!builtin.tensor"
+    %13 = irdl.base "!builtin.tensor"
+    %14 = irdl.base "!builtin.tensor"
+    %15 = irdl.base "!builtin.tensor"
+    %16 = irdl.base "!builtin.tensor"
+    irdl.results(results0: variadic %1, results1: variadic %2, results2: variadic %3, results3: variadic %4, results4: variadic %5, results5: variadic %6, results6: variadic %7, results7: variadic %8, results8: variadic %9, results9: variadic %10, results10: variadic %11, results11: variadic %12, results12: variadic %13, results13: variadic %14, results14: variadic %15, results15: variadic %16)
+    // optional attribute "sections": #builtin.integer (int), default none
+    // optional attribute "indices": #builtin.dense_array (ints), default none
+    // optional attribute "axis": #builtin.integer (int), default 0
   }
   // elementwise square root
   irdl.operation @sqrt {
@@ -551,6 +809,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axis": #builtin.dense_array (ints), default none
   }
   // slice `axes` from `begin` to `end` by `strides` (symbolic allowed; see clamp rule)
   irdl.operation @strided_slice {
@@ -562,6 +821,7 @@ irdl.dialect @relax {
     %3 = irdl.base @relax::@shape
     %4 = irdl.base @relax::@shape
     irdl.attributes {"axes" = %2, "begin" = %3, "end" = %4}
+    // optional attribute "strides": @relax::@shape (shape), default none
   }
   // elementwise a - b, numpy broadcasting
   irdl.operation @subtract {
@@ -577,6 +837,8 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "axes": #builtin.dense_array (ints), default none
+    // optional attribute "keepdims": #builtin.integer (bool), default false
   }
   // gather entries of `x` along `axis` at integer `indices`
   irdl.operation @take {
@@ -585,6 +847,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0, indices: %1)
     %2 = irdl.base "!builtin.tensor"
     irdl.results(result: %2)
+    // optional attribute "axis": #builtin.integer (int), default 0
   }
   // elementwise hyperbolic tangent
   irdl.operation @tanh {
@@ -599,6 +862,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "k": #builtin.integer (int), default 0
   }
   // zero the entries below the k-th diagonal
   irdl.operation @triu {
@@ -606,6 +870,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+    // optional attribute "k": #builtin.integer (int), default 0
   }
   // cond ? x : y elementwise, three-way broadcasting
   irdl.operation @where {
@@ -622,5 +887,6 @@ irdl.dialect @relax {
     irdl.results(result: %0)
     %1 = irdl.base @relax::@shape
     irdl.attributes {"shape" = %1}
+    // optional attribute "dtype": #builtin.type (dtype), default 'f32'
   }
 }

@@ -96,3 +96,39 @@ def all_equal(call: InferCall, dims: Sequence[Dim], what: str) -> Dim:
         call.require_equal(dims[0], d, what)
     return dims[0]
 
+
+
+#: Spellings accepted for an element type (numpy / PyTorch names) and the MLIR name they mean.
+DTYPE_ALIASES = {
+    "float16": "f16", "half": "f16", "float32": "f32", "float": "f32", "float64": "f64", "double": "f64",
+    "bfloat16": "bf16", "bool": "i1", "bool_": "i1", "int8": "i8", "int16": "i16", "int32": "i32",
+    "int64": "i64", "int": "i64", "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64",
+}
+
+
+def dtype_name(dtype) -> str:
+    """The MLIR element type name for ``"f32"``, ``"float32"``, ``np.float32``, ``np.dtype("f4")``,
+    ``torch.float32`` or an ``ir.Type``; ValueError naming the accepted forms otherwise."""
+    if dtype is None:
+        raise ValueError("a dtype is required (e.g. 'f32', 'float32' or np.float32)")
+    text = None
+    if any(dtype is t for t in (bool, int, float)):
+        return {bool: "i1", int: "i64", float: "f32"}[dtype]
+    if isinstance(dtype, str):
+        text = dtype
+    else:
+        try:
+            import numpy as np
+            if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+                text = np.dtype(dtype).name
+        except TypeError:
+            text = None
+        if text is None:
+            text = str(dtype)
+            if text.startswith("torch."):
+                text = text[len("torch."):]
+    text = DTYPE_ALIASES.get(text, text)
+    if text in FLOAT_TYPES or text in INT_TYPES or text in ("ui8", "ui16", "ui32", "ui64", "index"):
+        return text
+    raise ValueError(f"unknown dtype {dtype!r}: use an MLIR name (f32, i64, ...), a numpy name "
+                     "('float32') or a numpy type (np.float32)")

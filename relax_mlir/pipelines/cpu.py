@@ -2,7 +2,9 @@
 
 Stages (each a plain pipeline string, pasteable into ``relax-opt --pass-pipeline``):
 
-* :func:`graph_stage`: ``relax-infer-shapes``, ``relax-dispatch-library`` (matmul [+ bias]
+:func:`stages` names them for the compile driver (``graph``, ``host``, ``codegen``).
+
+* :func:`graph_stage`: ``relax-infer-shapes``, ``relax-cse``, ``relax-dce``, ``relax-dispatch-library`` (matmul [+ bias]
   to BLAS; it records the runtime library in ``relax.libraries``, which compile() links),
   ``relax-legalize`` (when registered),
   ``relax-lower-host`` (see its docstring for the calling convention);
@@ -36,7 +38,34 @@ DISPATCH_MIN_FLOPS = 4096
 
 
 def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
-                dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None) -> list[str]:
+                dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
+                legalize_target: Optional[str] = None, host_target: Optional[str] = None) -> list[str]:
+    """The graph passes, ending with relax-lower-host (see :func:`stages` for them split)."""
+    graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target)
+    return graph + host
+
+
+def stages(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
+           dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
+           legalize_target: Optional[str] = None, host_target: Optional[str] = None,
+           schedules: Optional[bool] = None) -> list[tuple[str, list[str]]]:
+    """The named stages of the cpu pipeline, as the compile driver runs them (and dumps the IR
+    after each): ``graph`` (relax to relax: shapes, dispatch, legalize, fusion, planning),
+    ``host`` (relax-lower-host), ``codegen`` (relax-apply-schedules, then upstream MLIR to
+    the LLVM dialect)."""
+    graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target)
+    return [("graph", graph), ("host", host), ("codegen", llvm_stage(schedules))]
+
+
+def _with_option(name: str, option: str, value: Optional[str]) -> str:
+    """``name{option=value}`` when the pass declares that option (and a value is given)."""
+    info = PASSES.get(name)
+    if value is None or info is None or option not in {o.name for o in info.options}:
+        return name
+    return f"{name}{{{option}={value}}}"
+
+
+def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target):
     if fusion is None:
         fusion = FUSION_DEFAULT
     if plan_memory is None:
@@ -46,23 +75,30 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
     if dispatch_min_flops is None:
         dispatch_min_flops = DISPATCH_MIN_FLOPS
     passes = ["relax-infer-shapes"]
+    # after shape inference (a dead op's run-time check is already its own relax.assert)
+    passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
     if dispatch and "relax-dispatch-library" in PASSES:
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)}}}")
     if "relax-legalize" in PASSES:
-        passes.append("relax-legalize")
+        passes.append(_with_option("relax-legalize", "target", legalize_target))
     if fusion and "relax-fuse-ops" in PASSES:
         passes += ["relax-annotate-kernel-kinds", "relax-fuse-ops", "relax-fuse-kernels"]
     if plan_memory and "relax-plan-memory" in PASSES:
         passes.append("relax-plan-memory")
-    passes.append("relax-lower-host")
-    return passes
+    return passes, [_with_option("relax-lower-host", "target", host_target)]
 
 
-#: Transform-dialect schedules (relax-apply-schedules) for kernels; ``cpu{schedules=false}``.
+#: Transform-dialect schedules (relax-apply-schedules: tiled, vectorized kernels) by default;
+#: ``cpu{schedules=false}`` or ``options={"schedules": False}`` give plain
+#: convert-linalg-to-loops kernels. ``RELAX_MLIR_NUM_THREADS`` > 1 runs their parallel
+#: loops on OpenMP threads (see relax_mlir.transforms.apply_schedules.num_threads).
 SCHEDULES_DEFAULT = True
 
 
 def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
+    """Bufferize, deallocate, lower to the LLVM dialect; with ``schedules`` (default
+    :data:`SCHEDULES_DEFAULT`) the kernels are scheduled first (relax-apply-schedules) and
+    the stage gains the vector / OpenMP lowering (apply_schedules.scheduled_stage)."""
     if schedules is None:
         schedules = SCHEDULES_DEFAULT
     if not schedules:

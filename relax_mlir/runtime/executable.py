@@ -1,30 +1,40 @@
-"""The Executable: compile relax IR once, run it on numpy / DLPack arrays of any valid shape.
+"""The Executable: run compiled relax functions on numpy / DLPack arrays of any valid shape.
 
 ::
 
-    exe = relax_mlir.compile(text)            # target="cpu"; libraries=[path.so, ...]
+    exe = relax_mlir.compile(text)            # see relax_mlir.compiler
     y = exe(x, w)                             # runs @main; numpy out (tuple when several)
-    z = exe["other"](x)                       # any graph function
-    exe.compile_time_s, exe.metadata          # seconds; plain JSON-able dict
+    z = exe["other"](x)                       # any graph function; exe.functions lists them
+    sess = exe.session()                      # explicit per-caller state (workspace, later state)
+    y = sess["main"](x, w)                    # == sess(x, w)
+    exe.compile_time_s, exe.metadata          # seconds; JSON (relax_mlir.runtime.abi)
     exe.export("model.so")                    # ahead-of-time: one shared library
     exe = relax_mlir.load("model.so")         # in any process, without the compiler
 
-Calling convention (see ``relax_mlir.transforms.lower_host``): each graph function is
-lowered to ``@f(memref...) -> (i32 status, i64 x D details, memref results...)`` with
-``llvm.emit_c_interface``; this module calls ``_mlir_ciface_f(result_struct*, desc*...)``
-(``i32 _mlir_ciface_f(desc*...)`` when the status is the only result) directly with
-ctypes. Where the symbol comes from is the only thing that differs between a compiled
-and a loaded Executable: a *symbol resolver* gives its address, from the
-ExecutionEngine (JIT, :func:`compile_module`) or from a ``ctypes.CDLL``
-(:func:`relax_mlir.load`, see :mod:`relax_mlir.runtime.aot`). Everything else -- argument
-checks, descriptors, results, failure messages -- is this one implementation, driven by
-the JSON-able ``metadata`` only: the signature checks are compiled at compile time into
-small Python expressions over the actual dims (``metadata["functions"][f]["plan"]``), so
-calling never needs sympy, the shape library or the MLIR bindings. Arguments are C-contiguous arrays
-(others are copied; DLPack-capable objects go through ``np.from_dlpack``), passed as
-identity-layout memref descriptors. Every result buffer is owned by the caller (the
-buffer deallocation pipeline guarantees it): it is copied into a numpy array and its
-allocation freed with libc ``free`` right away, also when a check failed.
+This module is only what a loaded library needs: argument marshalling, the calling
+convention, sessions and failure messages; the compiler lives in :mod:`relax_mlir.compiler`.
+
+Calling convention (see :mod:`relax_mlir.transforms.lower_host`): each graph function is
+lowered to ``@f(workspace, params...) -> (i32 status, i64 x D details, results...)`` with
+``llvm.emit_c_interface``; this module calls ``_mlir_ciface_f(result_struct*, workspace*,
+desc*...)`` (``i32 _mlir_ciface_f(workspace*, desc*...)`` when the status is the only
+result) directly with ctypes. Where the symbol comes from is the only thing that differs
+between a compiled and a loaded Executable: a *symbol resolver* gives its address, from
+the ExecutionEngine (JIT) or from a ``ctypes.CDLL`` (:func:`relax_mlir.load`, see
+:mod:`relax_mlir.runtime.aot`). Everything else is this one implementation, driven by
+the typed metadata only (:class:`relax_mlir.runtime.abi.ExecutableMetadata`): the
+signature checks were compiled into small Python expressions over the actual dims, so
+calling never needs sympy, the shape library or the MLIR bindings. Arguments are
+C-contiguous arrays (others are copied; DLPack-capable objects go through
+``np.from_dlpack``), passed as identity-layout memref descriptors. Every result buffer is
+owned by the caller: the numpy array returned owns it (freed with libc ``free``).
+
+Sessions: the workspace a call writes (relax-plan-memory's static arenas) is a function
+argument, owned by a :class:`Session`. ``exe(...)`` and ``exe["f"](...)`` use the calling
+thread's default session, so threads call one executable concurrently with no shared
+lock; ``exe.session()`` makes an explicit one (state that must survive calls, such as an
+LLM's KV cache, lives in a session). One exported ``.so`` loaded twice gives two
+executables with their own sessions: nothing is shared through module globals.
 
 Errors (the process never aborts; the next call works normally):
 
@@ -42,33 +52,31 @@ Errors (the process never aborts; the next call works normally):
       @main: relax.match_cast at model.mlir:7:8 of the result of relax.call_tir at ...:
           expected shape (2*k, 4) with n = 7, got (7, 4)
       @main: relax.assert at model.mlir:9:3: <message> does not hold with k = 3, m = 5 (3 != 5)
+      @main: relax.call_tir at model.mlir:4:8: division by zero in the dimension n // m with n = 5, m = 0
+      @main: result #0 of relax.call_tir at ...: negative size n - m = -2 in shape (n - m) with n = 1, m = 3
+      @main: relax.call_tir at ...: the dimension n*n*n*n overflows int64 with n = 65536
 
   i.e. ``@<function>: <what>: expected shape <symbolic shape> with <symbol = value, ...
-  bound so far>, got <actual shape>`` (the ``with`` part is left out when nothing is bound).
+  bound so far>, got <actual shape>`` (the ``with`` part is left out when nothing is bound);
+* ``MemoryError``: an allocation of the compiled code failed
+  (``@main: result #0 of relax.call_tir at ...: cannot allocate 4000000000000000 bytes ...``).
 
-Ahead of time (:mod:`relax_mlir.runtime.aot`): ``exe.export(path)`` translates the final
-LLVM-dialect module (kept from the compile, not recompiled) to LLVM IR, compiles it with
-``llc -O3 -relocation-model=pic`` and links it with ``cc -shared`` (plus the
-``libraries=`` given to compile, with an rpath) into ONE file that also carries the
-metadata (the exported symbol ``relax_mlir_metadata``, JSON) and an integrity trailer.
-``relax_mlir.load(path)`` checks the file, ``dlopen``\\ s it and returns an Executable that
-behaves exactly like the compiled one; loading and calling import neither the MLIR
-bindings nor sympy. A file that is not a relax-mlir library, is truncated or corrupted,
-or has another format version raises :class:`relax_mlir.LoadError`.
+Ahead of time (:mod:`relax_mlir.runtime.aot`): ``exe.export(path)`` writes ONE shared
+library carrying the code and the metadata; ``relax_mlir.load(path)`` returns an
+Executable that behaves exactly like the compiled one.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
 import os
-import re
-import time
+import threading
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from ..errors import ShapeError
+from .abi import ExecutableMetadata, FunctionSig, find_check
 
 DTYPES = {
     "f32": np.float32, "f64": np.float64, "f16": np.float16,
@@ -119,21 +127,6 @@ class SymbolResolver:
         raise NotImplementedError
 
 
-class EngineResolver(SymbolResolver):
-    """Symbols of an MLIR ExecutionEngine (JIT)."""
-
-    def __init__(self, engine, context, module):
-        self.engine, self.context, self.module = engine, context, module
-
-    def address(self, name: str) -> int:
-        # raw_lookup(x) looks up "_mlir_" + x (the packed-wrapper naming), so "ciface_f"
-        # is the plain C-interface function "_mlir_ciface_f" itself.
-        addr = self.engine.raw_lookup("ciface_" + name)
-        if not addr:
-            raise RuntimeError(f"no symbol _mlir_ciface_{name} in the compiled module")
-        return addr
-
-
 class LibraryResolver(SymbolResolver):
     """Symbols of a shared library opened with ctypes (an exported Executable)."""
 
@@ -146,88 +139,6 @@ class LibraryResolver(SymbolResolver):
         except AttributeError:
             raise RuntimeError(f"{self.path}: no symbol _mlir_ciface_{name}") from None
         return ctypes.cast(fn, ctypes.c_void_p).value
-
-
-# -- symbolic expressions as Python code (compile time only) -----------------------------
-
-def _py(e, names: dict[str, str]) -> str:
-    import sympy
-    if e.is_Integer:
-        return str(int(e))
-    if e.is_Symbol:
-        return names[e.name]
-    if isinstance(e, sympy.Add):
-        return "(" + " + ".join(_py(a, names) for a in e.args) + ")"
-    if isinstance(e, sympy.Mul):
-        if any(a.is_Rational and not a.is_Integer for a in e.args):
-            num, den = sympy.fraction(e)
-            return f"(({_py(num, names)}) // ({_py(den, names)}))"
-        return "(" + " * ".join(_py(a, names) for a in e.args) + ")"
-    if isinstance(e, sympy.Pow) and e.exp.is_Integer:
-        return f"({_py(e.base, names)} ** {int(e.exp)})"
-    if isinstance(e, sympy.floor):
-        num, den = sympy.fraction(sympy.together(e.args[0]))
-        return f"(({_py(num, names)}) // ({_py(den, names)}))"
-    if isinstance(e, sympy.Mod):
-        return f"(({_py(e.args[0], names)}) % ({_py(e.args[1], names)}))"
-    if isinstance(e, sympy.Min):
-        return "min(" + ", ".join(_py(a, names) for a in e.args) + ")"
-    if isinstance(e, sympy.Max):
-        return "max(" + ", ".join(_py(a, names) for a in e.args) + ")"
-    raise ValueError(f"cannot evaluate {e}")
-
-
-def signature_plan(params: list[dict], checks: list[dict]) -> dict:
-    """Compile a function's parameter patterns and assert checks into Python expressions.
-
-    The result is JSON-able and stored in the metadata (``plan``), so that the runtime
-    (also a loaded library's) checks arguments without sympy or the shape library::
-
-        {"shapes": ["(n, 4)", ...], "symbols": [["n"], ...],
-         "bindings": [[symbol, expr over a[i][j], [arg indices]], ...],
-         "checks": [[arg index, lhs expr, rhs expr, "eq" | "le", where], ...],
-         "asserts": {check id: [lhs expr, rhs expr over v["symbol"]]}}
-    """
-    from ..shapes import Dim, Shape, Truth, parse_dim, prove_le, symbol
-    from ..shapes.match import match_shapes
-
-    shapes = [Shape([parse_dim(d) if d != "?" else "?" for d in p["shape"]]) for p in params]
-    names: dict[str, str] = {}
-    placeholders = []
-    for i, s in enumerate(shapes):
-        dims = []
-        for j in range(s.rank):
-            ph = f"?a{i}_{j}"
-            names[ph] = f"a[{i}][{j}]"
-            dims.append(Dim(symbol(ph)))
-        placeholders.append(Shape(dims))
-    syms = set().union(*(s.symbols for s in shapes)) if shapes else set()
-    known = [i for i, s in enumerate(shapes) if not s.has_unknown]
-    m = match_shapes([shapes[i] for i in known], [placeholders[i] for i in known], syms,
-                     names=[f"argument #{i}" for i in known])
-    bindings, out_checks = [], []
-    for s, d in m.bindings.items():
-        args = sorted({int(x[2:].split("_")[0]) for x in d.symbols})
-        bindings.append([s, _py(d.expr, names), args])
-        if prove_le(0, d) is not Truth.TRUE:
-            out_checks.append([max(args), "0", _py(d.expr, names), "le", f"{s} >= 0"])
-    for lhs, rhs, where in m.checks:
-        mm = re.match(r"argument #(\d+)", where)
-        i = int(mm.group(1)) if mm else 0
-        readable = re.sub(r"\?a(\d+)_(\d+)", lambda x: f"argument #{x.group(1)} dim {x.group(2)}", where)
-        out_checks.append([i, _py(lhs.expr, names), _py(rhs.expr, names), "eq", readable])
-    out_checks.sort(key=lambda c: c[0])
-    asserts = {}
-    for c in checks:
-        if c.get("kind") == "assert":
-            try:
-                lhs, rhs = parse_dim(c["lhs"]), parse_dim(c["rhs"])
-                vn = {x: f"v[{x!r}]" for x in lhs.symbols | rhs.symbols}
-                asserts[str(c["id"])] = [_py(lhs.expr, vn), _py(rhs.expr, vn)]
-            except (KeyError, ValueError):
-                pass
-    return {"shapes": [str(s) for s in shapes], "symbols": [sorted(s.symbols) for s in shapes],
-            "bindings": bindings, "checks": out_checks, "asserts": asserts}
 
 
 def _fmt_shape(dims: Sequence[int]) -> str:
@@ -243,17 +154,19 @@ def _code(expr: str):
 
 
 class _ParamChecker:
-    """The parameter patterns of one function (its ``plan``), run over the actual dims."""
+    """The parameter patterns of one function (its :class:`~relax_mlir.runtime.abi.SignaturePlan`),
+    run over the actual dims."""
 
-    def __init__(self, fname: str, params: list[dict], plan: dict):
+    def __init__(self, fname: str, sig: FunctionSig):
+        plan = sig.plan
         self.fname = fname
-        self.shapes = plan["shapes"]
-        self.ranks = [len(p["shape"]) for p in params]
-        self.dtypes = [p["dtype"] for p in params]
+        self.shapes = plan.shapes
+        self.ranks = [len(p.shape) for p in sig.params]
+        self.dtypes = [p.dtype for p in sig.params]
         self.np_dtypes = [DTYPES.get(d) for d in self.dtypes]
-        self.bindings = [(s, _code(e), set(args)) for s, e, args in plan["bindings"]]
-        self.checks = [(i, _code(l), _code(r), pred, where) for i, l, r, pred, where in plan["checks"]]
-        self.syms_of = [set(s) for s in plan["symbols"]]
+        self.bindings = [(b.symbol, _code(b.expr), set(b.args)) for b in plan.bindings]
+        self.checks = [(c.arg, _code(c.lhs), _code(c.rhs), c.predicate, c.detail) for c in plan.checks]
+        self.syms_of = [set(s) for s in plan.symbols]
 
     def check(self, arrays: list[np.ndarray]) -> None:
         for i, (a, rank, dt, nd) in enumerate(zip(arrays, self.ranks, self.dtypes, self.np_dtypes)):
@@ -264,18 +177,26 @@ class _ParamChecker:
             if a.ndim != rank:
                 raise ShapeError(f"@{self.fname}: argument #{i}: expected rank {rank} for shape {self.shapes[i]}, "
                                  f"got rank {a.ndim} (shape {_fmt_shape(a.shape)})")
+        if not self.checks:
+            return
         shp = [a.shape for a in arrays]
         env = {"a": shp}
-        for i, lhs, rhs, pred, where in self.checks:
-            lv, rv = eval(lhs, _EVAL_GLOBALS, env), eval(rhs, _EVAL_GLOBALS, env)
-            if (lv != rv) if pred == "eq" else (lv > rv):
+        for i, lhs, rhs, pred, detail in self.checks:
+            try:
+                lv, rv = eval(lhs, _EVAL_GLOBALS, env), eval(rhs, _EVAL_GLOBALS, env)
+            except ZeroDivisionError:
+                lv, rv, detail = None, None, (detail + "; " if detail else "") + "a divisor is 0"
+            if lv is None or ((lv != rv) if pred == "eq" else (lv > rv)):
                 bound = {}
                 for s, code, args in self.bindings:
                     if s in self.syms_of[i] and all(j < i for j in args):
-                        bound[s] = eval(code, _EVAL_GLOBALS, env)
-                detail = "" if re.fullmatch(r"argument #\d+ dim \d+", where) else f" ({where})"
+                        try:
+                            bound[s] = eval(code, _EVAL_GLOBALS, env)
+                        except ZeroDivisionError:
+                            pass
+                extra = f" ({detail})" if detail else ""
                 raise ShapeError(f"@{self.fname}: argument #{i}: expected shape {self.shapes[i]}"
-                                 f"{_fmt_bound(bound)}, got {_fmt_shape(shp[i])}{detail}")
+                                 f"{_fmt_bound(bound)}, got {_fmt_shape(shp[i])}{extra}")
 
 
 _SIGNATURES: dict[tuple, tuple[type, type]] = {}
@@ -290,45 +211,62 @@ def _ctypes_signature(D: int, result_ranks: tuple, param_ranks: tuple, single_sc
         fields = [("status", ctypes.c_int32)] + [(f"d{i}", ctypes.c_int64) for i in range(D)]
         fields += [(f"r{i}", descriptor_class(r)) for i, r in enumerate(result_ranks)]
         result_class = type("Results", (ctypes.Structure,), {"_fields_": fields})
-        descs = [ctypes.POINTER(descriptor_class(r)) for r in param_ranks]
-        if single_scalar:   # i32 _mlir_ciface_f(desc*...)
+        descs = [ctypes.POINTER(descriptor_class(1))] + [ctypes.POINTER(descriptor_class(r)) for r in param_ranks]
+        if single_scalar:   # i32 _mlir_ciface_f(workspace*, desc*...)
             proto = ctypes.CFUNCTYPE(ctypes.c_int32, *descs)
-        else:               # void _mlir_ciface_f(results*, desc*...)
+        else:               # void _mlir_ciface_f(results*, workspace*, desc*...)
             proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(result_class), *descs)
         _SIGNATURES[key] = (result_class, proto)
     return _SIGNATURES[key]
 
 
 class Function:
-    """One compiled graph function: ``fn(*arrays) -> array | tuple of arrays``."""
+    """One compiled graph function: ``fn(*arrays) -> array | tuple of arrays``.
 
-    def __init__(self, exe: "Executable", name: str, meta: dict):
+    Called directly it runs in the calling thread's default session of its executable;
+    ``sess[name]`` gives the same function bound to an explicit :class:`Session`.
+    """
+
+    def __init__(self, exe: "Executable", name: str, sig: FunctionSig):
         self.exe = exe
         self.name = name
-        self.meta = meta
-        self.nparams = len(meta["params"])
-        self.checker = _ParamChecker(name, meta["params"], meta["plan"])
-        D = exe.metadata["detail_slots"]
+        self.sig = sig
+        self.nparams = len(sig.params)
+        self.checker = _ParamChecker(name, sig)
+        D = exe._meta.detail_slots
         self.D = D
-        self.result_dtypes = [DTYPES.get(r["dtype"]) for r in meta["results"]]
-        self.result_ranks = [len(r["shape"]) for r in meta["results"]]
-        self.single_scalar = (D == 0 and not meta["results"])
+        self.result_dtypes = [DTYPES.get(r.dtype) for r in sig.results]
+        self.result_ranks = [len(r.shape) for r in sig.results]
+        self.single_scalar = (D == 0 and not sig.results)
         self.result_class, proto = _ctypes_signature(D, tuple(self.result_ranks), tuple(self.checker.ranks),
                                                      self.single_scalar)
         self._fn = proto(exe._resolver.address(name))
 
+    def __repr__(self) -> str:
+        params = ", ".join(f"({', '.join(p.shape)}) {p.dtype}" for p in self.sig.params)
+        results = ", ".join(f"({', '.join(r.shape)}) {r.dtype}" for r in self.sig.results)
+        return f"<relax_mlir function @{self.name}({params}) -> ({results})>"
+
     def __call__(self, *args):
+        return self._call(self.exe._default_session(), args)
+
+    def _call(self, session: "Session", args):
         if len(args) != self.nparams:
             raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
         arrays = [_as_array(a) for a in args]
         self.checker.check(arrays)
         descs = [ctypes.byref(_descriptor(a)) for a in arrays]
         res = self.result_class()
-        with self.exe._lock:  # static arenas are module globals: one call at a time
+        if not session._busy.acquire(False):
+            raise RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
+                               "per session: use one session per thread)")
+        try:  # no lock shared between sessions: calls in different sessions run at the same time
             if self.single_scalar:
-                res.status = self._fn(*descs)
+                res.status = self._fn(session._ws, *descs)
             else:
-                self._fn(ctypes.byref(res), *descs)
+                self._fn(ctypes.byref(res), session._ws, *descs)
+        finally:
+            session._busy.release()
         del arrays  # kept alive through the call
         outs = self._collect(res)
         if res.status != 0:
@@ -360,6 +298,74 @@ class Function:
                 arr = np.frombuffer(buf, dtype).reshape(shape)
             outs.append(arr)
         return outs
+
+
+class _BoundFunction:
+    """A function of a session: ``sess["f"](*arrays)``."""
+
+    __slots__ = ("fn", "session")
+
+    def __init__(self, fn: Function, session: "Session"):
+        self.fn, self.session = fn, session
+
+    def __call__(self, *args):
+        return self.fn._call(self.session, args)
+
+    def __repr__(self) -> str:
+        return repr(self.fn)
+
+
+class Session:
+    """Per-caller state of an executable: what a running call may write besides its results.
+
+    Today that is the *workspace*: the static arenas of relax-plan-memory (and those of
+    the functions a function calls), one 64-byte aligned buffer of
+    ``exe.workspace_bytes`` allocated once per session, so its pages stay mapped across
+    calls. Each thread calling ``exe(...)`` gets its own default session; several threads
+    call one executable at the same time, with no lock shared between them. One session
+    runs one call at a time (a second concurrent call on it raises ``RuntimeError``).
+
+    State that lives across calls (an LLM's KV cache) belongs here as well. The design,
+    not built yet: the module declares named state buffers with their symbolic shapes
+    and upper bounds (``relax.state`` on the module); relax-lower-host passes them to
+    every graph function as further memref arguments after the workspace, the metadata
+    lists them (:mod:`relax_mlir.runtime.abi`), and the session allocates them once and
+    keeps them in ``sess.state`` (name -> numpy array), so ``sess["prefill"](...)`` then
+    ``sess["decode"](...)`` share a cache and two sessions of one executable are two
+    independent conversations.
+    """
+
+    def __init__(self, exe: "Executable"):
+        self.exe = exe
+        n = exe._meta.total_workspace()
+        self._buffer = np.empty(n + _WS_ALIGN, np.uint8)
+        ptr = self._buffer.ctypes.data
+        aligned = (ptr + _WS_ALIGN - 1) // _WS_ALIGN * _WS_ALIGN
+        desc = descriptor_class(1)()
+        desc.allocated = desc.aligned = aligned
+        desc.offset = 0
+        desc.sizes[0] = n
+        desc.strides[0] = 1
+        self._desc = desc
+        self._ws = ctypes.byref(desc)
+        self._busy = threading.Lock()
+        self.state: dict[str, np.ndarray] = {}
+
+    @property
+    def workspace_bytes(self) -> int:
+        return int(self._desc.sizes[0])
+
+    def __getitem__(self, name: str) -> _BoundFunction:
+        return _BoundFunction(self.exe[name], self)
+
+    def __call__(self, *args):
+        return self.exe["main"]._call(self, args)
+
+    def __repr__(self) -> str:
+        return f"<relax_mlir Session: {self.workspace_bytes} workspace bytes, functions {self.exe.functions}>"
+
+
+_WS_ALIGN = 64
 
 
 class _Buffer:
@@ -411,8 +417,9 @@ def _descriptor(a: np.ndarray):
 class Executable:
     """A compiled (or loaded) module: call graph functions on arrays; see the module docstring.
 
-    ``resolver`` gives the code (:class:`EngineResolver` after :func:`compile_module`,
-    :class:`LibraryResolver` after :func:`relax_mlir.load`); ``llvm_dialect`` returns the
+    ``resolver`` gives the code (an ExecutionEngine after :func:`relax_mlir.compile`,
+    :class:`LibraryResolver` after :func:`relax_mlir.load`); ``metadata`` is the JSON form
+    of :class:`relax_mlir.runtime.abi.ExecutableMetadata`; ``llvm_dialect`` returns the
     final LLVM-dialect module as text for :meth:`export` (``None`` for a loaded one, whose
     ``export`` copies its file).
     """
@@ -421,34 +428,51 @@ class Executable:
                  libraries=(), llvm_dialect: Optional[Callable[[], str]] = None,
                  source_path: Optional[str] = None):
         self._resolver = resolver
-        self._lock = threading.Lock()
+        self._meta = ExecutableMetadata.from_json(metadata)
         self.metadata = metadata
         self.compile_time_s = compile_time_s
         self.libraries = list(libraries)
         self._llvm_dialect = llvm_dialect
         self._llvm_dialect_text: Optional[str] = None
         self.source_path = source_path
+        self.compile_options = None   # the CompileOptions of a compiled one (relax_mlir.compiler)
+        self._local = threading.local()
         self._functions: dict[str, Function] = {}
-        self._checks: dict[int, tuple[str, dict]] = {}
-        for fname, fm in metadata["functions"].items():
-            for c in fm["checks"]:
-                self._checks[int(c["id"])] = (fname, c)
-        for fname in metadata["functions"]:  # prepare signature checks now, not on the first call
+        for fname in self._meta.functions:  # prepare signature checks now, not on the first call
             self[fname]
 
     @property
     def functions(self) -> list[str]:
-        return list(self.metadata["functions"])
+        return list(self._meta.functions)
+
+    @property
+    def workspace_bytes(self) -> int:
+        """Bytes of workspace each session holds (the static arenas)."""
+        return self._meta.total_workspace()
+
+    def session(self) -> Session:
+        """A new :class:`Session`: its own workspace (and, later, its own state)."""
+        return Session(self)
+
+    def _default_session(self) -> Session:
+        s = getattr(self._local, "session", None)
+        if s is None:
+            s = self._local.session = Session(self)
+        return s
 
     def __getitem__(self, name: str) -> Function:
-        if name not in self.metadata["functions"]:
-            raise KeyError(f"no graph function @{name} (functions: {', '.join(self.functions)})")
-        if name not in self._functions:
-            self._functions[name] = Function(self, name, self.metadata["functions"][name])
-        return self._functions[name]
+        fn = self._functions.get(name)
+        if fn is None:
+            if name not in self._meta.functions:
+                raise KeyError(f"no graph function @{name} (functions: {', '.join(self.functions)})")
+            fn = self._functions[name] = Function(self, name, self._meta.functions[name])
+        return fn
 
     def __call__(self, *args):
         return self["main"](*args)
+
+    def __repr__(self) -> str:
+        return f"<relax_mlir Executable ({self._meta.target}): {', '.join('@' + f for f in self.functions)}>"
 
     def llvm_dialect_text(self) -> str:
         """The final LLVM-dialect module (printed once, on first use)."""
@@ -464,101 +488,37 @@ class Executable:
         return export_library(self, path)
 
     def _failure(self, status: int, details: list[int]) -> Exception:
-        if status not in self._checks:
+        found = find_check(self._meta, status)
+        if found is None:
             return ShapeError(f"run-time check #{status} failed (no description recorded)")
-        fname, c = self._checks[status]
-        fm = self.metadata["functions"][fname]
-        syms = fm["detail_symbols"]
-        values = {s: details[i] for i, s in enumerate(syms) if s in c.get("bound", [])}
-        actual = details[len(syms):len(syms) + int(c.get("rank", 0))]
-        kind = c.get("kind")
-        if kind == "assert":
-            tail = ""
-            code = fm["plan"]["asserts"].get(str(c["id"]))
-            if code:
-                try:
-                    env = {"v": values}
-                    lv, rv = (eval(_code(e), _EVAL_GLOBALS, env) for e in code)
-                    op = "!=" if c.get("predicate", "eq") == "eq" else ">"
-                    tail = f" ({lv} {op} {rv})"
-                except Exception:  # a symbol not bound at the failure: leave the values out
-                    tail = ""
-            return ShapeError(f"@{fname}: {c['where']}: {c.get('message') or c['lhs'] + ' == ' + c['rhs']} "
-                              f"does not hold{_fmt_bound(values)}{tail}")
-        detail = c.get("detail", "")
-        extra = "" if re.fullmatch(r"(value|argument #\d+) dim \d+", detail) else f" ({detail})"
-        return ShapeError(f"@{fname}: {c['where']}: expected shape {c['expected']}{_fmt_bound(values)}, "
+        fname, c = found
+        fs = self._meta.functions[fname]
+        syms = fs.detail_symbols
+        values = {s: details[i] for i, s in enumerate(syms) if s in c.bound}
+        actual = details[len(syms):len(syms) + c.rank]
+        shown = []
+        code = fs.plan.failure_values.get(c.id)
+        if code:
+            try:
+                shown = [eval(_code(e), _EVAL_GLOBALS, {"v": values}) for e in code]
+            except (KeyError, ZeroDivisionError):  # a symbol not bound at the failure
+                shown = []
+        head = f"@{fname}: {c.where}:"
+        if c.kind == "assert":
+            op = "!=" if c.predicate == "eq" else ">"
+            tail = f" ({shown[0]} {op} {shown[1]})" if len(shown) == 2 else ""
+            return ShapeError(f"{head} {c.message or c.lhs + ' == ' + c.rhs} does not hold{_fmt_bound(values)}{tail}")
+        if c.kind == "division":
+            return ShapeError(f"{head} division by zero in the dimension {c.expr}{_fmt_bound(values)}")
+        if c.kind == "overflow":
+            return ShapeError(f"{head} the dimension {c.expr} overflows int64{_fmt_bound(values)}")
+        if c.kind == "size":
+            val = f" = {shown[0]}" if shown else ""
+            return ShapeError(f"{head} negative size {c.expr}{val} in shape {c.expected}{_fmt_bound(values)}")
+        if c.kind == "alloc":
+            size = f"{shown[0]} bytes" if shown else f"{c.expr} bytes"
+            return MemoryError(f"{head} cannot allocate {size} for shape {c.expected} of {c.detail}"
+                               f"{_fmt_bound(values)}")
+        extra = f" ({c.detail})" if c.detail else ""
+        return ShapeError(f"{head} expected shape {c.expected}{_fmt_bound(values)}, "
                           f"got {_fmt_shape(actual)}{extra}")
-
-
-def _strip_relax_attributes(module) -> str:
-    """Print a copy of the LLVM-dialect module without the ``relax.*`` attributes, which
-    name the relax dialect (declared in Python, unknown to ``mlir-translate``)."""
-    with module.context:
-        clone = module.operation.clone()
-        ops = [clone] + list(clone.regions[0].blocks[0].operations)
-        for op in ops:
-            for name in [a for a in op.attributes if isinstance(a, str) and a.startswith("relax.")]:
-                del op.attributes[name]
-        text = str(clone)
-        clone.erase()
-    return text
-
-
-def _pipeline_options(options: Optional[dict]) -> dict:
-    """``{"dispatch": False, "plan_memory": True}`` -> graph_stage keyword arguments (checked
-    against the ``cpu`` pipeline's declared options)."""
-    from ..transforms.registry import PIPELINES
-
-    text = " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
-                    for k, v in (options or {}).items())
-    return {k: v for k, v in vars(PIPELINES["cpu"].parse_options(text)).items()}
-
-
-def compile_module(src, target: str = "cpu", libraries: Optional[Sequence[str]] = None,
-                   options: Optional[dict] = None) -> Executable:
-    """Compile relax IR (text or Module) for ``target``; see :func:`relax_mlir.compile`.
-
-    ``options``: the target pipeline's options (``cpu{...}``), e.g. ``{"dispatch": False}``
-    or ``{"fusion": False, "dispatch-min-flops": 0}``. Runtime libraries the module asks
-    for (``relax.libraries``, set by relax-dispatch-library) are linked and kept in
-    ``exe.libraries`` (so export() links them too)."""
-    from mlir import ir
-    from mlir.execution_engine import ExecutionEngine
-
-    from .. import make_context
-    from ..transforms.lower_host import host_metadata
-    from ..transforms.pipeline import run_pipeline
-
-    if target != "cpu":
-        raise ValueError(f"unknown target '{target}' (available: cpu)")
-    from ..pipelines.cpu import graph_stage, llvm_stage
-    from .libraries import library_metadata, library_paths, module_libraries, validate
-
-    user_libraries = validate(libraries)   # before any work: a missing path is a CompileError
-    t0 = time.perf_counter()
-    text = src if isinstance(src, str) else str(src)
-    ctx = make_context()
-    with ctx, ir.Location.unknown():
-        module = ir.Module.parse(text)
-        popts = _pipeline_options(options)
-        schedules = popts.pop("schedules", None)
-        run_pipeline(module, "builtin.module(" + ", ".join(graph_stage(**popts)) + ")")
-        libraries = user_libraries + library_paths(module_libraries(module.operation))
-        metadata = host_metadata(module.operation)
-        metadata.update(library_metadata(module_libraries(module.operation)))
-        for fm in metadata["functions"].values():
-            fm["plan"] = signature_plan(fm["params"], fm["checks"])
-        run_pipeline(module, "builtin.module(" + ", ".join(llvm_stage(schedules)) + ")")
-        from ..transforms.apply_schedules import num_threads, openmp_library
-        if schedules is not False and num_threads() > 1:
-            libraries = libraries + [openmp_library()]
-        libs = runtime_libraries() + [os.path.abspath(p) for p in (libraries or [])]
-        engine = ExecutionEngine(module, opt_level=3, shared_libs=libs)
-        engine.initialize()
-    metadata["target"] = target
-    exe = Executable(EngineResolver(engine, ctx, module), metadata, 0.0,
-                     [os.path.abspath(p) for p in (libraries or [])],
-                     llvm_dialect=lambda: _strip_relax_attributes(module))
-    exe.compile_time_s = metadata["compile_time_s"] = time.perf_counter() - t0
-    return exe

@@ -85,7 +85,10 @@ class Dim:
         """Substitute symbols by dimensions (ints, strings or Dims)."""
         if not mapping:
             return self
-        repl = {symbol(k): Dim.of(v).expr for k, v in mapping.items()}
+        # only this expression's symbols: a mapping may bind thousands (one per parameter dim)
+        repl = {s: Dim.of(mapping[s.name]).expr for s in self.expr.free_symbols if s.name in mapping}
+        if not repl:
+            return self
         return Dim(self.expr.xreplace(repl))
 
     def evaluate(self, values: Mapping[str, int]) -> int:
@@ -300,17 +303,73 @@ _BINOPS = {
 }
 
 
+#: Longest dimension expression accepted: real shapes are short, and sympy and the parser
+#: recurse over the expression (a 50,000-deep ``-(-(...))`` would overflow the stack).
+MAX_DIM_TEXT = 1000
+#: Deepest nesting of operators and parentheses accepted.
+MAX_DIM_DEPTH = 64
+#: Most terms an expression may expand to (``(a+b)*(c+d)*...`` doubles with each factor).
+MAX_DIM_TERMS = 4096
+
+
 @functools.lru_cache(maxsize=4096)
 def parse_dim(text: str) -> Dim:
     """Parse ``"2*n + m // 4"`` and friends. Raises ShapeSyntaxError with the reason."""
     src = text.strip()
     if not src:
         raise ShapeSyntaxError("empty dimension expression")
+    if len(src) > MAX_DIM_TEXT:
+        raise ShapeSyntaxError(f"dimension expression of {len(src)} characters is too long (at most {MAX_DIM_TEXT})")
     try:
         tree = ast.parse(src, mode="eval")
     except SyntaxError:
-        raise ShapeSyntaxError(f"malformed dimension expression '{text}'") from None
-    return Dim(_convert(tree.body, text))
+        raise ShapeSyntaxError(f"malformed dimension expression '{text}'{_hint(src)}") from None
+    except (RecursionError, MemoryError):
+        raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' is nested too deeply") from None
+    if _depth(tree.body) > MAX_DIM_DEPTH:
+        raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' is nested more than {MAX_DIM_DEPTH} deep")
+    if _terms(tree.body) > MAX_DIM_TERMS:
+        raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' expands to more than {MAX_DIM_TERMS} terms")
+    try:
+        return Dim(_convert(tree.body, text))
+    except (RecursionError, MemoryError):
+        raise ShapeSyntaxError(f"dimension expression '{text[:40]}...' is too large to simplify") from None
+
+
+def _depth(node: ast.AST) -> int:
+    """Nesting depth of an expression tree, computed without recursion."""
+    deepest, todo = 0, [(node, 1)]
+    while todo:
+        n, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((c, d + 1) for c in ast.iter_child_nodes(n))
+    return deepest
+
+
+def _terms(node: ast.AST) -> int:
+    """An upper bound on the number of terms of the expanded polynomial (depth is bounded)."""
+    if isinstance(node, ast.BinOp):
+        a, b = _terms(node.left), _terms(node.right)
+        if isinstance(node.op, (ast.Add, ast.Sub)):
+            return a + b
+        if isinstance(node.op, ast.Mult):
+            return a * b
+        return a + b  # floor division and modulo keep their operands apart
+    if isinstance(node, ast.UnaryOp):
+        return _terms(node.operand)
+    if isinstance(node, ast.Call):
+        return sum(_terms(a) for a in node.args)
+    return 1
+
+
+def _hint(src: str) -> str:
+    """Why a common mistake does not parse, and what to write instead."""
+    if "/" in src.replace("//", ""):
+        fixed = " // ".join(p.strip() for p in src.replace("//", "/").split("/"))
+        return f": '/' is not integer division; use '//' ({fixed})"
+    if "**" in src or "^" in src:
+        return ": powers are written as products (n*n)"
+    return ""
 
 
 def _convert(node: ast.AST, text: str) -> sympy.Expr:
@@ -331,6 +390,8 @@ def _convert(node: ast.AST, text: str) -> sympy.Expr:
             and node.func.id in ("min", "max") and len(node.args) >= 2 and not node.keywords):
         fn = sympy.Min if node.func.id == "min" else sympy.Max
         return fn(*(_convert(a, text) for a in node.args))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        raise ShapeSyntaxError(f"malformed dimension expression '{text}'{_hint(text)}")
     raise ShapeSyntaxError(
         f"malformed dimension expression '{text}': only integers, symbols, "
         "+ - * // % and min()/max() are allowed")

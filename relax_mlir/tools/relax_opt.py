@@ -1,11 +1,14 @@
 """relax-opt: an mlir-opt look-alike that knows the relax dialect and relax passes.
 
-    relax-opt input.mlir --pass-pipeline='builtin.module(relax-infer-shapes, canonicalize)'
+    relax-opt input.mlir -pass-pipeline='builtin.module(relax-infer-shapes, canonicalize)'
+    relax-opt input.mlir --relax-infer-shapes --canonicalize --relax-legalize
     relax-opt - --split-input-file --verify-diagnostics < errors.mlir
-    relax-opt --list-passes | --emit-irdl
+    relax-opt --list-passes | --list-ops | --emit-irdl | --version
 
-Like mlir-opt, the input is verified after parsing (the MLIR verifier plus
-relax-verify on graph functions; ``--no-implicit-verify`` skips the latter).
+Like mlir-opt, options take one dash or two; every pass (relax or upstream) is also a
+flag (``--name`` or ``--name=options``), run in command-line order; the input is
+verified after parsing (the MLIR verifier plus relax-verify; ``--no-implicit-verify``
+skips the latter); segment-size attributes left out of relax ops are filled in.
 Diagnostics print as ``file:line:col: error: message``; failures exit non-zero.
 """
 
@@ -41,21 +44,10 @@ class Expected:
 
 def _loc_line_col(loc) -> tuple[Optional[int], Optional[int]]:
     """The first file location inside ``loc`` (through name, callsite and fused locs)."""
-    try:
-        if loc.is_a_file():
-            return loc.start_line, loc.start_col
-        if loc.is_a_name():
-            return _loc_line_col(loc.child_loc)
-        if loc.is_a_callsite():
-            return _loc_line_col(loc.callee)
-        if loc.is_a_fused():
-            for sub in loc.locations:
-                lc = _loc_line_col(sub)
-                if lc[0] is not None:
-                    return lc
-    except Exception:
-        pass
-    return None, None
+    from relax_mlir.dialects.source import file_line_col
+
+    _, line, col = file_line_col(loc)
+    return line, col
 
 
 def _collect(err) -> list[Diag]:
@@ -63,7 +55,7 @@ def _collect(err) -> list[Diag]:
 
     out = []
     sev = {ir.DiagnosticSeverity.ERROR: "error", ir.DiagnosticSeverity.WARNING: "warning",
-           ir.DiagnosticSeverity.NOTE: "note", ir.DiagnosticSeverity.REMARK: "remark"}
+           ir.DiagnosticSeverity.NOTE: "note", ir.DiagnosticSeverity.REMARK: "remark", None: "error"}
     for d in err.error_diagnostics:
         line, col = _loc_line_col(d.location)
         out.append(Diag(sev.get(d.severity, "error"), line, col, d.message))
@@ -102,37 +94,34 @@ def _split(text: str, split: bool) -> list[tuple[str, int]]:
     return chunks
 
 
-def _process(chunk: str, offset: int, args, fname: str, out) -> tuple[bool, list[Diag], Optional[str]]:
-    """Parse + verify + run the pipeline on one chunk. Returns (ok, diagnostics, printed IR)."""
+def _process(chunk: str, offset: int, args, fname: str, pipeline: str) -> tuple[bool, list[Diag], Optional[str]]:
+    """Parse + verify + run the pipeline on one chunk. Returns (ok, diagnostics, printed IR).
+
+    The chunk is parsed after ``offset`` blank lines so that locations (and diagnostics)
+    carry the line numbers of the whole file."""
     from mlir import ir
 
     import relax_mlir
+    from relax_mlir.dialects.source import parse_module
     from relax_mlir.transforms.pipeline import run_pipeline
 
     ctx = relax_mlir.make_context()
     with ctx, ir.Location.unknown():
         try:
-            module = ir.Module.parse(chunk)
+            module = parse_module("\n" * offset + chunk, ctx, source_name=fname)
         except ir.MLIRError as e:
-            return False, _shift(_collect(e), offset), None
+            return False, _collect(e), None
         try:
             if not args.no_implicit_verify:
-                run_pipeline(module, "builtin.module(relax-verify)")
-            if args.pass_pipeline:
-                run_pipeline(module, args.pass_pipeline, print_ir_after_all=args.mlir_print_ir_after_all,
-                             timing=args.mlir_timing)
+                run_pipeline(module, "builtin.module(relax-verify)", source_name=fname, precheck=False)
+            if pipeline:
+                run_pipeline(module, pipeline, print_ir_after_all=args.mlir_print_ir_after_all,
+                             timing=args.mlir_timing, source_name=fname, precheck=args.no_implicit_verify)
         except ir.MLIRError as e:
-            return False, _shift(_collect(e), offset), None
+            return False, _collect(e), None
         text = module.operation.get_asm(print_generic_op_form=args.mlir_print_op_generic,
                                         enable_debug_info=args.mlir_print_debuginfo)
         return True, [], text.rstrip("\n") + "\n\n"  # exactly as mlir-opt prints
-
-
-def _shift(diags: list[Diag], offset: int) -> list[Diag]:
-    for d in diags:
-        if d.line is not None:
-            d.line += offset
-    return diags
 
 
 def _format(fname: str, d: Diag) -> str:
@@ -159,7 +148,9 @@ def _verify(diags: list[Diag], exps: list[Expected], fname: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="relax-opt", description="Optimizer driver for relax-mlir (mlir-opt look-alike).")
+    p = argparse.ArgumentParser(prog="relax-opt", description="Optimizer driver for relax-mlir (mlir-opt look-alike). "
+                                "Every relax or upstream pass is also a flag: --relax-infer-shapes, --canonicalize, "
+                                "--relax-fuse-ops='max-ops=8', run in command-line order.")
     p.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
     p.add_argument("-o", dest="output", default="-", help="output file (default stdout)")
     p.add_argument("--pass-pipeline", default="", help="e.g. 'builtin.module(relax-infer-shapes, canonicalize)'")
@@ -171,8 +162,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
     p.add_argument("--no-implicit-verify", action="store_true", help="do not run relax-verify after parsing")
     p.add_argument("--list-passes", action="store_true", help="list relax passes and pipelines, then exit")
+    p.add_argument("--list-ops", nargs="?", const="text", choices=["text", "markdown"],
+                   help="list the relax ops (signature, attributes, shape rule; =markdown: docs/ops.md), then exit")
     p.add_argument("--emit-irdl", action="store_true", help="print the relax dialect in IRDL, then exit")
+    p.add_argument("--version", action="store_true", help="print the relax-mlir and MLIR versions, then exit")
     return p
+
+
+def _normalize_argv(argv: list[str]) -> list[str]:
+    """mlir-opt spelling: ``-pass-pipeline=...``, ``-split-input-file``: one dash or two."""
+    out = []
+    for a in argv:
+        if a.startswith("-") and not a.startswith("--") and len(a) > 2 and a[1].isalpha():
+            a = "-" + a
+        out.append(a)
+    return out
+
+
+def parse_args(argv: list[str]):
+    """Known options, plus every other ``--flag[=options]`` as a pass, in order."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(_normalize_argv(argv))
+    passes = []
+    for r in rest:
+        if not r.startswith("--") or len(r) == 2:
+            parser.error(f"unrecognized argument '{r}'")
+        name, eq, opts = r[2:].partition("=")
+        if opts.startswith(("'", '"')) and opts.endswith(opts[0]):
+            opts = opts[1:-1]
+        passes.append(f"{name}{{{opts}}}" if eq else name)
+    if passes and args.pass_pipeline:
+        parser.error("pass flags and --pass-pipeline cannot be used together")
+    args.pass_flags = passes
+    return args
 
 
 def list_passes() -> str:
@@ -194,7 +216,7 @@ def list_passes() -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         return _main(args)
     except KeyboardInterrupt:
@@ -202,35 +224,67 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as e:  # never a traceback for users
         if os.environ.get("RELAX_DEBUG"):
             raise
-        print(f"relax-opt: error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"relax-opt: internal error: {e}", file=sys.stderr)
         return 1
+
+
+def version_text() -> str:
+    import relax_mlir
+
+    try:
+        from importlib.metadata import version
+        mlir = version("xtc-mlir-python-bindings")
+    except Exception:  # the package metadata is optional
+        mlir = "unknown"
+    return f"relax-opt (relax-mlir) {relax_mlir.__version__}\nMLIR Python bindings {mlir}\n"
 
 
 def _main(args) -> int:
     from relax_mlir.transforms.pipeline import PipelineError, expand
 
+    if args.version:
+        return _write(args.output, version_text())
     if args.emit_irdl:
         from relax_mlir.dialects.relax import irdl_text
         return _write(args.output, irdl_text())
     if args.list_passes:
         return _write(args.output, list_passes())
-    if args.pass_pipeline:
+    if args.list_ops:
+        from relax_mlir.ops.reference import list_ops, ops_markdown
+        return _write(args.output, ops_markdown() if args.list_ops == "markdown" else list_ops())
+    pipeline = args.pass_pipeline or (f"builtin.module({', '.join(args.pass_flags)})" if args.pass_flags else "")
+    if pipeline:
         try:
-            expand(args.pass_pipeline)
+            import relax_mlir
+            from relax_mlir.transforms.pipeline import build_pass_manager
+            expand(pipeline)
+            build_pass_manager(pipeline, relax_mlir.make_context())  # unknown upstream names fail here
         except PipelineError as e:
             print(f"relax-opt: error: {e}", file=sys.stderr)
             return 1
     fname = "<stdin>" if args.input == "-" else args.input
     try:
-        text = sys.stdin.read() if args.input == "-" else open(args.input, encoding="utf-8").read()
+        if args.input == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(args.input, "rb") as f:
+                raw = f.read()
     except OSError as e:
         print(f"relax-opt: error: cannot read '{args.input}': {e.strerror}", file=sys.stderr)
+        return 1
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        print(f"{fname}:{line}:{col}: error: the input is not valid UTF-8 (byte 0x{raw[e.start]:02x})",
+              file=sys.stderr)
         return 1
 
     outputs, failed, problems = [], False, []
     for chunk, offset in _split(text, args.split_input_file):
         try:
-            ok, diags, printed = _process(chunk, offset, args, fname, sys.stdout)
+            ok, diags, printed = _process(chunk, offset, args, fname, pipeline)
         except PipelineError as e:
             print(f"relax-opt: error: {e}", file=sys.stderr)
             return 1
@@ -250,12 +304,17 @@ def _main(args) -> int:
 
 
 def _write(path: str, text: str) -> int:
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+    try:
+        if path == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+    except OSError as e:
+        where = "standard output" if path == "-" else f"'{path}'"
+        print(f"relax-opt: error: cannot write {where}: {e.strerror or e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -62,6 +62,14 @@ def openmp_library() -> Optional[str]:
     return None
 
 
+def openmp_libraries(pipeline_options: dict) -> list[str]:
+    """The OpenMP runtime a module compiled with these cpu pipeline options needs (the
+    schedules on and :func:`num_threads` > 1), else nothing."""
+    v = pipeline_options.get("schedules", True)
+    on = v if isinstance(v, bool) else str(v).lower() not in ("false", "0", "off")
+    return [openmp_library()] if on and num_threads() > 1 else []
+
+
 def scheduled_stage(llvm_stage: list[str], threads: int = 1) -> list[str]:
     """The cpu pipeline's bufferize-to-LLVM stage with the schedules: relax-apply-schedules
     first (tensor level), canonicalize + CSE right after bufferization (folds the loop-carried

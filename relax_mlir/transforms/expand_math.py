@@ -68,7 +68,7 @@ def _expand_exp(op: ir.Operation) -> None:
 
 @register_pass("relax-expand-math",
                "Expand f32 math.exp into inline, vectorizable arithmetic (instead of libm calls).",
-               options=[Option("enable", bool, True, "expand (false: keep math.exp for libm)")])
+               options=[Option("enable", bool, True, "expand (false: keep math.exp for libm)")], nestable=True)
 def relax_expand_math(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return

@@ -1,10 +1,12 @@
 """Running mlir-opt-style pipeline strings that mix relax (Python) and upstream passes.
 
-``builtin.module(relax-verify, canonicalize, func.func(cse), relax-foo{x=1}, cpu)``:
+``builtin.module(relax-verify, canonicalize, func.func(cse, relax-expand-math), relax-foo{x=1}, cpu)``:
 top-level elements naming a relax pass become Python passes, named pipelines
 (``cpu``) expand to their text, everything else goes to MLIR's own textual
 pipeline parser, all in ONE PassManager (so ``--mlir-print-ir-after-all`` and
-timing see every pass).
+timing see every pass). A relax pass registered ``nestable`` may sit inside
+``func.func(...)``: it then runs on each function in turn (the Python bindings
+cannot nest a Python pass, so it is a module pass that visits the functions).
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from typing import Optional
 from mlir import ir, passmanager
 
 from .registry import PASSES, PIPELINES, PipelineError, emit_error, error_count, split_top_level
+
+#: The anchor under which nestable relax passes may appear.
+FUNCTION_ANCHOR = "func.func"
+
 
 def _name_and_options(element: str) -> tuple[str, str, str]:
     """``relax-foo{a=1}`` -> (name, options text, nested text)."""
@@ -43,7 +49,8 @@ def strip_anchor(pipeline: str) -> str:
 
 
 def expand(pipeline: str) -> list[tuple[str, object]]:
-    """Top-level elements as ("relax", (PassInfo, options)) or ("mlir", text), pipelines expanded."""
+    """Top-level elements as ("relax", (PassInfo, options, anchor)) or ("mlir", text), pipelines
+    expanded; ``anchor`` is None for a module pass and "func.func" for a nested one."""
     items: list[tuple[str, object]] = []
     for el in split_top_level(strip_anchor(pipeline)):
         name, opts, nested = _name_and_options(el)
@@ -51,21 +58,60 @@ def expand(pipeline: str) -> list[tuple[str, object]]:
             if nested:
                 raise PipelineError(f"relax pass '{name}' runs on the module; it takes no nested pipeline")
             info = PASSES[name]
-            items.append(("relax", (info, info.parse_options(opts))))
+            items.append(("relax", (info, info.parse_options(opts), None)))
         elif name in PIPELINES:
             info = PIPELINES[name]
             items.extend(expand(info.build(info.parse_options(opts))))
+        elif name == FUNCTION_ANCHOR and nested:
+            items.extend(_expand_nested(nested))
         else:
             items.append(("mlir", el))
     return items
 
 
-def _python_pass(info, options):
+def _expand_nested(nested: str) -> list[tuple[str, object]]:
+    """``func.func(cse, relax-expand-math, canonicalize)``: runs of upstream passes stay nested
+    text, nestable relax passes run per function in between."""
+    items: list[tuple[str, object]] = []
+    pending: list[str] = []
+
+    def flush():
+        if pending:
+            items.append(("mlir", f"{FUNCTION_ANCHOR}({', '.join(pending)})"))
+            pending.clear()
+
+    for el in split_top_level(nested):
+        name, opts, sub = _name_and_options(el)
+        if name in PIPELINES:
+            raise PipelineError(f"pipeline '{name}' runs on the module; it cannot be nested under {FUNCTION_ANCHOR}")
+        if name not in PASSES:
+            pending.append(el)
+            continue
+        info = PASSES[name]
+        if not info.nestable or sub:
+            nestable = ", ".join(sorted(n for n, p in PASSES.items() if p.nestable)) or "none"
+            raise PipelineError(f"relax pass '{name}' runs on the whole module; it cannot be nested under "
+                                f"{FUNCTION_ANCHOR} (relax passes that can: {nestable})")
+        flush()
+        items.append(("relax", (info, info.parse_options(opts), FUNCTION_ANCHOR)))
+    flush()
+    return items
+
+
+def _python_pass(info, options, anchor: Optional[str]):
     def run(op, pass_):
         before = error_count()
         try:
             with op.context, ir.Location.unknown(op.context):
-                info.run(op, options)
+                if anchor is None:
+                    info.run(op, options)
+                else:
+                    for f in [o.operation for o in op.regions[0].blocks[0].operations]:
+                        if f.name == anchor:
+                            info.run(f, options)
+        except (RecursionError, MemoryError) as e:
+            emit_error(op, f"pass '{info.name}': the IR is too large or too deeply nested "
+                           f"({type(e).__name__})")
         except Exception as e:  # a bug in a pass must not become a crash
             emit_error(op, f"internal error in pass '{info.name}': {type(e).__name__}: {e}")
             traceback.print_exc(file=sys.stderr)
@@ -98,8 +144,9 @@ def build_pass_manager(pipeline: str, context: Optional[ir.Context] = None,
             pending.append(item)  # type: ignore[arg-type]
         else:
             flush()
-            info, opts = item  # type: ignore[misc]
-            pm.add(_python_pass(info, opts), name=info.name, argument=info.name, description=info.summary)
+            info, opts, anchor = item  # type: ignore[misc]
+            name = info.name if anchor is None else f"{anchor}({info.name})"
+            pm.add(_python_pass(info, opts, anchor), name=name, argument=info.name, description=info.summary)
     flush()
     if print_ir_after_all:
         ctx.enable_multithreading(False)  # MLIR refuses IR printing with threads on
@@ -110,18 +157,48 @@ def build_pass_manager(pipeline: str, context: Optional[ir.Context] = None,
 
 
 def _unknown_pass_message(text: str, detail: str) -> str:
-    msg = detail.strip().splitlines()
-    tail = msg[-1] if msg else detail
-    return f"invalid pass pipeline '{text}': {tail}"
+    """MLIR's whole message (location, reason, the pipeline text and its caret line)."""
+    return f"invalid pass pipeline '{text}': {detail.rstrip()}"
 
 
-def run_pipeline(module, pipeline: str, print_ir_after_all: bool = False, timing: bool = False):
+def _precheck_pass(op, pass_):
+    from .verify import precheck
+
+    before = error_count()
+    with op.context, ir.Location.unknown(op.context):
+        precheck(op)
+    if error_count() != before:
+        pass_.signal_pass_failure()
+
+
+def check_structure(op: ir.Operation) -> None:
+    """Run :func:`relax_mlir.transforms.verify.precheck` (raises ``ir.MLIRError``): IR that
+    would crash an upstream pass (``#relax.shape`` on a memref, a bodiless graph function)
+    is refused before any pass sees it."""
+    pm = passmanager.PassManager("builtin.module", context=op.context)
+    pm.add(_precheck_pass, name="relax-precheck", argument="relax-precheck",
+           description="structural checks before a pipeline")
+    pm.run(op)
+
+
+def run_pipeline(module, pipeline: str, print_ir_after_all: bool = False, timing: bool = False,
+                 source_name: str = "-", precheck: bool = True):
     """Run ``pipeline`` on ``module`` exactly as ``relax-opt --pass-pipeline=...`` does.
 
-    Raises ``ir.MLIRError`` carrying the diagnostics when a pass fails, and
-    :class:`PipelineError` for a malformed pipeline string.
+    Raises :class:`relax_mlir.CompileError` when a pass fails (also an ``ir.MLIRError``
+    carrying the diagnostics) and :class:`PipelineError` (a ``CompileError``) for a
+    malformed pipeline string. ``source_name`` names the file in the error's locations.
     """
+    from ..dialects.source import SourceError
+
     op = module.operation if hasattr(module, "operation") else module
     pm = build_pass_manager(pipeline, op.context, print_ir_after_all=print_ir_after_all, timing=timing)
-    pm.run(op)
+    try:
+        if precheck:
+            check_structure(op)
+        pm.run(op)
+    except SourceError:
+        raise
+    except ir.MLIRError as e:
+        raise SourceError(f"pipeline failed: {e.message}", e.error_diagnostics, source_name) from None
     return module

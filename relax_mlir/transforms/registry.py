@@ -9,6 +9,9 @@ returns normally; the pass fails when it emitted any error. Register it with::
     def foo(module: ir.Operation, opts) -> None: ...
 
 ``relax-foo{max-depth=8}`` in a pipeline string sets ``opts.max_depth``.
+A pass whose work is local to one function (it only looks inside the op it is given)
+is registered with ``nestable=True``: it may then also appear nested,
+``func.func(relax-foo)``, and runs on each function in turn.
 Named pipelines (e.g. ``cpu``) are registered the same way with
 :func:`register_pipeline`: a function from options to a pipeline string.
 """
@@ -21,6 +24,8 @@ from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
 from mlir import ir
+
+from ..errors import CompileError
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class PassInfo:
     summary: str
     run: Callable[[ir.Operation, Any], None]
     options: list[Option] = field(default_factory=list)
+    nestable: bool = False
 
     def parse_options(self, text: str) -> SimpleNamespace:
         """``"max-depth=4 flag=true"`` (mlir-opt syntax) -> namespace with defaults filled."""
@@ -68,19 +74,19 @@ class PipelineInfo:
     parse_options = PassInfo.parse_options
 
 
-class PipelineError(ValueError):
-    """A malformed pipeline string or an unknown pass/option."""
+class PipelineError(CompileError):
+    """A malformed pipeline string or an unknown pass/option (a CompileError, so a ValueError)."""
 
 
 PASSES: dict[str, PassInfo] = {}
 PIPELINES: dict[str, PipelineInfo] = {}
 
 
-def register_pass(name: str, summary: str, options: Optional[list[Option]] = None):
+def register_pass(name: str, summary: str, options: Optional[list[Option]] = None, nestable: bool = False):
     def deco(fn):
         if name in PASSES:
             raise ValueError(f"pass '{name}' registered twice")
-        PASSES[name] = PassInfo(name, summary, fn, list(options or []))
+        PASSES[name] = PassInfo(name, summary, fn, list(options or []), nestable)
         return fn
 
     return deco

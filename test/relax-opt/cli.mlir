@@ -22,6 +22,23 @@
 // UNBAL: relax-opt: error: unbalanced brackets
 // RUN: not relax-opt %t.does-not-exist 2>&1 | FileCheck %s --check-prefix=NOFILE
 // NOFILE: relax-opt: error: cannot read
+// mlir-opt conventions: one dash or two, passes as flags in command-line order, --version,
+// MLIR's whole message for an unknown pass (caret line included).
+// RUN: relax-opt %s -relax-infer-shapes -cse --canonicalize | FileCheck %s
+// RUN: relax-opt %s -pass-pipeline='builtin.module(relax-infer-shapes, cse, func.func(canonicalize))' | FileCheck %s
+// RUN: relax-opt --version | FileCheck %s --check-prefix=VERSION
+// VERSION: relax-opt (relax-mlir) 0.1.0
+// RUN: not relax-opt %s --pass-pipeline='builtin.module(cse, bogus)' 2>&1 | FileCheck %s --check-prefix=FULL
+// FULL: relax-opt: error: invalid pass pipeline 'cse,bogus': MLIR Textual PassPipeline Parser:1:5: error: 'bogus' does not refer to a registered pass or pass pipeline
+// FULL-NEXT: cse,bogus
+// FULL-NEXT: {{^    \^$}}
+// Bad UTF-8 and an unwritable output: one-line errors, no Python class names.
+// RUN: printf 'func.func @f() {\n  return // \377\n}\n' | not relax-opt - 2>&1 | FileCheck %s --check-prefix=UTF8
+// UTF8: <stdin>:2:13: error: the input is not valid UTF-8 (byte 0xff)
+// UTF8-NOT: Error
+// RUN: not relax-opt %s -o %t.no/such/file.mlir 2>&1 | FileCheck %s --check-prefix=UNWRITABLE
+// UNWRITABLE: relax-opt: error: cannot write '{{.*}}such/file.mlir': No such file or directory
+// UNWRITABLE-NOT: Error
 // Malformed IR: a located diagnostic, non-zero exit, no traceback.
 // RUN: echo 'func.func @f( {' | not relax-opt - 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: <stdin>:1:14: error: expected non-function type

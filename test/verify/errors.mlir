@@ -140,3 +140,98 @@ func.func @unknown_op(%x: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #
 func.func @unknown_attr(%x: tensor<?xf32, #relax.nonsense<[1]>>) -> tensor<?xf32> attributes {relax.function} {
   return %x : tensor<?xf32>
 }
+
+// -----
+
+// A misspelled attribute of a relax op (the op table declares `axis`).
+func.func @misspelled(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>> attributes {relax.function} {
+  // expected-error@+1 {{'relax.softmax' has no attribute 'axes' (did you mean 'axis'?); its attributes: axis}}
+  %0 = "relax.softmax"(%x) {axes = 1 : i64} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+  return %0 : tensor<?x4xf32, #relax.shape<["n", 4]>>
+}
+
+// -----
+
+// A wrongly typed attribute.
+func.func @wrong_type(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>> attributes {relax.function} {
+  // expected-error@+1 {{'relax.softmax' attribute 'axis' must be a int, got "1"}}
+  %0 = "relax.softmax"(%x) {axis = "1"} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+  return %0 : tensor<?x4xf32, #relax.shape<["n", 4]>>
+}
+
+// -----
+
+// A relax op in a function not marked relax.function.
+func.func @plain(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'relax.relu' is outside a graph function: mark @plain with the relax.function attribute}}
+  %0 = "relax.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// #relax.shape on a memref (read by MLIR as a memory space): refused, not a crash later.
+// expected-error@+1 {{@f parameter #0: #relax.shape is the encoding of a ranked tensor type and cannot appear in memref<?xf32, #relax.shape<["n"]>>}}
+func.func @f(%x: memref<?xf32, #relax.shape<["n"]>>) {
+  return
+}
+
+// -----
+
+// A graph function declared without a body.
+// expected-error@+1 {{graph function @decl has no body}}
+func.func private @decl(%x: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>> attributes {relax.function}
+
+// -----
+
+// Graph function names that the runtime or the C library reserve.
+// expected-error@+1 {{graph function @malloc: the name is reserved}}
+func.func @malloc(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{graph function @relax_mlir_metadata: the name is reserved}}
+func.func @relax_mlir_metadata(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{graph function @_mlir_ciface_g: the name is reserved}}
+func.func @_mlir_ciface_g(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// bf16 is refused at compile time (numpy has no bfloat16).
+// expected-error@+1 {{@h: bf16 is not supported}}
+func.func @h(%x: tensor<?xbf16, #relax.shape<["n"]>>) -> tensor<?xbf16, #relax.shape<["n"]>> attributes {relax.function} {
+  return %x : tensor<?xbf16, #relax.shape<["n"]>>
+}
+
+// -----
+
+// A relax.assert that can never hold.
+func.func @never(%x: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>> attributes {relax.function} {
+  // expected-error@+1 {{'relax.assert' always fails: n != n + 1 for every size (message: "off by one")}}
+  "relax.assert"() {dims = #relax.shape<["n", "n + 1"]>, message = "off by one"} : () -> ()
+  // expected-error@+1 {{'relax.assert' always fails: n + 1 > n for every size}}
+  "relax.assert"() {dims = #relax.shape<["n + 1", "n"]>, message = "le", predicate = "le"} : () -> ()
+  "relax.assert"() {dims = #relax.shape<["n", "2*n"]>, message = "holds at n = 0 only"} : () -> ()
+  return %x : tensor<?xf32, #relax.shape<["n"]>>
+}
+
+// -----
+
+// A shape expression too long to be a real shape is a diagnostic, not a RecursionError.
+func.func @deep(%x: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>> attributes {relax.function} {
+  // expected-error@+1 {{dimension expression of 2006 characters is too long (at most 1000)}}
+  %0 = "relax.relu"(%x) : (tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["-------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------n"]>>
+  return %x : tensor<?xf32, #relax.shape<["n"]>>
+}
+
+// -----
+
+// "/" is not integer division: a hint to use "//".
+func.func @slash(%x: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>> attributes {relax.function} {
+  // expected-error@+1 {{malformed dimension expression 'n /2': '/' is not integer division; use '//' (n // 2)}}
+  %0 = "relax.relu"(%x) : (tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n /2"]>>
+  return %x : tensor<?xf32, #relax.shape<["n"]>>
+}

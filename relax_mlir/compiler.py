@@ -1,0 +1,308 @@
+"""The compile driver: targets, typed options, named stages, diagnostics.
+
+::
+
+    exe = relax_mlir.compile(src)                                   # target "cpu", defaults
+    exe = relax_mlir.compile(src, options={"dispatch": False})      # a dict still works
+    opts = CompileOptions(target="cpu", pipeline_options={"fusion": False}, opt_level=2,
+                          dump_ir="/tmp/ir")                        # IR after each stage
+    exe = relax_mlir.compile(module, options=opts)
+
+``src`` is MLIR text, a path (``pathlib.Path``: locations name the file) or an
+``ir.Module``, compiled in ITS OWN context from a clone (never printed and re-parsed, so
+diagnostics and run-time messages point at the user's source locations; the user's module
+is left as it was).
+
+A :class:`Target` names its stages (``cpu``: ``graph`` -> ``host`` -> ``codegen``), its
+legalization and host-lowering targets (``relax-legalize{target=...}``,
+``relax-lower-host{target=...}``: per-target legalizations and the hooks that turn
+``call_tir`` into kernel calls and allocations into the target's), the runtime libraries
+it always links, and a runtime factory that turns the lowered module into an
+:class:`~relax_mlir.runtime.executable.Executable`. ``CompileOptions.pipeline`` replaces
+the stages before ``codegen`` by a custom pipeline; ``start_after="host"`` compiles a
+module already lowered by relax-lower-host (e.g. the output of ``relax-opt``).
+
+Every failure caused by the input or the options raises :class:`relax_mlir.CompileError`
+(a ``ValueError``) carrying the MLIR diagnostics as ``(file:line:col, message)`` pairs; a
+bug of a pass raises :class:`InternalCompilerError`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, Optional, Sequence, Union
+
+from .errors import CompileError
+from .transforms.registry import PipelineError
+
+
+class InternalCompilerError(RuntimeError):
+    """A bug in relax-mlir (a pass raised); not something the input can fix."""
+
+
+class CompileOptionsError(CompileError, PipelineError):
+    """An unknown target, stage or pipeline option (a :class:`CompileError`; also the
+    :class:`~relax_mlir.PipelineError` that pipeline strings raise for the same mistake)."""
+
+
+@dataclass
+class CompileOptions:
+    """How to compile. ``pipeline_options``: the target pipeline's options (``cpu``:
+    ``fusion``, ``plan_memory``, ``dispatch``, ``dispatch_min_flops``; see ``relax-opt
+    --list-passes``). ``libraries``: shared libraries providing ``relax.call_dps_library``
+    callees. ``opt_level``: LLVM optimization level (0-3). ``target_cpu`` /
+    ``target_features``: for ahead-of-time code (``llc -mcpu/-mattr``; the JIT uses the
+    host). ``dump_ir``: a directory that receives the IR after each stage.
+    ``pipeline``: a custom pass pipeline replacing the stages before ``codegen``;
+    ``start_after``: the stage the input already went through."""
+
+    target: str = "cpu"
+    pipeline_options: dict = field(default_factory=dict)
+    libraries: Sequence[str] = ()
+    opt_level: int = 3
+    target_cpu: Optional[str] = None
+    target_features: Optional[str] = None
+    dump_ir: Optional[str] = None
+    pipeline: Optional[str] = None
+    start_after: Optional[str] = None
+
+    @staticmethod
+    def of(options: Union[None, dict, "CompileOptions"]) -> "CompileOptions":
+        """Options from a :class:`CompileOptions`, ``None`` or a dict (the old form: the
+        pipeline's options, e.g. ``{"dispatch": False}``; CompileOptions field names too)."""
+        if options is None:
+            return CompileOptions()
+        if isinstance(options, CompileOptions):
+            return replace(options)
+        if not isinstance(options, dict):
+            raise CompileOptionsError(f"options must be a CompileOptions or a dict, not {type(options).__name__}")
+        own = {f.name for f in fields(CompileOptions)}
+        kw = {k: v for k, v in options.items() if k in own}
+        rest = {k: v for k, v in options.items() if k not in own}
+        kw["pipeline_options"] = {**dict(kw.get("pipeline_options") or {}), **rest}
+        return CompileOptions(**kw)
+
+
+Stage = tuple[str, list[str]]
+
+
+@dataclass
+class Target:
+    """A compilation target: its stages, legalization and host-lowering hooks, libraries, runtime."""
+
+    name: str
+    summary: str
+    #: registered pipeline whose options ``pipeline_options`` are (``cpu``)
+    pipeline_name: str
+    #: (parsed pipeline options, target) -> named stages ending with ``codegen``
+    stages: Callable[[Any, "Target"], list[Stage]]
+    #: (lowered module in the LLVM dialect, metadata JSON, libraries, options) -> Executable
+    runtime: Callable[..., Any]
+    #: runtime libraries every module of this target links
+    libraries: Callable[[], list[str]] = list
+    legalize_target: Optional[str] = None
+    host_target: str = "cpu"
+
+
+TARGETS: dict[str, Target] = {}
+
+
+def register_target(target: Target, replace: bool = False) -> Target:
+    if target.name in TARGETS and not replace:
+        raise ValueError(f"target '{target.name}' registered twice")
+    TARGETS[target.name] = target
+    return target
+
+
+# -- the cpu target ---------------------------------------------------------------------
+
+def _cpu_stages(opts, target: Target) -> list[Stage]:
+    from .pipelines.cpu import stages
+    return stages(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops,
+                  target.legalize_target, target.host_target, opts.schedules)
+
+
+class EngineResolver:
+    """Symbols of an MLIR ExecutionEngine (JIT); keeps the engine and its module alive."""
+
+    def __init__(self, engine, context, module):
+        self.engine, self.context, self.module = engine, context, module
+
+    def address(self, name: str) -> int:
+        # raw_lookup(x) looks up "_mlir_" + x (the packed-wrapper naming), so "ciface_f"
+        # is the plain C-interface function "_mlir_ciface_f" itself.
+        addr = self.engine.raw_lookup("ciface_" + name)
+        if not addr:
+            raise RuntimeError(f"no symbol _mlir_ciface_{name} in the compiled module")
+        return addr
+
+
+def _strip_relax_attributes(module) -> str:
+    """Print a copy of the LLVM-dialect module without the ``relax.*`` attributes, which
+    name the relax dialect (declared in Python, unknown to ``mlir-translate``)."""
+    with module.context:
+        clone = module.operation.clone()
+        ops = [clone] + list(clone.regions[0].blocks[0].operations)
+        for op in ops:
+            for name in [a for a in op.attributes if isinstance(a, str) and a.startswith("relax.")]:
+                del op.attributes[name]
+        text = str(clone)
+        clone.erase()
+    return text
+
+
+def _jit_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
+    """The cpu runtime: the LLVM-dialect module JIT-compiled by MLIR's ExecutionEngine."""
+    from mlir.execution_engine import ExecutionEngine
+
+    from .runtime.executable import Executable, runtime_libraries
+
+    from .transforms.apply_schedules import openmp_libraries
+    try:
+        engine = ExecutionEngine(module, opt_level=options.opt_level,
+                                 shared_libs=runtime_libraries() + list(libraries)
+                                 + openmp_libraries(options.pipeline_options))
+        engine.initialize()
+    except RuntimeError as e:
+        raise CompileError(f"the JIT could not build the module: {e}") from None
+    exe = Executable(EngineResolver(engine, module.context, module), metadata, 0.0, libraries,
+                     llvm_dialect=lambda: _strip_relax_attributes(module))
+    return exe
+
+
+register_target(Target("cpu", "the host CPU: LLVM via the MLIR ExecutionEngine (JIT) or export()",
+                       "cpu", _cpu_stages, _jit_runtime, legalize_target="cpu", host_target="cpu"))
+
+
+# -- the driver ---------------------------------------------------------------------------
+
+def _location(loc) -> str:
+    from .transforms.lower_host.common import file_location
+    return file_location(loc) or str(loc)
+
+
+def _diagnostics(err) -> list[tuple[str, str]]:
+    out = []
+    for d in err.error_diagnostics:
+        out.append((_location(d.location), d.message))
+        out.extend((_location(n.location), n.message) for n in d.notes)
+    return out
+
+
+def _raise_mlir(err, what: str):
+    diags = _diagnostics(err)
+    internal = [m for _, m in diags if m.startswith("internal error in pass")]
+    if internal:
+        raise InternalCompilerError(f"{what}: {internal[0]}") from None
+    text = "\n".join(f"{loc}: error: {msg}" for loc, msg in diags) or str(err)
+    raise CompileError(f"{what} failed:\n{text}", diags) from None
+
+
+def _module(src):
+    """A module the compile owns, in the context of ``src`` when it is a Module."""
+    from mlir import ir
+
+    from . import make_context
+
+    if isinstance(src, ir.Module):
+        clone = src.operation.clone()
+        with src.context, src.operation.location:
+            m = ir.Module.create(src.operation.location)
+            for k in list(clone.attributes):
+                m.operation.attributes[k.name if hasattr(k, "name") else k] = clone.attributes[k]
+            for op in list(clone.regions[0].blocks[0].operations):
+                m.body.append(op.operation)
+            clone.erase()
+        return m
+    from .dialects.source import parse_module
+
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        # segment sizes filled in, relax-verify run: a CompileError with the diagnostics
+        if isinstance(src, os.PathLike):
+            with open(src, encoding="utf-8") as f:
+                return parse_module(f.read(), ctx, os.fspath(src), verify=True)
+        if isinstance(src, str):
+            return parse_module(src, ctx, verify=True)
+    raise CompileError(f"cannot compile a {type(src).__name__}: give MLIR text, a path or an ir.Module")
+
+
+def _dump(directory: str, k: int, stage: str, module) -> None:
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"{k:02d}-{stage}.mlir"), "w") as f:
+        f.write(str(module))
+
+
+def compile(src, target: Optional[str] = None, libraries=None,
+            options: Union[None, dict, CompileOptions] = None):
+    """Compile relax IR once for ``target``; returns an Executable (see the module docstring)."""
+    from mlir import ir
+
+    from . import transforms  # noqa: F401  (registers passes and pipelines)
+    from .runtime.libraries import library_metadata, library_paths, module_libraries
+    from .runtime.libraries import validate as validate_libraries
+    from .transforms.lower_host import host_metadata
+    from .transforms.pipeline import run_pipeline
+    from .transforms.registry import PIPELINES
+    from .transforms.verify import check_library_callees
+
+    t0 = time.perf_counter()
+    opts = CompileOptions.of(options)
+    if target is not None:
+        opts.target = target
+    tgt = TARGETS.get(opts.target)
+    if tgt is None:
+        raise CompileOptionsError(f"unknown target '{opts.target}' (targets: {', '.join(sorted(TARGETS))})")
+    if opts.opt_level not in (0, 1, 2, 3):
+        raise CompileOptionsError(f"opt_level must be 0, 1, 2 or 3, got {opts.opt_level!r}")
+    user_libs = validate_libraries(list(opts.libraries)) + validate_libraries(libraries)
+    text = " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in opts.pipeline_options.items())
+    try:
+        popts = PIPELINES[tgt.pipeline_name].parse_options(text)
+    except PipelineError as e:
+        raise CompileOptionsError(f"target '{tgt.name}': {e}") from None
+    stages = tgt.stages(popts, tgt)
+    names = [n for n, _ in stages]
+    if opts.pipeline is not None:
+        stages = [("custom", [opts.pipeline])] + [s for s in stages if s[0] == "codegen"]
+        names = ["custom", "codegen"]
+    if opts.start_after is not None:
+        if opts.start_after not in names[:-1]:
+            raise CompileOptionsError(f"start_after='{opts.start_after}': stages of target '{tgt.name}' "
+                                      f"that can be skipped: {', '.join(names[:-1])}")
+        stages = stages[names.index(opts.start_after) + 1:]
+
+    module = _module(src)
+    with module.context, ir.Location.unknown():
+        check_library_callees(module.operation, user_libs + library_paths(module_libraries(module.operation)))
+        if opts.dump_ir:
+            _dump(opts.dump_ir, 0, "input", module)
+        metadata = None
+        for k, (stage, passes) in enumerate(stages, 1):
+            if stage == "codegen":
+                metadata = host_metadata(module.operation, tgt.name)
+                if not metadata.functions:
+                    raise CompileError("no lowered graph function: the module needs relax-lower-host "
+                                       "(a graph function marked relax.function, or start_after='host' "
+                                       "on a lowered module)")
+            pipeline = passes[0] if stage == "custom" else "builtin.module(" + ", ".join(passes) + ")"
+            try:
+                run_pipeline(module, pipeline)
+            except ir.MLIRError as e:
+                _raise_mlir(e, f"stage '{stage}'")
+            except PipelineError as e:
+                raise CompileError(f"stage '{stage}': {e}") from None
+            if opts.dump_ir:
+                _dump(opts.dump_ir, k, stage, module)
+        names_needed = module_libraries(module.operation)
+        libs = tgt.libraries() + user_libs + library_paths(names_needed)
+    meta_json = metadata.to_json()
+    meta_json.update(library_metadata(names_needed))
+    exe = tgt.runtime(module, meta_json, libs, opts)
+    exe.compile_options = opts
+    exe.compile_time_s = time.perf_counter() - t0
+    exe.metadata["compile_time_s"] = exe.compile_time_s
+    return exe

@@ -1,0 +1,177 @@
+"""PyTorch frontend: ``torch.export`` programs to relax modules.
+
+::
+
+    import torch
+    from relax_mlir.frontend.torch import from_exported_program, compile
+
+    b, s = torch.export.Dim("batch", max=32), torch.export.Dim("seq", max=512)
+    ep = torch.export.export(model, (ids,), dynamic_shapes={"input_ids": {0: b, 1: s}})
+    module, params = from_exported_program(ep, dynamic_shapes={"input_ids": {0: b, 1: s}})
+    exe = relax_mlir.compile(module)
+    out = exe(ids.numpy(), *params)          # any batch <= 32, any seq <= 512
+
+    fn = compile(model, (ids,), dynamic_shapes={"input_ids": {0: b, 1: s}})  # the one-call form
+    out = fn(ids)                            # torch in, torch out (numpy in, numpy out)
+
+``@main`` takes the user inputs of the program in order, then its parameters, buffers and
+lifted constants (``params``, numpy arrays; a weight used only by ``linear`` is passed
+transposed so no transpose runs per call). Converters: :mod:`.aten`; the walk, symbols and
+guards: :mod:`.importer`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .importer import CONVERTERS, ImportedParam, Importer, TorchImportError  # noqa: F401
+from . import aten as _aten  # noqa: F401  (registers the converters)
+
+__all__ = ["from_exported_program", "import_program", "compile", "TorchImportError", "ImportedProgram",
+           "CompiledModule", "supported_ops"]
+
+
+class ImportedProgram:
+    """The result of an import: the module, the trailing parameter arrays and what they are."""
+
+    def __init__(self, module, params: list[np.ndarray], param_info: list[ImportedParam], ep):
+        self.module = module
+        self.params = params
+        self.param_info = param_info
+        self.ep = ep
+
+
+def supported_ops() -> list[str]:
+    """The ATen ops (``aten.<op>.<overload>``) the importer converts."""
+    return sorted(CONVERTERS)
+
+
+def _dim_names(ep, dynamic_shapes) -> dict:
+    """torch's size symbols -> the names of the user's ``torch.export.Dim`` objects."""
+    import sympy
+    from torch.export.graph_signature import InputKind
+
+    if dynamic_shapes is None:
+        return {}
+    users = [s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+    nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    if isinstance(dynamic_shapes, dict):
+        pairs = [(name, dynamic_shapes.get(name)) for name in users]
+    else:
+        pairs = list(zip(users, dynamic_shapes))
+    out: dict = {}
+    for name, spec in pairs:
+        if spec is None:
+            continue
+        items = spec.items() if isinstance(spec, dict) else enumerate(spec)
+        shape = nodes[name].meta["val"].shape
+        for axis, d in items:
+            dname = getattr(d, "__name__", None)
+            if dname is None or axis >= len(shape):
+                continue
+            node = getattr(shape[axis], "node", None)
+            e = getattr(node, "expr", None)
+            if isinstance(e, sympy.Symbol):
+                out.setdefault(e, dname)
+    return out
+
+
+def import_program(ep, *, dynamic_shapes=None, decompositions="default", context=None,
+                   transpose_linear_weights: bool = True) -> ImportedProgram:
+    """Import ``ep`` (see :func:`from_exported_program`), keeping the parameter metadata."""
+    from mlir import ir
+
+    import relax_mlir
+
+    guards = list(getattr(ep, "_guards_code", None) or [])
+    if decompositions == "default":
+        ep = ep.run_decompositions({})      # functional ATen, higher-order ops inlined
+    elif decompositions == "core":
+        ep = ep.run_decompositions()        # torch's core ATen decomposition table
+    elif decompositions is not None:
+        ep = ep.run_decompositions(decompositions)
+    names = _dim_names(ep, dynamic_shapes)
+    ctx = context or relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        im = Importer(ep, names, transpose_linear_weights, guards=guards)
+        module, params, info = im.run()
+    if im.unchecked_guards:
+        import warnings
+        warnings.warn("torch.export guards without a relax run-time check: " + "; ".join(im.unchecked_guards))
+    prog = ImportedProgram(module, params, info, ep)
+    prog.unchecked_guards = im.unchecked_guards
+    return prog
+
+
+def from_exported_program(ep, *, dynamic_shapes=None, decompositions="default", context=None,
+                          transpose_linear_weights: bool = True):
+    """Import a ``torch.export`` ExportedProgram into a relax module.
+
+    Returns ``(module, params)``: ``relax_mlir.compile(module)(*inputs, *params)`` returns the
+    program's outputs (one array, or a tuple in order). ``dynamic_shapes`` (the value given
+    to ``torch.export.export``) names the symbols after the user's ``Dim`` objects;
+    without it a symbol is named ``<input>_<axis>``. ``decompositions``: ``"default"``
+    (functional ATen, keeping linear/layer_norm/sdpa whole), ``"core"`` (torch's core ATen
+    table), a decomposition table, or None (the program as given). Raises
+    :class:`TorchImportError` (a ``relax_mlir.errors.CompileError``) for an op without a
+    conversion, naming the ATen op and the Python line that produced it.
+    """
+    r = import_program(ep, dynamic_shapes=dynamic_shapes, decompositions=decompositions, context=context,
+                       transpose_linear_weights=transpose_linear_weights)
+    return r.module, r.params
+
+
+class CompiledModule:
+    """A compiled torch model: call it like the model (torch tensors or numpy arrays in, the
+    same kind out, in the model's output structure). Compiled once for every shape the
+    ``dynamic_shapes`` allow; ``exe`` is the underlying :class:`relax_mlir.Executable`."""
+
+    def __init__(self, program: ImportedProgram, exe):
+        self.program = program
+        self.exe = exe
+        self.params = program.params
+        ep = program.ep
+        self._in_spec = ep.call_spec.in_spec
+        self._out_spec = ep.call_spec.out_spec
+
+    def __call__(self, *args, **kwargs):
+        import torch
+        from torch.utils import _pytree as pytree
+
+        if kwargs and self._in_spec is not None:
+            from torch.export._tree_utils import reorder_kwargs
+            kwargs = reorder_kwargs(kwargs, self._in_spec)
+        flat, _ = pytree.tree_flatten((args, kwargs))
+        as_torch = any(isinstance(a, torch.Tensor) for a in flat)
+        arrays = [a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+                  for a in flat if isinstance(a, (torch.Tensor, np.ndarray))]
+        outs = self.exe(*arrays, *self.params)
+        outs = list(outs) if isinstance(outs, tuple) else [outs]
+        if as_torch:
+            outs = [torch.from_numpy(np.require(o, requirements='C')) for o in outs]  # keeps 0-d
+        if self._out_spec is not None:
+            try:
+                return pytree.tree_unflatten(outs, self._out_spec)
+            except Exception:  # an output structure not registered with pytree
+                pass
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def compile(model, example_args: Sequence[Any] = (), example_kwargs: Optional[dict] = None, *,
+            dynamic_shapes=None, target: str = "cpu", options: Optional[dict] = None,
+            decompositions="default") -> CompiledModule:
+    """Export ``model`` with ``torch.export`` and compile it once for every allowed shape.
+
+    ``dynamic_shapes`` is passed to ``torch.export.export`` (``torch.export.Dim`` objects;
+    their names become the symbols). Returns a :class:`CompiledModule`.
+    """
+    import torch
+
+    import relax_mlir
+
+    ep = torch.export.export(model, tuple(example_args), example_kwargs or {}, dynamic_shapes=dynamic_shapes)
+    prog = import_program(ep, dynamic_shapes=dynamic_shapes, decompositions=decompositions)
+    exe = relax_mlir.compile(prog.module, target=target, options=options)
+    return CompiledModule(prog, exe)

@@ -1,0 +1,976 @@
+"""ATen op -> relax conversions, one per op or op family (see :mod:`.importer`).
+
+Each converter gets the importer, the FX node and the node's arguments with FX values
+replaced by relax values (tensors), :class:`Dim` (SymInts) or Python numbers. Element
+types follow torch: arithmetic is computed in the node's result type (torch's type
+promotion, read from ``node.meta["val"]``), comparisons in the promoted operand type.
+Ops the dialect lacks are composed from its ops (gather/index as ``take`` on a
+linearized index, cumsum as a triangular matmul, scaled_dot_product_attention as
+matmul + softmax); the importer then checks every result against torch's shape.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+from mlir import ir
+
+from ...dialects import relax
+from ...shapes import Dim, Shape
+from .importer import Importer, converter, dtype_of
+
+END = 2 ** 31  # strided_slice: an end at or beyond this means "to the end"
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+def _out(node) -> str:
+    """The element type torch gives the node's (first) result."""
+    val = node.meta["val"]
+    if isinstance(val, (tuple, list)):
+        val = val[0]
+    return dtype_of(val.dtype)
+
+
+def _out_shape(im: Importer, node) -> Shape:
+    val = node.meta["val"]
+    if isinstance(val, (tuple, list)):
+        val = val[0]
+    return im.shape_of_val(val)
+
+
+def _meta(a):
+    import torch.fx
+
+    return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+
+
+def _promoted(node, *args) -> str:
+    """torch.result_type of the operands (tensors, 0-d tensors, SymInts, numbers)."""
+    import torch
+
+    reps = []
+    for a in args:
+        v = _meta(a)
+        if isinstance(v, torch.Tensor):
+            reps.append(torch.empty(() if v.dim() == 0 else (1,), dtype=v.dtype))
+        elif isinstance(v, (bool,)):
+            reps.append(bool(v))
+        elif isinstance(v, (int, torch.SymInt)):
+            reps.append(1)
+        elif isinstance(v, (float, torch.SymFloat)):
+            reps.append(1.0)
+        else:
+            reps.append(v)
+    r = reps[0]
+    for b in reps[1:]:
+        if isinstance(r, torch.Tensor) or isinstance(b, torch.Tensor):
+            zero_d = all(not isinstance(t, torch.Tensor) or t.dim() == 0 for t in (r, b))
+            r = torch.empty(() if zero_d else (1,), dtype=torch.result_type(r, b))
+        else:
+            r = r + b
+    return dtype_of(r.dtype if isinstance(r, torch.Tensor) else torch.tensor(r).dtype)
+
+
+def _rank(im: Importer, x: ir.Value) -> int:
+    return im.sig(x).rank
+
+
+def _axis(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith(("f", "bf"))
+
+
+def _finfo_min(dtype: str) -> float:
+    return float(np.finfo({"f32": np.float32, "f64": np.float64, "f16": np.float16}.get(dtype, np.float32)).min)
+
+
+# -- elementwise arithmetic -----------------------------------------------------------------
+
+def _scaled(im, v, alpha, dt):
+    if alpha is None or alpha == 1:
+        return v
+    return relax.multiply(v, im.tensor(alpha, dt))
+
+
+@converter("aten.add.Tensor", "aten.add.Scalar")
+def _add(im, node, a, b, alpha=None):
+    dt = _out(node)
+    return relax.add(im.tensor(a, dt), _scaled(im, im.tensor(b, dt), alpha, dt))
+
+
+@converter("aten.sub.Tensor", "aten.sub.Scalar")
+def _sub(im, node, a, b, alpha=None):
+    dt = _out(node)
+    if dt == "i1":
+        raise im.error("subtraction of bool tensors is not defined (torch rejects it too)")
+    return relax.subtract(im.tensor(a, dt), _scaled(im, im.tensor(b, dt), alpha, dt))
+
+
+@converter("aten.rsub.Scalar", "aten.rsub.Tensor")
+def _rsub(im, node, a, b, alpha=None):
+    dt = _out(node)
+    return relax.subtract(im.tensor(b, dt), _scaled(im, im.tensor(a, dt), alpha, dt))
+
+
+@converter("aten.mul.Tensor", "aten.mul.Scalar")
+def _mul(im, node, a, b):
+    dt = _out(node)
+    return relax.multiply(im.tensor(a, dt), im.tensor(b, dt))
+
+
+@converter("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
+def _div(im, node, a, b, rounding_mode=None):
+    dt = _out(node)
+    x, y = im.tensor(a, dt), im.tensor(b, dt)
+    if rounding_mode is None:
+        return relax.divide(x, y)
+    if rounding_mode == "floor":
+        return relax.floor_divide(x, y)
+    if rounding_mode == "trunc":
+        if not _is_float(dt):
+            return relax.divide(x, y)  # integer divide truncates (C semantics)
+        q = relax.divide(x, y)
+        return relax.where(relax.less(q, im.const(0.0, dt)), relax.ceil(q), relax.floor(q))
+    raise im.error(f"rounding_mode={rounding_mode!r}")
+
+
+@converter("aten.floor_divide.default", "aten.floor_divide.Scalar")
+def _floordiv(im, node, a, b):
+    dt = _out(node)
+    return relax.floor_divide(im.tensor(a, dt), im.tensor(b, dt))
+
+
+@converter("aten.remainder.Tensor", "aten.remainder.Scalar")
+def _remainder(im, node, a, b):
+    dt = _out(node)
+    x, y = im.tensor(a, dt), im.tensor(b, dt)
+    return relax.subtract(x, relax.multiply(relax.floor_divide(x, y), y))
+
+
+@converter("aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.pow.Scalar")
+def _pow(im, node, a, b):
+    dt = _out(node)
+    x = im.tensor(a, dt)
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        if b == 2:
+            return relax.multiply(x, x)
+        if b == 1:
+            return x
+        if b == 0.5 and _is_float(dt):
+            return relax.sqrt(x)
+        if b == -0.5 and _is_float(dt):
+            return relax.rsqrt(x)
+    return relax.power(x, im.tensor(b, dt))
+
+
+@converter("aten.maximum.default", "aten.minimum.default")
+def _maxmin(im, node, a, b):
+    dt = _out(node)
+    f = relax.maximum if "maximum" in str(node.target) else relax.minimum
+    return f(im.tensor(a, dt), im.tensor(b, dt))
+
+
+@converter("aten.clamp.default", "aten.clamp.Tensor", "aten.clamp_min.default", "aten.clamp_max.default",
+           "aten.clamp_min.Tensor", "aten.clamp_max.Tensor")
+def _clamp(im, node, x, lo=None, hi=None, **kw):
+    dt = _out(node)
+    name = str(node.target)
+    if "clamp_max" in name:
+        lo, hi = None, lo
+    lo = kw.get("min", lo)
+    hi = kw.get("max", hi)
+    v = im.tensor(x, dt)
+    if lo is not None:
+        v = relax.maximum(v, im.tensor(lo, dt))
+    if hi is not None:
+        v = relax.minimum(v, im.tensor(hi, dt))
+    return v
+
+
+# -- comparisons and logic -----------------------------------------------------------------
+
+_CMP = {"eq": relax.equal, "ne": relax.not_equal, "lt": relax.less, "le": relax.less_equal,
+        "gt": relax.greater, "ge": relax.greater_equal}
+
+
+def _cmp_conv(name):
+    def conv(im, node, a, b):
+        ct = _promoted(node, node.args[0], node.args[1])
+        return _CMP[name](im.tensor(a, ct), im.tensor(b, ct))
+
+    return conv
+
+
+for _n in _CMP:
+    converter(f"aten.{_n}.Tensor", f"aten.{_n}.Scalar")(_cmp_conv(_n))
+
+
+def _bool(im, x):
+    return im.tensor(x, "i1")
+
+
+@converter("aten.logical_not.default")
+def _lnot(im, node, x):
+    return relax.equal(_bool(im, x), im.const(0, "i1"))
+
+
+def _logic(kind):
+    def conv(im, node, a, b):
+        dt = _out(node)
+        if dt != "i1" and "logical" not in str(node.target):
+            raise im.error(f"bitwise operations on {dt} tensors are not supported (only on bool)")
+        x, y = _bool(im, a), _bool(im, b)
+        if kind == "and":
+            return relax.multiply(x, y)
+        if kind == "xor":
+            return relax.not_equal(x, y)
+        return relax.where(x, im.const(1, "i1"), y)
+
+    return conv
+
+
+converter("aten.logical_and.default", "aten.bitwise_and.Tensor", "aten.__and__.Tensor",
+          "aten.bitwise_and.Scalar")(_logic("and"))
+converter("aten.logical_or.default", "aten.bitwise_or.Tensor", "aten.__or__.Tensor",
+          "aten.bitwise_or.Scalar")(_logic("or"))
+converter("aten.logical_xor.default", "aten.bitwise_xor.Tensor", "aten.__xor__.Tensor")(_logic("xor"))
+
+
+@converter("aten.bitwise_not.default")
+def _bnot(im, node, x):
+    if _out(node) != "i1":
+        raise im.error("bitwise_not on integer tensors is not supported (only on bool)")
+    return relax.equal(x, im.const(0, "i1"))
+
+
+@converter("aten.where.self", "aten.where.ScalarOther", "aten.where.ScalarSelf", "aten.where.Scalar")
+def _where(im, node, c, a, b):
+    dt = _out(node)
+    return relax.where(_bool(im, c), im.tensor(a, dt), im.tensor(b, dt))
+
+
+@converter("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def _masked_fill(im, node, x, mask, value):
+    dt = _out(node)
+    return relax.where(_bool(im, mask), im.tensor(value, dt), im.tensor(x, dt))
+
+
+# -- unary ------------------------------------------------------------------------------
+
+_UNARY = {"exp": relax.exp, "log": relax.log, "sqrt": relax.sqrt, "rsqrt": relax.rsqrt,
+          "tanh": relax.tanh, "sigmoid": relax.sigmoid, "neg": relax.negative, "abs": relax.abs,
+          "relu": relax.relu, "silu": relax.silu, "sin": relax.sin, "cos": relax.cos,
+          "erf": relax.erf, "floor": relax.floor, "ceil": relax.ceil, "round": relax.round}
+
+
+def _unary_conv(name):
+    def conv(im, node, x):
+        dt = _out(node)
+        if name in ("floor", "ceil", "round") and not _is_float(dt):
+            return im.tensor(x, dt)
+        return _UNARY[name](im.tensor(x, dt))
+
+    return conv
+
+
+for _n in _UNARY:
+    converter(f"aten.{_n}.default")(_unary_conv(_n))
+
+
+@converter("aten.gelu.default")
+def _gelu(im, node, x, approximate="none"):
+    if approximate == "tanh":
+        return relax.gelu_tanh(x)
+    if approximate != "none":
+        raise im.error(f"approximate={approximate!r}")
+    return relax.gelu(x)
+
+
+@converter("aten.reciprocal.default")
+def _reciprocal(im, node, x):
+    dt = _out(node)
+    return relax.divide(im.const(1.0, dt), im.tensor(x, dt))
+
+
+@converter("aten.square.default")
+def _square(im, node, x):
+    v = im.tensor(x, _out(node))
+    return relax.multiply(v, v)
+
+
+@converter("aten.log1p.default")
+def _log1p(im, node, x):
+    dt = _out(node)
+    return relax.log(relax.add(im.tensor(x, dt), im.const(1.0, dt)))
+
+
+@converter("aten.leaky_relu.default")
+def _leaky_relu(im, node, x, negative_slope=0.01):
+    dt = _out(node)
+    return relax.where(relax.greater(x, im.const(0.0, dt)), x, relax.multiply(x, im.const(negative_slope, dt)))
+
+
+@converter("aten.hardtanh.default")
+def _hardtanh(im, node, x, lo=-1.0, hi=1.0):
+    dt = _out(node)
+    return relax.minimum(relax.maximum(x, im.const(lo, dt)), im.const(hi, dt))
+
+
+# -- casts and copies ------------------------------------------------------------------------
+
+@converter("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.to.device",
+           "aten.type_as.default", "aten.to.other")
+def _to(im, node, x, *args, **kwargs):
+    if kwargs.get("memory_format") not in (None,) and "channels_last" in str(kwargs.get("memory_format")):
+        raise im.error("channels_last memory format is not supported")
+    return im.tensor(x, _out(node))
+
+
+@converter("aten.clone.default", "aten.contiguous.default", "aten.alias.default", "aten.detach.default",
+           "aten.lift_fresh_copy.default", "aten.copy.default")
+def _identity(im, node, x, *args, **kwargs):
+    if str(node.target) == "aten.copy.default":
+        return im.tensor(args[0], _out(node))  # copy(self, src): the values of src
+    return x
+
+
+@converter("aten.dropout.default", "aten.feature_dropout.default", "aten.alpha_dropout.default")
+def _dropout(im, node, x, p=0.5, train=False):
+    if train and p > 0:
+        raise im.error("dropout in training mode (call model.eval() before exporting)")
+    return x
+
+
+@converter("aten.native_dropout.default")
+def _native_dropout(im, node, x, p, train):
+    if train and p > 0:
+        raise im.error("dropout in training mode (call model.eval() before exporting)")
+    return (x, None)
+
+
+@converter("aten._assert_tensor_metadata.default")
+def _assert_meta(im, node, x, size=None, stride=None, dtype=None, **kw):
+    if dtype is not None and im.sig(x).dtype != dtype_of(dtype):
+        raise im.error(f"tensor has element type {im.sig(x).dtype}, the program asserts {dtype}")
+    return None
+
+
+@converter("aten._assert_scalar.default")
+def _assert_scalar(im, node, cond, msg=""):
+    """A guard torch could not discharge at export: becomes a relax.assert when it relates sizes."""
+    import sympy
+
+    from .importer import _sym_expr
+
+    e = _sym_expr(cond)
+    if e is None:
+        if cond is True:
+            return None
+        raise im.error(f"assertion on a non-size value ({cond!r})")
+    if e is sympy.true:
+        return None
+    rels = {sympy.Eq: "eq", sympy.Le: "le", sympy.Ge: "ge", sympy.Lt: "lt", sympy.Gt: "gt"}
+    kind = next((v for k, v in rels.items() if isinstance(e, k)), None)
+    if kind is None:
+        raise im.error(f"guard {e} is not a size relation relax can check")
+    lhs, rhs = im._from_sympy(e.lhs), im._from_sympy(e.rhs)
+    if kind in ("ge", "gt"):
+        lhs, rhs, kind = rhs, lhs, "le" if kind == "ge" else "lt"
+    if kind == "lt":
+        lhs, kind = lhs + 1, "le"
+    relax.build("assert", dims=[lhs, rhs], predicate=kind, message=f"torch guard {e}")
+    return None
+
+
+@converter("aten.sym_constrain_range_for_size.default", "aten.sym_constrain_range.default")
+def _constrain(im, node, *args, **kwargs):
+    return None
+
+
+@converter("aten.sym_size.int")
+def _sym_size(im, node, x, dim):
+    return im.sig(x).shape[_axis(dim, _rank(im, x))]
+
+
+@converter("aten.sym_numel.default")
+def _sym_numel(im, node, x):
+    return im.sig(x).shape.numel()
+
+
+# -- creation ------------------------------------------------------------------------------
+
+def _dims(im, sizes):
+    return [im.dim(s) for s in sizes]
+
+
+def _fill(im, node, shape, value):
+    dt = _out(node)
+    if dt == "i1" and not isinstance(value, (ir.Value, Dim)):
+        # i1 fill kernels do not parse (arith.constant true : i1): fill i8 and cast
+        return relax.astype(_fill_dtype(shape, int(bool(value)), "i8"), dtype="i1")
+    if isinstance(value, ir.Value) or isinstance(value, Dim):
+        return relax.broadcast_to(im.tensor(value, dt), shape=shape)
+    return _fill_dtype(shape, value, dt)
+
+
+def _fill_dtype(shape, value, dt):
+    if value == 0:
+        return relax.zeros(shape=shape, dtype=dt)
+    if value == 1:
+        return relax.ones(shape=shape, dtype=dt)
+    return relax.full(shape=shape, value=float(value), dtype=dt)
+
+
+@converter("aten.full.default")
+def _full(im, node, size, value, **kw):
+    return _fill(im, node, _dims(im, size), value)
+
+
+@converter("aten.zeros.default", "aten.empty.memory_format", "aten.new_zeros.default", "aten.new_empty.default")
+def _zeros(im, node, *args, **kw):
+    size = args[-1] if str(node.target).startswith("aten.new_") else args[0]
+    return _fill(im, node, _dims(im, size), 0)
+
+
+@converter("aten.ones.default", "aten.new_ones.default")
+def _ones(im, node, *args, **kw):
+    size = args[-1] if str(node.target).startswith("aten.new_") else args[0]
+    return _fill(im, node, _dims(im, size), 1)
+
+
+@converter("aten.new_full.default")
+def _new_full(im, node, x, size, value, **kw):
+    return _fill(im, node, _dims(im, size), value)
+
+
+@converter("aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default", "aten.empty_like.default")
+def _like(im, node, x, *args, **kw):
+    name = str(node.target)
+    value = args[0] if "full_like" in name else (1 if "ones" in name else 0)
+    return _fill(im, node, list(im.sig(x).shape), value)
+
+
+@converter("aten.scalar_tensor.default")
+def _scalar_tensor(im, node, value, **kw):
+    return im.tensor(value, _out(node))
+
+
+@converter("aten.fill.Scalar", "aten.fill.Tensor")
+def _fill_like(im, node, x, value):
+    return _fill(im, node, list(im.sig(x).shape), value)
+
+
+@converter("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+def _arange(im, node, *args, **kw):
+    name = str(node.target)
+    if name.endswith("default"):
+        start, end, step = 0, args[0], 1
+    else:
+        start, end = args[0], args[1]
+        step = args[2] if len(args) > 2 else kw.get("step", 1)
+    for v in (start, end, step):
+        if isinstance(v, float) and not v.is_integer():
+            raise im.error("arange with non-integer bounds is not supported")
+    start, end, step = (im.dim(int(v) if isinstance(v, float) else v) for v in (start, end, step))
+    if step.is_static and step.value < 0:
+        raise im.error("arange with a negative step is not supported")
+    dt = _out(node)
+    r = relax.arange(start=start, end=end, step=step, dtype="i64")
+    return r if dt == "i64" else relax.astype(r, dtype=dt)
+
+
+# -- shapes ------------------------------------------------------------------------------
+
+@converter("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.view_copy.default",
+           "aten.flatten.using_ints", "aten.unflatten.int", "aten._reshape_alias.default")
+def _reshape(im, node, x, *args, **kw):
+    shape = _out_shape(im, node)
+    if im.sig(x).shape == shape:
+        return x
+    return relax.reshape(x, shape=list(shape))
+
+
+def _pretransposed(im, node) -> bool:
+    """The operand is a weight the importer passes transposed (see importer._only_linear_weight)."""
+    return getattr(node.args[0], "name", None) in im.transposed
+
+
+@converter("aten.permute.default", "aten.permute_copy.default")
+def _permute(im, node, x, dims):
+    if _pretransposed(im, node):
+        return x
+    r = _rank(im, x)
+    dims = [_axis(d, r) for d in dims]
+    if dims == list(range(r)):
+        return x
+    return relax.permute_dims(x, axes=dims)
+
+
+@converter("aten.transpose.int", "aten.t.default", "aten.numpy_T.default")
+def _transpose(im, node, x, d0=0, d1=1):
+    if _pretransposed(im, node):
+        return x
+    r = _rank(im, x)
+    if r < 2:
+        return x
+    if not str(node.target).startswith("aten.transpose"):
+        axes = list(range(r))[::-1]
+    else:
+        axes = list(range(r))
+        a, b = _axis(d0, r), _axis(d1, r)
+        axes[a], axes[b] = axes[b], axes[a]
+    if axes == list(range(r)):
+        return x
+    return relax.permute_dims(x, axes=axes)
+
+
+@converter("aten.expand.default", "aten.expand_copy.default", "aten.broadcast_to.default")
+def _expand(im, node, x, sizes, **kw):
+    shape = _out_shape(im, node)
+    if im.sig(x).shape == shape:
+        return x
+    return relax.broadcast_to(x, shape=list(shape))
+
+
+@converter("aten.unsqueeze.default", "aten.unsqueeze_copy.default")
+def _unsqueeze(im, node, x, dim):
+    return relax.expand_dims(x, axis=[_axis(dim, _rank(im, x) + 1)])
+
+
+@converter("aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.squeeze_copy.dim")
+def _squeeze(im, node, x, dims=None):
+    sig = im.sig(x)
+    if dims is None:
+        axes = [i for i, d in enumerate(sig.shape) if isinstance(d, Dim) and d.is_static and d.value == 1]
+    else:
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        # torch leaves a dim that is not 1 alone
+        axes = [_axis(d, sig.rank) for d in dims
+                if isinstance(sig.shape[_axis(d, sig.rank)], Dim) and sig.shape[_axis(d, sig.rank)] == 1]
+    if not axes:
+        return x
+    return relax.squeeze(x, axis=axes)
+
+
+def _slice(im, x, axis, start, end, step=1):
+    r = _rank(im, x)
+    axis = _axis(axis, r)
+    start = 0 if start is None else start
+    end = END if end is None else end
+    if isinstance(end, int) and end >= END:
+        end = END
+    if isinstance(start, int) and isinstance(end, int) and start == 0 and end == END and step == 1:
+        return x
+    return relax.strided_slice(x, axes=[axis], begin=[im.dim(start)], end=[im.dim(end)], strides=[im.dim(step)])
+
+
+@converter("aten.slice.Tensor", "aten.slice_copy.Tensor")
+def _slice_conv(im, node, x, dim=0, start=None, end=None, step=1):
+    return _slice(im, x, dim, start, end, step)
+
+
+@converter("aten.narrow.default")
+def _narrow(im, node, x, dim, start, length):
+    return _slice(im, x, dim, start, im.dim(start) + im.dim(length))
+
+
+@converter("aten.select.int", "aten.select_copy.int")
+def _select(im, node, x, dim, index):
+    r = _rank(im, x)
+    axis = _axis(dim, r)
+    if isinstance(index, int) and index < 0:
+        end = END if index == -1 else index + 1
+    else:
+        end = im.dim(index) + 1
+    s = relax.strided_slice(x, axes=[axis], begin=[im.dim(index)], end=[im.dim(end)])
+    return relax.squeeze(s, axis=[axis])
+
+
+@converter("aten.cat.default", "aten.concat.default")
+def _cat(im, node, tensors, dim=0):
+    dt = _out(node)
+    ts = [im.tensor(t, dt) for t in tensors if not (im.sig(t).rank == 1 and im.sig(t).shape[0] == 0)]
+    if len(ts) == 1:
+        return ts[0]
+    return relax.concat(ts, axis=_axis(dim, _rank(im, ts[0])))
+
+
+@converter("aten.stack.default")
+def _stack(im, node, tensors, dim=0):
+    dt = _out(node)
+    r = _rank(im, tensors[0]) + 1
+    ts = [relax.expand_dims(im.tensor(t, dt), axis=[_axis(dim, r)]) for t in tensors]
+    return ts[0] if len(ts) == 1 else relax.concat(ts, axis=_axis(dim, r))
+
+
+@converter("aten.split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default",
+           "aten.unbind.int")
+def _split(im, node, x, arg=None, dim=0):
+    r = _rank(im, x)
+    name = str(node.target)
+    if name.startswith("aten.unbind"):
+        dim = 0 if arg is None else arg
+    axis = _axis(dim, r)
+    outs = []
+    start = Dim.of(0)
+    for val in node.meta["val"]:
+        n = im.dim(val.shape[axis]) if not name.startswith("aten.unbind") else Dim.of(1)
+        s = relax.strided_slice(x, axes=[axis], begin=[start], end=[start + n])
+        outs.append(relax.squeeze(s, axis=[axis]) if name.startswith("aten.unbind") else s)
+        start = start + n
+    return tuple(outs)
+
+
+@converter("aten.repeat.default")
+def _repeat(im, node, x, repeats):
+    """tile: (d0, ...) -> broadcast to (r0, d0, r1, d1, ...) -> reshape (r0*d0, ...)."""
+    sig = im.sig(x)
+    reps = [im.dim(r) for r in repeats]
+    lead = len(reps) - sig.rank
+    dims = [Dim.of(1)] * lead + list(sig.shape)
+    v = relax.reshape(x, shape=[e for d in dims for e in (1, d)])
+    v = relax.broadcast_to(v, shape=[e for r, d in zip(reps, dims) for e in (r, d)])
+    return relax.reshape(v, shape=[r * d for r, d in zip(reps, dims)])
+
+
+@converter("aten.tril.default", "aten.triu.default")
+def _tri(im, node, x, diagonal=0):
+    f = relax.tril if "tril" in str(node.target) else relax.triu
+    return f(x, k=diagonal)
+
+
+# -- gathers ------------------------------------------------------------------------------
+
+def _nonneg_index(im, idx, size: Dim):
+    """torch index semantics: a negative index counts from the end of the dim."""
+    idx = im.tensor(idx, "i64")
+    return relax.where(relax.less(idx, im.const(0, "i64")), relax.add(idx, im.size_tensor(size)), idx)
+
+
+@converter("aten.embedding.default")
+def _embedding(im, node, weight, indices, *args, **kw):
+    return relax.take(weight, im.tensor(indices, "i64"), axis=0)
+
+
+@converter("aten.index_select.default")
+def _index_select(im, node, x, dim, index):
+    r = _rank(im, x)
+    return relax.take(x, im.tensor(index, "i64"), axis=_axis(dim, r))
+
+
+@converter("aten.index.Tensor")
+def _index(im, node, x, indices):
+    """x[..., i1, ..., ik, ...] with k consecutive integer index tensors (broadcast
+    together) after leading full slices: take on the linearized index."""
+    sig = im.sig(x)
+    lead = 0
+    while lead < len(indices) and indices[lead] is None:
+        lead += 1
+    idx = list(indices[lead:])
+    while idx and idx[-1] is None:
+        idx.pop()
+    if not idx or any(i is None for i in idx):
+        raise im.error("advanced indexing with index tensors separated by slices is not supported")
+    for i in idx:
+        if im.sig(i).dtype == "i1":
+            raise im.error("boolean mask indexing has a data-dependent shape; not supported")
+    dims = list(sig.shape[lead:lead + len(idx)])
+    lin = None
+    for i, d in zip(idx, dims):
+        i = _nonneg_index(im, i, d)
+        lin = i if lin is None else relax.add(relax.multiply(lin, im.size_tensor(d)), i)
+    src = x
+    if len(idx) > 1:
+        flat = Dim.of(1)
+        for d in dims:
+            flat = flat * d
+        src = relax.reshape(x, shape=list(sig.shape[:lead]) + [flat] + list(sig.shape[lead + len(idx):]))
+    return relax.take(src, lin, axis=lead)
+
+
+@converter("aten.gather.default")
+def _gather(im, node, x, dim, index, sparse_grad=False):
+    """out[p] = x[p with p[dim] = index[p]]: take on the flattened x at a linearized index."""
+    sig, isig = im.sig(x), im.sig(index)
+    r = sig.rank
+    axis = _axis(dim, r)
+    lin = None
+    for j in range(r):
+        if j == axis:
+            c = _nonneg_index(im, index, sig.shape[j])
+        else:
+            shape = [1] * r
+            shape[j] = isig.shape[j]
+            c = relax.reshape(relax.arange(end=isig.shape[j], dtype="i64"), shape=shape)
+        lin = c if lin is None else relax.add(relax.multiply(lin, im.size_tensor(sig.shape[j])), c)
+    return relax.take(relax.flatten(x), relax.broadcast_to(lin, shape=list(isig.shape)), axis=0)
+
+
+# -- scans ------------------------------------------------------------------------------------
+
+@converter("aten.cumsum.default")
+def _cumsum(im, node, x, dim, dtype=None):
+    """A triangular matmul: y[..., j] = sum_{i <= j} x[..., i] (relax has no scan op)."""
+    dt = _out(node)
+    v = im.tensor(x, dt)
+    r = _rank(im, v)
+    axis = _axis(dim, r)
+    if r == 0:
+        return v
+    perm = list(range(r))
+    if axis != r - 1:
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        v = relax.permute_dims(v, axes=perm)
+    n = im.sig(v).shape[-1]
+    tri = relax.triu(relax.ones(shape=[n, n], dtype=dt), k=0)
+    y = relax.matmul(v, tri)
+    return relax.permute_dims(y, axes=perm) if axis != r - 1 else y
+
+
+@converter("aten.diff.default")
+def _diff(im, node, x, n=1, dim=-1, prepend=None, append=None):
+    r = _rank(im, x)
+    axis = _axis(dim, r)
+    parts = [t for t in (prepend, x, append) if t is not None]
+    v = relax.concat(parts, axis=axis) if len(parts) > 1 else x
+    for _ in range(n):
+        hi = relax.strided_slice(v, axes=[axis], begin=[1], end=[END])
+        d = im.sig(v).shape[axis]
+        lo = relax.strided_slice(v, axes=[axis], begin=[0], end=[d - 1])
+        v = relax.not_equal(hi, lo) if im.sig(v).dtype == "i1" else relax.subtract(hi, lo)
+    return v
+
+
+# -- reductions ------------------------------------------------------------------------------
+
+def _axes(dims, r):
+    if dims is None or dims == []:
+        return None
+    dims = [dims] if isinstance(dims, int) else dims
+    return [_axis(d, r) for d in dims]
+
+
+@converter("aten.sum.dim_IntList", "aten.sum.default", "aten.mean.dim", "aten.mean.default",
+           "aten.prod.dim_int", "aten.prod.default", "aten.amax.default", "aten.amin.default")
+def _reduce(im, node, x, dims=None, keepdim=False, dtype=None, **kw):
+    name = str(node.target).split(".")[1]
+    dt = _out(node)
+    if isinstance(dims, bool):  # prod.dim_int(x, dim, keepdim)
+        dims, keepdim = None, dims
+    v = im.tensor(x, dt)
+    if dt == "i1" and name in ("amax", "amin"):
+        v = relax.astype(v, dtype="i32")
+    f = {"sum": relax.sum, "mean": relax.mean, "prod": relax.prod, "amax": relax.max, "amin": relax.min}[name]
+    out = f(v, axes=_axes(dims, _rank(im, v)), keepdims=bool(keepdim))
+    return relax.astype(out, dtype="i1") if dt == "i1" and name in ("amax", "amin") else out
+
+
+@converter("aten.any.dim", "aten.any.dims", "aten.any.default", "aten.all.dim", "aten.all.dims", "aten.all.default")
+def _anyall(im, node, x, dims=None, keepdim=False):
+    v = relax.astype(_bool(im, x), dtype="i32")
+    f = relax.max if "any" in str(node.target) else relax.min
+    return relax.astype(f(v, axes=_axes(dims, _rank(im, v)), keepdims=bool(keepdim)), dtype="i1")
+
+
+@converter("aten.max.dim", "aten.min.dim")
+def _maxmin_dim(im, node, x, dim, keepdim=False):
+    big = "max" in str(node.target)
+    axes = [_axis(dim, _rank(im, x))]
+    vals = (relax.max if big else relax.min)(x, axes=axes, keepdims=bool(keepdim))
+    idx = (relax.argmax if big else relax.argmin)(x, axis=axes[0], keepdims=bool(keepdim))
+    return (vals, idx)
+
+
+@converter("aten.argmax.default", "aten.argmin.default")
+def _arg(im, node, x, dim=None, keepdim=False):
+    f = relax.argmax if "argmax" in str(node.target) else relax.argmin
+    return f(x, axis=None if dim is None else _axis(dim, _rank(im, x)), keepdims=bool(keepdim))
+
+
+@converter("aten.softmax.int", "aten._softmax.default", "aten.log_softmax.int", "aten._log_softmax.default",
+           "aten._safe_softmax.default")
+def _softmax(im, node, x, dim, arg=None):
+    dt = _out(node)
+    v = im.tensor(x, dt)
+    f = relax.log_softmax if "log_softmax" in str(node.target) else relax.softmax
+    axis = _axis(dim, _rank(im, v))
+    p = f(v, axis=axis)
+    if "_safe_softmax" in str(node.target):
+        p = _zero_dead_rows(im, v, p, dt, axis)
+    return p
+
+
+def _zero_dead_rows(im, scores, p, dt, axis=-1):
+    """0 where every entry of the row is -inf (torch's _safe_softmax), p elsewhere."""
+    rowmax = relax.max(scores, axes=[axis], keepdims=True)
+    return relax.where(relax.equal(rowmax, im.const(-math.inf, dt)), im.const(0.0, dt), p)
+
+
+# -- normalization --------------------------------------------------------------------------
+
+def _norm_params(im, x, k, weight, bias):
+    sig = im.sig(x)
+    shape = list(sig.shape[sig.rank - k:])
+    w = weight if weight is not None else relax.ones(shape=shape, dtype=sig.dtype)
+    b = bias if bias is not None else relax.zeros(shape=shape, dtype=sig.dtype)
+    return w, b, list(range(-k, 0))
+
+
+@converter("aten.layer_norm.default")
+def _layer_norm(im, node, x, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=False):
+    w, b, axes = _norm_params(im, x, len(normalized_shape), weight, bias)
+    return relax.layer_norm(x, w, b, axes=axes, epsilon=float(eps))
+
+
+@converter("aten.native_layer_norm.default")
+def _native_layer_norm(im, node, x, normalized_shape, weight, bias, eps):
+    return (_layer_norm(im, node, x, normalized_shape, weight, bias, eps), None, None)
+
+
+@converter("aten.rms_norm.default")
+def _rms_norm(im, node, x, normalized_shape, weight=None, eps=None):
+    dt = im.sig(x).dtype
+    if eps is None:
+        eps = float(np.finfo(np.float32 if dt == "f32" else np.float64).eps)
+    w, _, axes = _norm_params(im, x, len(normalized_shape), weight, None)
+    return relax.rms_norm(x, w, axes=axes, epsilon=float(eps))
+
+
+# -- contractions ------------------------------------------------------------------------------
+
+def _weight_t(im, node, w):
+    """W^T for linear: the parameter itself when the importer passes it pre-transposed."""
+    wn = node.args[1]
+    if getattr(wn, "name", None) in im.transposed:
+        return w
+    r = _rank(im, w)
+    return relax.permute_dims(w, axes=[1, 0]) if r == 2 else w
+
+
+@converter("aten.linear.default")
+def _linear(im, node, x, w, b=None):
+    y = relax.matmul(x, _weight_t(im, node, w))
+    return relax.add(y, b) if b is not None else y
+
+
+@converter("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
+def _matmul(im, node, a, b):
+    return relax.matmul(a, b)
+
+
+@converter("aten.addmm.default", "aten.baddbmm.default")
+def _addmm(im, node, bias, a, b, beta=1, alpha=1):
+    dt = _out(node)
+    y = relax.matmul(a, b)
+    if alpha != 1:
+        y = relax.multiply(y, im.const(alpha, dt))
+    if beta == 0:
+        return y
+    bias = bias if beta == 1 else relax.multiply(bias, im.const(beta, dt))
+    return relax.add(y, bias)
+
+
+@converter("aten.scaled_dot_product_attention.default")
+def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """softmax(q k^T * scale + mask) v, batch dims flattened so the products are batched
+    3-D matmuls (BLAS); a boolean mask keeps scores where True (masked: the dtype's min,
+    as transformers' eager attention does)."""
+    if dropout_p:
+        raise im.error("attention dropout (dropout_p > 0) is not supported in inference")
+    qs, ks, vs = im.sig(q), im.sig(k), im.sig(v)
+    dt = qs.dtype
+    L, E = qs.shape[-2], qs.shape[-1]
+    S, Ev = ks.shape[-2], vs.shape[-1]
+    batch = list(qs.shape[:-2])
+    if enable_gqa and qs.rank >= 3 and ks.shape[-3] != qs.shape[-3]:
+        hq, hk = qs.shape[-3], ks.shape[-3]
+        if not (hq.is_static and hk.is_static and hq.value % hk.value == 0):
+            raise im.error(f"grouped-query attention needs static head counts dividing each other ({hq}, {hk})")
+        rep = hq.value // hk.value
+
+        def repeat(t, sig):
+            pre = list(sig.shape[:-3])
+            e = relax.expand_dims(t, axis=[sig.rank - 2])
+            e = relax.broadcast_to(e, shape=pre + [hk, rep] + list(sig.shape[-2:]))
+            return relax.reshape(e, shape=pre + [hq] + list(sig.shape[-2:]))
+
+        k, v = repeat(k, ks), repeat(v, vs)
+        ks, vs = im.sig(k), im.sig(v)
+    if Shape(ks.shape[:-2]) != Shape(batch) or Shape(vs.shape[:-2]) != Shape(batch):
+        raise im.error("attention with broadcast batch dims between q, k and v is not supported")
+    nb = Dim.of(1)
+    for d in batch:
+        nb = nb * d
+    if scale is None:
+        if not E.is_static:
+            raise im.error("attention with a symbolic head dim needs an explicit scale")
+        scale = 1.0 / math.sqrt(E.value)
+    q3 = relax.reshape(relax.multiply(q, im.const(scale, dt)), shape=[nb, L, E]) if batch \
+        else relax.multiply(q, im.const(scale, dt))
+    k3 = relax.reshape(k, shape=[nb, S, E]) if batch else k
+    v3 = relax.reshape(v, shape=[nb, S, Ev]) if batch else v
+    scores = relax.matmul(q3, relax.permute_dims(k3, axes=[0, 2, 1] if batch else [1, 0]))
+    if attn_mask is not None or is_causal:
+        s4 = relax.reshape(scores, shape=batch + [L, S]) if batch else scores
+        if is_causal:
+            keep = relax.astype(relax.tril(relax.ones(shape=[L, S], dtype="i8"), k=0), dtype="i1")
+            s4 = relax.where(keep, s4, im.const(_finfo_min(dt), dt))
+        bool_mask = attn_mask is not None and im.sig(attn_mask).dtype == "i1"
+        if bool_mask:
+            s4 = relax.where(attn_mask, s4, im.const(_finfo_min(dt), dt))
+        elif attn_mask is not None:
+            s4 = relax.add(s4, im.tensor(attn_mask, dt))
+        p = relax.softmax(s4, axis=-1)
+        # torch's safe softmax: a query row with every key masked attends to nothing (0)
+        if bool_mask:
+            keep = relax.astype(relax.max(relax.astype(attn_mask, dtype="i32"), axes=[-1], keepdims=True), dtype="i1")
+            p = relax.where(keep, p, im.const(0.0, dt))
+        elif attn_mask is not None:
+            p = _zero_dead_rows(im, s4, p, dt)
+        p = relax.reshape(p, shape=[nb, L, S]) if batch else p
+    else:
+        p = relax.softmax(scores, axis=-1)
+    out = relax.matmul(p, v3)
+    return relax.reshape(out, shape=batch + [L, Ev]) if batch else out
+
+
+# -- pooling (CNN heads) ----------------------------------------------------------------------
+
+@converter("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default",
+           "aten.adaptive_avg_pool1d.default")
+def _adaptive_avg_pool(im, node, x, output_size):
+    if any(int(o) != 1 for o in output_size):
+        raise im.error(f"adaptive average pooling to {list(output_size)} (only global pooling, "
+                       "output size 1, is supported)")
+    k = len(output_size)
+    return relax.mean(x, axes=list(range(-k, 0)), keepdims=True)
+
+
+@converter("aten.linalg_vector_norm.default")
+def _vector_norm(im, node, x, ord=2, dim=None, keepdim=False, dtype=None):
+    dt = _out(node)
+    v = im.tensor(x, dt)
+    axes = _axes(dim, _rank(im, v))
+    keep = bool(keepdim)
+    if ord == 2:
+        return relax.sqrt(relax.sum(relax.multiply(v, v), axes=axes, keepdims=keep))
+    if ord == 1:
+        return relax.sum(relax.abs(v), axes=axes, keepdims=keep)
+    if ord == math.inf:
+        return relax.max(relax.abs(v), axes=axes, keepdims=keep)
+    if isinstance(ord, (int, float)) and ord > 0:
+        s = relax.sum(relax.power(relax.abs(v), im.const(ord, dt)), axes=axes, keepdims=keep)
+        return relax.power(s, im.const(1.0 / ord, dt))
+    raise im.error(f"vector norm of order {ord} is not supported")
+
+
+@converter("aten.outer.default", "aten.ger.default")
+def _outer(im, node, a, b):
+    dt = _out(node)
+    return relax.multiply(relax.expand_dims(im.tensor(a, dt), axis=[1]), relax.expand_dims(im.tensor(b, dt), axis=[0]))

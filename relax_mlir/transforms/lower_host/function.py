@@ -1,0 +1,491 @@
+"""The per-function job of relax-lower-host: one graph function -> one host function.
+
+Symbols become ``index`` values, dimension expressions ``arith`` (through the one
+interpreter, :class:`relax_mlir.shapes.emit.ArithEmitter`, in checked mode), ops their
+host form through the target hooks (:mod:`.target`), and every condition the input must
+meet a run-time check. Checks of one point are combined into one ``scf.if`` whose
+``then`` region holds the rest of the function and whose ``else`` region yields the
+status, the details and placeholder results (see the package docstring).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from mlir import ir
+from mlir.dialects import arith, bufferization, func, memref, scf, tensor
+
+from ...dialects.relax import FUNCTION_ATTR
+from ...runtime.abi import Check
+from ...shapes import UNKNOWN, Dim, Shape, Truth, prove_le, read_tensor_type, symbol
+from ...shapes.emit import ArithEmitter, UnsupportedExpression
+from ...shapes.match import match_shapes
+from ..graph import body_ops, func_name, function_type, param_sigs
+from .common import (CHECKS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, LOWERED_ATTR, WORKSPACE_ATTR,
+                     LowerError, UnboundSymbol, UnsupportedType, at, element_bytes, i, strip, value_name)
+
+if TYPE_CHECKING:
+    from . import ModuleState
+
+
+def function_symbols(f: ir.Operation) -> tuple[list[str], int]:
+    """(symbols in binding order, max rank of a checked value) of a graph function."""
+    syms: list[str] = []
+    rank = 0
+    for s in param_sigs(f):
+        if s is None:
+            continue
+        rank = max(rank, s.rank)
+        for d in s.shape:
+            for x in sorted(d.symbols):
+                if x not in syms:
+                    syms.append(x)
+    for op in body_ops(f):
+        if op.name == "relax.match_cast":
+            rank = max(rank, ir.RankedTensorType(op.operands[0].type).rank)
+            pat = Shape.from_attr(op.attributes["shape"])
+            for x in sorted(pat.symbols):
+                if x not in syms:
+                    syms.append(x)
+    return syms, rank
+
+
+class FunctionLowering:
+    def __init__(self, f: ir.Operation, state: "ModuleState"):
+        self.f = f
+        self.name = func_name(f)
+        self.state = state
+        self.target = state.target
+        self.symbols, _ = function_symbols(f)
+        self.env: dict[str, ir.Value] = {}
+        self.cache: dict[str, ir.Value] = {}
+        self.vmap: dict = {}
+        self.planned_buffers: dict = {}   # planned destination tensor -> its memref.view
+        self.pending: list[tuple] = []
+        self.levels: list[tuple] = []
+        self.checks: list[Check] = []
+        self.readable: dict[str, str] = {}  # placeholder symbol -> "dim i of <value>"
+        self.result_types = state.lowered_type(f).results
+        self.loc = f.location
+        self.uid = 0
+        self.where = f"@{self.name}"        # what a check reported by the emitter is about
+        self.emitter = ArithEmitter(lambda: self.ip, self._lookup, lambda: self.cache, self._expr_check)
+
+    def release(self) -> None:
+        """Drop the IR handles now: the emitter's callbacks make a reference cycle, which
+        would keep this context's values (and so the whole context) alive until a gc run."""
+        self.emitter = None
+        for d in (self.env, self.cache, self.vmap, self.planned_buffers):
+            d.clear()
+        self.pending, self.levels = [], []
+
+    # -- small builders ------------------------------------------------------
+    def const(self, value: int, t: Optional[ir.Type] = None) -> ir.Value:
+        return self.emitter.constant(value, t)
+
+    def cmp(self, pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), a, b, ip=self.ip).result
+
+    def to_i64(self, v: ir.Value) -> ir.Value:
+        return arith.IndexCastOp(i(64), v, ip=self.ip).result
+
+    def cast(self, v: ir.Value, t: ir.Type) -> ir.Value:
+        if v.type == t:
+            return v
+        return tensor.CastOp(t, v, ip=self.ip).result
+
+    def dim(self, v: ir.Value, k: int) -> ir.Value:
+        rt = ir.RankedTensorType(v.type)
+        if not rt.is_dynamic_dim(k):
+            return self.const(rt.get_dim_size(k))
+        return tensor.DimOp(v, self.const(k), ip=self.ip).result
+
+    # -- symbolic expressions -> index arithmetic (checked) ------------------
+    def index(self, d) -> ir.Value:
+        return self.emitter.emit(d)
+
+    def _lookup(self, name: str) -> ir.Value:
+        if name not in self.env:
+            raise UnboundSymbol(name)
+        return self.env[name]
+
+    def _readable(self, text: str) -> str:
+        for ph, name in self.readable.items():
+            text = text.replace(ph, name)
+        return text
+
+    def _expr_check(self, ok: ir.Value, kind: str, expr: Dim) -> None:
+        self.add_check(ok, {"kind": kind, "where": self.where, "expr": self._readable(str(expr))}, None)
+
+    # -- checks -----------------------------------------------------------------
+    def _detail(self, value: Optional[ir.Value], bound: list[str]) -> list:
+        out: list = []
+        for s in self.symbols:
+            out.append(self.to_i64(self.env[s]) if s in bound else 0)
+        if value is not None:
+            rt = ir.RankedTensorType(value.type)
+            out.extend(self.to_i64(self.dim(value, k)) for k in range(rt.rank))
+        return out
+
+    def bound_now(self) -> list[str]:
+        return [s for s in self.symbols if s in self.env]
+
+    def add_check(self, cond: ir.Value, entry: dict, value: Optional[ir.Value],
+                  bound: Optional[list[str]] = None) -> None:
+        bound = self.bound_now() if bound is None else list(bound)
+        cid = self.state.next_id()
+        rank = ir.RankedTensorType(value.type).rank if value is not None else 0
+        self.checks.append(Check(id=cid, bound=tuple(bound), rank=rank, **entry))
+        self.pending.append((cond, cid, (value, bound)))
+
+    def add_propagate(self, status: ir.Value, details: list[ir.Value]) -> None:
+        ok = self.cmp("eq", status, self.const(0, i(32)))
+        self.pending.append((ok, status, details))
+
+    def flush(self) -> None:
+        """Guard the rest of the function by the pending checks (one scf.if)."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        ok = pending[0][0]
+        for c in pending[1:]:
+            ok = arith.AndIOp(ok, c[0], ip=self.ip).result
+        ifop = scf.IfOp(ok, list(self.result_types), has_else=True, ip=self.ip, loc=self.loc)
+        outer_ip, outer_cache = self.ip, self.cache
+        # else: the first failing check's status and details, placeholder results
+        self.ip = ir.InsertionPoint(ifop.else_block)
+        self.cache = dict(outer_cache)
+        D = self.state.detail_slots
+        status = self.const(0, i(32))
+        details = [self.const(0, i(64))] * D
+        for cond, st, det in reversed(pending):
+            if isinstance(st, int):
+                value, bound = det
+                det = self._detail(value, bound)
+                st = self.const(st, i(32))
+            det = [self.const(x, i(64)) if isinstance(x, int) else x for x in det]
+            det = det + [self.const(0, i(64))] * (D - len(det))
+            status = arith.SelectOp(cond, status, st, ip=self.ip).result
+            details = [arith.SelectOp(cond, a, b, ip=self.ip).result for a, b in zip(details, det)]
+        dummies = []
+        for t in self.result_types[1 + D:]:
+            rt = ir.RankedTensorType(t)
+            sizes = [self.const(0) if rt.is_dynamic_dim(k) else rt.get_dim_size(k) for k in range(rt.rank)]
+            dummies.append(tensor.EmptyOp(sizes, rt.element_type, ip=self.ip).result)
+        scf.YieldOp([status] + details + dummies, ip=self.ip)
+        self.cache = outer_cache
+        self.levels.append((outer_ip, ifop))
+        self.ip = ir.InsertionPoint(ifop.then_block)
+
+    # -- matching (params, match_cast) -------------------------------------------
+    def bind(self, patterns: list[Shape], values: list[ir.Value], names: list[str], unknowns,
+             kind: str, op=None) -> list[tuple]:
+        """Bind ``unknowns`` from the run-time dims of ``values``; returns the checks to add."""
+        self.uid += 1
+        shapes = []
+        for j, v in enumerate(values):
+            rt = ir.RankedTensorType(v.type)
+            dims = []
+            for k in range(rt.rank):
+                if not rt.is_dynamic_dim(k):
+                    dims.append(rt.get_dim_size(k))
+                else:
+                    ph = f"?{self.uid}_{j}_{k}"
+                    self.env[ph] = self.dim(v, k)
+                    self.readable[ph] = f"(actual dim {k})"
+                    dims.append(Dim(symbol(ph)))
+            shapes.append(Shape(dims))
+        m = match_shapes(patterns, shapes, set(unknowns), names=names)
+        if m.error:
+            raise LowerError(op or self.f, f"{kind} can never match: {m.error}")
+        if m.unresolved:
+            raise LowerError(op or self.f, f"{kind}: cannot bind symbol(s) {', '.join(sorted(m.unresolved))}")
+        checks = []
+        for s, d in m.bindings.items():
+            self.env[s] = self.index(d)
+            if prove_le(0, d) is not Truth.TRUE:
+                checks.append((self.cmp("sle", self.const(0), self.env[s]), f"{s} >= 0"))
+        for lhs, rhs, where in m.checks:
+            checks.append((self.cmp("eq", self.index(lhs), self.index(rhs)), where))
+        return checks
+
+    # -- driver ---------------------------------------------------------------------
+    def run(self) -> ir.Operation:
+        f = self.f
+        lt = self.state.lowered_type(f)
+        new = func.FuncOp(self.name, lt, ip=ir.InsertionPoint(f), loc=f.location)
+        block = new.add_entry_block()
+        self.ip = ir.InsertionPoint(block)
+        self.workspace = block.arguments[0]
+        old_block = f.regions[0].blocks[0]
+        for a, b in zip(old_block.arguments, list(block.arguments)[1:]):
+            self.vmap[a] = b
+        # parameter patterns
+        sigs = param_sigs(f)
+        idx = [k for k, s in enumerate(sigs) if s is not None]
+        pats = [sigs[k].shape for k in idx]
+        vals = [self.vmap[old_block.arguments[k]] for k in idx]
+        if pats:
+            syms = set().union(*(p.symbols for p in pats))
+            names = [f"argument #{k}" for k in idx]
+            self.where = f"@{self.name} parameters"
+            checks = self.bind(pats, vals, names, syms, "parameters")
+            bound = self.bound_now()
+            for cond, where in checks:
+                j = next((k for k in idx if where.startswith(f"argument #{k} dim ")), idx[0])
+                plain = where in {f"argument #{j} dim {k}" for k in range(sigs[j].rank)}
+                self.add_check(cond, {"kind": "param", "where": f"argument #{j}", "index": j,
+                                      "expected": str(sigs[j].shape),
+                                      "detail": "" if plain else self._readable(where)},
+                               self.vmap[old_block.arguments[j]], bound)
+        for op in body_ops(f):
+            self.where = f"{op.name}{at(op)}"
+            try:
+                self.lower_op(op)
+            except UnboundSymbol as e:
+                raise LowerError(op, f"symbol '{e}' is not bound at this point") from None
+            except (UnsupportedExpression, UnsupportedType) as e:
+                raise LowerError(op, str(e)) from None
+        # metadata
+        attrs = new.attributes
+        for key in list(f.attributes):
+            if key not in ("sym_name", "function_type", FUNCTION_ATTR, "arg_attrs", "res_attrs"):
+                attrs[key] = f.attributes[key]
+        attrs["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        attrs[LOWERED_ATTR] = ir.UnitAttr.get()
+        attrs[GRAPH_TYPE_ATTR] = ir.TypeAttr.get(function_type(f))
+        attrs[DETAIL_SYMBOLS_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in self.symbols])
+        attrs[CHECKS_ATTR] = ir.ArrayAttr.get([_json_attr(c.to_json()) for c in self.checks])
+        attrs[WORKSPACE_ATTR] = ir.IntegerAttr.get(i(64), self.state.workspace_bytes(self.name))
+        return new.operation
+
+    def lower_op(self, op: ir.Operation) -> None:
+        name = op.name
+        if name != "relax.assert":
+            self.flush()
+        operands = [self.vmap[v] for v in op.operands]
+        if name == "func.return":
+            D = self.state.detail_slots
+            outs = [self.cast(v, t) for v, t in zip(operands, self.result_types[1 + D:])]
+            vals = [self.const(0, i(32))] + [self.const(0, i(64))] * D + outs
+            for outer_ip, ifop in reversed(self.levels):
+                scf.YieldOp(vals, ip=self.ip)
+                vals = list(ifop.results)
+                self.ip = outer_ip
+            func.ReturnOp(vals, ip=self.ip, loc=op.location)
+        elif name == "relax.call_tir":
+            self.lower_call_tir(op, operands)
+        elif name == "relax.call":
+            self.lower_call(op, operands)
+        elif name == "relax.match_cast":
+            self.lower_match_cast(op, operands[0])
+        elif name == "relax.assert":
+            self.lower_assert(op)
+        elif name == "relax.shape_of":
+            x = operands[0]
+            rank = ir.RankedTensorType(x.type).rank
+            dims = [self.to_i64(self.dim(x, k)) for k in range(rank)]
+            self.vmap[op.results[0]] = tensor.FromElementsOp(strip(op.results[0].type), dims, ip=self.ip).result
+        elif name == "relax.call_dps_library":
+            self.lower_library(op, operands)
+        elif name in ("relax.alloc_storage", "relax.alloc_tensor"):
+            self.lower_planned(op, operands)
+        elif name.startswith("relax."):
+            raise LowerError(op, f"'{name}' has no host lowering: run relax-legalize first "
+                                 "(it turns every other relax op into relax.call_tir)")
+        else:
+            new = op.clone(ip=self.ip)
+            for k, v in enumerate(op.operands):
+                new.operands[k] = self.vmap[v]
+            for r_old, r_new in zip(op.results, new.results):
+                r_new.set_type(strip(r_old.type))
+                self.vmap[r_old] = r_new
+
+    # -- allocation sizes ---------------------------------------------------------------
+    def _out_sizes(self, t: ir.Type, op, what: str, check_bytes: bool = True) -> tuple[list, Dim]:
+        """The dynamic sizes of a value to allocate (checked: no negative size) and its
+        byte size as a dimension expression (with ``check_bytes``, computed here: its
+        overflow checks are pending)."""
+        sig = read_tensor_type(t)
+        rt = ir.RankedTensorType(t)
+        sizes = []
+        nbytes = Dim.of(element_bytes(rt.element_type))
+        for k, d in enumerate(sig.shape):
+            if d is UNKNOWN:
+                raise LowerError(op, f"{what}: dim {k} is unknown ('?'): outputs need a symbolic size")
+            nbytes = nbytes * d
+            if not rt.is_dynamic_dim(k):
+                continue
+            v = self.index(d)
+            if prove_le(0, d) is not Truth.TRUE:
+                self.add_check(self.cmp("sle", self.const(0), v),
+                               {"kind": "size", "where": f"{what}{at(op)}", "expr": str(d),
+                                "expected": str(sig.shape)}, None)
+            sizes.append(v)
+        if not nbytes.is_static:
+            if check_bytes:
+                self.index(nbytes)  # overflow checks of the byte size
+        elif nbytes.value >= 2 ** 63:
+            raise LowerError(op, f"{what}: {nbytes.value} bytes do not fit in int64")
+        return sizes, nbytes
+
+    def _alloc_output(self, r: ir.Value, op, what: str) -> ir.Value:
+        sizes, nbytes = self._out_sizes(r.type, op, what)
+        return self.target.alloc_tensor(self, strip(r.type), sizes, nbytes, f"{what}{at(op)}",
+                                        str(read_tensor_type(r.type).shape), op.location)
+
+    def lower_call_tir(self, op, operands) -> None:
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        kernel = self.state.funcs.get(callee)
+        if kernel is None:
+            raise LowerError(op, f"call_tir callee @{callee} is not a func.func in this module")
+        kt = function_type(kernel)
+        tir = Shape.from_attr(op.attributes["tir_vars"]) if "tir_vars" in op.attributes else Shape([])
+        # relax-plan-memory: destinations of the results listed in `dests` are the last operands
+        dests = list(ir.DenseI64ArrayAttr(op.attributes["dests"])) if "dests" in op.attributes else []
+        planned = {}
+        if dests:
+            planned = dict(zip(dests, operands[len(operands) - len(dests):]))
+            operands = operands[:len(operands) - len(dests)]
+        n_in, n_out = len(operands), len(op.results)
+        if len(kt.inputs) != n_in + n_out + tir.rank or len(kt.results) != n_out:
+            raise LowerError(op, f"kernel @{callee} has type {kt} but call_tir passes {n_in} input(s), "
+                                 f"{n_out} output(s) and {tir.rank} tir_var(s)")
+        # kernels are module-internal: private lets bufferization drop results equal to outputs
+        kernel.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        args = [self.cast(v, t) for v, t in zip(operands, kt.inputs)]
+        for k, (r, t) in enumerate(zip(op.results, kt.inputs[n_in:])):
+            out = planned[k] if k in planned else self._alloc_output(r, op, f"result #{k} of {op.name}")
+            args.append(self.cast(out, t))
+        for d, t in zip(tir, kt.inputs[n_in + n_out:]):
+            v = self.index(d)
+            if t != v.type:
+                v = arith.IndexCastOp(t, v, ip=self.ip).result
+            args.append(v)
+        self.flush()  # sizes, overflows and allocations are checked before the kernel runs
+        results = self.target.call_kernel(self, callee, args, list(kt.results), op.location)
+        for r, v in zip(op.results, results):
+            self.vmap[r] = self.cast(v, strip(r.type))
+
+    def lower_call(self, op, operands) -> None:
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        g = self.state.graph.get(callee)
+        if g is None:
+            raise LowerError(op, f"relax.call callee @{callee} is not a graph function")
+        lt = self.state.lowered_type(g)
+        ws = self.target.callee_workspace(self, self.state.own_bytes(self.name), op.location)
+        args = [ws] + [self.cast(v, t) for v, t in zip(operands, list(lt.inputs)[1:])]
+        call = func.CallOp(list(lt.results), ir.FlatSymbolRefAttr.get(callee), args, ip=self.ip, loc=op.location)
+        D = self.state.detail_slots
+        res = list(call.results)
+        self.add_propagate(res[0], res[1:1 + D])
+        self.flush()
+        for r, v in zip(op.results, res[1 + D:]):
+            self.vmap[r] = self.cast(v, strip(r.type))
+
+    def lower_match_cast(self, op, x) -> None:
+        pattern = Shape.from_attr(op.attributes["shape"])
+        bound = self.bound_now()
+        new_syms = {s for s in pattern.symbols if s not in self.env}
+        vname = value_name(op.operands[0])
+        checks = self.bind([pattern], [x], ["value"], new_syms, "relax.match_cast", op)
+        plain = {f"value dim {k}" for k in range(pattern.rank)}
+        for cond, where in checks:
+            self.add_check(cond, {"kind": "match_cast", "where": f"relax.match_cast{at(op)} of {vname}",
+                                  "expected": str(pattern), "detail": "" if where in plain else self._readable(where),
+                                  "location": str(op.location)}, x, bound)
+        self.flush()
+        self.vmap[op.results[0]] = self.cast(x, strip(op.results[0].type))
+
+    def lower_assert(self, op) -> None:
+        dims = Shape.from_attr(op.attributes["dims"])
+        pred = ir.StringAttr(op.attributes["predicate"]).value if "predicate" in op.attributes else "eq"
+        msg = ir.StringAttr(op.attributes["message"]).value if "message" in op.attributes else ""
+        lhs, rhs = self.index(dims[0]), self.index(dims[1])
+        cond = self.cmp("eq" if pred == "eq" else "sle", lhs, rhs)
+        self.add_check(cond, {"kind": "assert", "where": f"relax.assert{at(op)}", "message": msg,
+                              "lhs": str(dims[0]), "rhs": str(dims[1]), "predicate": pred,
+                              "location": str(op.location)}, None)
+
+    def _dynamic(self, m: ir.Value) -> ir.Value:
+        mt = ir.MemRefType(m.type)
+        dyn = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * mt.rank, mt.element_type)
+        if dyn == mt:
+            return m
+        return memref.CastOp(dyn, m, ip=self.ip).result
+
+    def lower_library(self, op, operands) -> None:
+        callee = ir.StringAttr(op.attributes["callee"]).value
+        # relax-plan-memory: planned outputs are written into their memref.view directly
+        dests = list(ir.DenseI64ArrayAttr(op.attributes["dests"])) if "dests" in op.attributes else []
+        planned = {}
+        if dests:
+            planned = {k: self.planned_buffers[v] for k, v in zip(dests, operands[len(operands) - len(dests):])}
+            operands = operands[:len(operands) - len(dests)]
+        mem = []
+        for v in operands:
+            rt = ir.RankedTensorType(v.type)
+            mt = ir.MemRefType.get(list(rt.shape), rt.element_type)
+            mem.append(bufferization.ToBufferOp(mt, v, read_only=True, ip=self.ip).result)
+        outs = []
+        for k, r in enumerate(op.results):
+            t = strip(r.type)
+            if k in planned:
+                outs.append((planned[k], t))
+                continue
+            rt = ir.RankedTensorType(t)
+            what = f"result #{k} of {op.name}"
+            sizes, nbytes = self._out_sizes(r.type, op, what)
+            mt = ir.MemRefType.get(list(rt.shape), rt.element_type)
+            outs.append((self.target.alloc_buffer(self, mt, sizes, nbytes, f"{what}{at(op)}",
+                                                  str(read_tensor_type(r.type).shape), op.location), t))
+        self.flush()
+        # One declaration per symbol whatever the static dims at each call: every dim is
+        # dynamic in it (the C descriptor ABI does not depend on them), call sites cast.
+        args = [self._dynamic(m) for m in mem + [a for a, _ in outs]]
+        self.target.call_library(self, callee, args, op.location)
+        for r, (a, t) in zip(op.results, outs):
+            self.vmap[r] = bufferization.ToTensorOp(t, a, restrict=True, writable=True, ip=self.ip).result
+
+    def lower_planned(self, op, operands) -> None:
+        """relax-plan-memory: a storage of a static size is a view of the session workspace
+        (see :meth:`ModuleState.workspace_bytes`), one of a symbolic size an allocation
+        (freed by ownership-based deallocation); a planned tensor is a ``memref.view`` of
+        its storage at its byte offset, as a ``bufferization.to_tensor restrict writable``
+        destination."""
+        if op.name == "relax.alloc_storage":
+            t = op.results[0].type
+            mt = ir.MemRefType.get(list(ir.RankedTensorType(t).shape), i(8))
+            if mt.has_static_shape:
+                offset = self.state.storage_offset(self.name, op)
+                self.vmap[op.results[0]] = self.target.workspace_view(self, offset, mt, op.location)
+                return
+            sizes, nbytes = self._out_sizes(t, op, "relax.alloc_storage")
+            self.vmap[op.results[0]] = self.target.alloc_buffer(self, mt, sizes, nbytes, f"relax.alloc_storage{at(op)}",
+                                                                str(read_tensor_type(t).shape), op.location)
+            return
+        off = Dim.of(0)
+        if "offset" in op.attributes:
+            a = op.attributes["offset"]
+            off = Dim.of(ir.IntegerAttr(a).value if isinstance(a, ir.IntegerAttr) else ir.StringAttr(a).value)
+        t = strip(op.results[0].type)
+        rt = ir.RankedTensorType(t)
+        # a view inside a storage whose own size was checked when it was allocated
+        sizes, _ = self._out_sizes(op.results[0].type, op, "relax.alloc_tensor", check_bytes=False)
+        view = memref.ViewOp(ir.MemRefType.get(list(rt.shape), rt.element_type), operands[0], self.index(off),
+                             sizes, ip=self.ip, loc=op.location).result
+        self.vmap[op.results[0]] = bufferization.ToTensorOp(t, view, restrict=True, writable=True, ip=self.ip).result
+        self.planned_buffers[self.vmap[op.results[0]]] = view  # for call_dps_library
+
+
+def _json_attr(v) -> ir.Attribute:
+    """A JSON value (the typed contract's serialization) as an MLIR attribute."""
+    if isinstance(v, bool):
+        return ir.BoolAttr.get(v)
+    if isinstance(v, int):
+        return ir.IntegerAttr.get(i(64), v)
+    if isinstance(v, list):
+        return ir.ArrayAttr.get([_json_attr(x) for x in v])
+    if isinstance(v, dict):
+        return ir.DictAttr.get({k: _json_attr(x) for k, x in v.items()})
+    return ir.StringAttr.get(str(v))

@@ -1,0 +1,109 @@
+"""Target hooks of the host lowering: how a kernel is launched and where buffers live.
+
+relax-lower-host turns a graph function into a host function; everything it does with
+the target's hardware goes through a :class:`HostTarget`: calling a kernel
+(``relax.call_tir``), allocating an output or a storage, calling a library function
+(``relax.call_dps_library``), carving static arenas out of the session workspace.
+The ``cpu`` target calls kernels with ``func.call`` and allocates host memory with
+``memref.alloc`` (64-byte aligned, its result checked: a failed allocation is a run-time
+``MemoryError``, never a write through NULL). A GPU target would launch the kernel
+(``gpu.launch_func``) and allocate device memory (``gpu.alloc``) instead.
+
+Register one with :func:`register_host_target`; ``relax-lower-host{target=NAME}`` picks it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from mlir import ir
+from mlir.dialects import arith, bufferization, func, memref
+
+from .common import element_bytes
+
+if TYPE_CHECKING:
+    from .function import FunctionLowering
+
+ALIGNMENT = 64
+
+
+class HostTarget:
+    """The target-specific half of relax-lower-host (the CPU's by default)."""
+
+    name = "cpu"
+
+    def workspace_type(self) -> ir.Type:
+        """The type of a lowered function's first argument: the session workspace."""
+        return ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8))
+
+    def call_kernel(self, fl: "FunctionLowering", callee: str, args: list[ir.Value],
+                    result_types: list[ir.Type], loc: ir.Location) -> list[ir.Value]:
+        """Run kernel ``@callee`` (destination-passing: outputs are among ``args``)."""
+        call = func.CallOp(list(result_types), ir.FlatSymbolRefAttr.get(callee), args, ip=fl.ip, loc=loc)
+        return list(call.results)
+
+    def alloc_buffer(self, fl: "FunctionLowering", mt: ir.MemRefType, sizes: list[ir.Value],
+                     bytes_expr, where: str, expected: str, loc: ir.Location) -> ir.Value:
+        """A fresh buffer of type ``mt`` (``sizes``: its dynamic dims); a failed allocation
+        is reported by a pending check (flushed before anything writes to it)."""
+        m = memref.AllocOp(mt, sizes, [], alignment=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), ALIGNMENT),
+                           ip=fl.ip, loc=loc).result
+        if not mt.has_static_shape or _static_bytes(mt) > 0:
+            ptr = memref.ExtractAlignedPointerAsIndexOp(m, ip=fl.ip).result
+            ok = arith.CmpIOp(arith.CmpIPredicate.ne, ptr, fl.const(0), ip=fl.ip).result
+            if not mt.has_static_shape:
+                nbytes = fl.index(bytes_expr)
+                empty = arith.CmpIOp(arith.CmpIPredicate.eq, nbytes, fl.const(0), ip=fl.ip).result
+                ok = arith.OrIOp(ok, empty, ip=fl.ip).result
+            fl.add_check(ok, {"kind": "alloc", "where": where, "expected": expected,
+                              "detail": str(mt.element_type), "expr": str(bytes_expr)}, None)
+        return m
+
+    def alloc_tensor(self, fl: "FunctionLowering", t: ir.RankedTensorType, sizes: list[ir.Value],
+                     bytes_expr, where: str, expected: str, loc: ir.Location) -> ir.Value:
+        """A fresh destination tensor of type ``t`` for a kernel output."""
+        mt = ir.MemRefType.get(list(t.shape), t.element_type)
+        m = self.alloc_buffer(fl, mt, sizes, bytes_expr, where, expected, loc)
+        return bufferization.ToTensorOp(t, m, restrict=True, writable=True, ip=fl.ip).result
+
+    def workspace_view(self, fl: "FunctionLowering", offset: int, mt: ir.MemRefType, loc: ir.Location) -> ir.Value:
+        """A static arena: ``mt`` bytes at ``offset`` of the session workspace (no allocation:
+        the session owns it, so its pages stay mapped across calls)."""
+        return memref.ViewOp(mt, fl.workspace, fl.const(offset), [], ip=fl.ip, loc=loc).result
+
+    def callee_workspace(self, fl: "FunctionLowering", offset: int, loc: ir.Location) -> ir.Value:
+        """The part of the workspace after ``offset``, for a callee's own arenas."""
+        if offset == 0:
+            return fl.workspace
+        size = memref.DimOp(fl.workspace, fl.const(0), ip=fl.ip).result
+        rest = arith.SubIOp(size, fl.const(offset), ip=fl.ip).result
+        return memref.ViewOp(self.workspace_type(), fl.workspace, fl.const(offset), [rest], ip=fl.ip, loc=loc).result
+
+    def call_library(self, fl: "FunctionLowering", callee: str, args: list[ir.Value], loc: ir.Location) -> None:
+        """``void _mlir_ciface_<callee>(descriptor *...)`` of a runtime library."""
+        fl.state.declare_library(callee, [a.type for a in args], loc)
+        func.CallOp([], ir.FlatSymbolRefAttr.get(callee), args, ip=fl.ip, loc=loc)
+
+
+def _static_bytes(mt: ir.MemRefType) -> int:
+    n = 1
+    for d in mt.shape:
+        n *= d
+    return n * element_bytes(mt.element_type)
+
+
+HOST_TARGETS: dict[str, HostTarget] = {}
+
+
+def register_host_target(target: HostTarget, replace: bool = False) -> HostTarget:
+    if target.name in HOST_TARGETS and not replace:
+        raise ValueError(f"host target '{target.name}' registered twice")
+    HOST_TARGETS[target.name] = target
+    return target
+
+
+def host_target(name: str) -> Optional[HostTarget]:
+    return HOST_TARGETS.get(name)
+
+
+register_host_target(HostTarget())

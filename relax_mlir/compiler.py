@@ -42,7 +42,7 @@ class InternalCompilerError(RuntimeError):
     """A bug in relax-mlir (a pass raised); not something the input can fix."""
 
 
-class CompileOptionsError(CompileError, PipelineError):
+class CompileOptionsError(PipelineError):  # PipelineError is a CompileError (MRO)
     """An unknown target, stage or pipeline option (a :class:`CompileError`; also the
     :class:`~relax_mlir.PipelineError` that pipeline strings raise for the same mistake)."""
 

@@ -25,6 +25,8 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
+	$(PY) examples/llm.py
+	$(PY) examples/minilm.py
 
 lit: $(STAMP)
 	$(VENV)/bin/lit -sv test

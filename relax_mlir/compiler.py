@@ -42,7 +42,7 @@ class InternalCompilerError(RuntimeError):
     """A bug in relax-mlir (a pass raised); not something the input can fix."""
 
 
-class CompileOptionsError(PipelineError):  # PipelineError is a CompileError (MRO)
+class CompileOptionsError(PipelineError):
     """An unknown target, stage or pipeline option (a :class:`CompileError`; also the
     :class:`~relax_mlir.PipelineError` that pipeline strings raise for the same mistake)."""
 
@@ -282,8 +282,9 @@ def compile(src, target: Optional[str] = None, libraries=None,
             _dump(opts.dump_ir, 0, "input", module)
         metadata = None
         for k, (stage, passes) in enumerate(stages, 1):
-            if stage == "codegen":
+            if stage == "codegen":   # read before codegen: relax-strip-attributes drops them
                 metadata = host_metadata(module.operation, tgt.name)
+                names_needed = module_libraries(module.operation)
                 if not metadata.functions:
                     raise CompileError("no lowered graph function: the module needs relax-lower-host "
                                        "(a graph function marked relax.function, or start_after='host' "
@@ -297,7 +298,6 @@ def compile(src, target: Optional[str] = None, libraries=None,
                 raise CompileError(f"stage '{stage}': {e}") from None
             if opts.dump_ir:
                 _dump(opts.dump_ir, k, stage, module)
-        names_needed = module_libraries(module.operation)
         libs = tgt.libraries() + user_libs + library_paths(names_needed)
     meta_json = metadata.to_json()
     meta_json.update(library_metadata(names_needed))

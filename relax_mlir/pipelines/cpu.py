@@ -136,6 +136,7 @@ def _llvm_stage() -> list[str]:
         "convert-cf-to-llvm",
         "convert-func-to-llvm",
         "reconcile-unrealized-casts",
+        "relax-strip-attributes",
     ]
 
 

@@ -39,11 +39,6 @@ class MatmulConfig:
     block_k: int = 128
 
 
-def _peel(loop_handle: ir.Value) -> tuple[ir.Value, ir.Value]:
-    p = loop.LoopPeelOp(any_op(), any_op(), loop_handle)
-    return p.results[0], p.results[1]
-
-
 def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> None:
     """Vectorize a tile that is full by construction (a peeled main loop): its dynamic
     sizes equal ``sizes``, so no masks (``assume_dynamic_dims_match_vec_sizes``)."""

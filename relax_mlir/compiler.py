@@ -121,7 +121,7 @@ def register_target(target: Target, replace: bool = False) -> Target:
 def _cpu_stages(opts, target: Target) -> list[Stage]:
     from .pipelines.cpu import stages
     return stages(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops,
-                  target.legalize_target, target.host_target)
+                  target.legalize_target, target.host_target, opts.schedules)
 
 
 class EngineResolver:
@@ -159,9 +159,11 @@ def _jit_runtime(module, metadata: dict, libraries: list[str], options: CompileO
 
     from .runtime.executable import Executable, runtime_libraries
 
+    from .transforms.apply_schedules import openmp_libraries
     try:
         engine = ExecutionEngine(module, opt_level=options.opt_level,
-                                 shared_libs=runtime_libraries() + list(libraries))
+                                 shared_libs=runtime_libraries() + list(libraries)
+                                 + openmp_libraries(options.pipeline_options))
         engine.initialize()
     except RuntimeError as e:
         raise CompileError(f"the JIT could not build the module: {e}") from None

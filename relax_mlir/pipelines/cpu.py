@@ -47,12 +47,14 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
 
 def stages(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
            dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
-           legalize_target: Optional[str] = None, host_target: Optional[str] = None) -> list[tuple[str, list[str]]]:
+           legalize_target: Optional[str] = None, host_target: Optional[str] = None,
+           schedules: Optional[bool] = None) -> list[tuple[str, list[str]]]:
     """The named stages of the cpu pipeline, as the compile driver runs them (and dumps the IR
     after each): ``graph`` (relax to relax: shapes, dispatch, legalize, fusion, planning),
-    ``host`` (relax-lower-host), ``codegen`` (upstream MLIR to the LLVM dialect)."""
+    ``host`` (relax-lower-host), ``codegen`` (relax-apply-schedules, then upstream MLIR to
+    the LLVM dialect)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target)
-    return [("graph", graph), ("host", host), ("codegen", llvm_stage())]
+    return [("graph", graph), ("host", host), ("codegen", llvm_stage(schedules))]
 
 
 def _with_option(name: str, option: str, value: Optional[str]) -> str:
@@ -86,7 +88,26 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     return passes, [_with_option("relax-lower-host", "target", host_target)]
 
 
-def llvm_stage() -> list[str]:
+#: Transform-dialect schedules (relax-apply-schedules: tiled, vectorized kernels) by default;
+#: ``cpu{schedules=false}`` or ``options={"schedules": False}`` give plain
+#: convert-linalg-to-loops kernels. ``RELAX_MLIR_NUM_THREADS`` > 1 runs their parallel
+#: loops on OpenMP threads (see relax_mlir.transforms.apply_schedules.num_threads).
+SCHEDULES_DEFAULT = True
+
+
+def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
+    """Bufferize, deallocate, lower to the LLVM dialect; with ``schedules`` (default
+    :data:`SCHEDULES_DEFAULT`) the kernels are scheduled first (relax-apply-schedules) and
+    the stage gains the vector / OpenMP lowering (apply_schedules.scheduled_stage)."""
+    if schedules is None:
+        schedules = SCHEDULES_DEFAULT
+    if not schedules:
+        return _llvm_stage()
+    from ..transforms.apply_schedules import num_threads, scheduled_stage
+    return scheduled_stage(_llvm_stage(), num_threads())
+
+
+def _llvm_stage() -> list[str]:
     return [
         "one-shot-bufferize{bufferize-function-boundaries=true "
         "function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map}",
@@ -128,7 +149,9 @@ def llvm_stage() -> list[str]:
                             Option("dispatch", bool, DISPATCH_DEFAULT,
                                    "offload matmul (+ bias) to BLAS (relax-dispatch-library)"),
                             Option("dispatch-min-flops", int, DISPATCH_MIN_FLOPS,
-                                   "relax-dispatch-library{min-flops=...}")])
+                                   "relax-dispatch-library{min-flops=...}"),
+                            Option("schedules", bool, SCHEDULES_DEFAULT,
+                                   "tile and vectorize kernels (relax-apply-schedules)")])
 def cpu(opts) -> str:
     return ", ".join(graph_stage(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops)
-                     + llvm_stage())
+                     + llvm_stage(opts.schedules))

@@ -1,0 +1,149 @@
+"""Transform-dialect schedules per kernel kind, applied by ``relax-apply-schedules``.
+
+:func:`select` reads a kernel (a ``func.func`` marked ``relax.kernel``, on tensors) and
+its recorded kind (``relax.kernel_kind``, from relax-annotate-kernel-kinds) and returns
+the schedule that fits it, or None (the kernel then goes through plain loops):
+
+* ``matmul``: fill + ``linalg.matmul`` (f32), any of M, N, K symbolic (:mod:`.matmul`);
+  ``matmul+elementwise`` for a fused group whose epilogue (bias, activation) follows;
+  ``batch_matmul``: ``linalg.batch_matmul``, one batch per ``scf.forall`` iteration;
+* ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
+  vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
+* ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
+  fused, vectorized pass per row (:mod:`.rows`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from mlir import ir
+
+from .common import apply
+from .elementwise import elementwise_schedule
+from .matmul import config_for, matmul_schedule
+from .target import CpuTarget, host_target
+from .rows import rows_schedule
+
+KIND_ATTR = "relax.kernel_kind"  # set by relax-annotate-kernel-kinds
+
+#: Ops that only compute sizes or constants: they do not decide a schedule.
+_NEUTRAL = {"arith.constant", "tensor.dim", "tensor.empty", "func.return"}
+
+
+@dataclass
+class Schedule:
+    name: str
+    body: Callable[[ir.Value], None]
+
+
+def payload_ops(fn: ir.Operation) -> list[ir.Operation]:
+    """The kernel's ops that do work (size bookkeeping left out)."""
+    block = fn.regions[0].blocks[0]
+    return [o.operation for o in block.operations
+            if o.operation.name not in _NEUTRAL and not _scalar_arith(o.operation)]
+
+
+def _scalar_arith(op: ir.Operation) -> bool:
+    """Scalar arithmetic (sizes, constants such as a norm's 1/N): not work to schedule."""
+    return (op.name.startswith(("arith.", "index.", "math."))
+            and not any(isinstance(v.type, ir.ShapedType) for v in list(op.operands) + list(op.results)))
+
+
+def _static(d: int) -> Optional[int]:
+    return None if ir.ShapedType.is_dynamic_size(d) else d
+
+
+def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget) -> Optional[Schedule]:
+    names = [o.name for o in ops]
+    if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
+        return None
+    mm = ops[1]
+    batch = names[1] == "linalg.batch_matmul"
+    epilogue = ops[2:]  # a fused group: elementwise ops on the product (bias, activation)
+    if epilogue and _select_elementwise(epilogue) is None:
+        return None
+    a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])
+    if not all(isinstance(t.element_type, ir.F32Type) for t in (a, b)):
+        return None
+    if batch and a.shape[0] != b.shape[0]:
+        return None
+    m, k = (_static(d) for d in a.shape[-2:])
+    n = _static(b.shape[-1])
+    body = matmul_schedule(m, n, k, config_for(target), batch=batch)
+    kind = "batch_matmul" if batch else "matmul"
+    if not epilogue:
+        return Schedule(kind, body)
+    tail = _select_elementwise(epilogue).body
+
+    def fused(fn: ir.Value) -> None:
+        body(fn)
+        tail(fn)
+
+    return Schedule(kind + "+elementwise", fused)
+
+
+def _iterators(op: ir.Operation) -> list[str]:
+    return [str(t).split("<")[-1].rstrip(">") for t in op.opview.iterator_types]
+
+
+def _f32_tensors(op: ir.Operation) -> bool:
+    return all(isinstance(v.type, ir.RankedTensorType) and isinstance(v.type.element_type, ir.F32Type)
+               for v in list(op.operands) + list(op.results))
+
+
+def _output_shape(op: ir.Operation) -> list[Optional[int]]:
+    return [_static(d) for d in ir.RankedTensorType(op.results[0].type).shape]
+
+
+def _select_elementwise(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """A chain of all-parallel generics on f32 (identity output maps)."""
+    if not ops or any(o.name != "linalg.generic" or not _f32_tensors(o) for o in ops):
+        return None
+    if any(set(_iterators(o)) != {"parallel"} for o in ops):
+        return None
+    shape = _output_shape(ops[-1])
+    if not shape or any(_output_shape(o) != shape for o in ops):
+        return None
+    if shape[-1] is not None and shape[-1] < 16:
+        return None  # too narrow to vectorize along; LLVM's loop vectorizer does better
+    return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops)))
+
+
+def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """fill + reduction-over-the-last-dim generics, then an all-parallel generic (f32)."""
+    if not ops or ops[-1].name != "linalg.generic" or set(_iterators(ops[-1])) != {"parallel"}:
+        return None
+    shape = _output_shape(ops[-1])
+    if not shape or not _f32_tensors(ops[-1]):
+        return None
+    rank, reductions = len(shape), []
+    for o in ops:
+        if o.name == "linalg.fill":
+            continue
+        if o.name != "linalg.generic" or not _f32_tensors(o):
+            return None
+        it = _iterators(o)
+        if it != ["parallel"] * rank and it != ["parallel"] * (rank - 1) + ["reduction"]:
+            return None
+        reductions.append(it[-1] == "reduction")
+    return Schedule("rows", rows_schedule(rank, shape[-1], [o.name for o in ops], reductions))
+
+
+def select(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[Schedule]:
+    """The schedule for kernel ``fn`` on ``target`` (default: the host), or None when no
+    schedule fits it."""
+    target = target or host_target()
+    ops = payload_ops(fn)
+    kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
+    if kind == "output-fusable":
+        return _select_matmul(fn, ops, target)
+    if kind in ("elementwise", "broadcast"):
+        return _select_elementwise(ops)
+    if kind == "reduction":
+        return _select_rows(ops)
+    return None
+
+
+__all__ = ["Schedule", "select", "apply", "payload_ops"]

@@ -1,0 +1,142 @@
+"""Matmul schedule (``linalg.fill`` + ``linalg.matmul``, f32; M symbolic, N and K static
+or symbolic).
+
+A register-blocked micro kernel: the accumulator tile (``rows`` x ``cols``) stays in
+vector registers across the K block; per k step it does ``cols/16`` loads of B,
+``rows`` broadcasts of A and ``rows * cols/16`` FMAs (AVX-512). Loops, outer to inner::
+
+    N panel (panel_n, scf.forall) -> K block (block_k) -> M rows (6, peeled; then 1) ->
+    N sub-panel (cols; 256 for single rows) -> k (1)
+
+The M loop is peeled: full 6-row tiles (static after canonicalization, no masks), then
+the remaining M mod 6 rows one at a time with a 256-column tile (M = 1 is GEMV: no
+packing, no padding work). A symbolic or non-multiple N peels the sub-panel loop the
+same way (64 columns, then 1). K needs nothing: the innermost K tile is always 1.
+(A deeper 4/2/1-row cascade of peeled loops leaves ``affine.min`` that canonicalization
+cannot fold, hence masked tiles; not done.) The accumulator's reads and writes are hoisted out of the
+k loop (``hoist_loop_invariant_subsets`` at tensor level, before bufferization). Every
+size is correct with one compile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects.transform import loop, structured
+
+from .common import any_op, cleanup, lower_vectors, match
+from .target import CpuTarget
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    rows: tuple[int, ...] = (6, 1)  # M tile cascade (first: the main register tile)
+    cols: int = 64  # accumulator columns (4 zmm registers)
+    gemv_cols: int = 256  # columns of the 1-row tile (16 independent FMA chains per k step)
+    panel_n: int = 256
+    block_k: int = 128
+
+
+def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> None:
+    """Vectorize a tile that is full by construction (a peeled main loop): its dynamic
+    sizes equal ``sizes``, so no masks (``assume_dynamic_dims_match_vec_sizes``)."""
+    v = structured.VectorizeOp(target, sizes)
+    v.operation.attributes["assume_dynamic_dims_match_vec_sizes"] = ir.UnitAttr.get()
+    if contraction:
+        v.operation.attributes["create_named_contraction"] = ir.UnitAttr.get()
+
+
+def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, ...],
+             exact: bool, name: str = "linalg.matmul") -> list[tuple[ir.Value, int]]:
+    """Tile ``op`` along ``dim`` by ``sizes[0]``, peel, tile the remainder by ``sizes[1]``,
+    ... : (tiled op, size) pairs whose tiles are all full. ``exact``: the first size
+    divides the extent (no remainder). Handles are taken to the ops, never to the loops,
+    which canonicalization may fold away (a static loop of one iteration)."""
+    parts: list[tuple[ir.Value, int]] = []
+    rest = op
+    for i, size in enumerate(sizes):
+        tile = [0] * rank
+        tile[dim] = size
+        t = structured.TileUsingForOp(rest, sizes=tile)
+        if i == len(sizes) - 1 or (i == 0 and exact):
+            parts.append((t.tiled_linalg_op, size))
+            break
+        p = loop.LoopPeelOp(any_op(), any_op(), t.loops[0])
+        parts.append((match(p.results[0], name), size))
+        rest = match(p.results[1], name)
+    cleanup(fn)
+    return parts
+
+
+def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[int], b: int,
+           name: str) -> None:
+    """Tile the rows x (panel) x (block) matmul ``mm`` into register tiles of ``cols``
+    columns (``n_extent``: the static column extent of ``mm``, None when symbolic; ``b``:
+    1 for a batch matmul, whose batch dim is already tiled to 1)."""
+    exact = n_extent is not None and n_extent % cols == 0
+    for inner, cols in _cascade(fn, mm, b + 1, b + 3, (cols, 1), exact, name):
+        t = structured.TileUsingForOp(inner, sizes=[0] * b + [0, 0, 1])
+        _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1])
+
+
+def config_for(target: CpuTarget) -> MatmulConfig:
+    """Register tiles sized for the SIMD registers: 6 rows x 4 vectors (24 accumulators)
+    with 32 registers (AVX-512, NEON), 6 x 2 (12) with 16 (AVX2, SSE)."""
+    per_row = 4 if target.registers >= 32 else 2
+    cols = per_row * target.lanes
+    return MatmulConfig(rows=(6, 1), cols=cols, gemv_cols=4 * cols if target.registers >= 32 else 2 * cols,
+                        panel_n=max(256, 4 * cols), block_k=128)
+
+
+def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
+                    cfg: MatmulConfig = MatmulConfig(), batch: bool = False):
+    """The transform-script body for a matmul of static sizes ``m``/``n``/``k`` (None:
+    symbolic). ``batch``: a ``linalg.batch_matmul``, one batch per ``scf.forall``
+    iteration (threads), each batch scheduled like a matmul (N panels then in a loop)."""
+    name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
+    panel_n, block_k = cfg.panel_n, cfg.block_k
+    if n is not None and n % panel_n:
+        panel_n = cfg.cols if n % cfg.cols == 0 else panel_n
+    # No outer loop of one iteration: canonicalization would fold it under a live handle.
+    if n is not None and n <= panel_n:
+        panel_n = 0
+    if k is not None and k <= block_k:
+        block_k = 0
+    # Column extent seen by the register tiles: the panel when it divides N, else N itself.
+    if panel_n:
+        n_extent = panel_n if n is not None and n % panel_n == 0 else None
+    else:
+        n_extent = n
+
+    def cols_for(rows: int) -> int:
+        """The 1-row (GEMV) tile is load-bound: wider, to keep 16 FMA chains in flight."""
+        if rows == 1 and n_extent is not None and n_extent % cfg.gemv_cols == 0:
+            return cfg.gemv_cols
+        if rows == 1 and n is None and panel_n == cfg.gemv_cols:
+            # Symbolic N: every full panel is one 256-column tile (the decode GEMV case);
+            # only the last, partial panel runs 1-column tiles.
+            return cfg.gemv_cols
+        return cfg.cols
+
+    def body(fn: ir.Value) -> None:
+        mm = match(fn, name)
+        if batch:
+            mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
+            if panel_n:
+                mm = structured.TileUsingForOp(mm, sizes=[0, 0, panel_n, 0]).tiled_linalg_op
+        elif panel_n:  # N panels are independent: an scf.forall (threads, when enabled)
+            mm = structured.TileUsingForallOp(mm, tile_sizes=[0, panel_n, 0]).results[0]
+        if block_k:
+            mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
+        parts = _cascade(fn, mm, b, b + 3, cfg.rows, m is not None and m % cfg.rows[0] == 0, name)
+        cleanup(fn)
+        for part, rows in parts:
+            _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
+        cleanup(fn)
+        loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
+        cleanup(fn)
+        lower_vectors(fn)
+
+    return body

@@ -1,0 +1,152 @@
+"""relax-apply-schedules: tile and vectorize each kernel with its transform-dialect schedule.
+
+For every kernel (``func.func`` marked ``relax.kernel``, still on tensors: this pass runs
+before the module's one-shot bufferization) :func:`relax_mlir.schedules.select` picks a
+schedule from the kernel's recorded kind and its ops; the schedule is a transform script
+built with the typed transform-dialect builders and run by the upstream transform
+interpreter on a copy of the kernel. When it succeeds the copy replaces the kernel;
+when it fails (a shape the schedule does not handle) the kernel is left as it was and
+goes through plain loops, so a schedule can make code faster but never wrong or missing.
+
+The schedules leave vector transfers, vector arithmetic and ``scf.forall`` loops on
+tensors, which the module's one-shot bufferization handles like any other tensor code;
+after it, :func:`scheduled_stage` adds what the cpu pipeline needs for them (canonicalize
++ CSE right after bufferization, ``scf.forall`` to loops or OpenMP, upstream
+``convert-vector-to-scf`` / ``convert-vector-to-llvm``). ``f32`` ``math.exp`` in a
+scheduled kernel is expanded inline first (relax-expand-math: vector ``math.exp`` would
+become libm calls), and horizontal reductions get ``fastmath<reassoc>`` (a tree, not
+an ordered chain). ``RELAX_MLIR_DEBUG_SCHEDULES=1`` prints why a schedule failed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+from mlir import ir
+
+from .. import schedules
+from ..schedules.target import CpuTarget, target_named
+from .expand_math import relax_expand_math
+from .graph import top_ops
+from .registry import Option, emit_error, register_pass
+
+#: Upstream passes the cpu pipeline runs after bufferization for scheduled kernels
+#: (after convert-linalg-to-loops: vector transfers to 1-D, vector ops to LLVM, ub.poison).
+VECTOR_LOWERING_EARLY = ["scf-forall-to-for", "convert-vector-to-scf{full-unroll=true target-rank=1}"]
+VECTOR_LOWERING_LATE = ["convert-vector-to-llvm", "convert-ub-to-llvm"]
+
+SCHEDULED_ATTR = "relax.schedule"
+
+
+def num_threads() -> int:
+    """Threads for the schedules' parallel loops: ``RELAX_MLIR_NUM_THREADS`` (default 1),
+    1 when no OpenMP runtime is found (:func:`openmp_library`)."""
+    try:
+        n = int(os.environ.get("RELAX_MLIR_NUM_THREADS", "1"))
+    except ValueError:
+        n = 1
+    if n <= 0:
+        n = os.cpu_count() or 1
+    return n if n > 1 and openmp_library() else 1
+
+
+def openmp_library() -> Optional[str]:
+    """An OpenMP runtime with the ``__kmpc_*`` entry points (Intel's libiomp5 from the PyPI
+    ``intel-openmp`` wheel that the ``mkl`` dependency chain installs into the venv)."""
+    for d in (os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")):
+        p = os.path.join(d, "libiomp5.so")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def openmp_libraries(pipeline_options: dict) -> list[str]:
+    """The OpenMP runtime a module compiled with these cpu pipeline options needs (the
+    schedules on and :func:`num_threads` > 1), else nothing."""
+    v = pipeline_options.get("schedules", True)
+    on = v if isinstance(v, bool) else str(v).lower() not in ("false", "0", "off")
+    return [openmp_library()] if on and num_threads() > 1 else []
+
+
+def scheduled_stage(llvm_stage: list[str], threads: int = 1) -> list[str]:
+    """The cpu pipeline's bufferize-to-LLVM stage with the schedules: relax-apply-schedules
+    first (tensor level), canonicalize + CSE right after bufferization (folds the loop-carried
+    buffers and self-copies the tiled loops leave, so kernel results stay equivalent to
+    their output arguments and no result copy is made), and the vector lowering.
+    ``threads`` > 1: the schedules' ``scf.forall`` loops run on OpenMP threads (link
+    :func:`openmp_library`); else they become plain loops."""
+    st = list(llvm_stage)
+    st[1:1] = ["canonicalize", "cse"]
+    i = st.index("convert-linalg-to-loops")
+    early = list(VECTOR_LOWERING_EARLY)
+    late = list(VECTOR_LOWERING_LATE)
+    if threads > 1:
+        early[0:1] = ["scf-forall-to-parallel", f"convert-scf-to-openmp{{num-threads={threads}}}", "canonicalize"]
+        late.append("convert-openmp-to-llvm")
+    st[i + 1:i + 1] = early
+    j = st.index("finalize-memref-to-llvm")
+    st[j:j] = late
+    return ["relax-apply-schedules"] + st
+
+
+def _reassoc_reductions(fn: ir.Operation) -> None:
+    attr = ir.Attribute.parse("#arith.fastmath<reassoc>")
+
+    def visit(op):
+        op = op.operation
+        if op.name in ("vector.reduction", "vector.multi_reduction"):
+            op.attributes["fastmath"] = attr
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit)
+
+
+def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[str]:
+    """Apply the kernel's schedule in place; the schedule's name, or None (left as is)."""
+    sched = schedules.select(fn, target)
+    if sched is None:
+        return None
+    copy = fn.clone(ir.InsertionPoint(fn))
+    relax_expand_math(copy, _ENABLED)
+    try:
+        schedules.apply(copy, sched.body)
+        ok = copy.verify()
+    except (ir.MLIRError, ValueError) as e:  # the interpreter reports a failed transform as ValueError
+        if os.environ.get("RELAX_MLIR_DEBUG_SCHEDULES"):
+            print(f"relax-apply-schedules: {sched.name} failed on {copy.attributes['sym_name']}: {e}",
+                  file=sys.stderr)
+        ok = False
+    if not ok:
+        copy.erase()
+        return None
+    _reassoc_reductions(copy)
+    copy.attributes[SCHEDULED_ATTR] = ir.StringAttr.get(sched.name)
+    fn.erase()
+    return sched.name
+
+
+class _Enabled:
+    enable = True
+
+
+_ENABLED = _Enabled()
+
+
+@register_pass("relax-apply-schedules",
+               "Tile and vectorize kernels with transform-dialect schedules chosen by kernel kind.",
+               options=[Option("enable", bool, True, "apply the schedules (false: plain loops)"),
+                        Option("target", str, "host", "SIMD target the tiles are sized for: host (detected), "
+                                                      "avx512, avx2, sse, neon")])
+def relax_apply_schedules(module: ir.Operation, opts) -> None:
+    if not opts.enable:
+        return
+    try:
+        target = target_named(opts.target)
+    except ValueError as e:
+        emit_error(module, str(e))
+        return
+    for fn in top_ops(module):
+        if fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks:
+            schedule_kernel(fn, target)

@@ -1,0 +1,116 @@
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{target=avx512})' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{enable=false})' | FileCheck %s --check-prefix=OFF
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{target=avx2})' | FileCheck %s --check-prefix=AVX2
+// RUN: not relax-opt %s --pass-pipeline='builtin.module(relax-apply-schedules{target=vax})' 2>&1 | FileCheck %s --check-prefix=BAD
+
+// AVX2 (16 ymm registers): 6 x 16 register tiles (12 accumulators), 32-wide GEMV rows.
+// AVX2-LABEL: func.func private @mm
+// AVX2: scf.for %{{.*}} = %c0 to %c256 step %c16
+// AVX2: scf.for %{{.*}} = %c0 to %c128 step %c1 iter_args({{.*}}) -> (vector<6x16xf32>)
+// AVX2-COUNT-6: vector.fma {{.*}} : vector<16xf32>
+// AVX2: iter_args({{.*}}) -> (vector<1x32xf32>)
+// BAD: unknown schedule target 'vax' (host, avx512, avx2, sse, neon)
+
+// Symbolic M, static K and N: 6-row register tiles over N panels of 256 (an scf.forall:
+// the panels are independent; OpenMP threads when RELAX_MLIR_NUM_THREADS > 1) and K blocks of
+// 128, the M loop peeled (the remainder runs 1-row tiles), the 6x64 accumulator carried
+// in registers across the k loop (hoisted out of it), FMAs of a broadcast A element and
+// a 64-wide row of B.
+// CHECK-LABEL: func.func private @mm
+// CHECK-SAME: relax.schedule = "matmul"
+// CHECK: linalg.fill
+// CHECK: scf.forall (%{{.*}}) in (8) shared_outs
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c128
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK: vector.transfer_read {{.*}} : tensor<6x64xf32>, vector<6x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<6x1xf32>, vector<6x1xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<1x64xf32>, vector<1x64xf32>
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// CHECK: scf.yield
+// CHECK: vector.transfer_write {{.*}} : vector<6x64xf32>, tensor<6x64xf32>
+// The remainder rows (and M = 1, GEMV): one row at a time, 256 columns wide (16 FMA
+// chains per k step: a 1-row tile is bound by loads of B, not by FMA latency).
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c1 iter_args({{.*}}) -> (vector<1x256xf32>)
+// CHECK: vector.fma {{.*}} : vector<256xf32>
+// OFF-NOT: relax.schedule
+// OFF: linalg.matmul
+func.func private @mm(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x2048xf32>) outs(%0 : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  return %1 : tensor<?x2048xf32>
+}
+
+// Fully symbolic sizes: the column loop is peeled as well (64-wide tiles, then 1 column).
+// CHECK-LABEL: func.func private @mm_dyn
+// CHECK-SAME: relax.schedule = "matmul"
+// CHECK: vector.fma {{.*}} : vector<64xf32>
+// CHECK: vector.fma {{.*}} : vector<1xf32>
+func.func private @mm_dyn(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%0 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %1 : tensor<?x?xf32>
+}
+
+// No schedule for f64 (or for kinds without one): the kernel is left as it was.
+// CHECK-LABEL: func.func private @mm_f64
+// CHECK-NOT: relax.schedule
+// CHECK: linalg.matmul
+func.func private @mm_f64(%a: tensor<?x8xf64>, %b: tensor<8x8xf64>, %c: tensor<?x8xf64>) -> tensor<?x8xf64>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f64
+  %0 = linalg.fill ins(%cst : f64) outs(%c : tensor<?x8xf64>) -> tensor<?x8xf64>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x8xf64>, tensor<8x8xf64>) outs(%0 : tensor<?x8xf64>) -> tensor<?x8xf64>
+  return %1 : tensor<?x8xf64>
+}
+
+// A fused group (matmul + bias + relu): the matmul schedule, then the elementwise one on
+// the epilogue.
+// CHECK-LABEL: func.func private @mm_bias_relu
+// CHECK-SAME: relax.schedule = "matmul+elementwise"
+// CHECK: vector.fma {{.*}} : vector<64xf32>
+// CHECK: scf.forall
+// CHECK: arith.addf {{.*}} : vector<1x64xf32>
+// CHECK: arith.maximumf {{.*}} : vector<1x64xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func private @mm_bias_relu(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %bias: tensor<2048xf32>, %o: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %dim = tensor.dim %a, %c0 : tensor<?x512xf32>
+  %e = tensor.empty(%dim) : tensor<?x2048xf32>
+  %0 = linalg.fill ins(%cst : f32) outs(%e : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x2048xf32>) outs(%0 : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  %2 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]} ins(%1, %bias : tensor<?x2048xf32>, tensor<2048xf32>) outs(%o : tensor<?x2048xf32>) {
+  ^bb0(%x: f32, %y: f32, %out: f32):
+    %3 = arith.addf %x, %y : f32
+    %4 = arith.maximumf %3, %cst : f32
+    linalg.yield %4 : f32
+  } -> tensor<?x2048xf32>
+  return %2 : tensor<?x2048xf32>
+}
+
+// linalg.batch_matmul (attention's products): one batch per scf.forall iteration, then
+// the matmul schedule on each (here N = 64: one register-tile column, K symbolic).
+// CHECK-LABEL: func.func private @bmm
+// CHECK-SAME: relax.schedule = "batch_matmul"
+// CHECK: scf.forall (%{{.*}}) in (4) shared_outs
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// CHECK: iter_args({{.*}}) -> (vector<1x6x64xf32>)
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+func.func private @bmm(%a: tensor<4x?x?xf32>, %b: tensor<4x?x64xf32>, %c: tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %1 = linalg.batch_matmul ins(%a, %b : tensor<4x?x?xf32>, tensor<4x?x64xf32>) outs(%0 : tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  return %1 : tensor<4x?x64xf32>
+}

@@ -157,6 +157,18 @@ def test_softmax_extremes():
     np.testing.assert_allclose(exe(x), softmax(x.astype(np.float64)), rtol=2e-5, atol=1e-7)
 
 
+def test_one_row_softmax_is_left_to_plain_loops():
+    """A rank-1 softmax has no row loop to distribute (tiling it asserted in MLIR 22 and
+    killed the process: found by test/fuzz, program seed 6): unscheduled, still exact."""
+    X = ["n"]
+    src = program([("x", X)], [op("s", "softmax", [("x", X)], X, " {axis = 0 : i64}")], [("s", X)])
+    assert set(schedules_applied(src).values()) == {""}
+    exe = compile_scheduled(src)
+    for n in (1, 7, 513):
+        x = f32(n)
+        np.testing.assert_allclose(exe(x), softmax(x.astype(np.float64)), rtol=2e-6, atol=1e-8)
+
+
 def test_schedules_off_is_plain_loops():
     X = ["m", 64]
     src = program([("x", X), ("y", X)], [op("a", "add", [("x", X), ("y", X)], X)], [("a", X)])

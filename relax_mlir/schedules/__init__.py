@@ -119,6 +119,8 @@ def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
     if not shape or not _f32_tensors(ops[-1]):
         return None
     rank, reductions = len(shape), []
+    if rank < 2:
+        return None  # one row: no loop to distribute (tiling it asserts in MLIR 22)
     for o in ops:
         if o.name == "linalg.fill":
             continue

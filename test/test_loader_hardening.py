@@ -88,17 +88,17 @@ def test_size_bound(add_so, monkeypatch):
     assert relax_mlir.load(add_so)(x).tolist() == (2 * x).tolist()
 
 
-def test_same_content_one_image_one_lock(add_so, tmp_path):
-    """Two loads of the same bytes (also under another name) share one library image, so
-    its static arenas are guarded by ONE lock; other bytes get their own image."""
+def test_same_content_one_image(add_so, tmp_path):
+    """Two loads of the same bytes (also under another name) share one library image (their
+    scratch memory is per session, see test_sessions.py); other bytes get their own image."""
     a = relax_mlir.load(add_so)
     copy = tmp_path / "copy.so"
     shutil.copyfile(add_so, copy)
     b = relax_mlir.load(copy)
-    assert a._resolver.lib is b._resolver.lib and a._lock is b._lock
+    assert a._resolver.lib is b._resolver.lib
     other = relax_mlir.compile(ADD.replace("linalg.add", "linalg.sub")).export(tmp_path / "other.so")
     c = relax_mlir.load(other)
-    assert c._resolver.lib is not a._resolver.lib and c._lock is not a._lock
+    assert c._resolver.lib is not a._resolver.lib
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     assert (a(x).tolist(), b(x).tolist(), c(x).tolist()) == ((2 * x).tolist(), (2 * x).tolist(), np.zeros((2, 4)).tolist())
 
@@ -263,3 +263,27 @@ def test_two_loads_of_one_file_threads(tmp_path):
                    for j in range(30))
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(work, range(8))) == [True] * 8
+
+
+def test_export_records_the_cpu_level_and_load_checks_it(add_so, monkeypatch):
+    """An export is compiled for the host's x86-64 level and says so; a CPU lacking one of
+    its features gets a LoadError naming it (never SIGILL at the first call)."""
+    import platform
+
+    from relax_mlir.runtime import cpu
+
+    req = cpu.export_requirement()
+    flags = cpu.cpu_flags()
+    if platform.machine() == "x86_64" and set(cpu.X86_V4) <= flags:
+        assert (req["mcpu"], req["flags"]) == ("x86-64-v4", cpu.X86_V4)
+    elif platform.machine() == "x86_64" and set(cpu.X86_V3) <= flags:
+        assert (req["mcpu"], req["flags"]) == ("x86-64-v3", cpu.X86_V3)
+    else:
+        assert (req["mcpu"], req["flags"]) == (None, [])
+    assert cpu.llc_flags({"mcpu": "x86-64-v3", "mattr": "+avx2"}) == ["-mcpu=x86-64-v3", "-mattr=+avx2"]
+    assert cpu.export_requirement("skylake", None)["flags"] == []      # explicit: not checked
+    monkeypatch.setattr(cpu, "cpu_flags", lambda: frozenset({"sse", "sse2", "avx"}))
+    assert cpu.missing_features({"flags": ["avx", "avx2", "fma"]}) == ["avx2", "fma"]
+    if req["flags"]:
+        with pytest.raises(relax_mlir.LoadError, match=f"compiled for {req['mcpu']}; this CPU lacks avx2"):
+            relax_mlir.load(add_so)

@@ -254,9 +254,10 @@ def test_register_tiles_per_target():
 
 
 def test_host_target_matches_cpuinfo():
-    from relax_mlir.schedules.target import _cpu_flags, host_target
+    from relax_mlir.runtime.cpu import cpu_flags
+    from relax_mlir.schedules.target import host_target
     import platform
-    flags = _cpu_flags()
+    flags = cpu_flags()
     if platform.machine() != "x86_64" or not flags:
         pytest.skip("x86-64 Linux only")
     want = "avx512" if {"avx512f", "avx512vl"} <= flags else "avx2" if {"avx2", "fma"} <= flags else "sse"

@@ -52,8 +52,12 @@ BEFORE anything is opened, so a truncated, corrupted or foreign file raises
 private, sealed in-memory copy of the checked bytes (``memfd``; a private temporary file
 where there is none), never the file itself: overwriting the file later cannot change code
 that is running, and loading it again loads what it holds then. One library image per
-content: loading the same bytes again reuses it (and the lock of its static arenas), so a
-loop of ``load()`` reaches a flat memory use. ``strip`` or any other rewrite of the file
+content: loading the same bytes again reuses it, so a loop of ``load()`` reaches a flat
+memory use (every call's scratch memory belongs to its session, never to the image). The
+code is compiled for the exporting CPU's x86-64 level (``x86-64-v4`` with AVX-512,
+``x86-64-v3`` with AVX2 + FMA, else the baseline; ``CompileOptions.target_cpu`` /
+``target_features`` override), recorded in the metadata and checked at load time: a CPU
+that lacks a feature gets a ``LoadError`` naming it, never SIGILL. ``strip`` or any other rewrite of the file
 removes or invalidates the trailer: re-export instead.
 """
 
@@ -74,6 +78,7 @@ from typing import Optional
 
 from ..errors import CompileError, LoadError
 from . import libraries
+from .cpu import export_requirement, llc_flags, missing_features
 from .executable import Executable, LibraryResolver
 
 FORMAT = "relax-mlir-aot"
@@ -216,7 +221,12 @@ def export_library(exe: Executable, path) -> str:
     user_libs = [os.path.abspath(p) for p in exe.libraries if not libraries.is_shim(p)]
     provider = exe.metadata.get("blas")
     blas = libraries.blas_requirement(provider) if provider else None
-    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "relax_mlir_version": __version__,
+    opts = getattr(exe, "compile_options", None)
+    cpu = export_requirement(getattr(opts, "target_cpu", None), getattr(opts, "target_features", None))
+    if "__kmpc_" in ll:
+        raise CompileError("export: a module compiled with OpenMP threads (RELAX_MLIR_NUM_THREADS > 1) "
+                           "cannot be exported yet: compile it with RELAX_MLIR_NUM_THREADS=1 to export")
+    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "relax_mlir_version": __version__, "cpu": cpu,
               "code_sha256": code_hash.hex(), "libraries": user_libs, "blas": blas, "metadata": exe.metadata}
     blob = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
     deps = json.dumps({"blas": blas, "libraries": user_libs}, sort_keys=True, separators=(",", ":")).encode()
@@ -231,7 +241,8 @@ def export_library(exe: Executable, path) -> str:
         ll_path, obj, so = (os.path.join(tmp, n) for n in ("model.ll", "model.o", "model.so"))
         with open(ll_path, "w") as f:
             f.write(ll)
-        _run([_tool("llvm", "llc"), "-O3", "-filetype=obj", "-relocation-model=pic", ll_path, "-o", obj], "llc")
+        _run([_tool("llvm", "llc"), "-O3", "-filetype=obj", "-relocation-model=pic"] + llc_flags(cpu)
+             + [ll_path, "-o", obj], "llc")
         objects = [obj]
         if utils:
             rt_c, rt_o = os.path.join(tmp, "runtime.c"), os.path.join(tmp, "runtime.o")
@@ -321,7 +332,6 @@ class _Image:
                  user_libraries: list[str]):
         self.lib, self.where, self.fd, self._data = lib, where, fd, data
         self.libraries = user_libraries
-        self.lock = threading.Lock()   # its static arenas are shared by every Executable over it
 
     def read(self) -> bytes:
         """The file's bytes, as checked at load time."""
@@ -443,11 +453,15 @@ def load(path) -> Executable:
     if header.get("code_sha256") != code_hash.hex():
         raise LoadError(f"{path}: inconsistent relax-mlir library (the code hash of its metadata differs "
                         "from its trailer's)")
+    missing = missing_features(header.get("cpu"))
+    if missing:
+        raise LoadError(f"{path} was compiled for {header['cpu'].get('mcpu')}; this CPU lacks "
+                        f"{', '.join(missing)}: export it again on (or for) this machine "
+                        "(CompileOptions(target_cpu=...))")
     meta = header["metadata"]
     try:
         exe = Executable(_LoadedResolver(image, path), meta, float(meta.get("compile_time_s", 0.0)),
                          image.libraries, source_path=path)
     except (KeyError, TypeError, RuntimeError, SyntaxError) as e:
         raise LoadError(f"{path}: inconsistent relax-mlir metadata ({type(e).__name__}: {e})") from None
-    exe._lock = image.lock   # one image, one set of static arenas: one lock for all its Executables
     return exe

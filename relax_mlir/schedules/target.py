@@ -4,8 +4,8 @@ compile time, from which the register tiles are sized.
 The JIT needs nothing more: MLIR's ExecutionEngine builds its target machine with
 ``JITTargetMachineBuilder::detectHost()`` (host CPU name and features, AVX-512
 included; checked on the object code: ``vfmadd231ps`` on ``zmm`` registers). An
-exported library is compiled by ``llc`` (runtime/aot.py), which must be given
-:func:`llc_flags` to use the same features.
+exported library is compiled by ``llc`` for the host's x86-64 level
+(:func:`relax_mlir.runtime.cpu.export_requirement`), checked again at load time.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 import platform
 from dataclasses import dataclass
+
+from ..runtime.cpu import cpu_flags
 
 
 @dataclass(frozen=True)
@@ -28,22 +30,11 @@ class CpuTarget:
         return self.vector_bits // 32
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 @functools.lru_cache(maxsize=None)
 def host_target() -> CpuTarget:
     """Detect the host's SIMD features (Linux /proc/cpuinfo; AArch64 always has NEON)."""
     machine = platform.machine().lower()
-    flags = _cpu_flags()
+    flags = cpu_flags()
     if machine in ("aarch64", "arm64"):
         return CpuTarget("neon", 128, 32, True)
     if machine in ("x86_64", "amd64"):
@@ -71,9 +62,3 @@ def target_named(name: str) -> CpuTarget:
     if name not in TARGETS:
         raise ValueError(f"unknown schedule target '{name}' (host, {', '.join(TARGETS)})")
     return TARGETS[name]
-
-
-def llc_flags() -> list[str]:
-    """Flags for ``llc`` so that an exported library uses the host's SIMD features (the
-    library then needs a CPU with the same features)."""
-    return ["-mcpu=native"]

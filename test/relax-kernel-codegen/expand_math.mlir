@@ -24,3 +24,19 @@ func.func @f64_exp(%x: f64) -> f64 {
   %0 = math.exp %x : f64
   return %0 : f64
 }
+
+// erf: |x| < 0.5 by its Taylor series, else the rational form around one exp (expanded too).
+// CHECK-LABEL: func.func @f32_erf
+// CHECK-NOT: math.erf
+// CHECK: math.absf %arg0 : f32
+// CHECK: arith.divf
+// CHECK-NOT: math.exp
+// CHECK: arith.cmpf olt
+// CHECK: math.copysign
+// CHECK: arith.select
+// OFF-LABEL: func.func @f32_erf
+// OFF: math.erf
+func.func @f32_erf(%x: f32) -> f32 {
+  %0 = math.erf %x : f32
+  return %0 : f32
+}

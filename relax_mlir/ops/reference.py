@@ -19,7 +19,7 @@ _FILLED = "`shape` (symbols must be in scope); dtype `dtype`"
 
 #: The shape rule of every op, in words.
 SHAPE_RULES: dict[str, str] = {
-    **{n: _BINARY for n in ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum")},
+    **{n: _BINARY for n in ("add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "power", "maximum", "minimum")},
     **{n: _COMPARE for n in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")},
     **{n: _UNARY for n in ("abs", "ceil", "cos", "erf", "exp", "floor", "gelu", "gelu_tanh", "log", "negative",
                            "relu", "round", "rsqrt", "sigmoid", "silu", "sin", "sqrt", "tanh", "tril", "triu",

@@ -169,6 +169,16 @@ def test_one_row_softmax_is_left_to_plain_loops():
         np.testing.assert_allclose(exe(x), softmax(x.astype(np.float64)), rtol=2e-6, atol=1e-8)
 
 
+def test_static_empty_kernels_are_left_to_plain_loops():
+    """A matmul (0, m) x (m, 0) has a static 0 dim: tiling it asserted in MLIR 22 and killed
+    the process (found by the long program fuzz, seed 11000071); unscheduled it is exact."""
+    A, B, C = [0, "m"], ["m", 0], [0, 0]
+    src = program([("a", A), ("b", B)], [op("c", "matmul", [("a", A), ("b", B)], C)], [("c", C)])
+    exe = compile_scheduled(src)
+    for m in (1, 7):
+        assert exe(f32(0, m), f32(m, 0)).shape == (0, 0)
+
+
 def test_schedules_off_is_plain_loops():
     X = ["m", 64]
     src = program([("x", X), ("y", X)], [op("a", "add", [("x", X), ("y", X)], X)], [("a", X)])

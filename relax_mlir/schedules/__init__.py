@@ -133,11 +133,17 @@ def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
     return Schedule("rows", rows_schedule(rank, shape[-1], [o.name for o in ops], reductions))
 
 
+def _empty(t: ir.Type) -> bool:
+    return isinstance(t, ir.RankedTensorType) and 0 in list(t.shape)
+
+
 def select(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[Schedule]:
     """The schedule for kernel ``fn`` on ``target`` (default: the host), or None when no
     schedule fits it."""
     target = target or host_target()
     ops = payload_ops(fn)
+    if any(_empty(v.type) for o in ops for v in list(o.operands) + list(o.results)):
+        return None  # a static 0 dim: nothing to tile (tiling it asserts in MLIR 22); loops do nothing
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
     if kind == "output-fusable":
         return _select_matmul(fn, ops, target)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import relax_mlir
-from irtext import T, seg
+from irtext import ADD_PROGRAM
 from relax_mlir import LoadError
 from relax_mlir.runtime import aot
 
@@ -26,17 +26,7 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="export links
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-N4 = T("?x4", ["n", 4])
-ADD = f"""
-func.func @add_kernel(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>, %out: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {{relax.kernel}} {{
-  %r = linalg.add ins(%a, %b : tensor<?x4xf32>, tensor<?x4xf32>) outs(%out : tensor<?x4xf32>) -> tensor<?x4xf32>
-  return %r : tensor<?x4xf32>
-}}
-func.func @main(%x: {N4}) -> {N4} attributes {{relax.function}} {{
-  %0 = "relax.call_tir"(%x, %x) {{callee = @add_kernel, operandSegmentSizes = {seg(2)}, resultSegmentSizes = {seg(1, 8)}}} : ({N4}, {N4}) -> {N4}
-  return %0 : {N4}
-}}
-"""
+ADD = ADD_PROGRAM
 
 
 def run_fresh(code: str, *args: str, env=None, timeout: int = 120) -> str:

@@ -121,18 +121,27 @@ def binary_scalar(kb: KernelBuilder, name: str, a: str, b: str) -> str:
     raise ValueError(name)
 
 
+def _safe_divisor(kb: KernelBuilder, a: str, b: str) -> tuple[str, str, str, str]:
+    """(0, 1, b == 0, a divisor that cannot trap): b, or 1 where b is 0 or (signed) where
+    a is INT_MIN and b is -1."""
+    dtype = kb.types[a]
+    zero, one = kb.const(0, dtype), kb.const(1, dtype)
+    bzero = kb.cmp("cmpi", "eq", b, zero)
+    bad = bzero
+    if not is_unsigned(dtype):
+        overflow = kb.bin("arith.andi", kb.cmp("cmpi", "eq", a, kb.const(lowest(dtype), dtype)),
+                          kb.cmp("cmpi", "eq", b, kb.const(-1, dtype)), "i1")
+        bad = kb.bin("arith.ori", bzero, overflow, "i1")
+    return zero, one, bzero, kb.select(bad, one, b)
+
+
 def int_divide(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
     """Integer division that cannot trap: the divisor is replaced by 1 where it is 0 (the
     result is then 0) or where a is INT_MIN and b is -1 (the result is then a, the
     wrapped quotient). Truncating, or flooring when ``floor`` (like numpy's //)."""
-    dtype = kb.types[a]
-    zero, one = kb.const(0, dtype), kb.const(1, dtype)
-    bzero = kb.cmp("cmpi", "eq", b, zero)
-    if is_unsigned(dtype):
-        return kb.select(bzero, zero, kb.bin("arith.divui", a, kb.select(bzero, one, b)))
-    overflow = kb.bin("arith.andi", kb.cmp("cmpi", "eq", a, kb.const(lowest(dtype), dtype)),
-                      kb.cmp("cmpi", "eq", b, kb.const(-1, dtype)), "i1")
-    bs = kb.select(kb.bin("arith.ori", bzero, overflow, "i1"), one, b)
+    zero, one, bzero, bs = _safe_divisor(kb, a, b)
+    if is_unsigned(kb.types[a]):
+        return kb.select(bzero, zero, kb.bin("arith.divui", a, bs))
     q = kb.bin("arith.divsi", a, bs)
     if floor:
         # step down when the remainder is nonzero and its sign differs from the divisor's
@@ -146,14 +155,9 @@ def int_divide(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
 def int_mod(kb: KernelBuilder, a: str, b: str, floor: bool) -> str:
     """Integer remainder that cannot trap: x % 0 is 0 (numpy's result) and INT_MIN % -1
     is 0 (the divisor is replaced by 1 there). Sign of a (mod), or of b (floor_mod)."""
-    dtype = kb.types[a]
-    zero, one = kb.const(0, dtype), kb.const(1, dtype)
-    bzero = kb.cmp("cmpi", "eq", b, zero)
-    if is_unsigned(dtype):
-        return kb.select(bzero, zero, kb.bin("arith.remui", a, kb.select(bzero, one, b)))
-    overflow = kb.bin("arith.andi", kb.cmp("cmpi", "eq", a, kb.const(lowest(dtype), dtype)),
-                      kb.cmp("cmpi", "eq", b, kb.const(-1, dtype)), "i1")
-    bs = kb.select(kb.bin("arith.ori", bzero, overflow, "i1"), one, b)
+    zero, one, bzero, bs = _safe_divisor(kb, a, b)
+    if is_unsigned(kb.types[a]):
+        return kb.select(bzero, zero, kb.bin("arith.remui", a, bs))
     r = kb.bin("arith.remsi", a, bs)
     if floor:   # a nonzero remainder whose sign differs from the divisor's moves by b
         nz = kb.cmp("cmpi", "ne", r, zero)

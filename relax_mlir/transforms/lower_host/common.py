@@ -56,18 +56,10 @@ def element_bytes(t: ir.Type) -> int:
 def file_location(loc: ir.Location) -> Optional[str]:
     """``file:line:col`` of the first file location inside ``loc`` (names, call sites and
     fused locations unwrapped), else None."""
-    if loc.is_a_file():
-        return f"{loc.filename}:{loc.start_line}:{loc.start_col}"
-    if loc.is_a_name():
-        return file_location(loc.child_loc)
-    if loc.is_a_callsite():
-        return file_location(loc.callee)
-    if loc.is_a_fused():
-        for sub in loc.locations:
-            found = file_location(sub)
-            if found:
-                return found
-    return None
+    from ...dialects.source import file_line_col
+
+    name, line, col = file_line_col(loc)
+    return f"{name}:{line}:{col}" if line is not None else None
 
 
 def at(op: ir.Operation) -> str:

@@ -179,6 +179,20 @@ def test_static_empty_kernels_are_left_to_plain_loops():
         assert exe(f32(0, m), f32(m, 0)).shape == (0, 0)
 
 
+def test_multi_output_kernels_keep_their_result_order():
+    """divide(x, x) and sigmoid of it fused into one two-result kernel: the scheduled loop
+    returned them swapped (found by the long program fuzz, seed 13000211); such kernels
+    stay on plain loops."""
+    X = [1, "n"]
+    src = program([("x", X)], [op("d", "divide", [("x", X), ("x", X)], X),
+                               op("s", "sigmoid", [("d", X)], X)], [("d", X), ("s", X)])
+    exe = compile_scheduled(src)
+    for n in (1, 40):
+        d, s = exe(np.full((1, n), 2.0, np.float32))
+        np.testing.assert_array_equal(d, np.ones((1, n), np.float32))
+        np.testing.assert_allclose(s, np.full((1, n), 1 / (1 + np.exp(-1.0))), rtol=1e-6)
+
+
 def test_schedules_off_is_plain_loops():
     X = ["m", 64]
     src = program([("x", X), ("y", X)], [op("a", "add", [("x", X), ("y", X)], X)], [("a", X)])

@@ -1,5 +1,7 @@
 """Helpers for writing relax IR text in tests."""
 
+import re
+
 
 def seg(n: int, slots: int = 16) -> str:
     """A segment-size attribute for one run of ``n`` equal-typed values (see dialects/_core.py)."""
@@ -24,3 +26,8 @@ func.func @main(%x: {T("?x4", ["n", 4])}) -> {T("?x4", ["n", 4])} attributes {{r
   return %0 : {T("?x4", ["n", 4])}
 }}
 """
+
+
+def callees(text: str) -> list[str]:
+    """The kernels called by ``relax.call_tir`` in printed IR, in order."""
+    return re.findall(r'"relax.call_tir".*?callee = @(\w+)', text)

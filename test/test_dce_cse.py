@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import relax_mlir
+from irtext import callees
 from relax_mlir.errors import ShapeError
 from relax_mlir.pipelines import cpu
 from relax_mlir.transforms.effects import Effects
@@ -35,10 +36,6 @@ def optimized(src: str, extra: str = "", passes: str = GRAPH_PASSES) -> str:
         m = relax_mlir.parse(src, ctx)
         relax_mlir.run_pipeline(m, f"builtin.module({passes}{extra})")
         return str(m)
-
-
-def callees(text: str) -> list[str]:
-    return re.findall(r'"relax.call_tir".*?callee = @(\w+)', text)
 
 
 def test_graph_after_cse_and_dce():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import relax_mlir
+from irtext import callees
 from relax_mlir.ops.kernels import Kernel, LegalizeCall, elementwise
 from relax_mlir.transforms import legalize
 from relax_mlir.transforms.legalize import register_legalize
@@ -52,10 +53,6 @@ def legalized(text: str, target: Optional[str]) -> str:
         m = relax_mlir.parse(text, ctx)
         relax_mlir.run_pipeline(m, f"builtin.module(relax-infer-shapes, relax-legalize{opt})")
         return str(m)
-
-
-def callees(text: str) -> list[str]:
-    return re.findall(r'"relax.call_tir".*?callee = @(\w+)', text)
 
 
 def kernel_body(text: str, name: str) -> str:

@@ -69,18 +69,20 @@ def parse(text: str, context: Optional["ir.Context"] = None, source_name: str = 
         return parse_module(text, ctx, source_name)
 
 
-def compile(src, target: Optional[str] = None, libraries=None, options=None) -> "Executable":
+def compile(src, target: Optional[str] = None, libraries=None, options=None,
+            tuning_db: Optional[str] = None) -> "Executable":
     """Compile relax IR (MLIR text, a path or a Module) once; returns an :class:`Executable`.
 
     ``target``: a registered :class:`Target` (``"cpu"``). ``libraries``: shared libraries
     providing the ``relax.call_dps_library`` callees (``_mlir_ciface_<name>``).
     ``options``: a :class:`CompileOptions`, or a dict of the target pipeline's options, e.g.
-    ``{"dispatch": False}`` or ``{"fusion": False}``. Raises :class:`CompileError`
+    ``{"dispatch": False}`` or ``{"fusion": False}``. ``tuning_db``: a database written by
+    ``relax-mlir tune`` (tuned schedules). Raises :class:`CompileError`
     (diagnostics with file:line:col). See :mod:`relax_mlir.compiler`.
     """
     from .compiler import compile as _compile
 
-    return _compile(src, target=target, libraries=libraries, options=options)
+    return _compile(src, target=target, libraries=libraries, options=options, tuning_db=tuning_db)
 
 
 def _has_current() -> bool:

@@ -56,7 +56,9 @@ class CompileOptions:
     ``target_features``: for ahead-of-time code (``llc -mcpu/-mattr``; the JIT uses the
     host). ``dump_ir``: a directory that receives the IR after each stage.
     ``pipeline``: a custom pass pipeline replacing the stages before ``codegen``;
-    ``start_after``: the stage the input already went through."""
+    ``start_after``: the stage the input already went through. ``tuning_db``: a tuning
+    database (``relax-mlir tune``) whose configs relax-apply-schedules uses for the kernels
+    it holds (the default schedules for the others)."""
 
     target: str = "cpu"
     pipeline_options: dict = field(default_factory=dict)
@@ -67,6 +69,7 @@ class CompileOptions:
     dump_ir: Optional[str] = None
     pipeline: Optional[str] = None
     start_after: Optional[str] = None
+    tuning_db: Optional[str] = None
 
     @staticmethod
     def of(options: Union[None, dict, "CompileOptions"]) -> "CompileOptions":
@@ -229,6 +232,15 @@ def _module(src):
     raise CompileError(f"cannot compile a {type(src).__name__}: give MLIR text, a path or an ir.Module")
 
 
+def _with_tuning_db(stages: list[Stage], path) -> list[Stage]:
+    """The stages with relax-apply-schedules reading the tuning database at ``path``."""
+    path = os.path.abspath(os.fspath(path))
+    if any(c in path for c in " \t,{}"):
+        raise CompileOptionsError(f"tuning_db: a path without spaces, commas or braces, got '{path}'")
+    return [(name, [f"relax-apply-schedules{{tuning-db={path}}}" if p == "relax-apply-schedules" else p
+                    for p in passes]) for name, passes in stages]
+
+
 def _dump(directory: str, k: int, stage: str, module) -> None:
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, f"{k:02d}-{stage}.mlir"), "w") as f:
@@ -236,8 +248,9 @@ def _dump(directory: str, k: int, stage: str, module) -> None:
 
 
 def compile(src, target: Optional[str] = None, libraries=None,
-            options: Union[None, dict, CompileOptions] = None):
-    """Compile relax IR once for ``target``; returns an Executable (see the module docstring)."""
+            options: Union[None, dict, CompileOptions] = None, tuning_db: Optional[str] = None):
+    """Compile relax IR once for ``target``; returns an Executable (see the module docstring).
+    ``tuning_db``: as :attr:`CompileOptions.tuning_db`."""
     from mlir import ir
 
     from . import transforms  # noqa: F401  (registers passes and pipelines)
@@ -252,6 +265,8 @@ def compile(src, target: Optional[str] = None, libraries=None,
     opts = CompileOptions.of(options)
     if target is not None:
         opts.target = target
+    if tuning_db is not None:
+        opts.tuning_db = tuning_db
     tgt = TARGETS.get(opts.target)
     if tgt is None:
         raise CompileOptionsError(f"unknown target '{opts.target}' (targets: {', '.join(sorted(TARGETS))})")
@@ -265,6 +280,8 @@ def compile(src, target: Optional[str] = None, libraries=None,
     except PipelineError as e:
         raise CompileOptionsError(f"target '{tgt.name}': {e}") from None
     stages = tgt.stages(popts, tgt)
+    if opts.tuning_db:
+        stages = _with_tuning_db(stages, opts.tuning_db)
     names = [n for n, _ in stages]
     if opts.pipeline is not None:
         stages = [("custom", [opts.pipeline])] + [s for s in stages if s[0] == "codegen"]

@@ -55,7 +55,8 @@ def _static(d: int) -> Optional[int]:
     return None if ir.ShapedType.is_dynamic_size(d) else d
 
 
-def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget) -> Optional[Schedule]:
+def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
+                   config: Optional[dict] = None) -> Optional[Schedule]:
     names = [o.name for o in ops]
     if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
         return None
@@ -71,7 +72,12 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget)
         return None
     m, k = (_static(d) for d in a.shape[-2:])
     n = _static(b.shape[-1])
-    body = matmul_schedule(m, n, k, config_for(target), batch=batch)
+    cfg = config_for(target)
+    if config is not None:
+        from ..tuning.space import matmul_config, matmul_space
+        matmul_space(target).check(config)
+        cfg = matmul_config(config)
+    body = matmul_schedule(m, n, k, cfg, batch=batch)
     kind = "batch_matmul" if batch else "matmul"
     if not epilogue:
         return Schedule(kind, body)
@@ -97,7 +103,8 @@ def _output_shape(op: ir.Operation) -> list[Optional[int]]:
     return [_static(d) for d in ir.RankedTensorType(op.results[0].type).shape]
 
 
-def _select_elementwise(ops: list[ir.Operation]) -> Optional[Schedule]:
+def _select_elementwise(ops: list[ir.Operation], target: Optional[CpuTarget] = None,
+                        config: Optional[dict] = None) -> Optional[Schedule]:
     """A chain of all-parallel generics on f32 (identity output maps)."""
     if not ops or any(o.name != "linalg.generic" or not _f32_tensors(o) for o in ops):
         return None
@@ -108,10 +115,16 @@ def _select_elementwise(ops: list[ir.Operation]) -> Optional[Schedule]:
         return None
     if shape[-1] is not None and shape[-1] < 16:
         return None  # too narrow to vectorize along; LLVM's loop vectorizer does better
-    return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops)))
+    width = None
+    if config is not None:
+        from ..tuning.space import elementwise_space
+        elementwise_space(target or host_target()).check(config, inner=shape[-1])
+        width = config["width"]
+    return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops), width))
 
 
-def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
+def _select_rows(ops: list[ir.Operation], target: Optional[CpuTarget] = None,
+                 config: Optional[dict] = None) -> Optional[Schedule]:
     """fill + reduction-over-the-last-dim generics, then an all-parallel generic (f32)."""
     if not ops or ops[-1].name != "linalg.generic" or set(_iterators(ops[-1])) != {"parallel"}:
         return None
@@ -130,16 +143,24 @@ def _select_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
         if it != ["parallel"] * rank and it != ["parallel"] * (rank - 1) + ["reduction"]:
             return None
         reductions.append(it[-1] == "reduction")
-    return Schedule("rows", rows_schedule(rank, shape[-1], [o.name for o in ops], reductions))
+    chunk = None
+    if config is not None:
+        from ..tuning.space import rows_space
+        rows_space(target or host_target()).check(config, row=shape[-1])
+        chunk = config["chunk"]
+    return Schedule("rows", rows_schedule(rank, shape[-1], [o.name for o in ops], reductions, chunk))
 
 
 def _empty(t: ir.Type) -> bool:
     return isinstance(t, ir.RankedTensorType) and 0 in list(t.shape)
 
 
-def select(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[Schedule]:
+def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
+           config: Optional[dict] = None) -> Optional[Schedule]:
     """The schedule for kernel ``fn`` on ``target`` (default: the host), or None when no
-    schedule fits it."""
+    schedule fits it. ``config``: knob values overriding the defaults (a tuned config,
+    :mod:`relax_mlir.tuning.space`, for the family of the schedule that fits); an
+    invalid one raises ValueError before anything is applied."""
     target = target or host_target()
     ops = payload_ops(fn)
     if len(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results) != 1:
@@ -148,11 +169,11 @@ def select(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[Sch
         return None  # a static 0 dim: nothing to tile (tiling it asserts in MLIR 22); loops do nothing
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
     if kind == "output-fusable":
-        return _select_matmul(fn, ops, target)
+        return _select_matmul(fn, ops, target, config)
     if kind in ("elementwise", "broadcast"):
-        return _select_elementwise(ops)
+        return _select_elementwise(ops, target, config)
     if kind == "reduction":
-        return _select_rows(ops)
+        return _select_rows(ops, target, config)
     return None
 
 

@@ -29,10 +29,11 @@ def vector_width(inner: Optional[int]) -> int:
     return 16
 
 
-def elementwise_schedule(rank: int, inner: Optional[int], n_ops: int):
+def elementwise_schedule(rank: int, inner: Optional[int], n_ops: int, width: Optional[int] = None):
     """Script body for a chain of ``n_ops`` all-parallel generics of ``rank`` loops whose
-    innermost extent is ``inner`` (None: symbolic)."""
-    width = vector_width(inner)
+    innermost extent is ``inner`` (None: symbolic); ``width``: a tuned tile width
+    (default :func:`vector_width`)."""
+    width = width or vector_width(inner)
     exact = inner is not None and inner % width == 0
 
     def body(fn: ir.Value) -> None:

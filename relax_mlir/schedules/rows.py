@@ -30,11 +30,15 @@ from .common import any_op, cleanup, lower_vectors, match
 CHUNK = 64
 
 
-def rows_schedule(rank: int, row: Optional[int], ops: list[str], reductions: list[bool]):
+def rows_schedule(rank: int, row: Optional[int], ops: list[str], reductions: list[bool],
+                  chunk: Optional[int] = None):
     """Script body for a row kernel of ``rank`` loops and last dim ``row`` (None:
     symbolic); ``ops``: the kernel's linalg ops in program order (``linalg.fill`` /
-    ``linalg.generic``), ``reductions[i]``: the i-th generic reduces over the last dim."""
-    if row is None:
+    ``linalg.generic``), ``reductions[i]``: the i-th generic reduces over the last dim;
+    ``chunk``: a tuned chunk width (dividing a static row)."""
+    if chunk is not None:
+        peel = row is None
+    elif row is None:
         chunk, peel = CHUNK, True  # chunks of 64, the remainder (< 64) a scalar loop
     else:
         chunk, peel = (CHUNK if row % CHUNK == 0 else 16 if row % 16 == 0 else 0), False

@@ -38,6 +38,7 @@ VECTOR_LOWERING_EARLY = ["scf-forall-to-for", "convert-vector-to-scf{full-unroll
 VECTOR_LOWERING_LATE = ["convert-vector-to-llvm", "convert-ub-to-llvm"]
 
 SCHEDULED_ATTR = "relax.schedule"
+CONFIG_ATTR = "relax.schedule_config"  # the tuned knob values a kernel was scheduled with
 
 
 def num_threads() -> int:
@@ -103,9 +104,13 @@ def _reassoc_reductions(fn: ir.Operation) -> None:
     fn.walk(visit)
 
 
-def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[str]:
-    """Apply the kernel's schedule in place; the schedule's name, or None (left as is)."""
-    sched = schedules.select(fn, target)
+def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
+                    config: Optional[dict] = None) -> Optional[str]:
+    """Apply the kernel's schedule in place; the schedule's name, or None (left as is).
+    ``config``: knob values overriding the schedule's defaults (a tuned config); it is
+    recorded on the kernel as ``relax.schedule_config``. Raises ValueError for a config
+    the schedule's knob space rejects."""
+    sched = schedules.select(fn, target, config)
     if sched is None:
         return None
     copy = fn.clone(ir.InsertionPoint(fn))
@@ -123,8 +128,29 @@ def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Opt
         return None
     _reassoc_reductions(copy)
     copy.attributes[SCHEDULED_ATTR] = ir.StringAttr.get(sched.name)
+    if config is not None:
+        i64 = ir.IntegerType.get_signless(64)
+        copy.attributes[CONFIG_ATTR] = ir.DictAttr.get({k: ir.IntegerAttr.get(i64, v) for k, v in sorted(config.items())})
     fn.erase()
     return sched.name
+
+
+def _tuned_configs(module: ir.Operation, db_path: str, target: CpuTarget, host: bool):
+    """kernel -> tuned config from the tuning database at ``db_path`` (none when the file
+    does not exist), keyed like relax-mlir tune records them."""
+    from ..tuning.database import Database, module_bucket, target_key
+    from .kernel_hash import structural_hash
+
+    if not os.path.exists(db_path):
+        return lambda fn: None
+    db = Database(db_path)
+    key, bucket = target_key(target, num_threads(), host), module_bucket(module)
+
+    def config(fn: ir.Operation) -> Optional[dict]:
+        rec = db.lookup(structural_hash(fn), key, bucket)
+        return rec.config if rec is not None else None
+
+    return config
 
 
 class _Enabled:
@@ -138,7 +164,9 @@ _ENABLED = _Enabled()
                "Tile and vectorize kernels with transform-dialect schedules chosen by kernel kind.",
                options=[Option("enable", bool, True, "apply the schedules (false: plain loops)"),
                         Option("target", str, "host", "SIMD target the tiles are sized for: host (detected), "
-                                                      "avx512, avx2, sse, neon")])
+                                                      "avx512, avx2, sse, neon"),
+                        Option("tuning-db", str, "", "a tuning database (relax-mlir tune): kernels found there "
+                                                     "get their tuned knob values, the others the defaults")])
 def relax_apply_schedules(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
@@ -147,6 +175,15 @@ def relax_apply_schedules(module: ir.Operation, opts) -> None:
     except ValueError as e:
         emit_error(module, str(e))
         return
+    tuned = _tuned_configs(module, opts.tuning_db, target, opts.target == "host") if opts.tuning_db else None
     for fn in top_ops(module):
         if fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks:
+            config = tuned(fn) if tuned else None
+            if config is not None:
+                try:
+                    if schedule_kernel(fn, target, config) is not None:
+                        continue
+                except ValueError as e:  # a record from an older knob space: the defaults instead
+                    if os.environ.get("RELAX_MLIR_DEBUG_SCHEDULES"):
+                        print(f"relax-apply-schedules: tuned config rejected: {e}", file=sys.stderr)
             schedule_kernel(fn, target)

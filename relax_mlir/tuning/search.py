@@ -1,0 +1,184 @@
+"""The search: random sampling, then greedy evolution over one kernel's knob space.
+
+For each tunable kernel (:func:`~relax_mlir.tuning.tasks.extract_tasks`) the default
+schedule is measured first (the baseline; a kernel whose default fails is skipped),
+then candidates: a few random valid configs, then mutations (one knob one step, see
+:meth:`Space.neighbors`) of the best configs so far, never one already tried. Each
+candidate is compiled and run in the measuring subprocess (:class:`~.worker.Worker`),
+checked against the unscheduled kernel at every representative size; a candidate that
+crashes, hangs or computes a wrong result is a failed trial and can never be the best.
+A candidate's score is the geometric mean over the sizes of its time over the
+default's (each size counts the same, from GEMV to large M). The best config (the
+default's own when nothing beat it) goes to the database with its times.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..schedules.target import CpuTarget, host_target
+from .database import Database, target_key
+from .space import Config, elementwise_default, family, matmul_default, rows_default, space_for
+from .tasks import Task, extract_tasks
+from .worker import Worker
+
+
+@dataclass
+class Trial:
+    config: Optional[Config]  # None: the default schedule
+    ok: bool
+    times: list = field(default_factory=list)
+    error: str = ""
+    score: float = math.inf  # geometric mean of time / default time
+
+
+@dataclass
+class KernelResult:
+    task: Task
+    default: Trial
+    best: Optional[Trial]
+    trials: list
+    recorded: bool = False
+
+    @property
+    def speedup(self) -> float:
+        """Default time over best time, summed over the sizes."""
+        if self.best is None or not self.best.ok:
+            return 1.0
+        return sum(self.default.times) / sum(self.best.times)
+
+
+def default_config(task: Task, target: CpuTarget) -> Optional[Config]:
+    """The knob values the untuned schedule uses for this kernel (None when they are not a
+    point of the space, e.g. a row vectorized whole)."""
+    fam = family(task.schedule)
+    if fam == "matmul":
+        return matmul_default(target)
+    inner = _inner_extent(task)
+    if fam == "elementwise":
+        return elementwise_default(target, inner)
+    return rows_default(target, inner)
+
+
+def _inner_extent(task: Task) -> Optional[int]:
+    from mlir import ir
+
+    from ..schedules import payload_ops
+    with task.fn.context:
+        last = payload_ops(task.fn)[-1]
+        d = ir.RankedTensorType(last.results[0].type).shape[-1]
+        return None if ir.ShapedType.is_dynamic_size(d) else d
+
+
+def _score(times: list, base: list) -> float:
+    return math.exp(sum(math.log(max(t, 1e-9) / max(b, 1e-9)) for t, b in zip(times, base)) / len(base))
+
+
+def tune_task(task: Task, worker: Worker, target: CpuTarget, budget_s: float, max_trials: int,
+              rng: random.Random, log: Callable[[str], None] = print, min_time: float = 0.05,
+              prefix: str = "") -> Optional[KernelResult]:
+    """Search ``task``'s knob space for ``budget_s`` seconds or ``max_trials`` candidates
+    (the default's measurement not counted); None when the default schedule fails."""
+    t_start = time.monotonic()
+    space = space_for(task.schedule, target)
+    res = worker.request(task.request(None, min_time), timeout_s=300)
+    if not res["ok"]:
+        log(f"{prefix} skipped: the default schedule failed ({res['error']})")
+        return None
+    default = Trial(None, True, res["times"], score=1.0)
+    per_trial_timeout = max(30.0, 10 * (time.monotonic() - t_start))
+    log(f"{prefix} default: {_fmt(default.times)} at sizes {task.sizes}")
+    base_cfg = default_config(task, target)
+    seen: set = set()
+    trials: list[Trial] = []
+    if base_cfg is not None:
+        seen.add(_freeze(base_cfg))
+        trials.append(Trial(base_cfg, True, default.times, score=1.0))
+
+    def accept(cfg: Config) -> bool:
+        return _freeze(cfg) not in seen and task.accepts(cfg, target)
+
+    n_random = max(1, min(max_trials // 3, 8)) if base_cfg is not None else max_trials
+    count = 0
+    while count < max_trials and time.monotonic() - t_start < budget_s:
+        cfg = None
+        good = sorted((t for t in trials if t.ok), key=lambda t: t.score)
+        if count >= n_random and good:
+            parent = rng.choice(good[:3])
+            nbrs = [c for c in space.neighbors(parent.config) if accept(c)]
+            cfg = rng.choice(nbrs) if nbrs else None
+        if cfg is None:
+            for _ in range(50):
+                c = space.sample(rng)
+                if c is not None and accept(c):
+                    cfg = c
+                    break
+        if cfg is None:
+            log(f"{prefix} space exhausted after {count} trials")
+            break
+        seen.add(_freeze(cfg))
+        count += 1
+        r = worker.request(task.request(cfg, min_time), timeout_s=per_trial_timeout)
+        if r["ok"]:
+            t = Trial(cfg, True, r["times"], score=_score(r["times"], default.times))
+        else:
+            t = Trial(cfg, False, error=r["error"])
+        trials.append(t)
+        best = min((x for x in trials if x.ok), key=lambda x: x.score, default=None)
+        status = f"{_fmt(t.times)} ({t.score:.2f}x default)" if t.ok else f"FAILED: {t.error[:120]}"
+        log(f"{prefix} trial {count}/{max_trials} {_cfg(cfg)}: {status}; best {best.score:.2f}x" if best
+            else f"{prefix} trial {count}/{max_trials} {_cfg(cfg)}: {status}")
+    best = min((x for x in trials if x.ok and x.config is not None), key=lambda x: x.score, default=None)
+    if best is not None and base_cfg is None and best.score >= 1.0:
+        best = None  # the default (not a point of the space) stays
+    return KernelResult(task, default, best, trials)
+
+
+def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, options: Optional[dict] = None,
+         log: Callable[[str], None] = print, seed: int = 0, min_time: float = 0.05,
+         target: Optional[CpuTarget] = None) -> list[KernelResult]:
+    """Tune every scheduled kernel of ``src`` within ``budget_s`` seconds in all (shared
+    evenly among the kernels not yet tuned) and record the best configs in ``db_path``."""
+    from ..transforms.apply_schedules import num_threads
+
+    t0 = time.monotonic()
+    target = target or host_target()
+    tasks = extract_tasks(src, target, options if options is not None else {"dispatch": False})
+    key = target_key(target, num_threads())
+    log(f"tuning {len(tasks)} kernel(s) on {key}, budget {budget_s:.0f} s, at most {max_trials} trials each")
+    rng = random.Random(seed)
+    results = []
+    with Worker() as worker, Database(db_path) as db:
+        for i, task in enumerate(tasks):
+            left = budget_s - (time.monotonic() - t0)
+            if left <= 0:
+                log(f"budget spent: {len(tasks) - i} kernel(s) not tuned")
+                break
+            prefix = f"[kernel {i + 1}/{len(tasks)} {task.name} ({task.schedule})]"
+            r = tune_task(task, worker, target, left / (len(tasks) - i), max_trials, rng, log, min_time, prefix)
+            if r is None:
+                continue
+            if r.best is not None:
+                r.recorded = db.record(task.key, key, task.bucket, task.schedule, r.best.config,
+                                       sum(r.best.times), sum(r.default.times), task.sizes, len(r.trials))
+                log(f"{prefix} best {_cfg(r.best.config)}: {_fmt(r.best.times)} vs default {_fmt(r.default.times)} "
+                    f"({r.speedup:.2f}x){'' if r.recorded else ' (the database has a faster record)'}")
+            results.append(r)
+    log(f"done in {time.monotonic() - t0:.0f} s; database {db_path}")
+    return results
+
+
+def _freeze(cfg: Config) -> tuple:
+    return tuple(sorted(cfg.items()))
+
+
+def _cfg(cfg: Optional[Config]) -> str:
+    return "default" if cfg is None else " ".join(f"{k}={v}" for k, v in cfg.items())
+
+
+def _fmt(times: list) -> str:
+    return "[" + ", ".join(f"{1e3 * t:.3f}" for t in times) + "] ms"

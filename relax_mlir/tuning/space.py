@@ -1,0 +1,197 @@
+"""Knob spaces of the schedules, declared as data (MetaSchedule's search space).
+
+Each schedule family (``matmul``, ``elementwise``, ``rows``) declares its knobs: a name
+and the values the search may try, sized for a :class:`~relax_mlir.schedules.target.CpuTarget`.
+A *config* is a plain dict knob name -> value (JSON- and SQLite-friendly); it is what
+:func:`relax_mlir.schedules.select` accepts as an override and what the tuning database
+stores. :meth:`Space.check` rejects a combination the schedule cannot build, or that is
+known to be useless (more accumulators than registers), before anything is applied:
+the search never measures it and the compiler never applies it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ..schedules.target import CpuTarget
+
+Config = dict
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    values: tuple[int, ...]
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Space:
+    """The knobs of one schedule family on one target, and the rule for valid combinations.
+    ``extents``: the static sizes the rule needs (``inner``: the innermost extent of an
+    elementwise chain; ``row``: a row kernel's row length; None when symbolic)."""
+
+    family: str
+    knobs: tuple[Knob, ...]
+    rule: Callable[[Config, CpuTarget, dict], Optional[str]]
+    target: CpuTarget
+
+    def check(self, cfg: Config, **extents) -> None:
+        """Raise ValueError when ``cfg`` is not a valid point of this space."""
+        names = {k.name for k in self.knobs}
+        if set(cfg) != names:
+            raise ValueError(f"{self.family} config needs exactly the knobs {sorted(names)}, got {sorted(cfg)}")
+        for k in self.knobs:
+            v = cfg[k.name]
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ValueError(f"{self.family} knob {k.name} must be a positive integer, got {v!r}")
+        why = self.rule(cfg, self.target, extents)
+        if why:
+            raise ValueError(f"invalid {self.family} config {cfg}: {why}")
+
+    def valid(self, cfg: Config, **extents) -> bool:
+        try:
+            self.check(cfg, **extents)
+        except ValueError:
+            return False
+        return True
+
+    def size(self) -> int:
+        n = 1
+        for k in self.knobs:
+            n *= len(k.values)
+        return n
+
+    def sample(self, rng: random.Random, **extents) -> Optional[Config]:
+        """A random valid config (None when 200 draws found none)."""
+        for _ in range(200):
+            cfg = {k.name: rng.choice(k.values) for k in self.knobs}
+            if self.valid(cfg, **extents):
+                return cfg
+        return None
+
+    def neighbors(self, cfg: Config, **extents) -> list[Config]:
+        """Valid configs one knob step away (the next smaller or larger declared value)."""
+        out = []
+        for k in self.knobs:
+            vals = list(k.values)
+            i = vals.index(cfg[k.name]) if cfg[k.name] in vals else None
+            steps = [vals[j] for j in (i - 1, i + 1) if 0 <= j < len(vals)] if i is not None else vals
+            for v in steps:
+                c = dict(cfg, **{k.name: v})
+                if c != cfg and self.valid(c, **extents):
+                    out.append(c)
+        return out
+
+
+# -- matmul -------------------------------------------------------------------------
+
+def _matmul_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]:
+    lanes = t.lanes
+    if cfg["cols"] % lanes or cfg["gemv_cols"] % lanes:
+        return f"cols and gemv_cols must be multiples of the {lanes} f32 lanes"
+    acc = cfg["rows"] * cfg["cols"] // lanes
+    if acc + cfg["cols"] // lanes + 1 > t.registers:
+        return (f"{cfg['rows']} x {cfg['cols'] // lanes} accumulators + {cfg['cols'] // lanes} B vectors + 1 "
+                f"broadcast exceed {t.registers} registers")
+    if cfg["gemv_cols"] // lanes > t.registers:
+        return f"a {cfg['gemv_cols']}-column GEMV tile needs more than {t.registers} accumulators"
+    if cfg["panel_n"] % cfg["cols"] or cfg["panel_n"] % cfg["gemv_cols"] and cfg["gemv_cols"] < cfg["panel_n"]:
+        return "panel_n must be a multiple of cols (and of gemv_cols when wider)"
+    return None
+
+
+def matmul_space(t: CpuTarget) -> Space:
+    lanes = t.lanes
+    return Space("matmul", (
+        Knob("rows", (2, 3, 4, 5, 6, 7, 8), "rows of the main register tile (the M cascade's first size; then 1)"),
+        Knob("cols", tuple(lanes * k for k in (1, 2, 3, 4)), "columns of the register tile"),
+        Knob("gemv_cols", tuple(lanes * k for k in (4, 8, 16)), "columns of the 1-row (GEMV) tile"),
+        Knob("panel_n", (64, 128, 192, 256, 384, 512, 1024), "N panel (scf.forall: the thread split)"),
+        Knob("block_k", (32, 64, 128, 256, 512), "K block"),
+    ), _matmul_rule, t)
+
+
+def matmul_config(cfg: Config):
+    """The MatmulConfig of a (checked) config dict."""
+    from ..schedules.matmul import MatmulConfig
+    return MatmulConfig(rows=(cfg["rows"], 1), cols=cfg["cols"], gemv_cols=cfg["gemv_cols"],
+                        panel_n=cfg["panel_n"], block_k=cfg["block_k"])
+
+
+def matmul_default(t: CpuTarget) -> Config:
+    """The untuned schedule's choice (config_for), as a config dict."""
+    from ..schedules.matmul import config_for
+    c = config_for(t)
+    return {"rows": c.rows[0], "cols": c.cols, "gemv_cols": c.gemv_cols, "panel_n": c.panel_n, "block_k": c.block_k}
+
+
+# -- elementwise --------------------------------------------------------------------
+
+def _elementwise_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]:
+    inner = extents.get("inner")
+    if cfg["width"] % t.lanes:
+        return f"width must be a multiple of the {t.lanes} f32 lanes"
+    if inner is not None and inner < cfg["width"]:
+        return f"width {cfg['width']} exceeds the innermost extent {inner}"
+    return None
+
+
+def elementwise_space(t: CpuTarget) -> Space:
+    return Space("elementwise", (
+        Knob("width", tuple(w for w in (8, 16, 32, 64, 128, 256) if w % t.lanes == 0),
+             "elements per vectorized step along the innermost dim (width / lanes vectors: the unroll)"),
+    ), _elementwise_rule, t)
+
+
+def elementwise_default(t: CpuTarget, inner: Optional[int] = None) -> Config:
+    from ..schedules.elementwise import vector_width
+    return {"width": vector_width(inner)}
+
+
+# -- rows -------------------------------------------------------------------------
+
+def _rows_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]:
+    row = extents.get("row")
+    if cfg["chunk"] % t.lanes:
+        return f"chunk must be a multiple of the {t.lanes} f32 lanes"
+    if row is not None and row % cfg["chunk"]:
+        return f"a static row of {row} must be a multiple of the chunk (the chunk loop is not peeled)"
+    return None
+
+
+def rows_space(t: CpuTarget) -> Space:
+    return Space("rows", (
+        Knob("chunk", tuple(c for c in (8, 16, 32, 64, 128, 256) if c % t.lanes == 0),
+             "lanes per step of the per-row loop (partial-accumulator width)"),
+    ), _rows_rule, t)
+
+
+def rows_default(t: CpuTarget, row: Optional[int] = None) -> Optional[Config]:
+    from ..schedules.rows import CHUNK
+    if row is None:
+        return {"chunk": CHUNK}
+    c = CHUNK if row % CHUNK == 0 else 16 if row % 16 == 0 else 0
+    return {"chunk": c} if c else None
+
+
+SPACES: dict[str, Callable[[CpuTarget], Space]] = {
+    "matmul": matmul_space,
+    "elementwise": elementwise_space,
+    "rows": rows_space,
+}
+
+
+def family(schedule_name: str) -> str:
+    """The knob family of a schedule name (``batch_matmul+elementwise`` -> ``matmul``)."""
+    base = schedule_name.split("+")[0]
+    return "matmul" if base in ("matmul", "batch_matmul") else base
+
+
+def space_for(schedule_name: str, t: CpuTarget) -> Space:
+    fam = family(schedule_name)
+    if fam not in SPACES:
+        raise ValueError(f"no knob space for schedule '{schedule_name}'")
+    return SPACES[fam](t)

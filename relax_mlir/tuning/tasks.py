@@ -1,0 +1,152 @@
+"""The tunable kernels of a program: each scheduled kernel as relax-apply-schedules will
+see it, with what it takes to run it alone.
+
+:func:`extract_tasks` runs the cpu pipeline's ``graph`` stage (reading each kernel's
+arguments' symbolic shapes off its first ``relax.call_tir``), then the ``host`` stage
+(the kernels as the codegen stage gets them, whose structural hash keys the database),
+and keeps the kernels a schedule fits. Symbols are bound to the module's
+:func:`~relax_mlir.tuning.database.representative_sizes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from mlir import ir
+
+from ..schedules.target import CpuTarget
+
+
+@dataclass
+class Task:
+    name: str  # the kernel's symbol
+    key: str  # structural hash
+    schedule: str  # the schedule select() picks
+    kernel_text: str  # a module holding only the kernel
+    args: list  # {"kind": "tensor", "shape": [int | expr], "dtype"} or {"kind": "index", "expr"}
+    n_outputs: int
+    n_index: int
+    bindings: list  # symbol -> value, one dict per representative size
+    sizes: list  # the representative sizes
+    bucket: str
+    fn: ir.Operation = field(repr=False)  # the kernel (for select(config=...) checks)
+    module: ir.Module = field(repr=False)
+
+    def request(self, config, min_time: float = 0.05) -> dict:
+        """A :mod:`.worker` request measuring this kernel with ``config``."""
+        return {"key": self.key, "kernel": self.kernel_text, "name": self.name, "args": self.args,
+                "n_outputs": self.n_outputs, "n_index": self.n_index, "bindings": self.bindings,
+                "config": config, "min_time": min_time}
+
+    def accepts(self, config: dict, target: CpuTarget) -> bool:
+        """Whether select() takes ``config`` for this kernel (the knob space's rule, with
+        the kernel's extents)."""
+        from .. import schedules
+        try:
+            return schedules.select(self.fn, target, config) is not None
+        except ValueError:
+            return False
+
+
+def _dims(t: ir.Type) -> Optional[list]:
+    from ..shapes import UNKNOWN, read_tensor_type
+    shape = read_tensor_type(t).shape
+    if any(d is UNKNOWN for d in shape):
+        return None
+    return [d.value if d.is_static else str(d) for d in shape]
+
+
+def _call_sites(module: ir.Module) -> dict:
+    """kernel name -> (argument specs, outputs, index args), from its first call_tir."""
+    from ..shapes import Shape
+
+    sites: dict = {}
+
+    def visit(op):
+        op = op.operation
+        if op.name != "relax.call_tir":
+            return ir.WalkResult.ADVANCE
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        if callee in sites:
+            return ir.WalkResult.ADVANCE
+        dests = list(ir.DenseI64ArrayAttr(op.attributes["dests"])) if "dests" in op.attributes else []
+        operands = list(op.operands)
+        if dests:
+            operands = operands[:len(operands) - len(dests)]
+        args = []
+        for v in operands + list(op.results):
+            if not isinstance(v.type, ir.RankedTensorType) or (d := _dims(v.type)) is None:
+                sites[callee] = None
+                return ir.WalkResult.ADVANCE
+            args.append({"kind": "tensor", "shape": d, "dtype": str(ir.RankedTensorType(v.type).element_type)})
+        tir = Shape.from_attr(op.attributes["tir_vars"]) if "tir_vars" in op.attributes else Shape([])
+        args += [{"kind": "index", "expr": d.value if d.is_static else str(d)} for d in tir]
+        sites[callee] = (args, len(op.results), tir.rank)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return sites
+
+
+def _cpu_stages(options: dict):
+    from .. import transforms  # noqa: F401  (registers the passes)
+    from ..compiler import TARGETS
+    from ..transforms.registry import PIPELINES
+
+    tgt = TARGETS["cpu"]
+    text = " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in options.items())
+    return dict(tgt.stages(PIPELINES[tgt.pipeline_name].parse_options(text), tgt))
+
+
+def extract_tasks(src, target: CpuTarget, options: Optional[dict] = None) -> list[Task]:
+    """The distinct scheduled kernels of ``src`` (MLIR text, a path or an ir.Module) compiled
+    with the cpu pipeline ``options``, in program order."""
+    from .. import schedules
+    from ..compiler import _module
+    from ..transforms.kernel_hash import structural_hash
+    from ..transforms.pipeline import run_pipeline
+    from .database import module_bound, representative_sizes, size_bucket
+
+    stages = _cpu_stages(dict(options or {}))
+    module = _module(src)
+    tasks: list[Task] = []
+    with module.context, ir.Location.unknown():
+        bound, symbolic = module_bound(module.operation)
+        run_pipeline(module, "builtin.module(" + ", ".join(stages["graph"]) + ")")
+        sites = _call_sites(module)
+        run_pipeline(module, "builtin.module(" + ", ".join(stages["host"]) + ")")
+        sizes = representative_sizes(bound) if symbolic else [0]
+        seen = set()
+        for op in module.body.operations:
+            fn = op.operation
+            if fn.name != "func.func" or "relax.kernel" not in fn.attributes or not fn.regions[0].blocks:
+                continue
+            name = ir.StringAttr(fn.attributes["sym_name"]).value
+            sched = schedules.select(fn, target)
+            if sched is None or not sites.get(name):
+                continue
+            key = structural_hash(fn)
+            if key in seen:
+                continue
+            seen.add(key)
+            args, n_out, n_index = sites[name]
+            syms = sorted({s for a in args for s in _symbols(a)})
+            bindings = [{s: n for s in syms} for n in sizes]
+            kmod = ir.Module.create()
+            kmod.body.append(fn.clone(ip=False))
+            kfn = list(kmod.body.operations)[0].operation
+            tasks.append(Task(name, key, sched.name, str(kmod), args, n_out, n_index, bindings, sizes,
+                              size_bucket(bound, symbolic), kfn, kmod))
+    return tasks
+
+
+def _symbols(arg: dict) -> set:
+    from ..shapes import parse_dim
+    dims = arg["shape"] if arg["kind"] == "tensor" else [arg["expr"]]
+    out: set = set()
+    for d in dims:
+        if not isinstance(d, int):
+            out |= set(parse_dim(d).symbols)
+    return out

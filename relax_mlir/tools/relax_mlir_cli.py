@@ -4,6 +4,8 @@
     relax-mlir compile model.pt2 -o model.so           # a saved torch.export program (+ model.params.npz)
     relax-mlir run model.so --input x.npy --input w.npy [-o out.npz]
     relax-mlir run model.pt2 --input ids.npy           # compile in memory, then run
+    relax-mlir tune model.mlir --db tune.db --budget 60s   # search schedule knobs per kernel
+    relax-mlir compile model.mlir --tuning-db tune.db  # ... and compile with the tuned configs
 
 Subcommands live in :data:`SUBCOMMANDS`; another module adds one with
 :func:`register_subcommand` (modules listed in :data:`PLUGINS` are imported when present,
@@ -78,7 +80,8 @@ def _parse_options(items: Sequence[str]) -> dict:
     return out
 
 
-def _compile_source(path: Path, target: str, options: dict, decompositions: str):
+def _compile_source(path: Path, target: str, options: dict, decompositions: str,
+                    tuning_db: Optional[str] = None):
     """(Executable, params) for a .mlir file or a saved torch.export program."""
     import relax_mlir
 
@@ -93,7 +96,7 @@ def _compile_source(path: Path, target: str, options: dict, decompositions: str)
 
         ep = torch.export.load(str(path))
         prog = import_program(ep, decompositions=None if decompositions == "none" else decompositions)
-        exe = relax_mlir.compile(prog.module, target=target, options=options)
+        exe = relax_mlir.compile(prog.module, target=target, options=options, tuning_db=tuning_db)
         return exe, prog.params
     text = path.read_text()
     ctx = relax_mlir.make_context()
@@ -103,7 +106,7 @@ def _compile_source(path: Path, target: str, options: dict, decompositions: str)
         module = relax_mlir.parse(text, ctx)
     except ir.MLIRError as e:
         raise CommandError(f"{path}: {e}") from e
-    return relax_mlir.compile(module, target=target, options=options), []
+    return relax_mlir.compile(module, target=target, options=options, tuning_db=tuning_db), []
 
 
 def _configure_compile(p: argparse.ArgumentParser) -> None:
@@ -114,12 +117,26 @@ def _configure_compile(p: argparse.ArgumentParser) -> None:
                    help="a pipeline option, e.g. --option dispatch=false --option fusion=false (see relax-opt --list-passes)")
     p.add_argument("--decompositions", default="default", choices=["default", "core", "none"],
                    help="for .pt2: ATen decompositions before import (default: functional ATen; core: torch's core ATen table)")
+    _add_tuning_db(p)
+
+
+def _add_tuning_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tuning-db", type=Path, metavar="DB",
+                   help="schedule the kernels with the configs `relax-mlir tune` recorded in DB")
+
+
+def _tuning_db(args) -> Optional[str]:
+    db = getattr(args, "tuning_db", None)
+    if db is not None and not db.exists():
+        raise CommandError(f"no such tuning database: {db}")
+    return None if db is None else str(db)
 
 
 def _run_compile(args) -> int:
     out = args.output or args.input.with_suffix(".so")
     t0 = time.perf_counter()
-    exe, params = _compile_source(args.input, args.target, _parse_options(args.option), args.decompositions)
+    exe, params = _compile_source(args.input, args.target, _parse_options(args.option), args.decompositions,
+                                  _tuning_db(args))
     exe.export(str(out))
     msg = f"wrote {out} (compiled in {time.perf_counter() - t0:.1f} s"
     if params:
@@ -157,6 +174,9 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, help="save the results (.npy for one result, else .npz r0, r1, ...)")
     p.add_argument("--repeat", type=int, default=1, help="call N times and print the median time")
     p.add_argument("--quiet", action="store_true", help="do not print the results")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="for .mlir / .pt2: a pipeline option of the in-memory compile (as for `compile`)")
+    _add_tuning_db(p)
 
 
 def _run_run(args) -> int:
@@ -165,7 +185,7 @@ def _run_run(args) -> int:
     path = args.model
     params: list[np.ndarray] = []
     if path.suffix in (".mlir", ".pt2", ".pt", ".ep"):
-        exe, params = _compile_source(path, "cpu", {}, "default")
+        exe, params = _compile_source(path, "cpu", _parse_options(args.option), "default", _tuning_db(args))
     else:
         if not path.exists():
             raise CommandError(f"no such file: {path}")
@@ -208,6 +228,67 @@ register_subcommand(
     "run", "run a compiled library (or a .mlir / .pt2 file) on .npy inputs", _configure_run, _run_run,
     "Call a graph function on arrays loaded from .npy/.npz files, print the results and "
     "optionally save them. Shape errors name the argument and the expected symbolic shape.")
+
+
+# -- tune ------------------------------------------------------------------------------------------
+
+def _parse_budget(text: str) -> float:
+    """``60``, ``60s``, ``2m``, ``1.5h`` -> seconds."""
+    t = text.strip().lower()
+    scale = {"s": 1.0, "m": 60.0, "h": 3600.0}.get(t[-1:], None)
+    try:
+        v = float(t[:-1] if scale else t) * (scale or 1.0)
+    except ValueError:
+        raise CommandError(f"--budget expects seconds such as 60s, 2m or 90, got '{text}'") from None
+    if v <= 0:
+        raise CommandError(f"--budget must be positive, got '{text}'")
+    return v
+
+
+def _configure_tune(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", type=Path, help="relax IR (.mlir)")
+    p.add_argument("--db", type=Path, required=True, help="the tuning database (SQLite; created when missing)")
+    p.add_argument("--budget", default="60s", help="time for the whole search, e.g. 60s, 5m (default 60s)")
+    p.add_argument("--trials", type=int, default=64, help="at most N candidates per kernel (default 64)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a pipeline option, as for `compile` (use the same ones when compiling: "
+                        "e.g. --option dispatch=false tunes the matmuls BLAS would otherwise take)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the search")
+    p.add_argument("--min-time", type=float, default=0.05, help="seconds of calls per size and candidate (default 0.05)")
+
+
+def _run_tune(args) -> int:
+    import relax_mlir
+    from mlir import ir
+
+    from ..tuning import tune
+
+    if not args.input.exists():
+        raise CommandError(f"no such file: {args.input}")
+    if args.trials < 1:
+        raise CommandError("--trials must be at least 1")
+    ctx = relax_mlir.make_context()
+    try:
+        module = relax_mlir.parse(args.input.read_text(), ctx)
+    except ir.MLIRError as e:
+        raise CommandError(f"{args.input}: {e}") from e
+    results = tune(module, str(args.db), _parse_budget(args.budget), args.trials, _parse_options(args.option),
+                   log=lambda s: print(s, flush=True), seed=args.seed, min_time=args.min_time)
+    print(f"{'kernel':32} {'schedule':22} {'default ms':>12} {'tuned ms':>12} {'speedup':>8}  (geometric mean over the sizes)")
+    for r in results:
+        best = sum(r.best.times) if r.best else sum(r.default.times)
+        print(f"{r.task.name[:32]:32} {r.task.schedule:22} {1e3 * sum(r.default.times):12.3f} {1e3 * best:12.3f} "
+              f"{r.speedup:8.2f}")
+    return 0
+
+
+register_subcommand(
+    "tune", "search the schedules' knobs of each kernel of a .mlir program, recording the best in a database",
+    _configure_tune, _run_tune,
+    "MetaSchedule's idea over the transform-dialect schedules: for every scheduled kernel, measure the "
+    "default schedule, then random and evolved knob configs (tile sizes, vector widths, the thread split) "
+    "at representative sizes of the symbols, each checked against the unscheduled kernel, and record the "
+    "fastest per (kernel, CPU, size bucket) in an SQLite database that `compile --tuning-db` reads.")
 
 
 # -- main ---------------------------------------------------------------------------------------

@@ -176,8 +176,9 @@ def measure(req: dict) -> dict:
         if req["config"] != "loops":
             for o, r in zip(_outputs(req, arrays), _REFERENCES[key]):
                 if not _close(o, r):
-                    err = float(np.nanmax(np.abs(o.astype(np.float64) - r))) if o.shape == r.shape else "shape"
-                    return {"ok": False, "error": f"wrong result at {binding} (max abs error {err})"}
+                    err = (f"max abs error {float(np.nanmax(np.abs(o.astype(np.float64) - r))):.3g}"
+                           if o.shape == r.shape else f"shape {o.shape}, expected {r.shape}")
+                    return {"ok": False, "error": f"wrong result at {binding} ({err})"}
         best, spent, n = float("inf"), 0.0, 0
         while n < 3 or (spent < req.get("min_time", 0.05) and n < 200):
             t = time.perf_counter()

@@ -17,7 +17,7 @@ import pytest
 import relax_mlir
 from relax_mlir.schedules.target import TARGETS, host_target
 from relax_mlir.tuning import space as sp
-from relax_mlir.tuning.database import (Database, module_bucket, representative_sizes, size_bucket,
+from relax_mlir.tuning.database import (FEATURES, Database, module_bucket, representative_sizes, size_bucket,
                                         target_key)
 from relax_mlir.tuning.search import tune, tune_task
 from relax_mlir.tuning.tasks import extract_tasks
@@ -65,14 +65,14 @@ def test_space_sizes_and_rules():
     t = TARGETS["avx512"]
     m = sp.matmul_space(t)
     assert [k.name for k in m.knobs] == ["rows", "cols", "gemv_cols", "panel_n", "block_k"]
-    assert m.size() == 7 * 4 * 3 * 7 * 5
+    assert m.size() == 7 * 3 * 3 * 7 * 5
     assert sp.matmul_default(t) == {"rows": 6, "cols": 64, "gemv_cols": 256, "panel_n": 256, "block_k": 128}
     assert sp.matmul_default(TARGETS["avx2"]) == {"rows": 6, "cols": 16, "gemv_cols": 32, "panel_n": 256,
                                                    "block_k": 128}
     with pytest.raises(ValueError, match="8 x 4 accumulators \\+ 4 B vectors \\+ 1 broadcast exceed 32 registers"):
         m.check(dict(sp.matmul_default(t), rows=8))
     with pytest.raises(ValueError, match="panel_n must be a multiple of cols"):
-        m.check(dict(sp.matmul_default(t), cols=48))
+        m.check(dict(sp.matmul_default(t), panel_n=384))
     with pytest.raises(ValueError, match="exactly the knobs"):
         m.check({"rows": 6})
     e = sp.elementwise_space(t)
@@ -92,7 +92,7 @@ def test_select_rejects_an_invalid_config_before_applying():
     with pytest.raises(ValueError, match="exceed 32 registers"):
         schedules.select(tasks[0].fn, TARGETS["avx512"], dict(CONFIG, rows=8, cols=64))
     assert tasks[0].accepts(CONFIG, TARGETS["avx512"]) is True
-    assert tasks[0].accepts(dict(CONFIG, cols=48), TARGETS["avx512"]) is False  # panel 64 % 48
+    assert tasks[0].accepts(dict(CONFIG, panel_n=384, gemv_cols=256), TARGETS["avx512"]) is False
 
 
 # -- database --------------------------------------------------------------------------------
@@ -125,7 +125,9 @@ def test_buckets_and_target_key():
     assert module_bucket(models.mlp_module(ctx).operation) == "le4096"
     assert module_bucket(models.block_module(ctx).operation) == "le2048"
     assert target_key(TARGETS["avx2"], 2, host=False) == "cross/avx2/-/t2"
-    assert target_key(host_target(), 1).endswith(f"/{host_target().isa}/" + target_key(host_target(), 1).split("/")[2] + "/t1")
+    machine, isa, feats, threads = target_key(host_target(), 1).split("/")
+    assert (isa, threads) == (host_target().isa, "t1")
+    assert set(feats.split("+")) <= set(FEATURES) | {"-"}
 
 
 # -- search, database, compile -----------------------------------------------------------------
@@ -206,6 +208,47 @@ def test_tuned_config_recorded_on_the_kernel(tmp_path):
         run_pipeline(m2, "builtin.module(" + ", ".join(graph_stage(dispatch=False)) + ", relax-apply-schedules)")
         [k2] = [f.operation for f in m2.body.operations if "relax.kernel" in f.operation.attributes]
         assert "relax.schedule_config" not in k2.attributes
+
+
+#: relu(x + y) over (n, m), softmax over (n, 96): an elementwise and a row kernel.
+ROWS = """
+func.func @main(%x: tensor<?x?xf32, #relax.shape<["n", "m"]>>, %y: tensor<?x?xf32, #relax.shape<["n", "m"]>>,
+                %z: tensor<?x96xf32, #relax.shape<["n", 96]>>)
+    -> (tensor<?x?xf32, #relax.shape<["n", "m"]>>, tensor<?x96xf32, #relax.shape<["n", 96]>>)
+    attributes {relax.function, relax.upper_bounds = {n = 1024 : i64, m = 512 : i64}} {
+  %0 = "relax.add"(%x, %y) : (tensor<?x?xf32, #relax.shape<["n", "m"]>>, tensor<?x?xf32, #relax.shape<["n", "m"]>>) -> tensor<?x?xf32, #relax.shape<["n", "m"]>>
+  %1 = "relax.relu"(%0) : (tensor<?x?xf32, #relax.shape<["n", "m"]>>) -> tensor<?x?xf32, #relax.shape<["n", "m"]>>
+  %2 = "relax.softmax"(%z) {axis = -1 : i64} : (tensor<?x96xf32, #relax.shape<["n", 96]>>) -> tensor<?x96xf32, #relax.shape<["n", 96]>>
+  return %1, %2 : tensor<?x?xf32, #relax.shape<["n", "m"]>>, tensor<?x96xf32, #relax.shape<["n", 96]>>
+}
+"""
+
+
+def test_tuned_elementwise_and_rows_numerics(tmp_path, monkeypatch):
+    """Hand-recorded configs (width 128 with a peeled remainder, chunks of 32 on rows of 96)
+    are applied, and the one executable matches numpy at sizes 1, odd and large."""
+    from relax_mlir.transforms.apply_schedules import num_threads
+    tasks = extract_tasks(ROWS, host_target(), OPTIONS)
+    assert sorted((t.schedule, t.bucket, t.sizes) for t in tasks) == [
+        ("elementwise", "le1024", [1, 16, 128, 512]), ("rows", "le1024", [1, 16, 128, 512])]
+    configs = {"elementwise": {"width": 128}, "rows": {"chunk": 32}}
+    db = str(tmp_path / "t.db")
+    with Database(db) as d:
+        for t in tasks:
+            assert t.accepts(configs[t.schedule], host_target()) is True
+            d.record(t.key, target_key(host_target(), num_threads()), t.bucket, t.schedule, configs[t.schedule],
+                     1, 1, t.sizes, 1)
+    seen = _applied_configs(monkeypatch)
+    exe = relax_mlir.compile(ROWS, options=OPTIONS, tuning_db=db)
+    assert sorted(seen, key=lambda s: s[0]) == [("elementwise", {"width": 128}), ("rows", {"chunk": 32})]
+    rng = np.random.default_rng(7)
+    for n, m in ((1, 1), (7, 130), (1024, 509)):
+        x, y = rng.standard_normal((n, m)).astype(np.float32), rng.standard_normal((n, m)).astype(np.float32)
+        z = rng.standard_normal((n, 96)).astype(np.float32)
+        r, s = exe(x, y, z)
+        np.testing.assert_array_equal(r, np.maximum(x + y, 0))
+        e = np.exp(z.astype(np.float64) - z.max(-1, keepdims=True))
+        np.testing.assert_allclose(s, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
 # -- failing candidates ------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ def tune_task(task: Task, worker: Worker, target: CpuTarget, budget_s: float, ma
             break
         seen.add(_freeze(cfg))
         count += 1
-        r = worker.request(task.request(cfg, min_time), timeout_s=per_trial_timeout)
+        r = worker.request(task.request(cfg, min_time, [3 * t for t in default.times]), timeout_s=per_trial_timeout)
         if r["ok"]:
             t = Trial(cfg, True, r["times"], score=_score(r["times"], default.times))
         else:

@@ -33,11 +33,12 @@ class Task:
     fn: ir.Operation = field(repr=False)  # the kernel (for select(config=...) checks)
     module: ir.Module = field(repr=False)
 
-    def request(self, config, min_time: float = 0.05) -> dict:
-        """A :mod:`.worker` request measuring this kernel with ``config``."""
+    def request(self, config, min_time: float = 0.05, cutoff: Optional[list] = None) -> dict:
+        """A :mod:`.worker` request measuring this kernel with ``config``; ``cutoff``: per
+        size, a time beyond which one call is enough (a hopeless candidate)."""
         return {"key": self.key, "kernel": self.kernel_text, "name": self.name, "args": self.args,
                 "n_outputs": self.n_outputs, "n_index": self.n_index, "bindings": self.bindings,
-                "config": config, "min_time": min_time}
+                "config": config, "min_time": min_time, "cutoff": cutoff}
 
     def accepts(self, config: dict, target: CpuTarget) -> bool:
         """Whether select() takes ``config`` for this kernel (the knob space's rule, with

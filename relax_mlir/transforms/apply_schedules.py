@@ -135,22 +135,20 @@ def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
     return sched.name
 
 
-def _tuned_configs(module: ir.Operation, db_path: str, target: CpuTarget, host: bool):
-    """kernel -> tuned config from the tuning database at ``db_path`` (none when the file
-    does not exist), keyed like relax-mlir tune records them."""
+def _tuned_configs(module: ir.Operation, kernels: list[ir.Operation], db_path: str, target: CpuTarget,
+                   host: bool) -> list[Optional[dict]]:
+    """Per kernel, its tuned config from the tuning database at ``db_path`` (None for all
+    when the file does not exist), keyed like ``relax-mlir tune`` records them: structural
+    hash, target key, the module's size bucket. Raises sqlite3.Error for a bad file."""
     from ..tuning.database import Database, module_bucket, target_key
     from .kernel_hash import structural_hash
 
     if not os.path.exists(db_path):
-        return lambda fn: None
-    db = Database(db_path)
+        return [None] * len(kernels)
     key, bucket = target_key(target, num_threads(), host), module_bucket(module)
-
-    def config(fn: ir.Operation) -> Optional[dict]:
-        rec = db.lookup(structural_hash(fn), key, bucket)
-        return rec.config if rec is not None else None
-
-    return config
+    with Database(db_path) as db:
+        recs = [db.lookup(structural_hash(fn), key, bucket) for fn in kernels]
+    return [r.config if r is not None else None for r in recs]
 
 
 class _Enabled:
@@ -175,15 +173,22 @@ def relax_apply_schedules(module: ir.Operation, opts) -> None:
     except ValueError as e:
         emit_error(module, str(e))
         return
-    tuned = _tuned_configs(module, opts.tuning_db, target, opts.target == "host") if opts.tuning_db else None
-    for fn in top_ops(module):
-        if fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks:
-            config = tuned(fn) if tuned else None
-            if config is not None:
-                try:
-                    if schedule_kernel(fn, target, config) is not None:
-                        continue
-                except ValueError as e:  # a record from an older knob space: the defaults instead
-                    if os.environ.get("RELAX_MLIR_DEBUG_SCHEDULES"):
-                        print(f"relax-apply-schedules: tuned config rejected: {e}", file=sys.stderr)
-            schedule_kernel(fn, target)
+    kernels = [fn for fn in top_ops(module)
+               if fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks]
+    configs: list[Optional[dict]] = [None] * len(kernels)
+    if opts.tuning_db:
+        import sqlite3
+        try:
+            configs = _tuned_configs(module, kernels, opts.tuning_db, target, opts.target == "host")
+        except sqlite3.Error as e:
+            emit_error(module, f"tuning database '{opts.tuning_db}': {e}")
+            return
+    for fn, config in zip(kernels, configs):
+        if config is not None:
+            try:
+                if schedule_kernel(fn, target, config) is not None:
+                    continue
+            except ValueError as e:  # a record from an older knob space: the defaults instead
+                if os.environ.get("RELAX_MLIR_DEBUG_SCHEDULES"):
+                    print(f"relax-apply-schedules: tuned config rejected: {e}", file=sys.stderr)
+        schedule_kernel(fn, target)

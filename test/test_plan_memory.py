@@ -71,3 +71,27 @@ def test_plan_shape():
     assert "memref.global" not in text and "memref.get_global" not in text
     # only the returned value is still allocated on the success path
     assert main.count("memref.alloc(") == 1
+
+
+T = 'tensor<?xf32, #relax.shape<["n"]>>'
+HUGE_BOUND = f"""
+func.func @main(%x: {T}) -> {T} attributes {{relax.function, relax.upper_bounds = {{n = {{bound}} : i64}}}} {{
+  %0 = "relax.exp"(%x) : ({T}) -> {T}
+  %1 = "relax.negative"(%0) : ({T}) -> {T}
+  %2 = "relax.exp"(%1) : ({T}) -> {T}
+  return %2 : {T}
+}}
+"""
+
+
+@pytest.mark.parametrize("bound", [2**40, 2**62])
+def test_huge_upper_bound_allocates_per_call(bound):
+    """n <= 2**40 sized an 8 TiB static arena, allocated at the first call (MemoryError);
+    n <= 2**62 one whose byte size overflows i64 (a traceback in the planner). Above
+    MAX_ARENA_BYTES (256 MiB) the values are allocated per call at their actual size."""
+    src = HUGE_BOUND.replace("{bound}", str(bound))
+    exe = relax_mlir.compile(src, options={"fusion": False})
+    assert exe.workspace_bytes == 0
+    for n in (1, 7, 1000):
+        x = np.linspace(-2, 2, n, dtype=np.float32)
+        np.testing.assert_allclose(exe(x), np.exp(-np.exp(x)), rtol=1e-5)

@@ -14,9 +14,11 @@ with the typed upstream builders (``func.FuncOp``, ``func.CallOp``, ``tensor.Emp
   graph values say which), else passed in as an extra tir_var;
 * then, in a scratch module holding only this kernel (public there, so the inliner keeps
   it) and clones of the members, upstream ``inline`` (member bodies land in the new
-  kernel), ``canonicalize``, ``linalg-fuse-elementwise-ops`` (elementwise producers fuse
-  into their consumers, so intermediates disappear where legal), ``canonicalize`` and
-  ``cse``.
+  kernel) and ``canonicalize``; every all-parallel ``linalg.generic`` that reads its
+  ``outs`` is made to read them as inputs (:func:`read_inits_as_inputs`: else upstream
+  fusion into a broadcasting consumer re-reads, and re-accumulates, the init); then
+  ``linalg-fuse-elementwise-ops`` (elementwise producers fuse into their consumers, so
+  intermediates disappear where legal), ``canonicalize`` and ``cse``.
 
 The group is then replaced by one ``relax.call_tir`` at the place of its last member
 (inputs, outputs and tir_vars as above; ops are re-ordered topologically when an
@@ -38,7 +40,7 @@ members' linalg ops (no upstream elementwise fusion), ``enable=false`` does noth
 from __future__ import annotations
 
 from mlir import ir, passmanager
-from mlir.dialects import arith, func, tensor
+from mlir.dialects import arith, func, linalg, tensor
 
 from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR
@@ -50,8 +52,10 @@ from .kernel_hash import structural_hash
 from .legalize import KERNEL_OP_ATTR
 from .registry import Option, emit_error, register_pass
 
-FUSED_PIPELINE = "builtin.module(inline, func.func(canonicalize, linalg-fuse-elementwise-ops, canonicalize, cse))"
-PLAIN_PIPELINE = "builtin.module(inline, func.func(canonicalize, cse))"
+#: Before any fusion: the members' bodies inlined into the draft kernel.
+INLINE_PIPELINE = "builtin.module(inline, func.func(canonicalize))"
+FUSED_PIPELINE = "builtin.module(func.func(linalg-fuse-elementwise-ops, canonicalize, cse))"
+PLAIN_PIPELINE = "builtin.module(func.func(cse))"
 #: The symbol of a group's kernel while it is built (in a scratch module of its own).
 DRAFT_NAME = "fused"
 
@@ -246,6 +250,72 @@ def _restore_destinations(fn: ir.Operation, n_inputs: int) -> None:
             op.operands[k] = dest
 
 
+def _all_parallel(op: ir.Operation) -> bool:
+    its = ir.ArrayAttr(op.attributes["iterator_types"])
+    return all(str(t) == "#linalg.iterator_type<parallel>" for t in its)
+
+
+def read_inits_as_inputs(fn: ir.Operation) -> int:
+    """Make every all-parallel ``linalg.generic`` read its ``outs`` values as inputs.
+
+    Why: upstream ``linalg-fuse-elementwise-ops`` keeps a producer's init as an output of
+    the fused op when the producer's payload reads it, indexed through the consumer's map.
+    When the consumer broadcasts the producer's result (a 0-d ``sum``/``max``/``mean``
+    over no axes feeding a 1-d add; a reduction over ``axes = []`` feeding a 2-d one),
+    that map drops loop dims, so the fused op re-reads an element it wrote in an earlier
+    iteration and accumulates once more per broadcast iteration (x + 3*dot for
+    x + 2*dot). In an all-parallel generic whose init map is a permutation each output
+    element is visited once, so reading it equals reading the init tensor: pass that
+    tensor as an extra input instead (same map) and nothing reads the ``outs`` any
+    more. Returns how many generics were rewritten.
+    """
+    todo: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "linalg.generic" and len(op.results) and _all_parallel(op):
+            todo.append(op)
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit)
+    done = 0
+    for op in todo:
+        seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        n_in, n_out = seg
+        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        body = op.regions[0].blocks[0]
+        args = list(body.arguments)
+        read = [k for k in range(n_out)
+                if len(list(args[n_in + k].uses)) and maps[n_in + k].is_permutation]
+        if not read:
+            continue
+        ins, outs = list(op.operands)[:n_in], list(op.operands)[n_in:]
+        new_maps = maps[:n_in] + [maps[n_in + k] for k in read] + maps[n_in:]
+        new = linalg.GenericOp([r.type for r in op.results], ins + [outs[k] for k in read], outs,
+                               ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps]),
+                               op.attributes["iterator_types"], loc=op.location, ip=ir.InsertionPoint(op))
+        for name in list(op.attributes):
+            if name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
+                new.operation.attributes[name] = op.attributes[name]
+        types = [a.type for a in args[:n_in]] + [args[n_in + k].type for k in read] + [a.type for a in args[n_in:]]
+        block = new.regions[0].blocks.append(*types, arg_locs=[a.location for a in args[:n_in]]
+                                             + [args[n_in + k].location for k in read]
+                                             + [a.location for a in args[n_in:]])
+        nargs = list(block.arguments)
+        for i in range(n_in):
+            args[i].replace_all_uses_with(nargs[i])
+        for j, k in enumerate(read):
+            args[n_in + k].replace_all_uses_with(nargs[n_in + j])
+        for k in range(n_out):
+            args[n_in + k].replace_all_uses_with(nargs[n_in + len(read) + k])
+        for o in list(body.operations):
+            block.append(o.operation)
+        for old, rep in zip(op.results, new.results):
+            old.replace_all_uses_with(rep)
+        op.erase()
+        done += 1
+    return done
+
+
 def _find(module: ir.Module, name: str) -> ir.Operation:
     return [o.operation for o in module.body.operations
             if ir.StringAttr(o.attributes["sym_name"]).value == name][0]
@@ -268,7 +338,7 @@ def _referenced_callees(module: ir.Operation) -> set[str]:
     return out
 
 
-def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], pipeline: str,
+def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], fuse_linalg: bool,
           n_inputs: int) -> ir.Operation:
     """Inline the members into the draft kernel and fuse their linalg ops (upstream passes).
 
@@ -277,7 +347,10 @@ def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], pipe
     """
     for fn in members:
         fn.clone(ir.InsertionPoint(scratch.body))
-    passmanager.PassManager.parse(pipeline).run(scratch.operation)
+    passmanager.PassManager.parse(INLINE_PIPELINE).run(scratch.operation)
+    if fuse_linalg:
+        read_inits_as_inputs(_find(scratch, draft_name))
+    passmanager.PassManager.parse(FUSED_PIPELINE if fuse_linalg else PLAIN_PIPELINE).run(scratch.operation)
     _restore_destinations(_find(scratch, draft_name), n_inputs)
     passmanager.PassManager.parse("builtin.module(func.func(canonicalize))").run(scratch.operation)
     return _find(scratch, draft_name)
@@ -309,7 +382,6 @@ def relax_fuse_kernels(module: ir.Operation, opts) -> None:
     by_fused: dict[str, str] = {}    # structural hash of a fused kernel -> its symbol
     members_used: set[str] = set()
     block = module.regions[0].blocks[0]
-    pipeline = FUSED_PIPELINE if opts.fuse_linalg else PLAIN_PIPELINE
     for f in graph_functions(module):
         groups: dict[int, list[ir.Operation]] = {}
         for op in body_ops(f):
@@ -344,7 +416,7 @@ def relax_fuse_kernels(module: ir.Operation, opts) -> None:
                     name = by_draft[key]
                 else:
                     fused = _fuse(scratch, DRAFT_NAME, [kernels[c] for c in dict.fromkeys(callees)],
-                                  pipeline, len(gk.inputs))
+                                  opts.fuse_linalg, len(gk.inputs))
                     same = structural_hash(fused)
                     if same in by_fused:   # another group fused to the very same kernel
                         name = by_fused[same]

@@ -13,6 +13,12 @@ reads its inputs while it writes its outputs).
   decreasing size among values whose lifetimes overlap) from its byte size evaluated at
   the upper bounds. A ``relax.assert`` ``sym <= bound`` is added where each such symbol is
   bound, so an input beyond its bound is a run-time ShapeError, never an out-of-bounds write.
+  The arena is capped (``max-arena-bytes``, default :data:`MAX_ARENA_BYTES` = 256 MiB): it
+  lives in the session workspace, allocated in full at a session's first call whatever
+  the sizes of that call, so a huge bound (``n = 2**40``) must not make every call
+  allocate terabytes. The largest arena values leave it until it fits; they are planned
+  like unbounded values (symbolic storages, allocated per call at their actual size), or,
+  when their size is a constant (no symbol), left to the allocation of their call.
 * **Symbolic storages** (everything else): a linear scan in program order; a value reuses
   a dead storage whose byte size is provably >= its own (``prove_equal`` first, then
   ``prove_le``), or a dead storage it provably contains when the storage can be enlarged
@@ -41,6 +47,8 @@ from .registry import Option, register_pass
 #: Bytes per element of the planned element types.
 DTYPE_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16": 2, "i8": 1}
 ALIGN = 64
+#: Largest static arena (bytes): above it, values are allocated per call instead.
+MAX_ARENA_BYTES = 256 << 20
 #: Function attribute recording the plan (for tests and the memory benchmark).
 PLAN_ATTR = "relax.memory_plan"
 
@@ -165,6 +173,20 @@ class _Planner:
             placed.append(v)
         return max((_align(p.offset + p.static) for p in placed), default=0)
 
+    def cap_arena(self, vals: list[_Value]) -> tuple[list[_Value], int, list[_Value]]:
+        """(arena values, arena bytes, evicted values): the largest values leave the arena
+        (ties: the later one) until it holds at most ``max-arena-bytes``."""
+        cap = max(0, self.opts.max_arena_bytes)
+        evicted = [v for v in vals if _align(v.static) > cap]
+        vals = [v for v in vals if _align(v.static) <= cap]
+        size = self.plan_arena(vals) if vals else 0
+        while size > cap:
+            big = max(vals, key=lambda v: (v.static, v.index, v.result))
+            vals.remove(big)
+            evicted.append(big)
+            size = self.plan_arena(vals) if vals else 0
+        return vals, size, evicted
+
     # -- symbolic storages ----------------------------------------------------------
     def plan_symbolic(self, vals: list[_Value], bound_at: list[frozenset]) -> list[_Storage]:
         storages: list[_Storage] = []
@@ -204,7 +226,13 @@ class _Planner:
                 arena_vals.append(v)
             else:
                 sym_vals.append(v)
-        arena_size = self.plan_arena(arena_vals) if arena_vals else 0
+        arena_vals, arena_size, evicted = self.cap_arena(arena_vals)
+        for v in evicted:
+            v.static = None
+        sym_vals += [v for v in evicted if not v.size.is_static]
+        unplanned = {id(v) for v in evicted if v.size.is_static}
+        self.values = [v for v in self.values if id(v) not in unplanned]
+        sym_vals.sort(key=lambda v: (v.index, v.result))
         storages = self.plan_symbolic(sym_vals, bound_at)
 
         i8 = ir.IntegerType.get_signless(8)
@@ -247,7 +275,7 @@ class _Planner:
                            loc=op.location, ip=ir.InsertionPoint(op))
                 dests.append(a.result)
             self._add_dests(op, dests, [v.result for v in vs])
-        plan = {"arena_bytes": arena_size, "arena_values": len(arena_vals),
+        plan = {"arena_bytes": arena_size, "arena_values": len(arena_vals), "unplanned": len(unplanned),
                 "storages": [str(s.size) for s in storages], "symbolic_values": len(sym_vals)}
         self.f.attributes[PLAN_ATTR] = ir.DictAttr.get({
             "arena_bytes": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), arena_size),
@@ -285,7 +313,10 @@ def _storage_type(size: Dim) -> ir.Type:
                "Plan call_tir intermediates into reused storage by liveness: one static arena "
                "sized at relax.upper_bounds, else symbolic storages reused when sizes provably fit.",
                options=[Option("use-upper-bounds", bool, True,
-                               "plan a static arena where relax.upper_bounds bound the sizes")])
+                               "plan a static arena where relax.upper_bounds bound the sizes"),
+                        Option("max-arena-bytes", int, MAX_ARENA_BYTES,
+                               "largest static arena; the largest values above it are allocated "
+                               "per call")])
 def relax_plan_memory(module: ir.Operation, opts) -> None:
     for f in graph_functions(module):
         _Planner(f, opts).run()

@@ -1,6 +1,7 @@
 """Random bad call arguments to compiled executables: wrong dtypes, ranks and shapes,
 broken relations between symbolic dims, non-arrays, odd layouts (Fortran order,
-strided views, byte-swapped), huge virtual sizes and wrong arity. A call either
+strided views, byte-swapped), huge virtual sizes, sizes beyond `relax.upper_bounds`
+(a ShapeError, never a silent result) and wrong arity. A call either
 returns numpy's result or raises TypeError, ShapeError (a ValueError), ValueError or
 MemoryError; any other exception or a signal is a bug."""
 
@@ -16,7 +17,12 @@ SRC = {
     "rowsum": ('tensor<?x?xi32, #relax.shape<["n", "m"]>>',),
     "gather": ('tensor<?xui8, #relax.shape<["k"]>>', 'tensor<?xi64, #relax.shape<["j"]>>'),
     "even": ('tensor<?x3xf32, #relax.shape<["2*k", 3]>>',),
+    "bounded": ('tensor<?x2xf32, #relax.shape<["n", 2]>>',),
+    "unbounded": ('tensor<?x2xf32, #relax.shape<["n", 2]>>',),
 }
+#: relax.upper_bounds of @bounded (a static arena sized at n = 4: larger n is a ShapeError)
+#: and of @unbounded (2**40: the arena is capped, the intermediate allocated per call)
+BOUND = 4
 TEXT = """
 func.func @add(%x: {a0}, %y: {a1}) -> {a0} attributes {{relax.function}} {{
   %0 = "relax.add"(%x, %y) : ({a0}, {a1}) -> {a0}
@@ -34,8 +40,18 @@ func.func @even(%x: {e0}) -> {e0} attributes {{relax.function}} {{
   %0 = "relax.negative"(%x) : ({e0}) -> {e0}
   return %0 : {e0}
 }}
+func.func @bounded(%x: {b0}) -> tensor<?xf32, #relax.shape<["n"]>> attributes {{relax.function, relax.upper_bounds = {{n = {bound} : i64}}}} {{
+  %0 = "relax.sum"(%x) {{axes = array<i64: 1>}} : ({b0}) -> tensor<?xf32, #relax.shape<["n"]>>
+  %1 = "relax.negative"(%0) : (tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>>
+  return %1 : tensor<?xf32, #relax.shape<["n"]>>
+}}
+func.func @unbounded(%x: {b0}) -> tensor<?xf32, #relax.shape<["n"]>> attributes {{relax.function, relax.upper_bounds = {{n = 1099511627776 : i64}}}} {{
+  %0 = "relax.sum"(%x) {{axes = array<i64: 1>}} : ({b0}) -> tensor<?xf32, #relax.shape<["n"]>>
+  %1 = "relax.negative"(%0) : (tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>>
+  return %1 : tensor<?xf32, #relax.shape<["n"]>>
+}}
 """.format(a0=SRC["add"][0], a1=SRC["add"][1], r0=SRC["rowsum"][0], g0=SRC["gather"][0], g1=SRC["gather"][1],
-           e0=SRC["even"][0])
+           e0=SRC["even"][0], b0=SRC["bounded"][0], bound=BOUND)
 
 _EXE = []
 
@@ -58,6 +74,13 @@ def reference(fn: str, args):
             return np.zeros(i.shape, np.uint8)
         i = np.where(i < 0, i + x.shape[0], i)
         return x[np.clip(i, 0, x.shape[0] - 1)]
+    if fn in ("bounded", "unbounded"):
+        x = args[0]
+        if x.ndim != 2 or x.shape[1] != 2 or not np.issubdtype(x.dtype, np.floating):
+            return None
+        if fn == "bounded" and x.shape[0] > BOUND:
+            return "ShapeError"     # beyond relax.upper_bounds: must be refused
+        return np.negative(np.sum(x, axis=1, dtype=np.float32))
     return np.negative(args[0])
 
 
@@ -66,6 +89,8 @@ GOOD = {
     "rowsum": lambda r, n: [np.arange(n * 3, dtype=np.int32).reshape(n, 3)],
     "gather": lambda r, n: [np.arange(n, dtype=np.uint8), np.array([0, -1, 5, n], np.int64)],
     "even": lambda r, n: [np.ones((2 * n, 3), np.float32)],
+    "bounded": lambda r, n: [np.arange(n * 2, dtype=np.float32).reshape(n, 2)],
+    "unbounded": lambda r, n: [np.arange(n * 2, dtype=np.float32).reshape(n, 2)],
 }
 ODD_DTYPES = [np.float64, np.float16, np.int32, np.int64, np.uint8, np.bool_, np.complex64, object, "U3",
               np.dtype(">f4"), np.dtype(">i4")]
@@ -144,6 +169,9 @@ def run_badcalls(seed: int, count: int = 30) -> dict:
             want = reference(fn, [np.asarray(a) for a in args])
         except Exception:
             want = None
+        if isinstance(want, str):
+            return {"calls": calls, "error": f"exe[{fn!r}] accepted {_describe(args)}, beyond its "
+                    f"relax.upper_bounds (a {want} was due), and returned {np.asarray(got)!r}"}
         if want is not None:
             g = np.asarray(got)
             if g.shape != want.shape or not np.array_equal(g, want.astype(g.dtype), equal_nan=g.dtype.kind == "f"):

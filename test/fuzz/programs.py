@@ -3,7 +3,10 @@ reference for their VALUES (test/test_random_programs.py checks only shapes).
 
 One program = one graph function ``@main`` built with the typed builders from a seeded
 random chain of ops. It is compiled once and called at several random sizes (0 and 1
-included); every result is compared with the reference. The reference is numpy with
+included); every result is compared with the reference. About a third of the programs
+carry ``relax.upper_bounds`` (small ones: a static arena; huge ones up to 2**62: the
+capped arena, per-call allocation), and some reductions run over no axes (all loops
+parallel: the fusion class of seed 13001370); a tenth of the parameters are 0-d. The reference is numpy with
 the documented differences of docs/semantics.md applied (integer division by zero,
 saturating float -> int casts, clamped take, reductions keeping the dtype, ...).
 
@@ -225,7 +228,7 @@ class Node:
 #: should be 0, e.g. layer_norm of a row of 2, gives rsqrt ~1e3 +- 0.5 %): like the
 #: discontinuous ops, they only take bit-exact float operands (found by the long fuzz,
 #: program seed 11000173, a false mismatch)
-ILL_CONDITIONED = ("log", "sqrt", "rsqrt", "divide", "power")
+ILL_CONDITIONED = ("log", "sqrt", "rsqrt", "divide", "power")   # and rms_norm, layer_norm (op_norm)
 EXACT_FLOAT = {"negative", "abs", "relu", "maximum", "minimum", "where", "floor", "ceil", "round", "astype"}
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum", "mod", "floor_mod"]
 COMPARE = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
@@ -237,8 +240,10 @@ UNARY_I = ["negative", "abs", "relu"]
 class ProgramGen:
     """Builds one random program into an open graph function (see :func:`build`)."""
 
-    def __init__(self, r: random.Random, relax, sig_of):
+    def __init__(self, r: random.Random, relax, sig_of, r2: Optional[random.Random] = None):
         self.r = r
+        #: draws added after seeds were recorded (so older seeds keep their programs)
+        self.r2 = r2 or random.Random(0)
         self.relax = relax
         self.sig_of = sig_of             # ir.Value -> (shape list, dtype)
         self.nodes: list[Node] = []
@@ -340,6 +345,8 @@ class ProgramGen:
         rank = len(x.shape)
         axes = None if rank == 0 or self.r.random() < 0.25 else sorted(self.r.sample(range(rank), self.r.randint(1, rank)))
         keep = self.r.random() < 0.4
+        if self.r2.random() < 0.15:   # over no axes: all loops parallel, the init read (seed 13001370)
+            axes = []
         v = getattr(self.relax, name)(x.value, axes=axes, keepdims=keep)
         exact = x.exact and (not is_float(x.dtype) or name in ("max", "min"))
         self.node(v, name, lambda a, nm=name, dt=x.dtype, ax=axes, k=keep: ref_reduce(nm, a, dt, ax, k), [x], exact)
@@ -453,8 +460,12 @@ class ProgramGen:
         self.node(v, "reshape", lambda a, sh=tuple(x.shape): a.reshape(_eval(sh)).copy(), [f], x.exact)
 
     def op_norm(self):
-        x = self.pick(lambda n: is_float(n.dtype) and n.shape and (isinstance(n.shape[-1], int)
-                                                                   or n.shape[-1] in self.bound))
+        # bit-exact operands only: a row whose values are ~0 is divided by ~sqrt(eps), which
+        # amplifies rounding errors 316 times (gelu(-5) = -1.43e-6 is -1.49e-6 in f32, 4 %
+        # off like PyTorch's; after rms_norm and a matmul a whole result was 4 % off: long
+        # fuzz program seed 33000057, a false mismatch)
+        x = self.pick(lambda n: is_float(n.dtype) and n.exact and n.shape
+                      and (isinstance(n.shape[-1], int) or n.shape[-1] in self.bound))
         if x is None:
             return
         d = x.shape[-1]
@@ -549,16 +560,24 @@ def build(seed: int, n_ops: int = 12):
         return [d.value if d.is_static else str(d) for d in s.shape], str(s.dtype)
 
     r = random.Random(seed)
+    r2 = random.Random(seed * 7919 + 1)
+    # relax.upper_bounds: small ones (a static arena), huge ones (capped arena, per-call allocation)
+    bounds = {}
+    if r2.random() < 0.3:
+        bounds = {s: r2.choice([17, 100, 2**31, 2**40, 2**62]) for s in ("n", "m", "k") if r2.random() < 0.7}
     ctx = relax_mlir.make_context()
     with ctx, ir.Location.unknown():
         module = ir.Module.create()
         nparams = r.randint(2, 4)
         specs = []
         for i in range(nparams):
-            specs.append((f"x{i}", r.choice(SHAPES), r.choice(DTYPES)))
+            shape = r.choice(SHAPES)
+            specs.append((f"x{i}", [] if r2.random() < 0.1 else shape, r.choice(DTYPES)))
         specs.append(("idx", r.choice([["k"], ["n"], [3], ["n", 2]]), r.choice(["i64", "i32", "i8"])))
-        g = ProgramGen(r, relax, sig_of)
-        with graph_function(module, "main", specs) as fn:
+        g = ProgramGen(r, relax, sig_of, r2)
+        used = {d for sp in specs for d in sp[1] if isinstance(d, str)}
+        bounds = {k: v for k, v in bounds.items() if k in used}
+        with graph_function(module, "main", specs, upper_bounds=bounds or None) as fn:
             for i, p in enumerate(fn.params):
                 g.nodes.append(Node(p, specs[i][2], list(specs[i][1]), param=i))
             g.bound = {d for s in specs for d in s[1] if isinstance(d, str) and d.isidentifier()}

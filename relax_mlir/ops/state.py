@@ -146,3 +146,26 @@ def _state_write(call: InferCall) -> list:
         call.require_equal(a, b, f"value dim {j} against state '{call['state']}'")
     call.require_le(0, off, "offset")
     return []
+
+
+def declare_states(module, states: dict, upper_bounds: Optional[dict[str, int]] = None) -> None:
+    """Declare state buffers on ``module`` (an ``ir.Module`` or its operation):
+    ``states``: name -> (shape, dtype), e.g. ``{"k0": (["cap", 4, 64], "f32")}``;
+    ``upper_bounds``: capacity symbol -> bound (merged into the module's ``relax.upper_bounds``).
+    Existing declarations are kept (a name declared again is replaced)."""
+    from ..shapes import tensor_type
+
+    op = module.operation if hasattr(module, "operation") else module
+    entries = {}
+    if STATE_ATTR in op.attributes:
+        old = ir.DictAttr(op.attributes[STATE_ATTR])
+        entries = {old[k].name: old[k].attr for k in range(len(old))}
+    for name, (shape, dtype) in states.items():
+        entries[name] = ir.TypeAttr.get(tensor_type(Shape.of(shape), dtype))
+    op.attributes[STATE_ATTR] = ir.DictAttr.get(entries)
+    if upper_bounds:
+        bounds = {**module_bounds(op), **upper_bounds}
+        i64 = ir.IntegerType.get_signless(64)
+        op.attributes[MODULE_BOUNDS_ATTR] = ir.DictAttr.get({k: ir.IntegerAttr.get(i64, int(v))
+                                                             for k, v in bounds.items()})
+    module_states(op)   # refuse a malformed declaration now

@@ -440,8 +440,8 @@ class Session:
     ``sess["decode"](...)`` share a cache, and two sessions of one executable are two
     independent conversations. The arrays are the buffers (writing them from Python
     changes what the next call reads; the array objects never change). ``rows``:
-    capacity per state (``int`` for all, or name -> rows), at most the declared upper
-    bound, which is the default. :meth:`reset_state` zero-fills them.
+    capacity per state (name -> rows, or an ``int`` for every state of a symbolic
+    capacity), at most the declared upper bound, which is the default. :meth:`reset_state` zero-fills them.
     """
 
     def __init__(self, exe: "Executable", rows=None):
@@ -505,8 +505,12 @@ def _byte_descriptor(ptr: int, nbytes: int):
 
 
 def _rows(spec, rows) -> int:
-    """The capacity a session gives state ``spec``: ``rows`` (an int, or a dict by name), else its bound."""
-    r = rows.get(spec.name, spec.max_rows) if isinstance(rows, dict) else (spec.max_rows if rows is None else rows)
+    """The capacity a session gives state ``spec``: ``rows`` (a dict by name; an int applies to
+    every state whose capacity is symbolic), else its bound."""
+    if isinstance(rows, dict):
+        r = rows.get(spec.name, spec.max_rows)
+    else:
+        r = spec.max_rows if rows is None or spec.shape[0].isdigit() else rows
     r = int(r)
     if not 0 <= r <= spec.max_rows:
         raise ValueError(f"state '{spec.name}': {r} rows requested, its capacity is at most {spec.max_rows} "

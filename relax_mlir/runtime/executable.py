@@ -189,7 +189,7 @@ class _ParamChecker:
         conds = [f"({c.lhs}) == ({c.rhs})" if c.predicate == "eq" else f"({c.lhs}) <= ({c.rhs})" for c in checks]
         src = "def _holds(a):\n    try:\n        return " + " and ".join(conds) + \
               "\n    except ZeroDivisionError:\n        return False\n"
-        env = dict(_EVAL_GLOBALS)
+        env = dict(_EVAL_GLOBALS, ZeroDivisionError=ZeroDivisionError)
         exec(compile(src, "<shape checks>", "exec"), env)
         return env["_holds"]
 

@@ -16,11 +16,13 @@ from mlir import ir
 from mlir.dialects import arith, bufferization, func, memref, scf, tensor
 
 from ...dialects.relax import FUNCTION_ATTR
+from ...ops.registry import read_attrs
+from ...ops.state import row_shape
 from ...runtime.abi import Check
 from ...shapes import UNKNOWN, Dim, Shape, Truth, prove_le, read_tensor_type, symbol
 from ...shapes.emit import ArithEmitter, UnsupportedExpression
 from ...shapes.match import match_shapes
-from ..graph import body_ops, func_name, function_type, param_sigs
+from ..graph import body_ops, func_name, function_type, param_sigs, relax_opdef
 from .common import (CHECKS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, LOWERED_ATTR, WORKSPACE_ATTR,
                      LowerError, UnboundSymbol, UnsupportedType, at, element_bytes, i, strip, value_name)
 
@@ -429,10 +431,6 @@ class FunctionLowering:
         """``relax.state_read``: rows [begin, end) of the state buffer as a view (no copy);
         ``relax.state_write``: the value copied into a view of rows [offset, offset + rows).
         Both check the rows against the buffer's capacity (its bytes // a row's bytes)."""
-        from ...ops.registry import read_attrs
-        from ...ops.state import row_shape
-        from ..graph import relax_opdef
-
         attrs = read_attrs(relax_opdef(op), op)
         name = attrs["state"]
         sig = self.state.states.get(name)

@@ -22,9 +22,7 @@ symbolic in the new sequence length ``s`` (and the past length ``p``):
     [p, p + s) (``relax.state_write``: only ``2 * layers * s * kv * hd`` elements move).
 
 Each calls ``layer_prefill`` / ``layer_extend`` (one decoder layer, its weights as
-arguments; ``layer_extend`` calls ``rope_qkv``, so the rotated queries exist once instead
-of being recomputed inside the score reduction over the cache) once per layer through
-``relax.call``: a layer's code exists once, so compile
+arguments) once per layer through ``relax.call``: a layer's code exists once, so compile
 time does not grow with depth (12 layers inline: ~2x longer, in quadratic graph passes).
 The layer functions take the past as tensors and return the new keys/values; the state
 ops (which name the layer's state) live in ``prefill``/``extend``.
@@ -178,19 +176,9 @@ class LlamaModel(nn.Module):
         return relax.concat([o1, o2], axis=-1)
 
     def _qkv(self, layer: Layer, st: _Step, h: ir.Value):
-        qkv = layer.attn.qkv(h)
-        if st.past is None:
-            return self._rope_qkv(st, qkv)
-        # extend: through a graph function of its own, so the rotated q is computed once.
-        # Inline, fusion puts the rotation into the score reduction over the cache, which
-        # recomputes it for every cached row (9% of a 134M decode step at 144 tokens).
-        return relax.call([qkv, st.cos, st.sin], callee="rope_qkv")
-
-    def _rope_qkv(self, st: _Step, qkv: ir.Value):
-        """(s, (H + 2 KV) hd) -> q (rotated, scaled by 1/sqrt(hd)), k (rotated), v."""
         c = self.c
         H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
-        q, k, v = relax.split(qkv, indices=[H * D, (H + KV) * D], axis=-1)
+        q, k, v = relax.split(layer.attn.qkv(h), indices=[H * D, (H + KV) * D], axis=-1)
         q = self._rope(st, relax.reshape(q, shape=["s", H, D]))
         k = self._rope(st, relax.reshape(k, shape=["s", KV, D]))
         scale = relax.full(shape=[], value=1.0 / float(np.sqrt(D)), dtype="f32")
@@ -268,15 +256,6 @@ class LlamaModel(nn.Module):
         ``extend``; returns the weight names (the trailing arguments of both, in order)."""
         c = self.c
         d, KV, D, half = c.hidden_size, c.num_kv_heads, c.head_dim, c.head_dim // 2
-
-        def rope(qkv, cos, sin):
-            st = _Step("p")
-            st.cos, st.sin = cos, sin
-            return list(self._rope_qkv(st, qkv))
-
-        nn.export(module, "rope_qkv", nn.Module(), [("qkv", ["s", (c.num_heads + 2 * KV) * D], c.dtype),
-                                                    ("cos", ["s", 1, half], c.dtype),
-                                                    ("sin", ["s", 1, half], c.dtype)], rope)
         for past in (None, "p"):
             st = _Step(past)
             ins = [("x", ["s", d], c.dtype), ("cos", ["s", 1, half], c.dtype), ("sin", ["s", 1, half], c.dtype)]

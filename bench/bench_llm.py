@@ -2,10 +2,14 @@
 vocab 32000, f32, ~134M parameters), ours vs PyTorch eager in one process.
 
     PYTHONPATH=. python bench/bench_llm.py [--prompt 128] [--new 32] [--layers 12] [--repeat 3] [--threads N]
+                                           [--profile]
 
 Prints compile time, prefill latency (128 tokens) and decode tokens/s (32 tokens after
-the prompt), with ratios, the bytes a decode step moves into the KV cache, and whether
-the greedy tokens agree. PyTorch eager prefill is measured both as a plain forward
+the prompt), with ratios, the bytes a decode step moves (written into the KV cache, the
+session's state; the logits returned), the Python time per decode call (outside the
+compiled code), and whether the greedy tokens agree. ``--profile`` exports the
+executable to a shared library (so ``perf`` sees its symbols), runs decode steps under
+``perf record`` and prints where the time goes: our kernels, BLAS, Python/numpy, libc. PyTorch eager prefill is measured both as a plain forward
 (logits at every position) and with ``logits_to_keep=1`` (what generate() does, and
 what our ``prefill`` computes).
 """
@@ -40,6 +44,7 @@ def main() -> None:
     ap.add_argument("--new", type=int, default=32)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--profile", action="store_true", help="profile decode with perf (exports the code first)")
     ap.add_argument("--threads", type=int, default=None,
                     help="threads for both sides (torch and our BLAS); default: each side's default (2)")
     args = ap.parse_args()
@@ -106,6 +111,7 @@ def main() -> None:
 
     e_tps, o_tps = args.new / e_dec, args.new / o_dec
     cache_mb = lm.cache.nbytes / 1e6
+    py_ms, c_ms = python_time_per_decode(lm, ids, args.new)
     print(f"compile (ours, once for every length): {compile_s:.1f} s, executables built: 1")
     print(f"{'':34s}{'PyTorch eager':>16s}{'ours':>12s}{'ratio':>10s}")
     print(f"{'prefill ' + str(args.prompt) + ' (all logits) ms':34s}{eager_full * 1e3:16.1f}"
@@ -113,10 +119,96 @@ def main() -> None:
     print(f"{'prefill ' + str(args.prompt) + ' (last logits) ms':34s}{eager_last * 1e3:16.1f}"
           f"{ours_prefill * 1e3:12.1f}{eager_last / ours_prefill:9.2f}x")
     print(f"{'decode ' + str(args.new) + ' tokens/s':34s}{e_tps:16.1f}{o_tps:12.1f}{o_tps / e_tps:9.2f}x")
-    print(f"decode step moves {lm.bytes_per_token} bytes into the KV cache "
-          f"({lm.bytes_per_token / 1024:.0f} KiB; the cache holds {cache_mb:.1f} MB); "
-          f"greedy tokens equal to eager: {same}/{args.new} (decode steps with top-2 logits within 1e-4: "
+    print(f"decode step moves {lm.bytes_per_token} bytes into the KV cache (session state, written in place by "
+          f"the graph; the cache holds {cache_mb:.1f} MB, read in place) and returns "
+          f"{cfg.vocab_size * 4} bytes of logits; per decode call: {c_ms:.2f} ms in compiled code, "
+          f"{py_ms:.3f} ms of Python (runtime + CausalLM)")
+    print(f"greedy tokens equal to eager: {same}/{args.new} (decode steps with top-2 logits within 1e-4: "
           f"{sum(near_ties[:args.new])}); prefill logits max |ours - eager| = {logit_err:.1e}")
+    if args.profile:
+        profile_decode(lm, ids, args.new)
+
+
+def python_time_per_decode(lm, ids, steps: int) -> tuple[float, float]:
+    """Median (Python ms, compiled-code ms) of a decode call: the C entry point is timed
+    from inside, the rest of the call is Python (argument checks, descriptors, results)."""
+    fn = lm.exe["extend"]
+    real, inner = fn._fn, []
+
+    def timed(*a):
+        t = time.perf_counter()
+        r = real(*a)
+        inner.append(time.perf_counter() - t)
+        return r
+
+    fn._fn = timed
+    try:
+        tok, total = int(np.argmax(lm.prefill(ids))), []
+        for _ in range(steps):
+            t = time.perf_counter()
+            tok = int(np.argmax(lm.decode(tok)))
+            total.append(time.perf_counter() - t)
+    finally:
+        fn._fn = real
+    py = statistics.median(t - c for t, c in zip(total, inner))
+    return py * 1e3, statistics.median(inner) * 1e3
+
+
+def profile_decode(lm, ids, steps: int) -> None:
+    """Decode under ``perf record`` with the code in an exported library (named symbols);
+    prints the share of samples per library and the top symbols."""
+    import subprocess
+    import tempfile
+
+    import relax_mlir
+    from relax_mlir.llm import causal_lm as clm
+
+    with tempfile.TemporaryDirectory() as tmp:
+        so = os.path.join(tmp, "llm.so")
+        lib = relax_mlir.load(lm.exe.export(so))
+        clm._EXECUTABLES[lm.config] = (lib, lm.weight_names)
+        try:
+            prof = CausalLM(lm.config, dict(zip(lm.weight_names, lm.weights)), lm.max_seq_len)
+        finally:
+            clm._EXECUTABLES[lm.config] = (lm.exe, lm.weight_names)
+        tok = int(np.argmax(prof.prefill(ids)))
+        data = os.path.join(tmp, "perf.data")
+        rec = subprocess.Popen(["perf", "record", "-q", "-F", "2000", "-o", data, "-p", str(os.getpid())],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        for _ in range(steps):
+            tok = int(np.argmax(prof.decode(tok)))
+        rec.send_signal(2)
+        rec.wait()
+        syms = _symbols(so)
+        for sort in ("dso", "dso,sym"):
+            out = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", sort,
+                                  "--percent-limit", "0.7"], capture_output=True, text=True).stdout
+            print(f"-- perf report --sort {sort} (decode steps; >= 0.7% of samples; our code: llm.so)")
+            for line in out.splitlines():
+                if line.strip() and not line.startswith("#"):
+                    print(_name_address(line, syms))
+
+
+def _symbols(so: str) -> list[tuple[int, str]]:
+    """(address, name) of the functions of an exported library, sorted (the loader maps it
+    from memory, so perf cannot name them itself)."""
+    import subprocess
+
+    out = subprocess.run(["nm", "-n", "--defined-only", so], capture_output=True, text=True).stdout
+    return [(int(a, 16), n) for a, t, n in (l.split(None, 2) for l in out.splitlines() if l.count(" ") >= 2)
+            if t.lower() == "t"]
+
+
+def _name_address(line: str, syms: list) -> str:
+    import bisect
+    import re
+
+    m = re.search(r"\[\.\] 0x([0-9a-f]+)\s*$", line)
+    if not m or not syms:
+        return line
+    i = bisect.bisect_right([a for a, _ in syms], int(m.group(1), 16)) - 1
+    return line[:m.start()] + "[.] " + (syms[i][1] if i >= 0 else m.group(0))
 
 
 if __name__ == "__main__":

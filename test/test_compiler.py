@@ -181,7 +181,7 @@ def test_metadata_is_the_typed_contract():
     main = typed.functions["main"]
     assert [p.shape for p in main.params] == [("n", "4"), ("n", "4")]
     assert [c.kind for c in main.checks][:1] == ["param"]
-    with pytest.raises(MetadataError, match=r"this relax_mlir reads 'relax-mlir-executable' version 2"):
+    with pytest.raises(MetadataError, match=r"this relax_mlir reads 'relax-mlir-executable' versions 2, 3"):
         ExecutableMetadata.from_json(dict(meta, version=1))
     with pytest.raises(MetadataError, match=r"unknown check kind 'bogus'"):
         ExecutableMetadata.from_json(dict(meta, functions={"main": dict(meta["functions"]["main"],

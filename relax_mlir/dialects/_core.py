@@ -396,7 +396,7 @@ def _builder_scope(ip: Optional[ir.InsertionPoint]):
                 return sig(ft.inputs), sig(ft.results)
         return None
 
-    return Scope(set(), lookup)
+    return Scope(set(), lookup, module=op)
 
 
 def _make_builder(opdef: OpDef):

@@ -827,6 +827,23 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     // optional attribute "axis": #builtin.dense_array (ints), default none
   }
+  // rows [begin, end) of the session's state buffer `state` as a tensor, without a copy (a view: valid until a relax.state_write to those rows); end beyond the capacity is a run-time ShapeError
+  irdl.operation @state_read {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.results(result: %0)
+    %1 = irdl.base "#builtin.string"
+    %2 = irdl.any
+    irdl.attributes {"state" = %1, "end" = %2}
+    // optional attribute "begin": any (dim), default 0
+  }
+  // write `value` into rows [offset, offset + rows) of the session's state buffer `state`, in place (only those rows move); its other dims and dtype must be the state's; a write beyond the capacity is a run-time ShapeError
+  irdl.operation @state_write {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(value: %0)
+    %1 = irdl.base "#builtin.string"
+    irdl.attributes {"state" = %1}
+    // optional attribute "offset": any (dim), default 0
+  }
   // slice `axes` from `begin` to `end` by `strides` (symbolic allowed; see clamp rule)
   irdl.operation @strided_slice {
     %0 = irdl.base "!builtin.tensor"

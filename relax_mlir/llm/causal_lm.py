@@ -10,25 +10,23 @@
     logits = lm.decode(token)         # (vocab,) after one more token
     out = lm.generate(ids, max_new_tokens=32)           # greedy (temperature/top_p optional)
 
-The KV cache. Per layer, the object owns preallocated numpy arrays
-``k_cache[i], v_cache[i]`` of shape ``(max_seq_len, kv_heads, head_dim)`` -- the
-SEQUENCE AXIS FIRST, so the filled prefix ``k_cache[i][:p]`` is a C-contiguous view that
-the executable receives without a copy (the runtime passes C-contiguous arrays as they
-are). The graph functions read the past in place and return only the new entries
-``(s, kv_heads, head_dim)``, which :meth:`_append` writes into the cache in place: a
-decode step moves ``2 * layers * kv_heads * head_dim * 4`` bytes into the cache
-(:attr:`bytes_per_token`), never the cache itself.
-
-All cache handling lives in :class:`KVCache` (``views()`` gives the graph its past,
-``append()`` stores what the graph returns). When executables get owned state
-(sessions), ``KVCache`` becomes a handle on that state: the graph functions would take
-the cache as state and write the new entries themselves, and only ``KVCache`` and the
-two calls in :meth:`CausalLM._run` change; the model graph and the loaders do not.
+The KV cache is executable-owned state (:mod:`relax_mlir.ops.state`): the compiled module
+declares ``k{i}``, ``v{i}`` per layer, shape ``(cap, kv_heads, head_dim)`` (sequence axis
+first), and each CausalLM holds one :class:`~relax_mlir.runtime.executable.Session` whose
+buffers (``max_seq_len`` rows) ARE the cache. The graph functions read the past in place
+(a view of rows [0, p)) and write the new keys and values into rows [p, p + s)
+themselves: a decode step moves ``2 * layers * kv_heads * head_dim * 4`` bytes into the
+cache (:attr:`CausalLM.bytes_per_token`), never the cache itself, and Python passes only
+the new token(s) and the cached length (the weights are bound once:
+``Function.bind_params``). :class:`KVCache` is the Python handle on that state: its
+arrays are the session's buffers, ``length`` the filled rows. Two CausalLMs of one
+config share the compiled executable, not their caches.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from dataclasses import replace
+from typing import Optional
 
 import numpy as np
 
@@ -39,31 +37,27 @@ _EXECUTABLES: dict[LMConfig, tuple] = {}
 
 
 class KVCache:
-    """Preallocated per-layer K and V, sequence axis first; ``length`` entries filled."""
+    """A handle on a session's KV state: ``k[i]``, ``v[i]`` are the session's buffers
+    ``(max_seq_len, kv_heads, head_dim)`` of layer ``i``; ``length`` rows are filled."""
 
-    def __init__(self, c: LMConfig, max_seq_len: int):
-        shape = (max_seq_len, c.num_kv_heads, c.head_dim)
-        self.k = [np.zeros(shape, np.float32) for _ in range(c.num_layers)]
-        self.v = [np.zeros(shape, np.float32) for _ in range(c.num_layers)]
-        self.max_seq_len = max_seq_len
+    def __init__(self, session, num_layers: int):
+        self.session = session
+        self.k = [session.state[f"k{i}"] for i in range(num_layers)]
+        self.v = [session.state[f"v{i}"] for i in range(num_layers)]
+        self.max_seq_len = self.k[0].shape[0] if num_layers else 0
         self.length = 0
 
+    def past(self) -> np.ndarray:
+        """The zero-byte ``(length, 0)`` array whose shape tells ``extend`` the cached length."""
+        return np.empty((self.length, 0), np.int8)
+
     def views(self) -> list[np.ndarray]:
-        """[k_0[:p], v_0[:p], ...]: C-contiguous prefix views (no copy)."""
+        """[k_0[:p], v_0[:p], ...]: the filled rows (views of the session's buffers)."""
         p = self.length
         out = []
         for k, v in zip(self.k, self.v):
             out += [k[:p], v[:p]]
         return out
-
-    def append(self, news: Sequence[np.ndarray]) -> None:
-        """Write the new entries (s, kv, hd) per layer at [length, length + s) in place."""
-        s = news[0].shape[0]
-        p = self.length
-        for i, (k, v) in enumerate(zip(self.k, self.v)):
-            k[p:p + s] = news[2 * i]
-            v[p:p + s] = news[2 * i + 1]
-        self.length = p + s
 
     @property
     def nbytes(self) -> int:
@@ -90,16 +84,20 @@ class CausalLM:
 
     def __init__(self, config: LMConfig, weights: dict[str, np.ndarray], max_seq_len: int = 2048,
                  eos_token_id=None):
-        self.config = config
         self.max_seq_len = int(max_seq_len)
+        if self.max_seq_len > config.max_positions:   # the state's capacity bound is part of the graph
+            config = replace(config, max_positions=self.max_seq_len)
+        self.config = config
         self.exe, self.weight_names = compile_model(config)
         missing = [n for n in self.weight_names if n not in weights]
         if missing:
             raise ValueError(f"missing weights: {', '.join(missing[:5])}")
         self.weights = [np.ascontiguousarray(weights[n], dtype=np.float32) for n in self.weight_names]
-        self.cache = KVCache(config, self.max_seq_len)
-        self._prefill = self.exe["prefill"]
-        self._extend = self.exe["extend"]
+        self.session = self.exe.session(rows=self.max_seq_len)
+        self.cache = KVCache(self.session, config.num_layers)
+        # the ~9 arrays per layer are checked and converted once; a call passes ids (and past)
+        self._prefill = self.session["prefill"].bind_params(*self.weights)
+        self._extend = self.session["extend"].bind_params(*self.weights)
         self.eos_token_id = eos_token_id
 
     # -- construction --------------------------------------------------------------------
@@ -166,12 +164,13 @@ class CausalLM:
         return ids
 
     def _run(self, ids: np.ndarray) -> np.ndarray:
+        """Logits of the new tokens (prefill: the last only); the graph writes the cache."""
         if self.cache.length == 0:
-            out = self._prefill(ids, *self.weights)
+            out = self._prefill(ids)
         else:
-            out = self._extend(ids, *self.cache.views(), *self.weights)
-        self.cache.append(out[1:])
-        return out[0]
+            out = self._extend(ids, self.cache.past())
+        self.cache.length += ids.size
+        return out
 
     def prefill(self, ids) -> np.ndarray:
         """Start over with prompt ``ids``; the logits (vocab,) after its last token."""
@@ -182,9 +181,9 @@ class CausalLM:
         """Append ``ids`` after the cached tokens; logits (len(ids), vocab) at every new position
         (with an empty cache: the whole prompt's logits)."""
         ids = self._ids(ids)
-        out = self._extend(ids, *self.cache.views(), *self.weights)
-        self.cache.append(out[1:])
-        return out[0]
+        out = self._extend(ids, self.cache.past())
+        self.cache.length += ids.size
+        return out
 
     def decode(self, token: int) -> np.ndarray:
         """One more token after the cached ones; its logits (vocab,)."""

@@ -1,28 +1,31 @@
 """The Llama-family decoder as relax graph functions (built with :mod:`relax_mlir.frontend.nn`).
 
-Two graph functions, compiled together into ONE executable, both symbolic in the new
-sequence length ``s`` (and the past length ``p``; the total is ``t = p + s``):
+The KV cache is EXECUTABLE-OWNED STATE (:mod:`relax_mlir.ops.state`): the module declares
+``k{i}``, ``v{i}`` per layer, each ``(cap, kv_heads, head_dim)`` (sequence axis first,
+``cap <= max_positions``), which a :class:`~relax_mlir.runtime.executable.Session`
+allocates once. Two graph functions, compiled together into ONE executable, both
+symbolic in the new sequence length ``s`` (and the past length ``p``):
 
-``prefill(ids: (s,) i64, *weights) -> (logits (1, vocab), k_0, v_0, ..., k_L-1, v_L-1)``
+``prefill(ids: (s,) i64, *weights) -> logits (1, vocab)``
     A prompt with an empty cache: attention over the new tokens only, as batched
-    matmuls (BLAS). Logits of the last position only (the lm_head is a fifth of a
-    134M Llama's FLOPs).
+    matmuls (BLAS); writes the prompt's keys and values into rows [0, s) of the state.
+    Logits of the last position only (the lm_head is a fifth of a 134M Llama's FLOPs).
 
-``extend(ids: (s,) i64, k_past_0: (p, kv, hd), v_past_0, ..., *weights)
-        -> (logits (s, vocab), k_0, v_0, ...)``
-    ``s`` new tokens after ``p`` cached ones (decode is ``s == 1``). The past keys and
-    values are read IN PLACE from the caller's cache (sequence axis first, so the
-    prefix ``cache[:p]`` is a C-contiguous view): scores against the past and against
-    the new tokens are computed separately (a broadcast multiply + sum that fusion turns
-    into one loop nest reading the cache once) and concatenated -- the cache itself is
-    never concatenated, transposed or copied. The probabilities are split back at ``p``.
+``extend(ids: (s,) i64, past: (p, 0) i8, *weights) -> logits (s, vocab)``
+    ``s`` new tokens after ``p`` cached ones (decode is ``s == 1``). ``past`` is a
+    zero-byte array whose shape carries ``p`` (the runtime passes sizes as tensor
+    shapes). Each layer reads rows [0, p) of its state IN PLACE (``relax.state_read``:
+    a view, never a copy), computes scores against the past and against the new tokens
+    separately (a broadcast multiply + sum that fusion turns into one loop nest reading
+    the cache once) and concatenates the scores -- the cache itself is never
+    concatenated, transposed or copied -- then writes its new keys and values into rows
+    [p, p + s) (``relax.state_write``: only ``2 * layers * s * kv * hd`` elements move).
 
 Each calls ``layer_prefill`` / ``layer_extend`` (one decoder layer, its weights as
 arguments) once per layer through ``relax.call``: a layer's code exists once, so compile
 time does not grow with depth (12 layers inline: ~2x longer, in quadratic graph passes).
-
-Both return only the NEW keys/values ``(s, kv, hd)`` per layer; the owner of the cache
-(:class:`relax_mlir.llm.CausalLM`) writes them in place.
+The layer functions take the past as tensors and return the new keys/values; the state
+ops (which name the layer's state) live in ``prefill``/``extend``.
 
 Head order: query heads are laid out group-major, ``(s, group, kv_head, hd)``, i.e. HF
 head ``h = kv * group_size + g`` sits at ``g * kv_heads + kv`` (the loader permutes the
@@ -40,6 +43,7 @@ from mlir import ir
 
 from ..dialects import relax
 from ..frontend import nn
+from ..ops.state import declare_states
 
 NEG = float(np.finfo(np.float32).min)
 
@@ -66,6 +70,8 @@ class LMConfig:
     attention_scaling: float = 1.0      # rope post-scaling of cos/sin (yarn); 1 otherwise
     sliding_window: Optional[int] = None
     dtype: str = "f32"
+    #: upper bound of the KV state's capacity (rows): sessions allocate up to this many
+    max_positions: int = 4096
 
     def __post_init__(self):
         if self.num_heads % self.num_kv_heads:
@@ -220,26 +226,34 @@ class LlamaModel(nn.Module):
         x = relax.add(x, layer.mlp(layer.post_norm(x)))
         return [x, k, v]
 
-    def _body(self, st: _Step, ids: ir.Value, past: list, last_only: bool) -> list:
-        """Embedding, rope tables and mask once, then ``relax.call`` of the layer function
-        per layer (one copy of the layer code: compile time does not grow with depth)."""
+    def _body(self, st: _Step, ids: ir.Value, last_only: bool) -> list:
+        """Embedding, rope tables and mask once, then per layer: its past read from the state
+        (extend), ``relax.call`` of the layer function (one copy of the layer code: compile
+        time does not grow with depth), its new keys and values written into the state."""
         self._setup(st)
         x = self.embed(ids)
-        news = []
         callee = "layer_prefill" if st.past is None else "layer_extend"
         for i, layer in enumerate(self.layers):
             ws = [p.value for _, p in layer.named_parameters()]
-            x, k, v = relax.call([x, st.cos, st.sin, *past[2 * i:2 * i + 2], st.mask, *ws], callee=callee)
-            news += [k, v]
+            past = []
+            if st.past is not None:
+                past = [relax.state_read(state=f"k{i}", end=st.past), relax.state_read(state=f"v{i}", end=st.past)]
+            x, k, v = relax.call([x, st.cos, st.sin, *past, st.mask, *ws], callee=callee)
+            relax.state_write(k, state=f"k{i}", offset=st.start)
+            relax.state_write(v, state=f"v{i}", offset=st.start)
         if last_only:
             x = relax.strided_slice(x, axes=[0], begin=["s - 1"], end=["s"])
-        return [self.lm_head(self.norm(x))] + news
+        return self.lm_head(self.norm(x))
+
+    def state_names(self) -> list[str]:
+        """The KV state buffers, in the executable's order (sorted by name)."""
+        return sorted(f"{kv}{i}" for i in range(self.c.num_layers) for kv in "kv")
 
     # -- graph functions --------------------------------------------------------------
 
     def build(self, module: ir.Module) -> list[str]:
-        """Append the layer functions, ``prefill`` and ``extend`` to ``module``; returns the
-        weight names (the trailing arguments of both, in order)."""
+        """Declare the KV state on ``module`` and append the layer functions, ``prefill`` and
+        ``extend``; returns the weight names (the trailing arguments of both, in order)."""
         c = self.c
         d, KV, D, half = c.hidden_size, c.num_kv_heads, c.head_dim, c.head_dim // 2
         for past in (None, "p"):
@@ -254,12 +268,11 @@ class LlamaModel(nn.Module):
                 return self._layer(self.layers[0], st, x, list(rest[:-1]))
 
             nn.export(module, "layer_prefill" if past is None else "layer_extend", self.layers[0], ins, fwd)
+        declare_states(module, {f"{kv}{i}": (["cap", KV, D], c.dtype) for i in range(c.num_layers) for kv in "kv"},
+                       upper_bounds={"cap": c.max_positions})
         names = nn.export(module, "prefill", self, [("ids", ["s"], "i64")],
-                          lambda ids: self._body(_Step(None), ids, [], last_only=True))
-        cache = []
-        for i in range(c.num_layers):
-            cache += [(f"k_past_{i}", ["p", KV, D], c.dtype), (f"v_past_{i}", ["p", KV, D], c.dtype)]
-        names2 = nn.export(module, "extend", self, [("ids", ["s"], "i64")] + cache,
-                           lambda ids, *past: self._body(_Step("p"), ids, list(past), last_only=False))
+                          lambda ids: self._body(_Step(None), ids, last_only=True))
+        names2 = nn.export(module, "extend", self, [("ids", ["s"], "i64"), ("past", ["p", 0], "i8")],
+                           lambda ids, past: self._body(_Step("p"), ids, last_only=False))
         assert names == names2
         return names

@@ -53,6 +53,8 @@ SHAPE_RULES: dict[str, str] = {
     "call_dps_library": "as the result types state (outputs written in destination-passing style)",
     "alloc_storage": "as the result type states: a 1-D i8 tensor of the planned byte size",
     "alloc_tensor": "as the result type states, carved out of `storage` at `offset`",
+    "state_read": "(end - begin, *rows of the state); the state's dtype; 0 <= begin <= end (end <= capacity is checked at run time)",
+    "state_write": "no result; `value` is (rows, *the state's row shape) of the state's dtype; 0 <= offset",
 }
 
 

@@ -278,6 +278,7 @@ class Scope:
     """Symbols in scope in a graph function, and access to other graph functions' signatures."""
 
     def __init__(self, bound: Optional[set[str]] = None,
-                 lookup: Optional[Callable[[str], Any]] = None):
+                 lookup: Optional[Callable[[str], Any]] = None, module: Optional[ir.Operation] = None):
         self.bound: set[str] = set(bound or ())
         self.lookup = lookup
+        self.module = module    # the enclosing module (its declarations: relax.state)

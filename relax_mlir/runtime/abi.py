@@ -19,13 +19,17 @@ from typing import Any, Optional
 
 FORMAT = "relax-mlir-executable"
 #: 2: typed checks, signature plans and per-function workspaces (sessions)
-VERSION = 2
+#: 3: executable-owned state buffers (``states``; every function takes them after the workspace)
+VERSION = 3
+#: versions this runtime reads (a version-2 library has no state: it loads unchanged)
+READS = (2, 3)
 
 #: What a check guards: the user's argument shapes (``param``), ``relax.match_cast``,
 #: ``relax.assert``, a symbolic ``//``/``%`` by zero (``division``), a dimension or size
 #: beyond int64 (``overflow``), a negative allocation size (``size``), a failed
 #: allocation (``alloc``: MemoryError, every other kind a ShapeError).
-CHECK_KINDS = ("param", "match_cast", "assert", "division", "overflow", "size", "alloc")
+#: ``state``: a ``relax.state_read``/``state_write`` row range beyond the session's capacity.
+CHECK_KINDS = ("param", "match_cast", "assert", "division", "overflow", "size", "alloc", "state")
 
 
 class MetadataError(RuntimeError):
@@ -168,6 +172,28 @@ class FunctionSig:
                            int(d.get("workspace_bytes", 0)))
 
 
+@dataclass(frozen=True)
+class StateSpec:
+    """A state buffer of the module (``relax.state``): ``shape[0]`` is its capacity in rows
+    (static, or a symbol whose upper bound is ``max_rows``), the other dims are static."""
+
+    name: str
+    shape: tuple[str, ...]
+    dtype: str
+    max_rows: int
+
+    @property
+    def row_shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.shape[1:])
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "max_rows": self.max_rows}
+
+    @staticmethod
+    def from_json(d: dict) -> "StateSpec":
+        return StateSpec(str(d["name"]), tuple(str(x) for x in d["shape"]), str(d["dtype"]), int(d["max_rows"]))
+
+
 @dataclass
 class ExecutableMetadata:
     """Everything the runtime needs about a compiled module; ``extra`` holds further JSON
@@ -178,13 +204,16 @@ class ExecutableMetadata:
     target: str = "cpu"
     compile_time_s: float = 0.0
     extra: dict = field(default_factory=dict)
+    #: state buffers, in the order every lowered function takes them (after the workspace)
+    states: tuple[StateSpec, ...] = ()
 
-    _OWN = ("format", "version", "detail_slots", "functions", "target", "compile_time_s")
+    _OWN = ("format", "version", "detail_slots", "functions", "target", "compile_time_s", "states")
 
     def to_json(self) -> dict:
         out = {"format": FORMAT, "version": VERSION, "detail_slots": self.detail_slots,
                "functions": {n: f.to_json() for n, f in self.functions.items()},
-               "target": self.target, "compile_time_s": self.compile_time_s}
+               "target": self.target, "compile_time_s": self.compile_time_s,
+               "states": [s.to_json() for s in self.states]}
         out.update({k: v for k, v in self.extra.items() if k not in self._OWN})
         return out
 
@@ -192,14 +221,15 @@ class ExecutableMetadata:
     def from_json(d: Any) -> "ExecutableMetadata":
         if not isinstance(d, dict):
             raise MetadataError("malformed metadata (not a JSON object)")
-        if d.get("format") != FORMAT or d.get("version") != VERSION:
+        if d.get("format") != FORMAT or d.get("version") not in READS:
             raise MetadataError(f"metadata format {d.get('format')!r} version {d.get('version')!r}; "
-                                f"this relax_mlir reads {FORMAT!r} version {VERSION}")
+                                f"this relax_mlir reads {FORMAT!r} versions {', '.join(map(str, READS))}")
         try:
             return ExecutableMetadata(int(d["detail_slots"]),
                                       {str(n): FunctionSig.from_json(f) for n, f in d["functions"].items()},
                                       str(d.get("target", "cpu")), float(d.get("compile_time_s", 0.0)),
-                                      {k: v for k, v in d.items() if k not in ExecutableMetadata._OWN})
+                                      {k: v for k, v in d.items() if k not in ExecutableMetadata._OWN},
+                                      tuple(StateSpec.from_json(s) for s in d.get("states", ())))
         except (KeyError, TypeError, ValueError) as e:
             raise MetadataError(f"malformed metadata ({type(e).__name__}: {e})") from None
 

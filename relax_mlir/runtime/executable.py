@@ -5,8 +5,10 @@
     exe = relax_mlir.compile(text)            # see relax_mlir.compiler
     y = exe(x, w)                             # runs @main; numpy out (tuple when several)
     z = exe["other"](x)                       # any graph function; exe.functions lists them
-    sess = exe.session()                      # explicit per-caller state (workspace, later state)
+    sess = exe.session()                      # explicit per-caller state (workspace, state buffers)
     y = sess["main"](x, w)                    # == sess(x, w)
+    sess.state["k0"]                          # a state buffer (relax.state), updated in place
+    step = sess["decode"].bind_params(*ws)    # weights converted once; step(token) per call
     exe.compile_time_s, exe.metadata          # seconds; JSON (relax_mlir.runtime.abi)
     exe.export("model.so")                    # ahead-of-time: one shared library
     exe = relax_mlir.load("model.so")         # in any process, without the compiler
@@ -15,10 +17,11 @@ This module is only what a loaded library needs: argument marshalling, the calli
 convention, sessions and failure messages; the compiler lives in :mod:`relax_mlir.compiler`.
 
 Calling convention (see :mod:`relax_mlir.transforms.lower_host`): each graph function is
-lowered to ``@f(workspace, params...) -> (i32 status, i64 x D details, results...)`` with
-``llvm.emit_c_interface``; this module calls ``_mlir_ciface_f(result_struct*, workspace*,
-desc*...)`` (``i32 _mlir_ciface_f(workspace*, desc*...)`` when the status is the only
-result) directly with ctypes. Where the symbol comes from is the only thing that differs
+lowered to ``@f(workspace, states..., params...) -> (i32 status, i64 x D details, results...)``
+with ``llvm.emit_c_interface``; this module calls ``_mlir_ciface_f(result_struct*, workspace*,
+state*..., desc*...)`` (``i32 _mlir_ciface_f(workspace*, state*..., desc*...)`` when the
+status is the only result) directly with ctypes. ``exe["f"].bind_params(*weights)``
+converts trailing arguments once (:class:`PreparedCall`). Where the symbol comes from is the only thing that differs
 between a compiled and a loaded Executable: a *symbol resolver* gives its address, from
 the ExecutionEngine (JIT) or from a ``ctypes.CDLL`` (:func:`relax_mlir.load`, see
 :mod:`relax_mlir.runtime.aot`). Everything else is this one implementation, driven by
@@ -70,6 +73,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import threading
 from typing import Callable, Optional, Sequence
 
@@ -153,9 +157,16 @@ def _code(expr: str):
     return compile(expr, "<shape>", "eval")
 
 
+_ARG_REF = re.compile(r"a\[(\d+)\]")
+
+
 class _ParamChecker:
     """The parameter patterns of one function (its :class:`~relax_mlir.runtime.abi.SignaturePlan`),
-    run over the actual dims."""
+    run over the actual dims.
+
+    The dim relations are compiled into ONE Python function (``a`` -> all hold?), so a call
+    evaluates them without an ``eval`` per check; only a failure takes the slow path
+    (:meth:`explain`), which finds the first failing check and words the error."""
 
     def __init__(self, fname: str, sig: FunctionSig):
         plan = sig.plan
@@ -165,53 +176,94 @@ class _ParamChecker:
         self.dtypes = [p.dtype for p in sig.params]
         self.np_dtypes = [DTYPES.get(d) for d in self.dtypes]
         self.bindings = [(b.symbol, _code(b.expr), set(b.args)) for b in plan.bindings]
+        self.plan_checks = plan.checks
         self.checks = [(c.arg, _code(c.lhs), _code(c.rhs), c.predicate, c.detail) for c in plan.checks]
         self.syms_of = [set(s) for s in plan.symbols]
+        self._all = self._compile(plan.checks)
+
+    @staticmethod
+    def _compile(checks) -> Callable[[list], bool]:
+        """``f(a) -> bool``: every check holds (False also when one divides by zero)."""
+        if not checks:
+            return lambda a: True
+        conds = [f"({c.lhs}) == ({c.rhs})" if c.predicate == "eq" else f"({c.lhs}) <= ({c.rhs})" for c in checks]
+        src = "def _holds(a):\n    try:\n        return " + " and ".join(conds) + \
+              "\n    except ZeroDivisionError:\n        return False\n"
+        env = dict(_EVAL_GLOBALS, ZeroDivisionError=ZeroDivisionError)
+        exec(compile(src, "<shape checks>", "exec"), env)
+        return env["_holds"]
+
+    def check_types(self, arrays: list[np.ndarray], start: int = 0) -> None:
+        """dtype and rank of ``arrays``, which are the arguments from ``start`` on."""
+        for i, a in enumerate(arrays, start):
+            nd = self.np_dtypes[i]
+            if a.dtype != nd:
+                dt = self.dtypes[i]
+                if nd is None:
+                    raise TypeError(f"@{self.fname}: argument #{i} has element type {dt}, which numpy cannot hold")
+                raise TypeError(f"@{self.fname}: argument #{i} has dtype {a.dtype}, expected {np.dtype(nd)} ({dt})")
+            if a.ndim != self.ranks[i]:
+                raise ShapeError(f"@{self.fname}: argument #{i}: expected rank {self.ranks[i]} for shape "
+                                 f"{self.shapes[i]}, got rank {a.ndim} (shape {_fmt_shape(a.shape)})")
 
     def check(self, arrays: list[np.ndarray]) -> None:
-        for i, (a, rank, dt, nd) in enumerate(zip(arrays, self.ranks, self.dtypes, self.np_dtypes)):
-            if nd is None:
-                raise TypeError(f"@{self.fname}: argument #{i} has element type {dt}, which numpy cannot hold")
-            if a.dtype != nd:
-                raise TypeError(f"@{self.fname}: argument #{i} has dtype {a.dtype}, expected {np.dtype(nd)} ({dt})")
-            if a.ndim != rank:
-                raise ShapeError(f"@{self.fname}: argument #{i}: expected rank {rank} for shape {self.shapes[i]}, "
-                                 f"got rank {a.ndim} (shape {_fmt_shape(a.shape)})")
-        if not self.checks:
-            return
+        self.check_types(arrays)
         shp = [a.shape for a in arrays]
+        if not self._all(shp):
+            self.explain(shp)
+
+    def partial(self, nlead: int, bound: list) -> Callable[[list], bool]:
+        """The checks left once the arguments from ``nlead`` on have the shapes ``bound``:
+        those among bound arguments only are run now (a ShapeError here), the others
+        compiled into the returned function over all the shapes."""
+        shp = [None] * nlead + list(bound)
+        own = [c for c in self.plan_checks
+               if all(int(k) >= nlead for k in _ARG_REF.findall(c.lhs + " " + c.rhs))]
+        rest = [c for c in self.plan_checks if c not in own]
+        if not self._compile(own)(shp):
+            self.explain(shp)
+        return self._compile(rest)
+
+    def explain(self, shp: list) -> None:
+        """Raise the ShapeError of the first failing check (the slow path)."""
         env = {"a": shp}
         for i, lhs, rhs, pred, detail in self.checks:
             try:
                 lv, rv = eval(lhs, _EVAL_GLOBALS, env), eval(rhs, _EVAL_GLOBALS, env)
             except ZeroDivisionError:
                 lv, rv, detail = None, None, (detail + "; " if detail else "") + "a divisor is 0"
+            except TypeError:   # a check over leading arguments not given yet (partial)
+                continue
             if lv is None or ((lv != rv) if pred == "eq" else (lv > rv)):
                 bound = {}
                 for s, code, args in self.bindings:
                     if s in self.syms_of[i] and all(j < i for j in args):
                         try:
                             bound[s] = eval(code, _EVAL_GLOBALS, env)
-                        except ZeroDivisionError:
+                        except (ZeroDivisionError, TypeError):
                             pass
                 extra = f" ({detail})" if detail else ""
                 raise ShapeError(f"@{self.fname}: argument #{i}: expected shape {self.shapes[i]}"
                                  f"{_fmt_bound(bound)}, got {_fmt_shape(shp[i])}{extra}")
+        raise ShapeError(f"@{self.fname}: the argument shapes do not satisfy the signature")
 
 
 _SIGNATURES: dict[tuple, tuple[type, type]] = {}
 
 
-def _ctypes_signature(D: int, result_ranks: tuple, param_ranks: tuple, single_scalar: bool) -> tuple[type, type]:
+def _ctypes_signature(D: int, result_ranks: tuple, param_ranks: tuple, single_scalar: bool,
+                      n_states: int = 0) -> tuple[type, type]:
     """(result struct, CFUNCTYPE) of a C-interface entry point, created once per structure:
     ctypes caches POINTER() and CFUNCTYPE() types forever, so types made per function and
-    per load() would leak."""
-    key = (D, result_ranks, param_ranks, single_scalar)
+    per load() would leak. The workspace and the ``n_states`` state buffers (1-D byte
+    memrefs) come before the parameters."""
+    key = (D, result_ranks, param_ranks, single_scalar, n_states)
     if key not in _SIGNATURES:
         fields = [("status", ctypes.c_int32)] + [(f"d{i}", ctypes.c_int64) for i in range(D)]
         fields += [(f"r{i}", descriptor_class(r)) for i, r in enumerate(result_ranks)]
         result_class = type("Results", (ctypes.Structure,), {"_fields_": fields})
-        descs = [ctypes.POINTER(descriptor_class(1))] + [ctypes.POINTER(descriptor_class(r)) for r in param_ranks]
+        descs = [ctypes.POINTER(descriptor_class(1))] * (1 + n_states)
+        descs += [ctypes.POINTER(descriptor_class(r)) for r in param_ranks]
         if single_scalar:   # i32 _mlir_ciface_f(workspace*, desc*...)
             proto = ctypes.CFUNCTYPE(ctypes.c_int32, *descs)
         else:               # void _mlir_ciface_f(results*, workspace*, desc*...)
@@ -239,7 +291,7 @@ class Function:
         self.result_ranks = [len(r.shape) for r in sig.results]
         self.single_scalar = (D == 0 and not sig.results)
         self.result_class, proto = _ctypes_signature(D, tuple(self.result_ranks), tuple(self.checker.ranks),
-                                                     self.single_scalar)
+                                                     self.single_scalar, len(exe._meta.states))
         self._fn = proto(exe._resolver.address(name))
 
     def __repr__(self) -> str:
@@ -250,24 +302,35 @@ class Function:
     def __call__(self, *args):
         return self._call(self.exe._default_session(), args)
 
+    def bind_params(self, *params) -> "PreparedCall":
+        """Bind the trailing ``params`` (a model's weights) once: checked and turned into
+        memref descriptors now, reused by every call of the returned
+        :class:`PreparedCall`, which takes only the leading arguments (in the calling
+        thread's default session; ``sess[name].bind_params`` for a session's)."""
+        return PreparedCall(self, None, params)
+
     def _call(self, session: "Session", args):
         if len(args) != self.nparams:
             raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
         arrays = [_as_array(a) for a in args]
         self.checker.check(arrays)
         descs = [ctypes.byref(_descriptor(a)) for a in arrays]
+        outs = self._invoke(session, descs)
+        del arrays  # kept alive through the call
+        return outs
+
+    def _invoke(self, session: "Session", descs: list):
         res = self.result_class()
         if not session._busy.acquire(False):
             raise RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
                                "per session: use one session per thread)")
         try:  # no lock shared between sessions: calls in different sessions run at the same time
             if self.single_scalar:
-                res.status = self._fn(session._ws, *descs)
+                res.status = self._fn(*session._buffers, *descs)
             else:
-                self._fn(ctypes.byref(res), session._ws, *descs)
+                self._fn(ctypes.byref(res), *session._buffers, *descs)
         finally:
             session._busy.release()
-        del arrays  # kept alive through the call
         outs = self._collect(res)
         if res.status != 0:
             raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
@@ -311,49 +374,110 @@ class _BoundFunction:
     def __call__(self, *args):
         return self.fn._call(self.session, args)
 
+    def bind_params(self, *params) -> "PreparedCall":
+        """As :meth:`Function.bind_params`, calling in this session."""
+        return PreparedCall(self.fn, self.session, params)
+
     def __repr__(self) -> str:
         return repr(self.fn)
+
+
+class PreparedCall:
+    """A function with its trailing parameters bound once (:meth:`Function.bind_params`):
+    ``call(*leading)``. The bound arrays are checked (dtype, rank, the shape relations
+    among themselves) and turned into memref descriptors once and kept alive here; each
+    call converts and checks only the leading arguments (and the relations that involve
+    them). For a model, ~135 weight arguments cost nothing per call."""
+
+    def __init__(self, fn: Function, session: Optional["Session"], params: Sequence):
+        n = len(params)
+        if n > fn.nparams:
+            raise TypeError(f"@{fn.name} takes {fn.nparams} argument(s), {n} bound")
+        self.fn, self.session = fn, session
+        self.nlead = fn.nparams - n
+        self._arrays = [_as_array(a) for a in params]   # kept alive: the descriptors point into them
+        fn.checker.check_types(self._arrays, self.nlead)
+        self._shapes = [a.shape for a in self._arrays]
+        self._run_checks = fn.checker.partial(self.nlead, self._shapes)
+        self._descs = [ctypes.byref(_descriptor(a)) for a in self._arrays]
+
+    def __call__(self, *args):
+        fn = self.fn
+        if len(args) != self.nlead:
+            raise TypeError(f"@{fn.name} takes {self.nlead} argument(s) besides the {len(self._arrays)} "
+                            f"bound, got {len(args)}")
+        arrays = [_as_array(a) for a in args]
+        fn.checker.check_types(arrays, 0)
+        shapes = [a.shape for a in arrays] + self._shapes
+        if not self._run_checks(shapes):
+            fn.checker.explain(shapes)
+        descs = [ctypes.byref(_descriptor(a)) for a in arrays] + self._descs
+        session = self.session or fn.exe._default_session()
+        outs = fn._invoke(session, descs)
+        del arrays
+        return outs
+
+    def __repr__(self) -> str:
+        return f"<relax_mlir prepared call of @{self.fn.name}: {self.nlead} argument(s), {len(self._arrays)} bound>"
 
 
 class Session:
     """Per-caller state of an executable: what a running call may write besides its results.
 
-    Today that is the *workspace*: the static arenas of relax-plan-memory (and those of
+    The *workspace*: the static arenas of relax-plan-memory (and those of
     the functions a function calls), one 64-byte aligned buffer of
     ``exe.workspace_bytes`` allocated once per session, so its pages stay mapped across
     calls. Each thread calling ``exe(...)`` gets its own default session; several threads
     call one executable at the same time, with no lock shared between them. One session
     runs one call at a time (a second concurrent call on it raises ``RuntimeError``).
 
-    State that lives across calls (an LLM's KV cache) belongs here as well. The design,
-    not built yet: the module declares named state buffers with their symbolic shapes
-    and upper bounds (``relax.state`` on the module); relax-lower-host passes them to
-    every graph function as further memref arguments after the workspace, the metadata
-    lists them (:mod:`relax_mlir.runtime.abi`), and the session allocates them once and
-    keeps them in ``sess.state`` (name -> numpy array), so ``sess["prefill"](...)`` then
-    ``sess["decode"](...)`` share a cache and two sessions of one executable are two
-    independent conversations.
+    **State** (an LLM's KV cache): the module declares named state buffers
+    (``relax.state``, see :mod:`relax_mlir.ops.state`); the session allocates each once
+    (64-byte aligned, zero-filled) and keeps it in ``sess.state`` (name -> numpy array of
+    shape ``(rows, *row shape)``, the state's dtype). Every call passes every state buffer
+    to the compiled code after the workspace; ``relax.state_read`` views its rows in place
+    and ``relax.state_write`` writes rows in place, so ``sess["prefill"](...)`` then
+    ``sess["decode"](...)`` share a cache, and two sessions of one executable are two
+    independent conversations. The arrays are the buffers (writing them from Python
+    changes what the next call reads; the array objects never change). ``rows``:
+    capacity per state (name -> rows, or an ``int`` for every state of a symbolic
+    capacity), at most the declared upper bound, which is the default. :meth:`reset_state` zero-fills them.
     """
 
-    def __init__(self, exe: "Executable"):
+    def __init__(self, exe: "Executable", rows=None):
         self.exe = exe
         n = exe._meta.total_workspace()
         self._buffer = np.empty(n + _WS_ALIGN, np.uint8)
-        ptr = self._buffer.ctypes.data
-        aligned = (ptr + _WS_ALIGN - 1) // _WS_ALIGN * _WS_ALIGN
-        desc = descriptor_class(1)()
-        desc.allocated = desc.aligned = aligned
-        desc.offset = 0
-        desc.sizes[0] = n
-        desc.strides[0] = 1
+        desc = _byte_descriptor(_aligned(self._buffer), n)
         self._desc = desc
         self._ws = ctypes.byref(desc)
         self._busy = threading.Lock()
         self.state: dict[str, np.ndarray] = {}
+        self._state_descs = []
+        for spec in exe._meta.states:
+            r = _rows(spec, rows)
+            dtype = np.dtype(DTYPES[spec.dtype])
+            nbytes = r * int(np.prod(spec.row_shape, dtype=np.int64)) * dtype.itemsize
+            raw = np.zeros(nbytes + _WS_ALIGN, np.uint8)
+            ptr = _aligned(raw)
+            off = ptr - raw.ctypes.data
+            self.state[spec.name] = raw[off:off + nbytes].view(dtype).reshape((r,) + spec.row_shape)
+            self._state_descs.append(_byte_descriptor(ptr, nbytes))
+        #: what every call passes before its parameters: the workspace, then the state buffers
+        self._buffers = (self._ws,) + tuple(ctypes.byref(d) for d in self._state_descs)
 
     @property
     def workspace_bytes(self) -> int:
         return int(self._desc.sizes[0])
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(a.nbytes for a in self.state.values())
+
+    def reset_state(self) -> None:
+        """Zero every state buffer (in place: ``sess.state``'s arrays stay the same objects)."""
+        for a in self.state.values():
+            a.fill(0)
 
     def __getitem__(self, name: str) -> _BoundFunction:
         return _BoundFunction(self.exe[name], self)
@@ -362,7 +486,36 @@ class Session:
         return self.exe["main"]._call(self, args)
 
     def __repr__(self) -> str:
-        return f"<relax_mlir Session: {self.workspace_bytes} workspace bytes, functions {self.exe.functions}>"
+        st = f", state {', '.join(f'{k} {v.shape}' for k, v in self.state.items())}" if self.state else ""
+        return f"<relax_mlir Session: {self.workspace_bytes} workspace bytes{st}, functions {self.exe.functions}>"
+
+
+def _aligned(buf: np.ndarray) -> int:
+    ptr = buf.ctypes.data
+    return (ptr + _WS_ALIGN - 1) // _WS_ALIGN * _WS_ALIGN
+
+
+def _byte_descriptor(ptr: int, nbytes: int):
+    desc = descriptor_class(1)()
+    desc.allocated = desc.aligned = ptr
+    desc.offset = 0
+    desc.sizes[0] = nbytes
+    desc.strides[0] = 1
+    return desc
+
+
+def _rows(spec, rows) -> int:
+    """The capacity a session gives state ``spec``: ``rows`` (a dict by name; an int applies to
+    every state whose capacity is symbolic), else its bound."""
+    if isinstance(rows, dict):
+        r = rows.get(spec.name, spec.max_rows)
+    else:
+        r = spec.max_rows if rows is None or spec.shape[0].isdigit() else rows
+    r = int(r)
+    if not 0 <= r <= spec.max_rows:
+        raise ValueError(f"state '{spec.name}': {r} rows requested, its capacity is at most {spec.max_rows} "
+                         f"(shape {', '.join(spec.shape)})")
+    return r
 
 
 _WS_ALIGN = 64
@@ -450,9 +603,19 @@ class Executable:
         """Bytes of workspace each session holds (the static arenas)."""
         return self._meta.total_workspace()
 
-    def session(self) -> Session:
-        """A new :class:`Session`: its own workspace (and, later, its own state)."""
-        return Session(self)
+    def session(self, rows=None) -> Session:
+        """A new :class:`Session`: its own workspace and state buffers (``rows``: their
+        capacity, an int for all or name -> rows; default the declared upper bounds)."""
+        if isinstance(rows, dict):
+            unknown = sorted(set(rows) - {s.name for s in self._meta.states})
+            if unknown:
+                raise KeyError(f"no state {', '.join(unknown)} (states: {', '.join(self.states) or 'none'})")
+        return Session(self, rows)
+
+    @property
+    def states(self) -> list[str]:
+        """Names of the module's state buffers (``relax.state``), in argument order."""
+        return [s.name for s in self._meta.states]
 
     def _default_session(self) -> Session:
         s = getattr(self._local, "session", None)
@@ -515,6 +678,11 @@ class Executable:
         if c.kind == "size":
             val = f" = {shown[0]}" if shown else ""
             return ShapeError(f"{head} negative size {c.expr}{val} in shape {c.expected}{_fmt_bound(values)}")
+        if c.kind == "state":
+            rng = f" = [{actual[0]}, {actual[1]})" if len(actual) == 3 else ""
+            cap = f" of {actual[2]} rows" if len(actual) == 3 else ""
+            return ShapeError(f"{head} rows {c.expr}{rng} of state '{c.detail}' exceed its capacity{cap}"
+                              f"{_fmt_bound(values)}")
         if c.kind == "alloc":
             size = f"{shown[0]} bytes" if shown else f"{c.expr} bytes"
             return MemoryError(f"{head} cannot allocate {size} for shape {c.expected} of {c.detail}"

@@ -9,7 +9,8 @@ effects and never remove or merge one. This module says what the relax layer kno
   ``call_dps_library`` (TVM's ``call_dps_packed`` contract: outputs are fresh results,
   nothing else is touched) and ``call`` of a pure graph function;
 * effects: ``assert`` and ``match_cast`` (they can raise at run time; a match_cast also
-  binds symbols), ``alloc_storage``/``alloc_tensor`` and any op with ``dests`` (memory
+  binds symbols), ``state_read``/``state_write`` (session state: they keep their order),
+  ``alloc_storage``/``alloc_tensor`` and any op with ``dests`` (memory
   planned by relax-plan-memory: the call writes into storage another op may reuse),
   ``call_tir`` of a kernel that is not pure, ``call`` of a graph function with an
   effect (or a recursive one), and every op that is not a relax op.
@@ -29,7 +30,8 @@ from mlir import ir
 from .graph import body_ops, functions_by_name, is_graph_function
 
 #: relax ops that are never removed nor merged.
-EFFECT_OPS = {"relax.assert", "relax.match_cast", "relax.alloc_storage", "relax.alloc_tensor"}
+EFFECT_OPS = {"relax.assert", "relax.match_cast", "relax.alloc_storage", "relax.alloc_tensor",
+              "relax.state_read", "relax.state_write"}
 #: Dialects whose ops, on values only, have no effect inside a kernel.
 _PURE_DIALECTS = ("linalg.", "tensor.", "arith.", "math.", "scf.", "affine.", "index.", "complex.",
                   "vector.")

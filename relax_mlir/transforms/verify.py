@@ -196,7 +196,7 @@ def verify_function(f: ir.Operation, funcs: dict[str, ir.Operation]) -> None:
             for a in opdef.attrs:
                 v = attrs.get(a.name)
                 if a.kind in ("shape", "dim") and v is not None:
-                    syms = v.symbols
+                    syms = v.symbols if hasattr(v, "symbols") else frozenset()  # an int default
                     if opdef.name == "match_cast":
                         new_syms = set(syms - bound)
                         continue

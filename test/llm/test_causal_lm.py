@@ -129,28 +129,51 @@ def test_generate_matches_transformers_greedy(name):
     assert ties == 0  # with these seeds no step is a near-tie: the sequences are equal
 
 
-def test_kv_cache_in_place_and_bytes_per_token():
+def test_kv_cache_is_session_state_written_in_place():
+    """The cache is the session's state: the graph writes the new row of every layer into
+    the same buffers (object and address unchanged), the past and the free rows stay."""
     hf, lm = hf_and_ours("gqa")
     lm.prefill(prompt(9))
     k0 = lm.cache.k[0]
+    assert k0 is lm.session.state["k0"] and k0.shape == (64, 2, 16)
+    assert lm.exe.states == ["k0", "k1", "v0", "v1"]
     ptr = k0.ctypes.data
-    views = lm.cache.views()
-    # the past handed to the executable is a zero-copy, C-contiguous prefix of the cache
-    assert views[0].ctypes.data == ptr and views[0].flags["C_CONTIGUOUS"] and views[0].shape == (9, 2, 16)
-    before = k0.copy()
+    before = [a.copy() for a in lm.cache.k + lm.cache.v]
     lm.decode(4)
-    assert lm.cache.k[0] is k0 and k0.ctypes.data == ptr
-    np.testing.assert_array_equal(k0[:9], before[:9])      # the past is untouched
-    assert np.all(k0[9] != before[9])                      # one new row written in place
-    np.testing.assert_array_equal(k0[10:], before[10:])
-    assert lm.bytes_per_token == 2 * 2 * 2 * 16 * 4        # K+V x layers x kv_heads x head_dim x f32
+    assert lm.cache.k[0] is k0 and k0.ctypes.data == ptr and lm.cache.length == 10
+    for a, b in zip(lm.cache.k + lm.cache.v, before):
+        np.testing.assert_array_equal(a[:9], b[:9])      # the past is untouched
+        assert np.all(a[9] != b[9])                       # one new row written in place
+        np.testing.assert_array_equal(a[10:], b[10:])    # nothing beyond it
+    # the bytes that changed are exactly one row per layer and K/V
+    changed = sum(int((a != b).any(axis=(1, 2)).sum()) * a[0].nbytes for a, b in
+                  zip(lm.cache.k + lm.cache.v, before))
+    assert changed == lm.bytes_per_token == 2 * 2 * 2 * 16 * 4   # K+V x layers x kv_heads x head_dim x f32
     assert lm.cache.nbytes == 2 * 2 * 64 * 2 * 16 * 4
+
+
+def test_two_models_are_two_conversations():
+    """Two CausalLMs of one config share the executable, not their caches."""
+    hf, lm = hf_and_ours("gqa")
+    other = CausalLM.from_hf(hf, max_seq_len=32)
+    assert other.exe is lm.exe and other.session is not lm.session
+    ids = prompt(12)
+    ref = hf_logits(hf, ids)
+    lm.prefill(ids[:6])
+    other.prefill(prompt(3, seed=9))
+    other.decode(5)
+    np.testing.assert_allclose(lm.extend(ids[6:]), ref[6:], atol=TOL, rtol=0)
 
 
 def test_errors():
     _, lm = hf_and_ours("gqa")
     with pytest.raises(ValueError, match="exceed max_seq_len 64"):
         lm.prefill(prompt(65))
+    # beyond the session's capacity inside the compiled code: a ShapeError, nothing written
+    lm.prefill(prompt(60))
+    with pytest.raises(relax_mlir.ShapeError, match=r"@extend: relax.state_write: rows \[p, p \+ s\) = "
+                                                    r"\[60, 66\) of state 'k0' exceed its capacity of 64 rows"):
+        lm._extend(prompt(6), lm.cache.past())
     with pytest.raises(ValueError, match=r"token ids must lie in \[0, 128\)"):
         lm.prefill([1, 128])
     with pytest.raises(NotImplementedError, match="rope_type 'dynamic'"):

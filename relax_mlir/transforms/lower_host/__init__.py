@@ -24,17 +24,24 @@ plain ``func.func @f`` on tensors WITHOUT ``#relax.shape`` encodings:
   ``void _mlir_ciface_<callee>(memref descriptor *...)`` (inputs, then outputs);
 * ``relax.alloc_storage`` of a static size (relax-plan-memory's arena) -> a view of the
   **session workspace**, the function's first argument; of a symbolic size -> an allocation;
+* ``relax.state_read`` -> a ``memref.view`` of the state buffer's rows (no copy),
+  ``relax.state_write`` -> a ``memref.copy`` of the value into a view of its rows; both
+  check the rows against the buffer's capacity at run time (a ``state`` check);
 * parameter patterns (two params ``(n, 4)`` must agree, ``2*k`` needs an even size),
   ``relax.match_cast`` and ``relax.assert`` become run-time checks.
 
 Calling convention of a lowered function (the contract with the runtime)::
 
-    func.func @f(%workspace: memref<?xi8>, %params: tensor<...>...) -> (i32, i64 x D, results...)
+    func.func @f(%workspace: memref<?xi8>, %state: memref<?xi8>..., %params: tensor<...>...)
+        -> (i32, i64 x D, results...)
         attributes {llvm.emit_c_interface, relax.lowered, relax.graph_type = <original type>,
                     relax.detail_symbols = [...], relax.checks = [{...}, ...],
                     relax.workspace_bytes = W}
 
-The workspace holds the function's static arenas at fixed offsets, then (after its own
+One ``memref<?xi8>`` per state buffer of the module (``relax.state``, sorted by name)
+follows the workspace in EVERY lowered function, whether it uses it or not, so calls
+pass them along; the session owns them (their byte size is the capacity in rows times
+the row's bytes). The workspace holds the function's static arenas at fixed offsets, then (after its own
 ``W0`` bytes) the workspaces of the functions it calls: ``W = W0 + max(W of callees)``.
 The runtime passes each call a 64-byte aligned workspace of at least ``W`` bytes that no
 other running call uses (one per session), so calls in different sessions run at the
@@ -53,6 +60,8 @@ from typing import Optional
 
 from mlir import ir
 
+from ...ops.registry import RelaxError
+from ...ops.state import module_states
 from ..graph import body_ops, func_name, function_type, functions_by_name, graph_functions, top_ops
 from ..registry import Option, emit_error, register_pass
 from .common import (CHECKS_ATTR, DETAIL_SLOTS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, LOWERED_ATTR,
@@ -77,6 +86,8 @@ class ModuleState:
         self.target = target
         self.funcs = functions_by_name(module)
         self.graph = {func_name(f): f for f in graph_functions(module)}
+        #: the module's state buffers (relax.state), in argument order (raises RelaxError)
+        self.states = module_states(module)
         slots = [len(s) + r for s, r in (function_symbols(f) for f in self.graph.values())]
         self.detail_slots = max(slots, default=0)
         self._types: dict[str, ir.FunctionType] = {}
@@ -104,7 +115,8 @@ class ModuleState:
         if n not in self._types:
             ft = function_type(f)
             res = [i(32)] + [i(64)] * self.detail_slots + [strip(t) for t in ft.results]
-            self._types[n] = ir.FunctionType.get([self.target.workspace_type()] + [strip(t) for t in ft.inputs], res)
+            buffers = [self.target.workspace_type()] + [self.target.state_type()] * len(self.states)
+            self._types[n] = ir.FunctionType.get(buffers + [strip(t) for t in ft.inputs], res)
         return self._types[n]
 
     def own_bytes(self, fname: str) -> int:
@@ -158,7 +170,11 @@ def relax_lower_host(module: ir.Operation, opts) -> None:
         emit_error(module, f"relax-lower-host: unknown target '{opts.target}' "
                            f"(targets: {', '.join(sorted(HOST_TARGETS))})")
         return
-    state = ModuleState(module, target)
+    try:
+        state = ModuleState(module, target)
+    except RelaxError as e:
+        emit_error(module, f"relax-lower-host: {e}")
+        return
     lowered = []
     for f in list(state.graph.values()):
         fl = FunctionLowering(f, state)

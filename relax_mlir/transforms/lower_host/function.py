@@ -16,16 +16,20 @@ from mlir import ir
 from mlir.dialects import arith, bufferization, func, memref, scf, tensor
 
 from ...dialects.relax import FUNCTION_ATTR
+from ...ops.registry import read_attrs
+from ...ops.state import row_shape
 from ...runtime.abi import Check
 from ...shapes import UNKNOWN, Dim, Shape, Truth, prove_le, read_tensor_type, symbol
 from ...shapes.emit import ArithEmitter, UnsupportedExpression
 from ...shapes.match import match_shapes
-from ..graph import body_ops, func_name, function_type, param_sigs
+from ..graph import body_ops, func_name, function_type, param_sigs, relax_opdef
 from .common import (CHECKS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, LOWERED_ATTR, WORKSPACE_ATTR,
                      LowerError, UnboundSymbol, UnsupportedType, at, element_bytes, i, strip, value_name)
 
 if TYPE_CHECKING:
     from . import ModuleState
+
+STATE_OPS = ("relax.state_read", "relax.state_write")
 
 
 def function_symbols(f: ir.Operation) -> tuple[list[str], int]:
@@ -41,6 +45,8 @@ def function_symbols(f: ir.Operation) -> tuple[list[str], int]:
                 if x not in syms:
                     syms.append(x)
     for op in body_ops(f):
+        if op.name in STATE_OPS:
+            rank = max(rank, 3)       # a failed state check reports [begin, end, capacity]
         if op.name == "relax.match_cast":
             rank = max(rank, ir.RankedTensorType(op.operands[0].type).rank)
             pat = Shape.from_attr(op.attributes["shape"])
@@ -118,11 +124,15 @@ class FunctionLowering:
         self.add_check(ok, {"kind": kind, "where": self.where, "expr": self._readable(str(expr))}, None)
 
     # -- checks -----------------------------------------------------------------
-    def _detail(self, value: Optional[ir.Value], bound: list[str]) -> list:
+    def _detail(self, value, bound: list[str]) -> list:
+        """Detail slots: the bound symbols, then the dims of ``value`` (a tensor) or the
+        ``index`` values of a list."""
         out: list = []
         for s in self.symbols:
             out.append(self.to_i64(self.env[s]) if s in bound else 0)
-        if value is not None:
+        if isinstance(value, list):
+            out.extend(self.to_i64(v) for v in value)
+        elif value is not None:
             rt = ir.RankedTensorType(value.type)
             out.extend(self.to_i64(self.dim(value, k)) for k in range(rt.rank))
         return out
@@ -130,11 +140,16 @@ class FunctionLowering:
     def bound_now(self) -> list[str]:
         return [s for s in self.symbols if s in self.env]
 
-    def add_check(self, cond: ir.Value, entry: dict, value: Optional[ir.Value],
+    def add_check(self, cond: ir.Value, entry: dict, value,
                   bound: Optional[list[str]] = None) -> None:
+        """A pending check; on failure the details report ``value``'s dims (a tensor) or the
+        ``index`` values of a list."""
         bound = self.bound_now() if bound is None else list(bound)
         cid = self.state.next_id()
-        rank = ir.RankedTensorType(value.type).rank if value is not None else 0
+        if isinstance(value, list):
+            rank = len(value)
+        else:
+            rank = ir.RankedTensorType(value.type).rank if value is not None else 0
         self.checks.append(Check(id=cid, bound=tuple(bound), rank=rank, **entry))
         self.pending.append((cond, cid, (value, bound)))
 
@@ -217,8 +232,10 @@ class FunctionLowering:
         block = new.add_entry_block()
         self.ip = ir.InsertionPoint(block)
         self.workspace = block.arguments[0]
+        n_states = len(self.state.states)
+        self.state_buffers = dict(zip(self.state.states, list(block.arguments)[1:1 + n_states]))
         old_block = f.regions[0].blocks[0]
-        for a, b in zip(old_block.arguments, list(block.arguments)[1:]):
+        for a, b in zip(old_block.arguments, list(block.arguments)[1 + n_states:]):
             self.vmap[a] = b
         # parameter patterns
         sigs = param_sigs(f)
@@ -290,6 +307,8 @@ class FunctionLowering:
             self.lower_library(op, operands)
         elif name in ("relax.alloc_storage", "relax.alloc_tensor"):
             self.lower_planned(op, operands)
+        elif name in STATE_OPS:
+            self.lower_state(op, operands)
         elif name.startswith("relax."):
             raise LowerError(op, f"'{name}' has no host lowering: run relax-legalize first "
                                  "(it turns every other relax op into relax.call_tir)")
@@ -374,7 +393,8 @@ class FunctionLowering:
             raise LowerError(op, f"relax.call callee @{callee} is not a graph function")
         lt = self.state.lowered_type(g)
         ws = self.target.callee_workspace(self, self.state.own_bytes(self.name), op.location)
-        args = [ws] + [self.cast(v, t) for v, t in zip(operands, list(lt.inputs)[1:])]
+        buffers = [ws] + list(self.state_buffers.values())
+        args = buffers + [self.cast(v, t) for v, t in zip(operands, list(lt.inputs)[len(buffers):])]
         call = func.CallOp(list(lt.results), ir.FlatSymbolRefAttr.get(callee), args, ip=self.ip, loc=op.location)
         D = self.state.detail_slots
         res = list(call.results)
@@ -406,6 +426,52 @@ class FunctionLowering:
         self.add_check(cond, {"kind": "assert", "where": f"relax.assert{at(op)}", "message": msg,
                               "lhs": str(dims[0]), "rhs": str(dims[1]), "predicate": pred,
                               "location": str(op.location)}, None)
+
+    def lower_state(self, op, operands) -> None:
+        """``relax.state_read``: rows [begin, end) of the state buffer as a view (no copy);
+        ``relax.state_write``: the value copied into a view of rows [offset, offset + rows).
+        Both check the rows against the buffer's capacity (its bytes // a row's bytes)."""
+        attrs = read_attrs(relax_opdef(op), op)
+        name = attrs["state"]
+        sig = self.state.states.get(name)
+        if sig is None:
+            raise LowerError(op, f"unknown state '{name}' (module states: {', '.join(self.state.states) or 'none'})")
+        buf = self.state_buffers[name]
+        et = ir.RankedTensorType(strip(op.operands[0].type if op.operands else op.results[0].type)).element_type
+        row_bytes = element_bytes(et)
+        for d in row_shape(sig):
+            row_bytes *= d.value
+        if op.name == "relax.state_read":
+            begin, end = Dim.of(attrs["begin"]), Dim.of(attrs["end"])
+            t = strip(op.results[0].type)
+            what = "relax.state_read"
+        else:
+            x = operands[0]
+            t = x.type
+            begin = Dim.of(attrs["offset"])
+            rows = self.dim(x, 0)
+            what = "relax.state_write"
+        b = self.index(begin)
+        e = self.index(end) if op.name == "relax.state_read" else arith.AddIOp(b, rows, ip=self.ip).result
+        if row_bytes:
+            nbytes = memref.DimOp(buf, self.const(0), ip=self.ip).result
+            cap = arith.DivUIOp(nbytes, self.const(row_bytes), ip=self.ip).result
+            ok = self.cmp("sle", e, cap)
+            last = end if op.name == "relax.state_read" else begin + read_tensor_type(op.operands[0].type).shape[0]
+            self.add_check(ok, {"kind": "state", "where": f"{what}{at(op)}", "detail": name,
+                                "expr": f"[{begin}, {last})", "location": str(op.location)}, [b, e, cap])
+        off = self.index(begin * row_bytes)
+        self.flush()
+        rt = ir.RankedTensorType(t)
+        mt = ir.MemRefType.get(list(rt.shape), rt.element_type)
+        sizes = []
+        if rt.is_dynamic_dim(0):
+            sizes.append(arith.SubIOp(e, b, ip=self.ip).result)
+        view = self.target.state_view(self, buf, off, mt, sizes, op.location)
+        if op.name == "relax.state_read":
+            self.vmap[op.results[0]] = bufferization.ToTensorOp(t, view, restrict=True, ip=self.ip).result
+        else:
+            self.target.copy_to_buffer(self, x, view, op.location)
 
     def _dynamic(self, m: ir.Value) -> ir.Value:
         mt = ir.MemRefType(m.type)

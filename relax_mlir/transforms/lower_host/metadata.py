@@ -1,6 +1,7 @@
 """The lowered module read back as the typed runtime contract (:mod:`relax_mlir.runtime.abi`).
 
-:func:`host_metadata` collects each lowered function's signature, checks and workspace;
+:func:`host_metadata` collects each lowered function's signature, checks and workspace, and
+the module's state buffers (``relax.state``, in the order the functions take them);
 :func:`signature_plan` compiles its parameter patterns (and the values failure messages
 show) into Python expressions over the actual dims, through the one dimension-expression
 interpreter (:class:`relax_mlir.shapes.emit.PythonEmitter`), so calling needs no sympy.
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ...runtime.abi import ArgCheck, Binding, Check, ExecutableMetadata, FunctionSig, SignaturePlan, TensorSpec
+from ...ops.state import capacity_bound, module_bounds, module_states
+from ...runtime.abi import (ArgCheck, Binding, Check, ExecutableMetadata, FunctionSig, SignaturePlan, StateSpec,
+                            TensorSpec)
 from ...shapes import Dim, Shape, ShapeSyntaxError, Truth, parse_dim, prove_le, read_tensor_type, symbol
 from ...shapes.emit import python_expr
 from ...shapes.match import match_shapes
@@ -52,7 +55,10 @@ def host_metadata(module, target: str = "cpu") -> ExecutableMetadata:
         ws = ir.IntegerAttr(f.attributes[WORKSPACE_ATTR]).value if WORKSPACE_ATTR in f.attributes else 0
         functions[func_name(f)] = FunctionSig(params, tuple(_spec(t) for t in gt.results), syms, checks,
                                               signature_plan(params, checks, syms), ws)
-    return ExecutableMetadata(D, functions, target)
+    bounds = module_bounds(op)
+    states = tuple(StateSpec(n, tuple(str(d) for d in s.shape), s.dtype, capacity_bound(s, bounds))
+                   for n, s in module_states(op).items())
+    return ExecutableMetadata(D, functions, target, states=states)
 
 
 def signature_plan(params: tuple[TensorSpec, ...], checks: tuple[Check, ...] = (),

@@ -3,7 +3,8 @@
 relax-lower-host turns a graph function into a host function; everything it does with
 the target's hardware goes through a :class:`HostTarget`: calling a kernel
 (``relax.call_tir``), allocating an output or a storage, calling a library function
-(``relax.call_dps_library``), carving static arenas out of the session workspace.
+(``relax.call_dps_library``), carving static arenas out of the session workspace, viewing
+and writing rows of the session's state buffers (``relax.state_read``/``state_write``).
 The ``cpu`` target calls kernels with ``func.call`` and allocates host memory with
 ``memref.alloc`` (64-byte aligned, its result checked: a failed allocation is a run-time
 ``MemoryError``, never a write through NULL). A GPU target would launch the kernel
@@ -35,6 +36,22 @@ class HostTarget:
     def workspace_type(self) -> ir.Type:
         """The type of a lowered function's first argument: the session workspace."""
         return ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8))
+
+    def state_type(self) -> ir.Type:
+        """The type of a state buffer argument (after the workspace): bytes, like the workspace."""
+        return self.workspace_type()
+
+    def state_view(self, fl: "FunctionLowering", buffer: ir.Value, byte_offset: ir.Value, mt: ir.MemRefType,
+                   sizes: list[ir.Value], loc: ir.Location) -> ir.Value:
+        """Rows of a state buffer as a ``mt`` memref at ``byte_offset`` (``sizes``: its dynamic
+        dims); no copy: the session owns the buffer."""
+        return memref.ViewOp(mt, buffer, byte_offset, sizes, ip=fl.ip, loc=loc).result
+
+    def copy_to_buffer(self, fl: "FunctionLowering", value: ir.Value, dest: ir.Value, loc: ir.Location) -> None:
+        """Write tensor ``value`` into memref ``dest`` of the same shape (a state write)."""
+        mt = ir.MemRefType(dest.type)
+        src = bufferization.ToBufferOp(mt, value, read_only=True, ip=fl.ip, loc=loc).result
+        memref.CopyOp(src, dest, ip=fl.ip, loc=loc)
 
     def call_kernel(self, fl: "FunctionLowering", callee: str, args: list[ir.Value],
                     result_types: list[ir.Type], loc: ir.Location) -> list[ir.Value]:

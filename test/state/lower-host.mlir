@@ -1,0 +1,47 @@
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-infer-shapes, relax-lower-host)' | FileCheck %s
+
+// State buffers (relax.state, sorted by name) are byte memrefs after the workspace in
+// EVERY lowered function; relax.call passes them on. relax.state_read is a memref.view
+// of the rows (no copy), relax.state_write a memref.copy into a view of its rows; both
+// first check the rows against the capacity (the buffer's bytes // 32 bytes a row),
+// reporting [begin, end, capacity] in the detail slots (kind "state").
+
+module attributes {relax.state = {k = tensor<?x2x4xf32, #relax.shape<["cap", 2, 4]>>, w = tensor<8xi32>}, relax.upper_bounds = {cap = 64 : i64}} {
+  func.func @append(%new: tensor<?x2x4xf32, #relax.shape<["s", 2, 4]>>, %pos: tensor<?x0xi8, #relax.shape<["p", 0]>>) -> tensor<?x2x4xf32, #relax.shape<["p", 2, 4]>> attributes {relax.function} {
+    %past = "relax.state_read"() {state = "k", end = "p"} : () -> tensor<?x2x4xf32, #relax.shape<["p", 2, 4]>>
+    "relax.state_write"(%new) {state = "k", offset = "p"} : (tensor<?x2x4xf32, #relax.shape<["s", 2, 4]>>) -> ()
+    return %past : tensor<?x2x4xf32, #relax.shape<["p", 2, 4]>>
+  }
+  func.func @outer(%new: tensor<?x2x4xf32, #relax.shape<["s", 2, 4]>>, %pos: tensor<?x0xi8, #relax.shape<["p", 0]>>) -> tensor<?x2x4xf32, #relax.shape<["p", 2, 4]>> attributes {relax.function} {
+    %0 = "relax.call"(%new, %pos) {callee = @append, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x2x4xf32, #relax.shape<["s", 2, 4]>>, tensor<?x0xi8, #relax.shape<["p", 0]>>) -> tensor<?x2x4xf32, #relax.shape<["p", 2, 4]>>
+    return %0 : tensor<?x2x4xf32, #relax.shape<["p", 2, 4]>>
+  }
+}
+
+// CHECK-LABEL: module attributes {relax.detail_slots = 5 : i64
+// CHECK-LABEL: func.func @append(%arg0: memref<?xi8>, %arg1: memref<?xi8>, %arg2: memref<?xi8>, %arg3: tensor<?x2x4xf32>, %arg4: tensor<?x0xi8>) -> (i32, i64, i64, i64, i64, i64, tensor<?x2x4xf32>)
+// CHECK-SAME: relax.checks = [{bound = ["s", "p"], detail = "k", expr = "[0, p)", id = 1 : i64, kind = "state", location = {{.*}}, rank = 3 : i64, where = "relax.state_read at {{.*}}lower-host.mlir:11:13"},
+// CHECK-SAME: {bound = ["s", "p"], detail = "k", expr = "[p, p + s)", id = 2 : i64, kind = "state", location = {{.*}}, rank = 3 : i64, where = "relax.state_write at {{.*}}lower-host.mlir:12:5"},
+// CHECK-SAME: {bound = ["s", "p"], expr = "32*p", id = 3 : i64, kind = "overflow", where = "relax.state_write at
+// CHECK: %[[S:.*]] = tensor.dim %arg3, %c0
+// CHECK: %[[P:.*]] = tensor.dim %arg4, %c0
+// CHECK: %[[B:.*]] = memref.dim %arg1, %c0 : memref<?xi8>
+// CHECK: %[[CAP:.*]] = arith.divui %[[B]], %c32 : index
+// CHECK: %[[OK:.*]] = arith.cmpi sle, %[[P]], %[[CAP]] : index
+// CHECK: scf.if %[[OK]]
+// CHECK:   %[[N:.*]] = arith.subi %[[P]], %c0 : index
+// CHECK:   %[[VIEW:.*]] = memref.view %arg1[%c0][%[[N]]] : memref<?xi8> to memref<?x2x4xf32>
+// CHECK:   %[[PAST:.*]] = bufferization.to_tensor %[[VIEW]] restrict : memref<?x2x4xf32> to tensor<?x2x4xf32>
+// CHECK:   %[[END:.*]] = arith.addi %[[P]], %{{.*}} : index
+// CHECK:   %[[OK2:.*]] = arith.cmpi sle, %[[END]], %{{.*}} : index
+// CHECK:   %[[LOW:.*]], %[[HIGH:.*]] = arith.mulsi_extended %c32, %[[P]] : index
+// CHECK:   scf.if
+// CHECK:     %[[ROWS:.*]] = arith.subi %[[END]], %[[P]] : index
+// CHECK:     %[[DST:.*]] = memref.view %arg1[%[[LOW]]][%[[ROWS]]] : memref<?xi8> to memref<?x2x4xf32>
+// CHECK:     %[[SRC:.*]] = bufferization.to_buffer %arg3 read_only : tensor<?x2x4xf32> to memref<?x2x4xf32>
+// CHECK:     memref.copy %[[SRC]], %[[DST]] : memref<?x2x4xf32> to memref<?x2x4xf32>
+// CHECK:     scf.yield %c0_i32, %c0_i64, %c0_i64, %c0_i64, %c0_i64, %c0_i64, %[[PAST]]
+// failure of the write: status 2, details s, p, then [p, p + s, capacity]
+// CHECK:     %c2_i32 = arith.constant 2 : i32
+// CHECK-LABEL: func.func @outer(%arg0: memref<?xi8>, %arg1: memref<?xi8>, %arg2: memref<?xi8>, %arg3: tensor<?x2x4xf32>, %arg4: tensor<?x0xi8>)
+// CHECK: call @append(%arg0, %arg1, %arg2, %arg3, %arg4) : (memref<?xi8>, memref<?xi8>, memref<?xi8>, tensor<?x2x4xf32>, tensor<?x0xi8>)

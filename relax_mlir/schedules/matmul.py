@@ -37,6 +37,7 @@ class MatmulConfig:
     gemv_cols: int = 256  # columns of the 1-row tile (16 independent FMA chains per k step)
     panel_n: int = 256
     block_k: int = 128
+    gemv_rows: int = 3  # largest M run by the few-rows (GEMV) schedule (measured: faster at 1-3)
     unroll_k: int = 8  # K rows of B per step of the GEMV schedule (independent row streams)
 
 

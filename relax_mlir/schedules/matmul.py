@@ -181,3 +181,4 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
         lower_vectors(fn)
 
     return body
+

@@ -14,6 +14,8 @@ import relax_mlir
 from relax_mlir.schedules.matmul import MatmulConfig, config_for
 from relax_mlir.schedules.target import host_target
 
+from relax_mlir.pipelines.cpu import graph_stage
+from relax_mlir.transforms.pipeline import run_pipeline
 from test_schedules import compile_scheduled, f32, op, program
 
 MS = [1, 2, 3, 4, 5, 16, 17, 127, 513]
@@ -36,6 +38,24 @@ def kernel_variants(exe) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+def variant_schedules(src: str) -> dict[str, str]:
+    """Kernel name -> the schedule relax-apply-schedules gave it after relax-specialize-ranges
+    ("" for none: a failed schedule leaves plain loops, correct but slow)."""
+    from mlir import ir
+    with relax_mlir.make_context(), ir.Location.unknown():
+        m = ir.Module.parse(src)
+        run_pipeline(m, "builtin.module(" + ", ".join(graph_stage(dispatch=False))
+                     + ", relax-specialize-ranges, relax-apply-schedules)")
+        out = {}
+        for f in m.body.operations:
+            f = f.operation
+            if "relax.kernel" in f.attributes and "relax.range_dispatch" not in f.attributes:
+                name = ir.StringAttr(f.attributes["sym_name"]).value
+                out[name.partition("__")[2]] = (ir.StringAttr(f.attributes["relax.schedule"]).value
+                                                if "relax.schedule" in f.attributes else "")
+        return out
+
+
 def test_host_gemv_rows():
     """The boundary the pass uses by default: the config's gemv_rows (3: measured faster
     than 6-row tiles at M = 1, 2, 3)."""
@@ -50,6 +70,7 @@ def test_matmul_variants(kn):
     K, N = kn
     src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
                   [("r", ["m", N])])
+    assert variant_schedules(src) == {"m0_3": "gemv", "m4": "matmul"}
     exe = compile_scheduled(src)
     variants = kernel_variants(exe)
     assert len(variants) == 1
@@ -76,6 +97,7 @@ def test_fused_epilogue_variants():
                   [op("p", "matmul", [("x", X), ("w", [K, N])], Y), op("q", "add", [("p", Y), ("b", [N])], Y),
                    op("r", "relu", [("q", Y)], Y)],
                   [("r", Y)])
+    assert variant_schedules(src) == {"m0_3": "gemv+elementwise", "m4": "matmul+elementwise"}
     exe = compile_scheduled(src)
     assert [len(v) for v in kernel_variants(exe).values()] == [2]
     for m in MS:
@@ -87,6 +109,7 @@ def test_batch_matmul_variants():
     """Attention's products at decode (one query row) and prefill: M is dim 1 of A."""
     A, B, Y = [4, "m", 64], [4, 64, "n"], [4, "m", "n"]
     src = program([("a", A), ("b", B)], [op("r", "matmul", [("a", A), ("b", B)], Y)], [("r", Y)])
+    assert variant_schedules(src) == {"m0_3": "batch_gemv", "m4": "batch_matmul"}
     exe = compile_scheduled(src)
     assert [len(v) for v in kernel_variants(exe).values()] == [2]
     for m, n in zip(MS, [130, 1, 64, 65, 7, 200, 33, 128, 17]):

@@ -37,6 +37,7 @@ class MatmulConfig:
     gemv_cols: int = 256  # columns of the 1-row tile (16 independent FMA chains per k step)
     panel_n: int = 256
     block_k: int = 128
+    lanes: int = 16  # f32 lanes of one SIMD register (the GEMV's column remainder tiles)
     gemv_rows: int = 3  # largest M run by the few-rows (GEMV) schedule (measured: faster at 1-3)
     unroll_k: int = 8  # K rows of B per step of the GEMV schedule (independent row streams)
 
@@ -89,7 +90,7 @@ def config_for(target: CpuTarget) -> MatmulConfig:
     per_row = 4 if target.registers >= 32 else 2
     cols = per_row * target.lanes
     return MatmulConfig(rows=(6, 1), cols=cols, gemv_cols=4 * cols if target.registers >= 32 else 2 * cols,
-                        panel_n=max(256, 4 * cols), block_k=128)
+                        panel_n=max(256, 4 * cols), block_k=128, lanes=target.lanes)
 
 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
@@ -152,7 +153,7 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
     inner::
 
         (N split in ``threads`` chunks, scf.forall) -> K block (``cfg.unroll_k``, peeled;
-        then 1) -> N tile (``cfg.cols``, peeled; then 1) -> M rows (1)
+        then 1) -> N tile (``cfg.cols``, peeled; then one register if static, then 1) -> M rows (1)
 
     Each k block streams ``unroll_k`` rows of B side by side (contiguous, one hardware
     prefetch stream each) and adds ``unroll_k`` broadcast-FMA steps onto ``cols / lanes``
@@ -174,7 +175,10 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
         k_exact = k is not None and k % uk == 0
         for kpart, ku in _cascade(fn, mm, b + 2, b + 3, (uk, 1), k_exact, name):
             n_exact = n_static is not None and n_static % cols == 0
-            for npart, nc in _cascade(fn, kpart, b + 1, b + 3, (cols, 1), n_exact, name):
+            # A static column remainder: one register wide, then 1. (A symbolic one peeled
+            # twice leaves a masked tile that the vector lowering rejects, MLIR 22.)
+            n_sizes = (cols, cfg.lanes, 1) if 1 < cfg.lanes < cols and n_static is not None else (cols, 1)
+            for npart, nc in _cascade(fn, kpart, b + 1, b + 3, n_sizes, n_exact, name):
                 t = structured.TileUsingForOp(npart, sizes=[0] * b + [1, 0, 0])
                 _vectorize(t.tiled_linalg_op, [1] * b + [1, nc, ku])
         cleanup(fn)

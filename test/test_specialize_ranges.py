@@ -125,3 +125,21 @@ def test_schedules_off_has_no_variants():
     assert kernel_variants(exe) == {}
     a, b = f32(5, 8), f32(8, 8)
     np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_gemv_threads(monkeypatch):
+    """RELAX_MLIR_NUM_THREADS=2: a large GEMV variant splits N over the threads (one
+    omp.parallel more than the tiled variant's), a small one does not."""
+    from relax_mlir.transforms.apply_schedules import openmp_library
+    if not openmp_library():
+        pytest.skip("no OpenMP runtime (libiomp5) in this environment")
+    monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
+    for (K, N), regions in (((512, "n"), 2), ((64, 512), 1)):
+        src = program([("a", ["m", K]), ("b", [K, N])],
+                      [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])], [("r", ["m", N])])
+        exe = compile_scheduled(src)
+        assert exe.llvm_dialect_text().count("omp.parallel") == regions
+        n = 300 if N == "n" else N
+        for m in (1, 3, 4, 17):
+            a, b = f32(m, K), f32(K, n)
+            np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)

@@ -146,6 +146,14 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
 
 
 
+def _worth_threads(n: Optional[int], k: Optional[int], cols: int, threads: int) -> bool:
+    """Split a GEMV's columns over threads unless it is statically small: each thread at
+    least one register tile, B at least 256 KB (a parallel region costs microseconds)."""
+    if n is not None and n < threads * cols:
+        return False
+    return n is None or k is None or n * k >= 1 << 16
+
+
 def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
                   batch: bool = False, threads: int = 1):
     """The transform-script body for a matmul with few rows (M == 1, the decode GEMV, and
@@ -169,7 +177,7 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
         n_static = n
         if batch:
             mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
-        elif threads > 1:  # one contiguous chunk of columns per thread
+        elif threads > 1 and _worth_threads(n, k, cols, threads):  # one chunk of columns per thread
             mm = structured.TileUsingForallOp(mm, num_threads=[0, threads, 0]).results[0]
             n_static = n // threads if n is not None and n % threads == 0 else None
         k_exact = k is not None and k % uk == 0

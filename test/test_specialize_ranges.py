@@ -143,3 +143,17 @@ def test_gemv_threads(monkeypatch):
         for m in (1, 3, 4, 17):
             a, b = f32(m, K), f32(K, n)
             np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("m", [1, 3])
+def test_static_few_rows_get_the_gemv_schedule(m):
+    """A static M (decode with a fixed batch of one) needs no dispatch: the kernel itself
+    gets the few-rows schedule, K and N symbolic (the LM head over a symbolic vocabulary)."""
+    src = program([("a", [m, "k"]), ("b", ["k", "n"])],
+                  [op("r", "matmul", [("a", [m, "k"]), ("b", ["k", "n"])], [m, "n"])], [("r", [m, "n"])])
+    assert list(variant_schedules(src).values()) == ["gemv"]
+    exe = compile_scheduled(src)
+    assert kernel_variants(exe) == {}
+    for k, n in ((1, 1), (7, 65), (512, 2000), (33, 64)):
+        a, b = f32(m, k), f32(k, n)
+        np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))

@@ -36,9 +36,8 @@ from ..schedules.target import host_target
 from .graph import top_ops
 from .registry import Option, emit_error, register_pass
 
-RANGE_ATTR = "relax.range"  # {m_min = lo : i64, m_max = hi : i64} on a variant
+RANGE_ATTR = schedules.RANGE_ATTR  # {m_min = lo : i64, m_max = hi : i64} on a variant
 DISPATCH_ATTR = "relax.range_dispatch"  # on the kernel that picks a variant
-
 
 
 def variant_ranges(gemv_max: int) -> list[tuple[int, Optional[int]]]:

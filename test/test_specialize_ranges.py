@@ -63,10 +63,11 @@ def test_host_gemv_rows():
     assert config_for(host_target()).gemv_rows == 3
 
 
-@pytest.mark.parametrize("kn", [(96, 256), (50, 200), (512, 2048), ("k", "n")])
+@pytest.mark.parametrize("kn", [(96, 256), (50, 200), (3, 5), (512, 2048), ("k", "n")])
 def test_matmul_variants(kn):
-    """Static, odd (peeled K and N remainders in both variants), the decode shapes, and
-    fully symbolic (the LLM's symbolic N): every M through one executable."""
+    """Static, odd (peeled K and N remainders in both variants), smaller than one GEMV tile
+    (K < 8 rows, N < 16 columns), the decode shapes, and fully symbolic (the LLM's symbolic
+    N): every M through one executable."""
     K, N = kn
     src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
                   [("r", ["m", N])])

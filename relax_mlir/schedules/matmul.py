@@ -146,6 +146,14 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
 
 
 
+def _fitting(sizes: tuple[int, ...], extent: Optional[int]) -> tuple[int, ...]:
+    """The tile sizes of a cascade that fit a static extent (a tile larger than the whole
+    extent cannot be peeled: the transform fails)."""
+    if extent is None:
+        return sizes
+    return tuple(s for s in sizes if s <= extent) or (1,)
+
+
 def _worth_threads(n: Optional[int], k: Optional[int], cols: int, threads: int) -> bool:
     """Split a GEMV's columns over threads unless it is statically small: each thread at
     least one register tile, B at least 256 KB (a parallel region costs microseconds)."""
@@ -180,12 +188,13 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
         elif threads > 1 and _worth_threads(n, k, cols, threads):  # one chunk of columns per thread
             mm = structured.TileUsingForallOp(mm, num_threads=[0, threads, 0]).results[0]
             n_static = n // threads if n is not None and n % threads == 0 else None
-        k_exact = k is not None and k % uk == 0
-        for kpart, ku in _cascade(fn, mm, b + 2, b + 3, (uk, 1), k_exact, name):
-            n_exact = n_static is not None and n_static % cols == 0
+        k_sizes = _fitting((uk, 1), k)
+        for kpart, ku in _cascade(fn, mm, b + 2, b + 3, k_sizes, k is not None and k % k_sizes[0] == 0, name):
             # A static column remainder: one register wide, then 1. (A symbolic one peeled
             # twice leaves a masked tile that the vector lowering rejects, MLIR 22.)
-            n_sizes = (cols, cfg.lanes, 1) if 1 < cfg.lanes < cols and n_static is not None else (cols, 1)
+            n_sizes = _fitting((cols, cfg.lanes, 1) if 1 < cfg.lanes < cols and n_static is not None else (cols, 1),
+                               n_static)
+            n_exact = n_static is not None and n_static % n_sizes[0] == 0
             for npart, nc in _cascade(fn, kpart, b + 1, b + 3, n_sizes, n_exact, name):
                 t = structured.TileUsingForOp(npart, sizes=[0] * b + [1, 0, 0])
                 _vectorize(t.tiled_linalg_op, [1] * b + [1, nc, ku])

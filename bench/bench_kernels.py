@@ -9,10 +9,13 @@ Each program is compiled ONCE with ``options={"dispatch": False}`` (schedules on
 default) and once more with ``"schedules": False`` (plain ``convert-linalg-to-loops``,
 auto-vectorized by LLVM) for reference; every size runs through the same executable.
 Cases: matmul with M symbolic at M = 1, 16, 128, 512 for (K, N) = (512, 2048) and
-(2048, 512), the same with M, N, K all symbolic; add + relu over 4M floats; softmax,
+(2048, 512), the same with M, N, K all symbolic (one executable holds the GEMV variant
+for M <= 3 and the register-tiled one, relax-specialize-ranges); add + relu over 4M floats; softmax,
 RMSNorm and LayerNorm over 4096 x 1024. The ratio is our median time over numpy's
 (lower is better). The machine is shared: the 1-minute load average is printed per
 row; a figure taken with load above the core count is noise-prone.
+``RELAX_MLIR_NUM_THREADS=2`` runs our parallel loops on two OpenMP threads: compare the
+wall-clock columns then (numpy on its default threads).
 """
 
 from __future__ import annotations
@@ -120,6 +123,15 @@ def main() -> int:
           "process, numpy limited to one BLAS thread (threadpoolctl), both sides single-threaded")
     print(f"{'case':38s} {'M':>5s} {'ours ms':>9s} {'numpy ms':>9s} {'ratio':>6s} {'rate ours/np':>18s}"
           f" {'cpu ours':>9s} {'cpu np1T':>9s} {'ratio':>6s} {'loops ms':>9s} {'load':>5s}")
+    if not only or any("matmul".startswith(o) or o.startswith("matmul") for o in only):
+        # The fixed cost of one call through the Python runtime (argument descriptors, shape
+        # checks, result allocation): a 1x16 @ 16x16 matmul. It is part of every "ours" time
+        # and dominates the GEMV rows (M = 1), whose kernel alone takes a few tens of us.
+        tiny = relax_mlir.compile(single_op("matmul", [["m", 16], [16, 16]], ["m", 16]), options={"dispatch": False})
+        ta, tb = np.ones((1, 16), np.float32), np.ones((16, 16), np.float32)
+        print(f"call overhead (1x16 @ 16x16): ours {timeit(lambda: tiny(ta, tb), reps, clock=time.process_time):.4f} ms"
+              f" cpu, numpy {timeit(lambda: ta @ tb, reps, clock=time.process_time):.4f} ms cpu;"
+              f" threads: RELAX_MLIR_NUM_THREADS={os.environ.get('RELAX_MLIR_NUM_THREADS', '1')}")
     for name, src, runs, ref, work, unit in cases(rng):
         if only and not any(name.startswith(o) for o in only):
             continue

@@ -104,7 +104,13 @@ def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
     if not schedules:
         return _llvm_stage()
     from ..transforms.apply_schedules import num_threads, scheduled_stage
-    return scheduled_stage(_llvm_stage(), num_threads())
+    st = scheduled_stage(_llvm_stage(), num_threads())
+    # relax-specialize-ranges' dispatchers return a variant's result through scf.if: once the
+    # variants' (equivalent) results are dropped, canonicalize folds it to the output argument
+    # and a second drop removes it (else ownership-based deallocation copies the result).
+    i = st.index("drop-equivalent-buffer-results")
+    st[i + 2:i + 2] = ["drop-equivalent-buffer-results"]
+    return ["relax-specialize-ranges"] + st
 
 
 def _llvm_stage() -> list[str]:

@@ -7,6 +7,8 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
 * ``matmul``: fill + ``linalg.matmul`` (f32), any of M, N, K symbolic (:mod:`.matmul`);
   ``matmul+elementwise`` for a fused group whose epilogue (bias, activation) follows;
   ``batch_matmul``: ``linalg.batch_matmul``, one batch per ``scf.forall`` iteration;
+  ``gemv`` (``gemv+elementwise``, ``batch_gemv``) when M is at most
+  ``MatmulConfig.gemv_rows``: static, or the range of a relax-specialize-ranges variant;
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
   vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
 * ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
@@ -22,11 +24,12 @@ from mlir import ir
 
 from .common import apply
 from .elementwise import elementwise_schedule
-from .matmul import config_for, matmul_schedule
+from .matmul import config_for, gemv_schedule, matmul_schedule
 from .target import CpuTarget, host_target
 from .rows import rows_schedule
 
 KIND_ATTR = "relax.kernel_kind"  # set by relax-annotate-kernel-kinds
+RANGE_ATTR = "relax.range"  # {m_min, m_max} of a variant made by relax-specialize-ranges
 
 #: Ops that only compute sizes or constants: they do not decide a schedule.
 _NEUTRAL = {"arith.constant", "tensor.dim", "tensor.empty", "func.return"}
@@ -76,9 +79,14 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
     if config is not None:
         from ..tuning.space import matmul_config, matmul_space
         matmul_space(target).check(config)
-        cfg = matmul_config(config)
-    body = matmul_schedule(m, n, k, cfg, batch=batch)
-    kind = "batch_matmul" if batch else "matmul"
+        cfg = matmul_config(config, base=cfg)
+    if _max_rows(fn, m) is not None and _max_rows(fn, m) <= cfg.gemv_rows:
+        from ..transforms.apply_schedules import num_threads
+        body = gemv_schedule(n, k, cfg, batch=batch, threads=num_threads())
+        kind = "batch_gemv" if batch else "gemv"
+    else:
+        body = matmul_schedule(m, n, k, cfg, batch=batch)
+        kind = "batch_matmul" if batch else "matmul"
     if not epilogue:
         return Schedule(kind, body)
     tail = _select_elementwise(epilogue).body
@@ -88,6 +96,18 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
         tail(fn)
 
     return Schedule(kind + "+elementwise", fused)
+
+
+def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:
+    """The largest M the kernel runs at: static M, or the ``m_max`` of its range (a
+    relax-specialize-ranges variant); None when unbounded."""
+    if m is not None:
+        return m
+    if RANGE_ATTR in fn.attributes:
+        rng = ir.DictAttr(fn.attributes[RANGE_ATTR])
+        if "m_max" in rng:
+            return ir.IntegerAttr(rng["m_max"]).value
+    return None
 
 
 def _iterators(op: ir.Operation) -> list[str]:

@@ -115,11 +115,14 @@ def matmul_space(t: CpuTarget) -> Space:
     ), _matmul_rule, t)
 
 
-def matmul_config(cfg: Config):
-    """The MatmulConfig of a (checked) config dict."""
+def matmul_config(cfg: Config, base=None):
+    """The MatmulConfig of a (checked) config dict; fields that are not knobs (the
+    target's lanes, the GEMV variant's row limit) come from ``base`` (default: the
+    dataclass defaults)."""
+    import dataclasses
     from ..schedules.matmul import MatmulConfig
-    return MatmulConfig(rows=(cfg["rows"], 1), cols=cfg["cols"], gemv_cols=cfg["gemv_cols"],
-                        panel_n=cfg["panel_n"], block_k=cfg["block_k"])
+    return dataclasses.replace(base or MatmulConfig(), rows=(cfg["rows"], 1), cols=cfg["cols"],
+                               gemv_cols=cfg["gemv_cols"], panel_n=cfg["panel_n"], block_k=cfg["block_k"])
 
 
 def matmul_default(t: CpuTarget) -> Config:

@@ -1,0 +1,146 @@
+"""relax-specialize-ranges: one kernel, several variants for ranges of a symbol, chosen at run time.
+
+A matmul kernel with a symbolic row count M (``linalg.matmul``, or the M of a
+``linalg.batch_matmul``) is served best by different schedules at different M: the
+decode GEMV (M == 1) and a few rows want no register blocking along M (each row streams
+B once), while larger M wants 6-row register tiles. Relax compiles one executable for
+every shape, so the choice is made at run time: the pass clones the kernel into one
+variant per range of M, tags each with its range (``relax.range = {m_min, m_max}``,
+``m_max`` absent when unbounded) for :func:`relax_mlir.schedules.select`, and turns the
+original kernel (same name, same signature: callers are unchanged) into a dispatcher
+that reads M from its operand and calls the variant whose range holds it::
+
+    func.func private @k(%a: tensor<?x512xf32>, %b, %c) attributes {relax.range_dispatch, ...} {
+      %m = tensor.dim %a, %c0
+      %r = scf.if (%m <= 3) { func.call @k__m0_3(%a, %b, %c) } else { func.call @k__m4(%a, %b, %c) }
+      return %r
+    }
+
+Run on tensors, before ``relax-apply-schedules`` (which then schedules each variant by
+its range) and the module's one-shot bufferization (the calls bufferize across function
+boundaries, the variants' results stay equivalent to the output argument). Only kernels
+that get a matmul schedule, whose A operand is a kernel argument with a symbolic M, are
+specialized; everything else is left as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects import arith, func, scf, tensor
+
+from .. import schedules
+from ..schedules.matmul import config_for
+from ..schedules.target import host_target
+from .graph import top_ops
+from .registry import Option, emit_error, register_pass
+
+RANGE_ATTR = schedules.RANGE_ATTR  # {m_min = lo : i64, m_max = hi : i64} on a variant
+DISPATCH_ATTR = "relax.range_dispatch"  # on the kernel that picks a variant
+
+
+def variant_ranges(gemv_max: int) -> list[tuple[int, Optional[int]]]:
+    """The M ranges ``(lo, hi)`` (inclusive, ``hi`` None: unbounded) that partition M >= 0."""
+    return [(0, gemv_max), (gemv_max + 1, None)]
+
+
+def _m_operand(fn: ir.Operation) -> Optional[tuple[ir.BlockArgument, int]]:
+    """The kernel argument that is the matmul's A operand and the position of its M dim,
+    when M is symbolic and the kernel gets a matmul schedule; else None."""
+    sched = schedules.select(fn)
+    if sched is None or not sched.name.startswith(("matmul", "batch_matmul")):
+        return None
+    mm = next(o for o in schedules.payload_ops(fn) if o.name in ("linalg.matmul", "linalg.batch_matmul"))
+    a = mm.operands[0]
+    if not isinstance(a, ir.BlockArgument) or a.owner != fn.regions[0].blocks[0]:
+        return None
+    shape = ir.RankedTensorType(a.type).shape
+    dim = len(shape) - 2
+    if not ir.ShapedType.is_dynamic_size(shape[dim]):
+        return None
+    return ir.BlockArgument(a), dim
+
+
+def _range_attr(lo: int, hi: Optional[int]) -> ir.Attribute:
+    i64 = ir.IntegerType.get_signless(64)
+    d = {"m_min": ir.IntegerAttr.get(i64, lo)}
+    if hi is not None:
+        d["m_max"] = ir.IntegerAttr.get(i64, hi)
+    return ir.DictAttr.get(d)
+
+
+def _variant_name(name: str, lo: int, hi: Optional[int]) -> str:
+    return f"{name}__m{lo}" + ("" if hi is None else f"_{hi}")
+
+
+def specialize(fn: ir.Operation, ranges: list[tuple[int, Optional[int]]]) -> Optional[list[str]]:
+    """Split kernel ``fn`` into range variants (see the module docstring); their names,
+    or None when ``fn`` is not a kernel to specialize."""
+    found = _m_operand(fn)
+    if found is None:
+        return None
+    a, mdim = found
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    names = []
+    for lo, hi in ranges:
+        v = fn.clone(ir.InsertionPoint(fn))
+        vname = _variant_name(name, lo, hi)
+        v.attributes["sym_name"] = ir.StringAttr.get(vname)
+        v.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        v.attributes[RANGE_ATTR] = _range_attr(lo, hi)
+        names.append(vname)
+    block = fn.regions[0].blocks[0]
+    for op in reversed(list(block.operations)):
+        op.operation.erase()
+    fty = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    results = list(fty.results)
+    args = list(block.arguments)
+    with ir.InsertionPoint(block), fn.location:
+        m = tensor.DimOp(a, arith.ConstantOp.create_index(mdim)).result
+        _dispatch(m, ranges, names, results, args)
+    fn.attributes[DISPATCH_ATTR] = ir.UnitAttr.get()
+    return names
+
+
+def _dispatch(m: ir.Value, ranges: list[tuple[int, Optional[int]]], names: list[str],
+              results: list[ir.Type], args: list[ir.Value]) -> None:
+    """At the insertion point: ``return`` the call of the variant whose range holds ``m``.
+    The ranges partition M >= 0 in increasing order, so a chain of ``m <= hi`` tests
+    (the last variant in the innermost else) picks it."""
+
+    def call(i: int) -> list[ir.Value]:
+        return list(func.CallOp(results, ir.FlatSymbolRefAttr.get(names[i]), args).results)
+
+    def chain(i: int) -> list[ir.Value]:
+        if i == len(ranges) - 1:
+            return call(i)
+        hi = arith.ConstantOp.create_index(ranges[i][1])
+        cond = arith.CmpIOp(arith.CmpIPredicate.ule, m, hi).result
+        if_op = scf.IfOp(cond, results, has_else=True)
+        with ir.InsertionPoint(if_op.then_block):
+            scf.YieldOp(call(i))
+        with ir.InsertionPoint(if_op.else_block):
+            scf.YieldOp(chain(i + 1))
+        return list(if_op.results)
+
+    func.ReturnOp(chain(0))
+
+
+@register_pass("relax-specialize-ranges",
+               "Clone matmul kernels with a symbolic M into variants per range of M (GEMV for few "
+               "rows, register tiles for more) and dispatch between them at run time.",
+               options=[Option("gemv-max", int, -1,
+                               "largest M that runs the few-rows (GEMV) variant; -1: the target's "
+                               "(MatmulConfig.gemv_rows), 0: no specialization")])
+def relax_specialize_ranges(module: ir.Operation, opts) -> None:
+    gemv_max = config_for(host_target()).gemv_rows if opts.gemv_max == -1 else opts.gemv_max
+    if gemv_max < 0:
+        emit_error(module, f"gemv-max must be -1 or >= 0, got {gemv_max}")
+        return
+    if gemv_max == 0:
+        return
+    for fn in top_ops(module):
+        if (fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks
+                and RANGE_ATTR not in fn.attributes and DISPATCH_ATTR not in fn.attributes):
+            specialize(fn, variant_ranges(gemv_max))

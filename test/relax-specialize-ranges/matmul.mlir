@@ -1,0 +1,102 @@
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-specialize-ranges{gemv-max=3})' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-specialize-ranges{gemv-max=3}, relax-apply-schedules{target=avx512})' | FileCheck %s --check-prefix=SCHED
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-specialize-ranges{gemv-max=0})' | FileCheck %s --check-prefix=OFF
+// RUN: not relax-opt %s --pass-pipeline='builtin.module(relax-specialize-ranges{gemv-max=-2})' 2>&1 | FileCheck %s --check-prefix=BAD
+
+// A matmul with symbolic M becomes two variants, tagged with their range of M, and a
+// dispatcher with the kernel's name and signature that reads M and calls one of them.
+// CHECK-LABEL: func.func private @mm__m0_3(%arg0: tensor<?x512xf32>, %arg1: tensor<512x2048xf32>, %arg2: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+// CHECK-SAME: relax.range = {m_max = 3 : i64, m_min = 0 : i64}
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func private @mm__m4(
+// CHECK-SAME: relax.range = {m_min = 4 : i64}
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func private @mm(%arg0: tensor<?x512xf32>, %arg1: tensor<512x2048xf32>, %arg2: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+// CHECK-SAME: relax.range_dispatch
+// CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-NEXT: %[[M:.*]] = tensor.dim %arg0, %[[C0]] : tensor<?x512xf32>
+// CHECK-NEXT: %[[C3:.*]] = arith.constant 3 : index
+// CHECK-NEXT: %[[FEW:.*]] = arith.cmpi ule, %[[M]], %[[C3]] : index
+// CHECK-NEXT: %[[R:.*]] = scf.if %[[FEW]] -> (tensor<?x2048xf32>) {
+// CHECK-NEXT: %[[G:.*]] = func.call @mm__m0_3(%arg0, %arg1, %arg2)
+// CHECK-NEXT: scf.yield %[[G]] : tensor<?x2048xf32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[T:.*]] = func.call @mm__m4(%arg0, %arg1, %arg2)
+// CHECK-NEXT: scf.yield %[[T]] : tensor<?x2048xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[R]] : tensor<?x2048xf32>
+// CHECK-NOT: linalg.matmul
+
+// Each variant gets the schedule of its range: the few-rows one streams 8 rows of B per
+// step (8 chained FMAs onto 64 columns, no M blocking), the other the 6-row register
+// tiles; the dispatcher itself is not scheduled.
+// SCHED-LABEL: func.func private @mm__m0_3
+// SCHED-SAME: relax.schedule = "gemv"
+// SCHED: scf.for %{{.*}} = %c0 to %c512 step %c8
+// SCHED: scf.for %{{.*}} = %c0 to %c2048 step %c64
+// SCHED: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// SCHED: vector.transfer_read {{.*}} : tensor<8x64xf32>, vector<8x64xf32>
+// SCHED-COUNT-8: vector.fma {{.*}} : vector<64xf32>
+// SCHED-LABEL: func.func private @mm__m4
+// SCHED-SAME: relax.schedule = "matmul"
+// SCHED: iter_args({{.*}}) -> (vector<6x64xf32>)
+// SCHED-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// SCHED-LABEL: func.func private @mm(
+// SCHED-NOT: relax.schedule
+// SCHED: scf.if
+// SCHED-LABEL: func.func private @mm_static
+// SCHED-SAME: relax.schedule = "gemv"
+
+// OFF-NOT: relax.range
+// OFF-NOT: __m
+func.func private @mm(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x2048xf32>) outs(%0 : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  return %1 : tensor<?x2048xf32>
+}
+
+// Static M: nothing to dispatch on (M = 1 gets the few-rows schedule directly).
+// CHECK-LABEL: func.func private @mm_static(
+// CHECK-NOT: relax.range
+// CHECK: linalg.matmul
+func.func private @mm_static(%a: tensor<1x512xf32>, %b: tensor<512x2048xf32>, %c: tensor<1x2048xf32>) -> tensor<1x2048xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<1x2048xf32>) -> tensor<1x2048xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<1x512xf32>, tensor<512x2048xf32>) outs(%0 : tensor<1x2048xf32>) -> tensor<1x2048xf32>
+  return %1 : tensor<1x2048xf32>
+}
+
+// A batched product: M is the second dim of A.
+// CHECK-LABEL: func.func private @bmm__m0_3(
+// CHECK-LABEL: func.func private @bmm__m4(
+// CHECK-LABEL: func.func private @bmm(
+// CHECK-SAME: relax.range_dispatch
+// CHECK: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-NEXT: tensor.dim %arg0, %[[C1]] : tensor<4x?x?xf32>
+// SCHED-LABEL: func.func private @bmm__m0_3(
+// SCHED-SAME: relax.schedule = "batch_gemv"
+// SCHED-LABEL: func.func private @bmm__m4(
+// SCHED-SAME: relax.schedule = "batch_matmul"
+func.func private @bmm(%a: tensor<4x?x?xf32>, %b: tensor<4x?x?xf32>, %c: tensor<4x?x?xf32>) -> tensor<4x?x?xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<4x?x?xf32>) -> tensor<4x?x?xf32>
+  %1 = linalg.batch_matmul ins(%a, %b : tensor<4x?x?xf32>, tensor<4x?x?xf32>) outs(%0 : tensor<4x?x?xf32>) -> tensor<4x?x?xf32>
+  return %1 : tensor<4x?x?xf32>
+}
+
+// No matmul schedule (f64), or A computed inside the kernel: left as it was.
+// CHECK-LABEL: func.func private @mm_f64(
+// CHECK-NOT: relax.range
+// CHECK: linalg.matmul
+func.func private @mm_f64(%a: tensor<?x8xf64>, %b: tensor<8x8xf64>, %c: tensor<?x8xf64>) -> tensor<?x8xf64>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f64
+  %0 = linalg.fill ins(%cst : f64) outs(%c : tensor<?x8xf64>) -> tensor<?x8xf64>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x8xf64>, tensor<8x8xf64>) outs(%0 : tensor<?x8xf64>) -> tensor<?x8xf64>
+  return %1 : tensor<?x8xf64>
+}
+// BAD: gemv-max must be -1 or >= 0, got -2

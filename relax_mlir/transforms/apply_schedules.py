@@ -139,7 +139,9 @@ def _tuned_configs(module: ir.Operation, kernels: list[ir.Operation], db_path: s
                    host: bool) -> list[Optional[dict]]:
     """Per kernel, its tuned config from the tuning database at ``db_path`` (None for all
     when the file does not exist), keyed like ``relax-mlir tune`` records them: structural
-    hash, target key, the module's size bucket. Raises sqlite3.Error for a bad file."""
+    hash, target key, the module's size bucket. A range variant (relax-specialize-ranges)
+    is looked up as the kernel it was cloned from, which is what the tuner measured (its
+    variants included). Raises sqlite3.Error for a bad file."""
     from ..tuning.database import Database, module_bucket, target_key
     from .kernel_hash import structural_hash
 
@@ -147,7 +149,7 @@ def _tuned_configs(module: ir.Operation, kernels: list[ir.Operation], db_path: s
         return [None] * len(kernels)
     key, bucket = target_key(target, num_threads(), host), module_bucket(module)
     with Database(db_path) as db:
-        recs = [db.lookup(structural_hash(fn), key, bucket) for fn in kernels]
+        recs = [db.lookup(structural_hash(fn, ignore=(schedules.RANGE_ATTR,)), key, bucket) for fn in kernels]
     return [r.config if r is not None else None for r in recs]
 
 

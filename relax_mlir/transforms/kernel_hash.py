@@ -17,13 +17,15 @@ from mlir import ir
 NON_STRUCTURAL_ATTRS = ("sym_name", "sym_visibility", "relax.kernel_kind", "relax.kernel_op")
 
 
-def structural_hash(fn: ir.Operation) -> str:
+def structural_hash(fn: ir.Operation, ignore: tuple[str, ...] = ()) -> str:
     """A hex digest equal for two functions exactly when they compute the same thing the
-    same way (same types, ops, attributes and nesting), names and locations aside."""
+    same way (same types, ops, attributes and nesting), names and locations aside.
+    ``ignore``: further function attributes to leave out (a range variant's
+    ``relax.range`` when looking up the kernel it was cloned from)."""
     with fn.context, ir.Location.unknown():
         copy = fn.clone(ip=False)
         try:
-            for name in NON_STRUCTURAL_ATTRS:
+            for name in NON_STRUCTURAL_ATTRS + tuple(ignore):
                 if name in copy.attributes:
                     del copy.attributes[name]
             text = copy.get_asm(print_generic_op_form=True, assume_verified=True)

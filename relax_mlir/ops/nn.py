@@ -143,8 +143,10 @@ def _to_out(kb: KernelBuilder, r: str, out: KType) -> str:
 
 @legalization("conv2d")
 def _legalize_conv2d(call: LegalizeCall):
-    """tensor.pad, then linalg.conv_2d_nchw_fchw (groups > 1: linalg.conv_2d_ngchw_gfchw on
-    the channel dims expanded to (groups, C / groups)); halves accumulate in f32."""
+    """tensor.pad, then linalg.conv_2d_nchw_fchw (grouped: linalg.conv_2d_ngchw_gfchw).
+
+    Grouped convolutions expand the channel dims to (groups, C / groups) with
+    tensor.expand_shape; half types accumulate in f32."""
     x, w = call.in_types
     out = call.out_types[0]
     pads, g = _pads(call), call["groups"]
@@ -187,9 +189,10 @@ def _legalize_conv2d(call: LegalizeCall):
 
 @legalization("max_pool2d", "avg_pool2d")
 def _legalize_pool(call: LegalizeCall):
-    """tensor.pad (max: the lowest value, avg: 0), linalg.pooling_nchw_max / _sum over a
-    window tensor; avg divides by the window size or, without ``count_include_pad``, by
-    the number of input (unpadded) elements in each window."""
+    """tensor.pad, then linalg.pooling_nchw_max / linalg.pooling_nchw_sum over a window tensor.
+
+    Max pads with the lowest value; avg pads with 0 and divides by the window size or,
+    without ``count_include_pad``, by the number of unpadded elements in each window."""
     x, out = call.in_types[0], call.out_types[0]
     pads, k, s = _pads(call), list(call["pool_size"]), list(call["strides"])
     big = call.name == "max_pool2d"

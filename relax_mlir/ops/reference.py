@@ -53,6 +53,17 @@ SHAPE_RULES: dict[str, str] = {
     "call_dps_library": "as the result types state (outputs written in destination-passing style)",
     "alloc_storage": "as the result type states: a 1-D i8 tensor of the planned byte size",
     "alloc_tensor": "as the result type states, carved out of `storage` at `offset`",
+    "conv2d": "(N, O, OH, OW) with OH = (H + pad_top + pad_bottom - dilation * (KH - 1) - 1) // stride + 1 "
+              "(OW likewise); C == I * groups; the padded input must cover the dilated kernel (run-time check "
+              "when unproven); the operands' dtype",
+    "max_pool2d": "(N, C, OH, OW) with OH = (H + pad_top + pad_bottom - dilation * (KH - 1) - 1) // stride + 1 "
+                  "(OW likewise); the input dtype",
+    "avg_pool2d": "(N, C, OH, OW) with OH = (H + pad_top + pad_bottom - KH) // stride + 1 (OW likewise); "
+                  "the input dtype",
+    "sort": _UNARY,
+    "argsort": "the operand's shape; dtype `dtype` (i64 or i32)",
+    "topk": "two results, values and indices: the input shape with the `axis` dim replaced by `k` "
+            "(k <= that dim, a run-time check when unproven); the input dtype and `dtype`",
 }
 
 

@@ -127,8 +127,10 @@ def gather_sorted(kb: KernelBuilder, pos: str, axis: int, values: bool, indices:
 
 @legalization("sort", "argsort", "topk")
 def _legalize_sort(call: LegalizeCall):
-    """Two linalg.generic: each element's sorted position counted against its line
-    (stable, NaN greatest), then each output slot gathers the element at its position."""
+    """Two linalg.generic: count each element's sorted position, then gather by position.
+
+    The count compares every pair of a line (n^2 per line; stable, NaN greatest); each
+    output slot then takes the element whose position it is (topk: the first k slots)."""
     x = call.in_types[0]
     axis = call["axis"] + x.rank if call["axis"] < 0 else call["axis"]
     desc = call["largest"] if call.name == "topk" else call["descending"]

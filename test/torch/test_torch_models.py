@@ -137,16 +137,25 @@ class SmallCNN(torch.nn.Module):
         return self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
 
 
-def test_small_cnn_dynamic_batch_height_width():
+@pytest.mark.parametrize("decompositions", ["default", "core", None])
+def test_small_cnn_dynamic_batch_height_width(decompositions):
     """One compile serves every batch, height and width (the spatial sizes are symbolic
-    expressions through both pools and the strided conv)."""
+    expressions through both pools and the strided conv). Each decomposition level brings
+    other ATen forms of the same layers (see ``want``)."""
     torch.manual_seed(6)
     model = SmallCNN().eval()
     N = torch.export.Dim("n", max=64)
     H, W = torch.export.Dim("h", min=8, max=128), torch.export.Dim("w", min=8, max=128)
     fn = check(model, lambda n, h, w: (torch.randn(n, 3, h, w, generator=torch.Generator().manual_seed(n * h + w)),),
-               [(2, 16, 16), (1, 9, 13), (5, 32, 20)], {"x": {0: N, 2: H, 3: W}}, atol=1e-4, rtol=1e-4)
+               [(2, 16, 16), (1, 9, 13), (5, 32, 20)], {"x": {0: N, 2: H, 3: W}}, atol=1e-4, rtol=1e-4,
+               decompositions=decompositions)
     assert fn.exe.functions == ["main"]
+    targets = {str(n.target) for n in fn.program.ep.graph.nodes if n.op == "call_function"}
+    want = {None: {"aten.conv2d.default", "aten.batch_norm.default", "aten.max_pool2d.default"},
+            "default": {"aten.conv2d.default", "aten._native_batch_norm_legit_no_training.default"},
+            "core": {"aten.convolution.default", "aten._native_batch_norm_legit_no_training.default",
+                     "aten.max_pool2d_with_indices.default"}}[decompositions]
+    assert want <= targets
     text = str(fn.program.module)
     assert text.count('"relax.conv2d"') == 2 and text.count('"relax.max_pool2d"') == 1
     assert '#relax.shape<["n", 16, "(h // 2 - 1) // 2 + 1", "(w // 2 - 1) // 2 + 1"]>' in text

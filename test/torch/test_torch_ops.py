@@ -265,3 +265,33 @@ def test_boolean_mask_indexing_is_refused_with_its_location():
     msg = str(e.value)
     assert msg.startswith("aten.index.Tensor: boolean mask indexing (x[mask]) has a data-dependent output length")
     assert msg.endswith(f"test_torch_ops.py:{line} (return x[x > 0] * 2)")
+
+
+class Pools1dAndAdaptive(torch.nn.Module):
+    def forward(self, s, x):
+        # max_pool1d of a symbolic length: torch.export specializes the length, so on a static one
+        return (F.max_pool1d(x[:, 0], 2), F.max_pool1d(x[:, 1], 3, stride=2, padding=1), F.avg_pool1d(s, 3, 1, 1),
+                F.avg_pool1d(s, 3, 2, 1, count_include_pad=False), F.adaptive_max_pool2d(x, 1),
+                F.adaptive_avg_pool2d(x, (2, 3)), F.adaptive_max_pool2d(x, (4, 2)), F.adaptive_avg_pool1d(x[:, 1], 2),
+                F.adaptive_max_pool1d(x[:, 0], 3))
+
+
+def test_pool1d_and_adaptive_pooling():
+    """1-D pools and adaptive pools: global, or static sizes divisible by the output size."""
+    B, L = torch.export.Dim("b", max=16), torch.export.Dim("l", min=4, max=64)
+    check(Pools1dAndAdaptive(), lambda b, l: (randn(b, 3, l), randn(b, 2, 8, 6)), [(2, 9), (1, 4), (5, 30)],
+          {"s": {0: B, 2: L}, "x": {0: B}})
+
+
+def test_adaptive_pooling_of_a_symbolic_size_is_refused():
+    from relax_mlir.frontend.torch import TorchImportError, from_exported_program
+
+    class Adaptive(torch.nn.Module):
+        def forward(self, x):
+            return F.adaptive_avg_pool2d(x, 2)
+
+    dyn = {"x": {2: torch.export.Dim("h", min=4, max=64)}}
+    ep = torch.export.export(Adaptive(), (randn(1, 2, 8, 8),), dynamic_shapes=dyn)
+    with pytest.raises(TorchImportError, match=r"^aten.adaptive_avg_pool2d.default: adaptive pooling of sizes "
+                                               r"\['h', '8'\] to \[2, 2\] .* at .*test_torch_ops.py:\d+ "):
+        from_exported_program(ep, dynamic_shapes=dyn)

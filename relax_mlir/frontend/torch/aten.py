@@ -945,13 +945,26 @@ def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
 # -- pooling (CNN heads) ----------------------------------------------------------------------
 
 @converter("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default",
-           "aten.adaptive_avg_pool1d.default")
-def _adaptive_avg_pool(im, node, x, output_size):
-    if any(int(o) != 1 for o in output_size):
-        raise im.error(f"adaptive average pooling to {list(output_size)} (only global pooling, "
-                       "output size 1, is supported)")
+           "aten.adaptive_avg_pool1d.default", "aten.adaptive_max_pool2d.default",
+           "aten.adaptive_max_pool1d.default")
+def _adaptive_pool(im, node, x, output_size):
+    """Global pooling (output size 1) as a reduction; an output size dividing a static
+    input size as the equal windows of max_pool2d / avg_pool2d (torch's windows then)."""
+    big = "max" in str(node.target)
     k = len(output_size)
-    return relax.mean(x, axes=list(range(-k, 0)), keepdims=True)
+    sizes = list(im.sig(x).shape[-k:])
+    if all(int(o) == 1 for o in output_size):
+        y = (relax.max if big else relax.mean)(x, axes=list(range(-k, 0)), keepdims=True)
+    elif all(d.is_static and d.value % int(o) == 0 for d, o in zip(sizes, output_size)):
+        win = [d.value // int(o) for d, o in zip(sizes, output_size)]
+        v, back = _to_nchw(im, x, k)
+        win = [1] * (2 - k) + win
+        pool = relax.max_pool2d if big else relax.avg_pool2d
+        y = back(pool(v, pool_size=win, strides=win))
+    else:
+        raise im.error(f"adaptive pooling of sizes {[str(d) for d in sizes]} to {list(output_size)} (supported: "
+                       "output size 1, or static input sizes divisible by the output size)")
+    return (y, None) if big else y
 
 
 @converter("aten.linalg_vector_norm.default")
@@ -1081,6 +1094,28 @@ def _max_pool2d(im, node, x, kernel_size, stride=None, padding=0, dilation=1, ce
     if "with_indices" in str(node.target):
         return (y, None)  # the indices (training's backward) are not produced
     return y
+
+
+@converter("aten.max_pool1d.default")
+def _max_pool1d(im, node, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    k = _ints(kernel_size, 1, "kernel_size", im)
+    s = _ints(stride, 1, "stride", im) if stride not in (None, []) else k
+    if ceil_mode:
+        raise im.error("ceil_mode=True is not supported (floor mode only)")
+    v, back = _to_nchw(im, x, 1)
+    return back(relax.max_pool2d(v, pool_size=[1] + k, strides=[1] + s, padding=[0] + _ints(padding, 1, "padding", im),
+                                 dilation=[1] + _ints(dilation, 1, "dilation", im)))
+
+
+@converter("aten.avg_pool1d.default")
+def _avg_pool1d(im, node, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    k = _ints(kernel_size, 1, "kernel_size", im)
+    s = _ints(stride, 1, "stride", im) if stride not in (None, []) else k
+    if ceil_mode:
+        raise im.error("ceil_mode=True is not supported (floor mode only)")
+    v, back = _to_nchw(im, x, 1)
+    return back(relax.avg_pool2d(v, pool_size=[1] + k, strides=[1] + s, padding=[0] + _ints(padding, 1, "padding", im),
+                                 count_include_pad=bool(count_include_pad)))
 
 
 @converter("aten.avg_pool2d.default")

@@ -314,6 +314,10 @@ def _nn_and_sort_cases() -> list:
                                               _stable_order(x, -1, False)[..., :3]),
                  attrs="k = 3 : i64, largest = false", gen=gen),
         ]
+    # k beyond the selection limit: topk sorts (positions counted, then the first k gathered)
+    out.append(Case("topk", [["a", "n"]], ["i32"], lambda x: (np.take_along_axis(x, _stable_order(x, 1, True)[:, :17], 1),
+                                                             _stable_order(x, 1, True)[:, :17]),
+                    attrs="k = 17 : i64", gen=small, sizes=(17, 30, 67)))
     return out
 
 

@@ -125,16 +125,81 @@ def gather_sorted(kb: KernelBuilder, pos: str, axis: int, values: bool, indices:
     return kb.generic([(kb.ins[0], src), (pos, src)], outs, ["parallel"] * r + ["reduction"], body)
 
 
+#: topk with k up to this many selects k times (n*k comparisons), beyond it sorts (n^2).
+SELECT_MAX_K = 16
+
+
+def _before(kb: KernelBuilder, a: str, ia: str, b: str, ib: str, desc: bool, fl: bool, un: bool) -> str:
+    """(a at index ia) comes before (b at ib) in the sorted order (ties by index)."""
+    first = _less(kb, b, a, fl, un) if desc else _less(kb, a, b, fl, un)
+    tie = kb.bin("arith.andi", _equal(kb, a, b, fl), kb.cmp("cmpi", "slt", ia, ib), "i1")
+    return kb.bin("arith.ori", first, tie, "i1")
+
+
+def select_topk(kb: KernelBuilder, axis: int, k: int, desc: bool) -> list[str]:
+    """k selection rounds, each one reduction over the line: round p takes the first
+    element (in the sorted order) that comes after round p - 1's pick, into slot p."""
+    x: KType = kb.types[kb.ins[0]]
+    r = x.rank
+    fl, un = is_float(x.dtype), is_unsigned(x.dtype)
+    vals, idxs = kb.outs
+    it: KType = kb.types[idxs]
+    slot_dims = tuple(1 if i == axis else d for i, d in enumerate(x.dims))
+    sizes = [kb.dim(vals, i) if i != axis else None for i in range(r)]
+    slot_map = ["0" if i == axis else f"d{i}" for i in range(r)]
+
+    def ext(t: str, p: int) -> str:
+        tt: KType = kb.types[t]
+        st = KType(slot_dims, tt.dtype)
+        offs = ", ".join(str(p) if i == axis else "0" for i in range(r))
+        szs = ", ".join("1" if i == axis else (str(d) if d is not None else sizes[i]) for i, d in enumerate(slot_dims))
+        ones = ", ".join("1" for _ in range(r))
+        return kb.op(f"tensor.extract_slice {t}[{offs}] [{szs}] [{ones}] : {tt} to {st}", st, "s"), (offs, szs, ones)
+
+    prev = None
+    for p in range(k):
+        sv, where = ext(vals, p)
+        si, _ = ext(idxs, p)
+        si = kb.fill(-1, si)
+        ins = [(kb.ins[0], identity_map(r))] + ([(prev[0], slot_map), (prev[1], slot_map)] if prev else [])
+
+        def body(v, *rest):
+            i = kb.cast(kb.linalg_index(axis), it.dtype)
+            if prev:
+                pv, pi, bv, bi = rest
+                cand = _before(kb, pv, pi, v, i, desc, fl, un)
+            else:
+                bv, bi = rest
+                cand = None
+            none = kb.cmp("cmpi", "slt", bi, kb.const(0, it.dtype))
+            better = kb.bin("arith.ori", none, _before(kb, v, i, bv, bi, desc, fl, un), "i1")
+            take = better if cand is None else kb.bin("arith.andi", cand, better, "i1")
+            return [kb.select(take, v, bv), kb.select(take, i, bi)]
+
+        its = ["reduction" if i == axis else "parallel" for i in range(r)]
+        bv, bi = kb.generic(ins, [(sv, slot_map), (si, slot_map)], its, body)
+        offs, szs, ones = where
+        vt, itt = kb.types[vals], kb.types[idxs]
+        vals = kb.op(f"tensor.insert_slice {bv} into {vals}[{offs}] [{szs}] [{ones}] : {kb.types[bv]} into {vt}", vt, "r")
+        idxs = kb.op(f"tensor.insert_slice {bi} into {idxs}[{offs}] [{szs}] [{ones}] : {kb.types[bi]} into {itt}", itt,
+                     "r")
+        prev = (bv, bi)
+    return [vals, idxs]
+
+
 @legalization("sort", "argsort", "topk")
 def _legalize_sort(call: LegalizeCall):
     """Two linalg.generic: count each element's sorted position, then gather by position.
 
     The count compares every pair of a line (n^2 per line; stable, NaN greatest); each
-    output slot then takes the element whose position it is (topk: the first k slots)."""
+    output slot then takes the element whose position it is (topk: the first k slots).
+    topk with k <= SELECT_MAX_K instead selects k times (n * k comparisons)."""
     x = call.in_types[0]
     axis = call["axis"] + x.rank if call["axis"] < 0 else call["axis"]
     desc = call["largest"] if call.name == "topk" else call["descending"]
     kb = call.builder(attr_tag(axis=axis, desc=desc, k=call["k"] if call.name == "topk" else None))
+    if call.name == "topk" and 0 < call["k"] <= SELECT_MAX_K:
+        return kb.finish(select_topk(kb, axis, call["k"], desc))
     pos = sorted_positions(kb, axis, desc)
     res = gather_sorted(kb, pos, axis, values=call.name != "argsort", indices=call.name != "sort")
     return kb.finish(res)

@@ -1,6 +1,6 @@
-// relax-legalize on convolution, pooling and topk: tensor.pad feeding the upstream linalg
-// conv/pooling named ops (grouped: channel dims expanded to (groups, C / groups)), and the
-// two-generic sort kernel (positions counted, then gathered).
+// relax-legalize on convolution, pooling, topk and sort: tensor.pad feeding the upstream
+// linalg conv/pooling named ops (grouped: channel dims expanded to (groups, C / groups)),
+// topk's selection rounds and the two-generic sort kernel.
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | FileCheck %s
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | mlir-opt --irdl-file=%irdl --split-input-file > /dev/null
 
@@ -51,19 +51,37 @@ func.func @pools(%x: tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>) -> t
 
 // -----
 
+// topk with a small k selects k times: round p reduces the line to the first element after
+// round p - 1's pick (NaN greatest, ties by index) and inserts it into slot p.
 // CHECK-LABEL: func.func @topk
 // CHECK: %[[R:.+]]:2 = "relax.call_tir"(%arg0) {callee = @relax_topk_axis1_desc1_k2_f32_r2
 // CHECK-LABEL: func.func private @relax_topk_axis1_desc1_k2_f32_r2(
-// CHECK-SAME: %{{.+}}: tensor<?x?xf32>, %{{.+}}: tensor<?x2xf32>, %{{.+}}: tensor<?x2xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+// CHECK-SAME: %[[X:.+]]: tensor<?x?xf32>, %[[V:.+]]: tensor<?x2xf32>, %[[I:.+]]: tensor<?x2xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+// CHECK: %[[S0:.+]] = tensor.extract_slice %[[V]][0, 0] [%{{.+}}, 1] [1, 1] : tensor<?x2xf32> to tensor<?x1xf32>
+// CHECK: %[[P0:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[X]] : tensor<?x?xf32>) outs(%[[S0]], %{{.+}} : tensor<?x1xf32>, tensor<?x1xi64>)
+// CHECK: tensor.insert_slice %[[P0]]#0 into %[[V]][0, 0] [%{{.+}}, 1] [1, 1]
+// CHECK: tensor.extract_slice %{{.+}}[0, 1] [%{{.+}}, 1] [1, 1]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[P0]]#0, %[[P0]]#1 : tensor<?x?xf32>, tensor<?x1xf32>, tensor<?x1xi64>)
+func.func @topk(%x: tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> tensor<?x2xi64, #relax.shape<["b", 2]>> attributes {relax.function} {
+  %0, %1 = "relax.topk"(%x) {k = 2 : i64} : (tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> (tensor<?x2xf32, #relax.shape<["b", 2]>>, tensor<?x2xi64, #relax.shape<["b", 2]>>)
+  return %1 : tensor<?x2xi64, #relax.shape<["b", 2]>>
+}
+
+// -----
+
+// sort: every element's position counted against its line, then gathered by position.
+// CHECK-LABEL: func.func @sort
+// CHECK: "relax.call_tir"(%arg0) {callee = @relax_sort_axis1_desc0_f32_r2
+// CHECK-LABEL: func.func private @relax_sort_axis1_desc0_f32_r2(
+// CHECK-SAME: %{{.+}}: tensor<?x?xf32>, %{{.+}}: tensor<?x?xf32>) -> tensor<?x?xf32>
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.+}} : tensor<?x?xi64>)
 // CHECK: arith.cmpf uno
 // CHECK: arith.cmpi ult
 // CHECK: arith.extui
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.+}}, %{{.+}} : tensor<?x2xf32>, tensor<?x2xi64>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.+}} : tensor<?x?xf32>)
 // CHECK: arith.cmpi eq
 // CHECK: arith.select
-
-func.func @topk(%x: tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> tensor<?x2xi64, #relax.shape<["b", 2]>> attributes {relax.function} {
-  %0, %1 = "relax.topk"(%x) {k = 2 : i64} : (tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> (tensor<?x2xf32, #relax.shape<["b", 2]>>, tensor<?x2xi64, #relax.shape<["b", 2]>>)
-  return %1 : tensor<?x2xi64, #relax.shape<["b", 2]>>
+func.func @sort(%x: tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> tensor<?x?xf32, #relax.shape<["b", "n"]>> attributes {relax.function} {
+  %0 = "relax.sort"(%x) : (tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> tensor<?x?xf32, #relax.shape<["b", "n"]>>
+  return %0 : tensor<?x?xf32, #relax.shape<["b", "n"]>>
 }

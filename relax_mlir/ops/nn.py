@@ -163,7 +163,7 @@ def _legalize_conv2d(call: LegalizeCall):
     def split(t: KType, v: str, i: int, sizes: list[str]) -> tuple[str, KType]:
         """Dim ``i`` of ``v`` (whose dims are ``sizes``) expanded to (g, dim / g)."""
         d = t.dims[i]
-        per = kb.bin("arith.divui", sizes[i], kb.index(g), "index")
+        per = kb.bin("arith.divui", sizes[i], kb.index(g), "index") if d is None else kb.index(d // g)
         dims = list(t.dims[:i]) + [g, None if d is None else d // g] + list(t.dims[i + 1:])
         sz = sizes[:i] + [kb.index(g), per] + sizes[i + 1:]
         et = KType(tuple(dims), t.dtype)
@@ -208,9 +208,7 @@ def _legalize_pool(call: LegalizeCall):
     else:
         acc = _accumulator(kb, out)
     at = kb.types[acc]
-    kind = "max" if big else "sum"
-    if big and not is_float(x.dtype):
-        kind = "max"  # signed max (arith.maxsi) for integers
+    kind = "max" if big else "sum"   # max on integers: signed (arith.maxsi); ui* is refused by the shape rule
     r = kb.op(f"linalg.pooling_nchw_{kind} {_window_attrs(s, d)} ins({xp}, {win} : {kb.types[xp]}, {wt}) "
               f"outs({acc} : {at}) -> {at}", at, "pool")
     if big:

@@ -189,14 +189,16 @@ class Convolutions(torch.nn.Module):
                 F.conv2d(x[0], self.plain.weight, stride=2))   # unbatched input
 
 
-def test_convolutions():
+@pytest.mark.parametrize("decompositions", ["default", "core"])
+def test_convolutions(decompositions):
     """conv2d (padding, stride, dilation, groups, depthwise, 'same', unbatched) and conv1d
-    with symbolic batch, height, width and length, against torch."""
+    with symbolic batch, height, width and length, against torch ("core": every one as
+    aten.convolution)."""
     # torch's guards keep every output size >= 2 (its 0/1 specialization): h >= 5, l >= 3
     B, H, W = torch.export.Dim("b", max=16), torch.export.Dim("h", min=5, max=64), torch.export.Dim("w", min=5, max=64)
     L = torch.export.Dim("l", min=3, max=64)
     check(Convolutions(), lambda b, h, w, l: (randn(b, 3, h, w), randn(b, 3, l)), [(2, 8, 9, 7), (1, 5, 5, 3), (3, 17, 12, 30)],
-          {"x": {0: B, 2: H, 3: W}, "s": {0: B, 2: L}}, atol=1e-4, rtol=1e-4)
+          {"x": {0: B, 2: H, 3: W}, "s": {0: B, 2: L}}, atol=1e-4, rtol=1e-4, decompositions=decompositions)
 
 
 class PoolsAndBatchNorm(torch.nn.Module):

@@ -222,6 +222,102 @@ def cases() -> list[Case]:
         Case("arange", [["n"], ["m"]], ["f32", "f32"], lambda n, m: np.arange(1, 2 * n.shape[0] + 1, m.shape[0]),
              attrs='start = 1, end = "2*n + 1", step = "m", dtype = i32'),
     ]
+    out += _nn_and_sort_cases()
+    return out
+
+
+def _conv2d(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1), groups=1):
+    """NCHW x OIHW, zero padding (top, left, bottom, right), float64."""
+    x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh = (h - dil[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wd - dil[1] * (kw - 1) - 1) // strides[1] + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        xs, ws = x[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og]
+        for i in range(kh):
+            for j in range(kw):
+                win = xs[:, :, i * dil[0]:i * dil[0] + strides[0] * (oh - 1) + 1:strides[0],
+                         j * dil[1]:j * dil[1] + strides[1] * (ow - 1) + 1:strides[1]]
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", win, ws[:, :, i, j])
+    return out
+
+
+def _pool(x, k, s, p, kind, dil=(1, 1), count_pad=True):
+    fill = -np.inf if kind == "max" else 0.0
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])), constant_values=fill)
+    ones = np.pad(np.ones(x.shape), ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    oh = (xp.shape[2] - dil[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (xp.shape[3] - dil[1] * (k[1] - 1) - 1) // s[1] + 1
+    wins, cnt = [], 0
+    for i in range(k[0]):
+        for j in range(k[1]):
+            sl = (slice(None), slice(None), slice(i * dil[0], i * dil[0] + s[0] * (oh - 1) + 1, s[0]),
+                  slice(j * dil[1], j * dil[1] + s[1] * (ow - 1) + 1, s[1]))
+            wins.append(xp[sl])
+            cnt = cnt + ones[sl]
+    if kind == "max":
+        r = np.max(wins, axis=0)
+        return r.astype(x.dtype) if x.dtype.kind == "i" else r
+    return np.sum(wins, axis=0) / (k[0] * k[1] if count_pad else cnt)
+
+
+def _stable_order(x, axis, descending):
+    return np.argsort(-x if descending else x, axis=axis, kind="stable")
+
+
+def _nn_and_sort_cases() -> list:
+    x4 = [["n", 3, "h", "w"]]
+    nn_sizes = (1, 5, 9)
+    out = [
+        Case("conv2d", x4 + [[4, 3, 3, 3]], ["f32"] * 2, lambda x, w: _conv2d(x, w, pads=(1, 1, 1, 1)),
+             attrs="padding = array<i64: 1, 1>", sizes=nn_sizes, tol=1e-4),
+        Case("conv2d", [["n", 4, "h", "w"], [6, 2, 3, 3]], ["f32"] * 2,
+             lambda x, w: _conv2d(x, w, (2, 1), (2, 1, 2, 1), (2, 1), 2),
+             attrs="strides = array<i64: 2, 1>, padding = array<i64: 2, 1, 2, 1>, dilation = array<i64: 2, 1>, "
+                   "groups = 2 : i64", sizes=nn_sizes, tol=1e-4),
+        Case("conv2d", x4 + [[3, 1, 3, 3]], ["f32"] * 2, lambda x, w: _conv2d(x, w, pads=(1, 1, 1, 1), groups=3),
+             attrs="padding = array<i64: 1, 1>, groups = 3 : i64", sizes=nn_sizes, tol=1e-4),
+        Case("conv2d", x4 + [[2, 3, 1, 2]], ["f16"] * 2, lambda x, w: _conv2d(x, w, (1, 2)),
+             attrs="strides = array<i64: 1, 2>", sizes=(2, 5, 9)),
+        Case("max_pool2d", [["n", 2, "h", "w"]], ["f32"], lambda x: _pool(x, (3, 3), (2, 2), (1, 1), "max"),
+             attrs="pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>",
+             sizes=nn_sizes),
+        Case("max_pool2d", [["n", 2, "h", "w"]], ["i32"], lambda x: _pool(x, (2, 2), (1, 1), (0, 0), "max", (2, 1)),
+             attrs="pool_size = array<i64: 2, 2>, dilation = array<i64: 2, 1>", sizes=(3, 5, 9)),
+        Case("avg_pool2d", [["n", 2, "h", "w"]], ["f32"], lambda x: _pool(x, (3, 3), (2, 2), (1, 1), "avg"),
+             attrs="pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>",
+             sizes=nn_sizes),
+        Case("avg_pool2d", [["n", 2, "h", "w"]], ["f32"],
+             lambda x: _pool(x, (3, 2), (1, 2), (1, 1), "avg", count_pad=False),
+             attrs="pool_size = array<i64: 3, 2>, strides = array<i64: 1, 2>, padding = array<i64: 1, 1>, "
+                   "count_include_pad = false", sizes=nn_sizes),
+    ]
+    x3 = [["a", "n", 4]]
+    for dt in ("f32", "i32"):
+        gen = small if dt == "i32" else None    # small ints: many ties, the order must be stable
+        out += [
+            Case("sort", x3, [dt], lambda x: np.take_along_axis(x, _stable_order(x, 1, False), 1),
+                 attrs="axis = 1 : i64", gen=gen),
+            Case("sort", x3, [dt], lambda x: np.take_along_axis(x, _stable_order(x, -1, True), -1),
+                 attrs="descending = true", gen=gen),
+            Case("argsort", x3, [dt], lambda x: _stable_order(x, 1, True), attrs="axis = 1 : i64, descending = true",
+                 gen=gen),
+            Case("argsort", x3, [dt], lambda x: _stable_order(x, -1, False).astype(np.int32), attrs="dtype = i32",
+                 gen=gen),
+            Case("topk", x3, [dt], lambda x: (np.take_along_axis(x, _stable_order(x, 1, True)[:, :1], 1),
+                                              _stable_order(x, 1, True)[:, :1]),
+                 attrs="k = 1 : i64, axis = 1 : i64", gen=gen),
+            Case("topk", x3, [dt], lambda x: (np.take_along_axis(x, _stable_order(x, -1, False)[..., :3], -1),
+                                              _stable_order(x, -1, False)[..., :3]),
+                 attrs="k = 3 : i64, largest = false", gen=gen),
+        ]
+    # k beyond the selection limit: topk sorts (positions counted, then the first k gathered)
+    out.append(Case("topk", [["a", "n"]], ["i32"], lambda x: (np.take_along_axis(x, _stable_order(x, 1, True)[:, :17], 1),
+                                                             _stable_order(x, 1, True)[:, :17]),
+                    attrs="k = 17 : i64", gen=small, sizes=(17, 30, 67)))
     return out
 
 

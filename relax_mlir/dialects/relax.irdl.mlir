@@ -62,6 +62,16 @@ irdl.dialect @relax {
     // optional attribute "axis": #builtin.integer (int), default none
     // optional attribute "keepdims": #builtin.integer (bool), default false
   }
+  // the indices that sort `x` along `axis` (stable; NaN greatest)
+  irdl.operation @argsort {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %0)
+    %1 = irdl.base "!builtin.tensor"
+    irdl.results(result: %1)
+    // optional attribute "axis": #builtin.integer (int), default -1
+    // optional attribute "descending": #builtin.integer (bool), default false
+    // optional attribute "dtype": #builtin.type (dtype), default 'i64'
+  }
   // run-time check dims[0] == dims[1] (predicate eq) or dims[0] <= dims[1] (le) on symbolic dims; fails with `message`
   irdl.operation @assert {
     %0 = irdl.base @relax::@shape
@@ -77,6 +87,19 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     %2 = irdl.base "#builtin.type"
     irdl.attributes {"dtype" = %2}
+  }
+  // 2-D average pooling (NCHW); the divisor counts the padding unless `count_include_pad` is false
+  irdl.operation @avg_pool2d {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %0)
+    %1 = irdl.base "!builtin.tensor"
+    irdl.results(result: %1)
+    %2 = irdl.base "#builtin.dense_array"
+    irdl.attributes {"pool_size" = %2}
+    // optional attribute "strides": #builtin.dense_array (ints), default [1, 1]
+    // optional attribute "padding": #builtin.dense_array (ints), default [0, 0]
+    // optional attribute "ceil_mode": #builtin.integer (bool), default false
+    // optional attribute "count_include_pad": #builtin.integer (bool), default true
   }
   // broadcast to `shape` with numpy rules
   irdl.operation @broadcast_to {
@@ -429,6 +452,18 @@ irdl.dialect @relax {
     irdl.results(result: %64)
     // optional attribute "axis": #builtin.integer (int), default 0
   }
+  // 2-D convolution, data NCHW, weight OIHW (I = C / groups), zero padding
+  irdl.operation @conv2d {
+    %0 = irdl.base "!builtin.tensor"
+    %1 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %0, weight: %1)
+    %2 = irdl.base "!builtin.tensor"
+    irdl.results(result: %2)
+    // optional attribute "strides": #builtin.dense_array (ints), default [1, 1]
+    // optional attribute "padding": #builtin.dense_array (ints), default [0, 0]
+    // optional attribute "dilation": #builtin.dense_array (ints), default [1, 1]
+    // optional attribute "groups": #builtin.integer (int), default 1
+  }
   // elementwise cosine
   irdl.operation @cos {
     %0 = irdl.base "!builtin.tensor"
@@ -613,6 +648,19 @@ irdl.dialect @relax {
     // optional attribute "axes": #builtin.dense_array (ints), default none
     // optional attribute "keepdims": #builtin.integer (bool), default false
   }
+  // 2-D max pooling (NCHW); padding never wins (it acts as -inf)
+  irdl.operation @max_pool2d {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %0)
+    %1 = irdl.base "!builtin.tensor"
+    irdl.results(result: %1)
+    %2 = irdl.base "#builtin.dense_array"
+    irdl.attributes {"pool_size" = %2}
+    // optional attribute "strides": #builtin.dense_array (ints), default [1, 1]
+    // optional attribute "padding": #builtin.dense_array (ints), default [0, 0]
+    // optional attribute "dilation": #builtin.dense_array (ints), default [1, 1]
+    // optional attribute "ceil_mode": #builtin.integer (bool), default false
+  }
   // elementwise max(a, b), numpy broadcasting
   irdl.operation @maximum {
     %0 = irdl.base "!builtin.tensor"
@@ -787,6 +835,15 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     // optional attribute "axis": #builtin.integer (int), default -1
   }
+  // the values sorted along `axis` (stable; NaN greatest)
+  irdl.operation @sort {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %0)
+    %1 = irdl.base "!builtin.tensor"
+    irdl.results(result: %1)
+    // optional attribute "axis": #builtin.integer (int), default -1
+    // optional attribute "descending": #builtin.integer (bool), default false
+  }
   // split along `axis` into `sections` equal parts or at `indices`
   irdl.operation @split {
     %0 = irdl.base "!builtin.tensor"
@@ -888,6 +945,19 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
+  }
+  // the `k` largest (smallest) values along `axis` in sorted order, and their indices
+  irdl.operation @topk {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %0)
+    %1 = irdl.base "!builtin.tensor"
+    %2 = irdl.base "!builtin.tensor"
+    irdl.results(values: %1, indices: %2)
+    %3 = irdl.base "#builtin.integer"
+    irdl.attributes {"k" = %3}
+    // optional attribute "axis": #builtin.integer (int), default -1
+    // optional attribute "largest": #builtin.integer (bool), default true
+    // optional attribute "dtype": #builtin.type (dtype), default 'i64'
   }
   // zero the entries above the k-th diagonal
   irdl.operation @tril {

@@ -55,6 +55,17 @@ SHAPE_RULES: dict[str, str] = {
     "alloc_tensor": "as the result type states, carved out of `storage` at `offset`",
     "state_read": "(end - begin, *rows of the state); the state's dtype; 0 <= begin <= end (end <= capacity is checked at run time)",
     "state_write": "no result; `value` is (rows, *the state's row shape) of the state's dtype; 0 <= offset",
+    "conv2d": "(N, O, OH, OW) with OH = (H + pad_top + pad_bottom - dilation * (KH - 1) - 1) // stride + 1 "
+              "(OW likewise); C == I * groups; the padded input must cover the dilated kernel (run-time check "
+              "when unproven); the operands' dtype",
+    "max_pool2d": "(N, C, OH, OW) with OH = (H + pad_top + pad_bottom - dilation * (KH - 1) - 1) // stride + 1 "
+                  "(OW likewise); the input dtype",
+    "avg_pool2d": "(N, C, OH, OW) with OH = (H + pad_top + pad_bottom - KH) // stride + 1 (OW likewise); "
+                  "the input dtype",
+    "sort": _UNARY,
+    "argsort": "the operand's shape; dtype `dtype` (i64 or i32)",
+    "topk": "two results, values and indices: the input shape with the `axis` dim replaced by `k` "
+            "(k <= that dim, a run-time check when unproven); the input dtype and `dtype`",
 }
 
 

@@ -116,6 +116,51 @@ def test_cnn_head_global_pool():
           [(2, 4), (5, 9)], {"feats": {0: N, 2: H}}, atol=1e-5)
 
 
+class SmallCNN(torch.nn.Module):
+    """conv -> batch norm -> relu -> max pool -> conv -> global average pool -> linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(16, 10)
+        with torch.no_grad():   # eval-mode statistics that are not the identity
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        y = torch.nn.functional.max_pool2d(torch.relu(self.bn(self.conv1(x))), 2)
+        y = torch.relu(self.conv2(y))
+        return self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+@pytest.mark.parametrize("decompositions", ["default", "core", None])
+def test_small_cnn_dynamic_batch_height_width(decompositions):
+    """One compile serves every batch, height and width (the spatial sizes are symbolic
+    expressions through both pools and the strided conv). Each decomposition level brings
+    other ATen forms of the same layers (see ``want``)."""
+    torch.manual_seed(6)
+    model = SmallCNN().eval()
+    N = torch.export.Dim("n", max=64)
+    H, W = torch.export.Dim("h", min=8, max=128), torch.export.Dim("w", min=8, max=128)
+    fn = check(model, lambda n, h, w: (torch.randn(n, 3, h, w, generator=torch.Generator().manual_seed(n * h + w)),),
+               [(2, 16, 16), (1, 9, 13), (5, 32, 20)], {"x": {0: N, 2: H, 3: W}}, atol=1e-4, rtol=1e-4,
+               decompositions=decompositions)
+    assert fn.exe.functions == ["main"]
+    targets = {str(n.target) for n in fn.program.ep.graph.nodes if n.op == "call_function"}
+    want = {None: {"aten.conv2d.default", "aten.batch_norm.default", "aten.max_pool2d.default"},
+            "default": {"aten.conv2d.default", "aten._native_batch_norm_legit_no_training.default"},
+            "core": {"aten.convolution.default", "aten._native_batch_norm_legit_no_training.default",
+                     "aten.max_pool2d_with_indices.default"}}[decompositions]
+    assert want <= targets
+    text = str(fn.program.module)
+    assert text.count('"relax.conv2d"') == 2 and text.count('"relax.max_pool2d"') == 1
+    assert '#relax.shape<["n", 16, "(h // 2 - 1) // 2 + 1", "(w // 2 - 1) // 2 + 1"]>' in text
+
+
 def test_signature_symbols_bounds_and_params():
     torch.manual_seed(4)
     model = MLP().eval()
@@ -149,19 +194,19 @@ def test_default_symbol_names_without_dynamic_shapes():
 
 
 def test_unsupported_op_names_op_and_source_line():
-    class Sorts(torch.nn.Module):
+    class Flips(torch.nn.Module):
         def forward(self, x):
             y = x * 2
-            return torch.sort(y, dim=-1).values   # no relax conversion for aten.sort
+            return torch.flip(y, [-1])   # no relax conversion for aten.flip
 
-    ep = torch.export.export(Sorts(), (torch.randn(3, 4),))
+    ep = torch.export.export(Flips(), (torch.randn(3, 4),))
     with pytest.raises(TorchImportError) as e:
         from_exported_program(ep)
     msg = str(e.value)
-    assert msg.startswith("aten.sort.default: unsupported ATen op (no relax conversion) at ")
-    line = Sorts.forward.__code__.co_firstlineno + 2
-    assert msg.endswith(f"test_torch_models.py:{line} (return torch.sort(y, dim=-1).values   "
-                        "# no relax conversion for aten.sort)")
+    assert msg.startswith("aten.flip.default: unsupported ATen op (no relax conversion) at ")
+    line = Flips.forward.__code__.co_firstlineno + 2
+    assert msg.endswith(f"test_torch_models.py:{line} (return torch.flip(y, [-1])   "
+                        "# no relax conversion for aten.flip)")
     assert isinstance(e.value, CompileError)
 
 

@@ -171,3 +171,129 @@ class Gathers(torch.nn.Module):
 def test_embedding_gather_index():
     check(Gathers(), lambda n: (randint(0, 20, n, 3), randn(n, 9)), [(4,), (1,), (50,)],
           {"ids": {0: N}, "x": {0: N}})
+
+
+class Convolutions(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.plain = torch.nn.Conv2d(3, 6, 3, padding=1)
+        self.strided = torch.nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=(2, 0), dilation=(2, 1), bias=False)
+        self.grouped = torch.nn.Conv2d(6, 4, 3, groups=2, padding=1)
+        self.depthwise = torch.nn.Conv2d(6, 12, 3, groups=6, stride=2, padding=1)
+        self.same = torch.nn.Conv2d(3, 2, (3, 4), padding="same", dilation=(1, 2))
+        self.c1 = torch.nn.Conv1d(3, 5, 3, stride=2, padding=1)
+
+    def forward(self, x, s):
+        y = self.plain(x)
+        return (y, self.strided(x), self.grouped(y), self.depthwise(y), self.same(x), self.c1(s),
+                F.conv2d(x[0], self.plain.weight, stride=2))   # unbatched input
+
+
+@pytest.mark.parametrize("decompositions", ["default", "core"])
+def test_convolutions(decompositions):
+    """conv2d (padding, stride, dilation, groups, depthwise, 'same', unbatched) and conv1d
+    with symbolic batch, height, width and length, against torch ("core": every one as
+    aten.convolution)."""
+    # torch's guards keep every output size >= 2 (its 0/1 specialization): h >= 5, l >= 3
+    B, H, W = torch.export.Dim("b", max=16), torch.export.Dim("h", min=5, max=64), torch.export.Dim("w", min=5, max=64)
+    L = torch.export.Dim("l", min=3, max=64)
+    check(Convolutions(), lambda b, h, w, l: (randn(b, 3, h, w), randn(b, 3, l)), [(2, 8, 9, 7), (1, 5, 5, 3), (3, 17, 12, 30)],
+          {"x": {0: B, 2: H, 3: W}, "s": {0: B, 2: L}}, atol=1e-4, rtol=1e-4, decompositions=decompositions)
+
+
+class PoolsAndBatchNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm2d(3)
+        self.bn1 = torch.nn.BatchNorm1d(3, affine=False)
+        with torch.no_grad():
+            for b in (self.bn, self.bn1):
+                b.running_mean.copy_(randn(3))
+                b.running_var.copy_(randn(3).abs() + 0.5)
+            self.bn.weight.copy_(randn(3))
+            self.bn.bias.copy_(randn(3))
+
+    def forward(self, x, s):
+        return (F.max_pool2d(x, 2), F.max_pool2d(x, 3, stride=2, padding=1), F.max_pool2d(x, 2, stride=1, dilation=2),
+                F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 3, 1, 1, count_include_pad=False),
+                F.avg_pool2d(x, 2, divisor_override=3), torch.nn.MaxPool2d(2, return_indices=True)(x)[0],
+                self.bn(x), self.bn1(s), F.max_pool2d(x[0], 2), torch.flatten(x, 1))
+
+
+def test_pooling_batch_norm_flatten():
+    B, H, W = torch.export.Dim("b", max=16), torch.export.Dim("h", min=4, max=64), torch.export.Dim("w", min=4, max=64)
+    check(PoolsAndBatchNorm(), lambda b, h, w: (randn(b, 3, h, w), randn(b, 3, w)), [(2, 8, 9), (1, 4, 5), (3, 17, 12)],
+          {"x": {0: B, 2: H, 3: W}, "s": {0: B, 2: W}}, atol=1e-5, rtol=1e-5)
+
+
+class Sorting(torch.nn.Module):
+    def forward(self, x, t):
+        v, i = torch.sort(x, -1)
+        vd, idd = torch.sort(x, 0, descending=True)
+        tv, ti = torch.topk(x, 3)
+        lv, li = torch.topk(x, 2, dim=0, largest=False)
+        sv, si = torch.sort(t, dim=-1, stable=True)
+        return (v, i, vd, idd, torch.argsort(x, -1, descending=True), tv, ti, lv, li, sv, si,
+                torch.sort(t, descending=True, stable=True).indices, torch.topk(t.float(), 3).values,
+                torch.argsort(t, dim=0, stable=True))
+
+
+def test_sort_argsort_topk():
+    """Distinct values with NaNs (NaN greatest, as torch), then many ties among integers
+    (torch's stable order: equal elements keep their input order)."""
+    N = torch.export.Dim("n", min=3, max=256)
+
+    def make(n):
+        x = randn(n, 7)
+        r = torch.arange(min(n, 7))
+        x[r, r] = math.nan   # at most one NaN per row and per column: no NaN ties along either axis
+        return x, randint(-3, 4, n, 6)
+
+    check(Sorting(), make, [(5,), (3,), (70,)], {"x": {0: N}, "t": {0: N}})
+
+
+def test_boolean_mask_indexing_is_refused_with_its_location():
+    """x[mask] has a data-dependent length: a clear importer error, never a wrong result."""
+    from relax_mlir.frontend.torch import TorchImportError, from_exported_program
+
+    class Masked(torch.nn.Module):
+        def forward(self, x):
+            return x[x > 0] * 2
+
+    ep = torch.export.export(Masked(), (randn(6),))
+    with pytest.raises(TorchImportError) as e:
+        from_exported_program(ep)
+    line = Masked.forward.__code__.co_firstlineno + 1
+    msg = str(e.value)
+    assert msg.startswith("aten.index.Tensor: boolean mask indexing (x[mask]) has a data-dependent output length")
+    assert msg.endswith(f"test_torch_ops.py:{line} (return x[x > 0] * 2)")
+
+
+class Pools1dAndAdaptive(torch.nn.Module):
+    def forward(self, s, x):
+        # max_pool1d of a symbolic length: torch.export specializes the length, so on a static one
+        return (F.max_pool1d(x[:, 0], 2), F.max_pool1d(x[:, 1], 3, stride=2, padding=1), F.avg_pool1d(s, 3, 1, 1),
+                F.avg_pool1d(s, 3, 2, 1, count_include_pad=False), F.adaptive_max_pool2d(x, 1),
+                F.adaptive_avg_pool2d(x, (2, 3)), F.adaptive_max_pool2d(x, (4, 2)), F.adaptive_avg_pool1d(x[:, 1], 2),
+                F.adaptive_max_pool1d(x[:, 0], 3))
+
+
+def test_pool1d_and_adaptive_pooling():
+    """1-D pools and adaptive pools: global, or static sizes divisible by the output size."""
+    B, L = torch.export.Dim("b", max=16), torch.export.Dim("l", min=4, max=64)
+    check(Pools1dAndAdaptive(), lambda b, l: (randn(b, 3, l), randn(b, 2, 8, 6)), [(2, 9), (1, 4), (5, 30)],
+          {"s": {0: B, 2: L}, "x": {0: B}})
+
+
+def test_adaptive_pooling_of_a_symbolic_size_is_refused():
+    from relax_mlir.frontend.torch import TorchImportError, from_exported_program
+
+    class Adaptive(torch.nn.Module):
+        def forward(self, x):
+            return F.adaptive_avg_pool2d(x, 2)
+
+    dyn = {"x": {2: torch.export.Dim("h", min=4, max=64)}}
+    ep = torch.export.export(Adaptive(), (randn(1, 2, 8, 8),), dynamic_shapes=dyn)
+    with pytest.raises(TorchImportError, match=r"^aten.adaptive_avg_pool2d.default: adaptive pooling of sizes "
+                                               r"\['h', '8'\] to \[2, 2\] .* at .*test_torch_ops.py:\d+ "):
+        from_exported_program(ep, dynamic_shapes=dyn)

@@ -679,7 +679,9 @@ def _index(im, node, x, indices):
         raise im.error("advanced indexing with index tensors separated by slices is not supported")
     for i in idx:
         if im.sig(i).dtype == "i1":
-            raise im.error("boolean mask indexing has a data-dependent shape; not supported")
+            raise im.error("boolean mask indexing (x[mask]) has a data-dependent output length, which relax "
+                           "cannot bind at run time (no op turns a value into a shape symbol); use "
+                           "torch.where(mask, x, fill) or index with mask.nonzero() computed outside the model")
     dims = list(sig.shape[lead:lead + len(idx)])
     lin = None
     for i, d in zip(idx, dims):
@@ -943,13 +945,26 @@ def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
 # -- pooling (CNN heads) ----------------------------------------------------------------------
 
 @converter("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default",
-           "aten.adaptive_avg_pool1d.default")
-def _adaptive_avg_pool(im, node, x, output_size):
-    if any(int(o) != 1 for o in output_size):
-        raise im.error(f"adaptive average pooling to {list(output_size)} (only global pooling, "
-                       "output size 1, is supported)")
+           "aten.adaptive_avg_pool1d.default", "aten.adaptive_max_pool2d.default",
+           "aten.adaptive_max_pool1d.default")
+def _adaptive_pool(im, node, x, output_size):
+    """Global pooling (output size 1) as a reduction; an output size dividing a static
+    input size as the equal windows of max_pool2d / avg_pool2d (torch's windows then)."""
+    big = "max" in str(node.target)
     k = len(output_size)
-    return relax.mean(x, axes=list(range(-k, 0)), keepdims=True)
+    sizes = list(im.sig(x).shape[-k:])
+    if all(int(o) == 1 for o in output_size):
+        y = (relax.max if big else relax.mean)(x, axes=list(range(-k, 0)), keepdims=True)
+    elif all(d.is_static and d.value % int(o) == 0 for d, o in zip(sizes, output_size)):
+        win = [d.value // int(o) for d, o in zip(sizes, output_size)]
+        v, back = _to_nchw(im, x, k)
+        win = [1] * (2 - k) + win
+        pool = relax.max_pool2d if big else relax.avg_pool2d
+        y = back(pool(v, pool_size=win, strides=win))
+    else:
+        raise im.error(f"adaptive pooling of sizes {[str(d) for d in sizes]} to {list(output_size)} (supported: "
+                       "output size 1, or static input sizes divisible by the output size)")
+    return (y, None) if big else y
 
 
 @converter("aten.linalg_vector_norm.default")
@@ -974,3 +989,227 @@ def _vector_norm(im, node, x, ord=2, dim=None, keepdim=False, dtype=None):
 def _outer(im, node, a, b):
     dt = _out(node)
     return relax.multiply(relax.expand_dims(im.tensor(a, dt), axis=[1]), relax.expand_dims(im.tensor(b, dt), axis=[0]))
+
+
+# -- convolution, pooling, batch norm (CNNs) ---------------------------------------------------
+
+def _ints(v, n: int, what: str, im) -> list[int]:
+    """torch's int-or-list argument (``stride=2``, ``padding=[1]``) as ``n`` ints."""
+    v = [v] if isinstance(v, int) else list(v)
+    if len(v) == 1:
+        v = v * n
+    if len(v) != n or not all(isinstance(x, int) for x in v):
+        raise im.error(f"{what} {v} must be {n} integers")
+    return v
+
+
+def _to_nchw(im, x, spatial: int):
+    """``x`` with ``spatial`` (1 or 2) trailing spatial dims, batched or not, as NCHW; and
+    the inverse for the result."""
+    r = _rank(im, x)
+    batched = r == spatial + 2
+    if not batched and r != spatial + 1:
+        raise im.error(f"expected a rank-{spatial + 2} (or unbatched rank-{spatial + 1}) input, got rank {r}")
+    if not batched:
+        x = relax.expand_dims(x, axis=[0])
+    if spatial == 1:
+        x = relax.expand_dims(x, axis=[2])
+
+    def back(y):
+        if spatial == 1:
+            y = relax.squeeze(y, axis=[2])
+        return y if batched else relax.squeeze(y, axis=[0])
+
+    return x, back
+
+
+def _same_padding(im, weight, dilation, stride, spatial):
+    """padding='same': torch pads d*(k-1) in total per dim, the extra one at the end."""
+    if any(s != 1 for s in stride):
+        raise im.error("padding='same' needs stride 1 (as in torch)")
+    ks = list(im.sig(weight).shape[2:])
+    lo, hi = [], []
+    for k, d in zip(ks, dilation):
+        if not k.is_static:
+            raise im.error("padding='same' with a symbolic kernel size")
+        total = d * (k.value - 1)
+        lo.append(total // 2)
+        hi.append(total - total // 2)
+    return lo, hi
+
+
+def _convolution(im, node, x, weight, bias, stride, padding, dilation, groups, spatial=None):
+    spatial = spatial if spatial is not None else _rank(im, weight) - 2
+    if spatial not in (1, 2):
+        raise im.error(f"{spatial}-D convolution is not supported (1-D and 2-D are)")
+    stride, dilation = _ints(stride, spatial, "stride", im), _ints(dilation, spatial, "dilation", im)
+    if isinstance(padding, str):
+        if padding == "valid":
+            lo = hi = [0] * spatial
+        elif padding == "same":
+            lo, hi = _same_padding(im, weight, dilation, stride, spatial)
+        else:
+            raise im.error(f"padding={padding!r}")
+    else:
+        lo = hi = _ints(padding, spatial, "padding", im)
+    v, back = _to_nchw(im, x, spatial)
+    w = weight
+    if spatial == 1:
+        w = relax.expand_dims(w, axis=[2])
+        stride, dilation, lo, hi = [1] + stride, [1] + dilation, [0] + lo, [0] + hi
+    y = relax.conv2d(v, w, strides=stride, padding=[lo[0], lo[1], hi[0], hi[1]], dilation=dilation,
+                     groups=int(groups))
+    if bias is not None:
+        y = relax.add(y, relax.reshape(bias, shape=[im.sig(bias).shape[0], 1, 1]))
+    return back(y)
+
+
+@converter("aten.convolution.default")
+def _conv_default(im, node, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if transposed:
+        raise im.error("transposed convolution is not supported")
+    return _convolution(im, node, x, weight, bias, stride, padding, dilation, groups)
+
+
+@converter("aten.conv2d.default", "aten.conv2d.padding", "aten.conv1d.default", "aten.conv1d.padding")
+def _conv_nd(im, node, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    spatial = 1 if "conv1d" in str(node.target) else 2
+    return _convolution(im, node, x, weight, bias, stride, padding, dilation, groups, spatial)
+
+
+def _pool_args(im, kernel_size, stride, padding, ceil_mode):
+    k = _ints(kernel_size, 2, "kernel_size", im)
+    s = _ints(stride, 2, "stride", im) if stride not in (None, []) else k   # torch: stride defaults to the window
+    p = _ints(padding, 2, "padding", im)
+    if ceil_mode:
+        raise im.error("ceil_mode=True is not supported (floor mode only)")
+    return k, s, p
+
+
+@converter("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
+def _max_pool2d(im, node, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    k, s, p = _pool_args(im, kernel_size, stride, padding, ceil_mode)
+    v, back = _to_nchw(im, x, 2)
+    y = back(relax.max_pool2d(v, pool_size=k, strides=s, padding=p, dilation=_ints(dilation, 2, "dilation", im)))
+    if "with_indices" in str(node.target):
+        return (y, None)  # the indices (training's backward) are not produced
+    return y
+
+
+@converter("aten.max_pool1d.default")
+def _max_pool1d(im, node, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    k = _ints(kernel_size, 1, "kernel_size", im)
+    s = _ints(stride, 1, "stride", im) if stride not in (None, []) else k
+    if ceil_mode:
+        raise im.error("ceil_mode=True is not supported (floor mode only)")
+    v, back = _to_nchw(im, x, 1)
+    return back(relax.max_pool2d(v, pool_size=[1] + k, strides=[1] + s, padding=[0] + _ints(padding, 1, "padding", im),
+                                 dilation=[1] + _ints(dilation, 1, "dilation", im)))
+
+
+@converter("aten.avg_pool1d.default")
+def _avg_pool1d(im, node, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    k = _ints(kernel_size, 1, "kernel_size", im)
+    s = _ints(stride, 1, "stride", im) if stride not in (None, []) else k
+    if ceil_mode:
+        raise im.error("ceil_mode=True is not supported (floor mode only)")
+    v, back = _to_nchw(im, x, 1)
+    return back(relax.avg_pool2d(v, pool_size=[1] + k, strides=[1] + s, padding=[0] + _ints(padding, 1, "padding", im),
+                                 count_include_pad=bool(count_include_pad)))
+
+
+@converter("aten.avg_pool2d.default")
+def _avg_pool2d(im, node, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    k, s, p = _pool_args(im, kernel_size, stride, padding, ceil_mode)
+    v, back = _to_nchw(im, x, 2)
+    y = relax.avg_pool2d(v, pool_size=k, strides=s, padding=p,
+                         count_include_pad=bool(count_include_pad) or divisor_override is not None)
+    if divisor_override is not None:
+        y = relax.multiply(y, im.const(k[0] * k[1] / float(divisor_override), im.sig(y).dtype))
+    return back(y)
+
+
+def _batch_norm(im, x, weight, bias, mean, var, eps):
+    """Inference batch norm as one scale and shift per channel (dim 1):
+    y = x * (w / sqrt(var + eps)) + (b - mean * w / sqrt(var + eps))."""
+    sig = im.sig(x)
+    dt = sig.dtype
+    c = sig.shape[1]
+    scale = relax.rsqrt(relax.add(im.tensor(var, dt), im.const(float(eps), dt)))
+    if weight is not None:
+        scale = relax.multiply(scale, weight)
+    shift = relax.negative(relax.multiply(im.tensor(mean, dt), scale))
+    if bias is not None:
+        shift = relax.add(shift, bias)
+    per_channel = [c] + [1] * (sig.rank - 2)
+    return relax.add(relax.multiply(x, relax.reshape(scale, shape=per_channel)),
+                     relax.reshape(shift, shape=per_channel))
+
+
+@converter("aten.batch_norm.default")
+def _batch_norm_conv(im, node, x, weight, bias, mean, var, training, momentum, eps, cudnn_enabled=False):
+    if training or mean is None:
+        raise im.error("batch norm in training mode (call model.eval() before exporting)")
+    return _batch_norm(im, x, weight, bias, mean, var, eps)
+
+
+@converter("aten._native_batch_norm_legit_no_training.default")
+def _batch_norm_legit(im, node, x, weight, bias, mean, var, momentum, eps):
+    return (_batch_norm(im, x, weight, bias, mean, var, eps), None, None)
+
+
+@converter("aten.native_batch_norm.default")
+def _native_batch_norm(im, node, x, weight, bias, mean, var, training, momentum, eps):
+    if training or mean is None:
+        raise im.error("batch norm in training mode (call model.eval() before exporting)")
+    return (_batch_norm(im, x, weight, bias, mean, var, eps), None, None)
+
+
+# -- sorting ------------------------------------------------------------------------------------
+
+def _used_outputs(node) -> set:
+    """Which outputs of a multi-output node the program reads (getitem indices)."""
+    import operator
+
+    used = set()
+    for u in node.users:
+        if u.target is operator.getitem:
+            used.add(u.args[1])
+        else:
+            used.update((0, 1))
+    return used
+
+
+@converter("aten.sort.default", "aten.sort.stable")
+def _sort(im, node, x, *args, **kw):
+    """Values and indices, each built only when read (relax.sort / relax.argsort); equal
+    values keep their order (torch's stable sort)."""
+    if str(node.target).endswith("stable"):
+        dim, descending = kw.get("dim", -1), kw.get("descending", False)
+    else:
+        dim = args[0] if len(args) > 0 else kw.get("dim", -1)
+        descending = args[1] if len(args) > 1 else kw.get("descending", False)
+    axis = _axis(dim, _rank(im, x))
+    used = _used_outputs(node)
+    vals = relax.sort(x, axis=axis, descending=bool(descending)) if 0 in used else None
+    idx = relax.argsort(x, axis=axis, descending=bool(descending)) if 1 in used else None
+    return (vals, idx)
+
+
+@converter("aten.argsort.default", "aten.argsort.stable")
+def _argsort(im, node, x, *args, **kw):
+    if str(node.target).endswith("stable"):
+        dim, descending = kw.get("dim", -1), kw.get("descending", False)
+    else:
+        dim = args[0] if len(args) > 0 else kw.get("dim", -1)
+        descending = args[1] if len(args) > 1 else kw.get("descending", False)
+    return relax.argsort(x, axis=_axis(dim, _rank(im, x)), descending=bool(descending))
+
+
+@converter("aten.topk.default")
+def _topk(im, node, x, k, dim=-1, largest=True, sorted=True):
+    if not isinstance(k, int):
+        raise im.error(f"topk with a symbolic k ({k}) is not supported (k must be a constant)")
+    vals, idx = relax.topk(x, k=k, axis=_axis(dim, _rank(im, x)), largest=bool(largest))
+    return (vals, idx)

@@ -1,0 +1,238 @@
+"""Convolution and pooling (NCHW): conv2d, max_pool2d, avg_pool2d.
+
+Layouts follow PyTorch (and TVM Relax's defaults): data NCHW, weight OIHW with
+``I = C / groups``. ``padding`` is 2 ints (top/bottom, left/right) or 4 ints (top, left,
+bottom, right). The spatial output size is the symbolic
+``(h + pad_lo + pad_hi - dilation * (k - 1) - 1) // stride + 1`` (floor: PyTorch's
+``ceil_mode=False``); the padded input must cover the dilated window, checked at run time
+when the symbols leave it unproven.
+"""
+
+from __future__ import annotations
+
+from ..shapes import Dim, Shape, TensorSig
+from .common import is_float, is_int, same_dtype, tensor_input
+from .registry import Attr, InferCall, op
+
+
+def _pair(call: InferCall, name: str, n: int = 2, allow_four: bool = False, minimum: int = 1) -> list[int]:
+    v = list(call[name])
+    if allow_four and len(v) == 2:
+        v = v + v
+    want = "2 or 4" if allow_four else str(n)
+    if len(v) != (4 if allow_four else n):
+        raise call.error(f"`{name}` must have {want} values, got {len(call[name])}")
+    if any(x < minimum for x in v):
+        raise call.error(f"`{name}` values must be >= {minimum}, got {list(call[name])}")
+    return v
+
+
+def window_out(call: InferCall, size: Dim, k: Dim, stride: int, lo: int, hi: int, dil: int, what: str) -> Dim:
+    """Output length of a sliding window (floor mode); needs the padded input to cover it."""
+    span = dil * (Dim.of(k) - 1) + 1
+    call.require_le(span, size + lo + hi, f"{what}: the padded input must cover the dilated window")
+    return (size + lo + hi - span) // stride + 1
+
+
+def _spatial(call: InferCall, x: TensorSig, kh: Dim, kw: Dim) -> list[Dim]:
+    s = _pair(call, "strides")
+    p = _pair(call, "padding", allow_four=True, minimum=0)
+    d = _pair(call, "dilation") if call.opdef.attr("dilation") else [1, 1]
+    return [window_out(call, x.shape[2], kh, s[0], p[0], p[2], d[0], "height"),
+            window_out(call, x.shape[3], kw, s[1], p[1], p[3], d[1], "width")]
+
+
+@op("conv2d", operands=["x", "weight"],
+    attrs=[Attr("strides", "ints", [1, 1]), Attr("padding", "ints", [0, 0]), Attr("dilation", "ints", [1, 1]),
+           Attr("groups", "int", 1)],
+    summary="2-D convolution, data NCHW, weight OIHW (I = C / groups), zero padding")
+def _conv2d(call: InferCall) -> TensorSig:
+    x, w = tensor_input(call, 0), tensor_input(call, 1)
+    dtype = same_dtype(call, [x, w])
+    if not is_float(dtype):
+        raise call.error(f"expects floating-point tensors, got {dtype}")
+    if x.rank != 4 or w.rank != 4:
+        raise call.error(f"expects a rank-4 input (NCHW) and a rank-4 weight (OIHW), got ranks {x.rank} and {w.rank}")
+    g = call["groups"]
+    if g < 1:
+        raise call.error(f"`groups` must be >= 1, got {g}")
+    call.require_equal(x.shape[1], w.shape[1] * g, "input channels vs weight dim 1 * groups")
+    if g > 1:
+        call.require_equal(w.shape[0] % g, 0, f"output channels divisible by groups ({g})")
+    return TensorSig(Shape([x.shape[0], w.shape[0]] + _spatial(call, x, w.shape[2], w.shape[3])), dtype)
+
+
+def _pool(call: InferCall) -> TensorSig:
+    x = tensor_input(call, 0)
+    if x.rank != 4:
+        raise call.error(f"expects a rank-4 input (NCHW), got rank {x.rank}")
+    if call.name == "relax.avg_pool2d" and not is_float(x.dtype):
+        raise call.error(f"expects a floating-point tensor, got {x.dtype}")
+    if not (is_float(x.dtype) or is_int(x.dtype)) or x.dtype == "i1":
+        raise call.error(f"expects a floating-point or integer tensor, got {x.dtype}")
+    if call["ceil_mode"]:
+        raise call.error("ceil_mode=true is not supported (floor mode only)")
+    k = _pair(call, "pool_size")
+    p = _pair(call, "padding", allow_four=True, minimum=0)
+    if any(2 * pi > k[i % 2] for i, pi in enumerate(p)):
+        raise call.error(f"padding {list(call['padding'])} must be at most half the window {k}")
+    return TensorSig(Shape(list(x.shape[:2]) + _spatial(call, x, Dim.of(k[0]), Dim.of(k[1]))), x.dtype)
+
+
+op("max_pool2d", operands=["x"],
+   attrs=[Attr("pool_size", "ints"), Attr("strides", "ints", [1, 1]), Attr("padding", "ints", [0, 0]),
+          Attr("dilation", "ints", [1, 1]), Attr("ceil_mode", "bool", False)],
+   summary="2-D max pooling (NCHW); padding never wins (it acts as -inf)", family="nn")(_pool)
+op("avg_pool2d", operands=["x"],
+   attrs=[Attr("pool_size", "ints"), Attr("strides", "ints", [1, 1]), Attr("padding", "ints", [0, 0]),
+          Attr("ceil_mode", "bool", False), Attr("count_include_pad", "bool", True)],
+   summary="2-D average pooling (NCHW); the divisor counts the padding unless `count_include_pad` is false",
+   family="nn")(_pool)
+
+
+# -- legalization -------------------------------------------------------------------------
+
+from .kernels import KType, KernelBuilder, LegalizeCall, attr_tag, compute_type, identity_map, lowest  # noqa: E402
+from .registry import legalization  # noqa: E402
+
+
+def _pads(call: LegalizeCall) -> list[int]:
+    p = list(call["padding"])
+    return p + p if len(p) == 2 else p
+
+
+def _pad(kb: KernelBuilder, src: str, pads: list[int], value) -> str:
+    """``tensor.pad`` of the two spatial dims (top, left, bottom, right) with ``value``."""
+    if not any(pads):
+        return src
+    t: KType = kb.types[src]
+    dims = list(t.dims)
+    for i, (lo, hi) in ((2, (pads[0], pads[2])), (3, (pads[1], pads[3]))):
+        dims[i] = None if dims[i] is None else dims[i] + lo + hi
+    pt = KType(tuple(dims), t.dtype)
+    c = kb.const(value, t.dtype)
+    r = kb.fresh("pad")
+    kb.types[r] = pt
+    idx = ", ".join(f"%pi{kb._n}_{i}: index" for i in range(4))
+    kb.emit(f"{r} = tensor.pad {src} low[0, 0, {pads[0]}, {pads[1]}] high[0, 0, {pads[2]}, {pads[3]}] {{")
+    kb.emit(f"^bb0({idx}):")
+    kb.emit(f"  tensor.yield {c} : {t.dtype}")
+    kb.emit(f"}} : {t} to {pt}")
+    return r
+
+
+def _window_attrs(strides, dilation) -> str:
+    return (f"{{dilations = dense<[{dilation[0]}, {dilation[1]}]> : tensor<2xi64>, "
+            f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}}")
+
+
+def _accumulator(kb: KernelBuilder, out: KType) -> str:
+    """A zero-filled accumulator of ``out``'s shape in the compute type (f32 for halves)."""
+    ct = compute_type(out.dtype)
+    acc = kb.outs[0] if ct == out.dtype else kb.empty(out.with_dtype(ct), kb.outs[0])
+    return kb.fill(0.0, acc)
+
+
+def _to_out(kb: KernelBuilder, r: str, out: KType) -> str:
+    if kb.types[r].dtype == out.dtype:
+        return r
+    (r,) = kb.generic([(r, identity_map(4))], [(kb.outs[0], identity_map(4))], ["parallel"] * 4,
+                      lambda v, o: [kb.cast(v, out.dtype)])
+    return r
+
+
+@legalization("conv2d")
+def _legalize_conv2d(call: LegalizeCall):
+    """tensor.pad, then linalg.conv_2d_nchw_fchw (grouped: linalg.conv_2d_ngchw_gfchw).
+
+    Grouped convolutions expand the channel dims to (groups, C / groups) with
+    tensor.expand_shape; half types accumulate in f32."""
+    x, w = call.in_types
+    out = call.out_types[0]
+    pads, g = _pads(call), call["groups"]
+    kb = call.builder(attr_tag(s=call["strides"], p=pads, d=call["dilation"], g=g if g > 1 else None))
+    xp = _pad(kb, kb.ins[0], pads, 0.0)
+    attrs = _window_attrs(call["strides"], call["dilation"])
+    acc = _accumulator(kb, out)
+    at = kb.types[acc]
+    if g == 1:
+        r = kb.op(f"linalg.conv_2d_nchw_fchw {attrs} ins({xp}, {kb.ins[1]} : {kb.types[xp]}, {w}) "
+                  f"outs({acc} : {at}) -> {at}", at, "conv")
+        return kb.finish([_to_out(kb, r, out)])
+
+    def split(t: KType, v: str, i: int, sizes: list[str]) -> tuple[str, KType]:
+        """Dim ``i`` of ``v`` (whose dims are ``sizes``) expanded to (g, dim / g)."""
+        d = t.dims[i]
+        per = kb.bin("arith.divui", sizes[i], kb.index(g), "index") if d is None else kb.index(d // g)
+        dims = list(t.dims[:i]) + [g, None if d is None else d // g] + list(t.dims[i + 1:])
+        sz = sizes[:i] + [kb.index(g), per] + sizes[i + 1:]
+        et = KType(tuple(dims), t.dtype)
+        assoc = [[j] for j in range(i)] + [[i, i + 1]] + [[j + 1] for j in range(i + 1, t.rank)]
+        text = ", ".join("[" + ", ".join(map(str, a)) + "]" for a in assoc)
+        shape = ", ".join(str(dd) if dd is not None else s for dd, s in zip(dims, sz))
+        return kb.op(f"tensor.expand_shape {v} [{text}] output_shape [{shape}] : {t} into {et}", et, "x"), et
+
+    xs = kb.dims(kb.ins[0])
+    xs = xs[:2] + [kb.bin("arith.addi", xs[2], kb.index(pads[0] + pads[2]), "index"),
+                   kb.bin("arith.addi", xs[3], kb.index(pads[1] + pads[3]), "index")]
+    xe, xet = split(kb.types[xp], xp, 1, xs)
+    we, wet = split(w, kb.ins[1], 0, kb.dims(kb.ins[1]))
+    at5 = KType((out.dims[0], g, None if out.dims[1] is None else out.dims[1] // g) + out.dims[2:], at.dtype)
+    acc5, _ = split(at, acc, 1, kb.dims(kb.outs[0]))
+    r5 = kb.op(f"linalg.conv_2d_ngchw_gfchw {attrs} ins({xe}, {we} : {xet}, {wet}) outs({acc5} : {at5}) -> {at5}",
+               at5, "conv")
+    r = kb.op(f"tensor.collapse_shape {r5} [[0], [1, 2], [3], [4]] : {at5} into {at}", at, "x")
+    if at.dtype == out.dtype:
+        r = kb.copy(r, kb.outs[0])
+    return kb.finish([_to_out(kb, r, out)])
+
+
+@legalization("max_pool2d", "avg_pool2d")
+def _legalize_pool(call: LegalizeCall):
+    """tensor.pad, then linalg.pooling_nchw_max / linalg.pooling_nchw_sum over a window tensor.
+
+    Max pads with the lowest value; avg pads with 0 and divides by the window size or,
+    without ``count_include_pad``, by the number of unpadded elements in each window."""
+    x, out = call.in_types[0], call.out_types[0]
+    pads, k, s = _pads(call), list(call["pool_size"]), list(call["strides"])
+    big = call.name == "max_pool2d"
+    d = list(call["dilation"]) if big else [1, 1]
+    cip = None if big else call["count_include_pad"]
+    kb = call.builder(attr_tag(k=k, s=s, p=pads, d=d if big else None, cip=cip))
+    xp = _pad(kb, kb.ins[0], pads, lowest(x.dtype) if big else 0.0)
+    ct = x.dtype if big else compute_type(x.dtype)
+    wt = KType((k[0], k[1]), ct)
+    win = kb.op(f"tensor.empty() : {wt}", wt, "win")
+    if big:
+        acc = kb.fill(lowest(x.dtype), kb.outs[0])
+    else:
+        acc = _accumulator(kb, out)
+    at = kb.types[acc]
+    kind = "max" if big else "sum"   # max on integers: signed (arith.maxsi); ui* is refused by the shape rule
+    r = kb.op(f"linalg.pooling_nchw_{kind} {_window_attrs(s, d)} ins({xp}, {win} : {kb.types[xp]}, {wt}) "
+              f"outs({acc} : {at}) -> {at}", at, "pool")
+    if big:
+        return kb.finish([r])
+    full = identity_map(4)
+    if cip:
+        n = kb.const(float(k[0] * k[1]), ct)
+        (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4,
+                          lambda v, o: [kb.cast(kb.bin("arith.divf", v, n), out.dtype)])
+        return kb.finish([r])
+    sizes = [kb.dim(kb.ins[0], 2), kb.dim(kb.ins[0], 3)]
+
+    def count(axis: int) -> str:
+        """Input elements of the window at this output position along one spatial dim."""
+        start = kb.bin("arith.subi", kb.bin("arith.muli", kb.linalg_index(axis), kb.index(s[axis - 2]), "index"),
+                       kb.index(pads[axis - 2]), "index")
+        end = kb.bin("arith.minsi", kb.bin("arith.addi", start, kb.index(k[axis - 2]), "index"), sizes[axis - 2],
+                     "index")
+        start = kb.bin("arith.maxsi", start, kb.index(0), "index")
+        return kb.bin("arith.subi", end, start, "index")
+
+    def body(v, o):
+        n = kb.cast(kb.bin("arith.muli", count(2), count(3), "index"), ct)
+        return [kb.cast(kb.bin("arith.divf", v, n), out.dtype)]
+
+    (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4, body)
+    return kb.finish([r])

@@ -1,0 +1,87 @@
+// relax-legalize on convolution, pooling, topk and sort: tensor.pad feeding the upstream
+// linalg conv/pooling named ops (grouped: channel dims expanded to (groups, C / groups)),
+// topk's selection rounds and the two-generic sort kernel.
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | FileCheck %s
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | mlir-opt --irdl-file=%irdl --split-input-file > /dev/null
+
+// CHECK-LABEL: func.func @conv
+// CHECK: "relax.call_tir"(%arg0, %arg1) {callee = @relax_conv2d_s1_1_p1_1_1_1_d1_1_f32_Dx4xDxD_8x4x3x3
+// CHECK: "relax.call_tir"(%arg0, %arg2) {callee = @relax_conv2d_s2_2_p1_1_1_1_d1_1_g2_f32_Dx4xDxD_8x2x3x3
+// CHECK-LABEL: func.func private @relax_conv2d_s1_1_p1_1_1_1_d1_1_f32_Dx4xDxD_8x4x3x3(
+// CHECK-SAME: %[[X:.+]]: tensor<?x4x?x?xf32>, %[[W:.+]]: tensor<8x4x3x3xf32>, %[[O:.+]]: tensor<?x8x?x?xf32>) -> tensor<?x8x?x?xf32>
+// CHECK: %[[P:.+]] = tensor.pad %[[X]] low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[F:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[O]] : tensor<?x8x?x?xf32>)
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[P]], %[[W]] : tensor<?x4x?x?xf32>, tensor<8x4x3x3xf32>) outs(%[[F]] : tensor<?x8x?x?xf32>)
+// CHECK-LABEL: func.func private @relax_conv2d_s2_2_p1_1_1_1_d1_1_g2_f32_Dx4xDxD_8x2x3x3(
+// CHECK: tensor.pad
+// CHECK: tensor.expand_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] output_shape [%{{.+}}, 2, 2, %{{.+}}, %{{.+}}] : tensor<?x4x?x?xf32> into tensor<?x2x2x?x?xf32>
+// CHECK: tensor.expand_shape %{{.+}} {{\[}}[0, 1], [2], [3], [4]] output_shape [2, 4, 2, 3, 3] : tensor<8x2x3x3xf32> into tensor<2x4x2x3x3xf32>
+// CHECK: linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+// CHECK: tensor.collapse_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] : tensor<?x2x4x?x?xf32> into tensor<?x8x?x?xf32>
+// CHECK: linalg.copy
+func.func @conv(%x: tensor<?x4x?x?xf32, #relax.shape<["n", 4, "h", "w"]>>, %w: tensor<8x4x3x3xf32>, %g: tensor<8x2x3x3xf32>) -> tensor<?x8x?x?xf32, #relax.shape<["n", 8, "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>> attributes {relax.function} {
+  %0 = "relax.conv2d"(%x, %w) {padding = array<i64: 1, 1>} : (tensor<?x4x?x?xf32, #relax.shape<["n", 4, "h", "w"]>>, tensor<8x4x3x3xf32>) -> tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>
+  %1 = "relax.conv2d"(%x, %g) {strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 2 : i64} : (tensor<?x4x?x?xf32, #relax.shape<["n", 4, "h", "w"]>>, tensor<8x2x3x3xf32>) -> tensor<?x8x?x?xf32, #relax.shape<["n", 8, "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>
+  return %1 : tensor<?x8x?x?xf32, #relax.shape<["n", 8, "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>
+}
+
+
+// -----
+
+// CHECK-LABEL: func.func @pools
+// CHECK-LABEL: func.func private @relax_max_pool2d_k3_3_s1_1_p1_1_1_1_d1_1_f32_Dx8xDxD(
+// CHECK: %[[NEG:.+]] = arith.constant 0xFF800000 : f32
+// CHECK: tensor.pad %{{.+}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor.yield %[[NEG]] : f32
+// CHECK: %[[WIN:.+]] = tensor.empty() : tensor<3x3xf32>
+// CHECK: linalg.pooling_nchw_max {{.*}} ins(%{{.+}}, %[[WIN]] : tensor<?x8x?x?xf32>, tensor<3x3xf32>)
+// CHECK-LABEL: func.func private @relax_avg_pool2d_k3_3_s1_1_p1_1_1_1_cip0_f32_Dx8xDxD(
+// CHECK: linalg.pooling_nchw_sum
+// CHECK: linalg.generic
+// CHECK: arith.minsi
+// CHECK: arith.maxsi
+// CHECK: arith.divf
+
+func.func @pools(%x: tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>) -> tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>> attributes {relax.function} {
+  %0 = "relax.max_pool2d"(%x) {pool_size = array<i64: 3, 3>, padding = array<i64: 1, 1>} : (tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>) -> tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>
+  %1 = "relax.avg_pool2d"(%x) {pool_size = array<i64: 3, 3>, padding = array<i64: 1, 1>, count_include_pad = false} : (tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>) -> tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>
+  return %1 : tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>
+}
+
+
+// -----
+
+// topk with a small k selects k times: round p reduces the line to the first element after
+// round p - 1's pick (NaN greatest, ties by index) and inserts it into slot p.
+// CHECK-LABEL: func.func @topk
+// CHECK: %[[R:.+]]:2 = "relax.call_tir"(%arg0) {callee = @relax_topk_axis1_desc1_k2_f32_r2
+// CHECK-LABEL: func.func private @relax_topk_axis1_desc1_k2_f32_r2(
+// CHECK-SAME: %[[X:.+]]: tensor<?x?xf32>, %[[V:.+]]: tensor<?x2xf32>, %[[I:.+]]: tensor<?x2xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+// CHECK: %[[S0:.+]] = tensor.extract_slice %[[V]][0, 0] [%{{.+}}, 1] [1, 1] : tensor<?x2xf32> to tensor<?x1xf32>
+// CHECK: %[[P0:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[X]] : tensor<?x?xf32>) outs(%[[S0]], %{{.+}} : tensor<?x1xf32>, tensor<?x1xi64>)
+// CHECK: tensor.insert_slice %[[P0]]#0 into %[[V]][0, 0] [%{{.+}}, 1] [1, 1]
+// CHECK: tensor.extract_slice %{{.+}}[0, 1] [%{{.+}}, 1] [1, 1]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[X]], %[[P0]]#0, %[[P0]]#1 : tensor<?x?xf32>, tensor<?x1xf32>, tensor<?x1xi64>)
+func.func @topk(%x: tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> tensor<?x2xi64, #relax.shape<["b", 2]>> attributes {relax.function} {
+  %0, %1 = "relax.topk"(%x) {k = 2 : i64} : (tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> (tensor<?x2xf32, #relax.shape<["b", 2]>>, tensor<?x2xi64, #relax.shape<["b", 2]>>)
+  return %1 : tensor<?x2xi64, #relax.shape<["b", 2]>>
+}
+
+// -----
+
+// sort: every element's position counted against its line, then gathered by position.
+// CHECK-LABEL: func.func @sort
+// CHECK: "relax.call_tir"(%arg0) {callee = @relax_sort_axis1_desc0_f32_r2
+// CHECK-LABEL: func.func private @relax_sort_axis1_desc0_f32_r2(
+// CHECK-SAME: %{{.+}}: tensor<?x?xf32>, %{{.+}}: tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.+}} : tensor<?x?xi64>)
+// CHECK: arith.cmpf uno
+// CHECK: arith.cmpi ult
+// CHECK: arith.extui
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.+}} : tensor<?x?xf32>)
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+func.func @sort(%x: tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> tensor<?x?xf32, #relax.shape<["b", "n"]>> attributes {relax.function} {
+  %0 = "relax.sort"(%x) : (tensor<?x?xf32, #relax.shape<["b", "n"]>>) -> tensor<?x?xf32, #relax.shape<["b", "n"]>>
+  return %0 : tensor<?x?xf32, #relax.shape<["b", "n"]>>
+}

@@ -128,7 +128,7 @@ class Device:
             self.instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(
                 pApplicationInfo=vk.VkApplicationInfo(pApplicationName="relax-mlir", applicationVersion=1,
                                                       pEngineName="relax-mlir", engineVersion=1,
-                                                      apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))), None)
+                                                      apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))), None)
         except vk.VkError as e:
             raise VulkanUnavailable(f"vkCreateInstance failed ({type(e).__name__}): no Vulkan driver "
                                     "(on Debian: apt-get install mesa-vulkan-drivers)") from None
@@ -149,9 +149,12 @@ class Device:
         if not fam:
             raise VulkanUnavailable(f"device '{self.name}' has no compute queue")
         self.family = fam[0]
+        features = self._features(vk)
+        self._priorities = vk.ffi.new("float[]", [1.0])
+        self._queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1,
+                                                      pQueuePriorities=self._priorities)
         self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
-            queueCreateInfoCount=1, pQueueCreateInfos=[vk.VkDeviceQueueCreateInfo(
-                queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])]), None)
+            pNext=features, queueCreateInfoCount=1, pQueueCreateInfos=[self._queue_info]), None)
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
@@ -169,6 +172,24 @@ class Device:
         self._free: dict[int, list[Buffer]] = {}
         self._live: dict[int, Buffer] = {}
         self._starts: list[int] = []
+
+    def _features(self, vk):
+        """The optional features the kernels' SPIR-V capabilities need (64-bit and 16-bit
+        scalars, 8/16-bit storage: i64, f64, f16, booleans as bytes), enabled where the
+        device has them; a kernel needing a missing one fails at pipeline creation."""
+        q12 = vk.VkPhysicalDeviceVulkan12Features()
+        q11 = vk.VkPhysicalDeviceVulkan11Features(pNext=q12)
+        q = vk.VkPhysicalDeviceFeatures2(pNext=q11)
+        vk.vkGetPhysicalDeviceFeatures2(self.physical, q)
+        f = q.features
+        self._f12 = vk.VkPhysicalDeviceVulkan12Features(
+            storageBuffer8BitAccess=q12.storageBuffer8BitAccess, shaderFloat16=q12.shaderFloat16,
+            shaderInt8=q12.shaderInt8)
+        self._f11 = vk.VkPhysicalDeviceVulkan11Features(pNext=self._f12,
+                                                        storageBuffer16BitAccess=q11.storageBuffer16BitAccess)
+        self._f2 = vk.VkPhysicalDeviceFeatures2(pNext=self._f11, features=vk.VkPhysicalDeviceFeatures(
+            shaderInt64=f.shaderInt64, shaderFloat64=f.shaderFloat64, shaderInt16=f.shaderInt16))
+        return self._f2
 
     @staticmethod
     def _select(selector, props, names, vk) -> int:

@@ -33,8 +33,8 @@ SPIRV_TARGET = f"spirv-attach-target{{ver=v1.0 caps={','.join(CAPS)} exts={','.j
 
 def spirv_stage() -> list[str]:
     return [
-        "relax-spirv-entry-abi",
         SPIRV_TARGET,
+        "relax-spirv-entry-abi",
         "gpu.module(convert-math-to-spirv)",   # convert-gpu-to-spirv leaves math ops alone
         "convert-gpu-to-spirv",
         "relax-spirv-nest-modules",

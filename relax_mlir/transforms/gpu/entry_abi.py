@@ -5,6 +5,11 @@ workgroup_size = [x, y, z]>`` on every ``gpu.func`` kernel (it does not read the
 size the launch passes). This pass copies the constant block sizes of the
 ``gpu.launch_func`` ops into that attribute; a kernel launched with a dynamic block size
 or with two different ones is an error.
+
+It also copies the gpu.module's SPIR-V target (``spirv-attach-target``) into a
+``spirv.target_env`` attribute of the module, where passes that convert single dialects
+(``convert-math-to-spirv``) look for the capabilities they may use (without it they
+assume plain Shader: f16 and i64 math would be emulated or refused).
 """
 
 from __future__ import annotations
@@ -64,6 +69,9 @@ def relax_spirv_entry_abi(module: ir.Operation, opts) -> None:
         if top.name != "gpu.module":
             continue
         mod = ir.StringAttr(top.attributes["sym_name"]).value
+        targets = top.attributes["targets"] if "targets" in top.attributes else None
+        if targets is not None and len(ir.ArrayAttr(targets)) and "spirv.target_env" in str(ir.ArrayAttr(targets)[0]):
+            top.attributes["spirv.target_env"] = ir.ArrayAttr(targets)[0]
         for f in top.regions[0].blocks[0].operations:
             f = f.operation
             if f.name != "gpu.func":

@@ -41,6 +41,7 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)
+        "relax-gpu-sequential-inner-loops",
         f"func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={int(workgroup_size)} no-min-max-bounds=true}})",
         "func.func(gpu-map-parallel-loops)",
         "convert-parallel-loops-to-gpu",

@@ -50,7 +50,7 @@ from typing import Optional
 
 import numpy as np
 
-from .executable import DTYPES, Executable, Function, _as_array, descriptor_class
+from .executable import Executable, Function, _as_array, descriptor_class
 
 #: bytes of one scalar slot in the per-call scalar arena (covers i64 / f64)
 _SCALAR_BYTES = 8
@@ -315,6 +315,8 @@ class Recorder:
         self.buffers: list[Buffer] = []
         self.error: Optional[BaseException] = None
         self.recorded = 0
+        self.dispatches = 0
+        self.copies = 0
         self.active = False
         self.arena: Optional[Buffer] = None
         self.arena_used = 0
@@ -335,7 +337,7 @@ class Recorder:
             vk.vkResetDescriptorPool(self.dev.device, p, 0)
         self.pool_index = 0
         self.error = None
-        self.recorded = 0
+        self.recorded = self.dispatches = self.copies = 0
         self.arena, self.arena_used = None, 0
         self.active = True
 
@@ -405,6 +407,7 @@ class Recorder:
         vk.vkCmdBindPipeline(self.cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline)
         vk.vkCmdBindDescriptorSets(self.cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout, 0, 1, [ds], 0, None)
         vk.vkCmdDispatch(self.cmd, *grid)
+        self.dispatches += 1
         self._barrier()
 
     def copy(self, src: int, dst: int, nbytes: int) -> None:
@@ -414,6 +417,7 @@ class Recorder:
         sb, so = self.dev.find(src)
         db, do = self.dev.find(dst)
         vk.vkCmdCopyBuffer(self.cmd, sb.handle, db.handle, 1, [vk.VkBufferCopy(srcOffset=so, dstOffset=do, size=nbytes)])
+        self.copies += 1
         self._barrier()
 
     def _barrier(self) -> None:
@@ -512,6 +516,7 @@ class VulkanFunction(Function):
                     rec.abandon()
                     raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
                 rec.submit()
+                rt.count(rec)
                 outs = self._read(res)
             finally:
                 rec.abandon()
@@ -595,6 +600,9 @@ class VulkanRuntime:
             self.kernels[entry["id"]] = Kernel(dev, modules[name], entry["entry"], list(entry["args"]),
                                                f"@{name}::@{entry['entry']}")
         self._modules = modules
+        #: per executable: calls, command-buffer submissions, dispatches and copies recorded
+        self.stats = {"calls": 0, "submits": 0, "dispatches": 0, "copies": 0}
+        self._stats_lock = threading.Lock()
         self.callbacks: dict[str, object] = {
             "_mlir_memref_to_llvm_alloc": _ALLOC(self._alloc),
             "_mlir_memref_to_llvm_free": _FREE(self._free),
@@ -603,6 +611,13 @@ class VulkanRuntime:
         for entry in launches:
             kid = entry["id"]
             self.callbacks[f"relax_vk_launch_{kid}"] = _launch_type(3 + len(entry["args"]))(self._launcher(kid))
+
+    def count(self, rec: Recorder) -> None:
+        with self._stats_lock:
+            self.stats["calls"] += 1
+            self.stats["submits"] += 1 if rec.recorded else 0
+            self.stats["dispatches"] += rec.dispatches
+            self.stats["copies"] += rec.copies
 
     def recorder(self) -> Recorder:
         rec = getattr(self.local, "recorder", None)
@@ -675,6 +690,12 @@ class VulkanExecutable(Executable):
                 raise KeyError(f"no graph function @{name} (functions: {', '.join(self.functions)})")
             fn = self._functions[name] = VulkanFunction(self, name, self._meta.functions[name])
         return fn
+
+    @property
+    def vulkan_stats(self) -> dict:
+        """Calls, command-buffer submissions (one per call that launched anything),
+        dispatches and buffer copies recorded so far."""
+        return dict(self._runtime.stats)
 
     @property
     def device_name(self) -> str:

@@ -44,9 +44,9 @@ def _wrap(op: ir.Operation) -> None:
     idx = ir.IndexType.get()
     c0 = arith.ConstantOp(idx, 0, ip=ip, loc=op.location).result
     c1 = arith.ConstantOp(idx, 1, ip=ip, loc=op.location).result
-    par = scf.ParallelOp([c0], [c1], [c1], [], ip=ip, loc=op.location)
-    block = par.regions[0].blocks[0]
-    y = scf.ReduceOp([], ip=ir.InsertionPoint(block))
+    par = scf.ParallelOp([], [c0], [c1], [c1], [], ip=ip, loc=op.location)
+    block = par.regions[0].blocks.append(idx)
+    y = scf.ReduceOp([], 0, ip=ir.InsertionPoint(block))
     op.move_before(y.operation)
 
 

@@ -174,7 +174,7 @@ def relax_gpu_flatten_launches(module: ir.Operation, opts) -> None:
             return ir.WalkResult.SKIP
         return ir.WalkResult.ADVANCE
 
-    module.walk(collect)
+    module.walk(collect, ir.WalkOrder.PRE_ORDER)
     for launch in launches:
         _flatten(launch)
         _sink_constants(launch)

@@ -6,7 +6,8 @@ are all rank 0 (a full reduction, a scalar fill) has no parallel loop, and a bar
 ``memref.copy`` / ``memref.load`` / ``memref.store`` none either: this pass turns
 ``memref.copy`` into ``linalg.copy`` (loops like any linalg op) and wraps each such op
 into a one-iteration ``scf.parallel``, so it runs as a single-thread dispatch instead of
-touching device memory from the host. Run after bufferization, before
+touching device memory from the host. Loads and stores of ``index`` buffers stay: they
+are shapes the host computes (``memref.reshape`` operands), never device data. Run after bufferization, before
 ``convert-linalg-to-parallel-loops``.
 """
 
@@ -24,7 +25,9 @@ KERNEL_ATTR = "relax.kernel"
 def _serial(op: ir.Operation) -> bool:
     """An op that touches memory but would produce no parallel loop."""
     if op.name in ("memref.load", "memref.store"):
-        return True
+        # index buffers hold shapes (tensor.from_elements for memref.reshape): host data
+        m = op.operands[1] if op.name == "memref.store" else op.operands[0]
+        return not isinstance(ir.MemRefType(m.type).element_type, ir.IndexType)
     if op.name.startswith("linalg."):
         outs = [v for v in op.operands if isinstance(v.type, ir.MemRefType)]
         # destination operands are last; rank-0 outputs only => no parallel iterator
@@ -57,13 +60,26 @@ def relax_gpu_prepare_kernels(module: ir.Operation, opts) -> None:
     for f in top_ops(module):
         if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
             continue
-        block = f.regions[0].blocks[0]
-        for op in list(block.operations):
-            if op.name == "memref.copy":
-                src, dst = op.operands
-                new = linalg.copy(src, outs=[dst], loc=op.location, ip=ir.InsertionPoint(op))
-                op.erase()
-                op = new.owner if hasattr(new, "owner") else new
-                op = op.operation if hasattr(op, "operation") else op
-            if _serial(op):
-                _wrap(op)
+        copies: list[ir.Operation] = []
+        f.operation.walk(lambda op: (copies.append(op.operation) if op.operation.name == "memref.copy" else None)
+                         or ir.WalkResult.ADVANCE)
+        for op in copies:
+            src, dst = op.operands
+            with ir.InsertionPoint(op), op.location:   # the linalg builders ignore ip=
+                linalg.copy(src, outs=[dst])
+            op.erase()
+        serial: list[ir.Operation] = []
+
+        def visit(op):
+            o = op.operation
+            if o.name == "scf.parallel" or o.name.startswith("linalg."):
+                if _serial(o):
+                    serial.append(o)
+                return ir.WalkResult.SKIP   # already parallel, or a body of scalar code
+            if _serial(o):
+                serial.append(o)
+            return ir.WalkResult.ADVANCE
+
+        f.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+        for op in serial:
+            _wrap(op)

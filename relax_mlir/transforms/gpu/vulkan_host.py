@@ -155,7 +155,7 @@ def relax_vulkan_host(module: ir.Operation, opts) -> None:
             copies.append(o)
         return ir.WalkResult.ADVANCE
 
-    module.walk(visit)
+    module.walk(visit, ir.WalkOrder.PRE_ORDER)
     declared: dict = {}
     table = []
     try:

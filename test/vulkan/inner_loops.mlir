@@ -28,3 +28,21 @@ func.func @sum_axis1(%x: memref<?x?x4xf32>, %y: memref<?x4xf32>) {
   }
   return
 }
+
+// The outermost parallel loop lists its last (contiguous) dimension first: tiling and
+// mapping give it thread x.
+// CHECK-LABEL: func.func @add2d(
+// CHECK: scf.parallel (%[[J:.*]], %[[I:.*]]) = (%c0, %c0) to (%c4, %[[N:.*]]) step (%c1, %c1) {
+// CHECK-NEXT: memref.load %arg0[%[[I]], %[[J]]]
+func.func @add2d(%x: memref<?x4xf32>, %y: memref<?x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %n = memref.dim %x, %c0 : memref<?x4xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c4) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<?x4xf32>
+    memref.store %v, %y[%i, %j] : memref<?x4xf32>
+    scf.reduce
+  }
+  return
+}

@@ -1,4 +1,5 @@
-"""relax-gpu-sequential-inner-loops: a parallel loop nested in another runs in one thread.
+"""relax-gpu-sequential-inner-loops: a parallel loop nested in another runs in one thread;
+the outer one lists its innermost dimension first.
 
 ``convert-linalg-to-parallel-loops`` turns a linalg op whose reduction dimension sits
 between parallel ones (``sum`` over axis 1 of ``(a, n, 4)``) into
@@ -6,8 +7,14 @@ between parallel ones (``sum`` over axis 1 of ``(a, n, 4)``) into
 parallel loop maps to workgroups and threads; ``convert-parallel-loops-to-gpu`` cannot
 map a parallel loop under a sequential one. This pass rewrites every ``scf.parallel``
 (without reductions) that has an ``scf.parallel`` ancestor into nested ``scf.for``
-loops, inside the thread that runs its parent. Run after
-``convert-linalg-to-parallel-loops``, before ``scf-parallel-loop-tiling``.
+loops, inside the thread that runs its parent.
+
+It also reverses the dimensions of every outermost ``scf.parallel``: tiling tiles the
+first dimension by the workgroup size and ``gpu-map-parallel-loops`` maps it to thread
+x, so the last (contiguous) dimension of the output should come first: neighbouring
+threads then touch neighbouring elements, and a row-vector result (``n = 1``) still
+fills its workgroups. Run after ``convert-linalg-to-parallel-loops``, before
+``scf-parallel-loop-tiling``.
 """
 
 from __future__ import annotations
@@ -51,6 +58,28 @@ def _to_fors(par: ir.Operation) -> None:
     par.erase()
 
 
+def _reverse(par: ir.Operation) -> None:
+    body = par.regions[0].blocks[0]
+    n = len(body.arguments)
+    if n < 2:
+        return
+    lbs, ubs, steps = list(par.operands[:n]), list(par.operands[n:2 * n]), list(par.operands[2 * n:3 * n])
+    new = scf.ParallelOp([], lbs[::-1], ubs[::-1], steps[::-1], [], ip=ir.InsertionPoint(par), loc=par.location)
+    block = new.regions[0].blocks.append(*([ir.IndexType.get()] * n))
+    for k, old in enumerate(body.arguments):
+        old.replace_all_uses_with(block.arguments[n - 1 - k])
+    prev = None
+    for op in list(body.operations):   # the (empty) scf.reduce terminator moves too
+        o = op.operation
+        if prev is None:
+            o.detach_from_parent()
+            ir.InsertionPoint(block).insert(o)
+        else:
+            o.move_after(prev)
+        prev = o
+    par.erase()
+
+
 @register_pass("relax-gpu-sequential-inner-loops",
                "GPU kernels: an scf.parallel nested in another scf.parallel becomes nested scf.for "
                "(only the outermost maps to workgroups and threads).")
@@ -69,3 +98,16 @@ def relax_gpu_sequential_inner_loops(module: ir.Operation, opts) -> None:
             emit_error(o, "a nested scf.parallel with reductions is not supported in a GPU kernel")
             return
         _to_fors(o)
+    outer: list[ir.Operation] = []
+
+    def top(op):
+        o = op.operation
+        if o.name == "scf.parallel":
+            outer.append(o)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module.walk(top, ir.WalkOrder.PRE_ORDER)
+    for o in outer:
+        if not len(o.results):
+            _reverse(o)

@@ -42,6 +42,7 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)
         "relax-gpu-sequential-inner-loops",
+        "relax-gpu-register-accumulators",
         f"func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={int(workgroup_size)} no-min-max-bounds=true}})",
         "func.func(gpu-map-parallel-loops)",
         "convert-parallel-loops-to-gpu",

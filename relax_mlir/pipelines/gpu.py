@@ -1,0 +1,75 @@
+"""The GPU kernel pipeline shared by the GPU targets (``vulkan``; ``cuda`` lowers the same
+``gpu.module``s through NVVM).
+
+Graph-level code stays host code (shape computation and run-time checks exactly as on
+the cpu target: relax-lower-host with the cpu hooks); each kernel (``relax.kernel``)
+keeps a host half, which computes the launch grid from the run-time sizes, and gets a
+device half:
+
+1. :func:`bufferize_stage`: the cpu target's bufferization and deallocation;
+2. :func:`kernel_stage`: ``relax-gpu-prepare-kernels`` (no memory access outside a
+   parallel loop), ``convert-linalg-to-parallel-loops``, ``scf-parallel-loop-tiling``
+   with the workgroup size (``no-min-max-bounds``: a bounds check inside instead of
+   ``affine.min`` bounds, which ``convert-parallel-loops-to-gpu`` needs),
+   ``gpu-map-parallel-loops`` (outer loops -> workgroups, tiles -> threads),
+   ``convert-parallel-loops-to-gpu``, ``relax-gpu-flatten-launches`` (1-D buffers and
+   scalar sizes only; constants sunk), ``gpu-kernel-outlining``. Dynamic sizes stay
+   dynamic: one kernel serves every shape.
+
+The workgroup size is :data:`WORKGROUP_SIZE` threads along the first parallel
+dimension of each loop nest (each thread computes one output element; reductions run
+serially in their thread).
+"""
+
+from __future__ import annotations
+
+from .cpu import _llvm_stage
+
+WORKGROUP_SIZE = 64
+
+
+def bufferize_stage() -> list[str]:
+    """One-shot bufferization and deallocation, as on the cpu target."""
+    stage = _llvm_stage()
+    return stage[:stage.index("relax-kernel-noalias")]
+
+
+def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
+    """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
+    return [
+        "relax-expand-math",
+        "relax-gpu-signless",
+        "relax-gpu-prepare-kernels",
+        "func.func(convert-linalg-to-parallel-loops)",
+        "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)
+        "relax-gpu-sequential-inner-loops",
+        "relax-gpu-register-accumulators",
+        f"func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={int(workgroup_size)} no-min-max-bounds=true}})",
+        "func.func(gpu-map-parallel-loops)",
+        "convert-parallel-loops-to-gpu",
+        "canonicalize",
+        "relax-gpu-flatten-launches",
+        "gpu-kernel-outlining",
+        "lower-affine",
+        "canonicalize",
+        "cse",
+    ]
+
+
+def host_llvm_stage() -> list[str]:
+    """The host code to the LLVM dialect; allocations through the generic functions
+    ``_mlir_memref_to_llvm_alloc`` / ``_free`` that the device runtime provides."""
+    return [
+        "expand-strided-metadata",
+        "lower-affine",
+        "convert-scf-to-cf",
+        "convert-math-to-llvm",
+        "convert-math-to-libm",
+        "finalize-memref-to-llvm{use-generic-functions=true}",
+        "convert-arith-to-llvm",
+        "convert-index-to-llvm",
+        "convert-cf-to-llvm",
+        "convert-func-to-llvm",
+        "reconcile-unrealized-casts",
+        "relax-strip-attributes",
+    ]

@@ -1,0 +1,63 @@
+"""The ``vulkan`` pipeline: relax IR -> host LLVM dialect + SPIR-V kernels.
+
+Stages (``relax_mlir.compile(src, target="vulkan")``; ``relax-opt
+--pass-pipeline='builtin.module(vulkan)'`` prints the result: ``gpu.binary`` ops carrying
+the SPIR-V, ``vulkan.launches`` listing the launch sites, host code calling
+``relax_vk_launch_<id>``):
+
+* ``graph``/``host``: the cpu target's graph passes and relax-lower-host, with library
+  dispatch (BLAS runs on the host, not the device) and memory planning (its arena is
+  host memory) off;
+* ``codegen``: :func:`relax_mlir.pipelines.gpu.bufferize_stage`, the GPU kernel stage,
+  relax-spirv-entry-abi, SPIR-V for the Vulkan client API
+  (``spirv-attach-target{... client_api=Vulkan}``, ``convert-gpu-to-spirv``, the ABI
+  lowering), serialization in-process (``gpu-module-to-binary``), relax-vulkan-host
+  (launches and copies -> runtime calls) and the host code to LLVM.
+"""
+
+from __future__ import annotations
+
+from ..transforms.registry import Option, register_pipeline
+from .cpu import FUSION_DEFAULT, _graph_and_host
+from .gpu import WORKGROUP_SIZE, bufferize_stage, host_llvm_stage, kernel_stage
+
+#: SPIR-V 1.0 for Vulkan; the capabilities the conversion MAY use (spirv-update-vce keeps
+#: only those a kernel needs): 8/16/64-bit scalars and 8/16-bit storage buffers, for i1
+#: (stored as i8), f16, i64 and f64 tensors. The runtime enables the matching device
+#: features (lavapipe has them all).
+CAPS = ["Shader", "Int8", "Int16", "Int64", "Float16", "Float64", "StorageBuffer8BitAccess",
+        "StorageBuffer16BitAccess"]
+EXTS = ["SPV_KHR_storage_buffer_storage_class", "SPV_KHR_8bit_storage", "SPV_KHR_16bit_storage"]
+SPIRV_TARGET = f"spirv-attach-target{{ver=v1.0 caps={','.join(CAPS)} exts={','.join(EXTS)} client_api=Vulkan}}"
+
+
+def spirv_stage() -> list[str]:
+    return [
+        SPIRV_TARGET,
+        "relax-spirv-entry-abi",
+        "gpu.module(convert-math-to-spirv)",   # convert-gpu-to-spirv leaves math ops alone
+        "convert-gpu-to-spirv",
+        "relax-spirv-nest-modules",
+        "gpu.module(spirv.module(spirv-lower-abi-attrs, spirv-update-vce))",
+        "gpu-module-to-binary{format=bin}",
+        "relax-vulkan-host",
+    ]
+
+
+def codegen_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
+    return bufferize_stage() + kernel_stage(workgroup_size) + spirv_stage() + host_llvm_stage()
+
+
+def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE) -> list[tuple[str, list[str]]]:
+    graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
+    return [("graph", graph), ("host", host), ("codegen", codegen_stage(workgroup_size))]
+
+
+@register_pipeline("vulkan", "relax IR to host LLVM code + SPIR-V kernels for Vulkan: shapes, legalize, "
+                             "fusion, host lowering, GPU kernels, SPIR-V, runtime calls.",
+                   options=[Option("fusion", bool, FUSION_DEFAULT,
+                                   "fuse call_tir kernels (relax-fuse-ops, relax-fuse-kernels)"),
+                            Option("workgroup-size", int, WORKGROUP_SIZE,
+                                   "threads per workgroup (tile of the first parallel dimension)")])
+def vulkan(opts) -> str:
+    return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size) for name in passes)

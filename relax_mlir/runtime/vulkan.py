@@ -1,0 +1,782 @@
+"""The Vulkan host runtime of the ``vulkan`` target (PyPI ``vulkan``: cffi bindings of the loader).
+
+::
+
+    exe = relax_mlir.compile(src, target="vulkan")   # SPIR-V kernels + host code (JIT)
+    y = exe(x, w)                                    # numpy in, numpy out, any valid shape
+    w_dev = exe.upload(w)                            # a DeviceArray: stays on the device
+    y = exe(x, w_dev)                                # ... and is not copied again per call
+
+How a call runs. The graph function and the host halves of the kernels are host code
+(the MLIR ExecutionEngine), so shape computation and the run-time checks are exactly
+the cpu target's. That code calls back into this module (ctypes callbacks registered as
+symbols of the engine):
+
+* ``_mlir_memref_to_llvm_alloc`` / ``_free`` (``finalize-memref-to-llvm
+  {use-generic-functions=true}``): every buffer is a Vulkan buffer, handed to the host
+  code as its persistently mapped address; a request beyond the device's limits returns
+  NULL, which the compiled allocation check reports as a ``MemoryError``;
+* ``relax_vk_launch_<id>(gx, gy, gz, args...)``: RECORDS a dispatch (pipeline, one
+  descriptor set: set 0, binding i = argument i, a scalar as its own small storage
+  buffer, MLIR's SPIR-V ABI) followed by a memory barrier into the call's ONE command
+  buffer; ``relax_vk_copy(src, dst, bytes)``: records a buffer copy.
+
+After the host function returns, the command buffer is submitted once and waited for
+on a fence with a timeout (``RELAX_MLIR_VULKAN_TIMEOUT_S``, default 60 s: a
+``TimeoutError``, never a hang); results are copied to numpy arrays, and every buffer of
+the call goes back to a per-device pool (nothing is freed while commands may use it).
+A call that fails a run-time check submits nothing.
+
+Memory: buffers are allocated from a memory type that is HOST_VISIBLE and HOST_COHERENT
+(DEVICE_LOCAL too where the device has one, as lavapipe, integrated GPUs and resizable
+BAR do), mapped once; arguments are copied into them (the staging step) and results
+read back from them. A discrete GPU without host-visible device memory would need
+explicit staging copies, which this runtime does not do yet.
+
+Device selection: ``RELAX_MLIR_VULKAN_DEVICE`` (an index into the physical devices or a
+substring of the device name); else the first GPU, else the first device (lavapipe
+``llvmpipe``). Errors are Python exceptions naming the cause: :class:`VulkanUnavailable`
+(no loader, package or device), :class:`SpirvError` (the driver rejects a kernel),
+``MemoryError`` (a buffer beyond the device's limits), ``TimeoutError``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import os
+import threading
+from typing import Optional
+
+import numpy as np
+
+from .executable import Executable, Function, _as_array, descriptor_class
+
+#: bytes of one scalar slot in the per-call scalar arena (covers i64 / f64)
+_SCALAR_BYTES = 8
+_ARENA_BYTES = 1 << 16
+_MIN_BUFFER = 256
+
+
+class VulkanError(RuntimeError):
+    """A Vulkan runtime failure."""
+
+
+class VulkanUnavailable(VulkanError):
+    """No Vulkan loader, no ``vulkan`` Python package, or no (selected) device."""
+
+
+class SpirvError(VulkanError):
+    """The driver rejected a kernel's SPIR-V (shader module or pipeline creation)."""
+
+
+def _vk():
+    try:
+        import vulkan as vk  # the loader is opened at import time
+    except ImportError as e:
+        raise VulkanUnavailable(f"the Python package 'vulkan' is missing ({e}); "
+                                "pip install vulkan==1.3.275.1") from None
+    except OSError as e:
+        raise VulkanUnavailable(f"no Vulkan loader (libvulkan.so.1): {e}; on Debian: "
+                                "apt-get install mesa-vulkan-drivers libvulkan1") from None
+    return vk
+
+
+def _timeout_s() -> float:
+    return float(os.environ.get("RELAX_MLIR_VULKAN_TIMEOUT_S", "60"))
+
+
+class Buffer:
+    """One VkBuffer with its own memory, mapped for the whole of its life."""
+
+    __slots__ = ("handle", "memory", "size", "address", "_map")
+
+    def __init__(self, dev: "Device", size: int):
+        vk = dev.vk
+        self.size = size
+        self.handle = vk.vkCreateBuffer(dev.device, vk.VkBufferCreateInfo(
+            size=size, usage=(vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                              | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT),
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        req = vk.vkGetBufferMemoryRequirements(dev.device, self.handle)
+        if not req.memoryTypeBits & (1 << dev.memory_type):
+            vk.vkDestroyBuffer(dev.device, self.handle, None)
+            raise VulkanError("the buffer cannot live in the selected host-visible memory type")
+        try:
+            self.memory = vk.vkAllocateMemory(dev.device, vk.VkMemoryAllocateInfo(
+                allocationSize=req.size, memoryTypeIndex=dev.memory_type), None)
+        except vk.VkError:
+            vk.vkDestroyBuffer(dev.device, self.handle, None)
+            raise MemoryError(f"the Vulkan device cannot allocate {size} bytes") from None
+        vk.vkBindBufferMemory(dev.device, self.handle, self.memory, 0)
+        self._map = vk.vkMapMemory(dev.device, self.memory, 0, size, 0)
+        self.address = int(vk.ffi.cast("uintptr_t", vk.ffi.from_buffer(self._map)))
+
+    def destroy(self, dev: "Device") -> None:
+        vk = dev.vk
+        vk.vkUnmapMemory(dev.device, self.memory)
+        vk.vkDestroyBuffer(dev.device, self.handle, None)
+        vk.vkFreeMemory(dev.device, self.memory, None)
+
+
+class Device:
+    """A logical device on one physical device, its compute queue and its buffer pool."""
+
+    def __init__(self, selector: Optional[str] = None):
+        vk = self.vk = _vk()
+        try:
+            self.instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(
+                pApplicationInfo=vk.VkApplicationInfo(pApplicationName="relax-mlir", applicationVersion=1,
+                                                      pEngineName="relax-mlir", engineVersion=1,
+                                                      apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))), None)
+        except vk.VkError as e:
+            raise VulkanUnavailable(f"vkCreateInstance failed ({type(e).__name__}): no Vulkan driver "
+                                    "(on Debian: apt-get install mesa-vulkan-drivers)") from None
+        phys = vk.vkEnumeratePhysicalDevices(self.instance)
+        if not phys:
+            raise VulkanUnavailable("the Vulkan loader found no physical device")
+        props = [vk.vkGetPhysicalDeviceProperties(p) for p in phys]
+        names = [vk.ffi.string(p.deviceName).decode() if not isinstance(p.deviceName, str) else p.deviceName
+                 for p in props]
+        k = self._select(selector, props, names, vk)
+        self.physical, self.name = phys[k], names[k]
+        limits = props[k].limits
+        self.max_range = int(limits.maxStorageBufferRange)
+        self.max_groups = [int(limits.maxComputeWorkGroupCount[i]) for i in range(3)]
+        self.offset_align = max(int(limits.minStorageBufferOffsetAlignment), 4)
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
+        fam = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
+        if not fam:
+            raise VulkanUnavailable(f"device '{self.name}' has no compute queue")
+        self.family = fam[0]
+        features = self._features(vk)
+        self._priorities = vk.ffi.new("float[]", [1.0])
+        self._queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1,
+                                                      pQueuePriorities=self._priorities)
+        self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
+            pNext=features, queueCreateInfoCount=1, pQueueCreateInfos=[self._queue_info]), None)
+        self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
+        mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
+        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        types = [(i, mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount)]
+        ok = [i for i, f in types if f & want == want]
+        if not ok:
+            raise VulkanUnavailable(f"device '{self.name}' has no host-visible coherent memory")
+        local = [i for i in ok if types[i][1] & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT]
+        self.memory_type = (local or ok)[0]
+        heap = mem.memoryHeaps[mem.memoryTypes[self.memory_type].heapIndex]
+        self.max_alloc = min(int(heap.size), self.max_range)
+        self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
+            queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
+        self.lock = threading.Lock()      # queue submission, command pool, buffer pool
+        self._free: dict[int, list[Buffer]] = {}
+        self._live: dict[int, Buffer] = {}
+        self._starts: list[int] = []
+
+    def _features(self, vk):
+        """The optional features the kernels' SPIR-V capabilities need (64-bit and 16-bit
+        scalars, 8/16-bit storage: i64, f64, f16, booleans as bytes), enabled where the
+        device has them; a kernel needing a missing one fails at pipeline creation."""
+        q12 = vk.VkPhysicalDeviceVulkan12Features()
+        q11 = vk.VkPhysicalDeviceVulkan11Features(pNext=q12)
+        q = vk.VkPhysicalDeviceFeatures2(pNext=q11)
+        vk.vkGetPhysicalDeviceFeatures2(self.physical, q)
+        f = q.features
+        self._f12 = vk.VkPhysicalDeviceVulkan12Features(
+            storageBuffer8BitAccess=q12.storageBuffer8BitAccess, shaderFloat16=q12.shaderFloat16,
+            shaderInt8=q12.shaderInt8)
+        self._f11 = vk.VkPhysicalDeviceVulkan11Features(pNext=self._f12,
+                                                        storageBuffer16BitAccess=q11.storageBuffer16BitAccess)
+        self._f2 = vk.VkPhysicalDeviceFeatures2(pNext=self._f11, features=vk.VkPhysicalDeviceFeatures(
+            shaderInt64=f.shaderInt64, shaderFloat64=f.shaderFloat64, shaderInt16=f.shaderInt16))
+        return self._f2
+
+    @staticmethod
+    def _select(selector, props, names, vk) -> int:
+        if selector:
+            if selector.isdigit():
+                k = int(selector)
+                if k >= len(names):
+                    raise VulkanUnavailable(f"RELAX_MLIR_VULKAN_DEVICE={selector}: only {len(names)} "
+                                            f"device(s): {', '.join(names)}")
+                return k
+            for k, n in enumerate(names):
+                if selector.lower() in n.lower():
+                    return k
+            raise VulkanUnavailable(f"RELAX_MLIR_VULKAN_DEVICE={selector!r} names no device "
+                                    f"(devices: {', '.join(names)})")
+        gpus = [k for k, p in enumerate(props) if p.deviceType in (vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU,
+                                                                   vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU)]
+        return gpus[0] if gpus else 0
+
+    # -- buffers ------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> Buffer:
+        """A buffer of at least ``nbytes`` (sizes rounded to powers of two, reused)."""
+        if nbytes > self.max_alloc:
+            raise MemoryError(f"{nbytes} bytes exceed the Vulkan device's buffer limit of "
+                              f"{self.max_alloc} bytes ({self.name})")
+        size = max(_MIN_BUFFER, 1 << max(0, int(nbytes) - 1).bit_length())
+        size = min(size, max(self.max_alloc, nbytes))
+        with self.lock:
+            free = self._free.get(size)
+            if free:
+                return free.pop()
+        buf = Buffer(self, size)
+        with self.lock:
+            self._live[buf.address] = buf
+            bisect.insort(self._starts, buf.address)
+        return buf
+
+    def release(self, buf: Buffer) -> None:
+        with self.lock:
+            self._free.setdefault(buf.size, []).append(buf)
+
+    def find(self, address: int) -> tuple[Buffer, int]:
+        """The buffer holding ``address`` and the offset in it."""
+        with self.lock:
+            k = bisect.bisect_right(self._starts, address) - 1
+            if k >= 0:
+                buf = self._live[self._starts[k]]
+                if address < buf.address + buf.size:
+                    return buf, address - buf.address
+        raise VulkanError(f"address {address:#x} is not in a Vulkan buffer of this runtime")
+
+
+_DEVICES: dict[str, Device] = {}
+_DEVICES_LOCK = threading.Lock()
+
+
+def device() -> Device:
+    """The process's device for ``RELAX_MLIR_VULKAN_DEVICE`` (created once)."""
+    sel = os.environ.get("RELAX_MLIR_VULKAN_DEVICE", "")
+    with _DEVICES_LOCK:
+        if sel not in _DEVICES:
+            _DEVICES[sel] = Device(sel or None)
+        return _DEVICES[sel]
+
+
+def available() -> tuple[bool, str]:
+    """(True, device name) when a Vulkan device can be used, else (False, why)."""
+    try:
+        return True, device().name
+    except VulkanError as e:
+        return False, str(e)
+
+
+class Kernel:
+    """One launch site's compute pipeline (created when the executable is built)."""
+
+    def __init__(self, dev: Device, module, entry: str, kinds: list[str], label: str):
+        vk = dev.vk
+        self.kinds = kinds
+        n = len(kinds)
+        bindings = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                    descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                    for i in range(n)]
+        self.set_layout = vk.vkCreateDescriptorSetLayout(dev.device, vk.VkDescriptorSetLayoutCreateInfo(
+            bindingCount=n, pBindings=bindings or None), None)
+        self.layout = vk.vkCreatePipelineLayout(dev.device, vk.VkPipelineLayoutCreateInfo(
+            setLayoutCount=1, pSetLayouts=[self.set_layout]), None)
+        # the entry name and the stage struct must outlive the call: the bindings copy the
+        # nested struct by value and would let a temporary name buffer be freed before it
+        self._name = vk.ffi.new("char[]", entry.encode())
+        self._stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
+                                                         pName=self._name)
+        try:
+            self.pipeline = vk.vkCreateComputePipelines(dev.device, vk.VK_NULL_HANDLE, 1, [
+                vk.VkComputePipelineCreateInfo(stage=self._stage, layout=self.layout)], None)[0]
+        except vk.VkError as e:
+            raise SpirvError(f"kernel {label}: the Vulkan driver rejected the pipeline "
+                             f"({type(e).__name__})") from None
+
+
+def _shader_module(dev: Device, code: bytes, label: str):
+    vk = dev.vk
+    if len(code) % 4 or code[:4] != b"\x03\x02\x23\x07":
+        raise SpirvError(f"kernel {label}: not a SPIR-V binary ({len(code)} bytes)")
+    try:
+        return vk.vkCreateShaderModule(dev.device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None)
+    except vk.VkError as e:
+        raise SpirvError(f"kernel {label}: the Vulkan driver rejected the SPIR-V ({type(e).__name__})") from None
+
+
+class Recorder:
+    """The state of one call on one thread: its command buffer, descriptor sets, buffers."""
+
+    def __init__(self, dev: Device):
+        vk = self.vk = dev.vk
+        self.dev = dev
+        with dev.lock:
+            self.cmd = vk.vkAllocateCommandBuffers(dev.device, vk.VkCommandBufferAllocateInfo(
+                commandPool=dev.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
+        self.fence = vk.vkCreateFence(dev.device, vk.VkFenceCreateInfo(), None)
+        self.pools: list = []
+        self.pool_index = 0
+        self.buffers: list[Buffer] = []
+        self.error: Optional[BaseException] = None
+        self.recorded = 0
+        self.dispatches = 0
+        self.copies = 0
+        self.active = False
+        self.arena: Optional[Buffer] = None
+        self.arena_used = 0
+        self.barrier = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            dstAccessMask=(vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+                           | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT))
+        self.host_barrier = vk.VkMemoryBarrier(
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
+
+    def begin(self) -> None:
+        vk = self.vk
+        vk.vkResetCommandBuffer(self.cmd, 0)
+        vk.vkBeginCommandBuffer(self.cmd, vk.VkCommandBufferBeginInfo(
+            flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+        for p in self.pools:
+            vk.vkResetDescriptorPool(self.dev.device, p, 0)
+        self.pool_index = 0
+        self.error = None
+        self.recorded = self.dispatches = self.copies = 0
+        self.arena, self.arena_used = None, 0
+        self.active = True
+
+    def alloc(self, nbytes: int) -> int:
+        buf = self.dev.alloc(nbytes)
+        self.buffers.append(buf)
+        return buf.address
+
+    def _descriptor_set(self, kernel: Kernel):
+        vk = self.vk
+        while True:
+            if self.pool_index == len(self.pools):
+                self.pools.append(vk.vkCreateDescriptorPool(self.dev.device, vk.VkDescriptorPoolCreateInfo(
+                    maxSets=256, poolSizeCount=1, pPoolSizes=[vk.VkDescriptorPoolSize(
+                        type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=256 * 16)]), None))
+            try:
+                return vk.vkAllocateDescriptorSets(self.dev.device, vk.VkDescriptorSetAllocateInfo(
+                    descriptorPool=self.pools[self.pool_index], descriptorSetCount=1,
+                    pSetLayouts=[kernel.set_layout]))[0]
+            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
+                self.pool_index += 1
+
+    def _scalar(self, kind: str, value: int) -> tuple[Buffer, int, int]:
+        if kind in ("index", "i32"):
+            if not -2 ** 31 <= value < 2 ** 31:
+                raise VulkanError(f"kernel scalar {value} does not fit the device's 32-bit index")
+            data, size = int(value).to_bytes(4, "little", signed=True), 4
+        elif kind == "f32":
+            data, size = (value & 0xFFFFFFFF).to_bytes(4, "little"), 4
+        else:
+            data, size = (value & (2 ** 64 - 1)).to_bytes(8, "little"), 8
+        step = (max(size, _SCALAR_BYTES) + self.dev.offset_align - 1) // self.dev.offset_align * self.dev.offset_align
+        if self.arena is None or self.arena_used + step > self.arena.size:
+            self.arena = self.dev.alloc(_ARENA_BYTES)
+            self.buffers.append(self.arena)
+            self.arena_used = 0
+        off = self.arena_used
+        ctypes.memmove(self.arena.address + off, data, size)
+        self.arena_used += step
+        return self.arena, off, size
+
+    def launch(self, kernel: Kernel, grid: tuple[int, int, int], args: tuple[int, ...]) -> None:
+        vk = self.vk
+        if min(grid) <= 0:
+            return
+        for g, m in zip(grid, self.dev.max_groups):
+            if g > m:
+                raise VulkanError(f"a dispatch of {grid} workgroups exceeds the device's limit {self.dev.max_groups}")
+        ds = self._descriptor_set(kernel)
+        infos = []
+        for kind, a in zip(kernel.kinds, args):
+            if kind == "buffer":
+                if a == 0:
+                    raise MemoryError("a kernel buffer could not be allocated on the Vulkan device")
+                buf, off = self.dev.find(a)
+                if off % self.dev.offset_align:
+                    raise VulkanError(f"buffer offset {off} is not aligned to {self.dev.offset_align} bytes")
+                infos.append(vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=off, range=buf.size - off))
+            else:
+                buf, off, size = self._scalar(kind, a)
+                infos.append(vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=off, range=size))
+        writes = [vk.VkWriteDescriptorSet(dstSet=ds, dstBinding=i, dstArrayElement=0, descriptorCount=1,
+                                          descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, pBufferInfo=[info])
+                  for i, info in enumerate(infos)]
+        if writes:
+            vk.vkUpdateDescriptorSets(self.dev.device, len(writes), writes, 0, None)
+        vk.vkCmdBindPipeline(self.cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline)
+        vk.vkCmdBindDescriptorSets(self.cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout, 0, 1, [ds], 0, None)
+        vk.vkCmdDispatch(self.cmd, *grid)
+        self.dispatches += 1
+        self._barrier()
+
+    def copy(self, src: int, dst: int, nbytes: int) -> None:
+        vk = self.vk
+        if nbytes <= 0:
+            return
+        sb, so = self.dev.find(src)
+        db, do = self.dev.find(dst)
+        vk.vkCmdCopyBuffer(self.cmd, sb.handle, db.handle, 1, [vk.VkBufferCopy(srcOffset=so, dstOffset=do, size=nbytes)])
+        self.copies += 1
+        self._barrier()
+
+    def _barrier(self) -> None:
+        vk = self.vk
+        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        vk.vkCmdPipelineBarrier(self.cmd, stages, stages, 0, 1, [self.barrier], 0, None, 0, None)
+        self.recorded += 1
+
+    def submit(self) -> None:
+        """End the command buffer; submit it once and wait (with a timeout)."""
+        vk = self.vk
+        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        if self.recorded:
+            vk.vkCmdPipelineBarrier(self.cmd, stages, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [self.host_barrier],
+                                    0, None, 0, None)
+        vk.vkEndCommandBuffer(self.cmd)
+        self.active = False
+        if not self.recorded:
+            return
+        with self.dev.lock:
+            vk.vkQueueSubmit(self.dev.queue, 1, [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[self.cmd])],
+                             self.fence)
+        try:
+            vk.vkWaitForFences(self.dev.device, 1, [self.fence], vk.VK_TRUE, int(_timeout_s() * 1e9))
+        except vk.VkTimeout:
+            raise TimeoutError(f"the Vulkan device did not finish the call within {_timeout_s()} s "
+                               "(RELAX_MLIR_VULKAN_TIMEOUT_S)") from None
+        finally:
+            vk.vkResetFences(self.dev.device, 1, [self.fence])
+
+    def abandon(self) -> None:
+        if self.active:
+            self.vk.vkEndCommandBuffer(self.cmd)
+            self.active = False
+
+    def finish(self) -> None:
+        """Every buffer of the call back to the pool (the device no longer uses them)."""
+        for b in self.buffers:
+            self.dev.release(b)
+        self.buffers = []
+
+
+class DeviceArray:
+    """An array kept in a Vulkan buffer across calls (weights): pass it where a numpy
+    array of the same shape and dtype is expected; ``.numpy()`` reads it back."""
+
+    def __init__(self, dev: Device, a: np.ndarray):
+        self.dev = dev
+        self.shape, self.dtype, self.ndim = a.shape, a.dtype, a.ndim
+        self.buffer = dev.alloc(max(a.nbytes, 4))
+        ctypes.memmove(self.buffer.address, a.ctypes.data, a.nbytes)
+        self.nbytes = a.nbytes
+
+    def numpy(self) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype)
+        ctypes.memmove(out.ctypes.data, self.buffer.address, self.nbytes)
+        return out
+
+    def __del__(self):
+        buf, self.buffer = getattr(self, "buffer", None), None
+        if buf is not None:
+            self.dev.release(buf)
+
+
+class VulkanFunction(Function):
+    """A graph function of a vulkan executable: arguments staged into device buffers, one
+    command buffer per call, results read back."""
+
+    def _call(self, session, args):
+        if len(args) != self.nparams:
+            raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
+        arrays = [a if isinstance(a, DeviceArray) else _as_array(a) for a in args]
+        self.checker.check(arrays)
+        if not session._busy.acquire(False):
+            raise RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
+                               "per session: use one session per thread)")
+        rt = self.exe._runtime
+        try:
+            rec = rt.recorder()
+            rec.begin()
+            try:
+                descs = [ctypes.byref(self._stage(rec, a)) for a in arrays]
+                res = self.result_class()
+                rt.local.rec = rec
+                try:
+                    if self.single_scalar:
+                        res.status = self._fn(session._ws, *descs)
+                    else:
+                        self._fn(ctypes.byref(res), session._ws, *descs)
+                finally:
+                    rt.local.rec = None
+                if rec.error is not None:
+                    rec.abandon()
+                    raise rec.error
+                if res.status != 0:
+                    rec.abandon()
+                    raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
+                rec.submit()
+                rt.count(rec)
+                outs = self._read(res)
+            finally:
+                rec.abandon()
+                rec.finish()
+        finally:
+            session._busy.release()
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _stage(self, rec: Recorder, a):
+        """A memref descriptor of ``a`` in device memory (copied unless a DeviceArray)."""
+        d = descriptor_class(a.ndim)()
+        if isinstance(a, DeviceArray):
+            addr = a.buffer.address
+        else:
+            addr = rec.alloc(max(a.nbytes, 4))
+            ctypes.memmove(addr, a.ctypes.data, a.nbytes)
+        d.allocated = d.aligned = addr
+        d.offset = 0
+        stride = 1
+        for k in reversed(range(a.ndim)):
+            d.sizes[k] = a.shape[k]
+            d.strides[k] = stride
+            stride *= a.shape[k]
+        return d
+
+    def _read(self, res) -> list[np.ndarray]:
+        outs = []
+        for i, (rank, dt) in enumerate(zip(self.result_ranks, self.result_dtypes)):
+            d = getattr(res, f"r{i}")
+            shape = tuple(d.sizes[:rank]) if rank else ()
+            dtype = np.dtype(dt)
+            out = np.empty(shape, dtype)
+            if out.size:
+                strides = [d.strides[k] for k in range(rank)]
+                base = d.aligned + d.offset * dtype.itemsize
+                if _contiguous(shape, strides):
+                    ctypes.memmove(out.ctypes.data, base, out.nbytes)
+                else:
+                    span = 1 + sum((s - 1) * st for s, st in zip(shape, strides))
+                    flat = np.empty(span, dtype)
+                    ctypes.memmove(flat.ctypes.data, base, span * dtype.itemsize)
+                    out[...] = np.lib.stride_tricks.as_strided(
+                        flat, shape, [st * dtype.itemsize for st in strides])
+            outs.append(out)
+        return outs
+
+
+def _contiguous(shape, strides) -> bool:
+    expect = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1 and stride != expect:
+            return False
+        expect *= size
+    return True
+
+
+_ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64)
+_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_COPY = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+_LAUNCH_TYPES: dict[int, type] = {}
+
+
+def _launch_type(n: int) -> type:
+    if n not in _LAUNCH_TYPES:
+        _LAUNCH_TYPES[n] = ctypes.CFUNCTYPE(None, *([ctypes.c_int64] * n))
+    return _LAUNCH_TYPES[n]
+
+
+class VulkanRuntime:
+    """The callbacks one executable's host code calls, and its pipelines."""
+
+    def __init__(self, dev: Device, launches: list[dict], binaries: dict[str, bytes]):
+        self.dev = dev
+        self.local = threading.local()
+        modules = {name: _shader_module(dev, code, f"@{name}") for name, code in binaries.items()}
+        self.kernels: dict[int, Kernel] = {}
+        for entry in launches:
+            name = entry["binary"]
+            if name not in modules:
+                raise SpirvError(f"launch #{entry['id']}: no SPIR-V binary @{name}")
+            self.kernels[entry["id"]] = Kernel(dev, modules[name], entry["entry"], list(entry["args"]),
+                                               f"@{name}::@{entry['entry']}")
+        self._modules = modules
+        #: per executable: calls, command-buffer submissions, dispatches and copies recorded
+        self.stats = {"calls": 0, "submits": 0, "dispatches": 0, "copies": 0}
+        self._stats_lock = threading.Lock()
+        self.callbacks: dict[str, object] = {
+            "_mlir_memref_to_llvm_alloc": _ALLOC(self._alloc),
+            "_mlir_memref_to_llvm_free": _FREE(self._free),
+            "relax_vk_copy": _COPY(self._copy),
+        }
+        for entry in launches:
+            kid = entry["id"]
+            self.callbacks[f"relax_vk_launch_{kid}"] = _launch_type(3 + len(entry["args"]))(self._launcher(kid))
+
+    def count(self, rec: Recorder) -> None:
+        with self._stats_lock:
+            self.stats["calls"] += 1
+            self.stats["submits"] += 1 if rec.recorded else 0
+            self.stats["dispatches"] += rec.dispatches
+            self.stats["copies"] += rec.copies
+
+    def recorder(self) -> Recorder:
+        rec = getattr(self.local, "recorder", None)
+        if rec is None:
+            rec = self.local.recorder = Recorder(self.dev)
+        return rec
+
+    def _current(self) -> Optional[Recorder]:
+        return getattr(self.local, "rec", None)
+
+    def _fail(self, rec: Optional[Recorder], e: BaseException) -> None:
+        if rec is not None and rec.error is None:
+            rec.error = e
+
+    # Callbacks never raise (an exception cannot cross the JIT-compiled frames): the
+    # first failure is kept and raised when the host function returns.
+    def _alloc(self, nbytes: int) -> int:
+        rec = self._current()
+        if rec is None:
+            return 0
+        try:
+            return rec.alloc(max(int(nbytes), 4))
+        except MemoryError:
+            return 0  # the compiled allocation check reports it as a MemoryError
+        except BaseException as e:  # noqa: BLE001
+            self._fail(rec, e)
+            return 0
+
+    def _free(self, ptr) -> None:
+        return None  # the call's buffers go back to the pool once the device is done
+
+    def _copy(self, src: int, dst: int, nbytes: int) -> None:
+        rec = self._current()
+        try:
+            if rec is None:
+                raise VulkanError("relax_vk_copy called outside a call")
+            if rec.error is None:
+                rec.copy(src, dst, nbytes)
+        except BaseException as e:  # noqa: BLE001
+            self._fail(rec, e)
+
+    def _launcher(self, kid: int):
+        kernel = None
+
+        def launch(*values):
+            nonlocal kernel
+            rec = self._current()
+            try:
+                if rec is None:
+                    raise VulkanError("a kernel launch outside a call")
+                if rec.error is None:
+                    kernel = kernel or self.kernels[kid]
+                    rec.launch(kernel, values[:3], values[3:])
+            except BaseException as e:  # noqa: BLE001
+                self._fail(rec, e)
+        return launch
+
+
+class VulkanExecutable(Executable):
+    """An Executable whose functions run on a Vulkan device (see the module docstring)."""
+
+    def __init__(self, resolver, metadata: dict, runtime: VulkanRuntime, **kw):
+        self._runtime = runtime
+        super().__init__(resolver, metadata, **kw)
+
+    def __getitem__(self, name: str) -> Function:
+        fn = self._functions.get(name)
+        if fn is None:
+            if name not in self._meta.functions:
+                raise KeyError(f"no graph function @{name} (functions: {', '.join(self.functions)})")
+            fn = self._functions[name] = VulkanFunction(self, name, self._meta.functions[name])
+        return fn
+
+    @property
+    def vulkan_stats(self) -> dict:
+        """Calls, command-buffer submissions (one per call that launched anything),
+        dispatches and buffer copies recorded so far."""
+        return dict(self._runtime.stats)
+
+    @property
+    def device_name(self) -> str:
+        return self._runtime.dev.name
+
+    def upload(self, array) -> DeviceArray:
+        """Copy ``array`` to the device once; pass the result instead of the array in later
+        calls (e.g. the weights) so that it is not staged again per call."""
+        return DeviceArray(self._runtime.dev, _as_array(array))
+
+    def export(self, path) -> str:
+        raise NotImplementedError("export() of a vulkan executable is not supported yet (the SPIR-V and the "
+                                  "launch table would have to travel in the library)")
+
+    def __repr__(self) -> str:
+        return f"<relax_mlir Executable (vulkan: {self.device_name}): {', '.join('@' + f for f in self.functions)}>"
+
+
+LAUNCHES_ATTR = "vulkan.launches"
+
+
+def _attr_py(a):
+    from mlir import ir
+    if isinstance(a, ir.IntegerAttr):
+        return a.value
+    if isinstance(a, ir.StringAttr):
+        return a.value
+    if isinstance(a, ir.ArrayAttr):
+        return [_attr_py(x) for x in a]
+    if isinstance(a, ir.DictAttr):
+        return {a[k].name: _attr_py(a[k].attr) for k in range(len(a))}
+    return str(a)
+
+
+def take_kernels(module) -> tuple[list[dict], dict[str, bytes]]:
+    """Remove the launch table and the ``gpu.binary`` ops from a lowered module; returns
+    (launches, SPIR-V per binary name)."""
+    from mlir import ir
+    from mlir.dialects import gpu
+
+    op = module.operation
+    launches = _attr_py(op.attributes[LAUNCHES_ATTR]) if LAUNCHES_ATTR in op.attributes else []
+    if LAUNCHES_ATTR in op.attributes:
+        del op.attributes[LAUNCHES_ATTR]
+    binaries = {}
+    for o in list(op.regions[0].blocks[0].operations):
+        o = o.operation
+        if o.name != "gpu.binary":
+            continue
+        objects = ir.ArrayAttr(o.attributes["objects"])
+        binaries[ir.StringAttr(o.attributes["sym_name"]).value] = gpu.ObjectAttr(objects[0]).object
+        o.erase()
+    return launches, binaries
+
+
+def vulkan_runtime(module, metadata: dict, libraries: list[str], options):
+    """The vulkan target's runtime factory: the host code JIT-compiled with the Vulkan
+    callbacks as symbols, the SPIR-V turned into pipelines now (a rejected kernel is a
+    :class:`SpirvError` at compile time)."""
+    from mlir.execution_engine import ExecutionEngine
+
+    from ..compiler import EngineResolver
+    from ..errors import CompileError
+    from .executable import runtime_libraries
+
+    dev = device()
+    launches, binaries = take_kernels(module)
+    runtime = VulkanRuntime(dev, launches, binaries)
+    try:
+        engine = ExecutionEngine(module, opt_level=options.opt_level,
+                                 shared_libs=runtime_libraries() + list(libraries))
+    except RuntimeError as e:
+        raise CompileError(f"the JIT could not build the module: {e}") from None
+    for name, cb in runtime.callbacks.items():
+        engine.raw_register_runtime(name, ctypes.cast(cb, ctypes.c_void_p))
+    engine.initialize()
+    exe = VulkanExecutable(EngineResolver(engine, module.context, module), metadata, runtime,
+                           libraries=libraries)
+    exe._runtime_callbacks = runtime.callbacks  # outlive the engine's code
+    return exe
+
+
+__all__ = ["VulkanError", "VulkanUnavailable", "SpirvError", "DeviceArray", "VulkanExecutable", "available",
+           "device", "vulkan_runtime"]

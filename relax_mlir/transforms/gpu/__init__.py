@@ -1,0 +1,8 @@
+"""Passes of the GPU kernel pipeline (relax_mlir.pipelines.gpu), one per file.
+
+Kernels (``relax.kernel`` funcs, after bufferization) become scf.parallel loops, then
+``gpu.launch`` regions outlined into ``gpu.module``s; these passes fill the gaps between
+the upstream passes on that route (see ../../pipelines/gpu.py for the order).
+"""
+
+from . import accumulators, entry_abi, flatten_launches, inner_loops, nest_spirv, prepare_kernels, signless, vulkan_host  # noqa: F401  (registration)

@@ -1,0 +1,19 @@
+// RUN: relax-opt %s --pass-pipeline='builtin.module(vulkan)' | FileCheck %s
+// The vulkan pipeline: host code in the LLVM dialect calling the runtime, each kernel a
+// SPIR-V blob (Vulkan client API) in a gpu.binary, the launch table on the module.
+
+// CHECK: module attributes {vulkan.launches = [{args = ["index", "buffer", "buffer", "buffer"], binary = "relax_add_f32_r1_r1_kernel", entry = "relax_add_f32_r1_r1_kernel", id = 0 : i64}]}
+// CHECK-DAG: llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
+// CHECK-DAG: llvm.func @relax_vk_launch_0(i64, i64, i64, i64, i64, i64, i64)
+// CHECK: llvm.func @main(
+// CHECK: llvm.call @relax_add_f32_r1_r1(
+// CHECK: llvm.func @relax_add_f32_r1_r1(
+// CHECK: llvm.sdiv %{{.*}}, %{{.*}} : i64
+// CHECK: llvm.call @relax_vk_launch_0(
+// CHECK: gpu.binary @relax_add_f32_r1_r1_kernel  [#gpu.object<#spirv.target_env<#spirv.vce<v1.0, [Shader, Int8, Int16, Int64, Float16, Float64, StorageBuffer8BitAccess, StorageBuffer16BitAccess], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_8bit_storage, SPV_KHR_16bit_storage]>, api=Vulkan, #spirv.resource_limits<>>, bin = "\03\02#\07
+// CHECK-NOT: gpu.module
+func.func @main(%x: tensor<?xf32, #relax.shape<["n"]>>, %y: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>>
+    attributes {relax.function} {
+  %z = "relax.add"(%x, %y) : (tensor<?xf32, #relax.shape<["n"]>>, tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>>
+  return %z : tensor<?xf32, #relax.shape<["n"]>>
+}

@@ -80,6 +80,23 @@ def test_vulkan_weights_stay_on_the_device(mlp):
         np.testing.assert_array_equal(exe(x, *dev), exe(x, *params))
 
 
+def test_vulkan_bind_params_is_refused_with_the_upload_hint(mlp):
+    exe, _, params = mlp
+    x = np.ones((2, 512), np.float32)
+    for prepared in (exe["main"].bind_params(*params), exe.session()["main"].bind_params(*params)):
+        with pytest.raises(NotImplementedError, match=r"^@main: bind_params\(\) is not supported by the vulkan "
+                                                      r"target; upload the weights once with exe.upload\(w\)"):
+            prepared(x)
+
+
+def test_vulkan_state_is_a_compile_error():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import test_state
+    with pytest.raises(relax_mlir.CompileError,
+                       match=r"relax.state: the vulkan target does not support executable-owned state yet"):
+        relax_mlir.compile(test_state.SRC, target="vulkan")
+
+
 def test_vulkan_shape_errors_are_the_cpus(mlp):
     exe, cpu, params = mlp
     msg = "@main: argument #0: expected shape (n, 512), got (3, 511)"

@@ -525,6 +525,12 @@ class VulkanFunction(Function):
             session._busy.release()
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def _invoke(self, session, descs):
+        """Reached only through bind_params (PreparedCall), whose descriptors point at host
+        memory: the device needs its own buffers."""
+        raise NotImplementedError(f"@{self.name}: bind_params() is not supported by the vulkan target; "
+                                  "upload the weights once with exe.upload(w) and pass the DeviceArrays")
+
     def _stage(self, rec: Recorder, a):
         """A memref descriptor of ``a`` in device memory (copied unless a DeviceArray)."""
         d = descriptor_class(a.ndim)()

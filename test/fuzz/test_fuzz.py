@@ -148,3 +148,16 @@ def test_norms_take_only_bit_exact_operands():
         norms += [n for n in nodes if n.op in ("rms_norm", "layer_norm")]
     assert len(norms) == 28
     assert [n.inputs[0].exact for n in norms] == [True] * 28
+
+
+def test_float_results_keep_the_precision_they_went_through():
+    """Long fuzz program seed 41000812 (a false mismatch): layer_norm in f32, then astype
+    f64, was compared with f64's tolerance (1e-6) although it carries f32's rounding."""
+    import programs
+    _, _, nodes, _ = programs.build(41000812, n_ops=8 + 41000812 % 13)
+    cast = [n for n in nodes if n.op == "astype" and n.dtype == "f64"]
+    assert [(n.inputs[0].op, n.precision) for n in cast] == [("layer_norm", "f32")]
+    got, want = np.array([9.615010640118271e-05]), np.array([9.612922440283e-05])
+    assert programs.compare(got, want, "f64", False) is not None          # f64's tolerance
+    assert programs.compare(got, want, "f64", False, "f32") is None       # f32's
+    assert programs.coarsest(["f64", "i32", "f16", "f32"]) == "f16" and programs.coarsest(["i8"]) is None

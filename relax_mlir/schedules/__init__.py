@@ -102,8 +102,10 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
     return Schedule(kind + "+elementwise", fused)
 
 
-#: Reshaping ops a contraction kernel may start with (``expand_dims`` of the probabilities).
-_CONTRACTION_PROLOGUE = {"tensor.reshape", "tensor.from_elements", "tensor.expand_shape", "tensor.collapse_shape", "linalg.copy"}
+#: Reshaping ops a contraction kernel may start with (the slice and ``expand_dims`` of the
+#: probabilities in the mix).
+_CONTRACTION_PROLOGUE = {"tensor.reshape", "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice",
+                         "tensor.from_elements", "linalg.copy"}
 
 
 def _select_contraction(ops: list[ir.Operation]) -> Optional[Schedule]:

@@ -5,8 +5,8 @@ Legalization fuses ``multiply`` + ``sum`` into one ``linalg.generic`` with a
 multiply-accumulate body (kind ``output-fusable``) that is not a ``linalg.matmul`` (its
 operands broadcast through projected maps, grouped-query heads included), so the matmul
 schedules do not fit and it would run as scalar loops. Here one loop dim is the *vector
-dim*: the innermost dim of the largest input (the cache: ``hd``, contiguous in memory),
-static. Every other loop, parallel or reduction, is tiled by 1 (``tile_using_for`` with
+dim*: the innermost dim of the input with the most symbolic dims (the cache: ``hd``,
+contiguous in memory), static. Every other loop, parallel or reduction, is tiled by 1 (``tile_using_for`` with
 the reductions interchanged outermost, so the cache is read once in memory order), and
 the remaining tile, ``hd`` lanes wide, is vectorized:
 
@@ -28,13 +28,15 @@ from mlir.dialects.transform import loop, structured
 
 from .common import cleanup, lower_vectors, match
 
-MAX_LANES = 256  # widest vector dim vectorized whole (4 zmm accumulators per 64 lanes)
+MAX_LANES = 256  # widest vector dim vectorized whole (16 zmm registers of f32)
 CHUNK = 64
+MIN_LANES = 8  # narrower innermost dims stay scalar loops (LLVM's vectorizer does as well)
 
 
 def vector_dim(op: ir.Operation) -> Optional[tuple[int, int]]:
     """(loop dim, its static extent) to vectorize along, or None: the innermost loop dim
-    read by the input with the most elements (the cache), when that extent is static."""
+    read by the input with the most symbolic dims (the cache), when that extent is static
+    and at least ``MIN_LANES``."""
     g = op.opview
     maps = [ir.AffineMapAttr(a).value for a in g.indexing_maps]
     best: Optional[tuple[int, int]] = None
@@ -45,7 +47,7 @@ def vector_dim(op: ir.Operation) -> Optional[tuple[int, int]]:
         if not res or not isinstance(res[-1], ir.AffineDimExpr):
             continue
         n = t.shape[-1]
-        if ir.ShapedType.is_dynamic_size(n) or n == 1:
+        if ir.ShapedType.is_dynamic_size(n) or n < MIN_LANES:
             continue
         rank = sum(ir.ShapedType.is_dynamic_size(d) for d in t.shape) * 100 + t.rank
         if rank > best_rank:

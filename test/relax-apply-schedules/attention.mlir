@@ -17,18 +17,19 @@
 // CHECK-NOT: linalg.generic
 // CHECK: return
 
-// Mix: the KV length is the reduction, interchanged innermost: a 64-lane accumulator
-// carried in registers across the cached rows (read once before, written once after).
+// Mix: the KV length is the reduction, interchanged outermost: the cache is swept once in
+// memory order; per cached row and head, one 64-lane multiply-add into the output tile.
 // CHECK-LABEL: func.func private @fused_expand_dims_multiply_sum
 // CHECK-SAME: relax.schedule = "contraction"
 // CHECK: %[[P2:.*]] = tensor.dim %arg0, %c2 : tensor<1x4x?x2xf32>
+// CHECK: scf.for %[[J:.*]] = %c0 to %[[P2]] step %c1
 // CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
-// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
+// CHECK: tensor.extract_slice %arg1[%[[J]], %[[H]], 0] [1, 1, 64] [1, 1, 1] : tensor<?x2x64xf32> to tensor<1x1x64xf32>
 // CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<1x1x1x64xf32>, vector<1x1x1x64xf32>
-// CHECK: %[[R:.*]] = scf.for %{{.*}} = %c0 to %[[P2]] step %c1 iter_args(%[[A:.*]] = %[[ACC]]) -> (vector<1x1x1x64xf32>)
 // CHECK: arith.mulf {{.*}} : vector<1x1x1x1x64xf32>
-// CHECK: arith.addf %[[A]], {{.*}} : vector<1x1x1x64xf32>
-// CHECK: vector.transfer_write %[[R]]
+// CHECK: %[[S:.*]] = arith.addf %[[ACC]], {{.*}} : vector<1x1x1x64xf32>
+// CHECK: vector.transfer_write %[[S]]
 // CHECK-NOT: linalg.generic
 // CHECK: return
 

@@ -11,6 +11,9 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   ``MatmulConfig.gemv_rows``: static, or the range of a relax-specialize-ranges variant;
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
   vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
+* ``contraction``: a fill + multiply-accumulate ``linalg.generic`` that is no named matmul
+  (decode attention's ``sum(q * K)`` scores and ``sum(p * V)`` mix over a symbolic KV
+  length), vectorized along the cache's static innermost dim (:mod:`.contraction`);
 * ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
   fused, vectorized pass per row (:mod:`.rows`).
 """
@@ -23,6 +26,7 @@ from typing import Callable, Optional
 from mlir import ir
 
 from .common import apply
+from .contraction import contraction_schedule, vector_dim
 from .elementwise import elementwise_schedule
 from .matmul import config_for, gemv_schedule, matmul_schedule
 from .target import CpuTarget, host_target
@@ -96,6 +100,33 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
         tail(fn)
 
     return Schedule(kind + "+elementwise", fused)
+
+
+#: Reshaping ops a contraction kernel may start with (the slice and ``expand_dims`` of the
+#: probabilities in the mix).
+_CONTRACTION_PROLOGUE = {"tensor.reshape", "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice",
+                         "tensor.from_elements", "linalg.copy"}
+
+
+def _select_contraction(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """Reshapes, then one fill and one f32 multiply-accumulate generic (projected-
+    permutation maps: no convolution windows) on the fill's result."""
+    if len(ops) < 2 or ops[-1].name != "linalg.generic" or ops[-2].name != "linalg.fill":
+        return None
+    if any(o.name not in _CONTRACTION_PROLOGUE for o in ops[:-2]):
+        return None
+    gen, fill = ops[-1], ops[-2]
+    if not _f32_tensors(gen) or gen.opview.outputs[0] != fill.results[0]:
+        return None
+    for a in gen.opview.indexing_maps:
+        for e in ir.AffineMapAttr(a).value.results:
+            if not (isinstance(e, ir.AffineDimExpr)
+                    or (isinstance(e, ir.AffineConstantExpr) and ir.AffineConstantExpr(e).value == 0)):
+                return None
+    vd = vector_dim(gen)
+    if vd is None:
+        return None
+    return Schedule("contraction", contraction_schedule(_iterators(gen), *vd))
 
 
 def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:
@@ -189,7 +220,8 @@ def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
         return None  # a static 0 dim: nothing to tile (tiling it asserts in MLIR 22); loops do nothing
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
     if kind == "output-fusable":
-        return _select_matmul(fn, ops, target, config)
+        sched = _select_matmul(fn, ops, target, config)
+        return sched if sched is not None or config is not None else _select_contraction(ops)
     if kind in ("elementwise", "broadcast"):
         return _select_elementwise(ops, target, config)
     if kind == "reduction":

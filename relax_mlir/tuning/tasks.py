@@ -16,6 +16,7 @@ from typing import Optional
 from mlir import ir
 
 from ..schedules.target import CpuTarget
+from .space import SPACES, family
 
 
 @dataclass
@@ -126,8 +127,8 @@ def extract_tasks(src, target: CpuTarget, options: Optional[dict] = None) -> lis
                 continue
             name = ir.StringAttr(fn.attributes["sym_name"]).value
             sched = schedules.select(fn, target)
-            if sched is None or not sites.get(name):
-                continue
+            if sched is None or not sites.get(name) or family(sched.name) not in SPACES:
+                continue  # no schedule, not called, or no knobs to tune (gemv, contraction)
             key = structural_hash(fn)
             if key in seen:
                 continue

@@ -20,7 +20,8 @@ decided at run time inside the library (the relax_blas shim uses gemv for M == 1
 N == 1 and a plain loop below ``RELAX_BLAS_SMALL_FLOPS``), so one executable serves
 every size. ``min-flops=0`` dispatches every match. Run after relax-infer-shapes.
 
-Policy ``measured`` (``policy=measured``): a 2-D matmul (+ bias) with static K and N is
+Policy ``measured`` (``policy=measured``, or ``RELAX_MLIR_DISPATCH_POLICY=measured`` for
+:func:`relax_mlir.compile`): a 2-D matmul (+ bias) with static K and N is
 decided by a calibration table measured on the machine (``bench/calibrate_dispatch.py``;
 the ``table`` option, else ``$RELAX_MLIR_DISPATCH_TABLE``, else the checked-in
 ``dispatch_calibration.json`` with the machine and ISA it was measured on). The table lists,
@@ -157,9 +158,10 @@ def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[b
                options=[Option("min-flops", int, 4096,
                                "dispatch when batch*M*N*K (static, or at the upper bounds) is at "
                                "least this; symbolic unbounded sizes are decided at run time"),
-                        Option("policy", str, "flops",
+                        Option("policy", str, "",
                                "flops: the min-flops rule; measured: the calibration table "
-                               "decides 2-D matmuls with static K, N (see the module docstring)"),
+                               "decides 2-D matmuls with static K, N (see the module docstring); "
+                               "default: $RELAX_MLIR_DISPATCH_POLICY, else flops"),
                         Option("table", str, "",
                                "calibration table for policy=measured (default: "
                                "$RELAX_MLIR_DISPATCH_TABLE, else the checked-in one)"),
@@ -168,11 +170,12 @@ def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[b
 def dispatch_library(module: ir.Operation, opts) -> None:
     only = {s.strip() for s in opts.patterns.split(",") if s.strip()}
     patterns = [p for p in ordered_patterns() if not only or p.name in only]
-    if opts.policy not in ("flops", "measured"):
-        emit_error(module, f"policy must be 'flops' or 'measured', got '{opts.policy}'")
+    policy = opts.policy or os.environ.get("RELAX_MLIR_DISPATCH_POLICY", "") or "flops"
+    if policy not in ("flops", "measured"):
+        emit_error(module, f"policy must be 'flops' or 'measured', got '{policy}'")
         return
     table = None
-    if opts.policy == "measured":
+    if policy == "measured":
         path = table_path(opts.table)
         try:
             table = load_table(path)

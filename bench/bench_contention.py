@@ -11,8 +11,9 @@ BLAS dispatch) GNU OpenMP (libgomp). After a parallel region each runtime lets i
 spin for a while before they sleep (libiomp5: ``KMP_BLOCKTIME``, 200 ms by default; libgomp:
 ``GOMP_SPINCOUNT`` / ``OMP_WAIT_POLICY``; OpenBLAS: its thread timeout), and spinning workers of
 one runtime take the cores the next runtime's workers need. Each case times OUR call alone
-(median ms) and then the same call right after another library's matmul, timing our call
-only, and prints the ratio interleaved / alone (1.0: no interference). Cases:
+(median ms, right after another call of ours) and the same call right after another
+library's matmul (timing our call only), the two alternating so that both see the same
+machine load, and prints the ratio interleaved / alone (1.0: no interference). Cases:
 
 * ``gen+numpy``, ``gen+torch``: our generated 2-thread matmul (dispatch off);
 * ``blas+numpy``: our matmul dispatched to relax_blas over MKL (RELAX_BLAS=mkl), with numpy's
@@ -74,9 +75,12 @@ def child(case: str, m: int, k: int, n: int, calls: int) -> dict:
 
     for _ in range(3):
         exe(a, b), other()
-    alone = [ours_ms() for _ in range(calls)]
-    inter = []
+    # Paired in time (the machine is shared): each round times our call right after another
+    # call of ours ("alone") and right after the other library's matmul ("interleaved").
+    alone, inter = [], []
     for _ in range(calls):
+        exe(a, b)
+        alone.append(ours_ms())
         other()
         inter.append(ours_ms())
     t0 = time.perf_counter()

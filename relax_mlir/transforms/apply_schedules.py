@@ -68,7 +68,24 @@ def openmp_libraries(pipeline_options: dict) -> list[str]:
     schedules on and :func:`num_threads` > 1), else nothing."""
     v = pipeline_options.get("schedules", True)
     on = v if isinstance(v, bool) else str(v).lower() not in ("false", "0", "off")
-    return [openmp_library()] if on and num_threads() > 1 else []
+    if not (on and num_threads() > 1):
+        return []
+    openmp_wait_policy()
+    return [openmp_library()]
+
+
+#: How long (ms) our OpenMP workers spin after a parallel region before they sleep, unless
+#: ``KMP_BLOCKTIME`` is set. libiomp5's default, 200 ms, keeps both cores busy for 200 ms after
+#: every call of ours: a numpy (OpenBLAS) or PyTorch matmul called next shares the cores
+#: with two spinning workers. 1 ms keeps the workers warm across the back-to-back kernels of
+#: one model call and frees the cores right after it (bench/bench_contention.py).
+KMP_BLOCKTIME_DEFAULT = "1"
+
+
+def openmp_wait_policy() -> None:
+    """Set the OpenMP runtime's spin time before it is loaded (it reads ``KMP_BLOCKTIME`` once,
+    at initialization); a value the user set is kept."""
+    os.environ.setdefault("KMP_BLOCKTIME", KMP_BLOCKTIME_DEFAULT)
 
 
 def scheduled_stage(llvm_stage: list[str], threads: int = 1) -> list[str]:

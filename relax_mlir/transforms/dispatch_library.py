@@ -19,10 +19,28 @@ min-flops the op stays generated code, otherwise it is dispatched and the size i
 decided at run time inside the library (the relax_blas shim uses gemv for M == 1 or
 N == 1 and a plain loop below ``RELAX_BLAS_SMALL_FLOPS``), so one executable serves
 every size. ``min-flops=0`` dispatches every match. Run after relax-infer-shapes.
+
+Policy ``measured`` (``policy=measured``, or ``RELAX_MLIR_DISPATCH_POLICY=measured`` for
+:func:`relax_mlir.compile`): a 2-D matmul (+ bias) with static K and N is
+decided by a calibration table measured on the machine (``bench/calibrate_dispatch.py``;
+the ``table`` option, else ``$RELAX_MLIR_DISPATCH_TABLE``, else the checked-in
+``dispatch_calibration.json`` with the machine and ISA it was measured on). The table lists,
+per (K, N) class, the ranges of M where the generated (scheduled) kernel beat BLAS. The
+match keeps generated code when its whole M range -- the static M, or ``[1, bound]`` from
+``relax.upper_bounds`` -- lies in one such range of the nearest class (within a factor of 2
+in K and in N); otherwise it is dispatched (an unbounded M covers M where BLAS wins). Matches
+the table says nothing about (batched, symbolic K or N, no near class) follow ``min-flops``.
+A run-time split (generated below a threshold of M, BLAS above, in one executable) is not
+done: graph functions are straight-line, the choice is made at compile time.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import math
+import os
+from pathlib import Path
 from typing import Optional
 
 from mlir import ir
@@ -33,7 +51,7 @@ from ..runtime.libraries import request
 from ..shapes import Dim, is_tensor, read_tensor_type
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
 from .graph import body_ops, graph_functions, relax_opdef, upper_bounds
-from .registry import Option, register_pass
+from .registry import Option, emit_error, register_pass
 
 
 def _single_user(op: ir.Operation) -> Optional[ir.Operation]:
@@ -85,17 +103,85 @@ def worth_it(flops: Optional[Dim], bounds: dict[str, int], min_flops: int) -> bo
     return flops.evaluate(bounds) >= min_flops
 
 
+#: The checked-in calibration table (see the module docstring).
+DEFAULT_TABLE = Path(__file__).with_name("dispatch_calibration.json")
+
+
+@functools.lru_cache(maxsize=8)
+def load_table(path: str) -> dict:
+    """A calibration table: ``{"classes": [{"k", "n", "generated_m": [[lo, hi], ...]}], ...}``."""
+    with open(path) as f:
+        table = json.load(f)
+    for c in table["classes"]:
+        if not (isinstance(c["k"], int) and isinstance(c["n"], int)
+                and all(len(r) == 2 and r[0] <= r[1] for r in c["generated_m"])):
+            raise ValueError(f"{path}: malformed class {c}")
+    return table
+
+
+def table_path(option: str) -> str:
+    return option or os.environ.get("RELAX_MLIR_DISPATCH_TABLE", "") or str(DEFAULT_TABLE)
+
+
+def nearest_class(table: dict, k: int, n: int) -> Optional[dict]:
+    """The class nearest to (k, n) in log scale, when within a factor 2 in both; else None."""
+    best, dist = None, math.inf
+    for c in table["classes"]:
+        dk, dn = abs(math.log2(k / c["k"])), abs(math.log2(n / c["n"]))
+        if dk <= 1 and dn <= 1 and dk + dn < dist:
+            best, dist = c, dk + dn
+    return best
+
+
+def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[bool]:
+    """True: dispatch to BLAS; False: keep generated code; None: the table does not say."""
+    if m.ranks[:2] != "22":
+        return None
+    kd, nd, md = Dim.of(m.inputs[0].shape[-1]), Dim.of(m.out.shape[-1]), Dim.of(m.out.shape[-2])
+    if not (kd.is_static and nd.is_static) or kd.value <= 0 or nd.value <= 0:
+        return None
+    c = nearest_class(table, kd.value, nd.value)
+    if c is None:
+        return None
+    if md.is_static:
+        lo = hi = md.value
+    elif md.symbols <= set(bounds):
+        lo, hi = 1, md.evaluate(bounds)
+    else:
+        return True                     # unbounded M: includes the sizes where BLAS wins
+    return not any(r[0] <= lo and hi <= r[1] for r in c["generated_m"])
+
+
 @register_pass("relax-dispatch-library",
                "Offload matched graph-level subgraphs (matmul, matmul + bias) to library "
                "calls (relax.call_dps_library) by a user-extensible pattern table.",
                options=[Option("min-flops", int, 4096,
                                "dispatch when batch*M*N*K (static, or at the upper bounds) is at "
                                "least this; symbolic unbounded sizes are decided at run time"),
+                        Option("policy", str, "",
+                               "flops: the min-flops rule; measured: the calibration table "
+                               "decides 2-D matmuls with static K, N (see the module docstring); "
+                               "default: $RELAX_MLIR_DISPATCH_POLICY, else flops"),
+                        Option("table", str, "",
+                               "calibration table for policy=measured (default: "
+                               "$RELAX_MLIR_DISPATCH_TABLE, else the checked-in one)"),
                         Option("patterns", str, "",
                                "comma-separated pattern names to use (default: all registered)")])
 def dispatch_library(module: ir.Operation, opts) -> None:
     only = {s.strip() for s in opts.patterns.split(",") if s.strip()}
     patterns = [p for p in ordered_patterns() if not only or p.name in only]
+    policy = opts.policy or os.environ.get("RELAX_MLIR_DISPATCH_POLICY", "") or "flops"
+    if policy not in ("flops", "measured"):
+        emit_error(module, f"policy must be 'flops' or 'measured', got '{policy}'")
+        return
+    table = None
+    if policy == "measured":
+        path = table_path(opts.table)
+        try:
+            table = load_table(path)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            emit_error(module, f"dispatch calibration table {path}: {e}")
+            return
     for f in graph_functions(module):
         bounds = upper_bounds(f)
         ops = body_ops(f)
@@ -107,7 +193,10 @@ def dispatch_library(module: ir.Operation, opts) -> None:
                 m = match_chain(op, p)
                 if m is None:
                     continue
-                if not worth_it(p.flops(m) if p.flops else None, bounds, opts.min_flops):
+                choice = measured_choice(m, bounds, table) if table is not None else None
+                if choice is None:
+                    choice = worth_it(p.flops(m) if p.flops else None, bounds, opts.min_flops)
+                if not choice:
                     break
                 last = m.ops[-1]
                 call = create("call_dps_library", m.values, [last.results[0].type],

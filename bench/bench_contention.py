@@ -1,0 +1,135 @@
+"""Thread-pool contention: does a numpy (OpenBLAS) or PyTorch matmul called between our calls
+slow our calls down? (issue 12, item 2: "a user who calls numpy's matmul between our calls
+must not see our time double").
+
+    RELAX_MLIR_NUM_THREADS=2 .venv/bin/python bench/bench_contention.py            # all cases
+    .venv/bin/python bench/bench_contention.py --repeat 3 --m 128
+
+Three thread pools can live in one process: our generated kernels' OpenMP workers (Intel's
+libiomp5, ``RELAX_MLIR_NUM_THREADS``), numpy's OpenBLAS pthreads, PyTorch's (and MKL's, our
+BLAS dispatch) GNU OpenMP (libgomp). After a parallel region each runtime lets its workers
+spin for a while before they sleep (libiomp5: ``KMP_BLOCKTIME``, 200 ms by default; libgomp:
+``GOMP_SPINCOUNT`` / ``OMP_WAIT_POLICY``; OpenBLAS: its thread timeout), and spinning workers of
+one runtime take the cores the next runtime's workers need. Each case times OUR call alone
+(median ms, right after another call of ours) and the same call right after another
+library's matmul (timing our call only), the two alternating so that both see the same
+machine load, and prints the ratio interleaved / alone (1.0: no interference). Cases:
+
+* ``gen+numpy``, ``gen+torch``: our generated 2-thread matmul (dispatch off);
+* ``blas+numpy``: our matmul dispatched to relax_blas over MKL (RELAX_BLAS=mkl), with numpy's
+  OpenBLAS matmul in between.
+
+Each case runs in a fresh subprocess (the runtimes read their wait policy once, at load),
+``--repeat`` times; medians are printed with the load average. ``--env K=V`` adds to the
+subprocess's environment (e.g. ``--env KMP_BLOCKTIME=200`` to see the runtime's default
+spinning again: relax_mlir sets KMP_BLOCKTIME=0 itself unless it is set, see
+relax_mlir.transforms.apply_schedules.openmp_library).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def _src(k: int, n: int) -> str:
+    def T(d):
+        s = "x".join(str(x) if isinstance(x, int) else "?" for x in d)
+        e = ", ".join(str(x) if isinstance(x, int) else f'"{x}"' for x in d)
+        return f"tensor<{s}xf32, #relax.shape<[{e}]>>"
+    a, b, c = T(["m", k]), T([k, n]), T(["m", n])
+    return (f"func.func @main(%a: {a}, %b: {b}) -> {c} attributes {{relax.function}} {{\n"
+            f'  %r = "relax.matmul"(%a, %b) : ({a}, {b}) -> {c}\n  return %r : {c}\n}}\n')
+
+
+def child(case: str, m: int, k: int, n: int, calls: int) -> dict:
+    """One case in this (fresh) process: median ms of our call alone and interleaved."""
+    import numpy as np
+    sys.path.insert(0, ROOT)
+    import relax_mlir
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    exe = relax_mlir.compile(_src(k, n), options={"dispatch": case.startswith("blas")})
+    assert np.allclose(exe(a, b), a @ b, rtol=1e-3, atol=1e-2)
+    x = rng.standard_normal((256, 1024), dtype=np.float32)
+    y = rng.standard_normal((1024, 1024), dtype=np.float32)
+    if case.endswith("torch"):
+        import torch
+        tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+        other = lambda: torch.matmul(tx, ty)  # noqa: E731
+    else:
+        other = lambda: x @ y  # noqa: E731
+
+    def ours_ms() -> float:
+        t0 = time.perf_counter()
+        exe(a, b)
+        return (time.perf_counter() - t0) * 1e3
+
+    for _ in range(3):
+        exe(a, b), other()
+    # Paired in time (the machine is shared): each round times our call right after another
+    # call of ours ("alone") and right after the other library's matmul ("interleaved").
+    alone, inter = [], []
+    for _ in range(calls):
+        exe(a, b)
+        alone.append(ours_ms())
+        other()
+        inter.append(ours_ms())
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        other()
+    other_ms = (time.perf_counter() - t0) * 1e3 / calls
+    return {"alone": statistics.median(alone), "inter": statistics.median(inter), "other": other_ms,
+            "blas": exe.metadata.get("blas"), "threads": os.environ.get("RELAX_MLIR_NUM_THREADS", "1"),
+            "kmp_blocktime": os.environ.get("KMP_BLOCKTIME")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", default="")
+    ap.add_argument("--m", type=int, default=128)
+    ap.add_argument("--k", type=int, default=512)
+    ap.add_argument("--n", type=int, default=2048)
+    ap.add_argument("--calls", type=int, default=40)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cases", default="gen+numpy,gen+torch,blas+numpy")
+    ap.add_argument("--env", action="append", default=[], help="K=V for the subprocesses")
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.m, args.k, args.n, args.calls)))
+        return 0
+    env = dict(os.environ)
+    env.setdefault("RELAX_MLIR_NUM_THREADS", "2")
+    env.setdefault("RELAX_BLAS", "mkl")
+    for kv in args.env:
+        key, _, val = kv.partition("=")
+        env[key] = val
+    print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}; "
+          f"M={args.m} K={args.k} N={args.n}, RELAX_MLIR_NUM_THREADS={env['RELAX_MLIR_NUM_THREADS']}, "
+          f"extra env: {args.env or 'none'}")
+    print(f"{'case':12s} {'alone ms':>9s} {'interleaved':>12s} {'ratio':>6s} {'other ms':>9s}  runs (ratio)")
+    for case in [c for c in args.cases.split(",") if c]:
+        rows = []
+        for _ in range(args.repeat):
+            out = subprocess.run([sys.executable, __file__, "--child", case, "--m", str(args.m), "--k", str(args.k),
+                                  "--n", str(args.n), "--calls", str(args.calls)],
+                                 env=env, capture_output=True, text=True, check=True)
+            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        med = lambda key: statistics.median(r[key] for r in rows)  # noqa: E731
+        ratios = [r["inter"] / r["alone"] for r in rows]
+        print(f"{case:12s} {med('alone'):9.3f} {med('inter'):12.3f} {statistics.median(ratios):6.2f}"
+              f" {med('other'):9.3f}  {' '.join(f'{x:.2f}' for x in ratios)}", flush=True)
+    print(f"load average at end: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Measure where generated matmul code beats BLAS dispatch, per (K, N) class and M: the data
+behind ``relax-dispatch-library{policy=measured}`` (issue 12, item 5).
+
+    .venv/bin/python bench/calibrate_dispatch.py                      # print the table
+    .venv/bin/python bench/calibrate_dispatch.py --write relax_mlir/transforms/dispatch_calibration.json
+
+For each (K, N) class one program ``x @ w`` with M symbolic is compiled twice, dispatch off
+(the generated, scheduled kernel with its range variants) and on (relax_blas over the default
+provider), and both executables are timed at every M (median CPU time of this process, one
+thread on both sides: RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread by threadpoolctl).
+A point goes to generated code when its time is below ``--margin`` times BLAS's; consecutive
+winning points form a range ``[lo, hi]`` of M (only measured points bound a range: the
+table claims nothing between a winning and a losing point). The machine, its ISA and the
+load average are written next to the ranges: re-measure on another machine (the pass reads
+``$RELAX_MLIR_DISPATCH_TABLE`` or its ``table=`` option before the checked-in file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+os.environ["RELAX_MLIR_NUM_THREADS"] = "1"
+
+import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import relax_mlir  # noqa: E402
+from relax_mlir.schedules.target import host_target  # noqa: E402
+
+MS = (1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512)
+CLASSES = ((512, 2048), (2048, 512), (512, 512))
+
+
+def src(k: int, n: int) -> str:
+    def T(d):
+        s = "x".join(str(x) if isinstance(x, int) else "?" for x in d)
+        e = ", ".join(str(x) if isinstance(x, int) else f'"{x}"' for x in d)
+        return f"tensor<{s}xf32, #relax.shape<[{e}]>>"
+    a, b, c = T(["m", k]), T([k, n]), T(["m", n])
+    return (f"func.func @main(%a: {a}, %b: {b}) -> {c} attributes {{relax.function}} {{\n"
+            f'  %r = "relax.matmul"(%a, %b) : ({a}, {b}) -> {c}\n  return %r : {c}\n}}\n')
+
+
+def cpu_ms(fn, reps: int) -> float:
+    fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.process_time()
+        fn()
+        ts.append(time.process_time() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def ranges(wins: list[tuple[int, bool]]) -> list[list[int]]:
+    out: list[list[int]] = []
+    prev = False
+    for m, w in wins:
+        if w and prev:
+            out[-1][1] = m
+        elif w:
+            out.append([m, m])
+        prev = w
+    return out
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--margin", type=float, default=1.0)
+    ap.add_argument("--write", default="")
+    args = ap.parse_args()
+    load0 = os.getloadavg()[0]
+    classes = []
+    rng = np.random.default_rng(0)
+    for k, n in CLASSES:
+        gen = relax_mlir.compile(src(k, n), options={"dispatch": False})
+        blas = relax_mlir.compile(src(k, n), options={"dispatch": True})
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        wins, rows = [], []
+        for m in MS:
+            a = rng.standard_normal((m, k), dtype=np.float32)
+            assert np.allclose(gen(a, b), blas(a, b), rtol=1e-3, atol=1e-2)
+            with threadpool_limits(1):
+                tg = cpu_ms(lambda: gen(a, b), args.reps)
+                tb = cpu_ms(lambda: blas(a, b), args.reps)
+            wins.append((m, tg < args.margin * tb))
+            rows.append([m, round(tg, 4), round(tb, 4)])
+            print(f"K={k:5d} N={n:5d} M={m:4d}  generated {tg:8.3f} ms  blas {tb:8.3f} ms  ratio {tg / tb:5.2f}"
+                  f"  load {os.getloadavg()[0]:.1f}", flush=True)
+        classes.append({"k": k, "n": n, "generated_m": ranges(wins), "ms_generated_blas": rows})
+    t = host_target()
+    table = {"machine": _cpu_model(), "isa": t.isa, "vector_bits": t.vector_bits, "blas": blas.metadata.get("blas"), "threads": 1,
+             "date": datetime.date.today().isoformat(), "load": [round(load0, 1), round(os.getloadavg()[0], 1)],
+             "command": "bench/calibrate_dispatch.py " + " ".join(sys.argv[1:]), "classes": classes}
+    text = json.dumps(table, indent=1)
+    print(text)
+    if args.write:
+        with open(args.write, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

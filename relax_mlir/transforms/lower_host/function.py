@@ -69,6 +69,9 @@ class FunctionLowering:
         self.planned_buffers: dict = {}   # planned destination tensor -> its memref.view
         self.pending: list[tuple] = []
         self.levels: list[tuple] = []
+        #: a kernel's result -> the fresh output buffer (a tensor) it was computed into;
+        #: lets a guard's failure branch yield that same buffer (see _yield_levels)
+        self.tied: dict = {}
         self.checks: list[Check] = []
         self.readable: dict[str, str] = {}  # placeholder symbol -> "dim i of <value>"
         self.result_types = state.lowered_type(f).results
@@ -84,6 +87,7 @@ class FunctionLowering:
         for d in (self.env, self.cache, self.vmap, self.planned_buffers):
             d.clear()
         self.pending, self.levels = [], []
+        self.tied.clear()
 
     # -- small builders ------------------------------------------------------
     def const(self, value: int, t: Optional[ir.Type] = None) -> ir.Value:
@@ -287,6 +291,7 @@ class FunctionLowering:
             vals = [self.const(0, i(32))] + [self.const(0, i(64))] * D + outs
             for outer_ip, ifop in reversed(self.levels):
                 scf.YieldOp(vals, ip=self.ip)
+                self._share_outputs(ifop, vals[1 + D:], 1 + D)
                 vals = list(ifop.results)
                 self.ip = outer_ip
             func.ReturnOp(vals, ip=self.ip, loc=op.location)
@@ -353,6 +358,34 @@ class FunctionLowering:
         return self.target.alloc_tensor(self, strip(r.type), sizes, nbytes, f"{what}{at(op)}",
                                         str(read_tensor_type(r.type).shape), op.location)
 
+    def _root(self, v: ir.Value) -> Optional[ir.Value]:
+        """The fresh output buffer (allocated by relax-lower-host) that ``v`` was computed
+        into, through tensor.cast ops, or None."""
+        while True:
+            if v in self.tied:
+                return self.tied[v]
+            owner = v.owner
+            if isinstance(owner, ir.Block) or owner.operation.name != "tensor.cast":
+                return None
+            v = owner.operands[0]
+
+    def _share_outputs(self, ifop, outs: list[ir.Value], first: int) -> None:
+        """A guard's failure branch yields placeholder results, which the caller ignores.
+        Where the success branch returns a buffer allocated before the guard, yield that
+        same buffer instead of a fresh placeholder: both branches then return one buffer
+        and deallocation does not clone the result on every call (a 16 MB softmax output
+        was copied per call)."""
+        else_yield = list(ifop.else_block.operations)[-1]
+        guard = ifop.operation
+        for j, v in enumerate(outs):
+            root = self._root(v)
+            if root is None or not _outside(root, guard):
+                continue
+            shared = root if root.type == v.type else \
+                tensor.CastOp(v.type, root, ip=ir.InsertionPoint(else_yield)).result
+            else_yield.operands[first + j] = shared
+            self.tied[ifop.results[first + j]] = root
+
     def lower_call_tir(self, op, operands) -> None:
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
         kernel = self.state.funcs.get(callee)
@@ -383,7 +416,9 @@ class FunctionLowering:
             args.append(v)
         self.flush()  # sizes, overflows and allocations are checked before the kernel runs
         results = self.target.call_kernel(self, callee, args, list(kt.results), op.location)
-        for r, v in zip(op.results, results):
+        for k, (r, v) in enumerate(zip(op.results, results)):
+            if k not in planned:  # a fresh buffer (never a workspace view) may be returned
+                self.tied[v] = args[n_in + k]
             self.vmap[r] = self.cast(v, strip(r.type))
 
     def lower_call(self, op, operands) -> None:
@@ -555,3 +590,17 @@ def _json_attr(v) -> ir.Attribute:
     if isinstance(v, dict):
         return ir.DictAttr.get({k: _json_attr(x) for k, x in v.items()})
     return ir.StringAttr.get(str(v))
+
+
+def _outside(v: ir.Value, op: ir.Operation) -> bool:
+    """Whether ``v`` is defined outside ``op`` (so it dominates it in this function)."""
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        return True  # a function argument
+    p, target = owner.operation, op.operation
+    while p is not None:
+        if p == target:
+            return False
+        p = p.parent
+        p = p.operation if p is not None else None
+    return True

@@ -4,6 +4,7 @@ one run. Prints milliseconds (median of repeated runs) and ratios to PyTorch.
 
     .venv/bin/python bench/bench_e2e.py            # needs torch==2.13.0 (make bench installs it)
     .venv/bin/python bench/bench_e2e.py --quick    # fewer repetitions
+    .venv/bin/python bench/bench_e2e.py --no-dispatch   # generated code only (no BLAS)
     .venv/bin/python bench/bench_e2e.py --passes   # plus a table with each pass switched off
 
 Timings on a shared 2-core machine are noisy: the load average is printed with every
@@ -102,7 +103,10 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--passes", action="store_true",
                     help="also time each pass switched off (fusion, dispatch, plan_memory)")
+    ap.add_argument("--no-dispatch", action="store_true",
+                    help="generated code only: library dispatch off (issue 12's configuration)")
     args = ap.parse_args()
+    opts = {"dispatch": False} if args.no_dispatch else None
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     reps = 3 if args.quick else 10
     rng = np.random.default_rng(0)
@@ -111,11 +115,11 @@ def main() -> int:
 
     mcfg = models.MLPConfig()
     t0 = time.perf_counter()
-    mlp_exe = relax_mlir.compile(models.mlp_module(ctx, mcfg), target="cpu")
+    mlp_exe = relax_mlir.compile(models.mlp_module(ctx, mcfg), target="cpu", options=opts)
     t_mlp = time.perf_counter() - t0
     bcfg = models.BlockConfig()
     t0 = time.perf_counter()
-    blk_exe = relax_mlir.compile(models.block_module(ctx, bcfg), target="cpu")
+    blk_exe = relax_mlir.compile(models.block_module(ctx, bcfg), target="cpu", options=opts)
     t_blk = time.perf_counter() - t0
 
     rows = run_case("MLP 512-2048-512", mlp_exe, models.mlp_reference, models.mlp_params(mcfg, rng),

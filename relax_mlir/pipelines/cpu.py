@@ -131,19 +131,18 @@ def _llvm_stage() -> list[str]:
         "relax-kernel-fastmath",
         "convert-linalg-to-loops",
         "relax-widen-bool-memrefs",
-        "expand-strided-metadata",
-        "lower-affine",
-        "convert-scf-to-cf",
-        "convert-math-to-llvm",
-        "convert-math-to-libm",
-        "finalize-memref-to-llvm",
-        "convert-arith-to-llvm",
-        "convert-index-to-llvm",
-        "convert-cf-to-llvm",
-        "convert-func-to-llvm",
-        "reconcile-unrealized-casts",
-        "relax-strip-attributes",
-    ]
+    ] + to_llvm()
+
+
+def to_llvm(memref_pass: str = "finalize-memref-to-llvm", before_casts: tuple = ()) -> list[str]:
+    """Host code (affine, scf, math, memref, arith, index, cf, func) to the LLVM dialect:
+    the tail every target's pipeline ends with (``memref_pass``: the memref lowering, e.g.
+    with a device runtime's allocation functions; ``before_casts``: further conversions,
+    e.g. ``gpu-to-llvm``)."""
+    return ["expand-strided-metadata", "lower-affine", "convert-scf-to-cf", "convert-math-to-llvm",
+            "convert-math-to-libm", memref_pass, "convert-arith-to-llvm", "convert-index-to-llvm",
+            "convert-cf-to-llvm", "convert-func-to-llvm", *before_casts, "reconcile-unrealized-casts",
+            "relax-strip-attributes"]
 
 
 @register_pipeline("cpu", "relax IR to the LLVM dialect for the CPU: shapes, legalize, fusion, "

@@ -15,7 +15,7 @@ on an NVIDIA GPU: ``relax_mlir.compile(..., target="cuda")`` is not registered.
 from __future__ import annotations
 
 from ..transforms.registry import Option, register_pipeline
-from .cpu import FUSION_DEFAULT, _graph_and_host
+from .cpu import FUSION_DEFAULT, _graph_and_host, to_llvm
 from .gpu import WORKGROUP_SIZE, bufferize_stage, kernel_stage
 
 #: sm_80 (A100) PTX runs on every later GPU through the driver's JIT
@@ -32,21 +32,7 @@ def nvvm_stage(chip: str = CHIP) -> list[str]:
 
 
 def host_stage() -> list[str]:
-    return [
-        "expand-strided-metadata",
-        "lower-affine",
-        "convert-scf-to-cf",
-        "convert-math-to-llvm",
-        "convert-math-to-libm",
-        "finalize-memref-to-llvm",
-        "convert-arith-to-llvm",
-        "convert-index-to-llvm",
-        "convert-cf-to-llvm",
-        "convert-func-to-llvm",
-        "gpu-to-llvm",
-        "reconcile-unrealized-casts",
-        "relax-strip-attributes",
-    ]
+    return to_llvm(before_casts=("gpu-to-llvm",))
 
 
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP) -> list[tuple[str, list[str]]]:

@@ -23,7 +23,7 @@ serially in their thread).
 
 from __future__ import annotations
 
-from .cpu import _llvm_stage
+from .cpu import _llvm_stage, to_llvm
 
 WORKGROUP_SIZE = 64
 
@@ -59,17 +59,4 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
 def host_llvm_stage() -> list[str]:
     """The host code to the LLVM dialect; allocations through the generic functions
     ``_mlir_memref_to_llvm_alloc`` / ``_free`` that the device runtime provides."""
-    return [
-        "expand-strided-metadata",
-        "lower-affine",
-        "convert-scf-to-cf",
-        "convert-math-to-llvm",
-        "convert-math-to-libm",
-        "finalize-memref-to-llvm{use-generic-functions=true}",
-        "convert-arith-to-llvm",
-        "convert-index-to-llvm",
-        "convert-cf-to-llvm",
-        "convert-func-to-llvm",
-        "reconcile-unrealized-casts",
-        "relax-strip-attributes",
-    ]
+    return to_llvm("finalize-memref-to-llvm{use-generic-functions=true}")

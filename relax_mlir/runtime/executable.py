@@ -331,9 +331,14 @@ class Function:
                 self._fn(ctypes.byref(res), *session._buffers, *descs)
         finally:
             session._busy.release()
-        outs = self._collect(res)
         if res.status != 0:
+            # A failed call's results are placeholders, or the output buffers allocated
+            # before the failing check (sizes that may be huge, pointers that may be null):
+            # free them, never wrap them in arrays.
+            for ptr in {getattr(res, f"r{i}").allocated for i in range(len(self.result_ranks))} - {0, None}:
+                _free(ptr)
             raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
+        outs = self._collect(res)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _collect(self, res) -> list[np.ndarray]:

@@ -234,8 +234,21 @@ def _restore_destinations(fn: ir.Operation, n_inputs: int) -> None:
     block = fn.regions[0].blocks[0]
     ret = [o.operation for o in block.operations][-1]
     args = list(block.arguments)
+    seen = set()
     for i, v in enumerate(ret.operands):
-        if not isinstance(v, ir.OpResult) or n_inputs + i >= len(args):
+        if n_inputs + i >= len(args):
+            continue
+        dest = args[n_inputs + i]
+        if (isinstance(v, ir.BlockArgument) or v in seen) and v != dest and v.type == dest.type:
+            # An input returned as it is (a reduction over no axes of a 0-d value folds to
+            # its operand), or one value returned twice: the caller reads this result from
+            # its output buffer, so copy it there (it read a workspace slot that a later
+            # kernel reused: long fuzz program seed 42000493).
+            with ir.InsertionPoint(ret), ret.location:
+                ret.operands[i] = linalg.copy(v, outs=[dest])
+            continue
+        seen.add(v)
+        if not isinstance(v, ir.OpResult):
             continue
         op = v.owner.operation if hasattr(v.owner, "operation") else v.owner
         if not op.name.startswith("linalg.") or "operandSegmentSizes" not in op.attributes:
@@ -245,7 +258,6 @@ def _restore_destinations(fn: ir.Operation, n_inputs: int) -> None:
             continue
         k = seg[0] + v.result_number
         init = op.operands[k]
-        dest = args[n_inputs + i]
         if isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty" and init.type == dest.type:
             op.operands[k] = dest
 

@@ -161,3 +161,12 @@ def test_float_results_keep_the_precision_they_went_through():
     assert programs.compare(got, want, "f64", False) is not None          # f64's tolerance
     assert programs.compare(got, want, "f64", False, "f32") is None       # f32's
     assert programs.coarsest(["f64", "i32", "f16", "f32"]) == "f16" and programs.coarsest(["i8"]) is None
+
+
+def test_fused_kernel_returning_its_input_writes_its_output():
+    """Long fuzz program seed 42000493 (a silently wrong result): a sum/prod over no axes of
+    a 0-d value folded to its operand inside a fused kernel, which then returned its input;
+    the caller read the result from a workspace slot that a later kernel reused."""
+    import programs
+    res = programs.run_program(42000493, 3)
+    assert (res["error"], res["calls"]) == (None, 3)

@@ -26,6 +26,10 @@ def _shape(dim: str) -> str:
 CASES = {
     "memref_shape": ('func.func @f(%x: memref<?xf32, #relax.shape<["n"]>>) { return }',
                      '-:1:1', "@f parameter #0: #relax.shape is the encoding of a ranked tensor type"),
+    # a syntax error right after a relax attribute aborted the process in the bindings
+    # (long fuzz mutation seed 42000403): the bare syntax check reports it
+    "junk_after_shape": ('func.func @f(%x: tensor<?xf32, #relax.shape<["n"]>@>) { return }',
+                         '-:1:52', "@ identifier expected to start with letter or '_'"),
     "terms_5000": (_fn(f"%x: {_shape(' + '.join(f'n{i}' for i in range(5000)))}",
                        result=_shape(" + ".join(f"n{i}" for i in range(5000)))),
                    "-:1:1", "characters is too long (at most 1000)"),

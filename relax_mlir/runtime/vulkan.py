@@ -50,7 +50,7 @@ from typing import Optional
 
 import numpy as np
 
-from .executable import Executable, Function, _as_array, descriptor_class
+from .executable import Executable, Function, _as_array, _c_contiguous, descriptor_class
 
 #: bytes of one scalar slot in the per-call scalar arena (covers i64 / f64)
 _SCALAR_BYTES = 8
@@ -558,7 +558,7 @@ class VulkanFunction(Function):
             if out.size:
                 strides = [d.strides[k] for k in range(rank)]
                 base = d.aligned + d.offset * dtype.itemsize
-                if _contiguous(shape, strides):
+                if _c_contiguous(shape, strides):
                     ctypes.memmove(out.ctypes.data, base, out.nbytes)
                 else:
                     span = 1 + sum((s - 1) * st for s, st in zip(shape, strides))
@@ -568,15 +568,6 @@ class VulkanFunction(Function):
                         flat, shape, [st * dtype.itemsize for st in strides])
             outs.append(out)
         return outs
-
-
-def _contiguous(shape, strides) -> bool:
-    expect = 1
-    for size, stride in zip(reversed(shape), reversed(strides)):
-        if size != 1 and stride != expect:
-            return False
-        expect *= size
-    return True
 
 
 _ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64)

@@ -40,13 +40,9 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
 def _src(k: int, n: int) -> str:
-    def T(d):
-        s = "x".join(str(x) if isinstance(x, int) else "?" for x in d)
-        e = ", ".join(str(x) if isinstance(x, int) else f'"{x}"' for x in d)
-        return f"tensor<{s}xf32, #relax.shape<[{e}]>>"
-    a, b, c = T(["m", k]), T([k, n]), T(["m", n])
-    return (f"func.func @main(%a: {a}, %b: {b}) -> {c} attributes {{relax.function}} {{\n"
-            f'  %r = "relax.matmul"(%a, %b) : ({a}, {b}) -> {c}\n  return %r : {c}\n}}\n')
+    """@main: one f32 matmul (m, k) x (k, n) with symbolic m."""
+    from bench_kernels import single_op
+    return single_op("matmul", [["m", k], [k, n]], ["m", n])
 
 
 def child(case: str, m: int, k: int, n: int, calls: int) -> dict:

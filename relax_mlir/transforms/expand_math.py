@@ -5,13 +5,14 @@ cannot vectorize: softmax, sigmoid and SiLU then spend nearly all their time in
 ``expf``. Upstream's polynomial approximations are not exposed as a pass in the MLIR
 Python wheels, so this pass expands exp itself (the classic Cephes ``expf`` scheme):
 
-    x = clamp(x, -86.5, 88.72283);  n = floor(x * log2(e) + 1/2)
+    x = clamp(x, -86.5, 88.72283) (NaN -> a bound);  n = floor(x * log2(e) + 1/2)
     r = x - n * C1 - n * C2              (C1 + C2 = ln 2, split for accuracy)
     exp(x) = (1 + r + r^2 * P(r)) * 2^n  (P of degree 5; 2^n built from the exponent bits)
 
 Relative error stays within 2 ulp on the range; for x < -86.5 the result is 0 (exp would
 be below 2.7e-38, near subnormals, which costs ~100x per operation on x86, e.g. in softmax
-over a -1e9 causal mask) and NaN propagates. Runs after bufferization, before loops
+over a -1e9 causal mask) and NaN propagates (selected, never through the integer
+exponent, whose conversion of NaN is poison). Runs after bufferization, before loops
 are lowered to LLVM, on every ``math.exp`` of f32 (scalars, as in linalg bodies).
 
 ``math.erf`` of f32 (the erf form of GELU, libm ``erff`` per element otherwise) becomes
@@ -49,7 +50,11 @@ def _expand_exp(op: ir.Operation) -> None:
         return mk(name, [a, b])
 
     x0 = op.operands[0]
-    x = bin_("arith.minimumf", bin_("arith.maximumf", x0, c(_LOW)), c(_HIGH))
+    # maxnumf/minnumf return the number when one side is NaN: x stays finite, so the fptosi
+    # below never sees NaN (its result would be poison, which LLVM may fold into any value
+    # when the NaN is a constant, e.g. max over an empty axis, -inf / -inf); NaN is
+    # selected back at the end.
+    x = bin_("arith.minnumf", bin_("arith.maxnumf", x0, c(_LOW)), c(_HIGH))
     n = mk("math.floor", [bin_("arith.addf", bin_("arith.mulf", x, c(1.44269504088896341)), c(0.5))])
     r = bin_("arith.subf", x, bin_("arith.mulf", n, c(0.693359375)))
     r = bin_("arith.subf", r, bin_("arith.mulf", n, c(-2.12194440e-4)))
@@ -70,6 +75,9 @@ def _expand_exp(op: ir.Operation) -> None:
     high = mk("arith.cmpf", [x0, c(_HIGH)], {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 2)},
               rtype=ir.IntegerType.get_signless(1))  # 2 = ogt: overflow is +inf
     out = mk("arith.select", [high, c(float("inf")), out])
+    nan = mk("arith.cmpf", [x0, x0], {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 14)},
+             rtype=ir.IntegerType.get_signless(1))  # 14 = uno: x0 is NaN
+    out = mk("arith.select", [nan, x0, out])
     op.results[0].replace_all_uses_with(out)
     op.erase()
 

@@ -3,13 +3,21 @@
 
 // CHECK-LABEL: func.func @f32_exp
 // CHECK-NOT: math.exp
-// CHECK: arith.maximumf %arg0, %{{.*}} : f32
+// NaN never reaches the fptosi (its result would be poison): clamped by maxnumf/minnumf,
+// selected back at the end.
+// CHECK: %[[LO:.*]] = arith.maxnumf %arg0, %{{.*}} : f32
+// CHECK: arith.minnumf %[[LO]], %{{.*}} : f32
 // CHECK: math.floor
 // CHECK: arith.fptosi
 // CHECK: arith.shli
 // CHECK: arith.bitcast %{{.*}} : i32 to f32
 // CHECK: arith.cmpf olt, %arg0
 // CHECK: arith.select
+// CHECK: arith.cmpf ogt, %arg0
+// CHECK: arith.select
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %arg0, %arg0 : f32
+// CHECK: %[[R:.*]] = arith.select %[[NAN]], %arg0, %{{.*}} : f32
+// CHECK: return %[[R]]
 // OFF-LABEL: func.func @f32_exp
 // OFF: math.exp
 func.func @f32_exp(%x: f32) -> f32 {

@@ -29,6 +29,9 @@ with open(wrapper, "w") as f:
 os.chmod(wrapper, 0o755)
 config.environment["PATH"] = os.pathsep.join([wrapper_dir, bindir, mlir_bin, llvm_bin, config.environment.get("PATH", "")])
 config.environment["PYTHONPATH"] = root
+# The IR a schedule prints must not depend on the machine's core count (the default thread
+# count is every core): lit tests see one thread unless a RUN line sets another.
+config.environment["RELAX_MLIR_NUM_THREADS"] = "1"
 for var in ("HOME", "TMPDIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

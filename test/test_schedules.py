@@ -6,6 +6,8 @@ dim) are exercised at each size."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -235,6 +237,59 @@ def test_openmp_threads(monkeypatch):
         np.testing.assert_allclose(r, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
         np.testing.assert_array_equal(e, x + y)
 
+
+
+THREADED_LOAD = """
+import json, sys
+import numpy as np
+import relax_mlir
+exe = relax_mlir.load(sys.argv[1])
+rng = np.random.default_rng(3)
+out = []
+for m in (1, 7, 300):
+    a = rng.standard_normal((m, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 512)).astype(np.float32)
+    r = exe(a, b)
+    out.append(bool(np.allclose(r, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)))
+import os
+maps = open("/proc/self/maps").read()
+pid = os.fork()   # OpenMP's pool exists now: the child's next threaded call must complete
+if pid == 0:
+    a = rng.standard_normal((33, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 512)).astype(np.float32)
+    os._exit(0 if np.allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3) else 3)
+_, status = os.waitpid(pid, 0)
+print(json.dumps({"ok": out, "iomp5": "libiomp5.so" in maps, "blocktime": os.environ.get("KMP_BLOCKTIME"),
+                  "child": os.waitstatus_to_exitcode(status)}))
+"""
+
+
+@pytest.mark.skipif(not __import__("relax_mlir.transforms.apply_schedules", fromlist=["x"]).openmp_library(),
+                    reason="no OpenMP runtime (libiomp5) in this environment")
+def test_openmp_threads_export(monkeypatch, tmp_path):
+    """A module with OpenMP-threaded kernels exports: the library depends on libiomp5 by
+    soname (recorded in its dependency record, no path of this venv), and load() in a fresh
+    process opens the intel-openmp wheel's runtime first (with our KMP_BLOCKTIME) and runs it,
+    also in a child forked after a threaded call."""
+    import json
+    import subprocess
+    import sys
+    monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
+    src = program([("a", ["m", 64]), ("b", [64, 512])],
+                  [op("r", "matmul", [("a", ["m", 64]), ("b", [64, 512])], ["m", 512])], [("r", ["m", 512])])
+    exe = compile_scheduled(src)
+    assert "omp.parallel" in exe.llvm_dialect_text()
+    path = exe.export(tmp_path / "threaded.so")
+    data = open(path, "rb").read()
+    assert b'"openmp":{"package":"intel-openmp","soname":"libiomp5.so"}' in data
+    assert os.path.realpath(sys.prefix).encode() not in data   # no rpath into this venv
+    env = {k: v for k, v in os.environ.items() if k not in ("KMP_BLOCKTIME", "RELAX_MLIR_NUM_THREADS")}
+    r = subprocess.run([sys.executable, "-c", THREADED_LOAD, str(path)], capture_output=True, text=True,
+                       env=dict(env, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"ok": [True, True, True], "iomp5": True,
+                                                             "blocktime": "1", "child": 0}
 
 def test_fused_matmul_epilogue():
     """A fused group (relax-fuse-kernels): matmul + bias + relu in one kernel; the matmul

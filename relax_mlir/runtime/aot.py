@@ -5,14 +5,15 @@ Export (needs the MLIR / LLVM tools of the pinned wheels and a C compiler ``cc``
     final LLVM-dialect module (kept from the compile; ``relax.*`` attributes dropped)
       -- mlir-translate --mlir-to-llvmir -->  LLVM IR  (+ the metadata globals below)
       -- llc -O3 -filetype=obj -relocation-model=pic -->  model.o
-      -- cc -shared model.o [runtime.o] [relax_blas shim .o + BLAS by soname] -->  model.so
+      -- cc -shared model.o [runtime.o] [relax_blas shim .o + BLAS by soname] [libiomp5 by soname] -->  model.so
       + dependency record + trailer
 
 Self-contained: the file holds no path of the build machine (its build cache, its venv).
 The relax_blas shim is linked in as an object (its symbols private to the model); the BLAS
 it calls is a dependency by soname only (``libmkl_rt.so.3`` of the PyPI ``mkl`` wheel or
 ``libscipy_openblas.so`` of ``scipy-openblas32``), which :func:`load` finds in the running
-Python's installed wheel (else on the library path) and opens first, or raises
+Python's installed wheel (else on the library path) and opens first (so is the OpenMP
+runtime ``libiomp5.so`` of ``intel-openmp`` for a model with threaded kernels), or raises
 :class:`relax_mlir.LoadError` naming the package to install. MLIR's ``memrefCopy`` runner
 utility is compiled in (:data:`RUNTIME_C`). The ``libraries=`` given to compile are not
 linked by path: :func:`load` opens each one first (``RTLD_GLOBAL``, as the JIT does) from
@@ -31,12 +32,14 @@ File format (version :data:`FORMAT_VERSION`): an ordinary ELF shared library tha
 
       {"format": "relax-mlir-aot", "format_version": 2, "relax_mlir_version": "0.1.0",
        "code_sha256": <sha256 of the LLVM IR text>, "libraries": [<user library paths>],
-       "blas": <dependency below or null>, "metadata": <Executable.metadata>}
+       "blas": <dependency below or null>, "openmp": <dependency below or null>,
+       "metadata": <Executable.metadata>}
 
 followed by the dependency record, UTF-8 JSON that :func:`load` reads before opening the
 library (the ELF part cannot be opened before its dependencies are)::
 
       {"blas": {"provider": "mkl", "package": "mkl", "soname": "libmkl_rt.so.3"} | null,
+       "openmp": {"package": "intel-openmp", "soname": "libiomp5.so"} | null,
        "libraries": [<absolute paths of the libraries= at export>]}
 
 and a 96-byte trailer (ELF loaders ignore what follows the ELF part)::
@@ -223,13 +226,13 @@ def export_library(exe: Executable, path) -> str:
     blas = libraries.blas_requirement(provider) if provider else None
     opts = getattr(exe, "compile_options", None)
     cpu = export_requirement(getattr(opts, "target_cpu", None), getattr(opts, "target_features", None))
-    if "__kmpc_" in ll:
-        raise CompileError("export: a module compiled with OpenMP threads (RELAX_MLIR_NUM_THREADS > 1) "
-                           "cannot be exported yet: compile it with RELAX_MLIR_NUM_THREADS=1 to export")
+    openmp = dict(libraries.OPENMP_REQUIREMENT) if "__kmpc_" in ll else None
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "relax_mlir_version": __version__, "cpu": cpu,
-              "code_sha256": code_hash.hex(), "libraries": user_libs, "blas": blas, "metadata": exe.metadata}
+              "code_sha256": code_hash.hex(), "libraries": user_libs, "blas": blas, "openmp": openmp,
+              "metadata": exe.metadata}
     blob = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-    deps = json.dumps({"blas": blas, "libraries": user_libs}, sort_keys=True, separators=(",", ":")).encode()
+    deps = json.dumps({"blas": blas, "openmp": openmp, "libraries": user_libs}, sort_keys=True,
+                      separators=(",", ":")).encode()
     ll += (f"\n@{METADATA_SYMBOL} = constant [{len(blob) + 1} x i8] c\"{_llvm_string(blob)}\\00\", align 1\n"
            f"@{METADATA_SYMBOL}_size = constant i64 {len(blob)}, align 8\n")
     utils = sorted(set(_RUNNER_UTILS.findall(ll)))
@@ -251,6 +254,11 @@ def export_library(exe: Executable, path) -> str:
             _run(cc + ["-O2", "-c", "-fPIC", "-std=c11", "-o", rt_o, rt_c], "compiling the runtime (cc)")
             objects.append(rt_o)
         link_blas = [libraries.blas_shim_object(provider)] + libraries.blas_link_args(provider) if provider else []
+        if openmp:
+            try:
+                link_blas += libraries.openmp_link_args()
+            except LoadError as e:
+                raise CompileError(f"export: {e}") from None
         # Export only the entry points and the metadata, and bind every internal call
         # (graph function -> @main, kernels, the shim) inside the library: a kernel named
         # like a symbol of the process (`main`!) or of another loaded model must not win.
@@ -396,6 +404,8 @@ def _open_image(path: str, data: bytes, deps: dict) -> _Image:
     """Open the dependencies, then a private copy of ``data`` (never ``path`` itself)."""
     if deps.get("blas"):
         libraries.load_blas(deps["blas"], path)
+    if deps.get("openmp"):
+        libraries.load_openmp(path)
     libs = [_user_library(path, str(p)) for p in deps["libraries"]]
     name = os.path.basename(path)
     fd = _memfd(data, name)

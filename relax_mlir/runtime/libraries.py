@@ -344,28 +344,78 @@ def _wheel_library(package: str, soname: str) -> Optional[str]:
     return None
 
 
-_blas_handles: dict[str, ctypes.CDLL] = {}
+_wheel_handles: dict[str, ctypes.CDLL] = {}
 
 
-def load_blas(requirement: dict, what: str) -> None:
-    """Make the BLAS library of ``requirement`` (:func:`blas_requirement`) loaded in this
-    process, before a model that needs it is opened: the dynamic loader then resolves the
-    model's dependency on its soname to it. Looks in the running Python's installed wheel,
-    then on the library path. Raises :class:`relax_mlir.LoadError` naming the package."""
-    provider, package, soname = requirement["provider"], requirement["package"], requirement["soname"]
-    if soname in _blas_handles:
+def _load_wheel_library(package: str, soname: str, what: str, label: str) -> None:
+    """Make ``soname`` of the PyPI ``package`` loaded in this process (the running Python's
+    installed wheel first, then the library path), so that the dynamic loader resolves a
+    model's dependency on that soname to it. Raises :class:`relax_mlir.LoadError` naming
+    the package."""
+    if soname in _wheel_handles:
         return
     path = _wheel_library(package, soname)
     errors = []
     for candidate in ([path] if path else []) + [soname]:
         try:
-            _blas_handles[soname] = ctypes.CDLL(candidate, mode=ctypes.RTLD_LOCAL)
+            _wheel_handles[soname] = ctypes.CDLL(candidate, mode=ctypes.RTLD_LOCAL)
             return
         except OSError as e:
             errors.append(str(e))
-    raise LoadError(f"{what} needs the '{provider}' BLAS ({soname}), which is not installed in this Python "
+    raise LoadError(f"{what} needs {label} ({soname}), which is not installed in this Python "
                     f"({sys.executable}): pip install {package} (or put {soname} on LD_LIBRARY_PATH)"
                     + (f" [{'; '.join(errors)}]" if path else ""))
+
+
+def load_blas(requirement: dict, what: str) -> None:
+    """Make the BLAS library of ``requirement`` (:func:`blas_requirement`) loaded in this
+    process, before a model that needs it is opened."""
+    _load_wheel_library(requirement["package"], requirement["soname"], what,
+                        f"the '{requirement['provider']}' BLAS")
+
+
+#: The OpenMP runtime that threaded kernels call (``__kmpc_*``): Intel's libiomp5 of the PyPI
+#: ``intel-openmp`` wheel (installed with ``mkl``). An exported model depends on it by soname.
+OPENMP_REQUIREMENT = {"package": "intel-openmp", "soname": "libiomp5.so"}
+
+#: How long (ms) our OpenMP workers spin after a parallel region before they sleep, unless
+#: ``KMP_BLOCKTIME`` is set. libiomp5's default, 200 ms, keeps both cores busy for 200 ms after
+#: every call of ours: a numpy (OpenBLAS) or PyTorch matmul called next shares the cores
+#: with two spinning workers. 1 ms keeps the workers warm across the back-to-back kernels of
+#: one model call and frees the cores right after it (bench/bench_contention.py).
+KMP_BLOCKTIME_DEFAULT = "1"
+
+
+def openmp_wait_policy() -> None:
+    """Set the OpenMP runtime's spin time before it is loaded (it reads ``KMP_BLOCKTIME`` once,
+    at initialization); a value the user set is kept."""
+    os.environ.setdefault("KMP_BLOCKTIME", KMP_BLOCKTIME_DEFAULT)
+
+
+def openmp_library() -> Optional[str]:
+    """The OpenMP runtime (:data:`OPENMP_REQUIREMENT`) installed in the running Python, or None."""
+    for d in (os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")):
+        p = os.path.join(d, OPENMP_REQUIREMENT["soname"])
+        if os.path.exists(p):
+            return p
+    return _wheel_library(OPENMP_REQUIREMENT["package"], OPENMP_REQUIREMENT["soname"])
+
+
+def openmp_link_args() -> list[str]:
+    """Linker arguments making the OpenMP runtime a dependency of an exported model by soname
+    only (no rpath: :func:`load_openmp` provides it at load)."""
+    path = openmp_library()
+    if path is None:
+        raise LoadError(f"no OpenMP runtime ({OPENMP_REQUIREMENT['soname']}) in this Python: "
+                        f"pip install {OPENMP_REQUIREMENT['package']}")
+    return [f"-L{os.path.dirname(path)}", "-l" + OPENMP_REQUIREMENT["soname"][3:-3]]
+
+
+def load_openmp(what: str) -> None:
+    """Load the OpenMP runtime a threaded exported model needs (its wait policy set first)."""
+    openmp_wait_policy()
+    _load_wheel_library(OPENMP_REQUIREMENT["package"], OPENMP_REQUIREMENT["soname"], what,
+                        "an OpenMP runtime")
 
 
 _shim_paths: set[str] = set()

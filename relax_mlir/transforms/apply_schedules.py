@@ -27,6 +27,7 @@ from typing import Optional
 from mlir import ir
 
 from .. import schedules
+from ..runtime.libraries import KMP_BLOCKTIME_DEFAULT, openmp_library, openmp_wait_policy  # noqa: F401 (re-exported)
 from ..schedules.target import CpuTarget, target_named
 from .expand_math import relax_expand_math
 from .graph import top_ops
@@ -41,26 +42,26 @@ SCHEDULED_ATTR = "relax.schedule"
 CONFIG_ATTR = "relax.schedule_config"  # the tuned knob values a kernel was scheduled with
 
 
-def num_threads() -> int:
-    """Threads for the schedules' parallel loops: ``RELAX_MLIR_NUM_THREADS`` (default 1),
-    1 when no OpenMP runtime is found (:func:`openmp_library`)."""
+def default_threads() -> int:
+    """The cores this process may run on (its CPU affinity), the default thread count."""
     try:
-        n = int(os.environ.get("RELAX_MLIR_NUM_THREADS", "1"))
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def num_threads() -> int:
+    """Threads for the schedules' parallel loops: ``RELAX_MLIR_NUM_THREADS`` (default, or 0 or
+    less: every core this process may run on), 1 when no OpenMP runtime is found
+    (:func:`openmp_library`) or the value is not an integer."""
+    raw = os.environ.get("RELAX_MLIR_NUM_THREADS", "").strip()
+    try:
+        n = int(raw) if raw else 0
     except ValueError:
         n = 1
     if n <= 0:
-        n = os.cpu_count() or 1
+        n = default_threads()
     return n if n > 1 and openmp_library() else 1
-
-
-def openmp_library() -> Optional[str]:
-    """An OpenMP runtime with the ``__kmpc_*`` entry points (Intel's libiomp5 from the PyPI
-    ``intel-openmp`` wheel that the ``mkl`` dependency chain installs into the venv)."""
-    for d in (os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")):
-        p = os.path.join(d, "libiomp5.so")
-        if os.path.exists(p):
-            return p
-    return None
 
 
 def openmp_libraries(pipeline_options: dict) -> list[str]:
@@ -72,20 +73,6 @@ def openmp_libraries(pipeline_options: dict) -> list[str]:
         return []
     openmp_wait_policy()
     return [openmp_library()]
-
-
-#: How long (ms) our OpenMP workers spin after a parallel region before they sleep, unless
-#: ``KMP_BLOCKTIME`` is set. libiomp5's default, 200 ms, keeps both cores busy for 200 ms after
-#: every call of ours: a numpy (OpenBLAS) or PyTorch matmul called next shares the cores
-#: with two spinning workers. 1 ms keeps the workers warm across the back-to-back kernels of
-#: one model call and frees the cores right after it (bench/bench_contention.py).
-KMP_BLOCKTIME_DEFAULT = "1"
-
-
-def openmp_wait_policy() -> None:
-    """Set the OpenMP runtime's spin time before it is loaded (it reads ``KMP_BLOCKTIME`` once,
-    at initialization); a value the user set is kept."""
-    os.environ.setdefault("KMP_BLOCKTIME", KMP_BLOCKTIME_DEFAULT)
 
 
 def scheduled_stage(llvm_stage: list[str], threads: int = 1) -> list[str]:

@@ -1,15 +1,20 @@
-"""The ``cuda`` pipeline: the same GPU kernels through NVVM to PTX (compile only).
+"""The ``cuda`` pipeline: the GPU kernels through NVVM to PTX; the host code to LLVM.
 
-``relax-opt --pass-pipeline='builtin.module(cuda)'`` runs the vulkan target's graph,
-host and kernel stages (:mod:`relax_mlir.pipelines.gpu`), then lowers each outlined
-``gpu.module`` with ``convert-gpu-to-nvvm`` and serializes it in-process with the
-wheel's NVPTX back end (``gpu-module-to-binary{format=isa}``: PTX text in a
-``gpu.binary``); the host code goes to the LLVM dialect with ``gpu-to-llvm`` (launches
-through MLIR's CUDA runtime wrappers, ``libmlir_cuda_runtime.so``; cuBLAS-free).
+Stages (``relax_mlir.compile(src, target="cuda")``, run by :mod:`relax_mlir.runtime.cuda`;
+``relax-opt --pass-pipeline='builtin.module(cuda)'`` prints the result):
 
-Not built yet: a cuda runtime. Host buffers would have to live in device (or managed)
-memory, as the vulkan runtime does with its allocation hooks, and nothing here was run
-on an NVIDIA GPU: ``relax_mlir.compile(..., target="cuda")`` is not registered.
+* ``graph``/``host``: the cpu target's graph passes and relax-lower-host, with library
+  dispatch and memory planning off (as for vulkan: the arena would be host memory);
+* ``codegen``: the vulkan target's bufferization and GPU kernel stage
+  (:mod:`relax_mlir.pipelines.gpu`), then each outlined ``gpu.module`` through
+  ``convert-gpu-to-nvvm`` and serialized in-process with the wheel's NVPTX back end
+  (``gpu-module-to-binary{format=isa}``: PTX text in a ``gpu.binary``, JIT-compiled by
+  the driver when the executable is built; the wheel has no ``ptxas`` for cubins). The
+  host code goes to the LLVM dialect with ``gpu-to-llvm`` (each launch through MLIR's
+  CUDA runtime wrappers, synchronized before the host continues; cuBLAS-free) and
+  allocations through the generic functions ``_mlir_memref_to_llvm_alloc`` / ``_free``
+  (``finalize-memref-to-llvm{use-generic-functions=true}``), which the runtime provides
+  with managed memory.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ def nvvm_stage(chip: str = CHIP) -> list[str]:
 
 
 def host_stage() -> list[str]:
-    return to_llvm(before_casts=("gpu-to-llvm",))
+    """Host code to LLVM: launches via ``gpu-to-llvm``, allocations via the runtime."""
+    return to_llvm("finalize-memref-to-llvm{use-generic-functions=true}", before_casts=("gpu-to-llvm",))
 
 
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP) -> list[tuple[str, list[str]]]:
@@ -42,7 +48,7 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP) 
 
 
 @register_pipeline("cuda", "relax IR to host LLVM code + PTX kernels (NVVM): the vulkan target's GPU kernels "
-                           "for CUDA (compile only, no runtime yet).",
+                           "for CUDA, host code calling MLIR's CUDA runtime.",
                    options=[Option("fusion", bool, FUSION_DEFAULT,
                                    "fuse call_tir kernels (relax-fuse-ops, relax-fuse-kernels)"),
                             Option("workgroup-size", int, WORKGROUP_SIZE,

@@ -30,7 +30,9 @@ CHIP = "sm_80"
 def nvvm_stage(chip: str = CHIP) -> list[str]:
     return [
         f"nvvm-attach-target{{chip={chip} O=3}}",
-        "gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm)",
+        # convert-gpu-to-nvvm maps float math to libdevice; what it leaves (math.absi)
+        # has plain LLVM intrinsics that NVPTX selects
+        "gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm, convert-math-to-llvm)",
         "reconcile-unrealized-casts",
         "gpu-module-to-binary{format=isa}",
     ]

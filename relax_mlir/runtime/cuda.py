@@ -545,9 +545,7 @@ class CudaRuntime:
         if block[0] * block[1] * block[2] > dev.max_threads:
             raise CudaError(f"kernel {label}: {block} threads per block exceed the device's {dev.max_threads}")
         slots = (ctypes.c_void_p * nparams).from_address(params) if nparams else []
-        for i, kind in enumerate(kinds):
-            if kind != "ptr":
-                continue
+        for i in _dereferenced(kinds):
             value = ctypes.c_uint64.from_address(slots[i]).value
             if dev.lookup(value) is None:
                 raise CudaError(f"kernel {label}: parameter #{i} ({value:#x}) is not in this runtime's CUDA "
@@ -578,6 +576,22 @@ class CudaRuntime:
                     time.sleep(min(0.005, 1e-5 * (polls - 2000)))
         except BaseException as e:  # noqa: BLE001
             self._fail(st, e)
+
+
+def _dereferenced(kinds: list[str]) -> list[int]:
+    """The pointer parameters a kernel reads or writes: of a memref descriptor's pair
+    (allocated, aligned) only the aligned one (the allocated one of a global is a
+    placeholder)."""
+    out, i = [], 0
+    while i < len(kinds):
+        if kinds[i] == "ptr" and i + 1 < len(kinds) and kinds[i + 1] == "ptr":
+            out.append(i + 1)
+            i += 2
+        else:
+            if kinds[i] == "ptr":
+                out.append(i)
+            i += 1
+    return out
 
 
 class CudaExecutable(DeviceExecutable):

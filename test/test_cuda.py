@@ -120,6 +120,15 @@ def test_cuda_pipeline_numerics_cases_to_ptx(case):
         assert re.search(rf"\.visible \.entry {re.escape(name.rsplit('_kernel', 1)[0])}_kernel\(", code)
 
 
+def test_cuda_pipeline_edge_semantics_module_to_ptx():
+    """The module the GPU edge-semantics tests run (63 kernels, every dtype) compiles."""
+    from relax_mlir.dialects.source import parse_module
+    m = parse_module(numerics.EDGE_SRC, relax_mlir.make_context())
+    ptx, launched, _ = _lower(m)
+    assert launched == set(ptx) and len(ptx) == 63
+    assert not any(".extern" in c for c in ptx.values())
+
+
 def test_cuda_target_registered():
     t = relax_mlir.TARGETS["cuda"]
     assert (t.name, t.pipeline_name, t.legalize_target, t.host_target) == ("cuda", "cuda", "cpu", "cpu")
@@ -142,6 +151,16 @@ def test_cuda_compile_without_a_driver_is_cuda_unavailable():
         relax_mlir.compile(ADD, target="cuda")
     assert str(info.value) == GPU_WHY
     assert isinstance(info.value, curt.CudaError) and isinstance(info.value, RuntimeError)
+
+
+def test_cuda_bad_options_are_compile_errors():
+    """Found before anything is lowered (and before a device is looked for)."""
+    with pytest.raises(relax_mlir.CompileError, match=re.escape(
+            "option 'chip' of pass 'cuda': expected an NVIDIA architecture like sm_80 or sm_90a, got 'sm_bogus'")):
+        relax_mlir.compile(ADD, target="cuda", options={"chip": "sm_bogus"})
+    with pytest.raises(relax_mlir.CompileError, match=re.escape(
+            "option 'workgroup-size' of pass 'cuda': 1 to 1024 threads per block, got 0")):
+        relax_mlir.compile(ADD, target="cuda", options={"workgroup_size": 0})
 
 
 def test_cuda_state_is_a_compile_error():

@@ -19,12 +19,16 @@ Stages (``relax_mlir.compile(src, target="cuda")``, run by :mod:`relax_mlir.runt
 
 from __future__ import annotations
 
-from ..transforms.registry import Option, register_pipeline
+import re
+
+from ..transforms.registry import Option, PipelineError, register_pipeline
 from .cpu import FUSION_DEFAULT, _graph_and_host, to_llvm
 from .gpu import WORKGROUP_SIZE, bufferize_stage, kernel_stage
 
 #: sm_80 (A100) PTX runs on every later GPU through the driver's JIT
 CHIP = "sm_80"
+#: threads per block on every CUDA GPU
+MAX_THREADS = 1024
 
 
 def nvvm_stage(chip: str = CHIP) -> list[str]:
@@ -43,7 +47,19 @@ def host_stage() -> list[str]:
     return to_llvm("finalize-memref-to-llvm{use-generic-functions=true}", before_casts=("gpu-to-llvm",))
 
 
+def check_options(workgroup_size: int, chip: str) -> None:
+    """Refuse what would only fail later: LLVM accepts an unknown chip with a warning and
+    the driver would then reject the PTX; a block has 1 to 1024 threads on every GPU."""
+    if not re.fullmatch(r"sm_\d{2,3}[af]?", chip):
+        raise PipelineError(f"option 'chip' of pass 'cuda': expected an NVIDIA architecture like sm_80 or sm_90a, "
+                            f"got '{chip}'")
+    if not 1 <= workgroup_size <= MAX_THREADS:
+        raise PipelineError(f"option 'workgroup-size' of pass 'cuda': 1 to {MAX_THREADS} threads per block, "
+                            f"got {workgroup_size}")
+
+
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP) -> list[tuple[str, list[str]]]:
+    check_options(workgroup_size, chip)
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
     return [("graph", graph), ("host", host),
             ("codegen", bufferize_stage() + kernel_stage(workgroup_size) + nvvm_stage(chip) + host_stage())]

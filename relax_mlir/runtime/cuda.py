@@ -276,7 +276,7 @@ class CudaDevice(BufferPool):
             hint = ""
             target = _ptx_target(ptx)
             cc = "sm_%d%d" % self.compute_capability
-            if target and int(target[3:].rstrip("a") or 0) > int(cc[3:]):
+            if target and int(target[3:].rstrip("af") or 0) > int(cc[3:]):
                 hint = f"; the PTX targets {target}, the device is {cc}: compile with pipeline_options={{'chip': '{cc}'}}"
             raise PtxError(f"kernel {label}: the CUDA driver rejected the PTX: {self.drv.describe(r)}"
                            f"{': ' + detail if detail else ''}{hint}", r)

@@ -199,7 +199,7 @@ register_target(Target("vulkan", "a Vulkan device (SPIR-V kernels, host code JIT
 
 def _cuda_stages(opts, target: Target) -> list[Stage]:
     from .pipelines.cuda import stages
-    return stages(opts.fusion, opts.workgroup_size, opts.chip)
+    return stages(opts.fusion, opts.workgroup_size, opts.chip, opts.format)
 
 
 def _cuda_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):

@@ -133,7 +133,7 @@ def test_cuda_target_registered():
     t = relax_mlir.TARGETS["cuda"]
     assert (t.name, t.pipeline_name, t.legalize_target, t.host_target) == ("cuda", "cuda", "cpu", "cpu")
     from relax_mlir.transforms.registry import PIPELINES
-    assert [o.name for o in PIPELINES["cuda"].options] == ["fusion", "workgroup-size", "chip"]
+    assert [o.name for o in PIPELINES["cuda"].options] == ["fusion", "workgroup-size", "chip", "format"]
 
 
 ADD = """
@@ -265,15 +265,15 @@ def test_fake_device_limits_and_memory(fake, monkeypatch):
 
 def test_fake_rejected_ptx_is_a_ptx_error(fake, monkeypatch):
     dev = curt.CudaDevice(None, fake)
-    assert dev.load_ptx(b".version 7.0\n.target sm_80\n", "@k") != 0
+    assert dev.load_image(b".version 7.0\n.target sm_80\n", "@k") != 0
     monkeypatch.setenv("FAKE_CUDA_LOAD_ERROR", "218")
     with pytest.raises(curt.PtxError) as info:
-        dev.load_ptx(b".version 7.0\n.target sm_80\n", "@k")
+        dev.load_image(b".version 7.0\n.target sm_80\n", "@k")
     assert str(info.value) == ("kernel @k: the CUDA driver rejected the PTX: CUDA_ERROR_INVALID_PTX (a PTX JIT "
                                "compilation failed): ptxas fatal   : fake rejection")
     with pytest.raises(curt.PtxError, match=re.escape(
             "; the PTX targets sm_100, the device is sm_90: compile with pipeline_options={'chip': 'sm_90'}")):
-        dev.load_ptx(b".version 8.6\n.target sm_100\n", "@k")
+        dev.load_image(b".version 8.6\n.target sm_100\n", "@k")
 
 
 #: the whole host path against the fake driver, in a fresh process (the fake must be
@@ -343,6 +343,19 @@ func.func @main(%x: tensor<?x2xf32, #relax.shape<["n", 2]>>) -> tensor<?x2xf32, 
 """
 const = relax_mlir.compile(CONST, target="cuda")
 out["host_constant"] = err(lambda: const(np.ones((3, 2), np.float32)))
+
+try:    # cubins need a CUDA toolkit's ptxas on PATH at compile time
+    relax_mlir.compile(CONST, target="cuda", options={"format": "bin"})
+except relax_mlir.CompileError as e:
+    out["cubin"] = ["no ptxas", str(e)[:200]]
+else:
+    before = launches()
+    cubin_x = np.zeros((3, 2), np.float32)
+    twice = relax_mlir.compile(CONST.replace("(%x, %c) : (tensor<?x2xf32, #relax.shape<[\"n\", 2]>>, tensor<2xf32>)",
+                                             "(%x, %x) : (tensor<?x2xf32, #relax.shape<[\"n\", 2]>>, "
+                                             "tensor<?x2xf32, #relax.shape<[\"n\", 2]>>)"),
+                               target="cuda", options={"format": "bin"})
+    out["cubin"] = [list(twice(cubin_x).shape), launches() - before]
 
 os.environ["FAKE_CUDA_LOAD_ERROR"] = "218"
 out["ptx_rejected"] = err(lambda: relax_mlir.compile(CONST, target="cuda"))
@@ -426,6 +439,12 @@ def test_fake_run_rejected_ptx_at_compile_time(fake_run):
     assert fake_run["ptx_rejected"] == [
         "PtxError", "kernel @relax_add_f32_Dx2_2_kernel: the CUDA driver rejected the PTX: CUDA_ERROR_INVALID_PTX "
                     "(a PTX JIT compilation failed): ptxas fatal   : fake rejection"]
+
+
+def test_fake_run_cubins(fake_run):
+    if fake_run["cubin"][0] == "no ptxas":
+        pytest.skip(f"format=bin needs ptxas on PATH: {fake_run['cubin'][1]}")
+    assert fake_run["cubin"] == [[3, 2], 1]     # loaded through mgpuModuleLoad, launched
 
 
 def test_fake_run_one_device_per_process(fake_run):

@@ -10,18 +10,19 @@
 How a call runs. The graph function and the host halves of the kernels are host code
 (the MLIR ExecutionEngine), so shape computation and the run-time checks are exactly
 the cpu target's. The ``cuda`` pipeline lowers ``gpu.launch_func`` with upstream
-``gpu-to-llvm``: the translated host code embeds each kernel's PTX, loads it in a global
-constructor (``mgpuModuleLoadJIT``) and launches a kernel as ``mgpuModuleGetFunction``,
+``gpu-to-llvm``: the translated host code embeds each kernel's PTX (or cubin), loads it in
+a global constructor (``mgpuModuleLoadJIT``; ``mgpuModuleLoad`` for a cubin) and launches a kernel as ``mgpuModuleGetFunction``,
 ``mgpuStreamCreate``, ``mgpuLaunchKernel``, ``mgpuStreamSynchronize``,
 ``mgpuStreamDestroy``: MLIR's CUDA runtime wrappers (the wheel's
-``libmlir_cuda_runtime.so``, linked into the engine; cuBLAS-free). Four of those symbols
+``libmlir_cuda_runtime.so``, linked into the engine; cuBLAS-free). Five of those symbols
 are provided by this module instead (ctypes callbacks registered with the engine, which
 resolves them before the library), because the library prints a failed driver call to
 stderr and carries on (a rejected launch would be a silently wrong result) and its
 synchronize cannot time out:
 
-* ``mgpuModuleLoadJIT``: the driver JIT-compiles the PTX with an error log; a rejected
-  kernel is a :class:`PtxError` carrying the log, raised by ``compile()``;
+* ``mgpuModuleLoadJIT`` / ``mgpuModuleLoad``: the driver JIT-compiles the PTX (or loads
+  the cubin) with an error log; a rejected kernel is a :class:`PtxError` carrying the
+  log, raised by ``compile()``;
 * ``mgpuModuleGetFunction``: remembers which kernel each function handle is;
 * ``mgpuLaunchKernel``: checks the grid and block against the device's limits and that
   every pointer argument lies in this runtime's device memory (a host pointer would
@@ -83,6 +84,7 @@ _CU_JIT_ERROR_LOG_BUFFER = 5
 _CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
 _CU_MEM_ATTACH_GLOBAL = 1
 _LOG_BYTES = 1 << 14
+_ELF = b"\x7fELF"
 
 
 class CudaError(RuntimeError):
@@ -261,24 +263,27 @@ class CudaDevice(BufferPool):
         self.drv.check(r, f"cuMemAllocManaged({size})")
         return ManagedBuffer(ptr.value, size)
 
-    def load_ptx(self, ptx: bytes, label: str) -> int:
-        """A CUmodule of the PTX (JIT-compiled by the driver); a :class:`PtxError` with the
-        driver's log when it is rejected."""
+    def load_image(self, image: bytes, label: str) -> int:
+        """A CUmodule of a kernel image: PTX (JIT-compiled by the driver) or a cubin; a
+        :class:`PtxError` with the driver's log when it is rejected."""
         log = ctypes.create_string_buffer(_LOG_BYTES)
         opts = (ctypes.c_int * 2)(_CU_JIT_ERROR_LOG_BUFFER, _CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
         vals = (ctypes.c_void_p * 2)(ctypes.cast(log, ctypes.c_void_p), _LOG_BYTES)
-        data = ctypes.create_string_buffer(ptx.rstrip(b"\0") + b"\0")
+        cubin = image.startswith(_ELF)
+        ptx = image if cubin else image.rstrip(b"\0")
+        data = ctypes.create_string_buffer(ptx + (b"" if cubin else b"\0"), len(ptx) + (0 if cubin else 1))
         module = ctypes.c_void_p()
         with self.current():
             r = self.drv.cuModuleLoadDataEx(ctypes.byref(module), data, 2, opts, vals)
         if r != CUDA_SUCCESS:
             detail = log.value.decode(errors="replace").strip()
             hint = ""
-            target = _ptx_target(ptx)
+            target = None if cubin else _ptx_target(ptx)
             cc = "sm_%d%d" % self.compute_capability
             if target and int(target[3:].rstrip("af") or 0) > int(cc[3:]):
                 hint = f"; the PTX targets {target}, the device is {cc}: compile with pipeline_options={{'chip': '{cc}'}}"
-            raise PtxError(f"kernel {label}: the CUDA driver rejected the PTX: {self.drv.describe(r)}"
+            raise PtxError(f"kernel {label}: the CUDA driver rejected the {'cubin' if cubin else 'PTX'}: "
+                           f"{self.drv.describe(r)}"
                            f"{': ' + detail if detail else ''}{hint}", r)
         return module.value
 
@@ -409,6 +414,7 @@ class CudaFunction(StagedFunction):
 
 
 _LOAD = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+_LOAD_IMAGE = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _GET_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _LAUNCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                            ctypes.c_int64, ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
@@ -423,7 +429,7 @@ class CudaRuntime:
         self.dev = dev
         self.local = threading.local()
         self.kinds = kinds
-        self._by_text = {code.rstrip(b"\0"): name for name, code in ptx.items()}
+        self._by_image = {code if code.startswith(_ELF) else code.rstrip(b"\0"): name for name, code in ptx.items()}
         self.modules: dict[int, str] = {}                         # CUmodule -> gpu.binary name
         self.functions: dict[int, tuple[str, list[str]]] = {}     # CUfunction -> (label, parameter kinds)
         self._handles: dict[tuple[int, int], int] = {}
@@ -434,7 +440,8 @@ class CudaRuntime:
         self.callbacks: dict[str, object] = {
             "_mlir_memref_to_llvm_alloc": ALLOC_FN(self._alloc),
             "_mlir_memref_to_llvm_free": FREE_FN(self._free),
-            "mgpuModuleLoadJIT": _LOAD(self._load),
+            "mgpuModuleLoadJIT": _LOAD(self._load_ptx),
+            "mgpuModuleLoad": _LOAD_IMAGE(self._load_cubin),
             "mgpuModuleGetFunction": _GET_FUNCTION(self._get_function),
             "mgpuLaunchKernel": _LAUNCH(self._launch),
             "mgpuStreamSynchronize": _SYNC(self._sync),
@@ -477,12 +484,18 @@ class CudaRuntime:
     def _free(self, ptr) -> None:
         return None  # the call's buffers go back to the pool when the call ends
 
-    def _load(self, data, opt_level) -> int:
+    def _load_ptx(self, data, opt_level) -> int:
+        return self._load(lambda: ctypes.string_at(data))
+
+    def _load_cubin(self, data, size) -> int:
+        return self._load(lambda: ctypes.string_at(data, size))
+
+    def _load(self, read) -> int:
         try:
-            ptx = ctypes.string_at(data)
-            name = self._by_text.get(ptx)
-            label = f"@{name}" if name else "(unknown PTX)"
-            module = self.dev.load_ptx(ptx, label)
+            image = read()
+            name = self._by_image.get(image)
+            label = f"@{name}" if name else "(unknown kernel image)"
+            module = self.dev.load_image(image, label)
             self.modules[module] = name or "?"
             return module
         except BaseException as e:  # noqa: BLE001

@@ -254,6 +254,11 @@ def test_fake_device_limits_and_memory(fake, monkeypatch):
     dev.release(buf)
     assert dev.alloc(600) is buf                      # the pool reuses the size class
     assert dev.lookup(buf.address + 1024) is None
+    spare = dev.alloc(600)                            # buf is taken: a new buffer
+    dev.release(spare)
+    gone = []
+    assert dev.trim(gone.append) == 1 and gone == [spare]    # cached buffers given back, held ones kept
+    assert dev.lookup(spare.address) is None and dev.lookup(buf.address) == (buf, 0)
     monkeypatch.setenv("FAKE_CUDA_ALLOC_LIMIT", str(1 << 20))
     with pytest.raises(MemoryError, match=re.escape(
             "the CUDA device cannot allocate 2097152 bytes (Fake GPU 0): CUDA_ERROR_OUT_OF_MEMORY (out of memory)")):

@@ -257,11 +257,16 @@ class CudaDevice(BufferPool):
         ptr = ctypes.c_uint64()
         with self.current():
             r = self.drv.cuMemAllocManaged(ctypes.byref(ptr), size, _CU_MEM_ATTACH_GLOBAL)
+            if r == CUDA_ERROR_OUT_OF_MEMORY and self.trim(self._free_buffer):
+                r = self.drv.cuMemAllocManaged(ctypes.byref(ptr), size, _CU_MEM_ATTACH_GLOBAL)
         if r == CUDA_ERROR_OUT_OF_MEMORY:
             raise MemoryError(f"the CUDA device cannot allocate {size} bytes ({self.name}): "
                               f"{self.drv.describe(r)}")
         self.drv.check(r, f"cuMemAllocManaged({size})")
         return ManagedBuffer(ptr.value, size)
+
+    def _free_buffer(self, buf: ManagedBuffer) -> None:
+        self.drv.check(self.drv.cuMemFree(buf.address), "cuMemFree")
 
     def load_image(self, image: bytes, label: str) -> int:
         """A CUmodule of a kernel image: PTX (JIT-compiled by the driver) or a cubin; a

@@ -73,6 +73,20 @@ class BufferPool:
         with self.lock:
             self._free.setdefault(buf.size, []).append(buf)
 
+    def trim(self, destroy) -> int:
+        """Destroy every pooled buffer no call holds (``destroy(buf)``); returns how many:
+        a device that runs out of memory gives its cached size classes back first."""
+        with self.lock:
+            free = [b for bufs in self._free.values() for b in bufs]
+            self._free = {}
+            for b in free:
+                del self._live[b.address]
+            dead = {b.address for b in free}
+            self._starts = [a for a in self._starts if a not in dead]
+        for b in free:
+            destroy(b)
+        return len(free)
+
     def lookup(self, address: int):
         """(buffer, offset) of ``address``, or None when no buffer of the pool holds it."""
         with self.lock:

@@ -195,6 +195,22 @@ register_target(Target("vulkan", "a Vulkan device (SPIR-V kernels, host code JIT
                        "vulkan", _vulkan_stages, _vulkan_runtime, legalize_target="cpu", host_target="cpu"))
 
 
+# -- the cuda target (relax_mlir.pipelines.cuda, relax_mlir.runtime.cuda) -----------------
+
+def _cuda_stages(opts, target: Target) -> list[Stage]:
+    from .pipelines.cuda import stages
+    return stages(opts.fusion, opts.workgroup_size, opts.chip, opts.format)
+
+
+def _cuda_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
+    from .runtime.cuda import cuda_runtime
+    return cuda_runtime(module, metadata, libraries, options)
+
+
+register_target(Target("cuda", "an NVIDIA GPU (PTX kernels through NVVM, host code JIT-compiled, managed memory)",
+                       "cuda", _cuda_stages, _cuda_runtime, legalize_target="cpu", host_target="cpu"))
+
+
 # -- the driver ---------------------------------------------------------------------------
 
 def _location(loc) -> str:

@@ -1,32 +1,668 @@
-"""The cuda pipeline compiles the demo MLP's kernels to PTX (compile only: there is no
-cuda runtime yet and no NVIDIA GPU on CI, so nothing runs)."""
+"""The cuda target.
+
+Three layers, so that a machine without an NVIDIA GPU still tests all it can:
+
+* compile only (everywhere): the cuda pipeline turns every numerics case of the cpu
+  suite (symbolic shapes) and the demo models into PTX, one ``gpu.binary`` per launched
+  kernel; the target is registered; ``compile(..., target="cuda")`` without a driver
+  raises :class:`CudaUnavailable`;
+* a fake driver (everywhere with a C compiler): ``test/Inputs/fake_libcuda.c`` stands in
+  for ``libcuda.so.1``. In this process (under another name) it drives the ctypes layer's
+  error mapping; in a subprocess (as ``libcuda.so.1``, which MLIR's
+  ``libmlir_cuda_runtime.so`` then links against) it runs the whole host path: the JIT,
+  the module loads, the checked launches, their grids, managed-memory allocation and
+  every failure path. Kernels do not execute there, so no numerics;
+* a real GPU (skipped without one): numerics against numpy at sizes 1, odd and large
+  through one compiled executable, the demo MLP and transformer block, errors.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 
-import relax_mlir
-from relax_mlir.frontend import models
-from mlir.dialects import gpu
+import numpy as np
+import pytest
 from mlir import ir
+from mlir.dialects import gpu
+
+sys.path.insert(0, os.path.dirname(__file__))
+import relax_mlir  # noqa: E402
+from relax_mlir import ShapeError  # noqa: E402
+from relax_mlir.frontend import models  # noqa: E402
+from relax_mlir.runtime import cuda as curt  # noqa: E402
+
+import test_ops_numerics as numerics  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE_SRC = os.path.join(HERE, "Inputs", "fake_libcuda.c")
+
+
+def cuda_device() -> tuple[bool, str]:
+    """(True, name) when libcuda.so.1 loads and has a usable device, else (False, why)."""
+    return curt.available()
+
+
+HAVE_GPU, GPU_WHY = cuda_device()
+needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"no CUDA device: {GPU_WHY}")
+
+
+# -- compile only ---------------------------------------------------------------------------
+
+def _ptx_of(m: ir.Module) -> dict[str, str]:
+    out = {}
+    for op in m.body.operations:
+        op = op.operation
+        if op.name == "gpu.binary":
+            obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
+            out[ir.StringAttr(op.attributes["sym_name"]).value] = obj.object.decode()
+    return out
+
+
+def _lower(m: ir.Module, pipeline: str = "builtin.module(cuda)") -> tuple[dict[str, str], set[str], str]:
+    with m.context:
+        relax_mlir.run_pipeline(m, pipeline)
+        ptx = _ptx_of(m)
+    text = str(m)
+    return ptx, set(re.findall(r"gpu.launch_func  @(\w+)::", text)), text
 
 
 def test_cuda_pipeline_gives_ptx_for_every_kernel():
     ctx = relax_mlir.make_context()
     m = models.mlp_module(ctx, models.MLPConfig(d_in=8, d_hidden=16, d_out=4))
-    with ctx:
-        relax_mlir.run_pipeline(m, "builtin.module(cuda)")
-        ptx = {}
-        for op in m.body.operations:
-            op = op.operation
-            if op.name == "gpu.binary":
-                obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
-                ptx[ir.StringAttr(op.attributes["sym_name"]).value] = obj.object.decode()
-    text = str(m)
-    launched = set(re.findall(r"gpu.launch_func  @(\w+)::", text))
+    ptx, launched, text = _lower(m)
     # two fused matmul kernels, each: zero-fill, matmul, bias (+ relu) epilogue
     assert len(ptx) == 6 and launched == set(ptx)
     for name, code in ptx.items():
         assert ".target sm_80" in code
         assert f".visible .entry {name.rsplit('_kernel', 1)[0]}_kernel(" in code
+        assert ".extern" not in code       # nothing left for the driver to link (no libdevice)
     assert sum("mul.rn.f32" in c for c in ptx.values()) == 2     # the two matmuls multiply
+    # allocations go through the runtime (managed memory), never malloc
+    assert "llvm.call @_mlir_memref_to_llvm_alloc(" in text and "@malloc(" not in text
+
+
+def test_cuda_pipeline_block_model():
+    ctx = relax_mlir.make_context()
+    m = models.block_module(ctx, models.BlockConfig(d_model=64, heads=2, d_ffn=128))
+    ptx, launched, _ = _lower(m)
+    assert launched == set(ptx)
+    for code in ptx.values():
+        assert ".target sm_80" in code and ".extern" not in code
+    kinds = {k for k in ("rms_norm", "softmax", "silu", "triu", "permute_dims") if any(k in n for n in ptx)}
+    assert kinds == {"rms_norm", "softmax", "silu", "triu", "permute_dims"}
+    # rms_norm's 1/sqrt and softmax's division are device instructions (no libdevice call)
+    assert any("rsqrt.approx.f32" in c for n, c in ptx.items() if "rms_norm" in n)
+    assert any("div.rn.f32" in c for n, c in ptx.items() if "softmax" in n)
+
+
+def test_cuda_pipeline_options():
+    ctx = relax_mlir.make_context()
+    m = models.mlp_module(ctx, models.MLPConfig(d_in=8, d_hidden=16, d_out=4))
+    ptx, _, _ = _lower(m, "builtin.module(cuda{chip=sm_90 workgroup-size=128})")
+    for code in ptx.values():
+        assert ".target sm_90" in code and ".maxntid 128, 1, 1" in code
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in numerics.CASES])
+def test_cuda_pipeline_numerics_cases_to_ptx(case):
+    """Every op of the cpu numerics suite, symbolic shapes included, compiles to PTX with
+    one entry per launched kernel."""
+    m = numerics.graph_module(case.op, case.shapes, case.dtypes, case.attrs, name="main")
+    ptx, launched, _ = _lower(m)
+    assert launched == set(ptx)
+    for name, code in ptx.items():
+        assert ".target sm_80" in code and ".extern" not in code
+        assert re.search(rf"\.visible \.entry {re.escape(name.rsplit('_kernel', 1)[0])}_kernel\(", code)
+
+
+def test_cuda_pipeline_edge_semantics_module_to_ptx():
+    """The module the GPU edge-semantics tests run (63 kernels, every dtype) compiles."""
+    from relax_mlir.dialects.source import parse_module
+    m = parse_module(numerics.EDGE_SRC, relax_mlir.make_context())
+    ptx, launched, _ = _lower(m)
+    assert launched == set(ptx) and len(ptx) == 63
+    assert not any(".extern" in c for c in ptx.values())
+
+
+def test_cuda_target_registered():
+    t = relax_mlir.TARGETS["cuda"]
+    assert (t.name, t.pipeline_name, t.legalize_target, t.host_target) == ("cuda", "cuda", "cpu", "cpu")
+    from relax_mlir.transforms.registry import PIPELINES
+    assert [o.name for o in PIPELINES["cuda"].options] == ["fusion", "workgroup-size", "chip", "format"]
+
+
+ADD = """
+func.func @main(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>, %y: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+    attributes {relax.function} {
+  %z = "relax.add"(%x, %y) : (tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+  return %z : tensor<?x4xf32, #relax.shape<["n", 4]>>
+}
+"""
+
+
+@pytest.mark.skipif(HAVE_GPU, reason="a CUDA device is present")
+def test_cuda_compile_without_a_driver_is_cuda_unavailable():
+    with pytest.raises(curt.CudaUnavailable) as info:
+        relax_mlir.compile(ADD, target="cuda")
+    assert str(info.value) == GPU_WHY
+    assert isinstance(info.value, curt.CudaError) and isinstance(info.value, RuntimeError)
+
+
+def test_cuda_bad_options_are_compile_errors():
+    """Found before anything is lowered (and before a device is looked for)."""
+    with pytest.raises(relax_mlir.CompileError, match=re.escape(
+            "option 'chip' of pass 'cuda': expected an NVIDIA architecture like sm_80 or sm_90a, got 'sm_bogus'")):
+        relax_mlir.compile(ADD, target="cuda", options={"chip": "sm_bogus"})
+    with pytest.raises(relax_mlir.CompileError, match=re.escape(
+            "option 'workgroup-size' of pass 'cuda': 1 to 1024 threads per block, got 0")):
+        relax_mlir.compile(ADD, target="cuda", options={"workgroup_size": 0})
+
+
+def test_cuda_state_is_a_compile_error():
+    import test_state
+    with pytest.raises(relax_mlir.CompileError,
+                       match=r"^relax.state: the cuda target does not support executable-owned state yet"):
+        relax_mlir.compile(test_state.SRC, target="cuda")
+
+
+def test_cuda_absent_driver_library():
+    with pytest.raises(curt.CudaUnavailable, match=r"^cannot load the CUDA driver library /nonexistent/libcuda.so.1: "
+                                                   r".*\(no NVIDIA driver on this machine\)$"):
+        curt.Driver("/nonexistent/libcuda.so.1")
+
+
+def test_cuda_not_a_driver_library():
+    with pytest.raises(curt.CudaUnavailable,
+                       match=r"^libm.so.6 has no cuGetErrorName: not a CUDA driver library \(or one older than CUDA 11\)$"):
+        curt.Driver("libm.so.6")
+
+
+# -- the fake driver ----------------------------------------------------------------------------
+
+def _build_fake(out_dir, soname: str = "") -> str:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the fake CUDA driver")
+    path = os.path.join(str(out_dir), soname or "libfakecuda.so")
+    cmd = [cc, "-shared", "-fPIC", "-O1", "-o", path, FAKE_SRC] + ([f"-Wl,-soname,{soname}"] if soname else [])
+    subprocess.run(cmd, check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def fake_path(tmp_path_factory):
+    return _build_fake(tmp_path_factory.mktemp("fakecuda"))
+
+
+@pytest.fixture
+def fake(fake_path, monkeypatch):
+    for k in [k for k in os.environ if k.startswith("FAKE_CUDA_")]:
+        monkeypatch.delenv(k)
+    return curt.Driver(fake_path)
+
+
+def test_fake_error_names(fake):
+    assert fake.describe(100) == "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"
+    assert fake.describe(999) == "CUDA error 999 (unknown to the driver)"
+    with pytest.raises(curt.CudaError) as info:
+        fake.check(701, "cuLaunchKernel")
+    assert str(info.value) == "cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources " \
+                              "requested for launch)"
+    assert info.value.code == 701
+
+
+def test_fake_no_device(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_CUDA_INIT", "100")
+    with pytest.raises(curt.CudaUnavailable, match=re.escape(
+            "cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)")):
+        curt.CudaDevice(None, fake)
+    monkeypatch.setenv("FAKE_CUDA_INIT", "0")
+    monkeypatch.setenv("FAKE_CUDA_DEVICES", "0")
+    with pytest.raises(curt.CudaUnavailable, match=r"^the CUDA driver found no device$"):
+        curt.CudaDevice(None, fake)
+
+
+def test_fake_device_selection(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_CUDA_DEVICES", "2")
+    assert (curt.CudaDevice(None, fake).ordinal, curt.CudaDevice("gpu 1", fake).name) == (0, "Fake GPU 1")
+    assert curt.CudaDevice("1", fake).ordinal == 1
+    with pytest.raises(curt.CudaUnavailable, match=re.escape(
+            "RELAX_MLIR_CUDA_DEVICE='tesla' names no device (devices: Fake GPU 0, Fake GPU 1)")):
+        curt.CudaDevice("tesla", fake)
+    with pytest.raises(curt.CudaUnavailable, match=re.escape(
+            "RELAX_MLIR_CUDA_DEVICE=5: only 2 device(s): Fake GPU 0, Fake GPU 1")):
+        curt.CudaDevice("5", fake)
+
+
+def test_fake_device_without_managed_memory(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_CUDA_MANAGED", "0")
+    with pytest.raises(curt.CudaUnavailable, match=r"^device 'Fake GPU 0' does not support managed memory"):
+        curt.CudaDevice(None, fake)
+
+
+def test_fake_device_limits_and_memory(fake, monkeypatch):
+    dev = curt.CudaDevice(None, fake)
+    assert (dev.compute_capability, dev.max_grid, dev.max_block, dev.max_threads, dev.max_alloc) == \
+        ((9, 0), (2147483647, 65535, 65535), (1024, 1024, 64), 1024, 80 << 30)
+    buf = dev.alloc(1000)
+    assert buf.size == 1024 and dev.find(buf.address + 1000) == (buf, 1000)
+    dev.release(buf)
+    assert dev.alloc(600) is buf                      # the pool reuses the size class
+    assert dev.lookup(buf.address + 1024) is None
+    spare = dev.alloc(600)                            # buf is taken: a new buffer
+    dev.release(spare)
+    gone = []
+    assert dev.trim(gone.append) == 1 and gone == [spare]    # cached buffers given back, held ones kept
+    assert dev.lookup(spare.address) is None and dev.lookup(buf.address) == (buf, 0)
+    monkeypatch.setenv("FAKE_CUDA_ALLOC_LIMIT", str(1 << 20))
+    with pytest.raises(MemoryError, match=re.escape(
+            "the CUDA device cannot allocate 2097152 bytes (Fake GPU 0): CUDA_ERROR_OUT_OF_MEMORY (out of memory)")):
+        dev.alloc(2_000_000)
+    with pytest.raises(MemoryError, match=re.escape(
+            f"{(80 << 30) + 1} bytes exceed the CUDA device's buffer limit of {80 << 30} bytes (Fake GPU 0)")):
+        dev.alloc((80 << 30) + 1)
+
+
+def test_fake_rejected_ptx_is_a_ptx_error(fake, monkeypatch):
+    dev = curt.CudaDevice(None, fake)
+    assert dev.load_image(b".version 7.0\n.target sm_80\n", "@k") != 0
+    monkeypatch.setenv("FAKE_CUDA_LOAD_ERROR", "218")
+    with pytest.raises(curt.PtxError) as info:
+        dev.load_image(b".version 7.0\n.target sm_80\n", "@k")
+    assert str(info.value) == ("kernel @k: the CUDA driver rejected the PTX: CUDA_ERROR_INVALID_PTX (a PTX JIT "
+                               "compilation failed): ptxas fatal   : fake rejection")
+    with pytest.raises(curt.PtxError, match=re.escape(
+            "; the PTX targets sm_100, the device is sm_90: compile with pipeline_options={'chip': 'sm_90'}")):
+        dev.load_image(b".version 8.6\n.target sm_100\n", "@k")
+
+
+#: the whole host path against the fake driver, in a fresh process (the fake must be
+#: THE libcuda.so.1 of that process); prints one JSON object of observations
+FAKE_RUN = r'''
+import ctypes, json, os, sys
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+import numpy as np
+import relax_mlir
+from relax_mlir.frontend import models
+from relax_mlir.runtime import cuda
+
+fake = ctypes.CDLL("libcuda.so.1")
+grids = (ctypes.c_long * 192).in_dll(fake, "fake_grids")
+out = {"available": list(cuda.available())}
+
+
+def launches():
+    return ctypes.c_long.in_dll(fake, "fake_launches").value
+
+
+def err(fn):
+    try:
+        fn()
+        return None
+    except BaseException as e:
+        return [type(e).__name__, str(e)]
+
+
+cfg = models.MLPConfig(d_in=8, d_hidden=16, d_out=4, max_batch=70000)
+exe = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg), target="cuda")
+params = models.mlp_params(cfg, np.random.default_rng(0))
+out["repr"] = repr(exe)
+out["calls"] = {}
+for n in (1, 7, 130):
+    before = launches()
+    y = exe(np.ones((n, 8), np.float32), *params)
+    out["calls"][n] = [list(y.shape), str(y.dtype), [list(grids[3 * k:3 * k + 3]) for k in range(before, launches())]]
+out["stats"] = exe.cuda_stats
+out["shape_error"] = err(lambda: exe(np.ones((3, 9), np.float32), *params))
+dev_params = [exe.upload(p) for p in params]
+out["upload_roundtrip"] = bool(np.array_equal(dev_params[1].numpy(), params[1]))
+before = launches()
+exe(np.ones((2, 8), np.float32), *dev_params)
+out["upload_launches"] = launches() - before
+out["bind_params"] = err(lambda: exe["main"].bind_params(*params)(np.ones((2, 8), np.float32)))
+out["grid_limit"] = err(lambda: exe(np.ones((65536, 8), np.float32), *params))
+out["after_grid_limit"] = list(exe(np.ones((2, 8), np.float32), *params).shape)
+
+os.environ["FAKE_CUDA_LAUNCH_ERROR"] = "701"
+out["launch_error"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
+del os.environ["FAKE_CUDA_LAUNCH_ERROR"]
+out["after_launch_error"] = list(exe(np.ones((2, 8), np.float32), *params).shape)
+
+os.environ["FAKE_CUDA_ALLOC_LIMIT"] = str(1 << 16)
+out["oom_staging"] = err(lambda: exe(np.ones((4096, 8), np.float32), *params))
+out["oom_compiled"] = err(lambda: exe(np.ones((1024, 8), np.float32), *params))
+del os.environ["FAKE_CUDA_ALLOC_LIMIT"]
+
+CONST = """
+func.func @main(%x: tensor<?x2xf32, #relax.shape<["n", 2]>>) -> tensor<?x2xf32, #relax.shape<["n", 2]>>
+    attributes {relax.function} {
+  %c = arith.constant dense<[0.5, -1.0]> : tensor<2xf32>
+  %y = "relax.add"(%x, %c) : (tensor<?x2xf32, #relax.shape<["n", 2]>>, tensor<2xf32>) -> tensor<?x2xf32, #relax.shape<["n", 2]>>
+  return %y : tensor<?x2xf32, #relax.shape<["n", 2]>>
+}
+"""
+const = relax_mlir.compile(CONST, target="cuda")
+out["host_constant"] = err(lambda: const(np.ones((3, 2), np.float32)))
+
+try:    # cubins need a CUDA toolkit's ptxas on PATH at compile time
+    relax_mlir.compile(CONST, target="cuda", options={"format": "bin"})
+except relax_mlir.CompileError as e:
+    out["cubin"] = ["no ptxas", str(e)[:200]]
+else:
+    before = launches()
+    cubin_x = np.zeros((3, 2), np.float32)
+    twice = relax_mlir.compile(CONST.replace("(%x, %c) : (tensor<?x2xf32, #relax.shape<[\"n\", 2]>>, tensor<2xf32>)",
+                                             "(%x, %x) : (tensor<?x2xf32, #relax.shape<[\"n\", 2]>>, "
+                                             "tensor<?x2xf32, #relax.shape<[\"n\", 2]>>)"),
+                               target="cuda", options={"format": "bin"})
+    out["cubin"] = [list(twice(cubin_x).shape), launches() - before]
+
+os.environ["FAKE_CUDA_LOAD_ERROR"] = "218"
+out["ptx_rejected"] = err(lambda: relax_mlir.compile(CONST, target="cuda"))
+del os.environ["FAKE_CUDA_LOAD_ERROR"]
+
+os.environ["RELAX_MLIR_CUDA_DEVICE"] = "1"
+os.environ["FAKE_CUDA_DEVICES"] = "2"
+out["second_device"] = err(lambda: relax_mlir.compile(CONST, target="cuda"))
+del os.environ["RELAX_MLIR_CUDA_DEVICE"]
+
+os.environ["FAKE_CUDA_QUERY"] = "700"
+out["fault"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
+del os.environ["FAKE_CUDA_QUERY"]
+out["after_fault"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
+cuda.device().broken = None        # a fresh context, as in a new process
+
+os.environ["FAKE_CUDA_QUERY"] = "600"
+os.environ["RELAX_MLIR_CUDA_TIMEOUT_S"] = "0.2"
+out["timeout"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
+del os.environ["FAKE_CUDA_QUERY"]
+out["after_timeout"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
+print("FAKE-RUN " + json.dumps(out))
+'''
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory):
+    lib = _build_fake(tmp_path_factory.mktemp("fakelibcuda"), soname="libcuda.so.1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_CUDA_", "RELAX_MLIR_CUDA_"))}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE)] + [p for p in [env.get("PYTHONPATH")] if p])
+    r = subprocess.run([sys.executable, "-c", FAKE_RUN, lib], capture_output=True, text=True, env=env, timeout=600)
+    lines = [x for x in r.stdout.splitlines() if x.startswith("FAKE-RUN ")]
+    assert r.returncode == 0 and lines, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads(lines[0][len("FAKE-RUN "):])
+
+
+def test_fake_run_mlp_host_path(fake_run):
+    assert fake_run["available"] == [True, "Fake GPU 0"]
+    assert fake_run["repr"] == "<relax_mlir Executable (cuda: Fake GPU 0): @main>"
+    # six kernels per call (two fused matmuls: fill, matmul, epilogue), the rows on grid y
+    assert fake_run["calls"] == {str(n): [[n, 4], "float32", [[1, n, 1]] * 6] for n in (1, 7, 130)}
+    assert fake_run["stats"] == {"calls": 3, "launches": 18}
+
+
+def test_fake_run_errors_of_the_cpu_target(fake_run):
+    assert fake_run["shape_error"] == ["ShapeError", "@main: argument #0: expected shape (n, 8), got (3, 9)"]
+    assert fake_run["bind_params"] == ["NotImplementedError", "@main: bind_params() is not supported by the cuda "
+                                       "target; upload the weights once with exe.upload(w) and pass the DeviceArrays"]
+
+
+def test_fake_run_uploaded_weights(fake_run):
+    assert fake_run["upload_roundtrip"] is True and fake_run["upload_launches"] == 6
+
+
+def test_fake_run_launch_checks(fake_run):
+    assert fake_run["grid_limit"] == ["CudaError", "kernel @fused_matmul_add_relu_kernel::@fused_matmul_add_relu_kernel: "
+                                      "a grid of (1, 65536, 1) exceeds the device's limit (2147483647, 65535, 65535) "
+                                      "(Fake GPU 0)"]
+    assert fake_run["after_grid_limit"] == [2, 4]
+    assert fake_run["launch_error"] == [
+        "CudaError", "kernel @fused_matmul_add_relu_kernel::@fused_matmul_add_relu_kernel: cuLaunchKernel (grid "
+                     "(1, 2, 1), block (64, 1, 1)): CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested "
+                     "for launch)"]
+    assert fake_run["after_launch_error"] == [2, 4]      # not sticky: the next call runs
+    # a constant tensor stays a host global: refused before it could fault the device
+    kind, msg = fake_run["host_constant"]
+    assert kind == "CudaError" and re.fullmatch(
+        r"kernel @relax_add_f32_Dx2_2_kernel::@relax_add_f32_Dx2_2_kernel: parameter #7 \(0x[0-9a-f]+\) is not in "
+        r"this runtime's CUDA memory \(a host buffer\?\); launching it would fault the device", msg)
+
+
+def test_fake_run_out_of_memory(fake_run):
+    assert fake_run["oom_staging"] == ["MemoryError", "the CUDA device cannot allocate 131072 bytes (Fake GPU 0): "
+                                                      "CUDA_ERROR_OUT_OF_MEMORY (out of memory)"]
+    assert fake_run["oom_compiled"][0] == "MemoryError"
+    assert fake_run["oom_compiled"][1].startswith("@main: ") and \
+        "cannot allocate 65536 bytes for shape (n, 16)" in fake_run["oom_compiled"][1]
+
+
+def test_fake_run_rejected_ptx_at_compile_time(fake_run):
+    assert fake_run["ptx_rejected"] == [
+        "PtxError", "kernel @relax_add_f32_Dx2_2_kernel: the CUDA driver rejected the PTX: CUDA_ERROR_INVALID_PTX "
+                    "(a PTX JIT compilation failed): ptxas fatal   : fake rejection"]
+
+
+def test_fake_run_cubins(fake_run):
+    if fake_run["cubin"][0] == "no ptxas":
+        pytest.skip(f"format=bin needs ptxas on PATH: {fake_run['cubin'][1]}")
+    assert fake_run["cubin"] == [[3, 2], 1]     # loaded through mgpuModuleLoad, launched
+
+
+def test_fake_run_one_device_per_process(fake_run):
+    assert fake_run["second_device"] == ["CudaUnavailable", "this process already runs CUDA code on device 0 "
+                                         "('Fake GPU 0'): one CUDA device per process (RELAX_MLIR_CUDA_DEVICE)"]
+
+
+def test_fake_run_fault_and_timeout(fake_run):
+    assert fake_run["fault"] == ["CudaError", "a kernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access "
+                                              "was encountered)"]
+    assert fake_run["after_fault"] == [
+        "CudaError", "the CUDA context of 'Fake GPU 0' is unusable after an earlier error (a kernel failed: "
+                     "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)); restart the process"]
+    assert fake_run["timeout"] == ["TimeoutError", "the CUDA device did not finish a kernel within 0.2 s "
+                                                   "(RELAX_MLIR_CUDA_TIMEOUT_S)"]
+    assert fake_run["after_timeout"] == [
+        "CudaError", "a kernel on 'Fake GPU 0' did not finish within 0.2 s and may still be running; restart the "
+                     "process"]
+
+
+# -- a real GPU -------------------------------------------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in numerics.CASES])
+def test_cuda_numerics(case):
+    numerics.check_case(case, target="cuda")
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    ctx = relax_mlir.make_context()
+    cfg = models.MLPConfig(max_batch=8192)
+    m = models.mlp_module(ctx, cfg)
+    return (relax_mlir.compile(m, target="cuda"), relax_mlir.compile(m, target="cpu"),
+            models.mlp_params(cfg, np.random.default_rng(0)))
+
+
+@needs_gpu
+@pytest.mark.parametrize("n", [1, 7, 67, 130, 4099])
+def test_cuda_mlp(mlp, n):
+    exe, cpu, params = mlp
+    x = np.random.default_rng(n).standard_normal((n, 512)).astype(np.float32)
+    y = exe(x, *params)
+    assert y.shape == (n, 512) and y.dtype == np.float32
+    np.testing.assert_allclose(y, models.mlp_reference(x, *params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y, cpu(x, *params), rtol=1e-4, atol=1e-4)
+
+
+@needs_gpu
+def test_cuda_launches_per_call(mlp):
+    exe, _, params = mlp
+    before = exe.cuda_stats
+    exe(np.ones((3, 512), np.float32), *params)
+    after = exe.cuda_stats
+    assert {k: after[k] - before[k] for k in after} == {"calls": 1, "launches": 6}
+
+
+@needs_gpu
+def test_cuda_weights_stay_on_the_device(mlp):
+    exe, _, params = mlp
+    dev = [exe.upload(p) for p in params]
+    np.testing.assert_array_equal(dev[2].numpy(), params[2])
+    for n in (1, 9):
+        x = np.random.default_rng(n).standard_normal((n, 512)).astype(np.float32)
+        np.testing.assert_array_equal(exe(x, *dev), exe(x, *params))
+
+
+@needs_gpu
+def test_cuda_shape_errors_are_the_cpus(mlp):
+    exe, cpu, params = mlp
+    msg = "@main: argument #0: expected shape (n, 512), got (3, 511)"
+    for e in (exe, cpu):
+        with pytest.raises(ShapeError, match=re.escape(msg)):
+            e(np.ones((3, 511), np.float32), *params)
+    x = np.ones((2, 512), np.float32)
+    np.testing.assert_allclose(exe(x, *params), cpu(x, *params), rtol=1e-4, atol=1e-4)
+
+
+@needs_gpu
+def test_cuda_block():
+    ctx = relax_mlir.make_context()
+    cfg = models.BlockConfig(d_model=64, heads=2, d_ffn=128)
+    m = models.block_module(ctx, cfg)
+    exe, cpu = relax_mlir.compile(m, target="cuda"), relax_mlir.compile(m, target="cpu")
+    params = models.block_params(cfg, np.random.default_rng(1))
+    for s in (1, 5, 70):
+        x = np.random.default_rng(s).standard_normal((s, 64)).astype(np.float32)
+        y = exe(x, *params)
+        np.testing.assert_allclose(y, models.block_reference(x, *params, cfg=cfg), rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(y, cpu(x, *params), rtol=2e-4, atol=2e-4)
+
+
+MATCH_CAST = """
+func.func @main(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["2*k", 4]>>
+    attributes {relax.function} {
+  %y = "relax.match_cast"(%x) {shape = #relax.shape<["2*k", 4]>} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["2*k", 4]>>
+  %z = "relax.add"(%y, %y) : (tensor<?x4xf32, #relax.shape<["2*k", 4]>>, tensor<?x4xf32, #relax.shape<["2*k", 4]>>) -> tensor<?x4xf32, #relax.shape<["2*k", 4]>>
+  return %z : tensor<?x4xf32, #relax.shape<["2*k", 4]>>
+}
+"""
+
+
+@needs_gpu
+def test_cuda_match_cast_failure_is_the_cpus():
+    exe, cpu = relax_mlir.compile(MATCH_CAST, target="cuda"), relax_mlir.compile(MATCH_CAST, target="cpu")
+    x = np.arange(24, dtype=np.float32).reshape(6, 4)
+    np.testing.assert_array_equal(exe(x), x + x)
+    msgs = []
+    for e in (exe, cpu):
+        with pytest.raises(ShapeError) as info:
+            e(np.ones((7, 4), np.float32))
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]
+    assert "expected shape (2*k, 4)" in msgs[0] and "got (7, 4)" in msgs[0]
+
+
+CUBE = """
+func.func @main(%x: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?x?x?xf32, #relax.shape<["n", "n", "n"]>>
+    attributes {relax.function} {
+  %y = "relax.broadcast_to"(%x) {shape = #relax.shape<["n", "n", "n"]>} : (tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?x?x?xf32, #relax.shape<["n", "n", "n"]>>
+  return %y : tensor<?x?x?xf32, #relax.shape<["n", "n", "n"]>>
+}
+"""
+
+
+@needs_gpu
+def test_cuda_buffer_beyond_the_device_memory_is_a_memory_error():
+    exe = relax_mlir.compile(CUBE, target="cuda")
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(exe(x), np.broadcast_to(x, (3, 3, 3)))
+    n = 1 << 14   # 16 TiB of f32: beyond any device's memory
+    with pytest.raises(MemoryError, match=r"cannot allocate 17592186044416 bytes for shape \(n, n, n\)"):
+        exe(np.ones(n, np.float32))
+    np.testing.assert_array_equal(exe(x), np.broadcast_to(x, (3, 3, 3)))
+
+
+CALLS = """
+func.func @twice(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+    attributes {relax.function} {
+  %y = "relax.add"(%x, %x) : (tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+  return %y : tensor<?x4xf32, #relax.shape<["n", 4]>>
+}
+func.func @main(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> (tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>)
+    attributes {relax.function} {
+  %y = "relax.call"(%x) {callee = @twice} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+  return %y, %x : tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>
+}
+"""
+
+
+@needs_gpu
+def test_cuda_graph_calls_and_returned_parameters():
+    exe = relax_mlir.compile(CALLS, target="cuda")
+    assert exe.functions == ["twice", "main"]
+    for n in (1, 9, 70):
+        x = np.arange(n * 4, dtype=np.float32).reshape(n, 4) - 7
+        y, x_back = exe(x)
+        np.testing.assert_array_equal(y, 2 * x)
+        np.testing.assert_array_equal(x_back, x)
+        np.testing.assert_array_equal(exe["twice"](x), 2 * x)
+
+
+@needs_gpu
+def test_cuda_threads_call_one_executable(mlp):
+    import threading
+    exe, cpu, params = mlp
+    xs = {n: np.random.default_rng(100 + n).standard_normal((n, 512)).astype(np.float32) for n in (1, 5, 33)}
+    got, errors = {}, []
+
+    def work(n):
+        try:
+            for _ in range(2):
+                got[n] = exe(xs[n], *params)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for n, x in xs.items():
+        np.testing.assert_allclose(got[n], cpu(x, *params), rtol=1e-4, atol=1e-4)
+
+
+@needs_gpu
+def test_cuda_unknown_device_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("RELAX_MLIR_CUDA_DEVICE", "no-such-gpu")
+    with pytest.raises(curt.CudaUnavailable, match="RELAX_MLIR_CUDA_DEVICE='no-such-gpu' names no device"):
+        relax_mlir.compile(MATCH_CAST, target="cuda")
+
+
+def _edge_params():
+    import inspect
+    out = []
+    for name, fn in inspect.getmembers(numerics, inspect.isfunction):
+        if not name.startswith("test_") or "edge" not in inspect.signature(fn).parameters:
+            continue
+        marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
+        values = [(v,) for v in marks[0].args[1]] if marks else [()]
+        for v in values:
+            out.append(pytest.param(fn, v, id=name[len("test_"):] + ("-" + v[0] if v else "")))
+    return out
+
+
+@pytest.fixture(scope="module")
+def edge_cuda():
+    return relax_mlir.compile(numerics.EDGE_SRC, target="cuda")
+
+
+@needs_gpu
+@pytest.mark.parametrize("fn,args", _edge_params())
+def test_cuda_edge_semantics(edge_cuda, fn, args):
+    fn(edge_cuda, *args)
+

@@ -1,52 +1,89 @@
-"""The ``cuda`` pipeline: the same GPU kernels through NVVM to PTX (compile only).
+"""The ``cuda`` pipeline: the GPU kernels through NVVM to PTX; the host code to LLVM.
 
-``relax-opt --pass-pipeline='builtin.module(cuda)'`` runs the vulkan target's graph,
-host and kernel stages (:mod:`relax_mlir.pipelines.gpu`), then lowers each outlined
-``gpu.module`` with ``convert-gpu-to-nvvm`` and serializes it in-process with the
-wheel's NVPTX back end (``gpu-module-to-binary{format=isa}``: PTX text in a
-``gpu.binary``); the host code goes to the LLVM dialect with ``gpu-to-llvm`` (launches
-through MLIR's CUDA runtime wrappers, ``libmlir_cuda_runtime.so``; cuBLAS-free).
+Stages (``relax_mlir.compile(src, target="cuda")``, run by :mod:`relax_mlir.runtime.cuda`;
+``relax-opt --pass-pipeline='builtin.module(cuda)'`` prints the result):
 
-Not built yet: a cuda runtime. Host buffers would have to live in device (or managed)
-memory, as the vulkan runtime does with its allocation hooks, and nothing here was run
-on an NVIDIA GPU: ``relax_mlir.compile(..., target="cuda")`` is not registered.
+* ``graph``/``host``: the cpu target's graph passes and relax-lower-host, with library
+  dispatch and memory planning off (as for vulkan: the arena would be host memory);
+* ``codegen``: the vulkan target's bufferization and GPU kernel stage
+  (:mod:`relax_mlir.pipelines.gpu`), then each outlined ``gpu.module`` through
+  ``convert-gpu-to-nvvm`` and serialized in-process with the wheel's NVPTX back end
+  (``gpu-module-to-binary{format=isa}``: PTX text in a ``gpu.binary``, JIT-compiled by
+  the driver when the executable is built; ``format=bin``: cubins, where a CUDA
+  toolkit's ``ptxas`` is on PATH, since the wheel has none). The
+  host code goes to the LLVM dialect with ``gpu-to-llvm`` (each launch through MLIR's
+  CUDA runtime wrappers, synchronized before the host continues; cuBLAS-free) and
+  allocations through the generic functions ``_mlir_memref_to_llvm_alloc`` / ``_free``
+  (``finalize-memref-to-llvm{use-generic-functions=true}``), which the runtime provides
+  with managed memory.
 """
 
 from __future__ import annotations
 
-from ..transforms.registry import Option, register_pipeline
+import re
+
+from ..transforms.registry import Option, PipelineError, register_pipeline
 from .cpu import FUSION_DEFAULT, _graph_and_host, to_llvm
 from .gpu import WORKGROUP_SIZE, bufferize_stage, kernel_stage
 
 #: sm_80 (A100) PTX runs on every later GPU through the driver's JIT
 CHIP = "sm_80"
+#: threads per block on every CUDA GPU
+MAX_THREADS = 1024
 
 
-def nvvm_stage(chip: str = CHIP) -> list[str]:
+#: what gpu-module-to-binary emits: PTX text (JIT-compiled by the driver: any driver that
+#: knows the chip) or a cubin (``ptxas`` must be on PATH at compile time, and the driver
+#: must accept that toolkit's cubins)
+FORMATS = ("isa", "bin")
+
+
+def nvvm_stage(chip: str = CHIP, fmt: str = "isa") -> list[str]:
     return [
         f"nvvm-attach-target{{chip={chip} O=3}}",
-        "gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm)",
+        # convert-gpu-to-nvvm maps float math to libdevice; what it leaves (math.absi)
+        # has plain LLVM intrinsics that NVPTX selects
+        "gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm, convert-math-to-llvm)",
         "reconcile-unrealized-casts",
-        "gpu-module-to-binary{format=isa}",
+        f"gpu-module-to-binary{{format={fmt}}}",
     ]
 
 
 def host_stage() -> list[str]:
-    return to_llvm(before_casts=("gpu-to-llvm",))
+    """Host code to LLVM: launches via ``gpu-to-llvm``, allocations via the runtime."""
+    return to_llvm("finalize-memref-to-llvm{use-generic-functions=true}", before_casts=("gpu-to-llvm",))
 
 
-def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP) -> list[tuple[str, list[str]]]:
+def check_options(workgroup_size: int, chip: str, fmt: str = "isa") -> None:
+    """Refuse what would only fail later: LLVM accepts an unknown chip with a warning and
+    the driver would then reject the PTX; a block has 1 to 1024 threads on every GPU."""
+    if not re.fullmatch(r"sm_\d{2,3}[af]?", chip):
+        raise PipelineError(f"option 'chip' of pass 'cuda': expected an NVIDIA architecture like sm_80 or sm_90a, "
+                            f"got '{chip}'")
+    if fmt not in FORMATS:
+        raise PipelineError(f"option 'format' of pass 'cuda': one of {', '.join(FORMATS)}, got '{fmt}'")
+    if not 1 <= workgroup_size <= MAX_THREADS:
+        raise PipelineError(f"option 'workgroup-size' of pass 'cuda': 1 to {MAX_THREADS} threads per block, "
+                            f"got {workgroup_size}")
+
+
+def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
+           fmt: str = "isa") -> list[tuple[str, list[str]]]:
+    check_options(workgroup_size, chip, fmt)
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
     return [("graph", graph), ("host", host),
-            ("codegen", bufferize_stage() + kernel_stage(workgroup_size) + nvvm_stage(chip) + host_stage())]
+            ("codegen", bufferize_stage() + kernel_stage(workgroup_size) + nvvm_stage(chip, fmt) + host_stage())]
 
 
 @register_pipeline("cuda", "relax IR to host LLVM code + PTX kernels (NVVM): the vulkan target's GPU kernels "
-                           "for CUDA (compile only, no runtime yet).",
+                           "for CUDA, host code calling MLIR's CUDA runtime.",
                    options=[Option("fusion", bool, FUSION_DEFAULT,
                                    "fuse call_tir kernels (relax-fuse-ops, relax-fuse-kernels)"),
                             Option("workgroup-size", int, WORKGROUP_SIZE,
                                    "threads per block (tile of the first parallel dimension)"),
-                            Option("chip", str, CHIP, "the PTX target (nvvm-attach-target chip)")])
+                            Option("chip", str, CHIP, "the PTX target (nvvm-attach-target chip)"),
+                            Option("format", str, "isa", "kernels as PTX (isa, JIT-compiled by the driver) or "
+                                                         "cubins (bin, needs ptxas on PATH)")])
 def cuda(opts) -> str:
-    return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size, opts.chip) for name in passes)
+    return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size, opts.chip, opts.format)
+                     for name in passes)

@@ -42,20 +42,17 @@ substring of the device name); else the first GPU, else the first device (lavapi
 
 from __future__ import annotations
 
-import bisect
 import ctypes
 import os
 import threading
 from typing import Optional
 
-import numpy as np
-
-from .executable import Executable, Function, _as_array, _c_contiguous, descriptor_class
+from .gpu_shared import (ALLOC_FN, FREE_FN, BufferPool, DeviceArray, DeviceExecutable, StagedFunction, attr_py,
+                         binaries)
 
 #: bytes of one scalar slot in the per-call scalar arena (covers i64 / f64)
 _SCALAR_BYTES = 8
 _ARENA_BYTES = 1 << 16
-_MIN_BUFFER = 256
 
 
 class VulkanError(RuntimeError):
@@ -119,8 +116,11 @@ class Buffer:
         vk.vkFreeMemory(dev.device, self.memory, None)
 
 
-class Device:
+class Device(BufferPool):
     """A logical device on one physical device, its compute queue and its buffer pool."""
+
+    pool_kind = "Vulkan"
+    pool_error = VulkanError
 
     def __init__(self, selector: Optional[str] = None):
         vk = self.vk = _vk()
@@ -169,9 +169,7 @@ class Device:
         self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
             queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
         self.lock = threading.Lock()      # queue submission, command pool, buffer pool
-        self._free: dict[int, list[Buffer]] = {}
-        self._live: dict[int, Buffer] = {}
-        self._starts: list[int] = []
+        self._init_pool()
 
     def _features(self, vk):
         """The optional features the kernels' SPIR-V capabilities need (64-bit and 16-bit
@@ -209,37 +207,9 @@ class Device:
                                                                    vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU)]
         return gpus[0] if gpus else 0
 
-    # -- buffers ------------------------------------------------------------------------
-    def alloc(self, nbytes: int) -> Buffer:
-        """A buffer of at least ``nbytes`` (sizes rounded to powers of two, reused)."""
-        if nbytes > self.max_alloc:
-            raise MemoryError(f"{nbytes} bytes exceed the Vulkan device's buffer limit of "
-                              f"{self.max_alloc} bytes ({self.name})")
-        size = max(_MIN_BUFFER, 1 << max(0, int(nbytes) - 1).bit_length())
-        size = min(size, max(self.max_alloc, nbytes))
-        with self.lock:
-            free = self._free.get(size)
-            if free:
-                return free.pop()
-        buf = Buffer(self, size)
-        with self.lock:
-            self._live[buf.address] = buf
-            bisect.insort(self._starts, buf.address)
-        return buf
-
-    def release(self, buf: Buffer) -> None:
-        with self.lock:
-            self._free.setdefault(buf.size, []).append(buf)
-
-    def find(self, address: int) -> tuple[Buffer, int]:
-        """The buffer holding ``address`` and the offset in it."""
-        with self.lock:
-            k = bisect.bisect_right(self._starts, address) - 1
-            if k >= 0:
-                buf = self._live[self._starts[k]]
-                if address < buf.address + buf.size:
-                    return buf, address - buf.address
-        raise VulkanError(f"address {address:#x} is not in a Vulkan buffer of this runtime")
+    # -- buffers (alloc / release / find: the BufferPool) --------------------------------
+    def _new_buffer(self, size: int) -> Buffer:
+        return Buffer(self, size)
 
 
 _DEVICES: dict[str, Device] = {}
@@ -460,118 +430,15 @@ class Recorder:
         self.buffers = []
 
 
-class DeviceArray:
-    """An array kept in a Vulkan buffer across calls (weights): pass it where a numpy
-    array of the same shape and dtype is expected; ``.numpy()`` reads it back."""
-
-    def __init__(self, dev: Device, a: np.ndarray):
-        self.dev = dev
-        self.shape, self.dtype, self.ndim = a.shape, a.dtype, a.ndim
-        self.buffer = dev.alloc(max(a.nbytes, 4))
-        ctypes.memmove(self.buffer.address, a.ctypes.data, a.nbytes)
-        self.nbytes = a.nbytes
-
-    def numpy(self) -> np.ndarray:
-        out = np.empty(self.shape, self.dtype)
-        ctypes.memmove(out.ctypes.data, self.buffer.address, self.nbytes)
-        return out
-
-    def __del__(self):
-        buf, self.buffer = getattr(self, "buffer", None), None
-        if buf is not None:
-            self.dev.release(buf)
-
-
-class VulkanFunction(Function):
+class VulkanFunction(StagedFunction):
     """A graph function of a vulkan executable: arguments staged into device buffers, one
     command buffer per call, results read back."""
 
-    def _call(self, session, args):
-        if len(args) != self.nparams:
-            raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
-        arrays = [a if isinstance(a, DeviceArray) else _as_array(a) for a in args]
-        self.checker.check(arrays)
-        if not session._busy.acquire(False):
-            raise RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
-                               "per session: use one session per thread)")
-        rt = self.exe._runtime
-        try:
-            rec = rt.recorder()
-            rec.begin()
-            try:
-                descs = [ctypes.byref(self._stage(rec, a)) for a in arrays]
-                res = self.result_class()
-                rt.local.rec = rec
-                try:
-                    if self.single_scalar:
-                        res.status = self._fn(session._ws, *descs)
-                    else:
-                        self._fn(ctypes.byref(res), session._ws, *descs)
-                finally:
-                    rt.local.rec = None
-                if rec.error is not None:
-                    rec.abandon()
-                    raise rec.error
-                if res.status != 0:
-                    rec.abandon()
-                    raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
-                rec.submit()
-                rt.count(rec)
-                outs = self._read(res)
-            finally:
-                rec.abandon()
-                rec.finish()
-        finally:
-            session._busy.release()
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def _invoke(self, session, descs):
-        """Reached only through bind_params (PreparedCall), whose descriptors point at host
-        memory: the device needs its own buffers."""
-        raise NotImplementedError(f"@{self.name}: bind_params() is not supported by the vulkan target; "
-                                  "upload the weights once with exe.upload(w) and pass the DeviceArrays")
-
-    def _stage(self, rec: Recorder, a):
-        """A memref descriptor of ``a`` in device memory (copied unless a DeviceArray)."""
-        d = descriptor_class(a.ndim)()
-        if isinstance(a, DeviceArray):
-            addr = a.buffer.address
-        else:
-            addr = rec.alloc(max(a.nbytes, 4))
-            ctypes.memmove(addr, a.ctypes.data, a.nbytes)
-        d.allocated = d.aligned = addr
-        d.offset = 0
-        stride = 1
-        for k in reversed(range(a.ndim)):
-            d.sizes[k] = a.shape[k]
-            d.strides[k] = stride
-            stride *= a.shape[k]
-        return d
-
-    def _read(self, res) -> list[np.ndarray]:
-        outs = []
-        for i, (rank, dt) in enumerate(zip(self.result_ranks, self.result_dtypes)):
-            d = getattr(res, f"r{i}")
-            shape = tuple(d.sizes[:rank]) if rank else ()
-            dtype = np.dtype(dt)
-            out = np.empty(shape, dtype)
-            if out.size:
-                strides = [d.strides[k] for k in range(rank)]
-                base = d.aligned + d.offset * dtype.itemsize
-                if _c_contiguous(shape, strides):
-                    ctypes.memmove(out.ctypes.data, base, out.nbytes)
-                else:
-                    span = 1 + sum((s - 1) * st for s, st in zip(shape, strides))
-                    flat = np.empty(span, dtype)
-                    ctypes.memmove(flat.ctypes.data, base, span * dtype.itemsize)
-                    out[...] = np.lib.stride_tricks.as_strided(
-                        flat, shape, [st * dtype.itemsize for st in strides])
-            outs.append(out)
-        return outs
+    target_name = "vulkan"
 
 
-_ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64)
-_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_ALLOC = ALLOC_FN
+_FREE = FREE_FN
 _COPY = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 _LAUNCH_TYPES: dict[int, type] = {}
 
@@ -673,20 +540,10 @@ class VulkanRuntime:
         return launch
 
 
-class VulkanExecutable(Executable):
+class VulkanExecutable(DeviceExecutable):
     """An Executable whose functions run on a Vulkan device (see the module docstring)."""
 
-    def __init__(self, resolver, metadata: dict, runtime: VulkanRuntime, **kw):
-        self._runtime = runtime
-        super().__init__(resolver, metadata, **kw)
-
-    def __getitem__(self, name: str) -> Function:
-        fn = self._functions.get(name)
-        if fn is None:
-            if name not in self._meta.functions:
-                raise KeyError(f"no graph function @{name} (functions: {', '.join(self.functions)})")
-            fn = self._functions[name] = VulkanFunction(self, name, self._meta.functions[name])
-        return fn
+    function_class = VulkanFunction
 
     @property
     def vulkan_stats(self) -> dict:
@@ -697,11 +554,6 @@ class VulkanExecutable(Executable):
     @property
     def device_name(self) -> str:
         return self._runtime.dev.name
-
-    def upload(self, array) -> DeviceArray:
-        """Copy ``array`` to the device once; pass the result instead of the array in later
-        calls (e.g. the weights) so that it is not staged again per call."""
-        return DeviceArray(self._runtime.dev, _as_array(array))
 
     def export(self, path) -> str:
         raise NotImplementedError("export() of a vulkan executable is not supported yet (the SPIR-V and the "
@@ -714,38 +566,14 @@ class VulkanExecutable(Executable):
 LAUNCHES_ATTR = "vulkan.launches"
 
 
-def _attr_py(a):
-    from mlir import ir
-    if isinstance(a, ir.IntegerAttr):
-        return a.value
-    if isinstance(a, ir.StringAttr):
-        return a.value
-    if isinstance(a, ir.ArrayAttr):
-        return [_attr_py(x) for x in a]
-    if isinstance(a, ir.DictAttr):
-        return {a[k].name: _attr_py(a[k].attr) for k in range(len(a))}
-    return str(a)
-
-
 def take_kernels(module) -> tuple[list[dict], dict[str, bytes]]:
     """Remove the launch table and the ``gpu.binary`` ops from a lowered module; returns
     (launches, SPIR-V per binary name)."""
-    from mlir import ir
-    from mlir.dialects import gpu
-
     op = module.operation
-    launches = _attr_py(op.attributes[LAUNCHES_ATTR]) if LAUNCHES_ATTR in op.attributes else []
+    launches = attr_py(op.attributes[LAUNCHES_ATTR]) if LAUNCHES_ATTR in op.attributes else []
     if LAUNCHES_ATTR in op.attributes:
         del op.attributes[LAUNCHES_ATTR]
-    binaries = {}
-    for o in list(op.regions[0].blocks[0].operations):
-        o = o.operation
-        if o.name != "gpu.binary":
-            continue
-        objects = ir.ArrayAttr(o.attributes["objects"])
-        binaries[ir.StringAttr(o.attributes["sym_name"]).value] = gpu.ObjectAttr(objects[0]).object
-        o.erase()
-    return launches, binaries
+    return launches, binaries(module, erase=True)
 
 
 def vulkan_runtime(module, metadata: dict, libraries: list[str], options):

@@ -1,0 +1,278 @@
+"""What the GPU runtimes (:mod:`.vulkan`, :mod:`.cuda`) share.
+
+Both run the host code (graph functions, the host halves of kernels) on the CPU through
+the MLIR ExecutionEngine and keep every buffer a kernel touches in memory that the
+device can use and the host can address (Vulkan: persistently mapped host-visible
+buffers; CUDA: managed memory). So the calling side is the same:
+
+* :class:`BufferPool`: a device's buffers in power-of-two size classes, reused across
+  calls, and the map from an address back to its buffer (kernel arguments arrive as
+  addresses);
+* :class:`DeviceArray`: an array kept in a device buffer across calls (``exe.upload``);
+* :class:`StagedFunction`: one call = copy the arguments into device buffers, run the
+  host function while the runtime's callbacks record or launch the kernels, then read
+  the results back with a host copy. The runtime provides a per-thread *call state*
+  (``rt.recorder()``) with ``begin() / alloc(n) / submit() / abandon() / finish()`` and
+  ``error`` (the first failure of a callback: exceptions cannot cross JIT-compiled
+  frames, so callbacks never raise; it is raised once the host function returns);
+* :class:`DeviceExecutable`: ``exe.upload(w)`` and the function class per target.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import numpy as np
+
+from .executable import Executable, Function, _as_array, _c_contiguous, descriptor_class
+
+_MIN_BUFFER = 256
+
+#: the allocation functions of ``finalize-memref-to-llvm{use-generic-functions=true}``
+ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64)
+FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class BufferPool:
+    """Mixin of a device: ``alloc`` / ``release`` / ``find`` over its buffers.
+
+    The device sets ``name``, ``lock``, ``max_alloc`` (bytes), ``pool_kind`` (for
+    messages), ``pool_error`` (the exception class of a foreign address), calls
+    :meth:`_init_pool` and implements ``_new_buffer(size)`` (an object with ``address``
+    and ``size``; raises ``MemoryError`` when the device cannot allocate it)."""
+
+    pool_kind = "device"
+    pool_error: type = RuntimeError
+
+    def _init_pool(self) -> None:
+        self._free: dict[int, list] = {}
+        self._live: dict[int, object] = {}
+        self._starts: list[int] = []
+
+    def _new_buffer(self, size: int):
+        raise NotImplementedError
+
+    def alloc(self, nbytes: int):
+        """A buffer of at least ``nbytes`` (sizes rounded to powers of two, reused)."""
+        if nbytes > self.max_alloc:
+            raise MemoryError(f"{nbytes} bytes exceed the {self.pool_kind} device's buffer limit of "
+                              f"{self.max_alloc} bytes ({self.name})")
+        size = max(_MIN_BUFFER, 1 << max(0, int(nbytes) - 1).bit_length())
+        size = min(size, max(self.max_alloc, nbytes))
+        with self.lock:
+            free = self._free.get(size)
+            if free:
+                return free.pop()
+        buf = self._new_buffer(size)
+        with self.lock:
+            self._live[buf.address] = buf
+            bisect.insort(self._starts, buf.address)
+        return buf
+
+    def release(self, buf) -> None:
+        with self.lock:
+            self._free.setdefault(buf.size, []).append(buf)
+
+    def trim(self, destroy) -> int:
+        """Destroy every pooled buffer no call holds (``destroy(buf)``); returns how many:
+        a device that runs out of memory gives its cached size classes back first."""
+        with self.lock:
+            free = [b for bufs in self._free.values() for b in bufs]
+            self._free = {}
+            for b in free:
+                del self._live[b.address]
+            dead = {b.address for b in free}
+            self._starts = [a for a in self._starts if a not in dead]
+        for b in free:
+            destroy(b)
+        return len(free)
+
+    def lookup(self, address: int):
+        """(buffer, offset) of ``address``, or None when no buffer of the pool holds it."""
+        with self.lock:
+            k = bisect.bisect_right(self._starts, address) - 1
+            if k >= 0:
+                buf = self._live[self._starts[k]]
+                if address < buf.address + buf.size:
+                    return buf, address - buf.address
+        return None
+
+    def find(self, address: int):
+        """The buffer holding ``address`` and the offset in it."""
+        found = self.lookup(address)
+        if found is None:
+            raise self.pool_error(f"address {address:#x} is not in a {self.pool_kind} buffer of this runtime")
+        return found
+
+
+class DeviceArray:
+    """An array kept in a device buffer across calls (weights): pass it where a numpy
+    array of the same shape and dtype is expected; ``.numpy()`` reads it back."""
+
+    def __init__(self, dev: BufferPool, a: np.ndarray):
+        self.dev = dev
+        self.shape, self.dtype, self.ndim = a.shape, a.dtype, a.ndim
+        self.buffer = dev.alloc(max(a.nbytes, 4))
+        ctypes.memmove(self.buffer.address, a.ctypes.data, a.nbytes)
+        self.nbytes = a.nbytes
+
+    def numpy(self) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype)
+        ctypes.memmove(out.ctypes.data, self.buffer.address, self.nbytes)
+        return out
+
+    def __del__(self):
+        buf, self.buffer = getattr(self, "buffer", None), None
+        if buf is not None:
+            self.dev.release(buf)
+
+
+class StagedFunction(Function):
+    """A graph function of a GPU executable: arguments staged into device buffers, the
+    host function run with the runtime's call state current, results read back."""
+
+    #: the target's name in messages
+    target_name = "gpu"
+
+    def _call(self, session, args):
+        if len(args) != self.nparams:
+            raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
+        arrays = [a if isinstance(a, DeviceArray) else _as_array(a) for a in args]
+        self.checker.check(arrays)
+        if not session._busy.acquire(False):
+            raise RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
+                               "per session: use one session per thread)")
+        rt = self.exe._runtime
+        try:
+            rec = rt.recorder()
+            rec.begin()
+            try:
+                descs = [ctypes.byref(self._stage(rec, a)) for a in arrays]
+                res = self.result_class()
+                rt.local.rec = rec
+                try:
+                    if self.single_scalar:
+                        res.status = self._fn(session._ws, *descs)
+                    else:
+                        self._fn(ctypes.byref(res), session._ws, *descs)
+                finally:
+                    rt.local.rec = None
+                if rec.error is not None:
+                    rec.abandon()
+                    raise rec.error
+                if res.status != 0:
+                    rec.abandon()
+                    raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
+                rec.submit()
+                rt.count(rec)
+                outs = self._read(res)
+            finally:
+                rec.abandon()
+                rec.finish()
+        finally:
+            session._busy.release()
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _invoke(self, session, descs):
+        """Reached only through bind_params (PreparedCall), whose descriptors point at host
+        memory: the device needs its own buffers."""
+        raise NotImplementedError(f"@{self.name}: bind_params() is not supported by the {self.target_name} "
+                                  "target; upload the weights once with exe.upload(w) and pass the DeviceArrays")
+
+    def _stage(self, rec, a):
+        """A memref descriptor of ``a`` in device memory (copied unless a DeviceArray)."""
+        d = descriptor_class(a.ndim)()
+        if isinstance(a, DeviceArray):
+            addr = a.buffer.address
+        else:
+            addr = rec.alloc(max(a.nbytes, 4))
+            ctypes.memmove(addr, a.ctypes.data, a.nbytes)
+        d.allocated = d.aligned = addr
+        d.offset = 0
+        stride = 1
+        for k in reversed(range(a.ndim)):
+            d.sizes[k] = a.shape[k]
+            d.strides[k] = stride
+            stride *= a.shape[k]
+        return d
+
+    def _read(self, res) -> list[np.ndarray]:
+        outs = []
+        for i, (rank, dt) in enumerate(zip(self.result_ranks, self.result_dtypes)):
+            d = getattr(res, f"r{i}")
+            shape = tuple(d.sizes[:rank]) if rank else ()
+            dtype = np.dtype(dt)
+            out = np.empty(shape, dtype)
+            if out.size:
+                strides = [d.strides[k] for k in range(rank)]
+                base = d.aligned + d.offset * dtype.itemsize
+                if _c_contiguous(shape, strides):
+                    ctypes.memmove(out.ctypes.data, base, out.nbytes)
+                else:
+                    span = 1 + sum((s - 1) * st for s, st in zip(shape, strides))
+                    flat = np.empty(span, dtype)
+                    ctypes.memmove(flat.ctypes.data, base, span * dtype.itemsize)
+                    out[...] = np.lib.stride_tricks.as_strided(
+                        flat, shape, [st * dtype.itemsize for st in strides])
+            outs.append(out)
+        return outs
+
+
+class DeviceExecutable(Executable):
+    """An Executable whose functions run on a device through ``runtime`` (which has a
+    ``dev``, the :class:`BufferPool`)."""
+
+    function_class: type = StagedFunction
+
+    def __init__(self, resolver, metadata: dict, runtime, **kw):
+        self._runtime = runtime
+        super().__init__(resolver, metadata, **kw)
+
+    def __getitem__(self, name: str) -> Function:
+        fn = self._functions.get(name)
+        if fn is None:
+            if name not in self._meta.functions:
+                raise KeyError(f"no graph function @{name} (functions: {', '.join(self.functions)})")
+            fn = self._functions[name] = self.function_class(self, name, self._meta.functions[name])
+        return fn
+
+    def upload(self, array) -> DeviceArray:
+        """Copy ``array`` to the device once; pass the result instead of the array in later
+        calls (e.g. the weights) so that it is not staged again per call."""
+        return DeviceArray(self._runtime.dev, _as_array(array))
+
+
+def attr_py(a):
+    """An MLIR attribute (integer, string, array, dictionary) as a Python value."""
+    from mlir import ir
+    if isinstance(a, ir.IntegerAttr):
+        return a.value
+    if isinstance(a, ir.StringAttr):
+        return a.value
+    if isinstance(a, ir.ArrayAttr):
+        return [attr_py(x) for x in a]
+    if isinstance(a, ir.DictAttr):
+        return {a[k].name: attr_py(a[k].attr) for k in range(len(a))}
+    return str(a)
+
+
+def binaries(module, erase: bool) -> dict[str, bytes]:
+    """The object of each ``gpu.binary`` of a lowered module (SPIR-V, PTX) by its name;
+    ``erase``: remove the ops (the vulkan host code no longer refers to them)."""
+    from mlir import ir
+    from mlir.dialects import gpu
+
+    out: dict[str, bytes] = {}
+    for o in list(module.operation.regions[0].blocks[0].operations):
+        o = o.operation
+        if o.name != "gpu.binary":
+            continue
+        objects = ir.ArrayAttr(o.attributes["objects"])
+        out[ir.StringAttr(o.attributes["sym_name"]).value] = gpu.ObjectAttr(objects[0]).object
+        if erase:
+            o.erase()
+    return out
+
+
+__all__ = ["ALLOC_FN", "FREE_FN", "BufferPool", "DeviceArray", "DeviceExecutable", "StagedFunction", "attr_py",
+           "binaries"]

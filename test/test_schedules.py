@@ -343,3 +343,21 @@ def test_host_target_matches_cpuinfo():
         pytest.skip("x86-64 Linux only")
     want = "avx512" if {"avx512f", "avx512vl"} <= flags else "avx2" if {"avx2", "fma"} <= flags else "sse"
     assert host_target().isa == want
+
+
+ONES_RMS = """func.func @main(%x: tensor<?xi8, #relax.shape<["n"]>>) -> tensor<?x2xf32, #relax.shape<["n", 2]>> attributes {relax.function} {
+  %0 = "relax.ones"() {dtype = f32, shape = #relax.shape<["n", 2]>} : () -> tensor<?x2xf32, #relax.shape<["n", 2]>>
+  %1 = "relax.full"() {dtype = f32, shape = #relax.shape<[2]>, value = 1.000000e+00 : f64} : () -> tensor<2xf32>
+  %2 = "relax.rms_norm"(%0, %1) {axes = array<i64: -1>} : (tensor<?x2xf32, #relax.shape<["n", 2]>>, tensor<2xf32>) -> tensor<?x2xf32, #relax.shape<["n", 2]>>
+  return %2 : tensor<?x2xf32, #relax.shape<["n", 2]>>
+}"""
+
+
+def test_reduction_of_a_folded_constant():
+    """rms_norm of ones: fusion folds the squares into `sum + 1.0`, a reduction that MLIR 22's
+    vectorizer would combine once per vector (sqrt(2) instead of 1/sqrt(1 + eps): long fuzz
+    seed 43001361); the kernel keeps plain loops and is right at every n."""
+    exe = compile_scheduled(ONES_RMS)
+    for n in (1, 5, 300):
+        np.testing.assert_allclose(exe(np.zeros(n, np.int8)), np.full((n, 2), 1 / np.sqrt(1 + 1e-5), np.float32),
+                                   rtol=1e-6)

@@ -202,6 +202,26 @@ def _select_rows(ops: list[ir.Operation], target: Optional[CpuTarget] = None,
     return Schedule("rows", rows_schedule(rank, shape[-1], [o.name for o in ops], reductions, chunk))
 
 
+def _uniform_reduction(op: ir.Operation) -> bool:
+    """A ``linalg.generic`` with a reduction dim whose yielded value does not depend on any
+    input element nor on ``linalg.index`` (``out + c`` once upstream fusion folded a
+    constant input away). MLIR 22's vectorizer combines such a value ONCE per vector instead
+    of once per reduced element (sum of 1.0 over a row of 2 gave 1.0: long fuzz seed
+    43001361); plain loops compute it right."""
+    if op.name != "linalg.generic" or "reduction" not in _iterators(op):
+        return False
+    block = op.regions[0].blocks[0]
+    n_in = len(op.opview.inputs)
+    varying = {ir.Value(a) for a in list(block.arguments)[:n_in]}
+    for o in block.operations:
+        o = o.operation
+        if o.name == "linalg.index" or any(ir.Value(v) in varying for v in o.operands):
+            varying.update(ir.Value(r) for r in o.results)
+        if o.name == "linalg.yield":
+            return not all(ir.Value(v) in varying for v in o.operands)
+    return True
+
+
 def _empty(t: ir.Type) -> bool:
     return isinstance(t, ir.RankedTensorType) and 0 in list(t.shape)
 
@@ -218,6 +238,8 @@ def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
         return None  # multi-output fused kernels: the tiled loop returned them swapped (fuzz seed 13000211)
     if any(_empty(v.type) for o in ops for v in list(o.operands) + list(o.results)):
         return None  # a static 0 dim: nothing to tile (tiling it asserts in MLIR 22); loops do nothing
+    if any(_uniform_reduction(o) for o in ops):
+        return None  # vectorizing it would combine the value once per vector (see _uniform_reduction)
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
     if kind == "output-fusable":
         sched = _select_matmul(fn, ops, target, config)

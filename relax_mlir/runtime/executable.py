@@ -312,6 +312,43 @@ def _desc_format(ranks: Sequence[int]) -> str:
     return "@" + "".join("PPq" + "q" * (2 * r) for r in ranks)
 
 
+def _arg_lines(ranks: Sequence[int], dtypes: Sequence, checks: Sequence, fail: str) -> tuple[list[str], list[str]]:
+    """The argument half of a generated call: lines (in a function of ``args``, ``bound``)
+    that bind each argument's data address ``p<i>`` and shape ``s<i>``, or run ``fail``
+    when the fast path does not apply; and the descriptor words as expressions."""
+    n = len(ranks)
+    src: list[str] = []
+    if n:
+        src.append(f"    {''.join(f'a{i}, ' for i in range(n))}= args")
+        src += [f"    if _type(a{i}) is not _ndarray or a{i}.dtype is not _DT{i}:\n        {fail}" for i in range(n)]
+        src += [f"    s{i} = a{i}.shape" for i in range(n)]
+        src.append("    if " + " or ".join(f"_len(s{i}) != {r}" for i, r in enumerate(ranks)) + f":\n        {fail}")
+    if checks:
+        src += [f"    a = ({''.join(f's{i}, ' for i in range(n))}) + bound", "    try:",
+                f"        if not ({_ParamChecker.conditions(checks)}):", f"            {fail}",
+                "    except ZeroDivisionError:", f"        {fail}"]
+    if n:
+        src.append("    try:")
+        src += [f"        p{i} = _addressof(_from_buffer(a{i}))" for i in range(n)]
+        src.append(f"    except (TypeError, ValueError, BufferError):\n        {fail}")
+        align = [f"p{i} % {dt.alignment}" for i, dt in enumerate(dtypes) if dt is not None and dt.alignment > 1]
+        if align:
+            src.append(f"    if {' or '.join(align)}:\n        {fail}")
+    words: list[str] = []
+    for i, r in enumerate(ranks):
+        dims = [f"s{i}[{k}]" for k in range(r)]
+        words += [f"p{i}", f"p{i}", "0"] + dims + _row_major(dims)
+    return src, words
+
+
+def _arg_env(dtypes: Sequence) -> dict:
+    env = dict(_EVAL_GLOBALS, _ndarray=np.ndarray, _type=type, _len=len, _addressof=ctypes.addressof,
+               _from_buffer=ctypes.c_char.from_buffer, TypeError=TypeError, ValueError=ValueError,
+               BufferError=BufferError, ZeroDivisionError=ZeroDivisionError)
+    env.update({f"_DT{i}": dt for i, dt in enumerate(dtypes)})
+    return env
+
+
 def _arg_stub(ranks: Sequence[int], dtypes: Sequence, checks: Sequence) -> Callable[[tuple, tuple], Optional[tuple]]:
     """Generated ``f(args, bound) -> words | None``: the memref descriptor words of ``args``
     (the first ``len(ranks)`` parameters; ``bound``: the shapes of the others, those a
@@ -321,38 +358,9 @@ def _arg_stub(ranks: Sequence[int], dtypes: Sequence, checks: Sequence) -> Calla
     error of :class:`_ParamChecker`). The data address comes from ``ctypes.c_char.from_buffer``
     (which refuses a read-only, non-contiguous or empty array: the general path has those),
     a few times cheaper than ``ndarray.ctypes``."""
-    n = len(ranks)
-    if n == 0:
-        src = ["def _stub(args, bound):"]
-        if checks:
-            src += ["    a = bound", "    try:", f"        if not ({_ParamChecker.conditions(checks)}):",
-                    "            return None", "    except ZeroDivisionError:", "        return None"]
-        src.append("    return ()")
-    else:
-        src = ["def _stub(args, bound):", f"    {''.join(f'a{i}, ' for i in range(n))}= args"]
-        src += [f"    if _type(a{i}) is not _ndarray or a{i}.dtype is not _DT{i}:\n        return None"
-                for i in range(n)]
-        src += [f"    s{i} = a{i}.shape" for i in range(n)]
-        src.append("    if " + " or ".join(f"_len(s{i}) != {r}" for i, r in enumerate(ranks)) + ":\n        return None")
-        if checks:
-            src += [f"    a = ({''.join(f's{i}, ' for i in range(n))}) + bound", "    try:",
-                    f"        if not ({_ParamChecker.conditions(checks)}):", "            return None",
-                    "    except ZeroDivisionError:", "        return None"]
-        src.append("    try:")
-        src += [f"        p{i} = _addressof(_from_buffer(a{i}))" for i in range(n)]
-        src.append("    except (TypeError, ValueError, BufferError):\n        return None")
-        align = [f"p{i} % {dt.alignment}" for i, dt in enumerate(dtypes) if dt is not None and dt.alignment > 1]
-        if align:
-            src.append(f"    if {' or '.join(align)}:\n        return None")
-        words = []
-        for i, r in enumerate(ranks):
-            dims = [f"s{i}[{k}]" for k in range(r)]
-            words += [f"p{i}", f"p{i}", "0"] + dims + _row_major(dims)
-        src.append(f"    return ({', '.join(words)},)")
-    env = dict(_EVAL_GLOBALS, _ndarray=np.ndarray, _type=type, _len=len, _addressof=ctypes.addressof,
-               _from_buffer=ctypes.c_char.from_buffer, TypeError=TypeError, ValueError=ValueError,
-               BufferError=BufferError, ZeroDivisionError=ZeroDivisionError)
-    env.update({f"_DT{i}": dt for i, dt in enumerate(dtypes)})
+    lines, words = _arg_lines(ranks, dtypes, checks, "return None")
+    src = ["def _stub(args, bound):"] + lines + [f"    return ({''.join(w + ', ' for w in words)})"]
+    env = _arg_env(dtypes)
     exec(compile("\n".join(src) + "\n", "<argument stub>", "exec"), env)
     return env["_stub"]
 
@@ -373,16 +381,17 @@ def _words(arrays: Sequence[np.ndarray]) -> list[int]:
     return out
 
 
-def _result_stub(bases: Sequence[int], ranks: Sequence[int], dtypes: Sequence[np.dtype]) -> Callable[[tuple], object]:
-    """Generated ``f(v) -> array | tuple``: the results in the unpacked result struct ``v``
-    (result i's descriptor at ``v[bases[i]]``) as ndarrays over the compiled code's buffers,
-    no copy. The common case (an owned, non-empty, row-major buffer) makes an ndarray on an
-    :class:`_Allocation` directly; anything else (empty, strided, no owner, a buffer two
-    results share) goes through :func:`_result`."""
+def _result_lines(bases: Sequence[int], ranks: Sequence[int], dtypes: Sequence[np.dtype]) -> list[str]:
+    """The result half of a generated call: lines (in a function holding the unpacked
+    result struct ``v``; result i's descriptor at ``v[bases[i]]``) that return the results
+    as ndarrays over the compiled code's buffers, no copy. The common case (an owned,
+    non-empty, row-major buffer) makes an ndarray on an :class:`_Allocation` directly;
+    anything else (empty, strided, no owner, a buffer two results share) goes through
+    :func:`_result`."""
     nres = len(ranks)
-    src = ["def _stub(v):"]
-    if nres > 1:
-        src.append("    owners = {}")
+    if nres == 0:
+        return ["    return ()"]
+    src = ["    owners = {}"] if nres > 1 else []
     names = []
     for i, (k, r, dt) in enumerate(zip(bases, ranks, dtypes)):
         sz = [f"v[{k + 3 + j}]" for j in range(r)]
@@ -398,14 +407,56 @@ def _result_stub(bases: Sequence[int], ranks: Sequence[int], dtypes: Sequence[np
         if nres > 1:
             src.append(f"        o = owners[v[{k}]] = {own}")
             own = "o"
-        src.append(f"        r{i} = _ndarray({shape}, _DT{i}, {own}, v[{k + 1}] - v[{k}] + v[{k + 2}] * {dt.itemsize})")
-        src.append(f"    else:\n        r{i} = _result(v, {k}, {r}, _DT{i}, {owners})")
+        src.append(f"        r{i} = _ndarray({shape}, _RT{i}, {own}, v[{k + 1}] - v[{k}] + v[{k + 2}] * {dt.itemsize})")
+        src.append(f"    else:\n        r{i} = _result(v, {k}, {r}, _RT{i}, {owners})")
         names.append(f"r{i}")
     src.append(f"    return {names[0] if nres == 1 else '(' + ''.join(n + ', ' for n in names) + ')'}")
-    env = {"__builtins__": {}, "_ndarray": np.ndarray, "_Allocation": _Allocation, "_result": _result}
-    env.update({f"_DT{i}": dt for i, dt in enumerate(dtypes)})
-    exec(compile("\n".join(src) + "\n", "<result stub>", "exec"), env)
+    return src
+
+
+def _result_env(dtypes: Sequence[np.dtype]) -> dict:
+    env = {"_ndarray": np.ndarray, "_Allocation": _Allocation, "_result": _result}
+    env.update({f"_RT{i}": dt for i, dt in enumerate(dtypes)})
+    return env
+
+
+def _result_stub(bases: Sequence[int], ranks: Sequence[int], dtypes: Sequence[np.dtype]) -> Callable[[tuple], object]:
+    """Generated ``f(v) -> array | tuple``: the results of the unpacked result struct ``v``
+    (:func:`_result_lines`)."""
+    env = dict(_result_env(dtypes), __builtins__={})
+    exec(compile("\n".join(["def _stub(v):"] + _result_lines(bases, ranks, dtypes)) + "\n", "<result stub>", "exec"),
+         env)
     return env["_stub"]
+
+
+def _call_entry(fn: "Function", dtypes: Sequence, result_dtypes: Sequence[np.dtype]) -> Callable:
+    """Generated ``f(session, args)``: the whole call of ``fn`` in one Python frame, the
+    argument stub's lines (anything they refuse: :meth:`Function._call`, the general
+    path), the session's lock, one ``pack_into`` of the words into the session's frame,
+    the ctypes call, one ``unpack_from``, then the result stub's lines."""
+    ranks = fn.checker.ranks
+    lines, words = _arg_lines(ranks, dtypes, fn.checker.plan_checks, "return _general(session, args)")
+    src = ["def _entry(session, args):", f"    if _len(args) != {len(ranks)}:", "        return _general(session, args)",
+           "    bound = ()"] + lines + [
+        "    busy = session._busy",
+        "    if not busy.acquire(False):",
+        "        raise _busy_error()",
+        "    try:",
+        "        frame = session._frames.get(_fn)",
+        "        if frame is None:",
+        "            frame = session._frames[_fn] = _Frame(_fn, session)",
+        f"        _pack(frame.descs, 0, {', '.join(words)})"]
+    if fn.single_scalar:
+        src.append("        v = (_direct(*frame.args),)")
+    else:
+        src += ["        _direct(*frame.args)", "        v = _unpack(frame.res)"]
+    src += ["    finally:", "        busy.release()", "    if v[0]:", "        raise _failure(v)"]
+    src += _result_lines(fn._bases, fn.result_ranks, result_dtypes)
+    env = dict(_arg_env(dtypes), **_result_env(result_dtypes))
+    env.update(_fn=fn, _general=fn._call, _busy_error=fn._busy_error, _Frame=_Frame, _pack=fn._pack,
+               _direct=fn._direct, _unpack=getattr(fn, "_unpack", None), _failure=fn._failure)
+    exec(compile("\n".join(src) + "\n", f"<call of @{fn.name}>", "exec"), env)
+    return env["_entry"]
 
 
 def _result(v: tuple, k: int, rank: int, dtype: np.dtype, owners: dict) -> np.ndarray:
@@ -490,7 +541,10 @@ class Function:
                 self._bases.append(k)
                 k += 3 + 2 * r
         dts = [np.dtype(dt) for dt in self.result_dtypes]
-        self._results = _result_stub(self._bases, self.result_ranks, dts) if dts else (lambda v: ())
+        self._results = _result_stub(self._bases, self.result_ranks, dts)
+        #: what a call runs: the generated whole call (a target overriding _call, e.g.
+        #: vulkan's staging into device memory, keeps its own)
+        self._entry = _call_entry(self, exact, dts) if type(self)._call is Function._call else self._call
 
     def __repr__(self) -> str:
         params = ", ".join(f"({', '.join(p.shape)}) {p.dtype}" for p in self.sig.params)
@@ -498,7 +552,7 @@ class Function:
         return f"<relax_mlir function @{self.name}({params}) -> ({results})>"
 
     def __call__(self, *args):
-        return self._call(self.exe._default_session(), args)
+        return self._entry(self.exe._default_session(), args)
 
     def bind_params(self, *params) -> "PreparedCall":
         """Bind the trailing ``params`` (a model's weights) once: checked and turned into
@@ -508,10 +562,12 @@ class Function:
         return PreparedCall(self, None, params)
 
     def _call(self, session: "Session", args):
+        """The general path (and the whole call of a target without a generated one):
+        arguments the stub refuses are converted (copy, DLPack) or raise their error."""
         if len(args) != self.nparams:
             raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
         words = self._args(args, ())
-        if words is None:   # the general path: convert (copy, DLPack) or raise the error
+        if words is None:
             args = [_as_array(a) for a in args]
             self.checker.check(args)
             words = _words(args)
@@ -522,8 +578,7 @@ class Function:
         session's lock, which makes the frame this call's); wrap the results after."""
         busy = session._busy
         if not busy.acquire(False):
-            raise RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
-                               "per session: use one session per thread)")
+            raise self._busy_error()
         try:  # no lock shared between sessions: calls in different sessions run at the same time
             frame = session._frames.get(self)
             if frame is None:
@@ -531,21 +586,27 @@ class Function:
             pack(frame.descs, 0, *words)
             args = frame.args if prepared is None else prepared._frame_args(frame)
             if self.single_scalar:
-                status, v = self._direct(*args), ()
+                v = (self._direct(*args),)
             else:
                 self._direct(*args)
                 v = self._unpack(frame.res)
-                status = v[0]
         finally:
             busy.release()
-        if status != 0:
-            # A failed call's results are placeholders, or the output buffers allocated
-            # before the failing check (sizes that may be huge, pointers that may be null):
-            # free them, never wrap them in arrays.
-            for ptr in {v[k] for k in self._bases} - {0}:
-                _free(ptr)
-            raise self.exe._failure(status, list(v[1:1 + self.D]))
+        if v[0]:
+            raise self._failure(v)
         return self._results(v)
+
+    def _busy_error(self) -> RuntimeError:
+        return RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
+                            "per session: use one session per thread)")
+
+    def _failure(self, v: tuple) -> Exception:
+        """The error of a failed call (status ``v[0]``, details ``v[1:1+D]``). Its results
+        are placeholders, or the output buffers allocated before the failing check (sizes
+        that may be huge, pointers that may be null): freed here, never wrapped in arrays."""
+        for ptr in {v[k] for k in self._bases} - {0}:
+            _free(ptr)
+        return self.exe._failure(v[0], list(v[1:1 + self.D]))
 
 
 class _BoundFunction:
@@ -557,7 +618,7 @@ class _BoundFunction:
         self.fn, self.session = fn, session
 
     def __call__(self, *args):
-        return self.fn._call(self.session, args)
+        return self.fn._entry(self.session, args)
 
     def bind_params(self, *params) -> "PreparedCall":
         """As :meth:`Function.bind_params`, calling in this session."""
@@ -698,7 +759,7 @@ class Session:
         return _BoundFunction(self.exe[name], self)
 
     def __call__(self, *args):
-        return self.exe["main"]._call(self, args)
+        return self.exe["main"]._entry(self, args)
 
     def __repr__(self) -> str:
         st = f", state {', '.join(f'{k} {v.shape}' for k, v in self.state.items())}" if self.state else ""
@@ -853,7 +914,7 @@ class Executable:
         return fn
 
     def __call__(self, *args):
-        return self["main"](*args)
+        return self["main"]._entry(self._default_session(), args)
 
     def __repr__(self) -> str:
         return f"<relax_mlir Executable ({self._meta.target}): {', '.join('@' + f for f in self.functions)}>"

@@ -263,3 +263,24 @@ def test_rss_flat_over_distinct_sizes(exe):
     # the results are up to 2 x 4.7 KB: one leaked per call would be tens of MB; a ctypes
     # type per distinct size would be ~1 KB each
     assert grown < 1000, f"RSS grew by {grown} KiB over 6,000 calls of 300 sizes"
+
+
+def test_plain_arrays_run_in_the_generated_call_alone(exe):
+    fn = exe["main"]
+    assert fn._entry.__code__.co_filename == "<call of @main>"
+    env = fn._entry.__globals__
+    general = env["_general"]
+
+    def refuse(session, args):
+        raise AssertionError("the general path ran")
+
+    env["_general"] = refuse
+    try:
+        for n in (1, 6, 130):
+            x, y = rnd(n, 4), rnd(n, 4, seed=3)
+            np.testing.assert_array_equal(exe(x, y), x + y)
+            np.testing.assert_array_equal(exe.session()["main"](x, y), x + y)
+        with pytest.raises(AssertionError, match="the general path ran"):
+            exe(rnd(3, 4).astype(np.float64), rnd(3, 4))
+    finally:
+        env["_general"] = general

@@ -30,7 +30,16 @@ signature checks were compiled into small Python expressions over the actual dim
 calling never needs sympy, the shape library or the MLIR bindings. Arguments are
 C-contiguous arrays (others are copied; DLPack-capable objects go through
 ``np.from_dlpack``), passed as identity-layout memref descriptors. Every result buffer is
-owned by the caller: the numpy array returned owns it (freed with libc ``free``).
+owned by the caller: the numpy array returned views it without a copy, its ``base`` an
+:class:`_Allocation` (freed with libc ``free`` when the last array viewing it goes).
+
+The call path costs a few microseconds of Python (see "the call path" below): per
+function, one generated Python function does the whole call of plain arrays (dtype,
+rank and every shape relation in one expression, the data addresses, one
+``struct.pack_into`` of the descriptors into the session's call frame, the ctypes call
+with addresses only, one ``unpack_from``, the result arrays); anything it does not take
+(a copy to make, a DLPack object, an error to word) goes through the general path, which
+raises exactly the errors below.
 
 Sessions: the workspace a call writes (relax-plan-memory's static arenas) is a function
 argument, owned by a :class:`Session`. ``exe(...)`` and ``exe["f"](...)`` use the calling
@@ -290,17 +299,20 @@ def _direct_signature(nargs: int, single_scalar: bool) -> type:
 
 # -- the call path -------------------------------------------------------------------------
 #
-# A call costs a few microseconds of Python; what it spends them on:
-#   1. a generated *argument stub* per function (per PreparedCall) reads each argument's
-#      dtype, shape and data address and evaluates every shape check in one expression,
-#      returning the words of all memref descriptors (or None: the general path converts or
-#      raises the exact error);
-#   2. under the session's lock, one ``struct.pack_into`` writes those words into the
-#      session's *call frame* of the function (ctypes memory made once per session and
-#      function, whose addresses form the argument tuple passed as is), ctypes calls the
-#      entry point, one ``unpack_from`` reads the status, details and result descriptors;
-#   3. a generated *result stub* wraps each result buffer in an ndarray without copying,
-#      owned by an :class:`_Allocation` (libc ``free`` when the last array viewing it goes).
+# A call costs a few microseconds of Python; what it spends them on (all three in ONE
+# generated function per Function, :func:`_call_entry`; a PreparedCall runs its own
+# argument stub, then :meth:`Function._run`):
+#   1. the *argument lines* read each argument's dtype, shape and data address and
+#      evaluate every shape check in one expression (anything else: the general path,
+#      :meth:`Function._call`, converts or raises the exact error);
+#   2. under the session's lock, one ``struct.pack_into`` writes the descriptor words into
+#      the session's *call frame* of the function (:class:`_Frame`: ctypes memory made once
+#      per session and function, whose addresses form the argument tuple passed as is),
+#      ctypes calls the entry point, one ``unpack_from`` reads status, details and results;
+#   3. the *result lines* wrap each result buffer in an ndarray without copying, owned by
+#      an :class:`_Allocation` (libc ``free`` when the last array viewing it goes).
+# Before: ~18 us per call (a ctypes struct and byref per argument, ``ndarray.ctypes``,
+# ctypes field reads, an array type per result size); now ~4-5 us (bench/bench_kernels.py).
 
 def _row_major(dims: Sequence[str]) -> list[str]:
     """Strides (in elements) of an identity-layout memref of sizes ``dims`` (Python texts)."""

@@ -546,7 +546,9 @@ class Function:
         self._bases: list[int] = []
         if not self.single_scalar:
             layout = struct.Struct("@i" + "q" * D + _desc_format(self.result_ranks)[1:])
-            assert layout.size == ctypes.sizeof(self.result_class), "result struct layout"
+            if layout.size != ctypes.sizeof(self.result_class):   # struct's native alignment is C's
+                raise RuntimeError(f"@{name}: result struct of {ctypes.sizeof(self.result_class)} bytes, "
+                                   f"unpacked as {layout.size}")
             self._unpack = layout.unpack_from
             k = 1 + D
             for r in self.result_ranks:

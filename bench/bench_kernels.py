@@ -114,10 +114,12 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated name prefixes")
     ap.add_argument("--no-loops", action="store_true", help="skip the plain-loops column")
+    ap.add_argument("--m", default="", help="comma-separated M values of the matmul cases (e.g. 1: the GEMV rows)")
     args = ap.parse_args()
     reps = 3 if args.quick else 10
     rng = np.random.default_rng(0)
     only = [s for s in args.only.split(",") if s]
+    ms = {int(m) for m in args.m.split(",") if m}
     print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}")
     print("wall: median wall-clock ms (numpy on its default threads); cpu: median CPU ms of this\n"
           "process, numpy limited to one BLAS thread (threadpoolctl), both sides single-threaded")
@@ -129,8 +131,12 @@ def main() -> int:
         # and dominates the GEMV rows (M = 1), whose kernel alone takes a few tens of us.
         tiny = relax_mlir.compile(single_op("matmul", [["m", 16], [16, 16]], ["m", 16]), options={"dispatch": False})
         ta, tb = np.ones((1, 16), np.float32), np.ones((16, 16), np.float32)
+        add1 = relax_mlir.compile(single_op("add", [[1], [1]], [1]), options={"dispatch": False})
+        a1 = np.ones(1, np.float32)
         print(f"call overhead (1x16 @ 16x16): ours {timeit(lambda: tiny(ta, tb), reps, clock=time.process_time):.4f} ms"
               f" cpu, numpy {timeit(lambda: ta @ tb, reps, clock=time.process_time):.4f} ms cpu;"
+              f" (1,) + (1,): ours {timeit(lambda: add1(a1, a1), reps, clock=time.process_time):.4f} ms cpu,"
+              f" numpy {timeit(lambda: a1 + a1, reps, clock=time.process_time):.4f} ms cpu;"
               f" threads: RELAX_MLIR_NUM_THREADS={os.environ.get('RELAX_MLIR_NUM_THREADS', '1')}")
     for name, src, runs, ref, work, unit in cases(rng):
         if only and not any(name.startswith(o) for o in only):
@@ -138,6 +144,8 @@ def main() -> int:
         exe = relax_mlir.compile(src, options={"dispatch": False, "schedules": True})
         loops = None if args.no_loops else relax_mlir.compile(src, options={"dispatch": False, "schedules": False})
         for m, arrays in runs:
+            if ms and m not in ms:
+                continue
             got, want = exe(*arrays), ref(*arrays)
             err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) + 1e-6))
             assert err < 1e-3, f"{name} M={m}: relative error {err}"

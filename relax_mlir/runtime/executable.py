@@ -30,7 +30,16 @@ signature checks were compiled into small Python expressions over the actual dim
 calling never needs sympy, the shape library or the MLIR bindings. Arguments are
 C-contiguous arrays (others are copied; DLPack-capable objects go through
 ``np.from_dlpack``), passed as identity-layout memref descriptors. Every result buffer is
-owned by the caller: the numpy array returned owns it (freed with libc ``free``).
+owned by the caller: the numpy array returned views it without a copy, its ``base`` an
+:class:`_Allocation` (freed with libc ``free`` when the last array viewing it goes).
+
+The call path costs a few microseconds of Python (see "the call path" below): per
+function, one generated Python function does the whole call of plain arrays (dtype,
+rank and every shape relation in one expression, the data addresses, one
+``struct.pack_into`` of the descriptors into the session's call frame, the ctypes call
+with addresses only, one ``unpack_from``, the result arrays); anything it does not take
+(a copy to make, a DLPack object, an error to word) goes through the general path, which
+raises exactly the errors below.
 
 Sessions: the workspace a call writes (relax-plan-memory's static arenas) is a function
 argument, owned by a :class:`Session`. ``exe(...)`` and ``exe["f"](...)`` use the calling
@@ -74,6 +83,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import struct
 import threading
 from typing import Callable, Optional, Sequence
 
@@ -182,12 +192,17 @@ class _ParamChecker:
         self._all = self._compile(plan.checks)
 
     @staticmethod
-    def _compile(checks) -> Callable[[list], bool]:
+    def conditions(checks) -> str:
+        """The checks as ONE Python condition over ``a`` (the argument shapes)."""
+        return " and ".join(f"({c.lhs}) == ({c.rhs})" if c.predicate == "eq" else f"({c.lhs}) <= ({c.rhs})"
+                            for c in checks)
+
+    @classmethod
+    def _compile(cls, checks) -> Callable[[list], bool]:
         """``f(a) -> bool``: every check holds (False also when one divides by zero)."""
         if not checks:
             return lambda a: True
-        conds = [f"({c.lhs}) == ({c.rhs})" if c.predicate == "eq" else f"({c.lhs}) <= ({c.rhs})" for c in checks]
-        src = "def _holds(a):\n    try:\n        return " + " and ".join(conds) + \
+        src = "def _holds(a):\n    try:\n        return " + cls.conditions(checks) + \
               "\n    except ZeroDivisionError:\n        return False\n"
         env = dict(_EVAL_GLOBALS, ZeroDivisionError=ZeroDivisionError)
         exec(compile(src, "<shape checks>", "exec"), env)
@@ -212,17 +227,17 @@ class _ParamChecker:
         if not self._all(shp):
             self.explain(shp)
 
-    def partial(self, nlead: int, bound: list) -> Callable[[list], bool]:
+    def partial(self, nlead: int, bound: list) -> list:
         """The checks left once the arguments from ``nlead`` on have the shapes ``bound``:
         those among bound arguments only are run now (a ShapeError here), the others
-        compiled into the returned function over all the shapes."""
+        (which involve a leading argument) are returned."""
         shp = [None] * nlead + list(bound)
         own = [c for c in self.plan_checks
                if all(int(k) >= nlead for k in _ARG_REF.findall(c.lhs + " " + c.rhs))]
         rest = [c for c in self.plan_checks if c not in own]
         if not self._compile(own)(shp):
             self.explain(shp)
-        return self._compile(rest)
+        return rest
 
     def explain(self, shp: list) -> None:
         """Raise the ShapeError of the first failing check (the slow path)."""
@@ -249,6 +264,7 @@ class _ParamChecker:
 
 
 _SIGNATURES: dict[tuple, tuple[type, type]] = {}
+_DIRECT: dict[tuple, type] = {}
 
 
 def _ctypes_signature(D: int, result_ranks: tuple, param_ranks: tuple, single_scalar: bool,
@@ -272,6 +288,232 @@ def _ctypes_signature(D: int, result_ranks: tuple, param_ranks: tuple, single_sc
     return _SIGNATURES[key]
 
 
+def _direct_signature(nargs: int, single_scalar: bool) -> type:
+    """The CFUNCTYPE the call path uses: every argument an address (``c_void_p`` from a
+    Python int, the cheapest conversion ctypes has), one type per arity."""
+    key = (nargs, single_scalar)
+    if key not in _DIRECT:
+        _DIRECT[key] = ctypes.CFUNCTYPE(ctypes.c_int32 if single_scalar else None, *[ctypes.c_void_p] * nargs)
+    return _DIRECT[key]
+
+
+# -- the call path -------------------------------------------------------------------------
+#
+# A call costs a few microseconds of Python; what it spends them on (all three in ONE
+# generated function per Function, :func:`_call_entry`; a PreparedCall runs its own
+# argument stub, then :meth:`Function._run`):
+#   1. the *argument lines* read each argument's dtype, shape and data address and
+#      evaluate every shape check in one expression (anything else: the general path,
+#      :meth:`Function._call`, converts or raises the exact error);
+#   2. under the session's lock, one ``struct.pack_into`` writes the descriptor words into
+#      the session's *call frame* of the function (:class:`_Frame`: ctypes memory made once
+#      per session and function, whose addresses form the argument tuple passed as is),
+#      ctypes calls the entry point, one ``unpack_from`` reads status, details and results;
+#   3. the *result lines* wrap each result buffer in an ndarray without copying, owned by
+#      an :class:`_Allocation` (libc ``free`` when the last array viewing it goes).
+# Before: ~18 us per call (a ctypes struct and byref per argument, ``ndarray.ctypes``,
+# ctypes field reads, an array type per result size); now ~4-5 us (bench/bench_kernels.py).
+
+def _row_major(dims: Sequence[str]) -> list[str]:
+    """Strides (in elements) of an identity-layout memref of sizes ``dims`` (Python texts)."""
+    return ["*".join(dims[k + 1:]) or "1" for k in range(len(dims))]
+
+
+def _desc_format(ranks: Sequence[int]) -> str:
+    """``struct`` format of consecutive memref descriptors of these ranks."""
+    return "@" + "".join("PPq" + "q" * (2 * r) for r in ranks)
+
+
+def _arg_lines(ranks: Sequence[int], dtypes: Sequence, checks: Sequence, fail: str) -> tuple[list[str], list[str]]:
+    """The argument half of a generated call: lines (in a function of ``args``, ``bound``)
+    that bind each argument's data address ``p<i>`` and shape ``s<i>``, or run ``fail``
+    when the fast path does not apply; and the descriptor words as expressions."""
+    n = len(ranks)
+    src: list[str] = []
+    if n:
+        src.append(f"    {''.join(f'a{i}, ' for i in range(n))}= args")
+        src += [f"    if _type(a{i}) is not _ndarray or a{i}.dtype is not _DT{i}:\n        {fail}" for i in range(n)]
+        src += [f"    s{i} = a{i}.shape" for i in range(n)]
+        src.append("    if " + " or ".join(f"_len(s{i}) != {r}" for i, r in enumerate(ranks)) + f":\n        {fail}")
+    if checks:
+        src += [f"    a = ({''.join(f's{i}, ' for i in range(n))}) + bound", "    try:",
+                f"        if not ({_ParamChecker.conditions(checks)}):", f"            {fail}",
+                "    except ZeroDivisionError:", f"        {fail}"]
+    if n:
+        src.append("    try:")
+        src += [f"        p{i} = _addressof(_from_buffer(a{i}))" for i in range(n)]
+        src.append(f"    except (TypeError, ValueError, BufferError):\n        {fail}")
+        align = [f"p{i} % {dt.alignment}" for i, dt in enumerate(dtypes) if dt is not None and dt.alignment > 1]
+        if align:
+            src.append(f"    if {' or '.join(align)}:\n        {fail}")
+    words: list[str] = []
+    for i, r in enumerate(ranks):
+        dims = [f"s{i}[{k}]" for k in range(r)]
+        words += [f"p{i}", f"p{i}", "0"] + dims + _row_major(dims)
+    return src, words
+
+
+def _arg_env(dtypes: Sequence) -> dict:
+    env = dict(_EVAL_GLOBALS, _ndarray=np.ndarray, _type=type, _len=len, _addressof=ctypes.addressof,
+               _from_buffer=ctypes.c_char.from_buffer, TypeError=TypeError, ValueError=ValueError,
+               BufferError=BufferError, ZeroDivisionError=ZeroDivisionError)
+    env.update({f"_DT{i}": dt for i, dt in enumerate(dtypes)})
+    return env
+
+
+def _arg_stub(ranks: Sequence[int], dtypes: Sequence, checks: Sequence) -> Callable[[tuple, tuple], Optional[tuple]]:
+    """Generated ``f(args, bound) -> words | None``: the memref descriptor words of ``args``
+    (the first ``len(ranks)`` parameters; ``bound``: the shapes of the others, those a
+    :class:`PreparedCall` holds), when every argument is a plain ndarray of exactly its
+    parameter's dtype and rank, writable, C-contiguous and aligned, and the shapes satisfy
+    ``checks``; otherwise None, and the caller takes the general path (conversion, or the
+    error of :class:`_ParamChecker`). The data address comes from ``ctypes.c_char.from_buffer``
+    (which refuses a read-only, non-contiguous or empty array: the general path has those),
+    a few times cheaper than ``ndarray.ctypes``."""
+    lines, words = _arg_lines(ranks, dtypes, checks, "return None")
+    src = ["def _stub(args, bound):"] + lines + [f"    return ({''.join(w + ', ' for w in words)})"]
+    env = _arg_env(dtypes)
+    exec(compile("\n".join(src) + "\n", "<argument stub>", "exec"), env)
+    return env["_stub"]
+
+
+def _words(arrays: Sequence[np.ndarray]) -> list[int]:
+    """The general path's descriptor words (any array the stub refused, once converted)."""
+    out: list[int] = []
+    for a in arrays:
+        p = a.ctypes.data
+        out += (p, p, 0)
+        out += a.shape
+        stride = 1
+        strides = []
+        for d in reversed(a.shape):
+            strides.append(stride)
+            stride *= d
+        out += reversed(strides)
+    return out
+
+
+def _result_lines(bases: Sequence[int], ranks: Sequence[int], dtypes: Sequence[np.dtype]) -> list[str]:
+    """The result half of a generated call: lines (in a function holding the unpacked
+    result struct ``v``; result i's descriptor at ``v[bases[i]]``) that return the results
+    as ndarrays over the compiled code's buffers, no copy. The common case (an owned,
+    non-empty, row-major buffer) makes an ndarray on an :class:`_Allocation` directly;
+    anything else (empty, strided, no owner, a buffer two results share) goes through
+    :func:`_result`."""
+    nres = len(ranks)
+    if nres == 0:
+        return ["    return ()"]
+    src = ["    owners = {}"] if nres > 1 else []
+    names = []
+    for i, (k, r, dt) in enumerate(zip(bases, ranks, dtypes)):
+        sz = [f"v[{k + 3 + j}]" for j in range(r)]
+        st = [f"v[{k + 3 + r + j}]" for j in range(r)]
+        cond = [f"v[{k}]", f"v[{k + 1}]"] + sz
+        cond += [f"({sz[j]} == 1 or {st[j]} == {e})" for j, e in enumerate(_row_major(sz))]
+        owners = "owners" if nres > 1 else "{}"
+        if nres > 1:
+            cond.append(f"v[{k}] not in owners")
+        shape = f"v[{k + 3}:{k + 3 + r}]" if r else "()"
+        src.append(f"    if {' and '.join(cond)}:")
+        own = f"_Allocation.from_address(v[{k}])"
+        if nres > 1:
+            src.append(f"        o = owners[v[{k}]] = {own}")
+            own = "o"
+        src.append(f"        r{i} = _ndarray({shape}, _RT{i}, {own}, v[{k + 1}] - v[{k}] + v[{k + 2}] * {dt.itemsize})")
+        src.append(f"    else:\n        r{i} = _result(v, {k}, {r}, _RT{i}, {owners})")
+        names.append(f"r{i}")
+    src.append(f"    return {names[0] if nres == 1 else '(' + ''.join(n + ', ' for n in names) + ')'}")
+    return src
+
+
+def _result_env(dtypes: Sequence[np.dtype]) -> dict:
+    env = {"_ndarray": np.ndarray, "_Allocation": _Allocation, "_result": _result}
+    env.update({f"_RT{i}": dt for i, dt in enumerate(dtypes)})
+    return env
+
+
+def _result_stub(bases: Sequence[int], ranks: Sequence[int], dtypes: Sequence[np.dtype]) -> Callable[[tuple], object]:
+    """Generated ``f(v) -> array | tuple``: the results of the unpacked result struct ``v``
+    (:func:`_result_lines`)."""
+    env = dict(_result_env(dtypes), __builtins__={})
+    exec(compile("\n".join(["def _stub(v):"] + _result_lines(bases, ranks, dtypes)) + "\n", "<result stub>", "exec"),
+         env)
+    return env["_stub"]
+
+
+def _call_entry(fn: "Function", dtypes: Sequence, result_dtypes: Sequence[np.dtype]) -> Callable:
+    """Generated ``f(session, args)``: the whole call of ``fn`` in one Python frame, the
+    argument stub's lines (anything they refuse: :meth:`Function._call`, the general
+    path), the session's lock, one ``pack_into`` of the words into the session's frame,
+    the ctypes call, one ``unpack_from``, then the result stub's lines."""
+    ranks = fn.checker.ranks
+    lines, words = _arg_lines(ranks, dtypes, fn.checker.plan_checks, "return _general(session, args)")
+    src = ["def _entry(session, args):", f"    if _len(args) != {len(ranks)}:", "        return _general(session, args)",
+           "    bound = ()"] + lines + [
+        "    busy = session._busy",
+        "    if not busy.acquire(False):",
+        "        raise _busy_error()",
+        "    try:",
+        "        frame = session._frames.get(_fn)",
+        "        if frame is None:",
+        "            frame = session._frames[_fn] = _Frame(_fn, session)",
+        f"        _pack(frame.descs, 0, {', '.join(words)})"]
+    if fn.single_scalar:
+        src.append("        v = (_direct(*frame.args),)")
+    else:
+        src += ["        _direct(*frame.args)", "        v = _unpack(frame.res)"]
+    src += ["    finally:", "        busy.release()", "    if v[0]:", "        raise _failure(v)"]
+    src += _result_lines(fn._bases, fn.result_ranks, result_dtypes)
+    env = dict(_arg_env(dtypes), **_result_env(result_dtypes))
+    env.update(_fn=fn, _general=fn._call, _busy_error=fn._busy_error, _Frame=_Frame, _pack=fn._pack,
+               _direct=fn._direct, _unpack=getattr(fn, "_unpack", None), _failure=fn._failure)
+    exec(compile("\n".join(src) + "\n", f"<call of @{fn.name}>", "exec"), env)
+    return env["_entry"]
+
+
+def _result(v: tuple, k: int, rank: int, dtype: np.dtype, owners: dict) -> np.ndarray:
+    """One result of the unpacked result struct ``v`` (its descriptor at ``v[k]``), any case:
+    empty or null (a fresh empty array), strided (copied out), without an owner (a view), or
+    in a buffer an earlier result already owns."""
+    al, ap, off = v[k], v[k + 1], v[k + 2]
+    shape = v[k + 3:k + 3 + rank]
+    strides = v[k + 3 + rank:k + 3 + 2 * rank]
+    owner = None
+    if al:
+        owner = owners.get(al)
+        if owner is None:
+            owner = owners[al] = _Allocation.from_address(al)
+    n = 1
+    for d in shape:
+        n *= d
+    if n == 0 or not ap:
+        return np.empty(shape, dtype)
+    base, at = (owner, ap - al + off * dtype.itemsize) if owner is not None else (_Memory.from_address(ap), off * dtype.itemsize)
+    if _c_contiguous(shape, strides):
+        return np.ndarray(shape, dtype, base, at)
+    return np.ndarray(shape, dtype, base, at, tuple(s * dtype.itemsize for s in strides)).copy()
+
+
+class _Frame:
+    """A function's call memory in one session: the result struct and the parameter
+    descriptors, and the argument tuple (their addresses and the session's buffers) passed
+    to the entry point as is. Only the call holding the session's lock writes it."""
+
+    __slots__ = ("res", "descs", "base", "args")
+
+    def __init__(self, fn: "Function", session: "Session"):
+        self.res = None if fn.single_scalar else fn.result_class()
+        words = sum(3 + 2 * r for r in fn.checker.ranks)
+        self.descs = (ctypes.c_int64 * max(words, 1))()
+        self.base = ctypes.addressof(self.descs)
+        addrs, at = [], self.base
+        for r in fn.checker.ranks:
+            addrs.append(at)
+            at += 8 * (3 + 2 * r)
+        head = () if self.res is None else (ctypes.addressof(self.res),)
+        self.args = head + session._addrs + tuple(addrs)
+
+
 class Function:
     """One compiled graph function: ``fn(*arrays) -> array | tuple of arrays``.
 
@@ -290,9 +532,33 @@ class Function:
         self.result_dtypes = [DTYPES.get(r.dtype) for r in sig.results]
         self.result_ranks = [len(r.shape) for r in sig.results]
         self.single_scalar = (D == 0 and not sig.results)
+        n_states = len(exe._meta.states)
         self.result_class, proto = _ctypes_signature(D, tuple(self.result_ranks), tuple(self.checker.ranks),
-                                                     self.single_scalar, len(exe._meta.states))
-        self._fn = proto(exe._resolver.address(name))
+                                                     self.single_scalar, n_states)
+        address = exe._resolver.address(name)
+        self._fn = proto(address)
+        # the call path (see above): stubs, formats and the entry point taking addresses
+        exact = [np.dtype(d) if d is not None else None for d in self.checker.np_dtypes]
+        self._args = _arg_stub(self.checker.ranks, exact, self.checker.plan_checks)
+        self._pack = struct.Struct(_desc_format(self.checker.ranks)).pack_into
+        self._direct = _direct_signature((0 if self.single_scalar else 1) + 1 + n_states + self.nparams,
+                                         self.single_scalar)(address)
+        self._bases: list[int] = []
+        if not self.single_scalar:
+            layout = struct.Struct("@i" + "q" * D + _desc_format(self.result_ranks)[1:])
+            if layout.size != ctypes.sizeof(self.result_class):   # struct's native alignment is C's
+                raise RuntimeError(f"@{name}: result struct of {ctypes.sizeof(self.result_class)} bytes, "
+                                   f"unpacked as {layout.size}")
+            self._unpack = layout.unpack_from
+            k = 1 + D
+            for r in self.result_ranks:
+                self._bases.append(k)
+                k += 3 + 2 * r
+        dts = [np.dtype(dt) for dt in self.result_dtypes]
+        self._results = _result_stub(self._bases, self.result_ranks, dts)
+        #: what a call runs: the generated whole call (a target overriding _call, e.g.
+        #: vulkan's staging into device memory, keeps its own)
+        self._entry = _call_entry(self, exact, dts) if type(self)._call is Function._call else self._call
 
     def __repr__(self) -> str:
         params = ", ".join(f"({', '.join(p.shape)}) {p.dtype}" for p in self.sig.params)
@@ -300,7 +566,7 @@ class Function:
         return f"<relax_mlir function @{self.name}({params}) -> ({results})>"
 
     def __call__(self, *args):
-        return self._call(self.exe._default_session(), args)
+        return self._entry(self.exe._default_session(), args)
 
     def bind_params(self, *params) -> "PreparedCall":
         """Bind the trailing ``params`` (a model's weights) once: checked and turned into
@@ -310,62 +576,51 @@ class Function:
         return PreparedCall(self, None, params)
 
     def _call(self, session: "Session", args):
+        """The general path (and the whole call of a target without a generated one):
+        arguments the stub refuses are converted (copy, DLPack) or raise their error."""
         if len(args) != self.nparams:
             raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
-        arrays = [_as_array(a) for a in args]
-        self.checker.check(arrays)
-        descs = [ctypes.byref(_descriptor(a)) for a in arrays]
-        outs = self._invoke(session, descs)
-        del arrays  # kept alive through the call
-        return outs
+        words = self._args(args, ())
+        if words is None:
+            args = [_as_array(a) for a in args]
+            self.checker.check(args)
+            words = _words(args)
+        return self._run(session, self._pack, words, None)   # ``args`` keeps the data alive
 
-    def _invoke(self, session: "Session", descs: list):
-        res = self.result_class()
-        if not session._busy.acquire(False):
-            raise RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
-                               "per session: use one session per thread)")
+    def _run(self, session: "Session", pack, words, prepared: Optional["PreparedCall"]):
+        """Write the descriptor ``words`` into the session's frame and call (under the
+        session's lock, which makes the frame this call's); wrap the results after."""
+        busy = session._busy
+        if not busy.acquire(False):
+            raise self._busy_error()
         try:  # no lock shared between sessions: calls in different sessions run at the same time
+            frame = session._frames.get(self)
+            if frame is None:
+                frame = session._frames[self] = _Frame(self, session)
+            pack(frame.descs, 0, *words)
+            args = frame.args if prepared is None else prepared._frame_args(frame)
             if self.single_scalar:
-                res.status = self._fn(*session._buffers, *descs)
+                v = (self._direct(*args),)
             else:
-                self._fn(ctypes.byref(res), *session._buffers, *descs)
+                self._direct(*args)
+                v = self._unpack(frame.res)
         finally:
-            session._busy.release()
-        if res.status != 0:
-            # A failed call's results are placeholders, or the output buffers allocated
-            # before the failing check (sizes that may be huge, pointers that may be null):
-            # free them, never wrap them in arrays.
-            for ptr in {getattr(res, f"r{i}").allocated for i in range(len(self.result_ranks))} - {0, None}:
-                _free(ptr)
-            raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
-        outs = self._collect(res)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+            busy.release()
+        if v[0]:
+            raise self._failure(v)
+        return self._results(v)
 
-    def _collect(self, res) -> list[np.ndarray]:
-        """Results as numpy arrays that OWN the buffers the compiled code allocated (no copy):
-        the buffer is freed when the last array viewing it is garbage collected."""
-        outs, owners = [], {}
-        for i, (rank, dt) in enumerate(zip(self.result_ranks, self.result_dtypes)):
-            d = getattr(res, f"r{i}")
-            shape = tuple(d.sizes[:rank]) if rank else ()
-            n = int(np.prod(shape)) if shape else 1
-            dtype = np.dtype(dt)
-            owner = None
-            if d.allocated:
-                owner = owners.get(d.allocated)
-                if owner is None:
-                    owner = owners[d.allocated] = _Buffer(d.allocated)
-            if n == 0 or not d.aligned:
-                arr = np.empty(shape, dtype)
-            elif not _c_contiguous(shape, [d.strides[k] for k in range(rank)]):
-                buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
-                arr = np.frombuffer(buf, dtype).reshape(shape).copy()
-            else:
-                buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(d.aligned + d.offset * dtype.itemsize)
-                buf.owner = owner  # keeps the allocation alive as long as an array views it
-                arr = np.frombuffer(buf, dtype).reshape(shape)
-            outs.append(arr)
-        return outs
+    def _busy_error(self) -> RuntimeError:
+        return RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
+                            "per session: use one session per thread)")
+
+    def _failure(self, v: tuple) -> Exception:
+        """The error of a failed call (status ``v[0]``, details ``v[1:1+D]``). Its results
+        are placeholders, or the output buffers allocated before the failing check (sizes
+        that may be huge, pointers that may be null): freed here, never wrapped in arrays."""
+        for ptr in {v[k] for k in self._bases} - {0}:
+            _free(ptr)
+        return self.exe._failure(v[0], list(v[1:1 + self.D]))
 
 
 class _BoundFunction:
@@ -377,7 +632,7 @@ class _BoundFunction:
         self.fn, self.session = fn, session
 
     def __call__(self, *args):
-        return self.fn._call(self.session, args)
+        return self.fn._entry(self.session, args)
 
     def bind_params(self, *params) -> "PreparedCall":
         """As :meth:`Function.bind_params`, calling in this session."""
@@ -392,35 +647,62 @@ class PreparedCall:
     ``call(*leading)``. The bound arrays are checked (dtype, rank, the shape relations
     among themselves) and turned into memref descriptors once and kept alive here; each
     call converts and checks only the leading arguments (and the relations that involve
-    them). For a model, ~135 weight arguments cost nothing per call."""
+    them, compiled into this call's own argument stub). For a model, ~135 weight arguments
+    cost nothing per call."""
 
     def __init__(self, fn: Function, session: Optional["Session"], params: Sequence):
         n = len(params)
         if n > fn.nparams:
             raise TypeError(f"@{fn.name} takes {fn.nparams} argument(s), {n} bound")
         self.fn, self.session = fn, session
-        self.nlead = fn.nparams - n
+        self.nlead = nlead = fn.nparams - n
         self._arrays = [_as_array(a) for a in params]   # kept alive: the descriptors point into them
-        fn.checker.check_types(self._arrays, self.nlead)
-        self._shapes = [a.shape for a in self._arrays]
-        self._run_checks = fn.checker.partial(self.nlead, self._shapes)
-        self._descs = [ctypes.byref(_descriptor(a)) for a in self._arrays]
+        fn.checker.check_types(self._arrays, nlead)
+        self._shapes = tuple(a.shape for a in self._arrays)
+        rest = fn.checker.partial(nlead, self._shapes)
+        self._run_checks = fn.checker._compile(rest)
+        ranks = fn.checker.ranks
+        exact = [np.dtype(d) if d is not None else None for d in fn.checker.np_dtypes[:nlead]]
+        self._args = _arg_stub(ranks[:nlead], exact, rest)
+        self._pack = struct.Struct(_desc_format(ranks[:nlead])).pack_into
+        bound = _words(self._arrays)
+        self._bound = (ctypes.c_int64 * max(len(bound), 1))(*bound)
+        at, addrs = ctypes.addressof(self._bound), []
+        for r in ranks[nlead:]:
+            addrs.append(at)
+            at += 8 * (3 + 2 * r)
+        self._bound_addrs = tuple(addrs)
+        self._last: tuple = (None, ())   # (frame, its argument tuple): one atomic read
+        # a target whose code takes its arguments elsewhere (device memory) overrides _invoke
+        self._staged = getattr(type(fn), "_invoke", None) is not None
+
+    def _frame_args(self, frame: _Frame) -> tuple:
+        """The entry point's arguments in ``frame``: its leading descriptors, then the bound ones."""
+        last = self._last
+        if last[0] is frame:
+            return last[1]
+        args = frame.args[:len(frame.args) - len(self._bound_addrs)] + self._bound_addrs
+        self._last = (frame, args)
+        return args
 
     def __call__(self, *args):
         fn = self.fn
         if len(args) != self.nlead:
             raise TypeError(f"@{fn.name} takes {self.nlead} argument(s) besides the {len(self._arrays)} "
                             f"bound, got {len(args)}")
-        arrays = [_as_array(a) for a in args]
-        fn.checker.check_types(arrays, 0)
-        shapes = [a.shape for a in arrays] + self._shapes
-        if not self._run_checks(shapes):
-            fn.checker.explain(shapes)
-        descs = [ctypes.byref(_descriptor(a)) for a in arrays] + self._descs
         session = self.session or fn.exe._default_session()
-        outs = fn._invoke(session, descs)
-        del arrays
-        return outs
+        if self._staged:
+            return fn._invoke(session, [ctypes.byref(_descriptor(a)) for a in
+                                        [_as_array(a) for a in args] + self._arrays])
+        words = self._args(args, self._shapes)
+        if words is None:   # the general path
+            args = [_as_array(a) for a in args]
+            fn.checker.check_types(args, 0)
+            shapes = [a.shape for a in args] + list(self._shapes)
+            if not self._run_checks(shapes):
+                fn.checker.explain(shapes)
+            words = _words(args)
+        return fn._run(session, self._pack, words, self)
 
     def __repr__(self) -> str:
         return f"<relax_mlir prepared call of @{self.fn.name}: {self.nlead} argument(s), {len(self._arrays)} bound>"
@@ -470,6 +752,9 @@ class Session:
             self._state_descs.append(_byte_descriptor(ptr, nbytes))
         #: what every call passes before its parameters: the workspace, then the state buffers
         self._buffers = (self._ws,) + tuple(ctypes.byref(d) for d in self._state_descs)
+        self._addrs = tuple(ctypes.addressof(d) for d in [desc] + self._state_descs)
+        #: Function -> its call memory in this session (:class:`_Frame`), made on the first call
+        self._frames: dict = {}
 
     @property
     def workspace_bytes(self) -> int:
@@ -488,7 +773,7 @@ class Session:
         return _BoundFunction(self.exe[name], self)
 
     def __call__(self, *args):
-        return self.exe["main"]._call(self, args)
+        return self.exe["main"]._entry(self, args)
 
     def __repr__(self) -> str:
         st = f", state {', '.join(f'{k} {v.shape}' for k, v in self.state.items())}" if self.state else ""
@@ -526,16 +811,22 @@ def _rows(spec, rows) -> int:
 _WS_ALIGN = 64
 
 
-class _Buffer:
-    """One allocation returned by compiled code; freed with libc ``free`` when unreferenced."""
+#: the length of the ctypes array type that stands for any buffer a result views: one
+#: type for every size (a ctypes array type per size would be a class made per distinct
+#: result size); an array views only its own bytes of it
+_ANY_SIZE = 1 << 62
 
-    __slots__ = ("ptr",)
 
-    def __init__(self, ptr: int):
-        self.ptr = ptr
+class _Memory(ctypes.c_char * _ANY_SIZE):
+    """Memory an array views and nobody frees (a result buffer without an owner)."""
+
+
+class _Allocation(_Memory):
+    """One allocation returned by compiled code, the ``base`` of the arrays viewing it;
+    freed with libc ``free`` when the last of them is gone."""
 
     def __del__(self):
-        _free(self.ptr)
+        _free(ctypes.addressof(self))
 
 
 def _c_contiguous(shape, strides) -> bool:
@@ -637,7 +928,7 @@ class Executable:
         return fn
 
     def __call__(self, *args):
-        return self["main"](*args)
+        return self["main"]._entry(self._default_session(), args)
 
     def __repr__(self) -> str:
         return f"<relax_mlir Executable ({self._meta.target}): {', '.join('@' + f for f in self.functions)}>"

@@ -28,15 +28,15 @@
 // CHECK-NOT: linalg.matmul
 
 // Each variant gets the schedule of its range: the few-rows one streams 8 rows of B per
-// step (8 chained FMAs onto 64 columns, no M blocking), the other the 6-row register
+// step (8 chained FMAs onto 32 columns, no M blocking), the other the 6-row register
 // tiles; the dispatcher itself is not scheduled.
 // SCHED-LABEL: func.func private @mm__m0_3
 // SCHED-SAME: relax.schedule = "gemv"
 // SCHED: scf.for %{{.*}} = %c0 to %c512 step %c8
-// SCHED: scf.for %{{.*}} = %c0 to %c2048 step %c64
+// SCHED: scf.for %{{.*}} = %c0 to %c2048 step %c32
 // SCHED: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
-// SCHED: vector.transfer_read {{.*}} : tensor<8x64xf32>, vector<8x64xf32>
-// SCHED-COUNT-8: vector.fma {{.*}} : vector<64xf32>
+// SCHED: vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
+// SCHED-COUNT-8: vector.fma {{.*}} : vector<32xf32>
 // SCHED-LABEL: func.func private @mm__m4
 // SCHED-SAME: relax.schedule = "matmul"
 // SCHED: iter_args({{.*}}) -> (vector<6x64xf32>)

@@ -34,12 +34,19 @@ def bufferize_stage() -> list[str]:
     return stage[:stage.index("relax-kernel-noalias")]
 
 
+def schedule_stage() -> list[str]:
+    """The hand-scheduled kernel kinds (each a gpu.launch built directly); every other
+    kernel keeps the parallel-loop route."""
+    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions"]
+
+
 def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
     """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
     return [
         "relax-expand-math",
         "relax-gpu-signless",
         "relax-gpu-prepare-kernels",
+        *schedule_stage(),
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)
         "relax-gpu-sequential-inner-loops",

@@ -45,8 +45,8 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
     return [
         "relax-expand-math",
         "relax-gpu-signless",
-        "relax-gpu-prepare-kernels",
         *schedule_stage(),
+        "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)
         "relax-gpu-sequential-inner-loops",

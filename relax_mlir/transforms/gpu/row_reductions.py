@@ -1,4 +1,293 @@
-from ..registry import register_pass
-@register_pass("relax-gpu-row-reductions", "placeholder")
-def relax_gpu_row_reductions(module, opts) -> None:
-    pass
+"""relax-gpu-row-reductions: row kernels (softmax, RMSNorm, LayerNorm, sum/max over the
+last axis) as one workgroup per row with a tree reduction in workgroup memory.
+
+The naive route gives each output element (or each row of a reduction) one thread:
+a softmax over a 1000-wide row runs its reductions serially in one thread, and each op
+of the kernel is its own dispatch that reads the row from device memory again. This pass
+replaces the whole kernel body, when it has the shape of a row kernel, by one
+``gpu.launch``: workgroup ``w`` takes rows ``w, w + grid, ...`` (the grid is capped at
+the device's minimum limit, 65535, and the row count stays symbolic); inside a row, the
+kernel's ops run in program order:
+
+* ``linalg.fill`` of a row buffer: its value becomes the initial value of the
+  reduction that writes the buffer (nothing is stored);
+* a reduction over the last loop (``out = comb(f(ins), out)`` with comb one of
+  ``addf mulf maximumf maxnumf minimumf minnumf``): thread ``t`` accumulates elements
+  ``t, t + threads, ...`` from comb's identity, the partials go through a tree
+  reduction in workgroup memory (``gpu.barrier`` between the halving steps), and every
+  thread holds the row's result in a register; it is stored (by thread 0) only when the
+  buffer is a kernel result or read elsewhere;
+* an all-parallel op: thread ``t`` computes elements ``t, t + threads, ...`` of the row,
+  reading row results from registers.
+
+Row-local reads make this correct without further barriers: a buffer the kernel writes
+is read only through the map it was written with (a parallel result by the thread that
+wrote it, a row result from the register); buffers read with other maps (a norm's
+weight along the row) are never written in the kernel. Anything else (a reduction not
+over the last loop, several reduction loops, non-f32 data, ops with regions in the
+body, a kernel kind other than ``reduction``) keeps the parallel-loop route. Run after
+bufferization, before relax-gpu-prepare-kernels.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects import arith, memref
+
+from ..registry import Option, register_pass
+from .launch_builder import (COMBINERS, Launch, barrier, f32, find, flat_body, for_loop, index, indexing_maps,
+                             inline_body, load, map_indices, map_uses, simple_map, store, when)
+
+KERNEL_ATTR = "relax.kernel"
+KIND_ATTR = "relax.kernel_kind"
+THREADS = 128
+MAX_GRID = 65535  # maxComputeWorkGroupCount[0] guaranteed by Vulkan
+
+#: ops between the work ops that only compute sizes or scalars (moved past freely)
+_NEUTRAL = {"memref.alloc", "memref.dim", "arith.constant"}
+
+PARALLEL = "#linalg.iterator_type<parallel>"
+REDUCTION = "#linalg.iterator_type<reduction>"
+
+
+def _f32_buffers(op: ir.Operation) -> bool:
+    return all(isinstance(v.type, ir.MemRefType) and isinstance(ir.MemRefType(v.type).element_type, ir.F32Type)
+               for v in op.operands if isinstance(v.type, ir.ShapedType))
+
+
+def _scalar(op: ir.Operation) -> bool:
+    return (op.name.startswith(("arith.", "math.", "index."))
+            and not any(isinstance(v.type, ir.ShapedType) for v in list(op.operands) + list(op.results)))
+
+
+class _Plan:
+    """The matched work ops of one row kernel and what each buffer is."""
+
+    def __init__(self, ops: list[ir.Operation], rank: int):
+        self.ops, self.rank = ops, rank
+        self.written: list[tuple[ir.Value, ir.AffineMap]] = []   # buffer -> the map it is written with
+        self.combiner: list[tuple[ir.Operation, str]] = []        # reduction op -> combiner op name
+
+
+def _combiner(gen: ir.Operation) -> Optional[str]:
+    """The combiner of a reduction body ``out = comb(f(ins), out)``, if it is one."""
+    block = gen.regions[0].blocks[0]
+    out = block.arguments[len(block.arguments) - 1]
+    uses = [u.owner for u in out.uses]
+    yld = block.operations[len(block.operations) - 1].operation
+    if len(uses) != 1:
+        return None
+    comb = uses[0]
+    if comb.name not in COMBINERS or yld.operands[0] != comb.results[0]:
+        return None
+    return comb.name
+
+
+def _match(fn: ir.Operation) -> Optional[_Plan]:
+    block = fn.regions[0].blocks[0]
+    body = [o.operation for o in block.operations]
+    work = [k for k, o in enumerate(body) if o.name in ("linalg.fill", "linalg.generic")]
+    if not work:
+        return None
+    first, last = work[0], work[-1]
+    for o in body[first:last + 1]:
+        if o.name not in ("linalg.fill", "linalg.generic") and o.name not in _NEUTRAL and not _scalar(o):
+            return None
+    for o in body[:first] + body[last + 1:]:
+        if o.name.startswith("linalg.") or o.name in ("memref.copy", "memref.store", "memref.load"):
+            return None   # other work outside the row ops
+    ops = [body[k] for k in work]
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    if not gens or not all(_f32_buffers(o) for o in ops):
+        return None
+    rank = indexing_maps(gens[0])[0].n_dims
+    plan = _Plan(ops, rank)
+    filled: list[tuple[ir.Value, bool]] = []   # row buffers filled, and whether reduced into since
+    n_red = 0
+    for o in ops:
+        if o.name == "linalg.fill":
+            if not isinstance(o.operands[0].type, ir.F32Type):
+                return None
+            filled.append((o.operands[1], False))
+            continue
+        g = o.opview
+        if not flat_body(o):
+            return None
+        maps = indexing_maps(o)
+        its = [str(t) for t in g.iterator_types]
+        if len(its) != rank or not all(simple_map(m) for m in maps):
+            return None
+        ins, out = list(g.inputs), list(g.outputs)
+        if len(out) != 1:
+            return None
+        out, omap = out[0], maps[-1]
+        if its == [PARALLEL] * rank:
+            if omap != ir.AffineMap.get_identity(rank):
+                return None
+        elif its == [PARALLEL] * (rank - 1) + [REDUCTION]:
+            if map_uses(omap) != set(range(rank - 1)) or _combiner(o) is None:
+                return None
+            # the reduced buffer's other dims must be 1 (a keepdims row result)
+            shape = ir.MemRefType(out.type).shape
+            for p, e in enumerate(omap.results):
+                if isinstance(e, ir.AffineConstantExpr) and shape[p] != 1:
+                    return None
+            plan.combiner.append((o, _combiner(o)))
+            n_red += 1
+            filled = [(b, True if b == out else r) for b, r in filled]
+        else:
+            return None
+        # a buffer written in the kernel is read only through the map it was written with
+        for v, m in zip(ins, maps[:-1]):
+            w = find(plan.written, v)
+            if w is not None and w != m:
+                return None
+            if w is None and any(b == v for b, _ in filled):
+                return None   # a filled buffer read before its reduction
+        w = find(plan.written, out)
+        if w is not None and w != omap:
+            return None
+        if any(v == out for v in ins) and find(plan.written, out) is None and omap != maps[ins.index(out)]:
+            return None
+        if w is None:
+            plan.written.append((out, omap))
+        for v, m in zip(ins, maps[:-1]):   # read-only buffers must not be written later
+            if find(plan.written, v) is None and any(v == o2.opview.outputs[0] for o2 in gens):
+                return None
+    if not n_red or not all(r for _, r in filled):
+        return None
+    return plan
+
+
+def _size(gen: ir.Operation, d: int) -> ir.Value:
+    """The extent of loop ``d`` of ``gen`` (memref.dim of an operand indexed by it)."""
+    for v, m in zip(gen.operands, indexing_maps(gen)):
+        for p, e in enumerate(m.results):
+            if isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == d:
+                return memref.DimOp(v, index(p)).result
+    raise ValueError(f"loop {d} of {gen.name} indexes no operand")
+
+
+def _build(fn: ir.Operation, plan: _Plan, threads: int) -> None:
+    ops, rank = plan.ops, plan.rank
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    anchor = ops[-1]
+    # buffers whose only users are the replaced ops and deallocs: never stored
+    def local(v: ir.Value) -> bool:
+        owner = v.owner
+        return (not isinstance(owner, ir.Block) and owner.name == "memref.alloc"
+                and all(u.owner.name == "memref.dealloc" or any(u.owner == o for o in ops) for u in v.uses))
+
+    with ir.InsertionPoint(anchor), anchor.location:
+        outer = [_size(gens[0], d) for d in range(rank - 1)]
+        widths = [(g, _size(g, rank - 1)) for g in gens]
+        rows = index(1)
+        for s in outer:
+            rows = arith.MulIOp(rows, s).result
+        grid = arith.MinUIOp(rows, index(MAX_GRID)).result
+        launch = Launch((grid, index(1), index(1)), (threads, 1, 1), [threads])
+        with launch:
+            sh = launch.shared[0]
+            t = launch.thread_id[0]
+            zero_t = arith.CmpIOp(arith.CmpIPredicate.eq, t, index(0)).result
+
+            def row(rid: ir.Value, _: list) -> list:
+                idx, rest = [], rid
+                for s in reversed(outer[1:]):
+                    idx.append(arith.RemUIOp(rest, s).result)
+                    rest = arith.DivUIOp(rest, s).result
+                idx = ([rest] if outer else []) + idx[::-1]
+                regs: list[tuple[ir.Value, ir.Value]] = []    # row buffer -> its value in a register
+                inits: list[tuple[ir.Value, ir.Value]] = []   # row buffer -> its fill value
+                for o in ops:
+                    if o.name == "linalg.fill":
+                        inits.append((o.operands[1], o.operands[0]))
+                        continue
+                    g = o.opview
+                    maps = indexing_maps(o)
+                    ins, out = list(g.inputs), g.outputs[0]
+                    width = find(widths, o)
+                    comb = find(plan.combiner, o)
+
+                    def args_at(j: ir.Value) -> list[ir.Value]:
+                        dims = idx + [j]
+                        vals = []
+                        for v, m in zip(ins, maps[:-1]):
+                            r = find(regs, v)
+                            vals.append(r if r is not None else load(v, map_indices(m, dims)))
+                        return vals
+
+                    if comb is None:
+                        def elem(j: ir.Value, _: list) -> list:
+                            dims = idx + [j]
+                            used = len(list(o.regions[0].blocks[0].arguments[len(ins)].uses)) > 0
+                            outv = load(out, dims) if used else f32(0.0)
+                            store(inline_body(o, args_at(j) + [outv], dims), out, dims)
+                            return []
+                        for_loop(t, width, index(threads), [], elem)
+                        continue
+                    op_cls, ident = COMBINERS[comb]
+                    partial = for_loop(t, width, index(threads), [f32(ident)],
+                                       lambda j, acc: [inline_body(o, args_at(j) + acc, idx + [j])])[0]
+                    store(partial, sh, [t])
+                    s = threads // 2
+                    while s:
+                        barrier()
+                        lo = arith.CmpIOp(arith.CmpIPredicate.ult, t, index(s)).result
+
+                        def fold(s=s):
+                            other = load(sh, [arith.AddIOp(t, index(s)).result])
+                            store(op_cls(load(sh, [t]), other).result, sh, [t])
+                        when(lo, fold)
+                        s //= 2
+                    barrier()
+                    total = load(sh, [index(0)])
+                    barrier()   # sh is reused by the next reduction
+                    init = find(inits, out)
+                    if init is None:
+                        init = load(out, map_indices(maps[-1], idx + [index(0)]))
+                    result = op_cls(total, init).result
+                    regs.append((out, result))
+                    if not local(out):
+                        when(zero_t, lambda out=out, m=maps[-1], result=result:
+                             store(result, out, map_indices(m, idx + [index(0)])))
+                return []
+
+            for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row)
+    dead: list[ir.Value] = []
+    for o in ops:
+        v = o.operands[len(o.operands) - 1]
+        if not any(v == d for d in dead):
+            dead.append(v)
+    for o in reversed(ops):
+        o.erase()
+    for v in dead:
+        owner = v.owner
+        if isinstance(owner, ir.Block) or owner.name != "memref.alloc":
+            continue
+        users = [u.owner for u in v.uses]
+        if all(u.name == "memref.dealloc" for u in users):
+            for u in users:
+                u.erase()
+            owner.erase()
+
+
+@register_pass("relax-gpu-row-reductions",
+               "GPU kernels: row kernels (fills, reductions over the last loop, elementwise ops on the "
+               "row; f32) -> one gpu.launch, a workgroup per row, tree reductions in workgroup memory.",
+               options=[Option("threads", int, THREADS, "threads per workgroup (a power of two)")])
+def relax_gpu_row_reductions(module: ir.Operation, opts) -> None:
+    threads = opts.threads
+    if threads < 1 or threads & (threads - 1):
+        raise ValueError(f"relax-gpu-row-reductions: threads={threads} is not a power of two")
+    for f in module.regions[0].blocks[0].operations:
+        f = f.operation
+        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
+            continue
+        if KIND_ATTR in f.attributes and ir.StringAttr(f.attributes[KIND_ATTR]).value != "reduction":
+            continue
+        plan = _match(f)
+        if plan is not None:
+            _build(f, plan, threads)

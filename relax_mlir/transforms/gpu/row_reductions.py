@@ -67,8 +67,16 @@ class _Plan:
 
     def __init__(self, ops: list[ir.Operation], rank: int):
         self.ops, self.rank = ops, rank
-        self.written: list[tuple[ir.Value, ir.AffineMap]] = []   # buffer -> the map it is written with
-        self.combiner: list[tuple[ir.Operation, str]] = []        # reduction op -> combiner op name
+        self.written: list[tuple[ir.Value, tuple]] = []      # buffer -> the index pattern it is written at
+        self.combiner: list[tuple[ir.Operation, str]] = []   # reduction op -> combiner op name
+        self.scalar: list[ir.Operation] = []                  # ops on row values only (rank - 1 loops)
+
+
+def _pattern(m: ir.AffineMap) -> tuple:
+    """The indices a map gives, as text over d0, d1, ...: the same pattern names the same
+    elements in a rank-r reduction (``(d0, d1) -> (d0)``) and a rank-(r-1) op on its
+    result (``(d0) -> (d0)``)."""
+    return tuple(str(e) for e in m.results)
 
 
 def _combiner(gen: ir.Operation) -> Optional[str]:
@@ -83,6 +91,14 @@ def _combiner(gen: ir.Operation) -> Optional[str]:
     if comb.name not in COMBINERS or yld.operands[0] != comb.results[0]:
         return None
     return comb.name
+
+
+def _row_map(m: ir.AffineMap, shape: list[int], rank: int) -> bool:
+    """``m`` names one element per row: it uses exactly the row loops d0..d(rank-2), and
+    its constant results index dims of size 1 (a keepdims row result)."""
+    if map_uses(m) != set(range(rank - 1)):
+        return False
+    return all(shape[p] == 1 for p, e in enumerate(m.results) if isinstance(e, ir.AffineConstantExpr))
 
 
 def _match(fn: ir.Operation) -> Optional[_Plan]:
@@ -103,7 +119,10 @@ def _match(fn: ir.Operation) -> Optional[_Plan]:
     if not gens or not all(_f32_buffers(o) for o in ops):
         return None
     rank = indexing_maps(gens[0])[0].n_dims
+    if rank < 1:
+        return None
     plan = _Plan(ops, rank)
+    full = tuple(f"d{k}" for k in range(rank))
     filled: list[tuple[ir.Value, bool]] = []   # row buffers filled, and whether reduced into since
     n_red = 0
     for o in ops:
@@ -117,43 +136,44 @@ def _match(fn: ir.Operation) -> Optional[_Plan]:
             return None
         maps = indexing_maps(o)
         its = [str(t) for t in g.iterator_types]
-        if len(its) != rank or not all(simple_map(m) for m in maps):
+        if not all(simple_map(m) for m in maps):
             return None
         ins, out = list(g.inputs), list(g.outputs)
         if len(out) != 1:
             return None
         out, omap = out[0], maps[-1]
+        shape = list(ir.MemRefType(out.type).shape)
         if its == [PARALLEL] * rank:
-            if omap != ir.AffineMap.get_identity(rank):
+            if _pattern(omap) != full:
                 return None
         elif its == [PARALLEL] * (rank - 1) + [REDUCTION]:
-            if map_uses(omap) != set(range(rank - 1)) or _combiner(o) is None:
+            if not _row_map(omap, shape, rank) or _combiner(o) is None:
                 return None
-            # the reduced buffer's other dims must be 1 (a keepdims row result)
-            shape = ir.MemRefType(out.type).shape
-            for p, e in enumerate(omap.results):
-                if isinstance(e, ir.AffineConstantExpr) and shape[p] != 1:
-                    return None
             plan.combiner.append((o, _combiner(o)))
             n_red += 1
             filled = [(b, True if b == out else r) for b, r in filled]
+        elif its == [PARALLEL] * (rank - 1) and n_red:
+            # an op on row results (mean's division by the width): loops = the row loops
+            if not _row_map(omap, shape, rank):
+                return None
+            plan.scalar.append(o)
         else:
             return None
-        # a buffer written in the kernel is read only through the map it was written with
+        # a buffer written in the kernel is read only at the indices it was written at
         for v, m in zip(ins, maps[:-1]):
             w = find(plan.written, v)
-            if w is not None and w != m:
+            if w is not None and w != _pattern(m):
                 return None
             if w is None and any(b == v for b, _ in filled):
                 return None   # a filled buffer read before its reduction
         w = find(plan.written, out)
-        if w is not None and w != omap:
-            return None
-        if any(v == out for v in ins) and find(plan.written, out) is None and omap != maps[ins.index(out)]:
+        if w is not None and w != _pattern(omap):
             return None
         if w is None:
-            plan.written.append((out, omap))
-        for v, m in zip(ins, maps[:-1]):   # read-only buffers must not be written later
+            if any(v == out for v in ins) and _pattern(maps[ins.index(out)]) != _pattern(omap):
+                return None
+            plan.written.append((out, _pattern(omap)))
+        for v in ins:   # read-only buffers must not be written later
             if find(plan.written, v) is None and any(v == o2.opview.outputs[0] for o2 in gens):
                 return None
     if not n_red or not all(r for _, r in filled):
@@ -182,7 +202,7 @@ def _build(fn: ir.Operation, plan: _Plan, threads: int) -> None:
 
     with ir.InsertionPoint(anchor), anchor.location:
         outer = [_size(gens[0], d) for d in range(rank - 1)]
-        widths = [(g, _size(g, rank - 1)) for g in gens]
+        widths = [(g, _size(g, rank - 1)) for g in gens if not any(g == x for x in plan.scalar)]
         rows = index(1)
         for s in outer:
             rows = arith.MulIOp(rows, s).result
@@ -219,6 +239,16 @@ def _build(fn: ir.Operation, plan: _Plan, threads: int) -> None:
                             vals.append(r if r is not None else load(v, map_indices(m, dims)))
                         return vals
 
+                    if any(o == x for x in plan.scalar):   # on row values: every thread, one value
+                        args = args_at(index(0))
+                        used = len(list(o.regions[0].blocks[0].arguments[len(ins)].uses)) > 0
+                        at = map_indices(maps[-1], idx)
+                        outv = (find(regs, out) or load(out, at)) if used else f32(0.0)
+                        val = inline_body(o, args + [outv], idx)
+                        regs.insert(0, (out, val))
+                        if not local(out):
+                            when(zero_t, lambda out=out, at=at, val=val: store(val, out, at))
+                        continue
                     if comb is None:
                         def elem(j: ir.Value, _: list) -> list:
                             dims = idx + [j]
@@ -249,7 +279,7 @@ def _build(fn: ir.Operation, plan: _Plan, threads: int) -> None:
                     if init is None:
                         init = load(out, map_indices(maps[-1], idx + [index(0)]))
                     result = op_cls(total, init).result
-                    regs.append((out, result))
+                    regs.insert(0, (out, result))
                     if not local(out):
                         when(zero_t, lambda out=out, m=maps[-1], result=result:
                              store(result, out, map_indices(m, idx + [index(0)])))

@@ -23,6 +23,8 @@ serially in their thread).
 
 from __future__ import annotations
 
+from typing import Optional
+
 from .cpu import _llvm_stage, to_llvm
 
 WORKGROUP_SIZE = 64
@@ -34,9 +36,16 @@ def bufferize_stage() -> list[str]:
     return stage[:stage.index("relax-kernel-noalias")]
 
 
-def schedule_stage() -> list[str]:
+#: Hand-scheduled matmul and row kernels (:func:`schedule_stage`); False gives every kernel
+#: the naive parallel-loop route (bench/bench_gpu.py compares the two in one process).
+SCHEDULES_DEFAULT = True
+
+
+def schedule_stage(schedules: Optional[bool] = None) -> list[str]:
     """The hand-scheduled kernel kinds (each a gpu.launch built directly); every other
     kernel keeps the parallel-loop route."""
+    if not (SCHEDULES_DEFAULT if schedules is None else schedules):
+        return []
     return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions"]
 
 

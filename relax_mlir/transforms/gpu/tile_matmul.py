@@ -45,8 +45,8 @@ KIND_ATTR = "relax.kernel_kind"
 
 @dataclass(frozen=True)
 class MatmulTiles:
-    threads: int = 16     # threads per workgroup along x and along y
-    per_thread: int = 4   # each thread computes per_thread x per_thread elements of C
+    threads: int = 8      # threads per workgroup along x and along y
+    per_thread: int = 8   # each thread computes per_thread x per_thread elements of C
     tile_k: int = 16      # K step staged in workgroup memory
 
     @property

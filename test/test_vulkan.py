@@ -355,8 +355,10 @@ _ROWS = {
     "mean": ([["a", "n"]], "axes = array<i64: 1>", lambda x: x.mean(-1)),
 }
 
-#: (rows, width): width 1, odd, wider than a workgroup, 1000+
-_ROW_SIZES = [(1, 1), (3, 1), (5, 7), (2, 33), (9, 129), (2, 1000), (3, 1537)]
+#: (rows, width): width 1, odd, wider than a workgroup, 1000+; below 1024 rows a workgroup
+#: per row, from 1024 rows on a thread per row (relax-gpu-row-reductions' workgroup-rows)
+_ROW_SIZES = [(1, 1), (3, 1), (5, 7), (2, 33), (9, 129), (2, 1000), (3, 1537), (1023, 130),
+              (1024, 1), (1100, 33), (1025, 1001)]
 
 
 @pytest.mark.parametrize("op", sorted(_ROWS))

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import arith, memref
+from mlir.dialects import arith, memref, scf
 
 from ..registry import Option, register_pass
 from .launch_builder import (COMBINERS, Launch, barrier, f32, find, flat_body, for_loop, index, indexing_maps,
@@ -43,6 +43,9 @@ from .launch_builder import (COMBINERS, Launch, barrier, f32, find, flat_body, f
 KERNEL_ATTR = "relax.kernel"
 KIND_ATTR = "relax.kernel_kind"
 THREADS = 128
+#: fewer rows than this: a workgroup per row (the rows alone would not fill a GPU); more:
+#: a thread per row, the whole kernel still one launch (see the module docstring)
+WORKGROUP_ROWS = 1024
 MAX_GRID = 65535  # maxComputeWorkGroupCount[0] guaranteed by Vulkan
 
 #: ops between the work ops that only compute sizes or scalars (moved past freely)
@@ -190,78 +193,85 @@ def _size(gen: ir.Operation, d: int) -> ir.Value:
     raise ValueError(f"loop {d} of {gen.name} indexes no operand")
 
 
-def _build(fn: ir.Operation, plan: _Plan, threads: int) -> None:
-    ops, rank = plan.ops, plan.rank
-    gens = [o for o in ops if o.name == "linalg.generic"]
-    anchor = ops[-1]
-    # buffers whose only users are the replaced ops and deallocs: never stored
-    def local(v: ir.Value) -> bool:
-        owner = v.owner
-        return (not isinstance(owner, ir.Block) and owner.name == "memref.alloc"
-                and all(u.owner.name == "memref.dealloc" or any(u.owner == o for o in ops) for u in v.uses))
-
-    with ir.InsertionPoint(anchor), anchor.location:
-        outer = [_size(gens[0], d) for d in range(rank - 1)]
-        widths = [(g, _size(g, rank - 1)) for g in gens if not any(g == x for x in plan.scalar)]
-        rows = index(1)
-        for s in outer:
-            rows = arith.MulIOp(rows, s).result
+def _launch(plan: _Plan, per_workgroup: bool, threads: int, outer: list[ir.Value], rows: ir.Value,
+            widths: list, local) -> None:
+    """One launch of the row kernel at the insertion point: a workgroup per row (strided
+    row loops, tree reductions in workgroup memory) or a thread per row (serial loops,
+    no barriers)."""
+    ops = plan.ops
+    if per_workgroup:
         grid = arith.MinUIOp(rows, index(MAX_GRID)).result
-        launch = Launch((grid, index(1), index(1)), (threads, 1, 1), [threads])
-        with launch:
+    else:
+        grid = arith.MinUIOp(arith.DivUIOp(arith.AddIOp(rows, index(threads - 1)).result, index(threads)).result,
+                             index(MAX_GRID)).result
+    launch = Launch((grid, index(1), index(1)), (threads, 1, 1), [threads] if per_workgroup else [])
+    with launch:
+        t = launch.thread_id[0]
+        if per_workgroup:
             sh = launch.shared[0]
-            t = launch.thread_id[0]
-            zero_t = arith.CmpIOp(arith.CmpIPredicate.eq, t, index(0)).result
+            first, stride = t, index(threads)   # a row's elements among the workgroup's threads
+            mine = arith.CmpIOp(arith.CmpIPredicate.eq, t, index(0)).result   # thread 0 stores row values
+            row_lb, row_step = launch.block_id[0], launch.grid_dim[0]
+        else:
+            first, stride = index(0), index(1)
+            mine = None
+            row_lb = arith.AddIOp(arith.MulIOp(launch.block_id[0], index(threads)).result, t).result
+            row_step = arith.MulIOp(launch.grid_dim[0], index(threads)).result
 
-            def row(rid: ir.Value, _: list) -> list:
-                idx, rest = [], rid
-                for s in reversed(outer[1:]):
-                    idx.append(arith.RemUIOp(rest, s).result)
-                    rest = arith.DivUIOp(rest, s).result
-                idx = ([rest] if outer else []) + idx[::-1]
-                regs: list[tuple[ir.Value, ir.Value]] = []    # row buffer -> its value in a register
-                inits: list[tuple[ir.Value, ir.Value]] = []   # row buffer -> its fill value
-                for o in ops:
-                    if o.name == "linalg.fill":
-                        inits.append((o.operands[1], o.operands[0]))
-                        continue
-                    g = o.opview
-                    maps = indexing_maps(o)
-                    ins, out = list(g.inputs), g.outputs[0]
-                    width = find(widths, o)
-                    comb = find(plan.combiner, o)
+        def put(val: ir.Value, buf: ir.Value, at: list[ir.Value]) -> None:
+            if mine is None:
+                store(val, buf, at)
+            else:
+                when(mine, lambda: store(val, buf, at))
 
-                    def args_at(j: ir.Value) -> list[ir.Value]:
+        def row(rid: ir.Value, _: list) -> list:
+            idx, rest = [], rid
+            for s in reversed(outer[1:]):
+                idx.append(arith.RemUIOp(rest, s).result)
+                rest = arith.DivUIOp(rest, s).result
+            idx = ([rest] if outer else []) + idx[::-1]
+            regs: list[tuple[ir.Value, ir.Value]] = []    # row buffer -> its value in a register
+            inits: list[tuple[ir.Value, ir.Value]] = []   # row buffer -> its fill value
+            for o in ops:
+                if o.name == "linalg.fill":
+                    inits.append((o.operands[1], o.operands[0]))
+                    continue
+                g = o.opview
+                maps = indexing_maps(o)
+                ins, out = list(g.inputs), g.outputs[0]
+                width = find(widths, o)
+                comb = find(plan.combiner, o)
+                out_used = len(list(o.regions[0].blocks[0].arguments[len(ins)].uses)) > 0
+
+                def args_at(j: ir.Value) -> list[ir.Value]:
+                    dims = idx + [j]
+                    vals = []
+                    for v, m in zip(ins, maps[:-1]):
+                        r = find(regs, v)
+                        vals.append(r if r is not None else load(v, map_indices(m, dims)))
+                    return vals
+
+                if any(o == x for x in plan.scalar):   # on row values: every thread, one value
+                    at = map_indices(maps[-1], idx)
+                    outv = (find(regs, out) or load(out, at)) if out_used else f32(0.0)
+                    val = inline_body(o, args_at(index(0)) + [outv], idx)
+                    regs.insert(0, (out, val))
+                    if not local(out):
+                        put(val, out, at)
+                    continue
+                if comb is None:
+                    def elem(j: ir.Value, _: list) -> list:
                         dims = idx + [j]
-                        vals = []
-                        for v, m in zip(ins, maps[:-1]):
-                            r = find(regs, v)
-                            vals.append(r if r is not None else load(v, map_indices(m, dims)))
-                        return vals
-
-                    if any(o == x for x in plan.scalar):   # on row values: every thread, one value
-                        args = args_at(index(0))
-                        used = len(list(o.regions[0].blocks[0].arguments[len(ins)].uses)) > 0
-                        at = map_indices(maps[-1], idx)
-                        outv = (find(regs, out) or load(out, at)) if used else f32(0.0)
-                        val = inline_body(o, args + [outv], idx)
-                        regs.insert(0, (out, val))
-                        if not local(out):
-                            when(zero_t, lambda out=out, at=at, val=val: store(val, out, at))
-                        continue
-                    if comb is None:
-                        def elem(j: ir.Value, _: list) -> list:
-                            dims = idx + [j]
-                            used = len(list(o.regions[0].blocks[0].arguments[len(ins)].uses)) > 0
-                            outv = load(out, dims) if used else f32(0.0)
-                            store(inline_body(o, args_at(j) + [outv], dims), out, dims)
-                            return []
-                        for_loop(t, width, index(threads), [], elem)
-                        continue
-                    op_cls, ident = COMBINERS[comb]
-                    partial = for_loop(t, width, index(threads), [f32(ident)],
-                                       lambda j, acc: [inline_body(o, args_at(j) + acc, idx + [j])])[0]
-                    store(partial, sh, [t])
+                        outv = load(out, dims) if out_used else f32(0.0)
+                        store(inline_body(o, args_at(j) + [outv], dims), out, dims)
+                        return []
+                    for_loop(first, width, stride, [], elem)
+                    continue
+                op_cls, ident = COMBINERS[comb]
+                total = for_loop(first, width, stride, [f32(ident)],
+                                 lambda j, acc: [inline_body(o, args_at(j) + acc, idx + [j])])[0]
+                if per_workgroup:
+                    store(total, sh, [t])
                     s = threads // 2
                     while s:
                         barrier()
@@ -275,17 +285,47 @@ def _build(fn: ir.Operation, plan: _Plan, threads: int) -> None:
                     barrier()
                     total = load(sh, [index(0)])
                     barrier()   # sh is reused by the next reduction
-                    init = find(inits, out)
-                    if init is None:
-                        init = load(out, map_indices(maps[-1], idx + [index(0)]))
-                    result = op_cls(total, init).result
-                    regs.insert(0, (out, result))
-                    if not local(out):
-                        when(zero_t, lambda out=out, m=maps[-1], result=result:
-                             store(result, out, map_indices(m, idx + [index(0)])))
-                return []
+                at = map_indices(maps[-1], idx + [index(0)])
+                init = find(inits, out)
+                result = op_cls(total, init if init is not None else load(out, at)).result
+                regs.insert(0, (out, result))
+                if not local(out):
+                    put(result, out, at)
+            return []
 
-            for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row)
+        for_loop(row_lb, rows, row_step, [], row)
+
+
+def _build(fn: ir.Operation, plan: _Plan, threads: int, workgroup_rows: int) -> None:
+    """Both launches under ``scf.if rows < workgroup_rows`` (a workgroup per row for few
+    rows, a thread per row for many); only one when the bound decides it statically."""
+    ops, rank = plan.ops, plan.rank
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    anchor = ops[-1]
+
+    def local(v: ir.Value) -> bool:
+        """Only the replaced ops (and deallocs) use it: row values are never stored."""
+        owner = v.owner
+        return (not isinstance(owner, ir.Block) and owner.name == "memref.alloc"
+                and all(u.owner.name == "memref.dealloc" or any(u.owner == o for o in ops) for u in v.uses))
+
+    with ir.InsertionPoint(anchor), anchor.location:
+        outer = [_size(gens[0], d) for d in range(rank - 1)]
+        widths = [(g, _size(g, rank - 1)) for g in gens if not any(g == x for x in plan.scalar)]
+        rows = index(1)
+        for s in outer:
+            rows = arith.MulIOp(rows, s).result
+        if workgroup_rows <= 0:
+            _launch(plan, False, threads, outer, rows, widths, local)
+        else:
+            few = arith.CmpIOp(arith.CmpIPredicate.ult, rows, index(workgroup_rows)).result
+            branch = scf.IfOp(few, [], has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                _launch(plan, True, threads, outer, rows, widths, local)
+                scf.YieldOp([])
+            with ir.InsertionPoint(branch.else_block):
+                _launch(plan, False, threads, outer, rows, widths, local)
+                scf.YieldOp([])
     dead: list[ir.Value] = []
     for o in ops:
         v = o.operands[len(o.operands) - 1]
@@ -307,7 +347,10 @@ def _build(fn: ir.Operation, plan: _Plan, threads: int) -> None:
 @register_pass("relax-gpu-row-reductions",
                "GPU kernels: row kernels (fills, reductions over the last loop, elementwise ops on the "
                "row; f32) -> one gpu.launch, a workgroup per row, tree reductions in workgroup memory.",
-               options=[Option("threads", int, THREADS, "threads per workgroup (a power of two)")])
+               options=[Option("threads", int, THREADS, "threads per workgroup (a power of two)"),
+                        Option("workgroup-rows", int, WORKGROUP_ROWS,
+                               "below this many rows a workgroup per row, else a thread per row "
+                               "(0: always a thread per row)")])
 def relax_gpu_row_reductions(module: ir.Operation, opts) -> None:
     threads = opts.threads
     if threads < 1 or threads & (threads - 1):
@@ -320,4 +363,4 @@ def relax_gpu_row_reductions(module: ir.Operation, opts) -> None:
             continue
         plan = _match(f)
         if plan is not None:
-            _build(f, plan, threads)
+            _build(f, plan, threads, opts.workgroup_rows)

@@ -64,12 +64,15 @@ def test_vulkan_mlp(mlp, n):
 
 def test_vulkan_one_submission_per_call(mlp):
     exe, _, params = mlp
-    before = exe.vulkan_stats
-    exe(np.ones((3, 512), np.float32), *params)
-    after = exe.vulkan_stats
-    # two fused matmul kernels, each one tiled launch (relax-gpu-tile-matmul folds the zero-fill
-    # and the bias (+ relu) epilogue into the matmul's launch)
-    assert {k: after[k] - before[k] for k in after} == {"calls": 1, "submits": 1, "dispatches": 2, "copies": 0}
+    # n = 3 rows (< relax-gpu-tile-matmul's min-size): two fused matmul kernels on the
+    # parallel-loop route, each zero-fill, matmul, bias (+ relu) epilogue; n = 64: each one
+    # tiled launch with the fill and the epilogue folded in
+    for n, dispatches in ((3, 6), (64, 2)):
+        before = exe.vulkan_stats
+        exe(np.ones((n, 512), np.float32), *params)
+        after = exe.vulkan_stats
+        assert {k: after[k] - before[k] for k in after} == {"calls": 1, "submits": 1, "dispatches": dispatches,
+                                                            "copies": 0}
 
 
 def test_vulkan_weights_stay_on_the_device(mlp):
@@ -304,9 +307,9 @@ def tiled_matmul():
     return relax_mlir.compile(graph_module("matmul", [["n", "k"], ["k", "m"]], ["f32", "f32"]), target="vulkan")
 
 
-#: (M, N, K): 1, odd, a tile edge (64), more than one tile in each dim, K = 0
+#: (M, N, K): 1, odd, a tile edge (64), more than one tile in each dim, K = 0, both routes
 _MNK = [(1, 1, 1), (1, 200, 65), (7, 33, 129), (129, 7, 33), (33, 129, 7), (64, 64, 64), (130, 1, 300),
-        (200, 150, 1), (3, 5, 0)]
+        (200, 150, 1), (3, 5, 0), (33, 65, 0), (32, 32, 1), (65, 129, 513)]
 
 
 @pytest.mark.parametrize("mnk", _MNK, ids=[f"{m}x{n}x{k}" for m, n, k in _MNK])
@@ -318,13 +321,14 @@ def test_vulkan_tiled_matmul_any_shape(tiled_matmul, mnk):
     y, dispatches = _dispatches(tiled_matmul, a, b)
     assert y.shape == (m, n)
     np.testing.assert_allclose(y, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
-    assert dispatches == 1   # fill folded into the one tiled launch
+    # M, N >= 32: the tiled launch with the fill folded in; else fill + matmul on the parallel loops
+    assert dispatches == (1 if min(m, n) >= 32 else 2)
 
 
 def test_vulkan_tiled_batch_matmul():
     exe = relax_mlir.compile(graph_module("matmul", [["b", "n", "k"], ["b", "k", "m"]], ["f32", "f32"]),
                              target="vulkan")
-    for bnmk in ((1, 1, 1, 1), (3, 7, 5, 33), (2, 65, 70, 17)):
+    for bnmk in ((1, 1, 1, 1), (3, 7, 5, 33), (2, 65, 70, 17), (3, 33, 129, 1)):
         nb, n, m, k = bnmk
         rng = np.random.default_rng(sum(bnmk))
         a = rng.standard_normal((nb, n, k)).astype(np.float32)
@@ -332,7 +336,7 @@ def test_vulkan_tiled_batch_matmul():
         y, dispatches = _dispatches(exe, a, b)
         np.testing.assert_allclose(y, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4,
                                    err_msg=str(bnmk))
-        assert dispatches == 1
+        assert dispatches == (1 if min(n, m) >= 32 else 2)
 
 
 def _np_softmax(x):

@@ -12,6 +12,8 @@
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0 : memref<?x?xf32>
 // CHECK: %[[W:.*]] = memref.dim %arg0, %c1 : memref<?x?xf32>
+// CHECK: %[[FEW:.*]] = arith.cmpi ult, %[[ROWS]], %c1024 : index
+// CHECK: scf.if %[[FEW]] {
 // CHECK: %[[GRID:.*]] = arith.minui %[[ROWS]], %c65535 : index
 // CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%[[GX:.*]] = %[[GRID]], %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) workgroup(%[[SH:.*]] : memref<4xf32, #gpu.address_space<workgroup>>) {
 // CHECK: scf.for %[[ROW:.*]] = %[[BX]] to %[[ROWS]] step %[[GX]] {
@@ -45,6 +47,20 @@
 // CHECK: %[[E:.*]] = math.exp %[[D]] : f32
 // CHECK: %[[Y:.*]] = arith.divf %[[E]], %[[SUM]] : f32
 // CHECK: memref.store %[[Y]], %arg1[%[[ROW]], %[[J2]]] : memref<?x?xf32>
+// CHECK: gpu.terminator
+// From 1024 rows on: a thread per row (rows b*4 + t, stepping by grid*4), each reduction a
+// serial loop in registers, no workgroup memory, no barrier; still one launch.
+// CHECK: } else {
+// CHECK: %[[G:.*]] = arith.divui %{{.*}}, %c4{{.*}} : index
+// CHECK: %[[G2:.*]] = arith.minui %[[G]], %c65535 : index
+// CHECK: gpu.launch blocks(%[[B2:.*]], %{{.*}}, %{{.*}}) in (%[[GX2:.*]] = %[[G2]], %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%[[T2:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) {
+// CHECK-NOT: gpu.barrier
+// CHECK: %[[BT:.*]] = arith.muli %[[B2]], %c4{{.*}} : index
+// CHECK: %[[R0:.*]] = arith.addi %[[BT]], %[[T2]] : index
+// CHECK: %[[RS:.*]] = arith.muli %[[GX2]], %c4{{.*}} : index
+// CHECK: scf.for %{{.*}} = %[[R0]] to %[[ROWS]] step %[[RS]] {
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[W]] step %c1{{.*}} iter_args(%{{.*}} = %[[NINF]]) -> (f32) {
+// CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>

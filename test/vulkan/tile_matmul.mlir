@@ -1,4 +1,5 @@
-// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-tile-matmul{threads=8 per-thread=2 tile-k=8}, canonicalize, cse)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-tile-matmul{threads=8 per-thread=2 tile-k=8 min-size=1}, canonicalize, cse)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-tile-matmul, canonicalize, cse)' | FileCheck %s --check-prefix=GUARD
 // A matmul kernel becomes one gpu.launch: a grid of ceil(N/16) x ceil(M/16) workgroups of
 // 8 x 8 threads, blocks of A (16 x 8) and B (8 x 16) staged in workgroup memory between
 // barriers, a 2 x 2 register block of C per thread; the zero fill and the bias + relu
@@ -8,8 +9,8 @@
 // CHECK-NOT: linalg.
 // CHECK-NOT: memref.alloc
 // CHECK: %[[M:.*]] = memref.dim %arg0, %c0 : memref<?x?xf32>
-// CHECK: %[[K:.*]] = memref.dim %arg0, %c1 : memref<?x?xf32>
 // CHECK: %[[N:.*]] = memref.dim %arg1, %c1 : memref<?x?xf32>
+// CHECK: %[[K:.*]] = memref.dim %arg0, %c1 : memref<?x?xf32>
 // CHECK: %[[GX:.*]] = arith.divui %{{.*}}, %c16 : index
 // CHECK: %[[GY:.*]] = arith.divui %{{.*}}, %c16 : index
 // CHECK: gpu.launch blocks(%[[BX:.*]], %[[BY:.*]], %{{.*}}) in (%{{.*}} = %[[GX]], %{{.*}} = %[[GY]], %{{.*}} = %c1{{.*}}) threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in (%{{.*}} = %c8{{.*}}, %{{.*}} = %c8{{.*}}, %{{.*}} = %c1{{.*}}) workgroup(%[[SA:.*]] : memref<128xf32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<128xf32, #gpu.address_space<workgroup>>) {
@@ -35,6 +36,24 @@
 // CHECK: memref.store %[[R]], %arg3[%{{.*}}, %{{.*}}] : memref<?x?xf32>
 // CHECK: gpu.terminator
 // CHECK: return
+// By default (min-size=32) the tiled launch runs when M >= 32 and N >= 32; else the
+// original ops run on the parallel-loop route, the intermediate allocated only there.
+// GUARD-LABEL: func.func private @mlp(
+// GUARD: %[[M:.*]] = memref.dim %arg0, %c0 : memref<?x?xf32>
+// GUARD: %[[N:.*]] = memref.dim %arg1, %c1 : memref<?x?xf32>
+// GUARD: %[[BIGM:.*]] = arith.cmpi uge, %[[M]], %c32 : index
+// GUARD: %[[BIGN:.*]] = arith.cmpi uge, %[[N]], %c32 : index
+// GUARD: %[[BIG:.*]] = arith.andi %[[BIGM]], %[[BIGN]] : i1
+// GUARD: scf.if %[[BIG]] {
+// GUARD: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c8{{.*}}, %{{.*}} = %c8{{.*}}, %{{.*}} = %c1{{.*}}) workgroup(%{{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>)
+// GUARD: } else {
+// GUARD-NEXT: %[[T:.*]] = memref.alloc(%[[M]], %[[N]]) : memref<?x?xf32>
+// GUARD-NEXT: linalg.fill ins(%cst : f32) outs(%[[T]] : memref<?x?xf32>)
+// GUARD-NEXT: linalg.matmul ins(%arg0, %arg1 : memref<?x?xf32>, memref<?x?xf32>) outs(%[[T]] : memref<?x?xf32>)
+// GUARD-NEXT: linalg.generic
+// GUARD: memref.dealloc %[[T]] : memref<?x?xf32>
+// GUARD-NEXT: }
+// GUARD-NEXT: return
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 func.func private @mlp(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %bias: memref<?xf32>, %out: memref<?x?xf32>)
@@ -61,7 +80,7 @@ func.func private @mlp(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %bias: memref<?
 // A batch matmul: one batch per z workgroup; with no fill before it, C's old value is
 // loaded and added before the store.
 // CHECK-LABEL: func.func private @bmm(
-// CHECK: %[[NB:.*]] = memref.dim %arg2, %c0 : memref<?x?x?xf32>
+// CHECK: %[[NB:.*]] = memref.dim %arg0, %c0 : memref<?x?x?xf32>
 // CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %[[BZ:.*]]) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %[[NB]])
 // CHECK: memref.load %arg0[%[[BZ]], %{{.*}}, %{{.*}}] : memref<?x?x?xf32>
 // CHECK: memref.load %arg1[%[[BZ]], %{{.*}}, %{{.*}}] : memref<?x?x?xf32>

@@ -1,32 +1,35 @@
-"""relax-gpu-row-reductions: row kernels (softmax, RMSNorm, LayerNorm, sum/max over the
-last axis) as one workgroup per row with a tree reduction in workgroup memory.
+"""relax-gpu-row-reductions: row kernels (softmax, RMSNorm, LayerNorm, sum/max/mean over
+the last axis) as one launch: a workgroup per row with tree reductions in workgroup
+memory when there are few rows, a thread per row when there are many.
 
-The naive route gives each output element (or each row of a reduction) one thread:
-a softmax over a 1000-wide row runs its reductions serially in one thread, and each op
-of the kernel is its own dispatch that reads the row from device memory again. This pass
-replaces the whole kernel body, when it has the shape of a row kernel, by one
-``gpu.launch``: workgroup ``w`` takes rows ``w, w + grid, ...`` (the grid is capped at
-the device's minimum limit, 65535, and the row count stays symbolic); inside a row, the
-kernel's ops run in program order:
+The naive route gives each output element (or each row of a reduction) one thread and
+makes every op of the kernel its own dispatch, which reads the row from device memory
+again; a softmax over a few 1000-wide rows runs its reductions serially in a few
+threads. This pass replaces the whole kernel body, when it has the shape of a row
+kernel, by ``scf.if rows < workgroup_rows { A } else { B }`` on the run-time row count:
 
-* ``linalg.fill`` of a row buffer: its value becomes the initial value of the
-  reduction that writes the buffer (nothing is stored);
-* a reduction over the last loop (``out = comb(f(ins), out)`` with comb one of
-  ``addf mulf maximumf maxnumf minimumf minnumf``): thread ``t`` accumulates elements
-  ``t, t + threads, ...`` from comb's identity, the partials go through a tree
-  reduction in workgroup memory (``gpu.barrier`` between the halving steps), and every
-  thread holds the row's result in a register; it is stored (by thread 0) only when the
-  buffer is a kernel result or read elsewhere;
-* an all-parallel op: thread ``t`` computes elements ``t, t + threads, ...`` of the row,
-  reading row results from registers.
+* A, a workgroup per row: workgroup ``w`` takes rows ``w, w + grid, ...`` (the grid is
+  capped at 65535, the minimum limit Vulkan guarantees); in a row, thread ``t`` handles
+  elements ``t, t + threads, ...``; a reduction accumulates them from its combiner's
+  identity, the partials go through a tree reduction in workgroup memory (halving steps
+  between ``gpu.barrier``s) and every thread gets the row's value in a register;
+* B, a thread per row (rows ``b*threads + t``, stepping by ``grid*threads``): each
+  reduction is a serial loop in registers, no workgroup memory, no barrier; on many rows
+  this fills a GPU by itself, and on lavapipe (Mesa's CPU Vulkan, whose barriers switch
+  coroutines) it is the faster form at every row count measured (bench/README.md).
 
-Row-local reads make this correct without further barriers: a buffer the kernel writes
-is read only through the map it was written with (a parallel result by the thread that
-wrote it, a row result from the register); buffers read with other maps (a norm's
-weight along the row) are never written in the kernel. Anything else (a reduction not
-over the last loop, several reduction loops, non-f32 data, ops with regions in the
-body, a kernel kind other than ``reduction``) keeps the parallel-loop route. Run after
-bufferization, before relax-gpu-prepare-kernels.
+In both, the kernel's ops run in program order per row: a ``linalg.fill`` of a row
+buffer becomes the initial value of the reduction into it; a reduction over the last
+loop (``out = comb(f(ins), out)``, comb one of ``addf mulf maximumf maxnumf minimumf
+minnumf``) leaves the row's value in a register, stored only when the buffer is a kernel
+result or read elsewhere; an all-parallel op on the row writes its elements; an op on
+row values only (mean's division) computes one value per row. A buffer the kernel writes
+is read only at the indices it was written at (a parallel result by the thread that
+wrote it, a row value from the register), and buffers read otherwise (a norm's weight
+along the row) are never written in the kernel, so no other barrier is needed. Anything
+else (a reduction not over the last loop, several reduction loops, non-f32 data, ops with
+regions in the body, a kernel kind other than ``reduction``) keeps the parallel-loop
+route. Run after bufferization, before relax-gpu-prepare-kernels.
 """
 
 from __future__ import annotations

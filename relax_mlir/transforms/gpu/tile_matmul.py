@@ -5,11 +5,12 @@ device memory) reads every element of A N times and of B M times. This pass repl
 each f32 ``linalg.matmul`` / ``linalg.batch_matmul`` of a bufferized kernel by a
 ``gpu.launch`` built directly:
 
-* a workgroup of ``threads`` x ``threads`` computes a ``threads*per_thread`` square
-  block of C (one batch per ``z`` workgroup), each thread ``per_thread`` x
+* a workgroup of ``threads`` x ``threads`` (8 x 8) computes a ``threads*per_thread``
+  (64) square block of C (one batch per ``z`` workgroup), each thread ``per_thread`` x
   ``per_thread`` elements held in registers (rows ``ty + i*threads``, columns
-  ``tx + j*threads``: neighbouring threads touch neighbouring columns);
-* K advances by ``tile_k``: the workgroup stages a block of A and a block of B in
+  ``tx + j*threads``: neighbouring threads touch neighbouring columns; 8 x 8 per thread:
+  8 + 8 workgroup-memory loads per 64 multiply-adds);
+* K advances by ``tile_k`` (16): the workgroup stages a block of A and a block of B in
   workgroup memory (every thread loads its share, out-of-range elements read as 0), a
   ``gpu.barrier``, then each thread runs ``tile_k`` rank-1 updates of its register block
   from workgroup memory, and a second barrier before the next block is staged;
@@ -17,14 +18,20 @@ each f32 ``linalg.matmul`` / ``linalg.batch_matmul`` of a bufferized kernel by a
   batch`` and every global access is bounds-checked (loads clamp their index and select
   0; stores sit under ``if (row < M && col < N)``), so one kernel serves every shape.
 
+The tiled launch runs when M and N are both at least ``min-size`` (32): the pass puts it
+under ``scf.if`` on the run-time sizes, and the original ops (with the intermediate
+buffers they need) in the else branch, which takes the parallel-loop route: with fewer
+rows most of a 64-row tile would idle (GEMV-like products run faster one thread per
+element; measured on lavapipe, bench/README.md).
+
 A ``linalg.fill`` of C right before the matmul becomes the accumulators' initial value
 (and is erased), and an elementwise epilogue that follows (bias, activation: all-parallel
 generics reading C, or the previous epilogue's result, at the output point) is applied
 in registers before the one store: a fused matmul+bias+relu kernel becomes a single
 dispatch. Intermediate buffers left without users are erased. Kernels whose recorded
 kind (``relax.kernel_kind``) is not ``output-fusable`` are left alone, as are matmuls on
-other element types (they keep the parallel-loop route). Run after
-relax-gpu-prepare-kernels, before ``convert-linalg-to-parallel-loops``.
+other element types (they keep the parallel-loop route). Run on bufferized kernels,
+before relax-gpu-prepare-kernels and ``convert-linalg-to-parallel-loops``.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import arith, memref
+from mlir.dialects import arith, memref, scf
 
 from ..registry import Option, register_pass
 from .launch_builder import (Launch, barrier, ceil_div, f32, flat_body, for_loop, index, indexing_maps, inline_body,
@@ -41,6 +48,10 @@ from .launch_builder import (Launch, barrier, ceil_div, f32, flat_body, for_loop
 
 KERNEL_ATTR = "relax.kernel"
 KIND_ATTR = "relax.kernel_kind"
+#: below 32 rows (or columns) of C most of a 64 x 64 tile would be idle: one thread per
+#: element of C does less work (measured on lavapipe: M = 1 8 ms naive vs 188 ms tiled,
+#: M = 16 about even, M = 64 3x faster tiled; bench/README.md)
+MIN_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -134,7 +145,42 @@ def _zero(v: ir.Value) -> bool:
             and ir.FloatAttr(owner.attributes["value"]).value == 0.0)
 
 
-def _build(mm: ir.Operation, fill_value: Optional[ir.Value], chain: list[ir.Operation], t: MatmulTiles) -> None:
+def _rewrite(mm: ir.Operation, fill: Optional[ir.Operation], chain: list[ir.Operation], t: MatmulTiles,
+             min_size: int) -> None:
+    """``if (M >= min_size && N >= min_size) { tiled launch } else { the ops as they were }``
+    (the else branch takes the parallel-loop route; local intermediates move into it)."""
+    a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
+    rank = ir.MemRefType(c.type).rank
+    moved = ([fill] if fill is not None else []) + [mm] + chain
+    # intermediates only the moved ops use (C too when filled here: the tiled launch never reads it)
+    locals_ = [g.opview.outputs[0] for g in chain[:-1]] + ([c] if chain and fill is not None else [])
+    with ir.InsertionPoint(mm), mm.location:
+        m_ = memref.DimOp(a, index(rank - 2)).result
+        n_ = memref.DimOp(b, index(rank - 1)).result
+        if min_size <= 1:
+            _build(mm, m_, n_, fill.operands[0] if fill is not None else None, chain, t)
+            for o in reversed(moved):
+                o.erase()
+            for v in locals_:
+                _erase_if_dead(v)
+            return
+        big = arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.uge, m_, index(min_size)).result,
+                           arith.CmpIOp(arith.CmpIPredicate.uge, n_, index(min_size)).result).result
+        branch = scf.IfOp(big, [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            end = scf.YieldOp([])
+        with ir.InsertionPoint(end):
+            _build(mm, m_, n_, fill.operands[0] if fill is not None else None, chain, t)
+        with ir.InsertionPoint(branch.else_block):
+            end = scf.YieldOp([])
+    allocs = [v.owner for v in locals_]
+    deallocs = [u.owner for v in locals_ for u in v.uses if u.owner.name == "memref.dealloc"]
+    for o in allocs + moved + deallocs:
+        o.move_before(end)
+
+
+def _build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value],
+           chain: list[ir.Operation], t: MatmulTiles) -> None:
     a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
     batch = mm.name == "linalg.batch_matmul"
     rank = 3 if batch else 2
@@ -142,11 +188,9 @@ def _build(mm: ir.Operation, fill_value: Optional[ir.Value], chain: list[ir.Oper
     T, P, BK = t.threads, t.per_thread, t.tile_k
     BM = BN = t.tile
     NT = T * T
-    with ir.InsertionPoint(mm), mm.location:
-        m_ = memref.DimOp(a, index(rank - 2)).result
+    with mm.location:
         k_ = memref.DimOp(a, index(rank - 1)).result
-        n_ = memref.DimOp(b, index(rank - 1)).result
-        nb = memref.DimOp(c, index(0)).result if batch else index(1)
+        nb = memref.DimOp(a, index(0)).result if batch else index(1)
         launch = Launch((ceil_div(n_, BN), ceil_div(m_, BM), nb), (T, T, 1), [BM * BK, BK * BN])
         with launch:
             sa, sb = launch.shared
@@ -239,7 +283,7 @@ def _erase_if_dead(v: ir.Value) -> None:
         owner.erase()
 
 
-def tile_kernel(fn: ir.Operation, tiles: MatmulTiles) -> int:
+def tile_kernel(fn: ir.Operation, tiles: MatmulTiles, min_size: int = 1) -> int:
     """Rewrite every eligible matmul of kernel ``fn``; the number rewritten."""
     done = 0
     while True:
@@ -253,18 +297,9 @@ def tile_kernel(fn: ir.Operation, tiles: MatmulTiles) -> int:
             rank = ir.MemRefType(c.type).rank
             fill = _fill_of(ops, k, c)
             chain = _epilogue(ops, k, c, rank, fill)
-            fill_value = fill.operands[0] if fill is not None and isinstance(fill.operands[0].type, ir.F32Type) else None
-            if fill_value is None:
+            if fill is not None and not isinstance(fill.operands[0].type, ir.F32Type):
                 fill = None
-            _build(o, fill_value, chain, tiles)
-            dead = [g.opview.outputs[0] for g in chain[:-1]] + ([c] if chain else [])
-            for g in reversed(chain):
-                g.erase()
-            o.erase()
-            if fill is not None:
-                fill.erase()
-            for v in dead:
-                _erase_if_dead(v)
+            _rewrite(o, fill, chain, tiles, min_size)
             done += 1
             break
         else:
@@ -278,7 +313,10 @@ def tile_kernel(fn: ir.Operation, tiles: MatmulTiles) -> int:
                options=[Option("threads", int, MatmulTiles.threads, "threads per workgroup along x and y"),
                         Option("per-thread", int, MatmulTiles.per_thread,
                                "each thread computes per-thread x per-thread elements of C"),
-                        Option("tile-k", int, MatmulTiles.tile_k, "K step staged in workgroup memory")])
+                        Option("tile-k", int, MatmulTiles.tile_k, "K step staged in workgroup memory"),
+                        Option("min-size", int, MIN_SIZE,
+                               "M and N from which the tiled launch runs (below: the parallel-loop "
+                               "route, in an scf.if on the run-time sizes); 1: always tiled")])
 def relax_gpu_tile_matmul(module: ir.Operation, opts) -> None:
     tiles = MatmulTiles(opts.threads, opts.per_thread, opts.tile_k)
     tiles.check()
@@ -288,4 +326,4 @@ def relax_gpu_tile_matmul(module: ir.Operation, opts) -> None:
             continue
         if KIND_ATTR in f.attributes and ir.StringAttr(f.attributes[KIND_ATTR]).value != "output-fusable":
             continue
-        tile_kernel(f, tiles)
+        tile_kernel(f, tiles, opts.min_size)

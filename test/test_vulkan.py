@@ -64,11 +64,15 @@ def test_vulkan_mlp(mlp, n):
 
 def test_vulkan_one_submission_per_call(mlp):
     exe, _, params = mlp
-    before = exe.vulkan_stats
-    exe(np.ones((3, 512), np.float32), *params)
-    after = exe.vulkan_stats
-    # two fused matmul kernels, each: zero-fill, matmul, bias (+ relu) epilogue
-    assert {k: after[k] - before[k] for k in after} == {"calls": 1, "submits": 1, "dispatches": 6, "copies": 0}
+    # n = 3 rows (< relax-gpu-tile-matmul's min-size): two fused matmul kernels on the
+    # parallel-loop route, each zero-fill, matmul, bias (+ relu) epilogue; n = 64: each one
+    # tiled launch with the fill and the epilogue folded in
+    for n, dispatches in ((3, 6), (64, 2)):
+        before = exe.vulkan_stats
+        exe(np.ones((n, 512), np.float32), *params)
+        after = exe.vulkan_stats
+        assert {k: after[k] - before[k] for k in after} == {"calls": 1, "submits": 1, "dispatches": dispatches,
+                                                            "copies": 0}
 
 
 def test_vulkan_weights_stay_on_the_device(mlp):
@@ -284,3 +288,128 @@ def edge_vulkan():
 @pytest.mark.parametrize("fn,args", _edge_params())
 def test_vulkan_edge_semantics(edge_vulkan, fn, args):
     fn(edge_vulkan, *args)
+
+
+# -- scheduled kernels (relax-gpu-tile-matmul, relax-gpu-row-reductions): one executable, every shape -
+
+from kernel_harness import graph_module  # noqa: E402
+
+
+def _dispatches(exe, *args):
+    """(result, dispatches of one call)."""
+    before = exe.vulkan_stats["dispatches"]
+    y = exe(*args)
+    return y, exe.vulkan_stats["dispatches"] - before
+
+
+@pytest.fixture(scope="module")
+def tiled_matmul():
+    return relax_mlir.compile(graph_module("matmul", [["n", "k"], ["k", "m"]], ["f32", "f32"]), target="vulkan")
+
+
+#: (M, N, K): 1, odd, a tile edge (64), more than one tile in each dim, K = 0, both routes
+_MNK = [(1, 1, 1), (1, 200, 65), (7, 33, 129), (129, 7, 33), (33, 129, 7), (64, 64, 64), (130, 1, 300),
+        (200, 150, 1), (3, 5, 0), (33, 65, 0), (32, 32, 1), (65, 129, 513)]
+
+
+@pytest.mark.parametrize("mnk", _MNK, ids=[f"{m}x{n}x{k}" for m, n, k in _MNK])
+def test_vulkan_tiled_matmul_any_shape(tiled_matmul, mnk):
+    m, n, k = mnk
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    y, dispatches = _dispatches(tiled_matmul, a, b)
+    assert y.shape == (m, n)
+    np.testing.assert_allclose(y, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+    # M, N >= 32: the tiled launch with the fill folded in; else fill + matmul on the parallel loops
+    assert dispatches == (1 if min(m, n) >= 32 else 2)
+
+
+def test_vulkan_tiled_batch_matmul():
+    exe = relax_mlir.compile(graph_module("matmul", [["b", "n", "k"], ["b", "k", "m"]], ["f32", "f32"]),
+                             target="vulkan")
+    for bnmk in ((1, 1, 1, 1), (3, 7, 5, 33), (2, 65, 70, 17), (3, 33, 129, 1)):
+        nb, n, m, k = bnmk
+        rng = np.random.default_rng(sum(bnmk))
+        a = rng.standard_normal((nb, n, k)).astype(np.float32)
+        b = rng.standard_normal((nb, k, m)).astype(np.float32)
+        y, dispatches = _dispatches(exe, a, b)
+        np.testing.assert_allclose(y, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4,
+                                   err_msg=str(bnmk))
+        assert dispatches == (1 if min(n, m) >= 32 else 2)
+
+
+def _np_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _np_layer_norm(x, g, b):
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+
+
+#: op, input shapes, attrs, numpy reference (float64 inputs)
+_ROWS = {
+    "softmax": ([["a", "n"]], "", _np_softmax),
+    "rms_norm": ([["a", "n"], ["n"]], "", lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * w),
+    "layer_norm": ([["a", "n"], ["n"], ["n"]], "", _np_layer_norm),
+    "sum": ([["a", "n"]], "axes = array<i64: 1>", lambda x: x.sum(-1)),
+    "max": ([["a", "n"]], "axes = array<i64: -1>, keepdims = true", lambda x: x.max(-1, keepdims=True)),
+    "mean": ([["a", "n"]], "axes = array<i64: 1>", lambda x: x.mean(-1)),
+}
+
+#: (rows, width): width 1, odd, wider than a workgroup, 1000+; below 1024 rows a workgroup
+#: per row, from 1024 rows on a thread per row (relax-gpu-row-reductions' workgroup-rows)
+_ROW_SIZES = [(1, 1), (3, 1), (5, 7), (2, 33), (9, 129), (2, 1000), (3, 1537), (1023, 130),
+              (1024, 1), (1100, 33), (1025, 1001)]
+
+
+@pytest.mark.parametrize("op", sorted(_ROWS))
+def test_vulkan_row_kernels_any_width(op):
+    shapes, attrs, ref = _ROWS[op]
+    exe = relax_mlir.compile(graph_module(op, shapes, ["f32"] * len(shapes), attrs), target="vulkan")
+    for a, n in _ROW_SIZES:
+        rng = np.random.default_rng(a * 10000 + n)
+        dims = {"a": a, "n": n}
+        args = [(3 * rng.standard_normal([dims[d] for d in s]) - 1).astype(np.float32) for s in shapes]
+        y, dispatches = _dispatches(exe, *args)
+        want = ref(*[x.astype(np.float64) for x in args])
+        assert y.shape == want.shape
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4, err_msg=f"{op} rows={a} width={n}")
+        assert dispatches == 1, (op, a, n)   # the whole row kernel is one launch
+
+
+def test_vulkan_row_kernel_more_rows_than_the_grid():
+    # 70000 rows > 65535 workgroups: workgroups take rows w, w + 65535, ...
+    exe = relax_mlir.compile(graph_module("softmax", [["a", "n"]], ["f32"]), target="vulkan")
+    x = np.random.default_rng(7).standard_normal((70000, 3)).astype(np.float32)
+    np.testing.assert_allclose(exe(x), _np_softmax(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(__import__("shutil").which("spirv-val") is None, reason="spirv-val (spirv-tools) not installed")
+def test_vulkan_scheduled_kernels_pass_spirv_val(tmp_path):
+    """Tiled matmul and both row-kernel forms (workgroup memory, barriers) validate for Vulkan 1.0."""
+    import subprocess
+    from mlir import ir
+    from mlir.dialects import gpu as gpu_d
+    ctx = relax_mlir.make_context()
+    names = []
+    for op, shapes, attrs in (("matmul", [["m", "k"], ["k", "n"]], ""), ("layer_norm", [["a", "n"], ["n"], ["n"]], "")):
+        m = graph_module(op, shapes, ["f32"] * len(shapes), attrs, ctx=ctx)
+        with ctx:
+            relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
+            for o in m.body.operations:
+                o = o.operation
+                if o.name != "gpu.binary":
+                    continue
+                name = ir.StringAttr(o.attributes["sym_name"]).value
+                path = tmp_path / f"{name}.spv"
+                path.write_bytes(gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object)
+                r = subprocess.run(["spirv-val", "--target-env", "vulkan1.0", str(path)], capture_output=True, text=True)
+                assert r.returncode == 0, (name, r.stdout + r.stderr)
+                names.append(name)
+    # matmul: the tiled kernel + the naive fill and matmul of the size guard; layer_norm: both row forms
+    assert names == ["relax_matmul_f32_r2_r2_kernel", "relax_matmul_f32_r2_r2_kernel_0", "relax_matmul_f32_r2_r2_kernel_1",
+                     "relax_layer_norm_axes1_eps1em05_f32_r2_r1_r1_kernel",
+                     "relax_layer_norm_axes1_eps1em05_f32_r2_r1_r1_kernel_0"]

@@ -7,21 +7,41 @@ keeps a host half, which computes the launch grid from the run-time sizes, and g
 device half:
 
 1. :func:`bufferize_stage`: the cpu target's bufferization and deallocation;
-2. :func:`kernel_stage`: ``relax-gpu-prepare-kernels`` (no memory access outside a
-   parallel loop), ``convert-linalg-to-parallel-loops``, ``scf-parallel-loop-tiling``
-   with the workgroup size (``no-min-max-bounds``: a bounds check inside instead of
-   ``affine.min`` bounds, which ``convert-parallel-loops-to-gpu`` needs),
-   ``gpu-map-parallel-loops`` (outer loops -> workgroups, tiles -> threads),
-   ``convert-parallel-loops-to-gpu``, ``relax-gpu-flatten-launches`` (1-D buffers and
-   scalar sizes only; constants sunk), ``gpu-kernel-outlining``. Dynamic sizes stay
-   dynamic: one kernel serves every shape.
+2. :func:`kernel_stage`: first the scheduled kernel kinds (:func:`schedule_stage`), each a
+   ``gpu.launch`` built directly from the kernel's linalg ops:
 
-The workgroup size is :data:`WORKGROUP_SIZE` threads along the first parallel
-dimension of each loop nest (each thread computes one output element; reductions run
-serially in their thread).
+   * ``relax-gpu-tile-matmul``: f32 matmul / batch_matmul (kind ``output-fusable``) as
+     64 x 64 tiles of C per workgroup of 8 x 8 threads, 8 x 8 elements per thread in
+     registers, blocks of A and B staged in workgroup memory between ``gpu.barrier``s,
+     the zero fill and an elementwise epilogue (bias, activation) folded in; used when
+     M, N >= 32 at run time (an ``scf.if``; smaller products keep the naive route);
+   * ``relax-gpu-row-reductions``: row kernels (kind ``reduction``: softmax, RMSNorm,
+     LayerNorm, sum/max/mean over the last axis) as one launch: a workgroup per row with
+     tree reductions in workgroup memory below 1024 rows, a thread per row (serial
+     reductions in registers, no barriers) from 1024 rows on;
+
+   then the naive route for every other kernel: ``relax-gpu-prepare-kernels`` (no memory
+   access outside a parallel loop), ``convert-linalg-to-parallel-loops``,
+   ``scf-parallel-loop-tiling`` with the workgroup size (``no-min-max-bounds``: a bounds
+   check inside instead of ``affine.min`` bounds, which ``convert-parallel-loops-to-gpu``
+   needs), ``gpu-map-parallel-loops`` (outer loops -> workgroups, tiles -> threads),
+   ``convert-parallel-loops-to-gpu``; for all launches ``relax-gpu-flatten-launches``
+   (1-D buffers and scalar sizes only; constants sunk) and ``gpu-kernel-outlining``.
+   Dynamic sizes stay dynamic: one kernel serves every shape. Workgroup memory is
+   declared as launch workgroup attributions (shared memory for NVVM; the vulkan
+   pipeline turns them into Workgroup-class variables, relax-spirv-workgroup-memory).
+
+On the naive route the workgroup size is :data:`WORKGROUP_SIZE` threads along the first
+parallel dimension of each loop nest (each thread computes one output element;
+reductions run serially in their thread). Elementwise kernels stay there: vector
+loads would need 16-byte aligned ``vector<4xf32>`` views of the flattened buffers, whose
+offsets and row lengths are symbolic (a kernel would need a scalar variant for every
+misaligned shape); not done.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 from .cpu import _llvm_stage, to_llvm
 
@@ -34,11 +54,25 @@ def bufferize_stage() -> list[str]:
     return stage[:stage.index("relax-kernel-noalias")]
 
 
+#: Hand-scheduled matmul and row kernels (:func:`schedule_stage`); False gives every kernel
+#: the naive parallel-loop route (bench/bench_gpu.py compares the two in one process).
+SCHEDULES_DEFAULT = True
+
+
+def schedule_stage(schedules: Optional[bool] = None) -> list[str]:
+    """The hand-scheduled kernel kinds (each a gpu.launch built directly); every other
+    kernel keeps the parallel-loop route."""
+    if not (SCHEDULES_DEFAULT if schedules is None else schedules):
+        return []
+    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions"]
+
+
 def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
     """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
     return [
         "relax-expand-math",
         "relax-gpu-signless",
+        *schedule_stage(),
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)

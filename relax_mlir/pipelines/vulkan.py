@@ -35,6 +35,7 @@ def spirv_stage() -> list[str]:
     return [
         SPIRV_TARGET,
         "relax-spirv-entry-abi",
+        "relax-spirv-workgroup-memory",
         "gpu.module(convert-math-to-spirv)",   # convert-gpu-to-spirv leaves math ops alone
         "convert-gpu-to-spirv",
         "relax-spirv-nest-modules",

@@ -5,4 +5,5 @@ Kernels (``relax.kernel`` funcs, after bufferization) become scf.parallel loops,
 the upstream passes on that route (see ../../pipelines/gpu.py for the order).
 """
 
-from . import accumulators, entry_abi, flatten_launches, inner_loops, nest_spirv, prepare_kernels, signless, vulkan_host  # noqa: F401  (registration)
+from . import (accumulators, entry_abi, flatten_launches, inner_loops, nest_spirv, prepare_kernels,  # noqa: F401
+               row_reductions, signless, tile_matmul, vulkan_host, workgroup_memory)  # (registration)

@@ -72,6 +72,8 @@ def relax_gpu_prepare_kernels(module: ir.Operation, opts) -> None:
 
         def visit(op):
             o = op.operation
+            if o.name == "gpu.launch":
+                return ir.WalkResult.SKIP   # already device code (relax-gpu-tile-matmul, relax-gpu-row-reductions)
             if o.name == "scf.parallel" or o.name.startswith("linalg."):
                 if _serial(o):
                     serial.append(o)

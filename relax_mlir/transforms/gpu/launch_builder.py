@@ -1,0 +1,170 @@
+"""Building blocks of the hand-scheduled GPU kernels (relax-gpu-tile-matmul,
+relax-gpu-row-reductions): a ``gpu.launch`` with workgroup memory, loops whose results
+are safe to read after zero trips, loads through a linalg indexing map, and a linalg
+body inlined on scalars.
+
+No pass lives here. The launches built with these helpers read and write the kernel's
+buffers with plain ``memref.load`` / ``memref.store`` at multi-dimensional indices;
+relax-gpu-flatten-launches then turns them into 1-D accesses, as for every other launch.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref, scf
+
+WORKGROUP = "#gpu.address_space<workgroup>"
+
+#: combiners of a reduction body (``out = comb(f(ins), out)``) with their identity
+COMBINERS: dict[str, tuple[type, float]] = {
+    "arith.addf": (arith.AddFOp, 0.0),
+    "arith.mulf": (arith.MulFOp, 1.0),
+    "arith.maximumf": (arith.MaximumFOp, float("-inf")),
+    "arith.maxnumf": (arith.MaxNumFOp, float("-inf")),
+    "arith.minimumf": (arith.MinimumFOp, float("inf")),
+    "arith.minnumf": (arith.MinNumFOp, float("inf")),
+}
+
+
+def index(v: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), v).result
+
+
+def f32(v: float) -> ir.Value:
+    return arith.ConstantOp(ir.F32Type.get(), v).result
+
+
+def ceil_div(a: ir.Value, b: int) -> ir.Value:
+    return arith.DivUIOp(arith.AddIOp(a, index(b - 1)).result, index(b)).result
+
+
+def find(pairs: Sequence[tuple[ir.Value, object]], key: ir.Value):
+    """The value paired with ``key`` (ir.Value has no stable hash: a list of pairs)."""
+    for k, v in pairs:
+        if k == key:
+            return v
+    return None
+
+
+class Launch:
+    """A ``gpu.launch`` of ``grid`` x ``block`` with static 1-D f32 workgroup buffers of
+    ``shared`` elements each (workgroup attributions: NVVM makes them shared memory,
+    relax-spirv-workgroup-memory Workgroup-class variables)."""
+
+    def __init__(self, grid: Sequence[ir.Value], block: Sequence[int], shared: Sequence[int]):
+        self.op = gpu.LaunchOp(tuple(grid), tuple(index(b) for b in block))
+        body = self.op.regions[0].blocks[0]
+        space = ir.Attribute.parse(WORKGROUP)
+        self.shared = [body.add_argument(ir.MemRefType.get([n], ir.F32Type.get(), memory_space=space),
+                                         ir.Location.unknown()) for n in shared]
+        if shared:
+            self.op.operation.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), len(shared))
+        a = body.arguments
+        self.block_id, self.thread_id, self.grid_dim = a[0:3], a[3:6], a[6:9]
+        self.body = body
+
+    def __enter__(self) -> "Launch":
+        self._ip = ir.InsertionPoint(self.body)
+        self._ip.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is None:
+            gpu.TerminatorOp()
+        self._ip.__exit__(*exc)
+
+
+def for_loop(lb: ir.Value, ub: ir.Value, step: ir.Value, inits: Sequence[ir.Value],
+             body: Callable[[ir.Value, list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
+    """``scf.for`` whose results equal ``inits`` when it runs zero times. (The SPIR-V
+    lowering of ``scf.for`` sets its results only inside the body: a loop that never runs
+    returns 0, not its init, so a ``select`` on ``lb < ub`` picks the init.)"""
+    loop = scf.ForOp(lb, ub, step, list(inits))
+    with ir.InsertionPoint(loop.body):
+        out = body(loop.induction_variable, list(loop.inner_iter_args))
+        scf.YieldOp(out)
+    if not inits:
+        return []
+    ran = arith.CmpIOp(arith.CmpIPredicate.slt, lb, ub).result
+    return [arith.SelectOp(ran, r, i).result for r, i in zip(loop.results, inits)]
+
+
+def when(cond: ir.Value, body: Callable[[], None]) -> None:
+    """``scf.if cond { body }`` (no results)."""
+    op = scf.IfOp(cond, [], has_else=False)
+    with ir.InsertionPoint(op.then_block):
+        body()
+        scf.YieldOp([])
+
+
+def map_indices(amap: ir.AffineMap, dims: Sequence[ir.Value]) -> Optional[list[ir.Value]]:
+    """The indices ``amap`` gives for loop indices ``dims`` (None unless every result is a
+    dim or a constant: the maps of bufferized elementwise/broadcast/row kernels)."""
+    out = []
+    for e in amap.results:
+        if isinstance(e, ir.AffineDimExpr):
+            out.append(dims[ir.AffineDimExpr(e).position])
+        elif isinstance(e, ir.AffineConstantExpr):
+            out.append(index(ir.AffineConstantExpr(e).value))
+        else:
+            return None
+    return out
+
+
+def simple_map(amap: ir.AffineMap) -> bool:
+    return all(isinstance(e, (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in amap.results)
+
+
+def map_uses(amap: ir.AffineMap) -> set[int]:
+    return {ir.AffineDimExpr(e).position for e in amap.results if isinstance(e, ir.AffineDimExpr)}
+
+
+def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(a).value for a in op.opview.indexing_maps]
+
+
+def inline_body(gen: ir.Operation, args: Sequence[ir.Value], dims: Sequence[ir.Value]) -> ir.Value:
+    """Clone the scalar body of linalg op ``gen`` at the insertion point with its block
+    arguments bound to ``args`` and ``linalg.index k`` to ``dims[k]``; the yielded value."""
+    block = gen.regions[0].blocks[0]
+    env: list[tuple[ir.Value, ir.Value]] = list(zip(block.arguments, args))
+
+    def look(v: ir.Value) -> ir.Value:
+        n = find(env, v)
+        return v if n is None else n
+
+    ip = ir.InsertionPoint.current
+    for o in block.operations:
+        o = o.operation
+        if o.name == "linalg.yield":
+            return look(o.operands[0])
+        if o.name == "linalg.index":
+            env.append((o.results[0], dims[ir.IntegerAttr(o.attributes["dim"]).value]))
+            continue
+        new = o.clone(ip=ip)
+        for k, v in enumerate(o.operands):
+            n = find(env, v)
+            if n is not None:
+                new.operands[k] = n
+        env.extend(zip(o.results, new.results))
+    raise ValueError("linalg body without a yield")
+
+
+def flat_body(gen: ir.Operation) -> bool:
+    """A body of region-free scalar ops (it can be cloned op by op)."""
+    return all(not len(o.operation.regions) for o in gen.regions[0].blocks[0].operations)
+
+
+def load(buf: ir.Value, indices: Sequence[ir.Value]) -> ir.Value:
+    return memref.LoadOp(buf, list(indices)).result
+
+
+def store(v: ir.Value, buf: ir.Value, indices: Sequence[ir.Value]) -> None:
+    memref.StoreOp(v, buf, list(indices))
+
+
+def barrier() -> None:
+    gpu.BarrierOp()

@@ -1,0 +1,369 @@
+"""relax-gpu-row-reductions: row kernels (softmax, RMSNorm, LayerNorm, sum/max/mean over
+the last axis) as one launch: a workgroup per row with tree reductions in workgroup
+memory when there are few rows, a thread per row when there are many.
+
+The naive route gives each output element (or each row of a reduction) one thread and
+makes every op of the kernel its own dispatch, which reads the row from device memory
+again; a softmax over a few 1000-wide rows runs its reductions serially in a few
+threads. This pass replaces the whole kernel body, when it has the shape of a row
+kernel, by ``scf.if rows < workgroup_rows { A } else { B }`` on the run-time row count:
+
+* A, a workgroup per row: workgroup ``w`` takes rows ``w, w + grid, ...`` (the grid is
+  capped at 65535, the minimum limit Vulkan guarantees); in a row, thread ``t`` handles
+  elements ``t, t + threads, ...``; a reduction accumulates them from its combiner's
+  identity, the partials go through a tree reduction in workgroup memory (halving steps
+  between ``gpu.barrier``s) and every thread gets the row's value in a register;
+* B, a thread per row (rows ``b*threads + t``, stepping by ``grid*threads``): each
+  reduction is a serial loop in registers, no workgroup memory, no barrier; on many rows
+  this fills a GPU by itself, and on lavapipe (Mesa's CPU Vulkan, whose barriers switch
+  coroutines) it is the faster form at every row count measured (bench/README.md).
+
+In both, the kernel's ops run in program order per row: a ``linalg.fill`` of a row
+buffer becomes the initial value of the reduction into it; a reduction over the last
+loop (``out = comb(f(ins), out)``, comb one of ``addf mulf maximumf maxnumf minimumf
+minnumf``) leaves the row's value in a register, stored only when the buffer is a kernel
+result or read elsewhere; an all-parallel op on the row writes its elements; an op on
+row values only (mean's division) computes one value per row. A buffer the kernel writes
+is read only at the indices it was written at (a parallel result by the thread that
+wrote it, a row value from the register), and buffers read otherwise (a norm's weight
+along the row) are never written in the kernel, so no other barrier is needed. Anything
+else (a reduction not over the last loop, several reduction loops, non-f32 data, ops with
+regions in the body, a kernel kind other than ``reduction``) keeps the parallel-loop
+route. Run after bufferization, before relax-gpu-prepare-kernels.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects import arith, memref, scf
+
+from ..registry import Option, register_pass
+from .launch_builder import (COMBINERS, Launch, barrier, f32, find, flat_body, for_loop, index, indexing_maps,
+                             inline_body, load, map_indices, map_uses, simple_map, store, when)
+
+KERNEL_ATTR = "relax.kernel"
+KIND_ATTR = "relax.kernel_kind"
+THREADS = 128
+#: fewer rows than this: a workgroup per row (the rows alone would not fill a GPU); more:
+#: a thread per row, the whole kernel still one launch (see the module docstring)
+WORKGROUP_ROWS = 1024
+MAX_GRID = 65535  # maxComputeWorkGroupCount[0] guaranteed by Vulkan
+
+#: ops between the work ops that only compute sizes or scalars (moved past freely)
+_NEUTRAL = {"memref.alloc", "memref.dim", "arith.constant"}
+
+PARALLEL = "#linalg.iterator_type<parallel>"
+REDUCTION = "#linalg.iterator_type<reduction>"
+
+
+def _f32_buffers(op: ir.Operation) -> bool:
+    return all(isinstance(v.type, ir.MemRefType) and isinstance(ir.MemRefType(v.type).element_type, ir.F32Type)
+               for v in op.operands if isinstance(v.type, ir.ShapedType))
+
+
+def _scalar(op: ir.Operation) -> bool:
+    return (op.name.startswith(("arith.", "math.", "index."))
+            and not any(isinstance(v.type, ir.ShapedType) for v in list(op.operands) + list(op.results)))
+
+
+class _Plan:
+    """The matched work ops of one row kernel and what each buffer is."""
+
+    def __init__(self, ops: list[ir.Operation], rank: int):
+        self.ops, self.rank = ops, rank
+        self.written: list[tuple[ir.Value, tuple]] = []      # buffer -> the index pattern it is written at
+        self.combiner: list[tuple[ir.Operation, str]] = []   # reduction op -> combiner op name
+        self.scalar: list[ir.Operation] = []                  # ops on row values only (rank - 1 loops)
+
+
+def _pattern(m: ir.AffineMap) -> tuple:
+    """The indices a map gives, as text over d0, d1, ...: the same pattern names the same
+    elements in a rank-r reduction (``(d0, d1) -> (d0)``) and a rank-(r-1) op on its
+    result (``(d0) -> (d0)``)."""
+    return tuple(str(e) for e in m.results)
+
+
+def _combiner(gen: ir.Operation) -> Optional[str]:
+    """The combiner of a reduction body ``out = comb(f(ins), out)``, if it is one."""
+    block = gen.regions[0].blocks[0]
+    out = block.arguments[len(block.arguments) - 1]
+    uses = [u.owner for u in out.uses]
+    yld = block.operations[len(block.operations) - 1].operation
+    if len(uses) != 1:
+        return None
+    comb = uses[0]
+    if comb.name not in COMBINERS or yld.operands[0] != comb.results[0]:
+        return None
+    return comb.name
+
+
+def _row_map(m: ir.AffineMap, shape: list[int], rank: int) -> bool:
+    """``m`` names one element per row: it uses exactly the row loops d0..d(rank-2), and
+    its constant results index dims of size 1 (a keepdims row result)."""
+    if map_uses(m) != set(range(rank - 1)):
+        return False
+    return all(shape[p] == 1 for p, e in enumerate(m.results) if isinstance(e, ir.AffineConstantExpr))
+
+
+def _match(fn: ir.Operation) -> Optional[_Plan]:
+    block = fn.regions[0].blocks[0]
+    body = [o.operation for o in block.operations]
+    work = [k for k, o in enumerate(body) if o.name in ("linalg.fill", "linalg.generic")]
+    if not work:
+        return None
+    first, last = work[0], work[-1]
+    for o in body[first:last + 1]:
+        if o.name not in ("linalg.fill", "linalg.generic") and o.name not in _NEUTRAL and not _scalar(o):
+            return None
+    for o in body[:first] + body[last + 1:]:
+        if o.name.startswith("linalg.") or o.name in ("memref.copy", "memref.store", "memref.load"):
+            return None   # other work outside the row ops
+    ops = [body[k] for k in work]
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    if not gens or not all(_f32_buffers(o) for o in ops):
+        return None
+    rank = indexing_maps(gens[0])[0].n_dims
+    if rank < 1:
+        return None
+    plan = _Plan(ops, rank)
+    full = tuple(f"d{k}" for k in range(rank))
+    filled: list[tuple[ir.Value, bool]] = []   # row buffers filled, and whether reduced into since
+    n_red = 0
+    for o in ops:
+        if o.name == "linalg.fill":
+            if not isinstance(o.operands[0].type, ir.F32Type):
+                return None
+            filled.append((o.operands[1], False))
+            continue
+        g = o.opview
+        if not flat_body(o):
+            return None
+        maps = indexing_maps(o)
+        its = [str(t) for t in g.iterator_types]
+        if not all(simple_map(m) for m in maps):
+            return None
+        ins, out = list(g.inputs), list(g.outputs)
+        if len(out) != 1:
+            return None
+        out, omap = out[0], maps[-1]
+        shape = list(ir.MemRefType(out.type).shape)
+        if its == [PARALLEL] * rank:
+            if _pattern(omap) != full:
+                return None
+        elif its == [PARALLEL] * (rank - 1) + [REDUCTION]:
+            if not _row_map(omap, shape, rank) or _combiner(o) is None:
+                return None
+            plan.combiner.append((o, _combiner(o)))
+            n_red += 1
+            filled = [(b, True if b == out else r) for b, r in filled]
+        elif its == [PARALLEL] * (rank - 1) and n_red:
+            # an op on row results (mean's division by the width): loops = the row loops
+            if not _row_map(omap, shape, rank):
+                return None
+            plan.scalar.append(o)
+        else:
+            return None
+        # a buffer written in the kernel is read only at the indices it was written at
+        for v, m in zip(ins, maps[:-1]):
+            w = find(plan.written, v)
+            if w is not None and w != _pattern(m):
+                return None
+            if w is None and any(b == v for b, _ in filled):
+                return None   # a filled buffer read before its reduction
+        w = find(plan.written, out)
+        if w is not None and w != _pattern(omap):
+            return None
+        if w is None:
+            if any(v == out for v in ins) and _pattern(maps[ins.index(out)]) != _pattern(omap):
+                return None
+            plan.written.append((out, _pattern(omap)))
+        for v in ins:   # read-only buffers must not be written later
+            if find(plan.written, v) is None and any(v == o2.opview.outputs[0] for o2 in gens):
+                return None
+    if not n_red or not all(r for _, r in filled):
+        return None
+    return plan
+
+
+def _size(gen: ir.Operation, d: int) -> ir.Value:
+    """The extent of loop ``d`` of ``gen`` (memref.dim of an operand indexed by it)."""
+    for v, m in zip(gen.operands, indexing_maps(gen)):
+        for p, e in enumerate(m.results):
+            if isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == d:
+                return memref.DimOp(v, index(p)).result
+    raise ValueError(f"loop {d} of {gen.name} indexes no operand")
+
+
+def _launch(plan: _Plan, per_workgroup: bool, threads: int, outer: list[ir.Value], rows: ir.Value,
+            widths: list, local) -> None:
+    """One launch of the row kernel at the insertion point: a workgroup per row (strided
+    row loops, tree reductions in workgroup memory) or a thread per row (serial loops,
+    no barriers)."""
+    ops = plan.ops
+    if per_workgroup:
+        grid = arith.MinUIOp(rows, index(MAX_GRID)).result
+    else:
+        grid = arith.MinUIOp(arith.DivUIOp(arith.AddIOp(rows, index(threads - 1)).result, index(threads)).result,
+                             index(MAX_GRID)).result
+    launch = Launch((grid, index(1), index(1)), (threads, 1, 1), [threads] if per_workgroup else [])
+    with launch:
+        t = launch.thread_id[0]
+        if per_workgroup:
+            sh = launch.shared[0]
+            first, stride = t, index(threads)   # a row's elements among the workgroup's threads
+            mine = arith.CmpIOp(arith.CmpIPredicate.eq, t, index(0)).result   # thread 0 stores row values
+            row_lb, row_step = launch.block_id[0], launch.grid_dim[0]
+        else:
+            first, stride = index(0), index(1)
+            mine = None
+            row_lb = arith.AddIOp(arith.MulIOp(launch.block_id[0], index(threads)).result, t).result
+            row_step = arith.MulIOp(launch.grid_dim[0], index(threads)).result
+
+        def put(val: ir.Value, buf: ir.Value, at: list[ir.Value]) -> None:
+            if mine is None:
+                store(val, buf, at)
+            else:
+                when(mine, lambda: store(val, buf, at))
+
+        def row(rid: ir.Value, _: list) -> list:
+            idx, rest = [], rid
+            for s in reversed(outer[1:]):
+                idx.append(arith.RemUIOp(rest, s).result)
+                rest = arith.DivUIOp(rest, s).result
+            idx = ([rest] if outer else []) + idx[::-1]
+            regs: list[tuple[ir.Value, ir.Value]] = []    # row buffer -> its value in a register
+            inits: list[tuple[ir.Value, ir.Value]] = []   # row buffer -> its fill value
+            for o in ops:
+                if o.name == "linalg.fill":
+                    inits.append((o.operands[1], o.operands[0]))
+                    continue
+                g = o.opview
+                maps = indexing_maps(o)
+                ins, out = list(g.inputs), g.outputs[0]
+                width = find(widths, o)
+                comb = find(plan.combiner, o)
+                out_used = len(list(o.regions[0].blocks[0].arguments[len(ins)].uses)) > 0
+
+                def args_at(j: ir.Value) -> list[ir.Value]:
+                    dims = idx + [j]
+                    vals = []
+                    for v, m in zip(ins, maps[:-1]):
+                        r = find(regs, v)
+                        vals.append(r if r is not None else load(v, map_indices(m, dims)))
+                    return vals
+
+                if any(o == x for x in plan.scalar):   # on row values: every thread, one value
+                    at = map_indices(maps[-1], idx)
+                    outv = (find(regs, out) or load(out, at)) if out_used else f32(0.0)
+                    val = inline_body(o, args_at(index(0)) + [outv], idx)
+                    regs.insert(0, (out, val))
+                    if not local(out):
+                        put(val, out, at)
+                    continue
+                if comb is None:
+                    def elem(j: ir.Value, _: list) -> list:
+                        dims = idx + [j]
+                        outv = load(out, dims) if out_used else f32(0.0)
+                        store(inline_body(o, args_at(j) + [outv], dims), out, dims)
+                        return []
+                    for_loop(first, width, stride, [], elem)
+                    continue
+                op_cls, ident = COMBINERS[comb]
+                total = for_loop(first, width, stride, [f32(ident)],
+                                 lambda j, acc: [inline_body(o, args_at(j) + acc, idx + [j])])[0]
+                if per_workgroup:
+                    store(total, sh, [t])
+                    s = threads // 2
+                    while s:
+                        barrier()
+                        lo = arith.CmpIOp(arith.CmpIPredicate.ult, t, index(s)).result
+
+                        def fold(s=s):
+                            other = load(sh, [arith.AddIOp(t, index(s)).result])
+                            store(op_cls(load(sh, [t]), other).result, sh, [t])
+                        when(lo, fold)
+                        s //= 2
+                    barrier()
+                    total = load(sh, [index(0)])
+                    barrier()   # sh is reused by the next reduction
+                at = map_indices(maps[-1], idx + [index(0)])
+                init = find(inits, out)
+                result = op_cls(total, init if init is not None else load(out, at)).result
+                regs.insert(0, (out, result))
+                if not local(out):
+                    put(result, out, at)
+            return []
+
+        for_loop(row_lb, rows, row_step, [], row)
+
+
+def _build(fn: ir.Operation, plan: _Plan, threads: int, workgroup_rows: int) -> None:
+    """Both launches under ``scf.if rows < workgroup_rows`` (a workgroup per row for few
+    rows, a thread per row for many); only one when the bound decides it statically."""
+    ops, rank = plan.ops, plan.rank
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    anchor = ops[-1]
+
+    def local(v: ir.Value) -> bool:
+        """Only the replaced ops (and deallocs) use it: row values are never stored."""
+        owner = v.owner
+        return (not isinstance(owner, ir.Block) and owner.name == "memref.alloc"
+                and all(u.owner.name == "memref.dealloc" or any(u.owner == o for o in ops) for u in v.uses))
+
+    with ir.InsertionPoint(anchor), anchor.location:
+        outer = [_size(gens[0], d) for d in range(rank - 1)]
+        widths = [(g, _size(g, rank - 1)) for g in gens if not any(g == x for x in plan.scalar)]
+        rows = index(1)
+        for s in outer:
+            rows = arith.MulIOp(rows, s).result
+        if workgroup_rows <= 0:
+            _launch(plan, False, threads, outer, rows, widths, local)
+        else:
+            few = arith.CmpIOp(arith.CmpIPredicate.ult, rows, index(workgroup_rows)).result
+            branch = scf.IfOp(few, [], has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                _launch(plan, True, threads, outer, rows, widths, local)
+                scf.YieldOp([])
+            with ir.InsertionPoint(branch.else_block):
+                _launch(plan, False, threads, outer, rows, widths, local)
+                scf.YieldOp([])
+    dead: list[ir.Value] = []
+    for o in ops:
+        v = o.operands[len(o.operands) - 1]
+        if not any(v == d for d in dead):
+            dead.append(v)
+    for o in reversed(ops):
+        o.erase()
+    for v in dead:
+        owner = v.owner
+        if isinstance(owner, ir.Block) or owner.name != "memref.alloc":
+            continue
+        users = [u.owner for u in v.uses]
+        if all(u.name == "memref.dealloc" for u in users):
+            for u in users:
+                u.erase()
+            owner.erase()
+
+
+@register_pass("relax-gpu-row-reductions",
+               "GPU kernels: row kernels (fills, reductions over the last loop, elementwise ops on the "
+               "row; f32) -> one gpu.launch, a workgroup per row, tree reductions in workgroup memory.",
+               options=[Option("threads", int, THREADS, "threads per workgroup (a power of two)"),
+                        Option("workgroup-rows", int, WORKGROUP_ROWS,
+                               "below this many rows a workgroup per row, else a thread per row "
+                               "(0: always a thread per row)")])
+def relax_gpu_row_reductions(module: ir.Operation, opts) -> None:
+    threads = opts.threads
+    if threads < 1 or threads & (threads - 1):
+        raise ValueError(f"relax-gpu-row-reductions: threads={threads} is not a power of two")
+    for f in module.regions[0].blocks[0].operations:
+        f = f.operation
+        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
+            continue
+        if KIND_ATTR in f.attributes and ir.StringAttr(f.attributes[KIND_ATTR]).value != "reduction":
+            continue
+        plan = _match(f)
+        if plan is not None:
+            _build(f, plan, threads, opts.workgroup_rows)

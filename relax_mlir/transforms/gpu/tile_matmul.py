@@ -1,0 +1,329 @@
+"""relax-gpu-tile-matmul: matmul kernels as shared-memory tiled, register-blocked launches.
+
+The naive route (one thread per element of C, a serial K loop reading A and B from
+device memory) reads every element of A N times and of B M times. This pass replaces
+each f32 ``linalg.matmul`` / ``linalg.batch_matmul`` of a bufferized kernel by a
+``gpu.launch`` built directly:
+
+* a workgroup of ``threads`` x ``threads`` (8 x 8) computes a ``threads*per_thread``
+  (64) square block of C (one batch per ``z`` workgroup), each thread ``per_thread`` x
+  ``per_thread`` elements held in registers (rows ``ty + i*threads``, columns
+  ``tx + j*threads``: neighbouring threads touch neighbouring columns; 8 x 8 per thread:
+  8 + 8 workgroup-memory loads per 64 multiply-adds);
+* K advances by ``tile_k`` (16): the workgroup stages a block of A and a block of B in
+  workgroup memory (every thread loads its share, out-of-range elements read as 0), a
+  ``gpu.barrier``, then each thread runs ``tile_k`` rank-1 updates of its register block
+  from workgroup memory, and a second barrier before the next block is staged;
+* M, N, K and the batch stay symbolic: the grid is ``ceil(N / tile) x ceil(M / tile) x
+  batch`` and every global access is bounds-checked (loads clamp their index and select
+  0; stores sit under ``if (row < M && col < N)``), so one kernel serves every shape.
+
+The tiled launch runs when M and N are both at least ``min-size`` (32): the pass puts it
+under ``scf.if`` on the run-time sizes, and the original ops (with the intermediate
+buffers they need) in the else branch, which takes the parallel-loop route: with fewer
+rows most of a 64-row tile would idle (GEMV-like products run faster one thread per
+element; measured on lavapipe, bench/README.md).
+
+A ``linalg.fill`` of C right before the matmul becomes the accumulators' initial value
+(and is erased), and an elementwise epilogue that follows (bias, activation: all-parallel
+generics reading C, or the previous epilogue's result, at the output point) is applied
+in registers before the one store: a fused matmul+bias+relu kernel becomes a single
+dispatch. Intermediate buffers left without users are erased. Kernels whose recorded
+kind (``relax.kernel_kind``) is not ``output-fusable`` are left alone, as are matmuls on
+other element types (they keep the parallel-loop route). Run on bufferized kernels,
+before relax-gpu-prepare-kernels and ``convert-linalg-to-parallel-loops``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects import arith, memref, scf
+
+from ..registry import Option, register_pass
+from .launch_builder import (Launch, barrier, ceil_div, f32, flat_body, for_loop, index, indexing_maps, inline_body,
+                             load, map_indices, simple_map, store, when)
+
+KERNEL_ATTR = "relax.kernel"
+KIND_ATTR = "relax.kernel_kind"
+#: below 32 rows (or columns) of C most of a 64 x 64 tile would be idle: one thread per
+#: element of C does less work (measured on lavapipe: M = 1 8 ms naive vs 188 ms tiled,
+#: M = 16 about even, M = 64 3x faster tiled; bench/README.md)
+MIN_SIZE = 32
+
+
+@dataclass(frozen=True)
+class MatmulTiles:
+    threads: int = 8      # threads per workgroup along x and along y
+    per_thread: int = 8   # each thread computes per_thread x per_thread elements of C
+    tile_k: int = 16      # K step staged in workgroup memory
+
+    @property
+    def tile(self) -> int:
+        return self.threads * self.per_thread
+
+    def check(self) -> None:
+        nt = self.threads * self.threads
+        if min(self.threads, self.per_thread, self.tile_k) < 1 or (self.tile * self.tile_k) % nt:
+            raise ValueError(f"matmul tiles {self}: threads^2 must divide (threads*per_thread)*tile_k")
+
+
+def _f32_memref(v: ir.Value) -> bool:
+    return isinstance(v.type, ir.MemRefType) and isinstance(ir.MemRefType(v.type).element_type, ir.F32Type)
+
+
+def _identity(m: ir.AffineMap, rank: int) -> bool:
+    return m == ir.AffineMap.get_identity(rank)
+
+
+def _users(v: ir.Value) -> list[ir.Operation]:
+    return [u.owner for u in v.uses]
+
+
+def _local(v: ir.Value, allowed: list[ir.Operation]) -> bool:
+    """``v`` is a memref.alloc of this kernel used only by ``allowed`` ops and deallocs."""
+    owner = v.owner
+    if isinstance(owner, ir.Block) or owner.name != "memref.alloc":
+        return False
+    return all(u.name == "memref.dealloc" or any(u == a for a in allowed) for u in _users(v))
+
+
+def _fill_of(ops: list[ir.Operation], k: int, c: ir.Value) -> Optional[ir.Operation]:
+    """The ``linalg.fill`` of ``c`` that is the last op before ``ops[k]`` touching ``c``."""
+    for o in reversed(ops[:k]):
+        if any(v == c for v in o.operands):
+            if o.name == "linalg.fill" and o.operands[1] == c:
+                return o
+            return None
+        if any(r == c for r in o.results):
+            return None
+    return None
+
+
+def _epilogue(ops: list[ir.Operation], k: int, c: ir.Value, rank: int, fill) -> list[ir.Operation]:
+    """The elementwise generics right after the matmul ``ops[k]`` that can run in registers."""
+    chain: list[ir.Operation] = []
+    carried, producer = c, ops[k]
+    for o in ops[k + 1:]:
+        if o.name != "linalg.generic" or not flat_body(o):
+            break
+        g = o.opview
+        if any(str(t) != "#linalg.iterator_type<parallel>" for t in g.iterator_types):
+            break
+        ins, outs = list(g.inputs), list(g.outputs)
+        maps = indexing_maps(o)
+        if len(outs) != 1 or not all(_f32_memref(v) for v in ins + outs) or not all(simple_map(m) for m in maps):
+            break
+        if len(maps[0].results) != rank or maps[0].n_dims != rank or not _identity(maps[-1], rank):
+            break
+        hits = [i for i, v in enumerate(ins) if v == carried]
+        if len(hits) != 1 or not _identity(maps[hits[0]], rank) or outs[0] == carried:
+            break
+        allowed = [producer, o] + ([fill, ops[k]] if carried == c and fill is not None else [])
+        if not _local(carried, allowed + [ops[k]]):
+            break
+        chain.append(o)
+        carried, producer = outs[0], o
+    return chain
+
+
+def _plain(mm: ir.Operation) -> bool:
+    """No transposed or broadcast operand (MLIR 22's ``indexing_maps`` on linalg.matmul)."""
+    if mm.name != "linalg.matmul" or "indexing_maps" not in mm.attributes:
+        return True
+    d = [ir.AffineDimExpr.get(k) for k in range(3)]
+    return indexing_maps(mm) == [ir.AffineMap.get(3, 0, [d[0], d[2]]), ir.AffineMap.get(3, 0, [d[2], d[1]]),
+                                 ir.AffineMap.get(3, 0, [d[0], d[1]])]
+
+
+def _zero(v: ir.Value) -> bool:
+    owner = v.owner
+    return (not isinstance(owner, ir.Block) and owner.name == "arith.constant"
+            and isinstance(owner.attributes["value"], ir.FloatAttr)
+            and ir.FloatAttr(owner.attributes["value"]).value == 0.0)
+
+
+def _rewrite(mm: ir.Operation, fill: Optional[ir.Operation], chain: list[ir.Operation], t: MatmulTiles,
+             min_size: int) -> None:
+    """``if (M >= min_size && N >= min_size) { tiled launch } else { the ops as they were }``
+    (the else branch takes the parallel-loop route; local intermediates move into it)."""
+    a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
+    rank = ir.MemRefType(c.type).rank
+    moved = ([fill] if fill is not None else []) + [mm] + chain
+    # intermediates only the moved ops use (C too when filled here: the tiled launch never reads it)
+    locals_ = [g.opview.outputs[0] for g in chain[:-1]] + ([c] if chain and fill is not None else [])
+    with ir.InsertionPoint(mm), mm.location:
+        m_ = memref.DimOp(a, index(rank - 2)).result
+        n_ = memref.DimOp(b, index(rank - 1)).result
+        if min_size <= 1:
+            _build(mm, m_, n_, fill.operands[0] if fill is not None else None, chain, t)
+            for o in reversed(moved):
+                o.erase()
+            for v in locals_:
+                _erase_if_dead(v)
+            return
+        big = arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.uge, m_, index(min_size)).result,
+                           arith.CmpIOp(arith.CmpIPredicate.uge, n_, index(min_size)).result).result
+        branch = scf.IfOp(big, [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            end = scf.YieldOp([])
+        with ir.InsertionPoint(end):
+            _build(mm, m_, n_, fill.operands[0] if fill is not None else None, chain, t)
+        with ir.InsertionPoint(branch.else_block):
+            end = scf.YieldOp([])
+    allocs = [v.owner for v in locals_]
+    deallocs = [u.owner for v in locals_ for u in v.uses if u.owner.name == "memref.dealloc"]
+    for o in allocs + moved + deallocs:
+        o.move_before(end)
+
+
+def _build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value],
+           chain: list[ir.Operation], t: MatmulTiles) -> None:
+    a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
+    batch = mm.name == "linalg.batch_matmul"
+    rank = 3 if batch else 2
+    out = chain[-1].opview.outputs[0] if chain else c
+    T, P, BK = t.threads, t.per_thread, t.tile_k
+    BM = BN = t.tile
+    NT = T * T
+    with mm.location:
+        k_ = memref.DimOp(a, index(rank - 1)).result
+        nb = memref.DimOp(a, index(0)).result if batch else index(1)
+        launch = Launch((ceil_div(n_, BN), ceil_div(m_, BM), nb), (T, T, 1), [BM * BK, BK * BN])
+        with launch:
+            sa, sb = launch.shared
+            tx, ty = launch.thread_id[0], launch.thread_id[1]
+            bx, by, bz = launch.block_id
+            lead = [bz] if batch else []
+            zero = f32(0.0)
+            one = index(1)
+            tid = arith.AddIOp(arith.MulIOp(ty, index(T)).result, tx).result
+            row0 = arith.MulIOp(by, index(BM)).result
+            col0 = arith.MulIOp(bx, index(BN)).result
+            m1, k1, n1 = (arith.SubIOp(v, one).result for v in (m_, k_, n_))
+
+            def lt(x, y):
+                return arith.CmpIOp(arith.CmpIPredicate.ult, x, y).result
+
+            def stage(k0: ir.Value) -> None:
+                """Blocks of A (BM x BK) and B (BK x BN) into workgroup memory, 0 outside."""
+                for r in range(BM * BK // NT):
+                    e = arith.AddIOp(tid, index(r * NT)).result
+                    gr = arith.AddIOp(row0, arith.DivUIOp(e, index(BK)).result).result
+                    gk = arith.AddIOp(k0, arith.RemUIOp(e, index(BK)).result).result
+                    ok = arith.AndIOp(lt(gr, m_), lt(gk, k_)).result
+                    v = load(a, lead + [arith.MinUIOp(gr, m1).result, arith.MinUIOp(gk, k1).result])
+                    store(arith.SelectOp(ok, v, zero).result, sa, [e])
+                for r in range(BK * BN // NT):
+                    e = arith.AddIOp(tid, index(r * NT)).result
+                    gk = arith.AddIOp(k0, arith.DivUIOp(e, index(BN)).result).result
+                    gc = arith.AddIOp(col0, arith.RemUIOp(e, index(BN)).result).result
+                    ok = arith.AndIOp(lt(gk, k_), lt(gc, n_)).result
+                    v = load(b, lead + [arith.MinUIOp(gk, k1).result, arith.MinUIOp(gc, n1).result])
+                    store(arith.SelectOp(ok, v, zero).result, sb, [e])
+
+            a_rows = [arith.MulIOp(arith.AddIOp(ty, index(i * T)).result, index(BK)).result for i in range(P)]
+            b_cols = [arith.AddIOp(tx, index(j * T)).result for j in range(P)]
+
+            def rank1(kk: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
+                av = [load(sa, [arith.AddIOp(r, kk).result]) for r in a_rows]
+                kb = arith.MulIOp(kk, index(BN)).result
+                bv = [load(sb, [arith.AddIOp(kb, cj).result]) for cj in b_cols]
+                return [arith.AddFOp(acc[i * P + j], arith.MulFOp(av[i], bv[j]).result).result
+                        for i in range(P) for j in range(P)]
+
+            def k_block(k0: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
+                stage(k0)
+                barrier()
+                acc = for_loop(index(0), index(BK), one, acc, rank1)
+                barrier()
+                return acc
+
+            acc = for_loop(index(0), k_, index(BK), [zero] * (P * P), k_block)
+            for i in range(P):
+                rr = arith.AddIOp(row0, arith.AddIOp(ty, index(i * T)).result).result
+                for j in range(P):
+                    cc = arith.AddIOp(col0, b_cols[j]).result
+                    ok = arith.AndIOp(lt(rr, m_), lt(cc, n_)).result
+                    when(ok, lambda v=acc[i * P + j], rr=rr, cc=cc: _finish(v, lead + [rr, cc], c, fill_value,
+                                                                          chain, out))
+
+
+def _finish(v: ir.Value, dims: list[ir.Value], c: ir.Value, fill_value: Optional[ir.Value],
+            chain: list[ir.Operation], out: ir.Value) -> None:
+    """C's initial value added, the epilogue applied, the element stored."""
+    if fill_value is None:
+        v = arith.AddFOp(v, load(c, dims)).result
+    elif not _zero(fill_value):
+        v = arith.AddFOp(v, fill_value).result
+    carried = c
+    for gen in chain:
+        g = gen.opview
+        args = []
+        for operand, m in zip(list(g.inputs), indexing_maps(gen)):
+            args.append(v if operand == carried else load(operand, map_indices(m, dims)))
+        body = gen.regions[0].blocks[0]
+        used = len(list(body.arguments[-1].uses)) > 0
+        args.append(load(g.outputs[0], dims) if used else v)
+        v = inline_body(gen, args, dims)
+        carried = g.outputs[0]
+    store(v, out, dims)
+
+
+def _erase_if_dead(v: ir.Value) -> None:
+    owner = v.owner
+    if isinstance(owner, ir.Block) or owner.name != "memref.alloc":
+        return
+    users = _users(v)
+    if all(u.name == "memref.dealloc" for u in users):
+        for u in users:
+            u.erase()
+        owner.erase()
+
+
+def tile_kernel(fn: ir.Operation, tiles: MatmulTiles, min_size: int = 1) -> int:
+    """Rewrite every eligible matmul of kernel ``fn``; the number rewritten."""
+    done = 0
+    while True:
+        ops = [o.operation for o in fn.regions[0].blocks[0].operations]
+        for k, o in enumerate(ops):
+            if o.name not in ("linalg.matmul", "linalg.batch_matmul"):
+                continue
+            if not all(_f32_memref(v) for v in o.operands) or not _plain(o):
+                continue
+            c = o.operands[2]
+            rank = ir.MemRefType(c.type).rank
+            fill = _fill_of(ops, k, c)
+            chain = _epilogue(ops, k, c, rank, fill)
+            if fill is not None and not isinstance(fill.operands[0].type, ir.F32Type):
+                fill = None
+            _rewrite(o, fill, chain, tiles, min_size)
+            done += 1
+            break
+        else:
+            return done
+
+
+@register_pass("relax-gpu-tile-matmul",
+               "GPU kernels: f32 matmul / batch_matmul -> a gpu.launch with A and B blocks staged in "
+               "workgroup memory and a register block of C per thread; fill and elementwise epilogue "
+               "folded in; symbolic M, N, K (bounds-checked).",
+               options=[Option("threads", int, MatmulTiles.threads, "threads per workgroup along x and y"),
+                        Option("per-thread", int, MatmulTiles.per_thread,
+                               "each thread computes per-thread x per-thread elements of C"),
+                        Option("tile-k", int, MatmulTiles.tile_k, "K step staged in workgroup memory"),
+                        Option("min-size", int, MIN_SIZE,
+                               "M and N from which the tiled launch runs (below: the parallel-loop "
+                               "route, in an scf.if on the run-time sizes); 1: always tiled")])
+def relax_gpu_tile_matmul(module: ir.Operation, opts) -> None:
+    tiles = MatmulTiles(opts.threads, opts.per_thread, opts.tile_k)
+    tiles.check()
+    for f in module.regions[0].blocks[0].operations:
+        f = f.operation
+        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
+            continue
+        if KIND_ATTR in f.attributes and ir.StringAttr(f.attributes[KIND_ATTR]).value != "output-fusable":
+            continue
+        tile_kernel(f, tiles, opts.min_size)

@@ -1,0 +1,29 @@
+// RUN: relax-opt %s --pass-pipeline='builtin.module(cuda)' | FileCheck %s
+// The scheduled kernels through NVVM: the tiled matmul's workgroup buffers become shared
+// memory with bar.sync between the staging and the rank-1 updates; the naive route stays
+// behind the size guard (M or N below 32); the row kernel's tree reduction uses shared
+// memory and barriers too, its thread-per-row form neither.
+
+// CHECK: gpu.binary @relax_matmul_f32_r2_r2_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, properties = {{.*}}, assembly = "{{[^"]*}}.maxntid 8, 8, 1{{[^"]*}}.shared .align 4 .b8 __wg_relax_matmul_f32_r2_r2_kernel_0[4096];{{[^"]*}}.shared .align 4 .b8 __wg_relax_matmul_f32_r2_r2_kernel_1[4096];{{[^"]*}}st.shared.b32{{[^"]*}}bar.sync{{[^"]*}}ld.shared.b32{{[^"]*}}mul.rn.f32{{[^"]*}}add.rn.f32{{[^"]*}}bar.sync{{[^"]*}}"
+// CHECK: gpu.binary @relax_matmul_f32_r2_r2_kernel_0  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, properties = {{.*}}, assembly = "
+// CHECK-NOT: .shared
+// CHECK-SAME: .maxntid 64, 1, 1
+// CHECK-NOT: .shared
+// CHECK-SAME: "
+// CHECK: gpu.binary @relax_matmul_f32_r2_r2_kernel_1  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, properties = {{.*}}, assembly = "
+// CHECK-NOT: .shared
+// CHECK-SAME: .maxntid 64, 1, 1
+// CHECK-NOT: .shared
+// CHECK-SAME: "
+// CHECK: gpu.binary @relax_softmax_axis1_f32_r2_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, properties = {{.*}}, assembly = "{{[^"]*}}.maxntid 128, 1, 1{{[^"]*}}.shared .align 4 .b8 __wg_relax_softmax_axis1_f32_r2_kernel_0[512];{{[^"]*}}bar.sync{{[^"]*}}"
+// CHECK: gpu.binary @relax_softmax_axis1_f32_r2_kernel_2  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, properties = {{.*}}, assembly = "
+// CHECK-NOT: .shared
+// CHECK-SAME: .maxntid 128, 1, 1
+// CHECK-NOT: bar.sync
+// CHECK-SAME: "
+func.func @main(%a: tensor<?x?xf32, #relax.shape<["m", "k"]>>, %b: tensor<?x?xf32, #relax.shape<["k", "n"]>>) -> tensor<?x?xf32, #relax.shape<["m", "n"]>>
+    attributes {relax.function} {
+  %c = "relax.matmul"(%a, %b) : (tensor<?x?xf32, #relax.shape<["m", "k"]>>, tensor<?x?xf32, #relax.shape<["k", "n"]>>) -> tensor<?x?xf32, #relax.shape<["m", "n"]>>
+  %s = "relax.softmax"(%c) : (tensor<?x?xf32, #relax.shape<["m", "n"]>>) -> tensor<?x?xf32, #relax.shape<["m", "n"]>>
+  return %s : tensor<?x?xf32, #relax.shape<["m", "n"]>>
+}

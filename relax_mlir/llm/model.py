@@ -113,6 +113,14 @@ class Layer(nn.Module):
         self.mlp = MLP(c)
 
 
+class _Part(nn.Module):
+    """Some sub-modules of a layer: the weights one layer function takes, in order."""
+
+    def __init__(self, **parts: nn.Module):
+        for k, m in parts.items():
+            setattr(self, k, m)
+
+
 @dataclass
 class _Step:
     """Symbolic names of one graph function: new tokens ``s``, past ``p`` (None: no past)."""
@@ -197,50 +205,62 @@ class LlamaModel(nn.Module):
         o = relax.permute_dims(relax.reshape(o, shape=[KV, G, "s", D]), axes=[2, 1, 0, 3])   # (s, G, KV, D)
         return relax.reshape(o, shape=["s", c.num_heads * D])
 
-    def _attend_cached(self, st: _Step, q, k, v, k_past, v_past) -> ir.Value:
-        """Past (p, kv, hd) read in place; returns (s, H*hd)."""
+    def _attend_cached(self, st: _Step, q, k_all, v_all) -> ir.Value:
+        """Queries (s, H, hd) against the whole cache (t = p + s rows, the new ones
+        included: the caller wrote them first), read in place; returns (s, H*hd). The
+        scores and the mix are broadcast multiply + sum generics over a symbolic t, which
+        the ``contraction`` schedule vectorizes along hd; q arrives as an argument, so its
+        rope is no prologue of the scores kernel (it would leave it unscheduled)."""
         c = self.c
         G, KV, D = c.group, c.num_kv_heads, c.head_dim
         q5 = relax.reshape(q, shape=["s", G, 1, KV, D])
-
-        def scores(keys):      # (n, KV, D) -> (s, G, n, KV)
-            return relax.sum(relax.multiply(q5, keys), axes=[-1])
-
-        sc = relax.concat([scores(k_past), scores(k)], axis=2)                       # (s, G, t, KV)
+        sc = relax.sum(relax.multiply(q5, k_all), axes=[-1])                         # (s, G, t, KV)
         probs = relax.softmax(self._masked(st, sc, ["s", 1, st.total, 1]), axis=2)
-        p = st.past
-        pp = relax.strided_slice(probs, axes=[2], begin=[0], end=[p])
-        pn = relax.strided_slice(probs, axes=[2], begin=[p], end=[f"{p} + s"])
-
-        def mix(pr, vals):     # (s, G, n, KV) x (n, KV, D) -> (s, G, KV, D)
-            return relax.sum(relax.multiply(relax.expand_dims(pr, axis=[4]), vals), axes=[2])
-
-        o = relax.add(mix(pp, v_past), mix(pn, v))
+        o = relax.sum(relax.multiply(relax.expand_dims(probs, axis=[4]), v_all), axes=[2])  # (s, G, KV, D)
         return relax.reshape(o, shape=["s", c.num_heads * D])
 
-    def _layer(self, layer: Layer, st: _Step, x: ir.Value, past: Sequence[ir.Value]) -> list:
-        """One decoder layer: (x', k_new, v_new)."""
+    def _layer(self, layer: Layer, st: _Step, x: ir.Value) -> list:
+        """One decoder layer without a past (prefill): (x', k_new, v_new)."""
         q, k, v = self._qkv(layer, st, layer.input_norm(x))
-        a = self._attend_cached(st, q, k, v, *past) if past else self._attend_blas(st, q, k, v)
+        return [self._finish(layer, x, self._attend_blas(st, q, k, v)), k, v]
+
+    def _finish(self, layer: Layer, x: ir.Value, a: ir.Value) -> ir.Value:
+        """o projection, residual, post-norm MLP, residual."""
         x = relax.add(x, layer.attn.o(a))
-        x = relax.add(x, layer.mlp(layer.post_norm(x)))
-        return [x, k, v]
+        return relax.add(x, layer.mlp(layer.post_norm(x)))
+
+    @staticmethod
+    def _qkv_part(layer: Layer) -> nn.Module:
+        """The weights of ``layer_qkv`` (input norm, qkv projection)."""
+        return _Part(input_norm=layer.input_norm, qkv=layer.attn.qkv)
+
+    @staticmethod
+    def _attend_part(layer: Layer) -> nn.Module:
+        """The weights of ``layer_attend`` (o projection, post norm, MLP)."""
+        return _Part(o=layer.attn.o, post_norm=layer.post_norm, mlp=layer.mlp)
 
     def _body(self, st: _Step, ids: ir.Value, last_only: bool) -> list:
-        """Embedding, rope tables and mask once, then per layer: its past read from the state
-        (extend), ``relax.call`` of the layer function (one copy of the layer code: compile
-        time does not grow with depth), its new keys and values written into the state."""
+        """Embedding, rope tables and mask once, then per layer ``relax.call`` of the layer
+        functions (one copy of the layer code: compile time does not grow with depth).
+        Prefill: ``layer_prefill``, its new keys and values written into the state after.
+        Extend: ``layer_qkv``; the new keys and values written into rows [p, p + s); rows
+        [0, p + s) read back in place (views); ``layer_attend`` over them."""
         self._setup(st)
         x = self.embed(ids)
-        callee = "layer_prefill" if st.past is None else "layer_extend"
         for i, layer in enumerate(self.layers):
-            ws = [p.value for _, p in layer.named_parameters()]
-            past = []
-            if st.past is not None:
-                past = [relax.state_read(state=f"k{i}", end=st.past), relax.state_read(state=f"v{i}", end=st.past)]
-            x, k, v = relax.call([x, st.cos, st.sin, *past, st.mask, *ws], callee=callee)
+            if st.past is None:
+                ws = [p.value for _, p in layer.named_parameters()]
+                x, k, v = relax.call([x, st.cos, st.sin, st.mask, *ws], callee="layer_prefill")
+                relax.state_write(k, state=f"k{i}", offset=st.start)
+                relax.state_write(v, state=f"v{i}", offset=st.start)
+                continue
+            ws = [p.value for _, p in self._qkv_part(layer).named_parameters()]
+            q, k, v = relax.call([x, st.cos, st.sin, *ws], callee="layer_qkv")
             relax.state_write(k, state=f"k{i}", offset=st.start)
             relax.state_write(v, state=f"v{i}", offset=st.start)
+            kv = [relax.state_read(state=f"{n}{i}", end=st.total) for n in "kv"]
+            ws = [p.value for _, p in self._attend_part(layer).named_parameters()]
+            x = relax.call([x, q, *kv, st.mask, *ws], callee="layer_attend")
         if last_only:
             x = relax.strided_slice(x, axes=[0], begin=["s - 1"], end=["s"])
         return self.lm_head(self.norm(x))
@@ -256,18 +276,27 @@ class LlamaModel(nn.Module):
         ``extend``; returns the weight names (the trailing arguments of both, in order)."""
         c = self.c
         d, KV, D, half = c.hidden_size, c.num_kv_heads, c.head_dim, c.head_dim // 2
-        for past in (None, "p"):
-            st = _Step(past)
-            ins = [("x", ["s", d], c.dtype), ("cos", ["s", 1, half], c.dtype), ("sin", ["s", 1, half], c.dtype)]
-            if past:
-                ins += [("k_past", [past, KV, D], c.dtype), ("v_past", [past, KV, D], c.dtype)]
-            ins += [("mask", ["s", st.total], "i1")]
+        H, t = c.num_heads, "p + s"
+        rope = [("x", ["s", d], c.dtype), ("cos", ["s", 1, half], c.dtype), ("sin", ["s", 1, half], c.dtype)]
+        L = self.layers[0]
 
-            def fwd(x, cos, sin, *rest, st=st):
-                st.cos, st.sin, st.mask = cos, sin, rest[-1]
-                return self._layer(self.layers[0], st, x, list(rest[:-1]))
+        def prefill_layer(x, cos, sin, mask):
+            st = _Step(None, cos, sin, mask)
+            return self._layer(L, st, x)
 
-            nn.export(module, "layer_prefill" if past is None else "layer_extend", self.layers[0], ins, fwd)
+        def qkv(x, cos, sin):
+            st = _Step("p", cos, sin)
+            return list(self._qkv(L, st, L.input_norm(x)))
+
+        def attend(x, q, k_all, v_all, mask):
+            st = _Step("p", mask=mask)
+            return self._finish(L, x, self._attend_cached(st, q, k_all, v_all))
+
+        nn.export(module, "layer_prefill", L, rope + [("mask", ["s", "s"], "i1")], prefill_layer)
+        nn.export(module, "layer_qkv", self._qkv_part(L), rope, qkv)
+        nn.export(module, "layer_attend", self._attend_part(L),
+                  [("x", ["s", d], c.dtype), ("q", ["s", H, D], c.dtype), ("k_all", [t, KV, D], c.dtype),
+                   ("v_all", [t, KV, D], c.dtype), ("mask", ["s", t], "i1")], attend)
         declare_states(module, {f"{kv}{i}": (["cap", KV, D], c.dtype) for i in range(c.num_layers) for kv in "kv"},
                        upper_bounds={"cap": c.max_positions})
         names = nn.export(module, "prefill", self, [("ids", ["s"], "i64")],

@@ -7,7 +7,10 @@ vocab 32000, f32, ~134M parameters), ours vs PyTorch eager in one process.
 Prints compile time, prefill latency (128 tokens) and decode tokens/s (32 tokens after
 the prompt), with ratios, the bytes a decode step moves (written into the KV cache, the
 session's state; the logits returned), the Python time per decode call (outside the
-compiled code), and whether the greedy tokens agree. ``--profile`` exports the
+compiled code), and whether the greedy tokens agree. Decode runs alternate (eager, ours,
+eager, ...) so both sides see the same load, and tokens per CPU-second (process time) are
+printed beside tokens per second: on a machine loaded by others, the CPU-time ratio is the
+steadier one. ``--profile`` exports the
 executable to a shared library (so ``perf`` sees its symbols), runs decode steps under
 ``perf record`` and prints where the time goes: our kernels, BLAS, Python/numpy, libc. PyTorch eager prefill is measured both as a plain forward
 (logits at every position) and with ``logits_to_keep=1`` (what generate() does, and

@@ -14,17 +14,20 @@ symbolic in the new sequence length ``s`` (and the past length ``p``):
 ``extend(ids: (s,) i64, past: (p, 0) i8, *weights) -> logits (s, vocab)``
     ``s`` new tokens after ``p`` cached ones (decode is ``s == 1``). ``past`` is a
     zero-byte array whose shape carries ``p`` (the runtime passes sizes as tensor
-    shapes). Each layer reads rows [0, p) of its state IN PLACE (``relax.state_read``:
-    a view, never a copy), computes scores against the past and against the new tokens
-    separately (a broadcast multiply + sum that fusion turns into one loop nest reading
-    the cache once) and concatenates the scores -- the cache itself is never
-    concatenated, transposed or copied -- then writes its new keys and values into rows
-    [p, p + s) (``relax.state_write``: only ``2 * layers * s * kv * hd`` elements move).
+    shapes). Per layer: ``layer_qkv`` (norm, qkv projection, rope); the new keys and
+    values written into rows [p, p + s) of the state (``relax.state_write``: only
+    ``2 * layers * s * kv * hd`` elements move); rows [0, p + s) read back IN PLACE
+    (``relax.state_read``: a view, never a copy); ``layer_attend`` (attention over them,
+    o projection, MLP). The cache is never concatenated, transposed or copied, and the
+    scores and the mix are one broadcast multiply + sum each over the whole cache, which
+    the ``contraction`` schedule vectorizes along ``hd`` (q is an argument of
+    ``layer_attend``: inside one function, fusion pulled the rope into the scores
+    kernel, which then had no schedule).
 
-Each calls ``layer_prefill`` / ``layer_extend`` (one decoder layer, its weights as
+The graph functions call the layer functions (one decoder layer, its weights as
 arguments) once per layer through ``relax.call``: a layer's code exists once, so compile
 time does not grow with depth (12 layers inline: ~2x longer, in quadratic graph passes).
-The layer functions take the past as tensors and return the new keys/values; the state
+The layer functions take the cache as tensors and return the new keys/values; the state
 ops (which name the layer's state) live in ``prefill``/``extend``.
 
 Head order: query heads are laid out group-major, ``(s, group, kv_head, hd)``, i.e. HF
@@ -36,7 +39,7 @@ repeat: the KV tensor ``(t, kv, hd)`` broadcasts against queries ``(s, g, 1, kv,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 from mlir import ir

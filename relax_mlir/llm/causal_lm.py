@@ -13,9 +13,8 @@
 The KV cache is executable-owned state (:mod:`relax_mlir.ops.state`): the compiled module
 declares ``k{i}``, ``v{i}`` per layer, shape ``(cap, kv_heads, head_dim)`` (sequence axis
 first), and each CausalLM holds one :class:`~relax_mlir.runtime.executable.Session` whose
-buffers (``max_seq_len`` rows) ARE the cache. The graph functions read the past in place
-(a view of rows [0, p)) and write the new keys and values into rows [p, p + s)
-themselves: a decode step moves ``2 * layers * kv_heads * head_dim * 4`` bytes into the
+buffers (``max_seq_len`` rows) ARE the cache. The graph functions write the new keys
+and values into rows [p, p + s) themselves, then read rows [0, p + s) in place (views): a decode step moves ``2 * layers * kv_heads * head_dim * 4`` bytes into the
 cache (:attr:`CausalLM.bytes_per_token`), never the cache itself, and Python passes only
 the new token(s) and the cached length (the weights are bound once:
 ``Function.bind_params``). :class:`KVCache` is the Python handle on that state: its

@@ -14,17 +14,20 @@ symbolic in the new sequence length ``s`` (and the past length ``p``):
 ``extend(ids: (s,) i64, past: (p, 0) i8, *weights) -> logits (s, vocab)``
     ``s`` new tokens after ``p`` cached ones (decode is ``s == 1``). ``past`` is a
     zero-byte array whose shape carries ``p`` (the runtime passes sizes as tensor
-    shapes). Each layer reads rows [0, p) of its state IN PLACE (``relax.state_read``:
-    a view, never a copy), computes scores against the past and against the new tokens
-    separately (a broadcast multiply + sum that fusion turns into one loop nest reading
-    the cache once) and concatenates the scores -- the cache itself is never
-    concatenated, transposed or copied -- then writes its new keys and values into rows
-    [p, p + s) (``relax.state_write``: only ``2 * layers * s * kv * hd`` elements move).
+    shapes). Per layer: ``layer_qkv`` (norm, qkv projection, rope); the new keys and
+    values written into rows [p, p + s) of the state (``relax.state_write``: only
+    ``2 * layers * s * kv * hd`` elements move); rows [0, p + s) read back IN PLACE
+    (``relax.state_read``: a view, never a copy); ``layer_attend`` (attention over them,
+    o projection, MLP). The cache is never concatenated, transposed or copied, and the
+    scores and the mix are one broadcast multiply + sum each over the whole cache, which
+    the ``contraction`` schedule vectorizes along ``hd`` (q is an argument of
+    ``layer_attend``: inside one function, fusion pulled the rope into the scores
+    kernel, which then had no schedule).
 
-Each calls ``layer_prefill`` / ``layer_extend`` (one decoder layer, its weights as
+The graph functions call the layer functions (one decoder layer, its weights as
 arguments) once per layer through ``relax.call``: a layer's code exists once, so compile
 time does not grow with depth (12 layers inline: ~2x longer, in quadratic graph passes).
-The layer functions take the past as tensors and return the new keys/values; the state
+The layer functions take the cache as tensors and return the new keys/values; the state
 ops (which name the layer's state) live in ``prefill``/``extend``.
 
 Head order: query heads are laid out group-major, ``(s, group, kv_head, hd)``, i.e. HF
@@ -36,7 +39,7 @@ repeat: the KV tensor ``(t, kv, hd)`` broadcasts against queries ``(s, g, 1, kv,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 from mlir import ir
@@ -95,14 +98,18 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
+    """gate and up stay two matmuls: one concatenated matmul needs a split of its result,
+    and the split's slice copies leave the ``act(g) * u`` kernel unscheduled (plain loops:
+    5% of a 128-token prefill); two GEMVs stream the same bytes as one."""
+
     def __init__(self, c: LMConfig):
-        self.gate_up = nn.Linear(c.hidden_size, 2 * c.intermediate_size, bias=c.mlp_bias)
+        self.gate = nn.Linear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
+        self.up = nn.Linear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
         self.down = nn.Linear(c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
         self.c = c
 
     def __call__(self, x: ir.Value) -> ir.Value:
-        g, u = relax.split(self.gate_up(x), sections=2, axis=-1)
-        return self.down(relax.multiply(ACTIVATIONS[self.c.hidden_act](g), u))
+        return self.down(relax.multiply(ACTIVATIONS[self.c.hidden_act](self.gate(x)), self.up(x)))
 
 
 class Layer(nn.Module):
@@ -111,6 +118,14 @@ class Layer(nn.Module):
         self.attn = Attention(c)
         self.post_norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.mlp = MLP(c)
+
+
+class _Part(nn.Module):
+    """Some sub-modules of a layer: the weights one layer function takes, in order."""
+
+    def __init__(self, **parts: nn.Module):
+        for k, m in parts.items():
+            setattr(self, k, m)
 
 
 @dataclass
@@ -146,7 +161,12 @@ class LlamaModel(nn.Module):
 
     def _setup(self, st: _Step) -> None:
         """cos/sin of positions start..start+s (HF: freqs = pos * inv_freq, emb = [freqs, freqs])
-        and the causal (optionally sliding-window) mask (s, t) over absolute positions."""
+        and the causal (optionally sliding-window) mask over absolute positions, ADDITIVE
+        (0 or the f32 minimum) and already in the shape the layers' scores take: prefill
+        ``(G*s, s)`` (the scores' rows of the batched matmul), extend ``(s, 1, t, 1)``. So
+        the masked softmax kernel is a broadcast add + softmax on f32 with no reshape or i1
+        operand inside: the ``rows`` schedule fits the prefill one (it did not the
+        ``where(reshape(mask))`` form: 8% of a 128-token prefill in plain loops)."""
         pos = relax.arange(start=st.start, end=st.total, dtype="f32")                  # (s,)
         freqs = relax.multiply(relax.reshape(pos, shape=["s", 1]), self.rope_inv_freq.value)  # (s, hd/2)
         cos, sin = relax.cos(freqs), relax.sin(freqs)
@@ -162,11 +182,17 @@ class LlamaModel(nn.Module):
         if self.c.sliding_window is not None:                                          # and pos - j < W
             w = relax.full(shape=[], value=float(self.c.sliding_window), dtype="i64")
             mask = relax.where(mask, relax.less(relax.subtract(qpos, kpos), w), mask)
+        zero = relax.full(shape=[], value=0.0, dtype="f32")
+        mask = relax.where(mask, zero, relax.full(shape=[], value=NEG, dtype="f32"))     # (s, t) f32
+        G = self.c.group
+        if st.past is None:
+            if G > 1:    # row g*s + i of the scores is query i of group g
+                mask = relax.reshape(relax.broadcast_to(relax.reshape(mask, shape=[1, "s", "s"]), shape=[G, "s", "s"]),
+                                     shape=[f"{G}*s", "s"])
+        else:
+            mask = relax.reshape(mask, shape=["s", 1, st.total, 1])
         st.mask = mask
 
-    def _masked(self, st: _Step, scores: ir.Value, mask_shape: list) -> ir.Value:
-        neg = relax.full(shape=[], value=NEG, dtype="f32")
-        return relax.where(relax.reshape(st.mask, shape=mask_shape), scores, neg)
 
     def _rope(self, st: _Step, x: ir.Value) -> ir.Value:
         """x: (s, heads, hd) -> rotate_half form: [x1 c - x2 s, x2 c + x1 s]."""
@@ -191,56 +217,68 @@ class LlamaModel(nn.Module):
         G, KV, D = c.group, c.num_kv_heads, c.head_dim
         qh = relax.reshape(relax.permute_dims(relax.reshape(q, shape=["s", G, KV, D]), axes=[2, 1, 0, 3]),
                            shape=[KV, f"{G}*s", D])
-        scores = relax.reshape(relax.matmul(qh, relax.permute_dims(k, axes=[1, 2, 0])), shape=[KV, G, "s", "s"])
-        probs = relax.softmax(self._masked(st, scores, ["s", "s"]), axis=-1)
-        o = relax.matmul(relax.reshape(probs, shape=[KV, f"{G}*s", "s"]), relax.permute_dims(v, axes=[1, 0, 2]))
+        scores = relax.matmul(qh, relax.permute_dims(k, axes=[1, 2, 0]))                  # (kv, g*s, s)
+        probs = relax.softmax(relax.add(scores, st.mask), axis=-1)
+        o = relax.matmul(probs, relax.permute_dims(v, axes=[1, 0, 2]))                     # (kv, g*s, hd)
         o = relax.permute_dims(relax.reshape(o, shape=[KV, G, "s", D]), axes=[2, 1, 0, 3])   # (s, G, KV, D)
         return relax.reshape(o, shape=["s", c.num_heads * D])
 
-    def _attend_cached(self, st: _Step, q, k, v, k_past, v_past) -> ir.Value:
-        """Past (p, kv, hd) read in place; returns (s, H*hd)."""
+    def _attend_cached(self, st: _Step, q, k_all, v_all) -> ir.Value:
+        """Queries (s, H, hd) against the whole cache (t = p + s rows, the new ones
+        included: the caller wrote them first), read in place; returns (s, H*hd). The
+        scores and the mix are broadcast multiply + sum generics over a symbolic t, which
+        the ``contraction`` schedule vectorizes along hd; q arrives as an argument, so its
+        rope is no prologue of the scores kernel (it would leave it unscheduled)."""
         c = self.c
         G, KV, D = c.group, c.num_kv_heads, c.head_dim
         q5 = relax.reshape(q, shape=["s", G, 1, KV, D])
-
-        def scores(keys):      # (n, KV, D) -> (s, G, n, KV)
-            return relax.sum(relax.multiply(q5, keys), axes=[-1])
-
-        sc = relax.concat([scores(k_past), scores(k)], axis=2)                       # (s, G, t, KV)
-        probs = relax.softmax(self._masked(st, sc, ["s", 1, st.total, 1]), axis=2)
-        p = st.past
-        pp = relax.strided_slice(probs, axes=[2], begin=[0], end=[p])
-        pn = relax.strided_slice(probs, axes=[2], begin=[p], end=[f"{p} + s"])
-
-        def mix(pr, vals):     # (s, G, n, KV) x (n, KV, D) -> (s, G, KV, D)
-            return relax.sum(relax.multiply(relax.expand_dims(pr, axis=[4]), vals), axes=[2])
-
-        o = relax.add(mix(pp, v_past), mix(pn, v))
+        sc = relax.sum(relax.multiply(q5, k_all), axes=[-1])                         # (s, G, t, KV)
+        probs = relax.softmax(relax.add(sc, st.mask), axis=2)
+        o = relax.sum(relax.multiply(relax.expand_dims(probs, axis=[4]), v_all), axes=[2])  # (s, G, KV, D)
         return relax.reshape(o, shape=["s", c.num_heads * D])
 
-    def _layer(self, layer: Layer, st: _Step, x: ir.Value, past: Sequence[ir.Value]) -> list:
-        """One decoder layer: (x', k_new, v_new)."""
+    def _layer(self, layer: Layer, st: _Step, x: ir.Value) -> list:
+        """One decoder layer without a past (prefill): (x', k_new, v_new)."""
         q, k, v = self._qkv(layer, st, layer.input_norm(x))
-        a = self._attend_cached(st, q, k, v, *past) if past else self._attend_blas(st, q, k, v)
+        return [self._finish(layer, x, self._attend_blas(st, q, k, v)), k, v]
+
+    def _finish(self, layer: Layer, x: ir.Value, a: ir.Value) -> ir.Value:
+        """o projection, residual, post-norm MLP, residual."""
         x = relax.add(x, layer.attn.o(a))
-        x = relax.add(x, layer.mlp(layer.post_norm(x)))
-        return [x, k, v]
+        return relax.add(x, layer.mlp(layer.post_norm(x)))
+
+    @staticmethod
+    def _qkv_part(layer: Layer) -> nn.Module:
+        """The weights of ``layer_qkv`` (input norm, qkv projection)."""
+        return _Part(input_norm=layer.input_norm, qkv=layer.attn.qkv)
+
+    @staticmethod
+    def _attend_part(layer: Layer) -> nn.Module:
+        """The weights of ``layer_attend`` (o projection, post norm, MLP)."""
+        return _Part(o=layer.attn.o, post_norm=layer.post_norm, mlp=layer.mlp)
 
     def _body(self, st: _Step, ids: ir.Value, last_only: bool) -> list:
-        """Embedding, rope tables and mask once, then per layer: its past read from the state
-        (extend), ``relax.call`` of the layer function (one copy of the layer code: compile
-        time does not grow with depth), its new keys and values written into the state."""
+        """Embedding, rope tables and mask once, then per layer ``relax.call`` of the layer
+        functions (one copy of the layer code: compile time does not grow with depth).
+        Prefill: ``layer_prefill``, its new keys and values written into the state after.
+        Extend: ``layer_qkv``; the new keys and values written into rows [p, p + s); rows
+        [0, p + s) read back in place (views); ``layer_attend`` over them."""
         self._setup(st)
         x = self.embed(ids)
-        callee = "layer_prefill" if st.past is None else "layer_extend"
         for i, layer in enumerate(self.layers):
-            ws = [p.value for _, p in layer.named_parameters()]
-            past = []
-            if st.past is not None:
-                past = [relax.state_read(state=f"k{i}", end=st.past), relax.state_read(state=f"v{i}", end=st.past)]
-            x, k, v = relax.call([x, st.cos, st.sin, *past, st.mask, *ws], callee=callee)
+            if st.past is None:
+                ws = [p.value for _, p in layer.named_parameters()]
+                x, k, v = relax.call([x, st.cos, st.sin, st.mask, *ws], callee="layer_prefill")
+                relax.state_write(k, state=f"k{i}", offset=st.start)
+                relax.state_write(v, state=f"v{i}", offset=st.start)
+                continue
+            ws = [p.value for _, p in self._qkv_part(layer).named_parameters()]
+            q, k, v = relax.call([x, st.cos, st.sin, *ws], callee="layer_qkv")
             relax.state_write(k, state=f"k{i}", offset=st.start)
             relax.state_write(v, state=f"v{i}", offset=st.start)
+            kv = [relax.state_read(state=f"{n}{i}", end=st.total) for n in "kv"]
+            ws = [p.value for _, p in self._attend_part(layer).named_parameters()]
+            x = relax.call([x, q, *kv, st.mask, *ws], callee="layer_attend")
         if last_only:
             x = relax.strided_slice(x, axes=[0], begin=["s - 1"], end=["s"])
         return self.lm_head(self.norm(x))
@@ -256,18 +294,27 @@ class LlamaModel(nn.Module):
         ``extend``; returns the weight names (the trailing arguments of both, in order)."""
         c = self.c
         d, KV, D, half = c.hidden_size, c.num_kv_heads, c.head_dim, c.head_dim // 2
-        for past in (None, "p"):
-            st = _Step(past)
-            ins = [("x", ["s", d], c.dtype), ("cos", ["s", 1, half], c.dtype), ("sin", ["s", 1, half], c.dtype)]
-            if past:
-                ins += [("k_past", [past, KV, D], c.dtype), ("v_past", [past, KV, D], c.dtype)]
-            ins += [("mask", ["s", st.total], "i1")]
+        H, t = c.num_heads, "p + s"
+        rope = [("x", ["s", d], c.dtype), ("cos", ["s", 1, half], c.dtype), ("sin", ["s", 1, half], c.dtype)]
+        L = self.layers[0]
 
-            def fwd(x, cos, sin, *rest, st=st):
-                st.cos, st.sin, st.mask = cos, sin, rest[-1]
-                return self._layer(self.layers[0], st, x, list(rest[:-1]))
+        def prefill_layer(x, cos, sin, mask):
+            st = _Step(None, cos, sin, mask)
+            return self._layer(L, st, x)
 
-            nn.export(module, "layer_prefill" if past is None else "layer_extend", self.layers[0], ins, fwd)
+        def qkv(x, cos, sin):
+            st = _Step("p", cos, sin)
+            return list(self._qkv(L, st, L.input_norm(x)))
+
+        def attend(x, q, k_all, v_all, mask):
+            st = _Step("p", mask=mask)
+            return self._finish(L, x, self._attend_cached(st, q, k_all, v_all))
+
+        nn.export(module, "layer_prefill", L, rope + [("mask", [f"{c.group}*s", "s"], c.dtype)], prefill_layer)
+        nn.export(module, "layer_qkv", self._qkv_part(L), rope, qkv)
+        nn.export(module, "layer_attend", self._attend_part(L),
+                  [("x", ["s", d], c.dtype), ("q", ["s", H, D], c.dtype), ("k_all", [t, KV, D], c.dtype),
+                   ("v_all", [t, KV, D], c.dtype), ("mask", ["s", 1, t, 1], c.dtype)], attend)
         declare_states(module, {f"{kv}{i}": (["cap", KV, D], c.dtype) for i in range(c.num_layers) for kv in "kv"},
                        upper_bounds={"cap": c.max_positions})
         names = nn.export(module, "prefill", self, [("ids", ["s"], "i64")],

@@ -98,11 +98,11 @@ def convert_state_dict(sd: Mapping[str, np.ndarray], c: LMConfig, tie: bool, pre
         out[o + "attn.o.weight"] = np.ascontiguousarray(_group_major_rows(wo.T, c))
         if c.o_bias:
             out[o + "attn.o.bias"] = g(p + "self_attn.o_proj.bias")
-        out[o + "mlp.gate_up.weight"] = np.ascontiguousarray(
-            np.concatenate([g(p + "mlp.gate_proj.weight"), g(p + "mlp.up_proj.weight")]).T)
+        for n in ("gate", "up"):
+            out[o + f"mlp.{n}.weight"] = np.ascontiguousarray(g(p + f"mlp.{n}_proj.weight").T)
         if c.mlp_bias:
-            out[o + "mlp.gate_up.bias"] = np.concatenate([g(p + "mlp.gate_proj.bias"), g(p + "mlp.up_proj.bias")])
-            out[o + "mlp.down.bias"] = g(p + "mlp.down_proj.bias")
+            for n in ("gate", "up", "down"):
+                out[o + f"mlp.{n}.bias"] = g(p + f"mlp.{n}_proj.bias")
         out[o + "mlp.down.weight"] = np.ascontiguousarray(g(p + "mlp.down_proj.weight").T)
     out["norm.weight"] = g(prefix + "norm.weight")
     head = out["embed.weight"] if tie or "lm_head.weight" not in sd else g("lm_head.weight")

@@ -80,7 +80,7 @@ def test_one_compile_for_every_length(monkeypatch):
     lm.generate(prompt(3), max_new_tokens=4)
     CausalLM.from_hf(hf, max_seq_len=16).generate(prompt(2), max_new_tokens=3)
     assert len(calls) == 1
-    assert lm.exe.functions == ["layer_prefill", "layer_extend", "prefill", "extend"]
+    assert lm.exe.functions == ["layer_prefill", "layer_qkv", "layer_attend", "prefill", "extend"]
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

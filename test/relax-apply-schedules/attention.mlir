@@ -11,14 +11,15 @@
 // CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
 // CHECK: scf.for %{{.*}} = %c0 to %[[P]] step %c1
 // CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
-// CHECK: vector.transfer_read {{.*}} : tensor<1x1x64xf32>, vector<1x1x64xf32>
-// CHECK: arith.mulf {{.*}} : vector<1x1x1x1x64xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<1x1x64xf32>, vector<64xf32>
+// CHECK: arith.mulf {{.*}} : vector<64xf32>
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc> : vector<64xf32> into f32
 // CHECK-NOT: linalg.generic
 // CHECK: return
 
 // Mix: the KV length is the reduction, interchanged outermost: the cache is swept once in
 // memory order; per cached row and head, one 64-lane multiply-add into the output tile.
+// The probability is one scalar read and broadcast (not a lane-by-lane broadcast read).
 // CHECK-LABEL: func.func private @fused_expand_dims_multiply_sum
 // CHECK-SAME: relax.schedule = "contraction"
 // CHECK: %[[P2:.*]] = tensor.dim %arg0, %c2 : tensor<1x4x?x2xf32>
@@ -26,9 +27,12 @@
 // CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
 // CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
 // CHECK: tensor.extract_slice %arg1[%[[J]], %[[H]], 0] [1, 1, 64] [1, 1, 1] : tensor<?x2x64xf32> to tensor<1x1x64xf32>
-// CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<1x1x1x64xf32>, vector<1x1x1x64xf32>
-// CHECK: arith.mulf {{.*}} : vector<1x1x1x1x64xf32>
-// CHECK: %[[S:.*]] = arith.addf %[[ACC]], {{.*}} : vector<1x1x1x64xf32>
+// CHECK: %[[PR:.*]] = tensor.extract {{.*}} : tensor<1x1x1x1x1xf32>
+// CHECK: %[[B:.*]] = vector.broadcast %[[PR]] : f32 to vector<64xf32>
+// CHECK: %[[V:.*]] = vector.transfer_read {{.*}} : tensor<1x1x64xf32>, vector<64xf32>
+// CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<1x1x1x64xf32>, vector<64xf32>
+// CHECK: %[[M:.*]] = arith.mulf %[[B]], %[[V]] : vector<64xf32>
+// CHECK: %[[S:.*]] = arith.addf %[[ACC]], %[[M]] : vector<64xf32>
 // CHECK: vector.transfer_write %[[S]]
 // CHECK-NOT: linalg.generic
 // CHECK: return

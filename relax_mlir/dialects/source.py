@@ -88,12 +88,31 @@ def parse_module(text: str, context: Optional[ir.Context] = None, source_name: s
     """
     ctx = context or ir.Context.current
     module = _parse_filled(text, ctx, source_name)
+    _readable_attributes(module, source_name)
     if verify:
         from ..transforms.pipeline import run_pipeline
 
         with ctx, ir.Location.unknown():
             run_pipeline(module, "builtin.module(relax-verify)", source_name=source_name, precheck=False)
     return module
+
+
+def _readable_attributes(module: ir.Module, source_name: str) -> None:
+    """Every attribute parsed must be readable through the Python bindings: MLIR parses, for
+    example, ``array<i864: 2, 1>`` (a dense array of 864-bit integers), but the bindings raise
+    a TypeError when a pass reads it (long fuzz mutation seed 43000121). Such an attribute is
+    an error at its op here, before any pass runs."""
+    problems = []
+    for op in _walk(module.operation):
+        attrs = op.attributes
+        for i in range(len(attrs)):
+            try:   # by name: NamedAttribute.attr aborts the process on the same attribute
+                attrs[attrs[i].name]
+            except (TypeError, ValueError) as e:
+                problems.append(Diagnostic(op.location, f"'{op.name}' has an attribute of a type this compiler "
+                                                        f"cannot read ({e})"))
+    if problems:
+        raise SourceError("relax IR does not parse", problems, source_name)
 
 
 def _syntax_check(text: str, source_name: str) -> None:

@@ -12,6 +12,8 @@ printed with its locations and parsed for real (locations unchanged).
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -115,6 +117,31 @@ def _readable_attributes(module: ir.Module, source_name: str) -> None:
         raise SourceError("relax IR does not parse", problems, source_name)
 
 
+#: ``permutation = [...]`` / ``dimensions = [...]`` of linalg's custom op syntax (transpose,
+#: broadcast, reduce), and what must follow: an integer list
+_LINALG_LIST = re.compile(r"\b(permutation|dimensions)\s*=\s*(?!array\s*<)")
+_INT_LIST = re.compile(r"\[\s*(?:-?\d+(?:\s*,\s*-?\d+)*)?\s*\]")
+
+
+def _linalg_list_check(text: str, source_name: str, ctx: ir.Context) -> None:
+    """MLIR 22's parsers of ``linalg.transpose`` and ``linalg.broadcast`` assert (abort the
+    process, mlir-opt too) on a malformed ``permutation = [...]`` / ``dimensions = [...]``
+    list, e.g. ``[, 0]`` (long fuzz mutation seed 43000221): such a list is an error here,
+    before MLIR parses the text."""
+    for m in _LINALG_LIST.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "//" in text[line_start:m.start()]:
+            continue   # in a comment
+        if _INT_LIST.match(text, m.end()):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        col = m.end() - line_start + 1
+        loc = ir.Location.file(source_name if source_name not in ("", "-") else "-", line, col, context=ctx)
+        raise SourceError("relax IR does not parse",
+                          [Diagnostic(loc, f"expected a list of integers after '{m.group(1)} =' "
+                                           "(such as [1, 0])")], source_name)
+
+
 def _syntax_check(text: str, source_name: str) -> None:
     """Parse ``text`` once in a bare context (relax unregistered: its ops and attributes
     stay opaque) so that a SYNTAX error is reported as an ir.MLIRError. MLIR 22's bindings
@@ -138,6 +165,7 @@ _BARE_ONLY = ("unsupported memory space Attribute", "Dialect `relax' not found",
 
 
 def _parse_filled(text: str, ctx: ir.Context, source_name: str) -> ir.Module:
+    _linalg_list_check(text, source_name, ctx)
     try:
         _syntax_check(text, source_name)
         with ctx:

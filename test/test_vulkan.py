@@ -15,13 +15,12 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import relax_mlir  # noqa: E402
-from relax_mlir import ShapeError  # noqa: E402
-from relax_mlir.frontend import models  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 
 OK, DEVICE = vkrt.available()
 pytestmark = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
 
+import gpu_checks  # noqa: E402
 import test_ops_numerics as numerics  # noqa: E402
 
 #: cases of the cpu numerics suite the vulkan target does not run yet, with the reason
@@ -45,21 +44,12 @@ def test_vulkan_numerics(case):
 
 @pytest.fixture(scope="module")
 def mlp():
-    ctx = relax_mlir.make_context()
-    cfg = models.MLPConfig(max_batch=512)
-    m = models.mlp_module(ctx, cfg)
-    return (relax_mlir.compile(m, target="vulkan"), relax_mlir.compile(m, target="cpu"),
-            models.mlp_params(cfg, np.random.default_rng(0)))
+    return gpu_checks.mlp("vulkan", max_batch=512)
 
 
 @pytest.mark.parametrize("n", [1, 7, 67, 130])
 def test_vulkan_mlp(mlp, n):
-    exe, cpu, params = mlp
-    x = np.random.default_rng(n).standard_normal((n, 512)).astype(np.float32)
-    y = exe(x, *params)
-    assert y.shape == (n, 512) and y.dtype == np.float32
-    np.testing.assert_allclose(y, models.mlp_reference(x, *params), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(y, cpu(x, *params), rtol=1e-4, atol=1e-4)
+    gpu_checks.check_mlp(*mlp, n)
 
 
 def test_vulkan_one_submission_per_call(mlp):
@@ -77,11 +67,7 @@ def test_vulkan_one_submission_per_call(mlp):
 
 def test_vulkan_weights_stay_on_the_device(mlp):
     exe, _, params = mlp
-    dev = [exe.upload(p) for p in params]
-    np.testing.assert_array_equal(dev[2].numpy(), params[2])
-    for n in (1, 9):
-        x = np.random.default_rng(n).standard_normal((n, 512)).astype(np.float32)
-        np.testing.assert_array_equal(exe(x, *dev), exe(x, *params))
+    gpu_checks.check_weights_stay_on_the_device(exe, params)
 
 
 def test_vulkan_bind_params_is_refused_with_the_upload_hint(mlp):
@@ -102,71 +88,22 @@ def test_vulkan_state_is_a_compile_error():
 
 
 def test_vulkan_shape_errors_are_the_cpus(mlp):
-    exe, cpu, params = mlp
-    msg = "@main: argument #0: expected shape (n, 512), got (3, 511)"
-    for e in (exe, cpu):
-        with pytest.raises(ShapeError, match=re.escape(msg)):
-            e(np.ones((3, 511), np.float32), *params)
-    # the executable keeps working after a failed call
-    np.testing.assert_allclose(exe(np.ones((2, 512), np.float32), *params), cpu(np.ones((2, 512), np.float32), *params),
-                               rtol=1e-4, atol=1e-4)
+    gpu_checks.check_shape_errors_are_the_cpus(*mlp)
 
 
-def test_vulkan_block(tmp_path):
-    ctx = relax_mlir.make_context()
-    cfg = models.BlockConfig(d_model=64, heads=2, d_ffn=128)
-    m = models.block_module(ctx, cfg)
-    exe, cpu = relax_mlir.compile(m, target="vulkan"), relax_mlir.compile(m, target="cpu")
-    params = models.block_params(cfg, np.random.default_rng(1))
-    for s in (1, 5, 70):
-        x = np.random.default_rng(s).standard_normal((s, 64)).astype(np.float32)
-        y = exe(x, *params)
-        np.testing.assert_allclose(y, models.block_reference(x, *params, cfg=cfg), rtol=2e-4, atol=2e-4)
-        np.testing.assert_allclose(y, cpu(x, *params), rtol=2e-4, atol=2e-4)
+def test_vulkan_block():
+    gpu_checks.check_block("vulkan")
 
 
 # -- run-time checks inside the compiled code and bad input -------------------------------------------
 
-MATCH_CAST = """
-func.func @main(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["2*k", 4]>>
-    attributes {relax.function} {
-  %y = "relax.match_cast"(%x) {shape = #relax.shape<["2*k", 4]>} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["2*k", 4]>>
-  %z = "relax.add"(%y, %y) : (tensor<?x4xf32, #relax.shape<["2*k", 4]>>, tensor<?x4xf32, #relax.shape<["2*k", 4]>>) -> tensor<?x4xf32, #relax.shape<["2*k", 4]>>
-  return %z : tensor<?x4xf32, #relax.shape<["2*k", 4]>>
-}
-"""
-
-
 def test_vulkan_match_cast_failure_is_the_cpus():
-    exe, cpu = relax_mlir.compile(MATCH_CAST, target="vulkan"), relax_mlir.compile(MATCH_CAST, target="cpu")
-    x = np.arange(24, dtype=np.float32).reshape(6, 4)
-    np.testing.assert_array_equal(exe(x), x + x)
-    msgs = []
-    for e in (exe, cpu):
-        with pytest.raises(ShapeError) as info:
-            e(np.ones((7, 4), np.float32))
-        msgs.append(str(info.value))
-    assert msgs[0] == msgs[1]
-    assert "expected shape (2*k, 4)" in msgs[0] and "got (7, 4)" in msgs[0]
-
-
-CUBE = """
-func.func @main(%x: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?x?x?xf32, #relax.shape<["n", "n", "n"]>>
-    attributes {relax.function} {
-  %y = "relax.broadcast_to"(%x) {shape = #relax.shape<["n", "n", "n"]>} : (tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?x?x?xf32, #relax.shape<["n", "n", "n"]>>
-  return %y : tensor<?x?x?xf32, #relax.shape<["n", "n", "n"]>>
-}
-"""
+    gpu_checks.check_match_cast_failure_is_the_cpus("vulkan")
 
 
 def test_vulkan_buffer_beyond_the_device_limit_is_a_memory_error():
-    exe = relax_mlir.compile(CUBE, target="vulkan")
-    x = np.arange(3, dtype=np.float32)
-    np.testing.assert_array_equal(exe(x), np.broadcast_to(x, (3, 3, 3)))
-    n = 1024   # 4 GiB of f32: beyond lavapipe's (and most devices') storage-buffer range
-    with pytest.raises(MemoryError, match=r"cannot allocate 4294967296 bytes for shape \(n, n, n\)"):
-        exe(np.ones(n, np.float32))
-    np.testing.assert_array_equal(exe(x), np.broadcast_to(x, (3, 3, 3)))
+    # 4 GiB of f32: beyond lavapipe's (and most devices') storage-buffer range
+    gpu_checks.check_buffer_beyond_the_device_is_a_memory_error("vulkan", 1024)
 
 
 def test_vulkan_rejected_spirv_is_a_spirv_error():
@@ -178,57 +115,16 @@ def test_vulkan_rejected_spirv_is_a_spirv_error():
 def test_vulkan_unknown_device_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("RELAX_MLIR_VULKAN_DEVICE", "no-such-gpu")
     with pytest.raises(vkrt.VulkanUnavailable, match="RELAX_MLIR_VULKAN_DEVICE='no-such-gpu' names no device"):
-        relax_mlir.compile(MATCH_CAST, target="vulkan")
+        relax_mlir.compile(gpu_checks.MATCH_CAST, target="vulkan")
 
 
 def test_vulkan_threads_call_one_executable(mlp):
     """Each thread records into its own command buffer; the queue is shared."""
-    import threading
-    exe, cpu, params = mlp
-    xs = {n: np.random.default_rng(100 + n).standard_normal((n, 512)).astype(np.float32) for n in (1, 5, 33)}
-    got, errors = {}, []
-
-    def work(n):
-        try:
-            for _ in range(2):
-                got[n] = exe(xs[n], *params)
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-
-    threads = [threading.Thread(target=work, args=(n,)) for n in xs]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    for n, x in xs.items():
-        np.testing.assert_allclose(got[n], cpu(x, *params), rtol=1e-4, atol=1e-4)
-
-
-CALLS = """
-func.func @twice(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
-    attributes {relax.function} {
-  %y = "relax.add"(%x, %x) : (tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
-  return %y : tensor<?x4xf32, #relax.shape<["n", 4]>>
-}
-func.func @main(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> (tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>)
-    attributes {relax.function} {
-  %y = "relax.call"(%x) {callee = @twice} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
-  %z = "relax.relu"(%y) : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
-  return %y, %x : tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>
-}
-"""
+    gpu_checks.check_threads_call_one_executable(*mlp)
 
 
 def test_vulkan_graph_calls_and_returned_parameters():
-    exe = relax_mlir.compile(CALLS, target="vulkan")
-    assert exe.functions == ["twice", "main"]
-    for n in (1, 9, 70):
-        x = np.arange(n * 4, dtype=np.float32).reshape(n, 4) - 7
-        y, x_back = exe(x)
-        np.testing.assert_array_equal(y, 2 * x)
-        np.testing.assert_array_equal(x_back, x)   # a parameter returned: copied on the device
-        np.testing.assert_array_equal(exe["twice"](x), 2 * x)
+    gpu_checks.check_graph_calls_and_returned_parameters("vulkan")
 
 
 def test_vulkan_minilm_real_weights_match_pytorch():

@@ -1,0 +1,149 @@
+"""Checks every GPU target passes (test_vulkan.py runs them on lavapipe, test_cuda.py on an
+NVIDIA GPU when one is present): each executable compiled ONCE and run at several sizes,
+results equal to numpy's and to the cpu target's, the same run-time errors as the cpu."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+import pytest
+
+import relax_mlir
+from relax_mlir import ShapeError
+from relax_mlir.frontend import models
+
+MATCH_CAST = """
+func.func @main(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["2*k", 4]>>
+    attributes {relax.function} {
+  %y = "relax.match_cast"(%x) {shape = #relax.shape<["2*k", 4]>} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["2*k", 4]>>
+  %z = "relax.add"(%y, %y) : (tensor<?x4xf32, #relax.shape<["2*k", 4]>>, tensor<?x4xf32, #relax.shape<["2*k", 4]>>) -> tensor<?x4xf32, #relax.shape<["2*k", 4]>>
+  return %z : tensor<?x4xf32, #relax.shape<["2*k", 4]>>
+}
+"""
+
+CUBE = """
+func.func @main(%x: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?x?x?xf32, #relax.shape<["n", "n", "n"]>>
+    attributes {relax.function} {
+  %y = "relax.broadcast_to"(%x) {shape = #relax.shape<["n", "n", "n"]>} : (tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?x?x?xf32, #relax.shape<["n", "n", "n"]>>
+  return %y : tensor<?x?x?xf32, #relax.shape<["n", "n", "n"]>>
+}
+"""
+
+CALLS = """
+func.func @twice(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+    attributes {relax.function} {
+  %y = "relax.add"(%x, %x) : (tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+  return %y : tensor<?x4xf32, #relax.shape<["n", 4]>>
+}
+func.func @main(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> (tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>)
+    attributes {relax.function} {
+  %y = "relax.call"(%x) {callee = @twice} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+  %z = "relax.relu"(%y) : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
+  return %y, %x : tensor<?x4xf32, #relax.shape<["n", 4]>>, tensor<?x4xf32, #relax.shape<["n", 4]>>
+}
+"""
+
+
+def mlp(target: str, max_batch: int):
+    """The demo MLP compiled for ``target`` and for the cpu, and its parameters."""
+    ctx = relax_mlir.make_context()
+    cfg = models.MLPConfig(max_batch=max_batch)
+    m = models.mlp_module(ctx, cfg)
+    return (relax_mlir.compile(m, target=target), relax_mlir.compile(m, target="cpu"),
+            models.mlp_params(cfg, np.random.default_rng(0)))
+
+
+def check_mlp(exe, cpu, params, n: int) -> None:
+    x = np.random.default_rng(n).standard_normal((n, 512)).astype(np.float32)
+    y = exe(x, *params)
+    assert y.shape == (n, 512) and y.dtype == np.float32
+    np.testing.assert_allclose(y, models.mlp_reference(x, *params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y, cpu(x, *params), rtol=1e-4, atol=1e-4)
+
+
+def check_weights_stay_on_the_device(exe, params) -> None:
+    dev = [exe.upload(p) for p in params]
+    np.testing.assert_array_equal(dev[2].numpy(), params[2])
+    for n in (1, 9):
+        x = np.random.default_rng(n).standard_normal((n, 512)).astype(np.float32)
+        np.testing.assert_array_equal(exe(x, *dev), exe(x, *params))
+
+
+def check_shape_errors_are_the_cpus(exe, cpu, params) -> None:
+    msg = "@main: argument #0: expected shape (n, 512), got (3, 511)"
+    for e in (exe, cpu):
+        with pytest.raises(ShapeError, match=re.escape(msg)):
+            e(np.ones((3, 511), np.float32), *params)
+    # the executable keeps working after a failed call
+    x = np.ones((2, 512), np.float32)
+    np.testing.assert_allclose(exe(x, *params), cpu(x, *params), rtol=1e-4, atol=1e-4)
+
+
+def check_block(target: str) -> None:
+    ctx = relax_mlir.make_context()
+    cfg = models.BlockConfig(d_model=64, heads=2, d_ffn=128)
+    m = models.block_module(ctx, cfg)
+    exe, cpu = relax_mlir.compile(m, target=target), relax_mlir.compile(m, target="cpu")
+    params = models.block_params(cfg, np.random.default_rng(1))
+    for s in (1, 5, 70):
+        x = np.random.default_rng(s).standard_normal((s, 64)).astype(np.float32)
+        y = exe(x, *params)
+        np.testing.assert_allclose(y, models.block_reference(x, *params, cfg=cfg), rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(y, cpu(x, *params), rtol=2e-4, atol=2e-4)
+
+
+def check_match_cast_failure_is_the_cpus(target: str) -> None:
+    exe, cpu = relax_mlir.compile(MATCH_CAST, target=target), relax_mlir.compile(MATCH_CAST, target="cpu")
+    x = np.arange(24, dtype=np.float32).reshape(6, 4)
+    np.testing.assert_array_equal(exe(x), x + x)
+    msgs = []
+    for e in (exe, cpu):
+        with pytest.raises(ShapeError) as info:
+            e(np.ones((7, 4), np.float32))
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]
+    assert "expected shape (2*k, 4)" in msgs[0] and "got (7, 4)" in msgs[0]
+
+
+def check_buffer_beyond_the_device_is_a_memory_error(target: str, n: int) -> None:
+    """``n``: a size whose (n, n, n) f32 result no device of ``target`` can hold."""
+    exe = relax_mlir.compile(CUBE, target=target)
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(exe(x), np.broadcast_to(x, (3, 3, 3)))
+    with pytest.raises(MemoryError, match=rf"cannot allocate {4 * n ** 3} bytes for shape \(n, n, n\)"):
+        exe(np.ones(n, np.float32))
+    np.testing.assert_array_equal(exe(x), np.broadcast_to(x, (3, 3, 3)))
+
+
+def check_graph_calls_and_returned_parameters(target: str) -> None:
+    exe = relax_mlir.compile(CALLS, target=target)
+    assert exe.functions == ["twice", "main"]
+    for n in (1, 9, 70):
+        x = np.arange(n * 4, dtype=np.float32).reshape(n, 4) - 7
+        y, x_back = exe(x)
+        np.testing.assert_array_equal(y, 2 * x)
+        np.testing.assert_array_equal(x_back, x)   # a parameter returned: copied on the device
+        np.testing.assert_array_equal(exe["twice"](x), 2 * x)
+
+
+def check_threads_call_one_executable(exe, cpu, params) -> None:
+    xs = {n: np.random.default_rng(100 + n).standard_normal((n, 512)).astype(np.float32) for n in (1, 5, 33)}
+    got, errors = {}, []
+
+    def work(n):
+        try:
+            for _ in range(2):
+                got[n] = exe(xs[n], *params)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for n, x in xs.items():
+        np.testing.assert_allclose(got[n], cpu(x, *params), rtol=1e-4, atol=1e-4)

@@ -42,6 +42,19 @@ def timeit(fn, reps: int, min_time: float = 0.5) -> tuple[float, float]:
     return statistics.median(times) * 1e3, os.getloadavg()[0]
 
 
+def inputs(b: int, s: int, g):
+    """(ids, mask) int64 torch tensors: random tokens after [CLS], rows padded to different
+    lengths (row i keeps max(2, s - 3 i) tokens), so pooling and the attention mask matter."""
+    import torch
+
+    ids = torch.randint(1000, 30000, (b, s), generator=g)
+    ids[:, 0] = 101
+    mask = torch.ones(b, s, dtype=torch.int64)
+    for i in range(b):
+        mask[i, max(2, s - 3 * i):] = 0
+    return ids, mask
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
@@ -60,11 +73,7 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     rows = []
     for b, s in SIZES:
-        ids = torch.randint(1000, 30000, (b, s), generator=g)
-        ids[:, 0] = 101
-        mask = torch.ones(b, s, dtype=torch.int64)
-        for i in range(b):
-            mask[i, max(2, s - 3 * i):] = 0   # padded rows of different lengths
+        ids, mask = inputs(b, s, g)
         ids_np, mask_np = ids.numpy(), mask.numpy()
 
         def ours():

@@ -304,7 +304,8 @@ def print_header(name: str, args, notes: list[str]) -> None:
     import torch
 
     clock = "process CPU time" if args.cpu_time else "wall time"
-    print(f"== {name}: {clock}, torch {torch.__version__}, {args.threads} threads on every side, "
+    print(f"== {name}: {clock}, torch {torch.__version__}, {args.threads} threads on every side (our generated "
+          f"kernels: {args.kernel_threads}), "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, ORT spinning {'on' if args.ort_spin else 'off'}; "
           f"load average now {os.getloadavg()[0]:.2f} ('*' = a figure measured with load > 0.5)")
     for n in notes:
@@ -319,6 +320,9 @@ def main() -> None:
     ap.add_argument("--no-torch-compile", dest="torch_compile", action="store_false",
                     help="skip torch.compile (MiniLM; its compile takes minutes on a loaded machine)")
     ap.add_argument("--ort-spin", action="store_true", help="ONNX Runtime's intra-op spinning on (its default)")
+    ap.add_argument("--kernel-threads", type=int, default=1,
+                    help="OpenMP threads of our scheduled kernels (RELAX_MLIR_NUM_THREADS at compile time; "
+                         "default 1: our BLAS calls use --threads, our generated kernels one thread)")
     ap.add_argument("--cpu-time", action="store_true",
                     help="read the process's CPU time instead of wall time (with --threads 1: a figure a "
                          "loaded machine barely changes; with more threads it counts every thread's work)")
@@ -326,6 +330,7 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=12)
     args = ap.parse_args()
     os.environ.setdefault("RELAX_BLAS_NUM_THREADS", str(args.threads))
+    os.environ["RELAX_MLIR_NUM_THREADS"] = str(args.kernel_threads)
     if args.cpu_time:
         global CLOCK
         CLOCK = time.process_time

@@ -3,8 +3,10 @@ side in one process: (batch, seq) = (1, 16), (8, 64), (32, 128) on ONE compiled 
 
     .venv/bin/python bench/bench_minilm.py [--reps 5]
 
-Prints milliseconds (median of repeated runs), the ratio relax/torch, the largest embedding
-difference, the compile time and the number of compiles (1). Timings on a shared 2-core
+Prints milliseconds (median of repeated runs, the two sides called in turn so that load
+changes hit both alike; bench_peers.py adds ONNX Runtime and torch.compile), the ratio
+relax/torch, the largest embedding difference, the compile time and the number of
+compiles (1). Timings on a shared 2-core
 machine are noisy: the load average is printed and a figure taken with load > 0.5 is
 marked '*'. Both sides run with 2 threads; OMP_WAIT_POLICY=PASSIVE is set unless given
 (both PyTorch and the oneMKL GNU threading layer use OpenMP; spinning workers on a loaded
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
@@ -25,21 +26,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SIZES = [(1, 16), (8, 64), (32, 128)]
 THREADS = 2
-
-
-def timeit(fn, reps: int, min_time: float = 0.5) -> tuple[float, float]:
-    """(median ms, load average while measuring)."""
-    fn()  # warm-up
-    times = []
-    start = time.perf_counter()
-    while len(times) < reps or (time.perf_counter() - start < min_time and len(times) < 20 * reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3, os.getloadavg()[0]
 
 
 def inputs(b: int, s: int, g):
@@ -62,6 +52,7 @@ def main() -> None:
 
     import torch
 
+    from bench_peers import interleaved
     from relax_mlir.frontend.torch import minilm
 
     torch.set_num_threads(THREADS)
@@ -83,9 +74,8 @@ def main() -> None:
                 return model(ids, mask)
 
         err = float(np.abs(ours() - eager().numpy()).max())
-        t_ours, l1 = timeit(ours, args.reps)
-        t_torch, l2 = timeit(eager, args.reps)
-        rows.append((b, s, t_ours, t_torch, err, max(l1, l2)))
+        ms, load = interleaved({"ours": ours, "eager": eager}, args.reps, min_time=0.5)
+        rows.append((b, s, ms["ours"], ms["eager"], err, load))
 
     def mark(v, load):
         return f"{v:.2f}{'*' if load > 0.5 else ''}"

@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lit pytest irdl docs bench clean
+.PHONY: setup demo test lit pytest irdl docs bench bench-setup clean
 
 # Upstream tools next to relax-opt in .venv/bin (the README's shell lines use them).
 LINK_TOOLS = site=$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
@@ -61,6 +61,12 @@ bench: $(STAMP)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet torch==2.13.0
 	$(PY) bench/bench_e2e.py --passes
 	$(PY) bench/bench_memory.py
+
+# The [bench] extra: ONNX Runtime + the torch.onnx exporter's packages for bench/bench_peers.py
+# (pinned by constraints.txt; `make setup` and CI do not need them).
+bench-setup: $(STAMP)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[bench]'
+	$(PY) -c "import onnxruntime, onnx, onnxscript; print('onnxruntime', onnxruntime.__version__)"
 
 # Regenerate the checked-in IRDL copy after changing the op table.
 irdl: $(STAMP)

@@ -3,8 +3,10 @@ side in one process: (batch, seq) = (1, 16), (8, 64), (32, 128) on ONE compiled 
 
     .venv/bin/python bench/bench_minilm.py [--reps 5]
 
-Prints milliseconds (median of repeated runs), the ratio relax/torch, the largest embedding
-difference, the compile time and the number of compiles (1). Timings on a shared 2-core
+Prints milliseconds (median of repeated runs, the two sides called in turn so that load
+changes hit both alike; bench_peers.py adds ONNX Runtime and torch.compile), the ratio
+relax/torch, the largest embedding difference, the compile time and the number of
+compiles (1). Timings on a shared 2-core
 machine are noisy: the load average is printed and a figure taken with load > 0.5 is
 marked '*'. Both sides run with 2 threads; OMP_WAIT_POLICY=PASSIVE is set unless given
 (both PyTorch and the oneMKL GNU threading layer use OpenMP; spinning workers on a loaded
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
@@ -25,21 +26,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SIZES = [(1, 16), (8, 64), (32, 128)]
 THREADS = 2
 
 
-def timeit(fn, reps: int, min_time: float = 0.5) -> tuple[float, float]:
-    """(median ms, load average while measuring)."""
-    fn()  # warm-up
-    times = []
-    start = time.perf_counter()
-    while len(times) < reps or (time.perf_counter() - start < min_time and len(times) < 20 * reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3, os.getloadavg()[0]
+def inputs(b: int, s: int, g):
+    """(ids, mask) int64 torch tensors: random tokens after [CLS], rows padded to different
+    lengths (row i keeps max(2, s - 3 i) tokens), so pooling and the attention mask matter."""
+    import torch
+
+    ids = torch.randint(1000, 30000, (b, s), generator=g)
+    ids[:, 0] = 101
+    mask = torch.ones(b, s, dtype=torch.int64)
+    for i in range(b):
+        mask[i, max(2, s - 3 * i):] = 0
+    return ids, mask
 
 
 def main() -> None:
@@ -49,6 +52,7 @@ def main() -> None:
 
     import torch
 
+    from bench_peers import interleaved
     from relax_mlir.frontend.torch import minilm
 
     torch.set_num_threads(THREADS)
@@ -56,28 +60,22 @@ def main() -> None:
     t0 = time.perf_counter()
     enc = minilm.compile_minilm(max_batch=32, max_seq=128, model=model)
     compile_s = time.perf_counter() - t0
-    params = enc.params
     g = torch.Generator().manual_seed(0)
     rows = []
     for b, s in SIZES:
-        ids = torch.randint(1000, 30000, (b, s), generator=g)
-        ids[:, 0] = 101
-        mask = torch.ones(b, s, dtype=torch.int64)
-        for i in range(b):
-            mask[i, max(2, s - 3 * i):] = 0   # padded rows of different lengths
+        ids, mask = inputs(b, s, g)
         ids_np, mask_np = ids.numpy(), mask.numpy()
 
         def ours():
-            return enc.exe(ids_np, mask_np, *params)
+            return enc.run(ids_np, mask_np)
 
         def eager():
             with torch.no_grad():
                 return model(ids, mask)
 
         err = float(np.abs(ours() - eager().numpy()).max())
-        t_ours, l1 = timeit(ours, args.reps)
-        t_torch, l2 = timeit(eager, args.reps)
-        rows.append((b, s, t_ours, t_torch, err, max(l1, l2)))
+        ms, load = interleaved({"ours": ours, "eager": eager}, args.reps, min_time=0.5)
+        rows.append((b, s, ms["ours"], ms["eager"], err, load))
 
     def mark(v, load):
         return f"{v:.2f}{'*' if load > 0.5 else ''}"

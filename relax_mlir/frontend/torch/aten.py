@@ -878,11 +878,65 @@ def _addmm(im, node, bias, a, b, beta=1, alpha=1):
     return relax.add(y, bias)
 
 
+def _batched_3d(im, t: ir.Value, batch: list, nb: Dim) -> ir.Value:
+    """``t`` (broadcastable to ``batch + [x, y]``) as an operand of the flattened (nb, x, y)
+    attention tensors: (x, y) when its batch dims are all 1 (broadcast by the op), else
+    (nb, x, y), broadcast over the batch dims it lacks (e.g. a (b, 1, L, S) mask over heads)."""
+    sig = im.sig(t)
+    x, y = sig.shape[-2], sig.shape[-1]
+    lead = [Dim.of(1)] * (len(batch) + 2 - sig.rank) + list(sig.shape[:-2])
+    if all(d.is_static and d.value == 1 for d in lead):
+        return relax.reshape(t, shape=[x, y]) if sig.rank != 2 else t
+    if Shape(lead) != Shape(batch):
+        t = relax.broadcast_to(t, shape=list(batch) + [x, y])
+    return relax.reshape(t, shape=[nb, x, y])
+
+
+def _attention_masks(im, node, attn_mask, is_causal: bool, batch: list, nb: Dim, L: Dim, S: Dim, dt: str):
+    """(bias, live) for the flattened scores (nb, L, S): ``bias`` is added to the scores
+    (a boolean or causal mask as 0 where kept and the dtype's min where masked, as
+    transformers' eager attention does), ``live`` (None, or 1/0 per query row, shape
+    broadcastable to (nb, L, 1)) zeroes the output of a row whose every key is masked
+    (torch's safe softmax). Both are computed once per mask and reused by every layer."""
+    mask_node = node.kwargs.get("attn_mask", node.args[3] if len(node.args) > 3 else None)
+    key = ("attention_masks", getattr(mask_node, "name", None), bool(is_causal), dt, str(Shape(batch)), str(L),
+           str(S))
+    if key in im.memo:
+        return im.memo[key]
+    keep = None
+    if is_causal:
+        keep = relax.astype(relax.tril(relax.ones(shape=[L, S], dtype="i8"), k=0), dtype="i1")
+    bias = live = None
+    bool_mask = attn_mask is not None and im.sig(attn_mask).dtype == "i1"
+    if bool_mask:
+        keep = attn_mask if keep is None else relax.multiply(attn_mask, keep)  # i1 multiply: and
+    elif attn_mask is not None:
+        bias = _batched_3d(im, im.tensor(attn_mask, dt), batch, nb)
+    if keep is not None:
+        low = im.const(_finfo_min(dt), dt)
+        bias = _batched_3d(im, relax.where(keep, im.const(0.0, dt), low), batch, nb)
+        # The bias ends with a max over a unit axis (exact: a copy) so that it is a kernel of
+        # its own, run once: relax-fuse-ops never merges a reduction into its consumers, while
+        # an elementwise/injective producer would join the first layer's add + softmax as an
+        # extra output (a multi-output kernel, which no schedule takes).
+        bias = relax.max(relax.expand_dims(bias, axis=[im.sig(bias).rank]), axes=[-1])
+        if bool_mask:   # a row is live when some key is kept (read from the mask, before the broadcast)
+            rows = relax.max(relax.astype(keep, dtype="i32"), axes=[-1], keepdims=True)
+            live = _batched_3d(im, relax.astype(rows, dtype=dt), batch, nb)
+    im.memo[key] = (bias, live)
+    return bias, live
+
+
 @converter("aten.scaled_dot_product_attention.default")
 def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """softmax(q k^T * scale + mask) v, batch dims flattened so the products are batched
-    3-D matmuls (BLAS); a boolean mask keeps scores where True (masked: the dtype's min,
-    as transformers' eager attention does)."""
+    3-D matmuls (BLAS) and the softmax runs on their (nb, L, S) result in place: no reshape
+    between them and a mask that is one f32 bias added to the scores, so that the add and
+    the softmax are one row kernel (the rows schedule takes f32 generics only). A boolean or
+    causal mask keeps scores where True (masked: the dtype's min, as transformers' eager
+    attention does; the sum is clamped at that min so it stays finite); a query row whose
+    every key is masked gives 0 like torch's safe softmax, applied to the (nb, L, Ev) output
+    (a row of p times 0) rather than to the scores."""
     if dropout_p:
         raise im.error("attention dropout (dropout_p > 0) is not supported in inference")
     qs, ks, vs = im.sig(q), im.sig(k), im.sig(v)
@@ -918,27 +972,18 @@ def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     k3 = relax.reshape(k, shape=[nb, S, E]) if batch else k
     v3 = relax.reshape(v, shape=[nb, S, Ev]) if batch else v
     scores = relax.matmul(q3, relax.permute_dims(k3, axes=[0, 2, 1] if batch else [1, 0]))
+    live = None
     if attn_mask is not None or is_causal:
-        s4 = relax.reshape(scores, shape=batch + [L, S]) if batch else scores
-        if is_causal:
-            keep = relax.astype(relax.tril(relax.ones(shape=[L, S], dtype="i8"), k=0), dtype="i1")
-            s4 = relax.where(keep, s4, im.const(_finfo_min(dt), dt))
-        bool_mask = attn_mask is not None and im.sig(attn_mask).dtype == "i1"
-        if bool_mask:
-            s4 = relax.where(attn_mask, s4, im.const(_finfo_min(dt), dt))
-        elif attn_mask is not None:
-            s4 = relax.add(s4, im.tensor(attn_mask, dt))
-        p = relax.softmax(s4, axis=-1)
-        # torch's safe softmax: a query row with every key masked attends to nothing (0)
-        if bool_mask:
-            keep = relax.astype(relax.max(relax.astype(attn_mask, dtype="i32"), axes=[-1], keepdims=True), dtype="i1")
-            p = relax.where(keep, p, im.const(0.0, dt))
-        elif attn_mask is not None:
-            p = _zero_dead_rows(im, s4, p, dt)
-        p = relax.reshape(p, shape=[nb, L, S]) if batch else p
-    else:
-        p = relax.softmax(scores, axis=-1)
+        bias, live = _attention_masks(im, node, attn_mask, is_causal, batch if batch else [], nb, L, S, dt)
+        scores = relax.add(scores, bias)
+        if live is not None or is_causal:   # 0 / min bias: never -inf (a masked score + min could round to it)
+            scores = relax.maximum(scores, im.const(_finfo_min(dt), dt))
+    p = relax.softmax(scores, axis=-1)
+    if attn_mask is not None and im.sig(attn_mask).dtype != "i1":
+        p = _zero_dead_rows(im, scores, p, dt)
     out = relax.matmul(p, v3)
+    if live is not None:
+        out = relax.multiply(out, live)
     return relax.reshape(out, shape=batch + [L, Ev]) if batch else out
 
 

@@ -113,6 +113,9 @@ class Importer:
         self.env: dict[str, Any] = {}
         self.node = None
         self.bounds: dict[str, tuple[int, Optional[int]]] = {}
+        # values a converter derives once and reuses across nodes (e.g. attention's mask
+        # bias, shared by every layer), keyed by the converter
+        self.memo: dict[Any, Any] = {}
 
     # -- errors and locations -------------------------------------------------------
     def error(self, message: str, node=None) -> TorchImportError:

@@ -150,10 +150,14 @@ double relax_blas_get_small_flops(void) { return small_flops; }
                        const T *B, int64_t sb0, int64_t sb1, const T *bias, int64_t sbias,    \
                        T *C, int64_t sc0, int64_t sc1) {                                      \
     if (M <= 0 || N <= 0) return;                                                             \
-    for (int64_t i = 0; i < M; ++i)                                                           \
-      for (int64_t j = 0; j < N; ++j) C[i * sc0 + j * sc1] = bias ? bias[j * sbias] : (T)0;   \
+    int small = K <= 0 || (double)M * (double)N * (double)K < small_flops;                    \
+    /* Without a bias, BLAS writes C with beta = 0 (it never reads C): no fill pass. */      \
+    T beta = (bias || small) ? (T)1 : (T)0;                                                   \
+    if (bias || small)                                                                        \
+      for (int64_t i = 0; i < M; ++i)                                                         \
+        for (int64_t j = 0; j < N; ++j) C[i * sc0 + j * sc1] = bias ? bias[j * sbias] : (T)0; \
     if (K <= 0) return;                                                                       \
-    if ((double)M * (double)N * (double)K < small_flops) {                                    \
+    if (small) {                                                                              \
       for (int64_t i = 0; i < M; ++i)                                                         \
         for (int64_t k = 0; k < K; ++k) {                                                     \
           T a = A[i * sa0 + k * sa1];                                                         \
@@ -178,18 +182,18 @@ double relax_blas_get_small_flops(void) { return small_flops; }
     if (M == 1) {                                                                             \
       /* c(N) = op(B)^T a: B as (K,N) NoTrans is a row-major KxN matrix, transposed. */      \
       if (tb == CblasNoTrans)                                                                 \
-        GEMV(CblasRowMajor, CblasTrans, K, N, 1, B, ldb, A, ta == CblasNoTrans ? 1 : lda, 1,  \
-             Cw, 1);                                                                          \
+        GEMV(CblasRowMajor, CblasTrans, K, N, 1, B, ldb, A, ta == CblasNoTrans ? 1 : lda,     \
+             beta, Cw, 1);                                                                    \
       else                                                                                    \
         GEMV(CblasRowMajor, CblasNoTrans, N, K, 1, B, ldb, A, ta == CblasNoTrans ? 1 : lda,   \
-             1, Cw, 1);                                                                       \
+             beta, Cw, 1);                                                                    \
     } else if (N == 1) {                                                                      \
       /* c(M) = op(A) b, written with stride ldc. */                                          \
       GEMV(CblasRowMajor, ta == CblasNoTrans ? CblasNoTrans : CblasTrans,                     \
            ta == CblasNoTrans ? M : K, ta == CblasNoTrans ? K : M, 1, A, lda, B,              \
-           tb == CblasNoTrans ? ldb : 1, 1, Cw, ldc);                                         \
+           tb == CblasNoTrans ? ldb : 1, beta, Cw, ldc);                                      \
     } else {                                                                                  \
-      GEMM(CblasRowMajor, ta, tb, M, N, K, 1, A, lda, B, ldb, 1, Cw, ldc);                    \
+      GEMM(CblasRowMajor, ta, tb, M, N, K, 1, A, lda, B, ldb, beta, Cw, ldc);                 \
     }                                                                                         \
     if (pc) {                                                                                 \
       for (int64_t i = 0; i < M; ++i)                                                         \

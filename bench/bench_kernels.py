@@ -14,8 +14,9 @@ for M <= 3 and the register-tiled one, relax-specialize-ranges); add + relu over
 RMSNorm and LayerNorm over 4096 x 1024. The ratio is our median time over numpy's
 (lower is better). The machine is shared: the 1-minute load average is printed per
 row; a figure taken with load above the core count is noise-prone.
-``RELAX_MLIR_NUM_THREADS=2`` runs our parallel loops on two OpenMP threads: compare the
-wall-clock columns then (numpy on its default threads).
+Our parallel loops run on OpenMP threads, every core by default (``RELAX_MLIR_NUM_THREADS``
+sets the count; 1 for the CPU-time columns to compare one thread with one): with several,
+compare the wall-clock columns (numpy on its default threads).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import relax_mlir  # noqa: E402
+from relax_mlir.transforms.apply_schedules import num_threads  # noqa: E402
 
 
 def T(dims) -> str:
@@ -137,7 +139,7 @@ def main() -> int:
               f" cpu, numpy {timeit(lambda: ta @ tb, reps, clock=time.process_time):.4f} ms cpu;"
               f" (1,) + (1,): ours {timeit(lambda: add1(a1, a1), reps, clock=time.process_time):.4f} ms cpu,"
               f" numpy {timeit(lambda: a1 + a1, reps, clock=time.process_time):.4f} ms cpu;"
-              f" threads: RELAX_MLIR_NUM_THREADS={os.environ.get('RELAX_MLIR_NUM_THREADS', '1')}")
+              f" our threads: {num_threads()}")
     for name, src, runs, ref, work, unit in cases(rng):
         if only and not any(name.startswith(o) for o in only):
             continue

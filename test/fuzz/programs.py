@@ -188,7 +188,12 @@ def ref_softmax(name: str, x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def ref_norm(kind: str, x: np.ndarray, g: np.ndarray, b, eps: float = 1e-5) -> np.ndarray:
-    v = x.astype(np.float64)
+    # in the op's compute type (docs/semantics.md: f64 for f64, else f32, as PyTorch): the
+    # mean of squares of -1e30 overflows f32 to inf and the result is -0.0, where float64
+    # said -1.0 (long fuzz program seed 44001398, a false mismatch)
+    v = x.astype(np.float64 if x.dtype == np.float64 else np.float32)
+    g = g.astype(v.dtype)
+    b = None if b is None else b.astype(v.dtype)
     with np.errstate(all="ignore"):
         if kind == "rms":
             r = v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + eps) * g

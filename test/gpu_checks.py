@@ -147,3 +147,19 @@ def check_threads_call_one_executable(exe, cpu, params) -> None:
     assert errors == []
     for n, x in xs.items():
         np.testing.assert_allclose(got[n], cpu(x, *params), rtol=1e-4, atol=1e-4)
+
+
+def edge_params(numerics, known: dict[str, str]) -> list:
+    """The edge-semantics tests of the cpu numerics suite (test_ops_numerics: those taking an
+    ``edge`` executable) as (fn, args) params; ``known``: test name -> reason of a strict xfail."""
+    import inspect
+    out = []
+    for name, fn in inspect.getmembers(numerics, inspect.isfunction):
+        if not name.startswith("test_") or "edge" not in inspect.signature(fn).parameters:
+            continue
+        marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
+        values = [(v,) for v in marks[0].args[1]] if marks else [()]
+        for v in values:
+            xfail = [pytest.mark.xfail(reason=known[name], strict=True)] if name in known else []
+            out.append(pytest.param(fn, v, id=name[len("test_"):] + ("-" + v[0] if v else ""), marks=xfail))
+    return out

@@ -544,26 +544,13 @@ def test_cuda_unknown_device_is_a_clear_error(monkeypatch):
         relax_mlir.compile(gpu_checks.MATCH_CAST, target="cuda")
 
 
-def _edge_params():
-    import inspect
-    out = []
-    for name, fn in inspect.getmembers(numerics, inspect.isfunction):
-        if not name.startswith("test_") or "edge" not in inspect.signature(fn).parameters:
-            continue
-        marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
-        values = [(v,) for v in marks[0].args[1]] if marks else [()]
-        for v in values:
-            out.append(pytest.param(fn, v, id=name[len("test_"):] + ("-" + v[0] if v else "")))
-    return out
-
-
 @pytest.fixture(scope="module")
 def edge_cuda():
     return relax_mlir.compile(numerics.EDGE_SRC, target="cuda")
 
 
 @needs_gpu
-@pytest.mark.parametrize("fn,args", _edge_params())
+@pytest.mark.parametrize("fn,args", gpu_checks.edge_params(numerics, {}))
 def test_cuda_edge_semantics(edge_cuda, fn, args):
     fn(edge_cuda, *args)
 

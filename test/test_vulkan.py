@@ -160,20 +160,6 @@ _EDGE_KNOWN = {
 }
 
 
-def _edge_params():
-    import inspect
-    out = []
-    for name, fn in inspect.getmembers(numerics, inspect.isfunction):
-        if not name.startswith("test_") or "edge" not in inspect.signature(fn).parameters:
-            continue
-        marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
-        values = [(v,) for v in marks[0].args[1]] if marks else [()]
-        for v in values:
-            known = [pytest.mark.xfail(reason=_EDGE_KNOWN[name], strict=True)] if name in _EDGE_KNOWN else []
-            out.append(pytest.param(fn, v, id=name[len("test_"):] + ("-" + v[0] if v else ""), marks=known))
-    return out
-
-
 @pytest.fixture(scope="module")
 def edge_vulkan():
     # max_i1 does not compile for SPIR-V yet (see _EDGE_KNOWN); everything else is one executable
@@ -181,7 +167,7 @@ def edge_vulkan():
     return relax_mlir.compile("".join(f for f in funcs if "@max_i1(" not in f), target="vulkan")
 
 
-@pytest.mark.parametrize("fn,args", _edge_params())
+@pytest.mark.parametrize("fn,args", gpu_checks.edge_params(numerics, _EDGE_KNOWN))
 def test_vulkan_edge_semantics(edge_vulkan, fn, args):
     fn(edge_vulkan, *args)
 

@@ -4,6 +4,7 @@ cpu target, in one process.
 
     .venv/bin/python bench/bench_gpu.py            # all cases
     .venv/bin/python bench/bench_gpu.py --quick    # fewer repetitions
+    python bench/bench_gpu.py --targets cuda,vulkan  # a machine with an NVIDIA GPU (+ PyTorch on CUDA)
 
 Each program is compiled three times: ``vulkan`` with the schedules (the default),
 ``vulkan`` with ``relax_mlir.pipelines.gpu.SCHEDULES_DEFAULT = False`` (every kernel one
@@ -51,66 +52,135 @@ def timeit(fn, reps: int, min_time: float = 0.2) -> float:
     return statistics.median(times)
 
 
-def compile_three(src):
-    """(vulkan scheduled, vulkan naive, cpu) executables of one program."""
+def compile_variants(src, targets, naive: bool):
+    """{label: executable}: each GPU target with its schedules (and, with ``naive``, without
+    them: every kernel one thread per output element), then ``cpu`` (library dispatch off)."""
     ctx = relax_mlir.make_context()
     mod = src(ctx) if callable(src) else src
-    sched = relax_mlir.compile(mod, target="vulkan")
-    gpu.SCHEDULES_DEFAULT = False
+    out = {}
+    for target in targets:
+        out[f"{target}"] = relax_mlir.compile(mod, target=target)
+        if naive:
+            gpu.SCHEDULES_DEFAULT = False
+            try:
+                out[f"{target} naive"] = relax_mlir.compile(mod, target=target)
+            finally:
+                gpu.SCHEDULES_DEFAULT = True
+    out["cpu"] = relax_mlir.compile(mod, target="cpu", options={"dispatch": False})
+    return out
+
+
+def torch_cuda_fn(ref_name: str, inputs, n_weights: int):
+    """PyTorch on the CUDA device with the weights resident, the activations copied in and
+    the result copied out as ours are (None without torch or a CUDA device)."""
     try:
-        naive = relax_mlir.compile(mod, target="vulkan")
-    finally:
-        gpu.SCHEDULES_DEFAULT = True
-    cpu = relax_mlir.compile(mod, target="cpu", options={"dispatch": False})
-    return sched, naive, cpu
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    acts = inputs[:len(inputs) - n_weights]
+    ws = [torch.from_numpy(w).cuda() for w in inputs[len(inputs) - n_weights:]]
+    f = TORCH_REFS[ref_name]
+
+    def run():
+        xs = [torch.from_numpy(a).cuda() for a in acts]
+        y = f(*xs, *ws).cpu().numpy()
+        return y
+    return run
+
+
+def _torch_rms(x, g, eps):
+    import torch
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * g
+
+
+def _torch_block(x, norm1, wq, wk, wv, wo, norm2, w_gate, w_up, w_down, cfg=models.BlockConfig()):
+    import torch
+    s, d = x.shape
+    H, Dh = cfg.heads, cfg.head_dim
+    h = _torch_rms(x, norm1, cfg.eps)
+    q, k, v = ((h @ w).reshape(s, H, Dh).permute(1, 0, 2) for w in (wq, wk, wv))
+    attn = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    x1 = x + attn.permute(1, 0, 2).reshape(s, d) @ wo
+    h2 = _torch_rms(x1, norm2, cfg.eps)
+    return x1 + (torch.nn.functional.silu(h2 @ w_gate) * (h2 @ w_up)) @ w_down
+
+
+TORCH_REFS = {
+    "matmul": lambda a, b: a @ b,
+    "softmax": lambda a: a.softmax(-1),
+    "mlp": lambda x, w1, b1, w2, b2: ((x @ w1 + b1).relu() @ w2) + b2,
+    "block": _torch_block,
+}
 
 
 def cases(rng):
+    """(name, program, inputs, numpy reference, torch reference, number of trailing weights)."""
     mcfg, bcfg = models.MLPConfig(), models.BlockConfig()
     mlp_params = models.mlp_params(mcfg, rng)
     blk_params = models.block_params(bcfg, rng)
+    mm = single_op("matmul", [["m", "k"], ["k", "n"]], ["m", "n"])
+    sm = single_op("softmax", [["m", "n"]], ["m", "n"])
+
+    def r(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
     return [
-        ("matmul 256x512x512", single_op("matmul", [["m", "k"], ["k", "n"]], ["m", "n"]),
-         [rng.standard_normal((256, 512)).astype(np.float32), rng.standard_normal((512, 512)).astype(np.float32)],
-         lambda a, b: a @ b),
-        ("matmul 64x512x2048", single_op("matmul", [["m", "k"], ["k", "n"]], ["m", "n"]),
-         [rng.standard_normal((64, 512)).astype(np.float32), rng.standard_normal((512, 2048)).astype(np.float32)],
-         lambda a, b: a @ b),
-        ("softmax 1024x1024", single_op("softmax", [["m", "n"]], ["m", "n"]),
-         [rng.standard_normal((1024, 1024)).astype(np.float32)], np_softmax),
-        ("softmax 8x32768", single_op("softmax", [["m", "n"]], ["m", "n"]),
-         [rng.standard_normal((8, 32768)).astype(np.float32)], np_softmax),
-        ("MLP 512-2048-512, n=16", lambda ctx: models.mlp_module(ctx, mcfg),
-         [rng.standard_normal((16, 512)).astype(np.float32)] + mlp_params, models.mlp_reference),
-        ("MLP 512-2048-512, n=128", lambda ctx: models.mlp_module(ctx, mcfg),
-         [rng.standard_normal((128, 512)).astype(np.float32)] + mlp_params, models.mlp_reference),
-        ("block d=256, s=128", lambda ctx: models.block_module(ctx, bcfg),
-         [rng.standard_normal((128, 256)).astype(np.float32)] + blk_params, models.block_reference),
+        ("matmul 256x512x512", mm, [r(256, 512), r(512, 512)], lambda a, b: a @ b, "matmul", 1),
+        ("matmul 64x512x2048", mm, [r(64, 512), r(512, 2048)], lambda a, b: a @ b, "matmul", 1),
+        ("matmul 2048x2048x2048", mm, [r(2048, 2048), r(2048, 2048)], lambda a, b: a @ b, "matmul", 1),
+        ("softmax 1024x1024", sm, [r(1024, 1024)], np_softmax, "softmax", 0),
+        ("softmax 8x32768", sm, [r(8, 32768)], np_softmax, "softmax", 0),
+        ("MLP 512-2048-512, n=16", lambda ctx: models.mlp_module(ctx, mcfg), [r(16, 512)] + mlp_params,
+         models.mlp_reference, "mlp", 4),
+        ("MLP 512-2048-512, n=128", lambda ctx: models.mlp_module(ctx, mcfg), [r(128, 512)] + mlp_params,
+         models.mlp_reference, "mlp", 4),
+        ("block d=256, s=128", lambda ctx: models.block_module(ctx, bcfg), [r(128, 256)] + blk_params,
+         models.block_reference, "block", 9),
     ]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--targets", default="vulkan",
+                    help="comma-separated GPU targets (vulkan, cuda); each also runs without its schedules")
+    ap.add_argument("--no-naive", action="store_true", help="skip the naive (unscheduled) compiles")
+    ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
     args = ap.parse_args()
     reps = 3 if args.quick else 7
+    targets = [t for t in args.targets.split(",") if t]
+    skip = [k for k in args.skip.split(",") if k]
     rng = np.random.default_rng(0)
-    rows = []
-    for name, src, inputs, ref in cases(rng):
-        sched, naive, cpu = compile_three(src)
+    rows, labels = [], None
+    for name, src, inputs, ref, tref, n_w in cases(rng):
+        if any(k in name for k in skip):
+            continue
+        exes = compile_variants(src, targets, naive=not args.no_naive)
         want = ref(*inputs)
-        for exe in (sched, naive, cpu):
-            np.testing.assert_allclose(exe(*inputs), want, rtol=2e-3, atol=2e-3)
+        acts = inputs[:len(inputs) - n_w]
+        fns = {}
+        for label, exe in exes.items():
+            np.testing.assert_allclose(exe(*inputs), want, rtol=2e-3, atol=2e-3, err_msg=f"{name} on {label}")
+            # GPU targets: the weights uploaded once (exe.upload), the activations copied per call
+            ws = [exe.upload(w) for w in inputs[len(inputs) - n_w:]] if label != "cpu" else inputs[len(acts):]
+            fns[label] = lambda e=exe, ws=ws: e(*acts, *ws)
+        t_fn = torch_cuda_fn(tref, inputs, n_w)
+        if t_fn is not None:
+            np.testing.assert_allclose(t_fn(), want, rtol=2e-3, atol=2e-3, err_msg=f"{name} on torch")
+            fns["torch cuda"] = t_fn
         l0 = os.getloadavg()[0]
-        t = [timeit(lambda e=e: e(*inputs), reps) for e in (sched, naive, cpu)]
-        rows.append((name, *t, max(l0, os.getloadavg()[0])))
-        print(f"{name}: {t[0]:.2f} / {t[1]:.2f} / {t[2]:.2f} ms", file=sys.stderr)
-    print(f"{os.cpu_count()} cores; load average (1 min) per row; lavapipe = Mesa's software Vulkan")
+        t = {label: timeit(fn, reps) for label, fn in fns.items()}
+        labels = labels or list(t)
+        rows.append((name, t, max(l0, os.getloadavg()[0])))
+        print(f"{name}: " + " / ".join(f"{k} {v:.3f}" for k, v in t.items()) + " ms", file=sys.stderr)
+    print(f"{os.cpu_count()} cores; load average (1 min) per row; milliseconds per call, inputs from and "
+          "outputs to numpy (GPU targets: weights uploaded once); lavapipe = Mesa's software Vulkan")
     print()
-    print("| case | vulkan scheduled ms | vulkan naive ms | naive/scheduled | cpu ms | load |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, ts, tn, tc, load in rows:
-        print(f"| {name} | {ts:.2f} | {tn:.2f} | {tn / ts:.1f}x | {tc:.2f} | {load:.1f} |")
+    print("| case | " + " | ".join(f"{k} ms" for k in labels) + " | load |")
+    print("|---|" + "---:|" * (len(labels) + 1))
+    for name, t, load in rows:
+        print(f"| {name} | " + " | ".join(f"{t[k]:.3f}" if k in t else "-" for k in labels) + f" | {load:.1f} |")
     return 0
 
 

@@ -67,7 +67,7 @@ import threading
 import time
 from typing import Optional
 
-from .gpu_shared import ALLOC_FN, FREE_FN, BufferPool, DeviceExecutable, StagedFunction, binaries
+from .gpu_shared import ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceExecutable, StagedFunction, binaries
 
 LIBCUDA = "libcuda.so.1"
 
@@ -133,6 +133,13 @@ _PROTOTYPES = {
                        ctypes.c_void_p],
     "cuStreamQuery": [ctypes.c_void_p],
 }
+#: entry points the runtime uses when the driver has them (migration hints: none changes a result)
+_OPTIONAL = {
+    "cuMemPrefetchAsync": [ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p],
+}
+#: CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: prefetching managed memory needs it
+_ATTR_CONCURRENT_MANAGED = 89
+_CU_DEVICE_CPU = -1
 
 
 class Driver:
@@ -154,6 +161,11 @@ class Driver:
                                       "(or one older than CUDA 11)") from None
             fn.argtypes, fn.restype = args, ctypes.c_int
             setattr(self, name.replace("_v2", ""), fn)
+        for name, args in _OPTIONAL.items():
+            fn = getattr(self.lib, name, None)
+            if fn is not None:
+                fn.argtypes, fn.restype = args, ctypes.c_int
+            setattr(self, name, fn)
 
     def describe(self, code: int) -> str:
         """``CUDA_ERROR_<NAME> (<the driver's sentence>)`` for a CUresult."""
@@ -216,6 +228,12 @@ class CudaDevice(BufferPool):
         self.max_threads = attrs["max_threads"]
         self.max_alloc = drv.out("cuDeviceTotalMem", ctypes.c_size_t, self.handle)
         self.context = drv.out("cuDevicePrimaryCtxRetain", ctypes.c_void_p, self.handle, exc=CudaUnavailable)
+        concurrent = ctypes.c_int(0)
+        drv.cuDeviceGetAttribute(ctypes.byref(concurrent), _ATTR_CONCURRENT_MANAGED, self.handle)
+        #: move managed pages in bulk (cuMemPrefetchAsync) before the side that uses them
+        #: touches them, instead of page fault by page fault; RELAX_MLIR_CUDA_PREFETCH=0 turns it off
+        self.prefetching = (drv.cuMemPrefetchAsync is not None and concurrent.value == 1
+                            and os.environ.get("RELAX_MLIR_CUDA_PREFETCH", "1").strip() != "0")
         self.lock = threading.Lock()
         #: why the context cannot be used any more (a kernel faulted or timed out), else None
         self.broken: Optional[str] = None
@@ -264,6 +282,26 @@ class CudaDevice(BufferPool):
                               f"{self.drv.describe(r)}")
         self.drv.check(r, f"cuMemAllocManaged({size})")
         return ManagedBuffer(ptr.value, size)
+
+    def prefetch(self, regions, to_host: bool) -> None:
+        """Migrate ``(address, nbytes)`` regions of managed memory to the device (before
+        kernels use them; asynchronous) or to the host (before the host reads them: waits).
+        A hint only: page faults would move the same pages, one by one."""
+        if not self.prefetching:
+            return
+        dst = _CU_DEVICE_CPU if to_host else self.handle
+        for address, nbytes in regions:
+            if nbytes > 0 and self.drv.cuMemPrefetchAsync(address, nbytes, dst, None) != CUDA_SUCCESS:
+                self.prefetching = False   # e.g. a device without the capability: stop hinting
+                return
+        if to_host:
+            r = self.drv.cuCtxSynchronize()
+            if r != CUDA_SUCCESS:
+                raise self.fail(r, "cuCtxSynchronize after prefetching results to the host")
+
+    def host_wrote(self, buf, nbytes: int) -> None:
+        with self.current():
+            self.prefetch([(buf.address, nbytes)], to_host=False)
 
     def _free_buffer(self, buf: ManagedBuffer) -> None:
         self.drv.check(self.drv.cuMemFree(buf.address), "cuMemFree")
@@ -365,7 +403,7 @@ def _bind_mlir_runtime(dev: CudaDevice, path: str) -> None:
 
 # -- one call -----------------------------------------------------------------------------
 
-class CallState:
+class CallState(CallHooks):
     """The state of one call on one thread: its buffers, launches and first failure."""
 
     def __init__(self, dev: CudaDevice):
@@ -386,7 +424,17 @@ class CallState:
     def alloc(self, nbytes: int) -> int:
         buf = self.dev.alloc(nbytes)
         self.buffers.append(buf)
+        # kernels write it next: its pages to the device now (a pooled buffer may have been
+        # read back by the host in an earlier call)
+        self.dev.prefetch([(buf.address, nbytes)], to_host=False)
         return buf.address
+
+    def staged(self, address: int, nbytes: int) -> None:
+        self.dev.prefetch([(address, nbytes)], to_host=False)
+
+    def reading(self, regions) -> list[int]:
+        self.dev.prefetch(regions, to_host=True)
+        return [address for address, _ in regions]
 
     def submit(self) -> None:
         """Every launch was synchronized already; one last context synchronize reports

@@ -97,12 +97,29 @@ class BufferPool:
                     return buf, address - buf.address
         return None
 
+    def host_wrote(self, buf, nbytes: int) -> None:
+        """The host wrote ``nbytes`` of ``buf`` (an upload): a device may move them now."""
+        return None
+
     def find(self, address: int):
         """The buffer holding ``address`` and the offset in it."""
         found = self.lookup(address)
         if found is None:
             raise self.pool_error(f"address {address:#x} is not in a {self.pool_kind} buffer of this runtime")
         return found
+
+
+class CallHooks:
+    """Hooks of a runtime's per-call state around the host's copies (no-ops by default)."""
+
+    def staged(self, address: int, nbytes: int) -> None:
+        """The host copied an argument into ``address``."""
+        return None
+
+    def reading(self, regions) -> list[int]:
+        """Called before ``submit`` with the results' ``(address, nbytes)`` regions: the
+        addresses the host reads them from after the submit (default: the same)."""
+        return [address for address, _ in regions]
 
 
 class DeviceArray:
@@ -115,6 +132,7 @@ class DeviceArray:
         self.buffer = dev.alloc(max(a.nbytes, 4))
         ctypes.memmove(self.buffer.address, a.ctypes.data, a.nbytes)
         self.nbytes = a.nbytes
+        dev.host_wrote(self.buffer, a.nbytes)
 
     def numpy(self) -> np.ndarray:
         out = np.empty(self.shape, self.dtype)
@@ -163,9 +181,11 @@ class StagedFunction(Function):
                 if res.status != 0:
                     rec.abandon()
                     raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
+                views = self._result_views(res)
+                addresses = rec.reading([(v[3], v[4] * v[1].itemsize) for v in views])
                 rec.submit()
                 rt.count(rec)
-                outs = self._read(res)
+                outs = self._read(views, addresses)
             finally:
                 rec.abandon()
                 rec.finish()
@@ -187,6 +207,7 @@ class StagedFunction(Function):
         else:
             addr = rec.alloc(max(a.nbytes, 4))
             ctypes.memmove(addr, a.ctypes.data, a.nbytes)
+            rec.staged(addr, a.nbytes)
         d.allocated = d.aligned = addr
         d.offset = 0
         stride = 1
@@ -196,20 +217,28 @@ class StagedFunction(Function):
             stride *= a.shape[k]
         return d
 
-    def _read(self, res) -> list[np.ndarray]:
-        outs = []
+    def _result_views(self, res) -> list[tuple]:
+        """(shape, dtype, strides, address, span in elements) of each result."""
+        views = []
         for i, (rank, dt) in enumerate(zip(self.result_ranks, self.result_dtypes)):
             d = getattr(res, f"r{i}")
             shape = tuple(d.sizes[:rank]) if rank else ()
             dtype = np.dtype(dt)
+            strides = [d.strides[k] for k in range(rank)]
+            span = 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if all(shape) else 0
+            views.append((shape, dtype, strides, d.aligned + d.offset * dtype.itemsize, span))
+        return views
+
+    @staticmethod
+    def _read(views, addresses) -> list[np.ndarray]:
+        """The results as numpy arrays, read from ``addresses`` (one per view)."""
+        outs = []
+        for (shape, dtype, strides, _, span), base in zip(views, addresses):
             out = np.empty(shape, dtype)
             if out.size:
-                strides = [d.strides[k] for k in range(rank)]
-                base = d.aligned + d.offset * dtype.itemsize
                 if _c_contiguous(shape, strides):
                     ctypes.memmove(out.ctypes.data, base, out.nbytes)
                 else:
-                    span = 1 + sum((s - 1) * st for s, st in zip(shape, strides))
                     flat = np.empty(span, dtype)
                     ctypes.memmove(flat.ctypes.data, base, span * dtype.itemsize)
                     out[...] = np.lib.stride_tricks.as_strided(

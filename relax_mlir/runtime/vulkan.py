@@ -29,9 +29,11 @@ A call that fails a run-time check submits nothing.
 
 Memory: buffers are allocated from a memory type that is HOST_VISIBLE and HOST_COHERENT
 (DEVICE_LOCAL too where the device has one, as lavapipe, integrated GPUs and resizable
-BAR do), mapped once; arguments are copied into them (the staging step) and results
-read back from them. A discrete GPU without host-visible device memory would need
-explicit staging copies, which this runtime does not do yet.
+BAR do), mapped once; arguments are copied into them (the staging step). Results are read
+back from them, or, where that memory is not HOST_CACHED (a discrete GPU's BAR: the host
+reads it at tens of MB/s), from host-cached buffers the call's command buffer copies them
+into. A discrete GPU without host-visible device memory would need explicit staging
+copies of the arguments too, which this runtime does not do yet.
 
 Device selection: ``RELAX_MLIR_VULKAN_DEVICE`` (an index into the physical devices or a
 substring of the device name); else the first GPU, else the first device (lavapipe
@@ -47,7 +49,7 @@ import os
 import threading
 from typing import Optional
 
-from .gpu_shared import (ALLOC_FN, FREE_FN, BufferPool, DeviceArray, DeviceExecutable, StagedFunction, attr_py,
+from .gpu_shared import (ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceArray, DeviceExecutable, StagedFunction, attr_py,
                          binaries)
 
 #: bytes of one scalar slot in the per-call scalar arena (covers i64 / f64)
@@ -88,20 +90,21 @@ class Buffer:
 
     __slots__ = ("handle", "memory", "size", "address", "_map")
 
-    def __init__(self, dev: "Device", size: int):
+    def __init__(self, dev: "Device", size: int, memory_type: Optional[int] = None):
         vk = dev.vk
+        memory_type = dev.memory_type if memory_type is None else memory_type
         self.size = size
         self.handle = vk.vkCreateBuffer(dev.device, vk.VkBufferCreateInfo(
             size=size, usage=(vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                               | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT),
             sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
         req = vk.vkGetBufferMemoryRequirements(dev.device, self.handle)
-        if not req.memoryTypeBits & (1 << dev.memory_type):
+        if not req.memoryTypeBits & (1 << memory_type):
             vk.vkDestroyBuffer(dev.device, self.handle, None)
             raise VulkanError("the buffer cannot live in the selected host-visible memory type")
         try:
             self.memory = vk.vkAllocateMemory(dev.device, vk.VkMemoryAllocateInfo(
-                allocationSize=req.size, memoryTypeIndex=dev.memory_type), None)
+                allocationSize=req.size, memoryTypeIndex=memory_type), None)
         except vk.VkError:
             vk.vkDestroyBuffer(dev.device, self.handle, None)
             raise MemoryError(f"the Vulkan device cannot allocate {size} bytes") from None
@@ -164,6 +167,17 @@ class Device(BufferPool):
             raise VulkanUnavailable(f"device '{self.name}' has no host-visible coherent memory")
         local = [i for i in ok if types[i][1] & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT]
         self.memory_type = (local or ok)[0]
+        cached = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+        #: results are read back through host-cached memory when the buffers' memory is not
+        #: cached: a discrete GPU's DEVICE_LOCAL + HOST_VISIBLE memory (resizable BAR) is
+        #: fast for kernels and for the host's writes, but the host reads it uncached (tens of
+        #: MB/s measured on an H100), so each call copies its results into a cached buffer
+        #: (vkCmdCopyBuffer, in the call's command buffer) and reads them there
+        self.readback: Optional[_ReadbackPool] = None
+        if not types[self.memory_type][1] & cached:
+            host = [i for i in ok if types[i][1] & cached]
+            if host:
+                self.readback = _ReadbackPool(self, host[0])
         heap = mem.memoryHeaps[mem.memoryTypes[self.memory_type].heapIndex]
         self.max_alloc = min(int(heap.size), self.max_range)
         self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
@@ -210,6 +224,22 @@ class Device(BufferPool):
     # -- buffers (alloc / release / find: the BufferPool) --------------------------------
     def _new_buffer(self, size: int) -> Buffer:
         return Buffer(self, size)
+
+
+class _ReadbackPool(BufferPool):
+    """Host-cached buffers the results of a call are copied into before the host reads them."""
+
+    pool_kind = "Vulkan readback"
+    pool_error = VulkanError
+
+    def __init__(self, dev: Device, memory_type: int):
+        self.dev, self.memory_type = dev, memory_type
+        self.name, self.max_alloc = dev.name, dev.max_range
+        self.lock = threading.Lock()
+        self._init_pool()
+
+    def _new_buffer(self, size: int) -> Buffer:
+        return Buffer(self.dev, size, self.memory_type)
 
 
 _DEVICES: dict[str, Device] = {}
@@ -270,7 +300,7 @@ def _shader_module(dev: Device, code: bytes, label: str):
         raise SpirvError(f"kernel {label}: the Vulkan driver rejected the SPIR-V ({type(e).__name__})") from None
 
 
-class Recorder:
+class Recorder(CallHooks):
     """The state of one call on one thread: its command buffer, descriptor sets, buffers."""
 
     def __init__(self, dev: Device):
@@ -283,6 +313,7 @@ class Recorder:
         self.pools: list = []
         self.pool_index = 0
         self.buffers: list[Buffer] = []
+        self.readbacks: list[Buffer] = []
         self.error: Optional[BaseException] = None
         self.recorded = 0
         self.dispatches = 0
@@ -390,6 +421,27 @@ class Recorder:
         self.copies += 1
         self._barrier()
 
+    def reading(self, regions) -> list[int]:
+        """Record copies of the results into host-cached buffers where the device's buffers
+        are not cached for the host (see Device.readback); the addresses to read them at."""
+        pool = self.dev.readback
+        if pool is None:
+            return [address for address, _ in regions]
+        vk, out = self.vk, []
+        for address, nbytes in regions:
+            found = self.dev.lookup(address) if nbytes else None
+            if found is None:       # no device buffer (a host constant) or nothing to read
+                out.append(address)
+                continue
+            buf, off = found
+            rb = pool.alloc(nbytes)
+            self.readbacks.append(rb)
+            vk.vkCmdCopyBuffer(self.cmd, buf.handle, rb.handle, 1,
+                               [vk.VkBufferCopy(srcOffset=off, dstOffset=0, size=nbytes)])
+            self.recorded += 1
+            out.append(rb.address)
+        return out
+
     def _barrier(self) -> None:
         vk = self.vk
         stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
@@ -427,7 +479,9 @@ class Recorder:
         """Every buffer of the call back to the pool (the device no longer uses them)."""
         for b in self.buffers:
             self.dev.release(b)
-        self.buffers = []
+        for b in self.readbacks:
+            self.dev.readback.release(b)
+        self.buffers, self.readbacks = [], []
 
 
 class VulkanFunction(StagedFunction):
@@ -464,8 +518,9 @@ class VulkanRuntime:
             self.kernels[entry["id"]] = Kernel(dev, modules[name], entry["entry"], list(entry["args"]),
                                                f"@{name}::@{entry['entry']}")
         self._modules = modules
-        #: per executable: calls, command-buffer submissions, dispatches and copies recorded
-        self.stats = {"calls": 0, "submits": 0, "dispatches": 0, "copies": 0}
+        #: per executable: calls, command-buffer submissions, dispatches and copies recorded,
+        #: results copied into host-cached buffers (Device.readback)
+        self.stats = {"calls": 0, "submits": 0, "dispatches": 0, "copies": 0, "readbacks": 0}
         self._stats_lock = threading.Lock()
         self.callbacks: dict[str, object] = {
             "_mlir_memref_to_llvm_alloc": _ALLOC(self._alloc),
@@ -482,6 +537,7 @@ class VulkanRuntime:
             self.stats["submits"] += 1 if rec.recorded else 0
             self.stats["dispatches"] += rec.dispatches
             self.stats["copies"] += rec.copies
+            self.stats["readbacks"] += len(rec.readbacks)
 
     def recorder(self) -> Recorder:
         rec = getattr(self.local, "recorder", None)

@@ -66,6 +66,25 @@ def test_vulkan_one_submission_per_call(mlp):
                                                             "copies": 0, "readbacks": readbacks}
 
 
+def test_vulkan_descriptor_pool_exhaustion_as_the_driver_reports_it(mlp, monkeypatch):
+    """NVIDIA's driver reports an exhausted descriptor pool as -1000069000, which the
+    ``vulkan`` package (its constant has the wrong sign) raises as a KeyError: the runtime
+    must take a new pool, as for the mapped VkErrorOutOfPoolMemory."""
+    exe, cpu, params = mlp
+    vk = vkrt.device().vk
+    real, failed = vk.vkAllocateDescriptorSets, []
+
+    def every_other_fails(device, info):
+        if len(failed) < 2:
+            failed.append(1)
+            raise KeyError(-1000069000)
+        return real(device, info)
+    monkeypatch.setattr(vk, "vkAllocateDescriptorSets", every_other_fails)
+    x = np.linspace(-1, 1, 3 * 512, dtype=np.float32).reshape(3, 512)
+    np.testing.assert_allclose(exe(x, *params), cpu(x, *params), rtol=1e-4, atol=1e-5)
+    assert len(failed) == 2
+
+
 def test_vulkan_results_read_back_through_host_cached_buffers(monkeypatch):
     """Where the buffers' memory is not host-cached (a discrete GPU's BAR), each result is
     copied into a host-cached buffer in the call's command buffer and read there. Lavapipe's

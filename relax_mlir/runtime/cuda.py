@@ -132,6 +132,8 @@ _PROTOTYPES = {
     "cuLaunchKernel": [ctypes.c_void_p, _U, _U, _U, _U, _U, _U, _U, ctypes.c_void_p, ctypes.c_void_p,
                        ctypes.c_void_p],
     "cuStreamQuery": [ctypes.c_void_p],
+    "cuMemcpyHtoD_v2": [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t],
+    "cuMemcpyDtoH_v2": [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t],
 }
 #: entry points the runtime uses when the driver has them (migration hints: none changes a result)
 _OPTIONAL = {
@@ -283,25 +285,33 @@ class CudaDevice(BufferPool):
         self.drv.check(r, f"cuMemAllocManaged({size})")
         return ManagedBuffer(ptr.value, size)
 
-    def prefetch(self, regions, to_host: bool) -> None:
-        """Migrate ``(address, nbytes)`` regions of managed memory to the device (before
-        kernels use them; asynchronous) or to the host (before the host reads them: waits).
-        A hint only: page faults would move the same pages, one by one."""
-        if not self.prefetching:
-            return
-        dst = _CU_DEVICE_CPU if to_host else self.handle
-        for address, nbytes in regions:
-            if nbytes > 0 and self.drv.cuMemPrefetchAsync(address, nbytes, dst, None) != CUDA_SUCCESS:
+    def prefetch(self, address: int, nbytes: int) -> None:
+        """Migrate a region of managed memory to the device (asynchronous) before kernels
+        write it: a hint only, page faults would move the same pages one by one."""
+        if self.prefetching and nbytes > 0:
+            if self.drv.cuMemPrefetchAsync(address, nbytes, self.handle, None) != CUDA_SUCCESS:
                 self.prefetching = False   # e.g. a device without the capability: stop hinting
-                return
-        if to_host:
-            r = self.drv.cuCtxSynchronize()
-            if r != CUDA_SUCCESS:
-                raise self.fail(r, "cuCtxSynchronize after prefetching results to the host")
 
-    def host_wrote(self, buf, nbytes: int) -> None:
+    # Copies between numpy and managed memory go through the driver (DMA to wherever the
+    # pages are): a host memmove would fault every page back to the host, and the next
+    # kernel would fault them back to the device.
+    def to_device(self, address: int, host: int, nbytes: int) -> None:
+        if nbytes > 0:
+            self.drv.check(self.drv.cuMemcpyHtoD(address, host, nbytes), f"cuMemcpyHtoD({nbytes} bytes)")
+
+    def to_host(self, host: int, address: int, nbytes: int) -> None:
+        if nbytes > 0:
+            r = self.drv.cuMemcpyDtoH(host, address, nbytes)
+            if r != CUDA_SUCCESS:
+                raise self.fail(r, f"cuMemcpyDtoH({nbytes} bytes)")
+
+    def upload(self, buf, host: int, nbytes: int) -> None:
         with self.current():
-            self.prefetch([(buf.address, nbytes)], to_host=False)
+            self.to_device(buf.address, host, nbytes)
+
+    def download(self, host: int, buf, nbytes: int) -> None:
+        with self.current():
+            self.to_host(host, buf.address, nbytes)
 
     def _free_buffer(self, buf: ManagedBuffer) -> None:
         self.drv.check(self.drv.cuMemFree(buf.address), "cuMemFree")
@@ -424,17 +434,19 @@ class CallState(CallHooks):
     def alloc(self, nbytes: int) -> int:
         buf = self.dev.alloc(nbytes)
         self.buffers.append(buf)
-        # kernels write it next: its pages to the device now (a pooled buffer may have been
-        # read back by the host in an earlier call)
-        self.dev.prefetch([(buf.address, nbytes)], to_host=False)
+        # kernels write it next: its pages to the device now (once on the device, a
+        # buffer stays there: the host copies in and out through the driver)
+        self.dev.prefetch(buf.address, nbytes)
         return buf.address
 
-    def staged(self, address: int, nbytes: int) -> None:
-        self.dev.prefetch([(address, nbytes)], to_host=False)
+    def write(self, address: int, host: int, nbytes: int) -> None:
+        self.dev.to_device(address, host, nbytes)
 
-    def reading(self, regions) -> list[int]:
-        self.dev.prefetch(regions, to_host=True)
-        return [address for address, _ in regions]
+    def read(self, host: int, address: int, nbytes: int) -> None:
+        if self.dev.lookup(address) is None:     # not managed memory: a constant of the host code
+            ctypes.memmove(host, address, nbytes)
+        else:
+            self.dev.to_host(host, address, nbytes)
 
     def submit(self) -> None:
         """Every launch was synchronized already; one last context synchronize reports

@@ -97,9 +97,13 @@ class BufferPool:
                     return buf, address - buf.address
         return None
 
-    def host_wrote(self, buf, nbytes: int) -> None:
-        """The host wrote ``nbytes`` of ``buf`` (an upload): a device may move them now."""
-        return None
+    def upload(self, buf, host: int, nbytes: int) -> None:
+        """Copy ``nbytes`` from host memory into ``buf`` (exe.upload)."""
+        ctypes.memmove(buf.address, host, nbytes)
+
+    def download(self, host: int, buf, nbytes: int) -> None:
+        """Copy ``nbytes`` of ``buf`` to host memory (DeviceArray.numpy)."""
+        ctypes.memmove(host, buf.address, nbytes)
 
     def find(self, address: int):
         """The buffer holding ``address`` and the offset in it."""
@@ -110,16 +114,21 @@ class BufferPool:
 
 
 class CallHooks:
-    """Hooks of a runtime's per-call state around the host's copies (no-ops by default)."""
+    """How a runtime's per-call state moves data between numpy and its buffers (host copies
+    by default: the buffers are host-addressable)."""
 
-    def staged(self, address: int, nbytes: int) -> None:
-        """The host copied an argument into ``address``."""
-        return None
+    def write(self, address: int, host: int, nbytes: int) -> None:
+        """Copy an argument from host memory ``host`` into the buffer at ``address``."""
+        ctypes.memmove(address, host, nbytes)
 
     def reading(self, regions) -> list[int]:
         """Called before ``submit`` with the results' ``(address, nbytes)`` regions: the
-        addresses the host reads them from after the submit (default: the same)."""
+        addresses to :meth:`read` them from after the submit (default: the same)."""
         return [address for address, _ in regions]
+
+    def read(self, host: int, address: int, nbytes: int) -> None:
+        """Copy a result from ``address`` (as returned by :meth:`reading`) to ``host``."""
+        ctypes.memmove(host, address, nbytes)
 
 
 class DeviceArray:
@@ -130,13 +139,12 @@ class DeviceArray:
         self.dev = dev
         self.shape, self.dtype, self.ndim = a.shape, a.dtype, a.ndim
         self.buffer = dev.alloc(max(a.nbytes, 4))
-        ctypes.memmove(self.buffer.address, a.ctypes.data, a.nbytes)
+        dev.upload(self.buffer, a.ctypes.data, a.nbytes)
         self.nbytes = a.nbytes
-        dev.host_wrote(self.buffer, a.nbytes)
 
     def numpy(self) -> np.ndarray:
         out = np.empty(self.shape, self.dtype)
-        ctypes.memmove(out.ctypes.data, self.buffer.address, self.nbytes)
+        self.dev.download(out.ctypes.data, self.buffer, self.nbytes)
         return out
 
     def __del__(self):
@@ -185,7 +193,7 @@ class StagedFunction(Function):
                 addresses = rec.reading([(v[3], v[4] * v[1].itemsize) for v in views])
                 rec.submit()
                 rt.count(rec)
-                outs = self._read(views, addresses)
+                outs = self._read(rec, views, addresses)
             finally:
                 rec.abandon()
                 rec.finish()
@@ -206,8 +214,7 @@ class StagedFunction(Function):
             addr = a.buffer.address
         else:
             addr = rec.alloc(max(a.nbytes, 4))
-            ctypes.memmove(addr, a.ctypes.data, a.nbytes)
-            rec.staged(addr, a.nbytes)
+            rec.write(addr, a.ctypes.data, a.nbytes)
         d.allocated = d.aligned = addr
         d.offset = 0
         stride = 1
@@ -230,17 +237,17 @@ class StagedFunction(Function):
         return views
 
     @staticmethod
-    def _read(views, addresses) -> list[np.ndarray]:
+    def _read(rec, views, addresses) -> list[np.ndarray]:
         """The results as numpy arrays, read from ``addresses`` (one per view)."""
         outs = []
         for (shape, dtype, strides, _, span), base in zip(views, addresses):
             out = np.empty(shape, dtype)
             if out.size:
                 if _c_contiguous(shape, strides):
-                    ctypes.memmove(out.ctypes.data, base, out.nbytes)
+                    rec.read(out.ctypes.data, base, out.nbytes)
                 else:
                     flat = np.empty(span, dtype)
-                    ctypes.memmove(flat.ctypes.data, base, span * dtype.itemsize)
+                    rec.read(flat.ctypes.data, base, span * dtype.itemsize)
                     out[...] = np.lib.stride_tricks.as_strided(
                         flat, shape, [st * dtype.itemsize for st in strides])
             outs.append(out)

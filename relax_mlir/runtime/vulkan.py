@@ -55,6 +55,8 @@ from .gpu_shared import (ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceArray, 
 #: bytes of one scalar slot in the per-call scalar arena (covers i64 / f64)
 _SCALAR_BYTES = 8
 _ARENA_BYTES = 1 << 16
+#: VkResult VK_ERROR_OUT_OF_POOL_MEMORY (the ``vulkan`` package's constant has the wrong sign)
+_VK_ERROR_OUT_OF_POOL_MEMORY = -1000069000
 
 
 class VulkanError(RuntimeError):
@@ -359,6 +361,13 @@ class Recorder(CallHooks):
                     descriptorPool=self.pools[self.pool_index], descriptorSetCount=1,
                     pSetLayouts=[kernel.set_layout]))[0]
             except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
+                self.pool_index += 1
+            except KeyError as e:
+                # the package maps VK_ERROR_OUT_OF_POOL_MEMORY with the wrong sign
+                # (+1000069000), so a driver's -1000069000 (NVIDIA's, once a pool's sets
+                # run out) surfaces as a KeyError of the raw code
+                if e.args != (_VK_ERROR_OUT_OF_POOL_MEMORY,):
+                    raise VulkanError(f"vkAllocateDescriptorSets failed: VkResult {e.args[0]}") from None
                 self.pool_index += 1
 
     def _scalar(self, kind: str, value: int) -> tuple[Buffer, int, int]:

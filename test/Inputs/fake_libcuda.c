@@ -131,6 +131,8 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned f) { (void)p; (void)n;
 CUresult cuMemHostUnregister(void *p) { (void)p; return 0; }
 CUresult cuMemcpy(uint64_t d, uint64_t s, size_t n) { memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }
 CUresult cuMemcpyAsync(uint64_t d, uint64_t s, size_t n, void *st) { (void)st; return cuMemcpy(d, s, n); }
+CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) { memcpy(d, (const void *)(uintptr_t)s, n); return 0; }
 CUresult cuMemsetD16Async(uint64_t d, unsigned short v, size_t n, void *s) { (void)d; (void)v; (void)n; (void)s; return 0; }
 CUresult cuMemsetD32Async(uint64_t d, unsigned v, size_t n, void *s) { (void)d; (void)v; (void)n; (void)s; return 0; }
 CUresult cuTensorMapEncodeTiled(void *m, int t, unsigned r, void *a, const void *b, const void *c, const void *d,

@@ -384,6 +384,18 @@ os.environ["RELAX_MLIR_CUDA_TIMEOUT_S"] = "0.2"
 out["timeout"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
 del os.environ["FAKE_CUDA_QUERY"]
 out["after_timeout"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
+# dropping an executable unloads its kernel modules (the engine's global destructors),
+# with the device's context current, as cuModuleUnload requires
+import gc
+unloads = ctypes.c_long.in_dll(fake, "fake_unloads")
+without = ctypes.c_long.in_dll(fake, "fake_unloads_without_context")
+cuda.device().broken = None        # after the timeout above: a fresh context, as in a new process
+exe2 = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg), target="cuda")
+exe2(np.ones((2, 8), np.float32), *params)
+before = unloads.value
+del exe2
+gc.collect()
+out["unloads"] = [unloads.value - before, without.value]
 print("FAKE-RUN " + json.dumps(out))
 '''
 
@@ -452,6 +464,12 @@ def test_fake_run_cubins(fake_run):
     if fake_run["cubin"][0] == "no ptxas":
         pytest.skip(f"format=bin needs ptxas on PATH: {fake_run['cubin'][1]}")
     assert fake_run["cubin"] == [[3, 2], 1]     # loaded through mgpuModuleLoad, launched
+
+
+def test_fake_run_unloads_modules_with_the_context_current(fake_run):
+    # the MLP's six kernels, each its own gpu.binary: six cuModuleUnload calls, none
+    # without a current context (a real driver refuses those: the modules would leak)
+    assert fake_run["unloads"] == [6, 0]
 
 
 def test_fake_run_one_device_per_process(fake_run):

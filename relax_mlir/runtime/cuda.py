@@ -686,6 +686,20 @@ class CudaExecutable(DeviceExecutable):
     def device_name(self) -> str:
         return self._runtime.dev.name
 
+    def __del__(self):
+        """The engine's global destructors unload the kernels' modules (MLIR's
+        ``mgpuModuleUnload``: ``cuModuleUnload``, which needs the device's context current):
+        destroy the engine here with the context pushed, not wherever the last reference
+        happens to go (a garbage collection in the middle of other work)."""
+        res, rt = getattr(self, "_resolver", None), getattr(self, "_runtime", None)
+        if res is None or rt is None or getattr(res, "engine", None) is None:
+            return
+        try:
+            with rt.dev.current():
+                res.engine = None
+        except BaseException:  # noqa: BLE001 - never raise from a finalizer
+            pass
+
     def export(self, path) -> str:
         raise NotImplementedError("export() of a cuda executable is not supported yet (the PTX would have to "
                                   "travel in the library and the runtime callbacks be linked in)")

@@ -73,8 +73,10 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
 }
 CUresult cuDeviceTotalMem_v2(size_t *b, int d) { (void)d; *b = (size_t)80 << 30; return 0; }
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)(intptr_t)(0x1000 + d); return 0; }
-CUresult cuCtxPushCurrent_v2(void *c) { (void)c; return 0; }
-CUresult cuCtxPopCurrent_v2(void **c) { if (c) *c = 0; return 0; }
+/* contexts made current and not popped; module unloads without one (a real driver: 201) */
+long fake_ctx_depth = 0, fake_unloads = 0, fake_unloads_without_context = 0;
+CUresult cuCtxPushCurrent_v2(void *c) { (void)c; fake_ctx_depth++; return 0; }
+CUresult cuCtxPopCurrent_v2(void **c) { if (c) *c = 0; if (fake_ctx_depth > 0) fake_ctx_depth--; return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
 CUresult cuMemAllocManaged(uint64_t *p, size_t n, unsigned flags) {
     (void)flags;
@@ -98,7 +100,12 @@ CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, vo
     return 0;
 }
 CUresult cuModuleLoadData(void **m, const void *img) { return cuModuleLoadDataEx(m, img, 0, 0, 0); }
-CUresult cuModuleUnload(void *m) { free(m); return 0; }
+CUresult cuModuleUnload(void *m) {
+  fake_unloads++;
+  if (fake_ctx_depth == 0) { fake_unloads_without_context++; return 201; }  /* CUDA_ERROR_INVALID_CONTEXT */
+  free(m);
+  return 0;
+}
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; *f = strdup(name); return 0; }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned smem, void *s, void **params, void **extra) {

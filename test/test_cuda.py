@@ -76,13 +76,14 @@ def test_cuda_pipeline_gives_ptx_for_every_kernel():
     ctx = relax_mlir.make_context()
     m = models.mlp_module(ctx, models.MLPConfig(d_in=8, d_hidden=16, d_out=4))
     ptx, launched, text = _lower(m)
-    # two fused matmul kernels, each: zero-fill, matmul, bias (+ relu) epilogue
-    assert len(ptx) == 6 and launched == set(ptx)
+    # two fused matmul kernels (zero fill, matmul, bias (+ relu)): each one launch on either
+    # route (tiled or small), the fill and the epilogue folded in
+    assert len(ptx) == 2 and launched == set(ptx)
     for name, code in ptx.items():
         assert ".target sm_80" in code
         assert f".visible .entry {name.rsplit('_kernel', 1)[0]}_kernel(" in code
         assert ".extern" not in code       # nothing left for the driver to link (no libdevice)
-    assert sum("mul.rn.f32" in c for c in ptx.values()) == 2     # the two matmuls multiply
+    assert all("fma.rn.f32" in c or "mul.rn.f32" in c for c in ptx.values())   # the two matmuls multiply
     # allocations go through the runtime (managed memory), never malloc
     assert "llvm.call @_mlir_memref_to_llvm_alloc(" in text and "@malloc(" not in text
 
@@ -103,8 +104,9 @@ def test_cuda_pipeline_block_model():
 
 def test_cuda_pipeline_options():
     ctx = relax_mlir.make_context()
-    m = models.mlp_module(ctx, models.MLPConfig(d_in=8, d_hidden=16, d_out=4))
+    m = numerics.graph_module("exp", [["n", 5]], ["f32"], "", name="main")
     ptx, _, _ = _lower(m, "builtin.module(cuda{chip=sm_90 workgroup-size=128})")
+    assert len(ptx) == 1        # the parallel-loop route: one thread per element, 128 per block
     for code in ptx.values():
         assert ".target sm_90" in code and ".maxntid 128, 1, 1" in code
 
@@ -405,6 +407,7 @@ def fake_run(tmp_path_factory):
     lib = _build_fake(tmp_path_factory.mktemp("fakelibcuda"), soname="libcuda.so.1")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_CUDA_", "RELAX_MLIR_CUDA_"))}
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE)] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["FAKE_CUDA_GRID_X"] = "65535"   # so that 65536 rows on grid x exceed it
     r = subprocess.run([sys.executable, "-c", FAKE_RUN, lib], capture_output=True, text=True, env=env, timeout=600)
     lines = [x for x in r.stdout.splitlines() if x.startswith("FAKE-RUN ")]
     assert r.returncode == 0 and lines, r.stdout[-3000:] + r.stderr[-3000:]
@@ -414,9 +417,11 @@ def fake_run(tmp_path_factory):
 def test_fake_run_mlp_host_path(fake_run):
     assert fake_run["available"] == [True, "Fake GPU 0"]
     assert fake_run["repr"] == "<relax_mlir Executable (cuda: Fake GPU 0): @main>"
-    # six kernels per call (two fused matmuls: fill, matmul, epilogue), the rows on grid y
-    assert fake_run["calls"] == {str(n): [[n, 4], "float32", [[1, n, 1]] * 6] for n in (1, 7, 130)}
-    assert fake_run["stats"] == {"calls": 3, "launches": 18}
+    # two launches per call (two fused matmuls, fill and epilogue folded in); n < 32 the small
+    # route: rows on grid x, blocks of 64 columns on y; n = 130 (>= 32) but 16 or 4 columns:
+    # still the small route
+    assert fake_run["calls"] == {str(n): [[n, 4], "float32", [[n, 1, 1]] * 2] for n in (1, 7, 130)}
+    assert fake_run["stats"] == {"calls": 3, "launches": 6}
 
 
 def test_fake_run_errors_of_the_cpu_target(fake_run):
@@ -426,17 +431,17 @@ def test_fake_run_errors_of_the_cpu_target(fake_run):
 
 
 def test_fake_run_uploaded_weights(fake_run):
-    assert fake_run["upload_roundtrip"] is True and fake_run["upload_launches"] == 6
+    assert fake_run["upload_roundtrip"] is True and fake_run["upload_launches"] == 2
 
 
 def test_fake_run_launch_checks(fake_run):
     assert fake_run["grid_limit"] == ["CudaError", "kernel @fused_matmul_add_relu_kernel::@fused_matmul_add_relu_kernel: "
-                                      "a grid of (1, 65536, 1) exceeds the device's limit (2147483647, 65535, 65535) "
+                                      "a grid of (65536, 1, 1) exceeds the device's limit (65535, 65535, 65535) "
                                       "(Fake GPU 0)"]
     assert fake_run["after_grid_limit"] == [2, 4]
     assert fake_run["launch_error"] == [
         "CudaError", "kernel @fused_matmul_add_relu_kernel::@fused_matmul_add_relu_kernel: cuLaunchKernel (grid "
-                     "(1, 2, 1), block (64, 1, 1)): CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested "
+                     "(2, 1, 1), block (64, 1, 1)): CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested "
                      "for launch)"]
     assert fake_run["after_launch_error"] == [2, 4]      # not sticky: the next call runs
     # a constant tensor stays a host global: refused before it could fault the device
@@ -467,9 +472,9 @@ def test_fake_run_cubins(fake_run):
 
 
 def test_fake_run_unloads_modules_with_the_context_current(fake_run):
-    # the MLP's six kernels, each its own gpu.binary: six cuModuleUnload calls, none
+    # the MLP's two kernels, each its own gpu.binary: two cuModuleUnload calls, none
     # without a current context (a real driver refuses those: the modules would leak)
-    assert fake_run["unloads"] == [6, 0]
+    assert fake_run["unloads"] == [2, 0]
 
 
 def test_fake_run_one_device_per_process(fake_run):
@@ -515,7 +520,8 @@ def test_cuda_launches_per_call(mlp):
     before = exe.cuda_stats
     exe(np.ones((3, 512), np.float32), *params)
     after = exe.cuda_stats
-    assert {k: after[k] - before[k] for k in after} == {"calls": 1, "launches": 6}
+    # each fused matmul kernel one launch (n = 3: the small route), fill and epilogue folded in
+    assert {k: after[k] - before[k] for k in after} == {"calls": 1, "launches": 2}
 
 
 @needs_gpu

@@ -7,6 +7,7 @@
  *   FAKE_CUDA_INIT          CUresult of cuInit (default 0)
  *   FAKE_CUDA_DEVICES       number of devices, named "Fake GPU <k>" (default 1)
  *   FAKE_CUDA_MANAGED       the managed-memory attribute (default 1)
+ *   FAKE_CUDA_GRID_X        the grid's x limit (default 2147483647)
  *   FAKE_CUDA_ALLOC_LIMIT   cuMemAllocManaged fails with OUT_OF_MEMORY above it (bytes)
  *   FAKE_CUDA_LOAD_ERROR    CUresult of cuModuleLoadDataEx (with a log line)
  *   FAKE_CUDA_LAUNCH_ERROR  CUresult of cuLaunchKernel
@@ -63,7 +64,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
     switch (attr) {
     case 1: case 2: case 3: *v = 1024; break;
     case 4: *v = 64; break;
-    case 5: *v = 2147483647; break;
+    case 5: *v = (int)env("FAKE_CUDA_GRID_X", 2147483647); break;
     case 6: case 7: *v = 65535; break;
     case 75: *v = 9; break;
     case 83: *v = (int)env("FAKE_CUDA_MANAGED", 1); break;

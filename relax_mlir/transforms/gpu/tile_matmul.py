@@ -19,10 +19,10 @@ each f32 ``linalg.matmul`` / ``linalg.batch_matmul`` of a bufferized kernel by a
   0; stores sit under ``if (row < M && col < N)``), so one kernel serves every shape.
 
 The tiled launch runs when M and N are both at least ``min-size`` (32): the pass puts it
-under ``scf.if`` on the run-time sizes, and the original ops (with the intermediate
-buffers they need) in the else branch, which takes the parallel-loop route: with fewer
-rows most of a 64-row tile would idle (GEMV-like products run faster one thread per
-element; measured on lavapipe, bench/README.md).
+under ``scf.if`` on the run-time sizes; the else branch is a *small* launch, one thread
+per element of C with a serial K loop (with fewer rows most of a 64-row tile would idle:
+GEMV-like products run faster one thread per element; measured on lavapipe,
+bench/README.md), the fill and epilogue folded in as in the tiled one.
 
 A ``linalg.fill`` of C right before the matmul becomes the accumulators' initial value
 (and is erased), and an elementwise epilogue that follows (bias, activation: all-parallel
@@ -147,36 +147,71 @@ def _zero(v: ir.Value) -> bool:
 
 def _rewrite(mm: ir.Operation, fill: Optional[ir.Operation], chain: list[ir.Operation], t: MatmulTiles,
              min_size: int) -> None:
-    """``if (M >= min_size && N >= min_size) { tiled launch } else { the ops as they were }``
-    (the else branch takes the parallel-loop route; local intermediates move into it)."""
+    """``if (M >= min_size && N >= min_size) { tiled launch } else { small launch }``: both
+    one launch with the fill and the epilogue folded in; the original ops are erased, and
+    the local intermediates only they used."""
     a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
     rank = ir.MemRefType(c.type).rank
     moved = ([fill] if fill is not None else []) + [mm] + chain
-    # intermediates only the moved ops use (C too when filled here: the tiled launch never reads it)
+    # intermediates only the moved ops use (C too when filled here: the launches never read it)
     locals_ = [g.opview.outputs[0] for g in chain[:-1]] + ([c] if chain and fill is not None else [])
+    fill_value = fill.operands[0] if fill is not None else None
     with ir.InsertionPoint(mm), mm.location:
         m_ = memref.DimOp(a, index(rank - 2)).result
         n_ = memref.DimOp(b, index(rank - 1)).result
         if min_size <= 1:
-            _build(mm, m_, n_, fill.operands[0] if fill is not None else None, chain, t)
-            for o in reversed(moved):
-                o.erase()
-            for v in locals_:
-                _erase_if_dead(v)
-            return
-        big = arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.uge, m_, index(min_size)).result,
-                           arith.CmpIOp(arith.CmpIPredicate.uge, n_, index(min_size)).result).result
-        branch = scf.IfOp(big, [], has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            end = scf.YieldOp([])
-        with ir.InsertionPoint(end):
-            _build(mm, m_, n_, fill.operands[0] if fill is not None else None, chain, t)
-        with ir.InsertionPoint(branch.else_block):
-            end = scf.YieldOp([])
-    allocs = [v.owner for v in locals_]
-    deallocs = [u.owner for v in locals_ for u in v.uses if u.owner.name == "memref.dealloc"]
-    for o in allocs + moved + deallocs:
-        o.move_before(end)
+            _build(mm, m_, n_, fill_value, chain, t)
+        else:
+            big = arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.uge, m_, index(min_size)).result,
+                               arith.CmpIOp(arith.CmpIPredicate.uge, n_, index(min_size)).result).result
+            branch = scf.IfOp(big, [], has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                end = scf.YieldOp([])
+            with ir.InsertionPoint(end):
+                _build(mm, m_, n_, fill_value, chain, t)
+            with ir.InsertionPoint(branch.else_block):
+                end = scf.YieldOp([])
+            with ir.InsertionPoint(end):
+                _build_small(mm, m_, n_, fill_value, chain)
+    for o in reversed(moved):
+        o.erase()
+    for v in locals_:
+        _erase_if_dead(v)
+
+
+#: threads per workgroup of the small route, along N (neighbouring threads read neighbouring
+#: columns of B: coalesced; every thread of a row reads the same element of A)
+SMALL_THREADS = 64
+
+
+def _build_small(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value],
+                 chain: list[ir.Operation]) -> None:
+    """One thread per element of C (grid ``M x ceil(N / 64) x batch``), a serial K loop in a
+    register, then the fill value and the epilogue and one store: for the GEMV-like products
+    (M or N below min-size) where most of a 64 x 64 tile would idle. One launch instead of
+    the fill, the matmul and each epilogue op on the parallel-loop route."""
+    a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
+    batch = mm.name == "linalg.batch_matmul"
+    rank = 3 if batch else 2
+    out = chain[-1].opview.outputs[0] if chain else c
+    with mm.location:
+        k_ = memref.DimOp(a, index(rank - 1)).result
+        nb = memref.DimOp(a, index(0)).result if batch else index(1)
+        # rows on grid x (up to 2^31 - 1), column blocks on y (65535 of them: 4M columns)
+        launch = Launch((m_, ceil_div(n_, SMALL_THREADS), nb), (SMALL_THREADS, 1, 1), [])
+        with launch:
+            row, bx, bz = launch.block_id
+            lead = [bz] if batch else []
+            col = arith.AddIOp(arith.MulIOp(bx, index(SMALL_THREADS)).result, launch.thread_id[0]).result
+            ok = arith.CmpIOp(arith.CmpIPredicate.ult, col, n_).result
+
+            def body() -> None:
+                def step(kk: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
+                    p = arith.MulFOp(load(a, lead + [row, kk]), load(b, lead + [kk, col])).result
+                    return [arith.AddFOp(acc[0], p).result]
+                acc = for_loop(index(0), k_, index(1), [f32(0.0)], step)
+                _finish(acc[0], lead + [row, col], c, fill_value, chain, out)
+            when(ok, body)
 
 
 def _build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value],

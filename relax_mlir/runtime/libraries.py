@@ -418,6 +418,67 @@ def load_openmp(what: str) -> None:
                         "an OpenMP runtime")
 
 
+#: A module's run-time thread count: the i32 global that relax-omp-threads declares and every
+#: OpenMP parallel region of the module reads (relax_mlir.transforms.omp_threads.THREADS_GLOBAL).
+THREADS_SYMBOL = "_mlir_relax_num_threads"
+
+
+def default_threads() -> int:
+    """The cores this process may run on (its CPU affinity), the default thread count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def env_threads() -> int:
+    """``RELAX_MLIR_NUM_THREADS`` now: unset, empty, 0 or less: every core of this process's
+    affinity (:func:`default_threads`); not an integer: 1."""
+    raw = os.environ.get("RELAX_MLIR_NUM_THREADS", "").strip()
+    try:
+        n = int(raw) if raw else 0
+    except ValueError:
+        return 1
+    return n if n > 0 else default_threads()
+
+
+class ThreadCount:
+    """The run-time thread count of one executable's code (JIT engine or loaded library):
+    its :data:`THREADS_SYMBOL` cell, set from ``RELAX_MLIR_NUM_THREADS`` when created.
+    Code without parallel regions has no cell: its count is 1 and setting it does nothing.
+    Two ``load()`` of one file share their code, hence their count."""
+
+    def __init__(self, resolver):
+        self.cell: Optional[ctypes.c_int32] = None
+        engine, lib = getattr(resolver, "engine", None), getattr(resolver, "lib", None)
+        if engine is not None:
+            addr = engine.raw_lookup(THREADS_SYMBOL[len("_mlir_"):])   # raw_lookup prefixes "_mlir_"
+            if addr:
+                self.cell = ctypes.c_int32.from_address(addr)
+        elif lib is not None:
+            try:
+                self.cell = ctypes.c_int32.in_dll(lib, THREADS_SYMBOL)
+            except ValueError:
+                self.cell = None
+        if self.cell is not None:
+            self.cell.value = env_threads()
+
+    def get(self) -> int:
+        return self.cell.value if self.cell is not None else 1
+
+    def set(self, n: Optional[int]) -> None:
+        """``n`` threads from the next call on; None: ``RELAX_MLIR_NUM_THREADS`` as set now;
+        0 or less: every core of this process's affinity."""
+        if n is None:
+            n = env_threads()
+        elif isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"num_threads: an int or None, got {n!r}")
+        elif n <= 0:
+            n = default_threads()
+        if self.cell is not None:
+            self.cell.value = min(n, 1 << 16)
+
+
 _shim_paths: set[str] = set()
 _pinned: Optional[str] = None
 

@@ -392,6 +392,32 @@ def openmp_wait_policy() -> None:
     os.environ.setdefault("KMP_BLOCKTIME", KMP_BLOCKTIME_DEFAULT)
 
 
+def init_openmp(what: str) -> None:
+    """Load and initialize the OpenMP runtime (:data:`OPENMP_REQUIREMENT`) once, before code that
+    calls it: wait policy (:func:`openmp_wait_policy`) and dynamic team sizes. With
+    ``OMP_DYNAMIC`` on and ``KMP_DYNAMIC_MODE=load_balance`` libiomp5 gives a parallel region
+    only the cores no other thread of the machine is running on (it samples /proc, at most
+    once a second): when another process (or numpy's BLAS) holds a core, a 2-thread region
+    runs on 1 thread instead of waiting for that core; a 2-thread GEMV then took 1.0-1.1x
+    the 1-thread time instead of 2-14x (bench/bench_contention.py --sweep --busy). libgomp
+    (PyTorch, MKL) reads ``OMP_DYNAMIC`` too, so it is set only while libiomp5 reads its
+    environment (forced here by one call), then removed; a value the user set is kept
+    (``OMP_DYNAMIC=false``: fixed team sizes)."""
+    if OPENMP_REQUIREMENT["soname"] in _wheel_handles:
+        return
+    openmp_wait_policy()
+    os.environ.setdefault("KMP_DYNAMIC_MODE", "load_balance")
+    _load_wheel_library(OPENMP_REQUIREMENT["package"], OPENMP_REQUIREMENT["soname"], what, "an OpenMP runtime")
+    set_here = "OMP_DYNAMIC" not in os.environ
+    if set_here:
+        os.environ["OMP_DYNAMIC"] = "true"
+    try:
+        _wheel_handles[OPENMP_REQUIREMENT["soname"]].omp_get_max_threads()   # initializes: reads the environment
+    finally:
+        if set_here:
+            del os.environ["OMP_DYNAMIC"]
+
+
 def openmp_library() -> Optional[str]:
     """The OpenMP runtime (:data:`OPENMP_REQUIREMENT`) installed in the running Python, or None."""
     for d in (os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")):
@@ -412,10 +438,8 @@ def openmp_link_args() -> list[str]:
 
 
 def load_openmp(what: str) -> None:
-    """Load the OpenMP runtime a threaded exported model needs (its wait policy set first)."""
-    openmp_wait_policy()
-    _load_wheel_library(OPENMP_REQUIREMENT["package"], OPENMP_REQUIREMENT["soname"], what,
-                        "an OpenMP runtime")
+    """Load the OpenMP runtime a threaded exported model needs (:func:`init_openmp`)."""
+    init_openmp(what)
 
 
 #: A module's run-time thread count: the i32 global that relax-omp-threads declares and every

@@ -32,7 +32,7 @@ from typing import Optional
 from mlir import ir
 
 from .. import schedules
-from ..runtime.libraries import KMP_BLOCKTIME_DEFAULT, openmp_library, openmp_wait_policy  # noqa: F401 (re-exported)
+from ..runtime.libraries import KMP_BLOCKTIME_DEFAULT, init_openmp, openmp_library, openmp_wait_policy  # noqa: F401
 from ..schedules.target import CpuTarget, target_named
 from . import omp_threads  # noqa: F401 (registers relax-omp-threads)
 from .expand_math import relax_expand_math
@@ -72,7 +72,7 @@ def openmp_libraries(pipeline_options: dict) -> list[str]:
     on = v if isinstance(v, bool) else str(v).lower() not in ("false", "0", "off")
     if not (on and threaded_codegen()):
         return []
-    openmp_wait_policy()
+    init_openmp("a module with OpenMP-threaded kernels")
     return [openmp_library()]
 
 

@@ -143,8 +143,9 @@ def set_run_time_threads(par: ir.Operation, min_bytes: int) -> None:
 
 @register_pass("relax-omp-threads",
                "OpenMP parallel regions take the module's run-time thread count, one thread below a work threshold.",
-               options=[Option("min-bytes", int, MIN_PARALLEL_BYTES,
-                               "regions touching fewer bytes of memrefs run on one thread")])
+               options=[Option("min-bytes", int, -1,
+                               "regions touching fewer bytes of memrefs run on one thread "
+                               "(-1: MIN_PARALLEL_BYTES, 1 MiB)")])
 def relax_omp_threads(module: ir.Operation, opts) -> None:
     regions: list[ir.Operation] = []
 
@@ -159,5 +160,6 @@ def relax_omp_threads(module: ir.Operation, opts) -> None:
         return
     from .apply_schedules import num_threads
     ensure_threads_global(module, num_threads())
+    min_bytes = MIN_PARALLEL_BYTES if opts.min_bytes < 0 else opts.min_bytes
     for par in regions:
-        set_run_time_threads(par, opts.min_bytes)
+        set_run_time_threads(par, min_bytes)

@@ -100,8 +100,7 @@ def scheduled_stage(llvm_stage: list[str], threads=None) -> list[str]:
     st[i + 1:i + 1] = early
     j = st.index("finalize-memref-to-llvm")
     st[j:j] = late
-    return ["relax-apply-schedules" if threads == threaded_codegen()
-            else f"relax-apply-schedules{{threads={'true' if threads else 'false'}}}"] + st
+    return ["relax-apply-schedules{threads=true}" if threads else "relax-apply-schedules"] + st
 
 
 def _reassoc_reductions(fn: ir.Operation) -> None:
@@ -117,12 +116,15 @@ def _reassoc_reductions(fn: ir.Operation) -> None:
 
 
 def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
-                    config: Optional[dict] = None, threaded: bool = False) -> Optional[str]:
+                    config: Optional[dict] = None, threaded: Optional[bool] = None) -> Optional[str]:
     """Apply the kernel's schedule in place; the schedule's name, or None (left as is).
     ``config``: knob values overriding the schedule's defaults (a tuned config); it is
     recorded on the kernel as ``relax.schedule_config``. Raises ValueError for a config
-    the schedule's knob space rejects. ``threaded``: see :func:`relax_mlir.schedules.select`
-    (the module gets relax-omp-threads' global when the schedule reads it)."""
+    the schedule's knob space rejects. ``threaded`` (default :func:`threaded_codegen`, as
+    the cpu pipeline): see :func:`relax_mlir.schedules.select` (the module gets
+    relax-omp-threads' global when the schedule reads it)."""
+    if threaded is None:
+        threaded = threaded_codegen()
     sched = schedules.select(fn, target, config, threaded)
     if sched is None:
         return None
@@ -184,16 +186,12 @@ _ENABLED = _Enabled()
                                                       "avx512, avx2, sse, neon"),
                         Option("tuning-db", str, "", "a tuning database (relax-mlir tune): kernels found there "
                                                      "get their tuned knob values, the others the defaults"),
-                        Option("threads", str, "auto", "true: the parallel loops will run on OpenMP threads "
-                                                       "(relax-omp-threads), GEMVs split their columns per thread; "
-                                                       "false; auto: true when an OpenMP runtime is installed")])
+                        Option("threads", bool, False, "the parallel loops will run on OpenMP threads "
+                                                       "(relax-omp-threads): GEMVs split their columns per thread")])
 def relax_apply_schedules(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
-    if opts.threads not in ("auto", "true", "false"):
-        emit_error(module, f"threads: auto, true or false, got '{opts.threads}'")
-        return
-    threaded = threaded_codegen() if opts.threads == "auto" else opts.threads == "true"
+    threaded = opts.threads
     try:
         target = target_named(opts.target)
     except ValueError as e:

@@ -31,7 +31,7 @@ from mlir.dialects import arith, memref
 
 from ..runtime.libraries import THREADS_SYMBOL, default_threads, env_threads  # noqa: F401 (re-exported)
 from .graph import top_ops
-from .registry import Option, register_pass
+from .registry import Option, emit_error, register_pass
 
 #: The module's thread count (a public i32 global; see the module docstring).
 THREADS_GLOBAL = THREADS_SYMBOL
@@ -57,9 +57,10 @@ def ensure_threads_global(module: ir.Operation, initial: int) -> None:
 
 
 def load_threads() -> ir.Value:
-    """The module's thread count as an i32 (at the current insertion point)."""
-    ty = ir.MemRefType.get([], ir.IntegerType.get_signless(32))
-    return memref.load(memref.get_global(ty, THREADS_GLOBAL), [])
+    """The module's thread count as an i32 (at the current insertion point), at least 1."""
+    i32 = ir.IntegerType.get_signless(32)
+    t = memref.load(memref.get_global(ir.MemRefType.get([], i32), THREADS_GLOBAL), [])
+    return arith.maxsi(t, arith.constant(i32, 1))
 
 
 def _inside(op, region_op: ir.Operation) -> bool:
@@ -116,15 +117,20 @@ def _bytes(v: ir.Value) -> Optional[ir.Value]:
     return acc
 
 
-def _num_threads_index(par: ir.Operation) -> int:
+def _num_threads_index(par: ir.Operation) -> Optional[int]:
+    """Position of ``par``'s num_threads operand (segments: allocate, allocator, if,
+    num_threads, private, reduction), None when it has none."""
     sizes = list(ir.DenseI32ArrayAttr(par.attributes["operandSegmentSizes"]))
-    if sizes[3] != 1:
-        raise ValueError("omp.parallel without a num_threads operand (convert-scf-to-openmp{num-threads=1} first)")
-    return sum(sizes[:3])
+    return sum(sizes[:3]) if sizes[3] == 1 else None
 
 
 def set_run_time_threads(par: ir.Operation, min_bytes: int) -> None:
     """Give ``par`` (an ``omp.parallel`` with a num_threads operand) the run-time count."""
+    at = _num_threads_index(par)
+    if at is None:
+        emit_error(par, "omp.parallel without num_threads: run convert-scf-to-openmp{num-threads=1} before "
+                        "relax-omp-threads")
+        return
     with ir.InsertionPoint(par), par.location:
         i32, idx = ir.IntegerType.get_signless(32), ir.IndexType.get()
         work = None
@@ -138,7 +144,7 @@ def set_run_time_threads(par: ir.Operation, min_bytes: int) -> None:
         else:
             big = arith.cmpi(arith.CmpIPredicate.uge, work, arith.constant(idx, min_bytes))
             n = arith.select(big, threads, arith.constant(i32, 1))
-    par.operands[_num_threads_index(par)] = n
+    par.operands[at] = n
 
 
 @register_pass("relax-omp-threads",

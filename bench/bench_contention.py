@@ -109,17 +109,29 @@ def _sweep_cases() -> list[tuple[str, int, str, list]]:
     return cases
 
 
-def sweep(calls: int, busy: bool) -> None:
-    """Time each case at 1 and 2 threads (threshold off), interleaved; print the ratio."""
+def sweep(calls: int, busy: bool, after: str = "") -> None:
+    """Time each case at 1 and 2 threads (threshold off), interleaved; print the ratio.
+    ``after``: ``numpy`` or ``torch``: each timed call right after that library's matmul."""
     import numpy as np
     sys.path.insert(0, ROOT)
     import relax_mlir
     from relax_mlir.transforms import omp_threads
     omp_threads.MIN_PARALLEL_BYTES = 0   # every region takes exe.num_threads
+    other = lambda: None  # noqa: E731
+    if after:
+        x = np.ones((256, 1024), np.float32)
+        y = np.ones((1024, 1024), np.float32)
+        if after == "torch":
+            import torch
+            tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+            other = lambda: torch.matmul(tx, ty)  # noqa: E731
+        else:
+            other = lambda: x @ y  # noqa: E731
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
         time.sleep(0.5 if busy else 0)
-        print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()}, busy spinner: {busy}")
+        print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()}, busy spinner: {busy}, "
+              f"each call after a matmul of: {after or 'nothing'}, OMP_DYNAMIC: {os.environ.get('OMP_DYNAMIC')}")
         print(f"{'case':22s} {'bytes':>9s} {'1 thr ms':>9s} {'2 thr ms':>9s} {'2/1':>6s}")
         rng = np.random.default_rng(0)
         for label, nbytes, src, shapes in _sweep_cases():
@@ -132,6 +144,7 @@ def sweep(calls: int, busy: bool) -> None:
             for _ in range(calls):
                 for n in (1, 2):
                     exe.num_threads = n
+                    other()
                     t0 = time.perf_counter()
                     exe(*args)
                     t[n].append((time.perf_counter() - t0) * 1e3)
@@ -156,9 +169,11 @@ def main() -> int:
     ap.add_argument("--env", action="append", default=[], help="K=V for the subprocesses")
     ap.add_argument("--sweep", action="store_true", help="1 vs 2 threads at growing sizes (the work threshold)")
     ap.add_argument("--busy", action="store_true", help="--sweep with a process spinning on one core")
+    ap.add_argument("--after", default="", choices=["", "numpy", "torch"],
+                    help="--sweep: each timed call right after a numpy or torch matmul")
     args = ap.parse_args()
     if args.sweep:
-        sweep(max(args.calls, 200), args.busy)
+        sweep(max(args.calls, 200) if not args.after else args.calls, args.busy, args.after)
         return 0
     if args.child:
         print(json.dumps(child(args.child, args.m, args.k, args.n, args.calls)))

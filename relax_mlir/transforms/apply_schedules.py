@@ -12,13 +12,18 @@ The schedules leave vector transfers, vector arithmetic and ``scf.forall`` loops
 tensors, which the module's one-shot bufferization handles like any other tensor code;
 after it, :func:`scheduled_stage` adds what the cpu pipeline needs for them (canonicalize
 + CSE right after bufferization, ``scf.forall`` to loops or OpenMP, upstream
-``convert-vector-to-scf`` / ``convert-vector-to-llvm``). With ``threads`` (the cpu
-pipeline sets it when an OpenMP runtime is installed) the ``scf.forall`` loops become
-OpenMP parallel regions whose thread count is read at RUN time (relax-omp-threads: the
-module global the executable sets from ``RELAX_MLIR_NUM_THREADS`` or ``exe.num_threads``),
-one thread for small work; the code is right for any count (row and panel loops are
-distributed by OpenMP's work-sharing, a GEMV's column split is sized at run time). ``f32`` ``math.exp`` in a
-scheduled kernel is expanded inline first (relax-expand-math: vector ``math.exp`` would
+``convert-vector-to-scf`` / ``convert-vector-to-llvm``).
+
+With ``threads`` (the cpu pipeline sets it when an OpenMP runtime is installed) the
+``scf.forall`` loops become OpenMP parallel regions whose thread count is read at RUN time
+(relax-omp-threads: the module global the executable sets from ``RELAX_MLIR_NUM_THREADS``
+or ``exe.num_threads``), one thread for small work. The code is right for any count: row,
+batch and panel loops have data-sized iterations that OpenMP's work-sharing deals out at
+run time; a GEMV's column split is sized at run time, one chunk per thread (a fixed chunk
+count ran as fast on one thread, measured, but leaves threads idle or unbalanced when the
+count is not its divisor).
+
+``f32`` ``math.exp`` in a scheduled kernel is expanded inline first (relax-expand-math: vector ``math.exp`` would
 become libm calls), and horizontal reductions get ``fastmath<reassoc>`` (a tree, not
 an ordered chain). ``RELAX_MLIR_DEBUG_SCHEDULES=1`` prints why a schedule failed.
 """

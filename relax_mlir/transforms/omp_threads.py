@@ -17,13 +17,18 @@ KB or a tiny elementwise kernel costs less than a fork/join of OpenMP's team (se
 far more when another process holds a core). ``num_threads(1)`` makes libiomp5 run the
 region serialized on the caller (no wake-up of the workers). The work measure is the
 bytes of every memref the region reads or writes that is defined outside it (the kernel's
-arguments: inputs and outputs), each counted once; ``min-bytes`` (default
-:data:`MIN_PARALLEL_BYTES`) was measured with bench/bench_threads.py.
+arguments: inputs and outputs), each counted once. ``min-bytes`` (default
+:data:`MIN_PARALLEL_BYTES`, 1 MiB) from ``bench/bench_contention.py --sweep`` (2 cores, the
+other one idle; time on 2 threads over 1, the threshold off): M = 1 GEMVs 0.81-1.06 at
+527 KB, 0.75-1.11 at 1 MB, 0.68-0.74 at 2 MB, 0.59-0.69 at 4 MB; add+relu 0.76-0.79 at
+786 KB, 0.68-0.78 at 1.5 MB. Below 1 MiB two threads save a few us at best, above they
+save 25-40%. (When another process holds the other core a 2-thread region waited 75 us,
+some 4 ms, for it: libiomp5's dynamic team sizes handle that case, see
+:func:`relax_mlir.runtime.libraries.init_openmp`.)
 """
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 from mlir import ir

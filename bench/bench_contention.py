@@ -22,8 +22,16 @@ machine load, and prints the ratio interleaved / alone (1.0: no interference). C
 Each case runs in a fresh subprocess (the runtimes read their wait policy once, at load),
 ``--repeat`` times; medians are printed with the load average. ``--env K=V`` adds to the
 subprocess's environment (e.g. ``--env KMP_BLOCKTIME=200`` to see the runtime's default
-spinning again: relax_mlir sets KMP_BLOCKTIME=0 itself unless it is set, see
-relax_mlir.transforms.apply_schedules.openmp_library).
+spinning again: relax_mlir sets KMP_BLOCKTIME=1 itself unless it is set, see
+relax_mlir.runtime.libraries.openmp_wait_policy).
+
+``--sweep`` measures where threads start to pay (relax-omp-threads' work threshold,
+``MIN_PARALLEL_BYTES``): M = 1 GEMVs and add+relu at growing sizes, each compiled once with
+the threshold off, timed at 1 and 2 threads through the SAME executable (``exe.num_threads``
+switched between calls, the two interleaved), optionally ``--busy`` with another process
+spinning on one core (the contended case):
+
+    .venv/bin/python bench/bench_contention.py --sweep [--busy]
 """
 
 from __future__ import annotations
@@ -88,6 +96,67 @@ def child(case: str, m: int, k: int, n: int, calls: int) -> dict:
             "kmp_blocktime": os.environ.get("KMP_BLOCKTIME")}
 
 
+def _sweep_cases() -> list[tuple[str, int, str, list]]:
+    """(label, bytes moved, program, argument shapes): M = 1 GEMVs (K x N, B dominating the
+    bytes) and add+relu over m x 1024 (3 arrays)."""
+    from bench_kernels import add_relu
+    cases = []
+    for k, n in ((128, 256), (256, 256), (256, 512), (512, 512), (512, 1024), (1024, 1024), (512, 2048),
+                 (2048, 2048)):
+        cases.append((f"gemv {k}x{n}", 4 * (k * n + k + n), _src(k, n), [(1, k), (k, n)]))
+    for m in (16, 32, 64, 128, 256, 512):
+        cases.append((f"add_relu {m}x1024", 3 * 4 * m * 1024, add_relu(), [(m, 1024), (m, 1024)]))
+    return cases
+
+
+def sweep(calls: int, busy: bool, after: str = "") -> None:
+    """Time each case at 1 and 2 threads (threshold off), interleaved; print the ratio.
+    ``after``: ``numpy`` or ``torch``: each timed call right after that library's matmul."""
+    import numpy as np
+    sys.path.insert(0, ROOT)
+    import relax_mlir
+    from relax_mlir.transforms import omp_threads
+    omp_threads.MIN_PARALLEL_BYTES = 0   # every region takes exe.num_threads
+    other = lambda: None  # noqa: E731
+    if after:
+        x = np.ones((256, 1024), np.float32)
+        y = np.ones((1024, 1024), np.float32)
+        if after == "torch":
+            import torch
+            tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+            other = lambda: torch.matmul(tx, ty)  # noqa: E731
+        else:
+            other = lambda: x @ y  # noqa: E731
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    try:
+        time.sleep(0.5 if busy else 0)
+        print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()}, busy spinner: {busy}, "
+              f"each call after a matmul of: {after or 'nothing'}, OMP_DYNAMIC: {os.environ.get('OMP_DYNAMIC')}")
+        print(f"{'case':22s} {'bytes':>9s} {'1 thr ms':>9s} {'2 thr ms':>9s} {'2/1':>6s}")
+        rng = np.random.default_rng(0)
+        for label, nbytes, src, shapes in _sweep_cases():
+            exe = relax_mlir.compile(src, options={"dispatch": False})
+            args = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
+            t = {1: [], 2: []}
+            for n in (1, 2, 1, 2):
+                exe.num_threads = n
+                exe(*args)
+            for _ in range(calls):
+                for n in (1, 2):
+                    exe.num_threads = n
+                    other()
+                    t0 = time.perf_counter()
+                    exe(*args)
+                    t[n].append((time.perf_counter() - t0) * 1e3)
+            a, b = statistics.median(t[1]), statistics.median(t[2])
+            print(f"{label:22s} {nbytes:9d} {a:9.4f} {b:9.4f} {b / a:6.2f}", flush=True)
+        print(f"load average at end: {os.getloadavg()}")
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", default="")
@@ -98,7 +167,14 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cases", default="gen+numpy,gen+torch,blas+numpy")
     ap.add_argument("--env", action="append", default=[], help="K=V for the subprocesses")
+    ap.add_argument("--sweep", action="store_true", help="1 vs 2 threads at growing sizes (the work threshold)")
+    ap.add_argument("--busy", action="store_true", help="--sweep with a process spinning on one core")
+    ap.add_argument("--after", default="", choices=["", "numpy", "torch"],
+                    help="--sweep: each timed call right after a numpy or torch matmul")
     args = ap.parse_args()
+    if args.sweep:
+        sweep(max(args.calls, 200) if not args.after else args.calls, args.busy, args.after)
+        return 0
     if args.child:
         print(json.dumps(child(args.child, args.m, args.k, args.n, args.calls)))
         return 0

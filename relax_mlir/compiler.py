@@ -269,8 +269,14 @@ def _with_tuning_db(stages: list[Stage], path) -> list[Stage]:
     path = os.path.abspath(os.fspath(path))
     if any(c in path for c in " \t,{}"):
         raise CompileOptionsError(f"tuning_db: a path without spaces, commas or braces, got '{path}'")
-    return [(name, [f"relax-apply-schedules{{tuning-db={path}}}" if p == "relax-apply-schedules" else p
-                    for p in passes]) for name, passes in stages]
+    def with_db(p: str) -> str:
+        if p == "relax-apply-schedules":
+            return f"relax-apply-schedules{{tuning-db={path}}}"
+        if p.startswith("relax-apply-schedules{"):   # e.g. {threads=true}
+            return f"{p[:-1]} tuning-db={path}}}"
+        return p
+
+    return [(name, [with_db(p) for p in passes]) for name, passes in stages]
 
 
 def _dump(directory: str, k: int, stage: str, module) -> None:

@@ -1,11 +1,23 @@
-"""The OpenMP wait policy set before our OpenMP runtime loads (bench/bench_contention.py)."""
+"""Our OpenMP threads: the wait policy and dynamic team sizes set when the runtime loads
+(bench/bench_contention.py), the thread count read at run time (relax-omp-threads), and the
+work threshold under which a parallel region stays on the calling thread."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
+import pytest
+
+from relax_mlir.runtime.libraries import default_threads, env_threads
 from relax_mlir.transforms import apply_schedules
 from relax_mlir.transforms.apply_schedules import openmp_libraries, openmp_wait_policy
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NO_OPENMP = pytest.mark.skipif(not apply_schedules.openmp_library(),
+                               reason="no OpenMP runtime (libiomp5) in this environment")
 
 
 def test_blocktime_default_and_user_value(monkeypatch):
@@ -18,13 +30,80 @@ def test_blocktime_default_and_user_value(monkeypatch):
     assert os.environ["KMP_BLOCKTIME"] == "200"
 
 
-def test_set_only_when_openmp_is_linked(monkeypatch):
-    monkeypatch.setenv("KMP_BLOCKTIME", "")   # records the original value for the teardown
-    monkeypatch.delenv("KMP_BLOCKTIME")
+@NO_OPENMP
+def test_linked_when_a_runtime_is_installed_whatever_the_count(monkeypatch):
+    """The compiled code does not depend on RELAX_MLIR_NUM_THREADS (read at run time): the
+    runtime is linked whenever it is installed and the schedules are on."""
     monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "1")
-    assert openmp_libraries({"schedules": True}) == []
-    assert "KMP_BLOCKTIME" not in os.environ
-    monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
     monkeypatch.setattr(apply_schedules, "openmp_library", lambda: "/x/libiomp5.so")
     assert openmp_libraries({"schedules": True}) == ["/x/libiomp5.so"]
+    assert openmp_libraries({"schedules": "false"}) == []
     assert os.environ["KMP_BLOCKTIME"] == "1"
+    monkeypatch.setattr(apply_schedules, "openmp_library", lambda: None)
+    assert openmp_libraries({"schedules": True}) == []
+
+
+@pytest.mark.parametrize("raw, want", [("", None), ("0", None), ("-3", None), ("3", 3), (" 7 ", 7), ("two", 1)])
+def test_env_threads(monkeypatch, raw, want):
+    monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", raw)
+    assert env_threads() == (default_threads() if want is None else want)
+
+
+RUN_TIME_COUNT = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import relax_mlir
+from test_schedules import program, op
+K, N = 512, 2048          # B: 4 MB, above the 1 MiB threshold
+src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
+              [("r", ["m", N])])
+exe = relax_mlir.compile(src, options={"dispatch": False})
+small = relax_mlir.compile(program([("x", ["m", 1024])], [op("r", "relu", [("x", ["m", 1024])], ["m", 1024])],
+                                   [("r", ["m", 1024])]), options={"dispatch": False})
+tasks = lambda: len(os.listdir("/proc/self/task"))
+a, b, x = np.ones((1, K), np.float32), np.ones((K, N), np.float32), np.ones((8, 1024), np.float32)
+base = tasks()
+out = {"env": [os.environ.get("OMP_DYNAMIC"), os.environ.get("KMP_DYNAMIC_MODE")],
+       "regions": [exe.llvm_dialect_text().count("omp.parallel"), small.llvm_dialect_text().count("omp.parallel")]}
+small.num_threads = 3
+small(x)                  # 64 KB: below the threshold, no worker started
+out["small"] = tasks() - base
+exe.num_threads = 1
+exe(a, b)
+out["one"] = tasks() - base
+exe.num_threads = 3       # more threads than cores: OpenMP starts 2 workers
+out["ok"] = bool(np.array_equal(exe(a, b), np.full((1, N), K, np.float32)))
+out["three"] = tasks() - base
+import ctypes
+from relax_mlir.runtime import libraries
+out["dynamic"] = libraries._wheel_handles["libiomp5.so"].omp_get_dynamic()
+print(json.dumps(out))
+"""
+
+
+def _run_time_count(**env) -> dict:
+    base = {k: v for k, v in os.environ.items() if k not in ("OMP_DYNAMIC", "KMP_DYNAMIC_MODE", "KMP_BLOCKTIME")}
+    r = subprocess.run([sys.executable, "-c", RUN_TIME_COUNT, os.path.join(ROOT, "test")], capture_output=True,
+                       text=True, env=dict(base, PYTHONPATH=ROOT, RELAX_MLIR_NUM_THREADS="1", **env), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@NO_OPENMP
+def test_thread_count_read_at_run_time():
+    """Compiled with RELAX_MLIR_NUM_THREADS=1, an executable set to 3 threads runs its GEMV
+    (4 MB) on 3 (OpenMP starts exactly 2 workers: fixed team sizes, OMP_DYNAMIC=false, so the
+    machine's load does not decide); a 64 KB kernel set to 3 threads starts none."""
+    assert _run_time_count(OMP_DYNAMIC="false") == {"env": ["false", "load_balance"], "regions": [2, 1], "small": 0,
+                                                     "one": 0, "ok": True, "three": 2, "dynamic": 0}
+
+
+@NO_OPENMP
+def test_dynamic_team_sizes_by_default():
+    """Unless the user sets OMP_DYNAMIC, libiomp5 starts with dynamic team sizes (load
+    balance: a region gets only the cores nobody else is running on), and OMP_DYNAMIC is not
+    left in the environment (libgomp, PyTorch's runtime, reads it too)."""
+    out = _run_time_count()
+    assert (out["env"], out["dynamic"], out["small"], out["one"], out["ok"]) == ([None, "load_balance"], 1, 0, 0,
+                                                                                   True)

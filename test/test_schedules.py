@@ -209,13 +209,20 @@ def test_schedules_off_is_plain_loops():
 
 # ---- threads --------------------------------------------------------------------------
 
-@pytest.mark.skipif(not __import__("relax_mlir.transforms.apply_schedules", fromlist=["x"]).openmp_library(),
-                    reason="no OpenMP runtime (libiomp5) in this environment")
+NO_OPENMP = pytest.mark.skipif(not __import__("relax_mlir.transforms.apply_schedules", fromlist=["x"]).openmp_library(),
+                               reason="no OpenMP runtime (libiomp5) in this environment")
+
+
+@NO_OPENMP
 def test_openmp_threads(monkeypatch):
-    """RELAX_MLIR_NUM_THREADS=2: the schedules' scf.forall loops become OpenMP parallel
-    loops (omp.parallel + omp.wsloop), libiomp5 is linked (by the cpu target's JIT),
-    results are unchanged (at M = 1, the GEMV variant, and above)."""
-    monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
+    """The schedules' scf.forall loops become OpenMP parallel regions whatever
+    RELAX_MLIR_NUM_THREADS says at compile time (1 here): the count is read at run time
+    (exe.num_threads: the variable when the executable was made, or set since). ONE
+    executable gives numpy's answers with 1, 2 and 3 threads (on 2 cores) switched between
+    calls, at M = 1 (the GEMV variant) and above."""
+    from relax_mlir.runtime.libraries import default_threads
+    from relax_mlir.transforms.apply_schedules import openmp_libraries
+    monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "1")
     X, K, N = ["m", 1024], 64, 512
     src = program([("x", X), ("a", ["m", K]), ("b", [K, N]), ("y", X)],
                   [op("s", "softmax", [("x", X)], X, " {axis = -1 : i64}"),
@@ -225,18 +232,53 @@ def test_openmp_threads(monkeypatch):
     exe = compile_scheduled(src)
     text = exe.llvm_dialect_text()
     # softmax, add, and the matmul's register-tiled variant (N panels); its GEMV variant
-    # (relax-specialize-ranges, M <= 3) stays on one thread: B is only 64 x 512.
+    # (relax-specialize-ranges, M <= 3) has no split: B is only 64 x 512 (128 KB, below the
+    # 1 MiB threshold).
     assert text.count("omp.parallel") == 3
-    from relax_mlir.transforms.apply_schedules import openmp_libraries
+    assert text.count("llvm.mlir.addressof @_mlir_relax_num_threads") == 3
     assert [p.endswith("libiomp5.so") for p in openmp_libraries({})] == [True]
     assert openmp_libraries({"schedules": False}) == []
+    assert exe.num_threads == 1
+    monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
+    assert exe.num_threads == 1   # read when the executable was made...
+    exe.num_threads = None        # ... or now
+    assert exe.num_threads == 2
+    exe.num_threads = 0
+    assert exe.num_threads == default_threads()
+    with pytest.raises(TypeError, match="num_threads: an int or None, got 1.5"):
+        exe.num_threads = 1.5
     for m in SIZES:
         x, y, a, b = f32(m, 1024), f32(m, 1024), f32(m, K), f32(K, N)
-        s, r, e = exe(x, a, b, y)
-        np.testing.assert_allclose(s, softmax(x.astype(np.float64)), rtol=2e-5, atol=1e-7)
-        np.testing.assert_allclose(r, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
-        np.testing.assert_array_equal(e, x + y)
+        for t in (1, 2, 3):
+            exe.num_threads = t
+            assert exe.num_threads == t
+            s, r, e = exe(x, a, b, y)
+            np.testing.assert_allclose(s, softmax(x.astype(np.float64)), rtol=2e-5, atol=1e-7)
+            np.testing.assert_allclose(r, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+            np.testing.assert_array_equal(e, x + y)
 
+
+@NO_OPENMP
+@pytest.mark.parametrize("n", [2053, "n"])
+def test_gemv_run_time_split(n):
+    """A GEMV whose B is above the threshold (K x N = 520 x 2053: 4.3 MB) splits its columns
+    in one chunk per thread, sized at run time (whole 32-column tiles, the last chunk the
+    remainder): right for 1 to 5 threads (more threads than cores), for every M of the GEMV
+    variant and the tiled one above it, and for a symbolic N from 1 column up."""
+    K = 520
+    src = program([("a", ["m", K]), ("b", [K, n])],
+                  [op("r", "matmul", [("a", ["m", K]), ("b", [K, n])], ["m", n])], [("r", ["m", n])])
+    exe = compile_scheduled(src)
+    assert "relax.thread_chunk" not in exe.llvm_dialect_text()   # (an attribute of the tensor-level IR)
+    assert exe.llvm_dialect_text().count("omp.parallel") == 2    # the GEMV variant's split and the panels
+    for cols in ([2053] if n != "n" else [1, 31, 2053]):
+        b = f32(K, cols)
+        for m in (1, 2, 3, 7, 64):
+            a = f32(m, K)
+            want = a.astype(np.float64) @ b
+            for t in (1, 2, 3, 5):
+                exe.num_threads = t
+                np.testing.assert_allclose(exe(a, b), want, rtol=1e-4, atol=1e-3)
 
 
 THREADED_LOAD = """
@@ -244,13 +286,15 @@ import json, sys
 import numpy as np
 import relax_mlir
 exe = relax_mlir.load(sys.argv[1])
+at_load = exe.num_threads
 rng = np.random.default_rng(3)
 out = []
 for m in (1, 7, 300):
     a = rng.standard_normal((m, 64)).astype(np.float32)
     b = rng.standard_normal((64, 512)).astype(np.float32)
-    r = exe(a, b)
-    out.append(bool(np.allclose(r, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)))
+    for t in (1, 2, 3):
+        exe.num_threads = t
+        out.append(bool(np.allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)))
 import os
 maps = open("/proc/self/maps").read()
 pid = os.fork()   # OpenMP's pool exists now: the child's next threaded call must complete
@@ -260,17 +304,19 @@ if pid == 0:
     os._exit(0 if np.allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3) else 3)
 _, status = os.waitpid(pid, 0)
 print(json.dumps({"ok": out, "iomp5": "libiomp5.so" in maps, "blocktime": os.environ.get("KMP_BLOCKTIME"),
-                  "child": os.waitstatus_to_exitcode(status)}))
+                  "child": os.waitstatus_to_exitcode(status), "threads_at_load": at_load,
+                  "threads_now": exe.num_threads, "omp_dynamic": os.environ.get("OMP_DYNAMIC")}))
 """
 
 
-@pytest.mark.skipif(not __import__("relax_mlir.transforms.apply_schedules", fromlist=["x"]).openmp_library(),
-                    reason="no OpenMP runtime (libiomp5) in this environment")
+@NO_OPENMP
 def test_openmp_threads_export(monkeypatch, tmp_path):
     """A module with OpenMP-threaded kernels exports: the library depends on libiomp5 by
     soname (recorded in its dependency record, no path of this venv), and load() in a fresh
-    process opens the intel-openmp wheel's runtime first (with our KMP_BLOCKTIME) and runs it,
-    also in a child forked after a threaded call."""
+    process opens the intel-openmp wheel's runtime first (with our KMP_BLOCKTIME; OMP_DYNAMIC
+    not left in the environment) and runs it, also in a child forked after a threaded call.
+    Compiled with RELAX_MLIR_NUM_THREADS=2, the library runs with the variable as set where
+    it is loaded (3), and with 1, 2, 3 threads set between calls."""
     import json
     import subprocess
     import sys
@@ -279,17 +325,20 @@ def test_openmp_threads_export(monkeypatch, tmp_path):
                   [op("r", "matmul", [("a", ["m", 64]), ("b", [64, 512])], ["m", 512])], [("r", ["m", 512])])
     exe = compile_scheduled(src)
     assert "omp.parallel" in exe.llvm_dialect_text()
+    assert exe.num_threads == 2
     path = exe.export(tmp_path / "threaded.so")
     data = open(path, "rb").read()
     assert b'"openmp":{"package":"intel-openmp","soname":"libiomp5.so"}' in data
     assert os.path.realpath(sys.prefix).encode() not in data   # no rpath into this venv
-    env = {k: v for k, v in os.environ.items() if k not in ("KMP_BLOCKTIME", "RELAX_MLIR_NUM_THREADS")}
+    env = {k: v for k, v in os.environ.items() if k not in ("KMP_BLOCKTIME", "OMP_DYNAMIC", "KMP_DYNAMIC_MODE")}
     r = subprocess.run([sys.executable, "-c", THREADED_LOAD, str(path)], capture_output=True, text=True,
-                       env=dict(env, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       env=dict(env, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                RELAX_MLIR_NUM_THREADS="3"),
                        timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"ok": [True, True, True], "iomp5": True,
-                                                             "blocktime": "1", "child": 0}
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"ok": [True] * 9, "iomp5": True, "blocktime": "1",
+                                                             "child": 0, "threads_at_load": 3, "threads_now": 3,
+                                                             "omp_dynamic": None}
 
 def test_fused_matmul_epilogue():
     """A fused group (relax-fuse-kernels): matmul + bias + relu in one kernel; the matmul

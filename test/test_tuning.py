@@ -138,8 +138,8 @@ def _applied_configs(monkeypatch) -> list:
     seen = []
     real = apply_schedules.schedule_kernel
 
-    def spy(fn, target=None, config=None):
-        name = real(fn, target, config)
+    def spy(fn, target=None, config=None, threaded=None):
+        name = real(fn, target, config, threaded)
         seen.append((name, config))
         return name
 

@@ -90,8 +90,8 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
 
 #: Transform-dialect schedules (relax-apply-schedules: tiled, vectorized kernels) by default;
 #: ``cpu{schedules=false}`` or ``options={"schedules": False}`` give plain
-#: convert-linalg-to-loops kernels. ``RELAX_MLIR_NUM_THREADS`` > 1 runs their parallel
-#: loops on OpenMP threads (see relax_mlir.transforms.apply_schedules.num_threads).
+#: convert-linalg-to-loops kernels. Their parallel loops run on OpenMP threads when an OpenMP
+#: runtime is installed, as many as the executable says at run time (relax-omp-threads).
 SCHEDULES_DEFAULT = True
 
 
@@ -103,8 +103,8 @@ def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
         schedules = SCHEDULES_DEFAULT
     if not schedules:
         return _llvm_stage()
-    from ..transforms.apply_schedules import num_threads, scheduled_stage
-    st = scheduled_stage(_llvm_stage(), num_threads())
+    from ..transforms.apply_schedules import scheduled_stage
+    st = scheduled_stage(_llvm_stage())
     # relax-specialize-ranges' dispatchers return a variant's result through scf.if: once the
     # variants' (equivalent) results are dropped, canonicalize folds it to the output argument
     # and a second drop removes it (else ownership-based deallocation copies the result).

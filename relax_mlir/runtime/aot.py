@@ -27,6 +27,9 @@ File format (version :data:`FORMAT_VERSION`): an ordinary ELF shared library tha
 * ``_mlir_ciface_<f>`` for every graph function ``f`` (the calling convention of
   :mod:`relax_mlir.runtime.executable`); every other symbol is local, and internal
   calls bind inside the library (``-Bsymbolic``);
+* ``_mlir_relax_num_threads`` (``i32``) in a model with OpenMP-threaded kernels: their
+  thread count, read at every parallel region, which :func:`load` sets from
+  ``RELAX_MLIR_NUM_THREADS`` (``exe.num_threads``; relax_mlir.transforms.omp_threads);
 * ``relax_mlir_metadata``: a NUL-terminated UTF-8 JSON object, and
   ``relax_mlir_metadata_size`` (``i64``, its length without the NUL)::
 
@@ -263,6 +266,8 @@ def export_library(exe: Executable, path) -> str:
         # (graph function -> @main, kernels, the shim) inside the library: a kernel named
         # like a symbol of the process (`main`!) or of another loaded model must not win.
         entries = "".join(f" _mlir_ciface_{f};" for f in exe.metadata["functions"])
+        if libraries.THREADS_SYMBOL in ll:   # the run-time thread count, set by the loader (exe.num_threads)
+            entries += f" {libraries.THREADS_SYMBOL};"
         script = os.path.join(tmp, "exports.map")
         with open(script, "w") as f:
             f.write(f"{{ global:{entries} {METADATA_SYMBOL}; {METADATA_SYMBOL}_size; local: *; }};\n")

@@ -886,6 +886,8 @@ class Executable:
         self.source_path = source_path
         self.compile_options = None   # the CompileOptions of a compiled one (relax_mlir.compiler)
         self._local = threading.local()
+        from .libraries import ThreadCount
+        self._threads = ThreadCount(resolver)
         self._functions: dict[str, Function] = {}
         for fname in self._meta.functions:  # prepare signature checks now, not on the first call
             self[fname]
@@ -893,6 +895,19 @@ class Executable:
     @property
     def functions(self) -> list[str]:
         return list(self._meta.functions)
+
+    @property
+    def num_threads(self) -> int:
+        """OpenMP threads of this executable's parallel kernels, read by the code at every call:
+        ``RELAX_MLIR_NUM_THREADS`` when the executable was created (compile() or load();
+        default every core of the process's affinity), or what was set here since (None:
+        the variable as set now; 0: every core). Regions below a work threshold run on one
+        thread whatever the count (relax-omp-threads). 1 without parallel kernels."""
+        return self._threads.get()
+
+    @num_threads.setter
+    def num_threads(self, n: Optional[int]) -> None:
+        self._threads.set(n)
 
     @property
     def workspace_bytes(self) -> int:

@@ -392,6 +392,32 @@ def openmp_wait_policy() -> None:
     os.environ.setdefault("KMP_BLOCKTIME", KMP_BLOCKTIME_DEFAULT)
 
 
+def init_openmp(what: str) -> None:
+    """Load and initialize the OpenMP runtime (:data:`OPENMP_REQUIREMENT`) once, before code that
+    calls it: wait policy (:func:`openmp_wait_policy`) and dynamic team sizes. With
+    ``OMP_DYNAMIC`` on and ``KMP_DYNAMIC_MODE=load_balance`` libiomp5 gives a parallel region
+    only the cores no other thread of the machine is running on (it samples /proc, at most
+    once a second): when another process (or numpy's BLAS) holds a core, a 2-thread region
+    runs on 1 thread instead of waiting for that core; a 2-thread GEMV then took 1.0-1.1x
+    the 1-thread time instead of 2-14x (bench/bench_contention.py --sweep --busy). libgomp
+    (PyTorch, MKL) reads ``OMP_DYNAMIC`` too, so it is set only while libiomp5 reads its
+    environment (forced here by one call), then removed; a value the user set is kept
+    (``OMP_DYNAMIC=false``: fixed team sizes)."""
+    if OPENMP_REQUIREMENT["soname"] in _wheel_handles:
+        return
+    openmp_wait_policy()
+    os.environ.setdefault("KMP_DYNAMIC_MODE", "load_balance")
+    _load_wheel_library(OPENMP_REQUIREMENT["package"], OPENMP_REQUIREMENT["soname"], what, "an OpenMP runtime")
+    set_here = "OMP_DYNAMIC" not in os.environ
+    if set_here:
+        os.environ["OMP_DYNAMIC"] = "true"
+    try:
+        _wheel_handles[OPENMP_REQUIREMENT["soname"]].omp_get_max_threads()   # initializes: reads the environment
+    finally:
+        if set_here:
+            del os.environ["OMP_DYNAMIC"]
+
+
 def openmp_library() -> Optional[str]:
     """The OpenMP runtime (:data:`OPENMP_REQUIREMENT`) installed in the running Python, or None."""
     for d in (os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")):
@@ -412,10 +438,69 @@ def openmp_link_args() -> list[str]:
 
 
 def load_openmp(what: str) -> None:
-    """Load the OpenMP runtime a threaded exported model needs (its wait policy set first)."""
-    openmp_wait_policy()
-    _load_wheel_library(OPENMP_REQUIREMENT["package"], OPENMP_REQUIREMENT["soname"], what,
-                        "an OpenMP runtime")
+    """Load the OpenMP runtime a threaded exported model needs (:func:`init_openmp`)."""
+    init_openmp(what)
+
+
+#: A module's run-time thread count: the i32 global that relax-omp-threads declares and every
+#: OpenMP parallel region of the module reads (relax_mlir.transforms.omp_threads.THREADS_GLOBAL).
+THREADS_SYMBOL = "_mlir_relax_num_threads"
+
+
+def default_threads() -> int:
+    """The cores this process may run on (its CPU affinity), the default thread count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def env_threads() -> int:
+    """``RELAX_MLIR_NUM_THREADS`` now: unset, empty, 0 or less: every core of this process's
+    affinity (:func:`default_threads`); not an integer: 1."""
+    raw = os.environ.get("RELAX_MLIR_NUM_THREADS", "").strip()
+    try:
+        n = int(raw) if raw else 0
+    except ValueError:
+        return 1
+    return n if n > 0 else default_threads()
+
+
+class ThreadCount:
+    """The run-time thread count of one executable's code (JIT engine or loaded library):
+    its :data:`THREADS_SYMBOL` cell, set from ``RELAX_MLIR_NUM_THREADS`` when created.
+    Code without parallel regions has no cell: its count is 1 and setting it does nothing.
+    Two ``load()`` of one file share their code, hence their count."""
+
+    def __init__(self, resolver):
+        self.cell: Optional[ctypes.c_int32] = None
+        engine, lib = getattr(resolver, "engine", None), getattr(resolver, "lib", None)
+        if engine is not None:
+            addr = engine.raw_lookup(THREADS_SYMBOL[len("_mlir_"):])   # raw_lookup prefixes "_mlir_"
+            if addr:
+                self.cell = ctypes.c_int32.from_address(addr)
+        elif lib is not None:
+            try:
+                self.cell = ctypes.c_int32.in_dll(lib, THREADS_SYMBOL)
+            except ValueError:
+                self.cell = None
+        if self.cell is not None:
+            self.cell.value = env_threads()
+
+    def get(self) -> int:
+        return self.cell.value if self.cell is not None else 1
+
+    def set(self, n: Optional[int]) -> None:
+        """``n`` threads from the next call on; None: ``RELAX_MLIR_NUM_THREADS`` as set now;
+        0 or less: every core of this process's affinity."""
+        if n is None:
+            n = env_threads()
+        elif isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"num_threads: an int or None, got {n!r}")
+        elif n <= 0:
+            n = default_threads()
+        if self.cell is not None:
+            self.cell.value = min(n, 1 << 16)
 
 
 _shim_paths: set[str] = set()

@@ -28,7 +28,7 @@ from mlir import ir
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .elementwise import elementwise_schedule
-from .matmul import config_for, gemv_schedule, matmul_schedule
+from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, thread_split
 from .target import CpuTarget, host_target
 from .rows import rows_schedule
 
@@ -43,6 +43,9 @@ _NEUTRAL = {"arith.constant", "tensor.dim", "tensor.empty", "func.return"}
 class Schedule:
     name: str
     body: Callable[[ir.Value], None]
+    #: run on the kernel (its copy) before ``body``: payload ops the script needs handles to
+    #: (a threaded GEMV's run-time column chunk, :func:`.matmul.thread_split`)
+    prepare: Optional[Callable[[ir.Operation], None]] = None
 
 
 def payload_ops(fn: ir.Operation) -> list[ir.Operation]:
@@ -63,7 +66,7 @@ def _static(d: int) -> Optional[int]:
 
 
 def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
-                   config: Optional[dict] = None) -> Optional[Schedule]:
+                   config: Optional[dict] = None, threaded: bool = False) -> Optional[Schedule]:
     names = [o.name for o in ops]
     if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
         return None
@@ -84,22 +87,26 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
         from ..tuning.space import matmul_config, matmul_space
         matmul_space(target).check(config)
         cfg = matmul_config(config, base=cfg)
+    prepare = None
     if _max_rows(fn, m) is not None and _max_rows(fn, m) <= cfg.gemv_rows:
-        from ..transforms.apply_schedules import num_threads
-        body = gemv_schedule(n, k, cfg, batch=batch, threads=num_threads())
+        threaded = threaded and gemv_split(n, k, cfg, batch)
+        body = gemv_schedule(n, k, cfg, batch=batch, threaded=threaded)
         kind = "batch_gemv" if batch else "gemv"
+        if threaded:
+            cols = cfg.gemv_tile
+            prepare = lambda f: thread_split(f, cols)  # noqa: E731
     else:
         body = matmul_schedule(m, n, k, cfg, batch=batch)
         kind = "batch_matmul" if batch else "matmul"
     if not epilogue:
-        return Schedule(kind, body)
+        return Schedule(kind, body, prepare)
     tail = _select_elementwise(epilogue).body
 
     def fused(fn: ir.Value) -> None:
         body(fn)
         tail(fn)
 
-    return Schedule(kind + "+elementwise", fused)
+    return Schedule(kind + "+elementwise", fused, prepare)
 
 
 #: Reshaping ops a contraction kernel may start with (the slice and ``expand_dims`` of the
@@ -227,11 +234,13 @@ def _empty(t: ir.Type) -> bool:
 
 
 def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
-           config: Optional[dict] = None) -> Optional[Schedule]:
+           config: Optional[dict] = None, threaded: bool = False) -> Optional[Schedule]:
     """The schedule for kernel ``fn`` on ``target`` (default: the host), or None when no
     schedule fits it. ``config``: knob values overriding the defaults (a tuned config,
     :mod:`relax_mlir.tuning.space`, for the family of the schedule that fits); an
-    invalid one raises ValueError before anything is applied."""
+    invalid one raises ValueError before anything is applied. ``threaded``: the parallel
+    loops will run on OpenMP threads (relax-omp-threads), so a GEMV splits its columns in
+    one chunk per thread, sized at run time."""
     target = target or host_target()
     ops = payload_ops(fn)
     if len(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results) != 1:
@@ -242,7 +251,7 @@ def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
         return None  # vectorizing it would combine the value once per vector (see _uniform_reduction)
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
     if kind == "output-fusable":
-        sched = _select_matmul(fn, ops, target, config)
+        sched = _select_matmul(fn, ops, target, config, threaded)
         return sched if sched is not None or config is not None else _select_contraction(ops)
     if kind in ("elementwise", "broadcast"):
         return _select_elementwise(ops, target, config)

@@ -159,21 +159,53 @@ def _fitting(sizes: tuple[int, ...], extent: Optional[int]) -> tuple[int, ...]:
     return tuple(s for s in sizes if s <= extent) or (1,)
 
 
-def _worth_threads(n: Optional[int], k: Optional[int], cols: int, threads: int) -> bool:
-    """Split a GEMV's columns over threads unless it is statically small: each thread at
-    least one register tile, B at least 256 KB (a parallel region costs microseconds)."""
-    if n is not None and n < threads * cols:
+#: Attribute marking the op that computes a threaded GEMV's column chunk (see :func:`thread_split`).
+CHUNK_ATTR = "relax.thread_chunk"
+
+
+def _worth_threads(n: Optional[int], k: Optional[int], cols: int) -> bool:
+    """Split a GEMV's columns over threads unless that can never pay: fewer than two register
+    tiles of columns, or B statically below the run-time threshold (relax-omp-threads runs a
+    smaller region on one thread anyway; no split, no forall)."""
+    from ..transforms.omp_threads import MIN_PARALLEL_BYTES
+    if n is not None and n < 2 * cols:
         return False
-    return n is None or k is None or n * k >= 1 << 16
+    return n is None or k is None or 4 * n * k >= MIN_PARALLEL_BYTES
+
+
+def thread_split(fn: ir.Operation, cols: int, name: str = "linalg.matmul") -> None:
+    """Insert, right before the kernel's matmul, the column chunk of one thread at run time:
+    ``ceil(ceil(N / threads) / cols) * cols`` with ``threads`` the module's run-time count
+    (relax-omp-threads' global), marked :data:`CHUNK_ATTR` for the schedule's
+    ``tile_using_forall``. Chunks are whole register tiles (only the last one has a column
+    remainder), and there are as many as threads: one contiguous block of B each."""
+    from mlir.dialects import arith, tensor
+
+    from ..transforms.omp_threads import load_threads
+    block = fn.regions[0].blocks[0]
+    mm = next(o.operation for o in block.operations if o.operation.name == name)
+    b = mm.operands[1]
+    idx = ir.IndexType.get()
+    with ir.InsertionPoint(mm), mm.location:
+        threads = arith.index_cast(idx, load_threads())
+        n_dim = ir.RankedTensorType(b.type).shape[-1]
+        if ir.ShapedType.is_dynamic_size(n_dim):
+            n = tensor.dim(b, arith.constant(idx, ir.RankedTensorType(b.type).rank - 1))
+        else:
+            n = arith.constant(idx, n_dim)
+        per_thread = arith.ceildivui(n, threads)
+        c = arith.constant(idx, cols)
+        chunk = arith.muli(arith.ceildivui(per_thread, c), c)
+        chunk.owner.attributes[CHUNK_ATTR] = ir.UnitAttr.get()
 
 
 def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
-                  batch: bool = False, threads: int = 1):
+                  batch: bool = False, threaded: bool = False):
     """The transform-script body for a matmul with few rows (M == 1, the decode GEMV, and
     M < ``cfg.rows[0]``): no packing and no register blocking along M. Loops, outer to
     inner::
 
-        (N split in ``threads`` chunks, scf.forall) -> K block (``cfg.unroll_k``, peeled;
+        (N split in one chunk per thread, scf.forall) -> K block (``cfg.unroll_k``, peeled;
         then 1) -> N tile (``cfg.gemv_tile``, peeled; then one register if static, then 1) -> M rows (1)
 
     Each k block streams ``unroll_k`` rows of B side by side (contiguous, one hardware
@@ -181,7 +213,11 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
     accumulators, so the output row is read and written once per ``unroll_k`` rows of B
     and the B tile (``unroll_k`` x ``cols``, from L1) is reused by every row of A. Wider
     k blocks (16) or N panels measured slower on AVX-512 (B rows 8 KB apart contend for
-    the same L1 sets); so did a four-vector N tile (AVX-512: two, ``gemv_tile``)."""
+    the same L1 sets); so did a four-vector N tile (AVX-512: two, ``gemv_tile``).
+
+    ``threaded``: the kernel holds :func:`thread_split`'s chunk (``gemv_split`` tells
+    whether this GEMV gets one): the N split is sized at run time by the thread count then,
+    so the code is right, and balanced, for any count."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     uk, cols = cfg.unroll_k, cfg.gemv_tile
 
@@ -190,9 +226,10 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
         n_static = n
         if batch:
             mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
-        elif threads > 1 and _worth_threads(n, k, cols, threads):  # one chunk of columns per thread
-            mm = structured.TileUsingForallOp(mm, num_threads=[0, threads, 0]).results[0]
-            n_static = n // threads if n is not None and n % threads == 0 else None
+        elif threaded and gemv_split(n, k, cfg, batch):  # one chunk of columns per thread
+            chunk = structured.MatchOp(any_op(), fn, op_attrs=ir.DictAttr.get({CHUNK_ATTR: ir.UnitAttr.get()})).result
+            mm = structured.TileUsingForallOp(mm, tile_sizes=[0, chunk, 0]).results[0]
+            n_static = None
         k_sizes = _fitting((uk, 1), k)
         for kpart, ku in _cascade(fn, mm, b + 2, b + 3, k_sizes, k is not None and k % k_sizes[0] == 0, name):
             # A static column remainder: one register wide, then 1. (A symbolic one peeled
@@ -208,3 +245,8 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
 
     return body
 
+
+
+def gemv_split(n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool = False) -> bool:
+    """Whether a threaded GEMV's columns are split over threads (a batch GEMV splits its batch)."""
+    return not batch and _worth_threads(n, k, cfg.gemv_tile)

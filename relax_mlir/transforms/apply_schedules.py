@@ -12,8 +12,18 @@ The schedules leave vector transfers, vector arithmetic and ``scf.forall`` loops
 tensors, which the module's one-shot bufferization handles like any other tensor code;
 after it, :func:`scheduled_stage` adds what the cpu pipeline needs for them (canonicalize
 + CSE right after bufferization, ``scf.forall`` to loops or OpenMP, upstream
-``convert-vector-to-scf`` / ``convert-vector-to-llvm``). ``f32`` ``math.exp`` in a
-scheduled kernel is expanded inline first (relax-expand-math: vector ``math.exp`` would
+``convert-vector-to-scf`` / ``convert-vector-to-llvm``).
+
+With ``threads`` (the cpu pipeline sets it when an OpenMP runtime is installed) the
+``scf.forall`` loops become OpenMP parallel regions whose thread count is read at RUN time
+(relax-omp-threads: the module global the executable sets from ``RELAX_MLIR_NUM_THREADS``
+or ``exe.num_threads``), one thread for small work. The code is right for any count: row,
+batch and panel loops have data-sized iterations that OpenMP's work-sharing deals out at
+run time; a GEMV's column split is sized at run time, one chunk per thread (a fixed chunk
+count ran as fast on one thread, measured, but leaves threads idle or unbalanced when the
+count is not its divisor).
+
+``f32`` ``math.exp`` in a scheduled kernel is expanded inline first (relax-expand-math: vector ``math.exp`` would
 become libm calls), and horizontal reductions get ``fastmath<reassoc>`` (a tree, not
 an ordered chain). ``RELAX_MLIR_DEBUG_SCHEDULES=1`` prints why a schedule failed.
 """
@@ -27,10 +37,12 @@ from typing import Optional
 from mlir import ir
 
 from .. import schedules
-from ..runtime.libraries import KMP_BLOCKTIME_DEFAULT, openmp_library, openmp_wait_policy  # noqa: F401 (re-exported)
+from ..runtime.libraries import KMP_BLOCKTIME_DEFAULT, init_openmp, openmp_library, openmp_wait_policy  # noqa: F401
 from ..schedules.target import CpuTarget, target_named
+from . import omp_threads  # noqa: F401 (registers relax-omp-threads)
 from .expand_math import relax_expand_math
 from .graph import top_ops
+from .omp_threads import default_threads, ensure_threads_global, env_threads  # noqa: F401 (re-exported)
 from .registry import Option, emit_error, register_pass
 
 #: Upstream passes the cpu pipeline runs after bufferization for scheduled kernels
@@ -42,58 +54,58 @@ SCHEDULED_ATTR = "relax.schedule"
 CONFIG_ATTR = "relax.schedule_config"  # the tuned knob values a kernel was scheduled with
 
 
-def default_threads() -> int:
-    """The cores this process may run on (its CPU affinity), the default thread count."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def num_threads() -> int:
-    """Threads for the schedules' parallel loops: ``RELAX_MLIR_NUM_THREADS`` (default, or 0 or
-    less: every core this process may run on), 1 when no OpenMP runtime is found
-    (:func:`openmp_library`) or the value is not an integer."""
-    raw = os.environ.get("RELAX_MLIR_NUM_THREADS", "").strip()
-    try:
-        n = int(raw) if raw else 0
-    except ValueError:
-        n = 1
-    if n <= 0:
-        n = default_threads()
+    """The thread count the process would run our kernels with now: ``RELAX_MLIR_NUM_THREADS``
+    (default, or 0 or less: every core this process may run on), 1 when no OpenMP runtime is
+    found (:func:`openmp_library`) or the value is not an integer. Compiled code does not
+    depend on it (an executable reads it when it is created, see relax-omp-threads); it is
+    the initial value of the module's count and the thread count of a tuning record."""
+    n = env_threads()
     return n if n > 1 and openmp_library() else 1
+
+
+def threaded_codegen() -> bool:
+    """Whether the cpu pipeline emits OpenMP parallel regions: an OpenMP runtime is installed
+    (:func:`openmp_library`). Not the thread count: that is read at run time."""
+    return openmp_library() is not None
 
 
 def openmp_libraries(pipeline_options: dict) -> list[str]:
     """The OpenMP runtime a module compiled with these cpu pipeline options needs (the
-    schedules on and :func:`num_threads` > 1), else nothing."""
+    schedules on and :func:`threaded_codegen`), else nothing."""
     v = pipeline_options.get("schedules", True)
     on = v if isinstance(v, bool) else str(v).lower() not in ("false", "0", "off")
-    if not (on and num_threads() > 1):
+    if not (on and threaded_codegen()):
         return []
-    openmp_wait_policy()
+    init_openmp("a module with OpenMP-threaded kernels")
     return [openmp_library()]
 
 
-def scheduled_stage(llvm_stage: list[str], threads: int = 1) -> list[str]:
+def scheduled_stage(llvm_stage: list[str], threads=None) -> list[str]:
     """The cpu pipeline's bufferize-to-LLVM stage with the schedules: relax-apply-schedules
     first (tensor level), canonicalize + CSE right after bufferization (folds the loop-carried
     buffers and self-copies the tiled loops leave, so kernel results stay equivalent to
     their output arguments and no result copy is made), and the vector lowering.
-    ``threads`` > 1: the schedules' ``scf.forall`` loops run on OpenMP threads (link
-    :func:`openmp_library`); else they become plain loops."""
+    ``threads`` (default :func:`threaded_codegen`; an int: more than 1): the schedules'
+    ``scf.forall`` loops become OpenMP parallel regions with the run-time thread count
+    (relax-omp-threads; link :func:`openmp_library`); else plain loops."""
+    if threads is None:
+        threads = threaded_codegen()
+    elif not isinstance(threads, bool):
+        threads = threads > 1
     st = list(llvm_stage)
     st[1:1] = ["canonicalize", "cse"]
     i = st.index("convert-linalg-to-loops")
     early = list(VECTOR_LOWERING_EARLY)
     late = list(VECTOR_LOWERING_LATE)
-    if threads > 1:
-        early[0:1] = ["scf-forall-to-parallel", f"convert-scf-to-openmp{{num-threads={threads}}}", "canonicalize"]
+    if threads:
+        early[0:1] = ["scf-forall-to-parallel", "convert-scf-to-openmp{num-threads=1}", "relax-omp-threads",
+                      "canonicalize"]
         late.append("convert-openmp-to-llvm")
     st[i + 1:i + 1] = early
     j = st.index("finalize-memref-to-llvm")
     st[j:j] = late
-    return ["relax-apply-schedules"] + st
+    return ["relax-apply-schedules{threads=true}" if threads else "relax-apply-schedules"] + st
 
 
 def _reassoc_reductions(fn: ir.Operation) -> None:
@@ -109,17 +121,25 @@ def _reassoc_reductions(fn: ir.Operation) -> None:
 
 
 def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
-                    config: Optional[dict] = None) -> Optional[str]:
+                    config: Optional[dict] = None, threaded: Optional[bool] = None) -> Optional[str]:
     """Apply the kernel's schedule in place; the schedule's name, or None (left as is).
     ``config``: knob values overriding the schedule's defaults (a tuned config); it is
     recorded on the kernel as ``relax.schedule_config``. Raises ValueError for a config
-    the schedule's knob space rejects."""
-    sched = schedules.select(fn, target, config)
+    the schedule's knob space rejects. ``threaded`` (default :func:`threaded_codegen`, as
+    the cpu pipeline): see :func:`relax_mlir.schedules.select` (the module gets
+    relax-omp-threads' global when the schedule reads it)."""
+    if threaded is None:
+        threaded = threaded_codegen()
+    sched = schedules.select(fn, target, config, threaded)
     if sched is None:
         return None
+    if sched.prepare is not None:
+        ensure_threads_global(fn.parent, num_threads())
     copy = fn.clone(ir.InsertionPoint(fn))
     relax_expand_math(copy, _ENABLED)
     try:
+        if sched.prepare is not None:
+            sched.prepare(copy)
         schedules.apply(copy, sched.body)
         ok = copy.verify()
     except (ir.MLIRError, ValueError) as e:  # the interpreter reports a failed transform as ValueError
@@ -170,10 +190,13 @@ _ENABLED = _Enabled()
                         Option("target", str, "host", "SIMD target the tiles are sized for: host (detected), "
                                                       "avx512, avx2, sse, neon"),
                         Option("tuning-db", str, "", "a tuning database (relax-mlir tune): kernels found there "
-                                                     "get their tuned knob values, the others the defaults")])
+                                                     "get their tuned knob values, the others the defaults"),
+                        Option("threads", bool, False, "the parallel loops will run on OpenMP threads "
+                                                       "(relax-omp-threads): GEMVs split their columns per thread")])
 def relax_apply_schedules(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
+    threaded = opts.threads
     try:
         target = target_named(opts.target)
     except ValueError as e:
@@ -192,9 +215,9 @@ def relax_apply_schedules(module: ir.Operation, opts) -> None:
     for fn, config in zip(kernels, configs):
         if config is not None:
             try:
-                if schedule_kernel(fn, target, config) is not None:
+                if schedule_kernel(fn, target, config, threaded) is not None:
                     continue
             except ValueError as e:  # a record from an older knob space: the defaults instead
                 if os.environ.get("RELAX_MLIR_DEBUG_SCHEDULES"):
                     print(f"relax-apply-schedules: tuned config rejected: {e}", file=sys.stderr)
-        schedule_kernel(fn, target)
+        schedule_kernel(fn, target, threaded=threaded)

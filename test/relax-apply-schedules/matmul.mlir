@@ -12,7 +12,7 @@
 // BAD: unknown schedule target 'vax' (host, avx512, avx2, sse, neon)
 
 // Symbolic M, static K and N: 6-row register tiles over N panels of 256 (an scf.forall:
-// the panels are independent; OpenMP threads when RELAX_MLIR_NUM_THREADS > 1) and K blocks of
+// the panels are independent; OpenMP threads, their count read at run time) and K blocks of
 // 128, the M loop peeled (the remainder runs 1-row tiles), the 6x64 accumulator carried
 // in registers across the k loop (hoisted out of it), FMAs of a broadcast A element and
 // a 64-wide row of B.

@@ -1,0 +1,176 @@
+"""relax-omp-threads: each OpenMP parallel region reads its thread count at run time.
+
+``convert-scf-to-openmp{num-threads=1}`` gives every ``omp.parallel`` a constant
+``num_threads``; this pass replaces that operand by a value computed right before the
+region::
+
+    num_threads = (bytes of the memrefs the region uses >= min-bytes) ? @_mlir_relax_num_threads : 1
+
+``@_mlir_relax_num_threads`` is a module global (``memref.global``, i32), the thread count
+of the module: its initial value is the count at compile time (:func:`num_threads`), and
+the runtime rewrites it when an executable is created (``RELAX_MLIR_NUM_THREADS`` then) and
+whenever ``exe.num_threads`` is set (:mod:`relax_mlir.runtime.libraries`, threads part).
+The name starts with ``_mlir_`` because the ExecutionEngine's lookup prefixes that.
+
+The work test keeps small regions on the calling thread: a decode GEMV of a few hundred
+KB or a tiny elementwise kernel costs less than a fork/join of OpenMP's team (several us,
+far more when another process holds a core). ``num_threads(1)`` makes libiomp5 run the
+region serialized on the caller (no wake-up of the workers). The work measure is the
+bytes of every memref the region reads or writes that is defined outside it (the kernel's
+arguments: inputs and outputs), each counted once. ``min-bytes`` (default
+:data:`MIN_PARALLEL_BYTES`, 1 MiB) from ``bench/bench_contention.py --sweep`` (2 cores, the
+other one idle; time on 2 threads over 1, the threshold off): M = 1 GEMVs 0.81-1.06 at
+527 KB, 0.75-1.11 at 1 MB, 0.68-0.74 at 2 MB, 0.59-0.69 at 4 MB; add+relu 0.76-0.79 at
+786 KB, 0.68-0.78 at 1.5 MB. Below 1 MiB two threads save a few us at best, above they
+save 25-40%. (When another process holds the other core a 2-thread region waited 75 us,
+some 4 ms, for it: libiomp5's dynamic team sizes handle that case, see
+:func:`relax_mlir.runtime.libraries.init_openmp`.)
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects import arith, memref
+
+from ..runtime.libraries import THREADS_SYMBOL, default_threads, env_threads  # noqa: F401 (re-exported)
+from .graph import top_ops
+from .registry import Option, emit_error, register_pass
+
+#: The module's thread count (a public i32 global; see the module docstring).
+THREADS_GLOBAL = THREADS_SYMBOL
+#: A parallel region touching fewer bytes runs on one thread.
+MIN_PARALLEL_BYTES = 1 << 20
+
+
+def ensure_threads_global(module: ir.Operation, initial: int) -> None:
+    """Declare ``@_mlir_relax_num_threads`` (memref<i32>, public, ``initial``) in ``module``
+    unless it is there."""
+    body = module.regions[0].blocks[0]
+    for op in top_ops(module):
+        if op.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value == THREADS_GLOBAL:
+            return
+    i32 = ir.IntegerType.get_signless(32)
+    ty = ir.MemRefType.get([], i32)
+    first = body.operations[0] if len(body.operations) else None
+    with ir.InsertionPoint(body) if first is None else ir.InsertionPoint(first), ir.Location.unknown():
+        memref.GlobalOp(THREADS_GLOBAL, ir.TypeAttr.get(ty), sym_visibility="public",
+                        initial_value=ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], i32),
+                                                                     ir.IntegerAttr.get(i32, max(1, initial))),
+                        alignment=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 4))
+
+
+def load_threads() -> ir.Value:
+    """The module's thread count as an i32 (at the current insertion point), at least 1."""
+    i32 = ir.IntegerType.get_signless(32)
+    t = memref.load(memref.get_global(ir.MemRefType.get([], i32), THREADS_GLOBAL), [])
+    return arith.maxsi(t, arith.constant(i32, 1))
+
+
+def _inside(op, region_op: ir.Operation) -> bool:
+    while op is not None:
+        if op.operation == region_op:
+            return True
+        op = op.operation.parent
+    return False
+
+
+def _defined_outside(v: ir.Value, region_op: ir.Operation) -> bool:
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        owner = owner.owner
+    return not _inside(owner, region_op)
+
+
+def _captured_memrefs(par: ir.Operation) -> list[ir.Value]:
+    """Distinct ranked memrefs used inside ``par`` and defined outside it, in use order."""
+    seen: list[ir.Value] = []
+
+    def visit(op):
+        for v in op.operands:
+            if isinstance(v.type, ir.MemRefType) and v not in seen and _defined_outside(v, par):
+                seen.append(v)
+        return ir.WalkResult.ADVANCE
+
+    for region in par.regions:
+        for block in region.blocks:
+            for op in block.operations:
+                op.operation.walk(visit)
+    return seen
+
+
+def _bytes(v: ir.Value) -> Optional[ir.Value]:
+    """Bytes of the memref ``v`` as an index value (static dims folded), or None for an
+    element type of no known size."""
+    t = ir.MemRefType(v.type)
+    et = t.element_type
+    width = getattr(et, "width", None)
+    if width is None:
+        return None
+    idx = ir.IndexType.get()
+    static = (width + 7) // 8
+    dyn = []
+    for i, d in enumerate(t.shape):
+        if ir.ShapedType.is_dynamic_size(d):
+            dyn.append(memref.dim(v, arith.constant(idx, i)))
+        else:
+            static *= d
+    acc = arith.constant(idx, static)
+    for d in dyn:
+        acc = arith.muli(acc, d)
+    return acc
+
+
+def _num_threads_index(par: ir.Operation) -> Optional[int]:
+    """Position of ``par``'s num_threads operand (segments: allocate, allocator, if,
+    num_threads, private, reduction), None when it has none."""
+    sizes = list(ir.DenseI32ArrayAttr(par.attributes["operandSegmentSizes"]))
+    return sum(sizes[:3]) if sizes[3] == 1 else None
+
+
+def set_run_time_threads(par: ir.Operation, min_bytes: int) -> None:
+    """Give ``par`` (an ``omp.parallel`` with a num_threads operand) the run-time count."""
+    at = _num_threads_index(par)
+    if at is None:
+        emit_error(par, "omp.parallel without num_threads: run convert-scf-to-openmp{num-threads=1} before "
+                        "relax-omp-threads")
+        return
+    with ir.InsertionPoint(par), par.location:
+        i32, idx = ir.IntegerType.get_signless(32), ir.IndexType.get()
+        work = None
+        for v in _captured_memrefs(par):
+            b = _bytes(v)
+            if b is not None:
+                work = b if work is None else arith.addi(work, b)
+        threads = load_threads()
+        if work is None:
+            n = threads
+        else:
+            big = arith.cmpi(arith.CmpIPredicate.uge, work, arith.constant(idx, min_bytes))
+            n = arith.select(big, threads, arith.constant(i32, 1))
+    par.operands[at] = n
+
+
+@register_pass("relax-omp-threads",
+               "OpenMP parallel regions take the module's run-time thread count, one thread below a work threshold.",
+               options=[Option("min-bytes", int, -1,
+                               "regions touching fewer bytes of memrefs run on one thread "
+                               "(-1: MIN_PARALLEL_BYTES, 1 MiB)")])
+def relax_omp_threads(module: ir.Operation, opts) -> None:
+    regions: list[ir.Operation] = []
+
+    def visit(op):
+        if op.name == "omp.parallel":
+            regions.append(op.operation)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit)
+    if not regions:
+        return
+    from .apply_schedules import num_threads
+    ensure_threads_global(module, num_threads())
+    min_bytes = MIN_PARALLEL_BYTES if opts.min_bytes < 0 else opts.min_bytes
+    for par in regions:
+        set_run_time_threads(par, min_bytes)

@@ -1,0 +1,53 @@
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(scf-forall-to-parallel, convert-scf-to-openmp{num-threads=1}, relax-omp-threads, canonicalize)' | FileCheck %s
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(scf-forall-to-parallel, convert-scf-to-openmp{num-threads=1}, relax-omp-threads{min-bytes=0}, canonicalize)' | FileCheck %s --check-prefix=ALL
+
+// relax-omp-threads: each omp.parallel takes the module's run-time thread count (the
+// global, declared once, initial value the count at compile time: 1 under lit) when the
+// memrefs it uses (defined outside it, each once: %a read, %b written) hold at least
+// min-bytes (default 1 MiB), else 1 thread.
+// CHECK: memref.global "public" @_mlir_relax_num_threads : memref<i32> = dense<1> {alignment = 4 : i64}
+// CHECK-LABEL: func.func @copy
+// CHECK: %[[N:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[D0:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[B0:.*]] = arith.muli %[[D0]], %c24 : index
+// CHECK: %[[D1:.*]] = memref.dim %arg1, %c0
+// CHECK: %[[B1:.*]] = arith.muli %[[D1]], %c24 : index
+// CHECK: %[[W:.*]] = arith.addi %[[B0]], %[[B1]] : index
+// CHECK: %[[G:.*]] = memref.get_global @_mlir_relax_num_threads : memref<i32>
+// CHECK: %[[L:.*]] = memref.load %[[G]][] : memref<i32>
+// CHECK: %[[T:.*]] = arith.maxsi %[[L]], %c1_i32 : i32
+// CHECK: %[[BIG:.*]] = arith.cmpi uge, %[[W]], %c1048576 : index
+// CHECK: %[[NT:.*]] = arith.select %[[BIG]], %[[T]], %c1_i32 : i32
+// CHECK: omp.parallel num_threads(%[[NT]] : i32)
+// CHECK: omp.loop_nest (%{{.*}}) : index = (%c0) to (%[[N]]) step (%c1)
+// ALL: %[[BIG:.*]] = arith.cmpi uge, %{{.*}}, %c0 : index
+// ALL: arith.select %[[BIG]]
+func.func @copy(%a: memref<?x3xi64>, %b: memref<?x3xi64>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?x3xi64>
+  scf.forall (%i) in (%n) {
+    %v = memref.load %a[%i, %c0] : memref<?x3xi64>
+    memref.store %v, %b[%i, %c0] : memref<?x3xi64>
+  }
+  return
+}
+
+// -----
+
+// Statically small (16 x 64 f32, 4 KB): the count folds to 1, the region runs on the
+// calling thread (no fork); with min-bytes=0 it takes the run-time count.
+// CHECK-LABEL: func.func @small
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK: omp.parallel num_threads(%[[ONE]] : i32)
+// ALL-LABEL: func.func @small
+// ALL: %[[L:.*]] = memref.load
+// ALL: %[[T:.*]] = arith.maxsi %[[L]]
+// ALL: omp.parallel num_threads(%[[T]] : i32)
+func.func @small(%a: memref<16x64xf32>) {
+  %cst = arith.constant 1.0 : f32
+  %c0 = arith.constant 0 : index
+  scf.forall (%i) in (16) {
+    memref.store %cst, %a[%i, %c0] : memref<16x64xf32>
+  }
+  return
+}

@@ -209,6 +209,28 @@ int64_t relax_blas_pack_stats(int64_t *bytes, int64_t *nreg) {
 int relax_blas_set_pack(int on) { pack_on = on && pack_supported; return pack_on; }
 void relax_blas_set_pack_m(int64_t lo, int64_t hi) { pack_min_m = lo; pack_max_m = hi; }
 
+/* B (K x N, strides s0, s1) into np panels of K x PANEL at d: 16 panels at a time, so a
+ * row-major B is read in 2 KB runs and written in 16 streams (GNU OpenMP over the groups). */
+static void pack_panels(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1, int64_t np,
+                        float *d) {
+  int64_t groups = (np + 15) / 16;
+#if defined(_OPENMP) && defined(RELAX_BLAS_MKL)
+  int nt = MKL_Get_Max_Threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && groups > 1)
+#endif
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t q = g * 16; q < np && q < g * 16 + 16; ++q) {
+        float *row = d + (q * K + k) * PANEL;
+        int64_t n0 = q * PANEL, cols = N - n0 < PANEL ? N - n0 : PANEL;
+        if (s1 == 1 && cols == PANEL) {
+          memcpy(row, B + k * s0 + n0, sizeof(float) * PANEL);
+        } else {
+          for (int64_t j = 0; j < PANEL; ++j) row[j] = j < cols ? B[k * s0 + (n0 + j) * s1] : 0.0f;
+        }
+      }
+}
+
 /* The packed copy of B (K x N, strides s0, s1) when B lies in a registered region: made
  * on first use (under the lock: once per weight), NULL otherwise or when out of memory. */
 static const float *packed_b(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1) {
@@ -227,14 +249,7 @@ static const float *packed_b(const float *B, int64_t K, int64_t N, int64_t s0, i
       packed *p = malloc(sizeof(packed));
       float *d = aligned_alloc(64, (bytes + 63) / 64 * 64);
       if (!p || !d) { free(p); free(d); break; }
-      for (int64_t q = 0; q < np; ++q)
-        for (int64_t k = 0; k < K; ++k) {
-          float *row = d + (q * K + k) * PANEL;
-          for (int64_t j = 0; j < PANEL; ++j) {
-            int64_t n = q * PANEL + j;
-            row[j] = n < N ? B[k * s0 + n * s1] : 0.0f;
-          }
-        }
+      pack_panels(B, K, N, s0, s1, np, d);
       *p = (packed){B, K, N, s0, s1, d, bytes, r->copies};
       r->copies = p;
       out = d;

@@ -263,6 +263,8 @@ def export_library(exe: Executable, path) -> str:
         # (graph function -> @main, kernels, the shim) inside the library: a kernel named
         # like a symbol of the process (`main`!) or of another loaded model must not win.
         entries = "".join(f" _mlir_ciface_{f};" for f in exe.metadata["functions"])
+        if provider:   # the shim's registry of bound weights (libraries.WeightPacker), this model's own
+            entries += "".join(f" {s};" for s in libraries.WEIGHT_PACKER_SYMBOLS)
         script = os.path.join(tmp, "exports.map")
         with open(script, "w") as f:
             f.write(f"{{ global:{entries} {METADATA_SYMBOL}; {METADATA_SYMBOL}_size; local: *; }};\n")

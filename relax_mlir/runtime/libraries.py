@@ -451,6 +451,12 @@ register_library("relax_blas", _relax_blas_paths, cached=False)
 
 # -- bound weights: the shim's packed copies -----------------------------------------------
 
+#: The shim's registry functions a :class:`WeightPacker` calls, and its statistics (tests): an
+#: exported model exports them.
+WEIGHT_PACKER_SYMBOLS = ("relax_blas_pack_register", "relax_blas_pack_release", "relax_blas_pack_invalidate",
+                         "relax_blas_pack_stats")
+
+
 class WeightPacker:
     """The registry of constant regions of one loaded shim (``relax_blas_pack_*`` in
     ``blas_shim.c``): an f32 product whose B operand lies in a registered region packs B

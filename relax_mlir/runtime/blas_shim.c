@@ -40,7 +40,8 @@
  * Environment: RELAX_BLAS_NUM_THREADS (else the provider's own OPENBLAS_NUM_THREADS /
  * MKL_NUM_THREADS is left to it; else 2 threads), RELAX_BLAS_SMALL_FLOPS (the small
  * threshold, default 4096), RELAX_BLAS_PACK=0 (no packed products), RELAX_BLAS_PACK_MIN_M /
- * RELAX_BLAS_PACK_MAX_M (the M range of packed products). MKL: MKL_THREADING_LAYER is honoured; unset, the GNU OpenMP
+ * RELAX_BLAS_PACK_MAX_M (the M range of packed products), RELAX_BLAS_PACK_FORK_FLOPS (M*N*K
+ * below which a packed product runs on one thread). MKL: MKL_THREADING_LAYER is honoured; unset, the GNU OpenMP
  * layer (libgomp, as PyTorch uses) is selected where libgomp can be loaded -- measured
  * fastest here with 2 threads -- else the sequential layer (MKL aborts the process when the
  * runtime of its layer is missing, so the layer is never chosen blind).
@@ -136,6 +137,7 @@ static int64_t nregions = 0, cap_regions = 0;
 static int pack_supported = 0;   /* an MKL build on an AVX-512 CPU */
 static int pack_on = 0;          /* pack_supported and not RELAX_BLAS_PACK=0 */
 static int64_t pack_min_m = 1, pack_max_m = 1024;   /* measured: see the header */
+static double pack_fork_flops = 262144.0;            /* M*N*K below this: one thread */
 
 static void free_copies(region *r) {
   for (packed *p = r->copies, *n; p; p = n) {
@@ -299,7 +301,7 @@ static void packed_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t
   int64_t np = (N + PANEL - 1) / PANEL;
   int nt = MKL_Get_Max_Threads();
   if (nt > np) nt = (int)np;
-  if ((double)M * (double)N * (double)K < 262144.0) nt = 1;   /* below ~0.5 MFLOP: no fork */
+  if ((double)M * (double)N * (double)K < pack_fork_flops) nt = 1;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t q = 0; q < np; ++q) {
     const float *Pq = P + q * K * PANEL;
@@ -374,6 +376,7 @@ __attribute__((constructor)) static void relax_blas_init(void) {
   pack_on = pack_supported && !(p && strcmp(p, "0") == 0);
   if ((p = getenv("RELAX_BLAS_PACK_MIN_M")) && atoll(p) > 0) pack_min_m = atoll(p);
   if ((p = getenv("RELAX_BLAS_PACK_MAX_M")) && atoll(p) > 0) pack_max_m = atoll(p);
+  if ((p = getenv("RELAX_BLAS_PACK_FORK_FLOPS"))) pack_fork_flops = atof(p);
 }
 
 /* For benchmarks and tests (ctypes). */

@@ -201,3 +201,44 @@ def test_export_load_packs_in_the_model(exe, packing, tmp_path):
     del f
     gc.collect()
     assert stats(lib) == (0, 0, 0)
+
+
+FORK = """
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import relax_mlir
+from test_packed_weights import linear_module, weights, check
+exe = relax_mlir.compile(linear_module())
+w, b, wt = weights(14)
+f = exe["main"].bind_params(w, b, wt)
+x = np.random.default_rng(15).standard_normal((300, 96)).astype(np.float32)
+x3 = np.stack([x, x[::-1]])
+check(f(x, x3), x, x3, w, b, wt)      # packed on 2 threads: the parent's OpenMP pool exists now
+pid = os.fork()
+if pid == 0:
+    try:
+        check(f(x, x3), x, x3, w, b, wt)
+        check(f(x[:2], x3[:, :2]), x[:2], x3[:, :2], w, b, wt)
+        os._exit(0)
+    except BaseException:
+        os._exit(3)
+_, status = os.waitpid(pid, 0)
+check(f(x, x3), x, x3, w, b, wt)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_fork_after_packed_products(packing, tmp_path):
+    """fork() after packed products ran on the BLAS threads: the child's packed products run on
+    one thread (GNU OpenMP's pool does not survive fork), finish and are right."""
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, RELAX_BLAS_NUM_THREADS="2",
+               PYTHONPATH=os.pathsep.join([os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", FORK, here], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["0"]

@@ -213,24 +213,32 @@ void relax_blas_set_pack_m(int64_t lo, int64_t hi) { pack_min_m = lo; pack_max_m
 
 /* B (K x N, strides s0, s1) into np panels of K x PANEL at d: 16 panels at a time, so a
  * row-major B is read in 2 KB runs and written in 16 streams (GNU OpenMP over the groups). */
+static void pack_group(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1, int64_t np,
+                       float *d, int64_t g) {
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t q = g * 16; q < np && q < g * 16 + 16; ++q) {
+      float *row = d + (q * K + k) * PANEL;
+      int64_t n0 = q * PANEL, cols = N - n0 < PANEL ? N - n0 : PANEL;
+      if (s1 == 1 && cols == PANEL) {
+        memcpy(row, B + k * s0 + n0, sizeof(float) * PANEL);
+      } else {
+        for (int64_t j = 0; j < PANEL; ++j) row[j] = j < cols ? B[k * s0 + (n0 + j) * s1] : 0.0f;
+      }
+    }
+}
+
 static void pack_panels(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1, int64_t np,
                         float *d) {
   int64_t groups = (np + 15) / 16;
 #if defined(_OPENMP) && defined(RELAX_BLAS_MKL)
   int nt = MKL_Get_Max_Threads();
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && groups > 1)
+  if (nt > 1 && groups > 1) {   /* never an OpenMP region on one thread (a forked child) */
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t g = 0; g < groups; ++g) pack_group(B, K, N, s0, s1, np, d, g);
+    return;
+  }
 #endif
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t q = g * 16; q < np && q < g * 16 + 16; ++q) {
-        float *row = d + (q * K + k) * PANEL;
-        int64_t n0 = q * PANEL, cols = N - n0 < PANEL ? N - n0 : PANEL;
-        if (s1 == 1 && cols == PANEL) {
-          memcpy(row, B + k * s0 + n0, sizeof(float) * PANEL);
-        } else {
-          for (int64_t j = 0; j < PANEL; ++j) row[j] = j < cols ? B[k * s0 + (n0 + j) * s1] : 0.0f;
-        }
-      }
+  for (int64_t g = 0; g < groups; ++g) pack_group(B, K, N, s0, s1, np, d, g);
 }
 
 /* The packed copy of B (K x N, strides s0, s1) when B lies in a registered region: made
@@ -296,23 +304,30 @@ MICRO(12) MICRO(8) MICRO(4) MICRO(2) MICRO(1)
 
 /* C(M,N) (= or +=) A(M,K) @ B, B given by its packed panels; A element (i,k) at A[i*a0 + k*a1],
  * C row-major with leading dimension ldc. Panels are split over the BLAS threads. */
+static void packed_panel(int64_t M, int64_t K, const float *A, int64_t a0, int64_t a1, const float *P,
+                         float *C, int64_t ldc, int64_t N, int accumulate, int64_t q) {
+  const float *Pq = P + q * K * PANEL;
+  int64_t cols = N - q * PANEL < PANEL ? N - q * PANEL : PANEL;
+  float *Cq = C + q * PANEL;
+  int64_t i = 0;
+  for (; i + 12 <= M; i += 12) micro_12(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+  for (; i + 8 <= M; i += 8) micro_8(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+  for (; i + 4 <= M; i += 4) micro_4(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+  for (; i + 2 <= M; i += 2) micro_2(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+  for (; i < M; ++i) micro_1(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+}
+
 static void packed_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t a0, int64_t a1,
                         const float *P, float *C, int64_t ldc, int accumulate) {
   int64_t np = (N + PANEL - 1) / PANEL;
   int nt = MKL_Get_Max_Threads();
   if (nt > np) nt = (int)np;
   if ((double)M * (double)N * (double)K < pack_fork_flops) nt = 1;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int64_t q = 0; q < np; ++q) {
-    const float *Pq = P + q * K * PANEL;
-    int64_t cols = N - q * PANEL < PANEL ? N - q * PANEL : PANEL;
-    float *Cq = C + q * PANEL;
-    int64_t i = 0;
-    for (; i + 12 <= M; i += 12) micro_12(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
-    for (; i + 8 <= M; i += 8) micro_8(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
-    for (; i + 4 <= M; i += 4) micro_4(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
-    for (; i + 2 <= M; i += 2) micro_2(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
-    for (; i < M; ++i) micro_1(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+  if (nt > 1) {   /* never an OpenMP region on one thread (a forked child: see after_fork) */
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t q = 0; q < np; ++q) packed_panel(M, K, A, a0, a1, P, C, ldc, N, accumulate, q);
+  } else {
+    for (int64_t q = 0; q < np; ++q) packed_panel(M, K, A, a0, a1, P, C, ldc, N, accumulate, q);
   }
 }
 

@@ -686,7 +686,8 @@ class PreparedCall:
         packer = fn.exe._weight_packer()
         self._held = packer.hold(self._arrays) if packer is not None else []
         if self._held:
-            weakref.finalize(self, packer.release, self._held, list(self._arrays))
+            # (not at exit: the process's memory goes with it, and no ctypes call during shutdown)
+            weakref.finalize(self, packer.release, self._held, list(self._arrays)).atexit = False
         # a target whose code takes its arguments elsewhere (device memory) overrides _invoke
         self._staged = getattr(type(fn), "_invoke", None) is not None
 

@@ -268,6 +268,8 @@ def export_library(exe: Executable, path) -> str:
         entries = "".join(f" _mlir_ciface_{f};" for f in exe.metadata["functions"])
         if libraries.THREADS_SYMBOL in ll:   # the run-time thread count, set by the loader (exe.num_threads)
             entries += f" {libraries.THREADS_SYMBOL};"
+        if provider:   # the shim's registry of bound weights (libraries.WeightPacker), this model's own
+            entries += "".join(f" {s};" for s in libraries.WEIGHT_PACKER_SYMBOLS)
         script = os.path.join(tmp, "exports.map")
         with open(script, "w") as f:
             f.write(f"{{ global:{entries} {METADATA_SYMBOL}; {METADATA_SYMBOL}_size; local: *; }};\n")

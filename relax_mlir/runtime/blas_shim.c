@@ -21,9 +21,27 @@
  * (no BLAS call overhead); otherwise gemm. A batch whose A and C rows collapse (the common
  * (b,M,K)x(K,N) case) becomes ONE gemm of b*M rows.
  *
+ * Bound weights (MKL builds on AVX-512 CPUs): a caller that holds an array constant -- the
+ * trailing parameters bound by `bind_params` (relax_mlir/runtime/executable.py) --
+ * registers its bytes with relax_blas_pack_register(ptr, nbytes). An f32 product whose B
+ * operand (shared by the batch) lies inside a registered region and whose M lies in
+ * [pack_min_m, pack_max_m] packs B ONCE, on its first use, into column panels of 32 (K x 32
+ * floats each, zero-padded, 64-byte aligned; about the size of B) and from then on runs the
+ * register-blocked AVX-512 kernel below over the packed copy, its panels split over the
+ * BLAS threads (GNU OpenMP, MKL's own pool). Why not MKL's cblas_sgemm_pack/compute: on
+ * this project's AMD Zen 4 machine MKL runs its generic code path, whose sgemm_compute
+ * still re-copies the packed panels (perf: 54% of its cycles in sgemm_scopy_down16, no
+ * gain) and whose packed buffers take 1.5x B + ~5.6 MB each; sgemm spends the same half
+ * of its time copying B on every call at small M. The packed copies belong to their region and are freed when its last
+ * holder calls relax_blas_pack_release; a region's bytes must not change while registered
+ * (relax_blas_pack_invalidate drops its copies, rebuilt on next use). Anything else (f64,
+ * M == 1 gemv, OpenBLAS, no AVX-512, an unregistered B) takes the path below unchanged.
+ *
  * Environment: RELAX_BLAS_NUM_THREADS (else the provider's own OPENBLAS_NUM_THREADS /
  * MKL_NUM_THREADS is left to it; else 2 threads), RELAX_BLAS_SMALL_FLOPS (the small
- * threshold, default 4096). MKL: MKL_THREADING_LAYER is honoured; unset, the GNU OpenMP
+ * threshold, default 4096), RELAX_BLAS_PACK=0 (no packed products), RELAX_BLAS_PACK_MIN_M /
+ * RELAX_BLAS_PACK_MAX_M (the M range of packed products), RELAX_BLAS_PACK_FORK_FLOPS (M*N*K
+ * below which a packed product runs on one thread). MKL: MKL_THREADING_LAYER is honoured; unset, the GNU OpenMP
  * layer (libgomp, as PyTorch uses) is selected where libgomp can be loaded -- measured
  * fastest here with 2 threads -- else the sequential layer (MKL aborts the process when the
  * runtime of its layer is missing, so the layer is never chosen blind).
@@ -39,6 +57,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +69,7 @@ enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112, CblasConjTrans = 11
 #define BLAS_FN(name) cblas_##name
 #define RELAX_BLAS_PROVIDER "mkl"
 void MKL_Set_Num_Threads(int n);
+int MKL_Get_Max_Threads(void);
 int MKL_Set_Threading_Layer(int layer);
 #define MKL_THREADING_SEQUENTIAL 1
 #define MKL_THREADING_GNU 3
@@ -93,6 +113,249 @@ static view read_desc(void *d, int rank, size_t esize) {
 
 static double small_flops = 4096.0;
 
+/* -- packed bound weights (see the header) -------------------------------------------- */
+
+#define PANEL 32                 /* columns per packed panel: two 16-float AVX-512 vectors */
+
+typedef struct packed {          /* B (K x N, strides s0, s1, at src) packed into panels */
+  const float *src;
+  int64_t K, N, s0, s1;
+  float *data;
+  size_t bytes;
+  struct packed *next;
+} packed;
+
+typedef struct {                 /* a registered constant region [lo, hi) and its copies */
+  const char *lo, *hi;
+  int64_t refs;
+  packed *copies;
+} region;
+
+static pthread_mutex_t pack_lock = PTHREAD_MUTEX_INITIALIZER;
+static region *regions = NULL;
+static int64_t nregions = 0, cap_regions = 0;
+static int pack_supported = 0;   /* an MKL build on an AVX-512 CPU */
+static int pack_on = 0;          /* pack_supported and not RELAX_BLAS_PACK=0 */
+static int64_t pack_min_m = 1, pack_max_m = 1024;   /* measured: see the header */
+static double pack_fork_flops = 262144.0;            /* M*N*K below this: one thread */
+
+static void free_copies(region *r) {
+  for (packed *p = r->copies, *n; p; p = n) {
+    n = p->next;
+    free(p->data);
+    free(p);
+  }
+  r->copies = NULL;
+}
+
+static region *find_region(const void *p, int64_t nbytes) {
+  for (int64_t i = 0; i < nregions; ++i)
+    if (regions[i].lo == (const char *)p && regions[i].hi == (const char *)p + nbytes) return &regions[i];
+  return NULL;
+}
+
+/* Register [p, p + nbytes) as constant: returns 1 when products over it may be packed (0:
+ * this build or CPU never packs; nothing is recorded). Registering a region again counts
+ * one more holder (two bound calls over the same weights share the packed copies). */
+int relax_blas_pack_register(const void *p, int64_t nbytes) {
+  if (!pack_supported || !p || nbytes <= 0) return 0;
+  pthread_mutex_lock(&pack_lock);
+  region *r = find_region(p, nbytes);
+  int ok = 1;
+  if (r) {
+    r->refs++;
+  } else if (nregions == cap_regions &&
+             !(regions = realloc(regions, sizeof(region) * (size_t)(cap_regions = cap_regions ? 2 * cap_regions : 64)))) {
+    nregions = cap_regions = 0;   /* out of memory: nothing is packed (regions were lost) */
+    ok = 0;
+  } else {
+    regions[nregions++] = (region){(const char *)p, (const char *)p + nbytes, 1, NULL};
+  }
+  pthread_mutex_unlock(&pack_lock);
+  return ok;
+}
+
+/* One holder of [p, p + nbytes) lets go; the last one frees the region's packed copies. */
+void relax_blas_pack_release(const void *p, int64_t nbytes) {
+  pthread_mutex_lock(&pack_lock);
+  region *r = find_region(p, nbytes);
+  if (r && --r->refs == 0) {
+    free_copies(r);
+    *r = regions[--nregions];
+  }
+  pthread_mutex_unlock(&pack_lock);
+}
+
+/* The bytes of [p, p + nbytes) changed: drop its packed copies (repacked on next use). */
+void relax_blas_pack_invalidate(const void *p, int64_t nbytes) {
+  pthread_mutex_lock(&pack_lock);
+  region *r = find_region(p, nbytes);
+  if (r) free_copies(r);
+  pthread_mutex_unlock(&pack_lock);
+}
+
+/* For tests and benchmarks: packed copies alive (their bytes in *bytes), registered regions. */
+int64_t relax_blas_pack_stats(int64_t *bytes, int64_t *nreg) {
+  int64_t n = 0, b = 0;
+  pthread_mutex_lock(&pack_lock);
+  for (int64_t i = 0; i < nregions; ++i)
+    for (packed *p = regions[i].copies; p; p = p->next) { n++; b += (int64_t)p->bytes; }
+  if (nreg) *nreg = nregions;
+  pthread_mutex_unlock(&pack_lock);
+  if (bytes) *bytes = b;
+  return n;
+}
+
+/* Packing on (1) / off (0) at run time (benchmarks compare both in one process); returns
+ * whether it is on (never where unsupported). */
+int relax_blas_set_pack(int on) { pack_on = on && pack_supported; return pack_on; }
+void relax_blas_set_pack_m(int64_t lo, int64_t hi) { pack_min_m = lo; pack_max_m = hi; }
+
+/* B (K x N, strides s0, s1) into np panels of K x PANEL at d: 16 panels at a time, so a
+ * row-major B is read in 2 KB runs and written in 16 streams (GNU OpenMP over the groups). */
+static void pack_group(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1, int64_t np,
+                       float *d, int64_t g) {
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t q = g * 16; q < np && q < g * 16 + 16; ++q) {
+      float *row = d + (q * K + k) * PANEL;
+      int64_t n0 = q * PANEL, cols = N - n0 < PANEL ? N - n0 : PANEL;
+      if (s1 == 1 && cols == PANEL) {
+        memcpy(row, B + k * s0 + n0, sizeof(float) * PANEL);
+      } else {
+        for (int64_t j = 0; j < PANEL; ++j) row[j] = j < cols ? B[k * s0 + (n0 + j) * s1] : 0.0f;
+      }
+    }
+}
+
+static void pack_panels(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1, int64_t np,
+                        float *d) {
+  int64_t groups = (np + 15) / 16;
+#if defined(_OPENMP) && defined(RELAX_BLAS_MKL)
+  int nt = MKL_Get_Max_Threads();
+  if (nt > 1 && groups > 1) {   /* never an OpenMP region on one thread (a forked child) */
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t g = 0; g < groups; ++g) pack_group(B, K, N, s0, s1, np, d, g);
+    return;
+  }
+#endif
+  for (int64_t g = 0; g < groups; ++g) pack_group(B, K, N, s0, s1, np, d, g);
+}
+
+/* The packed copy of B (K x N, strides s0, s1) when B lies in a registered region: made
+ * on first use (under the lock: once per weight), NULL otherwise or when out of memory. */
+static const float *packed_b(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1) {
+  if (s0 < 0 || s1 < 0) return NULL;
+  const char *lo = (const char *)B, *hi = (const char *)(B + (K - 1) * s0 + (N - 1) * s1 + 1);
+  const float *out = NULL;
+  pthread_mutex_lock(&pack_lock);
+  for (int64_t i = 0; i < nregions; ++i) {
+    region *r = &regions[i];
+    if (lo < r->lo || hi > r->hi) continue;
+    for (packed *p = r->copies; p; p = p->next)
+      if (p->src == B && p->K == K && p->N == N && p->s0 == s0 && p->s1 == s1) { out = p->data; break; }
+    if (!out) {
+      int64_t np = (N + PANEL - 1) / PANEL;
+      size_t bytes = sizeof(float) * (size_t)(np * K * PANEL);
+      packed *p = malloc(sizeof(packed));
+      float *d = aligned_alloc(64, (bytes + 63) / 64 * 64);
+      if (!p || !d) { free(p); free(d); break; }
+      pack_panels(B, K, N, s0, s1, np, d);
+      *p = (packed){B, K, N, s0, s1, d, bytes, r->copies};
+      r->copies = p;
+      out = d;
+    }
+    break;
+  }
+  pthread_mutex_unlock(&pack_lock);
+  return out;
+}
+
+#if defined(RELAX_BLAS_MKL) && defined(__x86_64__)
+#include <immintrin.h>
+#define PACKED_KERNELS 1
+/* C[0:R, 0:cols] (= or +=) A[0:R, :] @ panel, R rows in registers: 2R accumulators of 16. */
+#define MICRO(R)                                                                              \
+  __attribute__((target("avx512f"))) static void micro_##R(                                  \
+      int64_t K, const float *A, int64_t a0, int64_t a1, const float *P, float *C,           \
+      int64_t ldc, int64_t cols, int accumulate) {                                            \
+    __m512 c0[R], c1[R];                                                                      \
+    for (int r = 0; r < R; ++r) { c0[r] = _mm512_setzero_ps(); c1[r] = _mm512_setzero_ps(); } \
+    for (int64_t k = 0; k < K; ++k) {                                                         \
+      __m512 b0 = _mm512_load_ps(P + k * PANEL), b1 = _mm512_load_ps(P + k * PANEL + 16);     \
+      for (int r = 0; r < R; ++r) {                                                           \
+        __m512 a = _mm512_set1_ps(A[r * a0 + k * a1]);                                        \
+        c0[r] = _mm512_fmadd_ps(a, b0, c0[r]);                                                \
+        c1[r] = _mm512_fmadd_ps(a, b1, c1[r]);                                                \
+      }                                                                                       \
+    }                                                                                         \
+    __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);                      \
+    __mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0; \
+    for (int r = 0; r < R; ++r) {                                                             \
+      float *c = C + r * ldc;                                                                 \
+      if (accumulate) {                                                                       \
+        c0[r] = _mm512_add_ps(c0[r], _mm512_maskz_loadu_ps(m0, c));                           \
+        c1[r] = _mm512_add_ps(c1[r], _mm512_maskz_loadu_ps(m1, c + 16));                      \
+      }                                                                                       \
+      _mm512_mask_storeu_ps(c, m0, c0[r]);                                                    \
+      _mm512_mask_storeu_ps(c + 16, m1, c1[r]);                                               \
+    }                                                                                         \
+  }
+MICRO(12) MICRO(8) MICRO(4) MICRO(2) MICRO(1)
+
+/* C(M,N) (= or +=) A(M,K) @ B, B given by its packed panels; A element (i,k) at A[i*a0 + k*a1],
+ * C row-major with leading dimension ldc. Panels are split over the BLAS threads. */
+static void packed_panel(int64_t M, int64_t K, const float *A, int64_t a0, int64_t a1, const float *P,
+                         float *C, int64_t ldc, int64_t N, int accumulate, int64_t q) {
+  const float *Pq = P + q * K * PANEL;
+  int64_t cols = N - q * PANEL < PANEL ? N - q * PANEL : PANEL;
+  float *Cq = C + q * PANEL;
+  int64_t i = 0;
+  for (; i + 12 <= M; i += 12) micro_12(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+  for (; i + 8 <= M; i += 8) micro_8(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+  for (; i + 4 <= M; i += 4) micro_4(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+  for (; i + 2 <= M; i += 2) micro_2(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+  for (; i < M; ++i) micro_1(K, A + i * a0, a0, a1, Pq, Cq + i * ldc, ldc, cols, accumulate);
+}
+
+static void packed_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t a0, int64_t a1,
+                        const float *P, float *C, int64_t ldc, int accumulate) {
+  int64_t np = (N + PANEL - 1) / PANEL;
+  int nt = MKL_Get_Max_Threads();
+  if (nt > np) nt = (int)np;
+  if ((double)M * (double)N * (double)K < pack_fork_flops) nt = 1;
+  if (nt > 1) {   /* never an OpenMP region on one thread (a forked child: see after_fork) */
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t q = 0; q < np; ++q) packed_panel(M, K, A, a0, a1, P, C, ldc, N, accumulate, q);
+  } else {
+    for (int64_t q = 0; q < np; ++q) packed_panel(M, K, A, a0, a1, P, C, ldc, N, accumulate, q);
+  }
+}
+
+/* The packed product when it applies (see the header): returns 1 when C was written. */
+static int f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t a0, int64_t a1,
+                      const float *B, int64_t sb0, int64_t sb1, float *C, int64_t ldc, int accumulate) {
+  if (!pack_on || M < pack_min_m || M > pack_max_m || N < 2) return 0;
+  const float *P = packed_b(B, K, N, sb0, sb1);
+  if (!P) return 0;
+  packed_gemm(M, N, K, A, a0, a1, P, C, ldc, accumulate);
+  return 1;
+}
+#else
+static int f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t a0, int64_t a1,
+                      const float *B, int64_t sb0, int64_t sb1, float *C, int64_t ldc, int accumulate) {
+  (void)M; (void)N; (void)K; (void)A; (void)a0; (void)a1; (void)B; (void)sb0; (void)sb1;
+  (void)C; (void)ldc; (void)accumulate; (void)packed_b;
+  return 0;
+}
+#endif
+/* f64 products are never packed. */
+static int f64_packed(int64_t M, int64_t N, int64_t K, const double *A, int64_t a0, int64_t a1,
+                      const double *B, int64_t sb0, int64_t sb1, double *C, int64_t ldc, int accumulate) {
+  (void)M; (void)N; (void)K; (void)A; (void)a0; (void)a1; (void)B; (void)sb0; (void)sb1;
+  (void)C; (void)ldc; (void)accumulate;
+  return 0;
+}
+
 /* Set in a forked child; read (and cleared) by the child's next BLAS call. */
 static volatile int forked_child = 0;
 static void mark_forked_child(void) { forked_child = 1; }
@@ -120,6 +383,15 @@ __attribute__((constructor)) static void relax_blas_init(void) {
     set_threads(2);
   const char *s = getenv("RELAX_BLAS_SMALL_FLOPS");
   if (s) small_flops = atof(s);
+#ifdef PACKED_KERNELS
+  __builtin_cpu_init();
+  pack_supported = __builtin_cpu_supports("avx512f");
+#endif
+  const char *p = getenv("RELAX_BLAS_PACK");
+  pack_on = pack_supported && !(p && strcmp(p, "0") == 0);
+  if ((p = getenv("RELAX_BLAS_PACK_MIN_M")) && atoll(p) > 0) pack_min_m = atoll(p);
+  if ((p = getenv("RELAX_BLAS_PACK_MAX_M")) && atoll(p) > 0) pack_max_m = atoll(p);
+  if ((p = getenv("RELAX_BLAS_PACK_FORK_FLOPS"))) pack_fork_flops = atof(p);
 }
 
 /* For benchmarks and tests (ctypes). */
@@ -168,6 +440,8 @@ double relax_blas_get_small_flops(void) { return small_flops; }
     after_fork();                                                                             \
     enum CBLAS_TRANSPOSE ta, tb, tc;                                                          \
     int64_t lda, ldb, ldc;                                                                    \
+    const T *B0 = B; /* B as given (its registered address), before any temporary */          \
+    int64_t sb00 = sb0, sb10 = sb1;                                                           \
     T *pa = NULL, *pb = NULL, *pc = NULL;                                                     \
     if (!S##_layout(M, K, sa0, sa1, &ta, &lda)) {                                             \
       A = pa = S##_pack(A, M, K, sa0, sa1); sa0 = K; sa1 = 1; ta = CblasNoTrans; lda = K;     \
@@ -179,7 +453,10 @@ double relax_blas_get_small_flops(void) { return small_flops; }
     if (!S##_layout(M, N, sc0, sc1, &tc, &ldc) || tc != CblasNoTrans) {                       \
       Cw = pc = S##_pack(C, M, N, sc0, sc1); ldc = N;                                         \
     }                                                                                         \
-    if (M == 1) {                                                                             \
+    if (S##_packed(M, N, K, A, ta == CblasNoTrans ? lda : 1, ta == CblasNoTrans ? 1 : lda,    \
+                   B0, sb00, sb10, Cw, ldc, beta != (T)0)) {                                  \
+      /* a bound weight: its packed copy (see the header) */                                  \
+    } else if (M == 1) {                                                                      \
       /* c(N) = op(B)^T a: B as (K,N) NoTrans is a row-major KxN matrix, transposed. */      \
       if (tb == CblasNoTrans)                                                                 \
         GEMV(CblasRowMajor, CblasTrans, K, N, 1, B, ldb, A, ta == CblasNoTrans ? 1 : lda,     \

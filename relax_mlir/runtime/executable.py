@@ -85,6 +85,7 @@ import os
 import re
 import struct
 import threading
+import weakref
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -648,7 +649,13 @@ class PreparedCall:
     among themselves) and turned into memref descriptors once and kept alive here; each
     call converts and checks only the leading arguments (and the relations that involve
     them, compiled into this call's own argument stub). For a model, ~135 weight arguments
-    cost nothing per call."""
+    cost nothing per call.
+
+    The bound arrays are constant while the PreparedCall lives: an f32 matmul dispatched to
+    the BLAS shim whose B operand is one of them (a weight) packs it once, on its first use,
+    and reuses the packed copy (MKL builds on AVX-512 CPUs; see ``blas_shim.c``); the copies
+    are shared by every live PreparedCall over the same arrays and freed with the last one.
+    After changing a bound array in place, call :meth:`weights_changed`."""
 
     def __init__(self, fn: Function, session: Optional["Session"], params: Sequence):
         n = len(params)
@@ -673,8 +680,23 @@ class PreparedCall:
             at += 8 * (3 + 2 * r)
         self._bound_addrs = tuple(addrs)
         self._last: tuple = (None, ())   # (frame, its argument tuple): one atomic read
+        # Bound f32 weights are constant from here on: the BLAS shim packs a matmul's B operand
+        # lying in them once, on first use (libraries.WeightPacker), and frees the packed
+        # copies when this object goes (the finalizer keeps the arrays alive until then).
+        packer = fn.exe._weight_packer()
+        self._held = packer.hold(self._arrays) if packer is not None else []
+        if self._held:
+            # (not at exit: the process's memory goes with it, and no ctypes call during shutdown)
+            weakref.finalize(self, packer.release, self._held, list(self._arrays)).atexit = False
         # a target whose code takes its arguments elsewhere (device memory) overrides _invoke
         self._staged = getattr(type(fn), "_invoke", None) is not None
+
+    def weights_changed(self) -> None:
+        """Call after writing a bound array in place: the bound weights are taken as constant
+        (library matmuls use a packed copy made on first use), and this drops those copies so
+        that the next call repacks the new values."""
+        if self._held:
+            self.fn.exe._weight_packer().invalidate(self._held)
 
     def _frame_args(self, frame: _Frame) -> tuple:
         """The entry point's arguments in ``frame``: its leading descriptors, then the bound ones."""
@@ -888,6 +910,7 @@ class Executable:
         self._local = threading.local()
         from .libraries import ThreadCount
         self._threads = ThreadCount(resolver)
+        self._packer = None   # the shim's registry of bound weights (_weight_packer), on first bind
         self._functions: dict[str, Function] = {}
         for fname in self._meta.functions:  # prepare signature checks now, not on the first call
             self[fname]
@@ -927,6 +950,15 @@ class Executable:
     def states(self) -> list[str]:
         """Names of the module's state buffers (``relax.state``), in argument order."""
         return [s.name for s in self._meta.states]
+
+    def _weight_packer(self):
+        """The relax_blas shim's registry of constant regions (bound weights that its products
+        pack once; :class:`relax_mlir.runtime.libraries.WeightPacker`), or None."""
+        if self._packer is None:
+            from .libraries import weight_packer
+
+            self._packer = weight_packer(self.libraries, getattr(self._resolver, "lib", None)) or False
+        return self._packer or None
 
     def _default_session(self) -> Session:
         s = getattr(self._local, "session", None)

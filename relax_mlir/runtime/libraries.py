@@ -241,6 +241,11 @@ def blas_provider() -> str:
     return avail[0]
 
 
+#: MKL builds of the shim: its packed products (bound weights) split their panels over GNU
+#: OpenMP threads, the runtime of MKL's GNU threading layer (one thread pool for both).
+_MKL_SHIM_FLAGS = ["-DRELAX_BLAS_MKL", "-fopenmp"]
+
+
 def blas_shim_command(src: str, out: str, provider: str = "openblas") -> list[str]:
     """The command building the JIT's shim library ``out`` from ``src`` for ``provider``."""
     base = c_compiler() + ["-O3", "-shared", "-fPIC", "-std=c11", "-o", out, src]
@@ -248,7 +253,7 @@ def blas_shim_command(src: str, out: str, provider: str = "openblas") -> list[st
         lib, _ = _mkl_rt()
         # By path (the wheel ships only libmkl_rt.so.N, no unversioned link); the soname
         # is recorded, the rpath finds it.
-        return base + ["-DRELAX_BLAS_MKL", lib, f"-Wl,-rpath,{os.path.dirname(lib)}", "-ldl", "-lpthread"]
+        return base + _MKL_SHIM_FLAGS + [lib, f"-Wl,-rpath,{os.path.dirname(lib)}", "-ldl", "-lpthread"]
     import scipy_openblas32 as ob
 
     lib_dir = ob.get_lib_dir()
@@ -298,7 +303,7 @@ def build_blas_shim(provider: Optional[str] = None) -> list[str]:
 
 def blas_shim_object(provider: str) -> str:
     """The shim as a position-independent object for ``provider``, linked into exported models."""
-    define = ["-DRELAX_BLAS_MKL"] if provider == "mkl" else []
+    define = _MKL_SHIM_FLAGS if provider == "mkl" else []
     return _cached_build("object", provider, lambda src, o: c_compiler() + ["-O3", "-c", "-fPIC", "-std=c11",
                                                                             *define, "-o", o, src], ".o")
 
@@ -319,7 +324,7 @@ def blas_link_args(provider: str) -> list[str]:
     """Linker arguments making the BLAS a dependency of an exported model by soname only:
     no path and no rpath into this machine's venv (:func:`load_blas` provides it at load)."""
     if provider == "mkl":
-        return [_mkl_rt()[0], "-ldl", "-lpthread"]
+        return [_mkl_rt()[0], "-fopenmp", "-ldl", "-lpthread"]
     import scipy_openblas32 as ob
 
     return [f"-L{ob.get_lib_dir()}", f"-l{ob.get_library()}", "-ldl", "-lpthread"]
@@ -527,3 +532,68 @@ def library_metadata(names: Iterable[str]) -> dict:
 
 
 register_library("relax_blas", _relax_blas_paths, cached=False)
+
+
+# -- bound weights: the shim's packed copies -----------------------------------------------
+
+#: The shim's registry functions a :class:`WeightPacker` calls, and its statistics (tests): an
+#: exported model exports them.
+WEIGHT_PACKER_SYMBOLS = ("relax_blas_pack_register", "relax_blas_pack_release", "relax_blas_pack_invalidate",
+                         "relax_blas_pack_stats")
+
+
+class WeightPacker:
+    """The registry of constant regions of one loaded shim (``relax_blas_pack_*`` in
+    ``blas_shim.c``): an f32 product whose B operand lies in a registered region packs B
+    once and reuses the packed copy (MKL builds on AVX-512 CPUs; elsewhere registering is a
+    no-op). :meth:`hold` is called by ``bind_params`` for the arrays it binds."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        self.lib = lib
+        lib.relax_blas_pack_register.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+        lib.relax_blas_pack_register.restype = ctypes.c_int
+        for name in ("relax_blas_pack_release", "relax_blas_pack_invalidate"):
+            getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int64]
+            getattr(lib, name).restype = None
+
+    def hold(self, arrays) -> list[tuple[int, int]]:
+        """Register every f32 array of rank >= 2 in ``arrays`` (C-contiguous numpy arrays that
+        the caller keeps alive and unchanged until :meth:`release`): the (address, bytes)
+        registered, empty where this shim never packs."""
+        held = []
+        for a in arrays:
+            if a.dtype == "float32" and a.ndim >= 2 and a.nbytes > 0:
+                region = (a.ctypes.data, a.nbytes)
+                if not self.lib.relax_blas_pack_register(*region):
+                    return held     # this build or CPU does not pack: nothing more to record
+                held.append(region)
+        return held
+
+    def release(self, held: list[tuple[int, int]], _arrays=None) -> None:
+        """Let go of regions from :meth:`hold` (the last holder frees the packed copies).
+        ``_arrays``: the arrays themselves, kept alive by a finalizer until this runs."""
+        for region in held:
+            self.lib.relax_blas_pack_release(*region)
+
+    def invalidate(self, held: list[tuple[int, int]]) -> None:
+        """The held arrays changed in place: drop their packed copies (rebuilt on next use)."""
+        for region in held:
+            self.lib.relax_blas_pack_invalidate(*region)
+
+
+_packers: dict[str, WeightPacker] = {}
+
+
+def weight_packer(paths: Iterable[str], lib: Optional[ctypes.CDLL] = None) -> Optional[WeightPacker]:
+    """The :class:`WeightPacker` of an executable: the JIT's shim among its library ``paths``,
+    else ``lib`` (an exported model, whose copy of the shim exports the registry); None when
+    it links no shim."""
+    for p in paths:
+        if is_shim(p):
+            with _lock:
+                if p not in _packers:
+                    _packers[p] = WeightPacker(ctypes.CDLL(p))   # the copy the JIT loaded
+                return _packers[p]
+    if lib is not None and hasattr(lib, "relax_blas_pack_register"):
+        return WeightPacker(lib)
+    return None

@@ -49,8 +49,8 @@ import os
 import threading
 from typing import Optional
 
-from .gpu_shared import (ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceArray, DeviceExecutable, StagedFunction, attr_py,
-                         binaries)
+from .gpu_shared import (ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceArray, DeviceExecutable, StagedFunction,
+                         attr_py, binaries)
 
 #: bytes of one scalar slot in the per-call scalar arena (covers i64 / f64)
 _SCALAR_BYTES = 8

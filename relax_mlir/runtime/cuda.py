@@ -141,7 +141,6 @@ _OPTIONAL = {
 }
 #: CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: prefetching managed memory needs it
 _ATTR_CONCURRENT_MANAGED = 89
-_CU_DEVICE_CPU = -1
 
 
 class Driver:

@@ -320,9 +320,9 @@ def main() -> None:
     ap.add_argument("--no-torch-compile", dest="torch_compile", action="store_false",
                     help="skip torch.compile (MiniLM; its compile takes minutes on a loaded machine)")
     ap.add_argument("--ort-spin", action="store_true", help="ONNX Runtime's intra-op spinning on (its default)")
-    ap.add_argument("--kernel-threads", type=int, default=1,
-                    help="OpenMP threads of our scheduled kernels (RELAX_MLIR_NUM_THREADS at compile time; "
-                         "default 1: our BLAS calls use --threads, our generated kernels one thread)")
+    ap.add_argument("--kernel-threads", type=int, default=None,
+                    help="OpenMP threads of our scheduled kernels (RELAX_MLIR_NUM_THREADS; default: "
+                         "--threads, as every other side and as relax-mlir's own default of every core)")
     ap.add_argument("--cpu-time", action="store_true",
                     help="read the process's CPU time instead of wall time (with --threads 1: a figure a "
                          "loaded machine barely changes; with more threads it counts every thread's work)")
@@ -330,6 +330,8 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=12)
     args = ap.parse_args()
     os.environ.setdefault("RELAX_BLAS_NUM_THREADS", str(args.threads))
+    if args.kernel_threads is None:
+        args.kernel_threads = args.threads
     os.environ["RELAX_MLIR_NUM_THREADS"] = str(args.kernel_threads)
     if args.cpu_time:
         global CLOCK

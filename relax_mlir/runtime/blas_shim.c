@@ -12,6 +12,8 @@
  *
  *   relax_blas_matmul_<ra><rb>_<t>(A, B, C)             C = A @ B
  *   relax_blas_matmul_bias_<ra><rb>_<t>(A, B, bias, C)  C = A @ B + bias   (bias: [N])
+ *   relax_blas_matmul[_bias]_tb_<ra><rb>_<t>(A, Bt, [bias,] C)  the same with B given as its
+ *       transpose Bt (last two axes swapped: (N,K) or (b,N,K)), read in place
  *
  * <ra><rb> are the operand ranks: 22 (M,K)x(K,N); 33 (b,M,K)x(b,N,K), either batch 1
  * broadcasting; 32 (b,M,K)x(K,N); 23 (M,K)x(b,K,N). <t> is f32 or f64.
@@ -551,6 +553,18 @@ double relax_blas_get_small_flops(void) { return small_flops; }
 DEFINE_GEMM(float, f32, BLAS_FN(sgemm), BLAS_FN(sgemv), BLAS_FN(sgemm_batch_strided))
 DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv), BLAS_FN(dgemm_batch_strided))
 
+/* B given as its transpose: the same view with its last two axes swapped (no copy). */
+static view swap_last(view v) {
+  int r = v.rank;
+  int64_t t = v.sizes[r - 1];
+  v.sizes[r - 1] = v.sizes[r - 2];
+  v.sizes[r - 2] = t;
+  t = v.strides[r - 1];
+  v.strides[r - 1] = v.strides[r - 2];
+  v.strides[r - 2] = t;
+  return v;
+}
+
 #define ENTRY(RA, RB, RC, T, S)                                                               \
   void _mlir_ciface_relax_blas_matmul_##RA##RB##_##S(void *a, void *b, void *c) {             \
     S##_matmul(read_desc(a, RA, sizeof(T)), read_desc(b, RB, sizeof(T)), NULL,                \
@@ -560,6 +574,16 @@ DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv), BLAS_FN(dgemm_batch_str
                                                           void *c) {                          \
     view vb = read_desc(bias, 1, sizeof(T));                                                  \
     S##_matmul(read_desc(a, RA, sizeof(T)), read_desc(b, RB, sizeof(T)), &vb,                 \
+               read_desc(c, RC, sizeof(T)));                                                  \
+  }                                                                                           \
+  void _mlir_ciface_relax_blas_matmul_tb_##RA##RB##_##S(void *a, void *bt, void *c) {         \
+    S##_matmul(read_desc(a, RA, sizeof(T)), swap_last(read_desc(bt, RB, sizeof(T))), NULL,    \
+               read_desc(c, RC, sizeof(T)));                                                  \
+  }                                                                                           \
+  void _mlir_ciface_relax_blas_matmul_bias_tb_##RA##RB##_##S(void *a, void *bt, void *bias,   \
+                                                             void *c) {                       \
+    view vb = read_desc(bias, 1, sizeof(T));                                                  \
+    S##_matmul(read_desc(a, RA, sizeof(T)), swap_last(read_desc(bt, RB, sizeof(T))), &vb,     \
                read_desc(c, RC, sizeof(T)));                                                  \
   }
 

@@ -92,6 +92,30 @@ def match_chain(root: ir.Operation, p: DispatchPattern) -> Optional[Match]:
     return m if p.predicate(m) else None
 
 
+def transposed_operand(root: ir.Operation) -> Optional[ir.Operation]:
+    """The ``relax.permute_dims`` producing the root's operand #1 when it swaps exactly the
+    last two axes and the root is its only user (same block); else None."""
+    v = root.operands[1]
+    if isinstance(v.owner, ir.Block):   # a block argument
+        return None
+    perm = v.owner.operation if hasattr(v.owner, "operation") else v.owner
+    if perm.name != "relax.permute_dims" or perm.parent != root.parent:
+        return None
+    user = _single_user(perm)
+    if user is None or user != root or sum(1 for o in root.operands if o == v) != 1:
+        return None
+    try:
+        axes = read_attrs(relax_opdef(perm), perm).get("axes")
+        rank = read_tensor_type(v.type).rank
+    except (RelaxError, ValueError):
+        return None
+    if rank < 2:
+        return None
+    want = list(range(rank - 2)) + [rank - 1, rank - 2]
+    axes = list(range(rank))[::-1] if axes is None else [a + rank if a < 0 else a for a in axes]
+    return perm if axes == want else None
+
+
 def worth_it(flops: Optional[Dim], bounds: dict[str, int], min_flops: int) -> bool:
     """The ``min-flops`` policy (see the module docstring)."""
     if flops is None or min_flops <= 0:
@@ -199,12 +223,18 @@ def dispatch_library(module: ir.Operation, opts) -> None:
                 if not choice:
                     break
                 last = m.ops[-1]
-                call = create("call_dps_library", m.values, [last.results[0].type],
-                              {"callee": ir.StringAttr.get(p.symbol_for(m))},
+                symbol, values = p.symbol_for(m), m.values
+                perm = transposed_operand(m.ops[0]) if p.transposed_b is not None else None
+                if perm is not None:
+                    symbol, values = p.transposed_b(m), [values[0], perm.operands[0], *values[2:]]
+                call = create("call_dps_library", values, [last.results[0].type],
+                              {"callee": ir.StringAttr.get(symbol)},
                               loc=last.location, ip=ir.InsertionPoint(last))
                 last.results[0].replace_all_uses_with(call.results[0])
                 dead |= {j for j in range(i, len(ops)) if any(ops[j] == o for o in m.ops)}
                 for o in reversed(m.ops):
                     o.erase()
+                if perm is not None:
+                    perm.erase()
                 request(module, p.library)
                 break

@@ -54,6 +54,11 @@ class DispatchPattern:
     #: None: always dispatch.
     flops: Optional[Callable[[Match], Dim]] = None
     benefit: int = field(default=0)
+    #: The symbol taking the root's operand #1 TRANSPOSED (its last two axes swapped), when
+    #: that operand is a ``permute_dims`` swapping its last two axes with no other user: the
+    #: call then reads the permute's input in place and the transpose copy disappears
+    #: (attention's ``q @ k^T``). None: no such variant.
+    transposed_b: Optional[Callable[[Match], str]] = None
 
     def symbol_for(self, m: Match) -> str:
         if callable(self.symbol):
@@ -127,7 +132,9 @@ def matmul_flops(m: Match) -> Dim:
 
 
 register_dispatch(DispatchPattern("blas_matmul", ("matmul",), "relax_blas_matmul_{ranks}_{dtype}",
-                                  "relax_blas", _blas_matmul, matmul_flops))
+                                  "relax_blas", _blas_matmul, matmul_flops,
+                                  transposed_b=lambda m: f"relax_blas_matmul_tb_{m.ranks}_{m.out.dtype}"))
 register_dispatch(DispatchPattern("blas_matmul_bias", ("matmul", "add"),
                                   lambda m: f"relax_blas_matmul_bias_{m.ranks[:2]}_{m.out.dtype}", "relax_blas",
-                                  _blas_matmul_bias, matmul_flops))
+                                  _blas_matmul_bias, matmul_flops,
+                                  transposed_b=lambda m: f"relax_blas_matmul_bias_tb_{m.ranks[:2]}_{m.out.dtype}"))

@@ -1,6 +1,7 @@
 """The machine's limits for the roofline table in bench/README.md: peak f32 GFLOP/s (numpy's
-4096^3 matmul, best of a few, on 1 and 2 BLAS threads) and memory bandwidth (numpy copy of a
-256 MB array: 512 MB moved per copy, best of a few).
+4096^3 matmul, best of a few, on 1 and 2 BLAS threads), memory bandwidth (numpy copy of a
+256 MB array: 512 MB moved per copy, best of a few) and read bandwidth (a GEMV streaming a
+442 MB matrix, on 1 and 2 threads: the bound of an LLM decode step, bench_llm.py).
 
     .venv/bin/python bench/roofline.py
 
@@ -47,6 +48,15 @@ def main() -> None:
     print(f"memory bandwidth (numpy copy of 256 MB, read + write, wall): {2 * src.nbytes / t / 1e9:.1f} GB/s")
     t = best_s(lambda: np.copyto(dst, src), 5, clock=time.process_time)
     print(f"memory bandwidth (same, CPU time): {2 * src.nbytes / t / 1e9:.1f} GB/s")
+    # Read bandwidth: what bounds an LLM decode step (every weight streamed once). A GEMV
+    # over a 442 MB matrix, the size of the 134M Llama's weights, on 1 and 2 threads.
+    w = np.ones((32000, 3456), np.float32)
+    x = np.ones(3456, np.float32)
+    for threads in (1, 2):
+        with threadpool_limits(threads):
+            t = best_s(lambda: w @ x, 5)
+        print(f"read bandwidth (numpy GEMV over {w.nbytes / 1e6:.0f} MB, {threads} thread(s), wall): "
+              f"{w.nbytes / t / 1e9:.1f} GB/s ({t * 1e3:.1f} ms)")
     print(f"load average at end: {os.getloadavg()}")
 
 

@@ -34,7 +34,10 @@ SIZES = {
 class _Progress:
     """A one-line progress display on stderr: a bar when the total is known, else elapsed time."""
 
-    def __init__(self, label: str, total: Optional[int] = None, stream=sys.stderr):
+    def __init__(self, label: str, total: Optional[int] = None, stream=None):
+        # sys.stderr read per call, not as a default argument: one bound at import time
+        # outlives a replaced stream (pytest's capture, a redirected embedding host)
+        stream = sys.stderr if stream is None else stream
         self.label, self.total, self.stream, self.n = label, total, stream, 0
         self.t0 = time.perf_counter()
         self._stop = threading.Event()
@@ -76,8 +79,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--max-seq-len", type=int, default=None)
 
 
-def run(args: argparse.Namespace, out=sys.stdout) -> int:
+def run(args: argparse.Namespace, out=None) -> int:
     from .causal_lm import CausalLM
+
+    out = sys.stdout if out is None else out   # read per call (see _Progress)
 
     tokenizer = None
     prog = _Progress("compiling")

@@ -397,14 +397,14 @@ class Recorder(CallHooks):
             if g > m:
                 raise VulkanError(f"a dispatch of {grid} workgroups exceeds the device's limit {self.dev.max_groups}")
         ds = self._descriptor_set(kernel)
-        infos = []
+        infos, moved = [], {}
         for kind, a in zip(kernel.kinds, args):
             if kind == "buffer":
                 if a == 0:
                     raise MemoryError("a kernel buffer could not be allocated on the Vulkan device")
                 buf, off = self.dev.find(a)
                 if off % self.dev.offset_align:
-                    raise VulkanError(f"buffer offset {off} is not aligned to {self.dev.offset_align} bytes")
+                    buf, off = moved.get(a) or moved.setdefault(a, self._aligned_copy(a, buf.size - off))
                 infos.append(vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=off, range=buf.size - off))
             else:
                 buf, off, size = self._scalar(kind, a)
@@ -419,6 +419,15 @@ class Recorder(CallHooks):
         vk.vkCmdDispatch(self.cmd, *grid)
         self.dispatches += 1
         self._barrier()
+
+    def _aligned_copy(self, address: int, nbytes: int) -> tuple[Buffer, int]:
+        """A descriptor binds a buffer at multiples of minStorageBufferOffsetAlignment only: a
+        view starting elsewhere (rows [begin, end) of a state buffer, relax.state_read) is
+        copied (device to device, in the command buffer) into a fresh buffer the kernel reads
+        instead. Such views are read-only (a kernel writes into buffers of its own)."""
+        dst = self.alloc(nbytes)
+        self.copy(address, dst, nbytes)
+        return self.dev.find(dst)
 
     def copy(self, src: int, dst: int, nbytes: int) -> None:
         vk = self.vk

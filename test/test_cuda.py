@@ -167,13 +167,6 @@ def test_cuda_bad_options_are_compile_errors():
         relax_mlir.compile(ADD, target="cuda", options={"workgroup_size": 0})
 
 
-def test_cuda_state_is_a_compile_error():
-    import test_state
-    with pytest.raises(relax_mlir.CompileError,
-                       match=r"^relax.state: the cuda target does not support executable-owned state yet"):
-        relax_mlir.compile(test_state.SRC, target="cuda")
-
-
 def test_cuda_absent_driver_library():
     with pytest.raises(curt.CudaUnavailable, match=r"^cannot load the CUDA driver library /nonexistent/libcuda.so.1: "
                                                    r".*\(no NVIDIA driver on this machine\)$"):
@@ -421,13 +414,13 @@ def test_fake_run_mlp_host_path(fake_run):
     # route: rows on grid x, blocks of 64 columns on y; n = 130 (>= 32) but 16 or 4 columns:
     # still the small route
     assert fake_run["calls"] == {str(n): [[n, 4], "float32", [[n, 1, 1]] * 2] for n in (1, 7, 130)}
-    assert fake_run["stats"] == {"calls": 3, "launches": 6}
+    # each call stages x and the 4 parameters (848 bytes): not uploaded ones
+    assert fake_run["stats"] == {"calls": 3, "launches": 6, "uploads": 15, "upload_bytes": (1 + 7 + 130) * 32 + 3 * 848}
 
 
 def test_fake_run_errors_of_the_cpu_target(fake_run):
     assert fake_run["shape_error"] == ["ShapeError", "@main: argument #0: expected shape (n, 8), got (3, 9)"]
-    assert fake_run["bind_params"] == ["NotImplementedError", "@main: bind_params() is not supported by the cuda "
-                                       "target; upload the weights once with exe.upload(w) and pass the DeviceArrays"]
+    assert fake_run["bind_params"] is None      # test_gpu_state.py: the weights uploaded once
 
 
 def test_fake_run_uploaded_weights(fake_run):

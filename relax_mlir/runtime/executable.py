@@ -8,6 +8,7 @@
     sess = exe.session()                      # explicit per-caller state (workspace, state buffers)
     y = sess["main"](x, w)                    # == sess(x, w)
     sess.state["k0"]                          # a state buffer (relax.state), updated in place
+                                              # (GPU targets: read back from device memory)
     step = sess["decode"].bind_params(*ws)    # weights converted once; step(token) per call
     exe.compile_time_s, exe.metadata          # seconds; JSON (relax_mlir.runtime.abi)
     exe.export("model.so")                    # ahead-of-time: one shared library
@@ -767,6 +768,9 @@ class Session:
     changes what the next call reads; the array objects never change). ``rows``:
     capacity per state (name -> rows, or an ``int`` for every state of a symbolic
     capacity), at most the declared upper bound, which is the default. :meth:`reset_state` zero-fills them.
+    A device executable's session (vulkan, cuda: :class:`~relax_mlir.runtime.gpu_shared.DeviceSession`)
+    keeps them in device memory instead: ``sess.state[name]`` reads one back as a numpy copy
+    and ``sess.state[name] = a`` writes it.
     """
 
     def __init__(self, exe: "Executable", rows=None):

@@ -15,9 +15,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -29,42 +27,21 @@ from relax_mlir.runtime import cuda as curt  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 
 import gpu_checks  # noqa: E402
-from irtext import T, seg  # noqa: E402
+from test_state import ALL, POS, X, data, pos  # noqa: E402
+from test_state import SRC as STATE_SRC  # noqa: E402
 
 VULKAN_OK, VULKAN_WHY = vkrt.available()
 CUDA_OK, CUDA_WHY = curt.available()
 TARGETS = [pytest.param("vulkan", marks=pytest.mark.skipif(not VULKAN_OK, reason=f"no Vulkan device: {VULKAN_WHY}")),
            pytest.param("cuda", marks=pytest.mark.skipif(not CUDA_OK, reason=f"no CUDA device: {CUDA_WHY}"))]
 
-X = T("?x3", ["s", 3])
-POS = T("?x0", ["p", 0], "i8")
-ALL = T("?x3", ["p + s", 3])
-HIST = T("?x3", ["p", 3])
-CALL_SEG = "operandSegmentSizes = array<i32: 1, 1" + ", 0" * 62 + ">, resultSegmentSizes = " + seg(1)
-# @append: 2*x written at rows [p, p + s) of "h" (a kernel's output), rows [0, p + s) read
-# back in place and + 1; @history: rows [0, p) returned (the caller's copy); @nested:
-# @append through relax.call; @put: x itself written, rows [0, p + s) returned (no kernel:
-# numbers even on the fake CUDA driver); @window: rows [p, p + s) read (a view starting at
-# 12*p bytes, not a multiple of a Vulkan descriptor's offset alignment) and doubled.
-SRC = f"""
-module attributes {{relax.state = {{h = {T("?x3", ["cap", 3])}, z = tensor<4xi32>}}, relax.upper_bounds = {{cap = 64 : i64}}}} {{
-  func.func @append(%x: {X}, %pos: {POS}) -> {ALL} attributes {{relax.function}} {{
-    %two = "relax.add"(%x, %x) : ({X}, {X}) -> {X}
-    "relax.state_write"(%two) {{state = "h", offset = "p"}} : ({X}) -> ()
-    %all = "relax.state_read"() {{state = "h", end = "p + s"}} : () -> {ALL}
-    %one = "relax.full"() {{shape = #relax.shape<[]>, value = 1.0 : f64, dtype = f32}} : () -> tensor<f32>
-    %r = "relax.add"(%all, %one) : ({ALL}, tensor<f32>) -> {ALL}
-    return %r : {ALL}
-  }}
-  func.func @history(%pos: {POS}) -> {HIST} attributes {{relax.function}} {{
-    %h = "relax.state_read"() {{state = "h", end = "p"}} : () -> {HIST}
-    return %h : {HIST}
-  }}
-  func.func @nested(%x: {X}, %pos: {POS}) -> {ALL} attributes {{relax.function}} {{
-    %r = "relax.call"(%x, %pos) {{callee = @append, {CALL_SEG}}} : ({X}, {POS}) -> {ALL}
-    return %r : {ALL}
-  }}
-  func.func @put(%x: {X}, %pos: {POS}) -> {ALL} attributes {{relax.function}} {{
+# test_state's program (@append: 2*x written at rows [p, p + s) of "h", a kernel's output, and
+# rows [0, p + s) read back in place + 1; @history: rows [0, p) returned, the caller's copy;
+# @nested: @append through relax.call) and two more functions: @put: x itself written, rows
+# [0, p + s) returned (no kernel: numbers even on the fake CUDA driver); @window: rows
+# [p, p + s) read (a view starting at 12*p bytes, not a multiple of a Vulkan descriptor's
+# offset alignment) and doubled.
+SRC = STATE_SRC[:STATE_SRC.rindex("}")] + f"""  func.func @put(%x: {X}, %pos: {POS}) -> {ALL} attributes {{relax.function}} {{
     "relax.state_write"(%x) {{state = "h", offset = "p"}} : ({X}) -> ()
     %all = "relax.state_read"() {{state = "h", end = "p + s"}} : () -> {ALL}
     return %all : {ALL}
@@ -76,14 +53,6 @@ module attributes {{relax.state = {{h = {T("?x3", ["cap", 3])}, z = tensor<4xi32
   }}
 }}
 """
-
-
-def pos(p: int) -> np.ndarray:
-    return np.empty((p, 0), np.int8)
-
-
-def data(s: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal((s, 3)).astype(np.float32)
 
 
 def stats(exe) -> dict:
@@ -312,29 +281,13 @@ def test_causal_lm_on_the_gpu_equals_the_cpu(target):
 
 # -- cuda without a GPU: the host path against the fake driver ---------------------------------------
 
-FAKE_STATE_RUN = r'''
-import ctypes, json, sys
-ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
-import numpy as np
-import relax_mlir
-from relax_mlir.frontend import models
-
-fake = ctypes.CDLL("libcuda.so.1")
-launches = lambda: ctypes.c_long.in_dll(fake, "fake_launches").value
+def _fake_state_run():
+    from test_cuda import FAKE_PRELUDE
+    return FAKE_PRELUDE + r'''
 src = open(sys.argv[2]).read()
 pos = lambda p: np.empty((p, 0), np.int8)
 x = np.arange(6, dtype=np.float32).reshape(2, 3)
 out = {}
-
-
-def err(fn):
-    try:
-        fn()
-        return None
-    except BaseException as e:
-        return [type(e).__name__, str(e)]
-
-
 exe = relax_mlir.compile(src, target="cuda")
 a, b = exe.session(), exe.session(rows=8)
 out["shapes"] = {k: list(v) for k, v in a.state_shapes.items()}
@@ -365,19 +318,11 @@ print("FAKE-RUN " + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def fake_state_run(tmp_path_factory):
-    from test_cuda import _build_fake
+    from test_cuda import run_fake
     tmp = tmp_path_factory.mktemp("fakecuda_state")
-    lib = _build_fake(tmp, soname="libcuda.so.1")
     src = tmp / "state.mlir"
     src.write_text(SRC)
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_CUDA_", "RELAX_MLIR_CUDA_"))}
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here)] + [p for p in [env.get("PYTHONPATH")] if p])
-    r = subprocess.run([sys.executable, "-c", FAKE_STATE_RUN, lib, str(src)], capture_output=True, text=True,
-                       env=env, timeout=600)
-    lines = [x for x in r.stdout.splitlines() if x.startswith("FAKE-RUN ")]
-    assert r.returncode == 0 and lines, r.stdout[-3000:] + r.stderr[-3000:]
-    return json.loads(lines[0][len("FAKE-RUN "):])
+    return run_fake(tmp, _fake_state_run(), str(src))
 
 
 def test_fake_cuda_state_in_managed_memory(fake_state_run):

@@ -167,13 +167,6 @@ def test_cuda_bad_options_are_compile_errors():
         relax_mlir.compile(ADD, target="cuda", options={"workgroup_size": 0})
 
 
-def test_cuda_state_is_a_compile_error():
-    import test_state
-    with pytest.raises(relax_mlir.CompileError,
-                       match=r"^relax.state: the cuda target does not support executable-owned state yet"):
-        relax_mlir.compile(test_state.SRC, target="cuda")
-
-
 def test_cuda_absent_driver_library():
     with pytest.raises(curt.CudaUnavailable, match=r"^cannot load the CUDA driver library /nonexistent/libcuda.so.1: "
                                                    r".*\(no NVIDIA driver on this machine\)$"):
@@ -285,9 +278,9 @@ def test_fake_rejected_ptx_is_a_ptx_error(fake, monkeypatch):
         dev.load_image(b".version 8.6\n.target sm_100\n", "@k")
 
 
-#: the whole host path against the fake driver, in a fresh process (the fake must be
-#: THE libcuda.so.1 of that process); prints one JSON object of observations
-FAKE_RUN = r'''
+#: the start of a script run against the fake driver in a fresh process (the fake must be
+#: THE libcuda.so.1 of that process, argv[1]): ``launches()``, ``err(fn)``
+FAKE_PRELUDE = r'''
 import ctypes, json, os, sys
 ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
 import numpy as np
@@ -297,7 +290,6 @@ from relax_mlir.runtime import cuda
 
 fake = ctypes.CDLL("libcuda.so.1")
 grids = (ctypes.c_long * 192).in_dll(fake, "fake_grids")
-out = {"available": list(cuda.available())}
 
 
 def launches():
@@ -310,8 +302,11 @@ def err(fn):
         return None
     except BaseException as e:
         return [type(e).__name__, str(e)]
+'''
 
-
+#: the whole host path against the fake driver; prints one JSON object of observations
+FAKE_RUN = FAKE_PRELUDE + r'''
+out = {"available": list(cuda.available())}
 cfg = models.MLPConfig(d_in=8, d_hidden=16, d_out=4, max_batch=70000)
 exe = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg), target="cuda")
 params = models.mlp_params(cfg, np.random.default_rng(0))
@@ -402,16 +397,25 @@ print("FAKE-RUN " + json.dumps(out))
 '''
 
 
-@pytest.fixture(scope="module")
-def fake_run(tmp_path_factory):
-    lib = _build_fake(tmp_path_factory.mktemp("fakelibcuda"), soname="libcuda.so.1")
+def run_fake(out_dir, script: str, *args: str, **env_vars: str) -> dict:
+    """Run ``script`` (:data:`FAKE_PRELUDE` + ...) with the fake driver built in ``out_dir`` as
+    THE libcuda.so.1 (argv[1]; then ``args``) in a fresh process; the JSON object it prints
+    after ``FAKE-RUN ``."""
+    lib = _build_fake(out_dir, soname="libcuda.so.1")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_CUDA_", "RELAX_MLIR_CUDA_"))}
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE)] + [p for p in [env.get("PYTHONPATH")] if p])
-    env["FAKE_CUDA_GRID_X"] = "65535"   # so that 65536 rows on grid x exceed it
-    r = subprocess.run([sys.executable, "-c", FAKE_RUN, lib], capture_output=True, text=True, env=env, timeout=600)
+    env.update(env_vars)
+    r = subprocess.run([sys.executable, "-c", script, lib, *args], capture_output=True, text=True, env=env,
+                       timeout=600)
     lines = [x for x in r.stdout.splitlines() if x.startswith("FAKE-RUN ")]
     assert r.returncode == 0 and lines, r.stdout[-3000:] + r.stderr[-3000:]
     return json.loads(lines[0][len("FAKE-RUN "):])
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory):
+    # FAKE_CUDA_GRID_X: so that 65536 rows on grid x exceed it
+    return run_fake(tmp_path_factory.mktemp("fakelibcuda"), FAKE_RUN, FAKE_CUDA_GRID_X="65535")
 
 
 def test_fake_run_mlp_host_path(fake_run):
@@ -421,13 +425,13 @@ def test_fake_run_mlp_host_path(fake_run):
     # route: rows on grid x, blocks of 64 columns on y; n = 130 (>= 32) but 16 or 4 columns:
     # still the small route
     assert fake_run["calls"] == {str(n): [[n, 4], "float32", [[n, 1, 1]] * 2] for n in (1, 7, 130)}
-    assert fake_run["stats"] == {"calls": 3, "launches": 6}
+    # each call stages x and the 4 parameters (848 bytes): not uploaded ones
+    assert fake_run["stats"] == {"calls": 3, "launches": 6, "uploads": 15, "upload_bytes": (1 + 7 + 130) * 32 + 3 * 848}
 
 
 def test_fake_run_errors_of_the_cpu_target(fake_run):
     assert fake_run["shape_error"] == ["ShapeError", "@main: argument #0: expected shape (n, 8), got (3, 9)"]
-    assert fake_run["bind_params"] == ["NotImplementedError", "@main: bind_params() is not supported by the cuda "
-                                       "target; upload the weights once with exe.upload(w) and pass the DeviceArrays"]
+    assert fake_run["bind_params"] is None      # test_gpu_state.py: the weights uploaded once
 
 
 def test_fake_run_uploaded_weights(fake_run):

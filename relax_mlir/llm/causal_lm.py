@@ -20,6 +20,10 @@ the new token(s) and the cached length (the weights are bound once:
 ``Function.bind_params``). :class:`KVCache` is the Python handle on that state: its
 arrays are the session's buffers, ``length`` the filled rows. Two CausalLMs of one
 config share the compiled executable, not their caches.
+
+``target="vulkan"`` (or ``"cuda"``) compiles the same graph for a GPU: the cache is then
+device memory owned by the session (``lm.cache.k[i]`` reads a layer back as numpy) and
+the bound weights are uploaded once, when the CausalLM is made.
 """
 
 from __future__ import annotations
@@ -32,19 +36,27 @@ import numpy as np
 from .model import LlamaModel, LMConfig
 from . import weights as W
 
-_EXECUTABLES: dict[LMConfig, tuple] = {}
+_EXECUTABLES: dict[tuple[LMConfig, str], tuple] = {}
 
 
 class KVCache:
     """A handle on a session's KV state: ``k[i]``, ``v[i]`` are the session's buffers
-    ``(max_seq_len, kv_heads, head_dim)`` of layer ``i``; ``length`` rows are filled."""
+    ``(max_seq_len, kv_heads, head_dim)`` of layer ``i`` (on a GPU target: read back from
+    the device as numpy); ``length`` rows are filled."""
 
     def __init__(self, session, num_layers: int):
         self.session = session
-        self.k = [session.state[f"k{i}"] for i in range(num_layers)]
-        self.v = [session.state[f"v{i}"] for i in range(num_layers)]
-        self.max_seq_len = self.k[0].shape[0] if num_layers else 0
+        self.num_layers = num_layers
+        self.max_seq_len = session.state_shapes["k0"][0] if num_layers else 0
         self.length = 0
+
+    @property
+    def k(self) -> list[np.ndarray]:
+        return [self.session.state[f"k{i}"] for i in range(self.num_layers)]
+
+    @property
+    def v(self) -> list[np.ndarray]:
+        return [self.session.state[f"v{i}"] for i in range(self.num_layers)]
 
     def past(self) -> np.ndarray:
         """The zero-byte ``(length, 0)`` array whose shape tells ``extend`` the cached length."""
@@ -60,12 +72,12 @@ class KVCache:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.k + self.v)
+        return self.session.state_bytes
 
 
-def compile_model(c: LMConfig):
-    """(executable, weight names) for a config; compiled once per process per config."""
-    if c not in _EXECUTABLES:
+def compile_model(c: LMConfig, target: str = "cpu"):
+    """(executable, weight names) for a config; compiled once per process per config and target."""
+    if (c, target) not in _EXECUTABLES:
         import relax_mlir
         from mlir import ir
 
@@ -74,36 +86,40 @@ def compile_model(c: LMConfig):
         with ctx, ir.Location.unknown():
             module = ir.Module.create()
             names = model.build(module)
-        _EXECUTABLES[c] = (relax_mlir.compile(module), names)
-    return _EXECUTABLES[c]
+        _EXECUTABLES[c, target] = (relax_mlir.compile(module, target=target), names)
+    return _EXECUTABLES[c, target]
 
 
 class CausalLM:
     """A compiled decoder LM; see the module docstring."""
 
     def __init__(self, config: LMConfig, weights: dict[str, np.ndarray], max_seq_len: int = 2048,
-                 eos_token_id=None):
+                 eos_token_id=None, target: str = "cpu"):
         self.max_seq_len = int(max_seq_len)
         if self.max_seq_len > config.max_positions:   # the state's capacity bound is part of the graph
             config = replace(config, max_positions=self.max_seq_len)
         self.config = config
-        self.exe, self.weight_names = compile_model(config)
+        self.target = target
+        self.exe, self.weight_names = compile_model(config, target)
         missing = [n for n in self.weight_names if n not in weights]
         if missing:
             raise ValueError(f"missing weights: {', '.join(missing[:5])}")
         self.weights = [np.ascontiguousarray(weights[n], dtype=np.float32) for n in self.weight_names]
         self.session = self.exe.session(rows=self.max_seq_len)
         self.cache = KVCache(self.session, config.num_layers)
-        # the ~9 arrays per layer are checked and converted once; a call passes ids (and past)
-        self._prefill = self.session["prefill"].bind_params(*self.weights)
-        self._extend = self.session["extend"].bind_params(*self.weights)
+        # the ~9 arrays per layer are checked and converted once (a GPU target: uploaded once,
+        # shared by both functions); a call passes ids (and past)
+        bound = [self.exe.upload(w) for w in self.weights] if hasattr(self.exe, "upload") else self.weights
+        self._prefill = self.session["prefill"].bind_params(*bound)
+        self._extend = self.session["extend"].bind_params(*bound)
         self.eos_token_id = eos_token_id
 
     # -- construction --------------------------------------------------------------------
 
     @classmethod
-    def from_hf(cls, model, max_seq_len: Optional[int] = None) -> "CausalLM":
-        """Wrap a transformers causal LM (Llama, Mistral, Qwen2 families) in f32."""
+    def from_hf(cls, model, max_seq_len: Optional[int] = None, target: str = "cpu") -> "CausalLM":
+        """Wrap a transformers causal LM (Llama, Mistral, Qwen2 families) in f32, compiled for
+        ``target`` (``cpu``, ``vulkan``, ``cuda``)."""
         cfg = model.config
         c = W.config_from_hf(cfg)
         sd = W.torch_state_dict(model)
@@ -111,11 +127,11 @@ class CausalLM:
         weights["rope_inv_freq"] = W.inv_freq(cfg, c, model)
         msl = max_seq_len or getattr(cfg, "max_position_embeddings", 2048)
         return cls(c, weights, msl, eos_token_id=getattr(getattr(model, "generation_config", None),
-                                                          "eos_token_id", None))
+                                                          "eos_token_id", None), target=target)
 
     @classmethod
     def random(cls, config: LMConfig, max_seq_len: int = 2048, seed: int = 0, rope_theta: float = 10000.0,
-               std: float = 0.02) -> "CausalLM":
+               std: float = 0.02, target: str = "cpu") -> "CausalLM":
         """Random-init weights (normal(0, std), norms at 1) without torch: for demos and benchmarks."""
         rng = np.random.default_rng(seed)
         weights = {}
@@ -129,17 +145,17 @@ class CausalLM:
                 weights[name] = np.zeros(p.shape, np.float32)
             else:
                 weights[name] = (rng.standard_normal(p.shape, dtype=np.float32) * std)
-        return cls(config, weights, max_seq_len)
+        return cls(config, weights, max_seq_len, target=target)
 
     @classmethod
-    def from_pretrained(cls, path: str, max_seq_len: Optional[int] = None) -> "CausalLM":
+    def from_pretrained(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu") -> "CausalLM":
         """A local model directory (config.json + *.safetensors); nothing is downloaded."""
         cfg = W.load_hf_config(path)
         c = W.config_from_hf(cfg)
         weights = W.convert_state_dict(W.safetensors_state_dict(path), c, tie=W.tie_embeddings(cfg))
         weights["rope_inv_freq"] = W.inv_freq(cfg, c)
         return cls(c, weights, max_seq_len or getattr(cfg, "max_position_embeddings", 2048),
-                   eos_token_id=getattr(cfg, "eos_token_id", None))
+                   eos_token_id=getattr(cfg, "eos_token_id", None), target=target)
 
     # -- running ---------------------------------------------------------------------------
 

@@ -77,6 +77,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--top-p", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-seq-len", type=int, default=None)
+    ap.add_argument("--target", default="cpu", help="compile target: cpu, vulkan or cuda (KV cache and weights "
+                                                    "on the GPU)")
 
 
 def run(args: argparse.Namespace, out=None) -> int:
@@ -87,14 +89,14 @@ def run(args: argparse.Namespace, out=None) -> int:
     tokenizer = None
     prog = _Progress("compiling")
     if args.model:
-        lm = CausalLM.from_pretrained(args.model, max_seq_len=args.max_seq_len)
+        lm = CausalLM.from_pretrained(args.model, max_seq_len=args.max_seq_len, target=args.target)
         if args.prompt is not None:
             from transformers import AutoTokenizer
             tokenizer = AutoTokenizer.from_pretrained(args.model)
     else:
         c = SIZES[args.size]
         lm = CausalLM.random(c, max_seq_len=args.max_seq_len or args.prompt_len + args.max_new_tokens + 1,
-                             seed=args.seed)
+                             seed=args.seed, target=args.target)
     prog.done(f"{lm.exe.compile_time_s:.1f} s (one executable for every prompt length)")
     if tokenizer is not None:
         ids = np.asarray(tokenizer(args.prompt)["input_ids"], np.int64)

@@ -67,7 +67,7 @@ import threading
 import time
 from typing import Optional
 
-from .gpu_shared import ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceExecutable, StagedFunction, binaries
+from .gpu_shared import ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceExecutable, StagedFunction, add_stats, binaries
 
 LIBCUDA = "libcuda.so.1"
 
@@ -499,7 +499,9 @@ class CudaRuntime:
         self._handles: dict[tuple[int, int], int] = {}
         #: failures of the global constructors (module loads), raised by the factory
         self.load_errors: list[BaseException] = []
-        self.stats = {"calls": 0, "launches": 0}
+        #: calls, kernel launches, arrays copied from the host into device buffers (arguments
+        #: staged per call, exe.upload, bind_params) and their bytes
+        self.stats = {"calls": 0, "launches": 0, "uploads": 0, "upload_bytes": 0}
         self._stats_lock = threading.Lock()
         self.callbacks: dict[str, object] = {
             "_mlir_memref_to_llvm_alloc": ALLOC_FN(self._alloc),
@@ -517,10 +519,8 @@ class CudaRuntime:
             st = self.local.state = CallState(self.dev)
         return st
 
-    def count(self, st: CallState) -> None:
-        with self._stats_lock:
-            self.stats["calls"] += 1
-            self.stats["launches"] += st.launches
+    def count(self, st: CallState, uploads: int, upload_bytes: int) -> None:
+        add_stats(self, calls=1, launches=st.launches, uploads=uploads, upload_bytes=upload_bytes)
 
     def _current(self) -> Optional[CallState]:
         return getattr(self.local, "rec", None)
@@ -733,9 +733,6 @@ def check_module(metadata: dict) -> None:
     from .abi import ExecutableMetadata
 
     meta = ExecutableMetadata.from_json(metadata)
-    if meta.states:
-        raise CompileError("relax.state: the cuda target does not support executable-owned state yet "
-                           "(compile this module for the cpu target)")
     if meta.total_workspace():
         raise CompileError("the cuda target cannot run a planned workspace (relax-plan-memory): its arena "
                            "would be host memory the kernels cannot reach")

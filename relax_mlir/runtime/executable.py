@@ -8,6 +8,7 @@
     sess = exe.session()                      # explicit per-caller state (workspace, state buffers)
     y = sess["main"](x, w)                    # == sess(x, w)
     sess.state["k0"]                          # a state buffer (relax.state), updated in place
+                                              # (GPU targets: read back from device memory)
     step = sess["decode"].bind_params(*ws)    # weights converted once; step(token) per call
     exe.compile_time_s, exe.metadata          # seconds; JSON (relax_mlir.runtime.abi)
     exe.export("model.so")                    # ahead-of-time: one shared library
@@ -576,6 +577,16 @@ class Function:
         thread's default session; ``sess[name].bind_params`` for a session's)."""
         return PreparedCall(self, None, params)
 
+    def _on_device(self, a) -> bool:
+        """Whether argument ``a`` already lives where the code reads it (a device target's
+        DeviceArray): passed as it is, never converted."""
+        return False
+
+    def _bind(self, arrays: list) -> Optional[tuple]:
+        """Arguments bound by a :class:`PreparedCall`, moved where the code reads them (a
+        device target: its memory, once), or None: host memory, passed by descriptor."""
+        return None
+
     def _call(self, session: "Session", args):
         """The general path (and the whole call of a target without a generated one):
         arguments the stub refuses are converted (copy, DLPack) or raise their error."""
@@ -663,7 +674,8 @@ class PreparedCall:
             raise TypeError(f"@{fn.name} takes {fn.nparams} argument(s), {n} bound")
         self.fn, self.session = fn, session
         self.nlead = nlead = fn.nparams - n
-        self._arrays = [_as_array(a) for a in params]   # kept alive: the descriptors point into them
+        # kept alive: the descriptors point into them (a device target's own arrays pass as they are)
+        self._arrays = [a if fn._on_device(a) else _as_array(a) for a in params]
         fn.checker.check_types(self._arrays, nlead)
         self._shapes = tuple(a.shape for a in self._arrays)
         rest = fn.checker.partial(nlead, self._shapes)
@@ -672,6 +684,13 @@ class PreparedCall:
         exact = [np.dtype(d) if d is not None else None for d in fn.checker.np_dtypes[:nlead]]
         self._args = _arg_stub(ranks[:nlead], exact, rest)
         self._pack = struct.Struct(_desc_format(ranks[:nlead])).pack_into
+        self._last: tuple = (None, ())   # (frame, its argument tuple): one atomic read
+        self._held = []
+        #: a target whose code takes its arguments in device memory: the bound arrays there,
+        #: moved once (Function._bind); the call passes them after the leading arguments
+        self._device = fn._bind(self._arrays)
+        if self._device is not None:
+            return
         bound = _words(self._arrays)
         self._bound = (ctypes.c_int64 * max(len(bound), 1))(*bound)
         at, addrs = ctypes.addressof(self._bound), []
@@ -679,7 +698,6 @@ class PreparedCall:
             addrs.append(at)
             at += 8 * (3 + 2 * r)
         self._bound_addrs = tuple(addrs)
-        self._last: tuple = (None, ())   # (frame, its argument tuple): one atomic read
         # Bound f32 weights are constant from here on: the BLAS shim packs a matmul's B operand
         # lying in them once, on first use (libraries.WeightPacker), and frees the packed
         # copies when this object goes (the finalizer keeps the arrays alive until then).
@@ -688,13 +706,13 @@ class PreparedCall:
         if self._held:
             # (not at exit: the process's memory goes with it, and no ctypes call during shutdown)
             weakref.finalize(self, packer.release, self._held, list(self._arrays)).atexit = False
-        # a target whose code takes its arguments elsewhere (device memory) overrides _invoke
-        self._staged = getattr(type(fn), "_invoke", None) is not None
 
     def weights_changed(self) -> None:
         """Call after writing a bound array in place: the bound weights are taken as constant
         (library matmuls use a packed copy made on first use), and this drops those copies so
-        that the next call repacks the new values."""
+        that the next call repacks the new values (on a device target: copies them to the device again)."""
+        if self._device is not None:
+            self._device = self.fn._bind(self._arrays)
         if self._held:
             self.fn.exe._weight_packer().invalidate(self._held)
 
@@ -713,9 +731,8 @@ class PreparedCall:
             raise TypeError(f"@{fn.name} takes {self.nlead} argument(s) besides the {len(self._arrays)} "
                             f"bound, got {len(args)}")
         session = self.session or fn.exe._default_session()
-        if self._staged:
-            return fn._invoke(session, [ctypes.byref(_descriptor(a)) for a in
-                                        [_as_array(a) for a in args] + self._arrays])
+        if self._device is not None:
+            return fn._call(session, tuple(args) + self._device)
         words = self._args(args, self._shapes)
         if words is None:   # the general path
             args = [_as_array(a) for a in args]
@@ -751,6 +768,9 @@ class Session:
     changes what the next call reads; the array objects never change). ``rows``:
     capacity per state (name -> rows, or an ``int`` for every state of a symbolic
     capacity), at most the declared upper bound, which is the default. :meth:`reset_state` zero-fills them.
+    A device executable's session (vulkan, cuda: :class:`~relax_mlir.runtime.gpu_shared.DeviceSession`)
+    keeps them in device memory instead: ``sess.state[name]`` reads one back as a numpy copy
+    and ``sess.state[name] = a`` writes it.
     """
 
     def __init__(self, exe: "Executable", rows=None):
@@ -761,22 +781,33 @@ class Session:
         self._desc = desc
         self._ws = ctypes.byref(desc)
         self._busy = threading.Lock()
-        self.state: dict[str, np.ndarray] = {}
+        self.state = self._state_mapping()
         self._state_descs = []
+        #: name -> (rows, *row shape) of each state buffer
+        self.state_shapes: dict[str, tuple] = {}
         for spec in exe._meta.states:
-            r = _rows(spec, rows)
+            shape = self.state_shapes[spec.name] = (_rows(spec, rows),) + spec.row_shape
             dtype = np.dtype(DTYPES[spec.dtype])
-            nbytes = r * int(np.prod(spec.row_shape, dtype=np.int64)) * dtype.itemsize
-            raw = np.zeros(nbytes + _WS_ALIGN, np.uint8)
-            ptr = _aligned(raw)
-            off = ptr - raw.ctypes.data
-            self.state[spec.name] = raw[off:off + nbytes].view(dtype).reshape((r,) + spec.row_shape)
-            self._state_descs.append(_byte_descriptor(ptr, nbytes))
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            self._state_descs.append(_byte_descriptor(self._new_state(spec.name, shape, dtype, nbytes), nbytes))
         #: what every call passes before its parameters: the workspace, then the state buffers
         self._buffers = (self._ws,) + tuple(ctypes.byref(d) for d in self._state_descs)
         self._addrs = tuple(ctypes.addressof(d) for d in [desc] + self._state_descs)
         #: Function -> its call memory in this session (:class:`_Frame`), made on the first call
         self._frames: dict = {}
+
+    def _state_mapping(self):
+        """What ``sess.state`` is: name -> the buffer itself (host memory: numpy arrays)."""
+        return {}
+
+    def _new_state(self, name: str, shape: tuple, dtype: np.dtype, nbytes: int) -> int:
+        """Allocate state ``name`` (zero-filled, 64-byte aligned), enter it in ``self.state``;
+        returns its address (a device session allocates device memory instead)."""
+        raw = np.zeros(nbytes + _WS_ALIGN, np.uint8)
+        ptr = _aligned(raw)
+        off = ptr - raw.ctypes.data
+        self.state[name] = raw[off:off + nbytes].view(dtype).reshape(shape)
+        return ptr
 
     @property
     def workspace_bytes(self) -> int:
@@ -784,7 +815,7 @@ class Session:
 
     @property
     def state_bytes(self) -> int:
-        return sum(a.nbytes for a in self.state.values())
+        return sum(int(d.sizes[0]) for d in self._state_descs)
 
     def reset_state(self) -> None:
         """Zero every state buffer (in place: ``sess.state``'s arrays stay the same objects)."""
@@ -798,7 +829,7 @@ class Session:
         return self.exe["main"]._entry(self, args)
 
     def __repr__(self) -> str:
-        st = f", state {', '.join(f'{k} {v.shape}' for k, v in self.state.items())}" if self.state else ""
+        st = f", state {', '.join(f'{k} {v}' for k, v in self.state_shapes.items())}" if self.state_shapes else ""
         return f"<relax_mlir Session: {self.workspace_bytes} workspace bytes{st}, functions {self.exe.functions}>"
 
 
@@ -871,20 +902,6 @@ def _as_array(x) -> np.ndarray:
     return x
 
 
-def _descriptor(a: np.ndarray):
-    d = descriptor_class(a.ndim)()
-    ptr = a.ctypes.data
-    d.allocated = ptr
-    d.aligned = ptr
-    d.offset = 0
-    if a.ndim:
-        strides = [s // a.itemsize for s in a.strides] if a.size else [0] * a.ndim
-        for i in range(a.ndim):
-            d.sizes[i] = a.shape[i]
-            d.strides[i] = strides[i]
-    return d
-
-
 class Executable:
     """A compiled (or loaded) module: call graph functions on arrays; see the module docstring.
 
@@ -894,6 +911,9 @@ class Executable:
     final LLVM-dialect module as text for :meth:`export` (``None`` for a loaded one, whose
     ``export`` copies its file).
     """
+
+    #: the class of its sessions (a device executable's keep their state in device memory)
+    session_class: type = Session
 
     def __init__(self, resolver: SymbolResolver, metadata: dict, compile_time_s: float = 0.0,
                  libraries=(), llvm_dialect: Optional[Callable[[], str]] = None,
@@ -944,7 +964,7 @@ class Executable:
             unknown = sorted(set(rows) - {s.name for s in self._meta.states})
             if unknown:
                 raise KeyError(f"no state {', '.join(unknown)} (states: {', '.join(self.states) or 'none'})")
-        return Session(self, rows)
+        return self.session_class(self, rows)
 
     @property
     def states(self) -> list[str]:
@@ -963,7 +983,7 @@ class Executable:
     def _default_session(self) -> Session:
         s = getattr(self._local, "session", None)
         if s is None:
-            s = self._local.session = Session(self)
+            s = self._local.session = self.session_class(self)
         return s
 
     def __getitem__(self, name: str) -> Function:

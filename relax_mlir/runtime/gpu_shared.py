@@ -8,23 +8,29 @@ buffers; CUDA: managed memory). So the calling side is the same:
 * :class:`BufferPool`: a device's buffers in power-of-two size classes, reused across
   calls, and the map from an address back to its buffer (kernel arguments arrive as
   addresses);
-* :class:`DeviceArray`: an array kept in a device buffer across calls (``exe.upload``);
+* :class:`DeviceArray`: an array kept in a device buffer across calls (``exe.upload``,
+  the arrays bound by ``bind_params``);
 * :class:`StagedFunction`: one call = copy the arguments into device buffers, run the
   host function while the runtime's callbacks record or launch the kernels, then read
   the results back with a host copy. The runtime provides a per-thread *call state*
   (``rt.recorder()``) with ``begin() / alloc(n) / submit() / abandon() / finish()`` and
   ``error`` (the first failure of a callback: exceptions cannot cross JIT-compiled
-  frames, so callbacks never raise; it is raised once the host function returns);
-* :class:`DeviceExecutable`: ``exe.upload(w)`` and the function class per target.
+  frames, so callbacks never raise; it is raised once the host function returns), and
+  ``count(rec, uploads, upload_bytes)``, which adds a call to its stats;
+* :class:`DeviceSession`: a session whose state buffers (``relax.state``) are device
+  buffers, allocated once per session; ``sess.state[name]`` reads one back as numpy;
+* :class:`DeviceExecutable`: ``exe.upload(w)``, the function and session classes.
 """
 
 from __future__ import annotations
 
 import bisect
 import ctypes
+from collections.abc import Mapping
+
 import numpy as np
 
-from .executable import Executable, Function, _as_array, _c_contiguous, descriptor_class
+from .executable import Executable, Function, Session, _as_array, _c_contiguous, descriptor_class
 
 _MIN_BUFFER = 256
 
@@ -139,13 +145,20 @@ class DeviceArray:
         self.dev = dev
         self.shape, self.dtype, self.ndim = a.shape, a.dtype, a.ndim
         self.buffer = dev.alloc(max(a.nbytes, 4))
-        dev.upload(self.buffer, a.ctypes.data, a.nbytes)
         self.nbytes = a.nbytes
+        self.write(a)
+
+    def write(self, a: np.ndarray) -> None:
+        """Copy ``a`` (this array's shape and dtype, C-contiguous) into the device buffer."""
+        self.dev.upload(self.buffer, a.ctypes.data, a.nbytes)
 
     def numpy(self) -> np.ndarray:
         out = np.empty(self.shape, self.dtype)
         self.dev.download(out.ctypes.data, self.buffer, self.nbytes)
         return out
+
+    def __repr__(self) -> str:
+        return f"<relax_mlir DeviceArray {self.shape} {self.dtype} on {self.dev.name}>"
 
     def __del__(self):
         buf, self.buffer = getattr(self, "buffer", None), None
@@ -174,13 +187,14 @@ class StagedFunction(Function):
             rec.begin()
             try:
                 descs = [ctypes.byref(self._stage(rec, a)) for a in arrays]
+                staged = [a.nbytes for a in arrays if not isinstance(a, DeviceArray)]
                 res = self.result_class()
                 rt.local.rec = rec
-                try:
+                try:   # the workspace and the session's state buffers, then the arguments
                     if self.single_scalar:
-                        res.status = self._fn(session._ws, *descs)
+                        res.status = self._fn(*session._buffers, *descs)
                     else:
-                        self._fn(ctypes.byref(res), session._ws, *descs)
+                        self._fn(ctypes.byref(res), *session._buffers, *descs)
                 finally:
                     rt.local.rec = None
                 if rec.error is not None:
@@ -192,7 +206,7 @@ class StagedFunction(Function):
                 views = self._result_views(res)
                 addresses = rec.reading([(v[3], v[4] * v[1].itemsize) for v in views])
                 rec.submit()
-                rt.count(rec)
+                rt.count(rec, len(staged), sum(staged))
                 outs = self._read(rec, views, addresses)
             finally:
                 rec.abandon()
@@ -201,11 +215,13 @@ class StagedFunction(Function):
             session._busy.release()
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _invoke(self, session, descs):
-        """Reached only through bind_params (PreparedCall), whose descriptors point at host
-        memory: the device needs its own buffers."""
-        raise NotImplementedError(f"@{self.name}: bind_params() is not supported by the {self.target_name} "
-                                  "target; upload the weights once with exe.upload(w) and pass the DeviceArrays")
+    def _on_device(self, a) -> bool:
+        return isinstance(a, DeviceArray)
+
+    def _bind(self, arrays: list) -> tuple:
+        """The arrays a PreparedCall binds, uploaded once (as ``exe.upload``): every call
+        passes these DeviceArrays, so the weights are not copied again per call."""
+        return tuple(a if isinstance(a, DeviceArray) else self.exe.upload(a) for a in arrays)
 
     def _stage(self, rec, a):
         """A memref descriptor of ``a`` in device memory (copied unless a DeviceArray)."""
@@ -254,11 +270,55 @@ class StagedFunction(Function):
         return outs
 
 
+class DeviceState(Mapping):
+    """``sess.state`` of a :class:`DeviceSession`: name -> the state buffer read back from the
+    device as a numpy array (a copy: the buffer itself stays in device memory);
+    ``sess.state[name] = a`` copies ``a`` (broadcast to the state's shape) into it."""
+
+    def __init__(self):
+        self.buffers: dict[str, DeviceArray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.buffers[name].numpy()
+
+    def __setitem__(self, name: str, value) -> None:
+        buf = self.buffers[name]
+        buf.write(np.ascontiguousarray(np.broadcast_to(np.asarray(value, buf.dtype), buf.shape)))
+
+    def __iter__(self):
+        return iter(self.buffers)
+
+    def __len__(self) -> int:
+        return len(self.buffers)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.buffers.items()) + "}"
+
+
+class DeviceSession(Session):
+    """A session of a device executable: its state buffers are device buffers, allocated
+    (zero-filled) once per session and passed to every call in place, so state_read views
+    and state_write rows stay on the device; ``sess.state`` is a :class:`DeviceState`."""
+
+    def _state_mapping(self) -> DeviceState:
+        return DeviceState()
+
+    def _new_state(self, name: str, shape: tuple, dtype: np.dtype, nbytes: int) -> int:
+        buf = self.state.buffers[name] = DeviceArray(self.exe._runtime.dev, np.zeros(shape, dtype))
+        return buf.buffer.address
+
+    def reset_state(self) -> None:
+        """Zero every state buffer on the device (the buffers stay the same)."""
+        for buf in self.state.buffers.values():
+            buf.write(np.zeros(buf.shape, buf.dtype))
+
+
 class DeviceExecutable(Executable):
     """An Executable whose functions run on a device through ``runtime`` (which has a
-    ``dev``, the :class:`BufferPool`)."""
+    ``dev``, the :class:`BufferPool`, and ``stats``)."""
 
     function_class: type = StagedFunction
+    session_class: type = DeviceSession
 
     def __init__(self, resolver, metadata: dict, runtime, **kw):
         self._runtime = runtime
@@ -275,7 +335,17 @@ class DeviceExecutable(Executable):
     def upload(self, array) -> DeviceArray:
         """Copy ``array`` to the device once; pass the result instead of the array in later
         calls (e.g. the weights) so that it is not staged again per call."""
-        return DeviceArray(self._runtime.dev, _as_array(array))
+        a = _as_array(array)
+        out = DeviceArray(self._runtime.dev, a)
+        add_stats(self._runtime, uploads=1, upload_bytes=a.nbytes)
+        return out
+
+
+def add_stats(rt, **counts: int) -> None:
+    """Add ``counts`` to a runtime's ``stats`` (under its ``_stats_lock``)."""
+    with rt._stats_lock:
+        for k, v in counts.items():
+            rt.stats[k] += v
 
 
 def attr_py(a):
@@ -310,5 +380,5 @@ def binaries(module, erase: bool) -> dict[str, bytes]:
     return out
 
 
-__all__ = ["ALLOC_FN", "FREE_FN", "BufferPool", "DeviceArray", "DeviceExecutable", "StagedFunction", "attr_py",
-           "binaries"]
+__all__ = ["ALLOC_FN", "FREE_FN", "BufferPool", "DeviceArray", "DeviceExecutable", "DeviceSession", "DeviceState",
+           "StagedFunction", "add_stats", "attr_py", "binaries"]

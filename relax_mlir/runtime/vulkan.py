@@ -50,7 +50,7 @@ import threading
 from typing import Optional
 
 from .gpu_shared import (ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceArray, DeviceExecutable, StagedFunction,
-                         attr_py, binaries)
+                         add_stats, attr_py, binaries)
 
 #: bytes of one scalar slot in the per-call scalar arena (covers i64 / f64)
 _SCALAR_BYTES = 8
@@ -397,14 +397,14 @@ class Recorder(CallHooks):
             if g > m:
                 raise VulkanError(f"a dispatch of {grid} workgroups exceeds the device's limit {self.dev.max_groups}")
         ds = self._descriptor_set(kernel)
-        infos = []
+        infos, moved = [], {}
         for kind, a in zip(kernel.kinds, args):
             if kind == "buffer":
                 if a == 0:
                     raise MemoryError("a kernel buffer could not be allocated on the Vulkan device")
                 buf, off = self.dev.find(a)
                 if off % self.dev.offset_align:
-                    raise VulkanError(f"buffer offset {off} is not aligned to {self.dev.offset_align} bytes")
+                    buf, off = moved.get(a) or moved.setdefault(a, self._aligned_copy(a, buf.size - off))
                 infos.append(vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=off, range=buf.size - off))
             else:
                 buf, off, size = self._scalar(kind, a)
@@ -419,6 +419,15 @@ class Recorder(CallHooks):
         vk.vkCmdDispatch(self.cmd, *grid)
         self.dispatches += 1
         self._barrier()
+
+    def _aligned_copy(self, address: int, nbytes: int) -> tuple[Buffer, int]:
+        """A descriptor binds a buffer at multiples of minStorageBufferOffsetAlignment only: a
+        view starting elsewhere (rows [begin, end) of a state buffer, relax.state_read) is
+        copied (device to device, in the command buffer) into a fresh buffer the kernel reads
+        instead. Such views are read-only (a kernel writes into buffers of its own)."""
+        dst = self.alloc(nbytes)
+        self.copy(address, dst, nbytes)
+        return self.dev.find(dst)
 
     def copy(self, src: int, dst: int, nbytes: int) -> None:
         vk = self.vk
@@ -528,8 +537,10 @@ class VulkanRuntime:
                                                f"@{name}::@{entry['entry']}")
         self._modules = modules
         #: per executable: calls, command-buffer submissions, dispatches and copies recorded,
-        #: results copied into host-cached buffers (Device.readback)
-        self.stats = {"calls": 0, "submits": 0, "dispatches": 0, "copies": 0, "readbacks": 0}
+        #: results copied into host-cached buffers (Device.readback), arrays copied from the
+        #: host into device buffers (arguments staged per call, exe.upload, bind_params) and their bytes
+        self.stats = {"calls": 0, "submits": 0, "dispatches": 0, "copies": 0, "readbacks": 0, "uploads": 0,
+                      "upload_bytes": 0}
         self._stats_lock = threading.Lock()
         self.callbacks: dict[str, object] = {
             "_mlir_memref_to_llvm_alloc": _ALLOC(self._alloc),
@@ -540,13 +551,9 @@ class VulkanRuntime:
             kid = entry["id"]
             self.callbacks[f"relax_vk_launch_{kid}"] = _launch_type(3 + len(entry["args"]))(self._launcher(kid))
 
-    def count(self, rec: Recorder) -> None:
-        with self._stats_lock:
-            self.stats["calls"] += 1
-            self.stats["submits"] += 1 if rec.recorded else 0
-            self.stats["dispatches"] += rec.dispatches
-            self.stats["copies"] += rec.copies
-            self.stats["readbacks"] += len(rec.readbacks)
+    def count(self, rec: Recorder, uploads: int, upload_bytes: int) -> None:
+        add_stats(self, calls=1, submits=1 if rec.recorded else 0, dispatches=rec.dispatches, copies=rec.copies,
+                  readbacks=len(rec.readbacks), uploads=uploads, upload_bytes=upload_bytes)
 
     def recorder(self) -> Recorder:
         rec = getattr(self.local, "recorder", None)

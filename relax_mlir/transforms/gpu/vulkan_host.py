@@ -143,12 +143,6 @@ def _attr(v) -> ir.Attribute:
                "Host side of the vulkan target: gpu.launch_func and memref.copy become calls that "
                "record into the runtime's command buffer; the launch table as vulkan.launches.")
 def relax_vulkan_host(module: ir.Operation, opts) -> None:
-    if "relax.state" in module.attributes:
-        # State buffers would have to live in device memory owned by the session; the
-        # Vulkan runtime stages only arguments and results so far.
-        emit_error(module, "relax.state: the vulkan target does not support executable-owned state yet "
-                           "(compile this module for the cpu target)")
-        return
     launches, copies = [], []
 
     def visit(op):

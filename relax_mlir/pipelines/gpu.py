@@ -59,12 +59,13 @@ def bufferize_stage() -> list[str]:
 SCHEDULES_DEFAULT = True
 
 
-def schedule_stage(schedules: Optional[bool] = None) -> list[str]:
+def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
     """The hand-scheduled kernel kinds (each a gpu.launch built directly); every other
     kernel keeps the parallel-loop route."""
     if not (SCHEDULES_DEFAULT if schedules is None else schedules):
         return []
-    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions"]
+    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions",
+            f"relax-gpu-vector-elementwise{{threads={int(workgroup_size)}}}"]
 
 
 def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
@@ -72,7 +73,7 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
     return [
         "relax-expand-math",
         "relax-gpu-signless",
-        *schedule_stage(),
+        *schedule_stage(workgroup_size=workgroup_size),
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)

@@ -38,6 +38,7 @@ def spirv_stage() -> list[str]:
         "relax-spirv-workgroup-memory",
         "gpu.module(convert-math-to-spirv)",   # convert-gpu-to-spirv leaves math ops alone
         "convert-gpu-to-spirv",
+        "relax-spirv-vector-buffers",   # vector loads: buffers of vectors, not pointer bitcasts
         "relax-spirv-nest-modules",
         "gpu.module(spirv.module(spirv-lower-abi-attrs, spirv-update-vce))",
         "gpu-module-to-binary{format=bin}",

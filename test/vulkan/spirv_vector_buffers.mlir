@@ -8,10 +8,10 @@
 // scalar-only buffers keep their type.
 
 // CHECK-LABEL: spirv.func @vec(
-// CHECK-SAME: %[[A:.*]]: !spirv.ptr<!spirv.struct<(!spirv.rtarray<vector<4xf32>, stride=16> [0])>, StorageBuffer>
-// CHECK-SAME: %[[B:.*]]: !spirv.ptr<!spirv.struct<(!spirv.rtarray<vector<4xf32>, stride=16> [0])>, StorageBuffer>
-// CHECK-SAME: %[[C:.*]]: !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
-// CHECK-SAME: %[[D:.*]]: !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
+// CHECK-SAME: %[[A:[^:]*]]: !spirv.ptr<!spirv.struct<(!spirv.rtarray<vector<4xf32>, stride=16> [0])>, StorageBuffer>
+// CHECK-SAME: %[[B:[^:]*]]: !spirv.ptr<!spirv.struct<(!spirv.rtarray<vector<4xf32>, stride=16> [0])>, StorageBuffer>
+// CHECK-SAME: %[[C:[^:]*]]: !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
+// CHECK-SAME: %[[D:[^:]*]]: !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
 // CHECK-NOT: spirv.Bitcast
 // CHECK: %[[Q:.*]] = spirv.ShiftRightLogical %[[I:.*]], %{{.*}} : i32, i32
 // CHECK: %[[PA:.*]] = spirv.AccessChain %[[A]][%{{.*}}, %[[Q]]] : {{.*}} -> !spirv.ptr<vector<4xf32>, StorageBuffer>

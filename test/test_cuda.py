@@ -102,6 +102,24 @@ def test_cuda_pipeline_block_model():
     assert any("div.rn.f32" in c for n, c in ptx.items() if "softmax" in n)
 
 
+def test_cuda_pipeline_vector_elementwise_ptx():
+    """relax-gpu-vector-elementwise: each elementwise op a kernel with 16-byte vector loads and
+    stores (ld.global.v4 / st.global.v4; LLVM 22's NVPTX prints them untyped, .b32) beside
+    its scalar kernel; a column-broadcast operand is one scalar load per 4 elements."""
+    from relax_mlir.dialects.source import parse_module
+    m = parse_module(gpu_checks.VECTOR_ELEMENTWISE, relax_mlir.make_context())
+    ptx, launched, _ = _lower(m)
+    assert launched == set(ptx)
+    vec = sorted(n for n, c in ptx.items() if "ld.global.v4.b32" in c)
+    assert [n for n in vec if "st.global.v4.b32" not in ptx[n] or ".extern" in ptx[n]] == []
+    # @main: one fused kernel; @ints: one; @slices: two (a copy out of the view, the op) each;
+    # each with its scalar twin
+    assert len(vec) == 6 and len(ptx) == 12
+    main = [n for n in vec if n.startswith("fused_add_multiply_sigmoid")]
+    assert len(main) == 1 and ptx[main[0]].count("ld.global.v4.b32") == 2   # x and the row b
+    assert ptx[main[0]].count("ld.global.b32") == 1                         # the column c
+
+
 def test_cuda_pipeline_options():
     ctx = relax_mlir.make_context()
     m = numerics.graph_module("exp", [["n", 5]], ["f32"], "", name="main")
@@ -506,6 +524,17 @@ def test_cuda_numerics(case):
 @pytest.fixture(scope="module")
 def mlp():
     return gpu_checks.mlp("cuda", max_batch=8192)
+
+
+@pytest.fixture(scope="module")
+def vector_elementwise():
+    return relax_mlir.compile(gpu_checks.VECTOR_ELEMENTWISE, target="cuda")
+
+
+@needs_gpu
+@pytest.mark.parametrize("nm", gpu_checks.VECTOR_SIZES, ids=[f"{n}x{m}" for n, m in gpu_checks.VECTOR_SIZES])
+def test_cuda_vector_elementwise_any_shape(vector_elementwise, nm):
+    gpu_checks.check_vector_elementwise(vector_elementwise, *nm)
 
 
 @needs_gpu

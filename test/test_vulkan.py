@@ -320,13 +320,18 @@ def test_vulkan_row_kernel_more_rows_than_the_grid():
 
 @pytest.mark.skipif(__import__("shutil").which("spirv-val") is None, reason="spirv-val (spirv-tools) not installed")
 def test_vulkan_scheduled_kernels_pass_spirv_val(tmp_path):
-    """Tiled matmul and both row-kernel forms (workgroup memory, barriers) validate for Vulkan 1.0."""
+    """Tiled matmul, both row-kernel forms (workgroup memory, barriers) and the vector
+    elementwise kernel (a storage buffer of vec4, relax-spirv-vector-buffers) validate for
+    Vulkan 1.0."""
+    import shutil
     import subprocess
     from mlir import ir
     from mlir.dialects import gpu as gpu_d
     ctx = relax_mlir.make_context()
     names = []
-    for op, shapes, attrs in (("matmul", [["m", "k"], ["k", "n"]], ""), ("layer_norm", [["a", "n"], ["n"], ["n"]], "")):
+    disassembly = {}
+    for op, shapes, attrs in (("matmul", [["m", "k"], ["k", "n"]], ""), ("layer_norm", [["a", "n"], ["n"], ["n"]], ""),
+                              ("add", [["m", "n"], ["n"]], "")):
         m = graph_module(op, shapes, ["f32"] * len(shapes), attrs, ctx=ctx)
         with ctx:
             relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
@@ -340,10 +345,21 @@ def test_vulkan_scheduled_kernels_pass_spirv_val(tmp_path):
                 r = subprocess.run(["spirv-val", "--target-env", "vulkan1.0", str(path)], capture_output=True, text=True)
                 assert r.returncode == 0, (name, r.stdout + r.stderr)
                 names.append(name)
+                if shutil.which("spirv-dis"):
+                    disassembly[name] = subprocess.run(["spirv-dis", str(path)], capture_output=True,
+                                                       text=True).stdout
     # matmul: the tiled kernel + the small one of the size guard; layer_norm: both row forms
+    # add: the vector kernel + the scalar one
     assert names == ["relax_matmul_f32_r2_r2_kernel", "relax_matmul_f32_r2_r2_kernel_0",
                      "relax_layer_norm_axes1_eps1em05_f32_r2_r1_r1_kernel",
-                     "relax_layer_norm_axes1_eps1em05_f32_r2_r1_r1_kernel_0"]
+                     "relax_layer_norm_axes1_eps1em05_f32_r2_r1_r1_kernel_0",
+                     "relax_add_f32_r2_r1_kernel", "relax_add_f32_r2_r1_kernel_0"]
+    if disassembly:   # vec4 elements of the buffers, loaded and stored whole, no pointer bitcast
+        vec, scalar = disassembly["relax_add_f32_r2_r1_kernel"], disassembly["relax_add_f32_r2_r1_kernel_0"]
+        assert re.search(r"OpTypeRuntimeArray %v4float", vec) and "OpBitcast" not in vec
+        assert len(re.findall(r"OpLoad %v4float .* Aligned 16", vec)) == 2
+        assert len(re.findall(r"OpStore .* Aligned 16", vec)) == 1
+        assert "v4float" not in scalar
 
 
 # -- elementwise kernels: 4 elements per thread with vector loads behind a run-time guard ------

@@ -1,6 +1,6 @@
 """GPU kernels on lavapipe: the scheduled kernels (relax-gpu-tile-matmul,
-relax-gpu-row-reductions) against the naive parallel-loop route, side by side with the
-cpu target, in one process.
+relax-gpu-row-reductions, relax-gpu-vector-elementwise) against the naive parallel-loop
+route, side by side with the cpu target, in one process.
 
     .venv/bin/python bench/bench_gpu.py            # all cases
     .venv/bin/python bench/bench_gpu.py --quick    # fewer repetitions
@@ -33,7 +33,7 @@ from relax_mlir.frontend import models  # noqa: E402
 from relax_mlir.pipelines import gpu  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_kernels import np_softmax, single_op  # noqa: E402
+from bench_kernels import add_relu, np_softmax, single_op  # noqa: E402
 
 
 def timeit(fn, reps: int, min_time: float = 0.2) -> float:
@@ -111,6 +111,8 @@ TORCH_REFS = {
     "matmul": lambda a, b: a @ b,
     "softmax": lambda a: a.softmax(-1),
     "mlp": lambda x, w1, b1, w2, b2: ((x @ w1 + b1).relu() @ w2) + b2,
+    "add_relu": lambda a, b: (a + b).relu(),
+    "add": lambda a, b: a + b,
     "block": _torch_block,
 }
 
@@ -122,6 +124,7 @@ def cases(rng):
     blk_params = models.block_params(bcfg, rng)
     mm = single_op("matmul", [["m", "k"], ["k", "n"]], ["m", "n"])
     sm = single_op("softmax", [["m", "n"]], ["m", "n"])
+    bias = single_op("add", [["m", "n"], ["n"]], ["m", "n"])
 
     def r(*shape):
         return rng.standard_normal(shape).astype(np.float32)
@@ -129,6 +132,12 @@ def cases(rng):
         ("matmul 256x512x512", mm, [r(256, 512), r(512, 512)], lambda a, b: a @ b, "matmul", 1),
         ("matmul 64x512x2048", mm, [r(64, 512), r(512, 2048)], lambda a, b: a @ b, "matmul", 1),
         ("matmul 2048x2048x2048", mm, [r(2048, 2048), r(2048, 2048)], lambda a, b: a @ b, "matmul", 1),
+        # elementwise kernels (relax-gpu-vector-elementwise: 4 elements per thread, vec4 loads);
+        # the inputs uploaded once (counted as weights), so a call is the kernel + the result
+        ("add+relu 4096x1024 (4M f32)", add_relu(), [r(4096, 1024), r(4096, 1024)],
+         lambda a, b: np.maximum(a + b, 0), "add_relu", 2),
+        ("bias add 4096x1024 + 1024", bias, [r(4096, 1024), r(1024)], lambda a, b: a + b, "add", 2),
+        ("bias add 4096x1023 + 1023 (scalar route)", bias, [r(4096, 1023), r(1023)], lambda a, b: a + b, "add", 2),
         ("softmax 1024x1024", sm, [r(1024, 1024)], np_softmax, "softmax", 0),
         ("softmax 8x32768", sm, [r(8, 32768)], np_softmax, "softmax", 0),
         ("MLP 512-2048-512, n=16", lambda ctx: models.mlp_module(ctx, mcfg), [r(16, 512)] + mlp_params,

@@ -19,6 +19,12 @@ device half:
      LayerNorm, sum/max/mean over the last axis) as one launch: a workgroup per row with
      tree reductions in workgroup memory below 1024 rows, a thread per row (serial
      reductions in registers, no barriers) from 1024 rows on;
+   * ``relax-gpu-vector-elementwise``: elementwise / broadcast / injective ops on 32-bit data
+     as a launch whose threads each take 4 consecutive elements of the innermost dimension
+     with ``vector<4xT>`` loads and stores, under ``scf.if`` on the run-time innermost extent,
+     offsets and strides (multiples of 4) and buffer alignment (16 bytes); the else branch
+     keeps the op for the naive route (relax-spirv-vector-buffers makes the vector accesses
+     legal SPIR-V for Vulkan);
 
    then the naive route for every other kernel: ``relax-gpu-prepare-kernels`` (no memory
    access outside a parallel loop), ``convert-linalg-to-parallel-loops``,
@@ -33,10 +39,7 @@ device half:
 
 On the naive route the workgroup size is :data:`WORKGROUP_SIZE` threads along the first
 parallel dimension of each loop nest (each thread computes one output element;
-reductions run serially in their thread). Elementwise kernels stay there: vector
-loads would need 16-byte aligned ``vector<4xf32>`` views of the flattened buffers, whose
-offsets and row lengths are symbolic (a kernel would need a scalar variant for every
-misaligned shape); not done.
+reductions run serially in their thread).
 """
 
 from __future__ import annotations

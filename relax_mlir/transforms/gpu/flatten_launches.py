@@ -17,6 +17,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, memref, vector
 
+from ..graph import outermost
 from ..registry import register_pass
 
 DYN = ir.ShapedType.get_dynamic_size()
@@ -182,15 +183,6 @@ def _sink_constants(launch: ir.Operation) -> None:
                "Inside gpu.launch: buffers from outside as 1-D views indexed linearly, their sizes "
                "and strides as scalars; constants sunk (run before gpu-kernel-outlining).")
 def relax_gpu_flatten_launches(module: ir.Operation, opts) -> None:
-    launches = []
-
-    def collect(op):
-        if op.operation.name == "gpu.launch":
-            launches.append(op.operation)
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    module.walk(collect, ir.WalkOrder.PRE_ORDER)
-    for launch in launches:
+    for launch in outermost(module, "gpu.launch"):
         _flatten(launch)
         _sink_constants(launch)

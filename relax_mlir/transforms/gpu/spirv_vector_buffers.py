@@ -31,6 +31,7 @@ import re
 from mlir import ir
 from mlir.dialects import spirv
 
+from ..graph import outermost
 from ..registry import register_pass
 
 _BUFFER = re.compile(r"!spirv\.ptr<!spirv\.struct<\(!spirv\.rtarray<([^,<>]+), stride=(\d+)> \[0\]\)>, StorageBuffer>")
@@ -91,16 +92,7 @@ def _retype(arg: ir.Value, elem: str, stride: int, width: int) -> None:
                "SPIR-V kernels: storage buffers read or written as vectors (AccessChain + pointer Bitcast, "
                "illegal in Vulkan's logical addressing) retyped to runtime arrays of the vector type.")
 def relax_spirv_vector_buffers(module: ir.Operation, opts) -> None:
-    funcs: list[ir.Operation] = []
-
-    def collect(op):
-        if op.operation.name == "spirv.func":
-            funcs.append(op.operation)
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    module.walk(collect, ir.WalkOrder.PRE_ORDER)
-    for f in funcs:
+    for f in outermost(module, "spirv.func"):
         if not len(f.regions[0].blocks):
             continue
         changed = False

@@ -93,8 +93,41 @@ func.func private @slice_copy(%x: memref<?x?xf32>, %o: index, %y: memref<?x?xf32
 
 // -----
 
+// A pure elementwise op on dense buffers (identity maps and layouts) is the same op on the
+// buffers collapsed to one dimension: only the element count must be a multiple of 4, so
+// rows of 5 take the vector kernel when the row count is a multiple of 4.
+
+// CHECK-LABEL: func.func private @dense(
+// CHECK-SAME: %[[X:.*]]: memref<?x5xf32>, %[[Y:.*]]: memref<?x5xf32>)
+// CHECK: %[[N:.*]] = memref.dim %[[X]], %c0 : memref<?x5xf32>
+// CHECK: %[[TOTAL:.*]] = arith.muli %[[N]], %c5 : index
+// CHECK: arith.remui %[[TOTAL]], %c4 : index
+// CHECK: scf.if
+// CHECK: %[[XF:.*]] = memref.collapse_shape %[[X]] {{\[}}[0, 1]] : memref<?x5xf32> into memref<?xf32>
+// CHECK: %[[YF:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1]] : memref<?x5xf32> into memref<?xf32>
+// CHECK: %[[ITEMS:.*]] = arith.divui %[[TOTAL]], %c4 : index
+// CHECK: gpu.launch
+// CHECK: scf.for %[[V:.*]] = %{{.*}} to %[[ITEMS]] step %{{.*}} {
+// CHECK: %[[E:.*]] = arith.muli %[[V]], %c4 : index
+// CHECK: %[[XV:.*]] = vector.load %[[XF]][%[[E]]] {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
+// CHECK: %[[NEG:.*]] = arith.negf %[[XV]] : vector<4xf32>
+// CHECK: vector.store %[[NEG]], %[[YF]][%[[E]]] {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
+// CHECK: } else {
+// CHECK: linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @dense(%x: memref<?x5xf32>, %y: memref<?x5xf32>) attributes {relax.kernel, relax.kernel_kind = "elementwise"} {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x5xf32>) outs(%y : memref<?x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.negf %in : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
 // Left alone: a transpose (the innermost loop is not the input's last index), a static
-// innermost extent of 5, f16 data (SPIR-V has no 8-wide vectors; it stays scalar), a
+// innermost extent of 5 with a row broadcast (not collapsible), f16 data (SPIR-V has no 8-wide vectors; it stays scalar), a
 // column stride of 2, an op using linalg.index, and a kernel of another kind.
 
 // CHECK-LABEL: func.func private @transpose(
@@ -124,10 +157,10 @@ func.func private @transpose(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attribute
   }
   return
 }
-func.func private @odd_width(%x: memref<?x5xf32>, %y: memref<?x5xf32>) attributes {relax.kernel, relax.kernel_kind = "elementwise"} {
-  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x5xf32>) outs(%y : memref<?x5xf32>) {
-  ^bb0(%in: f32, %out: f32):
-    %0 = arith.negf %in : f32
+func.func private @odd_width(%x: memref<?x5xf32>, %b: memref<5xf32>, %y: memref<?x5xf32>) attributes {relax.kernel, relax.kernel_kind = "broadcast"} {
+  linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d1)>, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %b : memref<?x5xf32>, memref<5xf32>) outs(%y : memref<?x5xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %0 = arith.addf %in, %bias : f32
     linalg.yield %0 : f32
   }
   return

@@ -25,6 +25,11 @@ and ``W / 4``). Per operand, by the dimensions its indexing map reads:
 * anything else (the innermost loop elsewhere in the map: a transpose; a map with
   arithmetic) leaves the op alone.
 
+A pure elementwise op on dense buffers (every operand read at the output point, identity
+layouts) runs on the buffers collapsed to one dimension (``memref.collapse_shape``): W is
+then the element count, so rows of odd length still take the vector path when the total
+is a multiple of 4.
+
 The guard holds when W is a multiple of 4 and, for every vector operand, the aligned
 pointer of its buffer is a multiple of 16 bytes and, for a strided view (a subview
 inside the kernel), its element offset and outer strides are multiples of 4 and its
@@ -150,16 +155,54 @@ def _plan(op: ir.Operation) -> Optional[list[_Operand]]:
             if _bits(mt.element_type) in (0, 1):
                 return None
             plan.append(_Operand(v, m, False))
-        elif at == [len(m.results) - 1] and _bits(mt.element_type) == BITS and _layout_ok(mt):
+        elif at == [len(m.results) - 1] and _bits(mt.element_type) == BITS:
             plan.append(_Operand(v, m, True))
         else:
             return None
     if not plan[-1].vector:
         return None
-    w = ir.MemRefType(outs[0].type).shape[-1]
+    contiguous = _contiguous(plan)
+    if not contiguous and not all(_layout_ok(ir.MemRefType(o.value.type)) for o in plan if o.vector):
+        return None
+    shape = ir.MemRefType(outs[0].type).shape
+    w = _product(shape) if contiguous else shape[-1]
     if w != DYN and w % WIDTH:
         return None
     return plan
+
+
+def _product(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        if d == DYN:
+            return DYN
+        n *= d
+    return n
+
+
+def _contiguous(plan: list[_Operand]) -> bool:
+    """Every buffer read and written at the output point with an identity layout (a pure
+    elementwise op on dense buffers): the op is the same on the buffers collapsed to one
+    dimension, where only the element count must be a multiple of 4."""
+    rank = ir.MemRefType(plan[-1].value.type).rank
+    ident = ir.AffineMap.get_identity(rank)
+    return rank > 1 and all(o.amap is None or (o.amap == ident and _identity(ir.MemRefType(o.value.type)))
+                            for o in plan)
+
+
+def _collapsed(plan: list[_Operand]) -> list[_Operand]:
+    """The operands as 1-D views (memref.collapse_shape) read at the identity map."""
+    out = []
+    for o in plan:
+        if o.amap is None:
+            out.append(o)
+            continue
+        mt = ir.MemRefType(o.value.type)
+        flat_t = ir.MemRefType.get([_product(list(mt.shape))], mt.element_type, memory_space=mt.memory_space)
+        flat = memref.CollapseShapeOp(flat_t, o.value, ir.ArrayAttr.get([
+            ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k) for k in range(mt.rank)])])).result
+        out.append(_Operand(flat, ir.AffineMap.get_identity(1), o.vector))
+    return out
 
 
 def _is_zero_mod(v: ir.Value, k: int) -> ir.Value:
@@ -234,12 +277,18 @@ def _vector_launch(op: ir.Operation, plan: list[_Operand], sizes: list[ir.Value]
 
 def _rewrite(op: ir.Operation, plan: list[_Operand], threads: int) -> None:
     rank = len(ir.MemRefType(plan[-1].value.type).shape)
+    flat = _contiguous(plan)
     with ir.InsertionPoint(op), op.location:
         sizes = [loop_extent(op, d) for d in range(rank)] if op.name == "linalg.generic" else \
             [memref.DimOp(plan[-1].value, index(d)).result for d in range(rank)]
+        if flat:
+            total = sizes[0]
+            for s in sizes[1:]:
+                total = arith.MulIOp(total, s).result
+            sizes = [total]
         branch = scf.IfOp(_guard(plan, sizes[-1]), [], has_else=True)
         with ir.InsertionPoint(branch.then_block):
-            _vector_launch(op, plan, sizes, threads)
+            _vector_launch(op, _collapsed(plan) if flat else plan, sizes, threads)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             end = scf.YieldOp([])

@@ -7,8 +7,8 @@ launch a 1-D view of its base buffer (``extract_strided_metadata`` +
 ``reinterpret_cast`` with offset 0) and rewrites each ``memref.load`` / ``memref.store``
 (and ``vector.load`` / ``vector.store``, whose vector runs along a unit-stride innermost
 dimension) inside to index it linearly (offset + sum of index * stride) and each
-``memref.dim`` to the size read outside. Outlining then passes the 1-D view and the dynamic sizes, strides
-and offsets as scalar kernel arguments. Constants used inside a launch are sunk into it
+``memref.dim`` to the size read outside. Outlining then passes the 1-D view and the
+dynamic sizes, strides and offsets as scalar kernel arguments. Constants used inside a launch are sunk into it
 (otherwise each would become a kernel argument, i.e. a buffer binding).
 """
 

@@ -13,7 +13,9 @@ run it. The legal form declares the buffer as a runtime array of the vector type
         %q = AccessChain %buf[0, %i >> 2] ; Load %q ["Aligned", 16]
 
 A scalar access of the same buffer becomes a component access ``AccessChain %buf[0, %i >>
-2, %i & 3]`` (logical too). The rewrite is exact only when every vector access starts
+2, %i & 3]`` (logical too; in bounds of the runtime array only when the bound range is a
+multiple of 16 bytes, as the runtimes' power-of-two buffers are: relax-gpu-vector-elementwise
+never mixes the two on one buffer). The rewrite is exact only when every vector access starts
 at an element index that is a multiple of the vector length: the pass retypes an
 argument only when each of its vector loads and stores carries the ``Aligned`` memory
 access with an alignment of the whole vector (16 bytes: what relax-gpu-vector-elementwise

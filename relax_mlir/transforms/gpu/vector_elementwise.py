@@ -161,6 +161,9 @@ def _plan(op: ir.Operation) -> Optional[list[_Operand]]:
             return None
     if not plan[-1].vector:
         return None
+    vecs = [o.value for o in plan if o.vector]
+    if any(o.amap is not None and not o.vector and any(o.value == v for v in vecs) for o in plan):
+        return None   # one buffer read both ways: keep its binding all scalar (see relax-spirv-vector-buffers)
     contiguous = _contiguous(plan)
     if not contiguous and not all(_layout_ok(ir.MemRefType(o.value.type)) for o in plan if o.vector):
         return None

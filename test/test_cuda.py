@@ -124,7 +124,9 @@ def test_cuda_pipeline_options():
     ctx = relax_mlir.make_context()
     m = numerics.graph_module("exp", [["n", 5]], ["f32"], "", name="main")
     ptx, _, _ = _lower(m, "builtin.module(cuda{chip=sm_90 workgroup-size=128})")
-    assert len(ptx) == 1        # the parallel-loop route: one thread per element, 128 per block
+    # the vector kernel (relax-gpu-vector-elementwise, 4 elements per thread: rows of 5 collapse
+    # to one dimension) and the parallel-loop route (one thread per element), 128 per block
+    assert len(ptx) == 2
     for code in ptx.values():
         assert ".target sm_90" in code and ".maxntid 128, 1, 1" in code
 
@@ -142,12 +144,14 @@ def test_cuda_pipeline_numerics_cases_to_ptx(case):
 
 
 def test_cuda_pipeline_edge_semantics_module_to_ptx():
-    """The module the GPU edge-semantics tests run (62 launched kernels, every dtype: a row
-    reduction is one launch since relax-gpu-row-reductions) compiles."""
+    """The module the GPU edge-semantics tests run (70 launched kernels, every dtype: a row
+    reduction is one launch since relax-gpu-row-reductions; 8 elementwise ops on 32-bit data
+    have a vector kernel beside their scalar one, relax-gpu-vector-elementwise) compiles."""
     from relax_mlir.dialects.source import parse_module
     m = parse_module(numerics.EDGE_SRC, relax_mlir.make_context())
     ptx, launched, _ = _lower(m)
-    assert launched == set(ptx) and len(ptx) == 62
+    assert launched == set(ptx) and len(ptx) == 70
+    assert sum("ld.global.v4.b32" in c for c in ptx.values()) == 8
     assert not any(".extern" in c for c in ptx.values())
 
 

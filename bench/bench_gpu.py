@@ -36,20 +36,24 @@ sys.path.insert(0, os.path.dirname(__file__))
 from bench_kernels import add_relu, np_softmax, single_op  # noqa: E402
 
 
-def timeit(fn, reps: int, min_time: float = 0.2) -> float:
-    """Median milliseconds per call over ``reps`` rounds of at least ``min_time`` s."""
-    fn()
-    times = []
+def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
+    """{label: median milliseconds per call} over ``reps`` rounds of at least ``min_time`` s
+    each; the rounds of the variants alternate, so a change of the machine's load reaches
+    all of them alike."""
+    times: dict = {label: [] for label in fns}
+    for fn in fns.values():
+        fn()
     for _ in range(reps):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            dt = time.perf_counter() - t0
-            if dt >= min_time:
-                break
-        times.append(dt / n * 1e3)
-    return statistics.median(times)
+        for label, fn in fns.items():
+            n, t0 = 0, time.perf_counter()
+            while True:
+                fn()
+                n += 1
+                dt = time.perf_counter() - t0
+                if dt >= min_time:
+                    break
+            times[label].append(dt / n * 1e3)
+    return {label: statistics.median(v) for label, v in times.items()}
 
 
 def compile_variants(src, targets, naive: bool):
@@ -179,7 +183,7 @@ def main() -> int:
             np.testing.assert_allclose(t_fn(), want, rtol=2e-3, atol=2e-3, err_msg=f"{name} on torch")
             fns["torch cuda"] = t_fn
         l0 = os.getloadavg()[0]
-        t = {label: timeit(fn, reps) for label, fn in fns.items()}
+        t = timeit(fns, reps)
         labels = labels or list(t)
         rows.append((name, t, max(l0, os.getloadavg()[0])))
         print(f"{name}: " + " / ".join(f"{k} {v:.3f}" for k, v in t.items()) + " ms", file=sys.stderr)

@@ -56,14 +56,21 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
     return {label: statistics.median(v) for label, v in times.items()}
 
 
-def compile_variants(src, targets, naive: bool):
-    """{label: executable}: each GPU target with its schedules (and, with ``naive``, without
-    them: every kernel one thread per output element), then ``cpu`` (library dispatch off)."""
+def compile_variants(src, targets, naive: bool, without_vector: bool = False):
+    """{label: executable}: each GPU target with its schedules (with ``without_vector`` also
+    without relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel
+    one thread per output element), then ``cpu`` (library dispatch off)."""
     ctx = relax_mlir.make_context()
     mod = src(ctx) if callable(src) else src
     out = {}
     for target in targets:
         out[f"{target}"] = relax_mlir.compile(mod, target=target)
+        if without_vector:
+            gpu.VECTOR_ELEMENTWISE_DEFAULT = False
+            try:
+                out[f"{target} no-vec"] = relax_mlir.compile(mod, target=target)
+            finally:
+                gpu.VECTOR_ELEMENTWISE_DEFAULT = True
         if naive:
             gpu.SCHEDULES_DEFAULT = False
             try:
@@ -159,6 +166,8 @@ def main() -> int:
     ap.add_argument("--targets", default="vulkan",
                     help="comma-separated GPU targets (vulkan, cuda); each also runs without its schedules")
     ap.add_argument("--no-naive", action="store_true", help="skip the naive (unscheduled) compiles")
+    ap.add_argument("--without-vector", action="store_true",
+                    help="also compile each GPU target without relax-gpu-vector-elementwise")
     ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
     args = ap.parse_args()
     reps = 3 if args.quick else 7
@@ -169,7 +178,7 @@ def main() -> int:
     for name, src, inputs, ref, tref, n_w in cases(rng):
         if any(k in name for k in skip):
             continue
-        exes = compile_variants(src, targets, naive=not args.no_naive)
+        exes = compile_variants(src, targets, naive=not args.no_naive, without_vector=args.without_vector)
         want = ref(*inputs)
         acts = inputs[:len(inputs) - n_w]
         fns = {}

@@ -60,6 +60,9 @@ def bufferize_stage() -> list[str]:
 #: Hand-scheduled matmul and row kernels (:func:`schedule_stage`); False gives every kernel
 #: the naive parallel-loop route (bench/bench_gpu.py compares the two in one process).
 SCHEDULES_DEFAULT = True
+#: relax-gpu-vector-elementwise among the schedules (bench/bench_gpu.py --without-vector
+#: compares kernels with and without it in one process)
+VECTOR_ELEMENTWISE_DEFAULT = True
 
 
 def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
@@ -67,8 +70,8 @@ def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKG
     kernel keeps the parallel-loop route."""
     if not (SCHEDULES_DEFAULT if schedules is None else schedules):
         return []
-    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions",
-            f"relax-gpu-vector-elementwise{{threads={int(workgroup_size)}}}"]
+    vector = [f"relax-gpu-vector-elementwise{{threads={int(workgroup_size)}}}"] if VECTOR_ELEMENTWISE_DEFAULT else []
+    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions", *vector]
 
 
 def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:

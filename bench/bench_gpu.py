@@ -5,6 +5,7 @@ route, side by side with the cpu target, in one process.
     .venv/bin/python bench/bench_gpu.py            # all cases
     .venv/bin/python bench/bench_gpu.py --quick    # fewer repetitions
     python bench/bench_gpu.py --targets cuda,vulkan  # a machine with an NVIDIA GPU (+ PyTorch on CUDA)
+    .venv/bin/python bench/bench_gpu.py --without-vector --no-naive   # with / without vector kernels
 
 Each program is compiled three times: ``vulkan`` with the schedules (the default),
 ``vulkan`` with ``relax_mlir.pipelines.gpu.SCHEDULES_DEFAULT = False`` (every kernel one

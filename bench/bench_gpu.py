@@ -63,21 +63,22 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False):
     one thread per output element), then ``cpu`` (library dispatch off)."""
     ctx = relax_mlir.make_context()
     mod = src(ctx) if callable(src) else src
+
+    def without(flag: str, target: str):
+        """``target`` compiled with the module flag ``gpu.<flag>`` off."""
+        setattr(gpu, flag, False)
+        try:
+            return relax_mlir.compile(mod, target=target)
+        finally:
+            setattr(gpu, flag, True)
+
     out = {}
     for target in targets:
         out[f"{target}"] = relax_mlir.compile(mod, target=target)
         if without_vector:
-            gpu.VECTOR_ELEMENTWISE_DEFAULT = False
-            try:
-                out[f"{target} no-vec"] = relax_mlir.compile(mod, target=target)
-            finally:
-                gpu.VECTOR_ELEMENTWISE_DEFAULT = True
+            out[f"{target} no-vec"] = without("VECTOR_ELEMENTWISE_DEFAULT", target)
         if naive:
-            gpu.SCHEDULES_DEFAULT = False
-            try:
-                out[f"{target} naive"] = relax_mlir.compile(mod, target=target)
-            finally:
-                gpu.SCHEDULES_DEFAULT = True
+            out[f"{target} naive"] = without("SCHEDULES_DEFAULT", target)
     out["cpu"] = relax_mlir.compile(mod, target="cpu", options={"dispatch": False})
     return out
 

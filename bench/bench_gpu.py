@@ -1,10 +1,11 @@
 """GPU kernels on lavapipe: the scheduled kernels (relax-gpu-tile-matmul,
-relax-gpu-row-reductions) against the naive parallel-loop route, side by side with the
-cpu target, in one process.
+relax-gpu-row-reductions, relax-gpu-vector-elementwise) against the naive parallel-loop
+route, side by side with the cpu target, in one process.
 
     .venv/bin/python bench/bench_gpu.py            # all cases
     .venv/bin/python bench/bench_gpu.py --quick    # fewer repetitions
     python bench/bench_gpu.py --targets cuda,vulkan  # a machine with an NVIDIA GPU (+ PyTorch on CUDA)
+    .venv/bin/python bench/bench_gpu.py --without-vector --no-naive   # with / without vector kernels
 
 Each program is compiled three times: ``vulkan`` with the schedules (the default),
 ``vulkan`` with ``relax_mlir.pipelines.gpu.SCHEDULES_DEFAULT = False`` (every kernel one
@@ -33,39 +34,51 @@ from relax_mlir.frontend import models  # noqa: E402
 from relax_mlir.pipelines import gpu  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_kernels import np_softmax, single_op  # noqa: E402
+from bench_kernels import add_relu, np_softmax, single_op  # noqa: E402
 
 
-def timeit(fn, reps: int, min_time: float = 0.2) -> float:
-    """Median milliseconds per call over ``reps`` rounds of at least ``min_time`` s."""
-    fn()
-    times = []
+def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
+    """{label: median milliseconds per call} over ``reps`` rounds of at least ``min_time`` s
+    each; the rounds of the variants alternate, so a change of the machine's load reaches
+    all of them alike."""
+    times: dict = {label: [] for label in fns}
+    for fn in fns.values():
+        fn()
     for _ in range(reps):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            dt = time.perf_counter() - t0
-            if dt >= min_time:
-                break
-        times.append(dt / n * 1e3)
-    return statistics.median(times)
+        for label, fn in fns.items():
+            n, t0 = 0, time.perf_counter()
+            while True:
+                fn()
+                n += 1
+                dt = time.perf_counter() - t0
+                if dt >= min_time:
+                    break
+            times[label].append(dt / n * 1e3)
+    return {label: statistics.median(v) for label, v in times.items()}
 
 
-def compile_variants(src, targets, naive: bool):
-    """{label: executable}: each GPU target with its schedules (and, with ``naive``, without
-    them: every kernel one thread per output element), then ``cpu`` (library dispatch off)."""
+def compile_variants(src, targets, naive: bool, without_vector: bool = False):
+    """{label: executable}: each GPU target with its schedules (with ``without_vector`` also
+    without relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel
+    one thread per output element), then ``cpu`` (library dispatch off)."""
     ctx = relax_mlir.make_context()
     mod = src(ctx) if callable(src) else src
+
+    def without(flag: str, target: str):
+        """``target`` compiled with the module flag ``gpu.<flag>`` off."""
+        setattr(gpu, flag, False)
+        try:
+            return relax_mlir.compile(mod, target=target)
+        finally:
+            setattr(gpu, flag, True)
+
     out = {}
     for target in targets:
         out[f"{target}"] = relax_mlir.compile(mod, target=target)
+        if without_vector:
+            out[f"{target} no-vec"] = without("VECTOR_ELEMENTWISE_DEFAULT", target)
         if naive:
-            gpu.SCHEDULES_DEFAULT = False
-            try:
-                out[f"{target} naive"] = relax_mlir.compile(mod, target=target)
-            finally:
-                gpu.SCHEDULES_DEFAULT = True
+            out[f"{target} naive"] = without("SCHEDULES_DEFAULT", target)
     out["cpu"] = relax_mlir.compile(mod, target="cpu", options={"dispatch": False})
     return out
 
@@ -111,6 +124,8 @@ TORCH_REFS = {
     "matmul": lambda a, b: a @ b,
     "softmax": lambda a: a.softmax(-1),
     "mlp": lambda x, w1, b1, w2, b2: ((x @ w1 + b1).relu() @ w2) + b2,
+    "add_relu": lambda a, b: (a + b).relu(),
+    "add": lambda a, b: a + b,
     "block": _torch_block,
 }
 
@@ -122,6 +137,7 @@ def cases(rng):
     blk_params = models.block_params(bcfg, rng)
     mm = single_op("matmul", [["m", "k"], ["k", "n"]], ["m", "n"])
     sm = single_op("softmax", [["m", "n"]], ["m", "n"])
+    bias = single_op("add", [["m", "n"], ["n"]], ["m", "n"])
 
     def r(*shape):
         return rng.standard_normal(shape).astype(np.float32)
@@ -129,6 +145,12 @@ def cases(rng):
         ("matmul 256x512x512", mm, [r(256, 512), r(512, 512)], lambda a, b: a @ b, "matmul", 1),
         ("matmul 64x512x2048", mm, [r(64, 512), r(512, 2048)], lambda a, b: a @ b, "matmul", 1),
         ("matmul 2048x2048x2048", mm, [r(2048, 2048), r(2048, 2048)], lambda a, b: a @ b, "matmul", 1),
+        # elementwise kernels (relax-gpu-vector-elementwise: 4 elements per thread, vec4 loads);
+        # the inputs uploaded once (counted as weights), so a call is the kernel + the result
+        ("add+relu 4096x1024 (4M f32)", add_relu(), [r(4096, 1024), r(4096, 1024)],
+         lambda a, b: np.maximum(a + b, 0), "add_relu", 2),
+        ("bias add 4096x1024 + 1024", bias, [r(4096, 1024), r(1024)], lambda a, b: a + b, "add", 2),
+        ("bias add 4096x1023 + 1023 (scalar route)", bias, [r(4096, 1023), r(1023)], lambda a, b: a + b, "add", 2),
         ("softmax 1024x1024", sm, [r(1024, 1024)], np_softmax, "softmax", 0),
         ("softmax 8x32768", sm, [r(8, 32768)], np_softmax, "softmax", 0),
         ("MLP 512-2048-512, n=16", lambda ctx: models.mlp_module(ctx, mcfg), [r(16, 512)] + mlp_params,
@@ -146,6 +168,8 @@ def main() -> int:
     ap.add_argument("--targets", default="vulkan",
                     help="comma-separated GPU targets (vulkan, cuda); each also runs without its schedules")
     ap.add_argument("--no-naive", action="store_true", help="skip the naive (unscheduled) compiles")
+    ap.add_argument("--without-vector", action="store_true",
+                    help="also compile each GPU target without relax-gpu-vector-elementwise")
     ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
     args = ap.parse_args()
     reps = 3 if args.quick else 7
@@ -156,7 +180,7 @@ def main() -> int:
     for name, src, inputs, ref, tref, n_w in cases(rng):
         if any(k in name for k in skip):
             continue
-        exes = compile_variants(src, targets, naive=not args.no_naive)
+        exes = compile_variants(src, targets, naive=not args.no_naive, without_vector=args.without_vector)
         want = ref(*inputs)
         acts = inputs[:len(inputs) - n_w]
         fns = {}
@@ -170,7 +194,7 @@ def main() -> int:
             np.testing.assert_allclose(t_fn(), want, rtol=2e-3, atol=2e-3, err_msg=f"{name} on torch")
             fns["torch cuda"] = t_fn
         l0 = os.getloadavg()[0]
-        t = {label: timeit(fn, reps) for label, fn in fns.items()}
+        t = timeit(fns, reps)
         labels = labels or list(t)
         rows.append((name, t, max(l0, os.getloadavg()[0])))
         print(f"{name}: " + " / ".join(f"{k} {v:.3f}" for k, v in t.items()) + " ms", file=sys.stderr)

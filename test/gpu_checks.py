@@ -46,6 +46,71 @@ func.func @main(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> (tensor<?x4xf32,
 """
 
 
+def _t(dims, dtype="f32"):
+    return f"tensor<{'x'.join('?' if isinstance(d, str) else str(d) for d in dims)}x{dtype}, #relax.shape<{dims!r}>>" \
+        .replace("'", '"')
+
+
+_X, _ROW, _COL = _t(["n", "m"]), _t(["m"]), _t(["n", 1])
+_XI, _ROWI = _t(["n", "m"], "i32"), _t(["m"], "i32")
+_S1, _S4 = _t(["n", "m - 1"]), _t(["n", "m - 4"])
+
+#: elementwise chains for relax-gpu-vector-elementwise (4 elements per thread behind a
+#: run-time guard): @main a fused chain with a row broadcast (a vector along the row) and
+#: a column broadcast (one scalar per 4 lanes); @ints the same on i32; @slices elementwise
+#: ops fed by views at element offsets 1 and 4 (row stride m)
+VECTOR_ELEMENTWISE = f"""
+func.func @main(%x: {_X}, %b: {_ROW}, %c: {_COL}) -> {_X} attributes {{relax.function}} {{
+  %s = "relax.add"(%x, %b) : ({_X}, {_ROW}) -> {_X}
+  %t = "relax.multiply"(%s, %c) : ({_X}, {_COL}) -> {_X}
+  %u = "relax.sigmoid"(%t) : ({_X}) -> {_X}
+  %r = "relax.relu"(%t) : ({_X}) -> {_X}
+  %y = "relax.add"(%u, %r) : ({_X}, {_X}) -> {_X}
+  return %y : {_X}
+}}
+func.func @ints(%x: {_XI}, %b: {_ROWI}) -> {_XI} attributes {{relax.function}} {{
+  %s = "relax.add"(%x, %b) : ({_XI}, {_ROWI}) -> {_XI}
+  %y = "relax.multiply"(%s, %s) : ({_XI}, {_XI}) -> {_XI}
+  return %y : {_XI}
+}}
+func.func @slices(%x: {_X}, %y1: {_S1}, %y4: {_S4}) -> ({_S1}, {_S4}) attributes {{relax.function}} {{
+  %a = "relax.strided_slice"(%x) {{axes = array<i64: 1>, begin = #relax.shape<[1]>, end = #relax.shape<["m"]>}} : ({_X}) -> {_S1}
+  %b = "relax.strided_slice"(%x) {{axes = array<i64: 1>, begin = #relax.shape<[4]>, end = #relax.shape<["m"]>}} : ({_X}) -> {_S4}
+  %z1 = "relax.add"(%a, %y1) : ({_S1}, {_S1}) -> {_S1}
+  %z4 = "relax.multiply"(%b, %y4) : ({_S4}, {_S4}) -> {_S4}
+  return %z1, %z4 : {_S1}, {_S4}
+}}
+"""
+
+#: (n, m): sizes 1, 3, 4, 5, 7, 64, 1000+; innermost extents odd, multiples of 4 and not
+VECTOR_SIZES = [(1, 1), (1, 3), (1, 4), (3, 4), (1, 5), (2, 7), (7, 8), (5, 64), (3, 65), (64, 5), (1, 1000),
+                (3, 1001), (2, 1028), (1000, 4), (9, 1027)]
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def check_vector_elementwise(exe, n: int, m: int) -> None:
+    """One size of VECTOR_ELEMENTWISE through one executable, against numpy."""
+    rng = np.random.default_rng(n * 10007 + m)
+    x = rng.standard_normal((n, m)).astype(np.float32)
+    b = rng.standard_normal(m).astype(np.float32)
+    c = rng.standard_normal((n, 1)).astype(np.float32)
+    t = (x.astype(np.float64) + b) * c
+    np.testing.assert_allclose(exe(x, b, c), _sigmoid(t) + np.maximum(t, 0), rtol=1e-5, atol=1e-6,
+                               err_msg=f"main n={n} m={m}")
+    xi = rng.integers(-1000, 1000, (n, m)).astype(np.int32)
+    bi = rng.integers(-1000, 1000, m).astype(np.int32)
+    np.testing.assert_array_equal(exe["ints"](xi, bi), (xi + bi) * (xi + bi), err_msg=f"ints n={n} m={m}")
+    if m >= 4:
+        y1 = rng.standard_normal((n, m - 1)).astype(np.float32)
+        y4 = rng.standard_normal((n, m - 4)).astype(np.float32)
+        z1, z4 = exe["slices"](x, y1, y4)
+        np.testing.assert_array_equal(z1, x[:, 1:] + y1, err_msg=f"slices n={n} m={m}")
+        np.testing.assert_array_equal(z4, x[:, 4:] * y4, err_msg=f"slices n={n} m={m}")
+
+
 def mlp(target: str, max_batch: int):
     """The demo MLP compiled for ``target`` and for the cpu, and its parameters."""
     ctx = relax_mlir.make_context()

@@ -102,11 +102,31 @@ def test_cuda_pipeline_block_model():
     assert any("div.rn.f32" in c for n, c in ptx.items() if "softmax" in n)
 
 
+def test_cuda_pipeline_vector_elementwise_ptx():
+    """relax-gpu-vector-elementwise: each elementwise op a kernel with 16-byte vector loads and
+    stores (ld.global.v4 / st.global.v4; LLVM 22's NVPTX prints them untyped, .b32) beside
+    its scalar kernel; a column-broadcast operand is one scalar load per 4 elements."""
+    from relax_mlir.dialects.source import parse_module
+    m = parse_module(gpu_checks.VECTOR_ELEMENTWISE, relax_mlir.make_context())
+    ptx, launched, _ = _lower(m)
+    assert launched == set(ptx)
+    vec = sorted(n for n, c in ptx.items() if "ld.global.v4.b32" in c)
+    assert [n for n in vec if "st.global.v4.b32" not in ptx[n] or ".extern" in ptx[n]] == []
+    # @main: one fused kernel; @ints: one; @slices: two (a copy out of the view, the op) each;
+    # each with its scalar twin
+    assert len(vec) == 6 and len(ptx) == 12
+    main = [n for n in vec if n.startswith("fused_add_multiply_sigmoid")]
+    assert len(main) == 1 and ptx[main[0]].count("ld.global.v4.b32") == 2   # x and the row b
+    assert ptx[main[0]].count("ld.global.b32") == 1                         # the column c
+
+
 def test_cuda_pipeline_options():
     ctx = relax_mlir.make_context()
     m = numerics.graph_module("exp", [["n", 5]], ["f32"], "", name="main")
     ptx, _, _ = _lower(m, "builtin.module(cuda{chip=sm_90 workgroup-size=128})")
-    assert len(ptx) == 1        # the parallel-loop route: one thread per element, 128 per block
+    # the vector kernel (relax-gpu-vector-elementwise, 4 elements per thread: rows of 5 collapse
+    # to one dimension) and the parallel-loop route (one thread per element), 128 per block
+    assert len(ptx) == 2
     for code in ptx.values():
         assert ".target sm_90" in code and ".maxntid 128, 1, 1" in code
 
@@ -124,12 +144,14 @@ def test_cuda_pipeline_numerics_cases_to_ptx(case):
 
 
 def test_cuda_pipeline_edge_semantics_module_to_ptx():
-    """The module the GPU edge-semantics tests run (62 launched kernels, every dtype: a row
-    reduction is one launch since relax-gpu-row-reductions) compiles."""
+    """The module the GPU edge-semantics tests run (70 launched kernels, every dtype: a row
+    reduction is one launch since relax-gpu-row-reductions; 8 elementwise ops on 32-bit data
+    have a vector kernel beside their scalar one, relax-gpu-vector-elementwise) compiles."""
     from relax_mlir.dialects.source import parse_module
     m = parse_module(numerics.EDGE_SRC, relax_mlir.make_context())
     ptx, launched, _ = _lower(m)
-    assert launched == set(ptx) and len(ptx) == 62
+    assert launched == set(ptx) and len(ptx) == 70
+    assert sum("ld.global.v4.b32" in c for c in ptx.values()) == 8
     assert not any(".extern" in c for c in ptx.values())
 
 
@@ -510,6 +532,17 @@ def test_cuda_numerics(case):
 @pytest.fixture(scope="module")
 def mlp():
     return gpu_checks.mlp("cuda", max_batch=8192)
+
+
+@pytest.fixture(scope="module")
+def vector_elementwise():
+    return relax_mlir.compile(gpu_checks.VECTOR_ELEMENTWISE, target="cuda")
+
+
+@needs_gpu
+@pytest.mark.parametrize("nm", gpu_checks.VECTOR_SIZES, ids=[f"{n}x{m}" for n, m in gpu_checks.VECTOR_SIZES])
+def test_cuda_vector_elementwise_any_shape(vector_elementwise, nm):
+    gpu_checks.check_vector_elementwise(vector_elementwise, *nm)
 
 
 @needs_gpu

@@ -304,13 +304,18 @@ def test_vulkan_row_kernel_more_rows_than_the_grid():
 
 @pytest.mark.skipif(__import__("shutil").which("spirv-val") is None, reason="spirv-val (spirv-tools) not installed")
 def test_vulkan_scheduled_kernels_pass_spirv_val(tmp_path):
-    """Tiled matmul and both row-kernel forms (workgroup memory, barriers) validate for Vulkan 1.0."""
+    """Tiled matmul, both row-kernel forms (workgroup memory, barriers) and the vector
+    elementwise kernel (a storage buffer of vec4, relax-spirv-vector-buffers) validate for
+    Vulkan 1.0."""
+    import shutil
     import subprocess
     from mlir import ir
     from mlir.dialects import gpu as gpu_d
     ctx = relax_mlir.make_context()
     names = []
-    for op, shapes, attrs in (("matmul", [["m", "k"], ["k", "n"]], ""), ("layer_norm", [["a", "n"], ["n"], ["n"]], "")):
+    disassembly = {}
+    for op, shapes, attrs in (("matmul", [["m", "k"], ["k", "n"]], ""), ("layer_norm", [["a", "n"], ["n"], ["n"]], ""),
+                              ("add", [["m", "n"], ["n"]], "")):
         m = graph_module(op, shapes, ["f32"] * len(shapes), attrs, ctx=ctx)
         with ctx:
             relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
@@ -324,7 +329,77 @@ def test_vulkan_scheduled_kernels_pass_spirv_val(tmp_path):
                 r = subprocess.run(["spirv-val", "--target-env", "vulkan1.0", str(path)], capture_output=True, text=True)
                 assert r.returncode == 0, (name, r.stdout + r.stderr)
                 names.append(name)
+                if shutil.which("spirv-dis"):
+                    disassembly[name] = subprocess.run(["spirv-dis", str(path)], capture_output=True,
+                                                       text=True).stdout
     # matmul: the tiled kernel + the small one of the size guard; layer_norm: both row forms
+    # add: the vector kernel + the scalar one
     assert names == ["relax_matmul_f32_r2_r2_kernel", "relax_matmul_f32_r2_r2_kernel_0",
                      "relax_layer_norm_axes1_eps1em05_f32_r2_r1_r1_kernel",
-                     "relax_layer_norm_axes1_eps1em05_f32_r2_r1_r1_kernel_0"]
+                     "relax_layer_norm_axes1_eps1em05_f32_r2_r1_r1_kernel_0",
+                     "relax_add_f32_r2_r1_kernel", "relax_add_f32_r2_r1_kernel_0"]
+    if disassembly:   # vec4 elements of the buffers, loaded and stored whole, no pointer bitcast
+        vec, scalar = disassembly["relax_add_f32_r2_r1_kernel"], disassembly["relax_add_f32_r2_r1_kernel_0"]
+        assert re.search(r"OpTypeRuntimeArray %v4float", vec) and "OpBitcast" not in vec
+        assert len(re.findall(r"OpLoad %v4float .* Aligned 16", vec)) == 2
+        assert len(re.findall(r"OpStore .* Aligned 16", vec)) == 1
+        assert "v4float" not in scalar
+
+
+# -- elementwise kernels: 4 elements per thread with vector loads behind a run-time guard ------
+
+@pytest.fixture(scope="module")
+def vector_elementwise():
+    """The VECTOR_ELEMENTWISE executable, compiled once, and the labels of the kernels each
+    call launches (Recorder.launch wrapped for the module)."""
+    mp = pytest.MonkeyPatch()
+    launched: list[str] = []
+    init, launch = vkrt.Kernel.__init__, vkrt.Recorder.launch
+
+    def kernel_init(self, dev, module, entry, kinds, label):
+        init(self, dev, module, entry, kinds, label)
+        self.label = label
+
+    def recorder_launch(self, kernel, grid, args):
+        launched.append(kernel.label)
+        return launch(self, kernel, grid, args)
+
+    mp.setattr(vkrt.Kernel, "__init__", kernel_init)
+    mp.setattr(vkrt.Recorder, "launch", recorder_launch)
+    try:
+        yield relax_mlir.compile(gpu_checks.VECTOR_ELEMENTWISE, target="vulkan"), launched
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize("nm", gpu_checks.VECTOR_SIZES, ids=[f"{n}x{m}" for n, m in gpu_checks.VECTOR_SIZES])
+def test_vulkan_vector_elementwise_any_shape(vector_elementwise, nm):
+    exe, _ = vector_elementwise
+    gpu_checks.check_vector_elementwise(exe, *nm)
+
+
+def test_vulkan_vector_elementwise_takes_the_vector_kernel_when_aligned(vector_elementwise):
+    """Each elementwise op has two kernels: the vector one runs when the innermost extent
+    and every view's element offset are multiples of 4, the scalar one otherwise."""
+    exe, launched = vector_elementwise
+    x = np.ones((3, 8), np.float32)
+
+    def kernels(fn, *args):
+        del launched[:]
+        fn(*args)
+        return list(launched)
+
+    main_vec = kernels(exe, x, np.ones(8, np.float32), np.ones((3, 1), np.float32))
+    main_scalar = kernels(exe, x[:, :7].copy(), np.ones(7, np.float32), np.ones((3, 1), np.float32))
+    assert len(main_vec) == len(main_scalar) == 1 and main_vec != main_scalar   # one fused kernel
+    # @slices: each function is a copy out of the view, then the op (two launches each).
+    # m = 9: x[:, 1:] is 8 wide at element offset 1, the add 8 wide; x[:, 4:] 5 wide.
+    # m = 12: x[:, 1:] 11 wide, the add 11 wide; x[:, 4:] 8 wide at offset 4, row stride 12.
+    at9 = kernels(exe["slices"], np.ones((3, 9), np.float32), np.ones((3, 8), np.float32), np.ones((3, 5), np.float32))
+    at12 = kernels(exe["slices"], np.ones((3, 12), np.float32), np.ones((3, 11), np.float32),
+                   np.ones((3, 8), np.float32))
+    assert len(at9) == len(at12) == 4
+    assert at9[0] == at12[0]     # the copy from offset 1: scalar although 8 wide at m = 9
+    assert at9[1] != at12[1]     # the add: vector at m = 9 (8 wide), scalar at m = 12
+    assert at9[2] != at12[2]     # the copy from offset 4: scalar at m = 9 (5 wide), vector at m = 12
+    assert at9[3] != at12[3]     # the multiply likewise

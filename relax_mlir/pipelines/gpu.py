@@ -19,6 +19,12 @@ device half:
      LayerNorm, sum/max/mean over the last axis) as one launch: a workgroup per row with
      tree reductions in workgroup memory below 1024 rows, a thread per row (serial
      reductions in registers, no barriers) from 1024 rows on;
+   * ``relax-gpu-vector-elementwise``: elementwise / broadcast / injective ops on 32-bit data
+     as a launch whose threads each take 4 consecutive elements of the innermost dimension
+     with ``vector<4xT>`` loads and stores, under ``scf.if`` on the run-time innermost extent,
+     offsets and strides (multiples of 4) and buffer alignment (16 bytes); the else branch
+     keeps the op for the naive route (relax-spirv-vector-buffers makes the vector accesses
+     legal SPIR-V for Vulkan);
 
    then the naive route for every other kernel: ``relax-gpu-prepare-kernels`` (no memory
    access outside a parallel loop), ``convert-linalg-to-parallel-loops``,
@@ -33,10 +39,7 @@ device half:
 
 On the naive route the workgroup size is :data:`WORKGROUP_SIZE` threads along the first
 parallel dimension of each loop nest (each thread computes one output element;
-reductions run serially in their thread). Elementwise kernels stay there: vector
-loads would need 16-byte aligned ``vector<4xf32>`` views of the flattened buffers, whose
-offsets and row lengths are symbolic (a kernel would need a scalar variant for every
-misaligned shape); not done.
+reductions run serially in their thread).
 """
 
 from __future__ import annotations
@@ -57,14 +60,18 @@ def bufferize_stage() -> list[str]:
 #: Hand-scheduled matmul and row kernels (:func:`schedule_stage`); False gives every kernel
 #: the naive parallel-loop route (bench/bench_gpu.py compares the two in one process).
 SCHEDULES_DEFAULT = True
+#: relax-gpu-vector-elementwise among the schedules (bench/bench_gpu.py --without-vector
+#: compares kernels with and without it in one process)
+VECTOR_ELEMENTWISE_DEFAULT = True
 
 
-def schedule_stage(schedules: Optional[bool] = None) -> list[str]:
+def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
     """The hand-scheduled kernel kinds (each a gpu.launch built directly); every other
     kernel keeps the parallel-loop route."""
     if not (SCHEDULES_DEFAULT if schedules is None else schedules):
         return []
-    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions"]
+    vector = [f"relax-gpu-vector-elementwise{{threads={int(workgroup_size)}}}"] if VECTOR_ELEMENTWISE_DEFAULT else []
+    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions", *vector]
 
 
 def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
@@ -72,7 +79,7 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
     return [
         "relax-expand-math",
         "relax-gpu-signless",
-        *schedule_stage(),
+        *schedule_stage(workgroup_size=workgroup_size),
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)

@@ -10,8 +10,8 @@ the SPIR-V, ``vulkan.launches`` listing the launch sites, host code calling
   host memory) off;
 * ``codegen``: :func:`relax_mlir.pipelines.gpu.bufferize_stage`, the GPU kernel stage,
   relax-spirv-entry-abi, SPIR-V for the Vulkan client API
-  (``spirv-attach-target{... client_api=Vulkan}``, ``convert-gpu-to-spirv``, the ABI
-  lowering), serialization in-process (``gpu-module-to-binary``), relax-vulkan-host
+  (``spirv-attach-target{... client_api=Vulkan}``, ``convert-gpu-to-spirv``,
+  relax-spirv-vector-buffers, the ABI lowering), serialization in-process (``gpu-module-to-binary``), relax-vulkan-host
   (launches and copies -> runtime calls) and the host code to LLVM.
 """
 
@@ -38,6 +38,7 @@ def spirv_stage() -> list[str]:
         "relax-spirv-workgroup-memory",
         "gpu.module(convert-math-to-spirv)",   # convert-gpu-to-spirv leaves math ops alone
         "convert-gpu-to-spirv",
+        "relax-spirv-vector-buffers",   # vector loads: buffers of vectors, not pointer bitcasts
         "relax-spirv-nest-modules",
         "gpu.module(spirv.module(spirv-lower-abi-attrs, spirv-update-vce))",
         "gpu-module-to-binary{format=bin}",

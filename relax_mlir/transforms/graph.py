@@ -16,6 +16,20 @@ def top_ops(module_op: ir.Operation) -> list[ir.Operation]:
     return [o.operation for o in module_op.regions[0].blocks[0].operations]
 
 
+def outermost(root: ir.Operation, name: str) -> list[ir.Operation]:
+    """The ops named ``name`` below ``root``, in order, without those nested in one."""
+    found: list[ir.Operation] = []
+
+    def visit(op):
+        if op.operation.name == name:
+            found.append(op.operation)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 def is_graph_function(op: ir.Operation) -> bool:
     return op.name == "func.func" and FUNCTION_ATTR in op.attributes
 

@@ -31,3 +31,25 @@ func.func @f(%a: memref<?x4xf32>, %flag: memref<?xi8>) {
   }
   return
 }
+
+// vector.load / vector.store (along the unit-stride innermost dimension) are indexed the
+// same way, their alignment kept; a view's offset and row stride come from outside.
+// CHECK-LABEL: func.func @vec(
+// CHECK: %[[BASE:.*]], %[[OFF:.*]], %{{.*}}:2, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata %arg0
+// CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %[[BASE]]
+// CHECK: gpu.launch
+// CHECK: %[[ROW:.*]] = arith.muli %{{.*}}, %[[STRIDES]]#0 : index
+// CHECK: %[[L0:.*]] = arith.addi %[[OFF]], %[[ROW]] : index
+// CHECK: %[[L:.*]] = arith.addi %[[L0]], %{{.*}} : index
+// CHECK: %[[V:.*]] = vector.load %[[FLAT]][%[[L]]] {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
+// CHECK: vector.store %[[V]], %{{.*}}[%{{.*}}] {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
+func.func @vec(%a: memref<?x?xf32, strided<[?, 1], offset: ?>>, %b: memref<?x?xf32>) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %v = vector.load %a[%bx, %tx] {alignment = 16 : i64} : memref<?x?xf32, strided<[?, 1], offset: ?>>, vector<4xf32>
+    vector.store %v, %b[%bx, %tx] {alignment = 16 : i64} : memref<?x?xf32>, vector<4xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -5,17 +5,19 @@ inside a kernel does not legalize (nor may a kernel ask a buffer for its sizes).
 every memref a ``gpu.launch`` body uses from outside, this pass builds OUTSIDE the
 launch a 1-D view of its base buffer (``extract_strided_metadata`` +
 ``reinterpret_cast`` with offset 0) and rewrites each ``memref.load`` / ``memref.store``
-inside to index it linearly (offset + sum of index * stride) and each ``memref.dim`` to
-the size read outside. Outlining then passes the 1-D view and the dynamic sizes, strides
-and offsets as scalar kernel arguments. Constants used inside a launch are sunk into it
+(and ``vector.load`` / ``vector.store``, whose vector runs along a unit-stride innermost
+dimension) inside to index it linearly (offset + sum of index * stride) and each
+``memref.dim`` to the size read outside. Outlining then passes the 1-D view and the
+dynamic sizes, strides and offsets as scalar kernel arguments. Constants used inside a launch are sunk into it
 (otherwise each would become a kernel argument, i.e. a buffer binding).
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, memref
+from mlir.dialects import arith, memref, vector
 
+from ..graph import outermost
 from ..registry import register_pass
 
 DYN = ir.ShapedType.get_dynamic_size()
@@ -84,6 +86,14 @@ class _Flat:
         return self.value(ip, self.static_sizes[k], self.sizes[k])
 
 
+_STORES = ("memref.store", "vector.store")
+_ACCESSES = ("memref.load", "memref.dim", "vector.load") + _STORES
+
+
+def _alignment(op: ir.Operation):
+    return op.attributes["alignment"] if "alignment" in op.attributes else None
+
+
 def _constant_index(v: ir.Value):
     owner = v.owner
     if isinstance(owner, ir.Block) or owner.name != "arith.constant":
@@ -98,20 +108,20 @@ def _flatten(launch: ir.Operation) -> None:
 
     def collect(op):
         o = op.operation
-        if o.name in ("memref.load", "memref.store", "memref.dim"):
-            m = o.operands[1] if o.name == "memref.store" else o.operands[0]
+        if o.name in _ACCESSES:
+            m = o.operands[1] if o.name in _STORES else o.operands[0]
             if _defined_outside(m, launch):
                 accesses.append(o)
         elif o != launch:
             for v in o.operands:
                 if isinstance(v.type, ir.MemRefType) and _defined_outside(v, launch):
                     raise ValueError(f"'{o.name}' inside a GPU kernel uses a buffer directly; only "
-                                     "memref.load/store/dim are flattened")
+                                     "memref.load/store/dim and vector.load/store are flattened")
         return ir.WalkResult.ADVANCE
 
     launch.walk(collect)
     for o in accesses:
-        m = o.operands[1] if o.name == "memref.store" else o.operands[0]
+        m = o.operands[1] if o.name in _STORES else o.operands[0]
         key = m
         f = None
         for k, v in flats.items():
@@ -129,9 +139,16 @@ def _flatten(launch: ir.Operation) -> None:
             i = f.linear(ip, list(o.operands[1:]), o.location)
             new = memref.LoadOp(f.view, [i], ip=ip, loc=o.location).result
             o.results[0].replace_all_uses_with(new)
-        else:
+        elif o.name == "memref.store":
             i = f.linear(ip, list(o.operands[2:]), o.location)
             memref.StoreOp(o.operands[0], f.view, [i], ip=ip, loc=o.location)
+        elif o.name == "vector.load":
+            i = f.linear(ip, list(o.operands[1:]), o.location)
+            new = vector.LoadOp(o.results[0].type, f.view, [i], alignment=_alignment(o), ip=ip, loc=o.location)
+            o.results[0].replace_all_uses_with(new.result)
+        else:
+            i = f.linear(ip, list(o.operands[2:]), o.location)
+            vector.StoreOp(o.operands[0], f.view, [i], alignment=_alignment(o), ip=ip, loc=o.location)
         o.erase()
 
 
@@ -166,15 +183,6 @@ def _sink_constants(launch: ir.Operation) -> None:
                "Inside gpu.launch: buffers from outside as 1-D views indexed linearly, their sizes "
                "and strides as scalars; constants sunk (run before gpu-kernel-outlining).")
 def relax_gpu_flatten_launches(module: ir.Operation, opts) -> None:
-    launches = []
-
-    def collect(op):
-        if op.operation.name == "gpu.launch":
-            launches.append(op.operation)
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    module.walk(collect, ir.WalkOrder.PRE_ORDER)
-    for launch in launches:
+    for launch in outermost(module, "gpu.launch"):
         _flatten(launch)
         _sink_constants(launch)

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, scf
+from mlir.dialects import arith, gpu, memref, scf, vector
 
 WORKGROUP = "#gpu.address_space<workgroup>"
+MAX_GRID = 65535  # maxComputeWorkGroupCount[0] guaranteed by Vulkan
 
 #: combiners of a reduction body (``out = comb(f(ins), out)``) with their identity
 COMBINERS: dict[str, tuple[type, float]] = {
@@ -76,6 +77,28 @@ class Launch:
             gpu.TerminatorOp()
         self._ip.__exit__(*exc)
 
+    def global_threads(self, threads: int) -> tuple[ir.Value, ir.Value]:
+        """(first, step) of a grid-stride loop over items, one per thread: item
+        ``block*threads + thread``, then every ``grid*threads`` (see :func:`thread_grid`)."""
+        first = arith.AddIOp(arith.MulIOp(self.block_id[0], index(threads)).result, self.thread_id[0]).result
+        return first, arith.MulIOp(self.grid_dim[0], index(threads)).result
+
+
+def thread_grid(items: ir.Value, threads: int) -> ir.Value:
+    """Workgroups for ``items`` at one per thread, capped at :data:`MAX_GRID` (the threads
+    then stride over the rest: :meth:`Launch.global_threads`)."""
+    return arith.MinUIOp(ceil_div(items, threads), index(MAX_GRID)).result
+
+
+def delinearize(v: ir.Value, sizes: Sequence[ir.Value]) -> list[ir.Value]:
+    """Row-major indices of linear index ``v`` over ``sizes`` (the first size is not read:
+    its index is what is left)."""
+    idx, rest = [], v
+    for s in reversed(sizes[1:]):
+        idx.append(arith.RemUIOp(rest, s).result)
+        rest = arith.DivUIOp(rest, s).result
+    return ([rest] if sizes else []) + idx[::-1]
+
 
 def for_loop(lb: ir.Value, ub: ir.Value, step: ir.Value, inits: Sequence[ir.Value],
              body: Callable[[ir.Value, list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
@@ -126,9 +149,32 @@ def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
     return [ir.AffineMapAttr(a).value for a in op.opview.indexing_maps]
 
 
-def inline_body(gen: ir.Operation, args: Sequence[ir.Value], dims: Sequence[ir.Value]) -> ir.Value:
+def loop_extent(gen: ir.Operation, d: int) -> ir.Value:
+    """The extent of loop ``d`` of linalg op ``gen`` (memref.dim of an operand indexed by it)."""
+    for v, m in zip(gen.operands, indexing_maps(gen)):
+        for p, e in enumerate(m.results):
+            if isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == d:
+                return memref.DimOp(v, index(p)).result
+    raise ValueError(f"loop {d} of {gen.name} indexes no operand")
+
+
+def splat(v: ir.Value, width: int) -> ir.Value:
+    """``v`` as a ``vector<width x T>`` (a vector stays as it is)."""
+    if isinstance(v.type, ir.VectorType):
+        return v
+    return vector.BroadcastOp(ir.VectorType.get([width], v.type), v).result
+
+
+def inline_body(gen: ir.Operation, args: Sequence[ir.Value], dims: Sequence[ir.Value],
+                width: Optional[int] = None) -> ir.Value:
     """Clone the scalar body of linalg op ``gen`` at the insertion point with its block
-    arguments bound to ``args`` and ``linalg.index k`` to ``dims[k]``; the yielded value."""
+    arguments bound to ``args`` and ``linalg.index k`` to ``dims[k]``; the yielded value.
+
+    With ``width`` the body runs on ``vector<width x T>`` values: ``args`` may mix vectors
+    and scalars, an op with a vector operand gets its scalar operands broadcast and
+    ``vector<width x T>`` results (the bodies given here hold only arith / math ops, all
+    elementwise-mappable: the same op and attributes on vectors), an op on scalars only
+    stays scalar, and the yielded value is a vector."""
     block = gen.regions[0].blocks[0]
     env: list[tuple[ir.Value, ir.Value]] = list(zip(block.arguments, args))
 
@@ -140,15 +186,20 @@ def inline_body(gen: ir.Operation, args: Sequence[ir.Value], dims: Sequence[ir.V
     for o in block.operations:
         o = o.operation
         if o.name == "linalg.yield":
-            return look(o.operands[0])
+            out = look(o.operands[0])
+            return out if width is None else splat(out, width)
         if o.name == "linalg.index":
             env.append((o.results[0], dims[ir.IntegerAttr(o.attributes["dim"]).value]))
             continue
-        new = o.clone(ip=ip)
-        for k, v in enumerate(o.operands):
-            n = find(env, v)
-            if n is not None:
-                new.operands[k] = n
+        operands = [look(v) for v in o.operands]
+        if width is not None and any(isinstance(v.type, ir.VectorType) for v in operands):
+            new = ir.Operation.create(o.name, results=[ir.VectorType.get([width], r.type) for r in o.results],
+                                      operands=[splat(v, width) for v in operands],
+                                      attributes={k: o.attributes[k] for k in o.attributes}, loc=o.location, ip=ip)
+        else:
+            new = o.clone(ip=ip)
+            for k, v in enumerate(operands):
+                new.operands[k] = v
         env.extend(zip(o.results, new.results))
     raise ValueError("linalg body without a yield")
 

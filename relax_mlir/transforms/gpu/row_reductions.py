@@ -37,11 +37,12 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import arith, memref, scf
+from mlir.dialects import arith, scf
 
 from ..registry import Option, register_pass
-from .launch_builder import (COMBINERS, Launch, barrier, f32, find, flat_body, for_loop, index, indexing_maps,
-                             inline_body, load, map_indices, map_uses, simple_map, store, when)
+from .launch_builder import (COMBINERS, MAX_GRID, Launch, barrier, delinearize, f32, find, flat_body, for_loop, index,
+                             indexing_maps, inline_body, load, loop_extent, map_indices, map_uses, simple_map,
+                             store, thread_grid, when)
 
 KERNEL_ATTR = "relax.kernel"
 KIND_ATTR = "relax.kernel_kind"
@@ -49,7 +50,6 @@ THREADS = 128
 #: fewer rows than this: a workgroup per row (the rows alone would not fill a GPU); more:
 #: a thread per row, the whole kernel still one launch (see the module docstring)
 WORKGROUP_ROWS = 1024
-MAX_GRID = 65535  # maxComputeWorkGroupCount[0] guaranteed by Vulkan
 
 #: ops between the work ops that only compute sizes or scalars (moved past freely)
 _NEUTRAL = {"memref.alloc", "memref.dim", "arith.constant"}
@@ -187,26 +187,13 @@ def _match(fn: ir.Operation) -> Optional[_Plan]:
     return plan
 
 
-def _size(gen: ir.Operation, d: int) -> ir.Value:
-    """The extent of loop ``d`` of ``gen`` (memref.dim of an operand indexed by it)."""
-    for v, m in zip(gen.operands, indexing_maps(gen)):
-        for p, e in enumerate(m.results):
-            if isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == d:
-                return memref.DimOp(v, index(p)).result
-    raise ValueError(f"loop {d} of {gen.name} indexes no operand")
-
-
 def _launch(plan: _Plan, per_workgroup: bool, threads: int, outer: list[ir.Value], rows: ir.Value,
             widths: list, local) -> None:
     """One launch of the row kernel at the insertion point: a workgroup per row (strided
     row loops, tree reductions in workgroup memory) or a thread per row (serial loops,
     no barriers)."""
     ops = plan.ops
-    if per_workgroup:
-        grid = arith.MinUIOp(rows, index(MAX_GRID)).result
-    else:
-        grid = arith.MinUIOp(arith.DivUIOp(arith.AddIOp(rows, index(threads - 1)).result, index(threads)).result,
-                             index(MAX_GRID)).result
+    grid = arith.MinUIOp(rows, index(MAX_GRID)).result if per_workgroup else thread_grid(rows, threads)
     launch = Launch((grid, index(1), index(1)), (threads, 1, 1), [threads] if per_workgroup else [])
     with launch:
         t = launch.thread_id[0]
@@ -218,8 +205,7 @@ def _launch(plan: _Plan, per_workgroup: bool, threads: int, outer: list[ir.Value
         else:
             first, stride = index(0), index(1)
             mine = None
-            row_lb = arith.AddIOp(arith.MulIOp(launch.block_id[0], index(threads)).result, t).result
-            row_step = arith.MulIOp(launch.grid_dim[0], index(threads)).result
+            row_lb, row_step = launch.global_threads(threads)
 
         def put(val: ir.Value, buf: ir.Value, at: list[ir.Value]) -> None:
             if mine is None:
@@ -228,11 +214,7 @@ def _launch(plan: _Plan, per_workgroup: bool, threads: int, outer: list[ir.Value
                 when(mine, lambda: store(val, buf, at))
 
         def row(rid: ir.Value, _: list) -> list:
-            idx, rest = [], rid
-            for s in reversed(outer[1:]):
-                idx.append(arith.RemUIOp(rest, s).result)
-                rest = arith.DivUIOp(rest, s).result
-            idx = ([rest] if outer else []) + idx[::-1]
+            idx = delinearize(rid, outer)
             regs: list[tuple[ir.Value, ir.Value]] = []    # row buffer -> its value in a register
             inits: list[tuple[ir.Value, ir.Value]] = []   # row buffer -> its fill value
             for o in ops:
@@ -313,8 +295,8 @@ def _build(fn: ir.Operation, plan: _Plan, threads: int, workgroup_rows: int) -> 
                 and all(u.owner.name == "memref.dealloc" or any(u.owner == o for o in ops) for u in v.uses))
 
     with ir.InsertionPoint(anchor), anchor.location:
-        outer = [_size(gens[0], d) for d in range(rank - 1)]
-        widths = [(g, _size(g, rank - 1)) for g in gens if not any(g == x for x in plan.scalar)]
+        outer = [loop_extent(gens[0], d) for d in range(rank - 1)]
+        widths = [(g, loop_extent(g, rank - 1)) for g in gens if not any(g == x for x in plan.scalar)]
         rows = index(1)
         for s in outer:
             rows = arith.MulIOp(rows, s).result

@@ -80,30 +80,7 @@ def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[
     columns (``n_extent``: the static column extent of ``mm``, None when symbolic; ``b``:
     1 for a batch matmul, whose batch dim is already tiled to 1)."""
     exact = n_extent is not None and n_extent % cols == 0
-    import os
-    mode = os.environ.get("PACK", "")
     for inner, cols in _cascade(fn, mm, b + 1, b + 3, (cols, 1), exact, name):
-        if mode and rows > 1 and cols > 1 and not b:
-            flags = [1 if "a" in mode else 0, 1 if "b" in mode else 0, 0]
-            pad = structured.PadOp(inner, padding_values=[ir.FloatAttr.get_f32(0.0)] * 3,
-                                   padding_dimensions=[0, 1, 2], nofold_flags=flags, copy_back_op="none")
-            inner = pad.results[0]
-            from mlir.dialects import transform as T
-            hp = os.environ.get("HOIST", "12")
-            if mode == "ab":
-                pa, pb = T.SplitHandleOp([any_op(), any_op()], pad.results[1]).results
-                hs = [(pa, int(hp[0]), [rows, int(os.environ.get('BK', '128'))]), (pb, int(hp[1]), [int(os.environ.get('BK', '128')), cols])]
-            elif mode == "a":
-                hs = [(pad.results[1], int(hp[0]), [rows, int(os.environ.get('BK', '128'))])]
-            else:
-                hs = [(pad.results[1], int(hp[1]), [int(os.environ.get('BK', '128')), cols])]
-            for h, nl, vs in hs:
-                if nl:
-                    h = structured.HoistPadOp(any_op(), h, nl).result
-                structured.VectorizeOp(h, vs)
-                from mlir.dialects.transform import tensor as ttensor
-                from .common import patterns
-                patterns(fn, ttensor.ApplyFoldTensorSubsetOpsIntoVectorTransfersPatternsOp)
         t = structured.TileUsingForOp(inner, sizes=[0] * b + [0, 0, 1])
         _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1])
 
@@ -117,10 +94,6 @@ def config_for(target: CpuTarget) -> MatmulConfig:
     # M = 1..3, K x N = 512 x 2048 and 2048 x 512, B from L3); other targets, unmeasured,
     # keep the register tile's width.
     gemv_tile = 2 * target.lanes if target.lanes >= 16 else cols
-    import os
-    if os.environ.get("MMCFG"):
-        r, c, pn, bk = map(int, os.environ["MMCFG"].split(","))
-        return MatmulConfig(rows=(r, 1), cols=c, gemv_cols=4 * cols, panel_n=pn, block_k=bk, lanes=target.lanes, gemv_tile=gemv_tile)
     return MatmulConfig(rows=(6, 1), cols=cols, gemv_cols=4 * cols if target.registers >= 32 else 2 * cols,
                         panel_n=max(256, 4 * cols), block_k=128, lanes=target.lanes, gemv_tile=gemv_tile)
 
@@ -170,13 +143,6 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
         for part, rows in parts:
             _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
         cleanup(fn)
-        import os
-        if os.environ.get("PACK") and os.environ.get("VECPAD", "2") == "1":
-            from mlir.dialects.transform import tensor as ttensor
-            from .common import patterns
-            structured.VectorizeOp(match(fn, "tensor.pad"))
-            patterns(fn, ttensor.ApplyFoldTensorSubsetOpsIntoVectorTransfersPatternsOp)
-            cleanup(fn)
         loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
         lower_vectors(fn)

@@ -70,6 +70,10 @@ MATMUL_CASES = {
     "static": (96, 256),
     "odd_n": (50, 200),
     "symbolic": ("k", "n"),
+    # B's rows a multiple of 4 KB apart: M >= 128 runs on a packed copy of B (one K block,
+    # then two K blocks of 512).
+    "packed": (64, 1024),
+    "packed_k_blocks": (1024, 2048),
 }
 
 
@@ -80,7 +84,7 @@ def test_matmul(case):
                   [("r", ["m", N])])
     assert list(schedules_applied(src).values()) == ["matmul"]
     exe = compile_scheduled(src)
-    for i, m in enumerate(SIZES):
+    for i, m in enumerate(SIZES + ([128, 131] if case.startswith("packed") else [])):
         k = K if isinstance(K, int) else [1, 5, 64, 129, 17, 300][i]
         n = N if isinstance(N, int) else [3, 64, 1, 97, 130, 65][i]
         a, b = f32(m, k), f32(k, n)

@@ -15,7 +15,20 @@ same way (64 columns, then 1). K needs nothing: the innermost K tile is always 1
 (A deeper 4/2/1-row cascade of peeled loops leaves ``affine.min`` that canonicalization
 cannot fold, hence masked tiles; not done.) The accumulator's reads and writes are hoisted out of the
 k loop (``hoist_loop_invariant_subsets`` at tensor level, before bufferization). Every
-size is correct with one compile.
+size is correct with one compile. With N a multiple of the panel, the fill of C is fused
+into the panel loop (each thread zeroes its panel in panel-wide vector stores).
+
+Large M, B's rows a multiple of 4 KB apart (:func:`packs_b`; the relax-specialize-ranges
+variant for M >= ``pack_min_m``): B is packed the BLAS way. Loops::
+
+    N panel (scf.forall) -> K block (pack_block_k) -> pack B -> N sub-panel (cols) ->
+    M rows (6, peeled; then 1) -> k (1)
+
+The pack copies the K block of the panel once into ``cols``-wide micro-panels, each
+``pack_block_k x cols`` contiguous, that every 6-row tile then reads in turn (unpacked,
+B's rows 8 KB apart fell into the same L1 sets and crossed a page per k step; the time
+depended on where A and B lay in their pages). A is read in place: packing it as well
+(``[M/6][6][block]``) measured no faster.
 """
 
 from __future__ import annotations

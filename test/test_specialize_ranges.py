@@ -93,18 +93,24 @@ def test_matmul_variants(kn):
         np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
-def test_fused_epilogue_variants():
-    """matmul + bias + relu in one kernel: both variants keep the epilogue."""
-    K, N = 96, 320
+@pytest.mark.parametrize("kn", [(96, 320), (512, 1024)])
+def test_fused_epilogue_variants(kn):
+    """matmul + bias + relu in one kernel: every variant keeps the epilogue (N = 1024: B's
+    rows 4 KB apart, a third variant packs B for M >= 128)."""
+    K, N = kn
+    packed = N == 1024
     X, Y = ["m", K], ["m", N]
     src = program([("x", X), ("w", [K, N]), ("b", [N])],
                   [op("p", "matmul", [("x", X), ("w", [K, N])], Y), op("q", "add", [("p", Y), ("b", [N])], Y),
                    op("r", "relu", [("q", Y)], Y)],
                   [("r", Y)])
-    assert variant_schedules(src) == {"m0_3": "gemv+elementwise", "m4": "matmul+elementwise"}
+    want = {"m0_3": "gemv+elementwise", "m4": "matmul+elementwise"}
+    if packed:
+        want = {"m0_3": "gemv+elementwise", "m4_127": "matmul+elementwise", "m128": "matmul+elementwise"}
+    assert variant_schedules(src) == want
     exe = compile_scheduled(src)
-    assert [len(v) for v in kernel_variants(exe).values()] == [2]
-    for m in MS:
+    assert [len(v) for v in kernel_variants(exe).values()] == [len(want)]
+    for m in MS + ([128, 131] if packed else []):
         x, w, b = f32(m, K), f32(K, N), f32(N)
         np.testing.assert_allclose(exe(x, w, b), np.maximum(x.astype(np.float64) @ w + b, 0), rtol=1e-4, atol=1e-4)
 

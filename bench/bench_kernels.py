@@ -123,8 +123,11 @@ def main() -> int:
     only = [s for s in args.only.split(",") if s]
     ms = {int(m) for m in args.m.split(",") if m}
     print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}")
-    print("wall: median wall-clock ms (numpy on its default threads); cpu: median CPU ms of this\n"
-          "process, numpy limited to one BLAS thread (threadpoolctl), both sides single-threaded")
+    # One thread of ours: the calling thread's CPU time (see the CPU columns below).
+    cpu_clock = time.thread_time if num_threads() == 1 else time.process_time
+    print("wall: median wall-clock ms (numpy on its default threads); cpu: median CPU ms of the calling\n"
+          "thread (of this process when our thread count is not 1), numpy limited to one BLAS thread\n"
+          "(threadpoolctl): with RELAX_MLIR_NUM_THREADS=1 both sides single-threaded")
     print(f"{'case':38s} {'M':>5s} {'ours ms':>9s} {'numpy ms':>9s} {'ratio':>6s} {'rate ours/np':>18s}"
           f" {'cpu ours':>9s} {'cpu np1T':>9s} {'ratio':>6s} {'loops ms':>9s} {'load':>5s}")
     if not only or any("matmul".startswith(o) or o.startswith("matmul") for o in only):
@@ -151,11 +154,14 @@ def main() -> int:
             got, want = exe(*arrays), ref(*arrays)
             err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) + 1e-6))
             assert err < 1e-3, f"{name} M={m}: relative error {err}"
+            # CPU columns first, and on one thread the calling thread's CPU time: the process's
+            # (time.process_time) also counts OpenBLAS workers still spinning after numpy's
+            # multi-threaded call of the wall-clock column (measured: up to 2.5x on our side).
+            c_ours = timeit(lambda: exe(*arrays), reps, clock=cpu_clock)
+            with threadpool_limits(1):
+                c_np = timeit(lambda: ref(*arrays), reps, clock=cpu_clock)
             t_ours = timeit(lambda: exe(*arrays), reps)
             t_np = timeit(lambda: ref(*arrays), reps)
-            c_ours = timeit(lambda: exe(*arrays), reps, clock=time.process_time)
-            with threadpool_limits(1):
-                c_np = timeit(lambda: ref(*arrays), reps, clock=time.process_time)
             t_loops = timeit(lambda: loops(*arrays), max(1, reps // 3)) if loops is not None else float("nan")
             rate = f"{work(m) / t_ours * 1e3:7.1f}/{work(m) / t_np * 1e3:7.1f} {unit}"
             print(f"{name:38s} {m:5d} {t_ours:9.3f} {t_np:9.3f} {t_ours / t_np:6.2f} {rate:>18s}"

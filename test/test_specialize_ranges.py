@@ -71,17 +71,20 @@ def test_matmul_variants(kn):
     K, N = kn
     src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
                   [("r", ["m", N])])
-    assert variant_schedules(src) == {"m0_3": "gemv", "m4": "matmul"}
+    # N = 2048: B's rows 8 KB apart, so M >= 128 gets a variant of its own that packs B.
+    packed = kn == (512, 2048)
+    want = {"m0_3": "gemv", "m4_127": "matmul", "m128": "matmul"} if packed else {"m0_3": "gemv", "m4": "matmul"}
+    assert variant_schedules(src) == want
     exe = compile_scheduled(src)
     variants = kernel_variants(exe)
     assert len(variants) == 1
     (kernel, names), = variants.items()
-    assert names == [kernel + "__m0_3", kernel + "__m4"]
+    assert sorted(names) == sorted(kernel + "__" + v for v in want)
     body = llvm_functions(exe)[kernel]
-    assert body.count("llvm.call @" + kernel + "__m") == 2
+    assert body.count("llvm.call @" + kernel + "__m") == len(want)
     assert "malloc" not in body and "memcpy" not in body  # the result is the output argument: no copy
     k, n = (K, N) if isinstance(K, int) else (37, 129)
-    for i, m in enumerate(MS + [0]):
+    for i, m in enumerate(MS + [0] + ([128, 131, 6 * 43] if packed else [])):
         if not isinstance(K, int):
             k, n = [(37, 129), (8, 64), (513, 7), (1, 1), (64, 200), (9, 65), (130, 17), (16, 3), (70, 300), (5, 5)][i]
         a, b = f32(m, k), f32(k, n)
@@ -90,18 +93,24 @@ def test_matmul_variants(kn):
         np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
-def test_fused_epilogue_variants():
-    """matmul + bias + relu in one kernel: both variants keep the epilogue."""
-    K, N = 96, 320
+@pytest.mark.parametrize("kn", [(96, 320), (512, 1024)])
+def test_fused_epilogue_variants(kn):
+    """matmul + bias + relu in one kernel: every variant keeps the epilogue (N = 1024: B's
+    rows 4 KB apart, a third variant packs B for M >= 128)."""
+    K, N = kn
+    packed = N == 1024
     X, Y = ["m", K], ["m", N]
     src = program([("x", X), ("w", [K, N]), ("b", [N])],
                   [op("p", "matmul", [("x", X), ("w", [K, N])], Y), op("q", "add", [("p", Y), ("b", [N])], Y),
                    op("r", "relu", [("q", Y)], Y)],
                   [("r", Y)])
-    assert variant_schedules(src) == {"m0_3": "gemv+elementwise", "m4": "matmul+elementwise"}
+    want = {"m0_3": "gemv+elementwise", "m4": "matmul+elementwise"}
+    if packed:
+        want = {"m0_3": "gemv+elementwise", "m4_127": "matmul+elementwise", "m128": "matmul+elementwise"}
+    assert variant_schedules(src) == want
     exe = compile_scheduled(src)
-    assert [len(v) for v in kernel_variants(exe).values()] == [2]
-    for m in MS:
+    assert [len(v) for v in kernel_variants(exe).values()] == [len(want)]
+    for m in MS + ([128, 131] if packed else []):
         x, w, b = f32(m, K), f32(K, N), f32(N)
         np.testing.assert_allclose(exe(x, w, b), np.maximum(x.astype(np.float64) @ w + b, 0), rtol=1e-4, atol=1e-4)
 

@@ -36,7 +36,7 @@ func.func @main(%x: tensor<?x64xf32, #relax.shape<["n", 64]>>, %w: tensor<64x128
 """
 OPTIONS = {"dispatch": False}
 #: A config no default uses (rows 4, narrower tiles, a 32-deep K block).
-CONFIG = {"rows": 4, "cols": 32, "gemv_cols": 128, "panel_n": 64, "block_k": 32}
+CONFIG = {"rows": 4, "cols": 32, "gemv_cols": 128, "panel_n": 64, "block_k": 32, "pack_block_k": 256}
 
 
 def reference(x, w):
@@ -64,11 +64,12 @@ def test_default_configs_are_points_of_their_spaces(name):
 def test_space_sizes_and_rules():
     t = TARGETS["avx512"]
     m = sp.matmul_space(t)
-    assert [k.name for k in m.knobs] == ["rows", "cols", "gemv_cols", "panel_n", "block_k"]
-    assert m.size() == 7 * 3 * 3 * 7 * 5
-    assert sp.matmul_default(t) == {"rows": 6, "cols": 64, "gemv_cols": 256, "panel_n": 256, "block_k": 128}
+    assert [k.name for k in m.knobs] == ["rows", "cols", "gemv_cols", "panel_n", "block_k", "pack_block_k"]
+    assert m.size() == 7 * 3 * 3 * 7 * 5 * 4
+    assert sp.matmul_default(t) == {"rows": 6, "cols": 64, "gemv_cols": 256, "panel_n": 256, "block_k": 128,
+                                    "pack_block_k": 512}
     assert sp.matmul_default(TARGETS["avx2"]) == {"rows": 6, "cols": 16, "gemv_cols": 32, "panel_n": 256,
-                                                   "block_k": 128}
+                                                   "block_k": 128, "pack_block_k": 512}
     with pytest.raises(ValueError, match="8 x 4 accumulators \\+ 4 B vectors \\+ 1 broadcast exceed 32 registers"):
         m.check(dict(sp.matmul_default(t), rows=8))
     with pytest.raises(ValueError, match="panel_n must be a multiple of cols"):
@@ -203,8 +204,9 @@ def test_tuned_config_recorded_on_the_kernel(tmp_path):
         run_pipeline(m, "builtin.module(" + ", ".join(graph_stage(dispatch=False)) + f", relax-apply-schedules{{tuning-db={db}}})")
         [k] = [f.operation for f in m.body.operations if "relax.kernel" in f.operation.attributes]
         assert str(k.attributes["relax.schedule"]) == '"matmul+elementwise"'
-        assert str(k.attributes["relax.schedule_config"]) == \
-            "{block_k = 32 : i64, cols = 32 : i64, gemv_cols = 128 : i64, panel_n = 64 : i64, rows = 4 : i64}"
+        assert str(k.attributes["relax.schedule_config"]) == (
+            "{block_k = 32 : i64, cols = 32 : i64, gemv_cols = 128 : i64, pack_block_k = 256 : i64, panel_n = 64 : i64, "
+            "rows = 4 : i64}")
         # without the database: the defaults, nothing recorded
         m2 = relax_mlir.parse(SMALL, ctx)
         run_pipeline(m2, "builtin.module(" + ", ".join(graph_stage(dispatch=False)) + ", relax-apply-schedules)")

@@ -9,6 +9,8 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   ``batch_matmul``: ``linalg.batch_matmul``, one batch per ``scf.forall`` iteration;
   ``gemv`` (``gemv+elementwise``, ``batch_gemv``) when M is at most
   ``MatmulConfig.gemv_rows``: static, or the range of a relax-specialize-ranges variant;
+  B packed per K block when M is at least ``MatmulConfig.pack_min_m`` (likewise) and
+  B's rows are a multiple of 4 KB apart (:func:`.matmul.packs_b`);
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
   vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
 * ``contraction``: a fill + multiply-accumulate ``linalg.generic`` that is no named matmul
@@ -28,7 +30,7 @@ from mlir import ir
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .elementwise import elementwise_schedule
-from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, thread_split
+from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
 from .target import CpuTarget, host_target
 from .rows import rows_schedule
 
@@ -96,7 +98,9 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
             cols = cfg.gemv_tile
             prepare = lambda f: thread_split(f, cols)  # noqa: E731
     else:
-        body = matmul_schedule(m, n, k, cfg, batch=batch)
+        lo = m if m is not None else _range(fn, "m_min")
+        pack = packs_b(n, k, cfg, batch) and lo is not None and lo >= cfg.pack_min_m
+        body = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack)
         kind = "batch_matmul" if batch else "matmul"
     if not epilogue:
         return Schedule(kind, body, prepare)
@@ -139,12 +143,30 @@ def _select_contraction(ops: list[ir.Operation]) -> Optional[Schedule]:
 def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:
     """The largest M the kernel runs at: static M, or the ``m_max`` of its range (a
     relax-specialize-ranges variant); None when unbounded."""
-    if m is not None:
-        return m
+    return m if m is not None else _range(fn, "m_max")
+
+
+def _range(fn: ir.Operation, bound: str) -> Optional[int]:
+    """``bound`` (``m_min``, ``m_max``) of the kernel's range of M (a relax-specialize-ranges
+    variant), None when it has none."""
     if RANGE_ATTR in fn.attributes:
         rng = ir.DictAttr(fn.attributes[RANGE_ATTR])
-        if "m_max" in rng:
-            return ir.IntegerAttr(rng["m_max"]).value
+        if bound in rng:
+            return ir.IntegerAttr(rng[bound]).value
+    return None
+
+
+def pack_min_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[int]:
+    """The smallest M from which kernel ``fn``'s matmul schedule packs B (it then wants a
+    range variant of its own, relax-specialize-ranges), or None when it never does."""
+    ops = payload_ops(fn)
+    mm = next((o for o in ops if o.name in ("linalg.matmul", "linalg.batch_matmul")), None)
+    if mm is None:
+        return None
+    a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])
+    cfg = config_for(target or host_target())
+    if packs_b(_static(b.shape[-1]), _static(a.shape[-1]), cfg, mm.name == "linalg.batch_matmul"):
+        return cfg.pack_min_m
     return None
 
 
@@ -260,4 +282,4 @@ def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
     return None
 
 
-__all__ = ["Schedule", "select", "apply", "payload_ops"]
+__all__ = ["Schedule", "select", "apply", "payload_ops", "pack_min_rows"]

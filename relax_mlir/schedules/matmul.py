@@ -15,7 +15,20 @@ same way (64 columns, then 1). K needs nothing: the innermost K tile is always 1
 (A deeper 4/2/1-row cascade of peeled loops leaves ``affine.min`` that canonicalization
 cannot fold, hence masked tiles; not done.) The accumulator's reads and writes are hoisted out of the
 k loop (``hoist_loop_invariant_subsets`` at tensor level, before bufferization). Every
-size is correct with one compile.
+size is correct with one compile. With N a multiple of the panel, the fill of C is fused
+into the panel loop (each thread zeroes its panel in panel-wide vector stores).
+
+Large M, B's rows a multiple of 4 KB apart (:func:`packs_b`; the relax-specialize-ranges
+variant for M >= ``pack_min_m``): B is packed the BLAS way. Loops::
+
+    N panel (scf.forall) -> K block (pack_block_k) -> pack B -> N sub-panel (cols) ->
+    M rows (6, peeled; then 1) -> k (1)
+
+The pack copies the K block of the panel once into ``cols``-wide micro-panels, each
+``pack_block_k x cols`` contiguous, that every 6-row tile then reads in turn (unpacked,
+B's rows 8 KB apart fell into the same L1 sets and crossed a page per k step; the time
+depended on where A and B lay in their pages). A is read in place: packing it as well
+(``[M/6][6][block]``) measured no faster.
 """
 
 from __future__ import annotations
@@ -25,8 +38,10 @@ from typing import Optional
 
 from mlir import ir
 from mlir.dialects.transform import loop, structured
+from mlir.dialects.transform import bufferization as tbuf
+from mlir.dialects.transform import tensor as ttensor
 
-from .common import any_op, cleanup, lower_vectors, match
+from .common import any_op, cleanup, lower_vectors, match, patterns
 from .target import CpuTarget
 
 
@@ -41,6 +56,8 @@ class MatmulConfig:
     gemv_rows: int = 3  # largest M run by the few-rows (GEMV) schedule (measured: faster at 1-3)
     unroll_k: int = 8  # K rows of B per step of the GEMV schedule (independent row streams)
     gemv_tile: int = 32  # columns of the GEMV schedule's accumulator tile (its N tile)
+    pack_min_m: int = 128  # smallest M whose variant packs B (relax-specialize-ranges; 0: never pack)
+    pack_block_k: int = 512  # K block of the packed schedule (B's packed panel: block x cols)
 
 
 def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> None:
@@ -85,6 +102,47 @@ def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[
         _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1])
 
 
+#: B rows this many bytes apart (or a multiple) fall into the same L1 sets and cross a
+#: page every row: such a B is packed for large M (:func:`packs_b`).
+CRITICAL_STRIDE = 4096
+#: Rows of B per vectorized step of the packing copy.
+PACK_COPY_ROWS = 8
+
+
+def packs_b(n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool = False) -> bool:
+    """Whether the large-M variant (M >= ``cfg.pack_min_m``) packs B: static N whose row of
+    B is a multiple of :data:`CRITICAL_STRIDE` bytes (measured: N = 2048 gained 10-30 % at
+    M = 512 and lost its page-offset sensitivity; N = 512, rows 2 KB apart, lost 5-15 %:
+    the copy of B costs more than it saves), static K that the packed K block divides."""
+    if batch or not cfg.pack_min_m or n is None or k is None:
+        return False
+    if (4 * n) % CRITICAL_STRIDE or n % cfg.cols:
+        return False
+    return k <= cfg.pack_block_k or k % cfg.pack_block_k == 0
+
+
+def _pack_b(fn: ir.Value, mm: ir.Value, block_k: int, cols: int) -> ir.Value:
+    """Pack B for the full register tiles ``mm`` (rows x ``cols`` x ``block_k``) the BLAS
+    way: a nofold pad of its B tile, hoisted above the M and N-tile loops into a packing
+    loop that copies the K block's panel once into ``[panel / cols][block_k][cols]``
+    (contiguous ``block_k x cols`` micro-panels, read by every row tile), the copy
+    vectorized (``vector.transfer_read`` of B, ``transfer_write`` into the packed tensor;
+    folding the subset ops into the transfers keeps canonicalization from folding the copy
+    away). Returns the padded matmul."""
+    pad = structured.PadOp(mm, padding_values=[ir.FloatAttr.get_f32(0.0)] * 3, padding_dimensions=[0, 1, 2],
+                           nofold_flags=[0, 1, 0], copy_back_op="none")
+    packed = structured.HoistPadOp(any_op(), pad.results[1], 2).result
+    rows = PACK_COPY_ROWS if block_k % PACK_COPY_ROWS == 0 else block_k
+    if rows < block_k:  # a loop of small copies: the whole block unrolled compiles for seconds
+        packed = structured.TileUsingForOp(packed, sizes=[rows, 0]).tiled_linalg_op
+    structured.VectorizeOp(packed, [rows, cols])
+    patterns(fn, ttensor.ApplyFoldTensorSubsetOpsIntoVectorTransfersPatternsOp)
+    # The tiled copy fills a fresh block_k x cols tensor then inserted into the packed one:
+    # write into the packed tensor's slice directly (else a second copy after bufferization).
+    tbuf.EliminateEmptyTensorsOp(fn)
+    return pad.results[0]
+
+
 def config_for(target: CpuTarget) -> MatmulConfig:
     """Register tiles sized for the SIMD registers: 6 rows x 4 vectors (24 accumulators)
     with 32 registers (AVX-512, NEON), 6 x 2 (12) with 16 (AVX2, SSE)."""
@@ -99,12 +157,15 @@ def config_for(target: CpuTarget) -> MatmulConfig:
 
 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
-                    cfg: MatmulConfig = MatmulConfig(), batch: bool = False):
+                    cfg: MatmulConfig = MatmulConfig(), batch: bool = False, pack: bool = False):
     """The transform-script body for a matmul of static sizes ``m``/``n``/``k`` (None:
     symbolic). ``batch``: a ``linalg.batch_matmul``, one batch per ``scf.forall``
-    iteration (threads), each batch scheduled like a matmul (N panels then in a loop)."""
+    iteration (threads), each batch scheduled like a matmul (N panels then in a loop).
+    ``pack`` (large M, :func:`packs_b` holds): B packed per K block of
+    ``cfg.pack_block_k``, loops N panel -> K block -> (pack) -> N tile -> M rows -> k,
+    so each packed ``block_k x cols`` micro-panel serves every row tile in turn."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
-    panel_n, block_k = cfg.panel_n, cfg.block_k
+    panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n:
         panel_n = cfg.cols if n % cfg.cols == 0 else panel_n
     # No outer loop of one iteration: canonicalization would fold it under a live handle.
@@ -135,13 +196,30 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
             if panel_n:
                 mm = structured.TileUsingForOp(mm, sizes=[0, 0, panel_n, 0]).tiled_linalg_op
         elif panel_n:  # N panels are independent: an scf.forall (threads, when enabled)
-            mm = structured.TileUsingForallOp(mm, tile_sizes=[0, panel_n, 0]).results[0]
+            tiled = structured.TileUsingForallOp(mm, tile_sizes=[0, panel_n, 0])
+            mm = tiled.results[0]
+            if n is not None and n % panel_n == 0:
+                # Zero each panel of C in its own thread, row by row in panel-wide vector
+                # stores (left to plain loops, the fill was a scalar store loop: 5 % of M = 512).
+                fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
+                row = structured.TileUsingForOp(fill, sizes=[1, 0]).tiled_linalg_op
+                structured.VectorizeOp(row, [1, panel_n])
         if block_k:
             mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
-        parts = _cascade(fn, mm, b, b + 3, cfg.rows, m is not None and m % cfg.rows[0] == 0, name)
-        cleanup(fn)
-        for part, rows in parts:
-            _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
+        m_exact = m is not None and m % cfg.rows[0] == 0
+        if pack:
+            for npart, cols in _cascade(fn, mm, 1, 3, (cfg.cols, 1), n_extent is not None and n_extent % cfg.cols == 0,
+                                        name):
+                for part, rows in _cascade(fn, npart, 0, 3, cfg.rows, m_exact, name):
+                    if rows > 1 and cols > 1:
+                        part = _pack_b(fn, part, block_k or k, cols)
+                    t = structured.TileUsingForOp(part, sizes=[0, 0, 1])
+                    _vectorize(t.tiled_linalg_op, [rows, cols, 1])
+        else:
+            parts = _cascade(fn, mm, b, b + 3, cfg.rows, m_exact, name)
+            cleanup(fn)
+            for part, rows in parts:
+                _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
         cleanup(fn)
         loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)

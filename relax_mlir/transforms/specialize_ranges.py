@@ -3,7 +3,8 @@
 A matmul kernel with a symbolic row count M (``linalg.matmul``, or the M of a
 ``linalg.batch_matmul``) is served best by different schedules at different M: the
 decode GEMV (M == 1) and a few rows want no register blocking along M (each row streams
-B once), while larger M wants 6-row register tiles. Relax compiles one executable for
+B once), while larger M wants 6-row register tiles, and large M (a B whose rows
+are 4 KB apart) a packed copy of B. Relax compiles one executable for
 every shape, so the choice is made at run time: the pass clones the kernel into one
 variant per range of M, tags each with its range (``relax.range = {m_min, m_max}``,
 ``m_max`` absent when unbounded) for :func:`relax_mlir.schedules.select`, and turns the
@@ -40,9 +41,12 @@ RANGE_ATTR = schedules.RANGE_ATTR  # {m_min = lo : i64, m_max = hi : i64} on a v
 DISPATCH_ATTR = "relax.range_dispatch"  # on the kernel that picks a variant
 
 
-def variant_ranges(gemv_max: int) -> list[tuple[int, Optional[int]]]:
-    """The M ranges ``(lo, hi)`` (inclusive, ``hi`` None: unbounded) that partition M >= 0."""
-    return [(0, gemv_max), (gemv_max + 1, None)]
+def variant_ranges(gemv_max: int, pack_min: Optional[int] = None) -> list[tuple[int, Optional[int]]]:
+    """The M ranges ``(lo, hi)`` (inclusive, ``hi`` None: unbounded) that partition M >= 0;
+    ``pack_min``: the M from which the kernel's schedule packs B (a range of its own)."""
+    if pack_min is None or pack_min <= gemv_max + 1:
+        return [(0, gemv_max), (gemv_max + 1, None)]
+    return [(0, gemv_max), (gemv_max + 1, pack_min - 1), (pack_min, None)]
 
 
 def _m_operand(fn: ir.Operation) -> Optional[tuple[ir.BlockArgument, int]]:
@@ -143,4 +147,4 @@ def relax_specialize_ranges(module: ir.Operation, opts) -> None:
     for fn in top_ops(module):
         if (fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks
                 and RANGE_ATTR not in fn.attributes and DISPATCH_ATTR not in fn.attributes):
-            specialize(fn, variant_ranges(gemv_max))
+            specialize(fn, variant_ranges(gemv_max, schedules.pack_min_rows(fn)))

@@ -112,6 +112,9 @@ def matmul_space(t: CpuTarget) -> Space:
         Knob("gemv_cols", tuple(lanes * k for k in (4, 8, 16)), "columns of the 1-row (GEMV) tile"),
         Knob("panel_n", (64, 128, 192, 256, 384, 512, 1024), "N panel (scf.forall: the thread split)"),
         Knob("block_k", (32, 64, 128, 256, 512), "K block"),
+        # measured (K=512, N=2048, M = 128 and 512, one thread): 512 and 256 best, 128 3-8 % slower
+        Knob("pack_block_k", (128, 256, 512, 1024),
+             "K block of the large-M variant that packs B (B's rows a multiple of 4 KB apart)"),
     ), _matmul_rule, t)
 
 
@@ -122,14 +125,16 @@ def matmul_config(cfg: Config, base=None):
     import dataclasses
     from ..schedules.matmul import MatmulConfig
     return dataclasses.replace(base or MatmulConfig(), rows=(cfg["rows"], 1), cols=cfg["cols"],
-                               gemv_cols=cfg["gemv_cols"], panel_n=cfg["panel_n"], block_k=cfg["block_k"])
+                               gemv_cols=cfg["gemv_cols"], panel_n=cfg["panel_n"], block_k=cfg["block_k"],
+                               pack_block_k=cfg["pack_block_k"])
 
 
 def matmul_default(t: CpuTarget) -> Config:
     """The untuned schedule's choice (config_for), as a config dict."""
     from ..schedules.matmul import config_for
     c = config_for(t)
-    return {"rows": c.rows[0], "cols": c.cols, "gemv_cols": c.gemv_cols, "panel_n": c.panel_n, "block_k": c.block_k}
+    return {"rows": c.rows[0], "cols": c.cols, "gemv_cols": c.gemv_cols, "panel_n": c.panel_n, "block_k": c.block_k,
+            "pack_block_k": c.pack_block_k}
 
 
 # -- elementwise --------------------------------------------------------------------

@@ -15,11 +15,14 @@
 // the panels are independent; OpenMP threads, their count read at run time) and K blocks of
 // 128, the M loop peeled (the remainder runs 1-row tiles), the 6x64 accumulator carried
 // in registers across the k loop (hoisted out of it), FMAs of a broadcast A element and
-// a 64-wide row of B.
+// a 64-wide row of B. The fill of C is fused into the panel loop: each thread zeroes its
+// panel, row by row in 256-wide vector stores.
 // CHECK-LABEL: func.func private @mm
 // CHECK-SAME: relax.schedule = "matmul"
-// CHECK: linalg.fill
+// CHECK-NOT: linalg.fill
 // CHECK: scf.forall (%{{.*}}) in (8) shared_outs
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: vector.transfer_write %{{.*}} : vector<1x256xf32>, tensor<1x256xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c128
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
 // CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
@@ -44,6 +47,54 @@ func.func private @mm(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c: tenso
   %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x2048xf32>) -> tensor<?x2048xf32>
   %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x2048xf32>) outs(%0 : tensor<?x2048xf32>) -> tensor<?x2048xf32>
   return %1 : tensor<?x2048xf32>
+}
+
+// Large M (a relax-specialize-ranges variant for M >= 128) with B's rows 8 KB apart: B is
+// packed the BLAS way. Per K block (here all 512 rows) the panel's B is copied once, by a
+// vectorized loop of 8x64 transfers, into 64-column micro-panels (4 x 512 x 64, each
+// contiguous); the column tiles then run outside the row tiles, so each micro-panel serves
+// every 6-row register tile in turn (the 6x64 accumulator, 6 broadcasts and 6 FMAs of a
+// 64-wide packed row per k step). The 1-row remainder reads B in place.
+// CHECK-LABEL: func.func private @mm_packed
+// CHECK-SAME: relax.schedule = "matmul"
+// CHECK: scf.forall (%{{.*}}) in (8) shared_outs
+// CHECK: vector.transfer_write %{{.*}} : vector<1x256xf32>, tensor<?x256xf32>
+// CHECK: %[[P0:.*]] = tensor.empty() : tensor<4x512x64xf32>
+// CHECK: %[[P:.*]] = scf.for %{{.*}} = %c0 to %c256 step %c64 iter_args(%{{.*}} = %[[P0]]) -> (tensor<4x512x64xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
+// CHECK: vector.transfer_read %arg1[{{.*}}], %{{.*}} {in_bounds = [true, true]} : tensor<512x2048xf32>, vector<8x64xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<8x64xf32>, tensor<512x64xf32>
+// CHECK: tensor.insert_slice {{.*}} [1, 512, 64] [1, 1, 1] : tensor<512x64xf32> into tensor<4x512x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// CHECK: tensor.extract_slice %[[P]][{{.*}}, 0, 0] [1, 512, 64] [1, 1, 1] : tensor<4x512x64xf32> to tensor<512x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<6x1xf32>, vector<6x1xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<1x64xf32>, vector<1x64xf32>
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<1x64xf32>)
+// CHECK: vector.fma {{.*}} : vector<64xf32>
+func.func private @mm_packed(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.range = {m_min = 128 : i64}} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x2048xf32>) outs(%0 : tensor<?x2048xf32>) -> tensor<?x2048xf32>
+  return %1 : tensor<?x2048xf32>
+}
+
+// The same range with B's rows 2 KB apart (N = 512): no packing (the copy measured slower).
+// CHECK-LABEL: func.func private @mm_not_packed
+// CHECK-NOT: tensor.empty
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK: iter_args({{.*}}) -> (vector<6x64xf32>)
+func.func private @mm_not_packed(%a: tensor<?x2048xf32>, %b: tensor<2048x512xf32>, %c: tensor<?x512xf32>) -> tensor<?x512xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.range = {m_min = 128 : i64}} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x512xf32>) -> tensor<?x512xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x2048xf32>, tensor<2048x512xf32>) outs(%0 : tensor<?x512xf32>) -> tensor<?x512xf32>
+  return %1 : tensor<?x512xf32>
 }
 
 // Fully symbolic sizes: the column loop is peeled as well (64-wide tiles, then 1 column).

@@ -193,6 +193,34 @@ def check_graph_calls_and_returned_parameters(target: str) -> None:
         np.testing.assert_array_equal(exe["twice"](x), 2 * x)
 
 
+def _constants_module():
+    """Constant arrays of the program as kernel operands: a gather at constant indices (the
+    LLM's rope rotation) and a constant row added; both must reach the kernels in device
+    memory (relax-gpu-device-constants)."""
+    from mlir import ir
+
+    from relax_mlir.dialects import relax
+    from relax_mlir.frontend.builder import graph_function
+
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", 6], "f32")]) as fn:
+            x, = fn.params
+            rot = relax.const(np.array([3, 4, 5, 0, 1, 2], np.int64))
+            row = relax.const(np.linspace(-1.0, 1.5, 6).astype(np.float32))
+            fn.ret(relax.take(x, rot, axis=-1) * x + row)
+    return m
+
+
+def check_constant_arrays(target: str) -> None:
+    exe = relax_mlir.compile(_constants_module(), target=target)
+    for n in (1, 7, 130):
+        x = np.arange(n * 6, dtype=np.float32).reshape(n, 6) / 7 - 3
+        want = x[:, [3, 4, 5, 0, 1, 2]] * x + np.linspace(-1.0, 1.5, 6).astype(np.float32)
+        np.testing.assert_allclose(exe(x), want, rtol=1e-6, atol=1e-6)
+
+
 def check_threads_call_one_executable(exe, cpu, params) -> None:
     xs = {n: np.random.default_rng(100 + n).standard_normal((n, 512)).astype(np.float32) for n in (1, 5, 33)}
     got, errors = {}, []

@@ -594,6 +594,11 @@ def test_cuda_graph_calls_and_returned_parameters():
 
 
 @needs_gpu
+def test_cuda_constant_arrays_reach_the_kernels():
+    gpu_checks.check_constant_arrays("cuda")
+
+
+@needs_gpu
 def test_cuda_threads_call_one_executable(mlp):
     gpu_checks.check_threads_call_one_executable(*mlp)
 

@@ -157,6 +157,10 @@ def test_vulkan_graph_calls_and_returned_parameters():
     gpu_checks.check_graph_calls_and_returned_parameters("vulkan")
 
 
+def test_vulkan_constant_arrays_reach_the_kernels():
+    gpu_checks.check_constant_arrays("vulkan")
+
+
 def test_vulkan_minilm_real_weights_match_pytorch():
     """all-MiniLM-L6-v2 (torch.export, real weights) on the Vulkan device: one compile,
     two shapes, embeddings equal to PyTorch's."""

@@ -6,7 +6,8 @@ the cpu target: relax-lower-host with the cpu hooks); each kernel (``relax.kerne
 keeps a host half, which computes the launch grid from the run-time sizes, and gets a
 device half:
 
-1. :func:`bufferize_stage`: the cpu target's bufferization and deallocation;
+1. :func:`bufferize_stage`: host tensor constants copied into allocations
+   (``relax-gpu-device-constants``), then the cpu target's bufferization and deallocation;
 2. :func:`kernel_stage`: first the scheduled kernel kinds (:func:`schedule_stage`), each a
    ``gpu.launch`` built directly from the kernel's linalg ops:
 
@@ -52,9 +53,11 @@ WORKGROUP_SIZE = 64
 
 
 def bufferize_stage() -> list[str]:
-    """One-shot bufferization and deallocation, as on the cpu target."""
+    """One-shot bufferization and deallocation, as on the cpu target, after host tensor
+    constants get copies in fresh allocations (relax-gpu-device-constants: a kernel cannot
+    read a host global)."""
     stage = _llvm_stage()
-    return stage[:stage.index("relax-kernel-noalias")]
+    return ["relax-gpu-device-constants", *stage[:stage.index("relax-kernel-noalias")]]
 
 
 #: Hand-scheduled matmul and row kernels (:func:`schedule_stage`); False gives every kernel

@@ -433,6 +433,13 @@ class Recorder(CallHooks):
         vk = self.vk
         if nbytes <= 0:
             return
+        if self.dev.lookup(src) is None:
+            # Host memory (a constant array of the program: relax-gpu-device-constants copies
+            # it into a buffer): staged now into a fresh buffer of this call, which no command
+            # recorded before can touch, then copied in program order like any other copy.
+            staged = self.alloc(nbytes)
+            self.dev.upload(self.dev.find(staged)[0], src, nbytes)
+            src = staged
         sb, so = self.dev.find(src)
         db, do = self.dev.find(dst)
         vk.vkCmdCopyBuffer(self.cmd, sb.handle, db.handle, 1, [vk.VkBufferCopy(srcOffset=so, dstOffset=do, size=nbytes)])

@@ -20,6 +20,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import bufferization
 
+from ..graph import top_ops
 from ..registry import register_pass
 
 
@@ -28,8 +29,7 @@ from ..registry import register_pass
                "buffers on GPU targets) before bufferization; kernels never read host globals.")
 def relax_gpu_device_constants(module: ir.Operation, opts) -> None:
     consts: list[ir.Operation] = []
-    for op in module.regions[0].blocks[0].operations:
-        o = op.operation
+    for o in top_ops(module):
         if o.name != "func.func" or "relax.kernel" in o.attributes or not o.regions[0].blocks:
             continue
 

@@ -196,21 +196,21 @@ class LlamaModel(nn.Module):
         st.mask = mask
 
 
-    def _rope(self, st: _Step, x: ir.Value) -> ir.Value:
+    @staticmethod
+    def _rope(st: _Step, rot: ir.Value, x: ir.Value) -> ir.Value:
         """x: (s, heads, hd) -> rotate_half form [x1 c - x2 s, x2 c + x1 s], written as ONE
         elementwise pass: x * [c, c] + x[rot] * [-s, s] with rot = [hd/2..hd, 0..hd/2) (a
         gather along hd). The split + concat form fused into a kernel of slice copies and
         temporaries: 7% of a 128-token prefill."""
-        D = self.c.head_dim
-        rot = relax.const(np.roll(np.arange(D, dtype=np.int64), -(D // 2)))
         return relax.add(relax.multiply(x, st.cos), relax.multiply(relax.take(x, rot, axis=-1), st.sin))
 
     def _qkv(self, layer: Layer, st: _Step, h: ir.Value):
         c = self.c
         H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
         q, k, v = relax.split(layer.attn.qkv(h), indices=[H * D, (H + KV) * D], axis=-1)
-        q = self._rope(st, relax.reshape(q, shape=["s", H, D]))
-        k = self._rope(st, relax.reshape(k, shape=["s", KV, D]))
+        rot = relax.const(np.roll(np.arange(D, dtype=np.int64), -(D // 2)))   # one constant for q and k
+        q = self._rope(st, rot, relax.reshape(q, shape=["s", H, D]))
+        k = self._rope(st, rot, relax.reshape(k, shape=["s", KV, D]))
         scale = relax.full(shape=[], value=1.0 / float(np.sqrt(D)), dtype="f32")
         q = relax.multiply(q, scale)
         return q, k, relax.reshape(v, shape=["s", KV, D])

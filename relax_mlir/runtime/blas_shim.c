@@ -565,26 +565,31 @@ static view swap_last(view v) {
   return v;
 }
 
+/* C = A @ op(B) [+ bias] from descriptors; tb: B arrives as its transpose (swap_last). */
+#define ENTRY_HELPER(T, S)                                                                    \
+  static void S##_entry(void *a, int ra, void *b, int rb, int tb, void *bias, void *c, int rc) { \
+    view vb = read_desc(b, rb, sizeof(T)), vbias;                                             \
+    if (bias) vbias = read_desc(bias, 1, sizeof(T));                                          \
+    S##_matmul(read_desc(a, ra, sizeof(T)), tb ? swap_last(vb) : vb, bias ? &vbias : NULL,    \
+               read_desc(c, rc, sizeof(T)));                                                  \
+  }
+ENTRY_HELPER(float, f32)
+ENTRY_HELPER(double, f64)
+
 #define ENTRY(RA, RB, RC, T, S)                                                               \
   void _mlir_ciface_relax_blas_matmul_##RA##RB##_##S(void *a, void *b, void *c) {             \
-    S##_matmul(read_desc(a, RA, sizeof(T)), read_desc(b, RB, sizeof(T)), NULL,                \
-               read_desc(c, RC, sizeof(T)));                                                  \
+    S##_entry(a, RA, b, RB, 0, NULL, c, RC);                                                  \
   }                                                                                           \
   void _mlir_ciface_relax_blas_matmul_bias_##RA##RB##_##S(void *a, void *b, void *bias,       \
                                                           void *c) {                          \
-    view vb = read_desc(bias, 1, sizeof(T));                                                  \
-    S##_matmul(read_desc(a, RA, sizeof(T)), read_desc(b, RB, sizeof(T)), &vb,                 \
-               read_desc(c, RC, sizeof(T)));                                                  \
+    S##_entry(a, RA, b, RB, 0, bias, c, RC);                                                  \
   }                                                                                           \
   void _mlir_ciface_relax_blas_matmul_tb_##RA##RB##_##S(void *a, void *bt, void *c) {         \
-    S##_matmul(read_desc(a, RA, sizeof(T)), swap_last(read_desc(bt, RB, sizeof(T))), NULL,    \
-               read_desc(c, RC, sizeof(T)));                                                  \
+    S##_entry(a, RA, bt, RB, 1, NULL, c, RC);                                                 \
   }                                                                                           \
   void _mlir_ciface_relax_blas_matmul_bias_tb_##RA##RB##_##S(void *a, void *bt, void *bias,   \
                                                              void *c) {                       \
-    view vb = read_desc(bias, 1, sizeof(T));                                                  \
-    S##_matmul(read_desc(a, RA, sizeof(T)), swap_last(read_desc(bt, RB, sizeof(T))), &vb,     \
-               read_desc(c, RC, sizeof(T)));                                                  \
+    S##_entry(a, RA, bt, RB, 1, bias, c, RC);                                                 \
   }
 
 #define ENTRIES(T, S) ENTRY(2, 2, 2, T, S) ENTRY(3, 3, 3, T, S) ENTRY(3, 2, 3, T, S) ENTRY(2, 3, 3, T, S)

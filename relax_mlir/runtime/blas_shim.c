@@ -548,7 +548,64 @@ double relax_blas_get_small_flops(void) { return small_flops; }
     for (int64_t i = 0; i < batch; ++i)                                                       \
       S##_gemm(M, N, K, A + i * abs_, sa0, sa1, B + i * bbs, sb0, sb1, bp, sbias,             \
                C + i * cbs, sc0, sc1);                                                        \
+  }                                                                                           \
+  /* C (nb, M, N) = A @ B over a batch with two strides (head views, see mview). */          \
+  static void S##_matmul_heads(mview a, mview b, mview c, int64_t nouter, int64_t H) {        \
+    int64_t M = a.rows, K = a.cols, N = b.cols;                                               \
+    for (int64_t o = 0; o < nouter; ++o) {                                                    \
+      const T *A = (const T *)a.data + o * a.outer, *B = (const T *)b.data + o * b.outer;     \
+      T *C = (T *)c.data + o * c.outer;                                                       \
+      if (S##_gemm_batch(H, M, N, K, A, a.s0, a.s1, a.inner, B, b.s0, b.s1, b.inner, NULL, 0,   \
+                         C, c.s0, c.s1, c.inner))                                             \
+        continue;                                                                             \
+      for (int64_t h = 0; h < H; ++h)                                                         \
+        S##_gemm(M, N, K, A + h * a.inner, a.s0, a.s1, B + h * b.inner, b.s0, b.s1, NULL, 0,  \
+                 C + h * c.inner, c.s0, c.s1);                                                \
+    }                                                                                         \
   }
+
+/* Attention's head views (relax-dispatch-library's `_h<a><b>` symbols): an operand flagged
+ * as a head view arrives as the UNSPLIT projection X (B, S, H*D) -- the graph's
+ * reshape (B,S,H,D) / permute (B,H,S,D) / reshape (B*H,S,D) copy is gone -- and product
+ * i = b*H + h of the batch (nb = B*H, C's batch) reads the (S, D) matrix of head h of
+ * batch row b in place: rows S apart by X's row stride, columns of one head contiguous.
+ * H = nb / B. The batch then has two strides (over b and over h): one strided-batch call
+ * per b, over its H heads. */
+typedef struct {
+  char *data;
+  int64_t rows, cols, s0, s1;
+  int64_t outer, inner;   /* element strides between batch rows b and between heads h */
+} mview;
+
+/* A rank-3 view (nb or 1, rows, cols), or with `head` the unsplit (B, S, H*D) X, as the
+ * matrices of a batch of nb = B*H products. */
+static mview head_or_plain(view v, int head, int64_t H) {
+  mview m;
+  m.data = v.data;
+  m.rows = v.sizes[1];
+  m.s0 = v.strides[1];
+  m.s1 = v.strides[2];
+  if (head) {
+    m.cols = v.sizes[2] / H;
+    m.inner = m.cols * v.strides[2];
+    m.outer = v.strides[0];
+  } else {
+    m.cols = v.sizes[2];
+    m.inner = v.sizes[0] > 1 ? v.strides[0] : 0;   /* a batch of 1 broadcasts */
+    m.outer = m.inner * H;
+  }
+  return m;
+}
+
+static mview mview_t(mview m) {   /* the transposed matrices (no copy) */
+  int64_t t = m.rows;
+  m.rows = m.cols;
+  m.cols = t;
+  t = m.s0;
+  m.s0 = m.s1;
+  m.s1 = t;
+  return m;
+}
 
 DEFINE_GEMM(float, f32, BLAS_FN(sgemm), BLAS_FN(sgemv), BLAS_FN(sgemm_batch_strided))
 DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv), BLAS_FN(dgemm_batch_strided))
@@ -575,6 +632,32 @@ static view swap_last(view v) {
   }
 ENTRY_HELPER(float, f32)
 ENTRY_HELPER(double, f64)
+
+/* C (nb, M, N) = A @ op(B), ha / hb: that operand is a head view (see mview). */
+#define HEADS_HELPER(T, S)                                                                    \
+  static void S##_heads_entry(void *a, int ha, void *b, int hb, int tb, void *c) {            \
+    view va = read_desc(a, 3, sizeof(T)), vb = read_desc(b, 3, sizeof(T));                    \
+    view vc = read_desc(c, 3, sizeof(T));                                                     \
+    int64_t nb = vc.sizes[0], nouter = ha ? va.sizes[0] : vb.sizes[0];                        \
+    if (nb <= 0 || nouter <= 0 || vc.sizes[1] <= 0 || vc.sizes[2] <= 0) return;                \
+    int64_t H = nb / nouter;                                                                  \
+    mview mb = head_or_plain(vb, hb, H);                                                      \
+    S##_matmul_heads(head_or_plain(va, ha, H), tb ? mview_t(mb) : mb,                         \
+                     head_or_plain(vc, 0, H), nouter, H);                                     \
+  }
+HEADS_HELPER(float, f32)
+HEADS_HELPER(double, f64)
+
+#define HEADS_ENTRY(HA, HB, S)                                                                \
+  void _mlir_ciface_relax_blas_matmul_33_h##HA##HB##_##S(void *a, void *b, void *c) {         \
+    S##_heads_entry(a, HA, b, HB, 0, c);                                                      \
+  }                                                                                           \
+  void _mlir_ciface_relax_blas_matmul_tb_33_h##HA##HB##_##S(void *a, void *bt, void *c) {     \
+    S##_heads_entry(a, HA, bt, HB, 1, c);                                                     \
+  }
+#define HEADS_ENTRIES(S) HEADS_ENTRY(1, 0, S) HEADS_ENTRY(0, 1, S) HEADS_ENTRY(1, 1, S)
+HEADS_ENTRIES(f32)
+HEADS_ENTRIES(f64)
 
 #define ENTRY(RA, RB, RC, T, S)                                                               \
   void _mlir_ciface_relax_blas_matmul_##RA##RB##_##S(void *a, void *b, void *c) {             \

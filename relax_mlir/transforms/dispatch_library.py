@@ -48,7 +48,7 @@ from mlir import ir
 from ..dialects._core import create
 from ..ops.registry import RelaxError, read_attrs
 from ..runtime.libraries import request
-from ..shapes import Dim, is_tensor, read_tensor_type
+from ..shapes import Dim, Truth, is_tensor, prove_equal, read_tensor_type
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
 from .graph import body_ops, graph_functions, relax_opdef, upper_bounds
 from .registry import Option, emit_error, register_pass
@@ -114,6 +114,46 @@ def transposed_operand(root: ir.Operation) -> Optional[ir.Operation]:
     want = list(range(rank - 2)) + [rank - 1, rank - 2]
     axes = list(range(rank))[::-1] if axes is None else [a + rank if a < 0 else a for a in axes]
     return perm if axes == want else None
+
+
+def _producer(v: ir.Value, name: str, user: ir.Operation) -> Optional[ir.Operation]:
+    """The op named ``name`` defining ``v`` when ``user`` (same block) is its only user."""
+    if isinstance(v.owner, ir.Block):
+        return None
+    op = v.owner.operation if hasattr(v.owner, "operation") else v.owner
+    if op.name != name or op.parent != user.parent:
+        return None
+    only = _single_user(op)
+    return op if only is not None and only == user else None
+
+
+def head_view(v: ir.Value, user: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation]]]:
+    """Attention's head split: ``v`` (B*H, S, D) computed, for ``user`` alone, as
+    ``reshape(permute_dims(reshape(X, [B, S, H, D]), [0, 2, 1, 3]), [B*H, S, D])`` of a
+    projection X (B, S, H*D) with static H and D: (X, those three ops, users first). The
+    library then reads head h of batch row b in place (a (S, D) matrix of X, rows H*D apart)
+    and the copy of every head disappears."""
+    r2 = _producer(v, "relax.reshape", user)
+    perm = r2 and _producer(r2.operands[0], "relax.permute_dims", r2)
+    r1 = perm and _producer(perm.operands[0], "relax.reshape", perm)
+    if r1 is None:
+        return None
+    x = r1.operands[0]
+    try:
+        axes = read_attrs(relax_opdef(perm), perm).get("axes")
+        xs, s4, s3 = (read_tensor_type(t.type) for t in (x, r1.results[0], v))
+    except (RelaxError, ValueError):
+        return None
+    if xs.rank != 3 or s4.rank != 4 or s3.rank != 3 or axes is None or [a % 4 for a in axes] != [0, 2, 1, 3]:
+        return None
+    b, s, h, d = (Dim.of(e) for e in s4.shape)
+    if not (h.is_static and d.is_static) or xs.dtype != s3.dtype:
+        return None
+    if not all(prove_equal(p, q) is Truth.TRUE for p, q in
+               ((b, xs.shape[0]), (s, xs.shape[1]), (h * d, xs.shape[2]),
+                (b * h, s3.shape[0]), (s, s3.shape[1]), (d, s3.shape[2]))):
+        return None
+    return x, [r2, perm, r1]
 
 
 def worth_it(flops: Optional[Dim], bounds: dict[str, int], min_flops: int) -> bool:
@@ -227,6 +267,15 @@ def dispatch_library(module: ir.Operation, opts) -> None:
                 perm = transposed_operand(m.ops[0]) if p.transposed_b is not None else None
                 if perm is not None:
                     symbol, values = p.transposed_b(m), [values[0], perm.operands[0], *values[2:]]
+                views = [head_view(values[0], m.ops[0]),
+                         head_view(values[1], perm if perm is not None else m.ops[0])]
+                hsym = (p.head_views(m, perm is not None, "h%d%d" % tuple(w is not None for w in views))
+                        if p.head_views is not None and any(views) else None)
+                if hsym is not None:
+                    symbol = hsym
+                    values = [w[0] if w is not None else v for w, v in zip(views, values)] + values[2:]
+                else:
+                    views = []
                 call = create("call_dps_library", values, [last.results[0].type],
                               {"callee": ir.StringAttr.get(symbol)},
                               loc=last.location, ip=ir.InsertionPoint(last))
@@ -236,5 +285,8 @@ def dispatch_library(module: ir.Operation, opts) -> None:
                     o.erase()
                 if perm is not None:
                     perm.erase()
+                for w in views:
+                    for o in (w[1] if w is not None else []):
+                        o.erase()
                 request(module, p.library)
                 break

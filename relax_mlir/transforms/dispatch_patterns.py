@@ -59,6 +59,11 @@ class DispatchPattern:
     #: call then reads the permute's input in place and the transpose copy disappears
     #: (attention's ``q @ k^T``). None: no such variant.
     transposed_b: Optional[Callable[[Match], str]] = None
+    #: The symbol taking attention HEAD VIEWS (``head_view`` in relax-dispatch-library): for
+    #: (match, whether operand #1 is transposed, flags ``"h10"``/``"h01"``/``"h11"`` naming
+    #: which of the two operands arrive as the unsplit (B, S, H*D) projection instead of the
+    #: (B*H, S, D) copy of its heads). None (or a None result): no such variant.
+    head_views: Optional[Callable[[Match, bool, str], Optional[str]]] = None
 
     def symbol_for(self, m: Match) -> str:
         if callable(self.symbol):
@@ -131,9 +136,14 @@ def matmul_flops(m: Match) -> Dim:
     return f
 
 
+def _heads_symbol(m: Match, tb: bool, flags: str) -> Optional[str]:
+    return f"relax_blas_matmul{'_tb' if tb else ''}_33_{flags}_{m.out.dtype}" if m.ranks == "33" else None
+
+
 register_dispatch(DispatchPattern("blas_matmul", ("matmul",), "relax_blas_matmul_{ranks}_{dtype}",
                                   "relax_blas", _blas_matmul, matmul_flops,
-                                  transposed_b=lambda m: f"relax_blas_matmul_tb_{m.ranks}_{m.out.dtype}"))
+                                  transposed_b=lambda m: f"relax_blas_matmul_tb_{m.ranks}_{m.out.dtype}",
+                                  head_views=_heads_symbol))
 register_dispatch(DispatchPattern("blas_matmul_bias", ("matmul", "add"),
                                   lambda m: f"relax_blas_matmul_bias_{m.ranks[:2]}_{m.out.dtype}", "relax_blas",
                                   _blas_matmul_bias, matmul_flops,

@@ -167,6 +167,34 @@ def fuse_function(f: ir.Operation, kernels: dict[str, ir.Operation], max_size: i
     return [ms for ms in sorted(groups.values(), key=lambda ms: g.index[ms[0]]) if len(ms) > 1]
 
 
+def rematerialize_scalars(f: ir.Operation) -> None:
+    """A call_tir without operands producing a 0-d tensor (a scalar fill: an importer's
+    constant, shared by every layer after CSE) gets one copy per call_tir user, placed
+    before that user: each consumer's group then takes its own copy, where a shared one
+    joins the first consumer's group and stays an extra output of it (a multi-output
+    kernel, which no schedule takes)."""
+    for op in body_ops(f):
+        if op.name != "relax.call_tir" or len(op.operands) or len(op.results) != 1:
+            continue
+        t = op.results[0].type
+        if not isinstance(t, ir.RankedTensorType) or t.rank != 0:
+            continue
+        users = []
+        for use in op.results[0].uses:
+            u = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+            if u.name == "relax.call_tir" and u.parent == op.parent:
+                users.append((u, use.operand_number))
+        clones: list[tuple[ir.Operation, ir.Operation]] = []   # (user, its copy)
+        for u, n in users:
+            if u == users[0][0]:
+                continue                     # the first user keeps the original
+            clone = next((c for w, c in clones if w == u), None)
+            if clone is None:
+                clone = op.clone(ip=ir.InsertionPoint(u))
+                clones.append((u, clone))
+            u.operands[n] = clone.results[0]
+
+
 @register_pass("relax-fuse-ops",
                "Group call_tir ops into fusion groups (relax.fusion_group) by kernel kind, "
                "with Relax's FuseOps rules.",
@@ -178,6 +206,7 @@ def relax_fuse_ops(module: ir.Operation, opts) -> None:
     kernels = functions_by_name(module)
     n = 0
     for f in graph_functions(module):
+        rematerialize_scalars(f)
         for op in body_ops(f):
             if GROUP_ATTR in op.attributes:
                 del op.attributes[GROUP_ATTR]

@@ -116,7 +116,9 @@ def test_bert_attention_graph_and_kernels(tmp_path):
         assert mx.name == "relax.maximum"
         add = _producer(mx.operands[0])
         assert add.name == "relax.add"
-        assert _producer(add.operands[0]).name == "relax.matmul"
+        scaled = _producer(add.operands[0])      # the scale multiplies the scores, not q
+        assert scaled.name == "relax.multiply"
+        assert _producer(scaled.operands[0]).name == "relax.matmul"
         biases.add(add.operands[1])
     assert len(softmaxes) == 2
     assert len(biases) == 1
@@ -134,10 +136,20 @@ def test_bert_attention_graph_and_kernels(tmp_path):
                     sched = select(op.operation)
                     found[kop] = sched.name if sched is not None else None
         main = [o for o in mod.body.operations if ir.StringAttr(o.attributes["sym_name"]).value == "main"][0]
-        calls = [ir.FlatSymbolRefAttr(o.attributes["callee"]).value for o in main.regions[0].blocks[0].operations
+        body = main.regions[0].blocks[0].operations
+        calls = [ir.FlatSymbolRefAttr(o.attributes["callee"]).value for o in body
                  if o.operation.name == "relax.call_tir" and "softmax" in str(o.attributes["callee"])]
-    assert found == {"add_maximum_softmax": "rows"}
+        library = [ir.StringAttr(o.attributes["callee"]).value for o in body
+                   if o.operation.name == "relax.call_dps_library"]
+        kernels = [ir.FlatSymbolRefAttr(o.attributes["callee"]).value for o in body
+                   if o.operation.name == "relax.call_tir"]
+    assert found == {"full_full_multiply_add_maximum_softmax": "rows"}
     assert len(calls) == 2 and len(set(calls)) == 1
+    # q, k and v reach the attention products as head views of their projections: no copy
+    # kernel splits the heads (the merge of the output heads remains one)
+    assert library.count("relax_blas_matmul_tb_33_h11_f32") == 2
+    assert library.count("relax_blas_matmul_33_h01_f32") == 2
+    assert sum("permute_dims" in k for k in kernels) == 2, kernels
 
     # numerics at several sizes through the one executable; run() binds the weights once
     for b, s in [(2, 8), (1, 1), (3, 17), (8, 64)]:

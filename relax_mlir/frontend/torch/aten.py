@@ -967,11 +967,14 @@ def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
         if not E.is_static:
             raise im.error("attention with a symbolic head dim needs an explicit scale")
         scale = 1.0 / math.sqrt(E.value)
-    q3 = relax.reshape(relax.multiply(q, im.const(scale, dt)), shape=[nb, L, E]) if batch \
-        else relax.multiply(q, im.const(scale, dt))
+    # The scale multiplies the scores (it joins the softmax's row kernel), not q: q stays the
+    # plain head split of its projection, which relax-dispatch-library's head views read in
+    # place (no copy of q, k or v).
+    q3 = relax.reshape(q, shape=[nb, L, E]) if batch else q
     k3 = relax.reshape(k, shape=[nb, S, E]) if batch else k
     v3 = relax.reshape(v, shape=[nb, S, Ev]) if batch else v
     scores = relax.matmul(q3, relax.permute_dims(k3, axes=[0, 2, 1] if batch else [1, 0]))
+    scores = relax.multiply(scores, im.const(scale, dt))
     live = None
     if attn_mask is not None or is_causal:
         bias, live = _attention_masks(im, node, attn_mask, is_causal, batch if batch else [], nb, L, S, dt)

@@ -225,6 +225,8 @@ def refine(ranges: list[Range], library: list[Range]) -> list[tuple[int, Optiona
             out[-1] = (out[-1][0], hi, i)
         else:
             out.append((lo, hi, i))
+    if len(out) > 1 and out[0][:2] == (0, 0):   # M = 0 costs nothing anywhere: no piece of its own
+        out[:2] = [(0, out[1][1], out[1][2])]
     return out
 
 

@@ -225,7 +225,7 @@ def relax_specialize_ranges(module: ir.Operation, opts) -> None:
     for fn in top_ops(module):
         if (fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks
                 and RANGE_ATTR not in fn.attributes and DISPATCH_ATTR not in fn.attributes):
-            if SPLIT_ATTR in fn.attributes:       # gemv-max=0 too: the split is not a schedule choice
-                specialize_split(fn, gemv_max)
-            elif gemv_max > 0:
+            if SPLIT_ATTR in fn.attributes and specialize_split(fn, gemv_max) is not None:
+                continue                          # gemv-max=0 too: the split is not a schedule choice
+            if gemv_max > 0:
                 specialize(fn, variant_ranges(gemv_max, schedules.pack_min_rows(fn)))

@@ -18,7 +18,8 @@ def T(dims) -> str:
     return f"tensor<{s}xf32, #relax.shape<[{e}]>>"
 
 
-# x16 @ w (static M = 16: generated per the table below), x @ w (M symbolic, unbounded: BLAS),
+# x16 @ w (static M = 16: generated per the table below), x @ w (M symbolic, unbounded: split at
+# run time, generated for M in [4, 32], BLAS elsewhere: test_dispatch_split.py),
 # y @ v (M symbolic, bounded by 48, (K, N) = (64, 96): generated per the table's [1, 64]).
 SRC = (f"func.func @main(%x16: {T([16, 512])}, %x: {T(['m', 512])}, %w: {T([512, 256])}, %y: {T(['s', 64])},"
        f" %v: {T([64, 96])}) -> ({T([16, 256])}, {T(['m', 256])}, {T(['s', 96])})"
@@ -45,9 +46,11 @@ def exe(tmp_path_factory):
 
 
 def test_choice_in_ir(exe):
-    """Only the unbounded matmul became a BLAS call; the other two call generated kernels."""
+    """Only the unbounded matmul calls BLAS (from its split kernel's library variant); the
+    other two call generated kernels."""
     ir_text = exe.llvm_dialect_text()
     assert ir_text.count("llvm.call @relax_blas_matmul_22_f32(") == 1
+    assert ir_text.count("llvm.call @relax_matmul_f32_Dx512_512x256__lib(") == 2   # M <= 3, M >= 33
     assert ir_text.count("llvm.call @relax_matmul_f32_16x512_512x256(") == 1
     assert ir_text.count("llvm.call @relax_matmul_f32_Dx64_64x96(") == 1
     assert exe.metadata["blas"] in ("mkl", "openblas")

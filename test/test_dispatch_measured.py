@@ -10,6 +10,7 @@ import pytest
 
 import relax_mlir
 from relax_mlir.transforms.dispatch_library import DEFAULT_TABLE, load_table, nearest_class
+from relax_mlir.transforms.dispatch_split import select_table, tables_of
 
 
 def T(dims) -> str:
@@ -71,11 +72,21 @@ def test_numerics_one_executable(exe, m, s):
 
 
 def test_checked_in_table():
-    """The checked-in table names where it was measured and partitions nothing twice."""
-    t = load_table(str(DEFAULT_TABLE))
-    assert t["machine"] and t["isa"] and t["command"].startswith("bench/calibrate_dispatch.py")
-    for c in t["classes"]:
-        rs = c["generated_m"]
-        assert all(a[1] < b[0] for a, b in zip(rs, rs[1:]))
+    """The checked-in file: one table per machine measured, each naming where it was measured
+    and partitioning nothing twice; this machine's table first."""
+    data = load_table(str(DEFAULT_TABLE))
+    tables = tables_of(data)
+    assert [t["isa"] for t in tables] == ["avx512", "avx512"]
+    assert tables[0]["machine"].startswith("Intel(R) Xeon(R)") and tables[1]["machine"] == "AMD EPYC"
+    for t in tables:
+        assert t["machine"] and t["isa"] and t["command"].startswith("bench/calibrate_dispatch.py")
+        for c in t["classes"]:
+            rs = c["generated_m"]
+            assert all(a[1] < b[0] for a, b in zip(rs, rs[1:]))
+    t = tables[0]
     assert nearest_class(t, 512, 2048)["k"] == 512
     assert nearest_class(t, 8192, 8192) is None
+    assert select_table(data, "avx512", "AMD EPYC") == (tables[1], "")
+    assert select_table(data, "avx512", "another avx512 CPU") == (tables[0], "")
+    table, note = select_table(data, "avx2", "an avx2 CPU")
+    assert table is None and note.endswith("this host is avx2 (an avx2 CPU): min-flops rule")

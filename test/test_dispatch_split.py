@@ -110,3 +110,13 @@ def test_split_false_is_compile_time(table, monkeypatch):
     text = str(m)
     assert "relax.dispatch_split" not in text
     assert text.count('"relax.call_dps_library"') == 3
+
+
+def test_ranges():
+    """library_ranges: the complement of the generated ranges in M >= 1; refine: the schedule
+    variants' partition cut by them (-1: the library), M = 0 joining its neighbour."""
+    from relax_mlir.transforms.dispatch_split import library_ranges, refine
+    assert library_ranges(((4, 32),)) == [(1, 3), (33, None)]
+    assert library_ranges(((1, 8), (20, 40))) == [(9, 19), (41, None)]
+    assert refine([(0, 3), (4, 127), (128, None)], [(1, 3), (33, None)]) == [(0, 3, -1), (4, 32, 1), (33, None, -1)]
+    assert refine([(0, None)], [(9, 19), (41, None)]) == [(0, 8, 0), (9, 19, -1), (20, 40, 0), (41, None, -1)]

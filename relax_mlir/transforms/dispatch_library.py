@@ -54,7 +54,6 @@ from mlir import ir
 from ..dialects._core import create
 from ..ops.registry import RelaxError, read_attrs
 from ..runtime.libraries import request
-from ..schedules.target import host_target
 from ..shapes import Dim, is_tensor, read_tensor_type
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
 from .dispatch_split import NOTE_ATTR, Split, cpu_model, decide, mark, nearest_class, select_table, tables_of
@@ -200,6 +199,7 @@ def dispatch_library(module: ir.Operation, opts) -> None:
         except (OSError, ValueError, KeyError, TypeError) as e:
             emit_error(module, f"dispatch calibration table {path}: {e}")
             return
+        from ..schedules.target import host_target
         table, note = select_table(data, host_target().isa, cpu_model())
         if table is None:
             module.attributes[NOTE_ATTR] = ir.StringAttr.get(f"{Path(path).name}: {note}")

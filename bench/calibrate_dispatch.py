@@ -6,8 +6,8 @@ behind ``relax-dispatch-library{policy=measured}`` (issue 12, item 5).
 
 For each (K, N) class one program ``x @ w`` with M symbolic is compiled twice, dispatch off
 (the generated, scheduled kernel with its range variants) and on (relax_blas over the default
-provider), and both executables are timed at every M (median CPU time of this process, one
-thread on both sides: RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread by threadpoolctl).
+provider), and both executables are timed at every M (best of ``--reps`` interleaved rounds of
+this process's CPU time, one thread on both sides: RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread by threadpoolctl).
 A point goes to generated code when its time is below ``--margin`` times BLAS's; consecutive
 winning points form a range ``[lo, hi]`` of M (only measured points bound a range: the
 table claims nothing between a winning and a losing point). The machine, its ISA and the
@@ -22,7 +22,6 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -36,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import relax_mlir  # noqa: E402
 from relax_mlir.schedules.target import host_target  # noqa: E402
 
-MS = (1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512)
+MS = (1, 2, 3, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024)
 CLASSES = ((512, 2048), (2048, 512), (512, 512))
 
 
@@ -46,14 +45,19 @@ def src(k: int, n: int) -> str:
     return single_op("matmul", [["m", k], [k, n]], ["m", n])
 
 
-def cpu_ms(fn, reps: int) -> float:
-    fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.process_time()
+def interleaved_best_ms(fns, rounds: int, inner: int) -> list[float]:
+    """Best-of-``rounds`` CPU time (ms) of each of ``fns``, the rounds interleaved (each round
+    times every fn once, ``inner`` calls averaged), so a burst of load hits all alike."""
+    for fn in fns:
         fn()
-        ts.append(time.process_time() - t0)
-    return statistics.median(ts) * 1e3
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            t0 = time.process_time()
+            for _ in range(inner):
+                fn()
+            best[i] = min(best[i], (time.process_time() - t0) / inner)
+    return [b * 1e3 for b in best]
 
 
 def ranges(wins: list[tuple[int, bool]]) -> list[list[int]]:
@@ -96,9 +100,9 @@ def main() -> int:
         for m in MS:
             a = rng.standard_normal((m, k), dtype=np.float32)
             assert np.allclose(gen(a, b), blas(a, b), rtol=1e-3, atol=1e-2)
+            inner = max(1, int(2e7 // (2 * m * k * n)))   # >= ~0.2 ms per timed block
             with threadpool_limits(1):
-                tg = cpu_ms(lambda: gen(a, b), args.reps)
-                tb = cpu_ms(lambda: blas(a, b), args.reps)
+                tg, tb = interleaved_best_ms([lambda: gen(a, b), lambda: blas(a, b)], args.reps, inner)
             wins.append((m, tg < args.margin * tb))
             rows.append([m, round(tg, 4), round(tb, 4)])
             print(f"K={k:5d} N={n:5d} M={m:4d}  generated {tg:8.3f} ms  blas {tb:8.3f} ms  ratio {tg / tb:5.2f}"

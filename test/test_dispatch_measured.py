@@ -10,6 +10,7 @@ import pytest
 
 import relax_mlir
 from relax_mlir.transforms.dispatch_library import DEFAULT_TABLE, load_table, nearest_class
+from relax_mlir.transforms.dispatch_split import select_table, tables_of
 
 
 def T(dims) -> str:
@@ -18,7 +19,8 @@ def T(dims) -> str:
     return f"tensor<{s}xf32, #relax.shape<[{e}]>>"
 
 
-# x16 @ w (static M = 16: generated per the table below), x @ w (M symbolic, unbounded: BLAS),
+# x16 @ w (static M = 16: generated per the table below), x @ w (M symbolic, unbounded: split at
+# run time, generated for M in [4, 32], BLAS elsewhere: test_dispatch_split.py),
 # y @ v (M symbolic, bounded by 48, (K, N) = (64, 96): generated per the table's [1, 64]).
 SRC = (f"func.func @main(%x16: {T([16, 512])}, %x: {T(['m', 512])}, %w: {T([512, 256])}, %y: {T(['s', 64])},"
        f" %v: {T([64, 96])}) -> ({T([16, 256])}, {T(['m', 256])}, {T(['s', 96])})"
@@ -45,9 +47,11 @@ def exe(tmp_path_factory):
 
 
 def test_choice_in_ir(exe):
-    """Only the unbounded matmul became a BLAS call; the other two call generated kernels."""
+    """Only the unbounded matmul calls BLAS (from its split kernel's library variant); the
+    other two call generated kernels."""
     ir_text = exe.llvm_dialect_text()
     assert ir_text.count("llvm.call @relax_blas_matmul_22_f32(") == 1
+    assert ir_text.count("llvm.call @relax_matmul_f32_Dx512_512x256__lib(") == 2   # M <= 3, M >= 33
     assert ir_text.count("llvm.call @relax_matmul_f32_16x512_512x256(") == 1
     assert ir_text.count("llvm.call @relax_matmul_f32_Dx64_64x96(") == 1
     assert exe.metadata["blas"] in ("mkl", "openblas")
@@ -68,11 +72,21 @@ def test_numerics_one_executable(exe, m, s):
 
 
 def test_checked_in_table():
-    """The checked-in table names where it was measured and partitions nothing twice."""
-    t = load_table(str(DEFAULT_TABLE))
-    assert t["machine"] and t["isa"] and t["command"].startswith("bench/calibrate_dispatch.py")
-    for c in t["classes"]:
-        rs = c["generated_m"]
-        assert all(a[1] < b[0] for a, b in zip(rs, rs[1:]))
+    """The checked-in file: one table per machine measured, each naming where it was measured
+    and partitioning nothing twice; this machine's table first."""
+    data = load_table(str(DEFAULT_TABLE))
+    tables = tables_of(data)
+    assert [t["isa"] for t in tables] == ["avx512", "avx512"]
+    assert tables[0]["machine"].startswith("Intel(R) Xeon(R)") and tables[1]["machine"] == "AMD EPYC"
+    for t in tables:
+        assert t["machine"] and t["isa"] and t["command"].startswith("bench/calibrate_dispatch.py")
+        for c in t["classes"]:
+            rs = c["generated_m"]
+            assert all(a[1] < b[0] for a, b in zip(rs, rs[1:]))
+    t = tables[0]
     assert nearest_class(t, 512, 2048)["k"] == 512
     assert nearest_class(t, 8192, 8192) is None
+    assert select_table(data, "avx512", "AMD EPYC") == (tables[1], "")
+    assert select_table(data, "avx512", "another avx512 CPU") == (tables[0], "")
+    table, note = select_table(data, "avx2", "an avx2 CPU")
+    assert table is None and note.endswith("this host is avx2 (an avx2 CPU): min-flops rule")

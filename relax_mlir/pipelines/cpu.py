@@ -113,6 +113,8 @@ def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
     # (8-10 % of a 512x512x2048 matmul, measured; the copy is a byte loop in exported code).
     i = st.index("drop-equivalent-buffer-results")
     st[i + 2:i + 2] = ["drop-equivalent-buffer-results", "canonicalize"]
+    # the library variants of relax.dispatch_split kernels call BLAS once bufferized
+    st.insert(st.index(_llvm_stage()[0]) + 1, "relax-library-variants")
     return ["relax-specialize-ranges"] + st
 
 

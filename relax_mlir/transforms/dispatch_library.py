@@ -24,14 +24,20 @@ Policy ``measured`` (``policy=measured``, or ``RELAX_MLIR_DISPATCH_POLICY=measur
 :func:`relax_mlir.compile`): a 2-D matmul (+ bias) with static K and N is
 decided by a calibration table measured on the machine (``bench/calibrate_dispatch.py``;
 the ``table`` option, else ``$RELAX_MLIR_DISPATCH_TABLE``, else the checked-in
-``dispatch_calibration.json`` with the machine and ISA it was measured on). The table lists,
-per (K, N) class, the ranges of M where the generated (scheduled) kernel beat BLAS. The
-match keeps generated code when its whole M range -- the static M, or ``[1, bound]`` from
-``relax.upper_bounds`` -- lies in one such range of the nearest class (within a factor of 2
-in K and in N); otherwise it is dispatched (an unbounded M covers M where BLAS wins). Matches
-the table says nothing about (batched, symbolic K or N, no near class) follow ``min-flops``.
-A run-time split (generated below a threshold of M, BLAS above, in one executable) is not
-done: graph functions are straight-line, the choice is made at compile time.
+``dispatch_calibration.json``). A file may hold several tables (``{"tables": [...]}``), each
+with the CPU model and ISA it was measured on: the one of this CPU model, else one of this
+ISA, is used; none fits: the ``min-flops`` rule, with the reason in the module attribute
+``relax.dispatch_note``. A table lists, per (K, N) class (and dtype, f32 when absent), the
+ranges of M where the generated (scheduled) kernel beat BLAS. The match keeps generated
+code when its whole M range -- the static M, or ``[1, bound]`` from ``relax.upper_bounds``
+-- lies in one such range of the nearest class (within a factor of 2 in K and in N), and is
+dispatched when no M of its range lies in one. A symbolic M that meets both (an unbounded M
+does as soon as the class has a generated range) is split at run time
+(:mod:`.dispatch_split`): the matmul stays a relax op marked ``relax.dispatch_split`` with
+the library symbols and the generated ranges, and relax-specialize-ranges gives its kernel a
+variant that calls the library for the other M (``split=false``: dispatched, decided at
+compile time). Matches the table says nothing about (batched, symbolic K or N, no near
+class) follow ``min-flops``.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from ..ops.registry import RelaxError, read_attrs
 from ..runtime.libraries import request
 from ..shapes import Dim, Truth, is_tensor, prove_equal, read_tensor_type
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
+from .dispatch_split import NOTE_ATTR, Split, cpu_model, decide, mark, nearest_class, select_table, tables_of
 from .graph import body_ops, graph_functions, relax_opdef, upper_bounds
 from .registry import Option, emit_error, register_pass
 
@@ -176,10 +183,14 @@ def load_table(path: str) -> dict:
     """A calibration table: ``{"classes": [{"k", "n", "generated_m": [[lo, hi], ...]}], ...}``."""
     with open(path) as f:
         table = json.load(f)
-    for c in table["classes"]:
-        if not (isinstance(c["k"], int) and isinstance(c["n"], int)
-                and all(len(r) == 2 and r[0] <= r[1] for r in c["generated_m"])):
-            raise ValueError(f"{path}: malformed class {c}")
+    for t in tables_of(table):
+        if not isinstance(t.get("isa"), str):
+            raise ValueError(f"{path}: a table without its 'isa'")
+        for c in t["classes"]:
+            if not (isinstance(c["k"], int) and isinstance(c["n"], int) and c["k"] > 0 and c["n"] > 0
+                    and all(len(r) == 2 and all(isinstance(x, int) for x in r) and 1 <= r[0] <= r[1]
+                            for r in c["generated_m"])):
+                raise ValueError(f"{path}: malformed class {c}")
     return table
 
 
@@ -187,33 +198,11 @@ def table_path(option: str) -> str:
     return option or os.environ.get("RELAX_MLIR_DISPATCH_TABLE", "") or str(DEFAULT_TABLE)
 
 
-def nearest_class(table: dict, k: int, n: int) -> Optional[dict]:
-    """The class nearest to (k, n) in log scale, when within a factor 2 in both; else None."""
-    best, dist = None, math.inf
-    for c in table["classes"]:
-        dk, dn = abs(math.log2(k / c["k"])), abs(math.log2(n / c["n"]))
-        if dk <= 1 and dn <= 1 and dk + dn < dist:
-            best, dist = c, dk + dn
-    return best
-
-
 def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[bool]:
-    """True: dispatch to BLAS; False: keep generated code; None: the table does not say."""
-    if m.ranks[:2] != "22":
-        return None
-    kd, nd, md = Dim.of(m.inputs[0].shape[-1]), Dim.of(m.out.shape[-1]), Dim.of(m.out.shape[-2])
-    if not (kd.is_static and nd.is_static) or kd.value <= 0 or nd.value <= 0:
-        return None
-    c = nearest_class(table, kd.value, nd.value)
-    if c is None:
-        return None
-    if md.is_static:
-        lo = hi = md.value
-    elif md.symbols <= set(bounds):
-        lo, hi = 1, md.evaluate(bounds)
-    else:
-        return True                     # unbounded M: includes the sizes where BLAS wins
-    return not any(r[0] <= lo and hi <= r[1] for r in c["generated_m"])
+    """The compile-time-only measured policy (``split=false``): True: dispatch to BLAS;
+    False: keep generated code; None: the table does not say."""
+    d = decide(m, bounds, table)
+    return True if isinstance(d, Split) else d
 
 
 @register_pass("relax-dispatch-library",
@@ -229,6 +218,10 @@ def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[b
                         Option("table", str, "",
                                "calibration table for policy=measured (default: "
                                "$RELAX_MLIR_DISPATCH_TABLE, else the checked-in one)"),
+                        Option("split", bool, True,
+                               "policy=measured: a symbolic M whose range meets both generated-wins "
+                               "and BLAS-wins sizes is decided per call (relax.dispatch_split); "
+                               "false: at compile time (BLAS)"),
                         Option("patterns", str, "",
                                "comma-separated pattern names to use (default: all registered)")])
 def dispatch_library(module: ir.Operation, opts) -> None:
@@ -242,10 +235,14 @@ def dispatch_library(module: ir.Operation, opts) -> None:
     if policy == "measured":
         path = table_path(opts.table)
         try:
-            table = load_table(path)
+            data = load_table(path)
         except (OSError, ValueError, KeyError, TypeError) as e:
             emit_error(module, f"dispatch calibration table {path}: {e}")
             return
+        from ..schedules.target import host_target
+        table, note = select_table(data, host_target().isa, cpu_model())
+        if table is None:
+            module.attributes[NOTE_ATTR] = ir.StringAttr.get(f"{Path(path).name}: {note}")
     for f in graph_functions(module):
         bounds = upper_bounds(f)
         ops = body_ops(f)
@@ -257,7 +254,12 @@ def dispatch_library(module: ir.Operation, opts) -> None:
                 m = match_chain(op, p)
                 if m is None:
                     continue
-                choice = measured_choice(m, bounds, table) if table is not None else None
+                choice = decide(m, bounds, table) if table is not None else None
+                if isinstance(choice, Split):
+                    if opts.split and mark(m, p, choice):
+                        request(module, p.library)   # the split kernel calls it (relax-specialize-ranges)
+                        break
+                    choice = True
                 if choice is None:
                     choice = worth_it(p.flops(m) if p.flops else None, bounds, opts.min_flops)
                 if not choice:

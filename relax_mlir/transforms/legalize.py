@@ -31,6 +31,7 @@ from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR, Kernel, LegalizeCall
 from ..ops.registry import OPS, OpDef, RelaxError, read_attrs
 from ..shapes import Shape, ShapeSyntaxError, read_tensor_type
+from .dispatch_split import SPLIT_ATTR
 from .graph import body_ops, func_name, graph_functions, relax_opdef, top_ops
 from .kernel_hash import structural_hash
 from .registry import Option, emit_error, register_pass
@@ -90,11 +91,15 @@ class KernelTable:
             if o.name == "func.func" and KERNEL_ATTR in o.attributes and o.regions[0].blocks:
                 self.by_hash.setdefault(structural_hash(o), ir.StringAttr(o.attributes["sym_name"]).value)
 
-    def symbol(self, k: Kernel, op_name: str) -> str:
-        if k.text in self.by_text:
-            return self.by_text[k.text]
+    def symbol(self, k: Kernel, op_name: str, extra: Optional[dict[str, ir.Attribute]] = None) -> str:
+        """The kernel's symbol; ``extra``: attributes the kernel carries (part of its identity)."""
+        text_key = k.text + "".join(f"{n}={a}" for n, a in sorted((extra or {}).items()))
+        if text_key in self.by_text:
+            return self.by_text[text_key]
         parsed = ir.Module.parse(k.text.replace("@{NAME}", "@" + k.name, 1))
         fn = parsed.body.operations[0].operation
+        for n, a in (extra or {}).items():
+            fn.attributes[n] = a
         key = structural_hash(fn)
         if key in self.by_hash:
             name = self.by_hash[key]
@@ -109,7 +114,7 @@ class KernelTable:
             ir.InsertionPoint(self.block).insert(fn)
             self.names.add(name)
             self.by_hash[key] = name
-        self.by_text[k.text] = name
+        self.by_text[text_key] = name
         return name
 
 
@@ -130,7 +135,9 @@ def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARG
             break
     if kernel is None:
         return False
-    callee = table.symbol(kernel, opdef.name)
+    # relax-dispatch-library's run-time split (dispatch_split.SPLIT_ATTR) goes to the kernel
+    extra = {SPLIT_ATTR: op.attributes[SPLIT_ATTR]} if SPLIT_ATTR in op.attributes else None
+    callee = table.symbol(kernel, opdef.name, extra)
     call_attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
     if kernel.tir_vars:
         call_attrs["tir_vars"] = Shape(kernel.tir_vars).to_attr()

@@ -22,6 +22,15 @@ its range) and the module's one-shot bufferization (the calls bufferize across f
 boundaries, the variants' results stay equivalent to the output argument). Only kernels
 that get a matmul schedule, whose A operand is a kernel argument with a symbolic M, are
 specialized; everything else is left as it was.
+
+A kernel marked ``relax.dispatch_split`` by relax-dispatch-library (policy ``measured``:
+generated code wins for some M, the library for others) gets its ranges cut by the split:
+the M outside the mark's ``generated_m`` call one more variant, ``<kernel>__lib`` (kind
+``opaque``, so no schedule touches it; ``relax.library_variant``), whose matmul
+relax-library-variants turns into the library call once the module is bufferized. Such a kernel is split even when no schedule fits it (f64: its
+generated variant is the plain loop nest)::
+
+    %r = scf.if (%m <= 64) { func.call @k__m4_127 } else { func.call @k__lib }
 """
 
 from __future__ import annotations
@@ -34,11 +43,14 @@ from mlir.dialects import arith, func, scf, tensor
 from .. import schedules
 from ..schedules.matmul import config_for
 from ..schedules.target import host_target
+from .dispatch_split import (LIBRARY_VARIANT_ATTR, OPAQUE, SPLIT_ATTR, check_variant, library_ranges, read_split,
+                             refine)
 from .graph import top_ops
 from .registry import Option, emit_error, register_pass
 
 RANGE_ATTR = schedules.RANGE_ATTR  # {m_min = lo : i64, m_max = hi : i64} on a variant
 DISPATCH_ATTR = "relax.range_dispatch"  # on the kernel that picks a variant
+KIND_ATTR = schedules.KIND_ATTR
 
 
 def variant_ranges(gemv_max: int, pack_min: Optional[int] = None) -> list[tuple[int, Optional[int]]]:
@@ -86,14 +98,22 @@ def specialize(fn: ir.Operation, ranges: list[tuple[int, Optional[int]]]) -> Opt
         return None
     a, mdim = found
     name = ir.StringAttr(fn.attributes["sym_name"]).value
-    names = []
-    for lo, hi in ranges:
-        v = fn.clone(ir.InsertionPoint(fn))
-        vname = _variant_name(name, lo, hi)
-        v.attributes["sym_name"] = ir.StringAttr.get(vname)
-        v.attributes["sym_visibility"] = ir.StringAttr.get("private")
-        v.attributes[RANGE_ATTR] = _range_attr(lo, hi)
-        names.append(vname)
+    names = [_clone(fn, _variant_name(name, lo, hi), _range_attr(lo, hi)) for lo, hi in ranges]
+    _make_dispatcher(fn, a, mdim, ranges, names)
+    return names
+
+
+def _clone(fn: ir.Operation, vname: str, rng: ir.Attribute) -> str:
+    v = fn.clone(ir.InsertionPoint(fn))
+    v.attributes["sym_name"] = ir.StringAttr.get(vname)
+    v.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    v.attributes[RANGE_ATTR] = rng
+    return vname
+
+
+def _make_dispatcher(fn: ir.Operation, a: ir.Value, mdim: int, ranges: list[tuple[int, Optional[int]]],
+                     names: list[str]) -> None:
+    """Replace ``fn``'s body by the call of ``names[i]`` for M in ``ranges[i]``."""
     block = fn.regions[0].blocks[0]
     for op in reversed(list(block.operations)):
         op.operation.erase()
@@ -104,7 +124,66 @@ def specialize(fn: ir.Operation, ranges: list[tuple[int, Optional[int]]]) -> Opt
         m = tensor.DimOp(a, arith.ConstantOp.create_index(mdim)).result
         _dispatch(m, ranges, names, results, args)
     fn.attributes[DISPATCH_ATTR] = ir.UnitAttr.get()
-    return names
+    if SPLIT_ATTR in fn.attributes:
+        del fn.attributes[SPLIT_ATTR]
+
+
+def _split_m_operand(fn: ir.Operation) -> Optional[tuple[ir.BlockArgument, int]]:
+    """A split kernel's matmul A operand and its M position, when it is a 2-D kernel argument
+    with a dynamic M (the library variant needs no schedule)."""
+    mms = [o for o in schedules.payload_ops(fn) if o.name == "linalg.matmul"]
+    if len(mms) != 1:
+        return None
+    a = mms[0].operands[0]
+    if not isinstance(a, ir.BlockArgument) or a.owner != fn.regions[0].blocks[0]:
+        return None
+    if not ir.ShapedType.is_dynamic_size(ir.RankedTensorType(a.type).shape[0]):
+        return None
+    return ir.BlockArgument(a), 0
+
+
+def specialize_split(fn: ir.Operation, gemv_max: int) -> Optional[list[str]]:
+    """Split a ``relax.dispatch_split`` kernel (see the module docstring): its generated
+    variants where the mark's ``generated_m`` holds M, the library variant elsewhere; the
+    names called, or None when the kernel stays as it was (generated code for every M)."""
+    found = _split_m_operand(fn)
+    if found is None:
+        return None
+    a, mdim = found
+    split = read_split(fn.attributes[SPLIT_ATTR])
+    if not check_variant(fn, split):
+        del fn.attributes[SPLIT_ATTR]
+        return None
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    lib_name = f"{name}__lib"
+    lib = fn.clone(ir.InsertionPoint(fn))
+    lib.attributes["sym_name"] = ir.StringAttr.get(lib_name)
+    lib.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    lib.attributes[LIBRARY_VARIANT_ATTR] = lib.attributes[SPLIT_ATTR]
+    del lib.attributes[SPLIT_ATTR]
+    lib.attributes[KIND_ATTR] = ir.StringAttr.get(OPAQUE)
+    if _m_operand(fn) is not None and gemv_max > 0:
+        ranges = variant_ranges(gemv_max, schedules.pack_min_rows(fn))
+    else:
+        ranges = [(0, None)]
+    pieces = refine(ranges, library_ranges(split.generated))
+    lib_ranges = [(lo, hi) for lo, hi, i in pieces if i < 0]
+    lib.attributes[RANGE_ATTR] = _range_attr(lib_ranges[0][0], lib_ranges[-1][1])
+    names: dict[int, str] = {-1: lib_name}
+    for lo, hi, i in pieces:
+        if i not in names:
+            names[i] = _clone(fn, _variant_name(name, *ranges[i]), _range_attr(*ranges[i]))
+            del _find(fn, names[i]).attributes[SPLIT_ATTR]
+    _make_dispatcher(fn, a, mdim, [(lo, hi) for lo, hi, _ in pieces], [names[i] for _, _, i in pieces])
+    return list(dict.fromkeys(names[i] for _, _, i in pieces))
+
+
+def _find(fn: ir.Operation, name: str) -> ir.Operation:
+    for o in fn.parent.regions[0].blocks[0].operations:
+        o = o.operation
+        if "sym_name" in o.attributes and ir.StringAttr(o.attributes["sym_name"]).value == name:
+            return o
+    raise KeyError(name)
 
 
 def _dispatch(m: ir.Value, ranges: list[tuple[int, Optional[int]]], names: list[str],
@@ -136,15 +215,17 @@ def _dispatch(m: ir.Value, ranges: list[tuple[int, Optional[int]]], names: list[
                "rows, register tiles for more) and dispatch between them at run time.",
                options=[Option("gemv-max", int, -1,
                                "largest M that runs the few-rows (GEMV) variant; -1: the target's "
-                               "(MatmulConfig.gemv_rows), 0: no specialization")])
+                               "(MatmulConfig.gemv_rows), 0: no specialization (but the "
+                               "relax.dispatch_split of relax-dispatch-library)")])
 def relax_specialize_ranges(module: ir.Operation, opts) -> None:
     gemv_max = config_for(host_target()).gemv_rows if opts.gemv_max == -1 else opts.gemv_max
     if gemv_max < 0:
         emit_error(module, f"gemv-max must be -1 or >= 0, got {gemv_max}")
         return
-    if gemv_max == 0:
-        return
     for fn in top_ops(module):
         if (fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks
                 and RANGE_ATTR not in fn.attributes and DISPATCH_ATTR not in fn.attributes):
-            specialize(fn, variant_ranges(gemv_max, schedules.pack_min_rows(fn)))
+            if SPLIT_ATTR in fn.attributes and specialize_split(fn, gemv_max) is not None:
+                continue                          # gemv-max=0 too: the split is not a schedule choice
+            if gemv_max > 0:
+                specialize(fn, variant_ranges(gemv_max, schedules.pack_min_rows(fn)))

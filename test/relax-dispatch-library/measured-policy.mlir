@@ -1,4 +1,4 @@
-// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-dispatch-library{policy=measured table=%S/Inputs/calibration.json})' | FileCheck %s
+// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-dispatch-library{policy=measured split=false table=%S/Inputs/calibration.json})' | FileCheck %s
 // RUN: not %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-dispatch-library{policy=bogus})' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-dispatch-library{policy=measured table=%S/Inputs/missing.json})' 2>&1 | FileCheck %s --check-prefix=MISSING
 

@@ -1,0 +1,120 @@
+"""Dispatch policy benchmark (issue 12, item 5): the default ``min-flops`` rule against the
+``measured`` policy (the calibration table, with its run-time split), same source, same
+pipeline, one executable each, on the MLP (x: (n, 512), hidden 2048) at n = 1, 16, 128, 512
+and on a random-init Llama's prefill (128 tokens) and decode step.
+
+    PYTHONPATH=. python bench/bench_dispatch_policy.py [--rounds 7] [--layers 2] [--table PATH]
+
+One thread on both sides (RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread), process CPU
+time, best of ``--rounds`` interleaved rounds (each round times flops then measured), so a
+burst of load from other processes hits both alike. The load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ["RELAX_MLIR_NUM_THREADS"] = "1"
+os.environ.setdefault("RELAX_BLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend import models  # noqa: E402
+
+POLICIES = ("flops", "measured")
+
+
+def with_policy(policy: str, build):
+    old = os.environ.get("RELAX_MLIR_DISPATCH_POLICY")
+    os.environ["RELAX_MLIR_DISPATCH_POLICY"] = policy
+    try:
+        return build()
+    finally:
+        if old is None:
+            del os.environ["RELAX_MLIR_DISPATCH_POLICY"]
+        else:
+            os.environ["RELAX_MLIR_DISPATCH_POLICY"] = old
+
+
+def best_cpu_ms(fns, rounds: int, inner: int) -> list[float]:
+    for f in fns:
+        f()
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, f in enumerate(fns):
+            t0 = time.process_time()
+            for _ in range(inner):
+                f()
+            best[i] = min(best[i], (time.process_time() - t0) / inner)
+    return [b * 1e3 for b in best]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--table", default="")
+    ap.add_argument("--no-llm", action="store_true")
+    args = ap.parse_args()
+    if args.table:
+        os.environ["RELAX_MLIR_DISPATCH_TABLE"] = args.table
+    l0 = os.getloadavg()
+    rng = np.random.default_rng(0)
+    cfg = models.MLPConfig()
+    params = models.mlp_params(cfg, rng)
+    src = str(models.mlp_module(relax_mlir.make_context(), cfg))
+    exes = [with_policy(p, lambda: relax_mlir.compile(src)) for p in POLICIES]
+    rows = []
+    with threadpool_limits(1):
+        for n in (1, 16, 128, 512):
+            x = rng.standard_normal((n, cfg.d_in)).astype(np.float32)
+            a = [x, *params]
+            want = models.mlp_reference(*a)
+            for e in exes:
+                np.testing.assert_allclose(e(*a), want, rtol=1e-3, atol=1e-3)
+            inner = max(1, 64 // n)
+            rows.append((f"MLP n={n}", *best_cpu_ms([lambda e=e: e(*a) for e in exes], args.rounds, inner)))
+        if not args.no_llm:
+            import torch
+            from transformers import LlamaConfig, LlamaForCausalLM
+
+            from relax_mlir.llm import CausalLM
+            torch.manual_seed(0)
+            lcfg = LlamaConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048,
+                               num_hidden_layers=args.layers, num_attention_heads=12, num_key_value_heads=12,
+                               max_position_embeddings=2048)
+            hf = LlamaForCausalLM(lcfg).eval()
+            lms = [with_policy(p, lambda: CausalLM.from_hf(hf, max_seq_len=256)) for p in POLICIES]
+            ids = np.random.default_rng(0).integers(0, lcfg.vocab_size, 128).astype(np.int64)
+            outs = [lm.prefill(ids) for lm in lms]
+            np.testing.assert_allclose(outs[0], outs[1], rtol=1e-3, atol=1e-3)
+            rows.append(("Llama prefill 128", *best_cpu_ms([lambda lm=lm: lm.prefill(ids) for lm in lms],
+                                                           args.rounds, 1)))
+
+            def decode(lm):
+                def run():
+                    lm.prefill(ids[:16])
+                    for t in range(16):
+                        lm.decode(int(ids[16 + t]))
+                return run
+            # prefill 16 + 16 decode steps (the prefill part is ~1/8 of a 128-token prefill)
+            rows.append(("Llama prefill 16 + decode 16", *best_cpu_ms([decode(lm) for lm in lms], args.rounds, 1)))
+    l1 = os.getloadavg()
+    print(f"load average {l0[0]:.2f} -> {l1[0]:.2f}; 1 thread, CPU ms, best of {args.rounds} interleaved rounds; "
+          f"BLAS {exes[0].metadata.get('blas')}; table {os.environ.get('RELAX_MLIR_DISPATCH_TABLE', 'checked-in')}")
+    print("| case | flops (default) ms | measured ms | measured/flops |")
+    print("|---|---:|---:|---:|")
+    for name, tf, tm in rows:
+        print(f"| {name} | {tf:.3f} | {tm:.3f} | {tm / tf:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

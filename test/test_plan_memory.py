@@ -95,3 +95,34 @@ def test_huge_upper_bound_allocates_per_call(bound):
     for n in (1, 7, 1000):
         x = np.linspace(-2, 2, n, dtype=np.float32)
         np.testing.assert_allclose(exe(x), np.exp(-np.exp(x)), rtol=1e-5)
+
+
+V = 'tensor<?xf32, #relax.shape<["n"]>>'
+C = 'tensor<?x1xf32, #relax.shape<["n", 1]>>'
+R = 'tensor<1x?xf32, #relax.shape<[1, "n"]>>'
+NN = 'tensor<?x?xf32, #relax.shape<["n", "n"]>>'
+TWO_SQUARES = f"""
+func.func @main(%x: {V}) -> {V} attributes {{relax.function, relax.upper_bounds = {{n = 6000 : i64}}}} {{
+  %c = "relax.reshape"(%x) {{shape = #relax.shape<["n", 1]>}} : ({V}) -> {C}
+  %r = "relax.reshape"(%x) {{shape = #relax.shape<[1, "n"]>}} : ({V}) -> {R}
+  %a = "relax.multiply"(%c, %r) : ({C}, {R}) -> {NN}
+  %b = "relax.exp"(%a) : ({NN}) -> {NN}
+  %sa = "relax.sum"(%a) {{axes = array<i64: 1>}} : ({NN}) -> {V}
+  %sb = "relax.sum"(%b) {{axes = array<i64: 1>}} : ({NN}) -> {V}
+  %o = "relax.add"(%sa, %sb) : ({V}, {V}) -> {V}
+  return %o : {V}
+}}
+"""
+
+
+def test_value_evicted_from_the_arena_is_at_offset_zero_of_its_storage():
+    """Two (n, n) f32 values live together, n <= 6000: 144 MB each at the bound, so the arena
+    (capped at 256 MiB) keeps one and the other leaves it for a per-call storage. The
+    evicted one kept the arena offset the first plan had given it, and was written that far
+    into its (n*n*4-byte) storage: a segfault (all-MiniLM-L6-v2 at its default bounds)."""
+    exe = relax_mlir.compile(TWO_SQUARES, options={"fusion": False})
+    assert 0 < exe.workspace_bytes <= 256 << 20
+    for n in (1, 7, 300):
+        x = np.linspace(-1, 1, n, dtype=np.float32)
+        a = np.outer(x, x)
+        np.testing.assert_allclose(exe(x), a.sum(1) + np.exp(a).sum(1), rtol=1e-5)

@@ -227,8 +227,9 @@ class _Planner:
             else:
                 sym_vals.append(v)
         arena_vals, arena_size, evicted = self.cap_arena(arena_vals)
-        for v in evicted:
+        for v in evicted:   # planned per call from here on: its storage holds it at 0
             v.static = None
+            v.offset = 0
         sym_vals += [v for v in evicted if not v.size.is_static]
         unplanned = {id(v) for v in evicted if v.size.is_static}
         self.values = [v for v in self.values if id(v) not in unplanned]

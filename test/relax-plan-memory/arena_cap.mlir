@@ -1,5 +1,6 @@
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-plan-memory)' | FileCheck %s
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-plan-memory{max-arena-bytes=8192})' | FileCheck %s --check-prefix=SMALL
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-plan-memory{max-arena-bytes=73728})' | FileCheck %s --check-prefix=TWO
 
 // The static arena is capped (max-arena-bytes, 256 MiB by default): it is the session
 // workspace, allocated in full at the first call, so relax.upper_bounds = {n = 2**40}
@@ -75,4 +76,23 @@ func.func @bounded(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x?xf3
   %2 = "relax.call_tir"(%1) {callee = @down8, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x?xf32, #relax.shape<["n", "n"]>>) -> tensor<?x8xf32, #relax.shape<["n", 8]>>
   %3 = "relax.call_tir"(%2) {callee = @sq, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x8xf32, #relax.shape<["n", 8]>>) -> tensor<?x?xf32, #relax.shape<["n", "n"]>>
   return %3 : tensor<?x?xf32, #relax.shape<["n", "n"]>>
+}
+
+// Two 64 KiB (n, n) values live together under a 72 KiB cap: the later one leaves the arena
+// after the first plan had put it at 64 KiB; its own storage holds it at offset 0 (the
+// arena's offset into a per-call storage of 4*n*n bytes wrote out of bounds: a crash of
+// all-MiniLM-L6-v2 compiled with its default bounds).
+// TWO-LABEL: func.func @two_big(
+// TWO-SAME: relax.memory_plan = {arena_bytes = 69632 : i64, planned = 3 : i64, storages = ["4*n*n"]}
+// TWO: %[[S:.*]] = "relax.alloc_storage"() : () -> tensor<?xi8, #relax.shape<["4*n*n"]>>
+// TWO-NEXT: "relax.alloc_tensor"(%[[S]]) {offset = 0 : i64}
+// TWO-NEXT: "relax.call_tir"{{.*}}callee = @sq, dests = array<i64: 0>
+// TWO-NEXT: "relax.call_tir"{{.*}}callee = @add2
+func.func private @add2(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %out: tensor<?x8xf32>) -> tensor<?x8xf32>
+func.func @two_big(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x8xf32, #relax.shape<["n", 8]>> attributes {relax.function, relax.upper_bounds = {n = 128 : i64}} {
+  %0 = "relax.call_tir"(%x) {callee = @up, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x8xf32, #relax.shape<["n", 8]>>
+  %1 = "relax.call_tir"(%0) {callee = @sq, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x8xf32, #relax.shape<["n", 8]>>) -> tensor<?x?xf32, #relax.shape<["n", "n"]>>
+  %2 = "relax.call_tir"(%0) {callee = @sq, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x8xf32, #relax.shape<["n", 8]>>) -> tensor<?x?xf32, #relax.shape<["n", "n"]>>
+  %3 = "relax.call_tir"(%1, %2) {callee = @add2, operandSegmentSizes = array<i32: 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x?xf32, #relax.shape<["n", "n"]>>, tensor<?x?xf32, #relax.shape<["n", "n"]>>) -> tensor<?x8xf32, #relax.shape<["n", 8]>>
+  return %3 : tensor<?x8xf32, #relax.shape<["n", 8]>>
 }

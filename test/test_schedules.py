@@ -74,6 +74,10 @@ MATMUL_CASES = {
     # then two K blocks of 512).
     "packed": (64, 1024),
     "packed_k_blocks": (1024, 2048),
+    # ... a K that the packed block of 512 does not divide (the last, partial block reads B
+    # in place), and N, K symbolic (packed too: the stride is unknown; M >= 128 below).
+    "packed_k_rest": (700, 1024),
+    "packed_symbolic": ("k", "n"),
 }
 
 
@@ -85,8 +89,8 @@ def test_matmul(case):
     assert list(schedules_applied(src).values()) == ["matmul"]
     exe = compile_scheduled(src)
     for i, m in enumerate(SIZES + ([128, 131] if case.startswith("packed") else [])):
-        k = K if isinstance(K, int) else [1, 5, 64, 129, 17, 300][i]
-        n = N if isinstance(N, int) else [3, 64, 1, 97, 130, 65][i]
+        k = K if isinstance(K, int) else [1, 5, 64, 129, 17, 300, 1100, 512][i]
+        n = N if isinstance(N, int) else [3, 64, 1, 97, 130, 65, 300, 2048][i]
         a, b = f32(m, k), f32(k, n)
         (r,) = [exe(a, b)]
         ref = a.astype(np.float64) @ b.astype(np.float64)

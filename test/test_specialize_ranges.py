@@ -71,8 +71,10 @@ def test_matmul_variants(kn):
     K, N = kn
     src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
                   [("r", ["m", N])])
-    # N = 2048: B's rows 8 KB apart, so M >= 128 gets a variant of its own that packs B.
-    packed = kn == (512, 2048)
+    # N = 2048: B's rows 8 KB apart, so M >= 128 gets a variant of its own that packs B; so
+    # does a symbolic N (its stride unknown), its symbolic K in full packed blocks of 512 and
+    # a partial block on B in place.
+    packed = kn in ((512, 2048), ("k", "n"))
     want = {"m0_3": "gemv", "m4_127": "matmul", "m128": "matmul"} if packed else {"m0_3": "gemv", "m4": "matmul"}
     assert variant_schedules(src) == want
     exe = compile_scheduled(src)
@@ -86,7 +88,8 @@ def test_matmul_variants(kn):
     k, n = (K, N) if isinstance(K, int) else (37, 129)
     for i, m in enumerate(MS + [0] + ([128, 131, 6 * 43] if packed else [])):
         if not isinstance(K, int):
-            k, n = [(37, 129), (8, 64), (513, 7), (1, 1), (64, 200), (9, 65), (130, 17), (16, 3), (70, 300), (5, 5)][i]
+            k, n = [(37, 129), (8, 64), (513, 7), (1, 1), (64, 200), (9, 65), (130, 17), (16, 3), (70, 300), (5, 5),
+                    (1024, 130), (700, 64), (13, 2048)][i]
         a, b = f32(m, k), f32(k, n)
         got = exe(a, b)
         assert got.shape == (m, n)

@@ -10,7 +10,7 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   ``gemv`` (``gemv+elementwise``, ``batch_gemv``) when M is at most
   ``MatmulConfig.gemv_rows``: static, or the range of a relax-specialize-ranges variant;
   B packed per K block when M is at least ``MatmulConfig.pack_min_m`` (likewise) and
-  B's rows are a multiple of 4 KB apart (:func:`.matmul.packs_b`);
+  B's rows are a multiple of 4 KB apart or N is symbolic (:func:`.matmul.packs_b`);
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
   vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
 * ``contraction``: a fill + multiply-accumulate ``linalg.generic`` that is no named matmul

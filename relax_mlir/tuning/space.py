@@ -114,7 +114,7 @@ def matmul_space(t: CpuTarget) -> Space:
         Knob("block_k", (32, 64, 128, 256, 512), "K block"),
         # measured (K=512, N=2048, M = 128 and 512, one thread): 512 and 256 best, 128 3-8 % slower
         Knob("pack_block_k", (128, 256, 512, 1024),
-             "K block of the large-M variant that packs B (B's rows a multiple of 4 KB apart)"),
+             "K block of the large-M variant that packs B (B's rows a multiple of 4 KB apart, or N symbolic)"),
     ), _matmul_rule, t)
 
 

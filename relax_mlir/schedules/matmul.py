@@ -13,7 +13,8 @@ the remaining M mod 6 rows one at a time with a 256-column tile (M = 1 is GEMV: 
 packing, no padding work). A symbolic or non-multiple N peels the sub-panel loop the
 same way (64 columns, then 1). K needs nothing: the innermost K tile is always 1.
 (A deeper 4/2/1-row cascade of peeled loops leaves ``affine.min`` that canonicalization
-cannot fold, hence masked tiles; not done.) The accumulator's reads and writes are hoisted out of the
+cannot fold, hence masked tiles; not done; small M gets a relax-specialize-ranges variant
+with 4-row tiles instead, ``small_max_m``.) The accumulator's reads and writes are hoisted out of the
 k loop (``hoist_loop_invariant_subsets`` at tensor level, before bufferization). Every
 size is correct with one compile. With N a multiple of the panel, the fill of C is fused
 into the panel loop (each thread zeroes its panel in panel-wide vector stores).
@@ -124,8 +125,8 @@ def packs_b(n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool =
     10-30 % at M = 512 and lost its page-offset sensitivity; N = 512, rows 2 KB apart, not
     measurably faster packed: the copy of B costs about what it saves), and when N is
     symbolic (the stride is unknown at compile time; measured with N, K symbolic: packed
-    0.9-1.2 of numpy against 1.6-2.4 unpacked at N = 2048, M = 128 and 512, and 1.0-1.15
-    against 1.0-1.4 at N = 512). Any K: a symbolic K, or one the packed K block does not
+    0.92-1.2 of numpy against 1.3-2.4 unpacked at N = 2048, M = 128 and 512, and 0.89-1.31
+    against 0.99-1.46 at N = 512). Any K: a symbolic K, or one the packed K block does not
     divide, runs its last, partial K block on B in place (:func:`_split_k`)."""
     if batch or not cfg.pack_min_m:
         return False
@@ -175,7 +176,8 @@ def config_for(target: CpuTarget) -> MatmulConfig:
     """Register tiles sized for the SIMD registers: 6 rows x 4 vectors (24 accumulators)
     with 32 registers (AVX-512, NEON), 6 x 2 (12) with 16 (AVX2, SSE); 4 rows of as many
     vectors for small M (``small_max_m``; measured on AVX-512, one thread, M = 8 and 16:
-    0.6-0.9 of numpy against 0.8-1.8 with 6-row tiles; 6 rows stay faster from M = 24)."""
+    0.5-1.2 of numpy against 0.75-1.8 with 6-row tiles; from M = 24 6 rows were faster or
+    even)."""
     per_row = 4 if target.registers >= 32 else 2
     cols = per_row * target.lanes
     # The GEMV schedule's N tile: two AVX-512 vectors (measured 8-10% faster than four at

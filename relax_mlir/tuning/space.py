@@ -119,7 +119,7 @@ def matmul_space(t: CpuTarget) -> Space:
         # measured (K=512, N=2048, M = 128 and 512, one thread): 512 and 256 best, 128 3-8 % slower
         Knob("pack_block_k", (128, 256, 512, 1024),
              "K block of the large-M variant that packs B (B's rows a multiple of 4 KB apart, or N symbolic)"),
-        # measured (AVX-512, one thread, M = 8 and 16): 4 rows 0.6-0.9 of numpy, 6 rows 0.8-1.8
+        # measured (AVX-512, one thread, M = 8 and 16): 4 rows 0.5-1.2 of numpy, 6 rows 0.75-1.8
         Knob("small_rows", (2, 3, 4, 5, 6, 8), "rows of the small-M variant's register tile (M <= small_max_m)"),
     ), _matmul_rule, t)
 

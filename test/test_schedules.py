@@ -74,6 +74,10 @@ MATMUL_CASES = {
     # then two K blocks of 512).
     "packed": (64, 1024),
     "packed_k_blocks": (1024, 2048),
+    # ... a K that the packed block of 512 does not divide (the last, partial block reads B
+    # in place), and N, K symbolic (packed too: the stride is unknown; M >= 128 below).
+    "packed_k_rest": (700, 1024),
+    "packed_symbolic": ("k", "n"),
 }
 
 
@@ -85,8 +89,8 @@ def test_matmul(case):
     assert list(schedules_applied(src).values()) == ["matmul"]
     exe = compile_scheduled(src)
     for i, m in enumerate(SIZES + ([128, 131] if case.startswith("packed") else [])):
-        k = K if isinstance(K, int) else [1, 5, 64, 129, 17, 300][i]
-        n = N if isinstance(N, int) else [3, 64, 1, 97, 130, 65][i]
+        k = K if isinstance(K, int) else [1, 5, 64, 129, 17, 300, 1100, 512][i]
+        n = N if isinstance(N, int) else [3, 64, 1, 97, 130, 65, 300, 2048][i]
         a, b = f32(m, k), f32(k, n)
         (r,) = [exe(a, b)]
         ref = a.astype(np.float64) @ b.astype(np.float64)
@@ -235,11 +239,11 @@ def test_openmp_threads(monkeypatch):
                   [("s", X), ("r", ["m", N]), ("e", X)])
     exe = compile_scheduled(src)
     text = exe.llvm_dialect_text()
-    # softmax, add, and the matmul's register-tiled variant (N panels); its GEMV variant
-    # (relax-specialize-ranges, M <= 3) has no split: B is only 64 x 512 (128 KB, below the
-    # 1 MiB threshold).
-    assert text.count("omp.parallel") == 3
-    assert text.count("llvm.mlir.addressof @_mlir_relax_num_threads") == 3
+    # softmax, add, and the matmul's two register-tiled variants (N panels; small M, then
+    # 6-row tiles); its GEMV variant (relax-specialize-ranges, M <= 3) has no split: B is
+    # only 64 x 512 (128 KB, below the 1 MiB threshold).
+    assert text.count("omp.parallel") == 4
+    assert text.count("llvm.mlir.addressof @_mlir_relax_num_threads") == 4
     assert [p.endswith("libiomp5.so") for p in openmp_libraries({})] == [True]
     assert openmp_libraries({"schedules": False}) == []
     assert exe.num_threads == 1
@@ -268,16 +272,18 @@ def test_gemv_run_time_split(n):
     """A GEMV whose B is above the threshold (K x N = 520 x 2053: 4.3 MB) splits its columns
     in one chunk per thread, sized at run time (whole 32-column tiles, the last chunk the
     remainder): right for 1 to 5 threads (more threads than cores), for every M of the GEMV
-    variant and the tiled one above it, and for a symbolic N from 1 column up."""
+    variant and the tiled ones above it, and for a symbolic N from 1 column up."""
     K = 520
     src = program([("a", ["m", K]), ("b", [K, n])],
                   [op("r", "matmul", [("a", ["m", K]), ("b", [K, n])], ["m", n])], [("r", ["m", n])])
     exe = compile_scheduled(src)
     assert "relax.thread_chunk" not in exe.llvm_dialect_text()   # (an attribute of the tensor-level IR)
-    assert exe.llvm_dialect_text().count("omp.parallel") == 2    # the GEMV variant's split and the panels
+    # the GEMV variant's split and the panels of the small-M and 6-row variants (and, N
+    # symbolic, of the large-M one that packs B)
+    assert exe.llvm_dialect_text().count("omp.parallel") == (3 if n != "n" else 4)
     for cols in ([2053] if n != "n" else [1, 31, 2053]):
         b = f32(K, cols)
-        for m in (1, 2, 3, 7, 64):
+        for m in (1, 2, 3, 7, 64, 130):
             a = f32(m, K)
             want = a.astype(np.float64) @ b
             for t in (1, 2, 3, 5):

@@ -1,7 +1,7 @@
 """Range specialization (relax-specialize-ranges) end to end: ONE compiled executable per
 program holds a few-rows (GEMV) variant and a register-tiled variant of each matmul
 kernel with symbolic M, picks one at run time from M, and gives numpy's answer at every
-M on both sides of the boundary (M = 0..3 few rows, 4.. tiled)."""
+M on both sides of the boundary (M = 0..3 few rows, 4..16 small register tiles, 17.. the 6-row ones)."""
 
 from __future__ import annotations
 
@@ -71,9 +71,12 @@ def test_matmul_variants(kn):
     K, N = kn
     src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
                   [("r", ["m", N])])
-    # N = 2048: B's rows 8 KB apart, so M >= 128 gets a variant of its own that packs B.
-    packed = kn == (512, 2048)
-    want = {"m0_3": "gemv", "m4_127": "matmul", "m128": "matmul"} if packed else {"m0_3": "gemv", "m4": "matmul"}
+    # N = 2048: B's rows 8 KB apart, so M >= 128 gets a variant of its own that packs B; so
+    # does a symbolic N (its stride unknown), its symbolic K in full packed blocks of 512 and
+    # a partial block on B in place.
+    packed = kn in ((512, 2048), ("k", "n"))
+    want = {"m0_3": "gemv", "m4_16": "matmul", "m17_127": "matmul", "m128": "matmul"} if packed else \
+        {"m0_3": "gemv", "m4_16": "matmul", "m17": "matmul"}
     assert variant_schedules(src) == want
     exe = compile_scheduled(src)
     variants = kernel_variants(exe)
@@ -86,7 +89,8 @@ def test_matmul_variants(kn):
     k, n = (K, N) if isinstance(K, int) else (37, 129)
     for i, m in enumerate(MS + [0] + ([128, 131, 6 * 43] if packed else [])):
         if not isinstance(K, int):
-            k, n = [(37, 129), (8, 64), (513, 7), (1, 1), (64, 200), (9, 65), (130, 17), (16, 3), (70, 300), (5, 5)][i]
+            k, n = [(37, 129), (8, 64), (513, 7), (1, 1), (64, 200), (9, 65), (130, 17), (16, 3), (70, 300), (5, 5),
+                    (1024, 130), (700, 64), (13, 2048)][i]
         a, b = f32(m, k), f32(k, n)
         got = exe(a, b)
         assert got.shape == (m, n)
@@ -104,9 +108,10 @@ def test_fused_epilogue_variants(kn):
                   [op("p", "matmul", [("x", X), ("w", [K, N])], Y), op("q", "add", [("p", Y), ("b", [N])], Y),
                    op("r", "relu", [("q", Y)], Y)],
                   [("r", Y)])
-    want = {"m0_3": "gemv+elementwise", "m4": "matmul+elementwise"}
+    want = {"m0_3": "gemv+elementwise", "m4_16": "matmul+elementwise", "m17": "matmul+elementwise"}
     if packed:
-        want = {"m0_3": "gemv+elementwise", "m4_127": "matmul+elementwise", "m128": "matmul+elementwise"}
+        want = {"m0_3": "gemv+elementwise", "m4_16": "matmul+elementwise", "m17_127": "matmul+elementwise",
+                "m128": "matmul+elementwise"}
     assert variant_schedules(src) == want
     exe = compile_scheduled(src)
     assert [len(v) for v in kernel_variants(exe).values()] == [len(want)]
@@ -139,12 +144,13 @@ def test_schedules_off_has_no_variants():
 
 def test_gemv_threads(monkeypatch):
     """RELAX_MLIR_NUM_THREADS=2: a large GEMV variant splits N over the threads (one
-    omp.parallel more than the tiled variant's), a small one does not."""
+    omp.parallel more than the tiled variants': small M, then 6-row tiles, and with a
+    symbolic N the packed large-M one), a small one does not."""
     from relax_mlir.transforms.apply_schedules import openmp_library
     if not openmp_library():
         pytest.skip("no OpenMP runtime (libiomp5) in this environment")
     monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
-    for (K, N), regions in (((512, "n"), 2), ((64, 512), 1)):
+    for (K, N), regions in (((512, "n"), 4), ((64, 512), 2)):
         src = program([("a", ["m", K]), ("b", [K, N])],
                       [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])], [("r", ["m", N])])
         exe = compile_scheduled(src)

@@ -35,8 +35,8 @@ func.func @main(%x: tensor<?x64xf32, #relax.shape<["n", 64]>>, %w: tensor<64x128
 }
 """
 OPTIONS = {"dispatch": False}
-#: A config no default uses (rows 4, narrower tiles, a 32-deep K block).
-CONFIG = {"rows": 4, "cols": 32, "gemv_cols": 128, "panel_n": 64, "block_k": 32, "pack_block_k": 256}
+#: A config no default uses (rows 4, narrower tiles, a 32-deep K block, 2-row small-M tiles).
+CONFIG = {"rows": 4, "cols": 32, "gemv_cols": 128, "panel_n": 64, "block_k": 32, "pack_block_k": 256, "small_rows": 2}
 
 
 def reference(x, w):
@@ -64,14 +64,17 @@ def test_default_configs_are_points_of_their_spaces(name):
 def test_space_sizes_and_rules():
     t = TARGETS["avx512"]
     m = sp.matmul_space(t)
-    assert [k.name for k in m.knobs] == ["rows", "cols", "gemv_cols", "panel_n", "block_k", "pack_block_k"]
-    assert m.size() == 7 * 3 * 3 * 7 * 5 * 4
+    assert [k.name for k in m.knobs] == ["rows", "cols", "gemv_cols", "panel_n", "block_k", "pack_block_k",
+                                        "small_rows"]
+    assert m.size() == 7 * 3 * 3 * 7 * 5 * 4 * 6
     assert sp.matmul_default(t) == {"rows": 6, "cols": 64, "gemv_cols": 256, "panel_n": 256, "block_k": 128,
-                                    "pack_block_k": 512}
+                                    "pack_block_k": 512, "small_rows": 4}
     assert sp.matmul_default(TARGETS["avx2"]) == {"rows": 6, "cols": 16, "gemv_cols": 32, "panel_n": 256,
-                                                   "block_k": 128, "pack_block_k": 512}
+                                                   "block_k": 128, "pack_block_k": 512, "small_rows": 4}
     with pytest.raises(ValueError, match="8 x 4 accumulators \\+ 4 B vectors \\+ 1 broadcast exceed 32 registers"):
         m.check(dict(sp.matmul_default(t), rows=8))
+    with pytest.raises(ValueError, match="8 x 4 accumulators of the small-M tile"):
+        m.check(dict(sp.matmul_default(t), small_rows=8))
     with pytest.raises(ValueError, match="panel_n must be a multiple of cols"):
         m.check(dict(sp.matmul_default(t), panel_n=384))
     with pytest.raises(ValueError, match="exactly the knobs"):
@@ -172,9 +175,10 @@ def test_bounded_search_records_and_compile_uses_it(tmp_path, monkeypatch):
 
     seen = _applied_configs(monkeypatch)
     exe = relax_mlir.compile(SMALL, options=OPTIONS, tuning_db=db)
-    # relax-specialize-ranges split the kernel into its GEMV (M <= 3) and tiled variants,
-    # both looked up as the kernel the tuner measured; the dispatcher is not scheduled.
-    assert seen == [("gemv+elementwise", rec.config), ("matmul+elementwise", rec.config), (None, None)]
+    # relax-specialize-ranges split the kernel into its GEMV (M <= 3), small-M (M <= 16) and
+    # tiled variants, all looked up as the kernel the tuner measured; the dispatcher is not scheduled.
+    assert seen == [("gemv+elementwise", rec.config), ("matmul+elementwise", rec.config),
+                    ("matmul+elementwise", rec.config), (None, None)]
     _check_numerics(exe)
 
     # A hand-written record: the compile applies exactly these knob values.
@@ -183,7 +187,8 @@ def test_bounded_search_records_and_compile_uses_it(tmp_path, monkeypatch):
         d.record(rec.kernel, rec.target, rec.bucket, rec.schedule, CONFIG, 1e-3, 1e-3, rec.sizes, 1)
     seen.clear()
     exe = relax_mlir.compile(SMALL, options=relax_mlir.CompileOptions(pipeline_options=OPTIONS, tuning_db=db))
-    assert seen == [("gemv+elementwise", CONFIG), ("matmul+elementwise", CONFIG), (None, None)]
+    assert seen == [("gemv+elementwise", CONFIG), ("matmul+elementwise", CONFIG), ("matmul+elementwise", CONFIG),
+                    (None, None)]
     _check_numerics(exe)
 
 
@@ -206,7 +211,7 @@ def test_tuned_config_recorded_on_the_kernel(tmp_path):
         assert str(k.attributes["relax.schedule"]) == '"matmul+elementwise"'
         assert str(k.attributes["relax.schedule_config"]) == (
             "{block_k = 32 : i64, cols = 32 : i64, gemv_cols = 128 : i64, pack_block_k = 256 : i64, panel_n = 64 : i64, "
-            "rows = 4 : i64}")
+            "rows = 4 : i64, small_rows = 2 : i64}")
         # without the database: the defaults, nothing recorded
         m2 = relax_mlir.parse(SMALL, ctx)
         run_pipeline(m2, "builtin.module(" + ", ".join(graph_stage(dispatch=False)) + ", relax-apply-schedules)")

@@ -9,8 +9,9 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   ``batch_matmul``: ``linalg.batch_matmul``, one batch per ``scf.forall`` iteration;
   ``gemv`` (``gemv+elementwise``, ``batch_gemv``) when M is at most
   ``MatmulConfig.gemv_rows``: static, or the range of a relax-specialize-ranges variant;
+  4-row register tiles up to ``MatmulConfig.small_max_m`` rows (likewise; 6 above);
   B packed per K block when M is at least ``MatmulConfig.pack_min_m`` (likewise) and
-  B's rows are a multiple of 4 KB apart (:func:`.matmul.packs_b`);
+  B's rows are a multiple of 4 KB apart or N is symbolic (:func:`.matmul.packs_b`);
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
   vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
 * ``contraction``: a fill + multiply-accumulate ``linalg.generic`` that is no named matmul
@@ -22,6 +23,7 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -98,6 +100,9 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
             cols = cfg.gemv_tile
             prepare = lambda f: thread_split(f, cols)  # noqa: E731
     else:
+        hi = _max_rows(fn, m)
+        if not batch and hi is not None and hi <= cfg.small_max_m:
+            cfg = dataclasses.replace(cfg, rows=cfg.small_rows)
         lo = m if m is not None else _range(fn, "m_min")
         pack = packs_b(n, k, cfg, batch) and lo is not None and lo >= cfg.pack_min_m
         body = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack)
@@ -168,6 +173,17 @@ def pack_min_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optio
     if packs_b(_static(b.shape[-1]), _static(a.shape[-1]), cfg, mm.name == "linalg.batch_matmul"):
         return cfg.pack_min_m
     return None
+
+
+def small_max_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[int]:
+    """The largest M up to which kernel ``fn``'s matmul schedule uses the small-M register
+    tiles (``MatmulConfig.small_rows``: a range variant of its own, relax-specialize-ranges),
+    or None when it has none (a batch matmul: unmeasured)."""
+    mm = next((o for o in payload_ops(fn) if o.name in ("linalg.matmul", "linalg.batch_matmul")), None)
+    if mm is None or mm.name == "linalg.batch_matmul":
+        return None
+    cfg = config_for(target or host_target())
+    return cfg.small_max_m if cfg.small_max_m > cfg.gemv_rows else None
 
 
 def _iterators(op: ir.Operation) -> list[str]:
@@ -282,4 +298,4 @@ def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
     return None
 
 
-__all__ = ["Schedule", "select", "apply", "payload_ops", "pack_min_rows"]
+__all__ = ["Schedule", "select", "apply", "payload_ops", "pack_min_rows", "small_max_rows"]

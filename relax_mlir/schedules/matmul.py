@@ -13,16 +13,22 @@ the remaining M mod 6 rows one at a time with a 256-column tile (M = 1 is GEMV: 
 packing, no padding work). A symbolic or non-multiple N peels the sub-panel loop the
 same way (64 columns, then 1). K needs nothing: the innermost K tile is always 1.
 (A deeper 4/2/1-row cascade of peeled loops leaves ``affine.min`` that canonicalization
-cannot fold, hence masked tiles; not done.) The accumulator's reads and writes are hoisted out of the
+cannot fold, hence masked tiles; not done; small M gets a relax-specialize-ranges variant
+with 4-row tiles instead, ``small_max_m``.) The accumulator's reads and writes are hoisted out of the
 k loop (``hoist_loop_invariant_subsets`` at tensor level, before bufferization). Every
 size is correct with one compile. With N a multiple of the panel, the fill of C is fused
 into the panel loop (each thread zeroes its panel in panel-wide vector stores).
 
-Large M, B's rows a multiple of 4 KB apart (:func:`packs_b`; the relax-specialize-ranges
-variant for M >= ``pack_min_m``): B is packed the BLAS way. Loops::
+Large M, B's rows a multiple of 4 KB apart or N symbolic (:func:`packs_b`; the
+relax-specialize-ranges variant for M >= ``pack_min_m``): B is packed the BLAS way. Loops::
 
-    N panel (scf.forall) -> K block (pack_block_k) -> pack B -> N sub-panel (cols) ->
+    N panel (scf.forall) -> K block (pack_block_k, peeled) -> pack B -> N sub-panel (cols) ->
     M rows (6, peeled; then 1) -> k (1)
+
+The K-block loop is peeled when K is symbolic or not a multiple of the block: the full
+blocks have a static size, so the packed copy of B has a static shape (a symbolic K
+block's size is an ``affine.min``: ``hoist_pad`` fails on it); the last, partial block
+reads B in place with the unpacked tiles.
 
 The pack copies the K block of the panel once into ``cols``-wide micro-panels, each
 ``pack_block_k x cols`` contiguous, that every 6-row tile then reads in turn (unpacked,
@@ -58,6 +64,10 @@ class MatmulConfig:
     gemv_tile: int = 32  # columns of the GEMV schedule's accumulator tile (its N tile)
     pack_min_m: int = 128  # smallest M whose variant packs B (relax-specialize-ranges; 0: never pack)
     pack_block_k: int = 512  # K block of the packed schedule (B's packed panel: block x cols)
+    # M tile cascade of the small-M variant (gemv_rows < M <= small_max_m, relax-specialize-ranges;
+    # 0: none): 6-row tiles leave M mod 6 rows to slow 1-row tiles (M = 16: 4 of 16 rows)
+    small_rows: tuple[int, ...] = (4, 1)
+    small_max_m: int = 16
 
 
 def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> None:
@@ -110,15 +120,34 @@ PACK_COPY_ROWS = 8
 
 
 def packs_b(n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool = False) -> bool:
-    """Whether the large-M variant (M >= ``cfg.pack_min_m``) packs B: static N whose row of
-    B is a multiple of :data:`CRITICAL_STRIDE` bytes (measured: N = 2048 gained 10-30 % at
-    M = 512 and lost its page-offset sensitivity; N = 512, rows 2 KB apart, lost 5-15 %:
-    the copy of B costs more than it saves), static K that the packed K block divides."""
-    if batch or not cfg.pack_min_m or n is None or k is None:
+    """Whether the large-M variant (M >= ``cfg.pack_min_m``) packs B: when B's rows are a
+    multiple of :data:`CRITICAL_STRIDE` bytes apart (static N; measured: N = 2048 gained
+    10-30 % at M = 512 and lost its page-offset sensitivity; N = 512, rows 2 KB apart, not
+    measurably faster packed: the copy of B costs about what it saves), and when N is
+    symbolic (the stride is unknown at compile time; measured with N, K symbolic: packed
+    0.92-1.2 of numpy against 1.3-2.4 unpacked at N = 2048, M = 128 and 512, and 0.89-1.31
+    against 0.99-1.46 at N = 512). Any K: a symbolic K, or one the packed K block does not
+    divide, runs its last, partial K block on B in place (:func:`_split_k`)."""
+    if batch or not cfg.pack_min_m:
         return False
-    if (4 * n) % CRITICAL_STRIDE or n % cfg.cols:
-        return False
-    return k <= cfg.pack_block_k or k % cfg.pack_block_k == 0
+    if n is None:
+        return True
+    return (4 * n) % CRITICAL_STRIDE == 0 and n % cfg.cols == 0
+
+
+def _split_k(fn: ir.Value, mm: ir.Value, block_k: int, k: Optional[int]) -> tuple[ir.Value, Optional[ir.Value]]:
+    """Tile K by ``block_k`` (0: no K loop); a symbolic K (or one the block does not divide)
+    is peeled: the full blocks (static ``block_k`` after canonicalization: the packed copy
+    of B has a static shape) and the last, partial block (None when there is none)."""
+    if not block_k:
+        return mm, None
+    t = structured.TileUsingForOp(mm, sizes=[0, 0, block_k])
+    if k is not None and k % block_k == 0:
+        return t.tiled_linalg_op, None
+    p = loop.LoopPeelOp(any_op(), any_op(), t.loops[0])
+    full, partial = match(p.results[0], "linalg.matmul"), match(p.results[1], "linalg.matmul")
+    cleanup(fn)
+    return full, partial
 
 
 def _pack_b(fn: ir.Value, mm: ir.Value, block_k: int, cols: int) -> ir.Value:
@@ -145,7 +174,10 @@ def _pack_b(fn: ir.Value, mm: ir.Value, block_k: int, cols: int) -> ir.Value:
 
 def config_for(target: CpuTarget) -> MatmulConfig:
     """Register tiles sized for the SIMD registers: 6 rows x 4 vectors (24 accumulators)
-    with 32 registers (AVX-512, NEON), 6 x 2 (12) with 16 (AVX2, SSE)."""
+    with 32 registers (AVX-512, NEON), 6 x 2 (12) with 16 (AVX2, SSE); 4 rows of as many
+    vectors for small M (``small_max_m``; measured on AVX-512, one thread, M = 8 and 16:
+    0.5-1.2 of numpy against 0.75-1.8 with 6-row tiles; from M = 24 6 rows were faster or
+    even)."""
     per_row = 4 if target.registers >= 32 else 2
     cols = per_row * target.lanes
     # The GEMV schedule's N tile: two AVX-512 vectors (measured 8-10% faster than four at
@@ -204,17 +236,21 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
                 fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
                 row = structured.TileUsingForOp(fill, sizes=[1, 0]).tiled_linalg_op
                 structured.VectorizeOp(row, [1, panel_n])
-        if block_k:
+        if block_k and not pack:
             mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
         m_exact = m is not None and m % cfg.rows[0] == 0
         if pack:
-            for npart, cols in _cascade(fn, mm, 1, 3, (cfg.cols, 1), n_extent is not None and n_extent % cfg.cols == 0,
+            full, partial = _split_k(fn, mm, block_k, k)
+            for npart, cols in _cascade(fn, full, 1, 3, (cfg.cols, 1), n_extent is not None and n_extent % cfg.cols == 0,
                                         name):
                 for part, rows in _cascade(fn, npart, 0, 3, cfg.rows, m_exact, name):
                     if rows > 1 and cols > 1:
                         part = _pack_b(fn, part, block_k or k, cols)
                     t = structured.TileUsingForOp(part, sizes=[0, 0, 1])
                     _vectorize(t.tiled_linalg_op, [rows, cols, 1])
+            if partial is not None:  # the last, partial K block of a symbolic K: B read in place
+                for part, rows in _cascade(fn, partial, 0, 3, cfg.rows, m_exact, name):
+                    _micro(fn, part, rows, cols_for(rows), n_extent, 0, name)
         else:
             parts = _cascade(fn, mm, b, b + 3, cfg.rows, m_exact, name)
             cleanup(fn)

@@ -3,8 +3,8 @@
 A matmul kernel with a symbolic row count M (``linalg.matmul``, or the M of a
 ``linalg.batch_matmul``) is served best by different schedules at different M: the
 decode GEMV (M == 1) and a few rows want no register blocking along M (each row streams
-B once), while larger M wants 6-row register tiles, and large M (a B whose rows
-are 4 KB apart) a packed copy of B. Relax compiles one executable for
+B once), small M (up to 16) 4-row register tiles, larger M 6-row ones, and large M (a B
+whose rows are 4 KB apart, or a symbolic N) a packed copy of B. Relax compiles one executable for
 every shape, so the choice is made at run time: the pass clones the kernel into one
 variant per range of M, tags each with its range (``relax.range = {m_min, m_max}``,
 ``m_max`` absent when unbounded) for :func:`relax_mlir.schedules.select`, and turns the
@@ -53,12 +53,16 @@ DISPATCH_ATTR = "relax.range_dispatch"  # on the kernel that picks a variant
 KIND_ATTR = schedules.KIND_ATTR
 
 
-def variant_ranges(gemv_max: int, pack_min: Optional[int] = None) -> list[tuple[int, Optional[int]]]:
+def variant_ranges(gemv_max: int, pack_min: Optional[int] = None,
+                   small_max: Optional[int] = None) -> list[tuple[int, Optional[int]]]:
     """The M ranges ``(lo, hi)`` (inclusive, ``hi`` None: unbounded) that partition M >= 0;
-    ``pack_min``: the M from which the kernel's schedule packs B (a range of its own)."""
-    if pack_min is None or pack_min <= gemv_max + 1:
-        return [(0, gemv_max), (gemv_max + 1, None)]
-    return [(0, gemv_max), (gemv_max + 1, pack_min - 1), (pack_min, None)]
+    ``pack_min``: the M from which the kernel's schedule packs B (a range of its own);
+    ``small_max``: the largest M of the small-M register tiles (a range of its own)."""
+    cuts = [gemv_max]
+    for hi in (small_max, None if pack_min is None else pack_min - 1):
+        if hi is not None and hi > cuts[-1]:
+            cuts.append(hi)
+    return list(zip([0] + [c + 1 for c in cuts], cuts + [None]))
 
 
 def _m_operand(fn: ir.Operation) -> Optional[tuple[ir.BlockArgument, int]]:
@@ -163,7 +167,7 @@ def specialize_split(fn: ir.Operation, gemv_max: int) -> Optional[list[str]]:
     del lib.attributes[SPLIT_ATTR]
     lib.attributes[KIND_ATTR] = ir.StringAttr.get(OPAQUE)
     if _m_operand(fn) is not None and gemv_max > 0:
-        ranges = variant_ranges(gemv_max, schedules.pack_min_rows(fn))
+        ranges = variant_ranges(gemv_max, schedules.pack_min_rows(fn), schedules.small_max_rows(fn))
     else:
         ranges = [(0, None)]
     pieces = refine(ranges, library_ranges(split.generated))
@@ -228,4 +232,4 @@ def relax_specialize_ranges(module: ir.Operation, opts) -> None:
             if SPLIT_ATTR in fn.attributes and specialize_split(fn, gemv_max) is not None:
                 continue                          # gemv-max=0 too: the split is not a schedule choice
             if gemv_max > 0:
-                specialize(fn, variant_ranges(gemv_max, schedules.pack_min_rows(fn)))
+                specialize(fn, variant_ranges(gemv_max, schedules.pack_min_rows(fn), schedules.small_max_rows(fn)))

@@ -96,6 +96,10 @@ def _matmul_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]:
     if acc + cfg["cols"] // lanes + 1 > t.registers:
         return (f"{cfg['rows']} x {cfg['cols'] // lanes} accumulators + {cfg['cols'] // lanes} B vectors + 1 "
                 f"broadcast exceed {t.registers} registers")
+    small = cfg["small_rows"] * cfg["cols"] // lanes
+    if small + cfg["cols"] // lanes + 1 > t.registers:
+        return (f"{cfg['small_rows']} x {cfg['cols'] // lanes} accumulators of the small-M tile + "
+                f"{cfg['cols'] // lanes} B vectors + 1 broadcast exceed {t.registers} registers")
     if cfg["gemv_cols"] // lanes > t.registers:
         return f"a {cfg['gemv_cols']}-column GEMV tile needs more than {t.registers} accumulators"
     if cfg["panel_n"] % cfg["cols"] or cfg["panel_n"] % cfg["gemv_cols"] and cfg["gemv_cols"] < cfg["panel_n"]:
@@ -114,7 +118,9 @@ def matmul_space(t: CpuTarget) -> Space:
         Knob("block_k", (32, 64, 128, 256, 512), "K block"),
         # measured (K=512, N=2048, M = 128 and 512, one thread): 512 and 256 best, 128 3-8 % slower
         Knob("pack_block_k", (128, 256, 512, 1024),
-             "K block of the large-M variant that packs B (B's rows a multiple of 4 KB apart)"),
+             "K block of the large-M variant that packs B (B's rows a multiple of 4 KB apart, or N symbolic)"),
+        # measured (AVX-512, one thread, M = 8 and 16): 4 rows 0.5-1.2 of numpy, 6 rows 0.75-1.8
+        Knob("small_rows", (2, 3, 4, 5, 6, 8), "rows of the small-M variant's register tile (M <= small_max_m)"),
     ), _matmul_rule, t)
 
 
@@ -126,7 +132,7 @@ def matmul_config(cfg: Config, base=None):
     from ..schedules.matmul import MatmulConfig
     return dataclasses.replace(base or MatmulConfig(), rows=(cfg["rows"], 1), cols=cfg["cols"],
                                gemv_cols=cfg["gemv_cols"], panel_n=cfg["panel_n"], block_k=cfg["block_k"],
-                               pack_block_k=cfg["pack_block_k"])
+                               pack_block_k=cfg["pack_block_k"], small_rows=(cfg["small_rows"], 1))
 
 
 def matmul_default(t: CpuTarget) -> Config:
@@ -134,7 +140,7 @@ def matmul_default(t: CpuTarget) -> Config:
     from ..schedules.matmul import config_for
     c = config_for(t)
     return {"rows": c.rows[0], "cols": c.cols, "gemv_cols": c.gemv_cols, "panel_n": c.panel_n, "block_k": c.block_k,
-            "pack_block_k": c.pack_block_k}
+            "pack_block_k": c.pack_block_k, "small_rows": c.small_rows[0]}
 
 
 # -- elementwise --------------------------------------------------------------------

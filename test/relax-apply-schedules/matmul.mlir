@@ -97,8 +97,38 @@ func.func private @mm_not_packed(%a: tensor<?x2048xf32>, %b: tensor<2048x512xf32
   return %1 : tensor<?x512xf32>
 }
 
+// Large M with N and K symbolic: B is packed as well (its row stride is unknown at compile
+// time). K is split into full blocks of 512 (peeled: static 512 x 64 micro-panels, packed
+// as above) and the last, partial block, which reads B in place with the unpacked tiles
+// (6 x 64 and 1 x 256). The symbolic column remainder runs 1-column tiles.
+// CHECK-LABEL: func.func private @mm_dyn_packed
+// CHECK-SAME: relax.schedule = "matmul"
+// CHECK: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c512
+// CHECK: tensor.empty() : tensor<4x512x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
+// CHECK: vector.transfer_read %arg1[{{.*}}], %{{.*}} {in_bounds = [true, true]} : tensor<?x?xf32>, vector<8x64xf32>
+// CHECK: tensor.insert_slice {{.*}} [1, 512, 64] [1, 1, 1] : tensor<512x64xf32> into tensor<4x512x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x1xf32>)
+// CHECK: scf.for %[[KB:.*]] = %{{.*}} to %{{.*}} step %c512
+// CHECK-NOT: tensor.empty
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// CHECK: iter_args({{.*}}) -> (vector<1x256xf32>)
+// CHECK: return
+func.func private @mm_dyn_packed(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.range = {m_min = 128 : i64}} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%0 : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %1 : tensor<?x?xf32>
+}
+
 // Fully symbolic sizes: the column loop is peeled as well (64-wide tiles, then 1 column).
-// CHECK-LABEL: func.func private @mm_dyn
+// CHECK-LABEL: func.func private @mm_dyn(
 // CHECK-SAME: relax.schedule = "matmul"
 // CHECK: vector.fma {{.*}} : vector<64xf32>
 // CHECK: vector.fma {{.*}} : vector<1xf32>

@@ -5,12 +5,16 @@
 
 // A matmul with symbolic M becomes variants, tagged with their range of M, and a
 // dispatcher with the kernel's name and signature that reads M and calls one of them.
-// Here B's rows are 8 KB apart (N = 2048), so M >= 128 gets a third variant that packs B.
+// Small M (4..16) gets a variant of its own (4-row register tiles), and here B's rows are
+// 8 KB apart (N = 2048), so M >= 128 gets one that packs B.
 // CHECK-LABEL: func.func private @mm__m0_3(%arg0: tensor<?x512xf32>, %arg1: tensor<512x2048xf32>, %arg2: tensor<?x2048xf32>) -> tensor<?x2048xf32>
 // CHECK-SAME: relax.range = {m_max = 3 : i64, m_min = 0 : i64}
 // CHECK: linalg.matmul
-// CHECK-LABEL: func.func private @mm__m4_127(
-// CHECK-SAME: relax.range = {m_max = 127 : i64, m_min = 4 : i64}
+// CHECK-LABEL: func.func private @mm__m4_16(
+// CHECK-SAME: relax.range = {m_max = 16 : i64, m_min = 4 : i64}
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func private @mm__m17_127(
+// CHECK-SAME: relax.range = {m_max = 127 : i64, m_min = 17 : i64}
 // CHECK: linalg.matmul
 // CHECK-LABEL: func.func private @mm__m128(
 // CHECK-SAME: relax.range = {m_min = 128 : i64}
@@ -25,10 +29,16 @@
 // CHECK-NEXT: %[[G:.*]] = func.call @mm__m0_3(%arg0, %arg1, %arg2)
 // CHECK-NEXT: scf.yield %[[G]] : tensor<?x2048xf32>
 // CHECK-NEXT: } else {
+// CHECK-NEXT: %[[C16:.*]] = arith.constant 16 : index
+// CHECK-NEXT: %[[SMALL:.*]] = arith.cmpi ule, %[[M]], %[[C16]] : index
+// CHECK-NEXT: %[[R1:.*]] = scf.if %[[SMALL]] -> (tensor<?x2048xf32>) {
+// CHECK-NEXT: %[[S:.*]] = func.call @mm__m4_16(%arg0, %arg1, %arg2)
+// CHECK-NEXT: scf.yield %[[S]] : tensor<?x2048xf32>
+// CHECK-NEXT: } else {
 // CHECK-NEXT: %[[C127:.*]] = arith.constant 127 : index
 // CHECK-NEXT: %[[MID:.*]] = arith.cmpi ule, %[[M]], %[[C127]] : index
 // CHECK-NEXT: %[[R2:.*]] = scf.if %[[MID]] -> (tensor<?x2048xf32>) {
-// CHECK-NEXT: %[[T:.*]] = func.call @mm__m4_127(%arg0, %arg1, %arg2)
+// CHECK-NEXT: %[[T:.*]] = func.call @mm__m17_127(%arg0, %arg1, %arg2)
 // CHECK-NEXT: scf.yield %[[T]] : tensor<?x2048xf32>
 // CHECK-NEXT: } else {
 // CHECK-NEXT: %[[P:.*]] = func.call @mm__m128(%arg0, %arg1, %arg2)
@@ -36,13 +46,16 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: scf.yield %[[R2]] : tensor<?x2048xf32>
 // CHECK-NEXT: }
+// CHECK-NEXT: scf.yield %[[R1]] : tensor<?x2048xf32>
+// CHECK-NEXT: }
 // CHECK-NEXT: return %[[R]] : tensor<?x2048xf32>
 // CHECK-NOT: linalg.matmul
 
 // Each variant gets the schedule of its range: the few-rows one streams 8 rows of B per
-// step (8 chained FMAs onto 32 columns, no M blocking), the middle one the 6-row register
-// tiles, the large-M one the same tiles on a packed copy of B (64-column micro-panels of
-// all 512 rows); the dispatcher itself is not scheduled.
+// step (8 chained FMAs onto 32 columns, no M blocking), the small-M one 4-row register
+// tiles (M = 16: four full tiles; 6-row ones left 4 rows to 1-row tiles), the middle one
+// the 6-row register tiles, the large-M one the same tiles on a packed copy of B (64-column
+// micro-panels of all 512 rows); the dispatcher itself is not scheduled.
 // SCHED-LABEL: func.func private @mm__m0_3
 // SCHED-SAME: relax.schedule = "gemv"
 // SCHED: scf.for %{{.*}} = %c0 to %c512 step %c8
@@ -50,7 +63,15 @@
 // SCHED: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
 // SCHED: vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
 // SCHED-COUNT-8: vector.fma {{.*}} : vector<32xf32>
-// SCHED-LABEL: func.func private @mm__m4_127
+// SCHED-LABEL: func.func private @mm__m4_16
+// SCHED-SAME: relax.schedule = "matmul"
+// SCHED-NOT: tensor<4x512x64xf32>
+// SCHED: scf.for %{{.*}} = %c0 to %{{.*}} step %c4
+// SCHED: iter_args({{.*}}) -> (vector<4x64xf32>)
+// SCHED-COUNT-4: vector.fma {{.*}} : vector<64xf32>
+// SCHED-NOT: vector<6x64xf32>
+// SCHED: iter_args({{.*}}) -> (vector<1x256xf32>)
+// SCHED-LABEL: func.func private @mm__m17_127
 // SCHED-SAME: relax.schedule = "matmul"
 // SCHED-NOT: tensor<4x512x64xf32>
 // SCHED: iter_args({{.*}}) -> (vector<6x64xf32>)
@@ -88,7 +109,7 @@ func.func private @mm_static(%a: tensor<1x512xf32>, %b: tensor<512x2048xf32>, %c
   return %1 : tensor<1x2048xf32>
 }
 
-// A batched product: M is the second dim of A.
+// A batched product: M is the second dim of A (no small-M variant: unmeasured).
 // CHECK-LABEL: func.func private @bmm__m0_3(
 // CHECK-LABEL: func.func private @bmm__m4(
 // CHECK-LABEL: func.func private @bmm(

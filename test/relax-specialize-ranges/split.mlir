@@ -11,8 +11,11 @@
 // CHECK-SAME: relax.library_variant = {callee = "relax_blas_matmul_22_f32", generated_m = {{\[\[}}4, 64]], library = "relax_blas"}
 // CHECK-SAME: relax.range = {m_min = 0 : i64}
 // CHECK: linalg.matmul
-// CHECK-LABEL: func.func private @mm__m4_127(
-// CHECK-SAME: relax.range = {m_max = 127 : i64, m_min = 4 : i64}
+// CHECK-LABEL: func.func private @mm__m4_16(
+// CHECK-SAME: relax.range = {m_max = 16 : i64, m_min = 4 : i64}
+// CHECK-NOT: relax.dispatch_split
+// CHECK-LABEL: func.func private @mm__m17_127(
+// CHECK-SAME: relax.range = {m_max = 127 : i64, m_min = 17 : i64}
 // CHECK-NOT: relax.dispatch_split
 // CHECK-NOT: func.func private @mm__m0_3
 // CHECK-LABEL: func.func private @mm(
@@ -24,10 +27,15 @@
 // CHECK-NEXT: scf.if %[[FEW]] -> (tensor<?x2048xf32>) {
 // CHECK-NEXT: func.call @mm__lib(%arg0, %arg1, %arg2)
 // CHECK: } else {
+// CHECK-NEXT: %[[C16:.*]] = arith.constant 16 : index
+// CHECK-NEXT: %[[SMALL:.*]] = arith.cmpi ule, %[[M]], %[[C16]] : index
+// CHECK-NEXT: scf.if %[[SMALL]] -> (tensor<?x2048xf32>) {
+// CHECK-NEXT: func.call @mm__m4_16(%arg0, %arg1, %arg2)
+// CHECK: } else {
 // CHECK-NEXT: %[[C64:.*]] = arith.constant 64 : index
 // CHECK-NEXT: %[[MID:.*]] = arith.cmpi ule, %[[M]], %[[C64]] : index
 // CHECK-NEXT: scf.if %[[MID]] -> (tensor<?x2048xf32>) {
-// CHECK-NEXT: func.call @mm__m4_127(%arg0, %arg1, %arg2)
+// CHECK-NEXT: func.call @mm__m17_127(%arg0, %arg1, %arg2)
 // CHECK: } else {
 // CHECK-NEXT: func.call @mm__lib(%arg0, %arg1, %arg2)
 

@@ -21,7 +21,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import sys
 import time
 
@@ -34,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import relax_mlir  # noqa: E402
 from relax_mlir.schedules.target import host_target  # noqa: E402
+from relax_mlir.transforms.dispatch_split import cpu_model  # noqa: E402
 
 MS = (1, 2, 3, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024)
 CLASSES = ((512, 2048), (2048, 512), (512, 512))
@@ -72,17 +72,6 @@ def ranges(wins: list[tuple[int, bool]]) -> list[list[int]]:
     return out
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=15)
@@ -109,7 +98,7 @@ def main() -> int:
                   f"  load {os.getloadavg()[0]:.1f}", flush=True)
         classes.append({"k": k, "n": n, "generated_m": ranges(wins), "ms_generated_blas": rows})
     t = host_target()
-    table = {"machine": _cpu_model(), "isa": t.isa, "vector_bits": t.vector_bits, "blas": blas.metadata.get("blas"), "threads": 1,
+    table = {"machine": cpu_model(), "isa": t.isa, "vector_bits": t.vector_bits, "blas": blas.metadata.get("blas"), "threads": 1,
              "date": datetime.date.today().isoformat(), "load": [round(load0, 1), round(os.getloadavg()[0], 1)],
              "command": "bench/calibrate_dispatch.py " + " ".join(sys.argv[1:]), "classes": classes}
     text = json.dumps(table, indent=1)

@@ -167,12 +167,35 @@ def fuse_function(f: ir.Operation, kernels: dict[str, ir.Operation], max_size: i
     return [ms for ms in sorted(groups.values(), key=lambda ms: g.index[ms[0]]) if len(ms) > 1]
 
 
-def rematerialize_scalars(f: ir.Operation) -> None:
+def _callee_kind(op: ir.Operation, kernels: dict[str, ir.Operation]) -> int:
+    fn = kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+    return kernel_kind(fn) if fn is not None else OPAQUE
+
+
+def _feeds_reduction(op: ir.Operation, kernels: dict[str, ir.Operation], depth: int = 4) -> bool:
+    """``op`` is a reduction's call_tir, or an elementwise/broadcast one whose results reach
+    one within ``depth`` call_tir steps (the chain phase 1 fuses into it)."""
+    kind = _callee_kind(op, kernels)
+    if kind == REDUCTION:
+        return True
+    if kind > BROADCAST or depth == 0:
+        return False
+    for r in op.results:
+        for use in r.uses:
+            u = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+            if u.name == "relax.call_tir" and u.parent == op.parent and _feeds_reduction(u, kernels, depth - 1):
+                return True
+    return False
+
+
+def rematerialize_scalars(f: ir.Operation, kernels: dict[str, ir.Operation]) -> None:
     """A call_tir without operands producing a 0-d tensor (a scalar fill: an importer's
-    constant, shared by every layer after CSE) gets one copy per call_tir user, placed
-    before that user: each consumer's group then takes its own copy, where a shared one
-    joins the first consumer's group and stays an extra output of it (a multi-output
-    kernel, which no schedule takes)."""
+    constant, shared by every layer after CSE) gets a copy of its own for each user that is
+    a reduction (softmax, norms) or an elementwise prologue of one, placed before that
+    user: the reduction's group
+    then takes its own copy, where a shared one joins the first consumer's group and stays
+    an extra output of it (a multi-output kernel, which no row schedule takes). Other users
+    share it (a copy per elementwise user only multiplies the host code's allocations)."""
     for op in body_ops(f):
         if op.name != "relax.call_tir" or len(op.operands) or len(op.results) != 1:
             continue
@@ -184,6 +207,10 @@ def rematerialize_scalars(f: ir.Operation) -> None:
             u = use.owner.operation if hasattr(use.owner, "operation") else use.owner
             if u.name == "relax.call_tir" and u.parent == op.parent:
                 users.append((u, use.operand_number))
+        reducing = [(u, n) for u, n in users if u != users[0][0] and _feeds_reduction(u, kernels)]
+        if len(users) < 2 or not reducing:
+            continue
+        users = [users[0]] + reducing
         clones: list[tuple[ir.Operation, ir.Operation]] = []   # (user, its copy)
         for u, n in users:
             if u == users[0][0]:
@@ -206,7 +233,7 @@ def relax_fuse_ops(module: ir.Operation, opts) -> None:
     kernels = functions_by_name(module)
     n = 0
     for f in graph_functions(module):
-        rematerialize_scalars(f)
+        rematerialize_scalars(f, kernels)
         for op in body_ops(f):
             if GROUP_ATTR in op.attributes:
                 del op.attributes[GROUP_ATTR]

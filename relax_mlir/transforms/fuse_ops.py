@@ -207,14 +207,15 @@ def rematerialize_scalars(f: ir.Operation, kernels: dict[str, ir.Operation]) -> 
             u = use.owner.operation if hasattr(use.owner, "operation") else use.owner
             if u.name == "relax.call_tir" and u.parent == op.parent:
                 users.append((u, use.operand_number))
-        reducing = [(u, n) for u, n in users if u != users[0][0] and _feeds_reduction(u, kernels)]
+        reducing = [(u, n) for u, n in users if _feeds_reduction(u, kernels)]
         if len(users) < 2 or not reducing:
             continue
-        users = [users[0]] + reducing
+        # the other users keep the original; when every user is a reduction's, one of them
+        keep = reducing[0][0] if len(reducing) == len(users) else None
         clones: list[tuple[ir.Operation, ir.Operation]] = []   # (user, its copy)
-        for u, n in users:
-            if u == users[0][0]:
-                continue                     # the first user keeps the original
+        for u, n in reducing:
+            if keep is not None and u == keep:
+                continue
             clone = next((c for w, c in clones if w == u), None)
             if clone is None:
                 clone = op.clone(ip=ir.InsertionPoint(u))

@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import relax_mlir  # noqa: E402
 from relax_mlir.frontend import models  # noqa: E402
+from calibrate_dispatch import interleaved_best_ms as best_cpu_ms  # noqa: E402
 
 POLICIES = ("flops", "measured")
 
@@ -41,19 +42,6 @@ def with_policy(policy: str, build):
             del os.environ["RELAX_MLIR_DISPATCH_POLICY"]
         else:
             os.environ["RELAX_MLIR_DISPATCH_POLICY"] = old
-
-
-def best_cpu_ms(fns, rounds: int, inner: int) -> list[float]:
-    for f in fns:
-        f()
-    best = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for i, f in enumerate(fns):
-            t0 = time.process_time()
-            for _ in range(inner):
-                f()
-            best[i] = min(best[i], (time.process_time() - t0) / inner)
-    return [b * 1e3 for b in best]
 
 
 def main() -> int:

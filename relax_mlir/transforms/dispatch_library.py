@@ -99,17 +99,23 @@ def match_chain(root: ir.Operation, p: DispatchPattern) -> Optional[Match]:
     return m if p.predicate(m) else None
 
 
+def _producer(v: ir.Value, name: str, user: ir.Operation) -> Optional[ir.Operation]:
+    """The op named ``name`` defining ``v`` when ``user`` (same block) is its only user."""
+    if isinstance(v.owner, ir.Block):
+        return None
+    op = v.owner.operation if hasattr(v.owner, "operation") else v.owner
+    if op.name != name or op.parent != user.parent:
+        return None
+    only = _single_user(op)
+    return op if only is not None and only == user else None
+
+
 def transposed_operand(root: ir.Operation) -> Optional[ir.Operation]:
     """The ``relax.permute_dims`` producing the root's operand #1 when it swaps exactly the
     last two axes and the root is its only user (same block); else None."""
     v = root.operands[1]
-    if isinstance(v.owner, ir.Block):   # a block argument
-        return None
-    perm = v.owner.operation if hasattr(v.owner, "operation") else v.owner
-    if perm.name != "relax.permute_dims" or perm.parent != root.parent:
-        return None
-    user = _single_user(perm)
-    if user is None or user != root or sum(1 for o in root.operands if o == v) != 1:
+    perm = _producer(v, "relax.permute_dims", root)
+    if perm is None or sum(1 for o in root.operands if o == v) != 1:
         return None
     try:
         axes = read_attrs(relax_opdef(perm), perm).get("axes")
@@ -121,17 +127,6 @@ def transposed_operand(root: ir.Operation) -> Optional[ir.Operation]:
     want = list(range(rank - 2)) + [rank - 1, rank - 2]
     axes = list(range(rank))[::-1] if axes is None else [a + rank if a < 0 else a for a in axes]
     return perm if axes == want else None
-
-
-def _producer(v: ir.Value, name: str, user: ir.Operation) -> Optional[ir.Operation]:
-    """The op named ``name`` defining ``v`` when ``user`` (same block) is its only user."""
-    if isinstance(v.owner, ir.Block):
-        return None
-    op = v.owner.operation if hasattr(v.owner, "operation") else v.owner
-    if op.name != name or op.parent != user.parent:
-        return None
-    only = _single_user(op)
-    return op if only is not None and only == user else None
 
 
 def head_view(v: ir.Value, user: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation]]]:

@@ -50,11 +50,7 @@ class _Graph:
         self.index = {o: i for i, o in enumerate(self.ops)}
         self.kind: list[int] = []
         for o in self.ops:
-            if o.name == "relax.call_tir":
-                fn = kernels.get(ir.FlatSymbolRefAttr(o.attributes["callee"]).value)
-                self.kind.append(kernel_kind(fn) if fn is not None else OPAQUE)
-            else:
-                self.kind.append(OPAQUE)
+            self.kind.append(_callee_kind(o, kernels) if o.name == "relax.call_tir" else OPAQUE)
         block = entry_block(f)
         self.users: list[list[int]] = [[] for _ in self.ops]
         self.producers: list[list[int]] = [[] for _ in self.ops]

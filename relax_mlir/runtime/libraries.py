@@ -248,16 +248,16 @@ _MKL_SHIM_FLAGS = ["-DRELAX_BLAS_MKL", "-fopenmp"]
 
 def blas_shim_command(src: str, out: str, provider: str = "openblas") -> list[str]:
     """The command building the JIT's shim library ``out`` from ``src`` for ``provider``."""
-    base = c_compiler() + ["-O3", "-shared", "-fPIC", "-std=c11", "-o", out, src]
+    base = c_compiler() + ["-O3", "-fopenmp-simd", "-shared", "-fPIC", "-std=c11", "-o", out, src]
     if provider == "mkl":
         lib, _ = _mkl_rt()
         # By path (the wheel ships only libmkl_rt.so.N, no unversioned link); the soname
         # is recorded, the rpath finds it.
-        return base + _MKL_SHIM_FLAGS + [lib, f"-Wl,-rpath,{os.path.dirname(lib)}", "-ldl", "-lpthread"]
+        return base + _MKL_SHIM_FLAGS + [lib, f"-Wl,-rpath,{os.path.dirname(lib)}", "-ldl", "-lpthread", "-lm"]
     import scipy_openblas32 as ob
 
     lib_dir = ob.get_lib_dir()
-    return base + [f"-L{lib_dir}", f"-l{ob.get_library()}", f"-Wl,-rpath,{lib_dir}", "-ldl", "-lpthread"]
+    return base + [f"-L{lib_dir}", f"-l{ob.get_library()}", f"-Wl,-rpath,{lib_dir}", "-ldl", "-lpthread", "-lm"]
 
 
 def _cached_build(kind: str, provider: str, cmd_of: Callable[[str, str], list[str]], suffix: str) -> str:
@@ -304,7 +304,7 @@ def build_blas_shim(provider: Optional[str] = None) -> list[str]:
 def blas_shim_object(provider: str) -> str:
     """The shim as a position-independent object for ``provider``, linked into exported models."""
     define = _MKL_SHIM_FLAGS if provider == "mkl" else []
-    return _cached_build("object", provider, lambda src, o: c_compiler() + ["-O3", "-c", "-fPIC", "-std=c11",
+    return _cached_build("object", provider, lambda src, o: c_compiler() + ["-O3", "-fopenmp-simd", "-c", "-fPIC", "-std=c11",
                                                                             *define, "-o", o, src], ".o")
 
 
@@ -324,10 +324,10 @@ def blas_link_args(provider: str) -> list[str]:
     """Linker arguments making the BLAS a dependency of an exported model by soname only:
     no path and no rpath into this machine's venv (:func:`load_blas` provides it at load)."""
     if provider == "mkl":
-        return [_mkl_rt()[0], "-fopenmp", "-ldl", "-lpthread"]
+        return [_mkl_rt()[0], "-fopenmp", "-ldl", "-lpthread", "-lm"]
     import scipy_openblas32 as ob
 
-    return [f"-L{ob.get_lib_dir()}", f"-l{ob.get_library()}", "-ldl", "-lpthread"]
+    return [f"-L{ob.get_lib_dir()}", f"-l{ob.get_library()}", "-ldl", "-lpthread", "-lm"]
 
 
 def is_shim(path: str) -> bool:

@@ -1,6 +1,10 @@
 """relax-dispatch-library: offload graph-level subgraphs to a library (BLAS) before legalization.
 
-Each chain of relax ops matching a pattern of :mod:`.dispatch_patterns` (by default
+First, each scaled-dot-product attention chain as the torch importer writes it (matmul of q
+and k^T, scale, mask bias, clamp, softmax, matmul with v, live-row mask, head merge) becomes
+one ``relax_blas_attention_h<q><k><v><o>_<t>`` call that never writes the scores to memory
+(:mod:`.dispatch_attention`; option ``attention``). Then each chain of relax ops matching a
+pattern of :mod:`.dispatch_patterns` (by default
 ``relax.matmul`` and ``relax.matmul`` + bias ``relax.add`` on f32/f64, 2-D, batched 3-D
 with equal or broadcast batch, 3-D x 2-D, 2-D x 3-D) becomes one
 ``relax.call_dps_library`` of the pattern's symbol with the chain's result type::
@@ -55,6 +59,7 @@ from ..dialects._core import create
 from ..ops.registry import RelaxError, read_attrs
 from ..runtime.libraries import request
 from ..shapes import Dim, Truth, is_tensor, prove_equal, read_tensor_type
+from .dispatch_attention import dispatch_attention
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
 from .dispatch_split import NOTE_ATTR, Split, cpu_model, decide, mark, nearest_class, select_table, tables_of
 from .graph import body_ops, graph_functions, relax_opdef, upper_bounds
@@ -218,9 +223,16 @@ def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[b
                                "and BLAS-wins sizes is decided per call (relax.dispatch_split); "
                                "false: at compile time (BLAS)"),
                         Option("patterns", str, "",
-                               "comma-separated pattern names to use (default: all registered)")])
+                               "comma-separated pattern names to use (default: all registered, and "
+                               "'attention')"),
+                        Option("attention", bool, True,
+                               "fuse scaled-dot-product attention chains into one library call "
+                               "(relax_blas_attention: the scores never reach memory); "
+                               "$RELAX_MLIR_DISPATCH_ATTENTION=0 turns it off")])
 def dispatch_library(module: ir.Operation, opts) -> None:
     only = {s.strip() for s in opts.patterns.split(",") if s.strip()}
+    attention = (opts.attention and (not only or "attention" in only)
+                 and os.environ.get("RELAX_MLIR_DISPATCH_ATTENTION", "1") != "0")
     patterns = [p for p in ordered_patterns() if not only or p.name in only]
     policy = opts.policy or os.environ.get("RELAX_MLIR_DISPATCH_POLICY", "") or "flops"
     if policy not in ("flops", "measured"):
@@ -240,6 +252,9 @@ def dispatch_library(module: ir.Operation, opts) -> None:
             module.attributes[NOTE_ATTR] = ir.StringAttr.get(f"{Path(path).name}: {note}")
     for f in graph_functions(module):
         bounds = upper_bounds(f)
+        if attention and dispatch_attention(
+                f, body_ops(f), head_view, lambda flops: worth_it(flops, bounds, opts.min_flops)):
+            request(module, "relax_blas")
         ops = body_ops(f)
         dead: set[int] = set()
         for i, op in enumerate(ops):

@@ -1,0 +1,388 @@
+"""Fused attention for relax-dispatch-library: the imported scaled-dot-product attention
+chain becomes ONE library call that never writes the (L, S) scores to memory.
+
+The torch importer (``_sdpa`` in relax_mlir/frontend/torch/aten.py) writes attention as
+
+    s = matmul(q3, permute_dims(k3, [0, 2, 1]))   q3 (nb, L, E), k3 (nb, S, E)
+    s = multiply(s, scale)                        scale: 0-d relax.full       (optional)
+    s = add(s, bias)                              bias (nb|1, L|1, S|1)         (optional)
+    s = maximum(s, lo)                            lo: 0-d relax.full           (optional)
+    p = softmax(s, axis=-1)
+    o = matmul(p, v3)                             v3 (nb, S, Ev)
+    o = multiply(o, live)                         live (nb|1, L|1, 1)           (optional)
+    [reshape (B, H, L, Ev), permute_dims [0, 2, 1, 3], reshape (B, L, H*Ev)]  (the head merge)
+
+each op the single user of the previous one. :func:`dispatch_attention` replaces the chain
+with ``relax.call_dps_library`` of ``relax_blas_attention_h<q><k><v><o>_<t>`` (see
+relax_mlir/runtime/blas_shim.c) on ``(q, k, v, scale (H,), bias, lo, live)``:
+
+* q, k and v are passed as attention head views where they are the head split of a
+  projection (``head_view`` of relax-dispatch-library: flag 1, no copy of the heads), and
+  the output is written straight into the merged (B, L, H*Ev) tensor when the head merge
+  follows (flag 1 for o: the merge's copy disappears too);
+* a bias or live mask that the importer broadcast per head -- ``reshape(broadcast_to(W,
+  (B, H, L, S)), (B*H, L, S))``, optionally behind the ``max(expand_dims(., 3), [-1])`` that
+  keeps it a kernel of its own -- is passed as W reshaped to (B, L, S) (its batch rows only,
+  computed once per call and shared by every layer), so no per-head copy of the mask is
+  materialized; the per-head chain is erased when nothing else reads it;
+* missing parts become neutral operands: scale 1, bias 0 (1, 1, 1), lo -inf, live 1.
+
+The chain's products are the library's to decide at run time; the match follows the pass's
+``min-flops`` rule on nb*L*S*(E + Ev).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from mlir import ir
+
+from ..dialects._core import create
+from ..ops.registry import RelaxError, read_attrs
+from ..shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, is_tensor, prove_equal, read_tensor_type, tensor_type
+from .graph import relax_opdef
+
+SYMBOL = "relax_blas_attention_h{flags}_{dtype}"
+
+
+def _def(v: ir.Value) -> Optional[ir.Operation]:
+    if isinstance(v.owner, ir.Block):
+        return None
+    return v.owner.operation if hasattr(v.owner, "operation") else v.owner
+
+
+def _attrs(op: ir.Operation) -> Optional[dict]:
+    try:
+        return read_attrs(relax_opdef(op), op)
+    except (RelaxError, ValueError):
+        return None
+
+
+def _sig(v: ir.Value) -> Optional[TensorSig]:
+    try:
+        return read_tensor_type(v.type) if is_tensor(v.type) else None
+    except (RelaxError, ValueError):
+        return None
+
+
+def _eq(a, b) -> bool:
+    return a is not UNKNOWN and b is not UNKNOWN and prove_equal(a, b) is Truth.TRUE
+
+
+def _scalar_fill(v: ir.Value) -> Optional[float]:
+    """The value of a 0-d ``relax.full``, else None."""
+    op = _def(v)
+    if op is None or op.name != "relax.full":
+        return None
+    sig, a = _sig(v), _attrs(op)
+    return float(a["value"]) if sig is not None and sig.rank == 0 and a is not None else None
+
+
+def _single_user(v: ir.Value, block_op: ir.Operation) -> Optional[ir.Operation]:
+    uses = list(v.uses)
+    if len(uses) != 1:
+        return None
+    owner = uses[0].owner
+    owner = owner.operation if hasattr(owner, "operation") else owner
+    return owner if owner.parent == block_op.parent else None
+
+
+def _other(op: ir.Operation, chained: ir.Value) -> Optional[ir.Value]:
+    """The operand of a binary ``op`` that is not ``chained`` (None when both are)."""
+    ops = list(op.operands)
+    if len(ops) != 2 or (ops[0] == chained) == (ops[1] == chained):
+        return None
+    return ops[1] if ops[0] == chained else ops[0]
+
+
+@dataclass
+class AttentionMatch:
+    ops: list[ir.Operation]                 # the chain, root first (erased)
+    q: ir.Value
+    k: ir.Value
+    v: ir.Value
+    flags: list[bool]                       # q, k, v, o passed as head views
+    heads: Optional[int]                    # H where known (head views, merge, masks)
+    scale: float
+    bias: Optional[ir.Value]
+    lo: Optional[ir.Value]
+    live: Optional[ir.Value]
+    result: ir.Value                        # the value the call replaces
+    erase_views: list[ir.Operation] = field(default_factory=list)
+    nb: Dim = None
+    L: Dim = None
+    S: Dim = None
+    E: Dim = None
+    Ev: Dim = None
+    dtype: str = "f32"
+    scale_src: Optional[ir.Value] = None    # the 0-d fill the scores were multiplied by
+
+    @property
+    def symbol(self) -> str:
+        return SYMBOL.format(flags="".join("1" if f else "0" for f in self.flags), dtype=self.dtype)
+
+    def flops(self) -> Dim:
+        return self.nb * self.L * self.S * (self.E + self.Ev)
+
+
+def merge_view(v: ir.Value, user_of: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation], int]]:
+    """The head merge ``reshape(permute_dims(reshape(o, [B, H, L, Ev]), [0, 2, 1, 3]),
+    [B, L, H*Ev])`` of ``v`` (nb, L, Ev) when each op is the single user of the one before:
+    (the merged value, the three ops, H)."""
+    r1 = _single_user(v, user_of)
+    if r1 is None or r1.name != "relax.reshape":
+        return None
+    perm = _single_user(r1.results[0], r1)
+    if perm is None or perm.name != "relax.permute_dims":
+        return None
+    r2 = _single_user(perm.results[0], perm)
+    if r2 is None or r2.name != "relax.reshape":
+        return None
+    a = _attrs(perm)
+    s3, s4, out = _sig(v), _sig(r1.results[0]), _sig(r2.results[0])
+    if a is None or a.get("axes") is None or [x % 4 for x in a["axes"]] != [0, 2, 1, 3]:
+        return None
+    if s3 is None or s4 is None or out is None or s3.rank != 3 or s4.rank != 4 or out.rank != 3:
+        return None
+    b, h, l, ev = s4.shape
+    if not (h.is_static and ev.is_static):
+        return None
+    if not all(_eq(x, y) for x, y in ((b * h, s3.shape[0]), (l, s3.shape[1]), (ev, s3.shape[2]),
+                                      (b, out.shape[0]), (l, out.shape[1]), (h * ev, out.shape[2]))):
+        return None
+    return r2.results[0], [r1, perm, r2], h.value
+
+
+def mask_source(v: ir.Value) -> Optional[tuple[ir.Value, list[ir.Operation], int]]:
+    """A per-head broadcast of a per-row mask: ``v`` (B*H, X, Y) computed as
+    ``reshape(broadcast_to(W, (B, H, X, Y)), (B*H, X, Y))`` -- possibly behind
+    ``max(expand_dims(., 3), axes=[-1])`` -- with W (B, 1, X, Y): (W, the ops from v back, H)."""
+    ops = []
+    op = _def(v)
+    if op is not None and op.name == "relax.max":
+        a, ex = _attrs(op), _def(op.operands[0])
+        if (a is None or a.get("axes") is None or [x % 4 for x in a["axes"]] != [3] or a.get("keepdims")
+                or ex is None or ex.name != "relax.expand_dims"):
+            return None
+        xs = _sig(ex.results[0])
+        if xs is None or xs.rank != 4 or not _eq(xs.shape[3], 1):
+            return None
+        ops += [op, ex]
+        op = _def(ex.operands[0])
+    if op is None or op.name != "relax.reshape":
+        return None
+    bc = _def(op.operands[0])
+    if bc is None or bc.name != "relax.broadcast_to":
+        return None
+    ops += [op, bc]
+    w = bc.operands[0]
+    ws, bs, vs = _sig(w), _sig(bc.results[0]), _sig(op.results[0])
+    if ws is None or bs is None or vs is None or ws.rank != 4 or bs.rank != 4 or vs.rank != 3:
+        return None
+    b, h, x, y = bs.shape
+    if not h.is_static or not _eq(ws.shape[1], 1) or not _eq(ws.shape[0], b):
+        return None
+    if not all(_eq(p, q) for p, q in ((ws.shape[2], x), (ws.shape[3], y), (b * h, vs.shape[0]),
+                                      (x, vs.shape[1]), (y, vs.shape[2]))):
+        return None
+    return w, ops, h.value
+
+
+def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
+    """The chain of the module docstring at ``root`` (a ``relax.matmul``), or None.
+    ``head_view``: relax-dispatch-library's head-split recognizer."""
+    if root.name != "relax.matmul" or len(root.operands) != 2:
+        return None
+    q3, kt = root.operands[0], root.operands[1]
+    perm = _def(kt)
+    if perm is None or perm.name != "relax.permute_dims" or _single_user(kt, root) != root or q3 == kt:
+        return None
+    pa = _attrs(perm)
+    if pa is None or pa.get("axes") is None or [x % 3 for x in pa["axes"]] != [0, 2, 1]:
+        return None
+    k3 = perm.operands[0]
+    qs, ks, ss = _sig(q3), _sig(k3), _sig(root.results[0])
+    ra = _attrs(root)
+    if qs is None or ks is None or ss is None or ra is None or ra.get("out_dtype") not in (None, qs.dtype):
+        return None
+    if not (qs.rank == ks.rank == ss.rank == 3 and qs.dtype == ks.dtype == ss.dtype and qs.dtype in ("f32", "f64")):
+        return None
+    nb, L, E = qs.shape
+    S = ks.shape[1]
+    if not (_eq(ks.shape[0], nb) and _eq(ks.shape[2], E) and _eq(ss.shape[0], nb) and _eq(ss.shape[1], L)
+            and _eq(ss.shape[2], S)):
+        return None
+    ops, x = [root], root
+    scale, bias, lo, live, scale_src = 1.0, None, None, None, None
+    nxt = _single_user(x.results[0], x)
+    if nxt is not None and nxt.name == "relax.multiply":
+        c = _other(nxt, x.results[0])
+        scale = _scalar_fill(c) if c is not None else None
+        if scale is None:
+            return None
+        scale_src = c
+        ops.append(nxt)
+        x, nxt = nxt, _single_user(nxt.results[0], nxt)
+    if nxt is not None and nxt.name == "relax.add":
+        bias = _other(nxt, x.results[0])
+        bs = _sig(bias) if bias is not None else None
+        if bs is None or bs.rank != 3 or bs.dtype != qs.dtype or not all(
+                _eq(d, w) or _eq(d, 1) for d, w in zip(bs.shape, (nb, L, S))):
+            return None
+        ops.append(nxt)
+        x, nxt = nxt, _single_user(nxt.results[0], nxt)
+    if nxt is not None and nxt.name == "relax.maximum":
+        lo = _other(nxt, x.results[0])
+        if lo is None or _scalar_fill(lo) is None:
+            return None
+        ops.append(nxt)
+        x, nxt = nxt, _single_user(nxt.results[0], nxt)
+    if nxt is None or nxt.name != "relax.softmax":
+        return None
+    sa = _attrs(nxt)
+    if sa is None or sa.get("axis") not in (-1, 2):
+        return None
+    ops.append(nxt)
+    x, mm = nxt, _single_user(nxt.results[0], nxt)
+    if mm is None or mm.name != "relax.matmul" or mm.operands[0] != x.results[0] or mm.operands[1] == x.results[0]:
+        return None
+    ma = _attrs(mm)
+    v3 = mm.operands[1]
+    vs, os_ = _sig(v3), _sig(mm.results[0])
+    if ma is None or ma.get("out_dtype") not in (None, qs.dtype) or vs is None or os_ is None:
+        return None
+    if not (vs.rank == os_.rank == 3 and vs.dtype == os_.dtype == qs.dtype):
+        return None
+    Ev = vs.shape[2]
+    if not (_eq(vs.shape[0], nb) and _eq(vs.shape[1], S) and _eq(os_.shape[0], nb) and _eq(os_.shape[1], L)
+            and _eq(os_.shape[2], Ev)):
+        return None
+    ops.append(mm)
+    x, nxt = mm, _single_user(mm.results[0], mm)
+    if nxt is not None and nxt.name == "relax.multiply":
+        cand = _other(nxt, x.results[0])
+        ls = _sig(cand) if cand is not None else None
+        rs = _sig(nxt.results[0])
+        if (ls is not None and ls.rank == 3 and ls.dtype == qs.dtype and rs is not None and rs.rank == 3
+                and _eq(ls.shape[2], 1) and all(_eq(d, w) or _eq(d, 1) for d, w in zip(ls.shape[:2], (nb, L)))):
+            live = cand
+            ops.append(nxt)
+            x = nxt
+    result = x.results[0]
+    heads: set[int] = set()
+    views = [head_view(q3, root), head_view(k3, perm), head_view(v3, mm)]
+    flags = [w is not None for w in views]
+    erase_views: list[ir.Operation] = [perm]
+    operands = []
+    for w, val in zip(views, (q3, k3, v3)):
+        if w is None:
+            operands.append(val)
+            continue
+        operands.append(w[0])
+        erase_views += w[1]
+        heads.add(_sig(w[1][2].results[0]).shape[2].value)   # reshape (B, S, H, D)
+    merged = merge_view(result, x)
+    if merged is not None:
+        result = merged[0]
+        ops += merged[1]
+        heads.add(merged[2])
+    flags.append(merged is not None)
+    if len(heads) > 1:
+        return None
+    m = AttentionMatch(ops, operands[0], operands[1], operands[2], flags, next(iter(heads), None), scale, bias,
+                       lo, live, result, erase_views, nb, L, S, E, Ev, qs.dtype, scale_src)
+    if any(flags) and m.heads is None:
+        return None
+    return m
+
+
+class _Operands:
+    """The call's extra operands, created once per function before their first use."""
+
+    def __init__(self):
+        self.memo: dict = {}
+
+    def get(self, key, build):
+        if key not in self.memo:
+            self.memo[key] = build()
+        return self.memo[key]
+
+
+def _full(shape: list, value: float, dtype: str, loc, ip) -> ir.Value:
+    attrs = {"shape": Shape.of(shape).to_attr(), "value": ir.FloatAttr.get(ir.F64Type.get(), value),
+             "dtype": ir.TypeAttr.get(ir.Type.parse(dtype))}
+    return create("full", [], [tensor_type(shape, dtype)], attrs, loc=loc, ip=ip).results[0]
+
+
+def _rows_of(w: ir.Value, loc, ip) -> ir.Value:
+    """W (B, 1, X, Y) as (B, X, Y)."""
+    ws = _sig(w)
+    shape = [ws.shape[0], ws.shape[2], ws.shape[3]]
+    return create("reshape", [w], [tensor_type(shape, ws.dtype)], {"shape": Shape.of(shape).to_attr()},
+                  loc=loc, ip=ip).results[0]
+
+
+def _mask_operand(v: ir.Value, heads: Optional[int], memo: _Operands, loc, ip) -> tuple[ir.Value, list, Optional[int]]:
+    """(the operand for a bias / live value, the per-head ops it makes dead, H)."""
+    src = mask_source(v)
+    if src is None or (heads is not None and src[2] != heads):
+        return v, [], None
+    w, ops, h = src
+    return memo.get(("rows", w), lambda: _rows_of(w, loc, ip)), ops, h
+
+
+def rewrite_attention(m: AttentionMatch, memo: _Operands) -> list[ir.Operation]:
+    """Replace the match with the library call; returns the ops that may now be dead."""
+    last = _def(m.result)
+    loc, ip = last.location, ir.InsertionPoint(last)
+    dead: list[ir.Operation] = [_def(m.scale_src)] if m.scale_src is not None else []
+    heads = m.heads
+    bias = live = None
+    if m.bias is not None:
+        bias, ops, h = _mask_operand(m.bias, heads, memo, loc, ip)
+        dead += ops
+        heads = heads or h
+    if m.live is not None:
+        live, ops, h = _mask_operand(m.live, heads, memo, loc, ip)
+        if h is not None and heads is not None and h != heads:
+            live, ops = m.live, []
+        dead += ops
+        heads = heads or h
+    dt = m.dtype
+    if heads is None:
+        heads = 1   # all operands plain: one "head" per product (B = nb)
+    if bias is None:
+        bias = memo.get(("zeros", dt), lambda: _full([1, 1, 1], 0.0, dt, loc, ip))
+    if live is None:
+        live = memo.get(("ones", dt), lambda: _full([1, 1, 1], 1.0, dt, loc, ip))
+    lo = m.lo if m.lo is not None else memo.get(("ninf", dt), lambda: _full([], -math.inf, dt, loc, ip))
+    scale = memo.get(("scale", dt, heads, m.scale), lambda: _full([heads], m.scale, dt, loc, ip))
+    call = create("call_dps_library", [m.q, m.k, m.v, scale, bias, lo, live], [m.result.type],
+                  {"callee": ir.StringAttr.get(m.symbol)}, loc=loc, ip=ip)
+    m.result.replace_all_uses_with(call.results[0])
+    for o in reversed(m.ops):
+        o.erase()
+    for o in m.erase_views:
+        o.erase()
+    return dead
+
+
+def dispatch_attention(f: ir.Operation, ops: list[ir.Operation], head_view, worth_it) -> int:
+    """Rewrite every attention chain of the graph function ``f`` (body ``ops``) whose work
+    ``worth_it`` accepts; returns how many. The per-head mask ops left without users are
+    erased at the end (every layer reads the same ones)."""
+    matches = []
+    for op in ops:   # all matched first: a rewrite erases ops, chains never overlap
+        m = match_attention(op, head_view) if op.name == "relax.matmul" else None
+        if m is not None and worth_it(m.flops()):
+            matches.append(m)
+    memo, dead = _Operands(), []
+    for m in matches:
+        dead += rewrite_attention(m, memo)
+    keys = {hash(d) for d in dead}
+    for op in reversed([o.operation for o in f.regions[0].blocks[0].operations]):
+        if hash(op) in keys and all(len(list(r.uses)) == 0 for r in op.results):
+            op.erase()
+    return len(matches)

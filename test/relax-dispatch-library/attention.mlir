@@ -1,0 +1,120 @@
+// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-dispatch-library)' | FileCheck %s
+// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-dispatch-library)' | mlir-opt --split-input-file --irdl-file=%irdl --verify-each > /dev/null
+// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-dispatch-library{attention=false})' | FileCheck %s --check-prefix=OFF
+
+// Fused attention: the chain the torch importer writes for scaled_dot_product_attention
+// becomes ONE relax_blas_attention call. Here q, k and v are head splits of (b, s, 32)
+// projections and the output is merged back: all four are head views (`h1111`), so no
+// copy kernel is left. The bias and the live-row mask are the importer's per-head
+// broadcasts of per-sequence masks: the call reads their (b, s, s) / (b, s, 1) rows and
+// the per-head chains (broadcast_to, reshape, expand_dims, max) are gone. The scale
+// becomes a per-head vector (its length is H).
+
+// CHECK-LABEL: func.func @bert(
+// CHECK-NOT: relax.permute_dims
+// CHECK-NOT: relax.broadcast_to
+// CHECK: %[[W:.*]] = "relax.reshape"(%arg3) {shape = #relax.shape<["b", "s", "s"]>}
+// CHECK: %[[L:.*]] = "relax.reshape"(%arg4) {shape = #relax.shape<["b", "s", 1]>}
+// CHECK: %[[SC:.*]] = "relax.full"() {dtype = f32, shape = #relax.shape<[4]>, value = 0.35355339059327379 : f64}
+// CHECK: %[[O:.*]] = "relax.call_dps_library"(%arg0, %arg1, %arg2, %[[SC]], %[[W]], %{{.*}}, %[[L]]) {callee = "relax_blas_attention_h1111_f32"
+// CHECK-SAME: -> tensor<?x?x32xf32, #relax.shape<["b", "s", 32]>>
+// CHECK-NOT: relax.softmax
+// CHECK-NOT: relax.matmul
+// CHECK: return %[[O]]
+// OFF-LABEL: func.func @bert(
+// OFF: callee = "relax_blas_matmul_tb_33_h11_f32"
+// OFF: "relax.softmax"
+!x = tensor<?x?x32xf32, #relax.shape<["b", "s", 32]>>
+!x4 = tensor<?x?x4x8xf32, #relax.shape<["b", "s", 4, 8]>>
+!h4 = tensor<?x4x?x8xf32, #relax.shape<["b", 4, "s", 8]>>
+!h3 = tensor<?x?x8xf32, #relax.shape<["4*b", "s", 8]>>
+!t3 = tensor<?x8x?xf32, #relax.shape<["4*b", 8, "s"]>>
+!sc = tensor<?x?x?xf32, #relax.shape<["4*b", "s", "s"]>>
+!sc4 = tensor<?x?x?x1xf32, #relax.shape<["4*b", "s", "s", 1]>>
+!w = tensor<?x1x?x?xf32, #relax.shape<["b", 1, "s", "s"]>>
+!wb = tensor<?x4x?x?xf32, #relax.shape<["b", 4, "s", "s"]>>
+!lv = tensor<?x1x?x1xf32, #relax.shape<["b", 1, "s", 1]>>
+!lvb = tensor<?x4x?x1xf32, #relax.shape<["b", 4, "s", 1]>>
+!lv3 = tensor<?x?x1xf32, #relax.shape<["4*b", "s", 1]>>
+func.func @bert(%q: !x, %k: !x, %v: !x, %w: !w, %live: !lv) -> !x attributes {relax.function} {
+  %q4 = "relax.reshape"(%q) {shape = #relax.shape<["b", "s", 4, 8]>} : (!x) -> !x4
+  %qp = "relax.permute_dims"(%q4) {axes = array<i64: 0, 2, 1, 3>} : (!x4) -> !h4
+  %q3 = "relax.reshape"(%qp) {shape = #relax.shape<["4*b", "s", 8]>} : (!h4) -> !h3
+  %k4 = "relax.reshape"(%k) {shape = #relax.shape<["b", "s", 4, 8]>} : (!x) -> !x4
+  %kp = "relax.permute_dims"(%k4) {axes = array<i64: 0, 2, 1, 3>} : (!x4) -> !h4
+  %k3 = "relax.reshape"(%kp) {shape = #relax.shape<["4*b", "s", 8]>} : (!h4) -> !h3
+  %v4 = "relax.reshape"(%v) {shape = #relax.shape<["b", "s", 4, 8]>} : (!x) -> !x4
+  %vp = "relax.permute_dims"(%v4) {axes = array<i64: 0, 2, 1, 3>} : (!x4) -> !h4
+  %v3 = "relax.reshape"(%vp) {shape = #relax.shape<["4*b", "s", 8]>} : (!h4) -> !h3
+  %kt = "relax.permute_dims"(%k3) {axes = array<i64: 0, 2, 1>} : (!h3) -> !t3
+  %s = "relax.matmul"(%q3, %kt) : (!h3, !t3) -> !sc
+  %c = "relax.full"() {dtype = f32, shape = #relax.shape<[]>, value = 0.35355339059327379 : f64} : () -> tensor<f32>
+  %s1 = "relax.multiply"(%s, %c) : (!sc, tensor<f32>) -> !sc
+  %wb = "relax.broadcast_to"(%w) {shape = #relax.shape<["b", 4, "s", "s"]>} : (!w) -> !wb
+  %w3 = "relax.reshape"(%wb) {shape = #relax.shape<["4*b", "s", "s"]>} : (!wb) -> !sc
+  %we = "relax.expand_dims"(%w3) {axis = array<i64: 3>} : (!sc) -> !sc4
+  %bias = "relax.max"(%we) {axes = array<i64: -1>} : (!sc4) -> !sc
+  %s2 = "relax.add"(%s1, %bias) : (!sc, !sc) -> !sc
+  %lo = "relax.full"() {dtype = f32, shape = #relax.shape<[]>, value = -3.4028234663852886E+38 : f64} : () -> tensor<f32>
+  %s3 = "relax.maximum"(%s2, %lo) : (!sc, tensor<f32>) -> !sc
+  %p = "relax.softmax"(%s3) {axis = -1 : i64} : (!sc) -> !sc
+  %o = "relax.matmul"(%p, %v3) : (!sc, !h3) -> !h3
+  %lb = "relax.broadcast_to"(%live) {shape = #relax.shape<["b", 4, "s", 1]>} : (!lv) -> !lvb
+  %l3 = "relax.reshape"(%lb) {shape = #relax.shape<["4*b", "s", 1]>} : (!lvb) -> !lv3
+  %o2 = "relax.multiply"(%o, %l3) : (!h3, !lv3) -> !h3
+  %o4 = "relax.reshape"(%o2) {shape = #relax.shape<["b", 4, "s", 8]>} : (!h3) -> !h4
+  %op = "relax.permute_dims"(%o4) {axes = array<i64: 0, 2, 1, 3>} : (!h4) -> !x4
+  %out = "relax.reshape"(%op) {shape = #relax.shape<["b", "s", 32]>} : (!x4) -> !x
+  return %out : !x
+}
+
+// -----
+
+// Plain (batch, L, E) operands with no scale and no mask: `h0000`, with neutral operands
+// (scale 1 for H = 1, bias 0, clamp -inf, live 1).
+
+// CHECK-LABEL: func.func @plain(
+// CHECK-DAG: %[[Z:.*]] = "relax.full"() {dtype = f64, shape = #relax.shape<[1, 1, 1]>, value = 0.000000e+00 : f64}
+// CHECK-DAG: %[[ONE:.*]] = "relax.full"() {dtype = f64, shape = #relax.shape<[1, 1, 1]>, value = 1.000000e+00 : f64}
+// CHECK-DAG: %[[NI:.*]] = "relax.full"() {dtype = f64, shape = #relax.shape<[]>, value = 0xFFF0000000000000 : f64}
+// CHECK-DAG: %[[SC:.*]] = "relax.full"() {dtype = f64, shape = #relax.shape<[1]>, value = 1.000000e+00 : f64}
+// CHECK: "relax.call_dps_library"(%arg0, %arg1, %arg2, %[[SC]], %[[Z]], %[[NI]], %[[ONE]]) {callee = "relax_blas_attention_h0000_f64"
+// CHECK-SAME: -> tensor<?x?x5xf64, #relax.shape<["n", "l", 5]>>
+// OFF-LABEL: func.func @plain(
+// OFF: callee = "relax_blas_matmul_tb_33_f64"
+!q = tensor<?x?x3xf64, #relax.shape<["n", "l", 3]>>
+!k = tensor<?x?x3xf64, #relax.shape<["n", "m", 3]>>
+!kt = tensor<?x3x?xf64, #relax.shape<["n", 3, "m"]>>
+!v = tensor<?x?x5xf64, #relax.shape<["n", "m", 5]>>
+!s = tensor<?x?x?xf64, #relax.shape<["n", "l", "m"]>>
+!o = tensor<?x?x5xf64, #relax.shape<["n", "l", 5]>>
+func.func @plain(%q: !q, %k: !k, %v: !v) -> !o attributes {relax.function} {
+  %kt = "relax.permute_dims"(%k) {axes = array<i64: 0, 2, 1>} : (!k) -> !kt
+  %s = "relax.matmul"(%q, %kt) : (!q, !kt) -> !s
+  %p = "relax.softmax"(%s) {axis = -1 : i64} : (!s) -> !s
+  %o = "relax.matmul"(%p, %v) : (!s, !v) -> !o
+  return %o : !o
+}
+
+// -----
+
+// Not attention: the probabilities have a second user (returned), so the scores must be
+// materialized; the products stay ordinary BLAS calls.
+
+// CHECK-LABEL: func.func @probs_returned(
+// CHECK-NOT: relax_blas_attention
+// CHECK: "relax.softmax"
+// CHECK: callee = "relax_blas_matmul_33_f32"
+!q = tensor<?x?x3xf32, #relax.shape<["n", "l", 3]>>
+!k = tensor<?x?x3xf32, #relax.shape<["n", "m", 3]>>
+!kt = tensor<?x3x?xf32, #relax.shape<["n", 3, "m"]>>
+!v = tensor<?x?x5xf32, #relax.shape<["n", "m", 5]>>
+!s = tensor<?x?x?xf32, #relax.shape<["n", "l", "m"]>>
+!o = tensor<?x?x5xf32, #relax.shape<["n", "l", 5]>>
+func.func @probs_returned(%q: !q, %k: !k, %v: !v) -> (!o, !s) attributes {relax.function} {
+  %kt = "relax.permute_dims"(%k) {axes = array<i64: 0, 2, 1>} : (!k) -> !kt
+  %s = "relax.matmul"(%q, %kt) : (!q, !kt) -> !s
+  %p = "relax.softmax"(%s) {axis = -1 : i64} : (!s) -> !s
+  %o = "relax.matmul"(%p, %v) : (!s, !v) -> !o
+  return %o, %p : !o, !s
+}

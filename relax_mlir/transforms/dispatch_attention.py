@@ -127,6 +127,13 @@ class AttentionMatch:
         return self.nb * self.L * self.S * (self.E + self.Ev)
 
 
+def _broadcasts(sig: TensorSig, dtype: str, to: tuple) -> bool:
+    """``sig`` (rank <= 3, ``dtype``) broadcasts to ``to`` dim by dim (each equal or 1)."""
+    if sig.dtype != dtype or sig.rank > 3:
+        return False
+    return all(_eq(d, w) or _eq(d, 1) for d, w in zip(sig.shape, to[3 - sig.rank:]))
+
+
 def merge_view(v: ir.Value, user_of: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation], int]]:
     """The head merge ``reshape(permute_dims(reshape(o, [B, H, L, Ev]), [0, 2, 1, 3]),
     [B, L, H*Ev])`` of ``v`` (nb, L, Ev) when each op is the single user of the one before:
@@ -197,8 +204,10 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
         return None
     q3, kt = root.operands[0], root.operands[1]
     perm = _def(kt)
-    if perm is None or perm.name != "relax.permute_dims" or _single_user(kt, root) != root or q3 == kt:
+    if perm is None or perm.name != "relax.permute_dims" or q3 == kt or perm.parent != root.parent:
         return None
+    only = _single_user(kt, root)
+    perm_shared = only is None or only != root   # read k through it; the transpose stays for its other users
     pa = _attrs(perm)
     if pa is None or pa.get("axes") is None or [x % 3 for x in pa["axes"]] != [0, 2, 1]:
         return None
@@ -228,8 +237,7 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
     if nxt is not None and nxt.name == "relax.add":
         bias = _other(nxt, x.results[0])
         bs = _sig(bias) if bias is not None else None
-        if bs is None or bs.rank != 3 or bs.dtype != qs.dtype or not all(
-                _eq(d, w) or _eq(d, 1) for d, w in zip(bs.shape, (nb, L, S))):
+        if bs is None or not _broadcasts(bs, qs.dtype, (nb, L, S)):
             return None
         ops.append(nxt)
         x, nxt = nxt, _single_user(nxt.results[0], nxt)
@@ -265,16 +273,15 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
         cand = _other(nxt, x.results[0])
         ls = _sig(cand) if cand is not None else None
         rs = _sig(nxt.results[0])
-        if (ls is not None and ls.rank == 3 and ls.dtype == qs.dtype and rs is not None and rs.rank == 3
-                and _eq(ls.shape[2], 1) and all(_eq(d, w) or _eq(d, 1) for d, w in zip(ls.shape[:2], (nb, L)))):
+        if ls is not None and rs is not None and rs.rank == 3 and _broadcasts(ls, qs.dtype, (nb, L, Dim.of(1))):
             live = cand
             ops.append(nxt)
             x = nxt
     result = x.results[0]
     heads: set[int] = set()
-    views = [head_view(q3, root), head_view(k3, perm), head_view(v3, mm)]
+    views = [head_view(q3, root), None if perm_shared else head_view(k3, perm), head_view(v3, mm)]
     flags = [w is not None for w in views]
-    erase_views: list[ir.Operation] = [perm]
+    erase_views: list[ir.Operation] = [] if perm_shared else [perm]
     operands = []
     for w, val in zip(views, (q3, k3, v3)):
         if w is None:
@@ -324,10 +331,20 @@ def _rows_of(w: ir.Value, loc, ip) -> ir.Value:
                   loc=loc, ip=ip).results[0]
 
 
+def _lift3(v: ir.Value, loc, ip) -> ir.Value:
+    """``v`` of rank < 3 with leading unit dims added (numpy broadcasting)."""
+    vs = _sig(v)
+    shape = [Dim.of(1)] * (3 - vs.rank) + list(vs.shape)
+    return create("reshape", [v], [tensor_type(shape, vs.dtype)], {"shape": Shape.of(shape).to_attr()},
+                  loc=loc, ip=ip).results[0]
+
+
 def _mask_operand(v: ir.Value, heads: Optional[int], memo: _Operands, loc, ip) -> tuple[ir.Value, list, Optional[int]]:
     """(the operand for a bias / live value, the per-head ops it makes dead, H)."""
     src = mask_source(v)
     if src is None or (heads is not None and src[2] != heads):
+        if _sig(v).rank < 3:
+            return memo.get(("lift", v), lambda: _lift3(v, loc, ip)), [], None
         return v, [], None
     w, ops, h = src
     return memo.get(("rows", w), lambda: _rows_of(w, loc, ip)), ops, h

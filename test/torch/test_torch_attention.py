@@ -34,18 +34,21 @@ def randn(*shape):
 
 
 class Masks(torch.nn.Module):
-    """One q, k, v against a mask of each broadcast form."""
+    """q, k, v against a mask of each broadcast form (q scaled differently per form, so that
+    the six attentions stay six after CSE)."""
 
     def forward(self, q, k, v, pad, full, square, bias):
-        return (F.scaled_dot_product_attention(q, k, v, attn_mask=pad),      # (b, 1, 1, s): key padding
-                F.scaled_dot_product_attention(q, k, v, attn_mask=full),     # (b, h, s, s): every dim
-                F.scaled_dot_product_attention(q, k, v, attn_mask=square),   # (s, s): batch dims broadcast
-                F.scaled_dot_product_attention(q, k, v, attn_mask=bias),     # float (1, 1, s, s)
-                F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                F.scaled_dot_product_attention(q[0], k[0], v[0], attn_mask=square))  # (h, s, e): one batch dim
+        qs = [q * (1.0 + i / 8) for i in range(6)]
+        return (F.scaled_dot_product_attention(qs[0], k, v, attn_mask=pad),      # (b, 1, 1, s): key padding
+                F.scaled_dot_product_attention(qs[1], k, v, attn_mask=full),     # (b, h, s, s): every dim
+                F.scaled_dot_product_attention(qs[2], k, v, attn_mask=square),   # (s, s): batch dims broadcast
+                F.scaled_dot_product_attention(qs[3], k, v, attn_mask=bias),     # float (1, 1, s, s)
+                F.scaled_dot_product_attention(qs[4], k, v, is_causal=True),
+                F.scaled_dot_product_attention(qs[5][0], k[0], v[0], attn_mask=square))  # (h, s, e): one batch dim
 
 
-def test_attention_mask_forms():
+@pytest.mark.parametrize("dt", [torch.float32, torch.float64])
+def test_attention_mask_forms(dt, tmp_path):
     def make(b, s):
         pad = torch.ones(b, 1, 1, s, dtype=torch.bool)
         pad[0, ..., (s + 1) // 2:] = False
@@ -57,16 +60,25 @@ def test_attention_mask_forms():
         square[:, -1] = True
         bias = randn(1, 1, s, s)
         bias[..., 0, 1:] = -torch.inf
-        return randn(b, 3, s, 8), randn(b, 3, s, 8), randn(b, 3, s, 4), pad, full, square, bias
+        q, k, v = randn(b, 3, s, 8), randn(b, 3, s, 8), randn(b, 3, s, 4)
+        return q.to(dt), k.to(dt), v.to(dt), pad, full, square, bias.to(dt)
 
     d = {0: B, 2: S}
+    tol = dict(atol=1e-5, rtol=1e-4) if dt == torch.float32 else dict(atol=1e-12, rtol=1e-10)
     fn = check(Masks(), make, [(2, 5), (1, 1), (3, 37), (8, 96)],
                {"q": d, "k": d, "v": d, "pad": {0: B, 3: S}, "full": {0: B, 2: S, 3: S}, "square": {0: S, 1: S},
-                "bias": {2: S, 3: S}}, atol=1e-5, rtol=1e-4)
+                "bias": {2: S, 3: S}}, options={"dump_ir": str(tmp_path)}, **tol)
     ref = Masks()(*make(2, 5))
     assert float(ref[0][-1].abs().max()) == 0.0   # the fully masked batch row really is 0 in torch
     out = fn(*make(2, 5))
-    np.testing.assert_array_equal(out[0][-1].numpy(), np.zeros((3, 5, 4), np.float32))
+    np.testing.assert_array_equal(out[0][-1].numpy(), np.zeros((3, 5, 4), np.float32 if dt == torch.float32
+                                                                else np.float64))
+    # every boolean and causal form runs as one fused attention call (relax_blas_attention);
+    # the float mask keeps its safe-softmax `where` on the probabilities, which needs them
+    # materialized: the unfused kernels
+    _, _, library, _ = _graph_calls(tmp_path)
+    suffix = "f32" if dt == torch.float32 else "f64"
+    assert sum(c.startswith("relax_blas_attention_") and c.endswith(suffix) for c in library) == 5, library
 
 
 def _tiny_bert():
@@ -98,11 +110,36 @@ def _producer(v: ir.Value) -> ir.Operation:
     return v.owner.operation if isinstance(v.owner, ir.OpView) else v.owner
 
 
-def test_bert_attention_graph_and_kernels(tmp_path):
+def _graph_calls(directory):
+    """From the dumped graph stage: {softmax kernel: its schedule}, the softmax call_tir's,
+    the library callees and every call_tir callee of @main."""
+    graph = glob.glob(os.path.join(str(directory), "*-graph.mlir"))
+    assert len(graph) == 1
+    with relax_mlir.make_context(), ir.Location.unknown():
+        mod = ir.Module.parse(open(graph[0]).read())
+        found = {}
+        for op in mod.body.operations:
+            if op.operation.name == "func.func" and "relax.kernel_op" in op.attributes:
+                kop = ir.StringAttr(op.attributes["relax.kernel_op"]).value
+                if "softmax" in kop:
+                    sched = select(op.operation)
+                    found[kop] = sched.name if sched is not None else None
+        main = [o for o in mod.body.operations if ir.StringAttr(o.attributes["sym_name"]).value == "main"][0]
+        body = main.regions[0].blocks[0].operations
+        calls = [ir.FlatSymbolRefAttr(o.attributes["callee"]).value for o in body
+                 if o.operation.name == "relax.call_tir" and "softmax" in str(o.attributes["callee"])]
+        library = [ir.StringAttr(o.attributes["callee"]).value for o in body
+                   if o.operation.name == "relax.call_dps_library"]
+        kernels = [ir.FlatSymbolRefAttr(o.attributes["callee"]).value for o in body
+                   if o.operation.name == "relax.call_tir"]
+    return found, calls, library, kernels
+
+
+def test_bert_attention_graph_and_kernels(tmp_path, monkeypatch):
     model = _tiny_bert()
     bd, sd = torch.export.Dim("batch", max=8), torch.export.Dim("seq", max=64)
     dyn = {"input_ids": {0: bd, 1: sd}, "attention_mask": {0: bd, 1: sd}}
-    fn = torch_compile(model, _inputs(2, 8), dynamic_shapes=dyn, options={"dump_ir": str(tmp_path)})
+    fn = torch_compile(model, _inputs(2, 8), dynamic_shapes=dyn, options={"dump_ir": str(tmp_path / "fused")})
 
     # graph: softmax(maximum(add(scores, bias), min)) on rank-3 scores, the scores straight from
     # a matmul, and ONE bias value shared by both layers
@@ -123,32 +160,25 @@ def test_bert_attention_graph_and_kernels(tmp_path):
     assert len(softmaxes) == 2
     assert len(biases) == 1
 
-    # kernels: each layer's add + maximum + softmax is one kernel that gets the rows schedule
-    graph = glob.glob(os.path.join(str(tmp_path), "*-graph.mlir"))
-    assert len(graph) == 1
-    with relax_mlir.make_context(), ir.Location.unknown():
-        mod = ir.Module.parse(open(graph[0]).read())
-        found = {}
-        for op in mod.body.operations:
-            if op.operation.name == "func.func" and "relax.kernel_op" in op.attributes:
-                kop = ir.StringAttr(op.attributes["relax.kernel_op"]).value
-                if "softmax" in kop:
-                    sched = select(op.operation)
-                    found[kop] = sched.name if sched is not None else None
-        main = [o for o in mod.body.operations if ir.StringAttr(o.attributes["sym_name"]).value == "main"][0]
-        body = main.regions[0].blocks[0].operations
-        calls = [ir.FlatSymbolRefAttr(o.attributes["callee"]).value for o in body
-                 if o.operation.name == "relax.call_tir" and "softmax" in str(o.attributes["callee"])]
-        library = [ir.StringAttr(o.attributes["callee"]).value for o in body
-                   if o.operation.name == "relax.call_dps_library"]
-        kernels = [ir.FlatSymbolRefAttr(o.attributes["callee"]).value for o in body
-                   if o.operation.name == "relax.call_tir"]
-    # (the scalar constants join each layer's kernel: the first layer's takes the shared
-    # clamp constant, the second its own copy, so the two kernels differ by name only)
+    # By default each layer's attention is ONE fused library call on the unsplit projections,
+    # writing the merged heads: no softmax kernel, no head split or merge copy.
+    found, calls, library, kernels = _graph_calls(tmp_path / "fused")
+    assert library.count("relax_blas_attention_h1111_f32") == 2, library
+    assert not found and not calls
+    assert not any("permute_dims" in k for k in kernels), kernels
+
+    # Without it (RELAX_MLIR_DISPATCH_ATTENTION=0): each layer's add + maximum + softmax is one
+    # kernel that gets the rows schedule (the scalar constants join each layer's kernel: the
+    # first layer's takes the shared clamp constant, the second its own copy, so the two
+    # kernels differ by name only), and q, k and v reach the attention products as head views
+    # of their projections: no copy kernel splits the heads (the merge of the output heads
+    # remains one).
+    monkeypatch.setenv("RELAX_MLIR_DISPATCH_ATTENTION", "0")
+    unfused = torch_compile(model, _inputs(2, 8), dynamic_shapes=dyn, options={"dump_ir": str(tmp_path / "off")})
+    monkeypatch.delenv("RELAX_MLIR_DISPATCH_ATTENTION")
+    found, calls, library, kernels = _graph_calls(tmp_path / "off")
     assert set(found.values()) == {"rows"} and all("add" in k and "softmax" in k for k in found), found
     assert len(calls) == 2
-    # q, k and v reach the attention products as head views of their projections: no copy
-    # kernel splits the heads (the merge of the output heads remains one)
     assert library.count("relax_blas_matmul_tb_33_h11_f32") == 2
     assert library.count("relax_blas_matmul_33_h01_f32") == 2
     assert sum("permute_dims" in k for k in kernels) == 2, kernels
@@ -161,4 +191,5 @@ def test_bert_attention_graph_and_kernels(tmp_path):
         got = fn.run(ids.numpy(), mask.numpy())
         np.testing.assert_allclose(got, ref, atol=1e-4, rtol=1e-4, err_msg=f"({b}, {s})")
         np.testing.assert_array_equal(got, fn.exe(ids.numpy(), mask.numpy(), *fn.params))
+        np.testing.assert_allclose(unfused.run(ids.numpy(), mask.numpy()), ref, atol=1e-4, rtol=1e-4)
     assert isinstance(fn._bound, PreparedCall)

@@ -554,10 +554,13 @@ def test_cuda_mlp(mlp, n):
 def test_cuda_launches_per_call(mlp):
     exe, _, params = mlp
     before = exe.cuda_stats
-    exe(np.ones((3, 512), np.float32), *params)
+    x = np.ones((3, 512), np.float32)
+    exe(x, *params)
     after = exe.cuda_stats
-    # each fused matmul kernel one launch (n = 3: the small route), fill and epilogue folded in
-    assert {k: after[k] - before[k] for k in after} == {"calls": 1, "launches": 2}
+    # each fused matmul kernel one launch (n = 3: the small route), fill and epilogue folded in;
+    # the five arguments staged (copied to the device) once each
+    assert {k: after[k] - before[k] for k in after} == {
+        "calls": 1, "launches": 2, "uploads": 5, "upload_bytes": x.nbytes + sum(p.nbytes for p in params)}
 
 
 @needs_gpu

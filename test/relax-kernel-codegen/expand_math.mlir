@@ -33,16 +33,19 @@ func.func @f64_exp(%x: f64) -> f64 {
   return %0 : f64
 }
 
-// erf: x P(x^2) / Q(x^2) for |x| <= 2, 1 - erfc(|x|) (a polynomial) above, selected; no exp.
+// erf: x clamped by select(x > b, b, x) (NaN kept), x P(x^2) / Q(x^2), the result clamped
+// to [-1, 1]; no exp, no libm.
 // CHECK-LABEL: func.func @f32_erf
 // CHECK-NOT: math.erf
 // CHECK-NOT: math.exp
-// CHECK: %[[A:.*]] = math.absf %arg0 : f32
+// CHECK: %[[HI:.*]] = arith.cmpf ogt, %arg0, %{{.*}} : f32
+// CHECK: %[[X:.*]] = arith.select %[[HI]], %{{.*}}, %arg0 : f32
+// CHECK: arith.cmpf olt, %[[X]]
 // CHECK: arith.divf
-// CHECK: math.copysign %{{.*}}, %arg0 : f32
-// CHECK: %[[TAIL:.*]] = arith.cmpf ogt, %[[A]], %{{.*}} : f32
-// CHECK: %[[R:.*]] = arith.select %[[TAIL]]
-// CHECK: return %[[R]]
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf olt
+// CHECK: %[[R:.*]] = arith.select
+// CHECK-NEXT: return %[[R]]
 // OFF-LABEL: func.func @f32_erf
 // OFF: math.erf
 func.func @f32_erf(%x: f32) -> f32 {

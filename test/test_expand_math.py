@@ -78,3 +78,43 @@ def test_exp_of_a_nan_known_at_compile_time():
     for cols in (0, 1, 5):
         q, e = exe(np.zeros((0, cols), np.float32))
         assert np.isnan(q) and np.isnan(e), (cols, q, e)
+
+
+def test_tanh_and_gelu_forms_through_one_executable():
+    """f32 tanh expanded inline (was libm tanhf per element, scalar), and bias + GELU (erf and
+    tanh forms) as one fused kernel, as in MiniLM's FFN: float64 references at 1 row, an odd
+    row count and a large one, through one executable (rows symbolic)."""
+    import math
+
+    src = """func.func @main(%x: tensor<?x80xf32, #relax.shape<["m", 80]>>, %b: tensor<80xf32>) -> (tensor<?x80xf32, #relax.shape<["m", 80]>>, tensor<?x80xf32, #relax.shape<["m", 80]>>, tensor<?x80xf32, #relax.shape<["m", 80]>>) attributes {relax.function} {
+  %a = "relax.add"(%x, %b) : (tensor<?x80xf32, #relax.shape<["m", 80]>>, tensor<80xf32>) -> tensor<?x80xf32, #relax.shape<["m", 80]>>
+  %g = "relax.gelu"(%a) : (tensor<?x80xf32, #relax.shape<["m", 80]>>) -> tensor<?x80xf32, #relax.shape<["m", 80]>>
+  %h = "relax.gelu_tanh"(%a) : (tensor<?x80xf32, #relax.shape<["m", 80]>>) -> tensor<?x80xf32, #relax.shape<["m", 80]>>
+  %t = "relax.tanh"(%a) : (tensor<?x80xf32, #relax.shape<["m", 80]>>) -> tensor<?x80xf32, #relax.shape<["m", 80]>>
+  return %g, %h, %t : tensor<?x80xf32, #relax.shape<["m", 80]>>, tensor<?x80xf32, #relax.shape<["m", 80]>>, tensor<?x80xf32, #relax.shape<["m", 80]>>
+}"""
+    exe = relax_mlir.compile(src)
+    erf = np.vectorize(math.erf)
+    b = np.linspace(-1, 1, 80, dtype=np.float32)
+    for m in (1, 7, 301):
+        x = (np.random.default_rng(m).standard_normal((m, 80)) * 3).astype(np.float32)
+        a = (x + b).astype(np.float64)
+        g, h, t = exe(x, b)
+        np.testing.assert_allclose(g, 0.5 * a * (1 + erf(a / math.sqrt(2))), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(h, 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3))),
+                                   rtol=0, atol=1.5e-6)
+        np.testing.assert_allclose(t, np.tanh(a), rtol=0, atol=4e-7)
+    # tanh over the range and its special values (NaN propagates, +-inf -> +-1, |tanh| <= 1)
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        mod = ir.Module.create()
+        with graph_function(mod, "main", [("x", ["n"], "f32")]) as fn:
+            fn.ret(relax.tanh(fn.params[0]))
+    th = relax_mlir.compile(mod)
+    v = np.concatenate([np.linspace(-12, 12, 48001, dtype=np.float32), np.float32([0, -0.0, 1e-30, -1e-8])])
+    got, want = th(v), np.tanh(v.astype(np.float64))
+    assert np.abs(got - want).max() < 4e-7 and np.abs(got).max() <= 1.0
+    small = (np.abs(v) < 0.5) & (v != 0)
+    assert (np.abs(got[small] - want[small]) / np.abs(want[small])).max() < 3e-7
+    s = th(np.float32([np.inf, -np.inf, np.nan]))
+    assert s[0] == 1.0 and s[1] == -1.0 and np.isnan(s[2])

@@ -84,8 +84,8 @@ def _expand_exp(op: ir.Operation) -> None:
 
 
 #: Odd rationals ``x P(x^2) / Q(x^2)`` (float32 coefficients, powers of x^2 lowest first)
-#: fitted for the least maximum RELATIVE error by relax_mlir/transforms/fit_rational.py
-#: (``python -m relax_mlir.transforms.fit_rational erf 3.925 6 4`` / ``tanh 9.1 4 4``) on
+#: fitted for the least maximum RELATIVE error by relax_mlir/tools/fit_rational.py
+#: (``python -m relax_mlir.tools.fit_rational erf 3.925 6 4`` / ``tanh 9.1 4 4``) on
 #: [-bound, bound]; beyond it the function is +-1 in float32 (erfc(3.925), 1 - tanh(9.1) <
 #: 2^-25). Float64 relative error 5.2e-8 (erf), 2.3e-8 (tanh); in float32 about 3.2e-7
 #: absolute near +-1 (rounding: a few ulp of 1) and 2.4e-7 relative near 0. GELU's

@@ -10,8 +10,8 @@ solution; the basis is Chebyshev on the scaled variable, for conditioning. The r
 printed as float32 coefficients in powers of ``u = x^2``, lowest first, with the error of
 an emulated float32 evaluation (Horner with fused multiply-add, the clamp, the division).
 
-    python -m relax_mlir.transforms.fit_rational erf 3.92 6 4
-    python -m relax_mlir.transforms.fit_rational tanh 9.1 5 4
+    python -m relax_mlir.tools.fit_rational erf 3.92 6 4
+    python -m relax_mlir.tools.fit_rational tanh 9.1 5 4
 """
 
 from __future__ import annotations

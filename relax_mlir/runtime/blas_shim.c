@@ -36,7 +36,9 @@
  * gain) and whose packed buffers take 1.5x B + ~5.6 MB each; sgemm spends the same half
  * of its time copying B on every call at small M. The packed copies belong to their region and are freed when its last
  * holder calls relax_blas_pack_release; a region's bytes must not change while registered
- * (relax_blas_pack_invalidate drops its copies, rebuilt on next use). Anything else (f64,
+ * (relax_blas_pack_invalidate drops its copies, rebuilt on next use). On Intel CPUs an M above
+ * that range takes B in MKL's own packed format instead (cblas_sgemm_pack once, then
+ * cblas_sgemm_compute: no per-call copy of B; RELAX_BLAS_PACK_MKL=0 turns it off). Anything else (f64,
  * M == 1 gemv, OpenBLAS, no AVX-512, an unregistered B) takes the path below unchanged.
  *
  * Environment: RELAX_BLAS_NUM_THREADS (else the provider's own OPENBLAS_NUM_THREADS /
@@ -128,6 +130,7 @@ static double small_flops = 4096.0;
 typedef struct packed {          /* B (K x N, strides s0, s1, at src) packed into panels */
   const float *src;
   int64_t K, N, s0, s1;
+  int kind;                      /* PACK_PANELS (ours) or PACK_MKL (cblas_sgemm_pack's format) */
   float *data;
   size_t bytes;
   struct packed *next;
@@ -145,6 +148,8 @@ static int64_t nregions = 0, cap_regions = 0;
 static int pack_supported = 0;   /* an MKL build on an AVX-512 CPU */
 static int pack_on = 0;          /* pack_supported and not RELAX_BLAS_PACK=0 */
 static int64_t pack_min_m = 1, pack_max_m = 1024;   /* measured: see the header (Intel: 256, see init) */
+static int mkl_pack_above = 0;   /* Intel + MKL: B in MKL's packed format for M > pack_max_m */
+enum { PACK_PANELS = 0, PACK_MKL = 1 };
 static double pack_fork_flops = 262144.0;            /* M*N*K below this: one thread */
 
 static void free_copies(region *r) {
@@ -251,7 +256,8 @@ static void pack_panels(const float *B, int64_t K, int64_t N, int64_t s0, int64_
 
 /* The packed copy of B (K x N, strides s0, s1) when B lies in a registered region: made
  * on first use (under the lock: once per weight), NULL otherwise or when out of memory. */
-static const float *packed_b(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1) {
+static float *pack_mkl(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1, size_t *bytes);
+static const float *packed_b(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1, int kind) {
   if (s0 < 0 || s1 < 0) return NULL;
   const char *lo = (const char *)B, *hi = (const char *)(B + (K - 1) * s0 + (N - 1) * s1 + 1);
   const float *out = NULL;
@@ -260,15 +266,22 @@ static const float *packed_b(const float *B, int64_t K, int64_t N, int64_t s0, i
     region *r = &regions[i];
     if (lo < r->lo || hi > r->hi) continue;
     for (packed *p = r->copies; p; p = p->next)
-      if (p->src == B && p->K == K && p->N == N && p->s0 == s0 && p->s1 == s1) { out = p->data; break; }
+      if (p->src == B && p->K == K && p->N == N && p->s0 == s0 && p->s1 == s1 && p->kind == kind) {
+        out = p->data;
+        break;
+      }
     if (!out) {
       int64_t np = (N + PANEL - 1) / PANEL;
       size_t bytes = sizeof(float) * (size_t)(np * K * PANEL);
       packed *p = malloc(sizeof(packed));
-      float *d = aligned_alloc(64, (bytes + 63) / 64 * 64);
+      float *d = NULL;
+      if (kind == PACK_MKL) {
+        d = pack_mkl(B, K, N, s0, s1, &bytes);
+      } else if ((d = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
+        pack_panels(B, K, N, s0, s1, np, d);
+      }
       if (!p || !d) { free(p); free(d); break; }
-      pack_panels(B, K, N, s0, s1, np, d);
-      *p = (packed){B, K, N, s0, s1, d, bytes, r->copies};
+      *p = (packed){B, K, N, s0, s1, kind, d, bytes, r->copies};
       r->copies = p;
       out = d;
     }
@@ -339,16 +352,58 @@ static void packed_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t
   }
 }
 
+/* MKL's own packed format (cblas_sgemm_pack, B identified): on Intel CPUs its
+ * cblas_sgemm_compute skips the per-call copy of B that sgemm makes (measured, one thread,
+ * Xeon Cascade Lake: compute / sgemm 0.85-0.94 at M = 300-2048 over MiniLM's (384, 1536),
+ * (1536, 384), (384, 384); one pack serves every M). NULL when B has no BLAS layout. */
+enum { MKL_PACKED = 151, MKL_B_MATRIX = 162 };
+size_t cblas_sgemm_pack_get_size(int identifier, int m, int n, int k);
+void cblas_sgemm_pack(int layout, int identifier, int trans, int m, int n, int k, float alpha, const float *src,
+                      int ld, float *dest);
+void cblas_sgemm_compute(int layout, int transa, int transb, int m, int n, int k, const float *a, int lda,
+                         const float *b, int ldb, float beta, float *c, int ldc);
+static float *pack_mkl(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1, size_t *bytes) {
+  int trans;
+  int64_t ld;
+  if (s1 == 1 && s0 >= N) { trans = CblasNoTrans; ld = s0; }
+  else if (s0 == 1 && s1 >= K) { trans = CblasTrans; ld = s1; }
+  else return NULL;
+  if (K > INT_MAX || N > INT_MAX || ld > INT_MAX) return NULL;
+  *bytes = cblas_sgemm_pack_get_size(MKL_B_MATRIX, (int)(pack_max_m + 1), (int)N, (int)K);
+  float *d = aligned_alloc(64, (*bytes + 63) / 64 * 64);
+  if (d) cblas_sgemm_pack(CblasRowMajor, MKL_B_MATRIX, trans, (int)(pack_max_m + 1), (int)N, (int)K, 1.0f, B,
+                          (int)ld, d);
+  return d;
+}
+
 /* The packed product when it applies (see the header): returns 1 when C was written. */
 static int f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t a0, int64_t a1,
                       const float *B, int64_t sb0, int64_t sb1, float *C, int64_t ldc, int accumulate) {
-  if (!pack_on || M < pack_min_m || M > pack_max_m || N < 2) return 0;
-  const float *P = packed_b(B, K, N, sb0, sb1);
+  if (!pack_on || M < pack_min_m || N < 2) return 0;
+  if (M > pack_max_m) {
+    if (!mkl_pack_above || M > INT_MAX || ldc > INT_MAX) return 0;
+    int ta;
+    int64_t lda;
+    if (a1 == 1 && a0 >= K) { ta = CblasNoTrans; lda = a0; }
+    else if (a0 == 1 && a1 >= M) { ta = CblasTrans; lda = a1; }
+    else return 0;
+    if (lda > INT_MAX) return 0;
+    const float *P = packed_b(B, K, N, sb0, sb1, PACK_MKL);
+    if (!P) return 0;
+    cblas_sgemm_compute(CblasRowMajor, ta, MKL_PACKED, (int)M, (int)N, (int)K, A, (int)lda, P, (int)N,
+                        accumulate ? 1.0f : 0.0f, C, (int)ldc);
+    return 1;
+  }
+  const float *P = packed_b(B, K, N, sb0, sb1, PACK_PANELS);
   if (!P) return 0;
   packed_gemm(M, N, K, A, a0, a1, P, C, ldc, accumulate);
   return 1;
 }
 #else
+static float *pack_mkl(const float *B, int64_t K, int64_t N, int64_t s0, int64_t s1, size_t *bytes) {
+  (void)B; (void)K; (void)N; (void)s0; (void)s1; (void)bytes;
+  return NULL;
+}
 static int f32_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t a0, int64_t a1,
                       const float *B, int64_t sb0, int64_t sb1, float *C, int64_t ldc, int accumulate) {
   (void)M; (void)N; (void)K; (void)A; (void)a0; (void)a1; (void)B; (void)sb0; (void)sb1;
@@ -398,12 +453,16 @@ __attribute__((constructor)) static void relax_blas_init(void) {
    * (one thread, packed / MKL, Xeon Cascade Lake: 0.50-0.86 at M = 16, 0.83-1.07 at 256,
    * 0.98-1.22 at 512 over BERT and Llama shapes; all-MiniLM-L6-v2 at (8, 64), whose
    * products have M = 512, took 193-213 ms packed against 152 ms through MKL). */
-  if (__builtin_cpu_is("intel")) pack_max_m = 256;
+  if (__builtin_cpu_is("intel")) {
+    pack_max_m = 256;
+    mkl_pack_above = 1;   /* above it: MKL's packed format (pack_mkl) */
+  }
 #endif
   const char *p = getenv("RELAX_BLAS_PACK");
   pack_on = pack_supported && !(p && strcmp(p, "0") == 0);
   if ((p = getenv("RELAX_BLAS_PACK_MIN_M")) && atoll(p) > 0) pack_min_m = atoll(p);
   if ((p = getenv("RELAX_BLAS_PACK_MAX_M")) && atoll(p) > 0) pack_max_m = atoll(p);
+  if ((p = getenv("RELAX_BLAS_PACK_MKL"))) mkl_pack_above = mkl_pack_above && strcmp(p, "0") != 0;
   if ((p = getenv("RELAX_BLAS_PACK_FORK_FLOPS"))) pack_fork_flops = atof(p);
 }
 

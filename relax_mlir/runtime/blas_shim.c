@@ -223,6 +223,8 @@ int64_t relax_blas_pack_stats(int64_t *bytes, int64_t *nreg) {
  * whether it is on (never where unsupported). */
 int relax_blas_set_pack(int on) { pack_on = on && pack_supported; return pack_on; }
 void relax_blas_set_pack_m(int64_t lo, int64_t hi) { pack_min_m = lo; pack_max_m = hi; }
+/* The M above which bound weights take MKL's packed format (pack_mkl), or -1 (never). */
+int64_t relax_blas_pack_mkl_above(void) { return pack_on && mkl_pack_above ? pack_max_m : -1; }
 
 /* B (K x N, strides s0, s1) into np panels of K x PANEL at d: 16 panels at a time, so a
  * row-major B is read in 2 KB runs and written in 16 streams (GNU OpenMP over the groups). */

@@ -17,10 +17,17 @@ func.func @scale_kernel(%a: tensor<?x?xf32>, %out: tensor<?x?xf32>, %n: index) -
 // CHECK: %[[O:.*]] = tensor.cast %[[E]] : tensor<?x4xf32> to tensor<?x?xf32>
 // 3*n as a tir_var, checked for overflow like every symbolic product
 // CHECK: %[[N3:.*]], %[[H3:.*]] = arith.mulsi_extended %c3, %[[D]] : index
-// CHECK: %[[OK:.*]] = scf.if
-// CHECK:   %[[R:.*]] = func.call @scale_kernel(%[[A]], %[[O]], %[[N3]])
-// CHECK:   %[[RC:.*]] = tensor.cast %[[R]] : tensor<?x?xf32> to tensor<?x4xf32>
-// CHECK:   scf.yield %c0_i32, %c0_i64, %c0_i64, %c0_i64, %[[RC]] : i32, i64, i64, i64, tensor<?x4xf32>
+// CHECK: %[[NOOVF3:.*]] = arith.cmpi eq, %[[H3]],
+// CHECK: %[[OK:.*]] = arith.andi %{{.*}}, %[[NOOVF3]] : i1
+// CHECK-NEXT: %[[REP:.*]] = memref.alloca() : memref<4xi64>
+// CHECK: %[[R:.*]] = scf.if %[[OK]] -> (tensor<?x?xf32>) {
+// CHECK:   %[[K:.*]] = func.call @scale_kernel(%[[A]], %[[O]], %[[N3]])
+// CHECK:   scf.yield %[[K]] : tensor<?x?xf32>
+// CHECK: } else {
+// CHECK:   scf.yield %[[O]] : tensor<?x?xf32>
+// CHECK: }
+// CHECK: %[[RC:.*]] = tensor.cast %[[R]] : tensor<?x?xf32> to tensor<?x4xf32>
+// CHECK: return {{.*}}, %[[RC]] : i32, i64, i64, i64, tensor<?x4xf32>
 func.func @g(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>> attributes {relax.function} {
   %0 = "relax.call_tir"(%x) {callee = @scale_kernel, tir_vars = #relax.shape<["3*n"]>, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
   return %0 : tensor<?x4xf32, #relax.shape<["n", 4]>>
@@ -29,13 +36,18 @@ func.func @g(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x4xf32, #re
 // CHECK-LABEL: func.func @f(%arg0: memref<?xi8>, %arg1: tensor<?x4xf32>) -> (i32, i64, i64, i64, tensor<?x4xf32>)
 // CHECK: %[[C:.*]]:5 = call @g(%arg0, %arg1) : (memref<?xi8>, tensor<?x4xf32>) -> (i32, i64, i64, i64, tensor<?x4xf32>)
 // CHECK: %[[OK:.*]] = arith.cmpi eq, %[[C]]#0, %c0_i32 : i32
-// CHECK: %[[R:.*]]:5 = scf.if %[[OK]] -> (i32, i64, i64, i64, tensor<?x4xf32>) {
-// CHECK:   scf.yield %c0_i32, %c0_i64, %c0_i64, %c0_i64, %[[C]]#4
-// CHECK: } else {
-// CHECK:   %[[S:.*]] = arith.select %[[OK]], %c0_i32, %[[C]]#0 : i32
-// CHECK:   %{{.*}} = arith.select %[[OK]], %c0_i64, %[[C]]#1 : i64
-// CHECK:   scf.yield %[[S]],
-// CHECK: return %[[R]]#0, %[[R]]#1, %[[R]]#2, %[[R]]#3, %[[R]]#4
+// CHECK: %[[REP:.*]] = memref.alloca() : memref<4xi64>
+// CHECK: %[[BAD:.*]] = arith.xori %[[OK]], %true : i1
+// CHECK: scf.if %[[BAD]] {
+// CHECK:   %[[S64:.*]] = arith.extui %[[C]]#0 : i32 to i64
+// CHECK:   memref.store %[[S64]], %[[REP]][%c0] : memref<4xi64>
+// CHECK:   memref.store %[[C]]#1, %[[REP]][%c1{{.*}}] : memref<4xi64>
+// CHECK: }
+// CHECK: %[[S:.*]] = memref.load %[[REP]][%c0] : memref<4xi64>
+// CHECK: %[[S32:.*]] = arith.trunci %[[S]] : i64 to i32
+// CHECK: %[[STATUS:.*]] = arith.select %[[OK]], %c0_i32, %[[S32]] : i32
+// the callee's result is a buffer the caller owns: returned as it is
+// CHECK: return %[[STATUS]], {{.*}}, %[[C]]#4 : i32, i64, i64, i64, tensor<?x4xf32>
 func.func @f(%x: tensor<?x4xf32, #relax.shape<["m", 4]>>) -> tensor<?x4xf32, #relax.shape<["m", 4]>> attributes {relax.function} {
   %0 = "relax.call"(%x) {callee = @g, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32, #relax.shape<["m", 4]>>) -> tensor<?x4xf32, #relax.shape<["m", 4]>>
   return %0 : tensor<?x4xf32, #relax.shape<["m", 4]>>

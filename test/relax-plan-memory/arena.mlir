@@ -40,18 +40,18 @@ func.func private @down8(%a: tensor<?x?xf32>, %out: tensor<?x8xf32>) -> tensor<?
 // NOBOUND-NEXT: "relax.alloc_tensor"(%[[S0]])
 // NOBOUND-NEXT: "relax.call_tir"{{.*}}callee = @down8
 
-// relax-lower-host: the bound check guards the rest; the static arena is a private,
-// aligned, uninitialized i8 memref.global (allocated once, not per call), each planned
-// tensor a memref.view at its offset, fed as destination.
+// relax-lower-host: the bound check guards the rest (every kernel call runs under it);
+// the static arena is a view of the session workspace (allocated once, not per call),
+// each planned tensor a memref.view at its offset, fed as destination.
 // HOST-LABEL: func.func @f(%arg0: memref<?xi8>
 // HOST-SAME: kind = "assert", lhs = "n", location = {{.*}}predicate = "le", rhs = "128"
 // HOST-SAME: relax.workspace_bytes = 69632 : i64
 // HOST: %[[LE:.*]] = arith.cmpi sle, %{{.*}}, %c128 : index
-// HOST: scf.if %[[LE]]
 // the arena is a view of the session workspace (the first argument), not a module global
-// HOST-NEXT: %[[M:.*]] = memref.view %arg0[%c0][] : memref<?xi8> to memref<69632xi8>
+// HOST: %[[M:.*]] = memref.view %arg0[%c0][] : memref<?xi8> to memref<69632xi8>
 // HOST: %[[V:.*]] = memref.view %[[M]][%c65536][%{{.*}}] : memref<69632xi8> to memref<?x8xf32>
 // HOST-NEXT: %[[T:.*]] = bufferization.to_tensor %[[V]] restrict writable : memref<?x8xf32> to tensor<?x8xf32>
+// HOST-NEXT: scf.if %[[LE]] -> (tensor<?x8xf32>) {
 // HOST-NEXT: func.call @up(%arg1, %[[T]])
 func.func @f(%x: tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x?xf32, #relax.shape<["n", "n"]>> attributes {relax.function, relax.upper_bounds = {n = 128 : i64}} {
   %0 = "relax.call_tir"(%x) {callee = @up, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32, #relax.shape<["n", 4]>>) -> tensor<?x8xf32, #relax.shape<["n", 8]>>

@@ -30,6 +30,13 @@ plain ``func.func @f`` on tensors WITHOUT ``#relax.shape`` encodings:
 * parameter patterns (two params ``(n, 4)`` must agree, ``2*k`` needs an even size),
   ``relax.match_cast`` and ``relax.assert`` become run-time checks.
 
+The function stays one block (the size of the host code is linear in checks + results):
+the checks of one point make a flag, and every op that touches memory (a kernel, a
+library call, a graph-function call, a state write) runs under ``scf.if`` "every check so
+far held". After a failed check the rest still computes its (checked, trap-free) index
+arithmetic and allocations, but runs nothing on them; the first failing point writes its
+status and details into a ``memref.alloca`` that the return reads.
+
 Calling convention of a lowered function (the contract with the runtime)::
 
     func.func @f(%workspace: memref<?xi8>, %state: memref<?xi8>..., %params: tensor<...>...)

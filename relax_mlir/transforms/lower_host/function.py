@@ -3,14 +3,20 @@
 Symbols become ``index`` values, dimension expressions ``arith`` (through the one
 interpreter, :class:`relax_mlir.shapes.emit.ArithEmitter`, in checked mode), ops their
 host form through the target hooks (:mod:`.target`), and every condition the input must
-meet a run-time check. Checks of one point are combined into one ``scf.if`` whose
-``then`` region holds the rest of the function and whose ``else`` region yields the
-status, the details and placeholder results (see the package docstring).
+meet a run-time check. The checks of one point are combined into one flag; the
+function stays ONE block in which every op that touches memory (a kernel, library or
+graph-function call, a state write) runs under ``scf.if %ok``, ``%ok`` being "every check
+so far passed". The first failing point writes its status and details into a small
+``memref.alloca`` (the failure report); the return reads them, and yields placeholder
+results for the outputs that are not fresh buffers (see the package docstring). So
+each check costs a fixed number of ops: a nest of ``scf.if``s, one per check point, each
+yielding every result, made the host code (and one-shot bufferization's time) grow with
+checks x results.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from mlir import ir
 from mlir.dialects import arith, bufferization, func, memref, scf, tensor
@@ -68,10 +74,13 @@ class FunctionLowering:
         self.vmap: dict = {}
         self.planned_buffers: dict = {}   # planned destination tensor -> its memref.view
         self.pending: list[tuple] = []
-        self.levels: list[tuple] = []
-        #: a kernel's result -> the fresh output buffer (a tensor) it was computed into;
-        #: lets a guard's failure branch yield that same buffer (see _yield_levels)
-        self.tied: dict = {}
+        #: i1: every check flushed so far passed (None: no check yet, statically true)
+        self.ok: Optional[ir.Value] = None
+        #: memref<(1 + D) x i64>: status and details of the first failed check point
+        self.report: Optional[ir.Value] = None
+        #: fresh buffers (tensors) allocated by this function or returned by a callee,
+        #: which a failed call may return unread (see _return)
+        self.fresh: set = set()
         self.checks: list[Check] = []
         self.readable: dict[str, str] = {}  # placeholder symbol -> "dim i of <value>"
         self.result_types = state.lowered_type(f).results
@@ -86,8 +95,8 @@ class FunctionLowering:
         self.emitter = None
         for d in (self.env, self.cache, self.vmap, self.planned_buffers):
             d.clear()
-        self.pending, self.levels = [], []
-        self.tied.clear()
+        self.pending, self.ok, self.report = [], None, None
+        self.fresh.clear()
 
     # -- small builders ------------------------------------------------------
     def const(self, value: int, t: Optional[ir.Type] = None) -> ir.Value:
@@ -162,39 +171,68 @@ class FunctionLowering:
         self.pending.append((ok, status, details))
 
     def flush(self) -> None:
-        """Guard the rest of the function by the pending checks (one scf.if)."""
+        """Combine the pending checks into ``self.ok``; the first point where one fails
+        (its flag false while every earlier one held) writes the first failing check's
+        status and details into the failure report, in an ``scf.if`` off the hot path."""
         if not self.pending:
             return
         pending, self.pending = self.pending, []
         ok = pending[0][0]
         for c in pending[1:]:
             ok = arith.AndIOp(ok, c[0], ip=self.ip).result
-        ifop = scf.IfOp(ok, list(self.result_types), has_else=True, ip=self.ip, loc=self.loc)
-        outer_ip, outer_cache = self.ip, self.cache
-        # else: the first failing check's status and details, placeholder results
-        self.ip = ir.InsertionPoint(ifop.else_block)
-        self.cache = dict(outer_cache)
         D = self.state.detail_slots
-        status = self.const(0, i(32))
-        details = [self.const(0, i(64))] * D
-        for cond, st, det in reversed(pending):
-            if isinstance(st, int):
-                value, bound = det
-                det = self._detail(value, bound)
-                st = self.const(st, i(32))
-            det = [self.const(x, i(64)) if isinstance(x, int) else x for x in det]
-            det = det + [self.const(0, i(64))] * (D - len(det))
+        if self.report is None:
+            t = ir.MemRefType.get([1 + D], i(64))
+            self.report = memref.AllocaOp(t, [], [], ip=self.ip, loc=self.loc).result
+        failed = arith.XOrIOp(ok, self.const(1, i(1)), ip=self.ip).result
+        if self.ok is not None:
+            failed = arith.AndIOp(self.ok, failed, ip=self.ip).result
+        ifop = scf.IfOp(failed, [], has_else=False, ip=self.ip, loc=self.loc)
+        outer_ip, outer_cache = self.ip, self.cache
+        self.ip, self.cache = ir.InsertionPoint(ifop.then_block), dict(outer_cache)
+        # the first failing check: the last one when all the others passed
+        status, details = self._failure(pending[-1])
+        for cond, st, det in reversed(pending[:-1]):
+            st, det = self._failure((cond, st, det))
             status = arith.SelectOp(cond, status, st, ip=self.ip).result
             details = [arith.SelectOp(cond, a, b, ip=self.ip).result for a, b in zip(details, det)]
-        dummies = []
-        for t in self.result_types[1 + D:]:
-            rt = ir.RankedTensorType(t)
-            sizes = [self.const(0) if rt.is_dynamic_dim(k) else rt.get_dim_size(k) for k in range(rt.rank)]
-            dummies.append(tensor.EmptyOp(sizes, rt.element_type, ip=self.ip).result)
-        scf.YieldOp([status] + details + dummies, ip=self.ip)
-        self.cache = outer_cache
-        self.levels.append((outer_ip, ifop))
-        self.ip = ir.InsertionPoint(ifop.then_block)
+        status = arith.ExtUIOp(i(64), status, ip=self.ip).result
+        for k, v in enumerate([status] + details):
+            memref.StoreOp(v, self.report, [self.const(k)], ip=self.ip)
+        scf.YieldOp([], ip=self.ip)
+        self.ip, self.cache = outer_ip, outer_cache
+        self.ok = ok if self.ok is None else arith.AndIOp(self.ok, ok, ip=self.ip).result
+
+    def _failure(self, check: tuple) -> tuple[ir.Value, list[ir.Value]]:
+        """The status (``i32``) and the detail slots (``i64``) a pending check reports."""
+        _, st, det = check
+        if isinstance(st, int):
+            value, bound = det
+            det = self._detail(value, bound)
+            st = self.const(st, i(32))
+        det = [self.const(x, i(64)) if isinstance(x, int) else x for x in det]
+        return st, det + [self.const(0, i(64))] * (self.state.detail_slots - len(det))
+
+    def guarded(self, build: Callable[[], list], types: list, fallback: Callable[[], list],
+                loc: Optional[ir.Location] = None) -> list[ir.Value]:
+        """``build()`` (ops at ``self.ip``, returning values of ``types``) under
+        ``scf.if %ok``; when a check failed, ``fallback()``'s values instead."""
+        if self.ok is None:
+            return list(build())
+        ifop = scf.IfOp(self.ok, list(types), has_else=bool(types), ip=self.ip, loc=loc or self.loc)
+        outer_ip, outer_cache = self.ip, self.cache
+        branches = [(ifop.then_block, build)] + ([(ifop.else_block, fallback)] if types else [])
+        for block, make in branches:
+            self.ip, self.cache = ir.InsertionPoint(block), dict(outer_cache)
+            scf.YieldOp(list(make()), ip=self.ip)
+        self.ip, self.cache = outer_ip, outer_cache
+        return list(ifop.results)
+
+    def placeholder(self, t: ir.Type) -> ir.Value:
+        """A value of type ``t`` that nobody reads (a result when a check failed)."""
+        rt = ir.RankedTensorType(t)
+        sizes = [self.const(0) if rt.is_dynamic_dim(k) else rt.get_dim_size(k) for k in range(rt.rank)]
+        return tensor.EmptyOp(sizes, rt.element_type, ip=self.ip).result
 
     # -- matching (params, match_cast) -------------------------------------------
     def bind(self, patterns: list[Shape], values: list[ir.Value], names: list[str], unknowns,
@@ -288,13 +326,7 @@ class FunctionLowering:
         if name == "func.return":
             D = self.state.detail_slots
             outs = [self.cast(v, t) for v, t in zip(operands, self.result_types[1 + D:])]
-            vals = [self.const(0, i(32))] + [self.const(0, i(64))] * D + outs
-            for outer_ip, ifop in reversed(self.levels):
-                scf.YieldOp(vals, ip=self.ip)
-                self._share_outputs(ifop, vals[1 + D:], 1 + D)
-                vals = list(ifop.results)
-                self.ip = outer_ip
-            func.ReturnOp(vals, ip=self.ip, loc=op.location)
+            func.ReturnOp(self._return(outs), ip=self.ip, loc=op.location)
         elif name == "relax.call_tir":
             self.lower_call_tir(op, operands)
         elif name == "relax.call":
@@ -358,33 +390,38 @@ class FunctionLowering:
         return self.target.alloc_tensor(self, strip(r.type), sizes, nbytes, f"{what}{at(op)}",
                                         str(read_tensor_type(r.type).shape), op.location)
 
-    def _root(self, v: ir.Value) -> Optional[ir.Value]:
-        """The fresh output buffer (allocated by relax-lower-host) that ``v`` was computed
-        into, through tensor.cast ops, or None."""
-        while True:
-            if v in self.tied:
-                return self.tied[v]
+    def _is_fresh(self, v: ir.Value) -> bool:
+        """Whether ``v`` is a fresh buffer (see ``self.fresh``), through tensor.cast ops."""
+        while v not in self.fresh:
             owner = v.owner
             if isinstance(owner, ir.Block) or owner.operation.name != "tensor.cast":
-                return None
+                return False
             v = owner.operands[0]
+        return True
 
-    def _share_outputs(self, ifop, outs: list[ir.Value], first: int) -> None:
-        """A guard's failure branch yields placeholder results, which the caller ignores.
-        Where the success branch returns a buffer allocated before the guard, yield that
-        same buffer instead of a fresh placeholder: both branches then return one buffer
-        and deallocation does not clone the result on every call (a 16 MB softmax output
-        was copied per call)."""
-        else_yield = list(ifop.else_block.operations)[-1]
-        guard = ifop.operation
-        for j, v in enumerate(outs):
-            root = self._root(v)
-            if root is None or not _outside(root, guard):
-                continue
-            shared = root if root.type == v.type else \
-                tensor.CastOp(v.type, root, ip=ir.InsertionPoint(else_yield)).result
-            else_yield.operands[first + j] = shared
-            self.tied[ifop.results[first + j]] = root
+    def _return(self, outs: list[ir.Value]) -> list[ir.Value]:
+        """Status, details and results. When a check failed: the report, and the results
+        as they are where they are buffers allocated here (fresh outputs, maybe never
+        written, that the caller frees unread), a placeholder each for the others (a
+        view or an argument cast to a static shape that a failed check may disprove:
+        never cloned then), under one ``scf.if``. A fresh output stays outside it:
+        yielding a result that both branches share would make deallocation clone it on
+        every call (a 16 MB softmax output was copied per call)."""
+        D = self.state.detail_slots
+        if self.ok is None:
+            return [self.const(0, i(32))] + [self.const(0, i(64))] * D + outs
+        report = [memref.LoadOp(self.report, [self.const(k)], ip=self.ip).result for k in range(1 + D)]
+        report[0] = arith.TruncIOp(i(32), report[0], ip=self.ip).result
+        zeros = [self.const(0, i(32))] + [self.const(0, i(64))] * D
+        head = [arith.SelectOp(self.ok, z, r, ip=self.ip).result for z, r in zip(zeros, report)]
+        other = [k for k, v in enumerate(outs) if not self._is_fresh(v)]
+        if other:
+            picked = self.guarded(lambda: [outs[k] for k in other], [outs[k].type for k in other],
+                                  lambda: [self.placeholder(outs[k].type) for k in other])
+            outs = list(outs)
+            for k, v in zip(other, picked):
+                outs[k] = v
+        return head + outs
 
     def lower_call_tir(self, op, operands) -> None:
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
@@ -415,10 +452,12 @@ class FunctionLowering:
                 v = arith.IndexCastOp(t, v, ip=self.ip).result
             args.append(v)
         self.flush()  # sizes, overflows and allocations are checked before the kernel runs
-        results = self.target.call_kernel(self, callee, args, list(kt.results), op.location)
+        results = self.guarded(lambda: self.target.call_kernel(self, callee, args, list(kt.results), op.location),
+                               list(kt.results), lambda: [self.cast(a, t) for a, t in zip(args[n_in:], kt.results)],
+                               op.location)
         for k, (r, v) in enumerate(zip(op.results, results)):
             if k not in planned:  # a fresh buffer (never a workspace view) may be returned
-                self.tied[v] = args[n_in + k]
+                self.fresh.add(v)
             self.vmap[r] = self.cast(v, strip(r.type))
 
     def lower_call(self, op, operands) -> None:
@@ -430,9 +469,14 @@ class FunctionLowering:
         ws = self.target.callee_workspace(self, self.state.own_bytes(self.name), op.location)
         buffers = [ws] + list(self.state_buffers.values())
         args = buffers + [self.cast(v, t) for v, t in zip(operands, list(lt.inputs)[len(buffers):])]
-        call = func.CallOp(list(lt.results), ir.FlatSymbolRefAttr.get(callee), args, ip=self.ip, loc=op.location)
         D = self.state.detail_slots
-        res = list(call.results)
+        res = self.guarded(
+            lambda: func.CallOp(list(lt.results), ir.FlatSymbolRefAttr.get(callee), args, ip=self.ip,
+                                loc=op.location).results,
+            list(lt.results),
+            lambda: [self.const(0, i(32))] + [self.const(0, i(64))] * D
+            + [self.placeholder(t) for t in list(lt.results)[1 + D:]], op.location)
+        self.fresh.update(res[1 + D:])   # a graph function returns buffers its caller owns
         self.add_propagate(res[0], res[1:1 + D])
         self.flush()
         for r, v in zip(op.results, res[1 + D:]):
@@ -506,7 +550,7 @@ class FunctionLowering:
         if op.name == "relax.state_read":
             self.vmap[op.results[0]] = bufferization.ToTensorOp(t, view, restrict=True, ip=self.ip).result
         else:
-            self.target.copy_to_buffer(self, x, view, op.location)
+            self.guarded(lambda: self.target.copy_to_buffer(self, x, view, op.location) or [], [], list)
 
     def _dynamic(self, m: ir.Value) -> ir.Value:
         mt = ir.MemRefType(m.type)
@@ -544,7 +588,7 @@ class FunctionLowering:
         # One declaration per symbol whatever the static dims at each call: every dim is
         # dynamic in it (the C descriptor ABI does not depend on them), call sites cast.
         args = [self._dynamic(m) for m in mem + [a for a, _ in outs]]
-        self.target.call_library(self, callee, args, op.location)
+        self.guarded(lambda: self.target.call_library(self, callee, args, op.location) or [], [], list)
         for r, (a, t) in zip(op.results, outs):
             self.vmap[r] = bufferization.ToTensorOp(t, a, restrict=True, writable=True, ip=self.ip).result
 
@@ -591,16 +635,3 @@ def _json_attr(v) -> ir.Attribute:
         return ir.DictAttr.get({k: _json_attr(x) for k, x in v.items()})
     return ir.StringAttr.get(str(v))
 
-
-def _outside(v: ir.Value, op: ir.Operation) -> bool:
-    """Whether ``v`` is defined outside ``op`` (so it dominates it in this function)."""
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        return True  # a function argument
-    p, target = owner.operation, op.operation
-    while p is not None:
-        if p == target:
-            return False
-        p = p.parent
-        p = p.operation if p is not None else None
-    return True

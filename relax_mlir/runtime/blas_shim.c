@@ -689,7 +689,8 @@ DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv), BLAS_FN(dgemm_batch_str
  * the (B, L, H*Ev) tensor the graph's head merge would have copied into). scale (H,) is the
  * per-head scale (its length gives H); lo (0-d) the clamp (-inf: none); bias
  * (nb | B | 1, L | 1, S | 1) and live (nb | B | 1, L | 1, 1) broadcast, a first dim of B
- * indexing batch rows only (a per-sequence mask is not copied per head).
+ * indexing batch rows only (a per-sequence mask is not copied per head). The `_safe` entries
+ * give 0 for a row whose every score is -inf (torch's safe softmax, for float masks).
  * The (L, S) scores are never written to memory: a task takes ATT_ROWS query rows of one
  * head, forms their scores in a per-thread buffer (one gemm), runs the masked softmax over
  * each row in place (vectorized exp) and multiplies by v into out (a second gemm). Tasks
@@ -758,7 +759,7 @@ static inline double att_exp(double x) { return exp(x); }
  * sums and maxima run in vector lanes. */
 #define ATT_ROW(T, S, EXP, ATTR, SUFFIX)                                                      \
   ATTR static void S##_att_row##SUFFIX(int64_t n, T *x, T scale, const T *bias, int64_t sb,   \
-                                       T lo) {                                                \
+                                       T lo, int safe) {                                      \
     T m = lo;                                                                                 \
     if (sb == 1) {                                                                            \
       _Pragma("omp simd reduction(max:m)")                                                    \
@@ -777,6 +778,10 @@ static inline double att_exp(double x) { return exp(x); }
         x[j] = v;                                                                             \
         m = v > m ? v : m;                                                                    \
       }                                                                                       \
+    }                                                                                         \
+    if (safe && m == -(T)INFINITY) {   /* every score -inf: torch's safe softmax gives 0 */    \
+      for (int64_t j = 0; j < n; ++j) x[j] = 0;                                               \
+      return;                                                                                 \
     }                                                                                         \
     T sum = 0;                                                                                \
     _Pragma("omp simd reduction(+:sum)")                                                      \
@@ -814,7 +819,8 @@ __attribute__((target("avx512f"))) static __m512 att_exp512(__m512 x) {
 }
 
 __attribute__((target("avx512f"))) static void f32_att_row_avx512(int64_t n, float *x, float scale,
-                                                                   const float *bias, int64_t sb, float lo) {
+                                                                   const float *bias, int64_t sb, float lo,
+                                                                   int safe) {
   __m512 vs = _mm512_set1_ps(scale), vlo = _mm512_set1_ps(lo), vm = vlo;
   __m512 vc = _mm512_set1_ps(sb == 1 ? 0.0f : bias[0]);
   for (int64_t j = 0; j < n; j += 16) {
@@ -825,7 +831,12 @@ __attribute__((target("avx512f"))) static void f32_att_row_avx512(int64_t n, flo
     _mm512_mask_storeu_ps(x + j, k, v);
     vm = _mm512_mask_max_ps(vm, k, vm, v);
   }
-  __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(vm)), vsum = _mm512_setzero_ps();
+  float m = _mm512_reduce_max_ps(vm);
+  if (safe && m == -INFINITY) {   /* every score -inf: torch's safe softmax gives 0 */
+    memset(x, 0, sizeof(float) * (size_t)n);
+    return;
+  }
+  __m512 vmax = _mm512_set1_ps(m), vsum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
     __mmask16 k = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
     __m512 e = att_exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vmax));
@@ -840,7 +851,7 @@ __attribute__((target("avx512f"))) static void f32_att_row_avx512(int64_t n, flo
 }
 #endif
 
-typedef void (*f32_row_fn)(int64_t, float *, float, const float *, int64_t, float);
+typedef void (*f32_row_fn)(int64_t, float *, float, const float *, int64_t, float, int);
 static f32_row_fn f32_att_row_impl(void) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
@@ -848,8 +859,8 @@ static f32_row_fn f32_att_row_impl(void) {
 #endif
   return f32_att_row_generic;
 }
-static void f64_att_row(int64_t n, double *x, double scale, const double *bias, int64_t sb, double lo) {
-  f64_att_row_generic(n, x, scale, bias, sb, lo);
+static void f64_att_row(int64_t n, double *x, double scale, const double *bias, int64_t sb, double lo, int safe) {
+  f64_att_row_generic(n, x, scale, bias, sb, lo, safe);
 }
 
 typedef struct {
@@ -857,6 +868,7 @@ typedef struct {
   bview bias, live;
   const char *scale;
   double lo;
+  int safe;   /* rows whose every score is -inf give 0 (the `_safe` entries) */
   int64_t B, H, L, Skv;
 } att_args;
 
@@ -878,7 +890,7 @@ typedef struct {
       const T *bias = (const T *)a->bias.data + bview_at(a->bias, b, h, a->B, a->H);          \
       for (int64_t i = 0; i < rows; ++i)                                                      \
         S##_att_row(Sn, buf + i * Sn, scale, bias + (i0 + i) * a->bias.s1, a->bias.s2,        \
-                    (T)a->lo);                                                                \
+                    (T)a->lo, a->safe);                                                       \
       S##_gemm(rows, Ev, Sn, buf, Sn, 1, V, a->v.s0, a->v.s1, NULL, 0, O, a->o.s0, a->o.s1);  \
       const T *live = (const T *)a->live.data + bview_at(a->live, b, h, a->B, a->H);          \
       for (int64_t i = 0; i < rows; ++i) {                                                    \
@@ -921,7 +933,7 @@ typedef struct {
     }                                                                                         \
   }                                                                                           \
   static void S##_attention_entry(void *q, int hq, void *k, int hk, void *v, int hv, void *scale, \
-                                  void *bias, void *lo, void *live, void *out, int ho) {      \
+                                  void *bias, void *lo, void *live, void *out, int ho, int safe) { \
     view vq = read_desc(q, 3, sizeof(T)), vk = read_desc(k, 3, sizeof(T));                    \
     view vv = read_desc(v, 3, sizeof(T)), vo = read_desc(out, 3, sizeof(T));                  \
     view vs = read_desc(scale, 1, sizeof(T)), vl = read_desc(lo, 0, sizeof(T));               \
@@ -939,6 +951,7 @@ typedef struct {
     a.live = bview_of(read_desc(live, 3, sizeof(T)));                                         \
     a.scale = vs.data;   /* contiguous (H,): relax-dispatch-library makes it */               \
     a.lo = (double)*(const T *)vl.data;                                                       \
+    a.safe = safe;                                                                            \
     S##_attention(&a);                                                                        \
   }
 
@@ -1013,9 +1026,9 @@ ENTRIES(float, f32)
 ENTRIES(double, f64)
 
 static f32_row_fn f32_att_row_fn = NULL;
-static void f32_att_row(int64_t n, float *x, float scale, const float *bias, int64_t sb, float lo) {
+static void f32_att_row(int64_t n, float *x, float scale, const float *bias, int64_t sb, float lo, int safe) {
   if (!f32_att_row_fn) f32_att_row_fn = f32_att_row_impl();   /* the same value in every thread */
-  f32_att_row_fn(n, x, scale, bias, sb, lo);
+  f32_att_row_fn(n, x, scale, bias, sb, lo, safe);
 }
 DEFINE_ATTENTION(float, f32)
 DEFINE_ATTENTION(double, f64)
@@ -1023,7 +1036,11 @@ DEFINE_ATTENTION(double, f64)
 #define ATTENTION_ENTRY(HQ, HK, HV, HO, S)                                                    \
   void _mlir_ciface_relax_blas_attention_h##HQ##HK##HV##HO##_##S(                             \
       void *q, void *k, void *v, void *scale, void *bias, void *lo, void *live, void *out) {  \
-    S##_attention_entry(q, HQ, k, HK, v, HV, scale, bias, lo, live, out, HO);                 \
+    S##_attention_entry(q, HQ, k, HK, v, HV, scale, bias, lo, live, out, HO, 0);              \
+  }                                                                                           \
+  void _mlir_ciface_relax_blas_attention_h##HQ##HK##HV##HO##_safe_##S(                        \
+      void *q, void *k, void *v, void *scale, void *bias, void *lo, void *live, void *out) {  \
+    S##_attention_entry(q, HQ, k, HK, v, HV, scale, bias, lo, live, out, HO, 1);              \
   }
 #define ATTENTION_ENTRIES_O(HQ, HK, HV, S) ATTENTION_ENTRY(HQ, HK, HV, 0, S) ATTENTION_ENTRY(HQ, HK, HV, 1, S)
 #define ATTENTION_ENTRIES_V(HQ, HK, S) ATTENTION_ENTRIES_O(HQ, HK, 0, S) ATTENTION_ENTRIES_O(HQ, HK, 1, S)

@@ -7,13 +7,13 @@ The torch importer (``_sdpa`` in relax_mlir/frontend/torch/aten.py) writes atten
     s = multiply(s, scale)                        scale: 0-d relax.full       (optional)
     s = add(s, bias)                              bias (nb|1, L|1, S|1)         (optional)
     s = maximum(s, lo)                            lo: 0-d relax.full           (optional)
-    p = softmax(s, axis=-1)
+    p = softmax(s, axis=-1)                       [where(equal(max(s), -inf), 0, p): safe softmax]
     o = matmul(p, v3)                             v3 (nb, S, Ev)
     o = multiply(o, live)                         live (nb|1, L|1, 1)           (optional)
     [reshape (B, H, L, Ev), permute_dims [0, 2, 1, 3], reshape (B, L, H*Ev)]  (the head merge)
 
 each op the single user of the previous one. :func:`dispatch_attention` replaces the chain
-with ``relax.call_dps_library`` of ``relax_blas_attention_h<q><k><v><o>_<t>`` (see
+with ``relax.call_dps_library`` of ``relax_blas_attention_h<q><k><v><o>[_safe]_<t>`` (see
 relax_mlir/runtime/blas_shim.c) on ``(q, k, v, scale (H,), bias, lo, live)``:
 
 * q, k and v are passed as attention head views where they are the head split of a
@@ -44,7 +44,7 @@ from ..ops.registry import RelaxError, read_attrs
 from ..shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, is_tensor, prove_equal, read_tensor_type, tensor_type
 from .graph import relax_opdef
 
-SYMBOL = "relax_blas_attention_h{flags}_{dtype}"
+SYMBOL = "relax_blas_attention_h{flags}{safe}_{dtype}"
 
 
 def _def(v: ir.Value) -> Optional[ir.Operation]:
@@ -118,10 +118,13 @@ class AttentionMatch:
     Ev: Dim = None
     dtype: str = "f32"
     scale_src: Optional[ir.Value] = None    # the 0-d fill the scores were multiplied by
+    safe: bool = False                      # rows whose every score is -inf give 0 (torch's safe softmax)
+    consts: list = field(default_factory=list)   # the safe softmax's -inf and 0 fills
 
     @property
     def symbol(self) -> str:
-        return SYMBOL.format(flags="".join("1" if f else "0" for f in self.flags), dtype=self.dtype)
+        return SYMBOL.format(flags="".join("1" if f else "0" for f in self.flags), safe="_safe" if self.safe else "",
+                             dtype=self.dtype)
 
     def flops(self) -> Dim:
         return self.nb * self.L * self.S * (self.E + self.Ev)
@@ -132,6 +135,40 @@ def _broadcasts(sig: TensorSig, dtype: str, to: tuple) -> bool:
     if sig.dtype != dtype or sig.rank > 3:
         return False
     return all(_eq(d, w) or _eq(d, 1) for d, w in zip(sig.shape, to[3 - sig.rank:]))
+
+
+def _users(v: ir.Value) -> list[ir.Operation]:
+    return [u.owner.operation if hasattr(u.owner, "operation") else u.owner for u in v.uses]
+
+
+def _safe_softmax(s: ir.Value, block_op: ir.Operation) -> Optional[tuple[ir.Operation, list[ir.Operation]]]:
+    """torch's safe softmax as the importer writes it for a float mask (``_zero_dead_rows``):
+    ``where(equal(max(s, [-1], keepdims), -inf), 0, softmax(s))`` where ``s`` has exactly those
+    two users: (the softmax, [max, equal, where])."""
+    users = _users(s)
+    if len(users) != 2 or any(u.parent != block_op.parent for u in users):
+        return None
+    sm = next((u for u in users if u.name == "relax.softmax"), None)
+    mx = next((u for u in users if u.name == "relax.max"), None)
+    ss = _sig(s)
+    if sm is None or mx is None or ss is None:
+        return None
+    a = _attrs(mx)
+    if a is None or a.get("axes") is None or [x % ss.rank for x in a["axes"]] != [ss.rank - 1] or not a.get("keepdims"):
+        return None
+    eq = _single_user(mx.results[0], mx)
+    if eq is None or eq.name != "relax.equal":
+        return None
+    c = _other(eq, mx.results[0])
+    if c is None or _scalar_fill(c) != -math.inf:
+        return None
+    wh = _single_user(eq.results[0], eq)
+    if wh is None or wh.name != "relax.where" or len(wh.operands) != 3 or wh.operands[0] != eq.results[0]:
+        return None
+    only = _single_user(sm.results[0], sm)
+    if _scalar_fill(wh.operands[1]) != 0.0 or wh.operands[2] != sm.results[0] or only is None or only != wh:
+        return None
+    return sm, [mx, eq, wh]
 
 
 def merge_view(v: ir.Value, user_of: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation], int]]:
@@ -247,13 +284,20 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
             return None
         ops.append(nxt)
         x, nxt = nxt, _single_user(nxt.results[0], nxt)
-    if nxt is None or nxt.name != "relax.softmax":
+    safe, extra = False, []
+    if nxt is None:
+        got = _safe_softmax(x.results[0], x)
+        if got is None:
+            return None
+        (nxt, extra), safe = got, True
+    elif nxt.name != "relax.softmax":
         return None
     sa = _attrs(nxt)
     if sa is None or sa.get("axis") not in (-1, 2):
         return None
-    ops.append(nxt)
-    x, mm = nxt, _single_user(nxt.results[0], nxt)
+    ops += [nxt] + extra
+    x = extra[-1] if extra else nxt
+    mm = _single_user(x.results[0], x)
     if mm is None or mm.name != "relax.matmul" or mm.operands[0] != x.results[0] or mm.operands[1] == x.results[0]:
         return None
     ma = _attrs(mm)
@@ -299,7 +343,9 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
     if len(heads) > 1:
         return None
     m = AttentionMatch(ops, operands[0], operands[1], operands[2], flags, next(iter(heads), None), scale, bias,
-                       lo, live, result, erase_views, nb, L, S, E, Ev, qs.dtype, scale_src)
+                       lo, live, result, erase_views, nb, L, S, E, Ev, qs.dtype, scale_src, safe,
+                       [extra[1].operands[1] if extra[1].operands[0] == extra[0].results[0] else extra[1].operands[0],
+                        extra[2].operands[1]] if safe else [])
     if any(flags) and m.heads is None:
         return None
     return m
@@ -354,7 +400,7 @@ def rewrite_attention(m: AttentionMatch, memo: _Operands) -> list[ir.Operation]:
     """Replace the match with the library call; returns the ops that may now be dead."""
     last = _def(m.result)
     loc, ip = last.location, ir.InsertionPoint(last)
-    dead: list[ir.Operation] = [_def(m.scale_src)] if m.scale_src is not None else []
+    dead: list[ir.Operation] = [_def(v) for v in ([m.scale_src] if m.scale_src is not None else []) + m.consts]
     heads = m.heads
     bias = live = None
     if m.bias is not None:

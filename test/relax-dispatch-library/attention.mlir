@@ -118,3 +118,37 @@ func.func @probs_returned(%q: !q, %k: !k, %v: !v) -> (!o, !s) attributes {relax.
   %o = "relax.matmul"(%p, %v) : (!s, !v) -> !o
   return %o, %p : !o, !s
 }
+
+// -----
+
+// A float mask: the importer zeroes rows whose every score is -inf after the softmax (torch's
+// safe softmax) -- where(equal(max(s), -inf), 0, softmax(s)) -- so the scores have two users.
+// The whole of it is the `_safe` entry (its -inf and 0 fills are erased: the -inf left is the
+// neutral clamp).
+
+// CHECK-LABEL: func.func @float_mask(
+// CHECK-NOT: relax.softmax
+// CHECK-NOT: "relax.where"
+// CHECK: "relax.call_dps_library"(%arg0, %arg1, %arg2, %{{.*}}, %arg3, %{{.*}}, %{{.*}}) {callee = "relax_blas_attention_h0000_safe_f32"
+// CHECK: return
+!q = tensor<?x?x3xf32, #relax.shape<["n", "l", 3]>>
+!k = tensor<?x?x3xf32, #relax.shape<["n", "m", 3]>>
+!kt = tensor<?x3x?xf32, #relax.shape<["n", 3, "m"]>>
+!v = tensor<?x?x5xf32, #relax.shape<["n", "m", 5]>>
+!s = tensor<?x?x?xf32, #relax.shape<["n", "l", "m"]>>
+!r = tensor<?x?x1xf32, #relax.shape<["n", "l", 1]>>
+!rb = tensor<?x?x1xi1, #relax.shape<["n", "l", 1]>>
+!o = tensor<?x?x5xf32, #relax.shape<["n", "l", 5]>>
+func.func @float_mask(%q: !q, %k: !k, %v: !v, %bias: !s) -> !o attributes {relax.function} {
+  %kt = "relax.permute_dims"(%k) {axes = array<i64: 0, 2, 1>} : (!k) -> !kt
+  %s = "relax.matmul"(%q, %kt) : (!q, !kt) -> !s
+  %s1 = "relax.add"(%s, %bias) : (!s, !s) -> !s
+  %p = "relax.softmax"(%s1) {axis = -1 : i64} : (!s) -> !s
+  %mx = "relax.max"(%s1) {axes = array<i64: -1>, keepdims = true} : (!s) -> !r
+  %ninf = "relax.full"() {dtype = f32, shape = #relax.shape<[]>, value = 0xFFF0000000000000 : f64} : () -> tensor<f32>
+  %dead = "relax.equal"(%mx, %ninf) : (!r, tensor<f32>) -> !rb
+  %zero = "relax.full"() {dtype = f32, shape = #relax.shape<[]>, value = 0.000000e+00 : f64} : () -> tensor<f32>
+  %p2 = "relax.where"(%dead, %zero, %p) : (!rb, tensor<f32>, !s) -> !s
+  %o = "relax.matmul"(%p2, %v) : (!s, !v) -> !o
+  return %o : !o
+}

@@ -60,6 +60,8 @@ def test_attention_mask_forms(dt, tmp_path):
         square[:, -1] = True
         bias = randn(1, 1, s, s)
         bias[..., 0, 1:] = -torch.inf
+        if s > 1:
+            bias[..., 1, :] = -torch.inf      # a query row with every key at -inf: 0 (safe softmax)
         q, k, v = randn(b, 3, s, 8), randn(b, 3, s, 8), randn(b, 3, s, 4)
         return q.to(dt), k.to(dt), v.to(dt), pad, full, square, bias.to(dt)
 
@@ -73,12 +75,14 @@ def test_attention_mask_forms(dt, tmp_path):
     out = fn(*make(2, 5))
     np.testing.assert_array_equal(out[0][-1].numpy(), np.zeros((3, 5, 4), np.float32 if dt == torch.float32
                                                                 else np.float64))
-    # every boolean and causal form runs as one fused attention call (relax_blas_attention);
-    # the float mask keeps its safe-softmax `where` on the probabilities, which needs them
-    # materialized: the unfused kernels
+    assert float(ref[3][:, :, 1].abs().max()) == 0.0   # the -inf row of the float mask: 0 in torch too
+    np.testing.assert_array_equal(out[3][:, :, 1].numpy(), 0)
+    # every form runs as one fused attention call (relax_blas_attention); the float mask's
+    # safe softmax (0 for a row of -inf) through a `_safe` entry
     _, _, library, _ = _graph_calls(tmp_path)
     suffix = "f32" if dt == torch.float32 else "f64"
-    assert sum(c.startswith("relax_blas_attention_") and c.endswith(suffix) for c in library) == 5, library
+    fused = [c for c in library if c.startswith("relax_blas_attention_") and c.endswith(suffix)]
+    assert len(fused) == 6 and sum("_safe_" in c for c in fused) == 1, library
 
 
 def _tiny_bert():

@@ -690,7 +690,9 @@ DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv), BLAS_FN(dgemm_batch_str
  * per-head scale (its length gives H); lo (0-d) the clamp (-inf: none); bias
  * (nb | B | 1, L | 1, S | 1) and live (nb | B | 1, L | 1, 1) broadcast, a first dim of B
  * indexing batch rows only (a per-sequence mask is not copied per head). The `_safe` entries
- * give 0 for a row whose every score is -inf (torch's safe softmax, for float masks).
+ * give 0 for a row whose every score is -inf (torch's safe softmax, for float masks). A plain k
+ * or v may hold B*Hk products for Hk dividing H (grouped-query attention: query head h reads
+ * k / v head h / (H/Hk)).
  * The (L, S) scores are never written to memory: a task takes ATT_ROWS query rows of one
  * head, forms their scores in a per-thread buffer (one gemm), runs the masked softmax over
  * each row in place (vectorized exp) and multiplies by v into out (a second gemm). Tasks
@@ -722,6 +724,20 @@ static bview bview_of(view v) {
 /* The element offset of product (b, h): dim 0 is nb = B*H, B (batch rows) or 1. */
 static int64_t bview_at(bview v, int64_t b, int64_t h, int64_t B, int64_t H) {
   return v.n0 == B * H ? (b * H + h) * v.s0 : b * v.s0;   /* size 1: s0 == 0 */
+}
+
+/* A plain k or v of B*Hk products for B*H query products (Hk dividing H: grouped-query
+ * attention, each k / v head serving H/Hk query heads in turn): *group = H/Hk; else 1. */
+static mview kv_heads(mview m, view v, int head, int64_t B, int64_t H, int64_t *group) {
+  *group = 1;
+  if (!head && B > 0 && v.sizes[0] != B * H && v.sizes[0] > 1 && v.sizes[0] % B == 0) {
+    int64_t hk = v.sizes[0] / B;
+    if (H % hk == 0) {
+      *group = H / hk;
+      m.outer = m.inner * hk;
+    }
+  }
+  return m;
 }
 
 static int blas_max_threads(void) {
@@ -869,6 +885,7 @@ typedef struct {
   const char *scale;
   double lo;
   int safe;   /* rows whose every score is -inf give 0 (the `_safe` entries) */
+  int64_t kgroup, vgroup;   /* query heads per k / v head (grouped-query attention) */
   int64_t B, H, L, Skv;
 } att_args;
 
@@ -881,8 +898,8 @@ typedef struct {
       int64_t b = t / (a->H * nblk), h = (t / nblk) % a->H, i0 = (t % nblk) * ATT_ROWS;      \
       int64_t rows = a->L - i0 < ATT_ROWS ? a->L - i0 : ATT_ROWS;                             \
       const T *Q = (const T *)a->q.data + b * a->q.outer + h * a->q.inner + i0 * a->q.s0;     \
-      const T *K = (const T *)a->k.data + b * a->k.outer + h * a->k.inner;                    \
-      const T *V = (const T *)a->v.data + b * a->v.outer + h * a->v.inner;                    \
+      const T *K = (const T *)a->k.data + b * a->k.outer + (h / a->kgroup) * a->k.inner;      \
+      const T *V = (const T *)a->v.data + b * a->v.outer + (h / a->vgroup) * a->v.inner;      \
       T *O = (T *)a->o.data + b * a->o.outer + h * a->o.inner + i0 * a->o.s0;                 \
       /* scores (rows, S) = Q K^T: K's (S, E) matrix read transposed */                       \
       S##_gemm(rows, Sn, E, Q, a->q.s0, a->q.s1, K, a->k.s1, a->k.s0, NULL, 0, buf, Sn, 1);   \
@@ -944,8 +961,8 @@ typedef struct {
     a.L = vo.sizes[1];                                                                        \
     a.Skv = vk.sizes[1];                                                                        \
     a.q = head_or_plain(vq, hq, a.H);                                                         \
-    a.k = head_or_plain(vk, hk, a.H);                                                         \
-    a.v = head_or_plain(vv, hv, a.H);                                                         \
+    a.k = kv_heads(head_or_plain(vk, hk, a.H), vk, hk, a.B, a.H, &a.kgroup);                   \
+    a.v = kv_heads(head_or_plain(vv, hv, a.H), vv, hv, a.B, a.H, &a.vgroup);                   \
     a.o = head_or_plain(vo, ho, a.H);                                                         \
     a.bias = bview_of(read_desc(bias, 3, sizeof(T)));                                         \
     a.live = bview_of(read_desc(live, 3, sizeof(T)));                                         \

@@ -17,7 +17,9 @@ with ``relax.call_dps_library`` of ``relax_blas_attention_h<q><k><v><o>[_safe]_<
 relax_mlir/runtime/blas_shim.c) on ``(q, k, v, scale (H,), bias, lo, live)``:
 
 * q, k and v are passed as attention head views where they are the head split of a
-  projection (``head_view`` of relax-dispatch-library: flag 1, no copy of the heads), and
+  projection (``head_view`` of relax-dispatch-library: flag 1, no copy of the heads); a k or
+  v repeated for grouped-query attention (expand_dims / broadcast_to / reshape of (B, Hk, S, D))
+  is passed as its Hk heads (the library maps query head h to h / (H/Hk)), and
   the output is written straight into the merged (B, L, H*Ev) tensor when the head merge
   follows (flag 1 for o: the merge's copy disappears too);
 * a bias or live mask that the importer broadcast per head -- ``reshape(broadcast_to(W,
@@ -169,6 +171,41 @@ def _safe_softmax(s: ir.Value, block_op: ir.Operation) -> Optional[tuple[ir.Oper
     if _scalar_fill(wh.operands[1]) != 0.0 or wh.operands[2] != sm.results[0] or only is None or only != wh:
         return None
     return sm, [mx, eq, wh]
+
+
+def repeat_source(v: ir.Value, user: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation], int]]:
+    """Grouped-query attention's repeat of k or v: ``v`` (B*Hq, S, D) computed, for ``user``
+    alone, as ``reshape([reshape(] broadcast_to(expand_dims(K, [2]), (B, Hk, rep, S, D))
+    [, (B, Hq, S, D))], (B*Hq, S, D))`` of K (B, Hk, S, D), Hq = Hk*rep static: (K, the ops,
+    Hq). The library then reads K's Hk heads in place for the Hq query heads."""
+    r = _def(v)
+    if r is None or r.name != "relax.reshape" or _single_user(v, user) is None:
+        return None
+    ops = [r]
+    bc = _def(r.operands[0])
+    if bc is not None and bc.name == "relax.reshape" and _single_user(r.operands[0], r) is not None:
+        ops.append(bc)
+        bc = _def(bc.operands[0])
+    if bc is None or bc.name != "relax.broadcast_to" or _single_user(ops[-1].operands[0], ops[-1]) is None:
+        return None
+    ex = _def(bc.operands[0])
+    if ex is None or ex.name != "relax.expand_dims" or _single_user(bc.operands[0], bc) is None:
+        return None
+    a = _attrs(ex)
+    k4 = ex.operands[0]
+    ks, bs, vs = _sig(k4), _sig(bc.results[0]), _sig(v)
+    if a is None or ks is None or bs is None or vs is None or ks.rank != 4 or bs.rank != 5 or vs.rank != 3:
+        return None
+    axis = a.get("axis")
+    if axis is None or [x % 5 for x in (axis if isinstance(axis, (list, tuple)) else [axis])] != [2]:
+        return None
+    b, hk, rep, s_, d = bs.shape
+    if not (hk.is_static and rep.is_static):
+        return None
+    if not all(_eq(x, y) for x, y in ((ks.shape[0], b), (ks.shape[1], hk), (ks.shape[2], s_), (ks.shape[3], d),
+                                      (vs.shape[0], b * hk * rep), (vs.shape[1], s_), (vs.shape[2], d))):
+        return None
+    return k4, ops + [bc, ex], hk.value * rep.value
 
 
 def merge_view(v: ir.Value, user_of: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation], int]]:
@@ -326,8 +363,14 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
     views = [head_view(q3, root), None if perm_shared else head_view(k3, perm), head_view(v3, mm)]
     flags = [w is not None for w in views]
     erase_views: list[ir.Operation] = [] if perm_shared else [perm]
-    operands = []
-    for w, val in zip(views, (q3, k3, v3)):
+    operands: list = []
+    grouped = [None, None if perm_shared else repeat_source(k3, perm), repeat_source(v3, mm)]
+    for w, g, val in zip(views, grouped, (q3, k3, v3)):
+        if w is None and g is not None:   # (K, ops, Hq): K's heads read in place, no repeat
+            operands.append(("kv", g[0]))
+            erase_views += g[1]
+            heads.add(g[2])
+            continue
         if w is None:
             operands.append(val)
             continue
@@ -422,7 +465,16 @@ def rewrite_attention(m: AttentionMatch, memo: _Operands) -> list[ir.Operation]:
         live = memo.get(("ones", dt), lambda: _full([1, 1, 1], 1.0, dt, loc, ip))
     lo = m.lo if m.lo is not None else memo.get(("ninf", dt), lambda: _full([], -math.inf, dt, loc, ip))
     scale = memo.get(("scale", dt, heads, m.scale), lambda: _full([heads], m.scale, dt, loc, ip))
-    call = create("call_dps_library", [m.q, m.k, m.v, scale, bias, lo, live], [m.result.type],
+    def kv(x):   # a grouped-query K (B, Hk, S, D) as its (B*Hk, S, D) products
+        if not isinstance(x, tuple):
+            return x
+        k4 = x[1]
+        ks = _sig(k4)
+        shape = [ks.shape[0] * ks.shape[1], ks.shape[2], ks.shape[3]]
+        return memo.get(("kv", k4), lambda: create("reshape", [k4], [tensor_type(shape, ks.dtype)],
+                                                  {"shape": Shape.of(shape).to_attr()}, loc=loc, ip=ip).results[0])
+
+    call = create("call_dps_library", [kv(m.q), kv(m.k), kv(m.v), scale, bias, lo, live], [m.result.type],
                   {"callee": ir.StringAttr.get(m.symbol)}, loc=loc, ip=ip)
     m.result.replace_all_uses_with(call.results[0])
     for o in reversed(m.ops):

@@ -152,3 +152,42 @@ func.func @float_mask(%q: !q, %k: !k, %v: !v, %bias: !s) -> !o attributes {relax
   %o = "relax.matmul"(%p2, %v) : (!s, !v) -> !o
   return %o : !o
 }
+
+// -----
+
+// Grouped-query attention: k and v (b, 2, s, 8) repeated for 6 query heads (expand_dims,
+// broadcast_to, reshape, as transformers' repeat_kv or sdpa's enable_gqa export it). The call
+// reads their 2 heads per batch row -- (2*b, s, 8), query head h using k / v head h / 3 -- and
+// the repeats are gone; the per-head scale has H = 6 entries.
+
+// CHECK-LABEL: func.func @gqa(
+// CHECK-NOT: relax.broadcast_to
+// CHECK-DAG: %[[K:.*]] = "relax.reshape"(%arg1) {shape = #relax.shape<["2*b", "s", 8]>}
+// CHECK-DAG: %[[V:.*]] = "relax.reshape"(%arg2) {shape = #relax.shape<["2*b", "s", 8]>}
+// CHECK-DAG: %[[SC:.*]] = "relax.full"() {dtype = f32, shape = #relax.shape<[6]>
+// CHECK: "relax.call_dps_library"(%arg0, %[[K]], %[[V]], %[[SC]], {{.*}} {callee = "relax_blas_attention_h0000_f32"
+// CHECK-NOT: relax.broadcast_to
+!q3 = tensor<?x?x8xf32, #relax.shape<["6*b", "s", 8]>>
+!k4 = tensor<?x2x?x8xf32, #relax.shape<["b", 2, "s", 8]>>
+!k5 = tensor<?x2x1x?x8xf32, #relax.shape<["b", 2, 1, "s", 8]>>
+!kb = tensor<?x2x3x?x8xf32, #relax.shape<["b", 2, 3, "s", 8]>>
+!kr = tensor<?x6x?x8xf32, #relax.shape<["b", 6, "s", 8]>>
+!kt = tensor<?x8x?xf32, #relax.shape<["6*b", 8, "s"]>>
+!s = tensor<?x?x?xf32, #relax.shape<["6*b", "s", "s"]>>
+func.func @gqa(%q: !q3, %k: !k4, %v: !k4) -> !q3 attributes {relax.function} {
+  %ke = "relax.expand_dims"(%k) {axis = array<i64: 2>} : (!k4) -> !k5
+  %kb = "relax.broadcast_to"(%ke) {shape = #relax.shape<["b", 2, 3, "s", 8]>} : (!k5) -> !kb
+  %kr = "relax.reshape"(%kb) {shape = #relax.shape<["b", 6, "s", 8]>} : (!kb) -> !kr
+  %k3 = "relax.reshape"(%kr) {shape = #relax.shape<["6*b", "s", 8]>} : (!kr) -> !q3
+  %ve = "relax.expand_dims"(%v) {axis = array<i64: 2>} : (!k4) -> !k5
+  %vb = "relax.broadcast_to"(%ve) {shape = #relax.shape<["b", 2, 3, "s", 8]>} : (!k5) -> !kb
+  %vr = "relax.reshape"(%vb) {shape = #relax.shape<["b", 6, "s", 8]>} : (!kb) -> !kr
+  %v3 = "relax.reshape"(%vr) {shape = #relax.shape<["6*b", "s", 8]>} : (!kr) -> !q3
+  %kt = "relax.permute_dims"(%k3) {axes = array<i64: 0, 2, 1>} : (!q3) -> !kt
+  %s = "relax.matmul"(%q, %kt) : (!q3, !kt) -> !s
+  %c = "relax.full"() {dtype = f32, shape = #relax.shape<[]>, value = 0.35355339059327379 : f64} : () -> tensor<f32>
+  %s1 = "relax.multiply"(%s, %c) : (!s, tensor<f32>) -> !s
+  %p = "relax.softmax"(%s1) {axis = -1 : i64} : (!s) -> !s
+  %o = "relax.matmul"(%p, %v3) : (!s, !q3) -> !q3
+  return %o : !q3
+}

@@ -197,3 +197,34 @@ def test_bert_attention_graph_and_kernels(tmp_path, monkeypatch):
         np.testing.assert_array_equal(got, fn.exe(ids.numpy(), mask.numpy(), *fn.params))
         np.testing.assert_allclose(unfused.run(ids.numpy(), mask.numpy()), ref, atol=1e-4, rtol=1e-4)
     assert isinstance(fn._bound, PreparedCall)
+
+
+class GroupedQuery(torch.nn.Module):
+    """Grouped-query attention both ways it is exported: sdpa's enable_gqa, and transformers'
+    repeat_kv (expand + reshape) before a plain sdpa; 6 query heads over 2 k / v heads."""
+
+    def forward(self, q, k, v, k2, v2, pad):
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=pad, enable_gqa=True)
+        b, hk, s, d = k2.shape
+        kr = k2[:, :, None, :, :].expand(b, hk, 3, s, d).reshape(b, hk * 3, s, d)
+        vr = v2[:, :, None, :, :].expand(b, hk, 3, s, d).reshape(b, hk * 3, s, d)
+        return a, F.scaled_dot_product_attention(q * 1.5, kr, vr, is_causal=True)
+
+
+def test_grouped_query_attention_reads_kv_heads_in_place(tmp_path):
+    def make(b, s):
+        pad = torch.ones(b, 1, 1, s, dtype=torch.bool)
+        pad[0, ..., (s + 1) // 2:] = False
+        return (randn(b, 6, s, 8), randn(b, 2, s, 8), randn(b, 2, s, 8), randn(b, 2, s, 8), randn(b, 2, s, 8), pad)
+
+    d = {0: B, 2: S}
+    check(GroupedQuery(), make, [(2, 5), (1, 1), (3, 37), (8, 96)],
+          {"q": d, "k": d, "v": d, "k2": d, "v2": d, "pad": {0: B, 3: S}}, options={"dump_ir": str(tmp_path)},
+          atol=1e-5, rtol=1e-4)
+    # both fused, k and v passed as their 2 heads per batch row (no repeat kernel, no broadcast)
+    graph = open(glob.glob(os.path.join(str(tmp_path), "*-graph.mlir"))[0]).read()
+    _, _, library, kernels = _graph_calls(tmp_path)
+    assert library.count("relax_blas_attention_h0000_f32") == 2, library
+    assert '"relax.broadcast_to"' not in graph and not any("broadcast_to" in k for k in kernels), kernels
+    assert graph.count('#relax.shape<["2*b", "s", 8]>>, tensor<?x?x8xf32, #relax.shape<["2*b", "s", 8]>>, '
+                       'tensor<6xf32>') == 2

@@ -44,15 +44,9 @@ from mlir import ir
 from ..dialects._core import create
 from ..ops.registry import RelaxError, read_attrs
 from ..shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, is_tensor, prove_equal, read_tensor_type, tensor_type
-from .graph import relax_opdef
+from .graph import defining_op, relax_opdef, single_user, users
 
 SYMBOL = "relax_blas_attention_h{flags}{safe}_{dtype}"
-
-
-def _def(v: ir.Value) -> Optional[ir.Operation]:
-    if isinstance(v.owner, ir.Block):
-        return None
-    return v.owner.operation if hasattr(v.owner, "operation") else v.owner
 
 
 def _attrs(op: ir.Operation) -> Optional[dict]:
@@ -75,20 +69,11 @@ def _eq(a, b) -> bool:
 
 def _scalar_fill(v: ir.Value) -> Optional[float]:
     """The value of a 0-d ``relax.full``, else None."""
-    op = _def(v)
+    op = defining_op(v)
     if op is None or op.name != "relax.full":
         return None
     sig, a = _sig(v), _attrs(op)
     return float(a["value"]) if sig is not None and sig.rank == 0 and a is not None else None
-
-
-def _single_user(v: ir.Value, block_op: ir.Operation) -> Optional[ir.Operation]:
-    uses = list(v.uses)
-    if len(uses) != 1:
-        return None
-    owner = uses[0].owner
-    owner = owner.operation if hasattr(owner, "operation") else owner
-    return owner if owner.parent == block_op.parent else None
 
 
 def _other(op: ir.Operation, chained: ir.Value) -> Optional[ir.Value]:
@@ -122,6 +107,7 @@ class AttentionMatch:
     scale_src: Optional[ir.Value] = None    # the 0-d fill the scores were multiplied by
     safe: bool = False                      # rows whose every score is -inf give 0 (torch's safe softmax)
     consts: list = field(default_factory=list)   # the safe softmax's -inf and 0 fills
+    grouped: list = field(default_factory=lambda: [False] * 3)   # q, k, v given as (B, Hk, S, D) heads
 
     @property
     def symbol(self) -> str:
@@ -139,35 +125,31 @@ def _broadcasts(sig: TensorSig, dtype: str, to: tuple) -> bool:
     return all(_eq(d, w) or _eq(d, 1) for d, w in zip(sig.shape, to[3 - sig.rank:]))
 
 
-def _users(v: ir.Value) -> list[ir.Operation]:
-    return [u.owner.operation if hasattr(u.owner, "operation") else u.owner for u in v.uses]
-
-
 def _safe_softmax(s: ir.Value, block_op: ir.Operation) -> Optional[tuple[ir.Operation, list[ir.Operation]]]:
     """torch's safe softmax as the importer writes it for a float mask (``_zero_dead_rows``):
     ``where(equal(max(s, [-1], keepdims), -inf), 0, softmax(s))`` where ``s`` has exactly those
     two users: (the softmax, [max, equal, where])."""
-    users = _users(s)
-    if len(users) != 2 or any(u.parent != block_op.parent for u in users):
+    both = users(s)
+    if len(both) != 2 or any(u.parent != block_op.parent for u in both):
         return None
-    sm = next((u for u in users if u.name == "relax.softmax"), None)
-    mx = next((u for u in users if u.name == "relax.max"), None)
+    sm = next((u for u in both if u.name == "relax.softmax"), None)
+    mx = next((u for u in both if u.name == "relax.max"), None)
     ss = _sig(s)
     if sm is None or mx is None or ss is None:
         return None
     a = _attrs(mx)
     if a is None or a.get("axes") is None or [x % ss.rank for x in a["axes"]] != [ss.rank - 1] or not a.get("keepdims"):
         return None
-    eq = _single_user(mx.results[0], mx)
+    eq = single_user(mx.results[0], mx)
     if eq is None or eq.name != "relax.equal":
         return None
     c = _other(eq, mx.results[0])
     if c is None or _scalar_fill(c) != -math.inf:
         return None
-    wh = _single_user(eq.results[0], eq)
+    wh = single_user(eq.results[0], eq)
     if wh is None or wh.name != "relax.where" or len(wh.operands) != 3 or wh.operands[0] != eq.results[0]:
         return None
-    only = _single_user(sm.results[0], sm)
+    only = single_user(sm.results[0], sm)
     if _scalar_fill(wh.operands[1]) != 0.0 or wh.operands[2] != sm.results[0] or only is None or only != wh:
         return None
     return sm, [mx, eq, wh]
@@ -178,18 +160,18 @@ def repeat_source(v: ir.Value, user: ir.Operation) -> Optional[tuple[ir.Value, l
     alone, as ``reshape([reshape(] broadcast_to(expand_dims(K, [2]), (B, Hk, rep, S, D))
     [, (B, Hq, S, D))], (B*Hq, S, D))`` of K (B, Hk, S, D), Hq = Hk*rep static: (K, the ops,
     Hq). The library then reads K's Hk heads in place for the Hq query heads."""
-    r = _def(v)
-    if r is None or r.name != "relax.reshape" or _single_user(v, user) is None:
+    r = defining_op(v)
+    if r is None or r.name != "relax.reshape" or single_user(v, user) is None:
         return None
     ops = [r]
-    bc = _def(r.operands[0])
-    if bc is not None and bc.name == "relax.reshape" and _single_user(r.operands[0], r) is not None:
+    bc = defining_op(r.operands[0])
+    if bc is not None and bc.name == "relax.reshape" and single_user(r.operands[0], r) is not None:
         ops.append(bc)
-        bc = _def(bc.operands[0])
-    if bc is None or bc.name != "relax.broadcast_to" or _single_user(ops[-1].operands[0], ops[-1]) is None:
+        bc = defining_op(bc.operands[0])
+    if bc is None or bc.name != "relax.broadcast_to" or single_user(ops[-1].operands[0], ops[-1]) is None:
         return None
-    ex = _def(bc.operands[0])
-    if ex is None or ex.name != "relax.expand_dims" or _single_user(bc.operands[0], bc) is None:
+    ex = defining_op(bc.operands[0])
+    if ex is None or ex.name != "relax.expand_dims" or single_user(bc.operands[0], bc) is None:
         return None
     a = _attrs(ex)
     k4 = ex.operands[0]
@@ -212,13 +194,13 @@ def merge_view(v: ir.Value, user_of: ir.Operation) -> Optional[tuple[ir.Value, l
     """The head merge ``reshape(permute_dims(reshape(o, [B, H, L, Ev]), [0, 2, 1, 3]),
     [B, L, H*Ev])`` of ``v`` (nb, L, Ev) when each op is the single user of the one before:
     (the merged value, the three ops, H)."""
-    r1 = _single_user(v, user_of)
+    r1 = single_user(v, user_of)
     if r1 is None or r1.name != "relax.reshape":
         return None
-    perm = _single_user(r1.results[0], r1)
+    perm = single_user(r1.results[0], r1)
     if perm is None or perm.name != "relax.permute_dims":
         return None
-    r2 = _single_user(perm.results[0], perm)
+    r2 = single_user(perm.results[0], perm)
     if r2 is None or r2.name != "relax.reshape":
         return None
     a = _attrs(perm)
@@ -241,9 +223,9 @@ def mask_source(v: ir.Value) -> Optional[tuple[ir.Value, list[ir.Operation], int
     ``reshape(broadcast_to(W, (B, H, X, Y)), (B*H, X, Y))`` -- possibly behind
     ``max(expand_dims(., 3), axes=[-1])`` -- with W (B, 1, X, Y): (W, the ops from v back, H)."""
     ops = []
-    op = _def(v)
+    op = defining_op(v)
     if op is not None and op.name == "relax.max":
-        a, ex = _attrs(op), _def(op.operands[0])
+        a, ex = _attrs(op), defining_op(op.operands[0])
         if (a is None or a.get("axes") is None or [x % 4 for x in a["axes"]] != [3] or a.get("keepdims")
                 or ex is None or ex.name != "relax.expand_dims"):
             return None
@@ -251,10 +233,10 @@ def mask_source(v: ir.Value) -> Optional[tuple[ir.Value, list[ir.Operation], int
         if xs is None or xs.rank != 4 or not _eq(xs.shape[3], 1):
             return None
         ops += [op, ex]
-        op = _def(ex.operands[0])
+        op = defining_op(ex.operands[0])
     if op is None or op.name != "relax.reshape":
         return None
-    bc = _def(op.operands[0])
+    bc = defining_op(op.operands[0])
     if bc is None or bc.name != "relax.broadcast_to":
         return None
     ops += [op, bc]
@@ -277,10 +259,10 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
     if root.name != "relax.matmul" or len(root.operands) != 2:
         return None
     q3, kt = root.operands[0], root.operands[1]
-    perm = _def(kt)
+    perm = defining_op(kt)
     if perm is None or perm.name != "relax.permute_dims" or q3 == kt or perm.parent != root.parent:
         return None
-    only = _single_user(kt, root)
+    only = single_user(kt, root)
     perm_shared = only is None or only != root   # read k through it; the transpose stays for its other users
     pa = _attrs(perm)
     if pa is None or pa.get("axes") is None or [x % 3 for x in pa["axes"]] != [0, 2, 1]:
@@ -299,7 +281,7 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
         return None
     ops, x = [root], root
     scale, bias, lo, live, scale_src = 1.0, None, None, None, None
-    nxt = _single_user(x.results[0], x)
+    nxt = single_user(x.results[0], x)
     if nxt is not None and nxt.name == "relax.multiply":
         c = _other(nxt, x.results[0])
         scale = _scalar_fill(c) if c is not None else None
@@ -307,20 +289,20 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
             return None
         scale_src = c
         ops.append(nxt)
-        x, nxt = nxt, _single_user(nxt.results[0], nxt)
+        x, nxt = nxt, single_user(nxt.results[0], nxt)
     if nxt is not None and nxt.name == "relax.add":
         bias = _other(nxt, x.results[0])
         bs = _sig(bias) if bias is not None else None
         if bs is None or not _broadcasts(bs, qs.dtype, (nb, L, S)):
             return None
         ops.append(nxt)
-        x, nxt = nxt, _single_user(nxt.results[0], nxt)
+        x, nxt = nxt, single_user(nxt.results[0], nxt)
     if nxt is not None and nxt.name == "relax.maximum":
         lo = _other(nxt, x.results[0])
         if lo is None or _scalar_fill(lo) is None:
             return None
         ops.append(nxt)
-        x, nxt = nxt, _single_user(nxt.results[0], nxt)
+        x, nxt = nxt, single_user(nxt.results[0], nxt)
     safe, extra = False, []
     if nxt is None:
         got = _safe_softmax(x.results[0], x)
@@ -334,7 +316,7 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
         return None
     ops += [nxt] + extra
     x = extra[-1] if extra else nxt
-    mm = _single_user(x.results[0], x)
+    mm = single_user(x.results[0], x)
     if mm is None or mm.name != "relax.matmul" or mm.operands[0] != x.results[0] or mm.operands[1] == x.results[0]:
         return None
     ma = _attrs(mm)
@@ -349,7 +331,7 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
             and _eq(os_.shape[2], Ev)):
         return None
     ops.append(mm)
-    x, nxt = mm, _single_user(mm.results[0], mm)
+    x, nxt = mm, single_user(mm.results[0], mm)
     if nxt is not None and nxt.name == "relax.multiply":
         cand = _other(nxt, x.results[0])
         ls = _sig(cand) if cand is not None else None
@@ -364,10 +346,11 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
     flags = [w is not None for w in views]
     erase_views: list[ir.Operation] = [] if perm_shared else [perm]
     operands: list = []
-    grouped = [None, None if perm_shared else repeat_source(k3, perm), repeat_source(v3, mm)]
-    for w, g, val in zip(views, grouped, (q3, k3, v3)):
+    repeats = [None, None if perm_shared else repeat_source(k3, perm), repeat_source(v3, mm)]
+    grouped = [w is None and g is not None for w, g in zip(views, repeats)]
+    for w, g, val in zip(views, repeats, (q3, k3, v3)):
         if w is None and g is not None:   # (K, ops, Hq): K's heads read in place, no repeat
-            operands.append(("kv", g[0]))
+            operands.append(g[0])
             erase_views += g[1]
             heads.add(g[2])
             continue
@@ -387,8 +370,7 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
         return None
     m = AttentionMatch(ops, operands[0], operands[1], operands[2], flags, next(iter(heads), None), scale, bias,
                        lo, live, result, erase_views, nb, L, S, E, Ev, qs.dtype, scale_src, safe,
-                       [extra[1].operands[1] if extra[1].operands[0] == extra[0].results[0] else extra[1].operands[0],
-                        extra[2].operands[1]] if safe else [])
+                       [_other(extra[1], extra[0].results[0]), extra[2].operands[1]] if safe else [], grouped)
     if any(flags) and m.heads is None:
         return None
     return m
@@ -412,19 +394,8 @@ def _full(shape: list, value: float, dtype: str, loc, ip) -> ir.Value:
     return create("full", [], [tensor_type(shape, dtype)], attrs, loc=loc, ip=ip).results[0]
 
 
-def _rows_of(w: ir.Value, loc, ip) -> ir.Value:
-    """W (B, 1, X, Y) as (B, X, Y)."""
-    ws = _sig(w)
-    shape = [ws.shape[0], ws.shape[2], ws.shape[3]]
-    return create("reshape", [w], [tensor_type(shape, ws.dtype)], {"shape": Shape.of(shape).to_attr()},
-                  loc=loc, ip=ip).results[0]
-
-
-def _lift3(v: ir.Value, loc, ip) -> ir.Value:
-    """``v`` of rank < 3 with leading unit dims added (numpy broadcasting)."""
-    vs = _sig(v)
-    shape = [Dim.of(1)] * (3 - vs.rank) + list(vs.shape)
-    return create("reshape", [v], [tensor_type(shape, vs.dtype)], {"shape": Shape.of(shape).to_attr()},
+def _reshape(v: ir.Value, shape: list, loc, ip) -> ir.Value:
+    return create("reshape", [v], [tensor_type(shape, _sig(v).dtype)], {"shape": Shape.of(shape).to_attr()},
                   loc=loc, ip=ip).results[0]
 
 
@@ -432,18 +403,22 @@ def _mask_operand(v: ir.Value, heads: Optional[int], memo: _Operands, loc, ip) -
     """(the operand for a bias / live value, the per-head ops it makes dead, H)."""
     src = mask_source(v)
     if src is None or (heads is not None and src[2] != heads):
-        if _sig(v).rank < 3:
-            return memo.get(("lift", v), lambda: _lift3(v, loc, ip)), [], None
+        vs = _sig(v)
+        if vs.rank < 3:   # leading unit dims added (numpy broadcasting)
+            lifted = [Dim.of(1)] * (3 - vs.rank) + list(vs.shape)
+            return memo.get(("reshape", v), lambda: _reshape(v, lifted, loc, ip)), [], None
         return v, [], None
     w, ops, h = src
-    return memo.get(("rows", w), lambda: _rows_of(w, loc, ip)), ops, h
+    ws = _sig(w)   # W (B, 1, X, Y) as (B, X, Y)
+    rows = [ws.shape[0], ws.shape[2], ws.shape[3]]
+    return memo.get(("reshape", w), lambda: _reshape(w, rows, loc, ip)), ops, h
 
 
 def rewrite_attention(m: AttentionMatch, memo: _Operands) -> list[ir.Operation]:
     """Replace the match with the library call; returns the ops that may now be dead."""
-    last = _def(m.result)
+    last = defining_op(m.result)
     loc, ip = last.location, ir.InsertionPoint(last)
-    dead: list[ir.Operation] = [_def(v) for v in ([m.scale_src] if m.scale_src is not None else []) + m.consts]
+    dead: list[ir.Operation] = [defining_op(v) for v in ([m.scale_src] if m.scale_src is not None else []) + m.consts]
     heads = m.heads
     bias = live = None
     if m.bias is not None:
@@ -465,16 +440,14 @@ def rewrite_attention(m: AttentionMatch, memo: _Operands) -> list[ir.Operation]:
         live = memo.get(("ones", dt), lambda: _full([1, 1, 1], 1.0, dt, loc, ip))
     lo = m.lo if m.lo is not None else memo.get(("ninf", dt), lambda: _full([], -math.inf, dt, loc, ip))
     scale = memo.get(("scale", dt, heads, m.scale), lambda: _full([heads], m.scale, dt, loc, ip))
-    def kv(x):   # a grouped-query K (B, Hk, S, D) as its (B*Hk, S, D) products
-        if not isinstance(x, tuple):
-            return x
-        k4 = x[1]
-        ks = _sig(k4)
-        shape = [ks.shape[0] * ks.shape[1], ks.shape[2], ks.shape[3]]
-        return memo.get(("kv", k4), lambda: create("reshape", [k4], [tensor_type(shape, ks.dtype)],
-                                                  {"shape": Shape.of(shape).to_attr()}, loc=loc, ip=ip).results[0])
-
-    call = create("call_dps_library", [kv(m.q), kv(m.k), kv(m.v), scale, bias, lo, live], [m.result.type],
+    operands = []
+    for x, grouped in zip((m.q, m.k, m.v), m.grouped):
+        if grouped:   # a grouped-query K (B, Hk, S, D) as its (B*Hk, S, D) products
+            ks = _sig(x)
+            flat = [ks.shape[0] * ks.shape[1], ks.shape[2], ks.shape[3]]
+            x = memo.get(("reshape", x), lambda: _reshape(x, flat, loc, ip))
+        operands.append(x)
+    call = create("call_dps_library", operands + [scale, bias, lo, live], [m.result.type],
                   {"callee": ir.StringAttr.get(m.symbol)}, loc=loc, ip=ip)
     m.result.replace_all_uses_with(call.results[0])
     for o in reversed(m.ops):

@@ -62,19 +62,12 @@ from ..shapes import Dim, Truth, is_tensor, prove_equal, read_tensor_type
 from .dispatch_attention import dispatch_attention
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
 from .dispatch_split import NOTE_ATTR, Split, cpu_model, decide, mark, nearest_class, select_table, tables_of
-from .graph import body_ops, graph_functions, relax_opdef, upper_bounds
+from .graph import body_ops, defining_op, graph_functions, relax_opdef, single_user, upper_bounds
 from .registry import Option, emit_error, register_pass
 
 
 def _single_user(op: ir.Operation) -> Optional[ir.Operation]:
-    if len(op.results) != 1:
-        return None
-    uses = list(op.results[0].uses)
-    if len(uses) != 1:
-        return None
-    owner = uses[0].owner
-    owner = owner.operation if hasattr(owner, "operation") else owner
-    return owner if owner.parent == op.parent else None
+    return single_user(op.results[0], op) if len(op.results) == 1 else None
 
 
 def match_chain(root: ir.Operation, p: DispatchPattern) -> Optional[Match]:
@@ -106,10 +99,8 @@ def match_chain(root: ir.Operation, p: DispatchPattern) -> Optional[Match]:
 
 def _producer(v: ir.Value, name: str, user: ir.Operation) -> Optional[ir.Operation]:
     """The op named ``name`` defining ``v`` when ``user`` (same block) is its only user."""
-    if isinstance(v.owner, ir.Block):
-        return None
-    op = v.owner.operation if hasattr(v.owner, "operation") else v.owner
-    if op.name != name or op.parent != user.parent:
+    op = defining_op(v)
+    if op is None or op.name != name or op.parent != user.parent:
         return None
     only = _single_user(op)
     return op if only is not None and only == user else None

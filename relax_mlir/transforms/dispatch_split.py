@@ -50,6 +50,7 @@ from mlir.dialects import func, memref
 
 from ..shapes import Dim
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
+from .graph import defining_op, users
 
 #: On a relax.matmul (graph level) and on its kernel: the run-time split, see the docstring.
 SPLIT_ATTR = "relax.dispatch_split"
@@ -230,24 +231,13 @@ def refine(ranges: list[Range], library: list[Range]) -> list[tuple[int, Optiona
     return out
 
 
-def _owner(v: ir.Value) -> Optional[ir.Operation]:
-    if isinstance(v.owner, ir.Block):
-        return None
-    o = v.owner
-    return o.operation if hasattr(o, "operation") else o
-
-
-def _users(v: ir.Value) -> list[ir.Operation]:
-    return [u.owner.operation if hasattr(u.owner, "operation") else u.owner for u in v.uses]
-
-
 def _is_arg(v: ir.Value, block: ir.Block) -> bool:
     return isinstance(v, ir.BlockArgument) and v.owner == block
 
 
 def _zero_fill(v: ir.Value) -> Optional[ir.Operation]:
     """The ``linalg.fill`` of 0 producing tensor ``v``, else None."""
-    fill = _owner(v)
+    fill = defining_op(v)
     if fill is None or fill.name != "linalg.fill":
         return None
     return fill if _zero_fill_value(fill) is not None else None
@@ -322,14 +312,14 @@ def library_variant(v: ir.Operation, split: KernelSplit) -> bool:
     fill = ops[k - 1] if k > 0 else None
     if fill is None or fill.name != "linalg.fill" or fill.operands[1] != c or _zero_fill_value(fill) is None:
         return False
-    users = [u for u in _users(c) if u != fill and u != mm]
+    others = [u for u in users(c) if u != fill and u != mm]
     bias = None
-    if split.bias_callee and len(users) == 1 and _owner(c) is not None and _owner(c).name == "memref.alloc":
-        bias = _bias_add(users[0], c, block)
-        if bias is not None and ops.index(users[0]) < k:
+    if split.bias_callee and len(others) == 1 and defining_op(c) is not None and defining_op(c).name == "memref.alloc":
+        bias = _bias_add(others[0], c, block)
+        if bias is not None and ops.index(others[0]) < k:
             bias = None
     if bias is not None:
-        g = users[0]
+        g = others[0]
         inputs, dest, callee, at = [a, b, bias], list(g.operands)[2], split.bias_callee, g
     else:
         inputs, dest, callee, at = [a, b], c, split.callee, mm
@@ -341,9 +331,9 @@ def library_variant(v: ir.Operation, split: KernelSplit) -> bool:
     with at.location:
         args = [x if x.type == t else memref.CastOp(t, x, ip=ip).result for x, t in zip(inputs + [dest], dyn)]
         func.CallOp([], ir.FlatSymbolRefAttr.get(callee), args, ip=ip)
-    alloc = _owner(c)
+    alloc = defining_op(c)
     if bias is not None:
-        users[0].erase()
+        others[0].erase()
     mm.erase()
     fill.erase()
     if bias is not None and alloc is not None and not list(alloc.results[0].uses):
@@ -352,7 +342,7 @@ def library_variant(v: ir.Operation, split: KernelSplit) -> bool:
 
 
 def _zero_fill_value(fill: ir.Operation) -> Optional[float]:
-    c = _owner(fill.operands[0])
+    c = defining_op(fill.operands[0])
     if c is None or c.name != "arith.constant":
         return None
     try:

@@ -70,6 +70,25 @@ def relax_opdef(op: ir.Operation) -> Optional[OpDef]:
     return None
 
 
+def defining_op(v: ir.Value) -> Optional[ir.Operation]:
+    """The op defining ``v`` (None for a block argument)."""
+    if isinstance(v.owner, ir.Block):
+        return None
+    o = v.owner
+    return o.operation if hasattr(o, "operation") else o
+
+
+def users(v: ir.Value) -> list[ir.Operation]:
+    """The ops using ``v``, once per use."""
+    return [u.owner.operation if hasattr(u.owner, "operation") else u.owner for u in v.uses]
+
+
+def single_user(v: ir.Value, near: ir.Operation) -> Optional[ir.Operation]:
+    """The only user of ``v`` when it lies in the block of ``near``; else None."""
+    us = users(v)
+    return us[0] if len(us) == 1 and us[0].parent == near.parent else None
+
+
 def sig_or_none(t: ir.Type) -> Optional[TensorSig]:
     return read_tensor_type(t) if is_tensor(t) else None
 

@@ -102,7 +102,8 @@ def scheduled_stage(llvm_stage: list[str], threads=None) -> list[str]:
         early[0:1] = ["scf-forall-to-parallel", "convert-scf-to-openmp{num-threads=1}", "relax-omp-threads",
                       "canonicalize"]
         late.append("convert-openmp-to-llvm")
-    st[i + 1:i + 1] = early
+    # a loop body's scratch buffers once per loop / per thread, not per iteration (relax-hoist-scratch)
+    st[i + 1:i + 1] = early + ["relax-hoist-scratch"]
     j = st.index("finalize-memref-to-llvm")
     st[j:j] = late
     return ["relax-apply-schedules{threads=true}" if threads else "relax-apply-schedules"] + st

@@ -17,9 +17,11 @@ import relax_mlir
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 
-K, N = 96, 45            # N: one full panel of 32 and one partial of 13; M*N*K >= the shim's
-                         # small threshold (4096) from M = 1: every product calls BLAS or packs
-PANEL_BYTES = 2 * K * 32 * 4   # the packed copy of the K x N f32 weight: ceil(N / 32) panels of K x 32
+K, N = 96, 45            # N: one full panel of 32 and one partial of 13, or one partial of 64 (the
+                         # panel width: 64 on Intel CPUs, else 32); M*N*K >= the shim's small
+                         # threshold (4096) from M = 1: every product calls BLAS or packs
+PANEL_BYTES = 2 * K * 32 * 4   # the packed copy of the K x N f32 weight: ceil(N / 32) panels of K x 32,
+                               # or one of K x 64: the same bytes
 
 
 def T(dims: list, dt: str = "f32") -> str:
@@ -59,6 +61,7 @@ def shim(exe):
     lib.relax_blas_pack_stats.restype = ctypes.c_int64
     lib.relax_blas_set_pack_m.argtypes = [ctypes.c_int64, ctypes.c_int64]
     lib.relax_blas_pack_mkl_above.restype = ctypes.c_int64
+    lib.relax_blas_pack_panel.restype = ctypes.c_int64
     return lib
 
 
@@ -104,7 +107,8 @@ def test_packed_numerics_every_m_one_executable(exe, packing, threads):
     rng = np.random.default_rng(1)
     mkl_above = shim.relax_blas_pack_mkl_above()       # Intel CPUs: M > 256 uses MKL's packed format
     mkl_copies = 0
-    for m in (1, 2, 7, 13, 300, 1500):                # 1500 > the packed range (1024): MKL gemm, same results
+    # every row remainder of the 12-row (panel 32) and 6-row (panel 64) blocks: 1, 2, 4 + 1, 6 + 4 + 1
+    for m in (1, 2, 5, 7, 11, 13, 300, 1500):         # 1500 > the packed range (1024): MKL gemm, same results
         x = rng.standard_normal((m, K)).astype(np.float32)
         x3 = rng.standard_normal((3, m, K)).astype(np.float32)
         outs = f(x, x3)
@@ -250,3 +254,41 @@ def test_fork_after_packed_products(packing, tmp_path):
     r = subprocess.run([sys.executable, "-c", FORK, here], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split() == ["0"]
+
+
+PANEL_CHECK = r"""
+import sys, ctypes
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import relax_mlir
+from test_packed_weights import linear_module, weights, check, K
+exe = relax_mlir.compile(linear_module())
+shim = ctypes.CDLL([p for p in exe.libraries if "relax_blas" in p][0])
+shim.relax_blas_pack_panel.restype = ctypes.c_int64
+if not shim.relax_blas_set_pack(1):
+    print("nopack"); sys.exit(0)
+w, b, wt = weights()
+f = exe["main"].bind_params(w, b, wt)
+rng = np.random.default_rng(2)
+for m in (1, 3, 5, 6, 11, 12, 13, 25, 97, 256):
+    x = rng.standard_normal((m, K)).astype(np.float32)
+    x3 = rng.standard_normal((2, m, K)).astype(np.float32)
+    check(f(x, x3), x, x3, w, b, wt)
+print(shim.relax_blas_pack_panel())
+"""
+
+
+@pytest.mark.parametrize("panel", ["32", "64"])
+def test_both_panel_widths(packing, panel):
+    """RELAX_BLAS_PACK_PANEL selects the packed kernels' panel width (12 x 32 or 6 x 64 register
+    blocks); both are right at every row remainder, one and two threads' split of the panels."""
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, RELAX_BLAS_PACK_PANEL=panel, RELAX_BLAS_NUM_THREADS="2", RELAX_BLAS_PACK_FORK_FLOPS="0",
+               PYTHONPATH=os.pathsep.join([os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", PANEL_CHECK, here], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == [panel]

@@ -58,7 +58,8 @@ class CompileOptions:
     ``pipeline``: a custom pass pipeline replacing the stages before ``codegen``;
     ``start_after``: the stage the input already went through. ``tuning_db``: a tuning
     database (``relax-mlir tune``) whose configs relax-apply-schedules uses for the kernels
-    it holds (the default schedules for the others)."""
+    it holds (the default schedules for the others), and whose dispatch decisions (BLAS or
+    generated code per size) relax-dispatch-library follows (its policy for the others)."""
 
     target: str = "cpu"
     pipeline_options: dict = field(default_factory=dict)

@@ -122,7 +122,8 @@ def _configure_compile(p: argparse.ArgumentParser) -> None:
 
 def _add_tuning_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tuning-db", type=Path, metavar="DB",
-                   help="schedule the kernels with the configs `relax-mlir tune` recorded in DB")
+                   help="schedule the kernels with the configs `relax-mlir tune` recorded in DB, and "
+                        "dispatch matmuls to BLAS or generated code as it decided")
 
 
 def _tuning_db(args) -> Optional[str]:

@@ -4,6 +4,11 @@ pipeline, one executable each, on the MLP (x: (n, 512), hidden 2048) at n = 1, 1
 and on a random-init Llama's prefill (128 tokens) and decode step.
 
     PYTHONPATH=. python bench/bench_dispatch_policy.py [--rounds 7] [--layers 2] [--table PATH]
+        [--tuning-db tune.db ...]
+
+``--tuning-db`` (repeatable): one more MLP executable per database, compiled with
+``tuning_db`` (relax-dispatch-library follows its dispatch decisions, relax-apply-schedules
+its configs); the table gets a column per database.
 
 One thread on both sides (RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread), process CPU
 time, best of ``--rounds`` interleaved rounds (each round times flops then measured), so a
@@ -50,6 +55,7 @@ def main() -> int:
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--table", default="")
     ap.add_argument("--no-llm", action="store_true")
+    ap.add_argument("--tuning-db", action="append", default=[], help="a `relax-mlir tune` database (repeatable)")
     args = ap.parse_args()
     if args.table:
         os.environ["RELAX_MLIR_DISPATCH_TABLE"] = args.table
@@ -59,6 +65,7 @@ def main() -> int:
     params = models.mlp_params(cfg, rng)
     src = str(models.mlp_module(relax_mlir.make_context(), cfg))
     exes = [with_policy(p, lambda: relax_mlir.compile(src)) for p in POLICIES]
+    exes += [relax_mlir.compile(src, tuning_db=db) for db in args.tuning_db]
     rows = []
     with threadpool_limits(1):
         for n in (1, 16, 128, 512):
@@ -83,8 +90,9 @@ def main() -> int:
             ids = np.random.default_rng(0).integers(0, lcfg.vocab_size, 128).astype(np.int64)
             outs = [lm.prefill(ids) for lm in lms]
             np.testing.assert_allclose(outs[0], outs[1], rtol=1e-3, atol=1e-3)
+            pad = [float("nan")] * len(args.tuning_db)
             rows.append(("Llama prefill 128", *best_cpu_ms([lambda lm=lm: lm.prefill(ids) for lm in lms],
-                                                           args.rounds, 1)))
+                                                           args.rounds, 1), *pad))
 
             def decode(lm):
                 def run():
@@ -93,14 +101,17 @@ def main() -> int:
                         lm.decode(int(ids[16 + t]))
                 return run
             # prefill 16 + 16 decode steps (the prefill part is ~1/8 of a 128-token prefill)
-            rows.append(("Llama prefill 16 + decode 16", *best_cpu_ms([decode(lm) for lm in lms], args.rounds, 1)))
+            rows.append(("Llama prefill 16 + decode 16", *best_cpu_ms([decode(lm) for lm in lms], args.rounds, 1),
+                         *pad))
     l1 = os.getloadavg()
     print(f"load average {l0[0]:.2f} -> {l1[0]:.2f}; 1 thread, CPU ms, best of {args.rounds} interleaved rounds; "
           f"BLAS {exes[0].metadata.get('blas')}; table {os.environ.get('RELAX_MLIR_DISPATCH_TABLE', 'checked-in')}")
-    print("| case | flops (default) ms | measured ms | measured/flops |")
-    print("|---|---:|---:|---:|")
-    for name, tf, tm in rows:
-        print(f"| {name} | {tf:.3f} | {tm:.3f} | {tm / tf:.2f} |")
+    dbs = [os.path.basename(db) for db in args.tuning_db]
+    print("| case | flops (default) ms | measured ms | measured/flops |"
+          + "".join(f" {d} ms | {d}/flops |" for d in dbs))
+    print("|---|---:|---:|---:|" + "---:|---:|" * len(dbs))
+    for name, tf, tm, *tt in rows:
+        print(f"| {name} | {tf:.3f} | {tm:.3f} | {tm / tf:.2f} |" + "".join(f" {t:.3f} | {t / tf:.2f} |" for t in tt))
     return 0
 
 

@@ -58,7 +58,8 @@ class CompileOptions:
     ``pipeline``: a custom pass pipeline replacing the stages before ``codegen``;
     ``start_after``: the stage the input already went through. ``tuning_db``: a tuning
     database (``relax-mlir tune``) whose configs relax-apply-schedules uses for the kernels
-    it holds (the default schedules for the others)."""
+    it holds (the default schedules for the others), and whose dispatch decisions (BLAS or
+    generated code per size) relax-dispatch-library follows (its policy for the others)."""
 
     target: str = "cpu"
     pipeline_options: dict = field(default_factory=dict)
@@ -265,15 +266,17 @@ def _module(src):
 
 
 def _with_tuning_db(stages: list[Stage], path) -> list[Stage]:
-    """The stages with relax-apply-schedules reading the tuning database at ``path``."""
+    """The stages with relax-apply-schedules (tuned configs) and relax-dispatch-library
+    (BLAS or generated code) reading the tuning database at ``path``."""
     path = os.path.abspath(os.fspath(path))
     if any(c in path for c in " \t,{}"):
         raise CompileOptionsError(f"tuning_db: a path without spaces, commas or braces, got '{path}'")
     def with_db(p: str) -> str:
-        if p == "relax-apply-schedules":
-            return f"relax-apply-schedules{{tuning-db={path}}}"
-        if p.startswith("relax-apply-schedules{"):   # e.g. {threads=true}
-            return f"{p[:-1]} tuning-db={path}}}"
+        for name in ("relax-apply-schedules", "relax-dispatch-library"):   # tuned configs, dispatch decisions
+            if p == name:
+                return f"{name}{{tuning-db={path}}}"
+            if p.startswith(name + "{"):   # e.g. {threads=true}
+                return f"{p[:-1]} tuning-db={path}}}"
         return p
 
     return [(name, [with_db(p) for p in passes]) for name, passes in stages]

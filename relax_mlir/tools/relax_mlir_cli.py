@@ -122,7 +122,8 @@ def _configure_compile(p: argparse.ArgumentParser) -> None:
 
 def _add_tuning_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tuning-db", type=Path, metavar="DB",
-                   help="schedule the kernels with the configs `relax-mlir tune` recorded in DB")
+                   help="schedule the kernels with the configs `relax-mlir tune` recorded in DB, and "
+                        "dispatch matmuls to BLAS or generated code as it decided")
 
 
 def _tuning_db(args) -> Optional[str]:
@@ -251,8 +252,10 @@ def _configure_tune(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", default="60s", help="time for the whole search, e.g. 60s, 5m (default 60s)")
     p.add_argument("--trials", type=int, default=64, help="at most N candidates per kernel (default 64)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a pipeline option, as for `compile` (use the same ones when compiling: "
-                        "e.g. --option dispatch=false tunes the matmuls BLAS would otherwise take)")
+                   help="a pipeline option, as for `compile` (use the same ones when compiling). With "
+                        "dispatch on (the default) the matmuls BLAS could take are tuned too, then timed "
+                        "against the library call: the winner per size is recorded; --option "
+                        "dispatch=false tunes them as generated code only, no decision")
     p.add_argument("--seed", type=int, default=0, help="random seed of the search")
     p.add_argument("--min-time", type=float, default=0.05, help="seconds of calls per size and candidate (default 0.05)")
 
@@ -279,6 +282,16 @@ def _run_tune(args) -> int:
         best = sum(r.best.times) if r.best else sum(r.default.times)
         print(f"{r.task.name[:32]:32} {r.task.schedule:22} {1e3 * sum(r.default.times):12.3f} {1e3 * best:12.3f} "
               f"{r.speedup:8.2f}")
+    decided = [r for r in results if r.decision is not None]
+    if decided:
+        print("\ndispatch decisions (relax-dispatch-library follows them with --tuning-db):")
+        print(f"{'kernel':32} {'bucket':8} {'n':>6} {'M':>6} {'library ms':>11} {'generated ms':>13}  winner")
+        for r in decided:
+            d = r.decision
+            for i, (n, m, lib, gen, w) in enumerate(zip(d.sizes, d.ms, d.library_s, d.generated_s, d.winners)):
+                name = r.task.name[:32] if i == 0 else ""
+                gen_ms = f"{1e3 * gen:13.3f}" if gen is not None else f"{'failed':>13}"
+                print(f"{name:32} {d.bucket if i == 0 else '':8} {n:6} {m:6} {1e3 * lib:11.3f} {gen_ms}  {w}")
     return 0
 
 
@@ -288,7 +301,9 @@ register_subcommand(
     "MetaSchedule's idea over the transform-dialect schedules: for every scheduled kernel, measure the "
     "default schedule, then random and evolved knob configs (tile sizes, vector widths, the thread split) "
     "at representative sizes of the symbols, each checked against the unscheduled kernel, and record the "
-    "fastest per (kernel, CPU, size bucket) in an SQLite database that `compile --tuning-db` reads.")
+    "fastest per (kernel, CPU, size bucket) in an SQLite database that `compile --tuning-db` reads. "
+    "A matmul (+ bias) that BLAS could take is also timed as the library call: the faster of BLAS and the "
+    "tuned kernel at each size is recorded, and `compile --tuning-db` dispatches by it.")
 
 
 # -- main ---------------------------------------------------------------------------------------

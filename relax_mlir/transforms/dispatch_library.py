@@ -61,7 +61,8 @@ from ..runtime.libraries import request
 from ..shapes import Dim, Truth, is_tensor, prove_equal, read_tensor_type
 from .dispatch_attention import dispatch_attention
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
-from .dispatch_split import NOTE_ATTR, Split, cpu_model, decide, mark, nearest_class, select_table, tables_of
+from .dispatch_split import (CANDIDATE_ATTR, NOTE_ATTR, Split, cpu_model, decide, mark, nearest_class, select_table,
+                             tables_of)
 from .graph import body_ops, defining_op, graph_functions, relax_opdef, single_user, upper_bounds
 from .registry import Option, emit_error, register_pass
 
@@ -196,6 +197,81 @@ def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[b
     return True if isinstance(d, Split) else d
 
 
+def dispatch_key(m: Match, p: DispatchPattern) -> str:
+    """The tuning database's key of a match: its pattern and the types of the call, the
+    symbols renamed ``s0``, ``s1``... in order of appearance (the same chain in another
+    model, with other symbol names, has the same key), e.g.
+    ``matmul_bias(f32[s0,512], f32[512,2048], f32[2048]) -> f32[s0,2048]``."""
+    names: dict[str, str] = {}
+    sigs = list(m.inputs) + [m.out]
+    for sig in sigs:
+        for d in sig.shape:
+            for sym in sorted(Dim.of(d).symbols):
+                names.setdefault(sym, f"s{len(names)}")
+
+    def text(sig) -> str:
+        return f"{sig.dtype}[" + ",".join(str(Dim.of(d).subs(names)) for d in sig.shape) + "]"
+
+    return f"{p.name}(" + ", ".join(text(x) for x in m.inputs) + f") -> {text(m.out)}"
+
+
+def mark_candidate(m: Match, p: DispatchPattern) -> None:
+    """``mark-candidates``: the chain stays, its root marked for the tuner (see the docstring)."""
+    types = [v.type for v in m.values] + [m.ops[-1].results[0].type]
+    m.ops[0].attributes[CANDIDATE_ATTR] = ir.DictAttr.get({
+        "key": ir.StringAttr.get(dispatch_key(m, p)), "callee": ir.StringAttr.get(p.symbol_for(m)),
+        "library": ir.StringAttr.get(p.library), "types": ir.ArrayAttr.get([ir.TypeAttr.get(t) for t in types])})
+
+
+def tuned_choice(m: Match, rec, bounds: dict[str, int], split: bool) -> tuple[object, str]:
+    """A database decision for match ``m``: (True: BLAS, False: generated, or a
+    :class:`Split`; the note saying why)."""
+    from ..tuning.database import GENERATED, LIBRARY
+
+    def at(w: str) -> str:
+        return ",".join(str(s) for s, x in zip(rec.sizes, rec.winners) if x == w)
+
+    head = f"tuning db ({rec.bucket}): "
+    wins = set(rec.winners)
+    if wins == {LIBRARY}:
+        return True, head + f"library at every measured size (n={at(LIBRARY)})"
+    if wins == {GENERATED}:
+        return False, head + f"generated at every measured size (n={at(GENERATED)})"
+    head += f"library at n={at(LIBRARY)}, generated at n={at(GENERATED)}: "
+    md = Dim.of(m.out.shape[-2]) if m.out.rank >= 2 else None
+    if m.ranks[:2] == "22" and md is not None and not md.is_static and split:
+        upper = md.evaluate(bounds) if md.symbols <= set(bounds) else None
+        gen = rec.generated_ranges(upper)
+        if not gen:
+            return True, head + "library for every M up to the bound"
+        if upper is not None and gen == [(1, upper)]:
+            return False, head + "generated for every M up to the bound"
+        ranges = ", ".join(f"[{lo}, {hi}]" for lo, hi in gen)
+        return Split(tuple(gen)), head + f"split per call, generated for M in {ranges}"
+    big = max(range(len(rec.sizes)), key=lambda i: rec.sizes[i])
+    w = rec.winners[big]
+    return w == LIBRARY, head + f"{w}, the winner at the largest size (n={rec.sizes[big]})"
+
+
+class _TunedDecisions:
+    """The decisions of a tuning database for one module (see the docstring)."""
+
+    def __init__(self, module: ir.Operation, path: str):
+        from ..schedules.target import host_target
+        from ..tuning.database import Database, module_bucket, target_key
+        from .apply_schedules import num_threads
+
+        self.db = Database(path)
+        self.target = target_key(host_target(), num_threads())
+        self.bucket = module_bucket(module)
+
+    def lookup(self, m: Match, p: DispatchPattern):
+        return self.db.decision(dispatch_key(m, p), self.target, self.bucket)
+
+    def close(self) -> None:
+        self.db.close()
+
+
 @register_pass("relax-dispatch-library",
                "Offload matched graph-level subgraphs (matmul, matmul + bias) to library "
                "calls (relax.call_dps_library) by a user-extensible pattern table.",
@@ -219,7 +295,14 @@ def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[b
                         Option("attention", bool, True,
                                "fuse scaled-dot-product attention chains into one library call "
                                "(relax_blas_attention: the scores never reach memory); "
-                               "$RELAX_MLIR_DISPATCH_ATTENTION=0 turns it off")])
+                               "$RELAX_MLIR_DISPATCH_ATTENTION=0 turns it off"),
+                        Option("tuning-db", str, "",
+                               "a tuning database (relax-mlir tune): a match it has a decision for "
+                               "(BLAS or generated per size bucket) follows it, the others the policy; "
+                               "each op says why in relax.dispatch_note"),
+                        Option("mark-candidates", bool, False,
+                               "for relax-mlir tune: dispatch nothing, mark each match "
+                               "relax.dispatch_candidate (its kernel is compared with the library)")])
 def dispatch_library(module: ir.Operation, opts) -> None:
     only = {s.strip() for s in opts.patterns.split(",") if s.strip()}
     attention = (opts.attention and (not only or "attention" in only)
@@ -241,6 +324,23 @@ def dispatch_library(module: ir.Operation, opts) -> None:
         table, note = select_table(data, host_target().isa, cpu_model())
         if table is None:
             module.attributes[NOTE_ATTR] = ir.StringAttr.get(f"{Path(path).name}: {note}")
+    tuned = None
+    if opts.tuning_db and not opts.mark_candidates and os.path.exists(opts.tuning_db):
+        import sqlite3
+        try:
+            tuned = _TunedDecisions(module, opts.tuning_db)
+        except sqlite3.Error as e:
+            emit_error(module, f"tuning database '{opts.tuning_db}': {e}")
+            return
+    try:
+        _dispatch(module, opts, attention, patterns, table, tuned)
+    finally:
+        if tuned is not None:
+            tuned.close()
+
+
+def _dispatch(module: ir.Operation, opts, attention: bool, patterns: list[DispatchPattern], table: Optional[dict],
+              tuned: Optional[_TunedDecisions]) -> None:
     for f in graph_functions(module):
         bounds = upper_bounds(f)
         if attention and dispatch_attention(
@@ -255,15 +355,30 @@ def dispatch_library(module: ir.Operation, opts) -> None:
                 m = match_chain(op, p)
                 if m is None:
                     continue
-                choice = decide(m, bounds, table) if table is not None else None
+                if opts.mark_candidates:
+                    mark_candidate(m, p)
+                    break
+                note = None
+                rec = tuned.lookup(m, p) if tuned is not None else None
+                if rec is not None:
+                    choice, note = tuned_choice(m, rec, bounds, opts.split)
+                else:
+                    choice = decide(m, bounds, table) if table is not None else None
+                    if tuned is not None:
+                        note = (f"tuning db ({tuned.bucket}): no decision for this match: "
+                                f"{'the measured' if choice is not None else 'the min-flops'} policy")
                 if isinstance(choice, Split):
                     if opts.split and mark(m, p, choice):
                         request(module, p.library)   # the split kernel calls it (relax-specialize-ranges)
+                        if note:
+                            m.ops[0].attributes[NOTE_ATTR] = ir.StringAttr.get(note)
                         break
                     choice = True
                 if choice is None:
                     choice = worth_it(p.flops(m) if p.flops else None, bounds, opts.min_flops)
                 if not choice:
+                    if note:
+                        m.ops[0].attributes[NOTE_ATTR] = ir.StringAttr.get(note)
                     break
                 last = m.ops[-1]
                 symbol, values = p.symbol_for(m), m.values
@@ -279,8 +394,10 @@ def dispatch_library(module: ir.Operation, opts) -> None:
                     values = [w[0] if w is not None else v for w, v in zip(views, values)] + values[2:]
                 else:
                     views = []
-                call = create("call_dps_library", values, [last.results[0].type],
-                              {"callee": ir.StringAttr.get(symbol)},
+                attrs = {"callee": ir.StringAttr.get(symbol)}
+                if note:
+                    attrs[NOTE_ATTR] = ir.StringAttr.get(note)
+                call = create("call_dps_library", values, [last.results[0].type], attrs,
                               loc=last.location, ip=ir.InsertionPoint(last))
                 last.results[0].replace_all_uses_with(call.results[0])
                 dead |= {j for j in range(i, len(ops)) if any(ops[j] == o for o in m.ops)}

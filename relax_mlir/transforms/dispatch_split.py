@@ -54,8 +54,12 @@ from .graph import defining_op, users
 
 #: On a relax.matmul (graph level) and on its kernel: the run-time split, see the docstring.
 SPLIT_ATTR = "relax.dispatch_split"
-#: Module attribute: why the measured policy did not use a table (another ISA, ...).
+#: Module attribute: why the measured policy did not use a table (another ISA, ...); op
+#: attribute (under a tuning database): why this op went to BLAS or stayed generated.
 NOTE_ATTR = "relax.dispatch_note"
+#: On a relax op, then its kernel (relax-legalize, relax-fuse-kernels): a match the tuner
+#: compares with the library (relax-dispatch-library{mark-candidates}).
+CANDIDATE_ATTR = "relax.dispatch_candidate"
 #: ``relax.kernel_kind`` of a library variant: no schedule applies to it.
 OPAQUE = "opaque"
 #: On a library variant (relax-specialize-ranges), the split it serves; relax-library-variants

@@ -46,7 +46,7 @@ from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR
 from ..shapes import UNKNOWN, Dim, Shape, read_tensor_type
 from .annotate_kernel_kinds import annotate
-from .dispatch_split import SPLIT_ATTR
+from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR
 from .fuse_ops import GROUP_ATTR
 from .graph import body_ops, func_name, function_type, functions_by_name, graph_functions
 from .kernel_hash import structural_hash
@@ -431,9 +431,11 @@ def relax_fuse_kernels(module: ir.Operation, opts) -> None:
                     fused = _fuse(scratch, DRAFT_NAME, [kernels[c] for c in dict.fromkeys(callees)],
                                   opts.fuse_linalg, len(gk.inputs))
                     # relax-dispatch-library's run-time split stays with its matmul
+                    # (and the tuner's mark, CANDIDATE_ATTR)
                     for c in callees:
-                        if SPLIT_ATTR in kernels[c].attributes:
-                            fused.attributes[SPLIT_ATTR] = kernels[c].attributes[SPLIT_ATTR]
+                        for a in (SPLIT_ATTR, CANDIDATE_ATTR):
+                            if a in kernels[c].attributes:
+                                fused.attributes[a] = kernels[c].attributes[a]
                     same = structural_hash(fused)
                     if same in by_fused:   # another group fused to the very same kernel
                         name = by_fused[same]

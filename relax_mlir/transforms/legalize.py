@@ -31,7 +31,7 @@ from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR, Kernel, LegalizeCall
 from ..ops.registry import OPS, OpDef, RelaxError, read_attrs
 from ..shapes import Shape, ShapeSyntaxError, read_tensor_type
-from .dispatch_split import SPLIT_ATTR
+from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR
 from .graph import body_ops, func_name, graph_functions, relax_opdef, top_ops
 from .kernel_hash import structural_hash
 from .registry import Option, emit_error, register_pass
@@ -136,7 +136,8 @@ def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARG
     if kernel is None:
         return False
     # relax-dispatch-library's run-time split (dispatch_split.SPLIT_ATTR) goes to the kernel
-    extra = {SPLIT_ATTR: op.attributes[SPLIT_ATTR]} if SPLIT_ATTR in op.attributes else None
+    # and so does the tuner's mark (CANDIDATE_ATTR)
+    extra = {a: op.attributes[a] for a in (SPLIT_ATTR, CANDIDATE_ATTR) if a in op.attributes} or None
     callee = table.symbol(kernel, opdef.name, extra)
     call_attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
     if kernel.tir_vars:

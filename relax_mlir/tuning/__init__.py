@@ -8,7 +8,9 @@
 * :mod:`.search`: random sampling, then greedy evolution, within a time budget;
 * :mod:`.database`: SQLite records keyed by (structural kernel hash, target, size
   bucket), read by ``relax-apply-schedules{tuning-db=...}`` /
-  ``relax_mlir.compile(..., tuning_db=...)``.
+  ``relax_mlir.compile(..., tuning_db=...)``; and dispatch decisions (BLAS or the tuned
+  kernel, per size, for each matmul (+ bias) match: :func:`.search.compare_library`),
+  read by ``relax-dispatch-library{tuning-db=...}``.
 
 ``relax-mlir tune model.mlir --db tune.db --budget 60s`` runs it from the command line.
 """

@@ -14,11 +14,22 @@ A row holds the best config found (JSON), its measured time and the default sche
 time at the same sizes (seconds, summed over the representative sizes), the schedule
 name and a timestamp. :meth:`Database.record` keeps the faster of an existing row and
 the new one.
+
+Schema version 2 (``PRAGMA user_version``; a version-1 file gains the table when opened,
+its records untouched, and older code ignores it) adds ``decisions``: per (dispatch key,
+target, size bucket), whether BLAS or the generated kernel won at each representative size.
+The dispatch key (:func:`relax_mlir.transforms.dispatch_library.dispatch_key`) names the
+matched graph-level chain (pattern and operand types, symbols renamed ``s0``, ``s1``...)
+that relax-dispatch-library decides before any kernel exists; a row also holds the
+library symbol, the M of the chain at each size, both times per size and the structural
+hash of the generated kernel measured. :meth:`Database.record_decision` replaces the row
+(the newest comparison wins); ``relax-dispatch-library{tuning-db=...}`` follows it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import platform
 import sqlite3
 import time
@@ -50,6 +61,28 @@ CREATE TABLE IF NOT EXISTS records (
     PRIMARY KEY (kernel, target, bucket)
 )
 """
+
+#: Version 2: the ``decisions`` table (BLAS or generated code per size, see the docstring).
+SCHEMA_VERSION = 2
+
+_DECISIONS = """
+CREATE TABLE IF NOT EXISTS decisions (
+    kernel TEXT NOT NULL,
+    target TEXT NOT NULL,
+    bucket TEXT NOT NULL,
+    callee TEXT NOT NULL,
+    sizes TEXT NOT NULL,
+    ms TEXT NOT NULL,
+    library_s TEXT NOT NULL,
+    generated_s TEXT NOT NULL,
+    winners TEXT NOT NULL,
+    generated_kernel TEXT NOT NULL,
+    timestamp REAL NOT NULL,
+    PRIMARY KEY (kernel, target, bucket)
+)
+"""
+
+LIBRARY, GENERATED = "library", "generated"
 
 
 def target_key(target: CpuTarget, threads: int = 1, host: bool = True) -> str:
@@ -125,13 +158,62 @@ class Record:
     timestamp: float
 
 
+@dataclass(frozen=True)
+class Decision:
+    """BLAS or generated code for one dispatch key, per representative size (see the module
+    docstring): ``winners[i]`` (:data:`LIBRARY` or :data:`GENERATED`) at symbol size
+    ``sizes[i]``, where the chain's row count was ``ms[i]``; times in seconds (a generated
+    time None: its schedule failed)."""
+    kernel: str
+    target: str
+    bucket: str
+    callee: str
+    sizes: list
+    ms: list
+    library_s: list
+    generated_s: list
+    winners: list
+    generated_kernel: str
+    timestamp: float
+
+    def generated_ranges(self, upper: Optional[int] = None) -> list[tuple[int, int]]:
+        """The M ranges (inclusive) where generated code runs: each measured M speaks for
+        the Ms nearer to it than to its neighbours in log scale (the cut between ``a`` and
+        ``b`` at ``isqrt(a * b)``), the first down to 1, the last up to ``upper`` (default
+        2**31 - 1)."""
+        pts = sorted(dict(zip(self.ms, self.winners)).items())
+        top = upper if upper is not None else (1 << 31) - 1
+        # point i owns [los[i], his[i]]
+        his = [max(a, min(b - 1, math.isqrt(a * b))) for (a, _), (b, _) in zip(pts, pts[1:])] + [top]
+        los = [1] + [h + 1 for h in his[:-1]]
+        out: list[tuple[int, int]] = []
+        for (_, w), lo, hi in zip(pts, los, his):
+            hi = min(hi, top)
+            if w != GENERATED or lo > hi:
+                continue
+            if out and out[-1][1] + 1 == lo:
+                out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+        return out
+
+
+def _decision(r) -> Decision:
+    return Decision(r[0], r[1], r[2], r[3], *(json.loads(x) for x in r[4:9]), r[9], r[10])
+
+
 class Database:
-    """An SQLite file of tuning records (created on first use)."""
+    """An SQLite file of tuning records (created on first use; see the module docstring for
+    the schema and its version)."""
 
     def __init__(self, path: str):
         self.path = str(path)
         self.conn = sqlite3.connect(self.path)
         self.conn.execute(_SCHEMA)
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:   # 0 / 1 (before versions): add the decisions table
+            self.conn.execute(_DECISIONS)
+            self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self.conn.commit()
 
     def close(self) -> None:
@@ -173,3 +255,28 @@ class Database:
         rows = self.conn.execute("SELECT * FROM records ORDER BY timestamp").fetchall()
         return [Record(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], json.loads(r[7]), r[8], r[9])
                 for r in rows]
+
+    def record_decision(self, kernel: str, target: str, bucket: str, callee: str, sizes: list, ms: list,
+                        library_s: list, generated_s: list, generated_kernel: str) -> Decision:
+        """Store the comparison of BLAS and generated code for ``kernel`` (a dispatch key),
+        replacing any row there; the winner at each size is the faster (BLAS when the
+        generated time is missing)."""
+        winners = [LIBRARY if g is None or lib < g else GENERATED for lib, g in zip(library_s, generated_s)]
+        row = (kernel, target, bucket, callee, json.dumps(list(sizes)), json.dumps(list(ms)),
+               json.dumps([float(t) for t in library_s]),
+               json.dumps([None if t is None else float(t) for t in generated_s]), json.dumps(winners),
+               generated_kernel, time.time())
+        self.conn.execute("INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        self.conn.commit()
+        return _decision(row)
+
+    def decision(self, kernel: str, target: str, bucket: str) -> Optional[Decision]:
+        """The decision for dispatch key ``kernel`` on ``target`` in ``bucket`` (that bucket
+        only: its sizes are what the winners speak for), or None."""
+        r = self.conn.execute("SELECT * FROM decisions WHERE kernel = ? AND target = ? AND bucket = ?",
+                              (kernel, target, bucket)).fetchone()
+        return _decision(r) if r is not None else None
+
+    def decisions(self) -> list[Decision]:
+        rows = self.conn.execute("SELECT * FROM decisions ORDER BY timestamp").fetchall()
+        return [_decision(r) for r in rows]

@@ -10,6 +10,15 @@ crashes, hangs or computes a wrong result is a failed trial and can never be the
 A candidate's score is the geometric mean over the sizes of its time over the
 default's (each size counts the same, from GEMV to large M). The best config (the
 default's own when nothing beat it) goes to the database with its times.
+
+A kernel holding a match that relax-dispatch-library could send to BLAS
+(:attr:`~relax_mlir.tuning.tasks.Task.dispatch`) is then compared with the library: the
+library call is timed at the same sizes, in the same measuring process (best of two
+requests, as the confirmed config), and the faster of
+it and the best generated config at each size goes to the database's ``decisions``
+(:meth:`~relax_mlir.tuning.database.Database.record_decision`), which
+``relax-dispatch-library{tuning-db=...}`` follows. Those kernels are tuned first: their
+outcome decides where BLAS runs.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..schedules.target import CpuTarget, host_target
-from .database import Database, target_key
+from .database import Database, Decision, target_key
 from .space import Config, elementwise_default, family, matmul_default, rows_default, space_for
 from .tasks import Task, extract_tasks
 from .worker import Worker
@@ -43,6 +52,9 @@ class KernelResult:
     best: Optional[Trial]
     trials: list
     recorded: bool = False
+    #: BLAS or generated per size (a kernel with a dispatch match), else None.
+    decision: Optional[Decision] = None
+    library: Optional[list] = None  # the library's times per size
 
     @property
     def speedup(self) -> float:
@@ -162,12 +174,15 @@ def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, option
 
     t0 = time.monotonic()
     target = target or host_target()
-    tasks = extract_tasks(src, target, options or {})
+    opts = dict(options or {})
+    tasks = extract_tasks(src, target, opts)
+    # where BLAS runs decides the rest: the dispatch candidates first (stable order)
+    tasks.sort(key=lambda t: t.dispatch is None)
     key = target_key(target, num_threads())
     log(f"tuning {len(tasks)} kernel(s) on {key}, budget {budget_s:.0f} s, at most {max_trials} trials each")
     rng = random.Random(seed)
     results = []
-    with Worker() as worker, Database(db_path) as db:
+    with Worker(blas_threads=num_threads()) as worker, Database(db_path) as db:
         for i, task in enumerate(tasks):
             left = budget_s - (time.monotonic() - t0)
             if left <= 0:
@@ -182,9 +197,32 @@ def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, option
                                        sum(r.best.times), sum(r.default.times), task.sizes, len(r.trials))
                 log(f"{prefix} best {_cfg(r.best.config)}: {_fmt(r.best.times)} vs default {_fmt(r.default.times)} "
                     f"({r.speedup:.2f}x){'' if r.recorded else ' (the database has a faster record)'}")
+            if task.dispatch is not None:
+                compare_library(r, worker, db, key, min_time, log, prefix)
             results.append(r)
     log(f"done in {time.monotonic() - t0:.0f} s; database {db_path}")
     return results
+
+
+def compare_library(r: KernelResult, worker: Worker, db: Database, target: str, min_time: float,
+                    log: Callable[[str], None] = print, prefix: str = "") -> Optional[Decision]:
+    """Time the library call of ``r.task``'s dispatch match and record, per size, whether it
+    or the best generated config (the default when none beat it) is faster."""
+    task = r.task
+    lib = worker.request(task.library_request(min_time), timeout_s=120)
+    if not lib["ok"]:
+        log(f"{prefix} library {task.dispatch['callee']} failed ({lib['error']}): no dispatch decision")
+        return None
+    again = worker.request(task.library_request(min_time), timeout_s=120)   # best of two, as the confirmed config
+    if again["ok"]:
+        lib["times"] = [min(a, b) for a, b in zip(lib["times"], again["times"])]
+    gen = (r.best or r.default).times
+    r.library = lib["times"]
+    r.decision = db.record_decision(task.dispatch["key"], target, task.bucket, task.dispatch["callee"], task.sizes,
+                                    task.ms(), lib["times"], gen, task.key)
+    log(f"{prefix} library {task.dispatch['callee']}: {_fmt(lib['times'])} vs generated {_fmt(gen)}: "
+        + ", ".join(f"n={s} {w}" for s, w in zip(task.sizes, r.decision.winners)))
+    return r.decision
 
 
 def _freeze(cfg: Config) -> tuple:

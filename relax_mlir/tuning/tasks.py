@@ -6,6 +6,14 @@ arguments' symbolic shapes off its first ``relax.call_tir``), then the ``host`` 
 (the kernels as the codegen stage gets them, whose structural hash keys the database),
 and keeps the kernels a schedule fits. Symbols are bound to the module's
 :func:`~relax_mlir.tuning.database.representative_sizes`.
+
+With library dispatch on (the pipeline's default ``dispatch``), the graph stage runs
+``relax-dispatch-library{mark-candidates=true}``: the matches BLAS could take stay
+generated code, and each kernel holding one carries ``relax.dispatch_candidate``, read
+into :attr:`Task.dispatch` (the dispatch key, the library symbol and the call's
+arguments) so that the search can time the library call against the tuned kernel. The
+mark is left out of the kernel's structural hash: a compile that keeps the match
+generated builds the same kernel without it.
 """
 
 from __future__ import annotations
@@ -33,6 +41,23 @@ class Task:
     bucket: str
     fn: ir.Operation = field(repr=False)  # the kernel (for select(config=...) checks)
     module: ir.Module = field(repr=False)
+    #: A match relax-dispatch-library could send to the library (see the module docstring):
+    #: {"key", "callee", "library", "args" (as ``args``, the output last), "m" (the row
+    #: count: an int or an expression)}; None: not one.
+    dispatch: Optional[dict] = None
+
+    def library_request(self, min_time: float = 0.05) -> Optional[dict]:
+        """A :mod:`.worker` request timing the library call of :attr:`dispatch`."""
+        if self.dispatch is None:
+            return None
+        return {"op": "library", "library": self.dispatch["library"], "callee": self.dispatch["callee"],
+                "args": self.dispatch["args"], "bindings": self.bindings, "min_time": min_time}
+
+    def ms(self) -> list:
+        """The dispatch match's row count at each representative size."""
+        from ..shapes import Dim
+        m = Dim.of(self.dispatch["m"])
+        return [m.evaluate(b) if not m.is_static else m.value for b in self.bindings]
 
     def request(self, config, min_time: float = 0.05, cutoff: Optional[list] = None) -> dict:
         """A :mod:`.worker` request measuring this kernel with ``config``; ``cutoff``: per
@@ -91,6 +116,34 @@ def _call_sites(module: ir.Module) -> dict:
     return sites
 
 
+def _candidate(fn: ir.Operation) -> Optional[dict]:
+    """The kernel's ``relax.dispatch_candidate`` as :attr:`Task.dispatch`, else None."""
+    from ..transforms.dispatch_split import CANDIDATE_ATTR
+    if CANDIDATE_ATTR not in fn.attributes:
+        return None
+    d = ir.DictAttr(fn.attributes[CANDIDATE_ATTR])
+    types = [ir.TypeAttr(t).value for t in ir.ArrayAttr(d["types"])]
+    dims = [_dims(t) for t in types]
+    if any(x is None for x in dims) or len(dims[-1]) < 2:
+        return None
+    return {"key": ir.StringAttr(d["key"]).value, "callee": ir.StringAttr(d["callee"]).value,
+            "library": ir.StringAttr(d["library"]).value, "m": dims[-1][-2],
+            "args": [{"kind": "tensor", "shape": x, "dtype": str(ir.RankedTensorType(t).element_type)}
+                     for x, t in zip(dims, types)]}
+
+
+def _mark_candidates(passes: list[str]) -> list[str]:
+    """The graph stage with relax-dispatch-library marking candidates instead of dispatching."""
+    out = []
+    for p in passes:
+        if p == "relax-dispatch-library":
+            p = "relax-dispatch-library{mark-candidates=true}"
+        elif p.startswith("relax-dispatch-library{"):
+            p = p[:-1] + " mark-candidates=true}"
+        out.append(p)
+    return out
+
+
 def _cpu_stages(options: dict):
     from .. import transforms  # noqa: F401  (registers the passes)
     from ..compiler import TARGETS
@@ -102,16 +155,22 @@ def _cpu_stages(options: dict):
     return dict(tgt.stages(PIPELINES[tgt.pipeline_name].parse_options(text), tgt))
 
 
-def extract_tasks(src, target: CpuTarget, options: Optional[dict] = None) -> list[Task]:
+def extract_tasks(src, target: CpuTarget, options: Optional[dict] = None, dispatch: bool = True) -> list[Task]:
     """The distinct scheduled kernels of ``src`` (MLIR text, a path or an ir.Module) compiled
-    with the cpu pipeline ``options``, in program order."""
+    with the cpu pipeline ``options``, in program order. ``dispatch``: where the options
+    dispatch to the library, keep the matches generated and record them as
+    :attr:`Task.dispatch` (see the module docstring)."""
     from .. import schedules
     from ..compiler import _module
     from ..transforms.kernel_hash import structural_hash
     from ..transforms.pipeline import run_pipeline
     from .database import module_bound, representative_sizes, size_bucket
 
+    from ..transforms.dispatch_split import CANDIDATE_ATTR
+
     stages = _cpu_stages(dict(options or {}))
+    if dispatch:
+        stages["graph"] = _mark_candidates(stages["graph"])
     module = _module(src)
     tasks: list[Task] = []
     with module.context, ir.Location.unknown():
@@ -129,18 +188,19 @@ def extract_tasks(src, target: CpuTarget, options: Optional[dict] = None) -> lis
             sched = schedules.select(fn, target)
             if sched is None or not sites.get(name) or family(sched.name) not in SPACES:
                 continue  # no schedule, not called, or no knobs to tune (gemv, contraction)
-            key = structural_hash(fn)
+            key = structural_hash(fn, ignore=(CANDIDATE_ATTR,))
             if key in seen:
                 continue
             seen.add(key)
             args, n_out, n_index = sites[name]
-            syms = sorted({s for a in args for s in _symbols(a)})
+            cand = _candidate(fn)
+            syms = sorted({s for a in args + (cand["args"] if cand else []) for s in _symbols(a)})
             bindings = [{s: n for s in syms} for n in sizes]
             kmod = ir.Module.create()
             kmod.body.append(fn.clone(ip=False))
             kfn = list(kmod.body.operations)[0].operation
             tasks.append(Task(name, key, sched.name, str(kmod), args, n_out, n_index, bindings, sizes,
-                              size_bucket(bound, symbolic), kfn, kmod))
+                              size_bucket(bound, symbolic), kfn, kmod, cand))
     return tasks
 
 

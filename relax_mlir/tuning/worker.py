@@ -13,6 +13,11 @@ schedule; ``"loops"``: no schedule). The kernel is lowered alone with the cpu
 pipeline's codegen stage and JIT-compiled; for each binding it runs on seeded random
 inputs, its outputs are compared with the unscheduled kernel's (computed once per
 kernel and binding, cached), then timed (best of several calls).
+
+A request ``{"op": "library", ...}`` times a library call instead: the runtime library's
+``_mlir_ciface_<callee>`` (the entry relax-dispatch-library's ``relax.call_dps_library``
+reaches) on the call's arguments, the output last, at the same bindings and on the same
+seeded inputs, timed the same way (no check: the library is the reference of its own).
 """
 
 from __future__ import annotations
@@ -179,17 +184,58 @@ def measure(req: dict) -> dict:
                     err = (f"max abs error {float(np.nanmax(np.abs(o.astype(np.float64) - r))):.3g}"
                            if o.shape == r.shape else f"shape {o.shape}, expected {r.shape}")
                     return {"ok": False, "error": f"wrong result at {binding} ({err})"}
-        best, spent, n = float("inf"), 0.0, 0
-        cutoff = req["cutoff"][bi] if req.get("cutoff") else float("inf")
-        while n < 3 or (spent < req.get("min_time", 0.05) and n < 200):
-            t = time.perf_counter()
-            call()
-            dt = time.perf_counter() - t
-            best, spent, n = min(best, dt), spent + dt, n + 1
-            if best > cutoff:
-                break  # far slower than the default: one call tells enough
-        times.append(best)
+        times.append(_time(call, req.get("min_time", 0.05), req["cutoff"][bi] if req.get("cutoff") else None))
     return {"ok": True, "times": times, "compile_s": compile_s}
+
+
+def _time(call, min_time: float, cutoff: Optional[float] = None) -> float:
+    """Best time of ``call()`` over at least 3 calls and ``min_time`` seconds (200 calls at
+    most); one call when it is beyond ``cutoff``."""
+    best, spent, n = float("inf"), 0.0, 0
+    cutoff = float("inf") if cutoff is None else cutoff
+    while n < 3 or (spent < min_time and n < 200):
+        t = time.perf_counter()
+        call()
+        dt = time.perf_counter() - t
+        best, spent, n = min(best, dt), spent + dt, n + 1
+        if best > cutoff:
+            break  # far slower than the default: one call tells enough
+    return best
+
+
+_LIBRARIES: dict = {}
+
+
+def measure_library(req: dict) -> dict:
+    """Time the library entry ``_mlir_ciface_<callee>`` (see the module docstring):
+    ``{"ok": True, "times": [...]}`` or ``{"ok": False, "error": ...}``."""
+    from mlir.runtime import get_ranked_memref_descriptor
+
+    from ..runtime.libraries import library_paths
+
+    try:
+        if req["library"] not in _LIBRARIES:
+            _LIBRARIES[req["library"]] = [ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
+                                          for p in library_paths([req["library"]])]
+        libs = _LIBRARIES[req["library"]]
+        sym = "_mlir_ciface_" + req["callee"]
+        fn = next((getattr(lib, sym) for lib in libs if hasattr(lib, sym)), None)
+    except Exception as e:  # noqa: BLE001
+        return {"ok": False, "error": f"library: {type(e).__name__}: {str(e)[:500]}"}
+    if fn is None:
+        return {"ok": False, "error": f"no {sym} in runtime library '{req['library']}'"}
+    fn.restype = None
+    times = []
+    for bi, binding in enumerate(req["bindings"]):
+        arrays = _inputs(req["args"], binding, 1234 + bi)
+        descs = [get_ranked_memref_descriptor(a) for a in arrays]
+        ptrs = [ctypes.c_void_p(ctypes.addressof(d)) for d in descs]
+
+        def call():
+            fn(*ptrs)
+
+        times.append(_time(call, req.get("min_time", 0.05)))
+    return {"ok": True, "times": times}
 
 
 def main() -> int:
@@ -203,7 +249,7 @@ def main() -> int:
         if req.get("op") == "crash":  # for tests: a candidate that aborts the process
             os.abort()
         try:
-            res = measure(req)
+            res = measure_library(req) if req.get("op") == "library" else measure(req)
         except Exception as e:  # noqa: BLE001
             res = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:500]}"}
         out.write(MARK + json.dumps(res) + "\n")
@@ -214,10 +260,13 @@ def main() -> int:
 # -- the parent side ------------------------------------------------------------------------
 
 class Worker:
-    """A measuring subprocess, restarted after a crash or a timeout."""
+    """A measuring subprocess, restarted after a crash or a timeout. ``blas_threads``: the
+    ``RELAX_BLAS_NUM_THREADS`` of its library calls, unless the environment sets one (the
+    tuner passes its thread count: BLAS and generated code compared on as many threads)."""
 
-    def __init__(self, timeout_s: float = 120.0):
+    def __init__(self, timeout_s: float = 120.0, blas_threads: Optional[int] = None):
         self.timeout_s = timeout_s
+        self.blas_threads = blas_threads
         self.proc: Optional[subprocess.Popen] = None
         self.restarts = 0
 
@@ -225,6 +274,8 @@ class Worker:
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        if self.blas_threads is not None and not env.get("RELAX_BLAS_NUM_THREADS"):
+            env["RELAX_BLAS_NUM_THREADS"] = str(self.blas_threads)
         self.proc = subprocess.Popen([sys.executable, "-m", "relax_mlir.tuning.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                                      bufsize=1)

@@ -503,7 +503,16 @@ __attribute__((constructor)) static void relax_blas_init(void) {
   /* On Intel CPUs MKL runs its own AVX-512 path: the packed kernel wins at small M only
    * (one thread, packed / MKL, Xeon Cascade Lake: 0.50-0.86 at M = 16, 0.83-1.07 at 256,
    * 0.98-1.22 at 512 over BERT and Llama shapes; all-MiniLM-L6-v2 at (8, 64), whose
-   * products have M = 512, took 193-213 ms packed against 152 ms through MKL). */
+   * products have M = 512, took 193-213 ms packed against 152 ms through MKL). Against
+   * MKL's PACKED format (cblas_sgemm_compute) the range is smaller still: standalone, one
+   * thread, Llama shapes, GFLOP/s ours (6 x 64) / MKL packed: M = 12: 43 / 40, 30: 75 / 72,
+   * 60: 91 / 100, 120-128: 106-114 / 124-128, 252: 113 / 132; in the 134M Llama's prefill
+   * (same process, interleaved): 40 tokens 106 / 117 ms, 56 tokens 135 / 113 ms, 128 tokens
+   * 255-274 / 245-260 ms. But MKL's packed copy of a weight takes 2.2x its bytes (the 134M
+   * Llama: 1.16 GB for 0.54 GB of weights, against ~1x for ours), and both formats live
+   * once both ranges are used, so the switch stays at M = 256, where prefills of up to 256
+   * tokens keep ONE packed copy; RELAX_BLAS_PACK_MAX_M=48 trades that memory for the
+   * 2-8 % (decode, M = 1, is the same either way: 21.5 / 21.8 tokens/s). */
   if (__builtin_cpu_is("intel")) {
     pack_max_m = 256;
     mkl_pack_above = 1;   /* above it: MKL's packed format (pack_mkl) */

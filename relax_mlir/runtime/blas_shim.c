@@ -695,7 +695,7 @@ DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv), BLAS_FN(dgemm_batch_str
  * products; as head views, (B, S, Hk*D) with D the head size of q (for k) or of out (for v).
  * Query head h then reads k / v head h / (H/Hk) (repeat_interleave: transformers' repeat_kv,
  * sdpa's enable_gqa), or h % Hk in the `_tiled` entries (the k / v heads tiled H/Hk times:
- * Tensor.repeat, or relax_mlir/llm's group-major query heads).
+ * as relax_mlir/llm's group-major query heads need).
  * The (L, S) scores are never written to memory: a task takes ATT_ROWS query rows of one
  * head, forms their scores in a per-thread buffer (one gemm), runs the masked softmax over
  * each row in place (vectorized exp) and multiplies by v into out (a second gemm). Tasks

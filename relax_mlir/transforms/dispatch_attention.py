@@ -197,7 +197,7 @@ def repeat_source(v: ir.Value, user: ir.Operation) -> Optional[Repeat]:
     alone, as ``reshape([reshape(] broadcast_to(expand_dims(K, [a]), R) [, (B, Hq, S, D))],
     (B*Hq, S, D))`` of K (B, Hk, S, D), Hq = Hk*rep static. ``a`` = 2, R = (B, Hk, rep, S, D):
     each head repeated in place (transformers' repeat_kv, sdpa's enable_gqa), query head h
-    reads K's head h / rep; ``a`` = 1, R = (B, rep, Hk, S, D): the heads tiled (Tensor.repeat,
+    reads K's head h / rep; ``a`` = 1, R = (B, rep, Hk, S, D): the heads tiled (as
     relax_mlir/llm's group-major query heads), h reads h % Hk. The library then reads K's Hk
     heads in place for the Hq query heads."""
     r = defining_op(v)

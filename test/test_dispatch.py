@@ -199,6 +199,33 @@ def test_shim_grouped_attention(shim, flags, tiled, B, H, Hk, L, D, Dv):
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("lo", [-np.inf, -1e9])
+@pytest.mark.parametrize("mask", ["causal", "window", "padding", "dead_row"])
+def test_shim_attention_skips_dead_keys(shim, mask, lo):
+    """Key columns the bias masks (-inf, or the f32 minimum) in every row of a 64-row task
+    are skipped, with the very result of the whole softmax: a causal mask, a sliding window
+    of 5, trailing padding (-inf), and a row masked everywhere (every key, uniformly: the
+    whole range kept). A clamp lo above the f32 minimum keeps every column (lo = -1e9)."""
+    rng = np.random.default_rng(5)
+    B, H, L, D = 1, 2, 150, 8
+    q, k, v = (rng.standard_normal((B, H, L, D), np.float32) for _ in range(3))
+    neg = np.finfo(np.float32).min
+    i, j = np.arange(L)[:, None], np.arange(L)[None]
+    live = {"causal": j <= i, "window": (j <= i) & (i - j < 5), "padding": j < 101,
+            "dead_row": (j <= i) & (i != 70)}[mask]
+    bias = np.where(live, 0, -np.inf if mask == "padding" else neg).astype(np.float32)[None]
+    out = np.full((B * H, L, D), np.nan, np.float32)
+    args = [_attention_operand(x, False) for x in (q, k, v)] + [
+        np.ones(H, np.float32), bias, np.array(lo, np.float32), np.ones((1, 1, 1), np.float32), out]
+    shim._mlir_ciface_relax_blas_attention_h0000_f32(*[ctypes.byref(_desc(a, a)) for a in args])
+    s = np.maximum((q @ k.swapaxes(-1, -2)).astype(np.float32) + bias, np.float32(lo)).astype(np.float64)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = (p / p.sum(-1, keepdims=True)) @ v
+    np.testing.assert_allclose(out.reshape(B, H, L, D), ref, rtol=1e-5, atol=1e-5)
+    if mask == "dead_row":   # every key alike: their mean
+        np.testing.assert_allclose(out[:, 70], v[0].mean(1), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("m,k,n,batch", [(2, 3, 2, 2), (33, 17, 29, 5), (128, 32, 128, 12)])
 def test_shim_batched_strided(shim, dt, m, k, n, batch):

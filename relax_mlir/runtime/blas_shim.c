@@ -61,6 +61,7 @@
  * entry points are exported; the BLAS itself is then a dependency by soname.
  */
 #include <dlfcn.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -699,7 +700,9 @@ DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv), BLAS_FN(dgemm_batch_str
  * The (L, S) scores are never written to memory: a task takes ATT_ROWS query rows of one
  * head, forms their scores in a per-thread buffer (one gemm), runs the masked softmax over
  * each row in place (vectorized exp) and multiplies by v into out (a second gemm). Tasks
- * are split over the BLAS threads (MKL: its OpenMP pool; its gemm then runs sequentially). */
+ * are split over the BLAS threads (MKL: its OpenMP pool; its gemm then runs sequentially).
+ * Key columns that the bias masks in every row of a task (a causal mask's upper triangle,
+ * a sliding window's past, padding) are skipped by both gemms and the softmax (att_live). */
 #define ATT_ROWS 64
 #ifdef _OPENMP   /* MKL builds */
 #define ATT_OMP_PARALLEL _Pragma("omp parallel num_threads(nt)")
@@ -883,6 +886,32 @@ __attribute__((target("avx512f"))) static void f32_att_row_avx512(int64_t n, flo
 }
 #endif
 
+/* The key columns [*j0, *j1) that the bias (rows x n, row stride s1, contiguous) leaves live
+ * in some row: outside them every row's bias is DEAD, at most -FLT_MAX (-inf, or the f32
+ * minimum masks write). With the clamp lo at most -FLT_MAX too, a dead score x*scale + bias
+ * rounds to at most -FLT_MAX, more than 1e22 below the row's live maximum (the next float,
+ * or double, above -FLT_MAX is that far), so its exp is exactly 0 (for finite scores below
+ * 1e21): the skipped columns change no result. A row without a live column keeps the whole range (its
+ * softmax decides: uniform, or 0 in the _safe entries). */
+#define ATT_LIVE(T, S)                                                                        \
+  static void S##_att_live(const T *bias, int64_t s1, int64_t rows, int64_t n, int64_t *j0,   \
+                           int64_t *j1) {                                                     \
+    int64_t lo = n, hi = 0;                                                                   \
+    for (int64_t i = 0; i < (s1 ? rows : 1); ++i) {                                           \
+      const T *b = bias + i * s1;                                                             \
+      int64_t f = 0, l = n;                                                                   \
+      while (f < n && b[f] <= -(T)FLT_MAX) ++f;                                               \
+      if (f == n) return;                                                                     \
+      while (b[l - 1] <= -(T)FLT_MAX) --l;                                                    \
+      lo = f < lo ? f : lo;                                                                   \
+      hi = l > hi ? l : hi;                                                                   \
+    }                                                                                         \
+    *j0 = lo;                                                                                 \
+    *j1 = hi;                                                                                 \
+  }
+ATT_LIVE(float, f32)
+ATT_LIVE(double, f64)
+
 typedef void (*f32_row_fn)(int64_t, float *, float, const float *, int64_t, float, int);
 static f32_row_fn f32_att_row_impl(void) {
 #if defined(__x86_64__)
@@ -920,14 +949,21 @@ typedef struct {
       const T *V = (const T *)a->v.data + b * a->v.outer                                      \
                    + kv_head(h, a->vgroup, a->H, a->tiled) * a->v.inner;                      \
       T *O = (T *)a->o.data + b * a->o.outer + h * a->o.inner + i0 * a->o.s0;                 \
-      /* scores (rows, S) = Q K^T: K's (S, E) matrix read transposed */                       \
-      S##_gemm(rows, Sn, E, Q, a->q.s0, a->q.s1, K, a->k.s1, a->k.s0, NULL, 0, buf, Sn, 1);   \
       T scale = ((const T *)a->scale)[h];                                                     \
-      const T *bias = (const T *)a->bias.data + bview_at(a->bias, b, h, a->B, a->H);          \
+      const T *bias = (const T *)a->bias.data + bview_at(a->bias, b, h, a->B, a->H)           \
+                      + i0 * a->bias.s1;                                                      \
+      int64_t j0 = 0, j1 = Sn;   /* the live key columns of these rows (att_live) */          \
+      if (a->bias.s2 == 1 && a->lo <= -(double)FLT_MAX)                                       \
+        S##_att_live(bias, a->bias.s1, rows, Sn, &j0, &j1);                                   \
+      int64_t n = j1 - j0;                                                                    \
+      /* scores (rows, n) = Q K^T: K's (S, E) matrix read transposed, from key j0 */          \
+      S##_gemm(rows, n, E, Q, a->q.s0, a->q.s1, K + j0 * a->k.s0, a->k.s1, a->k.s0, NULL, 0,  \
+               buf, n, 1);                                                                    \
       for (int64_t i = 0; i < rows; ++i)                                                      \
-        S##_att_row(Sn, buf + i * Sn, scale, bias + (i0 + i) * a->bias.s1, a->bias.s2,        \
-                    (T)a->lo, a->safe);                                                       \
-      S##_gemm(rows, Ev, Sn, buf, Sn, 1, V, a->v.s0, a->v.s1, NULL, 0, O, a->o.s0, a->o.s1);  \
+        S##_att_row(n, buf + i * n, scale, bias + i * a->bias.s1 + j0 * a->bias.s2,           \
+                    a->bias.s2, (T)a->lo, a->safe);                                           \
+      S##_gemm(rows, Ev, n, buf, n, 1, V + j0 * a->v.s0, a->v.s0, a->v.s1, NULL, 0, O,        \
+               a->o.s0, a->o.s1);                                                             \
       const T *live = (const T *)a->live.data + bview_at(a->live, b, h, a->B, a->H);          \
       for (int64_t i = 0; i < rows; ++i) {                                                    \
         T f = live[(i0 + i) * a->live.s1];                                                    \

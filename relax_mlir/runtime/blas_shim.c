@@ -894,15 +894,43 @@ __attribute__((target("avx512f"))) static void f32_att_row_avx512(int64_t n, flo
  * 1e21): the skipped columns change no result. A row without a live column keeps the whole range (its
  * softmax decides: uniform, or 0 in the _safe entries). */
 #define ATT_LIVE(T, S)                                                                        \
+  /* The first live column of b in [from, to), else to: 16 columns per vector test. */       \
+  static int64_t S##_first_live(const T *b, int64_t from, int64_t to) {                       \
+    int64_t j = from;                                                                         \
+    for (; j + 16 <= to; j += 16) {                                                           \
+      int any = 0;                                                                            \
+      _Pragma("omp simd reduction(|:any)")                                                    \
+      for (int k = 0; k < 16; ++k) any |= b[j + k] > -(T)FLT_MAX;                             \
+      if (any) break;                                                                         \
+    }                                                                                         \
+    for (; j < to; ++j)                                                                       \
+      if (b[j] > -(T)FLT_MAX) return j;                                                       \
+    return to;                                                                                \
+  }                                                                                           \
+  /* One past the last live column of b in [from, to), else from. */                          \
+  static int64_t S##_last_live(const T *b, int64_t from, int64_t to) {                        \
+    int64_t j = to;                                                                           \
+    for (; j - 16 >= from; j -= 16) {                                                         \
+      int any = 0;                                                                            \
+      _Pragma("omp simd reduction(|:any)")                                                    \
+      for (int k = 0; k < 16; ++k) any |= b[j - 16 + k] > -(T)FLT_MAX;                        \
+      if (any) break;                                                                         \
+    }                                                                                         \
+    for (; j > from; --j)                                                                     \
+      if (b[j - 1] > -(T)FLT_MAX) return j;                                                   \
+    return from;                                                                              \
+  }                                                                                           \
+  /* The rows from the last (a causal mask's widest): a row's end is searched only beyond  \
+   * the range so far. */                                                                     \
   static void S##_att_live(const T *bias, int64_t s1, int64_t rows, int64_t n, int64_t *j0,   \
                            int64_t *j1) {                                                     \
     int64_t lo = n, hi = 0;                                                                   \
-    for (int64_t i = 0; i < (s1 ? rows : 1); ++i) {                                           \
+    for (int64_t i = s1 ? rows - 1 : 0; i >= 0; --i) {                                        \
       const T *b = bias + i * s1;                                                             \
-      int64_t f = 0, l = n;                                                                   \
-      while (f < n && b[f] <= -(T)FLT_MAX) ++f;                                               \
+      int64_t f = S##_first_live(b, 0, n);                                                    \
       if (f == n) return;                                                                     \
-      while (b[l - 1] <= -(T)FLT_MAX) --l;                                                    \
+      int64_t from = hi > f + 1 ? hi : f + 1;                                                 \
+      int64_t l = S##_last_live(b, from, n);                                                  \
       lo = f < lo ? f : lo;                                                                   \
       hi = l > hi ? l : hi;                                                                   \
     }                                                                                         \

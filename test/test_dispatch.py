@@ -165,6 +165,67 @@ def test_shim_strided_views(shim, small, m, k, n):
         shim.relax_blas_set_small_flops(old)
 
 
+def _attention_operand(x: np.ndarray, head_view: bool) -> np.ndarray:
+    """(B, heads, rows, d) as the library takes it: a head view (B, rows, heads*d) or plain
+    (B*heads, rows, d) products."""
+    b, h, r, d = x.shape
+    y = x.transpose(0, 2, 1, 3).reshape(b, r, h * d) if head_view else x.reshape(b * h, r, d)
+    return np.ascontiguousarray(y)
+
+
+@pytest.mark.parametrize("flags", ["0000", "1111", "0110"])
+@pytest.mark.parametrize("tiled", [False, True])
+@pytest.mark.parametrize("B,H,Hk,L,D,Dv", [(2, 6, 2, 70, 8, 5), (1, 3, 1, 1, 4, 4), (2, 4, 4, 9, 8, 8)])
+def test_shim_grouped_attention(shim, flags, tiled, B, H, Hk, L, D, Dv):
+    """relax_blas_attention with Hk k / v heads for H query heads, plain or as head views of
+    (B, S, Hk*D): query head h reads k / v head h / (H/Hk), or h % Hk in the `_tiled` entries
+    (relax_mlir/llm's group-major heads); L = 70 crosses the 64-row task blocks."""
+    rng = np.random.default_rng(4)
+    q, k = rng.standard_normal((B, H, L, D), np.float32), rng.standard_normal((B, Hk, L, D), np.float32)
+    v = rng.standard_normal((B, Hk, L, Dv), np.float32)
+    bias = np.where(np.tril(np.ones((L, L), bool)), 0, np.finfo(np.float32).min).astype(np.float32)[None]
+    hq, hk, hv, ho = (c == "1" for c in flags)
+    out = np.full((B, L, H * Dv) if ho else (B * H, L, Dv), np.nan, np.float32)
+    scale = np.full(H, 0.5, np.float32)
+    lo, live = np.array(-np.inf, np.float32), np.ones((1, 1, 1), np.float32)
+    args = [_attention_operand(q, hq), _attention_operand(k, hk), _attention_operand(v, hv), scale, bias, lo, live, out]
+    fn = getattr(shim, f"_mlir_ciface_relax_blas_attention_h{flags}{'_tiled' if tiled else ''}_f32")
+    fn(*[ctypes.byref(_desc(a, a)) for a in args])
+    idx = np.arange(H) % Hk if tiled else np.arange(H) // (H // Hk)
+    s = 0.5 * q.astype(np.float64) @ k[:, idx].astype(np.float64).swapaxes(-1, -2) + bias
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = (p / p.sum(-1, keepdims=True)) @ v[:, idx]                  # (B, H, L, Dv)
+    got = out.reshape(B, L, H, Dv).transpose(0, 2, 1, 3) if ho else out.reshape(B, H, L, Dv)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("lo", [-np.inf, -1e9])
+@pytest.mark.parametrize("mask", ["causal", "window", "padding", "dead_row"])
+def test_shim_attention_skips_dead_keys(shim, mask, lo):
+    """Key columns the bias masks (-inf, or the f32 minimum) in every row of a 64-row task
+    are skipped, with the very result of the whole softmax: a causal mask, a sliding window
+    of 5, trailing padding (-inf), and a row masked everywhere (every key, uniformly: the
+    whole range kept). A clamp lo above the f32 minimum keeps every column (lo = -1e9)."""
+    rng = np.random.default_rng(5)
+    B, H, L, D = 1, 2, 150, 8
+    q, k, v = (rng.standard_normal((B, H, L, D), np.float32) for _ in range(3))
+    neg = np.finfo(np.float32).min
+    i, j = np.arange(L)[:, None], np.arange(L)[None]
+    live = {"causal": j <= i, "window": (j <= i) & (i - j < 5), "padding": j < 101,
+            "dead_row": (j <= i) & (i != 70)}[mask]
+    bias = np.where(live, 0, -np.inf if mask == "padding" else neg).astype(np.float32)[None]
+    out = np.full((B * H, L, D), np.nan, np.float32)
+    args = [_attention_operand(x, False) for x in (q, k, v)] + [
+        np.ones(H, np.float32), bias, np.array(lo, np.float32), np.ones((1, 1, 1), np.float32), out]
+    shim._mlir_ciface_relax_blas_attention_h0000_f32(*[ctypes.byref(_desc(a, a)) for a in args])
+    s = np.maximum((q @ k.swapaxes(-1, -2)).astype(np.float32) + bias, np.float32(lo)).astype(np.float64)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = (p / p.sum(-1, keepdims=True)) @ v
+    np.testing.assert_allclose(out.reshape(B, H, L, D), ref, rtol=1e-5, atol=1e-5)
+    if mask == "dead_row":   # every key alike: their mean
+        np.testing.assert_allclose(out[:, 70], v[0].mean(1), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("m,k,n,batch", [(2, 3, 2, 2), (33, 17, 29, 5), (128, 32, 128, 12)])
 def test_shim_batched_strided(shim, dt, m, k, n, batch):

@@ -7,8 +7,10 @@ allocates once. Two graph functions, compiled together into ONE executable, both
 symbolic in the new sequence length ``s`` (and the past length ``p``):
 
 ``prefill(ids: (s,) i64, *weights) -> logits (1, vocab)``
-    A prompt with an empty cache: attention over the new tokens only, as batched
-    matmuls (BLAS); writes the prompt's keys and values into rows [0, s) of the state.
+    A prompt with an empty cache: attention over the new tokens only, ONE fused library
+    call per layer on the cpu target (``relax_blas_attention``, see ``_attend_blas``: the
+    scores never reach memory); writes the prompt's keys and values into rows [0, s) of
+    the state.
     Logits of the last position only (the lm_head is a fifth of a 134M Llama's FLOPs).
 
 ``extend(ids: (s,) i64, past: (p, 0) i8, *weights) -> logits (s, vocab)``
@@ -34,6 +36,8 @@ Head order: query heads are laid out group-major, ``(s, group, kv_head, hd)``, i
 head ``h = kv * group_size + g`` sits at ``g * kv_heads + kv`` (the loader permutes the
 rows of q_proj and the columns of o_proj once), so grouped-query attention needs no
 repeat: the KV tensor ``(t, kv, hd)`` broadcasts against queries ``(s, g, 1, kv, hd)``.
+Prefill's fused attention reads the k / v heads in place for every query head in this
+order too (the library's ``_tiled`` mapping: query head h reads kv head ``h % kv_heads``).
 """
 
 from __future__ import annotations
@@ -162,11 +166,10 @@ class LlamaModel(nn.Module):
     def _setup(self, st: _Step) -> None:
         """cos/sin of positions start..start+s (HF: freqs = pos * inv_freq, emb = [freqs, freqs])
         and the causal (optionally sliding-window) mask over absolute positions, ADDITIVE
-        (0 or the f32 minimum) and already in the shape the layers' scores take: prefill
-        ``(G*s, s)`` (the scores' rows of the batched matmul), extend ``(s, 1, t, 1)``. So
-        the masked softmax kernel is a broadcast add + softmax on f32 with no reshape or i1
-        operand inside: the ``rows`` schedule fits the prefill one (it did not the
-        ``where(reshape(mask))`` form: 8% of a 128-token prefill in plain loops)."""
+        (0 or the f32 minimum): prefill ``(s, s)``, the bias every head of the fused attention
+        call reads (no per-head copy), extend ``(s, 1, t, 1)``, already in the shape its scores
+        take, so its masked softmax kernel is a broadcast add + softmax on f32 with no reshape
+        or i1 operand inside."""
         pos = relax.arange(start=st.start, end=st.total, dtype="f32")                  # (s,)
         freqs = relax.multiply(relax.reshape(pos, shape=["s", 1]), self.rope_inv_freq.value)  # (s, hd/2)
         cos, sin = relax.cos(freqs), relax.sin(freqs)
@@ -186,12 +189,7 @@ class LlamaModel(nn.Module):
             mask = relax.where(mask, relax.less(relax.subtract(qpos, kpos), w), mask)
         zero = relax.full(shape=[], value=0.0, dtype="f32")
         mask = relax.where(mask, zero, relax.full(shape=[], value=NEG, dtype="f32"))     # (s, t) f32
-        G = self.c.group
-        if st.past is None:
-            if G > 1:    # row g*s + i of the scores is query i of group g
-                mask = relax.reshape(relax.broadcast_to(relax.reshape(mask, shape=[1, "s", "s"]), shape=[G, "s", "s"]),
-                                     shape=[f"{G}*s", "s"])
-        else:
+        if st.past is not None:
             mask = relax.reshape(mask, shape=["s", 1, st.total, 1])
         st.mask = mask
 
@@ -216,16 +214,32 @@ class LlamaModel(nn.Module):
         return q, k, relax.reshape(v, shape=["s", KV, D])
 
     def _attend_blas(self, st: _Step, q, k, v) -> ir.Value:
-        """No past: (kv, g*s, hd) @ (kv, hd, s) batched matmuls; returns (s, H*hd)."""
+        """No past: attention over the new tokens as the torch importer writes
+        scaled-dot-product attention -- head splits of the (1, s, heads*hd) projections, k and
+        v heads tiled to the H query heads (group-major: query head g*KV + kv reads kv head
+        kv), scores + the causal mask (s, s) shared by every head, softmax, mix, head merge --
+        which relax-dispatch-library turns into ONE library call
+        (``relax_blas_attention_h1111[_tiled]_f32``: q, k and v read in place, the (H, s, s)
+        scores never in memory, the output written merged). Returns (s, H*hd)."""
         c = self.c
-        G, KV, D = c.group, c.num_kv_heads, c.head_dim
-        qh = relax.reshape(relax.permute_dims(relax.reshape(q, shape=["s", G, KV, D]), axes=[2, 1, 0, 3]),
-                           shape=[KV, f"{G}*s", D])
-        scores = relax.matmul(qh, relax.permute_dims(k, axes=[1, 2, 0]))                  # (kv, g*s, s)
+        H, KV, G, D = c.num_heads, c.num_kv_heads, c.group, c.head_dim
+
+        def split(x, n):   # (s, n, hd) -> (1, n, s, hd), through its projection (1, s, n*hd)
+            x = relax.reshape(relax.reshape(x, shape=[1, "s", n * D]), shape=[1, "s", n, D])
+            return relax.permute_dims(x, axes=[0, 2, 1, 3])
+
+        def per_query_head(x):   # (1, KV, s, hd) -> (H, s, hd): the kv heads tiled G times
+            if G > 1:
+                x = relax.broadcast_to(relax.expand_dims(x, axis=[1]), shape=[1, G, KV, "s", D])
+            return relax.reshape(x, shape=[H, "s", D])
+
+        qh = relax.reshape(split(q, H), shape=[H, "s", D])
+        kh, vh = per_query_head(split(k, KV)), per_query_head(split(v, KV))
+        scores = relax.matmul(qh, relax.permute_dims(kh, axes=[0, 2, 1]))                 # (H, s, s)
         probs = relax.softmax(relax.add(scores, st.mask), axis=-1)
-        o = relax.matmul(probs, relax.permute_dims(v, axes=[1, 0, 2]))                     # (kv, g*s, hd)
-        o = relax.permute_dims(relax.reshape(o, shape=[KV, G, "s", D]), axes=[2, 1, 0, 3])   # (s, G, KV, D)
-        return relax.reshape(o, shape=["s", c.num_heads * D])
+        o = relax.matmul(probs, vh)                                                        # (H, s, hd)
+        o = relax.permute_dims(relax.reshape(o, shape=[1, H, "s", D]), axes=[0, 2, 1, 3])
+        return relax.reshape(relax.reshape(o, shape=[1, "s", H * D]), shape=["s", H * D])
 
     def _attend_cached(self, st: _Step, q, k_all, v_all) -> ir.Value:
         """Queries (s, H, hd) against the whole cache (t = p + s rows, the new ones
@@ -314,7 +328,7 @@ class LlamaModel(nn.Module):
             st = _Step("p", mask=mask)
             return self._finish(L, x, self._attend_cached(st, q, k_all, v_all))
 
-        nn.export(module, "layer_prefill", L, rope + [("mask", [f"{c.group}*s", "s"], c.dtype)], prefill_layer)
+        nn.export(module, "layer_prefill", L, rope + [("mask", ["s", "s"], c.dtype)], prefill_layer)
         nn.export(module, "layer_qkv", self._qkv_part(L), rope, qkv)
         nn.export(module, "layer_attend", self._attend_part(L),
                   [("x", ["s", d], c.dtype), ("q", ["s", H, D], c.dtype), ("k_all", [t, KV, D], c.dtype),

@@ -61,6 +61,7 @@
  * entry points are exported; the BLAS itself is then a dependency by soname.
  */
 #include <dlfcn.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -743,7 +744,7 @@ static mview mview_t(mview m) {   /* the transposed matrices (no copy) */
 DEFINE_GEMM(float, f32, BLAS_FN(sgemm), BLAS_FN(sgemv), BLAS_FN(sgemm_batch_strided))
 DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv), BLAS_FN(dgemm_batch_strided))
 
-/* -- fused attention (relax-dispatch-library's `relax_blas_attention_h<q><k><v><o>_<t>`) ----
+/* -- fused attention (relax-dispatch-library's `relax_blas_attention_h<q><k><v><o>[_safe][_tiled]_<t>`)
  *
  *   out = softmax(max(q @ k^T * scale[h] + bias, lo)) @ v * live
  *
@@ -755,13 +756,18 @@ DEFINE_GEMM(double, f64, BLAS_FN(dgemm), BLAS_FN(dgemv), BLAS_FN(dgemm_batch_str
  * per-head scale (its length gives H); lo (0-d) the clamp (-inf: none); bias
  * (nb | B | 1, L | 1, S | 1) and live (nb | B | 1, L | 1, 1) broadcast, a first dim of B
  * indexing batch rows only (a per-sequence mask is not copied per head). The `_safe` entries
- * give 0 for a row whose every score is -inf (torch's safe softmax, for float masks). A plain k
- * or v may hold B*Hk products for Hk dividing H (grouped-query attention: query head h reads
- * k / v head h / (H/Hk)).
+ * give 0 for a row whose every score is -inf (torch's safe softmax, for float masks). k and v
+ * may hold Hk heads per batch row for Hk dividing H (grouped-query attention): plain, B*Hk
+ * products; as head views, (B, S, Hk*D) with D the head size of q (for k) or of out (for v).
+ * Query head h then reads k / v head h / (H/Hk) (repeat_interleave: transformers' repeat_kv,
+ * sdpa's enable_gqa), or h % Hk in the `_tiled` entries (the k / v heads tiled H/Hk times:
+ * as relax_mlir/llm's group-major query heads need).
  * The (L, S) scores are never written to memory: a task takes ATT_ROWS query rows of one
  * head, forms their scores in a per-thread buffer (one gemm), runs the masked softmax over
  * each row in place (vectorized exp) and multiplies by v into out (a second gemm). Tasks
- * are split over the BLAS threads (MKL: its OpenMP pool; its gemm then runs sequentially). */
+ * are split over the BLAS threads (MKL: its OpenMP pool; its gemm then runs sequentially).
+ * Key columns that the bias masks in every row of a task (a causal mask's upper triangle,
+ * a sliding window's past, padding) are skipped by both gemms and the softmax (att_live). */
 #define ATT_ROWS 64
 #ifdef _OPENMP   /* MKL builds */
 #define ATT_OMP_PARALLEL _Pragma("omp parallel num_threads(nt)")
@@ -791,11 +797,19 @@ static int64_t bview_at(bview v, int64_t b, int64_t h, int64_t B, int64_t H) {
   return v.n0 == B * H ? (b * H + h) * v.s0 : b * v.s0;   /* size 1: s0 == 0 */
 }
 
-/* A plain k or v of B*Hk products for B*H query products (Hk dividing H: grouped-query
- * attention, each k / v head serving H/Hk query heads in turn): *group = H/Hk; else 1. */
-static mview kv_heads(mview m, view v, int head, int64_t B, int64_t H, int64_t *group) {
+/* k or v with Hk heads per batch row for H query heads (Hk dividing H: grouped-query
+ * attention), *group = H/Hk (else 1): plain, B*Hk products; a head view, (B, S, Hk*d) with d the
+ * head size of q (for k) or of the output (for v). */
+static mview kv_heads(view v, int head, int64_t d, int64_t B, int64_t H, int64_t *group) {
+  mview m = head_or_plain(v, head, H);
   *group = 1;
-  if (!head && B > 0 && v.sizes[0] != B * H && v.sizes[0] > 1 && v.sizes[0] % B == 0) {
+  if (head) {
+    if (d > 0 && v.sizes[2] != d * H && v.sizes[2] % d == 0 && H % (v.sizes[2] / d) == 0) {
+      *group = H / (v.sizes[2] / d);
+      m.cols = d;
+      m.inner = d * v.strides[2];
+    }
+  } else if (B > 0 && v.sizes[0] != B * H && v.sizes[0] > 1 && v.sizes[0] % B == 0) {
     int64_t hk = v.sizes[0] / B;
     if (H % hk == 0) {
       *group = H / hk;
@@ -803,6 +817,11 @@ static mview kv_heads(mview m, view v, int head, int64_t B, int64_t H, int64_t *
     }
   }
   return m;
+}
+
+/* The k / v head of query head h: h / group (repeat_interleave), or h % (H/group) (tiled). */
+static inline int64_t kv_head(int64_t h, int64_t group, int64_t H, int tiled) {
+  return tiled ? h % (H / group) : h / group;
 }
 
 static int blas_max_threads(void) {
@@ -932,6 +951,60 @@ __attribute__((target("avx512f"))) static void f32_att_row_avx512(int64_t n, flo
 }
 #endif
 
+/* The key columns [*j0, *j1) that the bias (rows x n, row stride s1, contiguous) leaves live
+ * in some row: outside them every row's bias is DEAD, at most -FLT_MAX (-inf, or the f32
+ * minimum masks write). With the clamp lo at most -FLT_MAX too, a dead score x*scale + bias
+ * rounds to at most -FLT_MAX, more than 1e22 below the row's live maximum (the next float,
+ * or double, above -FLT_MAX is that far), so its exp is exactly 0 (for finite scores below
+ * 1e21): the skipped columns change no result. A row without a live column keeps the whole range (its
+ * softmax decides: uniform, or 0 in the _safe entries). */
+#define ATT_LIVE(T, S)                                                                        \
+  /* The first live column of b in [from, to), else to: 16 columns per vector test. */       \
+  static int64_t S##_first_live(const T *b, int64_t from, int64_t to) {                       \
+    int64_t j = from;                                                                         \
+    for (; j + 16 <= to; j += 16) {                                                           \
+      int any = 0;                                                                            \
+      _Pragma("omp simd reduction(|:any)")                                                    \
+      for (int k = 0; k < 16; ++k) any |= b[j + k] > -(T)FLT_MAX;                             \
+      if (any) break;                                                                         \
+    }                                                                                         \
+    for (; j < to; ++j)                                                                       \
+      if (b[j] > -(T)FLT_MAX) return j;                                                       \
+    return to;                                                                                \
+  }                                                                                           \
+  /* One past the last live column of b in [from, to), else from. */                          \
+  static int64_t S##_last_live(const T *b, int64_t from, int64_t to) {                        \
+    int64_t j = to;                                                                           \
+    for (; j - 16 >= from; j -= 16) {                                                         \
+      int any = 0;                                                                            \
+      _Pragma("omp simd reduction(|:any)")                                                    \
+      for (int k = 0; k < 16; ++k) any |= b[j - 16 + k] > -(T)FLT_MAX;                        \
+      if (any) break;                                                                         \
+    }                                                                                         \
+    for (; j > from; --j)                                                                     \
+      if (b[j - 1] > -(T)FLT_MAX) return j;                                                   \
+    return from;                                                                              \
+  }                                                                                           \
+  /* The rows from the last (a causal mask's widest): a row's end is searched only beyond  \
+   * the range so far. */                                                                     \
+  static void S##_att_live(const T *bias, int64_t s1, int64_t rows, int64_t n, int64_t *j0,   \
+                           int64_t *j1) {                                                     \
+    int64_t lo = n, hi = 0;                                                                   \
+    for (int64_t i = s1 ? rows - 1 : 0; i >= 0; --i) {                                        \
+      const T *b = bias + i * s1;                                                             \
+      int64_t f = S##_first_live(b, 0, n);                                                    \
+      if (f == n) return;                                                                     \
+      int64_t from = hi > f + 1 ? hi : f + 1;                                                 \
+      int64_t l = S##_last_live(b, from, n);                                                  \
+      lo = f < lo ? f : lo;                                                                   \
+      hi = l > hi ? l : hi;                                                                   \
+    }                                                                                         \
+    *j0 = lo;                                                                                 \
+    *j1 = hi;                                                                                 \
+  }
+ATT_LIVE(float, f32)
+ATT_LIVE(double, f64)
+
 typedef void (*f32_row_fn)(int64_t, float *, float, const float *, int64_t, float, int);
 static f32_row_fn f32_att_row_impl(void) {
 #if defined(__x86_64__)
@@ -950,6 +1023,7 @@ typedef struct {
   const char *scale;
   double lo;
   int safe;   /* rows whose every score is -inf give 0 (the `_safe` entries) */
+  int tiled;  /* query head h reads k / v head h % Hk, not h / (H/Hk) (the `_tiled` entries) */
   int64_t kgroup, vgroup;   /* query heads per k / v head (grouped-query attention) */
   int64_t B, H, L, Skv;
 } att_args;
@@ -963,17 +1037,26 @@ typedef struct {
       int64_t b = t / (a->H * nblk), h = (t / nblk) % a->H, i0 = (t % nblk) * ATT_ROWS;      \
       int64_t rows = a->L - i0 < ATT_ROWS ? a->L - i0 : ATT_ROWS;                             \
       const T *Q = (const T *)a->q.data + b * a->q.outer + h * a->q.inner + i0 * a->q.s0;     \
-      const T *K = (const T *)a->k.data + b * a->k.outer + (h / a->kgroup) * a->k.inner;      \
-      const T *V = (const T *)a->v.data + b * a->v.outer + (h / a->vgroup) * a->v.inner;      \
+      const T *K = (const T *)a->k.data + b * a->k.outer                                      \
+                   + kv_head(h, a->kgroup, a->H, a->tiled) * a->k.inner;                      \
+      const T *V = (const T *)a->v.data + b * a->v.outer                                      \
+                   + kv_head(h, a->vgroup, a->H, a->tiled) * a->v.inner;                      \
       T *O = (T *)a->o.data + b * a->o.outer + h * a->o.inner + i0 * a->o.s0;                 \
-      /* scores (rows, S) = Q K^T: K's (S, E) matrix read transposed */                       \
-      S##_gemm(rows, Sn, E, Q, a->q.s0, a->q.s1, K, a->k.s1, a->k.s0, NULL, 0, buf, Sn, 1);   \
       T scale = ((const T *)a->scale)[h];                                                     \
-      const T *bias = (const T *)a->bias.data + bview_at(a->bias, b, h, a->B, a->H);          \
+      const T *bias = (const T *)a->bias.data + bview_at(a->bias, b, h, a->B, a->H)           \
+                      + i0 * a->bias.s1;                                                      \
+      int64_t j0 = 0, j1 = Sn;   /* the live key columns of these rows (att_live) */          \
+      if (a->bias.s2 == 1 && a->lo <= -(double)FLT_MAX)                                       \
+        S##_att_live(bias, a->bias.s1, rows, Sn, &j0, &j1);                                   \
+      int64_t n = j1 - j0;                                                                    \
+      /* scores (rows, n) = Q K^T: K's (S, E) matrix read transposed, from key j0 */          \
+      S##_gemm(rows, n, E, Q, a->q.s0, a->q.s1, K + j0 * a->k.s0, a->k.s1, a->k.s0, NULL, 0,  \
+               buf, n, 1);                                                                    \
       for (int64_t i = 0; i < rows; ++i)                                                      \
-        S##_att_row(Sn, buf + i * Sn, scale, bias + (i0 + i) * a->bias.s1, a->bias.s2,        \
-                    (T)a->lo, a->safe);                                                       \
-      S##_gemm(rows, Ev, Sn, buf, Sn, 1, V, a->v.s0, a->v.s1, NULL, 0, O, a->o.s0, a->o.s1);  \
+        S##_att_row(n, buf + i * n, scale, bias + i * a->bias.s1 + j0 * a->bias.s2,           \
+                    a->bias.s2, (T)a->lo, a->safe);                                           \
+      S##_gemm(rows, Ev, n, buf, n, 1, V + j0 * a->v.s0, a->v.s0, a->v.s1, NULL, 0, O,        \
+               a->o.s0, a->o.s1);                                                             \
       const T *live = (const T *)a->live.data + bview_at(a->live, b, h, a->B, a->H);          \
       for (int64_t i = 0; i < rows; ++i) {                                                    \
         T f = live[(i0 + i) * a->live.s1];                                                    \
@@ -1015,7 +1098,8 @@ typedef struct {
     }                                                                                         \
   }                                                                                           \
   static void S##_attention_entry(void *q, int hq, void *k, int hk, void *v, int hv, void *scale, \
-                                  void *bias, void *lo, void *live, void *out, int ho, int safe) { \
+                                  void *bias, void *lo, void *live, void *out, int ho, int safe,   \
+                                  int tiled) {                                                \
     view vq = read_desc(q, 3, sizeof(T)), vk = read_desc(k, 3, sizeof(T));                    \
     view vv = read_desc(v, 3, sizeof(T)), vo = read_desc(out, 3, sizeof(T));                  \
     view vs = read_desc(scale, 1, sizeof(T)), vl = read_desc(lo, 0, sizeof(T));               \
@@ -1024,16 +1108,17 @@ typedef struct {
     if (a.H <= 0) return;                                                                     \
     a.B = ho ? vo.sizes[0] : vo.sizes[0] / a.H;                                               \
     a.L = vo.sizes[1];                                                                        \
-    a.Skv = vk.sizes[1];                                                                        \
+    a.Skv = vk.sizes[1];                                                                      \
     a.q = head_or_plain(vq, hq, a.H);                                                         \
-    a.k = kv_heads(head_or_plain(vk, hk, a.H), vk, hk, a.B, a.H, &a.kgroup);                   \
-    a.v = kv_heads(head_or_plain(vv, hv, a.H), vv, hv, a.B, a.H, &a.vgroup);                   \
     a.o = head_or_plain(vo, ho, a.H);                                                         \
+    a.k = kv_heads(vk, hk, a.q.cols, a.B, a.H, &a.kgroup);                                    \
+    a.v = kv_heads(vv, hv, a.o.cols, a.B, a.H, &a.vgroup);                                    \
     a.bias = bview_of(read_desc(bias, 3, sizeof(T)));                                         \
     a.live = bview_of(read_desc(live, 3, sizeof(T)));                                         \
     a.scale = vs.data;   /* contiguous (H,): relax-dispatch-library makes it */               \
     a.lo = (double)*(const T *)vl.data;                                                       \
     a.safe = safe;                                                                            \
+    a.tiled = tiled;                                                                          \
     S##_attention(&a);                                                                        \
   }
 
@@ -1115,15 +1200,16 @@ static void f32_att_row(int64_t n, float *x, float scale, const float *bias, int
 DEFINE_ATTENTION(float, f32)
 DEFINE_ATTENTION(double, f64)
 
-#define ATTENTION_ENTRY(HQ, HK, HV, HO, S)                                                    \
-  void _mlir_ciface_relax_blas_attention_h##HQ##HK##HV##HO##_##S(                             \
+#define ATTENTION_ENTRY_2(HQ, HK, HV, HO, SAFE, TILED, SUFFIX, S)                             \
+  void _mlir_ciface_relax_blas_attention_h##HQ##HK##HV##HO##SUFFIX##_##S(                     \
       void *q, void *k, void *v, void *scale, void *bias, void *lo, void *live, void *out) {  \
-    S##_attention_entry(q, HQ, k, HK, v, HV, scale, bias, lo, live, out, HO, 0);              \
-  }                                                                                           \
-  void _mlir_ciface_relax_blas_attention_h##HQ##HK##HV##HO##_safe_##S(                        \
-      void *q, void *k, void *v, void *scale, void *bias, void *lo, void *live, void *out) {  \
-    S##_attention_entry(q, HQ, k, HK, v, HV, scale, bias, lo, live, out, HO, 1);              \
+    S##_attention_entry(q, HQ, k, HK, v, HV, scale, bias, lo, live, out, HO, SAFE, TILED);    \
   }
+#define ATTENTION_ENTRY(HQ, HK, HV, HO, S)                                                    \
+  ATTENTION_ENTRY_2(HQ, HK, HV, HO, 0, 0, , S)                                                \
+  ATTENTION_ENTRY_2(HQ, HK, HV, HO, 1, 0, _safe, S)                                           \
+  ATTENTION_ENTRY_2(HQ, HK, HV, HO, 0, 1, _tiled, S)                                          \
+  ATTENTION_ENTRY_2(HQ, HK, HV, HO, 1, 1, _safe_tiled, S)
 #define ATTENTION_ENTRIES_O(HQ, HK, HV, S) ATTENTION_ENTRY(HQ, HK, HV, 0, S) ATTENTION_ENTRY(HQ, HK, HV, 1, S)
 #define ATTENTION_ENTRIES_V(HQ, HK, S) ATTENTION_ENTRIES_O(HQ, HK, 0, S) ATTENTION_ENTRIES_O(HQ, HK, 1, S)
 #define ATTENTION_ENTRIES_K(HQ, S) ATTENTION_ENTRIES_V(HQ, 0, S) ATTENTION_ENTRIES_V(HQ, 1, S)

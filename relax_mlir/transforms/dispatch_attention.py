@@ -13,15 +13,18 @@ The torch importer (``_sdpa`` in relax_mlir/frontend/torch/aten.py) writes atten
     [reshape (B, H, L, Ev), permute_dims [0, 2, 1, 3], reshape (B, L, H*Ev)]  (the head merge)
 
 each op the single user of the previous one. :func:`dispatch_attention` replaces the chain
-with ``relax.call_dps_library`` of ``relax_blas_attention_h<q><k><v><o>[_safe]_<t>`` (see
-relax_mlir/runtime/blas_shim.c) on ``(q, k, v, scale (H,), bias, lo, live)``:
+with ``relax.call_dps_library`` of ``relax_blas_attention_h<q><k><v><o>[_safe][_tiled]_<t>``
+(see relax_mlir/runtime/blas_shim.c) on ``(q, k, v, scale (H,), bias, lo, live)``:
 
 * q, k and v are passed as attention head views where they are the head split of a
   projection (``head_view`` of relax-dispatch-library: flag 1, no copy of the heads); a k or
-  v repeated for grouped-query attention (expand_dims / broadcast_to / reshape of (B, Hk, S, D))
-  is passed as its Hk heads (the library maps query head h to h / (H/Hk)), and
-  the output is written straight into the merged (B, L, H*Ev) tensor when the head merge
-  follows (flag 1 for o: the merge's copy disappears too);
+  v repeated for grouped-query attention (expand_dims / broadcast_to / reshape of (B, Hk, S, D),
+  :func:`repeat_source`) is passed as its Hk heads -- a head view of the (B, S, Hk*D)
+  projection when K is its head split, else K as (B*Hk, S, D) -- and the library maps query
+  head h to k / v head h / (H/Hk) (each head repeated in place, transformers' repeat_kv) or,
+  in the ``_tiled`` entries, h % Hk (the heads tiled: relax_mlir/llm's group-major query
+  heads); the output is written straight into the merged (B, L, H*Ev) tensor when the head
+  merge follows (flag 1 for o: the merge's copy disappears too);
 * a bias or live mask that the importer broadcast per head -- ``reshape(broadcast_to(W,
   (B, H, L, S)), (B*H, L, S))``, optionally behind the ``max(expand_dims(., 3), [-1])`` that
   keeps it a kernel of its own -- is passed as W reshaped to (B, L, S) (its batch rows only,
@@ -44,9 +47,9 @@ from mlir import ir
 from ..dialects._core import create
 from ..ops.registry import RelaxError, read_attrs
 from ..shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, is_tensor, prove_equal, read_tensor_type, tensor_type
-from .graph import defining_op, relax_opdef, single_user, users
+from .graph import defining_op, producer, relax_opdef, single_user, users
 
-SYMBOL = "relax_blas_attention_h{flags}{safe}_{dtype}"
+SYMBOL = "relax_blas_attention_h{flags}{safe}{tiled}_{dtype}"
 
 
 def _attrs(op: ir.Operation) -> Optional[dict]:
@@ -108,11 +111,12 @@ class AttentionMatch:
     safe: bool = False                      # rows whose every score is -inf give 0 (torch's safe softmax)
     consts: list = field(default_factory=list)   # the safe softmax's -inf and 0 fills
     grouped: list = field(default_factory=lambda: [False] * 3)   # q, k, v given as (B, Hk, S, D) heads
+    tiled: bool = False                     # query head h reads k / v head h % Hk (else h / (H/Hk))
 
     @property
     def symbol(self) -> str:
         return SYMBOL.format(flags="".join("1" if f else "0" for f in self.flags), safe="_safe" if self.safe else "",
-                             dtype=self.dtype)
+                             tiled="_tiled" if self.tiled else "", dtype=self.dtype)
 
     def flops(self) -> Dim:
         return self.nb * self.L * self.S * (self.E + self.Ev)
@@ -155,11 +159,47 @@ def _safe_softmax(s: ir.Value, block_op: ir.Operation) -> Optional[tuple[ir.Oper
     return sm, [mx, eq, wh]
 
 
-def repeat_source(v: ir.Value, user: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation], int]]:
+def head_split(v: ir.Value, user: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation], int]]:
+    """Attention's head split before the batch merge: ``v`` (B, H, S, D) computed, for ``user``
+    alone, as ``permute_dims(reshape(X, [B, S, H, D]), [0, 2, 1, 3])`` of a projection X
+    (B, S, H*D) with static H and D: (X, the two ops, users first, H). The library reads
+    head h of batch row b in place: a (S, D) matrix of X, rows H*D apart."""
+    perm = producer(v, "relax.permute_dims", user)
+    r1 = perm and producer(perm.operands[0], "relax.reshape", perm)
+    if r1 is None:
+        return None
+    x = r1.operands[0]
+    a, xs, s4, vs = _attrs(perm), _sig(x), _sig(r1.results[0]), _sig(v)
+    if a is None or a.get("axes") is None or [e % 4 for e in a["axes"]] != [0, 2, 1, 3]:
+        return None
+    if xs is None or s4 is None or vs is None or xs.rank != 3 or s4.rank != 4 or xs.dtype != vs.dtype:
+        return None
+    b, s_, h, d = s4.shape
+    if not (h.is_static and d.is_static):
+        return None
+    if not all(_eq(p, q) for p, q in ((b, xs.shape[0]), (s_, xs.shape[1]), (h * d, xs.shape[2]))):
+        return None
+    return x, [perm, r1], h.value
+
+
+@dataclass
+class Repeat:
+    """Grouped-query attention's repeat of k or v heads (see :func:`repeat_source`)."""
+
+    source: ir.Value                        # K (B, Hk, S, D)
+    ops: list[ir.Operation]                 # the repeat, users first
+    heads: int                              # Hq = Hk * rep
+    tiled: bool                             # head h is K's head h % Hk (else h / rep)
+
+
+def repeat_source(v: ir.Value, user: ir.Operation) -> Optional[Repeat]:
     """Grouped-query attention's repeat of k or v: ``v`` (B*Hq, S, D) computed, for ``user``
-    alone, as ``reshape([reshape(] broadcast_to(expand_dims(K, [2]), (B, Hk, rep, S, D))
-    [, (B, Hq, S, D))], (B*Hq, S, D))`` of K (B, Hk, S, D), Hq = Hk*rep static: (K, the ops,
-    Hq). The library then reads K's Hk heads in place for the Hq query heads."""
+    alone, as ``reshape([reshape(] broadcast_to(expand_dims(K, [a]), R) [, (B, Hq, S, D))],
+    (B*Hq, S, D))`` of K (B, Hk, S, D), Hq = Hk*rep static. ``a`` = 2, R = (B, Hk, rep, S, D):
+    each head repeated in place (transformers' repeat_kv, sdpa's enable_gqa), query head h
+    reads K's head h / rep; ``a`` = 1, R = (B, rep, Hk, S, D): the heads tiled (as
+    relax_mlir/llm's group-major query heads), h reads h % Hk. The library then reads K's Hk
+    heads in place for the Hq query heads."""
     r = defining_op(v)
     if r is None or r.name != "relax.reshape" or single_user(v, user) is None:
         return None
@@ -179,15 +219,18 @@ def repeat_source(v: ir.Value, user: ir.Operation) -> Optional[tuple[ir.Value, l
     if a is None or ks is None or bs is None or vs is None or ks.rank != 4 or bs.rank != 5 or vs.rank != 3:
         return None
     axis = a.get("axis")
-    if axis is None or [x % 5 for x in (axis if isinstance(axis, (list, tuple)) else [axis])] != [2]:
+    axes = [x % 5 for x in (axis if isinstance(axis, (list, tuple)) else [axis])] if axis is not None else None
+    if axes not in ([1], [2]):
         return None
-    b, hk, rep, s_, d = bs.shape
+    tiled = axes == [1]
+    b, s_, d = bs.shape[0], bs.shape[3], bs.shape[4]
+    hk, rep = (bs.shape[2], bs.shape[1]) if tiled else (bs.shape[1], bs.shape[2])
     if not (hk.is_static and rep.is_static):
         return None
     if not all(_eq(x, y) for x, y in ((ks.shape[0], b), (ks.shape[1], hk), (ks.shape[2], s_), (ks.shape[3], d),
                                       (vs.shape[0], b * hk * rep), (vs.shape[1], s_), (vs.shape[2], d))):
         return None
-    return k4, ops + [bc, ex], hk.value * rep.value
+    return Repeat(k4, ops + [bc, ex], hk.value * rep.value, tiled)
 
 
 def merge_view(v: ir.Value, user_of: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation], int]]:
@@ -347,12 +390,21 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
     erase_views: list[ir.Operation] = [] if perm_shared else [perm]
     operands: list = []
     repeats = [None, None if perm_shared else repeat_source(k3, perm), repeat_source(v3, mm)]
-    grouped = [w is None and g is not None for w, g in zip(views, repeats)]
-    for w, g, val in zip(views, repeats, (q3, k3, v3)):
-        if w is None and g is not None:   # (K, ops, Hq): K's heads read in place, no repeat
-            operands.append(g[0])
-            erase_views += g[1]
-            heads.add(g[2])
+    grouped = [False] * 3
+    mappings: set[bool] = set()
+    for i, (w, g, val) in enumerate(zip(views, repeats, (q3, k3, v3))):
+        if w is None and g is not None:   # K's Hk heads read in place for the Hq query heads: no repeat
+            split = head_split(g.source, g.ops[-1])
+            if split is not None:         # K a head split of X (B, S, Hk*D): X's heads in place
+                operands.append(split[0])
+                erase_views += g.ops + split[1]
+                flags[i] = True
+            else:                         # K (B, Hk, S, D) as its (B*Hk, S, D) products
+                operands.append(g.source)
+                erase_views += g.ops
+                grouped[i] = True
+            heads.add(g.heads)
+            mappings.add(g.tiled)
             continue
         if w is None:
             operands.append(val)
@@ -360,6 +412,8 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
         operands.append(w[0])
         erase_views += w[1]
         heads.add(_sig(w[1][2].results[0]).shape[2].value)   # reshape (B, S, H, D)
+    if len(mappings) > 1:   # k repeated in place, v tiled (or the reverse): no single mapping
+        return None
     merged = merge_view(result, x)
     if merged is not None:
         result = merged[0]
@@ -370,7 +424,8 @@ def match_attention(root: ir.Operation, head_view) -> Optional[AttentionMatch]:
         return None
     m = AttentionMatch(ops, operands[0], operands[1], operands[2], flags, next(iter(heads), None), scale, bias,
                        lo, live, result, erase_views, nb, L, S, E, Ev, qs.dtype, scale_src, safe,
-                       [_other(extra[1], extra[0].results[0]), extra[2].operands[1]] if safe else [], grouped)
+                       [_other(extra[1], extra[0].results[0]), extra[2].operands[1]] if safe else [], grouped,
+                       any(mappings))
     if any(flags) and m.heads is None:
         return None
     return m

@@ -59,11 +59,11 @@ from ..dialects._core import create
 from ..ops.registry import RelaxError, read_attrs
 from ..runtime.libraries import request
 from ..shapes import Dim, Truth, is_tensor, prove_equal, read_tensor_type
-from .dispatch_attention import dispatch_attention
+from .dispatch_attention import dispatch_attention, head_split
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
 from .dispatch_split import (CANDIDATE_ATTR, NOTE_ATTR, Split, cpu_model, decide, mark, nearest_class, select_table,
                              tables_of)
-from .graph import body_ops, defining_op, graph_functions, relax_opdef, single_user, upper_bounds
+from .graph import body_ops, defining_op, graph_functions, producer, relax_opdef, single_user, upper_bounds
 from .registry import Option, emit_error, register_pass
 
 
@@ -98,20 +98,11 @@ def match_chain(root: ir.Operation, p: DispatchPattern) -> Optional[Match]:
     return m if p.predicate(m) else None
 
 
-def _producer(v: ir.Value, name: str, user: ir.Operation) -> Optional[ir.Operation]:
-    """The op named ``name`` defining ``v`` when ``user`` (same block) is its only user."""
-    op = defining_op(v)
-    if op is None or op.name != name or op.parent != user.parent:
-        return None
-    only = _single_user(op)
-    return op if only is not None and only == user else None
-
-
 def transposed_operand(root: ir.Operation) -> Optional[ir.Operation]:
     """The ``relax.permute_dims`` producing the root's operand #1 when it swaps exactly the
     last two axes and the root is its only user (same block); else None."""
     v = root.operands[1]
-    perm = _producer(v, "relax.permute_dims", root)
+    perm = producer(v, "relax.permute_dims", root)
     if perm is None or sum(1 for o in root.operands if o == v) != 1:
         return None
     try:
@@ -129,30 +120,23 @@ def transposed_operand(root: ir.Operation) -> Optional[ir.Operation]:
 def head_view(v: ir.Value, user: ir.Operation) -> Optional[tuple[ir.Value, list[ir.Operation]]]:
     """Attention's head split: ``v`` (B*H, S, D) computed, for ``user`` alone, as
     ``reshape(permute_dims(reshape(X, [B, S, H, D]), [0, 2, 1, 3]), [B*H, S, D])`` of a
-    projection X (B, S, H*D) with static H and D: (X, those three ops, users first). The
-    library then reads head h of batch row b in place (a (S, D) matrix of X, rows H*D apart)
-    and the copy of every head disappears."""
-    r2 = _producer(v, "relax.reshape", user)
-    perm = r2 and _producer(r2.operands[0], "relax.permute_dims", r2)
-    r1 = perm and _producer(perm.operands[0], "relax.reshape", perm)
-    if r1 is None:
+    projection X (B, S, H*D) with static H and D (:func:`.dispatch_attention.head_split`):
+    (X, those three ops, users first). The library then reads head h of batch row b in place
+    (a (S, D) matrix of X, rows H*D apart) and the copy of every head disappears."""
+    r2 = producer(v, "relax.reshape", user)
+    split = r2 and head_split(r2.operands[0], r2)
+    if split is None:
         return None
-    x = r1.operands[0]
+    x, ops, _ = split
     try:
-        axes = read_attrs(relax_opdef(perm), perm).get("axes")
-        xs, s4, s3 = (read_tensor_type(t.type) for t in (x, r1.results[0], v))
+        s4, s3 = (read_tensor_type(t.type) for t in (r2.operands[0], v))
     except (RelaxError, ValueError):
         return None
-    if xs.rank != 3 or s4.rank != 4 or s3.rank != 3 or axes is None or [a % 4 for a in axes] != [0, 2, 1, 3]:
+    b, h, s, d = (Dim.of(e) for e in s4.shape)
+    if s3.rank != 3 or s3.dtype != s4.dtype or not all(
+            prove_equal(p, q) is Truth.TRUE for p, q in ((b * h, s3.shape[0]), (s, s3.shape[1]), (d, s3.shape[2]))):
         return None
-    b, s, h, d = (Dim.of(e) for e in s4.shape)
-    if not (h.is_static and d.is_static) or xs.dtype != s3.dtype:
-        return None
-    if not all(prove_equal(p, q) is Truth.TRUE for p, q in
-               ((b, xs.shape[0]), (s, xs.shape[1]), (h * d, xs.shape[2]),
-                (b * h, s3.shape[0]), (s, s3.shape[1]), (d, s3.shape[2]))):
-        return None
-    return x, [r2, perm, r1]
+    return x, [r2, *ops]
 
 
 def worth_it(flops: Optional[Dim], bounds: dict[str, int], min_flops: int) -> bool:

@@ -89,6 +89,15 @@ def single_user(v: ir.Value, near: ir.Operation) -> Optional[ir.Operation]:
     return us[0] if len(us) == 1 and us[0].parent == near.parent else None
 
 
+def producer(v: ir.Value, name: str, user: ir.Operation) -> Optional[ir.Operation]:
+    """The op named ``name`` defining ``v`` when ``user`` (same block) is its only user."""
+    op = defining_op(v)
+    if op is None or op.name != name or op.parent != user.parent:
+        return None
+    only = single_user(v, op)
+    return op if only is not None and only == user else None
+
+
 def sig_or_none(t: ir.Type) -> Optional[TensorSig]:
     return read_tensor_type(t) if is_tensor(t) else None
 

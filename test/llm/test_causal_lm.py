@@ -4,6 +4,9 @@ token, one compile for every prompt length, and the KV cache updated in place.""
 
 from __future__ import annotations
 
+import glob
+import os
+
 import numpy as np
 import pytest
 
@@ -13,13 +16,17 @@ transformers = pytest.importorskip("transformers")
 import relax_mlir  # noqa: E402
 from relax_mlir.llm import CausalLM  # noqa: E402
 from relax_mlir.llm import causal_lm as clm  # noqa: E402
+from relax_mlir.llm import weights as W  # noqa: E402
+from relax_mlir.llm.model import LlamaModel  # noqa: E402
+from relax_mlir.transforms.pipeline import run_pipeline  # noqa: E402
+from mlir import ir  # noqa: E402
 
 TOL = 1e-3
 BASE = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
 
 # Configs that differ only in weights or rope frequencies (tied, rope_llama3) share the
-# compiled executable of "gqa": five compiles in all, each ~9 s of CPU.
+# compiled executable of "gqa": six compiles in all, each ~9 s of CPU.
 CONFIGS = {
     "gqa": ("llama", {}),
     "tied": ("llama", {"tie_word_embeddings": True}),
@@ -31,20 +38,29 @@ CONFIGS = {
     "qwen2_head_dim": ("qwen2", {"rope_parameters": {"rope_type": "default", "rope_theta": 1000.0},
                                  "head_dim": 24}),
     "mistral_window": ("mistral", {"sliding_window": 5, "num_key_value_heads": 1}),
+    "mha_yarn": ("llama", {"num_key_value_heads": 4,        # G == 1; yarn: attention_scaling != 1
+                           "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                               "original_max_position_embeddings": 64}}),
 }
 
 _MODELS: dict[str, tuple] = {}
 
 
+def hf_classes(name: str):
+    """(the HF config, the HF model class) of a config name."""
+    kind, extra = CONFIGS[name]
+    cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+           "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+           "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM)}[kind]
+    return cls[0](**{**BASE, **extra}), cls[1]
+
+
 def hf_and_ours(name: str):
     """The HF model (seed 0, f32, eval) and its CausalLM; built once per config."""
     if name not in _MODELS:
-        kind, extra = CONFIGS[name]
-        cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
-               "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
-               "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM)}[kind]
+        cfg, model_cls = hf_classes(name)
         torch.manual_seed(0)
-        hf = cls[1](cls[0](**{**BASE, **extra})).eval()
+        hf = model_cls(cfg).eval()
         with torch.no_grad():                    # bigger weights: decisive, non-trivial logits
             for p in hf.parameters():
                 p.mul_(4.0) if p.dim() == 2 else p.add_(0.1 * torch.randn_like(p))
@@ -61,13 +77,15 @@ def prompt(n: int, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 128, n).astype(np.int64)
 
 
-def test_one_compile_for_every_length(monkeypatch):
+def test_one_compile_for_every_length(monkeypatch, tmp_path):
     """Exactly one Executable serves prefill at lengths 1, 6, 31, decode, extend, generate,
-    and a second CausalLM of the same config (runs first: its compile is reused below)."""
+    and a second CausalLM of the same config (runs first: its compile is reused below). Its
+    prefill attention is the fused library call (3 query heads tiled over 1 k / v head)."""
     name = "odd_heads_mqa_bias"
     calls = []
     real = relax_mlir.compile
-    monkeypatch.setattr(relax_mlir, "compile", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(relax_mlir, "compile", lambda *a, **k: calls.append(1) or real(
+        *a, **{**k, "options": {"dump_ir": str(tmp_path)}}))
     _MODELS.pop(name, None)
     for c in list(clm._EXECUTABLES):
         if c.num_heads == 3:
@@ -81,6 +99,49 @@ def test_one_compile_for_every_length(monkeypatch):
     CausalLM.from_hf(hf, max_seq_len=16).generate(prompt(2), max_new_tokens=3)
     assert len(calls) == 1
     assert lm.exe.functions == ["layer_prefill", "layer_qkv", "layer_attend", "prefill", "extend"]
+    graph = open(glob.glob(os.path.join(str(tmp_path), "*-graph.mlir"))[0]).read()
+    assert graph.count('callee = "relax_blas_attention_h1111_tiled_f32"') == 1
+
+
+def _graph(name: str):
+    """(LMConfig, the module's text after the cpu pipeline's graph passes up to
+    relax-dispatch-library)."""
+    c = W.config_from_hf(hf_classes(name)[0])
+    with relax_mlir.make_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        LlamaModel(c).build(module)
+        run_pipeline(module, "builtin.module(relax-infer-shapes, relax-cse, relax-dce, relax-dispatch-library)")
+        return c, str(module)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_prefill_attention_is_one_library_call(name):
+    """layer_prefill's attention becomes ONE relax_blas_attention call: q, k, v read in place
+    from their projections (head views), the output written merged, the k / v heads tiled to
+    the group-major query heads (``_tiled``) when G > 1; no scores, softmax, repeat or
+    per-head mask is left."""
+    c, text = _graph(name)
+    body = text[text.index("func.func @layer_prefill"):]
+    body = body[:body.index("\n  }\n")]
+    symbol = "relax_blas_attention_h1111" + ("_tiled" if c.group > 1 else "") + "_f32"
+    assert body.count(f'callee = "{symbol}"') == 1 and body.count("relax_blas_attention") == 1, body
+    for gone in ('"relax.softmax"', '"relax.broadcast_to"', '"relax.permute_dims"', '"relax.matmul"',
+                 f'#relax.shape<[{c.num_heads}, "s", "s"]>'):
+        assert gone not in body, gone
+
+
+@pytest.mark.parametrize("name", ["gqa", "mha_yarn", "mistral_window"])
+def test_long_prompts_one_executable(name):
+    """Prompts of 1 to 130 tokens (odd lengths, across the fused call's 64-row blocks) through
+    the config's one executable: the last position's logits equal transformers'."""
+    hf, lm = hf_and_ours(name)
+    long = CausalLM.from_hf(hf, max_seq_len=160)
+    assert long.exe is lm.exe
+    ids = prompt(130, seed=5)
+    ref = hf_logits(hf, ids)
+    for n in (1, 2, 63, 64, 65, 97, 130):
+        np.testing.assert_allclose(long.prefill(ids[:n]), ref[n - 1], atol=TOL, rtol=0, err_msg=f"{n} tokens")
+    np.testing.assert_allclose(long.decode(ids[0]), hf_logits(hf, np.append(ids, ids[0]))[-1], atol=TOL, rtol=0)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

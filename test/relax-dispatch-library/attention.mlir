@@ -191,3 +191,104 @@ func.func @gqa(%q: !q3, %k: !k4, %v: !k4) -> !q3 attributes {relax.function} {
   %o = "relax.matmul"(%p, %v3) : (!s, !q3) -> !q3
   return %o : !q3
 }
+
+// -----
+
+// CausalLM's prefill attention (relax_mlir/llm/model.py, _attend_blas): 4 query heads in
+// group-major order (head g*2 + kv) over 2 k / v heads, each (s, heads, 8) reshaped to its
+// (1, s, heads*8) projection and split; k and v TILED to the 4 query heads (expand_dims at
+// axis 1: query head h reads k / v head h % 2); the causal mask is ONE (s, s) bias for every
+// head; q arrives scaled (no multiply). All four operands are head views (`h1111`), k and v
+// read as their 2 heads in place (`_tiled`), and the kept k / v (the layer returns them for
+// the KV cache) are untouched: no repeat, no (4, s, s) scores, no softmax or matmul left.
+
+// CHECK-LABEL: func.func @causal_lm_prefill(
+// CHECK-NOT: relax.broadcast_to
+// CHECK-DAG: %[[Q:.*]] = "relax.reshape"(%arg0) {shape = #relax.shape<[1, "s", 32]>}
+// CHECK-DAG: %[[K:.*]] = "relax.reshape"(%arg1) {shape = #relax.shape<[1, "s", 16]>}
+// CHECK-DAG: %[[V:.*]] = "relax.reshape"(%arg2) {shape = #relax.shape<[1, "s", 16]>}
+// CHECK-DAG: %[[M:.*]] = "relax.reshape"(%arg3) {shape = #relax.shape<[1, "s", "s"]>}
+// CHECK-DAG: %[[SC:.*]] = "relax.full"() {dtype = f32, shape = #relax.shape<[4]>, value = 1.000000e+00 : f64}
+// CHECK: %[[O:.*]] = "relax.call_dps_library"(%[[Q]], %[[K]], %[[V]], %[[SC]], %[[M]], %{{.*}}, %{{.*}}) {callee = "relax_blas_attention_h1111_tiled_f32"
+// CHECK-SAME: -> tensor<1x?x32xf32, #relax.shape<[1, "s", 32]>>
+// CHECK-NOT: #relax.shape<[4, "s", "s"]>
+// CHECK-NOT: relax.softmax
+// CHECK-NOT: relax.matmul
+// CHECK-NOT: relax.permute_dims
+// CHECK: %[[R:.*]] = "relax.reshape"(%[[O]]) {shape = #relax.shape<["s", 32]>}
+// CHECK: return %[[R]], %arg1, %arg2
+// OFF-LABEL: func.func @causal_lm_prefill(
+// OFF: "relax.broadcast_to"
+// OFF: "relax.softmax"
+!cq = tensor<?x4x8xf32, #relax.shape<["s", 4, 8]>>
+!ckv = tensor<?x2x8xf32, #relax.shape<["s", 2, 8]>>
+!cm = tensor<?x?xf32, #relax.shape<["s", "s"]>>
+!cx = tensor<1x?x32xf32, #relax.shape<[1, "s", 32]>>
+!cx4 = tensor<1x?x4x8xf32, #relax.shape<[1, "s", 4, 8]>>
+!ch4 = tensor<1x4x?x8xf32, #relax.shape<[1, 4, "s", 8]>>
+!ch3 = tensor<4x?x8xf32, #relax.shape<[4, "s", 8]>>
+!ckx = tensor<1x?x16xf32, #relax.shape<[1, "s", 16]>>
+!ckx4 = tensor<1x?x2x8xf32, #relax.shape<[1, "s", 2, 8]>>
+!ckh4 = tensor<1x2x?x8xf32, #relax.shape<[1, 2, "s", 8]>>
+!ck5 = tensor<1x1x2x?x8xf32, #relax.shape<[1, 1, 2, "s", 8]>>
+!ckb = tensor<1x2x2x?x8xf32, #relax.shape<[1, 2, 2, "s", 8]>>
+!ckt = tensor<4x8x?xf32, #relax.shape<[4, 8, "s"]>>
+!cs = tensor<4x?x?xf32, #relax.shape<[4, "s", "s"]>>
+!co = tensor<?x32xf32, #relax.shape<["s", 32]>>
+func.func @causal_lm_prefill(%q: !cq, %k: !ckv, %v: !ckv, %mask: !cm) -> (!co, !ckv, !ckv) attributes {relax.function} {
+  %qx = "relax.reshape"(%q) {shape = #relax.shape<[1, "s", 32]>} : (!cq) -> !cx
+  %q4 = "relax.reshape"(%qx) {shape = #relax.shape<[1, "s", 4, 8]>} : (!cx) -> !cx4
+  %qp = "relax.permute_dims"(%q4) {axes = array<i64: 0, 2, 1, 3>} : (!cx4) -> !ch4
+  %q3 = "relax.reshape"(%qp) {shape = #relax.shape<[4, "s", 8]>} : (!ch4) -> !ch3
+  %kx = "relax.reshape"(%k) {shape = #relax.shape<[1, "s", 16]>} : (!ckv) -> !ckx
+  %k4 = "relax.reshape"(%kx) {shape = #relax.shape<[1, "s", 2, 8]>} : (!ckx) -> !ckx4
+  %kp = "relax.permute_dims"(%k4) {axes = array<i64: 0, 2, 1, 3>} : (!ckx4) -> !ckh4
+  %ke = "relax.expand_dims"(%kp) {axis = array<i64: 1>} : (!ckh4) -> !ck5
+  %kb = "relax.broadcast_to"(%ke) {shape = #relax.shape<[1, 2, 2, "s", 8]>} : (!ck5) -> !ckb
+  %k3 = "relax.reshape"(%kb) {shape = #relax.shape<[4, "s", 8]>} : (!ckb) -> !ch3
+  %vx = "relax.reshape"(%v) {shape = #relax.shape<[1, "s", 16]>} : (!ckv) -> !ckx
+  %v4 = "relax.reshape"(%vx) {shape = #relax.shape<[1, "s", 2, 8]>} : (!ckx) -> !ckx4
+  %vp = "relax.permute_dims"(%v4) {axes = array<i64: 0, 2, 1, 3>} : (!ckx4) -> !ckh4
+  %ve = "relax.expand_dims"(%vp) {axis = array<i64: 1>} : (!ckh4) -> !ck5
+  %vb = "relax.broadcast_to"(%ve) {shape = #relax.shape<[1, 2, 2, "s", 8]>} : (!ck5) -> !ckb
+  %v3 = "relax.reshape"(%vb) {shape = #relax.shape<[4, "s", 8]>} : (!ckb) -> !ch3
+  %kt = "relax.permute_dims"(%k3) {axes = array<i64: 0, 2, 1>} : (!ch3) -> !ckt
+  %s = "relax.matmul"(%q3, %kt) : (!ch3, !ckt) -> !cs
+  %s1 = "relax.add"(%s, %mask) : (!cs, !cm) -> !cs
+  %p = "relax.softmax"(%s1) {axis = -1 : i64} : (!cs) -> !cs
+  %o = "relax.matmul"(%p, %v3) : (!cs, !ch3) -> !ch3
+  %o4 = "relax.reshape"(%o) {shape = #relax.shape<[1, 4, "s", 8]>} : (!ch3) -> !ch4
+  %op = "relax.permute_dims"(%o4) {axes = array<i64: 0, 2, 1, 3>} : (!ch4) -> !cx4
+  %ox = "relax.reshape"(%op) {shape = #relax.shape<[1, "s", 32]>} : (!cx4) -> !cx
+  %out = "relax.reshape"(%ox) {shape = #relax.shape<["s", 32]>} : (!cx) -> !co
+  return %out, %k, %v : !co, !ckv, !ckv
+}
+
+// -----
+
+// k tiled (expand_dims axis 1) but v repeated in place (axis 2): no single head mapping,
+// so the chain stays as it is.
+
+// CHECK-LABEL: func.func @mixed_repeat(
+// CHECK-NOT: relax_blas_attention
+// CHECK: "relax.softmax"
+!mq = tensor<4x?x8xf32, #relax.shape<[4, "s", 8]>>
+!mk = tensor<1x2x?x8xf32, #relax.shape<[1, 2, "s", 8]>>
+!mk5t = tensor<1x1x2x?x8xf32, #relax.shape<[1, 1, 2, "s", 8]>>
+!mk5r = tensor<1x2x1x?x8xf32, #relax.shape<[1, 2, 1, "s", 8]>>
+!mkb = tensor<1x2x2x?x8xf32, #relax.shape<[1, 2, 2, "s", 8]>>
+!mkt = tensor<4x8x?xf32, #relax.shape<[4, 8, "s"]>>
+!ms = tensor<4x?x?xf32, #relax.shape<[4, "s", "s"]>>
+func.func @mixed_repeat(%q: !mq, %k: !mk, %v: !mk) -> !mq attributes {relax.function} {
+  %ke = "relax.expand_dims"(%k) {axis = array<i64: 1>} : (!mk) -> !mk5t
+  %kb = "relax.broadcast_to"(%ke) {shape = #relax.shape<[1, 2, 2, "s", 8]>} : (!mk5t) -> !mkb
+  %k3 = "relax.reshape"(%kb) {shape = #relax.shape<[4, "s", 8]>} : (!mkb) -> !mq
+  %ve = "relax.expand_dims"(%v) {axis = array<i64: 2>} : (!mk) -> !mk5r
+  %vb = "relax.broadcast_to"(%ve) {shape = #relax.shape<[1, 2, 2, "s", 8]>} : (!mk5r) -> !mkb
+  %v3 = "relax.reshape"(%vb) {shape = #relax.shape<[4, "s", 8]>} : (!mkb) -> !mq
+  %kt = "relax.permute_dims"(%k3) {axes = array<i64: 0, 2, 1>} : (!mq) -> !mkt
+  %s = "relax.matmul"(%q, %kt) : (!mq, !mkt) -> !ms
+  %p = "relax.softmax"(%s) {axis = -1 : i64} : (!ms) -> !ms
+  %o = "relax.matmul"(%p, %v3) : (!ms, !mq) -> !mq
+  return %o : !mq
+}

@@ -63,7 +63,7 @@ from .dispatch_attention import dispatch_attention, head_split
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
 from .dispatch_split import (CANDIDATE_ATTR, NOTE_ATTR, Split, cpu_model, decide, mark, nearest_class, select_table,
                              tables_of)
-from .graph import body_ops, defining_op, graph_functions, producer, relax_opdef, single_user, upper_bounds
+from .graph import body_ops, graph_functions, producer, relax_opdef, single_user, upper_bounds
 from .registry import Option, emit_error, register_pass
 
 

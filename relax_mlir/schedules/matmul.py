@@ -68,6 +68,8 @@ class MatmulConfig:
     # 0: none): 6-row tiles leave M mod 6 rows to slow 1-row tiles (M = 16: 4 of 16 rows)
     small_rows: tuple[int, ...] = (4, 1)
     small_max_m: int = 16
+    # k steps ahead that the register-tiled k loops prefetch their rows of B (relax-prefetch; 0: none)
+    prefetch: int = 4
 
 
 def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> None:

@@ -147,7 +147,10 @@ def _prefetch_loop(loop: ir.Operation, distance: int) -> int:
             continue
         with ir.InsertionPoint(read), read.location:
             step = _constant(loop.operands[2])
-            ahead = _index(distance * step) if step is not None else arith.muli(loop.operands[2], _index(distance))
+            if step is not None:  # D rows ahead, at least one iteration
+                ahead = _index(-(-distance // step) * step)
+            else:
+                ahead = arith.muli(loop.operands[2], _index(distance))
             shift.ivd = arith.addi(iv, ahead)
             # the clones land at the insertion point (before the read), operands first
             shifted_src = shift.at(src)
@@ -161,13 +164,29 @@ def _prefetch_loop(loop: ir.Operation, distance: int) -> int:
     return added
 
 
+#: ops a copy loop's body may hold besides its transfers (index computations, views)
+_COPY_BODY = ("vector.transfer_read", "vector.transfer_write", "vector.load", "vector.store", "memref.subview",
+              "scf.yield") + _PURE
+
+
+def _streams(loop: ir.Operation) -> bool:
+    """A loop whose reads stream: it carries a vector (a register-tiled k loop), or it only
+    copies (vector transfers and index computations: the packing of B)."""
+    if any(isinstance(r.type, ir.VectorType) for r in loop.results):
+        return True
+    ops = [o.operation for o in loop.regions[0].blocks[0].operations]
+    names = {o.name for o in ops}
+    return (not len(loop.results) and all(n.startswith(_COPY_BODY) for n in names)
+            and bool(names & {"vector.transfer_write", "vector.store"}))
+
+
 def prefetch_kernel(fn: ir.Operation, distance: int) -> int:
     """Add the prefetches to kernel ``fn``; how many prefetch ops were added."""
     loops: list[ir.Operation] = []
 
     def visit(op):
         op = op.operation
-        if op.name == "scf.for" and any(isinstance(r.type, ir.VectorType) for r in op.results):
+        if op.name == "scf.for" and _streams(op):
             loops.append(op)
         return ir.WalkResult.ADVANCE
 

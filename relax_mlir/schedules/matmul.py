@@ -35,6 +35,10 @@ The pack copies the K block of the panel once into ``cols``-wide micro-panels, e
 B's rows 8 KB apart fell into the same L1 sets and crossed a page per k step; the time
 depended on where A and B lay in their pages). A is read in place: packing it as well
 (``[M/6][6][block]``) measured no faster.
+
+The kernel is marked ``relax.prefetch = cfg.prefetch``: after the vector lowering,
+relax-prefetch prefetches the rows of B that the k loops read in place (and that the
+packing copies) that many rows ahead; the packed panel is left to the hardware.
 """
 
 from __future__ import annotations

@@ -103,7 +103,8 @@ def scheduled_stage(llvm_stage: list[str], threads=None) -> list[str]:
         early[0:1] = ["scf-forall-to-parallel", "convert-scf-to-openmp{num-threads=1}", "relax-omp-threads",
                       "canonicalize"]
         late.append("convert-openmp-to-llvm")
-    # a loop body's scratch buffers once per loop / per thread, not per iteration (relax-hoist-scratch)
+    # a loop body's scratch buffers once per loop / per thread, not per iteration (relax-hoist-scratch);
+    # software prefetch of B's rows in the matmul kernels' streaming loops (relax-prefetch)
     st[i + 1:i + 1] = early + ["relax-hoist-scratch", "relax-prefetch"]
     j = st.index("finalize-memref-to-llvm")
     st[j:j] = late

@@ -98,6 +98,10 @@ def test_select_rejects_an_invalid_config_before_applying():
         schedules.select(tasks[0].fn, TARGETS["avx512"], dict(CONFIG, rows=8, cols=64))
     assert tasks[0].accepts(CONFIG, TARGETS["avx512"]) is True
     assert tasks[0].accepts(dict(CONFIG, panel_n=384, gemv_cols=256), TARGETS["avx512"]) is False
+    # a record tuned before the prefetch knob existed keeps its other knobs (the default distance)
+    old_record = {k: v for k, v in CONFIG.items() if k != "prefetch"}
+    assert schedules.select(tasks[0].fn, TARGETS["avx512"], old_record).prefetch == 4
+    assert schedules.select(tasks[0].fn, TARGETS["avx512"], CONFIG).prefetch == 8
 
 
 # -- database --------------------------------------------------------------------------------

@@ -91,6 +91,8 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
     cfg = config_for(target)
     if config is not None:
         from ..tuning.space import matmul_config, matmul_space
+        if "prefetch" not in config:  # a record tuned before the knob existed: the default distance
+            config = dict(config, prefetch=cfg.prefetch)
         matmul_space(target).check(config)
         cfg = matmul_config(config, base=cfg)
     prepare, prefetch = None, 0

@@ -123,7 +123,12 @@ def _add(v: ir.Value, c: int) -> ir.Value:
 
 
 def _lines(read: ir.Operation) -> int:
+    """Cache lines of a 1-D read along the innermost dim of its memref (0 for any other)."""
     t = ir.VectorType(read.results[0].type)
+    if "permutation_map" in read.attributes:
+        rank = ir.MemRefType(read.operands[0].type).rank
+        if ir.AffineMapAttr(read.attributes["permutation_map"]).value != ir.AffineMap.get_minor_identity(rank, 1):
+            return 0
     if t.rank != 1 or not isinstance(t.element_type, (ir.F32Type, ir.F16Type, ir.BF16Type, ir.F64Type)):
         return 0
     bytes_ = t.shape[0] * t.element_type.width // 8

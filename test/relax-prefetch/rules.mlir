@@ -56,3 +56,42 @@ func.func private @unmarked(%a: memref<?x1024xf32>, %n: index) -> vector<32xf32>
   }
   return %r : vector<32xf32>
 }
+
+// A read along a column (not the innermost dim): not a row, no prefetch.
+// CHECK-LABEL: func.func private @column
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func private @column(%a: memref<1024x?xf32>, %n: index) -> vector<32xf32> attributes {relax.kernel, relax.prefetch = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %f0 = arith.constant 0.0 : f32
+  %z = arith.constant dense<0.0> : vector<32xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (vector<32xf32>) {
+    %v = vector.transfer_read %a[%c0, %i], %f0 {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<1024x?xf32>, vector<32xf32>
+    %s = arith.addf %acc, %v : vector<32xf32>
+    scf.yield %s : vector<32xf32>
+  }
+  return %r : vector<32xf32>
+}
+
+// The packing copy (vector transfers only): its strided rows are prefetched one whole
+// iteration (8 rows) ahead, though D = 4; the writes are not prefetched.
+// CHECK-LABEL: func.func private @copy
+// CHECK: scf.for %[[I:.*]] = %c0 to %{{.*}} step %c8
+// CHECK: %[[J:.*]] = arith.addi %[[I]], %c8{{.*}} : index
+// CHECK-NEXT: memref.prefetch %arg0[%[[J]], %c0], read
+// CHECK: memref.prefetch %arg0[%[[J]], %c16{{.*}}], read
+// CHECK-NEXT: vector.transfer_read %arg0[%[[I]], %c0]
+// CHECK-NEXT: vector.transfer_write
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func private @copy(%b: memref<?x2048xf32>, %p: memref<?x32xf32>, %n: index) attributes {relax.kernel, relax.prefetch = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %f0 = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %n step %c8 {
+    %v = vector.transfer_read %b[%i, %c0], %f0 {in_bounds = [true]} : memref<?x2048xf32>, vector<32xf32>
+    vector.transfer_write %v, %p[%i, %c0] {in_bounds = [true]} : vector<32xf32>, memref<?x32xf32>
+  }
+  return
+}

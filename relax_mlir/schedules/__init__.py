@@ -50,7 +50,7 @@ class Schedule:
     #: run on the kernel (its copy) before ``body``: payload ops the script needs handles to
     #: (a threaded GEMV's run-time column chunk, :func:`.matmul.thread_split`)
     prepare: Optional[Callable[[ir.Operation], None]] = None
-    #: k steps ahead that relax-prefetch prefetches the streamed rows (0: none)
+    #: rows of B ahead that relax-prefetch prefetches in the kernel's streaming loops (0: none)
     prefetch: int = 0
 
 

@@ -42,8 +42,8 @@ from ..schedules.target import CpuTarget, target_named
 from . import omp_threads  # noqa: F401 (registers relax-omp-threads)
 from .expand_math import relax_expand_math
 from .graph import top_ops
-from .prefetch import ATTR as PREFETCH_ATTR
 from .omp_threads import default_threads, ensure_threads_global, env_threads  # noqa: F401 (re-exported)
+from .prefetch import ATTR as PREFETCH_ATTR
 from .registry import Option, emit_error, register_pass
 
 #: Upstream passes the cpu pipeline runs after bufferization for scheduled kernels

@@ -36,7 +36,8 @@ func.func @main(%x: tensor<?x64xf32, #relax.shape<["n", 64]>>, %w: tensor<64x128
 """
 OPTIONS = {"dispatch": False}
 #: A config no default uses (rows 4, narrower tiles, a 32-deep K block, 2-row small-M tiles).
-CONFIG = {"rows": 4, "cols": 32, "gemv_cols": 128, "panel_n": 64, "block_k": 32, "pack_block_k": 256, "small_rows": 2}
+CONFIG = {"rows": 4, "cols": 32, "gemv_cols": 128, "panel_n": 64, "block_k": 32, "pack_block_k": 256, "small_rows": 2,
+          "prefetch": 8}
 
 
 def reference(x, w):
@@ -65,12 +66,12 @@ def test_space_sizes_and_rules():
     t = TARGETS["avx512"]
     m = sp.matmul_space(t)
     assert [k.name for k in m.knobs] == ["rows", "cols", "gemv_cols", "panel_n", "block_k", "pack_block_k",
-                                        "small_rows"]
-    assert m.size() == 7 * 3 * 3 * 7 * 5 * 4 * 6
+                                        "small_rows", "prefetch"]
+    assert m.size() == 7 * 3 * 3 * 7 * 5 * 4 * 6 * 5
     assert sp.matmul_default(t) == {"rows": 6, "cols": 64, "gemv_cols": 256, "panel_n": 256, "block_k": 128,
-                                    "pack_block_k": 512, "small_rows": 4}
+                                    "pack_block_k": 512, "small_rows": 4, "prefetch": 4}
     assert sp.matmul_default(TARGETS["avx2"]) == {"rows": 6, "cols": 16, "gemv_cols": 32, "panel_n": 256,
-                                                   "block_k": 128, "pack_block_k": 512, "small_rows": 4}
+                                                   "block_k": 128, "pack_block_k": 512, "small_rows": 4, "prefetch": 4}
     with pytest.raises(ValueError, match="8 x 4 accumulators \\+ 4 B vectors \\+ 1 broadcast exceed 32 registers"):
         m.check(dict(sp.matmul_default(t), rows=8))
     with pytest.raises(ValueError, match="8 x 4 accumulators of the small-M tile"):
@@ -97,6 +98,10 @@ def test_select_rejects_an_invalid_config_before_applying():
         schedules.select(tasks[0].fn, TARGETS["avx512"], dict(CONFIG, rows=8, cols=64))
     assert tasks[0].accepts(CONFIG, TARGETS["avx512"]) is True
     assert tasks[0].accepts(dict(CONFIG, panel_n=384, gemv_cols=256), TARGETS["avx512"]) is False
+    # a record tuned before the prefetch knob existed keeps its other knobs (the default distance)
+    old_record = {k: v for k, v in CONFIG.items() if k != "prefetch"}
+    assert schedules.select(tasks[0].fn, TARGETS["avx512"], old_record).prefetch == 4
+    assert schedules.select(tasks[0].fn, TARGETS["avx512"], CONFIG).prefetch == 8
 
 
 # -- database --------------------------------------------------------------------------------
@@ -211,7 +216,7 @@ def test_tuned_config_recorded_on_the_kernel(tmp_path):
         assert str(k.attributes["relax.schedule"]) == '"matmul+elementwise"'
         assert str(k.attributes["relax.schedule_config"]) == (
             "{block_k = 32 : i64, cols = 32 : i64, gemv_cols = 128 : i64, pack_block_k = 256 : i64, panel_n = 64 : i64, "
-            "rows = 4 : i64, small_rows = 2 : i64}")
+            "prefetch = 8 : i64, rows = 4 : i64, small_rows = 2 : i64}")
         # without the database: the defaults, nothing recorded
         m2 = relax_mlir.parse(SMALL, ctx)
         run_pipeline(m2, "builtin.module(" + ", ".join(graph_stage(dispatch=False)) + ", relax-apply-schedules)")

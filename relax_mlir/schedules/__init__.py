@@ -50,6 +50,8 @@ class Schedule:
     #: run on the kernel (its copy) before ``body``: payload ops the script needs handles to
     #: (a threaded GEMV's run-time column chunk, :func:`.matmul.thread_split`)
     prepare: Optional[Callable[[ir.Operation], None]] = None
+    #: rows of B ahead that relax-prefetch prefetches in the kernel's streaming loops (0: none)
+    prefetch: int = 0
 
 
 def payload_ops(fn: ir.Operation) -> list[ir.Operation]:
@@ -89,9 +91,11 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
     cfg = config_for(target)
     if config is not None:
         from ..tuning.space import matmul_config, matmul_space
+        if "prefetch" not in config:  # a record tuned before the knob existed: the default distance
+            config = dict(config, prefetch=cfg.prefetch)
         matmul_space(target).check(config)
         cfg = matmul_config(config, base=cfg)
-    prepare = None
+    prepare, prefetch = None, 0
     if _max_rows(fn, m) is not None and _max_rows(fn, m) <= cfg.gemv_rows:
         threaded = threaded and gemv_split(n, k, cfg, batch)
         body = gemv_schedule(n, k, cfg, batch=batch, threaded=threaded)
@@ -107,15 +111,16 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
         pack = packs_b(n, k, cfg, batch) and lo is not None and lo >= cfg.pack_min_m
         body = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack)
         kind = "batch_matmul" if batch else "matmul"
+        prefetch = cfg.prefetch
     if not epilogue:
-        return Schedule(kind, body, prepare)
+        return Schedule(kind, body, prepare, prefetch)
     tail = _select_elementwise(epilogue).body
 
     def fused(fn: ir.Value) -> None:
         body(fn)
         tail(fn)
 
-    return Schedule(kind + "+elementwise", fused, prepare)
+    return Schedule(kind + "+elementwise", fused, prepare, prefetch)
 
 
 #: Reshaping ops a contraction kernel may start with (the slice and ``expand_dims`` of the

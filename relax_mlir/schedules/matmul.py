@@ -35,6 +35,10 @@ The pack copies the K block of the panel once into ``cols``-wide micro-panels, e
 B's rows 8 KB apart fell into the same L1 sets and crossed a page per k step; the time
 depended on where A and B lay in their pages). A is read in place: packing it as well
 (``[M/6][6][block]``) measured no faster.
+
+The kernel is marked ``relax.prefetch = cfg.prefetch``: after the vector lowering,
+relax-prefetch prefetches the rows of B that the k loops read in place (and that the
+packing copies) that many rows ahead; the packed panel is left to the hardware.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ class MatmulConfig:
     # 0: none): 6-row tiles leave M mod 6 rows to slow 1-row tiles (M = 16: 4 of 16 rows)
     small_rows: tuple[int, ...] = (4, 1)
     small_max_m: int = 16
+    # k steps ahead that the register-tiled k loops prefetch their rows of B (relax-prefetch; 0: none)
+    prefetch: int = 4
 
 
 def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> None:

@@ -43,6 +43,7 @@ from . import omp_threads  # noqa: F401 (registers relax-omp-threads)
 from .expand_math import relax_expand_math
 from .graph import top_ops
 from .omp_threads import default_threads, ensure_threads_global, env_threads  # noqa: F401 (re-exported)
+from .prefetch import ATTR as PREFETCH_ATTR
 from .registry import Option, emit_error, register_pass
 
 #: Upstream passes the cpu pipeline runs after bufferization for scheduled kernels
@@ -102,8 +103,9 @@ def scheduled_stage(llvm_stage: list[str], threads=None) -> list[str]:
         early[0:1] = ["scf-forall-to-parallel", "convert-scf-to-openmp{num-threads=1}", "relax-omp-threads",
                       "canonicalize"]
         late.append("convert-openmp-to-llvm")
-    # a loop body's scratch buffers once per loop / per thread, not per iteration (relax-hoist-scratch)
-    st[i + 1:i + 1] = early + ["relax-hoist-scratch"]
+    # a loop body's scratch buffers once per loop / per thread, not per iteration (relax-hoist-scratch);
+    # software prefetch of B's rows in the matmul kernels' streaming loops (relax-prefetch)
+    st[i + 1:i + 1] = early + ["relax-hoist-scratch", "relax-prefetch"]
     j = st.index("finalize-memref-to-llvm")
     st[j:j] = late
     return ["relax-apply-schedules{threads=true}" if threads else "relax-apply-schedules"] + st
@@ -153,6 +155,8 @@ def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
         return None
     _reassoc_reductions(copy)
     copy.attributes[SCHEDULED_ATTR] = ir.StringAttr.get(sched.name)
+    if sched.prefetch:  # relax-prefetch, after the vector lowering
+        copy.attributes[PREFETCH_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), sched.prefetch)
     if config is not None:
         i64 = ir.IntegerType.get_signless(64)
         copy.attributes[CONFIG_ATTR] = ir.DictAttr.get({k: ir.IntegerAttr.get(i64, v) for k, v in sorted(config.items())})

@@ -78,6 +78,19 @@ def defining_op(v: ir.Value) -> Optional[ir.Operation]:
     return o.operation if hasattr(o, "operation") else o
 
 
+def defined_inside(v: ir.Value, op: ir.Operation) -> bool:
+    """True when ``v`` is defined in a region of ``op`` (a block argument there, or the result
+    of an op nested in it)."""
+    owner = v.owner
+    o = owner.owner if isinstance(owner, ir.Block) else owner
+    o = o.operation if o is not None else None
+    while o is not None:
+        if o == op:
+            return True
+        o = o.parent
+    return False
+
+
 def users(v: ir.Value) -> list[ir.Operation]:
     """The ops using ``v``, once per use."""
     return [u.owner.operation if hasattr(u.owner, "operation") else u.owner for u in v.uses]

@@ -32,6 +32,7 @@ from typing import Optional
 
 from mlir import ir
 
+from .graph import defined_inside
 from .registry import register_pass
 
 #: ops through which a buffer may be used without escaping its iteration
@@ -41,18 +42,6 @@ _ACCESS = {"memref.load", "memref.store", "vector.transfer_read", "vector.transf
            "vector.store", "vector.maskedload", "vector.maskedstore", "memref.dim", "memref.copy",
            "linalg.fill", "memref.dealloc", "memref.extract_strided_metadata", "vector.gather",
            "vector.scatter", "memref.prefetch"}
-
-
-def _defined_inside(v: ir.Value, loop: ir.Operation) -> bool:
-    """True when ``v`` is defined in a region of ``loop`` (a block argument or an op there)."""
-    owner = v.owner
-    op = owner.owner if isinstance(owner, ir.Block) else owner
-    op = op.operation if op is not None else None
-    while op is not None:
-        if op == loop:
-            return True
-        op = op.parent
-    return False
 
 
 def _stays_local(v: ir.Value, depth: int = 0) -> bool:
@@ -113,7 +102,7 @@ def _hoist_once(root: ir.Operation) -> int:
         target = _target(loop)
         if target is None or a.block != loop.regions[0].blocks[0]:
             continue
-        if any(_defined_inside(v, target) for v in a.operands):
+        if any(defined_inside(v, target) for v in a.operands):
             continue
         free = _dealloc_of(a)
         if free is None or not _stays_local(a.results[0]):

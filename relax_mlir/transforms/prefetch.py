@@ -36,7 +36,7 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from .graph import top_ops
+from .graph import defined_inside, top_ops
 from .registry import register_pass
 
 ATTR = "relax.prefetch"
@@ -49,17 +49,6 @@ _READS = ("vector.transfer_read", "vector.load")
 #: a page, and 4 more instructions per k step cost front-end slots); rows a page or more
 #: apart (B in place) are what it cannot follow.
 CONTIGUOUS = False
-
-
-def _inside(v: ir.Value, loop: ir.Operation) -> bool:
-    owner = v.owner
-    op = owner.owner if isinstance(owner, ir.Block) else owner
-    op = op.operation if op is not None else None
-    while op is not None:
-        if op == loop:
-            return True
-        op = op.parent
-    return False
 
 
 class _Shift:
@@ -75,7 +64,7 @@ class _Shift:
         """``v`` depends on the induction variable (through ops of the loop body)."""
         if v == self.iv:
             return True
-        if depth > 16 or isinstance(v.owner, ir.Block) or not _inside(v, self.loop):
+        if depth > 16 or isinstance(v.owner, ir.Block) or not defined_inside(v, self.loop):
             return False
         return any(self.depends(o, depth + 1) for o in v.owner.operands)
 

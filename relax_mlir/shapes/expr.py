@@ -409,8 +409,16 @@ def prove_equal(a: DimLike, b: DimLike) -> Truth:
     for every assignment (e.g. ``n`` vs ``n + 1``); UNKNOWN otherwise (``n`` vs
     ``m``, or ``4*n`` vs ``5*n``, which agree at ``n = 0``).
     """
-    d = sympy.simplify(Dim.of(a).expr - Dim.of(b).expr)
-    z = d.is_zero
+    return _prove_equal(Dim.of(a).expr, Dim.of(b).expr)
+
+
+@functools.lru_cache(maxsize=16384)
+def _prove_equal(a: sympy.Expr, b: sympy.Expr) -> Truth:
+    # A polynomial difference (no //, %, min, max) is decided on its expanded form: simplify
+    # cannot make a non-zero polynomial zero, and it dominated shape matching (1.5 s of a 6 s
+    # transformer-block compile). Anything else goes through simplify.
+    d = sympy.expand(a - b)
+    z = d.is_zero if d.is_polynomial() else sympy.simplify(d).is_zero
     if z is True:
         return Truth.TRUE
     if z is False:
@@ -420,7 +428,12 @@ def prove_equal(a: DimLike, b: DimLike) -> Truth:
 
 def prove_le(a: DimLike, b: DimLike) -> Truth:
     """Is ``a <= b`` for every non-negative integer assignment?"""
-    d = sympy.simplify(Dim.of(b).expr - Dim.of(a).expr)
+    return _prove_le(Dim.of(a).expr, Dim.of(b).expr)
+
+
+@functools.lru_cache(maxsize=16384)
+def _prove_le(a: sympy.Expr, b: sympy.Expr) -> Truth:
+    d = sympy.simplify(b - a)
     nn = d.is_nonnegative
     if nn is True:
         return Truth.TRUE

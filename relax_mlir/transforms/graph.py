@@ -16,6 +16,12 @@ def top_ops(module_op: ir.Operation) -> list[ir.Operation]:
     return [o.operation for o in module_op.regions[0].blocks[0].operations]
 
 
+def functions_with(module_op: ir.Operation, attr: str) -> list[ir.Operation]:
+    """The module's ``func.func`` definitions (with a body) that carry attribute ``attr``."""
+    return [f for f in top_ops(module_op)
+            if f.name == "func.func" and attr in f.attributes and len(f.regions[0].blocks)]
+
+
 def outermost(root: ir.Operation, name: str) -> list[ir.Operation]:
     """The ops named ``name`` below ``root``, in order, without those nested in one."""
     found: list[ir.Operation] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from .graph import top_ops
+from .graph import functions_with
 from .registry import register_pass
 
 KERNEL_ATTR = "relax.kernel"
@@ -22,9 +22,7 @@ KERNEL_ATTR = "relax.kernel"
 @register_pass("relax-kernel-noalias",
                "Mark memref arguments of relax kernels llvm.noalias (run after bufferization).")
 def relax_kernel_noalias(module: ir.Operation, opts) -> None:
-    for f in top_ops(module):
-        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
-            continue
+    for f in functions_with(module, KERNEL_ATTR):
         ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
         old = list(ir.ArrayAttr(f.attributes["arg_attrs"])) if "arg_attrs" in f.attributes else None
         attrs = []

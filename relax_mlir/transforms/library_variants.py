@@ -22,7 +22,7 @@ from __future__ import annotations
 from mlir import ir
 
 from .dispatch_split import LIBRARY_VARIANT_ATTR, library_variant, read_split
-from .graph import top_ops
+from .graph import functions_with
 from .registry import emit_error, register_pass
 
 
@@ -30,9 +30,7 @@ from .registry import emit_error, register_pass
                "Rewrite the bufferized library variants of split kernels (relax.library_variant): "
                "their matmul (+ bias) becomes the library call.")
 def relax_library_variants(module: ir.Operation, opts) -> None:
-    for fn in top_ops(module):
-        if fn.name != "func.func" or LIBRARY_VARIANT_ATTR not in fn.attributes or not fn.regions[0].blocks:
-            continue
+    for fn in functions_with(module, LIBRARY_VARIANT_ATTR):
         args = list(fn.regions[0].blocks[0].arguments)
         if any(isinstance(a.type, ir.RankedTensorType) for a in args):
             emit_error(fn, "relax-library-variants: run after bufferization (the variant takes tensors)")

@@ -36,7 +36,7 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from .graph import defined_inside, top_ops
+from .graph import defined_inside, functions_with
 from .registry import register_pass
 
 ATTR = "relax.prefetch"
@@ -200,9 +200,7 @@ def prefetch_kernel(fn: ir.Operation, distance: int) -> int:
                "Software-prefetch the streamed rows of a register-tiled k loop (kernels marked "
                "relax.prefetch = D: D iterations ahead); run after convert-vector-to-scf.")
 def relax_prefetch(module: ir.Operation, opts) -> None:
-    for fn in top_ops(module):
-        if fn.name != "func.func" or ATTR not in fn.attributes or not fn.regions[0].blocks:
-            continue
+    for fn in functions_with(module, ATTR):
         d = ir.IntegerAttr(fn.attributes[ATTR]).value
         if d > 0:
             prefetch_kernel(fn, d)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, scf
 
-from ..graph import top_ops
+from ..graph import functions_with
 from ..registry import register_pass
 
 KERNEL_ATTR = "relax.kernel"
@@ -57,9 +57,7 @@ def _wrap(op: ir.Operation) -> None:
                "GPU kernels: memref.copy -> linalg.copy; ops with no parallel loop wrapped in a "
                "one-iteration scf.parallel (so nothing touches device memory from the host).")
 def relax_gpu_prepare_kernels(module: ir.Operation, opts) -> None:
-    for f in top_ops(module):
-        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
-            continue
+    for f in functions_with(module, KERNEL_ATTR):
         copies: list[ir.Operation] = []
         f.operation.walk(lambda op: (copies.append(op.operation) if op.operation.name == "memref.copy" else None)
                          or ir.WalkResult.ADVANCE)

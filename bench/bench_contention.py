@@ -131,7 +131,8 @@ def sweep(calls: int, busy: bool, after: str = "") -> None:
     try:
         time.sleep(0.5 if busy else 0)
         print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()}, busy spinner: {busy}, "
-              f"each call after a matmul of: {after or 'nothing'}, OMP_DYNAMIC: {os.environ.get('OMP_DYNAMIC')}")
+              f"each call after a matmul of: {after or 'nothing'}, OMP_DYNAMIC: {os.environ.get('OMP_DYNAMIC')}, "
+              f"RELAX_MLIR_DYNAMIC_THREADS: {os.environ.get('RELAX_MLIR_DYNAMIC_THREADS')}")
         print(f"{'case':22s} {'bytes':>9s} {'1 thr ms':>9s} {'2 thr ms':>9s} {'2/1':>6s}")
         rng = np.random.default_rng(0)
         for label, nbytes, src, shapes in _sweep_cases():

@@ -83,7 +83,8 @@ print(json.dumps(out))
 
 
 def _run_time_count(**env) -> dict:
-    base = {k: v for k, v in os.environ.items() if k not in ("OMP_DYNAMIC", "KMP_DYNAMIC_MODE", "KMP_BLOCKTIME")}
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("OMP_DYNAMIC", "KMP_DYNAMIC_MODE", "KMP_BLOCKTIME", "RELAX_MLIR_DYNAMIC_THREADS")}
     r = subprocess.run([sys.executable, "-c", RUN_TIME_COUNT, os.path.join(ROOT, "test")], capture_output=True,
                        text=True, env=dict(base, PYTHONPATH=ROOT, RELAX_MLIR_NUM_THREADS="1", **env), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -93,19 +94,26 @@ def _run_time_count(**env) -> dict:
 @NO_OPENMP
 def test_thread_count_read_at_run_time():
     """Compiled with RELAX_MLIR_NUM_THREADS=1, an executable set to 3 threads runs its GEMV
-    (4 MB) on 3 (OpenMP starts exactly 2 workers: fixed team sizes, OMP_DYNAMIC=false, so the
+    (4 MB) on 3 (OpenMP starts exactly 2 workers: fixed team sizes, the default, so the
     machine's load does not decide); a 64 KB kernel set to 3 threads starts none. The matmul
     holds four parallel regions: its GEMV (M <= 3), small-M (M <= 16), register-tiled and
     packed-B (M >= 128) variants."""
-    assert _run_time_count(OMP_DYNAMIC="false") == {"env": ["false", "load_balance"], "regions": [4, 1], "small": 0,
-                                                     "one": 0, "ok": True, "three": 2, "dynamic": 0}
+    assert _run_time_count() == {"env": [None, None], "regions": [4, 1], "small": 0,
+                                 "one": 0, "ok": True, "three": 2, "dynamic": 0}
 
 
 @NO_OPENMP
-def test_dynamic_team_sizes_by_default():
-    """Unless the user sets OMP_DYNAMIC, libiomp5 starts with dynamic team sizes (load
-    balance: a region gets only the cores nobody else is running on), and OMP_DYNAMIC is not
-    left in the environment (libgomp, PyTorch's runtime, reads it too)."""
-    out = _run_time_count()
+def test_dynamic_team_sizes_opt_in():
+    """RELAX_MLIR_DYNAMIC_THREADS=1 starts libiomp5 with dynamic team sizes (load balance: a
+    region gets only the cores nobody else is running on), and OMP_DYNAMIC is not left in the
+    environment (libgomp, PyTorch's runtime, reads it too); results are unchanged."""
+    out = _run_time_count(RELAX_MLIR_DYNAMIC_THREADS="1")
     assert (out["env"], out["dynamic"], out["small"], out["one"], out["ok"]) == ([None, "load_balance"], 1, 0, 0,
                                                                                    True)
+
+
+@NO_OPENMP
+def test_user_omp_dynamic_kept():
+    """An OMP_DYNAMIC the user set is what libiomp5 reads, and it stays in the environment."""
+    out = _run_time_count(OMP_DYNAMIC="true")
+    assert (out["env"][0], out["dynamic"], out["ok"]) == ("true", 1, True)

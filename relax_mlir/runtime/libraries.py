@@ -397,23 +397,40 @@ def openmp_wait_policy() -> None:
     os.environ.setdefault("KMP_BLOCKTIME", KMP_BLOCKTIME_DEFAULT)
 
 
+#: Environment variable that turns on libiomp5's dynamic team sizes (see :func:`init_openmp`).
+DYNAMIC_THREADS_ENV = "RELAX_MLIR_DYNAMIC_THREADS"
+
+
+def dynamic_threads() -> bool:
+    """Whether parallel regions get dynamic team sizes (``RELAX_MLIR_DYNAMIC_THREADS=1``)."""
+    return os.environ.get(DYNAMIC_THREADS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def init_openmp(what: str) -> None:
     """Load and initialize the OpenMP runtime (:data:`OPENMP_REQUIREMENT`) once, before code that
-    calls it: wait policy (:func:`openmp_wait_policy`) and dynamic team sizes. With
-    ``OMP_DYNAMIC`` on and ``KMP_DYNAMIC_MODE=load_balance`` libiomp5 gives a parallel region
-    only the cores no other thread of the machine is running on (it samples /proc, at most
-    once a second): when another process (or numpy's BLAS) holds a core, a 2-thread region
-    runs on 1 thread instead of waiting for that core; a 2-thread GEMV then took 1.0-1.1x
-    the 1-thread time instead of 2-14x (bench/bench_contention.py --sweep --busy). libgomp
-    (PyTorch, MKL) reads ``OMP_DYNAMIC`` too, so it is set only while libiomp5 reads its
-    environment (forced here by one call), then removed; a value the user set is kept
-    (``OMP_DYNAMIC=false``: fixed team sizes)."""
+    calls it, with our wait policy (:func:`openmp_wait_policy`).
+
+    Team sizes are fixed by default: a region runs on ``exe.num_threads`` threads (fewer when it
+    is below relax-omp-threads' work threshold), as PyTorch's and ONNX Runtime's pools do.
+    ``RELAX_MLIR_DYNAMIC_THREADS=1`` turns on libiomp5's dynamic team sizes
+    (``KMP_DYNAMIC_MODE=load_balance``): a region gets only the cores no other thread of the
+    machine ran on at libiomp5's last sample of /proc (at most once a second). That is the
+    setting for a machine that other processes keep busy: with a process spinning on one of
+    two cores, a 2-thread GEMV took 1.0-1.1x the 1-thread time with it and 1.2-6.7x without
+    (``bench/bench_contention.py --sweep --busy``). On a quiet machine it costs: a sample that
+    saw a passing thread (our own spinning worker included) keeps every region on one thread
+    for the next second; generated matmuls at M = 128-512 then took up to 1.5x their
+    fixed-team time, at random (``bench/bench_kernels.py``, session 5). libgomp (PyTorch, MKL)
+    reads ``OMP_DYNAMIC`` too, so it is set only while libiomp5 reads its environment (forced
+    here by one call), then removed; an ``OMP_DYNAMIC`` the user set is kept either way."""
     if OPENMP_REQUIREMENT["soname"] in _wheel_handles:
         return
     openmp_wait_policy()
-    os.environ.setdefault("KMP_DYNAMIC_MODE", "load_balance")
+    dynamic = dynamic_threads()
+    if dynamic:
+        os.environ.setdefault("KMP_DYNAMIC_MODE", "load_balance")
     _load_wheel_library(OPENMP_REQUIREMENT["package"], OPENMP_REQUIREMENT["soname"], what, "an OpenMP runtime")
-    set_here = "OMP_DYNAMIC" not in os.environ
+    set_here = dynamic and "OMP_DYNAMIC" not in os.environ
     if set_here:
         os.environ["OMP_DYNAMIC"] = "true"
     try:

@@ -7,7 +7,9 @@ behind ``relax-dispatch-library{policy=measured}`` (issue 12, item 5).
 For each (K, N) class one program ``x @ w`` with M symbolic is compiled twice, dispatch off
 (the generated, scheduled kernel with its range variants) and on (relax_blas over the default
 provider), and both executables are timed at every M (best of ``--reps`` interleaved rounds of
-this process's CPU time, one thread on both sides: RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread by threadpoolctl).
+this process's CPU time, one thread on both sides: RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread by threadpoolctl;
+``--threads N``: N threads on both sides, wall-clock time, the table marked ``"threads": N``:
+relax-dispatch-library takes the table of the thread count the kernels are compiled for).
 A point goes to generated code when its time is below ``--margin`` times BLAS's; consecutive
 winning points form a range ``[lo, hi]`` of M (only measured points bound a range: the
 table claims nothing between a winning and a losing point). The machine, its ISA and the
@@ -24,7 +26,19 @@ import os
 import sys
 import time
 
-os.environ["RELAX_MLIR_NUM_THREADS"] = "1"
+def _threads_arg() -> int:
+    """``--threads N`` read before the runtimes load (they read their thread counts once)."""
+    for i, a in enumerate(sys.argv):
+        if a == "--threads" and i + 1 < len(sys.argv):
+            return int(sys.argv[i + 1])
+        if a.startswith("--threads="):
+            return int(a.split("=", 1)[1])
+    return 1
+
+
+THREADS = _threads_arg()
+os.environ["RELAX_MLIR_NUM_THREADS"] = str(THREADS)
+os.environ["RELAX_BLAS_NUM_THREADS"] = str(THREADS)
 
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
@@ -46,17 +60,19 @@ def src(k: int, n: int) -> str:
 
 
 def interleaved_best_ms(fns, rounds: int, inner: int) -> list[float]:
-    """Best-of-``rounds`` CPU time (ms) of each of ``fns``, the rounds interleaved (each round
-    times every fn once, ``inner`` calls averaged), so a burst of load hits all alike."""
+    """Best-of-``rounds`` time (ms) of each of ``fns``, the rounds interleaved (each round
+    times every fn once, ``inner`` calls averaged), so a burst of load hits all alike: CPU
+    time on one thread, wall-clock time on several."""
+    clock = time.process_time if THREADS == 1 else time.perf_counter
     for fn in fns:
         fn()
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
-            t0 = time.process_time()
+            t0 = clock()
             for _ in range(inner):
                 fn()
-            best[i] = min(best[i], (time.process_time() - t0) / inner)
+            best[i] = min(best[i], (clock() - t0) / inner)
     return [b * 1e3 for b in best]
 
 
@@ -76,7 +92,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--margin", type=float, default=1.0)
-    ap.add_argument("--write", default="")
+    ap.add_argument("--write", default="",
+                    help="file to write; an existing file keeps its other tables (this machine's at this "
+                         "thread count replaced)")
+    ap.add_argument("--threads", type=int, default=1, help="threads of both sides (read before the runtimes load)")
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     classes = []
@@ -90,7 +109,7 @@ def main() -> int:
             a = rng.standard_normal((m, k), dtype=np.float32)
             assert np.allclose(gen(a, b), blas(a, b), rtol=1e-3, atol=1e-2)
             inner = max(1, int(2e7 // (2 * m * k * n)))   # >= ~0.2 ms per timed block
-            with threadpool_limits(1):
+            with threadpool_limits(THREADS):
                 tg, tb = interleaved_best_ms([lambda: gen(a, b), lambda: blas(a, b)], args.reps, inner)
             wins.append((m, tg < args.margin * tb))
             rows.append([m, round(tg, 4), round(tb, 4)])
@@ -98,14 +117,20 @@ def main() -> int:
                   f"  load {os.getloadavg()[0]:.1f}", flush=True)
         classes.append({"k": k, "n": n, "generated_m": ranges(wins), "ms_generated_blas": rows})
     t = host_target()
-    table = {"machine": cpu_model(), "isa": t.isa, "vector_bits": t.vector_bits, "blas": blas.metadata.get("blas"), "threads": 1,
+    table = {"machine": cpu_model(), "isa": t.isa, "vector_bits": t.vector_bits, "blas": blas.metadata.get("blas"), "threads": THREADS,
              "date": datetime.date.today().isoformat(), "load": [round(load0, 1), round(os.getloadavg()[0], 1)],
              "command": "bench/calibrate_dispatch.py " + " ".join(sys.argv[1:]), "classes": classes}
     text = json.dumps(table, indent=1)
     print(text)
     if args.write:
+        tables = []
+        if os.path.exists(args.write):
+            with open(args.write) as f:
+                old = json.load(f)
+            tables = [t for t in (old["tables"] if "tables" in old else [old])
+                      if (t.get("machine"), t.get("threads", 1)) != (table["machine"], THREADS)]
         with open(args.write, "w") as f:
-            f.write(text + "\n")
+            f.write(json.dumps({"tables": [table] + tables}, indent=1) + "\n")
     return 0
 
 

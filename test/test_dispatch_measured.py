@@ -90,3 +90,23 @@ def test_checked_in_table():
     assert select_table(data, "avx512", "another avx512 CPU") == (tables[0], "")
     table, note = select_table(data, "avx2", "an avx2 CPU")
     assert table is None and note.endswith("this host is avx2 (an avx2 CPU): min-flops rule")
+
+
+def test_table_per_thread_count():
+    """Of the tables of one machine, the one measured at the kernels' thread count is taken,
+    else the nearest (fewer on a tie); a table without 'threads' counts as one thread; the
+    machine still comes first."""
+    def t(machine, threads=None):
+        d = {"machine": machine, "isa": "avx512", "classes": []}
+        if threads is not None:
+            d["threads"] = threads
+        return d
+    data = {"tables": [t("X", 2), t("X"), t("X", 4), t("Y", 2)]}
+    tables = data["tables"]
+    assert select_table(data, "avx512", "X", 1) == (tables[1], "")
+    assert select_table(data, "avx512", "X", 2) == (tables[0], "")
+    assert select_table(data, "avx512", "X", 3) == (tables[0], "")
+    assert select_table(data, "avx512", "X", 16) == (tables[2], "")
+    assert select_table(data, "avx512", "Y", 1) == (tables[3], "")
+    assert select_table(data, "avx512", "Z", 2) == (tables[0], "")
+

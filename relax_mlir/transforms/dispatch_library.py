@@ -305,7 +305,8 @@ def dispatch_library(module: ir.Operation, opts) -> None:
             emit_error(module, f"dispatch calibration table {path}: {e}")
             return
         from ..schedules.target import host_target
-        table, note = select_table(data, host_target().isa, cpu_model())
+        from .apply_schedules import num_threads
+        table, note = select_table(data, host_target().isa, cpu_model(), num_threads())
         if table is None:
             module.attributes[NOTE_ATTR] = ir.StringAttr.get(f"{Path(path).name}: {note}")
     tuned = None

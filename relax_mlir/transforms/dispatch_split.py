@@ -98,15 +98,18 @@ def tables_of(data: dict) -> list[dict]:
     return list(data["tables"]) if "tables" in data else [data]
 
 
-def select_table(data: dict, isa: str, machine: str) -> tuple[Optional[dict], str]:
-    """The table of ``data`` for a host of ``isa`` and CPU model ``machine``: one measured on
-    that model (and ISA), else the first measured on that ISA; a table whose ``isa`` is
+def select_table(data: dict, isa: str, machine: str, threads: int = 1) -> tuple[Optional[dict], str]:
+    """The table of ``data`` for a host of ``isa`` and CPU model ``machine`` whose kernels run on
+    ``threads`` threads: among the tables measured on that model (and ISA), else among those
+    measured on that ISA, the one measured at that thread count, else at the nearest (fewer
+    on a tie); a table without ``threads`` was measured on one. A table whose ``isa`` is
     ``"any"`` applies everywhere. (None, why) when none fits."""
     tables = tables_of(data)
     same_isa = [t for t in tables if t.get("isa") in (isa, "any")]
     exact = [t for t in same_isa if t.get("machine") == machine]
     if exact or same_isa:
-        return (exact or same_isa)[0], ""
+        return min(exact or same_isa, key=lambda t: (abs(int(t.get("threads", 1)) - threads),
+                                                     int(t.get("threads", 1)))), ""
     seen = ", ".join(f"{t.get('isa')} ({t.get('machine')})" for t in tables)
     return None, (f"calibration measured on {seen}, this host is {isa} ({machine}): "
                   "min-flops rule")

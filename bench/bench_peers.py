@@ -12,6 +12,14 @@
   (last logits + the KV cache written), eager ``use_cache=True, logits_to_keep=1``, ONNX
   Runtime a graph exported with a dynamic sequence axis that returns the same thing (last
   logits and every layer's keys and values).
+- ``mlp``, ``block``: issue 12's MLP (x: (n, 512), hidden 2048, relu) and transformer block
+  (d=256, 4 heads, ffn 512, causal) at n = 1, 16, 128, 512 (``--sizes``), from
+  ``relax_mlir.frontend.models``: ours is ONE executable with library dispatch on (the
+  default policy, ``$RELAX_MLIR_DISPATCH_POLICY``) and ONE with it off (generated code only,
+  column ``generated``), against eager (``bench_e2e``'s torch functions) and ONNX Runtime (the
+  same function exported with a dynamic n, 1 session); two tables: each of ours over every
+  other column. (numpy is left to ``bench_e2e.py``: interleaved call by call, its OpenBLAS
+  workers spin into the next side's call.)
 
 Every side gets the same threads (``--threads``, default 2: torch's intra-op threads, our
 BLAS threads, ONNX Runtime's ``intra_op_num_threads``; graph optimizations ORT_ENABLE_ALL).
@@ -116,15 +124,16 @@ def mark(v: Optional[float], load: float) -> str:
     return "n/a" if v is None else f"{v:.2f}{'*' if load > 0.5 else ''}"
 
 
-def table(title: str, rows: list[dict], peers: list[str]) -> None:
-    """rows: {'size', 'ours', <peer>: ms or None, 'load', 'err': {side: max abs diff}}."""
+def table(title: str, rows: list[dict], peers: list[str], own: tuple[str, ...] = ()) -> None:
+    """rows: {'size', 'ours', <peer>: ms or None, 'load', 'err': {side: max abs diff}}; ``own``:
+    columns of ours (another configuration), shown but not a candidate for "best peer"."""
     print(title)
     head = ["size", "ours ms"] + [f"{p} ms" for p in peers] + [f"ours/{p}" for p in peers] + ["ours/best peer",
                                                                                             "max abs diff vs eager"]
     print("| " + " | ".join(head) + " |")
     print("|---|" + "---:|" * (len(head) - 1))
     for r in rows:
-        have = [p for p in peers if r.get(p) is not None]
+        have = [p for p in peers if r.get(p) is not None and p not in own]
         best = min(have, key=lambda p: r[p]) if have else None
         cells = [r["size"], mark(r["ours"], r["load"])] + [mark(r.get(p), r["load"]) for p in peers]
         cells += [f"{r['ours'] / r[p]:.2f}x" if r.get(p) is not None else "n/a" for p in peers]
@@ -274,6 +283,77 @@ def prefill_module(hf):
     return Prefill(hf).eval()
 
 
+# -- issue 12's MLP and transformer block -----------------------------------------------------
+
+def bench_small(args, tmp: str, which: str) -> None:
+    import torch
+
+    import relax_mlir
+    from bench_e2e import torch_fns
+    from relax_mlir.frontend import models
+
+    rng = np.random.default_rng(0)
+    ctx = relax_mlir.make_context()
+    _, t_mlp, t_block = torch_fns()
+    if which == "mlp":
+        cfg, name = models.MLPConfig(), "MLP 512-2048-512"
+        module, params, tfn, width = (lambda: models.mlp_module(ctx, cfg)), models.mlp_params(cfg, rng), t_mlp, \
+            cfg.d_in
+    else:
+        cfg, name = models.BlockConfig(), "transformer block d=256 h=4 ffn=512"
+        module, params, tfn, width = (lambda: models.block_module(ctx, cfg)), models.block_params(cfg, rng), \
+            t_block, cfg.d_model
+    t0 = time.perf_counter()
+    ours = relax_mlir.compile(module(), target="cpu")
+    t_on = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    gen = relax_mlir.compile(module(), target="cpu", options={"dispatch": False})
+    t_off = time.perf_counter() - t0
+    policy = os.environ.get("RELAX_MLIR_DISPATCH_POLICY") or "flops"
+    notes = [f"ours: dispatch on (policy {policy}) compiled once in {t_on:.2f} s, dispatch off "
+             f"('generated') in {t_off:.2f} s; each 1 executable for every n"]
+    tparams = [torch.from_numpy(p) for p in params]
+    peers = ["generated", "eager"]
+
+    class Fn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            for i, p in enumerate(tparams):
+                self.register_buffer(f"p{i}", p)
+
+        def forward(self, x):
+            return tfn(x, *[getattr(self, f"p{i}") for i in range(len(tparams))])
+
+    sess = None
+    why = ort_available()
+    if why is None:
+        n = torch.export.Dim("n", min=1, max=4096)
+        sess, export_s = ort_session(Fn().eval(), (torch.ones((8, width)),), {"x": {0: n}}, ["x"],
+                                     os.path.join(tmp, f"{which}.onnx"), args.threads, args.ort_spin)
+        notes.append(f"ORT {ort_version()}: exported once in {export_s:.1f} s (dynamic n), 1 session")
+        peers.append("ORT")
+    else:
+        notes.append(f"ORT skipped: {why}")
+    rows = []
+    for size in args.sizes:
+        x = rng.standard_normal((size, width)).astype(np.float32)
+        tx = torch.from_numpy(x)
+        fns: dict[str, Callable[[], object]] = {
+            "ours": lambda: ours(x, *params), "generated": lambda: gen(x, *params),
+            "eager": lambda: tfn(tx, *tparams)}
+        if sess is not None:
+            fns["ORT"] = lambda: sess.run(None, {"x": x})[0]
+        want = np.asarray(to_numpy(fns["eager"]()))
+        err = {k: float(np.abs(np.asarray(to_numpy(f())) - want).max()) for k, f in fns.items() if k != "eager"}
+        ms, load = interleaved(fns, args.reps)
+        rows.append({"size": f"n={size}", "load": load, "err": err, **ms})
+    print_header(name, args, notes)
+    table("dispatch on ('ours') against each column:", rows, peers, own=("generated",))
+    table("dispatch off ('generated') against each column:",
+          [dict(r, ours=r["generated"], **{"dispatch on": r["ours"]}) for r in rows],
+          ["dispatch on"] + peers[1:], own=("dispatch on",))
+
+
 # -- helpers --------------------------------------------------------------------------------
 
 def to_numpy(x):
@@ -314,7 +394,10 @@ def print_header(name: str, args, notes: list[str]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=["minilm", "llama", "all"], default="all")
+    ap.add_argument("--model", choices=["minilm", "llama", "mlp", "block", "all"], default="all",
+                    help="all: minilm and llama")
+    ap.add_argument("--sizes", type=lambda t: [int(v) for v in t.split(",")], default=[1, 16, 128, 512],
+                    help="n of --model mlp / block (comma-separated)")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-torch-compile", dest="torch_compile", action="store_false",
@@ -345,6 +428,8 @@ def main() -> None:
             bench_minilm(args, tmp)
         if args.model in ("llama", "all"):
             bench_llama(args, tmp)
+        if args.model in ("mlp", "block"):
+            bench_small(args, tmp, args.model)
 
 
 if __name__ == "__main__":

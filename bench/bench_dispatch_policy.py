@@ -12,7 +12,9 @@ its configs); the table gets a column per database.
 
 One thread on both sides (RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread), process CPU
 time, best of ``--rounds`` interleaved rounds (each round times flops then measured), so a
-burst of load from other processes hits both alike. The load average is printed.
+burst of load from other processes hits both alike; ``--threads N``: N threads on both
+sides, wall-clock time (``calibrate_dispatch.py``'s clock; the measured policy then takes the
+calibration table of N threads). The load average is printed.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import os
 import sys
 import time
 
-os.environ["RELAX_MLIR_NUM_THREADS"] = "1"
-os.environ.setdefault("RELAX_BLAS_NUM_THREADS", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# first: sets RELAX_MLIR_NUM_THREADS / RELAX_BLAS_NUM_THREADS from --threads before the runtimes load
+from calibrate_dispatch import THREADS, interleaved_best_ms as best_cpu_ms  # noqa: E402
 
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
@@ -32,7 +35,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import relax_mlir  # noqa: E402
 from relax_mlir.frontend import models  # noqa: E402
-from calibrate_dispatch import interleaved_best_ms as best_cpu_ms  # noqa: E402
 
 POLICIES = ("flops", "measured")
 
@@ -56,6 +58,7 @@ def main() -> int:
     ap.add_argument("--table", default="")
     ap.add_argument("--no-llm", action="store_true")
     ap.add_argument("--tuning-db", action="append", default=[], help="a `relax-mlir tune` database (repeatable)")
+    ap.add_argument("--threads", type=int, default=1, help="threads of both sides (read before the runtimes load)")
     args = ap.parse_args()
     if args.table:
         os.environ["RELAX_MLIR_DISPATCH_TABLE"] = args.table
@@ -67,7 +70,7 @@ def main() -> int:
     exes = [with_policy(p, lambda: relax_mlir.compile(src)) for p in POLICIES]
     exes += [relax_mlir.compile(src, tuning_db=db) for db in args.tuning_db]
     rows = []
-    with threadpool_limits(1):
+    with threadpool_limits(THREADS):
         for n in (1, 16, 128, 512):
             x = rng.standard_normal((n, cfg.d_in)).astype(np.float32)
             a = [x, *params]
@@ -104,7 +107,8 @@ def main() -> int:
             rows.append(("Llama prefill 16 + decode 16", *best_cpu_ms([decode(lm) for lm in lms], args.rounds, 1),
                          *pad))
     l1 = os.getloadavg()
-    print(f"load average {l0[0]:.2f} -> {l1[0]:.2f}; 1 thread, CPU ms, best of {args.rounds} interleaved rounds; "
+    print(f"load average {l0[0]:.2f} -> {l1[0]:.2f}; "
+          f"{'1 thread, CPU ms' if THREADS == 1 else f'{THREADS} threads, wall ms'}, best of {args.rounds} interleaved rounds; "
           f"BLAS {exes[0].metadata.get('blas')}; table {os.environ.get('RELAX_MLIR_DISPATCH_TABLE', 'checked-in')}")
     dbs = [os.path.basename(db) for db in args.tuning_db]
     print("| case | flops (default) ms | measured ms | measured/flops |"

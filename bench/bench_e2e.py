@@ -6,6 +6,8 @@ one run. Prints milliseconds (median of repeated runs) and ratios to PyTorch.
     .venv/bin/python bench/bench_e2e.py --quick    # fewer repetitions
     .venv/bin/python bench/bench_e2e.py --no-dispatch   # generated code only (no BLAS)
     .venv/bin/python bench/bench_e2e.py --passes   # plus a table with each pass switched off
+    .venv/bin/python bench/bench_e2e.py --compile-profile [--no-dispatch]
+        # compile only: seconds per stage and per pass (MLIR's pass timing), no run
 
 Timings on a shared 2-core machine are noisy: the load average is printed with every
 table and a figure taken with load > 0.5 is marked with '*'.
@@ -15,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -105,8 +109,15 @@ def main() -> int:
                     help="also time each pass switched off (fusion, dispatch, plan_memory)")
     ap.add_argument("--no-dispatch", action="store_true",
                     help="generated code only: library dispatch off (issue 12's configuration)")
+    ap.add_argument("--compile-profile", action="store_true",
+                    help="compile the MLP and the block once each and print where the time goes; no run")
+    ap.add_argument("--top", type=int, default=12, help="--compile-profile: passes listed per model")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="--compile-profile: compile each model this many times, print the best of each figure")
     args = ap.parse_args()
     opts = {"dispatch": False} if args.no_dispatch else None
+    if args.compile_profile:
+        return compile_profile(opts, args.top, args.repeat)
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     reps = 3 if args.quick else 10
     rng = np.random.default_rng(0)
@@ -142,6 +153,85 @@ def main() -> int:
         print(f"| {name} | {n} | {trm:.3f}{mark} | {tnp:.3f} | {pt} | {ratio} | {trm / tnp:.2f}x | {err:.1e} |")
     if args.passes:
         pass_table(ctx, rng, mcfg, bcfg, reps)
+    return 0
+
+
+_TIMING_ROW = re.compile(r"^\s*([0-9.]+) \(\s*[0-9.]+%\)(\s+)(.*\S)\s*$")
+
+
+def _pass_times(report: str) -> list[tuple[str, float]]:
+    """(pass, seconds) from MLIR's pass timing reports (one per stage, in order; nested
+    passes as 'anchor/pass'); the reports' 'Rest' and 'Total' rows are left out."""
+    out: list[tuple[str, float]] = []
+    stack: list[tuple[int, str]] = []
+    for line in report.splitlines():
+        m = _TIMING_ROW.match(line)
+        if not m:
+            continue
+        secs, name = float(m.group(1)), m.group(3)
+        depth = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        if name == "Total" or name.startswith("(A)"):
+            continue
+        if name.endswith(" Pipeline"):   # 'func.func' Pipeline: its passes follow, indented
+            stack.append((depth, name[:-len(" Pipeline")].strip("'")))
+            continue
+        out.append(("/".join([s for _, s in stack] + [name]), secs))
+    return out
+
+
+def compile_profile(opts, top: int, repeat: int = 1) -> int:
+    """Compile the MLP and the block (fresh context each, in this process, MLP first as the
+    main table does) with MLIR's pass timing on, and print seconds per phase and the
+    slowest passes (all stages together; a pass run twice is summed). With ``repeat`` the
+    two are compiled that many times in turn and each figure is the best of its runs
+    (the first compile of a process also pays one-time costs: imports, library loading)."""
+    l0 = load()
+    rows = []
+    builds = [("MLP", lambda c: models.mlp_module(c, models.MLPConfig())),
+              ("block", lambda c: models.block_module(c, models.BlockConfig()))]
+    for name, build in builds * max(1, repeat):
+        ctx = relax_mlir.make_context()
+        t0 = time.perf_counter()
+        module = build(ctx)
+        t_build = time.perf_counter() - t0
+        with tempfile.TemporaryFile(mode="w+") as err:   # MLIR prints its reports on fd 2
+            sys.stderr.flush()
+            saved = os.dup(2)
+            os.dup2(err.fileno(), 2)
+            try:
+                t0 = time.perf_counter()
+                exe = relax_mlir.compile(module, target="cpu",
+                                         options={**(opts or {}), "timing": True})
+                total = time.perf_counter() - t0
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+            err.seek(0)
+            report = err.read()
+        rows.append((name, t_build, total, exe.compile_phases, _pass_times(report)))
+    print(f"compile profile ({'dispatch off' if opts else 'default options'}"
+          f"{f', best of {repeat}' if repeat > 1 else ''}); load average {l0:.2f} -> {load():.2f}")
+    for name, _ in builds:
+        runs = [r for r in rows if r[0] == name]
+        t_build, total = min(r[1] for r in runs), min(r[2] for r in runs)
+        phases = {ph: min(r[3][ph] for r in runs) for ph in runs[0][3]}
+        per_run = []
+        for r in runs:
+            summed: dict[str, float] = {}
+            for p, s in r[4]:
+                summed[p] = summed.get(p, 0.0) + s
+            per_run.append(summed)
+        passes = [(p, min(d.get(p, 0.0) for d in per_run)) for p in per_run[0]]
+        print(f"\n{name}: compile {total:.2f} s (building the module: {t_build:.2f} s, not counted)")
+        print("| phase | s |\n|---|---:|")
+        for ph, s in phases.items():
+            print(f"| {ph} | {s:.3f} |")
+        summed = dict(passes)
+        print(f"\n| pass (slowest {top}; all: {sum(summed.values()):.2f} s) | s |\n|---|---:|")
+        for p, s in sorted(summed.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"| {p} | {s:.3f} |")
     return 0
 
 

@@ -29,6 +29,8 @@ bug of a pass raises :class:`InternalCompilerError`.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import time
 from dataclasses import dataclass, field, fields, replace
@@ -59,7 +61,12 @@ class CompileOptions:
     ``start_after``: the stage the input already went through. ``tuning_db``: a tuning
     database (``relax-mlir tune``) whose configs relax-apply-schedules uses for the kernels
     it holds (the default schedules for the others), and whose dispatch decisions (BLAS or
-    generated code per size) relax-dispatch-library follows (its policy for the others)."""
+    generated code per size) relax-dispatch-library follows (its policy for the others).
+    ``timing``: print MLIR's pass timing report of each stage to stderr (as ``relax-opt
+    --mlir-timing``; relax passes included). Whatever it is, ``exe.compile_phases`` holds
+    the seconds of each stage and of the runtime's construction (for the cpu target:
+    ``jit-optimize``, LLVM translation + optimization, and ``jit-codegen``, machine code
+    for the whole module on the first symbol lookup)."""
 
     target: str = "cpu"
     pipeline_options: dict = field(default_factory=dict)
@@ -71,6 +78,7 @@ class CompileOptions:
     pipeline: Optional[str] = None
     start_after: Optional[str] = None
     tuning_db: Optional[str] = None
+    timing: bool = False
 
     @staticmethod
     def of(options: Union[None, dict, "CompileOptions"]) -> "CompileOptions":
@@ -164,6 +172,7 @@ def _jit_runtime(module, metadata: dict, libraries: list[str], options: CompileO
     from .runtime.executable import Executable, runtime_libraries
 
     from .transforms.apply_schedules import openmp_libraries
+    t0 = time.perf_counter()
     try:
         engine = ExecutionEngine(module, opt_level=options.opt_level,
                                  shared_libs=runtime_libraries() + list(libraries)
@@ -171,8 +180,11 @@ def _jit_runtime(module, metadata: dict, libraries: list[str], options: CompileO
         engine.initialize()
     except RuntimeError as e:
         raise CompileError(f"the JIT could not build the module: {e}") from None
+    t1 = time.perf_counter()
+    # the engine's first symbol lookup (in Executable) makes the machine code of the whole module
     exe = Executable(EngineResolver(engine, module.context, module), metadata, 0.0, libraries,
                      llvm_dialect=lambda: _strip_relax_attributes(module))
+    exe.compile_phases = {"jit-optimize": t1 - t0, "jit-codegen": time.perf_counter() - t1}
     return exe
 
 
@@ -288,10 +300,36 @@ def _dump(directory: str, k: int, stage: str, module) -> None:
         f.write(str(module))
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """Python's cyclic garbage collector off for the duration (on again after, if it was on).
+    A compile makes hundreds of thousands of short-lived Python objects (MLIR op, value and
+    attribute wrappers), almost none in cycles; the collector walked them at every young
+    pass and the whole heap (sympy's caches, torch when imported: 0.19 s a full pass) at
+    every old one: 4-7 % of a transformer-block compile's CPU samples (perf). The young
+    generations are collected first (~2 ms): an Executable dropped since the last compile
+    sits there in a cycle with its engine, and left for the rare full collection, 40
+    compiles in a loop grew RSS by 21 MB (test_compile_in_a_loop_reaches_flat_rss)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.collect(1)
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def compile(src, target: Optional[str] = None, libraries=None,
             options: Union[None, dict, CompileOptions] = None, tuning_db: Optional[str] = None):
     """Compile relax IR once for ``target``; returns an Executable (see the module docstring).
     ``tuning_db``: as :attr:`CompileOptions.tuning_db`."""
+    with _gc_paused():
+        return _compile(src, target, libraries, options, tuning_db)
+
+
+def _compile(src, target, libraries, options, tuning_db):
     from mlir import ir
 
     from . import transforms  # noqa: F401  (registers passes and pipelines)
@@ -339,7 +377,9 @@ def compile(src, target: Optional[str] = None, libraries=None,
         if opts.dump_ir:
             _dump(opts.dump_ir, 0, "input", module)
         metadata = None
+        phases: dict[str, float] = {"prepare": time.perf_counter() - t0}
         for k, (stage, passes) in enumerate(stages, 1):
+            ts = time.perf_counter()
             if stage == "codegen":   # read before codegen: relax-strip-attributes drops them
                 metadata = host_metadata(module.operation, tgt.name)
                 names_needed = module_libraries(module.operation)
@@ -349,17 +389,21 @@ def compile(src, target: Optional[str] = None, libraries=None,
                                        "on a lowered module)")
             pipeline = passes[0] if stage == "custom" else "builtin.module(" + ", ".join(passes) + ")"
             try:
-                run_pipeline(module, pipeline)
+                run_pipeline(module, pipeline, timing=opts.timing, verify_each=False)
             except ir.MLIRError as e:
                 _raise_mlir(e, f"stage '{stage}'")
             except PipelineError as e:
                 raise CompileError(f"stage '{stage}': {e}") from None
             if opts.dump_ir:
                 _dump(opts.dump_ir, k, stage, module)
+            phases[stage] = time.perf_counter() - ts
         libs = tgt.libraries() + user_libs + library_paths(names_needed)
     meta_json = metadata.to_json()
     meta_json.update(library_metadata(names_needed))
+    ts = time.perf_counter()
     exe = tgt.runtime(module, meta_json, libs, opts)
+    runtime_phases = getattr(exe, "compile_phases", None) or {"runtime": time.perf_counter() - ts}
+    exe.compile_phases = {**phases, **runtime_phases}
     exe.compile_options = opts
     exe.compile_time_s = time.perf_counter() - t0
     exe.metadata["compile_time_s"] = exe.compile_time_s

@@ -229,3 +229,41 @@ def test_arith_and_python_emitters_agree(text):
             folded = ir.IntegerAttr(ret.operands[0].owner.attributes["value"]).value
         assert folded == eval(code, {"__builtins__": {"min": min, "max": max}}, {"n": n, "m": m}), (text, n, m)
         assert set(checks) <= {"division", "overflow"}
+
+
+def test_compile_phases_and_pass_timing(capfd):
+    """exe.compile_phases: seconds of each stage and of the JIT's two halves; timing=True
+    adds MLIR's pass timing report of each stage (relax passes named) on stderr."""
+    exe = relax_mlir.compile(SRC)
+    assert list(exe.compile_phases) == ["prepare", "graph", "host", "codegen", "jit-optimize", "jit-codegen"]
+    assert all(v >= 0 for v in exe.compile_phases.values())
+    assert capfd.readouterr().err.count("Execution time report") == 0
+    exe = relax_mlir.compile(SRC, options={"timing": True})
+    err = capfd.readouterr().err
+    assert err.count("Execution time report") == 3
+    assert "relax-infer-shapes" in err and "relax-lower-host" in err and "relax-strip-attributes" in err
+    x, y = rnd(3, 4), rnd(3, 4)
+    np.testing.assert_allclose(exe(x, y), (x + y) * y, rtol=1e-6)
+
+
+def test_invalid_ir_from_a_relax_pass_is_an_internal_error(monkeypatch):
+    """compile() verifies after each relax pass (not after every upstream one): a pass that
+    leaves invalid IR is reported as a bug in that pass, not passed on to the next one."""
+    from mlir import ir
+
+    from relax_mlir.compiler import InternalCompilerError
+    from relax_mlir.transforms.registry import PASSES
+
+    info = PASSES["relax-dce"]
+
+    def breaks(module, opts):   # a func.return with the wrong operand count
+        for f in module.regions[0].blocks[0].operations:
+            ret = list(f.regions[0].blocks[0].operations)[-1]
+            with ir.InsertionPoint(ret), ret.location:
+                ir.Operation.create("func.return", operands=[])
+            ret.erase()
+            return
+
+    monkeypatch.setattr(info, "run", breaks)
+    with pytest.raises(InternalCompilerError, match="relax-dce"):
+        relax_mlir.compile(SRC)

@@ -117,6 +117,19 @@ def _default_text(v: Any) -> str:
     return repr(v) if isinstance(v, str) else str(v)
 
 
+def _python_namespace() -> None:
+    """Let the MLIR bindings find a Python module for the relax namespace (see
+    :mod:`relax_mlir.dialects._python.relax`)."""
+    from mlir._mlir_libs import _mlir
+
+    prefix = __name__.rsplit(".", 1)[0] + "._python"
+    if prefix not in _mlir.globals.dialect_search_modules:
+        _mlir.globals.append_dialect_search_prefix(prefix)
+
+
+_python_namespace()
+
+
 def load_into(context: ir.Context) -> None:
     """Register the relax dialect (from its IRDL) in ``context``."""
     from mlir.dialects import irdl

@@ -85,16 +85,12 @@ def _hoist_once(root: ir.Operation) -> int:
     moved = 0
     allocs: list[ir.Operation] = []
 
-    def collect(op: ir.Operation):
-        for region in op.regions:
-            for block in region.blocks:
-                for o in block.operations:
-                    o = o.operation
-                    if o.name == "memref.alloc":
-                        allocs.append(o)
-                    collect(o)
+    def visit(op: ir.Operation):
+        if op.name == "memref.alloc":
+            allocs.append(op)
+        return ir.WalkResult.ADVANCE
 
-    collect(root)
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)   # nested ops, pre-order; root is no alloc
     for a in allocs:
         loop = a.parent
         if loop is None:

@@ -1,0 +1,1 @@
+"""Python modules the MLIR bindings import for dialects of ours (see :mod:`.relax`)."""

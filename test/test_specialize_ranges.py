@@ -63,18 +63,18 @@ def test_host_gemv_rows():
     assert config_for(host_target()).gemv_rows == 3
 
 
-@pytest.mark.parametrize("kn", [(96, 256), (50, 200), (3, 5), (512, 2048), ("k", "n")])
+@pytest.mark.parametrize("kn", [(96, 256), (50, 200), (77, 1000), (3, 5), (512, 2048), ("k", "n")])
 def test_matmul_variants(kn):
-    """Static, odd (peeled K and N remainders in both variants), smaller than one GEMV tile
-    (K < 8 rows, N < 16 columns), the decode shapes, and fully symbolic (the LLM's symbolic
-    N): every M through one executable."""
+    """Static, odd (peeled K remainders, N's last N mod 64 columns split off, in every
+    variant), smaller than one GEMV tile (K < 8 rows, N < 16 columns), the decode shapes,
+    and fully symbolic (the LLM's symbolic N): every M through one executable."""
     K, N = kn
     src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
                   [("r", ["m", N])])
-    # N a multiple of the 64-column register tile (256, 2048): M >= 40 gets a variant of its
-    # own that packs B; so does a symbolic N, its symbolic K in full packed blocks of 512 and
-    # a partial block on B in place. N = 200 (a column remainder) and N = 5 are not packed.
-    packed = kn in ((96, 256), (512, 2048), ("k", "n"))
+    # N wider than two 64-column register tiles: M >= 40 gets a variant of its own that packs
+    # B (all but the split-off N mod 64 columns); so does a symbolic N, its symbolic K in full
+    # packed blocks of 512 and a partial block on B in place. N = 5 is not packed.
+    packed = kn != (3, 5)
     want = {"m0_3": "gemv", "m4_16": "matmul", "m17_39": "matmul", "m40": "matmul"} if packed else \
         {"m0_3": "gemv", "m4_16": "matmul", "m17": "matmul"}
     assert variant_schedules(src) == want

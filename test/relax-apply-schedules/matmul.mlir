@@ -229,3 +229,30 @@ func.func private @bmm_packed(%a: tensor<8x?x512xf32>, %b: tensor<8x512x512xf32>
   %1 = linalg.batch_matmul ins(%a, %b : tensor<8x?x512xf32>, tensor<8x512x512xf32>) outs(%0 : tensor<8x?x512xf32>) -> tensor<8x?x512xf32>
   return %1 : tensor<8x?x512xf32>
 }
+
+// A static N that is no multiple of the 64-column register tile (1000 = 960 + 40): the
+// matmul is split (structured.split) at column 960; the first 960 columns get the usual
+// schedule (15 panels of 64 columns), the last 40 register tiles of exactly 32, then 8
+// columns (whole registers, then the partial one) over all of K, no 1-column tiles.
+// CHECK-LABEL: func.func private @mm_split
+// CHECK-SAME: relax.schedule = "matmul"
+// CHECK: scf.forall (%{{.*}}) in (15) shared_outs(%{{.*}}) -> (tensor<?x960xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<6x64xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<1x64xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [%{{.*}}, 960] [1, 1] : tensor<?x960xf32> into tensor<?x1000xf32>
+// CHECK: tensor.extract_slice %arg1[0, 960] [512, 40] [1, 1] : tensor<512x1000xf32> to tensor<512x40xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x32xf32>)
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<1x32xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x8xf32>)
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<8xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<1x8xf32>)
+// CHECK-NOT: -> (vector<1x1xf32>)
+// CHECK: return
+func.func private @mm_split(%a: tensor<?x512xf32>, %b: tensor<512x1000xf32>, %c: tensor<?x1000xf32>) -> tensor<?x1000xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x1000xf32>) -> tensor<?x1000xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x1000xf32>) outs(%0 : tensor<?x1000xf32>) -> tensor<?x1000xf32>
+  return %1 : tensor<?x1000xf32>
+}

@@ -63,19 +63,19 @@ def test_host_gemv_rows():
     assert config_for(host_target()).gemv_rows == 3
 
 
-@pytest.mark.parametrize("kn", [(96, 256), (50, 200), (3, 5), (512, 2048), ("k", "n")])
+@pytest.mark.parametrize("kn", [(96, 256), (50, 200), (77, 1000), (3, 5), (512, 2048), ("k", "n")])
 def test_matmul_variants(kn):
-    """Static, odd (peeled K and N remainders in both variants), smaller than one GEMV tile
-    (K < 8 rows, N < 16 columns), the decode shapes, and fully symbolic (the LLM's symbolic
-    N): every M through one executable."""
+    """Static, odd (peeled K remainders, N's last N mod 64 columns split off, in every
+    variant), smaller than one GEMV tile (K < 8 rows, N < 16 columns), the decode shapes,
+    and fully symbolic (the LLM's symbolic N): every M through one executable."""
     K, N = kn
     src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
                   [("r", ["m", N])])
-    # N = 2048: B's rows 8 KB apart, so M >= 128 gets a variant of its own that packs B; so
-    # does a symbolic N (its stride unknown), its symbolic K in full packed blocks of 512 and
-    # a partial block on B in place.
-    packed = kn in ((512, 2048), ("k", "n"))
-    want = {"m0_3": "gemv", "m4_16": "matmul", "m17_127": "matmul", "m128": "matmul"} if packed else \
+    # N wider than two 64-column register tiles: M >= 40 gets a variant of its own that packs
+    # B (all but the split-off N mod 64 columns); so does a symbolic N, its symbolic K in full
+    # packed blocks of 512 and a partial block on B in place. N = 5 is not packed.
+    packed = kn != (3, 5)
+    want = {"m0_3": "gemv", "m4_16": "matmul", "m17_39": "matmul", "m40": "matmul"} if packed else \
         {"m0_3": "gemv", "m4_16": "matmul", "m17": "matmul"}
     assert variant_schedules(src) == want
     exe = compile_scheduled(src)
@@ -87,10 +87,11 @@ def test_matmul_variants(kn):
     assert body.count("llvm.call @" + kernel + "__m") == len(want)
     assert "malloc" not in body and "memcpy" not in body  # the result is the output argument: no copy
     k, n = (K, N) if isinstance(K, int) else (37, 129)
-    for i, m in enumerate(MS + [0] + ([128, 131, 6 * 43] if packed else [])):
+    for i, m in enumerate(MS + [0] + ([39, 40, 41, 128, 131, 6 * 43] if packed else [])):
         if not isinstance(K, int):
             k, n = [(37, 129), (8, 64), (513, 7), (1, 1), (64, 200), (9, 65), (130, 17), (16, 3), (70, 300), (5, 5),
-                    (1024, 130), (700, 64), (13, 2048)][i]
+                    (1024, 130), (700, 64), (13, 2048), (512, 128), (1100, 70), (3, 1), (1024, 130), (700, 64),
+                    (13, 2048)][i]
         a, b = f32(m, k), f32(k, n)
         got = exe(a, b)
         assert got.shape == (m, n)
@@ -99,10 +100,10 @@ def test_matmul_variants(kn):
 
 @pytest.mark.parametrize("kn", [(96, 320), (512, 1024)])
 def test_fused_epilogue_variants(kn):
-    """matmul + bias + relu in one kernel: every variant keeps the epilogue (N = 1024: B's
-    rows 4 KB apart, a third variant packs B for M >= 128)."""
+    """matmul + bias + relu in one kernel: every variant keeps the epilogue (N a multiple of
+    the 64-column register tile: a fourth variant packs B for M >= 40)."""
     K, N = kn
-    packed = N == 1024
+    packed = True
     X, Y = ["m", K], ["m", N]
     src = program([("x", X), ("w", [K, N]), ("b", [N])],
                   [op("p", "matmul", [("x", X), ("w", [K, N])], Y), op("q", "add", [("p", Y), ("b", [N])], Y),
@@ -110,24 +111,25 @@ def test_fused_epilogue_variants(kn):
                   [("r", Y)])
     want = {"m0_3": "gemv+elementwise", "m4_16": "matmul+elementwise", "m17": "matmul+elementwise"}
     if packed:
-        want = {"m0_3": "gemv+elementwise", "m4_16": "matmul+elementwise", "m17_127": "matmul+elementwise",
-                "m128": "matmul+elementwise"}
+        want = {"m0_3": "gemv+elementwise", "m4_16": "matmul+elementwise", "m17_39": "matmul+elementwise",
+                "m40": "matmul+elementwise"}
     assert variant_schedules(src) == want
     exe = compile_scheduled(src)
     assert [len(v) for v in kernel_variants(exe).values()] == [len(want)]
-    for m in MS + ([128, 131] if packed else []):
+    for m in MS + ([39, 40, 131] if packed else []):
         x, w, b = f32(m, K), f32(K, N), f32(N)
         np.testing.assert_allclose(exe(x, w, b), np.maximum(x.astype(np.float64) @ w + b, 0), rtol=1e-4, atol=1e-4)
 
 
 def test_batch_matmul_variants():
-    """Attention's products at decode (one query row) and prefill: M is dim 1 of A."""
+    """Attention's products at decode (one query row) and prefill: M is dim 1 of A; from
+    M = 40 B is packed (N symbolic)."""
     A, B, Y = [4, "m", 64], [4, 64, "n"], [4, "m", "n"]
     src = program([("a", A), ("b", B)], [op("r", "matmul", [("a", A), ("b", B)], Y)], [("r", Y)])
-    assert variant_schedules(src) == {"m0_3": "batch_gemv", "m4": "batch_matmul"}
+    assert variant_schedules(src) == {"m0_3": "batch_gemv", "m4_39": "batch_matmul", "m40": "batch_matmul"}
     exe = compile_scheduled(src)
-    assert [len(v) for v in kernel_variants(exe).values()] == [2]
-    for m, n in zip(MS, [130, 1, 64, 65, 7, 200, 33, 128, 17]):
+    assert [len(v) for v in kernel_variants(exe).values()] == [3]
+    for m, n in zip(MS + [39, 40, 131], [130, 1, 64, 65, 7, 200, 33, 128, 17, 64, 300, 1]):
         a, b = f32(4, m, 64), f32(4, 64, n)
         np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
 
@@ -144,19 +146,19 @@ def test_schedules_off_has_no_variants():
 
 def test_gemv_threads(monkeypatch):
     """RELAX_MLIR_NUM_THREADS=2: a large GEMV variant splits N over the threads (one
-    omp.parallel more than the tiled variants': small M, then 6-row tiles, and with a
-    symbolic N the packed large-M one), a small one does not."""
+    omp.parallel more than the tiled variants': small M, 6-row tiles and the packed large-M
+    one), a small one does not."""
     from relax_mlir.transforms.apply_schedules import openmp_library
     if not openmp_library():
         pytest.skip("no OpenMP runtime (libiomp5) in this environment")
     monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
-    for (K, N), regions in (((512, "n"), 4), ((64, 512), 2)):
+    for (K, N), regions in (((512, "n"), 4), ((64, 512), 3)):
         src = program([("a", ["m", K]), ("b", [K, N])],
                       [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])], [("r", ["m", N])])
         exe = compile_scheduled(src)
         assert exe.llvm_dialect_text().count("omp.parallel") == regions
         n = 300 if N == "n" else N
-        for m in (1, 3, 4, 17):
+        for m in (1, 3, 4, 17, 41):
             a, b = f32(m, K), f32(K, n)
             np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
 

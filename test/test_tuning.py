@@ -180,10 +180,11 @@ def test_bounded_search_records_and_compile_uses_it(tmp_path, monkeypatch):
 
     seen = _applied_configs(monkeypatch)
     exe = relax_mlir.compile(SMALL, options=OPTIONS, tuning_db=db)
-    # relax-specialize-ranges split the kernel into its GEMV (M <= 3), small-M (M <= 16) and
-    # tiled variants, all looked up as the kernel the tuner measured; the dispatcher is not scheduled.
+    # relax-specialize-ranges split the kernel into its GEMV (M <= 3), small-M (M <= 16),
+    # tiled and packed (M >= 40) variants, all looked up as the kernel the tuner measured; the
+    # dispatcher is not scheduled.
     assert seen == [("gemv+elementwise", rec.config), ("matmul+elementwise", rec.config),
-                    ("matmul+elementwise", rec.config), (None, None)]
+                    ("matmul+elementwise", rec.config), ("matmul+elementwise", rec.config), (None, None)]
     _check_numerics(exe)
 
     # A hand-written record: the compile applies exactly these knob values.
@@ -193,7 +194,7 @@ def test_bounded_search_records_and_compile_uses_it(tmp_path, monkeypatch):
     seen.clear()
     exe = relax_mlir.compile(SMALL, options=relax_mlir.CompileOptions(pipeline_options=OPTIONS, tuning_db=db))
     assert seen == [("gemv+elementwise", CONFIG), ("matmul+elementwise", CONFIG), ("matmul+elementwise", CONFIG),
-                    (None, None)]
+                    ("matmul+elementwise", CONFIG), (None, None)]
     _check_numerics(exe)
 
 

@@ -11,7 +11,8 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   ``MatmulConfig.gemv_rows``: static, or the range of a relax-specialize-ranges variant;
   4-row register tiles up to ``MatmulConfig.small_max_m`` rows (likewise; 6 above);
   B packed per K block when M is at least ``MatmulConfig.pack_min_m`` (likewise) and
-  B's rows are a multiple of 4 KB apart or N is symbolic (:func:`.matmul.packs_b`);
+  N is a multiple of the register tile's columns wider than one tile, or symbolic
+  (:func:`.matmul.packs_b`; batch matmuls alike);
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
   vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
 * ``contraction``: a fill + multiply-accumulate ``linalg.generic`` that is no named matmul

@@ -3,9 +3,9 @@
 A matmul kernel with a symbolic row count M (``linalg.matmul``, or the M of a
 ``linalg.batch_matmul``) is served best by different schedules at different M: the
 decode GEMV (M == 1) and a few rows want no register blocking along M (each row streams
-B once), small M (up to 16) 4-row register tiles, larger M 6-row ones, and large M (a B
-whose rows are 4 KB apart, or a symbolic N) a packed copy of B. Relax compiles one executable for
-every shape, so the choice is made at run time: the pass clones the kernel into one
+B once), small M (up to 16) 4-row register tiles, larger M 6-row ones, and large M (from
+40, N a multiple of the register tile's columns or symbolic) a packed copy of B. Relax
+compiles one executable for every shape, so the choice is made at run time: the pass clones the kernel into one
 variant per range of M, tags each with its range (``relax.range = {m_min, m_max}``,
 ``m_max`` absent when unbounded) for :func:`relax_mlir.schedules.select`, and turns the
 original kernel (same name, same signature: callers are unchanged) into a dispatcher

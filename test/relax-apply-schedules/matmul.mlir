@@ -49,12 +49,12 @@ func.func private @mm(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c: tenso
   return %1 : tensor<?x2048xf32>
 }
 
-// Large M (a relax-specialize-ranges variant for M >= 128) with B's rows 8 KB apart: B is
-// packed the BLAS way. Per K block (here all 512 rows) the panel's B is copied once, by a
-// vectorized loop of 8x64 transfers, into 64-column micro-panels (4 x 512 x 64, each
-// contiguous); the column tiles then run outside the row tiles, so each micro-panel serves
-// every 6-row register tile in turn (the 6x64 accumulator, 6 broadcasts and 6 FMAs of a
-// 64-wide packed row per k step). The 1-row remainder reads B in place.
+// Large M (a relax-specialize-ranges variant for M >= 40): B is packed the BLAS way. Per
+// K block (here all 512 rows) the panel's B is copied once, by a vectorized loop of 8x64
+// transfers, into 64-column micro-panels (4 x 512 x 64, each contiguous); the column tiles
+// then run outside the row tiles, so each micro-panel serves every 6-row register tile in
+// turn (the 6x64 accumulator, 6 broadcasts and 6 FMAs of a 64-wide packed row per k step),
+// and then the M mod 6 remainder rows, one at a time on the same packed micro-panel.
 // CHECK-LABEL: func.func private @mm_packed
 // CHECK-SAME: relax.schedule = "matmul"
 // CHECK: scf.forall (%{{.*}}) in (8) shared_outs
@@ -66,14 +66,16 @@ func.func private @mm(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c: tenso
 // CHECK: vector.transfer_write {{.*}} : vector<8x64xf32>, tensor<512x64xf32>
 // CHECK: tensor.insert_slice {{.*}} [1, 512, 64] [1, 1, 1] : tensor<512x64xf32> into tensor<4x512x64xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK: %[[MP:.*]] = tensor.extract_slice %[[P]][{{.*}}, 0, 0] [1, 512, 64] [1, 1, 1] : tensor<4x512x64xf32> to tensor<512x64xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
-// CHECK: tensor.extract_slice %[[P]][{{.*}}, 0, 0] [1, 512, 64] [1, 1, 1] : tensor<4x512x64xf32> to tensor<512x64xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
+// CHECK: scf.for %[[K6:.*]] = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
+// CHECK: tensor.extract_slice %[[MP]][%[[K6]], 0] [1, 64] [1, 1] : tensor<512x64xf32> to tensor<1x64xf32>
 // CHECK: vector.transfer_read {{.*}} : tensor<6x1xf32>, vector<6x1xf32>
 // CHECK: vector.transfer_read {{.*}} : tensor<1x64xf32>, vector<1x64xf32>
 // CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
-// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<1x64xf32>)
+// CHECK: scf.for %[[K1:.*]] = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<1x64xf32>)
+// CHECK: tensor.extract_slice %[[MP]][%[[K1]], 0] [1, 64] [1, 1] : tensor<512x64xf32> to tensor<1x64xf32>
 // CHECK: vector.fma {{.*}} : vector<64xf32>
 func.func private @mm_packed(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c: tensor<?x2048xf32>) -> tensor<?x2048xf32>
     attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.range = {m_min = 128 : i64}} {
@@ -83,13 +85,18 @@ func.func private @mm_packed(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>, %c
   return %1 : tensor<?x2048xf32>
 }
 
-// The same range with B's rows 2 KB apart (N = 512): no packing (the copy measured slower).
-// CHECK-LABEL: func.func private @mm_not_packed
-// CHECK-NOT: tensor.empty
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// The same range with B's rows 2 KB apart (N = 512, K = 2048): packed as well, per K block
+// of 512 rows (four blocks, each packed once into 4 x 512 x 64 micro-panels).
+// CHECK-LABEL: func.func private @mm_packed_n512
+// CHECK: scf.forall (%{{.*}}) in (2) shared_outs
+// CHECK: scf.for %{{.*}} = %c0 to %c2048 step %c512
+// CHECK: tensor.empty() : tensor<4x512x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
 // CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
 // CHECK: iter_args({{.*}}) -> (vector<6x64xf32>)
-func.func private @mm_not_packed(%a: tensor<?x2048xf32>, %b: tensor<2048x512xf32>, %c: tensor<?x512xf32>) -> tensor<?x512xf32>
+// CHECK: iter_args({{.*}}) -> (vector<1x64xf32>)
+func.func private @mm_packed_n512(%a: tensor<?x2048xf32>, %b: tensor<2048x512xf32>, %c: tensor<?x512xf32>) -> tensor<?x512xf32>
     attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.range = {m_min = 128 : i64}} {
   %cst = arith.constant 0.0 : f32
   %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x512xf32>) -> tensor<?x512xf32>
@@ -99,8 +106,9 @@ func.func private @mm_not_packed(%a: tensor<?x2048xf32>, %b: tensor<2048x512xf32
 
 // Large M with N and K symbolic: B is packed as well (its row stride is unknown at compile
 // time). K is split into full blocks of 512 (peeled: static 512 x 64 micro-panels, packed
-// as above) and the last, partial block, which reads B in place with the unpacked tiles
-// (6 x 64 and 1 x 256). The symbolic column remainder runs 1-column tiles.
+// as above, read by the 6-row tiles and the remainder rows) and the last, partial block,
+// which reads B in place with the unpacked tiles (6 x 64 and 1 x 64). The symbolic column
+// remainder runs 1-column tiles.
 // CHECK-LABEL: func.func private @mm_dyn_packed
 // CHECK-SAME: relax.schedule = "matmul"
 // CHECK: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs
@@ -112,12 +120,13 @@ func.func private @mm_not_packed(%a: tensor<?x2048xf32>, %b: tensor<2048x512xf32
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
 // CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<1x64xf32>)
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x1xf32>)
 // CHECK: scf.for %[[KB:.*]] = %{{.*}} to %{{.*}} step %c512
 // CHECK-NOT: tensor.empty
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
 // CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
-// CHECK: iter_args({{.*}}) -> (vector<1x256xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<1x64xf32>)
 // CHECK: return
 func.func private @mm_dyn_packed(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32>
     attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.range = {m_min = 128 : i64}} {
@@ -194,4 +203,56 @@ func.func private @bmm(%a: tensor<4x?x?xf32>, %b: tensor<4x?x64xf32>, %c: tensor
   %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
   %1 = linalg.batch_matmul ins(%a, %b : tensor<4x?x?xf32>, tensor<4x?x64xf32>) outs(%0 : tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
   return %1 : tensor<4x?x64xf32>
+}
+
+// A batch matmul in the large-M range (relax-specialize-ranges, M >= 40) packs B like the
+// 2-D product: per batch (one scf.forall iteration) and N panel, the panel's B is copied
+// once into 64-column micro-panels (4 x 1 x 512 x 64) that the 6-row tiles and the remainder
+// rows read.
+// CHECK-LABEL: func.func private @bmm_packed
+// CHECK-SAME: relax.schedule = "batch_matmul"
+// CHECK: scf.forall (%[[BT:.*]]) in (8) shared_outs
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c256
+// CHECK: tensor.empty() : tensor<4x1x512x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
+// CHECK: vector.transfer_read %arg1[%[[BT]], {{.*}}], {{.*}} : tensor<8x512x512xf32>, vector<1x8x64xf32>
+// CHECK: tensor.insert_slice {{.*}} [1, 1, 512, 64] [1, 1, 1, 1] : tensor<1x512x64xf32> into tensor<4x1x512x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// CHECK: iter_args({{.*}}) -> (vector<1x6x64xf32>)
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// CHECK: iter_args({{.*}}) -> (vector<1x1x64xf32>)
+func.func private @bmm_packed(%a: tensor<8x?x512xf32>, %b: tensor<8x512x512xf32>, %c: tensor<8x?x512xf32>) -> tensor<8x?x512xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.range = {m_min = 40 : i64}} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<8x?x512xf32>) -> tensor<8x?x512xf32>
+  %1 = linalg.batch_matmul ins(%a, %b : tensor<8x?x512xf32>, tensor<8x512x512xf32>) outs(%0 : tensor<8x?x512xf32>) -> tensor<8x?x512xf32>
+  return %1 : tensor<8x?x512xf32>
+}
+
+// A static N that is no multiple of the 64-column register tile (1000 = 960 + 40): the
+// matmul is split (structured.split) at column 960; the first 960 columns get the usual
+// schedule (15 panels of 64 columns), the last 40 register tiles of exactly 32, then 8
+// columns (whole registers, then the partial one) over all of K, no 1-column tiles.
+// CHECK-LABEL: func.func private @mm_split
+// CHECK-SAME: relax.schedule = "matmul"
+// CHECK: scf.forall (%{{.*}}) in (15) shared_outs(%{{.*}}) -> (tensor<?x960xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<6x64xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<1x64xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [%{{.*}}, 960] [1, 1] : tensor<?x960xf32> into tensor<?x1000xf32>
+// CHECK: tensor.extract_slice %arg1[0, 960] [512, 40] [1, 1] : tensor<512x1000xf32> to tensor<512x40xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x32xf32>)
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<1x32xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x8xf32>)
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<8xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<1x8xf32>)
+// CHECK-NOT: -> (vector<1x1xf32>)
+// CHECK: return
+func.func private @mm_split(%a: tensor<?x512xf32>, %b: tensor<512x1000xf32>, %c: tensor<?x1000xf32>) -> tensor<?x1000xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x1000xf32>) -> tensor<?x1000xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x1000xf32>) outs(%0 : tensor<?x1000xf32>) -> tensor<?x1000xf32>
+  return %1 : tensor<?x1000xf32>
 }

@@ -5,19 +5,19 @@
 
 // A matmul with symbolic M becomes variants, tagged with their range of M, and a
 // dispatcher with the kernel's name and signature that reads M and calls one of them.
-// Small M (4..16) gets a variant of its own (4-row register tiles), and here B's rows are
-// 8 KB apart (N = 2048), so M >= 128 gets one that packs B.
+// Small M (4..16) gets a variant of its own (4-row register tiles), and M >= 40 one that
+// packs B (N a multiple of the 64-column register tile).
 // CHECK-LABEL: func.func private @mm__m0_3(%arg0: tensor<?x512xf32>, %arg1: tensor<512x2048xf32>, %arg2: tensor<?x2048xf32>) -> tensor<?x2048xf32>
 // CHECK-SAME: relax.range = {m_max = 3 : i64, m_min = 0 : i64}
 // CHECK: linalg.matmul
 // CHECK-LABEL: func.func private @mm__m4_16(
 // CHECK-SAME: relax.range = {m_max = 16 : i64, m_min = 4 : i64}
 // CHECK: linalg.matmul
-// CHECK-LABEL: func.func private @mm__m17_127(
-// CHECK-SAME: relax.range = {m_max = 127 : i64, m_min = 17 : i64}
+// CHECK-LABEL: func.func private @mm__m17_39(
+// CHECK-SAME: relax.range = {m_max = 39 : i64, m_min = 17 : i64}
 // CHECK: linalg.matmul
-// CHECK-LABEL: func.func private @mm__m128(
-// CHECK-SAME: relax.range = {m_min = 128 : i64}
+// CHECK-LABEL: func.func private @mm__m40(
+// CHECK-SAME: relax.range = {m_min = 40 : i64}
 // CHECK: linalg.matmul
 // CHECK-LABEL: func.func private @mm(%arg0: tensor<?x512xf32>, %arg1: tensor<512x2048xf32>, %arg2: tensor<?x2048xf32>) -> tensor<?x2048xf32>
 // CHECK-SAME: relax.range_dispatch
@@ -35,13 +35,13 @@
 // CHECK-NEXT: %[[S:.*]] = func.call @mm__m4_16(%arg0, %arg1, %arg2)
 // CHECK-NEXT: scf.yield %[[S]] : tensor<?x2048xf32>
 // CHECK-NEXT: } else {
-// CHECK-NEXT: %[[C127:.*]] = arith.constant 127 : index
-// CHECK-NEXT: %[[MID:.*]] = arith.cmpi ule, %[[M]], %[[C127]] : index
+// CHECK-NEXT: %[[C39:.*]] = arith.constant 39 : index
+// CHECK-NEXT: %[[MID:.*]] = arith.cmpi ule, %[[M]], %[[C39]] : index
 // CHECK-NEXT: %[[R2:.*]] = scf.if %[[MID]] -> (tensor<?x2048xf32>) {
-// CHECK-NEXT: %[[T:.*]] = func.call @mm__m17_127(%arg0, %arg1, %arg2)
+// CHECK-NEXT: %[[T:.*]] = func.call @mm__m17_39(%arg0, %arg1, %arg2)
 // CHECK-NEXT: scf.yield %[[T]] : tensor<?x2048xf32>
 // CHECK-NEXT: } else {
-// CHECK-NEXT: %[[P:.*]] = func.call @mm__m128(%arg0, %arg1, %arg2)
+// CHECK-NEXT: %[[P:.*]] = func.call @mm__m40(%arg0, %arg1, %arg2)
 // CHECK-NEXT: scf.yield %[[P]] : tensor<?x2048xf32>
 // CHECK-NEXT: }
 // CHECK-NEXT: scf.yield %[[R2]] : tensor<?x2048xf32>
@@ -71,12 +71,12 @@
 // SCHED-COUNT-4: vector.fma {{.*}} : vector<64xf32>
 // SCHED-NOT: vector<6x64xf32>
 // SCHED: iter_args({{.*}}) -> (vector<1x256xf32>)
-// SCHED-LABEL: func.func private @mm__m17_127
+// SCHED-LABEL: func.func private @mm__m17_39
 // SCHED-SAME: relax.schedule = "matmul"
 // SCHED-NOT: tensor<4x512x64xf32>
 // SCHED: iter_args({{.*}}) -> (vector<6x64xf32>)
 // SCHED-COUNT-6: vector.fma {{.*}} : vector<64xf32>
-// SCHED-LABEL: func.func private @mm__m128
+// SCHED-LABEL: func.func private @mm__m40
 // SCHED-SAME: relax.schedule = "matmul"
 // SCHED: tensor.empty() : tensor<4x512x64xf32>
 // SCHED: iter_args({{.*}}) -> (vector<6x64xf32>)
@@ -109,17 +109,24 @@ func.func private @mm_static(%a: tensor<1x512xf32>, %b: tensor<512x2048xf32>, %c
   return %1 : tensor<1x2048xf32>
 }
 
-// A batched product: M is the second dim of A (no small-M variant: unmeasured).
+// A batched product: M is the second dim of A (no small-M variant: unmeasured); with N
+// symbolic, M >= 40 packs B per batch as the 2-D product does.
 // CHECK-LABEL: func.func private @bmm__m0_3(
-// CHECK-LABEL: func.func private @bmm__m4(
+// CHECK-LABEL: func.func private @bmm__m4_39(
+// CHECK-LABEL: func.func private @bmm__m40(
 // CHECK-LABEL: func.func private @bmm(
 // CHECK-SAME: relax.range_dispatch
 // CHECK: %[[C1:.*]] = arith.constant 1 : index
 // CHECK-NEXT: tensor.dim %arg0, %[[C1]] : tensor<4x?x?xf32>
 // SCHED-LABEL: func.func private @bmm__m0_3(
 // SCHED-SAME: relax.schedule = "batch_gemv"
-// SCHED-LABEL: func.func private @bmm__m4(
+// SCHED-LABEL: func.func private @bmm__m4_39(
 // SCHED-SAME: relax.schedule = "batch_matmul"
+// SCHED-NOT: tensor.empty
+// SCHED-LABEL: func.func private @bmm__m40(
+// SCHED-SAME: relax.schedule = "batch_matmul"
+// SCHED: tensor.empty() : tensor<4x1x512x64xf32>
+// SCHED: iter_args({{.*}}) -> (vector<1x6x64xf32>)
 func.func private @bmm(%a: tensor<4x?x?xf32>, %b: tensor<4x?x?xf32>, %c: tensor<4x?x?xf32>) -> tensor<4x?x?xf32>
     attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
   %cst = arith.constant 0.0 : f32

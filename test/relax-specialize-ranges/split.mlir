@@ -14,8 +14,11 @@
 // CHECK-LABEL: func.func private @mm__m4_16(
 // CHECK-SAME: relax.range = {m_max = 16 : i64, m_min = 4 : i64}
 // CHECK-NOT: relax.dispatch_split
-// CHECK-LABEL: func.func private @mm__m17_127(
-// CHECK-SAME: relax.range = {m_max = 127 : i64, m_min = 17 : i64}
+// CHECK-LABEL: func.func private @mm__m17_39(
+// CHECK-SAME: relax.range = {m_max = 39 : i64, m_min = 17 : i64}
+// CHECK-NOT: relax.dispatch_split
+// CHECK-LABEL: func.func private @mm__m40(
+// CHECK-SAME: relax.range = {m_min = 40 : i64}
 // CHECK-NOT: relax.dispatch_split
 // CHECK-NOT: func.func private @mm__m0_3
 // CHECK-LABEL: func.func private @mm(
@@ -32,10 +35,15 @@
 // CHECK-NEXT: scf.if %[[SMALL]] -> (tensor<?x2048xf32>) {
 // CHECK-NEXT: func.call @mm__m4_16(%arg0, %arg1, %arg2)
 // CHECK: } else {
-// CHECK-NEXT: %[[C64:.*]] = arith.constant 64 : index
-// CHECK-NEXT: %[[MID:.*]] = arith.cmpi ule, %[[M]], %[[C64]] : index
+// CHECK-NEXT: %[[C39:.*]] = arith.constant 39 : index
+// CHECK-NEXT: %[[MID:.*]] = arith.cmpi ule, %[[M]], %[[C39]] : index
 // CHECK-NEXT: scf.if %[[MID]] -> (tensor<?x2048xf32>) {
-// CHECK-NEXT: func.call @mm__m17_127(%arg0, %arg1, %arg2)
+// CHECK-NEXT: func.call @mm__m17_39(%arg0, %arg1, %arg2)
+// CHECK: } else {
+// CHECK-NEXT: %[[C64:.*]] = arith.constant 64 : index
+// CHECK-NEXT: %[[BIG:.*]] = arith.cmpi ule, %[[M]], %[[C64]] : index
+// CHECK-NEXT: scf.if %[[BIG]] -> (tensor<?x2048xf32>) {
+// CHECK-NEXT: func.call @mm__m40(%arg0, %arg1, %arg2)
 // CHECK: } else {
 // CHECK-NEXT: func.call @mm__lib(%arg0, %arg1, %arg2)
 

@@ -11,9 +11,13 @@ BLAS dispatch) GNU OpenMP (libgomp). After a parallel region each runtime lets i
 spin for a while before they sleep (libiomp5: ``KMP_BLOCKTIME``, 200 ms by default; libgomp:
 ``GOMP_SPINCOUNT`` / ``OMP_WAIT_POLICY``; OpenBLAS: its thread timeout), and spinning workers of
 one runtime take the cores the next runtime's workers need. Each case times OUR call alone
-(median ms, right after another call of ours) and the same call right after another
-library's matmul (timing our call only), the two alternating so that both see the same
-machine load, and prints the ratio interleaved / alone (1.0: no interference). Cases:
+(median ms, before the other library is first called: none of its workers exists yet), then,
+alternating so that both see the same machine load, right after another call of ours ("after
+ours") and right after another library's matmul (timing our call only), and prints the ratio
+interleaved / alone (1.0: no interference). (Until session 5 the ratio's denominator was the
+"after ours" time, which the other library's spinning workers slow down just as well:
+numpy's OpenBLAS workers spin ~0.1 s after each call, so it hid the interference.)
+``--env OPENBLAS_THREAD_TIMEOUT=4`` shows numpy's workers sleeping right after a call. Cases:
 
 * ``gen+numpy``, ``gen+torch``: our generated 2-thread matmul (dispatch off);
 * ``blas+numpy``: our matmul dispatched to relax_blas over MKL (RELAX_BLAS=mkl), with numpy's
@@ -62,7 +66,6 @@ def child(case: str, m: int, k: int, n: int, calls: int) -> dict:
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     exe = relax_mlir.compile(_src(k, n), options={"dispatch": case.startswith("blas")})
-    assert np.allclose(exe(a, b), a @ b, rtol=1e-3, atol=1e-2)
     x = rng.standard_normal((256, 1024), dtype=np.float32)
     y = rng.standard_normal((1024, 1024), dtype=np.float32)
     if case.endswith("torch"):
@@ -77,10 +80,17 @@ def child(case: str, m: int, k: int, n: int, calls: int) -> dict:
         exe(a, b)
         return (time.perf_counter() - t0) * 1e3
 
+    # Clean: our calls before the other library's first call (its worker threads do not exist
+    # yet, nothing of theirs spins). Then paired in time (the machine is shared): each round
+    # times our call right after another call of ours ("after ours": the other library's
+    # workers may still spin from the round before) and right after the other library's
+    # matmul ("interleaved"). The ratio is interleaved over clean.
+    for _ in range(3):
+        exe(a, b)
+    clean = [ours_ms() for _ in range(calls)]
+    assert np.allclose(exe(a, b), a @ b, rtol=1e-3, atol=1e-2)   # numpy's first matmul: after the clean phase
     for _ in range(3):
         exe(a, b), other()
-    # Paired in time (the machine is shared): each round times our call right after another
-    # call of ours ("alone") and right after the other library's matmul ("interleaved").
     alone, inter = [], []
     for _ in range(calls):
         exe(a, b)
@@ -91,7 +101,8 @@ def child(case: str, m: int, k: int, n: int, calls: int) -> dict:
     for _ in range(calls):
         other()
     other_ms = (time.perf_counter() - t0) * 1e3 / calls
-    return {"alone": statistics.median(alone), "inter": statistics.median(inter), "other": other_ms,
+    return {"alone": statistics.median(clean), "after_ours": statistics.median(alone),
+            "inter": statistics.median(inter), "other": other_ms,
             "blas": exe.metadata.get("blas"), "threads": os.environ.get("RELAX_MLIR_NUM_THREADS", "1"),
             "kmp_blocktime": os.environ.get("KMP_BLOCKTIME")}
 
@@ -188,7 +199,8 @@ def main() -> int:
     print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}; "
           f"M={args.m} K={args.k} N={args.n}, RELAX_MLIR_NUM_THREADS={env['RELAX_MLIR_NUM_THREADS']}, "
           f"extra env: {args.env or 'none'}")
-    print(f"{'case':12s} {'alone ms':>9s} {'interleaved':>12s} {'ratio':>6s} {'other ms':>9s}  runs (ratio)")
+    print(f"{'case':12s} {'alone ms':>9s} {'after ours':>11s} {'interleaved':>12s} {'ratio':>6s} {'other ms':>9s}"
+          "  runs (ratio)")
     for case in [c for c in args.cases.split(",") if c]:
         rows = []
         for _ in range(args.repeat):
@@ -198,7 +210,8 @@ def main() -> int:
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         med = lambda key: statistics.median(r[key] for r in rows)  # noqa: E731
         ratios = [r["inter"] / r["alone"] for r in rows]
-        print(f"{case:12s} {med('alone'):9.3f} {med('inter'):12.3f} {statistics.median(ratios):6.2f}"
+        print(f"{case:12s} {med('alone'):9.3f} {med('after_ours'):11.3f} {med('inter'):12.3f}"
+              f" {statistics.median(ratios):6.2f}"
               f" {med('other'):9.3f}  {' '.join(f'{x:.2f}' for x in ratios)}", flush=True)
     print(f"load average at end: {os.getloadavg()}")
     return 0

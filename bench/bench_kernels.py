@@ -4,7 +4,7 @@ against numpy, side by side in one process, library dispatch off.
     .venv/bin/python bench/bench_kernels.py            # all cases
     .venv/bin/python bench/bench_kernels.py --quick    # fewer repetitions
     .venv/bin/python bench/bench_kernels.py --only softmax,add_relu
-    .venv/bin/python bench/bench_kernels.py --only matmul --rounds 9   # CPU columns: best of 9, interleaved
+    .venv/bin/python bench/bench_kernels.py --only matmul --rounds 9   # best of 9 rounds, interleaved
 
 Each program is compiled ONCE with ``options={"dispatch": False}`` (schedules on, the
 default) and once more with ``"schedules": False`` (plain ``convert-linalg-to-loops``,
@@ -147,7 +147,8 @@ def main() -> int:
     print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}")
     # One thread of ours: the calling thread's CPU time (see the CPU columns below).
     cpu_clock = time.thread_time if num_threads() == 1 else time.process_time
-    print(f"wall: median wall-clock ms (numpy on its default threads); cpu: "
+    print(f"wall: {f'best of {args.rounds} interleaved rounds' if args.rounds else 'median'} of wall-clock ms "
+          f"(numpy on its default threads); cpu: "
           f"{f'best of {args.rounds} interleaved rounds' if args.rounds else 'median'}, CPU ms of the calling\n"
           "thread (of this process when our thread count is not 1), numpy limited to one BLAS thread\n"
           "(threadpoolctl): with RELAX_MLIR_NUM_THREADS=1 both sides single-threaded")
@@ -187,8 +188,11 @@ def main() -> int:
                 c_ours = timeit(lambda: exe(*arrays), reps, clock=cpu_clock)
                 with threadpool_limits(1):
                     c_np = timeit(lambda: ref(*arrays), reps, clock=cpu_clock)
-            t_ours = timeit(lambda: exe(*arrays), reps)
-            t_np = timeit(lambda: ref(*arrays), reps)
+            if args.rounds:   # wall clock the same way: best of interleaved rounds, numpy on its threads
+                t_ours, t_np = interleaved(lambda: exe(*arrays), lambda: ref(*arrays), args.rounds, time.perf_counter)
+            else:
+                t_ours = timeit(lambda: exe(*arrays), reps)
+                t_np = timeit(lambda: ref(*arrays), reps)
             t_loops = timeit(lambda: loops(*arrays), max(1, reps // 3)) if loops is not None else float("nan")
             rate = f"{work(m) / t_ours * 1e3:7.1f}/{work(m) / t_np * 1e3:7.1f} {unit}"
             print(f"{name:38s} {m:5d} {t_ours:9.3f} {t_np:9.3f} {t_ours / t_np:6.2f} {rate:>18s}"

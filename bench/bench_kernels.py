@@ -6,6 +6,12 @@ against numpy, side by side in one process, library dispatch off.
     .venv/bin/python bench/bench_kernels.py --only softmax,add_relu
     .venv/bin/python bench/bench_kernels.py --only matmul --rounds 9   # best of 9 rounds, interleaved
 
+With ``--rounds`` ours and numpy alternate call batch by call batch. For the memory-bound
+kernels (add+relu, softmax, norms over 16 MB) that changes what is measured: after numpy's
+calls our 16 MB result lands on fresh pages and its page faults dominate (session 5, one
+thread: add+relu 11.2 ms interleaved against 4.5-4.9 ms in the median run, softmax 15.1
+against 6.8); the median run (no ``--rounds``) is the one to compare with earlier tables.
+
 Each program is compiled ONCE with ``options={"dispatch": False}`` (schedules on, the
 default) and once more with ``"schedules": False`` (plain ``convert-linalg-to-loops``,
 auto-vectorized by LLVM) for reference; every size runs through the same executable.

@@ -28,12 +28,9 @@ import time
 
 def _threads_arg() -> int:
     """``--threads N`` read before the runtimes load (they read their thread counts once)."""
-    for i, a in enumerate(sys.argv):
-        if a == "--threads" and i + 1 < len(sys.argv):
-            return int(sys.argv[i + 1])
-        if a.startswith("--threads="):
-            return int(a.split("=", 1)[1])
-    return 1
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--threads", type=int, default=1)
+    return ap.parse_known_args()[0].threads
 
 
 THREADS = _threads_arg()

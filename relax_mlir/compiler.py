@@ -402,7 +402,7 @@ def _compile(src, target, libraries, options, tuning_db):
     meta_json.update(library_metadata(names_needed))
     ts = time.perf_counter()
     exe = tgt.runtime(module, meta_json, libs, opts)
-    runtime_phases = getattr(exe, "compile_phases", None) or {"runtime": time.perf_counter() - ts}
+    runtime_phases = exe.compile_phases or {"runtime": time.perf_counter() - ts}
     exe.compile_phases = {**phases, **runtime_phases}
     exe.compile_options = opts
     exe.compile_time_s = time.perf_counter() - t0

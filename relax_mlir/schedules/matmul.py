@@ -133,8 +133,14 @@ def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[
     1 for a batch matmul, whose batch dim is already tiled to 1)."""
     exact = n_extent is not None and n_extent % cols == 0
     for inner, cols in _cascade(fn, mm, b + 1, b + 3, (cols, 1), exact, name):
-        t = structured.TileUsingForOp(inner, sizes=[0] * b + [0, 0, 1])
-        _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1])
+        _register_tile(inner, rows, cols, b)
+
+
+def _register_tile(mm: ir.Value, rows: int, cols: int, b: int) -> None:
+    """The innermost step of every matmul schedule: ``mm`` (a ``rows`` x ``cols`` x K tile;
+    ``b``: 1 for a batch matmul) tiled to one k at a time and vectorized."""
+    t = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, 1])
+    _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1])
 
 
 #: Rows of B per vectorized step of the packing copy.
@@ -276,8 +282,7 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
                 if cols > 1:  # one packed micro-panel for the full row tiles and the remainder rows
                     npart = _pack_b(fn, npart, block_k or k, cols, b)
                 for part, rows in _cascade(fn, npart, b, b + 3, cfg.rows, m_exact, name):
-                    t = structured.TileUsingForOp(part, sizes=[0] * b + [0, 0, 1])
-                    _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1])
+                    _register_tile(part, rows, cols, b)
             if partial is not None:  # the last, partial K block of a symbolic K: B read in place
                 for part, rows in _cascade(fn, partial, b, b + 3, cfg.rows, m_exact, name):
                     _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
@@ -288,8 +293,6 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
                 _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
 
     return tile
-
-
 
 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
@@ -343,11 +346,10 @@ def _column_rest(fn: ir.Value, mm: ir.Value, m: Optional[int], cols: int, cfg: M
     # Whole registers, then the last partial one (40 columns: 32 + 8; a 40-wide vector
     # measured slower than 1-column tiles)
     sizes = tuple(c for c in (cols - cols % cfg.lanes, cols % cfg.lanes) if c)
-    parts = _cascade(fn, mm, b + 1, b + 3, sizes, len(sizes) == 1, name) if len(sizes) > 1 else [(mm, cols)]
+    parts = _cascade(fn, mm, b + 1, b + 3, sizes, False, name) if len(sizes) > 1 else [(mm, cols)]
     for npart, c in parts:
         for part, rows in _cascade(fn, npart, b, b + 3, cfg.rows, m is not None and m % cfg.rows[0] == 0, name):
-            t = structured.TileUsingForOp(part, sizes=[0] * b + [0, 0, 1])
-            _vectorize(t.tiled_linalg_op, [1] * b + [rows, c, 1])
+            _register_tile(part, rows, c, b)
 
 
 def _fitting(sizes: tuple[int, ...], extent: Optional[int]) -> tuple[int, ...]:

@@ -403,18 +403,22 @@ os.environ["RELAX_MLIR_CUDA_TIMEOUT_S"] = "0.2"
 out["timeout"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
 del os.environ["FAKE_CUDA_QUERY"]
 out["after_timeout"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
-# dropping an executable unloads its kernel modules (the engine's global destructors),
-# with the device's context current, as cuModuleUnload requires
+# dropping an executable unloads its kernel modules with the device's context current, as
+# cuModuleUnload requires, and keeps its engine (CudaExecutable.__del__: destroying one
+# crashed later compiles now and then on an H100)
 import gc
 unloads = ctypes.c_long.in_dll(fake, "fake_unloads")
 without = ctypes.c_long.in_dll(fake, "fake_unloads_without_context")
 cuda.device().broken = None        # after the timeout above: a fresh context, as in a new process
 exe2 = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg), target="cuda")
 exe2(np.ones((2, 8), np.float32), *params)
-before = unloads.value
+before, kept = unloads.value, cuda._KEPT_ENGINES[0]
 del exe2
 gc.collect()
 out["unloads"] = [unloads.value - before, without.value]
+out["kept_engines"] = cuda._KEPT_ENGINES[0] - kept
+exe3 = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg), target="cuda")
+out["after_drop"] = exe3(np.ones((2, 8), np.float32), *params).shape
 print("FAKE-RUN " + json.dumps(out))
 '''
 
@@ -500,6 +504,8 @@ def test_fake_run_unloads_modules_with_the_context_current(fake_run):
     # the MLP's two kernels, each its own gpu.binary: two cuModuleUnload calls, none
     # without a current context (a real driver refuses those: the modules would leak)
     assert fake_run["unloads"] == [2, 0]
+    assert fake_run["kept_engines"] == 1        # never destroyed: see CudaExecutable.__del__
+    assert fake_run["after_drop"] == [2, 4]     # a later executable compiles and runs
 
 
 def test_fake_run_one_device_per_process(fake_run):

@@ -129,6 +129,7 @@ _PROTOTYPES = {
     "cuMemFree_v2": [ctypes.c_uint64],
     "cuModuleLoadDataEx": [_P(ctypes.c_void_p), ctypes.c_void_p, _U, _P(ctypes.c_int), _P(ctypes.c_void_p)],
     "cuModuleGetFunction": [_P(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p],
+    "cuModuleUnload": [ctypes.c_void_p],
     "cuLaunchKernel": [ctypes.c_void_p, _U, _U, _U, _U, _U, _U, _U, ctypes.c_void_p, ctypes.c_void_p,
                        ctypes.c_void_p],
     "cuStreamQuery": [ctypes.c_void_p],
@@ -671,6 +672,10 @@ def _dereferenced(kinds: list[str]) -> list[int]:
     return out
 
 
+#: engines of dropped cuda executables, kept (see :meth:`CudaExecutable.__del__`): how many
+_KEPT_ENGINES = [0]
+
+
 class CudaExecutable(DeviceExecutable):
     """An Executable whose functions run on a CUDA device (see the module docstring)."""
 
@@ -686,18 +691,32 @@ class CudaExecutable(DeviceExecutable):
         return self._runtime.dev.name
 
     def __del__(self):
-        """The engine's global destructors unload the kernels' modules (MLIR's
-        ``mgpuModuleUnload``: ``cuModuleUnload``, which needs the device's context current):
-        destroy the engine here with the context pushed, not wherever the last reference
-        happens to go (a garbage collection in the middle of other work)."""
+        """Unload the kernels' modules (``cuModuleUnload`` with the device's context pushed)
+        and keep the host code's engine for the rest of the process (:data:`_KEPT_ENGINES`).
+
+        Destroying the ExecutionEngine of a cuda executable corrupts the heap now and then:
+        on an H100 (2026-11-27, ``test_cuda.py`` + ``test_gpu_state.py`` under ``-n 8``) 5-7
+        workers per run crashed in a later compile's MLIR calls, whether the engine's global
+        destructors unloaded the modules, an ``mgpuModuleUnload`` of ours unloaded them, or
+        nothing did; with the engines kept, 0 in 3 runs, and freeing the MLIR module and
+        context made no difference. So the fault lies in the JIT's teardown itself (LLVM
+        ORC's deinitialize of a module with global constructors), which we cannot fix here.
+        The cost: a dropped executable's host code (a few MB at most) stays mapped."""
         res, rt = getattr(self, "_resolver", None), getattr(self, "_runtime", None)
         if res is None or rt is None or getattr(res, "engine", None) is None:
             return
         try:
             with rt.dev.current():
-                res.engine = None
-        except BaseException:  # noqa: BLE001 - never raise from a finalizer
+                for module in list(rt.modules):
+                    rt.dev.drv.cuModuleUnload(module)
+                    del rt.modules[module]
+        except BaseException:  # noqa: BLE001 - never raise from a finalizer (a broken context)
             pass
+        # never destroyed, not even at interpreter exit (its destructors would unload the
+        # modules again): one reference the process never gives back
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(res.engine))
+        _KEPT_ENGINES[0] += 1
+        res.engine = None
 
     def export(self, path) -> str:
         raise NotImplementedError("export() of a cuda executable is not supported yet (the PTX would have to "

@@ -170,7 +170,7 @@ def _jit_runtime(module, metadata: dict, libraries: list[str], options: CompileO
     from mlir.execution_engine import ExecutionEngine
 
     from .runtime.executable import Executable, runtime_libraries
-
+    from .runtime.libraries import share_blas_threads
     from .transforms.apply_schedules import openmp_libraries
     t0 = time.perf_counter()
     try:
@@ -180,6 +180,7 @@ def _jit_runtime(module, metadata: dict, libraries: list[str], options: CompileO
         engine.initialize()
     except RuntimeError as e:
         raise CompileError(f"the JIT could not build the module: {e}") from None
+    share_blas_threads()   # an OpenBLAS the engine loaded (relax_blas's) runs on our OpenMP team too
     t1 = time.perf_counter()
     # the engine's first symbol lookup (in Executable) makes the machine code of the whole module
     exe = Executable(EngineResolver(engine, module.context, module), metadata, 0.0, libraries,

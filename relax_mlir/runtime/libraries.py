@@ -263,28 +263,36 @@ def blas_shim_command(src: str, out: str, provider: str = "openblas") -> list[st
 def _cached_build(kind: str, provider: str, cmd_of: Callable[[str, str], list[str]], suffix: str) -> str:
     """Build ``blas_shim.c`` with ``cmd_of(src, out)`` into the cache, once per key: a hash of
     the shim's source, the provider and its version, and the command (so an edited shim, another
-    compiler or another BLAS is rebuilt). Concurrent builders race harmlessly (atomic rename)."""
+    compiler or another BLAS is rebuilt)."""
     info = {"mkl": _mkl_rt, "openblas": _openblas}[provider]()
     if info is None:
         raise LibraryError(f"BLAS provider '{provider}' is not installed")
-    src = BLAS_SHIM.read_bytes()
+    return _build_c(BLAS_SHIM, f"librelax_blas-{provider}", (kind, provider, info), cmd_of, suffix, "the BLAS shim")
+
+
+def _build_c(src: Path, stem: str, key_info, cmd_of: Callable[[str, str], list[str]], suffix: str,
+             label: str) -> str:
+    """Build the C source ``src`` with ``cmd_of(src, out)`` into the cache as
+    ``<stem>-<key><suffix>``, once per key: a hash of the source, ``key_info`` and the command.
+    Concurrent builders race harmlessly (atomic rename)."""
+    data = src.read_bytes()
     cmd = cmd_of("SRC", "OUT")
-    key = hashlib.sha256(hashlib.sha256(src).digest() + repr((kind, provider, info, cmd)).encode()).hexdigest()[:16]
+    key = hashlib.sha256(hashlib.sha256(data).digest() + repr((key_info, cmd)).encode()).hexdigest()[:16]
     d = cache_dir()
-    out = d / f"librelax_blas-{provider}-{key}{suffix}"
+    out = d / f"{stem}-{key}{suffix}"
     if out.exists():
         return str(out)
     d.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".librelax_blas-", suffix=suffix, dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=suffix, dir=d)
     os.close(fd)
     try:
         try:
-            r = subprocess.run(cmd_of(str(BLAS_SHIM), tmp), capture_output=True, text=True)
+            r = subprocess.run(cmd_of(str(src), tmp), capture_output=True, text=True)
         except OSError as e:
-            raise LibraryError(f"building the BLAS shim: cannot run the C compiler {cmd[0]!r} ($CC or cc): "
+            raise LibraryError(f"building {label}: cannot run the C compiler {cmd[0]!r} ($CC or cc): "
                                f"{e.strerror or e}") from None
         if r.returncode != 0:
-            raise LibraryError(f"building the BLAS shim failed ({' '.join(cmd)}):\n{r.stderr}")
+            raise LibraryError(f"building {label} failed ({' '.join(cmd)}):\n{r.stderr}")
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
@@ -424,6 +432,7 @@ def init_openmp(what: str) -> None:
     reads ``OMP_DYNAMIC`` too, so it is set only while libiomp5 reads its environment (forced
     here by one call), then removed; an ``OMP_DYNAMIC`` the user set is kept either way."""
     if OPENMP_REQUIREMENT["soname"] in _wheel_handles:
+        share_blas_threads()
         return
     openmp_wait_policy()
     dynamic = dynamic_threads()
@@ -438,6 +447,81 @@ def init_openmp(what: str) -> None:
     finally:
         if set_here:
             del os.environ["OMP_DYNAMIC"]
+    share_blas_threads()
+
+
+#: Environment variable: ``0`` keeps OpenBLAS's own worker threads (see :func:`share_blas_threads`).
+SHARE_BLAS_THREADS_ENV = "RELAX_MLIR_SHARE_BLAS_THREADS"
+BLAS_POOL = Path(__file__).with_name("blas_pool.c")
+#: the names OpenBLAS builds give ``openblas_set_threads_callback_function`` (numpy's and
+#: scipy's wheels prefix ``scipy_`` and, for 64-bit integers, suffix ``64_``)
+_CALLBACK_SETTERS = ("scipy_openblas_set_threads_callback_function64_", "scipy_openblas_set_threads_callback_function",
+                     "openblas_set_threads_callback_function64_", "openblas_set_threads_callback_function")
+#: OpenBLAS libraries whose parallel jobs run on our OpenMP team: path -> the setter's name
+shared_blas_pools: dict[str, str] = {}
+_blas_pool: list = []
+
+
+def _blas_pool_library() -> ctypes.CDLL:
+    """``blas_pool.c`` built against the loaded libiomp5 (cached), loaded once."""
+    if not _blas_pool:
+        omp = openmp_library()
+        d = os.path.dirname(omp)
+        cmd = lambda src, out: c_compiler() + ["-O2", "-fPIC", "-fopenmp", "-shared", "-Wl,--as-needed",  # noqa: E731
+                                               "-o", out, src, f"-L{d}", f"-l:{os.path.basename(omp)}",
+                                               f"-Wl,-rpath,{d}"]
+        _blas_pool.append(ctypes.CDLL(_build_c(BLAS_POOL, "librelax_blas_pool", omp, cmd, ".so",
+                                               "the BLAS thread pool"), mode=ctypes.RTLD_LOCAL))
+    return _blas_pool[0]
+
+
+def _loaded_openblas() -> list[str]:
+    """Paths of the OpenBLAS libraries mapped in this process (numpy's, scipy's, ours)."""
+    out: list[str] = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1]
+                name = os.path.basename(path).lower()
+                if "openblas" in name and ".so" in name and path.startswith("/") and path not in out:
+                    out.append(path)
+    except OSError:   # no /proc (not Linux): nothing found, nothing shared
+        pass
+    return out
+
+
+def share_blas_threads() -> dict[str, str]:
+    """Hand the parallel jobs of every OpenBLAS loaded in this process to our OpenMP team
+    (``blas_pool.c``, through OpenBLAS's ``openblas_set_threads_callback_function``), so that
+    the process has one pool of threads: OpenBLAS's own workers, which spin ~0.1 s after each
+    threaded call, then stay asleep. Without it our 2-thread kernels called right after a numpy
+    matmul shared a core with a spinning OpenBLAS worker: 2.2-2.5x their time
+    (``bench/bench_contention.py``). OpenBLAS runs the same kernels on as many threads as
+    before (its own thread count: ``OPENBLAS_NUM_THREADS``, threadpoolctl), so results are the
+    same. Called when the OpenMP runtime is initialized (:func:`init_openmp`); again after a
+    library loaded later. ``RELAX_MLIR_SHARE_BLAS_THREADS=0`` turns it off. Returns
+    :data:`shared_blas_pools`. An OpenBLAS older than 0.3.27 (no such function) keeps its
+    workers."""
+    if os.environ.get(SHARE_BLAS_THREADS_ENV, "").strip().lower() in ("0", "false", "no", "off"):
+        return shared_blas_pools
+    if OPENMP_REQUIREMENT["soname"] not in _wheel_handles:
+        return shared_blas_pools
+    for path in _loaded_openblas():
+        if path in shared_blas_pools:
+            continue
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | ctypes.RTLD_LOCAL)
+        except OSError:
+            continue
+        setter = next((n for n in _CALLBACK_SETTERS if hasattr(lib, n)), None)
+        if setter is None:
+            shared_blas_pools[path] = ""
+            continue
+        fn = getattr(lib, setter)
+        fn.argtypes, fn.restype = [ctypes.c_void_p], None
+        fn(ctypes.cast(_blas_pool_library().relax_blas_pool_run, ctypes.c_void_p))
+        shared_blas_pools[path] = setter
+    return shared_blas_pools
 
 
 def openmp_library() -> Optional[str]:

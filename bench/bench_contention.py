@@ -169,51 +169,64 @@ def sweep(calls: int, busy: bool, after: str = "") -> None:
             spinner.wait()
 
 
-def numpy_speed(calls: int) -> None:
-    """numpy's own matmuls with OpenBLAS's jobs on our OpenMP team (share_blas_threads, the
-    default) and on OpenBLAS's own workers, alternating round by round in this process (the
-    callback set and unset between rounds), median ms each; and our 2-thread matmul right
-    after each (the contention case)."""
-    import ctypes
+NUMPY_SIZES = ((64, 512, 512), (256, 1024, 1024), (1024, 1024, 1024), (2048, 512, 2048))
 
+
+def numpy_child(calls: int) -> dict:
+    """In this (fresh) process: median ms of numpy's matmuls back to back, then of our
+    2-thread matmul (M=128, K=512, N=2048) right after each numpy matmul."""
     import numpy as np
     sys.path.insert(0, ROOT)
     import relax_mlir
     from relax_mlir.runtime import libraries
-    exe = relax_mlir.compile(_src(512, 2048), options={"dispatch": False})   # initializes OpenMP: shares
-    pools = {p: s for p, s in libraries.shared_blas_pools.items() if s and "numpy" in p}
-    if not pools:
-        print(f"numpy's BLAS is not shared ({libraries.shared_blas_pools}): nothing to compare")
-        return
-    path, setter = next(iter(pools.items()))
-    fn = getattr(ctypes.CDLL(path), setter)
-    fn.argtypes, fn.restype = [ctypes.c_void_p], None
-    ours = ctypes.cast(libraries._blas_pool_library().relax_blas_pool_run, ctypes.c_void_p)
+    exe = relax_mlir.compile(_src(512, 2048), options={"dispatch": False})   # initializes OpenMP (and shares)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((128, 512), dtype=np.float32)
     b = rng.standard_normal((512, 2048), dtype=np.float32)
-    print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}; numpy's OpenBLAS {path}")
-    print(f"{'numpy matmul (M, K, N)':26s} {'own pool ms':>11s} {'our team ms':>11s} {'ratio':>6s}"
-          f" {'ours after, own':>16s} {'ours after, shared':>19s}")
-    for m, k, n in ((64, 512, 512), (256, 1024, 1024), (1024, 1024, 1024), (2048, 512, 2048)):
+    out = {"shared": any(v and "numpy" in p for p, v in libraries.shared_blas_pools.items())}
+    for m, k, n in NUMPY_SIZES:
         x = rng.standard_normal((m, k), dtype=np.float32)
         y = rng.standard_normal((k, n), dtype=np.float32)
-        t = {"own": [], "shared": [], "ours own": [], "ours shared": []}
-        for r in range(2 * calls + 4):
-            mode = "shared" if r % 2 else "own"
-            fn(ours if mode == "shared" else None)
+        own, after = [], []
+        for _ in range(3):
+            x @ y
+        for _ in range(calls):
             t0 = time.perf_counter()
             x @ y
-            t1 = time.perf_counter()
+            own.append((time.perf_counter() - t0) * 1e3)
+        for _ in range(calls):
+            x @ y
+            t0 = time.perf_counter()
             exe(a, b)
-            t2 = time.perf_counter()
-            if r >= 4:
-                t[mode].append((t1 - t0) * 1e3)
-                t["ours " + mode].append((t2 - t1) * 1e3)
-        med = {key: statistics.median(v) for key, v in t.items()}
-        print(f"{str((m, k, n)):26s} {med['own']:11.3f} {med['shared']:11.3f} {med['shared'] / med['own']:6.2f}"
-              f" {med['ours own']:16.3f} {med['ours shared']:19.3f}", flush=True)
-    fn(ours)
+            after.append((time.perf_counter() - t0) * 1e3)
+        out[str((m, k, n))] = [statistics.median(own), statistics.median(after)]
+    return out
+
+
+def numpy_speed(calls: int, repeat: int) -> None:
+    """numpy's own matmuls with OpenBLAS's jobs on our OpenMP team (share_blas_threads, the
+    default) and on OpenBLAS's own workers (RELAX_MLIR_SHARE_BLAS_THREADS=0), one fresh
+    process each, alternating, ``repeat`` times; medians. Also our matmul right after each."""
+    env = dict(os.environ)
+    env.setdefault("RELAX_MLIR_NUM_THREADS", "2")
+    runs: dict[str, list[dict]] = {"1": [], "0": []}
+    print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()}")
+    for _ in range(repeat):
+        for share in ("0", "1"):
+            out = subprocess.run([sys.executable, __file__, "--numpy-child", "--calls", str(calls)],
+                                 env=dict(env, RELAX_MLIR_SHARE_BLAS_THREADS=share), capture_output=True, text=True,
+                                 check=True)
+            runs[share].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    if not all(r["shared"] for r in runs["1"]):
+        print("numpy's BLAS was not shared (not an OpenBLAS with the callback API): nothing to compare")
+        return
+    print(f"{'numpy matmul (M, K, N)':24s} {'own pool ms':>11s} {'our team ms':>11s} {'ratio':>6s}"
+          f" {'ours after numpy, own':>22s} {'shared':>7s}")
+    for size in NUMPY_SIZES:
+        key = str(size)
+        med = lambda share, i: statistics.median(r[key][i] for r in runs[share])  # noqa: E731
+        print(f"{key:24s} {med('0', 0):11.3f} {med('1', 0):11.3f} {med('1', 0) / med('0', 0):6.2f}"
+              f" {med('0', 1):22.3f} {med('1', 1):7.3f}", flush=True)
     print(f"load average at end: {os.getloadavg()}")
 
 
@@ -231,11 +244,15 @@ def main() -> int:
     ap.add_argument("--busy", action="store_true", help="--sweep with a process spinning on one core")
     ap.add_argument("--after", default="", choices=["", "numpy", "torch"],
                     help="--sweep: each timed call right after a numpy or torch matmul")
+    ap.add_argument("--numpy-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--numpy-speed", action="store_true",
                     help="numpy's matmuls on OpenBLAS's own workers against on our team (share_blas_threads)")
     args = ap.parse_args()
+    if args.numpy_child:
+        print(json.dumps(numpy_child(args.calls)))
+        return 0
     if args.numpy_speed:
-        numpy_speed(args.calls)
+        numpy_speed(args.calls, args.repeat)
         return 0
     if args.sweep:
         sweep(max(args.calls, 200) if not args.after else args.calls, args.busy, args.after)

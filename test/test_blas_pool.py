@@ -44,6 +44,12 @@ out["max_rel_err"] = max(errs)
 if L._blas_pool:
     out["calls"] = ctypes.c_long.in_dll(L._blas_pool_library(), "relax_blas_pool_calls").value
     out["extra"] = ctypes.c_long.in_dll(L._blas_pool_library(), "relax_blas_pool_extra_threads").value
+if os.environ.get("FORK_CHECK"):
+    pid = os.fork()
+    if pid == 0:   # the child's numpy runs on the child's OpenMP team (libiomp5 re-creates it)
+        a = rng.standard_normal((256, 1024)).astype(np.float32); b = rng.standard_normal((1024, 1024)).astype(np.float32)
+        os._exit(0 if np.allclose(a @ b, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3) else 3)
+    out["child_status"] = os.waitpid(pid, 0)[1]
 print("RESULT " + json.dumps(out))
 '''
 
@@ -82,6 +88,10 @@ def test_share_blas_threads_off():
     if res["numpy_blas"]:
         assert not res["callback_set"]
     assert res["max_rel_err"] < 1e-4
+
+
+def test_numpy_in_a_forked_child(shared):
+    assert _run(FORK_CHECK="1")["child_status"] == 0
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS runs one job per call on one core")

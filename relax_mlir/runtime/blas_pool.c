@@ -36,6 +36,13 @@ static void *run_job(void *p) {
 
 static pthread_mutex_t relax_blas_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* a child forked while another thread held the lock must not inherit it held */
+static void reset_lock_in_child(void) { pthread_mutex_init(&relax_blas_pool_lock, NULL); }
+
+__attribute__((constructor)) static void relax_blas_pool_init(void) {
+  pthread_atfork(NULL, NULL, reset_lock_in_child);
+}
+
 /* Calls handed to the pool, and how many of their jobs ran on threads of their own. */
 long relax_blas_pool_calls = 0;
 long relax_blas_pool_extra_threads = 0;

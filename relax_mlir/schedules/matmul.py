@@ -69,8 +69,9 @@ from mlir.dialects import transform
 from mlir.dialects.transform import loop, structured
 from mlir.dialects.transform import bufferization as tbuf
 from mlir.dialects.transform import tensor as ttensor
+from mlir.dialects.transform import vector as tvec
 
-from .common import any_op, cleanup, lower_vectors, match, patterns
+from .common import Body, Step, any_op, cleanup, lower_vectors, match, patterns, unmasked_lowering
 from .target import CpuTarget
 
 
@@ -95,11 +96,13 @@ class MatmulConfig:
     prefetch: int = 4
 
 
-def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> None:
+def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True, masked: bool = False) -> None:
     """Vectorize a tile that is full by construction (a peeled main loop): its dynamic
-    sizes equal ``sizes``, so no masks (``assume_dynamic_dims_match_vec_sizes``)."""
+    sizes equal ``sizes``, so no masks (``assume_dynamic_dims_match_vec_sizes``).
+    ``masked``: a partial tile (a symbolic remainder, at most ``sizes``): masked vector ops."""
     v = structured.VectorizeOp(target, sizes)
-    v.operation.attributes["assume_dynamic_dims_match_vec_sizes"] = ir.UnitAttr.get()
+    if not masked:
+        v.operation.attributes["assume_dynamic_dims_match_vec_sizes"] = ir.UnitAttr.get()
     if contraction:
         v.operation.attributes["create_named_contraction"] = ir.UnitAttr.get()
 
@@ -126,21 +129,56 @@ def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, 
     return parts
 
 
-def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[int], b: int,
+def _columns(fn: ir.Value, mm: ir.Value, cols: int, n_extent: Optional[int], rest: int, b: int,
+             name: str) -> list[tuple[ir.Value, int, bool]]:
+    """Column tiles of ``mm`` (``n_extent``: its static column extent, None when symbolic):
+    (tiled op, width, masked) triples. Full ``cols``-wide tiles (peeled), then a static
+    remainder 1 column at a time, a symbolic one in masked tiles of ``rest`` columns (one
+    SIMD register; the last one partial)."""
+    exact = n_extent is not None and n_extent % cols == 0
+    last = 1 if n_extent is not None else rest
+    return [(op, c, n_extent is None and i > 0)
+            for i, (op, c) in enumerate(_cascade(fn, mm, b + 1, b + 3, (cols, last), exact, name))]
+
+
+def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[int], rest: int, b: int,
            name: str) -> None:
     """Tile the rows x (panel) x (block) matmul ``mm`` into register tiles of ``cols``
-    columns (``n_extent``: the static column extent of ``mm``, None when symbolic; ``b``:
-    1 for a batch matmul, whose batch dim is already tiled to 1)."""
-    exact = n_extent is not None and n_extent % cols == 0
-    for inner, cols in _cascade(fn, mm, b + 1, b + 3, (cols, 1), exact, name):
-        _register_tile(inner, rows, cols, b)
+    columns (``n_extent``: the static column extent of ``mm``, None when symbolic: the last
+    columns in ``rest``-wide masked tiles; ``b``: 1 for a batch matmul, whose batch dim is
+    already tiled to 1)."""
+    for inner, c, masked in _columns(fn, mm, cols, n_extent, rest, b, name):
+        _register_tile(inner, rows, c, b, masked)
 
 
-def _register_tile(mm: ir.Value, rows: int, cols: int, b: int) -> None:
+def _register_tile(mm: ir.Value, rows: int, cols: int, b: int, masked: bool = False) -> None:
     """The innermost step of every matmul schedule: ``mm`` (a ``rows`` x ``cols`` x K tile;
-    ``b``: 1 for a batch matmul) tiled to one k at a time and vectorized."""
+    ``b``: 1 for a batch matmul) tiled to one k at a time and vectorized (``masked``: a
+    partial tile of at most ``cols`` columns, :func:`_columns`)."""
     t = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, 1])
-    _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1])
+    _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1], masked=masked)
+
+
+def _fill_rows(fn: ir.Value, fill: ir.Value, extent: Optional[int], bound: Optional[int], width: int,
+               b: int) -> None:
+    """Vectorize ``fill`` (the zeroing of C, or its tile fused into a panel or batch loop;
+    ``b``: 1 for a batch matmul's): row by row, in vector stores of ``width`` columns.
+    ``extent``: the static column extent (exact tiles, the static remainder one tile of its
+    own), else symbolic: masked stores (``bound``: a static upper bound of the extent, when
+    known). Left to plain loops, a fill is a scalar store loop (LLVM makes it a ``memset``
+    per row): a pass over C of its own where the panel loop could zero C in cache."""
+    row = structured.TileUsingForOp(fill, sizes=[1] * (b + 1) + [0]).tiled_linalg_op
+    if extent is None and bound is not None and bound <= width:
+        structured.VectorizeOp(row, [1] * (b + 1) + [bound])
+    elif extent is None:
+        t = structured.TileUsingForOp(row, sizes=[0] * (b + 1) + [width]).tiled_linalg_op
+        structured.VectorizeOp(t, [1] * (b + 1) + [width])
+    elif extent <= width:
+        structured.VectorizeOp(row, [1] * (b + 1) + [extent])
+    else:
+        sizes = (width, extent % width) if extent % width else (width,)
+        for part, w in _cascade(fn, row, b + 1, b + 2, sizes, extent % width == 0, "linalg.fill"):
+            _vectorize(part, [1] * (b + 1) + [w], contraction=False)
 
 
 #: Rows of B per vectorized step of the packing copy.
@@ -231,8 +269,10 @@ def config_for(target: CpuTarget) -> MatmulConfig:
 
 
 def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool):
-    """``tile(fn, mm, fill)``: tile and vectorize the matmul ``mm`` of :func:`matmul_schedule`
-    (``fill``: fuse the fill of C into the N panels, where they divide N)."""
+    """``(tile, masked)``: ``tile(fn, mm, fill)`` tiles and vectorizes the matmul ``mm`` of
+    :func:`matmul_schedule` (``fill``: fuse the fill of C into the N panels, where they divide
+    N); ``masked``: it makes masked column tiles (the register tiles' column extent is
+    symbolic, :func:`_columns`)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n and not pack:
@@ -260,45 +300,52 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
 
     def tile(fn: ir.Value, mm: ir.Value, fuse_fill: bool) -> None:
         if batch:
-            mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
+            tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0])
+            mm = tiled.results[0]
+            if fuse_fill:  # each batch zeroes its own C
+                fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
+                _fill_rows(fn, fill, n, None, cfg.panel_n, 1)
             if panel_n:
                 mm = structured.TileUsingForOp(mm, sizes=[0, 0, panel_n, 0]).tiled_linalg_op
         elif panel_n:  # N panels are independent: an scf.forall (threads, when enabled)
             tiled = structured.TileUsingForallOp(mm, tile_sizes=[0, panel_n, 0])
             mm = tiled.results[0]
-            if fuse_fill and n is not None and n % panel_n == 0:
+            if fuse_fill:
                 # Zero each panel of C in its own thread, row by row in panel-wide vector
-                # stores (left to plain loops, the fill was a scalar store loop: 5 % of M = 512).
+                # stores (left to plain loops, the fill was a scalar store loop: 5 % of M = 512);
+                # the last panel of a symbolic N (or of one the panel does not divide) masked.
                 fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
-                row = structured.TileUsingForOp(fill, sizes=[1, 0]).tiled_linalg_op
-                structured.VectorizeOp(row, [1, panel_n])
+                _fill_rows(fn, fill, n_extent, panel_n, panel_n, 0)
+        elif fuse_fill:  # one panel, no loop to fuse into
+            _fill_rows(fn, match(fn, "linalg.fill"), n, None, cfg.panel_n, 0)
         if block_k and not pack:
             mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
         m_exact = m is not None and m % cfg.rows[0] == 0
         if pack:
             full, partial = _split_k(fn, mm, block_k, k, b, name)
-            n_exact = n_extent is not None and n_extent % cfg.cols == 0
-            for npart, cols in _cascade(fn, full, b + 1, b + 3, (cfg.cols, 1), n_exact, name):
-                if cols > 1:  # one packed micro-panel for the full row tiles and the remainder rows
+            for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, cfg.lanes, b, name):
+                if cols > 1 and not masked:  # one packed micro-panel for the full row tiles and the remainder rows
                     npart = _pack_b(fn, npart, block_k or k, cols, b)
                 for part, rows in _cascade(fn, npart, b, b + 3, cfg.rows, m_exact, name):
-                    _register_tile(part, rows, cols, b)
+                    _register_tile(part, rows, cols, b, masked)
             if partial is not None:  # the last, partial K block of a symbolic K: B read in place
                 for part, rows in _cascade(fn, partial, b, b + 3, cfg.rows, m_exact, name):
-                    _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
+                    _micro(fn, part, rows, cols_for(rows), n_extent, cfg.lanes, b, name)
         else:
             parts = _cascade(fn, mm, b, b + 3, cfg.rows, m_exact, name)
             cleanup(fn)
             for part, rows in parts:
-                _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
+                _micro(fn, part, rows, cols_for(rows), n_extent, cfg.lanes, b, name)
 
-    return tile
+    return tile, n_extent is None
 
 
-def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
-                    cfg: MatmulConfig = MatmulConfig(), batch: bool = False, pack: bool = False):
-    """The transform-script body for a matmul of static sizes ``m``/``n``/``k`` (None:
-    symbolic). ``batch``: a ``linalg.batch_matmul``, one batch per ``scf.forall``
+def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
+                    batch: bool = False, pack: bool = False) -> tuple[Body, Optional[Step]]:
+    """``(body, finish)``: the transform-script body for a matmul of static sizes
+    ``m``/``n``/``k`` (None: symbolic), and the step to run on the kernel after it (None:
+    the script is all; with masked tiles it leaves the vector lowering to
+    :func:`.common.unmasked_lowering`). ``batch``: a ``linalg.batch_matmul``, one batch per ``scf.forall``
     iteration (threads), each batch scheduled like a matmul (N panels then in a loop).
     ``pack`` (large M, :func:`packs_b` holds): B packed per K block of
     ``cfg.pack_block_k``, loops N panel -> K block -> (pack) -> N tile -> M rows -> k,
@@ -317,7 +364,7 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
     1-column tiles (a second peel of a symbolic extent leaves masked tiles, see above)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
-    tile = _tiles(m, n - rest if rest else n, k, cfg, batch, pack)
+    tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack)
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, name)
@@ -326,14 +373,27 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
             main, tail = transform.SplitHandleOp([any_op(), any_op()], split).results
             tile(fn, main, False)
             _column_rest(fn, tail, m, rest, cfg, b, name)
+            _fill_rows(fn, match(fn, "linalg.fill"), n, None, cfg.panel_n, b)  # C zeroed before the products
         else:
             tile(fn, mm, True)
         cleanup(fn)
+        if masked:  # their accumulators hoisted like the others'
+            _masks_out_of_loops(fn)
         loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
-        lower_vectors(fn)
+        if not masked:
+            lower_vectors(fn)
 
-    return body
+    return body, unmasked_lowering if masked else None
+
+
+def _masks_out_of_loops(fn: ir.Value) -> None:
+    """Prepare masked tiles for ``hoist_loop_invariant_subsets``: ``vector.mask`` regions
+    around transfers become transfers with a mask operand, and the masks (made per k step by
+    the vectorizer) move out of the k loops (LICM), so the accumulator's masked read and
+    write are a loop-invariant pair like an unmasked tile's."""
+    patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
+    transform.apply_licm(match(fn, "scf.for"))
 
 
 def _column_rest(fn: ir.Value, mm: ir.Value, m: Optional[int], cols: int, cfg: MatmulConfig, b: int,
@@ -401,8 +461,8 @@ def thread_split(fn: ir.Operation, cols: int, name: str = "linalg.matmul") -> No
 
 
 def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
-                  batch: bool = False, threaded: bool = False):
-    """The transform-script body for a matmul with few rows (M == 1, the decode GEMV, and
+                  batch: bool = False, threaded: bool = False) -> tuple[Body, Optional[Step]]:
+    """``(body, finish)`` (as :func:`matmul_schedule`) for a matmul with few rows (M == 1, the decode GEMV, and
     M < ``cfg.rows[0]``): no packing and no register blocking along M. Loops, outer to
     inner::
 
@@ -421,31 +481,38 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
     so the code is right, and balanced, for any count."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     uk, cols = cfg.unroll_k, cfg.gemv_tile
+    split = not batch and threaded and gemv_split(n, k, cfg, batch)
+    n_static = None if split else n  # the columns of one chunk are a run-time size
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, name)
-        n_static = n
-        if batch:
-            mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
-        elif threaded and gemv_split(n, k, cfg, batch):  # one chunk of columns per thread
-            chunk = structured.MatchOp(any_op(), fn, op_attrs=ir.DictAttr.get({CHUNK_ATTR: ir.UnitAttr.get()})).result
-            mm = structured.TileUsingForallOp(mm, tile_sizes=[0, chunk, 0]).results[0]
-            n_static = None
+        if batch or split:  # one batch, or one chunk of columns, per thread; each zeroes its C
+            if batch:
+                tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0])
+            else:
+                chunk = structured.MatchOp(any_op(), fn, op_attrs=ir.DictAttr.get({CHUNK_ATTR: ir.UnitAttr.get()}))
+                tiled = structured.TileUsingForallOp(mm, tile_sizes=[0, chunk.result, 0])
+            mm = tiled.results[0]
+            fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
+            _fill_rows(fn, fill, n_static, None, cfg.panel_n, b)
+        else:
+            _fill_rows(fn, match(fn, "linalg.fill"), n_static, None, cfg.panel_n, b)
         k_sizes = _fitting((uk, 1), k)
         for kpart, ku in _cascade(fn, mm, b + 2, b + 3, k_sizes, k is not None and k % k_sizes[0] == 0, name):
-            # A static column remainder: one register wide, then 1. (A symbolic one peeled
-            # twice leaves a masked tile that the vector lowering rejects, MLIR 22.)
-            n_sizes = _fitting((cols, cfg.lanes, 1) if 1 < cfg.lanes < cols and n_static is not None else (cols, 1),
-                               n_static)
-            n_exact = n_static is not None and n_static % n_sizes[0] == 0
-            for npart, nc in _cascade(fn, kpart, b + 1, b + 3, n_sizes, n_exact, name):
+            if n_static is None:  # a symbolic column remainder: masked tiles of one register
+                nparts = _columns(fn, kpart, cols, None, cfg.lanes, b, name)
+            else:  # a static one: one register wide, then 1
+                n_sizes = _fitting((cols, cfg.lanes, 1) if 1 < cfg.lanes < cols else (cols, 1), n_static)
+                nparts = [(op, c, False) for op, c in
+                          _cascade(fn, kpart, b + 1, b + 3, n_sizes, n_static % n_sizes[0] == 0, name)]
+            for npart, nc, masked in nparts:
                 t = structured.TileUsingForOp(npart, sizes=[0] * b + [1, 0, 0])
-                _vectorize(t.tiled_linalg_op, [1] * b + [1, nc, ku])
+                _vectorize(t.tiled_linalg_op, [1] * b + [1, nc, ku], masked=masked)
         cleanup(fn)
-        lower_vectors(fn)
+        if n_static is not None:
+            lower_vectors(fn)
 
-    return body
-
+    return body, unmasked_lowering if n_static is None else None
 
 
 def gemv_split(n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool = False) -> bool:

@@ -130,16 +130,19 @@ def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, 
 
 
 def _columns(fn: ir.Value, mm: ir.Value, cols: int, n_extent: Optional[int], rest: int, b: int,
-             name: str) -> list[tuple[ir.Value, int, bool]]:
+             name: str, half: bool = False) -> list[tuple[ir.Value, int, bool]]:
     """Column tiles of ``mm`` (``n_extent``: its static column extent, None when symbolic):
     (tiled op, width, masked) triples. Full ``cols``-wide tiles (peeled), then a static
-    remainder 1 column at a time; a symbolic one in a full tile of ``cols / 2`` columns
-    (peeled; when wider than ``rest``), then masked tiles of ``rest`` columns (one SIMD
-    register; the last one partial). Measured (:func:`matmul_schedule`): the half-width tile
-    keeps 12 FMA chains in flight where 16-column tiles have 6."""
-    if n_extent is not None:
-        return [(op, c, False) for op, c in _cascade(fn, mm, b + 1, b + 3, (cols, 1), n_extent % cols == 0, name)]
-    sizes = (cols, cols // 2, rest) if cols // 2 > rest else (cols, rest)
+    remainder 1 column at a time; a symbolic one (``rest`` > 1) in masked tiles of ``rest``
+    columns (one SIMD register; the last one partial), after a full tile of ``cols / 2``
+    columns with ``half`` (peeled; 12 FMA chains in flight where a 16-column tile has 6:
+    measured in :func:`matmul_schedule`). ``rest`` = 1: a symbolic extent whose remainder
+    never runs (a static N's panels, all multiples of ``cols``): the cheapest code, 1-column
+    tiles."""
+    if n_extent is not None or rest == 1:
+        exact = n_extent is not None and n_extent % cols == 0
+        return [(op, c, False) for op, c in _cascade(fn, mm, b + 1, b + 3, (cols, 1), exact, name)]
+    sizes = (cols, cols // 2, rest) if half and cols // 2 > rest else (cols, rest)
     return [(op, c, i == len(sizes) - 1) for i, (op, c) in enumerate(_cascade(fn, mm, b + 1, b + 3, sizes, False, name))]
 
 
@@ -164,23 +167,19 @@ def _register_tile(mm: ir.Value, rows: int, cols: int, b: int, masked: bool = Fa
 def _fill_rows(fn: ir.Value, fill: ir.Value, extent: Optional[int], bound: Optional[int], width: int,
                b: int) -> None:
     """Vectorize ``fill`` (the zeroing of C, or its tile fused into a panel or batch loop;
-    ``b``: 1 for a batch matmul's): row by row, in vector stores of ``width`` columns.
-    ``extent``: the static column extent (exact tiles, the static remainder one tile of its
-    own), else symbolic: masked stores (``bound``: a static upper bound of the extent, when
-    known). Left to plain loops, a fill is a scalar store loop (LLVM makes it a ``memset``
-    per row): a pass over C of its own where the panel loop could zero C in cache."""
+    ``b``: 1 for a batch matmul's): row by row, in vector stores of ``width`` columns, the
+    last ones masked where ``width`` does not divide the column extent (``extent`` when
+    static; ``bound``: a static upper bound of a symbolic one, when known). Left to plain
+    loops, a fill is a scalar store loop (LLVM makes it a ``memset`` per row): a pass over C
+    of its own where the panel loop could zero C in cache. (Peeling the static remainder
+    instead cost a canonicalization of the kernel: 0.3 s more to compile K, N = 512, 1000.)"""
     row = structured.TileUsingForOp(fill, sizes=[1] * (b + 1) + [0]).tiled_linalg_op
-    if extent is None and bound is not None and bound <= width:
-        structured.VectorizeOp(row, [1] * (b + 1) + [bound])
-    elif extent is None:
+    whole = extent if extent is not None else bound
+    if whole is not None and whole <= width:  # the row in one vector
+        structured.VectorizeOp(row, [1] * (b + 1) + [whole])
+    else:  # static tiles where ``width`` divides a static extent
         t = structured.TileUsingForOp(row, sizes=[0] * (b + 1) + [width]).tiled_linalg_op
         structured.VectorizeOp(t, [1] * (b + 1) + [width])
-    elif extent <= width:
-        structured.VectorizeOp(row, [1] * (b + 1) + [extent])
-    else:
-        sizes = (width, extent % width) if extent % width else (width,)
-        for part, w in _cascade(fn, row, b + 1, b + 2, sizes, extent % width == 0, "linalg.fill"):
-            _vectorize(part, [1] * (b + 1) + [w], contraction=False)
 
 
 #: Rows of B per vectorized step of the packing copy.
@@ -272,9 +271,8 @@ def config_for(target: CpuTarget) -> MatmulConfig:
 
 def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool):
     """``(tile, masked)``: ``tile(fn, mm, fill)`` tiles and vectorizes the matmul ``mm`` of
-    :func:`matmul_schedule` (``fill``: fuse the fill of C into the N panels, where they divide
-    N); ``masked``: it makes masked column tiles (the register tiles' column extent is
-    symbolic, :func:`_columns`)."""
+    :func:`matmul_schedule` (``fill``: zero C in the N panel or batch loop, :func:`_fill_rows`);
+    ``masked``: it makes masked column tiles (N symbolic, :func:`_columns`)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n and not pack:
@@ -285,6 +283,9 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     if k is not None and k <= block_k:
         block_k = 0
     # Column extent seen by the register tiles: the panel when it divides N, else N itself.
+    # A static N the panel does not divide is a multiple of cols here (matmul_schedule split
+    # off the rest): the panels' column remainder never runs (1-column tiles, no masks).
+    rest = cfg.lanes if n is None else 1
     if panel_n:
         n_extent = panel_n if n is not None and n % panel_n == 0 else None
     else:
@@ -325,21 +326,21 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         m_exact = m is not None and m % cfg.rows[0] == 0
         if pack:
             full, partial = _split_k(fn, mm, block_k, k, b, name)
-            for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, cfg.lanes, b, name):
+            for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, rest, b, name, half=True):
                 if cols == cfg.cols and not masked:  # one packed micro-panel for the full row tiles and the remainder rows
                     npart = _pack_b(fn, npart, block_k or k, cols, b)
                 for part, rows in _cascade(fn, npart, b, b + 3, cfg.rows, m_exact, name):
                     _register_tile(part, rows, cols, b, masked)
             if partial is not None:  # the last, partial K block of a symbolic K: B read in place
                 for part, rows in _cascade(fn, partial, b, b + 3, cfg.rows, m_exact, name):
-                    _micro(fn, part, rows, cols_for(rows), n_extent, cfg.lanes, b, name)
+                    _micro(fn, part, rows, cols_for(rows), n_extent, rest, b, name)
         else:
             parts = _cascade(fn, mm, b, b + 3, cfg.rows, m_exact, name)
             cleanup(fn)
             for part, rows in parts:
-                _micro(fn, part, rows, cols_for(rows), n_extent, cfg.lanes, b, name)
+                _micro(fn, part, rows, cols_for(rows), n_extent, rest, b, name)
 
-    return tile, n_extent is None
+    return tile, n is None
 
 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),

@@ -11,17 +11,36 @@ vector registers across the K block; per k step it does ``cols/16`` loads of B,
 The M loop is peeled: full 6-row tiles (static after canonicalization, no masks), then
 the remaining M mod 6 rows one at a time with a 256-column tile where the columns are a
 static multiple of it, else 64 (M = 1 is GEMV: no packing, no padding work). A symbolic
-N peels the sub-panel loop the same way (64 columns, then 1); a static N that is not a
-multiple of 64 is split instead (:func:`matmul_schedule`, :func:`_column_rest`). K needs
-nothing: the innermost K tile is always 1. (A deeper 4/2/1-row cascade of peeled loops
+N peels the sub-panel loop the same way: 64 columns, then the last N mod 64 columns in
+masked tiles of one register (below); a static N that is not a multiple of 64 is split
+instead (:func:`matmul_schedule`, :func:`_column_rest`). K needs nothing: the innermost K
+tile is always 1. (A deeper 4/2/1-row cascade of peeled loops
 leaves ``affine.min`` that canonicalization cannot fold, hence masked tiles (MLIR 22:
 "'vector.mask' op expects only one operation to mask" with rows (6, 2, 1)); not done;
 small M gets a relax-specialize-ranges variant with 4-row tiles instead, ``small_max_m``.)
 The accumulator's reads and writes are hoisted out of the k loop
 (``hoist_loop_invariant_subsets`` at tensor level, before bufferization). Every size is
-correct with one compile. With N a multiple of the panel, the fill of C is fused into the
-panel loop (each thread zeroes its panel in panel-wide vector stores). A batch matmul runs
+correct with one compile. The fill of C is fused into the panel loop (each thread zeroes
+its panel in panel-wide vector stores, masked for a partial last panel) or the batch loop,
+and vectorized on its own where there is neither (:func:`_fill_rows`). A batch matmul runs
 one batch per ``scf.forall`` iteration, each scheduled the same way.
+
+A symbolic column remainder (:func:`_columns`): a second peel of a symbolic extent leaves
+``affine.min`` that canonicalization cannot fold, so the remainder's tiles are masked
+anyway; they are 16 columns wide (one AVX-512 register; the last one partial), and all
+the masks they need are made once per tile, outside the k loop: the vectorizer's
+``vector.mask`` regions around transfers become masked transfers and LICM moves the masks
+out of the k loop, so the accumulator's masked read and write are a loop-invariant pair,
+hoisted like an unmasked tile's. Per k step that leaves one masked load of B (AVX-512:
+``vmovups {k}{z}``), ``rows`` broadcasts of A and ``rows`` FMAs. The FMAs are unmasked:
+the schedule's script stops before the vector lowering, and a second stage
+(:func:`.common.unmasked_lowering`) takes the contractions out of their masks first (a
+masked contraction lowers to an FMA and a select per vector, its mask to per-element
+shuffles). The packed variant's full K blocks run a half-width tile (32 columns, 12 FMA
+chains) before the 16-column ones. Masked vector tiles that MLIR 22 does not lower: a
+``vector.mask`` left until ``convert-vector-to-scf`` gets a second op in its region
+("'vector.mask' op expects only one operation to mask"); ``lower_vectors`` lowers the
+masked transfers first.
 
 Large M (the relax-specialize-ranges variant for M >= ``pack_min_m`` = 40), N a multiple
 of ``cols`` wider than one tile or symbolic (:func:`packs_b`), 2-D or batched: B is packed
@@ -98,8 +117,11 @@ class MatmulConfig:
 
 def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True, masked: bool = False) -> None:
     """Vectorize a tile that is full by construction (a peeled main loop): its dynamic
-    sizes equal ``sizes``, so no masks (``assume_dynamic_dims_match_vec_sizes``).
-    ``masked``: a partial tile (a symbolic remainder, at most ``sizes``): masked vector ops."""
+    sizes equal ``sizes``, so no masks (``assume_dynamic_dims_match_vec_sizes``; MLIR 22
+    honours it for the contraction only: with ``create_named_contraction`` the transfers of
+    a dynamic-shaped operand are masked all the same, by an all-true mask, where the tile's
+    size does not fold to a constant). ``masked``: a partial tile (a symbolic remainder, at
+    most ``sizes``): every vector op masked (see :func:`.common.unmask_contractions`)."""
     v = structured.VectorizeOp(target, sizes)
     if not masked:
         v.operation.attributes["assume_dynamic_dims_match_vec_sizes"] = ir.UnitAttr.get()
@@ -177,7 +199,7 @@ def _fill_rows(fn: ir.Value, fill: ir.Value, extent: Optional[int], bound: Optio
     whole = extent if extent is not None else bound
     if whole is not None and whole <= width:  # the row in one vector
         structured.VectorizeOp(row, [1] * (b + 1) + [whole])
-    else:  # static tiles where ``width`` divides a static extent
+    else:  # width-wide tiles: static where width divides a static extent, else the last one masked
         t = structured.TileUsingForOp(row, sizes=[0] * (b + 1) + [width]).tiled_linalg_op
         structured.VectorizeOp(t, [1] * (b + 1) + [width])
 
@@ -285,7 +307,7 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     # Column extent seen by the register tiles: the panel when it divides N, else N itself.
     # A static N the panel does not divide is a multiple of cols here (matmul_schedule split
     # off the rest): the panels' column remainder never runs (1-column tiles, no masks).
-    rest = cfg.lanes if n is None else 1
+    rest_width = cfg.lanes if n is None else 1
     if panel_n:
         n_extent = panel_n if n is not None and n % panel_n == 0 else None
     else:
@@ -326,19 +348,23 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         m_exact = m is not None and m % cfg.rows[0] == 0
         if pack:
             full, partial = _split_k(fn, mm, block_k, k, b, name)
-            for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, rest, b, name, half=True):
-                if cols == cfg.cols and not masked:  # one packed micro-panel for the full row tiles and the remainder rows
+            for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, rest_width, b, name, half=True):
+                # one packed micro-panel for the full row tiles and the remainder rows; the
+                # column remainder reads B in place (hoisting the pad of a half-width tile,
+                # whose size is an unfolded affine.min, asserts in MLIR 22's HoistPadding:
+                # "could not get upper bound", an abort)
+                if cols == cfg.cols and not masked:
                     npart = _pack_b(fn, npart, block_k or k, cols, b)
                 for part, rows in _cascade(fn, npart, b, b + 3, cfg.rows, m_exact, name):
                     _register_tile(part, rows, cols, b, masked)
             if partial is not None:  # the last, partial K block of a symbolic K: B read in place
                 for part, rows in _cascade(fn, partial, b, b + 3, cfg.rows, m_exact, name):
-                    _micro(fn, part, rows, cols_for(rows), n_extent, rest, b, name)
+                    _micro(fn, part, rows, cols_for(rows), n_extent, rest_width, b, name)
         else:
             parts = _cascade(fn, mm, b, b + 3, cfg.rows, m_exact, name)
             cleanup(fn)
             for part, rows in parts:
-                _micro(fn, part, rows, cols_for(rows), n_extent, rest, b, name)
+                _micro(fn, part, rows, cols_for(rows), n_extent, rest_width, b, name)
 
     return tile, n is None
 
@@ -348,8 +374,9 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
     """``(body, finish)``: the transform-script body for a matmul of static sizes
     ``m``/``n``/``k`` (None: symbolic), and the step to run on the kernel after it (None:
     the script is all; with masked tiles it leaves the vector lowering to
-    :func:`.common.unmasked_lowering`). ``batch``: a ``linalg.batch_matmul``, one batch per ``scf.forall``
-    iteration (threads), each batch scheduled like a matmul (N panels then in a loop).
+    :func:`.common.unmasked_lowering`). ``batch``: a ``linalg.batch_matmul``, one batch per
+    ``scf.forall`` iteration (threads), each batch scheduled like a matmul (N panels then in
+    a loop).
     ``pack`` (large M, :func:`packs_b` holds): B packed per K block of
     ``cfg.pack_block_k``, loops N panel -> K block -> (pack) -> N tile -> M rows -> k,
     so each packed ``block_k x cols`` micro-panel serves every row tile in turn.
@@ -363,8 +390,19 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
     bench/bench_matmul_configs.py``), M = 16 / 128 / 512: K = 512, N = 200 1.36 / 1.76 /
     1.85 peeled against 0.91 / 1.04 / 1.03 split; N = 1000 1.28 / 1.87 / 2.05 against 0.87 /
     0.95 / 1.09; K = 2048, N = 100 4.9 / 6.4 / 6.7 against 0.90 / 1.25 / 1.27; K = 512,
-    N = 2053 0.99 / 1.51 / 1.35 against 0.93 / 1.10 / 1.03. A symbolic N keeps the peeled
-    1-column tiles (a second peel of a symbolic extent leaves masked tiles, see above)."""
+    N = 2053 0.99 / 1.51 / 1.35 against 0.93 / 1.10 / 1.03. The fill of C is then vectorized
+    on its own, before both parts.
+
+    A symbolic N runs its column remainder in masked tiles (see the module docstring),
+    where peeled 1-column tiles had run it scalar. Measured (same bench, M, N, K symbolic,
+    best of two runs of 11 rounds, load 1.0), M = 16 / 128 / 512, 1-column tiles against
+    masked: K = 512, N = 200 1.40 / 1.98 / 2.02 against 0.92 / 1.08 / 1.07; N = 1000 1.40 /
+    1.85 / 1.98 against 0.97 / 1.05 / 1.07; K = 2048, N = 100 4.9 / 8.0 / 8.0 against 1.01 /
+    1.13 / 1.15; N = 2053 (5 columns) even, 0.88-1.06; a batch of 4, K = 512, N = 200 1.68 /
+    1.54 / 1.75 against 1.18 / 1.03 / 1.03. The packed variant's half-width tile: K = 2048,
+    N = 100, M = 128 / 512 1.19 / 1.19 against 1.31 / 1.43 with 16-column tiles only (load
+    0.6); 32-column masked tiles instead: 1.29 / 1.32. (Static N, for comparison: 1.13-1.22
+    at K = 2048, N = 100.)"""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
     tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack)
@@ -465,12 +503,13 @@ def thread_split(fn: ir.Operation, cols: int, name: str = "linalg.matmul") -> No
 
 def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
                   batch: bool = False, threaded: bool = False) -> tuple[Body, Optional[Step]]:
-    """``(body, finish)`` (as :func:`matmul_schedule`) for a matmul with few rows (M == 1, the decode GEMV, and
-    M < ``cfg.rows[0]``): no packing and no register blocking along M. Loops, outer to
-    inner::
+    """``(body, finish)`` (as :func:`matmul_schedule`) for a matmul with few rows (M == 1,
+    the decode GEMV, and M < ``cfg.rows[0]``): no packing and no register blocking along M.
+    Loops, outer to inner::
 
         (N split in one chunk per thread, scf.forall) -> K block (``cfg.unroll_k``, peeled;
-        then 1) -> N tile (``cfg.gemv_tile``, peeled; then one register if static, then 1) -> M rows (1)
+        then 1) -> N tile (``cfg.gemv_tile``, peeled; then one register and 1 column if
+        static, masked one-register tiles if symbolic) -> M rows (1)
 
     Each k block streams ``unroll_k`` rows of B side by side (contiguous, one hardware
     prefetch stream each) and adds ``unroll_k`` broadcast-FMA steps onto ``cols / lanes``
@@ -481,7 +520,15 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
 
     ``threaded``: the kernel holds :func:`thread_split`'s chunk (``gemv_split`` tells
     whether this GEMV gets one): the N split is sized at run time by the thread count then,
-    so the code is right, and balanced, for any count."""
+    so the code is right, and balanced, for any count. The fill of C is vectorized, in the
+    chunk or batch loop when there is one (:func:`_fill_rows`).
+
+    The symbolic remainder's masked tiles (1-column tiles before; measured, one thread, ours /
+    numpy CPU time, best of 15 interleaved rounds, M = 1 / 3, N and K symbolic): K, N = 512,
+    200: 1.74 / 1.23 against 2.22 / 1.55; 2048, 100: 1.74 / 1.30 against 2.08 / 1.60. Left
+    masked (no :func:`.common.unmask_contractions`) they were slower than the 1-column tiles:
+    2.9 / 1.8 and 3.8 / 2.3. Tiles of two registers instead of one: even (1.75 / 1.25, 1.81 /
+    1.35)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     uk, cols = cfg.unroll_k, cfg.gemv_tile
     split = not batch and threaded and gemv_split(n, k, cfg, batch)

@@ -98,6 +98,63 @@ def test_matmul(case):
         np.testing.assert_allclose(r, ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
+#: Column counts around the register tile (64), its remainder (a 32-column tile, then masked
+#: 16-column tiles) and the 256-column panels, and rows around the row tile (6), the small-M and packed variants (M =
+#: 1: GEMV, 5: small M, 39 / 40: either side of packing, 131: packed, 5 remainder rows).
+REST_N = [1, 2, 15, 17, 63, 64, 65, 127, 200, 257, 1000, 2053]
+REST_M = [1, 5, 39, 40, 131]
+
+
+@pytest.mark.parametrize("K", ["k", 600])
+def test_matmul_symbolic_column_rest(K):
+    """N symbolic: the last N mod 64 columns run a 32-column tile, then masked 16-column tiles
+    (their contractions unmasked), and the fill of C is fused into the panel loop, masked for
+    the last panel. ONE
+    executable per K (symbolic, cycling through 1 to 1100, or 600: one packed K block of 512
+    and a partial one) gives numpy's answer at every (M, N) of the grid, every variant."""
+    src = program([("a", ["m", K]), ("b", [K, "n"])],
+                  [op("r", "matmul", [("a", ["m", K]), ("b", [K, "n"])], ["m", "n"])], [("r", ["m", "n"])])
+    assert list(schedules_applied(src).values()) == ["matmul"]
+    exe = compile_scheduled(src)
+    ks = [1, 7, 64, 129, 513, 1100] if K == "k" else [K]
+    for i, (m, n) in enumerate((m, n) for m in REST_M for n in REST_N):
+        k = ks[i % len(ks)]
+        a, b = f32(m, k), f32(k, n)
+        r = exe(a, b)
+        assert r.shape == (m, n)
+        np.testing.assert_allclose(r, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4 * np.sqrt(k),
+                                   err_msg=f"m={m} n={n} k={k}")
+
+
+def test_batch_matmul_symbolic_column_rest():
+    """The same for a batch matmul, batch, M, N and K all symbolic: each batch zeroes its C
+    in the batch loop (vector stores, masked), the column remainder in masked tiles."""
+    A, B, Y = ["bt", "m", "k"], ["bt", "k", "n"], ["bt", "m", "n"]
+    src = program([("a", A), ("b", B)], [op("r", "matmul", [("a", A), ("b", B)], Y)], [("r", Y)])
+    exe = compile_scheduled(src)
+    for i, (m, n) in enumerate((m, n) for m in REST_M for n in [1, 17, 63, 65, 200, 257]):
+        bt, k = [1, 3, 2][i % 3], [5, 130, 513][i % 3]
+        a, b = f32(bt, m, k), f32(bt, k, n)
+        np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k),
+                                   err_msg=f"bt={bt} m={m} n={n} k={k}")
+
+
+def test_fused_epilogue_symbolic_column_rest():
+    """matmul + bias + relu with N symbolic: the matmul's masked tiles are lowered in a second
+    stage (contractions unmasked first), the epilogue's schedule after it."""
+    K = 96
+    X, Y = ["m", K], ["m", "n"]
+    src = program([("x", X), ("w", [K, "n"]), ("b", ["n"])],
+                  [op("p", "matmul", [("x", X), ("w", [K, "n"])], Y), op("q", "add", [("p", Y), ("b", ["n"])], Y),
+                   op("r", "relu", [("q", Y)], Y)],
+                  [("r", Y)])
+    assert set(schedules_applied(src).values()) == {"matmul+elementwise"}
+    exe = compile_scheduled(src)
+    for m, n in [(1, 17), (5, 200), (40, 63), (131, 257)]:
+        x, w, b = f32(m, K), f32(K, n), f32(n)
+        np.testing.assert_allclose(exe(x, w, b), np.maximum(x.astype(np.float64) @ w + b, 0), rtol=1e-4, atol=1e-4)
+
+
 # ---- elementwise and broadcast --------------------------------------------------------
 
 @pytest.mark.parametrize("inner", [1024, 100, "n"])
@@ -118,6 +175,7 @@ def test_elementwise_chains(inner):
 
 
 # ---- row reductions and normalizations -------------------------------------------------
+
 
 def softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))

@@ -53,6 +53,9 @@ class Schedule:
     prepare: Optional[Callable[[ir.Operation], None]] = None
     #: rows of B ahead that relax-prefetch prefetches in the kernel's streaming loops (0: none)
     prefetch: int = 0
+    #: run on the kernel after ``body``'s script (None: the script is all): a Python step, and
+    #: scripts of its own (the matmul's masked tiles: :func:`.common.unmasked_lowering`)
+    finish: Optional[Callable[[ir.Operation], None]] = None
 
 
 def payload_ops(fn: ir.Operation) -> list[ir.Operation]:
@@ -99,7 +102,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
     prepare, prefetch = None, 0
     if _max_rows(fn, m) is not None and _max_rows(fn, m) <= cfg.gemv_rows:
         threaded = threaded and gemv_split(n, k, cfg, batch)
-        body = gemv_schedule(n, k, cfg, batch=batch, threaded=threaded)
+        body, finish = gemv_schedule(n, k, cfg, batch=batch, threaded=threaded)
         kind = "batch_gemv" if batch else "gemv"
         if threaded:
             cols = cfg.gemv_tile
@@ -110,12 +113,19 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
             cfg = dataclasses.replace(cfg, rows=cfg.small_rows)
         lo = m if m is not None else _range(fn, "m_min")
         pack = packs_b(n, k, cfg, batch) and lo is not None and lo >= cfg.pack_min_m
-        body = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack)
+        body, finish = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack)
         kind = "batch_matmul" if batch else "matmul"
         prefetch = cfg.prefetch
     if not epilogue:
-        return Schedule(kind, body, prepare, prefetch)
+        return Schedule(kind, body, prepare, prefetch, finish)
     tail = _select_elementwise(epilogue).body
+    if finish is not None:  # the epilogue's script after the matmul's last stage
+
+        def finish_fused(fn: ir.Operation) -> None:
+            finish(fn)
+            apply(fn, tail)
+
+        return Schedule(kind + "+elementwise", body, prepare, prefetch, finish_fused)
 
     def fused(fn: ir.Value) -> None:
         body(fn)

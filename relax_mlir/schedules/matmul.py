@@ -11,17 +11,36 @@ vector registers across the K block; per k step it does ``cols/16`` loads of B,
 The M loop is peeled: full 6-row tiles (static after canonicalization, no masks), then
 the remaining M mod 6 rows one at a time with a 256-column tile where the columns are a
 static multiple of it, else 64 (M = 1 is GEMV: no packing, no padding work). A symbolic
-N peels the sub-panel loop the same way (64 columns, then 1); a static N that is not a
-multiple of 64 is split instead (:func:`matmul_schedule`, :func:`_column_rest`). K needs
-nothing: the innermost K tile is always 1. (A deeper 4/2/1-row cascade of peeled loops
+N peels the sub-panel loop the same way: 64 columns, then the last N mod 64 columns in
+masked tiles of one register (below); a static N that is not a multiple of 64 is split
+instead (:func:`matmul_schedule`, :func:`_column_rest`). K needs nothing: the innermost K
+tile is always 1. (A deeper 4/2/1-row cascade of peeled loops
 leaves ``affine.min`` that canonicalization cannot fold, hence masked tiles (MLIR 22:
 "'vector.mask' op expects only one operation to mask" with rows (6, 2, 1)); not done;
 small M gets a relax-specialize-ranges variant with 4-row tiles instead, ``small_max_m``.)
 The accumulator's reads and writes are hoisted out of the k loop
 (``hoist_loop_invariant_subsets`` at tensor level, before bufferization). Every size is
-correct with one compile. With N a multiple of the panel, the fill of C is fused into the
-panel loop (each thread zeroes its panel in panel-wide vector stores). A batch matmul runs
+correct with one compile. The fill of C is fused into the panel loop (each thread zeroes
+its panel in panel-wide vector stores, masked for a partial last panel) or the batch loop,
+and vectorized on its own where there is neither (:func:`_fill_rows`). A batch matmul runs
 one batch per ``scf.forall`` iteration, each scheduled the same way.
+
+A symbolic column remainder (:func:`_columns`): a second peel of a symbolic extent leaves
+``affine.min`` that canonicalization cannot fold, so the remainder's tiles are masked
+anyway; they are 16 columns wide (one AVX-512 register; the last one partial), and all
+the masks they need are made once per tile, outside the k loop: the vectorizer's
+``vector.mask`` regions around transfers become masked transfers and LICM moves the masks
+out of the k loop, so the accumulator's masked read and write are a loop-invariant pair,
+hoisted like an unmasked tile's. Per k step that leaves one masked load of B (AVX-512:
+``vmovups {k}{z}``), ``rows`` broadcasts of A and ``rows`` FMAs. The FMAs are unmasked:
+the schedule's script stops before the vector lowering, and a second stage
+(:func:`.common.unmasked_lowering`) takes the contractions out of their masks first (a
+masked contraction lowers to an FMA and a select per vector, its mask to per-element
+shuffles). The packed variant's full K blocks run a half-width tile (32 columns, 12 FMA
+chains) before the 16-column ones. Masked vector tiles that MLIR 22 does not lower: a
+``vector.mask`` left until ``convert-vector-to-scf`` gets a second op in its region
+("'vector.mask' op expects only one operation to mask"); ``lower_vectors`` lowers the
+masked transfers first.
 
 Large M (the relax-specialize-ranges variant for M >= ``pack_min_m`` = 40), N a multiple
 of ``cols`` wider than one tile or symbolic (:func:`packs_b`), 2-D or batched: B is packed
@@ -69,8 +88,9 @@ from mlir.dialects import transform
 from mlir.dialects.transform import loop, structured
 from mlir.dialects.transform import bufferization as tbuf
 from mlir.dialects.transform import tensor as ttensor
+from mlir.dialects.transform import vector as tvec
 
-from .common import any_op, cleanup, lower_vectors, match, patterns
+from .common import Body, Step, any_op, cleanup, lower_vectors, match, patterns, unmasked_lowering
 from .target import CpuTarget
 
 
@@ -95,11 +115,16 @@ class MatmulConfig:
     prefetch: int = 4
 
 
-def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True) -> None:
+def _vectorize(target: ir.Value, sizes: list[int], contraction: bool = True, masked: bool = False) -> None:
     """Vectorize a tile that is full by construction (a peeled main loop): its dynamic
-    sizes equal ``sizes``, so no masks (``assume_dynamic_dims_match_vec_sizes``)."""
+    sizes equal ``sizes``, so no masks (``assume_dynamic_dims_match_vec_sizes``; MLIR 22
+    honours it for the contraction only: with ``create_named_contraction`` the transfers of
+    a dynamic-shaped operand are masked all the same, by an all-true mask, where the tile's
+    size does not fold to a constant). ``masked``: a partial tile (a symbolic remainder, at
+    most ``sizes``): every vector op masked (see :func:`.common.unmask_contractions`)."""
     v = structured.VectorizeOp(target, sizes)
-    v.operation.attributes["assume_dynamic_dims_match_vec_sizes"] = ir.UnitAttr.get()
+    if not masked:
+        v.operation.attributes["assume_dynamic_dims_match_vec_sizes"] = ir.UnitAttr.get()
     if contraction:
         v.operation.attributes["create_named_contraction"] = ir.UnitAttr.get()
 
@@ -126,21 +151,57 @@ def _cascade(fn: ir.Value, op: ir.Value, dim: int, rank: int, sizes: tuple[int, 
     return parts
 
 
-def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[int], b: int,
+def _columns(fn: ir.Value, mm: ir.Value, cols: int, n_extent: Optional[int], rest: int, b: int,
+             name: str, half: bool = False) -> list[tuple[ir.Value, int, bool]]:
+    """Column tiles of ``mm`` (``n_extent``: its static column extent, None when symbolic):
+    (tiled op, width, masked) triples. Full ``cols``-wide tiles (peeled), then a static
+    remainder 1 column at a time; a symbolic one (``rest`` > 1) in masked tiles of ``rest``
+    columns (one SIMD register; the last one partial), after a full tile of ``cols / 2``
+    columns with ``half`` (peeled; 12 FMA chains in flight where a 16-column tile has 6:
+    measured in :func:`matmul_schedule`). ``rest`` = 1: a symbolic extent whose remainder
+    never runs (a static N's panels, all multiples of ``cols``): the cheapest code, 1-column
+    tiles."""
+    if n_extent is not None or rest == 1:
+        exact = n_extent is not None and n_extent % cols == 0
+        return [(op, c, False) for op, c in _cascade(fn, mm, b + 1, b + 3, (cols, 1), exact, name)]
+    sizes = (cols, cols // 2, rest) if half and cols // 2 > rest else (cols, rest)
+    return [(op, c, i == len(sizes) - 1) for i, (op, c) in enumerate(_cascade(fn, mm, b + 1, b + 3, sizes, False, name))]
+
+
+def _micro(fn: ir.Value, mm: ir.Value, rows: int, cols: int, n_extent: Optional[int], rest: int, b: int,
            name: str) -> None:
     """Tile the rows x (panel) x (block) matmul ``mm`` into register tiles of ``cols``
-    columns (``n_extent``: the static column extent of ``mm``, None when symbolic; ``b``:
-    1 for a batch matmul, whose batch dim is already tiled to 1)."""
-    exact = n_extent is not None and n_extent % cols == 0
-    for inner, cols in _cascade(fn, mm, b + 1, b + 3, (cols, 1), exact, name):
-        _register_tile(inner, rows, cols, b)
+    columns (``n_extent``: the static column extent of ``mm``, None when symbolic: the last
+    columns in ``rest``-wide masked tiles; ``b``: 1 for a batch matmul, whose batch dim is
+    already tiled to 1)."""
+    for inner, c, masked in _columns(fn, mm, cols, n_extent, rest, b, name):
+        _register_tile(inner, rows, c, b, masked)
 
 
-def _register_tile(mm: ir.Value, rows: int, cols: int, b: int) -> None:
+def _register_tile(mm: ir.Value, rows: int, cols: int, b: int, masked: bool = False) -> None:
     """The innermost step of every matmul schedule: ``mm`` (a ``rows`` x ``cols`` x K tile;
-    ``b``: 1 for a batch matmul) tiled to one k at a time and vectorized."""
+    ``b``: 1 for a batch matmul) tiled to one k at a time and vectorized (``masked``: a
+    partial tile of at most ``cols`` columns, :func:`_columns`)."""
     t = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, 1])
-    _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1])
+    _vectorize(t.tiled_linalg_op, [1] * b + [rows, cols, 1], masked=masked)
+
+
+def _fill_rows(fn: ir.Value, fill: ir.Value, extent: Optional[int], bound: Optional[int], width: int,
+               b: int) -> None:
+    """Vectorize ``fill`` (the zeroing of C, or its tile fused into a panel or batch loop;
+    ``b``: 1 for a batch matmul's): row by row, in vector stores of ``width`` columns, the
+    last ones masked where ``width`` does not divide the column extent (``extent`` when
+    static; ``bound``: a static upper bound of a symbolic one, when known). Left to plain
+    loops, a fill is a scalar store loop (LLVM makes it a ``memset`` per row): a pass over C
+    of its own where the panel loop could zero C in cache. (Peeling the static remainder
+    instead cost a canonicalization of the kernel: 0.3 s more to compile K, N = 512, 1000.)"""
+    row = structured.TileUsingForOp(fill, sizes=[1] * (b + 1) + [0]).tiled_linalg_op
+    whole = extent if extent is not None else bound
+    if whole is not None and whole <= width:  # the row in one vector
+        structured.VectorizeOp(row, [1] * (b + 1) + [whole])
+    else:  # width-wide tiles: static where width divides a static extent, else the last one masked
+        t = structured.TileUsingForOp(row, sizes=[0] * (b + 1) + [width]).tiled_linalg_op
+        structured.VectorizeOp(t, [1] * (b + 1) + [width])
 
 
 #: Rows of B per vectorized step of the packing copy.
@@ -231,8 +292,9 @@ def config_for(target: CpuTarget) -> MatmulConfig:
 
 
 def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool):
-    """``tile(fn, mm, fill)``: tile and vectorize the matmul ``mm`` of :func:`matmul_schedule`
-    (``fill``: fuse the fill of C into the N panels, where they divide N)."""
+    """``(tile, masked)``: ``tile(fn, mm, fill)`` tiles and vectorizes the matmul ``mm`` of
+    :func:`matmul_schedule` (``fill``: zero C in the N panel or batch loop, :func:`_fill_rows`);
+    ``masked``: it makes masked column tiles (N symbolic, :func:`_columns`)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n and not pack:
@@ -243,6 +305,9 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     if k is not None and k <= block_k:
         block_k = 0
     # Column extent seen by the register tiles: the panel when it divides N, else N itself.
+    # A static N the panel does not divide is a multiple of cols here (matmul_schedule split
+    # off the rest): the panels' column remainder never runs (1-column tiles, no masks).
+    rest_width = cfg.lanes if n is None else 1
     if panel_n:
         n_extent = panel_n if n is not None and n % panel_n == 0 else None
     else:
@@ -260,46 +325,58 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
 
     def tile(fn: ir.Value, mm: ir.Value, fuse_fill: bool) -> None:
         if batch:
-            mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
+            tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0])
+            mm = tiled.results[0]
+            if fuse_fill:  # each batch zeroes its own C
+                fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
+                _fill_rows(fn, fill, n, None, cfg.panel_n, 1)
             if panel_n:
                 mm = structured.TileUsingForOp(mm, sizes=[0, 0, panel_n, 0]).tiled_linalg_op
         elif panel_n:  # N panels are independent: an scf.forall (threads, when enabled)
             tiled = structured.TileUsingForallOp(mm, tile_sizes=[0, panel_n, 0])
             mm = tiled.results[0]
-            if fuse_fill and n is not None and n % panel_n == 0:
+            if fuse_fill:
                 # Zero each panel of C in its own thread, row by row in panel-wide vector
-                # stores (left to plain loops, the fill was a scalar store loop: 5 % of M = 512).
+                # stores (left to plain loops, the fill was a scalar store loop: 5 % of M = 512);
+                # the last panel of a symbolic N (or of one the panel does not divide) masked.
                 fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
-                row = structured.TileUsingForOp(fill, sizes=[1, 0]).tiled_linalg_op
-                structured.VectorizeOp(row, [1, panel_n])
+                _fill_rows(fn, fill, n_extent, panel_n, panel_n, 0)
+        elif fuse_fill:  # one panel, no loop to fuse into
+            _fill_rows(fn, match(fn, "linalg.fill"), n, None, cfg.panel_n, 0)
         if block_k and not pack:
             mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
         m_exact = m is not None and m % cfg.rows[0] == 0
         if pack:
             full, partial = _split_k(fn, mm, block_k, k, b, name)
-            n_exact = n_extent is not None and n_extent % cfg.cols == 0
-            for npart, cols in _cascade(fn, full, b + 1, b + 3, (cfg.cols, 1), n_exact, name):
-                if cols > 1:  # one packed micro-panel for the full row tiles and the remainder rows
+            for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, rest_width, b, name, half=True):
+                # one packed micro-panel for the full row tiles and the remainder rows; the
+                # column remainder reads B in place (hoisting the pad of a half-width tile,
+                # whose size is an unfolded affine.min, asserts in MLIR 22's HoistPadding:
+                # "could not get upper bound", an abort)
+                if cols == cfg.cols and not masked:
                     npart = _pack_b(fn, npart, block_k or k, cols, b)
                 for part, rows in _cascade(fn, npart, b, b + 3, cfg.rows, m_exact, name):
-                    _register_tile(part, rows, cols, b)
+                    _register_tile(part, rows, cols, b, masked)
             if partial is not None:  # the last, partial K block of a symbolic K: B read in place
                 for part, rows in _cascade(fn, partial, b, b + 3, cfg.rows, m_exact, name):
-                    _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
+                    _micro(fn, part, rows, cols_for(rows), n_extent, rest_width, b, name)
         else:
             parts = _cascade(fn, mm, b, b + 3, cfg.rows, m_exact, name)
             cleanup(fn)
             for part, rows in parts:
-                _micro(fn, part, rows, cols_for(rows), n_extent, b, name)
+                _micro(fn, part, rows, cols_for(rows), n_extent, rest_width, b, name)
 
-    return tile
+    return tile, n is None
 
 
-def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
-                    cfg: MatmulConfig = MatmulConfig(), batch: bool = False, pack: bool = False):
-    """The transform-script body for a matmul of static sizes ``m``/``n``/``k`` (None:
-    symbolic). ``batch``: a ``linalg.batch_matmul``, one batch per ``scf.forall``
-    iteration (threads), each batch scheduled like a matmul (N panels then in a loop).
+def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
+                    batch: bool = False, pack: bool = False) -> tuple[Body, Optional[Step]]:
+    """``(body, finish)``: the transform-script body for a matmul of static sizes
+    ``m``/``n``/``k`` (None: symbolic), and the step to run on the kernel after it (None:
+    the script is all; with masked tiles it leaves the vector lowering to
+    :func:`.common.unmasked_lowering`). ``batch``: a ``linalg.batch_matmul``, one batch per
+    ``scf.forall`` iteration (threads), each batch scheduled like a matmul (N panels then in
+    a loop).
     ``pack`` (large M, :func:`packs_b` holds): B packed per K block of
     ``cfg.pack_block_k``, loops N panel -> K block -> (pack) -> N tile -> M rows -> k,
     so each packed ``block_k x cols`` micro-panel serves every row tile in turn.
@@ -313,11 +390,22 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
     bench/bench_matmul_configs.py``), M = 16 / 128 / 512: K = 512, N = 200 1.36 / 1.76 /
     1.85 peeled against 0.91 / 1.04 / 1.03 split; N = 1000 1.28 / 1.87 / 2.05 against 0.87 /
     0.95 / 1.09; K = 2048, N = 100 4.9 / 6.4 / 6.7 against 0.90 / 1.25 / 1.27; K = 512,
-    N = 2053 0.99 / 1.51 / 1.35 against 0.93 / 1.10 / 1.03. A symbolic N keeps the peeled
-    1-column tiles (a second peel of a symbolic extent leaves masked tiles, see above)."""
+    N = 2053 0.99 / 1.51 / 1.35 against 0.93 / 1.10 / 1.03. The fill of C is then vectorized
+    on its own, before both parts.
+
+    A symbolic N runs its column remainder in masked tiles (see the module docstring),
+    where peeled 1-column tiles had run it scalar. Measured (same bench, M, N, K symbolic,
+    best of two runs of 11 rounds, load 1.0), M = 16 / 128 / 512, 1-column tiles against
+    masked: K = 512, N = 200 1.40 / 1.98 / 2.02 against 0.92 / 1.08 / 1.07; N = 1000 1.40 /
+    1.85 / 1.98 against 0.97 / 1.05 / 1.07; K = 2048, N = 100 4.9 / 8.0 / 8.0 against 1.01 /
+    1.13 / 1.15; N = 2053 (5 columns) even, 0.88-1.06; a batch of 4, K = 512, N = 200 1.68 /
+    1.54 / 1.75 against 1.18 / 1.03 / 1.03. The packed variant's half-width tile: K = 2048,
+    N = 100, M = 128 / 512 1.19 / 1.19 against 1.31 / 1.43 with 16-column tiles only (load
+    0.6); 32-column masked tiles instead: 1.29 / 1.32. (Static N, for comparison: 1.13-1.22
+    at K = 2048, N = 100.)"""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
-    tile = _tiles(m, n - rest if rest else n, k, cfg, batch, pack)
+    tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack)
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, name)
@@ -326,14 +414,27 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int],
             main, tail = transform.SplitHandleOp([any_op(), any_op()], split).results
             tile(fn, main, False)
             _column_rest(fn, tail, m, rest, cfg, b, name)
+            _fill_rows(fn, match(fn, "linalg.fill"), n, None, cfg.panel_n, b)  # C zeroed before the products
         else:
             tile(fn, mm, True)
         cleanup(fn)
+        if masked:  # their accumulators hoisted like the others'
+            _masks_out_of_loops(fn)
         loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
-        lower_vectors(fn)
+        if not masked:
+            lower_vectors(fn)
 
-    return body
+    return body, unmasked_lowering if masked else None
+
+
+def _masks_out_of_loops(fn: ir.Value) -> None:
+    """Prepare masked tiles for ``hoist_loop_invariant_subsets``: ``vector.mask`` regions
+    around transfers become transfers with a mask operand, and the masks (made per k step by
+    the vectorizer) move out of the k loops (LICM), so the accumulator's masked read and
+    write are a loop-invariant pair like an unmasked tile's."""
+    patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
+    transform.apply_licm(match(fn, "scf.for"))
 
 
 def _column_rest(fn: ir.Value, mm: ir.Value, m: Optional[int], cols: int, cfg: MatmulConfig, b: int,
@@ -401,13 +502,14 @@ def thread_split(fn: ir.Operation, cols: int, name: str = "linalg.matmul") -> No
 
 
 def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
-                  batch: bool = False, threaded: bool = False):
-    """The transform-script body for a matmul with few rows (M == 1, the decode GEMV, and
-    M < ``cfg.rows[0]``): no packing and no register blocking along M. Loops, outer to
-    inner::
+                  batch: bool = False, threaded: bool = False) -> tuple[Body, Optional[Step]]:
+    """``(body, finish)`` (as :func:`matmul_schedule`) for a matmul with few rows (M == 1,
+    the decode GEMV, and M < ``cfg.rows[0]``): no packing and no register blocking along M.
+    Loops, outer to inner::
 
         (N split in one chunk per thread, scf.forall) -> K block (``cfg.unroll_k``, peeled;
-        then 1) -> N tile (``cfg.gemv_tile``, peeled; then one register if static, then 1) -> M rows (1)
+        then 1) -> N tile (``cfg.gemv_tile``, peeled; then one register and 1 column if
+        static, masked one-register tiles if symbolic) -> M rows (1)
 
     Each k block streams ``unroll_k`` rows of B side by side (contiguous, one hardware
     prefetch stream each) and adds ``unroll_k`` broadcast-FMA steps onto ``cols / lanes``
@@ -418,34 +520,49 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
 
     ``threaded``: the kernel holds :func:`thread_split`'s chunk (``gemv_split`` tells
     whether this GEMV gets one): the N split is sized at run time by the thread count then,
-    so the code is right, and balanced, for any count."""
+    so the code is right, and balanced, for any count. The fill of C is vectorized, in the
+    chunk or batch loop when there is one (:func:`_fill_rows`).
+
+    The symbolic remainder's masked tiles (1-column tiles before; measured, one thread, ours /
+    numpy CPU time, best of 15 interleaved rounds, M = 1 / 3, N and K symbolic): K, N = 512,
+    200: 1.74 / 1.23 against 2.22 / 1.55; 2048, 100: 1.74 / 1.30 against 2.08 / 1.60. Left
+    masked (no :func:`.common.unmask_contractions`) they were slower than the 1-column tiles:
+    2.9 / 1.8 and 3.8 / 2.3. Tiles of two registers instead of one: even (1.75 / 1.25, 1.81 /
+    1.35)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     uk, cols = cfg.unroll_k, cfg.gemv_tile
+    split = not batch and threaded and gemv_split(n, k, cfg, batch)
+    n_static = None if split else n  # the columns of one chunk are a run-time size
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, name)
-        n_static = n
-        if batch:
-            mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
-        elif threaded and gemv_split(n, k, cfg, batch):  # one chunk of columns per thread
-            chunk = structured.MatchOp(any_op(), fn, op_attrs=ir.DictAttr.get({CHUNK_ATTR: ir.UnitAttr.get()})).result
-            mm = structured.TileUsingForallOp(mm, tile_sizes=[0, chunk, 0]).results[0]
-            n_static = None
+        if batch or split:  # one batch, or one chunk of columns, per thread; each zeroes its C
+            if batch:
+                tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0])
+            else:
+                chunk = structured.MatchOp(any_op(), fn, op_attrs=ir.DictAttr.get({CHUNK_ATTR: ir.UnitAttr.get()}))
+                tiled = structured.TileUsingForallOp(mm, tile_sizes=[0, chunk.result, 0])
+            mm = tiled.results[0]
+            fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
+            _fill_rows(fn, fill, n_static, None, cfg.panel_n, b)
+        else:
+            _fill_rows(fn, match(fn, "linalg.fill"), n_static, None, cfg.panel_n, b)
         k_sizes = _fitting((uk, 1), k)
         for kpart, ku in _cascade(fn, mm, b + 2, b + 3, k_sizes, k is not None and k % k_sizes[0] == 0, name):
-            # A static column remainder: one register wide, then 1. (A symbolic one peeled
-            # twice leaves a masked tile that the vector lowering rejects, MLIR 22.)
-            n_sizes = _fitting((cols, cfg.lanes, 1) if 1 < cfg.lanes < cols and n_static is not None else (cols, 1),
-                               n_static)
-            n_exact = n_static is not None and n_static % n_sizes[0] == 0
-            for npart, nc in _cascade(fn, kpart, b + 1, b + 3, n_sizes, n_exact, name):
+            if n_static is None:  # a symbolic column remainder: masked tiles of one register
+                nparts = _columns(fn, kpart, cols, None, cfg.lanes, b, name)
+            else:  # a static one: one register wide, then 1
+                n_sizes = _fitting((cols, cfg.lanes, 1) if 1 < cfg.lanes < cols else (cols, 1), n_static)
+                nparts = [(op, c, False) for op, c in
+                          _cascade(fn, kpart, b + 1, b + 3, n_sizes, n_static % n_sizes[0] == 0, name)]
+            for npart, nc, masked in nparts:
                 t = structured.TileUsingForOp(npart, sizes=[0] * b + [1, 0, 0])
-                _vectorize(t.tiled_linalg_op, [1] * b + [1, nc, ku])
+                _vectorize(t.tiled_linalg_op, [1] * b + [1, nc, ku], masked=masked)
         cleanup(fn)
-        lower_vectors(fn)
+        if n_static is not None:
+            lower_vectors(fn)
 
-    return body
-
+    return body, unmasked_lowering if n_static is None else None
 
 
 def gemv_split(n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool = False) -> bool:

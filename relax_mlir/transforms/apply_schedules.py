@@ -144,6 +144,8 @@ def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
         if sched.prepare is not None:
             sched.prepare(copy)
         schedules.apply(copy, sched.body)
+        if sched.finish is not None:
+            sched.finish(copy)
         ok = copy.verify()
     except (ir.MLIRError, ValueError) as e:  # the interpreter reports a failed transform as ValueError
         if os.environ.get("RELAX_MLIR_DEBUG_SCHEDULES"):

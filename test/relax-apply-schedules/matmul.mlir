@@ -108,12 +108,16 @@ func.func private @mm_packed_n512(%a: tensor<?x2048xf32>, %b: tensor<2048x512xf3
 // time). K is split into full blocks of 512 (peeled: static 512 x 64 micro-panels, packed
 // as above, read by the 6-row tiles and the remainder rows) and the last, partial block,
 // which reads B in place with the unpacked tiles (6 x 64 and 1 x 64). The symbolic column
-// remainder runs 1-column tiles.
+// remainder (N mod 64 columns of the last panel) runs, B in place, a 32-column tile (peeled
+// again; its transfers masked all the same, by an all-true mask: with create_named_contraction
+// MLIR 22 masks every transfer of a dynamic-shaped operand, assume_dynamic_dims_match_vec_sizes
+// or not) and masked 16-column tiles.
+// The packed panel is allocated once per N panel (LICM), refilled per K block.
 // CHECK-LABEL: func.func private @mm_dyn_packed
 // CHECK-SAME: relax.schedule = "matmul"
 // CHECK: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c512
 // CHECK: tensor.empty() : tensor<4x512x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c512
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c8
 // CHECK: vector.transfer_read %arg1[{{.*}}], %{{.*}} {in_bounds = [true, true]} : tensor<?x?xf32>, vector<8x64xf32>
 // CHECK: tensor.insert_slice {{.*}} [1, 512, 64] [1, 1, 1] : tensor<512x64xf32> into tensor<4x512x64xf32>
@@ -121,7 +125,9 @@ func.func private @mm_packed_n512(%a: tensor<?x2048xf32>, %b: tensor<2048x512xf3
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
 // CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<1x64xf32>)
-// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x1xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x32xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c16
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args({{.*}}) -> (vector<6x16xf32>)
 // CHECK: scf.for %[[KB:.*]] = %{{.*}} to %{{.*}} step %c512
 // CHECK-NOT: tensor.empty
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<6x64xf32>)
@@ -136,11 +142,48 @@ func.func private @mm_dyn_packed(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: t
   return %1 : tensor<?x?xf32>
 }
 
-// Fully symbolic sizes: the column loop is peeled as well (64-wide tiles, then 1 column).
+// Fully symbolic sizes: the column loop is peeled as well: 64-wide tiles, then the last
+// N mod 64 columns of the last panel in 16-wide (one register) masked tiles. The masks are
+// made once per tile, outside the k loop, where the accumulator's masked read and write
+// are hoisted too; per k step only B's row is a masked read, and the FMAs are unmasked (a
+// masked contraction lowers to an FMA and a select per vector). The fill of C is fused
+// into the panel loop: each thread zeroes its panel row by row in 256-wide vector stores,
+// masked for the last panel (no scalar store loop, no memset).
 // CHECK-LABEL: func.func private @mm_dyn(
 // CHECK-SAME: relax.schedule = "matmul"
+// CHECK-NOT: linalg.fill
+// CHECK: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs
+// CHECK: %[[PANEL:.*]] = affine.min
+// CHECK: %[[FM:.*]] = vector.create_mask %[[PANEL]] : vector<256xi1>
+// CHECK: %[[FM2:.*]] = vector.broadcast %[[FM]] : vector<256xi1> to vector<1x256xi1>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %c0], %[[FM2]] {in_bounds = [true, true]} : vector<1x256xf32>, tensor<1x?xf32>
+// CHECK: scf.for %{{.*}} step %c128
+// CHECK: iter_args({{.*}}) -> (vector<6x64xf32>)
 // CHECK: vector.fma {{.*}} : vector<64xf32>
-// CHECK: vector.fma {{.*}} : vector<1xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c16
+// CHECK: %[[W:.*]] = affine.min
+// CHECK: %[[M:.*]] = vector.create_mask %[[W]] : vector<16xi1>
+// CHECK: %[[MB:.*]] = vector.broadcast %[[M]] : vector<16xi1> to vector<1x16xi1>
+// CHECK: %[[MC:.*]] = vector.from_elements
+// CHECK: %[[ACC:.*]] = vector.transfer_read %{{.*}}[%c0, %c0], %cst, %[[MC]] {in_bounds = [true, true]} : tensor<6x?xf32>, vector<6x16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %[[ACC]]) -> (vector<6x16xf32>)
+// CHECK-NOT: mask
+// CHECK: vector.transfer_read %{{.*}}[%c0, %c0], %cst {in_bounds = [true, true]} : tensor<6x1xf32>, vector<6x1xf32>
+// CHECK: vector.transfer_read %{{.*}}[%c0, %c0], %cst, %[[MB]] {in_bounds = [true, true]} : tensor<1x?xf32>, vector<1x16xf32>
+// CHECK-NOT: select
+// CHECK-COUNT-6: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: select
+// CHECK: scf.yield
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %c0], %[[MC]] {in_bounds = [true, true]} : vector<6x16xf32>, tensor<6x?xf32>
+// The M mod 6 remainder rows: the same, 1 row at a time (1 x 64, then masked 1 x 16).
+// CHECK: iter_args({{.*}}) -> (vector<1x64xf32>)
+// CHECK: vector.create_mask %{{.*}} : vector<16xi1>
+// CHECK: iter_args({{.*}}) -> (vector<1x16xf32>)
+// CHECK-NOT: select
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: vector<1xf32>
+// CHECK: return
 func.func private @mm_dyn(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32>
     attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
   %cst = arith.constant 0.0 : f32
@@ -190,10 +233,14 @@ func.func private @mm_bias_relu(%a: tensor<?x512xf32>, %b: tensor<512x2048xf32>,
 }
 
 // linalg.batch_matmul (attention's products): one batch per scf.forall iteration, then
-// the matmul schedule on each (here N = 64: one register-tile column, K symbolic).
+// the matmul schedule on each (here N = 64: one register-tile column, K symbolic). Each
+// batch zeroes its C in the batch loop, a 64-wide vector store per row.
 // CHECK-LABEL: func.func private @bmm
 // CHECK-SAME: relax.schedule = "batch_matmul"
+// CHECK-NOT: linalg.fill
 // CHECK: scf.forall (%{{.*}}) in (4) shared_outs
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true, true, true]} : vector<1x1x64xf32>, tensor<1x1x64xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
 // CHECK: iter_args({{.*}}) -> (vector<1x6x64xf32>)
 // CHECK-COUNT-6: vector.fma {{.*}} : vector<64xf32>
@@ -233,9 +280,16 @@ func.func private @bmm_packed(%a: tensor<8x?x512xf32>, %b: tensor<8x512x512xf32>
 // A static N that is no multiple of the 64-column register tile (1000 = 960 + 40): the
 // matmul is split (structured.split) at column 960; the first 960 columns get the usual
 // schedule (15 panels of 64 columns), the last 40 register tiles of exactly 32, then 8
-// columns (whole registers, then the partial one) over all of K, no 1-column tiles.
+// columns (whole registers, then the partial one) over all of K, no 1-column tiles. The
+// fill of C is vectorized on its own, before both parts: per row, 256-column vector stores,
+// the last (232 columns) masked.
 // CHECK-LABEL: func.func private @mm_split
 // CHECK-SAME: relax.schedule = "matmul"
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c1000 step %c256
+// CHECK: vector.create_mask %{{.*}} : vector<256xi1>
+// CHECK: vector.transfer_write {{.*}} : vector<1x256xf32>, tensor<1x?xf32>
 // CHECK: scf.forall (%{{.*}}) in (15) shared_outs(%{{.*}}) -> (tensor<?x960xf32>)
 // CHECK: iter_args({{.*}}) -> (vector<6x64xf32>)
 // CHECK: iter_args({{.*}}) -> (vector<1x64xf32>)
@@ -255,4 +309,33 @@ func.func private @mm_split(%a: tensor<?x512xf32>, %b: tensor<512x1000xf32>, %c:
   %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<?x1000xf32>) -> tensor<?x1000xf32>
   %1 = linalg.matmul ins(%a, %b : tensor<?x512xf32>, tensor<512x1000xf32>) outs(%0 : tensor<?x1000xf32>) -> tensor<?x1000xf32>
   return %1 : tensor<?x1000xf32>
+}
+
+// A GEMV (M = 1) with N and K symbolic: the fill of C in 256-wide masked vector stores; per
+// k block of 8 rows, 32-column tiles, then the last N mod 32 columns in 16-wide masked
+// tiles whose 8 FMAs per k block are unmasked (B's 8 rows and C read with the one mask).
+// CHECK-LABEL: func.func private @gemv_dyn
+// CHECK-SAME: relax.schedule = "gemv"
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c256
+// CHECK: vector.create_mask %{{.*}} : vector<256xi1>
+// CHECK: vector.transfer_write {{.*}} : vector<1x256xf32>, tensor<1x?xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c32
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c16
+// CHECK: %[[M:.*]] = vector.create_mask %{{.*}} : vector<16xi1>
+// CHECK: vector.transfer_read {{.*}} : tensor<8x?xf32>, vector<8x16xf32>
+// CHECK: %[[MC:.*]] = vector.broadcast %[[M]] : vector<16xi1> to vector<1x16xi1>
+// CHECK: vector.transfer_read %{{.*}}[%c0, %c0], %cst, %[[MC]] {in_bounds = [true, true]} : tensor<1x?xf32>, vector<1x16xf32>
+// CHECK-NOT: select
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: select
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %c0], %[[MC]] {in_bounds = [true, true]} : vector<1x16xf32>, tensor<1x?xf32>
+func.func private @gemv_dyn(%a: tensor<1x?xf32>, %b: tensor<?x?xf32>, %c: tensor<1x?xf32>) -> tensor<1x?xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<1x?xf32>) -> tensor<1x?xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<1x?xf32>, tensor<?x?xf32>) outs(%0 : tensor<1x?xf32>) -> tensor<1x?xf32>
+  return %1 : tensor<1x?xf32>
 }

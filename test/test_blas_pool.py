@@ -123,3 +123,23 @@ def test_pool_runs_every_job_concurrently(numjobs):
     pool.relax_blas_pool_run(1, cb, numjobs, elsize, ctypes.addressof(data), 7)
     assert sorted(seen) == [(i, i, 7) for i in range(numjobs)]
     assert not barrier.broken
+
+
+def test_no_c_compiler_shares_nothing_and_compiles(tmp_path):
+    # the pool is C built on first use: without a compiler OpenBLAS keeps its own workers and
+    # compile() still works (dispatch off: nothing else needs the compiler)
+    code = r'''
+import numpy as np, relax_mlir
+from relax_mlir.frontend import models
+from relax_mlir.runtime import libraries as L
+cfg = models.MLPConfig()
+exe = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg), options={"dispatch": False})
+params = models.mlp_params(cfg, np.random.default_rng(0))
+x = np.random.default_rng(1).standard_normal((64, cfg.d_in)).astype(np.float32)
+assert np.allclose(exe(x, *params), models.mlp_reference(x, *params), rtol=1e-4, atol=1e-4)
+print("RESULT", sorted(v for v in L.shared_blas_pools.values() if v), L.share_blas_threads_error is not None)
+'''
+    env = dict(os.environ, PYTHONPATH=ROOT, CC="/nonexistent/cc", RELAX_MLIR_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "RESULT [] True" in r.stdout, r.stdout

@@ -414,7 +414,7 @@ def dynamic_threads() -> bool:
     return os.environ.get(DYNAMIC_THREADS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def init_openmp(what: str) -> None:
+def init_openmp(what: str, share: bool = True) -> None:
     """Load and initialize the OpenMP runtime (:data:`OPENMP_REQUIREMENT`) once, before code that
     calls it, with our wait policy (:func:`openmp_wait_policy`).
 
@@ -432,7 +432,8 @@ def init_openmp(what: str) -> None:
     reads ``OMP_DYNAMIC`` too, so it is set only while libiomp5 reads its environment (forced
     here by one call), then removed; an ``OMP_DYNAMIC`` the user set is kept either way."""
     if OPENMP_REQUIREMENT["soname"] in _wheel_handles:
-        share_blas_threads()
+        if share:
+            share_blas_threads()
         return
     openmp_wait_policy()
     dynamic = dynamic_threads()
@@ -447,7 +448,8 @@ def init_openmp(what: str) -> None:
     finally:
         if set_here:
             del os.environ["OMP_DYNAMIC"]
-    share_blas_threads()
+    if share:
+        share_blas_threads()
 
 
 #: Environment variable: ``0`` keeps OpenBLAS's own worker threads (see :func:`share_blas_threads`).
@@ -459,6 +461,8 @@ _CALLBACK_SETTERS = ("scipy_openblas_set_threads_callback_function64_", "scipy_o
                      "openblas_set_threads_callback_function64_", "openblas_set_threads_callback_function")
 #: OpenBLAS libraries whose parallel jobs run on our OpenMP team: path -> the setter's name
 shared_blas_pools: dict[str, str] = {}
+#: why nothing was shared (the pool could not be built), else None
+share_blas_threads_error: Optional[str] = None
 _blas_pool: list = []
 
 
@@ -500,8 +504,9 @@ def share_blas_threads() -> dict[str, str]:
     before (its own thread count: ``OPENBLAS_NUM_THREADS``, threadpoolctl), so results are the
     same. Called when the OpenMP runtime is initialized (:func:`init_openmp`); again after a
     library loaded later. ``RELAX_MLIR_SHARE_BLAS_THREADS=0`` turns it off. Returns
-    :data:`shared_blas_pools`. An OpenBLAS older than 0.3.27 (no such function) keeps its
-    workers."""
+    :data:`shared_blas_pools` (a path mapped to "": that OpenBLAS has no such function, i.e.
+    is older than 0.3.27, and keeps its workers). Without a C compiler nothing is shared
+    (:data:`share_blas_threads_error` says why)."""
     if os.environ.get(SHARE_BLAS_THREADS_ENV, "").strip().lower() in ("0", "false", "no", "off"):
         return shared_blas_pools
     if OPENMP_REQUIREMENT["soname"] not in _wheel_handles:
@@ -517,9 +522,15 @@ def share_blas_threads() -> dict[str, str]:
         if setter is None:
             shared_blas_pools[path] = ""
             continue
+        try:
+            pool = _blas_pool_library()
+        except LibraryError as e:   # no C compiler: OpenBLAS keeps its workers (compile() must not fail)
+            global share_blas_threads_error
+            share_blas_threads_error = str(e)
+            return shared_blas_pools
         fn = getattr(lib, setter)
         fn.argtypes, fn.restype = [ctypes.c_void_p], None
-        fn(ctypes.cast(_blas_pool_library().relax_blas_pool_run, ctypes.c_void_p))
+        fn(ctypes.cast(pool.relax_blas_pool_run, ctypes.c_void_p))
         shared_blas_pools[path] = setter
     return shared_blas_pools
 
@@ -544,8 +555,10 @@ def openmp_link_args() -> list[str]:
 
 
 def load_openmp(what: str) -> None:
-    """Load the OpenMP runtime a threaded exported model needs (:func:`init_openmp`)."""
-    init_openmp(what)
+    """Load the OpenMP runtime a threaded exported model needs (:func:`init_openmp`). Loading
+    builds nothing, so OpenBLAS's jobs are not moved to our team here (:func:`share_blas_threads`
+    needs the C compiler the first time; a process that also compiles, or calls it, shares)."""
+    init_openmp(what, share=False)
 
 
 #: A module's run-time thread count: the i32 global that relax-omp-threads declares and every

@@ -411,7 +411,13 @@ DYNAMIC_THREADS_ENV = "RELAX_MLIR_DYNAMIC_THREADS"
 
 def dynamic_threads() -> bool:
     """Whether parallel regions get dynamic team sizes (``RELAX_MLIR_DYNAMIC_THREADS=1``)."""
-    return os.environ.get(DYNAMIC_THREADS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_flag(DYNAMIC_THREADS_ENV, False)
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """A yes/no environment variable: 1/true/yes/on or 0/false/no/off, else ``default``."""
+    v = os.environ.get(name, "").strip().lower()
+    return True if v in ("1", "true", "yes", "on") else False if v in ("0", "false", "no", "off") else default
 
 
 def init_openmp(what: str, share: bool = True) -> None:
@@ -507,9 +513,7 @@ def share_blas_threads() -> dict[str, str]:
     :data:`shared_blas_pools` (a path mapped to "": that OpenBLAS has no such function, i.e.
     is older than 0.3.27, and keeps its workers). Without a C compiler nothing is shared
     (:data:`share_blas_threads_error` says why)."""
-    if os.environ.get(SHARE_BLAS_THREADS_ENV, "").strip().lower() in ("0", "false", "no", "off"):
-        return shared_blas_pools
-    if OPENMP_REQUIREMENT["soname"] not in _wheel_handles:
+    if not env_flag(SHARE_BLAS_THREADS_ENV, True) or OPENMP_REQUIREMENT["soname"] not in _wheel_handles:
         return shared_blas_pools
     for path in _loaded_openblas():
         if path in shared_blas_pools:

@@ -438,9 +438,7 @@ def init_openmp(what: str, share: bool = True) -> None:
     reads ``OMP_DYNAMIC`` too, so it is set only while libiomp5 reads its environment (forced
     here by one call), then removed; an ``OMP_DYNAMIC`` the user set is kept either way."""
     if OPENMP_REQUIREMENT["soname"] in _wheel_handles:
-        if share:
-            share_blas_threads()
-        return
+        return   # shared when first loaded; libraries loaded since: after each JIT load (compiler.py)
     openmp_wait_policy()
     dynamic = dynamic_threads()
     if dynamic:

@@ -117,3 +117,61 @@ def test_user_omp_dynamic_kept():
     """An OMP_DYNAMIC the user set is what libiomp5 reads, and it stays in the environment."""
     out = _run_time_count(OMP_DYNAMIC="true")
     assert (out["env"][0], out["dynamic"], out["ok"]) == ("true", 1, True)
+
+
+ONE_RUNTIME = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import relax_mlir
+from relax_mlir.runtime import aot
+from test_schedules import program, op
+K, N = 64, 48
+src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
+              [("r", ["m", N])])
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((5, K), np.float32), rng.standard_normal((K, N), np.float32)
+if sys.argv[2] == "compile":
+    exe = relax_mlir.compile(src, options={"schedules": False})   # no threaded kernel: MKL alone loads a runtime
+    out = {"blas": exe.metadata.get("blas")}
+    exe.export(sys.argv[3])
+else:
+    exe = relax_mlir.load(sys.argv[3])
+    with open(sys.argv[3], "rb") as f:
+        out = {"openmp": aot._check_trailer(sys.argv[3], f.read())[2]["openmp"]}
+out["ok"] = bool(np.allclose(exe(a, b), a @ b, rtol=1e-4, atol=1e-4))
+maps = open("/proc/self/maps").read()
+out.update(iomp="libiomp5" in maps, gomp="libgomp" in maps, blocktime=os.environ.get("KMP_BLOCKTIME"))
+print(json.dumps(out))
+"""
+
+
+@NO_OPENMP
+@pytest.mark.parametrize("runtime", ["iomp", "gomp"])
+def test_mkl_on_our_openmp_runtime(runtime, tmp_path):
+    """The MKL shim runs MKL on libiomp5, the runtime of our kernels, loaded with our wait
+    policy even when no kernel of the module is threaded (one team of threads in the
+    process, no libgomp), in the JIT and in an exported model, which records the runtime
+    as its dependency; ``RELAX_BLAS_OPENMP=gomp`` keeps MKL's GNU layer on libgomp."""
+    from relax_mlir.runtime.libraries import blas_providers
+    if "mkl" not in blas_providers():
+        pytest.skip("mkl not installed")
+    env = dict({k: v for k, v in os.environ.items() if k not in ("KMP_BLOCKTIME", "RELAX_BLAS_OPENMP")},
+               PYTHONPATH=ROOT, RELAX_BLAS="mkl")
+    if runtime == "gomp":
+        env["RELAX_BLAS_OPENMP"] = "gomp"
+    so = str(tmp_path / "mm.so")
+    outs = []
+    for stage in ("compile", "load"):
+        r = subprocess.run([sys.executable, "-c", ONE_RUNTIME, os.path.join(ROOT, "test"), stage, so],
+                           capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    jit, loaded = outs
+    assert jit["blas"] == "mkl" and jit["ok"] and loaded["ok"]
+    if runtime == "iomp":
+        assert jit["iomp"] and not jit["gomp"] and jit["blocktime"] == "1"
+        assert loaded["iomp"] and not loaded["gomp"] and loaded["blocktime"] == "1"
+        assert loaded["openmp"] == {"package": "intel-openmp", "soname": "libiomp5.so"}
+    else:
+        assert jit["gomp"] and loaded["gomp"] and loaded["openmp"] is None

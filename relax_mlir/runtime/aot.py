@@ -230,7 +230,8 @@ def export_library(exe: Executable, path) -> str:
     blas = libraries.blas_requirement(provider) if provider else None
     opts = getattr(exe, "compile_options", None)
     cpu = export_requirement(getattr(opts, "target_cpu", None), getattr(opts, "target_features", None))
-    openmp = dict(libraries.OPENMP_REQUIREMENT) if "__kmpc_" in ll else None
+    # threaded kernels, or an MKL shim on libiomp5 (its GOMP_* calls and MKL's Intel layer)
+    openmp = dict(libraries.OPENMP_REQUIREMENT) if "__kmpc_" in ll or libraries.shim_openmp(provider) else None
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "relax_mlir_version": __version__, "cpu": cpu,
               "code_sha256": code_hash.hex(), "libraries": user_libs, "blas": blas, "openmp": openmp,
               "metadata": exe.metadata}

@@ -46,14 +46,18 @@
  * threshold, default 4096), RELAX_BLAS_PACK=0 (no packed products), RELAX_BLAS_PACK_MIN_M /
  * RELAX_BLAS_PACK_MAX_M (the M range of packed products: [1, 1024], [1, 256] on Intel CPUs where
  * MKL's own AVX-512 path wins above it), RELAX_BLAS_PACK_FORK_FLOPS (M*N*K
- * below which a packed product runs on one thread). MKL: MKL_THREADING_LAYER is honoured; unset, the GNU OpenMP
- * layer (libgomp, as PyTorch uses) is selected where libgomp can be loaded -- measured
- * fastest here with 2 threads -- else the sequential layer (MKL aborts the process when the
- * runtime of its layer is missing, so the layer is never chosen blind).
+ * below which a packed product runs on one thread). MKL: MKL_THREADING_LAYER is honoured; unset,
+ * a build with RELAX_BLAS_IOMP (linked to libiomp5, the OpenMP runtime of the generated kernels:
+ * relax_mlir/runtime/libraries.py, _mkl_openmp) selects the Intel layer, so MKL, the packed
+ * products below and the generated kernels share one team of threads; a build without it the
+ * GNU OpenMP layer (libgomp, as PyTorch uses) where libgomp can be loaded, else the sequential
+ * layer (MKL aborts the process when the runtime of its layer is missing, so the layer is never
+ * chosen blind).
  *
  * fork(): GNU OpenMP does not survive fork (a child that uses the parent's thread pool hangs
  * in its first parallel region), so a pthread_atfork child handler marks the child and its
- * next BLAS call sets MKL to 1 thread first (RELAX_BLAS_NUM_THREADS does not apply there).
+ * next BLAS call sets MKL to 1 thread first (RELAX_BLAS_NUM_THREADS does not apply there);
+ * kept on libiomp5 too.
  * OpenBLAS re-initialises its own threads in the child.
  *
  * Linked two ways: as its own shared library for the JIT (cached per provider), and as an
@@ -79,6 +83,7 @@ enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112, CblasConjTrans = 11
 void MKL_Set_Num_Threads(int n);
 int MKL_Get_Max_Threads(void);
 int MKL_Set_Threading_Layer(int layer);
+#define MKL_THREADING_INTEL 0
 #define MKL_THREADING_SEQUENTIAL 1
 #define MKL_THREADING_GNU 3
 static void set_threads(int n) { MKL_Set_Num_Threads(n); }
@@ -491,9 +496,14 @@ static void after_fork(void) {
 
 __attribute__((constructor)) static void relax_blas_init(void) {
 #ifdef RELAX_BLAS_MKL
-  if (!getenv("MKL_THREADING_LAYER"))
+  if (!getenv("MKL_THREADING_LAYER")) {
+#ifdef RELAX_BLAS_IOMP
+    MKL_Set_Threading_Layer(MKL_THREADING_INTEL);
+#else
     MKL_Set_Threading_Layer(dlopen("libgomp.so.1", RTLD_LAZY | RTLD_GLOBAL) ? MKL_THREADING_GNU
                                                                            : MKL_THREADING_SEQUENTIAL);
+#endif
+  }
 #endif
   pthread_atfork(NULL, NULL, mark_forked_child);
   const char *t = getenv("RELAX_BLAS_NUM_THREADS");

@@ -200,10 +200,11 @@ def _mkl_rt() -> Optional[tuple[str, str]]:
     libs = sorted(str(dist.locate_file(f)) for f in (dist.files or [])
                   if f.name.startswith("libmkl_rt.so"))
     libs = [os.path.realpath(p) for p in libs if os.path.exists(p)]
-    # The shim selects MKL's GNU OpenMP threading layer (libgomp); MKL aborts the process
-    # when a layer's runtime cannot be loaded, so without libgomp MKL is not offered
-    # (unless MKL_THREADING_LAYER names another layer).
-    if not os.environ.get("MKL_THREADING_LAYER") and ctypes.util.find_library("gomp") is None:
+    # The shim selects MKL's Intel threading layer on libiomp5 (:func:`_mkl_openmp`), else its GNU
+    # layer (libgomp); MKL aborts the process when a layer's runtime cannot be loaded, so with
+    # neither MKL is not offered (unless MKL_THREADING_LAYER names another layer).
+    if (not os.environ.get("MKL_THREADING_LAYER") and openmp_library() is None
+            and ctypes.util.find_library("gomp") is None):
         return None
     return (libs[0], dist.version) if libs else None
 
@@ -241,9 +242,45 @@ def blas_provider() -> str:
     return avail[0]
 
 
-#: MKL builds of the shim: its packed products (bound weights) split their panels over GNU
-#: OpenMP threads, the runtime of MKL's GNU threading layer (one thread pool for both).
+#: MKL builds of the shim: its packed products (bound weights) split their panels over OpenMP
+#: threads, and MKL runs on the same runtime (see :func:`_mkl_openmp`).
 _MKL_SHIM_FLAGS = ["-DRELAX_BLAS_MKL", "-fopenmp"]
+
+
+#: Environment variable: ``gomp`` builds the MKL shim on GNU OpenMP (libgomp, MKL's GNU
+#: threading layer) instead of libiomp5 (see :func:`_mkl_openmp`).
+BLAS_OPENMP_ENV = "RELAX_BLAS_OPENMP"
+
+
+def shim_openmp(provider: Optional[str]) -> Optional[str]:
+    """The libiomp5 an MKL build of the shim runs on (:func:`_mkl_openmp`), else None."""
+    if provider != "mkl" or os.environ.get(BLAS_OPENMP_ENV, "").strip().lower() == "gomp":
+        return None
+    return openmp_library()
+
+
+def _mkl_defines() -> list[str]:
+    """Compiler flags of an MKL build of the shim (``RELAX_BLAS_IOMP``: MKL's Intel threading layer)."""
+    return _MKL_SHIM_FLAGS + (["-DRELAX_BLAS_IOMP"] if shim_openmp("mkl") else [])
+
+
+def _mkl_openmp(rpath: bool) -> list[str]:
+    """Compiler and linker arguments putting an MKL build of the shim on libiomp5, the OpenMP
+    runtime of our generated kernels: gcc's ``-fopenmp`` calls (``GOMP_*``) resolve in
+    libiomp5, which implements them, so ``-lgomp`` (added by gcc, as needed only) is not
+    recorded, and the shim selects MKL's Intel threading layer (:func:`_mkl_defines`,
+    ``blas_shim.c``). One team of threads then runs our kernels, MKL and the shim's packed
+    products, as it runs numpy's OpenBLAS jobs (:func:`share_blas_threads`). With two runtimes
+    (MKL on libgomp, our kernels on libiomp5) the spinning workers of one took the cores from
+    the other whenever a model alternated generated kernels and BLAS calls (2 threads, the MLP
+    at n = 1 with the measured dispatch policy: 1.74-1.83x the all-BLAS time, against
+    0.93-1.13x on one runtime; bench/README.md). ``RELAX_BLAS_OPENMP=gomp``, or no libiomp5
+    (the intel-openmp wheel), keeps libgomp."""
+    omp = shim_openmp("mkl")
+    if omp is None:
+        return []
+    d = os.path.dirname(omp)
+    return ["-Wl,--as-needed", f"-L{d}", f"-l:{os.path.basename(omp)}"] + ([f"-Wl,-rpath,{d}"] if rpath else [])
 
 
 def blas_shim_command(src: str, out: str, provider: str = "openblas") -> list[str]:
@@ -253,7 +290,8 @@ def blas_shim_command(src: str, out: str, provider: str = "openblas") -> list[st
         lib, _ = _mkl_rt()
         # By path (the wheel ships only libmkl_rt.so.N, no unversioned link); the soname
         # is recorded, the rpath finds it.
-        return base + _MKL_SHIM_FLAGS + [lib, f"-Wl,-rpath,{os.path.dirname(lib)}", "-ldl", "-lpthread", "-lm"]
+        return base + _mkl_defines() + [lib, f"-Wl,-rpath,{os.path.dirname(lib)}"] + _mkl_openmp(True) + [
+            "-ldl", "-lpthread", "-lm"]
     import scipy_openblas32 as ob
 
     lib_dir = ob.get_lib_dir()
@@ -305,13 +343,15 @@ def build_blas_shim(provider: Optional[str] = None) -> list[str]:
     :func:`blas_provider`), built on first use; returns [path]."""
     provider = provider or blas_provider()
     out = _cached_build("library", provider, lambda src, o: blas_shim_command(src, o, provider), ".so")
+    if shim_openmp(provider):   # loaded with our settings before the shim pulls it in
+        init_openmp("the MKL BLAS shim")
     _shim_paths.add(out)
     return [out]
 
 
 def blas_shim_object(provider: str) -> str:
     """The shim as a position-independent object for ``provider``, linked into exported models."""
-    define = _MKL_SHIM_FLAGS if provider == "mkl" else []
+    define = _mkl_defines() if provider == "mkl" else []
     return _cached_build("object", provider, lambda src, o: c_compiler() + ["-O3", "-fopenmp-simd", "-c", "-fPIC", "-std=c11",
                                                                             *define, "-o", o, src], ".o")
 
@@ -332,7 +372,7 @@ def blas_link_args(provider: str) -> list[str]:
     """Linker arguments making the BLAS a dependency of an exported model by soname only:
     no path and no rpath into this machine's venv (:func:`load_blas` provides it at load)."""
     if provider == "mkl":
-        return [_mkl_rt()[0], "-fopenmp", "-ldl", "-lpthread", "-lm"]
+        return [_mkl_rt()[0], "-fopenmp"] + _mkl_openmp(False) + ["-ldl", "-lpthread", "-lm"]
     import scipy_openblas32 as ob
 
     return [f"-L{ob.get_lib_dir()}", f"-l{ob.get_library()}", "-ldl", "-lpthread", "-lm"]

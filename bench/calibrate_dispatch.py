@@ -10,7 +10,9 @@ provider), and both executables are timed at every M (best of ``--reps`` interle
 this process's CPU time, one thread on both sides: RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread by threadpoolctl;
 ``--threads N``: N threads on both sides, wall-clock time, the table marked ``"threads": N``:
 relax-dispatch-library takes the table of the thread count the kernels are compiled for).
-A point goes to generated code when its time is below ``--margin`` times BLAS's; consecutive
+A point goes to generated code when its time is below ``--margin`` times BLAS's (``--runs R``:
+when the median of its R sweeps' ratios is; its row then also holds that ratio; ``--combine``:
+when it won in every file combined); consecutive
 winning points form a range ``[lo, hi]`` of M (only measured points bound a range: the
 table claims nothing between a winning and a losing point). The machine, its ISA and the
 load average are written next to the ranges: re-measure on another machine (the pass reads
@@ -47,7 +49,7 @@ from relax_mlir.schedules.target import host_target  # noqa: E402
 from relax_mlir.transforms.dispatch_split import cpu_model  # noqa: E402
 
 MS = (1, 2, 3, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024)
-CLASSES = ((512, 2048), (2048, 512), (512, 512))
+CLASSES = ((512, 2048), (2048, 512), (512, 512), (256, 256))
 
 
 def src(k: int, n: int) -> str:
@@ -73,16 +75,20 @@ def interleaved_best_ms(fns, rounds: int, inner: int) -> list[float]:
     return [b * 1e3 for b in best]
 
 
-def ranges(wins: list[tuple[int, bool]]) -> list[list[int]]:
+def ranges(wins: list[tuple[int, bool]], min_points: int = 1) -> list[list[int]]:
+    """The ranges ``[lo, hi]`` of consecutive winning points, of at least ``min_points`` points."""
     out: list[list[int]] = []
+    count = []
     prev = False
     for m, w in wins:
         if w and prev:
             out[-1][1] = m
+            count[-1] += 1
         elif w:
             out.append([m, m])
+            count.append(1)
         prev = w
-    return out
+    return [r for r, c in zip(out, count) if c >= min_points]
 
 
 def main() -> int:
@@ -93,40 +99,94 @@ def main() -> int:
                     help="file to write; an existing file keeps its other tables (this machine's at this "
                          "thread count replaced)")
     ap.add_argument("--threads", type=int, default=1, help="threads of both sides (read before the runtimes load)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="sweeps of every class and M; a point's ratio is the median of its runs' ratios "
+                         "(single best-of sweeps of a shared machine flip points within ~10 %%)")
+    ap.add_argument("--min-points", type=int, default=2,
+                    help="a generated range spans at least this many consecutive winning points (a lone "
+                         "winning M is noise more often than not, and costs a run-time split)")
+    ap.add_argument("--combine", nargs="+", default=[], metavar="JSON",
+                    help="measure nothing: combine these files' tables (of this machine and --threads), "
+                         "e.g. one sweep per process each (a process can keep a slow BLAS mode for its "
+                         "whole life): a point goes to generated code only when it won (ratio below "
+                         "--margin) in every one of them")
     args = ap.parse_args()
+    if args.combine:
+        return write(combine(args.combine, args.margin, args.min_points), args.write)
     load0 = os.getloadavg()[0]
-    classes = []
     rng = np.random.default_rng(0)
+    exes = {(k, n): (relax_mlir.compile(src(k, n), options={"dispatch": False, "dispatch_policy": "flops"}),
+                     relax_mlir.compile(src(k, n), options={"dispatch": True, "dispatch_policy": "flops"}),
+                     rng.standard_normal((k, n), dtype=np.float32)) for k, n in CLASSES}
+    blas = next(iter(exes.values()))[1]
+    runs: dict[tuple[int, int, int], list[tuple[float, float]]] = {}
+    for run in range(args.runs):
+        for (k, n), (gen, lib, b) in exes.items():
+            for m in MS:
+                a = rng.standard_normal((m, k), dtype=np.float32)
+                assert np.allclose(gen(a, b), lib(a, b), rtol=1e-3, atol=1e-2)
+                inner = max(1, int(2e7 // (2 * m * k * n)))   # >= ~0.2 ms per timed block
+                with threadpool_limits(THREADS):
+                    tg, tb = interleaved_best_ms([lambda: gen(a, b), lambda: lib(a, b)], args.reps, inner)
+                runs.setdefault((k, n, m), []).append((tg, tb))
+                print(f"run {run + 1} K={k:5d} N={n:5d} M={m:4d}  generated {tg:8.3f} ms  blas {tb:8.3f} ms  "
+                      f"ratio {tg / tb:5.2f}  load {os.getloadavg()[0]:.1f}", flush=True)
+    classes = []
     for k, n in CLASSES:
-        gen = relax_mlir.compile(src(k, n), options={"dispatch": False})
-        blas = relax_mlir.compile(src(k, n), options={"dispatch": True})
-        b = rng.standard_normal((k, n), dtype=np.float32)
         wins, rows = [], []
         for m in MS:
-            a = rng.standard_normal((m, k), dtype=np.float32)
-            assert np.allclose(gen(a, b), blas(a, b), rtol=1e-3, atol=1e-2)
-            inner = max(1, int(2e7 // (2 * m * k * n)))   # >= ~0.2 ms per timed block
-            with threadpool_limits(THREADS):
-                tg, tb = interleaved_best_ms([lambda: gen(a, b), lambda: blas(a, b)], args.reps, inner)
-            wins.append((m, tg < args.margin * tb))
-            rows.append([m, round(tg, 4), round(tb, 4)])
-            print(f"K={k:5d} N={n:5d} M={m:4d}  generated {tg:8.3f} ms  blas {tb:8.3f} ms  ratio {tg / tb:5.2f}"
-                  f"  load {os.getloadavg()[0]:.1f}", flush=True)
-        classes.append({"k": k, "n": n, "generated_m": ranges(wins), "ms_generated_blas": rows})
+            pts = runs[(k, n, m)]
+            ratio = float(np.median([tg / tb for tg, tb in pts]))
+            wins.append((m, ratio < args.margin))
+            rows.append([m, round(float(np.median([p[0] for p in pts])), 4),
+                         round(float(np.median([p[1] for p in pts])), 4)] + ([round(ratio, 3)] if args.runs > 1 else []))
+        classes.append({"k": k, "n": n, "generated_m": ranges(wins, args.min_points), "ms_generated_blas": rows})
     t = host_target()
     table = {"machine": cpu_model(), "isa": t.isa, "vector_bits": t.vector_bits, "blas": blas.metadata.get("blas"), "threads": THREADS,
              "date": datetime.date.today().isoformat(), "load": [round(load0, 1), round(os.getloadavg()[0], 1)],
              "command": "bench/calibrate_dispatch.py " + " ".join(sys.argv[1:]), "classes": classes}
-    text = json.dumps(table, indent=1)
-    print(text)
-    if args.write:
+    return write(table, args.write)
+
+
+def combine(paths: list[str], margin: float, min_points: int) -> dict:
+    """The table of this machine and thread count whose generated-code points are those that
+    won in every table of ``paths`` (rows: median times, and each table's ratio)."""
+    found = []
+    for p in paths:
+        with open(p) as f:
+            data = json.load(f)
+        found += [t for t in (data["tables"] if "tables" in data else [data])
+                  if (t.get("machine"), t.get("threads", 1)) == (cpu_model(), THREADS)]
+    if not found:
+        raise SystemExit(f"no table of {cpu_model()} at {THREADS} thread(s) in {', '.join(paths)}")
+    classes = []
+    for c in found[0]["classes"]:
+        same = [next(x for x in t["classes"] if (x["k"], x["n"]) == (c["k"], c["n"])) for t in found]
+        wins, rows = [], []
+        for i, (m, *_rest) in enumerate(c["ms_generated_blas"]):
+            pts = [x["ms_generated_blas"][i] for x in same]
+            ratios = [p[1] / p[2] for p in pts]
+            wins.append((m, max(ratios) < margin))
+            rows.append([m, round(float(np.median([p[1] for p in pts])), 4),
+                         round(float(np.median([p[2] for p in pts])), 4), [round(r, 3) for r in ratios]])
+        classes.append({"k": c["k"], "n": c["n"], "generated_m": ranges(wins, min_points), "ms_generated_blas": rows})
+    return dict(found[0], date=datetime.date.today().isoformat(), load=[x for t in found for x in t["load"]],
+                command="bench/calibrate_dispatch.py " + " ".join(sys.argv[1:])
+                        + f" (combining {len(found)} runs, each: {found[0]['command']})", classes=classes)
+
+
+def write(table: dict, path: str) -> int:
+    """Print ``table``; with ``path``, write it there (the file's other tables kept, this
+    machine's at this thread count replaced)."""
+    print(json.dumps(table, indent=1))
+    if path:
         tables = []
-        if os.path.exists(args.write):
-            with open(args.write) as f:
+        if os.path.exists(path):
+            with open(path) as f:
                 old = json.load(f)
             tables = [t for t in (old["tables"] if "tables" in old else [old])
-                      if (t.get("machine"), t.get("threads", 1)) != (table["machine"], THREADS)]
-        with open(args.write, "w") as f:
+                      if (t.get("machine"), t.get("threads", 1)) != (table["machine"], table["threads"])]
+        with open(path, "w") as f:
             f.write(json.dumps({"tables": [table] + tables}, indent=1) + "\n")
     return 0
 

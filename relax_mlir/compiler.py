@@ -52,7 +52,8 @@ class CompileOptionsError(PipelineError):
 @dataclass
 class CompileOptions:
     """How to compile. ``pipeline_options``: the target pipeline's options (``cpu``:
-    ``fusion``, ``plan_memory``, ``dispatch``, ``dispatch_min_flops``; see ``relax-opt
+    ``fusion``, ``plan_memory``, ``dispatch``, ``dispatch_min_flops``, ``dispatch_policy``,
+    ``schedules``; see ``relax-opt
     --list-passes``). ``libraries``: shared libraries providing ``relax.call_dps_library``
     callees. ``opt_level``: LLVM optimization level (0-3). ``target_cpu`` /
     ``target_features``: for ahead-of-time code (``llc -mcpu/-mattr``; the JIT uses the
@@ -133,7 +134,7 @@ def register_target(target: Target, replace: bool = False) -> Target:
 def _cpu_stages(opts, target: Target) -> list[Stage]:
     from .pipelines.cpu import stages
     return stages(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops,
-                  target.legalize_target, target.host_target, opts.schedules)
+                  target.legalize_target, target.host_target, opts.schedules, opts.dispatch_policy)
 
 
 class EngineResolver:

@@ -143,3 +143,41 @@ print("RESULT", sorted(v for v in L.shared_blas_pools.values() if v), L.share_bl
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "RESULT [] True" in r.stdout, r.stdout
+
+
+def test_loaded_model_shares_without_a_compiler(shared, tmp_path):
+    """An exported model with threaded kernels carries its own copy of the pool: a process that
+    only loads it (no compiler, empty build cache) moves numpy's OpenBLAS jobs to the model's
+    OpenMP team, and numpy and the model stay right."""
+    import relax_mlir
+    from relax_mlir.frontend import models
+    cfg = models.MLPConfig()
+    so = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg),
+                            options={"dispatch": False}).export(tmp_path / "mlp.so")
+    code = r'''
+import ctypes, json, sys
+import numpy as np
+import relax_mlir
+from relax_mlir.frontend import models
+from relax_mlir.runtime import libraries as L
+exe = relax_mlir.load(sys.argv[1])
+cfg = models.MLPConfig()
+params = models.mlp_params(cfg, np.random.default_rng(0))
+x = np.random.default_rng(1).standard_normal((64, cfg.d_in)).astype(np.float32)
+ok = bool(np.allclose(exe(x, *params), models.mlp_reference(x, *params), rtol=1e-4, atol=1e-4))
+a = np.random.default_rng(2).standard_normal((256, 1024)).astype(np.float32)
+ok = ok and bool(np.allclose(a @ a.T, a.astype(np.float64) @ a.T.astype(np.float64), rtol=1e-3, atol=1e-3))
+calls = ctypes.c_long.in_dll(L._blas_pool[0], "relax_blas_pool_calls").value if L._blas_pool else -1
+print("RESULT " + json.dumps({"ok": ok, "pools": L.shared_blas_pools, "calls": calls}))
+'''
+    empty = tmp_path / "no-cache"
+    env = dict(os.environ, PYTHONPATH=ROOT, CC="/nonexistent/cc", RELAX_MLIR_CACHE=str(empty),
+               XDG_CACHE_HOME=str(empty), HOME=str(empty))
+    r = subprocess.run([sys.executable, "-c", code, str(so)], capture_output=True, text=True, env=env, timeout=300)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert r.returncode == 0 and lines, r.stderr[-3000:]
+    res = json.loads(lines[0][len("RESULT "):])
+    assert res["ok"] and not empty.exists()
+    assert any(res["pools"].get(p) for p in shared["numpy_blas"])
+    if (os.cpu_count() or 1) > 1:
+        assert res["calls"] > 0

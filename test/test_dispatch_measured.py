@@ -76,8 +76,10 @@ def test_checked_in_table():
     and partitioning nothing twice; this machine's table first."""
     data = load_table(str(DEFAULT_TABLE))
     tables = tables_of(data)
-    assert [t["isa"] for t in tables] == ["avx512", "avx512"]
-    assert tables[0]["machine"].startswith("Intel(R) Xeon(R)") and tables[1]["machine"] == "AMD EPYC"
+    assert [t["isa"] for t in tables] == ["avx512", "avx512", "avx512"]
+    assert [t.get("threads", 1) for t in tables] == [1, 2, 1]
+    assert tables[0]["machine"].startswith("Intel(R) Xeon(R)") and tables[1]["machine"] == tables[0]["machine"]
+    assert tables[2]["machine"] == "AMD EPYC"
     for t in tables:
         assert t["machine"] and t["isa"] and t["command"].startswith("bench/calibrate_dispatch.py")
         for c in t["classes"]:
@@ -86,7 +88,7 @@ def test_checked_in_table():
     t = tables[0]
     assert nearest_class(t, 512, 2048)["k"] == 512
     assert nearest_class(t, 8192, 8192) is None
-    assert select_table(data, "avx512", "AMD EPYC") == (tables[1], "")
+    assert select_table(data, "avx512", "AMD EPYC") == (tables[2], "")
     assert select_table(data, "avx512", "another avx512 CPU") == (tables[0], "")
     table, note = select_table(data, "avx2", "an avx2 CPU")
     assert table is None and note.endswith("this host is avx2 (an avx2 CPU): min-flops rule")
@@ -110,3 +112,33 @@ def test_table_per_thread_count():
     assert select_table(data, "avx512", "Y", 1) == (tables[3], "")
     assert select_table(data, "avx512", "Z", 2) == (tables[0], "")
 
+
+
+def test_measured_is_the_default_policy(tmp_path, monkeypatch):
+    """relax_mlir.compile and the cpu pipeline give relax-dispatch-library the measured policy
+    unless told otherwise (option, environment), and the min-flops rule without schedules."""
+    from relax_mlir import CompileError
+    from relax_mlir.pipelines.cpu import graph_stage
+
+    def policy(**kw):
+        return next(p for p in graph_stage(**kw) if p.startswith("relax-dispatch-library"))
+
+    monkeypatch.delenv("RELAX_MLIR_DISPATCH_POLICY", raising=False)
+    assert policy().endswith("policy=measured}")
+    assert policy(schedules=False).endswith("policy=flops}")
+    assert policy(policy="flops").endswith("policy=flops}")
+    monkeypatch.setenv("RELAX_MLIR_DISPATCH_POLICY", "flops")
+    assert policy().endswith("policy=flops}")
+    assert policy(policy="measured").endswith("policy=measured}")
+    monkeypatch.delenv("RELAX_MLIR_DISPATCH_POLICY")
+    with pytest.raises(CompileError, match="dispatch-policy must be one of measured, flops, got 'fast'"):
+        relax_mlir.compile(SRC, options={"dispatch_policy": "fast"})
+
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(TABLE))
+    monkeypatch.setenv("RELAX_MLIR_DISPATCH_TABLE", str(path))
+    measured = relax_mlir.compile(SRC).llvm_dialect_text()
+    flops = relax_mlir.compile(SRC, options={"dispatch_policy": "flops"}).llvm_dialect_text()
+    assert measured.count("llvm.call @relax_matmul_f32_16x512_512x256(") == 1   # the table's choice
+    assert flops.count("llvm.call @relax_matmul_f32_16x512_512x256(") == 0      # min-flops: BLAS
+    assert flops.count("llvm.call @relax_blas_matmul_22_f32(") == 3

@@ -17,6 +17,7 @@ Stages (each a plain pipeline string, pasteable into ``relax-opt --pass-pipeline
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from ..transforms.registry import PASSES, Option, register_pipeline
@@ -36,24 +37,49 @@ PLAN_MEMORY_DEFAULT = True
 DISPATCH_DEFAULT = True
 DISPATCH_MIN_FLOPS = 4096
 
+#: relax-dispatch-library's policy in the cpu pipeline: ``measured`` (the calibration table of
+#: this CPU model and thread count decides BLAS or generated code per M range, split at run
+#: time where both win; no table for this machine: the min-flops rule, and the module says
+#: why in ``relax.dispatch_note``). ``cpu{dispatch-policy=flops}``,
+#: ``options={"dispatch_policy": "flops"}`` or ``RELAX_MLIR_DISPATCH_POLICY=flops`` give the
+#: fixed rule. Without schedules (plain loops, never calibrated) the rule is ``flops``.
+DISPATCH_POLICY_DEFAULT = "measured"
+DISPATCH_POLICIES = ("measured", "flops")
+
+
+def dispatch_policy(policy: Optional[str], schedules: Optional[bool]) -> str:
+    """The policy the pipeline gives relax-dispatch-library: ``policy`` when given, else
+    ``$RELAX_MLIR_DISPATCH_POLICY``, else :data:`DISPATCH_POLICY_DEFAULT` (``flops`` without
+    schedules)."""
+    from ..transforms.registry import PipelineError
+    policy = policy or os.environ.get("RELAX_MLIR_DISPATCH_POLICY", "").strip()
+    if not policy:
+        return DISPATCH_POLICY_DEFAULT if (SCHEDULES_DEFAULT if schedules is None else schedules) else "flops"
+    if policy not in DISPATCH_POLICIES:
+        raise PipelineError(f"dispatch-policy must be one of {', '.join(DISPATCH_POLICIES)}, got '{policy}'")
+    return policy
+
 
 def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
                 dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
-                legalize_target: Optional[str] = None, host_target: Optional[str] = None) -> list[str]:
+                legalize_target: Optional[str] = None, host_target: Optional[str] = None,
+                policy: Optional[str] = None, schedules: Optional[bool] = None) -> list[str]:
     """The graph passes, ending with relax-lower-host (see :func:`stages` for them split)."""
-    graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target)
+    graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
+                                  dispatch_policy(policy, schedules))
     return graph + host
 
 
 def stages(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
            dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
            legalize_target: Optional[str] = None, host_target: Optional[str] = None,
-           schedules: Optional[bool] = None) -> list[tuple[str, list[str]]]:
+           schedules: Optional[bool] = None, policy: Optional[str] = None) -> list[tuple[str, list[str]]]:
     """The named stages of the cpu pipeline, as the compile driver runs them (and dumps the IR
     after each): ``graph`` (relax to relax: shapes, dispatch, legalize, fusion, planning),
     ``host`` (relax-lower-host), ``codegen`` (relax-apply-schedules, then upstream MLIR to
     the LLVM dialect)."""
-    graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target)
+    graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
+                                  dispatch_policy(policy, schedules))
     return [("graph", graph), ("host", host), ("codegen", llvm_stage(schedules))]
 
 
@@ -65,7 +91,8 @@ def _with_option(name: str, option: str, value: Optional[str]) -> str:
     return f"{name}{{{option}={value}}}"
 
 
-def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target):
+def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
+                    policy: str = "flops"):
     if fusion is None:
         fusion = FUSION_DEFAULT
     if plan_memory is None:
@@ -78,7 +105,7 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     # after shape inference (a dead op's run-time check is already its own relax.assert)
     passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
     if dispatch and "relax-dispatch-library" in PASSES:
-        passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)}}}")
+        passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)} policy={policy}}}")
     if "relax-legalize" in PASSES:
         passes.append(_with_option("relax-legalize", "target", legalize_target))
     if fusion and "relax-fuse-ops" in PASSES:
@@ -160,8 +187,13 @@ def to_llvm(memref_pass: str = "finalize-memref-to-llvm", before_casts: tuple = 
                                    "offload matmul (+ bias) to BLAS (relax-dispatch-library)"),
                             Option("dispatch-min-flops", int, DISPATCH_MIN_FLOPS,
                                    "relax-dispatch-library{min-flops=...}"),
+                            Option("dispatch-policy", str, "",
+                                   "relax-dispatch-library{policy=...}: measured (the calibration table "
+                                   "of this machine, the default with schedules) or flops (the min-flops "
+                                   "rule); default: $RELAX_MLIR_DISPATCH_POLICY, else measured"),
                             Option("schedules", bool, SCHEDULES_DEFAULT,
                                    "tile and vectorize kernels (relax-apply-schedules)")])
 def cpu(opts) -> str:
-    return ", ".join(graph_stage(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops)
+    return ", ".join(graph_stage(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops,
+                                 policy=opts.dispatch_policy, schedules=opts.schedules)
                      + llvm_stage(opts.schedules))

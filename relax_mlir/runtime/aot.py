@@ -262,17 +262,26 @@ def export_library(exe: Executable, path) -> str:
             _run(cc + ["-O2", "-c", "-fPIC", "-std=c11", "-o", rt_o, rt_c], "compiling the runtime (cc)")
             objects.append(rt_o)
         link_blas = [libraries.blas_shim_object(provider)] + libraries.blas_link_args(provider) if provider else []
+        pooled = False
         if openmp:
             try:
                 link_blas += libraries.openmp_link_args()
             except LoadError as e:
                 raise CompileError(f"export: {e}") from None
+            # numpy's OpenBLAS jobs run on the model's OpenMP team once it is loaded (no compiler then)
+            try:
+                objects.append(libraries.blas_pool_object())
+                pooled = True
+            except libraries.LibraryError:   # the model works; a process loading it keeps OpenBLAS's workers
+                pass
         # Export only the entry points and the metadata, and bind every internal call
         # (graph function -> @main, kernels, the shim) inside the library: a kernel named
         # like a symbol of the process (`main`!) or of another loaded model must not win.
         entries = "".join(f" _mlir_ciface_{f};" for f in exe.metadata["functions"])
         if libraries.THREADS_SYMBOL in ll:   # the run-time thread count, set by the loader (exe.num_threads)
             entries += f" {libraries.THREADS_SYMBOL};"
+        if pooled:
+            entries += "".join(f" {s};" for s in (libraries.BLAS_POOL_SYMBOL,) + libraries.BLAS_POOL_COUNTERS)
         if provider:   # the shim's registry of bound weights (libraries.WeightPacker), this model's own
             entries += "".join(f" {s};" for s in libraries.WEIGHT_PACKER_SYMBOLS)
         script = os.path.join(tmp, "exports.map")
@@ -459,6 +468,8 @@ def load(path) -> Executable:
         image = _IMAGES.get(digest)
         if image is None:
             image = _IMAGES[digest] = _open_image(path, data, deps)
+            if deps.get("openmp"):   # images are never closed: the pool's code stays mapped
+                libraries.adopt_blas_pool(image.lib)
     lib = image.lib
     try:
         size = ctypes.c_int64.in_dll(lib, METADATA_SYMBOL + "_size").value

@@ -510,6 +510,33 @@ share_blas_threads_error: Optional[str] = None
 _blas_pool: list = []
 
 
+#: The pool's entry point (``blas_pool.c``), exported by the JIT's pool library and by exported
+#: models with OpenMP-threaded kernels (relax_mlir.runtime.aot).
+BLAS_POOL_SYMBOL = "relax_blas_pool_run"
+#: ... and its counters (calls run, jobs given threads of their own), read by the tests
+BLAS_POOL_COUNTERS = ("relax_blas_pool_calls", "relax_blas_pool_extra_threads")
+
+
+def blas_pool_object() -> str:
+    """``blas_pool.c`` as a position-independent object (cached), linked into exported models
+    with OpenMP-threaded kernels, so that loading one shares OpenBLAS's threads without a
+    compiler (:func:`adopt_blas_pool`)."""
+    return _build_c(BLAS_POOL, "librelax_blas_pool", "object",
+                    lambda src, out: c_compiler() + ["-O2", "-fPIC", "-fopenmp", "-c", "-o", out, src], ".o",
+                    "the BLAS thread pool")
+
+
+def adopt_blas_pool(lib: ctypes.CDLL) -> dict[str, str]:
+    """A loaded model's copy of the pool (:func:`blas_pool_object`; ``lib`` must stay loaded for
+    the process's life) becomes the process's pool unless one is in use, then OpenBLAS's jobs
+    move to it (:func:`share_blas_threads`). A model exported without it changes nothing."""
+    if not _blas_pool:
+        if not hasattr(lib, BLAS_POOL_SYMBOL):
+            return shared_blas_pools   # (building one here would need a compiler: loading builds nothing)
+        _blas_pool.append(lib)
+    return share_blas_threads()
+
+
 def _blas_pool_library() -> ctypes.CDLL:
     """``blas_pool.c`` built against the loaded libiomp5 (cached), loaded once."""
     if not _blas_pool:
@@ -572,7 +599,7 @@ def share_blas_threads() -> dict[str, str]:
             return shared_blas_pools
         fn = getattr(lib, setter)
         fn.argtypes, fn.restype = [ctypes.c_void_p], None
-        fn(ctypes.cast(pool.relax_blas_pool_run, ctypes.c_void_p))
+        fn(ctypes.cast(getattr(pool, BLAS_POOL_SYMBOL), ctypes.c_void_p))
         shared_blas_pools[path] = setter
     return shared_blas_pools
 
@@ -598,8 +625,8 @@ def openmp_link_args() -> list[str]:
 
 def load_openmp(what: str) -> None:
     """Load the OpenMP runtime a threaded exported model needs (:func:`init_openmp`). Loading
-    builds nothing, so OpenBLAS's jobs are not moved to our team here (:func:`share_blas_threads`
-    needs the C compiler the first time; a process that also compiles, or calls it, shares)."""
+    builds nothing: OpenBLAS's jobs move to our team once the model is open, through the copy
+    of the pool linked into it (:func:`adopt_blas_pool`)."""
     init_openmp(what, share=False)
 
 

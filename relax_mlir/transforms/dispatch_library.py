@@ -24,8 +24,10 @@ decided at run time inside the library (the relax_blas shim uses gemv for M == 1
 N == 1 and a plain loop below ``RELAX_BLAS_SMALL_FLOPS``), so one executable serves
 every size. ``min-flops=0`` dispatches every match. Run after relax-infer-shapes.
 
-Policy ``measured`` (``policy=measured``, or ``RELAX_MLIR_DISPATCH_POLICY=measured`` for
-:func:`relax_mlir.compile`): a 2-D matmul (+ bias) with static K and N is
+Policy ``measured`` (``policy=measured``; the cpu pipeline's default, and so
+:func:`relax_mlir.compile`'s, with schedules on: ``cpu{dispatch-policy=...}``,
+``options={"dispatch_policy": ...}`` or ``RELAX_MLIR_DISPATCH_POLICY`` choose; the pass alone
+defaults to ``flops``, so that its lit tests do not depend on the machine): a 2-D matmul (+ bias) with static K and N is
 decided by a calibration table measured on the machine (``bench/calibrate_dispatch.py``;
 the ``table`` option, else ``$RELAX_MLIR_DISPATCH_TABLE``, else the checked-in
 ``dispatch_calibration.json``). A file may hold several tables (``{"tables": [...]}``), each

@@ -502,7 +502,8 @@ def thread_split(fn: ir.Operation, cols: int, name: str = "linalg.matmul") -> No
 
 
 def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
-                  batch: bool = False, threaded: bool = False) -> tuple[Body, Optional[Step]]:
+                  batch: bool = False, threaded: bool = False,
+                  rows: Optional[int] = None) -> tuple[Body, Optional[Step]]:
     """``(body, finish)`` (as :func:`matmul_schedule`) for a matmul with few rows (M == 1,
     the decode GEMV, and M < ``cfg.rows[0]``): no packing and no register blocking along M.
     Loops, outer to inner::
@@ -531,6 +532,7 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
     1.35)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     uk, cols = cfg.unroll_k, cfg.gemv_tile
+    one_row = rows is not None and rows <= 1
     split = not batch and threaded and gemv_split(n, k, cfg, batch)
     n_static = None if split else n  # the columns of one chunk are a run-time size
 
@@ -549,20 +551,42 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
             _fill_rows(fn, match(fn, "linalg.fill"), n_static, None, cfg.panel_n, b)
         k_sizes = _fitting((uk, 1), k)
         for kpart, ku in _cascade(fn, mm, b + 2, b + 3, k_sizes, k is not None and k % k_sizes[0] == 0, name):
-            if n_static is None:  # a symbolic column remainder: masked tiles of one register
+            if one_row:  # the row loop (at most one iteration) outside the column tiles
+                kpart = structured.TileUsingForOp(kpart, sizes=[0] * b + [1, 0, 0]).tiled_linalg_op
+            if n_static is None and one_row:  # a symbolic column remainder: one masked tile
+                nparts = _last_masked(fn, kpart, cols, b, name)
+            elif n_static is None:  # a symbolic column remainder: masked tiles of one register
                 nparts = _columns(fn, kpart, cols, None, cfg.lanes, b, name)
             else:  # a static one: one register wide, then 1
                 n_sizes = _fitting((cols, cfg.lanes, 1) if 1 < cfg.lanes < cols else (cols, 1), n_static)
+                if one_row and n_sizes[-1] == 1 and n_static % cfg.lanes > 1:  # the last columns in one tile
+                    n_sizes = n_sizes[:-1] + (n_static % cfg.lanes,)
                 nparts = [(op, c, False) for op, c in
                           _cascade(fn, kpart, b + 1, b + 3, n_sizes, n_static % n_sizes[0] == 0, name)]
             for npart, nc, masked in nparts:
-                t = structured.TileUsingForOp(npart, sizes=[0] * b + [1, 0, 0])
-                _vectorize(t.tiled_linalg_op, [1] * b + [1, nc, ku], masked=masked)
+                if not one_row:
+                    npart = structured.TileUsingForOp(npart, sizes=[0] * b + [1, 0, 0]).tiled_linalg_op
+                _vectorize(npart, [1] * b + [1, nc, ku], masked=masked)
         cleanup(fn)
+        if one_row:  # A's k block read (and broadcast) once per row and k block, not per column tile
+            transform.apply_licm(match(fn, "scf.for"))
+            cleanup(fn)
         if n_static is not None:
             lower_vectors(fn)
 
     return body, unmasked_lowering if n_static is None else None
+
+
+def _last_masked(fn: ir.Value, mm: ir.Value, cols: int, b: int, name: str) -> list[tuple[ir.Value, int, bool]]:
+    """Column tiles of ``mm`` (a symbolic column extent) as in :func:`_columns`, but the
+    remainder (fewer than ``cols`` columns) in ONE masked tile of ``cols`` columns (the
+    peeled loop's body, not tiled again): no inner loop over one-register tiles, whose
+    bookkeeping ran once per k block."""
+    t = structured.TileUsingForOp(mm, sizes=[0] * b + [0, cols, 0])
+    p = loop.LoopPeelOp(any_op(), any_op(), t.loops[0])
+    parts = [(match(p.results[0], name), cols, False), (match(p.results[1], name), cols, True)]
+    cleanup(fn)
+    return parts
 
 
 def gemv_split(n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool = False) -> bool:

@@ -58,7 +58,7 @@ def variant_ranges(gemv_max: int, pack_min: Optional[int] = None,
     """The M ranges ``(lo, hi)`` (inclusive, ``hi`` None: unbounded) that partition M >= 0;
     ``pack_min``: the M from which the kernel's schedule packs B (a range of its own);
     ``small_max``: the largest M of the small-M register tiles (a range of its own)."""
-    cuts = [gemv_max]
+    cuts = [1, gemv_max] if gemv_max > 1 else [gemv_max]
     for hi in (small_max, None if pack_min is None else pack_min - 1):
         if hi is not None and hi > cuts[-1]:
             cuts.append(hi)

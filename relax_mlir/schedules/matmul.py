@@ -553,7 +553,10 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
         for kpart, ku in _cascade(fn, mm, b + 2, b + 3, k_sizes, k is not None and k % k_sizes[0] == 0, name):
             if one_row:  # the row loop (at most one iteration) outside the column tiles
                 kpart = structured.TileUsingForOp(kpart, sizes=[0] * b + [1, 0, 0]).tiled_linalg_op
-            if n_static is None and one_row:  # a symbolic column remainder: one masked tile
+            if n_static is None and one_row and ku < uk:  # the last K mod 8 rows: masked tiles only
+                t = structured.TileUsingForOp(kpart, sizes=[0] * b + [0, cols, 0])
+                nparts = [(t.tiled_linalg_op, cols, True)]
+            elif n_static is None and one_row:  # a symbolic column remainder: one masked tile
                 nparts = _last_masked(fn, kpart, cols, b, name)
             elif n_static is None:  # a symbolic column remainder: masked tiles of one register
                 nparts = _columns(fn, kpart, cols, None, cfg.lanes, b, name)

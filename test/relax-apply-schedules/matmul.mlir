@@ -337,6 +337,16 @@ func.func private @mm_split(%a: tensor<?x512xf32>, %b: tensor<512x1000xf32>, %c:
 // CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
 // CHECK-NOT: select
 // CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %c0], %[[MC]] {in_bounds = [true, true]} : vector<1x32xf32>, tensor<1x?xf32>
+// The last K mod 8 rows, one at a time: all columns in masked 32-column tiles (no peeled
+// loop: these run once per call, not per k block).
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: vector.transfer_read {{.*}} : tensor<1x1xf32>, vector<1x1xf32>
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %{{.*}} step %c32
+// CHECK: vector.create_mask %{{.*}} : vector<32xi1>
+// CHECK: vector.fma {{.*}} : vector<32xf32>
+// CHECK-NOT: scf.for
+// CHECK: return
 func.func private @gemv_dyn(%a: tensor<1x?xf32>, %b: tensor<?x?xf32>, %c: tensor<1x?xf32>) -> tensor<1x?xf32>
     attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
   %cst = arith.constant 0.0 : f32

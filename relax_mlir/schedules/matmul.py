@@ -510,7 +510,7 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
 
         (N split in one chunk per thread, scf.forall) -> K block (``cfg.unroll_k``, peeled;
         then 1) -> N tile (``cfg.gemv_tile``, peeled; then one register and 1 column if
-        static, masked one-register tiles if symbolic) -> M rows (1)
+        static, masked one-register tiles if symbolic) -> M rows (1; M <= 1: see ``rows``)
 
     Each k block streams ``unroll_k`` rows of B side by side (contiguous, one hardware
     prefetch stream each) and adds ``unroll_k`` broadcast-FMA steps onto ``cols / lanes``
@@ -529,7 +529,29 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
     200: 1.74 / 1.23 against 2.22 / 1.55; 2048, 100: 1.74 / 1.30 against 2.08 / 1.60. Left
     masked (no :func:`.common.unmask_contractions`) they were slower than the 1-column tiles:
     2.9 / 1.8 and 3.8 / 2.3. Tiles of two registers instead of one: even (1.75 / 1.25, 1.81 /
-    1.35)."""
+    1.35).
+
+    ``rows``: the largest M the kernel runs at (static M, or its relax-specialize-ranges
+    range); at most 1 (the decode GEMV's own variant) the rows loop (one iteration at most)
+    moves outside the N tiles::
+
+        K block -> M rows (1) -> N tile (peeled; a symbolic remainder in ONE masked tile of
+        ``gemv_tile`` columns, a static one in one tile of exactly N mod ``lanes`` columns)
+
+    so A's ``unroll_k`` values are read once per k block, not per N tile (LICM at tensor
+    level; LLVM then keeps the broadcasts in registers: 16 loads of B and 2 of C per tile
+    instead of 26, the k step is bound by the loads), and the symbolic remainder's tile is
+    the peeled loop's body, not a loop of one-register tiles with its own bookkeeping per k
+    block (the last K mod ``unroll_k`` rows: masked ``gemv_tile`` tiles only, no peel: they
+    run once per call). Measured on the kernel alone (a C harness calling the JIT's code
+    built by ``llc -mcpu=cascadelake`` against OpenBLAS's sgemv on the same arrays, B
+    16-byte aligned like numpy's, best of 41 rounds, one thread), time / OpenBLAS's, rows
+    inner -> outer: K, N = 512, 200 symbolic 0.95-1.10 -> 0.85-0.96; 2048, 100 1.02-1.28 ->
+    0.85-1.06; 512, 17 1.30-1.54 -> 0.92; static 512, 200 1.11-1.53 -> 0.84-0.93 and 2048, 100
+    1.04-1.10 -> 0.69-0.80 (the exact last tile: 8 and 4 columns that ran in 1-column tiles);
+    512 x 1000 / 2048 / 2053 and 2048 x 512 even (0.93-1.02). Not for M = 2-3: re-reading B's
+    k block per row (8 x N floats: from L2 beyond N = 1024) made 512 x 2048 and up 15-28 %
+    slower there, where the rows-inner order serves each B tile to every row from L1."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     uk, cols = cfg.unroll_k, cfg.gemv_tile
     one_row = rows is not None and rows <= 1

@@ -550,7 +550,7 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
     0.85-1.06; 512, 17 1.30-1.54 -> 0.92; static 512, 200 1.11-1.53 -> 0.84-0.93 and 2048, 100
     1.04-1.10 -> 0.69-0.80 (the exact last tile: 8 and 4 columns that ran in 1-column tiles);
     512 x 1000 / 2048 / 2053 and 2048 x 512 even (0.93-1.02). Not for M = 2-3: re-reading B's
-    k block per row (8 x N floats: from L2 beyond N = 1024) made 512 x 2048 and up 15-28 %
+    k block per row (8 x N floats: from L2 beyond N = 1024) made 512 x 2048 and up 13-28 %
     slower there, where the rows-inner order serves each B tile to every row from L1."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     uk, cols = cfg.unroll_k, cfg.gemv_tile

@@ -96,9 +96,9 @@ def test_thread_count_read_at_run_time():
     """Compiled with RELAX_MLIR_NUM_THREADS=1, an executable set to 3 threads runs its GEMV
     (4 MB) on 3 (OpenMP starts exactly 2 workers: fixed team sizes, the default, so the
     machine's load does not decide); a 64 KB kernel set to 3 threads starts none. The matmul
-    holds four parallel regions: its GEMV (M <= 3), small-M (M <= 16), register-tiled and
-    packed-B (M >= 128) variants."""
-    assert _run_time_count() == {"env": [None, None], "regions": [4, 1], "small": 0,
+    holds five parallel regions: its GEMV (M <= 1, M = 2-3), small-M (M <= 16),
+    register-tiled and packed-B (M >= 40) variants."""
+    assert _run_time_count() == {"env": [None, None], "regions": [5, 1], "small": 0,
                                  "one": 0, "ok": True, "three": 2, "dynamic": 0}
 
 

@@ -126,6 +126,35 @@ def test_matmul_symbolic_column_rest(K):
                                    err_msg=f"m={m} n={n} k={k}")
 
 
+#: The decode GEMV's column counts: below, at and around one register (16) and the 32-column
+#: tile, primes, and the ones the benchmarks track; its K: below and at the k block of 8 rows
+#: and the benchmarks' 512 and 2048.
+GEMV_N = [1, 2, 15, 16, 17, 31, 33, 100, 200, 2053]
+GEMV_K = [1, 7, 512, 2048]
+
+
+@pytest.mark.parametrize("kn", [("k", "n"), (512, "n"), ("k", 200)])
+def test_gemv_symbolic_column_rest(kn):
+    """M = 1 (the M <= 1 variant: rows outside the column tiles, A's k block read once per
+    k block, the last N mod 32 columns in ONE masked 32-column tile), next to M = 0, 2, 3 (the
+    M <= 3 variant) and 5: ONE executable per case gives numpy's answer at every N and K of the
+    grid that its signature admits."""
+    K, N = kn
+    src = program([("a", ["m", K]), ("b", [K, N])],
+                  [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])], [("r", ["m", N])])
+    exe = compile_scheduled(src)
+    ns = GEMV_N if N == "n" else [N]
+    ks = GEMV_K if K == "k" else [K]
+    for i, (n, k) in enumerate((n, k) for n in ns for k in ks):
+        b = f32(k, n)
+        for m in (1, [0, 2, 3, 5][i % 4]):
+            a = f32(m, k)
+            r = exe(a, b)
+            assert r.shape == (m, n)
+            np.testing.assert_allclose(r, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4,
+                                       atol=1e-4 * np.sqrt(k), err_msg=f"m={m} n={n} k={k}")
+
+
 def test_batch_matmul_symbolic_column_rest():
     """The same for a batch matmul, batch, M, N and K all symbolic: each batch zeroes its C
     in the batch loop (vector stores, masked), the column remainder in masked tiles."""
@@ -298,8 +327,8 @@ def test_openmp_threads(monkeypatch):
     exe = compile_scheduled(src)
     text = exe.llvm_dialect_text()
     # softmax, add, and the matmul's three register-tiled variants (N panels; small M, 6-row
-    # tiles, packed B from M = 40); its GEMV variant (relax-specialize-ranges, M <= 3) has no
-    # split: B is only 64 x 512 (128 KB, below the 1 MiB threshold).
+    # tiles, packed B from M = 40); its GEMV variants (relax-specialize-ranges, M <= 1 and
+    # M = 2-3) have no split: B is only 64 x 512 (128 KB, below the 1 MiB threshold).
     assert text.count("omp.parallel") == 5
     assert text.count("llvm.mlir.addressof @_mlir_relax_num_threads") == 5
     assert [p.endswith("libiomp5.so") for p in openmp_libraries({})] == [True]
@@ -336,9 +365,9 @@ def test_gemv_run_time_split(n):
                   [op("r", "matmul", [("a", ["m", K]), ("b", [K, n])], ["m", n])], [("r", ["m", n])])
     exe = compile_scheduled(src)
     assert "relax.thread_chunk" not in exe.llvm_dialect_text()   # (an attribute of the tensor-level IR)
-    # the GEMV variant's split and the panels of the small-M, 6-row and packed large-M
-    # variants (N = 2053: the first 2048 columns; the last 5, split off, on one thread)
-    assert exe.llvm_dialect_text().count("omp.parallel") == 4
+    # the GEMV variants' splits (M <= 1, M = 2-3) and the panels of the small-M, 6-row and
+    # packed large-M variants (N = 2053: the first 2048 columns; the last 5, split off, on one thread)
+    assert exe.llvm_dialect_text().count("omp.parallel") == 5
     for cols in ([2053] if n != "n" else [1, 31, 2053]):
         b = f32(K, cols)
         for m in (1, 2, 3, 7, 64, 130):

@@ -1,7 +1,8 @@
 """Range specialization (relax-specialize-ranges) end to end: ONE compiled executable per
 program holds a few-rows (GEMV) variant and a register-tiled variant of each matmul
 kernel with symbolic M, picks one at run time from M, and gives numpy's answer at every
-M on both sides of the boundary (M = 0..3 few rows, 4..16 small register tiles, 17.. the 6-row ones)."""
+M on both sides of the boundary (M = 0..1 the decode GEMV, 2..3 few rows, 4..16 small register
+tiles, 17.. the 6-row ones)."""
 
 from __future__ import annotations
 
@@ -75,8 +76,8 @@ def test_matmul_variants(kn):
     # B (all but the split-off N mod 64 columns); so does a symbolic N, its symbolic K in full
     # packed blocks of 512 and a partial block on B in place. N = 5 is not packed.
     packed = kn != (3, 5)
-    want = {"m0_3": "gemv", "m4_16": "matmul", "m17_39": "matmul", "m40": "matmul"} if packed else \
-        {"m0_3": "gemv", "m4_16": "matmul", "m17": "matmul"}
+    want = {"m0_1": "gemv", "m2_3": "gemv", "m4_16": "matmul", "m17_39": "matmul", "m40": "matmul"} if packed else \
+        {"m0_1": "gemv", "m2_3": "gemv", "m4_16": "matmul", "m17": "matmul"}
     assert variant_schedules(src) == want
     exe = compile_scheduled(src)
     variants = kernel_variants(exe)
@@ -109,9 +110,9 @@ def test_fused_epilogue_variants(kn):
                   [op("p", "matmul", [("x", X), ("w", [K, N])], Y), op("q", "add", [("p", Y), ("b", [N])], Y),
                    op("r", "relu", [("q", Y)], Y)],
                   [("r", Y)])
-    want = {"m0_3": "gemv+elementwise", "m4_16": "matmul+elementwise", "m17": "matmul+elementwise"}
+    want = {"m0_1": "gemv+elementwise", "m2_3": "gemv+elementwise", "m4_16": "matmul+elementwise", "m17": "matmul+elementwise"}
     if packed:
-        want = {"m0_3": "gemv+elementwise", "m4_16": "matmul+elementwise", "m17_39": "matmul+elementwise",
+        want = {"m0_1": "gemv+elementwise", "m2_3": "gemv+elementwise", "m4_16": "matmul+elementwise", "m17_39": "matmul+elementwise",
                 "m40": "matmul+elementwise"}
     assert variant_schedules(src) == want
     exe = compile_scheduled(src)
@@ -126,9 +127,10 @@ def test_batch_matmul_variants():
     M = 40 B is packed (N symbolic)."""
     A, B, Y = [4, "m", 64], [4, 64, "n"], [4, "m", "n"]
     src = program([("a", A), ("b", B)], [op("r", "matmul", [("a", A), ("b", B)], Y)], [("r", Y)])
-    assert variant_schedules(src) == {"m0_3": "batch_gemv", "m4_39": "batch_matmul", "m40": "batch_matmul"}
+    assert variant_schedules(src) == {"m0_1": "batch_gemv", "m2_3": "batch_gemv", "m4_39": "batch_matmul",
+                                      "m40": "batch_matmul"}
     exe = compile_scheduled(src)
-    assert [len(v) for v in kernel_variants(exe).values()] == [3]
+    assert [len(v) for v in kernel_variants(exe).values()] == [4]
     for m, n in zip(MS + [39, 40, 131], [130, 1, 64, 65, 7, 200, 33, 128, 17, 64, 300, 1]):
         a, b = f32(4, m, 64), f32(4, 64, n)
         np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
@@ -146,19 +148,19 @@ def test_schedules_off_has_no_variants():
 
 def test_gemv_threads(monkeypatch):
     """RELAX_MLIR_NUM_THREADS=2: a large GEMV variant splits N over the threads (one
-    omp.parallel more than the tiled variants': small M, 6-row tiles and the packed large-M
-    one), a small one does not."""
+    omp.parallel each in the M <= 1 and M = 2-3 variants, besides the tiled variants': small
+    M, 6-row tiles and the packed large-M one), a small one does not."""
     from relax_mlir.transforms.apply_schedules import openmp_library
     if not openmp_library():
         pytest.skip("no OpenMP runtime (libiomp5) in this environment")
     monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
-    for (K, N), regions in (((512, "n"), 4), ((64, 512), 3)):
+    for (K, N), regions in (((512, "n"), 5), ((64, 512), 3)):
         src = program([("a", ["m", K]), ("b", [K, N])],
                       [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])], [("r", ["m", N])])
         exe = compile_scheduled(src)
         assert exe.llvm_dialect_text().count("omp.parallel") == regions
         n = 300 if N == "n" else N
-        for m in (1, 3, 4, 17, 41):
+        for m in (1, 2, 3, 4, 17, 41):
             a, b = f32(m, K), f32(K, n)
             np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
 

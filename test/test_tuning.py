@@ -180,11 +180,12 @@ def test_bounded_search_records_and_compile_uses_it(tmp_path, monkeypatch):
 
     seen = _applied_configs(monkeypatch)
     exe = relax_mlir.compile(SMALL, options=OPTIONS, tuning_db=db)
-    # relax-specialize-ranges split the kernel into its GEMV (M <= 3), small-M (M <= 16),
-    # tiled and packed (M >= 40) variants, all looked up as the kernel the tuner measured; the
-    # dispatcher is not scheduled.
-    assert seen == [("gemv+elementwise", rec.config), ("matmul+elementwise", rec.config),
-                    ("matmul+elementwise", rec.config), ("matmul+elementwise", rec.config), (None, None)]
+    # relax-specialize-ranges split the kernel into its GEMV (M <= 1, M = 2-3), small-M
+    # (M <= 16), tiled and packed (M >= 40) variants, all looked up as the kernel the tuner
+    # measured; the dispatcher is not scheduled.
+    assert seen == [("gemv+elementwise", rec.config), ("gemv+elementwise", rec.config),
+                    ("matmul+elementwise", rec.config), ("matmul+elementwise", rec.config),
+                    ("matmul+elementwise", rec.config), (None, None)]
     _check_numerics(exe)
 
     # A hand-written record: the compile applies exactly these knob values.
@@ -193,8 +194,8 @@ def test_bounded_search_records_and_compile_uses_it(tmp_path, monkeypatch):
         d.record(rec.kernel, rec.target, rec.bucket, rec.schedule, CONFIG, 1e-3, 1e-3, rec.sizes, 1)
     seen.clear()
     exe = relax_mlir.compile(SMALL, options=relax_mlir.CompileOptions(pipeline_options=OPTIONS, tuning_db=db))
-    assert seen == [("gemv+elementwise", CONFIG), ("matmul+elementwise", CONFIG), ("matmul+elementwise", CONFIG),
-                    ("matmul+elementwise", CONFIG), (None, None)]
+    assert seen == [("gemv+elementwise", CONFIG), ("gemv+elementwise", CONFIG), ("matmul+elementwise", CONFIG),
+                    ("matmul+elementwise", CONFIG), ("matmul+elementwise", CONFIG), (None, None)]
     _check_numerics(exe)
 
 

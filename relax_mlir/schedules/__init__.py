@@ -102,7 +102,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
     prepare, prefetch = None, 0
     if _max_rows(fn, m) is not None and _max_rows(fn, m) <= cfg.gemv_rows:
         threaded = threaded and gemv_split(n, k, cfg, batch)
-        body, finish = gemv_schedule(n, k, cfg, batch=batch, threaded=threaded)
+        body, finish = gemv_schedule(n, k, cfg, batch=batch, threaded=threaded, rows=_max_rows(fn, m))
         kind = "batch_gemv" if batch else "gemv"
         if threaded:
             cols = cfg.gemv_tile

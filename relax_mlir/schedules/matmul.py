@@ -502,14 +502,15 @@ def thread_split(fn: ir.Operation, cols: int, name: str = "linalg.matmul") -> No
 
 
 def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
-                  batch: bool = False, threaded: bool = False) -> tuple[Body, Optional[Step]]:
+                  batch: bool = False, threaded: bool = False,
+                  rows: Optional[int] = None) -> tuple[Body, Optional[Step]]:
     """``(body, finish)`` (as :func:`matmul_schedule`) for a matmul with few rows (M == 1,
     the decode GEMV, and M < ``cfg.rows[0]``): no packing and no register blocking along M.
     Loops, outer to inner::
 
         (N split in one chunk per thread, scf.forall) -> K block (``cfg.unroll_k``, peeled;
         then 1) -> N tile (``cfg.gemv_tile``, peeled; then one register and 1 column if
-        static, masked one-register tiles if symbolic) -> M rows (1)
+        static, masked one-register tiles if symbolic) -> M rows (1; M <= 1: see ``rows``)
 
     Each k block streams ``unroll_k`` rows of B side by side (contiguous, one hardware
     prefetch stream each) and adds ``unroll_k`` broadcast-FMA steps onto ``cols / lanes``
@@ -528,9 +529,32 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
     200: 1.74 / 1.23 against 2.22 / 1.55; 2048, 100: 1.74 / 1.30 against 2.08 / 1.60. Left
     masked (no :func:`.common.unmask_contractions`) they were slower than the 1-column tiles:
     2.9 / 1.8 and 3.8 / 2.3. Tiles of two registers instead of one: even (1.75 / 1.25, 1.81 /
-    1.35)."""
+    1.35).
+
+    ``rows``: the largest M the kernel runs at (static M, or its relax-specialize-ranges
+    range); at most 1 (the decode GEMV's own variant) the rows loop (one iteration at most)
+    moves outside the N tiles::
+
+        K block -> M rows (1) -> N tile (peeled; a symbolic remainder in ONE masked tile of
+        ``gemv_tile`` columns, a static one in one tile of exactly N mod ``lanes`` columns)
+
+    so A's ``unroll_k`` values are read once per k block, not per N tile (LICM at tensor
+    level; LLVM then keeps the broadcasts in registers: 16 loads of B and 2 of C per tile
+    instead of 26, the k step is bound by the loads), and the symbolic remainder's tile is
+    the peeled loop's body, not a loop of one-register tiles with its own bookkeeping per k
+    block (the last K mod ``unroll_k`` rows: masked ``gemv_tile`` tiles only, no peel: they
+    run once per call). Measured on the kernel alone (a C harness calling the JIT's code
+    built by ``llc -mcpu=cascadelake`` against OpenBLAS's sgemv on the same arrays, B
+    16-byte aligned like numpy's, best of 41 rounds, one thread), time / OpenBLAS's, rows
+    inner -> outer: K, N = 512, 200 symbolic 0.95-1.10 -> 0.85-0.96; 2048, 100 1.02-1.28 ->
+    0.85-1.06; 512, 17 1.30-1.54 -> 0.92; static 512, 200 1.11-1.53 -> 0.84-0.93 and 2048, 100
+    1.04-1.10 -> 0.69-0.80 (the exact last tile: 8 and 4 columns that ran in 1-column tiles);
+    512 x 1000 / 2048 / 2053 and 2048 x 512 even (0.93-1.02). Not for M = 2-3: re-reading B's
+    k block per row (8 x N floats: from L2 beyond N = 1024) made 512 x 2048 and up 13-28 %
+    slower there, where the rows-inner order serves each B tile to every row from L1."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     uk, cols = cfg.unroll_k, cfg.gemv_tile
+    one_row = rows is not None and rows <= 1
     split = not batch and threaded and gemv_split(n, k, cfg, batch)
     n_static = None if split else n  # the columns of one chunk are a run-time size
 
@@ -549,20 +573,45 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
             _fill_rows(fn, match(fn, "linalg.fill"), n_static, None, cfg.panel_n, b)
         k_sizes = _fitting((uk, 1), k)
         for kpart, ku in _cascade(fn, mm, b + 2, b + 3, k_sizes, k is not None and k % k_sizes[0] == 0, name):
-            if n_static is None:  # a symbolic column remainder: masked tiles of one register
+            if one_row:  # the row loop (at most one iteration) outside the column tiles
+                kpart = structured.TileUsingForOp(kpart, sizes=[0] * b + [1, 0, 0]).tiled_linalg_op
+            if n_static is None and one_row and ku < uk:  # the last K mod 8 rows: masked tiles only
+                t = structured.TileUsingForOp(kpart, sizes=[0] * b + [0, cols, 0])
+                nparts = [(t.tiled_linalg_op, cols, True)]
+            elif n_static is None and one_row:  # a symbolic column remainder: one masked tile
+                nparts = _last_masked(fn, kpart, cols, b, name)
+            elif n_static is None:  # a symbolic column remainder: masked tiles of one register
                 nparts = _columns(fn, kpart, cols, None, cfg.lanes, b, name)
             else:  # a static one: one register wide, then 1
                 n_sizes = _fitting((cols, cfg.lanes, 1) if 1 < cfg.lanes < cols else (cols, 1), n_static)
+                if one_row and n_sizes[-1] == 1 and n_static % cfg.lanes > 1:  # the last columns in one tile
+                    n_sizes = n_sizes[:-1] + (n_static % cfg.lanes,)
                 nparts = [(op, c, False) for op, c in
                           _cascade(fn, kpart, b + 1, b + 3, n_sizes, n_static % n_sizes[0] == 0, name)]
             for npart, nc, masked in nparts:
-                t = structured.TileUsingForOp(npart, sizes=[0] * b + [1, 0, 0])
-                _vectorize(t.tiled_linalg_op, [1] * b + [1, nc, ku], masked=masked)
+                if not one_row:
+                    npart = structured.TileUsingForOp(npart, sizes=[0] * b + [1, 0, 0]).tiled_linalg_op
+                _vectorize(npart, [1] * b + [1, nc, ku], masked=masked)
         cleanup(fn)
+        if one_row:  # A's k block read (and broadcast) once per row and k block, not per column tile
+            transform.apply_licm(match(fn, "scf.for"))
+            cleanup(fn)
         if n_static is not None:
             lower_vectors(fn)
 
     return body, unmasked_lowering if n_static is None else None
+
+
+def _last_masked(fn: ir.Value, mm: ir.Value, cols: int, b: int, name: str) -> list[tuple[ir.Value, int, bool]]:
+    """Column tiles of ``mm`` (a symbolic column extent) as in :func:`_columns`, but the
+    remainder (fewer than ``cols`` columns) in ONE masked tile of ``cols`` columns (the
+    peeled loop's body, not tiled again): no inner loop over one-register tiles, whose
+    bookkeeping ran once per k block."""
+    t = structured.TileUsingForOp(mm, sizes=[0] * b + [0, cols, 0])
+    p = loop.LoopPeelOp(any_op(), any_op(), t.loops[0])
+    parts = [(match(p.results[0], name), cols, False), (match(p.results[1], name), cols, True)]
+    cleanup(fn)
+    return parts
 
 
 def gemv_split(n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool = False) -> bool:

@@ -3,8 +3,10 @@
 A matmul kernel with a symbolic row count M (``linalg.matmul``, or the M of a
 ``linalg.batch_matmul``) is served best by different schedules at different M: the
 decode GEMV (M == 1) and a few rows want no register blocking along M (each row streams
-B once), small M (up to 16) 4-row register tiles, larger M 6-row ones, and large M (from
-40, N a multiple of the register tile's columns or symbolic) a packed copy of B. Relax
+B once; M <= 1 a variant of its own, which reads A once per block of B's rows, where 2-3
+rows share each tile of B from L1), small M (up to 16) 4-row register tiles, larger M
+6-row ones, and large M (from 40, N a multiple of the register tile's columns or
+symbolic) a packed copy of B. Relax
 compiles one executable for every shape, so the choice is made at run time: the pass clones the kernel into one
 variant per range of M, tags each with its range (``relax.range = {m_min, m_max}``,
 ``m_max`` absent when unbounded) for :func:`relax_mlir.schedules.select`, and turns the
@@ -13,7 +15,7 @@ that reads M from its operand and calls the variant whose range holds it::
 
     func.func private @k(%a: tensor<?x512xf32>, %b, %c) attributes {relax.range_dispatch, ...} {
       %m = tensor.dim %a, %c0
-      %r = scf.if (%m <= 3) { func.call @k__m0_3(%a, %b, %c) } else { func.call @k__m4(%a, %b, %c) }
+      %r = scf.if (%m <= 1) { func.call @k__m0_1(%a, %b, %c) } else { ... @k__m2_3 ... @k__m4 ... }
       return %r
     }
 
@@ -55,10 +57,13 @@ KIND_ATTR = schedules.KIND_ATTR
 
 def variant_ranges(gemv_max: int, pack_min: Optional[int] = None,
                    small_max: Optional[int] = None) -> list[tuple[int, Optional[int]]]:
-    """The M ranges ``(lo, hi)`` (inclusive, ``hi`` None: unbounded) that partition M >= 0;
+    """The M ranges ``(lo, hi)`` (inclusive, ``hi`` None: unbounded) that partition M >= 0:
+    M <= 1 (the decode GEMV: its rows loop outside the column tiles, see
+    :func:`relax_mlir.schedules.matmul.gemv_schedule`) and the rest of the few rows up to
+    ``gemv_max`` are two ranges;
     ``pack_min``: the M from which the kernel's schedule packs B (a range of its own);
     ``small_max``: the largest M of the small-M register tiles (a range of its own)."""
-    cuts = [gemv_max]
+    cuts = [1, gemv_max] if gemv_max > 1 else [gemv_max]
     for hi in (small_max, None if pack_min is None else pack_min - 1):
         if hi is not None and hi > cuts[-1]:
             cuts.append(hi)

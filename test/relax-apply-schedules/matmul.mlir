@@ -312,8 +312,10 @@ func.func private @mm_split(%a: tensor<?x512xf32>, %b: tensor<512x1000xf32>, %c:
 }
 
 // A GEMV (M = 1) with N and K symbolic: the fill of C in 256-wide masked vector stores; per
-// k block of 8 rows, 32-column tiles, then the last N mod 32 columns in 16-wide masked
-// tiles whose 8 FMAs per k block are unmasked (B's 8 rows and C read with the one mask).
+// k block of 8 rows, A's 8 values read once (outside the column loop), 32-column tiles, then
+// the last N mod 32 columns in ONE masked 32-column tile (the peeled loop's body, no loop of
+// 16-wide tiles inside it) whose 8 FMAs per k block are unmasked (B's 8 rows and C read with
+// the one mask).
 // CHECK-LABEL: func.func private @gemv_dyn
 // CHECK-SAME: relax.schedule = "gemv"
 // CHECK-NOT: linalg.fill
@@ -321,21 +323,57 @@ func.func private @mm_split(%a: tensor<?x512xf32>, %b: tensor<512x1000xf32>, %c:
 // CHECK: vector.create_mask %{{.*}} : vector<256xi1>
 // CHECK: vector.transfer_write {{.*}} : vector<1x256xf32>, tensor<1x?xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c8
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c32
+// CHECK: vector.transfer_read {{.*}} : tensor<1x8xf32>, vector<1x8xf32>
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %{{.*}} step %c32
+// CHECK: vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
 // CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c16
-// CHECK: %[[M:.*]] = vector.create_mask %{{.*}} : vector<16xi1>
-// CHECK: vector.transfer_read {{.*}} : tensor<8x?xf32>, vector<8x16xf32>
-// CHECK: %[[MC:.*]] = vector.broadcast %[[M]] : vector<16xi1> to vector<1x16xi1>
-// CHECK: vector.transfer_read %{{.*}}[%c0, %c0], %cst, %[[MC]] {in_bounds = [true, true]} : tensor<1x?xf32>, vector<1x16xf32>
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c32
+// CHECK-NOT: scf.for
+// CHECK: %[[M:.*]] = vector.create_mask %{{.*}} : vector<32xi1>
+// CHECK: vector.transfer_read {{.*}} : tensor<8x?xf32>, vector<8x32xf32>
+// CHECK: %[[MC:.*]] = vector.broadcast %[[M]] : vector<32xi1> to vector<1x32xi1>
+// CHECK: vector.transfer_read %{{.*}}[%c0, %c0], %cst, %[[MC]] {in_bounds = [true, true]} : tensor<1x?xf32>, vector<1x32xf32>
 // CHECK-NOT: select
-// CHECK-COUNT-8: vector.fma {{.*}} : vector<16xf32>
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
 // CHECK-NOT: select
-// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %c0], %[[MC]] {in_bounds = [true, true]} : vector<1x16xf32>, tensor<1x?xf32>
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %c0], %[[MC]] {in_bounds = [true, true]} : vector<1x32xf32>, tensor<1x?xf32>
+// The last K mod 8 rows, one at a time: all columns in masked 32-column tiles (no peeled
+// loop: these run once per call, not per k block).
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: vector.transfer_read {{.*}} : tensor<1x1xf32>, vector<1x1xf32>
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %{{.*}} step %c32
+// CHECK: vector.create_mask %{{.*}} : vector<32xi1>
+// CHECK: vector.fma {{.*}} : vector<32xf32>
+// CHECK-NOT: scf.for
+// CHECK: return
 func.func private @gemv_dyn(%a: tensor<1x?xf32>, %b: tensor<?x?xf32>, %c: tensor<1x?xf32>) -> tensor<1x?xf32>
     attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
   %cst = arith.constant 0.0 : f32
   %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<1x?xf32>) -> tensor<1x?xf32>
   %1 = linalg.matmul ins(%a, %b : tensor<1x?xf32>, tensor<?x?xf32>) outs(%0 : tensor<1x?xf32>) -> tensor<1x?xf32>
   return %1 : tensor<1x?xf32>
+}
+
+// Three rows (M = 3; also the M = 2-3 variant of a symbolic M): the rows loop innermost, so
+// each 8 x 32 tile of B serves every row from L1 (the M = 1 order re-read B's k block per
+// row: 15-28 % slower at M = 2-3, K x N = 512 x 2048 and up); the last N mod 32 columns in
+// 16-wide masked tiles.
+// CHECK-LABEL: func.func private @gemv3_dyn
+// CHECK-SAME: relax.schedule = "gemv"
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c32
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: vector.transfer_read {{.*}} : tensor<1x8xf32>, vector<1x8xf32>
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c16
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: vector.create_mask %{{.*}} : vector<16xi1>
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<16xf32>
+func.func private @gemv3_dyn(%a: tensor<3x?xf32>, %b: tensor<?x?xf32>, %c: tensor<3x?xf32>) -> tensor<3x?xf32>
+    attributes {relax.kernel, relax.kernel_kind = "output-fusable"} {
+  %cst = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%cst : f32) outs(%c : tensor<3x?xf32>) -> tensor<3x?xf32>
+  %1 = linalg.matmul ins(%a, %b : tensor<3x?xf32>, tensor<?x?xf32>) outs(%0 : tensor<3x?xf32>) -> tensor<3x?xf32>
+  return %1 : tensor<3x?xf32>
 }

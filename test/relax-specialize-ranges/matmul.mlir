@@ -5,10 +5,14 @@
 
 // A matmul with symbolic M becomes variants, tagged with their range of M, and a
 // dispatcher with the kernel's name and signature that reads M and calls one of them.
-// Small M (4..16) gets a variant of its own (4-row register tiles), and M >= 40 one that
-// packs B (N a multiple of the 64-column register tile).
-// CHECK-LABEL: func.func private @mm__m0_3(%arg0: tensor<?x512xf32>, %arg1: tensor<512x2048xf32>, %arg2: tensor<?x2048xf32>) -> tensor<?x2048xf32>
-// CHECK-SAME: relax.range = {m_max = 3 : i64, m_min = 0 : i64}
+// The decode GEMV (M <= 1) gets a variant of its own within the few-rows range (its rows
+// loop outside the column tiles), small M (4..16) one (4-row register tiles), and M >= 40
+// one that packs B (N a multiple of the 64-column register tile).
+// CHECK-LABEL: func.func private @mm__m0_1(%arg0: tensor<?x512xf32>, %arg1: tensor<512x2048xf32>, %arg2: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+// CHECK-SAME: relax.range = {m_max = 1 : i64, m_min = 0 : i64}
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func private @mm__m2_3(%arg0: tensor<?x512xf32>, %arg1: tensor<512x2048xf32>, %arg2: tensor<?x2048xf32>) -> tensor<?x2048xf32>
+// CHECK-SAME: relax.range = {m_max = 3 : i64, m_min = 2 : i64}
 // CHECK: linalg.matmul
 // CHECK-LABEL: func.func private @mm__m4_16(
 // CHECK-SAME: relax.range = {m_max = 16 : i64, m_min = 4 : i64}
@@ -23,10 +27,16 @@
 // CHECK-SAME: relax.range_dispatch
 // CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : index
 // CHECK-NEXT: %[[M:.*]] = tensor.dim %arg0, %[[C0]] : tensor<?x512xf32>
+// CHECK-NEXT: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[ONE:.*]] = arith.cmpi ule, %[[M]], %[[C1]] : index
+// CHECK-NEXT: %[[R:.*]] = scf.if %[[ONE]] -> (tensor<?x2048xf32>) {
+// CHECK-NEXT: %[[V:.*]] = func.call @mm__m0_1(%arg0, %arg1, %arg2)
+// CHECK-NEXT: scf.yield %[[V]] : tensor<?x2048xf32>
+// CHECK-NEXT: } else {
 // CHECK-NEXT: %[[C3:.*]] = arith.constant 3 : index
 // CHECK-NEXT: %[[FEW:.*]] = arith.cmpi ule, %[[M]], %[[C3]] : index
-// CHECK-NEXT: %[[R:.*]] = scf.if %[[FEW]] -> (tensor<?x2048xf32>) {
-// CHECK-NEXT: %[[G:.*]] = func.call @mm__m0_3(%arg0, %arg1, %arg2)
+// CHECK-NEXT: %[[R0:.*]] = scf.if %[[FEW]] -> (tensor<?x2048xf32>) {
+// CHECK-NEXT: %[[G:.*]] = func.call @mm__m2_3(%arg0, %arg1, %arg2)
 // CHECK-NEXT: scf.yield %[[G]] : tensor<?x2048xf32>
 // CHECK-NEXT: } else {
 // CHECK-NEXT: %[[C16:.*]] = arith.constant 16 : index
@@ -48,19 +58,32 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: scf.yield %[[R1]] : tensor<?x2048xf32>
 // CHECK-NEXT: }
+// CHECK-NEXT: scf.yield %[[R0]] : tensor<?x2048xf32>
+// CHECK-NEXT: }
 // CHECK-NEXT: return %[[R]] : tensor<?x2048xf32>
 // CHECK-NOT: linalg.matmul
 
-// Each variant gets the schedule of its range: the few-rows one streams 8 rows of B per
-// step (8 chained FMAs onto 32 columns, no M blocking), the small-M one 4-row register
-// tiles (M = 16: four full tiles; 6-row ones left 4 rows to 1-row tiles), the middle one
-// the 6-row register tiles, the large-M one the same tiles on a packed copy of B (64-column
-// micro-panels of all 512 rows); the dispatcher itself is not scheduled.
-// SCHED-LABEL: func.func private @mm__m0_3
+// Each variant gets the schedule of its range: the few-rows ones stream 8 rows of B per
+// step (8 chained FMAs onto 32 columns, no M blocking; M <= 1 reads A's 8 values once per
+// k block, outside the column loop, M = 2-3 per column tile, inside it, so that each tile
+// of B serves every row from L1), the small-M one 4-row register tiles (M = 16: four full
+// tiles; 6-row ones left 4 rows to 1-row tiles), the middle one the 6-row register tiles,
+// the large-M one the same tiles on a packed copy of B (64-column micro-panels of all 512
+// rows); the dispatcher itself is not scheduled.
+// SCHED-LABEL: func.func private @mm__m0_1
+// SCHED-SAME: relax.schedule = "gemv"
+// SCHED: scf.for %{{.*}} = %c0 to %c512 step %c8
+// SCHED: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// SCHED: vector.transfer_read {{.*}} : tensor<1x8xf32>, vector<1x8xf32>
+// SCHED-NEXT: scf.for %{{.*}} = %c0 to %c2048 step %c32
+// SCHED: vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
+// SCHED-COUNT-8: vector.fma {{.*}} : vector<32xf32>
+// SCHED-LABEL: func.func private @mm__m2_3
 // SCHED-SAME: relax.schedule = "gemv"
 // SCHED: scf.for %{{.*}} = %c0 to %c512 step %c8
 // SCHED: scf.for %{{.*}} = %c0 to %c2048 step %c32
 // SCHED: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// SCHED: vector.transfer_read {{.*}} : tensor<1x8xf32>, vector<1x8xf32>
 // SCHED: vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
 // SCHED-COUNT-8: vector.fma {{.*}} : vector<32xf32>
 // SCHED-LABEL: func.func private @mm__m4_16
@@ -111,14 +134,17 @@ func.func private @mm_static(%a: tensor<1x512xf32>, %b: tensor<512x2048xf32>, %c
 
 // A batched product: M is the second dim of A (no small-M variant: unmeasured); with N
 // symbolic, M >= 40 packs B per batch as the 2-D product does.
-// CHECK-LABEL: func.func private @bmm__m0_3(
+// CHECK-LABEL: func.func private @bmm__m0_1(
+// CHECK-LABEL: func.func private @bmm__m2_3(
 // CHECK-LABEL: func.func private @bmm__m4_39(
 // CHECK-LABEL: func.func private @bmm__m40(
 // CHECK-LABEL: func.func private @bmm(
 // CHECK-SAME: relax.range_dispatch
 // CHECK: %[[C1:.*]] = arith.constant 1 : index
 // CHECK-NEXT: tensor.dim %arg0, %[[C1]] : tensor<4x?x?xf32>
-// SCHED-LABEL: func.func private @bmm__m0_3(
+// SCHED-LABEL: func.func private @bmm__m0_1(
+// SCHED-SAME: relax.schedule = "batch_gemv"
+// SCHED-LABEL: func.func private @bmm__m2_3(
 // SCHED-SAME: relax.schedule = "batch_gemv"
 // SCHED-LABEL: func.func private @bmm__m4_39(
 // SCHED-SAME: relax.schedule = "batch_matmul"

@@ -175,3 +175,50 @@ def test_mkl_on_our_openmp_runtime(runtime, tmp_path):
         assert loaded["openmp"] == {"package": "intel-openmp", "soname": "libiomp5.so"}
     else:
         assert jit["gomp"] and loaded["gomp"] and loaded["openmp"] is None
+
+
+TORCH_FIRST = """
+import ctypes, json, os, sys
+if sys.argv[2] == "torch":
+    import torch   # loads its libgomp with RTLD_GLOBAL
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import relax_mlir
+from relax_mlir.runtime import libraries
+from test_schedules import program, op
+K, N = 2048, 512
+src = program([("a", ["m", K]), ("b", [K, N])], [op("r", "matmul", [("a", ["m", K]), ("b", [K, N])], ["m", N])],
+              [("r", ["m", N])])
+exe = relax_mlir.compile(src, options={"dispatch_policy": "flops"})
+rng = np.random.default_rng(0)
+b = rng.standard_normal((K, N), np.float32)
+ok = []
+for m in (1, 19, 130, 512):
+    a = rng.standard_normal((m, K), np.float32)
+    ok.append(bool(np.allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-3, atol=1e-3)))
+shim = ctypes.CDLL(libraries.build_blas_shim("mkl")[0])
+shim.relax_blas_threading_layer.restype = ctypes.c_char_p
+print(json.dumps({"ok": ok, "layer": shim.relax_blas_threading_layer().decode()}))
+"""
+
+
+@NO_OPENMP
+@pytest.mark.parametrize("first", ["torch", "none"])
+def test_mkl_layer_with_torch_imported_first(first):
+    """PyTorch puts its libgomp in the global scope: imported before relax_mlir, MKL's Intel
+    layer would take libgomp's omp_get_thread_num inside libiomp5's regions (every thread
+    computed the whole product: wrong results at M >= 19, measured). The shim then takes
+    MKL's GNU layer on that libgomp; results are right either way."""
+    from relax_mlir.runtime.libraries import blas_providers
+    if "mkl" not in blas_providers():
+        pytest.skip("mkl not installed")
+    if first == "torch":
+        pytest.importorskip("torch")
+    env = dict({k: v for k, v in os.environ.items() if k != "RELAX_BLAS_OPENMP"}, PYTHONPATH=ROOT,
+               RELAX_BLAS="mkl", RELAX_MLIR_NUM_THREADS="2", RELAX_BLAS_NUM_THREADS="2")
+    r = subprocess.run([sys.executable, "-c", TORCH_FIRST, os.path.join(ROOT, "test"), first],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["ok"] == [True] * 4
+    assert out["layer"] == ("gnu" if first == "torch" else "intel")

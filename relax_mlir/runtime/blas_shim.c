@@ -64,6 +64,7 @@
  * object into every exported model (relax_mlir/runtime/aot.py), where only the model's
  * entry points are exported; the BLAS itself is then a dependency by soname.
  */
+#define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <float.h>
 #include <limits.h>
@@ -494,15 +495,43 @@ static void after_fork(void) {
 #endif
 }
 
+#ifdef RELAX_BLAS_MKL
+/* MKL's threading layer as chosen at load ("intel", "gnu", "sequential"; "env": MKL_THREADING_LAYER). */
+static const char *threading_layer = "env";
+const char *relax_blas_threading_layer(void) { return threading_layer; }
+#endif
+
+#ifdef RELAX_BLAS_IOMP
+/* Whether the OpenMP entry points that MKL's Intel layer (libmkl_intel_thread, bound at load)
+ * will find first in the process's global scope are libiomp5's. PyTorch loads its libgomp with
+ * RTLD_GLOBAL: imported before us, its omp_get_thread_num would answer inside libiomp5's
+ * parallel regions ("thread 0 of 1" in every thread: each MKL thread then computes the whole
+ * product; wrong results, measured). Then MKL takes the GNU layer on that libgomp instead. */
+static int global_openmp_is_iomp(void) {
+  void *f = dlsym(RTLD_DEFAULT, "omp_get_thread_num");
+  Dl_info info;
+  if (!f)
+    return 1; /* none global: MKL binds to the libiomp5 it needs */
+  return dladdr(f, &info) && info.dli_fname && strstr(info.dli_fname, "libiomp5") != NULL;
+}
+#endif
+
 __attribute__((constructor)) static void relax_blas_init(void) {
 #ifdef RELAX_BLAS_MKL
   if (!getenv("MKL_THREADING_LAYER")) {
 #ifdef RELAX_BLAS_IOMP
-    MKL_Set_Threading_Layer(MKL_THREADING_INTEL);
-#else
-    MKL_Set_Threading_Layer(dlopen("libgomp.so.1", RTLD_LAZY | RTLD_GLOBAL) ? MKL_THREADING_GNU
-                                                                           : MKL_THREADING_SEQUENTIAL);
+    if (global_openmp_is_iomp()) {
+      MKL_Set_Threading_Layer(MKL_THREADING_INTEL);
+      threading_layer = "intel";
+    } else
 #endif
+    if (dlopen("libgomp.so.1", RTLD_LAZY | RTLD_GLOBAL)) {
+      MKL_Set_Threading_Layer(MKL_THREADING_GNU);
+      threading_layer = "gnu";
+    } else {
+      MKL_Set_Threading_Layer(MKL_THREADING_SEQUENTIAL);
+      threading_layer = "sequential";
+    }
   }
 #endif
   pthread_atfork(NULL, NULL, mark_forked_child);

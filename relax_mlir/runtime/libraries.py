@@ -16,8 +16,9 @@ into a per-user cache (``$RELAX_MLIR_CACHE``, else ``$XDG_CACHE_HOME/relax-mlir`
 ``~/.cache/relax-mlir``), keyed by a hash of the source, the provider, its version and
 the compiler command. Providers (:func:`blas_providers`):
 
-* ``mkl`` -- Intel oneMKL from the PyPI ``mkl`` wheel (``libmkl_rt``, GNU OpenMP
-  threading layer: needs libgomp, as PyTorch does), the default where it is installed (``pip install -e '.[mkl]'``,
+* ``mkl`` -- Intel oneMKL from the PyPI ``mkl`` wheel (``libmkl_rt``, Intel threading layer on
+  the libiomp5 of our kernels, :func:`_mkl_openmp`; GNU layer on libgomp with
+  ``RELAX_BLAS_OPENMP=gomp`` or without intel-openmp), the default where it is installed (``pip install -e '.[mkl]'``,
   x86-64 Linux; ``make setup`` does);
 * ``openblas`` -- ``scipy-openblas32`` (a required dependency), the fallback.
 

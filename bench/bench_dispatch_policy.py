@@ -1,4 +1,4 @@
-"""Dispatch policy benchmark (issue 12, item 5): the default ``min-flops`` rule against the
+"""Dispatch policy benchmark (issue 12, item 5): the ``min-flops`` rule against the (default)
 ``measured`` policy (the calibration table, with its run-time split), same source, same
 pipeline, one executable each, on the MLP (x: (n, 512), hidden 2048) at n = 1, 16, 128, 512
 and on a random-init Llama's prefill (128 tokens) and decode step.
@@ -111,7 +111,7 @@ def main() -> int:
           f"{'1 thread, CPU ms' if THREADS == 1 else f'{THREADS} threads, wall ms'}, best of {args.rounds} interleaved rounds; "
           f"BLAS {exes[0].metadata.get('blas')}; table {os.environ.get('RELAX_MLIR_DISPATCH_TABLE', 'checked-in')}")
     dbs = [os.path.basename(db) for db in args.tuning_db]
-    print("| case | flops (default) ms | measured ms | measured/flops |"
+    print("| case | flops ms | measured (default) ms | measured/flops |"
           + "".join(f" {d} ms | {d}/flops |" for d in dbs))
     print("|---|---:|---:|---:|" + "---:|---:|" * len(dbs))
     for name, tf, tm, *tt in rows:

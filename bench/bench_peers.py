@@ -309,7 +309,7 @@ def bench_small(args, tmp: str, which: str) -> None:
     t0 = time.perf_counter()
     gen = relax_mlir.compile(module(), target="cpu", options={"dispatch": False})
     t_off = time.perf_counter() - t0
-    policy = os.environ.get("RELAX_MLIR_DISPATCH_POLICY") or "flops"
+    policy = os.environ.get("RELAX_MLIR_DISPATCH_POLICY") or "measured"
     notes = [f"ours: dispatch on (policy {policy}) compiled once in {t_on:.2f} s, dispatch off "
              f"('generated') in {t_off:.2f} s; each 1 executable for every n"]
     tparams = [torch.from_numpy(p) for p in params]

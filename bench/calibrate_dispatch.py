@@ -10,9 +10,8 @@ provider), and both executables are timed at every M (best of ``--reps`` interle
 this process's CPU time, one thread on both sides: RELAX_MLIR_NUM_THREADS=1, BLAS held to one thread by threadpoolctl;
 ``--threads N``: N threads on both sides, wall-clock time, the table marked ``"threads": N``:
 relax-dispatch-library takes the table of the thread count the kernels are compiled for).
-A point goes to generated code when its time is below ``--margin`` times BLAS's (``--runs R``:
-when the median of its R sweeps' ratios is; its row then also holds that ratio; ``--combine``:
-when it won in every file combined); consecutive
+A point goes to generated code when its time is below ``--margin`` times BLAS's (``--combine``:
+when it was in every file combined); consecutive
 winning points form a range ``[lo, hi]`` of M (only measured points bound a range: the
 table claims nothing between a winning and a losing point). The machine, its ISA and the
 load average are written next to the ranges: re-measure on another machine (the pass reads
@@ -46,7 +45,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import relax_mlir  # noqa: E402
 from relax_mlir.schedules.target import host_target  # noqa: E402
-from relax_mlir.transforms.dispatch_split import cpu_model  # noqa: E402
+from relax_mlir.transforms.dispatch_split import cpu_model, tables_of  # noqa: E402
 
 MS = (1, 2, 3, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024)
 CLASSES = ((512, 2048), (2048, 512), (512, 512), (256, 256))
@@ -99,9 +98,6 @@ def main() -> int:
                     help="file to write; an existing file keeps its other tables (this machine's at this "
                          "thread count replaced)")
     ap.add_argument("--threads", type=int, default=1, help="threads of both sides (read before the runtimes load)")
-    ap.add_argument("--runs", type=int, default=1,
-                    help="sweeps of every class and M; a point's ratio is the median of its runs' ratios "
-                         "(single best-of sweeps of a shared machine flip points within ~10 %%)")
     ap.add_argument("--min-points", type=int, default=2,
                     help="a generated range spans at least this many consecutive winning points (a lone "
                          "winning M is noise more often than not, and costs a run-time split)")
@@ -119,27 +115,19 @@ def main() -> int:
                      relax_mlir.compile(src(k, n), options={"dispatch": True, "dispatch_policy": "flops"}),
                      rng.standard_normal((k, n), dtype=np.float32)) for k, n in CLASSES}
     blas = next(iter(exes.values()))[1]
-    runs: dict[tuple[int, int, int], list[tuple[float, float]]] = {}
-    for run in range(args.runs):
-        for (k, n), (gen, lib, b) in exes.items():
-            for m in MS:
-                a = rng.standard_normal((m, k), dtype=np.float32)
-                assert np.allclose(gen(a, b), lib(a, b), rtol=1e-3, atol=1e-2)
-                inner = max(1, int(2e7 // (2 * m * k * n)))   # >= ~0.2 ms per timed block
-                with threadpool_limits(THREADS):
-                    tg, tb = interleaved_best_ms([lambda: gen(a, b), lambda: lib(a, b)], args.reps, inner)
-                runs.setdefault((k, n, m), []).append((tg, tb))
-                print(f"run {run + 1} K={k:5d} N={n:5d} M={m:4d}  generated {tg:8.3f} ms  blas {tb:8.3f} ms  "
-                      f"ratio {tg / tb:5.2f}  load {os.getloadavg()[0]:.1f}", flush=True)
     classes = []
-    for k, n in CLASSES:
+    for (k, n), (gen, lib, b) in exes.items():
         wins, rows = [], []
         for m in MS:
-            pts = runs[(k, n, m)]
-            ratio = float(np.median([tg / tb for tg, tb in pts]))
-            wins.append((m, ratio < args.margin))
-            rows.append([m, round(float(np.median([p[0] for p in pts])), 4),
-                         round(float(np.median([p[1] for p in pts])), 4)] + ([round(ratio, 3)] if args.runs > 1 else []))
+            a = rng.standard_normal((m, k), dtype=np.float32)
+            assert np.allclose(gen(a, b), lib(a, b), rtol=1e-3, atol=1e-2)
+            inner = max(1, int(2e7 // (2 * m * k * n)))   # >= ~0.2 ms per timed block
+            with threadpool_limits(THREADS):
+                tg, tb = interleaved_best_ms([lambda: gen(a, b), lambda: lib(a, b)], args.reps, inner)
+            wins.append((m, tg < args.margin * tb))
+            rows.append([m, round(tg, 4), round(tb, 4)])
+            print(f"K={k:5d} N={n:5d} M={m:4d}  generated {tg:8.3f} ms  blas {tb:8.3f} ms  ratio {tg / tb:5.2f}"
+                  f"  load {os.getloadavg()[0]:.1f}", flush=True)
         classes.append({"k": k, "n": n, "generated_m": ranges(wins, args.min_points), "ms_generated_blas": rows})
     t = host_target()
     table = {"machine": cpu_model(), "isa": t.isa, "vector_bits": t.vector_bits, "blas": blas.metadata.get("blas"), "threads": THREADS,
@@ -154,9 +142,7 @@ def combine(paths: list[str], margin: float, min_points: int) -> dict:
     found = []
     for p in paths:
         with open(p) as f:
-            data = json.load(f)
-        found += [t for t in (data["tables"] if "tables" in data else [data])
-                  if (t.get("machine"), t.get("threads", 1)) == (cpu_model(), THREADS)]
+            found += [t for t in tables_of(json.load(f)) if _key(t) == (cpu_model(), THREADS)]
     if not found:
         raise SystemExit(f"no table of {cpu_model()} at {THREADS} thread(s) in {', '.join(paths)}")
     classes = []
@@ -175,6 +161,11 @@ def combine(paths: list[str], margin: float, min_points: int) -> dict:
                         + f" (combining {len(found)} runs, each: {found[0]['command']})", classes=classes)
 
 
+def _key(table: dict) -> tuple:
+    """What one table of a calibration file stands for: (CPU model, thread count)."""
+    return table.get("machine"), table.get("threads", 1)
+
+
 def write(table: dict, path: str) -> int:
     """Print ``table``; with ``path``, write it there (the file's other tables kept, this
     machine's at this thread count replaced)."""
@@ -184,8 +175,7 @@ def write(table: dict, path: str) -> int:
         if os.path.exists(path):
             with open(path) as f:
                 old = json.load(f)
-            tables = [t for t in (old["tables"] if "tables" in old else [old])
-                      if (t.get("machine"), t.get("threads", 1)) != (table["machine"], table["threads"])]
+            tables = [t for t in tables_of(old) if _key(t) != _key(table)]
         with open(path, "w") as f:
             f.write(json.dumps({"tables": [table] + tables}, indent=1) + "\n")
     return 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from ..transforms.registry import PASSES, Option, register_pipeline
+from ..transforms.registry import PASSES, Option, PipelineError, register_pipeline
 
 
 #: Operator fusion (relax-fuse-ops + relax-fuse-kernels) in the cpu pipeline by default;
@@ -51,7 +51,6 @@ def dispatch_policy(policy: Optional[str], schedules: Optional[bool]) -> str:
     """The policy the pipeline gives relax-dispatch-library: ``policy`` when given, else
     ``$RELAX_MLIR_DISPATCH_POLICY``, else :data:`DISPATCH_POLICY_DEFAULT` (``flops`` without
     schedules)."""
-    from ..transforms.registry import PipelineError
     policy = policy or os.environ.get("RELAX_MLIR_DISPATCH_POLICY", "").strip()
     if not policy:
         return DISPATCH_POLICY_DEFAULT if (SCHEDULES_DEFAULT if schedules is None else schedules) else "flops"

@@ -280,8 +280,12 @@ def _mkl_openmp(rpath: bool) -> list[str]:
     0.93-1.13x on one runtime; bench/README.md). ``RELAX_BLAS_OPENMP=gomp``, or no libiomp5
     (the intel-openmp wheel), keeps libgomp."""
     omp = shim_openmp("mkl")
-    if omp is None:
-        return []
+    return [] if omp is None else _iomp_link_args(omp, rpath)
+
+
+def _iomp_link_args(omp: str, rpath: bool) -> list[str]:
+    """Linker arguments putting code built with gcc's ``-fopenmp`` on the libiomp5 at ``omp``
+    (its ``GOMP_*`` entry points) instead of libgomp, which ``--as-needed`` then leaves out."""
     d = os.path.dirname(omp)
     return ["-Wl,--as-needed", f"-L{d}", f"-l:{os.path.basename(omp)}"] + ([f"-Wl,-rpath,{d}"] if rpath else [])
 
@@ -544,10 +548,8 @@ def _blas_pool_library() -> ctypes.CDLL:
     """``blas_pool.c`` built against the loaded libiomp5 (cached), loaded once."""
     if not _blas_pool:
         omp = openmp_library()
-        d = os.path.dirname(omp)
-        cmd = lambda src, out: c_compiler() + ["-O2", "-fPIC", "-fopenmp", "-shared", "-Wl,--as-needed",  # noqa: E731
-                                               "-o", out, src, f"-L{d}", f"-l:{os.path.basename(omp)}",
-                                               f"-Wl,-rpath,{d}"]
+        cmd = lambda src, out: (c_compiler() + ["-O2", "-fPIC", "-fopenmp", "-shared", "-o", out, src]  # noqa: E731
+                                + _iomp_link_args(omp, True))
         _blas_pool.append(ctypes.CDLL(_build_c(BLAS_POOL, "librelax_blas_pool", omp, cmd, ".so",
                                                "the BLAS thread pool"), mode=ctypes.RTLD_LOCAL))
     return _blas_pool[0]

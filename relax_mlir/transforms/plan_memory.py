@@ -41,7 +41,8 @@ from mlir import ir
 
 from ..dialects.relax import create
 from ..shapes import Dim, Shape, Truth, prove_equal, prove_le, read_tensor_type, symbol
-from .graph import body_ops, bound_by_params, graph_functions, param_sigs, upper_bounds
+from .graph import (body_ops, bound_by_params, entry_block, func_name, graph_functions, param_sigs,
+                    upper_bounds)
 from .registry import Option, register_pass
 
 #: Bytes per element of the planned element types.
@@ -107,9 +108,54 @@ def _monotone(size: Dim, bounds: dict[str, int]) -> bool:
     return prove_le(size.subs(sub), size.evaluate(bounds)) is Truth.TRUE
 
 
+#: Ops whose results are fresh tensors (never views of their operands).
+_FRESH = ("relax.call_tir", "relax.call_dps_library")
+
+
+class _Aliases:
+    """Which operands each result of a graph-level op may alias (share storage with).
+
+    A ``relax.call`` result aliases only the arguments its callee may return (directly or
+    through views such as ``match_cast``); its fresh results (the callee's call_tir outputs)
+    alias nothing of the caller. Summaries are computed once per callee: the sets stay as
+    small as the data flow, so a chain of N layer calls costs O(N), never 2**N."""
+
+    def __init__(self, module: ir.Operation):
+        self.funcs = {func_name(f): f for f in graph_functions(module)}
+        self.summary: dict[str, list[frozenset]] = {}
+
+    def of(self, op: ir.Operation) -> list[frozenset]:
+        """Per result: the operand positions it may alias."""
+        n = len(op.operands)
+        if op.name == "relax.call":
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if callee in self.funcs:
+                return [frozenset(j for j in s if j < n) for s in self.returns(callee)]
+        return [frozenset(range(n))] * len(op.results)
+
+    def returns(self, name: str) -> list[frozenset]:
+        """Per result of graph function ``name``: the parameter positions it may alias."""
+        if name not in self.summary:
+            self.summary[name] = []   # a recursive call (rejected elsewhere) aliases nothing more
+            f = self.funcs[name]
+            src: dict = {a: frozenset([i]) for i, a in enumerate(entry_block(f).arguments)}
+            out: list[frozenset] = []
+            for op in body_ops(f):
+                if op.name == "func.return":
+                    out = [src.get(v, frozenset()) for v in op.operands]
+                    break
+                if op.name in _FRESH:
+                    continue
+                for res, srcs in zip(op.results, self.of(op)):
+                    src[res] = frozenset().union(*(src.get(op.operands[j], ()) for j in srcs))
+            self.summary[name] = out
+        return self.summary[name]
+
+
 class _Planner:
-    def __init__(self, f: ir.Operation, opts):
+    def __init__(self, f: ir.Operation, opts, aliases: _Aliases):
         self.f = f
+        self.aliases = aliases
         self.opts = opts
         self.ops = body_ops(f)
         self.bounds = upper_bounds(f) if opts.use_upper_bounds else {}
@@ -117,32 +163,30 @@ class _Planner:
 
     # -- analysis ------------------------------------------------------------------
     def analyse(self) -> None:
-        root: dict = {}          # value -> list of planned roots it may alias
-        planned: dict = {}
+        root: dict = {}          # value -> frozenset of planned roots (indices) it may alias
         for i, op in enumerate(self.ops):
             for v in op.operands:
                 for r in root.get(v, ()):
-                    r.last = max(r.last, i)
+                    pv = self.values[r]
+                    pv.last = max(pv.last, i)
             if op.name == "func.return":
                 for v in op.operands:
                     for r in root.get(v, ()):
-                        r.escapes = True
+                        self.values[r].escapes = True
                 continue
-            if op.name in ("relax.call_tir", "relax.call_dps_library"):
+            if op.name in _FRESH:
                 if "dests" in op.attributes:
                     continue  # already planned
                 for k, res in enumerate(op.results):
                     size = _byte_size(res.type)
                     if size is None:
                         continue
-                    pv = _Value(res, op, i, k, size, last=i)
-                    self.values.append(pv)
-                    planned[res] = pv
-                    root[res] = [pv]
+                    root[res] = frozenset([len(self.values)])
+                    self.values.append(_Value(res, op, i, k, size, last=i))
             else:
-                alias = [r for v in op.operands for r in root.get(v, ())]
-                for res in op.results:
-                    root[res] = alias
+                may = self.aliases.of(op)
+                for res, srcs in zip(op.results, may):
+                    root[res] = frozenset().union(*(root.get(op.operands[j], ()) for j in srcs))
         self.values = [v for v in self.values if not v.escapes]
 
     def bound_at(self) -> list[frozenset]:
@@ -319,5 +363,6 @@ def _storage_type(size: Dim) -> ir.Type:
                                "largest static arena; the largest values above it are allocated "
                                "per call")])
 def relax_plan_memory(module: ir.Operation, opts) -> None:
+    aliases = _Aliases(module)
     for f in graph_functions(module):
-        _Planner(f, opts).run()
+        _Planner(f, opts, aliases).run()

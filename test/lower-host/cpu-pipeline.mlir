@@ -1,7 +1,7 @@
 // RUN: %relax-opt %s --pass-pipeline='builtin.module(cpu)' | FileCheck %s
 
 // The whole cpu pipeline ends in the LLVM dialect with a C interface per graph function.
-// CHECK: llvm.func @main(
+// CHECK: llvm.func internal @main(
 // CHECK-SAME: -> !llvm.struct<(i32, i64, i64, i64, struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>)>
 // The one buffer (the two kernels fused) is the result, returned whether the checks
 // held or not (the caller frees a failed call's results): @main frees nothing.

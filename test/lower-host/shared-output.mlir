@@ -17,7 +17,7 @@
 // CHECK: return {{.*}}, %[[RES]] :
 // CHECK-NOT: tensor.empty
 
-// LLVM-LABEL: llvm.func @main(
+// LLVM-LABEL: llvm.func internal @main(
 // LLVM-NOT: llvm.intr.memcpy
 // LLVM: llvm.func @_mlir_ciface_main(
 

@@ -78,6 +78,8 @@ from .metadata import host_metadata, signature_plan
 from .target import HOST_TARGETS, HostTarget, register_host_target
 
 ALIGN = 64
+#: Prefix of the function holding a graph function's body when it takes a subset of the states.
+BODY_PREFIX = "__relax_body_"
 
 
 def _align(n: int) -> int:
@@ -112,6 +114,7 @@ class ModuleState:
                         cur += _align(t.shape[0])
             self._offsets[name], self._own[name] = offs, cur
         self._workspace: dict[str, int] = {}
+        self._used: dict[str, tuple[str, ...]] = {}
 
     def next_id(self) -> int:
         self._id += 1
@@ -125,6 +128,36 @@ class ModuleState:
             buffers = [self.target.workspace_type()] + [self.target.state_type()] * len(self.states)
             self._types[n] = ir.FunctionType.get(buffers + [strip(t) for t in ft.inputs], res)
         return self._types[n]
+
+    def used_states(self, fname: str) -> tuple[str, ...]:
+        """The states ``fname`` reads or writes, itself or through its callees (module order)."""
+        if fname not in self._used:
+            self._used[fname] = ()   # a recursive call is refused elsewhere
+            used = set()
+            for op in body_ops(self.graph[fname]):
+                if op.name in ("relax.state_read", "relax.state_write"):
+                    used.add(ir.StringAttr(op.attributes["state"]).value)
+                elif op.name == "relax.call":
+                    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                    if callee in self.graph:
+                        used.update(self.used_states(callee))
+            self._used[fname] = tuple(s for s in self.states if s in used)
+        return self._used[fname]
+
+    def body_name(self, fname: str) -> str:
+        """The function holding ``fname``'s lowered body: itself when it takes every state,
+        else ``__relax_body_<fname>``, which takes only the states it uses (see
+        :meth:`body_type`)."""
+        return fname if len(self.used_states(fname)) == len(self.states) else BODY_PREFIX + fname
+
+    def body_type(self, f: ir.Operation) -> ir.FunctionType:
+        """:meth:`lowered_type` with only the used states: a layer function called N times
+        by a model with 2N cache buffers would otherwise take all of them at every call
+        (O(N**2) host code)."""
+        lt = self.lowered_type(f)
+        n = len(self.used_states(func_name(f)))
+        inputs = list(lt.inputs)
+        return ir.FunctionType.get(inputs[:1 + n] + inputs[1 + len(self.states):], list(lt.results))
 
     def own_bytes(self, fname: str) -> int:
         return self._own[fname]

@@ -267,15 +267,32 @@ class FunctionLowering:
         return checks
 
     # -- driver ---------------------------------------------------------------------
+    def _entry(self, body) -> func.FuncOp:
+        """``@f`` with every state (the runtime's calling convention), forwarding the states
+        it uses to its private ``body``."""
+        lt = self.state.lowered_type(self.f)
+        entry = func.FuncOp(self.name, lt, ip=ir.InsertionPoint(self.f), loc=self.f.location)
+        body.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        block = entry.add_entry_block()
+        args = list(block.arguments)
+        states = dict(zip(self.state.states, args[1:1 + len(self.state.states)]))
+        fwd = [args[0]] + [states[s] for s in self.state.used_states(self.name)] + args[1 + len(states):]
+        with ir.InsertionPoint(block), self.f.location:
+            call = func.CallOp(list(lt.results), ir.FlatSymbolRefAttr.get(body.name.value), fwd)
+            func.ReturnOp(list(call.results))
+        return entry
+
     def run(self) -> ir.Operation:
         f = self.f
-        lt = self.state.lowered_type(f)
-        new = func.FuncOp(self.name, lt, ip=ir.InsertionPoint(f), loc=f.location)
-        block = new.add_entry_block()
+        used = self.state.used_states(self.name)
+        body = func.FuncOp(self.state.body_name(self.name), self.state.body_type(f), ip=ir.InsertionPoint(f),
+                           loc=f.location)
+        new = body if body.name.value == self.name else self._entry(body)
+        block = body.add_entry_block()
         self.ip = ir.InsertionPoint(block)
         self.workspace = block.arguments[0]
-        n_states = len(self.state.states)
-        self.state_buffers = dict(zip(self.state.states, list(block.arguments)[1:1 + n_states]))
+        n_states = len(used)
+        self.state_buffers = dict(zip(used, list(block.arguments)[1:1 + n_states]))
         old_block = f.regions[0].blocks[0]
         for a, b in zip(old_block.arguments, list(block.arguments)[1 + n_states:]):
             self.vmap[a] = b
@@ -465,14 +482,14 @@ class FunctionLowering:
         g = self.state.graph.get(callee)
         if g is None:
             raise LowerError(op, f"relax.call callee @{callee} is not a graph function")
-        lt = self.state.lowered_type(g)
+        lt = self.state.body_type(g)
         ws = self.target.callee_workspace(self, self.state.own_bytes(self.name), op.location)
-        buffers = [ws] + list(self.state_buffers.values())
+        buffers = [ws] + [self.state_buffers[s] for s in self.state.used_states(callee)]
         args = buffers + [self.cast(v, t) for v, t in zip(operands, list(lt.inputs)[len(buffers):])]
         D = self.state.detail_slots
+        body = ir.FlatSymbolRefAttr.get(self.state.body_name(callee))
         res = self.guarded(
-            lambda: func.CallOp(list(lt.results), ir.FlatSymbolRefAttr.get(callee), args, ip=self.ip,
-                                loc=op.location).results,
+            lambda: func.CallOp(list(lt.results), body, args, ip=self.ip, loc=op.location).results,
             list(lt.results),
             lambda: [self.const(0, i(32))] + [self.const(0, i(64))] * D
             + [self.placeholder(t) for t in list(lt.results)[1 + D:]], op.location)

@@ -117,6 +117,16 @@ def test_known_relax_shape_on_memref_is_a_diagnostic():
     assert o.result["rc"] == 1
 
 
+def test_known_memref_kernels_are_skipped_not_raised():
+    """Long mutation fuzz (``make fuzz FUZZ_SECONDS=600``, seed 1): mutant 2 of seeds 1000211
+    and 1000222 (lit inputs whose kernels are on memrefs, through ``builtin.module(cpu)``)
+    raised "Cannot cast type to RankedTensorType" in relax-specialize-ranges; kernels on
+    memrefs now pass it (and relax-apply-schedules) unchanged. Mutants 0-2 replay exactly
+    (each seed's mutants come from one random stream in order)."""
+    outs = runner.run_cases([{"kind": "mutation", "seed": s, "count": 3} for s in (1000211, 1000222)])
+    assert [(o.death, o.result) for o in outs] == [(None, {"mutations": 3, "error": None})] * 2
+
+
 def test_known_reshape_hole_of_a_polynomial():
     """Found by the shape-program fuzz (seed 152)."""
     import relax_mlir

@@ -163,7 +163,11 @@ def specialize_split(fn: ir.Operation, gemv_max: int) -> Optional[list[str]]:
     if found is None:
         return None
     a, mdim = found
-    split = read_split(fn.attributes[SPLIT_ATTR])
+    try:
+        split = read_split(fn.attributes[SPLIT_ATTR])
+    except ValueError as e:
+        emit_error(fn, f"{SPLIT_ATTR}: {e}")
+        return None
     if not check_variant(fn, split):
         del fn.attributes[SPLIT_ATTR]
         return None

@@ -58,6 +58,36 @@ class Schedule:
     finish: Optional[Callable[[ir.Operation], None]] = None
 
 
+def on_tensors(fn: ir.Operation) -> bool:
+    """Whether kernel ``fn`` is on tensors: no memref, unranked tensor or other non-ranked-
+    tensor shaped type (vectors aside) among its signature and its ops' operands and
+    results. Schedules and range variants are made before bufferization; a kernel on
+    memrefs (bufferized already, or written so) is well-formed input all the same and
+    goes through plain loops (fuzz seeds 1000211, 1000222)."""
+    def tensor_level(t: ir.Type) -> bool:
+        return not isinstance(t, ir.ShapedType) or isinstance(t, (ir.RankedTensorType, ir.VectorType))
+
+    fty = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    if not all(tensor_level(t) for t in list(fty.inputs) + list(fty.results)):
+        return False
+    ok = True
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal ok
+        op = op.operation
+        if not all(tensor_level(v.type) for v in list(op.operands) + list(op.results)):
+            ok = False
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    for block in fn.regions[0].blocks:
+        for o in block.operations:
+            o.operation.walk(visit)
+            if not ok:
+                return False
+    return True
+
+
 def payload_ops(fn: ir.Operation) -> list[ir.Operation]:
     """The kernel's ops that do work (size bookkeeping left out)."""
     block = fn.regions[0].blocks[0]
@@ -179,7 +209,10 @@ def _range(fn: ir.Operation, bound: str) -> Optional[int]:
 
 def pack_min_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[int]:
     """The smallest M from which kernel ``fn``'s matmul schedule packs B (it then wants a
-    range variant of its own, relax-specialize-ranges), or None when it never does."""
+    range variant of its own, relax-specialize-ranges), or None when it never does (or
+    ``fn`` is not :func:`on_tensors`)."""
+    if not on_tensors(fn):
+        return None
     ops = payload_ops(fn)
     mm = next((o for o in ops if o.name in ("linalg.matmul", "linalg.batch_matmul")), None)
     if mm is None:
@@ -194,7 +227,9 @@ def pack_min_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optio
 def small_max_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[int]:
     """The largest M up to which kernel ``fn``'s matmul schedule uses the small-M register
     tiles (``MatmulConfig.small_rows``: a range variant of its own, relax-specialize-ranges),
-    or None when it has none (a batch matmul: unmeasured)."""
+    or None when it has none (a batch matmul: unmeasured; a kernel not :func:`on_tensors`)."""
+    if not on_tensors(fn):
+        return None
     mm = next((o for o in payload_ops(fn) if o.name in ("linalg.matmul", "linalg.batch_matmul")), None)
     if mm is None or mm.name == "linalg.batch_matmul":
         return None
@@ -296,6 +331,8 @@ def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
     loops will run on OpenMP threads (relax-omp-threads), so a GEMV splits its columns in
     one chunk per thread, sized at run time."""
     target = target or host_target()
+    if not on_tensors(fn):
+        return None  # a kernel on memrefs: plain loops (the schedules read tensor types)
     ops = payload_ops(fn)
     if len(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results) != 1:
         return None  # multi-output fused kernels: the tiled loop returned them swapped (fuzz seed 13000211)
@@ -314,4 +351,4 @@ def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
     return None
 
 
-__all__ = ["Schedule", "select", "apply", "payload_ops", "pack_min_rows", "small_max_rows"]
+__all__ = ["Schedule", "select", "apply", "on_tensors", "payload_ops", "pack_min_rows", "small_max_rows"]

@@ -18,7 +18,9 @@ least (each kind admits fewer fusions than the one before)::
 * ``output-fusable``: a contraction: reduction loops and a body that accumulates a
   product of two inputs into the output (matmul, batch_matmul, convolutions). It may
   take elementwise epilogues.
-* ``opaque``: anything else (loops, calls, unknown ops).
+* ``opaque``: anything else (loops, calls, unknown ops), and any kernel not on tensors
+  (memrefs: bufferized already, or written so; :func:`relax_mlir.schedules.on_tensors`),
+  which call_tir's tensor-level fusion cannot inline.
 
 Named linalg ops are read through their generic form (the pass generalizes a copy of
 the kernel with upstream ``linalg-generalize-named-ops``), so a hand-written kernel is
@@ -36,6 +38,7 @@ from typing import Iterator, Optional
 
 from mlir import ir, passmanager
 
+from ..schedules import on_tensors
 from .graph import functions_by_name, graph_functions, body_ops
 from .registry import register_pass
 
@@ -196,6 +199,8 @@ def classify_op(op: ir.Operation) -> int:
 
 def classify_kernel(fn: ir.Operation) -> tuple[int, list[tuple[str, int]]]:
     """The kernel's kind and the kind of each op that decided it (for diagnostics)."""
+    if not on_tensors(fn):
+        return OPAQUE, [("kernel not on tensors", OPAQUE)]
     # Read named linalg ops through their generic form: generalize a copy of the kernel.
     with fn.context, ir.Location.unknown():
         tmp = ir.Module.create()
@@ -235,7 +240,10 @@ def annotate(fn: ir.Operation) -> int:
 
 
 def kernel_kind(fn: ir.Operation) -> int:
-    """The recorded kind of a kernel, classifying it first when it has none."""
+    """The recorded kind of a kernel, classifying it first when it has none; opaque for a
+    kernel not on tensors whatever it records (nothing fuses with it)."""
+    if not on_tensors(fn):
+        return OPAQUE
     if KIND_ATTR in fn.attributes:
         name = ir.StringAttr(fn.attributes[KIND_ATTR]).value
         if name in KINDS:

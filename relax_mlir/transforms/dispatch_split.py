@@ -196,11 +196,31 @@ class KernelSplit:
 
 
 def read_split(attr: ir.Attribute) -> KernelSplit:
-    d = ir.DictAttr(attr)
-    gen = tuple((ir.IntegerAttr(ir.ArrayAttr(r)[0]).value, ir.IntegerAttr(ir.ArrayAttr(r)[1]).value)
-                for r in ir.ArrayAttr(d["generated_m"]))
-    bias = ir.StringAttr(d["bias_callee"]).value if "bias_callee" in d else None
-    return KernelSplit(ir.StringAttr(d["callee"]).value, bias, gen)
+    """A kernel's ``relax.dispatch_split`` / ``relax.library_variant`` mark (see :func:`mark`).
+    Raises ValueError saying what is wrong with a malformed one (hand-written or mutated
+    IR: the passes report it as a diagnostic at the kernel)."""
+    def cast(cls, a: ir.Attribute, what: str):
+        try:
+            return cls(a)
+        except ValueError:
+            raise ValueError(f"{what} must be {_KINDS[cls]}, got {a}") from None
+
+    d = cast(ir.DictAttr, attr, "the mark")
+    for key in ("callee", "generated_m"):
+        if key not in d:
+            raise ValueError(f"the mark has no '{key}'")
+    gen = []
+    for r in cast(ir.ArrayAttr, d["generated_m"], "generated_m"):
+        pair = cast(ir.ArrayAttr, r, "each generated_m range")
+        if len(pair) != 2:
+            raise ValueError(f"each generated_m range must be [lo, hi], got {r}")
+        gen.append(tuple(cast(ir.IntegerAttr, e, "a generated_m bound").value for e in pair))
+    bias = cast(ir.StringAttr, d["bias_callee"], "bias_callee").value if "bias_callee" in d else None
+    return KernelSplit(cast(ir.StringAttr, d["callee"], "callee").value, bias, tuple(gen))
+
+
+_KINDS = {ir.DictAttr: "a dictionary {callee, generated_m[, bias_callee]}", ir.ArrayAttr: "an array",
+          ir.IntegerAttr: "an integer", ir.StringAttr: "a string"}
 
 
 def library_ranges(generated: tuple[tuple[int, int], ...]) -> list[Range]:
@@ -259,7 +279,8 @@ def _bias_add(g: ir.Operation, mm_result: ir.Value, block: ir.Block) -> Optional
     if mm_result not in ins:
         return None
     bias = ins[1] if ins[0] == mm_result else ins[0]
-    if bias == mm_result or not _is_arg(bias, block) or ir.ShapedType(bias.type).rank != 1:
+    if (bias == mm_result or not _is_arg(bias, block) or not isinstance(bias.type, ir.ShapedType)
+            or ir.ShapedType(bias.type).rank != 1):  # a scalar input: no bias row
         return None
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(g.attributes["indexing_maps"])]
     ident, row = ir.AffineMap.get_identity(2), ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])

@@ -44,6 +44,7 @@ from mlir.dialects import arith, func, linalg, tensor
 
 from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR
+from ..schedules import on_tensors
 from ..shapes import UNKNOWN, Dim, Shape, read_tensor_type
 from .annotate_kernel_kinds import annotate
 from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR
@@ -409,6 +410,11 @@ def relax_fuse_kernels(module: ir.Operation, opts) -> None:
             if bad:
                 emit_error(bad[0], f"in @{func_name(f)}: fusion group {gid} holds an op that is not "
                                    "a call_tir of a kernel in this module")
+                continue
+            memref = [m for m in members if not on_tensors(kernels[ir.FlatSymbolRefAttr(m.attributes["callee"]).value])]
+            if memref:   # relax-fuse-ops never groups them (opaque); a hand-made group may
+                emit_error(memref[0], f"in @{func_name(f)}: cannot fuse group {gid}: kernel "
+                                      f"@{ir.FlatSymbolRefAttr(memref[0].attributes['callee']).value} is not on tensors")
                 continue
             gk = _GroupKernel(members, kernels)
             if not gk.outputs:  # dead code: nothing to fuse for

@@ -35,5 +35,10 @@ def relax_library_variants(module: ir.Operation, opts) -> None:
         if any(isinstance(a.type, ir.RankedTensorType) for a in args):
             emit_error(fn, "relax-library-variants: run after bufferization (the variant takes tensors)")
             continue
-        library_variant(fn, read_split(fn.attributes[LIBRARY_VARIANT_ATTR]))
+        try:
+            split = read_split(fn.attributes[LIBRARY_VARIANT_ATTR])
+        except ValueError as e:
+            emit_error(fn, f"{LIBRARY_VARIANT_ATTR}: {e}")
+            continue
+        library_variant(fn, split)
         del fn.attributes[LIBRARY_VARIANT_ATTR]

@@ -23,7 +23,9 @@ Run on tensors, before ``relax-apply-schedules`` (which then schedules each vari
 its range) and the module's one-shot bufferization (the calls bufferize across function
 boundaries, the variants' results stay equivalent to the output argument). Only kernels
 that get a matmul schedule, whose A operand is a kernel argument with a symbolic M, are
-specialized; everything else is left as it was.
+specialized; everything else is left as it was, kernels on memrefs included (not
+:func:`relax_mlir.schedules.on_tensors`: bufferized already, or written so; they go
+through plain loops, a ``relax.dispatch_split`` mark stays where it is).
 
 A kernel marked ``relax.dispatch_split`` by relax-dispatch-library (policy ``measured``:
 generated code wins for some M, the library for others) gets its ranges cut by the split:
@@ -146,6 +148,8 @@ def _split_m_operand(fn: ir.Operation) -> Optional[tuple[ir.BlockArgument, int]]
     a = mms[0].operands[0]
     if not isinstance(a, ir.BlockArgument) or a.owner != fn.regions[0].blocks[0]:
         return None
+    if not isinstance(a.type, ir.RankedTensorType) or not schedules.on_tensors(fn):
+        return None
     if not ir.ShapedType.is_dynamic_size(ir.RankedTensorType(a.type).shape[0]):
         return None
     return ir.BlockArgument(a), 0
@@ -159,7 +163,11 @@ def specialize_split(fn: ir.Operation, gemv_max: int) -> Optional[list[str]]:
     if found is None:
         return None
     a, mdim = found
-    split = read_split(fn.attributes[SPLIT_ATTR])
+    try:
+        split = read_split(fn.attributes[SPLIT_ATTR])
+    except ValueError as e:
+        emit_error(fn, f"{SPLIT_ATTR}: {e}")
+        return None
     if not check_variant(fn, split):
         del fn.attributes[SPLIT_ATTR]
         return None
@@ -233,7 +241,8 @@ def relax_specialize_ranges(module: ir.Operation, opts) -> None:
         return
     for fn in top_ops(module):
         if (fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks
-                and RANGE_ATTR not in fn.attributes and DISPATCH_ATTR not in fn.attributes):
+                and RANGE_ATTR not in fn.attributes and DISPATCH_ATTR not in fn.attributes
+                and schedules.on_tensors(fn)):
             if SPLIT_ATTR in fn.attributes and specialize_split(fn, gemv_max) is not None:
                 continue                          # gemv-max=0 too: the split is not a schedule choice
             if gemv_max > 0:

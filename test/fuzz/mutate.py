@@ -119,20 +119,31 @@ def run_one(text: str, pipeline: str, verify: bool) -> tuple[int, str]:
     return rc, err.getvalue()
 
 
-def run_mutation(seed: int, count: int = 20) -> dict:
-    """``count`` mutants of seed ``seed``; the first bug found is the result's error."""
+def mutants(seed: int, count: int = 20):
+    """The ``count`` mutants of seed ``seed`` in order: ``(i, pipeline, verify, text)``
+    (one random stream per seed, so mutant i is the same whatever ``count`` is)."""
     if not _CORPUS:
         _CORPUS.extend(corpus())
     r = random.Random(seed)
     pool = [m.group(0) for c in r.sample(_CORPUS, min(5, len(_CORPUS))) for m in TOKEN.finditer(c)]
-    done = 0
     for i in range(count):
         src = r.choice(_CORPUS)
         text = mutate(r, src, pool)
         pipeline = r.choice(PIPELINES)
         verify = "expected-" in text and r.random() < 0.5
+        yield i, pipeline, verify, text
+
+
+def command(pipeline: str, verify: bool, path: str = "-") -> str:
+    return f"relax-opt {path} --pass-pipeline='{pipeline}'{' --verify-diagnostics' if verify else ''}"
+
+
+def run_mutation(seed: int, count: int = 20) -> dict:
+    """``count`` mutants of seed ``seed``; the first bug found is the result's error."""
+    done = 0
+    for i, pipeline, verify, text in mutants(seed, count):
         from worker import record
-        record(f"// relax-opt --pass-pipeline='{pipeline}'{' --verify-diagnostics' if verify else ''}\n{text}")
+        record(f"// {command(pipeline, verify)}\n{text}")
         try:
             rc, err = run_one(text, pipeline, verify)
         except Exception:
@@ -143,3 +154,25 @@ def run_mutation(seed: int, count: int = 20) -> dict:
             return {"mutations": done, "error": f"relax-opt internal error (mutant {i}, {pipeline}, rc {rc}):\n"
                     f"{err[-3000:]}\n--- input ---\n{text}"}
     return {"mutations": done, "error": None}
+
+
+def main(argv=None) -> int:
+    """``python test/fuzz/mutate.py SEED MUTANT [-o FILE]``: write mutant MUTANT of seed SEED
+    (the numbers a failure prints) to FILE (default ``mutant-SEED-MUTANT.mlir``) and print
+    the relax-opt command that runs it."""
+    import argparse
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("seed", type=int)
+    ap.add_argument("mutant", type=int)
+    ap.add_argument("-o", "--output")
+    a = ap.parse_args(argv)
+    *_, (i, pipeline, verify, text) = mutants(a.seed, a.mutant + 1)
+    path = a.output or f"mutant-{a.seed}-{i}.mlir"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(command(pipeline, verify, path))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

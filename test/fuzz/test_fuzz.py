@@ -117,6 +117,28 @@ def test_known_relax_shape_on_memref_is_a_diagnostic():
     assert o.result["rc"] == 1
 
 
+#: Inputs the long fuzz runs found, replayed exactly: the mutation stream of a seed depends on the
+#: corpus (every test/**/*.mlir), so a seed replays its mutant only at the commit it was found at;
+#: ``python test/fuzz/mutate.py SEED MUTANT`` there extracts the input (docs/fuzzing.md).
+REGRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "regressions.json")
+
+
+def test_known_memref_kernels_are_skipped_not_raised():
+    """Long mutation fuzz (``make fuzz FUZZ_SECONDS=600``, seed 1, at adf81f5): mutant 2 of
+    seeds 1000211 and 1000222 (lit inputs whose kernels are on memrefs, through
+    ``builtin.module(cpu)``) raised "Cannot cast type to RankedTensorType" in
+    relax-specialize-ranges; kernels on memrefs now pass it (and relax-apply-schedules)
+    unchanged: the first then meets upstream deallocation's diagnostic on its memref.dealloc
+    (exit status 1), the second compiles (0); replayed through the fuzz worker."""
+    import json
+    with open(REGRESSIONS, encoding="utf-8") as f:
+        found = json.load(f)
+    assert [c["found"].split(" (")[0] for c in found] == ["mutation seed 1000211, mutant 2",
+                                                          "mutation seed 1000222, mutant 2"]
+    outs = runner.run_cases([{"kind": "relax-opt", "text": c["text"], "pipeline": c["pipeline"]} for c in found])
+    assert [(o.death, o.result) for o in outs] == [(None, {"rc": 1, "error": None}), (None, {"rc": 0, "error": None})]
+
+
 def test_known_reshape_hole_of_a_polynomial():
     """Found by the shape-program fuzz (seed 152)."""
     import relax_mlir

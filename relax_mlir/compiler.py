@@ -67,7 +67,10 @@ class CompileOptions:
     --mlir-timing``; relax passes included). Whatever it is, ``exe.compile_phases`` holds
     the seconds of each stage and of the runtime's construction (for the cpu target:
     ``jit-optimize``, LLVM translation + optimization, and ``jit-codegen``, machine code
-    for the whole module on the first symbol lookup)."""
+    for the whole module on the first symbol lookup). ``cache``: the cpu target reuses the
+    library an earlier compile of the same module exported into the compile cache
+    (:mod:`relax_mlir.compile_cache`, ``RELAX_MLIR_CACHE_DIR``), else compiles, exports
+    into it and loads that (``exe.cache_hit`` says which); other targets ignore it."""
 
     target: str = "cpu"
     pipeline_options: dict = field(default_factory=dict)
@@ -80,6 +83,7 @@ class CompileOptions:
     start_after: Optional[str] = None
     tuning_db: Optional[str] = None
     timing: bool = False
+    cache: bool = False
 
     @staticmethod
     def of(options: Union[None, dict, "CompileOptions"]) -> "CompileOptions":
@@ -323,6 +327,22 @@ def _gc_paused():
         gc.enable()
 
 
+def _cached_runtime(key: str, module, meta_json: dict, libs: list[str], opts: CompileOptions):
+    """Export the lowered module into the compile cache and load it (no JIT); None when the
+    entry cannot be written or read back."""
+    from . import compile_cache
+
+    ts = time.perf_counter()
+    path = compile_cache.store(key, _strip_relax_attributes(module), meta_json, libs, opts)
+    if path is None:
+        return None
+    exe = compile_cache.lookup(key)
+    if exe is not None:
+        exe.cache_hit = False
+        exe.compile_phases = {"export": time.perf_counter() - ts}
+    return exe
+
+
 def compile(src, target: Optional[str] = None, libraries=None,
             options: Union[None, dict, CompileOptions] = None, tuning_db: Optional[str] = None):
     """Compile relax IR once for ``target``; returns an Executable (see the module docstring).
@@ -374,6 +394,17 @@ def _compile(src, target, libraries, options, tuning_db):
         stages = stages[names.index(opts.start_after) + 1:]
 
     module = _module(src)
+    cache_key = None
+    if opts.cache and tgt.name == "cpu" and opts.dump_ir is None:
+        from . import compile_cache
+
+        cache_key = compile_cache.key(module.operation.get_asm(enable_debug_info=True), tgt.name, opts,
+                                      user_libs)
+        exe = compile_cache.lookup(cache_key)
+        if exe is not None:
+            exe.compile_options, exe.cache_hit = opts, True
+            exe.compile_phases = {"cache": time.perf_counter() - t0}
+            return exe
     with module.context, ir.Location.unknown():
         check_library_callees(module.operation, user_libs + library_paths(module_libraries(module.operation)))
         if opts.dump_ir:
@@ -403,7 +434,9 @@ def _compile(src, target, libraries, options, tuning_db):
     meta_json = metadata.to_json()
     meta_json.update(library_metadata(names_needed))
     ts = time.perf_counter()
-    exe = tgt.runtime(module, meta_json, libs, opts)
+    exe = _cached_runtime(cache_key, module, meta_json, libs, opts) if cache_key else None
+    if exe is None:
+        exe = tgt.runtime(module, meta_json, libs, opts)
     runtime_phases = exe.compile_phases or {"runtime": time.perf_counter() - ts}
     exe.compile_phases = {**phases, **runtime_phases}
     exe.compile_options = opts

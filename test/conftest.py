@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
+# The compile cache (relax_mlir.compile_cache) of a test run is its own: a run neither
+# reads entries an earlier run or a user left nor fills the user's cache. Set
+# RELAX_MLIR_CACHE_DIR to share one between runs.
+if "RELAX_MLIR_CACHE_DIR" not in os.environ:
+    os.environ["RELAX_MLIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="relax-mlir-test-cache-")
+
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """One line saying how many Vulkan tests ran (CI must run them, not skip them)."""

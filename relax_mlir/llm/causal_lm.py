@@ -86,7 +86,8 @@ def compile_model(c: LMConfig, target: str = "cpu"):
         with ctx, ir.Location.unknown():
             module = ir.Module.create()
             names = model.build(module)
-        _EXECUTABLES[c, target] = (relax_mlir.compile(module, target=target), names)
+        # the compile cache: a later process loads this config's library instead of compiling
+        _EXECUTABLES[c, target] = (relax_mlir.compile(module, target=target, options={"cache": True}), names)
     return _EXECUTABLES[c, target]
 
 

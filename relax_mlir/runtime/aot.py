@@ -220,21 +220,29 @@ def export_library(exe: Executable, path) -> str:
     if image is not None:   # a loaded Executable: its (checked, private) bytes are the export
         _write_atomic(path, image.read())
         return path
+    return export_lowered(exe.llvm_dialect_text(), exe.metadata, exe.libraries,
+                          getattr(exe, "compile_options", None), path)
+
+
+def export_lowered(llvm_dialect: str, metadata: dict, libs, opts, path) -> str:
+    """Write a library from a compile's final LLVM-dialect module (text), its metadata, its
+    libraries and CompileOptions ``opts``, without a JIT (the compile cache's path)."""
     from .. import __version__
 
+    path = os.fspath(path)
+    _check_destination(path)
     ll = _run([_tool("mlir", "mlir-translate"), "--mlir-to-llvmir"], "mlir-translate",
-              input=exe.llvm_dialect_text(), text=True).stdout
+              input=llvm_dialect, text=True).stdout
     code_hash = hashlib.sha256(ll.encode()).digest()
-    user_libs = [os.path.abspath(p) for p in exe.libraries if not libraries.is_shim(p)]
-    provider = exe.metadata.get("blas")
+    user_libs = [os.path.abspath(p) for p in libs if not libraries.is_shim(p)]
+    provider = metadata.get("blas")
     blas = libraries.blas_requirement(provider) if provider else None
-    opts = getattr(exe, "compile_options", None)
     cpu = export_requirement(getattr(opts, "target_cpu", None), getattr(opts, "target_features", None))
     # threaded kernels, or an MKL shim on libiomp5 (its GOMP_* calls and MKL's Intel layer)
     openmp = dict(libraries.OPENMP_REQUIREMENT) if "__kmpc_" in ll or libraries.shim_openmp(provider) else None
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "relax_mlir_version": __version__, "cpu": cpu,
               "code_sha256": code_hash.hex(), "libraries": user_libs, "blas": blas, "openmp": openmp,
-              "metadata": exe.metadata}
+              "metadata": metadata}
     blob = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
     deps = json.dumps({"blas": blas, "openmp": openmp, "libraries": user_libs}, sort_keys=True,
                       separators=(",", ":")).encode()
@@ -277,7 +285,7 @@ def export_library(exe: Executable, path) -> str:
         # Export only the entry points and the metadata, and bind every internal call
         # (graph function -> @main, kernels, the shim) inside the library: a kernel named
         # like a symbol of the process (`main`!) or of another loaded model must not win.
-        entries = "".join(f" _mlir_ciface_{f};" for f in exe.metadata["functions"])
+        entries = "".join(f" _mlir_ciface_{f};" for f in metadata["functions"])
         if libraries.THREADS_SYMBOL in ll:   # the run-time thread count, set by the loader (exe.num_threads)
             entries += f" {libraries.THREADS_SYMBOL};"
         if pooled:

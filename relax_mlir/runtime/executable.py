@@ -927,6 +927,7 @@ class Executable:
         self._llvm_dialect_text: Optional[str] = None
         self.source_path = source_path
         self.compile_options = None   # the CompileOptions of a compiled one (relax_mlir.compiler)
+        self.cache_hit: Optional[bool] = None   # compiled with CompileOptions.cache: found in the cache?
         self.compile_phases: dict = {}   # seconds per compile stage (relax_mlir.compiler: CompileOptions.timing)
         self._local = threading.local()
         from .libraries import ThreadCount

@@ -36,11 +36,26 @@ STATE_ATTR = "relax.state"
 MODULE_BOUNDS_ATTR = "relax.upper_bounds"
 
 
+#: module_states by (state attribute, bounds attribute) text: a model's state ops each ask for
+#: the declaration (2 per layer, 2 states per layer: parsing it every time was O(layers**2))
+_DECLARED: dict[tuple[str, str], dict[str, TensorSig]] = {}
+
+
 def module_states(module: ir.Operation) -> dict[str, TensorSig]:
     """The declared state buffers of a module, by name (sorted: the argument order).
     Raises RelaxError when a declaration is malformed."""
     if STATE_ATTR not in module.attributes:
         return {}
+    key = (str(module.attributes[STATE_ATTR]),
+           str(module.attributes[MODULE_BOUNDS_ATTR]) if MODULE_BOUNDS_ATTR in module.attributes else "")
+    if key not in _DECLARED:
+        if len(_DECLARED) > 64:
+            _DECLARED.clear()
+        _DECLARED[key] = _parse_states(module)
+    return dict(_DECLARED[key])
+
+
+def _parse_states(module: ir.Operation) -> dict[str, TensorSig]:
     a = module.attributes[STATE_ATTR]
     if not isinstance(a, ir.DictAttr):
         raise RelaxError(f"'{STATE_ATTR}' must be a dictionary of state name -> tensor type")

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Optional, Sequence, Union
 
 from .errors import CompileError
+from .runtime.jit import EngineResolver, build_engine  # noqa: F401 (EngineResolver re-exported)
 from .transforms.registry import PipelineError
 
 
@@ -141,21 +142,6 @@ def _cpu_stages(opts, target: Target) -> list[Stage]:
                   target.legalize_target, target.host_target, opts.schedules, opts.dispatch_policy)
 
 
-class EngineResolver:
-    """Symbols of an MLIR ExecutionEngine (JIT); keeps the engine and its module alive."""
-
-    def __init__(self, engine, context, module):
-        self.engine, self.context, self.module = engine, context, module
-
-    def address(self, name: str) -> int:
-        # raw_lookup(x) looks up "_mlir_" + x (the packed-wrapper naming), so "ciface_f"
-        # is the plain C-interface function "_mlir_ciface_f" itself.
-        addr = self.engine.raw_lookup("ciface_" + name)
-        if not addr:
-            raise RuntimeError(f"no symbol _mlir_ciface_{name} in the compiled module")
-        return addr
-
-
 def _strip_relax_attributes(module) -> str:
     """Print a copy of the LLVM-dialect module without the ``relax.*`` attributes, which
     name the relax dialect (declared in Python, unknown to ``mlir-translate``)."""
@@ -172,19 +158,12 @@ def _strip_relax_attributes(module) -> str:
 
 def _jit_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
     """The cpu runtime: the LLVM-dialect module JIT-compiled by MLIR's ExecutionEngine."""
-    from mlir.execution_engine import ExecutionEngine
-
     from .runtime.executable import Executable, runtime_libraries
     from .runtime.libraries import share_blas_threads
     from .transforms.apply_schedules import openmp_libraries
     t0 = time.perf_counter()
-    try:
-        engine = ExecutionEngine(module, opt_level=options.opt_level,
-                                 shared_libs=runtime_libraries() + list(libraries)
-                                 + openmp_libraries(options.pipeline_options))
-        engine.initialize()
-    except RuntimeError as e:
-        raise CompileError(f"the JIT could not build the module: {e}") from None
+    engine = build_engine(module, options.opt_level, runtime_libraries() + list(libraries)
+                          + openmp_libraries(options.pipeline_options))
     share_blas_threads()   # an OpenBLAS the engine loaded (relax_blas's) runs on our OpenMP team too
     t1 = time.perf_counter()
     # the engine's first symbol lookup (in Executable) makes the machine code of the whole module

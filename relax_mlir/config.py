@@ -1,37 +1,190 @@
-"""Configuration from the environment: option defaults read from ``RELAX_*`` variables.
+"""Configuration from the environment: the one module that reads (or sets) environment
+variables. Everything else asks a function here, so a variable is documented, parsed and
+defaulted in one place (a contract test checks that no other module touches ``os.environ``).
 
-The plan (docs/architecture.md) is that this is the one module reading the environment;
-the variables still read elsewhere move here with the Target/backends redesign.
+Compiler and runtime
+=================================  ==========================================================
+``RELAX_MLIR_CACHE``               base directory of built artifacts (the BLAS shim, the
+                                   MiniLM weights); default ``$XDG_CACHE_HOME/relax-mlir``,
+                                   else ``~/.cache/relax-mlir``
+``RELAX_MLIR_CACHE_DIR``           the compile cache (:mod:`relax_mlir.compile_cache`);
+                                   default ``<RELAX_MLIR_CACHE>/compiled``; ``off``/``0``: none
+``RELAX_MLIR_NUM_THREADS``         threads of generated code (unset, 0: every core of the
+                                   process's affinity)
+``RELAX_MLIR_DYNAMIC_THREADS``     ``1``: libiomp5's dynamic team sizes (a busy machine)
+``RELAX_BLAS``                     BLAS provider of relax_blas: ``mkl`` or ``openblas``
+                                   (default: the first installed, in that order)
+``RELAX_BLAS_OPENMP``              ``gomp``: the MKL shim on libgomp instead of libiomp5
+``RELAX_BLAS_NUM_THREADS``         BLAS threads of a tuning worker (set for its subprocess)
+``RELAX_MLIR_DISPATCH_POLICY``     relax-dispatch-library's policy: ``measured`` or ``flops``
+``RELAX_MLIR_DISPATCH_TABLE``      the calibration table (JSON) of the measured policy
+``RELAX_MLIR_DISPATCH_ATTENTION``  ``0``: no fused library attention
+``RELAX_MLIR_DEBUG_SCHEDULES``     print why a schedule was not applied
+``RELAX_DEBUG``                    relax-opt re-raises internal errors (a traceback)
+``CC``                             the C compiler (may carry arguments); default cc/gcc/clang
+``MKL_THREADING_LAYER``            read: a layer the user chose for MKL
+=================================  ==========================================================
 
-=========================  =============================================================
-``RELAX_MLIR_CACHE_DIR``   the compile cache's directory (:mod:`relax_mlir.compile_cache`);
-                           unset or empty: ``$XDG_CACHE_HOME/relax-mlir`` (else
-                           ``~/.cache/relax-mlir``); ``off``, ``0`` or ``none``: no cache
-=========================  =============================================================
+Devices
+=================================  ==========================================================
+``RELAX_MLIR_CUDA_DEVICE``         the CUDA device (ordinal); ``RELAX_MLIR_VULKAN_DEVICE``:
+                                   the Vulkan device (index or name substring)
+``RELAX_MLIR_CUDA_TIMEOUT_S``,     seconds a device call may take (default 60)
+``RELAX_MLIR_VULKAN_TIMEOUT_S``
+``RELAX_MLIR_CUDA_PREFETCH``       ``0``: no bulk prefetch of managed memory
+=================================  ==========================================================
+
+Set for libraries that read the environment once, at their initialization:
+``KMP_BLOCKTIME`` (default 1 ms), ``KMP_DYNAMIC_MODE``, ``OMP_DYNAMIC`` (libiomp5),
+``HF_HUB_OFFLINE`` (transformers, while loading bundled weights).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
-_OFF = ("off", "0", "none", "false", "no")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "none")
+
+
+def get(name: str, default: str = "") -> str:
+    """The variable's value, stripped; ``default`` when unset or empty."""
+    return os.environ.get(name, "").strip() or default
+
+
+def flag(name: str, default: bool) -> bool:
+    """A yes/no variable: 1/true/yes/on or 0/false/no/off, else ``default``."""
+    v = get(name).lower()
+    return True if v in _TRUE else False if v in _FALSE else default
+
+
+def is_set(name: str) -> bool:
+    return name in os.environ
+
+
+def set_default(name: str, value: str) -> None:
+    """Set ``name`` for a library that reads it at its initialization, unless the user did."""
+    os.environ.setdefault(name, value)
+
+
+@contextlib.contextmanager
+def temporarily(name: str, value: str) -> Iterator[None]:
+    """``name=value`` while the block runs (a library initializing), unless the user set it."""
+    here = name not in os.environ
+    if here:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if here:
+            os.environ.pop(name, None)
+
+
+def subprocess_environment(**extra: str) -> dict[str, str]:
+    """This process's environment for a child process, with ``extra`` set where not already."""
+    env = dict(os.environ)
+    for k, v in extra.items():
+        if not env.get(k):
+            env[k] = v
+    return env
+
+
+# -- directories ----------------------------------------------------------------------------
+
+def cache_base() -> Path:
+    """``RELAX_MLIR_CACHE``, else ``$XDG_CACHE_HOME/relax-mlir``, else ``~/.cache/relax-mlir``."""
+    base = get("RELAX_MLIR_CACHE")
+    if base:
+        return Path(base).expanduser()
+    xdg = get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "relax-mlir"
 
 
 def cache_dir() -> Optional[Path]:
     """The compile cache's directory, or None when ``RELAX_MLIR_CACHE_DIR`` turns it off."""
-    raw = os.environ.get("RELAX_MLIR_CACHE_DIR", "").strip()
-    if raw.lower() in _OFF:
+    raw = get("RELAX_MLIR_CACHE_DIR")
+    if raw.lower() in _FALSE:
         return None
-    if raw:
-        return Path(raw).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(base) if base else Path.home() / ".cache") / "relax-mlir"
+    return Path(raw).expanduser() if raw else cache_base() / "compiled"
 
 
 def compile_environment() -> dict[str, str]:
     """The ``RELAX_*`` variables in effect (they may change what a compile produces), less
-    the cache's own location."""
+    the caches' locations and the fuzzers' settings."""
+    skip = ("RELAX_MLIR_CACHE_DIR", "RELAX_MLIR_CACHE")
     return {k: v for k, v in sorted(os.environ.items())
-            if k.startswith("RELAX_") and k != "RELAX_MLIR_CACHE_DIR" and not k.startswith("RELAX_FUZZ")}
+            if k.startswith("RELAX_") and k not in skip and not k.startswith("RELAX_FUZZ")}
+
+
+# -- threads, BLAS, OpenMP ----------------------------------------------------------------------
+
+def num_threads() -> int:
+    """``RELAX_MLIR_NUM_THREADS``: unset, empty, 0 or less: 0 (every core); not an integer: 1."""
+    raw = get("RELAX_MLIR_NUM_THREADS")
+    try:
+        n = int(raw) if raw else 0
+    except ValueError:
+        return 1
+    return max(n, 0)
+
+
+def dynamic_threads() -> bool:
+    return flag("RELAX_MLIR_DYNAMIC_THREADS", False)
+
+
+def blas_request() -> str:
+    """``RELAX_BLAS`` lower-cased ('' when unset)."""
+    return get("RELAX_BLAS").lower()
+
+
+def blas_on_gomp() -> bool:
+    """``RELAX_BLAS_OPENMP=gomp``: the MKL shim on libgomp."""
+    return get("RELAX_BLAS_OPENMP").lower() == "gomp"
+
+
+def mkl_threading_layer() -> str:
+    return get("MKL_THREADING_LAYER")
+
+
+def c_compiler() -> str:
+    return get("CC")
+
+
+# -- passes ----------------------------------------------------------------------------------
+
+def dispatch_policy() -> str:
+    return get("RELAX_MLIR_DISPATCH_POLICY")
+
+
+def dispatch_table() -> str:
+    return get("RELAX_MLIR_DISPATCH_TABLE")
+
+
+def dispatch_attention() -> bool:
+    return get("RELAX_MLIR_DISPATCH_ATTENTION", "1") != "0"
+
+
+def debug_schedules() -> bool:
+    return bool(get("RELAX_MLIR_DEBUG_SCHEDULES"))
+
+
+def debug() -> bool:
+    return bool(get("RELAX_DEBUG"))
+
+
+# -- devices -----------------------------------------------------------------------------------
+
+def device_selection(kind: str) -> str:
+    """``RELAX_MLIR_<KIND>_DEVICE`` ('' for the default device)."""
+    return os.environ.get(f"RELAX_MLIR_{kind.upper()}_DEVICE", "")
+
+
+def device_timeout_s(kind: str) -> float:
+    return float(get(f"RELAX_MLIR_{kind.upper()}_TIMEOUT_S", "60"))
+
+
+def cuda_prefetch() -> bool:
+    return get("RELAX_MLIR_CUDA_PREFETCH", "1") != "0"

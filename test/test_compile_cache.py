@@ -103,12 +103,16 @@ def test_off(monkeypatch, value):
 
 
 def test_default_directory(tmp_path, monkeypatch):
+    """Under the artifacts' base directory (RELAX_MLIR_CACHE, else the user's cache dir)."""
     monkeypatch.delenv("RELAX_MLIR_CACHE_DIR")
+    monkeypatch.delenv("RELAX_MLIR_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert relax_mlir.config.cache_dir() == tmp_path / "xdg" / "relax-mlir"
+    assert relax_mlir.config.cache_dir() == tmp_path / "xdg" / "relax-mlir" / "compiled"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert relax_mlir.config.cache_dir() == tmp_path / ".cache" / "relax-mlir"
+    assert relax_mlir.config.cache_dir() == tmp_path / ".cache" / "relax-mlir" / "compiled"
+    monkeypatch.setenv("RELAX_MLIR_CACHE", str(tmp_path / "base"))
+    assert relax_mlir.config.cache_dir() == tmp_path / "base" / "compiled"
 
 
 def test_unwritable_directory_falls_back_to_the_jit(tmp_path, monkeypatch):

@@ -17,9 +17,9 @@ Stages (each a plain pipeline string, pasteable into ``relax-opt --pass-pipeline
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
+from .. import config
 from ..transforms.registry import PASSES, Option, PipelineError, register_pipeline
 
 
@@ -51,7 +51,7 @@ def dispatch_policy(policy: Optional[str], schedules: Optional[bool]) -> str:
     """The policy the pipeline gives relax-dispatch-library: ``policy`` when given, else
     ``$RELAX_MLIR_DISPATCH_POLICY``, else :data:`DISPATCH_POLICY_DEFAULT` (``flops`` without
     schedules)."""
-    policy = policy or os.environ.get("RELAX_MLIR_DISPATCH_POLICY", "").strip()
+    policy = policy or config.dispatch_policy()
     if not policy:
         return DISPATCH_POLICY_DEFAULT if (SCHEDULES_DEFAULT if schedules is None else schedules) else "flops"
     if policy not in DISPATCH_POLICIES:

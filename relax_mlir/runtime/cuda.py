@@ -67,6 +67,7 @@ import threading
 import time
 from typing import Optional
 
+from .. import config
 from .gpu_shared import ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceExecutable, StagedFunction, add_stats, binaries
 
 LIBCUDA = "libcuda.so.1"
@@ -104,7 +105,7 @@ class PtxError(CudaError):
 
 
 def _timeout_s() -> float:
-    return float(os.environ.get("RELAX_MLIR_CUDA_TIMEOUT_S", "60"))
+    return config.device_timeout_s("cuda")
 
 
 # -- the driver API through ctypes -------------------------------------------------------
@@ -235,7 +236,7 @@ class CudaDevice(BufferPool):
         #: move managed pages in bulk (cuMemPrefetchAsync) before the side that uses them
         #: touches them, instead of page fault by page fault; RELAX_MLIR_CUDA_PREFETCH=0 turns it off
         self.prefetching = (drv.cuMemPrefetchAsync is not None and concurrent.value == 1
-                            and os.environ.get("RELAX_MLIR_CUDA_PREFETCH", "1").strip() != "0")
+                            and config.cuda_prefetch())
         self.lock = threading.Lock()
         #: why the context cannot be used any more (a kernel faulted or timed out), else None
         self.broken: Optional[str] = None
@@ -354,7 +355,7 @@ _DEVICES_LOCK = threading.Lock()
 
 def device() -> CudaDevice:
     """The process's device for ``RELAX_MLIR_CUDA_DEVICE`` (created once)."""
-    sel = os.environ.get("RELAX_MLIR_CUDA_DEVICE", "")
+    sel = config.device_selection("cuda")
     with _DEVICES_LOCK:
         if sel not in _DEVICES:
             _DEVICES[sel] = CudaDevice(sel or None)
@@ -761,26 +762,17 @@ def cuda_runtime(module, metadata: dict, libraries: list[str], options):
     """The cuda target's runtime factory: the host code JIT-compiled with MLIR's CUDA
     runtime library and this module's callbacks; the kernels' PTX is loaded (JIT-compiled
     by the driver) now, so a rejected kernel is a :class:`PtxError` at compile time."""
-    from mlir.execution_engine import ExecutionEngine
-
-    from ..compiler import EngineResolver
-    from ..errors import CompileError
     from .executable import runtime_libraries
+    from .jit import EngineResolver, build_engine
 
     check_module(metadata)
     dev = device()
     lib = mlir_cuda_library()
     _bind_mlir_runtime(dev, lib)
     runtime = CudaRuntime(dev, binaries(module, erase=False), launch_kinds(module))
-    try:
-        engine = ExecutionEngine(module, opt_level=options.opt_level,
-                                 shared_libs=runtime_libraries() + [lib] + list(libraries))
-    except RuntimeError as e:
-        raise CompileError(f"the JIT could not build the module: {e}") from None
-    for name, cb in runtime.callbacks.items():
-        engine.raw_register_runtime(name, ctypes.cast(cb, ctypes.c_void_p))
-    with dev.current():
-        engine.initialize()     # the global constructors load the PTX (mgpuModuleLoadJIT)
+    # the global constructors load the PTX (mgpuModuleLoadJIT) in the device's context
+    engine = build_engine(module, options.opt_level, runtime_libraries() + [lib] + list(libraries),
+                          runtime.callbacks, initialize_in=dev.current())
     if runtime.load_errors:
         raise runtime.load_errors[0]
     exe = CudaExecutable(EngineResolver(engine, module.context, module), metadata, runtime, libraries=libraries)

@@ -38,6 +38,7 @@ Python's installed wheel (``mkl`` or ``scipy-openblas32``), else on the library 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -55,6 +56,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
+from .. import config
 from ..errors import CompileError, LoadError
 
 if TYPE_CHECKING:  # the MLIR bindings are imported on use: relax_mlir.load() never needs them
@@ -108,7 +110,7 @@ def validate(libraries) -> list[str]:
 def c_compiler() -> list[str]:
     """The C compiler command: ``$CC`` (may carry arguments), else ``cc``, ``gcc`` or ``clang``
     on ``PATH``. Raises :class:`LibraryError` naming ``cc`` / ``$CC`` when there is none."""
-    env = os.environ.get("CC", "").strip()
+    env = config.c_compiler()
     if env:
         cmd = shlex.split(env)
         if not cmd or shutil.which(cmd[0]) is None:
@@ -178,11 +180,7 @@ BLAS_SHIM = Path(__file__).with_name("blas_shim.c")
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("RELAX_MLIR_CACHE")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "relax-mlir"
+    return config.cache_base()
 
 
 #: Provider preference when ``RELAX_BLAS`` is unset: the first available.
@@ -204,7 +202,7 @@ def _mkl_rt() -> Optional[tuple[str, str]]:
     # The shim selects MKL's Intel threading layer on libiomp5 (:func:`_mkl_openmp`), else its GNU
     # layer (libgomp); MKL aborts the process when a layer's runtime cannot be loaded, so with
     # neither MKL is not offered (unless MKL_THREADING_LAYER names another layer).
-    if (not os.environ.get("MKL_THREADING_LAYER") and openmp_library() is None
+    if (not config.mkl_threading_layer() and openmp_library() is None
             and ctypes.util.find_library("gomp") is None):
         return None
     return (libs[0], dist.version) if libs else None
@@ -228,7 +226,7 @@ def blas_providers() -> list[str]:
 def blas_provider() -> str:
     """The provider relax_blas is built against now: ``$RELAX_BLAS`` if set, else the first
     of :func:`blas_providers`."""
-    want = os.environ.get("RELAX_BLAS", "").strip().lower()
+    want = config.blas_request()
     avail = blas_providers()
     if want:
         if want not in BLAS_PROVIDERS:
@@ -255,7 +253,7 @@ BLAS_OPENMP_ENV = "RELAX_BLAS_OPENMP"
 
 def shim_openmp(provider: Optional[str]) -> Optional[str]:
     """The libiomp5 an MKL build of the shim runs on (:func:`_mkl_openmp`), else None."""
-    if provider != "mkl" or os.environ.get(BLAS_OPENMP_ENV, "").strip().lower() == "gomp":
+    if provider != "mkl" or config.blas_on_gomp():
         return None
     return openmp_library()
 
@@ -449,7 +447,7 @@ KMP_BLOCKTIME_DEFAULT = "1"
 def openmp_wait_policy() -> None:
     """Set the OpenMP runtime's spin time before it is loaded (it reads ``KMP_BLOCKTIME`` once,
     at initialization); a value the user set is kept."""
-    os.environ.setdefault("KMP_BLOCKTIME", KMP_BLOCKTIME_DEFAULT)
+    config.set_default("KMP_BLOCKTIME", KMP_BLOCKTIME_DEFAULT)
 
 
 #: Environment variable that turns on libiomp5's dynamic team sizes (see :func:`init_openmp`).
@@ -458,13 +456,7 @@ DYNAMIC_THREADS_ENV = "RELAX_MLIR_DYNAMIC_THREADS"
 
 def dynamic_threads() -> bool:
     """Whether parallel regions get dynamic team sizes (``RELAX_MLIR_DYNAMIC_THREADS=1``)."""
-    return env_flag(DYNAMIC_THREADS_ENV, False)
-
-
-def env_flag(name: str, default: bool) -> bool:
-    """A yes/no environment variable: 1/true/yes/on or 0/false/no/off, else ``default``."""
-    v = os.environ.get(name, "").strip().lower()
-    return True if v in ("1", "true", "yes", "on") else False if v in ("0", "false", "no", "off") else default
+    return config.dynamic_threads()
 
 
 def init_openmp(what: str, share: bool = True) -> None:
@@ -489,16 +481,10 @@ def init_openmp(what: str, share: bool = True) -> None:
     openmp_wait_policy()
     dynamic = dynamic_threads()
     if dynamic:
-        os.environ.setdefault("KMP_DYNAMIC_MODE", "load_balance")
+        config.set_default("KMP_DYNAMIC_MODE", "load_balance")
     _load_wheel_library(OPENMP_REQUIREMENT["package"], OPENMP_REQUIREMENT["soname"], what, "an OpenMP runtime")
-    set_here = dynamic and "OMP_DYNAMIC" not in os.environ
-    if set_here:
-        os.environ["OMP_DYNAMIC"] = "true"
-    try:
+    with config.temporarily("OMP_DYNAMIC", "true") if dynamic else contextlib.nullcontext():
         _wheel_handles[OPENMP_REQUIREMENT["soname"]].omp_get_max_threads()   # initializes: reads the environment
-    finally:
-        if set_here:
-            del os.environ["OMP_DYNAMIC"]
     if share:
         share_blas_threads()
 
@@ -583,7 +569,7 @@ def share_blas_threads() -> dict[str, str]:
     :data:`shared_blas_pools` (a path mapped to "": that OpenBLAS has no such function, i.e.
     is older than 0.3.27, and keeps its workers). Without a C compiler nothing is shared
     (:data:`share_blas_threads_error` says why)."""
-    if not env_flag(SHARE_BLAS_THREADS_ENV, True) or OPENMP_REQUIREMENT["soname"] not in _wheel_handles:
+    if not config.flag(SHARE_BLAS_THREADS_ENV, True) or OPENMP_REQUIREMENT["soname"] not in _wheel_handles:
         return shared_blas_pools
     for path in _loaded_openblas():
         if path in shared_blas_pools:
@@ -651,11 +637,7 @@ def default_threads() -> int:
 def env_threads() -> int:
     """``RELAX_MLIR_NUM_THREADS`` now: unset, empty, 0 or less: every core of this process's
     affinity (:func:`default_threads`); not an integer: 1."""
-    raw = os.environ.get("RELAX_MLIR_NUM_THREADS", "").strip()
-    try:
-        n = int(raw) if raw else 0
-    except ValueError:
-        return 1
+    n = config.num_threads()
     return n if n > 0 else default_threads()
 
 
@@ -706,7 +688,7 @@ def _relax_blas_paths() -> list[str]:
     provider = blas_provider()
     if _pinned is not None and provider != _pinned:
         raise LibraryError(f"relax_blas is already loaded over '{_pinned}' in this process; the BLAS "
-                           f"provider ('{provider}' requested, RELAX_BLAS={os.environ.get('RELAX_BLAS', '')!r}) "
+                           f"provider ('{provider}' requested, RELAX_BLAS={config.blas_request()!r}) "
                            "can only be chosen once per process")
     paths = build_blas_shim(provider)
     _pinned = provider

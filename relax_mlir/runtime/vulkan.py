@@ -45,10 +45,10 @@ substring of the device name); else the first GPU, else the first device (lavapi
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from typing import Optional
 
+from .. import config
 from .gpu_shared import (ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceArray, DeviceExecutable, StagedFunction,
                          add_stats, attr_py, binaries)
 
@@ -84,7 +84,7 @@ def _vk():
 
 
 def _timeout_s() -> float:
-    return float(os.environ.get("RELAX_MLIR_VULKAN_TIMEOUT_S", "60"))
+    return config.device_timeout_s("vulkan")
 
 
 class Buffer:
@@ -250,7 +250,7 @@ _DEVICES_LOCK = threading.Lock()
 
 def device() -> Device:
     """The process's device for ``RELAX_MLIR_VULKAN_DEVICE`` (created once)."""
-    sel = os.environ.get("RELAX_MLIR_VULKAN_DEVICE", "")
+    sel = config.device_selection("vulkan")
     with _DEVICES_LOCK:
         if sel not in _DEVICES:
             _DEVICES[sel] = Device(sel or None)
@@ -659,23 +659,13 @@ def vulkan_runtime(module, metadata: dict, libraries: list[str], options):
     """The vulkan target's runtime factory: the host code JIT-compiled with the Vulkan
     callbacks as symbols, the SPIR-V turned into pipelines now (a rejected kernel is a
     :class:`SpirvError` at compile time)."""
-    from mlir.execution_engine import ExecutionEngine
-
-    from ..compiler import EngineResolver
-    from ..errors import CompileError
     from .executable import runtime_libraries
+    from .jit import EngineResolver, build_engine
 
     dev = device()
     launches, binaries = take_kernels(module)
     runtime = VulkanRuntime(dev, launches, binaries)
-    try:
-        engine = ExecutionEngine(module, opt_level=options.opt_level,
-                                 shared_libs=runtime_libraries() + list(libraries))
-    except RuntimeError as e:
-        raise CompileError(f"the JIT could not build the module: {e}") from None
-    for name, cb in runtime.callbacks.items():
-        engine.raw_register_runtime(name, ctypes.cast(cb, ctypes.c_void_p))
-    engine.initialize()
+    engine = build_engine(module, options.opt_level, runtime_libraries() + list(libraries), runtime.callbacks)
     exe = VulkanExecutable(EngineResolver(engine, module.context, module), metadata, runtime,
                            libraries=libraries)
     exe._runtime_callbacks = runtime.callbacks  # outlive the engine's code

@@ -15,11 +15,11 @@ Diagnostics print as ``file:line:col: error: message``; failures exit non-zero.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from dataclasses import dataclass
 from typing import Optional
+from .. import config
 
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.M)
 EXPECTED = re.compile(r"//\s*expected-(error|warning|remark|note)\s*(?:@(above|below|[+-]\d+))?\s*\{\{(.*?)\}\}")
@@ -224,7 +224,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # never a traceback for users
-        if os.environ.get("RELAX_DEBUG"):
+        if config.debug():
             raise
         print(f"relax-opt: internal error: {e}", file=sys.stderr)
         return 1

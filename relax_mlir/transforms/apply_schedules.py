@@ -36,13 +36,14 @@ from typing import Optional
 
 from mlir import ir
 
+from .. import config as relax_config
 from .. import schedules
 from ..runtime.libraries import KMP_BLOCKTIME_DEFAULT, init_openmp, openmp_library, openmp_wait_policy  # noqa: F401
 from ..schedules.target import CpuTarget, target_named
 from . import omp_threads  # noqa: F401 (registers relax-omp-threads)
 from .expand_math import relax_expand_math
 from .graph import top_ops
-from .omp_threads import default_threads, ensure_threads_global, env_threads  # noqa: F401 (re-exported)
+from .omp_threads import default_threads, ensure_threads_global, env_threads, num_threads  # noqa: F401 (re-exported)
 from .prefetch import ATTR as PREFETCH_ATTR
 from .registry import Option, emit_error, register_pass
 
@@ -53,16 +54,6 @@ VECTOR_LOWERING_LATE = ["convert-vector-to-llvm", "convert-ub-to-llvm"]
 
 SCHEDULED_ATTR = "relax.schedule"
 CONFIG_ATTR = "relax.schedule_config"  # the tuned knob values a kernel was scheduled with
-
-
-def num_threads() -> int:
-    """The thread count the process would run our kernels with now: ``RELAX_MLIR_NUM_THREADS``
-    (default, or 0 or less: every core this process may run on), 1 when no OpenMP runtime is
-    found (:func:`openmp_library`) or the value is not an integer. Compiled code does not
-    depend on it (an executable reads it when it is created, see relax-omp-threads); it is
-    the initial value of the module's count and the thread count of a tuning record."""
-    n = env_threads()
-    return n if n > 1 and openmp_library() else 1
 
 
 def threaded_codegen() -> bool:
@@ -148,7 +139,7 @@ def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
             sched.finish(copy)
         ok = copy.verify()
     except (ir.MLIRError, ValueError) as e:  # the interpreter reports a failed transform as ValueError
-        if os.environ.get("RELAX_MLIR_DEBUG_SCHEDULES"):
+        if relax_config.debug_schedules():
             print(f"relax-apply-schedules: {sched.name} failed on {copy.attributes['sym_name']}: {e}",
                   file=sys.stderr)
         ok = False
@@ -225,6 +216,6 @@ def relax_apply_schedules(module: ir.Operation, opts) -> None:
                 if schedule_kernel(fn, target, config, threaded) is not None:
                     continue
             except ValueError as e:  # a record from an older knob space: the defaults instead
-                if os.environ.get("RELAX_MLIR_DEBUG_SCHEDULES"):
+                if relax_config.debug_schedules():
                     print(f"relax-apply-schedules: tuned config rejected: {e}", file=sys.stderr)
         schedule_kernel(fn, target, threaded=threaded)

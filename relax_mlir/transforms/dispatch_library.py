@@ -57,6 +57,7 @@ from typing import Optional
 
 from mlir import ir
 
+from .. import config
 from ..dialects._core import create
 from ..ops.registry import RelaxError, read_attrs
 from ..runtime.libraries import request
@@ -173,7 +174,7 @@ def load_table(path: str) -> dict:
 
 
 def table_path(option: str) -> str:
-    return option or os.environ.get("RELAX_MLIR_DISPATCH_TABLE", "") or str(DEFAULT_TABLE)
+    return option or config.dispatch_table() or str(DEFAULT_TABLE)
 
 
 def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[bool]:
@@ -292,9 +293,9 @@ class _TunedDecisions:
 def dispatch_library(module: ir.Operation, opts) -> None:
     only = {s.strip() for s in opts.patterns.split(",") if s.strip()}
     attention = (opts.attention and (not only or "attention" in only)
-                 and os.environ.get("RELAX_MLIR_DISPATCH_ATTENTION", "1") != "0")
+                 and config.dispatch_attention())
     patterns = [p for p in ordered_patterns() if not only or p.name in only]
-    policy = opts.policy or os.environ.get("RELAX_MLIR_DISPATCH_POLICY", "") or "flops"
+    policy = opts.policy or config.dispatch_policy() or "flops"
     if policy not in ("flops", "measured"):
         emit_error(module, f"policy must be 'flops' or 'measured', got '{policy}'")
         return

@@ -34,9 +34,20 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from ..runtime.libraries import THREADS_SYMBOL, default_threads, env_threads  # noqa: F401 (re-exported)
+from ..runtime.libraries import THREADS_SYMBOL, default_threads, env_threads, openmp_library  # noqa: F401 (re-exported)
 from .graph import top_ops
 from .registry import Option, emit_error, register_pass
+
+
+def num_threads() -> int:
+    """The thread count the process would run our kernels with now: ``RELAX_MLIR_NUM_THREADS``
+    (default, or 0 or less: every core this process may run on), 1 when no OpenMP runtime is
+    found (:func:`~relax_mlir.runtime.libraries.openmp_library`) or the value is not an integer. Compiled code does not
+    depend on it (an executable reads it when it is created, see relax-omp-threads); it is
+    the initial value of the module's count and the thread count of a tuning record."""
+    n = env_threads()
+    return n if n > 1 and openmp_library() else 1
+
 
 #: The module's thread count (a public i32 global; see the module docstring).
 THREADS_GLOBAL = THREADS_SYMBOL
@@ -169,7 +180,6 @@ def relax_omp_threads(module: ir.Operation, opts) -> None:
     module.walk(visit)
     if not regions:
         return
-    from .apply_schedules import num_threads
     ensure_threads_global(module, num_threads())
     min_bytes = MIN_PARALLEL_BYTES if opts.min_bytes < 0 else opts.min_bytes
     for par in regions:

@@ -202,7 +202,7 @@ def run_pipeline(module, pipeline: str, print_ir_after_all: bool = False, timing
     carrying the diagnostics) and :class:`PipelineError` (a ``CompileError``) for a
     malformed pipeline string. ``source_name`` names the file in the error's locations.
     """
-    from ..dialects.source import SourceError
+    from ..dialects.diagnostics import SourceError
 
     op = module.operation if hasattr(module, "operation") else module
     pm = build_pass_manager(pipeline, op.context, print_ir_after_all=print_ir_after_all, timing=timing,

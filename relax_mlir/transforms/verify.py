@@ -269,7 +269,7 @@ def check_library_callees(module: ir.Operation, libraries) -> None:
     (otherwise the JIT fails later naming an unrelated symbol)."""
     import ctypes
 
-    from ..dialects.source import Diagnostic, SourceError
+    from ..dialects.diagnostics import Diagnostic, SourceError
 
     calls = []
     for f in graph_functions(module):

@@ -32,6 +32,7 @@ import time
 from typing import Optional
 
 import numpy as np
+from .. import config as relax_config
 
 MARK = "@@relax-tune "
 
@@ -271,11 +272,10 @@ class Worker:
         self.restarts = 0
 
     def _start(self) -> None:
-        env = dict(os.environ)
+        extra = {} if self.blas_threads is None else {"RELAX_BLAS_NUM_THREADS": str(self.blas_threads)}
+        env = relax_config.subprocess_environment(**extra)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        if self.blas_threads is not None and not env.get("RELAX_BLAS_NUM_THREADS"):
-            env["RELAX_BLAS_NUM_THREADS"] = str(self.blas_threads)
         self.proc = subprocess.Popen([sys.executable, "-m", "relax_mlir.tuning.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                                      bufsize=1)

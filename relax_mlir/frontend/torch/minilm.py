@@ -19,12 +19,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 from typing import Optional
+from ... import config
 
 NAME = "all-MiniLM-L6-v2"
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("RELAX_MLIR_CACHE", Path.home() / ".cache" / "relax-mlir"))
+    return config.cache_base()
 
 
 def model_dir() -> Path:
@@ -52,7 +53,7 @@ def model_dir() -> Path:
 
 def tokenizer():
     """The model's own tokenizer (transformers' AutoTokenizer, offline)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    config.set_default("HF_HUB_OFFLINE", "1")
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(model_dir()))
@@ -60,7 +61,7 @@ def tokenizer():
 
 def sentence_encoder():
     """The PyTorch reference: a ``torch.nn.Module`` (ids, mask) -> normalized embeddings."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    config.set_default("HF_HUB_OFFLINE", "1")
     import torch
     from transformers import BertModel
 

@@ -56,7 +56,7 @@ def element_bytes(t: ir.Type) -> int:
 def file_location(loc: ir.Location) -> Optional[str]:
     """``file:line:col`` of the first file location inside ``loc`` (names, call sites and
     fused locations unwrapped), else None."""
-    from ...dialects.source import file_line_col
+    from ...dialects.diagnostics import file_line_col
 
     name, line, col = file_line_col(loc)
     return f"{name}:{line}:{col}" if line is not None else None

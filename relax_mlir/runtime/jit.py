@@ -1,0 +1,48 @@
+"""The one JIT factory: a lowered LLVM-dialect module -> MLIR's ExecutionEngine, for every
+target's runtime (cpu in relax_mlir.compiler, cuda, vulkan), and the resolver an Executable
+looks its ``_mlir_ciface_<f>`` entry points up in."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+from typing import Optional
+
+from ..errors import CompileError
+
+
+class EngineResolver:
+    """Symbols of an MLIR ExecutionEngine (JIT); keeps the engine and its module alive."""
+
+    def __init__(self, engine, context, module):
+        self.engine, self.context, self.module = engine, context, module
+
+    def address(self, name: str) -> int:
+        # raw_lookup(x) looks up "_mlir_" + x (the packed-wrapper naming), so "ciface_f"
+        # is the plain C-interface function "_mlir_ciface_f" itself.
+        addr = self.engine.raw_lookup("ciface_" + name)
+        if not addr:
+            raise RuntimeError(f"no symbol _mlir_ciface_{name} in the compiled module")
+        return addr
+
+
+def build_engine(module, opt_level: int, shared_libs: list[str], callbacks: Optional[dict] = None,
+                 initialize_in=None):
+    """JIT ``module`` (translate + optimize now; machine code on the first lookup) against
+    ``shared_libs``, with ``callbacks`` (name -> ctypes function) as extra symbols, and run
+    its global constructors (inside the context manager ``initialize_in``, e.g. a device's
+    current context). A module LLVM rejects is a :class:`CompileError`."""
+    from mlir.execution_engine import ExecutionEngine
+
+    try:
+        engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=list(shared_libs))
+    except RuntimeError as e:
+        raise CompileError(f"the JIT could not build the module: {e}") from None
+    for name, cb in (callbacks or {}).items():
+        engine.raw_register_runtime(name, ctypes.cast(cb, ctypes.c_void_p))
+    with initialize_in if initialize_in is not None else contextlib.nullcontext():
+        try:
+            engine.initialize()
+        except RuntimeError as e:
+            raise CompileError(f"the JIT could not build the module: {e}") from None
+    return engine

@@ -151,6 +151,13 @@ class EngineResolver:
             raise RuntimeError(f"no symbol _mlir_ciface_{name} in the compiled module")
         return addr
 
+    def packed_address(self, name: str) -> int:
+        from .runtime.abi import PACKED_PREFIX
+        addr = self.engine.raw_lookup(PACKED_PREFIX[len("_mlir_"):] + name)
+        if not addr:
+            raise RuntimeError(f"no symbol {PACKED_PREFIX}{name} in the compiled module")
+        return addr
+
 
 def _strip_relax_attributes(module) -> str:
     """Print a copy of the LLVM-dialect module without the ``relax.*`` attributes, which

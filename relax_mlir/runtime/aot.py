@@ -26,7 +26,8 @@ Load needs only ctypes and numpy: no MLIR pass, no ExecutionEngine, no MLIR bind
 File format (version :data:`FORMAT_VERSION`): an ordinary ELF shared library that exports
 
 * ``_mlir_ciface_<f>`` for every graph function ``f`` (the calling convention of
-  :mod:`relax_mlir.runtime.executable`); every other symbol is local, and internal
+  :mod:`relax_mlir.runtime.executable`), and ``_mlir_relax_packed_<f>`` for one with more
+  C arguments than ctypes passes (relax-packed-entries); every other symbol is local, and internal
   calls bind inside the library (``-Bsymbolic``);
 * ``_mlir_relax_num_threads`` (``i32``) in a model with OpenMP-threaded kernels: their
   thread count, read at every parallel region, which :func:`load` sets from
@@ -85,6 +86,7 @@ from typing import Optional
 
 from ..errors import CompileError, LoadError
 from . import libraries
+from .abi import PACKED_PREFIX
 from .cpu import export_requirement, llc_flags, missing_features
 from .executable import Executable, LibraryResolver
 
@@ -278,6 +280,8 @@ def export_library(exe: Executable, path) -> str:
         # (graph function -> @main, kernels, the shim) inside the library: a kernel named
         # like a symbol of the process (`main`!) or of another loaded model must not win.
         entries = "".join(f" _mlir_ciface_{f};" for f in exe.metadata["functions"])
+        entries += "".join(f" {PACKED_PREFIX}{f};" for f in exe.metadata["functions"]   # wide functions'
+                           if f"@{PACKED_PREFIX}{f}(" in ll)
         if libraries.THREADS_SYMBOL in ll:   # the run-time thread count, set by the loader (exe.num_threads)
             entries += f" {libraries.THREADS_SYMBOL};"
         if pooled:

@@ -2,7 +2,7 @@
 
 from . import (annotate_kernel_kinds, apply_schedules, cse, dce, dispatch_library, fuse_kernels, fuse_ops, infer_shapes,  # noqa: F401
                expand_math, hoist_scratch, kernel_fastmath, kernel_noalias, legalize, library_variants, lower_host, plan_memory, prefetch, specialize_ranges,
-               strip_attributes, verify, widen_bool_memrefs)  # noqa: F401  (registration)
+               packed_entries, strip_attributes, verify, widen_bool_memrefs)  # noqa: F401  (registration)
 from . import gpu  # noqa: F401,E402  (GPU kernel passes)
 from .registry import PASSES, PIPELINES, Option, emit_error, register_pass, register_pipeline
 from .. import pipelines  # noqa: F401,E402  (registers the named pipelines: cpu; `import relax_mlir` is lazy)

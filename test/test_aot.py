@@ -399,3 +399,43 @@ def test_missing_blas_wheel_is_a_load_error(mlp_so):
     assert msg.startswith(f"{mlp_so} needs the '{req['provider']}' BLAS ({req['soname']}), which is not installed "
                           f"in this Python ({sys.executable}): pip install {req['package']} "
                           f"(or put {req['soname']} on LD_LIBRARY_PATH)")
+
+
+def test_replaced_by_rename_then_load_again(checks, mlp_so, tmp_path):
+    """load(p); another library renamed over p (a new inode at the same path); load(p) gives
+    the new library's functions, the first Executable keeps its own (never dlopen's cache
+    by path: each image is a private copy)."""
+    _, so = checks
+    p = tmp_path / "model.so"
+    shutil.copyfile(so, p)
+    first = relax_mlir.load(p)
+    shutil.copyfile(mlp_so, tmp_path / "next.so")
+    os.replace(tmp_path / "next.so", p)
+    second = relax_mlir.load(p)
+    assert sorted(first.functions) == ["even", "mm", "rs", "twice"] and sorted(second.functions) == ["main"]
+    x = np.arange(24, dtype=np.float32).reshape(6, 4)
+    assert first["twice"](x).tolist() == (2 * x).tolist()
+    shutil.copyfile(so, tmp_path / "back.so")
+    os.replace(tmp_path / "back.so", p)
+    assert sorted(relax_mlir.load(p).functions) == ["even", "mm", "rs", "twice"]
+
+
+def test_truncated_elf_with_a_valid_trailer_is_a_load_error(checks, tmp_path):
+    """Regression (SIGBUS): an ELF part cut short whose trailer was recomputed (so the checksum
+    holds) reached the dynamic loader, which mapped segments past the end of the file; the
+    ELF headers are checked first: a LoadError naming the file, never a crash."""
+    import hashlib
+    from relax_mlir.runtime import aot
+    _, so = checks
+    data = open(so, "rb").read()
+    _, version, deps_len, length, _, code = aot._TRAILER.unpack(data[-aot._TRAILER.size:])
+    elf, deps = data[:length // 3], data[length:length + deps_len]
+    body = elf + deps
+    p = tmp_path / "cut.so"
+    p.write_bytes(body + aot._TRAILER.pack(aot.MAGIC, version, deps_len, len(elf), hashlib.sha256(body).digest(), code))
+    with pytest.raises(LoadError, match=r"cut\.so: truncated ELF image \((its header tables|segment \d+ ends)"):
+        relax_mlir.load(p)
+    p.write_bytes(b"\0" * 64 + deps + aot._TRAILER.pack(aot.MAGIC, version, deps_len, 64,
+                                                       hashlib.sha256(b"\0" * 64 + deps).digest(), code))
+    with pytest.raises(LoadError, match=r"cut\.so: the library part is not a 64-bit little-endian ELF file"):
+        relax_mlir.load(p)

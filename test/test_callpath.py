@@ -284,3 +284,66 @@ def test_plain_arrays_run_in_the_generated_call_alone(exe):
             exe(rnd(3, 4).astype(np.float64), rnd(3, 4))
     finally:
         env["_general"] = general
+
+
+# -- wide functions: more C arguments than ctypes passes (relax-packed-entries) ----------
+
+def _wide_src(nparams: int) -> str:
+    t = T("?", ["n"])
+    params = ", ".join(f"%p{i}: {t}" for i in range(nparams))
+    return f"""
+func.func @wide({params}) -> {t} attributes {{relax.function}} {{
+  %0 = "relax.add"(%p0, %p{nparams // 2}) : ({t}, {t}) -> {t}
+  %1 = "relax.multiply"(%0, %p{nparams - 1}) : ({t}, {t}) -> {t}
+  return %1 : {t}
+}}"""
+
+
+def _wide_args(nparams: int, n: int) -> list:
+    args = [np.full(n, i % 7 + 1, np.float32) for i in range(nparams)]
+    args[0] = np.arange(n, dtype=np.float32)
+    return args
+
+
+def _check_wide(fn, nparams: int, sizes=(1, 5, 33)) -> None:
+    for n in sizes:   # one compiled executable, several sizes
+        a = _wide_args(nparams, n)
+        np.testing.assert_array_equal(fn(*a), (a[0] + a[nparams // 2]) * a[-1])
+    bad = _wide_args(nparams, 3)
+    bad[-1] = np.zeros(4, np.float32)
+    with pytest.raises(ShapeError, match=rf"^@wide: argument #{nparams - 1}: expected shape \(n,\) with n = 3, "
+                                         r"got \(4,\)$"):
+        fn(*bad)
+
+
+def test_a_function_wider_than_ctypes_is_callable():
+    """Regression: 1100 parameters (1102 C arguments) raised ctypes.ArgumentError (too many
+    arguments); the wide entry takes one pointer to the argument array. opt_level=0: LLVM's
+    -O3 on 5500 scalar arguments takes minutes."""
+    from relax_mlir.compiler import CompileOptions
+    from relax_mlir.runtime import abi
+    nparams = 1100
+    exe = relax_mlir.compile(_wide_src(nparams), options=CompileOptions(opt_level=0))
+    fn = exe["wide"]
+    assert fn.packed and fn._fn is None and 1 + 1 + nparams > abi.MAX_DIRECT_ARGS
+    _check_wide(fn, nparams)
+    step = fn.bind_params(*_wide_args(nparams, 6)[1:])   # a PreparedCall's frame is packed too
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(step(x), (x + (nparams // 2) % 7 + 1) * ((nparams - 1) % 7 + 1))
+
+
+def test_packed_entry_jit_export_and_load(tmp_path, monkeypatch):
+    """The packed entry below a lowered limit (the mechanism, cheaply): JIT, exported and
+    loaded, a PreparedCall; narrow functions keep the direct call."""
+    from relax_mlir.runtime import abi
+    monkeypatch.setattr(abi, "MAX_DIRECT_ARGS", 6)
+    exe = relax_mlir.compile(_wide_src(9) + SRC)
+    assert exe["wide"].packed and not exe["main"].packed
+    _check_wide(exe["wide"], 9)
+    loaded = relax_mlir.load(exe.export(tmp_path / "wide.so"))
+    assert loaded["wide"].packed
+    _check_wide(loaded["wide"], 9)
+    x = np.ones((3, 4), np.float32)
+    np.testing.assert_array_equal(loaded["main"](x, x), 2 * x)
+    step = loaded["wide"].bind_params(*_wide_args(9, 2)[1:])
+    np.testing.assert_array_equal(step(np.array([1, 2], np.float32)), [(1 + 5) * 2, (2 + 5) * 2])

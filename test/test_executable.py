@@ -338,8 +338,9 @@ _CASES = {
                    '  %0 = \\"relax.match_cast\\"(%x) {{shape = #relax.shape<[\\"m*k\\"]>}} : ({T("?", ["n"])}) -> {out}\\n'
                    '  return %0 : {out}\\n}}""")\n'
                    'good = lambda: exe(f32(6), f32(2)).shape\nbad = lambda: exe(f32(7), f32(0))',
-                   "ShapeError: @main: relax.match_cast at -:2:8: division by zero in the dimension "
-                   "(actual dim 0) // m with n = 7, m = 0", "(6,)"),
+                   # m = 0: every k fits a size 0, none the size 7 (no division by m)
+                   "ShapeError: @main: relax.match_cast at -:2:8 of argument #0: expected shape (k*m,) with n = 7, "
+                   "m = 0, got (7,) (value dim 0: k*m divides (actual dim 0))", "(6,)"),
     "arange": ('out = T("?", ["(n + m - 1) // m"], "i64")\n'
                'exe = relax_mlir.compile(f"""func.func @main(%x: {T("?", ["n"])}, %y: {T("?", ["m"])}) -> {out} '
                'attributes {{relax.function}} {{\\n'
@@ -375,13 +376,50 @@ def test_invalid_sizes_never_crash(case):
 
 
 def test_param_pattern_division_by_zero():
-    """A parameter pattern whose solution divides by another argument's dim: a ShapeError."""
+    """A parameter pattern whose solution divides by another argument's dim that is 0: a
+    ShapeError when the size is not 0 (none of k*0 equals it), never a division by zero."""
     mk = T("?", ["m*k"])
     exe = relax_mlir.compile(f"""func.func @main(%x: {mk}, %y: {T("?", ["m"])}) -> {mk} attributes {{relax.function}} {{
   return %x : {mk}
 }}""")
     np.testing.assert_array_equal(exe(np.arange(6, dtype=np.float32), np.zeros(3, np.float32)), np.arange(6))
     with pytest.raises(ShapeError, match=re.escape("@main: argument #0: expected shape (k*m,), got (5,) "
-                                                   "(argument #0 dim 0: k*m divides argument #0 dim 0; "
-                                                   "a divisor is 0)")):
+                                                   "(argument #0 dim 0: k*m divides argument #0 dim 0)")):
         exe(np.zeros(5, np.float32), np.zeros(0, np.float32))
+    assert exe(np.zeros(0, np.float32), np.zeros(0, np.float32)).shape == (0,)
+
+
+def test_a_product_pattern_with_a_zero_factor_accepts_any_other_factor():
+    """Regression: a parameter (m*k,) with m = 0 and an empty array raised ShapeError
+    (k = n // m divided by zero) although every k fits. Now k is free there; where k sizes a
+    value of the function, m = 0 leaves it undetermined: a ShapeError saying so; a k bound
+    by another pattern (2*k) comes from that one."""
+    M, MK, MxK, K2 = T("?", ["m"]), T("?", ["m*k"]), T("?x?", ["m", "k"]), T("?", ["2*k"])
+    exe = relax_mlir.compile(f"""
+func.func @dbl(%s: {M}, %x: {MK}) -> {MK} attributes {{relax.function}} {{
+  %0 = "relax.add"(%x, %x) : ({MK}, {MK}) -> {MK}
+  return %0 : {MK}
+}}
+func.func @rows(%s: {M}, %x: {MK}) -> {MxK} attributes {{relax.function}} {{
+  %0 = "relax.reshape"(%x) {{shape = #relax.shape<["m", "k"]>}} : ({MK}) -> {MxK}
+  return %0 : {MxK}
+}}
+func.func @two(%s: {M}, %x: {MK}, %y: {K2}) -> {K2} attributes {{relax.function}} {{
+  %0 = "relax.add"(%y, %y) : ({K2}, {K2}) -> {K2}
+  return %0 : {K2}
+}}""")
+    for m, k in ((0, 0), (0, 5), (1, 3), (4, 7)):   # one executable, several sizes
+        s, x = np.ones(m, np.float32), np.arange(m * k, dtype=np.float32)
+        np.testing.assert_array_equal(exe["dbl"](s, x), 2 * x)
+        y = np.arange(2 * k, dtype=np.float32)
+        np.testing.assert_array_equal(exe["two"](s, x, y), 2 * y)
+        if m:
+            np.testing.assert_array_equal(exe["rows"](s, x), x.reshape(m, k))
+    with pytest.raises(ShapeError, match=r"^@rows: argument #1: expected shape \(k\*m,\) with m = 0, k = 0, got "
+                                         r"\(0,\) \(argument #1 dim 0: k is undetermined when m = 0, and a value of "
+                                         r"the function has a size in k\)$"):
+        exe["rows"](np.ones(0, np.float32), np.zeros(0, np.float32))
+    with pytest.raises(ShapeError, match=r"^@dbl: argument #1: expected shape \(k\*m,\) with m = 0, got \(3,\)"):
+        exe["dbl"](np.ones(0, np.float32), np.zeros(3, np.float32))
+    with pytest.raises(ShapeError, match=r"^@two: argument #1: expected shape \(k\*m,\) with m = 2, got \(4,\)"):
+        exe["two"](np.ones(2, np.float32), np.zeros(4, np.float32), np.zeros(6, np.float32))

@@ -396,6 +396,7 @@ EDGE_SRC = "".join(
        _fn("argmax_f32", "argmax", [_t("f32")], "tensor<i64>"),
        _fn("argmin_f32", "argmin", [_t("f32")], "tensor<i64>"),
        _fn("argmax_rows", "argmax", ['tensor<?x2xf32, #relax.shape<["n", 2]>>'], _t("i64"), "axis = 1 : i64"),
+       _fn("argmax_nk", "argmax", ['tensor<?x?xf32, #relax.shape<["n", "k"]>>'], _t("i64"), "axis = 1 : i64"),
        _fn("take_f32", "take", [_t("f32", "k"), _t("i64", "j")], _t("f32", "j"), "axis = 0 : i64"),
        _fn("fdiv_f32", "floor_divide", [_t("f32"), _t("f32")], _t("f32")),
        _fn("fmod_f32", "floor_mod", [_t("f32"), _t("f32")], _t("f32")),
@@ -498,7 +499,28 @@ def test_argmax_nan_is_first_nan(edge):
     _eq(edge["argmin_f32"](np.array([5.0, -np.inf, -np.inf], np.float32)), 1, np.int64)
     rows = np.array([[1, 2], [np.nan, 0], [4, np.nan], [3, 3]], np.float32)
     _eq(edge["argmax_rows"](rows), [1, 0, 1, 0], np.int64)
-    _eq(edge["argmax_f32"](np.zeros(0, np.float32)), 0, np.int64)      # documented: empty gives 0
+
+
+def test_argmax_argmin_of_an_empty_axis_raise(edge):
+    """Regression: argmax/argmin over an axis of size 0 at run time returned 0; numpy raises
+    ValueError (attempt to get argmax of an empty sequence): a ShapeError (a ValueError)."""
+    from relax_mlir import ShapeError
+    for name in ("argmax_f32", "argmin_f32"):
+        op = name[:6]
+        with pytest.raises(ShapeError, match=rf"^@{name}: relax.assert at .*: relax.{op}: attempt to get {op} of an "
+                                             r"empty sequence: the reduced size: 1 <= n does not hold with n = 0 "
+                                             r"\(1 > 0\)$"):
+            edge[name](np.zeros(0, np.float32))
+        for n in (1, 5, 70):   # the same executable still runs every non-empty size
+            x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+            _eq(edge[name](x), getattr(np, op)(x), np.int64)
+    with pytest.raises(ShapeError, match=r"^@argmax_nk: relax.assert at .*: relax.argmax: attempt to get argmax of an "
+                                         r"empty sequence: the length of axis 1: 1 <= k does not hold with n = 3, "
+                                         r"k = 0 \(1 > 0\)$"):
+        edge["argmax_nk"](np.zeros((3, 0), np.float32))
+    _eq(edge["argmax_nk"](np.zeros((0, 4), np.float32)), [], np.int64)   # no rows: nothing to reduce
+    x = np.random.default_rng(0).standard_normal((6, 9)).astype(np.float32)
+    _eq(edge["argmax_nk"](x), np.argmax(x, axis=1), np.int64)
 
 
 def test_take_clamps_and_reads_nothing_from_an_empty_axis(edge):

@@ -50,8 +50,17 @@ def _arg(call: InferCall) -> TensorSig:
     axis = call["axis"]
     axes = list(range(x.rank)) if axis is None else [norm_axis(call, axis, x.rank)]
     if any(x.shape[a] is not UNKNOWN and x.shape[a].is_static and x.shape[a].value == 0 for a in axes):
-        # numpy raises; a symbolic size that is 0 at run time gives index 0 (docs/semantics.md)
         raise call.error("of an empty sequence: the reduced axis has size 0")
+    # numpy raises on an empty sequence (there is no index to give): a symbolic size is
+    # checked at run time (a ShapeError), an unnamed '?' dim cannot be
+    dims = [x.shape[a] for a in axes]
+    if dims and all(d is not UNKNOWN for d in dims):
+        size = dims[0]
+        for d in dims[1:]:
+            size = size * d
+        what = "attempt to get " + call.opdef.name + " of an empty sequence: " + (
+            "the reduced size" if axis is None else f"the length of axis {axes[0]}")
+        call.require_le(1, size, what)
     axes = None if axis is None else axes
     return TensorSig(reduced_shape(call, x.shape, axes, call["keepdims"]), "i64")
 
@@ -159,7 +168,8 @@ def _legalize_reduce(call: LegalizeCall):
 def _legalize_arg(call: LegalizeCall):
     """Value and index reduced together, numpy's result in any visiting order: the
     first NaN wins (NaN beats any number, and ties keep the smallest index), so tiled
-    or reordered loops give the same index. An empty reduction gives 0."""
+    or reordered loops give the same index. An empty reduction is a run-time ShapeError
+    (relax-infer-shapes asserts the reduced size is >= 1)."""
     x, out = call.in_types[0], call.out_types[0]
     axes = list(range(x.rank)) if call["axis"] is None else _kaxes([call["axis"]], x.rank)
     kb = call.builder(attr_tag(axis=call["axis"], keep=call["keepdims"]))

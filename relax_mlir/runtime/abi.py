@@ -29,6 +29,13 @@ READS = (2, 3)
 #: beyond int64 (``overflow``), a negative allocation size (``size``), a failed
 #: allocation (``alloc``: MemoryError, every other kind a ShapeError).
 #: ``state``: a ``relax.state_read``/``state_write`` row range beyond the session's capacity.
+#: the most arguments the runtime passes an entry point directly (ctypes' limit,
+#: CTYPES_MAX_ARGCOUNT); a wider ``_mlir_ciface_<f>`` is called through
+#: ``PACKED_PREFIX + f``, which takes ONE pointer to the array of those arguments
+#: (relax-packed-entries adds it)
+MAX_DIRECT_ARGS = 1024
+PACKED_PREFIX = "_mlir_relax_packed_"
+
 CHECK_KINDS = ("param", "match_cast", "assert", "division", "overflow", "size", "alloc", "state")
 
 

@@ -26,7 +26,8 @@ Load needs only ctypes and numpy: no MLIR pass, no ExecutionEngine, no MLIR bind
 File format (version :data:`FORMAT_VERSION`): an ordinary ELF shared library that exports
 
 * ``_mlir_ciface_<f>`` for every graph function ``f`` (the calling convention of
-  :mod:`relax_mlir.runtime.executable`); every other symbol is local, and internal
+  :mod:`relax_mlir.runtime.executable`), and ``_mlir_relax_packed_<f>`` for one with more
+  C arguments than ctypes passes (relax-packed-entries); every other symbol is local, and internal
   calls bind inside the library (``-Bsymbolic``);
 * ``_mlir_relax_num_threads`` (``i32``) in a model with OpenMP-threaded kernels: their
   thread count, read at every parallel region, which :func:`load` sets from
@@ -55,7 +56,9 @@ and a 96-byte trailer (ELF loaders ignore what follows the ELF part)::
 :func:`load` reads only a regular file (no FIFO, device or directory), at most
 :data:`MAX_LIBRARY_BYTES`, checks the trailer (magic, version, lengths, checksum) in memory
 BEFORE anything is opened, so a truncated, corrupted or foreign file raises
-:class:`relax_mlir.LoadError` and never reaches the dynamic loader, and then opens a
+:class:`relax_mlir.LoadError` and never reaches the dynamic loader (nor does an ELF part
+whose headers or segments reach past its end, even under a recomputed trailer: mapped,
+such a segment would fault on first touch), and then opens a
 private, sealed in-memory copy of the checked bytes (``memfd``; a private temporary file
 where there is none), never the file itself: overwriting the file later cannot change code
 that is running, and loading it again loads what it holds then. One library image per
@@ -85,6 +88,7 @@ from typing import Optional
 
 from ..errors import CompileError, LoadError
 from . import libraries
+from .abi import PACKED_PREFIX
 from .cpu import export_requirement, llc_flags, missing_features
 from .executable import Executable, LibraryResolver
 
@@ -286,6 +290,8 @@ def export_lowered(llvm_dialect: str, metadata: dict, libs, opts, path) -> str:
         # (graph function -> @main, kernels, the shim) inside the library: a kernel named
         # like a symbol of the process (`main`!) or of another loaded model must not win.
         entries = "".join(f" _mlir_ciface_{f};" for f in metadata["functions"])
+        entries += "".join(f" {PACKED_PREFIX}{f};" for f in metadata["functions"]   # wide functions'
+                           if f"@{PACKED_PREFIX}{f}(" in ll)
         if libraries.THREADS_SYMBOL in ll:   # the run-time thread count, set by the loader (exe.num_threads)
             entries += f" {libraries.THREADS_SYMBOL};"
         if pooled:
@@ -360,6 +366,29 @@ def _check_trailer(path: str, data: bytes) -> tuple[bytes, bytes, dict, bytes]:
     except (ValueError, UnicodeDecodeError) as e:
         raise LoadError(f"{path}: malformed relax-mlir dependency record ({e})") from None
     return data[:length], digest, deps, code_hash
+
+
+_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+_PHDR = struct.Struct("<IIQQQQQQ")
+
+
+def _check_elf(path: str, elf: bytes) -> None:
+    """The ELF part is a 64-bit little-endian shared object whose headers and segments lie
+    inside it: the dynamic loader maps segments by offset, and one reaching past the end
+    of the file faults (SIGBUS) on first touch, so a truncated image never reaches it."""
+    if len(elf) < _EHDR.size or elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        raise LoadError(f"{path}: the library part is not a 64-bit little-endian ELF file")
+    (_, e_type, _, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = _EHDR.unpack_from(elf)
+    if e_type != 3:   # ET_DYN
+        raise LoadError(f"{path}: the library part is not a shared object (ELF type {e_type})")
+    if phentsize != _PHDR.size or phoff + phnum * phentsize > len(elf) or \
+            (shnum and shoff + shnum * shentsize > len(elf)):
+        raise LoadError(f"{path}: truncated ELF image (its header tables lie past its {len(elf)} bytes)")
+    for k in range(phnum):
+        p_type, _, off, _, _, filesz, _, _ = _PHDR.unpack_from(elf, phoff + k * phentsize)
+        if p_type in (1, 2) and off + filesz > len(elf):   # PT_LOAD, PT_DYNAMIC
+            raise LoadError(f"{path}: truncated ELF image (segment {k} ends at byte {off + filesz}, the image "
+                            f"has {len(elf)})")
 
 
 class _Image:
@@ -471,7 +500,8 @@ def load(path) -> Executable:
     """
     path = os.path.abspath(os.fspath(path))
     data = _read_regular(path)
-    _, digest, deps, code_hash = _check_trailer(path, data)
+    elf, digest, deps, code_hash = _check_trailer(path, data)
+    _check_elf(path, elf)
     with _images_lock:
         image = _IMAGES.get(digest)
         if image is None:

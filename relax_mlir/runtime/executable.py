@@ -92,7 +92,8 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..errors import ShapeError
-from .abi import ExecutableMetadata, FunctionSig, find_check
+from . import abi
+from .abi import PACKED_PREFIX, ExecutableMetadata, FunctionSig, find_check
 
 DTYPES = {
     "f32": np.float32, "f64": np.float64, "f16": np.float16,
@@ -142,6 +143,10 @@ class SymbolResolver:
     def address(self, name: str) -> int:
         raise NotImplementedError
 
+    def packed_address(self, name: str) -> int:
+        """The address of ``_mlir_relax_packed_<name>`` (a wide function's one-argument entry)."""
+        raise NotImplementedError
+
 
 class LibraryResolver(SymbolResolver):
     """Symbols of a shared library opened with ctypes (an exported Executable)."""
@@ -154,6 +159,14 @@ class LibraryResolver(SymbolResolver):
             fn = getattr(self.lib, "_mlir_ciface_" + name)
         except AttributeError:
             raise RuntimeError(f"{self.path}: no symbol _mlir_ciface_{name}") from None
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
+    def packed_address(self, name: str) -> int:
+        try:
+            fn = getattr(self.lib, PACKED_PREFIX + name)
+        except AttributeError:
+            raise RuntimeError(f"{self.path}: no symbol {PACKED_PREFIX}{name} (@{name} takes more than "
+                               f"{abi.MAX_DIRECT_ARGS} C arguments: export it again with this relax_mlir)") from None
         return ctypes.cast(fn, ctypes.c_void_p).value
 
 
@@ -274,7 +287,7 @@ def _ctypes_signature(D: int, result_ranks: tuple, param_ranks: tuple, single_sc
     """(result struct, CFUNCTYPE) of a C-interface entry point, created once per structure:
     ctypes caches POINTER() and CFUNCTYPE() types forever, so types made per function and
     per load() would leak. The workspace and the ``n_states`` state buffers (1-D byte
-    memrefs) come before the parameters."""
+    memrefs) come before the parameters. No prototype (None) beyond ctypes' argument limit."""
     key = (D, result_ranks, param_ranks, single_scalar, n_states)
     if key not in _SIGNATURES:
         fields = [("status", ctypes.c_int32)] + [(f"d{i}", ctypes.c_int64) for i in range(D)]
@@ -282,7 +295,9 @@ def _ctypes_signature(D: int, result_ranks: tuple, param_ranks: tuple, single_sc
         result_class = type("Results", (ctypes.Structure,), {"_fields_": fields})
         descs = [ctypes.POINTER(descriptor_class(1))] * (1 + n_states)
         descs += [ctypes.POINTER(descriptor_class(r)) for r in param_ranks]
-        if single_scalar:   # i32 _mlir_ciface_f(workspace*, desc*...)
+        if len(descs) + (not single_scalar) > abi.MAX_DIRECT_ARGS:   # a wide function: no ctypes prototype
+            proto = None
+        elif single_scalar:   # i32 _mlir_ciface_f(workspace*, desc*...)
             proto = ctypes.CFUNCTYPE(ctypes.c_int32, *descs)
         else:               # void _mlir_ciface_f(results*, workspace*, desc*...)
             proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(result_class), *descs)
@@ -501,7 +516,7 @@ class _Frame:
     descriptors, and the argument tuple (their addresses and the session's buffers) passed
     to the entry point as is. Only the call holding the session's lock writes it."""
 
-    __slots__ = ("res", "descs", "base", "args")
+    __slots__ = ("res", "descs", "base", "args", "full", "argv")
 
     def __init__(self, fn: "Function", session: "Session"):
         self.res = None if fn.single_scalar else fn.result_class()
@@ -513,7 +528,10 @@ class _Frame:
             addrs.append(at)
             at += 8 * (3 + 2 * r)
         head = () if self.res is None else (ctypes.addressof(self.res),)
-        self.args = head + session._addrs + tuple(addrs)
+        #: the entry point's arguments; ``args``: what the call passes (a wide function: the
+        #: address of ``argv``, the array of them, see relax-packed-entries)
+        self.full = head + session._addrs + tuple(addrs)
+        self.argv, self.args = fn._entry_args(self.full)
 
 
 class Function:
@@ -535,16 +553,21 @@ class Function:
         self.result_ranks = [len(r.shape) for r in sig.results]
         self.single_scalar = (D == 0 and not sig.results)
         n_states = len(exe._meta.states)
+        nargs = (0 if self.single_scalar else 1) + 1 + n_states + self.nparams
+        #: more arguments than ctypes passes: called through the packed entry (one argv pointer)
+        self.packed = nargs > abi.MAX_DIRECT_ARGS
         self.result_class, proto = _ctypes_signature(D, tuple(self.result_ranks), tuple(self.checker.ranks),
                                                      self.single_scalar, n_states)
         address = exe._resolver.address(name)
-        self._fn = proto(address)
+        #: the typed prototype (None for a wide function, which only the packed entry calls)
+        self._fn = proto(address) if proto is not None else None
+        if self.packed:
+            address = exe._resolver.packed_address(name)
         # the call path (see above): stubs, formats and the entry point taking addresses
         exact = [np.dtype(d) if d is not None else None for d in self.checker.np_dtypes]
         self._args = _arg_stub(self.checker.ranks, exact, self.checker.plan_checks)
         self._pack = struct.Struct(_desc_format(self.checker.ranks)).pack_into
-        self._direct = _direct_signature((0 if self.single_scalar else 1) + 1 + n_states + self.nparams,
-                                         self.single_scalar)(address)
+        self._direct = _direct_signature(1 if self.packed else nargs, self.single_scalar)(address)
         self._bases: list[int] = []
         if not self.single_scalar:
             layout = struct.Struct("@i" + "q" * D + _desc_format(self.result_ranks)[1:])
@@ -561,6 +584,14 @@ class Function:
         #: what a call runs: the generated whole call (a target overriding _call, e.g.
         #: vulkan's staging into device memory, keeps its own)
         self._entry = _call_entry(self, exact, dts) if type(self)._call is Function._call else self._call
+
+    def _entry_args(self, full: tuple) -> tuple[Optional[ctypes.Array], tuple]:
+        """(array kept alive, arguments of ``_direct``) for the entry point's arguments ``full``:
+        ``full`` itself, or for a wide function the address of an array holding them."""
+        if not self.packed:
+            return None, full
+        argv = (ctypes.c_void_p * len(full))(*full)
+        return argv, (ctypes.addressof(argv),)
 
     def __repr__(self) -> str:
         params = ", ".join(f"({', '.join(p.shape)}) {p.dtype}" for p in self.sig.params)
@@ -684,7 +715,7 @@ class PreparedCall:
         exact = [np.dtype(d) if d is not None else None for d in fn.checker.np_dtypes[:nlead]]
         self._args = _arg_stub(ranks[:nlead], exact, rest)
         self._pack = struct.Struct(_desc_format(ranks[:nlead])).pack_into
-        self._last: tuple = (None, ())   # (frame, its argument tuple): one atomic read
+        self._last: tuple = (None, (), None)   # (frame, its argument tuple, argv): one atomic read
         self._held = []
         #: a target whose code takes its arguments in device memory: the bound arrays there,
         #: moved once (Function._bind); the call passes them after the leading arguments
@@ -721,8 +752,9 @@ class PreparedCall:
         last = self._last
         if last[0] is frame:
             return last[1]
-        args = frame.args[:len(frame.args) - len(self._bound_addrs)] + self._bound_addrs
-        self._last = (frame, args)
+        full = frame.full[:len(frame.full) - len(self._bound_addrs)] + self._bound_addrs
+        argv, args = self.fn._entry_args(full)
+        self._last = (frame, args, argv)
         return args
 
     def __call__(self, *args):

@@ -25,6 +25,15 @@ class EngineResolver:
             raise RuntimeError(f"no symbol _mlir_ciface_{name} in the compiled module")
         return addr
 
+    def packed_address(self, name: str) -> int:
+        """``_mlir_relax_packed_<f>``: the entry of a function too wide for a direct call."""
+        from .abi import PACKED_PREFIX
+
+        addr = self.engine.raw_lookup(PACKED_PREFIX[len("_mlir_"):] + name)
+        if not addr:
+            raise RuntimeError(f"no symbol {PACKED_PREFIX}{name} in the compiled module")
+        return addr
+
 
 def build_engine(module, opt_level: int, shared_libs: list[str], callbacks: Optional[dict] = None,
                  initialize_in=None):

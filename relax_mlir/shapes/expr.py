@@ -465,13 +465,18 @@ def _prove_le(a: sympy.Expr, b: sympy.Expr) -> Truth:
     return Truth.UNKNOWN
 
 
-def solve_for(pattern: Dim, value: Dim, unknowns: Iterable[str]) -> tuple[dict[str, Dim], list[tuple[Dim, Dim]]] | None:
+def solve_for(pattern: Dim, value: Dim, unknowns: Iterable[str],
+              zero_coefficient: bool = True) -> tuple[dict[str, Dim], list[tuple[Dim, Dim]]] | None:
     """Solve ``pattern == value`` for the one unbound symbol of ``pattern``.
 
     Supports patterns linear in that symbol, ``a*k + b`` (``a``, ``b`` free of
     ``k``). Returns ``({k: (value - b) // a}, conditions)`` where ``conditions``
     are ``(lhs, rhs)`` pairs that must hold at run time (``(value - b) % a == 0``
     when the division is not exact), or None when the pattern is not solvable.
+    A symbolic ``a >= 0`` that may be 0 (``m*k`` with ``m = 0``: every ``k`` fits a size
+    ``b``) gives ``k = (value - b) // max(a, 1)`` and the condition ``a*k + b == value``,
+    never a division by zero; ``zero_coefficient=False`` refuses such a pattern (None), so
+    that callers bind ``k`` from a pattern that determines it first.
     """
     unk = [s for s in pattern.symbols if s in set(unknowns)]
     if not unk:
@@ -485,6 +490,12 @@ def solve_for(pattern: Dim, value: Dim, unknowns: Iterable[str]) -> tuple[dict[s
     a, b = poly.all_coeffs()
     num = Dim(value.expr - b)
     a_dim = Dim(a)
+    if not a.is_number and prove_le(1, a_dim) is not Truth.TRUE and prove_le(0, a_dim) is Truth.TRUE:
+        if not zero_coefficient:
+            return None
+        sol = Dim(_floordiv(num.expr, sympy.Max(a, 1)))
+        back = Dim(a * sol.expr + b)
+        return {unk[0]: sol}, ([] if prove_equal(back, value) is Truth.TRUE else [(back, value)])
     sol = Dim(_floordiv(num.expr, a)) if a != 1 else num
     conds: list[tuple[Dim, Dim]] = []
     if a != 1:

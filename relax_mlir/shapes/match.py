@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from .expr import Dim, Truth, prove_equal, solve_for
+import sympy
+
+from .expr import Dim, Truth, prove_equal, solve_for, symbol
 from .shape import UNKNOWN, Shape
 
 
@@ -26,6 +28,9 @@ class Match:
     checks: list[tuple[Dim, Dim, str]] = field(default_factory=list)
     error: Optional[str] = None
     unresolved: set[str] = field(default_factory=set)
+    #: symbol -> (its coefficient a, where): bound from ``a*k + b`` with an ``a`` that may be
+    #: 0, when every k fits (k = 0 is chosen); a caller that needs k checks ``a >= 1``
+    free_when_zero: dict[str, tuple[Dim, str]] = field(default_factory=dict)
 
 
 def match_shapes(patterns: Sequence[Shape], values: Sequence[Shape], unknowns: Iterable[str],
@@ -65,26 +70,35 @@ def match_shapes(patterns: Sequence[Shape], values: Sequence[Shape], unknowns: I
             if str(p) == free[0]:
                 m.bindings[free[0]] = vd
                 progress = True
-        for idx, (where, pd, vd) in enumerate(pairs):
-            if pd is UNKNOWN or vd is UNKNOWN:
-                continue
-            p = subst(pd)
-            free = [s for s in p.symbols if s in todo and s not in m.bindings]
-            if len(free) != 1:
-                continue
-            sol = solve_for(p, vd, free)
-            if sol is None:
-                continue
-            binding, conds = sol
-            for lhs, rhs in conds:
-                t = prove_equal(lhs, rhs)
-                if t is Truth.FALSE:
-                    m.error = f"{where}: {pd} cannot equal {vd} ({lhs} != {rhs})"
-                    return m
-                m.checks.append((lhs, rhs, f"{where}: {pd} divides {vd}"))
-            m.bindings.update(binding)
-            solved.add(idx)
-            progress = True
+        # a coefficient that may be 0 (m*k, any k when m = 0) only once nothing else binds:
+        # k from a pattern that determines it (2*k) first
+        for zero in (False, True):
+            if progress:
+                break
+            for idx, (where, pd, vd) in enumerate(pairs):
+                if pd is UNKNOWN or vd is UNKNOWN:
+                    continue
+                p = subst(pd)
+                free = [s for s in p.symbols if s in todo and s not in m.bindings]
+                if len(free) != 1:
+                    continue
+                sol = solve_for(p, vd, free, zero_coefficient=zero)
+                if sol is None:
+                    continue
+                binding, conds = sol
+                for lhs, rhs in conds:
+                    t = prove_equal(lhs, rhs)
+                    if t is Truth.FALSE:
+                        m.error = f"{where}: {pd} cannot equal {vd} ({lhs} != {rhs})"
+                        return m
+                    m.checks.append((lhs, rhs, f"{where}: {pd} divides {vd}"))
+                if zero:
+                    (k,) = binding
+                    a = sympy.Poly(pd.expr, symbol(k)).all_coeffs()[0]   # in the pattern's symbols
+                    m.free_when_zero[k] = (Dim(a), where)
+                m.bindings.update(binding)
+                solved.add(idx)
+                progress = True
     m.unresolved = {s for s in todo if s not in m.bindings}
     for idx, (where, pd, vd) in enumerate(pairs):
         # A pair solved linearly (2*k against n: k = n // 2) holds once its

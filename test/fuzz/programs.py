@@ -152,16 +152,9 @@ def ref_reduce(name: str, x: np.ndarray, dt: str, axes, keep: bool) -> np.ndarra
 
 def ref_arg(name: str, x: np.ndarray, axis, keep: bool) -> np.ndarray:
     f = np.argmax if name == "argmax" else np.argmin
-    if axis is None:
-        r = np.int64(f(x)) if x.size else np.int64(0)
+    if axis is None:   # numpy raises ValueError on an empty sequence, as relax does (a ShapeError)
+        r = np.int64(f(x))
         return np.full([1] * x.ndim, r, np.int64) if keep else np.asarray(r, np.int64)
-    if x.shape[axis] == 0:
-        shape = list(x.shape)
-        if keep:
-            shape[axis] = 1
-        else:
-            del shape[axis]
-        return np.zeros(shape, np.int64)
     return np.asarray(f(x, axis=axis, keepdims=keep), np.int64)
 
 

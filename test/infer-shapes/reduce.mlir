@@ -59,8 +59,9 @@ func.func @prod_keepdims_all(%x: tensor<?x?xf32, #relax.shape<["n", "k"]>>) -> t
 
 // CHECK-LABEL: func.func @argmax_axis(
 // CHECK-SAME: -> tensor<?xi64, #relax.shape<["n"]>> attributes
-// CHECK-NOT: relax.assert
-// CHECK: "relax.argmax"{{.*}} -> tensor<?xi64, #relax.shape<["n"]>>
+// the reduced size must be >= 1 (numpy raises on an empty sequence): a run-time check
+// CHECK-NEXT: "relax.assert"() {dims = #relax.shape<[1, "k"]>, message = "relax.argmax: attempt to get argmax of an empty sequence: the length of axis 1: 1 <= k", predicate = "le"}
+// CHECK-NEXT: "relax.argmax"{{.*}} -> tensor<?xi64, #relax.shape<["n"]>>
 func.func @argmax_axis(%x: tensor<?x?xf32, #relax.shape<["n", "k"]>>) -> tensor<?xi64> attributes {relax.function} {
   %0 = "relax.argmax"(%x) {axis = 1 : i64} : (tensor<?x?xf32, #relax.shape<["n", "k"]>>) -> tensor<?xi64>
   return %0 : tensor<?xi64>
@@ -70,8 +71,9 @@ func.func @argmax_axis(%x: tensor<?x?xf32, #relax.shape<["n", "k"]>>) -> tensor<
 
 // CHECK-LABEL: func.func @argmin_flat(
 // CHECK-SAME: -> tensor<i64> attributes
-// CHECK-NOT: relax.assert
-// CHECK: "relax.argmin"{{.*}} -> tensor<i64>
+// the reduced size must be >= 1 (numpy raises on an empty sequence): a run-time check
+// CHECK-NEXT: "relax.assert"() {dims = #relax.shape<[1, "k*n"]>, message = "relax.argmin: attempt to get argmin of an empty sequence: the reduced size: 1 <= k*n", predicate = "le"}
+// CHECK-NEXT: "relax.argmin"{{.*}} -> tensor<i64>
 func.func @argmin_flat(%x: tensor<?x?xf32, #relax.shape<["n", "k"]>>) -> tensor<i64> attributes {relax.function} {
   %0 = "relax.argmin"(%x) : (tensor<?x?xf32, #relax.shape<["n", "k"]>>) -> tensor<i64>
   return %0 : tensor<i64>
@@ -81,8 +83,9 @@ func.func @argmin_flat(%x: tensor<?x?xf32, #relax.shape<["n", "k"]>>) -> tensor<
 
 // CHECK-LABEL: func.func @argmax_keepdims(
 // CHECK-SAME: -> tensor<1x?xi64, #relax.shape<[1, "k"]>> attributes
-// CHECK-NOT: relax.assert
-// CHECK: "relax.argmax"{{.*}} -> tensor<1x?xi64, #relax.shape<[1, "k"]>>
+// the reduced size must be >= 1 (numpy raises on an empty sequence): a run-time check
+// CHECK-NEXT: "relax.assert"() {dims = #relax.shape<[1, "n"]>, message = "relax.argmax: attempt to get argmax of an empty sequence: the length of axis 0: 1 <= n", predicate = "le"}
+// CHECK-NEXT: "relax.argmax"{{.*}} -> tensor<1x?xi64, #relax.shape<[1, "k"]>>
 func.func @argmax_keepdims(%x: tensor<?x?xf32, #relax.shape<["n", "k"]>>) -> tensor<?x?xi64> attributes {relax.function} {
   %0 = "relax.argmax"(%x) {axis = 0 : i64, keepdims = true} : (tensor<?x?xf32, #relax.shape<["n", "k"]>>) -> tensor<?x?xi64>
   return %0 : tensor<?x?xi64>

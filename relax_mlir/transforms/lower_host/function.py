@@ -264,7 +264,29 @@ class FunctionLowering:
                 checks.append((self.cmp("sle", self.const(0), self.env[s]), f"{s} >= 0"))
         for lhs, rhs, where in m.checks:
             checks.append((self.cmp("eq", self.index(lhs), self.index(rhs)), where))
+        for s, (a, where) in m.free_when_zero.items():
+            if self._determines(s, a):   # k of a*k with a = 0 is any value: where it matters, a >= 1
+                checks.append((self.cmp("sle", self.const(1), self.index(a)),
+                               f"{where}: {s} is undetermined when {a} = 0, and a value of the function "
+                               f"has a size in {s}"))
         return checks
+
+    def _determines(self, s: str, a: Dim) -> bool:
+        """Whether symbol ``s`` sizes a value of the graph function (an op's or the function's
+        result, an asserted dimension) when ``a`` is 0: then the value of ``s`` matters."""
+        zero = {symbol(z): 0 for z in sorted(a.symbols)}
+        dims = []
+        for op in body_ops(self.f):
+            for r in op.results:
+                sig = read_tensor_type(r.type) if isinstance(r.type, ir.RankedTensorType) else None
+                if sig is not None:
+                    dims += [d for d in sig.shape if d is not UNKNOWN]
+            if op.name == "relax.assert":
+                dims += [d for d in Shape.from_attr(op.attributes["dims"]) if d is not UNKNOWN]
+        for d in dims:
+            if s in d.symbols and any(s in Dim(d.expr.subs(z, 0)).symbols for z in zero):
+                return True
+        return False
 
     # -- driver ---------------------------------------------------------------------
     def _entry(self, body) -> func.FuncOp:

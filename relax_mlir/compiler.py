@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Optional, Sequence, Union
 
 from .errors import CompileError
+from .runtime.aot import export_library
 from .runtime.jit import EngineResolver, build_engine  # noqa: F401 (EngineResolver re-exported)
 from .transforms.registry import PipelineError
 
@@ -418,6 +419,7 @@ def _compile(src, target, libraries, options, tuning_db):
         exe = tgt.runtime(module, meta_json, libs, opts)
     runtime_phases = exe.compile_phases or {"runtime": time.perf_counter() - ts}
     exe.compile_phases = {**phases, **runtime_phases}
+    exe.exporter = export_library
     exe.compile_options = opts
     exe.compile_time_s = time.perf_counter() - t0
     exe.metadata["compile_time_s"] = exe.compile_time_s

@@ -535,4 +535,5 @@ def load(path) -> Executable:
                          image.libraries, source_path=path)
     except (KeyError, TypeError, RuntimeError, SyntaxError) as e:
         raise LoadError(f"{path}: inconsistent relax-mlir metadata ({type(e).__name__}: {e})") from None
+    exe.exporter = export_library
     return exe

@@ -1042,10 +1042,17 @@ class Executable:
             self._llvm_dialect_text = self._llvm_dialect()
         return self._llvm_dialect_text
 
+    #: writes an Executable as a shared library: :func:`relax_mlir.runtime.aot.export_library`,
+    #: set by what made it (relax_mlir.compile, relax_mlir.load); this module does not import
+    #: the exporter, which imports it
+    exporter: Optional[Callable[["Executable", str], str]] = None
+
     def export(self, path) -> str:
         """Write a self-contained shared library (code + metadata); see :mod:`relax_mlir.runtime.aot`."""
-        from .aot import export_library
-        return export_library(self, path)
+        if self.exporter is None:
+            raise RuntimeError("this Executable cannot be exported: it was made neither by relax_mlir.compile "
+                               "nor by relax_mlir.load")
+        return self.exporter(self, path)
 
     def _failure(self, status: int, details: list[int]) -> Exception:
         found = find_check(self._meta, status)

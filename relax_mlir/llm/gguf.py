@@ -82,7 +82,11 @@ def check_file(path: str) -> None:
     if os.path.isdir(path):
         raise GGUFError(f"{path}: is a directory, not a GGUF file")
 
-    with open(path, "rb") as fh:
+    try:
+        fh = open(path, "rb")
+    except OSError as e:
+        raise GGUFError(f"{path}: {e.strerror or e}") from None
+    with fh:
         # The header (metadata + tensor infos) is read in chunks as the walk needs it.
         buf = bytearray()
 

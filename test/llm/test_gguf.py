@@ -57,8 +57,7 @@ def random_kquant(shape, qtype, rng) -> np.ndarray:
     return raw.reshape(*shape[:-1], shape[-1] // block * size)
 
 
-def write_gguf(path, arch: str, sd: dict, cfg, types: dict, default=T.F32, tokenizer: bool = True,
-               extra=None) -> dict:
+def write_gguf(path, arch: str, sd: dict, cfg, types: dict, default=T.F32, tokenizer: bool = True) -> dict:
     """Write ``sd`` (HF names, f32) as a GGUF of ``arch`` the way llama.cpp's converter does
     (q/k rows permuted for llama); returns the dequantized weights (HF names and layout)."""
     rng = np.random.default_rng(7)
@@ -83,8 +82,8 @@ def write_gguf(path, arch: str, sd: dict, cfg, types: dict, default=T.F32, token
         w.add_bos_token_id(1)
         w.add_eos_token_id(2)
         w.add_chat_template(TEMPLATE)
-    for k, v in (extra or {}).items():
-        w.add_key_value(k, *v)
+    if arch == "mistral" and getattr(cfg, "sliding_window", None):
+        w.add_uint32("mistral.attention.sliding_window", cfg.sliding_window)
     ref = {}
     for name, x in sd.items():
         if name.startswith("model.layers."):
@@ -104,7 +103,7 @@ def write_gguf(path, arch: str, sd: dict, cfg, types: dict, default=T.F32, token
             stored = gguf.quants.quantize(x, qt)
             deq = gguf.quants.dequantize(stored, qt).reshape(x.shape).astype(np.float32)
         ref[name] = deq
-        if arch == "llama" and (".q_proj." in name or ".k_proj." in name):
+        if arch in ("llama", "mistral") and (".q_proj." in name or ".k_proj." in name):
             heads = cfg.num_attention_heads if ".q_proj." in name else cfg.num_key_value_heads
             stored = permute(stored, heads)
         w.add_tensor(gname, stored, raw_dtype=None if qt in (T.F32, T.F16) else qt)
@@ -121,6 +120,7 @@ MODELS = {
                               "attn_output.weight": T.F16, "ffn_gate.weight": T.Q4_1, "ffn_up.weight": T.Q8_0,
                               "ffn_down.weight": T.Q4_K, "token_embd.weight": T.Q8_0}, T.F32),
     "llama_tied_f16": ("llama", {"tie_word_embeddings": True}, {"ffn_down.weight": T.Q6_K}, T.F16),
+    "mistral_window": ("mistral", {"sliding_window": 5}, {"attn_q.weight": T.Q4_1, "attn_k.weight": T.Q4_1}, T.F16),
     "qwen2_bias": ("qwen2", {"rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}},
                    {"attn_q.weight": T.Q4_0, "attn_k.weight": T.Q8_0, "ffn_up.weight": T.Q4_1}, T.F32),
 }
@@ -129,6 +129,7 @@ MODELS = {
 def hf_model(name: str, sd: dict | None = None):
     kind, extra, _, _ = MODELS[name]
     cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+           "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
            "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[kind]
     cfg = cls[0](**{**HF, **extra})
     torch.manual_seed(0)

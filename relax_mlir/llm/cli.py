@@ -96,14 +96,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def is_gguf(path: str) -> bool:
-    """A .gguf name, or a file starting with GGUF's magic."""
+    """A .gguf name, or any file but a .safetensors one (the GGUF reader then says what is
+    wrong with it); directories are Hugging Face model directories."""
     if path.lower().endswith(".gguf"):
         return True
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"GGUF"
-    except OSError:
-        return False
+    return os.path.isfile(path) and not path.lower().endswith(".safetensors")
 
 
 def _fail(msg: str) -> int:
@@ -208,22 +205,18 @@ def _stream(lm, tok, ids: np.ndarray, args, out) -> int:
     if ids.size + 1 > lm.max_seq_len:
         return _fail(f"the prompt has {ids.size} tokens; --max-seq-len {lm.max_seq_len} leaves no room to generate")
     n = min(args.max_new_tokens, lm.max_seq_len - ids.size)
-    printed, stamps, seen = [""], [], []
+    from .gguf import TextStream
+    stream, stamps = TextStream(tok), []
 
     def on_token(t):
         stamps.append(time.perf_counter())
-        seen.append(int(t))
-        text = tok.decode(seen, skip_special_tokens=True)
-        if not text.endswith("\ufffd"):          # wait for the rest of a UTF-8 sequence
-            out.write(text[len(printed[0]):])
-            out.flush()
-            printed[0] = text
+        out.write(stream.push(t))
+        out.flush()
 
     t0 = time.perf_counter()
     toks = lm.generate(ids, n, temperature=args.temperature, top_p=args.top_p, seed=args.seed, callback=on_token)
     new = toks[len(ids):]
-    text = tok.decode(seen, skip_special_tokens=True)   # the rest, an incomplete sequence included
-    print(text[len(printed[0]):], file=out)
+    print(stream.finish(), file=out)    # the rest (an incomplete UTF-8 sequence included)
     t_prefill = stamps[0] - t0 if stamps else 0.0
     dt = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
     rate = f"{(len(new) - 1) / dt:.1f} tokens/s" if dt > 0 else "-"

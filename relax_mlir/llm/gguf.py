@@ -144,7 +144,8 @@ def check_file(path: str) -> None:
                     need(off + count * _SCALAR_SIZE[itype], key)
                     return off + count * _SCALAR_SIZE[itype]
                 if count * 8 > size - off:
-                    raise GGUFError(f"{path}: corrupt GGUF metadata '{key}' (array of {count} entries)")
+                    raise GGUFError(f"{path}: truncated or corrupt GGUF file (metadata '{key}': an array of "
+                                    f"{count} entries in the {size - off} bytes left)")
                 for _ in range(count):
                     off = value(off, itype, key, depth + 1)
                 return off
@@ -636,19 +637,29 @@ def render_chat_template(template: str, messages, add_generation_prompt: bool = 
 
 
 class TextStream:
-    """Incremental detokenization: ``push(token)`` returns the text the new token adds
-    (decoding everything so far; text ending in an incomplete UTF-8 sequence waits)."""
+    """Incremental detokenization with any tokenizer that has ``decode(ids,
+    skip_special_tokens=...)``: ``push(token)`` returns the text the new token adds
+    (everything so far decoded again; text ending in an incomplete UTF-8 sequence waits),
+    ``finish()`` whatever is left."""
 
-    def __init__(self, tok: GGUFTokenizer):
+    def __init__(self, tok):
         self.tok, self.ids, self.printed = tok, [], ""
+
+    def _text(self) -> str:
+        return self.tok.decode(self.ids, skip_special_tokens=True)
 
     def push(self, token: int) -> str:
         self.ids.append(int(token))
-        text = self.tok.decode(self.ids)
+        text = self._text()
         if text.endswith("\ufffd"):
             return ""
         new = text[len(self.printed):]     # (a decode that rewrites earlier text is not undone)
         self.printed = text
+        return new
+
+    def finish(self) -> str:
+        text = self._text()
+        new, self.printed = text[len(self.printed):], text
         return new
 
 

@@ -158,6 +158,18 @@ class CausalLM:
         return cls(c, weights, max_seq_len or getattr(cfg, "max_position_embeddings", 2048),
                    eos_token_id=getattr(cfg, "eos_token_id", None), target=target)
 
+    @classmethod
+    def from_gguf(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu") -> "CausalLM":
+        """A llama.cpp GGUF file (llama, mistral, qwen2; weights dequantized to f32 for now),
+        its tokenizer and chat template as ``.tokenizer`` (:class:`~relax_mlir.llm.gguf.GGUFTokenizer`);
+        ``max_seq_len`` defaults to min(the file's context length, 2048)."""
+        from .gguf import load
+        g = load(path)
+        lm = cls(g.config, g.weights, max_seq_len or min(g.context_length, 2048), eos_token_id=g.eos_token_id,
+                 target=target)
+        lm.tokenizer = g.tokenizer
+        return lm
+
     # -- running ---------------------------------------------------------------------------
 
     @property

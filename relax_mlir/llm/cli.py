@@ -1,8 +1,10 @@
-"""``relax-mlir llm``: generate tokens from a random-init Llama of a named size or a local
-model directory, printing tokens/s (a progress line while compiling and generating).
+"""``relax-mlir llm``: generate tokens from a random-init Llama of a named size, a local
+model directory or a llama.cpp GGUF file, printing tokens/s (a progress line while
+compiling and generating; with a tokenizer, the text streams as it is generated).
 
     python -m relax_mlir.llm.cli --size 134m --prompt-len 128 --max-new-tokens 32
     python -m relax_mlir.llm.cli --model ./my-llama --prompt "Once upon a time" -n 64
+    relax-mlir llm --model SmolLM2-135M-Instruct.Q4_1.gguf --chat "What is the capital of France?"
 
 :func:`main` takes ``argv`` so the ``relax-mlir`` console script can route its ``llm``
 subcommand here (``add_arguments`` fills a subparser, ``run`` executes parsed args).
@@ -11,10 +13,11 @@ subcommand here (``add_arguments`` fills a subparser, ``run`` executes parsed ar
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -58,6 +61,14 @@ class _Progress:
         self.stream.write(f"\r{self.label} [{'#' * fill}{'.' * (w - fill)}] {self.n}/{self.total}")
         self.stream.flush()
 
+    def cancel(self):
+        """Stop without a final line (an error message follows instead)."""
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
     def done(self, msg: str = ""):
         self._stop.set()
         if self._thread:
@@ -69,8 +80,11 @@ class _Progress:
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--size", choices=sorted(SIZES), default="tiny", help="random-init Llama of this size")
-    src.add_argument("--model", help="local model directory (config.json + *.safetensors [+ tokenizer])")
-    ap.add_argument("--prompt", help="prompt text (needs a tokenizer in --model)")
+    src.add_argument("--model", help="local model directory (config.json + *.safetensors [+ tokenizer]) or a "
+                                     "llama.cpp .gguf file (llama, mistral, qwen2; tokenizer and chat template inside)")
+    text = ap.add_mutually_exclusive_group()
+    text.add_argument("--prompt", help="prompt text, as is (needs a tokenizer in --model)")
+    text.add_argument("--chat", metavar="MESSAGE", help="a user message, wrapped in the model's chat template")
     ap.add_argument("--prompt-len", type=int, default=16, help="random prompt length when no --prompt")
     ap.add_argument("-n", "--max-new-tokens", type=int, default=32)
     ap.add_argument("--temperature", type=float, default=0.0)
@@ -81,24 +95,65 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                                                     "on the GPU)")
 
 
+def is_gguf(path: str) -> bool:
+    """A .gguf name, or any file but a .safetensors one (the GGUF reader then says what is
+    wrong with it); directories are Hugging Face model directories."""
+    if path.lower().endswith(".gguf"):
+        return True
+    return os.path.isfile(path) and not path.lower().endswith(".safetensors")
+
+
+def _fail(msg: str) -> int:
+    print(f"relax-mlir llm: error: {msg}", file=sys.stderr)
+    return 2
+
+
 def run(args: argparse.Namespace, out=None) -> int:
     from .causal_lm import CausalLM
 
     out = sys.stdout if out is None else out   # read per call (see _Progress)
 
     tokenizer = None
+    chat = getattr(args, "chat", None)
+    if args.model and is_gguf(args.model):
+        from .gguf import GGUFError
+        try:
+            prog = _Progress("loading + compiling")
+            lm = CausalLM.from_gguf(args.model, max_seq_len=args.max_seq_len, target=args.target)
+        except (GGUFError, OSError) as e:
+            prog.cancel()
+            return _fail(str(e))
+        return _run_text(lm, args, chat, prog, out)
     prog = _Progress("compiling")
+    if chat is not None and not args.model:
+        prog.cancel()
+        return _fail("--chat needs --model (a model with a tokenizer and a chat template)")
     if args.model:
+        if not os.path.exists(args.model):
+            prog.cancel()
+            return _fail(f"{args.model}: no such file or directory")
         lm = CausalLM.from_pretrained(args.model, max_seq_len=args.max_seq_len, target=args.target)
-        if args.prompt is not None:
+        if args.prompt is not None or chat is not None:
             from transformers import AutoTokenizer
             tokenizer = AutoTokenizer.from_pretrained(args.model)
+            if chat is not None:
+                prog.done(f"{lm.exe.compile_time_s:.1f} s")
+                ids = tokenizer.apply_chat_template([{"role": "user", "content": chat}], add_generation_prompt=True,
+                                                    tokenize=True)
+                ids = ids["input_ids"] if isinstance(ids, Mapping) else ids
+                return _stream(lm, tokenizer, np.asarray(ids, np.int64), args, out)
     else:
         c = SIZES[args.size]
         lm = CausalLM.random(c, max_seq_len=args.max_seq_len or args.prompt_len + args.max_new_tokens + 1,
                              seed=args.seed, target=args.target)
     prog.done(f"{lm.exe.compile_time_s:.1f} s (one executable for every prompt length)")
-    if tokenizer is not None:
+    return _generate_ids(lm, args, out, tokenizer)
+
+
+def _generate_ids(lm, args, out, tokenizer=None) -> int:
+    """Prefill (warm-up, then timed) and generate with a progress bar; print the text (or
+    the ids) and the rates. A random prompt of ``--prompt-len`` ids without a tokenizer."""
+    if tokenizer is not None and args.prompt is not None:
         ids = np.asarray(tokenizer(args.prompt)["input_ids"], np.int64)
     else:
         ids = np.random.default_rng(args.seed).integers(0, lm.config.vocab_size, args.prompt_len)
@@ -118,11 +173,54 @@ def run(args: argparse.Namespace, out=None) -> int:
     dt = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
     new = toks[len(ids):]
     bar.done(f"{len(new)} tokens")
-    text = tokenizer.decode(new) if tokenizer is not None else " ".join(str(int(t)) for t in new)
+    text = tokenizer.decode(new) if tokenizer is not None and args.prompt is not None else " ".join(str(int(t)) for t in new)
     print(text, file=out)
     rate = f"{(len(new) - 1) / dt:.1f} tokens/s" if dt > 0 else "-"
     print(f"prefill {len(ids)} tokens: {t_prefill * 1e3:.1f} ms ({len(ids) / t_prefill:.1f} tokens/s); "
           f"decode: {rate}", file=out)
+    return 0
+
+
+def _run_text(lm, args, chat, prog, out) -> int:
+    """A GGUF model: --chat (the chat template) or --prompt (raw text) streamed as text; neither:
+    a random prompt of token ids, as for the other models."""
+    prog.done(f"{lm.exe.compile_time_s:.1f} s compile")
+    tok = getattr(lm, "tokenizer", None)
+    if chat is None and args.prompt is None:
+        return _generate_ids(lm, args, out)
+    if tok is None:
+        return _fail(f"{args.model}: no tokenizer in the file (or the 'tokenizers' package is missing)")
+    from .gguf import GGUFError
+    try:
+        ids = (tok.apply_chat_template([{"role": "user", "content": chat}]) if chat is not None
+               else tok.encode(args.prompt))
+    except GGUFError as e:
+        return _fail(str(e))
+    return _stream(lm, tok, np.asarray(ids, np.int64), args, out)
+
+
+def _stream(lm, tok, ids: np.ndarray, args, out) -> int:
+    """Generate after ``ids``, writing the text as it comes (decoded incrementally), then
+    a line with the prefill time and the decode rate."""
+    if ids.size + 1 > lm.max_seq_len:
+        return _fail(f"the prompt has {ids.size} tokens; --max-seq-len {lm.max_seq_len} leaves no room to generate")
+    n = min(args.max_new_tokens, lm.max_seq_len - ids.size)
+    from .gguf import TextStream
+    stream, stamps = TextStream(tok), []
+
+    def on_token(t):
+        stamps.append(time.perf_counter())
+        out.write(stream.push(t))
+        out.flush()
+
+    t0 = time.perf_counter()
+    toks = lm.generate(ids, n, temperature=args.temperature, top_p=args.top_p, seed=args.seed, callback=on_token)
+    new = toks[len(ids):]
+    print(stream.finish(), file=out)    # the rest (an incomplete UTF-8 sequence included)
+    t_prefill = stamps[0] - t0 if stamps else 0.0
+    dt = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
+    rate = f"{(len(new) - 1) / dt:.1f} tokens/s" if dt > 0 else "-"
+    print(f"prefill {len(ids)} tokens: {t_prefill * 1e3:.1f} ms; decode {len(new)} tokens: {rate}", file=out)
     return 0
 
 

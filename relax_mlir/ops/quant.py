@@ -1,0 +1,203 @@
+"""Block-quantized weights, stored as GGUF stores them (docs/quantization.md).
+
+A quantized matrix of N rows (output features) by K columns (input features) is ONE relax
+value: an ``i8`` tensor ``(N, RB)`` holding the raw GGUF rows, ``RB = K / block * bytes``
+(:data:`FORMATS`); the op using it names the format. So a decode step reads the bytes of
+the file, dequantized in registers by the kernel.
+
+* ``relax.quantized_matmul(x (..., K) f32, w (N, RB) i8) {format}`` -> ``(..., N)`` f32:
+  ``x @ dequantize(w)^T`` with f32 accumulation; ``activations = "q8"`` lets the kernel
+  quantize ``x`` to 8 bits per block (llama.cpp's int8 dot products: faster, not exact).
+* ``relax.quantized_take(table (V, RB) i8, ids) {format}`` -> ``ids.shape + (K,)`` f32: the
+  dequantized rows (an embedding lookup); ids are clamped into [0, V) as ``take`` does.
+
+On the cpu target relax-dispatch-library calls the relax_blas kernels
+(``relax_qmatmul_<format>[_q8]``, ``relax_qtake_<format>``); elsewhere (GPU targets, or
+dispatch off) they legalize to a generic kernel that dequantizes each element where it is
+read: correct on every target, not fast.
+"""
+
+from __future__ import annotations
+
+from ..shapes import UNKNOWN, Dim, Shape, TensorSig
+from .common import tensor_input
+from .registry import Attr, InferCall, op
+
+#: format -> (elements per block, bytes per block)
+FORMATS = {
+    "f16": (1, 2), "bf16": (1, 2),
+    "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24),
+    "q4_k": (256, 144), "q5_k": (256, 176), "q6_k": (256, 210),
+}
+#: formats the generic (any target) kernel dequantizes; the others need the cpu library
+GENERIC_FORMATS = ("f16", "bf16", "q8_0", "q4_0", "q4_1")
+ACTIVATIONS = ("f32", "q8")
+#: formats the cpu target's library kernels compute on (relax-dispatch-library)
+LIBRARY_FORMATS: tuple = ()
+
+
+def supported_formats(target: str) -> tuple:
+    """The formats a model compiled for ``target`` keeps weights in."""
+    return tuple(dict.fromkeys(GENERIC_FORMATS + (LIBRARY_FORMATS if target == "cpu" else ())))
+
+
+def row_bytes(fmt: str, k: int) -> int:
+    """Bytes of one row of ``k`` elements in format ``fmt`` (``k`` a multiple of its block)."""
+    block, nbytes = FORMATS[fmt]
+    if k % block:
+        raise ValueError(f"{fmt}: a row of {k} elements is not a whole number of {block}-element blocks")
+    return k // block * nbytes
+
+
+def _format(call: InferCall) -> str:
+    fmt = call["format"]
+    if fmt not in FORMATS:
+        raise call.error(f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})")
+    return fmt
+
+
+def _weight(call: InferCall, i: int, what: str) -> tuple[Dim, int]:
+    """(rows, K) of the quantized operand ``i``: an i8 (rows, RB) tensor, RB static."""
+    fmt = _format(call)
+    w = tensor_input(call, i)
+    if w.dtype != "i8" or w.rank != 2:
+        raise call.error(f"{what} must be a 2-D i8 tensor of {fmt} rows, got {w.rank}-D {w.dtype}")
+    rb = w.shape[1]
+    if rb is UNKNOWN or not rb.is_static:
+        raise call.error(f"{what}: its row bytes (dim 1) must be static, got {rb}")
+    block, nbytes = FORMATS[fmt]
+    if rb.value % nbytes:
+        raise call.error(f"{what}: {rb.value} row bytes is not a whole number of {fmt} blocks ({nbytes} bytes)")
+    return w.shape[0], rb.value // nbytes * block
+
+
+@op("quantized_matmul", operands=["x", "w"], attrs=[Attr("format", "str"), Attr("activations", "str", "f32")],
+    summary="x @ dequantize(w)^T: w an i8 (N, RB) tensor of raw GGUF rows in `format`; f32 "
+            "accumulation; activations = \"q8\": x quantized to 8 bits per block (int8 dot products)",
+    family="quant")
+def _quantized_matmul(call: InferCall) -> TensorSig:
+    x = tensor_input(call, 0)
+    n, k = _weight(call, 1, "w")
+    if x.dtype != "f32" or x.rank < 1:
+        raise call.error(f"x must be an f32 tensor of rank >= 1, got {x.rank}-D {x.dtype}")
+    if call["activations"] not in ACTIVATIONS:
+        raise call.error(f"activations must be one of {', '.join(ACTIVATIONS)}, got '{call['activations']}'")
+    call.require_equal(x.shape[-1], k, f"x dim -1 vs the K of w ({call['format']} rows)")
+    return TensorSig(Shape(list(x.shape[:-1]) + [n]), "f32")
+
+
+@op("quantized_take", operands=["table", "indices"], attrs=[Attr("format", "str")],
+    summary="dequantized rows of an i8 (V, RB) table of raw GGUF rows in `format` at integer "
+            "`indices` (clamped into [0, V))", family="quant")
+def _quantized_take(call: InferCall) -> TensorSig:
+    _, k = _weight(call, 0, "table")
+    idx = tensor_input(call, 1)
+    if not idx.dtype.startswith(("i", "ui")) or idx.dtype == "i1":
+        raise call.error(f"indices must be an integer tensor, got {idx.dtype}")
+    return TensorSig(Shape(list(idx.shape) + [k]), "f32")
+
+
+# -- legalization: the generic kernel (any target) -----------------------------------------
+
+from .kernels import LegalizeCall, attr_tag, identity_map  # noqa: E402
+from .registry import legalization  # noqa: E402
+
+
+def _dequantizer(kb, fmt: str, w: str):
+    """A function (row, k: index values) -> the f32 element of ``w`` (raw rows) at (row, k),
+    emitted with ``kb`` inside a region."""
+    block, nbytes = FORMATS[fmt]
+
+    def byte(row, off):         # the unsigned byte at (row, off) as i32
+        b = kb.extract(w, [row, off])
+        return kb.op(f"arith.extui {b} : i8 to i32", "i32")
+
+    def half_bits(row, off):    # the little-endian 16-bit word at (row, off) as i32
+        lo, hi = byte(row, off), byte(row, kb.bin("arith.addi", off, kb.index(1), "index"))
+        return kb.bin("arith.ori", lo, kb.bin("arith.shli", hi, kb.const(8, "i32"), "i32"), "i32")
+
+    def f16_at(row, off):
+        h = kb.op(f"arith.trunci {half_bits(row, off)} : i32 to i16", "i16")
+        return kb.op(f"arith.extf {kb.op(f'arith.bitcast {h} : i16 to f16', 'f16')} : f16 to f32", "f32")
+
+    def at(row, k):
+        if fmt == "f16":
+            return f16_at(row, kb.bin("arith.muli", k, kb.index(2), "index"))
+        if fmt == "bf16":
+            bits = kb.bin("arith.shli", half_bits(row, kb.bin("arith.muli", k, kb.index(2), "index")),
+                          kb.const(16, "i32"), "i32")
+            return kb.op(f"arith.bitcast {bits} : i32 to f32", "f32")
+        blk = kb.bin("arith.divui", k, kb.index(block), "index")
+        j = kb.bin("arith.remui", k, kb.index(block), "index")
+        base = kb.bin("arith.muli", blk, kb.index(nbytes), "index")
+        d = f16_at(row, base)
+        if fmt == "q8_0":
+            q = kb.extract(w, [row, kb.bin("arith.addi", base, kb.bin("arith.addi", j, kb.index(2), "index"), "index")])
+            return kb.bin("arith.mulf", kb.op(f"arith.sitofp {q} : i8 to f32", "f32"), d, "f32")
+        # q4_0 / q4_1: 16 bytes of nibbles after the header; element j < 16 is the low nibble
+        # of byte j, element j >= 16 the high nibble of byte j - 16
+        head = 2 if fmt == "q4_0" else 4
+        jj = kb.bin("arith.remui", j, kb.index(16), "index")
+        shift = kb.bin("arith.muli", kb.cast(kb.bin("arith.divui", j, kb.index(16), "index"), "i32"),
+                       kb.const(4, "i32"), "i32")
+        b = byte(row, kb.bin("arith.addi", base, kb.bin("arith.addi", jj, kb.index(head), "index"), "index"))
+        nib = kb.bin("arith.andi", kb.bin("arith.shrui", b, shift, "i32"), kb.const(15, "i32"), "i32")
+        if fmt == "q4_0":
+            nib = kb.bin("arith.subi", nib, kb.const(8, "i32"), "i32")
+        v = kb.bin("arith.mulf", kb.op(f"arith.sitofp {nib} : i32 to f32", "f32"), d, "f32")
+        if fmt == "q4_1":
+            v = kb.bin("arith.addf", v, f16_at(row, kb.bin("arith.addi", base, kb.index(2), "index")), "f32")
+        return v
+
+    return at
+
+
+def _generic_format(call: LegalizeCall) -> str:
+    fmt = call["format"]
+    if fmt not in GENERIC_FORMATS:
+        raise call.error(f"format '{fmt}' has no generic kernel (formats: {', '.join(GENERIC_FORMATS)}); "
+                         "it runs on the cpu target through relax-dispatch-library's quantized kernels")
+    return fmt
+
+
+@legalization("quantized_matmul")
+def _legalize_quantized_matmul(call: LegalizeCall):
+    """out[..., n] = sum_k x[..., k] * dequantize(w)[n, k]: a reduction generic whose body
+    reads the weight's bytes (slow; the cpu target dispatches to a library kernel)."""
+    fmt = _generic_format(call)
+    x, _ = call.in_types
+    out = call.out_types[0]
+    kb = call.builder(attr_tag(format=fmt))
+    lead = [f"d{i}" for i in range(x.rank - 1)]
+    nd, kd = f"d{x.rank - 1}", f"d{x.rank}"
+    at = _dequantizer(kb, fmt, kb.ins[1])
+
+    def body(xv, acc):
+        wv = at(kb.linalg_index(x.rank - 1), kb.linalg_index(x.rank))
+        return [kb.bin("arith.addf", acc, kb.bin("arith.mulf", xv, wv, "f32"), "f32")]
+
+    zero = kb.fill(0.0, kb.outs[0])
+    (r,) = kb.generic([(kb.ins[0], lead + [kd])], [(zero, lead + [nd])],
+                      ["parallel"] * x.rank + ["reduction"], body)
+    return kb.finish([r])
+
+
+@legalization("quantized_take")
+def _legalize_quantized_take(call: LegalizeCall):
+    """out[i..., k] = dequantize(table)[clamp(ids[i...]), k]."""
+    fmt = _generic_format(call)
+    _, idx = call.in_types
+    out = call.out_types[0]
+    kb = call.builder(attr_tag(format=fmt))
+    rows = kb.dim(kb.ins[0], 0)
+    at = _dequantizer(kb, fmt, kb.ins[0])
+
+    def body(i, o):
+        i = kb.cast(i, "index")
+        i = kb.bin("arith.minsi", kb.bin("arith.maxsi", i, kb.index(0), "index"),
+                   kb.bin("arith.subi", rows, kb.index(1), "index"), "index")
+        return [at(i, kb.linalg_index(idx.rank))]
+
+    (r,) = kb.generic([(kb.ins[1], [f"d{j}" for j in range(idx.rank)])], [(kb.outs[0], identity_map(out.rank))],
+                      ["parallel"] * out.rank, body)
+    return kb.finish([r])

@@ -63,3 +63,14 @@ def test_library_kernels_q8_activations(fmt):
     """x quantized to 8 bits per block: llama.cpp's error, a few 1e-3 of the largest output."""
     exe = relax_mlir.compile(_program(fmt, row_bytes(fmt, K), "q8"))
     _check(exe, fmt, np.random.default_rng(2), 2e-2)
+
+
+@pytest.mark.parametrize("fmt", GENERIC_FORMATS)
+def test_vulkan_generic_kernels(fmt):
+    """The GPU targets run the generic kernels (correct, not fast: speed is the GPU issue's)."""
+    from relax_mlir.runtime import vulkan
+    ok, why = vulkan.available()
+    if not ok:
+        pytest.skip(f"no Vulkan device: {why}")
+    exe = relax_mlir.compile(_program(fmt, row_bytes(fmt, K)), target="vulkan")
+    _check(exe, fmt, np.random.default_rng(3), 1e-5)

@@ -155,11 +155,19 @@ class CausalLM:
         return cls(config, weights, max_seq_len, target=target)
 
     @classmethod
-    def from_pretrained(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu") -> "CausalLM":
-        """A local model directory (config.json + *.safetensors); nothing is downloaded."""
+    def from_pretrained(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu",
+                        quantized: bool = True) -> "CausalLM":
+        """A local model directory (config.json + *.safetensors); nothing is downloaded, no
+        torch model is made: the files are memory-mapped, f16/bf16 projections stay as stored
+        (converted in the kernels' registers; ``quantized=False``: all converted to f32 once)."""
+        from ..ops.quant import supported_formats
+
         cfg = W.load_hf_config(path)
         c = W.config_from_hf(cfg)
-        weights = W.convert_state_dict(W.safetensors_state_dict(path), c, tie=W.tie_embeddings(cfg))
+        src, tie = W.SafetensorsSource(path), W.tie_embeddings(cfg)
+        if quantized:
+            c = replace(c, formats=W.plan_formats(src, c, supported_formats(target), tie))
+        weights = W.model_weights(src, c, tie)
         weights["rope_inv_freq"] = W.inv_freq(cfg, c)
         return cls(c, weights, max_seq_len or getattr(cfg, "max_position_embeddings", 2048),
                    eos_token_id=getattr(cfg, "eos_token_id", None), target=target)

@@ -43,6 +43,7 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence
 import numpy as np
 
 from .model import LMConfig
+from .weights import WeightSource, unpermute_rope_rows  # noqa: F401 (unpermute_rope_rows re-exported)
 
 #: ``general.architecture`` values this loader understands
 ARCHITECTURES = ("llama", "mistral", "qwen2")
@@ -404,15 +405,6 @@ def hf_name(name: str) -> Optional[str]:
     return None
 
 
-def unpermute_rope_rows(w: np.ndarray, n_head: int) -> np.ndarray:
-    """Undo llama.cpp's ``LlamaModel.permute`` (convert_hf_to_gguf.py) on the rows of a
-    q or k projection (or bias): it reorders each head's rows from HF's rotate-half layout
-    (first half, second half) to interleaved pairs, ``reshape(n_head, 2, hd/2, ...)
-    .swapaxes(1, 2)``; the inverse is ``reshape(n_head, hd/2, 2, ...).swapaxes(1, 2)``."""
-    rest = w.shape[1:]
-    return w.reshape(n_head, w.shape[0] // n_head // 2, 2, *rest).swapaxes(1, 2).reshape(w.shape)
-
-
 def hf_state_dict(src, c: Optional[LMConfig] = None) -> dict[str, np.ndarray]:
     """Every weight of the file dequantized to float32 under its Hugging Face name and in
     Hugging Face's layout (q/k rows un-permuted for llama/mistral): ``model.embed_tokens.weight``,
@@ -450,112 +442,42 @@ def hf_state_dict(src, c: Optional[LMConfig] = None) -> dict[str, np.ndarray]:
     return out
 
 
-#: our weight roles (LMConfig.formats) -> the GGUF tensors of each layer (``blk.N.``) or global
-ROLE_TENSORS = {"qkv": ("attn_q.weight", "attn_k.weight", "attn_v.weight"), "o": ("attn_output.weight",),
-                "gate": ("ffn_gate.weight",), "up": ("ffn_up.weight",), "down": ("ffn_down.weight",)}
+class GGUFSource(WeightSource):
+    """A GGUF file's tensors under Hugging Face names (:class:`~relax_mlir.llm.weights.WeightSource`):
+    storage formats are the GGML types (lower case), raw rows the memory-mapped blocks."""
 
+    def __init__(self, src):
+        self.file = _open(src)
+        self.path = self.file.path
+        self.rope_interleaved = architecture(self.file) in _PERMUTED
+        self._names = {}
+        for name in self.file.tensors:
+            hf = hf_name(name)
+            if hf is not None:
+                self._names[hf] = name
 
-def _format_name(qtype) -> str:
-    return qtype.name.lower()
+    def __contains__(self, name: str) -> bool:
+        return name in self._names
 
+    def _tensor(self, name: str) -> RawTensor:
+        if name not in self._names:
+            inv = {v: k for k, v in GLOBAL_NAMES.items()}
+            gname = inv.get(name) or name
+            if name.startswith("model.layers."):
+                _, _, i, rest = name.split(".", 3)
+                gname = f"blk.{i}." + {v: k for k, v in LAYER_NAMES.items()}.get(rest, rest)
+            raise GGUFError(f"{self.path}: tensor '{gname}' is missing")
+        return self.file.tensors[self._names[name]]
 
-def plan_formats(src, c: LMConfig, supported) -> tuple:
-    """The (role, format) pairs whose weights stay as stored: every tensor of the role has
-    one type, a format in ``supported`` (:data:`relax_mlir.ops.quant.FORMATS` the target
-    runs); the o projection also needs whole blocks per head when its columns are reordered
-    (grouped-query attention: head_dim a multiple of the block). Other roles are
-    dequantized to f32."""
-    from ..ops.quant import FORMATS
+    def kind(self, name: str) -> str:
+        return self._tensor(name).qtype.name.lower()
 
-    f = _open(src)
-    T = f.tensors
-    out = []
-
-    def common(names):
-        kinds = {_format_name(T[n].qtype) for n in names}
-        return kinds.pop() if len(kinds) == 1 else None
-
-    for role, suffixes in ROLE_TENSORS.items():
-        fmt = common([f"blk.{i}.{x}" for i in range(c.num_layers) for x in suffixes])
-        if fmt not in supported:
-            continue
-        if role == "o" and c.group > 1 and c.head_dim % FORMATS[fmt][0]:
-            continue
-        out.append((role, fmt))
-    emb = _format_name(T["token_embd.weight"].qtype)
-    if emb in supported:
-        out.append(("embed", emb))
-    head = _format_name(T["output.weight" if "output.weight" in T else "token_embd.weight"].qtype)
-    if head in supported:
-        out.append(("lm_head", head))
-    return tuple(out)
-
-
-def model_weights(src, c: LMConfig) -> dict[str, np.ndarray]:
-    """Our parameters (:meth:`LlamaModel.named_parameters`) straight from the file: the roles
-    of ``c.formats`` as their raw rows (int8 views of the memory map, copied only where rows
-    are reordered or concatenated), the others dequantized to f32 in our layouts (as
-    :func:`relax_mlir.llm.weights.convert_state_dict` makes them)."""
-    from .weights import _group_major_rows
-
-    f = _open(src)
-    arch = architecture(f)
-    T = f.tensors
-    fmt = dict(c.formats)
-
-    def get(name):
-        if name not in T:
-            raise GGUFError(f"{f.path}: tensor '{name}' is missing")
-        return T[name]
-
-    def raw(name):
-        t = get(name)
+    def raw(self, name: str) -> np.ndarray:
+        t = self._tensor(name)
         return np.asarray(t.data).view(np.uint8).reshape(t.shape[0], -1).view(np.int8)
 
-    def deq(name):
-        return dequantize(get(name), f.path)
-
-    def rows(name, role, heads=None, group_major=False):
-        """(out, ...) rows of a projection or bias: raw when its role is quantized."""
-        w = raw(name) if role in fmt and name.endswith(".weight") else deq(name)
-        if heads is not None and arch in _PERMUTED:
-            if w.shape[0] % (2 * heads):
-                raise GGUFError(f"{f.path}: tensor '{name}' has {w.shape[0]} rows, not a multiple of 2 x {heads} heads")
-            w = unpermute_rope_rows(w, heads)
-        return _group_major_rows(w, c) if group_major else w
-
-    def weight(rows_, role):       # quantized: (out, RB) rows; f32: (in, out) for x @ W
-        return np.ascontiguousarray(rows_ if role in fmt else rows_.T)
-
-    out = {"embed.weight": raw("token_embd.weight") if "embed" in fmt else deq("token_embd.weight")}
-    for i in range(c.num_layers):
-        b, o = f"blk.{i}.", f"layers.{i}."
-        out[o + "input_norm.weight"] = deq(b + "attn_norm.weight")
-        out[o + "post_norm.weight"] = deq(b + "ffn_norm.weight")
-        qkv = [rows(b + "attn_q.weight", "qkv", c.num_heads, True), rows(b + "attn_k.weight", "qkv", c.num_kv_heads),
-               rows(b + "attn_v.weight", "qkv")]
-        out[o + "attn.qkv.weight"] = weight(np.concatenate(qkv), "qkv")
-        if c.qkv_bias:
-            out[o + "attn.qkv.bias"] = np.concatenate([
-                rows(b + "attn_q.bias", "", c.num_heads, True), rows(b + "attn_k.bias", "", c.num_kv_heads),
-                rows(b + "attn_v.bias", "")])
-        if "o" in fmt:   # columns (whole heads: whole blocks) in group-major order
-            w = raw(b + "attn_output.weight")
-            hb = w.shape[1] // c.num_heads
-            out[o + "attn.o.weight"] = np.ascontiguousarray(
-                w.reshape(w.shape[0], c.num_kv_heads, c.group, hb).swapaxes(1, 2).reshape(w.shape))
-        else:
-            out[o + "attn.o.weight"] = np.ascontiguousarray(_group_major_rows(deq(b + "attn_output.weight").T, c))
-        if c.o_bias:
-            out[o + "attn.o.bias"] = deq(b + "attn_output.bias")
-        for n in ("gate", "up", "down"):
-            out[o + f"mlp.{n}.weight"] = weight(rows(b + f"ffn_{n}.weight", n), n)
-            if c.mlp_bias:
-                out[o + f"mlp.{n}.bias"] = deq(b + f"ffn_{n}.bias")
-    out["norm.weight"] = deq("output_norm.weight")
-    head = "output.weight" if "output.weight" in T else "token_embd.weight"
-    out["lm_head.weight"] = raw(head) if "lm_head" in fmt else np.ascontiguousarray(deq(head).T)
-    return out
+    def f32(self, name: str) -> np.ndarray:
+        return dequantize(self._tensor(name), self.path)
 
 
 def load(path, tokenizer: bool = True, formats=None, activations: str = "f32") -> GGUFModel:
@@ -564,12 +486,15 @@ def load(path, tokenizer: bool = True, formats=None, activations: str = "f32") -
     every weight dequantized to f32."""
     from dataclasses import replace
 
+    from . import weights as W
+
     f = _open(path)
     arch = architecture(f)
     c = config_from_gguf(f)
+    src = GGUFSource(f)
     if formats:
-        c = replace(c, formats=plan_formats(f, c, formats), activations=activations)
-    w = model_weights(f, c)
+        c = replace(c, formats=W.plan_formats(src, c, formats), activations=activations)
+    w = W.model_weights(src, c)
     w["rope_inv_freq"] = inv_freq_from_gguf(f, c)
     ctx = int(f.get(f"{arch}.context_length", 2048))
     eos = f.get("tokenizer.ggml.eos_token_id")

@@ -110,6 +110,188 @@ def convert_state_dict(sd: Mapping[str, np.ndarray], c: LMConfig, tie: bool, pre
     return out
 
 
+# -- weights as stored: block-quantized / half-precision rows kept, the rest f32 --------------
+
+#: our weight roles (LMConfig.formats) -> the Hugging Face tensors of each layer
+ROLE_TENSORS = {"qkv": ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"),
+                "o": ("self_attn.o_proj.weight",), "gate": ("mlp.gate_proj.weight",),
+                "up": ("mlp.up_proj.weight",), "down": ("mlp.down_proj.weight",)}
+
+
+class WeightSource:
+    """A checkpoint's tensors under Hugging Face names, as stored: :meth:`kind` is the
+    storage format (``f32`` or a :data:`relax_mlir.ops.quant.FORMATS` name), :meth:`raw`
+    the rows of a 2-D tensor as bytes (an int8 ``(rows, row bytes)`` view, no copy),
+    :meth:`f32` the tensor as float32. ``rope_interleaved``: q/k rows in llama.cpp's
+    interleaved rope layout (GGUF llama/mistral), undone on rows."""
+
+    rope_interleaved = False
+    path = ""
+
+    def __contains__(self, name: str) -> bool:
+        raise NotImplementedError
+
+    def kind(self, name: str) -> str:
+        raise NotImplementedError
+
+    def raw(self, name: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def f32(self, name: str) -> np.ndarray:
+        raise NotImplementedError
+
+
+def _head_name(src: WeightSource, tie: bool) -> str:
+    return "model.embed_tokens.weight" if tie or "lm_head.weight" not in src else "lm_head.weight"
+
+
+def plan_formats(src: WeightSource, c: LMConfig, supported, tie: bool = False) -> tuple:
+    """The (role, format) pairs whose weights stay as stored: every tensor of the role has one
+    storage format, in ``supported`` (what the target computes on); the o projection also
+    needs whole blocks per head when grouped-query attention reorders its columns. The
+    other roles are converted to f32."""
+    from ..ops.quant import FORMATS
+
+    out = []
+    for role, names in ROLE_TENSORS.items():
+        kinds = {src.kind(f"model.layers.{i}.{n}") for i in range(c.num_layers) for n in names}
+        fmt = kinds.pop() if len(kinds) == 1 else None
+        if fmt not in supported or (role == "o" and c.group > 1 and c.head_dim % FORMATS[fmt][0]):
+            continue
+        out.append((role, fmt))
+    for role, name in (("embed", "model.embed_tokens.weight"), ("lm_head", _head_name(src, tie))):
+        if src.kind(name) in supported:
+            out.append((role, src.kind(name)))
+    return tuple(out)
+
+
+def unpermute_rope_rows(w: np.ndarray, n_head: int) -> np.ndarray:
+    """Undo llama.cpp's ``LlamaModel.permute`` (convert_hf_to_gguf.py) on the rows of a
+    q or k projection (or bias): it reorders each head's rows from HF's rotate-half layout
+    (first half, second half) to interleaved pairs, ``reshape(n_head, 2, hd/2, ...)
+    .swapaxes(1, 2)``; the inverse is ``reshape(n_head, hd/2, 2, ...).swapaxes(1, 2)``."""
+    rest = w.shape[1:]
+    return w.reshape(n_head, w.shape[0] // n_head // 2, 2, *rest).swapaxes(1, 2).reshape(w.shape)
+
+
+def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str, np.ndarray]:
+    """Our parameters (:meth:`LlamaModel.named_parameters`) from ``src``: the roles of
+    ``c.formats`` as their stored rows (copied only where rows are reordered or q/k/v
+    concatenated), the others float32 in our layouts (as :func:`convert_state_dict`)."""
+    fmt = dict(c.formats)
+
+    def rows(name, role, heads=None, group_major=False):
+        """(out, ...) rows of a projection or bias: stored bytes when its role is kept."""
+        w = src.raw(name) if role in fmt else src.f32(name)
+        if heads is not None and src.rope_interleaved:
+            if w.shape[0] % (2 * heads):
+                raise ValueError(f"{src.path}: tensor '{name}' has {w.shape[0]} rows, not a multiple of 2 x {heads} heads")
+            w = unpermute_rope_rows(w, heads)
+        return _group_major_rows(w, c) if group_major else w
+
+    def weight(rows_, role):       # kept: (out, row bytes) rows; f32: (in, out) for x @ W
+        return np.ascontiguousarray(rows_ if role in fmt else rows_.T)
+
+    emb = "model.embed_tokens.weight"
+    out = {"embed.weight": src.raw(emb) if "embed" in fmt else src.f32(emb)}
+    for i in range(c.num_layers):
+        p, o = f"model.layers.{i}.", f"layers.{i}."
+        out[o + "input_norm.weight"] = src.f32(p + "input_layernorm.weight")
+        out[o + "post_norm.weight"] = src.f32(p + "post_attention_layernorm.weight")
+        qkv = [rows(p + "self_attn.q_proj.weight", "qkv", c.num_heads, True),
+               rows(p + "self_attn.k_proj.weight", "qkv", c.num_kv_heads), rows(p + "self_attn.v_proj.weight", "qkv")]
+        out[o + "attn.qkv.weight"] = weight(np.concatenate(qkv), "qkv")
+        if c.qkv_bias:
+            out[o + "attn.qkv.bias"] = np.concatenate([
+                rows(p + "self_attn.q_proj.bias", "", c.num_heads, True),
+                rows(p + "self_attn.k_proj.bias", "", c.num_kv_heads), rows(p + "self_attn.v_proj.bias", "")])
+        if "o" in fmt:   # columns (whole heads: whole blocks) in group-major order
+            w = src.raw(p + "self_attn.o_proj.weight")
+            hb = w.shape[1] // c.num_heads
+            out[o + "attn.o.weight"] = np.ascontiguousarray(
+                w.reshape(w.shape[0], c.num_kv_heads, c.group, hb).swapaxes(1, 2).reshape(w.shape))
+        else:
+            out[o + "attn.o.weight"] = np.ascontiguousarray(_group_major_rows(src.f32(p + "self_attn.o_proj.weight").T, c))
+        if c.o_bias:
+            out[o + "attn.o.bias"] = src.f32(p + "self_attn.o_proj.bias")
+        for n in ("gate", "up", "down"):
+            out[o + f"mlp.{n}.weight"] = weight(rows(p + f"mlp.{n}_proj.weight", n), n)
+            if c.mlp_bias:
+                out[o + f"mlp.{n}.bias"] = src.f32(p + f"mlp.{n}_proj.bias")
+    out["norm.weight"] = src.f32("model.norm.weight")
+    head = _head_name(src, tie)
+    out["lm_head.weight"] = src.raw(head) if "lm_head" in fmt else np.ascontiguousarray(src.f32(head).T)
+    return out
+
+
+#: safetensors dtype -> (our storage format, numpy dtype of the stored elements)
+_ST_DTYPES = {"F32": ("f32", np.float32), "F16": ("f16", np.float16), "BF16": ("bf16", np.uint16),
+              "F64": ("f64", np.float64), "I64": ("i64", np.int64), "I32": ("i32", np.int32)}
+
+
+class SafetensorsSource(WeightSource):
+    """The tensors of a ``.safetensors`` file or of every one in a directory, memory-mapped
+    (the header read here: no torch, no copy; bf16 kept as its bits)."""
+
+    def __init__(self, path: str):
+        import json
+        import struct
+
+        self.path = path
+        files = [path] if os.path.isfile(path) else sorted(
+            os.path.join(path, f) for f in os.listdir(path) if f.endswith(".safetensors"))
+        if not files:
+            raise FileNotFoundError(f"no .safetensors file at {path}")
+        self._tensors: dict[str, tuple[str, np.ndarray]] = {}
+        for f in files:
+            size = os.path.getsize(f)
+            with open(f, "rb") as fh:
+                head = fh.read(8)
+                if len(head) < 8:
+                    raise ValueError(f"{f}: not a safetensors file (shorter than its header length)")
+                (n,) = struct.unpack("<Q", head)
+                if n > min(size - 8, 1 << 28):
+                    raise ValueError(f"{f}: not a safetensors file (header of {n} bytes in a file of {size})")
+                try:
+                    header = json.loads(fh.read(n))
+                except ValueError as e:
+                    raise ValueError(f"{f}: corrupt safetensors header ({e})") from None
+            data = np.memmap(f, dtype=np.uint8, mode="r", offset=8 + n) if size > 8 + n else np.zeros(0, np.uint8)
+            for name, info in header.items():
+                if name == "__metadata__":
+                    continue
+                try:
+                    kind, dt = _ST_DTYPES[info["dtype"]]
+                    lo, hi = info["data_offsets"]
+                    shape = tuple(int(d) for d in info["shape"])
+                except (KeyError, TypeError, ValueError):
+                    raise ValueError(f"{f}: tensor '{name}' has an unsupported or malformed entry {info}") from None
+                if not 0 <= lo <= hi <= data.size or hi - lo != int(np.prod(shape)) * np.dtype(dt).itemsize:
+                    raise ValueError(f"{f}: tensor '{name}' lies outside the file (truncated?)")
+                self._tensors[name] = (kind, data[lo:hi].view(dt).reshape(shape))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tensors
+
+    def _get(self, name: str) -> tuple[str, np.ndarray]:
+        if name not in self._tensors:
+            raise KeyError(f"{self.path}: tensor '{name}' is missing")
+        return self._tensors[name]
+
+    def kind(self, name: str) -> str:
+        return self._get(name)[0]
+
+    def raw(self, name: str) -> np.ndarray:
+        a = self._get(name)[1]
+        return a.view(np.uint8).reshape(a.shape[0], -1).view(np.int8)
+
+    def f32(self, name: str) -> np.ndarray:
+        kind, a = self._get(name)
+        if kind == "bf16":
+            return (a.astype(np.uint32) << 16).view(np.float32)
+        return np.asarray(a, dtype=np.float32)
+
+
 def torch_state_dict(model) -> dict[str, np.ndarray]:
     """A torch module's state_dict as float32 numpy arrays (shared storage where possible)."""
     import torch
@@ -152,4 +334,5 @@ def inv_freq(cfg, c: LMConfig, model=None) -> np.ndarray:
 
 
 __all__ = ["SUPPORTED", "config_from_hf", "convert_state_dict", "torch_state_dict", "safetensors_state_dict",
-           "load_hf_config", "tie_embeddings", "inv_freq", "rope_tables"]
+           "load_hf_config", "tie_embeddings", "inv_freq", "rope_tables", "WeightSource", "SafetensorsSource",
+           "plan_formats", "model_weights", "unpermute_rope_rows"]

@@ -87,9 +87,9 @@ def test_one_compile_for_every_length(monkeypatch, tmp_path):
     monkeypatch.setattr(relax_mlir, "compile", lambda *a, **k: calls.append(1) or real(
         *a, **{**k, "options": {"dump_ir": str(tmp_path)}}))
     _MODELS.pop(name, None)
-    for c in list(clm._EXECUTABLES):
-        if c.num_heads == 3:
-            del clm._EXECUTABLES[c]
+    for key in list(clm._EXECUTABLES):      # keys: (config, target)
+        if key[0].num_heads == 3:
+            del clm._EXECUTABLES[key]
     hf, lm = hf_and_ours(name)
     for n in (1, 6, 31):
         lm.prefill(prompt(n))

@@ -93,9 +93,10 @@ def test_unsupported_roles_fall_back_to_f32(tmp_path):
     write_gguf(path, "llama", sd, src.config, {"attn_q.weight": T.Q8_0, "attn_k.weight": T.Q4_0,
                                                "ffn_down.weight": T.Q6_K}, T.Q4_1)
     from relax_mlir.llm import gguf as G
+    from relax_mlir.llm import weights as W
     from relax_mlir.ops.quant import supported_formats
     c = G.config_from_gguf(str(path))
-    got = dict(G.plan_formats(str(path), c, supported_formats("cpu")))
+    got = dict(W.plan_formats(G.GGUFSource(str(path)), c, supported_formats("cpu")))
     want = {"o": "q4_1", "gate": "q4_1", "up": "q4_1", "embed": "q4_1", "lm_head": "q4_1"}
     if "q6_k" in supported_formats("cpu"):
         want["down"] = "q6_k"

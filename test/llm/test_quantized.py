@@ -101,3 +101,26 @@ def test_unsupported_roles_fall_back_to_f32(tmp_path):
     if "q6_k" in supported_formats("cpu"):
         want["down"] = "q6_k"
     assert got == want
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_from_pretrained_keeps_half_weights(tmp_path, dtype):
+    """A save_pretrained directory in bf16/f16: projections stay half (raw rows), the result
+    equals the same checkpoint converted to f32 and transformers on it (weights upcast)."""
+    cfg = transformers.LlamaConfig(**{**CFG, "tie_word_embeddings": dtype == "float16"})
+    torch.manual_seed(0)
+    src = transformers.LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():
+        for p in src.parameters():
+            p.mul_(4.0) if p.dim() == 2 else p.add_(0.1 * torch.randn_like(p))
+    src.to(getattr(torch, dtype)).save_pretrained(tmp_path)
+    q = CausalLM.from_pretrained(str(tmp_path), max_seq_len=64)
+    f = CausalLM.from_pretrained(str(tmp_path), max_seq_len=64, quantized=False)
+    fmt = "bf16" if dtype == "bfloat16" else "f16"
+    assert dict(q.config.formats) == {r: fmt for r in ROLES}
+    ids = np.random.default_rng(4).integers(0, 320, 9).astype(np.int64)
+    got = q.extend(ids)
+    _close(got, f.extend(ids))
+    with torch.no_grad():
+        ref = src.float()(torch.tensor(ids[None])).logits[0].numpy()
+    np.testing.assert_allclose(got, ref, atol=1e-3 * float(np.abs(ref).max()), rtol=0)

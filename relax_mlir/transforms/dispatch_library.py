@@ -351,7 +351,8 @@ def _dispatch(module: ir.Operation, opts, attention: bool, patterns: list[Dispat
                 if rec is not None:
                     choice, note = tuned_choice(m, rec, bounds, opts.split)
                 else:
-                    choice = decide(m, bounds, table) if table is not None else None
+                    # a pattern with no work estimate always dispatches (no calibration either)
+                    choice = decide(m, bounds, table) if table is not None and p.flops is not None else None
                     if tuned is not None:
                         note = (f"tuning db ({tuned.bucket}): no decision for this match: "
                                 f"{'the measured' if choice is not None else 'the min-flops'} policy")

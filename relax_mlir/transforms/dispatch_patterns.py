@@ -140,6 +140,25 @@ def _heads_symbol(m: Match, tb: bool, flags: str) -> Optional[str]:
     return f"relax_blas_matmul{'_tb' if tb else ''}_33_{flags}_{m.out.dtype}" if m.ranks == "33" else None
 
 
+def _quantized_matmul(m: Match) -> bool:
+    """A format the library computes on, x (M, K) f32 (relax_mlir.ops.quant)."""
+    from ..ops.quant import LIBRARY_FORMATS
+    return m.attrs[0]["format"] in LIBRARY_FORMATS and m.inputs[0].rank == 2 and _known(*m.inputs, m.out)
+
+
+def _quantized_take(m: Match) -> bool:
+    from ..ops.quant import LIBRARY_FORMATS
+    return m.attrs[0]["format"] in LIBRARY_FORMATS and m.inputs[1].rank == 1 and m.inputs[1].dtype == "i64"
+
+
+# Block-quantized weights: the library kernels dequantize in registers (no generated code
+# comes close: always dispatched, no calibration).
+register_dispatch(DispatchPattern(
+    "quantized_matmul", ("quantized_matmul",),
+    lambda m: f"relax_qmatmul_{m.attrs[0]['format']}" + ("_q8" if m.attrs[0].get("activations") == "q8" else ""),
+    "relax_blas", _quantized_matmul))
+register_dispatch(DispatchPattern("quantized_take", ("quantized_take",), lambda m: f"relax_qtake_{m.attrs[0]['format']}",
+                                  "relax_blas", _quantized_take))
 register_dispatch(DispatchPattern("blas_matmul", ("matmul",), "relax_blas_matmul_{ranks}_{dtype}",
                                   "relax_blas", _blas_matmul, matmul_flops,
                                   transposed_b=lambda m: f"relax_blas_matmul_tb_{m.ranks}_{m.out.dtype}",

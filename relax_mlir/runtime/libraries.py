@@ -11,10 +11,12 @@ Register your own::
     register_library("mylib", lambda: ["/opt/mylib/libmylib.so"])
 
 Built in: ``relax_blas`` -- ``blas_shim.c`` (the ``_mlir_ciface_relax_blas_*`` entry
-points over memref descriptors) compiled once per BLAS provider with the system ``cc``
-into a per-user cache (``$RELAX_MLIR_CACHE``, else ``$XDG_CACHE_HOME/relax-mlir``, else
-``~/.cache/relax-mlir``), keyed by a hash of the source, the provider, its version and
-the compiler command. Providers (:func:`blas_providers`):
+points over memref descriptors) and ``quant_kernels.c`` (``_mlir_ciface_relax_qmatmul_*`` /
+``relax_qtake_*``: products and lookups over weights in their GGUF storage formats,
+docs/quantization.md), :func:`shim_sources`, compiled together once per BLAS provider with
+the system ``cc`` into a per-user cache (``$RELAX_MLIR_CACHE``, else
+``$XDG_CACHE_HOME/relax-mlir``, else ``~/.cache/relax-mlir``), keyed by a hash of both
+sources, the provider, its version and the compiler command. Providers (:func:`blas_providers`):
 
 * ``mkl`` -- Intel oneMKL from the PyPI ``mkl`` wheel (``libmkl_rt``, Intel threading layer on
   the libiomp5 of our kernels, :func:`_mkl_openmp`; GNU layer on libgomp with
@@ -177,6 +179,13 @@ def module_libraries(module_op: "ir.Operation") -> list[str]:
 # -- relax_blas ---------------------------------------------------------------------------
 
 BLAS_SHIM = Path(__file__).with_name("blas_shim.c")
+#: The quantized-weight kernels (GGUF formats), compiled into the same library as the shim.
+QUANT_KERNELS = Path(__file__).with_name("quant_kernels.c")
+
+
+def shim_sources() -> list[Path]:
+    """The C sources of the relax_blas library (the shim split by job), compiled together."""
+    return [BLAS_SHIM, QUANT_KERNELS]
 
 
 def cache_dir() -> Path:
@@ -288,9 +297,11 @@ def _iomp_link_args(omp: str, rpath: bool) -> list[str]:
     return ["-Wl,--as-needed", f"-L{d}", f"-l:{os.path.basename(omp)}"] + ([f"-Wl,-rpath,{d}"] if rpath else [])
 
 
-def blas_shim_command(src: str, out: str, provider: str = "openblas") -> list[str]:
-    """The command building the JIT's shim library ``out`` from ``src`` for ``provider``."""
-    base = c_compiler() + ["-O3", "-fopenmp-simd", "-shared", "-fPIC", "-std=c11", "-o", out, src]
+def blas_shim_command(src, out: str, provider: str = "openblas") -> list[str]:
+    """The command building the JIT's shim library ``out`` from ``src`` (a path, or the list of
+    :func:`shim_sources`) for ``provider``."""
+    srcs = [src] if isinstance(src, (str, os.PathLike)) else list(src)
+    base = c_compiler() + ["-O3", "-fopenmp-simd", "-shared", "-fPIC", "-std=c11", "-o", out] + [str(p) for p in srcs]
     if provider == "mkl":
         lib, _ = _mkl_rt()
         # By path (the wheel ships only libmkl_rt.so.N, no unversioned link); the soname
@@ -303,24 +314,33 @@ def blas_shim_command(src: str, out: str, provider: str = "openblas") -> list[st
     return base + [f"-L{lib_dir}", f"-l{ob.get_library()}", f"-Wl,-rpath,{lib_dir}", "-ldl", "-lpthread", "-lm"]
 
 
-def _cached_build(kind: str, provider: str, cmd_of: Callable[[str, str], list[str]], suffix: str) -> str:
-    """Build ``blas_shim.c`` with ``cmd_of(src, out)`` into the cache, once per key: a hash of
-    the shim's source, the provider and its version, and the command (so an edited shim, another
-    compiler or another BLAS is rebuilt)."""
+def _cached_build(kind: str, provider: str, cmd_of: Callable, suffix: str) -> str:
+    """Build the shim's sources (:func:`shim_sources`) with ``cmd_of(srcs, out)`` into the
+    cache, once per key: a hash of every source's bytes, the provider and its version, and the
+    command (so an edit to either source, another compiler or another BLAS is rebuilt)."""
     info = {"mkl": _mkl_rt, "openblas": _openblas}[provider]()
     if info is None:
         raise LibraryError(f"BLAS provider '{provider}' is not installed")
-    return _build_c(BLAS_SHIM, f"librelax_blas-{provider}", (kind, provider, info), cmd_of, suffix, "the BLAS shim")
+    return _build_c(shim_sources(), f"librelax_blas-{provider}", (kind, provider, info), cmd_of, suffix, "the BLAS shim")
 
 
-def _build_c(src: Path, stem: str, key_info, cmd_of: Callable[[str, str], list[str]], suffix: str,
-             label: str) -> str:
-    """Build the C source ``src`` with ``cmd_of(src, out)`` into the cache as
-    ``<stem>-<key><suffix>``, once per key: a hash of the source, ``key_info`` and the command.
-    Concurrent builders race harmlessly (atomic rename)."""
-    data = src.read_bytes()
-    cmd = cmd_of("SRC", "OUT")
-    key = hashlib.sha256(hashlib.sha256(data).digest() + repr((key_info, cmd)).encode()).hexdigest()[:16]
+def _build_c(src, stem: str, key_info, cmd_of: Callable, suffix: str, label: str) -> str:
+    """Build the C source ``src`` (a path, or a list of paths compiled together) with
+    ``cmd_of(src, out)`` (a path or a list of paths, as given, as strings) into the cache as
+    ``<stem>-<key><suffix>``, once per key: a hash of the sources' bytes, ``key_info`` and the
+    command. ``cmd_of`` returns one command, or a list of commands run in order (the last
+    writes ``out``; intermediates named ``out + ".<i>.o"`` are removed). Concurrent builders
+    race harmlessly (atomic rename)."""
+    many = not isinstance(src, (str, os.PathLike))
+    srcs = [Path(p) for p in (src if many else [src])]
+    digest = hashlib.sha256()
+    for p in srcs:
+        data = p.read_bytes()
+        digest.update(hashlib.sha256(p.name.encode()).digest() + hashlib.sha256(data).digest())
+    data = digest.digest() if many else hashlib.sha256(srcs[0].read_bytes()).digest()
+    placeholders = [f"SRC{i}" for i in range(len(srcs))] if many else "SRC"
+    cmd = cmd_of(placeholders, "OUT")
+    key = hashlib.sha256(data + repr((key_info, cmd)).encode()).hexdigest()[:16]
     d = cache_dir()
     out = d / f"{stem}-{key}{suffix}"
     if out.exists():
@@ -328,18 +348,23 @@ def _build_c(src: Path, stem: str, key_info, cmd_of: Callable[[str, str], list[s
     d.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=suffix, dir=d)
     os.close(fd)
+    cmds = cmd_of([str(p) for p in srcs] if many else str(srcs[0]), tmp)
+    if cmds and isinstance(cmds[0], str):
+        cmds = [cmds]
     try:
-        try:
-            r = subprocess.run(cmd_of(str(src), tmp), capture_output=True, text=True)
-        except OSError as e:
-            raise LibraryError(f"building {label}: cannot run the C compiler {cmd[0]!r} ($CC or cc): "
-                               f"{e.strerror or e}") from None
-        if r.returncode != 0:
-            raise LibraryError(f"building {label} failed ({' '.join(cmd)}):\n{r.stderr}")
+        for c in cmds:
+            try:
+                r = subprocess.run(c, capture_output=True, text=True)
+            except OSError as e:
+                raise LibraryError(f"building {label}: cannot run the C compiler {c[0]!r} ($CC or cc): "
+                                   f"{e.strerror or e}") from None
+            if r.returncode != 0:
+                raise LibraryError(f"building {label} failed ({' '.join(c)}):\n{r.stderr}")
         os.replace(tmp, out)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        for p in [tmp] + [f"{tmp}.{i}.o" for i in range(len(srcs))]:
+            if os.path.exists(p):
+                os.unlink(p)
     return str(out)
 
 
@@ -355,10 +380,16 @@ def build_blas_shim(provider: Optional[str] = None) -> list[str]:
 
 
 def blas_shim_object(provider: str) -> str:
-    """The shim as a position-independent object for ``provider``, linked into exported models."""
+    """The shim as a position-independent object for ``provider``, linked into exported models:
+    each of :func:`shim_sources` compiled, then joined into one relocatable object (``cc -r``,
+    without ``-fopenmp``: that would pull a static libgomp in)."""
     define = _mkl_defines() if provider == "mkl" else []
-    return _cached_build("object", provider, lambda src, o: c_compiler() + ["-O3", "-fopenmp-simd", "-c", "-fPIC", "-std=c11",
-                                                                            *define, "-o", o, src], ".o")
+
+    def commands(srcs: list[str], o: str) -> list[list[str]]:
+        objs = [f"{o}.{i}.o" for i in range(len(srcs))]
+        return [c_compiler() + ["-O3", "-fopenmp-simd", "-c", "-fPIC", "-std=c11", *define, "-o", obj, s]
+                for s, obj in zip(srcs, objs)] + [c_compiler() + ["-r", "-nostdlib", "-o", o] + objs]
+    return _cached_build("object", provider, commands, ".o")
 
 
 #: provider -> (PyPI package, BLAS library soname the shim links against)

@@ -1,0 +1,911 @@
+/* relax_blas: matmul and embedding kernels over weights kept in their GGUF storage formats.
+ *
+ * Compiled into the same relax_blas library as blas_shim.c (relax_mlir/runtime/libraries.py
+ * builds both sources into one .so per BLAS provider, and into one object for exported
+ * models); this file depends on no BLAS. docs/quantization.md describes the contract.
+ *
+ * Layout: a quantized weight W of N rows (output features) and K columns (input features) is
+ * an i8 tensor (N, RB) holding GGUF's rows as they are in the file (ggml's ne0 = K is the
+ * contiguous axis), RB = K / block_size * block_bytes. Formats (block size, bytes):
+ *   f16 (1, 2)   bf16 (1, 2)   q8_0 (32, 34)  q4_0 (32, 18)  q4_1 (32, 20)  q5_0 (32, 22)
+ *   q5_1 (32, 24)  q4_k (256, 144)  q5_k (256, 176)  q6_k (256, 210)
+ *
+ * Entry points (MLIR memref descriptors, C interface; inputs first, output last):
+ *   _mlir_ciface_relax_qmatmul_<fmt>(x: (M,K) f32, w: (N,RB) i8, out: (M,N) f32)
+ *       out = x @ dequant(w)^T, f32 accumulation of the exactly dequantized weights.
+ *   _mlir_ciface_relax_qmatmul_<fmt>_q8(x, w, out)
+ *       the llama.cpp way: each row of x quantized to int8 per 32 elements (scale amax/127,
+ *       kept in f32, round to nearest even), int8 dot products per 32 (16 for q6_k's
+ *       scales), scaled in f32. f16 / bf16: the exact kernel (no activation quantization).
+ *   _mlir_ciface_relax_qtake_<fmt>(table: (V,RB) i8, ids: (S,) i64, out: (S,K) f32)
+ *       out[i] = dequant(table[clamp(ids[i], 0, V-1)]).
+ * Every descriptor's offset and strides are honoured (an inner stride other than 1 is copied).
+ * Shapes that do not agree (K not a multiple of the block size, RB not K's row bytes, out not
+ * (M, N) or (S, K)) write nothing and read nothing.
+ *
+ * Kernels: every quantized format decodes one chunk of 32 weights into 32 int8 values v and
+ * f32 scales a0 (elements 0-15), a1 (16-31) and b, the weight being a * v + b (symmetric
+ * formats: b = 0, v signed with the offset removed; q4_1, q5_1, q4_k, q5_k: v unsigned, b the
+ * block's min term). The exact kernels turn v into f32 (w = fma(v, a, b), the reference's
+ * values) and accumulate x * w in f32 vector lanes; the _q8 kernels take |v| as u8 and the
+ * sign of v onto x's int8 (llama.cpp's trick, no overflow: |v| <= 128, |qx| <= 127) into
+ * AVX-512 VNNI dpbusd (256-bit) or AVX2 maddubs + madd, one f32 FMA per 8 lanes per chunk.
+ * Register tiles: up to 4 rows of x by 4 rows of W (AVX-512; AVX2 2 by 2), so each weight
+ * chunk is decoded once per tile of x rows and each x load serves 4 weight rows (decode,
+ * M = 1, reads every weight byte once). ISA chosen at load with __builtin_cpu_supports:
+ * AVX-512 (F, BW, VL, VNNI), else AVX2 + FMA + F16C, else portable scalar C
+ * (relax_quant_set_isa lowers it, for tests).
+ *
+ * Threads: MKL builds (-fopenmp, RELAX_BLAS_MKL) split the rows of W into one contiguous range
+ * per thread, over MKL_Get_Max_Threads() threads -- the BLAS thread count of blas_shim.c
+ * (RELAX_BLAS_NUM_THREADS, relax_blas_set_num_threads) -- when M*N*K reaches the fork
+ * threshold (relax_quant_set_fork_work, default 2^18, like the shim's packed products); a
+ * forked child runs on one thread (never an OpenMP region there: see blas_shim.c). OpenBLAS
+ * builds have no OpenMP: one thread.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define QK_X86 1
+#endif
+
+/* -- descriptors, formats ------------------------------------------------------------- */
+
+typedef struct {
+  char *data;
+  int64_t sizes[2], strides[2];
+} qview;
+
+/* A ranked memref descriptor: {allocated, aligned, offset, sizes[rank], strides[rank]}. */
+static qview qread(void *d, int rank, size_t esize) {
+  struct hdr { void *allocated; char *aligned; int64_t offset; int64_t rest[]; } *h = d;
+  qview v;
+  v.data = h->aligned + h->offset * (int64_t)esize;
+  v.sizes[1] = 1;
+  v.strides[1] = 1;
+  for (int i = 0; i < rank; ++i) {
+    v.sizes[i] = h->rest[i];
+    v.strides[i] = h->rest[rank + i];
+  }
+  return v;
+}
+
+enum { F_F16, F_BF16, F_Q8_0, F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q4_K, F_Q5_K, F_Q6_K, F_COUNT };
+static const int64_t BLOCK_SIZE[F_COUNT] = {1, 1, 32, 32, 32, 32, 32, 256, 256, 256};
+static const int64_t BLOCK_BYTES[F_COUNT] = {2, 2, 34, 18, 20, 22, 24, 144, 176, 210};
+
+static inline float h2f(const uint8_t *p) {   /* IEEE half (little endian) -> float */
+  uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
+  float f;
+  if (e == 0) {
+    f = (float)m * (1.0f / 16777216.0f);   /* zero or subnormal: m * 2^-24 */
+    memcpy(&u, &f, 4);
+    u |= s;
+  } else if (e == 31) {
+    u = s | 0x7f800000u | (m << 13);
+  } else {
+    u = s | ((e + 112) << 23) | (m << 13);
+  }
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static inline float bf2f(const uint8_t *p) {
+  uint32_t u = (uint32_t)(p[0] | (p[1] << 8)) << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* The K-quants' 6-bit scale and min of sub-block j (0..7) from their 12 packed bytes. */
+static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *mn) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *mn = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+/* -- chunk decoding: scales (shared), values (scalar and AVX2) ------------------------ */
+/* Chunk c of a row: weights 32c .. 32c+31, value a*v + b (a0 for the first 16, a1 after). */
+
+#define QK_INLINE static inline __attribute__((always_inline))
+
+/* scales_<fmt>: the chunk's a0, a1, b; returns where its values start. Two copies: portable
+ * (h2f) and, for the vector kernels, with F16C's conversion (scales_v_<fmt>). */
+#define SCALES(SFX, H2F, ATTR)  \
+ATTR const uint8_t *scales##SFX##_q8_0(const uint8_t *row, int64_t c, float *a0, float *a1, float *b) {  \
+  const uint8_t *blk = row + c * 34;                                                                     \
+  *a0 = *a1 = H2F(blk);                                                                                  \
+  *b = 0.0f;                                                                                             \
+  return blk + 2;                                                                                        \
+}                                                                                                        \
+ATTR const uint8_t *scales##SFX##_q4_0(const uint8_t *row, int64_t c, float *a0, float *a1, float *b) {  \
+  const uint8_t *blk = row + c * 18;                                                                     \
+  *a0 = *a1 = H2F(blk);                                                                                  \
+  *b = 0.0f;                                                                                             \
+  return blk + 2;                                                                                        \
+}                                                                                                        \
+ATTR const uint8_t *scales##SFX##_q4_1(const uint8_t *row, int64_t c, float *a0, float *a1, float *b) {  \
+  const uint8_t *blk = row + c * 20;                                                                     \
+  *a0 = *a1 = H2F(blk);                                                                                  \
+  *b = H2F(blk + 2);                                                                                     \
+  return blk + 4;                                                                                        \
+}                                                                                                        \
+ATTR const uint8_t *scales##SFX##_q5_0(const uint8_t *row, int64_t c, float *a0, float *a1, float *b) {  \
+  const uint8_t *blk = row + c * 22;                                                                     \
+  *a0 = *a1 = H2F(blk);                                                                                  \
+  *b = 0.0f;                                                                                             \
+  return blk + 2;   /* qh (4 bytes), then qs */                                                          \
+}                                                                                                        \
+ATTR const uint8_t *scales##SFX##_q5_1(const uint8_t *row, int64_t c, float *a0, float *a1, float *b) {  \
+  const uint8_t *blk = row + c * 24;                                                                     \
+  *a0 = *a1 = H2F(blk);                                                                                  \
+  *b = H2F(blk + 2);                                                                                     \
+  return blk + 4;   /* qh (4 bytes), then qs */                                                          \
+}                                                                                                        \
+ATTR const uint8_t *scales##SFX##_q4_k(const uint8_t *row, int64_t c, float *a0, float *a1, float *b) {  \
+  const uint8_t *blk = row + (c >> 3) * 144;                                                             \
+  int j = (int)(c & 7), sc, mn;                                                                          \
+  scale_min_k4(j, blk + 4, &sc, &mn);                                                                    \
+  *a0 = *a1 = H2F(blk) * (float)sc;                                                                      \
+  *b = -(H2F(blk + 2) * (float)mn);                                                                      \
+  return blk;                                                                                            \
+}                                                                                                        \
+ATTR const uint8_t *scales##SFX##_q5_k(const uint8_t *row, int64_t c, float *a0, float *a1, float *b) {  \
+  const uint8_t *blk = row + (c >> 3) * 176;                                                             \
+  int j = (int)(c & 7), sc, mn;                                                                          \
+  scale_min_k4(j, blk + 4, &sc, &mn);                                                                    \
+  *a0 = *a1 = H2F(blk) * (float)sc;                                                                      \
+  *b = -(H2F(blk + 2) * (float)mn);                                                                      \
+  return blk;                                                                                            \
+}                                                                                                        \
+ATTR const uint8_t *scales##SFX##_q6_k(const uint8_t *row, int64_t c, float *a0, float *a1, float *b) {  \
+  const uint8_t *blk = row + (c >> 3) * 210;                                                             \
+  int j = (int)(c & 7), h = j >> 2, k = j & 3;                                                           \
+  float d = H2F(blk + 208);                                                                              \
+  const int8_t *sc = (const int8_t *)(blk + 192) + 8 * h + 2 * k;                                        \
+  *a0 = d * (float)sc[0];                                                                                \
+  *a1 = d * (float)sc[1];                                                                                \
+  *b = 0.0f;                                                                                             \
+  return blk;                                                                                            \
+}
+SCALES(, h2f, QK_INLINE)
+
+/* Scalar decoding: the 32 values v of chunk c. */
+static void values_q8_0(const uint8_t *p, int64_t c, int8_t *v) {
+  (void)c;
+  memcpy(v, p, 32);
+}
+static void values_q4_0(const uint8_t *p, int64_t c, int8_t *v) {
+  (void)c;
+  for (int i = 0; i < 16; ++i) {
+    v[i] = (int8_t)((p[i] & 0xF) - 8);
+    v[i + 16] = (int8_t)((p[i] >> 4) - 8);
+  }
+}
+static void values_q4_1(const uint8_t *p, int64_t c, int8_t *v) {
+  (void)c;
+  for (int i = 0; i < 16; ++i) {
+    v[i] = (int8_t)(p[i] & 0xF);
+    v[i + 16] = (int8_t)(p[i] >> 4);
+  }
+}
+static void values_q5(const uint8_t *p, int8_t *v, int off) {
+  uint32_t qh = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+  const uint8_t *qs = p + 4;
+  for (int i = 0; i < 16; ++i) {
+    v[i] = (int8_t)(((qs[i] & 0xF) | (((qh >> i) & 1) << 4)) - off);
+    v[i + 16] = (int8_t)(((qs[i] >> 4) | (((qh >> (i + 16)) & 1) << 4)) - off);
+  }
+}
+static void values_q5_0(const uint8_t *p, int64_t c, int8_t *v) { (void)c; values_q5(p, v, 16); }
+static void values_q5_1(const uint8_t *p, int64_t c, int8_t *v) { (void)c; values_q5(p, v, 0); }
+static void values_q4_k(const uint8_t *blk, int64_t c, int8_t *v) {
+  int j = (int)(c & 7);
+  const uint8_t *q = blk + 16 + 32 * (j >> 1);
+  for (int i = 0; i < 32; ++i) v[i] = (int8_t)((j & 1) ? q[i] >> 4 : q[i] & 0xF);
+}
+static void values_q5_k(const uint8_t *blk, int64_t c, int8_t *v) {
+  int j = (int)(c & 7);
+  const uint8_t *qh = blk + 16, *q = blk + 48 + 32 * (j >> 1);
+  for (int i = 0; i < 32; ++i)
+    v[i] = (int8_t)(((j & 1) ? q[i] >> 4 : q[i] & 0xF) | (((qh[i] >> j) & 1) << 4));
+}
+static void values_q6_k(const uint8_t *blk, int64_t c, int8_t *v) {
+  int j = (int)(c & 7), h = j >> 2, k = j & 3;
+  const uint8_t *ql = blk + 64 * h + 32 * (k & 1), *qh = blk + 128 + 32 * h;
+  int s = 4 * (k >> 1);
+  for (int i = 0; i < 32; ++i) v[i] = (int8_t)((((ql[i] >> s) & 0xF) | (((qh[i] >> (2 * k)) & 3) << 4)) - 32);
+}
+
+#ifdef QK_X86
+#define QK_T256 __attribute__((target("avx2,fma,f16c")))
+#define QK_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define QK_V256 static inline __attribute__((always_inline)) QK_T256
+
+QK_V256 float h2f_f16c(const uint8_t *p) {
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+SCALES(_v, h2f_f16c, QK_V256)
+
+QK_V256 __m256i nibbles16(const uint8_t *p) {   /* 16 bytes -> low nibbles, then high nibbles */
+  __m128i x = _mm_loadu_si128((const __m128i *)p), m = _mm_set1_epi8(0xF);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
+}
+QK_V256 __m256i nibbles32(const uint8_t *p, int high) {   /* 32 bytes -> their low or high nibbles */
+  __m256i x = _mm256_loadu_si256((const __m256i *)p);
+  if (high) x = _mm256_srli_epi16(x, 4);
+  return _mm256_and_si256(x, _mm256_set1_epi8(0xF));
+}
+QK_V256 __m256i bits32(const uint8_t *p) {   /* byte i = 16 where bit i of the u32 at p is set */
+  uint32_t u;
+  memcpy(&u, p, 4);
+  const __m256i which = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                         2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+  __m256i x = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)u), which), bit);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(x, bit), _mm256_set1_epi8(16));
+}
+
+QK_V256 __m256i vvalues_q8_0(const uint8_t *p, int64_t c) { (void)c; return _mm256_loadu_si256((const __m256i *)p); }
+QK_V256 __m256i vvalues_q4_0(const uint8_t *p, int64_t c) {
+  (void)c;
+  return _mm256_sub_epi8(nibbles16(p), _mm256_set1_epi8(8));
+}
+QK_V256 __m256i vvalues_q4_1(const uint8_t *p, int64_t c) { (void)c; return nibbles16(p); }
+QK_V256 __m256i vvalues_q5_0(const uint8_t *p, int64_t c) {
+  (void)c;
+  return _mm256_sub_epi8(_mm256_or_si256(nibbles16(p + 4), bits32(p)), _mm256_set1_epi8(16));
+}
+QK_V256 __m256i vvalues_q5_1(const uint8_t *p, int64_t c) {
+  (void)c;
+  return _mm256_or_si256(nibbles16(p + 4), bits32(p));
+}
+QK_V256 __m256i vvalues_q4_k(const uint8_t *blk, int64_t c) {
+  int j = (int)(c & 7);
+  return nibbles32(blk + 16 + 32 * (j >> 1), j & 1);
+}
+QK_V256 __m256i vvalues_q5_k(const uint8_t *blk, int64_t c) {
+  int j = (int)(c & 7);
+  __m256i bj = _mm256_set1_epi8((char)(1 << j));
+  __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));
+  __m256i hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bj), bj), _mm256_set1_epi8(16));
+  return _mm256_or_si256(nibbles32(blk + 48 + 32 * (j >> 1), j & 1), hi);
+}
+QK_V256 __m256i vvalues_q6_k(const uint8_t *blk, int64_t c) {
+  int j = (int)(c & 7), h = j >> 2, k = j & 3;
+  __m256i lo = nibbles32(blk + 64 * h + 32 * (k & 1), k >> 1);
+  __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));
+  qh = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+  return _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(qh, 4)), _mm256_set1_epi8(32));
+}
+#endif
+
+/* -- the context of one product ------------------------------------------------------- */
+
+typedef struct {
+  int64_t M, N, K, nc;                 /* nc = K / 32 full chunks */
+  const float *x;
+  int64_t ldx;
+  const uint8_t *w;
+  int64_t ldw;
+  float *o;
+  int64_t ldo;
+  const int8_t *qx;                    /* _q8: x quantized, row stride ldq, per chunk dx, dx * sum(qx) */
+  int64_t ldq;
+  const float *dx, *sx;
+} qctx;
+
+/* A tile: rows m .. m+mr-1 of x (mr <= the kernel's MR) against rows n0 .. n1-1 of W. */
+typedef void (*tile_fn)(const qctx *, int64_t m, int64_t mr, int64_t n0, int64_t n1);
+
+/* f16 / bf16 columns past the last full chunk (K not a multiple of 32). */
+static float tail_dot(int fmt, const uint8_t *row, const float *x, int64_t k0, int64_t K) {
+  float s = 0.0f;
+  for (int64_t k = k0; k < K; ++k) s += x[k] * (fmt == F_F16 ? h2f(row + 2 * k) : bf2f(row + 2 * k));
+  return s;
+}
+
+/* -- scalar kernels -------------------------------------------------------------------- */
+
+#define QUANT_FORMATS(X) X(q8_0, F_Q8_0, 0) X(q4_0, F_Q4_0, 0) X(q4_1, F_Q4_1, 1) X(q5_0, F_Q5_0, 0) \
+  X(q5_1, F_Q5_1, 1) X(q4_k, F_Q4_K, 1) X(q5_k, F_Q5_K, 1) X(q6_k, F_Q6_K, 0)
+
+/* chunk c as 32 floats */
+#define DEQ_SCALAR(F, ID, MIN)                                                                \
+  static void deqs_##F(const uint8_t *row, int64_t c, float *w) {                             \
+    float a0, a1, b;                                                                          \
+    int8_t v[32];                                                                             \
+    values_##F(scales_##F(row, c, &a0, &a1, &b), c, v);                                       \
+    for (int i = 0; i < 16; ++i) w[i] = (float)v[i] * a0 + b;                                 \
+    for (int i = 16; i < 32; ++i) w[i] = (float)v[i] * a1 + b;                                \
+  }
+QUANT_FORMATS(DEQ_SCALAR)
+static void deqs_f16(const uint8_t *row, int64_t c, float *w) {
+  for (int i = 0; i < 32; ++i) w[i] = h2f(row + 64 * c + 2 * i);
+}
+static void deqs_bf16(const uint8_t *row, int64_t c, float *w) {
+  for (int i = 0; i < 32; ++i) w[i] = bf2f(row + 64 * c + 2 * i);
+}
+
+#define EXACT_SCALAR(F, ID)                                                                   \
+  static void exs_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {        \
+    float w[32];                                                                              \
+    for (int64_t n = n0; n < n1; ++n) {                                                       \
+      const uint8_t *row = t->w + n * t->ldw;                                                 \
+      float acc[4] = {0, 0, 0, 0};                                                            \
+      for (int64_t c = 0; c < t->nc; ++c) {                                                   \
+        deqs_##F(row, c, w);                                                                  \
+        for (int64_t i = 0; i < mr; ++i) {                                                    \
+          const float *x = t->x + (m + i) * t->ldx + 32 * c;                                  \
+          float s = 0.0f;                                                                     \
+          for (int k = 0; k < 32; ++k) s += x[k] * w[k];                                      \
+          acc[i] += s;                                                                        \
+        }                                                                                     \
+      }                                                                                       \
+      for (int64_t i = 0; i < mr; ++i) {                                                      \
+        float s = acc[i];                                                                     \
+        if (32 * t->nc < t->K) s += tail_dot(ID, row, t->x + (m + i) * t->ldx, 32 * t->nc, t->K); \
+        t->o[(m + i) * t->ldo + n] = s;                                                       \
+      }                                                                                       \
+    }                                                                                         \
+  }
+#define EXACT_SCALAR_Q(F, ID, MIN) EXACT_SCALAR(F, ID)
+QUANT_FORMATS(EXACT_SCALAR_Q)
+EXACT_SCALAR(f16, F_F16)
+EXACT_SCALAR(bf16, F_BF16)
+
+#define Q8_SCALAR(F, ID, MIN)                                                                 \
+  static void q8s_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {        \
+    int8_t v[32];                                                                             \
+    for (int64_t n = n0; n < n1; ++n) {                                                       \
+      const uint8_t *row = t->w + n * t->ldw;                                                 \
+      float acc[4] = {0, 0, 0, 0};                                                            \
+      for (int64_t c = 0; c < t->nc; ++c) {                                                   \
+        float a0, a1, b;                                                                      \
+        values_##F(scales_##F(row, c, &a0, &a1, &b), c, v);                                   \
+        for (int64_t i = 0; i < mr; ++i) {                                                    \
+          const int8_t *q = t->qx + (m + i) * t->ldq + 32 * c;                                \
+          int32_t s0 = 0, s1 = 0;                                                             \
+          for (int k = 0; k < 16; ++k) s0 += (int32_t)v[k] * q[k];                            \
+          for (int k = 16; k < 32; ++k) s1 += (int32_t)v[k] * q[k];                           \
+          int64_t at = (m + i) * t->nc + c;                                                   \
+          acc[i] += t->dx[at] * (a0 * (float)s0 + a1 * (float)s1) + (MIN ? b * t->sx[at] : 0.0f); \
+        }                                                                                     \
+      }                                                                                       \
+      for (int64_t i = 0; i < mr; ++i) t->o[(m + i) * t->ldo + n] = acc[i];                   \
+    }                                                                                         \
+  }
+QUANT_FORMATS(Q8_SCALAR)
+
+/* x's rows quantized per 32: qx = round(x / dx), dx = amax / 127 (f32); sx = dx * sum(qx). */
+static void quantize_rows_scalar(const qctx *t, int8_t *qx, float *dx, float *sx) {
+  for (int64_t m = 0; m < t->M; ++m)
+    for (int64_t c = 0; c < t->nc; ++c) {
+      const float *x = t->x + m * t->ldx + 32 * c;
+      float amax = 0.0f;
+      for (int k = 0; k < 32; ++k) amax = fmaxf(amax, fabsf(x[k]));
+      float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      int32_t s = 0;
+      for (int k = 0; k < 32; ++k) {
+        int q = (int)nearbyintf(x[k] * id);
+        qx[m * t->ldq + 32 * c + k] = (int8_t)q;
+        s += q;
+      }
+      dx[m * t->nc + c] = d;
+      sx[m * t->nc + c] = d * (float)s;
+    }
+}
+
+#ifdef QK_X86
+/* While the NR rows n.. of W are read, their successors n+NR.. are prefetched, 64 bytes per
+ * chunk (every format's row takes at most 64 bytes per 32 weights), so the next group's lines
+ * are in flight (decode streams W from memory once): 3.3x on q8_0's lm_head GEMV (49152 x 576,
+ * one thread). A prefetch never faults. */
+#define QK_PREFETCH_NEXT(rowp, ldw, c, NR) \
+  _mm_prefetch((const char *)((uintptr_t)(rowp) + (uintptr_t)((NR) * (ldw) + 64 * (c))), _MM_HINT_T0)
+
+/* -- AVX2 kernels (2 rows of x by 2 rows of W) ---------------------------------------- */
+
+#define DEQ256_Q(F, ID, MIN)                                                                  \
+  QK_V256 void deq256_##F(const uint8_t *row, int64_t c, __m256 *w) {                        \
+    float a0, a1, b;                                                                          \
+    __m256i v = vvalues_##F(scales_v_##F(row, c, &a0, &a1, &b), c);                             \
+    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);              \
+    __m256 va0 = _mm256_set1_ps(a0), va1 = _mm256_set1_ps(a1), vb = _mm256_set1_ps(b);       \
+    w[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), va0, vb);            \
+    w[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), va0, vb); \
+    w[2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), va1, vb);            \
+    w[3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), va1, vb); \
+  }
+QUANT_FORMATS(DEQ256_Q)
+QK_V256 void deq256_f16(const uint8_t *row, int64_t c, __m256 *w) {
+  for (int k = 0; k < 4; ++k) w[k] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 64 * c + 16 * k)));
+}
+QK_V256 void deq256_bf16(const uint8_t *row, int64_t c, __m256 *w) {
+  for (int k = 0; k < 4; ++k)
+    w[k] = _mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 64 * c + 16 * k))), 16));
+}
+
+QK_V256 float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* MR rows of x by NR rows of W */
+#define EX256_BODY(F, ID, MR, NR)                                                             \
+  QK_V256 void ex256_##F##_##MR##_##NR(const qctx *t, int64_t m, int64_t n) {                \
+    const float *x[MR];                                                                       \
+    const uint8_t *row[NR];                                                                   \
+    __m256 acc[MR][NR];                                                                       \
+    for (int i = 0; i < MR; ++i) x[i] = t->x + (m + i) * t->ldx;                              \
+    for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();                           \
+    for (int64_t c = 0; c < t->nc; ++c) {                                                     \
+      __m256 w[NR][4];                                                                        \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                              \
+        deq256_##F(row[r], c, w[r]);                                                          \
+      }                                                                                       \
+      for (int i = 0; i < MR; ++i)                                                            \
+        for (int k = 0; k < 4; ++k) {                                                         \
+          __m256 xv = _mm256_loadu_ps(x[i] + 32 * c + 8 * k);                                 \
+          for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_fmadd_ps(w[r][k], xv, acc[i][r]);   \
+        }                                                                                     \
+    }                                                                                         \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        float s = hsum256(acc[i][r]);                                                         \
+        if (32 * t->nc < t->K) s += tail_dot(ID, row[r], x[i], 32 * t->nc, t->K);             \
+        t->o[(m + i) * t->ldo + n + r] = s;                                                   \
+      }                                                                                       \
+  }
+#define EX256(F, ID)                                                                          \
+  EX256_BODY(F, ID, 1, 1) EX256_BODY(F, ID, 1, 2) EX256_BODY(F, ID, 2, 1) EX256_BODY(F, ID, 2, 2) \
+  QK_T256 static void ex256_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
+    int64_t n = n0;                                                                           \
+    for (; n + 2 <= n1; n += 2) {                                                             \
+      if (mr == 2) ex256_##F##_2_2(t, m, n); else ex256_##F##_1_2(t, m, n);                   \
+    }                                                                                         \
+    for (; n < n1; ++n) {                                                                     \
+      if (mr == 2) ex256_##F##_2_1(t, m, n); else ex256_##F##_1_1(t, m, n);                   \
+    }                                                                                         \
+  }
+#define EX256_Q(F, ID, MIN) EX256(F, ID)
+QUANT_FORMATS(EX256_Q)
+EX256(f16, F_F16)
+EX256(bf16, F_BF16)
+
+#define Q8_256_BODY(F, MIN, MR, NR)                                                           \
+  QK_V256 void q8a_##F##_##MR##_##NR(const qctx *t, int64_t m, int64_t n) {                  \
+    const uint8_t *row[NR];                                                                   \
+    __m256 acc[MR][NR];                                                                       \
+    float bacc[MR][NR];                                                                       \
+    const __m256i ones = _mm256_set1_epi16(1);                                                \
+    for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) { acc[i][r] = _mm256_setzero_ps(); bacc[i][r] = 0.0f; }    \
+    for (int64_t c = 0; c < t->nc; ++c) {                                                     \
+      __m256i av[NR], sv[NR];                                                                 \
+      __m256 sc[NR];                                                                          \
+      float bb[NR];                                                                           \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        float a0, a1;                                                                         \
+        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                              \
+        sv[r] = vvalues_##F(scales_v_##F(row[r], c, &a0, &a1, &bb[r]), c);                      \
+        av[r] = _mm256_abs_epi8(sv[r]);                                                       \
+        sc[r] = _mm256_set_m128(_mm_set1_ps(a1), _mm_set1_ps(a0));                            \
+      }                                                                                       \
+      for (int i = 0; i < MR; ++i) {                                                          \
+        int64_t at = (m + i) * t->nc + c;                                                     \
+        __m256i q = _mm256_loadu_si256((const __m256i *)(t->qx + (m + i) * t->ldq + 32 * c)); \
+        __m256 d = _mm256_set1_ps(t->dx[at]);                                                 \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(av[r], _mm256_sign_epi8(q, sv[r])), ones); \
+          acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(sc[r], d), acc[i][r]); \
+          if (MIN) bacc[i][r] += bb[r] * t->sx[at];                                           \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) t->o[(m + i) * t->ldo + n + r] = hsum256(acc[i][r]) + bacc[i][r]; \
+  }
+#define Q8_256(F, ID, MIN)                                                                    \
+  Q8_256_BODY(F, MIN, 1, 1) Q8_256_BODY(F, MIN, 1, 2) Q8_256_BODY(F, MIN, 2, 1) Q8_256_BODY(F, MIN, 2, 2) \
+  QK_T256 static void q8a_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
+    int64_t n = n0;                                                                           \
+    for (; n + 2 <= n1; n += 2) {                                                             \
+      if (mr == 2) q8a_##F##_2_2(t, m, n); else q8a_##F##_1_2(t, m, n);                       \
+    }                                                                                         \
+    for (; n < n1; ++n) {                                                                     \
+      if (mr == 2) q8a_##F##_2_1(t, m, n); else q8a_##F##_1_1(t, m, n);                       \
+    }                                                                                         \
+  }
+QUANT_FORMATS(Q8_256)
+
+/* -- AVX-512 kernels (4 rows of x by 4 rows of W) -------------------------------------- */
+
+#define QK_V512 static inline __attribute__((always_inline)) QK_T512
+
+#define DEQ512_Q(F, ID, MIN)                                                                  \
+  QK_V512 void deq512_##F(const uint8_t *row, int64_t c, __m512 *lo, __m512 *hi) {           \
+    float a0, a1, b;                                                                          \
+    __m256i v = vvalues_##F(scales_v_##F(row, c, &a0, &a1, &b), c);                             \
+    __m512 vb = _mm512_set1_ps(b);                                                            \
+    *lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(v))), \
+                          _mm512_set1_ps(a0), vb);                                            \
+    *hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(v, 1))), \
+                          _mm512_set1_ps(a1), vb);                                            \
+  }
+QUANT_FORMATS(DEQ512_Q)
+QK_V512 void deq512_f16(const uint8_t *row, int64_t c, __m512 *lo, __m512 *hi) {
+  *lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(row + 64 * c)));
+  *hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(row + 64 * c + 32)));
+}
+QK_V512 void deq512_bf16(const uint8_t *row, int64_t c, __m512 *lo, __m512 *hi) {
+  *lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(row + 64 * c))), 16));
+  *hi = _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(row + 64 * c + 32))), 16));
+}
+
+#define EX512_BODY(F, ID, MR, NR)                                                             \
+  QK_V512 void ex512_##F##_##MR##_##NR(const qctx *t, int64_t m, int64_t n) {                \
+    const float *x[MR];                                                                       \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[MR][NR];                                                                       \
+    for (int i = 0; i < MR; ++i) x[i] = t->x + (m + i) * t->ldx;                              \
+    for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();                           \
+    for (int64_t c = 0; c < t->nc; ++c) {                                                     \
+      __m512 wl[NR], wh[NR];                                                                  \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                                  \
+        deq512_##F(row[r], c, &wl[r], &wh[r]);                                                \
+      }                                                                                       \
+      for (int i = 0; i < MR; ++i) {                                                          \
+        __m512 xl = _mm512_loadu_ps(x[i] + 32 * c), xh = _mm512_loadu_ps(x[i] + 32 * c + 16); \
+        for (int r = 0; r < NR; ++r)                                                          \
+          acc[i][r] = _mm512_fmadd_ps(wh[r], xh, _mm512_fmadd_ps(wl[r], xl, acc[i][r]));      \
+      }                                                                                       \
+    }                                                                                         \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        float s = _mm512_reduce_add_ps(acc[i][r]);                                            \
+        if (32 * t->nc < t->K) s += tail_dot(ID, row[r], x[i], 32 * t->nc, t->K);             \
+        t->o[(m + i) * t->ldo + n + r] = s;                                                   \
+      }                                                                                       \
+  }
+#define EX512(F, ID)                                                                          \
+  EX512_BODY(F, ID, 1, 1) EX512_BODY(F, ID, 1, 4) EX512_BODY(F, ID, 2, 1) EX512_BODY(F, ID, 2, 4) \
+  EX512_BODY(F, ID, 3, 1) EX512_BODY(F, ID, 3, 4) EX512_BODY(F, ID, 4, 1) EX512_BODY(F, ID, 4, 4) \
+  QK_T512 static void ex512_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
+    int64_t n = n0;                                                                           \
+    for (; n + 4 <= n1; n += 4) switch (mr) {                                                 \
+      case 4: ex512_##F##_4_4(t, m, n); break;                                                \
+      case 3: ex512_##F##_3_4(t, m, n); break;                                                \
+      case 2: ex512_##F##_2_4(t, m, n); break;                                                \
+      default: ex512_##F##_1_4(t, m, n);                                                      \
+    }                                                                                         \
+    for (; n < n1; ++n) switch (mr) {                                                         \
+      case 4: ex512_##F##_4_1(t, m, n); break;                                                \
+      case 3: ex512_##F##_3_1(t, m, n); break;                                                \
+      case 2: ex512_##F##_2_1(t, m, n); break;                                                \
+      default: ex512_##F##_1_1(t, m, n);                                                      \
+    }                                                                                         \
+  }
+#define EX512_Q(F, ID, MIN) EX512(F, ID)
+QUANT_FORMATS(EX512_Q)
+EX512(f16, F_F16)
+EX512(bf16, F_BF16)
+
+#define Q8_512_BODY(F, MIN, MR, NR)                                                           \
+  QK_V512 void q8v_##F##_##MR##_##NR(const qctx *t, int64_t m, int64_t n) {                  \
+    const uint8_t *row[NR];                                                                   \
+    __m256 acc[MR][NR];                                                                       \
+    float bacc[MR][NR];                                                                       \
+    for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) { acc[i][r] = _mm256_setzero_ps(); bacc[i][r] = 0.0f; }    \
+    for (int64_t c = 0; c < t->nc; ++c) {                                                     \
+      __m256i av[NR], sv[NR];                                                                 \
+      __m256 sc[NR];                                                                          \
+      float bb[NR];                                                                           \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        float a0, a1;                                                                         \
+        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                                  \
+        sv[r] = vvalues_##F(scales_v_##F(row[r], c, &a0, &a1, &bb[r]), c);                      \
+        av[r] = _mm256_abs_epi8(sv[r]);                                                       \
+        sc[r] = _mm256_set_m128(_mm_set1_ps(a1), _mm_set1_ps(a0));                            \
+      }                                                                                       \
+      for (int i = 0; i < MR; ++i) {                                                          \
+        int64_t at = (m + i) * t->nc + c;                                                     \
+        __m256i q = _mm256_loadu_si256((const __m256i *)(t->qx + (m + i) * t->ldq + 32 * c)); \
+        __m256 d = _mm256_set1_ps(t->dx[at]);                                                 \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), av[r], _mm256_sign_epi8(q, sv[r])); \
+          acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(sc[r], d), acc[i][r]); \
+          if (MIN) bacc[i][r] += bb[r] * t->sx[at];                                           \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) t->o[(m + i) * t->ldo + n + r] = hsum256(acc[i][r]) + bacc[i][r]; \
+  }
+#define Q8_512(F, ID, MIN)                                                                    \
+  Q8_512_BODY(F, MIN, 1, 1) Q8_512_BODY(F, MIN, 1, 4) Q8_512_BODY(F, MIN, 2, 1) Q8_512_BODY(F, MIN, 2, 4) \
+  Q8_512_BODY(F, MIN, 3, 1) Q8_512_BODY(F, MIN, 3, 4) Q8_512_BODY(F, MIN, 4, 1) Q8_512_BODY(F, MIN, 4, 4) \
+  QK_T512 static void q8v_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
+    int64_t n = n0;                                                                           \
+    for (; n + 4 <= n1; n += 4) switch (mr) {                                                 \
+      case 4: q8v_##F##_4_4(t, m, n); break;                                                  \
+      case 3: q8v_##F##_3_4(t, m, n); break;                                                  \
+      case 2: q8v_##F##_2_4(t, m, n); break;                                                  \
+      default: q8v_##F##_1_4(t, m, n);                                                        \
+    }                                                                                         \
+    for (; n < n1; ++n) switch (mr) {                                                         \
+      case 4: q8v_##F##_4_1(t, m, n); break;                                                  \
+      case 3: q8v_##F##_3_1(t, m, n); break;                                                  \
+      case 2: q8v_##F##_2_1(t, m, n); break;                                                  \
+      default: q8v_##F##_1_1(t, m, n);                                                        \
+    }                                                                                         \
+  }
+QUANT_FORMATS(Q8_512)
+
+QK_T512 static void quantize_rows_512(const qctx *t, int8_t *qx, float *dx, float *sx) {
+  for (int64_t m = 0; m < t->M; ++m)
+    for (int64_t c = 0; c < t->nc; ++c) {
+      const float *x = t->x + m * t->ldx + 32 * c;
+      __m512 lo = _mm512_loadu_ps(x), hi = _mm512_loadu_ps(x + 16);
+      float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+      float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      __m512i ql = _mm512_cvtps_epi32(_mm512_mul_ps(lo, _mm512_set1_ps(id)));   /* nearest even */
+      __m512i qh = _mm512_cvtps_epi32(_mm512_mul_ps(hi, _mm512_set1_ps(id)));
+      _mm_storeu_si128((__m128i *)(qx + m * t->ldq + 32 * c), _mm512_cvtepi32_epi8(ql));
+      _mm_storeu_si128((__m128i *)(qx + m * t->ldq + 32 * c + 16), _mm512_cvtepi32_epi8(qh));
+      dx[m * t->nc + c] = d;
+      sx[m * t->nc + c] = d * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(ql, qh));
+    }
+}
+
+/* take: one row, dequantized */
+#define TAKE512(F, ID)                                                                        \
+  QK_T512 static void take512_##F(const uint8_t *row, int64_t nc, float *out) {              \
+    for (int64_t c = 0; c < nc; ++c) {                                                        \
+      __m512 lo, hi;                                                                          \
+      deq512_##F(row, c, &lo, &hi);                                                           \
+      _mm512_storeu_ps(out + 32 * c, lo);                                                     \
+      _mm512_storeu_ps(out + 32 * c + 16, hi);                                                \
+    }                                                                                         \
+  }
+#define TAKE256(F, ID)                                                                        \
+  QK_T256 static void take256_##F(const uint8_t *row, int64_t nc, float *out) {              \
+    for (int64_t c = 0; c < nc; ++c) {                                                        \
+      __m256 w[4];                                                                            \
+      deq256_##F(row, c, w);                                                                  \
+      for (int k = 0; k < 4; ++k) _mm256_storeu_ps(out + 32 * c + 8 * k, w[k]);               \
+    }                                                                                         \
+  }
+#define TAKE_Q(F, ID, MIN) TAKE512(F, ID) TAKE256(F, ID)
+QUANT_FORMATS(TAKE_Q)
+TAKE512(f16, F_F16) TAKE256(f16, F_F16)
+TAKE512(bf16, F_BF16) TAKE256(bf16, F_BF16)
+#endif /* QK_X86 */
+
+#define TAKES(F, ID)                                                                          \
+  static void takes_##F(const uint8_t *row, int64_t nc, float *out) {                        \
+    for (int64_t c = 0; c < nc; ++c) deqs_##F(row, c, out + 32 * c);                          \
+  }
+#define TAKES_Q(F, ID, MIN) TAKES(F, ID)
+QUANT_FORMATS(TAKES_Q)
+TAKES(f16, F_F16)
+TAKES(bf16, F_BF16)
+
+/* -- dispatch tables ------------------------------------------------------------------ */
+
+typedef void (*take_fn)(const uint8_t *, int64_t, float *);
+enum { ISA_SCALAR, ISA_AVX2, ISA_AVX512 };
+static int isa_detected = ISA_SCALAR, isa = ISA_SCALAR;
+static const int tile_rows[3] = {4, 2, 4};   /* MR per ISA */
+
+typedef struct {
+  tile_fn exact[3], q8[3];
+  take_fn take[3];
+} kernels;
+
+#ifdef QK_X86
+#define KERNELS_Q(F, ID) [ID] = {{exs_##F, ex256_##F, ex512_##F}, {q8s_##F, q8a_##F, q8v_##F}, \
+                                 {takes_##F, take256_##F, take512_##F}},
+#define KERNELS_F(F, ID) [ID] = {{exs_##F, ex256_##F, ex512_##F}, {exs_##F, ex256_##F, ex512_##F}, \
+                                 {takes_##F, take256_##F, take512_##F}},
+#else
+#define KERNELS_Q(F, ID) [ID] = {{exs_##F, exs_##F, exs_##F}, {q8s_##F, q8s_##F, q8s_##F}, \
+                                 {takes_##F, takes_##F, takes_##F}},
+#define KERNELS_F(F, ID) [ID] = {{exs_##F, exs_##F, exs_##F}, {exs_##F, exs_##F, exs_##F}, \
+                                 {takes_##F, takes_##F, takes_##F}},
+#endif
+#define KERNELS_QQ(F, ID, MIN) KERNELS_Q(F, ID)
+static const kernels KERNELS[F_COUNT] = {QUANT_FORMATS(KERNELS_QQ) KERNELS_F(f16, F_F16) KERNELS_F(bf16, F_BF16)};
+
+/* -- threads -------------------------------------------------------------------------- */
+
+static double fork_work = 262144.0;   /* M*N*K below this: one thread */
+static volatile int forked_child = 0;
+static void mark_forked_child(void) { forked_child = 1; }
+
+#if defined(_OPENMP) && defined(RELAX_BLAS_MKL)
+int MKL_Get_Max_Threads(void);
+static int max_threads(void) { return forked_child ? 1 : MKL_Get_Max_Threads(); }
+#else
+static int max_threads(void) { return 1; }
+#endif
+
+__attribute__((constructor)) static void relax_quant_init(void) {
+  pthread_atfork(NULL, NULL, mark_forked_child);
+#ifdef QK_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    isa_detected = ISA_AVX2;   /* (F16C comes with every AVX2 + FMA CPU) */
+  if (isa_detected == ISA_AVX2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+    isa_detected = ISA_AVX512;
+#endif
+  isa = isa_detected;
+}
+
+/* For tests and benchmarks (ctypes): the ISA level (0 scalar, 1 AVX2, 2 AVX-512 VNNI), at
+ * most the detected one; returns the level now in use. */
+int relax_quant_set_isa(int level) {
+  isa = level < 0 ? isa_detected : (level < isa_detected ? level : isa_detected);
+  return isa;
+}
+int relax_quant_isa(void) { return isa; }
+void relax_quant_set_fork_work(double w) { fork_work = w; }
+int relax_quant_max_threads(void) { return max_threads(); }
+
+/* Rows [0, N) of W in one contiguous range per thread; in each, blocks of 64 rows of W (they
+ * stay in L2) against every tile of x. */
+static void run_range(const qctx *t, tile_fn fn, int64_t mr, int64_t n0, int64_t n1) {
+  for (int64_t nb = n0; nb < n1; nb += 64) {
+    int64_t ne = nb + 64 < n1 ? nb + 64 : n1;
+    for (int64_t m = 0; m < t->M; m += mr) fn(t, m, t->M - m < mr ? t->M - m : mr, nb, ne);
+  }
+}
+
+static void run(const qctx *t, tile_fn fn, int64_t mr) {
+  int nt = max_threads();
+  if ((double)t->M * (double)t->N * (double)t->K < fork_work) nt = 1;
+  int64_t per = (t->N + nt - 1) / nt;
+  per = (per + 3) / 4 * 4;
+  if (per > 0 && (t->N + per - 1) / per < nt) nt = (int)((t->N + per - 1) / per);
+  if (nt <= 1) {
+    run_range(t, fn, mr, 0, t->N);
+    return;
+  }
+#if defined(_OPENMP) && defined(RELAX_BLAS_MKL)
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int i = 0; i < nt; ++i) {
+    int64_t n0 = i * per, n1 = n0 + per < t->N ? n0 + per : t->N;
+    run_range(t, fn, mr, n0, n1);
+  }
+#endif
+}
+
+/* -- entry points --------------------------------------------------------------------- */
+
+/* A 2-D view with unit inner stride: the view itself, or a packed copy (*tmp, to free). */
+static const char *unit_inner(qview v, size_t esize, int64_t *ld, void **tmp) {
+  *tmp = NULL;
+  if (v.strides[1] == 1 || v.sizes[1] <= 1) {
+    *ld = v.strides[0];
+    return v.data;
+  }
+  char *p = malloc((size_t)(v.sizes[0] * v.sizes[1]) * esize + 1);
+  if (!p) return NULL;
+  for (int64_t i = 0; i < v.sizes[0]; ++i)
+    for (int64_t j = 0; j < v.sizes[1]; ++j)
+      memcpy(p + (size_t)(i * v.sizes[1] + j) * esize, v.data + (size_t)((i * v.strides[0] + j * v.strides[1]) * (int64_t)esize), esize);
+  *ld = v.sizes[1];
+  *tmp = p;
+  return p;
+}
+
+static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od) {
+  qview x = qread(xd, 2, 4), w = qread(wd, 2, 1), o = qread(od, 2, 4);
+  int64_t M = x.sizes[0], K = x.sizes[1], N = w.sizes[0], bs = BLOCK_SIZE[fmt];
+  if (M < 0 || K < 0 || N < 0 || o.sizes[0] != M || o.sizes[1] != N || K % bs != 0 ||
+      w.sizes[1] != K / bs * BLOCK_BYTES[fmt])
+    return;
+  if (M == 0 || N == 0) return;
+  qctx t = {.M = M, .N = N, .K = K, .nc = K / 32};
+  void *xt = NULL, *wt = NULL, *ot = NULL, *qbuf = NULL;
+  t.x = (const float *)unit_inner(x, 4, &t.ldx, &xt);
+  t.w = (const uint8_t *)unit_inner(w, 1, &t.ldw, &wt);
+  int direct = o.strides[1] == 1 || N == 1;
+  if (direct) {
+    t.o = (float *)o.data;
+    t.ldo = o.strides[0];
+  } else {
+    t.o = ot = malloc((size_t)(M * N) * 4);
+    t.ldo = N;
+  }
+  if (!t.x || !t.w || !t.o) goto done;
+  if (q8 && fmt != F_F16 && fmt != F_BF16) {
+    t.ldq = 32 * t.nc;
+    qbuf = malloc((size_t)(M * t.ldq) + (size_t)(2 * M * t.nc) * 4 + 64);
+    if (!qbuf) goto done;
+    float *dx = (float *)qbuf, *sx = dx + M * t.nc;
+    int8_t *qx = (int8_t *)(sx + M * t.nc);
+    t.qx = qx;
+    t.dx = dx;
+    t.sx = sx;
+#ifdef QK_X86
+    if (isa == ISA_AVX512) quantize_rows_512(&t, qx, dx, sx); else
+#endif
+    quantize_rows_scalar(&t, qx, dx, sx);
+    run(&t, KERNELS[fmt].q8[isa], tile_rows[isa]);
+  } else {
+    run(&t, KERNELS[fmt].exact[isa], tile_rows[isa]);
+  }
+  if (!direct)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) ((float *)o.data)[i * o.strides[0] + j * o.strides[1]] = t.o[i * N + j];
+done:
+  free(xt);
+  free(wt);
+  free(ot);
+  free(qbuf);
+}
+
+static void qtake(int fmt, void *td, void *idd, void *od) {
+  qview tb = qread(td, 2, 1), ids = qread(idd, 1, 8), o = qread(od, 2, 4);
+  int64_t V = tb.sizes[0], S = ids.sizes[0], K = o.sizes[1], bs = BLOCK_SIZE[fmt];
+  if (S < 0 || K < 0 || o.sizes[0] != S || K % bs != 0 || tb.sizes[1] != K / bs * BLOCK_BYTES[fmt]) return;
+  if (S == 0 || K == 0) return;
+  if (V <= 0) return;   /* nothing to take from */
+  int64_t nc = K / 32;
+  float *buf = o.strides[1] == 1 ? NULL : malloc((size_t)K * 4);
+  if (o.strides[1] != 1 && !buf) return;
+  for (int64_t i = 0; i < S; ++i) {
+    int64_t id = ((const int64_t *)ids.data)[i * ids.strides[0]];
+    id = id < 0 ? 0 : id >= V ? V - 1 : id;
+    const uint8_t *row = (const uint8_t *)tb.data + id * tb.strides[0];
+    uint8_t *rowc = NULL;
+    if (tb.strides[1] != 1 && tb.sizes[1] > 1) {   /* a strided row: copied */
+      rowc = malloc((size_t)tb.sizes[1]);
+      if (!rowc) break;
+      for (int64_t j = 0; j < tb.sizes[1]; ++j) rowc[j] = (uint8_t)tb.data[id * tb.strides[0] + j * tb.strides[1]];
+      row = rowc;
+    }
+    float *dst = buf ? buf : (float *)o.data + i * o.strides[0];
+    KERNELS[fmt].take[isa](row, nc, dst);
+    for (int64_t k = 32 * nc; k < K; ++k) dst[k] = fmt == F_F16 ? h2f(row + 2 * k) : bf2f(row + 2 * k);
+    if (buf)
+      for (int64_t k = 0; k < K; ++k) ((float *)o.data)[i * o.strides[0] + k * o.strides[1]] = buf[k];
+    free(rowc);
+  }
+  free(buf);
+}
+
+#define ENTRY(F, ID)                                                                          \
+  void _mlir_ciface_relax_qmatmul_##F(void *x, void *w, void *o) { qmatmul(ID, 0, x, w, o); } \
+  void _mlir_ciface_relax_qmatmul_##F##_q8(void *x, void *w, void *o) { qmatmul(ID, 1, x, w, o); } \
+  void _mlir_ciface_relax_qtake_##F(void *t, void *ids, void *o) { qtake(ID, t, ids, o); }
+#define ENTRY_Q(F, ID, MIN) ENTRY(F, ID)
+QUANT_FORMATS(ENTRY_Q)
+ENTRY(f16, F_F16)
+ENTRY(bf16, F_BF16)

@@ -1,0 +1,280 @@
+"""relax_blas's quantized-weight kernels (relax_mlir/runtime/quant_kernels.c), called directly
+through ctypes on memref descriptors, against gguf.quants' dequantize + a float64 matmul.
+
+Exact kernels (``relax_qmatmul_<fmt>``): |out - ref| <= 1e-4 * (|x| @ |W|^T) elementwise
+(f32 accumulation; measured ~1e-7 of that). ``_q8`` kernels: x quantized per 32 to int8 with
+scale amax/127 (error <= amax/254 per element), so |out - ref| <= sum over chunks of
+amax/254 * sum|w| in the chunk, plus the f32 term. Every ISA level this CPU has is tested
+(AVX-512 VNNI, AVX2, scalar: relax_quant_set_isa)."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+from gguf import GGMLQuantizationType as Q  # noqa: E402
+from gguf import quants  # noqa: E402
+
+from relax_mlir.runtime import libraries  # noqa: E402
+
+FORMATS = {"f16": Q.F16, "bf16": Q.BF16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_1": Q.Q4_1, "q5_0": Q.Q5_0,
+           "q5_1": Q.Q5_1, "q4_k": Q.Q4_K, "q5_k": Q.Q5_K, "q6_k": Q.Q6_K}
+K_QUANTS = ("q4_k", "q5_k", "q6_k")
+ISA_NAMES = {2: "avx512", 1: "avx2", 0: "scalar"}
+
+
+def descriptor(a: np.ndarray):
+    """A memref descriptor of the numpy view ``a`` (strides in elements; offset 0)."""
+    r = a.ndim
+
+    class D(ctypes.Structure):
+        _fields_ = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64),
+                    ("sizes", ctypes.c_int64 * r), ("strides", ctypes.c_int64 * r)]
+
+    assert all(s % a.itemsize == 0 for s in a.strides)
+    d = D(a.ctypes.data, a.ctypes.data, 0, (ctypes.c_int64 * r)(*a.shape),
+          (ctypes.c_int64 * r)(*[s // a.itemsize for s in a.strides]))
+    return d
+
+
+@pytest.fixture(scope="module")
+def lib():
+    path = libraries.build_blas_shim()[0]
+    lib = ctypes.CDLL(path)
+    lib.relax_quant_set_isa.argtypes = [ctypes.c_int]
+    lib.relax_quant_set_fork_work.argtypes = [ctypes.c_double]
+    lib.relax_blas_set_num_threads.argtypes = [ctypes.c_int]
+    best = lib.relax_quant_set_isa(-1)
+    yield lib
+    lib.relax_quant_set_isa(best)
+    lib.relax_quant_set_fork_work(262144.0)
+
+
+def isa_levels(lib) -> list[int]:
+    best = lib.relax_quant_set_isa(-1)
+    return list(range(best, -1, -1))
+
+
+def call(lib, name: str, *arrays) -> None:
+    ds = [descriptor(a) for a in arrays]
+    fn = getattr(lib, f"_mlir_ciface_{name}")
+    fn.argtypes = [ctypes.c_void_p] * len(ds)
+    fn.restype = None
+    fn(*[ctypes.addressof(d) for d in ds])
+
+
+def random_weights(fmt: str, n: int, k: int, rng) -> np.ndarray:
+    """(n, RB) uint8 GGUF rows: gguf.quants.quantize where it quantizes, else random raw
+    K-quant blocks with sane f16 scales."""
+    qt = FORMATS[fmt]
+    bs, bb = gguf.GGML_QUANT_SIZES[qt]
+    if fmt not in K_QUANTS:
+        w = rng.standard_normal((n, k)).astype(np.float32) * 0.05
+        q = quants.quantize(w, qt)
+        return np.ascontiguousarray(q).view(np.uint8).reshape(n, k // bs * bb)
+    raw = rng.integers(0, 256, size=(n, k // bs, bb), dtype=np.uint8)
+    f16 = lambda lo, hi: rng.uniform(lo, hi, size=(n, k // bs)).astype(np.float16).view(np.uint8).reshape(n, k // bs, 2)
+    if fmt == "q6_k":
+        raw[:, :, 208:210] = f16(1e-4, 1e-3)          # d; the 16 int8 scales stay random
+    else:
+        raw[:, :, 0:2] = f16(1e-3, 1e-2)              # d
+        raw[:, :, 2:4] = f16(1e-3, 1e-2)              # dmin
+    return raw.reshape(n, k // bs * bb)
+
+
+def dequant(fmt: str, raw: np.ndarray) -> np.ndarray:
+    return quants.dequantize(np.ascontiguousarray(raw), FORMATS[fmt]).astype(np.float64)
+
+
+def q8_bound(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The error bound of x's int8 quantization per 32: sum_c amax_c(x) / 254 * sum_{c} |w|."""
+    m, k = x.shape
+    nc = k // 32
+    amax = np.abs(x[:, :nc * 32]).reshape(m, nc, 32).max(axis=2).astype(np.float64)
+    wsum = np.abs(w[:, :nc * 32]).reshape(w.shape[0], nc, 32).sum(axis=2)
+    return amax / 254.0 @ wsum.T
+
+
+def check(lib, fmt: str, m: int, k: int, n: int, q8: bool, rng, stats=None):
+    raw = random_weights(fmt, n, k, rng)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    out = np.full((m, n), np.nan, np.float32)
+    call(lib, f"relax_qmatmul_{fmt}{'_q8' if q8 else ''}", x, raw, out)
+    w = dequant(fmt, raw)
+    ref = x.astype(np.float64) @ w.T
+    scale = np.abs(x).astype(np.float64) @ np.abs(w).T
+    err = np.abs(out - ref)
+    tol = 1e-4 * scale
+    if q8 and fmt not in ("f16", "bf16"):
+        tol = tol + q8_bound(x, w) * 1.0001
+    assert np.all(np.isfinite(out))
+    assert np.all(err <= tol), (fmt, m, k, n, q8, float((err / np.maximum(tol, 1e-30)).max()))
+    if stats is not None:   # error relative to sum |x| |w|, the scale of a dot product's rounding
+        stats.append(float((err / np.maximum(scale, 1e-30)).max()))
+    return out
+
+
+def shapes(fmt: str, full: bool):
+    ks = [256, 768, 1536] if fmt in K_QUANTS else [32, 96, 576, 1536]
+    if fmt in ("f16", "bf16"):
+        ks += [7, 40]
+    ms, ns = ([1, 3, 17, 64], [1, 7, 193]) if full else ([1, 3, 5], [7, 9])
+    if not full:
+        ks = ks[1:3] + [k for k in ks if k in (7, 40)]
+    return [(m, k, n) for m in ms for k in ks for n in ns]
+
+
+@pytest.mark.parametrize("q8", [False, True], ids=["exact", "q8"])
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_qmatmul_matches_dequantized_reference(lib, fmt, q8):
+    rng = np.random.default_rng(hash((fmt, q8)) % 2**32)
+    for level in isa_levels(lib):
+        assert lib.relax_quant_set_isa(level) == level
+        stats = []
+        for m, k, n in shapes(fmt, full=level == isa_levels(lib)[0]):
+            check(lib, fmt, m, k, n, q8, rng, stats)
+        if q8 and fmt not in ("f16", "bf16"):   # the int8 path is not exact: its error is visible...
+            assert max(stats) > 1e-6, (ISA_NAMES[level], max(stats))
+        assert max(stats) < (1e-2 if q8 else 1e-6), (ISA_NAMES[level], max(stats))   # ... and small
+    lib.relax_quant_set_isa(-1)
+
+
+@pytest.mark.parametrize("q8", [False, True], ids=["exact", "q8"])
+@pytest.mark.parametrize("fmt", ["q4_1", "q8_0", "q6_k", "f16"])
+def test_isa_levels_agree(lib, fmt, q8):
+    """Every level computes the same products (to f32 summation order)."""
+    rng = np.random.default_rng(7)
+    k = 768
+    raw = random_weights(fmt, 13, k, rng)
+    x = rng.standard_normal((5, k)).astype(np.float32)
+    outs = []
+    for level in isa_levels(lib):
+        lib.relax_quant_set_isa(level)
+        out = np.empty((5, 13), np.float32)
+        call(lib, f"relax_qmatmul_{fmt}{'_q8' if q8 else ''}", x, raw, out)
+        outs.append(out)
+    lib.relax_quant_set_isa(-1)
+    for o in outs[1:]:
+        np.testing.assert_allclose(o, outs[0], rtol=1e-4, atol=1e-4 * float(np.abs(outs[0]).max()))
+
+
+@pytest.mark.parametrize("fmt", ["q4_1", "q6_k", "bf16"])
+def test_strided_views(lib, fmt):
+    """Row strides larger than the row, inner strides other than 1 (copied), offsets: the
+    same numbers as the contiguous call."""
+    rng = np.random.default_rng(3)
+    m, k, n = 6, 512, 11
+    raw = random_weights(fmt, n, k, rng)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    for q8 in (False, True):
+        name = f"relax_qmatmul_{fmt}{'_q8' if q8 else ''}"
+        want = np.empty((m, n), np.float32)
+        call(lib, name, x, raw, want)
+        xb = np.zeros((m + 2, k + 40), np.float32)
+        xb[1:m + 1, 8:k + 8] = x
+        wb = np.zeros((n + 1, raw.shape[1] + 16), np.uint8)
+        wb[1:, 5:5 + raw.shape[1]] = raw
+        ob = np.full((m + 3, n + 9), 7.0, np.float32)
+        call(lib, name, xb[1:m + 1, 8:k + 8], wb[1:, 5:5 + raw.shape[1]], ob[2:m + 2, 3:n + 3])
+        np.testing.assert_array_equal(ob[2:m + 2, 3:n + 3], want)
+        keep = ob.copy()
+        keep[2:m + 2, 3:n + 3] = 7.0
+        assert np.all(keep == 7.0)   # nothing written outside the view
+        # inner strides other than 1: x every other column, out transposed
+        x2 = np.zeros((m, 2 * k), np.float32)
+        x2[:, ::2] = x
+        ot = np.full((n, m), np.nan, np.float32)
+        call(lib, name, x2[:, ::2], raw, ot.T)
+        np.testing.assert_array_equal(ot.T, want)
+
+
+def test_threads_split_rows_identically(lib):
+    """Rows of W over 2 OpenMP threads (MKL builds) give the 1-thread numbers bit for bit."""
+    rng = np.random.default_rng(5)
+    raw = random_weights("q4_0", 193, 576, rng)
+    for m in (1, 17):
+        x = rng.standard_normal((m, 576)).astype(np.float32)
+        outs = []
+        for nt, work in ((1, 262144.0), (2, 0.0)):
+            lib.relax_blas_set_num_threads(nt)
+            lib.relax_quant_set_fork_work(work)
+            for q8 in ("", "_q8"):
+                out = np.empty((m, 193), np.float32)
+                call(lib, f"relax_qmatmul_q4_0{q8}", x, raw, out)
+                outs.append(out)
+        np.testing.assert_array_equal(outs[0], outs[2])
+        np.testing.assert_array_equal(outs[1], outs[3])
+    lib.relax_blas_set_num_threads(2)
+    lib.relax_quant_set_fork_work(262144.0)
+
+
+def test_invalid_shapes_write_nothing(lib):
+    rng = np.random.default_rng(1)
+    raw = random_weights("q4_0", 4, 64, rng)
+    for x, w, o in [(np.ones((2, 48), np.float32), raw[:, :27], np.empty((2, 4), np.float32)),   # K % 32
+                    (np.ones((2, 64), np.float32), raw[:, :18], np.empty((2, 4), np.float32)),   # RB != K row
+                    (np.ones((2, 64), np.float32), raw, np.empty((2, 5), np.float32)),           # out (M, N)
+                    (np.ones((3, 64), np.float32), raw, np.empty((2, 4), np.float32))]:
+        o[...] = 5.0
+        for q8 in ("", "_q8"):
+            call(lib, f"relax_qmatmul_q4_0{q8}", x, np.ascontiguousarray(w), o)
+            assert np.all(o == 5.0)
+    out = np.full((3, 48), 5.0, np.float32)
+    call(lib, "relax_qtake_q4_0", raw, np.array([0, 1, 2], np.int64), out)
+    assert np.all(out == 5.0)
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_qtake_rows_and_clamped_ids(lib, fmt):
+    rng = np.random.default_rng(11)
+    k = 512 if fmt in K_QUANTS else 96
+    v = 9
+    raw = random_weights(fmt, v, k, rng)
+    table = dequant(fmt, raw).astype(np.float32)
+    ids = np.array([3, 0, 8, -1, 9, 100, -100, 4], np.int64)
+    for level in isa_levels(lib):
+        lib.relax_quant_set_isa(level)
+        out = np.full((len(ids), k), np.nan, np.float32)
+        call(lib, f"relax_qtake_{fmt}", raw, ids, out)
+        want = table[np.clip(ids, 0, v - 1)]
+        np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-7 * float(np.abs(table).max()))
+        # strided ids and a strided (transposed) output
+        ids2 = np.zeros(2 * len(ids), np.int64)
+        ids2[::2] = ids
+        outt = np.full((k, len(ids)), np.nan, np.float32)
+        call(lib, f"relax_qtake_{fmt}", raw, ids2[::2], outt.T)
+        np.testing.assert_array_equal(outt.T, out)
+    lib.relax_quant_set_isa(-1)
+
+
+def test_f16_tail_columns(lib):
+    """f16 / bf16 rows of any K (no blocks): the columns past the last 32 are summed too."""
+    rng = np.random.default_rng(2)
+    for fmt in ("f16", "bf16"):
+        for k in (1, 31, 33, 65):
+            check(lib, fmt, 3, k, 5, False, rng)
+            raw = random_weights(fmt, 4, k, rng)
+            out = np.empty((2, k), np.float32)
+            call(lib, f"relax_qtake_{fmt}", raw, np.array([1, 3], np.int64), out)
+            np.testing.assert_array_equal(out, dequant(fmt, raw)[[1, 3]].astype(np.float32))
+
+
+def test_shim_sources_rebuild_on_either_edit(tmp_path, monkeypatch):
+    """The relax_blas cache key hashes both C sources: an edit to quant_kernels.c rebuilds."""
+    import shutil
+
+    src = tmp_path / "quant_kernels.c"
+    shutil.copyfile(libraries.QUANT_KERNELS, src)
+    monkeypatch.setattr(libraries, "QUANT_KERNELS", src)
+    monkeypatch.setenv("RELAX_MLIR_CACHE", str(tmp_path / "cache"))
+    provider = libraries.blas_provider()
+    first = libraries.blas_shim_object(provider)
+    src.write_text(src.read_text() + "\nint relax_quant_edited(void) { return 1; }\n")
+    second = libraries.blas_shim_object(provider)
+    assert first != second
+    assert b"relax_quant_edited" in open(second, "rb").read() and b"relax_quant_edited" not in open(first, "rb").read()
+    assert b"_mlir_ciface_relax_qmatmul_q4_1" in open(second, "rb").read()
+    assert b"_mlir_ciface_relax_blas_matmul_22_f32" in open(second, "rb").read()

@@ -32,8 +32,9 @@ FORMATS = {
 #: formats the generic (any target) kernel dequantizes; the others need the cpu library
 GENERIC_FORMATS = ("f16", "bf16", "q8_0", "q4_0", "q4_1")
 ACTIVATIONS = ("f32", "q8")
-#: formats the cpu target's library kernels compute on (relax-dispatch-library)
-LIBRARY_FORMATS: tuple = ()
+#: formats the cpu target's library kernels compute on (relax-dispatch-library; the kernels:
+#: relax_mlir/runtime/quant_kernels.c, docs/quantization.md)
+LIBRARY_FORMATS = ("f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k")
 
 
 def supported_formats(target: str) -> tuple:

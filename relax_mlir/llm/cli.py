@@ -93,6 +93,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--max-seq-len", type=int, default=None)
     ap.add_argument("--target", default="cpu", help="compile target: cpu, vulkan or cuda (KV cache and weights "
                                                     "on the GPU)")
+    ap.add_argument("--weights", choices=("stored", "f32"), default="stored",
+                    help="stored: quantized / half weights stay as in the file, converted in the kernels' "
+                         "registers (default); f32: every weight converted to f32 once")
+    ap.add_argument("--q8", action="store_true",
+                    help="quantized matmuls quantize their inputs to 8 bits (llama.cpp's int8 dot products: "
+                         "faster, not exact)")
 
 
 def is_gguf(path: str) -> bool:
@@ -119,7 +125,9 @@ def run(args: argparse.Namespace, out=None) -> int:
         from .gguf import GGUFError
         try:
             prog = _Progress("loading + compiling")
-            lm = CausalLM.from_gguf(args.model, max_seq_len=args.max_seq_len, target=args.target)
+            lm = CausalLM.from_gguf(args.model, max_seq_len=args.max_seq_len, target=args.target,
+                                    quantized=getattr(args, "weights", "stored") == "stored",
+                                    activations="q8" if getattr(args, "q8", False) else "f32")
         except (GGUFError, OSError) as e:
             prog.cancel()
             return _fail(str(e))
@@ -132,7 +140,8 @@ def run(args: argparse.Namespace, out=None) -> int:
         if not os.path.exists(args.model):
             prog.cancel()
             return _fail(f"{args.model}: no such file or directory")
-        lm = CausalLM.from_pretrained(args.model, max_seq_len=args.max_seq_len, target=args.target)
+        lm = CausalLM.from_pretrained(args.model, max_seq_len=args.max_seq_len, target=args.target,
+                                      quantized=getattr(args, "weights", "stored") == "stored")
         if args.prompt is not None or chat is not None:
             from transformers import AutoTokenizer
             tokenizer = AutoTokenizer.from_pretrained(args.model)

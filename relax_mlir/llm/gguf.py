@@ -16,15 +16,12 @@ Architectures: ``llama``, ``mistral`` (llama.cpp's converter permutes the q/k ro
 these for its rope layout: undone here, so the weights equal Hugging Face's) and
 ``qwen2`` (no permutation; q/k/v biases). Hyper-parameters come from the ``{arch}.*``
 metadata; rope: plain, ``linear`` scaling, and the ``rope_freqs`` tensor (llama3-style
-per-frequency factors). The GGUF names map to Hugging Face's (:func:`hf_state_dict`),
-and :func:`~relax_mlir.llm.weights.convert_state_dict` does the rest (q heads
-group-major, transposes, tied lm_head).
-
-TODAY EVERY WEIGHT IS DEQUANTIZED TO F32 at load time (``gguf.quants.dequantize``: F32,
-F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, the IQ and TQ types). The raw
-quantized blocks stay available (:func:`raw_tensors`: per GGUF tensor its
-``GGMLQuantizationType`` and bytes, memory-mapped) for a later stage that computes on
-them directly.
+per-frequency factors). The GGUF names map to Hugging Face's (:class:`GGUFSource`), and
+:func:`~relax_mlir.llm.weights.model_weights` builds our weights: tensors in a format the
+target computes on (docs/quantization.md: f16, bf16, q8_0, q4_0/1, q5_0/1, q4/5/6_k on the
+cpu target) stay as stored, their memory-mapped rows dequantized in the kernels' registers;
+the rest is dequantized to f32 once (``gguf.quants.dequantize``: also the IQ and TQ types).
+:func:`raw_tensors` gives every tensor's ``GGMLQuantizationType`` and bytes.
 
 The tokenizer (:class:`GGUFTokenizer`) is a ``tokenizers.Tokenizer`` built from the
 ``tokenizer.ggml.*`` metadata: ``gpt2`` (byte-level BPE with the file's merges; the split

@@ -1,9 +1,12 @@
-"""Hugging Face Llama-family configs and weights -> :class:`LMConfig` and our weight layout.
+"""Checkpoints (Hugging Face configs, state dicts, safetensors; GGUF through
+:mod:`relax_mlir.llm.gguf`) -> :class:`LMConfig` and our weight layout.
 
-Done once at load time, in numpy: Linear weights transposed to (in, out); q/k/v fused
-into one (hidden, (H + 2 kv) hd) matrix with the query heads reordered group-major
-(see :mod:`relax_mlir.llm.model`), o_proj's input columns reordered to match; gate and
-up fused into (hidden, 2 F); a tied lm_head is the embedding transposed.
+Done once at load time, in numpy, over a :class:`WeightSource` (tensors under Hugging Face
+names, as stored): roles whose format the target computes on stay as stored (raw rows,
+memory-mapped; :func:`plan_formats`), the others become f32 Linear weights transposed to
+(in, out); q/k/v are fused into one projection with the query heads reordered group-major
+(see :mod:`relax_mlir.llm.model`) and o's input columns reordered to match; a tied
+lm_head is the embedding (:func:`model_weights`).
 """
 
 from __future__ import annotations
@@ -76,38 +79,10 @@ def _group_major_rows(w: np.ndarray, c: LMConfig) -> np.ndarray:
     return w.reshape(c.num_kv_heads, c.group, c.head_dim, *rest).swapaxes(0, 1).reshape(w.shape)
 
 
-def convert_state_dict(sd: Mapping[str, np.ndarray], c: LMConfig, tie: bool, prefix: str = "model.") -> dict[str, np.ndarray]:
-    """HF names/layouts -> our parameter names (:meth:`LlamaModel.named_parameters`)."""
-    f32 = np.float32
-
-    def g(name):
-        return np.asarray(sd[name], dtype=f32)
-
-    out = {"embed.weight": np.ascontiguousarray(g(prefix + "embed_tokens.weight"))}
-    for i in range(c.num_layers):
-        p, o = f"{prefix}layers.{i}.", f"layers.{i}."
-        out[o + "input_norm.weight"] = g(p + "input_layernorm.weight")
-        out[o + "post_norm.weight"] = g(p + "post_attention_layernorm.weight")
-        q = _group_major_rows(g(p + "self_attn.q_proj.weight"), c)
-        out[o + "attn.qkv.weight"] = np.ascontiguousarray(
-            np.concatenate([q, g(p + "self_attn.k_proj.weight"), g(p + "self_attn.v_proj.weight")]).T)
-        if c.qkv_bias:
-            out[o + "attn.qkv.bias"] = np.concatenate([_group_major_rows(g(p + "self_attn.q_proj.bias"), c),
-                                                      g(p + "self_attn.k_proj.bias"), g(p + "self_attn.v_proj.bias")])
-        wo = g(p + "self_attn.o_proj.weight")                      # (d, H*hd): columns group-major
-        out[o + "attn.o.weight"] = np.ascontiguousarray(_group_major_rows(wo.T, c))
-        if c.o_bias:
-            out[o + "attn.o.bias"] = g(p + "self_attn.o_proj.bias")
-        for n in ("gate", "up"):
-            out[o + f"mlp.{n}.weight"] = np.ascontiguousarray(g(p + f"mlp.{n}_proj.weight").T)
-        if c.mlp_bias:
-            for n in ("gate", "up", "down"):
-                out[o + f"mlp.{n}.bias"] = g(p + f"mlp.{n}_proj.bias")
-        out[o + "mlp.down.weight"] = np.ascontiguousarray(g(p + "mlp.down_proj.weight").T)
-    out["norm.weight"] = g(prefix + "norm.weight")
-    head = out["embed.weight"] if tie or "lm_head.weight" not in sd else g("lm_head.weight")
-    out["lm_head.weight"] = np.ascontiguousarray(head.T)
-    return out
+def convert_state_dict(sd: Mapping[str, np.ndarray], c: LMConfig, tie: bool) -> dict[str, np.ndarray]:
+    """HF names/layouts (a state dict of arrays) -> our parameter names, all float32
+    (:meth:`LlamaModel.named_parameters`; :func:`model_weights` over the dict)."""
+    return model_weights(ArraySource(sd), c, tie)
 
 
 # -- weights as stored: block-quantized / half-precision rows kept, the rest f32 --------------
@@ -177,7 +152,9 @@ def unpermute_rope_rows(w: np.ndarray, n_head: int) -> np.ndarray:
 def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str, np.ndarray]:
     """Our parameters (:meth:`LlamaModel.named_parameters`) from ``src``: the roles of
     ``c.formats`` as their stored rows (copied only where rows are reordered or q/k/v
-    concatenated), the others float32 in our layouts (as :func:`convert_state_dict`)."""
+    concatenated), the others float32 in our layouts: Linear weights transposed to (in, out),
+    q/k/v fused with the query heads group-major, o's input columns to match, a tied
+    lm_head the embedding transposed."""
     fmt = dict(c.formats)
 
     def rows(name, role, heads=None, group_major=False):
@@ -222,6 +199,25 @@ def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str
     head = _head_name(src, tie)
     out["lm_head.weight"] = src.raw(head) if "lm_head" in fmt else np.ascontiguousarray(src.f32(head).T)
     return out
+
+
+class ArraySource(WeightSource):
+    """A Hugging Face state dict of arrays (f32, or anything numpy converts to it)."""
+
+    def __init__(self, sd: Mapping[str, np.ndarray]):
+        self.sd = sd
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.sd
+
+    def kind(self, name: str) -> str:
+        return "f32"
+
+    def raw(self, name: str) -> np.ndarray:
+        raise ValueError(f"tensor '{name}': a state dict of arrays keeps no stored format")
+
+    def f32(self, name: str) -> np.ndarray:
+        return np.asarray(self.sd[name], dtype=np.float32)
 
 
 #: safetensors dtype -> (our storage format, numpy dtype of the stored elements)

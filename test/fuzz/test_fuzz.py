@@ -5,7 +5,13 @@
 * mutations: random byte/token/line mutations of the lit tests' inputs fed to
   relax-opt (mutate.py): never an escaping exception, internal error or signal;
 * bad calls: wrong dtypes/ranks/shapes, non-arrays, odd layouts, huge sizes to
-  compiled executables (badcalls.py): only TypeError/ShapeError/ValueError/MemoryError.
+  compiled executables (badcalls.py): only TypeError/ShapeError/ValueError/MemoryError;
+* importer: random torch.nn.Modules (importer_fuzz.py) exported with dynamic Dims, imported
+  and compiled once, checked against eager PyTorch at several sizes; an unsupported op is a
+  CompileError naming it;
+* llm-config: random Llama/Qwen2/Mistral configs (llm_fuzz.py) through CausalLM.from_hf vs
+  transformers (logits, greedy tokens), compile time and memory linear in depth;
+* vulkan-program: programs.py's programs on the vulkan target (skipped without a device).
 
 Short mode (default, part of ``make test``): fixed seeds, a few seconds each. Long mode:
 ``make fuzz FUZZ_SECONDS=1800`` (or ``RELAX_FUZZ_SECONDS=1800 pytest test/fuzz``) splits
@@ -31,17 +37,26 @@ import runner  # noqa: E402
 SECONDS = float(os.environ.get("RELAX_FUZZ_SECONDS", "0") or 0)
 SEED = int(os.environ.get("RELAX_FUZZ_SEED", "1"))
 #: share of the long-mode time per fuzzer
-SHARE = {"program": 0.45, "shape-program": 0.2, "mutation": 0.2, "badcall": 0.15}
-#: short mode: (first seed, number of cases, case size)
-SHORT = {"program": (0, 8, 3), "shape-program": (0, 0, 3), "mutation": (0, 6, 20), "badcall": (0, 2, 150)}
-SIZE_KEY = {"program": "sizes", "shape-program": "sizes", "mutation": "count", "badcall": "count"}
-COUNT_KEY = {"program": "calls", "shape-program": "calls", "mutation": "mutations", "badcall": "calls"}
+SHARE = {"program": 0.3, "shape-program": 0.12, "mutation": 0.14, "badcall": 0.08, "importer": 0.14,
+         "llm-config": 0.14, "vulkan-program": 0.08}
+#: short mode: (first seed, number of cases, case size); importer seed 9 is an unsupported-op case
+SHORT = {"program": (0, 8, 3), "shape-program": (0, 0, 3), "mutation": (0, 6, 20), "badcall": (0, 2, 150),
+         "importer": (7, 3, 3), "llm-config": (5, 1, 4), "vulkan-program": (2, 2, 3)}
+SIZE_KEY = {"program": "sizes", "shape-program": "sizes", "mutation": "count", "badcall": "count",
+            "importer": "sizes", "llm-config": "steps", "vulkan-program": "sizes"}
+COUNT_KEY = {"program": "calls", "shape-program": "calls", "mutation": "mutations", "badcall": "calls",
+             "importer": "calls", "llm-config": "calls", "vulkan-program": "calls"}
+#: extra case fields in short mode (llm-config: at most 2 layers, a few seconds of compile)
+SHORT_EXTRA = {"llm-config": {"max_layers": 2}}
+#: per-case time limit (the worker is killed and the case reported as a hang past it)
+TIMEOUT = {"llm-config": 300.0}
 
 
 def _cases(kind: str):
     first, n, size = SHORT[kind]
     if not SECONDS:
-        return [{"kind": kind, "seed": s, SIZE_KEY[kind]: size} for s in range(first, first + n)]
+        return [{"kind": kind, "seed": s, SIZE_KEY[kind]: size, **SHORT_EXTRA.get(kind, {})}
+                for s in range(first, first + n)]
     base = SEED * 1_000_000
 
     def gen():
@@ -68,19 +83,44 @@ def _known(o: runner.Outcome) -> Optional[str]:
 def _run(kind: str) -> None:
     deadline = time.monotonic() + SECONDS * SHARE[kind] if SECONDS else None
     t0 = time.monotonic()
-    outs = runner.run_cases(_cases(kind), deadline=deadline)
+    outs = runner.run_cases(_cases(kind), timeout=TIMEOUT.get(kind, 180.0), deadline=deadline)
+    skips = {(o.result or {}).get("skip") for o in outs} - {None}
+    if skips and all((o.result or {}).get("skip") for o in outs):
+        pytest.skip(skips.pop())
     count = sum((o.result or {}).get(COUNT_KEY[kind], 0) for o in outs)
     known = [(o, _known(o)) for o in outs if o.failed and _known(o)]
     fails = [o for o in outs if o.failed and not _known(o)]
     for o, cls in known:
         print(f"\nknown failure class ({cls}): {o.describe()[:600]}")
     extra = ""
-    if kind in ("program", "shape-program"):
+    if kind in ("program", "shape-program", "vulkan-program"):
         extra = f", skipped sizes {sum((o.result or {}).get('skipped', 0) for o in outs)}"
+    if kind == "importer":
+        res = [o.result or {} for o in outs]
+        extra = (f", {sum(1 for r in res if r.get('refused'))} clean refusals of unsupported ops, "
+                 f"{sum(r.get('export_skipped', 0) for r in res)} not exportable")
+    if kind == "llm-config":
+        extra = _llm_summary([o.result or {} for o in outs])
     print(f"\nfuzz {kind}: {len(outs)} cases, {count} {COUNT_KEY[kind]}{extra}, {len(fails)} failed, "
           f"{time.monotonic() - t0:.0f} s")
     assert outs, "no case ran"
     assert not fails, "\n\n".join(o.describe()[:4000] for o in fails[:3])
+
+
+def _llm_summary(res: list) -> str:
+    """Refusals, and the compile cost per layer: the worst case and every deep case's ratio."""
+    done = [r for r in res if "compile_s" in r]
+    out = f", {sum(1 for r in res if r.get('refused'))} clean refusals"
+    if done:
+        worst = max(done, key=lambda r: r["compile_s_per_layer"])
+        out += (f"; compile s/layer max {worst['compile_s_per_layer']} ({worst['layers']} layers), "
+                f"heap MB/layer max {max(r['mem_mb_per_layer'] for r in done)}, "
+                f"peak RSS {max(r['peak_rss_mb'] for r in done):.0f} MB")
+    deep = [r for r in done if "compile_s_2" in r]
+    if deep:
+        out += "; deep: " + ", ".join(f"L{r['layers']} {r['compile_s']}s/{r['compile_s_2']}s {r['mem_mb']}MB/"
+                                      f"{r['mem_mb_2']}MB" for r in deep)
+    return out
 
 
 def test_fuzz_programs_match_numpy():
@@ -100,6 +140,24 @@ def test_fuzz_relax_opt_mutations():
 
 def test_fuzz_bad_call_arguments():
     _run("badcall")
+
+
+def test_fuzz_importer_matches_eager_torch():
+    pytest.importorskip("torch")
+    _run("importer")
+
+
+def test_fuzz_llm_configs_match_transformers():
+    pytest.importorskip("transformers")
+    _run("llm-config")
+
+
+def test_fuzz_vulkan_programs_match_numpy():
+    from relax_mlir.runtime import vulkan as vkrt
+    ok, device = vkrt.available()
+    if not ok:
+        pytest.skip(f"no Vulkan device: {device}")
+    _run("vulkan-program")
 
 
 def test_runner_reports_a_signal_as_a_failure():

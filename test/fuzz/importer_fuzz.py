@@ -4,8 +4,10 @@ One case = one module generated from a grammar of the ATen ops the importer conv
 (:func:`relax_mlir.frontend.torch.supported_ops`): unary and binary element-wise ops with
 broadcasting (f32 and i64), ``linear`` / ``matmul``, reductions (sum, mean, amax, amin,
 keepdim or not), views (reshape, flatten, unflatten via ``x.shape[i] // k``, permute,
-transpose, unsqueeze, squeeze, slicing, select), softmax / log_softmax, layer_norm,
-concatenation, ``where``, embedding and int -> float casts. Inputs carry dynamic
+transpose, unsqueeze, squeeze, expand, repeat, slicing, select, index_select), softmax /
+log_softmax, layer_norm, rms_norm, cumsum, argmax / argmin, tril / triu, pow, masked_fill,
+scaled_dot_product_attention, concatenation / stack, ``where``, embedding and int -> float
+casts. Inputs carry dynamic
 ``torch.export.Dim``\\ s on some axes and derived dims (``2 * s``); the module is exported
 with ``torch.export.export``, imported and compiled ONCE, and run at several sizes of its
 symbols (1, odd, larger) against the module run eagerly.
@@ -452,9 +454,86 @@ class Gen:
         table = self.param([x.rng[1] + 1, e])
         self.new(f"F.embedding({x.name}, {table})", x.shape + [self.sympy.Integer(e)], "f32", 0.7, 0.7, "embedding")
 
-    OPS = ["unary"] * 4 + ["binary"] * 4 + ["int", "compare_where", "linear", "matmul", "reduce", "reduce",
+    def op_more(self):
+        """rms_norm, expand, cumsum, argmax, repeat, tril, index_select, pow, masked_fill,
+        scaled_dot_product_attention."""
+        r, sp = self.r, self.sympy
+        kind = r.choice(["rms_norm", "expand", "cumsum", "argmax", "repeat", "tril", "index_select", "pow",
+                         "masked_fill", "sdpa"])
+        x = self.bounded(self.pick(lambda v: v.dtype == "f32" and v.shape))
+        if x is None:
+            return
+        n = len(x.shape)
+        if kind == "rms_norm" and self.static(x.shape[-1]):
+            k = int(x.shape[-1])
+            w = self.param([k], "rand") if r.random() < 0.6 else None
+            self.new(f"F.rms_norm({x.name}, ({k},){', ' + w if w else ''}, eps=1e-5)", x.shape, "f32", 0.7,
+                     x.err + 1.0, "rms_norm")
+        elif kind == "expand":
+            ones = [i for i, d in enumerate(x.shape) if self.static(d) and int(d) == 1]
+            if ones:
+                a = r.choice(ones)
+                s = list(x.shape)
+                s[a] = sp.Integer(r.choice([2, 3]))
+                args = ", ".join(str(int(d)) if i == a else "-1" for i, d in enumerate(s))
+            else:
+                s = [sp.Integer(2)] + list(x.shape)
+                args = ", ".join(["2"] + ["-1"] * n)
+            if len(s) > 4:
+                return
+            self.new(f"{x.name}.expand({args})", s, "f32", x.mag, x.err, "expand", x.exact)
+        elif kind == "cumsum":
+            ax = r.randrange(n)
+            self.new(f"torch.cumsum({x.name}, {ax})", x.shape, "f32", x.mag + 1.7, x.err + 1.7, "cumsum")
+        elif kind == "argmax" and x.exact:   # a rounded operand could break a near-tie the other way
+            ax = r.randrange(n)
+            keep = r.random() < 0.5
+            s = [sp.Integer(1) if i == ax else d for i, d in enumerate(x.shape)] if keep else \
+                x.shape[:ax] + x.shape[ax + 1:]
+            fn = r.choice(["argmax", "argmin"])
+            self.new(f"torch.{fn}({x.name}, {ax}, keepdim={keep})", s, "i64", 0, 0, fn)
+        elif kind == "repeat" and n <= 3:
+            reps = [r.choice([1, 2]) for _ in range(n)]
+            s = [d * k for d, k in zip(x.shape, reps)]
+            self.new(f"{x.name}.repeat({', '.join(map(str, reps))})", s, "f32", x.mag, x.err, "repeat", x.exact)
+        elif kind == "tril" and n >= 2:
+            fn = r.choice(["tril", "triu"])
+            self.new(f"torch.{fn}({x.name}, {r.randint(-1, 1)})", x.shape, "f32", x.mag, x.err, fn, x.exact)
+        elif kind == "index_select":
+            stat = [i for i, d in enumerate(x.shape) if self.static(d)]
+            if not stat:
+                return
+            a = r.choice(stat)
+            d = int(x.shape[a])
+            idx = [r.randrange(d) for _ in range(r.randint(1, 4))]
+            s = list(x.shape)
+            s[a] = sp.Integer(len(idx))
+            self.new(f"torch.index_select({x.name}, {a}, torch.tensor({idx}))", s, "f32", x.mag, x.err,
+                     "index_select", x.exact)
+        elif kind == "pow":
+            e = r.choice([2, 3, 0.5, 1.5, -1])
+            self.new(f"torch.pow(torch.abs({x.name}) + 0.5, {e})", x.shape, "f32", max(x.mag, 0) * max(e, 1) + 0.2,
+                     x.err * max(abs(e), 1) + 0.5, "pow")
+        elif kind == "masked_fill":
+            cond = self.pick(lambda v: v.exact and v.dtype == "f32" and self.bcast_ok(v.shape, x.shape)
+                             and len(v.shape) <= len(x.shape))
+            if cond is None:
+                return
+            out = self.broadcast_shape(x.shape, cond.shape)
+            if [str(d) for d in out] != [str(d) for d in x.shape]:
+                return
+            self.new(f"{x.name}.masked_fill({cond.name} > 0.5, -1.5)", x.shape, "f32", max(x.mag, 0.2), x.err,
+                     "masked_fill")
+        elif kind == "sdpa" and n in (3, 4) and self.static(x.shape[-1]):
+            # q = k = v-shaped: (..., L, E); a causal mask or none
+            causal = r.random() < 0.5
+            kk = self.new(f"torch.tanh({x.name}) * 0.7", x.shape, "f32", 0.0, x.err, "tanh")
+            self.new(f"F.scaled_dot_product_attention({x.name}, {kk.name}, {kk.name}, is_causal={causal})",
+                     x.shape, "f32", 0.0, x.err + 1.0, "sdpa")
+
+    OPS = ["unary"] * 4 + ["binary"] * 4 + ["int", "int", "compare_where", "linear", "matmul", "reduce", "reduce",
                                             "softmax", "layer_norm", "view", "view", "view", "cat", "stack",
-                                            "embedding"]
+                                            "embedding", "more", "more", "more"]
 
     # -- the program -------------------------------------------------------------------------
     def inputs(self):
@@ -466,7 +545,7 @@ class Gen:
             rank = r.choice([1, 2, 2, 3, 3, 4])
             shape = [r.choice(dim_choices) for _ in range(rank)]
             ins.append((f"x{i}", shape, "f32"))
-        if r.random() < 0.35:
+        if r.random() < 0.5:
             ins.append(("ids", [r.choice(dim_choices) for _ in range(r.choice([1, 2]))], "i64"))
         # a derived dim 2*s0 needs s0 itself on some input's axis (torch.export's root)
         used = {d for _, s, _ in ins for d in s}
@@ -516,7 +595,7 @@ def _literal(src: str) -> bool:
 
 def build(seed: int, n_ops: Optional[int] = None) -> Program:
     r = random.Random(seed * 31 + 7)
-    return Gen(seed).build(n_ops if n_ops is not None else r.randint(4, 14))
+    return Gen(seed).build(n_ops if n_ops is not None else r.randint(4, 18))
 
 
 def _module(p: Program):

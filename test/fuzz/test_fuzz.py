@@ -15,7 +15,7 @@
 
 Short mode (default, part of ``make test``): fixed seeds, a few seconds each. Long mode:
 ``make fuzz FUZZ_SECONDS=1800`` (or ``RELAX_FUZZ_SECONDS=1800 pytest test/fuzz``) splits
-the time between the three and runs fresh seeds from ``RELAX_FUZZ_SEED`` (default 1);
+the time between the fuzzers (SHARE) and runs fresh seeds from ``RELAX_FUZZ_SEED`` (default 1);
 each test prints its counts. Failures print the case (kind and seed) to reproduce with
 ``python test/fuzz/worker.py <<< '{"kind": "program", "seed": 17}'``.
 """

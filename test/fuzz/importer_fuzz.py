@@ -218,7 +218,13 @@ class Gen:
         if x is None:
             return self.op_unary()
         src, shape, _, _ = self.broadcast_partner(x, "i64")
-        name = self.r.choice(list(INT_BINARY) + ["where", "to_float", "to_float", "sum"])
+        name = self.r.choice(list(INT_BINARY) + ["where", "to_float", "to_float", "sum", "divmod", "divmod"])
+        if name == "divmod":   # torch's integer division and remainder (floor / trunc) by a constant
+            k = self.r.choice([3, -3, 2, 5])
+            tmpl = self.r.choice(["torch.div({x}, {k}, rounding_mode='floor')", "torch.div({x}, {k}, rounding_mode='trunc')",
+                                  "torch.remainder({x}, {k})", "torch.floor_divide({x}, {k})", "{x} // {k}", "{x} % {k}"])
+            self.new(tmpl.format(x=x.name, k=k), x.shape, "i64", 0, 0, "idivmod")
+            return
         if name == "to_float":
             self.new(f"{x.name}.to(torch.float32) * 0.25", x.shape, "f32", 1.0, 0.0, "to_float")
         elif name == "where":

@@ -349,3 +349,13 @@ def test_known_vulkan_integer_mod(seed):
     _vulkan_or_skip()
     (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": seed, "sizes": 3}])
     assert not o.failed, o.describe()[:2000]
+
+
+def test_vulkan_accumulator_storing_back_its_load_compiles():
+    """vulkan-program fuzz seed 3000075 (a SIGSEGV in the compile, reproduced alone): the
+    product of ``relax.ones`` folds to a loop storing back what it loaded;
+    relax-gpu-register-accumulators built its yield on the erased load
+    (test/vulkan/accumulators.mlir, @store_back)."""
+    _vulkan_or_skip()
+    (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": 3000075, "sizes": 3}])
+    assert (o.death, o.result["error"], o.result["calls"]) == (None, None, 3)

@@ -80,8 +80,8 @@ docs: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info test/Output
 
-# Long fuzz run (test/fuzz): random programs vs numpy, relax-opt mutations, bad call
-# arguments, each case in a worker subprocess. `make fuzz FUZZ_SECONDS=1800 FUZZ_SEED=2`.
+# Long fuzz run (test/fuzz): random programs vs numpy (cpu and vulkan), relax-opt mutations, bad call
+# arguments, torch modules vs eager, LLM configs vs transformers, each case in a worker subprocess. `make fuzz FUZZ_SECONDS=1800 FUZZ_SEED=2`.
 FUZZ_SECONDS ?= 600
 FUZZ_SEED ?= 1
 .PHONY: fuzz

@@ -407,6 +407,17 @@ def _legalize_take(call: LegalizeCall):
     imap = [f"d{axis + j}" for j in range(idx.rank)]
 
     def body(i, o):
+        t = kb.types[i]
+        if t in ("i64", "ui64"):
+            # clamp in 64 bits first: ``index`` may be narrower (32 bits on SPIR-V), where the
+            # cast would wrap 2**32 + 1 to 1 before the clamp (vulkan-program fuzz seed 4000151)
+            d64 = kb.cast(d, t)
+            last = kb.bin("arith.subi", d64, kb.const(1, t), t)
+            if t == "i64":
+                i = kb.select(kb.cmp("cmpi", "slt", i, kb.const(0, t)), kb.bin("arith.addi", i, d64, t), i)
+                i = kb.bin("arith.minsi", kb.bin("arith.maxsi", i, kb.const(0, t), t), last, t)
+            else:
+                i = kb.bin("arith.minui", i, last, t)
         i = kb.cast(i, "index")
         i = kb.select(kb.cmp("cmpi", "slt", i, kb.index(0)), kb.bin("arith.addi", i, d, "index"), i)
         i = kb.bin("arith.minsi", kb.bin("arith.maxsi", i, kb.index(0), "index"),

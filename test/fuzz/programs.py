@@ -657,25 +657,34 @@ def compare(got: np.ndarray, want: np.ndarray, dt: str, exact: bool,
     return None
 
 
-def run_program(seed: int, n_sizes: int = 3) -> dict:
-    """Compile program ``seed`` once and check it at ``n_sizes`` random sizes.
+def run_program(seed: int, n_sizes: int = 3, target: str = "cpu") -> dict:
+    """Compile program ``seed`` once for ``target`` and check it at ``n_sizes`` random sizes.
 
-    Returns {"calls": int, "skipped": int, "error": str or None, "ops": [...]}."""
+    Returns {"calls": int, "skipped": int, "error": str or None, "ops": [...]}; on the
+    vulkan target without a Vulkan device {"calls": 0, "skip": reason}."""
     import relax_mlir
     from relax_mlir.errors import CompileError, ShapeError
 
+    if target == "vulkan":
+        from relax_mlir.runtime import vulkan as vkrt
+        ok, device = vkrt.available()
+        if not ok:
+            return {"calls": 0, "skipped": 0, "error": None, "skip": f"no Vulkan device: {device}"}
     text, params, nodes, outs = build(seed, n_ops=8 + seed % 13)
     ops = [n.op for n in nodes if n.param is None]
     from worker import record
     record(text)
     try:
-        exe = relax_mlir.compile(text)
+        exe = relax_mlir.compile(text, target=target)
     except CompileError as e:
         msg = str(e)
         if "internal error" in msg or "Traceback" in msg:
             return {"calls": 0, "skipped": 0, "error": f"compile: internal error: {msg[:2000]}\n{text}", "ops": ops}
         return {"calls": 0, "skipped": 0, "error": f"compile refused a program its shape rules accepted: {msg[:2000]}\n{text}",
                 "ops": ops}
+    except Exception as e:       # InternalCompilerError (a RuntimeError) and anything else: a bug
+        return {"calls": 0, "skipped": 0, "ops": ops,
+                "error": f"compile raised {type(e).__name__}: {str(e)[:2000]}\n{text}"}
     rng = np.random.default_rng(seed)
     r = random.Random(seed)
     calls = skipped = 0

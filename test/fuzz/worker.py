@@ -41,6 +41,15 @@ def run_case(case: dict) -> dict:
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         import test_random_programs
         return test_random_programs.run_values(case["seed"], case.get("sizes", 3))
+    if kind == "importer":            # random torch modules through the PyTorch importer
+        import importer_fuzz
+        return importer_fuzz.run_importer(case["seed"], case.get("sizes", 3))
+    if kind == "llm-config":          # random Llama/Qwen2/Mistral configs through CausalLM.from_hf
+        import llm_fuzz
+        return llm_fuzz.run_llm(case["seed"], case.get("steps", 4), case.get("max_layers", 64))
+    if kind == "vulkan-program":      # programs.py's programs on the vulkan target vs the cpu's
+        import programs
+        return programs.run_program(case["seed"], case.get("sizes", 3), target="vulkan")
     if kind == "relax-opt":             # one given input (the known-class reproducers)
         import mutate
         record(case["text"])

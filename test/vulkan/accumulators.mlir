@@ -53,3 +53,22 @@ func.func private @aliased(%c: memref<?xf32>, %n: index) attributes {relax.kerne
   }
   return
 }
+
+// A loop that stores back exactly what it loaded (a product of ones: acc * 1.0 folded to
+// acc) yields its iter_arg; the pass read the stored value before replacing the load and
+// built the yield on the erased load (a segfault: vulkan-program fuzz seed 3000075).
+// CHECK-LABEL: func.func private @store_back(
+// CHECK: %[[INIT:.*]] = memref.load %arg0[%c0] : memref<1xf64>
+// CHECK-NEXT: %[[R:.*]] = scf.for %{{.*}} = %c0 to %arg1 step %c1 iter_args(%[[ACC:.*]] = %[[INIT]]) -> (f64) {
+// CHECK-NEXT: scf.yield %[[ACC]] : f64
+// CHECK-NEXT: }
+// CHECK-NEXT: memref.store %[[R]], %arg0[%c0] : memref<1xf64>
+func.func private @store_back(%out: memref<1xf64>, %n: index) attributes {relax.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %k = %c0 to %n step %c1 {
+    %v = memref.load %out[%c0] : memref<1xf64>
+    memref.store %v, %out[%c0] : memref<1xf64>
+  }
+  return
+}

@@ -68,8 +68,10 @@ def _promote(loop: ir.Operation, ld: ir.Operation, st: ir.Operation) -> None:
     old_body, new_body = old.body, new.body
     old_body.arguments[0].replace_all_uses_with(new_body.arguments[0])
     acc = new_body.arguments[1]
-    value = st.operands[0]
     ld.results[0].replace_all_uses_with(acc)
+    # read after the replacement: the stored value may be the load itself (a product of
+    # ones: acc * 1.0 folded to acc), which is erased next
+    value = st.operands[0]
     ld.erase()
     st.erase()
     prev = None

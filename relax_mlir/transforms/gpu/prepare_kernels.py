@@ -2,7 +2,8 @@
 
 On a GPU only parallel loops become device code (``convert-parallel-loops-to-gpu``);
 whatever stays at the top level of a kernel runs on the host. A linalg op whose outputs
-are all rank 0 (a full reduction, a scalar fill) has no parallel loop, and a bare
+are all rank 0 (a full reduction, a scalar fill) or whose iterators are all reductions (a
+full reduction with keepdims, into a ``1x1`` buffer) has no parallel loop, and a bare
 ``memref.copy`` / ``memref.load`` / ``memref.store`` none either: this pass turns
 ``memref.copy`` into ``linalg.copy`` (loops like any linalg op) and wraps each such op
 into a one-iteration ``scf.parallel``, so it runs as a single-thread dispatch instead of
@@ -29,6 +30,12 @@ def _serial(op: ir.Operation) -> bool:
         m = op.operands[1] if op.name == "memref.store" else op.operands[0]
         return not isinstance(ir.MemRefType(m.type).element_type, ir.IndexType)
     if op.name.startswith("linalg."):
+        # a generic whose iterators are all reductions (a full reduction with keepdims into
+        # a 1x1 buffer) has no parallel loop either, whatever its outputs' rank
+        if "iterator_types" in op.attributes:
+            its = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+            if its and not any("parallel" in a for a in its):
+                return True
         outs = [v for v in op.operands if isinstance(v.type, ir.MemRefType)]
         # destination operands are last; rank-0 outputs only => no parallel iterator
         try:

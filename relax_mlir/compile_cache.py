@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import platform
 import warnings
 from pathlib import Path

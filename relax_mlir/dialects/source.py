@@ -18,6 +18,7 @@ from typing import Optional
 
 from mlir import ir
 
+from ..errors import CompileError
 from ..ops.registry import OPS
 from .diagnostics import Diagnostic, SourceError, file_line_col, location_text  # noqa: F401 (re-exported)
 

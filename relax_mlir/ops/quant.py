@@ -167,7 +167,6 @@ def _legalize_quantized_matmul(call: LegalizeCall):
     reads the weight's bytes (slow; the cpu target dispatches to a library kernel)."""
     fmt = _generic_format(call)
     x, _ = call.in_types
-    out = call.out_types[0]
     kb = call.builder(attr_tag(format=fmt))
     lead = [f"d{i}" for i in range(x.rank - 1)]
     nd, kd = f"d{x.rank - 1}", f"d{x.rank}"

@@ -24,15 +24,22 @@ decided at run time inside the library (the relax_blas shim uses gemv for M == 1
 N == 1 and a plain loop below ``RELAX_BLAS_SMALL_FLOPS``), so one executable serves
 every size. ``min-flops=0`` dispatches every match. Run after relax-infer-shapes.
 
+The target: the policy (when the ``policy`` option is not given), the calibration table, the
+fused attention switch, the CPU model, ISA and thread count the table is chosen by come from
+the module's ``relax.target`` (:class:`relax_mlir.target.Target`, recorded by
+:func:`relax_mlir.compile`), else from :meth:`Target.detect` (this host and the
+environment: a pass run alone). A target whose policy is ``off`` (no library dispatch)
+leaves the module as it is.
+
 Policy ``measured`` (``policy=measured``; the cpu pipeline's default, and so
 :func:`relax_mlir.compile`'s, with schedules on: ``cpu{dispatch-policy=...}``,
 ``options={"dispatch_policy": ...}`` or ``RELAX_MLIR_DISPATCH_POLICY`` choose; the pass alone
 defaults to ``flops``, so that its lit tests do not depend on the machine): a 2-D matmul (+ bias) with static K and N is
 decided by a calibration table measured on the machine (``bench/calibrate_dispatch.py``;
-the ``table`` option, else ``$RELAX_MLIR_DISPATCH_TABLE``, else the checked-in
+the ``table`` option, else the target's (``$RELAX_MLIR_DISPATCH_TABLE``), else the checked-in
 ``dispatch_calibration.json``). A file may hold several tables (``{"tables": [...]}``), each
-with the CPU model and ISA it was measured on: the one of this CPU model, else one of this
-ISA, is used; none fits: the ``min-flops`` rule, with the reason in the module attribute
+with the CPU model and ISA it was measured on: the one of the target's CPU model, else one of
+its ISA, is used; none fits: the ``min-flops`` rule, with the reason in the module attribute
 ``relax.dispatch_note``. A table lists, per (K, N) class (and dtype, f32 when absent), the
 ranges of M where the generated (scheduled) kernel beat BLAS. The match keeps generated
 code when its whole M range -- the static M, or ``[1, bound]`` from ``relax.upper_bounds``

@@ -25,12 +25,15 @@ __version__ = "0.1.0"
 # The compiler side (MLIR bindings, passes, pipelines) is imported on first use, so that
 # `relax_mlir.load(...)` and calling a loaded library never import the MLIR bindings.
 _COMPILER_NAMES = ("PASSES", "PIPELINES", "PipelineError", "run_pipeline")
-_DRIVER_NAMES = ("CompileOptions", "Target", "TARGETS", "register_target", "InternalCompilerError")
+_DRIVER_NAMES = ("CompileOptions", "Backend", "BACKENDS", "register_backend", "Target", "TARGETS", "register_target",
+                 "InternalCompilerError")
 
 
 def __getattr__(name: str):
     if name in _DRIVER_NAMES:
         from . import compiler
+        if name == "Target":   # the former name of a backend registration (relax_mlir.Backend);
+            return compiler.Backend   # what code is compiled for is relax_mlir.target.Target
         return getattr(compiler, name)
     if name in _COMPILER_NAMES:
         from . import pipelines  # noqa: F401  (registers the named pipelines: cpu)
@@ -73,7 +76,9 @@ def compile(src, target: Optional[str] = None, libraries=None, options=None,
             tuning_db: Optional[str] = None) -> "Executable":
     """Compile relax IR (MLIR text, a path or a Module) once; returns an :class:`Executable`.
 
-    ``target``: a registered :class:`Target` (``"cpu"``). ``libraries``: shared libraries
+    ``target``: a registered backend's name (``"cpu"``, ``"vulkan"``, ``"cuda"``) or a
+    :class:`relax_mlir.target.Target` (what to compile for: ``Target.detect()`` with fields
+    replaced; it is recorded on the module as ``relax.target`` and read by the passes). ``libraries``: shared libraries
     providing the ``relax.call_dps_library`` callees (``_mlir_ciface_<name>``).
     ``options``: a :class:`CompileOptions`, or a dict of the target pipeline's options, e.g.
     ``{"dispatch": False}`` or ``{"fusion": False}``. ``tuning_db``: a database written by
@@ -98,5 +103,5 @@ from .runtime.executable import Executable, Session  # noqa: E402
 from .runtime.aot import load  # noqa: E402
 
 __all__ = ["make_context", "parse", "compile", "CompileOptions", "CompileError", "InternalCompilerError",
-           "Target", "TARGETS", "register_target", "Executable", "Session", "run_pipeline", "PipelineError",
+           "Backend", "BACKENDS", "register_backend", "Target", "TARGETS", "register_target", "Executable", "Session", "run_pipeline", "PipelineError",
            "ShapeError", "load", "LoadError", "__version__"]

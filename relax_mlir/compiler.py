@@ -13,12 +13,19 @@
 diagnostics and run-time messages point at the user's source locations; the user's module
 is left as it was).
 
-A :class:`Target` names its stages (``cpu``: ``graph`` -> ``host`` -> ``codegen``), its
-legalization and host-lowering targets (``relax-legalize{target=...}``,
-``relax-lower-host{target=...}``: per-target legalizations and the hooks that turn
-``call_tir`` into kernel calls and allocations into the target's), the runtime libraries
+A :class:`Backend` (registered in :data:`TARGETS` under its name, ``cpu``, ``vulkan``,
+``cuda``) names its stages (``cpu``: ``graph`` -> ``host`` -> ``codegen``), its
+legalization and host-lowering hooks (``relax-legalize{target=...}``,
+``relax-lower-host{target=...}``: per-backend legalizations and the hooks that turn
+``call_tir`` into kernel calls and allocations into the backend's), the runtime libraries
 it always links, and a runtime factory that turns the lowered module into an
-:class:`~relax_mlir.runtime.executable.Executable`. ``CompileOptions.pipeline`` replaces
+:class:`~relax_mlir.runtime.executable.Executable`.
+
+The compile's :class:`relax_mlir.target.Target` (what the code runs on: ISA, threads, device
+limits, BLAS provider, dispatch policy) is made from the options
+(:meth:`Target.from_options`, the backend's ``make_target``), or given as
+``target=Target(...)``, and recorded on the module as ``relax.target`` before the first
+stage runs: the passes read it there instead of the environment or the host. ``CompileOptions.pipeline`` replaces
 the stages before ``codegen`` by a custom pipeline; ``start_after="host"`` compiles a
 module already lowered by relax-lower-host (e.g. the output of ``relax-opt``).
 
@@ -37,6 +44,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Optional, Sequence, Union
 
 from .errors import CompileError
+from .target import Target
 from .runtime.aot import export_library
 from .runtime.jit import EngineResolver, build_engine  # noqa: F401 (EngineResolver re-exported)
 from .transforms.registry import PipelineError
@@ -74,7 +82,7 @@ class CompileOptions:
     (:mod:`relax_mlir.compile_cache`, ``RELAX_MLIR_CACHE_DIR``), else compiles, exports
     into it and loads that (``exe.cache_hit`` says which); other targets ignore it."""
 
-    target: str = "cpu"
+    target: Union[str, "Target"] = "cpu"
     pipeline_options: dict = field(default_factory=dict)
     libraries: Sequence[str] = ()
     opt_level: int = 3
@@ -108,39 +116,66 @@ Stage = tuple[str, list[str]]
 
 
 @dataclass
-class Target:
-    """A compilation target: its stages, legalization and host-lowering hooks, libraries, runtime."""
+class Backend:
+    """A registered backend: its stages, legalization and host-lowering hooks, libraries,
+    runtime, and how its :class:`~relax_mlir.target.Target` is made from the options."""
 
     name: str
     summary: str
     #: registered pipeline whose options ``pipeline_options`` are (``cpu``)
     pipeline_name: str
-    #: (parsed pipeline options, target) -> named stages ending with ``codegen``
-    stages: Callable[[Any, "Target"], list[Stage]]
+    #: (parsed pipeline options, backend) -> named stages ending with ``codegen``
+    stages: Callable[[Any, "Backend"], list[Stage]]
     #: (lowered module in the LLVM dialect, metadata JSON, libraries, options) -> Executable
     runtime: Callable[..., Any]
-    #: runtime libraries every module of this target links
+    #: runtime libraries every module of this backend links
     libraries: Callable[[], list[str]] = list
+    #: ``relax-legalize{target=...}``: the legalization table
     legalize_target: Optional[str] = None
-    host_target: str = "cpu"
+    #: ``relax-lower-host{target=...}``: the host-lowering hooks (lower_host.HOST_HOOKS)
+    host_hooks: str = "cpu"
+    #: (parsed pipeline options, CompileOptions) -> the compile's Target (default:
+    #: ``Target.from_options(options)``)
+    make_target: Optional[Callable[[Any, "CompileOptions"], Target]] = None
+
+    @property
+    def host_target(self) -> str:
+        """The former name of :attr:`host_hooks`."""
+        return self.host_hooks
 
 
-TARGETS: dict[str, Target] = {}
+#: The registered backends by name (the ``target=`` of :func:`compile`).
+TARGETS: dict[str, Backend] = {}
+BACKENDS = TARGETS
 
 
-def register_target(target: Target, replace: bool = False) -> Target:
-    if target.name in TARGETS and not replace:
-        raise ValueError(f"target '{target.name}' registered twice")
-    TARGETS[target.name] = target
-    return target
+def register_target(backend: Backend, replace: bool = False) -> Backend:
+    """Register ``backend`` under its name (``register_backend`` is the same function)."""
+    if backend.name in TARGETS and not replace:
+        raise ValueError(f"target '{backend.name}' registered twice")
+    TARGETS[backend.name] = backend
+    return backend
 
 
-# -- the cpu target ---------------------------------------------------------------------
+register_backend = register_target
 
-def _cpu_stages(opts, target: Target) -> list[Stage]:
+
+# -- the cpu backend ---------------------------------------------------------------------
+
+def _cpu_stages(opts, backend: Backend) -> list[Stage]:
     from .pipelines.cpu import stages
     return stages(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops,
-                  target.legalize_target, target.host_target, opts.schedules, opts.dispatch_policy)
+                  backend.legalize_target, backend.host_hooks, opts.schedules, opts.dispatch_policy)
+
+
+def _cpu_target(popts, options: "CompileOptions") -> Target:
+    """The cpu compile's Target: the dispatch policy as the cpu pipeline resolves it (its
+    option, else the environment's, else measured with schedules and flops without)."""
+    from .pipelines.cpu import dispatch_policy
+    if isinstance(options.target, Target):
+        return options.target
+    return Target.from_options(options, dispatch_policy=dispatch_policy(popts.dispatch_policy, popts.schedules)
+                               if popts.dispatch else "off")
 
 
 def _strip_relax_attributes(module) -> str:
@@ -174,14 +209,20 @@ def _jit_runtime(module, metadata: dict, libraries: list[str], options: CompileO
     return exe
 
 
-register_target(Target("cpu", "the host CPU: LLVM via the MLIR ExecutionEngine (JIT) or export()",
-                       "cpu", _cpu_stages, _jit_runtime, legalize_target="cpu", host_target="cpu"))
+register_target(Backend("cpu", "the host CPU: LLVM via the MLIR ExecutionEngine (JIT) or export()",
+                        "cpu", _cpu_stages, _jit_runtime, legalize_target="cpu", host_hooks="cpu",
+                        make_target=_cpu_target))
 
 
 # -- the vulkan target (relax_mlir.pipelines.vulkan, relax_mlir.runtime.vulkan) -----------
 
-def _vulkan_stages(opts, target: Target) -> list[Stage]:
+def _vulkan_stages(opts, backend: Backend) -> list[Stage]:
     from .pipelines.vulkan import stages
+    device = getattr(opts, "target", None)
+    cap = device.max_threads_per_block if device is not None else None
+    if cap is not None and not 1 <= opts.workgroup_size <= cap:
+        raise CompileOptionsError(f"option 'workgroup-size' of target 'vulkan': 1 to {cap} invocations per "
+                                  f"workgroup on {device.chip or 'this device'}, got {opts.workgroup_size}")
     return stages(opts.fusion, opts.workgroup_size)
 
 
@@ -190,15 +231,17 @@ def _vulkan_runtime(module, metadata: dict, libraries: list[str], options: Compi
     return vulkan_runtime(module, metadata, libraries, options)
 
 
-register_target(Target("vulkan", "a Vulkan device (SPIR-V kernels, host code JIT-compiled; lavapipe on a CPU)",
-                       "vulkan", _vulkan_stages, _vulkan_runtime, legalize_target="cpu", host_target="cpu"))
+register_target(Backend("vulkan", "a Vulkan device (SPIR-V kernels, host code JIT-compiled; lavapipe on a CPU)",
+                        "vulkan", _vulkan_stages, _vulkan_runtime, legalize_target="cpu", host_hooks="cpu"))
 
 
 # -- the cuda target (relax_mlir.pipelines.cuda, relax_mlir.runtime.cuda) -----------------
 
-def _cuda_stages(opts, target: Target) -> list[Stage]:
+def _cuda_stages(opts, backend: Backend) -> list[Stage]:
     from .pipelines.cuda import stages
-    return stages(opts.fusion, opts.workgroup_size, opts.chip, opts.format)
+    device = getattr(opts, "target", None)
+    return stages(opts.fusion, opts.workgroup_size, device.arch if device is not None else opts.chip, opts.format,
+                  device.max_threads_per_block if device is not None else None)
 
 
 def _cuda_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
@@ -206,8 +249,8 @@ def _cuda_runtime(module, metadata: dict, libraries: list[str], options: Compile
     return cuda_runtime(module, metadata, libraries, options)
 
 
-register_target(Target("cuda", "an NVIDIA GPU (PTX kernels through NVVM, host code JIT-compiled, managed memory)",
-                       "cuda", _cuda_stages, _cuda_runtime, legalize_target="cpu", host_target="cpu"))
+register_target(Backend("cuda", "an NVIDIA GPU (PTX kernels through NVVM, host code JIT-compiled, managed memory)",
+                        "cuda", _cuda_stages, _cuda_runtime, legalize_target="cpu", host_hooks="cpu"))
 
 
 # -- the driver ---------------------------------------------------------------------------
@@ -348,9 +391,10 @@ def _compile(src, target, libraries, options, tuning_db):
         opts.target = target
     if tuning_db is not None:
         opts.tuning_db = tuning_db
-    tgt = TARGETS.get(opts.target)
+    kind = opts.target.kind if isinstance(opts.target, Target) else opts.target
+    tgt = TARGETS.get(kind)
     if tgt is None:
-        raise CompileOptionsError(f"unknown target '{opts.target}' (targets: {', '.join(sorted(TARGETS))})")
+        raise CompileOptionsError(f"unknown target '{kind}' (targets: {', '.join(sorted(TARGETS))})")
     if opts.opt_level not in (0, 1, 2, 3):
         raise CompileOptionsError(f"opt_level must be 0, 1, 2 or 3, got {opts.opt_level!r}")
     user_libs = validate_libraries(list(opts.libraries)) + validate_libraries(libraries)
@@ -360,6 +404,13 @@ def _compile(src, target, libraries, options, tuning_db):
         popts = PIPELINES[tgt.pipeline_name].parse_options(text)
     except PipelineError as e:
         raise CompileOptionsError(f"target '{tgt.name}': {e}") from None
+    try:
+        device = (tgt.make_target or (lambda _, o: Target.from_options(o)))(popts, opts)
+    except ValueError as e:   # a bad dispatch policy, thread count...
+        raise CompileOptionsError(f"target '{tgt.name}': {e}") from None
+    if hasattr(popts, "dispatch_policy") and device.dispatch_policy in ("measured", "flops"):
+        popts.dispatch_policy = device.dispatch_policy   # an explicit Target's policy wins
+    popts.target = device   # for stages built from the target (the cuda block size cap)
     stages = tgt.stages(popts, tgt)
     if opts.tuning_db:
         stages = _with_tuning_db(stages, opts.tuning_db)
@@ -386,7 +437,9 @@ def _compile(src, target, libraries, options, tuning_db):
             exe.compile_phases = {"cache": time.perf_counter() - t0}
             return exe
     with module.context, ir.Location.unknown():
-        check_library_callees(module.operation, user_libs + library_paths(module_libraries(module.operation)))
+        device.record(module.operation)   # relax.target: what every pass reads (not the host)
+        check_library_callees(module.operation, user_libs + library_paths(module_libraries(module.operation),
+                                                                          blas=device.blas))
         if opts.dump_ir:
             _dump(opts.dump_ir, 0, "input", module)
         metadata = None
@@ -410,7 +463,7 @@ def _compile(src, target, libraries, options, tuning_db):
             if opts.dump_ir:
                 _dump(opts.dump_ir, k, stage, module)
             phases[stage] = time.perf_counter() - ts
-        libs = tgt.libraries() + user_libs + library_paths(names_needed)
+        libs = tgt.libraries() + user_libs + library_paths(names_needed, blas=device.blas)
     meta_json = metadata.to_json()
     meta_json.update(library_metadata(names_needed))
     ts = time.perf_counter()

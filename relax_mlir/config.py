@@ -13,10 +13,12 @@ Compiler and runtime
                                    process's affinity)
 ``RELAX_MLIR_DYNAMIC_THREADS``     ``1``: libiomp5's dynamic team sizes (a busy machine)
 ``RELAX_BLAS``                     BLAS provider of relax_blas: ``mkl`` or ``openblas``
-                                   (default: the first installed, in that order)
+                                   (default: by the CPU, :mod:`relax_mlir.target`)
 ``RELAX_BLAS_OPENMP``              ``gomp``: the MKL shim on libgomp instead of libiomp5
 ``RELAX_BLAS_NUM_THREADS``         BLAS threads of a tuning worker (set for its subprocess)
 ``RELAX_MLIR_DISPATCH_POLICY``     relax-dispatch-library's policy: ``measured`` or ``flops``
+                                   (these three: defaults of the compile's Target, which the
+                                   passes read from the module's ``relax.target``)
 ``RELAX_MLIR_DISPATCH_TABLE``      the calibration table (JSON) of the measured policy
 ``RELAX_MLIR_DISPATCH_ATTENTION``  ``0``: no fused library attention
 ``RELAX_MLIR_DEBUG_SCHEDULES``     print why a schedule was not applied

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import config
+from ..target import DISPATCH_POLICIES, DISPATCH_POLICY_DEFAULT, resolve_dispatch_policy  # noqa: F401
 from ..transforms.registry import PASSES, Option, PipelineError, register_pipeline
 
 
@@ -43,20 +43,15 @@ DISPATCH_MIN_FLOPS = 4096
 #: why in ``relax.dispatch_note``). ``cpu{dispatch-policy=flops}``,
 #: ``options={"dispatch_policy": "flops"}`` or ``RELAX_MLIR_DISPATCH_POLICY=flops`` give the
 #: fixed rule. Without schedules (plain loops, never calibrated) the rule is ``flops``.
-DISPATCH_POLICY_DEFAULT = "measured"
-DISPATCH_POLICIES = ("measured", "flops")
-
-
 def dispatch_policy(policy: Optional[str], schedules: Optional[bool]) -> str:
-    """The policy the pipeline gives relax-dispatch-library: ``policy`` when given, else
-    ``$RELAX_MLIR_DISPATCH_POLICY``, else :data:`DISPATCH_POLICY_DEFAULT` (``flops`` without
-    schedules)."""
-    policy = policy or config.dispatch_policy()
-    if not policy:
-        return DISPATCH_POLICY_DEFAULT if (SCHEDULES_DEFAULT if schedules is None else schedules) else "flops"
-    if policy not in DISPATCH_POLICIES:
-        raise PipelineError(f"dispatch-policy must be one of {', '.join(DISPATCH_POLICIES)}, got '{policy}'")
-    return policy
+    """The policy the pipeline gives relax-dispatch-library (and compile() records in the
+    target): ``policy`` when given, else ``$RELAX_MLIR_DISPATCH_POLICY``, else
+    :data:`DISPATCH_POLICY_DEFAULT` (``flops`` without schedules); see
+    :func:`relax_mlir.target.resolve_dispatch_policy`."""
+    try:
+        return resolve_dispatch_policy(policy, SCHEDULES_DEFAULT if schedules is None else schedules)
+    except ValueError as e:
+        raise PipelineError(str(e)) from None
 
 
 def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,

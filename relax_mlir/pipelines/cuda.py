@@ -21,6 +21,7 @@ Stages (``relax_mlir.compile(src, target="cuda")``, run by :mod:`relax_mlir.runt
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from ..transforms.registry import Option, PipelineError, register_pipeline
 from .cpu import FUSION_DEFAULT, _graph_and_host, to_llvm
@@ -54,22 +55,24 @@ def host_stage() -> list[str]:
     return to_llvm("finalize-memref-to-llvm{use-generic-functions=true}", before_casts=("gpu-to-llvm",))
 
 
-def check_options(workgroup_size: int, chip: str, fmt: str = "isa") -> None:
+def check_options(workgroup_size: int, chip: str, fmt: str = "isa", max_threads: Optional[int] = None) -> None:
     """Refuse what would only fail later: LLVM accepts an unknown chip with a warning and
-    the driver would then reject the PTX; a block has 1 to 1024 threads on every GPU."""
+    the driver would then reject the PTX; a block has 1 to ``max_threads`` threads (the
+    target's ``max_threads_per_block``; default :data:`MAX_THREADS`, every CUDA GPU's)."""
+    max_threads = max_threads or MAX_THREADS
     if not re.fullmatch(r"sm_\d{2,3}[af]?", chip):
         raise PipelineError(f"option 'chip' of pass 'cuda': expected an NVIDIA architecture like sm_80 or sm_90a, "
                             f"got '{chip}'")
     if fmt not in FORMATS:
         raise PipelineError(f"option 'format' of pass 'cuda': one of {', '.join(FORMATS)}, got '{fmt}'")
-    if not 1 <= workgroup_size <= MAX_THREADS:
-        raise PipelineError(f"option 'workgroup-size' of pass 'cuda': 1 to {MAX_THREADS} threads per block, "
+    if not 1 <= workgroup_size <= max_threads:
+        raise PipelineError(f"option 'workgroup-size' of pass 'cuda': 1 to {max_threads} threads per block, "
                             f"got {workgroup_size}")
 
 
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
-           fmt: str = "isa") -> list[tuple[str, list[str]]]:
-    check_options(workgroup_size, chip, fmt)
+           fmt: str = "isa", max_threads: Optional[int] = None) -> list[tuple[str, list[str]]]:
+    check_options(workgroup_size, chip, fmt, max_threads)
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
     return [("graph", graph), ("host", host),
             ("codegen", bufferize_stage() + kernel_stage(workgroup_size) + nvvm_stage(chip, fmt) + host_stage())]

@@ -79,7 +79,7 @@ CUDA_ERROR_NOT_READY = 600
 #: errors after which the context cannot be used again (a kernel faulted)
 STICKY = {700, 702, 714, 715, 716, 717, 718, 719}
 
-_ATTR = {"max_threads": 1, "block_x": 2, "block_y": 3, "block_z": 4, "grid_x": 5, "grid_y": 6, "grid_z": 7,
+_ATTR = {"max_threads": 1, "shared_memory": 8, "warp_size": 10, "block_x": 2, "block_y": 3, "block_z": 4, "grid_x": 5, "grid_y": 6, "grid_z": 7,
          "cc_major": 75, "cc_minor": 76, "managed": 83}
 _CU_JIT_ERROR_LOG_BUFFER = 5
 _CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
@@ -229,6 +229,8 @@ class CudaDevice(BufferPool):
         self.max_grid = (attrs["grid_x"], attrs["grid_y"], attrs["grid_z"])
         self.max_block = (attrs["block_x"], attrs["block_y"], attrs["block_z"])
         self.max_threads = attrs["max_threads"]
+        #: shared memory per block (bytes, without opting in to more) and the warp width
+        self.shared_memory, self.warp_size = attrs["shared_memory"], attrs["warp_size"]
         self.max_alloc = drv.out("cuDeviceTotalMem", ctypes.c_size_t, self.handle)
         self.context = drv.out("cuDevicePrimaryCtxRetain", ctypes.c_void_p, self.handle, exc=CudaUnavailable)
         concurrent = ctypes.c_int(0)

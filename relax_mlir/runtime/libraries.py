@@ -20,10 +20,12 @@ sources, the provider, its version and the compiler command. Providers (:func:`b
 
 * ``mkl`` -- Intel oneMKL from the PyPI ``mkl`` wheel (``libmkl_rt``, Intel threading layer on
   the libiomp5 of our kernels, :func:`_mkl_openmp`; GNU layer on libgomp with
-  ``RELAX_BLAS_OPENMP=gomp`` or without intel-openmp), the default where it is installed (``pip install -e '.[mkl]'``,
-  x86-64 Linux; ``make setup`` does);
-* ``openblas`` -- ``scipy-openblas32`` (a required dependency), the fallback.
+  ``RELAX_BLAS_OPENMP=gomp`` or without intel-openmp), the default on Intel CPUs where it is
+  installed (``pip install -e '.[mkl]'``, x86-64 Linux; ``make setup`` does);
+* ``openblas`` -- ``scipy-openblas32`` (a required dependency), the default elsewhere.
 
+The default is a table keyed by the CPU's vendor and model
+(:data:`relax_mlir.runtime.cpu.BLAS_BY_CPU`, documented in :mod:`relax_mlir.target`);
 ``RELAX_BLAS=openblas|mkl`` overrides the choice (:func:`blas_provider`); the executable
 records it in ``exe.metadata["blas"]``. ONE provider per process for the JIT: every shim
 library exports the same ``_mlir_ciface_relax_blas_*`` symbols and the first one loaded
@@ -141,14 +143,18 @@ def register_library(name: str, paths: Callable[[], list[str]], replace: bool = 
         _UNCACHED.add(name)
 
 
-def library_paths(names: Iterable[str]) -> list[str]:
-    """Shared-object paths of the named runtime libraries (built on first use)."""
+def library_paths(names: Iterable[str], blas: Optional[str] = None) -> list[str]:
+    """Shared-object paths of the named runtime libraries (built on first use); ``blas``: the
+    BLAS provider of relax_blas (the compile's :attr:`relax_mlir.target.Target.blas`;
+    default :func:`blas_provider`)."""
     out: list[str] = []
     for n in names:
         if n not in _LIBS:
             raise LibraryError(f"unknown runtime library '{n}' (registered: {', '.join(sorted(_LIBS))})")
         with _lock:
-            if n in _UNCACHED:
+            if n == "relax_blas" and blas and _LIBS[n] is _relax_blas_paths:
+                paths = _relax_blas_paths(blas)
+            elif n in _UNCACHED:
                 paths = [str(p) for p in _LIBS[n]()]
             else:
                 if n not in _resolved:
@@ -233,8 +239,11 @@ def blas_providers() -> list[str]:
 
 
 def blas_provider() -> str:
-    """The provider relax_blas is built against now: ``$RELAX_BLAS`` if set, else the first
-    of :func:`blas_providers`."""
+    """The provider relax_blas is built against now: ``$RELAX_BLAS`` if set, else the one the
+    table of this CPU gives (:data:`relax_mlir.runtime.cpu.BLAS_BY_CPU`: MKL on Intel, OpenBLAS
+    on AMD and on a CPU the table does not know) among :func:`blas_providers`."""
+    from .cpu import cpu_model, cpu_vendor, preferred_blas
+
     want = config.blas_request()
     avail = blas_providers()
     if want:
@@ -247,7 +256,7 @@ def blas_provider() -> str:
         return want
     if not avail:  # pragma: no cover - scipy-openblas32 is a declared dependency
         raise LibraryError("relax_blas needs a BLAS: the PyPI package scipy-openblas32 (or mkl)")
-    return avail[0]
+    return preferred_blas(cpu_vendor(), cpu_model(), avail)
 
 
 #: MKL builds of the shim: its packed products (bound weights) split their panels over OpenMP
@@ -713,10 +722,11 @@ _shim_paths: set[str] = set()
 _pinned: Optional[str] = None
 
 
-def _relax_blas_paths() -> list[str]:
-    """relax_blas for a module about to be linked: pins the process to one provider."""
+def _relax_blas_paths(provider: Optional[str] = None) -> list[str]:
+    """relax_blas over ``provider`` (default :func:`blas_provider`) for a module about to be
+    linked: pins the process to one provider."""
     global _pinned
-    provider = blas_provider()
+    provider = provider or blas_provider()
     if _pinned is not None and provider != _pinned:
         raise LibraryError(f"relax_blas is already loaded over '{_pinned}' in this process; the BLAS "
                            f"provider ('{provider}' requested, RELAX_BLAS={config.blas_request()!r}) "

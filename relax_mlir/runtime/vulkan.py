@@ -149,6 +149,10 @@ class Device(BufferPool):
         self.max_range = int(limits.maxStorageBufferRange)
         self.max_groups = [int(limits.maxComputeWorkGroupCount[i]) for i in range(3)]
         self.offset_align = max(int(limits.minStorageBufferOffsetAlignment), 4)
+        #: invocations per workgroup and workgroup memory (bytes): relax_mlir.target.Target's limits
+        self.max_invocations = int(limits.maxComputeWorkGroupInvocations)
+        self.shared_memory = int(limits.maxComputeSharedMemorySize)
+        self.vendor = "0x%04x" % int(props[k].vendorID)
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
         fam = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
         if not fam:

@@ -34,7 +34,7 @@ from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .elementwise import elementwise_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
-from .target import CpuTarget, host_target
+from ..target import Simd, host_simd
 from .rows import rows_schedule
 
 KIND_ATTR = "relax.kernel_kind"  # set by relax-annotate-kernel-kinds
@@ -105,7 +105,7 @@ def _static(d: int) -> Optional[int]:
     return None if ir.ShapedType.is_dynamic_size(d) else d
 
 
-def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: CpuTarget,
+def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
                    config: Optional[dict] = None, threaded: bool = False) -> Optional[Schedule]:
     names = [o.name for o in ops]
     if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
@@ -207,7 +207,7 @@ def _range(fn: ir.Operation, bound: str) -> Optional[int]:
     return None
 
 
-def pack_min_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[int]:
+def pack_min_rows(fn: ir.Operation, target: Optional[Simd] = None) -> Optional[int]:
     """The smallest M from which kernel ``fn``'s matmul schedule packs B (it then wants a
     range variant of its own, relax-specialize-ranges), or None when it never does (or
     ``fn`` is not :func:`on_tensors`)."""
@@ -218,13 +218,13 @@ def pack_min_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optio
     if mm is None:
         return None
     a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])
-    cfg = config_for(target or host_target())
+    cfg = config_for(target or host_simd())
     if packs_b(_static(b.shape[-1]), _static(a.shape[-1]), cfg, mm.name == "linalg.batch_matmul"):
         return cfg.pack_min_m
     return None
 
 
-def small_max_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Optional[int]:
+def small_max_rows(fn: ir.Operation, target: Optional[Simd] = None) -> Optional[int]:
     """The largest M up to which kernel ``fn``'s matmul schedule uses the small-M register
     tiles (``MatmulConfig.small_rows``: a range variant of its own, relax-specialize-ranges),
     or None when it has none (a batch matmul: unmeasured; a kernel not :func:`on_tensors`)."""
@@ -233,7 +233,7 @@ def small_max_rows(fn: ir.Operation, target: Optional[CpuTarget] = None) -> Opti
     mm = next((o for o in payload_ops(fn) if o.name in ("linalg.matmul", "linalg.batch_matmul")), None)
     if mm is None or mm.name == "linalg.batch_matmul":
         return None
-    cfg = config_for(target or host_target())
+    cfg = config_for(target or host_simd())
     return cfg.small_max_m if cfg.small_max_m > cfg.gemv_rows else None
 
 
@@ -250,7 +250,7 @@ def _output_shape(op: ir.Operation) -> list[Optional[int]]:
     return [_static(d) for d in ir.RankedTensorType(op.results[0].type).shape]
 
 
-def _select_elementwise(ops: list[ir.Operation], target: Optional[CpuTarget] = None,
+def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
                         config: Optional[dict] = None) -> Optional[Schedule]:
     """A chain of all-parallel generics on f32 (identity output maps)."""
     if not ops or any(o.name != "linalg.generic" or not _f32_tensors(o) for o in ops):
@@ -265,12 +265,12 @@ def _select_elementwise(ops: list[ir.Operation], target: Optional[CpuTarget] = N
     width = None
     if config is not None:
         from ..tuning.space import elementwise_space
-        elementwise_space(target or host_target()).check(config, inner=shape[-1])
+        elementwise_space(target or host_simd()).check(config, inner=shape[-1])
         width = config["width"]
     return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops), width))
 
 
-def _select_rows(ops: list[ir.Operation], target: Optional[CpuTarget] = None,
+def _select_rows(ops: list[ir.Operation], target: Optional[Simd] = None,
                  config: Optional[dict] = None) -> Optional[Schedule]:
     """fill + reduction-over-the-last-dim generics, then an all-parallel generic (f32)."""
     if not ops or ops[-1].name != "linalg.generic" or set(_iterators(ops[-1])) != {"parallel"}:
@@ -293,7 +293,7 @@ def _select_rows(ops: list[ir.Operation], target: Optional[CpuTarget] = None,
     chunk = None
     if config is not None:
         from ..tuning.space import rows_space
-        rows_space(target or host_target()).check(config, row=shape[-1])
+        rows_space(target or host_simd()).check(config, row=shape[-1])
         chunk = config["chunk"]
     return Schedule("rows", rows_schedule(rank, shape[-1], [o.name for o in ops], reductions, chunk))
 
@@ -322,7 +322,7 @@ def _empty(t: ir.Type) -> bool:
     return isinstance(t, ir.RankedTensorType) and 0 in list(t.shape)
 
 
-def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
+def select(fn: ir.Operation, target: Optional[Simd] = None,
            config: Optional[dict] = None, threaded: bool = False) -> Optional[Schedule]:
     """The schedule for kernel ``fn`` on ``target`` (default: the host), or None when no
     schedule fits it. ``config``: knob values overriding the defaults (a tuned config,
@@ -330,7 +330,7 @@ def select(fn: ir.Operation, target: Optional[CpuTarget] = None,
     invalid one raises ValueError before anything is applied. ``threaded``: the parallel
     loops will run on OpenMP threads (relax-omp-threads), so a GEMV splits its columns in
     one chunk per thread, sized at run time."""
-    target = target or host_target()
+    target = target or host_simd()
     if not on_tensors(fn):
         return None  # a kernel on memrefs: plain loops (the schedules read tensor types)
     ops = payload_ops(fn)

@@ -91,7 +91,7 @@ from mlir.dialects.transform import tensor as ttensor
 from mlir.dialects.transform import vector as tvec
 
 from .common import Body, Step, any_op, cleanup, lower_vectors, match, patterns, unmasked_lowering
-from .target import CpuTarget
+from ..target import Simd
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,7 @@ def _pack_b(fn: ir.Value, mm: ir.Value, block_k: int, cols: int, b: int = 0) -> 
     return pad.results[0]
 
 
-def config_for(target: CpuTarget) -> MatmulConfig:
+def config_for(target: Simd) -> MatmulConfig:
     """Register tiles sized for the SIMD registers: 6 rows x 4 vectors (24 accumulators)
     with 32 registers (AVX-512, NEON), 6 x 2 (12) with 16 (AVX2, SSE); 4 rows of as many
     vectors for small M (``small_max_m``; measured on AVX-512, one thread, M = 8 and 16:

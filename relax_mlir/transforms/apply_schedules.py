@@ -39,7 +39,7 @@ from mlir import ir
 from .. import config as relax_config
 from .. import schedules
 from ..runtime.libraries import KMP_BLOCKTIME_DEFAULT, init_openmp, openmp_library, openmp_wait_policy  # noqa: F401
-from ..schedules.target import CpuTarget, target_named
+from ..target import Simd, Target, simd_named
 from . import omp_threads  # noqa: F401 (registers relax-omp-threads)
 from .expand_math import relax_expand_math
 from .graph import top_ops
@@ -114,7 +114,7 @@ def _reassoc_reductions(fn: ir.Operation) -> None:
     fn.walk(visit)
 
 
-def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
+def schedule_kernel(fn: ir.Operation, target: Optional[Simd] = None,
                     config: Optional[dict] = None, threaded: Optional[bool] = None) -> Optional[str]:
     """Apply the kernel's schedule in place; the schedule's name, or None (left as is).
     ``config``: knob values overriding the schedule's defaults (a tuned config); it is
@@ -127,8 +127,8 @@ def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
     sched = schedules.select(fn, target, config, threaded)
     if sched is None:
         return None
-    if sched.prepare is not None:
-        ensure_threads_global(fn.parent, num_threads())
+    if sched.prepare is not None:   # the module's thread count starts at its target's
+        ensure_threads_global(fn.parent, Target.for_module(fn.parent).threads)
     copy = fn.clone(ir.InsertionPoint(fn))
     relax_expand_math(copy, _ENABLED)
     try:
@@ -157,8 +157,8 @@ def schedule_kernel(fn: ir.Operation, target: Optional[CpuTarget] = None,
     return sched.name
 
 
-def _tuned_configs(module: ir.Operation, kernels: list[ir.Operation], db_path: str, target: CpuTarget,
-                   host: bool) -> list[Optional[dict]]:
+def _tuned_configs(module: ir.Operation, kernels: list[ir.Operation], db_path: str, target: Simd,
+                   host: bool, threads: int) -> list[Optional[dict]]:
     """Per kernel, its tuned config from the tuning database at ``db_path`` (None for all
     when the file does not exist), keyed like ``relax-mlir tune`` records them: structural
     hash, target key, the module's size bucket. A range variant (relax-specialize-ranges)
@@ -169,7 +169,7 @@ def _tuned_configs(module: ir.Operation, kernels: list[ir.Operation], db_path: s
 
     if not os.path.exists(db_path):
         return [None] * len(kernels)
-    key, bucket = target_key(target, num_threads(), host), module_bucket(module)
+    key, bucket = target_key(target, threads, host), module_bucket(module)
     with Database(db_path) as db:
         recs = [db.lookup(structural_hash(fn, ignore=(schedules.RANGE_ATTR,)), key, bucket) for fn in kernels]
     return [r.config if r is not None else None for r in recs]
@@ -185,8 +185,8 @@ _ENABLED = _Enabled()
 @register_pass("relax-apply-schedules",
                "Tile and vectorize kernels with transform-dialect schedules chosen by kernel kind.",
                options=[Option("enable", bool, True, "apply the schedules (false: plain loops)"),
-                        Option("target", str, "host", "SIMD target the tiles are sized for: host (detected), "
-                                                      "avx512, avx2, sse, neon"),
+                        Option("target", str, "host", "SIMD unit the tiles are sized for: host (the module's "
+                                                      "relax.target, else detected), avx512, avx2, sse, neon"),
                         Option("tuning-db", str, "", "a tuning database (relax-mlir tune): kernels found there "
                                                      "get their tuned knob values, the others the defaults"),
                         Option("threads", bool, False, "the parallel loops will run on OpenMP threads "
@@ -196,7 +196,8 @@ def relax_apply_schedules(module: ir.Operation, opts) -> None:
         return
     threaded = opts.threads
     try:
-        target = target_named(opts.target)
+        tgt = Target.for_module(module)
+        target = tgt.simd if opts.target == "host" else simd_named(opts.target)
     except ValueError as e:
         emit_error(module, str(e))
         return
@@ -206,7 +207,7 @@ def relax_apply_schedules(module: ir.Operation, opts) -> None:
     if opts.tuning_db:
         import sqlite3
         try:
-            configs = _tuned_configs(module, kernels, opts.tuning_db, target, opts.target == "host")
+            configs = _tuned_configs(module, kernels, opts.tuning_db, target, opts.target == "host", tgt.threads)
         except sqlite3.Error as e:
             emit_error(module, f"tuning database '{opts.tuning_db}': {e}")
             return

@@ -24,15 +24,22 @@ decided at run time inside the library (the relax_blas shim uses gemv for M == 1
 N == 1 and a plain loop below ``RELAX_BLAS_SMALL_FLOPS``), so one executable serves
 every size. ``min-flops=0`` dispatches every match. Run after relax-infer-shapes.
 
+The target: the policy (when the ``policy`` option is not given), the calibration table, the
+fused attention switch, the CPU model, ISA and thread count the table is chosen by come from
+the module's ``relax.target`` (:class:`relax_mlir.target.Target`, recorded by
+:func:`relax_mlir.compile`), else from :meth:`Target.detect` (this host and the
+environment: a pass run alone). A target whose policy is ``off`` (no library dispatch)
+leaves the module as it is.
+
 Policy ``measured`` (``policy=measured``; the cpu pipeline's default, and so
 :func:`relax_mlir.compile`'s, with schedules on: ``cpu{dispatch-policy=...}``,
 ``options={"dispatch_policy": ...}`` or ``RELAX_MLIR_DISPATCH_POLICY`` choose; the pass alone
 defaults to ``flops``, so that its lit tests do not depend on the machine): a 2-D matmul (+ bias) with static K and N is
 decided by a calibration table measured on the machine (``bench/calibrate_dispatch.py``;
-the ``table`` option, else ``$RELAX_MLIR_DISPATCH_TABLE``, else the checked-in
+the ``table`` option, else the target's (``$RELAX_MLIR_DISPATCH_TABLE``), else the checked-in
 ``dispatch_calibration.json``). A file may hold several tables (``{"tables": [...]}``), each
-with the CPU model and ISA it was measured on: the one of this CPU model, else one of this
-ISA, is used; none fits: the ``min-flops`` rule, with the reason in the module attribute
+with the CPU model and ISA it was measured on: the one of the target's CPU model, else one of
+its ISA, is used; none fits: the ``min-flops`` rule, with the reason in the module attribute
 ``relax.dispatch_note``. A table lists, per (K, N) class (and dtype, f32 when absent), the
 ranges of M where the generated (scheduled) kernel beat BLAS. The match keeps generated
 code when its whole M range -- the static M, or ``[1, bound]`` from ``relax.upper_bounds``
@@ -57,14 +64,14 @@ from typing import Optional
 
 from mlir import ir
 
-from .. import config
 from ..dialects._core import create
 from ..ops.registry import RelaxError, read_attrs
 from ..runtime.libraries import request
 from ..shapes import Dim, Truth, is_tensor, prove_equal, read_tensor_type
+from ..target import Target
 from .dispatch_attention import dispatch_attention, head_split
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
-from .dispatch_split import (CANDIDATE_ATTR, NOTE_ATTR, Split, cpu_model, decide, mark, nearest_class, select_table,
+from .dispatch_split import (CANDIDATE_ATTR, NOTE_ATTR, Split, decide, mark, nearest_class, select_table,
                              tables_of)
 from .graph import body_ops, graph_functions, producer, relax_opdef, single_user, upper_bounds
 from .registry import Option, emit_error, register_pass
@@ -174,7 +181,8 @@ def load_table(path: str) -> dict:
 
 
 def table_path(option: str) -> str:
-    return option or config.dispatch_table() or str(DEFAULT_TABLE)
+    """``option`` (the pass's ``table``, else the target's), else the checked-in table."""
+    return option or str(DEFAULT_TABLE)
 
 
 def measured_choice(m: Match, bounds: dict[str, int], table: dict) -> Optional[bool]:
@@ -243,13 +251,11 @@ def tuned_choice(m: Match, rec, bounds: dict[str, int], split: bool) -> tuple[ob
 class _TunedDecisions:
     """The decisions of a tuning database for one module (see the docstring)."""
 
-    def __init__(self, module: ir.Operation, path: str):
-        from ..schedules.target import host_target
+    def __init__(self, module: ir.Operation, path: str, target: Target):
         from ..tuning.database import Database, module_bucket, target_key
-        from .apply_schedules import num_threads
 
         self.db = Database(path)
-        self.target = target_key(host_target(), num_threads())
+        self.target = target_key(target.simd, target.threads)
         self.bucket = module_bucket(module)
 
     def lookup(self, m: Match, p: DispatchPattern):
@@ -268,10 +274,11 @@ class _TunedDecisions:
                         Option("policy", str, "",
                                "flops: the min-flops rule; measured: the calibration table "
                                "decides 2-D matmuls with static K, N (see the module docstring); "
-                               "default: $RELAX_MLIR_DISPATCH_POLICY, else flops"),
+                               "default: the module's relax.target (compile() records it), else "
+                               "$RELAX_MLIR_DISPATCH_POLICY, else flops"),
                         Option("table", str, "",
-                               "calibration table for policy=measured (default: "
-                               "$RELAX_MLIR_DISPATCH_TABLE, else the checked-in one)"),
+                               "calibration table for policy=measured (default: the target's, "
+                               "$RELAX_MLIR_DISPATCH_TABLE without one, else the checked-in one)"),
                         Option("split", bool, True,
                                "policy=measured: a symbolic M whose range meets both generated-wins "
                                "and BLAS-wins sizes is decided per call (relax.dispatch_split); "
@@ -291,32 +298,37 @@ class _TunedDecisions:
                                "for relax-mlir tune: dispatch nothing, mark each match "
                                "relax.dispatch_candidate (its kernel is compared with the library)")])
 def dispatch_library(module: ir.Operation, opts) -> None:
+    try:
+        target = Target.for_module(module)
+    except ValueError as e:
+        emit_error(module, str(e))
+        return
     only = {s.strip() for s in opts.patterns.split(",") if s.strip()}
     attention = (opts.attention and (not only or "attention" in only)
-                 and config.dispatch_attention())
+                 and target.dispatch_attention)
     patterns = [p for p in ordered_patterns() if not only or p.name in only]
-    policy = opts.policy or config.dispatch_policy() or "flops"
+    policy = opts.policy or target.dispatch_policy
+    if not opts.policy and policy == "off":   # a target without library dispatch (no BLAS)
+        return
     if policy not in ("flops", "measured"):
         emit_error(module, f"policy must be 'flops' or 'measured', got '{policy}'")
         return
     table = None
     if policy == "measured":
-        path = table_path(opts.table)
+        path = table_path(opts.table or target.dispatch_table)
         try:
             data = load_table(path)
         except (OSError, ValueError, KeyError, TypeError) as e:
             emit_error(module, f"dispatch calibration table {path}: {e}")
             return
-        from ..schedules.target import host_target
-        from .apply_schedules import num_threads
-        table, note = select_table(data, host_target().isa, cpu_model(), num_threads())
+        table, note = select_table(data, target.isa, target.chip, target.threads)
         if table is None:
             module.attributes[NOTE_ATTR] = ir.StringAttr.get(f"{Path(path).name}: {note}")
     tuned = None
     if opts.tuning_db and not opts.mark_candidates and os.path.exists(opts.tuning_db):
         import sqlite3
         try:
-            tuned = _TunedDecisions(module, opts.tuning_db)
+            tuned = _TunedDecisions(module, opts.tuning_db, target)
         except sqlite3.Error as e:
             emit_error(module, f"tuning database '{opts.tuning_db}': {e}")
             return

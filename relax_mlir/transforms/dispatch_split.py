@@ -32,8 +32,9 @@ computed inside the kernel) the kernel stays generated for every M: correct, nev
 wrong result.
 
 Calibration tables are per machine: :func:`select_table` picks, among the tables of a file,
-the one measured on this CPU model, else one measured on the same ISA (``avx512``,
-``avx2``, ... from :func:`relax_mlir.schedules.target.host_target`); a table of another ISA
+the one measured on the target's CPU model, else one measured on its ISA (``avx512``,
+``avx2``, ...: ``chip`` and ``simd.isa`` of the module's :class:`relax_mlir.target.Target`,
+and its ``threads``); a table of another ISA
 does not apply (the pass then keeps the ``min-flops`` rule and records why in the module
 attribute ``relax.dispatch_note``).
 """
@@ -41,13 +42,13 @@ attribute ``relax.dispatch_note``).
 from __future__ import annotations
 
 import math
-import platform
 from dataclasses import dataclass
 from typing import Optional, Union
 
 from mlir import ir
 from mlir.dialects import func, memref
 
+from ..runtime.cpu import cpu_model  # noqa: F401 (re-exported: the compile cache keys on it)
 from ..shapes import Dim
 from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
 from .graph import defining_op, users
@@ -80,18 +81,6 @@ Decision = Union[bool, Split]   # True: BLAS, False: generated, Split: chosen pe
 
 
 # -- tables ---------------------------------------------------------------------------------
-
-def cpu_model() -> str:
-    """This machine's CPU model name (/proc/cpuinfo), else what ``platform`` says."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
 
 def tables_of(data: dict) -> list[dict]:
     """The tables of a calibration file: ``{"tables": [t, ...]}`` or one table ``t``."""

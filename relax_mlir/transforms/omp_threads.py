@@ -7,7 +7,8 @@ region::
     num_threads = (bytes of the memrefs the region uses >= min-bytes) ? @_mlir_relax_num_threads : 1
 
 ``@_mlir_relax_num_threads`` is a module global (``memref.global``, i32), the thread count
-of the module: its initial value is the count at compile time (:func:`num_threads`), and
+of the module: its initial value is the target's (``Target.threads`` of the module's
+``relax.target``, else :func:`num_threads` now), and
 the runtime rewrites it when an executable is created (``RELAX_MLIR_NUM_THREADS`` then) and
 whenever ``exe.num_threads`` is set (:mod:`relax_mlir.runtime.libraries`, threads part).
 The name starts with ``_mlir_`` because the ExecutionEngine's lookup prefixes that.
@@ -35,6 +36,7 @@ from mlir import ir
 from mlir.dialects import arith, memref
 
 from ..runtime.libraries import THREADS_SYMBOL, default_threads, env_threads, openmp_library  # noqa: F401 (re-exported)
+from ..target import Target
 from .graph import top_ops
 from .registry import Option, emit_error, register_pass
 
@@ -180,7 +182,12 @@ def relax_omp_threads(module: ir.Operation, opts) -> None:
     module.walk(visit)
     if not regions:
         return
-    ensure_threads_global(module, num_threads())
+    try:
+        threads = Target.for_module(module).threads
+    except ValueError as e:
+        emit_error(module, str(e))
+        return
+    ensure_threads_global(module, threads)
     min_bytes = MIN_PARALLEL_BYTES if opts.min_bytes < 0 else opts.min_bytes
     for par in regions:
         set_run_time_threads(par, min_bytes)

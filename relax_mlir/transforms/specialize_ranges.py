@@ -46,7 +46,7 @@ from mlir.dialects import arith, func, scf, tensor
 
 from .. import schedules
 from ..schedules.matmul import config_for
-from ..schedules.target import host_target
+from ..target import Simd, Target
 from .dispatch_split import (LIBRARY_VARIANT_ATTR, OPAQUE, SPLIT_ATTR, check_variant, library_ranges, read_split,
                              refine)
 from .graph import top_ops
@@ -72,10 +72,10 @@ def variant_ranges(gemv_max: int, pack_min: Optional[int] = None,
     return list(zip([0] + [c + 1 for c in cuts], cuts + [None]))
 
 
-def _m_operand(fn: ir.Operation) -> Optional[tuple[ir.BlockArgument, int]]:
+def _m_operand(fn: ir.Operation, simd: Optional[Simd] = None) -> Optional[tuple[ir.BlockArgument, int]]:
     """The kernel argument that is the matmul's A operand and the position of its M dim,
     when M is symbolic and the kernel gets a matmul schedule; else None."""
-    sched = schedules.select(fn)
+    sched = schedules.select(fn, simd)
     if sched is None or not sched.name.startswith(("matmul", "batch_matmul")):
         return None
     mm = next(o for o in schedules.payload_ops(fn) if o.name in ("linalg.matmul", "linalg.batch_matmul"))
@@ -101,10 +101,11 @@ def _variant_name(name: str, lo: int, hi: Optional[int]) -> str:
     return f"{name}__m{lo}" + ("" if hi is None else f"_{hi}")
 
 
-def specialize(fn: ir.Operation, ranges: list[tuple[int, Optional[int]]]) -> Optional[list[str]]:
+def specialize(fn: ir.Operation, ranges: list[tuple[int, Optional[int]]],
+               simd: Optional[Simd] = None) -> Optional[list[str]]:
     """Split kernel ``fn`` into range variants (see the module docstring); their names,
     or None when ``fn`` is not a kernel to specialize."""
-    found = _m_operand(fn)
+    found = _m_operand(fn, simd)
     if found is None:
         return None
     a, mdim = found
@@ -155,7 +156,7 @@ def _split_m_operand(fn: ir.Operation) -> Optional[tuple[ir.BlockArgument, int]]
     return ir.BlockArgument(a), 0
 
 
-def specialize_split(fn: ir.Operation, gemv_max: int) -> Optional[list[str]]:
+def specialize_split(fn: ir.Operation, gemv_max: int, simd: Optional[Simd] = None) -> Optional[list[str]]:
     """Split a ``relax.dispatch_split`` kernel (see the module docstring): its generated
     variants where the mark's ``generated_m`` holds M, the library variant elsewhere; the
     names called, or None when the kernel stays as it was (generated code for every M)."""
@@ -179,8 +180,8 @@ def specialize_split(fn: ir.Operation, gemv_max: int) -> Optional[list[str]]:
     lib.attributes[LIBRARY_VARIANT_ATTR] = lib.attributes[SPLIT_ATTR]
     del lib.attributes[SPLIT_ATTR]
     lib.attributes[KIND_ATTR] = ir.StringAttr.get(OPAQUE)
-    if _m_operand(fn) is not None and gemv_max > 0:
-        ranges = variant_ranges(gemv_max, schedules.pack_min_rows(fn), schedules.small_max_rows(fn))
+    if _m_operand(fn, simd) is not None and gemv_max > 0:
+        ranges = variant_ranges(gemv_max, schedules.pack_min_rows(fn, simd), schedules.small_max_rows(fn, simd))
     else:
         ranges = [(0, None)]
     pieces = refine(ranges, library_ranges(split.generated))
@@ -235,7 +236,12 @@ def _dispatch(m: ir.Value, ranges: list[tuple[int, Optional[int]]], names: list[
                                "(MatmulConfig.gemv_rows), 0: no specialization (but the "
                                "relax.dispatch_split of relax-dispatch-library)")])
 def relax_specialize_ranges(module: ir.Operation, opts) -> None:
-    gemv_max = config_for(host_target()).gemv_rows if opts.gemv_max == -1 else opts.gemv_max
+    try:
+        simd = Target.for_module(module).simd   # the SIMD unit the variants are scheduled for
+    except ValueError as e:
+        emit_error(module, str(e))
+        return
+    gemv_max = config_for(simd).gemv_rows if opts.gemv_max == -1 else opts.gemv_max
     if gemv_max < 0:
         emit_error(module, f"gemv-max must be -1 or >= 0, got {gemv_max}")
         return
@@ -243,7 +249,8 @@ def relax_specialize_ranges(module: ir.Operation, opts) -> None:
         if (fn.name == "func.func" and "relax.kernel" in fn.attributes and fn.regions[0].blocks
                 and RANGE_ATTR not in fn.attributes and DISPATCH_ATTR not in fn.attributes
                 and schedules.on_tensors(fn)):
-            if SPLIT_ATTR in fn.attributes and specialize_split(fn, gemv_max) is not None:
+            if SPLIT_ATTR in fn.attributes and specialize_split(fn, gemv_max, simd) is not None:
                 continue                          # gemv-max=0 too: the split is not a schedule choice
             if gemv_max > 0:
-                specialize(fn, variant_ranges(gemv_max, schedules.pack_min_rows(fn), schedules.small_max_rows(fn)))
+                specialize(fn, variant_ranges(gemv_max, schedules.pack_min_rows(fn, simd),
+                                              schedules.small_max_rows(fn, simd)), simd)

@@ -38,7 +38,7 @@ from typing import Optional
 
 from mlir import ir
 
-from ..schedules.target import CpuTarget
+from ..target import Simd
 
 #: CPU features that change which code is fast (SIMD width, FMA).
 FEATURES = ("avx512f", "avx512vl", "avx512bw", "avx512_vnni", "avx2", "fma", "avx", "sse4_2", "asimd", "sve")
@@ -85,7 +85,7 @@ CREATE TABLE IF NOT EXISTS decisions (
 LIBRARY, GENERATED = "library", "generated"
 
 
-def target_key(target: CpuTarget, threads: int = 1, host: bool = True) -> str:
+def target_key(target: Simd, threads: int = 1, host: bool = True) -> str:
     """``x86_64/avx512/avx2+avx512f+...+fma/t1``: the schedule target, the host's relevant
     CPU features (``host``: the target is the detected host) and the thread count."""
     from ..runtime.cpu import cpu_flags

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..schedules.target import CpuTarget, host_target
+from ..target import Simd, host_simd
 from .database import Database, Decision, target_key
 from .space import Config, elementwise_default, family, matmul_default, rows_default, space_for
 from .tasks import Task, extract_tasks
@@ -65,7 +65,7 @@ class KernelResult:
         return 1.0 / _score(self.best.times, self.default.times)
 
 
-def default_config(task: Task, target: CpuTarget) -> Optional[Config]:
+def default_config(task: Task, target: Simd) -> Optional[Config]:
     """The knob values the untuned schedule uses for this kernel (None when they are not a
     point of the space, e.g. a row vectorized whole)."""
     fam = family(task.schedule)
@@ -91,7 +91,7 @@ def _score(times: list, base: list) -> float:
     return math.exp(sum(math.log(max(t, 1e-9) / max(b, 1e-9)) for t, b in zip(times, base)) / len(base))
 
 
-def tune_task(task: Task, worker: Worker, target: CpuTarget, budget_s: float, max_trials: int,
+def tune_task(task: Task, worker: Worker, target: Simd, budget_s: float, max_trials: int,
               rng: random.Random, log: Callable[[str], None] = print, min_time: float = 0.05,
               prefix: str = "") -> Optional[KernelResult]:
     """Search ``task``'s knob space for ``budget_s`` seconds or ``max_trials`` candidates
@@ -167,13 +167,13 @@ def tune_task(task: Task, worker: Worker, target: CpuTarget, budget_s: float, ma
 
 def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, options: Optional[dict] = None,
          log: Callable[[str], None] = print, seed: int = 0, min_time: float = 0.05,
-         target: Optional[CpuTarget] = None) -> list[KernelResult]:
+         target: Optional[Simd] = None) -> list[KernelResult]:
     """Tune every scheduled kernel of ``src`` within ``budget_s`` seconds in all (shared
     evenly among the kernels not yet tuned) and record the best configs in ``db_path``."""
     from ..transforms.apply_schedules import num_threads
 
     t0 = time.monotonic()
-    target = target or host_target()
+    target = target or host_simd()
     opts = dict(options or {})
     tasks = extract_tasks(src, target, opts)
     # where BLAS runs decides the rest: the dispatch candidates first (stable order)

@@ -1,7 +1,7 @@
 """Knob spaces of the schedules, declared as data (MetaSchedule's search space).
 
 Each schedule family (``matmul``, ``elementwise``, ``rows``) declares its knobs: a name
-and the values the search may try, sized for a :class:`~relax_mlir.schedules.target.CpuTarget`.
+and the values the search may try, sized for a :class:`~relax_mlir.schedules.target.Simd`.
 A *config* is a plain dict knob name -> value (JSON- and SQLite-friendly); it is what
 :func:`relax_mlir.schedules.select` accepts as an override and what the tuning database
 stores. :meth:`Space.check` rejects a combination the schedule cannot build, or that is
@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..schedules.target import CpuTarget
+from ..target import Simd
 
 Config = dict
 
@@ -35,8 +35,8 @@ class Space:
 
     family: str
     knobs: tuple[Knob, ...]
-    rule: Callable[[Config, CpuTarget, dict], Optional[str]]
-    target: CpuTarget
+    rule: Callable[[Config, Simd, dict], Optional[str]]
+    target: Simd
 
     def check(self, cfg: Config, **extents) -> None:
         """Raise ValueError when ``cfg`` is not a valid point of this space."""
@@ -88,7 +88,7 @@ class Space:
 
 # -- matmul -------------------------------------------------------------------------
 
-def _matmul_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]:
+def _matmul_rule(cfg: Config, t: Simd, extents: dict) -> Optional[str]:
     lanes = t.lanes
     if cfg["cols"] % lanes or cfg["gemv_cols"] % lanes:
         return f"cols and gemv_cols must be multiples of the {lanes} f32 lanes"
@@ -107,7 +107,7 @@ def _matmul_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]:
     return None
 
 
-def matmul_space(t: CpuTarget) -> Space:
+def matmul_space(t: Simd) -> Space:
     lanes = t.lanes
     return Space("matmul", (
         Knob("rows", (2, 3, 4, 5, 6, 7, 8), "rows of the main register tile (the M cascade's first size; then 1)"),
@@ -139,7 +139,7 @@ def matmul_config(cfg: Config, base=None):
                                prefetch=cfg["prefetch"])
 
 
-def matmul_default(t: CpuTarget) -> Config:
+def matmul_default(t: Simd) -> Config:
     """The untuned schedule's choice (config_for), as a config dict."""
     from ..schedules.matmul import config_for
     c = config_for(t)
@@ -149,7 +149,7 @@ def matmul_default(t: CpuTarget) -> Config:
 
 # -- elementwise --------------------------------------------------------------------
 
-def _elementwise_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]:
+def _elementwise_rule(cfg: Config, t: Simd, extents: dict) -> Optional[str]:
     inner = extents.get("inner")
     if cfg["width"] % t.lanes:
         return f"width must be a multiple of the {t.lanes} f32 lanes"
@@ -158,21 +158,21 @@ def _elementwise_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]
     return None
 
 
-def elementwise_space(t: CpuTarget) -> Space:
+def elementwise_space(t: Simd) -> Space:
     return Space("elementwise", (
         Knob("width", tuple(w for w in (8, 16, 32, 64, 128, 256) if w % t.lanes == 0),
              "elements per vectorized step along the innermost dim (width / lanes vectors: the unroll)"),
     ), _elementwise_rule, t)
 
 
-def elementwise_default(t: CpuTarget, inner: Optional[int] = None) -> Config:
+def elementwise_default(t: Simd, inner: Optional[int] = None) -> Config:
     from ..schedules.elementwise import vector_width
     return {"width": vector_width(inner)}
 
 
 # -- rows -------------------------------------------------------------------------
 
-def _rows_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]:
+def _rows_rule(cfg: Config, t: Simd, extents: dict) -> Optional[str]:
     row = extents.get("row")
     if cfg["chunk"] % t.lanes:
         return f"chunk must be a multiple of the {t.lanes} f32 lanes"
@@ -181,14 +181,14 @@ def _rows_rule(cfg: Config, t: CpuTarget, extents: dict) -> Optional[str]:
     return None
 
 
-def rows_space(t: CpuTarget) -> Space:
+def rows_space(t: Simd) -> Space:
     return Space("rows", (
         Knob("chunk", tuple(c for c in (8, 16, 32, 64, 128, 256) if c % t.lanes == 0),
              "lanes per step of the per-row loop (partial-accumulator width)"),
     ), _rows_rule, t)
 
 
-def rows_default(t: CpuTarget, row: Optional[int] = None) -> Optional[Config]:
+def rows_default(t: Simd, row: Optional[int] = None) -> Optional[Config]:
     from ..schedules.rows import CHUNK
     if row is None:
         return {"chunk": CHUNK}
@@ -196,7 +196,7 @@ def rows_default(t: CpuTarget, row: Optional[int] = None) -> Optional[Config]:
     return {"chunk": c} if c else None
 
 
-SPACES: dict[str, Callable[[CpuTarget], Space]] = {
+SPACES: dict[str, Callable[[Simd], Space]] = {
     "matmul": matmul_space,
     "elementwise": elementwise_space,
     "rows": rows_space,
@@ -209,7 +209,7 @@ def family(schedule_name: str) -> str:
     return "matmul" if base in ("matmul", "batch_matmul") else base
 
 
-def space_for(schedule_name: str, t: CpuTarget) -> Space:
+def space_for(schedule_name: str, t: Simd) -> Space:
     fam = family(schedule_name)
     if fam not in SPACES:
         raise ValueError(f"no knob space for schedule '{schedule_name}'")

@@ -23,7 +23,7 @@ from typing import Optional
 
 from mlir import ir
 
-from ..schedules.target import CpuTarget
+from ..target import Simd
 from .space import SPACES, family
 
 
@@ -66,7 +66,7 @@ class Task:
                 "n_outputs": self.n_outputs, "n_index": self.n_index, "bindings": self.bindings,
                 "config": config, "min_time": min_time, "cutoff": cutoff}
 
-    def accepts(self, config: dict, target: CpuTarget) -> bool:
+    def accepts(self, config: dict, target: Simd) -> bool:
         """Whether select() takes ``config`` for this kernel (the knob space's rule, with
         the kernel's extents)."""
         from .. import schedules
@@ -155,7 +155,7 @@ def _cpu_stages(options: dict):
     return dict(tgt.stages(PIPELINES[tgt.pipeline_name].parse_options(text), tgt))
 
 
-def extract_tasks(src, target: CpuTarget, options: Optional[dict] = None, dispatch: bool = True) -> list[Task]:
+def extract_tasks(src, target: Simd, options: Optional[dict] = None, dispatch: bool = True) -> list[Task]:
     """The distinct scheduled kernels of ``src`` (MLIR text, a path or an ir.Module) compiled
     with the cpu pipeline ``options``, in program order. ``dispatch``: where the options
     dispatch to the library, keep the matches generated and record them as

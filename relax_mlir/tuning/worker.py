@@ -75,7 +75,7 @@ class _Compiled:
         import relax_mlir
         from ..pipelines.cpu import _llvm_stage
         from ..runtime.executable import runtime_libraries
-        from ..schedules.target import host_target
+        from ..target import host_simd
         from ..transforms.apply_schedules import num_threads, openmp_libraries, schedule_kernel, scheduled_stage
         from ..transforms.pipeline import run_pipeline
 
@@ -86,7 +86,7 @@ class _Compiled:
             if config == "loops":
                 stage = _llvm_stage()
             else:
-                applied = schedule_kernel(fn, host_target(), None if config is None else dict(config))
+                applied = schedule_kernel(fn, host_simd(), None if config is None else dict(config))
                 if applied is None:
                     raise RuntimeError("the schedule did not apply")
                 stage = scheduled_stage(_llvm_stage(), num_threads())[1:]

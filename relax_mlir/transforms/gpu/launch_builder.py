@@ -15,8 +15,21 @@ from typing import Callable, Optional, Sequence
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
+from ...target import Target
+
 WORKGROUP = "#gpu.address_space<workgroup>"
 MAX_GRID = 65535  # maxComputeWorkGroupCount[0] guaranteed by Vulkan
+
+
+def check_block_size(module: ir.Operation, threads: int, what: str) -> None:
+    """ValueError when ``threads`` per workgroup exceed the device limit of the module's
+    target (``relax.target``'s ``max_threads_per_block``, recorded by compile(); a module
+    without one has no known limit here: the runtime checks each launch)."""
+    t = Target.of(module)
+    cap = t.max_threads_per_block if t is not None else None
+    if cap is not None and threads > cap:
+        raise ValueError(f"{what}: {threads} threads per workgroup exceed the target's "
+                         f"{cap} ({t.kind} {t.chip or t.arch})")
 
 #: combiners of a reduction body (``out = comb(f(ins), out)``) with their identity
 COMBINERS: dict[str, tuple[type, float]] = {

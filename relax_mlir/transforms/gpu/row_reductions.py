@@ -40,7 +40,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from ..registry import Option, register_pass
-from .launch_builder import (COMBINERS, MAX_GRID, Launch, barrier, delinearize, f32, find, flat_body, for_loop, index,
+from .launch_builder import (check_block_size, COMBINERS, MAX_GRID, Launch, barrier, delinearize, f32, find, flat_body, for_loop, index,
                              indexing_maps, inline_body, load, loop_extent, map_indices, map_uses, simple_map,
                              store, thread_grid, when)
 
@@ -340,6 +340,7 @@ def relax_gpu_row_reductions(module: ir.Operation, opts) -> None:
     threads = opts.threads
     if threads < 1 or threads & (threads - 1):
         raise ValueError(f"relax-gpu-row-reductions: threads={threads} is not a power of two")
+    check_block_size(module, threads, "relax-gpu-row-reductions")
     for f in module.regions[0].blocks[0].operations:
         f = f.operation
         if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):

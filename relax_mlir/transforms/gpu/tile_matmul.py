@@ -43,7 +43,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from ..registry import Option, register_pass
-from .launch_builder import (Launch, barrier, ceil_div, f32, flat_body, for_loop, index, indexing_maps, inline_body,
+from .launch_builder import (check_block_size, Launch, barrier, ceil_div, f32, flat_body, for_loop, index, indexing_maps, inline_body,
                              load, map_indices, simple_map, store, when)
 
 KERNEL_ATTR = "relax.kernel"
@@ -354,6 +354,7 @@ def tile_kernel(fn: ir.Operation, tiles: MatmulTiles, min_size: int = 1) -> int:
                                "route, in an scf.if on the run-time sizes); 1: always tiled")])
 def relax_gpu_tile_matmul(module: ir.Operation, opts) -> None:
     tiles = MatmulTiles(opts.threads, opts.per_thread, opts.tile_k)
+    check_block_size(module, opts.threads * opts.threads, "relax-gpu-tile-matmul")
     tiles.check()
     for f in module.regions[0].blocks[0].operations:
         f = f.operation

@@ -61,7 +61,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from ..registry import Option, register_pass
-from .launch_builder import (Launch, delinearize, flat_body, for_loop, index, indexing_maps, inline_body, load,
+from .launch_builder import (check_block_size, Launch, delinearize, flat_body, for_loop, index, indexing_maps, inline_body, load,
                              loop_extent, map_indices, simple_map, thread_grid)
 
 KERNEL_ATTR = "relax.kernel"
@@ -307,6 +307,7 @@ def _rewrite(op: ir.Operation, plan: list[_Operand], threads: int) -> None:
 def relax_gpu_vector_elementwise(module: ir.Operation, opts) -> None:
     if opts.threads < 1:
         raise ValueError(f"relax-gpu-vector-elementwise: threads={opts.threads} is not positive")
+    check_block_size(module, opts.threads, "relax-gpu-vector-elementwise")
     for f in module.regions[0].blocks[0].operations:
         f = f.operation
         if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):

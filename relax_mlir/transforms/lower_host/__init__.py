@@ -75,7 +75,7 @@ from .common import (CHECKS_ATTR, DETAIL_SLOTS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_
                      WORKSPACE_ATTR, LowerError, i, strip)
 from .function import FunctionLowering, function_symbols
 from .metadata import host_metadata, signature_plan
-from .target import HOST_TARGETS, HostTarget, register_host_target
+from .target import HOST_HOOKS, HOST_TARGETS, HostHooks, HostTarget, register_host_hooks, register_host_target
 
 ALIGN = 64
 #: Prefix of the function holding a graph function's body when it takes a subset of the states.
@@ -90,7 +90,7 @@ class ModuleState:
     """Module-wide facts the per-function lowering shares: check ids, detail slots,
     lowered types, library declarations, workspace layout."""
 
-    def __init__(self, module: ir.Operation, target: HostTarget):
+    def __init__(self, module: ir.Operation, target: HostHooks):
         self.module = module
         self.target = target
         self.funcs = functions_by_name(module)
@@ -203,12 +203,12 @@ class ModuleState:
                "Lower graph functions to host functions: shapes as index arithmetic, call_tir as "
                "kernel calls, run-time shape checks reported through a status result.",
                options=[Option("target", str, "cpu", "host target hooks (kernel calls, allocations): "
-                                                     "relax_mlir.transforms.lower_host.HOST_TARGETS")])
+                                                     "relax_mlir.transforms.lower_host.HOST_HOOKS")])
 def relax_lower_host(module: ir.Operation, opts) -> None:
-    target = HOST_TARGETS.get(opts.target)
+    target = HOST_HOOKS.get(opts.target)
     if target is None:
         emit_error(module, f"relax-lower-host: unknown target '{opts.target}' "
-                           f"(targets: {', '.join(sorted(HOST_TARGETS))})")
+                           f"(targets: {', '.join(sorted(HOST_HOOKS))})")
         return
     try:
         state = ModuleState(module, target)
@@ -231,6 +231,6 @@ def relax_lower_host(module: ir.Operation, opts) -> None:
     module.attributes[DETAIL_SLOTS_ATTR] = ir.IntegerAttr.get(i(64), state.detail_slots)
 
 
-__all__ = ["HOST_TARGETS", "HostTarget", "register_host_target", "host_metadata", "signature_plan",
+__all__ = ["HOST_HOOKS", "HostHooks", "register_host_hooks", "HOST_TARGETS", "HostTarget", "register_host_target", "host_metadata", "signature_plan",
            "LOWERED_ATTR", "GRAPH_TYPE_ATTR", "CHECKS_ATTR", "DETAIL_SYMBOLS_ATTR", "DETAIL_SLOTS_ATTR",
            "WORKSPACE_ATTR", "strip"]

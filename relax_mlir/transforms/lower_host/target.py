@@ -1,7 +1,9 @@
-"""Target hooks of the host lowering: how a kernel is launched and where buffers live.
+"""The host lowering's hooks: how a kernel is launched and where buffers live.
 
 relax-lower-host turns a graph function into a host function; everything it does with
-the target's hardware goes through a :class:`HostTarget`: calling a kernel
+the backend's hardware goes through a :class:`HostHooks` (named per backend, picked by
+``relax-lower-host{target=NAME}``; the compile's :class:`relax_mlir.target.Target` is another
+thing: what the code runs on): calling a kernel
 (``relax.call_tir``), allocating an output or a storage, calling a library function
 (``relax.call_dps_library``), carving static arenas out of the session workspace, viewing
 and writing rows of the session's state buffers (``relax.state_read``/``state_write``).
@@ -10,7 +12,7 @@ The ``cpu`` target calls kernels with ``func.call`` and allocates host memory wi
 ``MemoryError``, never a write through NULL). A GPU target would launch the kernel
 (``gpu.launch_func``) and allocate device memory (``gpu.alloc``) instead.
 
-Register one with :func:`register_host_target`; ``relax-lower-host{target=NAME}`` picks it.
+Register one with :func:`register_host_hooks`; ``relax-lower-host{target=NAME}`` picks it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ if TYPE_CHECKING:
 ALIGNMENT = 64
 
 
-class HostTarget:
-    """The target-specific half of relax-lower-host (the CPU's by default)."""
+class HostHooks:
+    """The backend-specific half of relax-lower-host (the CPU's by default)."""
 
     name = "cpu"
 
@@ -109,18 +111,24 @@ def _static_bytes(mt: ir.MemRefType) -> int:
     return n * element_bytes(mt.element_type)
 
 
-HOST_TARGETS: dict[str, HostTarget] = {}
+HOST_HOOKS: dict[str, HostHooks] = {}
 
 
-def register_host_target(target: HostTarget, replace: bool = False) -> HostTarget:
-    if target.name in HOST_TARGETS and not replace:
-        raise ValueError(f"host target '{target.name}' registered twice")
-    HOST_TARGETS[target.name] = target
-    return target
+def register_host_hooks(hooks: HostHooks, replace: bool = False) -> HostHooks:
+    if hooks.name in HOST_HOOKS and not replace:
+        raise ValueError(f"host-lowering hooks '{hooks.name}' registered twice")
+    HOST_HOOKS[hooks.name] = hooks
+    return hooks
 
 
-def host_target(name: str) -> Optional[HostTarget]:
-    return HOST_TARGETS.get(name)
+def host_hooks(name: str) -> Optional[HostHooks]:
+    return HOST_HOOKS.get(name)
 
 
-register_host_target(HostTarget())
+register_host_hooks(HostHooks())
+
+# The names before relax_mlir.target (when "host target" meant three things).
+HostTarget = HostHooks
+HOST_TARGETS = HOST_HOOKS
+register_host_target = register_host_hooks
+host_target = host_hooks

@@ -28,8 +28,10 @@ same ids for both) as one prefill, then ``--new`` greedy decode steps, one token
 
 "load s" is the constructor's wall time in the measuring child (ours: reading and dequantizing
 the file, then the compiled model from the compile cache, or a compile on a miss, marked).
-Unless ``--no-cold``, ours is also loaded twice in fresh processes against an empty temporary
-compile cache: cold (a full compile) and then warm (the cache filled by the first).
+Unless ``--no-cold``, the run uses its own empty compile cache (a temporary directory): ours
+is first loaded twice per thread count in fresh processes, cold (a full compile) and then warm
+(the cache the first filled), and the measuring children then load from it; ``--no-cold``
+leaves the user's compile cache (``RELAX_MLIR_CACHE_DIR``) to them.
 
 The greedy tokens of the first round are compared per file: they should agree on F32 (both
 compute in f32; only summation order differs). On quantized files llama.cpp computes on the
@@ -286,16 +288,16 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def cold_warm(path: str, threads: int, ids, new: int) -> tuple[dict, dict]:
-    """Ours loaded in two fresh processes against an empty compile cache: cold, then warm."""
-    with tempfile.TemporaryDirectory(prefix="relax-bench-cache-") as d:
-        out = []
-        for _ in range(2):
-            c = Child("ours", path, threads, ids, new, {"RELAX_MLIR_CACHE_DIR": d})
-            ready = c.read()
-            ready.update(c.close())
-            out.append(ready)
-        return out[0], out[1]
+def cold_warm(path: str, threads: int, ids, new: int, cache_dir: str) -> tuple[dict, dict]:
+    """Ours loaded in two fresh processes against ``cache_dir`` (empty for this thread count):
+    cold, then warm."""
+    out = []
+    for _ in range(2):
+        c = Child("ours", path, threads, ids, new, {"RELAX_MLIR_CACHE_DIR": cache_dir})
+        ready = c.read()
+        ready.update(c.close())
+        out.append(ready)
+    return out[0], out[1]
 
 
 def fmt_pair(vals: list[float], digits: int) -> str:
@@ -336,22 +338,25 @@ def main() -> None:
     print(f"prompt {len(ids)} tokens, {args.new} greedy decode steps, {args.rounds} interleaved rounds; "
           f"threads {args.threads}", flush=True)
 
-    cold = None
+    cold, env = None, {}
     if not args.no_cold:
+        # an empty compile cache for this run: cold and warm loads, then every measuring child's
+        cache_tmp = tempfile.TemporaryDirectory(prefix="relax-bench-cache-")
+        env = {"RELAX_MLIR_CACHE_DIR": cache_tmp.name}
         first = next(iter(files.values()))
         for t in args.threads:
-            c, w = cold_warm(first, t, ids, args.new)
+            c, w = cold_warm(first, t, ids, args.new, cache_tmp.name)
             print(f"ours, {t} thread(s), empty compile cache: cold load {c['load_s']:.1f} s (compile "
                   f"{c['compile_s']:.1f} s, cache hit {c['cache_hit']}), second process {w['load_s']:.1f} s "
                   f"(cache hit {w['cache_hit']})", flush=True)
-            cold = cold or (c, w)
+            cold = (cold or []) + [(t, c, w)]
 
     rows, tokens = [], {}
     for name, path in files.items():
         for t in args.threads:
             kids = {}
             for eng in ("ours", "llama"):     # loaded one after the other, not side by side
-                kids[eng] = Child(eng, path, t, ids, args.new)
+                kids[eng] = Child(eng, path, t, ids, args.new, env)
                 kids[eng].ready = kids[eng].read()
             res = {"ours": [], "llama": []}
             for _ in range(args.rounds):
@@ -394,9 +399,9 @@ def main() -> None:
               f"{max(o) / max(l_):.2f} | {po:.0f} | {pl:.0f} | {r['peak']['ours']:.0f} | {r['peak']['llama']:.0f} | "
               f"{ro['load_s']:.1f}{miss} | {rl['load_s']:.2f} |")
     if cold:
-        print(f"\nours, compile cache: cold load {cold[0]['load_s']:.1f} s (compile {cold[0]['compile_s']:.1f} s), "
-              f"second load from the cache {cold[1]['load_s']:.1f} s ({next(iter(files))}, "
-              f"{args.threads[0]} thread(s))")
+        print(f"\nours, an empty compile cache ({next(iter(files))}): " + "; ".join(
+            f"{t} thread(s): cold load {c['load_s']:.1f} s (compile {c['compile_s']:.1f} s), second load "
+            f"from the cache {w['load_s']:.1f} s" for t, c, w in cold))
     base = {e: statistics.median(r["ready"][e]["rss_base_mb"] for r in rows) for e in ("ours", "llama")}
     print(f"RSS of a child before loading (interpreter + the engine's imports): ours {base['ours']:.0f} MB, "
           f"llama.cpp {base['llama']:.0f} MB; RSS after load and warm-up (ours / llama.cpp, MB): " + ", ".join(

@@ -10,8 +10,9 @@ model in F32, F16, Q8_0, Q4_0 and Q4_K_M made from it once, by llama.cpp's own q
 (``llama_cpp.llama_model_quantize`` with ``allow_requantize``), into ``--dir``; an existing file
 is kept. (F32 and F16 are the Q4_1 weights dequantized: the same numbers as ours computes on.)
 
-Each engine runs in its OWN child process per (file, thread count), so the peak RSS
-(``ru_maxrss``) of one never includes the other. The two children of a (file, threads) pair
+Each engine runs in its OWN child process per (file, thread count), so the peak RSS of one
+never includes the other (VmHWM of the child's memory; its ``ru_maxrss`` would also count
+the parent's RSS at the fork, which Linux carries across ``execve``). The two children of a (file, threads) pair
 stay alive side by side, waiting on their stdin, and the parent asks them for rounds in turn
 (ours, llama.cpp, ours, ...), pausing 0.5 s between turns so neither's spinning OpenMP or
 ggml workers eat into the other's time; the table gives the best and the median of the rounds.
@@ -153,8 +154,15 @@ def _rss_mb() -> float:
 
 
 def _peak_mb() -> float:
+    """The peak RSS of this process's own memory: VmHWM. (``ru_maxrss`` is not that for a child:
+    Linux carries the parent's high-water mark at the fork across ``execve``, so a child of a
+    parent holding 370 MB reports at least 370 MB.)"""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1e3    # kB
     import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3   # KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
 
 
 def _say(obj) -> None:
@@ -348,7 +356,8 @@ def main() -> None:
             c, w = cold_warm(first, t, ids, args.new, cache_tmp.name)
             print(f"ours, {t} thread(s), empty compile cache: cold load {c['load_s']:.1f} s (compile "
                   f"{c['compile_s']:.1f} s, cache hit {c['cache_hit']}), second process {w['load_s']:.1f} s "
-                  f"(cache hit {w['cache_hit']})", flush=True)
+                  f"(cache hit {w['cache_hit']}, the library from the cache {w['compile_s']:.1f} s, the rest: "
+                  f"reading + dequantizing the file, binding)", flush=True)
             cold = (cold or []) + [(t, c, w)]
 
     rows, tokens = [], {}
@@ -364,7 +373,7 @@ def main() -> None:
                     time.sleep(0.5)
                     res[eng].append(kids[eng].ask("round"))
             peak = {eng: kids[eng].close()["peak_mb"] for eng in kids}
-            row = {"file": name, "threads": t, "res": res, "peak": peak,
+            row = {"file": name, "threads": t, "res": res, "peak": peak, "load": os.getloadavg()[0],
                    "ready": {e: kids[e].ready for e in kids}}
             rows.append(row)
             tokens.setdefault(name, (res["ours"][0], res["llama"][0]))
@@ -383,11 +392,12 @@ def main() -> None:
           f"at end {load1}; {time.time() - t_start:.0f} s")
     print(f"decode: tok/s after a {len(ids)}-token prompt, {args.new} greedy steps, best (median) of "
           f"{args.rounds} interleaved rounds; ratio = ours / llama.cpp (best); prefill: best ms; "
-          f"peak RSS: ru_maxrss of each engine's own process; load: constructor seconds")
+          f"peak RSS: VmHWM of each engine's own process; load s: constructor seconds; load avg: 1-minute "
+          f"load average after the row")
     print()
     print("| file | threads | ours tok/s | llama.cpp tok/s | ratio | prefill ms ours | llama.cpp | "
-          "peak RSS MB ours | llama.cpp | load s ours | llama.cpp |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "peak RSS MB ours | llama.cpp | load s ours | llama.cpp | load avg |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         o = [x["tok_s"] for x in r["res"]["ours"]]
         l_ = [x["tok_s"] for x in r["res"]["llama"]]
@@ -397,11 +407,11 @@ def main() -> None:
         miss = "" if ro.get("cache_hit") else f" (compiled: {ro['compile_s']:.0f} s)"
         print(f"| {r['file'].upper()} | {r['threads']} | {fmt_pair(o, 1)} | {fmt_pair(l_, 1)} | "
               f"{max(o) / max(l_):.2f} | {po:.0f} | {pl:.0f} | {r['peak']['ours']:.0f} | {r['peak']['llama']:.0f} | "
-              f"{ro['load_s']:.1f}{miss} | {rl['load_s']:.2f} |")
+              f"{ro['load_s']:.1f}{miss} | {rl['load_s']:.2f} | {r['load']:.1f} |")
     if cold:
         print(f"\nours, an empty compile cache ({next(iter(files))}): " + "; ".join(
             f"{t} thread(s): cold load {c['load_s']:.1f} s (compile {c['compile_s']:.1f} s), second load "
-            f"from the cache {w['load_s']:.1f} s" for t, c, w in cold))
+            f"from the cache {w['load_s']:.1f} s (library {w['compile_s']:.1f} s)" for t, c, w in cold))
     base = {e: statistics.median(r["ready"][e]["rss_base_mb"] for r in rows) for e in ("ours", "llama")}
     print(f"RSS of a child before loading (interpreter + the engine's imports): ours {base['ours']:.0f} MB, "
           f"llama.cpp {base['llama']:.0f} MB; RSS after load and warm-up (ours / llama.cpp, MB): " + ", ".join(

@@ -356,8 +356,7 @@ def main() -> None:
             c, w = cold_warm(first, t, ids, args.new, cache_tmp.name)
             print(f"ours, {t} thread(s), empty compile cache: cold load {c['load_s']:.1f} s (compile "
                   f"{c['compile_s']:.1f} s, cache hit {c['cache_hit']}), second process {w['load_s']:.1f} s "
-                  f"(cache hit {w['cache_hit']}, the library from the cache {w['compile_s']:.1f} s, the rest: "
-                  f"reading + dequantizing the file, binding)", flush=True)
+                  f"(cache hit {w['cache_hit']})", flush=True)
             cold = (cold or []) + [(t, c, w)]
 
     rows, tokens = [], {}
@@ -411,7 +410,7 @@ def main() -> None:
     if cold:
         print(f"\nours, an empty compile cache ({next(iter(files))}): " + "; ".join(
             f"{t} thread(s): cold load {c['load_s']:.1f} s (compile {c['compile_s']:.1f} s), second load "
-            f"from the cache {w['load_s']:.1f} s (library {w['compile_s']:.1f} s)" for t, c, w in cold))
+            f"from the cache {w['load_s']:.1f} s" for t, c, w in cold))
     base = {e: statistics.median(r["ready"][e]["rss_base_mb"] for r in rows) for e in ("ours", "llama")}
     print(f"RSS of a child before loading (interpreter + the engine's imports): ours {base['ours']:.0f} MB, "
           f"llama.cpp {base['llama']:.0f} MB; RSS after load and warm-up (ours / llama.cpp, MB): " + ", ".join(

@@ -314,12 +314,14 @@ def fmt_pair(vals: list[float], digits: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dir", default=os.path.expanduser("~/.cache/relax-mlir/bench-gguf"))
-    ap.add_argument("--files", nargs="+", default=["q4_1", "q8_0", "f16", "f32"], choices=ALL_FILES + ["all"])
-    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--prompt-len", type=int, default=128)
-    ap.add_argument("--new", type=int, default=32)
+    ap.add_argument("--dir", default=os.path.expanduser("~/.cache/relax-mlir/bench-gguf"),
+                    help="where the GGUF files are made (once; existing ones are kept)")
+    ap.add_argument("--files", nargs="+", default=["q4_1", "q8_0", "f16", "f32"], choices=ALL_FILES + ["all"],
+                    help="files to measure (default: q4_1 q8_0 f16 f32)")
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="thread counts (default: 1 2)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds per engine (best, median)")
+    ap.add_argument("--prompt-len", type=int, default=128, help="prompt tokens (one prefill)")
+    ap.add_argument("--new", type=int, default=32, help="greedy decode steps timed")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold/warm compile-cache loads")
     ap.add_argument("--make-only", action="store_true", help="make the GGUF files and stop")
     # the children

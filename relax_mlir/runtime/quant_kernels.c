@@ -293,7 +293,7 @@ QK_V256 __m256i vvalues_q6_k(const uint8_t *blk, int64_t c) {
 
 /* -- the context of one product ------------------------------------------------------- */
 
-typedef struct {
+typedef struct qctx_s {
   int64_t M, N, K, nc;                 /* nc = K / 32 full chunks */
   const float *x;
   int64_t ldx;
@@ -315,6 +315,11 @@ typedef struct {
   const int8_t *qg;
   const float *dxg, *sxg;
   int fmt;
+  /* panels (exact, M > 1): decode one row of W into f32 (pxk floats, the order of px) */
+  void (*pdec)(const struct qctx_s *t, const uint8_t *row, float *dst);
+  const float *px;                     /* x in the panel's order, row stride ldpx, pxk columns */
+  int64_t ldpx, pxk;
+  int panel;
 } qctx;
 
 /* A tile: rows m .. m+mr-1 of x (mr <= the kernel's MR) against rows n0 .. n1-1 of W. */
@@ -767,16 +772,20 @@ QK_V512 void gload_byte(const uint8_t *p, __m512i *l, __m512i *h, __m512 *dv) {
   *l = a;
   *h = c;
 }
-/* exact: vector k (0..7) of the group as f32 (unscaled values) */
+/* exact: vector k (0..7) of the group as f32, the values over GSCALE(k) (a power of two: the
+ * nibble or byte masked in place, no shift; x is prepared times its inverse). */
+#define GSCALE_NIB(k) ((k) < 7 ? 1.0f / (float)(1u << (4 * (k))) : 1.0f)
+#define GSCALE_BYTE(k) (1.0f / 16777216.0f)
 QK_V512 __m512 gvec_nib(__m512i z, int k) {
-  __m512i v = k ? _mm512_srli_epi32(z, 4 * k) : z;
-  if (k < 7) v = _mm512_and_si512(v, _mm512_set1_epi32(0xF));
-  return _mm512_cvtepi32_ps(v);
+  if (k == 7) return _mm512_cvtepi32_ps(_mm512_srli_epi32(z, 28));
+  return _mm512_cvtepi32_ps(_mm512_and_si512(z, _mm512_set1_epi32(0xF << (4 * k))));
 }
-QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {
+QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed) */
   __m512i z = k < 4 ? l : h;
-  int s = 24 - 8 * (k & 3);
-  return _mm512_cvtepi32_ps(_mm512_srai_epi32(s ? _mm512_slli_epi32(z, s) : z, 24));
+  int j = k & 3;
+  if (j == 0) return _mm512_cvtepi32_ps(_mm512_slli_epi32(z, 24));
+  if (j < 3) z = _mm512_slli_epi32(z, 24 - 8 * j);
+  return _mm512_cvtepi32_ps(_mm512_and_si512(z, _mm512_set1_epi32((int)0xFF000000u)));
 }
 
 /* The group pointers of NR rows: the row's own bytes, or (the last, partial group) a zero-
@@ -907,20 +916,24 @@ Q8G(q4_0, F_Q4_0)
 Q8G(q4_1, F_Q4_1)
 Q8G(q8_0, F_Q8_0)
 
-/* x prepared for the group kernels: exact (xg permuted, sxe) ... */
-QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe) {
+/* x prepared for the group kernels: exact (xg permuted, times the decoder's GSCALE(k)
+ * when scaled -- the GEMV -- or as is for the panel kernels; sxe) ... */
+QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int scaled) {
   int fam = group_family(t->fmt);
+  float sc[8];
+  for (int k = 0; k < 8; ++k) sc[k] = !scaled ? 1.0f : fam == GF_NIB ? GSCALE_NIB(k) : GSCALE_BYTE(k);
   for (int64_t m = 0; m < t->M; ++m) {
     const float *x = t->x + m * t->ldx;
     for (int64_t g = 0; g < t->ng; ++g) {
       float *dst = xg + m * t->ldxg + 128 * g, *se = sxe + (m * t->ng + g) * 16;
       if (g < t->ngf) {
         for (int k = 0; k < 8; ++k)
-          _mm512_storeu_ps(dst + 16 * k, _mm512_i32gather_ps(_mm512_loadu_si512(gperm[fam] + 16 * k), x + 128 * g, 4));
+          _mm512_storeu_ps(dst + 16 * k, _mm512_mul_ps(_mm512_set1_ps(sc[k]),
+                           _mm512_i32gather_ps(_mm512_loadu_si512(gperm[fam] + 16 * k), x + 128 * g, 4)));
       } else {
         for (int s = 0; s < 128; ++s) {
           int e = gperm[fam][s];
-          dst[s] = 128 * g + e < 32 * t->nc ? x[128 * g + e] : 0.0f;
+          dst[s] = 128 * g + e < 32 * t->nc ? x[128 * g + e] * sc[s / 16] : 0.0f;
         }
       }
       for (int b = 0; b < 4; ++b) {
@@ -933,6 +946,92 @@ QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe) {
     }
   }
 }
+
+/* -- panels (exact, M > 1): NB rows of W decoded once into f32, an f32 register-tiled dot
+ * kernel (MR rows of x by NR rows of the panel, 16 lanes along K) over every row of x. -- */
+/* a group format's row, in the group order (x: xg unscaled) */
+#define GDEC(F, FMT)                                                                          \
+  QK_T512 static void gdec_##F(const qctx *t, const uint8_t *row, float *dst) {             \
+    uint8_t tail[256] __attribute__((aligned(64)));                                           \
+    const int64_t gb = GROUP_BYTES(FMT);                                                      \
+    if (t->ngf < t->ng) {                                                                     \
+      memset(tail, 0, sizeof tail);                                                           \
+      memcpy(tail, row + t->ngf * gb, (size_t)((t->nc - 4 * t->ngf) * BLOCK_BYTES[FMT]));    \
+    }                                                                                         \
+    for (int64_t g = 0; g < t->ng; ++g) {                                                     \
+      const uint8_t *p = g < t->ngf ? row + g * gb : tail;                                    \
+      __m512 dv, bv;                                                                          \
+      __m512i z, z2;                                                                          \
+      if (FMT == F_Q8_0) { gload_byte(p, &z, &z2, &dv); bv = _mm512_setzero_ps(); }           \
+      else z = gload_nib(FMT, p, &dv, &bv);                                                   \
+      for (int k = 0; k < 8; ++k) {                                                           \
+        __m512 v = FMT == F_Q8_0 ? gvec_byte(z, z2, k) : gvec_nib(z, k);                      \
+        float s = FMT == F_Q8_0 ? GSCALE_BYTE(k) : GSCALE_NIB(k);                              \
+        _mm512_storeu_ps(dst + 128 * g + 16 * k, _mm512_fmadd_ps(v, _mm512_mul_ps(dv, _mm512_set1_ps(s)), bv)); \
+      }                                                                                       \
+    }                                                                                         \
+  }
+GDEC(q4_0, F_Q4_0)
+GDEC(q4_1, F_Q4_1)
+GDEC(q8_0, F_Q8_0)
+/* any other format's row, in natural order (x as is) */
+#define PDEC(F, ID)                                                                           \
+  QK_T512 static void pdec_##F(const qctx *t, const uint8_t *row, float *dst) {             \
+    for (int64_t c = 0; c < t->nc; ++c) {                                                     \
+      __m512 lo, hi;                                                                          \
+      deq512_##F(row, c, &lo, &hi);                                                           \
+      _mm512_storeu_ps(dst + 32 * c, lo);                                                     \
+      _mm512_storeu_ps(dst + 32 * c + 16, hi);                                                \
+    }                                                                                         \
+  }
+#define PDEC_Q(F, ID, MIN) PDEC(F, ID)
+QUANT_FORMATS(PDEC_Q)
+#define PDEC_ENTRY(F, ID, MIN) [ID] = pdec_##F,
+static void (*const PDECS[F_COUNT])(const qctx *, const uint8_t *, float *) = {QUANT_FORMATS(PDEC_ENTRY)};
+
+#define PK_BODY(MR, NR)                                                                       \
+  QK_V512 void pk_##MR##_##NR(int64_t K, const float *x, int64_t ldx, const float *w, int64_t ldw, \
+                              float *o, int64_t ldo) {                                        \
+    __m512 acc[MR][NR];                                                                       \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();                           \
+    for (int64_t k = 0; k < K; k += 16) {                                                     \
+      __m512 wv[NR];                                                                          \
+      for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_ps(w + r * ldw + k);                  \
+      for (int i = 0; i < MR; ++i) {                                                          \
+        __m512 xv = _mm512_loadu_ps(x + i * ldx + k);                                         \
+        for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fmadd_ps(xv, wv[r], acc[i][r]);       \
+      }                                                                                       \
+    }                                                                                         \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) o[i * ldo + r] = _mm512_reduce_add_ps(acc[i][r]);          \
+  }
+#define PK_ROW(MR) PK_BODY(MR, 1) PK_BODY(MR, 2) PK_BODY(MR, 3) PK_BODY(MR, 4)
+PK_ROW(1) PK_ROW(2) PK_ROW(3) PK_ROW(4)
+typedef void (*pk_fn)(int64_t, const float *, int64_t, const float *, int64_t, float *, int64_t);
+static const pk_fn PK[4][4] = {{pk_1_1, pk_1_2, pk_1_3, pk_1_4}, {pk_2_1, pk_2_2, pk_2_3, pk_2_4},
+                               {pk_3_1, pk_3_2, pk_3_3, pk_3_4}, {pk_4_1, pk_4_2, pk_4_3, pk_4_4}};
+
+#define PANEL_ROWS 32
+/* rows [n0, n1) of W: panels of PANEL_ROWS rows, decoded once, against all rows of x */
+QK_T512 static void panel_range(const qctx *t, int64_t n0, int64_t n1) {
+  int64_t Kp = t->pxk;
+  float *buf = aligned_alloc(64, (size_t)(PANEL_ROWS * Kp) * 4 + 64);
+  if (!buf) return;
+  for (int64_t nb = n0; nb < n1; nb += PANEL_ROWS) {
+    int64_t ne = nb + PANEL_ROWS < n1 ? nb + PANEL_ROWS : n1;
+    for (int64_t n = nb; n < ne; ++n) t->pdec(t, t->w + n * t->ldw, buf + (n - nb) * Kp);
+    for (int64_t m = 0; m < t->M; m += 4) {
+      int64_t mr = t->M - m < 4 ? t->M - m : 4;
+      for (int64_t n = nb; n < ne; n += 4) {
+        int64_t nr = ne - n < 4 ? ne - n : 4;
+        PK[mr - 1][nr - 1](Kp, t->px + m * t->ldpx, t->ldpx, buf + (n - nb) * Kp, Kp, t->o + m * t->ldo + n, t->ldo);
+      }
+    }
+  }
+  free(buf);
+}
+
 /* ... and _q8 (x quantized per 32 as quantize_rows_512, stored in the group layout) */
 QK_T512 static void prep_q8_groups(const qctx *t, int8_t *qg, float *dxg, float *sxg) {
   const __m128i flip = _mm_set1_epi8(t->fmt == F_Q8_0 ? (char)0x80 : 0);
@@ -1067,6 +1166,12 @@ int relax_quant_max_threads(void) { return max_threads(); }
 /* Rows [0, N) of W in one contiguous range per thread; in each, blocks of 64 rows of W (they
  * stay in L2) against every tile of x. */
 static void run_range(const qctx *t, tile_fn fn, int64_t mr, int64_t n0, int64_t n1) {
+#ifdef QK_X86
+  if (t->panel) {
+    panel_range(t, n0, n1);
+    return;
+  }
+#endif
   for (int64_t nb = n0; nb < n1; nb += 64) {
     int64_t ne = nb + 64 < n1 ? nb + 64 : n1;
     for (int64_t m = 0; m < t->M; m += mr) fn(t, m, t->M - m < mr ? t->M - m : mr, nb, ne);
@@ -1151,9 +1256,20 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od) {
       t.xg = xg;
       t.sxe = sxe;
       t.ldxg = t.ng * 128;
-      prep_exact_groups(&t, xg, sxe);
+      t.panel = M >= 2;
+      prep_exact_groups(&t, xg, sxe, !t.panel);
+      t.px = xg;
+      t.ldpx = t.pxk = t.ldxg;
+      t.pdec = fmt == F_Q4_0 ? gdec_q4_0 : fmt == F_Q4_1 ? gdec_q4_1 : gdec_q8_0;
       run(&t, fmt == F_Q4_0 ? exg_q4_0 : fmt == F_Q4_1 ? exg_q4_1 : exg_q8_0, 4);
     }
+  } else if (isa == ISA_AVX512 && !q8 && M >= 4 && fmt != F_F16 && fmt != F_BF16) {   /* panels */
+    t.panel = 1;
+    t.px = t.x;
+    t.ldpx = t.ldx;
+    t.pxk = 32 * t.nc;
+    t.pdec = PDECS[fmt];
+    run(&t, KERNELS[fmt].exact[isa], tile_rows[isa]);
   } else
 #endif
   if (q8 && fmt != F_F16 && fmt != F_BF16) {

@@ -989,6 +989,15 @@ QUANT_FORMATS(PDEC_Q)
 #define PDEC_ENTRY(F, ID, MIN) [ID] = pdec_##F,
 static void (*const PDECS[F_COUNT])(const qctx *, const uint8_t *, float *) = {QUANT_FORMATS(PDEC_ENTRY)};
 
+/* the sums of 4 registers, in order */
+QK_V512 __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+  __m256 b8 = _mm256_add_ps(_mm512_castps512_ps256(b), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1)));
+  __m256 c8 = _mm256_add_ps(_mm512_castps512_ps256(c), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1)));
+  __m256 d8 = _mm256_add_ps(_mm512_castps512_ps256(d), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(d), 1)));
+  __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a8, b8), _mm256_hadd_ps(c8, d8));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
 #define PK_BODY(MR, NR)                                                                       \
   QK_V512 void pk_##MR##_##NR(int64_t K, const float *x, int64_t ldx, const float *w, int64_t ldw, \
                               float *o, int64_t ldo) {                                        \
@@ -1003,8 +1012,13 @@ static void (*const PDECS[F_COUNT])(const qctx *, const uint8_t *, float *) = {Q
         for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fmadd_ps(xv, wv[r], acc[i][r]);       \
       }                                                                                       \
     }                                                                                         \
-    for (int i = 0; i < MR; ++i)                                                              \
-      for (int r = 0; r < NR; ++r) o[i * ldo + r] = _mm512_reduce_add_ps(acc[i][r]);          \
+    for (int i = 0; i < MR; ++i) {                                                            \
+      if (NR == 4) {                                                                          \
+        _mm_storeu_ps(o + i * ldo, reduce4(acc[i][0], acc[i][1 % NR], acc[i][2 % NR], acc[i][3 % NR])); \
+      } else {                                                                                \
+        for (int r = 0; r < NR; ++r) o[i * ldo + r] = _mm512_reduce_add_ps(acc[i][r]);        \
+      }                                                                                       \
+    }                                                                                         \
   }
 #define PK_ROW(MR) PK_BODY(MR, 1) PK_BODY(MR, 2) PK_BODY(MR, 3) PK_BODY(MR, 4)
 PK_ROW(1) PK_ROW(2) PK_ROW(3) PK_ROW(4)

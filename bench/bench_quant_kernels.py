@@ -1,12 +1,13 @@
-"""Decode GEMV (M = 1) over GGUF-format weights: relax_blas's quant kernels
-(relax_mlir/runtime/quant_kernels.c, called through ctypes) against numpy's f32 GEMV on the
-dequantized matrix, per format, 1 and 2 threads.
+"""Decode GEMV (M = 1) and prefill GEMM (M = 128) over GGUF-format weights: relax_blas's
+quant kernels (relax_mlir/runtime/quant_kernels.c, called through ctypes; exact and _q8)
+against numpy's f32 product on the dequantized matrix, per format, 1 and 2 threads.
 
 Shapes are SmolLM2-135M's: W (N, K) = (1536, 576) (gate / up), (576, 1536) (down) and
 (49152, 576) (lm_head). Prints ms per call (median of 7 runs, each the mean of enough calls
-for ~20 ms) and the effective bandwidth: weight bytes / time (numpy: its f32 bytes).
+for ~20 ms) and, at M = 1, the effective bandwidth: weight bytes / time (numpy: its f32
+bytes); at M > 1 GFLOP/s (2 M N K / time).
 
-    .venv/bin/python bench/bench_quant_kernels.py [--formats q4_1,q8_0] [--quick]
+    .venv/bin/python bench/bench_quant_kernels.py [--formats q4_1,q8_0] [--ms 1,128] [--threads 1,2] [--quick]
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--formats", default=",".join(FORMATS))
     ap.add_argument("--quick", action="store_true", help="fewer runs")
+    ap.add_argument("--ms", default="1,128", help="rows of x (1: decode GEMV; 128: prefill)")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--shapes", default=None, help="NxK,... (default: SmolLM2-135M's)")
     args = ap.parse_args()
     runs = 3 if args.quick else 7
     lib = ctypes.CDLL(libraries.build_blas_shim()[0])
@@ -97,34 +101,41 @@ def main() -> None:
           f"{libraries.blas_provider()} (threads only in MKL builds)")
     print(f"load average at start: {os.getloadavg()}")
     rng = np.random.default_rng(0)
-    print(f"{'format':7} {'N x K':>11} {'thr':>3} {'exact ms':>9} {'GB/s':>6} {'q8 ms':>9} {'GB/s':>6}"
-          f" {'numpy f32 ms':>12} {'GB/s':>6}")
-    for n, k in SHAPES:
-        x = rng.standard_normal((1, k)).astype(np.float32)
-        wf = rng.standard_normal((n, k)).astype(np.float32)
-        xv = x[0]
-        for fmt in args.formats.split(","):
-            if k % GGML_QUANT_SIZES[FORMATS[fmt]][0]:
-                print(f"{fmt:7} {n:>5} x {k:<5}   -  (K not a multiple of {GGML_QUANT_SIZES[FORMATS[fmt]][0]})")
+    print(f"{'format':7} {'M':>4} {'N x K':>11} {'thr':>3} {'exact ms':>9} {'GB/s':>6} {'q8 ms':>9} {'GB/s':>6}"
+          f" {'numpy f32 ms':>12} {'GB/s':>6}   (M > 1: GFLOP/s)")
+    shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    for mm in [int(v) for v in args.ms.split(",")]:
+        for n, k in shapes:
+            if mm > 1 and n > 4096:   # lm_head: decode only (prefill computes it for the last row)
                 continue
-            raw = weights(fmt, n, k, rng)
-            out = np.empty((1, n), np.float32)
-            ds = [descriptor(a) for a in (x, raw, out)]
-            ptrs = [ctypes.addressof(d) for d in ds]
-            fns = {}
-            for v in ("", "_q8"):
-                f = getattr(lib, f"_mlir_ciface_relax_qmatmul_{fmt}{v}")
-                f.argtypes, f.restype = [ctypes.c_void_p] * 3, None
-                fns[v] = f
-            for nt in (1, 2):
-                lib.relax_blas_set_num_threads(nt)
-                te = timeit(lambda: fns[""](*ptrs), runs=runs)
-                tq = timeit(lambda: fns["_q8"](*ptrs), runs=runs)
-                with threadpool_limits(nt):
-                    tn = timeit(lambda: wf @ xv, runs=runs)
-                gb = raw.nbytes / 1e9
-                print(f"{fmt:7} {n:>5} x {k:<5} {nt:>3} {te * 1e3:9.4f} {gb / te:6.1f} {tq * 1e3:9.4f} {gb / tq:6.1f}"
-                      f" {tn * 1e3:12.4f} {wf.nbytes / 1e9 / tn:6.1f}", flush=True)
+            x = rng.standard_normal((mm, k)).astype(np.float32)
+            wf = rng.standard_normal((n, k)).astype(np.float32)
+            xv = x[0] if mm == 1 else x
+            for fmt in args.formats.split(","):
+                if k % GGML_QUANT_SIZES[FORMATS[fmt]][0]:
+                    print(f"{fmt:7} {mm:>4} {n:>5} x {k:<5}   -  (K not a multiple of {GGML_QUANT_SIZES[FORMATS[fmt]][0]})")
+                    continue
+                raw = weights(fmt, n, k, rng)
+                out = np.empty((mm, n), np.float32)
+                ds = [descriptor(a) for a in (x, raw, out)]
+                ptrs = [ctypes.addressof(d) for d in ds]
+                fns = {}
+                for v in ("", "_q8"):
+                    f = getattr(lib, f"_mlir_ciface_relax_qmatmul_{fmt}{v}")
+                    f.argtypes, f.restype = [ctypes.c_void_p] * 3, None
+                    fns[v] = f
+                for nt in [int(v) for v in args.threads.split(",")]:
+                    lib.relax_blas_set_num_threads(nt)
+                    te = timeit(lambda: fns[""](*ptrs), runs=runs)
+                    tq = timeit(lambda: fns["_q8"](*ptrs), runs=runs)
+                    with threadpool_limits(nt):
+                        tn = timeit((lambda: wf @ xv) if mm == 1 else (lambda: xv @ wf.T), runs=runs)
+                    if mm == 1:
+                        gb, gn = raw.nbytes / 1e9, wf.nbytes / 1e9
+                    else:
+                        gb = gn = 2.0 * mm * n * k / 1e9
+                    print(f"{fmt:7} {mm:>4} {n:>5} x {k:<5} {nt:>3} {te * 1e3:9.4f} {gb / te:6.1f} {tq * 1e3:9.4f}"
+                          f" {gb / tq:6.1f} {tn * 1e3:12.4f} {gn / tn:6.1f}", flush=True)
     lib.relax_blas_set_num_threads(2)
     print(f"load average at end: {os.getloadavg()}")
 

@@ -10,6 +10,7 @@ amax/254 * sum|w| in the chunk, plus the f32 term. Every ISA level this CPU has 
 from __future__ import annotations
 
 import ctypes
+import zlib
 
 import numpy as np
 import pytest
@@ -130,7 +131,8 @@ def shapes(fmt: str, full: bool):
 @pytest.mark.parametrize("q8", [False, True], ids=["exact", "q8"])
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_qmatmul_matches_dequantized_reference(lib, fmt, q8):
-    rng = np.random.default_rng(hash((fmt, q8)) % 2**32)
+    # a stable seed (hash() of a str changes with PYTHONHASHSEED: the data changed per process)
+    rng = np.random.default_rng(zlib.crc32(f"{fmt}-{q8}".encode()))
     for level in isa_levels(lib):
         assert lib.relax_quant_set_isa(level) == level
         stats = []
@@ -138,8 +140,36 @@ def test_qmatmul_matches_dequantized_reference(lib, fmt, q8):
             check(lib, fmt, m, k, n, q8, rng, stats)
         if q8 and fmt not in ("f16", "bf16"):   # the int8 path is not exact: its error is visible...
             assert max(stats) > 1e-6, (ISA_NAMES[level], max(stats))
-        assert max(stats) < (1e-2 if q8 else 1e-6), (ISA_NAMES[level], max(stats))   # ... and small
+        # ... and small (a single block, K = 32, of Gaussian x can reach amax / 254 / mean|x| ~ 1.2e-2:
+        # the elementwise bound in check() is the real test)
+        assert max(stats) < (2e-2 if q8 else 1e-6), (ISA_NAMES[level], max(stats))
     lib.relax_quant_set_isa(-1)
+
+
+@pytest.mark.parametrize("q8", [False, True], ids=["exact", "q8"])
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_1", "q8_0", "q5_1", "q4_k", "q6_k"])
+def test_group_and_panel_remainders(lib, fmt, q8):
+    """The AVX-512 group kernels (4 blocks per register: K not a multiple of 128 ends in a
+    zero-padded group) and the panel kernels (M > 1 exact: PANEL_ROWS = 32 rows of W decoded
+    to f32, 4 x 4 register tiles): every remainder of M, N and K, on 1 and 2 threads."""
+    rng = np.random.default_rng(zlib.crc32(f"rem-{fmt}-{q8}".encode()))
+    ks = [256, 512, 768] if fmt in K_QUANTS else [32, 64, 96, 160, 224, 256, 608]
+    for m in (1, 2, 3, 4, 5, 9):
+        for k in ks:
+            for n in (1, 3, 5, 33, 70):
+                check(lib, fmt, m, k, n, q8, rng)
+    raw = random_weights(fmt, 70, ks[-1], rng)
+    x = rng.standard_normal((9, ks[-1])).astype(np.float32)
+    outs = []
+    for nt, work in ((1, 262144.0), (2, 0.0)):
+        lib.relax_blas_set_num_threads(nt)
+        lib.relax_quant_set_fork_work(work)
+        out = np.empty((9, 70), np.float32)
+        call(lib, f"relax_qmatmul_{fmt}{'_q8' if q8 else ''}", x, raw, out)
+        outs.append(out)
+    lib.relax_blas_set_num_threads(2)
+    lib.relax_quant_set_fork_work(262144.0)
+    np.testing.assert_array_equal(outs[0], outs[1])
 
 
 @pytest.mark.parametrize("q8", [False, True], ids=["exact", "q8"])

@@ -293,7 +293,7 @@ QK_V256 __m256i vvalues_q6_k(const uint8_t *blk, int64_t c) {
 
 /* -- the context of one product ------------------------------------------------------- */
 
-typedef struct {
+typedef struct qctx_s {
   int64_t M, N, K, nc;                 /* nc = K / 32 full chunks */
   const float *x;
   int64_t ldx;
@@ -304,6 +304,22 @@ typedef struct {
   const int8_t *qx;                    /* _q8: x quantized, row stride ldq, per chunk dx, dx * sum(qx) */
   int64_t ldq;
   const float *dx, *sx;
+  /* AVX-512 group kernels (q4_0, q4_1, q8_0; 4 blocks per 512-bit register): x per row in
+   * ng groups of 128; exact: xg (f32, permuted to the decoder's lane order, row stride ldxg),
+   * sxe (per group 16 floats: block b's sum of x in lane 4b, 0 elsewhere); _q8: qg (int8,
+   * per group the 4 blocks' first halves then their second halves, 128 per group; q8_0:
+   * stored + 128 as u8), dxg (block b's dx in lanes 4b..4b+3), sxg (dx sum(qx) in lane 4b). */
+  int64_t ng, ngf;                     /* groups per row (the last one zero-padded), full ones */
+  const float *xg, *sxe;
+  int64_t ldxg;
+  const int8_t *qg;
+  const float *dxg, *sxg;
+  int fmt;
+  /* panels (exact, M > 1): decode one row of W into f32 (pxk floats, the order of px) */
+  void (*pdec)(const struct qctx_s *t, const uint8_t *row, float *dst);
+  const float *px;                     /* x in the panel's order, row stride ldpx, pxk columns */
+  int64_t ldpx, pxk;
+  int panel;
 } qctx;
 
 /* A tile: rows m .. m+mr-1 of x (mr <= the kernel's MR) against rows n0 .. n1-1 of W. */
@@ -682,6 +698,387 @@ QK_T512 static void quantize_rows_512(const qctx *t, int8_t *qx, float *dx, floa
     }
 }
 
+
+/* -- AVX-512 group kernels: q4_0, q4_1, q8_0, four blocks per 512-bit register ---------- */
+/* A group is 4 consecutive blocks of a row (128 weights). Two loads (the group's bytes, the
+ * second masked so nothing past them is touched) and one vpermt2w gather the 4 blocks' 16
+ * nibble bytes into one register (q8_0: eight 16-byte loads, first halves and second halves)
+ * and another vpermt2w their f16 scales, d of block b in lanes 4b..4b+3 (and q4_1's m).
+ * Exact: dword lane j holds bytes 4(j%4) .. 4(j%4)+3 of block j/4; nibble k (0..7) of every
+ * lane -- shift and mask, no shuffle -- is 16 weights, block j/4's in lanes 4b..4b+3, so the
+ * 8 products of a group sum (unscaled) into one register, scaled once per group by d (and
+ * the b term: b times the block's sum of x). x is permuted once per call to match.
+ * _q8: the 4 blocks' first halves and second halves as u8 (nibbles) into two dpbusd against
+ * x's int8 in the same order (64 multiply-adds per instruction); q4_0's -8 and q4_1's m are
+ * the b term (b dx sum(qx)); q8_0's signed weights take x + 128 as the unsigned operand and
+ * 128 sum(w) (a dpbusd against ones) is subtracted. One f32 multiply-add per block's lanes. */
+enum { GF_NONE, GF_NIB, GF_BYTE };
+static int group_family(int fmt) {
+  return fmt == F_Q4_0 || fmt == F_Q4_1 ? GF_NIB : fmt == F_Q8_0 ? GF_BYTE : GF_NONE;
+}
+static int64_t GROUP_BYTES(int fmt) { return 4 * BLOCK_BYTES[fmt]; }
+/* element (0..31) of block j/4 in vector k, lane j of the exact decoder */
+static int group_elem(int fam, int k, int j) {
+  int l = j & 3;
+  if (fam == GF_NIB) return 4 * l + (k >> 1) + 16 * (k & 1);
+  return (k < 4 ? 0 : 16) + 4 * l + (k & 3);
+}
+static uint16_t gidx_qs[F_COUNT][32], gidx_sc[F_COUNT][32];
+static int32_t gperm[3][128];   /* per family: x index within a group for slot 16k + j */
+static void group_tables(void) {
+  for (int f = 0; f < F_COUNT; ++f) {
+    int fam = group_family(f), w = (int)BLOCK_BYTES[f] / 2;
+    if (fam == GF_NONE) continue;
+    for (int i = 0; i < 32; ++i) {
+      int b = i / 8, j = i % 8;   /* word j of block b's nibbles */
+      gidx_qs[f][i] = (uint16_t)(w * b + (f == F_Q4_1 ? 2 : 1) + j);
+      int bb = (i & 15) / 4;
+      gidx_sc[f][i] = (uint16_t)(w * bb + (i >= 16 && f == F_Q4_1 ? 1 : 0));
+    }
+  }
+  for (int fam = 1; fam < 3; ++fam)
+    for (int k = 0; k < 8; ++k)
+      for (int j = 0; j < 16; ++j) gperm[fam][16 * k + j] = 32 * (j / 4) + group_elem(fam, k, j);
+}
+
+/* the group's scales: d (lanes 4b..4b+3 block b) and b (q4_1: m; q4_0: -8 d; q8_0: 0) */
+QK_V512 void gscales(int fmt, __m512i lo, __m512i hi, __m512 *dv, __m512 *bv) {
+  __m512i s = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_sc[fmt]), hi);
+  *dv = _mm512_cvtph_ps(_mm512_castsi512_si256(s));
+  if (fmt == F_Q4_1) *bv = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(s, 1));
+  else if (fmt == F_Q4_0) *bv = _mm512_mul_ps(*dv, _mm512_set1_ps(-8.0f));
+  else *bv = _mm512_setzero_ps();
+}
+/* q4_0 / q4_1: the 4 blocks' nibble bytes (block b in bytes 16b..16b+15); scales */
+QK_V512 __m512i gload_nib(int fmt, const uint8_t *p, __m512 *dv, __m512 *bv) {
+  __m512i lo = _mm512_loadu_si512(p);
+  __m512i hi = _mm512_maskz_loadu_epi8(fmt == F_Q4_1 ? 0xFFFFull : 0xFFull, p + 64);
+  gscales(fmt, lo, hi, dv, bv);
+  return _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_qs[fmt]), hi);
+}
+/* q8_0: the 4 blocks' first halves (*l) and second halves (*h), block b in bytes 16b.. */
+QK_V512 void gload_byte(const uint8_t *p, __m512i *l, __m512i *h, __m512 *dv) {
+  __m512i lo = _mm512_loadu_si512(p), hi = _mm512_maskz_loadu_epi8(0xFFFFFFFFFFull, p + 64);
+  __m512 bv;
+  gscales(F_Q8_0, lo, hi, dv, &bv);
+  __m512i a = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + 2)));
+  __m512i c = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + 18)));
+  a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + 36)), 1);
+  c = _mm512_inserti32x4(c, _mm_loadu_si128((const __m128i *)(p + 52)), 1);
+  a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + 70)), 2);
+  c = _mm512_inserti32x4(c, _mm_loadu_si128((const __m128i *)(p + 86)), 2);
+  a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + 104)), 3);
+  c = _mm512_inserti32x4(c, _mm_loadu_si128((const __m128i *)(p + 120)), 3);
+  *l = a;
+  *h = c;
+}
+/* exact: vector k (0..7) of the group as f32, the values over GSCALE(k) (a power of two: the
+ * nibble or byte masked in place, no shift; x is prepared times its inverse). */
+#define GSCALE_NIB(k) ((k) < 7 ? 1.0f / (float)(1u << (4 * (k))) : 1.0f)
+#define GSCALE_BYTE(k) (1.0f / 16777216.0f)
+QK_V512 __m512 gvec_nib(__m512i z, int k) {
+  if (k == 7) return _mm512_cvtepi32_ps(_mm512_srli_epi32(z, 28));
+  return _mm512_cvtepi32_ps(_mm512_and_si512(z, _mm512_set1_epi32(0xF << (4 * k))));
+}
+QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed) */
+  __m512i z = k < 4 ? l : h;
+  int j = k & 3;
+  if (j == 0) return _mm512_cvtepi32_ps(_mm512_slli_epi32(z, 24));
+  if (j < 3) z = _mm512_slli_epi32(z, 24 - 8 * j);
+  return _mm512_cvtepi32_ps(_mm512_and_si512(z, _mm512_set1_epi32((int)0xFF000000u)));
+}
+
+/* The group pointers of NR rows: the row's own bytes, or (the last, partial group) a zero-
+ * padded copy. */
+#define GROUP_PTR(g, r) ((g) < t->ngf ? row[r] + (g) * gb : tail[r])
+#define GROUP_SETUP(FMT, NR)                                                                       \
+  const int64_t gb = GROUP_BYTES(FMT);                                                        \
+  const uint8_t *row[NR];                                                                     \
+  uint8_t tail[NR][256] __attribute__((aligned(64)));                                         \
+  for (int r = 0; r < NR; ++r) {                                                              \
+    row[r] = t->w + (n + r) * t->ldw;                                                         \
+    if (t->ngf < t->ng) {                                                                     \
+      memset(tail[r], 0, sizeof tail[r]);                                                     \
+      memcpy(tail[r], row[r] + t->ngf * gb, (size_t)((t->nc - 4 * t->ngf) * BLOCK_BYTES[FMT])); \
+    }                                                                                         \
+  }
+#define GROUP_PREFETCH(r, g, NR) \
+  _mm_prefetch((const char *)((uintptr_t)row[r] + (uintptr_t)(NR * t->ldw + (g) * gb)), _MM_HINT_T0); \
+  _mm_prefetch((const char *)((uintptr_t)row[r] + (uintptr_t)(NR * t->ldw + (g) * gb + 64)), _MM_HINT_T0)
+
+/* exact, one row of x by NR rows of W */
+#define EXG_BODY(F, FMT, NR)                                                                  \
+  QK_V512 void exg_##F##_##NR(const qctx *t, int64_t m, int64_t n) {                         \
+    GROUP_SETUP(FMT, NR)                                                                        \
+    const float *xg = t->xg + m * t->ldxg, *sxe = t->sxe + m * t->ng * 16;                    \
+    __m512 acc[NR];                                                                           \
+    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();                                \
+    for (int64_t g = 0; g < t->ng; ++g) {                                                     \
+      __m512 dv[NR], bv[NR], s[NR];                                                           \
+      __m512i z[NR], z2[NR];                                                                  \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        GROUP_PREFETCH(r, g, NR);                                                                 \
+        if (FMT == F_Q8_0) gload_byte(GROUP_PTR(g, r), &z[r], &z2[r], &dv[r]);                \
+        else z[r] = gload_nib(FMT, GROUP_PTR(g, r), &dv[r], &bv[r]);                          \
+        s[r] = _mm512_setzero_ps();                                                           \
+      }                                                                                       \
+      for (int k = 0; k < 8; ++k) {                                                           \
+        __m512 xv = _mm512_loadu_ps(xg + 128 * g + 16 * k);                                   \
+        for (int r = 0; r < NR; ++r)                                                          \
+          s[r] = _mm512_fmadd_ps(FMT == F_Q8_0 ? gvec_byte(z[r], z2[r], k) : gvec_nib(z[r], k), xv, s[r]); \
+      }                                                                                       \
+      __m512 se = _mm512_loadu_ps(sxe + 16 * g);                                              \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        acc[r] = _mm512_fmadd_ps(s[r], dv[r], acc[r]);                                        \
+        if (FMT != F_Q8_0) acc[r] = _mm512_fmadd_ps(bv[r], se, acc[r]);                       \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r) t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]);     \
+  }
+#define EXG(F, FMT)                                                                           \
+  EXG_BODY(F, FMT, 1) EXG_BODY(F, FMT, 4)                                                     \
+  QK_T512 static void exg_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
+    for (int64_t i = m; i < m + mr; ++i) {                                                    \
+      int64_t n = n0;                                                                         \
+      for (; n + 4 <= n1; n += 4) exg_##F##_4(t, i, n);                                       \
+      for (; n < n1; ++n) exg_##F##_1(t, i, n);                                               \
+    }                                                                                         \
+  }
+EXG(q4_0, F_Q4_0)
+EXG(q4_1, F_Q4_1)
+EXG(q8_0, F_Q8_0)
+
+/* _q8, MR rows of x by NR rows of W */
+#define Q8G_BODY(F, FMT, MR, NR)                                                              \
+  QK_V512 void q8g_##F##_##MR##_##NR(const qctx *t, int64_t m, int64_t n) {                  \
+    GROUP_SETUP(FMT, NR)                                                                        \
+    __m512 acc[MR][NR];                                                                       \
+    const __m512i ones = _mm512_set1_epi8(1);                                                 \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();                           \
+    for (int64_t g = 0; g < t->ng; ++g) {                                                     \
+      __m512 dv[NR], bv[NR];                                                                  \
+      __m512i wl[NR], wh[NR], sw[NR];                                                         \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        GROUP_PREFETCH(r, g, NR);                                                                 \
+        if (FMT == F_Q8_0) {                                                                  \
+          gload_byte(GROUP_PTR(g, r), &wl[r], &wh[r], &dv[r]);                                \
+          sw[r] = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), \
+                                                        ones, wl[r]), ones, wh[r]), 7);       \
+        } else {                                                                              \
+          __m512i z = gload_nib(FMT, GROUP_PTR(g, r), &dv[r], &bv[r]);                        \
+          wl[r] = _mm512_and_si512(z, _mm512_set1_epi8(0xF));                                 \
+          wh[r] = _mm512_and_si512(_mm512_srli_epi16(z, 4), _mm512_set1_epi8(0xF));           \
+        }                                                                                     \
+      }                                                                                       \
+      for (int i = 0; i < MR; ++i) {                                                          \
+        const int8_t *q = t->qg + (m + i) * t->ng * 128 + 128 * g;                            \
+        __m512i xl = _mm512_loadu_si512(q), xh = _mm512_loadu_si512(q + 64);                  \
+        __m512 d = _mm512_loadu_ps(t->dxg + ((m + i) * t->ng + g) * 16);                      \
+        __m512 sx = _mm512_loadu_ps(t->sxg + ((m + i) * t->ng + g) * 16);                     \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          __m512i p;                                                                          \
+          if (FMT == F_Q8_0)                                                                  \
+            p = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xl, wl[r]), \
+                                                     xh, wh[r]), sw[r]);                      \
+          else                                                                                \
+            p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wl[r], xl), wh[r], xh); \
+          acc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dv[r], d), acc[i][r]); \
+          if (FMT != F_Q8_0) acc[i][r] = _mm512_fmadd_ps(bv[r], sx, acc[i][r]);               \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) t->o[(m + i) * t->ldo + n + r] = _mm512_reduce_add_ps(acc[i][r]); \
+  }
+#define Q8G(F, FMT)                                                                           \
+  Q8G_BODY(F, FMT, 1, 1) Q8G_BODY(F, FMT, 1, 4) Q8G_BODY(F, FMT, 2, 1) Q8G_BODY(F, FMT, 2, 2) \
+  Q8G_BODY(F, FMT, 3, 1) Q8G_BODY(F, FMT, 3, 2) Q8G_BODY(F, FMT, 4, 1) Q8G_BODY(F, FMT, 4, 2) \
+  QK_T512 static void q8g_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
+    int64_t n = n0;                                                                           \
+    if (mr == 1) {                                                                            \
+      for (; n + 4 <= n1; n += 4) q8g_##F##_1_4(t, m, n);                                     \
+      for (; n < n1; ++n) q8g_##F##_1_1(t, m, n);                                             \
+      return;                                                                                 \
+    }                                                                                         \
+    for (; n + 2 <= n1; n += 2) switch (mr) {                                                 \
+      case 4: q8g_##F##_4_2(t, m, n); break;                                                  \
+      case 3: q8g_##F##_3_2(t, m, n); break;                                                  \
+      default: q8g_##F##_2_2(t, m, n);                                                        \
+    }                                                                                         \
+    for (; n < n1; ++n) switch (mr) {                                                         \
+      case 4: q8g_##F##_4_1(t, m, n); break;                                                  \
+      case 3: q8g_##F##_3_1(t, m, n); break;                                                  \
+      default: q8g_##F##_2_1(t, m, n);                                                        \
+    }                                                                                         \
+  }
+Q8G(q4_0, F_Q4_0)
+Q8G(q4_1, F_Q4_1)
+Q8G(q8_0, F_Q8_0)
+
+/* x prepared for the group kernels: exact (xg permuted, times the decoder's GSCALE(k)
+ * when scaled -- the GEMV -- or as is for the panel kernels; sxe) ... */
+QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int scaled) {
+  int fam = group_family(t->fmt);
+  float sc[8];
+  for (int k = 0; k < 8; ++k) sc[k] = !scaled ? 1.0f : fam == GF_NIB ? GSCALE_NIB(k) : GSCALE_BYTE(k);
+  for (int64_t m = 0; m < t->M; ++m) {
+    const float *x = t->x + m * t->ldx;
+    for (int64_t g = 0; g < t->ng; ++g) {
+      float *dst = xg + m * t->ldxg + 128 * g, *se = sxe + (m * t->ng + g) * 16;
+      if (g < t->ngf) {
+        for (int k = 0; k < 8; ++k)
+          _mm512_storeu_ps(dst + 16 * k, _mm512_mul_ps(_mm512_set1_ps(sc[k]),
+                           _mm512_i32gather_ps(_mm512_loadu_si512(gperm[fam] + 16 * k), x + 128 * g, 4)));
+      } else {
+        for (int s = 0; s < 128; ++s) {
+          int e = gperm[fam][s];
+          dst[s] = 128 * g + e < 32 * t->nc ? x[128 * g + e] * sc[s / 16] : 0.0f;
+        }
+      }
+      for (int b = 0; b < 4; ++b) {
+        float sum = 0.0f;
+        if (4 * g + b < t->nc) sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_loadu_ps(x + 128 * g + 32 * b),
+                                                                       _mm512_loadu_ps(x + 128 * g + 32 * b + 16)));
+        se[4 * b] = sum;
+        se[4 * b + 1] = se[4 * b + 2] = se[4 * b + 3] = 0.0f;
+      }
+    }
+  }
+}
+
+/* -- panels (exact, M > 1): NB rows of W decoded once into f32, an f32 register-tiled dot
+ * kernel (MR rows of x by NR rows of the panel, 16 lanes along K) over every row of x. -- */
+/* a group format's row, in the group order (x: xg unscaled) */
+#define GDEC(F, FMT)                                                                          \
+  QK_T512 static void gdec_##F(const qctx *t, const uint8_t *row, float *dst) {             \
+    uint8_t tail[256] __attribute__((aligned(64)));                                           \
+    const int64_t gb = GROUP_BYTES(FMT);                                                      \
+    if (t->ngf < t->ng) {                                                                     \
+      memset(tail, 0, sizeof tail);                                                           \
+      memcpy(tail, row + t->ngf * gb, (size_t)((t->nc - 4 * t->ngf) * BLOCK_BYTES[FMT]));    \
+    }                                                                                         \
+    for (int64_t g = 0; g < t->ng; ++g) {                                                     \
+      const uint8_t *p = g < t->ngf ? row + g * gb : tail;                                    \
+      __m512 dv, bv;                                                                          \
+      __m512i z, z2;                                                                          \
+      if (FMT == F_Q8_0) { gload_byte(p, &z, &z2, &dv); bv = _mm512_setzero_ps(); }           \
+      else z = gload_nib(FMT, p, &dv, &bv);                                                   \
+      for (int k = 0; k < 8; ++k) {                                                           \
+        __m512 v = FMT == F_Q8_0 ? gvec_byte(z, z2, k) : gvec_nib(z, k);                      \
+        float s = FMT == F_Q8_0 ? GSCALE_BYTE(k) : GSCALE_NIB(k);                              \
+        _mm512_storeu_ps(dst + 128 * g + 16 * k, _mm512_fmadd_ps(v, _mm512_mul_ps(dv, _mm512_set1_ps(s)), bv)); \
+      }                                                                                       \
+    }                                                                                         \
+  }
+GDEC(q4_0, F_Q4_0)
+GDEC(q4_1, F_Q4_1)
+GDEC(q8_0, F_Q8_0)
+/* any other format's row, in natural order (x as is) */
+#define PDEC(F, ID)                                                                           \
+  QK_T512 static void pdec_##F(const qctx *t, const uint8_t *row, float *dst) {             \
+    for (int64_t c = 0; c < t->nc; ++c) {                                                     \
+      __m512 lo, hi;                                                                          \
+      deq512_##F(row, c, &lo, &hi);                                                           \
+      _mm512_storeu_ps(dst + 32 * c, lo);                                                     \
+      _mm512_storeu_ps(dst + 32 * c + 16, hi);                                                \
+    }                                                                                         \
+  }
+#define PDEC_Q(F, ID, MIN) PDEC(F, ID)
+QUANT_FORMATS(PDEC_Q)
+#define PDEC_ENTRY(F, ID, MIN) [ID] = pdec_##F,
+static void (*const PDECS[F_COUNT])(const qctx *, const uint8_t *, float *) = {QUANT_FORMATS(PDEC_ENTRY)};
+
+/* the sums of 4 registers, in order */
+QK_V512 __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+  __m256 b8 = _mm256_add_ps(_mm512_castps512_ps256(b), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1)));
+  __m256 c8 = _mm256_add_ps(_mm512_castps512_ps256(c), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c), 1)));
+  __m256 d8 = _mm256_add_ps(_mm512_castps512_ps256(d), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(d), 1)));
+  __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a8, b8), _mm256_hadd_ps(c8, d8));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+#define PK_BODY(MR, NR)                                                                       \
+  QK_V512 void pk_##MR##_##NR(int64_t K, const float *x, int64_t ldx, const float *w, int64_t ldw, \
+                              float *o, int64_t ldo) {                                        \
+    __m512 acc[MR][NR];                                                                       \
+    for (int i = 0; i < MR; ++i)                                                              \
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();                           \
+    for (int64_t k = 0; k < K; k += 16) {                                                     \
+      __m512 wv[NR];                                                                          \
+      for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_ps(w + r * ldw + k);                  \
+      for (int i = 0; i < MR; ++i) {                                                          \
+        __m512 xv = _mm512_loadu_ps(x + i * ldx + k);                                         \
+        for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fmadd_ps(xv, wv[r], acc[i][r]);       \
+      }                                                                                       \
+    }                                                                                         \
+    for (int i = 0; i < MR; ++i) {                                                            \
+      if (NR == 4) {                                                                          \
+        _mm_storeu_ps(o + i * ldo, reduce4(acc[i][0], acc[i][1 % NR], acc[i][2 % NR], acc[i][3 % NR])); \
+      } else {                                                                                \
+        for (int r = 0; r < NR; ++r) o[i * ldo + r] = _mm512_reduce_add_ps(acc[i][r]);        \
+      }                                                                                       \
+    }                                                                                         \
+  }
+#define PK_ROW(MR) PK_BODY(MR, 1) PK_BODY(MR, 2) PK_BODY(MR, 3) PK_BODY(MR, 4)
+PK_ROW(1) PK_ROW(2) PK_ROW(3) PK_ROW(4)
+typedef void (*pk_fn)(int64_t, const float *, int64_t, const float *, int64_t, float *, int64_t);
+static const pk_fn PK[4][4] = {{pk_1_1, pk_1_2, pk_1_3, pk_1_4}, {pk_2_1, pk_2_2, pk_2_3, pk_2_4},
+                               {pk_3_1, pk_3_2, pk_3_3, pk_3_4}, {pk_4_1, pk_4_2, pk_4_3, pk_4_4}};
+
+#define PANEL_ROWS 32
+/* rows [n0, n1) of W: panels of PANEL_ROWS rows, decoded once, against all rows of x */
+QK_T512 static void panel_range(const qctx *t, int64_t n0, int64_t n1) {
+  int64_t Kp = t->pxk;
+  float *buf = aligned_alloc(64, (size_t)(PANEL_ROWS * Kp) * 4 + 64);
+  if (!buf) return;
+  for (int64_t nb = n0; nb < n1; nb += PANEL_ROWS) {
+    int64_t ne = nb + PANEL_ROWS < n1 ? nb + PANEL_ROWS : n1;
+    for (int64_t n = nb; n < ne; ++n) t->pdec(t, t->w + n * t->ldw, buf + (n - nb) * Kp);
+    for (int64_t m = 0; m < t->M; m += 4) {
+      int64_t mr = t->M - m < 4 ? t->M - m : 4;
+      for (int64_t n = nb; n < ne; n += 4) {
+        int64_t nr = ne - n < 4 ? ne - n : 4;
+        PK[mr - 1][nr - 1](Kp, t->px + m * t->ldpx, t->ldpx, buf + (n - nb) * Kp, Kp, t->o + m * t->ldo + n, t->ldo);
+      }
+    }
+  }
+  free(buf);
+}
+
+/* ... and _q8 (x quantized per 32 as quantize_rows_512, stored in the group layout) */
+QK_T512 static void prep_q8_groups(const qctx *t, int8_t *qg, float *dxg, float *sxg) {
+  const __m128i flip = _mm_set1_epi8(t->fmt == F_Q8_0 ? (char)0x80 : 0);
+  for (int64_t m = 0; m < t->M; ++m)
+    for (int64_t g = 0; g < t->ng; ++g) {
+      int8_t *q = qg + (m * t->ng + g) * 128;
+      float *d = dxg + (m * t->ng + g) * 16, *sx = sxg + (m * t->ng + g) * 16;
+      for (int b = 0; b < 4; ++b) {
+        int64_t c = 4 * g + b;
+        float dd = 0.0f, ss = 0.0f;
+        __m128i ql = _mm_setzero_si128(), qh = _mm_setzero_si128();
+        if (c < t->nc) {
+          const float *x = t->x + m * t->ldx + 32 * c;
+          __m512 lo = _mm512_loadu_ps(x), hi = _mm512_loadu_ps(x + 16);
+          float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+          float id;
+          dd = amax / 127.0f;
+          id = dd != 0.0f ? 1.0f / dd : 0.0f;
+          __m512i il = _mm512_cvtps_epi32(_mm512_mul_ps(lo, _mm512_set1_ps(id)));
+          __m512i ih = _mm512_cvtps_epi32(_mm512_mul_ps(hi, _mm512_set1_ps(id)));
+          ql = _mm512_cvtepi32_epi8(il);
+          qh = _mm512_cvtepi32_epi8(ih);
+          ss = dd * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(il, ih));
+        }
+        _mm_storeu_si128((__m128i *)(q + 16 * b), _mm_xor_si128(ql, flip));
+        _mm_storeu_si128((__m128i *)(q + 64 + 16 * b), _mm_xor_si128(qh, flip));
+        d[4 * b] = d[4 * b + 1] = d[4 * b + 2] = d[4 * b + 3] = dd;
+        sx[4 * b] = ss;
+        sx[4 * b + 1] = sx[4 * b + 2] = sx[4 * b + 3] = 0.0f;
+      }
+    }
+}
+
 /* take: one row, dequantized */
 #define TAKE512(F, ID)                                                                        \
   QK_T512 static void take512_##F(const uint8_t *row, int64_t nc, float *out) {              \
@@ -765,6 +1162,9 @@ __attribute__((constructor)) static void relax_quant_init(void) {
     isa_detected = ISA_AVX512;
 #endif
   isa = isa_detected;
+#ifdef QK_X86
+  group_tables();
+#endif
 }
 
 /* For tests and benchmarks (ctypes): the ISA level (0 scalar, 1 AVX2, 2 AVX-512 VNNI), at
@@ -780,6 +1180,12 @@ int relax_quant_max_threads(void) { return max_threads(); }
 /* Rows [0, N) of W in one contiguous range per thread; in each, blocks of 64 rows of W (they
  * stay in L2) against every tile of x. */
 static void run_range(const qctx *t, tile_fn fn, int64_t mr, int64_t n0, int64_t n1) {
+#ifdef QK_X86
+  if (t->panel) {
+    panel_range(t, n0, n1);
+    return;
+  }
+#endif
   for (int64_t nb = n0; nb < n1; nb += 64) {
     int64_t ne = nb + 64 < n1 ? nb + 64 : n1;
     for (int64_t m = 0; m < t->M; m += mr) fn(t, m, t->M - m < mr ? t->M - m : mr, nb, ne);
@@ -844,6 +1250,42 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od) {
     t.ldo = N;
   }
   if (!t.x || !t.w || !t.o) goto done;
+  t.fmt = fmt;
+#ifdef QK_X86
+  if (isa == ISA_AVX512 && group_family(fmt) != GF_NONE) {   /* the group kernels */
+    t.ng = (t.nc + 3) / 4;
+    t.ngf = t.nc / 4;
+    qbuf = aligned_alloc(64, (size_t)(M * t.ng) * (128 * 4 + 16 * 4 * 2) + 64);
+    if (!qbuf) goto done;
+    if (q8) {
+      float *dxg = (float *)qbuf, *sxg = dxg + M * t.ng * 16;
+      int8_t *qg = (int8_t *)(sxg + M * t.ng * 16);
+      t.qg = qg;
+      t.dxg = dxg;
+      t.sxg = sxg;
+      prep_q8_groups(&t, qg, dxg, sxg);
+      run(&t, fmt == F_Q4_0 ? q8g_q4_0 : fmt == F_Q4_1 ? q8g_q4_1 : q8g_q8_0, 4);
+    } else {
+      float *xg = (float *)qbuf, *sxe = xg + M * t.ng * 128;
+      t.xg = xg;
+      t.sxe = sxe;
+      t.ldxg = t.ng * 128;
+      t.panel = M >= 2;
+      prep_exact_groups(&t, xg, sxe, !t.panel);
+      t.px = xg;
+      t.ldpx = t.pxk = t.ldxg;
+      t.pdec = fmt == F_Q4_0 ? gdec_q4_0 : fmt == F_Q4_1 ? gdec_q4_1 : gdec_q8_0;
+      run(&t, fmt == F_Q4_0 ? exg_q4_0 : fmt == F_Q4_1 ? exg_q4_1 : exg_q8_0, 4);
+    }
+  } else if (isa == ISA_AVX512 && !q8 && M >= 4 && fmt != F_F16 && fmt != F_BF16) {   /* panels */
+    t.panel = 1;
+    t.px = t.x;
+    t.ldpx = t.ldx;
+    t.pxk = 32 * t.nc;
+    t.pdec = PDECS[fmt];
+    run(&t, KERNELS[fmt].exact[isa], tile_rows[isa]);
+  } else
+#endif
   if (q8 && fmt != F_F16 && fmt != F_BF16) {
     t.ldq = 32 * t.nc;
     qbuf = malloc((size_t)(M * t.ldq) + (size_t)(2 * M * t.nc) * 4 + 64);

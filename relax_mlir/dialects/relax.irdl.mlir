@@ -759,6 +759,27 @@ irdl.dialect @relax {
     // optional attribute "axes": #builtin.dense_array (ints), default none
     // optional attribute "keepdims": #builtin.integer (bool), default false
   }
+  // x @ dequantize(w)^T: w an i8 (N, RB) tensor of raw GGUF rows in `format`; f32 accumulation; activations = "q8": x quantized to 8 bits per block (int8 dot products)
+  irdl.operation @quantized_matmul {
+    %0 = irdl.base "!builtin.tensor"
+    %1 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %0, w: %1)
+    %2 = irdl.base "!builtin.tensor"
+    irdl.results(result: %2)
+    %3 = irdl.base "#builtin.string"
+    irdl.attributes {"format" = %3}
+    // optional attribute "activations": #builtin.string (str), default 'f32'
+  }
+  // dequantized rows of an i8 (V, RB) table of raw GGUF rows in `format` at integer `indices` (clamped into [0, V))
+  irdl.operation @quantized_take {
+    %0 = irdl.base "!builtin.tensor"
+    %1 = irdl.base "!builtin.tensor"
+    irdl.operands(table: %0, indices: %1)
+    %2 = irdl.base "!builtin.tensor"
+    irdl.results(result: %2)
+    %3 = irdl.base "#builtin.string"
+    irdl.attributes {"format" = %3}
+  }
   // elementwise max(x, 0)
   irdl.operation @relu {
     %0 = irdl.base "!builtin.tensor"

@@ -23,7 +23,7 @@ from kernel_harness import graph_module  # noqa: E402
 from relax_mlir.shapes import Shape  # noqa: E402
 
 SIZES = (1, 7, 67)
-NP = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i64": np.int64, "i1": np.bool_}
+NP = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i64": np.int64, "i1": np.bool_, "i8": np.int8}
 _erf = np.vectorize(math.erf)
 
 
@@ -318,6 +318,33 @@ def _nn_and_sort_cases() -> list:
     out.append(Case("topk", [["a", "n"]], ["i32"], lambda x: (np.take_along_axis(x, _stable_order(x, 1, True)[:, :17], 1),
                                                              _stable_order(x, 1, True)[:, :17]),
                     attrs="k = 17 : i64", gen=small, sizes=(17, 30, 67)))
+    out += _quant_cases()
+    return out
+
+
+def _quant_cases() -> list[Case]:
+    """quantized_matmul / quantized_take over raw GGUF rows (4 rows of K = 64), made by gguf's
+    own quantizer; the reference dequantizes with gguf (docs/quantization.md)."""
+    try:
+        from gguf import GGMLQuantizationType as Q, quants
+    except ImportError:
+        return []
+    out = []
+    for fmt, qt, rb in (("q4_1", Q.Q4_1, 40), ("q8_0", Q.Q8_0, 68)):
+        def deq(w, qt=qt):
+            return quants.dequantize(np.asarray(w).astype(np.int8).view(np.uint8), qt).reshape(w.shape[0], 64)
+
+        def gen(r, s, d, i, qt=qt, rows=(1,)):
+            if d == "i8":
+                w = r.standard_normal((s[0], 64)).astype(np.float32)
+                return np.ascontiguousarray(quants.quantize(w, qt)).view(np.uint8).reshape(s).view(np.int8)
+            if d == "i64":
+                return r.integers(0, 4, size=s).astype(np.int64)
+            return _gen(r, s, d, i)
+        out.append(Case("quantized_matmul", [["n", 64], [4, rb]], ["f32", "i8"], lambda x, w, deq=deq: x @ deq(w).T,
+                        attrs=f'format = "{fmt}"', gen=gen, tol=1e-4))
+        out.append(Case("quantized_take", [[4, rb], ["k"]], ["i8", "i64"], lambda w, i, deq=deq: deq(w)[i],
+                        attrs=f'format = "{fmt}"', gen=gen))
     return out
 
 

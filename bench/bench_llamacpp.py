@@ -20,6 +20,7 @@ A round: the ``--prompt-len`` token prompt (a fixed text, tokenized by the file'
 same ids for both) as one prefill, then ``--new`` greedy decode steps, one token each.
 
 - ours: ``CausalLM.from_gguf(path, max_seq_len=prompt + new + 8)`` with ``RELAX_MLIR_NUM_THREADS=T``
+  and ``RELAX_BLAS_NUM_THREADS=T`` (the library's threads: BLAS and the quantized kernels)
   in the child's environment and the compile cache on (the default). Weights are dequantized to
   f32 at load, so every file runs the same f32 code and its RSS is that of the f32 weights.
 - llama.cpp (llama-cpp-python): ``Llama(path, n_threads=T, n_threads_batch=T, n_ctx=..., verbose=False)``;
@@ -251,7 +252,8 @@ def child(args) -> None:
 class Child:
     def __init__(self, engine: str, path: str, threads: int, ids: list[int], new: int, env_extra=None):
         env = dict(os.environ)
-        env["RELAX_MLIR_NUM_THREADS"] = str(threads)   # ours; llama.cpp takes n_threads
+        # ours: generated kernels and the library (BLAS, quantized kernels); llama.cpp takes n_threads
+        env["RELAX_MLIR_NUM_THREADS"] = env["RELAX_BLAS_NUM_THREADS"] = str(threads)
         env.update(env_extra or {})
         self.engine = engine
         self.err = tempfile.TemporaryFile(mode="w+")

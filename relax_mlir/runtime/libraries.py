@@ -22,7 +22,9 @@ sources, the provider, its version and the compiler command. Providers (:func:`b
   the libiomp5 of our kernels, :func:`_mkl_openmp`; GNU layer on libgomp with
   ``RELAX_BLAS_OPENMP=gomp`` or without intel-openmp), the default on Intel CPUs where it is
   installed (``pip install -e '.[mkl]'``, x86-64 Linux; ``make setup`` does);
-* ``openblas`` -- ``scipy-openblas32`` (a required dependency), the default elsewhere.
+* ``openblas`` -- ``scipy-openblas32`` (a required dependency), the default elsewhere; its
+  quantized kernels run on libiomp5 too where intel-openmp is installed
+  (:data:`QUANT_OPENMP_FLAGS`), else on one thread.
 
 The default is a table keyed by the CPU's vendor and model
 (:data:`relax_mlir.runtime.cpu.BLAS_BY_CPU`, documented in :mod:`relax_mlir.target`);

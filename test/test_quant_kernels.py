@@ -336,8 +336,8 @@ def test_forked_child_runs_one_thread(lib):
             try:
                 out = np.empty((3, 96), np.float32)
                 call(lib, "relax_qmatmul_q4_0", x, raw, out)
-                msg = f"{lib.relax_quant_max_threads()} {lib.relax_quant_last_threads()} {int(np.array_equal(out, want))}"
-                os.write(w, msg.encode())
+                same = int(np.array_equal(out, want))
+                os.write(w, f"{lib.relax_quant_max_threads()} {lib.relax_quant_last_threads()} {same}".encode())
             finally:
                 os._exit(0)
         os.close(w)

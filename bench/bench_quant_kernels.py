@@ -98,7 +98,8 @@ def main() -> None:
     lib.relax_blas_set_num_threads.argtypes = [ctypes.c_int]
     isa = {2: "AVX-512 VNNI", 1: "AVX2", 0: "scalar"}[lib.relax_quant_isa()]
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; kernels: {isa}; BLAS provider "
-          f"{libraries.blas_provider()} (threads only in MKL builds)")
+          f"{libraries.blas_provider()} (threads: MKL builds, and OpenBLAS builds on libiomp5: "
+          f"{libraries.shim_openmp(libraries.blas_provider()) is not None})")
     print(f"load average at start: {os.getloadavg()}")
     rng = np.random.default_rng(0)
     print(f"{'format':7} {'M':>4} {'N x K':>11} {'thr':>3} {'exact ms':>9} {'GB/s':>6} {'q8 ms':>9} {'GB/s':>6}"

@@ -309,7 +309,9 @@ def test_export_names_no_build_machine_path(mlp_so):
         from relax_mlir.runtime.libraries import blas_requirement
         blas = relax_mlir.load(mlp_so).metadata["blas"]
         from relax_mlir.transforms.apply_schedules import threaded_codegen
-        openmp = ["libiomp5.so"] if threaded_codegen() else []   # threaded kernels (count read at run time)
+        from relax_mlir.runtime.libraries import shim_openmp
+        # threaded kernels (count read at run time), or a shim on libiomp5 (MKL; OpenBLAS's quantized kernels)
+        openmp = ["libiomp5.so"] if threaded_codegen() or shim_openmp(blas) else []
         # by soname only (libm: the f64 attention's exp)
         assert needed == sorted([blas_requirement(blas)["soname"], "libc.so.6", "libm.so.6"] + openmp)
 

@@ -41,10 +41,13 @@ def descriptor(a: np.ndarray):
     return d
 
 
-@pytest.fixture(scope="module")
-def lib():
-    path = libraries.build_blas_shim()[0]
+@pytest.fixture(scope="module", params=libraries.blas_providers())
+def lib(request):
+    """The relax_blas library of each installed provider (both may be loaded: ctypes loads each
+    with RTLD_LOCAL, and every call below goes through its own handle)."""
+    path = libraries.build_blas_shim(request.param)[0]
     lib = ctypes.CDLL(path)
+    lib.provider = request.param
     lib.relax_quant_set_isa.argtypes = [ctypes.c_int]
     lib.relax_quant_set_fork_work.argtypes = [ctypes.c_double]
     lib.relax_blas_set_num_threads.argtypes = [ctypes.c_int]
@@ -221,24 +224,129 @@ def test_strided_views(lib, fmt):
         np.testing.assert_array_equal(ot.T, want)
 
 
-def test_threads_split_rows_identically(lib):
-    """Rows of W over 2 OpenMP threads (MKL builds) give the 1-thread numbers bit for bit."""
+def threaded(provider: str) -> bool:
+    """Whether the quantized kernels of ``provider``'s build split rows over OpenMP threads: MKL
+    builds, and OpenBLAS builds where libiomp5 is installed (libraries.QUANT_OPENMP_FLAGS)."""
+    return libraries.shim_openmp(provider) is not None or provider == "mkl"
+
+
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_1", "q6_k"])
+def test_threads_split_rows_identically(lib, fmt):
+    """Rows of W over 2 OpenMP threads (MKL builds; OpenBLAS builds on libiomp5) give the
+    1-thread numbers bit for bit, and the product does run on 2 threads."""
     rng = np.random.default_rng(5)
-    raw = random_weights("q4_0", 193, 576, rng)
-    for m in (1, 17):
-        x = rng.standard_normal((m, 576)).astype(np.float32)
-        outs = []
-        for nt, work in ((1, 262144.0), (2, 0.0)):
-            lib.relax_blas_set_num_threads(nt)
-            lib.relax_quant_set_fork_work(work)
-            for q8 in ("", "_q8"):
-                out = np.empty((m, 193), np.float32)
-                call(lib, f"relax_qmatmul_q4_0{q8}", x, raw, out)
-                outs.append(out)
-        np.testing.assert_array_equal(outs[0], outs[2])
-        np.testing.assert_array_equal(outs[1], outs[3])
+    k = 512 if fmt in K_QUANTS else 576
+    raw = random_weights(fmt, 193, k, rng)
+    try:
+        for m in (1, 17):
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            outs = []
+            for nt, work in ((1, 262144.0), (2, 0.0)):
+                lib.relax_blas_set_num_threads(nt)
+                lib.relax_quant_set_fork_work(work)
+                assert lib.relax_quant_max_threads() == (nt if threaded(lib.provider) else 1)
+                for q8 in ("", "_q8"):
+                    out = np.empty((m, 193), np.float32)
+                    call(lib, f"relax_qmatmul_{fmt}{q8}", x, raw, out)
+                    assert lib.relax_quant_last_threads() == (nt if threaded(lib.provider) else 1)
+                    outs.append(out)
+            np.testing.assert_array_equal(outs[0], outs[2])
+            np.testing.assert_array_equal(outs[1], outs[3])
+        # below the work threshold: one thread
+        lib.relax_quant_set_fork_work(262144.0)
+        x = rng.standard_normal((1, k)).astype(np.float32)
+        call(lib, f"relax_qmatmul_{fmt}", x, raw[:7], np.empty((1, 7), np.float32))
+        assert lib.relax_quant_last_threads() == 1
+    finally:
+        lib.relax_blas_set_num_threads(2)
+        lib.relax_quant_set_fork_work(262144.0)
+
+
+def test_openblas_build_threads_on_libiomp5():
+    """The OpenBLAS build's quantized kernels run on the libiomp5 of the generated kernels: the
+    library needs it (no libgomp), and the exported object's GOMP_* calls stay undefined (the
+    model links libiomp5 by soname, aot.py)."""
+    import shutil
+    import subprocess
+
+    if "openblas" not in libraries.blas_providers() or libraries.openmp_library() is None:
+        pytest.skip("needs scipy-openblas32 and intel-openmp")
+    assert libraries.shim_openmp("openblas") == libraries.openmp_library()
+    path = libraries.build_blas_shim("openblas")[0]
+    obj = libraries.blas_shim_object("openblas")
+    if not shutil.which("readelf"):
+        pytest.skip("no readelf")
+    dyn = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True).stdout
+    needed = [ln.split("[")[1].rstrip("]") for ln in dyn.splitlines() if "(NEEDED)" in ln]
+    assert "libiomp5.so" in needed and not any("gomp" in n for n in needed), needed
+    syms = subprocess.run(["readelf", "-sW", obj], capture_output=True, text=True, check=True).stdout
+    undefined = {ln.split()[-1] for ln in syms.splitlines() if " UND " in ln and ln.split()[-1] != "UND"}
+    assert "GOMP_parallel" in undefined
+    assert not any(s.startswith("gomp_") for s in undefined)   # no static libgomp pulled in
+
+
+def test_openblas_build_without_libiomp5_is_single_threaded(tmp_path, monkeypatch):
+    """Without libiomp5 (intel-openmp not installed) the OpenBLAS build still builds, without
+    OpenMP, and its kernels run on one thread."""
+    import subprocess
+
+    if "openblas" not in libraries.blas_providers():
+        pytest.skip("needs scipy-openblas32")
+    monkeypatch.setattr(libraries, "openmp_library", lambda: None)
+    monkeypatch.setenv("RELAX_MLIR_CACHE", str(tmp_path / "cache"))
+    assert libraries.shim_openmp("openblas") is None
+    cmd = libraries.blas_shim_command(libraries.shim_sources(), "OUT", "openblas")
+    assert isinstance(cmd[0], str) and "-fopenmp" not in cmd
+    path = libraries._cached_build("library", "openblas",
+                                   lambda src, o: libraries.blas_shim_command(src, o, "openblas"), ".so")
+    lib = ctypes.CDLL(path)
+    lib.relax_blas_set_num_threads.argtypes = [ctypes.c_int]
+    lib.relax_quant_set_fork_work.argtypes = [ctypes.c_double]
+    try:
+        lib.relax_blas_set_num_threads(2)
+        lib.relax_quant_set_fork_work(0.0)
+        assert lib.relax_quant_max_threads() == 1
+        rng = np.random.default_rng(4)
+        raw = random_weights("q4_1", 64, 256, rng)
+        call(lib, "relax_qmatmul_q4_1", rng.standard_normal((2, 256)).astype(np.float32), raw,
+             np.empty((2, 64), np.float32))
+        assert lib.relax_quant_last_threads() == 1
+    finally:
+        lib.relax_quant_set_fork_work(262144.0)
+    dyn = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
+    assert "omp" not in dyn
+
+
+def test_forked_child_runs_one_thread(lib):
+    """A forked child's products run on one thread (no OpenMP region there), with the same
+    numbers."""
+    import os
+
+    rng = np.random.default_rng(8)
+    raw = random_weights("q4_0", 96, 256, rng)
+    x = rng.standard_normal((3, 256)).astype(np.float32)
     lib.relax_blas_set_num_threads(2)
-    lib.relax_quant_set_fork_work(262144.0)
+    lib.relax_quant_set_fork_work(0.0)
+    try:
+        want = np.empty((3, 96), np.float32)
+        call(lib, "relax_qmatmul_q4_0", x, raw, want)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:   # child: report (max threads, last team, equal) and leave at once
+            try:
+                out = np.empty((3, 96), np.float32)
+                call(lib, "relax_qmatmul_q4_0", x, raw, out)
+                same = int(np.array_equal(out, want))
+                os.write(w, f"{lib.relax_quant_max_threads()} {lib.relax_quant_last_threads()} {same}".encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        with os.fdopen(r) as f:
+            got = f.read()
+        os.waitpid(pid, 0)
+        assert got == "1 1 1"
+    finally:
+        lib.relax_quant_set_fork_work(262144.0)
 
 
 def test_invalid_shapes_write_nothing(lib):

@@ -242,7 +242,8 @@ def export_lowered(llvm_dialect: str, metadata: dict, libs, opts, path) -> str:
     provider = metadata.get("blas")
     blas = libraries.blas_requirement(provider) if provider else None
     cpu = export_requirement(getattr(opts, "target_cpu", None), getattr(opts, "target_features", None))
-    # threaded kernels, or an MKL shim on libiomp5 (its GOMP_* calls and MKL's Intel layer)
+    # threaded kernels, or a shim on libiomp5 (its GOMP_* calls: MKL's, with MKL's Intel layer, or the
+    # quantized kernels' of an OpenBLAS build, libraries.QUANT_OPENMP_FLAGS)
     openmp = dict(libraries.OPENMP_REQUIREMENT) if "__kmpc_" in ll or libraries.shim_openmp(provider) else None
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "relax_mlir_version": __version__, "cpu": cpu,
               "code_sha256": code_hash.hex(), "libraries": user_libs, "blas": blas, "openmp": openmp,

@@ -22,7 +22,9 @@ sources, the provider, its version and the compiler command. Providers (:func:`b
   the libiomp5 of our kernels, :func:`_mkl_openmp`; GNU layer on libgomp with
   ``RELAX_BLAS_OPENMP=gomp`` or without intel-openmp), the default on Intel CPUs where it is
   installed (``pip install -e '.[mkl]'``, x86-64 Linux; ``make setup`` does);
-* ``openblas`` -- ``scipy-openblas32`` (a required dependency), the default elsewhere.
+* ``openblas`` -- ``scipy-openblas32`` (a required dependency), the default elsewhere; its
+  quantized kernels run on libiomp5 too where intel-openmp is installed
+  (:data:`QUANT_OPENMP_FLAGS`), else on one thread.
 
 The default is a table keyed by the CPU's vendor and model
 (:data:`relax_mlir.runtime.cpu.BLAS_BY_CPU`, documented in :mod:`relax_mlir.target`);
@@ -270,10 +272,36 @@ BLAS_OPENMP_ENV = "RELAX_BLAS_OPENMP"
 
 
 def shim_openmp(provider: Optional[str]) -> Optional[str]:
-    """The libiomp5 an MKL build of the shim runs on (:func:`_mkl_openmp`), else None."""
+    """The libiomp5 a build of the shim for ``provider`` runs on: an MKL build's
+    (:func:`_mkl_openmp`), an OpenBLAS build's quantized kernels' (:data:`QUANT_OPENMP_FLAGS`);
+    else None (no libiomp5 installed, or an MKL build on libgomp)."""
+    if provider == "openblas":
+        return openmp_library()
     if provider != "mkl" or config.blas_on_gomp():
         return None
     return openmp_library()
+
+
+#: OpenBLAS builds: ``quant_kernels.c`` alone is compiled with these where libiomp5 is installed
+#: (:func:`shim_openmp`), ``blas_shim.c`` without OpenMP as before, and the library (or the
+#: exported model) is linked to libiomp5 (:func:`_iomp_link_args`, :func:`openmp_link_args`), so
+#: that gcc's ``GOMP_*`` calls run on the one team of the generated kernels: the quantized
+#: products split their rows over the shim's OpenBLAS thread count
+#: (``scipy_openblas_get_num_threads``, ``relax_blas_set_num_threads``). Without libiomp5 they
+#: are compiled without OpenMP: one thread, as before.
+QUANT_OPENMP_FLAGS = ["-fopenmp", "-DRELAX_QUANT_OPENMP"]
+
+
+def _object_commands(srcs: list, out: str, provider: str, define: list[str]) -> tuple[list[list[str]], list[str]]:
+    """Commands compiling each of :func:`shim_sources` (``srcs``, in that order) to a
+    position-independent object ``out.<i>.o`` for ``provider``, and those objects' paths."""
+    quant = shim_sources().index(QUANT_KERNELS)
+    omp = provider == "openblas" and shim_openmp(provider) is not None
+    objs = [f"{out}.{i}.o" for i in range(len(srcs))]
+    cmds = [c_compiler() + ["-O3", "-fopenmp-simd", "-c", "-fPIC", "-std=c11", *define,
+                            *(QUANT_OPENMP_FLAGS if omp and i == quant else []), "-o", obj, str(s)]
+            for i, (s, obj) in enumerate(zip(srcs, objs))]
+    return cmds, objs
 
 
 def _mkl_defines() -> list[str]:
@@ -306,9 +334,10 @@ def _iomp_link_args(omp: str, rpath: bool) -> list[str]:
     return ["-Wl,--as-needed", f"-L{d}", f"-l:{os.path.basename(omp)}"] + ([f"-Wl,-rpath,{d}"] if rpath else [])
 
 
-def blas_shim_command(src, out: str, provider: str = "openblas") -> list[str]:
+def blas_shim_command(src, out: str, provider: str = "openblas") -> list:
     """The command building the JIT's shim library ``out`` from ``src`` (a path, or the list of
-    :func:`shim_sources`) for ``provider``."""
+    :func:`shim_sources`) for ``provider``; for OpenBLAS over libiomp5 (:func:`shim_openmp`), the
+    commands: each source compiled on its own (:data:`QUANT_OPENMP_FLAGS`), then linked."""
     srcs = [src] if isinstance(src, (str, os.PathLike)) else list(src)
     base = c_compiler() + ["-O3", "-fopenmp-simd", "-shared", "-fPIC", "-std=c11", "-o", out] + [str(p) for p in srcs]
     if provider == "mkl":
@@ -320,7 +349,12 @@ def blas_shim_command(src, out: str, provider: str = "openblas") -> list[str]:
     import scipy_openblas32 as ob
 
     lib_dir = ob.get_lib_dir()
-    return base + [f"-L{lib_dir}", f"-l{ob.get_library()}", f"-Wl,-rpath,{lib_dir}", "-ldl", "-lpthread", "-lm"]
+    link = [f"-L{lib_dir}", f"-l{ob.get_library()}", f"-Wl,-rpath,{lib_dir}", "-ldl", "-lpthread", "-lm"]
+    omp = shim_openmp(provider)
+    if omp is None or len(srcs) != len(shim_sources()):
+        return base + link
+    cmds, objs = _object_commands(srcs, out, provider, [])
+    return cmds + [c_compiler() + ["-shared", "-fPIC", "-o", out] + objs + link + _iomp_link_args(omp, True)]
 
 
 def _cached_build(kind: str, provider: str, cmd_of: Callable, suffix: str) -> str:
@@ -383,7 +417,7 @@ def build_blas_shim(provider: Optional[str] = None) -> list[str]:
     provider = provider or blas_provider()
     out = _cached_build("library", provider, lambda src, o: blas_shim_command(src, o, provider), ".so")
     if shim_openmp(provider):   # loaded with our settings before the shim pulls it in
-        init_openmp("the MKL BLAS shim")
+        init_openmp(f"the {provider} BLAS shim")
     _shim_paths.add(out)
     return [out]
 
@@ -391,13 +425,14 @@ def build_blas_shim(provider: Optional[str] = None) -> list[str]:
 def blas_shim_object(provider: str) -> str:
     """The shim as a position-independent object for ``provider``, linked into exported models:
     each of :func:`shim_sources` compiled, then joined into one relocatable object (``cc -r``,
-    without ``-fopenmp``: that would pull a static libgomp in)."""
+    without ``-fopenmp``: that would pull a static libgomp in). Its ``GOMP_*`` calls (MKL
+    builds; OpenBLAS builds' quantized kernels, :data:`QUANT_OPENMP_FLAGS`) resolve in the libiomp5
+    that the model links by soname (``aot.py``: :func:`shim_openmp`, :func:`openmp_link_args`)."""
     define = _mkl_defines() if provider == "mkl" else []
 
     def commands(srcs: list[str], o: str) -> list[list[str]]:
-        objs = [f"{o}.{i}.o" for i in range(len(srcs))]
-        return [c_compiler() + ["-O3", "-fopenmp-simd", "-c", "-fPIC", "-std=c11", *define, "-o", obj, s]
-                for s, obj in zip(srcs, objs)] + [c_compiler() + ["-r", "-nostdlib", "-o", o] + objs]
+        cmds, objs = _object_commands(srcs, o, provider, define)
+        return cmds + [c_compiler() + ["-r", "-nostdlib", "-o", o] + objs]
     return _cached_build("object", provider, commands, ".o")
 
 

@@ -41,7 +41,11 @@
  * (RELAX_BLAS_NUM_THREADS, relax_blas_set_num_threads) -- when M*N*K reaches the fork
  * threshold (relax_quant_set_fork_work, default 2^18, like the shim's packed products); a
  * forked child runs on one thread (never an OpenMP region there: see blas_shim.c). OpenBLAS
- * builds have no OpenMP: one thread.
+ * builds do the same over scipy_openblas_get_num_threads() threads (the shim's OpenBLAS count,
+ * set the same ways) when this file is compiled with -fopenmp -DRELAX_QUANT_OPENMP: on its own,
+ * blas_shim.c without OpenMP, the library linked to libiomp5 so that gcc's GOMP_* calls run on
+ * the team of the generated kernels (relax_mlir/runtime/libraries.py, quant_openmp); without
+ * libiomp5 it is compiled without them: one thread.
  */
 #include <math.h>
 #include <pthread.h>
@@ -1144,9 +1148,21 @@ static double fork_work = 262144.0;   /* M*N*K below this: one thread */
 static volatile int forked_child = 0;
 static void mark_forked_child(void) { forked_child = 1; }
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 #if defined(_OPENMP) && defined(RELAX_BLAS_MKL)
+#define QK_THREADS 1
 int MKL_Get_Max_Threads(void);
 static int max_threads(void) { return forked_child ? 1 : MKL_Get_Max_Threads(); }
+#elif defined(_OPENMP) && defined(RELAX_QUANT_OPENMP)   /* OpenBLAS builds on libiomp5 */
+#define QK_THREADS 1
+int scipy_openblas_get_num_threads(void);
+static int max_threads(void) {
+  if (forked_child) return 1;
+  int n = scipy_openblas_get_num_threads();
+  return n > 1 ? n : 1;
+}
 #else
 static int max_threads(void) { return 1; }
 #endif
@@ -1176,6 +1192,9 @@ int relax_quant_set_isa(int level) {
 int relax_quant_isa(void) { return isa; }
 void relax_quant_set_fork_work(double w) { fork_work = w; }
 int relax_quant_max_threads(void) { return max_threads(); }
+/* The number of threads the last product ran on (its OpenMP team; 1 without a region), for tests. */
+static volatile int last_team = 1;
+int relax_quant_last_threads(void) { return last_team; }
 
 /* Rows [0, N) of W in one contiguous range per thread; in each, blocks of 64 rows of W (they
  * stay in L2) against every tile of x. */
@@ -1199,13 +1218,15 @@ static void run(const qctx *t, tile_fn fn, int64_t mr) {
   per = (per + 3) / 4 * 4;
   if (per > 0 && (t->N + per - 1) / per < nt) nt = (int)((t->N + per - 1) / per);
   if (nt <= 1) {
+    last_team = 1;
     run_range(t, fn, mr, 0, t->N);
     return;
   }
-#if defined(_OPENMP) && defined(RELAX_BLAS_MKL)
+#ifdef QK_THREADS
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int i = 0; i < nt; ++i) {
     int64_t n0 = i * per, n1 = n0 + per < t->N ? n0 + per : t->N;
+    if (i == 0) last_team = omp_get_num_threads();
     run_range(t, fn, mr, n0, n1);
   }
 #endif

@@ -223,8 +223,10 @@ class GGUFFile:
     def __contains__(self, key: str) -> bool:
         return key in self.reader.fields
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """A metadata value (int, float, bool, str or list), ``default`` when absent."""
+    def get(self, key: str, default: Any = None, kind: Optional[str] = None) -> Any:
+        """A metadata value (int, float, bool, str or list), ``default`` when absent. ``kind``
+        (``int``, ``float``, ``bool``, ``str``, ``[int]``, ``[float]``, ``[str]``): the value
+        must be of that type (an int is a float too), else :class:`GGUFError` naming the key."""
         if key not in self.reader.fields:
             return default
         if key not in self._cache:
@@ -232,17 +234,31 @@ class GGUFFile:
                 self._cache[key] = self.reader.fields[key].contents()
             except Exception as e:
                 raise GGUFError(f"{self.path}: cannot read metadata '{key}': {e}") from None
-        return self._cache[key]
+        v = self._cache[key]
+        if kind is not None and not _is_kind(v, kind):
+            shown = f"an array of {len(v)} entries" if isinstance(v, list) else f"{type(v).__name__} {v!r:.40}"
+            raise GGUFError(f"{self.path}: metadata '{key}' is {shown}, expected {kind}")
+        return v
 
-    def require(self, key: str) -> Any:
-        v = self.get(key)
+    def require(self, key: str, kind: Optional[str] = None) -> Any:
+        v = self.get(key, kind=kind)
         if v is None:
             raise GGUFError(f"{self.path}: metadata '{key}' is missing")
         return v
 
     @property
     def architecture(self) -> str:
-        return str(self.require("general.architecture"))
+        return self.require("general.architecture", "str")
+
+
+def _is_kind(v: Any, kind: str) -> bool:
+    if kind.startswith("["):
+        return isinstance(v, list) and all(_is_kind(x, kind[1:-1]) for x in v)
+    if kind == "int":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if kind == "float":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, {"bool": bool, "str": str}[kind])
 
 
 def _open(src) -> GGUFFile:
@@ -306,45 +322,55 @@ def config_from_gguf(src) -> LMConfig:
     f = _open(src)
     arch = architecture(f)
 
-    def meta(key, default=None):
-        v = f.get(f"{arch}.{key}", default)
+    def meta(key, default=None, kind="int"):
+        v = f.get(f"{arch}.{key}", default, kind)
         if v is None:
             raise GGUFError(f"{f.path}: metadata '{arch}.{key}' is missing")
+        if kind == "int" and not 0 < v < 1 << 31:
+            raise GGUFError(f"{f.path}: metadata '{arch}.{key}' is {v}, expected a positive count")
         return v
 
-    d, H = int(meta("embedding_length")), int(meta("attention.head_count"))
-    KV = int(meta("attention.head_count_kv", H))
-    hd = int(meta("attention.key_length", d // H if H else 0))
-    rot = int(meta("rope.dimension_count", hd))
+    d, H = meta("embedding_length"), meta("attention.head_count")
+    KV = meta("attention.head_count_kv", H)
+    hd = meta("attention.key_length", max(d // H, 1))
+    rot = meta("rope.dimension_count", hd)
     if rot != hd:
         raise GGUFError(f"{f.path}: partial rotary embeddings (rope.dimension_count {rot} < head dim {hd}) "
                         "are not supported")
-    if int(meta("attention.value_length", hd)) != hd:
+    if meta("attention.value_length", hd) != hd:
         raise GGUFError(f"{f.path}: attention.value_length differs from key_length; not supported")
-    tokens = f.get("tokenizer.ggml.tokens")
+    eps = meta("attention.layer_norm_rms_epsilon", kind="float")
+    if not 0 <= eps < 1:
+        raise GGUFError(f"{f.path}: metadata '{arch}.attention.layer_norm_rms_epsilon' is {eps}, expected a "
+                        "small non-negative number")
+    tokens = f.get("tokenizer.ggml.tokens", kind="[str]")
     emb = f.tensors.get("token_embd.weight")
-    vocab = len(tokens) if tokens is not None else int(meta("vocab_size", emb.shape[0] if emb else None))
+    vocab = len(tokens) if tokens is not None else meta("vocab_size", emb.shape[0] if emb else None)
     if emb is not None and emb.shape[0] != vocab:
         vocab = emb.shape[0]              # padded embedding tables: the tensor is the truth
     q_bias = "blk.0.attn_q.bias" in f.tensors
     o_bias = "blk.0.attn_output.bias" in f.tensors
     mlp_bias = "blk.0.ffn_up.bias" in f.tensors
-    window = f.get(f"{arch}.attention.sliding_window") if arch == "mistral" else None
+    window = f.get(f"{arch}.attention.sliding_window", kind="int") if arch == "mistral" else None
     scaling = _rope_scaling(f, arch)
     try:
-        return LMConfig(vocab_size=vocab, hidden_size=d, num_layers=int(meta("block_count")), num_heads=H,
-                        num_kv_heads=KV, head_dim=hd, intermediate_size=int(meta("feed_forward_length")),
-                        rms_norm_eps=float(meta("attention.layer_norm_rms_epsilon")), qkv_bias=q_bias,
+        return LMConfig(vocab_size=vocab, hidden_size=d, num_layers=meta("block_count"), num_heads=H,
+                        num_kv_heads=KV, head_dim=hd, intermediate_size=meta("feed_forward_length"),
+                        rms_norm_eps=float(eps), qkv_bias=q_bias,
                         o_bias=o_bias, mlp_bias=mlp_bias, attention_scaling=scaling[2],
                         sliding_window=int(window) if window else None)
+    except GGUFError:
+        raise
     except (ValueError, ZeroDivisionError) as e:
         raise GGUFError(f"{f.path}: inconsistent hyper-parameters: {e}") from None
 
 
 def _rope_scaling(f: GGUFFile, arch: str) -> tuple[str, float, float]:
     """(type, factor, attention_scaling) of ``{arch}.rope.scaling.*``."""
-    kind = str(f.get(f"{arch}.rope.scaling.type", "none"))
-    factor = float(f.get(f"{arch}.rope.scaling.factor", 1.0) or 1.0)
+    kind = f.get(f"{arch}.rope.scaling.type", "none", "str")
+    factor = float(f.get(f"{arch}.rope.scaling.factor", 1.0, "float") or 1.0)
+    if not 0 < factor < float("inf"):
+        raise GGUFError(f"{f.path}: metadata '{arch}.rope.scaling.factor' is {factor}, expected a positive number")
     if kind in ("none", "") or factor == 1.0:
         return "none", 1.0, 1.0
     if kind == "linear":
@@ -359,7 +385,9 @@ def inv_freq_from_gguf(src, c: LMConfig) -> np.ndarray:
     per-frequency factors of a ``rope_freqs`` tensor (llama.cpp stores llama3 scaling so)."""
     f = _open(src)
     arch = architecture(f)
-    base = float(f.get(f"{arch}.rope.freq_base", 10000.0))
+    base = float(f.get(f"{arch}.rope.freq_base", 10000.0, "float"))
+    if not 0 < base < float("inf"):
+        raise GGUFError(f"{f.path}: metadata '{arch}.rope.freq_base' is {base}, expected a positive number")
     hd = c.head_dim
     inv = (1.0 / (base ** (np.arange(0, hd, 2, dtype=np.int64).astype(np.float32) / hd))).astype(np.float32)
     kind, factor, _ = _rope_scaling(f, arch)
@@ -476,6 +504,15 @@ class GGUFSource(WeightSource):
     def f32(self, name: str) -> np.ndarray:
         return dequantize(self._tensor(name), self.path)
 
+    def shape(self, name: str) -> tuple:
+        return self._tensor(name).shape
+
+    def check_shape(self, name: str, want: tuple) -> None:
+        t = self._tensor(name)
+        if tuple(t.shape) != tuple(want):
+            raise GGUFError(f"{self.path}: tensor '{t.name}' has shape {list(t.shape)}, the metadata implies "
+                            f"{list(want)}")
+
 
 def load(path, tokenizer: bool = True, formats=None, activations: str = "f32") -> GGUFModel:
     """Read a GGUF model: config, our weights, tokenizer. ``formats``: the quantized formats
@@ -493,10 +530,12 @@ def load(path, tokenizer: bool = True, formats=None, activations: str = "f32") -
         c = replace(c, formats=W.plan_formats(src, c, formats), activations=activations)
     w = W.model_weights(src, c)
     w["rope_inv_freq"] = inv_freq_from_gguf(f, c)
-    ctx = int(f.get(f"{arch}.context_length", 2048))
-    eos = f.get("tokenizer.ggml.eos_token_id")
+    ctx = f.get(f"{arch}.context_length", 2048, "int")
+    if ctx <= 0:
+        raise GGUFError(f"{f.path}: metadata '{arch}.context_length' is {ctx}, expected a positive length")
+    eos = f.get("tokenizer.ggml.eos_token_id", kind="int")
     tok = None
-    if tokenizer and f.get("tokenizer.ggml.tokens") is not None:
+    if tokenizer and f.get("tokenizer.ggml.tokens", kind="[str]") is not None:
         try:
             import tokenizers  # noqa: F401
         except ImportError:
@@ -545,6 +584,24 @@ def _merges_from_scores(tokens: Sequence[str], scores: Sequence[float]) -> list[
     return [(a, b) for *_, a, b in ranked]
 
 
+def _merge_pairs(path: str, merges: Sequence[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for m in merges:
+        a, sep, b = m.partition(" ")
+        if not sep:
+            raise GGUFError(f"{path}: tokenizer.ggml.merges entry {m!r:.40} is not two tokens separated by a space")
+        pairs.append((a, b))
+    return pairs
+
+
+def _bpe(path: str, vocab, merges, **kw):
+    from tokenizers import models
+    try:
+        return models.BPE(vocab, merges, **kw)
+    except Exception as e:     # the tokenizers library raises its own Exception (a merge out of vocabulary)
+        raise GGUFError(f"{path}: cannot build the tokenizer: {e}") from None
+
+
 class GGUFTokenizer:
     """A ``tokenizers.Tokenizer`` (``.tokenizer``) built from ``tokenizer.ggml.*``, with
     the file's special ids and chat template. ``encode`` adds BOS when the file says so
@@ -563,12 +620,12 @@ class GGUFTokenizer:
         from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
 
         f = _open(src)
-        kind = str(f.get("tokenizer.ggml.model", ""))
-        tokens = list(f.require("tokenizer.ggml.tokens"))
-        types = list(f.get("tokenizer.ggml.token_type") or [])
-        merges = f.get("tokenizer.ggml.merges")
-        bos, eos = f.get("tokenizer.ggml.bos_token_id"), f.get("tokenizer.ggml.eos_token_id")
-        unk = f.get("tokenizer.ggml.unknown_token_id")
+        kind = f.get("tokenizer.ggml.model", "", "str")
+        tokens = list(f.require("tokenizer.ggml.tokens", "[str]"))
+        types = list(f.get("tokenizer.ggml.token_type", kind="[int]") or [])
+        merges = f.get("tokenizer.ggml.merges", kind="[str]")
+        bos, eos = f.get("tokenizer.ggml.bos_token_id", kind="int"), f.get("tokenizer.ggml.eos_token_id", kind="int")
+        unk = f.get("tokenizer.ggml.unknown_token_id", kind="int")
         vocab = {t: i for i, t in enumerate(tokens)}
         if len(vocab) != len(tokens):   # duplicates: keep the first id (as llama.cpp's text->id map)
             vocab = {}
@@ -577,25 +634,24 @@ class GGUFTokenizer:
         if kind == "gpt2":
             if merges is None:
                 raise GGUFError(f"{f.path}: a 'gpt2' tokenizer without tokenizer.ggml.merges")
-            bpe = models.BPE(vocab, [tuple(m.split(" ", 1)) for m in merges], fuse_unk=False)
-            tk = Tokenizer(bpe)
-            pre = str(f.get("tokenizer.ggml.pre", "default"))
+            tk = Tokenizer(_bpe(f.path, vocab, _merge_pairs(f.path, merges), fuse_unk=False))
+            pre = f.get("tokenizer.ggml.pre", "default", "str")
             if pre in ("qwen2", "deepseek-r1-qwen"):
                 tk.normalizer = normalizers.NFC()
             tk.pre_tokenizer = _byte_level_pre_tokenizer(pre)
             tk.decoder = decoders.ByteLevel()
-            add_bos = bool(f.get("tokenizer.ggml.add_bos_token", False))
+            add_bos = f.get("tokenizer.ggml.add_bos_token", False, "bool")
         elif kind == "llama":
             if merges is not None:
-                pairs = [tuple(m.split(" ", 1)) for m in merges]
+                pairs = _merge_pairs(f.path, merges)
             else:
-                scores = f.get("tokenizer.ggml.scores")
+                scores = f.get("tokenizer.ggml.scores", kind="[float]")
                 if scores is None:
                     raise GGUFError(f"{f.path}: a 'llama' tokenizer with neither merges nor scores")
                 pairs = _merges_from_scores(tokens, scores)
             unk_tok = tokens[unk] if unk is not None and 0 <= unk < len(tokens) else None
-            tk = Tokenizer(models.BPE(vocab, pairs, unk_token=unk_tok, fuse_unk=True, byte_fallback=True))
-            prefix = bool(f.get("tokenizer.ggml.add_space_prefix", True))
+            tk = Tokenizer(_bpe(f.path, vocab, pairs, unk_token=unk_tok, fuse_unk=True, byte_fallback=True))
+            prefix = f.get("tokenizer.ggml.add_space_prefix", True, "bool")
             norms = [normalizers.Replace(" ", "\u2581")]
             if prefix:
                 norms.insert(0, normalizers.Prepend("\u2581"))
@@ -604,7 +660,7 @@ class GGUFTokenizer:
             if prefix:
                 decs.append(decoders.Strip(" ", 1, 0))
             tk.decoder = decoders.Sequence(decs)
-            add_bos = bool(f.get("tokenizer.ggml.add_bos_token", True))
+            add_bos = f.get("tokenizer.ggml.add_bos_token", True, "bool")
         else:
             raise GGUFError(f"{f.path}: tokenizer model '{kind}' is not supported (supported: gpt2, llama)")
         # control tokens (<|im_start|>, </s>, ...) whole and special; user-defined ones whole
@@ -615,7 +671,7 @@ class GGUFTokenizer:
         if user:
             tk.add_tokens(user)
         return cls(tk, None if bos is None else int(bos), None if eos is None else int(eos), add_bos,
-                   f.get("tokenizer.chat_template"), tokens)
+                   f.get("tokenizer.chat_template", kind="str"), tokens)
 
     @property
     def vocab_size(self) -> int:

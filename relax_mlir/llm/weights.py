@@ -11,6 +11,7 @@ lm_head is the embedding (:func:`model_weights`).
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Mapping
 
@@ -115,6 +116,40 @@ class WeightSource:
     def f32(self, name: str) -> np.ndarray:
         raise NotImplementedError
 
+    def shape(self, name: str) -> tuple:
+        """The tensor's logical shape (HF layout)."""
+        raise NotImplementedError
+
+    def check_shape(self, name: str, want: tuple) -> None:
+        """A ValueError naming the checkpoint and the tensor when ``name`` is not of shape ``want``."""
+        got = tuple(self.shape(name))
+        if got != tuple(want):
+            raise ValueError(f"{self.path}: tensor '{name}' has shape {list(got)}, the config expects {list(want)}")
+
+
+def expected_shapes(c: LMConfig, tie: bool = False, head: str = "lm_head.weight") -> dict[str, tuple]:
+    """Every tensor :func:`model_weights` reads (HF names) -> its shape under config ``c``."""
+    d, V, F = c.hidden_size, c.vocab_size, c.intermediate_size
+    q, kv = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+    out = {"model.embed_tokens.weight": (V, d), "model.norm.weight": (d,)}
+    if not tie:
+        out[head] = (V, d)
+    for i in range(c.num_layers):
+        p = f"model.layers.{i}."
+        out.update({p + "input_layernorm.weight": (d,), p + "post_attention_layernorm.weight": (d,),
+                    p + "self_attn.q_proj.weight": (q, d), p + "self_attn.k_proj.weight": (kv, d),
+                    p + "self_attn.v_proj.weight": (kv, d), p + "self_attn.o_proj.weight": (d, q),
+                    p + "mlp.gate_proj.weight": (F, d), p + "mlp.up_proj.weight": (F, d),
+                    p + "mlp.down_proj.weight": (d, F)})
+        if c.qkv_bias:
+            out.update({p + "self_attn.q_proj.bias": (q,), p + "self_attn.k_proj.bias": (kv,),
+                        p + "self_attn.v_proj.bias": (kv,)})
+        if c.o_bias:
+            out[p + "self_attn.o_proj.bias"] = (d,)
+        if c.mlp_bias:
+            out.update({p + "mlp.gate_proj.bias": (F,), p + "mlp.up_proj.bias": (F,), p + "mlp.down_proj.bias": (d,)})
+    return out
+
 
 def _head_name(src: WeightSource, tie: bool) -> str:
     return "model.embed_tokens.weight" if tie or "lm_head.weight" not in src else "lm_head.weight"
@@ -156,10 +191,20 @@ def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str
     q/k/v fused with the query heads group-major, o's input columns to match, a tied
     lm_head the embedding transposed."""
     fmt = dict(c.formats)
+    head = _head_name(src, tie)
+    shapes = expected_shapes(c, head == "model.embed_tokens.weight", head)
+
+    def f32(name):      # every tensor checked against the config's shape before any reshape
+        src.check_shape(name, shapes[name])
+        return src.f32(name)
+
+    def raw(name):
+        src.check_shape(name, shapes[name])
+        return src.raw(name)
 
     def rows(name, role, heads=None, group_major=False):
         """(out, ...) rows of a projection or bias: stored bytes when its role is kept."""
-        w = src.raw(name) if role in fmt else src.f32(name)
+        w = raw(name) if role in fmt else f32(name)
         if heads is not None and src.rope_interleaved:
             if w.shape[0] % (2 * heads):
                 raise ValueError(f"{src.path}: tensor '{name}' has {w.shape[0]} rows, not a multiple of 2 x {heads} heads")
@@ -170,11 +215,11 @@ def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str
         return np.ascontiguousarray(rows_ if role in fmt else rows_.T)
 
     emb = "model.embed_tokens.weight"
-    out = {"embed.weight": src.raw(emb) if "embed" in fmt else src.f32(emb)}
+    out = {"embed.weight": raw(emb) if "embed" in fmt else f32(emb)}
     for i in range(c.num_layers):
         p, o = f"model.layers.{i}.", f"layers.{i}."
-        out[o + "input_norm.weight"] = src.f32(p + "input_layernorm.weight")
-        out[o + "post_norm.weight"] = src.f32(p + "post_attention_layernorm.weight")
+        out[o + "input_norm.weight"] = f32(p + "input_layernorm.weight")
+        out[o + "post_norm.weight"] = f32(p + "post_attention_layernorm.weight")
         qkv = [rows(p + "self_attn.q_proj.weight", "qkv", c.num_heads, True),
                rows(p + "self_attn.k_proj.weight", "qkv", c.num_kv_heads), rows(p + "self_attn.v_proj.weight", "qkv")]
         out[o + "attn.qkv.weight"] = weight(np.concatenate(qkv), "qkv")
@@ -183,21 +228,20 @@ def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str
                 rows(p + "self_attn.q_proj.bias", "", c.num_heads, True),
                 rows(p + "self_attn.k_proj.bias", "", c.num_kv_heads), rows(p + "self_attn.v_proj.bias", "")])
         if "o" in fmt:   # columns (whole heads: whole blocks) in group-major order
-            w = src.raw(p + "self_attn.o_proj.weight")
+            w = raw(p + "self_attn.o_proj.weight")
             hb = w.shape[1] // c.num_heads
             out[o + "attn.o.weight"] = np.ascontiguousarray(
                 w.reshape(w.shape[0], c.num_kv_heads, c.group, hb).swapaxes(1, 2).reshape(w.shape))
         else:
-            out[o + "attn.o.weight"] = np.ascontiguousarray(_group_major_rows(src.f32(p + "self_attn.o_proj.weight").T, c))
+            out[o + "attn.o.weight"] = np.ascontiguousarray(_group_major_rows(f32(p + "self_attn.o_proj.weight").T, c))
         if c.o_bias:
-            out[o + "attn.o.bias"] = src.f32(p + "self_attn.o_proj.bias")
+            out[o + "attn.o.bias"] = f32(p + "self_attn.o_proj.bias")
         for n in ("gate", "up", "down"):
             out[o + f"mlp.{n}.weight"] = weight(rows(p + f"mlp.{n}_proj.weight", n), n)
             if c.mlp_bias:
-                out[o + f"mlp.{n}.bias"] = src.f32(p + f"mlp.{n}_proj.bias")
-    out["norm.weight"] = src.f32("model.norm.weight")
-    head = _head_name(src, tie)
-    out["lm_head.weight"] = src.raw(head) if "lm_head" in fmt else np.ascontiguousarray(src.f32(head).T)
+                out[o + f"mlp.{n}.bias"] = f32(p + f"mlp.{n}_proj.bias")
+    out["norm.weight"] = f32("model.norm.weight")
+    out["lm_head.weight"] = raw(head) if "lm_head" in fmt else np.ascontiguousarray(f32(head).T)
     return out
 
 
@@ -218,6 +262,11 @@ class ArraySource(WeightSource):
 
     def f32(self, name: str) -> np.ndarray:
         return np.asarray(self.sd[name], dtype=np.float32)
+
+    def shape(self, name: str) -> tuple:
+        if name not in self.sd:
+            raise KeyError(f"tensor '{name}' is missing from the state dict")
+        return tuple(np.shape(self.sd[name]))
 
 
 #: safetensors dtype -> (our storage format, numpy dtype of the stored elements)
@@ -252,6 +301,8 @@ class SafetensorsSource(WeightSource):
                     header = json.loads(fh.read(n))
                 except ValueError as e:
                     raise ValueError(f"{f}: corrupt safetensors header ({e})") from None
+            if not isinstance(header, dict):
+                raise ValueError(f"{f}: corrupt safetensors header (a JSON {type(header).__name__}, not an object)")
             data = np.memmap(f, dtype=np.uint8, mode="r", offset=8 + n) if size > 8 + n else np.zeros(0, np.uint8)
             for name, info in header.items():
                 if name == "__metadata__":
@@ -259,10 +310,12 @@ class SafetensorsSource(WeightSource):
                 try:
                     kind, dt = _ST_DTYPES[info["dtype"]]
                     lo, hi = info["data_offsets"]
-                    shape = tuple(int(d) for d in info["shape"])
+                    shape = info["shape"]
+                    if not all(type(v) is int for v in (lo, hi, *shape)) or min(shape, default=0) < 0:
+                        raise TypeError
                 except (KeyError, TypeError, ValueError):
-                    raise ValueError(f"{f}: tensor '{name}' has an unsupported or malformed entry {info}") from None
-                if not 0 <= lo <= hi <= data.size or hi - lo != int(np.prod(shape)) * np.dtype(dt).itemsize:
+                    raise ValueError(f"{f}: tensor '{name}' has an unsupported or malformed entry {info!r:.200}") from None
+                if not 0 <= lo <= hi <= data.size or hi - lo != math.prod(shape) * np.dtype(dt).itemsize:
                     raise ValueError(f"{f}: tensor '{name}' lies outside the file (truncated?)")
                 self._tensors[name] = (kind, data[lo:hi].view(dt).reshape(shape))
 
@@ -276,6 +329,9 @@ class SafetensorsSource(WeightSource):
 
     def kind(self, name: str) -> str:
         return self._get(name)[0]
+
+    def shape(self, name: str) -> tuple:
+        return tuple(self._get(name)[1].shape)
 
     def raw(self, name: str) -> np.ndarray:
         a = self._get(name)[1]

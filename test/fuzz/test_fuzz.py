@@ -11,7 +11,9 @@
   CompileError naming it;
 * llm-config: random Llama/Qwen2/Mistral configs (llm_fuzz.py) through CausalLM.from_hf vs
   transformers (logits, greedy tokens), compile time and memory linear in depth;
-* vulkan-program: programs.py's programs on the vulkan target (skipped without a device).
+* vulkan-program: programs.py's programs on the vulkan target (skipped without a device);
+* model-file: small GGUF files / safetensors directories, mutated, through the loaders
+  (files_fuzz.py): a load or a clean error naming the path, nothing else.
 
 Short mode (default, part of ``make test``): fixed seeds, a few seconds each. Long mode:
 ``make fuzz FUZZ_SECONDS=1800`` (or ``RELAX_FUZZ_SECONDS=1800 pytest test/fuzz``) splits
@@ -39,14 +41,15 @@ SECONDS = float(os.environ.get("RELAX_FUZZ_SECONDS", "0") or 0)
 SEED = int(os.environ.get("RELAX_FUZZ_SEED", "1"))
 #: share of the long-mode time per fuzzer
 SHARE = {"program": 0.3, "shape-program": 0.12, "mutation": 0.14, "badcall": 0.08, "importer": 0.14,
-         "llm-config": 0.14, "vulkan-program": 0.08}
+         "llm-config": 0.14, "vulkan-program": 0.08, "model-file": 0.05}
 #: short mode: (first seed, number of cases, case size); importer seed 9 is an unsupported-op case
 SHORT = {"program": (0, 8, 3), "shape-program": (0, 0, 3), "mutation": (0, 6, 20), "badcall": (0, 2, 150),
-         "importer": (7, 3, 3), "llm-config": (5, 1, 4), "vulkan-program": (2, 2, 3)}
+         "importer": (7, 3, 3), "llm-config": (5, 1, 4), "vulkan-program": (2, 2, 3),
+         "model-file": (0, 12, 1)}
 SIZE_KEY = {"program": "sizes", "shape-program": "sizes", "mutation": "count", "badcall": "count",
-            "importer": "sizes", "llm-config": "steps", "vulkan-program": "sizes"}
+            "importer": "sizes", "llm-config": "steps", "vulkan-program": "sizes", "model-file": "size"}
 COUNT_KEY = {"program": "calls", "shape-program": "calls", "mutation": "mutations", "badcall": "calls",
-             "importer": "calls", "llm-config": "calls", "vulkan-program": "calls"}
+             "importer": "calls", "llm-config": "calls", "vulkan-program": "calls", "model-file": "calls"}
 #: extra case fields in short mode (llm-config: at most 2 layers, a few seconds of compile)
 SHORT_EXTRA = {"llm-config": {"max_layers": 2}}
 #: per-case time limit (the worker is killed and the case reported as a hang past it)
@@ -118,6 +121,11 @@ def _run(kind: str) -> None:
         res = [o.result or {} for o in outs]
         extra = (f", {sum(1 for r in res if r.get('refused'))} clean refusals of unsupported ops, "
                  f"{sum(r.get('export_skipped', 0) for r in res)} not exportable")
+    if kind == "model-file":
+        res = [o.result or {} for o in outs]
+        extra = (f" ({sum(1 for r in res if r.get('format') == 'gguf')} gguf), "
+                 f"{sum(1 for r in res if r.get('refused'))} clean refusals, "
+                 f"{sum(1 for r in res if r.get('loaded'))} loaded, {sum(1 for r in res if r.get('ran'))} ran")
     if kind == "llm-config":
         extra = _llm_summary([o.result or {} for o in outs])
     print(f"\nfuzz {kind}: {len(outs)} cases, {count} {COUNT_KEY[kind]}{extra}, {len(fails)} failed, "
@@ -177,6 +185,11 @@ def test_fuzz_vulkan_programs_match_numpy():
     if not ok:
         pytest.skip(f"no Vulkan device: {device}")
     _run("vulkan-program")
+
+
+def test_fuzz_model_files_load_or_refuse_cleanly():
+    pytest.importorskip("gguf")
+    _run("model-file")
 
 
 def test_runner_reports_a_signal_as_a_failure():

@@ -50,6 +50,9 @@ def run_case(case: dict) -> dict:
     if kind == "vulkan-program":      # programs.py's programs on the vulkan target vs the cpu's
         import programs
         return programs.run_program(case["seed"], case.get("sizes", 3), target="vulkan")
+    if kind == "model-file":          # mutated GGUF / safetensors files through the loaders
+        import files_fuzz
+        return files_fuzz.run_file(case["seed"])
     if kind == "relax-opt":             # one given input (the known-class reproducers)
         import mutate
         record(case["text"])

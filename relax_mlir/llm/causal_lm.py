@@ -162,8 +162,7 @@ class CausalLM:
         (converted in the kernels' registers; ``quantized=False``: all converted to f32 once)."""
         from ..ops.quant import supported_formats
 
-        cfg = W.load_hf_config(path)
-        c = W.config_from_hf(cfg)
+        cfg, c = W.load_pretrained_config(path)
         src, tie = W.SafetensorsSource(path), W.tie_embeddings(cfg)
         if quantized:
             c = replace(c, formats=W.plan_formats(src, c, supported_formats(target), tie))

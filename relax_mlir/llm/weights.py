@@ -368,9 +368,27 @@ def safetensors_state_dict(path: str) -> dict[str, np.ndarray]:
     return out
 
 
+def load_pretrained_config(path: str) -> tuple[object, LMConfig]:
+    """(transformers config, LMConfig) of a model directory; what either rejects is a
+    ValueError / NotImplementedError naming the directory."""
+    cfg = load_hf_config(path)
+    try:
+        return cfg, config_from_hf(cfg)
+    except (ValueError, NotImplementedError) as e:
+        raise type(e)(f"{path}: {e}") from None
+
+
 def load_hf_config(path: str):
+    """The model directory's config.json through transformers' AutoConfig; whatever it
+    rejects is a ValueError naming the directory."""
     from transformers import AutoConfig
-    return AutoConfig.from_pretrained(path if os.path.isdir(path) else os.path.dirname(path))
+    d = path if os.path.isdir(path) else os.path.dirname(path)
+    try:
+        return AutoConfig.from_pretrained(d)
+    except OSError:
+        raise
+    except Exception as e:   # transformers raises its own validation errors, ValueError, KeyError...
+        raise ValueError(f"{d}: config.json is not a usable model config: {type(e).__name__}: {e}") from None
 
 
 def tie_embeddings(cfg) -> bool:

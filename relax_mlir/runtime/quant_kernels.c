@@ -510,12 +510,13 @@ QUANT_FORMATS(EX256_Q)
 EX256(f16, F_F16)
 EX256(bf16, F_BF16)
 
-#define Q8_256_BODY(F, MIN, MR, NR)                                                           \
-  QK_V256 void q8a_##F##_##MR##_##NR(const qctx *t, int64_t m, int64_t n) {                  \
+/* One _q8 tile kernel for both ISAs: DOT(a, b) = the i32 sums of the 4-byte products of the
+ * unsigned a and the signed b (AVX2: maddubs + madd; AVX-512 VNNI: dpbusd). */
+#define Q8_BODY(ATTR, NAME, DOT, F, MIN, MR, NR)                                              \
+  ATTR void NAME##_##F##_##MR##_##NR(const qctx *t, int64_t m, int64_t n) {                  \
     const uint8_t *row[NR];                                                                   \
     __m256 acc[MR][NR];                                                                       \
     float bacc[MR][NR];                                                                       \
-    const __m256i ones = _mm256_set1_epi16(1);                                                \
     for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) { acc[i][r] = _mm256_setzero_ps(); bacc[i][r] = 0.0f; }    \
@@ -535,7 +536,7 @@ EX256(bf16, F_BF16)
         __m256i q = _mm256_loadu_si256((const __m256i *)(t->qx + (m + i) * t->ldq + 32 * c)); \
         __m256 d = _mm256_set1_ps(t->dx[at]);                                                 \
         for (int r = 0; r < NR; ++r) {                                                        \
-          __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(av[r], _mm256_sign_epi8(q, sv[r])), ones); \
+          __m256i p = DOT(av[r], _mm256_sign_epi8(q, sv[r]));                                           \
           acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(sc[r], d), acc[i][r]); \
           if (MIN) bacc[i][r] += bb[r] * t->sx[at];                                           \
         }                                                                                     \
@@ -544,6 +545,8 @@ EX256(bf16, F_BF16)
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) t->o[(m + i) * t->ldo + n + r] = hsum256(acc[i][r]) + bacc[i][r]; \
   }
+#define QK_DOT256(a, b) _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1))
+#define Q8_256_BODY(F, MIN, MR, NR) Q8_BODY(QK_V256, q8a, QK_DOT256, F, MIN, MR, NR)
 #define Q8_256(F, ID, MIN)                                                                    \
   Q8_256_BODY(F, MIN, 1, 1) Q8_256_BODY(F, MIN, 1, 2) Q8_256_BODY(F, MIN, 2, 1) Q8_256_BODY(F, MIN, 2, 2) \
   QK_T256 static void q8a_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
@@ -633,39 +636,8 @@ QUANT_FORMATS(EX512_Q)
 EX512(f16, F_F16)
 EX512(bf16, F_BF16)
 
-#define Q8_512_BODY(F, MIN, MR, NR)                                                           \
-  QK_V512 void q8v_##F##_##MR##_##NR(const qctx *t, int64_t m, int64_t n) {                  \
-    const uint8_t *row[NR];                                                                   \
-    __m256 acc[MR][NR];                                                                       \
-    float bacc[MR][NR];                                                                       \
-    for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
-    for (int i = 0; i < MR; ++i)                                                              \
-      for (int r = 0; r < NR; ++r) { acc[i][r] = _mm256_setzero_ps(); bacc[i][r] = 0.0f; }    \
-    for (int64_t c = 0; c < t->nc; ++c) {                                                     \
-      __m256i av[NR], sv[NR];                                                                 \
-      __m256 sc[NR];                                                                          \
-      float bb[NR];                                                                           \
-      for (int r = 0; r < NR; ++r) {                                                          \
-        float a0, a1;                                                                         \
-        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                                  \
-        sv[r] = vvalues_##F(scales_v_##F(row[r], c, &a0, &a1, &bb[r]), c);                      \
-        av[r] = _mm256_abs_epi8(sv[r]);                                                       \
-        sc[r] = _mm256_set_m128(_mm_set1_ps(a1), _mm_set1_ps(a0));                            \
-      }                                                                                       \
-      for (int i = 0; i < MR; ++i) {                                                          \
-        int64_t at = (m + i) * t->nc + c;                                                     \
-        __m256i q = _mm256_loadu_si256((const __m256i *)(t->qx + (m + i) * t->ldq + 32 * c)); \
-        __m256 d = _mm256_set1_ps(t->dx[at]);                                                 \
-        for (int r = 0; r < NR; ++r) {                                                        \
-          __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), av[r], _mm256_sign_epi8(q, sv[r])); \
-          acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(sc[r], d), acc[i][r]); \
-          if (MIN) bacc[i][r] += bb[r] * t->sx[at];                                           \
-        }                                                                                     \
-      }                                                                                       \
-    }                                                                                         \
-    for (int i = 0; i < MR; ++i)                                                              \
-      for (int r = 0; r < NR; ++r) t->o[(m + i) * t->ldo + n + r] = hsum256(acc[i][r]) + bacc[i][r]; \
-  }
+#define QK_DOT512(a, b) _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)
+#define Q8_512_BODY(F, MIN, MR, NR) Q8_BODY(QK_V512, q8v, QK_DOT512, F, MIN, MR, NR)
 #define Q8_512(F, ID, MIN)                                                                    \
   Q8_512_BODY(F, MIN, 1, 1) Q8_512_BODY(F, MIN, 1, 4) Q8_512_BODY(F, MIN, 2, 1) Q8_512_BODY(F, MIN, 2, 4) \
   Q8_512_BODY(F, MIN, 3, 1) Q8_512_BODY(F, MIN, 3, 4) Q8_512_BODY(F, MIN, 4, 1) Q8_512_BODY(F, MIN, 4, 4) \

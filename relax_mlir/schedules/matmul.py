@@ -58,20 +58,11 @@ The pack copies the K block of the panel once into ``cols``-wide micro-panels, e
 ``pack_block_k x cols`` contiguous, that every 6-row tile, and then each of the M mod 6
 remainder rows, reads in turn (unpacked, B's rows 8 KB apart fell into the same L1 sets
 and crossed a page per k step; the time depended on where A and B lay in their pages).
-The remainder rows read the packed micro-panel too: they had read B in place with 1 x 256
-tiles, 15 % of M = 128's time (measured, one thread, ours / numpy CPU time, best of 11
-interleaved rounds, load 2.1, ``RELAX_MLIR_NUM_THREADS=1 bench/bench_matmul_configs.py``,
-K = 512, N = 2048: M = 128 / 131 / 512 / 1024 1.03 / 1.09 / 1.03 / 1.06 against 0.85 /
-0.76 / 0.97 / 0.96). A is read in place: packing it as well (``[M/6][6][block]``)
-measured no faster.
-
-Measured and left out (same bench, one thread, best of 15-21 rounds, load 2.7-3.6):
-an M-block loop (GotoBLAS' ``mc``: 96, 192 or 384 rows of A per packed panel, outside the
-sub-panel loop, so that the A block stays in L2 beside the packed B) moved M = 128 / 512 /
-1024 by -5 to +3 % at K, N = 512, 2048 and 2048, 512 (no size consistently faster, within
-the run-to-run noise); a 256-row K block (``pack_block_k``) was 1-9 % slower than 512.
-``pack_min_m`` = 40: packing from M = 17 measured 0.91-1.05 against 0.70-1.00 unpacked at
-M = 17-32 (the copy of B is not paid back), 0.87-0.97 against 0.98-1.19 from M = 40 on.
+The remainder rows read the packed micro-panel too (in place, B's 1 x 256 tiles were
+slower). A is read in place: packing it as well measured no faster. An M-block loop
+(GotoBLAS' ``mc``) and a 256-row K block measured no faster and are left out; packing
+starts at ``pack_min_m`` = 40 rows, below which the copy of B is not paid back. The
+measurements behind these choices: bench/README.md, "Matmul schedule design measurements".
 
 The kernel is marked ``relax.prefetch = cfg.prefetch``: after the vector lowering,
 relax-prefetch prefetches the rows of B that the k loops read in place (and that the
@@ -216,15 +207,9 @@ def packs_b(n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool =
     one the packed K block does not divide, runs its last, partial K block on B in place
     (:func:`_split_k`).
 
-    Measured (one thread, ours / numpy CPU time, best of 11-21 interleaved rounds, load
-    2.2-3.6 on the 2 cores, ``RELAX_MLIR_NUM_THREADS=1 bench/bench_matmul_configs.py``):
-    packing only B's with rows a multiple of 4 KB apart (the rule before) left N = 512 at
-    1.12 / 1.19 / 1.31 (M = 128 / 512 / 1024, K = 2048) against 0.90 / 0.99 / 1.06 packed;
-    N = 768, K = 512: 1.14 / 1.28 against 0.93 / 0.97; N = 256, K = 256: 1.05 / 1.16 against
-    0.94 / 0.97; N = 1024, K = 1024 (packed either way) 0.91-0.96. Batch matmuls, 4 batches,
-    M = 64 / 128 / 512: K = 512, N = 2048 1.24 / 1.20 / 1.39 unpacked against 0.97 / 0.96 /
-    0.98; K = N = 512 1.14 / 1.00 / 1.26 against 0.98 / 0.87 / 0.95; K = N = 128 1.09-1.14
-    against 0.88-0.97 (K = 64, N = 512: even, 0.85-1.07 either way)."""
+    Packing every such B (not only those with rows a multiple of 4 KB apart) measured
+    faster at every shape tried, batch matmuls included (bench/README.md, "Matmul schedule
+    design measurements")."""
     if not cfg.pack_min_m:
         return False
     if n is None:
@@ -278,9 +263,8 @@ def _pack_b(fn: ir.Value, mm: ir.Value, block_k: int, cols: int, b: int = 0) -> 
 def config_for(target: Simd) -> MatmulConfig:
     """Register tiles sized for the SIMD registers: 6 rows x 4 vectors (24 accumulators)
     with 32 registers (AVX-512, NEON), 6 x 2 (12) with 16 (AVX2, SSE); 4 rows of as many
-    vectors for small M (``small_max_m``; measured on AVX-512, one thread, M = 8 and 16:
-    0.5-1.2 of numpy against 0.75-1.8 with 6-row tiles; from M = 24 6 rows were faster or
-    even)."""
+    vectors for small M (``small_max_m``: faster at M = 8 and 16 on AVX-512; from M = 24
+    6 rows are faster or even)."""
     per_row = 4 if target.registers >= 32 else 2
     cols = per_row * target.lanes
     # The GEMV schedule's N tile: two AVX-512 vectors (measured 8-10% faster than four at
@@ -316,9 +300,7 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     def cols_for(rows: int) -> int:
         """The 1-row (GEMV) tile is load-bound: wider, to keep 16 FMA chains in flight, where
         the columns are a static multiple of it. Not with a symbolic N: the panels' column
-        remainder (all of N below 256) then ran 1-column tiles (measured, N, K symbolic,
-        K = N = 128: 1.4-10.5 of numpy at M = 5-131 against 1.2-2.3 with 64-column tiles;
-        K = 512, N = 2048: even to 5 % faster)."""
+        remainder (all of N below 256) would then run 1-column tiles, measured much slower."""
         if rows == 1 and n_extent is not None and n_extent % cfg.gemv_cols == 0:
             return cfg.gemv_cols
         return cfg.cols
@@ -385,24 +367,12 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
     (``structured.split``) into the columns up to the last multiple of ``cols``, scheduled
     as above, and the static remainder (``N mod cols`` columns): 6-row (then 1-row) tiles
     of exactly that many columns over all of K, B read in place (:func:`_column_rest`);
-    peeled 1-column tiles had run them scalar. Measured (one thread, ours / numpy CPU time,
-    best of 11 interleaved rounds, load 1.6-1.9, ``RELAX_MLIR_NUM_THREADS=1
-    bench/bench_matmul_configs.py``), M = 16 / 128 / 512: K = 512, N = 200 1.36 / 1.76 /
-    1.85 peeled against 0.91 / 1.04 / 1.03 split; N = 1000 1.28 / 1.87 / 2.05 against 0.87 /
-    0.95 / 1.09; K = 2048, N = 100 4.9 / 6.4 / 6.7 against 0.90 / 1.25 / 1.27; K = 512,
-    N = 2053 0.99 / 1.51 / 1.35 against 0.93 / 1.10 / 1.03. The fill of C is then vectorized
-    on its own, before both parts.
+    peeled 1-column tiles ran them scalar, up to 5x slower. The fill of C is then
+    vectorized on its own, before both parts.
 
     A symbolic N runs its column remainder in masked tiles (see the module docstring),
-    where peeled 1-column tiles had run it scalar. Measured (same bench, M, N, K symbolic,
-    best of two runs of 11 rounds, load 1.0), M = 16 / 128 / 512, 1-column tiles against
-    masked: K = 512, N = 200 1.40 / 1.98 / 2.02 against 0.92 / 1.08 / 1.07; N = 1000 1.40 /
-    1.85 / 1.98 against 0.97 / 1.05 / 1.07; K = 2048, N = 100 4.9 / 8.0 / 8.0 against 1.01 /
-    1.13 / 1.15; N = 2053 (5 columns) even, 0.88-1.06; a batch of 4, K = 512, N = 200 1.68 /
-    1.54 / 1.75 against 1.18 / 1.03 / 1.03. The packed variant's half-width tile: K = 2048,
-    N = 100, M = 128 / 512 1.19 / 1.19 against 1.31 / 1.43 with 16-column tiles only (load
-    0.6); 32-column masked tiles instead: 1.29 / 1.32. (Static N, for comparison: 1.13-1.22
-    at K = 2048, N = 100.)"""
+    where peeled 1-column tiles ran it scalar; the packed variant uses half-width masked
+    tiles. Measurements: bench/README.md, "Matmul schedule design measurements"."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
     tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack)
@@ -524,12 +494,8 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
     so the code is right, and balanced, for any count. The fill of C is vectorized, in the
     chunk or batch loop when there is one (:func:`_fill_rows`).
 
-    The symbolic remainder's masked tiles (1-column tiles before; measured, one thread, ours /
-    numpy CPU time, best of 15 interleaved rounds, M = 1 / 3, N and K symbolic): K, N = 512,
-    200: 1.74 / 1.23 against 2.22 / 1.55; 2048, 100: 1.74 / 1.30 against 2.08 / 1.60. Left
-    masked (no :func:`.common.unmask_contractions`) they were slower than the 1-column tiles:
-    2.9 / 1.8 and 3.8 / 2.3. Tiles of two registers instead of one: even (1.75 / 1.25, 1.81 /
-    1.35).
+    The symbolic remainder runs in masked one-register tiles, unmasked by
+    :func:`.common.unmask_contractions` (left masked they are slower than 1-column tiles).
 
     ``rows``: the largest M the kernel runs at (static M, or its relax-specialize-ranges
     range); at most 1 (the decode GEMV's own variant) the rows loop (one iteration at most)
@@ -543,15 +509,10 @@ def gemv_schedule(n: Optional[int], k: Optional[int], cfg: MatmulConfig = Matmul
     instead of 26, the k step is bound by the loads), and the symbolic remainder's tile is
     the peeled loop's body, not a loop of one-register tiles with its own bookkeeping per k
     block (the last K mod ``unroll_k`` rows: masked ``gemv_tile`` tiles only, no peel: they
-    run once per call). Measured on the kernel alone (a C harness calling the JIT's code
-    built by ``llc -mcpu=cascadelake`` against OpenBLAS's sgemv on the same arrays, B
-    16-byte aligned like numpy's, best of 41 rounds, one thread), time / OpenBLAS's, rows
-    inner -> outer: K, N = 512, 200 symbolic 0.95-1.10 -> 0.85-0.96; 2048, 100 1.02-1.28 ->
-    0.85-1.06; 512, 17 1.30-1.54 -> 0.92; static 512, 200 1.11-1.53 -> 0.84-0.93 and 2048, 100
-    1.04-1.10 -> 0.69-0.80 (the exact last tile: 8 and 4 columns that ran in 1-column tiles);
-    512 x 1000 / 2048 / 2053 and 2048 x 512 even (0.93-1.02). Not for M = 2-3: re-reading B's
-    k block per row (8 x N floats: from L2 beyond N = 1024) made 512 x 2048 and up 13-28 %
-    slower there, where the rows-inner order serves each B tile to every row from L1."""
+    run once per call). This order measured faster than OpenBLAS's sgemv at M = 1. Not for
+    M = 2-3: re-reading B's k block per row (from L2 beyond N = 1024) is slower there, where
+    the rows-inner order serves each B tile to every row from L1 (bench/README.md, "Matmul
+    schedule design measurements")."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     uk, cols = cfg.unroll_k, cfg.gemv_tile
     one_row = rows is not None and rows <= 1

@@ -213,6 +213,14 @@ def test_known_relax_shape_on_memref_is_a_diagnostic():
 REGRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "regressions.json")
 
 
+def _regressions(*names: str) -> list[dict]:
+    """The inputs of ``regressions.json`` found as ``names`` (its ``found`` up to the " (")."""
+    import json
+    with open(REGRESSIONS, encoding="utf-8") as f:
+        by_name = {c["found"].split(" (")[0]: c for c in json.load(f)}
+    return [by_name[n] for n in names]
+
+
 def test_known_memref_kernels_are_skipped_not_raised():
     """Long mutation fuzz (``make fuzz FUZZ_SECONDS=600``, seed 1, at adf81f5): mutant 2 of
     seeds 1000211 and 1000222 (lit inputs whose kernels are on memrefs, through
@@ -221,12 +229,23 @@ def test_known_memref_kernels_are_skipped_not_raised():
     unchanged: the first then meets upstream deallocation's diagnostic on its memref.dealloc
     (exit status 1), the second compiles (0); replayed through the fuzz worker."""
     import json
-    with open(REGRESSIONS, encoding="utf-8") as f:
-        found = json.load(f)
-    assert [c["found"].split(" (")[0] for c in found] == ["mutation seed 1000211, mutant 2",
-                                                          "mutation seed 1000222, mutant 2"]
+    found = _regressions("mutation seed 1000211, mutant 2", "mutation seed 1000222, mutant 2")
     outs = runner.run_cases([{"kind": "relax-opt", "text": c["text"], "pipeline": c["pipeline"]} for c in found])
     assert [(o.death, o.result) for o in outs] == [(None, {"rc": 1, "error": None}), (None, {"rc": 0, "error": None})]
+
+
+def test_known_generic_iterator_types_not_strings_is_a_diagnostic():
+    """Long mutation fuzz (``make fuzz FUZZ_SECONDS=1800``, seed 1): mutant 17 of seed 1000047
+    wrote ``iterator_types = [-9223372036854775808, "parallel"]`` in a linalg.generic, and
+    MLIR 22's parser aborted the process on it (a cast to StringAttr, SIGABRT). relax-opt
+    now refuses the list before parsing: a located error, exit status 1
+    (test/relax-opt/linalg-iterators.mlir); replayed through the fuzz worker."""
+    (c,) = _regressions("mutation seed 1000047, mutant 17")
+    (o,) = runner.run_cases([{"kind": "relax-opt", "text": c["text"], "pipeline": c["pipeline"]}])
+    assert (o.death, o.result) == (None, {"rc": 1, "error": None})
+    from mutate import run_one
+    rc, err = run_one(c["text"], c["pipeline"], False)
+    assert rc == 1 and ":121:75: error: expected 'iterator_types' of linalg.generic to be a list of strings" in err
 
 
 def test_known_reshape_hole_of_a_polynomial():

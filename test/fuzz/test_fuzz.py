@@ -248,6 +248,17 @@ def test_known_generic_iterator_types_not_strings_is_a_diagnostic():
     assert rc == 1 and ":121:75: error: expected 'iterator_types' of linalg.generic to be a list of strings" in err
 
 
+def test_importer_converts_python_pow_on_sizes():
+    """Long importer fuzz seed 1000118 (``make fuzz FUZZ_SECONDS=1800``, seed 1): a view by
+    ``f.shape[0]`` of an input flattened from (s0, 2*s0) made torch.export emit Python's
+    ``pow`` on SymInts (2*s0**2), which the importer had no conversion for (a
+    TorchImportError "pow: unsupported ATen op" on a program of supported ops). Sizes now
+    take ``**`` with a constant exponent (every aten.pow overload: test_torch_ops.py's
+    test_pow_overloads); the seed compiles and matches eager torch at 3 sizes."""
+    (o,) = runner.run_cases([{"kind": "importer", "seed": 1000118, "sizes": 3}])
+    assert (o.death, o.result["error"], o.result["calls"]) == (None, None, 3)
+
+
 def test_known_reshape_hole_of_a_polynomial():
     """Found by the shape-program fuzz (seed 152)."""
     import relax_mlir

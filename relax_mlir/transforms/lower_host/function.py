@@ -16,10 +16,12 @@ checks x results.
 
 from __future__ import annotations
 
+import math
+
 from typing import TYPE_CHECKING, Callable, Optional
 
 from mlir import ir
-from mlir.dialects import arith, bufferization, func, memref, scf, tensor
+from mlir.dialects import arith, bufferization, builtin, func, memref, scf, tensor
 
 from ...dialects.relax import FUNCTION_ATTR
 from ...ops.registry import read_attrs
@@ -53,6 +55,8 @@ def function_symbols(f: ir.Operation) -> tuple[list[str], int]:
     for op in body_ops(f):
         if op.name in STATE_OPS:
             rank = max(rank, 3)       # a failed state check reports [begin, end, capacity]
+        if op.name == "relax.check_indices":
+            rank = max(rank, 2)       # a failed index check reports [index, size]
         if op.name == "relax.match_cast":
             rank = max(rank, ir.RankedTensorType(op.operands[0].type).rank)
             pat = Shape.from_attr(op.attributes["shape"])
@@ -374,6 +378,8 @@ class FunctionLowering:
             self.lower_match_cast(op, operands[0])
         elif name == "relax.assert":
             self.lower_assert(op)
+        elif name == "relax.check_indices":
+            self.lower_check_indices(op, operands[0])
         elif name == "relax.shape_of":
             x = operands[0]
             rank = ir.RankedTensorType(x.type).rank
@@ -544,6 +550,60 @@ class FunctionLowering:
         self.add_check(cond, {"kind": "assert", "where": f"relax.assert{at(op)}", "message": msg,
                               "lhs": str(dims[0]), "rhs": str(dims[1]), "predicate": pred,
                               "location": str(op.location)}, None)
+
+    def lower_check_indices(self, op, idx: ir.Value) -> None:
+        """Every element of ``idx`` in ``[-size, size)`` (``[0, size)`` unsigned): one pass
+        over the indices for their min and max (a loop LLVM vectorizes; one iteration for a
+        decode step's token), then a check reporting the worst index and the size. Only
+        where the host can read the indices (the cpu target); GPU targets clamp unchecked."""
+        if not self.state.host_reads_tensors:
+            return
+        size_dim = read_attrs(relax_opdef(op), op)["size"]
+        msg = ir.StringAttr(op.attributes["message"]).value if "message" in op.attributes else ""
+        rt = ir.RankedTensorType(idx.type)
+        ety = rt.element_type
+        unsigned = ir.IntegerType(ety).is_unsigned
+        width = ir.IntegerType(ety).width
+        signless = ir.IntegerType.get_signless(width)
+        i64 = i(64)
+
+        def as_i64(v: ir.Value) -> ir.Value:
+            if ety != signless:
+                v = builtin.UnrealizedConversionCastOp([signless], [v], ip=self.ip).result
+            if width < 64:
+                ext = arith.ExtUIOp if unsigned else arith.ExtSIOp
+                v = ext(i64, v, ip=self.ip).result
+            return v
+
+        if rt.rank == 0:
+            v = as_i64(tensor.ExtractOp(idx, [], ip=self.ip).result)
+            lo, hi = v, v
+        else:
+            flat = idx
+            if rt.rank > 1:
+                n = None if any(rt.is_dynamic_dim(k) for k in range(rt.rank)) else math.prod(rt.shape)
+                ft = ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if n is None else n], ety)
+                flat = tensor.CollapseShapeOp(ft, idx, [list(range(rt.rank))], ip=self.ip).result
+            count = self.dim(flat, 0)
+            loop = scf.ForOp(self.const(0), count, self.const(1),
+                             [self.const(2 ** 63 - 1, i64), self.const(-2 ** 63, i64)], ip=self.ip, loc=op.location)
+            outer = self.ip
+            self.ip = ir.InsertionPoint(loop.body)
+            v = as_i64(tensor.ExtractOp(flat, [loop.induction_variable], ip=self.ip).result)
+            mn = arith.MinSIOp(loop.inner_iter_args[0], v, ip=self.ip).result
+            mx = arith.MaxSIOp(loop.inner_iter_args[1], v, ip=self.ip).result
+            scf.YieldOp([mn, mx], ip=self.ip)
+            self.ip = outer
+            lo, hi = loop.results[0], loop.results[1]
+        size = self.to_i64(self.index(size_dim))
+        low = self.const(0, i64) if unsigned else arith.SubIOp(self.const(0, i64), size, ip=self.ip).result
+        lo_ok = self.cmp("sge", lo, low)
+        ok = arith.AndIOp(lo_ok, self.cmp("slt", hi, size), ip=self.ip).result
+        worst = arith.SelectOp(lo_ok, hi, lo, ip=self.ip).result
+        cast = arith.IndexCastOp(ir.IndexType.get(), worst, ip=self.ip).result
+        self.add_check(ok, {"kind": "index", "where": f"{msg or op.name}{at(op)}", "expr": str(size_dim),
+                            "detail": str(ety), "location": str(op.location)},
+                       [cast, self.index(size_dim)])
 
     def lower_state(self, op, operands) -> None:
         """``relax.state_read``: rows [begin, end) of the state buffer as a view (no copy);

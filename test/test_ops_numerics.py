@@ -681,3 +681,26 @@ def test_power_of_a_broadcast_base_compiles_quickly():
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, "-c", code], input=src, capture_output=True, text=True, timeout=120, env=env)
     assert out.stdout.strip() == str([1, 2, 32, -2 ** 31, 0, 0]), out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("target", ["vulkan", "cuda"])
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="GPU targets do not check take's indices: they live in device memory and the launches "
+                          "are recorded and run after the host code, so the host cannot read them before the "
+                          "kernel (relax-lower-host drops relax.check_indices there); the kernel clamps")
+def test_take_out_of_range_on_gpu_targets_is_unchecked(target):
+    """The documented gap of mode "check" (docs/semantics.md): on vulkan and cuda an
+    out-of-range index is clamped, not an IndexError."""
+    from relax_mlir.runtime import cuda, vulkan
+    ok, why = (vulkan if target == "vulkan" else cuda).available()
+    if not ok:
+        pytest.skip(f"no {target} device: {why}")
+    exe = relax_mlir.compile(_fn("take_f32", "take", [_t("f32", "k"), _t("i64", "j")], _t("f32", "j"),
+                                 "axis = 0 : i64"), target=target)["take_f32"]
+    x = np.array([10, 20, 30], np.float32)
+    _eq(exe(x, np.array([2, -3], np.int64)), [30, 10], np.float32)
+    try:
+        got = exe(x, np.array([0, 5], np.int64))
+    except IndexError:
+        return
+    raise AssertionError(f"no IndexError on {target}: got {np.asarray(got).tolist()} (clamped)")

@@ -1096,7 +1096,7 @@ class Executable:
             if index is not None and c.detail == "ui64" and index < 0:
                 index += 2 ** 64
             size = actual[1] if len(actual) == 2 else c.expr
-            lo = 0 if c.detail.startswith("ui") else f"-{size}"
+            lo = 0 if c.detail.startswith("ui") or size == 0 else f"-{size}"
             return IndexOutOfRangeError(f"{head} index {index} is out of range for a dim of size {size} "
                                         f"(indices must lie in [{lo}, {size})){_fmt_bound(values)}")
         if c.kind == "alloc":

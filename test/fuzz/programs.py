@@ -160,9 +160,23 @@ def ref_arg(name: str, x: np.ndarray, axis, keep: bool) -> np.ndarray:
     return np.asarray(f(x, axis=axis, keepdims=keep), np.int64)
 
 
-def ref_take(x: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
+class TakeOutOfRange(Exception):
+    """The reference of a take in mode "check" met an index outside [-d, d): the compiled
+    program must raise relax_mlir.IndexOutOfRangeError (an IndexError) there."""
+
+
+#: whether take's mode "check" raises on the target run (the cpu); GPU targets clamp
+#: unchecked (docs/semantics.md), so their reference clamps too
+TAKE_CHECKED = [True]
+
+
+def ref_take(x: np.ndarray, idx: np.ndarray, axis: int, mode: str = "clip") -> np.ndarray:
     d = x.shape[axis]
     shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+    if mode == "check" and TAKE_CHECKED[0] and idx.size:
+        wide = idx.astype(np.int64) if idx.dtype != np.uint64 else idx
+        if (wide.min() < -d if idx.dtype.kind == "i" else False) or int(idx.max()) >= d:
+            raise TakeOutOfRange(f"take: an index of {idx.reshape(-1)[:8].tolist()} is outside [-{d}, {d})")
     if d == 0:
         return np.zeros(shape, x.dtype)
     i = idx.astype(np.int64)
@@ -394,8 +408,11 @@ class ProgramGen:
         if x is None or idx is None:
             return
         axis = self.r.randrange(len(x.shape))
-        v = self.relax.take(x.value, idx.value, axis=axis)
-        self.node(v, "take", lambda a, i, ax=axis: ref_take(a, i, ax), [x, idx], x.exact)
+        # the default mode raises on an index out of range (the random indices often are):
+        # half the takes check (their reference raises TakeOutOfRange), half clamp
+        mode = "check" if self.r2.random() < 0.5 else "clip"
+        v = self.relax.take(x.value, idx.value, axis=axis, **({} if mode == "check" else {"mode": mode}))
+        self.node(v, "take", lambda a, i, ax=axis, m=mode: ref_take(a, i, ax, m), [x, idx], x.exact)
 
     def op_move(self):
         x = self.pick(lambda n: len(n.shape) >= 1)
@@ -609,16 +626,34 @@ def random_array(rng: np.random.Generator, shape, dt: str) -> np.ndarray:
     return a.astype(NP[dt])
 
 
-def reference(nodes, arrays, perturb: Optional[np.random.Generator] = None) -> dict:
+def live(outs) -> set:
+    """ids of the nodes the results depend on: a take whose result is unused is removed
+    (relax-dce) with its index check, so only a live one must raise."""
+    seen, todo = set(), list(outs)
+    while todo:
+        n = todo.pop()
+        if id(n) not in seen:
+            seen.add(id(n))
+            todo += n.inputs
+    return seen
+
+
+def reference(nodes, arrays, perturb: Optional[np.random.Generator] = None, alive: Optional[set] = None) -> dict:
     """Every node's value. ``perturb``: move each rounded float value (a node not
     bit-exact) by ``PERTURB_ULPS`` units of its precision, up or down at random, before
-    later nodes read it (see :func:`sensitivity`)."""
+    later nodes read it (see :func:`sensitivity`). ``alive`` (:func:`live`): only those
+    nodes' takes raise TakeOutOfRange."""
     vals = {}
     for n in nodes:
         if n.param is not None:
             vals[id(n)] = arrays[n.param]
             continue
-        v = np.asarray(n.compute(*[vals[id(i)] for i in n.inputs]))
+        checked = TAKE_CHECKED[0]
+        TAKE_CHECKED[0] = checked and (alive is None or id(n) in alive)
+        try:
+            v = np.asarray(n.compute(*[vals[id(i)] for i in n.inputs]))
+        finally:
+            TAKE_CHECKED[0] = checked
         if perturb is not None and not n.exact and is_float(n.dtype) and v.size:
             eps = float(np.finfo(NP[coarsest([n.dtype, n.precision or n.dtype])]).eps)
             sign = perturb.choice([-1.0, 1.0], v.shape)
@@ -646,7 +681,7 @@ def sensitivity(nodes, arrays, want: dict, out: "Node", seed: int, runs: int = 2
     w = want[id(out)].astype(np.float64)
     worst = np.zeros(w.shape)
     for k in range(runs):
-        p = reference(nodes, arrays, perturb=np.random.default_rng([seed, k]))[id(out)].astype(np.float64)
+        p = reference(nodes, arrays, perturb=np.random.default_rng([seed, k]), alive=set())[id(out)].astype(np.float64)
         with np.errstate(all="ignore"):
             d = np.where(np.isfinite(w) & ~np.isfinite(p), np.inf, np.abs(p - w))
         worst = np.fmax(worst, d)
@@ -704,7 +739,7 @@ def run_program(seed: int, n_sizes: int = 3, target: str = "cpu") -> dict:
     Returns {"calls": int, "skipped": int, "error": str or None, "ops": [...]}; on the
     vulkan target without a Vulkan device {"calls": 0, "skip": reason}."""
     import relax_mlir
-    from relax_mlir.errors import CompileError, ShapeError
+    from relax_mlir.errors import CompileError, IndexOutOfRangeError, ShapeError
 
     if target == "vulkan":
         from relax_mlir.runtime import vulkan as vkrt
@@ -726,13 +761,30 @@ def run_program(seed: int, n_sizes: int = 3, target: str = "cpu") -> dict:
     except Exception as e:       # InternalCompilerError (a RuntimeError) and anything else: a bug
         return {"calls": 0, "skipped": 0, "ops": ops,
                 "error": f"compile raised {type(e).__name__}: {str(e)[:2000]}\n{text}"}
-    calls = skipped = 0
+    calls = skipped = raised = 0
+    TAKE_CHECKED[0] = target == "cpu"
+    alive = live(outs)
     for arrays in inputs(seed, params, n_sizes):
         try:
-            want = reference(nodes, arrays)
+            want = reference(nodes, arrays, alive=alive)
         except (ValueError, IndexError):
             skipped += 1            # numpy refuses these sizes (a broadcast against 0, ...)
             continue
+        except TakeOutOfRange as e:   # the program must raise IndexOutOfRangeError
+            try:
+                got = exe(*arrays)
+            except ShapeError:        # an earlier shape check failed first
+                skipped += 1
+                continue
+            except IndexOutOfRangeError as e2:
+                if "relax.take" not in str(e2):
+                    return {"calls": calls, "skipped": skipped, "ops": ops,
+                            "error": f"at {dict(ENV)}: the IndexError does not name relax.take: {e2}\n{text}"}
+                calls += 1
+                raised += 1
+                continue
+            return {"calls": calls, "skipped": skipped, "ops": ops,
+                    "error": f"at {dict(ENV)}: no IndexError ({e})\n{text}"}
         try:
             got = exe(*arrays)
         except ShapeError:
@@ -749,7 +801,7 @@ def run_program(seed: int, n_sizes: int = 3, target: str = "cpu") -> dict:
                 chain = " <- ".join(n.op for n in _chain(o))
                 return {"calls": calls, "skipped": skipped, "ops": ops,
                         "error": f"result #{i} ({o.op} {o.dtype}, {chain}) at {dict(ENV)}: {err}\n{text}"}
-    return {"calls": calls, "skipped": skipped, "error": None, "ops": ops}
+    return {"calls": calls, "skipped": skipped, "error": None, "ops": ops, "index_errors": raised}
 
 
 def inputs(seed: int, params, n_sizes: int):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -171,6 +173,22 @@ class Gathers(torch.nn.Module):
 def test_embedding_gather_index():
     check(Gathers(), lambda n: (randint(0, 20, n, 3), randn(n, 9)), [(4,), (1,), (50,)],
           {"ids": {0: N}, "x": {0: N}})
+
+
+def test_embedding_out_of_range_raises_index_error():
+    """An id outside the table is an IndexError, as in eager PyTorch (issue 26.6: it was
+    clamped to the last row); in-range ids still work in the same compiled module."""
+    from relax_mlir import IndexOutOfRangeError
+    emb = torch.nn.Embedding(10, 4).eval()
+    fn = check(emb, lambda n: (randint(0, 10, n, 2),), [(3,), (1,)], {"input": {0: N}})
+    for bad, shown in (([[1, 10]], 10), ([[-11, 2]], -11), ([[3, 2**40]], 2**40)):
+        with pytest.raises(IndexError):
+            emb(torch.tensor(bad))
+        with pytest.raises(IndexOutOfRangeError, match=rf"relax.take axis 0 at .*: index {shown} is out of range "
+                                                       r"for a dim of size 10"):
+            fn(torch.tensor(bad))
+    ids = torch.tensor([[9, 0]])
+    np.testing.assert_array_equal(fn(ids).numpy(), emb(ids).detach().numpy())
 
 
 class Convolutions(torch.nn.Module):

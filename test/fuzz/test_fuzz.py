@@ -295,6 +295,20 @@ def test_ill_conditioned_results_are_compared_within_their_sensitivity():
             assert programs.compare(got[0] * 1.01, want[id(prod)], "f32", False, "f32", s_prod) is not None
 
 
+def test_take_index_check_of_indices_with_a_static_zero_dim():
+    """Program fuzz seeds 61000002, 61000039, 61000117 (h/fuzz, the take index check's first
+    runs): the check collapsed indices of type 0 x ? to 1-D, canonicalization folded the
+    result to a static 0 and the verifier refused it (an internal error in
+    relax-library-variants); the check is a loop nest over the indices' own dims now."""
+    outs = runner.run_cases([{"kind": "program", "seed": s, "sizes": 3} for s in (61000002, 61000039, 61000117)])
+    assert [(o.death, o.result["error"]) for o in outs] == [(None, None)] * 3
+    import relax_mlir
+    ti, to = 'tensor<0x?xi32, #relax.shape<[0, "m"]>>', 'tensor<0x?xf32, #relax.shape<[0, "m"]>>'
+    src = (f'func.func @main(%x: tensor<4xf32>, %i: {ti}) -> {to} attributes {{relax.function}} {{\n'
+           f'  %0 = "relax.take"(%x, %i) {{axis = 0 : i64}} : (tensor<4xf32>, {ti}) -> {to}\n  return %0 : {to}\n}}')
+    assert np.asarray(relax_mlir.compile(src)(np.ones(4, np.float32), np.zeros((0, 3), np.int32))).shape == (0, 3)
+
+
 def test_known_reshape_hole_of_a_polynomial():
     """Found by the shape-program fuzz (seed 152)."""
     import relax_mlir

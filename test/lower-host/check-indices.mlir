@@ -1,5 +1,5 @@
 // relax-lower-host of relax.check_indices (relax.take's indices, mode "check"): one loop
-// over the indices for their min and max, then an `index` check (status != 0: the
+// nest over the indices for their min and max, then an `index` check (status != 0: the
 // runtime raises IndexOutOfRangeError with the worst index and the size) that guards the
 // kernel like every other check. On a GPU target the host cannot read the indices: the
 // check is dropped (the kernel clamps).
@@ -8,14 +8,16 @@
 // CHECK-LABEL: func.func @main(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<?x4xf32>, %[[I:[^:]+]]: tensor<?x?xi32>)
 // CHECK-SAME: relax.checks = [{bound = ["a", "c", "e"], detail = "i32", expr = "a", id = 1 : i64, kind = "index", location = "{{.+}}", rank = 2 : i64, where = "relax.take axis 0 at {{.+}}check-indices.mlir:{{[0-9]+}}:8"}
-// CHECK: %[[F:.+]] = tensor.collapse_shape %[[I]] {{\[\[}}0, 1]] : tensor<?x?xi32> into tensor<?xi32>
-// CHECK: %[[N:.+]] = tensor.dim %[[F]], %c0
-// CHECK: %[[R:.+]]:2 = scf.for %[[K:.+]] = %c0 to %[[N]] step %c1 iter_args(%[[MN:.+]] = %c9223372036854775807_i64, %[[MX:.+]] = %c-9223372036854775808_i64) -> (i64, i64) {
-// CHECK-NEXT: %[[V:.+]] = tensor.extract %[[F]][%[[K]]] : tensor<?xi32>
+// CHECK: arith.constant 9223372036854775807 : i64
+// CHECK-NEXT: arith.constant -9223372036854775808 : i64
+// CHECK-NEXT: %[[R:.+]]:2 = scf.for %[[K0:.+]] = %c0 to %{{.+}} step %c1 iter_args(%[[MN:.+]] = %c9223372036854775807_i64, %[[MX:.+]] = %c-9223372036854775808_i64) -> (i64, i64) {
+// CHECK-NEXT: %[[IN:.+]]:2 = scf.for %[[K1:.+]] = %c0 to %{{.+}} step %c1 iter_args(%[[MNI:.+]] = %[[MN]], %[[MXI:.+]] = %[[MX]]) -> (i64, i64) {
+// CHECK-NEXT: %[[V:.+]] = tensor.extract %[[I]][%[[K0]], %[[K1]]] : tensor<?x?xi32>
 // CHECK-NEXT: %[[W:.+]] = arith.extsi %[[V]] : i32 to i64
-// CHECK-NEXT: %[[MN2:.+]] = arith.minsi %[[MN]], %[[W]] : i64
-// CHECK-NEXT: %[[MX2:.+]] = arith.maxsi %[[MX]], %[[W]] : i64
+// CHECK-NEXT: %[[MN2:.+]] = arith.minsi %[[MNI]], %[[W]] : i64
+// CHECK-NEXT: %[[MX2:.+]] = arith.maxsi %[[MXI]], %[[W]] : i64
 // CHECK-NEXT: scf.yield %[[MN2]], %[[MX2]] : i64, i64
+// CHECK: scf.yield %[[IN]]#0, %[[IN]]#1 : i64, i64
 // CHECK: %[[D:.+]] = arith.index_cast %{{.+}} : index to i64
 // CHECK: %[[NEG:.+]] = arith.subi %c0_i64, %[[D]] : i64
 // CHECK: %[[LO:.+]] = arith.cmpi sge, %[[R]]#0, %[[NEG]] : i64

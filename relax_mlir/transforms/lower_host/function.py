@@ -16,7 +16,6 @@ checks x results.
 
 from __future__ import annotations
 
-import math
 
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -578,23 +577,24 @@ class FunctionLowering:
         if rt.rank == 0:
             v = as_i64(tensor.ExtractOp(idx, [], ip=self.ip).result)
             lo, hi = v, v
-        else:
-            flat = idx
-            if rt.rank > 1:
-                n = None if any(rt.is_dynamic_dim(k) for k in range(rt.rank)) else math.prod(rt.shape)
-                ft = ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if n is None else n], ety)
-                flat = tensor.CollapseShapeOp(ft, idx, [list(range(rt.rank))], ip=self.ip).result
-            count = self.dim(flat, 0)
-            loop = scf.ForOp(self.const(0), count, self.const(1),
-                             [self.const(2 ** 63 - 1, i64), self.const(-2 ** 63, i64)], ip=self.ip, loc=op.location)
-            outer = self.ip
-            self.ip = ir.InsertionPoint(loop.body)
-            v = as_i64(tensor.ExtractOp(flat, [loop.induction_variable], ip=self.ip).result)
-            mn = arith.MinSIOp(loop.inner_iter_args[0], v, ip=self.ip).result
-            mx = arith.MaxSIOp(loop.inner_iter_args[1], v, ip=self.ip).result
-            scf.YieldOp([mn, mx], ip=self.ip)
+        else:   # a loop nest (no collapse_shape: a static 0 beside a dynamic dim folds to invalid IR)
+            zero, one, outer = self.const(0), self.const(1), self.ip
+            bounds = [self.dim(idx, k) for k in range(rt.rank)]
+            acc = [self.const(2 ** 63 - 1, i64), self.const(-2 ** 63, i64)]
+            loops, ivs = [], []
+            for k in range(rt.rank):
+                loop = scf.ForOp(zero, bounds[k], one, acc, ip=self.ip, loc=op.location)
+                loops.append(loop)
+                ivs.append(loop.induction_variable)
+                acc = list(loop.inner_iter_args)
+                self.ip = ir.InsertionPoint(loop.body)
+            v = as_i64(tensor.ExtractOp(idx, ivs, ip=self.ip).result)
+            acc = [arith.MinSIOp(acc[0], v, ip=self.ip).result, arith.MaxSIOp(acc[1], v, ip=self.ip).result]
+            for loop in reversed(loops):
+                scf.YieldOp(acc, ip=ir.InsertionPoint(loop.body))
+                acc = list(loop.results)
             self.ip = outer
-            lo, hi = loop.results[0], loop.results[1]
+            lo, hi = acc
         size = self.to_i64(self.index(size_dim))
         low = self.const(0, i64) if unsigned else arith.SubIOp(self.const(0, i64), size, ip=self.ip).result
         lo_ok = self.cmp("sge", lo, low)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from .errors import CompileError, LoadError, ShapeError
+from .errors import CompileError, IndexOutOfRangeError, LoadError, ShapeError
 
 if TYPE_CHECKING:
     from mlir import ir
@@ -104,4 +104,4 @@ from .runtime.aot import load  # noqa: E402
 
 __all__ = ["make_context", "parse", "compile", "CompileOptions", "CompileError", "InternalCompilerError",
            "Backend", "BACKENDS", "register_backend", "Target", "TARGETS", "register_target", "Executable", "Session", "run_pipeline", "PipelineError",
-           "ShapeError", "load", "LoadError", "__version__"]
+           "ShapeError", "IndexOutOfRangeError", "load", "LoadError", "__version__"]

@@ -5,6 +5,11 @@ class ShapeError(ValueError):
     """A run-time shape check failed: wrong rank, dim, inconsistent symbols or a failed match_cast."""
 
 
+class IndexOutOfRangeError(IndexError):
+    """A run-time index check failed: an index of ``relax.take`` (embedding, index_select)
+    outside ``[-d, d)``, as numpy's and PyTorch's IndexError."""
+
+
 class LoadError(RuntimeError):
     """``relax_mlir.load`` cannot use a file: not a relax-mlir library, truncated, corrupted,
     written by another format version, or its libraries cannot be loaded."""

@@ -425,6 +425,8 @@ EDGE_SRC = "".join(
        _fn("argmax_rows", "argmax", ['tensor<?x2xf32, #relax.shape<["n", 2]>>'], _t("i64"), "axis = 1 : i64"),
        _fn("argmax_nk", "argmax", ['tensor<?x?xf32, #relax.shape<["n", "k"]>>'], _t("i64"), "axis = 1 : i64"),
        _fn("take_f32", "take", [_t("f32", "k"), _t("i64", "j")], _t("f32", "j"), "axis = 0 : i64"),
+       _fn("take_clip", "take", [_t("f32", "k"), _t("i64", "j")], _t("f32", "j"), 'axis = 0 : i64, mode = "clip"'),
+       _fn("take_ui8", "take", [_t("f32", "k"), _t("ui8", "j")], _t("f32", "j"), "axis = 0 : i64"),
        _fn("fdiv_f32", "floor_divide", [_t("f32"), _t("f32")], _t("f32")),
        _fn("fmod_f32", "floor_mod", [_t("f32"), _t("f32")], _t("f32")),
        _fn("tmod_f32", "mod", [_t("f32"), _t("f32")], _t("f32")),
@@ -550,12 +552,38 @@ def test_argmax_argmin_of_an_empty_axis_raise(edge):
     _eq(edge["argmax_nk"](x), np.argmax(x, axis=1), np.int64)
 
 
-def test_take_clamps_and_reads_nothing_from_an_empty_axis(edge):
-    """Regression: take on an empty axis read outside the buffer."""
+def test_take_out_of_range_raises_index_error(edge):
+    """take (mode "check", the default) raises numpy's IndexError on an index outside
+    [-d, d), naming the op, its location and the index; nothing is read (issue 26.6: it
+    clamped silently); the same executable then runs in-range calls."""
+    from relax_mlir import IndexOutOfRangeError
     x = np.array([10, 20, 30], np.float32)
-    _eq(edge["take_f32"](x, np.array([-1, 5, -7, 1], np.int64)), [30, 30, 10, 20], np.float32)
-    _eq(edge["take_f32"](np.zeros(0, np.float32), np.array([0, 5, -1], np.int64)), [0, 0, 0], np.float32)
+    _eq(edge["take_f32"](x, np.array([-1, 2, -3, 0], np.int64)), [30, 30, 10, 10], np.float32)
+    for bad, shown in (([0, 3], 3), ([-4, 1], -4), ([5, -7], -7), ([2**62], 2**62)):
+        with pytest.raises(IndexOutOfRangeError, match=rf"^@take_f32: relax.take axis 0 at .*:\d+:\d+: index {shown} "
+                                                       r"is out of range for a dim of size 3 \(indices must lie in "
+                                                       r"\[-3, 3\)\) with k = 3, j = \d+$"):
+            edge["take_f32"](x, np.array(bad, np.int64))
+        with pytest.raises(IndexError):                      # what numpy raises
+            np.take(x, np.array(bad, np.int64), mode="raise")
+    with pytest.raises(IndexOutOfRangeError, match=r"index 200 is out of range for a dim of size 3 \(indices must "
+                                                   r"lie in \[0, 3\)\)"):
+        edge["take_ui8"](x, np.array([1, 200], np.uint8))
+    _eq(edge["take_ui8"](x, np.array([2, 0], np.uint8)), [30, 10], np.float32)
+    # an empty axis: any index is out of range (numpy: "cannot do a non-empty take from an empty axes")
+    with pytest.raises(IndexOutOfRangeError, match="index 0 is out of range for a dim of size 0"):
+        edge["take_f32"](np.zeros(0, np.float32), np.array([0], np.int64))
     _eq(edge["take_f32"](np.zeros(0, np.float32), np.zeros(0, np.int64)), [], np.float32)
+    _eq(edge["take_f32"](x, np.array([1], np.int64)), [20], np.float32)
+
+
+def test_take_clip_clamps_and_reads_nothing_from_an_empty_axis(edge):
+    """mode "clip" (TVM's): out-of-range indices are clamped into the dim, no error.
+    Regression: take on an empty axis read outside the buffer."""
+    x = np.array([10, 20, 30], np.float32)
+    _eq(edge["take_clip"](x, np.array([-1, 5, -7, 1], np.int64)), [30, 30, 10, 20], np.float32)
+    _eq(edge["take_clip"](np.zeros(0, np.float32), np.array([0, 5, -1], np.int64)), [0, 0, 0], np.float32)
+    _eq(edge["take_clip"](np.zeros(0, np.float32), np.zeros(0, np.int64)), [], np.float32)
 
 
 def test_float_floor_divide_is_numpy_s(edge):
@@ -653,3 +681,26 @@ def test_power_of_a_broadcast_base_compiles_quickly():
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, "-c", code], input=src, capture_output=True, text=True, timeout=120, env=env)
     assert out.stdout.strip() == str([1, 2, 32, -2 ** 31, 0, 0]), out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("target", ["vulkan", "cuda"])
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="GPU targets do not check take's indices: they live in device memory and the launches "
+                          "are recorded and run after the host code, so the host cannot read them before the "
+                          "kernel (relax-lower-host drops relax.check_indices there); the kernel clamps")
+def test_take_out_of_range_on_gpu_targets_is_unchecked(target):
+    """The documented gap of mode "check" (docs/semantics.md): on vulkan and cuda an
+    out-of-range index is clamped, not an IndexError."""
+    from relax_mlir.runtime import cuda, vulkan
+    ok, why = (vulkan if target == "vulkan" else cuda).available()
+    if not ok:
+        pytest.skip(f"no {target} device: {why}")
+    exe = relax_mlir.compile(_fn("take_f32", "take", [_t("f32", "k"), _t("i64", "j")], _t("f32", "j"),
+                                 "axis = 0 : i64"), target=target)["take_f32"]
+    x = np.array([10, 20, 30], np.float32)
+    _eq(exe(x, np.array([2, -3], np.int64)), [30, 10], np.float32)
+    try:
+        got = exe(x, np.array([0, 5], np.int64))
+    except IndexError:
+        return
+    raise AssertionError(f"no IndexError on {target}: got {np.asarray(got).tolist()} (clamped)")

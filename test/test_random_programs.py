@@ -95,7 +95,9 @@ def _argmax(x, axis, keepdims):
 
 
 def _take(x, idx, axis):
-    if x.shape[axis] == 0:        # numpy refuses a non-empty take from an empty axis; relax gives zeros
+    if x.shape[axis] == 0:        # numpy refuses a non-empty take from an empty axis, as relax does
+        if idx.size:              # (an IndexOutOfRangeError; these sizes are skipped)
+            raise IndexError("cannot do a non-empty take from an empty axis")
         return np.zeros(x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
     return np.take(x, idx, axis=axis)
 

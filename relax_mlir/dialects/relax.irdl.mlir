@@ -381,6 +381,14 @@ irdl.dialect @relax {
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
   }
+  // run-time check that every element of `indices` lies in [-size, size) (size in scope); fails with an IndexError naming `message` and the location
+  irdl.operation @check_indices {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(indices: %0)
+    %1 = irdl.any
+    irdl.attributes {"size" = %1}
+    // optional attribute "message": #builtin.string (str), default ''
+  }
   // concatenate along `axis`; other dims must agree
   irdl.operation @concat {
     %0 = irdl.base "!builtin.tensor"
@@ -951,7 +959,7 @@ irdl.dialect @relax {
     // optional attribute "axes": #builtin.dense_array (ints), default none
     // optional attribute "keepdims": #builtin.integer (bool), default false
   }
-  // gather entries of `x` along `axis` at integer `indices`
+  // gather entries of `x` along `axis` at integer `indices`; an index outside [-d, d) is a run-time error (mode "check") or clamped (mode "clip")
   irdl.operation @take {
     %0 = irdl.base "!builtin.tensor"
     %1 = irdl.base "!builtin.tensor"
@@ -959,6 +967,7 @@ irdl.dialect @relax {
     %2 = irdl.base "!builtin.tensor"
     irdl.results(result: %2)
     // optional attribute "axis": #builtin.integer (int), default 0
+    // optional attribute "mode": #builtin.string (str), default 'check'
   }
   // elementwise hyperbolic tangent
   irdl.operation @tanh {

@@ -87,6 +87,39 @@ def _linalg_list_check(text: str, source_name: str, ctx: ir.Context) -> None:
                                            "(such as [1, 0])")], source_name)
 
 
+#: ``linalg.generic {... iterator_types = VALUE ...}`` in linalg's custom syntax (the generic form,
+#: ``"linalg.generic"(...) <{...}>``, verifies the property cleanly): VALUE, or the alias it names
+_GENERIC_ITERATORS = re.compile(r'(?<!")\blinalg\.generic\s*\{[^{}]*?\biterator_types\s*=\s*')
+_ALIAS = re.compile(r"#[\w.$-]+")
+_STRING_LIST = re.compile(r'\[\s*(?:"[^"\n]*"(?:\s*,\s*"[^"\n]*")*)?\s*\]')
+
+
+def _linalg_iterators_check(text: str, source_name: str, ctx: ir.Context) -> None:
+    """MLIR 22's parser of ``linalg.generic`` casts every element of ``iterator_types`` to a
+    string attribute and asserts (aborts the process, mlir-opt's too) on anything else, e.g.
+    ``[-9223372036854775808, "parallel"]`` (long fuzz mutation seed 1000047) or
+    ``[#linalg.iterator_type<parallel>]``: a list that is not all strings (directly or
+    through an attribute alias) is an error here, before MLIR parses the text. A value that
+    is not a list at all is left to the parser (it reports it)."""
+    for m in _GENERIC_ITERATORS.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "//" in text[line_start:m.start()]:
+            continue   # in a comment
+        value = text[m.end():]
+        alias = _ALIAS.match(value)
+        if alias and not value.startswith("#linalg."):
+            d = re.search(r"^\s*" + re.escape(alias.group(0)) + r"\s*=\s*", text, flags=re.M)
+            value = text[d.end():] if d else ""
+        if not value.lstrip().startswith("[") or _STRING_LIST.match(value.lstrip()):
+            continue
+        line = text.count("\n", 0, m.end()) + 1
+        col = m.end() - text.rfind("\n", 0, m.end())
+        loc = ir.Location.file(source_name if source_name not in ("", "-") else "-", line, col, context=ctx)
+        raise SourceError("relax IR does not parse",
+                          [Diagnostic(loc, "expected 'iterator_types' of linalg.generic to be a list of "
+                                           'strings (such as ["parallel", "reduction"])')], source_name)
+
+
 def _syntax_check(text: str, source_name: str) -> None:
     """Parse ``text`` once in a bare context (relax unregistered: its ops and attributes
     stay opaque) so that a SYNTAX error is reported as an ir.MLIRError. MLIR 22's bindings
@@ -111,6 +144,7 @@ _BARE_ONLY = ("unsupported memory space Attribute", "Dialect `relax' not found",
 
 def _parse_filled(text: str, ctx: ir.Context, source_name: str) -> ir.Module:
     _linalg_list_check(text, source_name, ctx)
+    _linalg_iterators_check(text, source_name, ctx)
     try:
         _syntax_check(text, source_name)
         with ctx:

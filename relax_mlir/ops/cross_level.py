@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..shapes import UNKNOWN, Dim, Shape, TensorSig, symbol
 from ..shapes.match import match_shapes
-from .common import tensor_input
+from .common import is_int, tensor_input
 from .manipulate import _check_scope
 from .registry import Attr, InferCall, op
 
@@ -128,6 +128,20 @@ def _call(call: InferCall) -> list[TensorSig]:
 def _shape_of(call: InferCall) -> TensorSig:
     x = tensor_input(call, 0)
     return TensorSig(Shape([x.rank]), "i64")
+
+
+@op("check_indices", operands=["indices"], results=[], attrs=[Attr("size", "dim"), Attr("message", "str", "")],
+    summary="run-time check that every element of `indices` lies in [-size, size) (size in scope); "
+            "fails with an IndexError naming `message` and the location")
+def _check_indices(call: InferCall) -> list:
+    idx = tensor_input(call, 0)
+    if not (is_int(idx.dtype) or idx.dtype.startswith("ui")) or idx.dtype == "i1":
+        raise call.error(f"indices must be an integer tensor, got {idx.dtype}")
+    size = call["size"]
+    if size is UNKNOWN:
+        raise call.error("size must be a known dim")
+    _check_scope(call, Shape([size]), "check_indices")
+    return []
 
 
 @op("assert", results=[], attrs=[Attr("dims", "shape"), Attr("message", "str"), Attr("predicate", "str", "eq")],

@@ -108,6 +108,14 @@ class LegalizeCall:
         self.outputs = outputs
         self.in_types = [KType.of(s) for s in inputs]
         self.out_types = [KType.of(s) for s in outputs]
+        #: ``(operand, size, what)``: indices relax-legalize checks (relax.check_indices)
+        self.index_checks: list[tuple[int, Any, str]] = []
+
+    def check_indices(self, operand: int, size, what: str) -> None:
+        """Every element of input ``operand`` must lie in ``[-size, size)``: relax-legalize
+        checks a constant at compile time, else puts a ``relax.check_indices`` before the
+        call (a run-time IndexError naming ``what`` and the op's location)."""
+        self.index_checks.append((operand, size, what))
 
     @property
     def name(self) -> str:

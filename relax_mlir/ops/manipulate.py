@@ -242,12 +242,20 @@ def _strided_slice(call: InferCall) -> TensorSig:
     return TensorSig(Shape(dims), x.dtype)
 
 
-@op("take", operands=["x", "indices"], attrs=[Attr("axis", "int", 0)],
-    summary="gather entries of `x` along `axis` at integer `indices`")
+#: ``relax.take``'s ``mode``: ``check`` (the default): an index outside ``[-d, d)`` is a
+#: run-time IndexError (relax.check_indices, on the cpu target); ``clip``: clamped into the dim
+TAKE_MODES = ("check", "clip")
+
+
+@op("take", operands=["x", "indices"], attrs=[Attr("axis", "int", 0), Attr("mode", "str", "check")],
+    summary="gather entries of `x` along `axis` at integer `indices`; an index outside [-d, d) "
+            "is a run-time error (mode \"check\") or clamped (mode \"clip\")")
 def _take(call: InferCall) -> TensorSig:
     x, idx = tensor_input(call, 0), tensor_input(call, 1)
     if not (is_int(idx.dtype) or idx.dtype.startswith("ui")) or idx.dtype == "i1":
         raise call.error(f"indices must be an integer tensor, got {idx.dtype}")
+    if call["mode"] not in TAKE_MODES:
+        raise call.error(f"mode must be one of {', '.join(TAKE_MODES)}, got '{call['mode']}'")
     axis = norm_axis(call, call["axis"], x.rank)
     return TensorSig(Shape(list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1:])), x.dtype)
 
@@ -396,12 +404,16 @@ def _legalize_strided_slice(call: LegalizeCall):
 @legalization("take")
 def _legalize_take(call: LegalizeCall):
     """Gather: loops over the output; negative indices count from the end, and indices
-    are clamped into the dim (no out-of-bounds read; numpy raises IndexError). Taking
-    from an empty axis reads nothing: the result (empty unless the other dims and the
-    indices are not) is filled with zeros."""
+    are clamped into the dim (the kernel never reads out of bounds, in either mode). In
+    mode ``check`` a ``relax.check_indices`` before the call makes an index outside
+    ``[-d, d)`` a run-time IndexError, as numpy's (the kernel does not run). Taking from
+    an empty axis reads nothing: the result (empty unless the other dims and the indices
+    are not) is filled with zeros."""
     x, idx = call.in_types
     out = call.out_types[0]
     axis = call["axis"] + x.rank if call["axis"] < 0 else call["axis"]
+    if call["mode"] == "check":
+        call.check_indices(1, call.inputs[0].shape[axis], f"relax.take axis {axis}")
     kb = call.builder(attr_tag(axis=axis))
     d = kb.dim(kb.ins[0], axis)
     imap = [f"d{axis + j}" for j in range(idx.rank)]

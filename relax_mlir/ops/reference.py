@@ -51,6 +51,7 @@ SHAPE_RULES: dict[str, str] = {
     "match_cast": "the pattern `shape`, whose new symbols are bound from the operand at run time",
     "shape_of": "1-D of length rank(x); dtype i64",
     "assert": "no result; `dims` holds two dims in scope",
+    "check_indices": "no result; integer `indices`, `size` a dim in scope",
     "call": "the callee's result types with its parameter symbols bound from the arguments",
     "call_tir": "as the result types state (outputs written in destination-passing style)",
     "call_dps_library": "as the result types state (outputs written in destination-passing style)",

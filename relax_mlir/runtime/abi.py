@@ -36,7 +36,7 @@ READS = (2, 3)
 MAX_DIRECT_ARGS = 1024
 PACKED_PREFIX = "_mlir_relax_packed_"
 
-CHECK_KINDS = ("param", "match_cast", "assert", "division", "overflow", "size", "alloc", "state")
+CHECK_KINDS = ("param", "match_cast", "assert", "division", "overflow", "size", "alloc", "state", "index")
 
 
 class MetadataError(RuntimeError):

@@ -72,6 +72,10 @@ Errors (the process never aborts; the next call works normally):
       @main: result #0 of relax.call_tir at ...: negative size n - m = -2 in shape (n - m) with n = 1, m = 3
       @main: relax.call_tir at ...: the dimension n*n*n*n overflows int64 with n = 65536
 
+* :class:`relax_mlir.IndexOutOfRangeError` (an ``IndexError``): an index of ``relax.take``
+  out of range (``@main: relax.take axis 0 at model.mlir:3:8: index 7 is out of range for
+  a dim of size 5 (indices must lie in [-5, 5)) with n = 5``);
+
   i.e. ``@<function>: <what>: expected shape <symbolic shape> with <symbol = value, ...
   bound so far>, got <actual shape>`` (the ``with`` part is left out when nothing is bound);
 * ``MemoryError``: an allocation of the compiled code failed
@@ -92,7 +96,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import IndexOutOfRangeError, ShapeError
 from . import abi
 from .abi import PACKED_PREFIX, ExecutableMetadata, FunctionSig, find_check
 # re-exported: the marshalling and session names other modules and tests import from here
@@ -473,6 +477,14 @@ class Executable:
             cap = f" of {actual[2]} rows" if len(actual) == 3 else ""
             return ShapeError(f"{head} rows {c.expr}{rng} of state '{c.detail}' exceed its capacity{cap}"
                               f"{_fmt_bound(values)}")
+        if c.kind == "index":
+            index = actual[0] if actual else None
+            if index is not None and c.detail == "ui64" and index < 0:
+                index += 2 ** 64
+            size = actual[1] if len(actual) == 2 else c.expr
+            lo = 0 if c.detail.startswith("ui") or size == 0 else f"-{size}"
+            return IndexOutOfRangeError(f"{head} index {index} is out of range for a dim of size {size} "
+                                        f"(indices must lie in [{lo}, {size})){_fmt_bound(values)}")
         if c.kind == "alloc":
             size = f"{shown[0]} bytes" if shown else f"{c.expr} bytes"
             return MemoryError(f"{head} cannot allocate {size} for shape {c.expected} of {c.detail}"

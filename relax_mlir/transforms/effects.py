@@ -8,7 +8,7 @@ effects and never remove or merge one. This module says what the relax layer kno
   below: the tensor ops, ``shape_of``, ``call_tir`` of a pure kernel,
   ``call_dps_library`` (TVM's ``call_dps_packed`` contract: outputs are fresh results,
   nothing else is touched) and ``call`` of a pure graph function;
-* effects: ``assert`` and ``match_cast`` (they can raise at run time; a match_cast also
+* effects: ``assert``, ``check_indices`` and ``match_cast`` (they can raise at run time; a match_cast also
   binds symbols), ``state_read``/``state_write`` (session state: they keep their order),
   ``alloc_storage``/``alloc_tensor`` and any op with ``dests`` (memory
   planned by relax-plan-memory: the call writes into storage another op may reuse),
@@ -30,7 +30,7 @@ from mlir import ir
 from .graph import body_ops, functions_by_name, is_graph_function
 
 #: relax ops that are never removed nor merged.
-EFFECT_OPS = {"relax.assert", "relax.match_cast", "relax.alloc_storage", "relax.alloc_tensor",
+EFFECT_OPS = {"relax.assert", "relax.check_indices", "relax.match_cast", "relax.alloc_storage", "relax.alloc_tensor",
               "relax.state_read", "relax.state_write"}
 #: Dialects whose ops, on values only, have no effect inside a kernel.
 _PURE_DIALECTS = ("linalg.", "tensor.", "arith.", "math.", "scf.", "affine.", "index.", "complex.",

@@ -29,7 +29,7 @@ from mlir import ir
 
 from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR, Kernel, LegalizeCall
-from ..ops.registry import OPS, OpDef, RelaxError, read_attrs
+from ..ops.registry import OPS, OpDef, RelaxError, python_to_attr, read_attrs
 from ..shapes import Shape, ShapeSyntaxError, read_tensor_type
 from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR
 from .graph import body_ops, func_name, graph_functions, relax_opdef, top_ops
@@ -130,7 +130,8 @@ def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARG
                              "(run relax-infer-shapes first, or name it with relax.match_cast)")
     kernel = None
     for legalize in legalizations(opdef, target):
-        kernel = legalize(LegalizeCall(opdef, attrs, inputs, outputs))
+        call = LegalizeCall(opdef, attrs, inputs, outputs)
+        kernel = legalize(call)
         if kernel is not None:
             break
     if kernel is None:
@@ -138,6 +139,8 @@ def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARG
     # relax-dispatch-library's run-time split (dispatch_split.SPLIT_ATTR) goes to the kernel
     # and so does the tuner's mark (CANDIDATE_ATTR)
     extra = {a: op.attributes[a] for a in (SPLIT_ATTR, CANDIDATE_ATTR) if a in op.attributes} or None
+    for k, size, what in call.index_checks:
+        _index_check(op, op.operands[k], size, what)
     callee = table.symbol(kernel, opdef.name, extra)
     call_attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
     if kernel.tir_vars:
@@ -148,6 +151,36 @@ def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARG
         old.replace_all_uses_with(rep)
     op.erase()
     return True
+
+
+def _constant_ints(v: ir.Value):
+    """The values of an ``arith.constant`` integer tensor (numpy), else None."""
+    owner = v.owner
+    if not isinstance(owner, ir.OpView) or owner.operation.name != "arith.constant":
+        return None
+    try:
+        import numpy as np
+        attr = ir.DenseIntElementsAttr(owner.operation.attributes["value"])
+        if attr.is_splat:
+            return np.asarray([attr.get_splat_value().value])
+        return np.asarray(attr)
+    except (ValueError, TypeError):
+        return None
+
+
+def _index_check(op: ir.Operation, indices: ir.Value, size, what: str) -> None:
+    """Indices that must lie in ``[-size, size)`` (LegalizeCall.check_indices): a constant
+    against a static size is checked here (an error at the op); anything else gets a
+    ``relax.check_indices`` before the op (lowered by relax-lower-host)."""
+    values = _constant_ints(indices)
+    if values is not None and size.is_static:
+        d = size.value
+        bad = values[(values < -d) | (values >= d)] if values.size else values
+        if bad.size:
+            raise RelaxError(f"{what}: index {int(bad.reshape(-1)[0])} is out of range for a dim of size {d}")
+        return
+    create("check_indices", [indices], [], {"size": python_to_attr("dim", size), "message": ir.StringAttr.get(what)},
+           loc=op.location, ip=ir.InsertionPoint(op))
 
 
 @register_pass("relax-legalize",

@@ -3,7 +3,9 @@ broken relations between symbolic dims, non-arrays, odd layouts (Fortran order,
 strided views, byte-swapped), huge virtual sizes, sizes beyond `relax.upper_bounds`
 (a ShapeError, never a silent result) and wrong arity. A call either
 returns numpy's result or raises TypeError, ShapeError (a ValueError), ValueError or
-MemoryError; any other exception or a signal is a bug."""
+MemoryError, or IndexOutOfRangeError (an IndexError) exactly where numpy's take raises
+IndexError (@gather, take's default mode; @gather_clip clamps); any other exception or a
+signal is a bug."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ SRC = {
     "add": ('tensor<?x4xf32, #relax.shape<["n", 4]>>',) * 2,
     "rowsum": ('tensor<?x?xi32, #relax.shape<["n", "m"]>>',),
     "gather": ('tensor<?xui8, #relax.shape<["k"]>>', 'tensor<?xi64, #relax.shape<["j"]>>'),
+    "gather_clip": ('tensor<?xui8, #relax.shape<["k"]>>', 'tensor<?xi64, #relax.shape<["j"]>>'),
     "even": ('tensor<?x3xf32, #relax.shape<["2*k", 3]>>',),
     "bounded": ('tensor<?x2xf32, #relax.shape<["n", 2]>>',),
     "unbounded": ('tensor<?x2xf32, #relax.shape<["n", 2]>>',),
@@ -34,6 +37,10 @@ func.func @rowsum(%x: {r0}) -> tensor<?xi32, #relax.shape<["n"]>> attributes {{r
 }}
 func.func @gather(%x: {g0}, %i: {g1}) -> tensor<?xui8, #relax.shape<["j"]>> attributes {{relax.function}} {{
   %0 = "relax.take"(%x, %i) {{axis = 0 : i64}} : ({g0}, {g1}) -> tensor<?xui8, #relax.shape<["j"]>>
+  return %0 : tensor<?xui8, #relax.shape<["j"]>>
+}}
+func.func @gather_clip(%x: {g0}, %i: {g1}) -> tensor<?xui8, #relax.shape<["j"]>> attributes {{relax.function}} {{
+  %0 = "relax.take"(%x, %i) {{axis = 0 : i64, mode = "clip"}} : ({g0}, {g1}) -> tensor<?xui8, #relax.shape<["j"]>>
   return %0 : tensor<?xui8, #relax.shape<["j"]>>
 }}
 func.func @even(%x: {e0}) -> {e0} attributes {{relax.function}} {{
@@ -70,6 +77,12 @@ def reference(fn: str, args):
         return np.sum(args[0], axis=1, dtype=np.int32)
     if fn == "gather":
         x, i = args
+        try:
+            return np.take(x, i, axis=0, mode="raise")
+        except IndexError:
+            return "IndexError"     # out of range: must raise IndexOutOfRangeError
+    if fn == "gather_clip":
+        x, i = args
         if x.shape[0] == 0:
             return np.zeros(i.shape, np.uint8)
         i = np.where(i < 0, i + x.shape[0], i)
@@ -88,6 +101,7 @@ GOOD = {
     "add": lambda r, n: [np.float32(r.random()) + np.zeros((n, 4), np.float32), np.ones((n, 4), np.float32)],
     "rowsum": lambda r, n: [np.arange(n * 3, dtype=np.int32).reshape(n, 3)],
     "gather": lambda r, n: [np.arange(n, dtype=np.uint8), np.array([0, -1, 5, n], np.int64)],
+    "gather_clip": lambda r, n: [np.arange(n, dtype=np.uint8), np.array([0, -1, 5, n], np.int64)],
     "even": lambda r, n: [np.ones((2 * n, 3), np.float32)],
     "bounded": lambda r, n: [np.arange(n * 2, dtype=np.float32).reshape(n, 2)],
     "unbounded": lambda r, n: [np.arange(n * 2, dtype=np.float32).reshape(n, 2)],
@@ -144,6 +158,7 @@ ALLOWED = (TypeError, ValueError, MemoryError)     # ShapeError is a ValueError
 
 
 def run_badcalls(seed: int, count: int = 30) -> dict:
+    from relax_mlir import IndexOutOfRangeError
     exe = executable()
     r = random.Random(seed)
     calls = 0
@@ -161,6 +176,15 @@ def run_badcalls(seed: int, count: int = 30) -> dict:
             got = exe[fn](*args)
         except ALLOWED:
             continue
+        except IndexOutOfRangeError:
+            try:
+                want = reference(fn, [np.asarray(a) for a in args])
+            except Exception:
+                want = None
+            if isinstance(want, str) and want == "IndexError":
+                continue
+            return {"calls": calls, "error": f"exe[{fn!r}] raised IndexOutOfRangeError for {_describe(args)}, "
+                    f"where numpy gives {want!r}:\n{traceback.format_exc()[-1500:]}"}
         except Exception:
             return {"calls": calls, "error": f"exe[{fn!r}] raised a disallowed exception for "
                     f"{_describe(args)}:\n{traceback.format_exc()[-2500:]}"}
@@ -170,8 +194,9 @@ def run_badcalls(seed: int, count: int = 30) -> dict:
         except Exception:
             want = None
         if isinstance(want, str):
-            return {"calls": calls, "error": f"exe[{fn!r}] accepted {_describe(args)}, beyond its "
-                    f"relax.upper_bounds (a {want} was due), and returned {np.asarray(got)!r}"}
+            why = "indices out of range" if want == "IndexError" else "beyond its relax.upper_bounds"
+            return {"calls": calls, "error": f"exe[{fn!r}] accepted {_describe(args)}, {why} "
+                    f"(a {want} was due), and returned {np.asarray(got)!r}"}
         if want is not None:
             g = np.asarray(got)
             if g.shape != want.shape or not np.array_equal(g, want.astype(g.dtype), equal_nan=g.dtype.kind == "f"):

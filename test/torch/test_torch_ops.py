@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -173,6 +175,22 @@ def test_embedding_gather_index():
           {"ids": {0: N}, "x": {0: N}})
 
 
+def test_embedding_out_of_range_raises_index_error():
+    """An id outside the table is an IndexError, as in eager PyTorch (issue 26.6: it was
+    clamped to the last row); in-range ids still work in the same compiled module."""
+    from relax_mlir import IndexOutOfRangeError
+    emb = torch.nn.Embedding(10, 4).eval()
+    fn = check(emb, lambda n: (randint(0, 10, n, 2),), [(3,), (1,)], {"input": {0: N}})
+    for bad, shown in (([[1, 10]], 10), ([[-11, 2]], -11), ([[3, 2**40]], 2**40)):
+        with pytest.raises(IndexError):
+            emb(torch.tensor(bad))
+        with pytest.raises(IndexOutOfRangeError, match=rf"relax.take axis 0 at .*: index {shown} is out of range "
+                                                       r"for a dim of size 10"):
+            fn(torch.tensor(bad))
+    ids = torch.tensor([[9, 0]])
+    np.testing.assert_array_equal(fn(ids).numpy(), emb(ids).detach().numpy())
+
+
 class Convolutions(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -297,3 +315,24 @@ def test_adaptive_pooling_of_a_symbolic_size_is_refused():
     with pytest.raises(TorchImportError, match=r"^aten.adaptive_avg_pool2d.default: adaptive pooling of sizes "
                                                r"\['h', '8'\] to \[2, 2\] .* at .*test_torch_ops.py:\d+ "):
         from_exported_program(ep, dynamic_shapes=dyn)
+
+
+class Powers(torch.nn.Module):
+    """Every aten.pow overload torch.export emits from a module: Tensor_Scalar (the 2, 1,
+    0.5, -0.5 shortcuts, 0, 3, a fraction, a negative int), Tensor_Tensor (f32, i64 with
+    broadcasting), Scalar (a number to a tensor power, int and float), and Python's ``pow``
+    on sizes (``s0 * s0``)."""
+
+    def forward(self, x, y, i, m):
+        a = x.abs() + 0.5
+        f = m.flatten(0, 1)
+        z = f.reshape(-1).view(f.shape[0], 3, 2)
+        return (x ** 2, x ** 1, a ** 0.5, a ** -0.5, x ** 0, x ** 3, a ** 2.5, a ** -2, torch.pow(a, y),
+                torch.pow(i, 2), torch.pow(i, i[:1].abs()), 2.0 ** x, torch.pow(3, i), 1.5 ** y, z * 2.0)
+
+
+def test_pow_overloads():
+    S = torch.export.Dim("s", max=64)
+    check(Powers(), lambda n: (randn(n, 7), randn(n, 7), randint(0, 5, n, 3), randn(n, 2 * n, 3, 2)),
+          [(4,), (1,), (17,)], {"x": {0: N}, "y": {0: N}, "i": {0: N}, "m": {0: S, 1: 2 * S}},
+          atol=1e-5, rtol=1e-5)

@@ -548,12 +548,24 @@ def _np_to_dtype(d) -> str:
     raise TorchImportError(f"unsupported parameter element type {d}")
 
 
+def _sym_pow(a: Dim, b: Dim) -> Dim:
+    """``a ** b`` on sizes (torch.export emits Python's ``pow`` for ``s0 * s0`` in a view of
+    ``(s0, 2*s0)`` flattened, importer fuzz seed 1000118): a product for a constant b >= 0;
+    anything else is not a size expression."""
+    if not b.is_static or b.value < 0:
+        raise TorchImportError(f"size expression {a} ** {b}: only constant exponents >= 0 are supported")
+    out = Dim.of(1)
+    for _ in range(b.value):
+        out = out * a
+    return out
+
+
 def _sym_ops():
     import operator
 
     return {operator.add: lambda a, b: a + b, operator.sub: lambda a, b: a - b,
             operator.mul: lambda a, b: a * b, operator.floordiv: lambda a, b: a // b,
-            operator.mod: lambda a, b: a % b, operator.neg: lambda a: -a}
+            operator.mod: lambda a, b: a % b, operator.neg: lambda a: -a, operator.pow: _sym_pow}
 
 
 _SYM_OPS = _sym_ops()

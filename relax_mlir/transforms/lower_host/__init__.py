@@ -28,7 +28,10 @@ plain ``func.func @f`` on tensors WITHOUT ``#relax.shape`` encodings:
   ``relax.state_write`` -> a ``memref.copy`` of the value into a view of its rows; both
   check the rows against the buffer's capacity at run time (a ``state`` check);
 * parameter patterns (two params ``(n, 4)`` must agree, ``2*k`` needs an even size),
-  ``relax.match_cast`` and ``relax.assert`` become run-time checks.
+  ``relax.match_cast`` and ``relax.assert`` become run-time checks;
+* ``relax.check_indices`` (relax.take's indices) -> a loop over the indices for their
+  min and max and an ``index`` check (an IndexError) on the cpu target; dropped on GPU
+  targets, whose buffers the host cannot read (their take kernels clamp).
 
 The function stays one block (the size of the host code is linear in checks + results):
 the checks of one point make a flag, and every op that touches memory (a kernel, a
@@ -69,6 +72,7 @@ from mlir import ir
 
 from ...ops.registry import RelaxError
 from ...ops.state import module_states
+from ...target import Target
 from ..graph import body_ops, func_name, function_type, functions_by_name, graph_functions, top_ops
 from ..registry import Option, emit_error, register_pass
 from .common import (CHECKS_ATTR, DETAIL_SLOTS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, LOWERED_ATTR,
@@ -97,6 +101,9 @@ class ModuleState:
         self.graph = {func_name(f): f for f in graph_functions(module)}
         #: the module's state buffers (relax.state), in argument order (raises RelaxError)
         self.states = module_states(module)
+        #: host code can read a tensor's elements (relax.check_indices): the cpu target's
+        #: buffers are host memory; a GPU target's are the device's (checks dropped there)
+        self.host_reads_tensors = Target.for_module(module).kind == "cpu"
         slots = [len(s) + r for s, r in (function_symbols(f) for f in self.graph.values())]
         self.detail_slots = max(slots, default=0)
         self._types: dict[str, ir.FunctionType] = {}

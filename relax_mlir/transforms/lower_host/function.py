@@ -16,10 +16,11 @@ checks x results.
 
 from __future__ import annotations
 
+
 from typing import TYPE_CHECKING, Callable, Optional
 
 from mlir import ir
-from mlir.dialects import arith, bufferization, func, memref, scf, tensor
+from mlir.dialects import arith, bufferization, builtin, func, memref, scf, tensor
 
 from ...dialects.relax import FUNCTION_ATTR
 from ...ops.registry import read_attrs
@@ -53,6 +54,8 @@ def function_symbols(f: ir.Operation) -> tuple[list[str], int]:
     for op in body_ops(f):
         if op.name in STATE_OPS:
             rank = max(rank, 3)       # a failed state check reports [begin, end, capacity]
+        if op.name == "relax.check_indices":
+            rank = max(rank, 2)       # a failed index check reports [index, size]
         if op.name == "relax.match_cast":
             rank = max(rank, ir.RankedTensorType(op.operands[0].type).rank)
             pat = Shape.from_attr(op.attributes["shape"])
@@ -374,6 +377,8 @@ class FunctionLowering:
             self.lower_match_cast(op, operands[0])
         elif name == "relax.assert":
             self.lower_assert(op)
+        elif name == "relax.check_indices":
+            self.lower_check_indices(op, operands[0])
         elif name == "relax.shape_of":
             x = operands[0]
             rank = ir.RankedTensorType(x.type).rank
@@ -544,6 +549,61 @@ class FunctionLowering:
         self.add_check(cond, {"kind": "assert", "where": f"relax.assert{at(op)}", "message": msg,
                               "lhs": str(dims[0]), "rhs": str(dims[1]), "predicate": pred,
                               "location": str(op.location)}, None)
+
+    def lower_check_indices(self, op, idx: ir.Value) -> None:
+        """Every element of ``idx`` in ``[-size, size)`` (``[0, size)`` unsigned): one pass
+        over the indices for their min and max (a loop LLVM vectorizes; one iteration for a
+        decode step's token), then a check reporting the worst index and the size. Only
+        where the host can read the indices (the cpu target); GPU targets clamp unchecked."""
+        if not self.state.host_reads_tensors:
+            return
+        size_dim = read_attrs(relax_opdef(op), op)["size"]
+        msg = ir.StringAttr(op.attributes["message"]).value if "message" in op.attributes else ""
+        rt = ir.RankedTensorType(idx.type)
+        ety = rt.element_type
+        unsigned = ir.IntegerType(ety).is_unsigned
+        width = ir.IntegerType(ety).width
+        signless = ir.IntegerType.get_signless(width)
+        i64 = i(64)
+
+        def as_i64(v: ir.Value) -> ir.Value:
+            if ety != signless:
+                v = builtin.UnrealizedConversionCastOp([signless], [v], ip=self.ip).result
+            if width < 64:
+                ext = arith.ExtUIOp if unsigned else arith.ExtSIOp
+                v = ext(i64, v, ip=self.ip).result
+            return v
+
+        if rt.rank == 0:
+            v = as_i64(tensor.ExtractOp(idx, [], ip=self.ip).result)
+            lo, hi = v, v
+        else:   # a loop nest (no collapse_shape: a static 0 beside a dynamic dim folds to invalid IR)
+            zero, one, outer = self.const(0), self.const(1), self.ip
+            bounds = [self.dim(idx, k) for k in range(rt.rank)]
+            acc = [self.const(2 ** 63 - 1, i64), self.const(-2 ** 63, i64)]
+            loops, ivs = [], []
+            for k in range(rt.rank):
+                loop = scf.ForOp(zero, bounds[k], one, acc, ip=self.ip, loc=op.location)
+                loops.append(loop)
+                ivs.append(loop.induction_variable)
+                acc = list(loop.inner_iter_args)
+                self.ip = ir.InsertionPoint(loop.body)
+            v = as_i64(tensor.ExtractOp(idx, ivs, ip=self.ip).result)
+            acc = [arith.MinSIOp(acc[0], v, ip=self.ip).result, arith.MaxSIOp(acc[1], v, ip=self.ip).result]
+            for loop in reversed(loops):
+                scf.YieldOp(acc, ip=ir.InsertionPoint(loop.body))
+                acc = list(loop.results)
+            self.ip = outer
+            lo, hi = acc
+        size = self.to_i64(self.index(size_dim))
+        low = self.const(0, i64) if unsigned else arith.SubIOp(self.const(0, i64), size, ip=self.ip).result
+        lo_ok = self.cmp("sge", lo, low)
+        ok = arith.AndIOp(lo_ok, self.cmp("slt", hi, size), ip=self.ip).result
+        worst = arith.SelectOp(lo_ok, hi, lo, ip=self.ip).result
+        cast = arith.IndexCastOp(ir.IndexType.get(), worst, ip=self.ip).result
+        self.add_check(ok, {"kind": "index", "where": f"{msg or op.name}{at(op)}", "expr": str(size_dim),
+                            "detail": str(ety), "location": str(op.location)},
+                       [cast, self.index(size_dim)])
 
     def lower_state(self, op, operands) -> None:
         """``relax.state_read``: rows [begin, end) of the state buffer as a view (no copy);

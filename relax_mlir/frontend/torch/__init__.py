@@ -73,8 +73,12 @@ def _dim_names(ep, dynamic_shapes) -> dict:
                 continue
             node = getattr(shape[axis], "node", None)
             e = getattr(node, "expr", None)
+            root = getattr(getattr(d, "root", None), "__name__", None)
             if isinstance(e, sympy.Symbol):
-                out.setdefault(e, dname)
+                out.setdefault(e, root or dname)
+            elif root is not None and e is not None and len(e.free_symbols) == 1:
+                # a derived dim (``32*h``): torch's size is an expression of h's symbol
+                out.setdefault(next(iter(e.free_symbols)), root)
     return out
 
 

@@ -30,7 +30,7 @@ from mlir import ir
 from ...dialects import relax
 from ...errors import CompileError
 from ...shapes import (Dim, Shape, TensorSig, Truth, dim_max, dim_min, prove_equal, prove_le,
-                       read_tensor_type, symbol)
+                       read_tensor_type, symbol, tensor_type)
 from ..builder import graph_function
 
 # torch is imported lazily (inside functions) so that `import relax_mlir.frontend.torch`
@@ -140,10 +140,14 @@ class Importer:
             val = node.meta.get("val")
             for axis, s in enumerate(getattr(val, "shape", ())):
                 e = _sym_expr(s)
-                if isinstance(e, sympy.Symbol) and e not in self.dim_names:
-                    name = _identifier(f"{node.name}_{axis}", taken)
-                    self.dim_names[e] = name
-                    taken.add(name)
+                if e is None:
+                    continue
+                # a plain symbol, or the root of a derived size (torch's ``32*s39``)
+                for sym in sorted(e.free_symbols, key=str):
+                    if sym not in self.dim_names:
+                        name = _identifier(f"{node.name}_{axis}", taken)
+                        self.dim_names[sym] = name
+                        taken.add(name)
         # Symbols that are no input's size (data-dependent ones) stay unnamed: using one is an error.
         for sym, vr in self.ep.range_constraints.items():
             if sym not in self.dim_names:
@@ -383,7 +387,12 @@ class Importer:
             raise
         except (relax.RelaxError, TypeError, ValueError) as e:
             raise self.error(f"cannot convert: {e}", node) from e
-        return self._check_result(node, out)
+        try:
+            return self._check_result(node, out)
+        except TorchImportError:
+            raise
+        except (relax.RelaxError, TypeError, ValueError) as e:
+            raise self.error(f"cannot state torch's result shape: {e}", node) from e
 
     def _check_result(self, node, out):
         """Compare the relax value with torch's metadata (see the module docstring)."""
@@ -401,8 +410,11 @@ class Importer:
             for a, b in zip(got.shape, want):
                 if prove_equal(a, b) is Truth.FALSE:
                     raise self.error(f"importer bug: relax shape {got.shape} differs from torch's {want}", node)
-            # Torch knows more (its guards): state its shape, checked at run time.
-            return relax.match_cast(out, shape=want)
+            # Torch knows more (its guards): state its shape, checked at run time. Its
+            # symbols are all the inputs' (bound): the type is stated here because the
+            # Python builder does not know the function's symbols (it would take them for
+            # new ones to bind); relax-infer-shapes re-deduces it in the function's scope.
+            return relax.build("match_cast", out, shape=want, result_types=[tensor_type(want, dt)])
         return out
 
 

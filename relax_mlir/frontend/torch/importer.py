@@ -337,13 +337,17 @@ class Importer:
         return module, arrays, trailing
 
     def _range_checks(self) -> None:
-        """Torch's lower bounds of the size symbols as run-time checks (``lo <= s``); the
-        upper bounds are ``relax.upper_bounds``, which the compiler checks itself."""
+        """Torch's ranges of the size symbols as run-time checks (``lo <= s <= hi``). The
+        upper bounds are also ``relax.upper_bounds``, but the compiler checks those only
+        where its memory plan is sized by them; torch's program is valid in its range only."""
         for name in sorted(self.bounds):
-            lo, _ = self.bounds[name]
+            lo, hi = self.bounds[name]
             if lo > 0:
                 relax.build("assert", dims=[lo, Dim(symbol(name))], predicate="le",
                             message=f"size {name} >= {lo}")
+            if hi is not None:
+                relax.build("assert", dims=[Dim(symbol(name)), hi], predicate="le",
+                            message=f"size {name} <= {hi} (torch's range)")
 
     def _guard_checks(self, users) -> None:
         """Torch's input guards (``ep._guards_code``: ``1 + L['x'].size()[0] <= L['y'].size()[0]``)

@@ -169,10 +169,16 @@ def _pow(im, node, a, b):
     return relax.power(x, im.tensor(b, dt))
 
 
-@converter("aten.maximum.default", "aten.minimum.default")
+@converter("aten.maximum.default", "aten.minimum.default", "aten.max.other", "aten.min.other",
+           "aten.fmax.default", "aten.fmin.default")
 def _maxmin(im, node, a, b):
+    """Elementwise max / min (``torch.max(a, b)`` is ``aten.max.other``); fmax/fmin only for
+    non-float types, where NaN cannot occur."""
     dt = _out(node)
-    f = relax.maximum if "maximum" in str(node.target) else relax.minimum
+    name = str(node.target)
+    if "fm" in name and _is_float(dt):
+        raise im.error("fmax/fmin of floats (NaN-ignoring) is not supported; torch.maximum/minimum are")
+    f = relax.maximum if ("max" in name.split(".")[1]) else relax.minimum
     return f(im.tensor(a, dt), im.tensor(b, dt))
 
 
@@ -639,6 +645,33 @@ def _repeat(im, node, x, repeats):
     return relax.reshape(v, shape=[r * d for r, d in zip(reps, dims)])
 
 
+@converter("aten.roll.default")
+def _roll(im, node, x, shifts, dims=()):
+    """torch.roll: per dim, the last ``k = shift mod n`` elements moved to the front, as the
+    concat of two slices (``k`` symbolic when ``n`` is); no dims: the flattened tensor."""
+    shifts = [shifts] if isinstance(shifts, (int, Dim)) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    sig = im.sig(x)
+    v = x
+    if not dims:
+        if len(shifts) != 1:
+            raise im.error("roll without dims takes one shift")
+        v = relax.flatten(x)
+        dims = [0]
+    if len(shifts) != len(dims):
+        raise im.error(f"roll with {len(shifts)} shifts for {len(dims)} dims")
+    for shift, dim in zip(shifts, dims):
+        axis = _axis(dim, _rank(im, v))
+        n = im.sig(v).shape[axis]
+        k = im.dim(shift) % n
+        if k.is_static and k.value == 0:
+            continue
+        cut = n - k
+        v = relax.concat([relax.strided_slice(v, axes=[axis], begin=[cut], end=[n]),
+                          relax.strided_slice(v, axes=[axis], begin=[0], end=[cut])], axis=axis)
+    return relax.reshape(v, shape=list(sig.shape)) if im.sig(v).rank != sig.rank else v
+
+
 @converter("aten.tril.default", "aten.triu.default")
 def _tri(im, node, x, diagonal=0):
     f = relax.tril if "tril" in str(node.target) else relax.triu
@@ -778,6 +811,15 @@ def _anyall(im, node, x, dims=None, keepdim=False):
     v = relax.astype(_bool(im, x), dtype="i32")
     f = relax.max if "any" in str(node.target) else relax.min
     return relax.astype(f(v, axes=_axes(dims, _rank(im, v)), keepdims=bool(keepdim)), dtype="i1")
+
+
+@converter("aten.max.default", "aten.min.default")
+def _maxmin_all(im, node, x):
+    """``torch.max(x)``: the maximum of every element, a 0-d tensor."""
+    dt = im.sig(x).dtype
+    v = relax.astype(x, dtype="i32") if dt == "i1" else x
+    out = (relax.max if "max" in str(node.target) else relax.min)(v, axes=None, keepdims=False)
+    return relax.astype(out, dtype="i1") if dt == "i1" else out
 
 
 @converter("aten.max.dim", "aten.min.dim")

@@ -19,6 +19,7 @@ mismatch is an :class:`TorchImportError` (an importer bug must never yield a wro
 
 from __future__ import annotations
 
+import contextlib
 import keyword
 import re
 from dataclasses import dataclass
@@ -73,16 +74,75 @@ def converter(*names: str):
     return deco
 
 
+def _torch_dir() -> str:
+    import os
+
+    import torch
+
+    return os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
 def source_location(node) -> Optional[tuple[str, int, str]]:
-    """(file, line, text) of the innermost user frame in ``node.meta['stack_trace']``."""
+    """(file, line, text) of the innermost user frame in ``node.meta['stack_trace']``: the
+    last frame outside torch's own package (``F.layer_norm``'s body is not the user's line).
+
+    ``torch.export`` records only the ``forward`` frames of a call stack (a ``torch.min``
+    inside a helper method is reported at the helper's call); programs exported under
+    :func:`full_stack_traces` (as :func:`relax_mlir.frontend.torch.compile` does) keep
+    every user frame."""
     trace = node.meta.get("stack_trace") if hasattr(node, "meta") else None
     if not trace:
         return None
     frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)', trace)
     if not frames:
         return None
-    f, line, text = frames[-1]
+    inside = _torch_dir()
+    user = [f for f in frames if not f[0].startswith(inside)] or frames
+    f, line, text = user[-1]
     return f, int(line), text.strip()
+
+
+@contextlib.contextmanager
+def full_stack_traces():
+    """Within this context, ``torch.export`` records every frame of the user's call stack
+    in ``node.meta['stack_trace']`` (from the first ``forward`` on, torch's own files
+    left out), not only the ``forward`` frames, so import errors name the line of the op
+    itself (``torch.min(...)`` in a helper) rather than the call of the helper."""
+    from torch.fx.proxy import TracerBase
+
+    original = TracerBase._filter_traceback_frames
+
+    def keep_user_frames(self, summary):
+        had = "_record_forward_stack_traces_only" in self.__dict__
+        saved = self.__dict__.get("_record_forward_stack_traces_only")
+        self._record_forward_stack_traces_only = False
+        try:
+            return original(self, summary)
+        finally:
+            if had:
+                self._record_forward_stack_traces_only = saved
+            else:
+                del self._record_forward_stack_traces_only
+
+    TracerBase._filter_traceback_frames = keep_user_frames
+    try:
+        yield
+    finally:
+        TracerBase._filter_traceback_frames = original
+
+
+def core_decomposition_hint(target) -> str:
+    """A suggestion to import with ``decompositions="core"`` when torch's core ATen table
+    decomposes ``target`` (an OpOverload) into other ops, else ''."""
+    try:
+        from torch._decomp import core_aten_decompositions
+
+        table = core_aten_decompositions()
+    except Exception:   # an older torch without the table
+        return ""
+    if target in table:
+        return "; torch's core ATen table decomposes it: try decompositions=\"core\""
+    return ""
 
 
 def _where(node) -> str:
@@ -104,8 +164,9 @@ class Importer:
     """One import of one ExportedProgram (see the module docstring)."""
 
     def __init__(self, ep, dim_names: Optional[dict] = None, transpose_linear_weights: bool = True,
-                 guards: Optional[Sequence[str]] = None):
+                 guards: Optional[Sequence[str]] = None, decompositions: Any = "default"):
         self.ep = ep
+        self.decompositions = decompositions   # the table the program went through (for hints)
         self.guards = list(guards if guards is not None else getattr(ep, "_guards_code", None) or [])
         self.unchecked_guards: list[str] = []
         self.dim_names: dict = dict(dim_names or {})   # torch sympy Symbol -> our name
@@ -118,10 +179,11 @@ class Importer:
         self.memo: dict[Any, Any] = {}
 
     # -- errors and locations -------------------------------------------------------
-    def error(self, message: str, node=None) -> TorchImportError:
+    def error(self, message: str, node=None, hint: str = "") -> TorchImportError:
+        """``<aten.op.overload>: <message> at <user file>:<line> (<source text>)<hint>``."""
         node = node if node is not None else self.node
         op = _target_name(node.target) if node is not None and node.op == "call_function" else "the program"
-        return TorchImportError(f"{op}: {message}{_where(node) if node is not None else ''}")
+        return TorchImportError(f"{op}: {message}{_where(node) if node is not None else ''}{hint}")
 
     def location(self, node) -> ir.Location:
         loc = source_location(node)
@@ -382,7 +444,8 @@ class Importer:
         name = _target_name(target)
         conv = CONVERTERS.get(name) or CONVERTERS.get(name.rsplit(".", 1)[0])
         if conv is None:
-            raise self.error("unsupported ATen op (no relax conversion)", node)
+            hint = core_decomposition_hint(target) if self.decompositions != "core" else ""
+            raise self.error("unsupported ATen op (no relax conversion)", node, hint=hint)
         args = self.lookup(node.args)
         kwargs = {k: self.lookup(v) for k, v in node.kwargs.items()}
         try:

@@ -150,3 +150,35 @@ def test_windows_down_to_one_pixel():
     with fx_config.patch(backed_size_oblivious=True):
         check(Windows().eval(), lambda b, h, w: (_randn(b, 4, h, w),),
               [(2, 20, 24), (1, 1, 1), (3, 1, 7), (1, 97, 131), (2, 2, 3), (1, 6, 1)], dyn, atol=1e-4, rtol=1e-4)
+
+
+class AdaptiveHeads(nn.Module):
+    """Adaptive average pooling to sizes that do not divide the symbolic input sizes:
+    torch's overlapping, uneven windows."""
+
+    def forward(self, x):
+        return (F.adaptive_avg_pool2d(x, (3, 2)), F.adaptive_avg_pool2d(x, 7), F.adaptive_avg_pool1d(x[:, :, 0], 4),
+                F.adaptive_avg_pool2d(x, 1))
+
+
+def test_adaptive_avg_pool_symbolic_sizes():
+    dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=2, max=256), 3: Dim("w", min=2, max=256)}}
+    check(AdaptiveHeads(), lambda b, h, w: (_randn(b, 5, h, w),), [(2, 14, 14), (1, 97, 131), (3, 3, 2), (1, 7, 50)],
+          dyn, atol=1e-5, rtol=1e-4)
+
+
+def test_derived_dim_across_inputs():
+    """A size of one input derived from another's (``s + 1``): bound once, checked on the
+    second input at run time."""
+
+    class Pair(nn.Module):
+        def forward(self, a, b):
+            return F.max_pool2d(a, 2) + b[:, :, 1:, 1:].mean(dim=1, keepdim=True)[:, :, ::2, ::2]
+
+    s = Dim("s", min=2, max=64)
+    dyn = {"a": {2: 2 * s, 3: 2 * s}, "b": {2: 2 * s + 1, 3: 2 * s + 1}}
+    fn = check(Pair(), lambda n: (_randn(2, 3, 2 * n, 2 * n), _randn(2, 4, 2 * n + 1, 2 * n + 1, seed=1)),
+               [(4,), (2,), (9,)], dyn)
+    assert '%arg1: tensor<2x4x?x?xf32, #relax.shape<[2, 4, "2*s + 1", "2*s + 1"]>>' in str(fn.program.module)
+    with pytest.raises(relax_mlir.ShapeError):
+        fn(np.zeros((2, 3, 8, 8), np.float32), np.zeros((2, 4, 8, 8), np.float32))

@@ -1039,7 +1039,8 @@ def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
            "aten.adaptive_max_pool1d.default")
 def _adaptive_pool(im, node, x, output_size):
     """Global pooling (output size 1) as a reduction; an output size dividing a static
-    input size as the equal windows of max_pool2d / avg_pool2d (torch's windows then)."""
+    input size as the equal windows of max_pool2d / avg_pool2d (torch's windows then);
+    average pooling of any other (symbolic) size as one averaging matmul per axis."""
     big = "max" in str(node.target)
     k = len(output_size)
     sizes = list(im.sig(x).shape[-k:])
@@ -1051,10 +1052,37 @@ def _adaptive_pool(im, node, x, output_size):
         win = [1] * (2 - k) + win
         pool = relax.max_pool2d if big else relax.avg_pool2d
         y = back(pool(v, pool_size=win, strides=win))
+    elif not big:
+        y = x
+        for axis, (n, o) in enumerate(zip(sizes, output_size), start=_rank(im, x) - k):
+            y = _adaptive_avg_axis(im, y, axis, n, int(o))
     else:
-        raise im.error(f"adaptive pooling of sizes {[str(d) for d in sizes]} to {list(output_size)} (supported: "
+        raise im.error(f"adaptive max pooling of sizes {[str(d) for d in sizes]} to {list(output_size)} (supported: "
                        "output size 1, or static input sizes divisible by the output size)")
     return (y, None) if big else y
+
+
+def _adaptive_avg_axis(im, x, axis: int, n: Dim, o: int):
+    """Adaptive average pooling of one axis of (possibly symbolic) length ``n`` to ``o``:
+    torch's windows ``[i*n // o, ceil((i + 1)*n / o))`` as an (o, n) averaging matrix built
+    at run time from the size, applied by a matmul (the windows of H and W are separable)."""
+    dt = im.sig(x).dtype
+    rank = _rank(im, x)
+    i = relax.reshape(relax.arange(end=o, dtype="i64"), shape=[o, 1])
+    j = relax.reshape(relax.arange(end=n, dtype="i64"), shape=[1, n])
+    size, oc = im.size_tensor(n), im.const(o, "i64")
+    start = relax.floor_divide(relax.multiply(i, size), oc)
+    end = relax.floor_divide(relax.add(relax.multiply(relax.add(i, im.const(1, "i64")), size), im.const(o - 1, "i64")),
+                             oc)
+    inside = relax.multiply(relax.greater_equal(j, start), relax.less(j, end))
+    weight = relax.divide(im.const(1.0, dt), relax.astype(relax.subtract(end, start), dtype=dt))
+    mat = relax.where(inside, relax.broadcast_to(weight, shape=[o, n]), im.const(0.0, dt))   # (o, n)
+    if axis == rank - 1:
+        return relax.matmul(x, relax.permute_dims(mat, axes=[1, 0]))
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    y = relax.matmul(relax.permute_dims(x, axes=perm), relax.permute_dims(mat, axes=[1, 0]))
+    return relax.permute_dims(y, axes=perm)
 
 
 @converter("aten.linalg_vector_norm.default")

@@ -454,6 +454,8 @@ class Importer:
             raise
         except (relax.RelaxError, TypeError, ValueError) as e:
             raise self.error(f"cannot convert: {e}", node) from e
+        except Exception as e:   # noqa: BLE001  a converter's own failure: still the op and the line
+            raise self.error(f"cannot convert ({type(e).__name__}: {e})", node) from e
         try:
             return self._check_result(node, out)
         except TorchImportError:

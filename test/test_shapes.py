@@ -82,6 +82,25 @@ def test_arithmetic_operators():
     assert (n * m + 1).symbols == frozenset({"m", "n"})
 
 
+@pytest.mark.parametrize("text, canonical", [
+    ("((h - 1) // 2) // 2", "(h - 1) // 4"),                 # strided windows in a chain
+    ("((h - 1) // 2 + 1 + 2 - 3) // 2 + 1", "(h - 1) // 4 + 1"),
+    ("(h // 2 - 1) // 2", "(h - 2) // 4"),
+    ("(h // 3 + 2*n) // 2", "n + h // 6"),                   # the integral rest joins the inner floor
+    ("(2*(h // 3)) // 2", "h // 3"),                         # exact: cancels, no merge needed
+    ("(h // 2 + h // 3) // 2", "(h // 3 + h // 2) // 2"),    # two floors: kept
+    ("(3*(h // 2)) // 4", "3*(h // 2) // 4"),                # a multiple of a floor: kept
+    ("(h // 2) // n", "(h // 2) // n"),                      # a symbolic divisor: kept
+])
+def test_nested_floor_division_folds(text, canonical):
+    """(floor(u) + r) // c == (u + r) // c for an integer c > 0 and an integral r."""
+    d = parse_dim(text)
+    assert str(d) == canonical
+    for h in range(0, 40):
+        for n in (1, 2, 5):
+            assert d.evaluate({"h": h, "n": n}) == eval(text.replace("h", str(h)).replace("n", str(n)))
+
+
 # -- the prover -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("a, b, want", [

@@ -205,9 +205,33 @@ def _mod(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     return _Mod(a, b)
 
 
+def _integral(e: sympy.Expr) -> bool:
+    """``e`` is a polynomial with integer coefficients in (integer) size symbols."""
+    return e.is_Integer or (e.is_polynomial() and not e.has(sympy.floor, sympy.Mod, sympy.Min, sympy.Max)
+                            and all(c.is_integer for c in sympy.Poly(e).coeffs()))
+
+
+def _merge_floor(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``floor(u) + r`` -> ``u + r`` when it is divided by a positive integer ``b`` and ``r``
+    is integral: ``(floor(u) + r) // b == (u + r) // b`` (floor(floor(v) / b) = floor(v / b)).
+    So chained strided windows, ``((h - 1) // 2) // 2``, print as ``(h - 1) // 4``, the
+    form torch writes for the same size, and compare equal to it."""
+    if not (b.is_Integer and b > 0) or not a.has(sympy.floor):
+        return a
+    terms = sympy.Add.make_args(sympy.expand(a))
+    floors = [t for t in terms if isinstance(t, sympy.floor)]
+    if len(floors) != 1:
+        return a
+    rest = sympy.Add(*[t for t in terms if t is not floors[0]])
+    if not _integral(rest):
+        return a
+    return floors[0].args[0] + rest
+
+
 def _floordiv(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     if b == 0:
         raise ZeroDivisionError("dimension division by zero")
+    a = _merge_floor(a, b)
     q = sympy.cancel(a / b)          # 2*k*(k + 4) // (2*k + 8) is k, exactly
     num, den = sympy.fraction(q)
     if den == 1 and (q.is_Integer or (q.is_polynomial() and q.free_symbols

@@ -92,9 +92,9 @@ def _compile_source(path: Path, target: str, options: dict, decompositions: str,
             import torch
         except ImportError as e:
             raise CommandError("compiling a torch.export program needs PyTorch (pip install 'relax-mlir[torch]')") from e
-        from ..frontend.torch import import_program
+        from ..frontend.torch import import_program, load
 
-        ep = torch.export.load(str(path))
+        ep = load(path)   # imports the modules of its pytree types (transformers' ModelOutput)
         prog = import_program(ep, decompositions=None if decompositions == "none" else decompositions)
         exe = relax_mlir.compile(prog.module, target=target, options=options, tuning_db=tuning_db)
         return exe, prog.params

@@ -303,16 +303,17 @@ def test_pool1d_and_adaptive_pooling():
           {"s": {0: B, 2: L}, "x": {0: B}})
 
 
-def test_adaptive_pooling_of_a_symbolic_size_is_refused():
+def test_adaptive_max_pooling_of_a_symbolic_size_is_refused():
+    """(Adaptive average pooling of symbolic sizes is supported: test_torch_vision_import.py.)"""
     from relax_mlir.frontend.torch import TorchImportError, from_exported_program
 
     class Adaptive(torch.nn.Module):
         def forward(self, x):
-            return F.adaptive_avg_pool2d(x, 2)
+            return F.adaptive_max_pool2d(x, 2)
 
     dyn = {"x": {2: torch.export.Dim("h", min=4, max=64)}}
     ep = torch.export.export(Adaptive(), (randn(1, 2, 8, 8),), dynamic_shapes=dyn)
-    with pytest.raises(TorchImportError, match=r"^aten.adaptive_avg_pool2d.default: adaptive pooling of sizes "
+    with pytest.raises(TorchImportError, match=r"^aten.adaptive_max_pool2d.default: adaptive max pooling of sizes "
                                                r"\['h', '8'\] to \[2, 2\] .* at .*test_torch_ops.py:\d+ "):
         from_exported_program(ep, dynamic_shapes=dyn)
 

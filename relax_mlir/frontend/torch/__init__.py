@@ -22,15 +22,16 @@ guards: :mod:`.importer`.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .importer import CONVERTERS, ImportedParam, Importer, TorchImportError  # noqa: F401
+from .importer import CONVERTERS, ImportedParam, Importer, TorchImportError, full_stack_traces  # noqa: F401
 from . import aten as _aten  # noqa: F401  (registers the converters)
 
 __all__ = ["from_exported_program", "import_program", "compile", "TorchImportError", "ImportedProgram",
-           "CompiledModule", "supported_ops"]
+           "CompiledModule", "supported_ops", "full_stack_traces", "load"]
 
 
 class ImportedProgram:
@@ -73,8 +74,12 @@ def _dim_names(ep, dynamic_shapes) -> dict:
                 continue
             node = getattr(shape[axis], "node", None)
             e = getattr(node, "expr", None)
+            root = getattr(getattr(d, "root", None), "__name__", None)
             if isinstance(e, sympy.Symbol):
-                out.setdefault(e, dname)
+                out.setdefault(e, root or dname)
+            elif root is not None and e is not None and len(e.free_symbols) == 1:
+                # a derived dim (``32*h``): torch's size is an expression of h's symbol
+                out.setdefault(next(iter(e.free_symbols)), root)
     return out
 
 
@@ -95,7 +100,7 @@ def import_program(ep, *, dynamic_shapes=None, decompositions="default", context
     names = _dim_names(ep, dynamic_shapes)
     ctx = context or relax_mlir.make_context()
     with ctx, ir.Location.unknown():
-        im = Importer(ep, names, transpose_linear_weights, guards=guards)
+        im = Importer(ep, names, transpose_linear_weights, guards=guards, decompositions=decompositions)
         module, params, info = im.run()
     if im.unchecked_guards:
         import warnings
@@ -189,7 +194,44 @@ def compile(model, example_args: Sequence[Any] = (), example_kwargs: Optional[di
 
     import relax_mlir
 
-    ep = torch.export.export(model, tuple(example_args), example_kwargs or {}, dynamic_shapes=dynamic_shapes)
+    with full_stack_traces():   # import errors then name the line of the op itself
+        ep = torch.export.export(model, tuple(example_args), example_kwargs or {}, dynamic_shapes=dynamic_shapes)
     prog = import_program(ep, dynamic_shapes=dynamic_shapes, decompositions=decompositions)
     exe = relax_mlir.compile(prog.module, target=target, options=options)
     return CompiledModule(prog, exe)
+
+
+_PYTREE_TYPE = re.compile(r'\\*"type\\*"\s*:\s*\\*"([A-Za-z_][\w.]*)\\*"')
+
+
+def load(path):
+    """``torch.export.load(path)``, first importing the modules that define the pytree
+    types of the program's inputs and outputs (``transformers.modeling_outputs.
+    BaseModelOutput``: a class registers itself for (de)serialization when its module is
+    imported, which a process that only loads the file has not done). Only modules of
+    installed packages are imported; a type still unknown after that fails as in torch."""
+    import importlib
+    import importlib.util
+    import zipfile
+
+    import torch
+    from torch.utils import _pytree as pytree
+
+    names = set()
+    try:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                if info.filename.endswith(".json") and info.file_size < 64 << 20:
+                    names.update(_PYTREE_TYPE.findall(z.read(info).decode("utf-8", "replace")))
+    except (OSError, zipfile.BadZipFile):
+        pass   # not an archive: torch.export.load says what is wrong
+    for name in sorted(names - set(pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE)):
+        module = name.rpartition(".")[0]
+        top = module.partition(".")[0]
+        if not module or top in ("builtins", "collections", "torch") or importlib.util.find_spec(top) is None:
+            continue
+        try:
+            importlib.import_module(module)
+        except Exception:   # noqa: BLE001  torch.export.load reports the unknown type
+            continue
+    return torch.export.load(str(path))

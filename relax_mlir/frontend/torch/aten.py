@@ -169,10 +169,16 @@ def _pow(im, node, a, b):
     return relax.power(x, im.tensor(b, dt))
 
 
-@converter("aten.maximum.default", "aten.minimum.default")
+@converter("aten.maximum.default", "aten.minimum.default", "aten.max.other", "aten.min.other",
+           "aten.fmax.default", "aten.fmin.default")
 def _maxmin(im, node, a, b):
+    """Elementwise max / min (``torch.max(a, b)`` is ``aten.max.other``); fmax/fmin only for
+    non-float types, where NaN cannot occur."""
     dt = _out(node)
-    f = relax.maximum if "maximum" in str(node.target) else relax.minimum
+    name = str(node.target)
+    if "fm" in name and _is_float(dt):
+        raise im.error("fmax/fmin of floats (NaN-ignoring) is not supported; torch.maximum/minimum are")
+    f = relax.maximum if ("max" in name.split(".")[1]) else relax.minimum
     return f(im.tensor(a, dt), im.tensor(b, dt))
 
 
@@ -639,6 +645,33 @@ def _repeat(im, node, x, repeats):
     return relax.reshape(v, shape=[r * d for r, d in zip(reps, dims)])
 
 
+@converter("aten.roll.default")
+def _roll(im, node, x, shifts, dims=()):
+    """torch.roll: per dim, the last ``k = shift mod n`` elements moved to the front, as the
+    concat of two slices (``k`` symbolic when ``n`` is); no dims: the flattened tensor."""
+    shifts = [shifts] if isinstance(shifts, (int, Dim)) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    sig = im.sig(x)
+    v = x
+    if not dims:
+        if len(shifts) != 1:
+            raise im.error("roll without dims takes one shift")
+        v = relax.flatten(x)
+        dims = [0]
+    if len(shifts) != len(dims):
+        raise im.error(f"roll with {len(shifts)} shifts for {len(dims)} dims")
+    for shift, dim in zip(shifts, dims):
+        axis = _axis(dim, _rank(im, v))
+        n = im.sig(v).shape[axis]
+        k = im.dim(shift) % n
+        if k.is_static and k.value == 0:
+            continue
+        cut = n - k
+        v = relax.concat([relax.strided_slice(v, axes=[axis], begin=[cut], end=[n]),
+                          relax.strided_slice(v, axes=[axis], begin=[0], end=[cut])], axis=axis)
+    return relax.reshape(v, shape=list(sig.shape)) if im.sig(v).rank != sig.rank else v
+
+
 @converter("aten.tril.default", "aten.triu.default")
 def _tri(im, node, x, diagonal=0):
     f = relax.tril if "tril" in str(node.target) else relax.triu
@@ -778,6 +811,15 @@ def _anyall(im, node, x, dims=None, keepdim=False):
     v = relax.astype(_bool(im, x), dtype="i32")
     f = relax.max if "any" in str(node.target) else relax.min
     return relax.astype(f(v, axes=_axes(dims, _rank(im, v)), keepdims=bool(keepdim)), dtype="i1")
+
+
+@converter("aten.max.default", "aten.min.default")
+def _maxmin_all(im, node, x):
+    """``torch.max(x)``: the maximum of every element, a 0-d tensor."""
+    dt = im.sig(x).dtype
+    v = relax.astype(x, dtype="i32") if dt == "i1" else x
+    out = (relax.max if "max" in str(node.target) else relax.min)(v, axes=None, keepdims=False)
+    return relax.astype(out, dtype="i1") if dt == "i1" else out
 
 
 @converter("aten.max.dim", "aten.min.dim")
@@ -997,7 +1039,8 @@ def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
            "aten.adaptive_max_pool1d.default")
 def _adaptive_pool(im, node, x, output_size):
     """Global pooling (output size 1) as a reduction; an output size dividing a static
-    input size as the equal windows of max_pool2d / avg_pool2d (torch's windows then)."""
+    input size as the equal windows of max_pool2d / avg_pool2d (torch's windows then);
+    average pooling of any other (symbolic) size as one averaging matmul per axis."""
     big = "max" in str(node.target)
     k = len(output_size)
     sizes = list(im.sig(x).shape[-k:])
@@ -1009,10 +1052,37 @@ def _adaptive_pool(im, node, x, output_size):
         win = [1] * (2 - k) + win
         pool = relax.max_pool2d if big else relax.avg_pool2d
         y = back(pool(v, pool_size=win, strides=win))
+    elif not big:
+        y = x
+        for axis, (n, o) in enumerate(zip(sizes, output_size), start=_rank(im, x) - k):
+            y = _adaptive_avg_axis(im, y, axis, n, int(o))
     else:
-        raise im.error(f"adaptive pooling of sizes {[str(d) for d in sizes]} to {list(output_size)} (supported: "
+        raise im.error(f"adaptive max pooling of sizes {[str(d) for d in sizes]} to {list(output_size)} (supported: "
                        "output size 1, or static input sizes divisible by the output size)")
     return (y, None) if big else y
+
+
+def _adaptive_avg_axis(im, x, axis: int, n: Dim, o: int):
+    """Adaptive average pooling of one axis of (possibly symbolic) length ``n`` to ``o``:
+    torch's windows ``[i*n // o, ceil((i + 1)*n / o))`` as an (o, n) averaging matrix built
+    at run time from the size, applied by a matmul (the windows of H and W are separable)."""
+    dt = im.sig(x).dtype
+    rank = _rank(im, x)
+    i = relax.reshape(relax.arange(end=o, dtype="i64"), shape=[o, 1])
+    j = relax.reshape(relax.arange(end=n, dtype="i64"), shape=[1, n])
+    size, oc = im.size_tensor(n), im.const(o, "i64")
+    start = relax.floor_divide(relax.multiply(i, size), oc)
+    end = relax.floor_divide(relax.add(relax.multiply(relax.add(i, im.const(1, "i64")), size), im.const(o - 1, "i64")),
+                             oc)
+    inside = relax.multiply(relax.greater_equal(j, start), relax.less(j, end))
+    weight = relax.divide(im.const(1.0, dt), relax.astype(relax.subtract(end, start), dtype=dt))
+    mat = relax.where(inside, relax.broadcast_to(weight, shape=[o, n]), im.const(0.0, dt))   # (o, n)
+    if axis == rank - 1:
+        return relax.matmul(x, relax.permute_dims(mat, axes=[1, 0]))
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    y = relax.matmul(relax.permute_dims(x, axes=perm), relax.permute_dims(mat, axes=[1, 0]))
+    return relax.permute_dims(y, axes=perm)
 
 
 @converter("aten.linalg_vector_norm.default")

@@ -19,6 +19,7 @@ mismatch is an :class:`TorchImportError` (an importer bug must never yield a wro
 
 from __future__ import annotations
 
+import contextlib
 import keyword
 import re
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from mlir import ir
 from ...dialects import relax
 from ...errors import CompileError
 from ...shapes import (Dim, Shape, TensorSig, Truth, dim_max, dim_min, prove_equal, prove_le,
-                       read_tensor_type, symbol)
+                       read_tensor_type, symbol, tensor_type)
 from ..builder import graph_function
 
 # torch is imported lazily (inside functions) so that `import relax_mlir.frontend.torch`
@@ -73,16 +74,75 @@ def converter(*names: str):
     return deco
 
 
+def _torch_dir() -> str:
+    import os
+
+    import torch
+
+    return os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
 def source_location(node) -> Optional[tuple[str, int, str]]:
-    """(file, line, text) of the innermost user frame in ``node.meta['stack_trace']``."""
+    """(file, line, text) of the innermost user frame in ``node.meta['stack_trace']``: the
+    last frame outside torch's own package (``F.layer_norm``'s body is not the user's line).
+
+    ``torch.export`` records only the ``forward`` frames of a call stack (a ``torch.min``
+    inside a helper method is reported at the helper's call); programs exported under
+    :func:`full_stack_traces` (as :func:`relax_mlir.frontend.torch.compile` does) keep
+    every user frame."""
     trace = node.meta.get("stack_trace") if hasattr(node, "meta") else None
     if not trace:
         return None
     frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)', trace)
     if not frames:
         return None
-    f, line, text = frames[-1]
+    inside = _torch_dir()
+    user = [f for f in frames if not f[0].startswith(inside)] or frames
+    f, line, text = user[-1]
     return f, int(line), text.strip()
+
+
+@contextlib.contextmanager
+def full_stack_traces():
+    """Within this context, ``torch.export`` records every frame of the user's call stack
+    in ``node.meta['stack_trace']`` (from the first ``forward`` on, torch's own files
+    left out), not only the ``forward`` frames, so import errors name the line of the op
+    itself (``torch.min(...)`` in a helper) rather than the call of the helper."""
+    from torch.fx.proxy import TracerBase
+
+    original = TracerBase._filter_traceback_frames
+
+    def keep_user_frames(self, summary):
+        had = "_record_forward_stack_traces_only" in self.__dict__
+        saved = self.__dict__.get("_record_forward_stack_traces_only")
+        self._record_forward_stack_traces_only = False
+        try:
+            return original(self, summary)
+        finally:
+            if had:
+                self._record_forward_stack_traces_only = saved
+            else:
+                del self._record_forward_stack_traces_only
+
+    TracerBase._filter_traceback_frames = keep_user_frames
+    try:
+        yield
+    finally:
+        TracerBase._filter_traceback_frames = original
+
+
+def core_decomposition_hint(target) -> str:
+    """A suggestion to import with ``decompositions="core"`` when torch's core ATen table
+    decomposes ``target`` (an OpOverload) into other ops, else ''."""
+    try:
+        from torch._decomp import core_aten_decompositions
+
+        table = core_aten_decompositions()
+    except Exception:   # an older torch without the table
+        return ""
+    if target in table:
+        return "; torch's core ATen table decomposes it: try decompositions=\"core\""
+    return ""
 
 
 def _where(node) -> str:
@@ -104,8 +164,9 @@ class Importer:
     """One import of one ExportedProgram (see the module docstring)."""
 
     def __init__(self, ep, dim_names: Optional[dict] = None, transpose_linear_weights: bool = True,
-                 guards: Optional[Sequence[str]] = None):
+                 guards: Optional[Sequence[str]] = None, decompositions: Any = "default"):
         self.ep = ep
+        self.decompositions = decompositions   # the table the program went through (for hints)
         self.guards = list(guards if guards is not None else getattr(ep, "_guards_code", None) or [])
         self.unchecked_guards: list[str] = []
         self.dim_names: dict = dict(dim_names or {})   # torch sympy Symbol -> our name
@@ -118,10 +179,11 @@ class Importer:
         self.memo: dict[Any, Any] = {}
 
     # -- errors and locations -------------------------------------------------------
-    def error(self, message: str, node=None) -> TorchImportError:
+    def error(self, message: str, node=None, hint: str = "") -> TorchImportError:
+        """``<aten.op.overload>: <message> at <user file>:<line> (<source text>)<hint>``."""
         node = node if node is not None else self.node
         op = _target_name(node.target) if node is not None and node.op == "call_function" else "the program"
-        return TorchImportError(f"{op}: {message}{_where(node) if node is not None else ''}")
+        return TorchImportError(f"{op}: {message}{_where(node) if node is not None else ''}{hint}")
 
     def location(self, node) -> ir.Location:
         loc = source_location(node)
@@ -140,10 +202,14 @@ class Importer:
             val = node.meta.get("val")
             for axis, s in enumerate(getattr(val, "shape", ())):
                 e = _sym_expr(s)
-                if isinstance(e, sympy.Symbol) and e not in self.dim_names:
-                    name = _identifier(f"{node.name}_{axis}", taken)
-                    self.dim_names[e] = name
-                    taken.add(name)
+                if e is None:
+                    continue
+                # a plain symbol, or the root of a derived size (torch's ``32*s39``)
+                for sym in sorted(e.free_symbols, key=str):
+                    if sym not in self.dim_names:
+                        name = _identifier(f"{node.name}_{axis}", taken)
+                        self.dim_names[sym] = name
+                        taken.add(name)
         # Symbols that are no input's size (data-dependent ones) stay unnamed: using one is an error.
         for sym, vr in self.ep.range_constraints.items():
             if sym not in self.dim_names:
@@ -333,13 +399,17 @@ class Importer:
         return module, arrays, trailing
 
     def _range_checks(self) -> None:
-        """Torch's lower bounds of the size symbols as run-time checks (``lo <= s``); the
-        upper bounds are ``relax.upper_bounds``, which the compiler checks itself."""
+        """Torch's ranges of the size symbols as run-time checks (``lo <= s <= hi``). The
+        upper bounds are also ``relax.upper_bounds``, but the compiler checks those only
+        where its memory plan is sized by them; torch's program is valid in its range only."""
         for name in sorted(self.bounds):
-            lo, _ = self.bounds[name]
+            lo, hi = self.bounds[name]
             if lo > 0:
                 relax.build("assert", dims=[lo, Dim(symbol(name))], predicate="le",
                             message=f"size {name} >= {lo}")
+            if hi is not None:
+                relax.build("assert", dims=[Dim(symbol(name)), hi], predicate="le",
+                            message=f"size {name} <= {hi} (torch's range)")
 
     def _guard_checks(self, users) -> None:
         """Torch's input guards (``ep._guards_code``: ``1 + L['x'].size()[0] <= L['y'].size()[0]``)
@@ -374,7 +444,8 @@ class Importer:
         name = _target_name(target)
         conv = CONVERTERS.get(name) or CONVERTERS.get(name.rsplit(".", 1)[0])
         if conv is None:
-            raise self.error("unsupported ATen op (no relax conversion)", node)
+            hint = core_decomposition_hint(target) if self.decompositions != "core" else ""
+            raise self.error("unsupported ATen op (no relax conversion)", node, hint=hint)
         args = self.lookup(node.args)
         kwargs = {k: self.lookup(v) for k, v in node.kwargs.items()}
         try:
@@ -383,7 +454,14 @@ class Importer:
             raise
         except (relax.RelaxError, TypeError, ValueError) as e:
             raise self.error(f"cannot convert: {e}", node) from e
-        return self._check_result(node, out)
+        except Exception as e:   # noqa: BLE001  a converter's own failure: still the op and the line
+            raise self.error(f"cannot convert ({type(e).__name__}: {e})", node) from e
+        try:
+            return self._check_result(node, out)
+        except TorchImportError:
+            raise
+        except (relax.RelaxError, TypeError, ValueError) as e:
+            raise self.error(f"cannot state torch's result shape: {e}", node) from e
 
     def _check_result(self, node, out):
         """Compare the relax value with torch's metadata (see the module docstring)."""
@@ -401,8 +479,11 @@ class Importer:
             for a, b in zip(got.shape, want):
                 if prove_equal(a, b) is Truth.FALSE:
                     raise self.error(f"importer bug: relax shape {got.shape} differs from torch's {want}", node)
-            # Torch knows more (its guards): state its shape, checked at run time.
-            return relax.match_cast(out, shape=want)
+            # Torch knows more (its guards): state its shape, checked at run time. Its
+            # symbols are all the inputs' (bound): the type is stated here because the
+            # Python builder does not know the function's symbols (it would take them for
+            # new ones to bind); relax-infer-shapes re-deduces it in the function's scope.
+            return relax.build("match_cast", out, shape=want, result_types=[tensor_type(want, dt)])
         return out
 
 

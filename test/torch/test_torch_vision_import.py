@@ -1,0 +1,184 @@
+"""Vision models through the torch.export importer with symbolic image sizes: ONE compiled
+executable for every (batch, height, width) within the bounds, sizes checked at run time.
+
+The conv/pool output sizes are symbolic expressions of the input's
+(``(h + 2p - d*(k - 1) - 1) // s + 1``); chained strided windows fold to torch's own form
+(``(h - 1) // 8 + 1``), so no run-time cast is needed between layers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.export import Dim  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.torch import compile as torch_compile, from_exported_program  # noqa: E402
+
+from torch_check import check  # noqa: E402
+
+
+def _randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed + sum(shape) * 7 + len(shape)))
+
+
+def _bn_stats(model: nn.Module) -> nn.Module:
+    """Eval-mode batch norm statistics that are not the identity."""
+    g = torch.Generator().manual_seed(11)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.copy_(torch.rand(m.num_features, generator=g) - 0.5)
+                m.running_var.copy_(torch.rand(m.num_features, generator=g) * 1.5 + 0.5)
+                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+                m.bias.copy_(torch.rand(m.num_features, generator=g) - 0.5)
+    return model.eval()
+
+
+class Block(nn.Module):
+    """A residual block; a strided 1x1 conv (+ batch norm) shortcut when the shape changes."""
+
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+        self.c2, self.b2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        return F.relu(y + (x if self.short is None else self.short(x)))
+
+
+class ResNetish(nn.Module):
+    """Stem conv 7x7 s2 p3, max pool 3x3 s2 p1, two residual blocks (the second strided),
+    adaptive average pool, linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.bn = nn.Conv2d(3, 8, 7, 2, 3, bias=False), nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.l1, self.l2 = Block(8, 8, 1), Block(8, 16, 2)
+        self.head, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = self.pool(F.relu(self.bn(self.stem(x))))
+        return self.fc(torch.flatten(self.head(self.l2(self.l1(y))), 1))
+
+
+def _image(b, h, w):
+    return (_randn(b, 3, h, w),)
+
+
+def test_resnetish_dynamic_batch_height_width_one_executable():
+    """Compiled once; odd sizes (97x131), stride 2 of odd inputs, the smallest size torch
+    allows (its guards keep every strided output >= 2: h, w >= 9); sizes outside the
+    bounds fail at run time naming the bound."""
+    torch.manual_seed(0)
+    model = _bn_stats(ResNetish())
+    dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=9, max=256), 3: Dim("w", min=9, max=256)}}
+    fn = check(model, _image, [(2, 64, 64), (1, 97, 131), (3, 33, 17), (1, 9, 9), (2, 10, 256)], dyn,
+               atol=1e-4, rtol=1e-4)
+    assert fn.exe.functions == ["main"]
+    text = str(fn.program.module)
+    assert text.count('"relax.conv2d"') == 6
+    assert 'relax.upper_bounds = {batch = 8 : i64, h = 256 : i64, w = 256 : i64}' in text
+    # the last stage: (h - 1) // 8 + 1 through stem, pool and the strided block, no cast
+    assert '#relax.shape<["batch", 16, "(h - 1) // 8 + 1", "(w - 1) // 8 + 1"]>' in text
+    assert '"relax.match_cast"' not in text
+    x = np.zeros((1, 3, 257, 20), np.float32)
+    with pytest.raises(relax_mlir.ShapeError, match=r"size h <= 256 \(torch.s range\) does not hold with batch = 1, h = 257, w = 20"):
+        fn(x)
+    with pytest.raises(relax_mlir.ShapeError, match=r"size w >= 9 does not hold"):
+        fn(np.zeros((1, 3, 20, 8), np.float32))
+
+
+def test_resnetish_derived_dims():
+    """torch's derived dims (``{2: 32*h, 3: 32*w}``): the input is ``32*h`` with h bound from
+    it (torch narrows h and w to >= 2); a size that is no multiple of 32 fails at run time."""
+    torch.manual_seed(1)
+    model = _bn_stats(ResNetish())
+    h, w = Dim("h", min=1, max=8), Dim("w", min=1, max=8)
+    dyn = {"x": {0: Dim("batch", max=4), 2: 32 * h, 3: 32 * w}}
+    fn = check(model, _image, [(2, 64, 96), (1, 64, 256), (3, 160, 64)], dyn, atol=1e-4, rtol=1e-4)
+    text = str(fn.program.module)
+    assert 'func.func @main(%arg0: tensor<?x3x?x?xf32, #relax.shape<["batch", 3, "32*h", "32*w"]>>' in text
+    assert "relax.upper_bounds = {batch = 4 : i64, h = 8 : i64, w = 8 : i64}" in text
+    assert '#relax.shape<["batch", 16, "4*h", "4*w"]>' in text
+    with pytest.raises(relax_mlir.ShapeError, match=r"32\*h"):
+        fn(np.zeros((1, 3, 100, 64), np.float32))
+
+
+def test_derived_dims_without_names():
+    """Without ``dynamic_shapes`` the root symbol of a derived dim gets the input's name."""
+    h = Dim("h", min=1, max=8)
+    ep = torch.export.export(ResNetish().eval(), _image(1, 64, 32), dynamic_shapes={"x": {2: 32 * h}})
+    module, _ = from_exported_program(ep)
+    assert '%arg0: tensor<1x3x?x32xf32, #relax.shape<[1, 3, "32*x_2", 32]>>' in str(module)
+
+
+class Windows(nn.Module):
+    """Every window kind at once: padding, stride 2 with dilation, depthwise and grouped
+    (strided 1x1) convs, padding='same' with dilation, max and average pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.plain = nn.Conv2d(4, 6, 3, padding=1)
+        self.dilated = nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2)
+        self.depthwise = nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=4)
+        self.same = nn.Conv2d(4, 4, (3, 5), padding="same", dilation=(2, 1))
+        self.grouped = nn.Conv2d(4, 6, 1, stride=2, groups=2)
+        self.zeros = nn.Conv2d(4, 2, (5, 4), stride=3, padding=(2, 2), padding_mode="zeros")
+
+    def forward(self, x):
+        return (self.plain(x), self.dilated(x), self.depthwise(x), self.same(x), self.grouped(x), self.zeros(x),
+                F.max_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+                F.adaptive_avg_pool2d(x, 1))
+
+
+def test_windows_down_to_one_pixel():
+    """1x1 and 1xN images where every window is valid. torch's 0/1 specialization guards
+    strided outputs against 1 unless ``backed_size_oblivious`` is on (then it emits none)."""
+    import torch.fx.experimental._config as fx_config
+
+    dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=1, max=256), 3: Dim("w", min=1, max=256)}}
+    with fx_config.patch(backed_size_oblivious=True):
+        check(Windows().eval(), lambda b, h, w: (_randn(b, 4, h, w),),
+              [(2, 20, 24), (1, 1, 1), (3, 1, 7), (1, 97, 131), (2, 2, 3), (1, 6, 1)], dyn, atol=1e-4, rtol=1e-4)
+
+
+class AdaptiveHeads(nn.Module):
+    """Adaptive average pooling to sizes that do not divide the symbolic input sizes:
+    torch's overlapping, uneven windows."""
+
+    def forward(self, x):
+        return (F.adaptive_avg_pool2d(x, (3, 2)), F.adaptive_avg_pool2d(x, 7), F.adaptive_avg_pool1d(x[:, :, 0], 4),
+                F.adaptive_avg_pool2d(x, 1))
+
+
+def test_adaptive_avg_pool_symbolic_sizes():
+    dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=2, max=256), 3: Dim("w", min=2, max=256)}}
+    check(AdaptiveHeads(), lambda b, h, w: (_randn(b, 5, h, w),), [(2, 14, 14), (1, 97, 131), (3, 3, 2), (1, 7, 50)],
+          dyn, atol=1e-5, rtol=1e-4)
+
+
+def test_derived_dim_across_inputs():
+    """A size of one input derived from another's (``s + 1``): bound once, checked on the
+    second input at run time."""
+
+    class Pair(nn.Module):
+        def forward(self, a, b):
+            return F.max_pool2d(a, 2) + b[:, :, 1:, 1:].mean(dim=1, keepdim=True)[:, :, ::2, ::2]
+
+    s = Dim("s", min=2, max=64)
+    dyn = {"a": {2: 2 * s, 3: 2 * s}, "b": {2: 2 * s + 1, 3: 2 * s + 1}}
+    fn = check(Pair(), lambda n: (_randn(2, 3, 2 * n, 2 * n), _randn(2, 4, 2 * n + 1, 2 * n + 1, seed=1)),
+               [(4,), (2,), (9,)], dyn)
+    assert '%arg1: tensor<2x4x?x?xf32, #relax.shape<[2, 4, "2*s + 1", "2*s + 1"]>>' in str(fn.program.module)
+    with pytest.raises(relax_mlir.ShapeError):
+        fn(np.zeros((2, 3, 8, 8), np.float32), np.zeros((2, 4, 8, 8), np.float32))

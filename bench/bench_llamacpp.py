@@ -58,9 +58,11 @@ import time
 
 FTYPES = {   # name -> llama_cpp constant name
     "f32": "LLAMA_FTYPE_ALL_F32", "f16": "LLAMA_FTYPE_MOSTLY_F16", "q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0",
-    "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0", "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M",
+    "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0", "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M", "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K",
 }
-ALL_FILES = ["q4_1", "f32", "f16", "q8_0", "q4_0", "q4_k_m"]
+#: made from the F32 file (itself made from the shipped Q4_1), not by requantizing the Q4_1 blocks
+FROM_F32 = ("q4_k_m", "q6_k")
+ALL_FILES = ["q4_1", "f32", "f16", "q8_0", "q4_0", "q4_k_m", "q6_k"]
 STEM = "SmolLM2-135M-Instruct"
 SLACK = 8
 PROMPT_TEXT = (
@@ -87,18 +89,24 @@ def shipped_q4_1() -> str:
 def make_files(directory: str, names: list[str]) -> dict[str, str]:
     """The GGUF files of ``names`` in ``directory``: made once with llama.cpp's quantizer."""
     os.makedirs(directory, exist_ok=True)
-    src = shipped_q4_1()
+    shipped = shipped_q4_1()
     out = {}
-    for name in names:
+    if any(n in FROM_F32 for n in names) and "f32" not in names:
+        names = ["f32"] + list(names)
+        drop_f32 = True
+    else:
+        drop_f32 = False
+    for name in sorted(names, key=lambda n: n in FROM_F32):   # f32 before the files made from it
+        src = out["f32"] if name in FROM_F32 else shipped
         path = os.path.join(directory, f"{STEM}.{name.upper()}.gguf")
         if os.path.exists(path):
             out[name] = path
             continue
         if name == "q4_1":
             try:
-                os.symlink(src, path)
+                os.symlink(shipped, path)
             except OSError:
-                shutil.copyfile(src, path)
+                shutil.copyfile(shipped, path)
             out[name] = path
             continue
         import llama_cpp
@@ -118,7 +126,9 @@ def make_files(directory: str, names: list[str]) -> dict[str, str]:
         print(f"  made {os.path.basename(path)} ({os.path.getsize(path) / 1e6:.0f} MB) in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         out[name] = path
-    return out
+    if drop_f32:
+        out.pop("f32", None)
+    return {n: out[n] for n in names if n in out}
 
 
 def _quiet(fn):

@@ -104,10 +104,10 @@ class LMConfig:
 
     def linear(self, role: str, in_features: int, out_features: int, bias: bool = False,
                fmt: Optional[str] = None) -> nn.Module:
-        """A projection: f32 (in, out) weights, or the raw rows of ``fmt`` (default: the role's
-        format in ``formats``)."""
-        fmt = fmt if fmt is not None else self.format_of(role)
-        if fmt is None:
+        """A projection: f32 (in, out) weights, or the raw rows of ``fmt`` (``"f32"``: f32;
+        None: the role's format in ``formats``)."""
+        fmt = self.format_of(role) if fmt is None else fmt
+        if fmt in (None, "f32"):
             return nn.Linear(in_features, out_features, bias=bias)
         return nn.QuantLinear(in_features, out_features, fmt, bias=bias, activations=self.activations)
 

@@ -91,3 +91,33 @@ def test_vulkan_generic_kernels(fmt):
         pytest.skip(f"no Vulkan device: {why}")
     exe = relax_mlir.compile(_program(fmt, row_bytes(fmt, _k(fmt))), target="vulkan")
     _check(exe, fmt, np.random.default_rng(3), 1e-5)
+
+
+def test_library_kernels_follow_the_executables_threads():
+    """The quantized library kernels run on ``exe.num_threads`` threads (the module's count,
+    which relax-lower-host passes to every qmatmul call), not the BLAS thread count. Same
+    numbers on 1 and 2 threads."""
+    import ctypes
+
+    from relax_mlir.runtime import libraries
+    fmt = "q4_0"
+    exe = relax_mlir.compile(_program(fmt, row_bytes(fmt, _k(fmt))))
+    lib = ctypes.CDLL(libraries.build_blas_shim(exe.metadata.get("blas") or libraries.blas_provider())[0])
+    lib.relax_blas_set_num_threads.argtypes = [ctypes.c_int]
+    if lib.relax_quant_max_threads() < 1 or libraries.openmp_library() is None:
+        pytest.skip("no OpenMP runtime: the kernels run on one thread")
+    rng = np.random.default_rng(4)
+    raw, _ = _weights(fmt, rng)
+    x = rng.standard_normal((4096, _k(fmt))).astype(np.float32)   # M N K = 2.75M >= the fork threshold
+    ids = np.zeros(1, np.int64)
+    try:
+        outs = []
+        for exe_threads, blas in ((1, 2), (2, 1)):
+            exe.num_threads = exe_threads
+            lib.relax_blas_set_num_threads(blas)
+            outs.append(exe(x, raw, ids)[0])
+            assert lib.relax_quant_last_threads() == exe_threads
+        np.testing.assert_array_equal(outs[0], outs[1])
+    finally:
+        lib.relax_blas_set_num_threads(2)
+        exe.num_threads = None

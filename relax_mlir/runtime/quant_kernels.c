@@ -11,9 +11,11 @@
  *   q5_1 (32, 24)  q4_k (256, 144)  q5_k (256, 176)  q6_k (256, 210)
  *
  * Entry points (MLIR memref descriptors, C interface; inputs first, output last):
- *   _mlir_ciface_relax_qmatmul_<fmt>(x: (M,K) f32, w: (N,RB) i8, out: (M,N) f32)
+ *   _mlir_ciface_relax_qmatmul_<fmt>(x: (M,K) f32, w: (N,RB) i8, out: (M,N) f32, threads: () i32)
  *       out = x @ dequant(w)^T, f32 accumulation of the exactly dequantized weights.
- *   _mlir_ciface_relax_qmatmul_<fmt>_q8(x, w, out)
+ *       threads: the calling executable's thread count (its relax-omp-threads cell, which
+ *       relax-lower-host passes to these calls); NULL or < 1: the BLAS thread count.
+ *   _mlir_ciface_relax_qmatmul_<fmt>_q8(x, w, out, threads)
  *       the llama.cpp way: each row of x quantized to int8 per 32 elements (scale amax/127,
  *       kept in f32, round to nearest even), int8 dot products per 32 (16 for q6_k's
  *       scales), scaled in f32. f16 / bf16: the exact kernel (no activation quantization).
@@ -37,7 +39,8 @@
  * (relax_quant_set_isa lowers it, for tests).
  *
  * Threads: MKL builds (-fopenmp, RELAX_BLAS_MKL) split the rows of W into one contiguous range
- * per thread, over MKL_Get_Max_Threads() threads -- the BLAS thread count of blas_shim.c
+ * per thread, over the caller's thread count (the executable's num_threads, the `threads`
+ * argument), else MKL_Get_Max_Threads() threads -- the BLAS thread count of blas_shim.c
  * (RELAX_BLAS_NUM_THREADS, relax_blas_set_num_threads) -- when M*N*K reaches the fork
  * threshold (relax_quant_set_fork_work, default 2^18, like the shim's packed products); a
  * forked child runs on one thread (never an OpenMP region there: see blas_shim.c). OpenBLAS
@@ -324,6 +327,7 @@ typedef struct qctx_s {
   const float *px;                     /* x in the panel's order, row stride ldpx, pxk columns */
   int64_t ldpx, pxk;
   int panel;
+  int threads;                         /* the team size asked for (call_threads) */
 } qctx;
 
 /* A tile: rows m .. m+mr-1 of x (mr <= the kernel's MR) against rows n0 .. n1-1 of W. */
@@ -1183,8 +1187,23 @@ static void run_range(const qctx *t, tile_fn fn, int64_t mr, int64_t n0, int64_t
   }
 }
 
+/* The team size of a call: the caller's count (a memref<i32> descriptor: allocated, aligned,
+ * offset) when it gives one >= 1, else the BLAS thread count; 1 in a forked child or a build
+ * without OpenMP. */
+typedef struct { int32_t *allocated, *aligned; int64_t offset; } qcell;
+static int call_threads(const void *cell) {
+  const qcell *c = (const qcell *)cell;
+  int n = c && c->aligned ? c->aligned[c->offset] : 0;
+  if (n < 1 || forked_child) return max_threads();
+#ifdef QK_THREADS
+  return n;
+#else
+  return 1;
+#endif
+}
+
 static void run(const qctx *t, tile_fn fn, int64_t mr) {
-  int nt = max_threads();
+  int nt = t->threads > 0 ? t->threads : 1;
   if ((double)t->M * (double)t->N * (double)t->K < fork_work) nt = 1;
   int64_t per = (t->N + nt - 1) / nt;
   per = (per + 3) / 4 * 4;
@@ -1223,14 +1242,14 @@ static const char *unit_inner(qview v, size_t esize, int64_t *ld, void **tmp) {
   return p;
 }
 
-static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od) {
+static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *cell) {
   qview x = qread(xd, 2, 4), w = qread(wd, 2, 1), o = qread(od, 2, 4);
   int64_t M = x.sizes[0], K = x.sizes[1], N = w.sizes[0], bs = BLOCK_SIZE[fmt];
   if (M < 0 || K < 0 || N < 0 || o.sizes[0] != M || o.sizes[1] != N || K % bs != 0 ||
       w.sizes[1] != K / bs * BLOCK_BYTES[fmt])
     return;
   if (M == 0 || N == 0) return;
-  qctx t = {.M = M, .N = N, .K = K, .nc = K / 32};
+  qctx t = {.M = M, .N = N, .K = K, .nc = K / 32, .threads = call_threads(cell)};
   void *xt = NULL, *wt = NULL, *ot = NULL, *qbuf = NULL;
   t.x = (const float *)unit_inner(x, 4, &t.ldx, &xt);
   t.w = (const uint8_t *)unit_inner(w, 1, &t.ldw, &wt);
@@ -1337,8 +1356,8 @@ static void qtake(int fmt, void *td, void *idd, void *od) {
 }
 
 #define ENTRY(F, ID)                                                                          \
-  void _mlir_ciface_relax_qmatmul_##F(void *x, void *w, void *o) { qmatmul(ID, 0, x, w, o); } \
-  void _mlir_ciface_relax_qmatmul_##F##_q8(void *x, void *w, void *o) { qmatmul(ID, 1, x, w, o); } \
+  void _mlir_ciface_relax_qmatmul_##F(void *x, void *w, void *o, const void *n) { qmatmul(ID, 0, x, w, o, n); } \
+  void _mlir_ciface_relax_qmatmul_##F##_q8(void *x, void *w, void *o, const void *n) { qmatmul(ID, 1, x, w, o, n); } \
   void _mlir_ciface_relax_qtake_##F(void *t, void *ids, void *o) { qtake(ID, t, ids, o); }
 #define ENTRY_Q(F, ID, MIN) ENTRY(F, ID)
 QUANT_FORMATS(ENTRY_Q)

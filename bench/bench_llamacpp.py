@@ -182,9 +182,9 @@ def _say(obj) -> None:
 
 
 class _Ours:
-    def __init__(self, path, ctx):
+    def __init__(self, path, ctx, activations="f32"):
         from relax_mlir.llm import CausalLM
-        self.lm = CausalLM.from_gguf(path, max_seq_len=ctx)
+        self.lm = CausalLM.from_gguf(path, max_seq_len=ctx, activations=activations)
         self.info = {"cache_hit": self.lm.exe.cache_hit, "compile_s": self.lm.exe.compile_time_s}
 
     def prefill(self, ids):
@@ -229,7 +229,8 @@ def child(args) -> None:
     ids = json.loads(args.ids)
     ctx = len(ids) + args.new + SLACK
     t0 = time.perf_counter()
-    eng = _Ours(args.path, ctx) if args.child == "ours" else _LlamaCpp(args.path, ctx, args.child_threads)
+    eng = _Ours(args.path, ctx, args.child_activations) if args.child == "ours" else \
+        _LlamaCpp(args.path, ctx, args.child_threads)
     load_s = time.perf_counter() - t0
     # warm-up (first-touch of buffers, lazily made thread pools): untimed
     tok = int(np.argmax(eng.prefill(ids)))
@@ -260,7 +261,8 @@ def child(args) -> None:
 # -- the parent ------------------------------------------------------------------------------
 
 class Child:
-    def __init__(self, engine: str, path: str, threads: int, ids: list[int], new: int, env_extra=None):
+    def __init__(self, engine: str, path: str, threads: int, ids: list[int], new: int, env_extra=None,
+                 activations: str = "f32"):
         env = dict(os.environ)
         # ours: generated kernels and the library (BLAS, quantized kernels); llama.cpp takes n_threads
         env["RELAX_MLIR_NUM_THREADS"] = env["RELAX_BLAS_NUM_THREADS"] = str(threads)
@@ -269,7 +271,8 @@ class Child:
         self.err = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--child", engine, "--path", path,
-             "--child-threads", str(threads), "--ids", json.dumps(ids), "--new", str(new)],
+             "--child-threads", str(threads), "--ids", json.dumps(ids), "--new", str(new),
+             "--child-activations", activations],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
 
     def read(self) -> dict:
@@ -335,12 +338,16 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=128, help="prompt tokens (one prefill)")
     ap.add_argument("--new", type=int, default=32, help="greedy decode steps timed")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold/warm compile-cache loads")
+    ap.add_argument("--activations", nargs="+", default=["f32"], choices=["f32", "q8"],
+                    help="ours' quantized-matmul activations, one engine each (f32: exact; q8: int8 dot "
+                         "products, llama.cpp's numerics); default f32")
     ap.add_argument("--make-only", action="store_true", help="make the GGUF files and stop")
     # the children
     ap.add_argument("--child", choices=["ours", "llama"], help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     ap.add_argument("--child-threads", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--ids", help=argparse.SUPPRESS)
+    ap.add_argument("--child-activations", default="f32", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
@@ -373,31 +380,36 @@ def main() -> None:
                   f"(cache hit {w['cache_hit']})", flush=True)
             cold = (cold or []) + [(t, c, w)]
 
+    ours = [f"ours-{a}" for a in args.activations]      # one child per activations mode
+    engines = ours + ["llama"]
     rows, tokens = [], {}
     for name, path in files.items():
         for t in args.threads:
             kids = {}
-            for eng in ("ours", "llama"):     # loaded one after the other, not side by side
-                kids[eng] = Child(eng, path, t, ids, args.new, env)
+            for eng in engines:     # loaded one after the other, not side by side
+                kind, _, act = eng.partition("-")
+                kids[eng] = Child(kind, path, t, ids, args.new, env, activations=act or "f32")
                 kids[eng].ready = kids[eng].read()
-            res = {"ours": [], "llama": []}
+            res = {e: [] for e in engines}
             for _ in range(args.rounds):
-                for eng in ("ours", "llama"):
+                for eng in engines:
                     time.sleep(0.5)
                     res[eng].append(kids[eng].ask("round"))
             peak = {eng: kids[eng].close()["peak_mb"] for eng in kids}
-            row = {"file": name, "threads": t, "res": res, "peak": peak, "load": os.getloadavg()[0],
-                   "ready": {e: kids[e].ready for e in kids}}
-            rows.append(row)
-            tokens.setdefault(name, (res["ours"][0], res["llama"][0]))
-            o = [r["tok_s"] for r in res["ours"]]
-            l_ = [r["tok_s"] for r in res["llama"]]
-            print(f"  {name:7s} T={t}: ours {fmt_pair(o, 1)} tok/s, llama.cpp {fmt_pair(l_, 1)} tok/s, "
-                  f"ratio {max(o) / max(l_):.2f}; prefill ms ours "
-                  f"{min(r['prefill_ms'] for r in res['ours']):.0f}, llama.cpp "
-                  f"{min(r['prefill_ms'] for r in res['llama']):.0f}; peak RSS MB ours {peak['ours']:.0f}, "
-                  f"llama.cpp {peak['llama']:.0f}; after load {row['ready']['ours']['rss_loaded_mb']:.0f} / "
-                  f"{row['ready']['llama']['rss_loaded_mb']:.0f}  (load {load_avg()})", flush=True)
+            for eng in ours:
+                row = {"file": name, "threads": t, "engine": eng, "res": {"ours": res[eng], "llama": res["llama"]},
+                       "peak": {"ours": peak[eng], "llama": peak["llama"]}, "load": os.getloadavg()[0],
+                       "ready": {"ours": kids[eng].ready, "llama": kids["llama"].ready}}
+                rows.append(row)
+                tokens.setdefault((name, eng), (res[eng][0], res["llama"][0]))
+                o = [r["tok_s"] for r in res[eng]]
+                l_ = [r["tok_s"] for r in res["llama"]]
+                print(f"  {name:7s} T={t} {eng}: {fmt_pair(o, 1)} tok/s, llama.cpp {fmt_pair(l_, 1)} tok/s, "
+                      f"ratio {max(o) / max(l_):.2f}; prefill ms ours "
+                      f"{min(r['prefill_ms'] for r in res[eng]):.0f}, llama.cpp "
+                      f"{min(r['prefill_ms'] for r in res['llama']):.0f}; peak RSS MB ours {peak[eng]:.0f}, "
+                      f"llama.cpp {peak['llama']:.0f}; after load {row['ready']['ours']['rss_loaded_mb']:.0f} / "
+                      f"{row['ready']['llama']['rss_loaded_mb']:.0f}  (load {load_avg()})", flush=True)
 
     load1 = load_avg()
     print()
@@ -406,11 +418,11 @@ def main() -> None:
     print(f"decode: tok/s after a {len(ids)}-token prompt, {args.new} greedy steps, best (median) of "
           f"{args.rounds} interleaved rounds; ratio = ours / llama.cpp (best); prefill: best ms; "
           f"peak RSS: VmHWM of each engine's own process; load s: constructor seconds; load avg: 1-minute "
-          f"load average after the row")
+          f"load average after the row; activations: ours' quantized matmuls (f32 exact, q8 int8 dots)")
     print()
-    print("| file | threads | ours tok/s | llama.cpp tok/s | ratio | prefill ms ours | llama.cpp | "
+    print("| file | threads | activations | ours tok/s | llama.cpp tok/s | ratio | prefill ms ours | llama.cpp | "
           "peak RSS MB ours | llama.cpp | load s ours | llama.cpp | load avg |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         o = [x["tok_s"] for x in r["res"]["ours"]]
         l_ = [x["tok_s"] for x in r["res"]["llama"]]
@@ -418,30 +430,28 @@ def main() -> None:
         pl = min(x["prefill_ms"] for x in r["res"]["llama"])
         ro, rl = r["ready"]["ours"], r["ready"]["llama"]
         miss = "" if ro.get("cache_hit") else f" (compiled: {ro['compile_s']:.0f} s)"
-        print(f"| {r['file'].upper()} | {r['threads']} | {fmt_pair(o, 1)} | {fmt_pair(l_, 1)} | "
-              f"{max(o) / max(l_):.2f} | {po:.0f} | {pl:.0f} | {r['peak']['ours']:.0f} | {r['peak']['llama']:.0f} | "
-              f"{ro['load_s']:.1f}{miss} | {rl['load_s']:.2f} | {r['load']:.1f} |")
+        print(f"| {r['file'].upper()} | {r['threads']} | {r['engine'].partition('-')[2]} | {fmt_pair(o, 1)} | "
+              f"{fmt_pair(l_, 1)} | {max(o) / max(l_):.2f} | {po:.0f} | {pl:.0f} | {r['peak']['ours']:.0f} | "
+              f"{r['peak']['llama']:.0f} | {ro['load_s']:.1f}{miss} | {rl['load_s']:.2f} | {r['load']:.1f} |")
     if cold:
         print(f"\nours, an empty compile cache ({next(iter(files))}): " + "; ".join(
             f"{t} thread(s): cold load {c['load_s']:.1f} s (compile {c['compile_s']:.1f} s), second load "
             f"from the cache {w['load_s']:.1f} s" for t, c, w in cold))
     base = {e: statistics.median(r["ready"][e]["rss_base_mb"] for r in rows) for e in ("ours", "llama")}
     print(f"RSS of a child before loading (interpreter + the engine's imports): ours {base['ours']:.0f} MB, "
-          f"llama.cpp {base['llama']:.0f} MB; RSS after load and warm-up (ours / llama.cpp, MB): " + ", ".join(
-              f"{r['file'].upper()} T={r['threads']} {r['ready']['ours']['rss_loaded_mb']:.0f} / "
-              f"{r['ready']['llama']['rss_loaded_mb']:.0f}" for r in rows))
+          f"llama.cpp {base['llama']:.0f} MB")
 
     print("\ngreedy tokens, first round:")
-    for name, (o, l_) in tokens.items():
+    for (name, eng), (o, l_) in tokens.items():
         a, b = o["tokens"], l_["tokens"]
         if a == b:
-            print(f"  {name}: equal ({len(a)}/{len(a)})")
+            print(f"  {name} {eng}: equal ({len(a)}/{len(a)})")
             continue
         k = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
         why = ("UNEXPECTED: both engines compute in f32 here" if name == "f32" else
-               "llama.cpp computes on the quantized blocks (activations rounded too), ours in f32 on the "
-               "dequantized weights: legitimate numerics")
-        print(f"  WARNING {name}: tokens differ from step {k} ({k}/{len(a)} equal; ours' top-2 logit margin "
+               "llama.cpp computes on the quantized blocks with activations rounded to 8 bits (q8_0 / q8_K), "
+               "ours in f32 or with its own q8 rounding (per 32): legitimate numerics")
+        print(f"  {name} {eng}: tokens differ from step {k} ({k}/{len(a)} equal; ours' top-2 logit margin "
               f"there {o['margins'][k - 1] if k else float('nan'):.3f}); {why}")
 
 

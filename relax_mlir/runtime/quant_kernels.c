@@ -693,9 +693,14 @@ QK_T512 static void quantize_rows_512(const qctx *t, int8_t *qx, float *dx, floa
  * the b term (b dx sum(qx)); q8_0's signed weights take x + 128 as the unsigned operand and
  * 128 sum(w) (a dpbusd against ones) is subtracted. One f32 multiply-add per block's lanes. */
 enum { GF_NONE, GF_NIB, GF_BYTE };
+/* q5_0 / q5_1 decode into bytes (nibble | 5th bit << 4) in q8_0's layout: the byte family */
 static int group_family(int fmt) {
-  return fmt == F_Q4_0 || fmt == F_Q4_1 ? GF_NIB : fmt == F_Q8_0 ? GF_BYTE : GF_NONE;
+  return fmt == F_Q4_0 || fmt == F_Q4_1 ? GF_NIB
+       : fmt == F_Q8_0 || fmt == F_Q5_0 || fmt == F_Q5_1 ? GF_BYTE : GF_NONE;
 }
+static int is_q5(int fmt) { return fmt == F_Q5_0 || fmt == F_Q5_1; }
+/* the nibbles' first 16-bit word in a block; m (q4_1, q5_1) is word 1 */
+static int nib_word(int fmt) { return fmt == F_Q4_0 ? 1 : fmt == F_Q4_1 ? 2 : fmt == F_Q5_0 ? 3 : 4; }
 static int64_t GROUP_BYTES(int fmt) { return 4 * BLOCK_BYTES[fmt]; }
 /* element (0..31) of block j/4 in vector k, lane j of the exact decoder */
 static int group_elem(int fam, int k, int j) {
@@ -711,9 +716,9 @@ static void group_tables(void) {
     if (fam == GF_NONE) continue;
     for (int i = 0; i < 32; ++i) {
       int b = i / 8, j = i % 8;   /* word j of block b's nibbles */
-      gidx_qs[f][i] = (uint16_t)(w * b + (f == F_Q4_1 ? 2 : 1) + j);
+      gidx_qs[f][i] = (uint16_t)(w * b + nib_word(f) + j);
       int bb = (i & 15) / 4;
-      gidx_sc[f][i] = (uint16_t)(w * bb + (i >= 16 && f == F_Q4_1 ? 1 : 0));
+      gidx_sc[f][i] = (uint16_t)(w * bb + (i >= 16 && (f == F_Q4_1 || f == F_Q5_1) ? 1 : 0));
     }
   }
   for (int fam = 1; fam < 3; ++fam)
@@ -721,20 +726,40 @@ static void group_tables(void) {
       for (int j = 0; j < 16; ++j) gperm[fam][16 * k + j] = 32 * (j / 4) + group_elem(fam, k, j);
 }
 
-/* the group's scales: d (lanes 4b..4b+3 block b) and b (q4_1: m; q4_0: -8 d; q8_0: 0) */
+/* the group's scales: d (lanes 4b..4b+3 block b) and b (q4_1, q5_1: m; q4_0: -8 d; q5_0:
+ * -16 d; q8_0: 0) */
 QK_V512 void gscales(int fmt, __m512i lo, __m512i hi, __m512 *dv, __m512 *bv) {
   __m512i s = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_sc[fmt]), hi);
   *dv = _mm512_cvtph_ps(_mm512_castsi512_si256(s));
-  if (fmt == F_Q4_1) *bv = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(s, 1));
-  else if (fmt == F_Q4_0) *bv = _mm512_mul_ps(*dv, _mm512_set1_ps(-8.0f));
+  if (fmt == F_Q4_1 || fmt == F_Q5_1) *bv = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(s, 1));
+  else if (fmt == F_Q4_0 || fmt == F_Q5_0) *bv = _mm512_mul_ps(*dv, _mm512_set1_ps(fmt == F_Q4_0 ? -8.0f : -16.0f));
   else *bv = _mm512_setzero_ps();
 }
-/* q4_0 / q4_1: the 4 blocks' nibble bytes (block b in bytes 16b..16b+15); scales */
+/* q4_0 / q4_1 / q5_0 / q5_1: the 4 blocks' nibble bytes (block b in bytes 16b..16b+15); scales */
 QK_V512 __m512i gload_nib(int fmt, const uint8_t *p, __m512 *dv, __m512 *bv) {
   __m512i lo = _mm512_loadu_si512(p);
-  __m512i hi = _mm512_maskz_loadu_epi8(fmt == F_Q4_1 ? 0xFFFFull : 0xFFull, p + 64);
+  __m512i hi = _mm512_maskz_loadu_epi8((1ull << (GROUP_BYTES(fmt) - 64)) - 1, p + 64);
   gscales(fmt, lo, hi, dv, bv);
   return _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_qs[fmt]), hi);
+}
+/* q5_0 / q5_1: the 4 blocks' weights as bytes nibble + 16 * (5th bit), first halves (*l) and
+ * second halves (*h) as q8_0's (block b in bytes 16b..); the 5th bits through a byte mask
+ * (bit e of qh: weight e) */
+QK_V512 void gload_q5(int fmt, const uint8_t *p, __m512i *l, __m512i *h, __m512 *dv, __m512 *bv) {
+  __m512i z = gload_nib(fmt, p, dv, bv);
+  const int64_t bb = BLOCK_BYTES[fmt];
+  const int off = fmt == F_Q5_0 ? 2 : 4;
+  uint64_t ml = 0, mh = 0;
+  for (int b = 0; b < 4; ++b) {
+    uint32_t qh;
+    memcpy(&qh, p + b * bb + off, 4);
+    ml |= (uint64_t)(qh & 0xFFFFu) << (16 * b);
+    mh |= (uint64_t)(qh >> 16) << (16 * b);
+  }
+  const __m512i f = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);
+  __m512i a = _mm512_and_si512(z, f), c = _mm512_and_si512(_mm512_srli_epi16(z, 4), f);
+  *l = _mm512_mask_add_epi8(a, (__mmask64)ml, a, sixteen);
+  *h = _mm512_mask_add_epi8(c, (__mmask64)mh, c, sixteen);
 }
 /* q8_0: the 4 blocks' first halves (*l) and second halves (*h), block b in bytes 16b.. */
 QK_V512 void gload_byte(const uint8_t *p, __m512i *l, __m512i *h, __m512 *dv) {
@@ -799,13 +824,15 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
       for (int r = 0; r < NR; ++r) {                                                          \
         GROUP_PREFETCH(r, g, NR);                                                                 \
         if (FMT == F_Q8_0) gload_byte(GROUP_PTR(g, r), &z[r], &z2[r], &dv[r]);                \
+        else if (is_q5(FMT)) gload_q5(FMT, GROUP_PTR(g, r), &z[r], &z2[r], &dv[r], &bv[r]);   \
         else z[r] = gload_nib(FMT, GROUP_PTR(g, r), &dv[r], &bv[r]);                          \
         s[r] = _mm512_setzero_ps();                                                           \
       }                                                                                       \
       for (int k = 0; k < 8; ++k) {                                                           \
         __m512 xv = _mm512_loadu_ps(xg + 128 * g + 16 * k);                                   \
         for (int r = 0; r < NR; ++r)                                                          \
-          s[r] = _mm512_fmadd_ps(FMT == F_Q8_0 ? gvec_byte(z[r], z2[r], k) : gvec_nib(z[r], k), xv, s[r]); \
+          s[r] = _mm512_fmadd_ps(group_family(FMT) == GF_BYTE ? gvec_byte(z[r], z2[r], k) : gvec_nib(z[r], k), \
+                                 xv, s[r]);                                                   \
       }                                                                                       \
       __m512 se = _mm512_loadu_ps(sxe + 16 * g);                                              \
       for (int r = 0; r < NR; ++r) {                                                          \
@@ -827,6 +854,8 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
 EXG(q4_0, F_Q4_0)
 EXG(q4_1, F_Q4_1)
 EXG(q8_0, F_Q8_0)
+EXG(q5_0, F_Q5_0)
+EXG(q5_1, F_Q5_1)
 
 /* _q8, MR rows of x by NR rows of W */
 #define Q8G_BODY(F, FMT, MR, NR)                                                              \
@@ -845,6 +874,8 @@ EXG(q8_0, F_Q8_0)
           gload_byte(GROUP_PTR(g, r), &wl[r], &wh[r], &dv[r]);                                \
           sw[r] = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), \
                                                         ones, wl[r]), ones, wh[r]), 7);       \
+        } else if (is_q5(FMT)) {                                                              \
+          gload_q5(FMT, GROUP_PTR(g, r), &wl[r], &wh[r], &dv[r], &bv[r]);                     \
         } else {                                                                              \
           __m512i z = gload_nib(FMT, GROUP_PTR(g, r), &dv[r], &bv[r]);                        \
           wl[r] = _mm512_and_si512(z, _mm512_set1_epi8(0xF));                                 \
@@ -895,6 +926,8 @@ EXG(q8_0, F_Q8_0)
 Q8G(q4_0, F_Q4_0)
 Q8G(q4_1, F_Q4_1)
 Q8G(q8_0, F_Q8_0)
+Q8G(q5_0, F_Q5_0)
+Q8G(q5_1, F_Q5_1)
 
 /* x prepared for the group kernels: exact (xg permuted, times the decoder's GSCALE(k)
  * when scaled -- the GEMV -- or as is for the panel kernels; sxe) ... */
@@ -943,10 +976,12 @@ QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int 
       __m512 dv, bv;                                                                          \
       __m512i z, z2;                                                                          \
       if (FMT == F_Q8_0) { gload_byte(p, &z, &z2, &dv); bv = _mm512_setzero_ps(); }           \
+      else if (is_q5(FMT)) gload_q5(FMT, p, &z, &z2, &dv, &bv);                               \
       else z = gload_nib(FMT, p, &dv, &bv);                                                   \
       for (int k = 0; k < 8; ++k) {                                                           \
-        __m512 v = FMT == F_Q8_0 ? gvec_byte(z, z2, k) : gvec_nib(z, k);                      \
-        float s = FMT == F_Q8_0 ? GSCALE_BYTE(k) : GSCALE_NIB(k);                              \
+        int byte = group_family(FMT) == GF_BYTE;                                              \
+        __m512 v = byte ? gvec_byte(z, z2, k) : gvec_nib(z, k);                               \
+        float s = byte ? GSCALE_BYTE(k) : GSCALE_NIB(k);                                      \
         _mm512_storeu_ps(dst + 128 * g + 16 * k, _mm512_fmadd_ps(v, _mm512_mul_ps(dv, _mm512_set1_ps(s)), bv)); \
       }                                                                                       \
     }                                                                                         \
@@ -954,6 +989,17 @@ QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int 
 GDEC(q4_0, F_Q4_0)
 GDEC(q4_1, F_Q4_1)
 GDEC(q8_0, F_Q8_0)
+GDEC(q5_0, F_Q5_0)
+GDEC(q5_1, F_Q5_1)
+/* the group formats' kernels, by format */
+static const struct {
+  tile_fn exact, q8;
+  void (*dec)(const qctx *, const uint8_t *, float *);
+} GROUP_KERNELS[F_COUNT] = {
+    [F_Q4_0] = {exg_q4_0, q8g_q4_0, gdec_q4_0}, [F_Q4_1] = {exg_q4_1, q8g_q4_1, gdec_q4_1},
+    [F_Q8_0] = {exg_q8_0, q8g_q8_0, gdec_q8_0}, [F_Q5_0] = {exg_q5_0, q8g_q5_0, gdec_q5_0},
+    [F_Q5_1] = {exg_q5_1, q8g_q5_1, gdec_q5_1},
+};
 /* any other format's row, in natural order (x as is) */
 #define PDEC(F, ID)                                                                           \
   QK_T512 static void pdec_##F(const qctx *t, const uint8_t *row, float *dst) {             \
@@ -1276,7 +1322,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
       t.dxg = dxg;
       t.sxg = sxg;
       prep_q8_groups(&t, qg, dxg, sxg);
-      run(&t, fmt == F_Q4_0 ? q8g_q4_0 : fmt == F_Q4_1 ? q8g_q4_1 : q8g_q8_0, 4);
+      run(&t, GROUP_KERNELS[fmt].q8, 4);
     } else {
       float *xg = (float *)qbuf, *sxe = xg + M * t.ng * 128;
       t.xg = xg;
@@ -1286,8 +1332,8 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
       prep_exact_groups(&t, xg, sxe, !t.panel);
       t.px = xg;
       t.ldpx = t.pxk = t.ldxg;
-      t.pdec = fmt == F_Q4_0 ? gdec_q4_0 : fmt == F_Q4_1 ? gdec_q4_1 : gdec_q8_0;
-      run(&t, fmt == F_Q4_0 ? exg_q4_0 : fmt == F_Q4_1 ? exg_q4_1 : exg_q8_0, 4);
+      t.pdec = GROUP_KERNELS[fmt].dec;
+      run(&t, GROUP_KERNELS[fmt].exact, 4);
     }
   } else if (isa == ISA_AVX512 && !q8 && M >= 4 && fmt != F_F16 && fmt != F_BF16) {   /* panels */
     t.panel = 1;

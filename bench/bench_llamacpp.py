@@ -418,11 +418,13 @@ def main() -> None:
     print(f"decode: tok/s after a {len(ids)}-token prompt, {args.new} greedy steps, best (median) of "
           f"{args.rounds} interleaved rounds; ratio = ours / llama.cpp (best); prefill: best ms; "
           f"peak RSS: VmHWM of each engine's own process; load s: constructor seconds; load avg: 1-minute "
-          f"load average after the row; activations: ours' quantized matmuls (f32 exact, q8 int8 dots)")
+          f"load average after the row; activations: ours' quantized matmuls (f32 exact, q8 int8 dots); "
+          f"ratio by CPU time: the same with tokens per second of the process's CPU time (less sensitive to "
+          f"other processes on one thread)")
     print()
-    print("| file | threads | activations | ours tok/s | llama.cpp tok/s | ratio | prefill ms ours | llama.cpp | "
-          "peak RSS MB ours | llama.cpp | load s ours | llama.cpp | load avg |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| file | threads | activations | ours tok/s | llama.cpp tok/s | ratio | ratio by CPU time | "
+          "prefill ms ours | llama.cpp | peak RSS MB ours | llama.cpp | load s ours | llama.cpp | load avg |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         o = [x["tok_s"] for x in r["res"]["ours"]]
         l_ = [x["tok_s"] for x in r["res"]["llama"]]
@@ -430,8 +432,10 @@ def main() -> None:
         pl = min(x["prefill_ms"] for x in r["res"]["llama"])
         ro, rl = r["ready"]["ours"], r["ready"]["llama"]
         miss = "" if ro.get("cache_hit") else f" (compiled: {ro['compile_s']:.0f} s)"
+        oc = max(x["tok_cpu_s"] for x in r["res"]["ours"])
+        lc = max(x["tok_cpu_s"] for x in r["res"]["llama"])
         print(f"| {r['file'].upper()} | {r['threads']} | {r['engine'].partition('-')[2]} | {fmt_pair(o, 1)} | "
-              f"{fmt_pair(l_, 1)} | {max(o) / max(l_):.2f} | {po:.0f} | {pl:.0f} | {r['peak']['ours']:.0f} | "
+              f"{fmt_pair(l_, 1)} | {max(o) / max(l_):.2f} | {oc / lc:.2f} | {po:.0f} | {pl:.0f} | {r['peak']['ours']:.0f} | "
               f"{r['peak']['llama']:.0f} | {ro['load_s']:.1f}{miss} | {rl['load_s']:.2f} | {r['load']:.1f} |")
     if cold:
         print(f"\nours, an empty compile cache ({next(iter(files))}): " + "; ".join(

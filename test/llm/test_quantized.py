@@ -6,6 +6,8 @@ are reordered correctly."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -191,3 +193,29 @@ def test_from_pretrained_keeps_half_weights(tmp_path, dtype):
     with torch.no_grad():
         ref = src.float()(torch.tensor(ids[None])).logits[0].numpy()
     np.testing.assert_allclose(got, ref, atol=1e-3 * float(np.abs(ref).max()), rtol=0)
+
+
+REAL_Q4_K_M = os.path.expanduser("~/.cache/relax-mlir/bench-gguf/SmolLM2-135M-Instruct.Q4_K_M.gguf")
+
+
+@pytest.mark.skipif(not os.path.exists(REAL_Q4_K_M),
+                    reason="no SmolLM2 Q4_K_M file (bench/bench_llamacpp.py --files q4_k_m --make-only makes it)")
+def test_real_q4_k_m_every_weight_as_stored():
+    """llama.cpp's own Q4_K_M SmolLM2 (Q5_0 / Q8_0 / Q4_K / Q6_K by role and layer, Q8_0
+    token_embd): every projection and the embedding stay as stored, and the logits and 16
+    greedy tokens of a chat prompt equal the same file dequantized to f32."""
+    from relax_mlir.llm import gguf as G
+    q = CausalLM.from_gguf(REAL_Q4_K_M, max_seq_len=96)
+    raw = G.raw_tensors(REAL_Q4_K_M)
+    f32 = {n for n, w in zip(q.weight_names, q.weights) if w.dtype == np.float32}
+    assert f32 == {"rope_inv_freq", "norm.weight"} | {f"layers.{i}.{n}_norm.weight" for i in range(30)
+                                                       for n in ("input", "post")}
+    # attn_v is Q8_0 in 14 layers (q/k/v apart there), Q5_0 like q and k in 16 (fused)
+    assert sum(f"layers.{i}.attn.qkv.weight" in q.weight_names for i in range(30)) == 16
+    stored = {t.qtype.name.lower() for n, t in raw.items() if n.endswith(".weight") and len(t.shape) == 2}
+    assert stored == {"q5_0", "q8_0", "q4_k", "q6_k"}
+    assert {f for layer in q.config.layer_formats for _, f in layer} | {f for _, f in q.config.formats} == stored
+    f = CausalLM.from_gguf(REAL_Q4_K_M, max_seq_len=96, quantized=False)
+    ids = q.tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}])
+    _close(q.prefill(ids), f.prefill(ids))
+    np.testing.assert_array_equal(q.generate(ids, 16), f.generate(ids, 16))

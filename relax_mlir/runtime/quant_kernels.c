@@ -929,6 +929,144 @@ Q8G(q8_0, F_Q8_0)
 Q8G(q5_0, F_Q5_0)
 Q8G(q5_1, F_Q5_1)
 
+/* q6_k _q8 GEMV (AVX-512, M < 4): 64 weights per register as u8 (0..63) in their natural
+ * order -- a 64-byte load of ql gives weights 0-63 of a half-block (low nibbles) and 64-127
+ * (high nibbles), qh's 2-bit pairs OR-ed in above them -- one 512-bit dpbusd against x's int8
+ * (quantize_rows_512: natural order, dx per 32), minus 32 sum(qx) (a dpbusd of 32s, shared by
+ * the NR rows of W); each 16-weight sub-block is 4 dword lanes, scaled by its int8 scale x d x
+ * dx of its 32-chunk. */
+#define Q6KG_BODY(NR)                                                                         \
+  QK_V512 void q6kg_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const int8_t *qx = t->qx + m * t->ldq;                                                    \
+    const float *dx = t->dx + m * t->nc;                                                      \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR];                                                                           \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = _mm512_setzero_ps();                                                           \
+    }                                                                                         \
+    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(3), c32 = _mm512_set1_epi8(32); \
+    const __m512i lane4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);  \
+    for (int64_t b = 0; b < t->K / 256; ++b)                                                  \
+      for (int h = 0; h < 2; ++h) {                                                           \
+        const int8_t *xq = qx + 256 * b + 128 * h;                                            \
+        __m512i x0 = _mm512_loadu_si512(xq), x1 = _mm512_loadu_si512(xq + 64);                \
+        __m512i o0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c32, x0);                    \
+        __m512i o1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c32, x1);                    \
+        const float *d4 = dx + 8 * b + 4 * h;                                                 \
+        __m512 dx0 = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d4[0]), _mm512_set1_ps(d4[1]));  \
+        __m512 dx1 = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d4[2]), _mm512_set1_ps(d4[3]));  \
+        __m512i i0 = _mm512_add_epi32(lane4, _mm512_set1_epi32(8 * h));                       \
+        __m512i i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));                              \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          const uint8_t *blk = row[r] + 210 * b;                                              \
+          _mm_prefetch((const char *)(blk + 210 * 0 + NR * t->ldw + 64 * h), _MM_HINT_T0);     \
+          __m512i ql = _mm512_loadu_si512(blk + 64 * h);                                      \
+          __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));             \
+          __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1); \
+          __m512i w0 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(hh, m3), 4)); \
+          __m512i w1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),        \
+                                       _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hh, 4), m3), 4)); \
+          __m512 sc = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))), \
+                                    _mm512_set1_ps(_cvtsh_ss(*(const uint16_t *)(blk + 208)))); \
+          __m512i p0 = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, x0), o0); \
+          __m512i p1 = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w1, x1), o1); \
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_mul_ps(_mm512_permutexvar_ps(i0, sc), dx0), acc[r]); \
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_mul_ps(_mm512_permutexvar_ps(i1, sc), dx1), acc[r]); \
+        }                                                                                     \
+      }                                                                                       \
+    for (int r = 0; r < NR; ++r) t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]);     \
+  }
+Q6KG_BODY(1)
+Q6KG_BODY(4)
+/* q4_k _q8 GEMV (AVX-512, M < 4): a 64-byte load of qs is 128 weights, two 32-sub-blocks per
+ * register: low nibbles = sub-blocks 4i (bytes 0-31) and 4i+2 (32-63), high nibbles = 4i+1,
+ * 4i+3; x's int8 loaded in that order; 8 dword lanes per sub-block, scaled by d sc_j dx_j; the
+ * min term dmin m_j times the chunk's sum of x (sx, f32) per block. The 6-bit (sc, m) pairs
+ * unpacked with 32-bit masks: sc 0-3 / m 0-3 the low 6 bits of bytes 0-3 / 4-7, sc 4-7 / m 4-7
+ * the nibbles of bytes 8-11 plus the top 2 bits of bytes 0-3 / 4-7. */
+QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
+  uint32_t s0, s1, s2;
+  memcpy(&s0, blk + 4, 4);
+  memcpy(&s1, blk + 8, 4);
+  memcpy(&s2, blk + 12, 4);
+  uint32_t sc_lo = s0 & 0x3f3f3f3fu, m_lo = s1 & 0x3f3f3f3fu;
+  uint32_t sc_hi = (s2 & 0x0f0f0f0fu) | (((s0 >> 6) & 0x03030303u) << 4);
+  uint32_t m_hi = ((s2 >> 4) & 0x0f0f0f0fu) | (((s1 >> 6) & 0x03030303u) << 4);
+  *sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo))),
+                      _mm256_set1_ps(_cvtsh_ss(*(const uint16_t *)blk)));
+  *mn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo))),
+                      _mm256_set1_ps(_cvtsh_ss(*(const uint16_t *)(blk + 2))));
+}
+#define Q4KG_BODY(NR)                                                                         \
+  QK_V512 void q4kg_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const int8_t *qx = t->qx + m * t->ldq;                                                    \
+    const float *dx = t->dx + m * t->nc, *sx = t->sx + m * t->nc;                             \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR];                                                                           \
+    __m256 macc[NR];                                                                          \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = _mm512_setzero_ps();                                                           \
+      macc[r] = _mm256_setzero_ps();                                                          \
+    }                                                                                         \
+    const __m512i m4 = _mm512_set1_epi8(0xF);                                                 \
+    const __m512i half = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);    \
+    for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
+      __m256 dx8 = _mm256_loadu_ps(dx + 8 * b), sx8 = _mm256_loadu_ps(sx + 8 * b);            \
+      __m512i xl[2], xh[2];                                                                   \
+      for (int i = 0; i < 2; ++i) {                                                           \
+        const int8_t *xq = qx + 256 * b + 128 * i;                                            \
+        xl[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xq)), \
+                                   _mm256_loadu_si256((const __m256i *)(xq + 64)), 1);        \
+        xh[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xq + 32))), \
+                                   _mm256_loadu_si256((const __m256i *)(xq + 96)), 1);        \
+      }                                                                                       \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        const uint8_t *blk = row[r] + 144 * b;                                                \
+        _mm_prefetch((const char *)(blk + NR * t->ldw), _MM_HINT_T0);                         \
+        _mm_prefetch((const char *)(blk + NR * t->ldw + 64), _MM_HINT_T0);                    \
+        __m256 sc, mn;                                                                        \
+        q4k_scales(blk, &sc, &mn);                                                            \
+        macc[r] = _mm256_fmadd_ps(mn, sx8, macc[r]);                                          \
+        __m512 s16 = _mm512_castps256_ps512(_mm256_mul_ps(sc, dx8));   /* sub-block j: lane j */ \
+        for (int i = 0; i < 2; ++i) {                                                         \
+          __m512i q = _mm512_loadu_si512(blk + 16 + 64 * i);                                  \
+          __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4); \
+          __m512i il = _mm512_add_epi32(_mm512_slli_epi32(half, 1), _mm512_set1_epi32(4 * i));  \
+          __m512i ih = _mm512_add_epi32(il, _mm512_set1_epi32(1));                            \
+          __m512i pl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xl[i]);                \
+          __m512i ph = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, xh[i]);                \
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pl), _mm512_permutexvar_ps(il, s16), acc[r]); \
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ph), _mm512_permutexvar_ps(ih, s16), acc[r]); \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      __m256 v = macc[r];                                                                     \
+      __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));         \
+      s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                                             \
+      s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));                                               \
+      t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(s4);            \
+    }                                                                                         \
+  }
+Q4KG_BODY(1)
+Q4KG_BODY(4)
+QK_T512 static void q4kg(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {
+  for (int64_t i = m; i < m + mr; ++i) {
+    int64_t n = n0;
+    for (; n + 4 <= n1; n += 4) q4kg_1_4(t, i, n);
+    for (; n < n1; ++n) q4kg_1_1(t, i, n);
+  }
+}
+QK_T512 static void q6kg(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {
+  for (int64_t i = m; i < m + mr; ++i) {
+    int64_t n = n0;
+    for (; n + 4 <= n1; n += 4) q6kg_1_4(t, i, n);
+    for (; n < n1; ++n) q6kg_1_1(t, i, n);
+  }
+}
+
 /* x prepared for the group kernels: exact (xg permuted, times the decoder's GSCALE(k)
  * when scaled -- the GEMV -- or as is for the panel kernels; sxe) ... */
 QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int scaled) {
@@ -1357,6 +1495,10 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
     if (isa == ISA_AVX512) quantize_rows_512(&t, qx, dx, sx); else
 #endif
     quantize_rows_scalar(&t, qx, dx, sx);
+#ifdef QK_X86
+    if (isa == ISA_AVX512 && fmt == F_Q6_K && M < 4) run(&t, q6kg, 4); else
+    if (isa == ISA_AVX512 && fmt == F_Q4_K && M < 4) run(&t, q4kg, 4); else
+#endif
     run(&t, KERNELS[fmt].q8[isa], tile_rows[isa]);
   } else {
     run(&t, KERNELS[fmt].exact[isa], tile_rows[isa]);

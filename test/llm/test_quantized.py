@@ -163,6 +163,22 @@ def test_mixed_formats_every_weight_as_stored(mixed):
     np.testing.assert_array_equal(q.generate(ids[:4], 10, eos_token_id=[]), f.generate(ids[:4], 10, eos_token_id=[]))
 
 
+def test_mixed_formats_on_vulkan(mixed):
+    """The same file on the vulkan target (the generic kernels: every format decoded in
+    linalg, K-quants included) gives the cpu library kernels' logits."""
+    from relax_mlir.runtime import vulkan
+    ok, why = vulkan.available()
+    if not ok:
+        pytest.skip(f"no Vulkan device: {why}")
+    path, _ = mixed
+    g = CausalLM.from_gguf(path, max_seq_len=16, target="vulkan")
+    c = CausalLM.from_gguf(path, max_seq_len=16)
+    assert g.config.layer_formats == (LAYER0, LAYER1, LAYER0)
+    ids = np.random.default_rng(6).integers(0, 320, 5).astype(np.int64)
+    _close(g.prefill(ids), c.prefill(ids))
+    _close(g.decode(int(ids[0])), c.decode(int(ids[0])))
+
+
 def test_mixed_formats_q8_activations(mixed):
     """activations="q8" on every mixed format: llama.cpp's rounding of x, a few 1e-3 off."""
     path, _ = mixed

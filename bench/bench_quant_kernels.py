@@ -119,11 +119,11 @@ def main() -> None:
                 raw = weights(fmt, n, k, rng)
                 out = np.empty((mm, n), np.float32)
                 ds = [descriptor(a) for a in (x, raw, out)]
-                ptrs = [ctypes.addressof(d) for d in ds]
+                ptrs = [ctypes.addressof(d) for d in ds] + [None]   # thread cell NULL: the BLAS count
                 fns = {}
                 for v in ("", "_q8"):
                     f = getattr(lib, f"_mlir_ciface_relax_qmatmul_{fmt}{v}")
-                    f.argtypes, f.restype = [ctypes.c_void_p] * 3, None
+                    f.argtypes, f.restype = [ctypes.c_void_p] * 4, None
                     fns[v] = f
                 for nt in [int(v) for v in args.threads.split(",")]:
                     lib.relax_blas_set_num_threads(nt)

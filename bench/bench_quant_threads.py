@@ -28,11 +28,11 @@ x = rng.standard_normal((1, k)).astype(np.float32)
 raw = weights("q4_1", n, k, rng)
 out = np.empty((1, n), np.float32)
 ds = [descriptor(a) for a in (x, raw, out)]
-ptrs = [ctypes.addressof(d) for d in ds]
+ptrs = [ctypes.addressof(d) for d in ds] + [None]   # thread cell NULL: the BLAS count
 fns = {}
 for v in ("", "_q8"):
     f = getattr(lib, f"_mlir_ciface_relax_qmatmul_q4_1{v}")
-    f.argtypes, f.restype = [ctypes.c_void_p] * 3, None
+    f.argtypes, f.restype = [ctypes.c_void_p] * 4, None
     fns[v] = f
 target_s = float(sys.argv[3]) / 1e3 if len(sys.argv) > 3 else 2e-3   # ms per sample
 reps = max(20, int(target_s / (n * k * 6e-11 + 1e-6)))

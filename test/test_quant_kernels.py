@@ -62,12 +62,18 @@ def isa_levels(lib) -> list[int]:
     return list(range(best, -1, -1))
 
 
-def call(lib, name: str, *arrays) -> None:
+def call(lib, name: str, *arrays, threads=None) -> None:
+    """``name`` on the arrays' descriptors; qmatmul entries get the thread-count cell last
+    (``threads``: a 0-d int32 array; None: NULL, the BLAS count)."""
     ds = [descriptor(a) for a in arrays]
+    args = [ctypes.addressof(d) for d in ds]
+    if name.startswith("relax_qmatmul_"):
+        cell = None if threads is None else descriptor(np.asarray(threads, np.int32).reshape(()))
+        args.append(None if cell is None else ctypes.addressof(cell))
     fn = getattr(lib, f"_mlir_ciface_{name}")
-    fn.argtypes = [ctypes.c_void_p] * len(ds)
+    fn.argtypes = [ctypes.c_void_p] * len(args)
     fn.restype = None
-    fn(*[ctypes.addressof(d) for d in ds])
+    fn(*args)
 
 
 def random_weights(fmt: str, n: int, k: int, rng) -> np.ndarray:
@@ -150,7 +156,7 @@ def test_qmatmul_matches_dequantized_reference(lib, fmt, q8):
 
 
 @pytest.mark.parametrize("q8", [False, True], ids=["exact", "q8"])
-@pytest.mark.parametrize("fmt", ["q4_0", "q4_1", "q8_0", "q5_1", "q4_k", "q6_k"])
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_1", "q8_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
 def test_group_and_panel_remainders(lib, fmt, q8):
     """The AVX-512 group kernels (4 blocks per register: K not a multiple of 128 ends in a
     zero-padded group) and the panel kernels (M > 1 exact: PANEL_ROWS = 32 rows of W decoded
@@ -257,6 +263,30 @@ def test_threads_split_rows_identically(lib, fmt):
         x = rng.standard_normal((1, k)).astype(np.float32)
         call(lib, f"relax_qmatmul_{fmt}", x, raw[:7], np.empty((1, 7), np.float32))
         assert lib.relax_quant_last_threads() == 1
+    finally:
+        lib.relax_blas_set_num_threads(2)
+        lib.relax_quant_set_fork_work(262144.0)
+
+
+def test_caller_thread_count_overrides_the_blas_count(lib):
+    """The thread-count argument (an executable's num_threads cell) decides the team: 1 under a
+    BLAS count of 2, 2 under a BLAS count of 1; a count below 1 (or NULL) falls back to the BLAS
+    count. Results equal bit for bit."""
+    rng = np.random.default_rng(6)
+    raw = random_weights("q4_0", 193, 576, rng)
+    x = rng.standard_normal((3, 576)).astype(np.float32)
+    two = 2 if threaded(lib.provider) else 1
+    try:
+        lib.relax_quant_set_fork_work(0.0)
+        outs = []
+        for blas, cell, team in ((2, 1, 1), (1, 2, two), (2, 0, two), (1, None, 1)):
+            lib.relax_blas_set_num_threads(blas)
+            out = np.empty((3, 193), np.float32)
+            call(lib, "relax_qmatmul_q4_0", x, raw, out, threads=cell)
+            assert lib.relax_quant_last_threads() == team, (blas, cell)
+            outs.append(out)
+        for o in outs[1:]:
+            np.testing.assert_array_equal(o, outs[0])
     finally:
         lib.relax_blas_set_num_threads(2)
         lib.relax_quant_set_fork_work(262144.0)

@@ -137,7 +137,7 @@ class CausalLM:
     def random(cls, config: LMConfig, max_seq_len: int = 2048, seed: int = 0, rope_theta: float = 10000.0,
                std: float = 0.02, target: str = "cpu") -> "CausalLM":
         """Random-init weights (normal(0, std), norms at 1) without torch: for demos and benchmarks."""
-        if config.formats:
+        if config.formats or config.layer_formats:
             raise ValueError("CausalLM.random makes f32 weights: a config with quantized formats needs them "
                              "from a file (CausalLM.from_gguf)")
         rng = np.random.default_rng(seed)
@@ -165,7 +165,7 @@ class CausalLM:
         cfg, c = W.load_pretrained_config(path)
         src, tie = W.SafetensorsSource(path), W.tie_embeddings(cfg)
         if quantized:
-            c = replace(c, formats=W.plan_formats(src, c, supported_formats(target), tie))
+            c = W.stored_formats(src, c, supported_formats(target), tie)
         weights = W.model_weights(src, c, tie)
         weights["rope_inv_freq"] = W.inv_freq(cfg, c)
         return cls(c, weights, max_seq_len or getattr(cfg, "max_position_embeddings", 2048),

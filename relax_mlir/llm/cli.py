@@ -98,7 +98,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "registers (default); f32: every weight converted to f32 once")
     ap.add_argument("--q8", action="store_true",
                     help="quantized matmuls quantize their inputs to 8 bits (llama.cpp's int8 dot products: "
-                         "faster, not exact)")
+                         "faster, not exact; recommended for Q8_0 and K-quant files, as llama.cpp always does)")
 
 
 def is_gguf(path: str) -> bool:

@@ -527,7 +527,7 @@ def load(path, tokenizer: bool = True, formats=None, activations: str = "f32") -
     c = config_from_gguf(f)
     src = GGUFSource(f)
     if formats:
-        c = replace(c, formats=W.plan_formats(src, c, formats), activations=activations)
+        c = replace(W.stored_formats(src, c, formats), activations=activations)
     w = W.model_weights(src, c)
     w["rope_inv_freq"] = inv_freq_from_gguf(f, c)
     ctx = f.get(f"{arch}.context_length", 2048, "int")

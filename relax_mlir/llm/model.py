@@ -54,6 +54,10 @@ from ..ops.state import declare_states
 
 NEG = float(np.finfo(np.float32).min)
 
+#: the roles of a decoder layer's projections: ``qkv`` fused, or ``q``, ``k``, ``v`` apart (a
+#: layer whose q, k and v are stored in different formats)
+LAYER_ROLES = ("qkv", "q", "k", "v", "o", "gate", "up", "down")
+
 ACTIVATIONS = {"silu": relax.silu, "swish": relax.silu, "gelu": relax.gelu,
                "gelu_pytorch_tanh": relax.gelu_tanh, "gelu_new": relax.gelu_tanh, "relu": relax.relu}
 
@@ -79,21 +83,41 @@ class LMConfig:
     dtype: str = "f32"
     #: upper bound of the KV state's capacity (rows): sessions allocate up to this many
     max_positions: int = 4096
-    #: weights kept block-quantized, as (role, format) pairs: roles ``embed``, ``qkv``, ``o``,
-    #: ``gate``, ``up``, ``down``, ``lm_head`` (the same format in every layer); the others f32
+    #: weights kept as stored, as (role, format) pairs: roles ``embed``, ``lm_head`` and the
+    #: layer roles (:data:`LAYER_ROLES`), the latter then the same format in every layer; the
+    #: others f32
     formats: tuple = ()
+    #: per-layer formats, overriding the layer roles of ``formats``: empty, or one tuple of
+    #: (layer role, format) pairs per layer (a real Q4_K_M file mixes types by layer)
+    layer_formats: tuple = ()
     #: ``q8``: quantized matmuls quantize their activations to 8 bits (int8 dot products)
     activations: str = "f32"
 
     def format_of(self, role: str) -> Optional[str]:
         return dict(self.formats).get(role)
 
-    def linear(self, role: str, in_features: int, out_features: int, bias: bool = False) -> nn.Module:
-        """The role's projection: f32 (in, out) weights, or its quantized format's raw rows."""
-        fmt = self.format_of(role)
-        if fmt is None:
+    def layer_pairs(self, i: int) -> tuple:
+        """Layer ``i``'s (role, format) pairs, sorted: equal tuples share a layer function."""
+        pairs = self.layer_formats[i] if self.layer_formats else \
+            tuple(p for p in self.formats if p[0] in LAYER_ROLES)
+        return tuple(sorted(pairs))
+
+    def linear(self, role: str, in_features: int, out_features: int, bias: bool = False,
+               fmt: Optional[str] = None) -> nn.Module:
+        """A projection: f32 (in, out) weights, or the raw rows of ``fmt`` (``"f32"``: f32;
+        None: the role's format in ``formats``)."""
+        fmt = self.format_of(role) if fmt is None else fmt
+        if fmt in (None, "f32"):
             return nn.Linear(in_features, out_features, bias=bias)
         return nn.QuantLinear(in_features, out_features, fmt, bias=bias, activations=self.activations)
+
+    def o_in_hf_order(self, fmt: Optional[str]) -> bool:
+        """Whether an o projection stored in ``fmt`` keeps Hugging Face's column (head) order:
+        the loader reorders its columns to our group-major heads by whole blocks, which needs
+        whole blocks per head under grouped-query attention; otherwise the model permutes the
+        attention output back to HF head order before o (a copy of s x H x hd floats)."""
+        from ..ops.quant import FORMATS
+        return fmt is not None and self.group > 1 and self.head_dim % FORMATS[fmt][0] != 0
 
     def __post_init__(self):
         if self.num_heads % self.num_kv_heads:
@@ -104,10 +128,20 @@ class LMConfig:
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"unsupported hidden_act '{self.hidden_act}' (supported: {', '.join(ACTIVATIONS)})")
         from ..ops.quant import ACTIVATIONS as QUANT_ACTIVATIONS, FORMATS
-        roles = ("embed", "qkv", "o", "gate", "up", "down", "lm_head")
+        roles = ("embed", "lm_head") + LAYER_ROLES
         for role, fmt in self.formats:
             if role not in roles or fmt not in FORMATS:
                 raise ValueError(f"formats: ({role!r}, {fmt!r}): roles {', '.join(roles)}; formats {', '.join(FORMATS)}")
+        if self.layer_formats and len(self.layer_formats) != self.num_layers:
+            raise ValueError(f"layer_formats: {len(self.layer_formats)} entries for {self.num_layers} layers")
+        for i, pairs in enumerate(self.layer_formats):
+            for role, fmt in pairs:
+                if role not in LAYER_ROLES or fmt not in FORMATS:
+                    raise ValueError(f"layer_formats[{i}]: ({role!r}, {fmt!r}): roles {', '.join(LAYER_ROLES)}; "
+                                     f"formats {', '.join(FORMATS)}")
+            roles_i = [r for r, _ in pairs]
+            if "qkv" in roles_i and {"q", "k", "v"} & set(roles_i):
+                raise ValueError(f"layer_formats[{i}]: 'qkv' (fused) together with q/k/v (split)")
         if self.activations not in QUANT_ACTIVATIONS:
             raise ValueError(f"activations must be one of {', '.join(QUANT_ACTIVATIONS)}, got {self.activations!r}")
 
@@ -117,10 +151,37 @@ class LMConfig:
 
 
 class Attention(nn.Module):
-    def __init__(self, c: LMConfig):
+    """The q/k/v projection, fused (``qkv``: one matmul) unless the layer stores q, k and v in
+    different formats (``q``, ``k``, ``v``: three), and o."""
+
+    def __init__(self, c: LMConfig, fmt: dict):
         self.c = c
-        self.qkv = c.linear("qkv", c.hidden_size, (c.num_heads + 2 * c.num_kv_heads) * c.head_dim, bias=c.qkv_bias)
-        self.o = c.linear("o", c.num_heads * c.head_dim, c.hidden_size, bias=c.o_bias)
+        H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
+        if {"q", "k", "v"} & set(fmt):
+            self.q = c.linear("q", c.hidden_size, H * D, c.qkv_bias, fmt.get("q", "f32"))
+            self.k = c.linear("k", c.hidden_size, KV * D, c.qkv_bias, fmt.get("k", "f32"))
+            self.v = c.linear("v", c.hidden_size, KV * D, c.qkv_bias, fmt.get("v", "f32"))
+        else:
+            self.qkv = c.linear("qkv", c.hidden_size, (H + 2 * KV) * D, c.qkv_bias, fmt.get("qkv", "f32"))
+        self.o = c.linear("o", H * D, c.hidden_size, c.o_bias, fmt.get("o", "f32"))
+        self.o_hf_order = c.o_in_hf_order(fmt.get("o"))
+
+    def project(self, h: ir.Value) -> tuple:
+        """(q, k, v): (s, H*hd), (s, KV*hd), (s, KV*hd)."""
+        if hasattr(self, "qkv"):
+            H, KV, D = self.c.num_heads, self.c.num_kv_heads, self.c.head_dim
+            return tuple(relax.split(self.qkv(h), indices=[H * D, (H + KV) * D], axis=-1))
+        return self.q(h), self.k(h), self.v(h)
+
+    def out(self, a: ir.Value) -> ir.Value:
+        """o over the attention output a (s, H*hd), heads group-major (``o_hf_order``: permuted
+        back to HF's kv-major order first)."""
+        if self.o_hf_order:
+            c = self.c
+            a = relax.permute_dims(relax.reshape(a, shape=["s", c.group, c.num_kv_heads, c.head_dim]),
+                                   axes=[0, 2, 1, 3])
+            a = relax.reshape(a, shape=["s", c.num_heads * c.head_dim])
+        return self.o(a)
 
 
 class MLP(nn.Module):
@@ -128,10 +189,10 @@ class MLP(nn.Module):
     and the split's slice copies leave the ``act(g) * u`` kernel unscheduled (plain loops:
     5% of a 128-token prefill); two GEMVs stream the same bytes as one."""
 
-    def __init__(self, c: LMConfig):
-        self.gate = c.linear("gate", c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
-        self.up = c.linear("up", c.hidden_size, c.intermediate_size, bias=c.mlp_bias)
-        self.down = c.linear("down", c.intermediate_size, c.hidden_size, bias=c.mlp_bias)
+    def __init__(self, c: LMConfig, fmt: dict):
+        self.gate = c.linear("gate", c.hidden_size, c.intermediate_size, c.mlp_bias, fmt.get("gate", "f32"))
+        self.up = c.linear("up", c.hidden_size, c.intermediate_size, c.mlp_bias, fmt.get("up", "f32"))
+        self.down = c.linear("down", c.intermediate_size, c.hidden_size, c.mlp_bias, fmt.get("down", "f32"))
         self.c = c
 
     def __call__(self, x: ir.Value) -> ir.Value:
@@ -139,11 +200,25 @@ class MLP(nn.Module):
 
 
 class Layer(nn.Module):
-    def __init__(self, c: LMConfig):
+    """One decoder layer; ``pairs`` its (role, format) pairs (:meth:`LMConfig.layer_pairs`)."""
+
+    def __init__(self, c: LMConfig, pairs: tuple = ()):
+        fmt = dict(pairs)
+        self.pairs = tuple(pairs)
         self.input_norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
-        self.attn = Attention(c)
+        self.attn = Attention(c, fmt)
         self.post_norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
-        self.mlp = MLP(c)
+        self.mlp = MLP(c, fmt)
+
+    @property
+    def qkv_key(self) -> tuple:
+        """What ``layer_qkv``'s code depends on: the q/k/v formats."""
+        return tuple(p for p in self.pairs if p[0] in ("qkv", "q", "k", "v"))
+
+    @property
+    def attend_key(self) -> tuple:
+        """What ``layer_attend``'s code depends on: the o and MLP formats."""
+        return tuple(p for p in self.pairs if p[0] in ("o", "gate", "up", "down"))
 
 
 class _Part(nn.Module):
@@ -180,10 +255,20 @@ class LlamaModel(nn.Module):
         fmt = c.format_of("embed")
         self.embed = nn.Embedding(c.vocab_size, c.hidden_size) if fmt is None else \
             nn.QuantEmbedding(c.vocab_size, c.hidden_size, fmt)
-        self.layers = [Layer(c) for _ in range(c.num_layers)]
+        self.layers = [Layer(c, c.layer_pairs(i)) for i in range(c.num_layers)]
         self.norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.lm_head = c.linear("lm_head", c.hidden_size, c.vocab_size)
         self.rope_inv_freq = nn.Parameter([c.head_dim // 2])
+
+    def layer_function(self, kind: str, layer: Layer) -> str:
+        """The graph function computing ``kind`` (``prefill``, ``qkv``, ``attend``) of
+        ``layer``: ``layer_<kind>`` for the first distinct format tuple the function depends
+        on, ``layer_<kind>_<j>`` for the j-th other (one compiled copy per tuple)."""
+        key = {"prefill": layer.pairs, "qkv": layer.qkv_key, "attend": layer.attend_key}[kind]
+        keys = list(dict.fromkeys({"prefill": L.pairs, "qkv": L.qkv_key, "attend": L.attend_key}[kind]
+                                  for L in self.layers))
+        j = keys.index(key)
+        return f"layer_{kind}" + (f"_{j}" if j else "")
 
     # -- pieces -----------------------------------------------------------------------
 
@@ -229,7 +314,7 @@ class LlamaModel(nn.Module):
     def _qkv(self, layer: Layer, st: _Step, h: ir.Value):
         c = self.c
         H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
-        q, k, v = relax.split(layer.attn.qkv(h), indices=[H * D, (H + KV) * D], axis=-1)
+        q, k, v = layer.attn.project(h)
         rot = relax.const(np.roll(np.arange(D, dtype=np.int64), -(D // 2)))   # one constant for q and k
         q = self._rope(st, rot, relax.reshape(q, shape=["s", H, D]))
         k = self._rope(st, rot, relax.reshape(k, shape=["s", KV, D]))
@@ -286,13 +371,15 @@ class LlamaModel(nn.Module):
 
     def _finish(self, layer: Layer, x: ir.Value, a: ir.Value) -> ir.Value:
         """o projection, residual, post-norm MLP, residual."""
-        x = relax.add(x, layer.attn.o(a))
+        x = relax.add(x, layer.attn.out(a))
         return relax.add(x, layer.mlp(layer.post_norm(x)))
 
     @staticmethod
     def _qkv_part(layer: Layer) -> nn.Module:
         """The weights of ``layer_qkv`` (input norm, qkv projection)."""
-        return _Part(input_norm=layer.input_norm, qkv=layer.attn.qkv)
+        proj = {"qkv": layer.attn.qkv} if hasattr(layer.attn, "qkv") else \
+            {"q": layer.attn.q, "k": layer.attn.k, "v": layer.attn.v}
+        return _Part(input_norm=layer.input_norm, **proj)
 
     @staticmethod
     def _attend_part(layer: Layer) -> nn.Module:
@@ -310,17 +397,17 @@ class LlamaModel(nn.Module):
         for i, layer in enumerate(self.layers):
             if st.past is None:
                 ws = [p.value for _, p in layer.named_parameters()]
-                x, k, v = relax.call([x, st.cos, st.sin, st.mask, *ws], callee="layer_prefill")
+                x, k, v = relax.call([x, st.cos, st.sin, st.mask, *ws], callee=self.layer_function("prefill", layer))
                 relax.state_write(k, state=f"k{i}", offset=st.start)
                 relax.state_write(v, state=f"v{i}", offset=st.start)
                 continue
             ws = [p.value for _, p in self._qkv_part(layer).named_parameters()]
-            q, k, v = relax.call([x, st.cos, st.sin, *ws], callee="layer_qkv")
+            q, k, v = relax.call([x, st.cos, st.sin, *ws], callee=self.layer_function("qkv", layer))
             relax.state_write(k, state=f"k{i}", offset=st.start)
             relax.state_write(v, state=f"v{i}", offset=st.start)
             kv = [relax.state_read(state=f"{n}{i}", end=st.total) for n in "kv"]
             ws = [p.value for _, p in self._attend_part(layer).named_parameters()]
-            x = relax.call([x, q, *kv, st.mask, *ws], callee="layer_attend")
+            x = relax.call([x, q, *kv, st.mask, *ws], callee=self.layer_function("attend", layer))
         if last_only:
             x = relax.strided_slice(x, axes=[0], begin=["s - 1"], end=["s"])
         return self.lm_head(self.norm(x))
@@ -338,25 +425,34 @@ class LlamaModel(nn.Module):
         d, KV, D = c.hidden_size, c.num_kv_heads, c.head_dim
         H, t = c.num_heads, "p + s"
         rope = [("x", ["s", d], c.dtype), ("cos", ["s", 1, D], c.dtype), ("sin", ["s", 1, D], c.dtype)]
-        L = self.layers[0]
 
-        def prefill_layer(x, cos, sin, mask):
-            st = _Step(None, cos, sin, mask)
-            return self._layer(L, st, x)
+        def prefill_layer(L):
+            def fn(x, cos, sin, mask):
+                return self._layer(L, _Step(None, cos, sin, mask), x)
+            return fn
 
-        def qkv(x, cos, sin):
-            st = _Step("p", cos, sin)
-            return list(self._qkv(L, st, L.input_norm(x)))
+        def qkv(L):
+            def fn(x, cos, sin):
+                return list(self._qkv(L, _Step("p", cos, sin), L.input_norm(x)))
+            return fn
 
-        def attend(x, q, k_all, v_all, mask):
-            st = _Step("p", mask=mask)
-            return self._finish(L, x, self._attend_cached(st, q, k_all, v_all))
+        def attend(L):
+            def fn(x, q, k_all, v_all, mask):
+                return self._finish(L, x, self._attend_cached(_Step("p", mask=mask), q, k_all, v_all))
+            return fn
 
-        nn.export(module, "layer_prefill", L, rope + [("mask", ["s", "s"], c.dtype)], prefill_layer)
-        nn.export(module, "layer_qkv", self._qkv_part(L), rope, qkv)
-        nn.export(module, "layer_attend", self._attend_part(L),
-                  [("x", ["s", d], c.dtype), ("q", ["s", H, D], c.dtype), ("k_all", [t, KV, D], c.dtype),
-                   ("v_all", [t, KV, D], c.dtype), ("mask", ["s", 1, t, 1], c.dtype)], attend)
+        for kind, part, args, body in (
+                ("prefill", lambda L: L, rope + [("mask", ["s", "s"], c.dtype)], prefill_layer),
+                ("qkv", self._qkv_part, rope, qkv),
+                ("attend", self._attend_part,
+                 [("x", ["s", d], c.dtype), ("q", ["s", H, D], c.dtype), ("k_all", [t, KV, D], c.dtype),
+                  ("v_all", [t, KV, D], c.dtype), ("mask", ["s", 1, t, 1], c.dtype)], attend)):
+            done = set()
+            for L in self.layers:          # one function per distinct format tuple
+                name = self.layer_function(kind, L)
+                if name not in done:
+                    done.add(name)
+                    nn.export(module, name, part(L), args, body(L))
         declare_states(module, {f"{kv}{i}": (["cap", KV, D], c.dtype) for i in range(c.num_layers) for kv in "kv"},
                        upper_bounds={"cap": c.max_positions})
         names = nn.export(module, "prefill", self, [("ids", ["s"], "i64")],

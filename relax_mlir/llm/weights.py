@@ -90,6 +90,8 @@ def convert_state_dict(sd: Mapping[str, np.ndarray], c: LMConfig, tie: bool) -> 
 
 #: our weight roles (LMConfig.formats) -> the Hugging Face tensors of each layer
 ROLE_TENSORS = {"qkv": ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"),
+                "q": ("self_attn.q_proj.weight",), "k": ("self_attn.k_proj.weight",),
+                "v": ("self_attn.v_proj.weight",),
                 "o": ("self_attn.o_proj.weight",), "gate": ("mlp.gate_proj.weight",),
                 "up": ("mlp.up_proj.weight",), "down": ("mlp.down_proj.weight",)}
 
@@ -155,24 +157,37 @@ def _head_name(src: WeightSource, tie: bool) -> str:
     return "model.embed_tokens.weight" if tie or "lm_head.weight" not in src else "lm_head.weight"
 
 
-def plan_formats(src: WeightSource, c: LMConfig, supported, tie: bool = False) -> tuple:
-    """The (role, format) pairs whose weights stay as stored: every tensor of the role has one
-    storage format, in ``supported`` (what the target computes on); the o projection also
-    needs whole blocks per head when grouped-query attention reorders its columns. The
-    other roles are converted to f32."""
-    from ..ops.quant import FORMATS
+def plan_formats(src: WeightSource, c: LMConfig, supported, tie: bool = False) -> tuple[tuple, tuple]:
+    """``(formats, layer_formats)`` for :class:`LMConfig`: every tensor whose storage format is
+    in ``supported`` (what the target computes on) stays as stored, the others become f32.
+    Per layer: q, k and v fused (``qkv``) when they share one format, else apart (``q``, ``k``,
+    ``v``); ``o``, ``gate``, ``up``, ``down`` each. When every layer has the same pairs they go
+    into ``formats`` (one layer function) and ``layer_formats`` is empty; otherwise
+    ``layer_formats`` holds each layer's pairs (one layer function per distinct tuple)."""
+    layers = []
+    for i in range(c.num_layers):
+        kind = {r: src.kind(f"model.layers.{i}.{ROLE_TENSORS[r][0]}") for r in ("q", "k", "v", "o", "gate", "up", "down")}
+        pairs = []
+        if kind["q"] == kind["k"] == kind["v"]:
+            if kind["q"] in supported:
+                pairs.append(("qkv", kind["q"]))
+        else:
+            pairs += [(r, kind[r]) for r in ("q", "k", "v") if kind[r] in supported]
+        pairs += [(r, kind[r]) for r in ("o", "gate", "up", "down") if kind[r] in supported]
+        layers.append(tuple(sorted(pairs)))
+    glob = tuple((role, src.kind(name)) for role, name in (("embed", "model.embed_tokens.weight"),
+                                                           ("lm_head", _head_name(src, tie)))
+                 if src.kind(name) in supported)
+    if len(set(layers)) <= 1:
+        return (layers[0] if layers else ()) + glob, ()
+    return glob, tuple(layers)
 
-    out = []
-    for role, names in ROLE_TENSORS.items():
-        kinds = {src.kind(f"model.layers.{i}.{n}") for i in range(c.num_layers) for n in names}
-        fmt = kinds.pop() if len(kinds) == 1 else None
-        if fmt not in supported or (role == "o" and c.group > 1 and c.head_dim % FORMATS[fmt][0]):
-            continue
-        out.append((role, fmt))
-    for role, name in (("embed", "model.embed_tokens.weight"), ("lm_head", _head_name(src, tie))):
-        if src.kind(name) in supported:
-            out.append((role, src.kind(name)))
-    return tuple(out)
+
+def stored_formats(src: WeightSource, c: LMConfig, supported, tie: bool = False) -> LMConfig:
+    """``c`` with the formats of :func:`plan_formats` (weights kept as stored)."""
+    from dataclasses import replace
+    formats, layer_formats = plan_formats(src, c, supported, tie)
+    return replace(c, formats=formats, layer_formats=layer_formats)
 
 
 def unpermute_rope_rows(w: np.ndarray, n_head: int) -> np.ndarray:
@@ -190,7 +205,7 @@ def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str
     concatenated), the others float32 in our layouts: Linear weights transposed to (in, out),
     q/k/v fused with the query heads group-major, o's input columns to match, a tied
     lm_head the embedding transposed."""
-    fmt = dict(c.formats)
+    glob = dict(c.formats)
     head = _head_name(src, tie)
     shapes = expected_shapes(c, head == "model.embed_tokens.weight", head)
 
@@ -202,32 +217,48 @@ def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str
         src.check_shape(name, shapes[name])
         return src.raw(name)
 
-    def rows(name, role, heads=None, group_major=False):
-        """(out, ...) rows of a projection or bias: stored bytes when its role is kept."""
-        w = raw(name) if role in fmt else f32(name)
-        if heads is not None and src.rope_interleaved:
-            if w.shape[0] % (2 * heads):
-                raise ValueError(f"{src.path}: tensor '{name}' has {w.shape[0]} rows, not a multiple of 2 x {heads} heads")
-            w = unpermute_rope_rows(w, heads)
-        return _group_major_rows(w, c) if group_major else w
-
-    def weight(rows_, role):       # kept: (out, row bytes) rows; f32: (in, out) for x @ W
-        return np.ascontiguousarray(rows_ if role in fmt else rows_.T)
-
     emb = "model.embed_tokens.weight"
-    out = {"embed.weight": raw(emb) if "embed" in fmt else f32(emb)}
+    out = {"embed.weight": raw(emb) if "embed" in glob else f32(emb)}
     for i in range(c.num_layers):
         p, o = f"model.layers.{i}.", f"layers.{i}."
+        fmt = dict(c.layer_pairs(i))
+        fused = not ({"q", "k", "v"} & set(fmt))
+        kept = {r: (fmt.get("qkv") if fused and r in "qkv" else fmt.get(r)) is not None
+                for r in ("q", "k", "v", "o", "gate", "up", "down")}
+
+        def rows(name, role, heads=None, group_major=False):
+            """(out, ...) rows of a projection or bias: stored bytes when its role is kept."""
+            w = raw(name) if kept.get(role) else f32(name)
+            if heads is not None and src.rope_interleaved:
+                if w.shape[0] % (2 * heads):
+                    raise ValueError(f"{src.path}: tensor '{name}' has {w.shape[0]} rows, not a multiple of 2 x {heads} heads")
+                w = unpermute_rope_rows(w, heads)
+            return _group_major_rows(w, c) if group_major else w
+
+        def weight(rows_, role):       # kept: (out, row bytes) rows; f32: (in, out) for x @ W
+            return np.ascontiguousarray(rows_ if kept[role] else rows_.T)
+
         out[o + "input_norm.weight"] = f32(p + "input_layernorm.weight")
         out[o + "post_norm.weight"] = f32(p + "post_attention_layernorm.weight")
-        qkv = [rows(p + "self_attn.q_proj.weight", "qkv", c.num_heads, True),
-               rows(p + "self_attn.k_proj.weight", "qkv", c.num_kv_heads), rows(p + "self_attn.v_proj.weight", "qkv")]
-        out[o + "attn.qkv.weight"] = weight(np.concatenate(qkv), "qkv")
+        qkv = {"q": rows(p + "self_attn.q_proj.weight", "q", c.num_heads, True),
+               "k": rows(p + "self_attn.k_proj.weight", "k", c.num_kv_heads),
+               "v": rows(p + "self_attn.v_proj.weight", "v")}
+        bias = {}
         if c.qkv_bias:
-            out[o + "attn.qkv.bias"] = np.concatenate([
-                rows(p + "self_attn.q_proj.bias", "", c.num_heads, True),
-                rows(p + "self_attn.k_proj.bias", "", c.num_kv_heads), rows(p + "self_attn.v_proj.bias", "")])
-        if "o" in fmt:   # columns (whole heads: whole blocks) in group-major order
+            bias = {"q": rows(p + "self_attn.q_proj.bias", "", c.num_heads, True),
+                    "k": rows(p + "self_attn.k_proj.bias", "", c.num_kv_heads), "v": rows(p + "self_attn.v_proj.bias", "")}
+        if fused:
+            out[o + "attn.qkv.weight"] = weight(np.concatenate([qkv[r] for r in "qkv"]), "q")
+            if bias:
+                out[o + "attn.qkv.bias"] = np.concatenate([bias[r] for r in "qkv"])
+        else:
+            for r in "qkv":
+                out[o + f"attn.{r}.weight"] = weight(qkv[r], r)
+                if bias:
+                    out[o + f"attn.{r}.bias"] = bias[r]
+        if kept["o"] and c.o_in_hf_order(fmt["o"]):     # the model permutes the heads back
+            out[o + "attn.o.weight"] = raw(p + "self_attn.o_proj.weight")
+        elif kept["o"]:  # columns (whole heads: whole blocks) in group-major order
             w = raw(p + "self_attn.o_proj.weight")
             hb = w.shape[1] // c.num_heads
             out[o + "attn.o.weight"] = np.ascontiguousarray(
@@ -241,7 +272,7 @@ def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str
             if c.mlp_bias:
                 out[o + f"mlp.{n}.bias"] = f32(p + f"mlp.{n}_proj.bias")
     out["norm.weight"] = f32("model.norm.weight")
-    out["lm_head.weight"] = raw(head) if "lm_head" in fmt else np.ascontiguousarray(f32(head).T)
+    out["lm_head.weight"] = raw(head) if "lm_head" in glob else np.ascontiguousarray(f32(head).T)
     return out
 
 
@@ -405,4 +436,4 @@ def inv_freq(cfg, c: LMConfig, model=None) -> np.ndarray:
 
 __all__ = ["SUPPORTED", "config_from_hf", "convert_state_dict", "torch_state_dict", "safetensors_state_dict",
            "load_hf_config", "tie_embeddings", "inv_freq", "rope_tables", "WeightSource", "SafetensorsSource",
-           "plan_formats", "model_weights", "unpermute_rope_rows"]
+           "plan_formats", "stored_formats", "model_weights", "unpermute_rope_rows"]

@@ -29,8 +29,8 @@ FORMATS = {
     "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24),
     "q4_k": (256, 144), "q5_k": (256, 176), "q6_k": (256, 210),
 }
-#: formats the generic (any target) kernel dequantizes; the others need the cpu library
-GENERIC_FORMATS = ("f16", "bf16", "q8_0", "q4_0", "q4_1")
+#: formats the generic (any target) kernel dequantizes
+GENERIC_FORMATS = ("f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k")
 ACTIVATIONS = ("f32", "q8")
 #: formats the cpu target's library kernels compute on (relax-dispatch-library; the kernels:
 #: relax_mlir/runtime/quant_kernels.c, docs/quantization.md)
@@ -106,49 +106,107 @@ from .registry import legalization  # noqa: E402
 
 def _dequantizer(kb, fmt: str, w: str):
     """A function (row, k: index values) -> the f32 element of ``w`` (raw rows) at (row, k),
-    emitted with ``kb`` inside a region."""
+    emitted with ``kb`` inside a region: the byte arithmetic of ggml's dequantize_row_*
+    (docs/quantization.md's table) on the element's own bytes."""
     block, nbytes = FORMATS[fmt]
+
+    def ix(v):                  # an index value: v itself or the constant v
+        return kb.index(v) if isinstance(v, int) else v
+
+    def add(a, b):
+        return kb.bin("arith.addi", ix(a), ix(b), "index")
+
+    def mul(a, b):
+        return kb.bin("arith.muli", ix(a), ix(b), "index")
+
+    def div(a, b):
+        return kb.bin("arith.divui", ix(a), ix(b), "index")
+
+    def rem(a, b):
+        return kb.bin("arith.remui", ix(a), ix(b), "index")
+
+    def i32(v):                 # an i32 value: v itself, the constant v, or an index cast
+        if isinstance(v, int):
+            return kb.const(v, "i32")
+        return kb.cast(v, "i32") if kb.types[v] == "index" else v
+
+    def bits(x, shift, mask):   # (x >> shift) & mask on i32
+        return kb.bin("arith.andi", kb.bin("arith.shrui", x, i32(shift), "i32"), i32(mask), "i32")
 
     def byte(row, off):         # the unsigned byte at (row, off) as i32
         b = kb.extract(w, [row, off])
         return kb.op(f"arith.extui {b} : i8 to i32", "i32")
 
     def half_bits(row, off):    # the little-endian 16-bit word at (row, off) as i32
-        lo, hi = byte(row, off), byte(row, kb.bin("arith.addi", off, kb.index(1), "index"))
+        lo, hi = byte(row, off), byte(row, add(off, 1))
         return kb.bin("arith.ori", lo, kb.bin("arith.shli", hi, kb.const(8, "i32"), "i32"), "i32")
 
     def f16_at(row, off):
         h = kb.op(f"arith.trunci {half_bits(row, off)} : i32 to i16", "i16")
         return kb.op(f"arith.extf {kb.op(f'arith.bitcast {h} : i16 to f16', 'f16')} : f16 to f32", "f32")
 
+    def f32(v):                 # i32 -> f32
+        return kb.op(f"arith.sitofp {v} : i32 to f32", "f32")
+
+    def fmul(a, b):
+        return kb.bin("arith.mulf", a, b, "f32")
+
     def at(row, k):
         if fmt == "f16":
-            return f16_at(row, kb.bin("arith.muli", k, kb.index(2), "index"))
+            return f16_at(row, mul(k, 2))
         if fmt == "bf16":
-            bits = kb.bin("arith.shli", half_bits(row, kb.bin("arith.muli", k, kb.index(2), "index")),
-                          kb.const(16, "i32"), "i32")
-            return kb.op(f"arith.bitcast {bits} : i32 to f32", "f32")
-        blk = kb.bin("arith.divui", k, kb.index(block), "index")
-        j = kb.bin("arith.remui", k, kb.index(block), "index")
-        base = kb.bin("arith.muli", blk, kb.index(nbytes), "index")
-        d = f16_at(row, base)
+            b = kb.bin("arith.shli", half_bits(row, mul(k, 2)), kb.const(16, "i32"), "i32")
+            return kb.op(f"arith.bitcast {b} : i32 to f32", "f32")
+        base = mul(div(k, block), nbytes)
+        j = rem(k, block)
+        at_ = lambda off: add(base, off)   # noqa: E731 (an offset inside the block)
         if fmt == "q8_0":
-            q = kb.extract(w, [row, kb.bin("arith.addi", base, kb.bin("arith.addi", j, kb.index(2), "index"), "index")])
-            return kb.bin("arith.mulf", kb.op(f"arith.sitofp {q} : i8 to f32", "f32"), d, "f32")
-        # q4_0 / q4_1: 16 bytes of nibbles after the header; element j < 16 is the low nibble
-        # of byte j, element j >= 16 the high nibble of byte j - 16
-        head = 2 if fmt == "q4_0" else 4
-        jj = kb.bin("arith.remui", j, kb.index(16), "index")
-        shift = kb.bin("arith.muli", kb.cast(kb.bin("arith.divui", j, kb.index(16), "index"), "i32"),
-                       kb.const(4, "i32"), "i32")
-        b = byte(row, kb.bin("arith.addi", base, kb.bin("arith.addi", jj, kb.index(head), "index"), "index"))
-        nib = kb.bin("arith.andi", kb.bin("arith.shrui", b, shift, "i32"), kb.const(15, "i32"), "i32")
-        if fmt == "q4_0":
-            nib = kb.bin("arith.subi", nib, kb.const(8, "i32"), "i32")
-        v = kb.bin("arith.mulf", kb.op(f"arith.sitofp {nib} : i32 to f32", "f32"), d, "f32")
-        if fmt == "q4_1":
-            v = kb.bin("arith.addf", v, f16_at(row, kb.bin("arith.addi", base, kb.index(2), "index")), "f32")
-        return v
+            q = kb.extract(w, [row, add(at_(2), j)])
+            return fmul(kb.op(f"arith.sitofp {q} : i8 to f32", "f32"), f16_at(row, base))
+        if fmt in ("q4_0", "q4_1", "q5_0", "q5_1"):
+            # after the header (f16 d, [f16 m], [u32 qh]) 16 bytes of nibbles: element j < 16
+            # is the low nibble of byte j, j >= 16 the high nibble of byte j - 16; q5: plus
+            # bit j of qh times 16
+            head = {"q4_0": 2, "q4_1": 4, "q5_0": 6, "q5_1": 8}[fmt]
+            q = bits(byte(row, add(at_(head), rem(j, 16))), mul(div(j, 16), 4), 15)
+            if fmt in ("q5_0", "q5_1"):
+                qh = byte(row, add(at_(head - 4), div(j, 8)))
+                q = kb.bin("arith.ori", q, kb.bin("arith.shli", bits(qh, rem(j, 8), 1), i32(4), "i32"), "i32")
+            if fmt in ("q4_0", "q5_0"):
+                q = kb.bin("arith.subi", q, i32(8 if fmt == "q4_0" else 16), "i32")
+            v = fmul(f32(q), f16_at(row, base))
+            if fmt in ("q4_1", "q5_1"):
+                v = kb.bin("arith.addf", v, f16_at(row, at_(2)), "f32")
+            return v
+        if fmt in ("q4_k", "q5_k"):
+            # f16 d, f16 dmin, 12 bytes of 6-bit (scale, min) for the 8 sub-blocks of 32, [32
+            # bytes qh], 128 bytes of nibbles: 64-weight chunk c = j / 64 in bytes 32c..32c+31,
+            # low nibbles first; q5_k: bit (j / 32) of qh[j % 32] times 16
+            sb, qs = div(j, 32), 16 if fmt == "q4_k" else 48
+            q = bits(byte(row, add(at_(qs), add(mul(div(j, 64), 32), rem(j, 32)))), mul(rem(sb, 2), 4), 15)
+            if fmt == "q5_k":
+                q = kb.bin("arith.ori", q, kb.bin("arith.shli", bits(byte(row, add(at_(16), rem(j, 32))), sb, 1),
+                                                  i32(4), "i32"), "i32")
+            sa, sb4, sc4 = (byte(row, add(at_(4), o)) for o in (sb, add(sb, 4), rem(sb, 4)))
+            lo = kb.cmp("cmpi", "ult", sb, kb.index(4))   # sub-blocks 0-3: 6 low bits of bytes sb, sb + 4
+            hi6 = lambda b: kb.bin("arith.shli", bits(b, 6, 3), i32(4), "i32")  # noqa: E731
+            scale = kb.select(lo, bits(sa, 0, 63), kb.bin("arith.ori", bits(sb4, 0, 15), hi6(sc4), "i32"))
+            mn = kb.select(lo, bits(sb4, 0, 63), kb.bin("arith.ori", bits(sb4, 4, 15), hi6(sa), "i32"))
+            v = fmul(fmul(f16_at(row, base), f32(scale)), f32(q))
+            return kb.bin("arith.subf", v, fmul(f16_at(row, at_(2)), f32(mn)), "f32")
+        if fmt == "q6_k":
+            # 128 bytes ql, 64 bytes qh, 16 i8 scales (one per 16 weights), f16 d; half
+            # n = j / 128, group g = (j % 128) / 32, l = j % 32: low 4 bits from ql[64n + 32(g % 2)
+            # + l] (nibble g / 2), high 2 bits from qh[32n + l] (bits 2g, 2g + 1); minus 32
+            n, g, l_ = div(j, 128), div(rem(j, 128), 32), rem(j, 32)
+            lo4 = bits(byte(row, add(at_(0), add(add(mul(n, 64), mul(rem(g, 2), 32)), l_))), mul(div(g, 2), 4), 15)
+            hi2 = bits(byte(row, add(at_(128), add(mul(n, 32), l_))), mul(g, 2), 3)
+            q = kb.bin("arith.subi", kb.bin("arith.ori", lo4, kb.bin("arith.shli", hi2, i32(4), "i32"), "i32"),
+                       i32(32), "i32")
+            sc = kb.extract(w, [row, add(at_(192), div(j, 16))])
+            scf = kb.op(f"arith.sitofp {sc} : i8 to f32", "f32")
+            return fmul(fmul(f16_at(row, at_(208)), scf), f32(q))
+        raise AssertionError(fmt)
 
     return at
 

@@ -699,6 +699,14 @@ def load_openmp(what: str) -> None:
 #: A module's run-time thread count: the i32 global that relax-omp-threads declares and every
 #: OpenMP parallel region of the module reads (relax_mlir.transforms.omp_threads.THREADS_GLOBAL).
 THREADS_SYMBOL = "_mlir_relax_num_threads"
+#: Library functions (name prefixes) that take the calling module's thread count: relax-lower-host
+#: appends the module's :data:`THREADS_SYMBOL` cell (a ``memref<i32>``) to their arguments, so
+#: they run on ``exe.num_threads`` threads like the generated kernels (docs/quantization.md).
+THREAD_CELL_CALLEES = ("relax_qmatmul_",)
+
+
+def takes_thread_cell(callee: str) -> bool:
+    return callee.startswith(THREAD_CELL_CALLEES)
 
 
 def default_threads() -> int:

@@ -11,9 +11,11 @@
  *   q5_1 (32, 24)  q4_k (256, 144)  q5_k (256, 176)  q6_k (256, 210)
  *
  * Entry points (MLIR memref descriptors, C interface; inputs first, output last):
- *   _mlir_ciface_relax_qmatmul_<fmt>(x: (M,K) f32, w: (N,RB) i8, out: (M,N) f32)
+ *   _mlir_ciface_relax_qmatmul_<fmt>(x: (M,K) f32, w: (N,RB) i8, out: (M,N) f32, threads: () i32)
  *       out = x @ dequant(w)^T, f32 accumulation of the exactly dequantized weights.
- *   _mlir_ciface_relax_qmatmul_<fmt>_q8(x, w, out)
+ *       threads: the calling executable's thread count (its relax-omp-threads cell, which
+ *       relax-lower-host passes to these calls); NULL or < 1: the BLAS thread count.
+ *   _mlir_ciface_relax_qmatmul_<fmt>_q8(x, w, out, threads)
  *       the llama.cpp way: each row of x quantized to int8 per 32 elements (scale amax/127,
  *       kept in f32, round to nearest even), int8 dot products per 32 (16 for q6_k's
  *       scales), scaled in f32. f16 / bf16: the exact kernel (no activation quantization).
@@ -37,7 +39,8 @@
  * (relax_quant_set_isa lowers it, for tests).
  *
  * Threads: MKL builds (-fopenmp, RELAX_BLAS_MKL) split the rows of W into one contiguous range
- * per thread, over MKL_Get_Max_Threads() threads -- the BLAS thread count of blas_shim.c
+ * per thread, over the caller's thread count (the executable's num_threads, the `threads`
+ * argument), else MKL_Get_Max_Threads() threads -- the BLAS thread count of blas_shim.c
  * (RELAX_BLAS_NUM_THREADS, relax_blas_set_num_threads) -- when M*N*K reaches the fork
  * threshold (relax_quant_set_fork_work, default 2^18, like the shim's packed products); a
  * forked child runs on one thread (never an OpenMP region there: see blas_shim.c). OpenBLAS
@@ -324,6 +327,7 @@ typedef struct qctx_s {
   const float *px;                     /* x in the panel's order, row stride ldpx, pxk columns */
   int64_t ldpx, pxk;
   int panel;
+  int threads;                         /* the team size asked for (call_threads) */
 } qctx;
 
 /* A tile: rows m .. m+mr-1 of x (mr <= the kernel's MR) against rows n0 .. n1-1 of W. */
@@ -689,9 +693,14 @@ QK_T512 static void quantize_rows_512(const qctx *t, int8_t *qx, float *dx, floa
  * the b term (b dx sum(qx)); q8_0's signed weights take x + 128 as the unsigned operand and
  * 128 sum(w) (a dpbusd against ones) is subtracted. One f32 multiply-add per block's lanes. */
 enum { GF_NONE, GF_NIB, GF_BYTE };
+/* q5_0 / q5_1 decode into bytes (nibble | 5th bit << 4) in q8_0's layout: the byte family */
 static int group_family(int fmt) {
-  return fmt == F_Q4_0 || fmt == F_Q4_1 ? GF_NIB : fmt == F_Q8_0 ? GF_BYTE : GF_NONE;
+  return fmt == F_Q4_0 || fmt == F_Q4_1 ? GF_NIB
+       : fmt == F_Q8_0 || fmt == F_Q5_0 || fmt == F_Q5_1 ? GF_BYTE : GF_NONE;
 }
+static int is_q5(int fmt) { return fmt == F_Q5_0 || fmt == F_Q5_1; }
+/* the nibbles' first 16-bit word in a block; m (q4_1, q5_1) is word 1 */
+static int nib_word(int fmt) { return fmt == F_Q4_0 ? 1 : fmt == F_Q4_1 ? 2 : fmt == F_Q5_0 ? 3 : 4; }
 static int64_t GROUP_BYTES(int fmt) { return 4 * BLOCK_BYTES[fmt]; }
 /* element (0..31) of block j/4 in vector k, lane j of the exact decoder */
 static int group_elem(int fam, int k, int j) {
@@ -707,9 +716,9 @@ static void group_tables(void) {
     if (fam == GF_NONE) continue;
     for (int i = 0; i < 32; ++i) {
       int b = i / 8, j = i % 8;   /* word j of block b's nibbles */
-      gidx_qs[f][i] = (uint16_t)(w * b + (f == F_Q4_1 ? 2 : 1) + j);
+      gidx_qs[f][i] = (uint16_t)(w * b + nib_word(f) + j);
       int bb = (i & 15) / 4;
-      gidx_sc[f][i] = (uint16_t)(w * bb + (i >= 16 && f == F_Q4_1 ? 1 : 0));
+      gidx_sc[f][i] = (uint16_t)(w * bb + (i >= 16 && (f == F_Q4_1 || f == F_Q5_1) ? 1 : 0));
     }
   }
   for (int fam = 1; fam < 3; ++fam)
@@ -717,20 +726,40 @@ static void group_tables(void) {
       for (int j = 0; j < 16; ++j) gperm[fam][16 * k + j] = 32 * (j / 4) + group_elem(fam, k, j);
 }
 
-/* the group's scales: d (lanes 4b..4b+3 block b) and b (q4_1: m; q4_0: -8 d; q8_0: 0) */
+/* the group's scales: d (lanes 4b..4b+3 block b) and b (q4_1, q5_1: m; q4_0: -8 d; q5_0:
+ * -16 d; q8_0: 0) */
 QK_V512 void gscales(int fmt, __m512i lo, __m512i hi, __m512 *dv, __m512 *bv) {
   __m512i s = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_sc[fmt]), hi);
   *dv = _mm512_cvtph_ps(_mm512_castsi512_si256(s));
-  if (fmt == F_Q4_1) *bv = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(s, 1));
-  else if (fmt == F_Q4_0) *bv = _mm512_mul_ps(*dv, _mm512_set1_ps(-8.0f));
+  if (fmt == F_Q4_1 || fmt == F_Q5_1) *bv = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(s, 1));
+  else if (fmt == F_Q4_0 || fmt == F_Q5_0) *bv = _mm512_mul_ps(*dv, _mm512_set1_ps(fmt == F_Q4_0 ? -8.0f : -16.0f));
   else *bv = _mm512_setzero_ps();
 }
-/* q4_0 / q4_1: the 4 blocks' nibble bytes (block b in bytes 16b..16b+15); scales */
+/* q4_0 / q4_1 / q5_0 / q5_1: the 4 blocks' nibble bytes (block b in bytes 16b..16b+15); scales */
 QK_V512 __m512i gload_nib(int fmt, const uint8_t *p, __m512 *dv, __m512 *bv) {
   __m512i lo = _mm512_loadu_si512(p);
-  __m512i hi = _mm512_maskz_loadu_epi8(fmt == F_Q4_1 ? 0xFFFFull : 0xFFull, p + 64);
+  __m512i hi = _mm512_maskz_loadu_epi8((1ull << (GROUP_BYTES(fmt) - 64)) - 1, p + 64);
   gscales(fmt, lo, hi, dv, bv);
   return _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_qs[fmt]), hi);
+}
+/* q5_0 / q5_1: the 4 blocks' weights as bytes nibble + 16 * (5th bit), first halves (*l) and
+ * second halves (*h) as q8_0's (block b in bytes 16b..); the 5th bits through a byte mask
+ * (bit e of qh: weight e) */
+QK_V512 void gload_q5(int fmt, const uint8_t *p, __m512i *l, __m512i *h, __m512 *dv, __m512 *bv) {
+  __m512i z = gload_nib(fmt, p, dv, bv);
+  const int64_t bb = BLOCK_BYTES[fmt];
+  const int off = fmt == F_Q5_0 ? 2 : 4;
+  uint64_t ml = 0, mh = 0;
+  for (int b = 0; b < 4; ++b) {
+    uint32_t qh;
+    memcpy(&qh, p + b * bb + off, 4);
+    ml |= (uint64_t)(qh & 0xFFFFu) << (16 * b);
+    mh |= (uint64_t)(qh >> 16) << (16 * b);
+  }
+  const __m512i f = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);
+  __m512i a = _mm512_and_si512(z, f), c = _mm512_and_si512(_mm512_srli_epi16(z, 4), f);
+  *l = _mm512_mask_add_epi8(a, (__mmask64)ml, a, sixteen);
+  *h = _mm512_mask_add_epi8(c, (__mmask64)mh, c, sixteen);
 }
 /* q8_0: the 4 blocks' first halves (*l) and second halves (*h), block b in bytes 16b.. */
 QK_V512 void gload_byte(const uint8_t *p, __m512i *l, __m512i *h, __m512 *dv) {
@@ -795,13 +824,15 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
       for (int r = 0; r < NR; ++r) {                                                          \
         GROUP_PREFETCH(r, g, NR);                                                                 \
         if (FMT == F_Q8_0) gload_byte(GROUP_PTR(g, r), &z[r], &z2[r], &dv[r]);                \
+        else if (is_q5(FMT)) gload_q5(FMT, GROUP_PTR(g, r), &z[r], &z2[r], &dv[r], &bv[r]);   \
         else z[r] = gload_nib(FMT, GROUP_PTR(g, r), &dv[r], &bv[r]);                          \
         s[r] = _mm512_setzero_ps();                                                           \
       }                                                                                       \
       for (int k = 0; k < 8; ++k) {                                                           \
         __m512 xv = _mm512_loadu_ps(xg + 128 * g + 16 * k);                                   \
         for (int r = 0; r < NR; ++r)                                                          \
-          s[r] = _mm512_fmadd_ps(FMT == F_Q8_0 ? gvec_byte(z[r], z2[r], k) : gvec_nib(z[r], k), xv, s[r]); \
+          s[r] = _mm512_fmadd_ps(group_family(FMT) == GF_BYTE ? gvec_byte(z[r], z2[r], k) : gvec_nib(z[r], k), \
+                                 xv, s[r]);                                                   \
       }                                                                                       \
       __m512 se = _mm512_loadu_ps(sxe + 16 * g);                                              \
       for (int r = 0; r < NR; ++r) {                                                          \
@@ -823,6 +854,8 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
 EXG(q4_0, F_Q4_0)
 EXG(q4_1, F_Q4_1)
 EXG(q8_0, F_Q8_0)
+EXG(q5_0, F_Q5_0)
+EXG(q5_1, F_Q5_1)
 
 /* _q8, MR rows of x by NR rows of W */
 #define Q8G_BODY(F, FMT, MR, NR)                                                              \
@@ -841,6 +874,8 @@ EXG(q8_0, F_Q8_0)
           gload_byte(GROUP_PTR(g, r), &wl[r], &wh[r], &dv[r]);                                \
           sw[r] = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), \
                                                         ones, wl[r]), ones, wh[r]), 7);       \
+        } else if (is_q5(FMT)) {                                                              \
+          gload_q5(FMT, GROUP_PTR(g, r), &wl[r], &wh[r], &dv[r], &bv[r]);                     \
         } else {                                                                              \
           __m512i z = gload_nib(FMT, GROUP_PTR(g, r), &dv[r], &bv[r]);                        \
           wl[r] = _mm512_and_si512(z, _mm512_set1_epi8(0xF));                                 \
@@ -891,6 +926,162 @@ EXG(q8_0, F_Q8_0)
 Q8G(q4_0, F_Q4_0)
 Q8G(q4_1, F_Q4_1)
 Q8G(q8_0, F_Q8_0)
+Q8G(q5_0, F_Q5_0)
+Q8G(q5_1, F_Q5_1)
+
+/* q6_k _q8 GEMV (AVX-512, M < 4): 64 weights per register as u8 (0..63) in their natural
+ * order -- a 64-byte load of ql gives weights 0-63 of a half-block (low nibbles) and 64-127
+ * (high nibbles), qh's 2-bit pairs OR-ed in above them -- one 512-bit dpbusd against x's int8
+ * (quantize_rows_512: natural order, dx per 32), minus 32 sum(qx) (a dpbusd of 32s, shared by
+ * the NR rows of W); each 16-weight sub-block is 4 dword lanes, scaled by its int8 scale x d x
+ * dx of its 32-chunk. */
+#define Q6KG_BODY(NR)                                                                         \
+  QK_V512 void q6kg_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const int8_t *qx = t->qx + m * t->ldq;                                                    \
+    const float *dx = t->dx + m * t->nc;                                                      \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR];                                                                           \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = _mm512_setzero_ps();                                                           \
+    }                                                                                         \
+    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(3), c32 = _mm512_set1_epi8(32); \
+    const __m512i lane4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);  \
+    for (int64_t b = 0; b < t->K / 256; ++b)                                                  \
+      for (int h = 0; h < 2; ++h) {                                                           \
+        const int8_t *xq = qx + 256 * b + 128 * h;                                            \
+        __m512i x0 = _mm512_loadu_si512(xq), x1 = _mm512_loadu_si512(xq + 64);                \
+        __m512i o0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c32, x0);                    \
+        __m512i o1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c32, x1);                    \
+        const float *d4 = dx + 8 * b + 4 * h;                                                 \
+        __m512 dx0 = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d4[0]), _mm512_set1_ps(d4[1]));  \
+        __m512 dx1 = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d4[2]), _mm512_set1_ps(d4[3]));  \
+        __m512i i0 = _mm512_add_epi32(lane4, _mm512_set1_epi32(8 * h));                       \
+        __m512i i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));                              \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          const uint8_t *blk = row[r] + 210 * b;                                              \
+          _mm_prefetch((const char *)(blk + 210 * 0 + NR * t->ldw + 64 * h), _MM_HINT_T0);     \
+          __m512i ql = _mm512_loadu_si512(blk + 64 * h);                                      \
+          __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));             \
+          __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1); \
+          __m512i w0 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(hh, m3), 4)); \
+          __m512i w1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),        \
+                                       _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hh, 4), m3), 4)); \
+          __m512 sc = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))), \
+                                    _mm512_set1_ps(_cvtsh_ss(*(const uint16_t *)(blk + 208)))); \
+          __m512i p0 = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, x0), o0); \
+          __m512i p1 = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w1, x1), o1); \
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_mul_ps(_mm512_permutexvar_ps(i0, sc), dx0), acc[r]); \
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_mul_ps(_mm512_permutexvar_ps(i1, sc), dx1), acc[r]); \
+        }                                                                                     \
+      }                                                                                       \
+    for (int r = 0; r < NR; ++r) t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]);     \
+  }
+Q6KG_BODY(1)
+Q6KG_BODY(4)
+/* q4_k / q5_k _q8 GEMV (AVX-512, M < 4): a 64-byte load of qs is 128 weights, two 32-sub-blocks per
+ * register: low nibbles = sub-blocks 4i (bytes 0-31) and 4i+2 (32-63), high nibbles = 4i+1,
+ * 4i+3; x's int8 loaded in that order; 8 dword lanes per sub-block, scaled by d sc_j dx_j; the
+ * min term dmin m_j times the chunk's sum of x (sx, f32) per block; q5_k: plus 16 where bit j
+ * of qh[l] is set (sub-block j, its l-th weight). The 6-bit (sc, m) pairs
+ * unpacked with 32-bit masks: sc 0-3 / m 0-3 the low 6 bits of bytes 0-3 / 4-7, sc 4-7 / m 4-7
+ * the nibbles of bytes 8-11 plus the top 2 bits of bytes 0-3 / 4-7. */
+QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
+  uint32_t s0, s1, s2;
+  memcpy(&s0, blk + 4, 4);
+  memcpy(&s1, blk + 8, 4);
+  memcpy(&s2, blk + 12, 4);
+  uint32_t sc_lo = s0 & 0x3f3f3f3fu, m_lo = s1 & 0x3f3f3f3fu;
+  uint32_t sc_hi = (s2 & 0x0f0f0f0fu) | (((s0 >> 6) & 0x03030303u) << 4);
+  uint32_t m_hi = ((s2 >> 4) & 0x0f0f0f0fu) | (((s1 >> 6) & 0x03030303u) << 4);
+  *sc = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo))),
+                      _mm256_set1_ps(_cvtsh_ss(*(const uint16_t *)blk)));
+  *mn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo))),
+                      _mm256_set1_ps(_cvtsh_ss(*(const uint16_t *)(blk + 2))));
+}
+#define Q4KG_BODY(F, FMT, NR)                                                                 \
+  QK_V512 void F##g_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const int64_t bb = BLOCK_BYTES[FMT], qs = FMT == F_Q5_K ? 48 : 16;                        \
+    const int8_t *qx = t->qx + m * t->ldq;                                                    \
+    const float *dx = t->dx + m * t->nc, *sx = t->sx + m * t->nc;                             \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR];                                                                           \
+    __m256 macc[NR];                                                                          \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = _mm512_setzero_ps();                                                           \
+      macc[r] = _mm256_setzero_ps();                                                          \
+    }                                                                                         \
+    const __m512i m4 = _mm512_set1_epi8(0xF);                                                 \
+    const __m512i half = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);    \
+    for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
+      __m256 dx8 = _mm256_loadu_ps(dx + 8 * b), sx8 = _mm256_loadu_ps(sx + 8 * b);            \
+      __m512i xl[2], xh[2];                                                                   \
+      for (int i = 0; i < 2; ++i) {                                                           \
+        const int8_t *xq = qx + 256 * b + 128 * i;                                            \
+        xl[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xq)), \
+                                   _mm256_loadu_si256((const __m256i *)(xq + 64)), 1);        \
+        xh[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xq + 32))), \
+                                   _mm256_loadu_si256((const __m256i *)(xq + 96)), 1);        \
+      }                                                                                       \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        const uint8_t *blk = row[r] + bb * b;                                                 \
+        _mm_prefetch((const char *)(blk + NR * t->ldw), _MM_HINT_T0);                         \
+        _mm_prefetch((const char *)(blk + NR * t->ldw + 64), _MM_HINT_T0);                    \
+        __m256 sc, mn;                                                                        \
+        q4k_scales(blk, &sc, &mn);                                                            \
+        macc[r] = _mm256_fmadd_ps(mn, sx8, macc[r]);                                          \
+        __m512 s16 = _mm512_castps256_ps512(_mm256_mul_ps(sc, dx8));   /* sub-block j: lane j */ \
+        __m512i hz = _mm512_setzero_si512();                                                  \
+        if (FMT == F_Q5_K) {   /* qh, and qh >> 2 above it: bit 4i (+1) / 4i+2 (+1) of qh[l] */ \
+          __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));                       \
+          hz = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);   \
+        }                                                                                     \
+        for (int i = 0; i < 2; ++i) {                                                         \
+          __m512i q = _mm512_loadu_si512(blk + qs + 64 * i);                                  \
+          __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4); \
+          if (FMT == F_Q5_K) {                                                                \
+            const __m512i one = _mm512_set1_epi8(1);                                          \
+            __m512i h0 = _mm512_and_si512(_mm512_srl_epi16(hz, _mm_cvtsi32_si128(4 * i)), one);   \
+            __m512i h1 = _mm512_and_si512(_mm512_srl_epi16(hz, _mm_cvtsi32_si128(4 * i + 1)), one); \
+            lo = _mm512_or_si512(lo, _mm512_slli_epi16(h0, 4));                               \
+            hi = _mm512_or_si512(hi, _mm512_slli_epi16(h1, 4));                               \
+          }                                                                                   \
+          __m512i il = _mm512_add_epi32(_mm512_slli_epi32(half, 1), _mm512_set1_epi32(4 * i));  \
+          __m512i ih = _mm512_add_epi32(il, _mm512_set1_epi32(1));                            \
+          __m512i pl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xl[i]);                \
+          __m512i ph = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, xh[i]);                \
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pl), _mm512_permutexvar_ps(il, s16), acc[r]); \
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ph), _mm512_permutexvar_ps(ih, s16), acc[r]); \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      __m256 v = macc[r];                                                                     \
+      __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));         \
+      s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                                             \
+      s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));                                               \
+      t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(s4);            \
+    }                                                                                         \
+  }
+#define Q4KG(F, FMT)                                                                          \
+  Q4KG_BODY(F, FMT, 1) Q4KG_BODY(F, FMT, 4)                                                   \
+  QK_T512 static void F##g(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {   \
+    for (int64_t i = m; i < m + mr; ++i) {                                                    \
+      int64_t n = n0;                                                                         \
+      for (; n + 4 <= n1; n += 4) F##g_1_4(t, i, n);                                          \
+      for (; n < n1; ++n) F##g_1_1(t, i, n);                                                  \
+    }                                                                                         \
+  }
+Q4KG(q4k, F_Q4_K)
+Q4KG(q5k, F_Q5_K)
+QK_T512 static void q6kg(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {
+  for (int64_t i = m; i < m + mr; ++i) {
+    int64_t n = n0;
+    for (; n + 4 <= n1; n += 4) q6kg_1_4(t, i, n);
+    for (; n < n1; ++n) q6kg_1_1(t, i, n);
+  }
+}
 
 /* x prepared for the group kernels: exact (xg permuted, times the decoder's GSCALE(k)
  * when scaled -- the GEMV -- or as is for the panel kernels; sxe) ... */
@@ -939,10 +1130,12 @@ QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int 
       __m512 dv, bv;                                                                          \
       __m512i z, z2;                                                                          \
       if (FMT == F_Q8_0) { gload_byte(p, &z, &z2, &dv); bv = _mm512_setzero_ps(); }           \
+      else if (is_q5(FMT)) gload_q5(FMT, p, &z, &z2, &dv, &bv);                               \
       else z = gload_nib(FMT, p, &dv, &bv);                                                   \
       for (int k = 0; k < 8; ++k) {                                                           \
-        __m512 v = FMT == F_Q8_0 ? gvec_byte(z, z2, k) : gvec_nib(z, k);                      \
-        float s = FMT == F_Q8_0 ? GSCALE_BYTE(k) : GSCALE_NIB(k);                              \
+        int byte = group_family(FMT) == GF_BYTE;                                              \
+        __m512 v = byte ? gvec_byte(z, z2, k) : gvec_nib(z, k);                               \
+        float s = byte ? GSCALE_BYTE(k) : GSCALE_NIB(k);                                      \
         _mm512_storeu_ps(dst + 128 * g + 16 * k, _mm512_fmadd_ps(v, _mm512_mul_ps(dv, _mm512_set1_ps(s)), bv)); \
       }                                                                                       \
     }                                                                                         \
@@ -950,6 +1143,17 @@ QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int 
 GDEC(q4_0, F_Q4_0)
 GDEC(q4_1, F_Q4_1)
 GDEC(q8_0, F_Q8_0)
+GDEC(q5_0, F_Q5_0)
+GDEC(q5_1, F_Q5_1)
+/* the group formats' kernels, by format */
+static const struct {
+  tile_fn exact, q8;
+  void (*dec)(const qctx *, const uint8_t *, float *);
+} GROUP_KERNELS[F_COUNT] = {
+    [F_Q4_0] = {exg_q4_0, q8g_q4_0, gdec_q4_0}, [F_Q4_1] = {exg_q4_1, q8g_q4_1, gdec_q4_1},
+    [F_Q8_0] = {exg_q8_0, q8g_q8_0, gdec_q8_0}, [F_Q5_0] = {exg_q5_0, q8g_q5_0, gdec_q5_0},
+    [F_Q5_1] = {exg_q5_1, q8g_q5_1, gdec_q5_1},
+};
 /* any other format's row, in natural order (x as is) */
 #define PDEC(F, ID)                                                                           \
   QK_T512 static void pdec_##F(const qctx *t, const uint8_t *row, float *dst) {             \
@@ -1183,8 +1387,23 @@ static void run_range(const qctx *t, tile_fn fn, int64_t mr, int64_t n0, int64_t
   }
 }
 
+/* The team size of a call: the caller's count (a memref<i32> descriptor: allocated, aligned,
+ * offset) when it gives one >= 1, else the BLAS thread count; 1 in a forked child or a build
+ * without OpenMP. */
+typedef struct { int32_t *allocated, *aligned; int64_t offset; } qcell;
+static int call_threads(const void *cell) {
+  const qcell *c = (const qcell *)cell;
+  int n = c && c->aligned ? c->aligned[c->offset] : 0;
+  if (n < 1 || forked_child) return max_threads();
+#ifdef QK_THREADS
+  return n;
+#else
+  return 1;
+#endif
+}
+
 static void run(const qctx *t, tile_fn fn, int64_t mr) {
-  int nt = max_threads();
+  int nt = t->threads > 0 ? t->threads : 1;
   if ((double)t->M * (double)t->N * (double)t->K < fork_work) nt = 1;
   int64_t per = (t->N + nt - 1) / nt;
   per = (per + 3) / 4 * 4;
@@ -1223,14 +1442,14 @@ static const char *unit_inner(qview v, size_t esize, int64_t *ld, void **tmp) {
   return p;
 }
 
-static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od) {
+static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *cell) {
   qview x = qread(xd, 2, 4), w = qread(wd, 2, 1), o = qread(od, 2, 4);
   int64_t M = x.sizes[0], K = x.sizes[1], N = w.sizes[0], bs = BLOCK_SIZE[fmt];
   if (M < 0 || K < 0 || N < 0 || o.sizes[0] != M || o.sizes[1] != N || K % bs != 0 ||
       w.sizes[1] != K / bs * BLOCK_BYTES[fmt])
     return;
   if (M == 0 || N == 0) return;
-  qctx t = {.M = M, .N = N, .K = K, .nc = K / 32};
+  qctx t = {.M = M, .N = N, .K = K, .nc = K / 32, .threads = call_threads(cell)};
   void *xt = NULL, *wt = NULL, *ot = NULL, *qbuf = NULL;
   t.x = (const float *)unit_inner(x, 4, &t.ldx, &xt);
   t.w = (const uint8_t *)unit_inner(w, 1, &t.ldw, &wt);
@@ -1257,7 +1476,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od) {
       t.dxg = dxg;
       t.sxg = sxg;
       prep_q8_groups(&t, qg, dxg, sxg);
-      run(&t, fmt == F_Q4_0 ? q8g_q4_0 : fmt == F_Q4_1 ? q8g_q4_1 : q8g_q8_0, 4);
+      run(&t, GROUP_KERNELS[fmt].q8, 4);
     } else {
       float *xg = (float *)qbuf, *sxe = xg + M * t.ng * 128;
       t.xg = xg;
@@ -1267,8 +1486,8 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od) {
       prep_exact_groups(&t, xg, sxe, !t.panel);
       t.px = xg;
       t.ldpx = t.pxk = t.ldxg;
-      t.pdec = fmt == F_Q4_0 ? gdec_q4_0 : fmt == F_Q4_1 ? gdec_q4_1 : gdec_q8_0;
-      run(&t, fmt == F_Q4_0 ? exg_q4_0 : fmt == F_Q4_1 ? exg_q4_1 : exg_q8_0, 4);
+      t.pdec = GROUP_KERNELS[fmt].dec;
+      run(&t, GROUP_KERNELS[fmt].exact, 4);
     }
   } else if (isa == ISA_AVX512 && !q8 && M >= 4 && fmt != F_F16 && fmt != F_BF16) {   /* panels */
     t.panel = 1;
@@ -1292,6 +1511,11 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od) {
     if (isa == ISA_AVX512) quantize_rows_512(&t, qx, dx, sx); else
 #endif
     quantize_rows_scalar(&t, qx, dx, sx);
+#ifdef QK_X86
+    if (isa == ISA_AVX512 && fmt == F_Q6_K && M < 4) run(&t, q6kg, 4); else
+    if (isa == ISA_AVX512 && fmt == F_Q4_K && M < 4) run(&t, q4kg, 4); else
+    if (isa == ISA_AVX512 && fmt == F_Q5_K && M < 4) run(&t, q5kg, 4); else
+#endif
     run(&t, KERNELS[fmt].q8[isa], tile_rows[isa]);
   } else {
     run(&t, KERNELS[fmt].exact[isa], tile_rows[isa]);
@@ -1337,8 +1561,8 @@ static void qtake(int fmt, void *td, void *idd, void *od) {
 }
 
 #define ENTRY(F, ID)                                                                          \
-  void _mlir_ciface_relax_qmatmul_##F(void *x, void *w, void *o) { qmatmul(ID, 0, x, w, o); } \
-  void _mlir_ciface_relax_qmatmul_##F##_q8(void *x, void *w, void *o) { qmatmul(ID, 1, x, w, o); } \
+  void _mlir_ciface_relax_qmatmul_##F(void *x, void *w, void *o, const void *n) { qmatmul(ID, 0, x, w, o, n); } \
+  void _mlir_ciface_relax_qmatmul_##F##_q8(void *x, void *w, void *o, const void *n) { qmatmul(ID, 1, x, w, o, n); } \
   void _mlir_ciface_relax_qtake_##F(void *t, void *ids, void *o) { qtake(ID, t, ids, o); }
 #define ENTRY_Q(F, ID, MIN) ENTRY(F, ID)
 QUANT_FORMATS(ENTRY_Q)

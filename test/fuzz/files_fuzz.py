@@ -497,8 +497,6 @@ CLEAN = (ValueError, KeyError)
 
 def load(spec: dict) -> dict:
     """Load the case's file; raise what the loader raises. {'logits': ...} when it ran."""
-    from dataclasses import replace
-
     from relax_mlir.llm import weights as W
     from relax_mlir.ops.quant import supported_formats
 
@@ -516,7 +514,7 @@ def load(spec: dict) -> dict:
         return {}
     cfg, c = W.load_pretrained_config(path)
     src, tie = W.SafetensorsSource(path), W.tie_embeddings(cfg)
-    c = replace(c, formats=W.plan_formats(src, c, supported_formats("cpu"), tie))
+    c = W.stored_formats(src, c, supported_formats("cpu"), tie)
     W.model_weights(src, c, tie)
     return {}
 

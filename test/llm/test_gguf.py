@@ -50,6 +50,8 @@ def random_kquant(shape, qtype, rng) -> np.ndarray:
     raw = rng.integers(0, 256, (n, size), dtype=np.uint8)
     if qtype == T.Q4_K:        # d, dmin (f16) first; dmin = 7.5 d centres the values
         raw[:, 0:4] = np.array([1e-4, 7.5e-4], np.float16).view(np.uint8)
+    elif qtype == T.Q5_K:      # as Q4_K, 5-bit values: dmin = 15.5 d
+        raw[:, 0:4] = np.array([5e-5, 7.75e-4], np.float16).view(np.uint8)
     elif qtype == T.Q6_K:      # d (f16) last
         raw[:, -2:] = np.array([1e-5], np.float16).view(np.uint8)
     else:
@@ -92,10 +94,11 @@ def write_gguf(path, arch: str, sd: dict, cfg, types: dict, default=T.F32, token
         else:
             gname = inv[name]
         x = np.asarray(x, np.float32)
-        qt = types.get(gname.split(".", 2)[-1] if gname.startswith("blk.") else gname, default)
+        # a type per full GGUF name (blk.1.ffn_down.weight), else per layer tensor (ffn_down.weight)
+        qt = types.get(gname, types.get(gname.split(".", 2)[-1] if gname.startswith("blk.") else gname, default))
         if x.ndim == 1:
             qt = T.F32                                  # norms and biases stay f32 (as llama.cpp)
-        if qt in (T.Q4_K, T.Q6_K):
+        if qt in (T.Q4_K, T.Q5_K, T.Q6_K):
             raw = random_kquant(x.shape, qt, rng)
             deq = gguf.quants.dequantize(raw, qt).reshape(x.shape)
             stored = raw

@@ -99,7 +99,20 @@ class HostHooks:
         return memref.ViewOp(self.workspace_type(), fl.workspace, fl.const(offset), [rest], ip=fl.ip, loc=loc).result
 
     def call_library(self, fl: "FunctionLowering", callee: str, args: list[ir.Value], loc: ir.Location) -> None:
-        """``void _mlir_ciface_<callee>(descriptor *...)`` of a runtime library."""
+        """``void _mlir_ciface_<callee>(descriptor *...)`` of a runtime library; a callee that
+        takes the module's thread count (:func:`~relax_mlir.runtime.libraries.takes_thread_cell`)
+        gets the module's cell (``@_mlir_relax_num_threads``, declared here if needed) last."""
+        from ...runtime.libraries import takes_thread_cell
+        if takes_thread_cell(callee):
+            from ...target import Target
+            from ..omp_threads import THREADS_GLOBAL, ensure_threads_global
+            try:
+                threads = Target.for_module(fl.state.module).threads
+            except ValueError:
+                threads = 1
+            ensure_threads_global(fl.state.module, threads)
+            cell = ir.MemRefType.get([], ir.IntegerType.get_signless(32))
+            args = args + [memref.GetGlobalOp(cell, THREADS_GLOBAL, ip=fl.ip, loc=loc).result]
         fl.state.declare_library(callee, [a.type for a in args], loc)
         func.CallOp([], ir.FlatSymbolRefAttr.get(callee), args, ip=fl.ip, loc=loc)
 

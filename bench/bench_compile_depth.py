@@ -51,7 +51,9 @@ HERE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 def run(layers: int, cache: str, tree: str = HERE) -> dict:
     env = dict(os.environ, RELAX_MLIR_CACHE_DIR=cache, PYTHONPATH=tree)
-    out = subprocess.run([sys.executable, "-c", CHILD, str(layers)], env=env, capture_output=True, text=True)
+    # cwd: `python -c` puts the working directory first on sys.path, before PYTHONPATH
+    out = subprocess.run([sys.executable, "-c", CHILD, str(layers)], env=env, capture_output=True, text=True,
+                         cwd=tree)
     if out.returncode != 0:
         raise SystemExit(f"{layers} layers failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -168,7 +168,8 @@ def to_llvm(memref_pass: str = "finalize-memref-to-llvm", before_casts: tuple = 
     return ["expand-strided-metadata", "lower-affine", "convert-scf-to-cf", "convert-math-to-llvm",
             "convert-math-to-libm", memref_pass, "convert-arith-to-llvm", "convert-index-to-llvm",
             "convert-cf-to-llvm", "convert-func-to-llvm", *before_casts, "reconcile-unrealized-casts",
-            "relax-packed-entries", "relax-internalize-graph-functions", "relax-strip-attributes"]
+            "relax-packed-entries", "relax-internalize-graph-functions", "relax-host-optnone",
+            "relax-strip-attributes"]
 
 
 @register_pipeline("cpu", "relax IR to the LLVM dialect for the CPU: shapes, legalize, fusion, "

@@ -17,9 +17,9 @@
 // CHECK: return {{.*}}, %[[RES]] :
 // CHECK-NOT: tensor.empty
 
-// LLVM-LABEL: llvm.func internal @main(
+// LLVM-LABEL: llvm.func @_mlir_ciface_main(
 // LLVM-NOT: llvm.intr.memcpy
-// LLVM: llvm.func @_mlir_ciface_main(
+// LLVM: llvm.return
 
 func.func @scale_kernel(%a: tensor<?x16xf32>, %out: tensor<?x16xf32>) -> tensor<?x16xf32> attributes {relax.kernel} {
   %r = linalg.add ins(%a, %a : tensor<?x16xf32>, tensor<?x16xf32>) outs(%out : tensor<?x16xf32>) -> tensor<?x16xf32>

@@ -13,6 +13,9 @@ DETAIL_SYMBOLS_ATTR = "relax.detail_symbols"
 DETAIL_SLOTS_ATTR = "relax.detail_slots"
 #: bytes of session workspace a lowered function needs (its static arenas and its callees')
 WORKSPACE_ATTR = "relax.workspace_bytes"
+#: on every function relax-lower-host makes (entries and ``__relax_body_*``): host code,
+#: which relax-host-optnone compiles without LLVM's optimizer
+HOST_ATTR = "relax.host_code"
 
 
 class LowerError(Exception):

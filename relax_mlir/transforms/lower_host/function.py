@@ -30,7 +30,7 @@ from ...shapes import UNKNOWN, Dim, Shape, Truth, prove_le, read_tensor_type, sy
 from ...shapes.emit import ArithEmitter, UnsupportedExpression
 from ...shapes.match import match_shapes
 from ..graph import body_ops, func_name, function_type, param_sigs, relax_opdef
-from .common import (CHECKS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, LOWERED_ATTR, WORKSPACE_ATTR,
+from .common import (CHECKS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, HOST_ATTR, LOWERED_ATTR, WORKSPACE_ATTR,
                      LowerError, UnboundSymbol, UnsupportedType, at, element_bytes, i, strip, value_name)
 
 if TYPE_CHECKING:
@@ -354,6 +354,8 @@ class FunctionLowering:
                 attrs[key] = f.attributes[key]
         attrs["llvm.emit_c_interface"] = ir.UnitAttr.get()
         attrs[LOWERED_ATTR] = ir.UnitAttr.get()
+        attrs[HOST_ATTR] = ir.UnitAttr.get()
+        body.attributes[HOST_ATTR] = ir.UnitAttr.get()
         attrs[GRAPH_TYPE_ATTR] = ir.TypeAttr.get(function_type(f))
         attrs[DETAIL_SYMBOLS_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in self.symbols])
         attrs[CHECKS_ATTR] = ir.ArrayAttr.get([_json_attr(c.to_json()) for c in self.checks])

@@ -37,17 +37,19 @@ before relax-gpu-prepare-kernels and ``convert-linalg-to-parallel-loops``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from ..registry import Option, register_pass
-from .launch_builder import (check_block_size, Launch, barrier, ceil_div, f32, flat_body, for_loop, index, indexing_maps, inline_body,
-                             load, map_indices, simple_map, store, when)
+from .launch_builder import (Launch, barrier, ceil_div, check_block_size, element_type, f32, flat_body, for_loop,
+                             from_f32, index, indexing_maps, inline_body, kernels, load, map_indices, simple_map, store,
+                             to_f32, when)
 
-KERNEL_ATTR = "relax.kernel"
-KIND_ATTR = "relax.kernel_kind"
+#: element types of A, B and C the tiled, small and GEMV launches take (products and sums
+#: in f32 registers whatever the storage type); the targets' rules narrow this per target
+FLOAT_TYPES = ("f32", "f16", "bf16")
 #: below 32 rows (or columns) of C most of a 64 x 64 tile would be idle: one thread per
 #: element of C does less work (measured on lavapipe: M = 1 8 ms naive vs 188 ms tiled,
 #: M = 16 about even, M = 64 3x faster tiled; bench/README.md)
@@ -70,8 +72,8 @@ class MatmulTiles:
             raise ValueError(f"matmul tiles {self}: threads^2 must divide (threads*per_thread)*tile_k")
 
 
-def _f32_memref(v: ir.Value) -> bool:
-    return isinstance(v.type, ir.MemRefType) and isinstance(ir.MemRefType(v.type).element_type, ir.F32Type)
+def _float_memref(v: ir.Value, dtypes: Sequence[str]) -> bool:
+    return isinstance(v.type, ir.MemRefType) and str(ir.MemRefType(v.type).element_type) in dtypes
 
 
 def _identity(m: ir.AffineMap, rank: int) -> bool:
@@ -102,8 +104,10 @@ def _fill_of(ops: list[ir.Operation], k: int, c: ir.Value) -> Optional[ir.Operat
     return None
 
 
-def _epilogue(ops: list[ir.Operation], k: int, c: ir.Value, rank: int, fill) -> list[ir.Operation]:
-    """The elementwise generics right after the matmul ``ops[k]`` that can run in registers."""
+def _epilogue(ops: list[ir.Operation], k: int, c: ir.Value, rank: int, fill,
+              dtypes: Sequence[str] = ("f32",)) -> list[ir.Operation]:
+    """The elementwise generics right after the matmul ``ops[k]`` that can run in registers
+    (on buffers of ``dtypes``)."""
     chain: list[ir.Operation] = []
     carried, producer = c, ops[k]
     for o in ops[k + 1:]:
@@ -114,7 +118,7 @@ def _epilogue(ops: list[ir.Operation], k: int, c: ir.Value, rank: int, fill) -> 
             break
         ins, outs = list(g.inputs), list(g.outputs)
         maps = indexing_maps(o)
-        if len(outs) != 1 or not all(_f32_memref(v) for v in ins + outs) or not all(simple_map(m) for m in maps):
+        if len(outs) != 1 or not all(_float_memref(v, dtypes) for v in ins + outs) or not all(simple_map(m) for m in maps):
             break
         if len(maps[0].results) != rank or maps[0].n_dims != rank or not _identity(maps[-1], rank):
             break
@@ -145,34 +149,64 @@ def _zero(v: ir.Value) -> bool:
             and ir.FloatAttr(owner.attributes["value"]).value == 0.0)
 
 
-def _rewrite(mm: ir.Operation, fill: Optional[ir.Operation], chain: list[ir.Operation], t: MatmulTiles,
-             min_size: int) -> None:
-    """``if (M >= min_size && N >= min_size) { tiled launch } else { small launch }``: both
-    one launch with the fill and the epilogue folded in; the original ops are erased, and
-    the local intermediates only they used."""
-    a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
+#: builds one route's launch at the insertion point: (matmul, M, N, the fill value or None,
+#: the epilogue chain) -> None
+Builder = Callable[[ir.Operation, ir.Value, ir.Value, Optional[ir.Value], list], None]
+#: the run-time condition of a route: (matmul, M, N) -> an i1 value
+Guard = Callable[[ir.Operation, ir.Value, ir.Value], ir.Value]
+#: the routes of one matmul, tried in order: ``if g0 { b0 } else if g1 { b1 } ... else { bn }``
+#: (the last route's guard is None)
+Routes = Sequence[tuple[Optional[Guard], Builder]]
+
+
+def large_guard(min_size: int) -> Guard:
+    """M >= min_size and N >= min_size."""
+    def guard(mm: ir.Operation, m_: ir.Value, n_: ir.Value) -> ir.Value:
+        return arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.uge, m_, index(min_size)).result,
+                            arith.CmpIOp(arith.CmpIPredicate.uge, n_, index(min_size)).result).result
+    return guard
+
+
+def tiled_routes(t: MatmulTiles, min_size: int) -> list[tuple[Optional[Guard], Builder]]:
+    """relax-gpu-tile-matmul's routes: the tiled launch when M, N >= ``min_size`` (always
+    when ``min_size <= 1``), else the small one (a thread per element of C)."""
+    tiled = (lambda mm, m_, n_, fv, chain: _build(mm, m_, n_, fv, chain, t))  # noqa: E731
+    if min_size <= 1:
+        return [(None, tiled)]
+    return [(large_guard(min_size), tiled), (None, build_small)]
+
+
+def _emit(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value], chain: list,
+          routes: Routes) -> None:
+    guard, build = routes[0]
+    if guard is None or len(routes) == 1:
+        build(mm, m_, n_, fill_value, chain)
+        return
+    branch = scf.IfOp(guard(mm, m_, n_), [], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        end = scf.YieldOp([])
+    with ir.InsertionPoint(end):
+        build(mm, m_, n_, fill_value, chain)
+    with ir.InsertionPoint(branch.else_block):
+        end = scf.YieldOp([])
+    with ir.InsertionPoint(end):
+        _emit(mm, m_, n_, fill_value, chain, routes[1:])
+
+
+def _rewrite(mm: ir.Operation, fill: Optional[ir.Operation], chain: list[ir.Operation], routes: Routes) -> None:
+    """The matmul (with its fill and epilogue) replaced by its ``routes``, each one launch
+    with the fill and the epilogue folded in; the original ops are erased, and the local
+    intermediates only they used."""
+    c = mm.operands[2]
     rank = ir.MemRefType(c.type).rank
     moved = ([fill] if fill is not None else []) + [mm] + chain
     # intermediates only the moved ops use (C too when filled here: the launches never read it)
     locals_ = [g.opview.outputs[0] for g in chain[:-1]] + ([c] if chain and fill is not None else [])
     fill_value = fill.operands[0] if fill is not None else None
     with ir.InsertionPoint(mm), mm.location:
-        m_ = memref.DimOp(a, index(rank - 2)).result
-        n_ = memref.DimOp(b, index(rank - 1)).result
-        if min_size <= 1:
-            _build(mm, m_, n_, fill_value, chain, t)
-        else:
-            big = arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.uge, m_, index(min_size)).result,
-                               arith.CmpIOp(arith.CmpIPredicate.uge, n_, index(min_size)).result).result
-            branch = scf.IfOp(big, [], has_else=True)
-            with ir.InsertionPoint(branch.then_block):
-                end = scf.YieldOp([])
-            with ir.InsertionPoint(end):
-                _build(mm, m_, n_, fill_value, chain, t)
-            with ir.InsertionPoint(branch.else_block):
-                end = scf.YieldOp([])
-            with ir.InsertionPoint(end):
-                _build_small(mm, m_, n_, fill_value, chain)
+        m_ = memref.DimOp(mm.operands[0], index(rank - 2)).result
+        n_ = memref.DimOp(mm.operands[1], index(rank - 1)).result
+        _emit(mm, m_, n_, fill_value, chain, routes)
     for o in reversed(moved):
         o.erase()
     for v in locals_:
@@ -184,8 +218,8 @@ def _rewrite(mm: ir.Operation, fill: Optional[ir.Operation], chain: list[ir.Oper
 SMALL_THREADS = 64
 
 
-def _build_small(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value],
-                 chain: list[ir.Operation]) -> None:
+def build_small(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value],
+                chain: list[ir.Operation]) -> None:
     """One thread per element of C (grid ``M x ceil(N / 64) x batch``), a serial K loop in a
     register, then the fill value and the epilogue and one store: for the GEMV-like products
     (M or N below min-size) where most of a 64 x 64 tile would idle. One launch instead of
@@ -207,10 +241,10 @@ def _build_small(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optio
 
             def body() -> None:
                 def step(kk: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
-                    p = arith.MulFOp(load(a, lead + [row, kk]), load(b, lead + [kk, col])).result
+                    p = arith.MulFOp(to_f32(load(a, lead + [row, kk])), to_f32(load(b, lead + [kk, col]))).result
                     return [arith.AddFOp(acc[0], p).result]
                 acc = for_loop(index(0), k_, index(1), [f32(0.0)], step)
-                _finish(acc[0], lead + [row, col], c, fill_value, chain, out)
+                finish(acc[0], lead + [row, col], c, fill_value, chain, out)
             when(ok, body)
 
 
@@ -249,14 +283,14 @@ def _build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir
                     gr = arith.AddIOp(row0, arith.DivUIOp(e, index(BK)).result).result
                     gk = arith.AddIOp(k0, arith.RemUIOp(e, index(BK)).result).result
                     ok = arith.AndIOp(lt(gr, m_), lt(gk, k_)).result
-                    v = load(a, lead + [arith.MinUIOp(gr, m1).result, arith.MinUIOp(gk, k1).result])
+                    v = to_f32(load(a, lead + [arith.MinUIOp(gr, m1).result, arith.MinUIOp(gk, k1).result]))
                     store(arith.SelectOp(ok, v, zero).result, sa, [e])
                 for r in range(BK * BN // NT):
                     e = arith.AddIOp(tid, index(r * NT)).result
                     gk = arith.AddIOp(k0, arith.DivUIOp(e, index(BN)).result).result
                     gc = arith.AddIOp(col0, arith.RemUIOp(e, index(BN)).result).result
                     ok = arith.AndIOp(lt(gk, k_), lt(gc, n_)).result
-                    v = load(b, lead + [arith.MinUIOp(gk, k1).result, arith.MinUIOp(gc, n1).result])
+                    v = to_f32(load(b, lead + [arith.MinUIOp(gk, k1).result, arith.MinUIOp(gc, n1).result]))
                     store(arith.SelectOp(ok, v, zero).result, sb, [e])
 
             a_rows = [arith.MulIOp(arith.AddIOp(ty, index(i * T)).result, index(BK)).result for i in range(P)]
@@ -282,17 +316,19 @@ def _build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir
                 for j in range(P):
                     cc = arith.AddIOp(col0, b_cols[j]).result
                     ok = arith.AndIOp(lt(rr, m_), lt(cc, n_)).result
-                    when(ok, lambda v=acc[i * P + j], rr=rr, cc=cc: _finish(v, lead + [rr, cc], c, fill_value,
+                    when(ok, lambda v=acc[i * P + j], rr=rr, cc=cc: finish(v, lead + [rr, cc], c, fill_value,
                                                                           chain, out))
 
 
-def _finish(v: ir.Value, dims: list[ir.Value], c: ir.Value, fill_value: Optional[ir.Value],
+def finish(v: ir.Value, dims: list[ir.Value], c: ir.Value, fill_value: Optional[ir.Value],
             chain: list[ir.Operation], out: ir.Value) -> None:
-    """C's initial value added, the epilogue applied, the element stored."""
+    """C's initial value added to the f32 sum ``v``, the result in C's element type, the
+    epilogue applied, the element stored."""
     if fill_value is None:
-        v = arith.AddFOp(v, load(c, dims)).result
+        v = arith.AddFOp(v, to_f32(load(c, dims))).result
     elif not _zero(fill_value):
-        v = arith.AddFOp(v, fill_value).result
+        v = arith.AddFOp(v, to_f32(fill_value)).result
+    v = from_f32(v, element_type(c))
     carried = c
     for gen in chain:
         g = gen.opview
@@ -318,23 +354,24 @@ def _erase_if_dead(v: ir.Value) -> None:
         owner.erase()
 
 
-def tile_kernel(fn: ir.Operation, tiles: MatmulTiles, min_size: int = 1) -> int:
-    """Rewrite every eligible matmul of kernel ``fn``; the number rewritten."""
+def tile_kernel(fn: ir.Operation, routes: Routes, dtypes: Sequence[str] = ("f32",)) -> int:
+    """Rewrite every eligible matmul of kernel ``fn`` (A, B and C of ``dtypes``, no
+    transposed operand) into ``routes``; the number rewritten."""
     done = 0
     while True:
         ops = [o.operation for o in fn.regions[0].blocks[0].operations]
         for k, o in enumerate(ops):
             if o.name not in ("linalg.matmul", "linalg.batch_matmul"):
                 continue
-            if not all(_f32_memref(v) for v in o.operands) or not _plain(o):
+            if not all(_float_memref(v, dtypes) for v in o.operands) or not _plain(o):
                 continue
             c = o.operands[2]
             rank = ir.MemRefType(c.type).rank
             fill = _fill_of(ops, k, c)
-            chain = _epilogue(ops, k, c, rank, fill)
-            if fill is not None and not isinstance(fill.operands[0].type, ir.F32Type):
+            chain = _epilogue(ops, k, c, rank, fill, dtypes)
+            if fill is not None and str(fill.operands[0].type) not in dtypes:
                 fill = None
-            _rewrite(o, fill, chain, tiles, min_size)
+            _rewrite(o, fill, chain, routes)
             done += 1
             break
         else:
@@ -356,10 +393,5 @@ def relax_gpu_tile_matmul(module: ir.Operation, opts) -> None:
     tiles = MatmulTiles(opts.threads, opts.per_thread, opts.tile_k)
     check_block_size(module, opts.threads * opts.threads, "relax-gpu-tile-matmul")
     tiles.check()
-    for f in module.regions[0].blocks[0].operations:
-        f = f.operation
-        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
-            continue
-        if KIND_ATTR in f.attributes and ir.StringAttr(f.attributes[KIND_ATTR]).value != "output-fusable":
-            continue
-        tile_kernel(f, tiles, opts.min_size)
+    for f in kernels(module, ("output-fusable",)):
+        tile_kernel(f, tiled_routes(tiles, opts.min_size))

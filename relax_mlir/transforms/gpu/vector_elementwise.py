@@ -61,11 +61,8 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from ..registry import Option, register_pass
-from .launch_builder import (check_block_size, Launch, delinearize, flat_body, for_loop, index, indexing_maps, inline_body, load,
-                             loop_extent, map_indices, simple_map, thread_grid)
-
-KERNEL_ATTR = "relax.kernel"
-KIND_ATTR = "relax.kernel_kind"
+from .launch_builder import (Launch, check_block_size, delinearize, flat_body, for_loop, index, indexing_maps, inline_body,
+                             kernels, load, loop_extent, map_indices, simple_map, thread_grid)
 KINDS = ("elementwise", "broadcast", "injective")
 WIDTH = 4
 THREADS = 64
@@ -298,6 +295,18 @@ def _rewrite(op: ir.Operation, plan: list[_Operand], threads: int) -> None:
     op.move_before(end)
 
 
+def schedule_kernel(fn: ir.Operation, threads: int = THREADS) -> int:
+    """Every qualifying op at the top level of kernel ``fn`` behind its guarded vector
+    launch; the number rewritten."""
+    done = 0
+    for op in [o.operation for o in fn.regions[0].blocks[0].operations]:
+        plan = _plan(op) if op.name in ("linalg.generic", "linalg.copy") else None
+        if plan is not None:
+            _rewrite(op, plan, threads)
+            done += 1
+    return done
+
+
 @register_pass("relax-gpu-vector-elementwise",
                "GPU kernels: elementwise / broadcast / injective linalg ops on 32-bit data -> a gpu.launch "
                "whose threads each take 4 consecutive elements with vector<4x32-bit> loads and stores, "
@@ -308,13 +317,5 @@ def relax_gpu_vector_elementwise(module: ir.Operation, opts) -> None:
     if opts.threads < 1:
         raise ValueError(f"relax-gpu-vector-elementwise: threads={opts.threads} is not positive")
     check_block_size(module, opts.threads, "relax-gpu-vector-elementwise")
-    for f in module.regions[0].blocks[0].operations:
-        f = f.operation
-        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
-            continue
-        if KIND_ATTR in f.attributes and ir.StringAttr(f.attributes[KIND_ATTR]).value not in KINDS:
-            continue
-        for op in [o.operation for o in f.regions[0].blocks[0].operations]:
-            plan = _plan(op) if op.name in ("linalg.generic", "linalg.copy") else None
-            if plan is not None:
-                _rewrite(op, plan, opts.threads)
+    for f in kernels(module, KINDS):
+        schedule_kernel(f, opts.threads)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..backends import gpu as _gpu_rules  # noqa: F401  (registers relax-gpu-schedule)
 from .cpu import _llvm_stage, to_llvm
 
 WORKGROUP_SIZE = 64
@@ -68,21 +69,23 @@ SCHEDULES_DEFAULT = True
 VECTOR_ELEMENTWISE_DEFAULT = True
 
 
-def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
-    """The hand-scheduled kernel kinds (each a gpu.launch built directly); every other
+def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE,
+                   kind: str = "vulkan") -> list[str]:
+    """The scheduled kernel kinds (relax-gpu-schedule: the rule of each kernel's kind and
+    element type for the module's target, :mod:`relax_mlir.backends.gpu.rules`); every other
     kernel keeps the parallel-loop route."""
     if not (SCHEDULES_DEFAULT if schedules is None else schedules):
         return []
-    vector = [f"relax-gpu-vector-elementwise{{threads={int(workgroup_size)}}}"] if VECTOR_ELEMENTWISE_DEFAULT else []
-    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions", *vector]
+    vector = "true" if VECTOR_ELEMENTWISE_DEFAULT else "false"
+    return [f"relax-gpu-schedule{{kind={kind} workgroup-size={int(workgroup_size)} vector={vector}}}"]
 
 
-def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
+def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan") -> list[str]:
     """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
     return [
         "relax-expand-math",
         "relax-gpu-signless",
-        *schedule_stage(workgroup_size=workgroup_size),
+        *schedule_stage(workgroup_size=workgroup_size, kind=kind),
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)

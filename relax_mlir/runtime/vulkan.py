@@ -152,6 +152,9 @@ class Device(BufferPool):
         #: invocations per workgroup and workgroup memory (bytes): relax_mlir.target.Target's limits
         self.max_invocations = int(limits.maxComputeWorkGroupInvocations)
         self.shared_memory = int(limits.maxComputeSharedMemorySize)
+        #: the subgroup width when compute shaders may shuffle within it (the GPU rules' GEMV
+        #: reduces with gpu.shuffle at exactly this width), else None
+        self.subgroup_size = self._subgroup_size(vk, phys[k])
         self.vendor = "0x%04x" % int(props[k].vendorID)
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
         fam = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
@@ -190,6 +193,18 @@ class Device(BufferPool):
             queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
         self.lock = threading.Lock()      # queue submission, command pool, buffer pool
         self._init_pool()
+
+    @staticmethod
+    def _subgroup_size(vk, physical) -> Optional[int]:
+        try:
+            sg = vk.VkPhysicalDeviceSubgroupProperties()
+            vk.vkGetPhysicalDeviceProperties2(physical, vk.VkPhysicalDeviceProperties2(pNext=sg))
+        except Exception:  # noqa: BLE001 - a Vulkan 1.0 driver: no subgroup properties
+            return None
+        shuffle, compute = vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT, vk.VK_SHADER_STAGE_COMPUTE_BIT
+        if not (sg.supportedOperations & shuffle and sg.supportedStages & compute) or sg.subgroupSize < 1:
+            return None
+        return int(sg.subgroupSize)
 
     def _features(self, vk):
         """The optional features the kernels' SPIR-V capabilities need (64-bit and 16-bit

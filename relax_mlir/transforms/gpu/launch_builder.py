@@ -100,6 +100,41 @@ def ceil_div(a: ir.Value, b: int) -> ir.Value:
     return arith.DivUIOp(arith.AddIOp(a, index(b - 1)).result, index(b)).result
 
 
+def is_zero_mod(v: ir.Value, k: int) -> ir.Value:
+    return arith.CmpIOp(arith.CmpIPredicate.eq, arith.RemUIOp(v, index(k)).result, index(0)).result
+
+
+def all_of(conds: Sequence[ir.Value]) -> ir.Value:
+    ok = conds[0]
+    for c in conds[1:]:
+        ok = arith.AndIOp(ok, c).result
+    return ok
+
+
+def vector_view_conditions(v: ir.Value, width: int, align_bytes: int) -> list[ir.Value]:
+    """What makes ``vector<width x T>`` accesses of buffer ``v`` along its innermost dim at
+    element indices that are multiples of ``width`` legal and aligned, as run-time i1
+    values: the aligned pointer a multiple of ``align_bytes``; for a strided view (not an
+    identity layout) also its element offset and outer strides multiples of ``width`` and
+    its innermost stride 1 (only what the static type leaves open is tested)."""
+    dyn = ir.ShapedType.get_dynamic_size()
+    mt = ir.MemRefType(v.type)
+    ptr = memref.ExtractAlignedPointerAsIndexOp(v).result
+    conds = [is_zero_mod(ptr, align_bytes)]
+    if isinstance(mt.layout, ir.AffineMapAttr) and ir.AffineMapAttr(mt.layout).value == ir.AffineMap.get_identity(mt.rank):
+        return conds
+    strides, offset = mt.get_strides_and_offset()
+    meta = memref.ExtractStridedMetadataOp(v)
+    if offset == dyn:
+        conds.append(is_zero_mod(meta.offset, width))
+    for k, s in enumerate(strides[:-1]):
+        if s == dyn:
+            conds.append(is_zero_mod(meta.strides[k], width))
+    if strides[-1] == dyn:
+        conds.append(arith.CmpIOp(arith.CmpIPredicate.eq, meta.strides[mt.rank - 1], index(1)).result)
+    return conds
+
+
 def find(pairs: Sequence[tuple[ir.Value, object]], key: ir.Value):
     """The value paired with ``key`` (ir.Value has no stable hash: a list of pairs)."""
     for k, v in pairs:

@@ -388,10 +388,27 @@ def tile_kernel(fn: ir.Operation, routes: Routes, dtypes: Sequence[str] = ("f32"
                         Option("tile-k", int, MatmulTiles.tile_k, "K step staged in workgroup memory"),
                         Option("min-size", int, MIN_SIZE,
                                "M and N from which the tiled launch runs (below: the parallel-loop "
-                               "route, in an scf.if on the run-time sizes); 1: always tiled")])
+                               "route, in an scf.if on the run-time sizes); 1: always tiled"),
+                        Option("gemv-rows", int, 0, "M up to which the GEMV route runs (below min-size; "
+                                                    "0: no GEMV route)"),
+                        Option("subgroup", int, 32, "the GEMV's subgroup width (gpu.shuffle width)"),
+                        Option("gemv-lanes", int, 8, "lanes along N per GEMV subgroup"),
+                        Option("gemv-k-subgroups", int, 4, "subgroups per GEMV workgroup splitting K"),
+                        Option("dtypes", str, "f32", "element types of the matmuls rewritten (comma-separated: "
+                                                     "f32, f16, bf16)")])
 def relax_gpu_tile_matmul(module: ir.Operation, opts) -> None:
+    from .gemv import GemvTiles, build_gemv, gemv_guard   # (gemv imports this module's finish)
+
     tiles = MatmulTiles(opts.threads, opts.per_thread, opts.tile_k)
     check_block_size(module, opts.threads * opts.threads, "relax-gpu-tile-matmul")
     tiles.check()
+    dtypes = tuple(d.strip() for d in opts.dtypes.split(",") if d.strip())
+    if not dtypes or any(d not in FLOAT_TYPES for d in dtypes):
+        raise ValueError(f"relax-gpu-tile-matmul: dtypes must be among {', '.join(FLOAT_TYPES)}, got '{opts.dtypes}'")
+    routes = tiled_routes(tiles, opts.min_size)
+    if opts.gemv_rows > 0 and len(routes) > 1:
+        g = GemvTiles(opts.subgroup, opts.gemv_lanes, opts.gemv_k_subgroups, opts.gemv_rows)
+        check_block_size(module, g.threads, "relax-gpu-tile-matmul (GEMV)")
+        routes.insert(1, (gemv_guard(g), build_gemv(g)))
     for f in kernels(module, ("output-fusable",)):
-        tile_kernel(f, tiled_routes(tiles, opts.min_size))
+        tile_kernel(f, routes, dtypes)

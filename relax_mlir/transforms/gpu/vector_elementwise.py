@@ -61,8 +61,9 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from ..registry import Option, register_pass
-from .launch_builder import (Launch, check_block_size, delinearize, flat_body, for_loop, index, indexing_maps, inline_body,
-                             kernels, load, loop_extent, map_indices, simple_map, thread_grid)
+from .launch_builder import (Launch, all_of, check_block_size, delinearize, flat_body, for_loop, index, indexing_maps,
+                             inline_body, is_zero_mod, kernels, load, loop_extent, map_indices, simple_map, thread_grid,
+                             vector_view_conditions)
 KINDS = ("elementwise", "broadcast", "injective")
 WIDTH = 4
 THREADS = 64
@@ -205,37 +206,17 @@ def _collapsed(plan: list[_Operand]) -> list[_Operand]:
     return out
 
 
-def _is_zero_mod(v: ir.Value, k: int) -> ir.Value:
-    return arith.CmpIOp(arith.CmpIPredicate.eq, arith.RemUIOp(v, index(k)).result, index(0)).result
-
-
 def _guard(plan: list[_Operand], w: ir.Value) -> ir.Value:
     """W % 4 == 0, and every vector operand 16-byte aligned, unit-stride, offset and rows
     at multiples of 4 elements."""
-    conds = [_is_zero_mod(w, WIDTH)]
+    conds = [is_zero_mod(w, WIDTH)]
     seen: list[ir.Value] = []
     for o in plan:
         if not o.vector or any(o.value == s for s in seen):
             continue
         seen.append(o.value)
-        mt = ir.MemRefType(o.value.type)
-        ptr = memref.ExtractAlignedPointerAsIndexOp(o.value).result
-        conds.append(_is_zero_mod(ptr, WIDTH * BITS // 8))
-        if _identity(mt):
-            continue
-        strides, offset = mt.get_strides_and_offset()
-        meta = memref.ExtractStridedMetadataOp(o.value)
-        if offset == DYN:
-            conds.append(_is_zero_mod(meta.offset, WIDTH))
-        for k, s in enumerate(strides[:-1]):
-            if s == DYN:
-                conds.append(_is_zero_mod(meta.strides[k], WIDTH))
-        if strides[-1] == DYN:
-            conds.append(arith.CmpIOp(arith.CmpIPredicate.eq, meta.strides[mt.rank - 1], index(1)).result)
-    ok = conds[0]
-    for c in conds[1:]:
-        ok = arith.AndIOp(ok, c).result
-    return ok
+        conds += vector_view_conditions(o.value, WIDTH, WIDTH * BITS // 8)
+    return all_of(conds)
 
 
 def _vector_launch(op: ir.Operation, plan: list[_Operand], sizes: list[ir.Value], threads: int) -> None:

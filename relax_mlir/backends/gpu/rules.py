@@ -13,16 +13,21 @@ What no rule takes keeps the generic fallback: the naive parallel-loop route of
 ===================  ==========================  =============================================
 kind                 rule (knob family)           element types
 ===================  ==========================  =============================================
-output-fusable       :class:`Matmul` (matmul):    f32, f16 (both targets); bf16 (cuda only:
-                     GEMM tiles for M, N >= min,  SPIR-V 1.0 for Vulkan has no bf16). Products
-                     the GEMV (subgroup shuffles) and sums in f32 registers, C stored in its
-                     for M <= gemv_rows, else a   own type.
+output-fusable       :class:`Matmul` (matmul):    f32, f16 (both targets). Products and sums
+                     GEMM tiles for M, N >= min,  in f32 registers, C stored in its own type
+                     the GEMV (subgroup shuffles) (f16 x f16 -> f16 with f32 accumulation).
+                     for M <= gemv_rows, else a   Integer matmuls: the fallback.
                      thread per element of C
 reduction            :class:`Rows` (rows)         f32 (16-bit rows: the fallback)
 elementwise,         :class:`Elementwise`         32-bit (f32, i32): 128-bit vector accesses;
 broadcast,           (elementwise)                16-bit and 64-bit data: the fallback
 injective
 ===================  ==========================  =============================================
+
+bf16 is not offered: relax refuses bf16 tensors (numpy has no bfloat16); the launch builders
+widen any float storage type to f32 (``FLOAT_TYPES`` of tile_matmul lists bf16), so adding
+it is a line in :meth:`Matmul.dtypes` once the frontend has it (cuda only: the pinned SPIR-V
+target has no bf16).
 
 A kernel without a recorded kind (``relax-opt`` on hand-written kernels) is offered to every
 rule in that order. ``relax.schedule_config`` on a kernel (a dictionary of integers, as
@@ -127,7 +132,7 @@ class Matmul(ScheduleRule):
         return _elem(mm.operands[0]) if mm is not None else None
 
     def dtypes(self, target: Target) -> tuple[str, ...]:
-        return ("f32", "f16", "bf16") if target.kind == "cuda" else ("f32", "f16")
+        return ("f32", "f16")
 
     def space(self, target: Target) -> Space:
         """GEMM knobs; with a known subgroup size (the GEMV's shuffle width) the GEMV's too

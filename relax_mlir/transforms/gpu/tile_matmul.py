@@ -355,21 +355,24 @@ def _erase_if_dead(v: ir.Value) -> None:
 
 
 def tile_kernel(fn: ir.Operation, routes: Routes, dtypes: Sequence[str] = ("f32",)) -> int:
-    """Rewrite every eligible matmul of kernel ``fn`` (A, B and C of ``dtypes``, no
-    transposed operand) into ``routes``; the number rewritten."""
+    """Rewrite every eligible matmul of kernel ``fn`` (A and B of ``dtypes``, C, its fill and
+    the epilogue's buffers of :data:`FLOAT_TYPES`: legalization gives f16 products an f32 C
+    and truncates in the epilogue; no transposed operand) into ``routes``; the number
+    rewritten."""
     done = 0
     while True:
         ops = [o.operation for o in fn.regions[0].blocks[0].operations]
         for k, o in enumerate(ops):
             if o.name not in ("linalg.matmul", "linalg.batch_matmul"):
                 continue
-            if not all(_float_memref(v, dtypes) for v in o.operands) or not _plain(o):
+            a, b, c = o.operands[0], o.operands[1], o.operands[2]
+            if not (_float_memref(a, dtypes) and _float_memref(b, dtypes) and _float_memref(c, FLOAT_TYPES)
+                    and _plain(o)):
                 continue
-            c = o.operands[2]
             rank = ir.MemRefType(c.type).rank
             fill = _fill_of(ops, k, c)
-            chain = _epilogue(ops, k, c, rank, fill, dtypes)
-            if fill is not None and str(fill.operands[0].type) not in dtypes:
+            chain = _epilogue(ops, k, c, rank, fill, FLOAT_TYPES)
+            if fill is not None and str(fill.operands[0].type) not in FLOAT_TYPES:
                 fill = None
             _rewrite(o, fill, chain, routes)
             done += 1

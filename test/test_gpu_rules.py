@@ -350,3 +350,37 @@ def test_cuda_gemv_ptx(cuda_ptx, t):
     else:
         assert "ld.global.v2.b32" in g or "ld.global.v4.b16" in g     # 4 halves: 64 bits
         assert "cvt.f32.f16" in g and "cvt.rn.f16.f32" in g
+
+
+# -- cuda: the host path with the fake driver ---------------------------------------------------
+
+FAKE_GEMV = r'''
+out = {}
+for t in ("f32", "f16"):
+    exe = relax_mlir.compile(sys.argv[2].format(t=t), target="cuda")
+    dt = np.float32 if t == "f32" else np.float16
+    calls = []
+    for m, n, k in ((1, 200, 65), (4, 4096, 1000), (1, 33, 7), (5, 64, 64), (40, 72, 33), (1, 8, 0)):
+        before = launches()
+        y = exe(np.ones((m, k), dt), np.ones((k, n), dt), np.ones(n, dt))
+        calls.append([list(y.shape), str(y.dtype), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
+    out[t] = calls
+print("FAKE-RUN " + json.dumps(out))
+'''
+
+
+def test_fake_run_gemv_host_path(tmp_path):
+    """PTX of the three routes loaded by the (fake) driver; each call one launch whose grid
+    is its route's: GEMV (ceil(N / 32), M, 1) for M <= 4 and N % 4 == 0, else the small
+    route (M, ceil(N / 64), 1), and the GEMM tiles (ceil(N / 64), ceil(M / 64), 1) from 32 x 32."""
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_GEMV, LINEAR)
+    for t, dtype in (("f32", "float32"), ("f16", "float16")):
+        assert got[t] == [
+            [[1, 200], dtype, [[7, 1, 1]]],        # GEMV
+            [[4, 4096], dtype, [[128, 4, 1]]],     # GEMV
+            [[1, 33], dtype, [[1, 1, 1]]],         # small: N odd
+            [[5, 64], dtype, [[5, 1, 1]]],         # small: M = 5
+            [[40, 72], dtype, [[2, 1, 1]]],        # GEMM tiles
+            [[1, 8], dtype, [[1, 1, 1]]],          # GEMV, K = 0
+        ]

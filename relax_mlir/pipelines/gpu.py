@@ -67,6 +67,9 @@ SCHEDULES_DEFAULT = True
 #: relax-gpu-vector-elementwise among the schedules (bench/bench_gpu.py --without-vector
 #: compares kernels with and without it in one process)
 VECTOR_ELEMENTWISE_DEFAULT = True
+#: rules may use subgroup operations (the GEMV's shuffles); False: matmuls with few rows take
+#: the small route (bench/bench_gpu.py --decode compares the two in one process)
+SUBGROUP_OPS_DEFAULT = True
 
 
 def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE,
@@ -77,7 +80,9 @@ def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKG
     if not (SCHEDULES_DEFAULT if schedules is None else schedules):
         return []
     vector = "true" if VECTOR_ELEMENTWISE_DEFAULT else "false"
-    return [f"relax-gpu-schedule{{kind={kind} workgroup-size={int(workgroup_size)} vector={vector}}}"]
+    subgroup = "true" if SUBGROUP_OPS_DEFAULT else "false"
+    return [f"relax-gpu-schedule{{kind={kind} workgroup-size={int(workgroup_size)} vector={vector} "
+            f"subgroup-ops={subgroup}}}"]
 
 
 def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan") -> list[str]:

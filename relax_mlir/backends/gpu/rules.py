@@ -95,10 +95,16 @@ def _pow2(v: int) -> bool:
     return v >= 1 and not v & (v - 1)
 
 
+def subgroup(t: Target) -> Optional[int]:
+    """The target's subgroup (warp) width when known and a power of two (the GEMV's shuffle
+    width), else None."""
+    return t.subgroup_size if t.subgroup_size and _pow2(t.subgroup_size) else None
+
+
 # -- matmul: GEMM tiles, GEMV, a thread per element ----------------------------------------
 
 def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
-    cap, shared = t.max_threads_per_block, t.shared_memory_bytes
+    cap, shared = t.max_threads_per_block or None, t.shared_memory_bytes or None   # 0: unknown
     threads = cfg["threads"] * cfg["threads"]
     if cap is not None and threads > cap:
         return f"{threads} threads per GEMM workgroup exceed the target's {cap}"
@@ -108,7 +114,7 @@ def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
     if shared is not None and 2 * tile * cfg["tile_k"] * 4 > shared:
         return f"GEMM blocks of A and B ({2 * tile * cfg['tile_k'] * 4} bytes) exceed {shared} bytes of workgroup memory"
     if "gemv_rows" in cfg:
-        sg = t.subgroup_size
+        sg = subgroup(t)
         if not _pow2(cfg["gemv_lanes"]) or not _pow2(cfg["gemv_k_subgroups"]) or cfg["gemv_lanes"] > sg:
             return f"gemv_lanes and gemv_k_subgroups must be powers of two, gemv_lanes at most the subgroup ({sg})"
         if cap is not None and sg * cfg["gemv_k_subgroups"] > cap:
@@ -143,8 +149,8 @@ class Matmul(ScheduleRule):
             Knob("tile_k", (8, 16, 32), "GEMM: K step staged in workgroup memory"),
             Knob("min_size", (16, 32, 64), "M and N from which the GEMM tiles run"),
         )
-        if target.subgroup_size is not None:
-            sg = target.subgroup_size
+        sg = subgroup(target)
+        if sg is not None:
             knobs += (
                 Knob("gemv_rows", (1, 2, 4, 8), "M up to which the GEMV runs"),
                 Knob("gemv_lanes", tuple(v for v in (1, 2, 4, 8, 16, 32) if v <= sg),
@@ -156,7 +162,7 @@ class Matmul(ScheduleRule):
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
         cfg = dict(threads=tile_matmul.MatmulTiles.threads, per_thread=tile_matmul.MatmulTiles.per_thread,
                    tile_k=tile_matmul.MatmulTiles.tile_k, min_size=tile_matmul.MIN_SIZE)
-        sg = target.subgroup_size
+        sg = subgroup(target)
         if sg is None:   # no known subgroup width: no shuffles, no GEMV route
             return cfg
         # a quarter of the lanes along N, 4 columns each: a 32-wide subgroup reads four 128-byte
@@ -173,7 +179,7 @@ class Matmul(ScheduleRule):
         tiles = tile_matmul.MatmulTiles(config["threads"], config["per_thread"], config["tile_k"])
         routes = tile_matmul.tiled_routes(tiles, config["min_size"])
         if "gemv_rows" in config and len(routes) > 1:
-            g = gemv.GemvTiles(target.subgroup_size, config["gemv_lanes"], config["gemv_k_subgroups"],
+            g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
                                config["gemv_rows"])
             routes.insert(1, (gemv.gemv_guard(g), gemv.build_gemv(g)))
         return tile_matmul.tile_kernel(fn, routes, (dtype,)) > 0

@@ -9,6 +9,8 @@ gets the GPU defaults of the ``kind`` option. An invalid tuned config on a kerne
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mlir import ir
 
 from ...target import Target
@@ -25,11 +27,15 @@ from .rules import RULES, Elementwise, select
                                                       "(cuda, vulkan)"),
                         Option("workgroup-size", int, 64, "threads per workgroup of the elementwise rule's "
                                                           "default (the pipeline's workgroup size)"),
-                        Option("vector", bool, True, "the elementwise rule (4 elements per thread)")])
+                        Option("vector", bool, True, "the elementwise rule (4 elements per thread)"),
+                        Option("subgroup-ops", bool, True, "rules may use subgroup operations (false: as on "
+                                                           "a target without a known subgroup size: no GEMV)")])
 def relax_gpu_schedule(module: ir.Operation, opts) -> None:
     if opts.kind not in ("cuda", "vulkan"):
         raise ValueError(f"relax-gpu-schedule: kind must be cuda or vulkan, got '{opts.kind}'")
     target = Target.for_module(module, opts.kind)
+    if not opts.subgroup_ops:
+        target = replace(target, subgroup_size=None)
     rules = tuple(r for r in RULES if opts.vector or not isinstance(r, Elementwise))
     for fn in kernels(module):
         try:

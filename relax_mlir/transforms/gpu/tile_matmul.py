@@ -37,15 +37,16 @@ before relax-gpu-prepare-kernels and ``convert-linalg-to-parallel-loops``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from ..registry import Option, register_pass
-from .launch_builder import (Launch, barrier, ceil_div, check_block_size, element_type, f32, flat_body, for_loop,
-                             from_f32, index, indexing_maps, inline_body, kernels, load, map_indices, simple_map, store,
-                             to_f32, when)
+from .gemv import GemvTiles, build_gemv, gemv_guard
+from .launch_builder import (Launch, barrier, ceil_div, check_block_size, f32, flat_body, for_loop, index,
+                             indexing_maps, kernels, load, simple_map, store, to_f32, when)
+from .matmul_routes import Builder, Guard, Routes, finish  # noqa: F401  (Builder, Guard: re-exported)
 
 #: element types of A, B and C the tiled, small and GEMV launches take (products and sums
 #: in f32 registers whatever the storage type); the targets' rules narrow this per target
@@ -140,23 +141,6 @@ def _plain(mm: ir.Operation) -> bool:
     d = [ir.AffineDimExpr.get(k) for k in range(3)]
     return indexing_maps(mm) == [ir.AffineMap.get(3, 0, [d[0], d[2]]), ir.AffineMap.get(3, 0, [d[2], d[1]]),
                                  ir.AffineMap.get(3, 0, [d[0], d[1]])]
-
-
-def _zero(v: ir.Value) -> bool:
-    owner = v.owner
-    return (not isinstance(owner, ir.Block) and owner.name == "arith.constant"
-            and isinstance(owner.attributes["value"], ir.FloatAttr)
-            and ir.FloatAttr(owner.attributes["value"]).value == 0.0)
-
-
-#: builds one route's launch at the insertion point: (matmul, M, N, the fill value or None,
-#: the epilogue chain) -> None
-Builder = Callable[[ir.Operation, ir.Value, ir.Value, Optional[ir.Value], list], None]
-#: the run-time condition of a route: (matmul, M, N) -> an i1 value
-Guard = Callable[[ir.Operation, ir.Value, ir.Value], ir.Value]
-#: the routes of one matmul, tried in order: ``if g0 { b0 } else if g1 { b1 } ... else { bn }``
-#: (the last route's guard is None)
-Routes = Sequence[tuple[Optional[Guard], Builder]]
 
 
 def large_guard(min_size: int) -> Guard:
@@ -320,29 +304,6 @@ def _build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir
                                                                           chain, out))
 
 
-def finish(v: ir.Value, dims: list[ir.Value], c: ir.Value, fill_value: Optional[ir.Value],
-            chain: list[ir.Operation], out: ir.Value) -> None:
-    """C's initial value added to the f32 sum ``v``, the result in C's element type, the
-    epilogue applied, the element stored."""
-    if fill_value is None:
-        v = arith.AddFOp(v, to_f32(load(c, dims))).result
-    elif not _zero(fill_value):
-        v = arith.AddFOp(v, to_f32(fill_value)).result
-    v = from_f32(v, element_type(c))
-    carried = c
-    for gen in chain:
-        g = gen.opview
-        args = []
-        for operand, m in zip(list(g.inputs), indexing_maps(gen)):
-            args.append(v if operand == carried else load(operand, map_indices(m, dims)))
-        body = gen.regions[0].blocks[0]
-        used = len(list(body.arguments[-1].uses)) > 0
-        args.append(load(g.outputs[0], dims) if used else v)
-        v = inline_body(gen, args, dims)
-        carried = g.outputs[0]
-    store(v, out, dims)
-
-
 def _erase_if_dead(v: ir.Value) -> None:
     owner = v.owner
     if isinstance(owner, ir.Block) or owner.name != "memref.alloc":
@@ -400,8 +361,6 @@ def tile_kernel(fn: ir.Operation, routes: Routes, dtypes: Sequence[str] = ("f32"
                         Option("dtypes", str, "f32", "element types of the matmuls rewritten (comma-separated: "
                                                      "f32, f16, bf16)")])
 def relax_gpu_tile_matmul(module: ir.Operation, opts) -> None:
-    from .gemv import GemvTiles, build_gemv, gemv_guard   # (gemv imports this module's finish)
-
     tiles = MatmulTiles(opts.threads, opts.per_thread, opts.tile_k)
     check_block_size(module, opts.threads * opts.threads, "relax-gpu-tile-matmul")
     tiles.check()

@@ -384,3 +384,32 @@ def test_fake_run_gemv_host_path(tmp_path):
             [[40, 72], dtype, [[2, 1, 1]]],        # GEMM tiles
             [[1, 8], dtype, [[1, 1, 1]]],          # GEMV, K = 0
         ]
+
+
+@pytest.mark.skipif(__import__("shutil").which("spirv-val") is None, reason="spirv-val (spirv-tools) not installed")
+@pytest.mark.parametrize("t", ["f32", "f16"])
+def test_vulkan_gemv_passes_spirv_val(tmp_path, t):
+    """The linear layer's kernels for a lavapipe-like target (subgroups of 8): the GEMV is
+    SPIR-V 1.3 with GroupNonUniformShuffle (valid for Vulkan 1.2, the runtime's API version),
+    every other kernel stays SPIR-V 1.0 (valid for Vulkan 1.0)."""
+    import subprocess
+    from mlir.dialects import gpu as gpu_d
+    ctx = relax_mlir.make_context()
+    with ctx:
+        m = ir.Module.parse(LINEAR.format(t=t))
+        LAVAPIPE.record(m.operation)
+        relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
+        codes = {ir.StringAttr(o.attributes["sym_name"]).value:
+                 gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object
+                 for o in m.body.operations if o.operation.name == "gpu.binary"}
+    assert len(codes) == 3
+    shuffling = [n for n, c in codes.items() if _SHUFFLE_CAPABILITY in c]
+    assert len(shuffling) == 1
+    for name, code in codes.items():
+        path = tmp_path / f"{name}.spv"
+        path.write_bytes(code)
+        version = struct.unpack("<I", code[4:8])[0]
+        assert version == (0x10300 if name in shuffling else 0x10000), name
+        for env in ("vulkan1.2",) + (() if name in shuffling else ("vulkan1.0",)):
+            r = subprocess.run(["spirv-val", "--target-env", env, str(path)], capture_output=True, text=True)
+            assert r.returncode == 0, (name, env, r.stdout + r.stderr)

@@ -569,7 +569,7 @@ def test_cuda_launches_per_call(mlp):
     x = np.ones((3, 512), np.float32)
     exe(x, *params)
     after = exe.cuda_stats
-    # each fused matmul kernel one launch (n = 3: the small route), fill and epilogue folded in;
+    # each fused matmul kernel one launch (n = 3: the GEMV), fill and epilogue folded in;
     # the five arguments staged (copied to the device) once each
     assert {k: after[k] - before[k] for k in after} == {
         "calls": 1, "launches": 2, "uploads": 5, "upload_bytes": x.nbytes + sum(p.nbytes for p in params)}

@@ -8,24 +8,12 @@ device half:
 
 1. :func:`bufferize_stage`: host tensor constants copied into allocations
    (``relax-gpu-device-constants``), then the cpu target's bufferization and deallocation;
-2. :func:`kernel_stage`: first the scheduled kernel kinds (:func:`schedule_stage`), each a
-   ``gpu.launch`` built directly from the kernel's linalg ops:
-
-   * ``relax-gpu-tile-matmul``: f32 matmul / batch_matmul (kind ``output-fusable``) as
-     64 x 64 tiles of C per workgroup of 8 x 8 threads, 8 x 8 elements per thread in
-     registers, blocks of A and B staged in workgroup memory between ``gpu.barrier``s,
-     the zero fill and an elementwise epilogue (bias, activation) folded in; used when
-     M, N >= 32 at run time (an ``scf.if``; smaller products keep the naive route);
-   * ``relax-gpu-row-reductions``: row kernels (kind ``reduction``: softmax, RMSNorm,
-     LayerNorm, sum/max/mean over the last axis) as one launch: a workgroup per row with
-     tree reductions in workgroup memory below 1024 rows, a thread per row (serial
-     reductions in registers, no barriers) from 1024 rows on;
-   * ``relax-gpu-vector-elementwise``: elementwise / broadcast / injective ops on 32-bit data
-     as a launch whose threads each take 4 consecutive elements of the innermost dimension
-     with ``vector<4xT>`` loads and stores, under ``scf.if`` on the run-time innermost extent,
-     offsets and strides (multiples of 4) and buffer alignment (16 bytes); the else branch
-     keeps the op for the naive route (relax-spirv-vector-buffers makes the vector accesses
-     legal SPIR-V for Vulkan);
+2. :func:`kernel_stage`: first ``relax-gpu-schedule`` (:func:`schedule_stage`): each kernel
+   scheduled by the rule selected for its kind and element type on the module's target
+   (:mod:`relax_mlir.backends.gpu.rules`: matmul as GEMM tiles / a subgroup-shuffle GEMV /
+   a thread per element of C behind run-time size guards; row kernels as a workgroup or a
+   thread per row; 32-bit elementwise ops with 4-wide vector accesses behind an alignment
+   guard; docs/gpu.md), each a ``gpu.launch`` built directly from the kernel's linalg ops;
 
    then the naive route for every other kernel: ``relax-gpu-prepare-kernels`` (no memory
    access outside a parallel loop), ``convert-linalg-to-parallel-loops``,

@@ -2,8 +2,11 @@
 
 The naive route (one thread per element of C, a serial K loop reading A and B from
 device memory) reads every element of A N times and of B M times. This pass replaces
-each f32 ``linalg.matmul`` / ``linalg.batch_matmul`` of a bufferized kernel by a
-``gpu.launch`` built directly:
+each ``linalg.matmul`` / ``linalg.batch_matmul`` of a bufferized kernel whose A and B are
+of the requested float types (``dtypes``: f32 by default; f16 and bf16 are widened to f32
+where loaded, sums stay in f32 registers, C is stored in its own type) by a
+``gpu.launch`` built directly (the GPU rules, relax_mlir/backends/gpu, call the same
+builders with the routes they select, the GEMV of gemv.py among them):
 
 * a workgroup of ``threads`` x ``threads`` (8 x 8) computes a ``threads*per_thread``
   (64) square block of C (one batch per ``z`` workgroup), each thread ``per_thread`` x
@@ -30,7 +33,9 @@ generics reading C, or the previous epilogue's result, at the output point) is a
 in registers before the one store: a fused matmul+bias+relu kernel becomes a single
 dispatch. Intermediate buffers left without users are erased. Kernels whose recorded
 kind (``relax.kernel_kind``) is not ``output-fusable`` are left alone, as are matmuls on
-other element types (they keep the parallel-loop route). Run on bufferized kernels,
+other element types (they keep the parallel-loop route). With ``gemv-rows`` the GEMV route
+(gemv.py) sits between the two: ``if M, N >= min-size`` tiled, ``else if M <= gemv-rows``
+(and B aligned for 4-wide loads) the GEMV, else the small launch. Run on bufferized kernels,
 before relax-gpu-prepare-kernels and ``convert-linalg-to-parallel-loops``.
 """
 
@@ -343,7 +348,7 @@ def tile_kernel(fn: ir.Operation, routes: Routes, dtypes: Sequence[str] = ("f32"
 
 
 @register_pass("relax-gpu-tile-matmul",
-               "GPU kernels: f32 matmul / batch_matmul -> a gpu.launch with A and B blocks staged in "
+               "GPU kernels: f32 (f16) matmul / batch_matmul -> a gpu.launch with A and B blocks staged in "
                "workgroup memory and a register block of C per thread; fill and elementwise epilogue "
                "folded in; symbolic M, N, K (bounds-checked).",
                options=[Option("threads", int, MatmulTiles.threads, "threads per workgroup along x and y"),

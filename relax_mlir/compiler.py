@@ -307,13 +307,14 @@ def _module(src):
 
 
 def _with_tuning_db(stages: list[Stage], path) -> list[Stage]:
-    """The stages with relax-apply-schedules (tuned configs) and relax-dispatch-library
-    (BLAS or generated code) reading the tuning database at ``path``."""
+    """The stages with relax-apply-schedules and relax-gpu-schedule (tuned configs) and
+    relax-dispatch-library (BLAS or generated code) reading the tuning database at ``path``."""
     path = os.path.abspath(os.fspath(path))
     if any(c in path for c in " \t,{}"):
         raise CompileOptionsError(f"tuning_db: a path without spaces, commas or braces, got '{path}'")
     def with_db(p: str) -> str:
-        for name in ("relax-apply-schedules", "relax-dispatch-library"):   # tuned configs, dispatch decisions
+        for name in ("relax-apply-schedules", "relax-dispatch-library",   # tuned configs, dispatch decisions
+                     "relax-gpu-schedule"):                                # tuned GPU rule knobs
             if p == name:
                 return f"{name}{{tuning-db={path}}}"
             if p.startswith(name + "{"):   # e.g. {threads=true}

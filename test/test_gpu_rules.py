@@ -413,3 +413,38 @@ def test_vulkan_gemv_passes_spirv_val(tmp_path, t):
         for env in ("vulkan1.2",) + (() if name in shuffling else ("vulkan1.0",)):
             r = subprocess.run(["spirv-val", "--target-env", env, str(path)], capture_output=True, text=True)
             assert r.returncode == 0, (name, env, r.stdout + r.stderr)
+
+
+def test_tuning_database_configs_reach_the_rules(tmp_path):
+    """relax-gpu-schedule{tuning-db=...} looks a kernel up as relax-apply-schedules does (its
+    structural hash, the GPU target key, the module's size bucket) and builds it with the
+    recorded knobs: 2 GEMV lanes along N instead of 8 (shuffles at offsets 2 .. 16); a record
+    the rule rejects (more lanes than a warp) is ignored, the defaults built."""
+    from relax_mlir.transforms.kernel_hash import structural_hash
+    from relax_mlir.tuning.database import Database, module_bucket
+    ctx = relax_mlir.make_context()
+
+    def scheduled(config) -> str:
+        db = tmp_path / f"tuning-{len(config)}-{config.get('gemv_lanes')}.db"
+        with ctx, ir.Location.unknown():
+            m = ir.Module.parse(_MM.format(t="f32"))
+            fn = m.body.operations[0].operation
+            with Database(str(db)) as d:
+                d.record(structural_hash(fn), rules.target_key(CUDA), module_bucket(m.operation), "gpu_matmul",
+                         config, 1.0, 2.0, [1], 1)
+            relax_mlir.run_pipeline(m, f"builtin.module(relax-gpu-schedule{{kind=cuda tuning-db={db}}})")
+            return str(m)
+
+    def shuffle_offsets(text: str) -> list[int]:
+        return sorted({int(o) for o in __import__("re").findall(r"gpu.shuffle  xor %\S+, %c(\d+)_i32", text)})
+
+    assert shuffle_offsets(scheduled({"gemv_lanes": 2, "gemv_k_subgroups": 1})) == [2, 4, 8, 16]
+    assert shuffle_offsets(scheduled({"gemv_lanes": 64})) == [8, 16]      # rejected: the defaults
+
+
+def test_compile_passes_the_tuning_database_to_the_gpu_rules(tmp_path):
+    from relax_mlir.compiler import _with_tuning_db
+    stages = _with_tuning_db([("codegen", ["relax-gpu-schedule{kind=cuda workgroup-size=64}", "cse"])],
+                             tmp_path / "t.db")
+    assert stages == [("codegen", [f"relax-gpu-schedule{{kind=cuda workgroup-size=64 tuning-db={tmp_path}/t.db}}",
+                                   "cse"])]

@@ -272,6 +272,13 @@ class Selection:
     config: Config
 
 
+def target_key(t: Target) -> str:
+    """The tuning database's target key of a GPU target: what the knobs' validity and speed
+    depend on (kind, arch, device, subgroup width, threads per workgroup, workgroup memory)."""
+    return (f"gpu/{t.kind}/{t.arch or '-'}/{t.chip or '-'}/sg{subgroup(t) or 0}/"
+            f"t{t.max_threads_per_block or 0}/smem{t.shared_memory_bytes or 0}")
+
+
 def kernel_config(fn: ir.Operation) -> Optional[Config]:
     """Tuned knob values recorded on kernel ``fn`` (``relax.schedule_config``), else None."""
     if CONFIG_ATTR not in fn.attributes:

@@ -11,7 +11,9 @@ route, side by side with the cpu target, in one process.
 matrix, f32 and f16, with a bias where a linear layer has one): the GPU rules' GEMV
 (subgroup shuffles, 128-bit loads) against the same target without subgroup operations
 (``relax_mlir.pipelines.gpu.SUBGROUP_OPS_DEFAULT = False``: a thread per output column,
-the route before the GEMV) and PyTorch on CUDA. ``--host-path-only`` skips the numerics
+the route before the GEMV) and PyTorch on CUDA; ``--gemv-configs 8x4,4x8`` adds variants with
+other GEMV knobs (``schedule_config``: lanes along N x subgroups per workgroup).
+``--host-path-only`` skips the numerics
 and times one short round: a rehearsal of the device script against the fake CUDA driver
 (bench/gpu_session.sh --fake), where kernels do not run.
 
@@ -65,7 +67,8 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
     return {label: statistics.median(v) for label, v in times.items()}
 
 
-def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True):
+def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True,
+                     gemv_configs: tuple = ()):
     """{label: executable}: each GPU target with its schedules (with ``gemv`` also without
     subgroup operations: no GEMV route; with ``without_vector`` also without
     relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel one
@@ -84,6 +87,10 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
     out = {}
     for target in targets:
         out[f"{target}"] = relax_mlir.compile(mod, target=target)
+        for c in gemv_configs:   # "LxK": gemv_lanes=L, gemv_k_subgroups=K (the rule's knobs)
+            lanes, ksub = c.split("x")
+            out[f"{target} gemv {c}"] = relax_mlir.compile(mod, target=target, options={
+                "schedule_config": f"gemv_lanes={lanes}:gemv_k_subgroups={ksub}"})
         if gemv:
             out[f"{target} no-gemv"] = without("SUBGROUP_OPS_DEFAULT", target)
         if without_vector:
@@ -215,6 +222,8 @@ def main() -> int:
     ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
     ap.add_argument("--decode", action="store_true",
                     help="decode GEMVs: the GEMV rule against the same target without subgroup operations")
+    ap.add_argument("--gemv-configs", default="",
+                    help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
     ap.add_argument("--host-path-only", action="store_true",
                     help="no numerics, one short round (a fake CUDA driver runs no kernels)")
     args = ap.parse_args()
@@ -228,7 +237,8 @@ def main() -> int:
         if any(k in name for k in skip):
             continue
         exes = compile_variants(src, targets, naive=not args.no_naive and not args.decode,
-                                without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode)
+                                without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode,
+                                gemv_configs=tuple(c for c in args.gemv_configs.split(",") if c) if args.decode else ())
         want = ref(*inputs)
         acts = inputs[:len(inputs) - n_w]
         tol = 2e-2 if want.dtype == np.float16 else 2e-3

@@ -4,8 +4,9 @@
 #      (bench/gpu_bundle.sh builds it here; pass it with run(carry=[".gpu"]));
 #   2. the device (nvidia-smi) -> $OUT/device.txt;
 #   3. pytest test/test_cuda.py test/test_gpu_rules.py (real-GPU numerics included) -> $OUT/tests.txt;
-#   4. bench/bench_gpu.py --targets cuda --decode --quick: the decode GEMVs (GPU rules) against the
-#      same target without subgroup ops (a thread per column) and PyTorch -> $OUT/bench_decode.md;
+#   4. bench/bench_gpu.py --targets cuda --decode --quick: the decode GEMVs (GPU rules, default knobs
+#      8 lanes x 4 warps, and 4x4, 8x8, 2x8) against the same target without subgroup ops (a thread
+#      per column) and PyTorch -> $OUT/bench_decode.md;
 #   5. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive -> $OUT/bench_gpu.md.
 # Each step has its own timeout; a failed step does not stop the next. Usage:
 #   device:  bash bench/gpu_session.sh                (OUT is set by the device tool)
@@ -58,6 +59,7 @@ log "tests rc=$? $(tail -1 "$OUT/tests.txt")"
 T=$(( $(left) < 150 ? $(left) : 150 ))
 log "decode GEMV bench (timeout $T s)"
 env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --decode --quick $BENCH_FLAGS \
+    --gemv-configs 4x4,8x8,2x8 \
     > "$OUT/bench_decode.md" 2> "$OUT/bench_decode.err"
 log "decode bench rc=$?"
 cat "$OUT/bench_decode.md" | tee -a "$OUT/session.log"

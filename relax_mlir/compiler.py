@@ -223,7 +223,7 @@ def _vulkan_stages(opts, backend: Backend) -> list[Stage]:
     if cap is not None and not 1 <= opts.workgroup_size <= cap:
         raise CompileOptionsError(f"option 'workgroup-size' of target 'vulkan': 1 to {cap} invocations per "
                                   f"workgroup on {device.chip or 'this device'}, got {opts.workgroup_size}")
-    return stages(opts.fusion, opts.workgroup_size)
+    return stages(opts.fusion, opts.workgroup_size, opts.schedule_config)
 
 
 def _vulkan_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
@@ -241,7 +241,7 @@ def _cuda_stages(opts, backend: Backend) -> list[Stage]:
     from .pipelines.cuda import stages
     device = getattr(opts, "target", None)
     return stages(opts.fusion, opts.workgroup_size, device.arch if device is not None else opts.chip, opts.format,
-                  device.max_threads_per_block if device is not None else None)
+                  device.max_threads_per_block if device is not None else None, opts.schedule_config)
 
 
 def _cuda_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):

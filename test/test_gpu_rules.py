@@ -448,3 +448,23 @@ def test_compile_passes_the_tuning_database_to_the_gpu_rules(tmp_path):
                              tmp_path / "t.db")
     assert stages == [("codegen", [f"relax-gpu-schedule{{kind=cuda workgroup-size=64 tuning-db={tmp_path}/t.db}}",
                                    "cse"])]
+
+
+@needs_vulkan
+def test_vulkan_schedule_config_option(routes):
+    """compile(options={"schedule_config": ...}) sets knobs of every kernel whose rule has
+    them: one lane along N (4 columns per workgroup, all 8 lanes along K) and 2 subgroups
+    splitting K (a barrier and workgroup memory); a malformed or invalid value is a compile
+    error."""
+    exe = relax_mlir.compile(LINEAR.format(t="f32"), target="vulkan",
+                             options={"schedule_config": "gemv_lanes=1:gemv_k_subgroups=2"})
+    for m, n, k in ((1, 4, 1), (2, 40, 77), (4, 1000, 513)):
+        rng = np.random.default_rng(m + n + k)
+        x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n), (n,)))
+        y, launched = routes.call(exe, x, w, b)
+        np.testing.assert_allclose(y, np.maximum(x.astype(np.float64) @ w + b, 0), rtol=1e-4, atol=1e-4)
+        assert launched == [(True, (-(-n // 4), m, 1))]
+    with pytest.raises(relax_mlir.CompileError, match="schedule config: expected knob=integer, got 'gemv_lanes'"):
+        relax_mlir.compile(LINEAR.format(t="f32"), target="vulkan", options={"schedule_config": "gemv_lanes"})
+    with pytest.raises(relax_mlir.CompileError, match="gemv_lanes at most the subgroup"):
+        relax_mlir.compile(LINEAR.format(t="f32"), target="vulkan", options={"schedule_config": "gemv_lanes=64"})

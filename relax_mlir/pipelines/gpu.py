@@ -60,8 +60,23 @@ VECTOR_ELEMENTWISE_DEFAULT = True
 SUBGROUP_OPS_DEFAULT = True
 
 
+SCHEDULE_CONFIG_HELP = ("GPU rule knobs for every kernel whose rule has them, knob=value:knob=value "
+                        "(docs/gpu.md; e.g. gemv_lanes=4:gemv_k_subgroups=8)")
+
+
+def check_schedule_config(text: str, target: str) -> None:
+    """PipelineError for a malformed ``schedule-config`` (values are checked per kernel by the
+    rules' spaces)."""
+    from ..backends.gpu.rules import parse_overrides
+    from ..transforms.registry import PipelineError
+    try:
+        parse_overrides(text)
+    except ValueError as e:
+        raise PipelineError(f"option 'schedule-config' of pass '{target}': {e}") from None
+
+
 def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE,
-                   kind: str = "vulkan") -> list[str]:
+                   kind: str = "vulkan", schedule_config: str = "") -> list[str]:
     """The scheduled kernel kinds (relax-gpu-schedule: the rule of each kernel's kind and
     element type for the module's target, :mod:`relax_mlir.backends.gpu.rules`); every other
     kernel keeps the parallel-loop route."""
@@ -69,16 +84,17 @@ def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKG
         return []
     vector = "true" if VECTOR_ELEMENTWISE_DEFAULT else "false"
     subgroup = "true" if SUBGROUP_OPS_DEFAULT else "false"
+    overrides = f" overrides={schedule_config}" if schedule_config else ""
     return [f"relax-gpu-schedule{{kind={kind} workgroup-size={int(workgroup_size)} vector={vector} "
-            f"subgroup-ops={subgroup}}}"]
+            f"subgroup-ops={subgroup}{overrides}}}"]
 
 
-def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan") -> list[str]:
+def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan", schedule_config: str = "") -> list[str]:
     """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
     return [
         "relax-expand-math",
         "relax-gpu-signless",
-        *schedule_stage(workgroup_size=workgroup_size, kind=kind),
+        *schedule_stage(workgroup_size=workgroup_size, kind=kind, schedule_config=schedule_config),
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)

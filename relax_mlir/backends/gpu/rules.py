@@ -286,14 +286,29 @@ def kernel_config(fn: ir.Operation) -> Optional[Config]:
     return {na.name: ir.IntegerAttr(na.attr).value for na in ir.DictAttr(fn.attributes[CONFIG_ATTR])}
 
 
+def parse_overrides(text: str) -> Config:
+    """``"gemv_lanes=4:gemv_k_subgroups=8"`` -> a dict of ints (ValueError when malformed)."""
+    out: Config = {}
+    for item in (x.strip() for x in text.split(":")):
+        if not item:
+            continue
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip().lstrip("-").isdigit():
+            raise ValueError(f"schedule config: expected knob=integer, got '{item}'")
+        out[name.strip()] = int(value)
+    return out
+
+
 def select(fn: ir.Operation, target: Target, config: Optional[Config] = None,
-           rules: tuple[ScheduleRule, ...] = RULES, **hints: int) -> list[Selection]:
+           rules: tuple[ScheduleRule, ...] = RULES, overrides: Optional[Config] = None,
+           **hints: int) -> list[Selection]:
     """The rules that schedule kernel ``fn`` on ``target`` ([] : the generic fallback): by
     the kernel's kind (every rule for a kernel without one), then by its element type and
     what the target allows. ``config`` (else the kernel's ``relax.schedule_config``)
-    overrides knobs of the first rule selected; ValueError when the result is not a valid
-    point of the rule's space. ``hints``: pipeline choices the defaults follow
-    (``workgroup_size``: the elementwise threads)."""
+    overrides knobs of the first rule selected; ``overrides`` (a compile's
+    ``schedule_config``) the knobs of every selected rule that has them. ValueError when the
+    result is not a valid point of the rule's space. ``hints``: pipeline choices the defaults
+    follow (``workgroup_size``: the elementwise threads)."""
     kind = kernel_kind(fn)
     config = config if config is not None else kernel_config(fn)
     out = []
@@ -304,6 +319,8 @@ def select(fn: ir.Operation, target: Target, config: Optional[Config] = None,
         if dtype is None or dtype not in rule.dtypes(target):
             continue
         cfg = rule.default(target, dtype, **hints)
+        if overrides:
+            cfg = {**cfg, **{k: v for k, v in overrides.items() if k in cfg}}
         if config is not None and not out:
             cfg = {**cfg, **config}
         rule.space(target).check(cfg)

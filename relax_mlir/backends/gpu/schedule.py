@@ -4,7 +4,9 @@ Runs on bufferized kernels, before the generic fallback (relax-gpu-prepare-kerne
 parallel-loop route of :mod:`relax_mlir.pipelines.gpu`), which takes what no rule rewrote.
 The target is the module's (``relax.target``, recorded by compile()); a module without one
 gets the GPU defaults of the ``kind`` option. Knob values come, in that order, from the
-kernel's ``relax.schedule_config`` (an invalid one is an error at the kernel), from the
+kernel's ``relax.schedule_config`` (an invalid one is an error at the kernel), from
+``overrides`` (a compile's ``schedule_config``: ``gemv_lanes=4:gemv_k_subgroups=8``, for every
+kernel whose rule has the knob), from the
 tuning database of ``tuning-db`` (the CPU schedules' SQLite file, ``compile(...,
 tuning_db=)``: a record keyed by the kernel's structural hash here, :func:`.rules.target_key`
 and the module's size bucket; a record the rule rejects is ignored) and from the rule's
@@ -20,7 +22,7 @@ from mlir import ir
 from ...target import Target
 from ...transforms.gpu.launch_builder import kernels
 from ...transforms.registry import Option, emit_error, register_pass
-from .rules import CONFIG_ATTR, RULES, Elementwise, select, target_key
+from .rules import CONFIG_ATTR, RULES, Elementwise, parse_overrides, select, target_key
 
 
 def _tuned_configs(module: ir.Operation, fns: list[ir.Operation], path: str, target: Target) -> list:
@@ -51,7 +53,9 @@ def _tuned_configs(module: ir.Operation, fns: list[ir.Operation], path: str, tar
                         Option("subgroup-ops", bool, True, "rules may use subgroup operations (false: as on "
                                                            "a target without a known subgroup size: no GEMV)"),
                         Option("tuning-db", str, "", "a tuning database: kernels recorded there get their "
-                                                     "tuned knob values")])
+                                                     "tuned knob values"),
+                        Option("overrides", str, "", "knob=value:knob=value applied to every kernel whose "
+                                                     "rule has the knob (a compile's schedule_config)")])
 def relax_gpu_schedule(module: ir.Operation, opts) -> None:
     if opts.kind not in ("cuda", "vulkan"):
         raise ValueError(f"relax-gpu-schedule: kind must be cuda or vulkan, got '{opts.kind}'")
@@ -59,18 +63,24 @@ def relax_gpu_schedule(module: ir.Operation, opts) -> None:
     if not opts.subgroup_ops:
         target = replace(target, subgroup_size=None)
     rules = tuple(r for r in RULES if opts.vector or not isinstance(r, Elementwise))
+    try:
+        overrides = parse_overrides(opts.overrides)
+    except ValueError as e:
+        emit_error(module, f"relax-gpu-schedule: {e}")
+        return
     fns = kernels(module)
     tuned = _tuned_configs(module, fns, opts.tuning_db, target) if opts.tuning_db else [None] * len(fns)
     for fn, config in zip(fns, tuned):
         chosen = None
         if config is not None and CONFIG_ATTR not in fn.attributes:
             try:
-                chosen = select(fn, target, config=config, rules=rules, workgroup_size=opts.workgroup_size)
+                chosen = select(fn, target, config=config, rules=rules, overrides=overrides,
+                                workgroup_size=opts.workgroup_size)
             except ValueError:
                 chosen = None   # a record for another rule or target limit: the defaults
         try:
             if chosen is None:
-                chosen = select(fn, target, rules=rules, workgroup_size=opts.workgroup_size)
+                chosen = select(fn, target, rules=rules, overrides=overrides, workgroup_size=opts.workgroup_size)
         except ValueError as e:
             emit_error(fn, f"relax-gpu-schedule: {e}")
             return

@@ -154,7 +154,7 @@ class Device(BufferPool):
         self.shared_memory = int(limits.maxComputeSharedMemorySize)
         #: the subgroup width when compute shaders may shuffle within it (the GPU rules' GEMV
         #: reduces with gpu.shuffle at exactly this width), else None
-        self.subgroup_size = self._subgroup_size(vk, phys[k])
+        self.subgroup_size = self._subgroup_size(vk, phys[k], int(props[k].vendorID))
         self.vendor = "0x%04x" % int(props[k].vendorID)
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
         fam = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
@@ -194,8 +194,16 @@ class Device(BufferPool):
         self.lock = threading.Lock()      # queue submission, command pool, buffer pool
         self._init_pool()
 
-    @staticmethod
-    def _subgroup_size(vk, physical) -> Optional[int]:
+    #: vendors whose compute shaders run at the subgroup size the device reports (NVIDIA: 32;
+    #: Mesa's lavapipe: its SIMD width). Others may pick another size per shader (AMD wave32 /
+    #: wave64, Intel SIMD8/16/32) unless the pipeline requires one (VK_EXT_subgroup_size_control,
+    #: not used yet): no shuffles there
+    FIXED_SUBGROUP_VENDORS = (0x10DE, 0x10005)
+
+    @classmethod
+    def _subgroup_size(cls, vk, physical, vendor: int) -> Optional[int]:
+        if vendor not in cls.FIXED_SUBGROUP_VENDORS:
+            return None
         try:
             sg = vk.VkPhysicalDeviceSubgroupProperties()
             vk.vkGetPhysicalDeviceProperties2(physical, vk.VkPhysicalDeviceProperties2(pNext=sg))

@@ -213,7 +213,6 @@ class Rows(ScheduleRule):
     def space(self, target: Target) -> Space:
         return Space("gpu_rows", (
             Knob("threads", (32, 64, 128, 256), "threads per workgroup (a workgroup per row)"),
-            # 0: always a thread per row
             Knob("workgroup_rows", (256, 1024, 4096), "rows from which a thread takes a whole row"),
         ), _rows_rule, target)
 

@@ -241,8 +241,11 @@ class Elementwise(ScheduleRule):
     kinds = vector_elementwise.KINDS
 
     def dtype(self, fn: ir.Operation) -> Optional[str]:
-        op = _first(fn, ("linalg.generic", "linalg.copy"))
-        return _elem(op.operands[len(op.operands) - 1]) if op is not None else None
+        """The first 32-bit output type among the kernel's ops (each op is checked again
+        when it is rewritten: a fused kernel may mix types), else the first op's."""
+        outs = [_elem(o.operation.operands[len(o.operation.operands) - 1])
+                for o in fn.regions[0].blocks[0].operations if o.operation.name in ("linalg.generic", "linalg.copy")]
+        return next((t for t in outs if t in ("f32", "i32")), outs[0] if outs else None)
 
     def dtypes(self, target: Target) -> tuple[str, ...]:
         return ("f32", "i32")

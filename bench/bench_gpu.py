@@ -7,6 +7,16 @@ route, side by side with the cpu target, in one process.
     python bench/bench_gpu.py --targets cuda,vulkan  # a machine with an NVIDIA GPU (+ PyTorch on CUDA)
     .venv/bin/python bench/bench_gpu.py --without-vector --no-naive   # with / without vector kernels
 
+``--decode`` runs decode-sized GEMVs instead (one row of activations times a weight
+matrix, f32 and f16, with a bias where a linear layer has one): the GPU rules' GEMV
+(subgroup shuffles, 128-bit loads) against the same target without subgroup operations
+(``relax_mlir.pipelines.gpu.SUBGROUP_OPS_DEFAULT = False``: a thread per output column,
+the route before the GEMV) and PyTorch on CUDA; ``--gemv-configs 8x4,4x8`` adds variants with
+other GEMV knobs (``schedule_config``: lanes along N x subgroups per workgroup).
+``--host-path-only`` skips the numerics
+and times one short round: a rehearsal of the device script against the fake CUDA driver
+(bench/gpu_session.sh --fake), where kernels do not run.
+
 Each program is compiled three times: ``vulkan`` with the schedules (the default),
 ``vulkan`` with ``relax_mlir.pipelines.gpu.SCHEDULES_DEFAULT = False`` (every kernel one
 thread per output element, reductions serial in their thread: the route before issue
@@ -57,10 +67,12 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
     return {label: statistics.median(v) for label, v in times.items()}
 
 
-def compile_variants(src, targets, naive: bool, without_vector: bool = False):
-    """{label: executable}: each GPU target with its schedules (with ``without_vector`` also
-    without relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel
-    one thread per output element), then ``cpu`` (library dispatch off)."""
+def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True,
+                     gemv_configs: tuple = ()):
+    """{label: executable}: each GPU target with its schedules (with ``gemv`` also without
+    subgroup operations: no GEMV route; with ``without_vector`` also without
+    relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel one
+    thread per output element), then ``cpu`` (library dispatch off) unless ``cpu`` is False."""
     ctx = relax_mlir.make_context()
     mod = src(ctx) if callable(src) else src
 
@@ -75,11 +87,18 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False):
     out = {}
     for target in targets:
         out[f"{target}"] = relax_mlir.compile(mod, target=target)
+        for c in gemv_configs:   # "LxK": gemv_lanes=L, gemv_k_subgroups=K (the rule's knobs)
+            lanes, ksub = c.split("x")
+            out[f"{target} gemv {c}"] = relax_mlir.compile(mod, target=target, options={
+                "schedule_config": f"gemv_lanes={lanes}:gemv_k_subgroups={ksub}"})
+        if gemv:
+            out[f"{target} no-gemv"] = without("SUBGROUP_OPS_DEFAULT", target)
         if without_vector:
             out[f"{target} no-vec"] = without("VECTOR_ELEMENTWISE_DEFAULT", target)
         if naive:
             out[f"{target} naive"] = without("SCHEDULES_DEFAULT", target)
-    out["cpu"] = relax_mlir.compile(mod, target="cpu", options={"dispatch": False})
+    if cpu:
+        out["cpu"] = relax_mlir.compile(mod, target="cpu", options={"dispatch": False})
     return out
 
 
@@ -162,6 +181,36 @@ def cases(rng):
     ]
 
 
+LINEAR = """
+func.func @main(%x: tensor<?x{k}x{t}, #relax.shape<["m", {k}]>>, %w: tensor<{k}x{n}x{t}>, %b: tensor<{n}x{t}>)
+    -> tensor<?x{n}x{t}, #relax.shape<["m", {n}]>> attributes {{relax.function}} {{
+  %y = "relax.matmul"(%x, %w) : (tensor<?x{k}x{t}, #relax.shape<["m", {k}]>>, tensor<{k}x{n}x{t}>) -> tensor<?x{n}x{t}, #relax.shape<["m", {n}]>>
+  %z = "relax.add"(%y, %b) : (tensor<?x{n}x{t}, #relax.shape<["m", {n}]>>, tensor<{n}x{t}>) -> tensor<?x{n}x{t}, #relax.shape<["m", {n}]>>
+  return %z : tensor<?x{n}x{t}, #relax.shape<["m", {n}]>>
+}}
+"""
+
+
+def decode_cases(rng):
+    """Decode GEMVs of the issue-27 Llama config (hidden 768, intermediate 2048, vocab 32000):
+    one activation row times a (K, N) weight plus a bias (the weights counted as uploaded)."""
+    out = []
+    for t, dt in (("f32", np.float32), ("f16", np.float16)):
+        for k, n in ((768, 768), (768, 2048), (2048, 768), (768, 32000)):
+            if t == "f16" and n == 32000:
+                continue
+            x = rng.standard_normal((1, k)).astype(dt)
+            w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(dt)
+            b = rng.standard_normal(n).astype(dt)
+            out.append((f"GEMV {t} 1x{k} @ {k}x{n} + bias", LINEAR.format(t=t, k=k, n=n), [x, w, b],
+                        lambda x, w, b: (x.astype(np.float32) @ w.astype(np.float32) + b).astype(x.dtype),
+                        "linear", 2))
+    return out
+
+
+TORCH_REFS["linear"] = lambda x, w, b: x @ w + b
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -171,30 +220,42 @@ def main() -> int:
     ap.add_argument("--without-vector", action="store_true",
                     help="also compile each GPU target without relax-gpu-vector-elementwise")
     ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
+    ap.add_argument("--decode", action="store_true",
+                    help="decode GEMVs: the GEMV rule against the same target without subgroup operations")
+    ap.add_argument("--gemv-configs", default="",
+                    help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
+    ap.add_argument("--host-path-only", action="store_true",
+                    help="no numerics, one short round (a fake CUDA driver runs no kernels)")
     args = ap.parse_args()
-    reps = 3 if args.quick else 7
+    reps = 1 if args.host_path_only else 3 if args.quick else 7
+    min_time = 0.01 if args.host_path_only else 0.2
     targets = [t for t in args.targets.split(",") if t]
     skip = [k for k in args.skip.split(",") if k]
     rng = np.random.default_rng(0)
     rows, labels = [], None
-    for name, src, inputs, ref, tref, n_w in cases(rng):
+    for name, src, inputs, ref, tref, n_w in (decode_cases(rng) if args.decode else cases(rng)):
         if any(k in name for k in skip):
             continue
-        exes = compile_variants(src, targets, naive=not args.no_naive, without_vector=args.without_vector)
+        exes = compile_variants(src, targets, naive=not args.no_naive and not args.decode,
+                                without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode,
+                                gemv_configs=tuple(c for c in args.gemv_configs.split(",") if c) if args.decode else ())
         want = ref(*inputs)
         acts = inputs[:len(inputs) - n_w]
+        tol = 2e-2 if want.dtype == np.float16 else 2e-3
         fns = {}
         for label, exe in exes.items():
-            np.testing.assert_allclose(exe(*inputs), want, rtol=2e-3, atol=2e-3, err_msg=f"{name} on {label}")
+            got = exe(*inputs)
+            if not args.host_path_only:
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{name} on {label}")
             # GPU targets: the weights uploaded once (exe.upload), the activations copied per call
             ws = [exe.upload(w) for w in inputs[len(inputs) - n_w:]] if label != "cpu" else inputs[len(acts):]
             fns[label] = lambda e=exe, ws=ws: e(*acts, *ws)
-        t_fn = torch_cuda_fn(tref, inputs, n_w)
+        t_fn = None if args.host_path_only else torch_cuda_fn(tref, inputs, n_w)
         if t_fn is not None:
-            np.testing.assert_allclose(t_fn(), want, rtol=2e-3, atol=2e-3, err_msg=f"{name} on torch")
+            np.testing.assert_allclose(t_fn(), want, rtol=tol, atol=tol, err_msg=f"{name} on torch")
             fns["torch cuda"] = t_fn
         l0 = os.getloadavg()[0]
-        t = timeit(fns, reps)
+        t = timeit(fns, reps, min_time)
         labels = labels or list(t)
         rows.append((name, t, max(l0, os.getloadavg()[0])))
         print(f"{name}: " + " / ".join(f"{k} {v:.3f}" for k, v in t.items()) + " ms", file=sys.stderr)

@@ -223,7 +223,7 @@ def _vulkan_stages(opts, backend: Backend) -> list[Stage]:
     if cap is not None and not 1 <= opts.workgroup_size <= cap:
         raise CompileOptionsError(f"option 'workgroup-size' of target 'vulkan': 1 to {cap} invocations per "
                                   f"workgroup on {device.chip or 'this device'}, got {opts.workgroup_size}")
-    return stages(opts.fusion, opts.workgroup_size)
+    return stages(opts.fusion, opts.workgroup_size, opts.schedule_config)
 
 
 def _vulkan_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
@@ -241,7 +241,7 @@ def _cuda_stages(opts, backend: Backend) -> list[Stage]:
     from .pipelines.cuda import stages
     device = getattr(opts, "target", None)
     return stages(opts.fusion, opts.workgroup_size, device.arch if device is not None else opts.chip, opts.format,
-                  device.max_threads_per_block if device is not None else None)
+                  device.max_threads_per_block if device is not None else None, opts.schedule_config)
 
 
 def _cuda_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
@@ -307,13 +307,14 @@ def _module(src):
 
 
 def _with_tuning_db(stages: list[Stage], path) -> list[Stage]:
-    """The stages with relax-apply-schedules (tuned configs) and relax-dispatch-library
-    (BLAS or generated code) reading the tuning database at ``path``."""
+    """The stages with relax-apply-schedules and relax-gpu-schedule (tuned configs) and
+    relax-dispatch-library (BLAS or generated code) reading the tuning database at ``path``."""
     path = os.path.abspath(os.fspath(path))
     if any(c in path for c in " \t,{}"):
         raise CompileOptionsError(f"tuning_db: a path without spaces, commas or braces, got '{path}'")
     def with_db(p: str) -> str:
-        for name in ("relax-apply-schedules", "relax-dispatch-library"):   # tuned configs, dispatch decisions
+        for name in ("relax-apply-schedules", "relax-dispatch-library",   # tuned configs, dispatch decisions
+                     "relax-gpu-schedule"):                                # tuned GPU rule knobs
             if p == name:
                 return f"{name}{{tuning-db={path}}}"
             if p.startswith(name + "{"):   # e.g. {threads=true}

@@ -76,9 +76,11 @@ def test_cuda_pipeline_gives_ptx_for_every_kernel():
     ctx = relax_mlir.make_context()
     m = models.mlp_module(ctx, models.MLPConfig(d_in=8, d_hidden=16, d_out=4))
     ptx, launched, text = _lower(m)
-    # two fused matmul kernels (zero fill, matmul, bias (+ relu)): each one launch on either
-    # route (tiled or small), the fill and the epilogue folded in
-    assert len(ptx) == 2 and launched == set(ptx)
+    # two fused matmul kernels (zero fill, matmul, bias (+ relu)), the fill and the epilogue
+    # folded into each route's launch: N = 16 and 4 are below the tiles' 32, so that route
+    # folds away; the GEMV (M <= 4, subgroup shuffles) and the small route remain
+    assert len(ptx) == 4 and launched == set(ptx)
+    assert sorted("shfl.sync.bfly" in c for c in ptx.values()) == [False, False, True, True]
     for name, code in ptx.items():
         assert ".target sm_80" in code
         assert f".visible .entry {name.rsplit('_kernel', 1)[0]}_kernel(" in code
@@ -447,9 +449,10 @@ def fake_run(tmp_path_factory):
 def test_fake_run_mlp_host_path(fake_run):
     assert fake_run["available"] == [True, "Fake GPU 0"]
     assert fake_run["repr"] == "<relax_mlir Executable (cuda: Fake GPU 0): @main>"
-    # two launches per call (two fused matmuls, fill and epilogue folded in); n < 32 the small
-    # route: rows on grid x, blocks of 64 columns on y; n = 130 (>= 32) but 16 or 4 columns:
-    # still the small route
+    # two launches per call (two fused matmuls, fill and epilogue folded in); n = 1 the GEMV
+    # (blocks of 32 columns on grid x, rows on y: (1, 1, 1)); n = 7 the small route: rows on
+    # grid x, blocks of 64 columns on y; n = 130 (>= 32) but 16 or 4 columns: still the small
+    # route
     assert fake_run["calls"] == {str(n): [[n, 4], "float32", [[n, 1, 1]] * 2] for n in (1, 7, 130)}
     # each call stages x and the 4 parameters (848 bytes): not uploaded ones
     assert fake_run["stats"] == {"calls": 3, "launches": 6, "uploads": 15, "upload_bytes": (1 + 7 + 130) * 32 + 3 * 848}
@@ -465,14 +468,16 @@ def test_fake_run_uploaded_weights(fake_run):
 
 
 def test_fake_run_launch_checks(fake_run):
-    assert fake_run["grid_limit"] == ["CudaError", "kernel @fused_matmul_add_relu_kernel::@fused_matmul_add_relu_kernel: "
+    # the MLP's N (16, then 4) is below the GEMM tiles' 32: each matmul kernel has the GEMV
+    # (M <= 4: @..._kernel) and the small route (@..._kernel_0)
+    assert fake_run["grid_limit"] == ["CudaError", "kernel @fused_matmul_add_relu_kernel_0::@fused_matmul_add_relu_kernel: "
                                       "a grid of (65536, 1, 1) exceeds the device's limit (65535, 65535, 65535) "
                                       "(Fake GPU 0)"]
     assert fake_run["after_grid_limit"] == [2, 4]
     assert fake_run["launch_error"] == [
         "CudaError", "kernel @fused_matmul_add_relu_kernel::@fused_matmul_add_relu_kernel: cuLaunchKernel (grid "
-                     "(2, 1, 1), block (64, 1, 1)): CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested "
-                     "for launch)"]
+                     "(1, 2, 1), block (128, 1, 1)): CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested "
+                     "for launch)"]     # n = 2: the GEMV (a block of 4 warps per 32 columns, a row per grid y)
     assert fake_run["after_launch_error"] == [2, 4]      # not sticky: the next call runs
     # a constant tensor of the program reaches the kernel in CUDA memory (relax-gpu-device-
     # constants copies the host global into an allocation): the launch check that refused the
@@ -501,9 +506,10 @@ def test_fake_run_cubins(fake_run):
 
 
 def test_fake_run_unloads_modules_with_the_context_current(fake_run):
-    # the MLP's two kernels, each its own gpu.binary: two cuModuleUnload calls, none
-    # without a current context (a real driver refuses those: the modules would leak)
-    assert fake_run["unloads"] == [2, 0]
+    # the MLP's two matmul kernels, each two launch sites (GEMV, small route), each its own
+    # gpu.binary: four cuModuleUnload calls, none without a current context (a real driver
+    # refuses those: the modules would leak)
+    assert fake_run["unloads"] == [4, 0]
     assert fake_run["kept_engines"] == 1        # never destroyed: see CudaExecutable.__del__
     assert fake_run["after_drop"] == [2, 4]     # a later executable compiles and runs
 
@@ -563,7 +569,7 @@ def test_cuda_launches_per_call(mlp):
     x = np.ones((3, 512), np.float32)
     exe(x, *params)
     after = exe.cuda_stats
-    # each fused matmul kernel one launch (n = 3: the small route), fill and epilogue folded in;
+    # each fused matmul kernel one launch (n = 3: the GEMV), fill and epilogue folded in;
     # the five arguments staged (copied to the device) once each
     assert {k: after[k] - before[k] for k in after} == {
         "calls": 1, "launches": 2, "uploads": 5, "upload_bytes": x.nbytes + sum(p.nbytes for p in params)}

@@ -55,8 +55,8 @@ def test_vulkan_mlp(mlp, n):
 def test_vulkan_one_submission_per_call(mlp):
     exe, _, params = mlp
     # two fused matmul kernels (zero fill, matmul, bias (+ relu)), each one launch with the
-    # fill and the epilogue folded in: n = 3 rows (< relax-gpu-tile-matmul's min-size) the
-    # small route (a thread per element of C), n = 64 the tiled one
+    # fill and the epilogue folded in: n = 3 rows the GEMV (M <= 4; subgroup shuffles),
+    # n = 64 the tiled one
     for n, dispatches in ((3, 2), (64, 2)):
         before = exe.vulkan_stats
         exe(np.ones((n, 512), np.float32), *params)

@@ -25,7 +25,7 @@ from typing import Optional
 
 from ..transforms.registry import Option, PipelineError, register_pipeline
 from .cpu import FUSION_DEFAULT, _graph_and_host, to_llvm
-from .gpu import WORKGROUP_SIZE, bufferize_stage, kernel_stage
+from .gpu import SCHEDULE_CONFIG_HELP, WORKGROUP_SIZE, bufferize_stage, check_schedule_config, kernel_stage
 
 #: sm_80 (A100) PTX runs on every later GPU through the driver's JIT
 CHIP = "sm_80"
@@ -71,11 +71,14 @@ def check_options(workgroup_size: int, chip: str, fmt: str = "isa", max_threads:
 
 
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
-           fmt: str = "isa", max_threads: Optional[int] = None) -> list[tuple[str, list[str]]]:
+           fmt: str = "isa", max_threads: Optional[int] = None,
+           schedule_config: str = "") -> list[tuple[str, list[str]]]:
     check_options(workgroup_size, chip, fmt, max_threads)
+    check_schedule_config(schedule_config, "cuda")
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
     return [("graph", graph), ("host", host),
-            ("codegen", bufferize_stage() + kernel_stage(workgroup_size) + nvvm_stage(chip, fmt) + host_stage())]
+            ("codegen", bufferize_stage() + kernel_stage(workgroup_size, "cuda", schedule_config)
+             + nvvm_stage(chip, fmt) + host_stage())]
 
 
 @register_pipeline("cuda", "relax IR to host LLVM code + PTX kernels (NVVM): the vulkan target's GPU kernels "
@@ -86,7 +89,9 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
                                    "threads per block (tile of the first parallel dimension)"),
                             Option("chip", str, CHIP, "the PTX target (nvvm-attach-target chip)"),
                             Option("format", str, "isa", "kernels as PTX (isa, JIT-compiled by the driver) or "
-                                                         "cubins (bin, needs ptxas on PATH)")])
+                                                         "cubins (bin, needs ptxas on PATH)"),
+                            Option("schedule-config", str, "", SCHEDULE_CONFIG_HELP)])
 def cuda(opts) -> str:
-    return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size, opts.chip, opts.format)
+    return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size, opts.chip, opts.format,
+                                                   schedule_config=opts.schedule_config)
                      for name in passes)

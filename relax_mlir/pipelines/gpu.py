@@ -8,24 +8,12 @@ device half:
 
 1. :func:`bufferize_stage`: host tensor constants copied into allocations
    (``relax-gpu-device-constants``), then the cpu target's bufferization and deallocation;
-2. :func:`kernel_stage`: first the scheduled kernel kinds (:func:`schedule_stage`), each a
-   ``gpu.launch`` built directly from the kernel's linalg ops:
-
-   * ``relax-gpu-tile-matmul``: f32 matmul / batch_matmul (kind ``output-fusable``) as
-     64 x 64 tiles of C per workgroup of 8 x 8 threads, 8 x 8 elements per thread in
-     registers, blocks of A and B staged in workgroup memory between ``gpu.barrier``s,
-     the zero fill and an elementwise epilogue (bias, activation) folded in; used when
-     M, N >= 32 at run time (an ``scf.if``; smaller products keep the naive route);
-   * ``relax-gpu-row-reductions``: row kernels (kind ``reduction``: softmax, RMSNorm,
-     LayerNorm, sum/max/mean over the last axis) as one launch: a workgroup per row with
-     tree reductions in workgroup memory below 1024 rows, a thread per row (serial
-     reductions in registers, no barriers) from 1024 rows on;
-   * ``relax-gpu-vector-elementwise``: elementwise / broadcast / injective ops on 32-bit data
-     as a launch whose threads each take 4 consecutive elements of the innermost dimension
-     with ``vector<4xT>`` loads and stores, under ``scf.if`` on the run-time innermost extent,
-     offsets and strides (multiples of 4) and buffer alignment (16 bytes); the else branch
-     keeps the op for the naive route (relax-spirv-vector-buffers makes the vector accesses
-     legal SPIR-V for Vulkan);
+2. :func:`kernel_stage`: first ``relax-gpu-schedule`` (:func:`schedule_stage`): each kernel
+   scheduled by the rule selected for its kind and element type on the module's target
+   (:mod:`relax_mlir.backends.gpu.rules`: matmul as GEMM tiles / a subgroup-shuffle GEMV /
+   a thread per element of C behind run-time size guards; row kernels as a workgroup or a
+   thread per row; 32-bit elementwise ops with 4-wide vector accesses behind an alignment
+   guard; docs/gpu.md), each a ``gpu.launch`` built directly from the kernel's linalg ops;
 
    then the naive route for every other kernel: ``relax-gpu-prepare-kernels`` (no memory
    access outside a parallel loop), ``convert-linalg-to-parallel-loops``,
@@ -47,6 +35,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..backends import gpu as _gpu_rules  # noqa: F401  (registers relax-gpu-schedule)
 from .cpu import _llvm_stage, to_llvm
 
 WORKGROUP_SIZE = 64
@@ -66,23 +55,46 @@ SCHEDULES_DEFAULT = True
 #: relax-gpu-vector-elementwise among the schedules (bench/bench_gpu.py --without-vector
 #: compares kernels with and without it in one process)
 VECTOR_ELEMENTWISE_DEFAULT = True
+#: rules may use subgroup operations (the GEMV's shuffles); False: matmuls with few rows take
+#: the small route (bench/bench_gpu.py --decode compares the two in one process)
+SUBGROUP_OPS_DEFAULT = True
 
 
-def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
-    """The hand-scheduled kernel kinds (each a gpu.launch built directly); every other
+SCHEDULE_CONFIG_HELP = ("GPU rule knobs for every kernel whose rule has them, knob=value:knob=value "
+                        "(docs/gpu.md; e.g. gemv_lanes=4:gemv_k_subgroups=8)")
+
+
+def check_schedule_config(text: str, target: str) -> None:
+    """PipelineError for a malformed ``schedule-config`` (values are checked per kernel by the
+    rules' spaces)."""
+    from ..backends.gpu.rules import parse_overrides
+    from ..transforms.registry import PipelineError
+    try:
+        parse_overrides(text)
+    except ValueError as e:
+        raise PipelineError(f"option 'schedule-config' of pass '{target}': {e}") from None
+
+
+def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE,
+                   kind: str = "vulkan", schedule_config: str = "") -> list[str]:
+    """The scheduled kernel kinds (relax-gpu-schedule: the rule of each kernel's kind and
+    element type for the module's target, :mod:`relax_mlir.backends.gpu.rules`); every other
     kernel keeps the parallel-loop route."""
     if not (SCHEDULES_DEFAULT if schedules is None else schedules):
         return []
-    vector = [f"relax-gpu-vector-elementwise{{threads={int(workgroup_size)}}}"] if VECTOR_ELEMENTWISE_DEFAULT else []
-    return ["relax-gpu-tile-matmul", "relax-gpu-row-reductions", *vector]
+    vector = "true" if VECTOR_ELEMENTWISE_DEFAULT else "false"
+    subgroup = "true" if SUBGROUP_OPS_DEFAULT else "false"
+    overrides = f" overrides={schedule_config}" if schedule_config else ""
+    return [f"relax-gpu-schedule{{kind={kind} workgroup-size={int(workgroup_size)} vector={vector} "
+            f"subgroup-ops={subgroup}{overrides}}}"]
 
 
-def kernel_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
+def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan", schedule_config: str = "") -> list[str]:
     """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
     return [
         "relax-expand-math",
         "relax-gpu-signless",
-        *schedule_stage(workgroup_size=workgroup_size),
+        *schedule_stage(workgroup_size=workgroup_size, kind=kind, schedule_config=schedule_config),
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)

@@ -19,21 +19,25 @@ from __future__ import annotations
 
 from ..transforms.registry import Option, register_pipeline
 from .cpu import FUSION_DEFAULT, _graph_and_host
-from .gpu import WORKGROUP_SIZE, bufferize_stage, host_llvm_stage, kernel_stage
+from .gpu import (SCHEDULE_CONFIG_HELP, WORKGROUP_SIZE, bufferize_stage, check_schedule_config, host_llvm_stage,
+                  kernel_stage)
 
-#: SPIR-V 1.0 for Vulkan; the capabilities the conversion MAY use (spirv-update-vce keeps
-#: only those a kernel needs): 8/16/64-bit scalars and 8/16-bit storage buffers, for i1
-#: (stored as i8), f16, i64 and f64 tensors. The runtime enables the matching device
-#: features (lavapipe has them all).
+#: SPIR-V up to 1.3 for Vulkan (spirv-update-vce lowers each module's version to what it
+#: uses: 1.0 unless it shuffles); the capabilities the conversion MAY use (spirv-update-vce
+#: keeps only those a kernel needs): 8/16/64-bit scalars and 8/16-bit storage buffers, for
+#: i1 (stored as i8), f16, i64 and f64 tensors, and subgroup shuffles (the GEMV's
+#: reduction: Vulkan 1.1, which the runtime's instance asks for). The runtime enables the
+#: matching device features (lavapipe has them all).
 CAPS = ["Shader", "Int8", "Int16", "Int64", "Float16", "Float64", "StorageBuffer8BitAccess",
-        "StorageBuffer16BitAccess"]
+        "StorageBuffer16BitAccess", "GroupNonUniformShuffle"]
 EXTS = ["SPV_KHR_storage_buffer_storage_class", "SPV_KHR_8bit_storage", "SPV_KHR_16bit_storage"]
-SPIRV_TARGET = f"spirv-attach-target{{ver=v1.0 caps={','.join(CAPS)} exts={','.join(EXTS)} client_api=Vulkan}}"
+SPIRV_TARGET = f"spirv-attach-target{{ver=v1.3 caps={','.join(CAPS)} exts={','.join(EXTS)} client_api=Vulkan}}"
 
 
 def spirv_stage() -> list[str]:
     return [
         SPIRV_TARGET,
+        "relax-spirv-subgroup-size",   # gpu.shuffle lowers only at the env's subgroup size
         "relax-spirv-entry-abi",
         "relax-spirv-workgroup-memory",
         "gpu.module(convert-math-to-spirv)",   # convert-gpu-to-spirv leaves math ops alone
@@ -46,13 +50,15 @@ def spirv_stage() -> list[str]:
     ]
 
 
-def codegen_stage(workgroup_size: int = WORKGROUP_SIZE) -> list[str]:
-    return bufferize_stage() + kernel_stage(workgroup_size) + spirv_stage() + host_llvm_stage()
+def codegen_stage(workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "") -> list[str]:
+    return (bufferize_stage() + kernel_stage(workgroup_size, "vulkan", schedule_config) + spirv_stage()
+            + host_llvm_stage())
 
 
-def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE) -> list[tuple[str, list[str]]]:
+def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "") -> list[tuple[str, list[str]]]:
+    check_schedule_config(schedule_config, "vulkan")
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
-    return [("graph", graph), ("host", host), ("codegen", codegen_stage(workgroup_size))]
+    return [("graph", graph), ("host", host), ("codegen", codegen_stage(workgroup_size, schedule_config))]
 
 
 @register_pipeline("vulkan", "relax IR to host LLVM code + SPIR-V kernels for Vulkan: shapes, legalize, "
@@ -60,6 +66,8 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE) -> list[tuple[str,
                    options=[Option("fusion", bool, FUSION_DEFAULT,
                                    "fuse call_tir kernels (relax-fuse-ops, relax-fuse-kernels)"),
                             Option("workgroup-size", int, WORKGROUP_SIZE,
-                                   "threads per workgroup (tile of the first parallel dimension)")])
+                                   "threads per workgroup (tile of the first parallel dimension)"),
+                            Option("schedule-config", str, "", SCHEDULE_CONFIG_HELP)])
 def vulkan(opts) -> str:
-    return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size) for name in passes)
+    return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size, opts.schedule_config)
+                     for name in passes)

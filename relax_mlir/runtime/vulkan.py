@@ -152,6 +152,9 @@ class Device(BufferPool):
         #: invocations per workgroup and workgroup memory (bytes): relax_mlir.target.Target's limits
         self.max_invocations = int(limits.maxComputeWorkGroupInvocations)
         self.shared_memory = int(limits.maxComputeSharedMemorySize)
+        #: the subgroup width when compute shaders may shuffle within it (the GPU rules' GEMV
+        #: reduces with gpu.shuffle at exactly this width), else None
+        self.subgroup_size = self._subgroup_size(vk, phys[k], int(props[k].vendorID))
         self.vendor = "0x%04x" % int(props[k].vendorID)
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
         fam = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
@@ -190,6 +193,26 @@ class Device(BufferPool):
             queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
         self.lock = threading.Lock()      # queue submission, command pool, buffer pool
         self._init_pool()
+
+    #: vendors whose compute shaders run at the subgroup size the device reports (NVIDIA: 32;
+    #: Mesa's lavapipe: its SIMD width). Others may pick another size per shader (AMD wave32 /
+    #: wave64, Intel SIMD8/16/32) unless the pipeline requires one (VK_EXT_subgroup_size_control,
+    #: not used yet): no shuffles there
+    FIXED_SUBGROUP_VENDORS = (0x10DE, 0x10005)
+
+    @classmethod
+    def _subgroup_size(cls, vk, physical, vendor: int) -> Optional[int]:
+        if vendor not in cls.FIXED_SUBGROUP_VENDORS:
+            return None
+        try:
+            sg = vk.VkPhysicalDeviceSubgroupProperties()
+            vk.vkGetPhysicalDeviceProperties2(physical, vk.VkPhysicalDeviceProperties2(pNext=sg))
+        except Exception:  # noqa: BLE001 - a Vulkan 1.0 driver: no subgroup properties
+            return None
+        shuffle, compute = vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT, vk.VK_SHADER_STAGE_COMPUTE_BIT
+        if not (sg.supportedOperations & shuffle and sg.supportedStages & compute) or sg.subgroupSize < 1:
+            return None
+        return int(sg.subgroupSize)
 
     def _features(self, vk):
         """The optional features the kernels' SPIR-V capabilities need (64-bit and 16-bit

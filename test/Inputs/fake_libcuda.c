@@ -64,6 +64,8 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
     switch (attr) {
     case 1: case 2: case 3: *v = 1024; break;
     case 4: *v = 64; break;
+    case 8: *v = 48 * 1024; break;   /* shared memory per block */
+    case 10: *v = 32; break;         /* warp size */
     case 5: *v = (int)env("FAKE_CUDA_GRID_X", 2147483647); break;
     case 6: case 7: *v = 65535; break;
     case 75: *v = 9; break;

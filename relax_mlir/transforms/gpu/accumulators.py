@@ -19,9 +19,9 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from ..registry import register_pass
+from .launch_builder import KERNEL_ATTR
 from .flatten_launches import _defined_outside
 
-KERNEL_ATTR = "relax.kernel"
 
 
 def _candidate(loop: ir.Operation) -> Optional[tuple[ir.Operation, ir.Operation]]:

@@ -1,7 +1,9 @@
-"""Building blocks of the hand-scheduled GPU kernels (relax-gpu-tile-matmul,
-relax-gpu-row-reductions): a ``gpu.launch`` with workgroup memory, loops whose results
-are safe to read after zero trips, loads through a linalg indexing map, and a linalg
-body inlined on scalars.
+"""Building blocks of the hand-scheduled GPU kernels (relax-gpu-tile-matmul, the GEMV,
+relax-gpu-row-reductions, relax-gpu-vector-elementwise): a ``gpu.launch`` with workgroup
+memory, loops whose results are safe to read after zero trips, loads through a linalg
+indexing map, a linalg body inlined on scalars or vectors, conversions to and from the
+f32 accumulator type, and the constants every GPU kernel pass shares (the kernel and kind
+attributes, the grid limit, the workgroup address space).
 
 No pass lives here. The launches built with these helpers read and write the kernel's
 buffers with plain ``memref.load`` / ``memref.store`` at multi-dimensional indices;
@@ -15,10 +17,34 @@ from typing import Callable, Optional, Sequence
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
+from ...ops.kernels import KERNEL_ATTR
 from ...target import Target
+from ..annotate_kernel_kinds import KIND_ATTR
+
+__all__ = ["KERNEL_ATTR", "KIND_ATTR"]
 
 WORKGROUP = "#gpu.address_space<workgroup>"
 MAX_GRID = 65535  # maxComputeWorkGroupCount[0] guaranteed by Vulkan
+
+
+def kernels(module: ir.Operation, kinds: Optional[Sequence[str]] = None) -> list[ir.Operation]:
+    """The kernel funcs (``relax.kernel``, with a body) of ``module``; with ``kinds``, only
+    those whose recorded kind (``relax.kernel_kind``) is one of them (a kernel without a
+    recorded kind is kept: relax-opt runs a pass on hand-written kernels)."""
+    out = []
+    for f in module.regions[0].blocks[0].operations:
+        f = f.operation
+        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
+            continue
+        if kinds is not None and kernel_kind(f) not in (None, *kinds):
+            continue
+        out.append(f)
+    return out
+
+
+def kernel_kind(fn: ir.Operation) -> Optional[str]:
+    """The kind relax-annotate-kernel-kinds recorded on kernel ``fn`` (None without one)."""
+    return ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
 
 
 def check_block_size(module: ir.Operation, threads: int, what: str) -> None:
@@ -50,8 +76,63 @@ def f32(v: float) -> ir.Value:
     return arith.ConstantOp(ir.F32Type.get(), v).result
 
 
+def element_type(v: ir.Value) -> ir.Type:
+    return ir.ShapedType(v.type).element_type
+
+
+def to_f32(v: ir.Value) -> ir.Value:
+    """``v`` (a float scalar or vector) widened to f32 (the accumulator type of the
+    schedules); an f32 value as it is."""
+    t = v.type
+    et = ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t
+    if isinstance(et, ir.F32Type):
+        return v
+    wide = ir.VectorType.get(ir.VectorType(t).shape, ir.F32Type.get()) if isinstance(t, ir.VectorType) else ir.F32Type.get()
+    return arith.ExtFOp(wide, v).result
+
+
+def from_f32(v: ir.Value, t: ir.Type) -> ir.Value:
+    """An f32 value truncated to float type ``t`` (as it is when ``t`` is f32)."""
+    return v if isinstance(t, ir.F32Type) else arith.TruncFOp(t, v).result
+
+
 def ceil_div(a: ir.Value, b: int) -> ir.Value:
     return arith.DivUIOp(arith.AddIOp(a, index(b - 1)).result, index(b)).result
+
+
+def is_zero_mod(v: ir.Value, k: int) -> ir.Value:
+    return arith.CmpIOp(arith.CmpIPredicate.eq, arith.RemUIOp(v, index(k)).result, index(0)).result
+
+
+def all_of(conds: Sequence[ir.Value]) -> ir.Value:
+    ok = conds[0]
+    for c in conds[1:]:
+        ok = arith.AndIOp(ok, c).result
+    return ok
+
+
+def vector_view_conditions(v: ir.Value, width: int, align_bytes: int) -> list[ir.Value]:
+    """What makes ``vector<width x T>`` accesses of buffer ``v`` along its innermost dim at
+    element indices that are multiples of ``width`` legal and aligned, as run-time i1
+    values: the aligned pointer a multiple of ``align_bytes``; for a strided view (not an
+    identity layout) also its element offset and outer strides multiples of ``width`` and
+    its innermost stride 1 (only what the static type leaves open is tested)."""
+    dyn = ir.ShapedType.get_dynamic_size()
+    mt = ir.MemRefType(v.type)
+    ptr = memref.ExtractAlignedPointerAsIndexOp(v).result
+    conds = [is_zero_mod(ptr, align_bytes)]
+    if isinstance(mt.layout, ir.AffineMapAttr) and ir.AffineMapAttr(mt.layout).value == ir.AffineMap.get_identity(mt.rank):
+        return conds
+    strides, offset = mt.get_strides_and_offset()
+    meta = memref.ExtractStridedMetadataOp(v)
+    if offset == dyn:
+        conds.append(is_zero_mod(meta.offset, width))
+    for k, s in enumerate(strides[:-1]):
+        if s == dyn:
+            conds.append(is_zero_mod(meta.strides[k], width))
+    if strides[-1] == dyn:
+        conds.append(arith.CmpIOp(arith.CmpIPredicate.eq, meta.strides[mt.rank - 1], index(1)).result)
+    return conds
 
 
 def find(pairs: Sequence[tuple[ir.Value, object]], key: ir.Value):
@@ -63,15 +144,18 @@ def find(pairs: Sequence[tuple[ir.Value, object]], key: ir.Value):
 
 
 class Launch:
-    """A ``gpu.launch`` of ``grid`` x ``block`` with static 1-D f32 workgroup buffers of
-    ``shared`` elements each (workgroup attributions: NVVM makes them shared memory,
-    relax-spirv-workgroup-memory Workgroup-class variables)."""
+    """A ``gpu.launch`` of ``grid`` x ``block`` with static 1-D workgroup buffers of
+    ``shared`` elements each, of ``shared_type`` (default f32, the accumulators' type)
+    (workgroup attributions: NVVM makes them shared memory, relax-spirv-workgroup-memory
+    Workgroup-class variables)."""
 
-    def __init__(self, grid: Sequence[ir.Value], block: Sequence[int], shared: Sequence[int]):
+    def __init__(self, grid: Sequence[ir.Value], block: Sequence[int], shared: Sequence[int],
+                 shared_type: Optional[ir.Type] = None):
         self.op = gpu.LaunchOp(tuple(grid), tuple(index(b) for b in block))
         body = self.op.regions[0].blocks[0]
         space = ir.Attribute.parse(WORKGROUP)
-        self.shared = [body.add_argument(ir.MemRefType.get([n], ir.F32Type.get(), memory_space=space),
+        st = shared_type or ir.F32Type.get()
+        self.shared = [body.add_argument(ir.MemRefType.get([n], st, memory_space=space),
                                          ir.Location.unknown()) for n in shared]
         if shared:
             self.op.operation.attributes["workgroup_attributions"] = ir.IntegerAttr.get(

@@ -19,8 +19,8 @@ from mlir.dialects import arith, linalg, scf
 
 from ..graph import functions_with
 from ..registry import register_pass
+from .launch_builder import KERNEL_ATTR
 
-KERNEL_ATTR = "relax.kernel"
 
 
 def _serial(op: ir.Operation) -> bool:

@@ -40,12 +40,9 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from ..registry import Option, register_pass
-from .launch_builder import (check_block_size, COMBINERS, MAX_GRID, Launch, barrier, delinearize, f32, find, flat_body, for_loop, index,
-                             indexing_maps, inline_body, load, loop_extent, map_indices, map_uses, simple_map,
-                             store, thread_grid, when)
-
-KERNEL_ATTR = "relax.kernel"
-KIND_ATTR = "relax.kernel_kind"
+from .launch_builder import (COMBINERS, MAX_GRID, Launch, barrier, check_block_size, delinearize, f32, find, flat_body,
+                             for_loop, index, indexing_maps, inline_body, kernels, load, loop_extent, map_indices,
+                             map_uses, simple_map, store, thread_grid, when)
 THREADS = 128
 #: fewer rows than this: a workgroup per row (the rows alone would not fill a GPU); more:
 #: a thread per row, the whole kernel still one launch (see the module docstring)
@@ -329,6 +326,16 @@ def _build(fn: ir.Operation, plan: _Plan, threads: int, workgroup_rows: int) -> 
             owner.erase()
 
 
+def schedule_kernel(fn: ir.Operation, threads: int = THREADS, workgroup_rows: int = WORKGROUP_ROWS) -> bool:
+    """Kernel ``fn`` as one row-kernel launch pair when it is a row kernel (True), else
+    left alone (False)."""
+    plan = _match(fn)
+    if plan is None:
+        return False
+    _build(fn, plan, threads, workgroup_rows)
+    return True
+
+
 @register_pass("relax-gpu-row-reductions",
                "GPU kernels: row kernels (fills, reductions over the last loop, elementwise ops on the "
                "row; f32) -> one gpu.launch, a workgroup per row, tree reductions in workgroup memory.",
@@ -341,12 +348,5 @@ def relax_gpu_row_reductions(module: ir.Operation, opts) -> None:
     if threads < 1 or threads & (threads - 1):
         raise ValueError(f"relax-gpu-row-reductions: threads={threads} is not a power of two")
     check_block_size(module, threads, "relax-gpu-row-reductions")
-    for f in module.regions[0].blocks[0].operations:
-        f = f.operation
-        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
-            continue
-        if KIND_ATTR in f.attributes and ir.StringAttr(f.attributes[KIND_ATTR]).value != "reduction":
-            continue
-        plan = _match(f)
-        if plan is not None:
-            _build(f, plan, threads, opts.workgroup_rows)
+    for f in kernels(module, ("reduction",)):
+        schedule_kernel(f, threads, opts.workgroup_rows)

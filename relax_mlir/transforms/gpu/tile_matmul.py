@@ -2,8 +2,11 @@
 
 The naive route (one thread per element of C, a serial K loop reading A and B from
 device memory) reads every element of A N times and of B M times. This pass replaces
-each f32 ``linalg.matmul`` / ``linalg.batch_matmul`` of a bufferized kernel by a
-``gpu.launch`` built directly:
+each ``linalg.matmul`` / ``linalg.batch_matmul`` of a bufferized kernel whose A and B are
+of the requested float types (``dtypes``: f32 by default; f16 and bf16 are widened to f32
+where loaded, sums stay in f32 registers, C is stored in its own type) by a
+``gpu.launch`` built directly (the GPU rules, relax_mlir/backends/gpu, call the same
+builders with the routes they select, the GEMV of gemv.py among them):
 
 * a workgroup of ``threads`` x ``threads`` (8 x 8) computes a ``threads*per_thread``
   (64) square block of C (one batch per ``z`` workgroup), each thread ``per_thread`` x
@@ -30,24 +33,29 @@ generics reading C, or the previous epilogue's result, at the output point) is a
 in registers before the one store: a fused matmul+bias+relu kernel becomes a single
 dispatch. Intermediate buffers left without users are erased. Kernels whose recorded
 kind (``relax.kernel_kind``) is not ``output-fusable`` are left alone, as are matmuls on
-other element types (they keep the parallel-loop route). Run on bufferized kernels,
+other element types (they keep the parallel-loop route). With ``gemv-rows`` the GEMV route
+(gemv.py) sits between the two: ``if M, N >= min-size`` tiled, ``else if M <= gemv-rows``
+(and B aligned for 4-wide loads) the GEMV, else the small launch. Run on bufferized kernels,
 before relax-gpu-prepare-kernels and ``convert-linalg-to-parallel-loops``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from ..registry import Option, register_pass
-from .launch_builder import (check_block_size, Launch, barrier, ceil_div, f32, flat_body, for_loop, index, indexing_maps, inline_body,
-                             load, map_indices, simple_map, store, when)
+from .gemv import GemvTiles, build_gemv, gemv_guard
+from .launch_builder import (Launch, barrier, ceil_div, check_block_size, f32, flat_body, for_loop, index,
+                             indexing_maps, kernels, load, simple_map, store, to_f32, when)
+from .matmul_routes import Builder, Guard, Routes, finish  # noqa: F401  (Builder, Guard: re-exported)
 
-KERNEL_ATTR = "relax.kernel"
-KIND_ATTR = "relax.kernel_kind"
+#: element types of A, B and C the tiled, small and GEMV launches take (products and sums
+#: in f32 registers whatever the storage type); the targets' rules narrow this per target
+FLOAT_TYPES = ("f32", "f16", "bf16")
 #: below 32 rows (or columns) of C most of a 64 x 64 tile would be idle: one thread per
 #: element of C does less work (measured on lavapipe: M = 1 8 ms naive vs 188 ms tiled,
 #: M = 16 about even, M = 64 3x faster tiled; bench/README.md)
@@ -70,8 +78,8 @@ class MatmulTiles:
             raise ValueError(f"matmul tiles {self}: threads^2 must divide (threads*per_thread)*tile_k")
 
 
-def _f32_memref(v: ir.Value) -> bool:
-    return isinstance(v.type, ir.MemRefType) and isinstance(ir.MemRefType(v.type).element_type, ir.F32Type)
+def _float_memref(v: ir.Value, dtypes: Sequence[str]) -> bool:
+    return isinstance(v.type, ir.MemRefType) and str(ir.MemRefType(v.type).element_type) in dtypes
 
 
 def _identity(m: ir.AffineMap, rank: int) -> bool:
@@ -102,8 +110,10 @@ def _fill_of(ops: list[ir.Operation], k: int, c: ir.Value) -> Optional[ir.Operat
     return None
 
 
-def _epilogue(ops: list[ir.Operation], k: int, c: ir.Value, rank: int, fill) -> list[ir.Operation]:
-    """The elementwise generics right after the matmul ``ops[k]`` that can run in registers."""
+def _epilogue(ops: list[ir.Operation], k: int, c: ir.Value, rank: int, fill,
+              dtypes: Sequence[str] = ("f32",)) -> list[ir.Operation]:
+    """The elementwise generics right after the matmul ``ops[k]`` that can run in registers
+    (on buffers of ``dtypes``)."""
     chain: list[ir.Operation] = []
     carried, producer = c, ops[k]
     for o in ops[k + 1:]:
@@ -114,7 +124,7 @@ def _epilogue(ops: list[ir.Operation], k: int, c: ir.Value, rank: int, fill) -> 
             break
         ins, outs = list(g.inputs), list(g.outputs)
         maps = indexing_maps(o)
-        if len(outs) != 1 or not all(_f32_memref(v) for v in ins + outs) or not all(simple_map(m) for m in maps):
+        if len(outs) != 1 or not all(_float_memref(v, dtypes) for v in ins + outs) or not all(simple_map(m) for m in maps):
             break
         if len(maps[0].results) != rank or maps[0].n_dims != rank or not _identity(maps[-1], rank):
             break
@@ -138,41 +148,54 @@ def _plain(mm: ir.Operation) -> bool:
                                  ir.AffineMap.get(3, 0, [d[0], d[1]])]
 
 
-def _zero(v: ir.Value) -> bool:
-    owner = v.owner
-    return (not isinstance(owner, ir.Block) and owner.name == "arith.constant"
-            and isinstance(owner.attributes["value"], ir.FloatAttr)
-            and ir.FloatAttr(owner.attributes["value"]).value == 0.0)
+def large_guard(min_size: int) -> Guard:
+    """M >= min_size and N >= min_size."""
+    def guard(mm: ir.Operation, m_: ir.Value, n_: ir.Value) -> ir.Value:
+        return arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.uge, m_, index(min_size)).result,
+                            arith.CmpIOp(arith.CmpIPredicate.uge, n_, index(min_size)).result).result
+    return guard
 
 
-def _rewrite(mm: ir.Operation, fill: Optional[ir.Operation], chain: list[ir.Operation], t: MatmulTiles,
-             min_size: int) -> None:
-    """``if (M >= min_size && N >= min_size) { tiled launch } else { small launch }``: both
-    one launch with the fill and the epilogue folded in; the original ops are erased, and
-    the local intermediates only they used."""
-    a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
+def tiled_routes(t: MatmulTiles, min_size: int) -> list[tuple[Optional[Guard], Builder]]:
+    """relax-gpu-tile-matmul's routes: the tiled launch when M, N >= ``min_size`` (always
+    when ``min_size <= 1``), else the small one (a thread per element of C)."""
+    tiled = (lambda mm, m_, n_, fv, chain: _build(mm, m_, n_, fv, chain, t))  # noqa: E731
+    if min_size <= 1:
+        return [(None, tiled)]
+    return [(large_guard(min_size), tiled), (None, build_small)]
+
+
+def _emit(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value], chain: list,
+          routes: Routes) -> None:
+    guard, build = routes[0]
+    if guard is None or len(routes) == 1:
+        build(mm, m_, n_, fill_value, chain)
+        return
+    branch = scf.IfOp(guard(mm, m_, n_), [], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        end = scf.YieldOp([])
+    with ir.InsertionPoint(end):
+        build(mm, m_, n_, fill_value, chain)
+    with ir.InsertionPoint(branch.else_block):
+        end = scf.YieldOp([])
+    with ir.InsertionPoint(end):
+        _emit(mm, m_, n_, fill_value, chain, routes[1:])
+
+
+def _rewrite(mm: ir.Operation, fill: Optional[ir.Operation], chain: list[ir.Operation], routes: Routes) -> None:
+    """The matmul (with its fill and epilogue) replaced by its ``routes``, each one launch
+    with the fill and the epilogue folded in; the original ops are erased, and the local
+    intermediates only they used."""
+    c = mm.operands[2]
     rank = ir.MemRefType(c.type).rank
     moved = ([fill] if fill is not None else []) + [mm] + chain
     # intermediates only the moved ops use (C too when filled here: the launches never read it)
     locals_ = [g.opview.outputs[0] for g in chain[:-1]] + ([c] if chain and fill is not None else [])
     fill_value = fill.operands[0] if fill is not None else None
     with ir.InsertionPoint(mm), mm.location:
-        m_ = memref.DimOp(a, index(rank - 2)).result
-        n_ = memref.DimOp(b, index(rank - 1)).result
-        if min_size <= 1:
-            _build(mm, m_, n_, fill_value, chain, t)
-        else:
-            big = arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.uge, m_, index(min_size)).result,
-                               arith.CmpIOp(arith.CmpIPredicate.uge, n_, index(min_size)).result).result
-            branch = scf.IfOp(big, [], has_else=True)
-            with ir.InsertionPoint(branch.then_block):
-                end = scf.YieldOp([])
-            with ir.InsertionPoint(end):
-                _build(mm, m_, n_, fill_value, chain, t)
-            with ir.InsertionPoint(branch.else_block):
-                end = scf.YieldOp([])
-            with ir.InsertionPoint(end):
-                _build_small(mm, m_, n_, fill_value, chain)
+        m_ = memref.DimOp(mm.operands[0], index(rank - 2)).result
+        n_ = memref.DimOp(mm.operands[1], index(rank - 1)).result
+        _emit(mm, m_, n_, fill_value, chain, routes)
     for o in reversed(moved):
         o.erase()
     for v in locals_:
@@ -184,8 +207,8 @@ def _rewrite(mm: ir.Operation, fill: Optional[ir.Operation], chain: list[ir.Oper
 SMALL_THREADS = 64
 
 
-def _build_small(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value],
-                 chain: list[ir.Operation]) -> None:
+def build_small(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value],
+                chain: list[ir.Operation]) -> None:
     """One thread per element of C (grid ``M x ceil(N / 64) x batch``), a serial K loop in a
     register, then the fill value and the epilogue and one store: for the GEMV-like products
     (M or N below min-size) where most of a 64 x 64 tile would idle. One launch instead of
@@ -207,10 +230,10 @@ def _build_small(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optio
 
             def body() -> None:
                 def step(kk: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
-                    p = arith.MulFOp(load(a, lead + [row, kk]), load(b, lead + [kk, col])).result
+                    p = arith.MulFOp(to_f32(load(a, lead + [row, kk])), to_f32(load(b, lead + [kk, col]))).result
                     return [arith.AddFOp(acc[0], p).result]
                 acc = for_loop(index(0), k_, index(1), [f32(0.0)], step)
-                _finish(acc[0], lead + [row, col], c, fill_value, chain, out)
+                finish(acc[0], lead + [row, col], c, fill_value, chain, out)
             when(ok, body)
 
 
@@ -249,14 +272,14 @@ def _build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir
                     gr = arith.AddIOp(row0, arith.DivUIOp(e, index(BK)).result).result
                     gk = arith.AddIOp(k0, arith.RemUIOp(e, index(BK)).result).result
                     ok = arith.AndIOp(lt(gr, m_), lt(gk, k_)).result
-                    v = load(a, lead + [arith.MinUIOp(gr, m1).result, arith.MinUIOp(gk, k1).result])
+                    v = to_f32(load(a, lead + [arith.MinUIOp(gr, m1).result, arith.MinUIOp(gk, k1).result]))
                     store(arith.SelectOp(ok, v, zero).result, sa, [e])
                 for r in range(BK * BN // NT):
                     e = arith.AddIOp(tid, index(r * NT)).result
                     gk = arith.AddIOp(k0, arith.DivUIOp(e, index(BN)).result).result
                     gc = arith.AddIOp(col0, arith.RemUIOp(e, index(BN)).result).result
                     ok = arith.AndIOp(lt(gk, k_), lt(gc, n_)).result
-                    v = load(b, lead + [arith.MinUIOp(gk, k1).result, arith.MinUIOp(gc, n1).result])
+                    v = to_f32(load(b, lead + [arith.MinUIOp(gk, k1).result, arith.MinUIOp(gc, n1).result]))
                     store(arith.SelectOp(ok, v, zero).result, sb, [e])
 
             a_rows = [arith.MulIOp(arith.AddIOp(ty, index(i * T)).result, index(BK)).result for i in range(P)]
@@ -282,29 +305,8 @@ def _build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir
                 for j in range(P):
                     cc = arith.AddIOp(col0, b_cols[j]).result
                     ok = arith.AndIOp(lt(rr, m_), lt(cc, n_)).result
-                    when(ok, lambda v=acc[i * P + j], rr=rr, cc=cc: _finish(v, lead + [rr, cc], c, fill_value,
+                    when(ok, lambda v=acc[i * P + j], rr=rr, cc=cc: finish(v, lead + [rr, cc], c, fill_value,
                                                                           chain, out))
-
-
-def _finish(v: ir.Value, dims: list[ir.Value], c: ir.Value, fill_value: Optional[ir.Value],
-            chain: list[ir.Operation], out: ir.Value) -> None:
-    """C's initial value added, the epilogue applied, the element stored."""
-    if fill_value is None:
-        v = arith.AddFOp(v, load(c, dims)).result
-    elif not _zero(fill_value):
-        v = arith.AddFOp(v, fill_value).result
-    carried = c
-    for gen in chain:
-        g = gen.opview
-        args = []
-        for operand, m in zip(list(g.inputs), indexing_maps(gen)):
-            args.append(v if operand == carried else load(operand, map_indices(m, dims)))
-        body = gen.regions[0].blocks[0]
-        used = len(list(body.arguments[-1].uses)) > 0
-        args.append(load(g.outputs[0], dims) if used else v)
-        v = inline_body(gen, args, dims)
-        carried = g.outputs[0]
-    store(v, out, dims)
 
 
 def _erase_if_dead(v: ir.Value) -> None:
@@ -318,23 +320,27 @@ def _erase_if_dead(v: ir.Value) -> None:
         owner.erase()
 
 
-def tile_kernel(fn: ir.Operation, tiles: MatmulTiles, min_size: int = 1) -> int:
-    """Rewrite every eligible matmul of kernel ``fn``; the number rewritten."""
+def tile_kernel(fn: ir.Operation, routes: Routes, dtypes: Sequence[str] = ("f32",)) -> int:
+    """Rewrite every eligible matmul of kernel ``fn`` (A and B of ``dtypes``, C, its fill and
+    the epilogue's buffers of :data:`FLOAT_TYPES`: legalization gives f16 products an f32 C
+    and truncates in the epilogue; no transposed operand) into ``routes``; the number
+    rewritten."""
     done = 0
     while True:
         ops = [o.operation for o in fn.regions[0].blocks[0].operations]
         for k, o in enumerate(ops):
             if o.name not in ("linalg.matmul", "linalg.batch_matmul"):
                 continue
-            if not all(_f32_memref(v) for v in o.operands) or not _plain(o):
+            a, b, c = o.operands[0], o.operands[1], o.operands[2]
+            if not (_float_memref(a, dtypes) and _float_memref(b, dtypes) and _float_memref(c, FLOAT_TYPES)
+                    and _plain(o)):
                 continue
-            c = o.operands[2]
             rank = ir.MemRefType(c.type).rank
             fill = _fill_of(ops, k, c)
-            chain = _epilogue(ops, k, c, rank, fill)
-            if fill is not None and not isinstance(fill.operands[0].type, ir.F32Type):
+            chain = _epilogue(ops, k, c, rank, fill, FLOAT_TYPES)
+            if fill is not None and str(fill.operands[0].type) not in FLOAT_TYPES:
                 fill = None
-            _rewrite(o, fill, chain, tiles, min_size)
+            _rewrite(o, fill, chain, routes)
             done += 1
             break
         else:
@@ -342,7 +348,7 @@ def tile_kernel(fn: ir.Operation, tiles: MatmulTiles, min_size: int = 1) -> int:
 
 
 @register_pass("relax-gpu-tile-matmul",
-               "GPU kernels: f32 matmul / batch_matmul -> a gpu.launch with A and B blocks staged in "
+               "GPU kernels: f32 (f16) matmul / batch_matmul -> a gpu.launch with A and B blocks staged in "
                "workgroup memory and a register block of C per thread; fill and elementwise epilogue "
                "folded in; symbolic M, N, K (bounds-checked).",
                options=[Option("threads", int, MatmulTiles.threads, "threads per workgroup along x and y"),
@@ -351,15 +357,25 @@ def tile_kernel(fn: ir.Operation, tiles: MatmulTiles, min_size: int = 1) -> int:
                         Option("tile-k", int, MatmulTiles.tile_k, "K step staged in workgroup memory"),
                         Option("min-size", int, MIN_SIZE,
                                "M and N from which the tiled launch runs (below: the parallel-loop "
-                               "route, in an scf.if on the run-time sizes); 1: always tiled")])
+                               "route, in an scf.if on the run-time sizes); 1: always tiled"),
+                        Option("gemv-rows", int, 0, "M up to which the GEMV route runs (below min-size; "
+                                                    "0: no GEMV route)"),
+                        Option("subgroup", int, 32, "the GEMV's subgroup width (gpu.shuffle width)"),
+                        Option("gemv-lanes", int, 8, "lanes along N per GEMV subgroup"),
+                        Option("gemv-k-subgroups", int, 4, "subgroups per GEMV workgroup splitting K"),
+                        Option("dtypes", str, "f32", "element types of the matmuls rewritten (comma-separated: "
+                                                     "f32, f16, bf16)")])
 def relax_gpu_tile_matmul(module: ir.Operation, opts) -> None:
     tiles = MatmulTiles(opts.threads, opts.per_thread, opts.tile_k)
     check_block_size(module, opts.threads * opts.threads, "relax-gpu-tile-matmul")
     tiles.check()
-    for f in module.regions[0].blocks[0].operations:
-        f = f.operation
-        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
-            continue
-        if KIND_ATTR in f.attributes and ir.StringAttr(f.attributes[KIND_ATTR]).value != "output-fusable":
-            continue
-        tile_kernel(f, tiles, opts.min_size)
+    dtypes = tuple(d.strip() for d in opts.dtypes.split(",") if d.strip())
+    if not dtypes or any(d not in FLOAT_TYPES for d in dtypes):
+        raise ValueError(f"relax-gpu-tile-matmul: dtypes must be among {', '.join(FLOAT_TYPES)}, got '{opts.dtypes}'")
+    routes = tiled_routes(tiles, opts.min_size)
+    if opts.gemv_rows > 0 and len(routes) > 1:
+        g = GemvTiles(opts.subgroup, opts.gemv_lanes, opts.gemv_k_subgroups, opts.gemv_rows)
+        check_block_size(module, g.threads, "relax-gpu-tile-matmul (GEMV)")
+        routes.insert(1, (gemv_guard(g), build_gemv(g)))
+    for f in kernels(module, ("output-fusable",)):
+        tile_kernel(f, routes, dtypes)

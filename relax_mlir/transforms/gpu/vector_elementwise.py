@@ -61,11 +61,9 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from ..registry import Option, register_pass
-from .launch_builder import (check_block_size, Launch, delinearize, flat_body, for_loop, index, indexing_maps, inline_body, load,
-                             loop_extent, map_indices, simple_map, thread_grid)
-
-KERNEL_ATTR = "relax.kernel"
-KIND_ATTR = "relax.kernel_kind"
+from .launch_builder import (Launch, all_of, check_block_size, delinearize, flat_body, for_loop, index, indexing_maps,
+                             inline_body, is_zero_mod, kernels, load, loop_extent, map_indices, simple_map, thread_grid,
+                             vector_view_conditions)
 KINDS = ("elementwise", "broadcast", "injective")
 WIDTH = 4
 THREADS = 64
@@ -208,37 +206,17 @@ def _collapsed(plan: list[_Operand]) -> list[_Operand]:
     return out
 
 
-def _is_zero_mod(v: ir.Value, k: int) -> ir.Value:
-    return arith.CmpIOp(arith.CmpIPredicate.eq, arith.RemUIOp(v, index(k)).result, index(0)).result
-
-
 def _guard(plan: list[_Operand], w: ir.Value) -> ir.Value:
     """W % 4 == 0, and every vector operand 16-byte aligned, unit-stride, offset and rows
     at multiples of 4 elements."""
-    conds = [_is_zero_mod(w, WIDTH)]
+    conds = [is_zero_mod(w, WIDTH)]
     seen: list[ir.Value] = []
     for o in plan:
         if not o.vector or any(o.value == s for s in seen):
             continue
         seen.append(o.value)
-        mt = ir.MemRefType(o.value.type)
-        ptr = memref.ExtractAlignedPointerAsIndexOp(o.value).result
-        conds.append(_is_zero_mod(ptr, WIDTH * BITS // 8))
-        if _identity(mt):
-            continue
-        strides, offset = mt.get_strides_and_offset()
-        meta = memref.ExtractStridedMetadataOp(o.value)
-        if offset == DYN:
-            conds.append(_is_zero_mod(meta.offset, WIDTH))
-        for k, s in enumerate(strides[:-1]):
-            if s == DYN:
-                conds.append(_is_zero_mod(meta.strides[k], WIDTH))
-        if strides[-1] == DYN:
-            conds.append(arith.CmpIOp(arith.CmpIPredicate.eq, meta.strides[mt.rank - 1], index(1)).result)
-    ok = conds[0]
-    for c in conds[1:]:
-        ok = arith.AndIOp(ok, c).result
-    return ok
+        conds += vector_view_conditions(o.value, WIDTH, WIDTH * BITS // 8)
+    return all_of(conds)
 
 
 def _vector_launch(op: ir.Operation, plan: list[_Operand], sizes: list[ir.Value], threads: int) -> None:
@@ -298,6 +276,18 @@ def _rewrite(op: ir.Operation, plan: list[_Operand], threads: int) -> None:
     op.move_before(end)
 
 
+def schedule_kernel(fn: ir.Operation, threads: int = THREADS) -> int:
+    """Every qualifying op at the top level of kernel ``fn`` behind its guarded vector
+    launch; the number rewritten."""
+    done = 0
+    for op in [o.operation for o in fn.regions[0].blocks[0].operations]:
+        plan = _plan(op) if op.name in ("linalg.generic", "linalg.copy") else None
+        if plan is not None:
+            _rewrite(op, plan, threads)
+            done += 1
+    return done
+
+
 @register_pass("relax-gpu-vector-elementwise",
                "GPU kernels: elementwise / broadcast / injective linalg ops on 32-bit data -> a gpu.launch "
                "whose threads each take 4 consecutive elements with vector<4x32-bit> loads and stores, "
@@ -308,13 +298,5 @@ def relax_gpu_vector_elementwise(module: ir.Operation, opts) -> None:
     if opts.threads < 1:
         raise ValueError(f"relax-gpu-vector-elementwise: threads={opts.threads} is not positive")
     check_block_size(module, opts.threads, "relax-gpu-vector-elementwise")
-    for f in module.regions[0].blocks[0].operations:
-        f = f.operation
-        if f.name != "func.func" or KERNEL_ATTR not in f.attributes or not len(f.regions[0].blocks):
-            continue
-        if KIND_ATTR in f.attributes and ir.StringAttr(f.attributes[KIND_ATTR]).value not in KINDS:
-            continue
-        for op in [o.operation for o in f.regions[0].blocks[0].operations]:
-            plan = _plan(op) if op.name in ("linalg.generic", "linalg.copy") else None
-            if plan is not None:
-                _rewrite(op, plan, opts.threads)
+    for f in kernels(module, KINDS):
+        schedule_kernel(f, opts.threads)

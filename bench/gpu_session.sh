@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The device check of a session with a lent NVIDIA GPU, designed to finish in < 8 minutes:
+#   1. the MLIR wheels for the machine's python3 (3.12) from .gpu/mlir-cp312.tar.xz
+#      (bench/gpu_bundle.sh builds it here; pass it with run(carry=[".gpu"]));
+#   2. the device (nvidia-smi) -> $OUT/device.txt;
+#   3. pytest test/test_cuda.py test/test_gpu_rules.py (real-GPU numerics included) -> $OUT/tests.txt;
+#   4. bench/bench_gpu.py --targets cuda --decode --quick: the decode GEMVs (GPU rules, default knobs
+#      8 lanes x 4 warps, and 4x4, 8x8, 2x8) against the same target without subgroup ops (a thread
+#      per column) and PyTorch -> $OUT/bench_decode.md;
+#   5. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive -> $OUT/bench_gpu.md.
+# Each step has its own timeout; a failed step does not stop the next. Usage:
+#   device:  bash bench/gpu_session.sh                (OUT is set by the device tool)
+#   here:    bash bench/gpu_session.sh --fake          (rehearsal: steps 3 and 4 with the fake CUDA
+#            driver test/Inputs/fake_libcuda.c as libcuda.so.1 for the benchmark's process: the whole
+#            host path, PTX loaded, launches checked; kernels do not run, so no numerics)
+set -u
+cd "$(dirname "$0")/.."
+FAKE=0
+[ "${1:-}" = "--fake" ] && FAKE=1
+OUT=${OUT:-$PWD/gpu-session-out}
+mkdir -p "$OUT"
+START=$(date +%s)
+log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$OUT/session.log"; }
+left() { echo $(( 450 - ($(date +%s) - START) )); }    # seconds left of a 7.5-minute budget
+
+if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=${PYTHON:-python3}; fi
+if ! "$PY" -c "import mlir.ir" 2>/dev/null; then
+    SITE=/tmp/relax-mlir-site
+    if [ ! -d "$SITE/mlir" ]; then
+        [ -f .gpu/mlir-cp312.tar.xz ] || { log "no MLIR bindings and no .gpu/mlir-cp312.tar.xz (bench/gpu_bundle.sh)"; exit 2; }
+        mkdir -p "$SITE" && tar -xJf .gpu/mlir-cp312.tar.xz -C "$SITE"
+    fi
+    export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+"$PY" -c "import mlir.ir, relax_mlir, sys; print(sys.version.split()[0], relax_mlir.__file__)" 2>&1 | tee -a "$OUT/session.log"
+log "python: $PY"
+
+if [ $FAKE = 1 ]; then
+    FAKEDIR=$(mktemp -d)
+    cc -shared -fPIC -O1 -o "$FAKEDIR/libcuda.so.1" test/Inputs/fake_libcuda.c || { log "no C compiler"; exit 2; }
+    echo "fake driver $FAKEDIR/libcuda.so.1" > "$OUT/device.txt"
+    BENCH_ENV="LD_LIBRARY_PATH=$FAKEDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    BENCH_FLAGS="--host-path-only"
+    XDIST=""
+else
+    (nvidia-smi; nvidia-smi -q | head -40) > "$OUT/device.txt" 2>&1
+    BENCH_ENV=""
+    BENCH_FLAGS=""
+    "$PY" -c "import xdist" 2>/dev/null && XDIST="-n 8" || XDIST=""
+fi
+head -20 "$OUT/device.txt" | tee -a "$OUT/session.log"
+
+log "tests (timeout 240 s)"
+timeout 240 "$PY" -m pytest -q $XDIST -p no:cacheprovider test/test_cuda.py test/test_gpu_rules.py \
+    > "$OUT/tests.txt" 2>&1
+log "tests rc=$? $(tail -1 "$OUT/tests.txt")"
+
+T=$(( $(left) < 150 ? $(left) : 150 ))
+log "decode GEMV bench (timeout $T s)"
+env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --decode --quick $BENCH_FLAGS \
+    --gemv-configs 4x4,8x8,2x8 \
+    > "$OUT/bench_decode.md" 2> "$OUT/bench_decode.err"
+log "decode bench rc=$?"
+cat "$OUT/bench_decode.md" | tee -a "$OUT/session.log"
+
+T=$(left)
+if [ "$T" -gt 60 ]; then
+    log "bench_gpu (timeout $T s)"
+    env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --quick --no-naive $BENCH_FLAGS \
+        --skip "2048x2048x2048" > "$OUT/bench_gpu.md" 2> "$OUT/bench_gpu.err"
+    log "bench_gpu rc=$?"
+fi
+log "done"

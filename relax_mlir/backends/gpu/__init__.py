@@ -1,0 +1,13 @@
+"""GPU kernel scheduling as rules (the cuda and vulkan targets share them).
+
+:func:`~relax_mlir.backends.gpu.rules.select` is the one selection point: a kernel's
+recorded kind and element type, and the module's :class:`~relax_mlir.target.Target`,
+decide which :class:`~relax_mlir.backends.gpu.rules.ScheduleRule` runs and with which
+knob values; ``relax-gpu-schedule`` (:mod:`.schedule`) applies the selection to every
+kernel of a module.
+"""
+
+from .rules import RULES, ScheduleRule, Selection, select  # noqa: F401
+from . import schedule  # noqa: F401,E402  (registers relax-gpu-schedule)
+
+__all__ = ["RULES", "ScheduleRule", "Selection", "select"]

@@ -1,0 +1,330 @@
+"""GPU schedule rules: one rule per kernel kind, parametric in the element type and sized
+for the module's Target (as TVM dlight's ``ScheduleRule.apply(func, target)``).
+
+A rule says which kernels it takes (:attr:`ScheduleRule.kinds`, :meth:`ScheduleRule.dtype`
+and the element types the target allows, :meth:`ScheduleRule.dtypes`), declares its knobs
+as a :class:`~relax_mlir.tuning.space.Space` (the CPU schedules' tuning hook: a config is
+a dict knob -> int, checked before anything is built), gives the untuned choice for the
+target (:meth:`ScheduleRule.default`) and rewrites a bufferized kernel
+(:meth:`ScheduleRule.apply`) with the launch builders of ``relax_mlir/transforms/gpu``.
+What no rule takes keeps the generic fallback: the naive parallel-loop route of
+:mod:`relax_mlir.pipelines.gpu` (a thread per output element).
+
+===================  ==========================  =============================================
+kind                 rule (knob family)           element types
+===================  ==========================  =============================================
+output-fusable       :class:`Matmul` (matmul):    f32, f16 (both targets). Products and sums
+                     GEMM tiles for M, N >= min,  in f32 registers, C stored in its own type
+                     the GEMV (subgroup shuffles) (f16 x f16 -> f16 with f32 accumulation).
+                     for M <= gemv_rows, else a   Integer matmuls: the fallback.
+                     thread per element of C
+reduction            :class:`Rows` (rows)         f32 (16-bit rows: the fallback)
+elementwise,         :class:`Elementwise`         32-bit (f32, i32): 128-bit vector accesses;
+broadcast,           (elementwise)                16-bit and 64-bit data: the fallback
+injective
+===================  ==========================  =============================================
+
+bf16 is not offered: relax refuses bf16 tensors (numpy has no bfloat16); the launch builders
+widen any float storage type to f32 (``FLOAT_TYPES`` of tile_matmul lists bf16), so adding
+it is a line in :meth:`Matmul.dtypes` once the frontend has it (cuda only: the pinned SPIR-V
+target has no bf16).
+
+A kernel without a recorded kind (``relax-opt`` on hand-written kernels) is offered to every
+rule in that order. ``relax.schedule_config`` on a kernel (a dictionary of integers, as
+relax-apply-schedules records on CPU kernels) overrides knobs of its rule: what a tuner
+sets; an invalid value is an error, not a silent fallback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from mlir import ir
+
+from ...target import Target
+from ...transforms.gpu import gemv, row_reductions, tile_matmul, vector_elementwise
+from ...transforms.gpu.launch_builder import kernel_kind
+from ...tuning.space import Config, Knob, Space
+
+#: the kernel attribute holding tuned knob values (the CPU's relax-apply-schedules name)
+CONFIG_ATTR = "relax.schedule_config"
+
+
+class ScheduleRule:
+    """A GPU schedule for one kernel kind (see the module docstring)."""
+
+    #: the knob family (the tuning database's ``family``)
+    name: str = ""
+    #: the kernel kinds (relax.kernel_kind) the rule takes
+    kinds: tuple[str, ...] = ()
+
+    def dtype(self, fn: ir.Operation) -> Optional[str]:
+        """The element type the rule would schedule kernel ``fn`` at (None: nothing here
+        for this rule)."""
+        raise NotImplementedError
+
+    def dtypes(self, target: Target) -> tuple[str, ...]:
+        """Element types this rule builds kernels for on ``target``."""
+        raise NotImplementedError
+
+    def space(self, target: Target) -> Space:
+        raise NotImplementedError
+
+    def default(self, target: Target, dtype: str, **hints: int) -> Config:
+        """The untuned knob values for ``target`` and ``dtype``."""
+        raise NotImplementedError
+
+    def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
+        """Rewrite kernel ``fn`` with ``config`` (checked); whether anything was rewritten."""
+        raise NotImplementedError
+
+
+def _first(fn: ir.Operation, names: tuple[str, ...]) -> Optional[ir.Operation]:
+    for o in fn.regions[0].blocks[0].operations:
+        if o.operation.name in names:
+            return o.operation
+    return None
+
+
+def _elem(v: ir.Value) -> Optional[str]:
+    return str(ir.ShapedType(v.type).element_type) if isinstance(v.type, ir.ShapedType) else None
+
+
+def _pow2(v: int) -> bool:
+    return v >= 1 and not v & (v - 1)
+
+
+def subgroup(t: Target) -> Optional[int]:
+    """The target's subgroup (warp) width when known and a power of two (the GEMV's shuffle
+    width), else None."""
+    return t.subgroup_size if t.subgroup_size and _pow2(t.subgroup_size) else None
+
+
+# -- matmul: GEMM tiles, GEMV, a thread per element ----------------------------------------
+
+def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
+    cap, shared = t.max_threads_per_block or None, t.shared_memory_bytes or None   # 0: unknown
+    threads = cfg["threads"] * cfg["threads"]
+    if cap is not None and threads > cap:
+        return f"{threads} threads per GEMM workgroup exceed the target's {cap}"
+    tile = cfg["threads"] * cfg["per_thread"]
+    if (tile * cfg["tile_k"]) % threads:
+        return "threads^2 must divide (threads * per_thread) * tile_k"
+    if shared is not None and 2 * tile * cfg["tile_k"] * 4 > shared:
+        return f"GEMM blocks of A and B ({2 * tile * cfg['tile_k'] * 4} bytes) exceed {shared} bytes of workgroup memory"
+    if "gemv_rows" in cfg:
+        sg = subgroup(t)
+        if not _pow2(cfg["gemv_lanes"]) or not _pow2(cfg["gemv_k_subgroups"]) or cfg["gemv_lanes"] > sg:
+            return f"gemv_lanes and gemv_k_subgroups must be powers of two, gemv_lanes at most the subgroup ({sg})"
+        if cap is not None and sg * cfg["gemv_k_subgroups"] > cap:
+            return f"{sg * cfg['gemv_k_subgroups']} threads per GEMV workgroup exceed the target's {cap}"
+        if cfg["gemv_rows"] >= cfg["min_size"]:
+            return "gemv_rows must be below min_size (the GEMM's route comes first)"
+    return None
+
+
+class Matmul(ScheduleRule):
+    """matmul / batch_matmul (+ fill, + elementwise epilogue): ``if M, N >= min_size``: the
+    GEMM tiles (:mod:`relax_mlir.transforms.gpu.tile_matmul`); ``else if M <= gemv_rows``
+    (and B aligned for 4-wide loads): the GEMV (:mod:`relax_mlir.transforms.gpu.gemv`);
+    else a thread per element of C. One launch per route, the fill and epilogue folded in."""
+
+    name = "matmul"
+    kinds = ("output-fusable",)
+
+    def dtype(self, fn: ir.Operation) -> Optional[str]:
+        mm = _first(fn, ("linalg.matmul", "linalg.batch_matmul"))
+        return _elem(mm.operands[0]) if mm is not None else None
+
+    def dtypes(self, target: Target) -> tuple[str, ...]:
+        return ("f32", "f16")
+
+    def space(self, target: Target) -> Space:
+        """GEMM knobs; with a known subgroup size (the GEMV's shuffle width) the GEMV's too
+        (a target without one has no GEMV route)."""
+        knobs = (
+            Knob("threads", (4, 8, 16), "GEMM: threads per workgroup along x and along y"),
+            Knob("per_thread", (2, 4, 8), "GEMM: each thread computes per_thread x per_thread elements of C"),
+            Knob("tile_k", (8, 16, 32), "GEMM: K step staged in workgroup memory"),
+            Knob("min_size", (16, 32, 64), "M and N from which the GEMM tiles run"),
+        )
+        sg = subgroup(target)
+        if sg is not None:
+            knobs += (
+                Knob("gemv_rows", (1, 2, 4, 8), "M up to which the GEMV runs"),
+                Knob("gemv_lanes", tuple(v for v in (1, 2, 4, 8, 16, 32) if v <= sg),
+                     "GEMV: lanes along N per subgroup (4 columns each)"),
+                Knob("gemv_k_subgroups", (1, 2, 4, 8), "GEMV: subgroups per workgroup splitting K"),
+            )
+        return Space("gpu_matmul", knobs, _matmul_rule, target)
+
+    def default(self, target: Target, dtype: str, **hints: int) -> Config:
+        cfg = dict(threads=tile_matmul.MatmulTiles.threads, per_thread=tile_matmul.MatmulTiles.per_thread,
+                   tile_k=tile_matmul.MatmulTiles.tile_k, min_size=tile_matmul.MIN_SIZE)
+        sg = subgroup(target)
+        if sg is None:   # no known subgroup width: no shuffles, no GEMV route
+            return cfg
+        # a quarter of the lanes along N, 4 columns each: a 32-wide subgroup reads four 128-byte
+        # row segments of f32 B per step (coalesced) and sums them with two shuffle steps;
+        # several subgroups per workgroup share K on cuda (more loads in flight for short N);
+        # on Vulkan one subgroup per workgroup: no barrier (lavapipe's barriers switch coroutines).
+        lanes = max(1, sg // 4)
+        k_sub = 4 if target.kind == "cuda" else 1
+        while sg * k_sub > (target.max_threads_per_block or sg * k_sub):
+            k_sub //= 2
+        return dict(cfg, gemv_rows=4, gemv_lanes=lanes, gemv_k_subgroups=max(k_sub, 1))
+
+    def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
+        tiles = tile_matmul.MatmulTiles(config["threads"], config["per_thread"], config["tile_k"])
+        routes = tile_matmul.tiled_routes(tiles, config["min_size"])
+        if "gemv_rows" in config and len(routes) > 1:
+            g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
+                               config["gemv_rows"])
+            routes.insert(1, (gemv.gemv_guard(g), gemv.build_gemv(g)))
+        return tile_matmul.tile_kernel(fn, routes, (dtype,)) > 0
+
+
+# -- row kernels ---------------------------------------------------------------------------
+
+def _rows_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
+    if not _pow2(cfg["threads"]):
+        return "threads must be a power of two (tree reductions)"
+    if t.max_threads_per_block is not None and cfg["threads"] > t.max_threads_per_block:
+        return f"{cfg['threads']} threads per workgroup exceed the target's {t.max_threads_per_block}"
+    return None
+
+
+class Rows(ScheduleRule):
+    """Row kernels (softmax, RMSNorm, LayerNorm, reductions over the last axis): a
+    workgroup per row below ``workgroup_rows`` rows, a thread per row from there
+    (:mod:`relax_mlir.transforms.gpu.row_reductions`)."""
+
+    name = "rows"
+    kinds = ("reduction",)
+
+    def dtype(self, fn: ir.Operation) -> Optional[str]:
+        op = _first(fn, ("linalg.generic",))
+        return _elem(op.operands[len(op.operands) - 1]) if op is not None else None
+
+    def dtypes(self, target: Target) -> tuple[str, ...]:
+        return ("f32",)
+
+    def space(self, target: Target) -> Space:
+        return Space("gpu_rows", (
+            Knob("threads", (32, 64, 128, 256), "threads per workgroup (a workgroup per row)"),
+            Knob("workgroup_rows", (256, 1024, 4096), "rows from which a thread takes a whole row"),
+        ), _rows_rule, target)
+
+    def default(self, target: Target, dtype: str, **hints: int) -> Config:
+        return dict(threads=row_reductions.THREADS, workgroup_rows=row_reductions.WORKGROUP_ROWS)
+
+    def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
+        return row_reductions.schedule_kernel(fn, config["threads"], config["workgroup_rows"])
+
+
+# -- elementwise / broadcast / injective -----------------------------------------------------
+
+def _elementwise_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
+    if t.max_threads_per_block is not None and cfg["threads"] > t.max_threads_per_block:
+        return f"{cfg['threads']} threads per workgroup exceed the target's {t.max_threads_per_block}"
+    return None
+
+
+class Elementwise(ScheduleRule):
+    """All-parallel ops on 32-bit data: 4 consecutive elements per thread with 128-bit vector
+    accesses behind a run-time alignment guard
+    (:mod:`relax_mlir.transforms.gpu.vector_elementwise`); ops that do not qualify (16-bit or
+    64-bit data, transposes) keep the fallback."""
+
+    name = "elementwise"
+    kinds = vector_elementwise.KINDS
+
+    def dtype(self, fn: ir.Operation) -> Optional[str]:
+        """The first 32-bit output type among the kernel's ops (each op is checked again
+        when it is rewritten: a fused kernel may mix types), else the first op's."""
+        outs = [_elem(o.operation.operands[len(o.operation.operands) - 1])
+                for o in fn.regions[0].blocks[0].operations if o.operation.name in ("linalg.generic", "linalg.copy")]
+        return next((t for t in outs if t in ("f32", "i32")), outs[0] if outs else None)
+
+    def dtypes(self, target: Target) -> tuple[str, ...]:
+        return ("f32", "i32")
+
+    def space(self, target: Target) -> Space:
+        return Space("gpu_elementwise", (Knob("threads", (32, 64, 128, 256), "threads per workgroup"),),
+                     _elementwise_rule, target)
+
+    def default(self, target: Target, dtype: str, **hints: int) -> Config:
+        return dict(threads=hints.get("workgroup_size", vector_elementwise.THREADS))
+
+    def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
+        return vector_elementwise.schedule_kernel(fn, config["threads"]) > 0
+
+
+#: the rules, in the order a kernel without a recorded kind is offered to them
+RULES: tuple[ScheduleRule, ...] = (Matmul(), Rows(), Elementwise())
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What :func:`select` chose for a kernel: the rule, the element type, the knob values."""
+
+    rule: ScheduleRule
+    dtype: str
+    config: Config
+
+
+def target_key(t: Target) -> str:
+    """The tuning database's target key of a GPU target: what the knobs' validity and speed
+    depend on (kind, arch, device, subgroup width, threads per workgroup, workgroup memory)."""
+    return (f"gpu/{t.kind}/{t.arch or '-'}/{t.chip or '-'}/sg{subgroup(t) or 0}/"
+            f"t{t.max_threads_per_block or 0}/smem{t.shared_memory_bytes or 0}")
+
+
+def kernel_config(fn: ir.Operation) -> Optional[Config]:
+    """Tuned knob values recorded on kernel ``fn`` (``relax.schedule_config``), else None."""
+    if CONFIG_ATTR not in fn.attributes:
+        return None
+    return {na.name: ir.IntegerAttr(na.attr).value for na in ir.DictAttr(fn.attributes[CONFIG_ATTR])}
+
+
+def parse_overrides(text: str) -> Config:
+    """``"gemv_lanes=4:gemv_k_subgroups=8"`` -> a dict of ints (ValueError when malformed)."""
+    out: Config = {}
+    for item in (x.strip() for x in text.split(":")):
+        if not item:
+            continue
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip().lstrip("-").isdigit():
+            raise ValueError(f"schedule config: expected knob=integer, got '{item}'")
+        out[name.strip()] = int(value)
+    return out
+
+
+def select(fn: ir.Operation, target: Target, config: Optional[Config] = None,
+           rules: tuple[ScheduleRule, ...] = RULES, overrides: Optional[Config] = None,
+           **hints: int) -> list[Selection]:
+    """The rules that schedule kernel ``fn`` on ``target`` ([] : the generic fallback): by
+    the kernel's kind (every rule for a kernel without one), then by its element type and
+    what the target allows. ``config`` (else the kernel's ``relax.schedule_config``)
+    overrides knobs of the first rule selected; ``overrides`` (a compile's
+    ``schedule_config``) the knobs of every selected rule that has them. ValueError when the
+    result is not a valid point of the rule's space. ``hints``: pipeline choices the defaults
+    follow (``workgroup_size``: the elementwise threads)."""
+    kind = kernel_kind(fn)
+    config = config if config is not None else kernel_config(fn)
+    out = []
+    for rule in rules:
+        if kind is not None and kind not in rule.kinds:
+            continue
+        dtype = rule.dtype(fn)
+        if dtype is None or dtype not in rule.dtypes(target):
+            continue
+        cfg = rule.default(target, dtype, **hints)
+        if overrides:
+            cfg = {**cfg, **{k: v for k, v in overrides.items() if k in cfg}}
+        if config is not None and not out:
+            cfg = {**cfg, **config}
+        rule.space(target).check(cfg)
+        out.append(Selection(rule, dtype, cfg))
+    return out

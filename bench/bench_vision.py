@@ -147,17 +147,27 @@ CONVS = [
 
 # -- sides ----------------------------------------------------------------------------------------
 
-def compile_ours(model, example, max_batch: int):
-    """torch.export with a dynamic batch, import, compile once: (CompiledModule, seconds)."""
+def compile_ours(model, example, max_batch: int, fold: bool = True):
+    """torch.export with a dynamic batch, import, compile once: (CompiledModule, seconds).
+    ``fold=False``: without relax-fold-batch-norm (taken out of the pass table for this
+    compile), for the ``--fold-ab`` column."""
     import torch
 
     from relax_mlir.frontend.torch import compile as tcompile
+    from relax_mlir.transforms import PASSES
+
+    if not fold:
+        saved = PASSES.pop("relax-fold-batch-norm")
+        try:
+            return compile_ours(model, example, max_batch)
+        finally:
+            PASSES["relax-fold-batch-norm"] = saved
 
     b = torch.export.Dim("batch", max=max_batch)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fn = tcompile(model, (example,), dynamic_shapes={"x": {0: b}})
+        fn = tcompile(model, (example,), dynamic_shapes=({0: b},))
     return fn, time.perf_counter() - t0
 
 
@@ -175,10 +185,11 @@ def bench_nets(args, tmp: str) -> None:
         example = torch.randn(2, 3, args.size, args.size)
         fn, cs = compile_ours(net, example, max(args.batches + [2]))
         notes.append(f"{name}: ours compiled once in {cs:.1f} s (export + import + compile, dynamic batch)")
+        nofold = compile_ours(net, example, max(args.batches + [2]), fold=False)[0] if args.fold_ab else None
         sess = None
         if why is None:
             b = torch.export.Dim("batch", max=max(args.batches + [2]))
-            sess, es = ort_session(net, (example,), {"x": {0: b}}, ["x"], os.path.join(tmp, f"{name}.onnx"),
+            sess, es = ort_session(net, (example,), ({0: b},), ["x"], os.path.join(tmp, f"{name}.onnx"),
                                    args.threads, False)
             notes.append(f"{name}: ORT {ort_version()} exported once in {es:.1f} s (dynamic batch), 1 session")
         for bsz in args.batches:
@@ -190,6 +201,8 @@ def bench_nets(args, tmp: str) -> None:
                     return net(x).numpy()
 
             fns = {"ours": lambda xn=xn: fn.run(xn), "eager": eager}
+            if nofold is not None:
+                fns["ours, no BN fold"] = lambda xn=xn: nofold.run(xn)
             if sess is not None:
                 fns["ORT"] = lambda xn=xn: sess.run(None, {"x": xn})[0]
             ref = eager()
@@ -197,6 +210,9 @@ def bench_nets(args, tmp: str) -> None:
                    for k, f in fns.items() if k != "eager"}
             ms, load = interleaved(fns, args.reps, min_time=args.min_time, max_rounds=max(args.reps, 20))
             rows.append((name, bsz, ms, load, err))
+            if nofold is not None:
+                print(f"{name} batch {bsz}: ours {ms['ours']:.2f} ms, without relax-fold-batch-norm "
+                      f"{ms['ours, no BN fold']:.2f} ms (load {load:.2f})", flush=True)
     if why is not None:
         notes.append(f"ORT skipped: {why}")
     header(args, notes)
@@ -275,6 +291,8 @@ def main() -> None:
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds of interleaved rounds per row at least")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-ort", dest="ort", action="store_false")
+    ap.add_argument("--fold-ab", action="store_true",
+                    help="also time ours compiled without relax-fold-batch-norm (interleaved)")
     args = ap.parse_args()
 
     # the same thread count everywhere: ours reads it when an executable is created

@@ -103,3 +103,24 @@ def test_fold_pass_in_cpu_pipeline():
 
     stages = cpu.graph_stage()
     assert stages[:2] == ["relax-infer-shapes", "relax-fold-batch-norm"]
+
+
+def test_many_folded_batch_norms_compile():
+    """24 conv + BatchNorm layers: after the fold, the weight-side chains share the (CSE'd)
+    epsilon constant; relax-fuse-ops must not join them into one kernel with more results
+    than a call_tir holds (it raised 'at most 16 runs of differently typed values, got 45'
+    on MobileNetV2). Numerics against eager at two batches through one executable."""
+    layers = []
+    for i in range(12):
+        layers += [torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), torch.nn.BatchNorm2d(8),
+                   torch.nn.ReLU6(), torch.nn.Conv2d(8, 8, 1, bias=False), torch.nn.BatchNorm2d(8)]
+    net = _randomize_bn(torch.nn.Sequential(*layers))
+    b = torch.export.Dim("batch", max=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn = torch_compile(net, (torch.randn(2, 8, 9, 9),), dynamic_shapes=({0: b},))
+    for n in (1, 4):
+        x = torch.randn(n, 8, 9, 9, generator=torch.Generator().manual_seed(n))
+        with torch.no_grad():
+            ref = net(x).numpy()
+        np.testing.assert_allclose(fn.run(x.numpy()), ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))

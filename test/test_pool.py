@@ -78,3 +78,15 @@ def test_max_pool_int32():
         x = rng.integers(-1000, -1, (n, 3, h, w)).astype(np.int32)   # all negative: padding must not win
         ref = F.max_pool2d(torch.from_numpy(x.astype(np.float32)), 3, 2, 1).numpy().astype(np.int32)
         np.testing.assert_array_equal(exe(x), ref)
+
+
+def test_max_pool_nan_propagates():
+    """A NaN inside a window gives NaN, as in torch; padding never wins."""
+    exe = relax_mlir.compile(_program("max_pool2d", "f32", [3, 3], [2, 2], [1, 1], [1, 1]))
+    x = -np.ones((1, 3, 9, 9), np.float32)
+    x[0, 1, 3, 3] = np.nan   # on the overlap of 2 x 2 windows
+    ref = F.max_pool2d(torch.from_numpy(x), 3, 2, 1).numpy()
+    got = exe(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    assert np.isnan(ref).sum() == 4
+    np.testing.assert_array_equal(got[~np.isnan(got)], ref[~np.isnan(ref)])

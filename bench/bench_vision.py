@@ -11,6 +11,8 @@
   depthwise 3x3, 1x1 project, ReLU6, residual add where the shape allows), the 1x1 to 1280
   head, adaptive average pool, dropout (inactive in eval), linear.
 - ``--convs``: single conv2d shapes from both nets, ours against eager (batch ``--batches``).
+- ``--pools``: the nets' pooling layers (3x3/2 max pool, a 3x3/2 average pool of the same
+  size, the adaptive average pools of the heads), ours against eager.
 
 Ours: the model exported ONCE with a dynamic batch (``torch.export.Dim``), imported and
 compiled ONCE; every batch runs through that executable (parameters bound once). ONNX Runtime:
@@ -265,6 +267,47 @@ def bench_convs(args) -> None:
     print()
 
 
+#: pooling layers of the nets at 224x224: (name, module factory, channels, input size)
+POOLS = [
+    ("r18 max 3x3/2 p1", lambda nn: nn.MaxPool2d(3, 2, 1), 64, 112),
+    ("avg 3x3/2 p1", lambda nn: nn.AvgPool2d(3, 2, 1), 64, 112),
+    ("r18 adaptive avg (1, 1)", lambda nn: nn.AdaptiveAvgPool2d((1, 1)), 512, 7),
+    ("mv2 adaptive avg 1", lambda nn: nn.AdaptiveAvgPool2d(1), 1280, 7),
+]
+
+
+def bench_pools(args) -> None:
+    import torch
+
+    from bench_peers import interleaved, mark
+
+    rows = []
+    for label, make, c, h in POOLS:
+        h = max(3, round(h * args.size / 224))
+        mod = make(torch.nn).eval()
+        fn, _ = compile_ours(mod, torch.randn(2, c, h, h), max(args.batches + [2]))
+        for bsz in args.batches:
+            x = torch.randn(bsz, c, h, h)
+            xn = x.numpy()
+
+            def eager(x=x):
+                return mod(x).numpy()
+
+            ref = eager()
+            err = float(np.abs(fn.run(xn) - ref).max())
+            ms, load = interleaved({"ours": lambda xn=xn: fn.run(xn), "eager": eager}, args.reps,
+                                   min_time=args.min_time / 2, max_rounds=max(args.reps, 30))
+            rows.append((label, f"{bsz}x{c}x{h}x{h}", ms, load, err))
+    print("Pooling layers, ours vs PyTorch eager; one executable per layer, dynamic batch")
+    print()
+    print("| pooling | input | ours ms | eager ms | ours/eager | max abs diff |")
+    print("|---|---|---:|---:|---:|---:|")
+    for label, shape, ms, load, err in rows:
+        print(f"| {label} | {shape} | {mark(ms['ours'], load)} | {mark(ms['eager'], load)} | "
+              f"{ms['ours'] / ms['eager']:.2f}x | {err:.1e} |")
+    print()
+
+
 def header(args, notes: list[str]) -> None:
     cpu = "unknown CPU"
     try:
@@ -286,6 +329,7 @@ def main() -> None:
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--models", nargs="+", default=["resnet18", "mobilenetv2"], choices=["resnet18", "mobilenetv2"])
     ap.add_argument("--convs", action="store_true", help="also time the single conv2d shapes of both nets")
+    ap.add_argument("--pools", action="store_true", help="also time the pooling layers of both nets")
     ap.add_argument("--no-nets", dest="nets", action="store_false", help="skip the whole nets")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds of interleaved rounds per row at least")
@@ -303,10 +347,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.nets:
             bench_nets(args, tmp)
+        if not args.nets and (args.convs or args.pools):
+            header(args, [])
         if args.convs:
-            if not args.nets:
-                header(args, [])
             bench_convs(args)
+        if args.pools:
+            bench_pools(args)
 
 
 if __name__ == "__main__":

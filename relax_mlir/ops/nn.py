@@ -187,10 +187,45 @@ def _legalize_conv2d(call: LegalizeCall):
     return kb.finish([_to_out(kb, r, out)])
 
 
+def _slice(kb: KernelBuilder, src: str, offsets: list[int], sizes: list[str], dims: tuple, strides: list[int],
+           dtype: str) -> str:
+    """``tensor.extract_slice`` of ``src`` (rank 4) at static ``offsets`` with ``strides``; the
+    result's dims are ``dims`` (None: dynamic, size from ``sizes``)."""
+    t = KType(tuple(dims), dtype)
+    sz = ", ".join(str(d) if d is not None else v for d, v in zip(dims, sizes))
+    return kb.op(f"tensor.extract_slice {src}[{', '.join(map(str, offsets))}] [{sz}] "
+                 f"[{', '.join(map(str, strides))}] : {kb.types[src]} to {t}", t, "sl")
+
+
+def _window_reduce(kb: KernelBuilder, slices: list[str], dest: str, big: bool, dtype: str) -> str:
+    """An all-parallel generic combining ``slices`` (max or sum) into ``dest`` (same shape)."""
+    full = identity_map(4)
+    if len(slices) == 1 and kb.types[slices[0]].dtype == kb.types[dest].dtype:
+        return kb.copy(slices[0], dest)
+    if big:
+        opname = "arith.maximumf" if is_float(dtype) else "arith.maxsi"
+    else:
+        opname = "arith.addf"
+
+    def body(*args):
+        vals = [kb.cast(a, kb.types[dest].dtype) if not big else a for a in args[:-1]]
+        r = vals[0]
+        for v in vals[1:]:
+            r = kb.bin(opname, r, v)
+        return [r]
+
+    (r,) = kb.generic([(v, full) for v in slices], [(dest, full)], ["parallel"] * 4, body)
+    return r
+
+
 @legalization("max_pool2d", "avg_pool2d")
 def _legalize_pool(call: LegalizeCall):
-    """tensor.pad, then linalg.pooling_nchw_max / linalg.pooling_nchw_sum over a window tensor.
+    """tensor.pad, then the window reduced separably: the rows first (``kh`` slices of the
+    padded input strided along H: contiguous along W, so they vectorize), then the columns
+    (``kw`` slices of that strided along W), each an all-parallel generic (max, or a sum).
 
+    ``kh + kw`` operations per output instead of ``kh * kw`` (a 3x3 window: 6 against 9),
+    and no reduction loops: the kernel is a chain of elementwise ops over strided views.
     Max pads with the lowest value; avg pads with 0 and divides by the window size or,
     without ``count_include_pad``, by the number of unpadded elements in each window."""
     x, out = call.in_types[0], call.out_types[0]
@@ -201,16 +236,19 @@ def _legalize_pool(call: LegalizeCall):
     kb = call.builder(attr_tag(k=k, s=s, p=pads, d=d if big else None, cip=cip))
     xp = _pad(kb, kb.ins[0], pads, lowest(x.dtype) if big else 0.0)
     ct = x.dtype if big else compute_type(x.dtype)
-    wt = KType((k[0], k[1]), ct)
-    win = kb.op(f"tensor.empty() : {wt}", wt, "win")
-    if big:
-        acc = kb.fill(lowest(x.dtype), kb.outs[0])
-    else:
-        acc = _accumulator(kb, out)
-    at = kb.types[acc]
-    kind = "max" if big else "sum"   # max on integers: signed (arith.maxsi); ui* is refused by the shape rule
-    r = kb.op(f"linalg.pooling_nchw_{kind} {_window_attrs(s, d)} ins({xp}, {win} : {kb.types[xp]}, {wt}) "
-              f"outs({acc} : {at}) -> {at}", at, "pool")
+    osz = kb.dims(kb.outs[0])
+    pt = kb.types[xp]
+    # rows: V[n, c, i, w] = reduce_a xp[n, c, i*s0 + a*d0, w]
+    vdims = (out.dims[0], out.dims[1], out.dims[2], pt.dims[3])
+    wp = kb.bin("arith.addi", kb.dim(kb.ins[0], 3), kb.index(pads[1] + pads[3]), "index") if pt.dims[3] is None \
+        else kb.index(pt.dims[3])   # (a tensor.dim of the pad would precede it)
+    vsz = osz[:3] + [wp]
+    rows = [_slice(kb, xp, [0, 0, a * d[0], 0], vsz, vdims, [1, 1, s[0], 1], x.dtype) for a in range(k[0])]
+    v = _window_reduce(kb, rows, kb.empty_dims(KType(vdims, ct), vsz), big, x.dtype)
+    # columns: R[n, c, i, j] = reduce_b V[n, c, i, j*s1 + b*d1]
+    cols = [_slice(kb, v, [0, 0, 0, b * d[1]], osz, out.dims, [1, 1, 1, s[1]], ct) for b in range(k[1])]
+    dest = kb.outs[0] if ct == out.dtype else kb.empty_dims(out.with_dtype(ct), osz)
+    r = _window_reduce(kb, cols, dest, big, ct)
     if big:
         return kb.finish([r])
     full = identity_map(4)

@@ -4,7 +4,7 @@ Stages (each a plain pipeline string, pasteable into ``relax-opt --pass-pipeline
 
 :func:`stages` names them for the compile driver (``graph``, ``host``, ``codegen``).
 
-* :func:`graph_stage`: ``relax-infer-shapes``, ``relax-cse``, ``relax-dce``, ``relax-dispatch-library`` (matmul [+ bias]
+* :func:`graph_stage`: ``relax-infer-shapes``, ``relax-fold-batch-norm``, ``relax-cse``, ``relax-dce``, ``relax-dispatch-library`` (matmul [+ bias]
   to BLAS; it records the runtime library in ``relax.libraries``, which compile() links),
   ``relax-legalize`` (when registered),
   ``relax-lower-host`` (see its docstring for the calling convention);
@@ -96,6 +96,8 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     if dispatch_min_flops is None:
         dispatch_min_flops = DISPATCH_MIN_FLOPS
     passes = ["relax-infer-shapes"]
+    # conv2d -> per-channel scale/shift (inference BatchNorm) folded into the conv's weight and bias
+    passes += [p for p in ("relax-fold-batch-norm",) if p in PASSES]
     # after shape inference (a dead op's run-time check is already its own relax.assert)
     passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
     if dispatch and "relax-dispatch-library" in PASSES:

@@ -21,7 +21,9 @@ and non-call_tir ops never join anything, and a group holds at most one reductio
 contraction. A merge is refused when it would create a cycle between groups (some
 path leaves the producer group and re-enters the consumer group through another
 group). A value of a group used outside it simply stays an output of the group (a
-group can have several outputs).
+group can have several outputs, at most :data:`MAX_OUTPUTS`: a merge that would give more
+is refused, e.g. the weight-side chains of many folded BatchNorms joined through one shared
+epsilon constant).
 
 Groups of two or more ops are marked ``relax.fusion_group = N : i64`` (numbered across
 the module); relax-fuse-kernels turns each into one call_tir of one fused kernel. Shapes
@@ -34,9 +36,13 @@ from typing import Optional
 
 from mlir import ir
 
+from ..dialects._core import RESULT_SLOTS
 from .annotate_kernel_kinds import BROADCAST, INJECTIVE, OPAQUE, OUTPUT_FUSABLE, REDUCTION, kernel_kind
 from .graph import body_ops, entry_block, functions_by_name, graph_functions
 from .registry import Option, register_pass
+
+#: The most results a fused group may return (the call_tir result slots of the dialect).
+MAX_OUTPUTS = RESULT_SLOTS
 
 GROUP_ATTR = "relax.fusion_group"
 
@@ -115,6 +121,19 @@ class _Graph:
                     stack.append(s)
         return False
 
+    def outputs(self, gp: int, gc: int) -> int:
+        """Results the union of groups gp and gc would return: values of its ops used by an op
+        outside it or by the function's return."""
+        inside = set(self.members(gp)) | set(self.members(gc))
+        n = 0
+        for m in inside:
+            o = self.ops[m]
+            if any(u not in inside for u in self.users[m]) or any(
+                    (use.owner.operation if hasattr(use.owner, "operation") else use.owner).name == "func.return"
+                    for r in o.results for use in r.uses):
+                n += len(o.results)
+        return n
+
     def union(self, gp: int, gc: int) -> None:
         self.parent[gp] = gc
         self.gkind[gc] = max(self.gkind[gc], self.gkind[gp])
@@ -154,7 +173,8 @@ def fuse_function(f: ir.Operation, kernels: dict[str, ir.Operation], max_size: i
                     gp, gc = g.find(p), g.find(c)
                     if gp == gc or g.size[gp] + g.size[gc] > max_size:
                         continue
-                    if _can_merge(g, gp, gc, phase) and not g.makes_cycle(gp, gc):
+                    if (_can_merge(g, gp, gc, phase) and not g.makes_cycle(gp, gc)
+                            and g.outputs(gp, gc) <= MAX_OUTPUTS):
                         g.union(gp, gc)
                         changed = True
     groups: dict[int, list[ir.Operation]] = {}

@@ -1,5 +1,6 @@
 // relax-legalize on convolution, pooling, topk and sort: tensor.pad feeding the upstream
-// linalg conv/pooling named ops (grouped: channel dims expanded to (groups, C / groups)),
+// linalg conv named ops (grouped: channel dims expanded to (groups, C / groups)), pooling
+// as a separable window (rows, then columns: strided slices and elementwise generics),
 // topk's selection rounds and the two-generic sort kernel.
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | FileCheck %s
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | mlir-opt --irdl-file=%irdl --split-input-file > /dev/null
@@ -30,13 +31,31 @@ func.func @conv(%x: tensor<?x4x?x?xf32, #relax.shape<["n", 4, "h", "w"]>>, %w: t
 
 // CHECK-LABEL: func.func @pools
 // CHECK-LABEL: func.func private @relax_max_pool2d_k3_3_s1_1_p1_1_1_1_d1_1_f32_Dx8xDxD(
+// CHECK-SAME: %[[X:.+]]: tensor<?x8x?x?xf32>, %[[O:.+]]: tensor<?x8x?x?xf32>)
 // CHECK: %[[NEG:.+]] = arith.constant 0xFF800000 : f32
-// CHECK: tensor.pad %{{.+}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[P:.+]] = tensor.pad %[[X]] low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: tensor.yield %[[NEG]] : f32
-// CHECK: %[[WIN:.+]] = tensor.empty() : tensor<3x3xf32>
-// CHECK: linalg.pooling_nchw_max {{.*}} ins(%{{.+}}, %[[WIN]] : tensor<?x8x?x?xf32>, tensor<3x3xf32>)
+// the window's rows: three slices of the padded input shifted along H, one max generic
+// CHECK: %[[R0:.+]] = tensor.extract_slice %[[P]][0, 0, 0, 0] [%{{.+}}, 8, %{{.+}}, %{{.+}}] [1, 1, 1, 1]
+// CHECK: %[[R1:.+]] = tensor.extract_slice %[[P]][0, 0, 1, 0] [%{{.+}}, 8, %{{.+}}, %{{.+}}] [1, 1, 1, 1]
+// CHECK: %[[R2:.+]] = tensor.extract_slice %[[P]][0, 0, 2, 0] [%{{.+}}, 8, %{{.+}}, %{{.+}}] [1, 1, 1, 1]
+// CHECK: %[[V:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[R0]], %[[R1]], %[[R2]] :
+// CHECK: arith.maximumf
+// CHECK: arith.maximumf
+// then its columns: three slices of that shifted along W, one max generic into the output
+// CHECK: %[[C0:.+]] = tensor.extract_slice %[[V]][0, 0, 0, 0]
+// CHECK: %[[C1:.+]] = tensor.extract_slice %[[V]][0, 0, 0, 1]
+// CHECK: %[[C2:.+]] = tensor.extract_slice %[[V]][0, 0, 0, 2]
+// CHECK: %[[M:.+]] = linalg.generic {{.*}} ins(%[[C0]], %[[C1]], %[[C2]] : {{.*}}) outs(%[[O]] : tensor<?x8x?x?xf32>)
+// CHECK: return %[[M]]
 // CHECK-LABEL: func.func private @relax_avg_pool2d_k3_3_s1_1_p1_1_1_1_cip0_f32_Dx8xDxD(
-// CHECK: linalg.pooling_nchw_sum
+// CHECK: tensor.pad
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: arith.addf
 // CHECK: linalg.generic
 // CHECK: arith.minsi
 // CHECK: arith.maxsi

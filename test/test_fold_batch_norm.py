@@ -1,0 +1,126 @@
+"""relax-fold-batch-norm: conv2d + inference BatchNorm imported from PyTorch, folded at graph
+level, numerics against PyTorch eager through ONE executable at several batches (and image
+sizes where the net allows symbolic ones)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.torch import compile as torch_compile, import_program  # noqa: E402
+from relax_mlir.transforms.pipeline import run_pipeline  # noqa: E402
+
+
+def _randomize_bn(net):
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                c = m.num_features
+                m.running_mean.copy_(torch.rand(c, generator=g) - 0.5)
+                m.running_var.copy_(torch.rand(c, generator=g) + 0.5)
+                m.weight.copy_(torch.rand(c, generator=g) + 0.5)
+                m.bias.copy_(torch.rand(c, generator=g) - 0.5)
+    return net.eval()
+
+
+class Net(torch.nn.Module):
+    """conv(bias) -> BN -> relu; depthwise conv -> BN -> relu6; strided 1x1 conv -> BN;
+    a BN after a relu (no conv before it); a residual add."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1, bias=True)
+        self.b1 = torch.nn.BatchNorm2d(8)
+        self.dw = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(8)
+        self.pw = torch.nn.Conv2d(8, 16, 1, stride=2, bias=False)
+        self.b3 = torch.nn.BatchNorm2d(16)
+        self.b4 = torch.nn.BatchNorm2d(16)
+        self.relu6 = torch.nn.ReLU6()
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        y = self.relu6(self.b2(self.dw(y)))
+        z = self.b3(self.pw(y))
+        return self.b4(torch.relu(z)) + z
+
+
+def _graph_ops(module) -> str:
+    with module.context:
+        run_pipeline(module, "builtin.module(relax-infer-shapes, relax-fold-batch-norm, relax-dce)")
+    return str(module)
+
+
+def test_folded_graph():
+    """Each of the three convs' BatchNorms is folded (the conv result feeds one add, not a
+    multiply); the BN after the relu stays a per-channel multiply and add."""
+    net = _randomize_bn(Net())
+    b = torch.export.Dim("batch", max=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(net, (torch.randn(2, 3, 16, 16),), dynamic_shapes={"x": {0: b}})
+    text = _graph_ops(import_program(ep, dynamic_shapes={"x": {0: b}}).module)
+    convs = re.findall(r'(%\d+) = "relax\.conv2d"', text)
+    assert len(convs) == 3
+    for c in convs:
+        users = re.findall(rf'= "relax\.(\w+)"\([^)]*{c}[,)]', text)
+        assert users == ["add"], (c, users)
+    # the weights are scaled: three multiplies of a weight by a [C, 1, 1, 1] scale
+    assert len(re.findall(r'"relax\.multiply"\(%arg\d+, %\d+\) : \(tensor<\d+x\d+x\d+x\d+xf32>, '
+                          r'tensor<\d+x1x1x1xf32>\)', text)) == 3
+    # the fourth BatchNorm (after relu) is a multiply of the activation and one add
+    assert len(re.findall(r'"relax\.multiply"\(%\d+, %\d+\) : \(tensor<\?x16x4x4xf32', text)) == 1
+
+
+def test_numerics_one_executable():
+    """One executable (dynamic batch), batches 1, 3, 8 against eager; the inner image is odd
+    (17x17: the strided convs round down)."""
+    net = _randomize_bn(Net())
+    b = torch.export.Dim("batch", max=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn = torch_compile(net, (torch.randn(2, 3, 17, 17),), dynamic_shapes={"x": {0: b}})
+    g = torch.Generator().manual_seed(0)
+    for n in (1, 3, 8):
+        x = torch.randn(n, 3, 17, 17, generator=g)
+        with torch.no_grad():
+            ref = net(x).numpy()
+        got = fn.run(x.numpy())
+        assert got.shape == ref.shape == (n, 16, 5, 5)
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))
+
+
+def test_fold_pass_in_cpu_pipeline():
+    """The cpu graph stage runs the fold right after shape inference."""
+    from relax_mlir.pipelines import cpu
+
+    stages = cpu.graph_stage()
+    assert stages[:2] == ["relax-infer-shapes", "relax-fold-batch-norm"]
+
+
+def test_many_folded_batch_norms_compile():
+    """24 conv + BatchNorm layers: after the fold, the weight-side chains share the (CSE'd)
+    epsilon constant; relax-fuse-ops must not join them into one kernel with more results
+    than a call_tir holds (it raised 'at most 16 runs of differently typed values, got 45'
+    on MobileNetV2). Numerics against eager at two batches through one executable."""
+    layers = []
+    for i in range(12):
+        layers += [torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), torch.nn.BatchNorm2d(8),
+                   torch.nn.ReLU6(), torch.nn.Conv2d(8, 8, 1, bias=False), torch.nn.BatchNorm2d(8)]
+    net = _randomize_bn(torch.nn.Sequential(*layers))
+    b = torch.export.Dim("batch", max=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn = torch_compile(net, (torch.randn(2, 8, 9, 9),), dynamic_shapes=({0: b},))
+    for n in (1, 4):
+        x = torch.randn(n, 8, 9, 9, generator=torch.Generator().manual_seed(n))
+        with torch.no_grad():
+            ref = net(x).numpy()
+        np.testing.assert_allclose(fn.run(x.numpy()), ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))

@@ -141,6 +141,58 @@ def _to_out(kb: KernelBuilder, r: str, out: KType) -> str:
     return r
 
 
+def _direct(kb: KernelBuilder, xp: str, w: str, acc: str, strides, dilation, g: int) -> str:
+    """The convolution as ONE ``linalg.generic`` whose loop order puts the output width
+    innermost, below the reduction over (input channel, kh, kw): plain loops then stream
+    a row of the output against a row of the input with one scalar weight, a loop LLVM's
+    vectorizer turns into FMAs over the width (stride 1; interleaved loads for stride 2).
+    Depthwise (one output channel per group) indexes the input channel with the group's
+    loop; loops of extent 1 are left out. Weight dims must be static; other grouped
+    convolutions take the upstream named op (their output channel ``g * O/g + o`` is no
+    projected permutation, which linalg needs to invert its loop bounds)."""
+    o_, cg, kh, kw = kb.types[w].dims
+    og = o_ // g
+    dims = []   # (name, kind) in loop order
+    names = {}
+
+    def loop(key: str, kind: str, extent: int = 0) -> None:
+        if extent == 1:
+            names[key] = "0"
+            return
+        names[key] = f"d{len(dims)}"
+        dims.append(kind)
+
+    loop("n", "parallel")
+    loop("g", "parallel", g)
+    loop("o", "parallel", og)
+    loop("oh", "parallel")
+    loop("c", "reduction", cg)
+    loop("kh", "reduction", kh)
+    loop("kw", "reduction", kw)
+    loop("ow", "parallel")
+
+    def lin(*terms) -> str:
+        parts = []
+        for coef, key in terms:
+            v = names[key]
+            if v == "0" or coef == 0:
+                continue
+            parts.append(v if coef == 1 else f"{v} * {coef}")
+        return " + ".join(parts) or "0"
+
+    xmap = [names["n"], lin((cg, "g"), (1, "c")), lin((strides[0], "oh"), (dilation[0], "kh")),
+            lin((strides[1], "ow"), (dilation[1], "kw"))]
+    wmap = [lin((og, "g"), (1, "o")), names["c"], names["kh"], names["kw"]]
+    omap = [names["n"], lin((og, "g"), (1, "o")), names["oh"], names["ow"]]
+    ct = kb.types[acc].dtype
+
+    def body(x, wv, o):
+        return [kb.bin("arith.addf", o, kb.bin("arith.mulf", kb.cast(x, ct), kb.cast(wv, ct)))]
+
+    (r,) = kb.generic([(xp, xmap), (w, wmap)], [(acc, omap)], dims, body)
+    return r
+
+
 @legalization("conv2d")
 def _legalize_conv2d(call: LegalizeCall):
     """tensor.pad, then linalg.conv_2d_nchw_fchw (grouped: linalg.conv_2d_ngchw_gfchw).
@@ -155,6 +207,8 @@ def _legalize_conv2d(call: LegalizeCall):
     attrs = _window_attrs(call["strides"], call["dilation"])
     acc = _accumulator(kb, out)
     at = kb.types[acc]
+    if all(d is not None for d in w.dims) and (g == 1 or w.dims[0] == g):
+        return kb.finish([_to_out(kb, _direct(kb, xp, kb.ins[1], acc, call["strides"], call["dilation"], g), out)])
     if g == 1:
         r = kb.op(f"linalg.conv_2d_nchw_fchw {attrs} ins({xp}, {kb.ins[1]} : {kb.types[xp]}, {w}) "
                   f"outs({acc} : {at}) -> {at}", at, "conv")
@@ -235,4 +289,31 @@ def _legalize_pool(call: LegalizeCall):
         return [kb.cast(kb.bin("arith.divf", v, n), out.dtype)]
 
     (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4, body)
+    return kb.finish([r])
+
+
+def im2col_kernel(x: TensorSig, col: TensorSig, kernel: list[int], strides: list[int], pads: list[int],
+                  dilation: list[int]):
+    """The im2col kernel of relax-conv-gemm: ``x`` (N, C, H, W) -> ``col`` (N, C*KH*KW, OH, OW),
+    ``col[n, (c, kh, kw), oh, ow] = pad(x)[n, c, oh*sh + kh*dh, ow*sw + kw*dw]``: per image the
+    (C*KH*KW, OH*OW) matrix of the convolution's GEMM.
+
+    The destination's channel dim is expanded to (C, KH, KW) and written by one generic whose
+    innermost loop runs along the output width (contiguous stores; contiguous loads at
+    stride 1), then collapsed back: both reshapes bufferize in place. C must be static."""
+    xt, ct = KType.of(x), KType.of(col)
+    kh, kw = kernel
+    c = xt.dims[1]
+    tag = attr_tag(k=kernel, s=strides, p=pads, d=dilation)
+    kb = KernelBuilder(f"relax_im2col_{tag}_{xt.dtype}_{xt.tag}", [xt], [ct])
+    xp = _pad(kb, kb.ins[0], pads, 0.0)
+    et = KType((ct.dims[0], c, kh, kw) + ct.dims[2:], ct.dtype)
+    sizes = [kb.dim(kb.outs[0], i) for i in (0, 2, 3)]
+    oshape = ", ".join(str(d) if d is not None else v
+                       for d, v in zip(et.dims, [sizes[0], "", "", ""] + sizes[1:]))
+    e = kb.op(f"tensor.expand_shape {kb.outs[0]} [[0], [1, 2, 3], [4], [5]] output_shape [{oshape}] : {ct} into {et}",
+              et, "x")
+    xmap = ["d0", "d1", f"d4 * {strides[0]} + d2 * {dilation[0]}", f"d5 * {strides[1]} + d3 * {dilation[1]}"]
+    (g,) = kb.generic([(xp, xmap)], [(e, [f"d{i}" for i in range(6)])], ["parallel"] * 6, lambda v, o: [v])
+    r = kb.op(f"tensor.collapse_shape {g} [[0], [1, 2, 3], [4], [5]] : {et} into {ct}", ct, "x")
     return kb.finish([r])

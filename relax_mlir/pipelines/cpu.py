@@ -98,6 +98,8 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     passes = ["relax-infer-shapes"]
     # after shape inference (a dead op's run-time check is already its own relax.assert)
     passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
+    if dispatch and "relax-conv-gemm" in PASSES:
+        passes.append(f"relax-conv-gemm{{min-flops={int(dispatch_min_flops)}}}")
     if dispatch and "relax-dispatch-library" in PASSES:
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)} policy={policy}}}")
     if "relax-legalize" in PASSES:

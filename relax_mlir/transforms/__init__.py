@@ -1,6 +1,6 @@
 """Relax passes, one per file, each registered under its pipeline name."""
 
-from . import (annotate_kernel_kinds, apply_schedules, cse, dce, dispatch_library, fuse_kernels, fuse_ops, infer_shapes,  # noqa: F401
+from . import (annotate_kernel_kinds, apply_schedules, conv_gemm, cse, dce, dispatch_library, fuse_kernels, fuse_ops, infer_shapes,  # noqa: F401
                expand_math, hoist_scratch, internalize, kernel_fastmath, kernel_noalias, legalize, library_variants, lower_host,
                packed_entries, plan_memory, prefetch, specialize_ranges, strip_attributes, verify,
                widen_bool_memrefs)  # noqa: F401  (registration)

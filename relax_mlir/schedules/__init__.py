@@ -32,6 +32,7 @@ from mlir import ir
 
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
+from .conv import conv_schedule, im2col_schedule
 from .elementwise import elementwise_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
 from ..target import Simd, host_simd
@@ -191,6 +192,40 @@ def _select_contraction(ops: list[ir.Operation]) -> Optional[Schedule]:
     return Schedule("contraction", contraction_schedule(_iterators(gen), *vd))
 
 
+def _kernel_op(fn: ir.Operation) -> Optional[str]:
+    return ir.StringAttr(fn.attributes["relax.kernel_op"]).value if "relax.kernel_op" in fn.attributes else None
+
+
+def _is_window(op: ir.Operation) -> bool:
+    """A generic with a reduction and an input indexed by a sum of loops (a sliding window)."""
+    if op.name != "linalg.generic" or "reduction" not in _iterators(op):
+        return False
+    return any(isinstance(e, ir.AffineBinaryExpr)
+               for a in op.opview.indexing_maps for e in ir.AffineMapAttr(a).value.results)
+
+
+def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """[pad,] fill, the conv2d legalization's direct generic (f32), then all-parallel f32
+    generics of the output's shape (a fused epilogue): :mod:`.conv`."""
+    names = [o.name for o in ops]
+    i = 1 if names[:1] == ["tensor.pad"] else 0
+    if names[i:i + 2] != ["linalg.fill", "linalg.generic"] or not _is_window(ops[i + 1]):
+        return None
+    conv, tail = ops[i + 1], ops[i + 2:]
+    if not _f32_tensors(conv):
+        return None
+    shape = _output_shape(conv)
+    if len(shape) != 4 or any(o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
+                              or set(_iterators(o)) != {"parallel"} for o in tail):
+        return None
+    its = _iterators(conv)
+    lead = next((j for j, t in enumerate(its) if t != "parallel"), len(its) - 1)
+    rank = len(_iterators(tail[-1])) if tail else len(its)
+    xmap = ir.AffineMapAttr(conv.opview.indexing_maps[0]).value.results[3]
+    unit = "*" not in str(xmap)   # the input column advances by 1 per output column
+    return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
+
+
 def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:
     """The largest M the kernel runs at: static M, or the ``m_max`` of its range (a
     relax-specialize-ranges variant); None when unbounded."""
@@ -343,7 +378,13 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
     if kind == "output-fusable":
         sched = _select_matmul(fn, ops, target, config, threaded)
-        return sched if sched is not None or config is not None else _select_contraction(ops)
+        if sched is not None or config is not None:
+            return sched
+        return _select_conv(ops) or _select_contraction(ops)
+    if kind == "injective" and _kernel_op(fn) == "im2col" and [o.name for o in ops] in (
+            ["linalg.generic"], ["tensor.pad", "linalg.generic"], ["tensor.expand_shape", "linalg.generic"],
+            ["tensor.pad", "tensor.expand_shape", "linalg.generic"]):
+        return Schedule("im2col", im2col_schedule())
     if kind in ("elementwise", "broadcast"):
         return _select_elementwise(ops, target, config)
     if kind == "reduction":

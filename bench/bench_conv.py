@@ -5,19 +5,22 @@ eager (oneDNN), same threads, interleaved.
                                             [--nets resnet18 mobilenetv2] [--only NAME...]
 
 Each distinct conv (channels, kernel, stride, padding, groups) is compiled ONCE with symbolic
-batch, height and width (``relax_mlir.compile`` defaults: library dispatch on, so groups-1
-convs take relax-conv-gemm's im2col + BLAS route, depthwise the generated kernel) and run at
-every batch. Both sides get ``--threads`` threads (torch intra-op; our BLAS and OpenMP).
-Timings: median over interleaved rounds (``bench_peers.interleaved``), one warm-up call each;
-the highest load average seen is printed per row (``*``: above 0.5, a shared machine).
-Ratio = ours / eager (below 1: we are faster).
+batch, height and width and run at every batch: column ``generated`` is ``relax_mlir.compile``'s
+default (groups 1: relax-conv-gemm's im2col + the scheduled matmul; depthwise: the direct
+kernel), ``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
+per image; groups 1 only). All sides get ``--threads`` threads (torch intra-op; our OpenMP
+and BLAS). Timings: interleaved rounds, one warm-up call each, median and minimum (the
+minimum is the steadier figure on a loaded machine); the highest load average seen is
+printed per row (``*``: above 0.5). Ratio = ours / eager (below 1: we are faster).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -94,6 +97,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--nets", nargs="+", default=list(NETS), choices=list(NETS))
     ap.add_argument("--only", nargs="*", default=None, help="shape names (prefixes) to run")
+    ap.add_argument("--no-blas", action="store_true", help="skip the BLAS route's column")
     args = ap.parse_args()
     os.environ.setdefault("RELAX_MLIR_NUM_THREADS", str(args.threads))
     os.environ.setdefault("RELAX_BLAS_NUM_THREADS", str(args.threads))
@@ -101,17 +105,25 @@ def main() -> None:
     import torch
 
     import relax_mlir
-    from bench_peers import interleaved
+    from relax_mlir.pipelines import cpu
 
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
-    print(f"threads {args.threads}; ratio = ours / torch eager; * = load average above 0.5")
-    print(f"{'shape':16s} {'batch':>5s} {'GFLOP':>7s} {'ours ms':>9s} {'eager ms':>9s} {'ratio':>6s} {'load':>5s}")
+    print(f"threads {args.threads}; ms: median (min) over interleaved rounds; ratios ours / torch eager of the "
+          "medians (of the minimums); * = load average above 0.5")
+    print(f"{'shape':16s} {'batch':>5s} {'GFLOP':>7s} {'generated':>16s} {'blas':>16s} {'eager':>16s} "
+          f"{'gen/eager':>12s} {'blas/eager':>12s} {'load':>5s}")
     for net in args.nets:
         for name, c, o, k, s, p, g, h in NETS[net]:
             if args.only is not None and not any(name.startswith(x) for x in args.only):
                 continue
-            exe = relax_mlir.compile(conv_module(c, o, k, s, p, g))
+            exes = {"generated": relax_mlir.compile(conv_module(c, o, k, s, p, g))}
+            if g == 1 and not args.no_blas:
+                cpu.CONV_GEMM_DEFAULT = "blas"
+                try:
+                    exes["blas"] = relax_mlir.compile(conv_module(c, o, k, s, p, g))
+                finally:
+                    cpu.CONV_GEMM_DEFAULT = "generated"
             w = rng.standard_normal((o, c // g, k, k)).astype(np.float32)
             tw = torch.from_numpy(w)
             for n in args.batches:
@@ -119,21 +131,50 @@ def main() -> None:
                 tx = torch.from_numpy(x)
                 with torch.no_grad():
                     want = torch.nn.functional.conv2d(tx, tw, stride=s, padding=p, groups=g).numpy()
-                got = exe(x, w)
-                err = np.abs(got - want).max() / np.abs(want).max()
-                assert err < 1e-4, (name, n, err)
+                for exe in exes.values():
+                    err = np.abs(exe(x, w) - want).max() / np.abs(want).max()
+                    assert err < 1e-4, (name, n, err)
 
                 def eager():
                     with torch.no_grad():
                         torch.nn.functional.conv2d(tx, tw, stride=s, padding=p, groups=g)
 
-                ms, load = interleaved({"ours": lambda: exe(x, w), "eager": eager}, args.reps, args.min_time)
+                fns = {k: (lambda e=e: e(x, w)) for k, e in exes.items()}
+                fns["eager"] = eager
+                med, low, load = timed(fns, args.reps, args.min_time)
                 oh = (h + 2 * p - k) // s + 1
                 gflop = 2 * n * o * oh * oh * (c // g) * k * k / 1e9
-                mark = "*" if load > 0.5 else ""
-                print(f"{name:16s} {n:5d} {gflop:7.3f} {ms['ours']:9.3f} {ms['eager']:9.3f} "
-                      f"{ms['ours'] / ms['eager']:6.2f} {load:4.1f}{mark}", flush=True)
 
+                def cell(k):
+                    return f"{med[k]:7.3f} ({low[k]:6.3f})" if k in med else f"{'-':>16s}"
+
+                def ratio(k):
+                    return (f"{med[k] / med['eager']:5.2f} ({low[k] / low['eager']:4.2f})" if k in med
+                            else f"{'-':>12s}")
+
+                mark = "*" if load > 0.5 else ""
+                print(f"{name:16s} {n:5d} {gflop:7.3f} {cell('generated')} {cell('blas')} {cell('eager')} "
+                      f"{ratio('generated')} {ratio('blas')} {load:4.1f}{mark}", flush=True)
+
+
+def timed(fns: dict, reps: int, min_time: float, max_rounds: int = 60):
+    """Median and minimum ms of each function, called one after the other per round (one
+    warm-up call each), at least ``reps`` rounds and ``min_time`` seconds; the highest load
+    average seen."""
+    for f in fns.values():
+        f()
+    times = {k: [] for k in fns}
+    load = os.getloadavg()[0]
+    start, rounds = time.perf_counter(), 0
+    while rounds < reps or (time.perf_counter() - start < min_time and rounds < max_rounds):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+        rounds += 1
+        load = max(load, os.getloadavg()[0])
+    return ({k: statistics.median(v) * 1e3 for k, v in times.items()},
+            {k: min(v) * 1e3 for k, v in times.items()}, load)
 
 if __name__ == "__main__":
     main()

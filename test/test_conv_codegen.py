@@ -1,9 +1,11 @@
 """conv2d code generation on the cpu target: numerics against PyTorch.
 
 Each case is ONE executable (symbolic batch, height and width) run at several batches and
-image sizes, odd ones included (97x131), with library dispatch on (groups 1: relax-conv-gemm's
-im2col + BLAS GEMM per image, a following (O, 1, 1) bias add folded into the call) and off
-(the generated kernel: one generic, output width innermost). Relative error <= 1e-4 (f32).
+image sizes, odd ones included (97x131), through each route: ``generated`` (the default:
+groups 1 by relax-conv-gemm's im2col + scheduled matmul + permute to NCHW; depthwise and
+other groups by the direct kernel), ``blas`` (im2col + one BLAS GEMM per image, a following
+(O, 1, 1) bias add folded into the call) and ``direct`` (schedules off, no dispatch: the
+legalization's generic, plain loops). Relative error <= 1e-4 (f32).
 """
 
 from __future__ import annotations
@@ -65,11 +67,15 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("dispatch", [True, False], ids=["blas", "generated"])
+@pytest.mark.parametrize("route", ["generated", "blas", "direct"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_conv_numerics(name, dispatch):
+def test_conv_numerics(name, route, monkeypatch):
     c, o, k, s, p, d, g, bias, relu = CASES[name]
-    exe = relax_mlir.compile(_module(c, o, k, s, p, d, g, bias, relu), options={"dispatch": dispatch})
+    if route == "blas":
+        from relax_mlir.pipelines import cpu
+        monkeypatch.setattr(cpu, "CONV_GEMM_DEFAULT", "blas")
+    options = {"dispatch": False, "schedules": False} if route == "direct" else None
+    exe = relax_mlir.compile(_module(c, o, k, s, p, d, g, bias, relu), options=options)
     rng = np.random.default_rng(0)
     w = rng.standard_normal((o, c // g) + k).astype(np.float32)
     b = rng.standard_normal((o, 1, 1)).astype(np.float32) if bias else None
@@ -89,17 +95,38 @@ def run_pipeline(src: str, pipeline: str) -> str:
     return str(m)
 
 
-def test_conv_gemm_rewrite_folds_bias():
-    """With dispatch on, a groups-1 conv + (O, 1, 1) bias add is one library call; a 1x1
-    stride-1 conv reads its input in place (no im2col kernel); depthwise stays generated."""
+def test_conv_gemm_blas_rewrite_folds_bias():
+    """relax-conv-gemm{gemm=blas}: a groups-1 conv + (O, 1, 1) bias add is one library call; a
+    1x1 stride-1 conv reads its input in place (no im2col kernel); depthwise stays."""
     src = _module(8, 16, (3, 3), (1, 1), (1, 1), (1, 1), 1, True, True)
-    text = run_pipeline(src, "builtin.module(relax-infer-shapes, relax-conv-gemm)")
+    pipe = "builtin.module(relax-infer-shapes, relax-conv-gemm{gemm=blas})"
+    text = run_pipeline(src, pipe)
     assert text.count('callee = "relax_blas_conv_gemm_bias_f32"') == 1
     assert text.count("relax_im2col_k3_3_s1_1_p1_1_1_1_d1_1_f32_Dx8xDxD") == 2   # the call and the kernel
     assert '"relax.add"' not in text and text.count('"relax.relu"') == 1
-    one = run_pipeline(_module(16, 24, (1, 1), (1, 1), (0, 0), (1, 1), 1, False, False),
-                       "builtin.module(relax-infer-shapes, relax-conv-gemm)")
+    one = run_pipeline(_module(16, 24, (1, 1), (1, 1), (0, 0), (1, 1), 1, False, False), pipe)
     assert 'callee = "relax_blas_conv_gemm_f32"' in one and "im2col" not in one
-    dw = run_pipeline(_module(16, 16, (3, 3), (1, 1), (1, 1), (1, 1), 16, False, False),
-                      "builtin.module(relax-infer-shapes, relax-conv-gemm)")
+    dw = run_pipeline(_module(16, 16, (3, 3), (1, 1), (1, 1), (1, 1), 16, False, False), pipe)
     assert "call_dps_library" not in dw and '"relax.conv2d"' in dw
+
+
+def test_conv_gemm_generated_kernels():
+    """The default route: im2col (K, N, OH, OW), the GEMM kernel (scheduled as a matmul),
+    permute_dims back to NCHW; no library."""
+    src = _module(8, 16, (3, 3), (2, 2), (1, 1), (1, 1), 1, True, True)
+    text = run_pipeline(src, "builtin.module(relax-infer-shapes, relax-conv-gemm)")
+    assert "call_dps_library" not in text and '"relax.conv2d"' not in text
+    assert text.count("@relax_im2col_t_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx8xDxD") == 2
+    assert text.count("@relax_conv_gemm_f32_16x8x3x3_72xDxDxD") == 2
+    assert 'tensor<72x?x?x?xf32, #relax.shape<[72, "n", "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>' in text
+    assert '"relax.permute_dims"' in text and "axes = array<i64: 1, 0, 2, 3>" in text
+    from relax_mlir import schedules
+    m = relax_mlir.parse(src)
+    with m.context:
+        relax_mlir.run_pipeline(m, "builtin.module(relax-infer-shapes, relax-conv-gemm, relax-legalize, "
+                                   "relax-annotate-kernel-kinds)")
+        kernels = {str(f.attributes["sym_name"]).strip('"'): f for f in m.body.operations
+                   if "relax.kernel" in f.attributes}
+        picked = {k: schedules.select(f.operation) for k, f in kernels.items()}
+    assert picked["relax_conv_gemm_f32_16x8x3x3_72xDxDxD"].name == "matmul"
+    assert picked["relax_im2col_t_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx8xDxD"].name == "im2col"

@@ -342,3 +342,47 @@ def im2col_kernel(x: TensorSig, col: TensorSig, kernel: list[int], strides: list
     (g,) = kb.generic([(xp, xmap)], [(e, [f"d{i}" for i in range(6)])], ["parallel"] * 6, lambda v, o: [v])
     r = kb.op(f"tensor.collapse_shape {g} [[0], [1, 2, 3], [4], [5]] : {et} into {ct}", ct, "x")
     return kb.finish([r])
+
+
+def im2col_cnhw_kernel(x: TensorSig, col: TensorSig, kernel: list[int], strides: list[int], pads: list[int],
+                       dilation: list[int]):
+    """relax-conv-gemm's im2col for the generated GEMM: ``x`` (N, C, H, W) -> ``col``
+    (C*KH*KW, N, OH, OW), ``col[(c, kh, kw), n, oh, ow] = pad(x)[n, c, oh*sh + kh*dh,
+    ow*sw + kw*dw]``: the (K, N*OH*OW) right-hand matrix of ONE GEMM for the whole batch.
+    One generic over (c, kh, kw, n, oh, ow), the output column innermost; C must be static."""
+    xt, ct = KType.of(x), KType.of(col)
+    kh, kw = kernel
+    c = xt.dims[1]
+    tag = attr_tag(k=kernel, s=strides, p=pads, d=dilation)
+    kb = KernelBuilder(f"relax_im2col_t_{tag}_{xt.dtype}_{xt.tag}", [xt], [ct])
+    xp = _pad_copy(kb, kb.ins[0], pads)
+    et = KType((c, kh, kw) + ct.dims[1:], ct.dtype)
+    sizes = [kb.dim(kb.outs[0], i) for i in (1, 2, 3)]
+    oshape = ", ".join(str(d) if d is not None else v for d, v in zip(et.dims, ["", "", ""] + sizes))
+    e = kb.op(f"tensor.expand_shape {kb.outs[0]} [[0, 1, 2], [3], [4], [5]] output_shape [{oshape}] : {ct} into {et}",
+              et, "x")
+    xmap = ["d3", "d0", f"d4 * {strides[0]} + d1 * {dilation[0]}", f"d5 * {strides[1]} + d2 * {dilation[1]}"]
+    (g,) = kb.generic([(xp, xmap)], [(e, [f"d{i}" for i in range(6)])], ["parallel"] * 6, lambda v, o: [v])
+    r = kb.op(f"tensor.collapse_shape {g} [[0, 1, 2], [3], [4], [5]] : {et} into {ct}", ct, "x")
+    return kb.finish([r])
+
+
+def conv_gemm_kernel(w: TensorSig, col: TensorSig, out: TensorSig):
+    """relax-conv-gemm's generated GEMM: ``w`` (O, C, KH, KW) and ``col`` (K, N, OH, OW) viewed
+    as the (O, K) and (K, N*OH*OW) matrices (collapse_shape: views), one ``linalg.matmul``
+    into ``out`` (O, N, OH, OW) viewed as (O, N*OH*OW) -- the matmul schedule's fill +
+    matmul, with M = O and K static, N symbolic."""
+    wt, ct, ot = KType.of(w), KType.of(col), KType.of(out)
+    kb = KernelBuilder(f"relax_conv_gemm_{wt.dtype}_{wt.tag}_{ct.tag}", [wt, ct], [ot])
+    k = ct.dims[0]
+    w2 = KType((wt.dims[0], k), wt.dtype)
+    n = None if any(d is None for d in ct.dims[1:]) else ct.dims[1] * ct.dims[2] * ct.dims[3]
+    c2, o2 = KType((k, n), ct.dtype), KType((ot.dims[0], n), ot.dtype)
+    a = kb.op(f"tensor.collapse_shape {kb.ins[0]} [[0], [1, 2, 3]] : {wt} into {w2}", w2, "a")
+    b = kb.op(f"tensor.collapse_shape {kb.ins[1]} [[0], [1, 2, 3]] : {ct} into {c2}", c2, "b")
+    sizes = [kb.dim(kb.outs[0], i) for i in range(4)]
+    acc = kb.fill(0.0, kb.op(f"tensor.collapse_shape {kb.outs[0]} [[0], [1, 2, 3]] : {ot} into {o2}", o2, "o"))
+    r = kb.op(f"linalg.matmul ins({a}, {b} : {w2}, {c2}) outs({acc} : {o2}) -> {o2}", o2, "mm")
+    st = "tensor<4xindex>"
+    shp = kb.op(f"tensor.from_elements {', '.join(sizes)} : {st}", st, "shape")
+    return kb.finish([kb.op(f"tensor.reshape {r}({shp}) : ({o2}, {st}) -> {ot}", ot, "y")])

@@ -108,6 +108,10 @@ def _static(d: int) -> Optional[int]:
 
 def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
                    config: Optional[dict] = None, threaded: bool = False) -> Optional[Schedule]:
+    if [o.name for o in ops[:3]] == ["tensor.collapse_shape"] * 3 and _kernel_op(fn) == "conv_gemm":
+        ops = ops[3:]   # relax-conv-gemm's GEMM: weight, im2col and output viewed as matrices
+        if [o.name for o in ops[-2:]] == ["tensor.from_elements", "tensor.reshape"]:
+            ops = ops[:-2]
     names = [o.name for o in ops]
     if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
         return None
@@ -204,14 +208,26 @@ def _is_window(op: ir.Operation) -> bool:
                for a in op.opview.indexing_maps for e in ir.AffineMapAttr(a).value.results)
 
 
-def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
-    """[pad,] fill, the conv2d legalization's direct generic (f32), then all-parallel f32
-    generics of the output's shape (a fused epilogue): :mod:`.conv`."""
+#: What precedes a convolution's generic: the padded copy of the input (fill + copy into
+#: the interior slice, or tensor.pad) and the accumulator's fill.
+_PADDING = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "tensor.pad"}
+
+
+def _im2col(ops: list[ir.Operation]) -> bool:
+    """relax-conv-gemm's im2col kernel: padding, reshapes of the destination, one generic."""
     names = [o.name for o in ops]
-    i = 1 if names[:1] == ["tensor.pad"] else 0
-    if names[i:i + 2] != ["linalg.fill", "linalg.generic"] or not _is_window(ops[i + 1]):
+    return names.count("linalg.generic") == 1 and set(names) <= _PADDING | {
+        "linalg.generic", "tensor.expand_shape", "tensor.collapse_shape"}
+
+
+def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """The padded input, the accumulator's fill, the conv2d legalization's direct generic
+    (f32), then all-parallel f32 generics of the output's shape (a fused epilogue): :mod:`.conv`."""
+    names = [o.name for o in ops]
+    i = next((j for j, o in enumerate(ops) if _is_window(o)), None)
+    if i is None or i == 0 or names[i - 1] != "linalg.fill" or not set(names[:i]) <= _PADDING:
         return None
-    conv, tail = ops[i + 1], ops[i + 2:]
+    conv, tail = ops[i], ops[i + 1:]
     if not _f32_tensors(conv):
         return None
     shape = _output_shape(conv)
@@ -381,9 +397,7 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
         if sched is not None or config is not None:
             return sched
         return _select_conv(ops) or _select_contraction(ops)
-    if kind == "injective" and _kernel_op(fn) == "im2col" and [o.name for o in ops] in (
-            ["linalg.generic"], ["tensor.pad", "linalg.generic"], ["tensor.expand_shape", "linalg.generic"],
-            ["tensor.pad", "tensor.expand_shape", "linalg.generic"]):
+    if kind == "injective" and _kernel_op(fn) == "im2col" and _im2col(ops):
         return Schedule("im2col", im2col_schedule())
     if kind in ("elementwise", "broadcast"):
         return _select_elementwise(ops, target, config)

@@ -52,6 +52,7 @@ def conv_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loop
         ops = ([gens] if n_generics == 1
                else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results))
         last = ops[-1]
+        fill = transform.GetProducerOfOperand(any_op(), ops[0], 2).result   # the accumulator's zero fill
         if n_generics == 1:
             sizes = [1] * parallel_outer + [0] * (out_rank - parallel_outer)
         else:
@@ -61,7 +62,6 @@ def conv_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loop
         for h in reversed(ops[:-1]):
             f = structured.FuseIntoContainingOp(h, rows)
             conv, rows = f.fused_op, f.new_containing_op
-        fill = match(fn, "linalg.fill")
         structured.FuseIntoContainingOp(fill, rows)
         cleanup(fn)
         if not vectorize:

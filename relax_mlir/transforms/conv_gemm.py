@@ -30,7 +30,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ..dialects._core import create
-from ..ops.nn import im2col_kernel
+from ..ops.nn import conv_gemm_kernel, im2col_cnhw_kernel, im2col_kernel
 from ..ops.registry import RelaxError, read_attrs
 from ..runtime.libraries import request
 from ..shapes import Dim, Shape, TensorSig, Truth, prove_equal, read_tensor_type, tensor_type
@@ -66,7 +66,28 @@ def _bias_add(conv: ir.Operation, out: TensorSig):
     return user, others[0]
 
 
-def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int], min_flops: int) -> bool:
+def _generated(conv: ir.Operation, table: KernelTable, x: TensorSig, out: TensorSig, kernel: list[int],
+               strides: list[int], pads: list[int], dil: list[int]) -> None:
+    """im2col (K, N, OH, OW) + the generated GEMM (O, N, OH, OW) + permute_dims to NCHW."""
+    w = read_tensor_type(conv.operands[1].type)
+    o, c = w.shape[0].value, w.shape[1].value
+    loc, ip = conv.location, ir.InsertionPoint(conv)
+    csig = TensorSig(Shape([Dim.of(c * kernel[0] * kernel[1]), out.shape[0], out.shape[2], out.shape[3]]), "f32")
+    callee = table.symbol(im2col_cnhw_kernel(x, csig, kernel, strides, pads, dil), "im2col")
+    col = create("call_tir", [conv.operands[0]], [tensor_type(csig.shape, "f32")],
+                 {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=loc, ip=ip).results[0]
+    ysig = TensorSig(Shape([Dim.of(o), out.shape[0], out.shape[2], out.shape[3]]), "f32")
+    callee = table.symbol(conv_gemm_kernel(w, csig, ysig), "conv_gemm")
+    y = create("call_tir", [conv.operands[1], col], [tensor_type(ysig.shape, "f32")],
+               {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=loc, ip=ip).results[0]
+    r = create("permute_dims", [y], [conv.results[0].type], {"axes": ir.DenseI64ArrayAttr.get([1, 0, 2, 3])},
+               loc=loc, ip=ip)
+    conv.results[0].replace_all_uses_with(r.results[0])
+    conv.erase()
+
+
+def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int], min_flops: int,
+                 gemm: str = "generated") -> bool:
     """Rewrite one ``relax.conv2d`` (see the module docstring); False when it does not apply."""
     attrs = read_attrs(relax_opdef(conv), conv)
     try:
@@ -85,6 +106,9 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
         return False
     strides, pads, dil = list(attrs["strides"]), _pads(list(attrs["padding"])), list(attrs["dilation"])
     direct = kh == kw == 1 and strides == [1, 1] and not any(pads)
+    if gemm == "generated":
+        _generated(conv, table, x, out, [kh, kw], strides, pads, dil)
+        return True
     loc, ip = conv.location, ir.InsertionPoint(conv)
     if direct:
         col = conv.operands[0]
@@ -112,7 +136,10 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
 @register_pass("relax-conv-gemm",
                "Rewrite f32 relax.conv2d (groups 1) into an im2col kernel + one BLAS GEMM per image "
                "(relax_blas_conv_gemm), folding a following (O, 1, 1) bias add.",
-               options=[Option("min-flops", int, 4096,
+               options=[Option("gemm", str, "generated",
+                               "generated: im2col (K, N, OH, OW) + the scheduled matmul + permute to NCHW; "
+                               "blas: im2col + relax_blas_conv_gemm (one BLAS GEMM per image)"),
+                        Option("min-flops", int, 4096,
                                "N*O*OH*OW*C*KH*KW below which a conv stays generated code (bounded symbols: "
                                "their relax.upper_bounds)")])
 def relax_conv_gemm(module: ir.Operation, opts) -> None:
@@ -121,6 +148,6 @@ def relax_conv_gemm(module: ir.Operation, opts) -> None:
         bounds = upper_bounds(f)
         done = False
         for op in [o for o in body_ops(f) if o.name == "relax.conv2d"]:   # (a rewrite erases the bias add)
-            done |= rewrite_conv(op, table, bounds, opts.min_flops)
+            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm) and opts.gemm == "blas"
         if done:
             request(module, "relax_blas")

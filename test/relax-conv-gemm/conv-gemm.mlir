@@ -1,8 +1,28 @@
-// relax-conv-gemm: f32 conv2d of groups 1 -> im2col kernel + relax_blas_conv_gemm (a 1x1
-// stride-1 conv without padding reads its input in place); an (O, 1, 1) bias add that is the
-// conv's only user folds into the call; depthwise, small and non-f32 convs stay.
-// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-conv-gemm)' | FileCheck %s
-// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-conv-gemm{min-flops=1000000000})' | FileCheck %s --check-prefix=BIG
+// relax-conv-gemm: f32 conv2d of groups 1.
+// gemm=blas: im2col kernel + relax_blas_conv_gemm (a 1x1 stride-1 conv without padding reads
+// its input in place); an (O, 1, 1) bias add that is the conv's only user folds into the call.
+// gemm=generated (the default): im2col (K, N, OH, OW) + the GEMM kernel (O, N, OH, OW) +
+// permute_dims to NCHW. Depthwise, small and non-f32 convs stay.
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-conv-gemm{gemm=blas})' | FileCheck %s
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-conv-gemm{gemm=blas min-flops=1000000000})' | FileCheck %s --check-prefix=BIG
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-conv-gemm)' | FileCheck %s --check-prefix=GEN
+
+// GEN-LABEL: func.func @conv3x3_bias_relu
+// GEN: %[[COL:.+]] = "relax.call_tir"(%arg0) {callee = @relax_im2col_t_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx4xDxD
+// GEN-SAME: -> tensor<36x?x?x?xf32, #relax.shape<[36, "n", "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>
+// GEN: %[[Y:.+]] = "relax.call_tir"(%arg1, %[[COL]]) {callee = @relax_conv_gemm_f32_8x4x3x3_36xDxDxD
+// GEN-SAME: -> tensor<8x?x?x?xf32, #relax.shape<[8, "n", "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>
+// GEN: %[[T:.+]] = "relax.permute_dims"(%[[Y]]) {axes = array<i64: 1, 0, 2, 3>}
+// GEN: "relax.add"(%arg2, %[[T]])
+// GEN-LABEL: func.func private @relax_im2col_t_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx4xDxD(
+// GEN: linalg.copy
+// GEN: tensor.expand_shape %{{.+}} {{\[}}[0, 1, 2], [3], [4], [5]] output_shape [4, 3, 3, %{{.+}}, %{{.+}}, %{{.+}}] : tensor<36x?x?x?xf32> into tensor<4x3x3x?x?x?xf32>
+// GEN: linalg.generic
+// GEN-LABEL: func.func private @relax_conv_gemm_f32_8x4x3x3_36xDxDxD(
+// GEN-DAG: tensor.collapse_shape %arg0 {{\[}}[0], [1, 2, 3]] : tensor<8x4x3x3xf32> into tensor<8x36xf32>
+// GEN-DAG: tensor.collapse_shape %arg1 {{\[}}[0], [1, 2, 3]] : tensor<36x?x?x?xf32> into tensor<36x?xf32>
+// GEN: linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<8x36xf32>, tensor<36x?xf32>) outs(%{{.+}} : tensor<8x?xf32>)
+// GEN: tensor.reshape
 
 // CHECK-LABEL: func.func @conv3x3_bias_relu
 // CHECK: %[[COL:.+]] = "relax.call_tir"(%arg0) {callee = @relax_im2col_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx4xDxD
@@ -12,9 +32,9 @@
 // CHECK: "relax.relu"(%[[Y]])
 // CHECK-LABEL: func.func private @relax_im2col_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx4xDxD(
 // CHECK-SAME: %[[X:.+]]: tensor<?x4x?x?xf32>, %[[O:.+]]: tensor<?x36x?x?xf32>)
-// CHECK: %[[P:.+]] = tensor.pad %[[X]] low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: linalg.copy ins(%[[X]]
 // CHECK: %[[E:.+]] = tensor.expand_shape %[[O]] {{\[}}[0], [1, 2, 3], [4], [5]] output_shape [%{{.+}}, 4, 3, 3, %{{.+}}, %{{.+}}] : tensor<?x36x?x?xf32> into tensor<?x4x3x3x?x?xf32>
-// CHECK: %[[G:.+]] = linalg.generic {{.+}} ins(%[[P]] : tensor<?x4x?x?xf32>) outs(%[[E]] : tensor<?x4x3x3x?x?xf32>)
+// CHECK: %[[G:.+]] = linalg.generic {{.+}} ins(%{{.+}} : tensor<?x4x?x?xf32>) outs(%[[E]] : tensor<?x4x3x3x?x?xf32>)
 // CHECK: tensor.collapse_shape %[[G]] {{\[}}[0], [1, 2, 3], [4], [5]] : tensor<?x4x3x3x?x?xf32> into tensor<?x36x?x?xf32>
 // The work at the upper bounds (2 * 4 * 4 * 8 * 36 = 9216) is below min-flops=1e9:
 // BIG-LABEL: func.func @conv3x3_bias_relu

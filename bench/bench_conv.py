@@ -79,12 +79,14 @@ MOBILENETV2 = [
 NETS = {"resnet18": RESNET18, "mobilenetv2": MOBILENETV2}
 
 
-def conv_module(c: int, o: int, k: int, s: int, p: int, g: int) -> str:
-    """One relax.conv2d with symbolic batch, height and width."""
+def conv_module(c: int, o: int, k: int, s: int, p: int, g: int, max_batch: int = 8, max_size: int = 224) -> str:
+    """One relax.conv2d with symbolic batch, height and width, bounded as a torch.export
+    ``Dim(max=...)`` bounds them (intermediates then live in the session workspace)."""
     xt = f'tensor<?x{c}x?x?xf32, #relax.shape<["n", {c}, "h", "w"]>>'
     wt = f"tensor<{o}x{c // g}x{k}x{k}xf32>"
     yt = f"tensor<?x{o}x?x?xf32>"
-    return (f"func.func @main(%x: {xt}, %w: {wt}) -> {yt} attributes {{relax.function}} {{\n"
+    bounds = f"relax.upper_bounds = {{n = {max_batch} : i64, h = {max_size} : i64, w = {max_size} : i64}}"
+    return (f"func.func @main(%x: {xt}, %w: {wt}) -> {yt} attributes {{relax.function, {bounds}}} {{\n"
             f'  %0 = "relax.conv2d"(%x, %w) {{strides = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}>, '
             f"groups = {g} : i64}} : ({xt}, {wt}) -> {yt}\n  return %0 : {yt}\n}}")
 
@@ -117,11 +119,12 @@ def main() -> None:
         for name, c, o, k, s, p, g, h in NETS[net]:
             if args.only is not None and not any(name.startswith(x) for x in args.only):
                 continue
-            exes = {"generated": relax_mlir.compile(conv_module(c, o, k, s, p, g))}
+            src = conv_module(c, o, k, s, p, g, max(args.batches), h)
+            exes = {"generated": relax_mlir.compile(src)}
             if g == 1 and not args.no_blas:
                 cpu.CONV_GEMM_DEFAULT = "blas"
                 try:
-                    exes["blas"] = relax_mlir.compile(conv_module(c, o, k, s, p, g))
+                    exes["blas"] = relax_mlir.compile(src)
                 finally:
                     cpu.CONV_GEMM_DEFAULT = "generated"
             w = rng.standard_normal((o, c // g, k, k)).astype(np.float32)

@@ -218,10 +218,14 @@ def _direct(kb: KernelBuilder, xp: str, w: str, acc: str, strides, dilation, g: 
 
 @legalization("conv2d")
 def _legalize_conv2d(call: LegalizeCall):
-    """tensor.pad, then linalg.conv_2d_nchw_fchw (grouped: linalg.conv_2d_ngchw_gfchw).
+    """Zero padding (fill + copy), then one generic with the output width innermost (groups 1
+    and depthwise, static weight: :func:`_direct`); else tensor.pad, then linalg.conv_2d_nchw_fchw
+    (grouped: linalg.conv_2d_ngchw_gfchw).
 
-    Grouped convolutions expand the channel dims to (groups, C / groups) with
-    tensor.expand_shape; half types accumulate in f32."""
+    On the cpu target relax-conv-gemm rewrites f32 groups-1 convolutions into im2col + GEMM
+    before this; what reaches here is scheduled by relax_mlir/schedules/conv.py. Other grouped
+    convolutions expand the channel dims to (groups, C / groups) with tensor.expand_shape;
+    half types accumulate in f32."""
     x, w = call.in_types
     out = call.out_types[0]
     pads, g = _pads(call), call["groups"]

@@ -44,8 +44,8 @@ def conv_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loop
     loops, ``parallel_outer`` leading parallel ones (n, channel, row), the output column
     last. ``vectorize`` (unit stride along the width): the row is cut into tiles of
     :data:`VECTOR_COLUMNS` columns, each accumulated over the window (every reduction loop
-    tiled by 1, outside the column tile) in one vector register, the scalar remainder
-    peeled off."""
+    tiled by 1, outside the column tile) in one vector register; the remainder (fewer than
+    16 columns: all of a 7- or 14-wide row) peeled off and vectorized with masks."""
 
     def body(fn: ir.Value) -> None:
         gens = match(fn, "linalg.generic")
@@ -76,10 +76,14 @@ def conv_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loop
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
         cleanup(fn)
         main = match(p.results[0], "linalg.generic")
+        rest = match(p.results[1], "linalg.generic")
         structured.VectorizeOp(main)
+        structured.VectorizeOp(rest, vector_sizes=[VECTOR_COLUMNS])   # the last < 16 columns, masked
         cleanup(fn)
-        for lp in list(tiled.loops[1:]):
-            pass
+        # the accumulator tile out of the window loops (innermost first: one round per loop)
+        for _ in range(red):
+            loop.HoistLoopInvariantSubsetsOp(match(p.results[0], "scf.for"))
+        cleanup(fn)
         lower_vectors(fn)
 
     return body

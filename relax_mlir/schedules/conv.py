@@ -28,6 +28,7 @@ from mlir.dialects import transform
 from mlir.dialects.transform import structured
 
 from mlir.dialects.transform import loop
+from mlir.dialects.transform import tensor as ttensor
 
 from .common import any_op, cleanup, lower_vectors, match, patterns
 
@@ -63,6 +64,9 @@ def conv_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loop
             f = structured.FuseIntoContainingOp(h, rows)
             conv, rows = f.fused_op, f.new_containing_op
         structured.FuseIntoContainingOp(fill, rows)
+        # a fused conv's accumulator: a row-sized tensor.empty in the loop, not a slice of an
+        # output-sized one (that would be allocated, and page-faulted, in full on every call)
+        patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         cleanup(fn)
         if not vectorize:
             return

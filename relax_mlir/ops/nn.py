@@ -121,6 +121,29 @@ def _pad(kb: KernelBuilder, src: str, pads: list[int], value) -> str:
     return r
 
 
+def _pad_copy(kb: KernelBuilder, src: str, pads: list[int]) -> str:
+    """Zero padding as fill + ``linalg.copy`` into the interior slice (for the convolutions):
+    the copy bufferizes to plain loops over unit-stride rows. ``tensor.pad`` bufferizes to a
+    ``memref.copy`` of a strided view, which runs as the runtime's element-by-element
+    ``memrefCopy`` (measured: half of a depthwise conv's time)."""
+    if not any(pads):
+        return src
+    t: KType = kb.types[src]
+    sizes = kb.dims(src)
+    psizes = sizes[:2] + [kb.bin("arith.addi", sizes[2], kb.index(pads[0] + pads[2]), "index"),
+                          kb.bin("arith.addi", sizes[3], kb.index(pads[1] + pads[3]), "index")]
+    dims = list(t.dims)
+    for i, (lo, hi) in ((2, (pads[0], pads[2])), (3, (pads[1], pads[3]))):
+        dims[i] = None if dims[i] is None else dims[i] + lo + hi
+    pt = KType(tuple(dims), t.dtype)
+    full = kb.fill(0.0, kb.empty_dims(pt, psizes))
+    text = ", ".join(str(d) if d is not None else v for d, v in zip(t.dims, sizes))
+    off = f"[0, 0, {pads[0]}, {pads[1]}] [{text}] [1, 1, 1, 1]"
+    inner = kb.op(f"tensor.extract_slice {full}{off} : {pt} to {t}", t, "s")
+    cp = kb.copy(src, inner)
+    return kb.op(f"tensor.insert_slice {cp} into {full}{off} : {t} into {pt}", pt, "p")
+
+
 def _window_attrs(strides, dilation) -> str:
     return (f"{{dilations = dense<[{dilation[0]}, {dilation[1]}]> : tensor<2xi64>, "
             f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}}")
@@ -141,18 +164,78 @@ def _to_out(kb: KernelBuilder, r: str, out: KType) -> str:
     return r
 
 
+def _direct(kb: KernelBuilder, xp: str, w: str, acc: str, strides, dilation, g: int) -> str:
+    """The convolution as ONE ``linalg.generic`` whose loop order puts the output width
+    innermost, below the reduction over (input channel, kh, kw): plain loops then stream
+    a row of the output against a row of the input with one scalar weight, a loop LLVM's
+    vectorizer turns into FMAs over the width (stride 1; interleaved loads for stride 2).
+    Depthwise (one output channel per group) indexes the input channel with the group's
+    loop; loops of extent 1 are left out. Weight dims must be static; other grouped
+    convolutions take the upstream named op (their output channel ``g * O/g + o`` is no
+    projected permutation, which linalg needs to invert its loop bounds)."""
+    o_, cg, kh, kw = kb.types[w].dims
+    og = o_ // g
+    dims = []   # (name, kind) in loop order
+    names = {}
+
+    def loop(key: str, kind: str, extent: int = 0) -> None:
+        if extent == 1:
+            names[key] = "0"
+            return
+        names[key] = f"d{len(dims)}"
+        dims.append(kind)
+
+    loop("n", "parallel")
+    loop("g", "parallel", g)
+    loop("o", "parallel", og)
+    loop("oh", "parallel")
+    loop("c", "reduction", cg)
+    loop("kh", "reduction", kh)
+    loop("kw", "reduction", kw)
+    loop("ow", "parallel")
+
+    def lin(*terms) -> str:
+        parts = []
+        for coef, key in terms:
+            v = names[key]
+            if v == "0" or coef == 0:
+                continue
+            parts.append(v if coef == 1 else f"{v} * {coef}")
+        return " + ".join(parts) or "0"
+
+    xmap = [names["n"], lin((cg, "g"), (1, "c")), lin((strides[0], "oh"), (dilation[0], "kh")),
+            lin((strides[1], "ow"), (dilation[1], "kw"))]
+    wmap = [lin((og, "g"), (1, "o")), names["c"], names["kh"], names["kw"]]
+    omap = [names["n"], lin((og, "g"), (1, "o")), names["oh"], names["ow"]]
+    ct = kb.types[acc].dtype
+
+    def body(x, wv, o):
+        return [kb.bin("arith.addf", o, kb.bin("arith.mulf", kb.cast(x, ct), kb.cast(wv, ct)))]
+
+    (r,) = kb.generic([(xp, xmap), (w, wmap)], [(acc, omap)], dims, body)
+    return r
+
+
 @legalization("conv2d")
 def _legalize_conv2d(call: LegalizeCall):
-    """tensor.pad, then linalg.conv_2d_nchw_fchw (grouped: linalg.conv_2d_ngchw_gfchw).
+    """Zero padding (fill + copy), then one generic with the output width innermost (groups 1
+    and depthwise, static weight: :func:`_direct`); else tensor.pad, then linalg.conv_2d_nchw_fchw
+    (grouped: linalg.conv_2d_ngchw_gfchw).
 
-    Grouped convolutions expand the channel dims to (groups, C / groups) with
-    tensor.expand_shape; half types accumulate in f32."""
+    On the cpu target relax-conv-gemm rewrites f32 groups-1 convolutions into im2col + GEMM
+    before this; what reaches here is scheduled by relax_mlir/schedules/conv.py. Other grouped
+    convolutions expand the channel dims to (groups, C / groups) with tensor.expand_shape;
+    half types accumulate in f32."""
     x, w = call.in_types
     out = call.out_types[0]
     pads, g = _pads(call), call["groups"]
     kb = call.builder(attr_tag(s=call["strides"], p=pads, d=call["dilation"], g=g if g > 1 else None))
-    xp = _pad(kb, kb.ins[0], pads, 0.0)
     attrs = _window_attrs(call["strides"], call["dilation"])
+    if all(d is not None for d in w.dims) and (g == 1 or w.dims[0] == g):
+        xp = _pad_copy(kb, kb.ins[0], pads)
+        acc = _accumulator(kb, out)
+        return kb.finish([_to_out(kb, _direct(kb, xp, kb.ins[1], acc, call["strides"], call["dilation"], g), out)])
+    xp = _pad(kb, kb.ins[0], pads, 0.0)
     acc = _accumulator(kb, out)
     at = kb.types[acc]
     if g == 1:
@@ -274,3 +357,74 @@ def _legalize_pool(call: LegalizeCall):
 
     (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4, body)
     return kb.finish([r])
+
+
+def im2col_kernel(x: TensorSig, col: TensorSig, kernel: list[int], strides: list[int], pads: list[int],
+                  dilation: list[int]):
+    """The im2col kernel of relax-conv-gemm: ``x`` (N, C, H, W) -> ``col`` (N, C*KH*KW, OH, OW),
+    ``col[n, (c, kh, kw), oh, ow] = pad(x)[n, c, oh*sh + kh*dh, ow*sw + kw*dw]``: per image the
+    (C*KH*KW, OH*OW) matrix of the convolution's GEMM.
+
+    The destination's channel dim is expanded to (C, KH, KW) and written by one generic whose
+    innermost loop runs along the output width (contiguous stores; contiguous loads at
+    stride 1), then collapsed back: both reshapes bufferize in place. C must be static."""
+    xt, ct = KType.of(x), KType.of(col)
+    kh, kw = kernel
+    c = xt.dims[1]
+    tag = attr_tag(k=kernel, s=strides, p=pads, d=dilation)
+    kb = KernelBuilder(f"relax_im2col_{tag}_{xt.dtype}_{xt.tag}", [xt], [ct])
+    xp = _pad_copy(kb, kb.ins[0], pads)
+    et = KType((ct.dims[0], c, kh, kw) + ct.dims[2:], ct.dtype)
+    sizes = [kb.dim(kb.outs[0], i) for i in (0, 2, 3)]
+    oshape = ", ".join(str(d) if d is not None else v
+                       for d, v in zip(et.dims, [sizes[0], "", "", ""] + sizes[1:]))
+    e = kb.op(f"tensor.expand_shape {kb.outs[0]} [[0], [1, 2, 3], [4], [5]] output_shape [{oshape}] : {ct} into {et}",
+              et, "x")
+    xmap = ["d0", "d1", f"d4 * {strides[0]} + d2 * {dilation[0]}", f"d5 * {strides[1]} + d3 * {dilation[1]}"]
+    (g,) = kb.generic([(xp, xmap)], [(e, [f"d{i}" for i in range(6)])], ["parallel"] * 6, lambda v, o: [v])
+    r = kb.op(f"tensor.collapse_shape {g} [[0], [1, 2, 3], [4], [5]] : {et} into {ct}", ct, "x")
+    return kb.finish([r])
+
+
+def im2col_cnhw_kernel(x: TensorSig, col: TensorSig, kernel: list[int], strides: list[int], pads: list[int],
+                       dilation: list[int]):
+    """relax-conv-gemm's im2col for the generated GEMM: ``x`` (N, C, H, W) -> ``col``
+    (C*KH*KW, N, OH, OW), ``col[(c, kh, kw), n, oh, ow] = pad(x)[n, c, oh*sh + kh*dh,
+    ow*sw + kw*dw]``: the (K, N*OH*OW) right-hand matrix of ONE GEMM for the whole batch.
+    One generic over (c, kh, kw, n, oh, ow), the output column innermost; C must be static."""
+    xt, ct = KType.of(x), KType.of(col)
+    kh, kw = kernel
+    c = xt.dims[1]
+    tag = attr_tag(k=kernel, s=strides, p=pads, d=dilation)
+    kb = KernelBuilder(f"relax_im2col_t_{tag}_{xt.dtype}_{xt.tag}", [xt], [ct])
+    xp = _pad_copy(kb, kb.ins[0], pads)
+    et = KType((c, kh, kw) + ct.dims[1:], ct.dtype)
+    sizes = [kb.dim(kb.outs[0], i) for i in (1, 2, 3)]
+    oshape = ", ".join(str(d) if d is not None else v for d, v in zip(et.dims, ["", "", ""] + sizes))
+    e = kb.op(f"tensor.expand_shape {kb.outs[0]} [[0, 1, 2], [3], [4], [5]] output_shape [{oshape}] : {ct} into {et}",
+              et, "x")
+    xmap = ["d3", "d0", f"d4 * {strides[0]} + d1 * {dilation[0]}", f"d5 * {strides[1]} + d2 * {dilation[1]}"]
+    (g,) = kb.generic([(xp, xmap)], [(e, [f"d{i}" for i in range(6)])], ["parallel"] * 6, lambda v, o: [v])
+    r = kb.op(f"tensor.collapse_shape {g} [[0, 1, 2], [3], [4], [5]] : {et} into {ct}", ct, "x")
+    return kb.finish([r])
+
+
+def conv_gemm_kernel(w: TensorSig, col: TensorSig, out: TensorSig):
+    """relax-conv-gemm's generated GEMM: ``w`` (O, C, KH, KW) and ``col`` (K, N, OH, OW) viewed
+    as the (O, K) and (K, N*OH*OW) matrices (collapse_shape: views), one ``linalg.matmul``
+    into ``out`` (O, N, OH, OW) viewed as (O, N*OH*OW) -- the matmul schedule's fill +
+    matmul, with M = O and K static, N symbolic."""
+    wt, ct, ot = KType.of(w), KType.of(col), KType.of(out)
+    kb = KernelBuilder(f"relax_conv_gemm_{wt.dtype}_{wt.tag}_{ct.tag}", [wt, ct], [ot])
+    k = ct.dims[0]
+    w2 = KType((wt.dims[0], k), wt.dtype)
+    n = None if any(d is None for d in ct.dims[1:]) else ct.dims[1] * ct.dims[2] * ct.dims[3]
+    c2, o2 = KType((k, n), ct.dtype), KType((ot.dims[0], n), ot.dtype)
+    a = kb.op(f"tensor.collapse_shape {kb.ins[0]} [[0], [1, 2, 3]] : {wt} into {w2}", w2, "a")
+    b = kb.op(f"tensor.collapse_shape {kb.ins[1]} [[0], [1, 2, 3]] : {ct} into {c2}", c2, "b")
+    sizes = [kb.dim(kb.outs[0], i) for i in range(4)]
+    acc = kb.fill(0.0, kb.op(f"tensor.collapse_shape {kb.outs[0]} [[0], [1, 2, 3]] : {ot} into {o2}", o2, "o"))
+    r = kb.op(f"linalg.matmul ins({a}, {b} : {w2}, {c2}) outs({acc} : {o2}) -> {o2}", o2, "mm")
+    st = "tensor<4xindex>"
+    shp = kb.op(f"tensor.from_elements {', '.join(sizes)} : {st}", st, "shape")
+    return kb.finish([kb.op(f"tensor.reshape {r}({shp}) : ({o2}, {st}) -> {ot}", ot, "y")])

@@ -37,6 +37,12 @@ PLAN_MEMORY_DEFAULT = True
 DISPATCH_DEFAULT = True
 DISPATCH_MIN_FLOPS = 4096
 
+#: relax-conv-gemm's GEMM for groups-1 convolutions in the cpu pipeline: ``generated`` (the
+#: scheduled matmul; needs the schedules) or ``blas`` (relax_blas_conv_gemm; needs library
+#: dispatch). With schedules off the pipeline takes ``blas`` (dispatch on) or leaves the
+#: convolutions to the direct kernel. Measured per shape in bench/README.md (bench_conv.py).
+CONV_GEMM_DEFAULT = "generated"
+
 #: relax-dispatch-library's policy in the cpu pipeline: ``measured`` (the calibration table of
 #: this CPU model and thread count decides BLAS or generated code per M range, split at run
 #: time where both win; no table for this machine: the min-flops rule, and the module says
@@ -60,7 +66,7 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
                 policy: Optional[str] = None, schedules: Optional[bool] = None) -> list[str]:
     """The graph passes, ending with relax-lower-host (see :func:`stages` for them split)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
-                                  dispatch_policy(policy, schedules))
+                                  dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules))
     return graph + host
 
 
@@ -73,7 +79,7 @@ def stages(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
     ``host`` (relax-lower-host), ``codegen`` (relax-apply-schedules, then upstream MLIR to
     the LLVM dialect)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
-                                  dispatch_policy(policy, schedules))
+                                  dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules))
     return [("graph", graph), ("host", host), ("codegen", llvm_stage(schedules))]
 
 
@@ -85,8 +91,17 @@ def _with_option(name: str, option: str, value: Optional[str]) -> str:
     return f"{name}{{{option}={value}}}"
 
 
+def conv_gemm(dispatch: Optional[bool], schedules: Optional[bool]) -> Optional[str]:
+    """relax-conv-gemm's ``gemm`` option in the cpu pipeline (None: the pass does not run);
+    see :data:`CONV_GEMM_DEFAULT`."""
+    dispatch = DISPATCH_DEFAULT if dispatch is None else dispatch
+    schedules = SCHEDULES_DEFAULT if schedules is None else schedules
+    gemm = CONV_GEMM_DEFAULT if schedules else "blas"
+    return None if (gemm == "blas" and not dispatch) else gemm
+
+
 def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
-                    policy: str = "flops"):
+                    policy: str = "flops", conv_gemm: Optional[str] = None):
     if fusion is None:
         fusion = FUSION_DEFAULT
     if plan_memory is None:
@@ -100,6 +115,8 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     passes += [p for p in ("relax-fold-batch-norm",) if p in PASSES]
     # after shape inference (a dead op's run-time check is already its own relax.assert)
     passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
+    if conv_gemm is not None and "relax-conv-gemm" in PASSES:
+        passes.append(f"relax-conv-gemm{{gemm={conv_gemm} min-flops={int(dispatch_min_flops)}}}")
     if dispatch and "relax-dispatch-library" in PASSES:
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)} policy={policy}}}")
     if "relax-legalize" in PASSES:

@@ -1255,3 +1255,78 @@ DEFINE_ATTENTION(double, f64)
 #define ATTENTION_ENTRIES(S) ATTENTION_ENTRIES_K(0, S) ATTENTION_ENTRIES_K(1, S)
 ATTENTION_ENTRIES(f32)
 ATTENTION_ENTRIES(f64)
+
+/* -- convolution as GEMM (relax-conv-gemm's `relax_blas_conv_gemm_<r>[_bias]_f32`) ---------
+ *
+ *   relax_blas_conv_gemm_<r>_f32(W, col, Y)             Y[b] = W @ col[b]
+ *   relax_blas_conv_gemm_<r>_bias_f32(W, col, bias, Y)  Y[b] = W @ col[b] + bias (per row)
+ *
+ * W (O, C, KH, KW) is read as the (O, C*KH*KW) matrix it is in memory; col is the
+ * generated im2col kernel's (N, C*KH*KW, OH*OW) (r = 3) or, for a 1x1 convolution with
+ * stride 1 and no padding, the input itself (N, C, H, W) (r = 4): either way per image a
+ * (K, P) matrix whose columns are the output pixels; Y is the NCHW output (N, O, OH, OW),
+ * per image the (O, P) product. bias is (O, 1, 1) (the importer's reshape of a conv bias),
+ * broadcast along each output row. One gemm per image, the provider's threads inside it;
+ * layouts BLAS cannot take (a non-unit inner stride) run a plain loop here. */
+static char *conv_desc(void *d, int rank, int64_t *sizes, int64_t *strides) {
+  struct hdr { void *allocated; char *aligned; int64_t offset; int64_t rest[]; } *h = d;
+  for (int i = 0; i < rank; ++i) {
+    sizes[i] = h->rest[i];
+    strides[i] = h->rest[rank + i];
+  }
+  return h->aligned + h->offset * (int64_t)sizeof(float);
+}
+
+static void f32_conv_gemm(void *w, void *col, void *bias, void *y) {
+  const int rc = 4;
+  int64_t ws[4], wst[4], cs[4], cst[4], ys[4], yst[4], bs[3] = {0}, bst[3] = {0};
+  const float *W = (const float *)conv_desc(w, 4, ws, wst);
+  const float *X = (const float *)conv_desc(col, rc, cs, cst);
+  float *Y = (float *)conv_desc(y, 4, ys, yst);
+  const float *B = bias ? (const float *)conv_desc(bias, 3, bs, bst) : NULL;
+  int64_t N = ys[0], O = ys[1], P = ys[2] * ys[3], K = ws[1] * ws[2] * ws[3];
+  if (N <= 0 || O <= 0 || P <= 0) return;
+  /* row strides (elements) of the three matrices, 0: not a BLAS layout */
+  int64_t lda = (wst[3] == 1 || ws[3] == 1) && (wst[2] == ws[3] || ws[2] == 1) &&
+                (wst[1] == ws[2] * ws[3] || ws[1] == 1) ? wst[0] : 0;
+  int64_t ldb = rc == 3 ? (cst[2] == 1 || cs[2] == 1 ? cst[1] : 0)
+                        : ((cst[3] == 1 || cs[3] == 1) && (cst[2] == cs[3] || cs[2] == 1) ? cst[1] : 0);
+  int64_t ldc = (yst[3] == 1 || ys[3] == 1) && (yst[2] == ys[3] || ys[2] == 1) ? yst[1] : 0;
+  int blas = lda >= K && ldb >= P && ldc >= P && K > 0 && O <= INT_MAX && P <= INT_MAX && K <= INT_MAX &&
+             lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX &&
+             (double)O * (double)P * (double)K >= small_flops;
+  for (int64_t b = 0; b < N; ++b) {
+    const float *Xb = X + b * cst[0];
+    float *Yb = Y + b * yst[0];
+    if (blas) {
+      if (B)
+        for (int64_t o = 0; o < O; ++o) {
+          float v = B[o * bst[0]];
+          float *row = Yb + o * ldc;
+          for (int64_t p = 0; p < P; ++p) row[p] = v;
+        }
+      after_fork();
+      BLAS_FN(sgemm)(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)O, (int)P, (int)K, 1.0f, W, (int)lda, Xb,
+                     (int)ldb, B ? 1.0f : 0.0f, Yb, (int)ldc);
+      continue;
+    }
+    /* any strides: element (k, p) of col, (o, k) of W, (o, p) of Y */
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t p = 0; p < P; ++p) {
+        int64_t ph = p / ys[3], pw = p % ys[3];
+        float acc = B ? B[o * bst[0]] : 0.0f;
+        for (int64_t k = 0; k < K; ++k) {
+          int64_t kc = k / (ws[2] * ws[3]), kr = k % (ws[2] * ws[3]);
+          float a = W[o * wst[0] + kc * wst[1] + (kr / ws[3]) * wst[2] + (kr % ws[3]) * wst[3]];
+          float x = rc == 3 ? Xb[k * cst[1] + p * cst[2]] : Xb[k * cst[1] + (p / cs[3]) * cst[2] + (p % cs[3]) * cst[3]];
+          acc += a * x;
+        }
+        Yb[o * yst[1] + ph * yst[2] + pw * yst[3]] = acc;
+      }
+  }
+}
+
+void _mlir_ciface_relax_blas_conv_gemm_f32(void *w, void *col, void *y) { f32_conv_gemm(w, col, NULL, y); }
+void _mlir_ciface_relax_blas_conv_gemm_bias_f32(void *w, void *col, void *bias, void *y) {
+  f32_conv_gemm(w, col, bias, y);
+}

@@ -32,6 +32,7 @@ from mlir import ir
 
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
+from .conv import conv_schedule, im2col_schedule
 from .elementwise import elementwise_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
 from ..target import Simd, host_simd
@@ -107,6 +108,10 @@ def _static(d: int) -> Optional[int]:
 
 def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
                    config: Optional[dict] = None, threaded: bool = False) -> Optional[Schedule]:
+    if [o.name for o in ops[:3]] == ["tensor.collapse_shape"] * 3 and _kernel_op(fn) == "conv_gemm":
+        ops = ops[3:]   # relax-conv-gemm's GEMM: weight, im2col and output viewed as matrices
+        if [o.name for o in ops[-2:]] == ["tensor.from_elements", "tensor.reshape"]:
+            ops = ops[:-2]
     names = [o.name for o in ops]
     if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
         return None
@@ -189,6 +194,52 @@ def _select_contraction(ops: list[ir.Operation]) -> Optional[Schedule]:
     if vd is None:
         return None
     return Schedule("contraction", contraction_schedule(_iterators(gen), *vd))
+
+
+def _kernel_op(fn: ir.Operation) -> Optional[str]:
+    return ir.StringAttr(fn.attributes["relax.kernel_op"]).value if "relax.kernel_op" in fn.attributes else None
+
+
+def _is_window(op: ir.Operation) -> bool:
+    """A generic with a reduction and an input indexed by a sum of loops (a sliding window)."""
+    if op.name != "linalg.generic" or "reduction" not in _iterators(op):
+        return False
+    return any(isinstance(e, ir.AffineBinaryExpr)
+               for a in op.opview.indexing_maps for e in ir.AffineMapAttr(a).value.results)
+
+
+#: What precedes a convolution's generic: the padded copy of the input (fill + copy into
+#: the interior slice, or tensor.pad) and the accumulator's fill.
+_PADDING = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "tensor.pad"}
+
+
+def _im2col(ops: list[ir.Operation]) -> bool:
+    """relax-conv-gemm's im2col kernel: padding, reshapes of the destination, one generic."""
+    names = [o.name for o in ops]
+    return names.count("linalg.generic") == 1 and set(names) <= _PADDING | {
+        "linalg.generic", "tensor.expand_shape", "tensor.collapse_shape"}
+
+
+def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """The padded input, the accumulator's fill, the conv2d legalization's direct generic
+    (f32), then all-parallel f32 generics of the output's shape (a fused epilogue): :mod:`.conv`."""
+    names = [o.name for o in ops]
+    i = next((j for j, o in enumerate(ops) if _is_window(o)), None)
+    if i is None or i == 0 or names[i - 1] != "linalg.fill" or not set(names[:i]) <= _PADDING:
+        return None
+    conv, tail = ops[i], ops[i + 1:]
+    if not _f32_tensors(conv):
+        return None
+    shape = _output_shape(conv)
+    if len(shape) != 4 or any(o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
+                              or set(_iterators(o)) != {"parallel"} for o in tail):
+        return None
+    its = _iterators(conv)
+    lead = next((j for j, t in enumerate(its) if t != "parallel"), len(its) - 1)
+    rank = len(_iterators(tail[-1])) if tail else len(its)
+    xmap = ir.AffineMapAttr(conv.opview.indexing_maps[0]).value.results[3]
+    unit = "*" not in str(xmap)   # the input column advances by 1 per output column
+    return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
 
 
 def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:
@@ -343,7 +394,11 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
     if kind == "output-fusable":
         sched = _select_matmul(fn, ops, target, config, threaded)
-        return sched if sched is not None or config is not None else _select_contraction(ops)
+        if sched is not None or config is not None:
+            return sched
+        return _select_conv(ops) or _select_contraction(ops)
+    if kind == "injective" and _kernel_op(fn) == "im2col" and _im2col(ops):
+        return Schedule("im2col", im2col_schedule())
     if kind in ("elementwise", "broadcast"):
         return _select_elementwise(ops, target, config)
     if kind == "reduction":

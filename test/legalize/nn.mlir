@@ -1,10 +1,15 @@
-// relax-legalize on convolution, pooling, topk and sort: tensor.pad feeding the upstream
-// linalg conv named ops (grouped: channel dims expanded to (groups, C / groups)), pooling
+// relax-legalize on convolution, pooling, topk and sort: tensor.pad feeding one generic per
+// convolution (groups 1 and depthwise, output width innermost) or the upstream linalg named
+// ops (other grouped convolutions: channel dims expanded to (groups, C / groups)), pooling
 // as a separable window (rows, then columns: strided slices and elementwise generics),
 // topk's selection rounds and the two-generic sort kernel.
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | FileCheck %s
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | mlir-opt --irdl-file=%irdl --split-input-file > /dev/null
 
+// The output width (d6) is the innermost loop, below the reductions over (c, kh, kw).
+// CHECK-DAG: #[[XM:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d3, d2 + d4, d5 + d6)>
+// CHECK-DAG: #[[WM:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d3, d4, d5)>
+// CHECK-DAG: #[[OM:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d6)>
 // CHECK-LABEL: func.func @conv
 // CHECK: "relax.call_tir"(%arg0, %arg1) {callee = @relax_conv2d_s1_1_p1_1_1_1_d1_1_f32_Dx4xDxD_8x4x3x3
 // CHECK: "relax.call_tir"(%arg0, %arg2) {callee = @relax_conv2d_s2_2_p1_1_1_1_d1_1_g2_f32_Dx4xDxD_8x2x3x3
@@ -12,7 +17,9 @@
 // CHECK-SAME: %[[X:.+]]: tensor<?x4x?x?xf32>, %[[W:.+]]: tensor<8x4x3x3xf32>, %[[O:.+]]: tensor<?x8x?x?xf32>) -> tensor<?x8x?x?xf32>
 // CHECK: %[[P:.+]] = tensor.pad %[[X]] low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: %[[F:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[O]] : tensor<?x8x?x?xf32>)
-// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[P]], %[[W]] : tensor<?x4x?x?xf32>, tensor<8x4x3x3xf32>) outs(%[[F]] : tensor<?x8x?x?xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[XM]], #[[WM]], #[[OM]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "parallel"]} ins(%[[P]], %[[W]] : tensor<?x4x?x?xf32>, tensor<8x4x3x3xf32>) outs(%[[F]] : tensor<?x8x?x?xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
 // CHECK-LABEL: func.func private @relax_conv2d_s2_2_p1_1_1_1_d1_1_g2_f32_Dx4xDxD_8x2x3x3(
 // CHECK: tensor.pad
 // CHECK: tensor.expand_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] output_shape [%{{.+}}, 2, 2, %{{.+}}, %{{.+}}] : tensor<?x4x?x?xf32> into tensor<?x2x2x?x?xf32>

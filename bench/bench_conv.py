@@ -1,0 +1,183 @@
+"""Single conv2d shapes of ResNet-18 and MobileNetV2 (224x224 pyramid): ours against PyTorch
+eager (oneDNN), same threads, interleaved.
+
+    PYTHONPATH=. python bench/bench_conv.py [--batches 1 8] [--reps 5] [--threads 2]
+                                            [--nets resnet18 mobilenetv2] [--only NAME...]
+
+Each distinct conv (channels, kernel, stride, padding, groups) is compiled ONCE with symbolic
+batch, height and width and run at every batch: column ``generated`` is ``relax_mlir.compile``'s
+default (groups 1: relax-conv-gemm's im2col + the scheduled matmul; depthwise: the direct
+kernel), ``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
+per image; groups 1 only). All sides get ``--threads`` threads (torch intra-op; our OpenMP
+and BLAS). Timings: interleaved rounds, one warm-up call each, median and minimum (the
+minimum is the steadier figure on a loaded machine); the highest load average seen is
+printed per row (``*``: above 0.5). Ratio = ours / eager (below 1: we are faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+# (name, C, O, k, stride, pad, groups, input H (= W))
+RESNET18 = [
+    ("r18.stem7x7s2", 3, 64, 7, 2, 3, 1, 224),
+    ("r18.l1.3x3", 64, 64, 3, 1, 1, 1, 56),
+    ("r18.l2.3x3s2", 64, 128, 3, 2, 1, 1, 56),
+    ("r18.l2.1x1s2", 64, 128, 1, 2, 0, 1, 56),
+    ("r18.l2.3x3", 128, 128, 3, 1, 1, 1, 28),
+    ("r18.l3.3x3s2", 128, 256, 3, 2, 1, 1, 28),
+    ("r18.l3.1x1s2", 128, 256, 1, 2, 0, 1, 28),
+    ("r18.l3.3x3", 256, 256, 3, 1, 1, 1, 14),
+    ("r18.l4.3x3s2", 256, 512, 3, 2, 1, 1, 14),
+    ("r18.l4.1x1s2", 256, 512, 1, 2, 0, 1, 14),
+    ("r18.l4.3x3", 512, 512, 3, 1, 1, 1, 7),
+]
+MOBILENETV2 = [
+    ("mb2.stem3x3s2", 3, 32, 3, 2, 1, 1, 224),
+    ("mb2.dw32", 32, 32, 3, 1, 1, 32, 112),
+    ("mb2.pw32_16", 32, 16, 1, 1, 0, 1, 112),
+    ("mb2.pw16_96", 16, 96, 1, 1, 0, 1, 112),
+    ("mb2.dw96s2", 96, 96, 3, 2, 1, 96, 112),
+    ("mb2.pw96_24", 96, 24, 1, 1, 0, 1, 56),
+    ("mb2.pw24_144", 24, 144, 1, 1, 0, 1, 56),
+    ("mb2.dw144", 144, 144, 3, 1, 1, 144, 56),
+    ("mb2.pw144_24", 144, 24, 1, 1, 0, 1, 56),
+    ("mb2.dw144s2", 144, 144, 3, 2, 1, 144, 56),
+    ("mb2.pw144_32", 144, 32, 1, 1, 0, 1, 28),
+    ("mb2.pw32_192", 32, 192, 1, 1, 0, 1, 28),
+    ("mb2.dw192", 192, 192, 3, 1, 1, 192, 28),
+    ("mb2.pw192_32", 192, 32, 1, 1, 0, 1, 28),
+    ("mb2.dw192s2", 192, 192, 3, 2, 1, 192, 28),
+    ("mb2.pw192_64", 192, 64, 1, 1, 0, 1, 14),
+    ("mb2.pw64_384", 64, 384, 1, 1, 0, 1, 14),
+    ("mb2.dw384", 384, 384, 3, 1, 1, 384, 14),
+    ("mb2.pw384_64", 384, 64, 1, 1, 0, 1, 14),
+    ("mb2.pw384_96", 384, 96, 1, 1, 0, 1, 14),
+    ("mb2.pw96_576", 96, 576, 1, 1, 0, 1, 14),
+    ("mb2.dw576", 576, 576, 3, 1, 1, 576, 14),
+    ("mb2.pw576_96", 576, 96, 1, 1, 0, 1, 14),
+    ("mb2.dw576s2", 576, 576, 3, 2, 1, 576, 14),
+    ("mb2.pw576_160", 576, 160, 1, 1, 0, 1, 7),
+    ("mb2.pw160_960", 160, 960, 1, 1, 0, 1, 7),
+    ("mb2.dw960", 960, 960, 3, 1, 1, 960, 7),
+    ("mb2.pw960_160", 960, 160, 1, 1, 0, 1, 7),
+    ("mb2.pw960_320", 960, 320, 1, 1, 0, 1, 7),
+    ("mb2.pw320_1280", 320, 1280, 1, 1, 0, 1, 7),
+]
+NETS = {"resnet18": RESNET18, "mobilenetv2": MOBILENETV2}
+
+
+def conv_module(c: int, o: int, k: int, s: int, p: int, g: int, max_batch: int = 8, max_size: int = 224) -> str:
+    """One relax.conv2d with symbolic batch, height and width, bounded as a torch.export
+    ``Dim(max=...)`` bounds them (intermediates then live in the session workspace)."""
+    xt = f'tensor<?x{c}x?x?xf32, #relax.shape<["n", {c}, "h", "w"]>>'
+    wt = f"tensor<{o}x{c // g}x{k}x{k}xf32>"
+    yt = f"tensor<?x{o}x?x?xf32>"
+    bounds = f"relax.upper_bounds = {{n = {max_batch} : i64, h = {max_size} : i64, w = {max_size} : i64}}"
+    return (f"func.func @main(%x: {xt}, %w: {wt}) -> {yt} attributes {{relax.function, {bounds}}} {{\n"
+            f'  %0 = "relax.conv2d"(%x, %w) {{strides = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}>, '
+            f"groups = {g} : i64}} : ({xt}, {wt}) -> {yt}\n  return %0 : {yt}\n}}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--nets", nargs="+", default=list(NETS), choices=list(NETS))
+    ap.add_argument("--only", nargs="*", default=None, help="shape names (prefixes) to run")
+    ap.add_argument("--no-blas", action="store_true", help="skip the BLAS route's column")
+    args = ap.parse_args()
+    os.environ.setdefault("RELAX_MLIR_NUM_THREADS", str(args.threads))
+    os.environ.setdefault("RELAX_BLAS_NUM_THREADS", str(args.threads))
+
+    import torch
+
+    import relax_mlir
+    from relax_mlir.pipelines import cpu
+
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(0)
+    print(f"threads {args.threads}; ms: median (min) over interleaved rounds; ratios ours / torch eager of the "
+          "medians (of the minimums); * = load average above 0.5")
+    print(f"{'shape':16s} {'batch':>5s} {'GFLOP':>7s} {'generated':>16s} {'blas':>16s} {'eager':>16s} "
+          f"{'gen/eager':>12s} {'blas/eager':>12s} {'load':>5s}")
+    for net in args.nets:
+        for name, c, o, k, s, p, g, h in NETS[net]:
+            if args.only is not None and not any(name.startswith(x) for x in args.only):
+                continue
+            src = conv_module(c, o, k, s, p, g, max(args.batches), h)
+            exes = {"generated": relax_mlir.compile(src)}
+            if g == 1 and not args.no_blas:
+                cpu.CONV_GEMM_DEFAULT = "blas"
+                try:
+                    exes["blas"] = relax_mlir.compile(src)
+                finally:
+                    cpu.CONV_GEMM_DEFAULT = "generated"
+            w = rng.standard_normal((o, c // g, k, k)).astype(np.float32)
+            tw = torch.from_numpy(w)
+            for n in args.batches:
+                x = rng.standard_normal((n, c, h, h)).astype(np.float32)
+                tx = torch.from_numpy(x)
+                with torch.no_grad():
+                    want = torch.nn.functional.conv2d(tx, tw, stride=s, padding=p, groups=g).numpy()
+                for exe in exes.values():
+                    err = np.abs(exe(x, w) - want).max() / np.abs(want).max()
+                    assert err < 1e-4, (name, n, err)
+
+                def eager():
+                    with torch.no_grad():
+                        torch.nn.functional.conv2d(tx, tw, stride=s, padding=p, groups=g)
+
+                fns = {k: (lambda e=e: e(x, w)) for k, e in exes.items()}
+                fns["eager"] = eager
+                med, low, load = timed(fns, args.reps, args.min_time)
+                oh = (h + 2 * p - k) // s + 1
+                gflop = 2 * n * o * oh * oh * (c // g) * k * k / 1e9
+
+                def cell(k):
+                    return f"{med[k]:7.3f} ({low[k]:6.3f})" if k in med else f"{'-':>16s}"
+
+                def ratio(k):
+                    return (f"{med[k] / med['eager']:5.2f} ({low[k] / low['eager']:4.2f})" if k in med
+                            else f"{'-':>12s}")
+
+                mark = "*" if load > 0.5 else ""
+                print(f"{name:16s} {n:5d} {gflop:7.3f} {cell('generated')} {cell('blas')} {cell('eager')} "
+                      f"{ratio('generated')} {ratio('blas')} {load:4.1f}{mark}", flush=True)
+
+
+def timed(fns: dict, reps: int, min_time: float, max_rounds: int = 60):
+    """Median and minimum ms of each function, called one after the other per round (one
+    warm-up call each), at least ``reps`` rounds and ``min_time`` seconds; the highest load
+    average seen."""
+    for f in fns.values():
+        f()
+    times = {k: [] for k in fns}
+    load = os.getloadavg()[0]
+    start, rounds = time.perf_counter(), 0
+    while rounds < reps or (time.perf_counter() - start < min_time and rounds < max_rounds):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+        rounds += 1
+        load = max(load, os.getloadavg()[0])
+    return ({k: statistics.median(v) * 1e3 for k, v in times.items()},
+            {k: min(v) * 1e3 for k, v in times.items()}, load)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Direct convolutions (the conv2d legalization's generic: groups 1 or depthwise) and the
+im2col kernel of relax-conv-gemm: threads over output rows, the row loop to LLVM.
+
+Layout: NCHW stays NCHW. The legalization already orders the generic's loops as
+(n, channel, output row, [c, kh, kw], output column), the output column innermost, so a row
+of the output accumulates against a row of the (padded) input with one scalar weight: a
+unit-stride loop LLVM's loop vectorizer turns into FMAs over the width (interleaved loads at
+stride 2). What this schedule adds is parallelism: the last op of the kernel (the conv, or
+the bias / activation / residual epilogue fused after it) is tiled into an ``scf.forall`` of
+one output row per iteration (OpenMP threads when enabled: n * C * OH rows, dealt out at
+run time), its producers (epilogue generics, the conv, its fill) fused into the same
+iteration, so the epilogue reads the row while it is in L1 -- conv + bias + activation +
+residual add is one pass over the output. The padded copy of the input (``tensor.pad``)
+stays one pass before the loop (fused per row, each row would re-pad KH input rows).
+
+Why not NHWC / blocked layouts with register tiles: groups-1 convolutions go to im2col +
+BLAS by default (relax-conv-gemm, measured faster on every ResNet-18 / MobileNetV2 shape),
+so the direct kernel serves depthwise convolutions (memory-bound: 9 FMAs per output
+element, where a layout change at the edges would cost as much as the kernel) and the
+dispatch-off path. The im2col kernel is tiled the same way, one (image, channel) plane per
+iteration.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import structured
+
+from mlir.dialects.transform import loop
+from mlir.dialects.transform import tensor as ttensor
+
+from .common import any_op, cleanup, lower_vectors, match, patterns
+
+
+#: Output columns per vector tile: one AVX-512 vector (two AVX2 ones); a depthwise row is
+#: often 7-56 wide, so wider tiles would leave most of it to the scalar remainder.
+VECTOR_COLUMNS = 16
+
+
+def conv_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
+                  vectorize: bool = False):
+    """Script body for a kernel of ``n_generics`` generics (the conv first, then its fused
+    elementwise epilogue) whose last one has ``out_rank`` loops; the conv has ``conv_loops``
+    loops, ``parallel_outer`` leading parallel ones (n, channel, row), the output column
+    last. ``vectorize`` (unit stride along the width): the row is cut into tiles of
+    :data:`VECTOR_COLUMNS` columns, each accumulated over the window (every reduction loop
+    tiled by 1, outside the column tile) in one vector register; the remainder (fewer than
+    16 columns: all of a 7- or 14-wide row) peeled off and vectorized with masks."""
+
+    def body(fn: ir.Value) -> None:
+        gens = match(fn, "linalg.generic")
+        ops = ([gens] if n_generics == 1
+               else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results))
+        last = ops[-1]
+        fill = transform.GetProducerOfOperand(any_op(), ops[0], 2).result   # the accumulator's zero fill
+        if n_generics == 1:
+            sizes = [1] * parallel_outer + [0] * (out_rank - parallel_outer)
+        else:
+            sizes = [1] * (out_rank - 1) + [0]
+        t = structured.TileUsingForallOp(last, tile_sizes=sizes)
+        conv, rows = t.results[0], t.results[1]
+        for h in reversed(ops[:-1]):
+            f = structured.FuseIntoContainingOp(h, rows)
+            conv, rows = f.fused_op, f.new_containing_op
+        structured.FuseIntoContainingOp(fill, rows)
+        # a fused conv's accumulator: a row-sized tensor.empty in the loop, not a slice of an
+        # output-sized one (that would be allocated, and page-faulted, in full on every call)
+        patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
+        cleanup(fn)
+        if not vectorize:
+            return
+        red = conv_loops - parallel_outer - 1
+        tiled = structured.TileUsingForOp(conv, sizes=[0] * parallel_outer + [1] * red + [VECTOR_COLUMNS],
+                                          interchange=list(range(parallel_outer)) + [conv_loops - 1]
+                                          + list(range(parallel_outer, conv_loops - 1)))
+        p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[0])
+        main = match(p.results[0], "linalg.generic")
+        cleanup(fn)
+        patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
+        cleanup(fn)
+        main = match(p.results[0], "linalg.generic")
+        rest = match(p.results[1], "linalg.generic")
+        structured.VectorizeOp(main)
+        structured.VectorizeOp(rest, vector_sizes=[VECTOR_COLUMNS])   # the last < 16 columns, masked
+        cleanup(fn)
+        # the accumulator tile out of the window loops (innermost first: one round per loop)
+        for _ in range(red):
+            loop.HoistLoopInvariantSubsetsOp(match(p.results[0], "scf.for"))
+        cleanup(fn)
+        lower_vectors(fn)
+
+    return body
+
+
+def im2col_schedule():
+    """One (image, channel) plane of the im2col generic (n, c, kh, kw, oh, ow) per forall
+    iteration."""
+
+    def body(fn: ir.Value) -> None:
+        gen = match(fn, "linalg.generic")
+        structured.TileUsingForallOp(gen, tile_sizes=[1, 1, 0, 0, 0, 0])
+        cleanup(fn)
+
+    return body

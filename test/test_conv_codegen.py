@@ -1,0 +1,132 @@
+"""conv2d code generation on the cpu target: numerics against PyTorch.
+
+Each case is ONE executable (symbolic batch, height and width) run at several batches and
+image sizes, odd ones included (97x131), through each route: ``generated`` (the default:
+groups 1 by relax-conv-gemm's im2col + scheduled matmul + permute to NCHW; depthwise and
+other groups by the direct kernel), ``blas`` (im2col + one BLAS GEMM per image, a following
+(O, 1, 1) bias add folded into the call) and ``direct`` (schedules off, no dispatch: the
+legalization's generic, plain loops). Relative error <= 1e-4 (f32).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import relax_mlir
+
+torch = pytest.importorskip("torch")
+
+#: (batch, height, width) every case runs at through one executable
+SIZES = [(1, 97, 131), (3, 16, 16), (2, 33, 20), (1, 9, 7)]
+
+
+def _module(c: int, o: int, k: tuple[int, int], s: tuple[int, int], p: tuple[int, ...], d: tuple[int, int],
+            g: int, bias: bool, relu: bool) -> str:
+    xt = f'tensor<?x{c}x?x?xf32, #relax.shape<["n", {c}, "h", "w"]>>'
+    wt = f"tensor<{o}x{c // g}x{k[0]}x{k[1]}xf32>"
+    yt = f"tensor<?x{o}x?x?xf32>"
+    args = [f"%x: {xt}", f"%w: {wt}"] + ([f"%b: tensor<{o}x1x1xf32>"] if bias else [])
+    lines = [f'%0 = "relax.conv2d"(%x, %w) {{strides = array<i64: {s[0]}, {s[1]}>, '
+             f'padding = array<i64: {", ".join(map(str, p))}>, dilation = array<i64: {d[0]}, {d[1]}>, '
+             f'groups = {g} : i64}} : ({xt}, {wt}) -> {yt}']
+    last = "%0"
+    if bias:
+        lines.append(f'%1 = "relax.add"(%0, %b) : ({yt}, tensor<{o}x1x1xf32>) -> {yt}')
+        last = "%1"
+    if relu:
+        lines.append(f'%2 = "relax.relu"({last}) : ({yt}) -> {yt}')
+        last = "%2"
+    body = "\n  ".join(lines)
+    return (f"func.func @main({', '.join(args)}) -> {yt} attributes {{relax.function}} {{\n  {body}\n"
+            f"  return {last} : {yt}\n}}")
+
+
+def _reference(x, w, b, s, p, d, g, relu):
+    pt, pl = p[0], p[1]
+    pb, pr = (p[2], p[3]) if len(p) == 4 else (p[0], p[1])
+    xt = torch.nn.functional.pad(torch.from_numpy(x), (pl, pr, pt, pb))
+    y = torch.nn.functional.conv2d(xt, torch.from_numpy(w), None if b is None else torch.from_numpy(b).reshape(-1),
+                                   stride=s, dilation=d, groups=g)
+    return (torch.relu(y) if relu else y).numpy()
+
+
+CASES = {
+    # name: (C, O, kernel, strides, padding, dilation, groups, bias, relu)
+    "3x3": (8, 16, (3, 3), (1, 1), (1, 1), (1, 1), 1, True, True),
+    "3x3_s2": (5, 12, (3, 3), (2, 2), (1, 1), (1, 1), 1, True, False),
+    "7x7_s2_stem": (3, 16, (7, 7), (2, 2), (3, 3), (1, 1), 1, True, True),
+    "1x1": (16, 24, (1, 1), (1, 1), (0, 0), (1, 1), 1, True, True),
+    "1x1_s2": (16, 8, (1, 1), (2, 2), (0, 0), (1, 1), 1, False, False),
+    "dilation2": (6, 10, (3, 3), (1, 1), (2, 2), (2, 2), 1, False, True),
+    "asym_pad_rect": (4, 7, (2, 3), (1, 2), (0, 1, 2, 1), (1, 1), 1, True, False),
+    "groups2": (8, 12, (3, 3), (1, 1), (1, 1), (1, 1), 2, True, True),
+    "depthwise": (16, 16, (3, 3), (1, 1), (1, 1), (1, 1), 16, True, True),
+    "depthwise_s2": (12, 12, (3, 3), (2, 2), (1, 1), (1, 1), 12, False, False),
+    "depthwise_x2": (6, 12, (5, 5), (1, 1), (2, 2), (1, 1), 6, False, False),
+}
+
+
+@pytest.mark.parametrize("route", ["generated", "blas", "direct"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_conv_numerics(name, route, monkeypatch):
+    c, o, k, s, p, d, g, bias, relu = CASES[name]
+    if route == "blas":
+        from relax_mlir.pipelines import cpu
+        monkeypatch.setattr(cpu, "CONV_GEMM_DEFAULT", "blas")
+    options = {"dispatch": False, "schedules": False} if route == "direct" else None
+    exe = relax_mlir.compile(_module(c, o, k, s, p, d, g, bias, relu), options=options)
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((o, c // g) + k).astype(np.float32)
+    b = rng.standard_normal((o, 1, 1)).astype(np.float32) if bias else None
+    for n, h, wd in SIZES:
+        x = rng.standard_normal((n, c, h, wd)).astype(np.float32)
+        want = _reference(x, w, b, s, p, d, g, relu)
+        got = exe(x, w, b) if bias else exe(x, w)
+        assert got.shape == want.shape
+        err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
+        assert err <= 1e-4, (name, (n, h, wd), err)
+
+
+def run_pipeline(src: str, pipeline: str) -> str:
+    m = relax_mlir.parse(src)
+    with m.context:
+        relax_mlir.run_pipeline(m, pipeline)
+    return str(m)
+
+
+def test_conv_gemm_blas_rewrite_folds_bias():
+    """relax-conv-gemm{gemm=blas}: a groups-1 conv + (O, 1, 1) bias add is one library call; a
+    1x1 stride-1 conv reads its input in place (no im2col kernel); depthwise stays."""
+    src = _module(8, 16, (3, 3), (1, 1), (1, 1), (1, 1), 1, True, True)
+    pipe = "builtin.module(relax-infer-shapes, relax-conv-gemm{gemm=blas})"
+    text = run_pipeline(src, pipe)
+    assert text.count('callee = "relax_blas_conv_gemm_bias_f32"') == 1
+    assert text.count("relax_im2col_k3_3_s1_1_p1_1_1_1_d1_1_f32_Dx8xDxD") == 2   # the call and the kernel
+    assert '"relax.add"' not in text and text.count('"relax.relu"') == 1
+    one = run_pipeline(_module(16, 24, (1, 1), (1, 1), (0, 0), (1, 1), 1, False, False), pipe)
+    assert 'callee = "relax_blas_conv_gemm_f32"' in one and "im2col" not in one
+    dw = run_pipeline(_module(16, 16, (3, 3), (1, 1), (1, 1), (1, 1), 16, False, False), pipe)
+    assert "call_dps_library" not in dw and '"relax.conv2d"' in dw
+
+
+def test_conv_gemm_generated_kernels():
+    """The default route: im2col (K, N, OH, OW), the GEMM kernel (scheduled as a matmul),
+    permute_dims back to NCHW; no library."""
+    src = _module(8, 16, (3, 3), (2, 2), (1, 1), (1, 1), 1, True, True)
+    text = run_pipeline(src, "builtin.module(relax-infer-shapes, relax-conv-gemm)")
+    assert "call_dps_library" not in text and '"relax.conv2d"' not in text
+    assert text.count("@relax_im2col_t_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx8xDxD") == 2
+    assert text.count("@relax_conv_gemm_f32_16x8x3x3_72xDxDxD") == 2
+    assert 'tensor<72x?x?x?xf32, #relax.shape<[72, "n", "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>' in text
+    assert '"relax.permute_dims"' in text and "axes = array<i64: 1, 0, 2, 3>" in text
+    from relax_mlir import schedules
+    m = relax_mlir.parse(src)
+    with m.context:
+        relax_mlir.run_pipeline(m, "builtin.module(relax-infer-shapes, relax-conv-gemm, relax-legalize, "
+                                   "relax-annotate-kernel-kinds)")
+        kernels = {str(f.attributes["sym_name"]).strip('"'): f for f in m.body.operations
+                   if "relax.kernel" in f.attributes}
+        picked = {k: schedules.select(f.operation) for k, f in kernels.items()}
+    assert picked["relax_conv_gemm_f32_16x8x3x3_72xDxDxD"].name == "matmul"
+    assert picked["relax_im2col_t_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx8xDxD"].name == "im2col"

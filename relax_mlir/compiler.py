@@ -13,8 +13,8 @@
 diagnostics and run-time messages point at the user's source locations; the user's module
 is left as it was).
 
-A :class:`Backend` (registered in :data:`TARGETS` under its name, ``cpu``, ``vulkan``,
-``cuda``) names its stages (``cpu``: ``graph`` -> ``host`` -> ``codegen``), its
+A :class:`~relax_mlir.backends.Backend` (``relax_mlir/backends/<kind>/``, registered in
+:data:`TARGETS` under its name, ``cpu``, ``vulkan``, ``cuda``) names its stages (``cpu``: ``graph`` -> ``host`` -> ``codegen``), its
 legalization and host-lowering hooks (``relax-legalize{target=...}``,
 ``relax-lower-host{target=...}``: per-backend legalizations and the hooks that turn
 ``call_tir`` into kernel calls and allocations into the backend's), the runtime libraries
@@ -41,22 +41,18 @@ import gc
 import os
 import time
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
+from .backends import BACKENDS, Backend, Stage, register_backend  # noqa: F401 (re-exported)
+from .backends.cpu import llvm_text
 from .errors import CompileError
 from .target import Target
 from .runtime.aot import export_library
-from .runtime.jit import EngineResolver, build_engine  # noqa: F401 (EngineResolver re-exported)
-from .transforms.registry import PipelineError
+from .transforms.registry import CompileOptionsError, PipelineError  # noqa: F401 (re-exported)
 
 
 class InternalCompilerError(RuntimeError):
     """A bug in relax-mlir (a pass raised); not something the input can fix."""
-
-
-class CompileOptionsError(PipelineError):
-    """An unknown target, stage or pipeline option (a :class:`CompileError`; also the
-    :class:`~relax_mlir.PipelineError` that pipeline strings raise for the same mistake)."""
 
 
 @dataclass
@@ -112,145 +108,9 @@ class CompileOptions:
         return CompileOptions(**kw)
 
 
-Stage = tuple[str, list[str]]
-
-
-@dataclass
-class Backend:
-    """A registered backend: its stages, legalization and host-lowering hooks, libraries,
-    runtime, and how its :class:`~relax_mlir.target.Target` is made from the options."""
-
-    name: str
-    summary: str
-    #: registered pipeline whose options ``pipeline_options`` are (``cpu``)
-    pipeline_name: str
-    #: (parsed pipeline options, backend) -> named stages ending with ``codegen``
-    stages: Callable[[Any, "Backend"], list[Stage]]
-    #: (lowered module in the LLVM dialect, metadata JSON, libraries, options) -> Executable
-    runtime: Callable[..., Any]
-    #: runtime libraries every module of this backend links
-    libraries: Callable[[], list[str]] = list
-    #: ``relax-legalize{target=...}``: the legalization table
-    legalize_target: Optional[str] = None
-    #: ``relax-lower-host{target=...}``: the host-lowering hooks (lower_host.HOST_HOOKS)
-    host_hooks: str = "cpu"
-    #: (parsed pipeline options, CompileOptions) -> the compile's Target (default:
-    #: ``Target.from_options(options)``)
-    make_target: Optional[Callable[[Any, "CompileOptions"], Target]] = None
-
-    @property
-    def host_target(self) -> str:
-        """The former name of :attr:`host_hooks`."""
-        return self.host_hooks
-
-
-#: The registered backends by name (the ``target=`` of :func:`compile`).
-TARGETS: dict[str, Backend] = {}
-BACKENDS = TARGETS
-
-
-def register_target(backend: Backend, replace: bool = False) -> Backend:
-    """Register ``backend`` under its name (``register_backend`` is the same function)."""
-    if backend.name in TARGETS and not replace:
-        raise ValueError(f"target '{backend.name}' registered twice")
-    TARGETS[backend.name] = backend
-    return backend
-
-
-register_backend = register_target
-
-
-# -- the cpu backend ---------------------------------------------------------------------
-
-def _cpu_stages(opts, backend: Backend) -> list[Stage]:
-    from .pipelines.cpu import stages
-    return stages(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops,
-                  backend.legalize_target, backend.host_hooks, opts.schedules, opts.dispatch_policy)
-
-
-def _cpu_target(popts, options: "CompileOptions") -> Target:
-    """The cpu compile's Target: the dispatch policy as the cpu pipeline resolves it (its
-    option, else the environment's, else measured with schedules and flops without)."""
-    from .pipelines.cpu import dispatch_policy
-    if isinstance(options.target, Target):
-        return options.target
-    return Target.from_options(options, dispatch_policy=dispatch_policy(popts.dispatch_policy, popts.schedules)
-                               if popts.dispatch else "off")
-
-
-def _strip_relax_attributes(module) -> str:
-    """Print a copy of the LLVM-dialect module without the ``relax.*`` attributes, which
-    name the relax dialect (declared in Python, unknown to ``mlir-translate``)."""
-    with module.context:
-        clone = module.operation.clone()
-        ops = [clone] + list(clone.regions[0].blocks[0].operations)
-        for op in ops:
-            for name in [a for a in op.attributes if isinstance(a, str) and a.startswith("relax.")]:
-                del op.attributes[name]
-        text = str(clone)
-        clone.erase()
-    return text
-
-
-def _jit_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
-    """The cpu runtime: the LLVM-dialect module JIT-compiled by MLIR's ExecutionEngine."""
-    from .runtime.executable import Executable, runtime_libraries
-    from .runtime.libraries import share_blas_threads
-    from .transforms.apply_schedules import openmp_libraries
-    t0 = time.perf_counter()
-    engine = build_engine(module, options.opt_level, runtime_libraries() + list(libraries)
-                          + openmp_libraries(options.pipeline_options))
-    share_blas_threads()   # an OpenBLAS the engine loaded (relax_blas's) runs on our OpenMP team too
-    t1 = time.perf_counter()
-    # the engine's first symbol lookup (in Executable) makes the machine code of the whole module
-    exe = Executable(EngineResolver(engine, module.context, module), metadata, 0.0, libraries,
-                     llvm_dialect=lambda: _strip_relax_attributes(module))
-    exe.compile_phases = {"jit-optimize": t1 - t0, "jit-codegen": time.perf_counter() - t1}
-    return exe
-
-
-register_target(Backend("cpu", "the host CPU: LLVM via the MLIR ExecutionEngine (JIT) or export()",
-                        "cpu", _cpu_stages, _jit_runtime, legalize_target="cpu", host_hooks="cpu",
-                        make_target=_cpu_target))
-
-
-# -- the vulkan target (relax_mlir.pipelines.vulkan, relax_mlir.runtime.vulkan) -----------
-
-def _vulkan_stages(opts, backend: Backend) -> list[Stage]:
-    from .pipelines.vulkan import stages
-    device = getattr(opts, "target", None)
-    cap = device.max_threads_per_block if device is not None else None
-    if cap is not None and not 1 <= opts.workgroup_size <= cap:
-        raise CompileOptionsError(f"option 'workgroup-size' of target 'vulkan': 1 to {cap} invocations per "
-                                  f"workgroup on {device.chip or 'this device'}, got {opts.workgroup_size}")
-    return stages(opts.fusion, opts.workgroup_size, opts.schedule_config)
-
-
-def _vulkan_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
-    from .runtime.vulkan import vulkan_runtime
-    return vulkan_runtime(module, metadata, libraries, options)
-
-
-register_target(Backend("vulkan", "a Vulkan device (SPIR-V kernels, host code JIT-compiled; lavapipe on a CPU)",
-                        "vulkan", _vulkan_stages, _vulkan_runtime, legalize_target="cpu", host_hooks="cpu"))
-
-
-# -- the cuda target (relax_mlir.pipelines.cuda, relax_mlir.runtime.cuda) -----------------
-
-def _cuda_stages(opts, backend: Backend) -> list[Stage]:
-    from .pipelines.cuda import stages
-    device = getattr(opts, "target", None)
-    return stages(opts.fusion, opts.workgroup_size, device.arch if device is not None else opts.chip, opts.format,
-                  device.max_threads_per_block if device is not None else None, opts.schedule_config)
-
-
-def _cuda_runtime(module, metadata: dict, libraries: list[str], options: CompileOptions):
-    from .runtime.cuda import cuda_runtime
-    return cuda_runtime(module, metadata, libraries, options)
-
-
-register_target(Backend("cuda", "an NVIDIA GPU (PTX kernels through NVVM, host code JIT-compiled, managed memory)",
-                        "cuda", _cuda_stages, _cuda_runtime, legalize_target="cpu", host_hooks="cpu"))
+# The backends (relax_mlir/backends/<kind>/) register themselves on import.
+TARGETS = BACKENDS
+register_target = register_backend
 
 
 # -- the driver ---------------------------------------------------------------------------
@@ -357,7 +217,7 @@ def _cached_runtime(key: str, module, meta_json: dict, libs: list[str], opts: Co
     from . import compile_cache
 
     ts = time.perf_counter()
-    path = compile_cache.store(key, _strip_relax_attributes(module), meta_json, libs, opts)
+    path = compile_cache.store(key, llvm_text(module), meta_json, libs, opts)
     if path is None:
         return None
     exe = compile_cache.lookup(key)

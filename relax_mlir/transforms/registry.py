@@ -78,6 +78,11 @@ class PipelineError(CompileError):
     """A malformed pipeline string or an unknown pass/option (a CompileError, so a ValueError)."""
 
 
+class CompileOptionsError(PipelineError):
+    """An unknown target, stage or pipeline option (a :class:`~relax_mlir.CompileError`; also
+    the :class:`PipelineError` that pipeline strings raise for the same mistake)."""
+
+
 PASSES: dict[str, PassInfo] = {}
 PIPELINES: dict[str, PipelineInfo] = {}
 

@@ -7,7 +7,7 @@ computed from the BatchNorm's parameters. After a ``relax.conv2d`` (optionally f
 its per-channel bias add) the scale moves into the weight's output channels and the bias
 absorbs the rest::
 
-    conv2d(x, W) [+ b] ) * s [+ t]   ->   conv2d(x, W * s[:, None, None, None]) + (b * s + t)
+    (conv2d(x, W) [+ b]) * s [+ t]   ->   conv2d(x, W * s[:, None, None, None]) + (b * s + t)
 
 so the per-element epilogue after the conv shrinks to one add (a multiply less per output
 element; with a conv bias, the bias chain ``b * s + t`` is per channel, but relax-fuse-ops

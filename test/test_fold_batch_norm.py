@@ -124,3 +124,25 @@ def test_many_folded_batch_norms_compile():
         with torch.no_grad():
             ref = net(x).numpy()
         np.testing.assert_allclose(fn.run(x.numpy()), ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))
+
+
+def test_unfolded_batch_norm_fuses_with_neighbours():
+    """After the cpu graph stage, the BatchNorm after the relu (not folded: no conv before
+    it) is a multiply and an add inside the kernel of the conv, its relu and the residual
+    add; every conv's epilogue (bias, relu, relu6) is fused into its kernel."""
+    from relax_mlir.pipelines import cpu
+
+    net = _randomize_bn(Net())
+    b = torch.export.Dim("batch", max=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(net, (torch.randn(2, 3, 16, 16),), dynamic_shapes={"x": {0: b}})
+    module = import_program(ep, dynamic_shapes={"x": {0: b}}).module
+    with module.context:
+        run_pipeline(module, "builtin.module(" + ", ".join(cpu.graph_stage(plan_memory=False)[:-1]) + ")")
+    text = str(module)
+    main = text[text.index("func.func @main"):]
+    main = main[:main.index("\n  }\n")]
+    kernels = [k for k in re.findall(r"callee = @(\w+)", main) if "conv2d" in k]
+    assert kernels == ["fused_reshape_conv2d_multiply_add_add_relu", "fused_conv2d_add_full_maximum_full_minimum",
+                       "fused_conv2d_add_relu_multiply_add_add"]

@@ -7,15 +7,18 @@ computed from the BatchNorm's parameters. After a ``relax.conv2d`` (optionally f
 its per-channel bias add) the scale moves into the weight's output channels and the bias
 absorbs the rest::
 
-    conv2d(x, W) [+ b] ) * s [+ t]   ->   conv2d(x, W * s[:, None, None, None]) + (b * s + t)
+    (conv2d(x, W) [+ b]) * s [+ t]   ->   conv2d(x, W * s[:, None, None, None]) + (b * s + t)
 
-so the activation is read once less and a following activation fuses with one add. The
-weight-side ops (``W * s``, ``b * s + t``) depend only on the weights: they cost the
-weight's size per call, so the fold applies only when the weight (``O * I/g * kh * kw``)
-is no larger than one image's output (``O * Ho * Wo``; symbolic sizes by their upper
-bounds, unbounded ones assumed large). A BatchNorm that stays (no conv before it, or an
-unprofitable fold) is the per-channel scale and shift it was imported as, which
-relax-fuse-ops fuses with its elementwise neighbours.
+so the per-element epilogue after the conv shrinks to one add (a multiply less per output
+element; with a conv bias, the bias chain ``b * s + t`` is per channel, but relax-fuse-ops
+inlines it into the conv's epilogue, so that case saves nothing yet). The weight-side ops
+(``W * s``, ``b * s + t``) depend only on the weights, yet the weights are function
+arguments: they run on every call, costing the weight's size, so the fold applies only when
+the weight (``O * I/g * kh * kw``) is no larger than one image's output (``O * Ho * Wo``;
+symbolic sizes by their upper bounds, unbounded ones assumed large). Computing them once
+when the parameters are bound is what would make the fold free. A BatchNorm that stays (no
+conv before it, or an unprofitable fold) is the per-channel scale and shift it was imported
+as, which relax-fuse-ops fuses with its elementwise neighbours.
 
 Only single-user chains are rewritten (the conv's intermediate results must not be needed
 elsewhere); operand order of the multiply and adds does not matter.

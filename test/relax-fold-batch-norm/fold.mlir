@@ -72,3 +72,19 @@ func.func @kept(%x: tensor<2x4x8x8xf32>, %w: tensor<4x4x3x3xf32>, %s: tensor<4x1
   %9 = "relax.add"(%8, %s) : (tensor<2x4x8x8xf32>, tensor<4x1x1xf32>) -> tensor<2x4x8x8xf32>
   return %1, %2, %4, %6, %9 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<1x64x2x2xf32>, tensor<2x4x8x8xf32>
 }
+
+// -----
+
+// Symbolic image sizes without upper bounds: images are assumed large, so even a large
+// weight (64*64*3*3) is folded.
+
+// CHECK-LABEL: func.func @unbounded(
+// CHECK-NEXT: %[[S4:.*]] = "relax.reshape"(%arg2) {shape = #relax.shape<[64, 1, 1, 1]>}
+// CHECK-NEXT: %[[W2:.*]] = "relax.multiply"(%arg1, %[[S4]])
+// CHECK-NEXT: %[[Y:.*]] = "relax.conv2d"(%arg0, %[[W2]])
+// CHECK-NEXT: return %[[Y]] :
+func.func @unbounded(%x: tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>, %w: tensor<64x64x3x3xf32>, %s: tensor<64x1x1xf32>) -> tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>> attributes {relax.function} {
+  %0 = "relax.conv2d"(%x, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>, tensor<64x64x3x3xf32>) -> tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>
+  %1 = "relax.multiply"(%0, %s) : (tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>, tensor<64x1x1xf32>) -> tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>
+  return %1 : tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>
+}

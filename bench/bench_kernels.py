@@ -40,7 +40,7 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import relax_mlir  # noqa: E402
-from relax_mlir.transforms.apply_schedules import num_threads  # noqa: E402
+from relax_mlir.backends.cpu.apply_schedules import num_threads  # noqa: E402
 
 
 def T(dims) -> str:

@@ -27,11 +27,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import relax_mlir  # noqa: E402
-import relax_mlir.schedules as schedules  # noqa: E402
-import relax_mlir.schedules.matmul as matmul  # noqa: E402
+import relax_mlir.backends.cpu.schedules as schedules  # noqa: E402
+import relax_mlir.backends.cpu.schedules.matmul as matmul  # noqa: E402
 from bench_kernels import single_op  # noqa: E402
 from bench_prefetch import interleaved  # noqa: E402
-from relax_mlir.transforms.apply_schedules import num_threads  # noqa: E402
+from relax_mlir.backends.cpu.apply_schedules import num_threads  # noqa: E402
 
 
 def parse_config(text: str) -> dict:
@@ -44,7 +44,7 @@ def parse_config(text: str) -> dict:
 
 def compile_with(src: str, overrides: dict):
     """Compile with the host's ``MatmulConfig`` fields replaced by ``overrides`` (upper-case
-    keys: globals of :mod:`relax_mlir.schedules.matmul`, e.g. ``CRITICAL_STRIDE``)."""
+    keys: globals of :mod:`relax_mlir.backends.cpu.schedules.matmul`, e.g. ``CRITICAL_STRIDE``)."""
     base = schedules.config_for
     fields = {k: v for k, v in overrides.items() if not k.isupper()}
     globs = {k: v for k, v in overrides.items() if k.isupper()}

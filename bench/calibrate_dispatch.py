@@ -44,7 +44,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import relax_mlir  # noqa: E402
-from relax_mlir.schedules.target import host_target  # noqa: E402
+from relax_mlir.backends.cpu.schedules.target import host_target  # noqa: E402
 from relax_mlir.transforms.dispatch_split import cpu_model, tables_of  # noqa: E402
 
 MS = (1, 2, 3, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024)

@@ -308,7 +308,7 @@ def test_export_names_no_build_machine_path(mlp_so):
         needed = sorted(ln.split("[")[1].rstrip("]") for ln in dyn)
         from relax_mlir.runtime.libraries import blas_requirement
         blas = relax_mlir.load(mlp_so).metadata["blas"]
-        from relax_mlir.transforms.apply_schedules import threaded_codegen
+        from relax_mlir.backends.cpu.apply_schedules import threaded_codegen
         from relax_mlir.runtime.libraries import shim_openmp
         # threaded kernels (count read at run time), or a shim on libiomp5 (MKL; OpenBLAS's quantized kernels)
         openmp = ["libiomp5.so"] if threaded_codegen() or shim_openmp(blas) else []

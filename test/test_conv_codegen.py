@@ -120,7 +120,7 @@ def test_conv_gemm_generated_kernels():
     assert text.count("@relax_conv_gemm_f32_16x8x3x3_72xDxDxD") == 2
     assert 'tensor<72x?x?x?xf32, #relax.shape<[72, "n", "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>' in text
     assert '"relax.permute_dims"' in text and "axes = array<i64: 1, 0, 2, 3>" in text
-    from relax_mlir import schedules
+    from relax_mlir.backends.cpu import schedules
     m = relax_mlir.parse(src)
     with m.context:
         relax_mlir.run_pipeline(m, "builtin.module(relax-infer-shapes, relax-conv-gemm, relax-legalize, "

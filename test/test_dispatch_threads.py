@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from relax_mlir.runtime.libraries import default_threads, env_threads
-from relax_mlir.transforms import apply_schedules
-from relax_mlir.transforms.apply_schedules import openmp_libraries, openmp_wait_policy
+from relax_mlir.backends.cpu import apply_schedules
+from relax_mlir.backends.cpu.apply_schedules import openmp_libraries, openmp_wait_policy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NO_OPENMP = pytest.mark.skipif(not apply_schedules.openmp_library(),

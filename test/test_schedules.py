@@ -304,7 +304,7 @@ def test_schedules_off_is_plain_loops():
 
 # ---- threads --------------------------------------------------------------------------
 
-NO_OPENMP = pytest.mark.skipif(not __import__("relax_mlir.transforms.apply_schedules", fromlist=["x"]).openmp_library(),
+NO_OPENMP = pytest.mark.skipif(not __import__("relax_mlir.backends.cpu.apply_schedules", fromlist=["x"]).openmp_library(),
                                reason="no OpenMP runtime (libiomp5) in this environment")
 
 
@@ -316,7 +316,7 @@ def test_openmp_threads(monkeypatch):
     executable gives numpy's answers with 1, 2 and 3 threads (on 2 cores) switched between
     calls, at M = 1 (the GEMV variant) and above."""
     from relax_mlir.runtime.libraries import default_threads
-    from relax_mlir.transforms.apply_schedules import openmp_libraries
+    from relax_mlir.backends.cpu.apply_schedules import openmp_libraries
     monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "1")
     X, K, N = ["m", 1024], 64, 512
     src = program([("x", X), ("a", ["m", K]), ("b", [K, N]), ("y", X)],
@@ -470,8 +470,8 @@ def test_batch_matmul(batch):
 
 def test_register_tiles_per_target():
     """Tiles sized from the SIMD registers: 24 accumulators with 32 registers, 12 with 16."""
-    from relax_mlir.schedules.matmul import config_for
-    from relax_mlir.schedules.target import TARGETS, target_named
+    from relax_mlir.backends.cpu.schedules.matmul import config_for
+    from relax_mlir.backends.cpu.schedules.target import TARGETS, target_named
     got = {name: (c.rows, c.cols, c.gemv_cols) for name, c in
            ((n, config_for(target_named(n))) for n in TARGETS)}
     assert got == {"avx512": ((6, 1), 64, 256), "avx2": ((6, 1), 16, 32), "sse": ((6, 1), 8, 16),
@@ -482,7 +482,7 @@ def test_register_tiles_per_target():
 
 def test_host_target_matches_cpuinfo():
     from relax_mlir.runtime.cpu import cpu_flags
-    from relax_mlir.schedules.target import host_target
+    from relax_mlir.backends.cpu.schedules.target import host_target
     import platform
     flags = cpu_flags()
     if platform.machine() != "x86_64" or not flags:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import relax_mlir
-from relax_mlir.schedules.matmul import MatmulConfig, config_for
-from relax_mlir.schedules.target import host_target
+from relax_mlir.backends.cpu.schedules.matmul import MatmulConfig, config_for
+from relax_mlir.backends.cpu.schedules.target import host_target
 
 from relax_mlir.pipelines.cpu import graph_stage
 from relax_mlir.transforms.pipeline import run_pipeline
@@ -150,7 +150,7 @@ def test_gemv_threads(monkeypatch):
     """RELAX_MLIR_NUM_THREADS=2: a large GEMV variant splits N over the threads (one
     omp.parallel each in the M <= 1 and M = 2-3 variants, besides the tiled variants': small
     M, 6-row tiles and the packed large-M one), a small one does not."""
-    from relax_mlir.transforms.apply_schedules import openmp_library
+    from relax_mlir.backends.cpu.apply_schedules import openmp_library
     if not openmp_library():
         pytest.skip("no OpenMP runtime (libiomp5) in this environment")
     monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")

@@ -170,7 +170,7 @@ def test_compile_target_kind_and_unknown(clean_env):
 
 def test_backend_names_kept():
     from relax_mlir import compiler
-    from relax_mlir.schedules import target as sched_target
+    from relax_mlir.backends.cpu.schedules import target as sched_target
     from relax_mlir.transforms import lower_host
 
     assert relax_mlir.TARGETS is compiler.BACKENDS and relax_mlir.Target is compiler.Backend

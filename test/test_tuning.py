@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import relax_mlir
-from relax_mlir.schedules.target import TARGETS, host_target
+from relax_mlir.backends.cpu.schedules.target import TARGETS, host_target
 from relax_mlir.tuning import space as sp
 from relax_mlir.tuning.database import (FEATURES, Database, module_bucket, representative_sizes, size_bucket,
                                         target_key)
@@ -93,7 +93,7 @@ def test_select_rejects_an_invalid_config_before_applying():
     tasks = extract_tasks(SMALL, TARGETS["avx512"], OPTIONS)
     assert [(t.name, t.schedule, t.sizes, t.bucket) for t in tasks] == [
         ("fused_matmul_relu", "matmul+elementwise", [1, 16, 128, 512], "le600")]
-    from relax_mlir import schedules
+    from relax_mlir.backends.cpu import schedules
     with pytest.raises(ValueError, match="exceed 32 registers"):
         schedules.select(tasks[0].fn, TARGETS["avx512"], dict(CONFIG, rows=8, cols=64))
     assert tasks[0].accepts(CONFIG, TARGETS["avx512"]) is True
@@ -143,7 +143,7 @@ def test_buckets_and_target_key():
 
 def _applied_configs(monkeypatch) -> list:
     """Spy on relax-apply-schedules: the config each kernel is scheduled with."""
-    from relax_mlir.transforms import apply_schedules
+    from relax_mlir.backends.cpu import apply_schedules
     seen = []
     real = apply_schedules.schedule_kernel
 
@@ -207,7 +207,7 @@ def test_tuned_config_recorded_on_the_kernel(tmp_path):
     from relax_mlir.transforms.pipeline import run_pipeline
     [task] = extract_tasks(SMALL, host_target(), OPTIONS)
     db = str(tmp_path / "t.db")
-    from relax_mlir.transforms.apply_schedules import num_threads
+    from relax_mlir.backends.cpu.apply_schedules import num_threads
     with Database(db) as d:
         d.record(task.key, target_key(host_target(), num_threads()), "le600", task.schedule, CONFIG, 1, 1, [1], 1)
     ctx = relax_mlir.make_context()
@@ -243,7 +243,7 @@ func.func @main(%x: tensor<?x?xf32, #relax.shape<["n", "m"]>>, %y: tensor<?x?xf3
 def test_tuned_elementwise_and_rows_numerics(tmp_path, monkeypatch):
     """Hand-recorded configs (width 128 with a peeled remainder, chunks of 32 on rows of 96)
     are applied, and the one executable matches numpy at sizes 1, odd and large."""
-    from relax_mlir.transforms.apply_schedules import num_threads
+    from relax_mlir.backends.cpu.apply_schedules import num_threads
     tasks = extract_tasks(ROWS, host_target(), OPTIONS)
     assert sorted((t.schedule, t.bucket, t.sizes) for t in tasks) == [
         ("elementwise", "le1024", [1, 16, 128, 512]), ("rows", "le1024", [1, 16, 128, 512])]

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import relax_mlir
-from relax_mlir.schedules.target import host_target
-from relax_mlir.transforms.apply_schedules import num_threads
+from relax_mlir.backends.cpu.schedules.target import host_target
+from relax_mlir.backends.cpu.apply_schedules import num_threads
 from relax_mlir.tuning.database import (GENERATED, LIBRARY, SCHEMA_VERSION, Database, Decision,
                                         target_key)
 from relax_mlir.tuning.search import tune

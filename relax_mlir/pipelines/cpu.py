@@ -143,7 +143,7 @@ def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
         schedules = SCHEDULES_DEFAULT
     if not schedules:
         return _llvm_stage()
-    from ..transforms.apply_schedules import scheduled_stage
+    from ..backends.cpu.apply_schedules import scheduled_stage
     st = scheduled_stage(_llvm_stage())
     # relax-specialize-ranges' dispatchers return a variant's result through scf.if: once the
     # variants' (equivalent) results are dropped, canonicalize folds it to the output argument

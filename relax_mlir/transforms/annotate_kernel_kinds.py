@@ -19,7 +19,7 @@ least (each kind admits fewer fusions than the one before)::
   product of two inputs into the output (matmul, batch_matmul, convolutions). It may
   take elementwise epilogues.
 * ``opaque``: anything else (loops, calls, unknown ops), and any kernel not on tensors
-  (memrefs: bufferized already, or written so; :func:`relax_mlir.schedules.on_tensors`),
+  (memrefs: bufferized already, or written so; :func:`relax_mlir.transforms.graph.on_tensors`),
   which call_tir's tensor-level fusion cannot inline.
 
 Named linalg ops are read through their generic form (the pass generalizes a copy of
@@ -38,7 +38,7 @@ from typing import Iterator, Optional
 
 from mlir import ir, passmanager
 
-from ..schedules import on_tensors
+from .graph import on_tensors
 from .graph import functions_by_name, graph_functions, body_ops
 from .registry import register_pass
 

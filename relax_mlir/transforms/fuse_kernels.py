@@ -44,7 +44,7 @@ from mlir.dialects import arith, func, linalg, tensor
 
 from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR
-from ..schedules import on_tensors
+from .graph import on_tensors
 from ..shapes import UNKNOWN, Dim, Shape, read_tensor_type
 from .annotate_kernel_kinds import annotate
 from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR

@@ -145,4 +145,31 @@ def upper_bounds(f: ir.Operation) -> dict[str, int]:
     return {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
 
 
+def on_tensors(fn: ir.Operation) -> bool:
+    """Whether kernel ``fn`` is on tensors: no memref, unranked tensor or other non-ranked-
+    tensor shaped type (vectors aside) among its signature and its ops' operands and
+    results. Schedules and range variants are made before bufferization; a kernel on
+    memrefs (bufferized already, or written so) is well-formed input all the same and
+    goes through plain loops (fuzz seeds 1000211, 1000222)."""
+    def tensor_level(t: ir.Type) -> bool:
+        return not isinstance(t, ir.ShapedType) or isinstance(t, (ir.RankedTensorType, ir.VectorType))
 
+    fty = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    if not all(tensor_level(t) for t in list(fty.inputs) + list(fty.results)):
+        return False
+    ok = True
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal ok
+        op = op.operation
+        if not all(tensor_level(v.type) for v in list(op.operands) + list(op.results)):
+            ok = False
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    for block in fn.regions[0].blocks:
+        for o in block.operations:
+            o.operation.walk(visit)
+            if not ok:
+                return False
+    return True

@@ -80,7 +80,7 @@ def default_config(task: Task, target: Simd) -> Optional[Config]:
 def _inner_extent(task: Task) -> Optional[int]:
     from mlir import ir
 
-    from ..schedules import payload_ops
+    from ..backends.cpu.schedules import payload_ops
     with task.fn.context:
         last = payload_ops(task.fn)[-1]
         d = ir.RankedTensorType(last.results[0].type).shape[-1]
@@ -170,7 +170,7 @@ def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, option
          target: Optional[Simd] = None) -> list[KernelResult]:
     """Tune every scheduled kernel of ``src`` within ``budget_s`` seconds in all (shared
     evenly among the kernels not yet tuned) and record the best configs in ``db_path``."""
-    from ..transforms.apply_schedules import num_threads
+    from ..backends.cpu.apply_schedules import num_threads
 
     t0 = time.monotonic()
     target = target or host_simd()

@@ -1,9 +1,9 @@
 """Knob spaces of the schedules, declared as data (MetaSchedule's search space).
 
 Each schedule family (``matmul``, ``elementwise``, ``rows``) declares its knobs: a name
-and the values the search may try, sized for a :class:`~relax_mlir.schedules.target.Simd`.
+and the values the search may try, sized for a :class:`~relax_mlir.backends.cpu.schedules.target.Simd`.
 A *config* is a plain dict knob name -> value (JSON- and SQLite-friendly); it is what
-:func:`relax_mlir.schedules.select` accepts as an override and what the tuning database
+:func:`relax_mlir.backends.cpu.schedules.select` accepts as an override and what the tuning database
 stores. :meth:`Space.check` rejects a combination the schedule cannot build, or that is
 known to be useless (more accumulators than registers), before anything is applied:
 the search never measures it and the compiler never applies it.
@@ -132,7 +132,7 @@ def matmul_config(cfg: Config, base=None):
     target's lanes, the GEMV variant's row limit) come from ``base`` (default: the
     dataclass defaults)."""
     import dataclasses
-    from ..schedules.matmul import MatmulConfig
+    from ..backends.cpu.schedules.matmul import MatmulConfig
     return dataclasses.replace(base or MatmulConfig(), rows=(cfg["rows"], 1), cols=cfg["cols"],
                                gemv_cols=cfg["gemv_cols"], panel_n=cfg["panel_n"], block_k=cfg["block_k"],
                                pack_block_k=cfg["pack_block_k"], small_rows=(cfg["small_rows"], 1),
@@ -141,7 +141,7 @@ def matmul_config(cfg: Config, base=None):
 
 def matmul_default(t: Simd) -> Config:
     """The untuned schedule's choice (config_for), as a config dict."""
-    from ..schedules.matmul import config_for
+    from ..backends.cpu.schedules.matmul import config_for
     c = config_for(t)
     return {"rows": c.rows[0], "cols": c.cols, "gemv_cols": c.gemv_cols, "panel_n": c.panel_n, "block_k": c.block_k,
             "pack_block_k": c.pack_block_k, "small_rows": c.small_rows[0], "prefetch": c.prefetch}
@@ -166,7 +166,7 @@ def elementwise_space(t: Simd) -> Space:
 
 
 def elementwise_default(t: Simd, inner: Optional[int] = None) -> Config:
-    from ..schedules.elementwise import vector_width
+    from ..backends.cpu.schedules.elementwise import vector_width
     return {"width": vector_width(inner)}
 
 
@@ -189,7 +189,7 @@ def rows_space(t: Simd) -> Space:
 
 
 def rows_default(t: Simd, row: Optional[int] = None) -> Optional[Config]:
-    from ..schedules.rows import CHUNK
+    from ..backends.cpu.schedules.rows import CHUNK
     if row is None:
         return {"chunk": CHUNK}
     c = CHUNK if row % CHUNK == 0 else 16 if row % 16 == 0 else 0

@@ -69,7 +69,7 @@ class Task:
     def accepts(self, config: dict, target: Simd) -> bool:
         """Whether select() takes ``config`` for this kernel (the knob space's rule, with
         the kernel's extents)."""
-        from .. import schedules
+        from ..backends.cpu import schedules
         try:
             return schedules.select(self.fn, target, config) is not None
         except ValueError:
@@ -160,7 +160,7 @@ def extract_tasks(src, target: Simd, options: Optional[dict] = None, dispatch: b
     with the cpu pipeline ``options``, in program order. ``dispatch``: where the options
     dispatch to the library, keep the matches generated and record them as
     :attr:`Task.dispatch` (see the module docstring)."""
-    from .. import schedules
+    from ..backends.cpu import schedules
     from ..compiler import _module
     from ..transforms.kernel_hash import structural_hash
     from ..transforms.pipeline import run_pipeline

@@ -76,7 +76,7 @@ class _Compiled:
         from ..pipelines.cpu import _llvm_stage
         from ..runtime.executable import runtime_libraries
         from ..target import host_simd
-        from ..transforms.apply_schedules import num_threads, openmp_libraries, schedule_kernel, scheduled_stage
+        from ..backends.cpu.apply_schedules import num_threads, openmp_libraries, schedule_kernel, scheduled_stage
         from ..transforms.pipeline import run_pipeline
 
         self.ctx = relax_mlir.make_context()

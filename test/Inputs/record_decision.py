@@ -13,8 +13,8 @@ import sys
 import relax_mlir
 from mlir import ir
 from relax_mlir.shapes import Dim, read_tensor_type
-from relax_mlir.schedules.target import host_target
-from relax_mlir.transforms.apply_schedules import num_threads
+from relax_mlir.backends.cpu.schedules.target import host_target
+from relax_mlir.backends.cpu.apply_schedules import num_threads
 from relax_mlir.transforms.dispatch_split import CANDIDATE_ATTR
 from relax_mlir.transforms.pipeline import run_pipeline
 from relax_mlir.tuning.database import Database, module_bound, representative_sizes, size_bucket, target_key

@@ -7,8 +7,8 @@ import sys
 
 import relax_mlir
 from mlir import ir
-from relax_mlir.schedules.target import target_named
-from relax_mlir.transforms.apply_schedules import num_threads
+from relax_mlir.backends.cpu.schedules.target import target_named
+from relax_mlir.backends.cpu.apply_schedules import num_threads
 from relax_mlir.transforms.kernel_hash import structural_hash
 from relax_mlir.tuning.database import Database, module_bucket, target_key
 

@@ -20,7 +20,7 @@ from mlir import ir  # noqa: E402
 import relax_mlir  # noqa: E402
 from relax_mlir.frontend.torch import compile as torch_compile  # noqa: E402
 from relax_mlir.runtime.executable import PreparedCall  # noqa: E402
-from relax_mlir.schedules import select  # noqa: E402
+from relax_mlir.backends.cpu.schedules import select  # noqa: E402
 
 from torch_check import check  # noqa: E402
 

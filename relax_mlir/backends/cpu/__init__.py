@@ -48,7 +48,7 @@ def _runtime(module, metadata: dict, libraries: list[str], options):
     from ...runtime.executable import Executable, runtime_libraries
     from ...runtime.jit import EngineResolver, build_engine
     from ...runtime.libraries import share_blas_threads
-    from ...transforms.apply_schedules import openmp_libraries
+    from .apply_schedules import openmp_libraries
     t0 = time.perf_counter()
     engine = build_engine(module, options.opt_level, runtime_libraries() + list(libraries)
                           + openmp_libraries(options.pipeline_options))
@@ -60,6 +60,8 @@ def _runtime(module, metadata: dict, libraries: list[str], options):
     exe.compile_phases = {"jit-optimize": t1 - t0, "jit-codegen": time.perf_counter() - t1}
     return exe
 
+
+from . import apply_schedules, specialize_ranges  # noqa: E402,F401  (register relax-apply-schedules, relax-specialize-ranges)
 
 BACKEND = register_backend(Backend("cpu", "the host CPU: LLVM via the MLIR ExecutionEngine (JIT) or export()",
                                    "cpu", _stages, _runtime, legalize_target="cpu", host_hooks="cpu",

@@ -44,13 +44,13 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, func, scf, tensor
 
-from .. import schedules
-from ..schedules.matmul import config_for
-from ..target import Simd, Target
-from .dispatch_split import (LIBRARY_VARIANT_ATTR, OPAQUE, SPLIT_ATTR, check_variant, library_ranges, read_split,
+from . import schedules
+from .schedules.matmul import config_for
+from ...target import Simd, Target
+from ...transforms.dispatch_split import (LIBRARY_VARIANT_ATTR, OPAQUE, SPLIT_ATTR, check_variant, library_ranges, read_split,
                              refine)
-from .graph import top_ops
-from .registry import Option, emit_error, register_pass
+from ...transforms.graph import top_ops
+from ...transforms.registry import Option, emit_error, register_pass
 
 RANGE_ATTR = schedules.RANGE_ATTR  # {m_min = lo : i64, m_max = hi : i64} on a variant
 DISPATCH_ATTR = "relax.range_dispatch"  # on the kernel that picks a variant

@@ -36,16 +36,16 @@ from typing import Optional
 
 from mlir import ir
 
-from .. import config as relax_config
-from .. import schedules
-from ..runtime.libraries import KMP_BLOCKTIME_DEFAULT, init_openmp, openmp_library, openmp_wait_policy  # noqa: F401
-from ..target import Simd, Target, simd_named
-from . import omp_threads  # noqa: F401 (registers relax-omp-threads)
-from .expand_math import relax_expand_math
-from .graph import top_ops
-from .omp_threads import default_threads, ensure_threads_global, env_threads, num_threads  # noqa: F401 (re-exported)
-from .prefetch import ATTR as PREFETCH_ATTR
-from .registry import Option, emit_error, register_pass
+from ... import config as relax_config
+from . import schedules
+from ...runtime.libraries import KMP_BLOCKTIME_DEFAULT, init_openmp, openmp_library, openmp_wait_policy  # noqa: F401
+from ...target import Simd, Target, simd_named
+from ...transforms import omp_threads  # noqa: F401 (registers relax-omp-threads)
+from ...transforms.expand_math import relax_expand_math
+from ...transforms.graph import top_ops
+from ...transforms.omp_threads import default_threads, ensure_threads_global, env_threads, num_threads  # noqa: F401 (re-exported)
+from ...transforms.prefetch import ATTR as PREFETCH_ATTR
+from ...transforms.registry import Option, emit_error, register_pass
 
 #: Upstream passes the cpu pipeline runs after bufferization for scheduled kernels
 #: (after convert-linalg-to-loops: vector transfers to 1-D, vector ops to LLVM, ub.poison).
@@ -164,8 +164,8 @@ def _tuned_configs(module: ir.Operation, kernels: list[ir.Operation], db_path: s
     hash, target key, the module's size bucket. A range variant (relax-specialize-ranges)
     is looked up as the kernel it was cloned from, which is what the tuner measured (its
     variants included). Raises sqlite3.Error for a bad file."""
-    from ..tuning.database import Database, module_bucket, target_key
-    from .kernel_hash import structural_hash
+    from ...tuning.database import Database, module_bucket, target_key
+    from ...transforms.kernel_hash import structural_hash
 
     if not os.path.exists(db_path):
         return [None] * len(kernels)

@@ -35,7 +35,8 @@ from .contraction import contraction_schedule, vector_dim
 from .conv import conv_schedule, im2col_schedule
 from .elementwise import elementwise_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
-from ..target import Simd, host_simd
+from ....target import Simd, host_simd
+from ....transforms.graph import on_tensors  # noqa: F401 (re-exported)
 from .rows import rows_schedule
 
 KIND_ATTR = "relax.kernel_kind"  # set by relax-annotate-kernel-kinds
@@ -57,36 +58,6 @@ class Schedule:
     #: run on the kernel after ``body``'s script (None: the script is all): a Python step, and
     #: scripts of its own (the matmul's masked tiles: :func:`.common.unmasked_lowering`)
     finish: Optional[Callable[[ir.Operation], None]] = None
-
-
-def on_tensors(fn: ir.Operation) -> bool:
-    """Whether kernel ``fn`` is on tensors: no memref, unranked tensor or other non-ranked-
-    tensor shaped type (vectors aside) among its signature and its ops' operands and
-    results. Schedules and range variants are made before bufferization; a kernel on
-    memrefs (bufferized already, or written so) is well-formed input all the same and
-    goes through plain loops (fuzz seeds 1000211, 1000222)."""
-    def tensor_level(t: ir.Type) -> bool:
-        return not isinstance(t, ir.ShapedType) or isinstance(t, (ir.RankedTensorType, ir.VectorType))
-
-    fty = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-    if not all(tensor_level(t) for t in list(fty.inputs) + list(fty.results)):
-        return False
-    ok = True
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal ok
-        op = op.operation
-        if not all(tensor_level(v.type) for v in list(op.operands) + list(op.results)):
-            ok = False
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    for block in fn.regions[0].blocks:
-        for o in block.operations:
-            o.operation.walk(visit)
-            if not ok:
-                return False
-    return True
 
 
 def payload_ops(fn: ir.Operation) -> list[ir.Operation]:
@@ -129,7 +100,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     n = _static(b.shape[-1])
     cfg = config_for(target)
     if config is not None:
-        from ..tuning.space import matmul_config, matmul_space
+        from ....tuning.space import matmul_config, matmul_space
         if "prefetch" not in config:  # a record tuned before the knob existed: the default distance
             config = dict(config, prefetch=cfg.prefetch)
         matmul_space(target).check(config)
@@ -315,7 +286,7 @@ def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
         return None  # too narrow to vectorize along; LLVM's loop vectorizer does better
     width = None
     if config is not None:
-        from ..tuning.space import elementwise_space
+        from ....tuning.space import elementwise_space
         elementwise_space(target or host_simd()).check(config, inner=shape[-1])
         width = config["width"]
     return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops), width))
@@ -343,7 +314,7 @@ def _select_rows(ops: list[ir.Operation], target: Optional[Simd] = None,
         reductions.append(it[-1] == "reduction")
     chunk = None
     if config is not None:
-        from ..tuning.space import rows_space
+        from ....tuning.space import rows_space
         rows_space(target or host_simd()).check(config, row=shape[-1])
         chunk = config["chunk"]
     return Schedule("rows", rows_schedule(rank, shape[-1], [o.name for o in ops], reductions, chunk))

@@ -11,7 +11,7 @@ exported library is compiled by ``llc`` for the host's x86-64 level
 
 from __future__ import annotations
 
-from ..target import SIMD, Simd, host_simd, simd_named
+from ....target import SIMD, Simd, host_simd, simd_named
 
 # The names the schedules and the tuner used before relax_mlir.target (one thing each:
 # the SIMD unit, the named units, the host's, one by name).

@@ -154,16 +154,21 @@ def _module(src):
             clone.erase()
         return m
     from .dialects.source import parse_module
+    from .transforms.pipeline import run_pipeline
 
+    if not isinstance(src, (str, os.PathLike)):
+        raise CompileError(f"cannot compile a {type(src).__name__}: give MLIR text, a path or an ir.Module")
     ctx = make_context()
     with ctx, ir.Location.unknown():
         # segment sizes filled in, relax-verify run: a CompileError with the diagnostics
+        name = "-"
         if isinstance(src, os.PathLike):
+            name = os.fspath(src)
             with open(src, encoding="utf-8") as f:
-                return parse_module(f.read(), ctx, os.fspath(src), verify=True)
-        if isinstance(src, str):
-            return parse_module(src, ctx, verify=True)
-    raise CompileError(f"cannot compile a {type(src).__name__}: give MLIR text, a path or an ir.Module")
+                src = f.read()
+        module = parse_module(src, ctx, name)
+        run_pipeline(module, "builtin.module(relax-verify)", source_name=name, precheck=False)
+        return module
 
 
 def _with_tuning_db(stages: list[Stage], path) -> list[Stage]:

@@ -2,6 +2,9 @@
 
 * only :mod:`relax_mlir.config` reads or writes the environment;
 * no import cycle between modules, function-local imports counted;
+* the layers: a module imports only modules of its own layer or of the layers below it
+  (:data:`LAYERS`: runtime -> target -> shapes -> ops -> dialects -> transforms ->
+  backends -> driver -> frontend -> tools), function-local imports counted;
 * the loader side (``relax_mlir.load`` and a loaded Executable) never imports the compiler.
 """
 
@@ -84,6 +87,49 @@ def _cycles() -> list[list[str]]:
         if m not in index:
             visit(m)
     return out
+
+
+#: The package's layers, lowest first (docs/architecture.md, "Layering"); a module belongs to
+#: the layer of its longest matching prefix. ``tuning.database`` sits with the passes that
+#: read it, ``tuning.space`` (the knobs of the backends' schedule rules) with the backends;
+#: the tuner itself drives the compiler.
+LAYERS = [
+    ("errors", "config"),
+    ("runtime",),
+    ("target",),
+    ("shapes",),
+    ("ops",),
+    ("dialects",),
+    ("transforms", "tuning.database"),
+    ("backends", "pipelines", "tuning.space"),
+    ("compiler", "compile_cache", "tuning"),
+    ("frontend",),
+    ("llm", "tools", ""),
+]
+
+
+def _layer(module: str) -> int:
+    rest = module[len("relax_mlir."):] if module.startswith("relax_mlir.") else ""
+    best = None
+    for i, names in enumerate(LAYERS):
+        for n in names:
+            if (n == rest == "") or (n and (rest == n or rest.startswith(n + "."))):
+                if best is None or len(n) > best[1]:
+                    best = (i, len(n))
+    assert best is not None, f"{module}: in no layer of LAYERS"
+    return best[0]
+
+
+def test_layers():
+    upward = sorted((m, d) for m, p in MODULES.items() for d in _imports(m, p) if _layer(d) > _layer(m))
+    assert upward == []
+
+
+def test_layers_are_checked():
+    """The check sees an upward import (a dialect module importing a pass)."""
+    assert _layer("relax_mlir.transforms.pipeline") > _layer("relax_mlir.dialects.source")
+    assert _layer("relax_mlir.backends.cpu.schedules.matmul") > _layer("relax_mlir.transforms.graph")
+    assert _layer("relax_mlir") == len(LAYERS) - 1 and _layer("relax_mlir.runtime.aot") == 1
 
 
 def test_only_config_touches_the_environment():

@@ -25,22 +25,17 @@ from .diagnostics import Diagnostic, SourceError, file_line_col, location_text  
 SEGMENT_ATTRS = ("operandSegmentSizes", "resultSegmentSizes")
 
 
-def parse_module(text: str, context: Optional[ir.Context] = None, source_name: str = "-",
-                 verify: bool = False) -> ir.Module:
+def parse_module(text: str, context: Optional[ir.Context] = None, source_name: str = "-") -> ir.Module:
     """Parse relax IR (segment sizes filled in where missing); locations name ``source_name``.
 
-    ``verify``: run relax-verify too (as relax-opt does after parsing). Raises
-    :class:`SourceError` (a ``CompileError`` and an ``ir.MLIRError``) with the diagnostics
-    when the text does not parse or verify.
+    Raises :class:`SourceError` (a ``CompileError`` and an ``ir.MLIRError``) with the
+    diagnostics when the text does not parse. relax-verify is a pass
+    (``relax_mlir.transforms.pipeline.run_pipeline(module, "builtin.module(relax-verify)")``,
+    as relax-opt and ``compile()`` run it after parsing): the dialect layer runs no passes.
     """
     ctx = context or ir.Context.current
     module = _parse_filled(text, ctx, source_name)
     _readable_attributes(module, source_name)
-    if verify:
-        from ..transforms.pipeline import run_pipeline
-
-        with ctx, ir.Location.unknown():
-            run_pipeline(module, "builtin.module(relax-verify)", source_name=source_name, precheck=False)
     return module
 
 

@@ -178,12 +178,12 @@ def numpy_child(calls: int) -> dict:
     import numpy as np
     sys.path.insert(0, ROOT)
     import relax_mlir
-    from relax_mlir.runtime import libraries
+    from relax_mlir.runtime import libraries, openmp
     exe = relax_mlir.compile(_src(512, 2048), options={"dispatch": False})   # initializes OpenMP (and shares)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((128, 512), dtype=np.float32)
     b = rng.standard_normal((512, 2048), dtype=np.float32)
-    out = {"shared": any(v and "numpy" in p for p, v in libraries.shared_blas_pools.items())}
+    out = {"shared": any(v and "numpy" in p for p, v in openmp.shared_blas_pools.items())}
     for m, k, n in NUMPY_SIZES:
         x = rng.standard_normal((m, k), dtype=np.float32)
         y = rng.standard_normal((k, n), dtype=np.float32)

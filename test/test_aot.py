@@ -385,8 +385,8 @@ def test_user_library_shipped_beside_the_model(tmp_path):
 MISSING_BLAS = """
 import sys
 import relax_mlir
-from relax_mlir.runtime import libraries
-libraries._wheel_library = lambda package, soname: None     # as if the wheel were not installed
+from relax_mlir.runtime import wheels
+wheels._wheel_library = lambda package, soname: None     # as if the wheel were not installed
 try:
     relax_mlir.load(sys.argv[1])
 except relax_mlir.LoadError as e:

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 import pytest
 
-from relax_mlir.runtime import libraries
+from relax_mlir.runtime import libraries, openmp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(libraries.openmp_library() is None,
 PRELUDE = r'''
 import ctypes, json, os, sys
 import numpy as np
-from relax_mlir.runtime import libraries as L
+from relax_mlir.runtime import openmp as L
 L.init_openmp("test_blas_pool")
 out = {"pools": L.shared_blas_pools}
 numpy_blas = [p for p in L._loaded_openblas() if "numpy" in p]
@@ -107,7 +107,7 @@ def test_short_team_runs_the_other_jobs_on_threads(shared):
 def test_pool_runs_every_job_concurrently(numjobs):
     # each job waits until all of them have started: only a pool that runs them at once passes
     libraries.init_openmp("test_blas_pool")
-    pool = libraries._blas_pool_library()
+    pool = openmp._blas_pool_library()
     barrier = threading.Barrier(numjobs, timeout=30)
     seen, elsize = [], 16
     data = (ctypes.c_char * (elsize * numjobs))()
@@ -131,7 +131,7 @@ def test_no_c_compiler_shares_nothing_and_compiles(tmp_path):
     code = r'''
 import numpy as np, relax_mlir
 from relax_mlir.frontend import models
-from relax_mlir.runtime import libraries as L
+from relax_mlir.runtime import openmp as L
 cfg = models.MLPConfig()
 exe = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg), options={"dispatch": False})
 params = models.mlp_params(cfg, np.random.default_rng(0))
@@ -159,7 +159,7 @@ import ctypes, json, sys
 import numpy as np
 import relax_mlir
 from relax_mlir.frontend import models
-from relax_mlir.runtime import libraries as L
+from relax_mlir.runtime import openmp as L
 exe = relax_mlir.load(sys.argv[1])
 cfg = models.MLPConfig()
 params = models.mlp_params(cfg, np.random.default_rng(0))

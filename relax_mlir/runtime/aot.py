@@ -88,6 +88,7 @@ from typing import Optional
 
 from ..errors import CompileError, LoadError
 from . import libraries
+from .packing import WEIGHT_PACKER_SYMBOLS
 from .abi import PACKED_PREFIX
 from .cpu import export_requirement, llc_flags, missing_features
 from .executable import Executable, LibraryResolver
@@ -297,8 +298,8 @@ def export_lowered(llvm_dialect: str, metadata: dict, libs, opts, path) -> str:
             entries += f" {libraries.THREADS_SYMBOL};"
         if pooled:
             entries += "".join(f" {s};" for s in (libraries.BLAS_POOL_SYMBOL,) + libraries.BLAS_POOL_COUNTERS)
-        if provider:   # the shim's registry of bound weights (libraries.WeightPacker), this model's own
-            entries += "".join(f" {s};" for s in libraries.WEIGHT_PACKER_SYMBOLS)
+        if provider:   # the shim's registry of bound weights (packing.WeightPacker), this model's own
+            entries += "".join(f" {s};" for s in WEIGHT_PACKER_SYMBOLS)
         script = os.path.join(tmp, "exports.map")
         with open(script, "w") as f:
             f.write(f"{{ global:{entries} {METADATA_SYMBOL}; {METADATA_SYMBOL}_size; local: *; }};\n")

@@ -397,9 +397,9 @@ class Executable:
 
     def _weight_packer(self):
         """The relax_blas shim's registry of constant regions (bound weights that its products
-        pack once; :class:`relax_mlir.runtime.libraries.WeightPacker`), or None."""
+        pack once; :class:`relax_mlir.runtime.packing.WeightPacker`), or None."""
         if self._packer is None:
-            from .libraries import weight_packer
+            from .packing import weight_packer
 
             self._packer = weight_packer(self.libraries, getattr(self._resolver, "lib", None)) or False
         return self._packer or None

@@ -107,7 +107,7 @@ class PreparedCall:
             at += 8 * (3 + 2 * r)
         self._bound_addrs = tuple(addrs)
         # Bound f32 weights are constant from here on: the BLAS shim packs a matmul's B operand
-        # lying in them once, on first use (libraries.WeightPacker), and frees the packed
+        # lying in them once, on first use (packing.WeightPacker), and frees the packed
         # copies when this object goes (the finalizer keeps the arrays alive until then).
         packer = fn.exe._weight_packer()
         self._held = packer.hold(self._arrays) if packer is not None else []

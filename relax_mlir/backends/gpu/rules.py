@@ -54,7 +54,7 @@ CONFIG_ATTR = "relax.schedule_config"
 class ScheduleRule:
     """A GPU schedule for one kernel kind (see the module docstring)."""
 
-    #: the knob family (the tuning database's ``family``)
+    #: the rule's name (its knob space: ``gpu_<name>``)
     name: str = ""
     #: the kernel kinds (relax.kernel_kind) the rule takes
     kinds: tuple[str, ...] = ()

@@ -161,7 +161,7 @@ def test_cuda_target_registered():
     t = relax_mlir.TARGETS["cuda"]
     assert (t.name, t.pipeline_name, t.legalize_target, t.host_target) == ("cuda", "cuda", "cpu", "cpu")
     from relax_mlir.transforms.registry import PIPELINES
-    assert [o.name for o in PIPELINES["cuda"].options] == ["fusion", "workgroup-size", "chip", "format"]
+    assert [o.name for o in PIPELINES["cuda"].options] == ["fusion", "workgroup-size", "chip", "format", "schedule-config"]
 
 
 ADD = """

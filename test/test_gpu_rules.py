@@ -337,18 +337,18 @@ def cuda_ptx():
 
 @pytest.mark.parametrize("t", ["f32", "f16"])
 def test_cuda_gemv_ptx(cuda_ptx, t):
-    """One kernel per route; the GEMV's: 128-thread blocks, 128-bit (f32) / 64-bit (f16)
-    loads of B, f32 FMAs, butterfly shuffles, one barrier, f16 widened and narrowed."""
+    """One kernel per route; the GEMV's: 128-thread blocks, 128-bit loads of B (4 x f32 or
+    8 x f16 per lane), f32 FMAs, butterfly shuffles (2 steps per column), one barrier, f16
+    widened and narrowed."""
     ptx = {name: text for (tt, name), text in cuda_ptx.items() if tt == t}
     gemv = [text for text in ptx.values() if "shfl.sync.bfly" in text]
     assert len(gemv) == 1 and len(ptx) == 3
     g = gemv[0]
     assert ".maxntid 128, 1, 1" in g and "bar.sync" in g and "fma.rn.f32" in g
-    assert g.count("shfl.sync.bfly.b32") == 8       # 4 columns x 2 steps (4 lanes along K)
-    if t == "f32":
-        assert "ld.global.v4.b32" in g
-    else:
-        assert "ld.global.v2.b32" in g or "ld.global.v4.b16" in g     # 4 halves: 64 bits
+    columns = 4 if t == "f32" else 8
+    assert g.count("shfl.sync.bfly.b32") == 2 * columns     # 2 steps (4 lanes along K) per column
+    assert "ld.global.v4.b32" in g                           # 128 bits
+    if t == "f16":
         assert "cvt.f32.f16" in g and "cvt.rn.f16.f32" in g
 
 
@@ -371,19 +371,20 @@ print("FAKE-RUN " + json.dumps(out))
 
 def test_fake_run_gemv_host_path(tmp_path):
     """PTX of the three routes loaded by the (fake) driver; each call one launch whose grid
-    is its route's: GEMV (ceil(N / 32), M, 1) for M <= 4 and N % 4 == 0, else the small
-    route (M, ceil(N / 64), 1), and the GEMM tiles (ceil(N / 64), ceil(M / 64), 1) from 32 x 32."""
+    is its route's: GEMV (ceil(N / columns), M, 1) for M <= 4 and N a multiple of the lane's
+    vector (columns: 8 lanes x 4 f32 = 32, 8 lanes x 8 f16 = 64), else the small route
+    (M, ceil(N / 64), 1), and the GEMM tiles (ceil(N / 64), ceil(M / 64), 1) from 32 x 32."""
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_GEMV, LINEAR)
-    for t, dtype in (("f32", "float32"), ("f16", "float16")):
+    for t, dtype, cols in (("f32", "float32", 32), ("f16", "float16", 64)):
         assert got[t] == [
-            [[1, 200], dtype, [[7, 1, 1]]],        # GEMV
-            [[4, 4096], dtype, [[128, 4, 1]]],     # GEMV
-            [[1, 33], dtype, [[1, 1, 1]]],         # small: N odd
-            [[5, 64], dtype, [[5, 1, 1]]],         # small: M = 5
-            [[40, 72], dtype, [[2, 1, 1]]],        # GEMM tiles
-            [[1, 8], dtype, [[1, 1, 1]]],          # GEMV, K = 0
-        ]
+            [[1, 200], dtype, [[-(-200 // cols), 1, 1]]],   # GEMV
+            [[4, 4096], dtype, [[4096 // cols, 4, 1]]],     # GEMV
+            [[1, 33], dtype, [[1, 1, 1]]],                  # small: N odd
+            [[5, 64], dtype, [[5, 1, 1]]],                  # small: M = 5
+            [[40, 72], dtype, [[2, 1, 1]]],                 # GEMM tiles
+            [[1, 8], dtype, [[1, 1, 1]]],                   # GEMV, K = 0
+        ], t
 
 
 @pytest.mark.skipif(__import__("shutil").which("spirv-val") is None, reason="spirv-val (spirv-tools) not installed")

@@ -1,12 +1,13 @@
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda}, canonicalize, cse)' | FileCheck %s
 // The matmul rule on the cuda defaults (warps of 32, 1024 threads, 48 KiB): each matmul
-// becomes a chain of routes, `if (M, N >= min_size) GEMM tiles else if (M <= gemv_rows, N % 4
-// == 0, B 4-aligned) GEMV else a thread per element`, the fill and the epilogue folded into
-// each. f16 data is widened to f32 where it is loaded (tiles staged in f32 workgroup memory,
-// the GEMV's vector<4xf16> loads extended), summed in f32 and truncated to f16 before the
-// epilogue. A kernel's relax.schedule_config overrides knobs (the tuning hook): @tuned has
-// 2 lanes along N (16 along K: shuffles at 2, 4, 8, 16), one subgroup per workgroup (no
-// workgroup memory, no barrier) and the GEMV for M <= 1. Integer matmuls keep the fallback.
+// becomes a chain of routes, `if (M, N >= min_size) GEMM tiles else if (M <= gemv_rows, N a
+// multiple of the lane's vector, B aligned for it) GEMV else a thread per element`, the fill
+// and the epilogue folded into each. f16 data is widened to f32 where it is loaded (tiles
+// staged in f32 workgroup memory; the GEMV's 128-bit vector<8xf16> loads extended: 8 columns
+// per lane on cuda), summed in f32 and truncated to f16 before the epilogue. A kernel's
+// relax.schedule_config overrides knobs (the tuning hook): @tuned has 2 lanes along N (16
+// along K: shuffles at 2, 4, 8, 16), one subgroup per workgroup (no workgroup memory, no
+// barrier) and the GEMV for M <= 1. Integer matmuls keep the fallback.
 
 // CHECK-LABEL: func.func private @f16_linear(
 // CHECK: %[[M:.*]] = memref.dim %arg0, %c0 : memref<?x?xf16>
@@ -22,19 +23,19 @@
 // CHECK: memref.store %[[Y]], %arg3[%{{.*}}, %{{.*}}] : memref<?x?xf16>
 // CHECK: } else {
 // CHECK: %[[FEW:.*]] = arith.cmpi ule, %[[M]], %c4 : index
-// CHECK: %[[N4:.*]] = arith.remui %[[N]], %c4 : index
+// CHECK: %[[N8:.*]] = arith.remui %[[N]], %c8 : index
 // CHECK: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %arg1 : memref<?x?xf16> -> index
-// CHECK: arith.remui %[[PTR]], %c8 : index
+// CHECK: arith.remui %[[PTR]], %c16 : index
 // CHECK: scf.if %{{.*}} {
-// CHECK: gpu.launch blocks(%{{.*}}, %[[ROW:.*]], %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %[[M]], %{{.*}} = %c1{{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) workgroup(%[[SH:.*]] : memref<128xf32, #gpu.address_space<workgroup>>)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16 iter_args({{.*}}) -> (f32, f32, f32, f32) {
-// CHECK: %[[BV:.*]] = vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<?x?xf16>, vector<4xf16>
-// CHECK: arith.extf %[[BV]] : vector<4xf16> to vector<4xf32>
-// CHECK-COUNT-4: arith.addf %{{.*}} fastmath<contract> : f32
+// CHECK: gpu.launch blocks(%{{.*}}, %[[ROW:.*]], %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %[[M]], %{{.*}} = %c1{{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) workgroup(%[[SH:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16 iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK: %[[BV:.*]] = vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?xf16>, vector<8xf16>
+// CHECK: arith.extf %[[BV]] : vector<8xf16> to vector<8xf32>
+// CHECK-COUNT-8: arith.addf %{{.*}} fastmath<contract> : f32
 // CHECK: scf.yield
-// CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f32
-// CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
-// CHECK-COUNT-4: memref.store %{{.*}}, %[[SH]]
+// CHECK-COUNT-8: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f32
+// CHECK-COUNT-8: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
+// CHECK-COUNT-8: memref.store %{{.*}}, %[[SH]]
 // CHECK: gpu.barrier
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 // CHECK: memref.store %{{.*}}, %arg3[%[[ROW]], %{{.*}}] : memref<?x?xf16>

@@ -54,7 +54,7 @@ CONFIG_ATTR = "relax.schedule_config"
 class ScheduleRule:
     """A GPU schedule for one kernel kind (see the module docstring)."""
 
-    #: the knob family (the tuning database's ``family``)
+    #: the rule's name (its knob space: ``gpu_<name>``)
     name: str = ""
     #: the kernel kinds (relax.kernel_kind) the rule takes
     kinds: tuple[str, ...] = ()
@@ -103,6 +103,14 @@ def subgroup(t: Target) -> Optional[int]:
 
 # -- matmul: GEMM tiles, GEMV, a thread per element ----------------------------------------
 
+def gemv_vector(target: Target, dtype: str) -> int:
+    """Columns per GEMV lane, one vector load of B each: 128 bits (4 x f32, 8 x f16) on cuda;
+    at most 4 components on vulkan (SPIR-V vectors of 8 need the Vector16 capability, which
+    Vulkan shaders do not have: f16 loads are 64 bits there)."""
+    bits = 16 if dtype == "f16" else 32
+    return 128 // bits if target.kind == "cuda" else 4
+
+
 def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
     cap, shared = t.max_threads_per_block or None, t.shared_memory_bytes or None   # 0: unknown
     threads = cfg["threads"] * cfg["threads"]
@@ -127,7 +135,8 @@ def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 class Matmul(ScheduleRule):
     """matmul / batch_matmul (+ fill, + elementwise epilogue): ``if M, N >= min_size``: the
     GEMM tiles (:mod:`relax_mlir.transforms.gpu.tile_matmul`); ``else if M <= gemv_rows``
-    (and B aligned for 4-wide loads): the GEMV (:mod:`relax_mlir.transforms.gpu.gemv`);
+    (and B aligned for its vector loads, :func:`gemv_vector`): the GEMV
+    (:mod:`relax_mlir.transforms.gpu.gemv`);
     else a thread per element of C. One launch per route, the fill and epilogue folded in."""
 
     name = "matmul"
@@ -154,7 +163,7 @@ class Matmul(ScheduleRule):
             knobs += (
                 Knob("gemv_rows", (1, 2, 4, 8), "M up to which the GEMV runs"),
                 Knob("gemv_lanes", tuple(v for v in (1, 2, 4, 8, 16, 32) if v <= sg),
-                     "GEMV: lanes along N per subgroup (4 columns each)"),
+                     "GEMV: lanes along N per subgroup (each a 128-bit load of B: gemv_vector)"),
                 Knob("gemv_k_subgroups", (1, 2, 4, 8), "GEMV: subgroups per workgroup splitting K"),
             )
         return Space("gpu_matmul", knobs, _matmul_rule, target)
@@ -180,7 +189,7 @@ class Matmul(ScheduleRule):
         routes = tile_matmul.tiled_routes(tiles, config["min_size"])
         if "gemv_rows" in config and len(routes) > 1:
             g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
-                               config["gemv_rows"])
+                               config["gemv_rows"], gemv_vector(target, dtype))
             routes.insert(1, (gemv.gemv_guard(g), gemv.build_gemv(g)))
         return tile_matmul.tile_kernel(fn, routes, (dtype,)) > 0
 

@@ -3,14 +3,13 @@
 Runs on bufferized kernels, before the generic fallback (relax-gpu-prepare-kernels and the
 parallel-loop route of :mod:`relax_mlir.pipelines.gpu`), which takes what no rule rewrote.
 The target is the module's (``relax.target``, recorded by compile()); a module without one
-gets the GPU defaults of the ``kind`` option. Knob values come, in that order, from the
-kernel's ``relax.schedule_config`` (an invalid one is an error at the kernel), from
-``overrides`` (a compile's ``schedule_config``: ``gemv_lanes=4:gemv_k_subgroups=8``, for every
-kernel whose rule has the knob), from the
-tuning database of ``tuning-db`` (the CPU schedules' SQLite file, ``compile(...,
-tuning_db=)``: a record keyed by the kernel's structural hash here, :func:`.rules.target_key`
-and the module's size bucket; a record the rule rejects is ignored) and from the rule's
-defaults.
+gets the GPU defaults of the ``kind`` option. Knob values, later ones winning: the rule's
+defaults; ``overrides`` (a compile's ``schedule_config``: ``gemv_lanes=4:gemv_k_subgroups=8``,
+for every kernel whose rule has the knob); then either the kernel's ``relax.schedule_config``
+(an invalid one is an error at the kernel) or, without it, the record of the ``tuning-db``
+database (the CPU schedules' SQLite file, ``compile(..., tuning_db=)``: keyed by the kernel's
+structural hash here, :func:`.rules.target_key` and the module's size bucket; a record the
+rule rejects is ignored).
 """
 
 from __future__ import annotations

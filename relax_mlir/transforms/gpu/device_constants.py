@@ -22,6 +22,7 @@ from mlir.dialects import bufferization
 
 from ..graph import top_ops
 from ..registry import register_pass
+from .launch_builder import KERNEL_ATTR
 
 
 @register_pass("relax-gpu-device-constants",
@@ -30,7 +31,7 @@ from ..registry import register_pass
 def relax_gpu_device_constants(module: ir.Operation, opts) -> None:
     consts: list[ir.Operation] = []
     for o in top_ops(module):
-        if o.name != "func.func" or "relax.kernel" in o.attributes or not o.regions[0].blocks:
+        if o.name != "func.func" or KERNEL_ATTR in o.attributes or not o.regions[0].blocks:
             continue
 
         def visit(inner):

@@ -29,6 +29,9 @@ symbolic in the new sequence length ``s`` (and the past length ``p``):
 The graph functions call the layer functions (one decoder layer, its weights as
 arguments) once per layer through ``relax.call``: a layer's code exists once, so compile
 time does not grow with depth (12 layers inline: ~2x longer, in quadratic graph passes).
+Layers whose weights are stored in different formats (``LMConfig.layer_formats``: a Q4_K_M
+file mixes types by layer) get one variant of each layer function per distinct format tuple
+it depends on (``layer_qkv_1``, ...; :meth:`LlamaModel.layer_function`).
 The layer functions take the cache as tensors and return the new keys/values; the state
 ops (which name the layer's state) live in ``prefill``/``extend``.
 

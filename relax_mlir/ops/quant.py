@@ -168,13 +168,14 @@ def _dequantizer(kb, fmt: str, w: str):
             # is the low nibble of byte j, j >= 16 the high nibble of byte j - 16; q5: plus
             # bit j of qh times 16
             head = {"q4_0": 2, "q4_1": 4, "q5_0": 6, "q5_1": 8}[fmt]
+            d = f16_at(row, base)
             q = bits(byte(row, add(at_(head), rem(j, 16))), mul(div(j, 16), 4), 15)
             if fmt in ("q5_0", "q5_1"):
                 qh = byte(row, add(at_(head - 4), div(j, 8)))
                 q = kb.bin("arith.ori", q, kb.bin("arith.shli", bits(qh, rem(j, 8), 1), i32(4), "i32"), "i32")
             if fmt in ("q4_0", "q5_0"):
                 q = kb.bin("arith.subi", q, i32(8 if fmt == "q4_0" else 16), "i32")
-            v = fmul(f32(q), f16_at(row, base))
+            v = fmul(f32(q), d)
             if fmt in ("q4_1", "q5_1"):
                 v = kb.bin("arith.addf", v, f16_at(row, at_(2)), "f32")
             return v

@@ -18,6 +18,7 @@ Three layers, so that a machine without an NVIDIA GPU still tests all it can:
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -258,10 +259,22 @@ def test_fake_device_selection(fake, monkeypatch):
         curt.CudaDevice("5", fake)
 
 
-def test_fake_device_without_managed_memory(fake, monkeypatch):
+def test_fake_device_memory_is_not_host_memory(fake, monkeypatch):
+    """Buffers are plain device memory (cuMemAlloc, no managed memory needed): the fake hands
+    out addresses the host cannot dereference; data moves only through the driver's copies."""
     monkeypatch.setenv("FAKE_CUDA_MANAGED", "0")
-    with pytest.raises(curt.CudaUnavailable, match=r"^device 'Fake GPU 0' does not support managed memory"):
-        curt.CudaDevice(None, fake)
+    dev = curt.CudaDevice(None, fake)
+    buf = dev.alloc(1000)
+    fake.lib.fake_is_device.restype = ctypes.c_int
+    assert fake.lib.fake_is_device(ctypes.c_uint64(buf.address)) == 1
+    a = np.arange(250, dtype=np.float32)
+    dev.upload(buf, a.ctypes.data, a.nbytes)
+    back = np.empty_like(a)
+    dev.download(back.ctypes.data, buf, a.nbytes)
+    np.testing.assert_array_equal(back, a)
+    with pytest.raises(curt.CudaError, match=r"cuMemcpyHtoD\(4 bytes\) failed: CUDA error 1"):
+        dev.to_device(a.ctypes.data, a.ctypes.data, 4)      # a host address is no device buffer
+    dev.release(buf)
 
 
 def test_fake_device_limits_and_memory(fake, monkeypatch):
@@ -334,11 +347,15 @@ exe = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg), targ
 params = models.mlp_params(cfg, np.random.default_rng(0))
 out["repr"] = repr(exe)
 out["calls"] = {}
-for n in (1, 7, 130):
+out["call_stats"] = []
+for n in (1, 7, 130, 7):
     before = launches()
     y = exe(np.ones((n, 8), np.float32), *params)
     out["calls"][n] = [list(y.shape), str(y.dtype), [list(grids[3 * k:3 * k + 3]) for k in range(before, launches())]]
+    out["call_stats"].append(exe.cuda_call_stats)
 out["stats"] = exe.cuda_stats
+out["fake_counts"] = {k: ctypes.c_long.in_dll(fake, "fake_" + k).value
+                      for k in ("direct_launches", "graph_launches", "instantiations", "updates")}
 out["shape_error"] = err(lambda: exe(np.ones((3, 9), np.float32), *params))
 dev_params = [exe.upload(p) for p in params]
 out["upload_roundtrip"] = bool(np.array_equal(dev_params[1].numpy(), params[1]))
@@ -451,8 +468,22 @@ def test_fake_run_mlp_host_path(fake_run):
     # route: rows on grid x, blocks of 64 columns on y; n = 130 (>= 32) but 16 or 4 columns:
     # still the small route
     assert fake_run["calls"] == {str(n): [[n, 4], "float32", [[n, 1, 1]] * 2] for n in (1, 7, 130)}
-    # each call stages x and the 4 parameters (848 bytes): not uploaded ones
-    assert fake_run["stats"] == {"calls": 3, "launches": 6, "uploads": 15, "upload_bytes": (1 + 7 + 130) * 32 + 3 * 848}
+    # per call: x and the 4 parameters copied in (848 bytes: not uploaded ones), the result
+    # copied out, 7 pool buffers (5 staged, the hidden layer, the result), one synchronization,
+    # the two kernels as one CUDA graph: instantiated by the first call, updated in place by the
+    # others (the same kernels, other sizes); new device memory only for sizes the pool has not
+    # seen (7 rows after 1, 130 and 7: none)
+    first = {"launches": 2, "copies_in": 5, "copies_out": 1, "device_copies": 0, "syncs": 1, "buffers": 7,
+             "graph_launches": 1, "graph_builds": 1, "graph_updates": 0}
+    later = dict(first, graph_builds=0, graph_updates=1)
+    got = [{k: v for k, v in c.items() if k != "allocations"} for c in fake_run["call_stats"]]
+    assert got == [first, later, later, later]
+    assert [c["allocations"] for c in fake_run["call_stats"]][0] == 7
+    assert [c["allocations"] for c in fake_run["call_stats"]][3] == 0
+    assert fake_run["stats"]["calls"] == 4 and fake_run["stats"]["uploads"] == 20
+    assert fake_run["stats"]["upload_bytes"] == (1 + 7 + 130 + 7) * 32 + 4 * 848
+    # the fake driver saw no direct launch: each call replayed its graph
+    assert fake_run["fake_counts"] == {"direct_launches": 0, "graph_launches": 4, "instantiations": 1, "updates": 3}
 
 
 def test_fake_run_errors_of_the_cpu_target(fake_run):

@@ -75,7 +75,8 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
     check_options(workgroup_size, chip, fmt, max_threads)
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
     return [("graph", graph), ("host", host),
-            ("codegen", bufferize_stage() + kernel_stage(workgroup_size) + nvvm_stage(chip, fmt) + host_stage())]
+            ("codegen", bufferize_stage() + kernel_stage(workgroup_size) + ["relax-cuda-host"] + nvvm_stage(chip, fmt)
+             + host_stage())]
 
 
 @register_pipeline("cuda", "relax IR to host LLVM code + PTX kernels (NVVM): the vulkan target's GPU kernels "

@@ -156,8 +156,9 @@ _OPTIONAL = {
 #: call's stream is captured)
 _STREAM_NON_BLOCKING = 1
 _CAPTURE_RELAXED = 2
-#: graph executables kept per graph function (tried in turn by cuGraphExecUpdate)
-GRAPHS_PER_FUNCTION = 4
+#: graph executables kept per graph function (one per topology: e.g. a kernel's vector or
+#: scalar variant chosen by the sizes)
+GRAPHS_PER_FUNCTION = 8
 
 
 class Driver:
@@ -249,9 +250,9 @@ class CudaDevice(BufferPool):
         self.shared_memory, self.warp_size = attrs["shared_memory"], attrs["warp_size"]
         self.max_alloc = drv.out("cuDeviceTotalMem", ctypes.c_size_t, self.handle)
         self.context = drv.out("cuDevicePrimaryCtxRetain", ctypes.c_void_p, self.handle, exc=CudaUnavailable)
-        #: whether the driver has the graph entry points (CUDA 12) and RELAX_MLIR_CUDA_GRAPHS is not 0
-        self.graphs = drv.cuGraphExecUpdate is not None and drv.cuStreamBeginCapture is not None \
-            and config.cuda_graphs()
+        #: whether the driver has the graph entry points (CUDA 12); calls use them unless
+        #: RELAX_MLIR_CUDA_GRAPHS=0
+        self.graphs = drv.cuGraphExecUpdate is not None and drv.cuStreamBeginCapture is not None
         self.lock = threading.Lock()
         #: why the context cannot be used any more (a kernel faulted or timed out), else None
         self.broken: Optional[str] = None
@@ -459,6 +460,7 @@ class CallState(CallHooks):
         self._name = ""
         self._capturing = False
         self._locked = False
+        self.topology = 0
 
     def begin(self, session=None) -> None:
         if self.dev.broken:
@@ -496,7 +498,7 @@ class CallState(CallHooks):
     def start(self, name: str) -> None:
         """Before the host function: capture the stream into a graph (graphs on)."""
         self._name = name
-        if self.dev.graphs:
+        if self.dev.graphs and config.cuda_graphs():
             r = self.dev.drv.cuStreamBeginCapture(self.stream, _CAPTURE_RELAXED)
             if r != CUDA_SUCCESS:
                 raise self.dev.fail(r, "cuStreamBeginCapture")
@@ -506,6 +508,7 @@ class CallState(CallHooks):
         """After the host function: end the capture, raise what the compiled path recorded."""
         slots = self.rt.slots
         self.launches = slots[SLOTS["launches"]]
+        self.topology = slots[SLOTS["topology"]]
         self.counts["device_copies"] += slots[SLOTS["copies"]]
         if self._capturing:
             self._capturing = False
@@ -628,8 +631,8 @@ class CudaRuntime:
         self.call_lock = threading.RLock()
         #: the state block of the compiled launch path (set once the engine is built)
         self.slots = (ctypes.c_int64 * NSLOTS)()
-        #: graph function -> graph executables, most recently used last
-        self.graphs: dict[str, list[int]] = {}
+        #: graph function -> {(function, topology): graph executable}, least recently used first
+        self.graphs: dict[str, dict[tuple[str, int], int]] = {}
         self.constants: list = []
         self._default_stream = 0
         self.callbacks: dict[str, object] = {
@@ -726,18 +729,21 @@ class CudaRuntime:
         return CudaError(f"kernel {label}: {block} threads per block exceed the device's {dev.max_threads}")
 
     def launch_graph(self, st: CallState, graph: int) -> None:
-        """Launch a call's captured graph: update one of the function's executables in place
-        when the topology is unchanged (same kernels and copies in the same order: only the
-        sizes, grids and pointers differ), else instantiate a new one."""
+        """Launch a call's captured graph. Its executable is the one of the same graph function
+        and topology (the kernels and copies issued, in order, hashed by the compiled path):
+        updated in place (``cuGraphExecUpdate``: only sizes, grids and pointers differ), else
+        instantiated (the first call of a topology, or an update the driver refused)."""
         drv = self.dev.drv
-        execs = self.graphs.setdefault(st._name, [])
-        info = (ctypes.c_int64 * 4)()
-        chosen = None
-        for k in range(len(execs) - 1, -1, -1):
-            if drv.cuGraphExecUpdate(execs[k], graph, info) == CUDA_SUCCESS:
-                chosen = execs.pop(k)
+        key = (st._name, st.topology)
+        execs = self.graphs.setdefault(st._name, {})
+        chosen = execs.pop(key, None)
+        if chosen is not None:
+            info = (ctypes.c_int64 * 4)()
+            if drv.cuGraphExecUpdate(chosen, graph, info) == CUDA_SUCCESS:
                 st.counts["graph_updates"] += 1
-                break
+            else:
+                drv.cuGraphExecDestroy(chosen)
+                chosen = None
         if chosen is None:
             e = ctypes.c_void_p()
             r = drv.cuGraphInstantiateWithFlags(ctypes.byref(e), graph, 0)
@@ -745,9 +751,9 @@ class CudaRuntime:
                 raise self.dev.fail(r, f"cuGraphInstantiate (@{st._name})")
             chosen = e.value
             st.counts["graph_builds"] += 1
-            if len(execs) >= GRAPHS_PER_FUNCTION:
-                drv.cuGraphExecDestroy(execs.pop(0))
-        execs.append(chosen)
+            if len(execs) >= GRAPHS_PER_FUNCTION:      # the least recently used one goes
+                drv.cuGraphExecDestroy(execs.pop(next(iter(execs))))
+        execs[key] = chosen
         r = drv.cuGraphLaunch(chosen, st.stream)
         if r != CUDA_SUCCESS:
             raise self.dev.fail(r, f"cuGraphLaunch (@{st._name})")

@@ -11,6 +11,8 @@ host module itself, so the JIT inlines them into the generated code:
   per launch: the runtime synchronizes once per call;
 * a launch checks the grid and block against the device's limits (a few compares), skips an
   empty grid, calls ``cuLaunchKernel`` and counts it; a copy calls ``cuMemcpyDtoDAsync``;
+  both fold what they issued into the call's *topology* hash (the kernel handles and copies in
+  order), which picks the CUDA graph executable the call's capture can update;
 * the first failure (its kind, CUresult, kernel, grid and block) is recorded in the state block
   and later launches do nothing; the runtime raises it when the host function returns;
 * with ``RELAX_MLIR_CUDA_CHECK=1`` every launch first calls back into Python
@@ -26,7 +28,7 @@ from __future__ import annotations
 #: slot index of each field of the state block
 SLOTS = {name: k for k, name in enumerate([
     "stream", "error", "code", "function", "gx", "gy", "gz", "bx", "by", "bz", "launches", "copies",
-    "max_gx", "max_gy", "max_gz", "max_bx", "max_by", "max_bz", "max_threads", "check", "bytes"])}
+    "max_gx", "max_gy", "max_gz", "max_bx", "max_by", "max_bz", "max_threads", "check", "topology"])}
 NSLOTS = 24
 STATE = "_mlir_relax_cuda_rt"
 #: error kinds recorded in slot ``error``
@@ -78,6 +80,15 @@ module {{
     {_slot("bz", "o8")}    llvm.store %bz, %o8p : i64, !llvm.ptr
     llvm.br ^out
   ^out:
+    llvm.return
+  }}
+
+  // topology = topology * FNV prime + what was issued (a kernel handle; 1: a copy)
+  llvm.func internal @relax_cuda_topology(%x: i64) {{
+    {_RT}    {_slot("topology", "t")}    %prime = llvm.mlir.constant(1099511628211 : i64) : i64
+    %tm = llvm.mul %t, %prime : i64
+    %t1 = llvm.add %tm, %x : i64
+    llvm.store %t1, %tp : i64, !llvm.ptr
     llvm.return
   }}
 
@@ -172,6 +183,8 @@ module {{
     {_slot("launches", "nl")}    %c1 = llvm.mlir.constant(1 : i64) : i64
     %nl1 = llvm.add %nl, %c1 : i64
     llvm.store %nl1, %nlp : i64, !llvm.ptr
+    %fi = llvm.ptrtoint %f : !llvm.ptr to i64
+    llvm.call @relax_cuda_topology(%fi) : (i64) -> ()
     llvm.br ^out
   ^out:
     llvm.return
@@ -199,6 +212,7 @@ module {{
     {_slot("copies", "nc")}    %c1 = llvm.mlir.constant(1 : i64) : i64
     %nc1 = llvm.add %nc, %c1 : i64
     llvm.store %nc1, %ncp : i64, !llvm.ptr
+    llvm.call @relax_cuda_topology(%c1) : (i64) -> ()
     llvm.br ^out
   ^out:
     llvm.return

@@ -343,3 +343,64 @@ def test_fake_cuda_state_in_managed_memory(fake_state_run):
 def test_fake_cuda_bind_params_uploads_the_weights_once(fake_state_run):
     # 4 weights (8x16, 16, 16x4, 4 f32) at bind time; then x only per call; 2 launches per call
     assert fake_state_run["bind"] == [4, 848, 3, (1 + 7 + 130) * 32, 6]
+
+
+#: a tiny Llama (2 layers) through CausalLM on the fake driver: prefill, then decode steps
+FAKE_DECODE = r"""
+import torch, transformers
+from relax_mlir.llm import CausalLM
+
+counter = lambda name: ctypes.c_long.in_dll(fake, "fake_" + name).value
+torch.manual_seed(0)
+cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+lm = CausalLM.from_hf(transformers.LlamaForCausalLM(cfg).eval(), max_seq_len=64, target="cuda")
+out = {"warmup": []}
+for j in range(9):    # warm-up: a first generation (pool buffers and graphs for these lengths)
+    lm.prefill(np.arange(1, 6, dtype=np.int64)) if j == 0 else lm.decode(j)
+    out["warmup"].append(lm.exe.cuda_call_stats)
+lm.reset()
+lm.prefill(np.arange(1, 6, dtype=np.int64))
+out["prefill"] = lm.exe.cuda_call_stats
+out["steps"] = []
+for j in range(8):
+    before = {k: counter(k) for k in ("launches", "direct_launches", "graph_launches", "htod", "dtoh", "allocs")}
+    lm.decode(j + 1)
+    fake_delta = {k: counter(k) - v for k, v in before.items()}
+    out["steps"].append([lm.exe.cuda_call_stats, fake_delta])
+os.environ["RELAX_MLIR_CUDA_GRAPHS"] = "0"
+before = (counter("direct_launches"), counter("graph_launches"))
+lm.decode(9)
+out["no_graphs"] = [lm.exe.cuda_call_stats, counter("direct_launches") - before[0], counter("graph_launches") - before[1]]
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_fake_cuda_decode_replays_a_graph(tmp_path):
+    """A decode step is one CUDA graph launch: its kernels run as the graph's nodes (none launched
+    directly), the token copied in, the logits out, one synchronization; after a first
+    generation no new device memory and no new graph: the KV length changes every step, so the
+    step's executable (one per topology: kernel variants chosen by the sizes) is updated in
+    place (cuGraphExecUpdate)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from test_cuda import FAKE_PRELUDE, run_fake
+    r = run_fake(tmp_path, FAKE_PRELUDE + FAKE_DECODE)
+    warm = r["warmup"]
+    assert all(st["syncs"] == 1 and st["graph_launches"] == 1 for st in warm)
+    # new device memory only for the first call of each function and where a KV-length-sized
+    # buffer outgrows its power-of-two size class
+    assert warm[0]["allocations"] > 0 and warm[1]["allocations"] > 0
+    assert sum(st["allocations"] for st in warm[2:]) < warm[1]["allocations"]
+    assert sum(st["graph_builds"] for st in warm[1:]) <= 3       # decode topologies
+    assert (r["prefill"]["allocations"], r["prefill"]["graph_builds"], r["prefill"]["graph_updates"]) == (0, 0, 1)
+    for k, (st, fake) in enumerate(r["steps"]):
+        # 2 layers x (K, V) rows written into the state, device to device, and the rope table's
+        # constant copied from its device copy: no host code touches device memory
+        assert (st["syncs"], st["graph_launches"], st["copies_in"], st["copies_out"]) == (1, 1, 1, 1), st
+        assert (st["allocations"], st["graph_builds"], st["graph_updates"]) == (0, 0, 1), (k, st)
+        assert st["device_copies"] == 6 and st["launches"] > 50, st
+        assert fake == {"launches": st["launches"], "direct_launches": 0, "graph_launches": 1, "htod": 1, "dtoh": 1,
+                        "allocs": 0}, (k, st, fake)
+    st, direct, graphs = r["no_graphs"]     # RELAX_MLIR_CUDA_GRAPHS=0: the same kernels, launched directly
+    assert (direct, graphs, st["graph_launches"], st["syncs"]) == (st["launches"], 0, 0, 1)

@@ -73,7 +73,9 @@ def check_options(workgroup_size: int, chip: str, fmt: str = "isa", max_threads:
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
            fmt: str = "isa", max_threads: Optional[int] = None) -> list[tuple[str, list[str]]]:
     check_options(workgroup_size, chip, fmt, max_threads)
-    graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
+    # memory planning on: the workspace is a device buffer of the session (intermediates at
+    # their upper bounds, allocated once); library dispatch off (host BLAS)
+    graph, host = _graph_and_host(fusion, True, False, None, "cpu", "cpu")
     return [("graph", graph), ("host", host),
             ("codegen", bufferize_stage() + kernel_stage(workgroup_size) + ["relax-cuda-host"] + nvvm_stage(chip, fmt)
              + host_stage())]

@@ -927,17 +927,6 @@ def launch_kinds(module) -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def check_module(metadata: dict) -> None:
-    """Refuse what the cuda runtime cannot run yet, before looking for a device."""
-    from ..errors import CompileError
-    from .abi import ExecutableMetadata
-
-    meta = ExecutableMetadata.from_json(metadata)
-    if meta.total_workspace():
-        raise CompileError("the cuda target cannot run a planned workspace (relax-plan-memory): its arena "
-                           "would be host memory the kernels cannot reach")
-
-
 def cuda_runtime(module, metadata: dict, libraries: list[str], options):
     """The cuda target's runtime factory: the host code JIT-compiled with MLIR's CUDA
     runtime library and this module's callbacks; the kernels' PTX is loaded (JIT-compiled
@@ -949,7 +938,6 @@ def cuda_runtime(module, metadata: dict, libraries: list[str], options):
     from ..transforms.gpu.cuda_host import CONSTANTS_ATTR
     from .cuda_launch import DRIVER_SYMBOLS, link
 
-    check_module(metadata)
     dev = device()
     lib = mlir_cuda_library()
     _bind_mlir_runtime(dev, lib)

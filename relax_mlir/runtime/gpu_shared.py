@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import weakref
 from collections.abc import Mapping
 
 import numpy as np
@@ -314,6 +315,16 @@ class DeviceSession(Session):
 
     def _state_mapping(self) -> DeviceState:
         return DeviceState()
+
+    def _new_workspace(self, nbytes: int) -> int:
+        """The workspace (relax-plan-memory's arenas) is a device buffer of the pool, not
+        initialized (calls write their intermediates before reading them)."""
+        if not nbytes:
+            return 0
+        dev = self.exe._runtime.dev
+        buf = dev.alloc(nbytes)
+        weakref.finalize(self, dev.release, buf)
+        return buf.address
 
     def _new_state(self, name: str, shape: tuple, dtype: np.dtype, nbytes: int) -> int:
         buf = self.state.buffers[name] = DeviceArray(self.exe._runtime.dev, np.zeros(shape, dtype))

@@ -171,6 +171,9 @@ def main() -> int:
     ap.add_argument("--without-vector", action="store_true",
                     help="also compile each GPU target without relax-gpu-vector-elementwise")
     ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
+    ap.add_argument("--stats", action="store_true",
+                    help="after each case, print each cuda executable's last call: launches, host<->device "
+                         "copies, synchronizations, allocations, graphs (exe.cuda_call_stats)")
     args = ap.parse_args()
     reps = 3 if args.quick else 7
     targets = [t for t in args.targets.split(",") if t]
@@ -198,6 +201,10 @@ def main() -> int:
         labels = labels or list(t)
         rows.append((name, t, max(l0, os.getloadavg()[0])))
         print(f"{name}: " + " / ".join(f"{k} {v:.3f}" for k, v in t.items()) + " ms", file=sys.stderr)
+        if args.stats:
+            for label, exe in exes.items():
+                if hasattr(exe, "cuda_call_stats"):
+                    print(f"  {name} on {label}: {exe.cuda_call_stats}", file=sys.stderr)
     print(f"{os.cpu_count()} cores; load average (1 min) per row; milliseconds per call, inputs from and "
           "outputs to numpy (GPU targets: weights uploaded once); lavapipe = Mesa's software Vulkan")
     print()

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -372,6 +373,13 @@ os.environ["RELAX_MLIR_CUDA_GRAPHS"] = "0"
 before = (counter("direct_launches"), counter("graph_launches"))
 lm.decode(9)
 out["no_graphs"] = [lm.exe.cuda_call_stats, counter("direct_launches") - before[0], counter("graph_launches") - before[1]]
+del os.environ["RELAX_MLIR_CUDA_GRAPHS"]
+import contextlib, io
+from relax_mlir.llm import cli
+text = io.StringIO()
+with contextlib.redirect_stdout(text):
+    out["cli"] = cli.main(["--size", "tiny", "--target", "cuda", "-n", "6", "--stats"])
+out["cli_text"] = text.getvalue().splitlines()[-2:]
 print("FAKE-RUN " + json.dumps(out))
 """
 
@@ -404,3 +412,11 @@ def test_fake_cuda_decode_replays_a_graph(tmp_path):
                         "allocs": 0}, (k, st, fake)
     st, direct, graphs = r["no_graphs"]     # RELAX_MLIR_CUDA_GRAPHS=0: the same kernels, launched directly
     assert (direct, graphs, st["graph_launches"], st["syncs"]) == (st["launches"], 0, 0, 1)
+    # the llm CLI's --stats view: the prefill and the last decode step
+    assert r["cli"] == 0
+    prefill, step = r["cli_text"]
+    assert re.fullmatch(r"prefill: \d+ kernel launches \(1 graph launch\(es\), 0 built, 1 updated\), 1 copies in, "
+                        r"1 out, 6 device copies, 1 sync\(s\), 0 allocation\(s\), \d+ pool buffers", prefill), prefill
+    assert re.fullmatch(r"decode step \(the last\): \d+ kernel launches \(1 graph launch\(es\), 0 built, 1 updated\), "
+                        r"1 copies in, 1 out, 6 device copies, 1 sync\(s\), 0 allocation\(s\), \d+ pool buffers",
+                        step), step

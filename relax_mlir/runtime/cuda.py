@@ -1,4 +1,4 @@
-"""The CUDA runtime of the ``cuda`` target: PTX kernels, host code JIT-compiled, managed memory.
+"""The CUDA runtime of the ``cuda`` target: PTX kernels, host code JIT-compiled, device memory.
 
 ::
 
@@ -6,56 +6,49 @@
     y = exe(x, w)                                  # numpy in, numpy out, any valid shape
     w_dev = exe.upload(w)                          # a DeviceArray: stays in device memory
     y = exe(x, w_dev)                              # ... and is not copied again per call
+    exe.cuda_call_stats                            # launches, copies, syncs, allocations, graphs
 
 How a call runs. The graph function and the host halves of the kernels are host code
 (the MLIR ExecutionEngine), so shape computation and the run-time checks are exactly
-the cpu target's. The ``cuda`` pipeline lowers ``gpu.launch_func`` with upstream
-``gpu-to-llvm``: the translated host code embeds each kernel's PTX (or cubin), loads it in
-a global constructor (``mgpuModuleLoadJIT``; ``mgpuModuleLoad`` for a cubin) and launches a kernel as ``mgpuModuleGetFunction``,
-``mgpuStreamCreate``, ``mgpuLaunchKernel``, ``mgpuStreamSynchronize``,
-``mgpuStreamDestroy``: MLIR's CUDA runtime wrappers (the wheel's
-``libmlir_cuda_runtime.so``, linked into the engine; cuBLAS-free). Five of those symbols
-are provided by this module instead (ctypes callbacks registered with the engine, which
-resolves them before the library), because the library prints a failed driver call to
-stderr and carries on (a rejected launch would be a silently wrong result) and its
-synchronize cannot time out:
+the cpu target's. Upstream's translation of ``gpu.launch_func`` embeds each kernel's PTX
+(or cubin), loads it in a global constructor (``mgpuModuleLoadJIT`` / ``mgpuModuleLoad``:
+callbacks of this module, so that a kernel the driver rejects is a :class:`PtxError` with
+the driver's log, raised by ``compile()``) and launches through ``mgpuModuleGetFunction``,
+``mgpuStreamCreate``, ``mgpuLaunchKernel``, ``mgpuStreamSynchronize``, ``mgpuStreamDestroy``.
+Those five are defined in the host module itself (:mod:`.cuda_launch`, LLVM dialect): no
+Python, no stream creation and no synchronization per launch; the launch checks the grid and
+block against the device's limits, calls ``cuLaunchKernel`` on the call's stream and records
+the first failure, which is raised as a :class:`CudaError` when the host function returns.
+``RELAX_MLIR_CUDA_CHECK=1`` adds a Python check of every pointer parameter (debugging).
 
-* ``mgpuModuleLoadJIT`` / ``mgpuModuleLoad``: the driver JIT-compiles the PTX (or loads
-  the cubin) with an error log; a rejected kernel is a :class:`PtxError` carrying the
-  log, raised by ``compile()``;
-* ``mgpuModuleGetFunction``: remembers which kernel each function handle is;
-* ``mgpuLaunchKernel``: checks the grid and block against the device's limits and that
-  every pointer argument lies in this runtime's device memory (a host pointer would
-  fault the device and poison the CUDA context for the whole process), then
-  ``cuLaunchKernel``; its error code becomes a :class:`CudaError`;
-* ``mgpuStreamSynchronize``: polls ``cuStreamQuery`` until the kernel is done, at most
-  ``RELAX_MLIR_CUDA_TIMEOUT_S`` seconds (default 60): a ``TimeoutError``, never a hang.
+Per call (:class:`CallState`): the arguments are copied in (``cuMemcpyHtoDAsync``, one per
+argument; DeviceArrays are not copied), the session's stream is captured into a CUDA graph
+while the host code runs (``cuStreamBeginCapture``; ``RELAX_MLIR_CUDA_GRAPHS=0``: direct
+launches), the graph is launched (the function's executable of the same *topology* updated
+in place with ``cuGraphExecUpdate``, else instantiated), the stream is synchronized once
+(``cuStreamQuery`` polled, at most ``RELAX_MLIR_CUDA_TIMEOUT_S`` seconds: a ``TimeoutError``,
+never a hang), and each result is copied out (``cuMemcpyDtoH``). Why capture every call and
+update, rather than replay one graph: sizes are symbolic (the KV length of a decode step
+changes every step), so grids, scalar arguments and buffer addresses change between calls;
+an update keeps the instantiated executable and replaces only node parameters.
 
-The library keeps the stream creation and module unloading; its primary-context
-handling is pinned to the selected device (``mgpuSetDefaultDevice``) when the first
-executable is built.
-
-Memory: managed memory (``cuMemAllocManaged``), through the allocation hooks of
-``finalize-memref-to-llvm{use-generic-functions=true}`` (``_mlir_memref_to_llvm_alloc`` /
-``_free``), the same hooks as the vulkan runtime. Why managed rather than device memory
-with explicit copies, or ``gpu.alloc host_shared``: the host code reads and writes its
-buffers as ordinary pointers (memref descriptors, ``memref.copy`` lowered to ``memcpy``,
-results read back by Python), so a buffer must be addressable from both sides with one
-address; managed memory is exactly that, needs no change to the host lowering, and
-migrates pages to the GPU on first touch there. Every launch is synchronized before
-the host code continues (upstream's lowering of a launch without an async token), so
-the host never touches a page the GPU is using. Buffers come from a per-device pool in
-power-of-two size classes (:class:`~relax_mlir.runtime.gpu_shared.BufferPool`) and
-return to it when the call ends; arguments are copied into them, results copied out.
+Memory: plain device memory (``cuMemAlloc``), which the host never dereferences. Buffers
+come from a per-device pool in power-of-two size classes
+(:class:`~relax_mlir.runtime.gpu_shared.BufferPool`): call buffers through the allocation
+hooks of ``finalize-memref-to-llvm{use-generic-functions=true}`` (``_mlir_memref_to_llvm_alloc``,
+back to the pool when the call ends), each session's workspace (relax-plan-memory's arenas)
+and state buffers. relax-cuda-host makes the host code's own accesses host memory (shape
+buffers on the stack) and its copies device copies (state writes; host constants uploaded
+once per executable).
 
 Device selection: ``RELAX_MLIR_CUDA_DEVICE`` (an index, or a substring of the device
 name), else device 0 (``CUDA_VISIBLE_DEVICES`` applies as usual); one device per process
 (the MLIR runtime library keeps one context). Errors are Python exceptions naming the
-cause: :class:`CudaUnavailable` (no ``libcuda.so.1``, no device, no managed memory, a bad
-selector, no ``libmlir_cuda_runtime.so``), :class:`PtxError` (the driver rejects a
-kernel), :class:`CudaError` (a failed launch or kernel, with the driver's error name; after
-a fault such as an illegal address the CUDA context is unusable and every later call
-says so), ``MemoryError`` (out of device memory), ``TimeoutError``.
+cause: :class:`CudaUnavailable` (no ``libcuda.so.1``, no device, a bad selector, no
+``libmlir_cuda_runtime.so``), :class:`PtxError` (the driver rejects a kernel),
+:class:`CudaError` (a failed launch or kernel, with the driver's error name; after a fault
+such as an illegal address the CUDA context is unusable and every later call says so),
+``MemoryError`` (out of device memory), ``TimeoutError``.
 """
 
 from __future__ import annotations

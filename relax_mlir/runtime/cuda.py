@@ -62,8 +62,8 @@ import weakref
 from typing import Optional
 
 from .. import config
-from .cuda_launch import CHECK_HOOK, COPY, LAUNCH, LIMIT, NSLOTS, SLOTS
-from .gpu_shared import ALLOC_FN, FREE_FN, BufferPool, CallHooks, DeviceExecutable, StagedFunction, add_stats, binaries
+from .cuda_launch import ALLOC_HOOK, ARENA_ALIGN, CHECK_HOOK, COPY, LAUNCH, LIMIT, NSLOTS, SLOTS
+from .gpu_shared import ALLOC_FN, BufferPool, CallHooks, DeviceExecutable, StagedFunction, add_stats, binaries
 
 LIBCUDA = "libcuda.so.1"
 
@@ -447,6 +447,7 @@ class CallState(CallHooks):
         self.launches = 0
         self.timed_out = False
         self.stream = 0
+        self.res: Optional[_SessionResources] = None
         self.counts: dict[str, int] = {}
         self._ctx = None
         self._graph = None
@@ -465,19 +466,42 @@ class CallState(CallHooks):
         self._created = self.dev.created
         self._ctx = self.dev.current()
         self._ctx.__enter__()
-        self.stream = self.rt.stream_of(session)
+        self.res = self.rt.resources(session)
+        self.stream = self.res.stream
         slots = self.rt.slots
         for k in range(len(slots)):
             if k < SLOTS["max_gx"] or k > SLOTS["check"]:
                 slots[k] = 0
         slots[SLOTS["stream"]] = self.stream
+        if self.res.arena is not None:
+            slots[SLOTS["arena"]], slots[SLOTS["arena_size"]] = self.res.arena.address, self.res.arena.size
         slots[SLOTS["check"]] = 1 if config.cuda_check_launches() else 0
 
     def alloc(self, nbytes: int) -> int:
+        """A call buffer: from the session's arena as the compiled allocation does (staged
+        arguments), else a pool buffer (what did not fit; also a fallback of the compiled one)."""
+        slots = self.rt.slots
+        size = -(-max(int(nbytes), 1) // ARENA_ALIGN) * ARENA_ALIGN
+        slots[SLOTS["arena_need"]] += size
+        top = slots[SLOTS["arena_top"]]
+        if slots[SLOTS["arena"]] and top + size <= slots[SLOTS["arena_size"]]:
+            slots[SLOTS["arena_top"]] = top + size
+            return slots[SLOTS["arena"]] + top
+        return self.pool_alloc(nbytes)
+
+    def pool_alloc(self, nbytes: int) -> int:
         buf = self.dev.alloc(nbytes)
         self.buffers.append(buf)
         self.counts["buffers"] += 1
         return buf.address
+
+    def grow_arena(self) -> None:
+        """The session's arena made as large as this call needed (the next call of the same
+        sizes allocates nothing)."""
+        try:
+            self.res.reserve(self.rt.slots[SLOTS["arena_need"]])
+        except MemoryError:
+            pass    # the next call takes pool buffers again
 
     def write(self, address: int, host: int, nbytes: int) -> None:
         """An argument to the device: an asynchronous copy on the call's stream (the driver has
@@ -582,6 +606,29 @@ class CallState(CallHooks):
             self.rt.call_lock.release()
 
 
+class _SessionResources:
+    """What one session's calls use on the device: a stream and the call arena."""
+
+    def __init__(self, dev: CudaDevice):
+        self.dev = dev
+        self.stream = dev.new_stream()
+        self.arena: Optional[DeviceBuffer] = None
+
+    def reserve(self, nbytes: int) -> None:
+        """An arena of at least ``nbytes`` (a pool buffer: sizes in powers of two)."""
+        if nbytes and (self.arena is None or self.arena.size < nbytes):
+            old, self.arena = self.arena, None
+            if old is not None:
+                self.dev.release(old)
+            self.arena = self.dev.alloc(nbytes)
+
+    def close(self) -> None:
+        if self.arena is not None:
+            self.dev.release(self.arena)
+            self.arena = None
+        self.dev.destroy_stream(self.stream)
+
+
 #: what a call counts (added to ``exe.cuda_stats``; ``exe.cuda_call_stats`` is the last call's)
 CALL_COUNTS = ("copies_in", "copies_out", "device_copies", "syncs", "allocations", "buffers", "graph_launches",
                "graph_builds", "graph_updates")
@@ -627,10 +674,9 @@ class CudaRuntime:
         #: graph function -> {(function, topology): graph executable}, least recently used first
         self.graphs: dict[str, dict[tuple[str, int], int]] = {}
         self.constants: list = []
-        self._default_stream = 0
+        self._default: Optional[_SessionResources] = None
         self.callbacks: dict[str, object] = {
-            "_mlir_memref_to_llvm_alloc": ALLOC_FN(self._alloc),
-            "_mlir_memref_to_llvm_free": FREE_FN(self._free),
+            ALLOC_HOOK: ALLOC_FN(self._alloc),
             "mgpuModuleLoadJIT": _LOAD(self._load_ptx),
             "mgpuModuleLoad": _LOAD_IMAGE(self._load_cubin),
             CHECK_HOOK: _CHECK(self._check_hook),
@@ -642,19 +688,20 @@ class CudaRuntime:
             st = self.local.state = CallState(self)
         return st
 
-    def stream_of(self, session) -> int:
-        """The session's stream (created on its first call, destroyed with it)."""
+    def resources(self, session) -> "_SessionResources":
+        """The session's stream and call arena (made on its first call, released with it)."""
         if session is None:
-            if not self._default_stream:
-                self._default_stream = self.dev.new_stream()
-            return self._default_stream
-        s = getattr(session, "_cuda_stream", 0)
-        if not s:
-            s = session._cuda_stream = self.dev.new_stream()
-            weakref.finalize(session, self.dev.destroy_stream, s)
-        return s
+            if self._default is None:
+                self._default = _SessionResources(self.dev)
+            return self._default
+        res = getattr(session, "_cuda_resources", None)
+        if res is None:
+            res = session._cuda_resources = _SessionResources(self.dev)
+            weakref.finalize(session, res.close)
+        return res
 
     def count(self, st: CallState, uploads: int, upload_bytes: int) -> None:
+        st.grow_arena()
         st.counts["allocations"] = self.dev.created - st._created
         self.last = {"launches": st.launches, **st.counts}
         add_stats(self, calls=1, launches=st.launches, uploads=uploads, upload_bytes=upload_bytes, **st.counts)
@@ -768,15 +815,12 @@ class CudaRuntime:
         if st is None:
             return 0
         try:
-            return st.alloc(max(int(nbytes), 4))
+            return st.pool_alloc(max(int(nbytes), 4))
         except MemoryError:
             return 0  # the compiled allocation check reports it as a MemoryError
         except BaseException as e:  # noqa: BLE001
             self._fail(st, e)
             return 0
-
-    def _free(self, ptr) -> None:
-        return None  # the call's buffers go back to the pool when the call ends
 
     def _load_ptx(self, data, opt_level) -> int:
         return self._load(lambda: ctypes.string_at(data))

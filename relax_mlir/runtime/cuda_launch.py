@@ -16,7 +16,14 @@ host module itself, so the JIT inlines them into the generated code:
 * the first failure (its kind, CUresult, kernel, grid and block) is recorded in the state block
   and later launches do nothing; the runtime raises it when the host function returns;
 * with ``RELAX_MLIR_CUDA_CHECK=1`` every launch first calls back into Python
-  (``relax_cuda_check_launch``: each pointer parameter in the runtime's device memory).
+  (``relax_cuda_check_launch``: each pointer parameter in the runtime's device memory);
+* call buffers (``_mlir_memref_to_llvm_alloc``, what ``finalize-memref-to-llvm
+  {use-generic-functions=true}`` calls) are carved from the session's arena, a device buffer
+  whose base and size the runtime writes into the state block before the call: a bump of
+  ``arena_top`` in :data:`ARENA_ALIGN` steps, freed all at once when the call ends
+  (``_mlir_memref_to_llvm_free`` does nothing); what does not fit calls back into Python
+  (``relax_cuda_alloc``: a pool buffer), and ``arena_need`` (every request's size) tells the
+  runtime how big to make the arena for the next call.
 
 The driver's entry points are bound by address (``relax_cu_*`` runtime symbols), so the path
 calls exactly the driver library the runtime loaded. The state block is the public global
@@ -28,8 +35,11 @@ from __future__ import annotations
 #: slot index of each field of the state block
 SLOTS = {name: k for k, name in enumerate([
     "stream", "error", "code", "function", "gx", "gy", "gz", "bx", "by", "bz", "launches", "copies",
-    "max_gx", "max_gy", "max_gz", "max_bx", "max_by", "max_bz", "max_threads", "check", "topology"])}
-NSLOTS = 24
+    "max_gx", "max_gy", "max_gz", "max_bx", "max_by", "max_bz", "max_threads", "check", "topology",
+    "arena", "arena_size", "arena_top", "arena_need"])}
+NSLOTS = 28
+#: call buffers are carved from the session's arena at this alignment (bytes)
+ARENA_ALIGN = 256
 STATE = "_mlir_relax_cuda_rt"
 #: error kinds recorded in slot ``error``
 LIMIT, LAUNCH, COPY, GET_FUNCTION = 1, 2, 3, 4
@@ -38,9 +48,11 @@ DRIVER_SYMBOLS = {"relax_cu_launch": "cuLaunchKernel", "relax_cu_copy": "cuMemcp
                   "relax_cu_get_function": "cuModuleGetFunction"}
 #: the Python hook of RELAX_MLIR_CUDA_CHECK=1
 CHECK_HOOK = "relax_cuda_check_launch"
+#: the Python allocation of a call buffer that does not fit the session's arena
+ALLOC_HOOK = "relax_cuda_alloc"
 #: functions defined here (a declaration of one of them in the host module is replaced)
 DEFINED = ("mgpuStreamCreate", "mgpuStreamSynchronize", "mgpuStreamDestroy", "mgpuModuleGetFunction",
-           "mgpuLaunchKernel", "relax_cuda_copy")
+           "mgpuLaunchKernel", "relax_cuda_copy", "_mlir_memref_to_llvm_alloc", "_mlir_memref_to_llvm_free")
 
 
 def _slot(k: str, name: str) -> str:
@@ -190,6 +202,30 @@ module {{
     llvm.return
   }}
 
+  llvm.func @{ALLOC_HOOK}(i64) -> !llvm.ptr
+  llvm.func @_mlir_memref_to_llvm_alloc(%n: i64) -> !llvm.ptr {{
+    {_RT}    %mask = llvm.mlir.constant({-ARENA_ALIGN} : i64) : i64
+    %round = llvm.mlir.constant({ARENA_ALIGN - 1} : i64) : i64
+    %n1 = llvm.add %n, %round : i64
+    %size = llvm.and %n1, %mask : i64
+    {_slot("arena_need", "need")}    %need1 = llvm.add %need, %size : i64
+    llvm.store %need1, %needp : i64, !llvm.ptr
+    {_slot("arena_top", "top")}    {_slot("arena_size", "cap")}    %top1 = llvm.add %top, %size : i64
+    %fits = llvm.icmp "sle" %top1, %cap : i64
+    llvm.cond_br %fits, ^bump, ^slow
+  ^bump:
+    {_slot("arena", "base")}    llvm.store %top1, %topp : i64, !llvm.ptr
+    %a = llvm.add %base, %top : i64
+    %p = llvm.inttoptr %a : i64 to !llvm.ptr
+    llvm.return %p : !llvm.ptr
+  ^slow:
+    %q = llvm.call @{ALLOC_HOOK}(%n) : (i64) -> !llvm.ptr
+    llvm.return %q : !llvm.ptr
+  }}
+  llvm.func @_mlir_memref_to_llvm_free(%p: !llvm.ptr) {{
+    llvm.return
+  }}
+
   llvm.func @relax_cuda_copy(%src: i64, %dst: i64, %n: i64) {{
     {_RT}    %c0 = llvm.mlir.constant(0 : i64) : i64
     %c0i = llvm.mlir.constant(0 : i32) : i32
@@ -239,5 +275,5 @@ def link(module) -> None:
         body.append(op.operation)
 
 
-__all__ = ["SLOTS", "NSLOTS", "STATE", "DRIVER_SYMBOLS", "CHECK_HOOK", "LIMIT", "LAUNCH", "COPY", "GET_FUNCTION",
+__all__ = ["SLOTS", "NSLOTS", "STATE", "DRIVER_SYMBOLS", "CHECK_HOOK", "ALLOC_HOOK", "ARENA_ALIGN", "LIMIT", "LAUNCH", "COPY", "GET_FUNCTION",
            "link"]

@@ -359,6 +359,9 @@ out["fake_counts"] = {k: ctypes.c_long.in_dll(fake, "fake_" + k).value
 out["shape_error"] = err(lambda: exe(np.ones((3, 9), np.float32), *params))
 dev_params = [exe.upload(p) for p in params]
 out["upload_roundtrip"] = bool(np.array_equal(dev_params[1].numpy(), params[1]))
+os.environ["RELAX_MLIR_CUDA_CHECK"] = "1"     # every launch's pointers checked in Python
+out["checked"] = err(lambda: exe(np.ones((3, 8), np.float32), *dev_params))
+del os.environ["RELAX_MLIR_CUDA_CHECK"]
 before = launches()
 exe(np.ones((2, 8), np.float32), *dev_params)
 out["upload_launches"] = launches() - before
@@ -496,6 +499,7 @@ def test_fake_run_errors_of_the_cpu_target(fake_run):
 
 def test_fake_run_uploaded_weights(fake_run):
     assert fake_run["upload_roundtrip"] is True and fake_run["upload_launches"] == 2
+    assert fake_run["checked"] is None      # RELAX_MLIR_CUDA_CHECK=1: every pointer in device memory
 
 
 def test_fake_run_launch_checks(fake_run):

@@ -895,7 +895,8 @@ class CudaExecutable(DeviceExecutable):
         bind_params), per call ``copies_in`` (argument copies), ``copies_out`` (result copies),
         ``device_copies`` (device-to-device copies of the host code: state writes, constants),
         ``syncs`` (stream synchronizations), ``allocations`` (``cuMemAlloc``: the pool had no
-        free buffer), ``buffers`` (pool buffers taken), ``graph_launches``, ``graph_builds``
+        free buffer, the arena grown), ``buffers`` (call buffers from the pool: what did not fit the
+        session's arena), ``graph_launches``, ``graph_builds``
         (instantiations), ``graph_updates`` (executables updated in place)."""
         return dict(self._runtime.stats)
 

@@ -578,8 +578,8 @@ class CallState(CallHooks):
                 time.sleep(min(0.005, 1e-5 * (polls - 2000)))
 
     def abandon(self) -> None:
-        """A failed call: stop capturing, drop its graph; wait for what was enqueued (the
-        staging copies) before the buffers go back to the pool."""
+        """After every call (a failed one included): stop capturing, drop a graph that was not
+        launched (the staging copies of pageable memory are complete when they return)."""
         if self._capturing:
             self._capturing = False
             g = ctypes.c_void_p()
@@ -588,8 +588,6 @@ class CallState(CallHooks):
         if self._graph:
             self.dev.drv.cuGraphDestroy(self._graph)
             self._graph = None
-        if self.stream and not self.timed_out and not self.dev.broken:
-            self.dev.drv.cuStreamQuery(self.stream)   # staging copies are synchronous for pageable memory
 
     def finish(self) -> None:
         """The call's buffers back to the pool, unless a kernel may still be using them

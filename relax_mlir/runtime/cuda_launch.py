@@ -13,6 +13,8 @@ host module itself, so the JIT inlines them into the generated code:
   empty grid, calls ``cuLaunchKernel`` and counts it; a copy calls ``cuMemcpyDtoDAsync``;
   both fold what they issued into the call's *topology* hash (the kernel handles and copies in
   order), which picks the CUDA graph executable the call's capture can update;
+* ``mgpuModuleGetFunction`` asks the driver once per kernel (a cache of handles by module and
+  name, open addressing);
 * the first failure (its kind, CUresult, kernel, grid and block) is recorded in the state block
   and later launches do nothing; the runtime raises it when the host function returns;
 * with ``RELAX_MLIR_CUDA_CHECK=1`` every launch first calls back into Python
@@ -38,6 +40,9 @@ SLOTS = {name: k for k, name in enumerate([
     "max_gx", "max_gy", "max_gz", "max_bx", "max_by", "max_bz", "max_threads", "check", "topology",
     "arena", "arena_size", "arena_top", "arena_need"])}
 NSLOTS = 28
+#: entries of the compiled kernel-handle cache (2 ** FCACHE_BITS)
+FCACHE_BITS = 10
+FCACHE = 1 << FCACHE_BITS
 #: call buffers are carved from the session's arena at this alignment (bytes)
 ARENA_ALIGN = 256
 STATE = "_mlir_relax_cuda_rt"
@@ -115,24 +120,75 @@ module {{
     llvm.return
   }}
 
+  // a cache of (module, name) -> kernel handle, open addressing with linear probing (entries
+  // are never evicted): one driver lookup per kernel
+  llvm.mlir.global internal @relax_cuda_fcache(dense<0> : tensor<{3 * FCACHE}xi64>) {{addr_space = 0 : i32}} : !llvm.array<{3 * FCACHE} x i64>
   llvm.func @mgpuModuleGetFunction(%m: !llvm.ptr, %name: !llvm.ptr) -> !llvm.ptr {{
-    %one = llvm.mlir.constant(1 : i64) : i64
+    %cache = llvm.mlir.addressof @relax_cuda_fcache : !llvm.ptr
+    %mi = llvm.ptrtoint %m : !llvm.ptr to i64
+    %ni = llvm.ptrtoint %name : !llvm.ptr to i64
+    %mix = llvm.add %ni, %mi : i64
+    %golden = llvm.mlir.constant(-7046029254386353131 : i64) : i64
+    %h = llvm.mul %mix, %golden : i64
+    %shift = llvm.mlir.constant({64 - FCACHE_BITS} : i64) : i64
+    %start = llvm.lshr %h, %shift : i64
     %c0 = llvm.mlir.constant(0 : i64) : i64
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %c3 = llvm.mlir.constant(3 : i64) : i64
+    %maskc = llvm.mlir.constant({FCACHE - 1} : i64) : i64
+    %size = llvm.mlir.constant({FCACHE} : i64) : i64
     %zero = llvm.mlir.zero : !llvm.ptr
-    %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
+    llvm.br ^probe(%start, %c0 : i64, i64)
+  ^probe(%i: i64, %n: i64):
+    %e0 = llvm.mul %i, %c3 : i64
+    %e1 = llvm.add %e0, %c1 : i64
+    %e2 = llvm.add %e1, %c1 : i64
+    %pm = llvm.getelementptr %cache[0, %e0] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.array<{3 * FCACHE} x i64>
+    %pn = llvm.getelementptr %cache[0, %e1] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.array<{3 * FCACHE} x i64>
+    %pf = llvm.getelementptr %cache[0, %e2] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.array<{3 * FCACHE} x i64>
+    %cm = llvm.load %pm : !llvm.ptr -> i64
+    %cn = llvm.load %pn : !llvm.ptr -> i64
+    %sm = llvm.icmp "eq" %cm, %mi : i64
+    %sn = llvm.icmp "eq" %cn, %ni : i64
+    %hit = llvm.and %sm, %sn : i1
+    llvm.cond_br %hit, ^hit(%pf : !llvm.ptr), ^miss
+  ^miss:
+    %empty = llvm.icmp "eq" %cm, %c0 : i64
+    llvm.cond_br %empty, ^lookup(%pm, %pn, %pf : !llvm.ptr, !llvm.ptr, !llvm.ptr), ^next
+  ^next:
+    %n1 = llvm.add %n, %c1 : i64
+    %full = llvm.icmp "sge" %n1, %size : i64
+    %i1 = llvm.add %i, %c1 : i64
+    %i2 = llvm.and %i1, %maskc : i64
+    llvm.cond_br %full, ^lookup(%zero, %zero, %zero : !llvm.ptr, !llvm.ptr, !llvm.ptr), ^probe(%i2, %n1 : i64, i64)
+  ^hit(%phit: !llvm.ptr):
+    %cf = llvm.load %phit : !llvm.ptr -> i64
+    %cfp = llvm.inttoptr %cf : i64 to !llvm.ptr
+    llvm.return %cfp : !llvm.ptr
+  ^lookup(%qm: !llvm.ptr, %qn: !llvm.ptr, %qf: !llvm.ptr):
+    %slot = llvm.alloca %c1 x !llvm.ptr : (i64) -> !llvm.ptr
     llvm.store %zero, %slot : !llvm.ptr, !llvm.ptr
     %r = llvm.call @relax_cu_get_function(%slot, %m, %name) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
     %c0i = llvm.mlir.constant(0 : i32) : i32
     %ok = llvm.icmp "eq" %r, %c0i : i32
-    llvm.cond_br %ok, ^done, ^fail
+    llvm.cond_br %ok, ^found, ^fail
+  ^found:
+    %f = llvm.load %slot : !llvm.ptr -> !llvm.ptr
+    %nocache = llvm.icmp "eq" %qm, %zero : !llvm.ptr
+    llvm.cond_br %nocache, ^done(%f : !llvm.ptr), ^store(%f : !llvm.ptr)
+  ^store(%fs: !llvm.ptr):
+    %fi = llvm.ptrtoint %fs : !llvm.ptr to i64
+    llvm.store %mi, %qm : i64, !llvm.ptr
+    llvm.store %ni, %qn : i64, !llvm.ptr
+    llvm.store %fi, %qf : i64, !llvm.ptr
+    llvm.br ^done(%fs : !llvm.ptr)
+  ^done(%fd: !llvm.ptr):
+    llvm.return %fd : !llvm.ptr
   ^fail:
     %code = llvm.sext %r : i32 to i64
     %kind = llvm.mlir.constant({GET_FUNCTION} : i64) : i64
     llvm.call @relax_cuda_fail(%kind, %code, %zero, %c0, %c0, %c0, %c0, %c0, %c0) : (i64, i64, !llvm.ptr, {i64x6}) -> ()
-    llvm.br ^done
-  ^done:
-    %f = llvm.load %slot : !llvm.ptr -> !llvm.ptr
-    llvm.return %f : !llvm.ptr
+    llvm.return %zero : !llvm.ptr
   }}
 
   llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i64, %by: i64, %bz: i64,

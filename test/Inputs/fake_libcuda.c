@@ -27,7 +27,8 @@
  * of launched graphs) and fake_grids (grid x, y, z of the first 64), fake_direct_launches,
  * fake_graph_launches, fake_instantiations, fake_updates, fake_captured (nodes recorded),
  * fake_htod / fake_dtoh / fake_dtod (copies), fake_allocs (cuMemAlloc), fake_syncs
- * (cuStreamSynchronize, cuCtxSynchronize and cuStreamQuery calls that returned done).
+ * (cuStreamSynchronize, cuCtxSynchronize and cuStreamQuery calls that returned done),
+ * fake_get_functions (cuModuleGetFunction calls).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@
 
 typedef int CUresult;
 long fake_launches = 0, fake_direct_launches = 0, fake_graph_launches = 0, fake_instantiations = 0,
-     fake_updates = 0, fake_captured = 0, fake_htod = 0, fake_dtoh = 0, fake_dtod = 0, fake_allocs = 0, fake_syncs = 0;
+     fake_updates = 0, fake_captured = 0, fake_htod = 0, fake_dtoh = 0, fake_dtod = 0, fake_allocs = 0, fake_syncs = 0,
+     fake_get_functions = 0;
 long fake_grids[64 * 3];
 
 static long env(const char *name, long dflt) {
@@ -163,6 +165,7 @@ CUresult cuModuleUnload(void *m) {
 static struct { void *m; char *name; } funcs[4096];
 static int nfuncs = 0;
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+    fake_get_functions++;
     for (int i = 0; i < nfuncs; i++)
         if (funcs[i].m == m && !strcmp(funcs[i].name, name)) { *f = &funcs[i]; return 0; }
     if (nfuncs == 4096) return 2;

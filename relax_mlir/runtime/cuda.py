@@ -464,9 +464,14 @@ class CallState(CallHooks):
         self.error, self.launches, self.timed_out, self._graph = None, 0, False, None
         self.counts = dict.fromkeys(CALL_COUNTS, 0)
         self._created = self.dev.created
-        self._ctx = self.dev.current()
-        self._ctx.__enter__()
-        self.res = self.rt.resources(session)
+        try:      # the caller runs finish() only once begin succeeded: on failure, undo here
+            ctx = self.dev.current()
+            ctx.__enter__()
+            self._ctx = ctx
+            self.res = self.rt.resources(session)
+        except BaseException:
+            self.finish()
+            raise
         self.stream = self.res.stream
         slots = self.rt.slots
         for k in range(len(slots)):

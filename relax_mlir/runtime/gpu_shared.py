@@ -1,9 +1,9 @@
 """What the GPU runtimes (:mod:`.vulkan`, :mod:`.cuda`) share.
 
 Both run the host code (graph functions, the host halves of kernels) on the CPU through
-the MLIR ExecutionEngine and keep every buffer a kernel touches in memory that the
-device can use and the host can address (Vulkan: persistently mapped host-visible
-buffers; CUDA: managed memory). So the calling side is the same:
+the MLIR ExecutionEngine and keep every buffer a kernel touches in device buffers of a
+pool (Vulkan: persistently mapped host-visible buffers; CUDA: device memory the host never
+dereferences, moved by driver copies). So the calling side is the same:
 
 * :class:`BufferPool`: a device's buffers in power-of-two size classes, reused across
   calls, and the map from an address back to its buffer (kernel arguments arrive as

@@ -10,8 +10,10 @@ Three layers, so that a machine without an NVIDIA GPU still tests all it can:
   for ``libcuda.so.1``. In this process (under another name) it drives the ctypes layer's
   error mapping; in a subprocess (as ``libcuda.so.1``, which MLIR's
   ``libmlir_cuda_runtime.so`` then links against) it runs the whole host path: the JIT,
-  the module loads, the checked launches, their grids, managed-memory allocation and
-  every failure path. Kernels do not execute there, so no numerics;
+  the module loads, the launches from the compiled code, their grids, the CUDA graph of
+  each call (captured, instantiated or updated, replayed by the fake), device memory that the
+  host cannot dereference (a host access crashes: every numerics case's host path runs
+  there) and every failure path. Kernels do not execute there, so no numerics;
 * a real GPU (skipped without one): numerics against numpy at sizes 1, odd and large
   through one compiled executable, the demo MLP and transformer block, errors.
 """
@@ -85,7 +87,7 @@ def test_cuda_pipeline_gives_ptx_for_every_kernel():
         assert f".visible .entry {name.rsplit('_kernel', 1)[0]}_kernel(" in code
         assert ".extern" not in code       # nothing left for the driver to link (no libdevice)
     assert all("fma.rn.f32" in c or "mul.rn.f32" in c for c in ptx.values())   # the two matmuls multiply
-    # allocations go through the runtime (managed memory), never malloc
+    # allocations go through the runtime (device memory), never malloc
     assert "llvm.call @_mlir_memref_to_llvm_alloc(" in text and "@malloc(" not in text
 
 

@@ -8,9 +8,11 @@
   ``uploads`` stats), its errors the cpu's; a tiny Llama through ``CausalLM(target=...)``
   equal to the cpu target's logits and greedy tokens;
 * cuda without a GPU: the host path against the fake driver (``test/Inputs/fake_libcuda.c``)
-  in a subprocess: state buffers in managed memory, rows written and read back by the host
-  code (the fake runs no kernel, so only programs without kernels give numbers there),
-  kernels launched with state pointers, capacity errors, bind_params uploading once.
+  in a subprocess: state buffers in device memory, rows written by device copies (replayed
+  from the call's graph) and read back (the fake runs no kernel, so only programs without
+  kernels give numbers there), kernels launched with state pointers, capacity errors,
+  bind_params uploading once; a tiny Llama's decode step: one graph launch, one sync, no
+  allocation.
 """
 
 from __future__ import annotations
@@ -326,7 +328,7 @@ def fake_state_run(tmp_path_factory):
     return run_fake(tmp, _fake_state_run(), str(src))
 
 
-def test_fake_cuda_state_in_managed_memory(fake_state_run):
+def test_fake_cuda_state_in_device_memory(fake_state_run):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     r = fake_state_run
     assert r["shapes"] == {"h": [64, 3], "z": [4]}

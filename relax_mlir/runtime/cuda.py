@@ -532,15 +532,16 @@ class CallState(CallHooks):
         self.launches = slots[SLOTS["launches"]]
         self.topology = slots[SLOTS["topology"]]
         self.counts["device_copies"] += slots[SLOTS["copies"]]
+        # a failed launch first: it is what invalidates a capture on a real driver
+        if slots[SLOTS["error"]] and self.error is None:
+            self.error = self.rt.recorded_error(slots)
         if self._capturing:
             self._capturing = False
             g = ctypes.c_void_p()
             r = self.dev.drv.cuStreamEndCapture(self.stream, ctypes.byref(g))
             if r != CUDA_SUCCESS and self.error is None:
                 self.error = self.dev.fail(r, "cuStreamEndCapture")
-            self._graph = g.value
-        if slots[SLOTS["error"]] and self.error is None:
-            self.error = self.rt.recorded_error(slots)
+            self._graph = g.value if r == CUDA_SUCCESS else None
 
     def read(self, host: int, address: int, nbytes: int) -> None:
         if self.dev.lookup(address) is None:     # not device memory: a constant of the host code

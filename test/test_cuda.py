@@ -355,6 +355,10 @@ for n in (1, 7, 130, 7):
     y = exe(np.ones((n, 8), np.float32), *params)
     out["calls"][n] = [list(y.shape), str(y.dtype), [list(grids[3 * k:3 * k + 3]) for k in range(before, launches())]]
     out["call_stats"].append(exe.cuda_call_stats)
+captured = ctypes.c_long.in_dll(fake, "fake_captured").value
+before = launches()
+exe(np.ones((7, 8), np.float32), *params)     # as the last call: replayed, no capture
+out["replay"] = [exe.cuda_call_stats, launches() - before, ctypes.c_long.in_dll(fake, "fake_captured").value - captured]
 out["stats"] = exe.cuda_stats
 out["fake_counts"] = {k: ctypes.c_long.in_dll(fake, "fake_" + k).value
                       for k in ("direct_launches", "graph_launches", "instantiations", "updates")}
@@ -371,8 +375,8 @@ out["bind_params"] = err(lambda: exe["main"].bind_params(*params)(np.ones((2, 8)
 out["grid_limit"] = err(lambda: exe(np.ones((65536, 8), np.float32), *params))
 out["after_grid_limit"] = list(exe(np.ones((2, 8), np.float32), *params).shape)
 
-os.environ["FAKE_CUDA_LAUNCH_ERROR"] = "701"
-out["launch_error"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
+os.environ["FAKE_CUDA_LAUNCH_ERROR"] = "701"     # 5 rows: a call not seen before (no replay)
+out["launch_error"] = err(lambda: exe(np.ones((5, 8), np.float32), *params))
 del os.environ["FAKE_CUDA_LAUNCH_ERROR"]
 out["after_launch_error"] = list(exe(np.ones((2, 8), np.float32), *params).shape)
 
@@ -479,7 +483,7 @@ def test_fake_run_mlp_host_path(fake_run):
     # copied out, one synchronization, the two kernels as one CUDA graph: instantiated by the
     # first call, updated in place by the others (the same kernels, other sizes)
     first = {"launches": 2, "copies_in": 5, "copies_out": 1, "device_copies": 0, "syncs": 1,
-             "graph_launches": 1, "graph_builds": 1, "graph_updates": 0}
+             "graph_launches": 1, "graph_builds": 1, "graph_updates": 0, "replays": 0}
     later = dict(first, graph_builds=0, graph_updates=1)
     keys = list(first)
     assert [{k: c[k] for k in keys} for c in fake_run["call_stats"]] == [first, later, later, later]
@@ -488,10 +492,15 @@ def test_fake_run_mlp_host_path(fake_run):
     # first call takes 6 pool buffers (allocated) and then makes the arena (1792 bytes -> 2048);
     # 7 rows fit it; 130 rows do not (x and the result from the pool, the arena regrown)
     assert [(c["buffers"], c["allocations"]) for c in fake_run["call_stats"]] == [(6, 7), (0, 0), (2, 3), (0, 0)]
-    assert fake_run["stats"]["calls"] == 4 and fake_run["stats"]["uploads"] == 20
-    assert fake_run["stats"]["upload_bytes"] == (1 + 7 + 130 + 7) * 32 + 4 * 848
-    # the fake driver saw no direct launch: each call replayed its graph
-    assert fake_run["fake_counts"] == {"direct_launches": 0, "graph_launches": 4, "instantiations": 1, "updates": 3}
+    # a call exactly like the last one: its graph replayed as it is, the host code not run
+    # (nothing captured), its 2 kernels launched, x and the parameters copied in, the result out
+    st, kernels, captured = fake_run["replay"]
+    assert (kernels, captured) == (2, 0)
+    assert st == dict(later, graph_updates=0, replays=1, buffers=0, allocations=0)
+    assert fake_run["stats"]["calls"] == 5 and fake_run["stats"]["uploads"] == 25
+    assert fake_run["stats"]["upload_bytes"] == (1 + 7 + 130 + 7 + 7) * 32 + 5 * 848
+    # the fake driver saw no direct launch: each call launched its graph
+    assert fake_run["fake_counts"] == {"direct_launches": 0, "graph_launches": 5, "instantiations": 1, "updates": 3}
 
 
 def test_fake_run_errors_of_the_cpu_target(fake_run):
@@ -511,7 +520,7 @@ def test_fake_run_launch_checks(fake_run):
     assert fake_run["after_grid_limit"] == [2, 4]
     assert fake_run["launch_error"] == [
         "CudaError", "kernel @fused_matmul_add_relu_kernel::@fused_matmul_add_relu_kernel: cuLaunchKernel (grid "
-                     "(2, 1, 1), block (64, 1, 1)): CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested "
+                     "(5, 1, 1), block (64, 1, 1)): CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested "
                      "for launch)"]
     assert fake_run["after_launch_error"] == [2, 4]      # not sticky: the next call runs
     # a constant tensor of the program reaches the kernel in CUDA memory (relax-gpu-device-

@@ -296,6 +296,11 @@ a, b = exe.session(), exe.session(rows=8)
 out["shapes"] = {k: list(v) for k, v in a.state_shapes.items()}
 out["put"] = [a["put"](x, pos(0)).tolist(), a["put"](x + 10, pos(2)).tolist()]
 out["state"] = a.state["h"][:5].tolist()
+# the same shapes again, nothing updated the graph since: replayed (the host code does not run);
+# the new rows reach the state through the replayed copy node
+captured = ctypes.c_long.in_dll(fake, "fake_captured").value
+out["replayed"] = [a["put"](x + 20, pos(2)).tolist(), exe.cuda_call_stats["replays"],
+                   ctypes.c_long.in_dll(fake, "fake_captured").value - captured]
 out["other_session"] = bool(b.state["h"].any())
 before = launches()
 out["append"] = err(lambda: a["append"](x, pos(4)))
@@ -334,6 +339,7 @@ def test_fake_cuda_state_in_device_memory(fake_state_run):
     assert r["shapes"] == {"h": [64, 3], "z": [4]}
     assert r["put"] == [x.tolist(), np.concatenate([x, x + 10]).tolist()]
     assert r["state"] == np.concatenate([x, x + 10, np.zeros((1, 3), np.float32)]).tolist()
+    assert r["replayed"] == [np.concatenate([x, x + 20]).tolist(), 1, 0]
     assert r["other_session"] is False and r["reset"] is False
     # kernels launched with views of the state (pointer-checked as the runtime's memory)
     assert r["append"] is None and r["append_launches"] == 2

@@ -27,10 +27,11 @@ while the host code runs (``cuStreamBeginCapture``; ``RELAX_MLIR_CUDA_GRAPHS=0``
 launches), the graph is launched (the function's executable of the same *topology* updated
 in place with ``cuGraphExecUpdate``, else instantiated), the stream is synchronized once
 (``cuStreamQuery`` polled, at most ``RELAX_MLIR_CUDA_TIMEOUT_S`` seconds: a ``TimeoutError``,
-never a hang), and each result is copied out (``cuMemcpyDtoH``). Why capture every call and
-update, rather than replay one graph: sizes are symbolic (the KV length of a decode step
-changes every step), so grids, scalar arguments and buffer addresses change between calls;
-an update keeps the instantiated executable and replaces only node parameters.
+never a hang), and each result is copied out (``cuMemcpyDtoH``). Why capture and update,
+rather than replay one graph: sizes are symbolic (the KV length of a decode step changes
+every step), so grids, scalar arguments and buffer addresses change between calls; an update
+keeps the instantiated executable and replaces only node parameters. A call exactly like an
+earlier one is replayed without its host code (:class:`CudaFunction`).
 
 Memory: plain device memory (``cuMemAlloc``), which the host never dereferences. Buffers
 come from a per-device pool in power-of-two size classes
@@ -1013,7 +1014,8 @@ class CudaExecutable(DeviceExecutable):
         ``syncs`` (stream synchronizations), ``allocations`` (``cuMemAlloc``: the pool had no
         free buffer, the arena grown), ``buffers`` (call buffers from the pool: what did not fit the
         session's arena), ``graph_launches``, ``graph_builds``
-        (instantiations), ``graph_updates`` (executables updated in place)."""
+        (instantiations), ``graph_updates`` (executables updated in place), ``replays`` (calls
+        replayed without running their host code)."""
         return dict(self._runtime.stats)
 
     @property

@@ -226,6 +226,9 @@ def main() -> int:
                     help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
     ap.add_argument("--host-path-only", action="store_true",
                     help="no numerics, one short round (a fake CUDA driver runs no kernels)")
+    ap.add_argument("--stats", action="store_true",
+                    help="after each case, print each cuda executable's last call: launches, host<->device "
+                         "copies, synchronizations, allocations, graphs (exe.cuda_call_stats)")
     args = ap.parse_args()
     reps = 1 if args.host_path_only else 3 if args.quick else 7
     min_time = 0.01 if args.host_path_only else 0.2
@@ -259,6 +262,10 @@ def main() -> int:
         labels = labels or list(t)
         rows.append((name, t, max(l0, os.getloadavg()[0])))
         print(f"{name}: " + " / ".join(f"{k} {v:.3f}" for k, v in t.items()) + " ms", file=sys.stderr)
+        if args.stats:
+            for label, exe in exes.items():
+                if hasattr(exe, "cuda_call_stats"):
+                    print(f"  {name} on {label}: {exe.cuda_call_stats}", file=sys.stderr)
     print(f"{os.cpu_count()} cores; load average (1 min) per row; milliseconds per call, inputs from and "
           "outputs to numpy (GPU targets: weights uploaded once); lavapipe = Mesa's software Vulkan")
     print()

@@ -33,7 +33,8 @@ Devices
                                    the Vulkan device (index or name substring)
 ``RELAX_MLIR_CUDA_TIMEOUT_S``,     seconds a device call may take (default 60)
 ``RELAX_MLIR_VULKAN_TIMEOUT_S``
-``RELAX_MLIR_CUDA_PREFETCH``       ``0``: no bulk prefetch of managed memory
+``RELAX_MLIR_CUDA_GRAPHS``         ``0``: launch kernels directly, no CUDA graph per call
+``RELAX_MLIR_CUDA_CHECK``          ``1``: check each launch's pointers in Python (debugging)
 =================================  ==========================================================
 
 Set for libraries that read the environment once, at their initialization:
@@ -188,5 +189,13 @@ def device_timeout_s(kind: str) -> float:
     return float(get(f"RELAX_MLIR_{kind.upper()}_TIMEOUT_S", "60"))
 
 
-def cuda_prefetch() -> bool:
-    return get("RELAX_MLIR_CUDA_PREFETCH", "1") != "0"
+def cuda_graphs() -> bool:
+    """``RELAX_MLIR_CUDA_GRAPHS=0``: launch every kernel directly instead of capturing each
+    call's device work as a CUDA graph."""
+    return get("RELAX_MLIR_CUDA_GRAPHS", "1") != "0"
+
+
+def cuda_check_launches() -> bool:
+    """``RELAX_MLIR_CUDA_CHECK=1``: check every launch's parameters in Python (each pointer in
+    the runtime's device memory, the parameter count): a debugging aid, slow."""
+    return get("RELAX_MLIR_CUDA_CHECK", "0") == "1"

@@ -10,14 +10,17 @@ Three layers, so that a machine without an NVIDIA GPU still tests all it can:
   for ``libcuda.so.1``. In this process (under another name) it drives the ctypes layer's
   error mapping; in a subprocess (as ``libcuda.so.1``, which MLIR's
   ``libmlir_cuda_runtime.so`` then links against) it runs the whole host path: the JIT,
-  the module loads, the checked launches, their grids, managed-memory allocation and
-  every failure path. Kernels do not execute there, so no numerics;
+  the module loads, the launches from the compiled code, their grids, the CUDA graph of
+  each call (captured, instantiated or updated, replayed by the fake), device memory that the
+  host cannot dereference (a host access crashes: every numerics case's host path runs
+  there) and every failure path. Kernels do not execute there, so no numerics;
 * a real GPU (skipped without one): numerics against numpy at sizes 1, odd and large
   through one compiled executable, the demo MLP and transformer block, errors.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -86,7 +89,7 @@ def test_cuda_pipeline_gives_ptx_for_every_kernel():
         assert f".visible .entry {name.rsplit('_kernel', 1)[0]}_kernel(" in code
         assert ".extern" not in code       # nothing left for the driver to link (no libdevice)
     assert all("fma.rn.f32" in c or "mul.rn.f32" in c for c in ptx.values())   # the two matmuls multiply
-    # allocations go through the runtime (managed memory), never malloc
+    # allocations go through the runtime (device memory), never malloc
     assert "llvm.call @_mlir_memref_to_llvm_alloc(" in text and "@malloc(" not in text
 
 
@@ -260,10 +263,22 @@ def test_fake_device_selection(fake, monkeypatch):
         curt.CudaDevice("5", fake)
 
 
-def test_fake_device_without_managed_memory(fake, monkeypatch):
+def test_fake_device_memory_is_not_host_memory(fake, monkeypatch):
+    """Buffers are plain device memory (cuMemAlloc, no managed memory needed): the fake hands
+    out addresses the host cannot dereference; data moves only through the driver's copies."""
     monkeypatch.setenv("FAKE_CUDA_MANAGED", "0")
-    with pytest.raises(curt.CudaUnavailable, match=r"^device 'Fake GPU 0' does not support managed memory"):
-        curt.CudaDevice(None, fake)
+    dev = curt.CudaDevice(None, fake)
+    buf = dev.alloc(1000)
+    fake.lib.fake_is_device.restype = ctypes.c_int
+    assert fake.lib.fake_is_device(ctypes.c_uint64(buf.address)) == 1
+    a = np.arange(250, dtype=np.float32)
+    dev.upload(buf, a.ctypes.data, a.nbytes)
+    back = np.empty_like(a)
+    dev.download(back.ctypes.data, buf, a.nbytes)
+    np.testing.assert_array_equal(back, a)
+    with pytest.raises(curt.CudaError, match=r"cuMemcpyHtoD\(4 bytes\) failed: CUDA error 1"):
+        dev.to_device(a.ctypes.data, a.ctypes.data, 4)      # a host address is no device buffer
+    dev.release(buf)
 
 
 def test_fake_device_limits_and_memory(fake, monkeypatch):
@@ -336,14 +351,25 @@ exe = relax_mlir.compile(models.mlp_module(relax_mlir.make_context(), cfg), targ
 params = models.mlp_params(cfg, np.random.default_rng(0))
 out["repr"] = repr(exe)
 out["calls"] = {}
-for n in (1, 7, 130):
+out["call_stats"] = []
+for n in (1, 7, 130, 7):
     before = launches()
     y = exe(np.ones((n, 8), np.float32), *params)
     out["calls"][n] = [list(y.shape), str(y.dtype), [list(grids[3 * k:3 * k + 3]) for k in range(before, launches())]]
+    out["call_stats"].append(exe.cuda_call_stats)
+captured = ctypes.c_long.in_dll(fake, "fake_captured").value
+before = launches()
+exe(np.ones((7, 8), np.float32), *params)     # as the last call: replayed, no capture
+out["replay"] = [exe.cuda_call_stats, launches() - before, ctypes.c_long.in_dll(fake, "fake_captured").value - captured]
 out["stats"] = exe.cuda_stats
+out["fake_counts"] = {k: ctypes.c_long.in_dll(fake, "fake_" + k).value
+                      for k in ("direct_launches", "graph_launches", "instantiations", "updates")}
 out["shape_error"] = err(lambda: exe(np.ones((3, 9), np.float32), *params))
 dev_params = [exe.upload(p) for p in params]
 out["upload_roundtrip"] = bool(np.array_equal(dev_params[1].numpy(), params[1]))
+os.environ["RELAX_MLIR_CUDA_CHECK"] = "1"     # every launch's pointers checked in Python
+out["checked"] = err(lambda: exe(np.ones((3, 8), np.float32), *dev_params))
+del os.environ["RELAX_MLIR_CUDA_CHECK"]
 before = launches()
 exe(np.ones((2, 8), np.float32), *dev_params)
 out["upload_launches"] = launches() - before
@@ -351,14 +377,16 @@ out["bind_params"] = err(lambda: exe["main"].bind_params(*params)(np.ones((2, 8)
 out["grid_limit"] = err(lambda: exe(np.ones((65536, 8), np.float32), *params))
 out["after_grid_limit"] = list(exe(np.ones((2, 8), np.float32), *params).shape)
 
-os.environ["FAKE_CUDA_LAUNCH_ERROR"] = "701"
-out["launch_error"] = err(lambda: exe(np.ones((2, 8), np.float32), *params))
+os.environ["FAKE_CUDA_LAUNCH_ERROR"] = "701"     # 5 rows: a call not seen before (no replay)
+out["launch_error"] = err(lambda: exe(np.ones((5, 8), np.float32), *params))
 del os.environ["FAKE_CUDA_LAUNCH_ERROR"]
 out["after_launch_error"] = list(exe(np.ones((2, 8), np.float32), *params).shape)
 
+x_dev = exe.upload(np.ones((1024, 8), np.float32))
 os.environ["FAKE_CUDA_ALLOC_LIMIT"] = str(1 << 16)
 out["oom_staging"] = err(lambda: exe(np.ones((4096, 8), np.float32), *params))
-out["oom_compiled"] = err(lambda: exe(np.ones((1024, 8), np.float32), *params))
+os.environ["FAKE_CUDA_ALLOC_LIMIT"] = str(1 << 13)    # the hidden layer is in the workspace: the result
+out["oom_compiled"] = err(lambda: exe(x_dev, *dev_params))
 del os.environ["FAKE_CUDA_ALLOC_LIMIT"]
 
 CONST = """
@@ -454,8 +482,28 @@ def test_fake_run_mlp_host_path(fake_run):
     # grid x, blocks of 64 columns on y; n = 130 (>= 32) but 16 or 4 columns: still the small
     # route
     assert fake_run["calls"] == {str(n): [[n, 4], "float32", [[n, 1, 1]] * 2] for n in (1, 7, 130)}
-    # each call stages x and the 4 parameters (848 bytes): not uploaded ones
-    assert fake_run["stats"] == {"calls": 3, "launches": 6, "uploads": 15, "upload_bytes": (1 + 7 + 130) * 32 + 3 * 848}
+    # per call: x and the 4 parameters copied in (848 bytes: not uploaded ones), the result
+    # copied out, one synchronization, the two kernels as one CUDA graph: instantiated by the
+    # first call, updated in place by the others (the same kernels, other sizes)
+    first = {"launches": 2, "copies_in": 5, "copies_out": 1, "device_copies": 0, "syncs": 1,
+             "graph_launches": 1, "graph_builds": 1, "graph_updates": 0, "replays": 0}
+    later = dict(first, graph_builds=0, graph_updates=1)
+    keys = list(first)
+    assert [{k: c[k] for k in keys} for c in fake_run["call_stats"]] == [first, later, later, later]
+    # call buffers (the 5 staged, the result; the hidden layer is in the session's workspace,
+    # relax-plan-memory) come from the session's arena, sized by the previous calls: the
+    # first call takes 6 pool buffers (allocated) and then makes the arena (1792 bytes -> 2048);
+    # 7 rows fit it; 130 rows do not (x and the result from the pool, the arena regrown)
+    assert [(c["buffers"], c["allocations"]) for c in fake_run["call_stats"]] == [(6, 7), (0, 0), (2, 3), (0, 0)]
+    # a call exactly like the last one: its graph replayed as it is, the host code not run
+    # (nothing captured), its 2 kernels launched, x and the parameters copied in, the result out
+    st, kernels, captured = fake_run["replay"]
+    assert (kernels, captured) == (2, 0)
+    assert st == dict(later, graph_updates=0, replays=1, buffers=0, allocations=0)
+    assert fake_run["stats"]["calls"] == 5 and fake_run["stats"]["uploads"] == 25
+    assert fake_run["stats"]["upload_bytes"] == (1 + 7 + 130 + 7 + 7) * 32 + 5 * 848
+    # the fake driver saw no direct launch: each call launched its graph
+    assert fake_run["fake_counts"] == {"direct_launches": 0, "graph_launches": 5, "instantiations": 1, "updates": 3}
 
 
 def test_fake_run_errors_of_the_cpu_target(fake_run):
@@ -465,6 +513,7 @@ def test_fake_run_errors_of_the_cpu_target(fake_run):
 
 def test_fake_run_uploaded_weights(fake_run):
     assert fake_run["upload_roundtrip"] is True and fake_run["upload_launches"] == 2
+    assert fake_run["checked"] is None      # RELAX_MLIR_CUDA_CHECK=1: every pointer in device memory
 
 
 def test_fake_run_launch_checks(fake_run):
@@ -490,7 +539,7 @@ def test_fake_run_out_of_memory(fake_run):
                                                       "CUDA_ERROR_OUT_OF_MEMORY (out of memory)"]
     assert fake_run["oom_compiled"][0] == "MemoryError"
     assert fake_run["oom_compiled"][1].startswith("@main: ") and \
-        "cannot allocate 65536 bytes for shape (n, 16)" in fake_run["oom_compiled"][1]
+        "cannot allocate 16384 bytes for shape (n, 4)" in fake_run["oom_compiled"][1]
 
 
 def test_fake_run_rejected_ptx_at_compile_time(fake_run):
@@ -532,6 +581,36 @@ def test_fake_run_fault_and_timeout(fake_run):
                      "process"]
 
 
+#: every numerics case's host path at its largest size against the fake driver: the fake's device
+#: memory is not host-addressable, so host code that touched a buffer would crash the process
+FAKE_NUMERICS = FAKE_PRELUDE + r'''
+sys.path.insert(0, sys.argv[2])
+from relax_mlir.shapes import Shape
+import test_ops_numerics as numerics
+
+wrong = []
+for case in numerics.CASES:
+    exe = relax_mlir.compile(numerics.graph_module(case.op, case.shapes, case.dtypes, case.attrs, name="main"),
+                             target="cuda")
+    syms = sorted(set().union(*(Shape.of(s).symbols for s in case.shapes)))
+    env = {**{s: case.sizes[-1] for s in syms}, **case.extra}
+    rng = np.random.default_rng(0)
+    ins = [(case.gen or numerics._gen)(rng, numerics._dims(s, env), d, i)
+           for i, (s, d) in enumerate(zip(case.shapes, case.dtypes))]
+    ref = case.ref(*[x.astype(np.float64) if x.dtype.kind == "f" else x for x in ins])
+    got = exe(*ins)
+    shapes = [g.shape for g in (got if isinstance(got, (tuple, list)) else [got])]
+    if shapes != [np.asarray(r).shape for r in (ref if isinstance(ref, tuple) else [ref])]:
+        wrong.append(case.id)
+print("FAKE-RUN " + json.dumps({"cases": len(numerics.CASES), "wrong_shapes": wrong}))
+'''
+
+
+def test_fake_run_numerics_host_paths_never_touch_device_memory(tmp_path):
+    r = run_fake(tmp_path, FAKE_NUMERICS, HERE)
+    assert r == {"cases": len(numerics.CASES), "wrong_shapes": []}
+
+
 # -- a real GPU -------------------------------------------------------------------------------------
 
 @needs_gpu
@@ -569,10 +648,14 @@ def test_cuda_launches_per_call(mlp):
     x = np.ones((3, 512), np.float32)
     exe(x, *params)
     after = exe.cuda_stats
-    # each fused matmul kernel one launch (n = 3: the GEMV), fill and epilogue folded in;
-    # the five arguments staged (copied to the device) once each
-    assert {k: after[k] - before[k] for k in after} == {
-        "calls": 1, "launches": 2, "uploads": 5, "upload_bytes": x.nbytes + sum(p.nbytes for p in params)}
+    # each fused matmul kernel one launch (n = 3: the GEMV), fill and epilogue folded in,
+    # both in the call's CUDA graph; the five arguments staged (copied to the device) once each,
+    # the result copied back, one synchronization
+    d = {k: after[k] - before[k] for k in after}
+    assert {k: d[k] for k in ("calls", "launches", "uploads", "upload_bytes", "copies_in", "copies_out", "syncs",
+                              "graph_launches")} == {
+        "calls": 1, "launches": 2, "uploads": 5, "upload_bytes": x.nbytes + sum(p.nbytes for p in params),
+        "copies_in": 5, "copies_out": 1, "syncs": 1, "graph_launches": 1}
 
 
 @needs_gpu

@@ -8,14 +8,17 @@
   ``uploads`` stats), its errors the cpu's; a tiny Llama through ``CausalLM(target=...)``
   equal to the cpu target's logits and greedy tokens;
 * cuda without a GPU: the host path against the fake driver (``test/Inputs/fake_libcuda.c``)
-  in a subprocess: state buffers in managed memory, rows written and read back by the host
-  code (the fake runs no kernel, so only programs without kernels give numbers there),
-  kernels launched with state pointers, capacity errors, bind_params uploading once.
+  in a subprocess: state buffers in device memory, rows written by device copies (replayed
+  from the call's graph) and read back (the fake runs no kernel, so only programs without
+  kernels give numbers there), kernels launched with state pointers, capacity errors,
+  bind_params uploading once; a tiny Llama's decode step: one graph launch, one sync, no
+  allocation.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -293,6 +296,11 @@ a, b = exe.session(), exe.session(rows=8)
 out["shapes"] = {k: list(v) for k, v in a.state_shapes.items()}
 out["put"] = [a["put"](x, pos(0)).tolist(), a["put"](x + 10, pos(2)).tolist()]
 out["state"] = a.state["h"][:5].tolist()
+# the same shapes again, nothing updated the graph since: replayed (the host code does not run);
+# the new rows reach the state through the replayed copy node
+captured = ctypes.c_long.in_dll(fake, "fake_captured").value
+out["replayed"] = [a["put"](x + 20, pos(2)).tolist(), exe.cuda_call_stats["replays"],
+                   ctypes.c_long.in_dll(fake, "fake_captured").value - captured]
 out["other_session"] = bool(b.state["h"].any())
 before = launches()
 out["append"] = err(lambda: a["append"](x, pos(4)))
@@ -325,12 +333,13 @@ def fake_state_run(tmp_path_factory):
     return run_fake(tmp, _fake_state_run(), str(src))
 
 
-def test_fake_cuda_state_in_managed_memory(fake_state_run):
+def test_fake_cuda_state_in_device_memory(fake_state_run):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     r = fake_state_run
     assert r["shapes"] == {"h": [64, 3], "z": [4]}
     assert r["put"] == [x.tolist(), np.concatenate([x, x + 10]).tolist()]
     assert r["state"] == np.concatenate([x, x + 10, np.zeros((1, 3), np.float32)]).tolist()
+    assert r["replayed"] == [np.concatenate([x, x + 20]).tolist(), 1, 0]
     assert r["other_session"] is False and r["reset"] is False
     # kernels launched with views of the state (pointer-checked as the runtime's memory)
     assert r["append"] is None and r["append_launches"] == 2
@@ -343,3 +352,80 @@ def test_fake_cuda_state_in_managed_memory(fake_state_run):
 def test_fake_cuda_bind_params_uploads_the_weights_once(fake_state_run):
     # 4 weights (8x16, 16, 16x4, 4 f32) at bind time; then x only per call; 2 launches per call
     assert fake_state_run["bind"] == [4, 848, 3, (1 + 7 + 130) * 32, 6]
+
+
+#: a tiny Llama (2 layers) through CausalLM on the fake driver: prefill, then decode steps
+FAKE_DECODE = r"""
+import torch, transformers
+from relax_mlir.llm import CausalLM
+
+counter = lambda name: ctypes.c_long.in_dll(fake, "fake_" + name).value
+torch.manual_seed(0)
+cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+lm = CausalLM.from_hf(transformers.LlamaForCausalLM(cfg).eval(), max_seq_len=64, target="cuda")
+out = {"warmup": []}
+for j in range(9):    # warm-up: a first generation (pool buffers and graphs for these lengths)
+    lm.prefill(np.arange(1, 6, dtype=np.int64)) if j == 0 else lm.decode(j)
+    out["warmup"].append(lm.exe.cuda_call_stats)
+lm.reset()
+lm.prefill(np.arange(1, 6, dtype=np.int64))
+out["prefill"] = lm.exe.cuda_call_stats
+out["steps"] = []
+for j in range(8):
+    before = {k: counter(k) for k in ("launches", "direct_launches", "graph_launches", "htod", "dtoh", "allocs",
+                                      "get_functions")}
+    lm.decode(j + 1)
+    fake_delta = {k: counter(k) - v for k, v in before.items()}
+    out["steps"].append([lm.exe.cuda_call_stats, fake_delta])
+os.environ["RELAX_MLIR_CUDA_GRAPHS"] = "0"
+before = (counter("direct_launches"), counter("graph_launches"))
+lm.decode(9)
+out["no_graphs"] = [lm.exe.cuda_call_stats, counter("direct_launches") - before[0], counter("graph_launches") - before[1]]
+del os.environ["RELAX_MLIR_CUDA_GRAPHS"]
+import contextlib, io
+from relax_mlir.llm import cli
+text = io.StringIO()
+with contextlib.redirect_stdout(text):
+    out["cli"] = cli.main(["--size", "tiny", "--target", "cuda", "-n", "6", "--stats"])
+out["cli_text"] = text.getvalue().splitlines()[-2:]
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_fake_cuda_decode_replays_a_graph(tmp_path):
+    """A decode step is one CUDA graph launch: its kernels run as the graph's nodes (none launched
+    directly), the token copied in, the logits out, one synchronization; after a first
+    generation no new device memory and no new graph: the KV length changes every step, so the
+    step's executable (one per topology: kernel variants chosen by the sizes) is updated in
+    place (cuGraphExecUpdate)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from test_cuda import FAKE_PRELUDE, run_fake
+    r = run_fake(tmp_path, FAKE_PRELUDE + FAKE_DECODE)
+    warm = r["warmup"]
+    assert all(st["syncs"] == 1 and st["graph_launches"] == 1 for st in warm)
+    # call buffers come from the session's arena, grown to what a call needed: the prefill's
+    # arena already holds a decode step's buffers
+    assert warm[0]["allocations"] > 0 and sum(st["allocations"] + st["buffers"] for st in warm[1:]) == 0
+    assert sum(st["graph_builds"] for st in warm[1:]) <= 3       # decode topologies
+    assert (r["prefill"]["allocations"], r["prefill"]["graph_builds"], r["prefill"]["graph_updates"]) == (0, 0, 1)
+    for k, (st, fake) in enumerate(r["steps"]):
+        # 2 layers x (K, V) rows written into the state, device to device, and the rope table's
+        # constant copied from its device copy: no host code touches device memory
+        assert (st["syncs"], st["graph_launches"], st["copies_in"], st["copies_out"]) == (1, 1, 1, 1), st
+        assert (st["allocations"], st["buffers"], st["graph_builds"], st["graph_updates"]) == (0, 0, 0, 1), (k, st)
+        assert st["device_copies"] == 6 and st["launches"] > 50, st
+        # (and no kernel handle looked up again: the compiled path caches them)
+        assert fake == {"launches": st["launches"], "direct_launches": 0, "graph_launches": 1, "htod": 1, "dtoh": 1,
+                        "allocs": 0, "get_functions": 0}, (k, st, fake)
+    st, direct, graphs = r["no_graphs"]     # RELAX_MLIR_CUDA_GRAPHS=0: the same kernels, launched directly
+    assert (direct, graphs, st["graph_launches"], st["syncs"]) == (st["launches"], 0, 0, 1)
+    # the llm CLI's --stats view: the prefill and the last decode step
+    assert r["cli"] == 0
+    prefill, step = r["cli_text"]
+    assert re.fullmatch(r"prefill: \d+ kernel launches \(1 graph launch\(es\), 0 built, 1 updated\), 1 copies in, "
+                        r"1 out, 6 device copies, 1 sync\(s\), 0 allocation\(s\), \d+ pool buffers", prefill), prefill
+    assert re.fullmatch(r"decode step \(the last\): \d+ kernel launches \(1 graph launch\(es\), 0 built, 1 updated\), "
+                        r"1 copies in, 1 out, 6 device copies, 1 sync\(s\), 0 allocation\(s\), \d+ pool buffers",
+                        step), step

@@ -96,6 +96,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--weights", choices=("stored", "f32"), default="stored",
                     help="stored: quantized / half weights stay as in the file, converted in the kernels' "
                          "registers (default); f32: every weight converted to f32 once")
+    ap.add_argument("--stats", action="store_true",
+                    help="GPU targets: print what the prefill and the last decode step did on the device "
+                         "(kernel launches, host<->device copies, synchronizations, allocations, graphs)")
     ap.add_argument("--q8", action="store_true",
                     help="quantized matmuls quantize their inputs to 8 bits (llama.cpp's int8 dot products: "
                          "faster, not exact; recommended for Q8_0 and K-quant files, as llama.cpp always does)")
@@ -170,6 +173,7 @@ def _generate_ids(lm, args, out, tokenizer=None) -> int:
     t0 = time.perf_counter()
     lm.prefill(ids)
     t_prefill = time.perf_counter() - t0
+    prefill_stats = _call_stats(lm)
     bar = _Progress("generating", total=args.max_new_tokens)
     stamps = []
 
@@ -187,7 +191,26 @@ def _generate_ids(lm, args, out, tokenizer=None) -> int:
     rate = f"{(len(new) - 1) / dt:.1f} tokens/s" if dt > 0 else "-"
     print(f"prefill {len(ids)} tokens: {t_prefill * 1e3:.1f} ms ({len(ids) / t_prefill:.1f} tokens/s); "
           f"decode: {rate}", file=out)
+    if getattr(args, "stats", False):
+        _print_stats(out, [("prefill", prefill_stats), ("decode step (the last)", _call_stats(lm))])
     return 0
+
+
+def _call_stats(lm) -> Optional[dict]:
+    """The device counts of the executable's last call (cuda target), else None."""
+    return getattr(lm.exe, "cuda_call_stats", None)
+
+
+def _print_stats(out, rows) -> None:
+    """``--stats``: one line per call."""
+    for label, st in rows:
+        if not st:
+            print(f"{label}: no device statistics on this target", file=out)
+            continue
+        print(f"{label}: {st['launches']} kernel launches ({st['graph_launches']} graph launch(es), "
+              f"{st['graph_builds']} built, {st['graph_updates']} updated), {st['copies_in']} copies in, "
+              f"{st['copies_out']} out, {st['device_copies']} device copies, {st['syncs']} sync(s), "
+              f"{st['allocations']} allocation(s), {st['buffers']} pool buffers", file=out)
 
 
 def _run_text(lm, args, chat, prog, out) -> int:
@@ -230,6 +253,8 @@ def _stream(lm, tok, ids: np.ndarray, args, out) -> int:
     dt = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
     rate = f"{(len(new) - 1) / dt:.1f} tokens/s" if dt > 0 else "-"
     print(f"prefill {len(ids)} tokens: {t_prefill * 1e3:.1f} ms; decode {len(new)} tokens: {rate}", file=out)
+    if getattr(args, "stats", False):
+        _print_stats(out, [("decode step (the last)", _call_stats(lm))])
     return 0
 
 

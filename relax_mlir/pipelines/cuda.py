@@ -11,11 +11,14 @@ Stages (``relax_mlir.compile(src, target="cuda")``, run by :mod:`relax_mlir.runt
   (``gpu-module-to-binary{format=isa}``: PTX text in a ``gpu.binary``, JIT-compiled by
   the driver when the executable is built; ``format=bin``: cubins, where a CUDA
   toolkit's ``ptxas`` is on PATH, since the wheel has none). The
-  host code goes to the LLVM dialect with ``gpu-to-llvm`` (each launch through MLIR's
-  CUDA runtime wrappers, synchronized before the host continues; cuBLAS-free) and
+  host code first gets ``relax-cuda-host`` (its own bookkeeping buffers on the stack, copies
+  as device-to-device copies, host constants read from their device copies), then goes to
+  the LLVM dialect with ``gpu-to-llvm`` (each launch through the ``mgpu*`` entry points,
+  which the runtime defines in the host module: relax_mlir/runtime/cuda_launch.py) and
   allocations through the generic functions ``_mlir_memref_to_llvm_alloc`` / ``_free``
-  (``finalize-memref-to-llvm{use-generic-functions=true}``), which the runtime provides
-  with managed memory.
+  (``finalize-memref-to-llvm{use-generic-functions=true}``), which the runtime also
+  defines (a bump of the session's device arena). Memory planning is on: the
+  workspace is a device buffer of each session.
 """
 
 from __future__ import annotations
@@ -75,9 +78,11 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
            schedule_config: str = "") -> list[tuple[str, list[str]]]:
     check_options(workgroup_size, chip, fmt, max_threads)
     check_schedule_config(schedule_config, "cuda")
-    graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
+    # memory planning on: the workspace is a device buffer of the session (intermediates at
+    # their upper bounds, allocated once); library dispatch off (host BLAS)
+    graph, host = _graph_and_host(fusion, True, False, None, "cpu", "cpu")
     return [("graph", graph), ("host", host),
-            ("codegen", bufferize_stage() + kernel_stage(workgroup_size, "cuda", schedule_config)
+            ("codegen", bufferize_stage() + kernel_stage(workgroup_size, "cuda", schedule_config) + ["relax-cuda-host"]
              + nvvm_stage(chip, fmt) + host_stage())]
 
 

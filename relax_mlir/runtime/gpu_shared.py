@@ -1,9 +1,9 @@
 """What the GPU runtimes (:mod:`.vulkan`, :mod:`.cuda`) share.
 
 Both run the host code (graph functions, the host halves of kernels) on the CPU through
-the MLIR ExecutionEngine and keep every buffer a kernel touches in memory that the
-device can use and the host can address (Vulkan: persistently mapped host-visible
-buffers; CUDA: managed memory). So the calling side is the same:
+the MLIR ExecutionEngine and keep every buffer a kernel touches in device buffers of a
+pool (Vulkan: persistently mapped host-visible buffers; CUDA: device memory the host never
+dereferences, moved by driver copies). So the calling side is the same:
 
 * :class:`BufferPool`: a device's buffers in power-of-two size classes, reused across
   calls, and the map from an address back to its buffer (kernel arguments arrive as
@@ -13,7 +13,7 @@ buffers; CUDA: managed memory). So the calling side is the same:
 * :class:`StagedFunction`: one call = copy the arguments into device buffers, run the
   host function while the runtime's callbacks record or launch the kernels, then read
   the results back with a host copy. The runtime provides a per-thread *call state*
-  (``rt.recorder()``) with ``begin() / alloc(n) / submit() / abandon() / finish()`` and
+  (``rt.recorder()``) with ``begin(session) / alloc(n) / submit() / abandon() / finish()`` and
   ``error`` (the first failure of a callback: exceptions cannot cross JIT-compiled
   frames, so callbacks never raise; it is raised once the host function returns), and
   ``count(rec, uploads, upload_bytes)``, which adds a call to its stats;
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import weakref
 from collections.abc import Mapping
 
 import numpy as np
@@ -54,6 +55,8 @@ class BufferPool:
         self._free: dict[int, list] = {}
         self._live: dict[int, object] = {}
         self._starts: list[int] = []
+        #: buffers made (``_new_buffer``) so far: a pool miss each
+        self.created = 0
 
     def _new_buffer(self, size: int):
         raise NotImplementedError
@@ -71,6 +74,7 @@ class BufferPool:
                 return free.pop()
         buf = self._new_buffer(size)
         with self.lock:
+            self.created += 1
             self._live[buf.address] = buf
             bisect.insort(self._starts, buf.address)
         return buf
@@ -121,7 +125,14 @@ class BufferPool:
 
 class CallHooks:
     """How a runtime's per-call state moves data between numpy and its buffers (host copies
-    by default: the buffers are host-addressable)."""
+    by default: the buffers are host-addressable), and what it does around the host
+    function (``start(name)`` before, ``stop()`` after it: nothing by default)."""
+
+    def start(self, name: str) -> None:
+        """Right before the host function of graph function ``name`` runs."""
+
+    def stop(self) -> None:
+        """Right after the host function returned (also when a callback failed)."""
 
     def write(self, address: int, host: int, nbytes: int) -> None:
         """Copy an argument from host memory ``host`` into the buffer at ``address``."""
@@ -184,19 +195,21 @@ class StagedFunction(Function):
         rt = self.exe._runtime
         try:
             rec = rt.recorder()
-            rec.begin()
+            rec.begin(session)
             try:
                 descs = [ctypes.byref(self._stage(rec, a)) for a in arrays]
                 staged = [a.nbytes for a in arrays if not isinstance(a, DeviceArray)]
                 res = self.result_class()
                 rt.local.rec = rec
                 try:   # the workspace and the session's state buffers, then the arguments
+                    rec.start(self.name)
                     if self.single_scalar:
                         res.status = self._fn(*session._buffers, *descs)
                     else:
                         self._fn(ctypes.byref(res), *session._buffers, *descs)
                 finally:
                     rt.local.rec = None
+                    rec.stop()
                 if rec.error is not None:
                     rec.abandon()
                     raise rec.error
@@ -206,8 +219,8 @@ class StagedFunction(Function):
                 views = self._result_views(res)
                 addresses = rec.reading([(v[3], v[4] * v[1].itemsize) for v in views])
                 rec.submit()
-                rt.count(rec, len(staged), sum(staged))
                 outs = self._read(rec, views, addresses)
+                rt.count(rec, len(staged), sum(staged))
             finally:
                 rec.abandon()
                 rec.finish()
@@ -302,6 +315,16 @@ class DeviceSession(Session):
 
     def _state_mapping(self) -> DeviceState:
         return DeviceState()
+
+    def _new_workspace(self, nbytes: int) -> int:
+        """The workspace (relax-plan-memory's arenas) is a device buffer of the pool, not
+        initialized (calls write their intermediates before reading them)."""
+        if not nbytes:
+            return 0
+        dev = self.exe._runtime.dev
+        buf = dev.alloc(nbytes)
+        weakref.finalize(self, dev.release, buf)
+        return buf.address
 
     def _new_state(self, name: str, shape: tuple, dtype: np.dtype, nbytes: int) -> int:
         buf = self.state.buffers[name] = DeviceArray(self.exe._runtime.dev, np.zeros(shape, dtype))

@@ -185,8 +185,7 @@ class Session:
     def __init__(self, exe, rows=None):
         self.exe = exe
         n = exe._meta.total_workspace()
-        self._buffer = np.empty(n + _WS_ALIGN, np.uint8)
-        desc = _byte_descriptor(_aligned(self._buffer), n)
+        desc = _byte_descriptor(self._new_workspace(n), n)
         self._desc = desc
         self._ws = ctypes.byref(desc)
         self._busy = threading.Lock()
@@ -208,6 +207,11 @@ class Session:
     def _state_mapping(self):
         """What ``sess.state`` is: name -> the buffer itself (host memory: numpy arrays)."""
         return {}
+
+    def _new_workspace(self, nbytes: int) -> int:
+        """The address of this session's workspace of ``nbytes`` (host memory, aligned)."""
+        self._buffer = np.empty(nbytes + _WS_ALIGN, np.uint8)
+        return _aligned(self._buffer)
 
     def _new_state(self, name: str, shape: tuple, dtype: np.dtype, nbytes: int) -> int:
         """Allocate state ``name`` (zero-filled, 64-byte aligned), enter it in ``self.state``;

@@ -358,7 +358,7 @@ class Recorder(CallHooks):
             srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
             dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
 
-    def begin(self) -> None:
+    def begin(self, session=None) -> None:
         vk = self.vk
         vk.vkResetCommandBuffer(self.cmd, 0)
         vk.vkBeginCommandBuffer(self.cmd, vk.VkCommandBufferBeginInfo(

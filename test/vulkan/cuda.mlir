@@ -2,8 +2,8 @@
 // The cuda pipeline: the same outlined kernels through NVVM to PTX (the wheel's NVPTX
 // back end), serialized into a gpu.binary; the host launches them with gpu.launch_func
 // on LLVM-dialect operands (a memref as its 5 descriptor fields: allocated, aligned,
-// offset, size, stride), and allocates through the runtime's generic functions (managed
-// memory in relax_mlir/runtime/cuda.py), never malloc.
+// offset, size, stride), and allocates through the runtime's generic functions (device
+// memory: relax_mlir/runtime/cuda_launch.py defines them), never malloc.
 
 // The one buffer is the result, which the caller frees (also after a failed check):
 // nothing is freed here.

@@ -11,8 +11,9 @@ this pass gives every such constant of a host function (a ``func.func`` that is 
       ->  %c = arith.constant ... ; %d = bufferization.alloc_tensor() copy(%c) : tensor<4xi64>
 
 so it bufferizes to ``memref.alloc`` (a runtime buffer) + ``memref.copy`` from the global:
-recorded as a copy from host memory on vulkan (the runtime stages it), a host copy into
-managed memory on cuda. Constants inside kernels (scalars sunk into launches) are left alone.
+recorded as a copy from host memory on vulkan (the runtime stages it); on cuda
+relax-cuda-host makes it a device copy from the constant's device copy (uploaded once).
+Constants inside kernels (scalars sunk into launches) are left alone.
 """
 
 from __future__ import annotations

@@ -111,21 +111,24 @@ def _rewrite_launch(module, op, lid: int, declared: dict) -> dict:
     return {"id": lid, "binary": binary, "entry": entry, "args": kinds}
 
 
-def _rewrite_copy(module, op, declared: dict) -> None:
+def copy_call(module, op, declared: dict, name: str, src_address=None, target: str = "vulkan") -> None:
+    """``memref.copy`` (identity layouts) -> ``func.call @<name>(src, dst, bytes)`` with i64
+    byte addresses; ``src_address``: an i64 value to use as the source address instead."""
     src, dst = op.operands
     st, dt = ir.MemRefType(src.type), ir.MemRefType(dst.type)
     if not (_contiguous(st) and _contiguous(dt)):
         raise HostCallError(op, f"memref.copy between non-contiguous buffers ({st} to {dt}) is not "
-                                "supported by the vulkan target")
+                                f"supported by the {target} target")
     ip = ir.InsertionPoint(op)
     loc = op.location
     n = arith.ConstantOp(ir.IndexType.get(), element_bytes(st.element_type), ip=ip).result
     for k in range(st.rank):
         n = arith.MulIOp(n, memref.DimOp(src, arith.ConstantOp(ir.IndexType.get(), k, ip=ip).result,
                                          ip=ip).result, ip=ip).result
-    args = [_i64(_address(src, ip, loc), ip), _i64(_address(dst, ip, loc), ip), _i64(n, ip)]
-    _declare(module, declared, COPY_FN, 3)
-    func.CallOp([], ir.FlatSymbolRefAttr.get(COPY_FN), args, ip=ip, loc=loc)
+    source = src_address if src_address is not None else _i64(_address(src, ip, loc), ip)
+    args = [source, _i64(_address(dst, ip, loc), ip), _i64(n, ip)]
+    _declare(module, declared, name, 3)
+    func.CallOp([], ir.FlatSymbolRefAttr.get(name), args, ip=ip, loc=loc)
     op.erase()
 
 
@@ -162,7 +165,7 @@ def relax_vulkan_host(module: ir.Operation, opts) -> None:
         for k, o in enumerate(launches):
             table.append(_rewrite_launch(module, o, k, declared))
         for o in copies:
-            _rewrite_copy(module, o, declared)
+            copy_call(module, o, declared, COPY_FN)
     except (HostCallError, TypeError) as e:
         emit_error(getattr(e, "op", module), str(e))
         return

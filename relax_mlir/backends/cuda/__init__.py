@@ -19,5 +19,5 @@ def _runtime(module, metadata: dict, libraries: list[str], options):
     return cuda_runtime(module, metadata, libraries, options)
 
 
-BACKEND = register_backend(Backend("cuda", "an NVIDIA GPU (PTX kernels through NVVM, host code JIT-compiled, managed memory)",
+BACKEND = register_backend(Backend("cuda", "an NVIDIA GPU (PTX kernels through NVVM, host code JIT-compiled, device memory, CUDA graphs)",
                                    "cuda", _stages, _runtime, legalize_target="cpu", host_hooks="cpu"))

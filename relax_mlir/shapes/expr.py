@@ -319,7 +319,10 @@ class _DimPrinter(StrPrinter):
 _PRINTER = _DimPrinter({"order": "lex"})
 
 
+@functools.lru_cache(maxsize=65536)
 def _print(e: sympy.Expr) -> str:
+    """The canonical text of ``e`` (memoized: Dim's equality and hash are its text, and a
+    deep model prints the same few expressions tens of thousands of times)."""
     return _PRINTER.doprint(e)
 
 

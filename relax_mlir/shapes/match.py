@@ -72,8 +72,8 @@ def _match_shapes(patterns: Sequence[Shape], values: Sequence[Shape], unknowns: 
             return m
         pairs.extend((f"{name} dim {i}", pd, vd) for i, (pd, vd) in enumerate(zip(p, v)))
 
-    def subst(d):
-        return d if d is UNKNOWN else d.subs(m.bindings)
+    def subst(d):   # sympy's subs only where a bound symbol occurs (static weight dims: never)
+        return d if d is UNKNOWN or not (d.symbols & m.bindings.keys()) else d.subs(m.bindings)
 
     # pass 1: plain symbols; pass 2: linear patterns; repeat until nothing new binds
     solved: set[int] = set()  # pairs that bound a symbol: they hold by construction

@@ -8,9 +8,11 @@ is the kernels'; LLVM's -O3 buys nothing there, but its value-tracking passes
 (JumpThreading, CorrelatedValuePropagation, InstCombine) are quadratic in the chain of
 "every check so far held" flags a graph function carries: a 60-layer decoder's ``extend``
 took 2.3 s in ``opt`` alone, 3.4x its 30-layer time. ``optimize_none`` (with the
-``no_inline`` LLVM requires next to it) skips them, linear in the number of layers;
-kernels keep -O3 and are never inlined into host code anyway (each is called once per
-call site, behind its checks).
+``no_inline`` LLVM requires next to it) skips them; kernels keep -O3 and are not inlined
+into host code (each is called once per call site, behind its checks). ``opt`` (the export
+and compile-cache path) honours it; MLIR's ExecutionEngine optimizes every function
+regardless (no OptNone instrumentation in its optimizing transformer), so the JIT path
+gains little.
 """
 
 from __future__ import annotations

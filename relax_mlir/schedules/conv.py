@@ -103,3 +103,23 @@ def im2col_schedule():
         cleanup(fn)
 
     return body
+
+
+def permute_rows_schedule(rank: int, n_generics: int):
+    """relax-conv-gemm's epilogue: the GEMM's (O, N, OH, OW) permuted to NCHW
+    (``linalg.transpose`` keeping the last dim), then the fused bias / activation / residual
+    generics: one output row per forall iteration (threads), the transpose and every generic
+    fused into it, so each row is read once, contiguous, and written once."""
+
+    def body(fn: ir.Value) -> None:
+        gens = match(fn, "linalg.generic")
+        ops = ([gens] if n_generics == 1
+               else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results))
+        t = structured.TileUsingForallOp(ops[-1], tile_sizes=[1] * (rank - 1) + [0])
+        rows = t.results[1]
+        for h in reversed(ops[:-1]):
+            rows = structured.FuseIntoContainingOp(h, rows).new_containing_op
+        structured.FuseIntoContainingOp(match(fn, "linalg.transpose"), rows)
+        cleanup(fn)
+
+    return body

@@ -130,3 +130,51 @@ def test_conv_gemm_generated_kernels():
         picked = {k: schedules.select(f.operation) for k, f in kernels.items()}
     assert picked["relax_conv_gemm_f32_16x8x3x3_72xDxDxD"].name == "matmul"
     assert picked["relax_im2col_t_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx8xDxD"].name == "im2col"
+
+
+class _Block(torch.nn.Module):
+    """conv + bias + relu, conv + bias + residual add + relu, depthwise conv + bias + clamp."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.dw = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+
+    def forward(self, x):
+        y = torch.relu(self.c1(x))
+        y = torch.relu(self.c2(y) + x)
+        return torch.clamp(self.dw(y), 0, 6)
+
+
+def test_imported_block_fuses_epilogues():
+    """Through the torch importer (symbolic batch and size): the GEMM convs' epilogues (permute
+    to NCHW, bias, residual add, relu) are one scheduled kernel per conv, the depthwise conv and
+    its bias and clamp one conv-scheduled kernel; numerics at two sizes through one executable."""
+    from relax_mlir import schedules
+    from relax_mlir.frontend.torch import from_exported_program
+    from relax_mlir.pipelines.cpu import graph_stage
+
+    torch.manual_seed(0)
+    model = _Block().eval()
+    n, h = torch.export.Dim("n", max=8), torch.export.Dim("h", min=4, max=64)
+    dyn = {"x": {0: n, 2: h, 3: h}}
+    ep = torch.export.export(model, (torch.randn(2, 16, 20, 20),), dynamic_shapes=dyn)
+    module, params = from_exported_program(ep, dynamic_shapes=dyn)
+    text = str(module)
+    exe = relax_mlir.compile(text)
+    for shape in [(1, 16, 9, 9), (3, 16, 33, 33)]:
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        with torch.no_grad():
+            want = model(torch.from_numpy(x)).numpy()
+        got = exe(x, *params)
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+    m = relax_mlir.parse(text)
+    with m.context:
+        relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
+        picked = {str(f.attributes["sym_name"]).strip('"'): schedules.select(f.operation)
+                  for f in m.body.operations if "relax.kernel" in f.attributes}
+    names = {k: (v.name if v is not None else None) for k, v in picked.items()}
+    assert names["fused_permute_dims_reshape_add_add_relu"] == "permute_rows"
+    assert names["fused_conv2d_reshape_add_full_maximum_full_minimum"] == "conv"
+    assert [v for k, v in names.items() if k.startswith("relax_conv_gemm")] == ["matmul"]

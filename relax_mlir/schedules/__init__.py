@@ -19,7 +19,10 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   (decode attention's ``sum(q * K)`` scores and ``sum(p * V)`` mix over a symbolic KV
   length), vectorized along the cache's static innermost dim (:mod:`.contraction`);
 * ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
-  fused, vectorized pass per row (:mod:`.rows`).
+  fused, vectorized pass per row (:mod:`.rows`);
+* convolutions (:mod:`.conv`, docs/conv.md): ``conv`` for the conv2d legalization's direct
+  generic (depthwise; + its fused epilogue), ``im2col`` and ``permute_rows`` (the NCHW
+  epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule.
 """
 
 from __future__ import annotations

@@ -176,5 +176,6 @@ def test_imported_block_fuses_epilogues():
                   for f in m.body.operations if "relax.kernel" in f.attributes}
     names = {k: (v.name if v is not None else None) for k, v in picked.items()}
     assert names["fused_permute_dims_reshape_add_add_relu"] == "permute_rows"
+    assert names["fused_permute_dims_reshape_add_relu_im2col"] == "permute_rows+im2col"
     assert names["fused_conv2d_reshape_add_full_maximum_full_minimum"] == "conv"
     assert [v for k, v in names.items() if k.startswith("relax_conv_gemm")] == ["matmul"]

@@ -441,6 +441,15 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
         return _select_conv(ops) or _select_contraction(ops)
     if kind == "injective" and _select_permute_rows(ops) is not None:
         return _select_permute_rows(ops)
+    if kind == "injective" and (_kernel_op(fn) or "").endswith("_im2col"):
+        gen_at = [j for j, o in enumerate(ops) if o.name == "linalg.generic"]
+        if len(gen_at) >= 2:
+            k = gen_at[-2] + 1   # the epilogue ends with its last generic; the im2col follows
+            head = _select_permute_rows(ops[:k])
+            if head is not None and _im2col(ops[k:]):
+                gens = len(gen_at) - 1
+                rank = len(_output_shape(ops[0]))
+                return Schedule("permute_rows+im2col", permute_rows_schedule(rank, gens, then_im2col=True))
     if kind == "injective" and _kernel_op(fn) == "im2col" and _im2col(ops):
         return Schedule("im2col", im2col_schedule())
     if kind in ("elementwise", "broadcast"):

@@ -279,7 +279,7 @@ def _select_permute_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
             gens.append(o)
         elif o.name not in _OPERAND_RESHAPES:
             return None
-    if not gens or len([o for o in ops if o.name == "linalg.generic"]) != len(gens):
+    if len([o for o in ops if o.name == "linalg.generic"]) != len(gens):
         return None
     return Schedule("permute_rows", permute_rows_schedule(len(shape), len(gens)))
 

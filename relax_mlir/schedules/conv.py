@@ -114,6 +114,10 @@ def permute_rows_schedule(rank: int, n_generics: int, then_im2col: bool = False)
     generic last, tiled as in :func:`im2col_schedule`."""
 
     def body(fn: ir.Value) -> None:
+        if n_generics == 0:   # the permutation alone
+            structured.TileUsingForallOp(match(fn, "linalg.transpose"), tile_sizes=[1] * (rank - 1) + [0])
+            cleanup(fn)
+            return
         gens = match(fn, "linalg.generic")
         total = n_generics + (1 if then_im2col else 0)
         ops = ([gens] if total == 1

@@ -1,9 +1,9 @@
 """conv2d code generation on the cpu target: numerics against PyTorch.
 
 Each case is ONE executable (symbolic batch, height and width) run at several batches and
-image sizes, odd ones included (97x131), through each route: ``generated`` (the default:
-groups 1 by relax-conv-gemm's im2col + scheduled matmul + permute to NCHW; depthwise and
-other groups by the direct kernel), ``blas`` (im2col + one BLAS GEMM per image, a following
+image sizes, odd ones included (97x131), through each route: ``auto`` (the default: BLAS
+for 1x1 expansions, else generated), ``generated`` (groups 1 by relax-conv-gemm's im2col +
+scheduled matmul + permute to NCHW; depthwise and other groups by the direct kernel), ``blas`` (im2col + one BLAS GEMM per image, a following
 (O, 1, 1) bias add folded into the call) and ``direct`` (schedules off, no dispatch: the
 legalization's generic, plain loops). Relative error <= 1e-4 (f32).
 """
@@ -67,13 +67,13 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("route", ["generated", "blas", "direct"])
+@pytest.mark.parametrize("route", ["auto", "generated", "blas", "direct"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_conv_numerics(name, route, monkeypatch):
     c, o, k, s, p, d, g, bias, relu = CASES[name]
-    if route == "blas":
+    if route in ("generated", "blas"):
         from relax_mlir.pipelines import cpu
-        monkeypatch.setattr(cpu, "CONV_GEMM_DEFAULT", "blas")
+        monkeypatch.setattr(cpu, "CONV_GEMM_DEFAULT", route)
     options = {"dispatch": False, "schedules": False} if route == "direct" else None
     exe = relax_mlir.compile(_module(c, o, k, s, p, d, g, bias, relu), options=options)
     rng = np.random.default_rng(0)
@@ -111,8 +111,9 @@ def test_conv_gemm_blas_rewrite_folds_bias():
 
 
 def test_conv_gemm_generated_kernels():
-    """The default route: im2col (K, N, OH, OW), the GEMM kernel (scheduled as a matmul),
-    permute_dims back to NCHW; no library."""
+    """The generated route (the default's for all but 1x1 expansions): im2col (K, N, OH, OW),
+    the GEMM kernel (scheduled as a matmul), permute_dims back to NCHW; no library. ``auto``
+    sends a 1x1 stride-1 conv with O > C to the library, with O < C to the generated GEMM."""
     src = _module(8, 16, (3, 3), (2, 2), (1, 1), (1, 1), 1, True, True)
     text = run_pipeline(src, "builtin.module(relax-infer-shapes, relax-conv-gemm)")
     assert "call_dps_library" not in text and '"relax.conv2d"' not in text
@@ -130,6 +131,12 @@ def test_conv_gemm_generated_kernels():
         picked = {k: schedules.select(f.operation) for k, f in kernels.items()}
     assert picked["relax_conv_gemm_f32_16x8x3x3_72xDxDxD"].name == "matmul"
     assert picked["relax_im2col_t_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx8xDxD"].name == "im2col"
+    expand = run_pipeline(_module(16, 24, (1, 1), (1, 1), (0, 0), (1, 1), 1, False, False),
+                          "builtin.module(relax-infer-shapes, relax-conv-gemm{gemm=auto})")
+    assert 'callee = "relax_blas_conv_gemm_f32"' in expand and "relax_conv_gemm_f32" not in expand
+    project = run_pipeline(_module(24, 16, (1, 1), (1, 1), (0, 0), (1, 1), 1, False, False),
+                           "builtin.module(relax-infer-shapes, relax-conv-gemm{gemm=auto})")
+    assert "call_dps_library" not in project and "@relax_conv_gemm_f32_16x24x1x1_24xDxDxD" in project
 
 
 class _Block(torch.nn.Module):

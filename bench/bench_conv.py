@@ -6,8 +6,8 @@ eager (oneDNN), same threads, interleaved.
 
 Each distinct conv (channels, kernel, stride, padding, groups) is compiled ONCE with symbolic
 batch, height and width and run at every batch: column ``generated`` is ``relax_mlir.compile``'s
-default (groups 1: relax-conv-gemm's im2col + the scheduled matmul; depthwise: the direct
-kernel), ``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
+default (groups 1: relax-conv-gemm's im2col + the scheduled matmul, BLAS for 1x1 expansions
+(``gemm=auto``); depthwise: the direct kernel), ``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
 per image; groups 1 only). All sides get ``--threads`` threads (torch intra-op; our OpenMP
 and BLAS). Timings: interleaved rounds, one warm-up call each, median and minimum (the
 minimum is the steadier figure on a loaded machine); the highest load average seen is
@@ -122,11 +122,11 @@ def main() -> None:
             src = conv_module(c, o, k, s, p, g, max(args.batches), h)
             exes = {"generated": relax_mlir.compile(src)}
             if g == 1 and not args.no_blas:
-                cpu.CONV_GEMM_DEFAULT = "blas"
+                default, cpu.CONV_GEMM_DEFAULT = cpu.CONV_GEMM_DEFAULT, "blas"
                 try:
                     exes["blas"] = relax_mlir.compile(src)
                 finally:
-                    cpu.CONV_GEMM_DEFAULT = "generated"
+                    cpu.CONV_GEMM_DEFAULT = default
             w = rng.standard_normal((o, c // g, k, k)).astype(np.float32)
             tw = torch.from_numpy(w)
             for n in args.batches:

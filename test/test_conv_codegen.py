@@ -1,9 +1,9 @@
 """conv2d code generation on the cpu target: numerics against PyTorch.
 
 Each case is ONE executable (symbolic batch, height and width) run at several batches and
-image sizes, odd ones included (97x131), through each route: ``generated`` (the default:
-groups 1 by relax-conv-gemm's im2col + scheduled matmul + permute to NCHW; depthwise and
-other groups by the direct kernel), ``blas`` (im2col + one BLAS GEMM per image, a following
+image sizes, odd ones included (97x131), through each route: ``auto`` (the default: BLAS
+for 1x1 expansions, else generated), ``generated`` (groups 1 by relax-conv-gemm's im2col +
+scheduled matmul + permute to NCHW; depthwise and other groups by the direct kernel), ``blas`` (im2col + one BLAS GEMM per image, a following
 (O, 1, 1) bias add folded into the call) and ``direct`` (schedules off, no dispatch: the
 legalization's generic, plain loops). Relative error <= 1e-4 (f32).
 """
@@ -67,13 +67,13 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("route", ["generated", "blas", "direct"])
+@pytest.mark.parametrize("route", ["auto", "generated", "blas", "direct"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_conv_numerics(name, route, monkeypatch):
     c, o, k, s, p, d, g, bias, relu = CASES[name]
-    if route == "blas":
+    if route in ("generated", "blas"):
         from relax_mlir.pipelines import cpu
-        monkeypatch.setattr(cpu, "CONV_GEMM_DEFAULT", "blas")
+        monkeypatch.setattr(cpu, "CONV_GEMM_DEFAULT", route)
     options = {"dispatch": False, "schedules": False} if route == "direct" else None
     exe = relax_mlir.compile(_module(c, o, k, s, p, d, g, bias, relu), options=options)
     rng = np.random.default_rng(0)
@@ -111,8 +111,9 @@ def test_conv_gemm_blas_rewrite_folds_bias():
 
 
 def test_conv_gemm_generated_kernels():
-    """The default route: im2col (K, N, OH, OW), the GEMM kernel (scheduled as a matmul),
-    permute_dims back to NCHW; no library."""
+    """The generated route (the default's for all but 1x1 expansions): im2col (K, N, OH, OW),
+    the GEMM kernel (scheduled as a matmul), permute_dims back to NCHW; no library. ``auto``
+    sends a 1x1 stride-1 conv with O > C to the library, with O < C to the generated GEMM."""
     src = _module(8, 16, (3, 3), (2, 2), (1, 1), (1, 1), 1, True, True)
     text = run_pipeline(src, "builtin.module(relax-infer-shapes, relax-conv-gemm)")
     assert "call_dps_library" not in text and '"relax.conv2d"' not in text
@@ -130,3 +131,58 @@ def test_conv_gemm_generated_kernels():
         picked = {k: schedules.select(f.operation) for k, f in kernels.items()}
     assert picked["relax_conv_gemm_f32_16x8x3x3_72xDxDxD"].name == "matmul"
     assert picked["relax_im2col_t_k3_3_s2_2_p1_1_1_1_d1_1_f32_Dx8xDxD"].name == "im2col"
+    expand = run_pipeline(_module(16, 24, (1, 1), (1, 1), (0, 0), (1, 1), 1, False, False),
+                          "builtin.module(relax-infer-shapes, relax-conv-gemm{gemm=auto})")
+    assert 'callee = "relax_blas_conv_gemm_f32"' in expand and "relax_conv_gemm_f32" not in expand
+    project = run_pipeline(_module(24, 16, (1, 1), (1, 1), (0, 0), (1, 1), 1, False, False),
+                           "builtin.module(relax-infer-shapes, relax-conv-gemm{gemm=auto})")
+    assert "call_dps_library" not in project and "@relax_conv_gemm_f32_16x24x1x1_24xDxDxD" in project
+
+
+class _Block(torch.nn.Module):
+    """conv + bias + relu, conv + bias + residual add + relu, depthwise conv + bias + clamp."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.dw = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+
+    def forward(self, x):
+        y = torch.relu(self.c1(x))
+        y = torch.relu(self.c2(y) + x)
+        return torch.clamp(self.dw(y), 0, 6)
+
+
+def test_imported_block_fuses_epilogues():
+    """Through the torch importer (symbolic batch and size): the GEMM convs' epilogues (permute
+    to NCHW, bias, residual add, relu) are one scheduled kernel per conv, the depthwise conv and
+    its bias and clamp one conv-scheduled kernel; numerics at two sizes through one executable."""
+    from relax_mlir import schedules
+    from relax_mlir.frontend.torch import from_exported_program
+    from relax_mlir.pipelines.cpu import graph_stage
+
+    torch.manual_seed(0)
+    model = _Block().eval()
+    n, h = torch.export.Dim("n", max=8), torch.export.Dim("h", min=4, max=64)
+    dyn = {"x": {0: n, 2: h, 3: h}}
+    ep = torch.export.export(model, (torch.randn(2, 16, 20, 20),), dynamic_shapes=dyn)
+    module, params = from_exported_program(ep, dynamic_shapes=dyn)
+    text = str(module)
+    exe = relax_mlir.compile(text)
+    for shape in [(1, 16, 9, 9), (3, 16, 33, 33)]:
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        with torch.no_grad():
+            want = model(torch.from_numpy(x)).numpy()
+        got = exe(x, *params)
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+    m = relax_mlir.parse(text)
+    with m.context:
+        relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
+        picked = {str(f.attributes["sym_name"]).strip('"'): schedules.select(f.operation)
+                  for f in m.body.operations if "relax.kernel" in f.attributes}
+    names = {k: (v.name if v is not None else None) for k, v in picked.items()}
+    assert names["fused_permute_dims_reshape_add_add_relu"] == "permute_rows"
+    assert names["fused_permute_dims_reshape_add_relu_im2col"] == "permute_rows+im2col"
+    assert names["fused_conv2d_reshape_add_full_maximum_full_minimum"] == "conv"
+    assert [v for k, v in names.items() if k.startswith("relax_conv_gemm")] == ["matmul"]

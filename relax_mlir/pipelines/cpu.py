@@ -37,11 +37,13 @@ PLAN_MEMORY_DEFAULT = True
 DISPATCH_DEFAULT = True
 DISPATCH_MIN_FLOPS = 4096
 
-#: relax-conv-gemm's GEMM for groups-1 convolutions in the cpu pipeline: ``generated`` (the
-#: scheduled matmul; needs the schedules) or ``blas`` (relax_blas_conv_gemm; needs library
-#: dispatch). With schedules off the pipeline takes ``blas`` (dispatch on) or leaves the
-#: convolutions to the direct kernel. Measured per shape in bench/README.md (bench_conv.py).
-CONV_GEMM_DEFAULT = "generated"
+#: relax-conv-gemm's GEMM for groups-1 convolutions in the cpu pipeline: ``auto`` (the
+#: scheduled matmul, BLAS for 1x1 expansions; ``generated`` when dispatch is off),
+#: ``generated`` (the scheduled matmul; needs the schedules) or ``blas``
+#: (relax_blas_conv_gemm; needs library dispatch). With schedules off the pipeline takes
+#: ``blas`` (dispatch on) or leaves the convolutions to the direct kernel. Measured per
+#: shape in bench/README.md (bench_conv.py).
+CONV_GEMM_DEFAULT = "auto"
 
 #: relax-dispatch-library's policy in the cpu pipeline: ``measured`` (the calibration table of
 #: this CPU model and thread count decides BLAS or generated code per M range, split at run
@@ -97,6 +99,8 @@ def conv_gemm(dispatch: Optional[bool], schedules: Optional[bool]) -> Optional[s
     dispatch = DISPATCH_DEFAULT if dispatch is None else dispatch
     schedules = SCHEDULES_DEFAULT if schedules is None else schedules
     gemm = CONV_GEMM_DEFAULT if schedules else "blas"
+    if gemm == "auto" and not dispatch:
+        gemm = "generated"
     return None if (gemm == "blas" and not dispatch) else gemm
 
 

@@ -1256,15 +1256,15 @@ DEFINE_ATTENTION(double, f64)
 ATTENTION_ENTRIES(f32)
 ATTENTION_ENTRIES(f64)
 
-/* -- convolution as GEMM (relax-conv-gemm's `relax_blas_conv_gemm_<r>[_bias]_f32`) ---------
+/* -- convolution as GEMM (relax-conv-gemm{gemm=blas}'s `relax_blas_conv_gemm[_bias]_f32`) ----
  *
- *   relax_blas_conv_gemm_<r>_f32(W, col, Y)             Y[b] = W @ col[b]
- *   relax_blas_conv_gemm_<r>_bias_f32(W, col, bias, Y)  Y[b] = W @ col[b] + bias (per row)
+ *   relax_blas_conv_gemm_f32(W, col, Y)             Y[b] = W @ col[b]
+ *   relax_blas_conv_gemm_bias_f32(W, col, bias, Y)  Y[b] = W @ col[b] + bias (per row)
  *
- * W (O, C, KH, KW) is read as the (O, C*KH*KW) matrix it is in memory; col is the
- * generated im2col kernel's (N, C*KH*KW, OH*OW) (r = 3) or, for a 1x1 convolution with
- * stride 1 and no padding, the input itself (N, C, H, W) (r = 4): either way per image a
- * (K, P) matrix whose columns are the output pixels; Y is the NCHW output (N, O, OH, OW),
+ * W (O, C, KH, KW) is read as the (O, C*KH*KW) matrix it is in memory; col is the generated
+ * im2col kernel's (N, C*KH*KW, OH, OW) or, for a 1x1 convolution with stride 1 and no
+ * padding, the input itself (N, C, H, W): either way per image a (K, P) matrix whose columns
+ * are the output pixels (its last two dims contiguous); Y is the NCHW output (N, O, OH, OW),
  * per image the (O, P) product. bias is (O, 1, 1) (the importer's reshape of a conv bias),
  * broadcast along each output row. One gemm per image, the provider's threads inside it;
  * layouts BLAS cannot take (a non-unit inner stride) run a plain loop here. */
@@ -1278,10 +1278,9 @@ static char *conv_desc(void *d, int rank, int64_t *sizes, int64_t *strides) {
 }
 
 static void f32_conv_gemm(void *w, void *col, void *bias, void *y) {
-  const int rc = 4;
   int64_t ws[4], wst[4], cs[4], cst[4], ys[4], yst[4], bs[3] = {0}, bst[3] = {0};
   const float *W = (const float *)conv_desc(w, 4, ws, wst);
-  const float *X = (const float *)conv_desc(col, rc, cs, cst);
+  const float *X = (const float *)conv_desc(col, 4, cs, cst);
   float *Y = (float *)conv_desc(y, 4, ys, yst);
   const float *B = bias ? (const float *)conv_desc(bias, 3, bs, bst) : NULL;
   int64_t N = ys[0], O = ys[1], P = ys[2] * ys[3], K = ws[1] * ws[2] * ws[3];
@@ -1289,8 +1288,7 @@ static void f32_conv_gemm(void *w, void *col, void *bias, void *y) {
   /* row strides (elements) of the three matrices, 0: not a BLAS layout */
   int64_t lda = (wst[3] == 1 || ws[3] == 1) && (wst[2] == ws[3] || ws[2] == 1) &&
                 (wst[1] == ws[2] * ws[3] || ws[1] == 1) ? wst[0] : 0;
-  int64_t ldb = rc == 3 ? (cst[2] == 1 || cs[2] == 1 ? cst[1] : 0)
-                        : ((cst[3] == 1 || cs[3] == 1) && (cst[2] == cs[3] || cs[2] == 1) ? cst[1] : 0);
+  int64_t ldb = (cst[3] == 1 || cs[3] == 1) && (cst[2] == cs[3] || cs[2] == 1) ? cst[1] : 0;
   int64_t ldc = (yst[3] == 1 || ys[3] == 1) && (yst[2] == ys[3] || ys[2] == 1) ? yst[1] : 0;
   int blas = lda >= K && ldb >= P && ldc >= P && K > 0 && O <= INT_MAX && P <= INT_MAX && K <= INT_MAX &&
              lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX &&
@@ -1318,7 +1316,7 @@ static void f32_conv_gemm(void *w, void *col, void *bias, void *y) {
         for (int64_t k = 0; k < K; ++k) {
           int64_t kc = k / (ws[2] * ws[3]), kr = k % (ws[2] * ws[3]);
           float a = W[o * wst[0] + kc * wst[1] + (kr / ws[3]) * wst[2] + (kr % ws[3]) * wst[3]];
-          float x = rc == 3 ? Xb[k * cst[1] + p * cst[2]] : Xb[k * cst[1] + (p / cs[3]) * cst[2] + (p % cs[3]) * cst[3]];
+          float x = Xb[k * cst[1] + (p / cs[3]) * cst[2] + (p % cs[3]) * cst[3]];
           acc += a * x;
         }
         Yb[o * yst[1] + ph * yst[2] + pw * yst[3]] = acc;

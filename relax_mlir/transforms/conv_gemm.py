@@ -1,28 +1,35 @@
-"""relax-conv-gemm: f32 convolutions (groups 1) as im2col + one BLAS GEMM per image.
+"""relax-conv-gemm: f32 convolutions of groups 1 as im2col + GEMM (docs/conv.md).
 
-Each ``relax.conv2d`` with groups == 1 on f32 whose work (N*O*OH*OW*C*KH*KW) reaches
-``min-flops`` (the relax-dispatch-library rule: symbolic work is bounded with
-``relax.upper_bounds``, unbounded means dispatched) becomes
+Each ``relax.conv2d`` with groups == 1 on f32 (static weight and input channels) whose work
+(N*O*OH*OW*C*KH*KW) reaches ``min-flops`` (the relax-dispatch-library rule: symbolic work is
+bounded with ``relax.upper_bounds``, unbounded means rewritten) becomes, with
 
-* 1x1, stride 1, no padding: ``relax.call_dps_library`` of ``relax_blas_conv_gemm_4_f32``
-  on (W, x): the NCHW input already is, per image, the (C, H*W) matrix of the GEMM;
-* otherwise: ``relax.call_tir`` of an im2col kernel (``relax_im2col_*``: pad, then one
-  generic writing (N, C*KH*KW, OH*OW); :func:`relax_mlir.ops.nn.im2col_kernel`), then
-  ``relax_blas_conv_gemm_3_f32`` on (W, col);
+* ``gemm=generated`` (the default; the cpu pipeline's with schedules on): a ``call_tir`` of
+  an im2col kernel writing (C*KH*KW, N, OH, OW) (:func:`relax_mlir.ops.nn.im2col_cnhw_kernel`),
+  a ``call_tir`` of the GEMM kernel (:func:`relax_mlir.ops.nn.conv_gemm_kernel`: ONE
+  ``linalg.matmul`` ``W (O, K) @ col (K, N*OH*OW)`` for the whole batch, scheduled by the
+  matmul schedule: M = O and K static, N symbolic) into (O, N, OH, OW), and a
+  ``relax.permute_dims`` to NCHW, which relax-fuse-ops fuses with what follows (bias,
+  activation, residual add) into one pass over the output;
+* ``gemm=blas`` (the cpu pipeline's with schedules off and dispatch on): a
+  ``relax.call_dps_library`` of ``relax_blas_conv_gemm_f32`` on (W, col) with col from an
+  im2col kernel writing (N, C*KH*KW, OH, OW) (:func:`relax_mlir.ops.nn.im2col_kernel`), or
+  the input itself for a 1x1 stride-1 convolution without padding (per image already the
+  (C, H*W) matrix); one BLAS GEMM per image writes the NCHW output. A following
+  ``relax.add`` of an (O, 1, 1) bias (the torch importer's conv bias), when the convolution
+  is its only user, is folded into the call (``relax_blas_conv_gemm_bias_f32``).
 
-and the library writes the NCHW output, per image ``W (O, C*KH*KW) @ col (K, OH*OW)``: no
-layout change at either edge and no copy of the weight (read as the matrix it is in
-memory). A following ``relax.add`` of a bias shaped (O, 1, 1) -- the torch importer's conv
-bias -- when the convolution is its only user, is folded into the call (``_bias`` symbols:
-each output row starts from its bias; the GEMM accumulates with beta = 1). What follows
-(activation, residual add) stays relax ops, fused into one elementwise kernel as usual.
+``gemm=auto`` (the cpu pipeline's with schedules and dispatch on) takes ``blas`` for 1x1
+stride-1 unpadded convolutions with more output than input channels (MobileNetV2's
+expansions: the input read in place beats the generated GEMM plus its two copies, measured
+0.8-1.0x against 1.1-1.7x of eager at one thread) and ``generated`` for the rest.
 
-Why im2col + BLAS for these: measured against the generated direct convolution (plain loops
-of one generic, output width innermost), the GEMM route was 10-50x faster on every
-ResNet-18 / MobileNetV2 shape of groups 1 (bench/bench_conv.py, bench/README.md);
-grouped and depthwise convolutions keep the generated kernel (an im2col GEMM per group is
-a thin GEMM). Run after relax-infer-shapes and before relax-dispatch-library /
-relax-legalize; the cpu pipeline runs it when library dispatch is on.
+Neither route copies the weight: it is read as the (O, C*KH*KW) matrix it is in memory.
+Measured (bench/bench_conv.py, bench/README.md): the generated GEMM ran 1.6-2x faster than
+the provider's sgemm on this project's AMD EPYC, and both routes 10-50x faster than the
+direct kernel on every groups-1 ResNet-18 / MobileNetV2 shape; grouped and depthwise
+convolutions keep the direct kernel (an im2col GEMM per group is a thin GEMM). Run after
+relax-infer-shapes and before relax-dispatch-library / relax-legalize.
 """
 
 from __future__ import annotations
@@ -106,7 +113,7 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
         return False
     strides, pads, dil = list(attrs["strides"]), _pads(list(attrs["padding"])), list(attrs["dilation"])
     direct = kh == kw == 1 and strides == [1, 1] and not any(pads)
-    if gemm == "generated":
+    if gemm == "generated" or (gemm == "auto" and not (direct and o > c)):
         _generated(conv, table, x, out, [kh, kw], strides, pads, dil)
         return True
     loc, ip = conv.location, ir.InsertionPoint(conv)
@@ -138,7 +145,8 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
                "(relax_blas_conv_gemm), folding a following (O, 1, 1) bias add.",
                options=[Option("gemm", str, "generated",
                                "generated: im2col (K, N, OH, OW) + the scheduled matmul + permute to NCHW; "
-                               "blas: im2col + relax_blas_conv_gemm (one BLAS GEMM per image)"),
+                               "blas: im2col + relax_blas_conv_gemm (one BLAS GEMM per image); auto: blas for "
+                               "1x1 stride-1 unpadded convs with more output than input channels, else generated"),
                         Option("min-flops", int, 4096,
                                "N*O*OH*OW*C*KH*KW below which a conv stays generated code (bounded symbols: "
                                "their relax.upper_bounds)")])
@@ -148,6 +156,6 @@ def relax_conv_gemm(module: ir.Operation, opts) -> None:
         bounds = upper_bounds(f)
         done = False
         for op in [o for o in body_ops(f) if o.name == "relax.conv2d"]:   # (a rewrite erases the bias add)
-            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm) and opts.gemm == "blas"
-        if done:
+            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm)
+        if done and any(o.name == "relax.call_dps_library" for o in body_ops(f)):
             request(module, "relax_blas")

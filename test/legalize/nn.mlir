@@ -1,7 +1,8 @@
-// relax-legalize on convolution, pooling, topk and sort: tensor.pad feeding one generic per
-// convolution (groups 1 and depthwise, output width innermost) or the upstream linalg named
-// ops (other grouped convolutions: channel dims expanded to (groups, C / groups)), pooling
-// as a separable window (rows, then columns: strided slices and elementwise generics),
+// relax-legalize on convolution, pooling, topk and sort: zero padding (fill + copy into the
+// interior) feeding one generic per convolution (groups 1 and depthwise, output width
+// innermost), or tensor.pad feeding the upstream linalg named ops (other grouped
+// convolutions: channel dims expanded to (groups, C / groups)); pooling as a separable
+// window (rows, then columns: strided slices and elementwise generics),
 // topk's selection rounds and the two-generic sort kernel.
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | FileCheck %s
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize)' | mlir-opt --irdl-file=%irdl --split-input-file > /dev/null
@@ -15,7 +16,10 @@
 // CHECK: "relax.call_tir"(%arg0, %arg2) {callee = @relax_conv2d_s2_2_p1_1_1_1_d1_1_g2_f32_Dx4xDxD_8x2x3x3
 // CHECK-LABEL: func.func private @relax_conv2d_s1_1_p1_1_1_1_d1_1_f32_Dx4xDxD_8x4x3x3(
 // CHECK-SAME: %[[X:.+]]: tensor<?x4x?x?xf32>, %[[W:.+]]: tensor<8x4x3x3xf32>, %[[O:.+]]: tensor<?x8x?x?xf32>) -> tensor<?x8x?x?xf32>
-// CHECK: %[[P:.+]] = tensor.pad %[[X]] low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<?x4x?x?xf32>)
+// CHECK: %[[S:.+]] = tensor.extract_slice %[[Z]][0, 0, 1, 1]
+// CHECK: %[[C:.+]] = linalg.copy ins(%[[X]] : tensor<?x4x?x?xf32>) outs(%[[S]] : tensor<?x4x?x?xf32>)
+// CHECK: %[[P:.+]] = tensor.insert_slice %[[C]] into %[[Z]][0, 0, 1, 1]
 // CHECK: %[[F:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[O]] : tensor<?x8x?x?xf32>)
 // CHECK: linalg.generic {indexing_maps = [#[[XM]], #[[WM]], #[[OM]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "parallel"]} ins(%[[P]], %[[W]] : tensor<?x4x?x?xf32>, tensor<8x4x3x3xf32>) outs(%[[F]] : tensor<?x8x?x?xf32>)
 // CHECK: arith.mulf

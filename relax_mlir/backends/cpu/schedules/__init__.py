@@ -19,7 +19,10 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   (decode attention's ``sum(q * K)`` scores and ``sum(p * V)`` mix over a symbolic KV
   length), vectorized along the cache's static innermost dim (:mod:`.contraction`);
 * ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
-  fused, vectorized pass per row (:mod:`.rows`).
+  fused, vectorized pass per row (:mod:`.rows`);
+* convolutions (:mod:`.conv`, docs/conv.md): ``conv`` for the conv2d legalization's direct
+  generic (depthwise; + its fused epilogue), ``im2col`` and ``permute_rows`` (the NCHW
+  epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from mlir import ir
 
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
-from .conv import conv_schedule, im2col_schedule
+from .conv import conv_schedule, im2col_schedule, permute_rows_schedule
 from .elementwise import elementwise_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
 from ....target import Simd, host_simd
@@ -184,6 +187,11 @@ def _is_window(op: ir.Operation) -> bool:
 _PADDING = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "tensor.pad"}
 
 
+#: Ops a fused conv kernel may hold that only reshape another operand (not the conv's result).
+_OPERAND_RESHAPES = {"tensor.reshape", "linalg.copy", "tensor.expand_shape", "tensor.collapse_shape",
+                     "tensor.from_elements"}
+
+
 def _im2col(ops: list[ir.Operation]) -> bool:
     """relax-conv-gemm's im2col kernel: padding, reshapes of the destination, one generic."""
     names = [o.name for o in ops]
@@ -198,9 +206,18 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
     i = next((j for j, o in enumerate(ops) if _is_window(o)), None)
     if i is None or i == 0 or names[i - 1] != "linalg.fill" or not set(names[:i]) <= _PADDING:
         return None
-    conv, tail = ops[i], ops[i + 1:]
+    conv = ops[i]
     if not _f32_tensors(conv):
         return None
+    # the epilogue: generics on the conv's result; besides them only reshapes of other
+    # operands (a bias (O,) -> (O, 1, 1): tensor.reshape + its copy) that stay outside the rows
+    derived, tail = {ir.Value(conv.results[0])}, []
+    for o in ops[i + 1:]:
+        if any(ir.Value(v) in derived for v in o.operands):
+            derived.update(ir.Value(r) for r in o.results)
+            tail.append(o)
+        elif o.name not in _OPERAND_RESHAPES:
+            return None
     shape = _output_shape(conv)
     if len(shape) != 4 or any(o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
                               or set(_iterators(o)) != {"parallel"} for o in tail):
@@ -211,6 +228,31 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
     xmap = ir.AffineMapAttr(conv.opview.indexing_maps[0]).value.results[3]
     unit = "*" not in str(xmap)   # the input column advances by 1 per output column
     return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
+
+
+def _select_permute_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """One ``linalg.transpose`` that keeps the last dim (rank >= 2) first, then reshapes of
+    other operands and all-parallel f32 generics of its output's shape on its result (a conv
+    GEMM's epilogue after relax-fuse-ops): :func:`.conv.permute_rows_schedule`."""
+    if not ops or ops[0].name != "linalg.transpose":
+        return None
+    perm = list(ir.DenseI64ArrayAttr(ops[0].attributes["permutation"]))
+    shape = _output_shape(ops[0])
+    if len(perm) < 2 or perm[-1] != len(perm) - 1 or not _f32_tensors(ops[0]):
+        return None
+    derived, gens = {ir.Value(ops[0].results[0])}, []
+    for o in ops[1:]:
+        if any(ir.Value(v) in derived for v in o.operands):
+            if (o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
+                    or set(_iterators(o)) != {"parallel"}):
+                return None
+            derived.update(ir.Value(r) for r in o.results)
+            gens.append(o)
+        elif o.name not in _OPERAND_RESHAPES:
+            return None
+    if len([o for o in ops if o.name == "linalg.generic"]) != len(gens):
+        return None
+    return Schedule("permute_rows", permute_rows_schedule(len(shape), len(gens)))
 
 
 def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:
@@ -368,6 +410,17 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
         if sched is not None or config is not None:
             return sched
         return _select_conv(ops) or _select_contraction(ops)
+    if kind == "injective" and _select_permute_rows(ops) is not None:
+        return _select_permute_rows(ops)
+    if kind == "injective" and (_kernel_op(fn) or "").endswith("_im2col"):
+        gen_at = [j for j, o in enumerate(ops) if o.name == "linalg.generic"]
+        if len(gen_at) >= 2:
+            k = gen_at[-2] + 1   # the epilogue ends with its last generic; the im2col follows
+            head = _select_permute_rows(ops[:k])
+            if head is not None and _im2col(ops[k:]):
+                gens = len(gen_at) - 1
+                rank = len(_output_shape(ops[0]))
+                return Schedule("permute_rows+im2col", permute_rows_schedule(rank, gens, then_im2col=True))
     if kind == "injective" and _kernel_op(fn) == "im2col" and _im2col(ops):
         return Schedule("im2col", im2col_schedule())
     if kind in ("elementwise", "broadcast"):

@@ -103,3 +103,33 @@ def im2col_schedule():
         cleanup(fn)
 
     return body
+
+
+def permute_rows_schedule(rank: int, n_generics: int, then_im2col: bool = False):
+    """relax-conv-gemm's epilogue: the GEMM's (O, N, OH, OW) permuted to NCHW
+    (``linalg.transpose`` keeping the last dim), then the fused bias / activation / residual
+    generics: one output row per forall iteration (threads), the transpose and every generic
+    fused into it, so each row is read once, contiguous, and written once. ``then_im2col``:
+    the kernel goes on with the next convolution's im2col (relax-fuse-ops put it there), its
+    generic last, tiled as in :func:`im2col_schedule`."""
+
+    def body(fn: ir.Value) -> None:
+        if n_generics == 0:   # the permutation alone
+            structured.TileUsingForallOp(match(fn, "linalg.transpose"), tile_sizes=[1] * (rank - 1) + [0])
+            cleanup(fn)
+            return
+        gens = match(fn, "linalg.generic")
+        total = n_generics + (1 if then_im2col else 0)
+        ops = ([gens] if total == 1
+               else list(transform.SplitHandleOp([any_op()] * total, gens).results))
+        if then_im2col:
+            structured.TileUsingForallOp(ops[-1], tile_sizes=[1, 1, 0, 0, 0, 0])
+            ops = ops[:-1]
+        t = structured.TileUsingForallOp(ops[-1], tile_sizes=[1] * (rank - 1) + [0])
+        rows = t.results[1]
+        for h in reversed(ops[:-1]):
+            rows = structured.FuseIntoContainingOp(h, rows).new_containing_op
+        structured.FuseIntoContainingOp(match(fn, "linalg.transpose"), rows)
+        cleanup(fn)
+
+    return body

@@ -845,7 +845,7 @@ class CudaRuntime:
     def upload_constants(self, engine, constants: list[tuple[int, int]]) -> None:
         """Each host constant the host code copies (relax-cuda-host) to the device once; its
         slot holds the device address."""
-        from ..transforms.gpu.cuda_host import CONST_PREFIX, SLOT_PREFIX
+        from .cuda_launch import CONST_PREFIX, SLOT_PREFIX
         for k, nbytes in constants:
             host = engine.raw_lookup(f"{CONST_PREFIX}{k}"[len("_mlir_"):])
             slot = engine.raw_lookup(f"{SLOT_PREFIX}{k}"[len("_mlir_"):])
@@ -1091,7 +1091,7 @@ def cuda_runtime(module, metadata: dict, libraries: list[str], options):
     from .jit import EngineResolver, build_engine
 
     from mlir import ir
-    from ..transforms.gpu.cuda_host import CONSTANTS_ATTR
+    from .cuda_launch import CONSTANTS_ATTR
     from .cuda_launch import DRIVER_SYMBOLS, link
 
     dev = device()

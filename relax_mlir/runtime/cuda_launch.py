@@ -45,6 +45,13 @@ FCACHE_BITS = 10
 FCACHE = 1 << FCACHE_BITS
 #: call buffers are carved from the session's arena at this alignment (bytes)
 ARENA_ALIGN = 256
+#: relax-cuda-host's device-to-device copy, defined here in the host module
+COPY_FN = "relax_cuda_copy"
+#: host constants (relax-cuda-host): ``<CONST_PREFIX><k>`` the host copy, ``<SLOT_PREFIX><k>``
+#: the slot the runtime fills with its device copy's address; ``CONSTANTS_ATTR`` lists them
+CONST_PREFIX = "_mlir_relax_cuda_const_"
+SLOT_PREFIX = "_mlir_relax_cuda_cslot_"
+CONSTANTS_ATTR = "cuda.constants"
 STATE = "_mlir_relax_cuda_rt"
 #: error kinds recorded in slot ``error``
 LIMIT, LAUNCH, COPY, GET_FUNCTION = 1, 2, 3, 4

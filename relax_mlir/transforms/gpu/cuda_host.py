@@ -35,10 +35,8 @@ from ..lower_host.common import element_bytes
 from ..registry import emit_error, register_pass
 from .vulkan_host import HostCallError, copy_call
 
-COPY_FN = "relax_cuda_copy"
-CONST_PREFIX = "_mlir_relax_cuda_const_"
-SLOT_PREFIX = "_mlir_relax_cuda_cslot_"
-CONSTANTS_ATTR = "cuda.constants"
+# the names the host code and the cuda runtime share (runtime/cuda_launch.py)
+from ...runtime.cuda_launch import CONST_PREFIX, CONSTANTS_ATTR, COPY_FN, SLOT_PREFIX  # noqa: E402,F401
 #: bookkeeping buffers larger than this stay allocations (they would be device memory)
 MAX_HOST_BYTES = 4096
 

@@ -5,7 +5,6 @@ from . import (annotate_kernel_kinds, conv_gemm, cse, dce, dispatch_library,  # 
                internalize, kernel_fastmath, kernel_noalias, legalize, library_variants, lower_host,
                packed_entries, plan_memory, prefetch, strip_attributes, verify,
                widen_bool_memrefs)  # noqa: F401  (registration)
-from . import gpu  # noqa: F401,E402  (GPU kernel passes)
 from .registry import PASSES, PIPELINES, Option, emit_error, register_pass, register_pipeline
 from .. import pipelines  # noqa: F401,E402  (registers the named pipelines: cpu; `import relax_mlir` is lazy)
 

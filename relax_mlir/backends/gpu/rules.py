@@ -43,8 +43,8 @@ from typing import Optional
 from mlir import ir
 
 from ...target import Target
-from ...transforms.gpu import gemv, row_reductions, tile_matmul, vector_elementwise
-from ...transforms.gpu.launch_builder import kernel_kind
+from . import gemv, row_reductions, tile_matmul, vector_elementwise
+from .launch_builder import kernel_kind
 from ...tuning.space import Config, Knob, Space
 
 #: the kernel attribute holding tuned knob values (the CPU's relax-apply-schedules name)
@@ -134,9 +134,9 @@ def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 
 class Matmul(ScheduleRule):
     """matmul / batch_matmul (+ fill, + elementwise epilogue): ``if M, N >= min_size``: the
-    GEMM tiles (:mod:`relax_mlir.transforms.gpu.tile_matmul`); ``else if M <= gemv_rows``
+    GEMM tiles (:mod:`relax_mlir.backends.gpu.tile_matmul`); ``else if M <= gemv_rows``
     (and B aligned for its vector loads, :func:`gemv_vector`): the GEMV
-    (:mod:`relax_mlir.transforms.gpu.gemv`);
+    (:mod:`relax_mlir.backends.gpu.gemv`);
     else a thread per element of C. One launch per route, the fill and epilogue folded in."""
 
     name = "matmul"
@@ -207,7 +207,7 @@ def _rows_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 class Rows(ScheduleRule):
     """Row kernels (softmax, RMSNorm, LayerNorm, reductions over the last axis): a
     workgroup per row below ``workgroup_rows`` rows, a thread per row from there
-    (:mod:`relax_mlir.transforms.gpu.row_reductions`)."""
+    (:mod:`relax_mlir.backends.gpu.row_reductions`)."""
 
     name = "rows"
     kinds = ("reduction",)
@@ -243,7 +243,7 @@ def _elementwise_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 class Elementwise(ScheduleRule):
     """All-parallel ops on 32-bit data: 4 consecutive elements per thread with 128-bit vector
     accesses behind a run-time alignment guard
-    (:mod:`relax_mlir.transforms.gpu.vector_elementwise`); ops that do not qualify (16-bit or
+    (:mod:`relax_mlir.backends.gpu.vector_elementwise`); ops that do not qualify (16-bit or
     64-bit data, transposes) keep the fallback."""
 
     name = "elementwise"

@@ -19,7 +19,7 @@ from dataclasses import replace
 from mlir import ir
 
 from ...target import Target
-from ...transforms.gpu.launch_builder import kernels
+from .launch_builder import kernels
 from ...transforms.registry import Option, emit_error, register_pass
 from .rules import CONFIG_ATTR, RULES, Elementwise, parse_overrides, select, target_key
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ..registry import emit_error, register_pass
+from ...transforms.registry import emit_error, register_pass
 
 ABI_ATTR = "spirv.entry_point_abi"
 

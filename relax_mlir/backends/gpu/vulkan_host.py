@@ -27,8 +27,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, memref
 
-from ..lower_host.common import element_bytes
-from ..registry import emit_error, register_pass
+from ...transforms.lower_host.common import element_bytes
+from ...transforms.registry import emit_error, register_pass
 from .entry_abi import ABI_ATTR, kernel_ref, launch_sizes
 
 LAUNCHES_ATTR = "vulkan.launches"

@@ -60,7 +60,7 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
-from ..registry import Option, register_pass
+from ...transforms.registry import Option, register_pass
 from .launch_builder import (Launch, all_of, check_block_size, delinearize, flat_body, for_loop, index, indexing_maps,
                              inline_body, is_zero_mod, kernels, load, loop_extent, map_indices, simple_map, thread_grid,
                              vector_view_conditions)

@@ -31,8 +31,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from ..lower_host.common import element_bytes
-from ..registry import emit_error, register_pass
+from ...transforms.lower_host.common import element_bytes
+from ...transforms.registry import emit_error, register_pass
 from .vulkan_host import HostCallError, copy_call
 
 # the names the host code and the cuda runtime share (runtime/cuda_launch.py)

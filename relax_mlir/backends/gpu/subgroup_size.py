@@ -18,7 +18,7 @@ import re
 from mlir import ir
 
 from ...target import Target
-from ..registry import register_pass
+from ...transforms.registry import register_pass
 
 _LIMITS = re.compile(r"#spirv\.resource_limits<(.*?)>")
 

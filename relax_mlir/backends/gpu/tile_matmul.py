@@ -47,7 +47,7 @@ from typing import Optional, Sequence
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
-from ..registry import Option, register_pass
+from ...transforms.registry import Option, register_pass
 from .gemv import GemvTiles, build_gemv, gemv_guard
 from .launch_builder import (Launch, barrier, ceil_div, check_block_size, f32, flat_body, for_loop, index,
                              indexing_maps, kernels, load, simple_map, store, to_f32, when)

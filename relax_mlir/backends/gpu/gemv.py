@@ -22,7 +22,7 @@ coalesced:
   NVVM); with several subgroups the partial sums meet in workgroup memory after one
   ``gpu.barrier`` and the first subgroup adds them;
 * the fill value (or C's old value), the epilogue (bias, activation) and the one store
-  per element are the matmul's (:func:`relax_mlir.transforms.gpu.matmul_routes.finish`).
+  per element are the matmul's (:func:`relax_mlir.backends.gpu.matmul_routes.finish`).
 
 The route's guard (:func:`gemv_guard`) holds when M is at most ``rows``, N is a multiple
 of ``vec`` and B is aligned for ``vec``-wide loads (its pointer, and a view's offset and
@@ -91,7 +91,7 @@ def _lt(x: ir.Value, y: ir.Value) -> ir.Value:
 
 
 def build_gemv(t: GemvTiles):
-    """The route's builder (:data:`relax_mlir.transforms.gpu.matmul_routes.Builder`)."""
+    """The route's builder (:data:`relax_mlir.backends.gpu.matmul_routes.Builder`)."""
     t.check()
 
     def build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value], chain: list) -> None:

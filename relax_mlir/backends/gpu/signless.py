@@ -19,7 +19,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
-from ..registry import register_pass
+from ...transforms.registry import register_pass
 
 
 def _signless(t: ir.Type) -> ir.Type:

@@ -18,7 +18,7 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
-from ..registry import register_pass
+from ...transforms.registry import register_pass
 from .launch_builder import KERNEL_ATTR
 from .flatten_launches import _defined_outside
 

@@ -39,7 +39,7 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from ..registry import Option, register_pass
+from ...transforms.registry import Option, register_pass
 from .launch_builder import (COMBINERS, MAX_GRID, Launch, barrier, check_block_size, delinearize, f32, find, flat_body,
                              for_loop, index, indexing_maps, inline_body, kernels, load, loop_extent, map_indices,
                              map_uses, simple_map, store, thread_grid, when)

@@ -19,7 +19,7 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 
 from ...ops.kernels import KERNEL_ATTR
 from ...target import Target
-from ..annotate_kernel_kinds import KIND_ATTR
+from ...transforms.annotate_kernel_kinds import KIND_ATTR
 
 __all__ = ["KERNEL_ATTR", "KIND_ATTR"]
 

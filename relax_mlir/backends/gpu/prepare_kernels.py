@@ -17,8 +17,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, scf
 
-from ..graph import functions_with
-from ..registry import register_pass
+from ...transforms.graph import functions_with
+from ...transforms.registry import register_pass
 from .launch_builder import KERNEL_ATTR
 
 

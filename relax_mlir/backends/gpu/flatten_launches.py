@@ -17,8 +17,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, memref, vector
 
-from ..graph import outermost
-from ..registry import register_pass
+from ...transforms.graph import outermost
+from ...transforms.registry import register_pass
 
 DYN = ir.ShapedType.get_dynamic_size()
 

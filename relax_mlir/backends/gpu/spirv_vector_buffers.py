@@ -33,8 +33,8 @@ import re
 from mlir import ir
 from mlir.dialects import spirv
 
-from ..graph import outermost
-from ..registry import register_pass
+from ...transforms.graph import outermost
+from ...transforms.registry import register_pass
 
 _BUFFER = re.compile(r"!spirv\.ptr<!spirv\.struct<\(!spirv\.rtarray<([^,<>]+), stride=(\d+)> \[0\]\)>, StorageBuffer>")
 _VECTOR_PTR = re.compile(r"!spirv\.ptr<vector<(\d+)x([^,<>]+)>, StorageBuffer>")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import scf
 
-from ..registry import emit_error, register_pass
+from ...transforms.registry import emit_error, register_pass
 
 
 def _nested(op: ir.Operation) -> bool:

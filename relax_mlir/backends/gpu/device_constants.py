@@ -21,8 +21,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import bufferization
 
-from ..graph import top_ops
-from ..registry import register_pass
+from ...transforms.graph import top_ops
+from ...transforms.registry import register_pass
 from .launch_builder import KERNEL_ATTR
 
 

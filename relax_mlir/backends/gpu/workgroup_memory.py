@@ -17,7 +17,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import memref
 
-from ..registry import register_pass
+from ...transforms.registry import register_pass
 
 ATTR = "workgroup_attributions"
 

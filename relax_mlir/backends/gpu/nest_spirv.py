@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ..registry import emit_error, register_pass
+from ...transforms.registry import emit_error, register_pass
 
 PREFIX = "__spv__"
 

@@ -182,3 +182,31 @@ def test_derived_dim_across_inputs():
     assert '%arg1: tensor<2x4x?x?xf32, #relax.shape<[2, 4, "2*s + 1", "2*s + 1"]>>' in str(fn.program.module)
     with pytest.raises(relax_mlir.ShapeError):
         fn(np.zeros((2, 3, 8, 8), np.float32), np.zeros((2, 4, 8, 8), np.float32))
+
+
+class PaddingModes(nn.Module):
+    """nn.Conv2d's padding modes and F.pad (constant with a value, negative = crop), all
+    over symbolic H and W."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=m)
+                                    for m in ("zeros", "reflect", "replicate", "circular")])
+
+    def forward(self, x):
+        return tuple(c(x) for c in self.convs) + (F.pad(x, (1, 2, -1, 3), value=0.5),
+                                                    F.pad(x[:, 0], (2, 0), mode="reflect"))
+
+
+@pytest.mark.parametrize("decompositions", ["default", "core"])
+def test_padding_modes(decompositions):
+    dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=3, max=128), 3: Dim("w", min=3, max=128)}}
+    fn = check(PaddingModes().eval(), lambda b, h, w: (_randn(b, 2, h, w),), [(2, 8, 9), (1, 3, 3), (3, 31, 17)], dyn,
+               atol=1e-5, rtol=1e-4, decompositions=decompositions)
+    # reflect needs a size above the padding (torch's rule): a run-time check, here implied
+    # by torch's range (h, w >= 3), which is checked first ("core" decomposes the padding:
+    # gathers and slice_scatter)
+    text = str(fn.program.module)
+    assert ('message = "reflect padding by 2 needs a size of at least 3"' in text) == (decompositions == "default")
+    with pytest.raises(relax_mlir.ShapeError, match="size w >= 3 does not hold"):
+        fn(np.zeros((1, 2, 5, 2), np.float32))

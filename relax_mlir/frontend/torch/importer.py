@@ -194,9 +194,8 @@ class Importer:
     # -- symbolic sizes -----------------------------------------------------------------
     def _name_symbols(self, user_inputs) -> None:
         """Give each of torch's size symbols a name: the user's Dim name when known, else
-        ``<input>_<axis>`` of its first occurrence."""
-        import sympy
-
+        ``<input>_<axis>`` of its first occurrence; the root symbol of a derived size
+        (``32*s39``) likewise."""
         taken = set(str(v) for v in self.dim_names.values())
         for node in user_inputs:
             val = node.meta.get("val")

@@ -306,3 +306,15 @@ def test_cli_compiles_saved_transformers_program(tmp_path, capsys):
     got = exe(x.numpy(), *params)
     np.testing.assert_allclose(got[0], ref.last_hidden_state.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got[1], ref.pooler_output.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_failed_decomposition_is_an_import_error():
+    """A decomposition that fails inside torch is a TorchImportError, not torch's exception."""
+    def broken(x):
+        raise RuntimeError("no such luck")
+
+    ep = torch.export.export(nn.ReLU(), (torch.randn(3),))
+    with pytest.raises(TorchImportError, match=r"^torch's run_decompositions \(a custom table\) failed: "
+                                               r".*no such luck") as e:
+        from_exported_program(ep, decompositions={torch.ops.aten.relu.default: broken})
+    assert isinstance(e.value, CompileError)

@@ -17,7 +17,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.export import Dim  # noqa: E402
 
 import relax_mlir  # noqa: E402
-from relax_mlir.frontend.torch import from_exported_program  # noqa: E402
+from relax_mlir.frontend.torch import TorchImportError, from_exported_program  # noqa: E402
 
 from torch_check import check  # noqa: E402
 
@@ -210,3 +210,25 @@ def test_padding_modes(decompositions):
     assert ('message = "reflect padding by 2 needs a size of at least 3"' in text) == (decompositions == "default")
     with pytest.raises(relax_mlir.ShapeError, match="size w >= 3 does not hold"):
         fn(np.zeros((1, 2, 5, 2), np.float32))
+
+
+class CeilPools(nn.Module):
+    """Max pooling with ceil_mode (GoogLeNet's and SqueezeNet's stems): the partial last
+    window of odd sizes is kept. (With padding, torch's export guards the parity of the
+    size, so no dynamic H/W: that case is left out.)"""
+
+    def forward(self, x):
+        return (F.max_pool2d(x, 3, 2, ceil_mode=True), F.max_pool2d(x, 2, 2, ceil_mode=True),
+                F.max_pool2d(x, (3, 2), (1, 2), ceil_mode=True))
+
+
+def test_max_pool_ceil_mode():
+    """Dynamic batch over a 96x131 image, where ceil and floor mode differ for every pool.
+    torch's export guards the parity of a symbolic ceil-mode size (``-2 + 2*(h // 2) < h``,
+    even with ``backed_size_oblivious``), so H and W stay static here."""
+    check(CeilPools(), lambda b: (_randn(b, 3, 96, 131),), [(2,), (1,), (3,)], {"x": {0: Dim("batch", max=8)}})
+    # a padded window that may start in the padding (torch drops it): refused, named
+    ep = torch.export.export(nn.MaxPool2d(2, 2, 1, ceil_mode=True), (_randn(1, 3, 8, 9),))
+    with pytest.raises(TorchImportError, match=r"^aten.max_pool2d.default: ceil_mode=True with padding 1 and stride 2 "
+                                               r"over a window of 2 \(supported: padding \+ stride <= dilation"):
+        from_exported_program(ep)

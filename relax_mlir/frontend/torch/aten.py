@@ -1293,11 +1293,35 @@ def _pool_args(im, kernel_size, stride, padding, ceil_mode):
     return k, s, p
 
 
+def _ceil_extension(im, v, k, s, p, d):
+    """ceil_mode for max pooling: the input extended at the bottom/right by ``s - 1`` lowest
+    values, so floor mode gives torch's ``ceil((n + 2p - d*(k-1) - 1) / s) + 1`` windows.
+    torch drops a last window that would start in the padding; with ``p + s <= d*(k-1) + 1``
+    (3x3 stride 2, pad 0 or 1: every usual case) none does, otherwise it is refused."""
+    from ...ops.kernels import lowest
+
+    for axis, (kk, ss, pp, dd) in enumerate(zip(k, s, p, d), start=2):
+        if pp + ss > dd * (kk - 1) + 1:
+            raise im.error(f"ceil_mode=True with padding {pp} and stride {ss} over a window of {kk} (supported: "
+                           "padding + stride <= dilation * (window - 1) + 1)")
+        if ss == 1:
+            continue
+        sig = im.sig(v)
+        shape = list(sig.shape)
+        shape[axis] = Dim.of(ss - 1)
+        fill = relax.full(shape=shape, value=float(lowest(sig.dtype)), dtype=sig.dtype)
+        v = relax.concat([v, fill], axis=axis)
+    return v
+
+
 @converter("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
 def _max_pool2d(im, node, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    k, s, p = _pool_args(im, kernel_size, stride, padding, ceil_mode)
+    k, s, p = _pool_args(im, kernel_size, stride, padding, False)
+    d = _ints(dilation, 2, "dilation", im)
     v, back = _to_nchw(im, x, 2)
-    y = back(relax.max_pool2d(v, pool_size=k, strides=s, padding=p, dilation=_ints(dilation, 2, "dilation", im)))
+    if ceil_mode:
+        v = _ceil_extension(im, v, k, s, p, d)
+    y = back(relax.max_pool2d(v, pool_size=k, strides=s, padding=p, dilation=d))
     if "with_indices" in str(node.target):
         return (y, None)  # the indices (training's backward) are not produced
     return y

@@ -87,8 +87,9 @@ def test_vit_dynamic_batch():
 
 class SwinBlock(nn.Module):
     """Window attention over a channels-last map: shift by torch.roll, window partition by
-    view/permute, relative position bias gathered from a table by an index buffer, then
-    the reverse partition and roll back; an MLP with GELU."""
+    view/permute, relative position bias gathered from a table by an index buffer, the
+    shifted-window mask built in forward for the symbolic size, then the reverse partition
+    and roll back; an MLP with GELU."""
 
     def __init__(self, dim=16, heads=2, ws=4, shift=2):
         super().__init__()
@@ -101,6 +102,20 @@ class SwinBlock(nn.Module):
         rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (ws - 1)
         self.register_buffer("index", rel[..., 0] * (2 * ws - 1) + rel[..., 1])
 
+    def shift_mask(self, h, w, device):
+        """Swin's mask of the shifted windows: regions labelled by slice assignment (in-place
+        writes, functionalized to slice_scatter), pairs of different regions masked."""
+        ws, s = self.ws, self.shift
+        img = torch.zeros((1, h, w, 1), device=device)
+        cnt = 0
+        for hs in (slice(0, -ws), slice(-ws, -s), slice(-s, None)):
+            for wsl in (slice(0, -ws), slice(-ws, -s), slice(-s, None)):
+                img[:, hs, wsl, :] = cnt
+                cnt += 1
+        win = img.view(1, h // ws, ws, w // ws, ws, 1).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws)
+        diff = win.unsqueeze(1) - win.unsqueeze(2)
+        return diff.masked_fill(diff != 0, -100.0).masked_fill(diff == 0, 0.0)
+
     def forward(self, x):                      # x: (B, H, W, C), H and W multiples of ws
         b, h, w, c = x.shape
         ws, n = self.ws, self.ws * self.ws
@@ -109,7 +124,10 @@ class SwinBlock(nn.Module):
         qkv = self.qkv(win).reshape(-1, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
         bias = self.table[self.index.view(-1)].view(n, n, self.heads).permute(2, 0, 1)
-        att = torch.softmax(q @ k.transpose(-2, -1) * (c // self.heads) ** -0.5 + bias.unsqueeze(0), dim=-1)
+        logits = q @ k.transpose(-2, -1) * (c // self.heads) ** -0.5 + bias.unsqueeze(0)
+        nw = (h // ws) * (w // ws)
+        logits = logits.view(b, nw, self.heads, n, n) + self.shift_mask(h, w, x.device).unsqueeze(1).unsqueeze(0)
+        att = torch.softmax(logits.view(-1, self.heads, n, n), dim=-1)
         out = self.proj((att @ v).transpose(1, 2).reshape(-1, n, c))
         out = out.view(b, h // ws, w // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5).reshape(b, h, w, c)
         x = x + torch.roll(out, shifts=(self.shift, self.shift), dims=(1, 2))
@@ -288,3 +306,15 @@ def test_cli_compiles_saved_transformers_program(tmp_path, capsys):
     got = exe(x.numpy(), *params)
     np.testing.assert_allclose(got[0], ref.last_hidden_state.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got[1], ref.pooler_output.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_failed_decomposition_is_an_import_error():
+    """A decomposition that fails inside torch is a TorchImportError, not torch's exception."""
+    def broken(x):
+        raise RuntimeError("no such luck")
+
+    ep = torch.export.export(nn.ReLU(), (torch.randn(3),))
+    with pytest.raises(TorchImportError, match=r"^torch's run_decompositions \(a custom table\) failed: "
+                                               r".*no such luck") as e:
+        from_exported_program(ep, decompositions={torch.ops.aten.relu.default: broken})
+    assert isinstance(e.value, CompileError)

@@ -17,7 +17,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.export import Dim  # noqa: E402
 
 import relax_mlir  # noqa: E402
-from relax_mlir.frontend.torch import compile as torch_compile, from_exported_program  # noqa: E402
+from relax_mlir.frontend.torch import TorchImportError, from_exported_program  # noqa: E402
 
 from torch_check import check  # noqa: E402
 
@@ -91,9 +91,9 @@ def test_resnetish_dynamic_batch_height_width_one_executable():
     # the last stage: (h - 1) // 8 + 1 through stem, pool and the strided block, no cast
     assert '#relax.shape<["batch", 16, "(h - 1) // 8 + 1", "(w - 1) // 8 + 1"]>' in text
     assert '"relax.match_cast"' not in text
-    x = np.zeros((1, 3, 257, 20), np.float32)
-    with pytest.raises(relax_mlir.ShapeError, match=r"size h <= 256 \(torch.s range\) does not hold with batch = 1, h = 257, w = 20"):
-        fn(x)
+    msg = r"size h <= 256 \(torch.s range\) does not hold with batch = 1, h = 257, w = 20"
+    with pytest.raises(relax_mlir.ShapeError, match=msg):
+        fn(np.zeros((1, 3, 257, 20), np.float32))
     with pytest.raises(relax_mlir.ShapeError, match=r"size w >= 9 does not hold"):
         fn(np.zeros((1, 3, 20, 8), np.float32))
 
@@ -182,3 +182,53 @@ def test_derived_dim_across_inputs():
     assert '%arg1: tensor<2x4x?x?xf32, #relax.shape<[2, 4, "2*s + 1", "2*s + 1"]>>' in str(fn.program.module)
     with pytest.raises(relax_mlir.ShapeError):
         fn(np.zeros((2, 3, 8, 8), np.float32), np.zeros((2, 4, 8, 8), np.float32))
+
+
+class PaddingModes(nn.Module):
+    """nn.Conv2d's padding modes and F.pad (constant with a value, negative = crop), all
+    over symbolic H and W."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=m)
+                                    for m in ("zeros", "reflect", "replicate", "circular")])
+
+    def forward(self, x):
+        return tuple(c(x) for c in self.convs) + (F.pad(x, (1, 2, -1, 3), value=0.5),
+                                                    F.pad(x[:, 0], (2, 0), mode="reflect"))
+
+
+@pytest.mark.parametrize("decompositions", ["default", "core"])
+def test_padding_modes(decompositions):
+    dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=3, max=128), 3: Dim("w", min=3, max=128)}}
+    fn = check(PaddingModes().eval(), lambda b, h, w: (_randn(b, 2, h, w),), [(2, 8, 9), (1, 3, 3), (3, 31, 17)], dyn,
+               atol=1e-5, rtol=1e-4, decompositions=decompositions)
+    # reflect needs a size above the padding (torch's rule): a run-time check, here implied
+    # by torch's range (h, w >= 3), which is checked first ("core" decomposes the padding:
+    # gathers and slice_scatter)
+    text = str(fn.program.module)
+    assert ('message = "reflect padding by 2 needs a size of at least 3"' in text) == (decompositions == "default")
+    with pytest.raises(relax_mlir.ShapeError, match="size w >= 3 does not hold"):
+        fn(np.zeros((1, 2, 5, 2), np.float32))
+
+
+class CeilPools(nn.Module):
+    """Max pooling with ceil_mode (GoogLeNet's and SqueezeNet's stems): the partial last
+    window of odd sizes is kept. (With padding, torch's export guards the parity of the
+    size, so no dynamic H/W: that case is left out.)"""
+
+    def forward(self, x):
+        return (F.max_pool2d(x, 3, 2, ceil_mode=True), F.max_pool2d(x, 2, 2, ceil_mode=True),
+                F.max_pool2d(x, (3, 2), (1, 2), ceil_mode=True))
+
+
+def test_max_pool_ceil_mode():
+    """Dynamic batch over a 96x131 image, where ceil and floor mode differ for every pool.
+    torch's export guards the parity of a symbolic ceil-mode size (``-2 + 2*(h // 2) < h``,
+    even with ``backed_size_oblivious``), so H and W stay static here."""
+    check(CeilPools(), lambda b: (_randn(b, 3, 96, 131),), [(2,), (1,), (3,)], {"x": {0: Dim("batch", max=8)}})
+    # a padded window that may start in the padding (torch drops it): refused, named
+    ep = torch.export.export(nn.MaxPool2d(2, 2, 1, ceil_mode=True), (_randn(1, 3, 8, 9),))
+    with pytest.raises(TorchImportError, match=r"^aten.max_pool2d.default: ceil_mode=True with padding 1 and stride 2 "
+                                               r"over a window of 2 \(supported: padding \+ stride <= dilation"):
+        from_exported_program(ep)

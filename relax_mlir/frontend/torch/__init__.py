@@ -91,12 +91,16 @@ def import_program(ep, *, dynamic_shapes=None, decompositions="default", context
     import relax_mlir
 
     guards = list(getattr(ep, "_guards_code", None) or [])
-    if decompositions == "default":
-        ep = ep.run_decompositions({})      # functional ATen, higher-order ops inlined
-    elif decompositions == "core":
-        ep = ep.run_decompositions()        # torch's core ATen decomposition table
-    elif decompositions is not None:
-        ep = ep.run_decompositions(decompositions)
+    try:
+        if decompositions == "default":
+            ep = ep.run_decompositions({})      # functional ATen, higher-order ops inlined
+        elif decompositions == "core":
+            ep = ep.run_decompositions()        # torch's core ATen decomposition table
+        elif decompositions is not None:
+            ep = ep.run_decompositions(decompositions)
+    except Exception as e:   # noqa: BLE001  torch's own failure, reported as an import failure
+        what = "a custom table" if isinstance(decompositions, dict) else repr(decompositions)
+        raise TorchImportError(f"torch's run_decompositions ({what}) failed: {type(e).__name__}: {e}") from e
     names = _dim_names(ep, dynamic_shapes)
     ctx = context or relax_mlir.make_context()
     with ctx, ir.Location.unknown():

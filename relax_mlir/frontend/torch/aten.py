@@ -581,6 +581,31 @@ def _slice_conv(im, node, x, dim=0, start=None, end=None, step=1):
     return _slice(im, x, dim, start, end, step)
 
 
+@converter("aten.slice_scatter.default")
+def _slice_scatter(im, node, x, src, dim=0, start=None, end=None, step=1):
+    """``x`` with ``x[start:start + len(src)]`` along ``dim`` replaced by ``src`` (step 1):
+    the concat of the part before, ``src`` and the part after (empty parts left out)."""
+    from ...shapes import Truth, prove_equal
+
+    if step != 1:
+        raise im.error(f"slice_scatter with step {step} is not supported (step 1 is)")
+    r = _rank(im, x)
+    axis = _axis(dim, r)
+    n = im.sig(x).shape[axis]
+    start = Dim.of(0) if start is None else im.dim(start)
+    if start.is_static and start.value < 0:
+        start = start + n
+    stop = start + im.sig(src).shape[axis]
+    dt = im.sig(x).dtype
+    parts = []
+    if not (start.is_static and start.value == 0):
+        parts.append(relax.strided_slice(x, axes=[axis], begin=[0], end=[start]))
+    parts.append(im.tensor(src, dt))
+    if prove_equal(stop, n) is not Truth.TRUE:
+        parts.append(relax.strided_slice(x, axes=[axis], begin=[stop], end=[n]))
+    return parts[0] if len(parts) == 1 else relax.concat(parts, axis=axis)
+
+
 @converter("aten.narrow.default")
 def _narrow(im, node, x, dim, start, length):
     return _slice(im, x, dim, start, im.dim(start) + im.dim(length))
@@ -670,6 +695,70 @@ def _roll(im, node, x, shifts, dims=()):
         v = relax.concat([relax.strided_slice(v, axes=[axis], begin=[cut], end=[n]),
                           relax.strided_slice(v, axes=[axis], begin=[0], end=[cut])], axis=axis)
     return relax.reshape(v, shape=list(sig.shape)) if im.sig(v).rank != sig.rank else v
+
+
+_PAD_MODES = {"constant_pad_nd": "constant", "reflection_pad": "reflect", "replication_pad": "replicate",
+              "_pad_circular": "circular"}
+
+
+@converter("aten.pad.default", "aten.constant_pad_nd.default", "aten.reflection_pad1d.default",
+           "aten.reflection_pad2d.default", "aten.replication_pad1d.default", "aten.replication_pad2d.default",
+           "aten._pad_circular.default")
+def _pad(im, node, x, pad, mode="constant", value=None):
+    """F.pad and the padding modes of nn.Conv2d, per padded axis one ``take`` at a source
+    index computed at run time from the (symbolic) length n: output position p reads
+    ``p - lo`` reflected (reflect), clamped (replicate) or modulo n (circular); constant
+    padding reads a clamped index and puts ``value`` outside (negative pads crop)."""
+    name = str(node.target).split(".")[1]
+    if name == "constant_pad_nd" and not isinstance(mode, str):
+        value = mode                                       # constant_pad_nd(x, pad, value)
+    mode = next((m for k, m in _PAD_MODES.items() if name.startswith(k)), None) or mode
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise im.error(f"padding mode {mode!r}")
+    dt = im.sig(x).dtype
+    rank = _rank(im, x)
+    pad = [im.dim(p) for p in pad]
+    if len(pad) % 2 or len(pad) // 2 > rank:
+        raise im.error(f"pad {[str(p) for p in pad]} must be pairs for at most {rank} dims")
+    v = x
+    for k in range(len(pad) // 2):
+        lo, hi = pad[2 * k], pad[2 * k + 1]
+        if not (lo.is_static and hi.is_static):
+            raise im.error("symbolic padding amounts are not supported")
+        lo, hi = lo.value, hi.value
+        if lo == 0 and hi == 0:
+            continue
+        axis = rank - 1 - k
+        n = im.sig(v).shape[axis]
+        if mode != "constant" and (lo < 0 or hi < 0):
+            raise im.error(f"negative padding in {mode} mode")
+        if mode == "reflect":
+            relax.build("assert", dims=[max(lo, hi) + 1, n], predicate="le",
+                        message=f"reflect padding by {max(lo, hi)} needs a size of at least {max(lo, hi) + 1}")
+        elif mode == "circular":
+            relax.build("assert", dims=[max(lo, hi), n], predicate="le",
+                        message=f"circular padding by {max(lo, hi)} needs a size of at least {max(lo, hi)}")
+        length = n + lo + hi
+        src = relax.subtract(relax.arange(end=length, dtype="i64"), im.const(lo, "i64"))
+        size, zero = im.size_tensor(n), im.const(0, "i64")
+        last = relax.subtract(size, im.const(1, "i64"))
+        clamped = relax.minimum(relax.maximum(src, zero), last)
+        if mode == "reflect":
+            idx = relax.subtract(last, relax.abs(relax.subtract(last, relax.abs(src))))
+        elif mode == "circular":
+            idx = relax.subtract(relax.add(src, size), relax.multiply(relax.floor_divide(relax.add(src, size), size),
+                                                                       size))
+        else:
+            idx = clamped
+        taken = relax.take(v, idx, axis=axis)
+        if mode == "constant":
+            inside = relax.equal(src, clamped)
+            inside = relax.reshape(inside, shape=[length] + [1] * (rank - 1 - axis))
+            fill = 0.0 if value is None else value
+            v = relax.where(inside, taken, im.const(fill if _is_float(dt) else int(fill), dt))
+        else:
+            v = taken
+    return v
 
 
 @converter("aten.tril.default", "aten.triu.default")
@@ -1204,11 +1293,35 @@ def _pool_args(im, kernel_size, stride, padding, ceil_mode):
     return k, s, p
 
 
+def _ceil_extension(im, v, k, s, p, d):
+    """ceil_mode for max pooling: the input extended at the bottom/right by ``s - 1`` lowest
+    values, so floor mode gives torch's ``ceil((n + 2p - d*(k-1) - 1) / s) + 1`` windows.
+    torch drops a last window that would start in the padding; with ``p + s <= d*(k-1) + 1``
+    (3x3 stride 2, pad 0 or 1: every usual case) none does, otherwise it is refused."""
+    from ...ops.kernels import lowest
+
+    for axis, (kk, ss, pp, dd) in enumerate(zip(k, s, p, d), start=2):
+        if pp + ss > dd * (kk - 1) + 1:
+            raise im.error(f"ceil_mode=True with padding {pp} and stride {ss} over a window of {kk} (supported: "
+                           "padding + stride <= dilation * (window - 1) + 1)")
+        if ss == 1:
+            continue
+        sig = im.sig(v)
+        shape = list(sig.shape)
+        shape[axis] = Dim.of(ss - 1)
+        fill = relax.full(shape=shape, value=float(lowest(sig.dtype)), dtype=sig.dtype)
+        v = relax.concat([v, fill], axis=axis)
+    return v
+
+
 @converter("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
 def _max_pool2d(im, node, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    k, s, p = _pool_args(im, kernel_size, stride, padding, ceil_mode)
+    k, s, p = _pool_args(im, kernel_size, stride, padding, False)
+    d = _ints(dilation, 2, "dilation", im)
     v, back = _to_nchw(im, x, 2)
-    y = back(relax.max_pool2d(v, pool_size=k, strides=s, padding=p, dilation=_ints(dilation, 2, "dilation", im)))
+    if ceil_mode:
+        v = _ceil_extension(im, v, k, s, p, d)
+    y = back(relax.max_pool2d(v, pool_size=k, strides=s, padding=p, dilation=d))
     if "with_indices" in str(node.target):
         return (y, None)  # the indices (training's backward) are not produced
     return y

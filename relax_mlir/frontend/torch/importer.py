@@ -8,8 +8,9 @@ op family, registered with :func:`converter`.
 Symbolic sizes: torch names the dynamic dims ``s0, s17, ...`` and records their ranges
 in ``ep.range_constraints``. Each becomes one of our symbols, named after the user's
 ``torch.export.Dim`` (recovered from ``dynamic_shapes`` when given, else
-``<input>_<axis>``); SymInt values inside the graph are translated to :class:`Dim`
-expressions over those symbols. Upper bounds become ``relax.upper_bounds``; every range
+``<input>_<axis>``); a derived dim (``{2: 32*h}``: torch's size ``32*s39``) names its root
+symbol ``h`` and the input's size is the expression ``32*h``. SymInt values inside the
+graph are translated to :class:`Dim` expressions over those symbols. Upper bounds become ``relax.upper_bounds``; every range
 (and every ``_assert_scalar`` torch emitted) becomes a ``relax.assert`` run-time check
 unless the prover discharges it. After each node the importer compares the shape our
 shape rules deduced with torch's own (``node.meta["val"]``): a provable match is
@@ -194,9 +195,8 @@ class Importer:
     # -- symbolic sizes -----------------------------------------------------------------
     def _name_symbols(self, user_inputs) -> None:
         """Give each of torch's size symbols a name: the user's Dim name when known, else
-        ``<input>_<axis>`` of its first occurrence."""
-        import sympy
-
+        ``<input>_<axis>`` of its first occurrence; the root symbol of a derived size
+        (``32*s39``) likewise."""
         taken = set(str(v) for v in self.dim_names.values())
         for node in user_inputs:
             val = node.meta.get("val")

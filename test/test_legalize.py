@@ -17,7 +17,7 @@ import relax_mlir  # noqa: E402
 from relax_mlir.ops import OPS  # noqa: E402
 
 # Lowered by relax-lower-host rather than legalized into kernels (memory ops come from relax-plan-memory).
-HOST_LOWERED = {"call_tir", "call_dps_library", "call", "match_cast", "assert", "shape_of",
+HOST_LOWERED = {"call_tir", "call_dps_library", "call", "match_cast", "assert", "check_indices", "shape_of",
                 "alloc_storage", "alloc_tensor", "state_read", "state_write"}
 
 

@@ -10,7 +10,7 @@
 // CHECK-NOT: @malloc
 // CHECK-NOT: @_mlir_memref_to_llvm_free
 // CHECK: llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
-// CHECK: llvm.func internal @main(
+// CHECK: llvm.func @_mlir_ciface_main(
 // CHECK: llvm.call @_mlir_memref_to_llvm_alloc(
 // CHECK: llvm.func @relax_add_f32_r1_r1(
 // The add runs as two kernels (relax-gpu-vector-elementwise): 4 elements per thread with

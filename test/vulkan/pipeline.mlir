@@ -10,7 +10,7 @@
 // CHECK-DAG: llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
 // CHECK-DAG: llvm.func @relax_vk_launch_0(i64, i64, i64, i64, i64, i64, i64)
 // CHECK-DAG: llvm.func @relax_vk_launch_1(i64, i64, i64, i64, i64, i64, i64)
-// CHECK: llvm.func internal @main(
+// CHECK: llvm.func @_mlir_ciface_main(
 // CHECK: llvm.call @relax_add_f32_r1_r1(
 // CHECK: llvm.func @relax_add_f32_r1_r1(
 // CHECK: llvm.urem %{{.*}}, %{{.*}} : i64

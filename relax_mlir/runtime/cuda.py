@@ -728,8 +728,7 @@ class CudaFunction(StagedFunction):
         """The outputs of replaying ``entry``, or None when it no longer applies."""
         self.checker.check(arrays)
         if not session._busy.acquire(False):
-            raise RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
-                               "per session: use one session per thread)")
+            raise self._busy_error()
         rt = self.exe._runtime
         try:
             rec = rt.recorder()

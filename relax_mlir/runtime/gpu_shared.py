@@ -190,8 +190,7 @@ class StagedFunction(Function):
         arrays = [a if isinstance(a, DeviceArray) else _as_array(a) for a in args]
         self.checker.check(arrays)
         if not session._busy.acquire(False):
-            raise RuntimeError(f"@{self.name}: this session is running another call (one call at a time "
-                               "per session: use one session per thread)")
+            raise self._busy_error()
         rt = self.exe._runtime
         try:
             rec = rt.recorder()

@@ -158,7 +158,7 @@ def test_imported_block_fuses_epilogues():
     """Through the torch importer (symbolic batch and size): the GEMM convs' epilogues (permute
     to NCHW, bias, residual add, relu) are one scheduled kernel per conv, the depthwise conv and
     its bias and clamp one conv-scheduled kernel; numerics at two sizes through one executable."""
-    from relax_mlir import schedules
+    from relax_mlir.backends.cpu import schedules
     from relax_mlir.frontend.torch import from_exported_program
     from relax_mlir.pipelines.cpu import graph_stage
 

@@ -56,7 +56,7 @@ def test_graph_ops_after_cse_and_dce():
 
 def kernel_calls(llvm: str) -> list[str]:
     """The kernels the LLVM-dialect main calls, in order (allocation helpers left out)."""
-    main = llvm[llvm.index("llvm.func internal @main("):]
+    main = llvm[llvm.index("llvm.func @_mlir_ciface_main("):]
     main = main[:main.index("\n  }\n")]
     return [c for c in re.findall(r"llvm\.call @(\w+)\(", main) if c not in ("malloc", "free", "dealloc_helper")]
 

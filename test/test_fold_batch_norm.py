@@ -128,8 +128,10 @@ def test_many_folded_batch_norms_compile():
 
 def test_unfolded_batch_norm_fuses_with_neighbours():
     """After the cpu graph stage, the BatchNorm after the relu (not folded: no conv before
-    it) is a multiply and an add inside the kernel of the conv, its relu and the residual
-    add; every conv's epilogue (bias, relu, relu6) is fused into its kernel."""
+    it) is a multiply and an add inside one kernel with the relu and the residual add; every
+    conv's epilogue (bias, relu, relu6) is fused into one kernel: the direct conv's own, or,
+    for a conv relax-conv-gemm turns into im2col + GEMM, the kernel that permutes the GEMM's
+    result back to NCHW."""
     from relax_mlir.pipelines import cpu
 
     net = _randomize_bn(Net())
@@ -143,6 +145,6 @@ def test_unfolded_batch_norm_fuses_with_neighbours():
     text = str(module)
     main = text[text.index("func.func @main"):]
     main = main[:main.index("\n  }\n")]
-    kernels = [k for k in re.findall(r"callee = @(\w+)", main) if "conv2d" in k]
-    assert kernels == ["fused_reshape_conv2d_multiply_add_add_relu", "fused_conv2d_add_full_maximum_full_minimum",
-                       "fused_conv2d_add_relu_multiply_add_add"]
+    kernels = [k for k in re.findall(r"callee = @(\w+)", main) if "conv2d" in k or "permute_dims" in k]
+    assert kernels == ["fused_reshape_permute_dims_multiply_add_add_relu", "fused_conv2d_add_full_maximum_full_minimum",
+                       "fused_permute_dims_add_relu_multiply_add_add"]

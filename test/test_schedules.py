@@ -520,7 +520,7 @@ def test_matmul_result_is_not_copied(kn, tmp_path):
     exe = relax_mlir.compile(src, options={"dispatch": False, "schedules": True, "dump_ir": str(tmp_path)})
     (llvm_ir,) = tmp_path.glob("*codegen.mlir")
     text = llvm_ir.read_text()
-    main = text[text.index("llvm.func internal @main("):]
+    main = text[text.index("llvm.func @_mlir_ciface_main("):]
     main = main[:main.index("\n  }\n")]
     assert "llvm.intr.memcpy" not in main
     a, b = f32(7, 512), f32(512, 2048)

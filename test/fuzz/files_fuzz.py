@@ -108,6 +108,12 @@ def hf_weights(m: dict, rng: np.random.Generator) -> dict:
 
 # -- GGUF -------------------------------------------------------------------------------------
 
+#: metadata value kinds of a case -> the GGUFWriter method (scalars) or element type (arrays)
+_SCALAR_WRITERS = {"u32": "add_uint32", "i32": "add_int32", "u64": "add_uint64", "i64": "add_int64",
+                   "f32": "add_float32", "str": "add_string", "bool": "add_bool"}
+_ARRAY_TYPES = {"i32s": "INT32", "f32s": "FLOAT32"}
+
+
 def write_gguf(path: str, r: random.Random, m: dict, sd: dict, sem: dict) -> None:
     """``sd`` as a GGUF of ``m['arch']`` with the semantic mutations ``sem`` applied (metadata
     overrides, dropped tensors, wrong shapes, another architecture string)."""
@@ -137,26 +143,12 @@ def write_gguf(path: str, r: random.Random, m: dict, sd: dict, sem: dict) -> Non
     for k, (t, v) in meta.items():
         if k == "general.architecture":
             continue
-        if t == "u32":
-            w.add_uint32(k, v)
-        elif t == "i32":
-            w.add_int32(k, v)
-        elif t == "u64":
-            w.add_uint64(k, v)
-        elif t == "i64":
-            w.add_int64(k, v)
-        elif t == "f32":
-            w.add_float32(k, v)
-        elif t == "str":
-            w.add_string(k, v)
-        elif t == "bool":
-            w.add_bool(k, v)
+        if t in _SCALAR_WRITERS:
+            getattr(w, _SCALAR_WRITERS[t])(k, v)
         elif t == "strs":
             w.add_array(k, list(v))
-        elif t == "i32s":
-            w.add_key_value(k, list(v), gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.INT32)
-        elif t == "f32s":
-            w.add_key_value(k, list(v), gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.FLOAT32)
+        elif t in _ARRAY_TYPES:
+            w.add_key_value(k, list(v), gguf.GGUFValueType.ARRAY, sub_type=getattr(gguf.GGUFValueType, _ARRAY_TYPES[t]))
     inv = {v: k for k, v in G.GLOBAL_NAMES.items()}
     layer_inv = {v: k for k, v in G.LAYER_NAMES.items()}
     qtypes = [T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q4_1]

@@ -28,15 +28,21 @@ FORMATS = {"q8_0": T.Q8_0, "q4_0": T.Q4_0, "q4_1": T.Q4_1, "f16": T.F16, "bf16":
 ROLES = {"embed", "qkv", "o", "gate", "up", "down", "lm_head"}
 
 
-@pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    cfg = transformers.LlamaConfig(**CFG)
+def _source_model(cfg):
+    """(HF model, its state dict as numpy) with seeded weights spread wide enough that
+    quantization matters (matrices x4, vectors jittered)."""
     torch.manual_seed(0)
     src = transformers.LlamaForCausalLM(cfg).eval()
     with torch.no_grad():
         for p in src.parameters():
             p.mul_(4.0) if p.dim() == 2 else p.add_(0.1 * torch.randn_like(p))
-    sd = {k: v.detach().numpy().copy() for k, v in src.state_dict().items()}
+    return src, {k: v.detach().numpy().copy() for k, v in src.state_dict().items()}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    cfg = transformers.LlamaConfig(**CFG)
+    src, sd = _source_model(cfg)
     out = {}
     for name, qt in FORMATS.items():
         path = tmp_path_factory.mktemp("q") / f"{name}.gguf"
@@ -105,12 +111,7 @@ LAYER1 = (("down", "q4_k"), ("gate", "q4_k"), ("o", "q5_1"), ("qkv", "q8_0"), ("
 def mixed(tmp_path_factory):
     """(path, HF model on the dequantized weights) of the mixed-format file."""
     cfg = transformers.LlamaConfig(**MIXED_CFG)
-    torch.manual_seed(0)
-    src = transformers.LlamaForCausalLM(cfg).eval()
-    with torch.no_grad():
-        for p in src.parameters():
-            p.mul_(4.0) if p.dim() == 2 else p.add_(0.1 * torch.randn_like(p))
-    sd = {k: v.detach().numpy().copy() for k, v in src.state_dict().items()}
+    src, sd = _source_model(cfg)
     path = tmp_path_factory.mktemp("mixed") / "mixed.gguf"
     ref = write_gguf(path, "llama", sd, src.config, MIXED_TYPES, T.F32)
     m = transformers.LlamaForCausalLM(cfg).eval()

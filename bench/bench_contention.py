@@ -126,7 +126,7 @@ def sweep(calls: int, busy: bool, after: str = "") -> None:
     import numpy as np
     sys.path.insert(0, ROOT)
     import relax_mlir
-    from relax_mlir.transforms import omp_threads
+    from relax_mlir.backends.cpu import omp_threads
     omp_threads.MIN_PARALLEL_BYTES = 0   # every region takes exe.num_threads
     other = lambda: None  # noqa: E731
     if after:

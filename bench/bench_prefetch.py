@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import relax_mlir  # noqa: E402
 import relax_mlir.backends.cpu.schedules as schedules  # noqa: E402
-import relax_mlir.transforms.prefetch as prefetch  # noqa: E402
+import relax_mlir.backends.cpu.prefetch as prefetch  # noqa: E402
 from bench_kernels import single_op  # noqa: E402
 from relax_mlir.backends.cpu.apply_schedules import num_threads  # noqa: E402
 

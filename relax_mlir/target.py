@@ -341,7 +341,7 @@ def _scalar(name: str, a: "ir.Attribute") -> Any:
 
 
 def _threads() -> int:
-    """Threads of generated code now (:func:`relax_mlir.transforms.omp_threads.num_threads`)."""
+    """Threads of generated code now (:func:`relax_mlir.backends.cpu.omp_threads.num_threads`)."""
     from .runtime.libraries import env_threads, openmp_library
 
     n = env_threads()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import relax_mlir
-from relax_mlir.transforms.dispatch_library import DEFAULT_TABLE, load_table, nearest_class
+from relax_mlir.backends.cpu.dispatch_library import DEFAULT_TABLE, load_table, nearest_class
 from relax_mlir.transforms.dispatch_split import select_table, tables_of
 
 

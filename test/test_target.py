@@ -25,7 +25,7 @@ def clean_env(monkeypatch):
 
 
 def test_detect_this_host(clean_env):
-    from relax_mlir.transforms.omp_threads import num_threads
+    from relax_mlir.backends.cpu.omp_threads import num_threads
 
     t = Target.detect()
     assert (t.kind, t.arch, t.chip, t.vendor) == ("cpu", host_cpu.cpu_arch(), host_cpu.cpu_model(),

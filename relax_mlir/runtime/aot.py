@@ -31,7 +31,7 @@ File format (version :data:`FORMAT_VERSION`): an ordinary ELF shared library tha
   calls bind inside the library (``-Bsymbolic``);
 * ``_mlir_relax_num_threads`` (``i32``) in a model with OpenMP-threaded kernels: their
   thread count, read at every parallel region, which :func:`load` sets from
-  ``RELAX_MLIR_NUM_THREADS`` (``exe.num_threads``; relax_mlir.transforms.omp_threads);
+  ``RELAX_MLIR_NUM_THREADS`` (``exe.num_threads``; relax_mlir.backends.cpu.omp_threads);
 * ``relax_mlir_metadata``: a NUL-terminated UTF-8 JSON object, and
   ``relax_mlir_metadata_size`` (``i64``, its length without the NUL)::
 

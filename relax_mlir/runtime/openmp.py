@@ -211,7 +211,7 @@ def load_openmp(what: str) -> None:
 
 
 #: A module's run-time thread count: the i32 global that relax-omp-threads declares and every
-#: OpenMP parallel region of the module reads (relax_mlir.transforms.omp_threads.THREADS_GLOBAL).
+#: OpenMP parallel region of the module reads (relax_mlir.backends.cpu.omp_threads.THREADS_GLOBAL).
 THREADS_SYMBOL = "_mlir_relax_num_threads"
 #: Library functions (name prefixes) that take the calling module's thread count: relax-lower-host
 #: appends the module's :data:`THREADS_SYMBOL` cell (a ``memref<i32>``) to their arguments, so

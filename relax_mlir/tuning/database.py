@@ -18,7 +18,7 @@ the new one.
 Schema version 2 (``PRAGMA user_version``; a version-1 file gains the table when opened,
 its records untouched, and older code ignores it) adds ``decisions``: per (dispatch key,
 target, size bucket), whether BLAS or the generated kernel won at each representative size.
-The dispatch key (:func:`relax_mlir.transforms.dispatch_library.dispatch_key`) names the
+The dispatch key (:func:`relax_mlir.backends.cpu.dispatch_library.dispatch_key`) names the
 matched graph-level chain (pattern and operand types, symbols renamed ``s0``, ``s1``...)
 that relax-dispatch-library decides before any kernel exists; a row also holds the
 library symbol, the M of the chain at each size, both times per size and the structural

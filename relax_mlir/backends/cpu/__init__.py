@@ -61,7 +61,8 @@ def _runtime(module, metadata: dict, libraries: list[str], options):
     return exe
 
 
-from . import apply_schedules, specialize_ranges  # noqa: E402,F401  (register relax-apply-schedules, relax-specialize-ranges)
+from . import (apply_schedules, conv_gemm, dispatch_library, hoist_scratch, library_variants,  # noqa: E402,F401
+               omp_threads, prefetch, specialize_ranges)  # (registration of the cpu-only passes)
 
 BACKEND = register_backend(Backend("cpu", "the host CPU: LLVM via the MLIR ExecutionEngine (JIT) or export()",
                                    "cpu", _stages, _runtime, legalize_target="cpu", host_hooks="cpu",

@@ -40,11 +40,11 @@ from ... import config as relax_config
 from . import schedules
 from ...runtime.libraries import KMP_BLOCKTIME_DEFAULT, init_openmp, openmp_library, openmp_wait_policy  # noqa: F401
 from ...target import Simd, Target, simd_named
-from ...transforms import omp_threads  # noqa: F401 (registers relax-omp-threads)
+from . import omp_threads  # noqa: F401 (registers relax-omp-threads)
 from ...transforms.expand_math import relax_expand_math
 from ...transforms.graph import top_ops
-from ...transforms.omp_threads import default_threads, ensure_threads_global, env_threads, num_threads  # noqa: F401 (re-exported)
-from ...transforms.prefetch import ATTR as PREFETCH_ATTR
+from .omp_threads import default_threads, ensure_threads_global, env_threads, num_threads  # noqa: F401 (re-exported)
+from .prefetch import ATTR as PREFETCH_ATTR
 from ...transforms.registry import Option, emit_error, register_pass
 
 #: Upstream passes the cpu pipeline runs after bufferization for scheduled kernels

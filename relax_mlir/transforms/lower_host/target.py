@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Optional
 from mlir import ir
 from mlir.dialects import arith, bufferization, func, memref
 
+from ...runtime.libraries import THREADS_SYMBOL
+from ..graph import top_ops
 from .common import element_bytes
 
 if TYPE_CHECKING:
@@ -105,16 +107,32 @@ class HostHooks:
         from ...runtime.libraries import takes_thread_cell
         if takes_thread_cell(callee):
             from ...target import Target
-            from ..omp_threads import THREADS_GLOBAL, ensure_threads_global
             try:
                 threads = Target.for_module(fl.state.module).threads
             except ValueError:
                 threads = 1
             ensure_threads_global(fl.state.module, threads)
             cell = ir.MemRefType.get([], ir.IntegerType.get_signless(32))
-            args = args + [memref.GetGlobalOp(cell, THREADS_GLOBAL, ip=fl.ip, loc=loc).result]
+            args = args + [memref.GetGlobalOp(cell, THREADS_SYMBOL, ip=fl.ip, loc=loc).result]
         fl.state.declare_library(callee, [a.type for a in args], loc)
         func.CallOp([], ir.FlatSymbolRefAttr.get(callee), args, ip=fl.ip, loc=loc)
+
+
+def ensure_threads_global(module: ir.Operation, initial: int) -> None:
+    """Declare ``@_mlir_relax_num_threads`` (memref<i32>, public, ``initial``) in ``module``
+    unless it is there."""
+    body = module.regions[0].blocks[0]
+    for op in top_ops(module):
+        if op.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value == THREADS_SYMBOL:
+            return
+    i32 = ir.IntegerType.get_signless(32)
+    ty = ir.MemRefType.get([], i32)
+    first = body.operations[0] if len(body.operations) else None
+    with ir.InsertionPoint(body) if first is None else ir.InsertionPoint(first), ir.Location.unknown():
+        memref.GlobalOp(THREADS_SYMBOL, ir.TypeAttr.get(ty), sym_visibility="public",
+                        initial_value=ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], i32),
+                                                                     ir.IntegerAttr.get(i32, max(1, initial))),
+                        alignment=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 4))
 
 
 def _static_bytes(mt: ir.MemRefType) -> int:

@@ -439,7 +439,7 @@ def _worth_threads(n: Optional[int], k: Optional[int], cols: int) -> bool:
     """Split a GEMV's columns over threads unless that can never pay: fewer than two register
     tiles of columns, or B statically below the run-time threshold (relax-omp-threads runs a
     smaller region on one thread anyway; no split, no forall)."""
-    from ....transforms.omp_threads import MIN_PARALLEL_BYTES
+    from ..omp_threads import MIN_PARALLEL_BYTES
     if n is not None and n < 2 * cols:
         return False
     return n is None or k is None or 4 * n * k >= MIN_PARALLEL_BYTES
@@ -453,7 +453,7 @@ def thread_split(fn: ir.Operation, cols: int, name: str = "linalg.matmul") -> No
     remainder), and there are as many as threads: one contiguous block of B each."""
     from mlir.dialects import arith, tensor
 
-    from ....transforms.omp_threads import load_threads
+    from ..omp_threads import load_threads
     block = fn.regions[0].blocks[0]
     mm = next(o.operation for o in block.operations if o.operation.name == name)
     b = mm.operands[1]

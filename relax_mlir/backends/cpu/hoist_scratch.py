@@ -32,8 +32,8 @@ from typing import Optional
 
 from mlir import ir
 
-from .graph import defined_inside
-from .registry import register_pass
+from ...transforms.graph import defined_inside
+from ...transforms.registry import register_pass
 
 #: ops through which a buffer may be used without escaping its iteration
 _VIEWS = {"memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape",

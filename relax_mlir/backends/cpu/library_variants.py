@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from .dispatch_split import LIBRARY_VARIANT_ATTR, library_variant, read_split
-from .graph import functions_with
-from .registry import emit_error, register_pass
+from ...transforms.dispatch_split import LIBRARY_VARIANT_ATTR, library_variant, read_split
+from ...transforms.graph import functions_with
+from ...transforms.registry import emit_error, register_pass
 
 
 @register_pass("relax-library-variants",

@@ -36,8 +36,8 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from .graph import defined_inside, functions_with
-from .registry import register_pass
+from ...transforms.graph import defined_inside, functions_with
+from ...transforms.registry import register_pass
 
 ATTR = "relax.prefetch"
 LINE = 64  # bytes of a cache line

@@ -64,17 +64,17 @@ from typing import Optional
 
 from mlir import ir
 
-from ..dialects._core import create
-from ..ops.registry import RelaxError, read_attrs
-from ..runtime.libraries import request
-from ..shapes import Dim, Truth, is_tensor, prove_equal, read_tensor_type
-from ..target import Target
+from ...dialects._core import create
+from ...ops.registry import RelaxError, read_attrs
+from ...runtime.libraries import request
+from ...shapes import Dim, Truth, is_tensor, prove_equal, read_tensor_type
+from ...target import Target
 from .dispatch_attention import dispatch_attention, head_split
-from .dispatch_patterns import DispatchPattern, Match, ordered_patterns
-from .dispatch_split import (CANDIDATE_ATTR, NOTE_ATTR, Split, decide, mark, nearest_class, select_table,
+from ...transforms.dispatch_patterns import DispatchPattern, Match, ordered_patterns
+from ...transforms.dispatch_split import (CANDIDATE_ATTR, NOTE_ATTR, Split, decide, mark, nearest_class, select_table,
                              tables_of)
-from .graph import body_ops, graph_functions, producer, relax_opdef, single_user, upper_bounds
-from .registry import Option, emit_error, register_pass
+from ...transforms.graph import body_ops, graph_functions, producer, relax_opdef, single_user, upper_bounds
+from ...transforms.registry import Option, emit_error, register_pass
 
 
 def _single_user(op: ir.Operation) -> Optional[ir.Operation]:
@@ -221,7 +221,7 @@ def mark_candidate(m: Match, p: DispatchPattern) -> None:
 def tuned_choice(m: Match, rec, bounds: dict[str, int], split: bool) -> tuple[object, str]:
     """A database decision for match ``m``: (True: BLAS, False: generated, or a
     :class:`Split`; the note saying why)."""
-    from ..tuning.database import GENERATED, LIBRARY
+    from ...tuning.database import GENERATED, LIBRARY
 
     def at(w: str) -> str:
         return ",".join(str(s) for s, x in zip(rec.sizes, rec.winners) if x == w)
@@ -252,7 +252,7 @@ class _TunedDecisions:
     """The decisions of a tuning database for one module (see the docstring)."""
 
     def __init__(self, module: ir.Operation, path: str, target: Target):
-        from ..tuning.database import Database, module_bucket, target_key
+        from ...tuning.database import Database, module_bucket, target_key
 
         self.db = Database(path)
         self.target = target_key(target.simd, target.threads)

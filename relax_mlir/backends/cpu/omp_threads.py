@@ -35,10 +35,11 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from ..runtime.libraries import THREADS_SYMBOL, default_threads, env_threads, openmp_library  # noqa: F401 (re-exported)
-from ..target import Target
-from .graph import top_ops
-from .registry import Option, emit_error, register_pass
+from ...runtime.libraries import THREADS_SYMBOL, default_threads, env_threads, openmp_library  # noqa: F401 (re-exported)
+from ...target import Target
+from ...transforms.graph import top_ops
+from ...transforms.lower_host.target import ensure_threads_global  # noqa: F401 (re-exported)
+from ...transforms.registry import Option, emit_error, register_pass
 
 
 def num_threads() -> int:
@@ -55,23 +56,6 @@ def num_threads() -> int:
 THREADS_GLOBAL = THREADS_SYMBOL
 #: A parallel region touching fewer bytes runs on one thread.
 MIN_PARALLEL_BYTES = 1 << 20
-
-
-def ensure_threads_global(module: ir.Operation, initial: int) -> None:
-    """Declare ``@_mlir_relax_num_threads`` (memref<i32>, public, ``initial``) in ``module``
-    unless it is there."""
-    body = module.regions[0].blocks[0]
-    for op in top_ops(module):
-        if op.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value == THREADS_GLOBAL:
-            return
-    i32 = ir.IntegerType.get_signless(32)
-    ty = ir.MemRefType.get([], i32)
-    first = body.operations[0] if len(body.operations) else None
-    with ir.InsertionPoint(body) if first is None else ir.InsertionPoint(first), ir.Location.unknown():
-        memref.GlobalOp(THREADS_GLOBAL, ir.TypeAttr.get(ty), sym_visibility="public",
-                        initial_value=ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], i32),
-                                                                     ir.IntegerAttr.get(i32, max(1, initial))),
-                        alignment=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 4))
 
 
 def load_threads() -> ir.Value:

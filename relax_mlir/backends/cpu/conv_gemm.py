@@ -36,15 +36,15 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ..dialects._core import create
-from ..ops.nn import conv_gemm_kernel, im2col_cnhw_kernel, im2col_kernel
-from ..ops.registry import RelaxError, read_attrs
-from ..runtime.libraries import request
-from ..shapes import Dim, Shape, TensorSig, Truth, prove_equal, read_tensor_type, tensor_type
+from ...dialects._core import create
+from ...ops.nn import conv_gemm_kernel, im2col_cnhw_kernel, im2col_kernel
+from ...ops.registry import RelaxError, read_attrs
+from ...runtime.libraries import request
+from ...shapes import Dim, Shape, TensorSig, Truth, prove_equal, read_tensor_type, tensor_type
 from .dispatch_library import worth_it
-from .graph import body_ops, graph_functions, relax_opdef, single_user, upper_bounds
-from .legalize import KernelTable
-from .registry import Option, register_pass
+from ...transforms.graph import body_ops, graph_functions, relax_opdef, single_user, upper_bounds
+from ...transforms.legalize import KernelTable
+from ...transforms.registry import Option, register_pass
 
 
 def _pads(p: list[int]) -> list[int]:

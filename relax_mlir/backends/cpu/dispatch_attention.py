@@ -44,10 +44,10 @@ from typing import Optional
 
 from mlir import ir
 
-from ..dialects._core import create
-from ..ops.registry import RelaxError, read_attrs
-from ..shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, is_tensor, prove_equal, read_tensor_type, tensor_type
-from .graph import defining_op, producer, relax_opdef, single_user, users
+from ...dialects._core import create
+from ...ops.registry import RelaxError, read_attrs
+from ...shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, is_tensor, prove_equal, read_tensor_type, tensor_type
+from ...transforms.graph import defining_op, producer, relax_opdef, single_user, users
 
 SYMBOL = "relax_blas_attention_h{flags}{safe}{tiled}_{dtype}"
 

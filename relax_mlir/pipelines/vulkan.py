@@ -42,6 +42,7 @@ def spirv_stage() -> list[str]:
         "relax-spirv-entry-abi",
         "relax-spirv-workgroup-memory",
         "relax-spirv-arith",   # remsi, powf, sign-extended compares: exact on SPIR-V
+        "relax-spirv-f64-math",   # f64 exp/log/tanh/erf/sin/cos/pow: GLSL.std.450 has 16/32-bit only
         "gpu.module(convert-math-to-spirv)",   # convert-gpu-to-spirv leaves math ops alone
         "convert-gpu-to-spirv",
         "relax-spirv-vector-buffers",   # vector loads: buffers of vectors, not pointer bitcasts

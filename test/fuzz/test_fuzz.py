@@ -74,25 +74,6 @@ def _cases(kind: str):
 #: Failure classes tolerated by the fuzz runs until their fix lands, each pinned by a test
 #: below: (kind, compiled pattern in the failure's description, class).
 KNOWN: list = [
-    # vulkan-program seed 11 (test_known_vulkan_f64_transcendental_math): convert-math-to-spirv
-    # emits spirv.GL.Exp/Log/... on f64, which GLSL.std.450 defines for 16/32-bit floats only
-    # (and seed 1000166: math.erf on f64 has no SPIR-V lowering, a CompileError on a valid program)
-    ("vulkan-program", re.compile(r"must be 16/32-bit float .*but got 'f64'|failed to legalize operation "
-                                  r"'math\.[a-z0-9]+'[^(]*\n[^\n]*\(f64\) -> f64"), "vulkan f64 transcendental math"),
-    # vulkan-program seeds 0 and 34 (test_known_vulkan_nan_results): NaN results differ on
-    # lavapipe (GL.Pow of a negative base, a product through NaN, ...) from numpy's / the cpu's;
-    # and GL.Pow(0, 0) is 0 there, numpy's 1 (seeds 1000153, 1000355)
-    ("vulkan-program", re.compile(r"(got|want) np\.float\d+\(nan\)|\(power f\d+, [^)]*\).*got np\.float\d+\(0\.0\), "
-                                  r"want np\.float\d+\(1\.0\)"), "vulkan NaN and pow edge semantics"),
-    # vulkan-program seeds 1000110 (floor_mod i32: got -4, want -2) and 1000161 (mod i64: got 2,
-    # want -2) (test_known_vulkan_integer_mod): signed integer remainders of the dividend INT_MIN
-    ("vulkan-program", re.compile(r"<- (floor_)?mod\b[^\n]*got np\.u?int|\((floor_)?mod u?i\d+, "),
-     "vulkan signed integer mod"),
-    # vulkan-program seed 5000256 (test_known_vulkan_arange_to_narrow_int): arange (f32) fused with
-    # astype to i8 / i16 gives the type's max (127, 32767) in every element; seed 61000455
-    # (test_known_vulkan_arange_fused_with_exp): exp of a fused arange is inf in every element
-    ("vulkan-program", re.compile(r"\(astype i(8|16), astype <- arange|\(exp f32, exp <- arange\)"),
-     "vulkan arange fused with a consumer"),
 ]
 
 

@@ -10,7 +10,7 @@ and rewrites, in arith and math, three things those conversions get wrong for us
   unsigned is ``2^(N-1)``): exact for every input.
 * ``math.powf``: ``GL.Pow`` is undefined for ``x < 0`` and for ``x = 0, y <= 0`` (lavapipe
   gives 0 for ``(-2) ** 3`` and ``0 ** 0``; seed 0). It now runs on ``|x| > 0`` only and the
-  IEEE ``pow`` cases around it are selects: a negative base gives ``±|x| ** y`` for an
+  IEEE ``pow`` cases around it are selects: a finite negative base gives ``±|x| ** y`` for an
   integral ``y`` (the sign of an odd one) and NaN otherwise, ``±0 ** y`` is ``±0`` / ``±inf``,
   ``x ** 0`` and ``1 ** y`` are 1 (also for NaN), ``(-1) ** ±inf`` is 1, NaN otherwise
   propagates.
@@ -137,7 +137,7 @@ def _ieee_powf(op: ir.Operation) -> None:
     half = arith.MulFOp(y, c(0.5), ip=ip, loc=loc).result
     y_odd = and_(y_int, cmp("UNE", math.FloorOp(half, ip=ip, loc=loc).result, half))
     r = sel(cmp("OEQ", x, zero), sel(cmp("OLT", y, zero), inf, zero), p)
-    r = sel(cmp("OLT", x, zero), sel(y_int, r, nan), r)
+    r = sel(and_(cmp("OLT", x, zero), cmp("OLT", ax, inf)), sel(y_int, r, nan), r)   # (-inf) ** 0.5 is inf
     it = ir.IntegerType.get_signless(ir.FloatType(t).width)   # the sign bit of x (-0 too)
     x_bits = arith.BitcastOp(it, x, ip=ip, loc=loc).result
     x_sign = arith.CmpIOp(arith.CmpIPredicate.slt, x_bits, arith.ConstantOp(it, 0, ip=ip, loc=loc).result,

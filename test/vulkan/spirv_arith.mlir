@@ -53,6 +53,18 @@
 // CHECK-NOT: math.powf
 // CHECK: gpu.return
 
+// remf: FRem rounds for large quotients and is NaN for x rem inf; f32 fmod is exact in f64
+// (a scaled long division, no FRem), f64 keeps FRem with the inf / zero cases selected. Vector
+// operands (the 4-wide elementwise kernels) get the same rewrites.
+// CHECK-LABEL: gpu.func @remf(
+// CHECK: arith.extf %arg0 : f32 to f64
+// CHECK-NOT: arith.remf %arg0
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+// CHECK: arith.remf %arg2, %arg3 : f64
+// CHECK: arith.remui %{{.*}}, %{{.*}} : vector<4xi32>
+// CHECK-NOT: arith.remsi
+// CHECK: gpu.return
+
 // Outside gpu.modules (host code, the cpu target) nothing changes.
 // CHECK-LABEL: func.func @host(
 // CHECK-NEXT: arith.remsi
@@ -83,6 +95,12 @@ gpu.module @k {
   gpu.func @pow(%x: f32, %y: f32) -> f32 {
     %0 = math.powf %x, %y : f32
     gpu.return %0 : f32
+  }
+  gpu.func @remf(%x: f32, %y: f32, %a: f64, %b: f64, %v: vector<4xi32>) -> (f32, f64, vector<4xi32>) {
+    %0 = arith.remf %x, %y : f32
+    %1 = arith.remf %a, %b : f64
+    %2 = arith.remsi %v, %v : vector<4xi32>
+    gpu.return %0, %1, %2 : f32, f64, vector<4xi32>
   }
 }
 func.func @host(%a: i32, %b: i32, %x: f32) -> (i32, f32) {

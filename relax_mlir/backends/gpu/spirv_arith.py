@@ -1,7 +1,7 @@
 """relax-spirv-arith: arith / math ops whose SPIR-V lowering would not keep their semantics.
 
 Runs on the ``gpu.module``s right before ``convert-math-to-spirv`` / ``convert-gpu-to-spirv``
-and rewrites, in arith and math, three things those conversions get wrong for us:
+and rewrites, in arith and math, the things those conversions get wrong for us:
 
 * ``arith.remsi``: upstream emulates it as ``UMod(|a|, |b|)`` negated where ``a != |a|``;
   ``|INT_MIN|`` is ``INT_MIN``, so the remainder of the dividend INT_MIN kept a positive
@@ -14,6 +14,11 @@ and rewrites, in arith and math, three things those conversions get wrong for us
   integral ``y`` (the sign of an odd one) and NaN otherwise, ``±0 ** y`` is ``±0`` / ``±inf``,
   ``x ** 0`` and ``1 ** y`` are 1 (also for NaN), ``(-1) ** ±inf`` is 1, NaN otherwise
   propagates.
+* ``arith.remf``: ``FRem`` is ``x - y trunc(x/y)`` on the device: rounded where the quotient
+  is large (``fmod(3e38, 3)`` gave 0, numpy's 2; ``1.0 // 0.1`` 10, numpy's 9), NaN for
+  ``x rem inf`` (fmod's x; vulkan-program fuzz seed 97000218). f16 / f32 fmod is computed
+  exactly in f64 (a scaled long division, 12 exact steps for f32's exponent range); f64 keeps
+  FRem with the infinite and zero cases selected as fmod's.
 * ``arith.cmpi`` of a sign-extended value and a constant: canonicalization turns
   ``cmpf ogt (sitofp (extsi i)), 88.7`` (exp's overflow test, a float-to-int clamp) into
   ``cmpi sgt (extsi i : i32 to i64), 88``, and lavapipe (Mesa 22.3, LLVM 15) miscompiles
@@ -86,77 +91,152 @@ def _narrow_cmpi(op: ir.Operation) -> None:
         return
 
 
+class _Ops:
+    """Builders at ``op`` for values of type ``t``: a scalar or a vector (the 4-wide elementwise
+    kernels), constants splat; ``bool_t`` / ``int_t``: i1 and the same-width integer, shaped alike."""
+
+    def __init__(self, op: ir.Operation, t: ir.Type):
+        self.ip, self.loc, self.t = ir.InsertionPoint(op), op.location, t
+        self.elem = ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t
+        shape = ir.VectorType(t).shape if isinstance(t, ir.VectorType) else None
+        width = self.elem.width if isinstance(self.elem, ir.IntegerType) else ir.FloatType(self.elem).width
+        ie, i1 = ir.IntegerType.get_signless(width), ir.IntegerType.get_signless(1)
+        self.int_t = ir.VectorType.get(shape, ie) if shape else ie
+        self.bool_t = ir.VectorType.get(shape, i1) if shape else i1
+
+    def const(self, v, t=None):
+        t = t or self.t
+        e = ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t
+        attr = ir.IntegerAttr.get(e, v) if isinstance(e, ir.IntegerType) else ir.FloatAttr.get(e, v)
+        if isinstance(t, ir.VectorType):
+            attr = ir.DenseElementsAttr.get_splat(t, attr)
+        return arith.ConstantOp(t, attr, ip=self.ip, loc=self.loc).result
+
+    def __call__(self, cls, *args):
+        return cls(*args, ip=self.ip, loc=self.loc).result
+
+    def cmpf(self, p: str, a, b):
+        return self(arith.CmpFOp, getattr(arith.CmpFPredicate, p), a, b)
+
+    def sel(self, cond, a, b):
+        return self(arith.SelectOp, cond, a, b)
+
+    def sign_bit(self, x):
+        """x's sign bit is set (-0 too)."""
+        return self(arith.CmpIOp, arith.CmpIPredicate.slt, self(arith.BitcastOp, self.int_t, x),
+                    self.const(0, self.int_t))
+
+
+def _is_kind(t: ir.Type, kind) -> bool:
+    e = ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t
+    return isinstance(e, kind)
+
+
 def _exact_remsi(op: ir.Operation) -> None:
     a, b = op.operands[0], op.operands[1]
-    t = a.type
-    if not isinstance(t, ir.IntegerType):
+    if not _is_kind(a.type, ir.IntegerType):
         return
-    ip, loc = ir.InsertionPoint(op), op.location
-    zero = arith.ConstantOp(t, ir.IntegerAttr.get(t, 0), ip=ip, loc=loc).result
-    pslt = arith.CmpIPredicate.slt
+    o = _Ops(op, a.type)
+    zero = o.const(0)
 
     def magnitude(v):
-        neg = arith.CmpIOp(pslt, v, zero, ip=ip, loc=loc).result
-        return neg, arith.SelectOp(neg, arith.SubIOp(zero, v, ip=ip, loc=loc).result, v, ip=ip, loc=loc).result
+        neg = o(arith.CmpIOp, arith.CmpIPredicate.slt, v, zero)
+        return neg, o.sel(neg, o(arith.SubIOp, zero, v), v)
 
     neg_a, ua = magnitude(a)
     _, ub = magnitude(b)
-    ur = arith.RemUIOp(ua, ub, ip=ip, loc=loc).result
-    r = arith.SelectOp(neg_a, arith.SubIOp(zero, ur, ip=ip, loc=loc).result, ur, ip=ip, loc=loc).result
+    ur = o(arith.RemUIOp, ua, ub)
+    r = o.sel(neg_a, o(arith.SubIOp, zero, ur), ur)
     op.results[0].replace_all_uses_with(r)
     op.erase()
 
 
 def _ieee_powf(op: ir.Operation) -> None:
     x, y = op.operands[0], op.operands[1]
-    t = x.type
-    if not isinstance(t, ir.FloatType):
+    if not _is_kind(x.type, ir.FloatType):
         return
-    ip, loc = ir.InsertionPoint(op), op.location
-
-    def c(v: float):
-        return arith.ConstantOp(t, ir.FloatAttr.get(t, v), ip=ip, loc=loc).result
-
-    def cmp(p: str, a, b):
-        return arith.CmpFOp(getattr(arith.CmpFPredicate, p), a, b, ip=ip, loc=loc).result
-
-    def sel(cond, a, b):
-        return arith.SelectOp(cond, a, b, ip=ip, loc=loc).result
-
-    def or_(a, b):
-        return arith.OrIOp(a, b, ip=ip, loc=loc).result
+    o = _Ops(op, x.type)
+    zero, one, inf, nan = o.const(0.0), o.const(1.0), o.const(float("inf")), o.const(float("nan"))
+    cmp, sel = o.cmpf, o.sel
 
     def and_(a, b):
-        return arith.AndIOp(a, b, ip=ip, loc=loc).result
+        return o(arith.AndIOp, a, b)
 
-    zero, one, inf, nan = c(0.0), c(1.0), c(float("inf")), c(float("nan"))
-    ax = math.AbsFOp(x, ip=ip, loc=loc).result
-    ay = math.AbsFOp(y, ip=ip, loc=loc).result
-    p = math.PowFOp(sel(cmp("OGT", ax, zero), ax, one), y, ip=ip, loc=loc).result   # GL.Pow on |x| > 0 only
-    y_int = cmp("OEQ", math.FloorOp(y, ip=ip, loc=loc).result, y)                  # +-inf too; not NaN
-    half = arith.MulFOp(y, c(0.5), ip=ip, loc=loc).result
-    y_odd = and_(y_int, cmp("UNE", math.FloorOp(half, ip=ip, loc=loc).result, half))
+    ax, ay = o(math.AbsFOp, x), o(math.AbsFOp, y)
+    p = o(math.PowFOp, sel(cmp("OGT", ax, zero), ax, one), y)                 # GL.Pow on |x| > 0 only
+    y_int = cmp("OEQ", o(math.FloorOp, y), y)                                  # +-inf too; not NaN
+    half = o(arith.MulFOp, y, o.const(0.5))
+    y_odd = and_(y_int, cmp("UNE", o(math.FloorOp, half), half))
     r = sel(cmp("OEQ", x, zero), sel(cmp("OLT", y, zero), inf, zero), p)
     r = sel(and_(cmp("OLT", x, zero), cmp("OLT", ax, inf)), sel(y_int, r, nan), r)   # (-inf) ** 0.5 is inf
-    it = ir.IntegerType.get_signless(ir.FloatType(t).width)   # the sign bit of x (-0 too)
-    x_bits = arith.BitcastOp(it, x, ip=ip, loc=loc).result
-    x_sign = arith.CmpIOp(arith.CmpIPredicate.slt, x_bits, arith.ConstantOp(it, 0, ip=ip, loc=loc).result,
-                          ip=ip, loc=loc).result
-    r = sel(and_(y_odd, x_sign), arith.NegFOp(r, ip=ip, loc=loc).result, r)
+    r = sel(and_(y_odd, o.sign_bit(x)), o(arith.NegFOp, r), r)
     r = sel(cmp("UNO", x, y), nan, r)
     r = sel(and_(cmp("OEQ", ax, one), cmp("OEQ", ay, inf)), one, r)
-    r = sel(or_(cmp("OEQ", y, zero), cmp("OEQ", x, one)), one, r)
+    r = sel(o(arith.OrIOp, cmp("OEQ", y, zero), cmp("OEQ", x, one)), one, r)
     op.results[0].replace_all_uses_with(r)
     op.erase()
 
 
-_REWRITES = {"arith.cmpi": _narrow_cmpi, "arith.remsi": _exact_remsi, "math.powf": _ieee_powf}
+def _exact_fmod_narrow(op: ir.Operation, x, y):
+    """fmod of f16 / f32 ``x``, ``y`` exactly, in f64: each step subtracts ``q * |y| * 2^k`` with
+    ``k`` leaving a quotient ``q < 2^27`` (so ``q |y| 2^k`` and the difference are exact); 12
+    steps cover f32's exponent range. Finite x and y != 0 only (the caller selects the rest)."""
+    from .spirv_f64_math import _B
+    t = x.type
+    lanes = ir.VectorType(t).shape[0] if isinstance(t, ir.VectorType) else None
+    b = _B(op, lanes)
+    ax = b.abs(arith.ExtFOp(b.f, x, ip=b.ip, loc=b.loc).result)
+    ay = b.abs(arith.ExtFOp(b.f, y, ip=b.ip, loc=b.loc).result)
+    ay = b.sel(b.cmp("OGT", ay, b.c(0.0)), ay, b.c(1.0))
+    elem = ir.VectorType(t).element_type if lanes else t
+    steps = 12 if ir.FloatType(elem).width > 16 else 3
+    r = ax
+    for _ in range(steps):
+        ratio = b.div(r, ay)
+        e = b.isub(b.iand(b.shr(b.bits(ratio), b.ci(52)), b.ci(0x7FF)), b.ci(1023))
+        k = b.isub(e, b.ci(26))
+        k = b.sel(b.icmp("sgt", k, b.ci(0)), k, b.ci(0))
+        ys = b.mul(ay, b.from_bits(b.shl(b.iadd(k, b.ci(1023)), b.ci(52))))
+        q = b.floor(b.div(r, ys))
+        r = b.sub(r, b.mul(q, ys))
+        r = b.sel(b.cmp("OLT", r, b.c(0.0)), b.add(r, ys), r)
+    return arith.TruncFOp(t, r, ip=b.ip, loc=b.loc).result
+
+
+def _ieee_remf(op: ir.Operation) -> None:
+    """FRem is ``x - y trunc(x / y)`` on the device: rounded for large quotients (fmod(3e38, 3)
+    was 0, not 2), NaN for ``x rem inf`` (fmod: x), +0 for a zero remainder of a negative x.
+    f16 / f32: fmod exactly (in f64); f64 keeps FRem with the infinite and zero cases fixed."""
+    x, y = op.operands[0], op.operands[1]
+    if not _is_kind(x.type, ir.FloatType):
+        return
+    o = _Ops(op, x.type)
+    inf, nan = o.const(float("inf")), o.const(float("nan"))
+    narrow = ir.FloatType(o.elem).width < 64
+    m = _exact_fmod_narrow(op, x, y) if narrow else o(arith.RemFOp, x, y)
+    x_finite = o.cmpf("OLT", o(math.AbsFOp, x), inf)
+    if narrow:
+        m = o.sel(o.sign_bit(x), o(arith.NegFOp, m), m)
+    m = o.sel(o(arith.AndIOp, x_finite, o.cmpf("OEQ", o(math.AbsFOp, y), inf)), x, m)
+    if narrow:
+        bad = o(arith.OrIOp, o(arith.OrIOp, o.cmpf("UNO", x, y), o.cmpf("OEQ", y, o.const(0.0))),
+                o(arith.XOrIOp, x_finite, o.const(1, o.bool_t)))
+        m = o.sel(bad, nan, m)
+    else:
+        signed_zero = o.sel(o.sign_bit(x), o.const(-0.0), o.const(0.0))      # (x * 0 folds to +0 on lavapipe)
+        m = o.sel(o.cmpf("OEQ", m, o.const(0.0)), signed_zero, m)
+    op.results[0].replace_all_uses_with(m)
+    op.erase()
+
+
+_REWRITES = {"arith.cmpi": _narrow_cmpi, "arith.remsi": _exact_remsi, "math.powf": _ieee_powf,
+             "arith.remf": _ieee_remf}
 
 
 @register_pass("relax-spirv-arith",
                "In gpu.modules, before the SPIR-V conversions: arith.remsi exact for INT_MIN, math.powf with "
-               "IEEE semantics around GL.Pow, and compares of sign-extended values narrowed (a lavapipe "
-               "miscompile).")
+               "IEEE semantics around GL.Pow, arith.remf's inf / signed-zero cases as fmod's (scalars and "
+               "vectors), and compares of sign-extended values narrowed (a lavapipe miscompile).")
 def relax_spirv_arith(module: ir.Operation, opts) -> None:
     found: list[ir.Operation] = []
 

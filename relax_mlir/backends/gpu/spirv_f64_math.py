@@ -32,14 +32,15 @@ from __future__ import annotations
 import math as _m
 from decimal import Decimal, getcontext
 from fractions import Fraction
+from typing import Optional
 
 from mlir import ir
 from mlir.dialects import arith, math
 
 from ...transforms.registry import register_pass
 
-getcontext().prec = 60
-_PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494")
+getcontext().prec = 110
+_PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798")
 _LN2 = Decimal("0.693147180559945309417232121458176568075500134360255254120680")
 
 
@@ -70,16 +71,23 @@ _ONE_OVER_SQRT_PI = float(1 / _PI.sqrt())
 class _B:
     """f64 / i64 arithmetic at one insertion point."""
 
-    def __init__(self, op: ir.Operation):
+    def __init__(self, op: ir.Operation, lanes: Optional[int] = None):
         self.ip, self.loc = ir.InsertionPoint(op), op.location
-        self.f = ir.F64Type.get()
-        self.i = ir.IntegerType.get_signless(64)
+        self.fe, self.ie = ir.F64Type.get(), ir.IntegerType.get_signless(64)
+        self.lanes = lanes
+        self.f = self.fe if lanes is None else ir.VectorType.get([lanes], self.fe)
+        self.i = self.ie if lanes is None else ir.VectorType.get([lanes], self.ie)
+
+    def _const(self, t, attr):
+        if self.lanes is not None:
+            attr = ir.DenseElementsAttr.get_splat(t, attr)
+        return arith.ConstantOp(t, attr, ip=self.ip, loc=self.loc).result
 
     def c(self, v: float):
-        return arith.ConstantOp(self.f, ir.FloatAttr.get(self.f, v), ip=self.ip, loc=self.loc).result
+        return self._const(self.f, ir.FloatAttr.get(self.fe, v))
 
     def ci(self, v: int):
-        return arith.ConstantOp(self.i, ir.IntegerAttr.get(self.i, v), ip=self.ip, loc=self.loc).result
+        return self._const(self.i, ir.IntegerAttr.get(self.ie, v))
 
     def _bin(self, cls, a, b):
         return cls(a, b, ip=self.ip, loc=self.loc).result
@@ -249,6 +257,74 @@ def _sincos(b: _B, x, cos: bool):
     return b.sel(finite, v, b.c(float("nan")))
 
 
+#: 2/pi in 24-bit chunks: 2/pi = sum_j _TWO_OVER_PI_24[j], chunk j holding bits 24j+1 .. 24j+24;
+#: a float of at most 24 significant bits times a chunk is exact in f64
+_TWO_OVER_PI_24 = [float(Decimal(int((2 / _PI) * (1 << (24 * (j + 1)))) % (1 << 24)) / Decimal(1 << (24 * (j + 1))))
+                   for j in range(9)]
+
+
+def _sincos_narrow(b: _B, x, cos: bool):
+    """sin / cos of an f16 / f32 value ``x`` (given as f64) for any magnitude: ``x 2/pi`` modulo 4
+    exactly (Payne-Hanek without a table: x times each 24-bit chunk of 2/pi is exact, each taken
+    modulo 4 exactly, summed in double-double), then the f64 polynomials."""
+    hi, lo = b.c(0.0), b.c(0.0)
+    for cj in reversed(_TWO_OVER_PI_24):
+        t = b.mul(x, b.c(cj))                                               # exact
+        u = b.sub(t, b.mul(b.floor(b.mul(t, b.c(0.25))), b.c(4.0)))          # t mod 4, exact
+        s = b.add(hi, u)                                                    # two-sum
+        bb = b.sub(s, hi)
+        lo = b.add(lo, b.add(b.sub(hi, b.sub(s, bb)), b.sub(u, bb)))
+        hi = s
+    k = b.floor(b.add(hi, b.c(0.5)))
+    f = b.add(b.sub(hi, k), lo)
+    r = b.mul(f, b.c(float(_PIO2)))
+    z = b.mul(r, r)
+    sv, cv = b.mul(r, b.horner(z, _SIN)), b.horner(z, _COS)
+    q = b.iand(b.to_int(k), b.ci(3))
+    if cos:
+        q = b.iand(b.iadd(q, b.ci(1)), b.ci(3))
+    v = b.sel(b.icmp("ne", b.iand(q, b.ci(1)), b.ci(0)), cv, sv)
+    v = b.neg_if(b.icmp("ne", b.iand(q, b.ci(2)), b.ci(0)), v)
+    finite = b.cmp("OLT", b.abs(x), b.c(float("inf")))
+    return b.sel(finite, v, b.c(float("nan")))
+
+
+def _narrow_trig(op: ir.Operation) -> None:
+    """math.sin / cos of f16 / f32: GL.Sin / GL.Cos where |x| <= pi (Vulkan bounds their error only
+    there), else the exact reduction in f64 (an scf.if for a scalar, a select for a vector)."""
+    from mlir.dialects import scf
+    x = op.operands[0]
+    t = x.type
+    lanes = ir.VectorType(t).shape[0] if isinstance(t, ir.VectorType) else None
+    cos = op.name == "math.cos"
+    ip, loc = ir.InsertionPoint(op), op.location
+    ft = ir.F64Type.get() if lanes is None else ir.VectorType.get([lanes], ir.F64Type.get())
+    et = t if lanes is None else ir.VectorType(t).element_type
+    pi = arith.ConstantOp(t, ir.FloatAttr.get(et, 3.140625) if lanes is None else
+                          ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(et, 3.140625)), ip=ip, loc=loc).result
+    inside = arith.CmpFOp(arith.CmpFPredicate.OLE, math.AbsFOp(x, ip=ip, loc=loc).result, pi, ip=ip, loc=loc).result
+    fast_cls = math.CosOp if cos else math.SinOp
+
+    def slow(at):
+        b = _B(at, lanes)
+        xd = arith.ExtFOp(ft, x, ip=b.ip, loc=b.loc).result
+        return arith.TruncFOp(t, _sincos_narrow(b, xd, cos), ip=b.ip, loc=b.loc).result
+
+    if lanes is None:
+        if_op = scf.IfOp(inside, [t], has_else=True, ip=ip, loc=loc)
+        with ir.InsertionPoint(if_op.then_block):
+            scf.YieldOp([fast_cls(x, loc=loc).result], loc=loc)
+        with ir.InsertionPoint(if_op.else_block):
+            y = scf.YieldOp([x], loc=loc)
+            v = slow(y.operation)
+            y.operation.operands[0] = v
+        r = if_op.results[0]
+    else:
+        r = arith.SelectOp(inside, fast_cls(x, ip=ip, loc=loc).result, slow(op), ip=ip, loc=loc).result
+    op.results[0].replace_all_uses_with(r)
+    op.erase()
+
+
 def _pow(b: _B, x, y):
     return _exp(b, b.mul(y, _log(b, x)))
 
@@ -262,12 +338,18 @@ _UNARY = {"math.exp": _exp, "math.log": _log, "math.tanh": _tanh, "math.erf": _e
                "(GLSL.std.450 has them for 16/32-bit floats only).")
 def relax_spirv_f64_math(module: ir.Operation, opts) -> None:
     found: list[ir.Operation] = []
+    trig: list[ir.Operation] = []
     f64 = ir.F64Type.get()
+    narrow = (ir.F32Type.get(), ir.F16Type.get())
 
     def visit(op):
         o = op.operation
         if (o.name in _UNARY or o.name == "math.powf") and len(o.results) == 1 and o.results[0].type == f64:
             found.append(o)
+        elif o.name in ("math.sin", "math.cos"):
+            t = o.results[0].type
+            if (ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t) in narrow:
+                trig.append(o)
         return ir.WalkResult.ADVANCE
 
     for top in module.regions[0].blocks[0].operations:
@@ -281,3 +363,5 @@ def relax_spirv_f64_math(module: ir.Operation, opts) -> None:
             r = _UNARY[o.name](b, o.operands[0])
         o.results[0].replace_all_uses_with(r)
         o.erase()
+    for o in trig:
+        _narrow_trig(o)

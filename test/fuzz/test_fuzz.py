@@ -502,3 +502,14 @@ def test_vulkan_arange_to_narrow_int():
         assert np.asarray(exe(np.zeros(n, np.float32))).tolist() == np.arange(n).clip(-128, 127).tolist()
     (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": 5000256, "sizes": 3}])
     assert (o.death, (o.result or {}).get("error")) == (None, None), o.describe()[:2000]
+
+
+@pytest.mark.parametrize("seed", [97000180, 97000218])
+def test_vulkan_sin_of_large_values_and_fmod_by_inf(seed):
+    """vulkan-program fuzz seeds 97000180 (sin f32 of astype(INT64_MAX) = 2^63: got -1.0, want
+    0.99993; Vulkan bounds GL.Sin's error only on [-pi, pi], relax-spirv-f64-math reduces larger
+    values exactly) and 97000218 (mod f32, 1.0 rem -inf: got NaN, want 1.0; FRem is x - y
+    trunc(x / y) on the device, relax-spirv-arith computes f32 fmod exactly)."""
+    _vulkan_or_skip()
+    (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": seed, "sizes": 3}])
+    assert (o.death, (o.result or {}).get("error")) == (None, None), o.describe()[:2000]

@@ -29,8 +29,9 @@ from .gpu import (SCHEDULE_CONFIG_HELP, WORKGROUP_SIZE, bufferize_stage, check_s
 #: reduction: Vulkan 1.1, which the runtime's instance asks for). The runtime enables the
 #: matching device features (lavapipe has them all).
 CAPS = ["Shader", "Int8", "Int16", "Int64", "Float16", "Float64", "StorageBuffer8BitAccess",
-        "StorageBuffer16BitAccess", "GroupNonUniformShuffle"]
-EXTS = ["SPV_KHR_storage_buffer_storage_class", "SPV_KHR_8bit_storage", "SPV_KHR_16bit_storage"]
+        "StorageBuffer16BitAccess", "GroupNonUniformShuffle", "SignedZeroInfNanPreserve"]
+EXTS = ["SPV_KHR_storage_buffer_storage_class", "SPV_KHR_8bit_storage", "SPV_KHR_16bit_storage",
+        "SPV_KHR_float_controls"]
 SPIRV_TARGET = f"spirv-attach-target{{ver=v1.3 caps={','.join(CAPS)} exts={','.join(EXTS)} client_api=Vulkan}}"
 
 
@@ -40,11 +41,15 @@ def spirv_stage() -> list[str]:
         "relax-spirv-subgroup-size",   # gpu.shuffle lowers only at the env's subgroup size
         "relax-spirv-entry-abi",
         "relax-spirv-workgroup-memory",
+        "relax-spirv-arith",   # remsi, powf, sign-extended compares: exact on SPIR-V
+        "relax-spirv-f64-math",   # f64 exp/log/tanh/erf/sin/cos/pow: GLSL.std.450 has 16/32-bit only
         "gpu.module(convert-math-to-spirv)",   # convert-gpu-to-spirv leaves math ops alone
         "convert-gpu-to-spirv",
         "relax-spirv-vector-buffers",   # vector loads: buffers of vectors, not pointer bitcasts
         "relax-spirv-nest-modules",
-        "gpu.module(spirv.module(spirv-lower-abi-attrs, spirv-update-vce))",
+        "gpu.module(spirv.module(spirv-lower-abi-attrs))",
+        "relax-spirv-float-controls",   # IEEE Inf/NaN/-0 (Vulkan may drop them otherwise)
+        "gpu.module(spirv.module(spirv-update-vce))",
         "gpu-module-to-binary{format=bin}",
         "relax-vulkan-host",
     ]

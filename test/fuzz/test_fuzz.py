@@ -74,25 +74,6 @@ def _cases(kind: str):
 #: Failure classes tolerated by the fuzz runs until their fix lands, each pinned by a test
 #: below: (kind, compiled pattern in the failure's description, class).
 KNOWN: list = [
-    # vulkan-program seed 11 (test_known_vulkan_f64_transcendental_math): convert-math-to-spirv
-    # emits spirv.GL.Exp/Log/... on f64, which GLSL.std.450 defines for 16/32-bit floats only
-    # (and seed 1000166: math.erf on f64 has no SPIR-V lowering, a CompileError on a valid program)
-    ("vulkan-program", re.compile(r"must be 16/32-bit float .*but got 'f64'|failed to legalize operation "
-                                  r"'math\.[a-z0-9]+'[^(]*\n[^\n]*\(f64\) -> f64"), "vulkan f64 transcendental math"),
-    # vulkan-program seeds 0 and 34 (test_known_vulkan_nan_results): NaN results differ on
-    # lavapipe (GL.Pow of a negative base, a product through NaN, ...) from numpy's / the cpu's;
-    # and GL.Pow(0, 0) is 0 there, numpy's 1 (seeds 1000153, 1000355)
-    ("vulkan-program", re.compile(r"(got|want) np\.float\d+\(nan\)|\(power f\d+, [^)]*\).*got np\.float\d+\(0\.0\), "
-                                  r"want np\.float\d+\(1\.0\)"), "vulkan NaN and pow edge semantics"),
-    # vulkan-program seeds 1000110 (floor_mod i32: got -4, want -2) and 1000161 (mod i64: got 2,
-    # want -2) (test_known_vulkan_integer_mod): signed integer remainders of the dividend INT_MIN
-    ("vulkan-program", re.compile(r"<- (floor_)?mod\b[^\n]*got np\.u?int|\((floor_)?mod u?i\d+, "),
-     "vulkan signed integer mod"),
-    # vulkan-program seed 5000256 (test_known_vulkan_arange_to_narrow_int): arange (f32) fused with
-    # astype to i8 / i16 gives the type's max (127, 32767) in every element; seed 61000455
-    # (test_known_vulkan_arange_fused_with_exp): exp of a fused arange is inf in every element
-    ("vulkan-program", re.compile(r"\(astype i(8|16), astype <- arange|\(exp f32, exp <- arange\)"),
-     "vulkan arange fused with a consumer"),
 ]
 
 
@@ -397,24 +378,28 @@ def test_vulkan_full_reduction_with_keepdims_runs_on_the_device():
     assert [(o.death, (o.result or {}).get("error")) for o in outs] == [(None, None)] * 3
 
 
-@pytest.mark.xfail(strict=True, reason="convert-math-to-spirv lowers f64 exp/log/... to spirv.GL.* ops, "
-                                       "which GLSL.std.450 defines for 16/32-bit floats only: an internal "
-                                       "error in the vulkan codegen stage instead of a kernel or a CompileError")
-def test_known_vulkan_f64_transcendental_math():
-    """vulkan-program fuzz seed 11: log_softmax on f64 (also seeds 25, 48, 58)."""
+def test_vulkan_f64_transcendental_math():
+    """vulkan-program fuzz seed 11: log_softmax on f64 (also seeds 25, 48, 58; 1000166: erf on
+    f64). GLSL.std.450 has Exp, Log, ... for 16/32-bit floats only: an f64 math.exp became an
+    invalid spirv.GL.Exp (an internal error) and f64 erf had no lowering. relax-spirv-f64-math
+    now expands them in f64 arithmetic (test/vulkan/spirv_f64_math.mlir; accuracy against
+    numpy in test_vulkan.py)."""
     _vulkan_or_skip()
-    (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": 11, "sizes": 3}])
-    assert not o.failed, o.describe()[:2000]
+    outs = runner.run_cases([{"kind": "vulkan-program", "seed": s, "sizes": 3} for s in (11, 25, 48, 58, 1000166)])
+    assert [(o.death, (o.result or {}).get("error")) for o in outs] == [(None, None)] * 5, \
+        [o.describe()[:1000] for o in outs if o.failed]
 
 
-@pytest.mark.xfail(strict=True, reason="lavapipe's NaN results differ from numpy's and the cpu target's "
-                                       "(GL.Pow of a negative base gives 0, a product through a NaN gives 0)")
-@pytest.mark.parametrize("seed", [0, 34])
-def test_known_vulkan_nan_results(seed):
-    """vulkan-program fuzz seeds 0 (power f32: got 0.0, want nan) and 34 (prod f32: got 0.0, want nan)."""
+@pytest.mark.parametrize("seed", [0, 34, 1000153, 1000355])
+def test_vulkan_nan_and_pow_edge_results(seed):
+    """vulkan-program fuzz seeds 0 (power f32: got 0.0, want nan), 34 (prod f32: got 0.0, want
+    nan), 1000153 and 1000355 (pow(0, 0): got 0, want 1). Two causes: GL.Pow is undefined for a
+    negative base and for 0 ** y, y <= 0 (relax-spirv-arith now keeps numpy's semantics around
+    it), and without the SignedZeroInfNanPreserve execution mode lavapipe assumes no Inf/NaN
+    (inf - inf folded to 0; relax-spirv-float-controls declares it)."""
     _vulkan_or_skip()
     (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": seed, "sizes": 3}])
-    assert not o.failed, o.describe()[:2000]
+    assert (o.death, (o.result or {}).get("error")) == (None, None), o.describe()[:2000]
 
 
 def test_vulkan_bool_max_min_reductions_compile():
@@ -438,16 +423,15 @@ def test_vulkan_bool_max_min_reductions_compile():
     assert [(o.death, (o.result or {}).get("error")) for o in outs] == [(None, None)] * 2
 
 
-@pytest.mark.xfail(strict=True, reason="signed integer mod / floor_mod with the dividend INT_MIN give wrong "
-                                       "values on the vulkan target (lavapipe): floor_mod(INT32_MIN, 7) is 2, "
-                                       "numpy's and the cpu's 5; floor_mod(INT32_MIN, -3) is -1, not -2")
 @pytest.mark.parametrize("seed", [1000110, 1000161])
-def test_known_vulkan_integer_mod(seed):
+def test_vulkan_integer_mod_of_int_min(seed):
     """vulkan-program fuzz seeds 1000110 (floor_mod i32: got -4, want -2) and 1000161 (mod i64:
-    got 2, want -2)."""
+    got 2, want -2): upstream's SPIR-V remsi took the sign from ``a == |a|``, true for INT_MIN;
+    relax-spirv-arith tests ``a < 0`` (test/vulkan/spirv_arith.mlir, @rem; every INT_MIN case
+    in test_vulkan.py)."""
     _vulkan_or_skip()
     (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": seed, "sizes": 3}])
-    assert not o.failed, o.describe()[:2000]
+    assert (o.death, (o.result or {}).get("error")) == (None, None), o.describe()[:2000]
 
 
 def test_vulkan_accumulator_storing_back_its_load_compiles():
@@ -483,11 +467,12 @@ def test_take_clamps_64_bit_indices_before_narrowing(target):
         assert (o.death, o.result["error"]) == (None, None)
 
 
-@pytest.mark.xfail(strict=True, reason="vulkan: exp of relax.arange (f32) fused into one kernel is inf in every "
-                                       "element (the same kernel unfused, options={'fusion': False}, is right); "
-                                       "the class of test_known_vulkan_arange_to_narrow_int, root cause open")
-def test_known_vulkan_arange_fused_with_exp():
-    """vulkan-program fuzz seed 61000455 (exp <- arange at n = 1: got inf, want 1.0)."""
+def test_vulkan_arange_fused_with_exp():
+    """vulkan-program fuzz seed 61000455 (exp <- arange at n = 1: got inf, want 1.0).
+    Canonicalization turns exp's overflow test ``sitofp(index_cast i) > 88.72`` into
+    ``cmpi sgt (index_cast i : index to i64), 88``; on SPIR-V that is an OpSConvert of the
+    32-bit index and a 64-bit signed compare, which lavapipe (Mesa 22.3, LLVM 15) gets wrong
+    for every i (valid SPIR-V per spirv-val); relax-spirv-arith compares in 32 bits."""
     _vulkan_or_skip()
     import relax_mlir
     t = 'tensor<?xf32, #relax.shape<["n"]>>'
@@ -495,14 +480,17 @@ def test_known_vulkan_arange_fused_with_exp():
            f'  %1 = "relax.arange"() {{dtype = f32, end = "n"}} : () -> {t}\n'
            f'  %2 = "relax.exp"(%1) : ({t}) -> {t}\n  return %2 : {t}\n}}')
     exe = relax_mlir.compile(src, target="vulkan")
-    np.testing.assert_allclose(np.asarray(exe(np.zeros(3, np.int8))), np.exp(np.arange(3, dtype=np.float32)), rtol=1e-5)
+    for n in (1, 3, 89):
+        np.testing.assert_allclose(np.asarray(exe(np.zeros(n, np.int8))), np.exp(np.arange(n, dtype=np.float32)),
+                                   rtol=1e-5)
+    (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": 61000455, "sizes": 3}])
+    assert (o.death, (o.result or {}).get("error")) == (None, None), o.describe()[:2000]
 
 
-@pytest.mark.xfail(strict=True, reason="vulkan: relax.arange (f32) fused with astype to i8 / i16 gives the "
-                                       "type's max (127, 32767) in every element; the same astype of the same "
-                                       "values read from a buffer, and astype to i32 / ui8, are right")
-def test_known_vulkan_arange_to_narrow_int():
-    """vulkan-program fuzz seed 5000256 (astype i8 <- arange: got 127, want 0)."""
+def test_vulkan_arange_to_narrow_int():
+    """vulkan-program fuzz seed 5000256 (astype i8 <- arange: got 127, want 0): the saturating
+    cast's ``x > 127.0`` became a 64-bit signed compare of the sign-extended index, the
+    lavapipe miscompile of test_vulkan_arange_fused_with_exp."""
     _vulkan_or_skip()
     import relax_mlir
     t, to = 'tensor<?xf32, #relax.shape<["n"]>>', 'tensor<?xi8, #relax.shape<["n"]>>'
@@ -510,4 +498,18 @@ def test_known_vulkan_arange_to_narrow_int():
            f'  %1 = "relax.arange"() {{dtype = f32, end = "n"}} : () -> {t}\n'
            f'  %2 = "relax.astype"(%1) {{dtype = i8}} : ({t}) -> {to}\n  return %2 : {to}\n}}')
     exe = relax_mlir.compile(src, target="vulkan")
-    assert np.asarray(exe(np.zeros(5, np.float32))).tolist() == [0, 1, 2, 3, 4]
+    for n in (1, 5, 300):
+        assert np.asarray(exe(np.zeros(n, np.float32))).tolist() == np.arange(n).clip(-128, 127).tolist()
+    (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": 5000256, "sizes": 3}])
+    assert (o.death, (o.result or {}).get("error")) == (None, None), o.describe()[:2000]
+
+
+@pytest.mark.parametrize("seed", [97000180, 97000218])
+def test_vulkan_sin_of_large_values_and_fmod_by_inf(seed):
+    """vulkan-program fuzz seeds 97000180 (sin f32 of astype(INT64_MAX) = 2^63: got -1.0, want
+    0.99993; Vulkan bounds GL.Sin's error only on [-pi, pi], relax-spirv-f64-math reduces larger
+    values exactly) and 97000218 (mod f32, 1.0 rem -inf: got NaN, want 1.0; FRem is x - y
+    trunc(x / y) on the device, relax-spirv-arith computes f32 fmod exactly)."""
+    _vulkan_or_skip()
+    (o,) = runner.run_cases([{"kind": "vulkan-program", "seed": seed, "sizes": 3}])
+    assert (o.death, (o.result or {}).get("error")) == (None, None), o.describe()[:2000]

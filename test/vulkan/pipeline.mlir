@@ -19,7 +19,7 @@
 // CHECK: llvm.call @relax_vk_launch_0(
 // CHECK: llvm.sdiv %{{.*}}, %{{.*}} : i64
 // CHECK: llvm.call @relax_vk_launch_1(
-// CHECK: gpu.binary @relax_add_f32_r1_r1_kernel  [#gpu.object<#spirv.target_env<#spirv.vce<v1.3, [Shader, Int8, Int16, Int64, Float16, Float64, StorageBuffer8BitAccess, StorageBuffer16BitAccess, GroupNonUniformShuffle], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_8bit_storage, SPV_KHR_16bit_storage]>, api=Vulkan, #spirv.resource_limits<>>, bin = "\03\02#\07
+// CHECK: gpu.binary @relax_add_f32_r1_r1_kernel  [#gpu.object<#spirv.target_env<#spirv.vce<v1.3, [Shader, Int8, Int16, Int64, Float16, Float64, StorageBuffer8BitAccess, StorageBuffer16BitAccess, GroupNonUniformShuffle, SignedZeroInfNanPreserve], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_8bit_storage, SPV_KHR_16bit_storage, SPV_KHR_float_controls]>, api=Vulkan, #spirv.resource_limits<>>, bin = "\03\02#\07
 // CHECK: gpu.binary @relax_add_f32_r1_r1_kernel_0  [#gpu.object<#spirv.target_env<
 // CHECK-NOT: gpu.module
 func.func @main(%x: tensor<?xf32, #relax.shape<["n"]>>, %y: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>>

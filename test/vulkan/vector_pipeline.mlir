@@ -22,7 +22,7 @@
 // CHECK: spirv.Store "StorageBuffer" %{{.*}}, %[[S]] ["Aligned", 16] : vector<4xf32>
 // CHECK: spirv.module @__spv__relax_add_f32_r1_r1_kernel_0 Logical GLSL450
 // CHECK-NOT: vector<4xf32>
-// CHECK: spirv.func @relax_add_f32_r1_r1_kernel(%arg0: i32 {{.*}}, %arg1: !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
+// CHECK: spirv.GlobalVariable @relax_add_f32_r1_r1_kernel_arg_1 bind(0, 1) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
 // CHECK-NOT: vector<4xf32>
 // CHECK: spirv.FAdd %{{.*}}, %{{.*}} : f32
 func.func @main(%x: tensor<?xf32, #relax.shape<["n"]>>, %y: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>>

@@ -187,31 +187,16 @@ def int_power(kb: KernelBuilder, a: str, b: str) -> str:
     7000029). numpy refuses negative exponents; here they give the truncated real
     result: 1 for a == 1, +-1 for a == -1, else 0 (0 ** -k too)."""
     dtype = kb.types[a]
-    t = signless(dtype)
     one, zero = kb.const(1, dtype), kb.const(0, dtype)
     neg = None if is_unsigned(dtype) else kb.cmp("cmpi", "slt", b, zero)
     e0 = b if neg is None else kb.select(neg, zero, b)
-    res, acc, base, e = kb.fresh("pw"), kb.fresh("acc"), kb.fresh("base"), kb.fresh("e")
-    for v in (acc, base, e):
-        kb.types[v] = dtype
-    kb.emit(f"{res}:3 = scf.while ({acc} = {one}, {base} = {a}, {e} = {e0}) : ({t}, {t}, {t}) -> ({t}, {t}, {t}) {{")
-    kb.indent += 1
-    more = kb.cmp("cmpi", "ne", e, zero)
-    kb.emit(f"scf.condition({more}) {acc}, {base}, {e} : {t}, {t}, {t}")
-    kb.indent -= 1
-    kb.emit("} do {")
-    kb.indent += 1
-    acc2, base2, e2 = kb.fresh("acc"), kb.fresh("base"), kb.fresh("e")
-    for v in (acc2, base2, e2):
-        kb.types[v] = dtype
-    kb.emit(f"^bb0({acc2}: {t}, {base2}: {t}, {e2}: {t}):")
-    odd = kb.cmp("cmpi", "ne", kb.bin("arith.andi", e2, one), zero)
-    r = kb.select(odd, kb.bin("arith.muli", acc2, base2), acc2)
-    kb.emit(f"scf.yield {r}, {kb.bin('arith.muli', base2, base2)}, {kb.bin('arith.shrui', e2, one)} : {t}, {t}, {t}")
-    kb.indent -= 1
-    kb.emit("}")
-    r = f"{res}#0"
-    kb.types[r] = dtype
+
+    def step(acc, base, e):
+        odd = kb.cmp("cmpi", "ne", kb.bin("arith.andi", e, one), zero)
+        r = kb.select(odd, kb.bin("arith.muli", acc, base), acc)
+        return [r, kb.bin("arith.muli", base, base), kb.bin("arith.shrui", e, one)]
+
+    r = kb.while_([one, a, e0], lambda acc, base, e: (kb.cmp("cmpi", "ne", e, zero), [acc, base, e]), step)[0]
     if neg is None:
         return r
     m1 = kb.const(-1, dtype)

@@ -48,10 +48,9 @@ def _legalize_matmul(call: LegalizeCall):
         and not a.dtype.startswith("ui")
     at = kb.types[acc]
     if a.rank == b.rank == 2 and same:
-        r = kb.op(f"linalg.matmul ins({kb.ins[0]}, {kb.ins[1]} : {a}, {b}) outs({acc} : {at}) -> {at}", at, "mm")
+        r = kb.matmul(kb.ins[0], kb.ins[1], acc)
     elif a.rank == b.rank == 3 and same and (a.dims[0] == 1) == (b.dims[0] == 1):
-        r = kb.op(f"linalg.batch_matmul ins({kb.ins[0]}, {kb.ins[1]} : {a}, {b}) outs({acc} : {at}) -> {at}",
-                  at, "mm")
+        r = kb.matmul(kb.ins[0], kb.ins[1], acc, batch=True)
     else:
         # Loops: output dims (batch..., [m], [n]) then k (reduction).
         nb = out.rank - (a.rank > 1) - (b.rank > 1)

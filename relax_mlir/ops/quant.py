@@ -135,18 +135,18 @@ def _dequantizer(kb, fmt: str, w: str):
 
     def byte(row, off):         # the unsigned byte at (row, off) as i32
         b = kb.extract(w, [row, off])
-        return kb.op(f"arith.extui {b} : i8 to i32", "i32")
+        return kb.conv("arith.extui", b, "i32")
 
     def half_bits(row, off):    # the little-endian 16-bit word at (row, off) as i32
         lo, hi = byte(row, off), byte(row, add(off, 1))
         return kb.bin("arith.ori", lo, kb.bin("arith.shli", hi, kb.const(8, "i32"), "i32"), "i32")
 
     def f16_at(row, off):
-        h = kb.op(f"arith.trunci {half_bits(row, off)} : i32 to i16", "i16")
-        return kb.op(f"arith.extf {kb.op(f'arith.bitcast {h} : i16 to f16', 'f16')} : f16 to f32", "f32")
+        h = kb.conv("arith.trunci", half_bits(row, off), "i16")
+        return kb.conv("arith.extf", kb.conv("arith.bitcast", h, "f16"), "f32")
 
     def f32(v):                 # i32 -> f32
-        return kb.op(f"arith.sitofp {v} : i32 to f32", "f32")
+        return kb.conv("arith.sitofp", v, "f32")
 
     def fmul(a, b):
         return kb.bin("arith.mulf", a, b, "f32")
@@ -156,13 +156,13 @@ def _dequantizer(kb, fmt: str, w: str):
             return f16_at(row, mul(k, 2))
         if fmt == "bf16":
             b = kb.bin("arith.shli", half_bits(row, mul(k, 2)), kb.const(16, "i32"), "i32")
-            return kb.op(f"arith.bitcast {b} : i32 to f32", "f32")
+            return kb.conv("arith.bitcast", b, "f32")
         base = mul(div(k, block), nbytes)
         j = rem(k, block)
         at_ = lambda off: add(base, off)   # noqa: E731 (an offset inside the block)
         if fmt == "q8_0":
             q = kb.extract(w, [row, add(at_(2), j)])
-            return fmul(kb.op(f"arith.sitofp {q} : i8 to f32", "f32"), f16_at(row, base))
+            return fmul(kb.conv("arith.sitofp", q, "f32"), f16_at(row, base))
         if fmt in ("q4_0", "q4_1", "q5_0", "q5_1"):
             # after the header (f16 d, [f16 m], [u32 qh]) 16 bytes of nibbles: element j < 16
             # is the low nibble of byte j, j >= 16 the high nibble of byte j - 16; q5: plus
@@ -205,7 +205,7 @@ def _dequantizer(kb, fmt: str, w: str):
             q = kb.bin("arith.subi", kb.bin("arith.ori", lo4, kb.bin("arith.shli", hi2, i32(4), "i32"), "i32"),
                        i32(32), "i32")
             sc = kb.extract(w, [row, add(at_(192), div(j, 16))])
-            scf = kb.op(f"arith.sitofp {sc} : i8 to f32", "f32")
+            scf = kb.conv("arith.sitofp", sc, "f32")
             return fmul(fmul(f16_at(row, at_(208)), scf), f32(q))
         raise AssertionError(fmt)
 

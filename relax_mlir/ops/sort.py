@@ -148,13 +148,11 @@ def select_topk(kb: KernelBuilder, axis: int, k: int, desc: bool) -> list[str]:
     sizes = [kb.dim(vals, i) if i != axis else None for i in range(r)]
     slot_map = ["0" if i == axis else f"d{i}" for i in range(r)]
 
-    def ext(t: str, p: int) -> str:
-        tt: KType = kb.types[t]
-        st = KType(slot_dims, tt.dtype)
-        offs = ", ".join(str(p) if i == axis else "0" for i in range(r))
-        szs = ", ".join("1" if i == axis else (str(d) if d is not None else sizes[i]) for i, d in enumerate(slot_dims))
-        ones = ", ".join("1" for _ in range(r))
-        return kb.op(f"tensor.extract_slice {t}[{offs}] [{szs}] [{ones}] : {tt} to {st}", st, "s"), (offs, szs, ones)
+    def ext(t, p: int):
+        st = KType(slot_dims, kb.types[t].dtype)
+        offs = [p if i == axis else 0 for i in range(r)]
+        szs = [1 if i == axis else (d if d is not None else sizes[i]) for i, d in enumerate(slot_dims)]
+        return kb.extract_slice(t, st, offs, szs), (offs, szs)
 
     prev = None
     for p in range(k):
@@ -178,11 +176,8 @@ def select_topk(kb: KernelBuilder, axis: int, k: int, desc: bool) -> list[str]:
 
         its = ["reduction" if i == axis else "parallel" for i in range(r)]
         bv, bi = kb.generic(ins, [(sv, slot_map), (si, slot_map)], its, body)
-        offs, szs, ones = where
-        vt, itt = kb.types[vals], kb.types[idxs]
-        vals = kb.op(f"tensor.insert_slice {bv} into {vals}[{offs}] [{szs}] [{ones}] : {kb.types[bv]} into {vt}", vt, "r")
-        idxs = kb.op(f"tensor.insert_slice {bi} into {idxs}[{offs}] [{szs}] [{ones}] : {kb.types[bi]} into {itt}", itt,
-                     "r")
+        vals = kb.insert_slice(bv, vals, *where)
+        idxs = kb.insert_slice(bi, idxs, *where)
         prev = (bv, bi)
     return [vals, idxs]
 

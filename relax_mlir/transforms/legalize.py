@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from mlir import ir
+from mlir.dialects import func
 
 from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR, Kernel, LegalizeCall
@@ -83,38 +84,33 @@ class KernelTable:
     def __init__(self, module: ir.Operation):
         self.module = module
         self.block = module.regions[0].blocks[0]
-        self.by_text: dict[str, str] = {}     # a legalization's text -> symbol (fast path)
         self.by_hash: dict[str, str] = {}     # structural hash -> symbol
         self.names = {ir.StringAttr(o.attributes["sym_name"]).value
                       for o in top_ops(module) if "sym_name" in o.attributes}
         for o in top_ops(module):   # kernels already there (an earlier run) are shared too
-            if o.name == "func.func" and KERNEL_ATTR in o.attributes and o.regions[0].blocks:
+            if isinstance(o.opview, func.FuncOp) and KERNEL_ATTR in o.attributes and o.regions[0].blocks:
                 self.by_hash.setdefault(structural_hash(o), ir.StringAttr(o.attributes["sym_name"]).value)
 
     def symbol(self, k: Kernel, op_name: str, extra: Optional[dict[str, ir.Attribute]] = None) -> str:
-        """The kernel's symbol; ``extra``: attributes the kernel carries (part of its identity)."""
-        text_key = k.text + "".join(f"{n}={a}" for n, a in sorted((extra or {}).items()))
-        if text_key in self.by_text:
-            return self.by_text[text_key]
-        parsed = ir.Module.parse(k.text.replace("@{NAME}", "@" + k.name, 1))
-        fn = parsed.body.operations[0].operation
+        """The kernel's symbol: ``k``'s function is moved into the module unless a kernel
+        of the same structure is there already; ``extra``: attributes the kernel carries
+        (part of its identity)."""
+        fn = k.func
         for n, a in (extra or {}).items():
             fn.attributes[n] = a
         key = structural_hash(fn)
         if key in self.by_hash:
-            name = self.by_hash[key]
-        else:
-            name, i = k.name, 0
-            while name in self.names:
-                i += 1
-                name = f"{k.name}_{i}"
-            fn.attributes["sym_name"] = ir.StringAttr.get(name)
-            fn.detach_from_parent()
-            fn.attributes[KERNEL_OP_ATTR] = ir.StringAttr.get(op_name)
-            ir.InsertionPoint(self.block).insert(fn)
-            self.names.add(name)
-            self.by_hash[key] = name
-        self.by_text[text_key] = name
+            return self.by_hash[key]
+        name, i = k.name, 0
+        while name in self.names:
+            i += 1
+            name = f"{k.name}_{i}"
+        fn.attributes["sym_name"] = ir.StringAttr.get(name)
+        fn.detach_from_parent()
+        fn.attributes[KERNEL_OP_ATTR] = ir.StringAttr.get(op_name)
+        ir.InsertionPoint(self.block).insert(fn)
+        self.names.add(name)
+        self.by_hash[key] = name
         return name
 
 

@@ -85,6 +85,7 @@ class KernelTable:
         self.module = module
         self.block = module.regions[0].blocks[0]
         self.by_hash: dict[str, str] = {}     # structural hash -> symbol
+        self.by_call: dict[tuple, tuple] = {}  # an op's key (_call_key) -> its legalization (fast path)
         self.names = {ir.StringAttr(o.attributes["sym_name"]).value
                       for o in top_ops(module) if "sym_name" in o.attributes}
         for o in top_ops(module):   # kernels already there (an earlier run) are shared too
@@ -116,6 +117,37 @@ class KernelTable:
 
 def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARGET) -> bool:
     """Rewrite ``op`` into a call_tir of its kernel; False when no legalization takes it."""
+    key = _call_key(op, target)
+    hit = table.by_call.get(key)
+    if hit is None:
+        hit = _legalized(op, table, target)
+        if hit is None:
+            return False
+        table.by_call[key] = hit
+    callee, tir_vars, index_checks = hit
+    for k, size, what in index_checks:
+        _index_check(op, op.operands[k], size, what)
+    call_attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
+    if tir_vars:
+        call_attrs["tir_vars"] = Shape(tir_vars).to_attr()
+    new = create("call_tir", list(op.operands), [r.type for r in op.results], call_attrs,
+                 loc=op.location, ip=ir.InsertionPoint(op))
+    for old, rep in zip(op.results, new.results):
+        old.replace_all_uses_with(rep)
+    op.erase()
+    return True
+
+
+def _call_key(op: ir.Operation, target: str) -> tuple:
+    """What a legalization's result depends on: the op, its attributes and its (symbolic)
+    operand and result types, printed; equal keys legalize to the same kernel and call."""
+    attrs = op.attributes
+    return (target, op.name, tuple(str(v.type) for v in op.operands), tuple(str(r.type) for r in op.results),
+            tuple(sorted((a.name, str(a.attr)) for a in (attrs[i] for i in range(len(attrs))))))
+
+
+def _legalized(op: ir.Operation, table: KernelTable, target: str):
+    """(kernel symbol, tir_vars, index checks) of ``op``'s legalization; None when none takes it."""
     opdef = relax_opdef(op)
     attrs = read_attrs(opdef, op)
     inputs = [read_tensor_type(v.type) for v in op.operands]
@@ -131,22 +163,11 @@ def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARG
         if kernel is not None:
             break
     if kernel is None:
-        return False
+        return None
     # relax-dispatch-library's run-time split (dispatch_split.SPLIT_ATTR) goes to the kernel
     # and so does the tuner's mark (CANDIDATE_ATTR)
     extra = {a: op.attributes[a] for a in (SPLIT_ATTR, CANDIDATE_ATTR) if a in op.attributes} or None
-    for k, size, what in call.index_checks:
-        _index_check(op, op.operands[k], size, what)
-    callee = table.symbol(kernel, opdef.name, extra)
-    call_attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
-    if kernel.tir_vars:
-        call_attrs["tir_vars"] = Shape(kernel.tir_vars).to_attr()
-    new = create("call_tir", list(op.operands), [r.type for r in op.results], call_attrs,
-                 loc=op.location, ip=ir.InsertionPoint(op))
-    for old, rep in zip(op.results, new.results):
-        old.replace_all_uses_with(rep)
-    op.erase()
-    return True
+    return table.symbol(kernel, opdef.name, extra), list(kernel.tir_vars), list(call.index_checks)
 
 
 def _constant_ints(v: ir.Value):

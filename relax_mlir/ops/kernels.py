@@ -675,7 +675,8 @@ def compute_type(dtype: str) -> str:
     return "f32" if dtype in ("f16", "bf16") else dtype
 
 
-def elementwise(kb: KernelBuilder, ins: Sequence[str], scalar: Callable[..., str], out: Optional[str] = None) -> str:
+def elementwise(kb: KernelBuilder, ins: Sequence[ir.Value], scalar: Callable[..., ir.Value],
+                out: Optional[ir.Value] = None) -> ir.Value:
     """One parallel linalg.generic over ``out`` (default the first output) reading
     ``ins`` with numpy broadcasting; ``scalar(*in_elems)`` emits the element result."""
     out = out or kb.outs[0]
@@ -686,9 +687,10 @@ def elementwise(kb: KernelBuilder, ins: Sequence[str], scalar: Callable[..., str
     return r
 
 
-def reduce_into(kb: KernelBuilder, src: str, src_map: Sequence[str], acc: str, axes: Sequence[int],
-                rank: int, combine: Callable[[str, str], str], extra_ins: Sequence[tuple[str, Sequence[str]]] = (),
-                pre: Optional[Callable[..., str]] = None) -> str:
+def reduce_into(kb: KernelBuilder, src: ir.Value, src_map: Sequence[str], acc: ir.Value, axes: Sequence[int],
+                rank: int, combine: Callable[[ir.Value, ir.Value], ir.Value],
+                extra_ins: Sequence[tuple[ir.Value, Sequence[str]]] = (),
+                pre: Optional[Callable[..., ir.Value]] = None) -> ir.Value:
     """Reduce ``src`` over loop dims ``axes`` into ``acc`` (already holding the identity).
 
     The loop domain has ``rank`` dims; ``acc`` is indexed by the kept dims, in order.
@@ -710,24 +712,24 @@ def reduced_type(t: KType, axes: Sequence[int], dtype: Optional[str] = None) -> 
     return KType(tuple(d for i, d in enumerate(t.dims) if i not in axes), dtype or t.dtype)
 
 
-def reduced_empty(kb: KernelBuilder, src: str, axes: Sequence[int], dtype: str) -> str:
+def reduced_empty(kb: KernelBuilder, src: ir.Value, axes: Sequence[int], dtype: str) -> ir.Value:
     """An empty tensor with ``src``'s dims minus ``axes`` (sizes read from ``src``)."""
     t: KType = kb.types[src]
     rt = reduced_type(t, axes, dtype)
     return kb.empty_dims(rt, [kb.dim(src, i) for i in range(t.rank) if i not in axes])
 
 
-def combiner(kind: str, dtype: str) -> tuple[Callable[[KernelBuilder], Callable[[str, str], str]], Any]:
+def combiner(kind: str, dtype: str) -> tuple[Callable[[KernelBuilder], Callable[[ir.Value, ir.Value], ir.Value]], Any]:
     """(combine builder, identity) for sum/prod/max/min in ``dtype``."""
     f, u = is_float(dtype), is_unsigned(dtype)
     table = {
-        "sum": ("arith.addf" if f else "arith.addi", 0.0 if f else 0),
-        "prod": ("arith.mulf" if f else "arith.muli", 1.0 if f else 1),
-        "max": ("arith.maximumf" if f else ("arith.maxui" if u else "arith.maxsi"), lowest(dtype)),
-        "min": ("arith.minimumf" if f else ("arith.minui" if u else "arith.minsi"), highest(dtype)),
+        "sum": (arith.AddFOp if f else arith.AddIOp, 0.0 if f else 0),
+        "prod": (arith.MulFOp if f else arith.MulIOp, 1.0 if f else 1),
+        "max": (arith.MaximumFOp if f else (arith.MaxUIOp if u else arith.MaxSIOp), lowest(dtype)),
+        "min": (arith.MinimumFOp if f else (arith.MinUIOp if u else arith.MinSIOp), highest(dtype)),
     }
-    opname, ident = table[kind]
-    return (lambda kb: (lambda x, acc: kb.bin(opname, x, acc))), ident
+    cls, ident = table[kind]
+    return (lambda kb: (lambda x, acc: kb.bin(cls, x, acc))), ident
 
 
 def norm_axes(axes, rank: int) -> list[int]:

@@ -276,6 +276,7 @@ op("triu", operands=["x"], attrs=[Attr("k", "int", 0)],
 
 # -- legalization -------------------------------------------------------------------------
 
+from mlir.dialects import arith  # noqa: E402
 from .kernels import KType, LegalizeCall, attr_tag, elementwise, identity_map  # noqa: E402
 from .registry import legalization  # noqa: E402
 
@@ -300,7 +301,7 @@ def _legalize_reshape(call: LegalizeCall):
 
 @legalization("permute_dims")
 def _legalize_permute(call: LegalizeCall):
-    x, out = call.in_types[0], call.out_types[0]
+    x = call.in_types[0]
     axes = call["axes"]
     axes = list(range(x.rank))[::-1] if axes is None else [a + x.rank if a < 0 else a for a in axes]
     kb = call.builder(attr_tag(axes=axes))
@@ -333,7 +334,7 @@ def _legalize_concat(call: LegalizeCall):
         # in place to a subview and a loop copy (no memref.copy runtime call).
         dst = kb.extract_slice(r, t, offs, sizes)
         r = kb.insert_slice(kb.copy(v, dst), r, offs, sizes)
-        off = kb.bin("arith.addi", off, kb.dim(v, axis), "index")
+        off = kb.bin(arith.AddIOp, off, kb.dim(v, axis), "index")
     return kb.finish([r])
 
 
@@ -354,7 +355,7 @@ def _legalize_split(call: LegalizeCall):
         sizes = [d if d is not None else kb.dim(o, i) for i, d in enumerate(t.dims)]
         s = kb.extract_slice(kb.ins[0], t, offs, sizes)
         res.append(kb.copy(s, o))
-        off = kb.bin("arith.addi", off, kb.dim(o, axis), "index")
+        off = kb.bin(arith.AddIOp, off, kb.dim(o, axis), "index")
     return kb.finish(res)
 
 
@@ -384,8 +385,8 @@ def _legalize_strided_slice(call: LegalizeCall):
         if v >= END:
             offs[a] = d
             continue
-        val = kb.index(v) if v >= 0 else kb.bin("arith.addi", d, kb.index(v), "index")
-        val = kb.bin("arith.minsi", kb.bin("arith.maxsi", val, kb.index(0), "index"), d, "index")
+        val = kb.index(v) if v >= 0 else kb.bin(arith.AddIOp, d, kb.index(v), "index")
+        val = kb.bin(arith.MinSIOp, kb.bin(arith.MaxSIOp, val, kb.index(0), "index"), d, "index")
         offs[a] = val
     sizes = [d if d is not None else kb.dim(kb.outs[0], i) for i, d in enumerate(out.dims)]
     s = kb.extract_slice(kb.ins[0], out, offs, sizes, steps)
@@ -415,16 +416,16 @@ def _legalize_take(call: LegalizeCall):
             # clamp in 64 bits first: ``index`` may be narrower (32 bits on SPIR-V), where the
             # cast would wrap 2**32 + 1 to 1 before the clamp (vulkan-program fuzz seed 4000151)
             d64 = kb.cast(d, t)
-            last = kb.bin("arith.subi", d64, kb.const(1, t), t)
+            last = kb.bin(arith.SubIOp, d64, kb.const(1, t), t)
             if t == "i64":
-                i = kb.select(kb.cmp("cmpi", "slt", i, kb.const(0, t)), kb.bin("arith.addi", i, d64, t), i)
-                i = kb.bin("arith.minsi", kb.bin("arith.maxsi", i, kb.const(0, t), t), last, t)
+                i = kb.select(kb.cmp("cmpi", "slt", i, kb.const(0, t)), kb.bin(arith.AddIOp, i, d64, t), i)
+                i = kb.bin(arith.MinSIOp, kb.bin(arith.MaxSIOp, i, kb.const(0, t), t), last, t)
             else:
-                i = kb.bin("arith.minui", i, last, t)
+                i = kb.bin(arith.MinUIOp, i, last, t)
         i = kb.cast(i, "index")
-        i = kb.select(kb.cmp("cmpi", "slt", i, kb.index(0)), kb.bin("arith.addi", i, d, "index"), i)
-        i = kb.bin("arith.minsi", kb.bin("arith.maxsi", i, kb.index(0), "index"),
-                   kb.bin("arith.subi", d, kb.index(1), "index"), "index")
+        i = kb.select(kb.cmp("cmpi", "slt", i, kb.index(0)), kb.bin(arith.AddIOp, i, d, "index"), i)
+        i = kb.bin(arith.MinSIOp, kb.bin(arith.MaxSIOp, i, kb.index(0), "index"),
+                   kb.bin(arith.SubIOp, d, kb.index(1), "index"), "index")
         pos = [kb.linalg_index(j) for j in range(axis)] + [i] + \
               [kb.linalg_index(axis + idx.rank + j) for j in range(x.rank - axis - 1)]
         return [kb.extract(kb.ins[0], pos)]
@@ -452,7 +453,7 @@ def _legalize_tri(call: LegalizeCall):
 
     def body(v, o):
         i, j = kb.linalg_index(r0), kb.linalg_index(r1)
-        diff = kb.bin("arith.subi", j, i, "index")
+        diff = kb.bin(arith.SubIOp, j, i, "index")
         keep = kb.cmp("cmpi", "sle" if call.name == "tril" else "sge", diff, kb.index(call["k"]))
         return [kb.select(keep, v, zero)]
 

@@ -241,7 +241,6 @@ def _legalize_conv2d(call: LegalizeCall):
                    kb.bin("arith.addi", xs[3], kb.index(pads[1] + pads[3]), "index")]
     xe, xet = split(kb.types[xp], xp, 1, xs)
     we, wet = split(w, kb.ins[1], 0, kb.dims(kb.ins[1]))
-    at5 = KType((out.dims[0], g, None if out.dims[1] is None else out.dims[1] // g) + out.dims[2:], at.dtype)
     acc5, _ = split(at, acc, 1, kb.dims(kb.outs[0]))
     r5 = kb.conv2d(xe, we, acc5, call["strides"], call["dilation"], grouped=True)
     r = kb.collapse_shape(r5, [[0], [1, 2], [3], [4]], at)

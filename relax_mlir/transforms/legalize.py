@@ -26,10 +26,11 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from mlir import ir
-from mlir.dialects import func
+from mlir.dialects import arith, func
 
 from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR, Kernel, LegalizeCall
+from ..ops.match import isa
 from ..ops.registry import OPS, OpDef, RelaxError, python_to_attr, read_attrs
 from ..shapes import Shape, ShapeSyntaxError, read_tensor_type
 from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR
@@ -89,7 +90,7 @@ class KernelTable:
         self.names = {ir.StringAttr(o.attributes["sym_name"]).value
                       for o in top_ops(module) if "sym_name" in o.attributes}
         for o in top_ops(module):   # kernels already there (an earlier run) are shared too
-            if isinstance(o.opview, func.FuncOp) and KERNEL_ATTR in o.attributes and o.regions[0].blocks:
+            if isa(o, func.FuncOp) and KERNEL_ATTR in o.attributes and o.regions[0].blocks:
                 self.by_hash.setdefault(structural_hash(o), ir.StringAttr(o.attributes["sym_name"]).value)
 
     def symbol(self, k: Kernel, op_name: str, extra: Optional[dict[str, ir.Attribute]] = None) -> str:
@@ -173,7 +174,7 @@ def _legalized(op: ir.Operation, table: KernelTable, target: str):
 def _constant_ints(v: ir.Value):
     """The values of an ``arith.constant`` integer tensor (numpy), else None."""
     owner = v.owner
-    if not isinstance(owner, ir.OpView) or owner.operation.name != "arith.constant":
+    if not isa(owner, arith.ConstantOp):
         return None
     try:
         import numpy as np

@@ -8,17 +8,28 @@ op's tensor types without the ``#relax.shape`` encoding, so one kernel serves ev
 value of the symbolic dims; nothing in a kernel depends on a concrete value of a
 symbolic dim (sizes are read with ``tensor.dim``).
 
-Kernels are written as MLIR text through :class:`KernelBuilder` (readable, and the
-printed IR is what the lit tests check); the pass parses the text once per distinct
-kernel and shares it between every call with the same signature.
+:class:`KernelBuilder` builds the kernel as IR with the MLIR Python bindings' typed op
+builders (``func.FuncOp``, ``linalg.GenericOp`` with ``ir.AffineMap`` indexing maps, the
+named linalg ops with their builtin regions, and the arith, math, tensor and scf OpViews);
+values are ``ir.Value``. Nothing is written as text and parsed back: relax-legalize moves
+the built function into the program, or drops it when a kernel of the same structure is
+there (:mod:`relax_mlir.transforms.kernel_hash`). Two things mimic the parser so the IR is
+the one the text used to give, hash included: ``linalg.matmul``/``batch_matmul`` carry
+their (default) ``indexing_maps`` and named convolutions their memoized maps. No construct
+needs a parse; the bindings' own enum-attribute builders (``#linalg.iterator_type``) parse
+their one-word attributes internally.
 
 A legalization is declared next to its op::
 
     @legalization("exp", "log")
     def _unary(call: LegalizeCall) -> Kernel:
         kb = call.builder()
-        ...
-        return kb.finish([result])
+        (r,) = kb.generic([(kb.ins[0], identity_map(1))], [(kb.outs[0], identity_map(1))],
+                          ["parallel"], lambda x, o: [kb.un(math_d.ExpOp, x)])
+        return kb.finish([r])
+
+Ops are named by OpView class (``arith.AddFOp``) or by MLIR name (``"arith.addf"``, looked
+up in :func:`op_class`); indexing-map results by AffineExpr or a string (``"d0 * 2 + d1"``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ handle). A target with no overrides legalizes every op the default way.
 The pass only walks graph functions, shares kernels between calls (one
 ``func.func private`` per distinct kernel: kernels are identified by their structure,
 see :mod:`.kernel_hash`, and named from the op, its attributes, dtypes and static
-dims), records the op on each kernel (``relax.kernel_op = "add"``, which names fused
+dims; ops with the same name, attributes and types share one legalization without
+building it again), records the op on each kernel (``relax.kernel_op = "add"``, which names fused
 kernels later) and rewrites the op into ``relax.call_tir`` with the op's result types
 and the kernel's ``tir_vars``. Run it after relax-infer-shapes: output shapes must be
 known.

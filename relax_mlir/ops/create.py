@@ -73,6 +73,7 @@ def _arange(call: InferCall) -> TensorSig:
 
 # -- legalization -------------------------------------------------------------------------
 
+from mlir.dialects import arith  # noqa: E402
 from .kernels import LegalizeCall, attr_tag, identity_map  # noqa: E402
 from .registry import legalization  # noqa: E402
 
@@ -101,7 +102,7 @@ def _legalize_arange(call: LegalizeCall):
 
     def body(o):
         i = kb.linalg_index(0)
-        return [kb.cast(kb.bin("arith.addi", s0, kb.bin("arith.muli", i, st, "index"), "index"), dtype)]
+        return [kb.cast(kb.bin(arith.AddIOp, s0, kb.bin(arith.MulIOp, i, st, "index"), "index"), dtype)]
 
     (r,) = kb.generic([], [(kb.outs[0], identity_map(1))], ["parallel"], body)
     return kb.finish([r], tir_vars=sym)

@@ -54,52 +54,55 @@ def _astype(call: InferCall) -> TensorSig:
 
 # -- legalization -------------------------------------------------------------------------
 
+from mlir import ir  # noqa: E402
+from mlir.dialects import arith  # noqa: E402
+from mlir.dialects import math as math_d  # noqa: E402
 from .kernels import KernelBuilder, LegalizeCall, compute_type, elementwise, is_float, is_unsigned  # noqa: E402
 from .registry import legalization  # noqa: E402
 
-_MATH = {"exp": "math.exp", "log": "math.log", "sqrt": "math.sqrt", "rsqrt": "math.rsqrt",
-         "tanh": "math.tanh", "sin": "math.sin", "cos": "math.cos", "erf": "math.erf",
-         "floor": "math.floor", "ceil": "math.ceil", "round": "math.roundeven"}
+_MATH = {"exp": math_d.ExpOp, "log": math_d.LogOp, "sqrt": math_d.SqrtOp, "rsqrt": math_d.RsqrtOp,
+         "tanh": math_d.TanhOp, "sin": math_d.SinOp, "cos": math_d.CosOp, "erf": math_d.ErfOp,
+         "floor": math_d.FloorOp, "ceil": math_d.CeilOp, "round": math_d.RoundEvenOp}
 
 
-def unary_scalar(kb: KernelBuilder, name: str, x: str) -> str:
+def unary_scalar(kb: KernelBuilder, name: str, x: ir.Value) -> ir.Value:
     """The element of ``name(x)`` (half types computed in f32)."""
     dtype = kb.types[x]
     if not is_float(dtype):
         zero = kb.const(0, dtype)
         if name == "negative":      # wraps (INT_MIN stays INT_MIN, ui8 1 -> 255), as numpy
-            return kb.bin("arith.subi", zero, x)
+            return kb.bin(arith.SubIOp, zero, x)
         if is_unsigned(dtype) and name in ("abs", "relu"):
             return x
         if name == "abs":           # abs(INT_MIN) wraps to INT_MIN, as numpy
-            return kb.un("math.absi", x)
+            return kb.un(math_d.AbsIOp, x)
         if name == "relu":
-            return kb.bin("arith.maxsi", x, zero)
+            return kb.bin(arith.MaxSIOp, x, zero)
         raise ValueError(name)
     if name == "negative":
-        return kb.un("arith.negf", x)
+        return kb.un(arith.NegFOp, x)
     if name == "abs":
-        return kb.un("math.absf", x)
+        return kb.un(math_d.AbsFOp, x)
     if name == "relu":
-        return kb.bin("arith.maximumf", x, kb.const(0.0, dtype))
+        return kb.bin(arith.MaximumFOp, x, kb.const(0.0, dtype))
     ct = compute_type(dtype)
     v = kb.cast(x, ct)
     one, half = kb.const(1.0, ct), kb.const(0.5, ct)
     if name in _MATH:
         r = kb.un(_MATH[name], v)
     elif name in ("sigmoid", "silu"):
-        e = kb.un("math.exp", kb.un("arith.negf", v))
-        r = kb.bin("arith.divf", one, kb.bin("arith.addf", one, e))
+        e = kb.un(math_d.ExpOp, kb.un(arith.NegFOp, v))
+        r = kb.bin(arith.DivFOp, one, kb.bin(arith.AddFOp, one, e))
         if name == "silu":
-            r = kb.bin("arith.mulf", v, r)
+            r = kb.bin(arith.MulFOp, v, r)
     elif name == "gelu":
-        t = kb.un("math.erf", kb.bin("arith.mulf", v, kb.const(1 / math.sqrt(2.0), ct)))
-        r = kb.bin("arith.mulf", kb.bin("arith.mulf", half, v), kb.bin("arith.addf", one, t))
+        t = kb.un(math_d.ErfOp, kb.bin(arith.MulFOp, v, kb.const(1 / math.sqrt(2.0), ct)))
+        r = kb.bin(arith.MulFOp, kb.bin(arith.MulFOp, half, v), kb.bin(arith.AddFOp, one, t))
     elif name == "gelu_tanh":
-        cube = kb.bin("arith.mulf", kb.bin("arith.mulf", v, v), v)
-        inner = kb.bin("arith.addf", v, kb.bin("arith.mulf", kb.const(0.044715, ct), cube))
-        t = kb.un("math.tanh", kb.bin("arith.mulf", kb.const(math.sqrt(2.0 / math.pi), ct), inner))
-        r = kb.bin("arith.mulf", kb.bin("arith.mulf", half, v), kb.bin("arith.addf", one, t))
+        cube = kb.bin(arith.MulFOp, kb.bin(arith.MulFOp, v, v), v)
+        inner = kb.bin(arith.AddFOp, v, kb.bin(arith.MulFOp, kb.const(0.044715, ct), cube))
+        t = kb.un(math_d.TanhOp, kb.bin(arith.MulFOp, kb.const(math.sqrt(2.0 / math.pi), ct), inner))
+        r = kb.bin(arith.MulFOp, kb.bin(arith.MulFOp, half, v), kb.bin(arith.AddFOp, one, t))
     else:
         raise ValueError(name)
     return kb.cast(r, dtype)

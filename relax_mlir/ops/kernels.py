@@ -8,25 +8,42 @@ op's tensor types without the ``#relax.shape`` encoding, so one kernel serves ev
 value of the symbolic dims; nothing in a kernel depends on a concrete value of a
 symbolic dim (sizes are read with ``tensor.dim``).
 
-Kernels are written as MLIR text through :class:`KernelBuilder` (readable, and the
-printed IR is what the lit tests check); the pass parses the text once per distinct
-kernel and shares it between every call with the same signature.
+:class:`KernelBuilder` builds the kernel as IR with the MLIR Python bindings' typed op
+builders (``func.FuncOp``, ``linalg.GenericOp`` with ``ir.AffineMap`` indexing maps, the
+named linalg ops with their builtin regions, and the arith, math, tensor and scf OpViews);
+values are ``ir.Value``. Nothing is written as text and parsed back: relax-legalize moves
+the built function into the program, or drops it when a kernel of the same structure is
+there (:mod:`relax_mlir.transforms.kernel_hash`). Two things mimic the parser so the IR is
+the one the text used to give, hash included: ``linalg.matmul``/``batch_matmul`` carry
+their (default) ``indexing_maps`` and named convolutions their memoized maps. No construct
+needs a parse; the bindings' own enum-attribute builders (``#linalg.iterator_type``) parse
+their one-word attributes internally.
 
 A legalization is declared next to its op::
 
     @legalization("exp", "log")
     def _unary(call: LegalizeCall) -> Kernel:
         kb = call.builder()
-        ...
-        return kb.finish([result])
+        (r,) = kb.generic([(kb.ins[0], identity_map(1))], [(kb.outs[0], identity_map(1))],
+                          ["parallel"], lambda x, o: [kb.un(math_d.ExpOp, x)])
+        return kb.finish([r])
+
+Ops are named by OpView class (``arith.AddFOp``) or by MLIR name (``"arith.addf"``, looked
+up in :func:`op_class`); indexing-map results by AffineExpr or a string (``"d0 * 2 + d1"``).
 """
 
 from __future__ import annotations
 
+import ast
 import math
-import struct
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, builtin, func, linalg, scf, tensor
+from mlir.dialects import math as math_d
 
 from ..shapes import Dim, TensorSig
 from .registry import OpDef, RelaxError
@@ -89,12 +106,19 @@ class KType:
 
 @dataclass
 class Kernel:
-    """One kernel: its (readable) symbol name, its func.func text with ``@{NAME}`` standing
-    for the symbol, and the symbolic values the call passes as trailing index arguments."""
+    """One kernel: its (readable) symbol name, its ``func.func`` (built in ``module``, which
+    owns it until relax-legalize moves it into the program or drops it as a duplicate), and
+    the symbolic values the call passes as trailing index arguments."""
 
     name: str
-    text: str
+    func: ir.Operation
+    module: ir.Module
     tir_vars: list = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The function as MLIR text (for reading; relax-legalize never parses it)."""
+        return str(self.func)
 
 
 class LegalizeCall:
@@ -158,21 +182,6 @@ def attr_tag(**kw) -> str:
 
 # -- constants -------------------------------------------------------------------------
 
-def float_literal(value: float, dtype: str) -> str:
-    """An MLIR float literal (hex bit pattern for inf/nan, which have no decimal form)."""
-    if math.isfinite(value):
-        return "%.17e" % value
-    if dtype == "f32":
-        return "0x%08X" % struct.unpack("<I", struct.pack("<f", value))[0]
-    if dtype == "f64":
-        return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
-    if dtype == "f16":
-        return "0x%04X" % struct.unpack("<H", struct.pack("<e", value))[0]
-    if dtype == "bf16":
-        return "0x%04X" % (struct.unpack("<I", struct.pack("<f", value))[0] >> 16)
-    raise ValueError(dtype)
-
-
 def lowest(dtype: str):
     if is_float(dtype):
         return -math.inf
@@ -195,125 +204,255 @@ def signless_value(value: int, dtype: str) -> int:
     return value - (1 << w) if (w > 1 and value >= 1 << (w - 1)) else value
 
 
+# -- IR helpers --------------------------------------------------------------------------
+
+#: ``arith.addf`` -> ``arith.AddFOp``: every op class of the dialects kernels use, by name,
+#: so a legalization may name an op by its MLIR name or pass the OpView class itself.
+_OP_CLASSES: dict[str, type] = {}
+
+
+def op_class(op) -> type:
+    """The OpView class of ``op`` (an OpView class, or its name such as ``"arith.addf"``)."""
+    if isinstance(op, type):
+        return op
+    if not _OP_CLASSES:
+        for mod in (arith, math_d, linalg, tensor, scf, func):
+            for v in vars(mod).values():
+                if isinstance(v, type) and issubclass(v, ir.OpView) and getattr(v, "OPERATION_NAME", None):
+                    # the dialect module's subclass (e.g. arith.ConstantOp's builder) wins over
+                    # the generated base class of the same name
+                    if v.OPERATION_NAME not in _OP_CLASSES or issubclass(v, _OP_CLASSES[v.OPERATION_NAME]):
+                        _OP_CLASSES[v.OPERATION_NAME] = v
+    try:
+        return _OP_CLASSES[op]
+    except KeyError:
+        raise ValueError(f"no typed builder for '{op}'") from None
+
+
+def element_type(dtype: str) -> ir.Type:
+    """The MLIR type of a dtype name in the current context (``ui8``: unsigned, as tensor
+    elements are stored; :func:`signless` gives the type arith computes in)."""
+    if dtype == "index":
+        return ir.IndexType.get()
+    if dtype in _FLOAT_TYPES:
+        return _FLOAT_TYPES[dtype].get()
+    if dtype.startswith("ui"):
+        return ir.IntegerType.get_unsigned(int(dtype[2:]))
+    return ir.IntegerType.get_signless(int_width(dtype))
+
+
+_FLOAT_TYPES = {"f16": ir.F16Type, "bf16": ir.BF16Type, "f32": ir.F32Type, "f64": ir.F64Type}
+
+
+def affine_expr(e) -> ir.AffineExpr:
+    """An indexing-map result: an AffineExpr, an int, or a string over loop dims such as
+    ``"d0"``, ``"0"`` or ``"d4 * 2 + d2 * 3"`` (``+ - *``, ``//`` (floordiv), ``%``)."""
+    if isinstance(e, ir.AffineExpr):
+        return e
+    if isinstance(e, int):
+        return ir.AffineConstantExpr.get(e)
+    return _affine(ast.parse(e.strip(), mode="eval").body, e)
+
+
+def _affine(node, src: str) -> ir.AffineExpr:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return ir.AffineConstantExpr.get(node.value)
+    if isinstance(node, ast.Name) and node.id[:1] == "d" and node.id[1:].isdigit():
+        return ir.AffineDimExpr.get(int(node.id[1:]))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return ir.AffineExpr.get_mul(_affine(node.operand, src), ir.AffineConstantExpr.get(-1))
+    if isinstance(node, ast.BinOp):
+        a, b = _affine(node.left, src), _affine(node.right, src)
+        if isinstance(node.op, ast.Add):
+            return ir.AffineExpr.get_add(a, b)
+        if isinstance(node.op, ast.Sub):
+            return ir.AffineExpr.get_add(a, ir.AffineExpr.get_mul(b, ir.AffineConstantExpr.get(-1)))
+        if isinstance(node.op, ast.Mult):
+            return ir.AffineExpr.get_mul(a, b)
+        if isinstance(node.op, ast.FloorDiv):
+            return ir.AffineExpr.get_floor_div(a, b)
+        if isinstance(node.op, ast.Mod):
+            return ir.AffineExpr.get_mod(a, b)
+    raise ValueError(f"not an affine map result: {src!r}")
+
+
+def _mixed(values: Sequence) -> tuple[list, list[int]]:
+    """(dynamic operands, static array) of a mixed static/dynamic list (offsets, sizes,
+    strides, output shapes): ints go to the static array, values become operands."""
+    dyn, static = [], []
+    for v in values:
+        if isinstance(v, int):
+            static.append(v)
+        else:
+            dyn.append(v)
+            static.append(_DYNAMIC)
+    return dyn, static
+
+
+_DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+
 # -- the builder -----------------------------------------------------------------------
 
 class KernelBuilder:
-    """Writes one kernel function as MLIR text, with fresh SSA names and cached constants."""
+    """Builds one kernel function as IR with the bindings' typed op builders.
+
+    Values are ``ir.Value``; :attr:`types` holds each value's logical type (a
+    :class:`KType` for tensors, a dtype name for scalars: ``ui8`` where the IR has the
+    signless ``i8`` that arith computes in). Constants and ``tensor.dim`` of the arguments
+    go to the top of the function (usable inside every region), once each. Build inside
+    an MLIR context (a pass runs with one)."""
 
     def __init__(self, name: str, in_types: Sequence[KType], out_types: Sequence[KType], n_vars: int = 0):
         self.name = name
         self.in_types = list(in_types)
         self.out_types = list(out_types)
-        self.ins = [f"%in{i}" for i in range(len(in_types))]
-        self.outs = [f"%out{i}" for i in range(len(out_types))]
-        self.vars = [f"%var{i}" for i in range(n_vars)]
-        self.types: dict[str, Any] = {}
+        self.loc = ir.Location.unknown()
+        self.module = ir.Module.create(self.loc)   # owns the function until relax-legalize moves it
+        arg_types = [self.tensor_type(t) for t in self.in_types + self.out_types] + [ir.IndexType.get()] * n_vars
+        self.func = func.FuncOp("NAME", (arg_types, [self.tensor_type(t) for t in self.out_types]),
+                                visibility="private", loc=self.loc, ip=ir.InsertionPoint(self.module.body))
+        self.func.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
+        self.entry = self.func.add_entry_block()
+        args = list(self.entry.arguments)
+        n_in, n_out = len(self.in_types), len(self.out_types)
+        self.ins, self.outs, self.vars = args[:n_in], args[n_in:n_in + n_out], args[n_in + n_out:]
+        self.types: dict[ir.Value, Any] = {}
         for v, t in zip(self.ins + self.outs, self.in_types + self.out_types):
             self.types[v] = t
         for v in self.vars:
             self.types[v] = "index"
-        self.lines: list[str] = []
-        self.indent = 1
-        self._n = 0
-        self._consts: dict[tuple, str] = {}
-        self._dims: dict[tuple, str] = {}
-        self._const_lines: list[str] = []
-        self._elements: set[str] = set()     # unsigned values in their ui form (block args, extracts)
+        self._ips = [ir.InsertionPoint(self.entry)]
+        self._last_const: Optional[ir.Operation] = None
+        self._consts: dict[tuple, ir.Value] = {}
+        self._dims: dict[tuple, ir.Value] = {}
+        self._elements: set = set()     # unsigned values in their ui form (block args, extracts)
 
-    # values
-    def fresh(self, hint: str = "t") -> str:
-        self._n += 1
-        return f"%{hint}{self._n}"
+    # types and insertion
+    def tensor_type(self, t: KType) -> ir.RankedTensorType:
+        return ir.RankedTensorType.get([_DYNAMIC if d is None else d for d in t.dims], element_type(t.dtype))
 
-    def emit(self, text: str) -> None:
-        self.lines.append("  " * self.indent + text)
+    def ir_type(self, t) -> ir.Type:
+        """The IR type of a logical type (a KType, or a scalar dtype computed signless)."""
+        return self.tensor_type(t) if isinstance(t, KType) else element_type(signless(t))
 
-    def op(self, text: str, type_: Any, hint: str = "t") -> str:
-        """Emit ``%new = <text>`` and record the new value's type; returns its name."""
-        v = self.fresh(hint)
-        self.emit(f"{v} = {text}")
-        self.types[v] = type_
+    @property
+    def ip(self) -> ir.InsertionPoint:
+        return self._ips[-1]
+
+    @contextmanager
+    def at(self, block: ir.Block):
+        """Build into ``block`` (a region's body) inside the ``with``."""
+        self._ips.append(ir.InsertionPoint(block))
+        try:
+            yield block
+        finally:
+            self._ips.pop()
+
+    def _top(self) -> ir.InsertionPoint:
+        """Where function-level constants and dims go: after the last one."""
+        if self._last_const is None:
+            return ir.InsertionPoint.at_block_begin(self.entry)
+        return ir.InsertionPoint.after(self._last_const)
+
+    def create(self, op, *args, type_: Any = None, **kw) -> ir.Value:
+        """Build ``op`` (OpView class or name) at the insertion point with ``args``; its
+        single result, whose logical type is ``type_``."""
+        v = op_class(op)(*args, loc=self.loc, ip=self.ip, **kw).result
+        if type_ is not None:
+            self.types[v] = type_
         return v
 
-    def const(self, value, dtype: str) -> str:
+    def _named(self, cls, result: KType, ins: Sequence, outs: Sequence, **kw) -> ir.Value:
+        """A named linalg op on tensors with its region (the bindings' builtin body)."""
+        op = cls([self.tensor_type(result)], list(ins), list(outs), loc=self.loc, ip=self.ip, **kw)
+        linalg.fill_builtin_region(op.operation)
+        self.types[op.result] = result
+        return op.result
+
+    # values
+    def const(self, value, dtype: str) -> ir.Value:
         """A function-level constant (usable inside regions)."""
         key = (repr(value), dtype)
         if key not in self._consts:
-            v = f"%c{len(self._consts)}"
+            t = element_type(signless(dtype))
             if is_float(dtype):
-                lit = float_literal(float(value), dtype)
-            elif dtype == "i1":
-                lit = "true" if value else "false"
+                attr = ir.FloatAttr.get(t, float(value))
             elif dtype == "index":
-                lit = str(int(value))
+                attr = ir.IntegerAttr.get(t, int(value))
             else:
-                lit = str(signless_value(value, dtype))
-            # a bool literal carries its type (i1); writing ": i1" after it does not parse
-            suffix = "" if dtype == "i1" else f" : {signless(dtype)}"
-            self._const_lines.append(f"  {v} = arith.constant {lit}{suffix}")
-            self._consts[key] = v
-            self.types[v] = dtype
+                attr = ir.IntegerAttr.get(t, signless_value(value, dtype))
+            op = arith.ConstantOp(t, attr, loc=self.loc, ip=self._top())
+            self._last_const = op.operation
+            self._consts[key] = op.result
+            self.types[op.result] = dtype
         return self._consts[key]
 
-    def index(self, value: int) -> str:
+    def index(self, value: int) -> ir.Value:
         return self.const(int(value), "index")
 
-    def dim(self, tensor: str, i: int) -> str:
+    def dim(self, value: ir.Value, i: int) -> ir.Value:
         """Size of dim ``i`` of a kernel tensor as an index value (a constant when static)."""
-        t: KType = self.types[tensor]
+        t: KType = self.types[value]
         if t.dims[i] is not None:
             return self.index(t.dims[i])
-        key = (tensor, i)
+        key = (value, i)
         if key not in self._dims:
-            v = self.fresh("d")
-            self._const_lines.append(f"  {v} = tensor.dim {tensor}, {self.index(i)} : {t}")
-            self.types[v] = "index"
-            self._dims[key] = v
+            c = self.index(i)
+            op = tensor.DimOp(value, c, loc=self.loc, ip=self._top())
+            self._last_const = op.operation
+            self.types[op.result] = "index"
+            self._dims[key] = op.result
         return self._dims[key]
 
-    def dims(self, tensor: str) -> list[str]:
-        return [self.dim(tensor, i) for i in range(self.types[tensor].rank)]
+    def dims(self, value: ir.Value) -> list[ir.Value]:
+        return [self.dim(value, i) for i in range(self.types[value].rank)]
 
-    def empty(self, t: KType, like: str) -> str:
+    def empty(self, t: KType, like: ir.Value) -> ir.Value:
         """``tensor.empty`` of type ``t`` whose dynamic sizes are those of ``like``'s dims."""
-        sizes = [self.dim(like, i) for i, d in enumerate(t.dims) if d is None]
-        return self.op(f"tensor.empty({', '.join(sizes)}) : {t}", t, "e")
+        return self.empty_dims(t, [self.dim(like, i) if d is None else d for i, d in enumerate(t.dims)])
 
-    def empty_dims(self, t: KType, sizes: Sequence[str]) -> str:
+    def empty_dims(self, t: KType, sizes: Sequence) -> ir.Value:
         """``tensor.empty`` of type ``t`` with the index values ``sizes`` for all its dims."""
-        dyn = [s for s, d in zip(sizes, t.dims) if d is None]
-        return self.op(f"tensor.empty({', '.join(dyn)}) : {t}", t, "e")
+        mixed = [s if d is None else d for s, d in zip(sizes, t.dims)]
+        return self.create(tensor.EmptyOp, mixed, element_type(t.dtype), type_=t)
 
-    def fill(self, value, dest: str) -> str:
+    def fill(self, value, dest: ir.Value) -> ir.Value:
         t: KType = self.types[dest]
         c = self.const(value, t.dtype)
         if t.dtype.startswith("ui"):    # linalg.fill's cast cannot take a ui scalar
             (r,) = self.generic([], [(dest, identity_map(t.rank))], ["parallel"] * t.rank, lambda o: [c])
             return r
-        return self.op(f"linalg.fill ins({c} : {t.dtype}) outs({dest} : {t}) -> {t}", t, "f")
+        return self._named(linalg.FillOp, t, [c], [dest])
 
-    def copy(self, src: str, dest: str) -> str:
-        t = self.types[dest]
-        return self.op(f"linalg.copy ins({src} : {self.types[src]}) outs({dest} : {t}) -> {t}", t, "r")
+    def copy(self, src: ir.Value, dest: ir.Value) -> ir.Value:
+        return self._named(linalg.CopyOp, self.types[dest], [src], [dest])
 
     # scalar helpers (usable in regions and at function level)
-    # Scalar values keep their logical type in ``types`` (``ui8``); the text uses the
+    # Scalar values keep their logical type in ``types`` (``ui8``); the IR has the
     # signless type arith works on.
-    def bin(self, opname: str, a: str, b: str, type_: Optional[str] = None) -> str:
-        t = type_ or self.types[a]
-        return self.op(f"{opname} {a}, {b} : {signless(t)}", t)
+    def bin(self, op, a: ir.Value, b: ir.Value, type_: Optional[str] = None) -> ir.Value:
+        """A binary op (``"arith.addf"`` or ``arith.AddFOp``) whose result type is its operands'."""
+        return self.create(op, a, b, type_=type_ or self.types[a])
 
-    def un(self, opname: str, a: str, type_: Optional[str] = None) -> str:
-        t = type_ or self.types[a]
-        return self.op(f"{opname} {a} : {signless(t)}", t)
+    def un(self, op, a: ir.Value, type_: Optional[str] = None) -> ir.Value:
+        return self.create(op, a, type_=type_ or self.types[a])
 
-    def cmp(self, kind: str, pred: str, a: str, b: str) -> str:
-        return self.op(f"arith.{kind} {pred}, {a}, {b} : {signless(self.types[a])}", "i1")
+    def conv(self, op, v: ir.Value, to: str) -> ir.Value:
+        """One conversion op (``"arith.extui"``, ``arith.BitcastOp``...) from ``v`` to ``to``."""
+        return self.create(op, element_type(signless(to)), v, type_=to)
 
-    def select(self, c: str, a: str, b: str) -> str:
-        return self.op(f"arith.select {c}, {a}, {b} : {signless(self.types[a])}", self.types[a])
+    def cmp(self, kind: str, pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        """``arith.cmpf``/``arith.cmpi`` (``kind``) with predicate ``pred`` (``"olt"``, ``"slt"``)."""
+        cls, preds = (arith.CmpFOp, arith.CmpFPredicate) if kind == "cmpf" else (arith.CmpIOp, arith.CmpIPredicate)
+        p = getattr(preds, pred, None)
+        p = getattr(preds, pred.upper()) if p is None else p
+        return self.create(cls, p, a, b, type_="i1")
 
-    def cast(self, v: str, to: str) -> str:
+    def select(self, c: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.create(arith.SelectOp, c, a, b, type_=self.types[a])
+
+    def cast(self, v: ir.Value, to: str) -> ir.Value:
         """Numeric conversion between scalar types, numpy's results where numpy defines
         them: integers wrap (truncate) or extend by the source's signedness; float to
         integer truncates toward zero. Where numpy's result is undefined (NaN, +-inf,
@@ -322,33 +461,29 @@ class KernelBuilder:
         if frm == to:
             return v
         if signless(frm) == signless(to):     # i8 <-> ui8: same bits, numpy's result too
-            return self.op(f"arith.bitcast {v} : {signless(frm)} to {signless(to)}", to)
+            return self.conv(arith.BitcastOp, v, to)
         if frm == "index" or to == "index":
             if is_float(frm) or is_float(to):   # through i64
                 return self.cast(self.cast(v, "i64"), to)
-            if is_unsigned(frm):
-                return self.op(f"arith.index_castui {v} : {signless(frm)} to {signless(to)}", to)
-            return self.op(f"arith.index_cast {v} : {signless(frm)} to {signless(to)}", to)
+            return self.conv(arith.IndexCastUIOp if is_unsigned(frm) else arith.IndexCastOp, v, to)
         if is_float(frm) and is_float(to):
             wider = FLOATS.index(to) > FLOATS.index(frm) if {frm, to} != {"f16", "bf16"} else None
             if wider is None:
                 return self.cast(self.cast(v, "f32"), to)
-            return self.op(f"arith.{'extf' if wider else 'truncf'} {v} : {frm} to {to}", to)
+            return self.conv(arith.ExtFOp if wider else arith.TruncFOp, v, to)
         if is_float(frm):
             if to == "i1":
                 return self.cmp("cmpf", "une", v, self.const(0.0, frm))
             return self._float_to_int(v, to)
         if is_float(to):
-            opn = "uitofp" if is_unsigned(frm) else "sitofp"
-            return self.op(f"arith.{opn} {v} : {signless(frm)} to {to}", to)
+            return self.conv(arith.UIToFPOp if is_unsigned(frm) else arith.SIToFPOp, v, to)
         if to == "i1":
             return self.cmp("cmpi", "ne", v, self.const(0, frm))
         if int_width(to) > int_width(frm):
-            ext = "extui" if is_unsigned(frm) else "extsi"
-            return self.op(f"arith.{ext} {v} : {signless(frm)} to {signless(to)}", to)
-        return self.op(f"arith.trunci {v} : {signless(frm)} to {signless(to)}", to)
+            return self.conv(arith.ExtUIOp if is_unsigned(frm) else arith.ExtSIOp, v, to)
+        return self.conv(arith.TruncIOp, v, to)
 
-    def _float_to_int(self, v: str, to: str) -> str:
+    def _float_to_int(self, v: ir.Value, to: str) -> ir.Value:
         """fptosi/fptoui are poison outside the target's range (and for NaN); poison that
         reaches an index (take) or a branch is undefined behaviour, so saturate first."""
         frm = self.types[v]
@@ -357,92 +492,177 @@ class KernelBuilder:
         w = int_width(to)
         lo, hi = (0.0, 2.0 ** w) if to.startswith("ui") else (-(2.0 ** (w - 1)), 2.0 ** (w - 1))
         clo, chi = self.const(lo, frm), self.const(hi, frm)
-        ok = self.bin("arith.andi", self.cmp("cmpf", "oge", v, clo), self.cmp("cmpf", "olt", v, chi), "i1")
+        ok = self.bin(arith.AndIOp, self.cmp("cmpf", "oge", v, clo), self.cmp("cmpf", "olt", v, chi), "i1")
         safe = self.select(ok, v, self.const(0.0, frm))
-        conv = "fptoui" if to.startswith("ui") else "fptosi"
-        r = self.op(f"arith.{conv} {safe} : {frm} to {signless(to)}", to)
+        r = self.conv(arith.FPToUIOp if to.startswith("ui") else arith.FPToSIOp, safe, to)
         r = self.select(self.cmp("cmpf", "oge", v, chi), self.const(highest(to), to), r)
         return self.select(self.cmp("cmpf", "olt", v, clo), self.const(lowest(to), to), r)
 
-    def from_element(self, v: str) -> str:
+    def _unrealized(self, v: ir.Value, to: ir.Type, logical: str) -> ir.Value:
+        op = builtin.UnrealizedConversionCastOp([to], [v], loc=self.loc, ip=self.ip)
+        self.types[op.result] = logical
+        return op.result
+
+    def from_element(self, v: ir.Value) -> ir.Value:
         """A tensor element (``ui8`` in the IR) as the signless value arith takes; its
         logical type stays ``ui8``. The cast pair folds away in reconcile-unrealized-casts
         once both sides are LLVM's i8."""
         t = self.types[v]
         if not t.startswith("ui"):
             return v
-        r = self.fresh("u")
-        self.emit(f"{r} = builtin.unrealized_conversion_cast {v} : {t} to {signless(t)}")
-        self.types[r] = t
-        return r
+        return self._unrealized(v, element_type(signless(t)), t)
 
-    def to_element(self, v: str, dtype: str) -> str:
+    def to_element(self, v: ir.Value, dtype: str) -> ir.Value:
         """The inverse of :meth:`from_element`: a value to store into a ``dtype`` tensor."""
         if not dtype.startswith("ui") or v in self._elements:
             return v
-        r = self.fresh("u")
-        self.emit(f"{r} = builtin.unrealized_conversion_cast {v} : {signless(dtype)} to {dtype}")
-        self.types[r] = dtype
+        r = self._unrealized(v, element_type(dtype), dtype)
         self._elements.add(r)
         return r
 
-    def extract(self, tensor: str, pos: Sequence[str]) -> str:
+    def extract(self, t: ir.Value, pos: Sequence[ir.Value]) -> ir.Value:
         """One element of a kernel tensor (as a computable value)."""
-        t: KType = self.types[tensor]
-        v = self.op(f"tensor.extract {tensor}[{', '.join(pos)}] : {t}", t.dtype)
+        v = self.create(tensor.ExtractOp, t, list(pos), type_=self.types[t].dtype)
         self._elements.add(v)
         return self.from_element(v)
 
-    def linalg_index(self, i: int) -> str:
-        return self.op(f"linalg.index {i} : index", "index", "i")
+    def linalg_index(self, i: int) -> ir.Value:
+        return self.create(linalg.IndexOp, i, type_="index")
 
-    # structured ops
-    def generic(self, ins: Sequence[tuple[str, Sequence[str]]], outs: Sequence[tuple[str, Sequence[str]]],
-                iterators: Sequence[str], body: Callable[..., Sequence[str]]) -> list[str]:
+    # structured and tensor ops
+    def generic(self, ins: Sequence[tuple[ir.Value, Sequence]], outs: Sequence[tuple[ir.Value, Sequence]],
+                iterators: Sequence[str], body: Callable[..., Sequence[ir.Value]]) -> list[ir.Value]:
         """``linalg.generic`` over ``len(iterators)`` loops.
 
-        ``ins``/``outs``: (tensor value, indexing-map results such as ``["d0", "0"]``).
-        ``body(*block_args)`` emits the region (with this builder) and returns the
-        values to yield, one per output. Returns the results.
+        ``ins``/``outs``: (tensor value, indexing-map results such as ``["d0", "0"]``, see
+        :func:`affine_expr`). ``body(*block_args)`` builds the region (with this builder)
+        and returns the values to yield, one per output. Returns the results.
         """
         n = len(iterators)
-        ds = ", ".join(f"d{i}" for i in range(n))
-        maps = [f"affine_map<({ds}) -> ({', '.join(m)})>" for _, m in list(ins) + list(outs)]
-        its = ", ".join(f'"{i}"' for i in iterators)
+        operands = list(ins) + list(outs)
+        maps = [ir.AffineMap.get(n, 0, [affine_expr(e) for e in m]) for _, m in operands]
         out_types = [self.types[v] for v, _ in outs]
-        res = [self.fresh("g") for _ in outs]
-        head = (f"{', '.join(res)} = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
-                f"iterator_types = [{its}]}}")
-        if ins:
-            head += f" ins({', '.join(v for v, _ in ins)} : {', '.join(str(self.types[v]) for v, _ in ins)})"
-        head += f" outs({', '.join(v for v, _ in outs)} : {', '.join(str(t) for t in out_types)}) {{"
-        self.emit(head)
-        args = [self.fresh("a") for _ in list(ins) + list(outs)]
-        for a, (v, _) in zip(args, list(ins) + list(outs)):
+        op = linalg.GenericOp([self.tensor_type(t) for t in out_types], [v for v, _ in ins], [v for v, _ in outs],
+                              maps, [getattr(linalg.IteratorType, i) for i in iterators], loc=self.loc, ip=self.ip)
+        block = op.regions[0].blocks.append(*[element_type(self.types[v].dtype) for v, _ in operands])
+        args = list(block.arguments)
+        for a, (v, _) in zip(args, operands):
             self.types[a] = self.types[v].dtype
-        self.emit("^bb0(" + ", ".join(f"{a}: {self.types[a]}" for a in args) + "):")
-        self.indent += 1
-        ys = body(*[self.from_element(a) for a in args])
-        ys = [self.to_element(y, t.dtype) for y, t in zip(ys, out_types)]
-        self.emit(f"linalg.yield {', '.join(ys)} : {', '.join(self.types[y] for y in ys)}")
-        self.indent -= 1
-        rt = ", ".join(str(t) for t in out_types)
-        self.emit(f"}} -> {rt if len(out_types) == 1 else '(' + rt + ')'}")
+        with self.at(block):
+            ys = body(*[self.from_element(a) for a in args])
+            ys = [self.to_element(y, t.dtype) for y, t in zip(ys, out_types)]
+            linalg.YieldOp(ys, loc=self.loc, ip=self.ip)
+        res = list(op.results)
         for r, t in zip(res, out_types):
             self.types[r] = t
         return res
 
-    def finish(self, results: Sequence[str], tir_vars: Sequence = ()) -> Kernel:
+    def matmul(self, a: ir.Value, b: ir.Value, acc: ir.Value, batch: bool = False) -> ir.Value:
+        """``linalg.matmul`` (``batch``: ``linalg.batch_matmul``) accumulating into ``acc``."""
+        r = self._named(linalg.BatchMatmulOp if batch else linalg.MatmulOp, self.types[acc], [a, b], [acc])
+        # the parser stores the default maps on the op; so does this (one IR, one hash)
+        r.owner.attributes["indexing_maps"] = linalg.get_indexing_maps(r.owner)
+        return r
+
+    def conv2d(self, x: ir.Value, w: ir.Value, acc: ir.Value, strides: Sequence[int], dilation: Sequence[int],
+               grouped: bool = False) -> ir.Value:
+        """``linalg.conv_2d_nchw_fchw`` (``grouped``: ``conv_2d_ngchw_gfchw``) into ``acc``."""
+        cls = linalg.Conv2DNgchwGfchwOp if grouped else linalg.Conv2DNchwFchwOp
+        i64x2 = ir.RankedTensorType.get([2], ir.IntegerType.get_signless(64))
+        attr = lambda v: ir.DenseElementsAttr.get(np.asarray(v, dtype=np.int64), type=i64x2)  # noqa: E731
+        r = self._named(cls, self.types[acc], [x, w], [acc], strides=attr(strides), dilations=attr(dilation))
+        linalg.get_indexing_maps(r.owner)   # memoizes them on the op, as the parser's verifier does
+        return r
+
+    def transpose(self, src: ir.Value, dest: ir.Value, permutation: Sequence[int]) -> ir.Value:
+        op = linalg.TransposeOp([self.tensor_type(self.types[dest])], src, dest, list(permutation),
+                                loc=self.loc, ip=self.ip)
+        linalg.fill_builtin_region(op.operation)
+        self.types[op.result] = self.types[dest]
+        return op.result
+
+    def extract_slice(self, src: ir.Value, t: KType, offsets: Sequence, sizes: Sequence,
+                      strides: Optional[Sequence] = None) -> ir.Value:
+        """``tensor.extract_slice`` of type ``t``; offsets, sizes, strides: ints or index values."""
+        strides = [1] * len(offsets) if strides is None else strides
+        (do, so), (dz, sz), (ds, ss) = _mixed(offsets), _mixed(sizes), _mixed(strides)
+        return self.create(tensor.ExtractSliceOp, self.tensor_type(t), src, do, dz, ds, so, sz, ss, type_=t)
+
+    def insert_slice(self, src: ir.Value, dest: ir.Value, offsets: Sequence, sizes: Sequence,
+                     strides: Optional[Sequence] = None) -> ir.Value:
+        strides = [1] * len(offsets) if strides is None else strides
+        (do, so), (dz, sz), (ds, ss) = _mixed(offsets), _mixed(sizes), _mixed(strides)
+        return self.create(tensor.InsertSliceOp, src, dest, do, dz, ds, so, sz, ss, type_=self.types[dest])
+
+    def pad(self, src: ir.Value, low: Sequence[int], high: Sequence[int], value: ir.Value, t: KType) -> ir.Value:
+        """``tensor.pad`` of ``src`` to type ``t`` with the scalar ``value``."""
+        op = tensor.PadOp(self.tensor_type(t), src, [], [], list(low), list(high), loc=self.loc, ip=self.ip)
+        block = op.regions[0].blocks.append(*[ir.IndexType.get()] * t.rank)
+        tensor.YieldOp(value, loc=self.loc, ip=ir.InsertionPoint(block))
+        self.types[op.result] = t
+        return op.result
+
+    def expand_shape(self, src: ir.Value, groups: Sequence[Sequence[int]], t: KType, sizes: Sequence) -> ir.Value:
+        """``tensor.expand_shape`` to ``t``; ``sizes``: its dims (ints or index values)."""
+        dyn, static = _mixed([d if d is not None else s for d, s in zip(t.dims, sizes)])
+        return self.create(tensor.ExpandShapeOp, self.tensor_type(t), src, _groups(groups), dyn, static, type_=t)
+
+    def collapse_shape(self, src: ir.Value, groups: Sequence[Sequence[int]], t: KType) -> ir.Value:
+        return self.create(tensor.CollapseShapeOp, self.tensor_type(t), src, _groups(groups), type_=t)
+
+    def reshape(self, src: ir.Value, sizes: Sequence[ir.Value], t: KType) -> ir.Value:
+        """``tensor.reshape`` of ``src`` to ``t`` whose dims are the index values ``sizes``."""
+        st = ir.RankedTensorType.get([len(sizes)], ir.IndexType.get())
+        shape = self.create(tensor.FromElementsOp, st, list(sizes))
+        return self.create(tensor.ReshapeOp, self.tensor_type(t), src, shape, type_=t)
+
+    def if_(self, cond: ir.Value, types: Sequence, then: Callable[[], Sequence[ir.Value]],
+            else_: Callable[[], Sequence[ir.Value]]) -> list[ir.Value]:
+        """``scf.if`` with results of logical types ``types``; each branch builds its
+        region and returns the values it yields."""
+        op = scf.IfOp(cond, [self.ir_type(t) for t in types], has_else=True, loc=self.loc, ip=self.ip)
+        for block, branch in ((op.then_block, then), (op.else_block, else_)):
+            with self.at(block):
+                scf.YieldOp(list(branch()), loc=self.loc, ip=self.ip)
+        res = list(op.results)
+        for r, t in zip(res, types):
+            self.types[r] = t
+        return res
+
+    def while_(self, inits: Sequence[ir.Value], before: Callable[..., tuple[ir.Value, Sequence[ir.Value]]],
+               after: Callable[..., Sequence[ir.Value]]) -> list[ir.Value]:
+        """``scf.while`` carrying ``inits`` (results of the same types): ``before(*args)``
+        returns (condition, values passed on), ``after(*args)`` the next iteration's values."""
+        types = [self.types[v] for v in inits]
+        irt = [v.type for v in inits]
+        op = scf.WhileOp(irt, list(inits), loc=self.loc, ip=self.ip)
+        for region, fn in ((op.before, before), (op.after, after)):
+            block = region.blocks.append(*irt)
+            args = list(block.arguments)
+            for a, t in zip(args, types):
+                self.types[a] = t
+            with self.at(block):
+                if fn is before:
+                    cond, vals = fn(*args)
+                    scf.ConditionOp(cond, list(vals), loc=self.loc, ip=self.ip)
+                else:
+                    scf.YieldOp(list(fn(*args)), loc=self.loc, ip=self.ip)
+        res = list(op.results)
+        for r, t in zip(res, types):
+            self.types[r] = t
+        return res
+
+    def finish(self, results: Sequence[ir.Value], tir_vars: Sequence = ()) -> Kernel:
         """The kernel: returns ``results`` (one per output argument)."""
         assert len(results) == len(self.outs), (results, self.outs)
-        args = [f"{v}: {self.types[v]}" for v in self.ins + self.outs + self.vars]
-        rtypes = ", ".join(str(t) for t in self.out_types)
-        rtypes = rtypes if len(self.out_types) == 1 else f"({rtypes})"
-        text = [f"func.func private @{{NAME}}({', '.join(args)}) -> {rtypes} attributes {{{KERNEL_ATTR}}} {{"]
-        text += self._const_lines + self.lines
-        text.append(f"  return {', '.join(results)} : {', '.join(str(t) for t in self.out_types)}")
-        text.append("}")
-        return Kernel(self.name, "\n".join(text) + "\n", list(tir_vars))
+        func.ReturnOp(list(results), loc=self.loc, ip=ir.InsertionPoint(self.entry))
+        return Kernel(self.name, self.func.operation, self.module, list(tir_vars))
+
+
+def _groups(groups: Sequence[Sequence[int]]) -> ir.ArrayAttr:
+    """A reassociation attribute: ``[[0], [1, 2]]``."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, j) for j in g]) for g in groups])
 
 
 # -- shared kernel shapes ------------------------------------------------------------------
@@ -466,7 +686,8 @@ def compute_type(dtype: str) -> str:
     return "f32" if dtype in ("f16", "bf16") else dtype
 
 
-def elementwise(kb: KernelBuilder, ins: Sequence[str], scalar: Callable[..., str], out: Optional[str] = None) -> str:
+def elementwise(kb: KernelBuilder, ins: Sequence[ir.Value], scalar: Callable[..., ir.Value],
+                out: Optional[ir.Value] = None) -> ir.Value:
     """One parallel linalg.generic over ``out`` (default the first output) reading
     ``ins`` with numpy broadcasting; ``scalar(*in_elems)`` emits the element result."""
     out = out or kb.outs[0]
@@ -477,9 +698,10 @@ def elementwise(kb: KernelBuilder, ins: Sequence[str], scalar: Callable[..., str
     return r
 
 
-def reduce_into(kb: KernelBuilder, src: str, src_map: Sequence[str], acc: str, axes: Sequence[int],
-                rank: int, combine: Callable[[str, str], str], extra_ins: Sequence[tuple[str, Sequence[str]]] = (),
-                pre: Optional[Callable[..., str]] = None) -> str:
+def reduce_into(kb: KernelBuilder, src: ir.Value, src_map: Sequence[str], acc: ir.Value, axes: Sequence[int],
+                rank: int, combine: Callable[[ir.Value, ir.Value], ir.Value],
+                extra_ins: Sequence[tuple[ir.Value, Sequence[str]]] = (),
+                pre: Optional[Callable[..., ir.Value]] = None) -> ir.Value:
     """Reduce ``src`` over loop dims ``axes`` into ``acc`` (already holding the identity).
 
     The loop domain has ``rank`` dims; ``acc`` is indexed by the kept dims, in order.
@@ -501,24 +723,24 @@ def reduced_type(t: KType, axes: Sequence[int], dtype: Optional[str] = None) -> 
     return KType(tuple(d for i, d in enumerate(t.dims) if i not in axes), dtype or t.dtype)
 
 
-def reduced_empty(kb: KernelBuilder, src: str, axes: Sequence[int], dtype: str) -> str:
+def reduced_empty(kb: KernelBuilder, src: ir.Value, axes: Sequence[int], dtype: str) -> ir.Value:
     """An empty tensor with ``src``'s dims minus ``axes`` (sizes read from ``src``)."""
     t: KType = kb.types[src]
     rt = reduced_type(t, axes, dtype)
     return kb.empty_dims(rt, [kb.dim(src, i) for i in range(t.rank) if i not in axes])
 
 
-def combiner(kind: str, dtype: str) -> tuple[Callable[[KernelBuilder], Callable[[str, str], str]], Any]:
+def combiner(kind: str, dtype: str) -> tuple[Callable[[KernelBuilder], Callable[[ir.Value, ir.Value], ir.Value]], Any]:
     """(combine builder, identity) for sum/prod/max/min in ``dtype``."""
     f, u = is_float(dtype), is_unsigned(dtype)
     table = {
-        "sum": ("arith.addf" if f else "arith.addi", 0.0 if f else 0),
-        "prod": ("arith.mulf" if f else "arith.muli", 1.0 if f else 1),
-        "max": ("arith.maximumf" if f else ("arith.maxui" if u else "arith.maxsi"), lowest(dtype)),
-        "min": ("arith.minimumf" if f else ("arith.minui" if u else "arith.minsi"), highest(dtype)),
+        "sum": (arith.AddFOp if f else arith.AddIOp, 0.0 if f else 0),
+        "prod": (arith.MulFOp if f else arith.MulIOp, 1.0 if f else 1),
+        "max": (arith.MaximumFOp if f else (arith.MaxUIOp if u else arith.MaxSIOp), lowest(dtype)),
+        "min": (arith.MinimumFOp if f else (arith.MinUIOp if u else arith.MinSIOp), highest(dtype)),
     }
-    opname, ident = table[kind]
-    return (lambda kb: (lambda x, acc: kb.bin(opname, x, acc))), ident
+    cls, ident = table[kind]
+    return (lambda kb: (lambda x, acc: kb.bin(cls, x, acc))), ident
 
 
 def norm_axes(axes, rank: int) -> list[int]:

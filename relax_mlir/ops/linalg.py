@@ -28,6 +28,7 @@ def _matmul(call: InferCall) -> TensorSig:
 
 # -- legalization -------------------------------------------------------------------------
 
+from mlir.dialects import arith  # noqa: E402
 from .kernels import KType, LegalizeCall, attr_tag, is_float  # noqa: E402
 from .registry import legalization  # noqa: E402
 
@@ -46,12 +47,10 @@ def _legalize_matmul(call: LegalizeCall):
     # numpy) and unsigned widening (extui) take the generic form
     same = (a.dtype == b.dtype == kb.types[acc].dtype or is_float(a.dtype)) and a.dtype != "i1" \
         and not a.dtype.startswith("ui")
-    at = kb.types[acc]
     if a.rank == b.rank == 2 and same:
-        r = kb.op(f"linalg.matmul ins({kb.ins[0]}, {kb.ins[1]} : {a}, {b}) outs({acc} : {at}) -> {at}", at, "mm")
+        r = kb.matmul(kb.ins[0], kb.ins[1], acc)
     elif a.rank == b.rank == 3 and same and (a.dims[0] == 1) == (b.dims[0] == 1):
-        r = kb.op(f"linalg.batch_matmul ins({kb.ins[0]}, {kb.ins[1]} : {a}, {b}) outs({acc} : {at}) -> {at}",
-                  at, "mm")
+        r = kb.matmul(kb.ins[0], kb.ins[1], acc, batch=True)
     else:
         # Loops: output dims (batch..., [m], [n]) then k (reduction).
         nb = out.rank - (a.rank > 1) - (b.rank > 1)
@@ -73,10 +72,10 @@ def _legalize_matmul(call: LegalizeCall):
             ct = kb.types[o]
             x, y = kb.cast(x, ct), kb.cast(y, ct)
             if is_float(ct):
-                return [kb.bin("arith.addf", o, kb.bin("arith.mulf", x, y))]
+                return [kb.bin(arith.AddFOp, o, kb.bin(arith.MulFOp, x, y))]
             if ct == "i1":
-                return [kb.bin("arith.ori", o, kb.bin("arith.andi", x, y))]
-            return [kb.bin("arith.addi", o, kb.bin("arith.muli", x, y))]
+                return [kb.bin(arith.OrIOp, o, kb.bin(arith.AndIOp, x, y))]
+            return [kb.bin(arith.AddIOp, o, kb.bin(arith.MulIOp, x, y))]
 
         (r,) = kb.generic([(kb.ins[0], amap), (kb.ins[1], bmap_)], [(acc, omap)],
                           ["parallel"] * out.rank + ["reduction"], body)

@@ -276,6 +276,7 @@ op("triu", operands=["x"], attrs=[Attr("k", "int", 0)],
 
 # -- legalization -------------------------------------------------------------------------
 
+from mlir.dialects import arith  # noqa: E402
 from .kernels import KType, LegalizeCall, attr_tag, elementwise, identity_map  # noqa: E402
 from .registry import legalization  # noqa: E402
 
@@ -294,22 +295,17 @@ def _legalize_reshape(call: LegalizeCall):
     group only once lowered to memrefs."""
     out = call.out_types[0]
     kb = call.builder("to_" + out.tag)
-    sizes = [kb.dim(kb.outs[0], i) for i in range(out.rank)]
-    st = f"tensor<{out.rank}xindex>"
-    shp = kb.op(f"tensor.from_elements {', '.join(sizes)} : {st}", st, "shape")
-    v = kb.op(f"tensor.reshape {kb.ins[0]}({shp}) : ({call.in_types[0]}, {st}) -> {out}", out, "x")
+    v = kb.reshape(kb.ins[0], [kb.dim(kb.outs[0], i) for i in range(out.rank)], out)
     return kb.finish([kb.copy(v, kb.outs[0])])
 
 
 @legalization("permute_dims")
 def _legalize_permute(call: LegalizeCall):
-    x, out = call.in_types[0], call.out_types[0]
+    x = call.in_types[0]
     axes = call["axes"]
     axes = list(range(x.rank))[::-1] if axes is None else [a + x.rank if a < 0 else a for a in axes]
     kb = call.builder(attr_tag(axes=axes))
-    r = kb.op(f"linalg.transpose ins({kb.ins[0]} : {x}) outs({kb.outs[0]} : {out}) "
-              f"permutation = [{', '.join(str(a) for a in axes)}]", out, "r")
-    return kb.finish([r])
+    return kb.finish([kb.transpose(kb.ins[0], kb.outs[0], axes)])
 
 
 @legalization("broadcast_to")
@@ -332,15 +328,13 @@ def _legalize_concat(call: LegalizeCall):
         t: KType = kb.types[v]
         if t.dims[axis] == 0:
             continue
-        offs = [off if i == axis else "0" for i in range(out.rank)]
-        sizes = [str(d) if d is not None else kb.dim(v, i) for i, d in enumerate(t.dims)]
+        offs = [off if i == axis else 0 for i in range(out.rank)]
+        sizes = [d if d is not None else kb.dim(v, i) for i, d in enumerate(t.dims)]
         # extract the destination slice, linalg.copy into it, insert it back: bufferizes
         # in place to a subview and a loop copy (no memref.copy runtime call).
-        where = f"[{', '.join(offs)}] [{', '.join(sizes)}] [{', '.join('1' * out.rank)}]"
-        dst = kb.op(f"tensor.extract_slice {r}{where} : {out} to {t}", t, "s")
-        c = kb.copy(v, dst)
-        r = kb.op(f"tensor.insert_slice {c} into {r}{where} : {t} into {out}", out, "r")
-        off = kb.bin("arith.addi", off, kb.dim(v, axis), "index")
+        dst = kb.extract_slice(r, t, offs, sizes)
+        r = kb.insert_slice(kb.copy(v, dst), r, offs, sizes)
+        off = kb.bin(arith.AddIOp, off, kb.dim(v, axis), "index")
     return kb.finish([r])
 
 
@@ -357,12 +351,11 @@ def _legalize_split(call: LegalizeCall):
         if _static_empty(t):
             res.append(o)
             continue
-        offs = [off if i == axis else "0" for i in range(x.rank)]
-        sizes = [str(d) if d is not None else kb.dim(o, i) for i, d in enumerate(t.dims)]
-        s = kb.op(f"tensor.extract_slice {kb.ins[0]}[{', '.join(offs)}] [{', '.join(sizes)}] "
-                  f"[{', '.join('1' * x.rank)}] : {x} to {t}", t, "s")
+        offs = [off if i == axis else 0 for i in range(x.rank)]
+        sizes = [d if d is not None else kb.dim(o, i) for i, d in enumerate(t.dims)]
+        s = kb.extract_slice(kb.ins[0], t, offs, sizes)
         res.append(kb.copy(s, o))
-        off = kb.bin("arith.addi", off, kb.dim(o, axis), "index")
+        off = kb.bin(arith.AddIOp, off, kb.dim(o, axis), "index")
     return kb.finish(res)
 
 
@@ -380,10 +373,10 @@ def _legalize_strided_slice(call: LegalizeCall):
     kb = call.builder(tag, n_vars=len(sym))
     if _static_empty(out):
         return kb.finish([kb.outs[0]], tir_vars=sym)
-    offs, steps = ["0"] * x.rank, ["1"] * x.rank
+    offs, steps = [0] * x.rank, [1] * x.rank
     it = iter(kb.vars)
     for a, b, s in zip(axes, begins, strides):
-        steps[a] = str(s)
+        steps[a] = s
         if not b.is_static:
             offs[a] = next(it)
             continue
@@ -392,12 +385,11 @@ def _legalize_strided_slice(call: LegalizeCall):
         if v >= END:
             offs[a] = d
             continue
-        val = kb.index(v) if v >= 0 else kb.bin("arith.addi", d, kb.index(v), "index")
-        val = kb.bin("arith.minsi", kb.bin("arith.maxsi", val, kb.index(0), "index"), d, "index")
+        val = kb.index(v) if v >= 0 else kb.bin(arith.AddIOp, d, kb.index(v), "index")
+        val = kb.bin(arith.MinSIOp, kb.bin(arith.MaxSIOp, val, kb.index(0), "index"), d, "index")
         offs[a] = val
-    sizes = [str(d) if d is not None else kb.dim(kb.outs[0], i) for i, d in enumerate(out.dims)]
-    s = kb.op(f"tensor.extract_slice {kb.ins[0]}[{', '.join(offs)}] [{', '.join(sizes)}] "
-              f"[{', '.join(steps)}] : {x} to {out}", out, "s")
+    sizes = [d if d is not None else kb.dim(kb.outs[0], i) for i, d in enumerate(out.dims)]
+    s = kb.extract_slice(kb.ins[0], out, offs, sizes, steps)
     return kb.finish([kb.copy(s, kb.outs[0])], tir_vars=sym)
 
 
@@ -424,16 +416,16 @@ def _legalize_take(call: LegalizeCall):
             # clamp in 64 bits first: ``index`` may be narrower (32 bits on SPIR-V), where the
             # cast would wrap 2**32 + 1 to 1 before the clamp (vulkan-program fuzz seed 4000151)
             d64 = kb.cast(d, t)
-            last = kb.bin("arith.subi", d64, kb.const(1, t), t)
+            last = kb.bin(arith.SubIOp, d64, kb.const(1, t), t)
             if t == "i64":
-                i = kb.select(kb.cmp("cmpi", "slt", i, kb.const(0, t)), kb.bin("arith.addi", i, d64, t), i)
-                i = kb.bin("arith.minsi", kb.bin("arith.maxsi", i, kb.const(0, t), t), last, t)
+                i = kb.select(kb.cmp("cmpi", "slt", i, kb.const(0, t)), kb.bin(arith.AddIOp, i, d64, t), i)
+                i = kb.bin(arith.MinSIOp, kb.bin(arith.MaxSIOp, i, kb.const(0, t), t), last, t)
             else:
-                i = kb.bin("arith.minui", i, last, t)
+                i = kb.bin(arith.MinUIOp, i, last, t)
         i = kb.cast(i, "index")
-        i = kb.select(kb.cmp("cmpi", "slt", i, kb.index(0)), kb.bin("arith.addi", i, d, "index"), i)
-        i = kb.bin("arith.minsi", kb.bin("arith.maxsi", i, kb.index(0), "index"),
-                   kb.bin("arith.subi", d, kb.index(1), "index"), "index")
+        i = kb.select(kb.cmp("cmpi", "slt", i, kb.index(0)), kb.bin(arith.AddIOp, i, d, "index"), i)
+        i = kb.bin(arith.MinSIOp, kb.bin(arith.MaxSIOp, i, kb.index(0), "index"),
+                   kb.bin(arith.SubIOp, d, kb.index(1), "index"), "index")
         pos = [kb.linalg_index(j) for j in range(axis)] + [i] + \
               [kb.linalg_index(axis + idx.rank + j) for j in range(x.rank - axis - 1)]
         return [kb.extract(kb.ins[0], pos)]
@@ -446,18 +438,9 @@ def _legalize_take(call: LegalizeCall):
     if x.dims[axis] == 0:
         return kb.finish([kb.fill(zero, kb.outs[0])])
     empty = kb.cmp("cmpi", "eq", d, kb.index(0))
-    r = kb.fresh("if")
-    kb.types[r] = out
-    kb.emit(f"{r} = scf.if {empty} -> ({out}) {{")
-    kb.indent += 1
-    kb.emit(f"scf.yield {kb.fill(zero, kb.outs[0])} : {out}")
-    kb.indent -= 1
-    kb.emit("} else {")
-    kb.indent += 1
-    (g,) = kb.generic([(kb.ins[1], imap)], [(kb.outs[0], identity_map(out.rank))], ["parallel"] * out.rank, body)
-    kb.emit(f"scf.yield {g} : {out}")
-    kb.indent -= 1
-    kb.emit("}")
+    (r,) = kb.if_(empty, [out], lambda: [kb.fill(zero, kb.outs[0])],
+                  lambda: kb.generic([(kb.ins[1], imap)], [(kb.outs[0], identity_map(out.rank))],
+                                     ["parallel"] * out.rank, body))
     return kb.finish([r])
 
 
@@ -470,7 +453,7 @@ def _legalize_tri(call: LegalizeCall):
 
     def body(v, o):
         i, j = kb.linalg_index(r0), kb.linalg_index(r1)
-        diff = kb.bin("arith.subi", j, i, "index")
+        diff = kb.bin(arith.SubIOp, j, i, "index")
         keep = kb.cmp("cmpi", "sle" if call.name == "tril" else "sge", diff, kb.index(call["k"]))
         return [kb.select(keep, v, zero)]
 

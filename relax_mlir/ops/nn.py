@@ -110,15 +110,7 @@ def _pad(kb: KernelBuilder, src: str, pads: list[int], value) -> str:
     for i, (lo, hi) in ((2, (pads[0], pads[2])), (3, (pads[1], pads[3]))):
         dims[i] = None if dims[i] is None else dims[i] + lo + hi
     pt = KType(tuple(dims), t.dtype)
-    c = kb.const(value, t.dtype)
-    r = kb.fresh("pad")
-    kb.types[r] = pt
-    idx = ", ".join(f"%pi{kb._n}_{i}: index" for i in range(4))
-    kb.emit(f"{r} = tensor.pad {src} low[0, 0, {pads[0]}, {pads[1]}] high[0, 0, {pads[2]}, {pads[3]}] {{")
-    kb.emit(f"^bb0({idx}):")
-    kb.emit(f"  tensor.yield {c} : {t.dtype}")
-    kb.emit(f"}} : {t} to {pt}")
-    return r
+    return kb.pad(src, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]], kb.const(value, t.dtype), pt)
 
 
 def _pad_copy(kb: KernelBuilder, src: str, pads: list[int]) -> str:
@@ -137,16 +129,9 @@ def _pad_copy(kb: KernelBuilder, src: str, pads: list[int]) -> str:
         dims[i] = None if dims[i] is None else dims[i] + lo + hi
     pt = KType(tuple(dims), t.dtype)
     full = kb.fill(0.0, kb.empty_dims(pt, psizes))
-    text = ", ".join(str(d) if d is not None else v for d, v in zip(t.dims, sizes))
-    off = f"[0, 0, {pads[0]}, {pads[1]}] [{text}] [1, 1, 1, 1]"
-    inner = kb.op(f"tensor.extract_slice {full}{off} : {pt} to {t}", t, "s")
-    cp = kb.copy(src, inner)
-    return kb.op(f"tensor.insert_slice {cp} into {full}{off} : {t} into {pt}", pt, "p")
-
-
-def _window_attrs(strides, dilation) -> str:
-    return (f"{{dilations = dense<[{dilation[0]}, {dilation[1]}]> : tensor<2xi64>, "
-            f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}}")
+    where = ([0, 0, pads[0], pads[1]], [d if d is not None else v for d, v in zip(t.dims, sizes)])
+    inner = kb.extract_slice(full, t, *where)
+    return kb.insert_slice(kb.copy(src, inner), full, *where)
 
 
 def _accumulator(kb: KernelBuilder, out: KType) -> str:
@@ -230,7 +215,6 @@ def _legalize_conv2d(call: LegalizeCall):
     out = call.out_types[0]
     pads, g = _pads(call), call["groups"]
     kb = call.builder(attr_tag(s=call["strides"], p=pads, d=call["dilation"], g=g if g > 1 else None))
-    attrs = _window_attrs(call["strides"], call["dilation"])
     if all(d is not None for d in w.dims) and (g == 1 or w.dims[0] == g):
         xp = _pad_copy(kb, kb.ins[0], pads)
         acc = _accumulator(kb, out)
@@ -239,8 +223,7 @@ def _legalize_conv2d(call: LegalizeCall):
     acc = _accumulator(kb, out)
     at = kb.types[acc]
     if g == 1:
-        r = kb.op(f"linalg.conv_2d_nchw_fchw {attrs} ins({xp}, {kb.ins[1]} : {kb.types[xp]}, {w}) "
-                  f"outs({acc} : {at}) -> {at}", at, "conv")
+        r = kb.conv2d(xp, kb.ins[1], acc, call["strides"], call["dilation"])
         return kb.finish([_to_out(kb, r, out)])
 
     def split(t: KType, v: str, i: int, sizes: list[str]) -> tuple[str, KType]:
@@ -251,20 +234,16 @@ def _legalize_conv2d(call: LegalizeCall):
         sz = sizes[:i] + [kb.index(g), per] + sizes[i + 1:]
         et = KType(tuple(dims), t.dtype)
         assoc = [[j] for j in range(i)] + [[i, i + 1]] + [[j + 1] for j in range(i + 1, t.rank)]
-        text = ", ".join("[" + ", ".join(map(str, a)) + "]" for a in assoc)
-        shape = ", ".join(str(dd) if dd is not None else s for dd, s in zip(dims, sz))
-        return kb.op(f"tensor.expand_shape {v} [{text}] output_shape [{shape}] : {t} into {et}", et, "x"), et
+        return kb.expand_shape(v, assoc, et, sz), et
 
     xs = kb.dims(kb.ins[0])
     xs = xs[:2] + [kb.bin("arith.addi", xs[2], kb.index(pads[0] + pads[2]), "index"),
                    kb.bin("arith.addi", xs[3], kb.index(pads[1] + pads[3]), "index")]
     xe, xet = split(kb.types[xp], xp, 1, xs)
     we, wet = split(w, kb.ins[1], 0, kb.dims(kb.ins[1]))
-    at5 = KType((out.dims[0], g, None if out.dims[1] is None else out.dims[1] // g) + out.dims[2:], at.dtype)
     acc5, _ = split(at, acc, 1, kb.dims(kb.outs[0]))
-    r5 = kb.op(f"linalg.conv_2d_ngchw_gfchw {attrs} ins({xe}, {we} : {xet}, {wet}) outs({acc5} : {at5}) -> {at5}",
-               at5, "conv")
-    r = kb.op(f"tensor.collapse_shape {r5} [[0], [1, 2], [3], [4]] : {at5} into {at}", at, "x")
+    r5 = kb.conv2d(xe, we, acc5, call["strides"], call["dilation"], grouped=True)
+    r = kb.collapse_shape(r5, [[0], [1, 2], [3], [4]], at)
     if at.dtype == out.dtype:
         r = kb.copy(r, kb.outs[0])
     return kb.finish([_to_out(kb, r, out)])
@@ -274,10 +253,8 @@ def _slice(kb: KernelBuilder, src: str, offsets: list[int], sizes: list[str], di
            dtype: str) -> str:
     """``tensor.extract_slice`` of ``src`` (rank 4) at static ``offsets`` with ``strides``; the
     result's dims are ``dims`` (None: dynamic, size from ``sizes``)."""
-    t = KType(tuple(dims), dtype)
-    sz = ", ".join(str(d) if d is not None else v for d, v in zip(dims, sizes))
-    return kb.op(f"tensor.extract_slice {src}[{', '.join(map(str, offsets))}] [{sz}] "
-                 f"[{', '.join(map(str, strides))}] : {kb.types[src]} to {t}", t, "sl")
+    sz = [d if d is not None else v for d, v in zip(dims, sizes)]
+    return kb.extract_slice(src, KType(tuple(dims), dtype), offsets, sz, strides)
 
 
 def _window_reduce(kb: KernelBuilder, slices: list[str], dest: str, big: bool, dtype: str) -> str:
@@ -376,13 +353,10 @@ def im2col_kernel(x: TensorSig, col: TensorSig, kernel: list[int], strides: list
     xp = _pad_copy(kb, kb.ins[0], pads)
     et = KType((ct.dims[0], c, kh, kw) + ct.dims[2:], ct.dtype)
     sizes = [kb.dim(kb.outs[0], i) for i in (0, 2, 3)]
-    oshape = ", ".join(str(d) if d is not None else v
-                       for d, v in zip(et.dims, [sizes[0], "", "", ""] + sizes[1:]))
-    e = kb.op(f"tensor.expand_shape {kb.outs[0]} [[0], [1, 2, 3], [4], [5]] output_shape [{oshape}] : {ct} into {et}",
-              et, "x")
+    e = kb.expand_shape(kb.outs[0], [[0], [1, 2, 3], [4], [5]], et, [sizes[0], c, kh, kw] + sizes[1:])
     xmap = ["d0", "d1", f"d4 * {strides[0]} + d2 * {dilation[0]}", f"d5 * {strides[1]} + d3 * {dilation[1]}"]
     (g,) = kb.generic([(xp, xmap)], [(e, [f"d{i}" for i in range(6)])], ["parallel"] * 6, lambda v, o: [v])
-    r = kb.op(f"tensor.collapse_shape {g} [[0], [1, 2, 3], [4], [5]] : {et} into {ct}", ct, "x")
+    r = kb.collapse_shape(g, [[0], [1, 2, 3], [4], [5]], ct)
     return kb.finish([r])
 
 
@@ -400,12 +374,10 @@ def im2col_cnhw_kernel(x: TensorSig, col: TensorSig, kernel: list[int], strides:
     xp = _pad_copy(kb, kb.ins[0], pads)
     et = KType((c, kh, kw) + ct.dims[1:], ct.dtype)
     sizes = [kb.dim(kb.outs[0], i) for i in (1, 2, 3)]
-    oshape = ", ".join(str(d) if d is not None else v for d, v in zip(et.dims, ["", "", ""] + sizes))
-    e = kb.op(f"tensor.expand_shape {kb.outs[0]} [[0, 1, 2], [3], [4], [5]] output_shape [{oshape}] : {ct} into {et}",
-              et, "x")
+    e = kb.expand_shape(kb.outs[0], [[0, 1, 2], [3], [4], [5]], et, [c, kh, kw] + sizes)
     xmap = ["d3", "d0", f"d4 * {strides[0]} + d1 * {dilation[0]}", f"d5 * {strides[1]} + d2 * {dilation[1]}"]
     (g,) = kb.generic([(xp, xmap)], [(e, [f"d{i}" for i in range(6)])], ["parallel"] * 6, lambda v, o: [v])
-    r = kb.op(f"tensor.collapse_shape {g} [[0, 1, 2], [3], [4], [5]] : {et} into {ct}", ct, "x")
+    r = kb.collapse_shape(g, [[0, 1, 2], [3], [4], [5]], ct)
     return kb.finish([r])
 
 
@@ -420,11 +392,8 @@ def conv_gemm_kernel(w: TensorSig, col: TensorSig, out: TensorSig):
     w2 = KType((wt.dims[0], k), wt.dtype)
     n = None if any(d is None for d in ct.dims[1:]) else ct.dims[1] * ct.dims[2] * ct.dims[3]
     c2, o2 = KType((k, n), ct.dtype), KType((ot.dims[0], n), ot.dtype)
-    a = kb.op(f"tensor.collapse_shape {kb.ins[0]} [[0], [1, 2, 3]] : {wt} into {w2}", w2, "a")
-    b = kb.op(f"tensor.collapse_shape {kb.ins[1]} [[0], [1, 2, 3]] : {ct} into {c2}", c2, "b")
+    a = kb.collapse_shape(kb.ins[0], [[0], [1, 2, 3]], w2)
+    b = kb.collapse_shape(kb.ins[1], [[0], [1, 2, 3]], c2)
     sizes = [kb.dim(kb.outs[0], i) for i in range(4)]
-    acc = kb.fill(0.0, kb.op(f"tensor.collapse_shape {kb.outs[0]} [[0], [1, 2, 3]] : {ot} into {o2}", o2, "o"))
-    r = kb.op(f"linalg.matmul ins({a}, {b} : {w2}, {c2}) outs({acc} : {o2}) -> {o2}", o2, "mm")
-    st = "tensor<4xindex>"
-    shp = kb.op(f"tensor.from_elements {', '.join(sizes)} : {st}", st, "shape")
-    return kb.finish([kb.op(f"tensor.reshape {r}({shp}) : ({o2}, {st}) -> {ot}", ot, "y")])
+    acc = kb.fill(0.0, kb.collapse_shape(kb.outs[0], [[0], [1, 2, 3]], o2))
+    return kb.finish([kb.reshape(kb.matmul(a, b, acc), sizes, ot)])

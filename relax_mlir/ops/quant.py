@@ -100,6 +100,7 @@ def _quantized_take(call: InferCall) -> TensorSig:
 
 # -- legalization: the generic kernel (any target) -----------------------------------------
 
+from mlir.dialects import arith  # noqa: E402
 from .kernels import LegalizeCall, attr_tag, identity_map  # noqa: E402
 from .registry import legalization  # noqa: E402
 
@@ -114,16 +115,16 @@ def _dequantizer(kb, fmt: str, w: str):
         return kb.index(v) if isinstance(v, int) else v
 
     def add(a, b):
-        return kb.bin("arith.addi", ix(a), ix(b), "index")
+        return kb.bin(arith.AddIOp, ix(a), ix(b), "index")
 
     def mul(a, b):
-        return kb.bin("arith.muli", ix(a), ix(b), "index")
+        return kb.bin(arith.MulIOp, ix(a), ix(b), "index")
 
     def div(a, b):
-        return kb.bin("arith.divui", ix(a), ix(b), "index")
+        return kb.bin(arith.DivUIOp, ix(a), ix(b), "index")
 
     def rem(a, b):
-        return kb.bin("arith.remui", ix(a), ix(b), "index")
+        return kb.bin(arith.RemUIOp, ix(a), ix(b), "index")
 
     def i32(v):                 # an i32 value: v itself, the constant v, or an index cast
         if isinstance(v, int):
@@ -131,38 +132,38 @@ def _dequantizer(kb, fmt: str, w: str):
         return kb.cast(v, "i32") if kb.types[v] == "index" else v
 
     def bits(x, shift, mask):   # (x >> shift) & mask on i32
-        return kb.bin("arith.andi", kb.bin("arith.shrui", x, i32(shift), "i32"), i32(mask), "i32")
+        return kb.bin(arith.AndIOp, kb.bin(arith.ShRUIOp, x, i32(shift), "i32"), i32(mask), "i32")
 
     def byte(row, off):         # the unsigned byte at (row, off) as i32
         b = kb.extract(w, [row, off])
-        return kb.op(f"arith.extui {b} : i8 to i32", "i32")
+        return kb.conv(arith.ExtUIOp, b, "i32")
 
     def half_bits(row, off):    # the little-endian 16-bit word at (row, off) as i32
         lo, hi = byte(row, off), byte(row, add(off, 1))
-        return kb.bin("arith.ori", lo, kb.bin("arith.shli", hi, kb.const(8, "i32"), "i32"), "i32")
+        return kb.bin(arith.OrIOp, lo, kb.bin(arith.ShLIOp, hi, kb.const(8, "i32"), "i32"), "i32")
 
     def f16_at(row, off):
-        h = kb.op(f"arith.trunci {half_bits(row, off)} : i32 to i16", "i16")
-        return kb.op(f"arith.extf {kb.op(f'arith.bitcast {h} : i16 to f16', 'f16')} : f16 to f32", "f32")
+        h = kb.conv(arith.TruncIOp, half_bits(row, off), "i16")
+        return kb.conv(arith.ExtFOp, kb.conv(arith.BitcastOp, h, "f16"), "f32")
 
     def f32(v):                 # i32 -> f32
-        return kb.op(f"arith.sitofp {v} : i32 to f32", "f32")
+        return kb.conv(arith.SIToFPOp, v, "f32")
 
     def fmul(a, b):
-        return kb.bin("arith.mulf", a, b, "f32")
+        return kb.bin(arith.MulFOp, a, b, "f32")
 
     def at(row, k):
         if fmt == "f16":
             return f16_at(row, mul(k, 2))
         if fmt == "bf16":
-            b = kb.bin("arith.shli", half_bits(row, mul(k, 2)), kb.const(16, "i32"), "i32")
-            return kb.op(f"arith.bitcast {b} : i32 to f32", "f32")
+            b = kb.bin(arith.ShLIOp, half_bits(row, mul(k, 2)), kb.const(16, "i32"), "i32")
+            return kb.conv(arith.BitcastOp, b, "f32")
         base = mul(div(k, block), nbytes)
         j = rem(k, block)
         at_ = lambda off: add(base, off)   # noqa: E731 (an offset inside the block)
         if fmt == "q8_0":
             q = kb.extract(w, [row, add(at_(2), j)])
-            return fmul(kb.op(f"arith.sitofp {q} : i8 to f32", "f32"), f16_at(row, base))
+            return fmul(kb.conv(arith.SIToFPOp, q, "f32"), f16_at(row, base))
         if fmt in ("q4_0", "q4_1", "q5_0", "q5_1"):
             # after the header (f16 d, [f16 m], [u32 qh]) 16 bytes of nibbles: element j < 16
             # is the low nibble of byte j, j >= 16 the high nibble of byte j - 16; q5: plus
@@ -172,12 +173,12 @@ def _dequantizer(kb, fmt: str, w: str):
             q = bits(byte(row, add(at_(head), rem(j, 16))), mul(div(j, 16), 4), 15)
             if fmt in ("q5_0", "q5_1"):
                 qh = byte(row, add(at_(head - 4), div(j, 8)))
-                q = kb.bin("arith.ori", q, kb.bin("arith.shli", bits(qh, rem(j, 8), 1), i32(4), "i32"), "i32")
+                q = kb.bin(arith.OrIOp, q, kb.bin(arith.ShLIOp, bits(qh, rem(j, 8), 1), i32(4), "i32"), "i32")
             if fmt in ("q4_0", "q5_0"):
-                q = kb.bin("arith.subi", q, i32(8 if fmt == "q4_0" else 16), "i32")
+                q = kb.bin(arith.SubIOp, q, i32(8 if fmt == "q4_0" else 16), "i32")
             v = fmul(f32(q), d)
             if fmt in ("q4_1", "q5_1"):
-                v = kb.bin("arith.addf", v, f16_at(row, at_(2)), "f32")
+                v = kb.bin(arith.AddFOp, v, f16_at(row, at_(2)), "f32")
             return v
         if fmt in ("q4_k", "q5_k"):
             # f16 d, f16 dmin, 12 bytes of 6-bit (scale, min) for the 8 sub-blocks of 32, [32
@@ -186,15 +187,15 @@ def _dequantizer(kb, fmt: str, w: str):
             sb, qs = div(j, 32), 16 if fmt == "q4_k" else 48
             q = bits(byte(row, add(at_(qs), add(mul(div(j, 64), 32), rem(j, 32)))), mul(rem(sb, 2), 4), 15)
             if fmt == "q5_k":
-                q = kb.bin("arith.ori", q, kb.bin("arith.shli", bits(byte(row, add(at_(16), rem(j, 32))), sb, 1),
+                q = kb.bin(arith.OrIOp, q, kb.bin(arith.ShLIOp, bits(byte(row, add(at_(16), rem(j, 32))), sb, 1),
                                                   i32(4), "i32"), "i32")
             sa, sb4, sc4 = (byte(row, add(at_(4), o)) for o in (sb, add(sb, 4), rem(sb, 4)))
             lo = kb.cmp("cmpi", "ult", sb, kb.index(4))   # sub-blocks 0-3: 6 low bits of bytes sb, sb + 4
-            hi6 = lambda b: kb.bin("arith.shli", bits(b, 6, 3), i32(4), "i32")  # noqa: E731
-            scale = kb.select(lo, bits(sa, 0, 63), kb.bin("arith.ori", bits(sb4, 0, 15), hi6(sc4), "i32"))
-            mn = kb.select(lo, bits(sb4, 0, 63), kb.bin("arith.ori", bits(sb4, 4, 15), hi6(sa), "i32"))
+            hi6 = lambda b: kb.bin(arith.ShLIOp, bits(b, 6, 3), i32(4), "i32")  # noqa: E731
+            scale = kb.select(lo, bits(sa, 0, 63), kb.bin(arith.OrIOp, bits(sb4, 0, 15), hi6(sc4), "i32"))
+            mn = kb.select(lo, bits(sb4, 0, 63), kb.bin(arith.OrIOp, bits(sb4, 4, 15), hi6(sa), "i32"))
             v = fmul(fmul(f16_at(row, base), f32(scale)), f32(q))
-            return kb.bin("arith.subf", v, fmul(f16_at(row, at_(2)), f32(mn)), "f32")
+            return kb.bin(arith.SubFOp, v, fmul(f16_at(row, at_(2)), f32(mn)), "f32")
         if fmt == "q6_k":
             # 128 bytes ql, 64 bytes qh, 16 i8 scales (one per 16 weights), f16 d; half
             # n = j / 128, group g = (j % 128) / 32, l = j % 32: low 4 bits from ql[64n + 32(g % 2)
@@ -202,10 +203,10 @@ def _dequantizer(kb, fmt: str, w: str):
             n, g, l_ = div(j, 128), div(rem(j, 128), 32), rem(j, 32)
             lo4 = bits(byte(row, add(at_(0), add(add(mul(n, 64), mul(rem(g, 2), 32)), l_))), mul(div(g, 2), 4), 15)
             hi2 = bits(byte(row, add(at_(128), add(mul(n, 32), l_))), mul(g, 2), 3)
-            q = kb.bin("arith.subi", kb.bin("arith.ori", lo4, kb.bin("arith.shli", hi2, i32(4), "i32"), "i32"),
+            q = kb.bin(arith.SubIOp, kb.bin(arith.OrIOp, lo4, kb.bin(arith.ShLIOp, hi2, i32(4), "i32"), "i32"),
                        i32(32), "i32")
             sc = kb.extract(w, [row, add(at_(192), div(j, 16))])
-            scf = kb.op(f"arith.sitofp {sc} : i8 to f32", "f32")
+            scf = kb.conv(arith.SIToFPOp, sc, "f32")
             return fmul(fmul(f16_at(row, at_(208)), scf), f32(q))
         raise AssertionError(fmt)
 
@@ -233,7 +234,7 @@ def _legalize_quantized_matmul(call: LegalizeCall):
 
     def body(xv, acc):
         wv = at(kb.linalg_index(x.rank - 1), kb.linalg_index(x.rank))
-        return [kb.bin("arith.addf", acc, kb.bin("arith.mulf", xv, wv, "f32"), "f32")]
+        return [kb.bin(arith.AddFOp, acc, kb.bin(arith.MulFOp, xv, wv, "f32"), "f32")]
 
     zero = kb.fill(0.0, kb.outs[0])
     (r,) = kb.generic([(kb.ins[0], lead + [kd])], [(zero, lead + [nd])],
@@ -253,8 +254,8 @@ def _legalize_quantized_take(call: LegalizeCall):
 
     def body(i, o):
         i = kb.cast(i, "index")
-        i = kb.bin("arith.minsi", kb.bin("arith.maxsi", i, kb.index(0), "index"),
-                   kb.bin("arith.subi", rows, kb.index(1), "index"), "index")
+        i = kb.bin(arith.MinSIOp, kb.bin(arith.MaxSIOp, i, kb.index(0), "index"),
+                   kb.bin(arith.SubIOp, rows, kb.index(1), "index"), "index")
         return [at(i, kb.linalg_index(idx.rank))]
 
     (r,) = kb.generic([(kb.ins[1], [f"d{j}" for j in range(idx.rank)])], [(kb.outs[0], identity_map(out.rank))],

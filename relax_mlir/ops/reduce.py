@@ -117,6 +117,9 @@ op("rms_norm", operands=["x", "weight"], attrs=[Attr("axes", "ints", [-1]), Attr
 
 # -- legalization -------------------------------------------------------------------------
 
+from mlir import ir  # noqa: E402
+from mlir.dialects import arith  # noqa: E402
+from mlir.dialects import math as math_d  # noqa: E402
 from .kernels import (KernelBuilder, LegalizeCall, attr_tag, combiner, compute_type,  # noqa: E402
                       is_float as _kfloat, is_unsigned, lowest, highest, norm_axes as _kaxes, reduced_empty)
 from .registry import legalization  # noqa: E402
@@ -128,11 +131,11 @@ def _out_map(rank: int, axes, keepdims: bool) -> list[str]:
     return [f"d{i}" for i in range(rank) if i not in axes]
 
 
-def _count(kb: KernelBuilder, src: str, axes, dtype: str) -> str:
+def _count(kb: KernelBuilder, src: ir.Value, axes, dtype: str) -> ir.Value:
     """The number of reduced elements (product of the reduced dims) as a ``dtype`` scalar."""
     n = kb.index(1)
     for a in axes:
-        n = kb.bin("arith.muli", n, kb.dim(src, a))
+        n = kb.bin(arith.MulIOp, n, kb.dim(src, a))
     return kb.cast(n, dtype)
 
 
@@ -157,7 +160,7 @@ def _legalize_reduce(call: LegalizeCall):
 
         def fin(v, o):
             if cnt is not None:
-                v = kb.bin("arith.divf", v, cnt)
+                v = kb.bin(arith.DivFOp, v, cnt)
             return [kb.cast(v, out.dtype)]
 
         (r,) = kb.generic([(r, ident_map)], [(kb.outs[0], ident_map)], ["parallel"] * out.rank, fin)
@@ -191,24 +194,24 @@ def _legalize_arg(call: LegalizeCall):
         lin = None
         for a, size in zip(axes, sizes):
             i = kb.linalg_index(a)
-            lin = i if lin is None else kb.bin("arith.addi", kb.bin("arith.muli", lin, size), i)
+            lin = i if lin is None else kb.bin(arith.AddIOp, kb.bin(arith.MulIOp, lin, size), i)
         lin = kb.cast(lin if lin is not None else kb.index(0), "i64")
         gt = kb.cmp(kind, better, v, best)
         eq = kb.cmp(kind, "oeq" if fl else "eq", v, best)
         if fl:      # NaN beats numbers; two NaNs tie
             vnan, bnan = kb.cmp("cmpf", "uno", v, v), kb.cmp("cmpf", "uno", best, best)
-            gt = kb.bin("arith.ori", gt, kb.bin("arith.andi", vnan,
+            gt = kb.bin(arith.OrIOp, gt, kb.bin(arith.AndIOp, vnan,
                                                  kb.cmp("cmpi", "eq", bnan, kb.const(False, "i1")), "i1"), "i1")
-            eq = kb.bin("arith.ori", eq, kb.bin("arith.andi", vnan, bnan, "i1"), "i1")
-        first = kb.bin("arith.andi", eq, kb.cmp("cmpi", "slt", lin, bi), "i1")
-        take = kb.bin("arith.ori", gt, first, "i1")
+            eq = kb.bin(arith.OrIOp, eq, kb.bin(arith.AndIOp, vnan, bnan, "i1"), "i1")
+        first = kb.bin(arith.AndIOp, eq, kb.cmp("cmpi", "slt", lin, bi), "i1")
+        take = kb.bin(arith.OrIOp, gt, first, "i1")
         return [kb.select(take, v, best), kb.select(take, lin, bi)]
 
     _, r = kb.generic([(kb.ins[0], [f"d{i}" for i in range(x.rank)])], [(vals, omap), (idx, omap)], its, body)
     return kb.finish([r])
 
 
-def _stat(kb: KernelBuilder, src: str, axes, rank: int, ct: str, pre=None, extra=()) -> str:
+def _stat(kb: KernelBuilder, src: ir.Value, axes, rank: int, ct: str, pre=None, extra=()) -> ir.Value:
     """sum over ``axes`` of ``pre(x, *extra)`` in type ``ct``, into a tensor of the kept dims."""
     acc = kb.fill(0.0, reduced_empty(kb, src, axes, ct))
     its = ["reduction" if i in axes else "parallel" for i in range(rank)]
@@ -217,7 +220,7 @@ def _stat(kb: KernelBuilder, src: str, axes, rank: int, ct: str, pre=None, extra
 
     def body(*a):
         v = pre(*a[:-1]) if pre else kb.cast(a[0], ct)
-        return [kb.bin("arith.addf", v, a[-1])]
+        return [kb.bin(arith.AddFOp, v, a[-1])]
 
     (r,) = kb.generic(ins, [(acc, kept)], its, body)
     return r
@@ -236,16 +239,16 @@ def _legalize_softmax(call: LegalizeCall):
     its = ["reduction" if i in axis else "parallel" for i in range(x.rank)]
     mx = kb.fill(-math.inf, reduced_empty(kb, src, axis, ct))
     (mx,) = kb.generic([(src, full)], [(mx, kept)], its,
-                       lambda v, o: [kb.bin("arith.maximumf", kb.cast(v, ct), o)])
-    s = _stat(kb, src, axis, x.rank, ct, pre=lambda v, m: kb.un("math.exp", kb.bin("arith.subf", kb.cast(v, ct), m)),
+                       lambda v, o: [kb.bin(arith.MaximumFOp, kb.cast(v, ct), o)])
+    s = _stat(kb, src, axis, x.rank, ct, pre=lambda v, m: kb.un(math_d.ExpOp, kb.bin(arith.SubFOp, kb.cast(v, ct), m)),
               extra=[(mx, kept)])
 
     def fin(v, m, t, o):
-        d = kb.bin("arith.subf", kb.cast(v, ct), m)
+        d = kb.bin(arith.SubFOp, kb.cast(v, ct), m)
         if call.name == "softmax":
-            r = kb.bin("arith.divf", kb.un("math.exp", d), t)
+            r = kb.bin(arith.DivFOp, kb.un(math_d.ExpOp, d), t)
         else:
-            r = kb.bin("arith.subf", d, kb.un("math.log", t))
+            r = kb.bin(arith.SubFOp, d, kb.un(math_d.LogOp, t))
         return [kb.cast(r, x.dtype)]
 
     (r,) = kb.generic([(src, full), (mx, kept), (s, kept)], [(kb.outs[0], full)], ["parallel"] * x.rank, fin)
@@ -269,13 +272,13 @@ def _legalize_norm(call: LegalizeCall):
         s = _stat(kb, src, axes, x.rank, ct)
         # The mean is s / cnt, divided inside the consumers rather than in a pass of its own.
         sq = _stat(kb, src, axes, x.rank, ct, extra=[(s, kept)],
-                   pre=lambda v, t: _sq(kb, kb.bin("arith.subf", kb.cast(v, ct), kb.bin("arith.divf", t, cnt))))
+                   pre=lambda v, t: _sq(kb, kb.bin(arith.SubFOp, kb.cast(v, ct), kb.bin(arith.DivFOp, t, cnt))))
 
         def fin(v, t, q, g, b, o):
-            mu = kb.bin("arith.divf", t, cnt)
-            inv = kb.un("math.rsqrt", kb.bin("arith.addf", kb.bin("arith.divf", q, cnt), eps))
-            y = kb.bin("arith.mulf", kb.bin("arith.subf", kb.cast(v, ct), mu), inv)
-            y = kb.bin("arith.addf", kb.bin("arith.mulf", y, kb.cast(g, ct)), kb.cast(b, ct))
+            mu = kb.bin(arith.DivFOp, t, cnt)
+            inv = kb.un(math_d.RsqrtOp, kb.bin(arith.AddFOp, kb.bin(arith.DivFOp, q, cnt), eps))
+            y = kb.bin(arith.MulFOp, kb.bin(arith.SubFOp, kb.cast(v, ct), mu), inv)
+            y = kb.bin(arith.AddFOp, kb.bin(arith.MulFOp, y, kb.cast(g, ct)), kb.cast(b, ct))
             return [kb.cast(y, x.dtype)]
 
         ins = [(src, full), (s, kept), (sq, kept), (kb.ins[1], pmap), (kb.ins[2], pmap)]
@@ -283,8 +286,8 @@ def _legalize_norm(call: LegalizeCall):
         sq = _stat(kb, src, axes, x.rank, ct, pre=lambda v: _sq(kb, kb.cast(v, ct)))
 
         def fin(v, q, w, o):
-            inv = kb.un("math.rsqrt", kb.bin("arith.addf", kb.bin("arith.divf", q, cnt), eps))
-            y = kb.bin("arith.mulf", kb.bin("arith.mulf", kb.cast(v, ct), inv), kb.cast(w, ct))
+            inv = kb.un(math_d.RsqrtOp, kb.bin(arith.AddFOp, kb.bin(arith.DivFOp, q, cnt), eps))
+            y = kb.bin(arith.MulFOp, kb.bin(arith.MulFOp, kb.cast(v, ct), inv), kb.cast(w, ct))
             return [kb.cast(y, x.dtype)]
 
         ins = [(src, full), (sq, kept), (kb.ins[1], pmap)]
@@ -292,5 +295,5 @@ def _legalize_norm(call: LegalizeCall):
     return kb.finish([r])
 
 
-def _sq(kb: KernelBuilder, v: str) -> str:
-    return kb.bin("arith.mulf", v, v)
+def _sq(kb: KernelBuilder, v: ir.Value) -> ir.Value:
+    return kb.bin(arith.MulFOp, v, v)

@@ -58,27 +58,29 @@ def _topk(call: InferCall) -> list[TensorSig]:
 
 # -- legalization -------------------------------------------------------------------------
 
+from mlir import ir  # noqa: E402
+from mlir.dialects import arith  # noqa: E402
 from .kernels import KType, KernelBuilder, LegalizeCall, attr_tag, identity_map, is_float, is_unsigned  # noqa: E402
 from .registry import legalization  # noqa: E402
 
 
-def _less(kb: KernelBuilder, a: str, b: str, fl: bool, unsigned: bool) -> str:
+def _less(kb: KernelBuilder, a: ir.Value, b: ir.Value, fl: bool, unsigned: bool) -> ir.Value:
     """a < b in the total order (NaN greatest)."""
     if not fl:
         return kb.cmp("cmpi", "ult" if unsigned else "slt", a, b)
     lt = kb.cmp("cmpf", "olt", a, b)
-    return kb.bin("arith.ori", lt, kb.bin("arith.andi", kb.cmp("cmpf", "ord", a, a), kb.cmp("cmpf", "uno", b, b), "i1"),
+    return kb.bin(arith.OrIOp, lt, kb.bin(arith.AndIOp, kb.cmp("cmpf", "ord", a, a), kb.cmp("cmpf", "uno", b, b), "i1"),
                   "i1")
 
 
-def _equal(kb: KernelBuilder, a: str, b: str, fl: bool) -> str:
+def _equal(kb: KernelBuilder, a: ir.Value, b: ir.Value, fl: bool) -> ir.Value:
     if not fl:
         return kb.cmp("cmpi", "eq", a, b)
-    return kb.bin("arith.ori", kb.cmp("cmpf", "oeq", a, b),
-                  kb.bin("arith.andi", kb.cmp("cmpf", "uno", a, a), kb.cmp("cmpf", "uno", b, b), "i1"), "i1")
+    return kb.bin(arith.OrIOp, kb.cmp("cmpf", "oeq", a, b),
+                  kb.bin(arith.AndIOp, kb.cmp("cmpf", "uno", a, a), kb.cmp("cmpf", "uno", b, b), "i1"), "i1")
 
 
-def sorted_positions(kb: KernelBuilder, axis: int, descending: bool) -> str:
+def sorted_positions(kb: KernelBuilder, axis: int, descending: bool) -> ir.Value:
     """Each element's position in the sorted order: the number of elements of its line
     that come before it (a parallel count, n^2 comparisons per line; stable)."""
     x: KType = kb.types[kb.ins[0]]
@@ -91,15 +93,15 @@ def sorted_positions(kb: KernelBuilder, axis: int, descending: bool) -> str:
     def body(v, w, acc):
         i, j = kb.linalg_index(axis), kb.linalg_index(r)
         first = _less(kb, v, w, fl, un) if descending else _less(kb, w, v, fl, un)
-        tie = kb.bin("arith.andi", _equal(kb, v, w, fl), kb.cmp("cmpi", "ult", j, i), "i1")
-        before = kb.bin("arith.ori", first, tie, "i1")
-        return [kb.bin("arith.addi", acc, kb.cast(before, "i64"))]
+        tie = kb.bin(arith.AndIOp, _equal(kb, v, w, fl), kb.cmp("cmpi", "ult", j, i), "i1")
+        before = kb.bin(arith.OrIOp, first, tie, "i1")
+        return [kb.bin(arith.AddIOp, acc, kb.cast(before, "i64"))]
 
     (p,) = kb.generic([(kb.ins[0], me), (kb.ins[0], other)], [(pos, me)], ["parallel"] * r + ["reduction"], body)
     return p
 
 
-def gather_sorted(kb: KernelBuilder, pos: str, axis: int, values: bool, indices: bool) -> list[str]:
+def gather_sorted(kb: KernelBuilder, pos: ir.Value, axis: int, values: bool, indices: bool) -> list[ir.Value]:
     """Output slot p along ``axis`` takes the element whose sorted position is p (one
     match per slot: positions are a permutation); the outputs may be shorter (topk)."""
     x: KType = kb.types[kb.ins[0]]
@@ -129,14 +131,14 @@ def gather_sorted(kb: KernelBuilder, pos: str, axis: int, values: bool, indices:
 SELECT_MAX_K = 16
 
 
-def _before(kb: KernelBuilder, a: str, ia: str, b: str, ib: str, desc: bool, fl: bool, un: bool) -> str:
+def _before(kb: KernelBuilder, a: ir.Value, ia: ir.Value, b: ir.Value, ib: ir.Value, desc: bool, fl: bool, un: bool) -> ir.Value:
     """(a at index ia) comes before (b at ib) in the sorted order (ties by index)."""
     first = _less(kb, b, a, fl, un) if desc else _less(kb, a, b, fl, un)
-    tie = kb.bin("arith.andi", _equal(kb, a, b, fl), kb.cmp("cmpi", "slt", ia, ib), "i1")
-    return kb.bin("arith.ori", first, tie, "i1")
+    tie = kb.bin(arith.AndIOp, _equal(kb, a, b, fl), kb.cmp("cmpi", "slt", ia, ib), "i1")
+    return kb.bin(arith.OrIOp, first, tie, "i1")
 
 
-def select_topk(kb: KernelBuilder, axis: int, k: int, desc: bool) -> list[str]:
+def select_topk(kb: KernelBuilder, axis: int, k: int, desc: bool) -> list[ir.Value]:
     """k selection rounds, each one reduction over the line: round p takes the first
     element (in the sorted order) that comes after round p - 1's pick, into slot p."""
     x: KType = kb.types[kb.ins[0]]
@@ -148,13 +150,11 @@ def select_topk(kb: KernelBuilder, axis: int, k: int, desc: bool) -> list[str]:
     sizes = [kb.dim(vals, i) if i != axis else None for i in range(r)]
     slot_map = ["0" if i == axis else f"d{i}" for i in range(r)]
 
-    def ext(t: str, p: int) -> str:
-        tt: KType = kb.types[t]
-        st = KType(slot_dims, tt.dtype)
-        offs = ", ".join(str(p) if i == axis else "0" for i in range(r))
-        szs = ", ".join("1" if i == axis else (str(d) if d is not None else sizes[i]) for i, d in enumerate(slot_dims))
-        ones = ", ".join("1" for _ in range(r))
-        return kb.op(f"tensor.extract_slice {t}[{offs}] [{szs}] [{ones}] : {tt} to {st}", st, "s"), (offs, szs, ones)
+    def ext(t, p: int):
+        st = KType(slot_dims, kb.types[t].dtype)
+        offs = [p if i == axis else 0 for i in range(r)]
+        szs = [1 if i == axis else (d if d is not None else sizes[i]) for i, d in enumerate(slot_dims)]
+        return kb.extract_slice(t, st, offs, szs), (offs, szs)
 
     prev = None
     for p in range(k):
@@ -172,17 +172,14 @@ def select_topk(kb: KernelBuilder, axis: int, k: int, desc: bool) -> list[str]:
                 bv, bi = rest
                 cand = None
             none = kb.cmp("cmpi", "slt", bi, kb.const(0, it.dtype))
-            better = kb.bin("arith.ori", none, _before(kb, v, i, bv, bi, desc, fl, un), "i1")
-            take = better if cand is None else kb.bin("arith.andi", cand, better, "i1")
+            better = kb.bin(arith.OrIOp, none, _before(kb, v, i, bv, bi, desc, fl, un), "i1")
+            take = better if cand is None else kb.bin(arith.AndIOp, cand, better, "i1")
             return [kb.select(take, v, bv), kb.select(take, i, bi)]
 
         its = ["reduction" if i == axis else "parallel" for i in range(r)]
         bv, bi = kb.generic(ins, [(sv, slot_map), (si, slot_map)], its, body)
-        offs, szs, ones = where
-        vt, itt = kb.types[vals], kb.types[idxs]
-        vals = kb.op(f"tensor.insert_slice {bv} into {vals}[{offs}] [{szs}] [{ones}] : {kb.types[bv]} into {vt}", vt, "r")
-        idxs = kb.op(f"tensor.insert_slice {bi} into {idxs}[{offs}] [{szs}] [{ones}] : {kb.types[bi]} into {itt}", itt,
-                     "r")
+        vals = kb.insert_slice(bv, vals, *where)
+        idxs = kb.insert_slice(bi, idxs, *where)
         prev = (bv, bi)
     return [vals, idxs]
 

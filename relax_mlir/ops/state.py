@@ -24,10 +24,12 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
+from mlir.dialects import builtin
 
 from ..shapes import UNKNOWN, Dim, Shape, ShapeSyntaxError, TensorSig, read_tensor_type
 from .common import tensor_input
 from .manipulate import _check_scope
+from .match import isa
 from .registry import Attr, InferCall, RelaxError, op
 
 #: Module attribute: state name -> tensor type (``#relax.shape`` for a symbolic capacity).
@@ -105,7 +107,7 @@ def capacity_bound(sig: TensorSig, bounds: dict[str, int]) -> int:
 def _module_of(call: InferCall) -> Optional[ir.Operation]:
     op = call.operation
     if op is not None:
-        while op is not None and op.name != "builtin.module":
+        while op is not None and not isa(op, builtin.ModuleOp):
             op = op.parent
         return op
     return getattr(call.scope, "module", None) if call.scope is not None else None

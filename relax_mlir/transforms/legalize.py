@@ -15,7 +15,8 @@ handle). A target with no overrides legalizes every op the default way.
 The pass only walks graph functions, shares kernels between calls (one
 ``func.func private`` per distinct kernel: kernels are identified by their structure,
 see :mod:`.kernel_hash`, and named from the op, its attributes, dtypes and static
-dims), records the op on each kernel (``relax.kernel_op = "add"``, which names fused
+dims; ops with the same name, attributes and types share one legalization without
+building it again), records the op on each kernel (``relax.kernel_op = "add"``, which names fused
 kernels later) and rewrites the op into ``relax.call_tir`` with the op's result types
 and the kernel's ``tir_vars``. Run it after relax-infer-shapes: output shapes must be
 known.
@@ -26,9 +27,11 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from mlir import ir
+from mlir.dialects import arith, func
 
 from ..dialects._core import create
 from ..ops.kernels import KERNEL_ATTR, Kernel, LegalizeCall
+from ..ops.match import isa
 from ..ops.registry import OPS, OpDef, RelaxError, python_to_attr, read_attrs
 from ..shapes import Shape, ShapeSyntaxError, read_tensor_type
 from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR
@@ -83,43 +86,70 @@ class KernelTable:
     def __init__(self, module: ir.Operation):
         self.module = module
         self.block = module.regions[0].blocks[0]
-        self.by_text: dict[str, str] = {}     # a legalization's text -> symbol (fast path)
         self.by_hash: dict[str, str] = {}     # structural hash -> symbol
+        self.by_call: dict[tuple, tuple] = {}  # an op's key (_call_key) -> its legalization (fast path)
         self.names = {ir.StringAttr(o.attributes["sym_name"]).value
                       for o in top_ops(module) if "sym_name" in o.attributes}
         for o in top_ops(module):   # kernels already there (an earlier run) are shared too
-            if o.name == "func.func" and KERNEL_ATTR in o.attributes and o.regions[0].blocks:
+            if isa(o, func.FuncOp) and KERNEL_ATTR in o.attributes and o.regions[0].blocks:
                 self.by_hash.setdefault(structural_hash(o), ir.StringAttr(o.attributes["sym_name"]).value)
 
     def symbol(self, k: Kernel, op_name: str, extra: Optional[dict[str, ir.Attribute]] = None) -> str:
-        """The kernel's symbol; ``extra``: attributes the kernel carries (part of its identity)."""
-        text_key = k.text + "".join(f"{n}={a}" for n, a in sorted((extra or {}).items()))
-        if text_key in self.by_text:
-            return self.by_text[text_key]
-        parsed = ir.Module.parse(k.text.replace("@{NAME}", "@" + k.name, 1))
-        fn = parsed.body.operations[0].operation
+        """The kernel's symbol: ``k``'s function is moved into the module unless a kernel
+        of the same structure is there already; ``extra``: attributes the kernel carries
+        (part of its identity)."""
+        fn = k.func
         for n, a in (extra or {}).items():
             fn.attributes[n] = a
         key = structural_hash(fn)
         if key in self.by_hash:
-            name = self.by_hash[key]
-        else:
-            name, i = k.name, 0
-            while name in self.names:
-                i += 1
-                name = f"{k.name}_{i}"
-            fn.attributes["sym_name"] = ir.StringAttr.get(name)
-            fn.detach_from_parent()
-            fn.attributes[KERNEL_OP_ATTR] = ir.StringAttr.get(op_name)
-            ir.InsertionPoint(self.block).insert(fn)
-            self.names.add(name)
-            self.by_hash[key] = name
-        self.by_text[text_key] = name
+            return self.by_hash[key]
+        name, i = k.name, 0
+        while name in self.names:
+            i += 1
+            name = f"{k.name}_{i}"
+        fn.attributes["sym_name"] = ir.StringAttr.get(name)
+        fn.detach_from_parent()
+        fn.attributes[KERNEL_OP_ATTR] = ir.StringAttr.get(op_name)
+        ir.InsertionPoint(self.block).insert(fn)
+        self.names.add(name)
+        self.by_hash[key] = name
         return name
 
 
 def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARGET) -> bool:
     """Rewrite ``op`` into a call_tir of its kernel; False when no legalization takes it."""
+    key = _call_key(op, target)
+    hit = table.by_call.get(key)
+    if hit is None:
+        hit = _legalized(op, table, target)
+        if hit is None:
+            return False
+        table.by_call[key] = hit
+    callee, tir_vars, index_checks = hit
+    for k, size, what in index_checks:
+        _index_check(op, op.operands[k], size, what)
+    call_attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
+    if tir_vars:
+        call_attrs["tir_vars"] = Shape(tir_vars).to_attr()
+    new = create("call_tir", list(op.operands), [r.type for r in op.results], call_attrs,
+                 loc=op.location, ip=ir.InsertionPoint(op))
+    for old, rep in zip(op.results, new.results):
+        old.replace_all_uses_with(rep)
+    op.erase()
+    return True
+
+
+def _call_key(op: ir.Operation, target: str) -> tuple:
+    """What a legalization's result depends on: the op, its attributes and its (symbolic)
+    operand and result types, printed; equal keys legalize to the same kernel and call."""
+    attrs = op.attributes
+    return (target, op.name, tuple(str(v.type) for v in op.operands), tuple(str(r.type) for r in op.results),
+            tuple(sorted((a.name, str(a.attr)) for a in (attrs[i] for i in range(len(attrs))))))
+
+
+def _legalized(op: ir.Operation, table: KernelTable, target: str):
+    """(kernel symbol, tir_vars, index checks) of ``op``'s legalization; None when none takes it."""
     opdef = relax_opdef(op)
     attrs = read_attrs(opdef, op)
     inputs = [read_tensor_type(v.type) for v in op.operands]
@@ -135,28 +165,17 @@ def legalize_op(op: ir.Operation, table: KernelTable, target: str = DEFAULT_TARG
         if kernel is not None:
             break
     if kernel is None:
-        return False
+        return None
     # relax-dispatch-library's run-time split (dispatch_split.SPLIT_ATTR) goes to the kernel
     # and so does the tuner's mark (CANDIDATE_ATTR)
     extra = {a: op.attributes[a] for a in (SPLIT_ATTR, CANDIDATE_ATTR) if a in op.attributes} or None
-    for k, size, what in call.index_checks:
-        _index_check(op, op.operands[k], size, what)
-    callee = table.symbol(kernel, opdef.name, extra)
-    call_attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
-    if kernel.tir_vars:
-        call_attrs["tir_vars"] = Shape(kernel.tir_vars).to_attr()
-    new = create("call_tir", list(op.operands), [r.type for r in op.results], call_attrs,
-                 loc=op.location, ip=ir.InsertionPoint(op))
-    for old, rep in zip(op.results, new.results):
-        old.replace_all_uses_with(rep)
-    op.erase()
-    return True
+    return table.symbol(kernel, opdef.name, extra), list(kernel.tir_vars), list(call.index_checks)
 
 
 def _constant_ints(v: ir.Value):
     """The values of an ``arith.constant`` integer tensor (numpy), else None."""
     owner = v.owner
-    if not isinstance(owner, ir.OpView) or owner.operation.name != "arith.constant":
+    if not isa(owner, arith.ConstantOp):
         return None
     try:
         import numpy as np

@@ -299,9 +299,9 @@ def _mkl_openmp(rpath: bool) -> list[str]:
     runtime of our generated kernels: gcc's ``-fopenmp`` calls (``GOMP_*``) resolve in
     libiomp5, which implements them, so ``-lgomp`` (added by gcc, as needed only) is not
     recorded, and the shim selects MKL's Intel threading layer (:func:`_mkl_defines`,
-    ``blas_shim.c``). One team of threads then runs our kernels, MKL and the shim's packed
+    ``blas_policy.c``). One team of threads then runs our kernels, MKL and the shim's packed
     products, as it runs numpy's OpenBLAS jobs (:func:`share_blas_threads`), unless PyTorch's
-    libgomp came first into the process's global scope (``blas_shim.c`` then takes MKL's GNU
+    libgomp came first into the process's global scope (``blas_policy.c`` then takes MKL's GNU
     layer: Intel's would see libgomp's ``omp_get_thread_num``). With two runtimes
     (MKL on libgomp, our kernels on libiomp5) the spinning workers of one took the cores from
     the other whenever a model alternated generated kernels and BLAS calls (2 threads, the MLP

@@ -12,7 +12,7 @@
  *   blas_fork.c          fork handling (a forked child's first BLAS call)
  *   quant_kernels.c      the GGUF quantized-weight kernels (no BLAS)
  *
- * One source, built once per BLAS provider (relax_mlir/runtime/libraries.py picks it):
+ * The same sources, built once per BLAS provider (relax_mlir/runtime/libraries.py picks it):
  *   -DRELAX_BLAS_MKL       Intel oneMKL (PyPI `mkl`, libmkl_rt, GNU OpenMP threading layer)
  *   (default)              OpenBLAS (PyPI `scipy-openblas32`, scipy_-prefixed symbols)
  * The few CBLAS prototypes used are declared here (both providers: LP64, 32-bit ints), so

@@ -102,7 +102,7 @@ def test_export_replaces_only_regular_files(exe, tmp_path):
     # the shared header is not compiled itself: its bytes are in the key, and the sources read it
     ("blas_shim.h", '\n__attribute__((used)) static const char relax_blas_mark[] = "header-edited";\n',
      b"header-edited"),
-])
+], ids=["source", "header"])
 def test_shim_rebuilt_when_its_source_changes(tmp_path, monkeypatch, edited, addition, mark):
     provider = libraries.blas_provider()
     copies = {}

@@ -1,7 +1,7 @@
 """The C build cache: the C compiler and the per-user cache of libraries built from C sources.
 
-relax_blas (the shim's files, ``blas_shim.h``, ``quant_kernels.c``), the BLAS thread pool (``blas_pool.c``)
-and exported models are built with the system C compiler (:func:`c_compiler`) into
+relax_blas (the shim's files, their header ``blas_shim.h``, ``quant_kernels.c``), the BLAS
+thread pool (``blas_pool.c``) and exported models are built with the system C compiler (:func:`c_compiler`) into
 :func:`cache_dir`, each once per key (a hash of the sources, the command and what the caller
 adds), by :func:`_build_c`.
 """
@@ -54,9 +54,10 @@ def _build_c(src, stem: str, key_info, cmd_of: Callable, suffix: str, label: str
     """Build the C source ``src`` (a path, or a list of paths compiled together) with
     ``cmd_of(src, out)`` (a path or a list of paths, as given, as strings) into the cache as
     ``<stem>-<key><suffix>``, once per key: a hash of the sources' bytes, of ``deps`` (files
-    the sources include, not compiled themselves), ``key_info`` and the command. ``cmd_of`` returns one command, or a list of commands run in order (the last
-    writes ``out``; intermediates named ``out + ".<i>.o"`` are removed). Concurrent builders
-    race harmlessly (atomic rename)."""
+    the sources include, not compiled themselves), ``key_info`` and the command. ``cmd_of``
+    returns one command, or a list of commands run in order (the last writes ``out``;
+    intermediates named ``out + ".<i>.o"`` are removed). Concurrent builders race harmlessly
+    (atomic rename)."""
     many = not isinstance(src, (str, os.PathLike))
     srcs = [Path(p) for p in (src if many else [src])]
     digest = hashlib.sha256()

@@ -1,9 +1,9 @@
 """The C build cache: the C compiler and the per-user cache of libraries built from C sources.
 
 relax_blas (the shim's files, their header ``blas_shim.h``, ``quant_kernels.c``), the BLAS
-thread pool (``blas_pool.c``) and exported models are built with the system C compiler (:func:`c_compiler`) into
-:func:`cache_dir`, each once per key (a hash of the sources, the command and what the caller
-adds), by :func:`_build_c`.
+thread pool (``blas_pool.c``) and exported models are built with the system C compiler
+(:func:`c_compiler`) into :func:`cache_dir`, each once per key (a hash of the sources, the
+command and what the caller adds), by :func:`_build_c`.
 """
 
 from __future__ import annotations

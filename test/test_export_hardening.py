@@ -97,15 +97,26 @@ def test_export_replaces_only_regular_files(exe, tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted([p.name for p in targets] + ["m.so"])
 
 
-def test_shim_rebuilt_when_its_source_changes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("edited, addition, mark", [
+    ("blas_adapter.c", "\nint relax_blas_edited(void) { return 1; }\n", b"relax_blas_edited"),
+    # the shared header is not compiled itself: its bytes are in the key, and the sources read it
+    ("blas_shim.h", '\n__attribute__((used)) static const char relax_blas_mark[] = "header-edited";\n',
+     b"header-edited"),
+], ids=["source", "header"])
+def test_shim_rebuilt_when_its_source_changes(tmp_path, monkeypatch, edited, addition, mark):
     provider = libraries.blas_provider()
-    src = tmp_path / "blas_shim.c"
-    shutil.copyfile(libraries.BLAS_SHIM, src)
-    monkeypatch.setattr(libraries, "BLAS_SHIM", src)
+    copies = {}
+    for f in list(libraries.BLAS_SHIM_SOURCES) + [libraries.BLAS_SHIM_HEADER]:
+        copies[f.name] = tmp_path / f.name
+        shutil.copyfile(f, copies[f.name])
+    monkeypatch.setattr(libraries, "BLAS_SHIM_SOURCES", tuple(copies[f.name] for f in libraries.BLAS_SHIM_SOURCES))
+    monkeypatch.setattr(libraries, "BLAS_SHIM_HEADER", copies["blas_shim.h"])
     monkeypatch.setenv("RELAX_MLIR_CACHE", str(tmp_path / "cache"))
     first = libraries.blas_shim_object(provider)
-    src.write_text(src.read_text() + "\nint relax_blas_edited(void) { return 1; }\n")
+    src = copies[edited]
+    src.write_text(src.read_text().replace("#endif /* RELAX_BLAS_SHIM_H */", addition + "#endif") if edited.endswith(".h")
+                   else src.read_text() + addition)
     second = libraries.blas_shim_object(provider)
     assert first != second and sorted(os.listdir(tmp_path / "cache")) == sorted(
         [os.path.basename(first), os.path.basename(second)])
-    assert b"relax_blas_edited" in open(second, "rb").read() and b"relax_blas_edited" not in open(first, "rb").read()
+    assert mark in open(second, "rb").read() and mark not in open(first, "rb").read()

@@ -173,7 +173,7 @@ class _Routes:
             routes.launched.append((kernel.shuffles, tuple(grid)))
             return launch(self, kernel, grid, args)
 
-        mp.setattr(vkrt, "_shader_module", shader_module)
+        mp.setattr(vkrt.launch, "_shader_module", shader_module)   # where VulkanRuntime calls it
         mp.setattr(vkrt.Kernel, "__init__", kernel_init)
         mp.setattr(vkrt.Recorder, "launch", recorder_launch)
 

@@ -1,4 +1,4 @@
-"""Bound weights packed once (blas_shim.c "Bound weights", packing.WeightPacker, PreparedCall):
+"""Bound weights packed once (blas_gemm_avx512.c "Bound weights", packing.WeightPacker, PreparedCall):
 numerics against numpy at M = 1, odd, large and above the packed range through ONE executable,
 the packed copies' lifetime (made on first use, shared by the PreparedCalls over one array,
 freed with the last), the unpacked path for a weight passed per call, f64, transposed and

@@ -1,9 +1,9 @@
 """The C build cache: the C compiler and the per-user cache of libraries built from C sources.
 
-relax_blas (``blas_shim.c`` + ``quant_kernels.c``), the BLAS thread pool (``blas_pool.c``)
-and exported models are built with the system C compiler (:func:`c_compiler`) into
-:func:`cache_dir`, each once per key (a hash of the sources, the command and what the caller
-adds), by :func:`_build_c`.
+relax_blas (the shim's files, their header ``blas_shim.h``, ``quant_kernels.c``), the BLAS
+thread pool (``blas_pool.c``) and exported models are built with the system C compiler
+(:func:`c_compiler`) into :func:`cache_dir`, each once per key (a hash of the sources, the
+command and what the caller adds), by :func:`_build_c`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from .. import config
 from ..errors import CompileError
@@ -49,13 +49,15 @@ def cache_dir() -> Path:
     return config.cache_base()
 
 
-def _build_c(src, stem: str, key_info, cmd_of: Callable, suffix: str, label: str) -> str:
+def _build_c(src, stem: str, key_info, cmd_of: Callable, suffix: str, label: str,
+             deps: Sequence = ()) -> str:
     """Build the C source ``src`` (a path, or a list of paths compiled together) with
     ``cmd_of(src, out)`` (a path or a list of paths, as given, as strings) into the cache as
-    ``<stem>-<key><suffix>``, once per key: a hash of the sources' bytes, ``key_info`` and the
-    command. ``cmd_of`` returns one command, or a list of commands run in order (the last
-    writes ``out``; intermediates named ``out + ".<i>.o"`` are removed). Concurrent builders
-    race harmlessly (atomic rename)."""
+    ``<stem>-<key><suffix>``, once per key: a hash of the sources' bytes, of ``deps`` (files
+    the sources include, not compiled themselves), ``key_info`` and the command. ``cmd_of``
+    returns one command, or a list of commands run in order (the last writes ``out``;
+    intermediates named ``out + ".<i>.o"`` are removed). Concurrent builders race harmlessly
+    (atomic rename)."""
     many = not isinstance(src, (str, os.PathLike))
     srcs = [Path(p) for p in (src if many else [src])]
     digest = hashlib.sha256()
@@ -63,6 +65,8 @@ def _build_c(src, stem: str, key_info, cmd_of: Callable, suffix: str, label: str
         data = p.read_bytes()
         digest.update(hashlib.sha256(p.name.encode()).digest() + hashlib.sha256(data).digest())
     data = digest.digest() if many else hashlib.sha256(srcs[0].read_bytes()).digest()
+    for p in map(Path, deps):   # (no deps: the key of a build from before deps existed)
+        data += hashlib.sha256(p.name.encode() + b"\0" + p.read_bytes()).digest()
     placeholders = [f"SRC{i}" for i in range(len(srcs))] if many else "SRC"
     cmd = cmd_of(placeholders, "OUT")
     key = hashlib.sha256(data + repr((key_info, cmd)).encode()).hexdigest()[:16]

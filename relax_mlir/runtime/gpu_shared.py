@@ -344,6 +344,7 @@ class DeviceExecutable(Executable):
 
     def __init__(self, resolver, metadata: dict, runtime, **kw):
         self._runtime = runtime
+        self._runtime_callbacks = runtime.callbacks  # outlive the engine's code
         super().__init__(resolver, metadata, **kw)
 
     def __getitem__(self, name: str) -> Function:

@@ -1,12 +1,12 @@
 """The one JIT factory: a lowered LLVM-dialect module -> MLIR's ExecutionEngine, for every
-target's runtime (cpu in relax_mlir.compiler, cuda, vulkan), and the resolver an Executable
-looks its ``_mlir_ciface_<f>`` entry points up in."""
+target's runtime (cpu in relax_mlir.backends.cpu, cuda, vulkan: :func:`jit_module`), and the
+resolver an Executable looks its ``_mlir_ciface_<f>`` entry points up in."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-from typing import Optional
+from typing import Optional, Sequence
 
 from ..errors import CompileError
 
@@ -55,3 +55,16 @@ def build_engine(module, opt_level: int, shared_libs: list[str], callbacks: Opti
         except RuntimeError as e:
             raise CompileError(f"the JIT could not build the module: {e}") from None
     return engine
+
+
+def jit_module(module, opt_level: int, libraries: Sequence[str], *, extra: Sequence[str] = (),
+               callbacks: Optional[dict] = None, initialize_in=None) -> EngineResolver:
+    """A target's JIT: ``module`` built by :func:`build_engine` against MLIR's runner utils
+    (:func:`~relax_mlir.runtime.executable.runtime_libraries`), the target's own ``extra``
+    libraries and the module's ``libraries``, with ``callbacks`` as symbols; returns the
+    resolver its Executable is made from (``resolver.engine``: the engine)."""
+    from .executable import runtime_libraries
+
+    engine = build_engine(module, opt_level, runtime_libraries() + list(extra) + list(libraries), callbacks,
+                          initialize_in=initialize_in)
+    return EngineResolver(engine, module.context, module)

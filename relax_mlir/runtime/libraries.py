@@ -10,13 +10,15 @@ Register your own::
     from relax_mlir.runtime.libraries import register_library
     register_library("mylib", lambda: ["/opt/mylib/libmylib.so"])
 
-Built in: ``relax_blas`` -- ``blas_shim.c`` (the ``_mlir_ciface_relax_blas_*`` entry
-points over memref descriptors) and ``quant_kernels.c`` (``_mlir_ciface_relax_qmatmul_*`` /
+Built in: ``relax_blas`` -- the shim's C files, one job each (``blas_adapter.c``,
+``blas_policy.c``, ``blas_gemm_avx512.c``, ``blas_attention.c``, ``blas_fork.c`` and their
+header ``blas_shim.h``: the ``_mlir_ciface_relax_blas_*`` entry points over memref
+descriptors) and ``quant_kernels.c`` (``_mlir_ciface_relax_qmatmul_*`` /
 ``relax_qtake_*``: products and lookups over weights in their GGUF storage formats,
 docs/quantization.md), :func:`shim_sources`, compiled together once per BLAS provider with
 the system ``cc`` into a per-user cache (``$RELAX_MLIR_CACHE``, else
-``$XDG_CACHE_HOME/relax-mlir``, else ``~/.cache/relax-mlir``), keyed by a hash of both
-sources, the provider, its version and the compiler command. Providers (:func:`blas_providers`):
+``$XDG_CACHE_HOME/relax-mlir``, else ``~/.cache/relax-mlir``), keyed by a hash of every
+source and the header, the provider, its version and the compiler command. Providers (:func:`blas_providers`):
 
 * ``mkl`` -- Intel oneMKL from the PyPI ``mkl`` wheel (``libmkl_rt``, Intel threading layer on
   the libiomp5 of our kernels, :func:`_mkl_openmp`; GNU layer on libgomp with
@@ -162,14 +164,25 @@ def module_libraries(module_op: "ir.Operation") -> list[str]:
 
 # -- relax_blas ---------------------------------------------------------------------------
 
-BLAS_SHIM = Path(__file__).with_name("blas_shim.c")
+_HERE = Path(__file__).parent
+#: The shim's C files, one job each (the CBLAS adapter, the dispatch policy, the packed
+#: AVX-512 GEMM, fused attention, fork handling; ``blas_shim.h`` says which is which).
+BLAS_SHIM_SOURCES = tuple(_HERE / f for f in ("blas_adapter.c", "blas_policy.c", "blas_gemm_avx512.c",
+                                              "blas_attention.c", "blas_fork.c"))
+#: Their shared header: hashed into the build key, its folder on the include path.
+BLAS_SHIM_HEADER = _HERE / "blas_shim.h"
 #: The quantized-weight kernels (GGUF formats), compiled into the same library as the shim.
-QUANT_KERNELS = Path(__file__).with_name("quant_kernels.c")
+QUANT_KERNELS = _HERE / "quant_kernels.c"
 
 
 def shim_sources() -> list[Path]:
     """The C sources of the relax_blas library (the shim split by job), compiled together."""
-    return [BLAS_SHIM, QUANT_KERNELS]
+    return [*BLAS_SHIM_SOURCES, QUANT_KERNELS]
+
+
+def _include() -> list[str]:
+    """The include path of the shim's sources: the folder of :data:`BLAS_SHIM_HEADER`."""
+    return [f"-I{BLAS_SHIM_HEADER.parent}"]
 
 
 #: Provider preference when ``RELAX_BLAS`` is unset: the first available.
@@ -255,7 +268,7 @@ def shim_openmp(provider: Optional[str]) -> Optional[str]:
 
 
 #: OpenBLAS builds: ``quant_kernels.c`` alone is compiled with these where libiomp5 is installed
-#: (:func:`shim_openmp`), ``blas_shim.c`` without OpenMP as before, and the library (or the
+#: (:func:`shim_openmp`), the shim's own files without OpenMP as before, and the library (or the
 #: exported model) is linked to libiomp5 (:func:`_iomp_link_args`, :func:`openmp_link_args`), so
 #: that gcc's ``GOMP_*`` calls run on the one team of the generated kernels: the quantized
 #: products split their rows over the shim's OpenBLAS thread count
@@ -270,7 +283,7 @@ def _object_commands(srcs: list, out: str, provider: str, define: list[str]) -> 
     quant = shim_sources().index(QUANT_KERNELS)
     omp = provider == "openblas" and shim_openmp(provider) is not None
     objs = [f"{out}.{i}.o" for i in range(len(srcs))]
-    cmds = [c_compiler() + ["-O3", "-fopenmp-simd", "-c", "-fPIC", "-std=c11", *define,
+    cmds = [c_compiler() + ["-O3", "-fopenmp-simd", "-c", "-fPIC", "-std=c11", *_include(), *define,
                             *(QUANT_OPENMP_FLAGS if omp and i == quant else []), "-o", obj, str(s)]
             for i, (s, obj) in enumerate(zip(srcs, objs))]
     return cmds, objs
@@ -286,9 +299,9 @@ def _mkl_openmp(rpath: bool) -> list[str]:
     runtime of our generated kernels: gcc's ``-fopenmp`` calls (``GOMP_*``) resolve in
     libiomp5, which implements them, so ``-lgomp`` (added by gcc, as needed only) is not
     recorded, and the shim selects MKL's Intel threading layer (:func:`_mkl_defines`,
-    ``blas_shim.c``). One team of threads then runs our kernels, MKL and the shim's packed
+    ``blas_policy.c``). One team of threads then runs our kernels, MKL and the shim's packed
     products, as it runs numpy's OpenBLAS jobs (:func:`share_blas_threads`), unless PyTorch's
-    libgomp came first into the process's global scope (``blas_shim.c`` then takes MKL's GNU
+    libgomp came first into the process's global scope (``blas_policy.c`` then takes MKL's GNU
     layer: Intel's would see libgomp's ``omp_get_thread_num``). With two runtimes
     (MKL on libgomp, our kernels on libiomp5) the spinning workers of one took the cores from
     the other whenever a model alternated generated kernels and BLAS calls (2 threads, the MLP
@@ -304,7 +317,8 @@ def blas_shim_command(src, out: str, provider: str = "openblas") -> list:
     :func:`shim_sources`) for ``provider``; for OpenBLAS over libiomp5 (:func:`shim_openmp`), the
     commands: each source compiled on its own (:data:`QUANT_OPENMP_FLAGS`), then linked."""
     srcs = [src] if isinstance(src, (str, os.PathLike)) else list(src)
-    base = c_compiler() + ["-O3", "-fopenmp-simd", "-shared", "-fPIC", "-std=c11", "-o", out] + [str(p) for p in srcs]
+    base = c_compiler() + ["-O3", "-fopenmp-simd", "-shared", "-fPIC", "-std=c11", *_include(), "-o", out] + [
+        str(p) for p in srcs]
     if provider == "mkl":
         lib, _ = _mkl_rt()
         # By path (the wheel ships only libmkl_rt.so.N, no unversioned link); the soname
@@ -324,12 +338,14 @@ def blas_shim_command(src, out: str, provider: str = "openblas") -> list:
 
 def _cached_build(kind: str, provider: str, cmd_of: Callable, suffix: str) -> str:
     """Build the shim's sources (:func:`shim_sources`) with ``cmd_of(srcs, out)`` into the
-    cache, once per key: a hash of every source's bytes, the provider and its version, and the
-    command (so an edit to either source, another compiler or another BLAS is rebuilt)."""
+    cache, once per key: a hash of every source's and the header's bytes, the provider and its
+    version, and the command (so an edit to any of them, another compiler or another BLAS is
+    rebuilt)."""
     info = {"mkl": _mkl_rt, "openblas": _openblas}[provider]()
     if info is None:
         raise LibraryError(f"BLAS provider '{provider}' is not installed")
-    return _build_c(shim_sources(), f"librelax_blas-{provider}", (kind, provider, info), cmd_of, suffix, "the BLAS shim")
+    return _build_c(shim_sources(), f"librelax_blas-{provider}", (kind, provider, info), cmd_of, suffix, "the BLAS shim",
+                    deps=[BLAS_SHIM_HEADER])
 
 
 def build_blas_shim(provider: Optional[str] = None) -> list[str]:

@@ -22,7 +22,7 @@ WEIGHT_PACKER_SYMBOLS = ("relax_blas_pack_register", "relax_blas_pack_release", 
 
 class WeightPacker:
     """The registry of constant regions of one loaded shim (``relax_blas_pack_*`` in
-    ``blas_shim.c``): an f32 product whose B operand lies in a registered region packs B
+    ``blas_gemm_avx512.c``): an f32 product whose B operand lies in a registered region packs B
     once and reuses the packed copy (MKL builds on AVX-512 CPUs; elsewhere registering is a
     no-op). :meth:`hold` is called by ``bind_params`` for the arrays it binds."""
 

@@ -72,7 +72,7 @@ class PreparedCall:
 
     The bound arrays are constant while the PreparedCall lives: an f32 matmul dispatched to
     the BLAS shim whose B operand is one of them (a weight) packs it once, on its first use,
-    and reuses the packed copy (MKL builds on AVX-512 CPUs; see ``blas_shim.c``); the copies
+    and reuses the packed copy (MKL builds on AVX-512 CPUs; see ``blas_gemm_avx512.c``); the copies
     are shared by every live PreparedCall over the same arrays and freed with the last one.
     After changing a bound array in place, call :meth:`weights_changed`."""
 

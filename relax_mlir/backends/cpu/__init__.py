@@ -45,18 +45,16 @@ def llvm_text(module) -> str:
 
 def _runtime(module, metadata: dict, libraries: list[str], options):
     """The LLVM-dialect module JIT-compiled by MLIR's ExecutionEngine."""
-    from ...runtime.executable import Executable, runtime_libraries
-    from ...runtime.jit import EngineResolver, build_engine
+    from ...runtime.executable import Executable
+    from ...runtime.jit import jit_module
     from ...runtime.libraries import share_blas_threads
     from .apply_schedules import openmp_libraries
     t0 = time.perf_counter()
-    engine = build_engine(module, options.opt_level, runtime_libraries() + list(libraries)
-                          + openmp_libraries(options.pipeline_options))
+    resolver = jit_module(module, options.opt_level, list(libraries) + openmp_libraries(options.pipeline_options))
     share_blas_threads()   # an OpenBLAS the engine loaded (relax_blas's) runs on our OpenMP team too
     t1 = time.perf_counter()
     # the engine's first symbol lookup (in Executable) makes the machine code of the whole module
-    exe = Executable(EngineResolver(engine, module.context, module), metadata, 0.0, libraries,
-                     llvm_dialect=lambda: llvm_text(module))
+    exe = Executable(resolver, metadata, 0.0, libraries, llvm_dialect=lambda: llvm_text(module))
     exe.compile_phases = {"jit-optimize": t1 - t0, "jit-codegen": time.perf_counter() - t1}
     return exe
 

@@ -14,7 +14,7 @@ The torch importer (``_sdpa`` in relax_mlir/frontend/torch/aten.py) writes atten
 
 each op the single user of the previous one. :func:`dispatch_attention` replaces the chain
 with ``relax.call_dps_library`` of ``relax_blas_attention_h<q><k><v><o>[_safe][_tiled]_<t>``
-(see relax_mlir/runtime/blas_shim.c) on ``(q, k, v, scale (H,), bias, lo, live)``:
+(see relax_mlir/runtime/blas_attention.c) on ``(q, k, v, scale (H,), bias, lo, live)``:
 
 * q, k and v are passed as attention head views where they are the head split of a
   projection (``head_view`` of relax-dispatch-library: flag 1, no copy of the heads); a k or

@@ -1,0 +1,168 @@
+"""The Vulkan device: selection (``RELAX_MLIR_VULKAN_DEVICE``), limits, the compute queue and
+the memory types; the device is the pool of its buffers (:mod:`.memory`). One per selector
+per process (:func:`device`)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+from ... import config
+from ..gpu_shared import BufferPool
+from .driver import VulkanError, VulkanUnavailable, _vk
+from .memory import Buffer, _ReadbackPool
+
+
+class Device(BufferPool):
+    """A logical device on one physical device, its compute queue and its buffer pool."""
+
+    pool_kind = "Vulkan"
+    pool_error = VulkanError
+
+    def __init__(self, selector: Optional[str] = None):
+        vk = self.vk = _vk()
+        try:
+            self.instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(
+                pApplicationInfo=vk.VkApplicationInfo(pApplicationName="relax-mlir", applicationVersion=1,
+                                                      pEngineName="relax-mlir", engineVersion=1,
+                                                      apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))), None)
+        except vk.VkError as e:
+            raise VulkanUnavailable(f"vkCreateInstance failed ({type(e).__name__}): no Vulkan driver "
+                                    "(on Debian: apt-get install mesa-vulkan-drivers)") from None
+        phys = vk.vkEnumeratePhysicalDevices(self.instance)
+        if not phys:
+            raise VulkanUnavailable("the Vulkan loader found no physical device")
+        props = [vk.vkGetPhysicalDeviceProperties(p) for p in phys]
+        names = [vk.ffi.string(p.deviceName).decode() if not isinstance(p.deviceName, str) else p.deviceName
+                 for p in props]
+        k = self._select(selector, props, names, vk)
+        self.physical, self.name = phys[k], names[k]
+        limits = props[k].limits
+        self.max_range = int(limits.maxStorageBufferRange)
+        self.max_groups = [int(limits.maxComputeWorkGroupCount[i]) for i in range(3)]
+        self.offset_align = max(int(limits.minStorageBufferOffsetAlignment), 4)
+        #: invocations per workgroup and workgroup memory (bytes): relax_mlir.target.Target's limits
+        self.max_invocations = int(limits.maxComputeWorkGroupInvocations)
+        self.shared_memory = int(limits.maxComputeSharedMemorySize)
+        #: the subgroup width when compute shaders may shuffle within it (the GPU rules' GEMV
+        #: reduces with gpu.shuffle at exactly this width), else None
+        self.subgroup_size = self._subgroup_size(vk, phys[k], int(props[k].vendorID))
+        self.vendor = "0x%04x" % int(props[k].vendorID)
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
+        fam = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
+        if not fam:
+            raise VulkanUnavailable(f"device '{self.name}' has no compute queue")
+        self.family = fam[0]
+        features = self._features(vk)
+        self._priorities = vk.ffi.new("float[]", [1.0])
+        self._queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1,
+                                                      pQueuePriorities=self._priorities)
+        self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
+            pNext=features, queueCreateInfoCount=1, pQueueCreateInfos=[self._queue_info]), None)
+        self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
+        mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
+        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        types = [(i, mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount)]
+        ok = [i for i, f in types if f & want == want]
+        if not ok:
+            raise VulkanUnavailable(f"device '{self.name}' has no host-visible coherent memory")
+        local = [i for i in ok if types[i][1] & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT]
+        self.memory_type = (local or ok)[0]
+        cached = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+        #: results are read back through host-cached memory when the buffers' memory is not
+        #: cached: a discrete GPU's DEVICE_LOCAL + HOST_VISIBLE memory (resizable BAR) is
+        #: fast for kernels and for the host's writes, but the host reads it uncached (tens of
+        #: MB/s measured on an H100), so each call copies its results into a cached buffer
+        #: (vkCmdCopyBuffer, in the call's command buffer) and reads them there
+        self.readback: Optional[_ReadbackPool] = None
+        if not types[self.memory_type][1] & cached:
+            host = [i for i in ok if types[i][1] & cached]
+            if host:
+                self.readback = _ReadbackPool(self, host[0])
+        heap = mem.memoryHeaps[mem.memoryTypes[self.memory_type].heapIndex]
+        self.max_alloc = min(int(heap.size), self.max_range)
+        self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
+            queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
+        self.lock = threading.Lock()      # queue submission, command pool, buffer pool
+        self._init_pool()
+
+    #: vendors whose compute shaders run at the subgroup size the device reports (NVIDIA: 32;
+    #: Mesa's lavapipe: its SIMD width). Others may pick another size per shader (AMD wave32 /
+    #: wave64, Intel SIMD8/16/32) unless the pipeline requires one (VK_EXT_subgroup_size_control,
+    #: not used yet): no shuffles there
+    FIXED_SUBGROUP_VENDORS = (0x10DE, 0x10005)
+
+    @classmethod
+    def _subgroup_size(cls, vk, physical, vendor: int) -> Optional[int]:
+        if vendor not in cls.FIXED_SUBGROUP_VENDORS:
+            return None
+        try:
+            sg = vk.VkPhysicalDeviceSubgroupProperties()
+            vk.vkGetPhysicalDeviceProperties2(physical, vk.VkPhysicalDeviceProperties2(pNext=sg))
+        except Exception:  # noqa: BLE001 - a Vulkan 1.0 driver: no subgroup properties
+            return None
+        shuffle, compute = vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT, vk.VK_SHADER_STAGE_COMPUTE_BIT
+        if not (sg.supportedOperations & shuffle and sg.supportedStages & compute) or sg.subgroupSize < 1:
+            return None
+        return int(sg.subgroupSize)
+
+    def _features(self, vk):
+        """The optional features the kernels' SPIR-V capabilities need (64-bit and 16-bit
+        scalars, 8/16-bit storage: i64, f64, f16, booleans as bytes), enabled where the
+        device has them; a kernel needing a missing one fails at pipeline creation."""
+        q12 = vk.VkPhysicalDeviceVulkan12Features()
+        q11 = vk.VkPhysicalDeviceVulkan11Features(pNext=q12)
+        q = vk.VkPhysicalDeviceFeatures2(pNext=q11)
+        vk.vkGetPhysicalDeviceFeatures2(self.physical, q)
+        f = q.features
+        self._f12 = vk.VkPhysicalDeviceVulkan12Features(
+            storageBuffer8BitAccess=q12.storageBuffer8BitAccess, shaderFloat16=q12.shaderFloat16,
+            shaderInt8=q12.shaderInt8)
+        self._f11 = vk.VkPhysicalDeviceVulkan11Features(pNext=self._f12,
+                                                        storageBuffer16BitAccess=q11.storageBuffer16BitAccess)
+        self._f2 = vk.VkPhysicalDeviceFeatures2(pNext=self._f11, features=vk.VkPhysicalDeviceFeatures(
+            shaderInt64=f.shaderInt64, shaderFloat64=f.shaderFloat64, shaderInt16=f.shaderInt16))
+        return self._f2
+
+    @staticmethod
+    def _select(selector, props, names, vk) -> int:
+        if selector:
+            if selector.isdigit():
+                k = int(selector)
+                if k >= len(names):
+                    raise VulkanUnavailable(f"RELAX_MLIR_VULKAN_DEVICE={selector}: only {len(names)} "
+                                            f"device(s): {', '.join(names)}")
+                return k
+            for k, n in enumerate(names):
+                if selector.lower() in n.lower():
+                    return k
+            raise VulkanUnavailable(f"RELAX_MLIR_VULKAN_DEVICE={selector!r} names no device "
+                                    f"(devices: {', '.join(names)})")
+        gpus = [k for k, p in enumerate(props) if p.deviceType in (vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU,
+                                                                   vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU)]
+        return gpus[0] if gpus else 0
+
+    # -- buffers (alloc / release / find: the BufferPool) --------------------------------
+    def _new_buffer(self, size: int) -> Buffer:
+        return Buffer(self, size)
+
+
+_DEVICES: dict[str, Device] = {}
+_DEVICES_LOCK = threading.Lock()
+
+
+def device() -> Device:
+    """The process's device for ``RELAX_MLIR_VULKAN_DEVICE`` (created once)."""
+    sel = config.device_selection("vulkan")
+    with _DEVICES_LOCK:
+        if sel not in _DEVICES:
+            _DEVICES[sel] = Device(sel or None)
+        return _DEVICES[sel]
+
+
+def available() -> tuple[bool, str]:
+    """(True, device name) when a Vulkan device can be used, else (False, why)."""
+    try:
+        return True, device().name
+    except VulkanError as e:
+        return False, str(e)

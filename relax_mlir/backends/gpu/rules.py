@@ -43,7 +43,7 @@ from typing import Optional
 from mlir import ir
 
 from ...target import Target
-from . import gemv, row_reductions, tile_matmul, vector_elementwise
+from . import gemv, quant_gemv, row_reductions, tile_matmul, vector_elementwise
 from .launch_builder import kernel_kind
 from ...tuning.space import Config, Knob, Space
 
@@ -194,6 +194,58 @@ class Matmul(ScheduleRule):
         return tile_matmul.tile_kernel(fn, routes, (dtype,)) > 0
 
 
+# -- quantized matmul (GGUF blocks) ------------------------------------------------------------
+
+def _quant_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
+    sg = subgroup(t)
+    lanes, subs = cfg["qgemv_lanes_per_block"], cfg["qgemv_subgroups"]
+    if not _pow2(lanes) or not _pow2(subs) or lanes > 16 or (sg is not None and lanes > sg):
+        return f"qgemv_lanes_per_block must be a power of two up to 16 and the subgroup ({sg})"
+    cap = t.max_threads_per_block or None
+    if sg is not None and cap is not None and sg * subs > cap:
+        return f"{sg * subs} threads per quantized-GEMV workgroup exceed the target's {cap}"
+    return None
+
+
+class QuantMatmul(ScheduleRule):
+    """``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1 rows; a fused elementwise
+    prologue on x): a subgroup per output column, lanes sharing each weight block, one scale
+    per block, shuffles (:mod:`relax_mlir.backends.gpu.quant_gemv`). Its "element type" is
+    the weight format; it needs a known subgroup size (else the kernel stays a row reduction)."""
+
+    name = "qmatmul"
+    kinds = ("reduction",)
+
+    def dtype(self, fn: ir.Operation) -> Optional[str]:
+        return quant_gemv.kernel_format(fn)
+
+    def dtypes(self, target: Target) -> tuple[str, ...]:
+        return quant_gemv.FORMATS if subgroup(target) is not None else ()
+
+    def space(self, target: Target) -> Space:
+        return Space("gpu_qmatmul", (
+            Knob("qgemv_lanes_per_block", (1, 2, 4, 8, 16), "lanes sharing one 32-element weight block"),
+            Knob("qgemv_subgroups", (1, 2, 4, 8), "subgroups per workgroup (one output column each)"),
+        ), _quant_rule, target)
+
+    def default(self, target: Target, dtype: str, **hints: int) -> Config:
+        # 4 lanes per block: 8 weights each (8 bytes of Q8_0, 4 of Q4); 4 warps per block on
+        # cuda; one subgroup per workgroup on vulkan (as the GEMV)
+        sg = subgroup(target) or 32
+        subs = 4 if target.kind == "cuda" else 1
+        while sg * subs > (target.max_threads_per_block or sg * subs):
+            subs //= 2
+        return dict(qgemv_lanes_per_block=min(4, sg), qgemv_subgroups=max(subs, 1))
+
+    def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
+        m = quant_gemv.match(fn)
+        if m is None:
+            return False
+        quant_gemv.build(fn, m, quant_gemv.QuantTiles(subgroup(target), config["qgemv_lanes_per_block"],
+                                                      config["qgemv_subgroups"], target.kind == "cuda"))
+        return True
+
+
 # -- row kernels ---------------------------------------------------------------------------
 
 def _rows_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
@@ -271,7 +323,7 @@ class Elementwise(ScheduleRule):
 
 
 #: the rules, in the order a kernel without a recorded kind is offered to them
-RULES: tuple[ScheduleRule, ...] = (Matmul(), Rows(), Elementwise())
+RULES: tuple[ScheduleRule, ...] = (Matmul(), QuantMatmul(), Rows(), Elementwise())
 
 
 @dataclass(frozen=True)

@@ -131,9 +131,31 @@ def test_vulkan_k_quants_keep_the_generic_kernel(routes):
 
 # -- a tiny GGUF on vulkan -------------------------------------------------------------------
 
+class _Labels(_Routes):
+    """As test_gpu_rules' routes, with each launch's kernel label."""
+
+    def __init__(self, mp: pytest.MonkeyPatch):
+        super().__init__(mp)
+        init, launch = vkrt.Kernel.__init__, vkrt.Recorder.launch
+        labels = self.labels = []
+
+        def kernel_init(self, dev, module, entry, kinds, label):
+            init(self, dev, module, entry, kinds, label)
+            self.label = label
+
+        def recorder_launch(self, kernel, grid, args):
+            labels.append((kernel.label.split("::")[0], kernel.shuffles))
+            return launch(self, kernel, grid, args)
+
+        mp.setattr(vkrt.Kernel, "__init__", kernel_init)
+        mp.setattr(vkrt.Recorder, "launch", recorder_launch)
+
+
 @needs_vulkan
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
-def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, fmt):
+def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypatch, fmt):
+    """Greedy tokens equal; in a decode step every quantized matmul (qkv, o, gate, up, and
+    down with silu(gate) * up fused in, per layer; the lm head) is the shuffling GEMV."""
     pytest.importorskip("transformers")
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "llm"))
     from test_gguf import write_gguf
@@ -144,11 +166,16 @@ def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, fmt):
     src, sd = _source_model(transformers.LlamaConfig(**CFG))
     path = tmp_path / f"{fmt}.gguf"
     write_gguf(path, "llama", sd, src.config, {}, FORMATS[fmt])
+    seen = _Labels(monkeypatch)
     g = CausalLM.from_gguf(str(path), max_seq_len=32, target="vulkan")
     c = CausalLM.from_gguf(str(path), max_seq_len=32)
     assert dict(g.config.formats)["down"] == fmt
     ids = np.random.default_rng(5).integers(0, CFG["vocab_size"], 6).astype(np.int64)
     np.testing.assert_array_equal(g.generate(ids, 8, eos_token_id=[]), c.generate(ids, 8, eos_token_id=[]))
+    del seen.labels[:]
+    g.decode(3)
+    quant = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
+    assert len(quant) == 5 * CFG["num_hidden_layers"] + 1 and all(s for _, s in quant), seen.labels
 
 
 # -- cuda: PTX and the host path -------------------------------------------------------------
@@ -168,8 +195,8 @@ def _ptx(fmt: str) -> dict:
     return out
 
 
-@pytest.mark.parametrize("fmt,load", [("q8_0", "ld.global.v2.u8"), ("q4_0", "ld.global.v2.u8"),
-                                      ("q4_1", "ld.global.u32")])
+@pytest.mark.parametrize("fmt,load", [("q8_0", "ld.global.v2.b8"), ("q4_0", "ld.global.v2.b8"),
+                                      ("q4_1", "ld.global.b32")])
 def test_cuda_quantized_gemv_ptx(fmt, load):
     """One kernel: 128 threads (4 warps, a column each), 5 butterfly shuffles (32 lanes), the
     quant bytes in vector loads as wide as the block layout's alignment (Q4_1's quants are
@@ -178,9 +205,11 @@ def test_cuda_quantized_gemv_ptx(fmt, load):
     ptx = _ptx(fmt)
     assert len(ptx) == 1, list(ptx)
     (p,) = ptx.values()
+    p = p.replace("\x00A", "\n").replace("\x009", "\t")   # MLIR's \0A, \09 escapes
     assert ".maxntid 128, 1, 1" in p
     assert p.count("shfl.sync.bfly.b32") == 5
-    assert load in p, [x for x in p.splitlines() if "ld.global" in x][:20]
+    loads = [x.split()[0] for x in p.splitlines() if x.strip().startswith("ld.global")]
+    assert load in loads and "ld.global.b8" not in loads, loads   # no byte-by-byte loads (LLVM 22: untyped .b8)
     assert "cvt.f32.f16" in p and "fma.rn.f32" in p
     assert "bar.sync" not in p
 

@@ -262,9 +262,13 @@ class Rows(ScheduleRule):
     (:mod:`relax_mlir.backends.gpu.row_reductions`)."""
 
     name = "rows"
-    kinds = ("reduction",)
+    #: output-fusable: contractions written as generics (attention's q.k and p.v sums),
+    #: which the matmul rule (linalg.matmul only) does not take
+    kinds = ("reduction", "output-fusable")
 
     def dtype(self, fn: ir.Operation) -> Optional[str]:
+        if _first(fn, ("linalg.matmul", "linalg.batch_matmul")) is not None:
+            return None
         op = _first(fn, ("linalg.generic",))
         return _elem(op.operands[len(op.operands) - 1]) if op is not None else None
 

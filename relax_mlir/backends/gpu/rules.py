@@ -43,7 +43,7 @@ from typing import Optional
 from mlir import ir
 
 from ...target import Target
-from . import gemv, quant_gemv, row_reductions, tile_matmul, vector_elementwise
+from . import gemv, mma, quant_gemv, row_reductions, tile_matmul, vector_elementwise
 from .launch_builder import kernel_kind
 from ...tuning.space import Config, Knob, Space
 
@@ -158,6 +158,8 @@ class Matmul(ScheduleRule):
             Knob("tile_k", (8, 16, 32), "GEMM: K step staged in workgroup memory"),
             Knob("min_size", (16, 32, 64), "M and N from which the GEMM tiles run"),
         )
+        if target.kind == "cuda":
+            knobs += (Knob("f16_gemm", (1, 2), "f16 GEMM route: 1 the SIMT tiles, 2 tensor cores (nvgpu.mma.sync m16n8k16)"),)
         sg = subgroup(target)
         if sg is not None:
             knobs += (
@@ -171,6 +173,8 @@ class Matmul(ScheduleRule):
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
         cfg = dict(threads=tile_matmul.MatmulTiles.threads, per_thread=tile_matmul.MatmulTiles.per_thread,
                    tile_k=tile_matmul.MatmulTiles.tile_k, min_size=tile_matmul.MIN_SIZE)
+        if target.kind == "cuda":   # off until a device has checked its numerics (docs/gpu.md)
+            cfg["f16_gemm"] = 1
         sg = subgroup(target)
         if sg is None:   # no known subgroup width: no shuffles, no GEMV route
             return cfg
@@ -187,6 +191,8 @@ class Matmul(ScheduleRule):
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         tiles = tile_matmul.MatmulTiles(config["threads"], config["per_thread"], config["tile_k"])
         routes = tile_matmul.tiled_routes(tiles, config["min_size"])
+        if config.get("f16_gemm") == 2 and dtype == "f16" and target.kind == "cuda":
+            routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None, mma.build_mma())
         if "gemv_rows" in config and len(routes) > 1:
             g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
                                config["gemv_rows"], gemv_vector(target, dtype))

@@ -25,9 +25,9 @@ from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 from relax_mlir.target import Target  # noqa: E402
 from test_gpu_rules import _Routes  # noqa: E402
 
-gguf = pytest.importorskip("gguf")
-Q = gguf.GGMLQuantizationType
-QTYPE = {"q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_1": Q.Q4_1, "q4_k": Q.Q4_K}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+from bench_gpu import quant_blocks  # noqa: E402  (random blocks + a numpy dequantizer: no gguf needed)
+
 OK, DEVICE = vkrt.available()
 needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
 
@@ -52,6 +52,10 @@ func.func @main(%g: {X}, %u: {X}, %w: {W}) -> {Y} attributes {{relax.function}} 
 
 
 def _weights(fmt: str, n: int, k: int, rng):
+    """(raw rows, dequantized f64) from gguf's quantizer and dequantizer (skip without gguf)."""
+    gguf = pytest.importorskip("gguf")
+    Q = gguf.GGMLQuantizationType
+    QTYPE = {"q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_1": Q.Q4_1, "q4_k": Q.Q4_K}
     if fmt == "q4_k":
         raw = rng.integers(0, 256, (n, row_bytes(fmt, k)), dtype=np.uint8)
         raw.reshape(n, k // 256, -1)[..., 0:4] = np.array([1e-2, 3e-2], np.float16).view(np.uint8)
@@ -241,6 +245,36 @@ def test_fake_run_quantized_gemv_host_path(tmp_path):
     assert got == [["q4_0", [1, 320], [[80, 1, 1]]], ["q4_0", [3, 320], [[80, 3, 1]]],
                    ["q8_0", [1, 33], [[9, 1, 1]]], ["q8_0", [3, 33], [[9, 3, 1]]],
                    ["q4_1", [1, 7], [[2, 1, 1]]], ["q4_1", [3, 7], [[2, 3, 1]]]]
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+def test_bench_dequantizer_matches_gguf(fmt):
+    """The numpy dequantizer the device checks use (bench_gpu.quant_blocks) is gguf's."""
+    gguf = pytest.importorskip("gguf")
+    raw, deq = quant_blocks(fmt, 5, 96, np.random.default_rng(1))
+    qt = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
+          "q4_1": gguf.GGMLQuantizationType.Q4_1}[fmt]
+    np.testing.assert_array_equal(deq, gguf.quants.dequantize(raw.view(np.uint8), qt).reshape(5, 96))
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+def test_cuda_quantized_gemv_numerics(fmt):
+    """On a CUDA device (skipped elsewhere): the quantized GEMV against numpy at M = 1, 3, 64,
+    N odd and large, through ONE executable per shape (random blocks, numpy's dequantizer:
+    no gguf needed on the device)."""
+    from relax_mlir.runtime import cuda
+    ok, why = cuda.available()
+    if not ok:
+        pytest.skip(f"no CUDA device: {why}")
+    rng = np.random.default_rng(12)
+    for n, k in _SHAPES + [(32000, 768)]:
+        exe = relax_mlir.compile(_program(fmt, n, k), target="cuda")
+        raw, deq = quant_blocks(fmt, n, k, rng)
+        for m in (1, 3, 64):
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            ref = x.astype(np.float64) @ deq.T.astype(np.float64)
+            np.testing.assert_allclose(exe(x, raw), ref, atol=1e-5 * np.abs(ref).max(), rtol=0,
+                                       err_msg=f"{fmt} {m}x{n}x{k}")
 
 
 def test_rule_selection_and_space():

@@ -12,7 +12,9 @@ matrix, f32 and f16, with a bias where a linear layer has one): the GPU rules' G
 (subgroup shuffles, 128-bit loads) against the same target without subgroup operations
 (``relax_mlir.pipelines.gpu.SUBGROUP_OPS_DEFAULT = False``: a thread per output column,
 the route before the GEMV) and PyTorch on CUDA; ``--gemv-configs 8x4,4x8`` adds variants with
-other GEMV knobs (``schedule_config``: lanes along N x subgroups per workgroup).
+other GEMV knobs (``schedule_config``: lanes along N x subgroups per workgroup). ``--quant``:
+the same decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights (relax.quantized_matmul: the quantized-GEMV
+rule against the generic kernel; PyTorch on the dequantized f32 weights).
 ``--host-path-only`` skips the numerics
 and times one short round: a rehearsal of the device script against the fake CUDA driver
 (bench/gpu_session.sh --fake), where kernels do not run.
@@ -112,7 +114,9 @@ def torch_cuda_fn(ref_name: str, inputs, n_weights: int):
     if not torch.cuda.is_available():
         return None
     acts = inputs[:len(inputs) - n_weights]
-    ws = [torch.from_numpy(w).cuda() for w in inputs[len(inputs) - n_weights:]]
+    weights = inputs[len(inputs) - n_weights:]
+    weights = TORCH_WEIGHTS.get(id(weights[0]), weights) if weights else weights
+    ws = [torch.from_numpy(w).cuda() for w in weights]
     f = TORCH_REFS[ref_name]
 
     def run():
@@ -210,6 +214,58 @@ def decode_cases(rng):
 
 TORCH_REFS["linear"] = lambda x, w, b: x @ w + b
 
+QLINEAR = """
+func.func @main(%x: tensor<1x{k}xf32>, %w: tensor<{n}x{rb}xi8>) -> tensor<1x{n}xf32> attributes {{relax.function}} {{
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : (tensor<1x{k}xf32>, tensor<{n}x{rb}xi8>) -> tensor<1x{n}xf32>
+  return %y : tensor<1x{n}xf32>
+}}
+"""
+#: format -> (bytes per 32-element block, header bytes)
+QBLOCKS = {"q8_0": (34, 2), "q4_0": (18, 2), "q4_1": (20, 4)}
+
+
+def quant_blocks(fmt: str, n: int, k: int, rng):
+    """(raw GGUF rows (n, k / 32 * bytes) as int8, their f32 dequantization): random quants,
+    f16 scales of 1 / sqrt(k) (and Q4_1 minimums of -8 / sqrt(k)), dequantized here in numpy
+    as ggml does (no gguf package needed on the device)."""
+    nb, head = QBLOCKS[fmt]
+    raw = rng.integers(0, 256, (n, k // 32, nb), dtype=np.uint8)
+    d = np.float16(1.0 / np.sqrt(k))
+    raw[..., 0:2] = np.array([d], np.float16).view(np.uint8)
+    if fmt == "q4_1":
+        raw[..., 2:4] = np.array([-8 * d], np.float16).view(np.uint8)
+    qs = raw[..., head:]
+    if fmt == "q8_0":
+        q = qs.view(np.int8).astype(np.float32)
+    else:
+        q = np.concatenate([qs & 15, qs >> 4], axis=-1).astype(np.float32)
+        q = q - 8 if fmt == "q4_0" else q
+    deq = q * np.float32(d)
+    if fmt == "q4_1":
+        deq = deq + np.float32(np.float16(-8 * d))
+    return raw.reshape(n, -1).view(np.int8), deq.reshape(n, k).astype(np.float32)
+
+
+def quant_cases(rng):
+    """Decode GEMVs of the issue-27 Llama config on GGUF block weights (Q8_0, Q4_0, Q4_1):
+    relax.quantized_matmul through the quantized-GEMV rule, against the same target without
+    subgroup operations (the generic dequantize-per-element kernel as a row reduction) and
+    PyTorch's f32 GEMV on the dequantized weights."""
+    out = []
+    for fmt in QBLOCKS:
+        for k, n in ((768, 768), (768, 2048), (2048, 768), (768, 32000)):
+            raw, deq = quant_blocks(fmt, n, k, rng)
+            x = rng.standard_normal((1, k)).astype(np.float32)
+            TORCH_WEIGHTS[id(raw)] = [deq.T.copy()]
+            out.append((f"qGEMV {fmt} 1x{k} @ {n}x{k}", QLINEAR.format(k=k, n=n, rb=raw.shape[1], fmt=fmt), [x, raw],
+                        lambda x, w, deq=deq: x @ deq.T, "qlinear", 1))
+    return out
+
+
+#: id(weight) -> the weights PyTorch runs on instead (dequantized quantized weights)
+TORCH_WEIGHTS: dict = {}
+TORCH_REFS["qlinear"] = lambda x, w: x @ w
+
 
 def main() -> int:
     ap = argparse.ArgumentParser()
@@ -222,6 +278,9 @@ def main() -> int:
     ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
     ap.add_argument("--decode", action="store_true",
                     help="decode GEMVs: the GEMV rule against the same target without subgroup operations")
+    ap.add_argument("--quant", action="store_true",
+                    help="decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights: the quantized-GEMV rule against the same "
+                         "target without subgroup operations (the generic kernel)")
     ap.add_argument("--gemv-configs", default="",
                     help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
     ap.add_argument("--host-path-only", action="store_true",
@@ -236,7 +295,9 @@ def main() -> int:
     skip = [k for k in args.skip.split(",") if k]
     rng = np.random.default_rng(0)
     rows, labels = [], None
-    for name, src, inputs, ref, tref, n_w in (decode_cases(rng) if args.decode else cases(rng)):
+    args.decode = args.decode or args.quant
+    for name, src, inputs, ref, tref, n_w in (quant_cases(rng) if args.quant else decode_cases(rng) if args.decode
+                                              else cases(rng)):
         if any(k in name for k in skip):
             continue
         exes = compile_variants(src, targets, naive=not args.no_naive and not args.decode,

@@ -3,15 +3,20 @@
 #   1. the MLIR wheels for the machine's python3 (3.12) from .gpu/mlir-cp312.tar.xz
 #      (bench/gpu_bundle.sh builds it here; pass it with run(carry=[".gpu"]));
 #   2. the device (nvidia-smi) -> $OUT/device.txt;
-#   3. pytest test/test_cuda.py test/test_gpu_rules.py (real-GPU numerics included) -> $OUT/tests.txt;
-#   4. bench/bench_gpu.py --targets cuda --decode --quick: the decode GEMVs (GPU rules, default knobs
-#      8 lanes x 4 warps, and 4x4, 8x8, 2x8) against the same target without subgroup ops (a thread
-#      per column) and PyTorch -> $OUT/bench_decode.md;
-#   5. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive -> $OUT/bench_gpu.md.
+#   3. pytest test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py
+#      (real-GPU numerics; with RELAX_MLIR_TEST_TENSOR_CORES=1 the tensor-core GEMM's numerics)
+#      -> $OUT/tests.txt;
+#   4. bench/bench_gpu.py --targets cuda --quant --quick: decode GEMVs on Q8_0/Q4_0/Q4_1 weights (the
+#      quantized-GEMV rule against the generic kernel and PyTorch on f32) -> $OUT/bench_quant.md;
+#   5. the llm CLI, issue 27's config (--size 134m, 128-token prompt, 32 new tokens, --stats):
+#      launches per decode step and tokens/s -> $OUT/llm_stats.txt;
+#   6. bench/bench_gpu.py --targets cuda --decode --quick: the f32/f16 decode GEMVs (default knobs and
+#      4x4, 8x8) against the same target without subgroup ops and PyTorch -> $OUT/bench_decode.md;
+#   7. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive -> $OUT/bench_gpu.md.
 # Each step has its own timeout; a failed step does not stop the next. Usage:
 #   device:  bash bench/gpu_session.sh                (OUT is set by the device tool)
-#   here:    bash bench/gpu_session.sh --fake          (rehearsal: steps 3 and 4 with the fake CUDA
-#            driver test/Inputs/fake_libcuda.c as libcuda.so.1 for the benchmark's process: the whole
+#   here:    bash bench/gpu_session.sh --fake          (rehearsal: steps 3-6 with the fake CUDA
+#            driver test/Inputs/fake_libcuda.c as libcuda.so.1 for the benchmarks' processes: the whole
 #            host path, PTX loaded, launches checked; kernels do not run, so no numerics)
 set -u
 cd "$(dirname "$0")/.."
@@ -51,15 +56,29 @@ else
 fi
 head -20 "$OUT/device.txt" | tee -a "$OUT/session.log"
 
-log "tests (timeout 240 s)"
-timeout 240 "$PY" -m pytest -q $XDIST -p no:cacheprovider test/test_cuda.py test/test_gpu_rules.py \
+log "tests (timeout 200 s)"
+RELAX_MLIR_TEST_TENSOR_CORES=$([ $FAKE = 1 ] && echo 0 || echo 1) timeout 200 "$PY" -m pytest -q $XDIST \
+    -p no:cacheprovider test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py \
     > "$OUT/tests.txt" 2>&1
 log "tests rc=$? $(tail -1 "$OUT/tests.txt")"
 
-T=$(( $(left) < 150 ? $(left) : 150 ))
+T=$(( $(left) < 70 ? $(left) : 70 ))
+log "quantized GEMV bench (timeout $T s)"
+env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --quant --quick $BENCH_FLAGS \
+    > "$OUT/bench_quant.md" 2> "$OUT/bench_quant.err"
+log "quant bench rc=$?"
+cat "$OUT/bench_quant.md" | tee -a "$OUT/session.log"
+
+T=$(( $(left) < 60 ? $(left) : 60 ))
+log "llm --stats, issue 27's config (timeout $T s)"
+env $BENCH_ENV timeout "$T" "$PY" -m relax_mlir.tools.relax_mlir_cli llm --target cuda --size 134m -n 32 \
+    --prompt-len 128 --stats > "$OUT/llm_stats.txt" 2>&1
+log "llm rc=$? $(tail -3 "$OUT/llm_stats.txt" | tr '\n' ' ')"
+
+T=$(( $(left) < 100 ? $(left) : 100 ))
 log "decode GEMV bench (timeout $T s)"
 env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --decode --quick $BENCH_FLAGS \
-    --gemv-configs 4x4,8x8,2x8 \
+    --gemv-configs 4x4,8x8 \
     > "$OUT/bench_decode.md" 2> "$OUT/bench_decode.err"
 log "decode bench rc=$?"
 cat "$OUT/bench_decode.md" | tee -a "$OUT/session.log"

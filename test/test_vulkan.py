@@ -393,17 +393,15 @@ def test_vulkan_vector_elementwise_takes_the_vector_kernel_when_aligned(vector_e
     main_vec = kernels(exe, x, np.ones(8, np.float32), np.ones((3, 1), np.float32))
     main_scalar = kernels(exe, x[:, :7].copy(), np.ones(7, np.float32), np.ones((3, 1), np.float32))
     assert len(main_vec) == len(main_scalar) == 1 and main_vec != main_scalar   # one fused kernel
-    # @slices: each function is a copy out of the view, then the op (two launches each).
-    # m = 9: x[:, 1:] is 8 wide at element offset 1, the add 8 wide; x[:, 4:] 5 wide.
-    # m = 12: x[:, 1:] 11 wide, the add 11 wide; x[:, 4:] 8 wide at offset 4, row stride 12.
+    # @slices: each op reads its view in place (relax-gpu-forward-copies: no copy out of it),
+    # one launch each. m = 9: x[:, 1:] is 8 wide at element offset 1, x[:, 4:] 5 wide.
+    # m = 12: x[:, 1:] 11 wide; x[:, 4:] 8 wide at offset 4, row stride 12.
     at9 = kernels(exe["slices"], np.ones((3, 9), np.float32), np.ones((3, 8), np.float32), np.ones((3, 5), np.float32))
     at12 = kernels(exe["slices"], np.ones((3, 12), np.float32), np.ones((3, 11), np.float32),
                    np.ones((3, 8), np.float32))
-    assert len(at9) == len(at12) == 4
-    assert at9[0] == at12[0]     # the copy from offset 1: scalar although 8 wide at m = 9
-    assert at9[1] != at12[1]     # the add: vector at m = 9 (8 wide), scalar at m = 12
-    assert at9[2] != at12[2]     # the copy from offset 4: scalar at m = 9 (5 wide), vector at m = 12
-    assert at9[3] != at12[3]     # the multiply likewise
+    assert len(at9) == len(at12) == 2
+    assert at9[0] == at12[0]     # the add on the view at offset 1: scalar although 8 wide at m = 9
+    assert at9[1] != at12[1]     # the multiply: scalar at m = 9 (5 wide), vector at m = 12
 
 
 # -- arith / math semantics the SPIR-V lowering must keep (relax-spirv-arith, relax-spirv-f64-math,

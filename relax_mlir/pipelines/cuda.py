@@ -47,7 +47,7 @@ def nvvm_stage(chip: str = CHIP, fmt: str = "isa") -> list[str]:
         f"nvvm-attach-target{{chip={chip} O=3}}",
         # convert-gpu-to-nvvm maps float math to libdevice; what it leaves (math.absi)
         # has plain LLVM intrinsics that NVPTX selects
-        "gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm, convert-math-to-llvm)",
+        "gpu.module(convert-scf-to-cf, convert-nvgpu-to-nvvm, convert-gpu-to-nvvm, convert-math-to-llvm)",
         "reconcile-unrealized-casts",
         f"gpu-module-to-binary{{format={fmt}}}",
     ]

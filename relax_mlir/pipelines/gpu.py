@@ -94,6 +94,7 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan", sch
     return [
         "relax-expand-math",
         "relax-gpu-signless",
+        "relax-gpu-forward-copies",
         *schedule_stage(workgroup_size=workgroup_size, kind=kind, schedule_config=schedule_config),
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",

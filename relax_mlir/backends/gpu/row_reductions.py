@@ -115,6 +115,8 @@ def _match(fn: ir.Operation) -> Optional[_Plan]:
         if o.name not in ("linalg.fill", "linalg.generic") and o.name not in _NEUTRAL and not _scalar(o):
             return None
     for o in body[:first] + body[last + 1:]:
+        if o.name == "memref.store" and isinstance(ir.MemRefType(o.operands[1].type).element_type, ir.IndexType):
+            continue      # a reshape's shape operand (host bookkeeping)
         if o.name.startswith("linalg.") or o.name in ("memref.copy", "memref.store", "memref.load"):
             return None   # other work outside the row ops
     ops = [body[k] for k in work]
@@ -125,7 +127,6 @@ def _match(fn: ir.Operation) -> Optional[_Plan]:
     if rank < 1:
         return None
     plan = _Plan(ops, rank)
-    full = tuple(f"d{k}" for k in range(rank))
     filled: list[tuple[ir.Value, bool]] = []   # row buffers filled, and whether reduced into since
     n_red = 0
     for o in ops:
@@ -147,7 +148,7 @@ def _match(fn: ir.Operation) -> Optional[_Plan]:
         out, omap = out[0], maps[-1]
         shape = list(ir.MemRefType(out.type).shape)
         if its == [PARALLEL] * rank:
-            if _pattern(omap) != full:
+            if not omap.is_permutation:   # each element written by one (row, j)
                 return None
         elif its == [PARALLEL] * (rank - 1) + [REDUCTION]:
             if not _row_map(omap, shape, rank) or _combiner(o) is None:
@@ -244,8 +245,9 @@ def _launch(plan: _Plan, per_workgroup: bool, threads: int, outer: list[ir.Value
                 if comb is None:
                     def elem(j: ir.Value, _: list) -> list:
                         dims = idx + [j]
-                        outv = load(out, dims) if out_used else f32(0.0)
-                        store(inline_body(o, args_at(j) + [outv], dims), out, dims)
+                        at = map_indices(maps[-1], dims)   # a permutation of the loops
+                        outv = load(out, at) if out_used else f32(0.0)
+                        store(inline_body(o, args_at(j) + [outv], dims), out, at)
                         return []
                     for_loop(first, width, stride, [], elem)
                     continue
@@ -326,12 +328,67 @@ def _build(fn: ir.Operation, plan: _Plan, threads: int, workgroup_rows: int) -> 
             owner.erase()
 
 
+def _permute(gens: list[ir.Operation], perm: list[int]) -> None:
+    """Reorder the loops of each generic: new loop ``i`` is old loop ``perm[i]`` (maps,
+    iterator types and ``linalg.index`` dims rewritten; the same computation)."""
+    rank = len(perm)
+    inv = [perm.index(j) for j in range(rank)]
+    sub = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(inv[j]) for j in range(rank)])
+    i64 = ir.IntegerType.get_signless(64)
+    for g in gens:
+        maps = [ir.AffineMapAttr.get(ir.AffineMap.get(rank, m.n_symbols, [e.compose(sub) for e in m.results]))
+                for m in indexing_maps(g)]
+        g.attributes["indexing_maps"] = ir.ArrayAttr.get(maps)
+        its = list(ir.ArrayAttr(g.attributes["iterator_types"]))
+        g.attributes["iterator_types"] = ir.ArrayAttr.get([its[perm[i]] for i in range(rank)])
+        for o in g.regions[0].blocks[0].operations:
+            if o.operation.name == "linalg.index":
+                d = ir.IntegerAttr(o.operation.attributes["dim"]).value
+                o.operation.attributes["dim"] = ir.IntegerAttr.get(i64, inv[d])
+
+
+def _reduced_axis_last(fn: ir.Operation) -> Optional[list[int]]:
+    """A kernel whose generics all have one rank and whose reductions all reduce the same
+    single loop ``r`` before the last (a softmax over a middle axis): its loops reordered so
+    that ``r`` is last (the row form :func:`_match` takes); the permutation applied, or None."""
+    gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
+    if not gens:
+        return None
+    ranks = {indexing_maps(g)[0].n_dims for g in gens}
+    if len(ranks) != 1:
+        return None
+    rank = ranks.pop()
+    axes = set()
+    for g in gens:
+        its = [str(t) for t in g.opview.iterator_types]
+        red = [i for i, t in enumerate(its) if t == REDUCTION]
+        if len(red) > 1:
+            return None
+        axes.update(red)
+    if len(axes) != 1:
+        return None
+    r = axes.pop()
+    if r == rank - 1:
+        return None
+    perm = [d for d in range(rank) if d != r] + [r]
+    _permute(gens, perm)
+    return perm
+
+
 def schedule_kernel(fn: ir.Operation, threads: int = THREADS, workgroup_rows: int = WORKGROUP_ROWS) -> bool:
     """Kernel ``fn`` as one row-kernel launch pair when it is a row kernel (True), else
-    left alone (False)."""
+    left alone (False). A reduction over another loop than the last (a softmax over a
+    middle axis) is taken with its loops reordered."""
     plan = _match(fn)
     if plan is None:
-        return False
+        perm = _reduced_axis_last(fn)
+        if perm is None:
+            return False
+        plan = _match(fn)
+        if plan is None:   # not a row kernel after all: the loops back in their order
+            gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
+            _permute(gens, [perm.index(j) for j in range(len(perm))])
+            return False
     _build(fn, plan, threads, workgroup_rows)
     return True
 

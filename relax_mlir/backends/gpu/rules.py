@@ -43,7 +43,7 @@ from typing import Optional
 from mlir import ir
 
 from ...target import Target
-from . import gemv, row_reductions, tile_matmul, vector_elementwise
+from . import gemv, mma, quant_gemv, row_reductions, tile_matmul, vector_elementwise
 from .launch_builder import kernel_kind
 from ...tuning.space import Config, Knob, Space
 
@@ -158,6 +158,8 @@ class Matmul(ScheduleRule):
             Knob("tile_k", (8, 16, 32), "GEMM: K step staged in workgroup memory"),
             Knob("min_size", (16, 32, 64), "M and N from which the GEMM tiles run"),
         )
+        if target.kind == "cuda":
+            knobs += (Knob("f16_gemm", (1, 2), "f16 GEMM route: 1 the SIMT tiles, 2 tensor cores (nvgpu.mma.sync m16n8k16)"),)
         sg = subgroup(target)
         if sg is not None:
             knobs += (
@@ -171,6 +173,8 @@ class Matmul(ScheduleRule):
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
         cfg = dict(threads=tile_matmul.MatmulTiles.threads, per_thread=tile_matmul.MatmulTiles.per_thread,
                    tile_k=tile_matmul.MatmulTiles.tile_k, min_size=tile_matmul.MIN_SIZE)
+        if target.kind == "cuda":   # off until a device has checked its numerics (docs/gpu.md)
+            cfg["f16_gemm"] = 1
         sg = subgroup(target)
         if sg is None:   # no known subgroup width: no shuffles, no GEMV route
             return cfg
@@ -187,11 +191,65 @@ class Matmul(ScheduleRule):
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         tiles = tile_matmul.MatmulTiles(config["threads"], config["per_thread"], config["tile_k"])
         routes = tile_matmul.tiled_routes(tiles, config["min_size"])
+        if config.get("f16_gemm") == 2 and dtype == "f16" and target.kind == "cuda":
+            routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None, mma.build_mma())
         if "gemv_rows" in config and len(routes) > 1:
             g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
                                config["gemv_rows"], gemv_vector(target, dtype))
             routes.insert(1, (gemv.gemv_guard(g), gemv.build_gemv(g)))
         return tile_matmul.tile_kernel(fn, routes, (dtype,)) > 0
+
+
+# -- quantized matmul (GGUF blocks) ------------------------------------------------------------
+
+def _quant_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
+    sg = subgroup(t)
+    lanes, subs = cfg["qgemv_lanes_per_block"], cfg["qgemv_subgroups"]
+    if not _pow2(lanes) or not _pow2(subs) or lanes > 16 or (sg is not None and lanes > sg):
+        return f"qgemv_lanes_per_block must be a power of two up to 16 and the subgroup ({sg})"
+    cap = t.max_threads_per_block or None
+    if sg is not None and cap is not None and sg * subs > cap:
+        return f"{sg * subs} threads per quantized-GEMV workgroup exceed the target's {cap}"
+    return None
+
+
+class QuantMatmul(ScheduleRule):
+    """``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1 rows; a fused elementwise
+    prologue on x): a subgroup per output column, lanes sharing each weight block, one scale
+    per block, shuffles (:mod:`relax_mlir.backends.gpu.quant_gemv`). Its "element type" is
+    the weight format; it needs a known subgroup size (else the kernel stays a row reduction)."""
+
+    name = "qmatmul"
+    kinds = ("reduction",)
+
+    def dtype(self, fn: ir.Operation) -> Optional[str]:
+        return quant_gemv.kernel_format(fn)
+
+    def dtypes(self, target: Target) -> tuple[str, ...]:
+        return quant_gemv.FORMATS if subgroup(target) is not None else ()
+
+    def space(self, target: Target) -> Space:
+        return Space("gpu_qmatmul", (
+            Knob("qgemv_lanes_per_block", (1, 2, 4, 8, 16), "lanes sharing one 32-element weight block"),
+            Knob("qgemv_subgroups", (1, 2, 4, 8), "subgroups per workgroup (one output column each)"),
+        ), _quant_rule, target)
+
+    def default(self, target: Target, dtype: str, **hints: int) -> Config:
+        # 4 lanes per block: 8 weights each (8 bytes of Q8_0, 4 of Q4); 4 warps per block on
+        # cuda; one subgroup per workgroup on vulkan (as the GEMV)
+        sg = subgroup(target) or 32
+        subs = 4 if target.kind == "cuda" else 1
+        while sg * subs > (target.max_threads_per_block or sg * subs):
+            subs //= 2
+        return dict(qgemv_lanes_per_block=min(4, sg), qgemv_subgroups=max(subs, 1))
+
+    def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
+        m = quant_gemv.match(fn)
+        if m is None:
+            return False
+        quant_gemv.build(fn, m, quant_gemv.QuantTiles(subgroup(target), config["qgemv_lanes_per_block"],
+                                                      config["qgemv_subgroups"], target.kind == "cuda"))
+        return True
 
 
 # -- row kernels ---------------------------------------------------------------------------
@@ -210,9 +268,13 @@ class Rows(ScheduleRule):
     (:mod:`relax_mlir.backends.gpu.row_reductions`)."""
 
     name = "rows"
-    kinds = ("reduction",)
+    #: output-fusable: contractions written as generics (attention's q.k and p.v sums),
+    #: which the matmul rule (linalg.matmul only) does not take
+    kinds = ("reduction", "output-fusable")
 
     def dtype(self, fn: ir.Operation) -> Optional[str]:
+        if _first(fn, ("linalg.matmul", "linalg.batch_matmul")) is not None:
+            return None
         op = _first(fn, ("linalg.generic",))
         return _elem(op.operands[len(op.operands) - 1]) if op is not None else None
 
@@ -271,7 +333,7 @@ class Elementwise(ScheduleRule):
 
 
 #: the rules, in the order a kernel without a recorded kind is offered to them
-RULES: tuple[ScheduleRule, ...] = (Matmul(), Rows(), Elementwise())
+RULES: tuple[ScheduleRule, ...] = (Matmul(), QuantMatmul(), Rows(), Elementwise())
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,335 @@
+"""The quantized GEMV: ``relax.quantized_matmul`` kernels (GGUF Q8_0, Q4_0, Q4_1 rows, any
+elementwise prologue on x fused in) as one launch that reads each weight block once.
+
+The generic kernel (relax_mlir/ops/quant.py) dequantizes every element where it is read:
+per weight three byte loads (the block's f16 scale, twice, and the quant) and a
+conversion, and the GPU took it as a row reduction (a workgroup, or a thread, per output
+element). Here the weight's blocks are what the launch is organized around, as in
+llama.cpp's ``mul_mat_vec_q``:
+
+* a subgroup of ``subgroup`` lanes owns one output column ``n`` (one weight row) for every
+  row of x (grid ``ceil(N / subgroups) x min(M, 65535)``; rows past the grid stride);
+* ``lanes_per_block`` lanes share a 32-element block: each loads the block's f16 scale
+  (and Q4_1's minimum) once, and its ``32 / lanes_per_block`` quants (Q8_0: consecutive
+  signed bytes; Q4: ``16 / lanes_per_block`` bytes whose low and high nibbles are elements
+  ``j`` and ``j + 16``); the subgroup takes ``subgroup / lanes_per_block`` blocks per step;
+* a lane sums ``x_j * q_j`` (and ``x_j`` for Q4_1's minimum) in f32 and scales once per
+  block: ``d * sum(x q)`` (Q4_0: ``q - 8``; Q4_1: ``+ m * sum(x)``);
+* the lanes are summed with ``gpu.shuffle xor`` (all ``subgroup`` lanes), lane 0 adds the
+  fill value and stores.
+
+On cuda the quant bytes come in vector loads as wide as the block layout's alignment allows
+(Q4_1: 4-byte words; Q8_0, Q4_0: their 2-byte alignment), which NVPTX emits as
+``ld.global.v2/v4.u8`` or ``ld.global.u32``; on vulkan the bytes are scalar loads (8-bit
+storage is emulated on 32-bit words by the SPIR-V lowering). x's prologue (a fused
+``silu(gate) * up``) is the part of the generic's body that does not read the weight: it is
+cloned per element of x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref, scf, vector
+
+from .launch_builder import MAX_GRID, Launch, f32, flat_body, for_loop, index, indexing_maps, load, map_indices, when
+from .matmul_routes import finish
+
+#: format -> (bytes per 32-element block, offset of the quants, has a minimum)
+BLOCKS = {"q8_0": (34, 2, False), "q4_0": (18, 2, False), "q4_1": (20, 4, True)}
+FORMATS = tuple(BLOCKS)
+CONTRACT = "#arith.fastmath<contract>"
+
+
+@dataclass(frozen=True)
+class QuantTiles:
+    """The launch's shape (the knobs of :class:`relax_mlir.backends.gpu.rules.QuantMatmul`)."""
+
+    subgroup: int = 32         # lanes per subgroup (the shuffle width)
+    lanes_per_block: int = 4   # lanes sharing one 32-element block
+    subgroups: int = 4         # subgroups per workgroup, one output column each
+    wide: bool = False         # vector loads of the quant bytes (cuda)
+
+    @property
+    def threads(self) -> int:
+        return self.subgroup * self.subgroups
+
+
+@dataclass
+class _Match:
+    fill: Optional[ir.Operation]
+    gen: ir.Operation
+    w: ir.Value
+    fmt: str
+    x_value: ir.Value        # the body value multiplied with the dequantized weight
+
+
+def _kernel_op(fn: ir.Operation) -> str:
+    return ir.StringAttr(fn.attributes["relax.kernel_op"]).value if "relax.kernel_op" in fn.attributes else ""
+
+
+def _producer(v: ir.Value) -> Optional[ir.Operation]:
+    return None if isinstance(v.owner, ir.Block) else v.owner
+
+
+def _deps(body: ir.Block) -> list:
+    """(value, what it depends on) for every result of the body's ops, in order: 'arg' (a
+    block argument), 'index' (linalg.index), 'load' (a buffer read)."""
+    known: list = [(a, {"arg"}) for a in body.arguments]
+
+    def of(v: ir.Value) -> set:
+        for a, d in known:
+            if a == v:
+                return d
+        return set()   # defined outside the body
+
+    for o in body.operations:
+        o = o.operation
+        d = {"index"} if o.name == "linalg.index" else {"load"} if o.name == "memref.load" else set()
+        for v in o.operands:
+            d = d | of(v)
+        known.extend((r, d) for r in o.results)
+    return known
+
+
+def _lookup(pairs: list, v: ir.Value):
+    for a, d in pairs:
+        if a == v:
+            return d
+    return set()
+
+
+def match(fn: ir.Operation) -> Optional[_Match]:
+    """The quantized matmul of bufferized kernel ``fn`` when it is one this launch takes:
+    [a fill of C,] one generic over (m, n, k) with x read at (m, k), C written at (m, n) and
+    a body ``out + x_value * dequantized(w[n, ...])``, w an i8 (N, RB) buffer of a format of
+    :data:`BLOCKS` (known by its bytes per block)."""
+    if not _kernel_op(fn).endswith("quantized_matmul"):
+        return None
+    ops = [o.operation for o in fn.regions[0].blocks[0].operations]
+    work = [o for o in ops if o.name.startswith(("linalg.", "memref.copy", "memref.store", "scf.", "gpu."))]
+    if [o.name for o in work] not in (["linalg.generic"], ["linalg.fill", "linalg.generic"]):
+        return None
+    fill, gen = (work[0], work[1]) if len(work) == 2 else (None, work[0])
+    g = gen.opview
+    if not flat_body(gen) or len(g.outputs) != 1:
+        return None
+    its = [str(t) for t in g.iterator_types]
+    if its != ["#linalg.iterator_type<parallel>"] * 2 + ["#linalg.iterator_type<reduction>"]:
+        return None
+    maps = indexing_maps(gen)
+    xmap = ir.AffineMap.get(3, 0, [ir.AffineDimExpr.get(0), ir.AffineDimExpr.get(2)])
+    omap = ir.AffineMap.get(3, 0, [ir.AffineDimExpr.get(0), ir.AffineDimExpr.get(1)])
+    if maps[-1] != omap or any(m != xmap for m in maps[:-1]):
+        return None
+    c = g.outputs[0]
+    if fill is not None and (fill.operands[1] != c or not isinstance(fill.operands[0].type, ir.F32Type)):
+        return None
+    if not isinstance(ir.MemRefType(c.type).element_type, ir.F32Type):
+        return None
+    if not all(isinstance(ir.MemRefType(v.type).element_type, ir.F32Type) for v in g.inputs):
+        return None
+    body = gen.regions[0].blocks[0]
+    y = list(body.operations)[-1].operation
+    acc = _producer(y.operands[0])
+    if acc is None or acc.name != "arith.addf":
+        return None
+    out_arg = body.arguments[len(body.arguments) - 1]
+    others = [v for v in acc.operands if v != out_arg]
+    if len(others) != 1 or len(acc.operands) != 2 or len(list(out_arg.uses)) != 1:
+        return None
+    prod = _producer(others[0])
+    if prod is None or prod.name != "arith.mulf":
+        return None
+    deps = _deps(body)
+    sides = [(v, _lookup(deps, v)) for v in prod.operands]
+    xs = [v for v, r in sides if r <= {"arg"}]
+    ws = [v for v, r in sides if "load" in r and "arg" not in r]
+    if len(xs) != 1 or len(ws) != 1:
+        return None
+    loads = [o.operation for o in body.operations if o.operation.name == "memref.load"]
+    if not loads or any(o.operands[0] != loads[0].operands[0] for o in loads):
+        return None
+    w = loads[0].operands[0]
+    wt = ir.MemRefType(w.type)
+    xt = ir.MemRefType(g.inputs[0].type)
+    if str(wt.element_type) != "i8" or wt.rank != 2 or not wt.has_static_shape or xt.shape[1] == ir.ShapedType.get_dynamic_size():
+        return None
+    k = xt.shape[1]
+    if k % 32:
+        return None
+    per_block = wt.shape[1] * 32 // k if wt.shape[1] * 32 % k == 0 else 0
+    fmt = next((f for f, (nb, _, _) in BLOCKS.items() if nb == per_block), None)
+    if fmt is None or _block_size(body) != 32 or ir.MemRefType(c.type).shape[1] != wt.shape[0]:
+        return None
+    return _Match(fill, gen, w, fmt, xs[0])
+
+
+def _const(v: ir.Value) -> Optional[int]:
+    op = _producer(v)
+    if op is None or op.name != "arith.constant" or not isinstance(op.attributes["value"], ir.IntegerAttr):
+        return None
+    return ir.IntegerAttr(op.attributes["value"]).value
+
+
+def _block_size(body: ir.Block) -> Optional[int]:
+    """The block size the dequantizer divides k (linalg.index 2) by (32, or 256 for the
+    K-quants, whose bytes per 32 elements can equal a 32-block format's)."""
+    for o in body.operations:
+        o = o.operation
+        if o.name != "arith.divui":
+            continue
+        src = _producer(o.operands[0])
+        if src is not None and src.name == "linalg.index" and ir.IntegerAttr(src.attributes["dim"]).value == 2:
+            return _const(o.operands[1])
+    return None
+
+
+def kernel_format(fn: ir.Operation) -> Optional[str]:
+    """The weight format of a quantized-matmul kernel this launch takes, else None."""
+    m = match(fn)
+    return m.fmt if m is not None else None
+
+
+def _x_at(m: _Match, row: ir.Value, k: ir.Value) -> ir.Value:
+    """x_value at (row, k): the inputs loaded there and the body's x-side ops cloned."""
+    g = m.gen.opview
+    body = m.gen.regions[0].blocks[0]
+    env: list = [(a, load(v, [row, k])) for a, v in zip(list(body.arguments)[:-1], g.inputs)]
+
+    def look(v):
+        for a, b in env:
+            if a == v:
+                return b
+        return v
+
+    if isinstance(m.x_value.owner, ir.Block):
+        return look(m.x_value)
+    need = []
+    stack = [m.x_value]
+    while stack:
+        v = stack.pop()
+        op = _producer(v)
+        if op is None or op.parent is None or op.parent.name != "linalg.generic":
+            continue
+        if not any(op == o for o in need):
+            need.append(op)
+            stack.extend(op.operands)
+    ip = ir.InsertionPoint.current
+    for o in body.operations:
+        o = o.operation
+        if not any(o == n for n in need):
+            continue
+        new = o.clone(ip=ip)
+        for j, v in enumerate(o.operands):
+            new.operands[j] = look(v)
+        env.extend(zip(o.results, new.results))
+    return look(m.x_value)
+
+
+def _i32(v: int) -> ir.Value:
+    return arith.ConstantOp(ir.IntegerType.get_signless(32), v).result
+
+
+def _bytes(w: ir.Value, row: ir.Value, off: ir.Value, count: int, align: int, wide: bool) -> list[ir.Value]:
+    """``count`` consecutive bytes of w[row, off...] as i8 values: one vector load per
+    ``align`` bytes when ``wide`` (NVPTX: ld.global.v*.u8 / u16 / u32), else scalar loads."""
+    i8 = ir.IntegerType.get_signless(8)
+    if not wide or align < 2:
+        return [load(w, [row, arith.AddIOp(off, index(j)).result]) for j in range(count)]
+    out = []
+    for s in range(0, count, align):
+        vt = ir.VectorType.get([align], i8)
+        v = vector.LoadOp(vt, w, [row, arith.AddIOp(off, index(s)).result], alignment=align).result
+        out.extend(vector.ExtractOp(v, [], [j]).result for j in range(align))
+    return out
+
+
+def _f16(lo: ir.Value, hi: ir.Value) -> ir.Value:
+    i32t, i16 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(16)
+    a = arith.ExtUIOp(i32t, lo).result
+    b = arith.ShLIOp(arith.ExtUIOp(i32t, hi).result, _i32(8)).result
+    h = arith.TruncIOp(i16, arith.OrIOp(a, b).result).result
+    return arith.ExtFOp(ir.F32Type.get(), arith.BitcastOp(ir.F16Type.get(), h).result).result
+
+
+def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
+    """Replace the fill and generic of ``m`` in kernel ``fn`` by the launch."""
+    nbytes, qoff, has_min = BLOCKS[m.fmt]
+    S, L = t.subgroup, t.lanes_per_block
+    per_lane = 32 // L                      # elements of a block per lane
+    q4 = m.fmt != "q8_0"
+    nq = per_lane // 2 if q4 else per_lane  # quant bytes per lane
+    align = min(nq, 4 if m.fmt == "q4_1" else 2)
+    contract = ir.Attribute.parse(CONTRACT)
+    g = m.gen.opview
+    c = g.outputs[0]
+    fill_value = m.fill.operands[0] if m.fill is not None else None
+    wt = ir.MemRefType(m.w.type)
+    n_rows, nblocks = wt.shape[0], wt.shape[1] // nbytes
+    i32t, f32t = ir.IntegerType.get_signless(32), ir.F32Type.get()
+    with ir.InsertionPoint(m.fill if m.fill is not None else m.gen), m.gen.location:
+        rows = memref.DimOp(c, index(0)).result
+        grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
+        grid_x = index((n_rows + t.subgroups - 1) // t.subgroups)
+        launch = Launch((grid_x, grid_y, index(1)), (t.threads, 1, 1), [])
+        with launch:
+            tid = launch.thread_id[0]
+            bx, by = launch.block_id[0], launch.block_id[1]
+            lane = arith.RemUIOp(tid, index(S)).result
+            sg = arith.DivUIOp(tid, index(S)).result
+            n = arith.AddIOp(arith.MulIOp(bx, index(t.subgroups)).result, sg).result
+            ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
+            nn = arith.SelectOp(ok, n, index(0)).result
+            part = arith.RemUIOp(lane, index(L)).result
+            b0 = arith.DivUIOp(lane, index(L)).result
+            first_q = arith.MulIOp(part, index(nq)).result      # the lane's first quant byte in the block
+
+            def row_body(row: ir.Value, _: list) -> list:
+                def block(blk: ir.Value, acc: list) -> list:
+                    base = arith.MulIOp(blk, index(nbytes)).result
+                    d0, d1 = _bytes(m.w, nn, base, 2, 2, t.wide)
+                    d = _f16(d0, d1)
+                    qs = _bytes(m.w, nn, arith.AddIOp(arith.AddIOp(base, index(qoff)).result, first_q).result,
+                                nq, align, t.wide)
+                    k0 = arith.AddIOp(arith.MulIOp(blk, index(32)).result, first_q).result
+                    s, sx = f32(0.0), f32(0.0)
+                    for j, qb in enumerate(qs):
+                        if q4:
+                            u = arith.ExtUIOp(i32t, qb).result
+                            pairs = [(arith.AndIOp(u, _i32(15)).result, j),
+                                     (arith.ShRUIOp(u, _i32(4)).result, j + 16)]
+                        else:
+                            pairs = [(arith.ExtSIOp(i32t, qb).result, j)]
+                        for q, e in pairs:
+                            if m.fmt == "q4_0":
+                                q = arith.SubIOp(q, _i32(8)).result
+                            qf = arith.SIToFPOp(f32t, q).result
+                            xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
+                            s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result, fastmath=contract).result
+                            if has_min:
+                                sx = arith.AddFOp(sx, xv).result
+                    v = arith.MulFOp(d, s, fastmath=contract).result
+                    if has_min:
+                        m0, m1 = _bytes(m.w, nn, arith.AddIOp(base, index(2)).result, 2, 2, t.wide)
+                        v = arith.AddFOp(v, arith.MulFOp(_f16(m0, m1), sx, fastmath=contract).result,
+                                         fastmath=contract).result
+                    return [arith.AddFOp(acc[0], v).result]
+
+                (acc,) = for_loop(b0, index(nblocks), index(S // L), [f32(0.0)], block)
+                width = arith.ConstantOp(i32t, S).result
+                off = 1
+                while off < S:
+                    o = arith.ConstantOp(i32t, off).result
+                    acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
+                    off *= 2
+                head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
+                when(arith.AndIOp(head, ok).result, lambda: finish(acc, [row, n], c, fill_value, [], c))
+                return []
+
+            for_loop(by, rows, launch.grid_dim[1], [], row_body)
+    m.gen.erase()
+    if m.fill is not None:
+        m.fill.erase()

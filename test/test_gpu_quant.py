@@ -1,0 +1,296 @@
+"""The quantized GEMV rule (relax_mlir/backends/gpu/quant_gemv.py): relax.quantized_matmul on
+Q8_0 / Q4_0 / Q4_1 weights as a subgroup-per-column launch with shuffles.
+
+* vulkan (lavapipe): numerics against gguf's dequantizer at M = 1, odd and large, K of 1 to
+  32 blocks, N odd and large, several sizes through ONE executable, with the route each call
+  took (the shuffling kernel and its grid); K-quants keep the generic kernel;
+* a tiny GGUF through CausalLM.from_gguf(target="vulkan") generates the cpu target's tokens;
+* cuda: the kernel's PTX (shuffles, the wide byte loads) and its host path with the fake
+  driver (the kernel loads; its grid).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import relax_mlir  # noqa: E402
+from relax_mlir.backends.gpu import quant_gemv, rules  # noqa: E402
+from relax_mlir.ops.quant import row_bytes  # noqa: E402
+from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
+from relax_mlir.target import Target  # noqa: E402
+from test_gpu_rules import _Routes  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+from bench_gpu import quant_blocks  # noqa: E402  (random blocks + a numpy dequantizer: no gguf needed)
+
+OK, DEVICE = vkrt.available()
+needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
+
+
+def _program(fmt: str, n: int, k: int, prologue: bool = False) -> str:
+    """y = x @ dequantize(w)^T (with ``prologue``: x = silu(g) * u, fused into the kernel)."""
+    X, W = f'tensor<?x{k}xf32, #relax.shape<["m", {k}]>>', f"tensor<{n}x{row_bytes(fmt, k)}xi8>"
+    Y = f'tensor<?x{n}xf32, #relax.shape<["m", {n}]>>'
+    if not prologue:
+        return f'''
+func.func @main(%x: {X}, %w: {W}) -> {Y} attributes {{relax.function}} {{
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({X}, {W}) -> {Y}
+  return %y : {Y}
+}}'''
+    return f'''
+func.func @main(%g: {X}, %u: {X}, %w: {W}) -> {Y} attributes {{relax.function}} {{
+  %s = "relax.silu"(%g) : ({X}) -> {X}
+  %x = "relax.multiply"(%s, %u) : ({X}, {X}) -> {X}
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({X}, {W}) -> {Y}
+  return %y : {Y}
+}}'''
+
+
+def _weights(fmt: str, n: int, k: int, rng):
+    """(raw rows, dequantized f64) from gguf's quantizer and dequantizer (skip without gguf)."""
+    gguf = pytest.importorskip("gguf")
+    Q = gguf.GGMLQuantizationType
+    QTYPE = {"q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_1": Q.Q4_1, "q4_k": Q.Q4_K}
+    if fmt == "q4_k":
+        raw = rng.integers(0, 256, (n, row_bytes(fmt, k)), dtype=np.uint8)
+        raw.reshape(n, k // 256, -1)[..., 0:4] = np.array([1e-2, 3e-2], np.float16).view(np.uint8)
+    else:
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        raw = np.ascontiguousarray(gguf.quants.quantize(w, QTYPE[fmt])).view(np.uint8).reshape(n, -1)
+    return raw.view(np.int8), gguf.quants.dequantize(raw, QTYPE[fmt]).reshape(n, k).astype(np.float64)
+
+
+@pytest.fixture(scope="module")
+def routes():
+    mp = pytest.MonkeyPatch()
+    try:
+        yield _Routes(mp)
+    finally:
+        mp.undo()
+
+
+def _subgroups(t: Target) -> int:
+    return rules.QuantMatmul().default(t, "q4_0")["qgemv_subgroups"]
+
+
+#: (N, K): one block, odd N, N below and above a workgroup's columns, long K
+_SHAPES = [(7, 32), (33, 96), (300, 1024)]
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+@pytest.mark.parametrize("n,k", _SHAPES, ids=[f"{n}x{k}" for n, k in _SHAPES])
+def test_vulkan_quantized_gemv(routes, fmt, n, k):
+    """Every M through one executable, one shuffling launch per call, grid
+    (ceil(N / subgroups per workgroup), M)."""
+    exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan")
+    rng = np.random.default_rng(n + k)
+    raw, deq = _weights(fmt, n, k, rng)
+    per = _subgroups(Target.detect("vulkan"))
+    for m in (1, 3, 64):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        y, launched = routes.call(exe, x, raw)
+        ref = x.astype(np.float64) @ deq.T
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+        assert launched == [(True, (-(-n // per), m, 1))]
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt", ["q4_0", "q8_0"])
+def test_vulkan_quantized_gemv_fused_prologue(routes, fmt):
+    """silu(g) * u fused into the quantized matmul (the MLP's down projection): one launch,
+    the prologue computed per element of x inside the GEMV."""
+    n, k = 40, 128
+    exe = relax_mlir.compile(_program(fmt, n, k, prologue=True), target="vulkan")
+    rng = np.random.default_rng(3)
+    raw, deq = _weights(fmt, n, k, rng)
+    for m in (1, 5):
+        g, u = (rng.standard_normal((m, k)).astype(np.float32) for _ in range(2))
+        y, launched = routes.call(exe, g, u, raw)
+        x = g.astype(np.float64) / (1 + np.exp(-g.astype(np.float64))) * u
+        ref = x @ deq.T
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+        assert [s for s, _ in launched] == [True]
+
+
+@needs_vulkan
+def test_vulkan_k_quants_keep_the_generic_kernel(routes):
+    """Q4_K's bytes per 32 elements (18) equal Q4_0's: the rule tells them apart by the block
+    size the kernel divides k by, and leaves Q4_K to the generic kernel (no shuffles)."""
+    n, k = 5, 512
+    exe = relax_mlir.compile(_program("q4_k", n, k), target="vulkan")
+    rng = np.random.default_rng(4)
+    raw, deq = _weights("q4_k", n, k, rng)
+    x = rng.standard_normal((2, k)).astype(np.float32)
+    y, launched = routes.call(exe, x, raw)
+    ref = x.astype(np.float64) @ deq.T
+    np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+    assert [s for s, _ in launched] == [False]
+
+
+# -- a tiny GGUF on vulkan -------------------------------------------------------------------
+
+class _Labels(_Routes):
+    """As test_gpu_rules' routes, with each launch's kernel label."""
+
+    def __init__(self, mp: pytest.MonkeyPatch):
+        super().__init__(mp)
+        init, launch = vkrt.Kernel.__init__, vkrt.Recorder.launch
+        labels = self.labels = []
+
+        def kernel_init(self, dev, module, entry, kinds, label):
+            init(self, dev, module, entry, kinds, label)
+            self.label = label
+
+        def recorder_launch(self, kernel, grid, args):
+            labels.append((kernel.label.split("::")[0], kernel.shuffles))
+            return launch(self, kernel, grid, args)
+
+        mp.setattr(vkrt.Kernel, "__init__", kernel_init)
+        mp.setattr(vkrt.Recorder, "launch", recorder_launch)
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypatch, fmt):
+    """Greedy tokens equal; in a decode step every quantized matmul (qkv, o, gate, up, and
+    down with silu(gate) * up fused in, per layer; the lm head) is the shuffling GEMV."""
+    pytest.importorskip("transformers")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "llm"))
+    from test_gguf import write_gguf
+    from test_quantized import CFG, FORMATS, _source_model
+    import transformers
+
+    from relax_mlir.llm import CausalLM
+    src, sd = _source_model(transformers.LlamaConfig(**CFG))
+    path = tmp_path / f"{fmt}.gguf"
+    write_gguf(path, "llama", sd, src.config, {}, FORMATS[fmt])
+    seen = _Labels(monkeypatch)
+    g = CausalLM.from_gguf(str(path), max_seq_len=32, target="vulkan")
+    c = CausalLM.from_gguf(str(path), max_seq_len=32)
+    assert dict(g.config.formats)["down"] == fmt
+    ids = np.random.default_rng(5).integers(0, CFG["vocab_size"], 6).astype(np.int64)
+    np.testing.assert_array_equal(g.generate(ids, 8, eos_token_id=[]), c.generate(ids, 8, eos_token_id=[]))
+    del seen.labels[:]
+    g.decode(3)
+    quant = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
+    assert len(quant) == 5 * CFG["num_hidden_layers"] + 1 and all(s for _, s in quant), seen.labels
+
+
+# -- cuda: PTX and the host path -------------------------------------------------------------
+
+def _ptx(fmt: str) -> dict:
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", "from relax_mlir.tools.relax_opt import main; import sys; "
+                        "sys.exit(main())", "-", "--pass-pipeline=builtin.module(cuda)"],
+                       input=_program(fmt, 64, 256, prologue=True), capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = {}
+    for line in r.stdout.splitlines():
+        if "gpu.binary @" in line and "assembly = \"" in line:
+            out[line.split("gpu.binary @")[1].split(" ")[0]] = \
+                line.split("assembly = \"")[1].encode().decode("unicode_escape")
+    return out
+
+
+@pytest.mark.parametrize("fmt,load", [("q8_0", "ld.global.v2.b8"), ("q4_0", "ld.global.v2.b8"),
+                                      ("q4_1", "ld.global.b32")])
+def test_cuda_quantized_gemv_ptx(fmt, load):
+    """One kernel: 128 threads (4 warps, a column each), 5 butterfly shuffles (32 lanes), the
+    quant bytes in vector loads as wide as the block layout's alignment (Q4_1's quants are
+    4-byte aligned: one 32-bit load per lane and block; Q8_0's and Q4_0's 2-byte aligned),
+    the f16 scales converted, FMAs."""
+    ptx = _ptx(fmt)
+    assert len(ptx) == 1, list(ptx)
+    (p,) = ptx.values()
+    p = p.replace("\x00A", "\n").replace("\x009", "\t")   # MLIR's \0A, \09 escapes
+    assert ".maxntid 128, 1, 1" in p
+    assert p.count("shfl.sync.bfly.b32") == 5
+    loads = [x.split()[0] for x in p.splitlines() if x.strip().startswith("ld.global")]
+    assert load in loads and "ld.global.b8" not in loads, loads   # no byte-by-byte loads (LLVM 22: untyped .b8)
+    assert "cvt.f32.f16" in p and "fma.rn.f32" in p
+    assert "bar.sync" not in p
+
+
+FAKE_QGEMV = r'''
+import gguf
+out = []
+for fmt, n, k in (("q4_0", 320, 128), ("q8_0", 33, 64), ("q4_1", 7, 32)):
+    exe = relax_mlir.compile(sys.argv[2].replace("FMT", fmt).replace("NN", str(n)).replace("KK", str(k))
+                             .replace("RB", str(k // 32 * {"q4_0": 18, "q8_0": 34, "q4_1": 20}[fmt])), target="cuda")
+    for m in (1, 3):
+        before = launches()
+        y = exe(np.ones((m, k), np.float32), np.zeros((n, k // 32 * {"q4_0": 18, "q8_0": 34, "q4_1": 20}[fmt]), np.int8))
+        out.append([fmt, list(y.shape), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
+print("FAKE-RUN " + json.dumps(out))
+'''
+
+FAKE_SRC = '''
+func.func @main(%x: tensor<?xKKxf32, #relax.shape<["m", KK]>>, %w: tensor<NNxRBxi8>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>> attributes {relax.function} {
+  %y = "relax.quantized_matmul"(%x, %w) {format = "FMT"} : (tensor<?xKKxf32, #relax.shape<["m", KK]>>, tensor<NNxRBxi8>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>>
+  return %y : tensor<?xNNxf32, #relax.shape<["m", NN]>>
+}'''
+
+
+def test_fake_run_quantized_gemv_host_path(tmp_path):
+    """The PTX loads through the (fake) driver; one launch per call, grid (ceil(N / 4), M, 1)."""
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_QGEMV, FAKE_SRC)
+    assert got == [["q4_0", [1, 320], [[80, 1, 1]]], ["q4_0", [3, 320], [[80, 3, 1]]],
+                   ["q8_0", [1, 33], [[9, 1, 1]]], ["q8_0", [3, 33], [[9, 3, 1]]],
+                   ["q4_1", [1, 7], [[2, 1, 1]]], ["q4_1", [3, 7], [[2, 3, 1]]]]
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+def test_bench_dequantizer_matches_gguf(fmt):
+    """The numpy dequantizer the device checks use (bench_gpu.quant_blocks) is gguf's."""
+    gguf = pytest.importorskip("gguf")
+    raw, deq = quant_blocks(fmt, 5, 96, np.random.default_rng(1))
+    qt = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
+          "q4_1": gguf.GGMLQuantizationType.Q4_1}[fmt]
+    np.testing.assert_array_equal(deq, gguf.quants.dequantize(raw.view(np.uint8), qt).reshape(5, 96))
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+def test_cuda_quantized_gemv_numerics(fmt):
+    """On a CUDA device (skipped elsewhere): the quantized GEMV against numpy at M = 1, 3, 64,
+    N odd and large, through ONE executable per shape (random blocks, numpy's dequantizer:
+    no gguf needed on the device)."""
+    from relax_mlir.runtime import cuda
+    ok, why = cuda.available()
+    if not ok:
+        pytest.skip(f"no CUDA device: {why}")
+    rng = np.random.default_rng(12)
+    for n, k in _SHAPES + [(32000, 768)]:
+        exe = relax_mlir.compile(_program(fmt, n, k), target="cuda")
+        raw, deq = quant_blocks(fmt, n, k, rng)
+        for m in (1, 3, 64):
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            ref = x.astype(np.float64) @ deq.T.astype(np.float64)
+            np.testing.assert_allclose(exe(x, raw), ref, atol=1e-5 * np.abs(ref).max(), rtol=0,
+                                       err_msg=f"{fmt} {m}x{n}x{k}")
+
+
+def test_rule_selection_and_space():
+    """Defaults per target: 4 lanes per block; 4 warps per workgroup on cuda, one subgroup on
+    vulkan; no known subgroup size: no rule (the kernel stays a row reduction)."""
+    from dataclasses import replace
+
+    from relax_mlir.target import GPU_DEFAULTS
+    cuda = Target(kind="cuda", dispatch_policy="off", **GPU_DEFAULTS["cuda"])
+    vk = Target(kind="vulkan", dispatch_policy="off", **GPU_DEFAULTS["vulkan"])
+    lavapipe = replace(vk, subgroup_size=8, max_threads_per_block=1024)
+    r = rules.QuantMatmul()
+    assert r.default(cuda, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_subgroups": 4}
+    assert r.default(lavapipe, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_subgroups": 1}
+    assert r.dtypes(vk) == () and r.dtypes(cuda) == quant_gemv.FORMATS
+    with pytest.raises(ValueError, match="qgemv_lanes_per_block must be a power of two up to 16 and the subgroup"):
+        r.space(lavapipe).check({"qgemv_lanes_per_block": 16, "qgemv_subgroups": 1})
+    with pytest.raises(ValueError, match="256 threads per quantized-GEMV workgroup exceed the target's 128"):
+        r.space(replace(cuda, max_threads_per_block=128)).check({"qgemv_lanes_per_block": 4, "qgemv_subgroups": 8})

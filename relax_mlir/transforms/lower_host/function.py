@@ -375,6 +375,8 @@ class FunctionLowering:
             self.lower_call_tir(op, operands)
         elif name == "relax.call":
             self.lower_call(op, operands)
+        elif name == "relax.repeat":
+            self.lower_repeat(op, operands)
         elif name == "relax.match_cast":
             self.lower_match_cast(op, operands[0])
         elif name == "relax.assert":
@@ -522,6 +524,57 @@ class FunctionLowering:
             list(lt.results),
             lambda: [self.const(0, i(32))] + [self.const(0, i(64))] * D
             + [self.placeholder(t) for t in list(lt.results)[1 + D:]], op.location)
+        self.fresh.update(res[1 + D:])   # a graph function returns buffers its caller owns
+        self.add_propagate(res[0], res[1:1 + D])
+        self.flush()
+        for r, v in zip(op.results, res[1 + D:]):
+            self.vmap[r] = self.cast(v, strip(r.type))
+
+    def lower_repeat(self, op, operands) -> None:
+        """``relax.repeat`` -> ONE ``scf.for`` over the iterations calling the lowered callee
+        (the host code of a layer stack does not grow with its depth). The loop carries the
+        status, the details and the carried values; after a failed call the remaining
+        iterations skip theirs, and the status is propagated as a relax.call's. The
+        iteration reaches the callee as a zero-byte ``(i, 0) i8`` tensor (its dim binds the
+        callee's iteration symbol)."""
+        attrs = read_attrs(relax_opdef(op), op)
+        callee, count, carried = ir.FlatSymbolRefAttr(op.attributes["callee"]).value, attrs["count"], attrs["carried"]
+        g = self.state.graph.get(callee)
+        if g is None:
+            raise LowerError(op, f"relax.repeat callee @{callee} is not a graph function")
+        lt = self.state.body_type(g)
+        ws = self.target.callee_workspace(self, self.state.own_bytes(self.name), op.location)
+        buffers = [ws] + [self.state_buffers[s] for s in self.state.used_states(callee)]
+        ptypes = list(lt.inputs)[len(buffers):]          # iteration, carried, invariants
+        it_type = ptypes[0]
+        init = [self.cast(v, t) for v, t in zip(operands[:carried], ptypes[1:1 + carried])]
+        inv = [self.cast(v, t) for v, t in zip(operands[carried:], ptypes[1 + carried:])]
+        D = self.state.detail_slots
+        rtypes = list(lt.results)
+        head = [self.const(0, i(32))] + [self.const(0, i(64))] * D
+        body = ir.FlatSymbolRefAttr.get(self.state.body_name(callee))
+
+        def build() -> list:
+            zero, one, n = self.const(0), self.const(1), self.const(count)
+            loop = scf.ForOp(zero, n, one, head + init, ip=self.ip, loc=op.location)
+            outer_ip, outer_cache = self.ip, self.cache
+            self.ip, self.cache = ir.InsertionPoint(loop.body), dict(outer_cache)
+            acc = list(loop.inner_iter_args)
+            ok = self.cmp("eq", acc[0], self.const(0, i(32)))
+            ifop = scf.IfOp(ok, rtypes, has_else=True, ip=self.ip, loc=op.location)
+            self.ip = ir.InsertionPoint(ifop.then_block)
+            it = tensor.EmptyOp([loop.induction_variable, 0], i(8), ip=self.ip).result
+            res = func.CallOp(rtypes, body, buffers + [self.cast(it, it_type)] + acc[1 + D:] + inv,
+                              ip=self.ip, loc=op.location).results
+            scf.YieldOp(list(res), ip=self.ip)
+            scf.YieldOp(acc, ip=ir.InsertionPoint(ifop.else_block))
+            self.ip = ir.InsertionPoint(loop.body)
+            scf.YieldOp(list(ifop.results), ip=self.ip)
+            self.ip, self.cache = outer_ip, outer_cache
+            return list(loop.results)
+
+        res = self.guarded(build, rtypes,
+                           lambda: head + [self.placeholder(t) for t in rtypes[1 + D:]], op.location)
         self.fresh.update(res[1 + D:])   # a graph function returns buffers its caller owns
         self.add_propagate(res[0], res[1:1 + D])
         self.flush()

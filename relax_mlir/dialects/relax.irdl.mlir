@@ -1002,7 +1002,7 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     // optional attribute "axis": #builtin.dense_array (ints), default none
   }
-  // rows [begin, end) of the session's state buffer `state` as a tensor, without a copy (a view: valid until a relax.state_write to those rows); end beyond the capacity is a run-time ShapeError
+  // rows [begin, end) of the session's state buffer `state` (of its block `block` when its rows are split into `blocks` equal blocks) as a tensor, without a copy (a view: valid until a relax.state_write to those rows); end beyond the capacity (the block's) or a block beyond `blocks` is a run-time ShapeError
   irdl.operation @state_read {
     %0 = irdl.base "!builtin.tensor"
     irdl.results(result: %0)
@@ -1010,14 +1010,18 @@ irdl.dialect @relax {
     %2 = irdl.any
     irdl.attributes {"state" = %1, "end" = %2}
     // optional attribute "begin": any (dim), default 0
+    // optional attribute "block": any (dim), default 0
+    // optional attribute "blocks": #builtin.integer (int), default 1
   }
-  // write `value` into rows [offset, offset + rows) of the session's state buffer `state`, in place (only those rows move); its other dims and dtype must be the state's; a write beyond the capacity is a run-time ShapeError
+  // write `value` into rows [offset, offset + rows) of the session's state buffer `state` (of its block `block` of `blocks`, as relax.state_read), in place (only those rows move); its other dims and dtype must be the state's; a write beyond the capacity is a run-time ShapeError
   irdl.operation @state_write {
     %0 = irdl.base "!builtin.tensor"
     irdl.operands(value: %0)
     %1 = irdl.base "#builtin.string"
     irdl.attributes {"state" = %1}
     // optional attribute "offset": any (dim), default 0
+    // optional attribute "block": any (dim), default 0
+    // optional attribute "blocks": #builtin.integer (int), default 1
   }
   // slice `axes` from `begin` to `end` by `strides` (symbolic allowed; see clamp rule)
   irdl.operation @strided_slice {
@@ -1093,6 +1097,17 @@ irdl.dialect @relax {
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
     // optional attribute "k": #builtin.integer (int), default 0
+  }
+  // the bytes of the i8 tensor `x` from byte `offset` on, read as a tensor of `shape` and `dtype` (static), without a copy (as TVM's R.memory.view); e.g. layer i's weight in a stack of layers' weights (L, bytes) at offset i * bytes. Beyond `x` is a run-time ShapeError
+  irdl.operation @view {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %0)
+    %1 = irdl.base "!builtin.tensor"
+    irdl.results(result: %1)
+    %2 = irdl.base @relax::@shape
+    %3 = irdl.base "#builtin.type"
+    irdl.attributes {"shape" = %2, "dtype" = %3}
+    // optional attribute "offset": any (dim), default 0
   }
   // cond ? x : y elementwise, three-way broadcasting
   irdl.operation @where {

@@ -130,12 +130,29 @@ def row_shape(sig: TensorSig) -> list[Dim]:
     return list(sig.shape)[1:]
 
 
-@op("state_read", operands=[], attrs=[Attr("state", "str"), Attr("begin", "dim", 0), Attr("end", "dim")],
-    summary="rows [begin, end) of the session's state buffer `state` as a tensor, without a copy "
-            "(a view: valid until a relax.state_write to those rows); end beyond the capacity is a "
-            "run-time ShapeError")
+def _check_block(call: InferCall) -> None:
+    """``block`` of ``blocks``: the state's rows split into ``blocks`` equal blocks (a layer
+    stack's cache in one buffer: block = layer); row numbers count from the block's first."""
+    blocks, block = call["blocks"], Dim.of(call["block"])
+    if blocks < 1:
+        raise call.error(f"blocks must be at least 1, got {blocks}")
+    _check_scope(call, Shape([block]), "block")
+    call.require_le(0, block, "block")
+    if block.is_static and block.value >= blocks:
+        raise call.error(f"block {block.value} of {blocks} blocks")
+
+
+BLOCK_ATTRS = [Attr("block", "dim", 0), Attr("blocks", "int", 1)]
+
+
+@op("state_read", operands=[], attrs=[Attr("state", "str"), Attr("begin", "dim", 0), Attr("end", "dim")] + BLOCK_ATTRS,
+    summary="rows [begin, end) of the session's state buffer `state` (of its block `block` when its "
+            "rows are split into `blocks` equal blocks) as a tensor, without a copy (a view: valid "
+            "until a relax.state_write to those rows); end beyond the capacity (the block's) or a "
+            "block beyond `blocks` is a run-time ShapeError")
 def _state_read(call: InferCall) -> TensorSig:
     st = _state(call)
+    _check_block(call)
     begin, end = Dim.of(call["begin"]), Dim.of(call["end"])
     _check_scope(call, Shape([begin, end]), "row range")
     call.require_le(0, begin, "begin")
@@ -143,12 +160,14 @@ def _state_read(call: InferCall) -> TensorSig:
     return TensorSig(Shape([end - begin] + row_shape(st)), st.dtype)
 
 
-@op("state_write", operands=["value"], results=[], attrs=[Attr("state", "str"), Attr("offset", "dim", 0)],
-    summary="write `value` into rows [offset, offset + rows) of the session's state buffer `state`, "
-            "in place (only those rows move); its other dims and dtype must be the state's; a write "
-            "beyond the capacity is a run-time ShapeError")
+@op("state_write", operands=["value"], results=[], attrs=[Attr("state", "str"), Attr("offset", "dim", 0)] + BLOCK_ATTRS,
+    summary="write `value` into rows [offset, offset + rows) of the session's state buffer `state` "
+            "(of its block `block` of `blocks`, as relax.state_read), in place (only those rows move); "
+            "its other dims and dtype must be the state's; a write beyond the capacity is a run-time "
+            "ShapeError")
 def _state_write(call: InferCall) -> list:
     st = _state(call)
+    _check_block(call)
     x = tensor_input(call, 0)
     off = Dim.of(call["offset"])
     _check_scope(call, Shape([off]), "offset")

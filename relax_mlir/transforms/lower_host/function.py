@@ -377,6 +377,8 @@ class FunctionLowering:
             self.lower_call(op, operands)
         elif name == "relax.repeat":
             self.lower_repeat(op, operands)
+        elif name == "relax.view":
+            self.lower_view(op, operands[0])
         elif name == "relax.match_cast":
             self.lower_match_cast(op, operands[0])
         elif name == "relax.assert":
@@ -581,6 +583,41 @@ class FunctionLowering:
         for r, v in zip(op.results, res[1 + D:]):
             self.vmap[r] = self.cast(v, strip(r.type))
 
+    def lower_view(self, op, x) -> None:
+        """``relax.view``: a ``memref.view`` of the i8 operand's buffer at the byte offset (no
+        copy; identity layout, so kernels take it as they take any tensor), checked to lie
+        inside the operand's bytes."""
+        attrs = read_attrs(relax_opdef(op), op)
+        off = Dim.of(attrs["offset"])
+        t = strip(op.results[0].type)
+        rt = ir.RankedTensorType(t)
+        n = element_bytes(rt.element_type)
+        for d in rt.shape:
+            n *= d
+        xt = ir.RankedTensorType(x.type)
+        total = self.const(1)
+        for k in range(xt.rank):
+            total = arith.MulIOp(total, self.dim(x, k), ip=self.ip).result
+        o = self.index(off)
+        end = arith.AddIOp(o, self.const(n), ip=self.ip).result
+        self.add_check(self.cmp("sle", end, total),
+                       {"kind": "assert", "where": f"relax.view{at(op)}", "message": "relax.view within its operand",
+                        "lhs": str(off + n), "rhs": "bytes of the operand", "predicate": "le",
+                        "location": str(op.location)}, None)
+        self.flush()
+        dyn = ir.ShapedType.get_dynamic_size()
+        src = bufferization.ToBufferOp(ir.MemRefType.get(list(xt.shape), i(8)), x, read_only=True, ip=self.ip).result
+        if xt.rank != 1:
+            flat = [dyn if xt.is_dynamic_dim(k) else xt.get_dim_size(k) for k in range(xt.rank)]
+            size = dyn if dyn in flat else (int(__import__("math").prod(flat)) if flat else 1)
+            src = memref.CollapseShapeOp(ir.MemRefType.get([size], i(8)), src, [list(range(xt.rank))],
+                                         ip=self.ip).result if xt.rank else \
+                memref.ExpandShapeOp(ir.MemRefType.get([1], i(8)), src, [], [], [1], ip=self.ip).result
+        src = self._dynamic(src)
+        view = memref.ViewOp(ir.MemRefType.get(list(rt.shape), rt.element_type), src, o, [], ip=self.ip,
+                             loc=op.location).result
+        self.vmap[op.results[0]] = bufferization.ToTensorOp(t, view, restrict=True, ip=self.ip).result
+
     def lower_match_cast(self, op, x) -> None:
         pattern = Shape.from_attr(op.attributes["shape"])
         bound = self.bound_now()
@@ -686,14 +723,23 @@ class FunctionLowering:
             what = "relax.state_write"
         b = self.index(begin)
         e = self.index(end) if op.name == "relax.state_read" else arith.AddIOp(b, rows, ip=self.ip).result
+        blocks, block = attrs["blocks"], Dim.of(attrs["block"])
+        cap = None
         if row_bytes:
             nbytes = memref.DimOp(buf, self.const(0), ip=self.ip).result
-            cap = arith.DivUIOp(nbytes, self.const(row_bytes), ip=self.ip).result
+            cap = arith.DivUIOp(nbytes, self.const(row_bytes * blocks), ip=self.ip).result   # a block's rows
             ok = self.cmp("sle", e, cap)
+            blk = self.index(block)
+            if blocks > 1 and not block.is_static:
+                ok = arith.AndIOp(ok, self.cmp("slt", blk, self.const(blocks)), ip=self.ip).result
             last = end if op.name == "relax.state_read" else begin + read_tensor_type(op.operands[0].type).shape[0]
+            where = f"[{begin}, {last})" + (f" of block {block} of {blocks}" if blocks > 1 else "")
             self.add_check(ok, {"kind": "state", "where": f"{what}{at(op)}", "detail": name,
-                                "expr": f"[{begin}, {last})", "location": str(op.location)}, [b, e, cap])
+                                "expr": where, "location": str(op.location)}, [b, e, cap])
         off = self.index(begin * row_bytes)
+        if blocks > 1 and cap is not None and not (block.is_static and block.value == 0):
+            first = arith.MulIOp(arith.MulIOp(blk, cap, ip=self.ip).result, self.const(row_bytes), ip=self.ip).result
+            off = arith.AddIOp(off, first, ip=self.ip).result
         self.flush()
         rt = ir.RankedTensorType(t)
         mt = ir.MemRefType.get(list(rt.shape), rt.element_type)

@@ -125,6 +125,21 @@ class CausalLM:
         self._extend = self.session["extend"].bind_params(*bound)
         self.eos_token_id = eos_token_id
 
+    def named_weights(self) -> dict[str, np.ndarray]:
+        """Every bound weight by its per-layer name (:meth:`LlamaModel.named_parameters`):
+        the global ones as bound, a layer's as a view of its row of the run's stacked bytes
+        (f32 weights as f32, the others as their stored bytes)."""
+        bound = dict(zip(self.weight_names, self.weights))
+        model = LlamaModel(self.config)
+        out = {n: bound[n] for n, _ in model.named_parameters() if n in bound}
+        for r, stack in enumerate(model.stacks()):
+            for (n, lp), (sn, _) in zip(stack.spec, stack.named_parameters()):
+                rows = bound[f"stacks.{r}.{sn}"]
+                for j in range(stack.count):
+                    w = np.asarray(rows[j])
+                    out[f"layers.{stack.first + j}.{n}"] = (w.view(np.float32) if lp.dtype == "f32" else w).reshape(lp.shape)
+        return out
+
     # -- construction --------------------------------------------------------------------
 
     @classmethod

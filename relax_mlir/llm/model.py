@@ -54,6 +54,7 @@ from mlir import ir
 
 from ..dialects import relax
 from ..frontend import nn
+from ..frontend.builder import graph_function
 from ..ops.state import declare_states
 
 NEG = float(np.finfo(np.float32).min)
@@ -249,13 +250,17 @@ class _Stack(nn.Module):
         for n, p in self._layer:
             setattr(self, n.replace(".", "_"), nn.Parameter([count, int(np.prod(p.shape)) * _BYTES[p.dtype]], "i8"))
 
-    def views(self) -> dict:
-        """The layer's Parameter (by id) -> the view of iteration ``i``'s weight (inside a
-        step function)."""
+    @property
+    def spec(self) -> list:
+        return self._layer
+
+    def views(self, values: list) -> dict:
+        """The layer's Parameter (by id) -> the view of iteration ``i``'s weight in its
+        stacked ``values`` (the step function's parameters, in this module's order)."""
         out = {}
-        for n, lp in self._layer:
-            p = getattr(self, n.replace(".", "_"))
-            out[id(lp)] = relax.view(p.value, shape=list(lp.shape), dtype=lp.dtype, offset=f"{p.shape[1]}*i")
+        for (n, lp), v in zip(self._layer, values):
+            nbytes = int(np.prod(lp.shape)) * _BYTES[lp.dtype]
+            out[id(lp)] = relax.view(v, shape=list(lp.shape), dtype=lp.dtype, offset=f"{nbytes}*i")
         return out
 
     def stack(self, weights: dict) -> dict:
@@ -451,22 +456,27 @@ class LlamaModel(nn.Module):
         kind = "prefill" if st.past is None else "extend"
         for (first, count), stack in zip(self.runs(), stacks):
             extra = [] if past is None else [past]
-            x = relax.repeat([x, st.cos, st.sin, st.mask, *extra, *[p.value for _, p in stack.named_parameters()]],
-                             callee=f"{kind}_layers_{first}", count=count, carried=1)
+            at = relax.zeros(shape=[first, 0], dtype="i8")      # the run's first layer, as a size
+            x = relax.repeat([x, st.cos, st.sin, st.mask, *extra, at, *[p.value for _, p in stack.named_parameters()]],
+                             callee=self.step_function(kind, self.layers[first]), count=count, carried=1)
         if last_only:
             x = relax.strided_slice(x, axes=[0], begin=["s - 1"], end=["s"])
         return self.lm_head(self.norm(x))
 
-    def _step(self, kind: str, first: int, stack: "_Stack", st: _Step, x: ir.Value, block: str) -> ir.Value:
-        """One layer of the run starting at ``first`` (iteration ``i``: layer ``first + i``):
-        its weights are views of the run's stacked weights (``relax.view``, no copy), its
-        cache block ``first + i`` of the states ``k``, ``v``. Prefill: ``layer_prefill``, its
-        new keys and values written into the state after. Extend: ``layer_qkv``; the new keys
-        and values written into rows [p, p + s); rows [0, p + s) read back in place (views);
-        ``layer_attend`` over them."""
-        layer, N = self.layers[first], self.c.num_layers
-        views = stack.views()
-        blk = {"block": block, "blocks": N}
+    def step_function(self, kind: str, layer: "Layer") -> str:
+        """The step function (``prefill_layers``, ``extend_layers``) of ``layer``'s format
+        tuple (``_<j>`` for the j-th other tuple, as :meth:`layer_function`): every run of
+        layers with these formats repeats it."""
+        return f"{kind}_layers" + self.layer_function("prefill", layer)[len("layer_prefill"):]
+
+    def _step(self, kind: str, layer: "Layer", views: dict, st: _Step, x: ir.Value) -> ir.Value:
+        """One layer of a run (iteration ``i`` of the run starting at layer ``f``: layer
+        ``f + i``): its weights ``views`` of the run's stacked weights (``relax.view``, no
+        copy), its cache block ``f + i`` of the states ``k``, ``v``. Prefill:
+        ``layer_prefill``, its new keys and values written into the state after. Extend:
+        ``layer_qkv``; the new keys and values written into rows [p, p + s); rows [0, p + s)
+        read back in place (views); ``layer_attend`` over them."""
+        blk = {"block": "f + i", "blocks": self.c.num_layers}
         if kind == "prefill":
             ws = [views[id(p)] for _, p in layer.named_parameters()]
             x, k, v = relax.call([x, st.cos, st.sin, st.mask, *ws], callee=self.layer_function("prefill", layer))
@@ -540,17 +550,23 @@ class LlamaModel(nn.Module):
         declare_states(module, {kv: (["cap", KV, D], c.dtype) for kv in "kv"},
                        upper_bounds={"cap": N * c.max_positions})
         stacks = self.stacks()
+        done = set()
         for (first, count), stack in zip(self.runs(), stacks):
-            block = f"i + {first}" if first else "i"
-            it = ("it", ["i", 0], "i8")
-            nn.export(module, f"prefill_layers_{first}", stack,
-                      [it] + rope + [("mask", ["s", "s"], c.dtype)],
-                      lambda _, x, cos, sin, mask, first=first, stack=stack, block=block:
-                      self._step("prefill", first, stack, _Step(None, cos, sin, mask), x, block))
-            nn.export(module, f"extend_layers_{first}", stack,
-                      [it] + rope + [("mask", ["s", 1, t, 1], c.dtype), ("past", ["p", 0], "i8")],
-                      lambda _, x, cos, sin, mask, past, first=first, stack=stack, block=block:
-                      self._step("extend", first, stack, _Step("p", cos, sin, mask), x, block))
+            layer = self.layers[first]
+            if self.step_function("prefill", layer) in done:
+                continue
+            for kind, extra in (("prefill", [("mask", ["s", "s"], c.dtype)]),
+                                ("extend", [("mask", ["s", 1, t, 1], c.dtype), ("past", ["p", 0], "i8")])):
+                name = self.step_function(kind, layer)
+                done.add(name)
+                # the iteration i, the inputs, the run's first layer f, the stacked weights (c rows)
+                specs = [("it", ["i", 0], "i8")] + rope + extra + [("first", ["f", 0], "i8")] + \
+                    [(n, ["c", p.shape[1]], "i8") for n, p in stack.named_parameters()]
+                with graph_function(module, name, specs) as fn:
+                    x, cos, sin, mask = fn.params[1:5]
+                    st = _Step(None, cos, sin, mask) if kind == "prefill" else _Step("p", cos, sin, mask)
+                    views = stack.views(fn.params[len(specs) - len(stack.spec):])
+                    fn.ret(self._step(kind, layer, views, st, x))
         top = _Part(embed=self.embed, stacks=stacks, norm=self.norm, lm_head=self.lm_head,
                     rope_inv_freq=self.rope_inv_freq)
         names = nn.export(module, "prefill", top, [("ids", ["s"], "i64")],

@@ -98,8 +98,8 @@ def test_one_compile_for_every_length(monkeypatch, tmp_path):
     lm.generate(prompt(3), max_new_tokens=4)
     CausalLM.from_hf(hf, max_seq_len=16).generate(prompt(2), max_new_tokens=3)
     assert len(calls) == 1
-    assert lm.exe.functions == ["layer_prefill", "layer_qkv", "layer_attend", "prefill_layers_0",
-                                "extend_layers_0", "prefill", "extend"]
+    assert lm.exe.functions == ["layer_prefill", "layer_qkv", "layer_attend", "prefill_layers",
+                                "extend_layers", "prefill", "extend"]
     graph = open(glob.glob(os.path.join(str(tmp_path), "*-graph.mlir"))[0]).read()
     assert graph.count('callee = "relax_blas_attention_h1111_tiled_f32"') == 1
 
@@ -235,9 +235,9 @@ def test_errors():
         lm.prefill(prompt(65))
     # beyond the session's capacity inside the compiled code: a ShapeError, nothing written
     lm.prefill(prompt(60))
-    with pytest.raises(relax_mlir.ShapeError, match=r"@extend_layers_0: relax.state_write: rows \[p, p \+ s\) of "
-                                                    r"block i of 2 = \[60, 66\) of state 'k' exceed its capacity "
-                                                    r"of 64 rows with i = 0"):
+    with pytest.raises(relax_mlir.ShapeError, match=r"@extend_layers: relax.state_write: rows \[p, p \+ s\) of "
+                                                    r"block f \+ i of 2 = \[60, 66\) of state 'k' exceed its capacity "
+                                                    r"of 64 rows with i = 0, s = 6, p = 60, f = 0"):
         lm._extend(prompt(6), lm.cache.past())
     with pytest.raises(ValueError, match=r"token ids must lie in \[0, 128\)"):
         lm.prefill([1, 128])

@@ -1,9 +1,9 @@
 """The Llama-family decoder as relax graph functions (built with :mod:`relax_mlir.frontend.nn`).
 
 The KV cache is EXECUTABLE-OWNED STATE (:mod:`relax_mlir.ops.state`): the module declares
-``k{i}``, ``v{i}`` per layer, each ``(cap, kv_heads, head_dim)`` (sequence axis first,
-``cap <= max_positions``), which a :class:`~relax_mlir.runtime.executable.Session`
-allocates once. Two graph functions, compiled together into ONE executable, both
+``k`` and ``v``, each ``(cap, kv_heads, head_dim)`` (sequence axis first), the layers' caches
+as ``num_layers`` equal blocks of rows (layer i: block i, ``cap <= num_layers *
+max_positions``), which a :class:`~relax_mlir.runtime.executable.Session` allocates once. Two graph functions, compiled together into ONE executable, both
 symbolic in the new sequence length ``s`` (and the past length ``p``):
 
 ``prefill(ids: (s,) i64, *weights) -> logits (1, vocab)``
@@ -26,15 +26,19 @@ symbolic in the new sequence length ``s`` (and the past length ``p``):
     ``layer_attend``: inside one function, fusion pulled the rope into the scores
     kernel, which then had no schedule).
 
-The graph functions call the layer functions (one decoder layer, its weights as
-arguments) once per layer through ``relax.call``: a layer's code exists once, so only the
-host code of each call grows with depth (~0.13 s of compile per layer; inlined layers
-compiled ~2x longer, in quadratic graph passes).
+The graph functions run the layers in a loop: ONE ``relax.repeat`` per run of consecutive
+layers with equal formats, of a step function (``prefill_layers``, ``extend_layers``) that
+takes layer i's weights as views (``relax.view``) of the run's stacked weights (one
+``(layers, bytes)`` i8 array per weight: :meth:`LlamaModel.stack_weights`) and its cache
+block, and calls the layer functions (one decoder layer, its weights as arguments) through
+``relax.call``. Neither the graph nor the host code grows with depth, so neither does the
+compile time.
 Layers whose weights are stored in different formats (``LMConfig.layer_formats``: a Q4_K_M
 file mixes types by layer) get one variant of each layer function per distinct format tuple
-it depends on (``layer_qkv_1``, ...; :meth:`LlamaModel.layer_function`).
+it depends on (``layer_qkv_1``, ...; :meth:`LlamaModel.layer_function`), and one step
+function per distinct format tuple (``extend_layers_1``, ...), repeated by every run of it.
 The layer functions take the cache as tensors and return the new keys/values; the state
-ops (which name the layer's state) live in ``prefill``/``extend``.
+ops (on the layer's block) live in the step functions.
 
 Head order: query heads are laid out group-major, ``(s, group, kv_head, hd)``, i.e. HF
 head ``h = kv * group_size + g`` sits at ``g * kv_heads + kv`` (the loader permutes the

@@ -13,7 +13,10 @@ is a sequence of fixed-shape rows. Graph functions read a row range of a state a
 tensor WITHOUT a copy (``relax.state_read``: a view of the session's buffer) and write
 rows in place (``relax.state_write``: only the written rows move). State ops run in
 program order; a write beyond the capacity is a run-time ShapeError (the capacity is the
-session's, so it is checked when the call runs). relax-lower-host passes every state
+session's, so it is checked when the call runs). A state may hold several equal caches (a
+layer stack's: one per layer) as equal blocks of its rows: the ops' ``block`` / ``blocks``
+address rows inside block ``block`` (symbolic, e.g. a loop's iteration), checked against the
+block's capacity. relax-lower-host passes every state
 buffer to every graph function after the workspace (see
 :mod:`relax_mlir.transforms.lower_host`); the runtime session owns them
 (:class:`relax_mlir.runtime.executable.Session`).

@@ -79,3 +79,30 @@ def test_one_call_in_host_code():
     body = body[:body.index("\n  }\n")]
     assert body.count("scf.for") == 1
     assert body.count("call @__relax_body_step(") + body.count("call @step(") == 1
+
+
+@pytest.fixture(scope="module")
+def stacked():
+    """@main repeats @step3 over 3 layers whose (4, 4) f32 weights are rows of one (3, 64) i8
+    array, each read as a relax.view at byte 64 * i; @bad views beyond the array."""
+    with relax_mlir.make_context(), ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "step3", [("it", ["i", 0], "i8"), ("x", ["n", 4], "f32"), ("w", ["c", 64], "i8")]) as fn:
+            _, x, w = fn.params
+            fn.ret(relax.matmul(x, relax.view(w, shape=[4, 4], dtype="f32", offset="64*i")))
+        with graph_function(m, "main", [("x", ["n", 4], "f32"), ("w", [3, 64], "i8")]) as fn:
+            fn.ret(relax.repeat(list(fn.params), callee="step3", count=3, carried=1))
+        with graph_function(m, "bad", [("x", ["n", 4], "f32"), ("w", [3, 64], "i8")]) as fn:
+            x, w = fn.params
+            fn.ret(relax.matmul(x, relax.view(w, shape=[4, 4], dtype="f32", offset=192)))
+        return relax_mlir.compile(m)
+
+
+@pytest.mark.parametrize("n", [1, 5, 64])
+def test_views_of_stacked_weights(stacked, n):
+    w = np.random.default_rng(0).standard_normal((3, 4, 4)).astype(np.float32)
+    x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+    got = stacked["main"](x, w.reshape(3, 16).view(np.int8))
+    np.testing.assert_allclose(got, x @ w[0] @ w[1] @ w[2], rtol=1e-5, atol=1e-5)
+    with pytest.raises(relax_mlir.ShapeError, match="relax.view within its operand does not hold"):
+        stacked["bad"](x, w.reshape(3, 16).view(np.int8))

@@ -49,8 +49,8 @@ def _view(call: InferCall) -> TensorSig:
     from ..shapes import Dim, Shape
     from .manipulate import _check_scope
     x = call.inputs[0]
-    if x is None or x.dtype != "i8":
-        raise call.error("x must be an i8 tensor (bytes)")
+    if x is None or x.dtype != "i8" or x.rank < 1:
+        raise call.error("x must be an i8 tensor of rank >= 1 (bytes)")
     shape, dtype, off = call["shape"], call["dtype"], Dim.of(call["offset"])
     if dtype not in VIEW_BYTES:
         raise call.error(f"dtype {dtype} is not one of {', '.join(VIEW_BYTES)}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Optional
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, bufferization, builtin, func, memref, scf, tensor
 
@@ -607,12 +608,10 @@ class FunctionLowering:
         self.flush()
         dyn = ir.ShapedType.get_dynamic_size()
         src = bufferization.ToBufferOp(ir.MemRefType.get(list(xt.shape), i(8)), x, read_only=True, ip=self.ip).result
-        if xt.rank != 1:
-            flat = [dyn if xt.is_dynamic_dim(k) else xt.get_dim_size(k) for k in range(xt.rank)]
-            size = dyn if dyn in flat else (int(__import__("math").prod(flat)) if flat else 1)
+        if xt.rank > 1:   # the bytes as one row (a contiguous tensor: collapsing is free)
+            size = dyn if any(xt.is_dynamic_dim(k) for k in range(xt.rank)) else int(np.prod(xt.shape))
             src = memref.CollapseShapeOp(ir.MemRefType.get([size], i(8)), src, [list(range(xt.rank))],
-                                         ip=self.ip).result if xt.rank else \
-                memref.ExpandShapeOp(ir.MemRefType.get([1], i(8)), src, [], [], [1], ip=self.ip).result
+                                         ip=self.ip).result
         src = self._dynamic(src)
         view = memref.ViewOp(ir.MemRefType.get(list(rt.shape), rt.element_type), src, o, [], ip=self.ip,
                              loc=op.location).result

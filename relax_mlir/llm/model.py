@@ -59,6 +59,7 @@ from mlir import ir
 from ..dialects import relax
 from ..frontend import nn
 from ..frontend.builder import graph_function
+from ..ops.memory import VIEW_BYTES
 from ..ops.state import declare_states
 
 NEG = float(np.finfo(np.float32).min)
@@ -240,7 +241,6 @@ class _Part(nn.Module):
 
 #: numpy dtype of a weight stored as f32 / f16 (other formats: their raw bytes)
 _NP = {"f32": np.float32, "f16": np.float16}
-_BYTES = {"f32": 4, "f16": 2, "i8": 1}
 
 
 class _Stack(nn.Module):
@@ -252,10 +252,11 @@ class _Stack(nn.Module):
         self.first, self.count = first, count
         self._layer = [(n, p) for n, p in layer.named_parameters()]   # a list: not walked as a module
         for n, p in self._layer:
-            setattr(self, n.replace(".", "_"), nn.Parameter([count, int(np.prod(p.shape)) * _BYTES[p.dtype]], "i8"))
+            setattr(self, n.replace(".", "_"), nn.Parameter([count, int(np.prod(p.shape)) * VIEW_BYTES[p.dtype]], "i8"))
 
     @property
     def spec(self) -> list:
+        """The layer's (name, Parameter) pairs, in the order of the stacked parameters."""
         return self._layer
 
     def views(self, values: list) -> dict:
@@ -263,7 +264,7 @@ class _Stack(nn.Module):
         stacked ``values`` (the step function's parameters, in this module's order)."""
         out = {}
         for (n, lp), v in zip(self._layer, values):
-            nbytes = int(np.prod(lp.shape)) * _BYTES[lp.dtype]
+            nbytes = int(np.prod(lp.shape)) * VIEW_BYTES[lp.dtype]
             out[id(lp)] = relax.view(v, shape=list(lp.shape), dtype=lp.dtype, offset=f"{nbytes}*i")
         return out
 

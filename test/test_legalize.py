@@ -18,7 +18,7 @@ from relax_mlir.ops import OPS  # noqa: E402
 
 # Lowered by relax-lower-host rather than legalized into kernels (memory ops come from relax-plan-memory).
 HOST_LOWERED = {"call_tir", "call_dps_library", "call", "match_cast", "assert", "check_indices", "shape_of",
-                "alloc_storage", "alloc_tensor", "state_read", "state_write"}
+                "alloc_storage", "alloc_tensor", "state_read", "state_write", "repeat", "view"}
 
 
 def test_every_op_is_legalized_and_tested():

@@ -795,6 +795,95 @@ irdl.dialect @relax {
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
   }
+  // call graph function `callee` `count` (>= 1) times in a loop: its parameters are the iteration number as a zero-byte (i, 0) i8 tensor, then the `carried` first operands, each replaced by the previous call's results, then the other operands, the same at every call; the results are the last call's. A layer stack is one repeat of its layer
+  irdl.operation @repeat {
+    %0 = irdl.base "!builtin.tensor"
+    %1 = irdl.base "!builtin.tensor"
+    %2 = irdl.base "!builtin.tensor"
+    %3 = irdl.base "!builtin.tensor"
+    %4 = irdl.base "!builtin.tensor"
+    %5 = irdl.base "!builtin.tensor"
+    %6 = irdl.base "!builtin.tensor"
+    %7 = irdl.base "!builtin.tensor"
+    %8 = irdl.base "!builtin.tensor"
+    %9 = irdl.base "!builtin.tensor"
+    %10 = irdl.base "!builtin.tensor"
+    %11 = irdl.base "!builtin.tensor"
+    %12 = irdl.base "!builtin.tensor"
+    %13 = irdl.base "!builtin.tensor"
+    %14 = irdl.base "!builtin.tensor"
+    %15 = irdl.base "!builtin.tensor"
+    %16 = irdl.base "!builtin.tensor"
+    %17 = irdl.base "!builtin.tensor"
+    %18 = irdl.base "!builtin.tensor"
+    %19 = irdl.base "!builtin.tensor"
+    %20 = irdl.base "!builtin.tensor"
+    %21 = irdl.base "!builtin.tensor"
+    %22 = irdl.base "!builtin.tensor"
+    %23 = irdl.base "!builtin.tensor"
+    %24 = irdl.base "!builtin.tensor"
+    %25 = irdl.base "!builtin.tensor"
+    %26 = irdl.base "!builtin.tensor"
+    %27 = irdl.base "!builtin.tensor"
+    %28 = irdl.base "!builtin.tensor"
+    %29 = irdl.base "!builtin.tensor"
+    %30 = irdl.base "!builtin.tensor"
+    %31 = irdl.base "!builtin.tensor"
+    %32 = irdl.base "!builtin.tensor"
+    %33 = irdl.base "!builtin.tensor"
+    %34 = irdl.base "!builtin.tensor"
+    %35 = irdl.base "!builtin.tensor"
+    %36 = irdl.base "!builtin.tensor"
+    %37 = irdl.base "!builtin.tensor"
+    %38 = irdl.base "!builtin.tensor"
+    %39 = irdl.base "!builtin.tensor"
+    %40 = irdl.base "!builtin.tensor"
+    %41 = irdl.base "!builtin.tensor"
+    %42 = irdl.base "!builtin.tensor"
+    %43 = irdl.base "!builtin.tensor"
+    %44 = irdl.base "!builtin.tensor"
+    %45 = irdl.base "!builtin.tensor"
+    %46 = irdl.base "!builtin.tensor"
+    %47 = irdl.base "!builtin.tensor"
+    %48 = irdl.base "!builtin.tensor"
+    %49 = irdl.base "!builtin.tensor"
+    %50 = irdl.base "!builtin.tensor"
+    %51 = irdl.base "!builtin.tensor"
+    %52 = irdl.base "!builtin.tensor"
+    %53 = irdl.base "!builtin.tensor"
+    %54 = irdl.base "!builtin.tensor"
+    %55 = irdl.base "!builtin.tensor"
+    %56 = irdl.base "!builtin.tensor"
+    %57 = irdl.base "!builtin.tensor"
+    %58 = irdl.base "!builtin.tensor"
+    %59 = irdl.base "!builtin.tensor"
+    %60 = irdl.base "!builtin.tensor"
+    %61 = irdl.base "!builtin.tensor"
+    %62 = irdl.base "!builtin.tensor"
+    %63 = irdl.base "!builtin.tensor"
+    irdl.operands(args0: variadic %0, args1: variadic %1, args2: variadic %2, args3: variadic %3, args4: variadic %4, args5: variadic %5, args6: variadic %6, args7: variadic %7, args8: variadic %8, args9: variadic %9, args10: variadic %10, args11: variadic %11, args12: variadic %12, args13: variadic %13, args14: variadic %14, args15: variadic %15, args16: variadic %16, args17: variadic %17, args18: variadic %18, args19: variadic %19, args20: variadic %20, args21: variadic %21, args22: variadic %22, args23: variadic %23, args24: variadic %24, args25: variadic %25, args26: variadic %26, args27: variadic %27, args28: variadic %28, args29: variadic %29, args30: variadic %30, args31: variadic %31, args32: variadic %32, args33: variadic %33, args34: variadic %34, args35: variadic %35, args36: variadic %36, args37: variadic %37, args38: variadic %38, args39: variadic %39, args40: variadic %40, args41: variadic %41, args42: variadic %42, args43: variadic %43, args44: variadic %44, args45: variadic %45, args46: variadic %46, args47: variadic %47, args48: variadic %48, args49: variadic %49, args50: variadic %50, args51: variadic %51, args52: variadic %52, args53: variadic %53, args54: variadic %54, args55: variadic %55, args56: variadic %56, args57: variadic %57, args58: variadic %58, args59: variadic %59, args60: variadic %60, args61: variadic %61, args62: variadic %62, args63: variadic %63)
+    %64 = irdl.base "!builtin.tensor"
+    %65 = irdl.base "!builtin.tensor"
+    %66 = irdl.base "!builtin.tensor"
+    %67 = irdl.base "!builtin.tensor"
+    %68 = irdl.base "!builtin.tensor"
+    %69 = irdl.base "!builtin.tensor"
+    %70 = irdl.base "!builtin.tensor"
+    %71 = irdl.base "!builtin.tensor"
+    %72 = irdl.base "!builtin.tensor"
+    %73 = irdl.base "!builtin.tensor"
+    %74 = irdl.base "!builtin.tensor"
+    %75 = irdl.base "!builtin.tensor"
+    %76 = irdl.base "!builtin.tensor"
+    %77 = irdl.base "!builtin.tensor"
+    %78 = irdl.base "!builtin.tensor"
+    %79 = irdl.base "!builtin.tensor"
+    irdl.results(results0: variadic %64, results1: variadic %65, results2: variadic %66, results3: variadic %67, results4: variadic %68, results5: variadic %69, results6: variadic %70, results7: variadic %71, results8: variadic %72, results9: variadic %73, results10: variadic %74, results11: variadic %75, results12: variadic %76, results13: variadic %77, results14: variadic %78, results15: variadic %79)
+    %80 = irdl.base "#builtin.symbol_ref"
+    %81 = irdl.base "#builtin.integer"
+    %82 = irdl.base "#builtin.integer"
+    irdl.attributes {"callee" = %80, "count" = %81, "carried" = %82}
+  }
   // reshape to `shape` (symbols in scope, at most one -1); element counts must agree
   irdl.operation @reshape {
     %0 = irdl.base "!builtin.tensor"
@@ -913,7 +1002,7 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     // optional attribute "axis": #builtin.dense_array (ints), default none
   }
-  // rows [begin, end) of the session's state buffer `state` as a tensor, without a copy (a view: valid until a relax.state_write to those rows); end beyond the capacity is a run-time ShapeError
+  // rows [begin, end) of the session's state buffer `state` (of its block `block` when its rows are split into `blocks` equal blocks) as a tensor, without a copy (a view: valid until a relax.state_write to those rows); end beyond the capacity (the block's) or a block beyond `blocks` is a run-time ShapeError
   irdl.operation @state_read {
     %0 = irdl.base "!builtin.tensor"
     irdl.results(result: %0)
@@ -921,14 +1010,18 @@ irdl.dialect @relax {
     %2 = irdl.any
     irdl.attributes {"state" = %1, "end" = %2}
     // optional attribute "begin": any (dim), default 0
+    // optional attribute "block": any (dim), default 0
+    // optional attribute "blocks": #builtin.integer (int), default 1
   }
-  // write `value` into rows [offset, offset + rows) of the session's state buffer `state`, in place (only those rows move); its other dims and dtype must be the state's; a write beyond the capacity is a run-time ShapeError
+  // write `value` into rows [offset, offset + rows) of the session's state buffer `state` (of its block `block` of `blocks`, as relax.state_read), in place (only those rows move); its other dims and dtype must be the state's; a write beyond the capacity is a run-time ShapeError
   irdl.operation @state_write {
     %0 = irdl.base "!builtin.tensor"
     irdl.operands(value: %0)
     %1 = irdl.base "#builtin.string"
     irdl.attributes {"state" = %1}
     // optional attribute "offset": any (dim), default 0
+    // optional attribute "block": any (dim), default 0
+    // optional attribute "blocks": #builtin.integer (int), default 1
   }
   // slice `axes` from `begin` to `end` by `strides` (symbolic allowed; see clamp rule)
   irdl.operation @strided_slice {
@@ -1004,6 +1097,17 @@ irdl.dialect @relax {
     %1 = irdl.base "!builtin.tensor"
     irdl.results(result: %1)
     // optional attribute "k": #builtin.integer (int), default 0
+  }
+  // the bytes of the i8 tensor `x` from byte `offset` on, read as a tensor of `shape` and `dtype` (static), without a copy (as TVM's R.memory.view); e.g. layer i's weight in a stack of layers' weights (L, bytes) at offset i * bytes. Beyond `x` is a run-time ShapeError
+  irdl.operation @view {
+    %0 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %0)
+    %1 = irdl.base "!builtin.tensor"
+    irdl.results(result: %1)
+    %2 = irdl.base @relax::@shape
+    %3 = irdl.base "#builtin.type"
+    irdl.attributes {"shape" = %2, "dtype" = %3}
+    // optional attribute "offset": any (dim), default 0
   }
   // cond ? x : y elementwise, three-way broadcasting
   irdl.operation @where {

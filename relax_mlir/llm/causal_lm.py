@@ -40,23 +40,27 @@ _EXECUTABLES: dict[tuple[LMConfig, str], tuple] = {}
 
 
 class KVCache:
-    """A handle on a session's KV state: ``k[i]``, ``v[i]`` are the session's buffers
-    ``(max_seq_len, kv_heads, head_dim)`` of layer ``i`` (on a GPU target: read back from
-    the device as numpy); ``length`` rows are filled."""
+    """A handle on a session's KV state: ``k[i]``, ``v[i]`` are layer ``i``'s
+    ``(max_seq_len, kv_heads, head_dim)`` block of the session's buffers ``k``, ``v`` (views;
+    on a GPU target: read back from the device as numpy); ``length`` rows are filled."""
 
     def __init__(self, session, num_layers: int):
         self.session = session
         self.num_layers = num_layers
-        self.max_seq_len = session.state_shapes["k0"][0] if num_layers else 0
+        self.max_seq_len = session.state_shapes["k"][0] // num_layers if num_layers else 0
         self.length = 0
+
+    def _blocks(self, name: str) -> list[np.ndarray]:
+        a = self.session.state[name]
+        return list(a.reshape(self.num_layers, -1, *a.shape[1:]))
 
     @property
     def k(self) -> list[np.ndarray]:
-        return [self.session.state[f"k{i}"] for i in range(self.num_layers)]
+        return self._blocks("k")
 
     @property
     def v(self) -> list[np.ndarray]:
-        return [self.session.state[f"v{i}"] for i in range(self.num_layers)]
+        return self._blocks("v")
 
     def past(self) -> np.ndarray:
         """The zero-byte ``(length, 0)`` array whose shape tells ``extend`` the cached length."""
@@ -102,14 +106,17 @@ class CausalLM:
         self.config = config
         self.target = target
         self.exe, self.weight_names = compile_model(config, target)
-        missing = [n for n in self.weight_names if n not in weights]
+        model = LlamaModel(config)
+        missing = [n for n, _ in model.named_parameters() if n not in weights] + \
+            [n for n in self.weight_names if not n.startswith("stacks.") and n not in weights]
         if missing:
             raise ValueError(f"missing weights: {', '.join(missing[:5])}")
-        dtypes = {n: p.dtype for n, p in LlamaModel(config).named_parameters()}
+        weights = model.stack_weights(weights)   # the graph takes each run of layers' weights stacked
+        dtypes = {n: p.dtype for n, p in model.named_parameters()}
         # f32 weights as f32; block-quantized ones (i8 raw rows) as their bytes, never copied
-        self.weights = [np.ascontiguousarray(weights[n], dtype=np.float32) if dtypes[n] == "f32"
+        self.weights = [np.ascontiguousarray(weights[n], dtype=np.float32) if dtypes.get(n) == "f32"
                         else np.ascontiguousarray(weights[n]).view(np.int8) for n in self.weight_names]
-        self.session = self.exe.session(rows=self.max_seq_len)
+        self.session = self.exe.session(rows=self.max_seq_len * config.num_layers)
         self.cache = KVCache(self.session, config.num_layers)
         # the ~9 arrays per layer are checked and converted once (a GPU target: uploaded once,
         # shared by both functions); a call passes ids (and past)
@@ -117,6 +124,21 @@ class CausalLM:
         self._prefill = self.session["prefill"].bind_params(*bound)
         self._extend = self.session["extend"].bind_params(*bound)
         self.eos_token_id = eos_token_id
+
+    def named_weights(self) -> dict[str, np.ndarray]:
+        """Every bound weight by its per-layer name (:meth:`LlamaModel.named_parameters`):
+        the global ones as bound, a layer's as a view of its row of the run's stacked bytes
+        (f32 weights as f32, the others as their stored bytes)."""
+        bound = dict(zip(self.weight_names, self.weights))
+        model = LlamaModel(self.config)
+        out = {n: bound[n] for n, _ in model.named_parameters() if n in bound}
+        for r, stack in enumerate(model.stacks()):
+            for (n, lp), (sn, _) in zip(stack.spec, stack.named_parameters()):
+                rows = bound[f"stacks.{r}.{sn}"]
+                for j in range(stack.count):
+                    w = np.asarray(rows[j])
+                    out[f"layers.{stack.first + j}.{n}"] = (w.view(np.float32) if lp.dtype == "f32" else w).reshape(lp.shape)
+        return out
 
     # -- construction --------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """The Llama-family decoder as relax graph functions (built with :mod:`relax_mlir.frontend.nn`).
 
 The KV cache is EXECUTABLE-OWNED STATE (:mod:`relax_mlir.ops.state`): the module declares
-``k{i}``, ``v{i}`` per layer, each ``(cap, kv_heads, head_dim)`` (sequence axis first,
-``cap <= max_positions``), which a :class:`~relax_mlir.runtime.executable.Session`
-allocates once. Two graph functions, compiled together into ONE executable, both
+``k`` and ``v``, each ``(cap, kv_heads, head_dim)`` (sequence axis first), the layers' caches
+as ``num_layers`` equal blocks of rows (layer i: block i, ``cap <= num_layers *
+max_positions``), which a :class:`~relax_mlir.runtime.executable.Session` allocates once. Two graph functions, compiled together into ONE executable, both
 symbolic in the new sequence length ``s`` (and the past length ``p``):
 
 ``prefill(ids: (s,) i64, *weights) -> logits (1, vocab)``
@@ -26,15 +26,19 @@ symbolic in the new sequence length ``s`` (and the past length ``p``):
     ``layer_attend``: inside one function, fusion pulled the rope into the scores
     kernel, which then had no schedule).
 
-The graph functions call the layer functions (one decoder layer, its weights as
-arguments) once per layer through ``relax.call``: a layer's code exists once, so only the
-host code of each call grows with depth (~0.13 s of compile per layer; inlined layers
-compiled ~2x longer, in quadratic graph passes).
+The graph functions run the layers in a loop: ONE ``relax.repeat`` per run of consecutive
+layers with equal formats, of a step function (``prefill_layers``, ``extend_layers``) that
+takes layer i's weights as views (``relax.view``) of the run's stacked weights (one
+``(layers, bytes)`` i8 array per weight: :meth:`LlamaModel.stack_weights`) and its cache
+block, and calls the layer functions (one decoder layer, its weights as arguments) through
+``relax.call``. Neither the graph nor the host code grows with depth, so neither does the
+compile time.
 Layers whose weights are stored in different formats (``LMConfig.layer_formats``: a Q4_K_M
 file mixes types by layer) get one variant of each layer function per distinct format tuple
-it depends on (``layer_qkv_1``, ...; :meth:`LlamaModel.layer_function`).
+it depends on (``layer_qkv_1``, ...; :meth:`LlamaModel.layer_function`), and one step
+function per distinct format tuple (``extend_layers_1``, ...), repeated by every run of it.
 The layer functions take the cache as tensors and return the new keys/values; the state
-ops (which name the layer's state) live in ``prefill``/``extend``.
+ops (on the layer's block) live in the step functions.
 
 Head order: query heads are laid out group-major, ``(s, group, kv_head, hd)``, i.e. HF
 head ``h = kv * group_size + g`` sits at ``g * kv_heads + kv`` (the loader permutes the
@@ -54,6 +58,8 @@ from mlir import ir
 
 from ..dialects import relax
 from ..frontend import nn
+from ..frontend.builder import graph_function
+from ..ops.memory import VIEW_BYTES
 from ..ops.state import declare_states
 
 NEG = float(np.finfo(np.float32).min)
@@ -233,6 +239,51 @@ class _Part(nn.Module):
             setattr(self, k, m)
 
 
+#: numpy dtype of a weight stored as f32 / f16 (other formats: their raw bytes)
+_NP = {"f32": np.float32, "f16": np.float16}
+
+
+class _Stack(nn.Module):
+    """The weights of layers [first, first + count) (equal formats), stacked: per weight of
+    the layer one ``(count, bytes)`` i8 parameter (``stacks.<run>.<weight name with _>``);
+    layer ``first + i`` reads its weight as a :func:`relax.view` at byte ``i * bytes``."""
+
+    def __init__(self, layer: "Layer", first: int, count: int):
+        self.first, self.count = first, count
+        self._layer = [(n, p) for n, p in layer.named_parameters()]   # a list: not walked as a module
+        for n, p in self._layer:
+            setattr(self, n.replace(".", "_"), nn.Parameter([count, int(np.prod(p.shape)) * VIEW_BYTES[p.dtype]], "i8"))
+
+    @property
+    def spec(self) -> list:
+        """The layer's (name, Parameter) pairs, in the order of the stacked parameters."""
+        return self._layer
+
+    def views(self, values: list) -> dict:
+        """The layer's Parameter (by id) -> the view of iteration ``i``'s weight in its
+        stacked ``values`` (the step function's parameters, in this module's order)."""
+        out = {}
+        for (n, lp), v in zip(self._layer, values):
+            nbytes = int(np.prod(lp.shape)) * VIEW_BYTES[lp.dtype]
+            out[id(lp)] = relax.view(v, shape=list(lp.shape), dtype=lp.dtype, offset=f"{nbytes}*i")
+        return out
+
+    def stack(self, weights: dict) -> dict:
+        """The stacked arrays from ``weights`` by per-layer name (``layers.<j>.<name>``)."""
+        out = {}
+        for (n, lp), (name, p) in zip(self._layer, self.named_parameters()):
+            rows = []
+            for j in range(self.first, self.first + self.count):
+                w = weights[f"layers.{j}.{n}"]
+                w = np.ascontiguousarray(w, dtype=_NP[lp.dtype]) if lp.dtype in _NP else np.ascontiguousarray(w)
+                b = w.reshape(-1).view(np.int8)
+                if b.size != p.shape[1]:
+                    raise ValueError(f"layers.{j}.{n}: {b.size} bytes, the layer's weight has {p.shape[1]}")
+                rows.append(b)
+            out[name] = np.stack(rows)
+        return out
+
+
 @dataclass
 class _Step:
     """Symbolic names of one graph function: new tokens ``s``, past ``p`` (None: no past)."""
@@ -390,35 +441,78 @@ class LlamaModel(nn.Module):
         """The weights of ``layer_attend`` (o projection, post norm, MLP)."""
         return _Part(o=layer.attn.o, post_norm=layer.post_norm, mlp=layer.mlp)
 
-    def _body(self, st: _Step, ids: ir.Value, last_only: bool) -> list:
-        """Embedding, rope tables and mask once, then per layer ``relax.call`` of the layer
-        functions (one copy of the layer code; only each call's host code grows with depth).
-        Prefill: ``layer_prefill``, its new keys and values written into the state after.
-        Extend: ``layer_qkv``; the new keys and values written into rows [p, p + s); rows
-        [0, p + s) read back in place (views); ``layer_attend`` over them."""
+    def runs(self) -> list[tuple[int, int]]:
+        """(first layer, count) of each run of consecutive layers with equal formats: one
+        ``relax.repeat`` of one step function each (:meth:`_step`)."""
+        out: list[tuple[int, int]] = []
+        for i, L in enumerate(self.layers):
+            if out and self.layers[out[-1][0]].pairs == L.pairs:
+                out[-1] = (out[-1][0], out[-1][1] + 1)
+            else:
+                out.append((i, 1))
+        return out
+
+    def _body(self, st: _Step, ids: ir.Value, stacks: list, last_only: bool, past=None) -> list:
+        """Embedding, rope tables and mask once, then ONE ``relax.repeat`` per run of equal
+        layers of the step function (:meth:`_step`), so neither the graph nor the host code
+        grows with the depth; then the final norm and lm_head."""
         self._setup(st)
         x = self.embed(ids)
-        for i, layer in enumerate(self.layers):
-            if st.past is None:
-                ws = [p.value for _, p in layer.named_parameters()]
-                x, k, v = relax.call([x, st.cos, st.sin, st.mask, *ws], callee=self.layer_function("prefill", layer))
-                relax.state_write(k, state=f"k{i}", offset=st.start)
-                relax.state_write(v, state=f"v{i}", offset=st.start)
-                continue
-            ws = [p.value for _, p in self._qkv_part(layer).named_parameters()]
-            q, k, v = relax.call([x, st.cos, st.sin, *ws], callee=self.layer_function("qkv", layer))
-            relax.state_write(k, state=f"k{i}", offset=st.start)
-            relax.state_write(v, state=f"v{i}", offset=st.start)
-            kv = [relax.state_read(state=f"{n}{i}", end=st.total) for n in "kv"]
-            ws = [p.value for _, p in self._attend_part(layer).named_parameters()]
-            x = relax.call([x, q, *kv, st.mask, *ws], callee=self.layer_function("attend", layer))
+        kind = "prefill" if st.past is None else "extend"
+        for (first, count), stack in zip(self.runs(), stacks):
+            extra = [] if past is None else [past]
+            at = relax.zeros(shape=[first, 0], dtype="i8")      # the run's first layer, as a size
+            x = relax.repeat([x, st.cos, st.sin, st.mask, *extra, at, *[p.value for _, p in stack.named_parameters()]],
+                             callee=self.step_function(kind, self.layers[first]), count=count, carried=1)
         if last_only:
             x = relax.strided_slice(x, axes=[0], begin=["s - 1"], end=["s"])
         return self.lm_head(self.norm(x))
 
+    def step_function(self, kind: str, layer: "Layer") -> str:
+        """The step function (``prefill_layers``, ``extend_layers``) of ``layer``'s format
+        tuple (``_<j>`` for the j-th other tuple, as :meth:`layer_function`): every run of
+        layers with these formats repeats it."""
+        return f"{kind}_layers" + self.layer_function("prefill", layer)[len("layer_prefill"):]
+
+    def _step(self, kind: str, layer: "Layer", views: dict, st: _Step, x: ir.Value) -> ir.Value:
+        """One layer of a run (iteration ``i`` of the run starting at layer ``f``: layer
+        ``f + i``): its weights ``views`` of the run's stacked weights (``relax.view``, no
+        copy), its cache block ``f + i`` of the states ``k``, ``v``. Prefill:
+        ``layer_prefill``, its new keys and values written into the state after. Extend:
+        ``layer_qkv``; the new keys and values written into rows [p, p + s); rows [0, p + s)
+        read back in place (views); ``layer_attend`` over them."""
+        blk = {"block": "f + i", "blocks": self.c.num_layers}
+        if kind == "prefill":
+            ws = [views[id(p)] for _, p in layer.named_parameters()]
+            x, k, v = relax.call([x, st.cos, st.sin, st.mask, *ws], callee=self.layer_function("prefill", layer))
+            relax.state_write(k, state="k", offset=0, **blk)
+            relax.state_write(v, state="v", offset=0, **blk)
+            return x
+        ws = [views[id(p)] for _, p in self._qkv_part(layer).named_parameters()]
+        q, k, v = relax.call([x, st.cos, st.sin, *ws], callee=self.layer_function("qkv", layer))
+        relax.state_write(k, state="k", offset=st.start, **blk)
+        relax.state_write(v, state="v", offset=st.start, **blk)
+        kv = [relax.state_read(state=n, end=st.total, **blk) for n in "kv"]
+        ws = [views[id(p)] for _, p in self._attend_part(layer).named_parameters()]
+        return relax.call([x, q, *kv, st.mask, *ws], callee=self.layer_function("attend", layer))
+
     def state_names(self) -> list[str]:
-        """The KV state buffers, in the executable's order (sorted by name)."""
-        return sorted(f"{kv}{i}" for i in range(self.c.num_layers) for kv in "kv")
+        """The KV state buffers, in the executable's order (sorted by name): ``k`` and ``v``,
+        each the layers' caches as ``num_layers`` equal blocks of rows (block i: layer i)."""
+        return ["k", "v"]
+
+    def stacks(self) -> list["_Stack"]:
+        """The stacked weights of each run (:meth:`runs`)."""
+        return [_Stack(self.layers[first], first, count) for first, count in self.runs()]
+
+    def stack_weights(self, weights: dict) -> dict:
+        """``weights`` (per-layer names, as :meth:`named_parameters` names them) with the
+        stacked arrays the graph takes added: per run and weight, the layers' bytes as one
+        ``(count, bytes)`` i8 array (f32 weights as f32 bytes, others as stored)."""
+        out = dict(weights)
+        for r, stack in enumerate(self.stacks()):
+            out.update({f"stacks.{r}.{n}": w for n, w in stack.stack(weights).items()})
+        return out
 
     # -- graph functions --------------------------------------------------------------
 
@@ -457,11 +551,32 @@ class LlamaModel(nn.Module):
                 if name not in done:
                     done.add(name)
                     nn.export(module, name, part(L), args, body(L))
-        declare_states(module, {f"{kv}{i}": (["cap", KV, D], c.dtype) for i in range(c.num_layers) for kv in "kv"},
-                       upper_bounds={"cap": c.max_positions})
-        names = nn.export(module, "prefill", self, [("ids", ["s"], "i64")],
-                          lambda ids: self._body(_Step(None), ids, last_only=True))
-        names2 = nn.export(module, "extend", self, [("ids", ["s"], "i64"), ("past", ["p", 0], "i8")],
-                           lambda ids, past: self._body(_Step("p"), ids, last_only=False))
+        N = c.num_layers
+        declare_states(module, {kv: (["cap", KV, D], c.dtype) for kv in "kv"},
+                       upper_bounds={"cap": N * c.max_positions})
+        stacks = self.stacks()
+        done = set()
+        for (first, count), stack in zip(self.runs(), stacks):
+            layer = self.layers[first]
+            if self.step_function("prefill", layer) in done:
+                continue
+            for kind, extra in (("prefill", [("mask", ["s", "s"], c.dtype)]),
+                                ("extend", [("mask", ["s", 1, t, 1], c.dtype), ("past", ["p", 0], "i8")])):
+                name = self.step_function(kind, layer)
+                done.add(name)
+                # the iteration i, the inputs, the run's first layer f, the stacked weights (c rows)
+                specs = [("it", ["i", 0], "i8")] + rope + extra + [("first", ["f", 0], "i8")] + \
+                    [(n, ["c", p.shape[1]], "i8") for n, p in stack.named_parameters()]
+                with graph_function(module, name, specs) as fn:
+                    x, cos, sin, mask = fn.params[1:5]
+                    st = _Step(None, cos, sin, mask) if kind == "prefill" else _Step("p", cos, sin, mask)
+                    views = stack.views(fn.params[len(specs) - len(stack.spec):])
+                    fn.ret(self._step(kind, layer, views, st, x))
+        top = _Part(embed=self.embed, stacks=stacks, norm=self.norm, lm_head=self.lm_head,
+                    rope_inv_freq=self.rope_inv_freq)
+        names = nn.export(module, "prefill", top, [("ids", ["s"], "i64")],
+                          lambda ids: self._body(_Step(None), ids, stacks, last_only=True))
+        names2 = nn.export(module, "extend", top, [("ids", ["s"], "i64"), ("past", ["p", 0], "i8")],
+                           lambda ids, past: self._body(_Step("p"), ids, stacks, last_only=False, past=past))
         assert names == names2
         return names

@@ -92,6 +92,12 @@ def _call(call: InferCall) -> list[TensorSig]:
     args = [tensor_input(call, i) for i in range(len(call.inputs))]
     if len(args) != len(params):
         raise call.error(f"@{callee} takes {len(params)} argument(s), got {len(args)}")
+    return _match_call(call, callee, (params, results), args)
+
+
+def _match_call(call: InferCall, callee: str, sig, args: list[TensorSig]) -> list[TensorSig]:
+    """The callee's result types with its parameter symbols bound from ``args``."""
+    params, results = sig
     for i, (a, p) in enumerate(zip(args, params)):
         if a.dtype != p.dtype:
             raise call.error(f"argument #{i} has element type {a.dtype}, @{callee} expects {p.dtype}")
@@ -122,6 +128,52 @@ def _call(call: InferCall) -> list[TensorSig]:
                 dims.append(UNKNOWN if any(x.startswith("?") for x in s.symbols) else s)
         out.append(TensorSig(Shape(dims), r.dtype))
     return out
+
+
+def _repeat_iter(sig: TensorSig) -> bool:
+    """Whether ``sig`` is an iteration parameter: a zero-byte ``(i, 0) i8`` tensor."""
+    return sig.dtype == "i8" and sig.rank == 2 and sig.shape[1] == Dim.of(0) and not sig.shape[0].is_static \
+        and len(sig.shape[0].symbols) == 1 and str(sig.shape[0]) in sig.shape[0].symbols
+
+
+@op("repeat", operands=["*args"], results=["*results"],
+    attrs=[Attr("callee", "symbol"), Attr("count", "int"), Attr("carried", "int")],
+    summary="call graph function `callee` `count` (>= 1) times in a loop: its parameters are the "
+            "iteration number as a zero-byte (i, 0) i8 tensor, then the `carried` first operands, "
+            "each replaced by the previous call's results, then the other operands, the same at "
+            "every call; the results are the last call's. A layer stack is one repeat of its layer")
+def _repeat(call: InferCall) -> list[TensorSig]:
+    if call.scope is None or call.scope.lookup is None:
+        if call.declared:
+            return _declared(call)
+        raise call.error("needs the callee's signature (build with explicit result_types)")
+    callee, count, carried = call.attrs["callee"], call["count"], call["carried"]
+    if count < 1:
+        raise call.error(f"count must be at least 1, got {count}")
+    sig = call.scope.lookup(callee)
+    if sig is None:
+        raise call.error(f"callee @{callee} is not a graph function (func.func with relax.function)")
+    params, results = sig
+    args = [tensor_input(call, i) for i in range(len(call.inputs))]
+    if not 0 <= carried <= len(args):
+        raise call.error(f"carried must lie in [0, {len(args)}], got {carried}")
+    if len(params) != len(args) + 1:
+        raise call.error(f"@{callee} takes {len(params)} parameter(s): the iteration and {len(params) - 1} "
+                         f"operand(s), got {len(args)}")
+    if not _repeat_iter(params[0]):
+        raise call.error(f"@{callee}'s first parameter must be the iteration, a zero-byte (i, 0) i8 tensor, "
+                         f"got {params[0].shape} x {params[0].dtype}")
+    if len(results) != carried:
+        raise call.error(f"@{callee} returns {len(results)} value(s), the repeat carries {carried}")
+    it = str(params[0].shape[0])
+    for k in range(carried):
+        p, r = params[1 + k], results[k]
+        if it in p.shape.symbols or it in r.shape.symbols or p.shape != r.shape or p.dtype != r.dtype:
+            raise call.error(f"@{callee} result #{k} ({r.shape} x {r.dtype}) must have the type of the carried "
+                             f"parameter #{1 + k} ({p.shape} x {p.dtype}), independent of the iteration '{it}'")
+    # the operands bind the callee's symbols as a relax.call would (the iteration: count - 1 at most)
+    iter_sig = TensorSig(Shape([Dim.of(count - 1), 0]), "i8")
+    return _match_call(call, callee, sig, [iter_sig] + args)
 
 
 @op("shape_of", operands=["x"], summary="the run-time shape of `x` as a 1-D i64 tensor")

@@ -53,11 +53,16 @@ SHAPE_RULES: dict[str, str] = {
     "assert": "no result; `dims` holds two dims in scope",
     "check_indices": "no result; integer `indices`, `size` a dim in scope",
     "call": "the callee's result types with its parameter symbols bound from the arguments",
+    "repeat": "the carried operands' types: the callee's results must have its carried parameters' types, "
+              "independent of the iteration; count >= 1",
     "call_tir": "as the result types state (outputs written in destination-passing style)",
     "call_dps_library": "as the result types state (outputs written in destination-passing style)",
     "alloc_storage": "as the result type states: a 1-D i8 tensor of the planned byte size",
     "alloc_tensor": "as the result type states, carved out of `storage` at `offset`",
-    "state_read": "(end - begin, *rows of the state); the state's dtype; 0 <= begin <= end (end <= capacity is checked at run time)",
+    "view": "`shape` (static) of `dtype`, from the bytes of the i8 operand at byte `offset` (0 <= offset; "
+            "offset + the view's bytes <= the operand's bytes is checked at run time)",
+    "state_read": "(end - begin, *rows of the state); the state's dtype; 0 <= begin <= end (end <= capacity, of block "
+                  "`block` when `blocks` > 1, is checked at run time)",
     "state_write": "no result; `value` is (rows, *the state's row shape) of the state's dtype; 0 <= offset",
     "conv2d": "(N, O, OH, OW) with OH = (H + pad_top + pad_bottom - dilation * (KH - 1) - 1) // stride + 1 "
               "(OW likewise); C == I * groups; the padded input must cover the dilated kernel (run-time check "

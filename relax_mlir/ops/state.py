@@ -13,7 +13,10 @@ is a sequence of fixed-shape rows. Graph functions read a row range of a state a
 tensor WITHOUT a copy (``relax.state_read``: a view of the session's buffer) and write
 rows in place (``relax.state_write``: only the written rows move). State ops run in
 program order; a write beyond the capacity is a run-time ShapeError (the capacity is the
-session's, so it is checked when the call runs). relax-lower-host passes every state
+session's, so it is checked when the call runs). A state may hold several equal caches (a
+layer stack's: one per layer) as equal blocks of its rows: the ops' ``block`` / ``blocks``
+address rows inside block ``block`` (symbolic, e.g. a loop's iteration), checked against the
+block's capacity. relax-lower-host passes every state
 buffer to every graph function after the workspace (see
 :mod:`relax_mlir.transforms.lower_host`); the runtime session owns them
 (:class:`relax_mlir.runtime.executable.Session`).
@@ -132,12 +135,29 @@ def row_shape(sig: TensorSig) -> list[Dim]:
     return list(sig.shape)[1:]
 
 
-@op("state_read", operands=[], attrs=[Attr("state", "str"), Attr("begin", "dim", 0), Attr("end", "dim")],
-    summary="rows [begin, end) of the session's state buffer `state` as a tensor, without a copy "
-            "(a view: valid until a relax.state_write to those rows); end beyond the capacity is a "
-            "run-time ShapeError")
+def _check_block(call: InferCall) -> None:
+    """``block`` of ``blocks``: the state's rows split into ``blocks`` equal blocks (a layer
+    stack's cache in one buffer: block = layer); row numbers count from the block's first."""
+    blocks, block = call["blocks"], Dim.of(call["block"])
+    if blocks < 1:
+        raise call.error(f"blocks must be at least 1, got {blocks}")
+    _check_scope(call, Shape([block]), "block")
+    call.require_le(0, block, "block")
+    if block.is_static and block.value >= blocks:
+        raise call.error(f"block {block.value} of {blocks} blocks")
+
+
+BLOCK_ATTRS = [Attr("block", "dim", 0), Attr("blocks", "int", 1)]
+
+
+@op("state_read", operands=[], attrs=[Attr("state", "str"), Attr("begin", "dim", 0), Attr("end", "dim")] + BLOCK_ATTRS,
+    summary="rows [begin, end) of the session's state buffer `state` (of its block `block` when its "
+            "rows are split into `blocks` equal blocks) as a tensor, without a copy (a view: valid "
+            "until a relax.state_write to those rows); end beyond the capacity (the block's) or a "
+            "block beyond `blocks` is a run-time ShapeError")
 def _state_read(call: InferCall) -> TensorSig:
     st = _state(call)
+    _check_block(call)
     begin, end = Dim.of(call["begin"]), Dim.of(call["end"])
     _check_scope(call, Shape([begin, end]), "row range")
     call.require_le(0, begin, "begin")
@@ -145,12 +165,14 @@ def _state_read(call: InferCall) -> TensorSig:
     return TensorSig(Shape([end - begin] + row_shape(st)), st.dtype)
 
 
-@op("state_write", operands=["value"], results=[], attrs=[Attr("state", "str"), Attr("offset", "dim", 0)],
-    summary="write `value` into rows [offset, offset + rows) of the session's state buffer `state`, "
-            "in place (only those rows move); its other dims and dtype must be the state's; a write "
-            "beyond the capacity is a run-time ShapeError")
+@op("state_write", operands=["value"], results=[], attrs=[Attr("state", "str"), Attr("offset", "dim", 0)] + BLOCK_ATTRS,
+    summary="write `value` into rows [offset, offset + rows) of the session's state buffer `state` "
+            "(of its block `block` of `blocks`, as relax.state_read), in place (only those rows move); "
+            "its other dims and dtype must be the state's; a write beyond the capacity is a run-time "
+            "ShapeError")
 def _state_write(call: InferCall) -> list:
     st = _state(call)
+    _check_block(call)
     x = tensor_input(call, 0)
     off = Dim.of(call["offset"])
     _check_scope(call, Shape([off]), "offset")

@@ -164,7 +164,8 @@ def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
 
 def _llvm_stage() -> list[str]:
     return [
-        "one-shot-bufferize{bufferize-function-boundaries=true "
+        # allow-return-allocs-from-loops: relax.repeat's loop carries the values its calls return
+        "one-shot-bufferize{bufferize-function-boundaries=true allow-return-allocs-from-loops=true "
         "function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map}",
         "drop-equivalent-buffer-results",
         "canonicalize",

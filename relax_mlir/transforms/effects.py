@@ -27,7 +27,7 @@ from typing import Optional
 
 from mlir import ir
 
-from .graph import body_ops, functions_by_name, is_graph_function
+from .graph import CALL_OPS, body_ops, functions_by_name, is_graph_function
 
 #: relax ops that are never removed nor merged.
 EFFECT_OPS = {"relax.assert", "relax.check_indices", "relax.match_cast", "relax.alloc_storage", "relax.alloc_tensor",
@@ -93,7 +93,7 @@ class Effects:
             return False
         if op.regions and any(r.blocks for r in op.regions):
             return False
-        if name in ("relax.call_tir", "relax.call"):
+        if name in ("relax.call_tir",) + CALL_OPS:
             callee = op.attributes["callee"]
             if not isinstance(callee, ir.FlatSymbolRefAttr):
                 return False

@@ -11,6 +11,9 @@ from ..ops.registry import OPS, OpDef
 from ..shapes import Dim, Shape, TensorSig, is_tensor, read_tensor_type, symbol
 from ..shapes.match import match_shapes
 
+#: Ops that call a graph function (``callee``): relax.call once, relax.repeat in a loop.
+CALL_OPS = ("relax.call", "relax.repeat")
+
 
 def top_ops(module_op: ir.Operation) -> list[ir.Operation]:
     return [o.operation for o in module_op.regions[0].blocks[0].operations]

@@ -18,7 +18,7 @@ from mlir import ir
 from ..dialects.relax import infer_result_sigs, refresh_segments
 from ..ops.registry import RelaxError, Scope, python_to_attr, read_attrs
 from ..shapes import UNKNOWN, Shape, ShapeSyntaxError, TensorSig, Truth, prove_equal, tensor_type
-from .graph import (body_ops, bound_by_params, func_name, function_type, graph_functions,
+from .graph import (CALL_OPS, body_ops, bound_by_params, func_name, function_type, graph_functions,
                     param_sigs, relax_opdef, result_sigs, set_function_type, sig_or_none)
 from .registry import emit_error, register_pass
 
@@ -27,7 +27,7 @@ def _call_order(funcs: list[ir.Operation]) -> tuple[list[ir.Operation], Optional
     """Callees before callers; returns (order, name of a function on a cycle or None)."""
     by_name = {func_name(f): f for f in funcs}
     deps = {n: [ir.FlatSymbolRefAttr(o.attributes["callee"]).value
-                for o in body_ops(f) if o.name == "relax.call"] for n, f in by_name.items()}
+                for o in body_ops(f) if o.name in CALL_OPS] for n, f in by_name.items()}
     order, state = [], {}
 
     def visit(n: str) -> Optional[str]:

@@ -205,13 +205,13 @@ def verify_function(f: ir.Operation, funcs: dict[str, ir.Operation]) -> None:
                         emit_error(op, f"'{op.name}' attribute '{a.name}' uses unbound symbol(s) {', '.join(free)}")
             if opdef.name == "assert":
                 _check_assert(op, attrs)
-            if opdef.name in ("call", "call_tir"):
+            if opdef.name in ("call", "repeat", "call_tir"):
                 callee = attrs["callee"]
                 target = funcs.get(callee)
                 if target is None:
                     emit_error(op, f"'{op.name}' callee @{callee} does not exist")
-                elif opdef.name == "call" and not is_graph_function(target):
-                    emit_error(op, f"'relax.call' callee @{callee} is not a graph function (add the relax.function attribute, or use call_tir)")
+                elif opdef.name in ("call", "repeat") and not is_graph_function(target):
+                    emit_error(op, f"'relax.{opdef.name}' callee @{callee} is not a graph function (add the relax.function attribute, or use call_tir)")
                 elif opdef.name == "call_tir":
                     n_in = len(function_type(target).inputs)
                     tir_vars = attrs.get("tir_vars")

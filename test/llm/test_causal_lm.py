@@ -98,7 +98,8 @@ def test_one_compile_for_every_length(monkeypatch, tmp_path):
     lm.generate(prompt(3), max_new_tokens=4)
     CausalLM.from_hf(hf, max_seq_len=16).generate(prompt(2), max_new_tokens=3)
     assert len(calls) == 1
-    assert lm.exe.functions == ["layer_prefill", "layer_qkv", "layer_attend", "prefill", "extend"]
+    assert lm.exe.functions == ["layer_prefill", "layer_qkv", "layer_attend", "prefill_layers",
+                                "extend_layers", "prefill", "extend"]
     graph = open(glob.glob(os.path.join(str(tmp_path), "*-graph.mlir"))[0]).read()
     assert graph.count('callee = "relax_blas_attention_h1111_tiled_f32"') == 1
 
@@ -196,12 +197,14 @@ def test_kv_cache_is_session_state_written_in_place():
     hf, lm = hf_and_ours("gqa")
     lm.prefill(prompt(9))
     k0 = lm.cache.k[0]
-    assert k0 is lm.session.state["k0"] and k0.shape == (64, 2, 16)
-    assert lm.exe.states == ["k0", "k1", "v0", "v1"]
+    k = lm.session.state["k"]     # the layers' caches: 2 blocks of 64 rows in one buffer
+    assert k0.shape == (64, 2, 16) and k.shape == (128, 2, 16) and k0.ctypes.data == k.ctypes.data
+    assert lm.cache.k[1].ctypes.data == k.ctypes.data + k0.nbytes
+    assert lm.exe.states == ["k", "v"]
     ptr = k0.ctypes.data
     before = [a.copy() for a in lm.cache.k + lm.cache.v]
     lm.decode(4)
-    assert lm.cache.k[0] is k0 and k0.ctypes.data == ptr and lm.cache.length == 10
+    assert lm.session.state["k"] is k and lm.cache.k[0].ctypes.data == ptr and lm.cache.length == 10
     for a, b in zip(lm.cache.k + lm.cache.v, before):
         np.testing.assert_array_equal(a[:9], b[:9])      # the past is untouched
         assert np.all(a[9] != b[9])                       # one new row written in place
@@ -232,8 +235,9 @@ def test_errors():
         lm.prefill(prompt(65))
     # beyond the session's capacity inside the compiled code: a ShapeError, nothing written
     lm.prefill(prompt(60))
-    with pytest.raises(relax_mlir.ShapeError, match=r"@extend: relax.state_write: rows \[p, p \+ s\) = "
-                                                    r"\[60, 66\) of state 'k0' exceed its capacity of 64 rows"):
+    with pytest.raises(relax_mlir.ShapeError, match=r"@extend_layers: relax.state_write: rows \[p, p \+ s\) of "
+                                                    r"block f \+ i of 2 = \[60, 66\) of state 'k' exceed its capacity "
+                                                    r"of 64 rows with i = 0, s = 6, p = 60, f = 0"):
         lm._extend(prompt(6), lm.cache.past())
     with pytest.raises(ValueError, match=r"token ids must lie in \[0, 128\)"):
         lm.prefill([1, 128])

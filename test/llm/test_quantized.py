@@ -61,7 +61,7 @@ def test_quantized_equals_dequantized(files, fmt):
     f = CausalLM.from_gguf(files[fmt], max_seq_len=64, quantized=False)
     assert dict(q.config.formats) == {r: fmt for r in ROLES}
     assert f.config.formats == ()
-    qkv = q.weights[q.weight_names.index("layers.0.attn.qkv.weight")]
+    qkv = q.named_weights()["layers.0.attn.qkv.weight"]
     assert qkv.dtype == np.int8 and qkv.shape == ((4 + 2 * 2) * 32, row_bytes(fmt, 128))
     ids = np.random.default_rng(1).integers(0, 320, 11).astype(np.int64)
     _close(q.extend(ids), f.extend(ids))                 # prefill of 11 tokens, every position
@@ -140,9 +140,10 @@ def test_mixed_formats_every_weight_as_stored(mixed):
     q = CausalLM.from_gguf(path, max_seq_len=64)
     f = CausalLM.from_gguf(path, max_seq_len=64, quantized=False)
     assert q.config.layer_formats == (LAYER0, LAYER1, LAYER0) and f.config.layer_formats == ()
-    assert sorted(q.exe.functions) == ["extend", "layer_attend", "layer_attend_1", "layer_prefill",
-                                       "layer_prefill_1", "layer_qkv", "layer_qkv_1", "prefill"]
-    bound = dict(zip(q.weight_names, q.weights))
+    assert sorted(q.exe.functions) == ["extend", "extend_layers", "extend_layers_1", "layer_attend",
+                                       "layer_attend_1", "layer_prefill", "layer_prefill_1", "layer_qkv",
+                                       "layer_qkv_1", "prefill", "prefill_layers", "prefill_layers_1"]
+    bound = q.named_weights()
     assert {n for n, w in bound.items() if w.dtype == np.float32} == \
         {"rope_inv_freq", "norm.weight"} | {f"layers.{i}.{n}_norm.weight" for i in range(3) for n in ("input", "post")}
     assert bound["layers.0.attn.k.weight"].shape == (128, row_bytes("q5_k", 256))
@@ -224,11 +225,11 @@ def test_real_q4_k_m_every_weight_as_stored():
     from relax_mlir.llm import gguf as G
     q = CausalLM.from_gguf(REAL_Q4_K_M, max_seq_len=96)
     raw = G.raw_tensors(REAL_Q4_K_M)
-    f32 = {n for n, w in zip(q.weight_names, q.weights) if w.dtype == np.float32}
+    f32 = {n for n, w in q.named_weights().items() if w.dtype == np.float32}
     assert f32 == {"rope_inv_freq", "norm.weight"} | {f"layers.{i}.{n}_norm.weight" for i in range(30)
                                                        for n in ("input", "post")}
     # attn_v is Q8_0 in 14 layers (q/k/v apart there), Q5_0 like q and k in 16 (fused)
-    assert sum(f"layers.{i}.attn.qkv.weight" in q.weight_names for i in range(30)) == 16
+    assert sum(f"layers.{i}.attn.qkv.weight" in q.named_weights() for i in range(30)) == 16
     stored = {t.qtype.name.lower() for n, t in raw.items() if n.endswith(".weight") and len(t.shape) == 2}
     assert stored == {"q5_0", "q8_0", "q4_k", "q6_k"}
     assert {f for layer in q.config.layer_formats for _, f in layer} | {f for _, f in q.config.formats} == stored

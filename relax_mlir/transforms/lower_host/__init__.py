@@ -73,7 +73,7 @@ from mlir import ir
 from ...ops.registry import RelaxError
 from ...ops.state import module_states
 from ...target import Target
-from ..graph import body_ops, func_name, function_type, functions_by_name, graph_functions, top_ops
+from ..graph import CALL_OPS, body_ops, func_name, function_type, functions_by_name, graph_functions, top_ops
 from ..registry import Option, emit_error, register_pass
 from .common import (CHECKS_ATTR, DETAIL_SLOTS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, LOWERED_ATTR,
                      WORKSPACE_ATTR, LowerError, i, strip)
@@ -144,7 +144,7 @@ class ModuleState:
             for op in body_ops(self.graph[fname]):
                 if op.name in ("relax.state_read", "relax.state_write"):
                     used.add(ir.StringAttr(op.attributes["state"]).value)
-                elif op.name == "relax.call":
+                elif op.name in CALL_OPS:
                     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                     if callee in self.graph:
                         used.update(self.used_states(callee))
@@ -183,7 +183,7 @@ class ModuleState:
         visiting.add(fname)
         callees = 0
         for op in body_ops(self.graph[fname]):
-            if op.name == "relax.call":
+            if op.name in CALL_OPS:
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                 if callee in self.graph:
                     callees = max(callees, self.workspace_bytes(callee, visiting))

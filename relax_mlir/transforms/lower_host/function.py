@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Optional
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, bufferization, builtin, func, memref, scf, tensor
 
@@ -375,6 +376,10 @@ class FunctionLowering:
             self.lower_call_tir(op, operands)
         elif name == "relax.call":
             self.lower_call(op, operands)
+        elif name == "relax.repeat":
+            self.lower_repeat(op, operands)
+        elif name == "relax.view":
+            self.lower_view(op, operands[0])
         elif name == "relax.match_cast":
             self.lower_match_cast(op, operands[0])
         elif name == "relax.assert":
@@ -528,6 +533,90 @@ class FunctionLowering:
         for r, v in zip(op.results, res[1 + D:]):
             self.vmap[r] = self.cast(v, strip(r.type))
 
+    def lower_repeat(self, op, operands) -> None:
+        """``relax.repeat`` -> ONE ``scf.for`` over the iterations calling the lowered callee
+        (the host code of a layer stack does not grow with its depth). The loop carries the
+        status, the details and the carried values; after a failed call the remaining
+        iterations skip theirs, and the status is propagated as a relax.call's. The
+        iteration reaches the callee as a zero-byte ``(i, 0) i8`` tensor (its dim binds the
+        callee's iteration symbol)."""
+        attrs = read_attrs(relax_opdef(op), op)
+        callee, count, carried = ir.FlatSymbolRefAttr(op.attributes["callee"]).value, attrs["count"], attrs["carried"]
+        g = self.state.graph.get(callee)
+        if g is None:
+            raise LowerError(op, f"relax.repeat callee @{callee} is not a graph function")
+        lt = self.state.body_type(g)
+        ws = self.target.callee_workspace(self, self.state.own_bytes(self.name), op.location)
+        buffers = [ws] + [self.state_buffers[s] for s in self.state.used_states(callee)]
+        ptypes = list(lt.inputs)[len(buffers):]          # iteration, carried, invariants
+        it_type = ptypes[0]
+        init = [self.cast(v, t) for v, t in zip(operands[:carried], ptypes[1:1 + carried])]
+        inv = [self.cast(v, t) for v, t in zip(operands[carried:], ptypes[1 + carried:])]
+        D = self.state.detail_slots
+        rtypes = list(lt.results)
+        head = [self.const(0, i(32))] + [self.const(0, i(64))] * D
+        body = ir.FlatSymbolRefAttr.get(self.state.body_name(callee))
+
+        def build() -> list:
+            zero, one, n = self.const(0), self.const(1), self.const(count)
+            loop = scf.ForOp(zero, n, one, head + init, ip=self.ip, loc=op.location)
+            outer_ip, outer_cache = self.ip, self.cache
+            self.ip, self.cache = ir.InsertionPoint(loop.body), dict(outer_cache)
+            acc = list(loop.inner_iter_args)
+            ok = self.cmp("eq", acc[0], self.const(0, i(32)))
+            ifop = scf.IfOp(ok, rtypes, has_else=True, ip=self.ip, loc=op.location)
+            self.ip = ir.InsertionPoint(ifop.then_block)
+            it = tensor.EmptyOp([loop.induction_variable, 0], i(8), ip=self.ip).result
+            res = func.CallOp(rtypes, body, buffers + [self.cast(it, it_type)] + acc[1 + D:] + inv,
+                              ip=self.ip, loc=op.location).results
+            scf.YieldOp(list(res), ip=self.ip)
+            scf.YieldOp(acc, ip=ir.InsertionPoint(ifop.else_block))
+            self.ip = ir.InsertionPoint(loop.body)
+            scf.YieldOp(list(ifop.results), ip=self.ip)
+            self.ip, self.cache = outer_ip, outer_cache
+            return list(loop.results)
+
+        res = self.guarded(build, rtypes,
+                           lambda: head + [self.placeholder(t) for t in rtypes[1 + D:]], op.location)
+        self.fresh.update(res[1 + D:])   # a graph function returns buffers its caller owns
+        self.add_propagate(res[0], res[1:1 + D])
+        self.flush()
+        for r, v in zip(op.results, res[1 + D:]):
+            self.vmap[r] = self.cast(v, strip(r.type))
+
+    def lower_view(self, op, x) -> None:
+        """``relax.view``: a ``memref.view`` of the i8 operand's buffer at the byte offset (no
+        copy; identity layout, so kernels take it as they take any tensor), checked to lie
+        inside the operand's bytes."""
+        attrs = read_attrs(relax_opdef(op), op)
+        off = Dim.of(attrs["offset"])
+        t = strip(op.results[0].type)
+        rt = ir.RankedTensorType(t)
+        n = element_bytes(rt.element_type)
+        for d in rt.shape:
+            n *= d
+        xt = ir.RankedTensorType(x.type)
+        total = self.const(1)
+        for k in range(xt.rank):
+            total = arith.MulIOp(total, self.dim(x, k), ip=self.ip).result
+        o = self.index(off)
+        end = arith.AddIOp(o, self.const(n), ip=self.ip).result
+        self.add_check(self.cmp("sle", end, total),
+                       {"kind": "assert", "where": f"relax.view{at(op)}", "message": "relax.view within its operand",
+                        "lhs": str(off + n), "rhs": "bytes of the operand", "predicate": "le",
+                        "location": str(op.location)}, None)
+        self.flush()
+        dyn = ir.ShapedType.get_dynamic_size()
+        src = bufferization.ToBufferOp(ir.MemRefType.get(list(xt.shape), i(8)), x, read_only=True, ip=self.ip).result
+        if xt.rank > 1:   # the bytes as one row (a contiguous tensor: collapsing is free)
+            size = dyn if any(xt.is_dynamic_dim(k) for k in range(xt.rank)) else int(np.prod(xt.shape))
+            src = memref.CollapseShapeOp(ir.MemRefType.get([size], i(8)), src, [list(range(xt.rank))],
+                                         ip=self.ip).result
+        src = self._dynamic(src)
+        view = memref.ViewOp(ir.MemRefType.get(list(rt.shape), rt.element_type), src, o, [], ip=self.ip,
+                             loc=op.location).result
+        self.vmap[op.results[0]] = bufferization.ToTensorOp(t, view, restrict=True, ip=self.ip).result
+
     def lower_match_cast(self, op, x) -> None:
         pattern = Shape.from_attr(op.attributes["shape"])
         bound = self.bound_now()
@@ -633,14 +722,23 @@ class FunctionLowering:
             what = "relax.state_write"
         b = self.index(begin)
         e = self.index(end) if op.name == "relax.state_read" else arith.AddIOp(b, rows, ip=self.ip).result
+        blocks, block = attrs["blocks"], Dim.of(attrs["block"])
+        cap = None
         if row_bytes:
             nbytes = memref.DimOp(buf, self.const(0), ip=self.ip).result
-            cap = arith.DivUIOp(nbytes, self.const(row_bytes), ip=self.ip).result
+            cap = arith.DivUIOp(nbytes, self.const(row_bytes * blocks), ip=self.ip).result   # a block's rows
             ok = self.cmp("sle", e, cap)
+            blk = self.index(block)
+            if blocks > 1 and not block.is_static:
+                ok = arith.AndIOp(ok, self.cmp("slt", blk, self.const(blocks)), ip=self.ip).result
             last = end if op.name == "relax.state_read" else begin + read_tensor_type(op.operands[0].type).shape[0]
+            where = f"[{begin}, {last})" + (f" of block {block} of {blocks}" if blocks > 1 else "")
             self.add_check(ok, {"kind": "state", "where": f"{what}{at(op)}", "detail": name,
-                                "expr": f"[{begin}, {last})", "location": str(op.location)}, [b, e, cap])
+                                "expr": where, "location": str(op.location)}, [b, e, cap])
         off = self.index(begin * row_bytes)
+        if blocks > 1 and cap is not None and not (block.is_static and block.value == 0):
+            first = arith.MulIOp(arith.MulIOp(blk, cap, ip=self.ip).result, self.const(row_bytes), ip=self.ip).result
+            off = arith.AddIOp(off, first, ip=self.ip).result
         self.flush()
         rt = ir.RankedTensorType(t)
         mt = ir.MemRefType.get(list(rt.shape), rt.element_type)

@@ -22,7 +22,8 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   fused, vectorized pass per row (:mod:`.rows`);
 * convolutions (:mod:`.conv`, docs/conv.md): ``conv`` for the conv2d legalization's direct
   generic (depthwise; + its fused epilogue), ``im2col`` and ``permute_rows`` (the NCHW
-  epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule.
+  epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule;
+  ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .conv import conv_schedule, im2col_schedule, permute_rows_schedule
 from .elementwise import elementwise_schedule
+from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
 from ....target import Simd, host_simd
 from ....transforms.graph import on_tensors  # noqa: F401 (re-exported)
@@ -255,6 +257,38 @@ def _select_permute_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
     return Schedule("permute_rows", permute_rows_schedule(len(shape), len(gens)))
 
 
+def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule]:
+    """The pooling legalization's kernel (f32): an optional conv-epilogue prologue (a
+    ``linalg.transpose``, then all-parallel generics of its output's shape), the padding
+    (fill + copy into the interior slice), then the window's all-parallel rank-4 generics
+    over strided slices: :func:`.pool.pool_schedule`."""
+    if not (_kernel_op(fn) or "").endswith(("max_pool2d", "avg_pool2d")):
+        return None
+    names = [o.name for o in ops]
+    transpose = bool(names) and names[0] == "linalg.transpose"
+    start = 1 if transpose else 0
+    padded = "linalg.fill" in names and "tensor.insert_slice" in names
+    edge = names.index("linalg.fill") if padded else next(
+        (i for i, n in enumerate(names) if n == "tensor.extract_slice"), None)
+    if edge is None or edge < start:
+        return None
+    pre, rest = ops[start:edge], ops[edge:]
+    shape = _output_shape(ops[0]) if transpose else None
+    if transpose and not _f32_tensors(ops[0]):
+        return None
+    if pre and (not transpose or any(o.name != "linalg.generic" or _output_shape(o) != shape for o in pre)):
+        return None
+    allowed = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "linalg.generic"}
+    if any(o.name not in allowed for o in rest) or [o.name for o in rest].count("linalg.copy") > (1 if padded else 0) \
+            or [o.name for o in rest].count("linalg.fill") > 1:
+        return None
+    pool = [o for o in rest if o.name == "linalg.generic"]
+    if not pool or any(not _f32_tensors(o) or set(_iterators(o)) != {"parallel"} or len(_output_shape(o)) != 4
+                       for o in pre + pool):
+        return None
+    return Schedule("pool", pool_schedule(len(pre), transpose, padded, len(pool)))
+
+
 def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:
     """The largest M the kernel runs at: static M, or the ``m_max`` of its range (a
     relax-specialize-ranges variant); None when unbounded."""
@@ -410,6 +444,8 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
         if sched is not None or config is not None:
             return sched
         return _select_conv(ops) or _select_contraction(ops)
+    if kind == "injective" and _select_pool(fn, ops) is not None:
+        return _select_pool(fn, ops)
     if kind == "injective" and _select_permute_rows(ops) is not None:
         return _select_permute_rows(ops)
     if kind == "injective" and (_kernel_op(fn) or "").endswith("_im2col"):

@@ -67,11 +67,11 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("route", ["auto", "generated", "blas", "direct"])
+@pytest.mark.parametrize("route", ["default", "auto", "generated", "blas", "direct"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_conv_numerics(name, route, monkeypatch):
     c, o, k, s, p, d, g, bias, relu = CASES[name]
-    if route in ("generated", "blas"):
+    if route in ("auto", "generated", "blas"):
         from relax_mlir.pipelines import cpu
         monkeypatch.setattr(cpu, "CONV_GEMM_DEFAULT", route)
     options = {"dispatch": False, "schedules": False} if route == "direct" else None

@@ -232,29 +232,48 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
     return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
 
 
-def _select_permute_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
-    """One ``linalg.transpose`` that keeps the last dim (rank >= 2) first, then reshapes of
-    other operands and all-parallel f32 generics of its output's shape on its result (a conv
-    GEMM's epilogue after relax-fuse-ops): :func:`.conv.permute_rows_schedule`."""
+def _permute_rows_parts(ops: list[ir.Operation]) -> Optional[tuple[int, int, int]]:
+    """``(rank, parameter generics, epilogue generics)`` of a conv GEMM's epilogue kernel, or
+    None: ``linalg.transpose`` ops that keep the last dim (rank >= 2; the first op; a block
+    ending in a strided shortcut adds its conv's transpose), reshapes of other operands,
+    lower-rank generics on other operands only (an unfolded BatchNorm's per-channel scale and
+    shift: a few hundred elements, left outside the rows), and all-parallel f32 generics of
+    the transposes' output shape on their results."""
     if not ops or ops[0].name != "linalg.transpose":
         return None
-    perm = list(ir.DenseI64ArrayAttr(ops[0].attributes["permutation"]))
     shape = _output_shape(ops[0])
-    if len(perm) < 2 or perm[-1] != len(perm) - 1 or not _f32_tensors(ops[0]):
-        return None
-    derived, gens = {ir.Value(ops[0].results[0])}, []
-    for o in ops[1:]:
-        if any(ir.Value(v) in derived for v in o.operands):
+    rank = len(shape)
+    derived, gens, params = set(), [], 0
+    for o in ops:
+        if o.name == "linalg.transpose":
+            perm = list(ir.DenseI64ArrayAttr(o.attributes["permutation"]))
+            if (len(perm) < 2 or perm[-1] != len(perm) - 1 or not _f32_tensors(o) or _output_shape(o) != shape
+                    or gens):
+                return None
+            derived.add(ir.Value(o.results[0]))
+        elif any(ir.Value(v) in derived for v in o.operands):
             if (o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
                     or set(_iterators(o)) != {"parallel"}):
                 return None
             derived.update(ir.Value(r) for r in o.results)
             gens.append(o)
+        elif o.name == "linalg.generic" and not gens and len(_output_shape(o)) < rank:
+            params += 1
         elif o.name not in _OPERAND_RESHAPES:
             return None
-    if len([o for o in ops if o.name == "linalg.generic"]) != len(gens):
+    if len([o for o in ops if o.name == "linalg.generic"]) != len(gens) + params:
         return None
-    return Schedule("permute_rows", permute_rows_schedule(len(shape), len(gens)))
+    return rank, params, len(gens)
+
+
+def _select_permute_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """A conv GEMM's epilogue after relax-fuse-ops (:func:`_permute_rows_parts`):
+    :func:`.conv.permute_rows_schedule`."""
+    parts = _permute_rows_parts(ops)
+    if parts is None:
+        return None
+    rank, params, gens = parts
+    return Schedule("permute_rows", permute_rows_schedule(rank, gens, params=params))
 
 
 def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule]:
@@ -452,11 +471,11 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
         gen_at = [j for j, o in enumerate(ops) if o.name == "linalg.generic"]
         if len(gen_at) >= 2:
             k = gen_at[-2] + 1   # the epilogue ends with its last generic; the im2col follows
-            head = _select_permute_rows(ops[:k])
+            head = _permute_rows_parts(ops[:k])
             if head is not None and _im2col(ops[k:]):
-                gens = len(gen_at) - 1
-                rank = len(_output_shape(ops[0]))
-                return Schedule("permute_rows+im2col", permute_rows_schedule(rank, gens, then_im2col=True))
+                rank, params, gens = head
+                return Schedule("permute_rows+im2col",
+                                permute_rows_schedule(rank, gens, then_im2col=True, params=params))
     if kind == "injective" and _kernel_op(fn) == "im2col" and _im2col(ops):
         return Schedule("im2col", im2col_schedule())
     if kind in ("elementwise", "broadcast"):

@@ -103,9 +103,42 @@ def _monotone(size: Dim, bounds: dict[str, int]) -> bool:
             return True
     except sympy.PolynomialError:
         pass
+    if _monotone_floors(e, [symbol(s) for s in syms]):
+        return True
     # sym = bound - t with t >= 0: size(bound - t) <= size(bound)
     sub = {s: Dim.of(bounds[s]) - Dim(symbol(f"_t_{s}")) for s in syms}
     return prove_le(size.subs(sub), size.evaluate(bounds)) is Truth.TRUE
+
+
+def _monotone_floors(e: sympy.Expr, gens: list) -> bool:
+    """Nondecreasing in every symbol (all >= 0) through floor divisions: a strided conv's or
+    pool's output size, e.g. ``588*n*floor(h/2 - 1/2) + 588*n``. Each ``floor(a / c)`` with
+    ``a`` a polynomial whose non-constant coefficients are >= 0 and ``c`` a positive integer
+    is nondecreasing and at least its value at 0, ``lo``: written ``lo + v`` with ``v >= 0``
+    nondecreasing, the size is nondecreasing when it is a polynomial in the symbols and the
+    ``v`` with coefficients >= 0."""
+    floors = list(e.atoms(sympy.floor))
+    if not floors or e.has(sympy.Mod, sympy.Min, sympy.Max):
+        return False
+    subs, vs = {}, []
+    for k, f in enumerate(floors):
+        num, den = f.args[0].as_numer_denom()
+        if not den.is_Integer or den <= 0 or num.has(sympy.floor):
+            return False
+        try:
+            poly = sympy.Poly(sympy.expand(num), *gens)
+        except sympy.PolynomialError:
+            return False
+        if any(c < 0 for m, c in poly.terms() if any(m)):
+            return False
+        v = sympy.Symbol(f"_floor{k}", nonnegative=True)
+        vs.append(v)
+        subs[f] = sympy.floor(num.subs({g: 0 for g in gens}) / den) + v
+    try:
+        poly = sympy.Poly(sympy.expand(e.xreplace(subs)), *gens, *vs)
+    except sympy.PolynomialError:
+        return False
+    return all(c >= 0 for c in poly.coeffs())
 
 
 #: Ops whose results are fresh tensors (never views of their operands).

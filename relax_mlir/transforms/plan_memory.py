@@ -12,7 +12,8 @@ reads its inputs while it writes its outputs).
   each value gets a byte offset computed at compile time (64-byte aligned, best fit by
   decreasing size among values whose lifetimes overlap) from its byte size evaluated at
   the upper bounds. A ``relax.assert`` ``sym <= bound`` is added where each such symbol is
-  bound, so an input beyond its bound is a run-time ShapeError, never an out-of-bounds write.
+  bound, so an input beyond its bound is a run-time ShapeError, never an out-of-bounds write
+  (unless the function already checks that before its first kernel: the torch importer's range).
   The arena is capped (``max-arena-bytes``, default :data:`MAX_ARENA_BYTES` = 256 MiB): it
   lives in the session workspace, allocated in full at a session's first call whatever
   the sizes of that call, so a huge bound (``n = 2**40``) must not make every call
@@ -291,6 +292,16 @@ class _Planner:
         return storages
 
     # -- rewriting ------------------------------------------------------------------
+    def checked_before_calls(self) -> set[str]:
+        """The ``dims`` (printed) of the ``relax.assert`` ``le`` ops before the first kernel call."""
+        found = set()
+        for op in self.ops:
+            if op.name in _FRESH:
+                break
+            if op.name == "relax.assert" and ir.StringAttr(op.attributes["predicate"]).value == "le":
+                found.add(str(op.attributes["dims"]))
+        return found
+
     def run(self) -> Optional[dict]:
         self.analyse()
         if not self.values:
@@ -318,7 +329,10 @@ class _Planner:
         first = self.ops[0]
         # run-time checks: every symbol the arena relies on stays within its bound
         used = sorted(set().union(*(v.size.symbols for v in arena_vals))) if arena_vals else []
+        checked = self.checked_before_calls()
         for s in used:
+            if str(Shape([Dim(symbol(s)), Dim.of(self.bounds[s])]).to_attr()) in checked:
+                continue   # the function checks it already (the torch importer's range), before any kernel
             where = next((op for op in self.ops if op.name == "relax.match_cast"
                           and s in Shape.from_attr(op.attributes["shape"]).symbols), None)
             ip = _after(where) if where is not None else ir.InsertionPoint(first)

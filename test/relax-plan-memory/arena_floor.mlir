@@ -24,3 +24,19 @@ func.func @f(%x: tensor<?x1x?xf32, #relax.shape<["n", 1, "h"]>>) -> tensor<?x4xf
   %3 = "relax.call_tir"(%2) {callee = @last, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4x?x?xf32, #relax.shape<[4, "n", "64 - h"]>>) -> tensor<?x4xf32, #relax.shape<["n", 4]>>
   return %3 : tensor<?x4xf32, #relax.shape<["n", 4]>>
 }
+
+// The function checks h <= 64 itself before any kernel (the torch importer's range check):
+// the plan adds its bound check for n only (the first failing check names torch's range).
+// CHECK-LABEL: func.func @g(
+// CHECK: "relax.assert"() {dims = #relax.shape<["n", 8]>, message = "n <= 8 (relax.upper_bounds
+// CHECK-NOT: "h <= 64 (relax.upper_bounds
+// CHECK: "relax.assert"() {dims = #relax.shape<["h", 64]>, message = "size h <= 64 (torch's range)"
+// CHECK-NOT: "h <= 64 (relax.upper_bounds
+// CHECK: return
+
+func.func @g(%x: tensor<?x1x?xf32, #relax.shape<["n", 1, "h"]>>) -> tensor<4x?x?xf32, #relax.shape<[4, "n", "(h - 1) // 2 + 1"]>> attributes {relax.function, relax.upper_bounds = {n = 8 : i64, h = 64 : i64}} {
+  "relax.assert"() {dims = #relax.shape<["h", 64]>, message = "size h <= 64 (torch's range)", predicate = "le"} : () -> ()
+  %0 = "relax.call_tir"(%x) {callee = @im2col, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x1x?xf32, #relax.shape<["n", 1, "h"]>>) -> tensor<9x?x?xf32, #relax.shape<[9, "n", "(h - 1) // 2 + 1"]>>
+  %1 = "relax.call_tir"(%0) {callee = @gemm, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<9x?x?xf32, #relax.shape<[9, "n", "(h - 1) // 2 + 1"]>>) -> tensor<4x?x?xf32, #relax.shape<[4, "n", "(h - 1) // 2 + 1"]>>
+  return %1 : tensor<4x?x?xf32, #relax.shape<[4, "n", "(h - 1) // 2 + 1"]>>
+}

@@ -6,8 +6,8 @@ eager (oneDNN), same threads, interleaved.
 
 Each distinct conv (channels, kernel, stride, padding, groups) is compiled ONCE with symbolic
 batch, height and width and run at every batch: column ``generated`` is ``relax_mlir.compile``'s
-default (groups 1: relax-conv-gemm's im2col + the scheduled matmul, BLAS for 1x1 expansions
-(``gemm=auto``); depthwise: the direct kernel), ``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
+default (groups 1: relax-conv-gemm's im2col + the scheduled matmul (``gemm=generated``);
+depthwise: the direct kernel), ``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
 per image; groups 1 only). All sides get ``--threads`` threads (torch intra-op; our OpenMP
 and BLAS). Timings: interleaved rounds, one warm-up call each, median and minimum (the
 minimum is the steadier figure on a loaded machine); the highest load average seen is

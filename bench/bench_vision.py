@@ -11,6 +11,9 @@
   depthwise 3x3, 1x1 project, ReLU6, residual add where the shape allows), the 1x1 to 1280
   head, adaptive average pool, dropout (inactive in eval), linear.
 - ``--convs``: single conv2d shapes from both nets, ours against eager (batch ``--batches``).
+- ``--baseline DIR``: also the relax_mlir of another source tree (``git archive main | tar -x
+  -C DIR``), compiled the same way in a worker process and timed interleaved with the rest
+  (column ``before``).
 - ``--pools``: the nets' pooling layers (3x3/2 max pool, a 3x3/2 average pool of the same
   size, the adaptive average pools of the heads), ours against eager.
 
@@ -173,6 +176,52 @@ def compile_ours(model, example, max_batch: int, fold: bool = True):
     return fn, time.perf_counter() - t0
 
 
+class Baseline:
+    """Another source tree's relax_mlir (``--baseline DIR``, e.g. ``git archive`` of main) in a
+    worker process of its own, compiled the same way; ``run(n)`` runs it once on batch ``n``'s
+    input (the worker keeps the inputs) and the caller's clock times the round trip (a pipe
+    message: microseconds), so it interleaves with the other sides like a local call."""
+
+    def __init__(self, tree: str, name: str, args):
+        import subprocess
+        cmd = [sys.executable, os.path.abspath(__file__), "--serve", name, "--baseline", tree,
+               "--size", str(args.size), "--threads", str(args.threads), "--batches", *map(str, args.batches)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.err = {}
+        for n in args.batches:   # "n err" lines once compiled
+            k, e = self.proc.stdout.readline().split()
+            self.err[int(k)] = float(e)
+
+    def run(self, n: int) -> None:
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdout.readline()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def serve(args) -> None:
+    """The worker of :class:`Baseline`: compile net ``args.serve`` with the relax_mlir of
+    ``args.baseline``, print each batch's rel err, then run batch ``n`` for each line ``n``."""
+    sys.path.insert(0, os.path.abspath(args.baseline))
+    import torch
+
+    net = make_net(args.serve)
+    fn, _ = compile_ours(net, torch.randn(2, 3, args.size, args.size), max(args.batches + [2]))
+    xs = {}
+    for bsz in args.batches:
+        x = torch.randn(bsz, 3, args.size, args.size, generator=torch.Generator().manual_seed(bsz))
+        with torch.no_grad():
+            ref = net(x).numpy()
+        xs[bsz] = x.numpy()
+        err = float(np.abs(np.asarray(fn.run(xs[bsz])) - ref).max() / max(1e-30, float(np.abs(ref).max())))
+        print(bsz, err, flush=True)
+    for line in sys.stdin:
+        fn.run(xs[int(line)])
+        print("done", flush=True)
+
+
 def bench_nets(args, tmp: str) -> None:
     import torch
 
@@ -188,6 +237,10 @@ def bench_nets(args, tmp: str) -> None:
         fn, cs = compile_ours(net, example, max(args.batches + [2]))
         notes.append(f"{name}: ours compiled once in {cs:.1f} s (export + import + compile, dynamic batch)")
         nofold = compile_ours(net, example, max(args.batches + [2]), fold=False)[0] if args.fold_ab else None
+        base = Baseline(args.baseline, name, args) if args.baseline else None
+        if base is not None:
+            notes.append(f"{name}: 'before' = the relax_mlir of {args.baseline}, compiled the same way in a worker "
+                         "process, timed round trip from here")
         sess = None
         if why is None:
             b = torch.export.Dim("batch", max=max(args.batches + [2]))
@@ -205,26 +258,44 @@ def bench_nets(args, tmp: str) -> None:
             fns = {"ours": lambda xn=xn: fn.run(xn), "eager": eager}
             if nofold is not None:
                 fns["ours, no BN fold"] = lambda xn=xn: nofold.run(xn)
+            if base is not None:
+                fns["before"] = lambda bsz=bsz: base.run(bsz)
             if sess is not None:
                 fns["ORT"] = lambda xn=xn: sess.run(None, {"x": xn})[0]
             ref = eager()
             err = {k: float(np.abs(np.asarray(f()) - ref).max() / max(1e-30, float(np.abs(ref).max())))
-                   for k, f in fns.items() if k != "eager"}
+                   for k, f in fns.items() if k not in ("eager", "before")}
+            if base is not None:
+                err["before"] = base.err[bsz]
             ms, load = interleaved(fns, args.reps, min_time=args.min_time, max_rounds=max(args.reps, 20))
             rows.append((name, bsz, ms, load, err))
             if nofold is not None:
                 print(f"{name} batch {bsz}: ours {ms['ours']:.2f} ms, without relax-fold-batch-norm "
                       f"{ms['ours, no BN fold']:.2f} ms (load {load:.2f})", flush=True)
+        if base is not None:
+            base.close()
     if why is not None:
         notes.append(f"ORT skipped: {why}")
     header(args, notes)
-    print(f"| net | batch | ours ms | eager ms | ORT ms | ours/eager | ours/ORT | max rel err ours, ORT |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    if args.baseline:
+        print("| net | batch | before ms | ours ms | eager ms | ORT ms | before/eager | ours/eager | before/ORT "
+              "| ours/ORT | ours/before | max rel err before, ours, ORT |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    else:
+        print("| net | batch | ours ms | eager ms | ORT ms | ours/eager | ours/ORT | max rel err ours, ORT |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|")
     for name, bsz, ms, load, err in rows:
         o, e, r = ms["ours"], ms["eager"], ms.get("ORT")
+        ort_err = "n/a" if "ORT" not in err else format(err["ORT"], ".1e")
+        if args.baseline:
+            b = ms["before"]
+            print(f"| {name} | {bsz} | {mark(b, load)} | {mark(o, load)} | {mark(e, load)} | {mark(r, load)} | "
+                  f"{b / e:.2f}x | {o / e:.2f}x | {'n/a' if r is None else f'{b / r:.2f}x'} | "
+                  f"{'n/a' if r is None else f'{o / r:.2f}x'} | {o / b:.2f}x | "
+                  f"{err['before']:.1e}, {err['ours']:.1e}, {ort_err} |")
+            continue
         print(f"| {name} | {bsz} | {mark(o, load)} | {mark(e, load)} | {mark(r, load)} | {o / e:.2f}x | "
-              f"{'n/a' if r is None else f'{o / r:.2f}x'} | "
-              f"{err['ours']:.1e}, {'n/a' if 'ORT' not in err else format(err['ORT'], '.1e')} |")
+              f"{'n/a' if r is None else f'{o / r:.2f}x'} | {err['ours']:.1e}, {ort_err} |")
     print()
 
 
@@ -337,6 +408,9 @@ def main() -> None:
     ap.add_argument("--no-ort", dest="ort", action="store_false")
     ap.add_argument("--fold-ab", action="store_true",
                     help="also time ours compiled without relax-fold-batch-norm (interleaved)")
+    ap.add_argument("--baseline", default=None, metavar="DIR",
+                    help="also time the relax_mlir of another source tree (e.g. git archive of main), interleaved")
+    ap.add_argument("--serve", default=None, help=argparse.SUPPRESS)   # the --baseline worker
     args = ap.parse_args()
 
     # the same thread count everywhere: ours reads it when an executable is created
@@ -344,6 +418,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.serve:
+        serve(args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         if args.nets:
             bench_nets(args, tmp)

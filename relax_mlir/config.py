@@ -12,6 +12,8 @@ Compiler and runtime
 ``RELAX_MLIR_NUM_THREADS``         threads of generated code (unset, 0: every core of the
                                    process's affinity)
 ``RELAX_MLIR_DYNAMIC_THREADS``     ``1``: libiomp5's dynamic team sizes (a busy machine)
+``RELAX_MLIR_KEEP_HEAP``           ``0``: leave glibc's malloc thresholds alone (default: freed
+                                   kernel scratch stays in the heap, :mod:`relax_mlir.runtime.heap`)
 ``RELAX_BLAS``                     BLAS provider of relax_blas: ``mkl`` or ``openblas``
                                    (default: by the CPU, :mod:`relax_mlir.target`)
 ``RELAX_BLAS_OPENMP``              ``gomp``: the MKL shim on libgomp instead of libiomp5
@@ -136,6 +138,11 @@ def num_threads() -> int:
 
 def dynamic_threads() -> bool:
     return flag("RELAX_MLIR_DYNAMIC_THREADS", False)
+
+
+def keep_heap() -> bool:
+    """``RELAX_MLIR_KEEP_HEAP`` (default on): :func:`relax_mlir.runtime.heap.keep_heap`."""
+    return flag("RELAX_MLIR_KEEP_HEAP", True)
 
 
 def blas_request() -> str:

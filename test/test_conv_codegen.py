@@ -67,11 +67,11 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("route", ["auto", "generated", "blas", "direct"])
+@pytest.mark.parametrize("route", ["default", "auto", "generated", "blas", "direct"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_conv_numerics(name, route, monkeypatch):
     c, o, k, s, p, d, g, bias, relu = CASES[name]
-    if route in ("generated", "blas"):
+    if route in ("auto", "generated", "blas"):
         from relax_mlir.pipelines import cpu
         monkeypatch.setattr(cpu, "CONV_GEMM_DEFAULT", route)
     options = {"dispatch": False, "schedules": False} if route == "direct" else None
@@ -186,3 +186,38 @@ def test_imported_block_fuses_epilogues():
     assert names["fused_permute_dims_reshape_add_relu_im2col"] == "permute_rows+im2col"
     assert names["fused_conv2d_reshape_add_full_maximum_full_minimum"] == "conv"
     assert [v for k, v in names.items() if k.startswith("relax_conv_gemm")] == ["matmul"]
+
+
+DOWNSAMPLE = """
+func.func @main(%x: tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>, %w1: tensor<16x8x3x3xf32>,
+                %w2: tensor<16x8x1x1xf32>, %var: tensor<16xf32>) -> tensor<?x16x?x?xf32> attributes {relax.function} {
+  %c1 = "relax.conv2d"(%x, %w1) {strides = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 1 : i64} : (tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>, tensor<16x8x3x3xf32>) -> tensor<?x16x?x?xf32>
+  %c2 = "relax.conv2d"(%x, %w2) {strides = array<i64: 2, 2>, padding = array<i64: 0, 0>, groups = 1 : i64} : (tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>, tensor<16x8x1x1xf32>) -> tensor<?x16x?x?xf32>
+  %s = "relax.rsqrt"(%var) : (tensor<16xf32>) -> tensor<16xf32>
+  %sr = "relax.reshape"(%s) {shape = #relax.shape<[16, 1, 1]>} : (tensor<16xf32>) -> tensor<16x1x1xf32>
+  %m = "relax.multiply"(%c2, %sr) : (tensor<?x16x?x?xf32>, tensor<16x1x1xf32>) -> tensor<?x16x?x?xf32>
+  %a = "relax.add"(%c1, %m) : (tensor<?x16x?x?xf32>, tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32>
+  %r = "relax.relu"(%a) : (tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32>
+  return %r : tensor<?x16x?x?xf32>
+}
+"""
+
+
+def test_downsample_block_end_numerics():
+    """A downsampling block's end (two conv GEMM outputs permuted to NCHW, an unfolded
+    per-channel scale, add, relu: the ``permute_rows`` kernel with two transposes and a
+    parameter generic) through ONE executable at odd, stride-2 and 1x1 image sizes."""
+    exe = relax_mlir.compile(DOWNSAMPLE)
+    rng = np.random.default_rng(1)
+    w1 = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    w2 = rng.standard_normal((16, 8, 1, 1)).astype(np.float32)
+    var = rng.uniform(0.5, 1.5, 16).astype(np.float32)
+    for n, h, w in [(1, 9, 13), (3, 16, 16), (2, 97, 131), (1, 1, 1)]:
+        x = rng.standard_normal((n, 8, h, w)).astype(np.float32)
+        tx = torch.from_numpy(x)
+        main = torch.nn.functional.conv2d(tx, torch.from_numpy(w1), stride=2, padding=1)
+        short = torch.nn.functional.conv2d(tx, torch.from_numpy(w2), stride=2) * torch.rsqrt(torch.from_numpy(var)).reshape(16, 1, 1)
+        want = torch.relu(main + short).numpy()
+        got = exe(x, w1, w2, var)
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4, (n, h, w)

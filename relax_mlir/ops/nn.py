@@ -113,11 +113,11 @@ def _pad(kb: KernelBuilder, src: str, pads: list[int], value) -> str:
     return kb.pad(src, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]], kb.const(value, t.dtype), pt)
 
 
-def _pad_copy(kb: KernelBuilder, src: str, pads: list[int]) -> str:
-    """Zero padding as fill + ``linalg.copy`` into the interior slice (for the convolutions):
-    the copy bufferizes to plain loops over unit-stride rows. ``tensor.pad`` bufferizes to a
-    ``memref.copy`` of a strided view, which runs as the runtime's element-by-element
-    ``memrefCopy`` (measured: half of a depthwise conv's time)."""
+def _pad_copy(kb: KernelBuilder, src: str, pads: list[int], value=0.0) -> str:
+    """Padding with ``value`` as fill + ``linalg.copy`` into the interior slice (convolutions,
+    pooling): the copy bufferizes to plain loops over unit-stride rows. ``tensor.pad``
+    bufferizes to a ``memref.copy`` of a strided view, which runs as the runtime's
+    element-by-element ``memrefCopy`` (measured: half of a depthwise conv's time)."""
     if not any(pads):
         return src
     t: KType = kb.types[src]
@@ -128,7 +128,7 @@ def _pad_copy(kb: KernelBuilder, src: str, pads: list[int]) -> str:
     for i, (lo, hi) in ((2, (pads[0], pads[2])), (3, (pads[1], pads[3]))):
         dims[i] = None if dims[i] is None else dims[i] + lo + hi
     pt = KType(tuple(dims), t.dtype)
-    full = kb.fill(0.0, kb.empty_dims(pt, psizes))
+    full = kb.fill(value, kb.empty_dims(pt, psizes))
     where = ([0, 0, pads[0], pads[1]], [d if d is not None else v for d, v in zip(t.dims, sizes)])
     inner = kb.extract_slice(full, t, *where)
     return kb.insert_slice(kb.copy(src, inner), full, *where)
@@ -294,7 +294,7 @@ def _legalize_pool(call: LegalizeCall):
     d = list(call["dilation"]) if big else [1, 1]
     cip = None if big else call["count_include_pad"]
     kb = call.builder(attr_tag(k=k, s=s, p=pads, d=d if big else None, cip=cip))
-    xp = _pad(kb, kb.ins[0], pads, lowest(x.dtype) if big else 0.0)
+    xp = _pad_copy(kb, kb.ins[0], pads, lowest(x.dtype) if big else 0.0)
     ct = x.dtype if big else compute_type(x.dtype)
     osz = kb.dims(kb.outs[0])
     pt = kb.types[xp]

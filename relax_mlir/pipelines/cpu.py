@@ -37,13 +37,14 @@ PLAN_MEMORY_DEFAULT = True
 DISPATCH_DEFAULT = True
 DISPATCH_MIN_FLOPS = 4096
 
-#: relax-conv-gemm's GEMM for groups-1 convolutions in the cpu pipeline: ``auto`` (the
-#: scheduled matmul, BLAS for 1x1 expansions; ``generated`` when dispatch is off),
-#: ``generated`` (the scheduled matmul; needs the schedules) or ``blas``
-#: (relax_blas_conv_gemm; needs library dispatch). With schedules off the pipeline takes
-#: ``blas`` (dispatch on) or leaves the convolutions to the direct kernel. Measured per
-#: shape in bench/README.md (bench_conv.py).
-CONV_GEMM_DEFAULT = "auto"
+#: relax-conv-gemm's GEMM for groups-1 convolutions in the cpu pipeline: ``generated``
+#: (the scheduled matmul; needs the schedules), ``auto`` (the same, BLAS for 1x1 expansions;
+#: ``generated`` when dispatch is off) or ``blas`` (relax_blas_conv_gemm; needs library
+#: dispatch). With schedules off the pipeline takes ``blas`` (dispatch on) or leaves the
+#: convolutions to the direct kernel. ``generated`` since MobileNetV2 at 2 threads ran 2.8-3.4x
+#: faster with it than with ``auto`` (batch 1 and 8, one process, bench/README.md); per
+#: shape: bench_conv.py.
+CONV_GEMM_DEFAULT = "generated"
 
 #: relax-dispatch-library's policy in the cpu pipeline: ``measured`` (the calibration table of
 #: this CPU model and thread count decides BLAS or generated code per M range, split at run

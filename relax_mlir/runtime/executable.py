@@ -340,6 +340,8 @@ class Executable:
     def __init__(self, resolver: SymbolResolver, metadata: dict, compile_time_s: float = 0.0,
                  libraries=(), llvm_dialect: Optional[Callable[[], str]] = None,
                  source_path: Optional[str] = None):
+        from .heap import keep_heap
+        keep_heap()   # kernels' per-call scratch: served from the heap, not fresh mmaps
         self._resolver = resolver
         self._meta = ExecutableMetadata.from_json(metadata)
         self.metadata = metadata

@@ -253,15 +253,54 @@ def _restore_destinations(fn: ir.Operation, n_inputs: int) -> None:
         if not isinstance(v, ir.OpResult):
             continue
         op = v.owner.operation if hasattr(v.owner, "operation") else v.owner
-        if not op.name.startswith("linalg.") or "operandSegmentSizes" not in op.attributes:
+        if op.name == "tensor.collapse_shape":
+            _restore_through_collapse(op, dest)
             continue
-        seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-        if len(seg) != 2 or v.result_number >= seg[1]:
-            continue
-        k = seg[0] + v.result_number
-        init = op.operands[k]
-        if isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty" and init.type == dest.type:
+        init, k = _empty_init(v)
+        if init is not None and init.type == dest.type:
             op.operands[k] = dest
+
+
+def _empty_init(v: ir.Value):
+    """(the ``tensor.empty`` init, its operand index) of the linalg op whose result ``v`` is;
+    (None, None) otherwise."""
+    if not isinstance(v, ir.OpResult):
+        return None, None
+    op = v.owner.operation if hasattr(v.owner, "operation") else v.owner
+    if not op.name.startswith("linalg.") or "operandSegmentSizes" not in op.attributes:
+        return None, None
+    seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    if len(seg) != 2 or v.result_number >= seg[1]:
+        return None, None
+    k = seg[0] + v.result_number
+    init = op.operands[k]
+    if isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty":
+        return init, k
+    return None, None
+
+
+def _restore_through_collapse(collapse: ir.Operation, dest: ir.Value) -> None:
+    """A returned ``tensor.collapse_shape`` of a linalg result written into a ``tensor.empty``
+    (an im2col fused after a conv epilogue writes its (C, KH, KW, ...) view of the output):
+    write into ``expand_shape(dest)`` instead, with the collapse's reassociation and the
+    empty's sizes, else the kernel fills a fresh buffer and the caller copies it over."""
+    src = collapse.operands[0]
+    init, k = _empty_init(src)
+    if init is None or init.type != src.type or collapse.results[0].type != dest.type:
+        return
+    empty = init.owner.operation if hasattr(init.owner, "operation") else init.owner
+    owner = src.owner.operation if hasattr(src.owner, "operation") else src.owner
+    t = ir.RankedTensorType(src.type)
+    reassoc = collapse.attributes["reassociation"]
+    # the member kernel's own view of its destination, when it is still there (in the block, before the op)
+    block_ops = [o.operation for o in owner.block.operations]
+    before = block_ops[:block_ops.index(owner)]
+    view = next((o.results[0] for o in before if o.name == "tensor.expand_shape" and o.operands[0] == dest
+                 and o.results[0].type == t and o.attributes["reassociation"] == reassoc), None)
+    if view is None:
+        with ir.InsertionPoint(empty), empty.location:
+            view = tensor.expand_shape(t, dest, reassoc, list(empty.operands), list(t.shape))
+    owner.operands[k] = view
 
 
 def _all_parallel(op: ir.Operation) -> bool:

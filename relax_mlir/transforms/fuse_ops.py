@@ -23,7 +23,8 @@ path leaves the producer group and re-enters the consumer group through another
 group). A value of a group used outside it simply stays an output of the group (a
 group can have several outputs, at most :data:`MAX_OUTPUTS`: a merge that would give more
 is refused, e.g. the weight-side chains of many folded BatchNorms joined through one shared
-epsilon constant).
+epsilon constant). A group holding relax-conv-gemm's im2col kernel gets one output at most
+(:func:`_holds_im2col`: the cpu schedules take single-output kernels).
 
 Groups of two or more ops are marked ``relax.fusion_group = N : i64`` (numbered across
 the module); relax-fuse-kernels turns each into one call_tir of one fused kernel. Shapes
@@ -55,8 +56,10 @@ class _Graph:
         self.ops = [o for o in ops if o.name != "func.return"]
         self.index = {o: i for i, o in enumerate(self.ops)}
         self.kind: list[int] = []
+        self.im2col: list[bool] = []   # relax-conv-gemm's im2col kernels (relax.kernel_op "im2col")
         for o in self.ops:
             self.kind.append(_callee_kind(o, kernels) if o.name == "relax.call_tir" else OPAQUE)
+            self.im2col.append(o.name == "relax.call_tir" and _callee_op(o, kernels) == "im2col")
         block = entry_block(f)
         self.users: list[list[int]] = [[] for _ in self.ops]
         self.producers: list[list[int]] = [[] for _ in self.ops]
@@ -174,13 +177,30 @@ def fuse_function(f: ir.Operation, kernels: dict[str, ir.Operation], max_size: i
                     if gp == gc or g.size[gp] + g.size[gc] > max_size:
                         continue
                     if (_can_merge(g, gp, gc, phase) and not g.makes_cycle(gp, gc)
-                            and g.outputs(gp, gc) <= MAX_OUTPUTS):
+                            and g.outputs(gp, gc) <= (1 if _holds_im2col(g, gp, gc) else MAX_OUTPUTS)):
                         g.union(gp, gc)
                         changed = True
     groups: dict[int, list[ir.Operation]] = {}
     for i, o in enumerate(g.ops):
         groups.setdefault(g.find(i), []).append(o)
     return [ms for ms in sorted(groups.values(), key=lambda ms: g.index[ms[0]]) if len(ms) > 1]
+
+
+def _holds_im2col(g: _Graph, gp: int, gc: int) -> bool:
+    """Does the union of gp and gc hold an im2col kernel? Such a group must have ONE output:
+    the cpu schedules (``permute_rows+im2col``) take single-output kernels only, and a
+    multi-output one (a conv epilogue whose result also feeds a residual add, or two im2cols
+    of one activation) would run as plain loops on one thread (measured: a fifth of
+    ResNet-18 at batch 8)."""
+    return any(g.im2col[m] for m in g.members(gp) + g.members(gc))
+
+
+def _callee_op(op: ir.Operation, kernels: dict[str, ir.Operation]) -> Optional[str]:
+    """The called kernel's ``relax.kernel_op`` (None without one)."""
+    fn = kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+    if fn is None or "relax.kernel_op" not in fn.attributes:
+        return None
+    return ir.StringAttr(fn.attributes["relax.kernel_op"]).value
 
 
 def _callee_kind(op: ir.Operation, kernels: dict[str, ir.Operation]) -> int:

@@ -12,7 +12,8 @@ reads its inputs while it writes its outputs).
   each value gets a byte offset computed at compile time (64-byte aligned, best fit by
   decreasing size among values whose lifetimes overlap) from its byte size evaluated at
   the upper bounds. A ``relax.assert`` ``sym <= bound`` is added where each such symbol is
-  bound, so an input beyond its bound is a run-time ShapeError, never an out-of-bounds write.
+  bound, so an input beyond its bound is a run-time ShapeError, never an out-of-bounds write
+  (unless the function already checks that before its first kernel: the torch importer's range).
   The arena is capped (``max-arena-bytes``, default :data:`MAX_ARENA_BYTES` = 256 MiB): it
   lives in the session workspace, allocated in full at a session's first call whatever
   the sizes of that call, so a huge bound (``n = 2**40``) must not make every call
@@ -103,9 +104,42 @@ def _monotone(size: Dim, bounds: dict[str, int]) -> bool:
             return True
     except sympy.PolynomialError:
         pass
+    if _monotone_floors(e, [symbol(s) for s in syms]):
+        return True
     # sym = bound - t with t >= 0: size(bound - t) <= size(bound)
     sub = {s: Dim.of(bounds[s]) - Dim(symbol(f"_t_{s}")) for s in syms}
     return prove_le(size.subs(sub), size.evaluate(bounds)) is Truth.TRUE
+
+
+def _monotone_floors(e: sympy.Expr, gens: list) -> bool:
+    """Nondecreasing in every symbol (all >= 0) through floor divisions: a strided conv's or
+    pool's output size, e.g. ``588*n*floor(h/2 - 1/2) + 588*n``. Each ``floor(a / c)`` with
+    ``a`` a polynomial whose non-constant coefficients are >= 0 and ``c`` a positive integer
+    is nondecreasing and at least its value at 0, ``lo``: written ``lo + v`` with ``v >= 0``
+    nondecreasing, the size is nondecreasing when it is a polynomial in the symbols and the
+    ``v`` with coefficients >= 0."""
+    floors = list(e.atoms(sympy.floor))
+    if not floors or e.has(sympy.Mod, sympy.Min, sympy.Max):
+        return False
+    subs, vs = {}, []
+    for k, f in enumerate(floors):
+        num, den = f.args[0].as_numer_denom()
+        if not den.is_Integer or den <= 0 or num.has(sympy.floor):
+            return False
+        try:
+            poly = sympy.Poly(sympy.expand(num), *gens)
+        except sympy.PolynomialError:
+            return False
+        if any(c < 0 for m, c in poly.terms() if any(m)):
+            return False
+        v = sympy.Symbol(f"_floor{k}", nonnegative=True)
+        vs.append(v)
+        subs[f] = sympy.floor(num.subs({g: 0 for g in gens}) / den) + v
+    try:
+        poly = sympy.Poly(sympy.expand(e.xreplace(subs)), *gens, *vs)
+    except sympy.PolynomialError:
+        return False
+    return all(c >= 0 for c in poly.coeffs())
 
 
 #: Ops whose results are fresh tensors (never views of their operands).
@@ -258,6 +292,16 @@ class _Planner:
         return storages
 
     # -- rewriting ------------------------------------------------------------------
+    def checked_before_calls(self) -> set[str]:
+        """The ``dims`` (printed) of the ``relax.assert`` ``le`` ops before the first kernel call."""
+        found = set()
+        for op in self.ops:
+            if op.name in _FRESH:
+                break
+            if op.name == "relax.assert" and ir.StringAttr(op.attributes["predicate"]).value == "le":
+                found.add(str(op.attributes["dims"]))
+        return found
+
     def run(self) -> Optional[dict]:
         self.analyse()
         if not self.values:
@@ -285,7 +329,10 @@ class _Planner:
         first = self.ops[0]
         # run-time checks: every symbol the arena relies on stays within its bound
         used = sorted(set().union(*(v.size.symbols for v in arena_vals))) if arena_vals else []
+        checked = self.checked_before_calls()
         for s in used:
+            if str(Shape([Dim(symbol(s)), Dim.of(self.bounds[s])]).to_attr()) in checked:
+                continue   # the function checks it already (the torch importer's range), before any kernel
             where = next((op for op in self.ops if op.name == "relax.match_cast"
                           and s in Shape.from_attr(op.attributes["shape"]).symbols), None)
             ip = _after(where) if where is not None else ir.InsertionPoint(first)

@@ -22,7 +22,8 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   fused, vectorized pass per row (:mod:`.rows`);
 * convolutions (:mod:`.conv`, docs/conv.md): ``conv`` for the conv2d legalization's direct
   generic (depthwise; + its fused epilogue), ``im2col`` and ``permute_rows`` (the NCHW
-  epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule.
+  epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule;
+  ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .conv import conv_schedule, im2col_schedule, permute_rows_schedule
 from .elementwise import elementwise_schedule
+from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
 from ....target import Simd, host_simd
 from ....transforms.graph import on_tensors  # noqa: F401 (re-exported)
@@ -230,29 +232,80 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
     return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
 
 
-def _select_permute_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
-    """One ``linalg.transpose`` that keeps the last dim (rank >= 2) first, then reshapes of
-    other operands and all-parallel f32 generics of its output's shape on its result (a conv
-    GEMM's epilogue after relax-fuse-ops): :func:`.conv.permute_rows_schedule`."""
+def _permute_rows_parts(ops: list[ir.Operation]) -> Optional[tuple[int, int, int]]:
+    """``(rank, parameter generics, epilogue generics)`` of a conv GEMM's epilogue kernel, or
+    None: ``linalg.transpose`` ops that keep the last dim (rank >= 2; the first op; a block
+    ending in a strided shortcut adds its conv's transpose), reshapes of other operands,
+    lower-rank generics on other operands only (an unfolded BatchNorm's per-channel scale and
+    shift: a few hundred elements, left outside the rows), and all-parallel f32 generics of
+    the transposes' output shape on their results."""
     if not ops or ops[0].name != "linalg.transpose":
         return None
-    perm = list(ir.DenseI64ArrayAttr(ops[0].attributes["permutation"]))
     shape = _output_shape(ops[0])
-    if len(perm) < 2 or perm[-1] != len(perm) - 1 or not _f32_tensors(ops[0]):
-        return None
-    derived, gens = {ir.Value(ops[0].results[0])}, []
-    for o in ops[1:]:
-        if any(ir.Value(v) in derived for v in o.operands):
+    rank = len(shape)
+    derived, gens, params = set(), [], 0
+    for o in ops:
+        if o.name == "linalg.transpose":
+            perm = list(ir.DenseI64ArrayAttr(o.attributes["permutation"]))
+            if (len(perm) < 2 or perm[-1] != len(perm) - 1 or not _f32_tensors(o) or _output_shape(o) != shape
+                    or gens):
+                return None
+            derived.add(ir.Value(o.results[0]))
+        elif any(ir.Value(v) in derived for v in o.operands):
             if (o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
                     or set(_iterators(o)) != {"parallel"}):
                 return None
             derived.update(ir.Value(r) for r in o.results)
             gens.append(o)
+        elif o.name == "linalg.generic" and not gens and len(_output_shape(o)) < rank:
+            params += 1
         elif o.name not in _OPERAND_RESHAPES:
             return None
-    if len([o for o in ops if o.name == "linalg.generic"]) != len(gens):
+    if len([o for o in ops if o.name == "linalg.generic"]) != len(gens) + params:
         return None
-    return Schedule("permute_rows", permute_rows_schedule(len(shape), len(gens)))
+    return rank, params, len(gens)
+
+
+def _select_permute_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
+    """A conv GEMM's epilogue after relax-fuse-ops (:func:`_permute_rows_parts`):
+    :func:`.conv.permute_rows_schedule`."""
+    parts = _permute_rows_parts(ops)
+    if parts is None:
+        return None
+    rank, params, gens = parts
+    return Schedule("permute_rows", permute_rows_schedule(rank, gens, params=params))
+
+
+def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule]:
+    """The pooling legalization's kernel (f32): an optional conv-epilogue prologue (a
+    ``linalg.transpose``, then all-parallel generics of its output's shape), the padding
+    (fill + copy into the interior slice), then the window's all-parallel rank-4 generics
+    over strided slices: :func:`.pool.pool_schedule`."""
+    if not (_kernel_op(fn) or "").endswith(("max_pool2d", "avg_pool2d")):
+        return None
+    names = [o.name for o in ops]
+    transpose = bool(names) and names[0] == "linalg.transpose"
+    start = 1 if transpose else 0
+    padded = "linalg.fill" in names and "tensor.insert_slice" in names
+    edge = names.index("linalg.fill") if padded else next(
+        (i for i, n in enumerate(names) if n == "tensor.extract_slice"), None)
+    if edge is None or edge < start:
+        return None
+    pre, rest = ops[start:edge], ops[edge:]
+    shape = _output_shape(ops[0]) if transpose else None
+    if transpose and not _f32_tensors(ops[0]):
+        return None
+    if pre and (not transpose or any(o.name != "linalg.generic" or _output_shape(o) != shape for o in pre)):
+        return None
+    allowed = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "linalg.generic"}
+    if any(o.name not in allowed for o in rest) or [o.name for o in rest].count("linalg.copy") > (1 if padded else 0) \
+            or [o.name for o in rest].count("linalg.fill") > 1:
+        return None
+    pool = [o for o in rest if o.name == "linalg.generic"]
+    if not pool or any(not _f32_tensors(o) or set(_iterators(o)) != {"parallel"} or len(_output_shape(o)) != 4
+                       for o in pre + pool):
+        return None
+    return Schedule("pool", pool_schedule(len(pre), transpose, padded, len(pool)))
 
 
 def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:
@@ -410,17 +463,19 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
         if sched is not None or config is not None:
             return sched
         return _select_conv(ops) or _select_contraction(ops)
+    if kind == "injective" and _select_pool(fn, ops) is not None:
+        return _select_pool(fn, ops)
     if kind == "injective" and _select_permute_rows(ops) is not None:
         return _select_permute_rows(ops)
     if kind == "injective" and (_kernel_op(fn) or "").endswith("_im2col"):
         gen_at = [j for j, o in enumerate(ops) if o.name == "linalg.generic"]
         if len(gen_at) >= 2:
             k = gen_at[-2] + 1   # the epilogue ends with its last generic; the im2col follows
-            head = _select_permute_rows(ops[:k])
+            head = _permute_rows_parts(ops[:k])
             if head is not None and _im2col(ops[k:]):
-                gens = len(gen_at) - 1
-                rank = len(_output_shape(ops[0]))
-                return Schedule("permute_rows+im2col", permute_rows_schedule(rank, gens, then_im2col=True))
+                rank, params, gens = head
+                return Schedule("permute_rows+im2col",
+                                permute_rows_schedule(rank, gens, then_im2col=True, params=params))
     if kind == "injective" and _kernel_op(fn) == "im2col" and _im2col(ops):
         return Schedule("im2col", im2col_schedule())
     if kind in ("elementwise", "broadcast"):

@@ -105,13 +105,15 @@ def im2col_schedule():
     return body
 
 
-def permute_rows_schedule(rank: int, n_generics: int, then_im2col: bool = False):
+def permute_rows_schedule(rank: int, n_generics: int, then_im2col: bool = False, params: int = 0):
     """relax-conv-gemm's epilogue: the GEMM's (O, N, OH, OW) permuted to NCHW
-    (``linalg.transpose`` keeping the last dim), then the fused bias / activation / residual
-    generics: one output row per forall iteration (threads), the transpose and every generic
-    fused into it, so each row is read once, contiguous, and written once. ``then_im2col``:
-    the kernel goes on with the next convolution's im2col (relax-fuse-ops put it there), its
-    generic last, tiled as in :func:`im2col_schedule`."""
+    (``linalg.transpose`` keeping the last dim; two where a strided shortcut's conv joins the
+    block's end), then the fused bias / activation / residual generics: one output row per
+    forall iteration (threads), the transposes and every generic fused into it, so each row
+    is read once, contiguous, and written once. ``params``: that many lower-rank generics
+    come first (an unfolded BatchNorm's per-channel scale and shift), left as they are.
+    ``then_im2col``: the kernel goes on with the next convolution's im2col (relax-fuse-ops
+    put it there), its generic last, tiled as in :func:`im2col_schedule`."""
 
     def body(fn: ir.Value) -> None:
         if n_generics == 0:   # the permutation alone
@@ -119,9 +121,9 @@ def permute_rows_schedule(rank: int, n_generics: int, then_im2col: bool = False)
             cleanup(fn)
             return
         gens = match(fn, "linalg.generic")
-        total = n_generics + (1 if then_im2col else 0)
+        total = params + n_generics + (1 if then_im2col else 0)
         ops = ([gens] if total == 1
-               else list(transform.SplitHandleOp([any_op()] * total, gens).results))
+               else list(transform.SplitHandleOp([any_op()] * total, gens).results))[params:]
         if then_im2col:
             structured.TileUsingForallOp(ops[-1], tile_sizes=[1, 1, 0, 0, 0, 0])
             ops = ops[:-1]

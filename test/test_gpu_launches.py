@@ -22,19 +22,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 import relax_mlir  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 from kernel_harness import graph_module  # noqa: E402
-from test_gpu_rules import _Routes  # noqa: E402
+from test_gpu_rules import routes  # noqa: E402,F401  (the fixture: each launch's route)
 
 OK, DEVICE = vkrt.available()
 needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
-
-
-@pytest.fixture(scope="module")
-def routes():
-    mp = pytest.MonkeyPatch()
-    try:
-        yield _Routes(mp)
-    finally:
-        mp.undo()
 
 
 _SIZES = [(1, 1, 1), (2, 7, 3), (3, 300, 5), (1, 1500, 2)]

@@ -23,7 +23,7 @@ from relax_mlir.backends.gpu import quant_gemv, rules  # noqa: E402
 from relax_mlir.ops.quant import row_bytes  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 from relax_mlir.target import Target  # noqa: E402
-from test_gpu_rules import _Routes  # noqa: E402
+from test_gpu_rules import _Routes, routes  # noqa: E402,F401  (routes: the fixture, each launch's route)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 from bench_gpu import quant_blocks  # noqa: E402  (random blocks + a numpy dequantizer: no gguf needed)
@@ -63,15 +63,6 @@ def _weights(fmt: str, n: int, k: int, rng):
         w = rng.standard_normal((n, k)).astype(np.float32)
         raw = np.ascontiguousarray(gguf.quants.quantize(w, QTYPE[fmt])).view(np.uint8).reshape(n, -1)
     return raw.view(np.int8), gguf.quants.dequantize(raw, QTYPE[fmt]).reshape(n, k).astype(np.float64)
-
-
-@pytest.fixture(scope="module")
-def routes():
-    mp = pytest.MonkeyPatch()
-    try:
-        yield _Routes(mp)
-    finally:
-        mp.undo()
 
 
 def _subgroups(t: Target) -> int:

@@ -159,7 +159,7 @@ class _Routes:
     def __init__(self, mp: pytest.MonkeyPatch):
         self.codes: dict[str, bytes] = {}
         self.launched: list[tuple[bool, tuple]] = []
-        shader, init, launch = vkrt._shader_module, vkrt.Kernel.__init__, vkrt.Recorder.launch
+        shader, init, launch = vkrt.launch._shader_module, vkrt.Kernel.__init__, vkrt.Recorder.launch
         routes = self
 
         def shader_module(dev, code, label):

@@ -431,13 +431,30 @@ static void quantize_rows_scalar(const qctx *t, int8_t *qx, float *dx, float *sx
     }
 }
 
+static int64_t qk_pf_dist = 8192;   /* decode prefetch distance, bytes (below) */
 #ifdef QK_X86
-/* While the NR rows n.. of W are read, their successors n+NR.. are prefetched, 64 bytes per
- * chunk (every format's row takes at most 64 bytes per 32 weights), so the next group's lines
- * are in flight (decode streams W from memory once): 3.3x on q8_0's lm_head GEMV (49152 x 576,
- * one thread). A prefetch never faults. */
-#define QK_PREFETCH_NEXT(rowp, ldw, c, NR) \
-  _mm_prefetch((const char *)((uintptr_t)(rowp) + (uintptr_t)((NR) * (ldw) + 64 * (c))), _MM_HINT_T0)
+/* Decode reads every byte of W once, from memory: a tile of NR rows reads one contiguous range
+ * of NR * ldw bytes in ni steps (chunks, groups or blocks), and each step prefetches an even
+ * share of the range qk_pf_dist bytes ahead (default 8 KB: the lines arrive before the loads
+ * that need them, whatever the format's bytes per step), so the misses of several steps are in
+ * flight at once. The first qk_pf_dist bytes of a call's rows are prefetched when it starts.
+ * A prefetch never faults. Measurements: bench/README.md, "Decode prefetch". */
+typedef struct { const char *p; int64_t span; int k; } qk_pf;
+QK_INLINE qk_pf pf_tile(const uint8_t *tile, int64_t bytes, int64_t steps) {
+  qk_pf f;
+  f.span = steps > 0 ? (bytes + steps - 1) / steps : 0;
+  f.k = (int)((f.span + 63) / 64);
+  f.p = (const char *)((uintptr_t)tile + (uintptr_t)qk_pf_dist);
+  return f;
+}
+QK_INLINE void pf_step(qk_pf *f) {   /* covers [p, p + span): the next step starts at p + span */
+  for (int j = 0; j < f->k; ++j) _mm_prefetch(f->p + 64 * j, _MM_HINT_T0);
+  f->p += f->span;
+}
+static void pf_start(const uint8_t *w, int64_t bytes) {
+  if (bytes > qk_pf_dist) bytes = qk_pf_dist;
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)w + o, _MM_HINT_T0);
+}
 
 /* -- AVX2 kernels (2 rows of x by 2 rows of W) ---------------------------------------- */
 
@@ -479,10 +496,11 @@ QK_V256 float hsum256(__m256 v) {
     for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();                           \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->nc);                                           \
     for (int64_t c = 0; c < t->nc; ++c) {                                                     \
       __m256 w[NR][4];                                                                        \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
-        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                              \
         deq256_##F(row[r], c, w[r]);                                                          \
       }                                                                                       \
       for (int i = 0; i < MR; ++i)                                                            \
@@ -524,13 +542,14 @@ EX256(bf16, F_BF16)
     for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) { acc[i][r] = _mm256_setzero_ps(); bacc[i][r] = 0.0f; }    \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->nc);                                           \
     for (int64_t c = 0; c < t->nc; ++c) {                                                     \
       __m256i av[NR], sv[NR];                                                                 \
       __m256 sc[NR];                                                                          \
       float bb[NR];                                                                           \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
         float a0, a1;                                                                         \
-        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                              \
         sv[r] = vvalues_##F(scales_v_##F(row[r], c, &a0, &a1, &bb[r]), c);                      \
         av[r] = _mm256_abs_epi8(sv[r]);                                                       \
         sc[r] = _mm256_set_m128(_mm_set1_ps(a1), _mm_set1_ps(a0));                            \
@@ -598,10 +617,11 @@ QK_V512 void deq512_bf16(const uint8_t *row, int64_t c, __m512 *lo, __m512 *hi) 
     for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();                           \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->nc);                                           \
     for (int64_t c = 0; c < t->nc; ++c) {                                                     \
       __m512 wl[NR], wh[NR];                                                                  \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
-        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                                  \
         deq512_##F(row[r], c, &wl[r], &wh[r]);                                                \
       }                                                                                       \
       for (int i = 0; i < MR; ++i) {                                                          \
@@ -807,10 +827,6 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
       memcpy(tail[r], row[r] + t->ngf * gb, (size_t)((t->nc - 4 * t->ngf) * BLOCK_BYTES[FMT])); \
     }                                                                                         \
   }
-#define GROUP_PREFETCH(r, g, NR) \
-  _mm_prefetch((const char *)((uintptr_t)row[r] + (uintptr_t)(NR * t->ldw + (g) * gb)), _MM_HINT_T0); \
-  _mm_prefetch((const char *)((uintptr_t)row[r] + (uintptr_t)(NR * t->ldw + (g) * gb + 64)), _MM_HINT_T0)
-
 /* exact, one row of x by NR rows of W */
 #define EXG_BODY(F, FMT, NR)                                                                  \
   QK_V512 void exg_##F##_##NR(const qctx *t, int64_t m, int64_t n) {                         \
@@ -818,11 +834,12 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
     const float *xg = t->xg + m * t->ldxg, *sxe = t->sxe + m * t->ng * 16;                    \
     __m512 acc[NR];                                                                           \
     for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();                                \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->ng);                                           \
     for (int64_t g = 0; g < t->ng; ++g) {                                                     \
       __m512 dv[NR], bv[NR], s[NR];                                                           \
       __m512i z[NR], z2[NR];                                                                  \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
-        GROUP_PREFETCH(r, g, NR);                                                                 \
         if (FMT == F_Q8_0) gload_byte(GROUP_PTR(g, r), &z[r], &z2[r], &dv[r]);                \
         else if (is_q5(FMT)) gload_q5(FMT, GROUP_PTR(g, r), &z[r], &z2[r], &dv[r], &bv[r]);   \
         else z[r] = gload_nib(FMT, GROUP_PTR(g, r), &dv[r], &bv[r]);                          \
@@ -865,11 +882,12 @@ EXG(q5_1, F_Q5_1)
     const __m512i ones = _mm512_set1_epi8(1);                                                 \
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();                           \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->ng);                                           \
     for (int64_t g = 0; g < t->ng; ++g) {                                                     \
       __m512 dv[NR], bv[NR];                                                                  \
       __m512i wl[NR], wh[NR], sw[NR];                                                         \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
-        GROUP_PREFETCH(r, g, NR);                                                                 \
         if (FMT == F_Q8_0) {                                                                  \
           gload_byte(GROUP_PTR(g, r), &wl[r], &wh[r], &dv[r]);                                \
           sw[r] = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), \
@@ -947,9 +965,11 @@ Q8G(q5_1, F_Q5_1)
     }                                                                                         \
     const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(3), c32 = _mm512_set1_epi8(32); \
     const __m512i lane4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);  \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, 2 * (t->K / 256));                                \
     for (int64_t b = 0; b < t->K / 256; ++b)                                                  \
       for (int h = 0; h < 2; ++h) {                                                           \
         const int8_t *xq = qx + 256 * b + 128 * h;                                            \
+        pf_step(&pf);                                                                         \
         __m512i x0 = _mm512_loadu_si512(xq), x1 = _mm512_loadu_si512(xq + 64);                \
         __m512i o0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c32, x0);                    \
         __m512i o1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c32, x1);                    \
@@ -960,7 +980,6 @@ Q8G(q5_1, F_Q5_1)
         __m512i i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));                              \
         for (int r = 0; r < NR; ++r) {                                                        \
           const uint8_t *blk = row[r] + 210 * b;                                              \
-          _mm_prefetch((const char *)(blk + 210 * 0 + NR * t->ldw + 64 * h), _MM_HINT_T0);     \
           __m512i ql = _mm512_loadu_si512(blk + 64 * h);                                      \
           __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));             \
           __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1); \
@@ -1014,8 +1033,10 @@ QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
     }                                                                                         \
     const __m512i m4 = _mm512_set1_epi8(0xF);                                                 \
     const __m512i half = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);    \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->K / 256);                                      \
     for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
       __m256 dx8 = _mm256_loadu_ps(dx + 8 * b), sx8 = _mm256_loadu_ps(sx + 8 * b);            \
+      pf_step(&pf);                                                                           \
       __m512i xl[2], xh[2];                                                                   \
       for (int i = 0; i < 2; ++i) {                                                           \
         const int8_t *xq = qx + 256 * b + 128 * i;                                            \
@@ -1026,8 +1047,6 @@ QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
       }                                                                                       \
       for (int r = 0; r < NR; ++r) {                                                          \
         const uint8_t *blk = row[r] + bb * b;                                                 \
-        _mm_prefetch((const char *)(blk + NR * t->ldw), _MM_HINT_T0);                         \
-        _mm_prefetch((const char *)(blk + NR * t->ldw + 64), _MM_HINT_T0);                    \
         __m256 sc, mn;                                                                        \
         q4k_scales(blk, &sc, &mn);                                                            \
         macc[r] = _mm256_fmadd_ps(mn, sx8, macc[r]);                                          \
@@ -1367,6 +1386,11 @@ int relax_quant_set_isa(int level) {
 }
 int relax_quant_isa(void) { return isa; }
 void relax_quant_set_fork_work(double w) { fork_work = w; }
+/* The decode prefetch distance in bytes (>= 0; < 0: unchanged); returns the one now in use. */
+int64_t relax_quant_prefetch(int64_t bytes) {
+  if (bytes >= 0) qk_pf_dist = bytes;
+  return qk_pf_dist;
+}
 int relax_quant_max_threads(void) { return max_threads(); }
 /* The number of threads the last product ran on (its OpenMP team; 1 without a region), for tests. */
 static volatile int last_team = 1;
@@ -1380,6 +1404,9 @@ static void run_range(const qctx *t, tile_fn fn, int64_t mr, int64_t n0, int64_t
     panel_range(t, n0, n1);
     return;
   }
+#endif
+#ifdef QK_X86
+  pf_start(t->w + n0 * t->ldw, (n1 - n0) * t->ldw);
 #endif
   for (int64_t nb = n0; nb < n1; nb += 64) {
     int64_t ne = nb + 64 < n1 ? nb + 64 : n1;

@@ -845,6 +845,7 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
         else z[r] = gload_nib(FMT, GROUP_PTR(g, r), &dv[r], &bv[r]);                          \
         s[r] = _mm512_setzero_ps();                                                           \
       }                                                                                       \
+      _Pragma("GCC unroll 8")   /* k constant: gvec_*'s shifts and masks are immediates */      \
       for (int k = 0; k < 8; ++k) {                                                           \
         __m512 xv = _mm512_loadu_ps(xg + 128 * g + 16 * k);                                   \
         for (int r = 0; r < NR; ++r)                                                          \

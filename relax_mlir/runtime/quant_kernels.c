@@ -1103,6 +1103,173 @@ QK_T512 static void q6kg(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64
   }
 }
 
+/* Exact q4_k / q6_k GEMV (AVX-512, M < 4): the weights' integer values are never shifted into
+ * place or widened by shuffles -- a dword lane keeps its 4 bytes, and each value is masked where
+ * it lies (q4_k: nibble k of the lane, value * 16^k; q6_k: byte p, value * 256^p; the top one
+ * shifted down), converted to f32 and multiplied with x prepared once per call in that lane
+ * order, times the inverse power of two (prep_k_exact), so the 16 lanes of a sum belong to one
+ * or two sub-blocks and are scaled per lane at the end of the block: q4_k by d sc_j (minus
+ * dmin m_j times the sub-block's sum of x), q6_k by d sc_s (minus 32 d sc_s times the sum of x
+ * over the 16 weights). Every step is f32 arithmetic on exact values: the error is the f32
+ * summation's, as the per-chunk kernels'. q4_k: qs's 64 bytes i (0, 1) hold sub-blocks 4i..4i+3:
+ * lanes 0-7 sub-blocks 4i (even k) and 4i+1 (odd k), lanes 8-15 4i+2 and 4i+3. q6_k: the 64
+ * weights of a register (q6kg's w0 / w1) in natural order, lanes 4s..4s+3 sub-block s. */
+#define Q4KE_BODY(NR)                                                                         \
+  QK_V512 void q4ke_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const float *xk = t->xg + m * t->ldxg, *xs = t->sxe + m * t->nc;                          \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR];                                                                           \
+    __m256 macc[NR];                                                                          \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = _mm512_setzero_ps();                                                           \
+      macc[r] = _mm256_setzero_ps();                                                          \
+    }                                                                                         \
+    const __m512i l8 = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);     \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->K / 256);                                      \
+    for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
+      pf_step(&pf);                                                                           \
+      __m256 x8 = _mm256_loadu_ps(xs + 8 * b);                                                \
+      __m512 sc[NR];                                                                          \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        __m256 s8, m8;                                                                        \
+        q4k_scales(row[r] + 144 * b, &s8, &m8);                                               \
+        macc[r] = _mm256_fmadd_ps(m8, x8, macc[r]);                                           \
+        sc[r] = _mm512_castps256_ps512(s8);                                                   \
+      }                                                                                       \
+      for (int i = 0; i < 2; ++i) {                                                           \
+        __m512i z[NR];                                                                        \
+        __m512 se[NR], so[NR];                                                                \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          z[r] = _mm512_loadu_si512(row[r] + 144 * b + 16 + 64 * i);                          \
+          se[r] = so[r] = _mm512_setzero_ps();                                                \
+        }                                                                                     \
+        const float *xv = xk + 256 * b + 128 * i;                                             \
+        _Pragma("GCC unroll 8")                                                               \
+        for (int k = 0; k < 8; ++k) {                                                         \
+          __m512 xk16 = _mm512_loadu_ps(xv + 16 * k);                                         \
+          for (int r = 0; r < NR; ++r) {                                                      \
+            __m512 v = gvec_nib(z[r], k);                                                     \
+            if (k & 1) so[r] = _mm512_fmadd_ps(v, xk16, so[r]);                               \
+            else se[r] = _mm512_fmadd_ps(v, xk16, se[r]);                                     \
+          }                                                                                   \
+        }                                                                                     \
+        __m512i ie = _mm512_add_epi32(l8, _mm512_set1_epi32(4 * i));                          \
+        __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));                              \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          acc[r] = _mm512_fmadd_ps(se[r], _mm512_permutexvar_ps(ie, sc[r]), acc[r]);          \
+          acc[r] = _mm512_fmadd_ps(so[r], _mm512_permutexvar_ps(io, sc[r]), acc[r]);          \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      __m256 v = macc[r];                                                                     \
+      __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));         \
+      s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                                             \
+      s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));                                               \
+      t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(s4);            \
+    }                                                                                         \
+  }
+Q4KE_BODY(1)
+Q4KE_BODY(4)
+QK_V512 __m512 gvec_b6(__m512i z, int p) {   /* byte p of every lane, times 256^p (p = 3: as is) */
+  if (p == 3) return _mm512_cvtepi32_ps(_mm512_srli_epi32(z, 24));
+  return _mm512_cvtepi32_ps(_mm512_and_si512(z, _mm512_set1_epi32(0xFF << (8 * p))));
+}
+#define Q6KE_BODY(NR)                                                                         \
+  QK_V512 void q6ke_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const float *xk = t->xg + m * t->ldxg, *xs = t->sxe + m * (t->K / 16);                    \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR], oacc[NR];                                                                 \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = oacc[r] = _mm512_setzero_ps();                                                 \
+    }                                                                                         \
+    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(3);                       \
+    const __m512i lane4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);  \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, 2 * (t->K / 256));                                \
+    for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
+      __m512 x16 = _mm512_loadu_ps(xs + 16 * b), sc[NR];                                      \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        const uint8_t *blk = row[r] + 210 * b;                                                \
+        sc[r] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))), \
+                              _mm512_set1_ps(_cvtsh_ss(*(const uint16_t *)(blk + 208))));     \
+        oacc[r] = _mm512_fmadd_ps(sc[r], x16, oacc[r]);                                       \
+      }                                                                                       \
+      for (int h = 0; h < 2; ++h) {                                                           \
+        pf_step(&pf);                                                                         \
+        __m512i w[NR][2];                                                                     \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          const uint8_t *blk = row[r] + 210 * b;                                              \
+          __m512i ql = _mm512_loadu_si512(blk + 64 * h);                                      \
+          __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));             \
+          __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1); \
+          w[r][0] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(hh, m3), 4)); \
+          w[r][1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),         \
+                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hh, 4), m3), 4)); \
+        }                                                                                     \
+        for (int q = 0; q < 2; ++q) {                                                         \
+          __m512 s[NR];                                                                       \
+          for (int r = 0; r < NR; ++r) s[r] = _mm512_setzero_ps();                            \
+          const float *xv = xk + 256 * b + 128 * h + 64 * q;                                  \
+          _Pragma("GCC unroll 4")                                                             \
+          for (int p = 0; p < 4; ++p) {                                                       \
+            __m512 xp = _mm512_loadu_ps(xv + 16 * p);                                         \
+            for (int r = 0; r < NR; ++r) s[r] = _mm512_fmadd_ps(gvec_b6(w[r][q], p), xp, s[r]); \
+          }                                                                                   \
+          __m512i is = _mm512_add_epi32(lane4, _mm512_set1_epi32(8 * h + 4 * q));             \
+          for (int r = 0; r < NR; ++r)                                                        \
+            acc[r] = _mm512_fmadd_ps(s[r], _mm512_permutexvar_ps(is, sc[r]), acc[r]);         \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r)                                                              \
+      t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - 32.0f * _mm512_reduce_add_ps(oacc[r]); \
+  }
+Q6KE_BODY(1)
+Q6KE_BODY(4)
+#define KEXACT(F)                                                                             \
+  QK_T512 static void F##e(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {   \
+    for (int64_t i = m; i < m + mr; ++i) {                                                    \
+      int64_t n = n0;                                                                         \
+      for (; n + 4 <= n1; n += 4) F##e_1_4(t, i, n);                                          \
+      for (; n < n1; ++n) F##e_1_1(t, i, n);                                                  \
+    }                                                                                         \
+  }
+KEXACT(q4k)
+KEXACT(q6k)
+/* x for q4ke / q6ke: per row K floats in the kernels' lane order, times 16^-k / 256^-p, and the
+ * sums of x per sub-block (q4_k: 32 weights, K / 32 per row; q6_k: 16, K / 16). */
+static void prep_k_exact(const qctx *t, float *xk, float *xs) {
+  int64_t nb = t->K / 256, per = t->fmt == F_Q6_K ? 16 : 32;
+  for (int64_t m = 0; m < t->M; ++m) {
+    const float *x = t->x + m * t->ldx;
+    float *d = xk + m * t->ldxg, *s = xs + m * (t->K / per);
+    for (int64_t b = 0; b < nb; ++b) {
+      const float *xb = x + 256 * b;
+      for (int e = 0; e < 256; ++e) {
+        int src;
+        float sc;
+        if (t->fmt == F_Q6_K) {   /* h, q, p, lane j: weight 128h + 64q + 4j + p */
+          int p = (e >> 4) & 3, j = e & 15;
+          src = (e & ~63) + 4 * j + p;
+          sc = p == 3 ? 1.0f : 1.0f / (float)(1u << (8 * p));
+        } else {                  /* i, k, lane j: sub-block 4i + 2(j / 8) + (k & 1), weight 4(j % 8) + k / 2 */
+          int i = e >> 7, k = (e >> 4) & 7, j = e & 15;
+          src = 32 * (4 * i + 2 * (j >> 3) + (k & 1)) + 4 * (j & 7) + (k >> 1);
+          sc = GSCALE_NIB(k);
+        }
+        d[256 * b + e] = xb[src] * sc;
+      }
+      for (int64_t c = 0; c < 256 / per; ++c) {
+        float sum = 0.0f;
+        for (int e = 0; e < per; ++e) sum += xb[per * c + e];
+        s[(256 / per) * b + c] = sum;
+      }
+    }
+  }
+}
+
 /* x prepared for the group kernels: exact (xg permuted, times the decoder's GSCALE(k)
  * when scaled -- the GEMV -- or as is for the panel kernels; sxe) ... */
 QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int scaled) {
@@ -1517,6 +1684,14 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
       t.pdec = GROUP_KERNELS[fmt].dec;
       run(&t, GROUP_KERNELS[fmt].exact, 4);
     }
+  } else if (isa == ISA_AVX512 && !q8 && M < 4 && (fmt == F_Q4_K || fmt == F_Q6_K)) {   /* exact K-quant GEMV */
+    t.ldxg = K;
+    qbuf = aligned_alloc(64, (size_t)(M * K) * 4 + (size_t)(M * (K / 16)) * 4 + 64);
+    if (!qbuf) goto done;
+    t.xg = (const float *)qbuf;
+    t.sxe = (const float *)qbuf + M * K;
+    prep_k_exact(&t, (float *)qbuf, (float *)qbuf + M * K);
+    run(&t, fmt == F_Q4_K ? q4ke : q6ke, 4);
   } else if (isa == ISA_AVX512 && !q8 && M >= 4 && fmt != F_F16 && fmt != F_BF16) {   /* panels */
     t.panel = 1;
     t.px = t.x;

@@ -1240,28 +1240,31 @@ KEXACT(q4k)
 KEXACT(q6k)
 /* x for q4ke / q6ke: per row K floats in the kernels' lane order, times 16^-k / 256^-p, and the
  * sums of x per sub-block (q4_k: 32 weights, K / 32 per row; q6_k: 16, K / 16). */
+static uint16_t kperm[2][256];   /* q4_k, q6_k: the x element of slot e of a block */
+static float kscale[2][256];     /* and its power of two */
+static void k_tables(void) {
+  for (int e = 0; e < 256; ++e) {
+    int i = e >> 7, k = (e >> 4) & 7, j = e & 15, p = (e >> 4) & 3;
+    /* q4_k: i, k, lane j: sub-block 4i + 2(j / 8) + (k & 1), weight 4(j % 8) + k / 2 */
+    kperm[0][e] = (uint16_t)(32 * (4 * i + 2 * (j >> 3) + (k & 1)) + 4 * (j & 7) + (k >> 1));
+    kscale[0][e] = GSCALE_NIB(k);
+    /* q6_k: h, q, p, lane j: weight 128h + 64q + 4j + p */
+    kperm[1][e] = (uint16_t)((e & ~63) + 4 * j + p);
+    kscale[1][e] = p == 3 ? 1.0f : 1.0f / (float)(1u << (8 * p));
+  }
+}
 static void prep_k_exact(const qctx *t, float *xk, float *xs) {
-  int64_t nb = t->K / 256, per = t->fmt == F_Q6_K ? 16 : 32;
+  int64_t nb = t->K / 256;
+  int f = t->fmt == F_Q6_K, per = f ? 16 : 32;
+  const uint16_t *perm = kperm[f];
+  const float *sc = kscale[f];
   for (int64_t m = 0; m < t->M; ++m) {
     const float *x = t->x + m * t->ldx;
     float *d = xk + m * t->ldxg, *s = xs + m * (t->K / per);
     for (int64_t b = 0; b < nb; ++b) {
       const float *xb = x + 256 * b;
-      for (int e = 0; e < 256; ++e) {
-        int src;
-        float sc;
-        if (t->fmt == F_Q6_K) {   /* h, q, p, lane j: weight 128h + 64q + 4j + p */
-          int p = (e >> 4) & 3, j = e & 15;
-          src = (e & ~63) + 4 * j + p;
-          sc = p == 3 ? 1.0f : 1.0f / (float)(1u << (8 * p));
-        } else {                  /* i, k, lane j: sub-block 4i + 2(j / 8) + (k & 1), weight 4(j % 8) + k / 2 */
-          int i = e >> 7, k = (e >> 4) & 7, j = e & 15;
-          src = 32 * (4 * i + 2 * (j >> 3) + (k & 1)) + 4 * (j & 7) + (k >> 1);
-          sc = GSCALE_NIB(k);
-        }
-        d[256 * b + e] = xb[src] * sc;
-      }
-      for (int64_t c = 0; c < 256 / per; ++c) {
+      for (int e = 0; e < 256; ++e) d[256 * b + e] = xb[perm[e]] * sc[e];
+      for (int c = 0; c < 256 / per; ++c) {
         float sum = 0.0f;
         for (int e = 0; e < per; ++e) sum += xb[per * c + e];
         s[(256 / per) * b + c] = sum;
@@ -1269,7 +1272,6 @@ static void prep_k_exact(const qctx *t, float *xk, float *xs) {
     }
   }
 }
-
 /* x prepared for the group kernels: exact (xg permuted, times the decoder's GSCALE(k)
  * when scaled -- the GEMV -- or as is for the panel kernels; sxe) ... */
 QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int scaled) {
@@ -1543,6 +1545,7 @@ __attribute__((constructor)) static void relax_quant_init(void) {
   isa = isa_detected;
 #ifdef QK_X86
   group_tables();
+  k_tables();
 #endif
 }
 
@@ -1637,6 +1640,20 @@ static const char *unit_inner(qview v, size_t esize, int64_t *ld, void **tmp) {
   return p;
 }
 
+/* The calling thread's scratch for x prepared per call (64-byte aligned; kept and grown, never
+ * freed: a decode step makes ~200 calls, and a malloc / free pair per call showed in profiles). */
+static __thread void *scratch_buf;
+static __thread size_t scratch_size;
+static void *scratch(size_t bytes) {
+  if (bytes > scratch_size) {
+    free(scratch_buf);
+    size_t sz = (bytes + 4095) / 4096 * 4096;
+    scratch_buf = aligned_alloc(64, sz);
+    scratch_size = scratch_buf ? sz : 0;
+  }
+  return scratch_buf;
+}
+
 static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *cell) {
   qview x = qread(xd, 2, 4), w = qread(wd, 2, 1), o = qread(od, 2, 4);
   int64_t M = x.sizes[0], K = x.sizes[1], N = w.sizes[0], bs = BLOCK_SIZE[fmt];
@@ -1662,7 +1679,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
   if (isa == ISA_AVX512 && group_family(fmt) != GF_NONE) {   /* the group kernels */
     t.ng = (t.nc + 3) / 4;
     t.ngf = t.nc / 4;
-    qbuf = aligned_alloc(64, (size_t)(M * t.ng) * (128 * 4 + 16 * 4 * 2) + 64);
+    qbuf = scratch((size_t)(M * t.ng) * (128 * 4 + 16 * 4 * 2) + 64);
     if (!qbuf) goto done;
     if (q8) {
       float *dxg = (float *)qbuf, *sxg = dxg + M * t.ng * 16;
@@ -1686,7 +1703,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
     }
   } else if (isa == ISA_AVX512 && !q8 && M < 4 && (fmt == F_Q4_K || fmt == F_Q6_K)) {   /* exact K-quant GEMV */
     t.ldxg = K;
-    qbuf = aligned_alloc(64, (size_t)(M * K) * 4 + (size_t)(M * (K / 16)) * 4 + 64);
+    qbuf = scratch((size_t)(M * K) * 4 + (size_t)(M * (K / 16)) * 4 + 64);
     if (!qbuf) goto done;
     t.xg = (const float *)qbuf;
     t.sxe = (const float *)qbuf + M * K;
@@ -1703,7 +1720,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
 #endif
   if (q8 && fmt != F_F16 && fmt != F_BF16) {
     t.ldq = 32 * t.nc;
-    qbuf = malloc((size_t)(M * t.ldq) + (size_t)(2 * M * t.nc) * 4 + 64);
+    qbuf = scratch((size_t)(M * t.ldq) + (size_t)(2 * M * t.nc) * 4 + 64);
     if (!qbuf) goto done;
     float *dx = (float *)qbuf, *sx = dx + M * t.nc;
     int8_t *qx = (int8_t *)(sx + M * t.nc);
@@ -1730,7 +1747,6 @@ done:
   free(xt);
   free(wt);
   free(ot);
-  free(qbuf);
 }
 
 static void qtake(int fmt, void *td, void *idd, void *od) {

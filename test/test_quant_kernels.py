@@ -51,6 +51,7 @@ def lib(request):
     lib.relax_quant_set_isa.argtypes = [ctypes.c_int]
     lib.relax_quant_set_fork_work.argtypes = [ctypes.c_double]
     lib.relax_blas_set_num_threads.argtypes = [ctypes.c_int]
+    lib.relax_quant_prefetch.argtypes, lib.relax_quant_prefetch.restype = [ctypes.c_int64], ctypes.c_int64
     best = lib.relax_quant_set_isa(-1)
     yield lib
     lib.relax_quant_set_isa(best)
@@ -234,6 +235,32 @@ def threaded(provider: str) -> bool:
     """Whether the quantized kernels of ``provider``'s build split rows over OpenMP threads: MKL
     builds, and OpenBLAS builds where libiomp5 is installed (libraries.QUANT_OPENMP_FLAGS)."""
     return libraries.shim_openmp(provider) is not None or provider == "mkl"
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q5_0", "q4_k", "q6_k", "f16"])
+def test_prefetch_distance_changes_no_result(lib, fmt):
+    """The decode GEMVs prefetch W a distance ahead of the rows they read (the tile's bytes
+    spread over its steps, and a call's first bytes): a prefetch only hints, so every distance
+    -- none, under a line, past the matrix's end -- gives the same numbers bit for bit, for
+    tiles of 4 rows and the remainder rows; the setter keeps a distance and reports it."""
+    rng = np.random.default_rng(11)
+    k = 512 if fmt in K_QUANTS else 608
+    raw = random_weights(fmt, 39, k, rng)
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    default = lib.relax_quant_prefetch(-1)
+    try:
+        outs = []
+        for dist in (default, 0, 40, 1 << 24):
+            assert lib.relax_quant_prefetch(dist) == dist and lib.relax_quant_prefetch(-1) == dist
+            for q8 in ("", "_q8"):
+                out = np.full((1, 39), np.nan, np.float32)
+                call(lib, f"relax_qmatmul_{fmt}{q8}", x, raw, out)
+                outs.append(out)
+        for i in range(2, len(outs)):
+            np.testing.assert_array_equal(outs[i], outs[i % 2])
+        assert np.all(np.isfinite(outs[0]))
+    finally:
+        lib.relax_quant_prefetch(default)
 
 
 @pytest.mark.parametrize("fmt", ["q4_0", "q4_1", "q6_k"])

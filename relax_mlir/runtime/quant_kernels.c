@@ -1,6 +1,6 @@
 /* relax_blas: matmul and embedding kernels over weights kept in their GGUF storage formats.
  *
- * Compiled into the same relax_blas library as blas_shim.c (relax_mlir/runtime/libraries.py
+ * Compiled into the same relax_blas library as the shim (blas_adapter.c, blas_policy.c, ...) (relax_mlir/runtime/libraries.py
  * builds both sources into one .so per BLAS provider, and into one object for exported
  * models); this file depends on no BLAS. docs/quantization.md describes the contract.
  *
@@ -40,13 +40,13 @@
  *
  * Threads: MKL builds (-fopenmp, RELAX_BLAS_MKL) split the rows of W into one contiguous range
  * per thread, over the caller's thread count (the executable's num_threads, the `threads`
- * argument), else MKL_Get_Max_Threads() threads -- the BLAS thread count of blas_shim.c
+ * argument), else MKL_Get_Max_Threads() threads -- the BLAS thread count of blas_policy.c
  * (RELAX_BLAS_NUM_THREADS, relax_blas_set_num_threads) -- when M*N*K reaches the fork
  * threshold (relax_quant_set_fork_work, default 2^18, like the shim's packed products); a
- * forked child runs on one thread (never an OpenMP region there: see blas_shim.c). OpenBLAS
+ * forked child runs on one thread (never an OpenMP region there: see blas_fork.c). OpenBLAS
  * builds do the same over scipy_openblas_get_num_threads() threads (the shim's OpenBLAS count,
  * set the same ways) when this file is compiled with -fopenmp -DRELAX_QUANT_OPENMP: on its own,
- * blas_shim.c without OpenMP, the library linked to libiomp5 so that gcc's GOMP_* calls run on
+ * the shim without OpenMP, the library linked to libiomp5 so that gcc's GOMP_* calls run on
  * the team of the generated kernels (relax_mlir/runtime/libraries.py, quant_openmp); without
  * libiomp5 it is compiled without them: one thread.
  */
@@ -431,13 +431,30 @@ static void quantize_rows_scalar(const qctx *t, int8_t *qx, float *dx, float *sx
     }
 }
 
+static int64_t qk_pf_dist = 8192;   /* decode prefetch distance, bytes (below) */
 #ifdef QK_X86
-/* While the NR rows n.. of W are read, their successors n+NR.. are prefetched, 64 bytes per
- * chunk (every format's row takes at most 64 bytes per 32 weights), so the next group's lines
- * are in flight (decode streams W from memory once): 3.3x on q8_0's lm_head GEMV (49152 x 576,
- * one thread). A prefetch never faults. */
-#define QK_PREFETCH_NEXT(rowp, ldw, c, NR) \
-  _mm_prefetch((const char *)((uintptr_t)(rowp) + (uintptr_t)((NR) * (ldw) + 64 * (c))), _MM_HINT_T0)
+/* Decode reads every byte of W once, from memory: a tile of NR rows reads one contiguous range
+ * of NR * ldw bytes in ni steps (chunks, groups or blocks), and each step prefetches an even
+ * share of the range qk_pf_dist bytes ahead (default 8 KB: the lines arrive before the loads
+ * that need them, whatever the format's bytes per step), so the misses of several steps are in
+ * flight at once. The first qk_pf_dist bytes of a call's rows are prefetched when it starts.
+ * A prefetch never faults. Measurements: bench/README.md, "Decode prefetch". */
+typedef struct { const char *p; int64_t span; int k; } qk_pf;
+QK_INLINE qk_pf pf_tile(const uint8_t *tile, int64_t bytes, int64_t steps) {
+  qk_pf f;
+  f.span = steps > 0 ? (bytes + steps - 1) / steps : 0;
+  f.k = (int)((f.span + 63) / 64);
+  f.p = (const char *)((uintptr_t)tile + (uintptr_t)qk_pf_dist);
+  return f;
+}
+QK_INLINE void pf_step(qk_pf *f) {   /* covers [p, p + span): the next step starts at p + span */
+  for (int j = 0; j < f->k; ++j) _mm_prefetch(f->p + 64 * j, _MM_HINT_T0);
+  f->p += f->span;
+}
+static void pf_start(const uint8_t *w, int64_t bytes) {
+  if (bytes > qk_pf_dist) bytes = qk_pf_dist;
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)w + o, _MM_HINT_T0);
+}
 
 /* -- AVX2 kernels (2 rows of x by 2 rows of W) ---------------------------------------- */
 
@@ -479,10 +496,11 @@ QK_V256 float hsum256(__m256 v) {
     for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();                           \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->nc);                                           \
     for (int64_t c = 0; c < t->nc; ++c) {                                                     \
       __m256 w[NR][4];                                                                        \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
-        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                              \
         deq256_##F(row[r], c, w[r]);                                                          \
       }                                                                                       \
       for (int i = 0; i < MR; ++i)                                                            \
@@ -524,13 +542,14 @@ EX256(bf16, F_BF16)
     for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) { acc[i][r] = _mm256_setzero_ps(); bacc[i][r] = 0.0f; }    \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->nc);                                           \
     for (int64_t c = 0; c < t->nc; ++c) {                                                     \
       __m256i av[NR], sv[NR];                                                                 \
       __m256 sc[NR];                                                                          \
       float bb[NR];                                                                           \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
         float a0, a1;                                                                         \
-        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                              \
         sv[r] = vvalues_##F(scales_v_##F(row[r], c, &a0, &a1, &bb[r]), c);                      \
         av[r] = _mm256_abs_epi8(sv[r]);                                                       \
         sc[r] = _mm256_set_m128(_mm_set1_ps(a1), _mm_set1_ps(a0));                            \
@@ -598,10 +617,11 @@ QK_V512 void deq512_bf16(const uint8_t *row, int64_t c, __m512 *lo, __m512 *hi) 
     for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();                           \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->nc);                                           \
     for (int64_t c = 0; c < t->nc; ++c) {                                                     \
       __m512 wl[NR], wh[NR];                                                                  \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
-        QK_PREFETCH_NEXT(row[r], t->ldw, c, NR);                                                  \
         deq512_##F(row[r], c, &wl[r], &wh[r]);                                                \
       }                                                                                       \
       for (int i = 0; i < MR; ++i) {                                                          \
@@ -807,10 +827,6 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
       memcpy(tail[r], row[r] + t->ngf * gb, (size_t)((t->nc - 4 * t->ngf) * BLOCK_BYTES[FMT])); \
     }                                                                                         \
   }
-#define GROUP_PREFETCH(r, g, NR) \
-  _mm_prefetch((const char *)((uintptr_t)row[r] + (uintptr_t)(NR * t->ldw + (g) * gb)), _MM_HINT_T0); \
-  _mm_prefetch((const char *)((uintptr_t)row[r] + (uintptr_t)(NR * t->ldw + (g) * gb + 64)), _MM_HINT_T0)
-
 /* exact, one row of x by NR rows of W */
 #define EXG_BODY(F, FMT, NR)                                                                  \
   QK_V512 void exg_##F##_##NR(const qctx *t, int64_t m, int64_t n) {                         \
@@ -818,16 +834,18 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
     const float *xg = t->xg + m * t->ldxg, *sxe = t->sxe + m * t->ng * 16;                    \
     __m512 acc[NR];                                                                           \
     for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();                                \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->ng);                                           \
     for (int64_t g = 0; g < t->ng; ++g) {                                                     \
       __m512 dv[NR], bv[NR], s[NR];                                                           \
       __m512i z[NR], z2[NR];                                                                  \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
-        GROUP_PREFETCH(r, g, NR);                                                                 \
         if (FMT == F_Q8_0) gload_byte(GROUP_PTR(g, r), &z[r], &z2[r], &dv[r]);                \
         else if (is_q5(FMT)) gload_q5(FMT, GROUP_PTR(g, r), &z[r], &z2[r], &dv[r], &bv[r]);   \
         else z[r] = gload_nib(FMT, GROUP_PTR(g, r), &dv[r], &bv[r]);                          \
         s[r] = _mm512_setzero_ps();                                                           \
       }                                                                                       \
+      _Pragma("GCC unroll 8")   /* k constant: gvec_*'s shifts and masks are immediates */      \
       for (int k = 0; k < 8; ++k) {                                                           \
         __m512 xv = _mm512_loadu_ps(xg + 128 * g + 16 * k);                                   \
         for (int r = 0; r < NR; ++r)                                                          \
@@ -865,11 +883,12 @@ EXG(q5_1, F_Q5_1)
     const __m512i ones = _mm512_set1_epi8(1);                                                 \
     for (int i = 0; i < MR; ++i)                                                              \
       for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();                           \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->ng);                                           \
     for (int64_t g = 0; g < t->ng; ++g) {                                                     \
       __m512 dv[NR], bv[NR];                                                                  \
       __m512i wl[NR], wh[NR], sw[NR];                                                         \
+      pf_step(&pf);                                                                           \
       for (int r = 0; r < NR; ++r) {                                                          \
-        GROUP_PREFETCH(r, g, NR);                                                                 \
         if (FMT == F_Q8_0) {                                                                  \
           gload_byte(GROUP_PTR(g, r), &wl[r], &wh[r], &dv[r]);                                \
           sw[r] = _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), \
@@ -947,9 +966,11 @@ Q8G(q5_1, F_Q5_1)
     }                                                                                         \
     const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(3), c32 = _mm512_set1_epi8(32); \
     const __m512i lane4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);  \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, 2 * (t->K / 256));                                \
     for (int64_t b = 0; b < t->K / 256; ++b)                                                  \
       for (int h = 0; h < 2; ++h) {                                                           \
         const int8_t *xq = qx + 256 * b + 128 * h;                                            \
+        pf_step(&pf);                                                                         \
         __m512i x0 = _mm512_loadu_si512(xq), x1 = _mm512_loadu_si512(xq + 64);                \
         __m512i o0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c32, x0);                    \
         __m512i o1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c32, x1);                    \
@@ -960,7 +981,6 @@ Q8G(q5_1, F_Q5_1)
         __m512i i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));                              \
         for (int r = 0; r < NR; ++r) {                                                        \
           const uint8_t *blk = row[r] + 210 * b;                                              \
-          _mm_prefetch((const char *)(blk + 210 * 0 + NR * t->ldw + 64 * h), _MM_HINT_T0);     \
           __m512i ql = _mm512_loadu_si512(blk + 64 * h);                                      \
           __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));             \
           __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1); \
@@ -1014,8 +1034,10 @@ QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
     }                                                                                         \
     const __m512i m4 = _mm512_set1_epi8(0xF);                                                 \
     const __m512i half = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);    \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->K / 256);                                      \
     for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
       __m256 dx8 = _mm256_loadu_ps(dx + 8 * b), sx8 = _mm256_loadu_ps(sx + 8 * b);            \
+      pf_step(&pf);                                                                           \
       __m512i xl[2], xh[2];                                                                   \
       for (int i = 0; i < 2; ++i) {                                                           \
         const int8_t *xq = qx + 256 * b + 128 * i;                                            \
@@ -1026,8 +1048,6 @@ QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
       }                                                                                       \
       for (int r = 0; r < NR; ++r) {                                                          \
         const uint8_t *blk = row[r] + bb * b;                                                 \
-        _mm_prefetch((const char *)(blk + NR * t->ldw), _MM_HINT_T0);                         \
-        _mm_prefetch((const char *)(blk + NR * t->ldw + 64), _MM_HINT_T0);                    \
         __m256 sc, mn;                                                                        \
         q4k_scales(blk, &sc, &mn);                                                            \
         macc[r] = _mm256_fmadd_ps(mn, sx8, macc[r]);                                          \
@@ -1083,6 +1103,175 @@ QK_T512 static void q6kg(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64
   }
 }
 
+/* Exact q4_k / q6_k GEMV (AVX-512, M < 4): the weights' integer values are never shifted into
+ * place or widened by shuffles -- a dword lane keeps its 4 bytes, and each value is masked where
+ * it lies (q4_k: nibble k of the lane, value * 16^k; q6_k: byte p, value * 256^p; the top one
+ * shifted down), converted to f32 and multiplied with x prepared once per call in that lane
+ * order, times the inverse power of two (prep_k_exact), so the 16 lanes of a sum belong to one
+ * or two sub-blocks and are scaled per lane at the end of the block: q4_k by d sc_j (minus
+ * dmin m_j times the sub-block's sum of x), q6_k by d sc_s (minus 32 d sc_s times the sum of x
+ * over the 16 weights). Every step is f32 arithmetic on exact values: the error is the f32
+ * summation's, as the per-chunk kernels'. q4_k: qs's 64 bytes i (0, 1) hold sub-blocks 4i..4i+3:
+ * lanes 0-7 sub-blocks 4i (even k) and 4i+1 (odd k), lanes 8-15 4i+2 and 4i+3. q6_k: the 64
+ * weights of a register (q6kg's w0 / w1) in natural order, lanes 4s..4s+3 sub-block s. */
+#define Q4KE_BODY(NR)                                                                         \
+  QK_V512 void q4ke_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const float *xk = t->xg + m * t->ldxg, *xs = t->sxe + m * t->nc;                          \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR];                                                                           \
+    __m256 macc[NR];                                                                          \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = _mm512_setzero_ps();                                                           \
+      macc[r] = _mm256_setzero_ps();                                                          \
+    }                                                                                         \
+    const __m512i l8 = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);     \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->K / 256);                                      \
+    for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
+      pf_step(&pf);                                                                           \
+      __m256 x8 = _mm256_loadu_ps(xs + 8 * b);                                                \
+      __m512 sc[NR];                                                                          \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        __m256 s8, m8;                                                                        \
+        q4k_scales(row[r] + 144 * b, &s8, &m8);                                               \
+        macc[r] = _mm256_fmadd_ps(m8, x8, macc[r]);                                           \
+        sc[r] = _mm512_castps256_ps512(s8);                                                   \
+      }                                                                                       \
+      for (int i = 0; i < 2; ++i) {                                                           \
+        __m512i z[NR];                                                                        \
+        __m512 se[NR], so[NR];                                                                \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          z[r] = _mm512_loadu_si512(row[r] + 144 * b + 16 + 64 * i);                          \
+          se[r] = so[r] = _mm512_setzero_ps();                                                \
+        }                                                                                     \
+        const float *xv = xk + 256 * b + 128 * i;                                             \
+        _Pragma("GCC unroll 8")                                                               \
+        for (int k = 0; k < 8; ++k) {                                                         \
+          __m512 xk16 = _mm512_loadu_ps(xv + 16 * k);                                         \
+          for (int r = 0; r < NR; ++r) {                                                      \
+            __m512 v = gvec_nib(z[r], k);                                                     \
+            if (k & 1) so[r] = _mm512_fmadd_ps(v, xk16, so[r]);                               \
+            else se[r] = _mm512_fmadd_ps(v, xk16, se[r]);                                     \
+          }                                                                                   \
+        }                                                                                     \
+        __m512i ie = _mm512_add_epi32(l8, _mm512_set1_epi32(4 * i));                          \
+        __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));                              \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          acc[r] = _mm512_fmadd_ps(se[r], _mm512_permutexvar_ps(ie, sc[r]), acc[r]);          \
+          acc[r] = _mm512_fmadd_ps(so[r], _mm512_permutexvar_ps(io, sc[r]), acc[r]);          \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      __m256 v = macc[r];                                                                     \
+      __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));         \
+      s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                                             \
+      s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));                                               \
+      t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(s4);            \
+    }                                                                                         \
+  }
+Q4KE_BODY(1)
+Q4KE_BODY(4)
+QK_V512 __m512 gvec_b6(__m512i z, int p) {   /* byte p of every lane, times 256^p (p = 3: as is) */
+  if (p == 3) return _mm512_cvtepi32_ps(_mm512_srli_epi32(z, 24));
+  return _mm512_cvtepi32_ps(_mm512_and_si512(z, _mm512_set1_epi32(0xFF << (8 * p))));
+}
+#define Q6KE_BODY(NR)                                                                         \
+  QK_V512 void q6ke_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const float *xk = t->xg + m * t->ldxg, *xs = t->sxe + m * (t->K / 16);                    \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR], oacc[NR];                                                                 \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = oacc[r] = _mm512_setzero_ps();                                                 \
+    }                                                                                         \
+    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(3);                       \
+    const __m512i lane4 = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);  \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, 2 * (t->K / 256));                                \
+    for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
+      __m512 x16 = _mm512_loadu_ps(xs + 16 * b), sc[NR];                                      \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        const uint8_t *blk = row[r] + 210 * b;                                                \
+        sc[r] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))), \
+                              _mm512_set1_ps(_cvtsh_ss(*(const uint16_t *)(blk + 208))));     \
+        oacc[r] = _mm512_fmadd_ps(sc[r], x16, oacc[r]);                                       \
+      }                                                                                       \
+      for (int h = 0; h < 2; ++h) {                                                           \
+        pf_step(&pf);                                                                         \
+        __m512i w[NR][2];                                                                     \
+        for (int r = 0; r < NR; ++r) {                                                        \
+          const uint8_t *blk = row[r] + 210 * b;                                              \
+          __m512i ql = _mm512_loadu_si512(blk + 64 * h);                                      \
+          __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));             \
+          __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1); \
+          w[r][0] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_slli_epi16(_mm512_and_si512(hh, m3), 4)); \
+          w[r][1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),         \
+                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hh, 4), m3), 4)); \
+        }                                                                                     \
+        for (int q = 0; q < 2; ++q) {                                                         \
+          __m512 s[NR];                                                                       \
+          for (int r = 0; r < NR; ++r) s[r] = _mm512_setzero_ps();                            \
+          const float *xv = xk + 256 * b + 128 * h + 64 * q;                                  \
+          _Pragma("GCC unroll 4")                                                             \
+          for (int p = 0; p < 4; ++p) {                                                       \
+            __m512 xp = _mm512_loadu_ps(xv + 16 * p);                                         \
+            for (int r = 0; r < NR; ++r) s[r] = _mm512_fmadd_ps(gvec_b6(w[r][q], p), xp, s[r]); \
+          }                                                                                   \
+          __m512i is = _mm512_add_epi32(lane4, _mm512_set1_epi32(8 * h + 4 * q));             \
+          for (int r = 0; r < NR; ++r)                                                        \
+            acc[r] = _mm512_fmadd_ps(s[r], _mm512_permutexvar_ps(is, sc[r]), acc[r]);         \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r)                                                              \
+      t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - 32.0f * _mm512_reduce_add_ps(oacc[r]); \
+  }
+Q6KE_BODY(1)
+Q6KE_BODY(4)
+#define KEXACT(F)                                                                             \
+  QK_T512 static void F##e(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {   \
+    for (int64_t i = m; i < m + mr; ++i) {                                                    \
+      int64_t n = n0;                                                                         \
+      for (; n + 4 <= n1; n += 4) F##e_1_4(t, i, n);                                          \
+      for (; n < n1; ++n) F##e_1_1(t, i, n);                                                  \
+    }                                                                                         \
+  }
+KEXACT(q4k)
+KEXACT(q6k)
+/* x for q4ke / q6ke: per row K floats in the kernels' lane order, times 16^-k / 256^-p, and the
+ * sums of x per sub-block (q4_k: 32 weights, K / 32 per row; q6_k: 16, K / 16). */
+static uint16_t kperm[2][256];   /* q4_k, q6_k: the x element of slot e of a block */
+static float kscale[2][256];     /* and its power of two */
+static void k_tables(void) {
+  for (int e = 0; e < 256; ++e) {
+    int i = e >> 7, k = (e >> 4) & 7, j = e & 15, p = (e >> 4) & 3;
+    /* q4_k: i, k, lane j: sub-block 4i + 2(j / 8) + (k & 1), weight 4(j % 8) + k / 2 */
+    kperm[0][e] = (uint16_t)(32 * (4 * i + 2 * (j >> 3) + (k & 1)) + 4 * (j & 7) + (k >> 1));
+    kscale[0][e] = GSCALE_NIB(k);
+    /* q6_k: h, q, p, lane j: weight 128h + 64q + 4j + p */
+    kperm[1][e] = (uint16_t)((e & ~63) + 4 * j + p);
+    kscale[1][e] = p == 3 ? 1.0f : 1.0f / (float)(1u << (8 * p));
+  }
+}
+static void prep_k_exact(const qctx *t, float *xk, float *xs) {
+  int64_t nb = t->K / 256;
+  int f = t->fmt == F_Q6_K, per = f ? 16 : 32;
+  const uint16_t *perm = kperm[f];
+  const float *sc = kscale[f];
+  for (int64_t m = 0; m < t->M; ++m) {
+    const float *x = t->x + m * t->ldx;
+    float *d = xk + m * t->ldxg, *s = xs + m * (t->K / per);
+    for (int64_t b = 0; b < nb; ++b) {
+      const float *xb = x + 256 * b;
+      for (int e = 0; e < 256; ++e) d[256 * b + e] = xb[perm[e]] * sc[e];
+      for (int c = 0; c < 256 / per; ++c) {
+        float sum = 0.0f;
+        for (int e = 0; e < per; ++e) sum += xb[per * c + e];
+        s[(256 / per) * b + c] = sum;
+      }
+    }
+  }
+}
 /* x prepared for the group kernels: exact (xg permuted, times the decoder's GSCALE(k)
  * when scaled -- the GEMV -- or as is for the panel kernels; sxe) ... */
 QK_T512 static void prep_exact_groups(const qctx *t, float *xg, float *sxe, int scaled) {
@@ -1356,6 +1545,7 @@ __attribute__((constructor)) static void relax_quant_init(void) {
   isa = isa_detected;
 #ifdef QK_X86
   group_tables();
+  k_tables();
 #endif
 }
 
@@ -1367,6 +1557,11 @@ int relax_quant_set_isa(int level) {
 }
 int relax_quant_isa(void) { return isa; }
 void relax_quant_set_fork_work(double w) { fork_work = w; }
+/* The decode prefetch distance in bytes (>= 0; < 0: unchanged); returns the one now in use. */
+int64_t relax_quant_prefetch(int64_t bytes) {
+  if (bytes >= 0) qk_pf_dist = bytes;
+  return qk_pf_dist;
+}
 int relax_quant_max_threads(void) { return max_threads(); }
 /* The number of threads the last product ran on (its OpenMP team; 1 without a region), for tests. */
 static volatile int last_team = 1;
@@ -1380,6 +1575,9 @@ static void run_range(const qctx *t, tile_fn fn, int64_t mr, int64_t n0, int64_t
     panel_range(t, n0, n1);
     return;
   }
+#endif
+#ifdef QK_X86
+  pf_start(t->w + n0 * t->ldw, (n1 - n0) * t->ldw);
 #endif
   for (int64_t nb = n0; nb < n1; nb += 64) {
     int64_t ne = nb + 64 < n1 ? nb + 64 : n1;
@@ -1442,6 +1640,20 @@ static const char *unit_inner(qview v, size_t esize, int64_t *ld, void **tmp) {
   return p;
 }
 
+/* The calling thread's scratch for x prepared per call (64-byte aligned; kept and grown, never
+ * freed: a decode step makes ~200 calls, and a malloc / free pair per call showed in profiles). */
+static __thread void *scratch_buf;
+static __thread size_t scratch_size;
+static void *scratch(size_t bytes) {
+  if (bytes > scratch_size) {
+    free(scratch_buf);
+    size_t sz = (bytes + 4095) / 4096 * 4096;
+    scratch_buf = aligned_alloc(64, sz);
+    scratch_size = scratch_buf ? sz : 0;
+  }
+  return scratch_buf;
+}
+
 static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *cell) {
   qview x = qread(xd, 2, 4), w = qread(wd, 2, 1), o = qread(od, 2, 4);
   int64_t M = x.sizes[0], K = x.sizes[1], N = w.sizes[0], bs = BLOCK_SIZE[fmt];
@@ -1467,7 +1679,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
   if (isa == ISA_AVX512 && group_family(fmt) != GF_NONE) {   /* the group kernels */
     t.ng = (t.nc + 3) / 4;
     t.ngf = t.nc / 4;
-    qbuf = aligned_alloc(64, (size_t)(M * t.ng) * (128 * 4 + 16 * 4 * 2) + 64);
+    qbuf = scratch((size_t)(M * t.ng) * (128 * 4 + 16 * 4 * 2) + 64);
     if (!qbuf) goto done;
     if (q8) {
       float *dxg = (float *)qbuf, *sxg = dxg + M * t.ng * 16;
@@ -1489,6 +1701,14 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
       t.pdec = GROUP_KERNELS[fmt].dec;
       run(&t, GROUP_KERNELS[fmt].exact, 4);
     }
+  } else if (isa == ISA_AVX512 && !q8 && M < 4 && (fmt == F_Q4_K || fmt == F_Q6_K)) {   /* exact K-quant GEMV */
+    t.ldxg = K;
+    qbuf = scratch((size_t)(M * K) * 4 + (size_t)(M * (K / 16)) * 4 + 64);
+    if (!qbuf) goto done;
+    t.xg = (const float *)qbuf;
+    t.sxe = (const float *)qbuf + M * K;
+    prep_k_exact(&t, (float *)qbuf, (float *)qbuf + M * K);
+    run(&t, fmt == F_Q4_K ? q4ke : q6ke, 4);
   } else if (isa == ISA_AVX512 && !q8 && M >= 4 && fmt != F_F16 && fmt != F_BF16) {   /* panels */
     t.panel = 1;
     t.px = t.x;
@@ -1500,7 +1720,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
 #endif
   if (q8 && fmt != F_F16 && fmt != F_BF16) {
     t.ldq = 32 * t.nc;
-    qbuf = malloc((size_t)(M * t.ldq) + (size_t)(2 * M * t.nc) * 4 + 64);
+    qbuf = scratch((size_t)(M * t.ldq) + (size_t)(2 * M * t.nc) * 4 + 64);
     if (!qbuf) goto done;
     float *dx = (float *)qbuf, *sx = dx + M * t.nc;
     int8_t *qx = (int8_t *)(sx + M * t.nc);
@@ -1527,7 +1747,6 @@ done:
   free(xt);
   free(wt);
   free(ot);
-  free(qbuf);
 }
 
 static void qtake(int fmt, void *td, void *idd, void *od) {

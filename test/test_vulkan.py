@@ -493,28 +493,28 @@ def test_vulkan_arith_and_math_semantics_are_numpy_s(semantics_exe, n):
 # -- relax.take's index check (mode "check"): deferred to the runtime on vulkan ---------------
 from irtext import T  # noqa: E402
 
-_W = T("?x4", ["v", 4])
-_IDS = T("?", ["n"], "i64")
-_ROWS = T("?x4", ["n", 4])
+_TAKE_W = T("?x4", ["v", 4])
+_TAKE_IDS = T("?", ["n"], "i64")
+_TAKE_ROWS = T("?x4", ["n", 4])
 _TAKE_SRC = f"""
 module attributes {{relax.state = {{h = {T("?x4", ["cap", 4])}}}, relax.upper_bounds = {{cap = 64 : i64}}}} {{
-  func.func @embed(%w: {_W}, %ids: {_IDS}) -> {_ROWS} attributes {{relax.function}} {{
-    %r = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_W}, {_IDS}) -> {_ROWS}
-    return %r : {_ROWS}
+  func.func @embed(%w: {_TAKE_W}, %ids: {_TAKE_IDS}) -> {_TAKE_ROWS} attributes {{relax.function}} {{
+    %r = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_TAKE_W}, {_TAKE_IDS}) -> {_TAKE_ROWS}
+    return %r : {_TAKE_ROWS}
   }}
-  func.func @doubled(%w: {_W}, %ids: {_IDS}) -> {_ROWS} attributes {{relax.function}} {{
-    %d = "relax.add"(%ids, %ids) : ({_IDS}, {_IDS}) -> {_IDS}
-    %r = "relax.take"(%w, %d) {{axis = 0 : i64}} : ({_W}, {_IDS}) -> {_ROWS}
-    %s = "relax.add"(%r, %r) : ({_ROWS}, {_ROWS}) -> {_ROWS}
-    return %s : {_ROWS}
+  func.func @doubled(%w: {_TAKE_W}, %ids: {_TAKE_IDS}) -> {_TAKE_ROWS} attributes {{relax.function}} {{
+    %d = "relax.add"(%ids, %ids) : ({_TAKE_IDS}, {_TAKE_IDS}) -> {_TAKE_IDS}
+    %r = "relax.take"(%w, %d) {{axis = 0 : i64}} : ({_TAKE_W}, {_TAKE_IDS}) -> {_TAKE_ROWS}
+    %s = "relax.add"(%r, %r) : ({_TAKE_ROWS}, {_TAKE_ROWS}) -> {_TAKE_ROWS}
+    return %s : {_TAKE_ROWS}
   }}
-  func.func @token(%w: {_W}, %tok: tensor<i32>) -> tensor<4xf32> attributes {{relax.function}} {{
-    %r = "relax.take"(%w, %tok) {{axis = 0 : i64}} : ({_W}, tensor<i32>) -> tensor<4xf32>
+  func.func @token(%w: {_TAKE_W}, %tok: tensor<i32>) -> tensor<4xf32> attributes {{relax.function}} {{
+    %r = "relax.take"(%w, %tok) {{axis = 0 : i64}} : ({_TAKE_W}, tensor<i32>) -> tensor<4xf32>
     return %r : tensor<4xf32>
   }}
-  func.func @cache(%w: {_W}, %ids: {_IDS}, %pos: {T("?x0", ["p", 0], "i8")}) -> {T("?x4", ["p + n", 4])} attributes {{relax.function}} {{
-    %e = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_W}, {_IDS}) -> {_ROWS}
-    "relax.state_write"(%e) {{state = "h", offset = "p"}} : ({_ROWS}) -> ()
+  func.func @cache(%w: {_TAKE_W}, %ids: {_TAKE_IDS}, %pos: {T("?x0", ["p", 0], "i8")}) -> {T("?x4", ["p + n", 4])} attributes {{relax.function}} {{
+    %e = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_TAKE_W}, {_TAKE_IDS}) -> {_TAKE_ROWS}
+    "relax.state_write"(%e) {{state = "h", offset = "p"}} : ({_TAKE_ROWS}) -> ()
     %all = "relax.state_read"() {{state = "h", end = "p + n"}} : () -> {T("?x4", ["p + n", 4])}
     return %all : {T("?x4", ["p + n", 4])}
   }}

@@ -1,7 +1,8 @@
 """The vulkan target end to end on whatever Vulkan device the machine has (Mesa's lavapipe
 on CI: `make setup` installs it): every numerics case of the cpu target, the demo MLP and
 transformer block, run-time shape errors identical to the cpu target's, weights kept on
-the device, one command-buffer submission per call, clear errors for bad input.
+the device, one command-buffer submission per call, clear errors for bad input, take's
+out-of-range indices the cpu's IndexOutOfRangeError (checked after the call's sync).
 Each executable is compiled ONCE and run at several sizes (1, odd, >= 64)."""
 
 from __future__ import annotations
@@ -512,6 +513,10 @@ module attributes {{relax.state = {{h = {T("?x4", ["cap", 4])}}}, relax.upper_bo
     %r = "relax.take"(%w, %tok) {{axis = 0 : i64}} : ({_TAKE_W}, tensor<i32>) -> tensor<4xf32>
     return %r : tensor<4xf32>
   }}
+  func.func @unsigned(%w: {_TAKE_W}, %ids: {T("?", ["n"], "ui32")}) -> {_TAKE_ROWS} attributes {{relax.function}} {{
+    %r = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_TAKE_W}, {T("?", ["n"], "ui32")}) -> {_TAKE_ROWS}
+    return %r : {_TAKE_ROWS}
+  }}
   func.func @cache(%w: {_TAKE_W}, %ids: {_TAKE_IDS}, %pos: {T("?x0", ["p", 0], "i8")}) -> {T("?x4", ["p + n", 4])} attributes {{relax.function}} {{
     %e = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_TAKE_W}, {_TAKE_IDS}) -> {_TAKE_ROWS}
     "relax.state_write"(%e) {{state = "h", offset = "p"}} : ({_TAKE_ROWS}) -> ()
@@ -550,15 +555,16 @@ def test_vulkan_take_in_range_through_one_executable(take_exes):
 
 
 @pytest.mark.parametrize("fn,ids", [("embed", [0, 5]), ("embed", [-6, 1, 2]), ("doubled", [1, 3]),
-                                    ("doubled", [-3, 0]), ("token", 7), ("token", -6)])
+                                    ("doubled", [-3, 0]), ("token", 7), ("token", -6), ("unsigned", [4, 5]),
+                                    ("unsigned", [2 ** 32 - 1])])
 def test_vulkan_take_out_of_range_is_the_cpus_error(take_exes, fn, ids):
     """The worst index, the size, the op's location and the bound symbols: the cpu's
     message; the next call works normally."""
     exe, cpu = take_exes
     w = np.arange(20, dtype=np.float32).reshape(5, 4)
-    a = np.array(ids, np.int32 if fn == "token" else np.int64)
+    a = np.array(ids, {"token": np.int32, "unsigned": np.uint32}.get(fn, np.int64))
     assert _message(exe[fn], w, a) == _message(cpu[fn], w, a)
-    ok = np.array(1 if fn == "token" else [1, -1], a.dtype)
+    ok = np.array(1 if fn == "token" else [1, 4] if fn == "unsigned" else [1, -1], a.dtype)
     want = w[ok] if fn != "doubled" else 2 * w[2 * ok]
     np.testing.assert_array_equal(exe[fn](w, ok), want)
 

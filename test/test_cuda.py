@@ -714,7 +714,7 @@ def edge_cuda():
 
 
 @needs_gpu
-@pytest.mark.parametrize("fn,args", gpu_checks.edge_params(numerics, {}))
+@pytest.mark.parametrize("fn,args", gpu_checks.edge_params(numerics, gpu_checks.CUDA_EDGE_KNOWN))
 def test_cuda_edge_semantics(edge_cuda, fn, args):
     fn(edge_cuda, *args)
 

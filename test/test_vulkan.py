@@ -1,7 +1,8 @@
 """The vulkan target end to end on whatever Vulkan device the machine has (Mesa's lavapipe
 on CI: `make setup` installs it): every numerics case of the cpu target, the demo MLP and
 transformer block, run-time shape errors identical to the cpu target's, weights kept on
-the device, one command-buffer submission per call, clear errors for bad input.
+the device, one command-buffer submission per call, clear errors for bad input, take's
+out-of-range indices the cpu's IndexOutOfRangeError (checked after the call's sync).
 Each executable is compiled ONCE and run at several sizes (1, odd, >= 64)."""
 
 from __future__ import annotations
@@ -488,3 +489,98 @@ def test_vulkan_arith_and_math_semantics_are_numpy_s(semantics_exe, n):
         np.testing.assert_allclose(gv, wv, rtol=rtol, atol=atol, equal_nan=True, err_msg=name)
         finite_zero = (wv == 0) & (gv == 0)
         assert (np.signbit(gv[finite_zero]) == np.signbit(wv[finite_zero])).all(), name
+
+
+# -- relax.take's index check (mode "check"): deferred to the runtime on vulkan ---------------
+from irtext import T  # noqa: E402
+
+_TAKE_W = T("?x4", ["v", 4])
+_TAKE_IDS = T("?", ["n"], "i64")
+_TAKE_ROWS = T("?x4", ["n", 4])
+_TAKE_SRC = f"""
+module attributes {{relax.state = {{h = {T("?x4", ["cap", 4])}}}, relax.upper_bounds = {{cap = 64 : i64}}}} {{
+  func.func @embed(%w: {_TAKE_W}, %ids: {_TAKE_IDS}) -> {_TAKE_ROWS} attributes {{relax.function}} {{
+    %r = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_TAKE_W}, {_TAKE_IDS}) -> {_TAKE_ROWS}
+    return %r : {_TAKE_ROWS}
+  }}
+  func.func @doubled(%w: {_TAKE_W}, %ids: {_TAKE_IDS}) -> {_TAKE_ROWS} attributes {{relax.function}} {{
+    %d = "relax.add"(%ids, %ids) : ({_TAKE_IDS}, {_TAKE_IDS}) -> {_TAKE_IDS}
+    %r = "relax.take"(%w, %d) {{axis = 0 : i64}} : ({_TAKE_W}, {_TAKE_IDS}) -> {_TAKE_ROWS}
+    %s = "relax.add"(%r, %r) : ({_TAKE_ROWS}, {_TAKE_ROWS}) -> {_TAKE_ROWS}
+    return %s : {_TAKE_ROWS}
+  }}
+  func.func @token(%w: {_TAKE_W}, %tok: tensor<i32>) -> tensor<4xf32> attributes {{relax.function}} {{
+    %r = "relax.take"(%w, %tok) {{axis = 0 : i64}} : ({_TAKE_W}, tensor<i32>) -> tensor<4xf32>
+    return %r : tensor<4xf32>
+  }}
+  func.func @unsigned(%w: {_TAKE_W}, %ids: {T("?", ["n"], "ui32")}) -> {_TAKE_ROWS} attributes {{relax.function}} {{
+    %r = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_TAKE_W}, {T("?", ["n"], "ui32")}) -> {_TAKE_ROWS}
+    return %r : {_TAKE_ROWS}
+  }}
+  func.func @cache(%w: {_TAKE_W}, %ids: {_TAKE_IDS}, %pos: {T("?x0", ["p", 0], "i8")}) -> {T("?x4", ["p + n", 4])} attributes {{relax.function}} {{
+    %e = "relax.take"(%w, %ids) {{axis = 0 : i64}} : ({_TAKE_W}, {_TAKE_IDS}) -> {_TAKE_ROWS}
+    "relax.state_write"(%e) {{state = "h", offset = "p"}} : ({_TAKE_ROWS}) -> ()
+    %all = "relax.state_read"() {{state = "h", end = "p + n"}} : () -> {T("?x4", ["p + n", 4])}
+    return %all : {T("?x4", ["p + n", 4])}
+  }}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def take_exes():
+    """(vulkan, cpu) executables of _TAKE_SRC, each compiled once."""
+    return relax_mlir.compile(_TAKE_SRC, target="vulkan"), relax_mlir.compile(_TAKE_SRC)
+
+
+def _message(fn, *args) -> str:
+    with pytest.raises(relax_mlir.IndexOutOfRangeError) as e:
+        fn(*args)
+    return str(e.value)
+
+
+def test_vulkan_take_in_range_through_one_executable(take_exes):
+    exe, cpu = take_exes
+    rng = np.random.default_rng(0)
+    for v, n in [(1, 1), (7, 5), (300, 257)]:
+        w = rng.standard_normal((v, 4)).astype(np.float32)
+        ids = rng.integers(-v, v, n).astype(np.int64)
+        np.testing.assert_array_equal(exe["embed"](w, ids), w[ids])
+        np.testing.assert_array_equal(exe["embed"](w, ids), cpu["embed"](w, ids))
+        half = (ids // 2) if v > 1 else np.zeros(n, np.int64)
+        np.testing.assert_array_equal(exe["doubled"](w, half), 2 * w[2 * half])
+    w = rng.standard_normal((5, 4)).astype(np.float32)
+    for t in (0, 4, -1, -5):
+        np.testing.assert_array_equal(exe["token"](w, np.array(t, np.int32)), w[t])
+
+
+@pytest.mark.parametrize("fn,ids", [("embed", [0, 5]), ("embed", [-6, 1, 2]), ("doubled", [1, 3]),
+                                    ("doubled", [-3, 0]), ("token", 7), ("token", -6), ("unsigned", [4, 5]),
+                                    ("unsigned", [2 ** 32 - 1])])
+def test_vulkan_take_out_of_range_is_the_cpus_error(take_exes, fn, ids):
+    """The worst index, the size, the op's location and the bound symbols: the cpu's
+    message; the next call works normally."""
+    exe, cpu = take_exes
+    w = np.arange(20, dtype=np.float32).reshape(5, 4)
+    a = np.array(ids, {"token": np.int32, "unsigned": np.uint32}.get(fn, np.int64))
+    assert _message(exe[fn], w, a) == _message(cpu[fn], w, a)
+    ok = np.array(1 if fn == "token" else [1, 4] if fn == "unsigned" else [1, -1], a.dtype)
+    want = w[ok] if fn != "doubled" else 2 * w[2 * ok]
+    np.testing.assert_array_equal(exe[fn](w, ok), want)
+
+
+def test_vulkan_take_failure_leaves_the_state_as_the_cpu(take_exes):
+    """A failed check before a state write: the rows are not written (as on the cpu target:
+    nothing after the failed check runs); the session goes on normally."""
+    exe, cpu = take_exes
+    w = np.arange(20, dtype=np.float32).reshape(5, 4)
+    g, c = exe.session(), cpu.session()
+    pos = lambda p: np.empty((p, 0), np.int8)  # noqa: E731
+    for s in (g, c):
+        np.testing.assert_array_equal(s["cache"](w, np.array([1, 2], np.int64), pos(0)), w[[1, 2]])
+    assert _message(g["cache"], w, np.array([3, 9], np.int64), pos(2)) == \
+        _message(c["cache"], w, np.array([3, 9], np.int64), pos(2))
+    np.testing.assert_array_equal(g.state["h"], c.state["h"])
+    for s in (g, c):
+        np.testing.assert_array_equal(s["cache"](w, np.array([4, -1, 0], np.int64), pos(2)), w[[1, 2, 4, -1, 0]])
+    np.testing.assert_array_equal(g.state["h"], c.state["h"])

@@ -148,6 +148,54 @@ class CallHooks:
         ctypes.memmove(host, address, nbytes)
 
 
+class DeferredFailure(Exception):
+    """A deferred check failed (status, details): the function raises its check's error."""
+
+
+class DeferredChecks:
+    """Mixin of a call state: ``relax.check_indices`` checked after a synchronization
+    (``relax_gpu_check_indices``, see relax-lower-host's ``defer_check_indices``).
+
+    ``defer(...)`` snapshots the indices with a device copy recorded in program order (a
+    later kernel may reuse their buffer) and keeps the details the host passed;
+    ``regions()`` are the copies to read after the synchronization, ``failure(addresses)``
+    the (status, details) of the first check that fails, or None. The call state provides
+    ``alloc(nbytes)`` and ``device_copy(src, dst, nbytes)``."""
+
+    def reset_checks(self) -> None:
+        self.deferred: list[tuple] = []
+
+    def defer(self, check_id: int, src: int, count: int, code: int, size: int, details: int, ndetails: int,
+              slot: int) -> None:
+        det = list((ctypes.c_int64 * ndetails).from_address(details)) if ndetails else []
+        dtype = np.dtype(f"{'u' if code & 1 else 'i'}{max(1, (code >> 1) // 8)}")
+        if count <= 0:
+            return          # no index: nothing to check (as the cpu target's min/max loop)
+        nbytes = count * dtype.itemsize
+        dst = self.alloc(max(nbytes, 4))
+        self.device_copy(src, dst, nbytes)
+        self.deferred.append((check_id, dst, count, dtype, size, det, slot))
+
+    def regions(self) -> list[tuple[int, int]]:
+        return [(dst, count * dtype.itemsize) for _, dst, count, dtype, _, _, _ in self.deferred]
+
+    def failure(self, addresses: list[int]) -> "tuple[int, list[int]] | None":
+        """Read the copies (at ``addresses``, after the synchronization) and check them in
+        program order; clears the pending checks."""
+        pending, self.deferred = self.deferred, []
+        for (cid, _, count, dtype, size, det, slot), address in zip(pending, addresses):
+            a = np.empty(count, dtype)
+            self.read(a.ctypes.data, address, a.nbytes)
+            lo, hi = int(a.min()), int(a.max())
+            low = 0 if dtype.kind == "u" else -size
+            if lo < low or hi >= size:
+                det = list(det)
+                worst = hi if lo >= low else lo
+                det[slot] = worst - 2 ** 64 if worst >= 2 ** 63 else worst   # as the i64 detail slot
+                return cid, det
+        return None
+
+
 class DeviceArray:
     """An array kept in a device buffer across calls (weights): pass it where a numpy
     array of the same shape and dtype is expected; ``.numpy()`` reads it back."""
@@ -211,14 +259,20 @@ class StagedFunction(Function):
                     rec.stop()
                 if rec.error is not None:
                     rec.abandon()
+                    if isinstance(rec.error, DeferredFailure):
+                        raise self.exe._failure(*rec.error.args)
                     raise rec.error
                 if res.status != 0:
                     rec.abandon()
                     raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
                 views = self._result_views(res)
-                addresses = rec.reading([(v[3], v[4] * v[1].itemsize) for v in views])
+                checks = rec.regions() if isinstance(rec, DeferredChecks) else []
+                addresses = rec.reading(checks + [(v[3], v[4] * v[1].itemsize) for v in views])
                 rec.submit()
-                outs = self._read(rec, views, addresses)
+                failed = rec.failure(addresses[:len(checks)]) if checks else None
+                if failed is not None:   # a deferred index check: the results are discarded
+                    raise self.exe._failure(*failed)
+                outs = self._read(rec, views, addresses[len(checks):])
                 rt.count(rec, len(staged), sum(staged))
             finally:
                 rec.abandon()
@@ -403,5 +457,5 @@ def binaries(module, erase: bool) -> dict[str, bytes]:
     return out
 
 
-__all__ = ["ALLOC_FN", "FREE_FN", "BufferPool", "DeviceArray", "DeviceExecutable", "DeviceSession", "DeviceState",
+__all__ = ["ALLOC_FN", "FREE_FN", "BufferPool", "DeferredChecks", "DeferredFailure", "DeviceArray", "DeviceExecutable", "DeviceSession", "DeviceState",
            "StagedFunction", "add_stats", "attr_py", "binaries"]

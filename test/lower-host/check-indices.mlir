@@ -1,8 +1,8 @@
 // relax-lower-host of relax.check_indices (relax.take's indices, mode "check"): one loop
 // nest over the indices for their min and max, then an `index` check (status != 0: the
 // runtime raises IndexOutOfRangeError with the worst index and the size) that guards the
-// kernel like every other check. On a GPU target the host cannot read the indices: the
-// check is dropped (the kernel clamps).
+// kernel like every other check. On vulkan the check is deferred to the runtime; on cuda
+// it is dropped (the kernel clamps).
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-legalize, relax-lower-host)' | FileCheck %s
 
 // CHECK-LABEL: func.func @main(
@@ -61,13 +61,37 @@ func.func @clip(%x: tensor<100x8xf32>, %t: tensor<ui32>) -> tensor<8xf32> attrib
 
 // -----
 
-// A vulkan module: the check is dropped (unchecked on GPU targets, documented).
+// A vulkan module: the host cannot read the indices (device memory, launches recorded and
+// run after the host code): the check is deferred to the runtime. The bound symbols go into
+// a detail array, then @relax_gpu_check_indices(check id, indices address, count, element
+// code (width * 2 + unsigned), size, details address, detail slots, index slot), under the
+// flag of the checks so far, before the kernel.
+// CHECK-LABEL: func.func private @relax_gpu_check_indices(i64, i64, i64, i64, i64, i64, i64, i64)
 // CHECK-LABEL: func.func @gpu(
-// CHECK-NOT: kind = "index"
+// CHECK-SAME: relax.checks = [{bound = ["b"], detail = "ui32", expr = "100", id = [[ID:[0-9]+]] : i64, kind = "index"
 // CHECK-NOT: scf.for
+// CHECK: %[[REP:.+]] = memref.alloca() : memref<3xi64>
+// CHECK: %[[BUF:.+]] = bufferization.to_buffer %{{.+}} read_only : tensor<ui32> to memref<ui32>
+// CHECK: %[[A:.+]] = memref.extract_aligned_pointer_as_index %[[BUF]]
+// CHECK: %[[R:.+]] = memref.extract_aligned_pointer_as_index %[[REP]]
+// CHECK: call @relax_gpu_check_indices(%c[[ID]]_i64, %{{.+}}, %{{.+}}, %c65_i64, %{{.+}}, %{{.+}}, %c3_i64, %c1_i64)
 // CHECK: func.call @relax_take
 module attributes {relax.target = {kind = "vulkan"}} {
-  func.func @gpu(%x: tensor<100x8xf32>, %t: tensor<ui32>) -> tensor<8xf32> attributes {relax.function} {
+  func.func @gpu(%x: tensor<100x8xf32>, %t: tensor<ui32>, %y: tensor<?xf32, #relax.shape<["b"]>>) -> tensor<8xf32> attributes {relax.function} {
+    %0 = "relax.take"(%x, %t) {axis = 0 : i64} : (tensor<100x8xf32>, tensor<ui32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}
+
+// -----
+
+// The cuda target: not checked yet (the kernel clamps; docs/semantics.md).
+// CHECK-LABEL: func.func @cuda(
+// CHECK-NOT: kind = "index"
+// CHECK-NOT: relax_gpu_check_indices
+// CHECK: func.call @relax_take
+module attributes {relax.target = {kind = "cuda"}} {
+  func.func @cuda(%x: tensor<100x8xf32>, %t: tensor<ui32>) -> tensor<8xf32> attributes {relax.function} {
     %0 = "relax.take"(%x, %t) {axis = 0 : i64} : (tensor<100x8xf32>, tensor<ui32>) -> tensor<8xf32>
     return %0 : tensor<8xf32>
   }

@@ -9,10 +9,13 @@ import ctypes
 import threading
 from typing import Optional
 
-from ..gpu_shared import ALLOC_FN, FREE_FN, CallHooks, add_stats
+from ..gpu_shared import ALLOC_FN, FREE_FN, CallHooks, DeferredChecks, DeferredFailure, add_stats
 from .device import Device
 from .driver import SpirvError, VulkanError, _VK_ERROR_OUT_OF_POOL_MEMORY, _timeout_s
 from .memory import _ARENA_BYTES, _SCALAR_BYTES, Buffer
+
+#: relax-lower-host's deferred relax.check_indices (transforms/lower_host/function.py)
+CHECK_INDICES_FN = "relax_gpu_check_indices"
 
 
 class Kernel:
@@ -52,8 +55,14 @@ def _shader_module(dev: Device, code: bytes, label: str):
         raise SpirvError(f"kernel {label}: the Vulkan driver rejected the SPIR-V ({type(e).__name__})") from None
 
 
-class Recorder(CallHooks):
-    """The state of one call on one thread: its command buffer, descriptor sets, buffers."""
+class Recorder(CallHooks, DeferredChecks):
+    """The state of one call on one thread: its command buffer, descriptor sets, buffers.
+
+    Deferred index checks (:class:`DeferredChecks`) are resolved after the call's one
+    submission, except when a command that may write a session state buffer is recorded
+    while one is pending: the commands so far are submitted first and the checks read,
+    so that a failed check leaves the state as the cpu target does (nothing after the
+    failed check runs; the rest of the call is not recorded)."""
 
     def __init__(self, dev: Device):
         vk = self.vk = dev.vk
@@ -71,6 +80,9 @@ class Recorder(CallHooks):
         self.dispatches = 0
         self.copies = 0
         self.active = False
+        self.submits = 0
+        self.state_buffers: set[int] = set()
+        self.reset_checks()
         self.arena: Optional[Buffer] = None
         self.arena_used = 0
         self.barrier = vk.VkMemoryBarrier(
@@ -90,8 +102,37 @@ class Recorder(CallHooks):
             vk.vkResetDescriptorPool(self.dev.device, p, 0)
         self.pool_index = 0
         self.error = None
-        self.recorded = self.dispatches = self.copies = 0
+        self.recorded = self.dispatches = self.copies = self.submits = 0
         self.arena, self.arena_used = None, 0
+        self.reset_checks()
+        state = getattr(session, "state", None)
+        self.state_buffers = {b.buffer.address for b in getattr(state, "buffers", {}).values()}
+        self.active = True
+
+    def device_copy(self, src: int, dst: int, nbytes: int) -> None:
+        self.copy(src, dst, nbytes)
+
+    def _guard_state(self, addresses) -> None:
+        """Before a command that may write a state buffer: resolve the pending index checks
+        (one more submission); a failed one becomes the call's error."""
+        if not self.deferred or not self.state_buffers:
+            return
+        for a in addresses:
+            found = self.dev.lookup(a)
+            if found is not None and found[0].address in self.state_buffers:
+                break
+        else:
+            return
+        regions = self.regions()
+        addrs = self.reading(regions)
+        self.submit()
+        failed = self.failure(addrs)
+        if failed is not None:
+            raise DeferredFailure(*failed)
+        vk = self.vk
+        vk.vkResetCommandBuffer(self.cmd, 0)
+        vk.vkBeginCommandBuffer(self.cmd, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+        self.recorded = 0
         self.active = True
 
     def alloc(self, nbytes: int) -> int:
@@ -146,6 +187,7 @@ class Recorder(CallHooks):
         for g, m in zip(grid, self.dev.max_groups):
             if g > m:
                 raise VulkanError(f"a dispatch of {grid} workgroups exceeds the device's limit {self.dev.max_groups}")
+        self._guard_state([a for kind, a in zip(kernel.kinds, args) if kind == "buffer" and a])
         ds = self._descriptor_set(kernel)
         infos, moved = [], {}
         for kind, a in zip(kernel.kinds, args):
@@ -183,6 +225,7 @@ class Recorder(CallHooks):
         vk = self.vk
         if nbytes <= 0:
             return
+        self._guard_state([dst])
         if self.dev.lookup(src) is None:
             # Host memory (a constant array of the program: relax-gpu-device-constants copies
             # it into a buffer): staged now into a fresh buffer of this call, which no command
@@ -234,6 +277,7 @@ class Recorder(CallHooks):
         self.active = False
         if not self.recorded:
             return
+        self.submits += 1
         with self.dev.lock:
             vk.vkQueueSubmit(self.dev.queue, 1, [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[self.cmd])],
                              self.fence)
@@ -262,6 +306,7 @@ class Recorder(CallHooks):
 _ALLOC = ALLOC_FN
 _FREE = FREE_FN
 _COPY = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+_CHECK_INDICES = ctypes.CFUNCTYPE(None, *([ctypes.c_int64] * 8))
 _LAUNCH_TYPES: dict[int, type] = {}
 
 
@@ -296,13 +341,14 @@ class VulkanRuntime:
             "_mlir_memref_to_llvm_alloc": _ALLOC(self._alloc),
             "_mlir_memref_to_llvm_free": _FREE(self._free),
             "relax_vk_copy": _COPY(self._copy),
+            CHECK_INDICES_FN: _CHECK_INDICES(self._check_indices),
         }
         for entry in launches:
             kid = entry["id"]
             self.callbacks[f"relax_vk_launch_{kid}"] = _launch_type(3 + len(entry["args"]))(self._launcher(kid))
 
     def count(self, rec: Recorder, uploads: int, upload_bytes: int) -> None:
-        add_stats(self, calls=1, submits=1 if rec.recorded else 0, dispatches=rec.dispatches, copies=rec.copies,
+        add_stats(self, calls=1, submits=rec.submits, dispatches=rec.dispatches, copies=rec.copies,
                   readbacks=len(rec.readbacks), uploads=uploads, upload_bytes=upload_bytes)
 
     def recorder(self) -> Recorder:
@@ -342,6 +388,16 @@ class VulkanRuntime:
                 raise VulkanError("relax_vk_copy called outside a call")
             if rec.error is None:
                 rec.copy(src, dst, nbytes)
+        except BaseException as e:  # noqa: BLE001
+            self._fail(rec, e)
+
+    def _check_indices(self, *args) -> None:
+        rec = self._current()
+        try:
+            if rec is None:
+                raise VulkanError(f"{CHECK_INDICES_FN} called outside a call")
+            if rec.error is None:
+                rec.defer(*args)
         except BaseException as e:  # noqa: BLE001
             self._fail(rec, e)
 

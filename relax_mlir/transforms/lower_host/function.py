@@ -38,6 +38,18 @@ if TYPE_CHECKING:
     from . import ModuleState
 
 STATE_OPS = ("relax.state_read", "relax.state_write")
+#: the GPU runtimes' callback of a deferred relax.check_indices (see defer_check_indices)
+CHECK_INDICES_FN = "relax_gpu_check_indices"
+
+
+def declare_callback(state: "ModuleState", name: str, types: list) -> None:
+    """A private declaration of runtime callback ``name`` (plain C ABI: scalars only)."""
+    if name in state.declared:
+        return
+    ft = ir.FunctionType.get(types, [])
+    from ..graph import top_ops
+    d = func.FuncOp(name, ft, visibility="private", ip=ir.InsertionPoint(top_ops(state.module)[0]))
+    state.declared[name] = d.operation
 
 
 def function_symbols(f: ir.Operation) -> tuple[list[str], int]:
@@ -644,9 +656,12 @@ class FunctionLowering:
     def lower_check_indices(self, op, idx: ir.Value) -> None:
         """Every element of ``idx`` in ``[-size, size)`` (``[0, size)`` unsigned): one pass
         over the indices for their min and max (a loop LLVM vectorizes; one iteration for a
-        decode step's token), then a check reporting the worst index and the size. Only
-        where the host can read the indices (the cpu target); GPU targets clamp unchecked."""
+        decode step's token), then a check reporting the worst index and the size. Where
+        the host cannot read the indices before the kernels run (vulkan) the check is
+        deferred to the runtime (:meth:`defer_check_indices`); cuda clamps unchecked."""
         if not self.state.host_reads_tensors:
+            if self.state.deferred_index_checks:
+                self.defer_check_indices(op, idx)
             return
         size_dim = read_attrs(relax_opdef(op), op)["size"]
         msg = ir.StringAttr(op.attributes["message"]).value if "message" in op.attributes else ""
@@ -695,6 +710,48 @@ class FunctionLowering:
         self.add_check(ok, {"kind": "index", "where": f"{msg or op.name}{at(op)}", "expr": str(size_dim),
                             "detail": str(ety), "location": str(op.location)},
                        [cast, self.index(size_dim)])
+
+    def defer_check_indices(self, op, idx: ir.Value) -> None:
+        """``relax.check_indices`` on a GPU target: the indices live in device memory, written
+        by launches that run after the host code, so the host hands them to the runtime:
+        ``@relax_gpu_check_indices(check id, address, count, element code, size, details
+        address, detail slots, index slot)``. The runtime copies the indices in stream order
+        (a later kernel may reuse their buffer), reads the copy after the call's
+        synchronization, and raises the check's failure (details: the bound symbols now,
+        the worst index into slot ``index slot``) instead of returning the results."""
+        size_dim = read_attrs(relax_opdef(op), op)["size"]
+        msg = ir.StringAttr(op.attributes["message"]).value if "message" in op.attributes else ""
+        rt = ir.RankedTensorType(idx.type)
+        ety = ir.IntegerType(rt.element_type)
+        size = self.index(size_dim)
+        count = self.const(1)
+        for k in range(rt.rank):
+            count = arith.MulIOp(count, self.dim(idx, k), ip=self.ip).result
+        self.flush()   # the size's own checks first
+        bound = self.bound_now()
+        cid = self.state.next_id()
+        self.checks.append(Check(id=cid, kind="index", where=f"{msg or op.name}{at(op)}", bound=tuple(bound), rank=2,
+                                 expr=str(size_dim), detail=str(rt.element_type), location=str(op.location)))
+        D = self.state.detail_slots
+        i64 = i(64)
+
+        def build() -> list:
+            details = self._detail([self.const(0), size], bound)
+            details = [self.const(x, i64) if isinstance(x, int) else x for x in details]
+            report = memref.AllocaOp(ir.MemRefType.get([D], i64), [], [], ip=self.ip, loc=op.location).result
+            for k, v in enumerate(details):
+                memref.StoreOp(v, report, [self.const(k)], ip=self.ip)
+            buf = bufferization.ToBufferOp(ir.MemRefType.get(list(rt.shape), rt.element_type), idx,
+                                           read_only=True, ip=self.ip, loc=op.location).result
+            addr = memref.ExtractAlignedPointerAsIndexOp(buf, ip=self.ip).result
+            rep = memref.ExtractAlignedPointerAsIndexOp(report, ip=self.ip).result
+            code = ety.width * 2 + (1 if ety.is_unsigned else 0)
+            args = [self.const(cid, i64), self.to_i64(addr), self.to_i64(count), self.const(code, i64),
+                    self.to_i64(size), self.to_i64(rep), self.const(D, i64), self.const(len(self.symbols), i64)]
+            declare_callback(self.state, CHECK_INDICES_FN, [a.type for a in args])
+            func.CallOp([], ir.FlatSymbolRefAttr.get(CHECK_INDICES_FN), args, ip=self.ip, loc=op.location)
+            return []
+        self.guarded(build, [], list, loc=op.location)
 
     def lower_state(self, op, operands) -> None:
         """``relax.state_read``: rows [begin, end) of the state buffer as a view (no copy);

@@ -25,6 +25,7 @@ dereferences, moved by driver copies). So the calling side is the same:
 from __future__ import annotations
 
 import bisect
+import contextlib
 import ctypes
 import weakref
 from collections.abc import Mapping
@@ -232,10 +233,11 @@ class StagedFunction(Function):
     #: the target's name in messages
     target_name = "gpu"
 
-    def _call(self, session, args):
-        if len(args) != self.nparams:
-            raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
-        arrays = [a if isinstance(a, DeviceArray) else _as_array(a) for a in args]
+    @contextlib.contextmanager
+    def _recording(self, session, arrays):
+        """The prologue and epilogue every call shares: the arguments checked, the session
+        held (a concurrent call is an error), a recorder begun on it; on exit the recorder's
+        unsubmitted work dropped and the session released. Yields (runtime, recorder)."""
         self.checker.check(arrays)
         if not session._busy.acquire(False):
             raise self._busy_error()
@@ -244,41 +246,48 @@ class StagedFunction(Function):
             rec = rt.recorder()
             rec.begin(session)
             try:
-                descs = [ctypes.byref(self._stage(rec, a)) for a in arrays]
-                staged = [a.nbytes for a in arrays if not isinstance(a, DeviceArray)]
-                res = self.result_class()
-                rt.local.rec = rec
-                try:   # the workspace and the session's state buffers, then the arguments
-                    rec.start(self.name)
-                    if self.single_scalar:
-                        res.status = self._fn(*session._buffers, *descs)
-                    else:
-                        self._fn(ctypes.byref(res), *session._buffers, *descs)
-                finally:
-                    rt.local.rec = None
-                    rec.stop()
-                if rec.error is not None:
-                    rec.abandon()
-                    if isinstance(rec.error, DeferredFailure):
-                        raise self.exe._failure(*rec.error.args)
-                    raise rec.error
-                if res.status != 0:
-                    rec.abandon()
-                    raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
-                views = self._result_views(res)
-                checks = rec.regions() if isinstance(rec, DeferredChecks) else []
-                addresses = rec.reading(checks + [(v[3], v[4] * v[1].itemsize) for v in views])
-                rec.submit()
-                failed = rec.failure(addresses[:len(checks)]) if checks else None
-                if failed is not None:   # a deferred index check: the results are discarded
-                    raise self.exe._failure(*failed)
-                outs = self._read(rec, views, addresses[len(checks):])
-                rt.count(rec, len(staged), sum(staged))
+                yield rt, rec
             finally:
                 rec.abandon()
                 rec.finish()
         finally:
             session._busy.release()
+
+    def _call(self, session, args):
+        if len(args) != self.nparams:
+            raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
+        arrays = [a if isinstance(a, DeviceArray) else _as_array(a) for a in args]
+        with self._recording(session, arrays) as (rt, rec):
+            descs = [ctypes.byref(self._stage(rec, a)) for a in arrays]
+            staged = [a.nbytes for a in arrays if not isinstance(a, DeviceArray)]
+            res = self.result_class()
+            rt.local.rec = rec
+            try:   # the workspace and the session's state buffers, then the arguments
+                rec.start(self.name)
+                if self.single_scalar:
+                    res.status = self._fn(*session._buffers, *descs)
+                else:
+                    self._fn(ctypes.byref(res), *session._buffers, *descs)
+            finally:
+                rt.local.rec = None
+                rec.stop()
+            if rec.error is not None:
+                rec.abandon()
+                if isinstance(rec.error, DeferredFailure):
+                    raise self.exe._failure(*rec.error.args)
+                raise rec.error
+            if res.status != 0:
+                rec.abandon()
+                raise self.exe._failure(res.status, [getattr(res, f"d{i}") for i in range(self.D)])
+            views = self._result_views(res)
+            checks = rec.regions() if isinstance(rec, DeferredChecks) else []
+            addresses = rec.reading(checks + [(v[3], v[4] * v[1].itemsize) for v in views])
+            rec.submit()
+            failed = rec.failure(addresses[:len(checks)]) if checks else None
+            if failed is not None:   # a deferred index check: the results are discarded
+                raise self.exe._failure(*failed)
+            outs = self._read(rec, views, addresses[len(checks):])
+            rt.count(rec, len(staged), sum(staged))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _on_device(self, a) -> bool:

@@ -61,30 +61,18 @@ class CudaFunction(StagedFunction):
 
     def _replay(self, session, arrays, entry: "_Replay"):
         """The outputs of replaying ``entry``, or None when it no longer applies."""
-        self.checker.check(arrays)
-        if not session._busy.acquire(False):
-            raise self._busy_error()
-        rt = self.exe._runtime
-        try:
-            rec = rt.recorder()
-            rec.begin(session)
-            try:
-                execs = rt.graphs.get(self.name, {})
-                if (rec.res is not entry.res or rec.res.arena is not entry.arena
-                        or execs.get(entry.exec_key) is None or rt.versions.get(entry.exec_key) != entry.version):
-                    return None
-                staged = [a for a in arrays if not isinstance(a, DeviceArray)]
-                for a, address in zip(staged, entry.staged):
-                    rec.write(address, a.ctypes.data, a.nbytes)
-                rec.replay(execs[entry.exec_key], entry)
-                outs = self._read(rec, entry.views, entry.addresses)
-                rt.count(rec, len(staged), sum(a.nbytes for a in staged))
-                return outs
-            finally:
-                rec.abandon()
-                rec.finish()
-        finally:
-            session._busy.release()
+        with self._recording(session, arrays) as (rt, rec):
+            execs = rt.graphs.get(self.name, {})
+            if (rec.res is not entry.res or rec.res.arena is not entry.arena
+                    or execs.get(entry.exec_key) is None or rt.versions.get(entry.exec_key) != entry.version):
+                return None
+            staged = [a for a in arrays if not isinstance(a, DeviceArray)]
+            for a, address in zip(staged, entry.staged):
+                rec.write(address, a.ctypes.data, a.nbytes)
+            rec.replay(execs[entry.exec_key], entry)
+            outs = self._read(rec, entry.views, entry.addresses)
+            rt.count(rec, len(staged), sum(a.nbytes for a in staged))
+            return outs
 
 
 #: engines of dropped cuda executables, kept (see :meth:`CudaExecutable.__del__`): how many

@@ -27,11 +27,13 @@ from __future__ import annotations
 import bisect
 import contextlib
 import ctypes
+import threading
 import weakref
 from collections.abc import Mapping
 
 import numpy as np
 
+from .. import config
 from .executable import Executable, Function, Session, _as_array, _c_contiguous, descriptor_class
 
 _MIN_BUFFER = 256
@@ -224,6 +226,23 @@ class DeviceArray:
         buf, self.buffer = getattr(self, "buffer", None), None
         if buf is not None:
             self.dev.release(buf)
+
+
+class DeviceCache:
+    """A GPU runtime's devices, one per device selection (``config.device_selection(kind)``:
+    ``RELAX_MLIR_<KIND>_DEVICE``), each created once per process by ``factory(selection or None)``."""
+
+    def __init__(self, kind: str, factory):
+        self.kind, self.factory = kind, factory
+        self._devices: dict = {}
+        self._lock = threading.Lock()
+
+    def __call__(self):
+        sel = config.device_selection(self.kind)
+        with self._lock:
+            if sel not in self._devices:
+                self._devices[sel] = self.factory(sel or None)
+            return self._devices[sel]
 
 
 class StagedFunction(Function):

@@ -10,8 +10,7 @@ import ctypes
 import threading
 from typing import Optional
 
-from ... import config
-from ..gpu_shared import BufferPool
+from ..gpu_shared import BufferPool, DeviceCache
 from .driver import (_CU_JIT_ERROR_LOG_BUFFER, _CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, _ATTR, _ELF, _LOG_BYTES,
                      _STREAM_NON_BLOCKING, CUDA_ERROR_OUT_OF_MEMORY, CUDA_SUCCESS, STICKY, CudaError,
                      CudaUnavailable, Driver, PtxError, mlir_cuda_library)
@@ -168,17 +167,8 @@ def _ptx_target(ptx: bytes) -> Optional[str]:
     return None
 
 
-_DEVICES: dict[str, CudaDevice] = {}
-_DEVICES_LOCK = threading.Lock()
-
-
-def device() -> CudaDevice:
-    """The process's device for ``RELAX_MLIR_CUDA_DEVICE`` (created once)."""
-    sel = config.device_selection("cuda")
-    with _DEVICES_LOCK:
-        if sel not in _DEVICES:
-            _DEVICES[sel] = CudaDevice(sel or None)
-        return _DEVICES[sel]
+#: ``device()``: the process's device for ``RELAX_MLIR_CUDA_DEVICE`` (created once).
+device = DeviceCache("cuda", CudaDevice)
 
 
 def available() -> tuple[bool, str]:
@@ -192,13 +182,14 @@ def available() -> tuple[bool, str]:
 
 
 _BOUND: dict[str, object] = {}
+_BOUND_LOCK = threading.Lock()
 
 
 def _bind_mlir_runtime(dev: CudaDevice, path: str) -> None:
     """Pin the MLIR runtime library's context to ``dev``: its device ordinal is a
     thread-local read once, by the first call that needs the context, so set it and make
     that first call here (a stream created and destroyed). Once per process."""
-    with _DEVICES_LOCK:
+    with _BOUND_LOCK:
         if "device" in _BOUND:
             if _BOUND["device"] is not dev and _BOUND["device"].ordinal != dev.ordinal:
                 raise CudaUnavailable(f"this process already runs CUDA code on device {_BOUND['device'].ordinal} "

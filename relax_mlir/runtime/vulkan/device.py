@@ -7,8 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from ... import config
-from ..gpu_shared import BufferPool
+from ..gpu_shared import BufferPool, DeviceCache
 from .driver import VulkanError, VulkanUnavailable, _vk
 from .memory import Buffer, _ReadbackPool
 
@@ -147,17 +146,8 @@ class Device(BufferPool):
         return Buffer(self, size)
 
 
-_DEVICES: dict[str, Device] = {}
-_DEVICES_LOCK = threading.Lock()
-
-
-def device() -> Device:
-    """The process's device for ``RELAX_MLIR_VULKAN_DEVICE`` (created once)."""
-    sel = config.device_selection("vulkan")
-    with _DEVICES_LOCK:
-        if sel not in _DEVICES:
-            _DEVICES[sel] = Device(sel or None)
-        return _DEVICES[sel]
+#: ``device()``: the process's device for ``RELAX_MLIR_VULKAN_DEVICE`` (created once).
+device = DeviceCache("vulkan", Device)
 
 
 def available() -> tuple[bool, str]:

@@ -1641,9 +1641,12 @@ static const char *unit_inner(qview v, size_t esize, int64_t *ld, void **tmp) {
 }
 
 /* The calling thread's scratch for x prepared per call (64-byte aligned; kept and grown, never
- * freed: a decode step makes ~200 calls, and a malloc / free pair per call showed in profiles). */
-static __thread void *scratch_buf;
-static __thread size_t scratch_size;
+ * freed: a decode step makes ~200 calls, and a malloc / free pair per call showed in profiles).
+ * initial-exec: 16 bytes of static TLS, read without __tls_get_addr, so an exported model
+ * needs no ld.so by name (test_aot: libc, libm and the BLAS only). */
+#define SCRATCH_TLS __thread __attribute__((tls_model("initial-exec")))
+static SCRATCH_TLS void *scratch_buf;
+static SCRATCH_TLS size_t scratch_size;
 static void *scratch(size_t bytes) {
   if (bytes > scratch_size) {
     free(scratch_buf);

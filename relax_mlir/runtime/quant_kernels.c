@@ -1626,49 +1626,49 @@ static void run(const qctx *t, tile_fn fn, int64_t mr) {
 }
 
 /* -- f32 decode GEMV: C (M <= 3, N) = A (M, K) @ B (K, N), B the f32 weight as bound (x @ W) -- */
-/* The BLAS shim's M <= 3 products over f32 weights (blas_adapter.c) come here first: the
- * provider's sgemv streamed well below one core's bandwidth (bench/README.md, "F16 / F32
- * decode"). B is read once, in groups of 4 rows (k .. k+3) over a tile of up to 1024 columns
- * (the M output rows' tile stays in L1): per 16 columns, 4 loads of B and, per row of A, one
- * load, 4 FMAs (k in order) and one store of C. Each row stream of a group prefetches its own
- * row qk_pf_dist / 4 bytes ahead, spilling into the next group's same row past the tile's
- * end, so every line of B is prefetched once, ~qk_pf_dist bytes before its use. Exact f32:
- * every output is the k-ordered FMA chain of its products (no reassociation across k). */
+/* The BLAS shim's M <= 3 products over row-major f32 operands (blas_adapter.c) come here
+ * first. B is read once, in groups of 8 rows (k .. k+7) over a tile of columns (2048 at M = 1,
+ * else 1024: the M rows of C's tile stay in L1): per 16 columns, 8 loads of B and, per row of
+ * A, one load, 8 FMAs (k in order) and one store of C. Each row stream of a group prefetches
+ * its own row qk_pf_dist / 8 bytes ahead, spilling into the next group's same row past the
+ * tile's end (so every line of B is prefetched once, ~qk_pf_dist bytes before its use); the
+ * lines the first group's prefetches skip are prefetched when a tile starts. Exact f32: every
+ * output is the k-ordered FMA chain of its products. Measurements: bench/README.md,
+ * "F16 / F32 decode GEMVs". */
 #ifdef QK_X86
-#define F32_TILE 1024
-#define F32_R 4
-/* 16 columns at byte offset O of the tile (mask MK) for MM rows of A: 4 rows of B in k order. */
-#define F32_STEP(MM, O, MK)                                                                   \
+#define F32_TILE(MM) ((MM) == 1 ? 2048 : 1024)   /* columns: the MM rows of C stay in L1 */
+/* 16 columns at byte offset O of the tile (mask MK) for MM rows of A: RR rows of B in k order. */
+#define F32_STEP(MM, RR, O, MK)                                                               \
   {                                                                                           \
-    __m512 b0 = _mm512_maskz_loadu_ps(MK, row[0] + (O)), b1 = _mm512_maskz_loadu_ps(MK, row[1] + (O)); \
-    __m512 b2 = _mm512_maskz_loadu_ps(MK, row[2] + (O)), b3 = _mm512_maskz_loadu_ps(MK, row[3] + (O)); \
+    __m512 bv[RR];                                                                            \
+    for (int r = 0; r < RR; ++r) bv[r] = _mm512_maskz_loadu_ps(MK, row[r] + (O));            \
     for (int m = 0; m < MM; ++m) {                                                            \
       float *c = C + m * ldc + t0 + (O) / 4;                                                  \
       __m512 y = _mm512_maskz_loadu_ps(MK, c);                                                \
-      y = _mm512_fmadd_ps(b0, xv[m][0], y);                                                   \
-      y = _mm512_fmadd_ps(b1, xv[m][1], y);                                                   \
-      y = _mm512_fmadd_ps(b2, xv[m][2], y);                                                   \
-      y = _mm512_fmadd_ps(b3, xv[m][3], y);                                                   \
+      for (int r = 0; r < RR; ++r) y = _mm512_fmadd_ps(bv[r], xv[m][r], y);                   \
       _mm512_mask_storeu_ps(c, MK, y);                                                        \
     }                                                                                         \
   }
-#define F32_RANGE(MM)                                                                         \
-  QK_T512 static void f32_gemv_##MM(int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, \
+#define F32_RANGE(MM, RR)                                                                     \
+  QK_T512 static void f32_gemv_##MM##_##RR(int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, \
                                     float *C, int64_t ldc, int accumulate, int64_t n0, int64_t n1) { \
-    int64_t width = n1 - n0, nt = (width + F32_TILE - 1) / F32_TILE;                           \
+    int64_t width = n1 - n0, nt = (width + F32_TILE(MM) - 1) / F32_TILE(MM);                         \
     int64_t tw = ((width + nt - 1) / nt + 15) / 16 * 16;                                      \
-    for (int64_t t0 = n0; t0 < n1; t0 += tw) {                                                \
+    for (int64_t t0 = n0; t0 < n1; t0 += tw) {                                               \
       int64_t t1 = t0 + tw < n1 ? t0 + tw : n1, T = (t1 - t0) * 4, Tf = T / 64 * 64;          \
-      int64_t d = qk_pf_dist / F32_R, dq = d / T, dr = d % T;   /* ahead: dq rows + dr bytes */ \
+      int64_t d = qk_pf_dist / RR, dq = d / T, dr = d % T;   /* ahead: dq rows + dr bytes */  \
       __mmask16 mt = (__mmask16)((1u << ((T - Tf) / 4)) - 1);                                \
+      for (int64_t kr = 0; kr < RR * (dq + 1) && kr < K; ++kr)   /* what the first group skips */ \
+        for (int64_t o = 0; o < (kr < RR * dq ? T : dr); o += 64)                              \
+          _mm_prefetch((const char *)(B + kr * ldb + t0) + o, _MM_HINT_T0);                    \
       if (!accumulate)                                                                        \
         for (int m = 0; m < MM; ++m) memset(C + m * ldc + t0, 0, (size_t)T);                  \
-      for (int64_t k = 0; k < K; k += F32_R) {                                                \
-        int R = K - k < F32_R ? (int)(K - k) : F32_R;                                         \
-        const char *row[F32_R], *pa[F32_R], *pb[F32_R];                                       \
-        __m512 xv[MM][F32_R];                                                                 \
-        for (int r = 0; r < F32_R; ++r) {                                                     \
-          int64_t kr = k + (r < R ? r : 0), ka = kr + F32_R * dq, kb = ka + F32_R;            \
+      for (int64_t k = 0; k < K; k += RR) {                                                   \
+        int R = K - k < RR ? (int)(K - k) : RR;                                               \
+        const char *row[RR], *pa[RR], *pb[RR];                                               \
+        __m512 xv[MM][RR];                                                                    \
+        for (int r = 0; r < RR; ++r) {                                                        \
+          int64_t kr = k + (r < R ? r : 0), ka = kr + RR * dq, kb = ka + RR;                  \
           row[r] = (const char *)(B + kr * ldb + t0);   /* past K: row k again, times x = 0 */ \
           pa[r] = (const char *)(B + (ka < K ? ka : kr) * ldb + t0) + dr;                     \
           pb[r] = (const char *)(B + (kb < K ? kb : kr) * ldb + t0) + dr - T;                 \
@@ -1676,19 +1676,19 @@ static void run(const qctx *t, tile_fn fn, int64_t mr) {
         }                                                                                     \
         int64_t o = 0, sw = T - dr;   /* prefetches switch to the next group's rows at o = sw */ \
         for (; o < Tf; o += 64) {                                                             \
-          for (int r = 0; r < F32_R; ++r) _mm_prefetch((o < sw ? pa[r] : pb[r]) + o, _MM_HINT_T0); \
-          F32_STEP(MM, o, (__mmask16)0xFFFF)                                                  \
+          for (int r = 0; r < RR; ++r) _mm_prefetch((o < sw ? pa[r] : pb[r]) + o, _MM_HINT_T0); \
+          F32_STEP(MM, RR, o, (__mmask16)0xFFFF)                                              \
         }                                                                                     \
-        if (o < T) F32_STEP(MM, o, mt)                                                        \
+        if (o < T) F32_STEP(MM, RR, o, mt)                                                    \
       }                                                                                       \
     }                                                                                         \
   }
-F32_RANGE(1) F32_RANGE(2) F32_RANGE(3)
+F32_RANGE(1, 8) F32_RANGE(2, 8) F32_RANGE(3, 8)
 QK_T512 static void f32_gemv_range(int64_t M, int64_t K, const float *A, int64_t lda, const float *B,
                                    int64_t ldb, float *C, int64_t ldc, int accumulate, int64_t n0, int64_t n1) {
-  if (M == 1) f32_gemv_1(K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
-  else if (M == 2) f32_gemv_2(K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
-  else f32_gemv_3(K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
+  if (M == 1) f32_gemv_1_8(K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
+  else if (M == 2) f32_gemv_2_8(K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
+  else f32_gemv_3_8(K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
 }
 #endif
 

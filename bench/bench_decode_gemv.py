@@ -1,6 +1,6 @@
 """A decode step's quantized GEMVs as they run in SmolLM2-135M, weights streamed from memory:
 the 30 layers' 7 projections (q, k, v, o: 576 x 576 / 192 x 576; gate, up: 1536 x 576; down:
-576 x 1536) and the 49152 x 576 lm_head, every matrix its own array (~85-270 MB a step, far
+576 x 1536) and the 49152 x 576 lm_head, every matrix its own array (~85-540 MB a step, far
 more than the caches hold), called in order through relax_blas's quant kernels (ctypes, one
 thread, M = 1), exact and _q8. Prints ms per step (best and median of --reps, thread CPU
 time) and the weight bytes per second; ``--prefetch`` sweeps the kernels' prefetch distance

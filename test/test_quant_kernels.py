@@ -495,7 +495,7 @@ def test_f32_gemv_route_matches_numpy(lib, m):
     lib.relax_blas_set_num_threads(1)
     rng = np.random.default_rng(7 + m)
     on_avx512 = lib.relax_quant_isa() == 2
-    for k, n in [(576, 576), (1536, 576), (577, 1000), (5, 2049), (64, 49152), (1027, 17)]:
+    for k, n in [(576, 576), (1536, 576), (577, 1000), (5, 2049), (64, 49152), (1027, 17), (16385, 40)]:
         x = rng.standard_normal((m, k)).astype(np.float32)
         w = rng.standard_normal((k, n)).astype(np.float32)
         bias = rng.standard_normal(n).astype(np.float32)

@@ -473,3 +473,72 @@ def test_shim_sources_rebuild_on_either_edit(tmp_path, monkeypatch):
     assert b"relax_quant_edited" in open(second, "rb").read() and b"relax_quant_edited" not in open(first, "rb").read()
     assert b"_mlir_ciface_relax_qmatmul_q4_1" in open(second, "rb").read()
     assert b"_mlir_ciface_relax_blas_matmul_22_f32" in open(second, "rb").read()
+
+
+def _f32_matmul(lib, x, w, out, bias=None):
+    """relax_blas's f32 matmul entry (x @ w [+ bias] into out), as compiled models call it."""
+    ds = [descriptor(a) for a in (x, w) + ((bias,) if bias is not None else ()) + (out,)]
+    f = getattr(lib, "_mlir_ciface_relax_blas_matmul_bias_22_f32" if bias is not None
+                else "_mlir_ciface_relax_blas_matmul_22_f32")
+    f.argtypes, f.restype = [ctypes.c_void_p] * len(ds), None
+    f(*[ctypes.addressof(d) for d in ds])
+
+
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_f32_gemv_route_matches_numpy(lib, m):
+    """Decode-sized f32 products (M <= 3, x @ W with W (K, N) as models bind it) run
+    relax_quant_f32_gemv on AVX-512 (its call counter moves; the provider's sgemv otherwise):
+    within 1e-6 of |x| @ |W| of the float64 product, like numpy's f32 product, over sizes with
+    column tiles (N > 1024), masked tails (N % 16), K % 4 tails and a bias (accumulate), with
+    the prefetch distance 0 and default giving identical results."""
+    lib.relax_quant_f32_gemv_calls.restype = ctypes.c_int64
+    lib.relax_blas_set_num_threads(1)
+    rng = np.random.default_rng(7 + m)
+    on_avx512 = lib.relax_quant_isa() == 2
+    for k, n in [(576, 576), (1536, 576), (577, 1000), (5, 2049), (64, 49152), (1027, 17), (16385, 40)]:
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((k, n)).astype(np.float32)
+        bias = rng.standard_normal(n).astype(np.float32)
+        ref = x.astype(np.float64) @ w.astype(np.float64)
+        tol = 1e-6 * (np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64))
+        assert np.all(np.abs(x @ w - ref) <= tol)   # the bound numpy's own f32 product meets
+        calls = lib.relax_quant_f32_gemv_calls()
+        out = np.full((m, n), np.nan, np.float32)
+        _f32_matmul(lib, x, w, out)
+        assert lib.relax_quant_f32_gemv_calls() - calls == (1 if on_avx512 else 0)
+        assert np.all(np.abs(out - ref) <= tol), (k, n, float(np.max(np.abs(out - ref) / tol)))
+        outb = np.full((m, n), np.nan, np.float32)
+        _f32_matmul(lib, x, w, outb, bias)
+        assert np.all(np.abs(outb - (ref + bias)) <= tol + 1e-6 * np.abs(bias)), (k, n)
+        old = lib.relax_quant_prefetch(0)
+        out0 = np.full((m, n), np.nan, np.float32)
+        _f32_matmul(lib, x, w, out0)
+        lib.relax_quant_prefetch(old)
+        np.testing.assert_array_equal(out0, out)
+
+
+def test_f32_gemv_threads_and_switch(lib):
+    """Two threads split the columns (16-aligned ranges) with the same per-column order: equal
+    bits to one thread; relax_quant_set_f32_gemv(0) sends the product to the provider's sgemv
+    (the counter stays) with the same result within the bound."""
+    lib.relax_quant_f32_gemv_calls.restype = ctypes.c_int64
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 1536)).astype(np.float32)
+    w = rng.standard_normal((1536, 1000)).astype(np.float32)
+    outs = []
+    for t in (1, 2):
+        lib.relax_blas_set_num_threads(t)
+        outs.append(np.full((1, 1000), np.nan, np.float32))
+        _f32_matmul(lib, x, w, outs[-1])
+    lib.relax_blas_set_num_threads(1)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    calls = lib.relax_quant_f32_gemv_calls()
+    assert lib.relax_quant_set_f32_gemv(0) == 0
+    try:
+        blas = np.full((1, 1000), np.nan, np.float32)
+        _f32_matmul(lib, x, w, blas)
+    finally:
+        lib.relax_quant_set_f32_gemv(1)
+    assert lib.relax_quant_f32_gemv_calls() == calls
+    tol = 1e-6 * (np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64))
+    assert np.all(np.abs(blas - outs[0]) <= 2 * tol)

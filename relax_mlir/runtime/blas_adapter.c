@@ -2,6 +2,7 @@
  * strided-batch gemm, and the matmul and conv entry points (see blas_shim.h).
  *
  * Run-time policy (sizes are symbolic at compile time, so this is where they are known):
+ * M <= 3 over row-major f32 operands: quant_kernels.c's f32 GEMV (relax_quant_f32_gemv, AVX-512);
  * M == 1 (or N == 1) calls gemv; M*N*K below the small threshold runs a plain loop here
  * (no BLAS call overhead); otherwise gemm. A batch whose A and C rows collapse (the common
  * (b,M,K)x(K,N) case) becomes ONE gemm of b*M rows.
@@ -10,6 +11,20 @@
  */
 #define _GNU_SOURCE /* dladdr */
 #include "blas_shim.h"
+
+/* Decode-sized f32 products (M <= 3, A and B row-major) over a weight streamed from memory:
+ * quant_kernels.c's prefetching f32 GEMV (1: C written), ahead of the provider's sgemv. */
+int relax_quant_f32_gemv(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                         int64_t ldb, float *C, int64_t ldc, int accumulate);
+static inline int f32_small_m(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                              int64_t ldb, float *C, int64_t ldc, int accumulate) {
+  return relax_quant_f32_gemv(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+static inline int f64_small_m(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, const double *B,
+                              int64_t ldb, double *C, int64_t ldc, int accumulate) {
+  (void)M; (void)N; (void)K; (void)A; (void)lda; (void)B; (void)ldb; (void)C; (void)ldc; (void)accumulate;
+  return 0;
+}
 
 #define DEFINE_GEMM(T, S, GEMM, GEMV, GEMM_BATCH)                                              \
   /* C(M,N) = bias (broadcast over rows) or 0: unit-stride rows are a memcpy/memset each     \
@@ -79,6 +94,9 @@
     if (S##_packed(M, N, K, A, ta == CblasNoTrans ? lda : 1, ta == CblasNoTrans ? 1 : lda,    \
                    B0, sb00, sb10, Cw, ldc, beta != (T)0)) {                                  \
       /* a bound weight: its packed copy (see the header) */                                  \
+    } else if (M <= 3 && ta == CblasNoTrans && tb == CblasNoTrans &&                          \
+               S##_small_m(M, N, K, A, lda, B, ldb, Cw, ldc, beta != (T)0)) {                 \
+      /* decode-sized: quant_kernels.c's f32 GEMV */                                          \
     } else if (M == 1) {                                                                      \
       /* c(N) = op(B)^T a: B as (K,N) NoTrans is a row-major KxN matrix, transposed. */      \
       if (tb == CblasNoTrans)                                                                 \

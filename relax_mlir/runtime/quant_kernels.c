@@ -432,6 +432,8 @@ static void quantize_rows_scalar(const qctx *t, int8_t *qx, float *dx, float *sx
 }
 
 static int64_t qk_pf_dist = 8192;   /* decode prefetch distance, bytes (below) */
+static int f32_gemv_on = 1;          /* the f32 GEMV (below); RELAX_QUANT_F32_GEMV=0: off */
+static volatile int64_t f32_gemv_calls;
 #ifdef QK_X86
 /* Decode reads every byte of W once, from memory: a tile of NR rows reads one contiguous range
  * of NR * ldw bytes in ni steps (chunks, groups or blocks), and each step prefetches an even
@@ -1543,6 +1545,8 @@ __attribute__((constructor)) static void relax_quant_init(void) {
     isa_detected = ISA_AVX512;
 #endif
   isa = isa_detected;
+  const char *f32env = getenv("RELAX_QUANT_F32_GEMV");
+  if (f32env && f32env[0] == '0') f32_gemv_on = 0;
 #ifdef QK_X86
   group_tables();
   k_tables();
@@ -1620,6 +1624,114 @@ static void run(const qctx *t, tile_fn fn, int64_t mr) {
   }
 #endif
 }
+
+/* -- f32 decode GEMV: C (M <= 3, N) = A (M, K) @ B (K, N), B the f32 weight as bound (x @ W) -- */
+/* The BLAS shim's M <= 3 products over row-major f32 operands (blas_adapter.c) come here
+ * first. B is read once, in groups of 8 rows (k .. k+7) over a tile of columns (2048 at M = 1,
+ * else 1024: the M rows of C's tile stay in L1): per 16 columns, 8 loads of B and, per row of
+ * A, one load, 8 FMAs (k in order) and one store of C. Each row stream of a group prefetches
+ * its own row qk_pf_dist / 8 bytes ahead, spilling into the next group's same row past the
+ * tile's end (so every line of B is prefetched once, ~qk_pf_dist bytes before its use); the
+ * lines the first group's prefetches skip are prefetched when a tile starts. Exact f32: every
+ * output is the k-ordered FMA chain of its products. Measurements: bench/README.md,
+ * "F16 / F32 decode GEMVs". */
+#ifdef QK_X86
+#define F32_TILE(MM) ((MM) == 1 ? 2048 : 1024)   /* columns: the MM rows of C stay in L1 */
+/* 16 columns at byte offset O of the tile (mask MK) for MM rows of A: RR rows of B in k order. */
+#define F32_STEP(MM, RR, O, MK)                                                               \
+  {                                                                                           \
+    __m512 bv[RR];                                                                            \
+    for (int r = 0; r < RR; ++r) bv[r] = _mm512_maskz_loadu_ps(MK, row[r] + (O));            \
+    for (int m = 0; m < MM; ++m) {                                                            \
+      float *c = C + m * ldc + t0 + (O) / 4;                                                  \
+      __m512 y = _mm512_maskz_loadu_ps(MK, c);                                                \
+      for (int r = 0; r < RR; ++r) y = _mm512_fmadd_ps(bv[r], xv[m][r], y);                   \
+      _mm512_mask_storeu_ps(c, MK, y);                                                        \
+    }                                                                                         \
+  }
+#define F32_RANGE(MM, RR)                                                                     \
+  QK_T512 static void f32_gemv_##MM##_##RR(int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, \
+                                    float *C, int64_t ldc, int accumulate, int64_t n0, int64_t n1) { \
+    int64_t width = n1 - n0, nt = (width + F32_TILE(MM) - 1) / F32_TILE(MM);                         \
+    int64_t tw = ((width + nt - 1) / nt + 15) / 16 * 16;                                      \
+    for (int64_t t0 = n0; t0 < n1; t0 += tw) {                                               \
+      int64_t t1 = t0 + tw < n1 ? t0 + tw : n1, T = (t1 - t0) * 4, Tf = T / 64 * 64;          \
+      int64_t d = qk_pf_dist / RR, dq = d / T, dr = d % T;   /* ahead: dq rows + dr bytes */  \
+      __mmask16 mt = (__mmask16)((1u << ((T - Tf) / 4)) - 1);                                \
+      for (int64_t kr = 0; kr < RR * (dq + 1) && kr < K; ++kr)   /* what the first group skips */ \
+        for (int64_t o = 0; o < (kr < RR * dq ? T : dr); o += 64)                              \
+          _mm_prefetch((const char *)(B + kr * ldb + t0) + o, _MM_HINT_T0);                    \
+      if (!accumulate)                                                                        \
+        for (int m = 0; m < MM; ++m) memset(C + m * ldc + t0, 0, (size_t)T);                  \
+      for (int64_t k = 0; k < K; k += RR) {                                                   \
+        int R = K - k < RR ? (int)(K - k) : RR;                                               \
+        const char *row[RR], *pa[RR], *pb[RR];                                               \
+        __m512 xv[MM][RR];                                                                    \
+        for (int r = 0; r < RR; ++r) {                                                        \
+          int64_t kr = k + (r < R ? r : 0), ka = kr + RR * dq, kb = ka + RR;                  \
+          row[r] = (const char *)(B + kr * ldb + t0);   /* past K: row k again, times x = 0 */ \
+          pa[r] = (const char *)(B + (ka < K ? ka : kr) * ldb + t0) + dr;                     \
+          pb[r] = (const char *)(B + (kb < K ? kb : kr) * ldb + t0) + dr - T;                 \
+          for (int m = 0; m < MM; ++m) xv[m][r] = _mm512_set1_ps(r < R ? A[m * lda + k + r] : 0.0f); \
+        }                                                                                     \
+        int64_t o = 0, sw = T - dr;   /* prefetches switch to the next group's rows at o = sw */ \
+        for (; o < Tf; o += 64) {                                                             \
+          for (int r = 0; r < RR; ++r) _mm_prefetch((o < sw ? pa[r] : pb[r]) + o, _MM_HINT_T0); \
+          F32_STEP(MM, RR, o, (__mmask16)0xFFFF)                                              \
+        }                                                                                     \
+        if (o < T) F32_STEP(MM, RR, o, mt)                                                    \
+      }                                                                                       \
+    }                                                                                         \
+  }
+F32_RANGE(1, 8) F32_RANGE(2, 8) F32_RANGE(3, 8)
+QK_T512 static void f32_gemv_range(int64_t M, int64_t K, const float *A, int64_t lda, const float *B,
+                                   int64_t ldb, float *C, int64_t ldc, int accumulate, int64_t n0, int64_t n1) {
+  if (M == 1) f32_gemv_1_8(K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
+  else if (M == 2) f32_gemv_2_8(K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
+  else f32_gemv_3_8(K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
+}
+#endif
+
+/* C (M, N) = A @ B [+ C when accumulate]: A rows lda apart (unit inner stride), B (K, N) rows
+ * ldb apart, C rows ldc apart; M <= 3, AVX-512 only. Returns 1 when it wrote C, 0 when the
+ * caller must (another ISA, M > 3, switched off by relax_quant_set_f32_gemv). Threads: the
+ * BLAS thread count over column ranges (multiples of 16), like the quant kernels' rows. */
+int relax_quant_f32_gemv(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                         int64_t ldb, float *C, int64_t ldc, int accumulate) {
+#ifdef QK_X86
+  if (!f32_gemv_on || isa != ISA_AVX512 || M < 1 || M > 3 || N < 1 || K < 1 || ldb < N || ldc < N) return 0;
+  int nt = max_threads();
+  ++f32_gemv_calls;
+  if ((double)M * (double)N * (double)K < fork_work) nt = 1;
+  int64_t per = ((N + nt - 1) / nt + 15) / 16 * 16;
+  if ((N + per - 1) / per < nt) nt = (int)((N + per - 1) / per);
+  if (nt <= 1) {
+    last_team = 1;
+    f32_gemv_range(M, K, A, lda, B, ldb, C, ldc, accumulate, 0, N);
+    return 1;
+  }
+#ifdef QK_THREADS
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int i = 0; i < nt; ++i) {
+    int64_t n0 = i * per, n1 = n0 + per < N ? n0 + per : N;
+    if (i == 0) last_team = omp_get_num_threads();
+    if (n0 < n1) f32_gemv_range(M, K, A, lda, B, ldb, C, ldc, accumulate, n0, n1);
+  }
+#endif
+  return 1;
+#else
+  (void)M; (void)N; (void)K; (void)A; (void)lda; (void)B; (void)ldb; (void)C; (void)ldc; (void)accumulate;
+  return 0;
+#endif
+}
+/* For tests and benchmarks: 0 sends the shim's f32 GEMVs to the BLAS again, 1 here (default);
+ * < 0: unchanged. Returns the setting now in use. */
+int relax_quant_set_f32_gemv(int on) {
+  if (on >= 0) f32_gemv_on = on != 0;
+  return f32_gemv_on;
+}
+/* How many products relax_quant_f32_gemv has run (for tests: the route taken). */
+int64_t relax_quant_f32_gemv_calls(void) { return f32_gemv_calls; }
 
 /* -- entry points --------------------------------------------------------------------- */
 

@@ -14,11 +14,12 @@
 
 /* Decode-sized f32 products (M <= 3, A and B row-major) over a weight streamed from memory:
  * quant_kernels.c's prefetching f32 GEMV (1: C written), ahead of the provider's sgemv. */
-int relax_quant_f32_gemv(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                         int64_t ldb, float *C, int64_t ldc, int accumulate);
+__attribute__((visibility("hidden"))) int relax_shim_quant_f32_gemv(int64_t M, int64_t N, int64_t K, const float *A,
+                                                                    int64_t lda, const float *B, int64_t ldb, float *C,
+                                                                    int64_t ldc, int accumulate);
 static inline int f32_small_m(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                               int64_t ldb, float *C, int64_t ldc, int accumulate) {
-  return relax_quant_f32_gemv(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+  return relax_shim_quant_f32_gemv(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 static inline int f64_small_m(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, const double *B,
                               int64_t ldb, double *C, int64_t ldc, int accumulate) {

@@ -1696,8 +1696,18 @@ QK_T512 static void f32_gemv_range(int64_t M, int64_t K, const float *A, int64_t
  * ldb apart, C rows ldc apart; M <= 3, AVX-512 only. Returns 1 when it wrote C, 0 when the
  * caller must (another ISA, M > 3, switched off by relax_quant_set_f32_gemv). Threads: the
  * BLAS thread count over column ranges (multiples of 16), like the quant kernels' rows. */
+/* The adapter's entry (blas_adapter.c): hidden, so a call from this library's adapter runs this
+ * library's kernel even when another relax_blas build (the other provider's) was loaded first
+ * with RTLD_GLOBAL and exports relax_quant_f32_gemv too. */
+__attribute__((visibility("hidden"))) int relax_shim_quant_f32_gemv(int64_t M, int64_t N, int64_t K, const float *A,
+                                                                    int64_t lda, const float *B, int64_t ldb, float *C,
+                                                                    int64_t ldc, int accumulate);
 int relax_quant_f32_gemv(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                          int64_t ldb, float *C, int64_t ldc, int accumulate) {
+  return relax_shim_quant_f32_gemv(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+int relax_shim_quant_f32_gemv(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                              int64_t ldb, float *C, int64_t ldc, int accumulate) {
 #ifdef QK_X86
   if (!f32_gemv_on || isa != ISA_AVX512 || M < 1 || M > 3 || N < 1 || K < 1 || ldb < N || ldc < N) return 0;
   int nt = max_threads();

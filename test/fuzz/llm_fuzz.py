@@ -263,22 +263,26 @@ def run_llm(seed: int, steps: int = 4, max_layers: int = 64) -> dict:
             res["error"] = (f"prefill logits of {n} tokens: max |diff| {diff:.3g} at {i} (got {got[i]!r}, "
                             f"want {ref[i]!r}, tol {TOL * scale:.3g})\n{desc}")
             return res
-        with torch.no_grad():
-            gen = model.generate(torch.tensor(ids[None]), max_new_tokens=steps, do_sample=False,
-                                 pad_token_id=0, eos_token_id=None)[0].numpy()
+        # the reference token of each step: the argmax of transformers' full forward over the
+        # sequence so far (not model.generate: with a sliding window as long as the prompt its
+        # cached path picks another token than its own forward, seed 1000131)
         seq = list(ids)
-        logits = got
+        logits, ref_logits = got, ref
         for k in range(steps):
             tok = int(np.argmax(logits))
+            want = int(np.argmax(ref_logits))
             top2 = np.sort(logits)[-2:]
-            if tok != int(gen[n + k]):
+            if tok != want:
                 if top2[1] - top2[0] < 1e-4 * scale:
                     res["tie_at"] = k
                     break
-                res["error"] = (f"greedy step {k}: token {tok}, transformers {int(gen[n + k])} "
+                res["error"] = (f"greedy step {k}: token {tok}, transformers {want} "
                                 f"(top two {top2.tolist()})\n{desc}")
                 return res
             seq.append(tok)
+            if k + 1 < steps:
+                with torch.no_grad():
+                    ref_logits = model(torch.tensor(np.asarray(seq)[None])).logits[0, -1].numpy()
             if k + 1 < steps:
                 logits = lm.decode(tok)
                 res["calls"] += 1

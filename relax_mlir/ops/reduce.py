@@ -144,6 +144,10 @@ def _legalize_reduce(call: LegalizeCall):
     x, out = call.in_types[0], call.out_types[0]
     axes = _kaxes(call["axes"], x.rank)
     kb = call.builder(attr_tag(axes=axes, keep=call["keepdims"]))
+    if call.name == "mean" and any(x.dims[a] == 0 for a in axes):
+        # no element to average: 0 / 0 everywhere, written as NaN (a division by a constant 0
+        # is folded to 0 by lavapipe's compiler: vulkan-program fuzz seed 1000400)
+        return kb.finish([kb.fill(math.nan, kb.outs[0])])
     kind = "sum" if call.name == "mean" else call.name
     acc_dt = compute_type(x.dtype)
     make, ident = combiner(kind, acc_dt)

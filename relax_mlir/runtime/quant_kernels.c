@@ -1078,13 +1078,7 @@ QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
         }                                                                                     \
       }                                                                                       \
     }                                                                                         \
-    for (int r = 0; r < NR; ++r) {                                                            \
-      __m256 v = macc[r];                                                                     \
-      __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));         \
-      s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                                             \
-      s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));                                               \
-      t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(s4);            \
-    }                                                                                         \
+    for (int r = 0; r < NR; ++r) t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - hsum256(macc[r]);\
   }
 #define Q4KG(F, FMT)                                                                          \
   Q4KG_BODY(F, FMT, 1) Q4KG_BODY(F, FMT, 4)                                                   \
@@ -1164,13 +1158,7 @@ QK_T512 static void q6kg(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64
         }                                                                                     \
       }                                                                                       \
     }                                                                                         \
-    for (int r = 0; r < NR; ++r) {                                                            \
-      __m256 v = macc[r];                                                                     \
-      __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));         \
-      s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                                             \
-      s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));                                               \
-      t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(s4);            \
-    }                                                                                         \
+    for (int r = 0; r < NR; ++r) t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - hsum256(macc[r]);\
   }
 Q4KE_BODY(1)
 Q4KE_BODY(4)

@@ -41,6 +41,20 @@ from .cpu import _llvm_stage, to_llvm
 WORKGROUP_SIZE = 64
 
 
+#: relax-gpu-decode-attention in the graph stage (bench/bench_gpu.py --attention compares the
+#: fused decode attention with the three kernels it replaces, in one process)
+DECODE_ATTENTION_DEFAULT = True
+
+
+def graph_stage(graph: list[str]) -> list[str]:
+    """The cpu target's graph passes with the GPU graph rewrites before relax-legalize:
+    relax-gpu-decode-attention (the cached attention chain as one decode_attention kernel)."""
+    if not DECODE_ATTENTION_DEFAULT:
+        return graph
+    at = next((i for i, p in enumerate(graph) if p.startswith("relax-legalize")), len(graph))
+    return graph[:at] + ["relax-gpu-decode-attention"] + graph[at:]
+
+
 def bufferize_stage() -> list[str]:
     """One-shot bufferization and deallocation, as on the cpu target, after host tensor
     constants get copies in fresh allocations (relax-gpu-device-constants: a kernel cannot

@@ -81,7 +81,7 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
     # memory planning on: the workspace is a device buffer of the session (intermediates at
     # their upper bounds, allocated once); library dispatch off (host BLAS)
     graph, host = _graph_and_host(fusion, True, False, None, "cpu", "cpu")
-    return [("graph", graph_stage(graph)), ("host", host),
+    return [("graph", graph_stage(graph, "cuda")), ("host", host),
             ("codegen", bufferize_stage() + kernel_stage(workgroup_size, "cuda", schedule_config) + ["relax-cuda-host"]
              + nvvm_stage(chip, fmt) + host_stage())]
 

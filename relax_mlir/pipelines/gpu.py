@@ -46,13 +46,14 @@ WORKGROUP_SIZE = 64
 DECODE_ATTENTION_DEFAULT = True
 
 
-def graph_stage(graph: list[str]) -> list[str]:
+def graph_stage(graph: list[str], kind: str) -> list[str]:
     """The cpu target's graph passes with the GPU graph rewrites before relax-legalize:
-    relax-gpu-decode-attention (the cached attention chain as one decode_attention kernel)."""
-    if not DECODE_ATTENTION_DEFAULT:
+    relax-gpu-decode-attention (the cached attention chain as one decode_attention kernel,
+    where the schedules with subgroup operations will take it)."""
+    if not (DECODE_ATTENTION_DEFAULT and SCHEDULES_DEFAULT and SUBGROUP_OPS_DEFAULT):
         return graph
     at = next((i for i, p in enumerate(graph) if p.startswith("relax-legalize")), len(graph))
-    return graph[:at] + ["relax-gpu-decode-attention"] + graph[at:]
+    return graph[:at] + [f"relax-gpu-decode-attention{{kind={kind}}}"] + graph[at:]
 
 
 def bufferize_stage() -> list[str]:

@@ -63,7 +63,7 @@ def codegen_stage(workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "") -> list[tuple[str, list[str]]]:
     check_schedule_config(schedule_config, "vulkan")
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
-    return [("graph", graph_stage(graph)), ("host", host), ("codegen", codegen_stage(workgroup_size, schedule_config))]
+    return [("graph", graph_stage(graph, "vulkan")), ("host", host), ("codegen", codegen_stage(workgroup_size, schedule_config))]
 
 
 @register_pipeline("vulkan", "relax IR to host LLVM code + SPIR-V kernels for Vulkan: shapes, legalize, "

@@ -39,7 +39,7 @@ from ...ops.registry import RelaxError, read_attrs
 from ...shapes import TensorSig, Truth, is_tensor, prove_equal, read_tensor_type
 from ...transforms.graph import body_ops, defining_op, graph_functions, relax_opdef, users
 from ...transforms.legalize import KERNEL_OP_ATTR, KernelTable
-from ...transforms.registry import register_pass
+from ...transforms.registry import Option, register_pass
 from .launch_builder import MAX_GRID, Launch, barrier, f32, for_loop, index, indexing_maps, load, store, when
 
 KERNEL_OP = "decode_attention"
@@ -136,26 +136,55 @@ def match_chain(mul: ir.Operation) -> Optional[_Chain]:
     return _Chain(q5, k, mask, v, [mul, red, add, sm, ex, mul2, red2], red2.results[0])
 
 
-def attention_kernel(q5: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, out: TensorSig):
+def _static(d) -> Optional[int]:
+    d = str(d)
+    return int(d) if d.isdigit() else None
+
+
+def absorb_reshapes(ch: _Chain) -> tuple[ir.Value, Optional[ir.Operation]]:
+    """(the q operand, the output reshape to absorb): q5's ``relax.reshape`` from
+    (s, G*KV, D) when q5 has no other user, and the result's single user when it is a
+    reshape to (s, G*KV*D); on the GPU each would be a copy kernel of its own (a launch)."""
+    q = ch.q5
+    op = defining_op(q)
+    if op is not None and op.name == "relax.reshape" and len(users(q)) == 1:
+        src = _sig(op.operands[0])
+        if src is not None and src.rank == 3 and src.dtype == "f32":
+            q = op.operands[0]
+    us = users(ch.result)
+    out = us[0] if len(us) == 1 and us[0].name == "relax.reshape" else None
+    if out is not None:
+        so = _sig(out.results[0])
+        if so is None or so.rank != 2:
+            out = None
+    return q, out
+
+
+def attention_kernel(q: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, out: TensorSig,
+                     G: int, KV: int, D: int):
     """The kernel of the fused chain, in linalg on tensors (what every route but the GPU
     rule's launch runs): scores + mask, row max, sum of exponentials, weighted sum of v,
-    division. Loops: (s, g, t, kv[, d])."""
-    types = [KType.of(x) for x in (q5, k, mask, v)]
+    division. q is (s, G, 1, KV, D) or (s, G*KV, D); the output (s, G, KV, D) or
+    (s, G*KV*D). Loops: (s, g, t, kv[, d])."""
+    types = [KType.of(x) for x in (q, k, mask, v)]
     ot = KType.of(out)
-    kb = KernelBuilder("relax_gpu_decode_attention_f32_" + "_".join(t.tag for t in types), types, [ot])
-    q, kk, mk, vv = kb.ins
+    kb = KernelBuilder("relax_gpu_decode_attention_f32_" + "_".join(t.tag for t in types + [ot]), types, [ot])
+    qq, kk, mk, vv = kb.ins
     ex = lambda x: kb.un(mmath.ExpOp, x)   # noqa: E731
-    # scores (s, g, t, kv) = sum_d q[s, g, 0, kv, d] k[t, kv, d] + mask
-    st = KType((ot.dims[0], ot.dims[1], types[1].dims[0], ot.dims[2]), "f32")
-    sizes = [kb.dim(q, 0), kb.dim(q, 1), kb.dim(kk, 0), kb.dim(q, 3)]
+    qmap = ["d0", "d1", "0", "d3", "d4"] if types[0].rank == 5 else ["d0", f"d1 * {KV} + d3", "d4"]
+    omap = ["d0", "d1", "d2", "d3"] if ot.rank == 4 else ["d0", f"d1 * {KV * D} + d2 * {D} + d3"]
+    # scores (s, g, t, kv) = sum_d q[s, g, kv, d] k[t, kv, d] + mask
+    s_dim = ot.dims[0]
+    st = KType((s_dim, G, types[1].dims[0], KV), "f32")
+    sizes = [kb.dim(qq, 0), kb.index(G), kb.dim(kk, 0), kb.index(KV)]
     zero = kb.fill(0.0, kb.empty_dims(st, sizes))
-    (sc,) = kb.generic([(q, ["d0", "d1", "0", "d3", "d4"]), (kk, ["d2", "d3", "d4"])], [(zero, ["d0", "d1", "d2", "d3"])],
+    (sc,) = kb.generic([(qq, qmap), (kk, ["d2", "d3", "d4"])], [(zero, ["d0", "d1", "d2", "d3"])],
                        ["parallel"] * 4 + ["reduction"],
                        lambda a, b, acc: [kb.bin(arith.AddFOp, acc, kb.bin(arith.MulFOp, a, b))])
     (sc,) = kb.generic([(sc, ["d0", "d1", "d2", "d3"]), (mk, broadcast_map(types[2], st))],
                        [(kb.empty_dims(st, sizes), ["d0", "d1", "d2", "d3"])], ["parallel"] * 4,
                        lambda a, b, _: [kb.bin(arith.AddFOp, a, b)])
-    rt = KType((ot.dims[0], ot.dims[1], ot.dims[2]), "f32")
+    rt = KType((s_dim, G, KV), "f32")
     rsizes = [sizes[0], sizes[1], sizes[3]]
     rows = ["d0", "d1", "d3"]
     its = ["parallel", "parallel", "reduction", "parallel"]
@@ -163,20 +192,36 @@ def attention_kernel(q5: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig,
                        its, lambda a, acc: [kb.bin(arith.MaximumFOp, a, acc)])
     (den,) = kb.generic([(sc, ["d0", "d1", "d2", "d3"]), (mx, rows)], [(kb.fill(0.0, kb.empty_dims(rt, rsizes)), rows)],
                         its, lambda a, m, acc: [kb.bin(arith.AddFOp, acc, ex(kb.bin(arith.SubFOp, a, m)))])
-    osizes = [sizes[0], sizes[1], sizes[3], kb.dim(q, 4)]
+    nt = KType((s_dim, G, KV, D), "f32")
     # loops (s, g, kv, d, t)
     (num,) = kb.generic([(sc, ["d0", "d1", "d4", "d2"]), (mx, ["d0", "d1", "d2"]), (vv, ["d4", "d2", "d3"])],
-                        [(kb.fill(0.0, kb.empty_dims(ot, osizes)), ["d0", "d1", "d2", "d3"])],
+                        [(kb.fill(0.0, kb.empty_dims(nt, [sizes[0], sizes[1], sizes[3], kb.index(D)])),
+                          ["d0", "d1", "d2", "d3"])],
                         ["parallel"] * 4 + ["reduction"],
                         lambda a, m, x, acc: [kb.bin(arith.AddFOp, acc,
                                                      kb.bin(arith.MulFOp, ex(kb.bin(arith.SubFOp, a, m)), x))])
-    (o,) = kb.generic([(num, ["d0", "d1", "d2", "d3"]), (den, ["d0", "d1", "d2"])], [(kb.outs[0], ["d0", "d1", "d2", "d3"])],
+    (o,) = kb.generic([(num, ["d0", "d1", "d2", "d3"]), (den, ["d0", "d1", "d2"])], [(kb.outs[0], omap)],
                       ["parallel"] * 4, lambda n, d, _: [kb.bin(arith.DivFOp, n, d)])
     return kb.finish([o])
 
 
-def fuse(module: ir.Operation) -> int:
-    """Rewrite every decode attention chain of the graph functions; how many."""
+def takes(head_dim: Optional[int], subgroup: Optional[int]) -> bool:
+    """Whether the launch (:func:`build`) serves head dim ``head_dim`` at subgroup width
+    ``subgroup``: a static D that is a multiple of the width (at most 16 elements per lane)
+    or divides it (lanes past D idle)."""
+    if not head_dim or not subgroup:
+        return False
+    return (head_dim % subgroup == 0 and head_dim // subgroup <= 16) or subgroup % head_dim == 0
+
+
+def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") -> int:
+    """Rewrite every decode attention chain of the graph functions; how many. With
+    ``require_rule`` only chains the GPU rule will take on the module's target (a known
+    subgroup width, :func:`takes`): the fused kernel's linalg body alone is slower than the
+    three scheduled kernels it replaces."""
+    from ...backends.gpu.rules import subgroup
+    from ...target import Target
+    width = subgroup(Target.for_module(module, kind))
     table, n = None, 0
     for f in graph_functions(module):
         for op in body_ops(f):
@@ -185,14 +230,22 @@ def fuse(module: ir.Operation) -> int:
             ch = match_chain(op)
             if ch is None:
                 continue
+            G, KV, D = (_static(_sig(ch.q5).shape[i]) for i in (1, 3, 4))
+            if G is None or KV is None or D is None or (require_rule and not takes(D, width)):
+                continue
+            q, reshape = absorb_reshapes(ch)
+            result = reshape.results[0] if reshape is not None else ch.result
             table = table or KernelTable(module)
-            kern = attention_kernel(*(_sig(x) for x in (ch.q5, ch.k, ch.mask, ch.v, ch.result)))
+            kern = attention_kernel(*(_sig(x) for x in (q, ch.k, ch.mask, ch.v, result)), G, KV, D)
             callee = table.symbol(kern, KERNEL_OP)
-            new = create("call_tir", [ch.q5, ch.k, ch.mask, ch.v], [ch.result.type],
-                         {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=ch.ops[-1].location,
-                         ip=ir.InsertionPoint(ch.ops[-1]))
-            ch.result.replace_all_uses_with(new.results[0])
-            for o in reversed(ch.ops):
+            last = reshape or ch.ops[-1]
+            new = create("call_tir", [q, ch.k, ch.mask, ch.v], [result.type],
+                         {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=last.location, ip=ir.InsertionPoint(last))
+            result.replace_all_uses_with(new.results[0])
+            dead = ([reshape] if reshape is not None else []) + list(reversed(ch.ops))
+            if q != ch.q5:
+                dead.append(defining_op(ch.q5))
+            for o in dead:
                 o.erase()
             n += 1
     return n
@@ -200,9 +253,12 @@ def fuse(module: ir.Operation) -> int:
 
 @register_pass("relax-gpu-decode-attention",
                "GPU targets: the cached (decode) attention chain q.k + mask -> softmax over the KV length -> "
-               "p.v becomes one call_tir of a decode_attention kernel (one launch on the GPU rule).")
+               "p.v becomes one call_tir of a decode_attention kernel (one launch on the GPU rule).",
+               options=[Option("require-rule", bool, True, "only where the GPU rule takes the kernel on the "
+                                                           "module's target (false: every chain)"),
+                        Option("kind", str, "vulkan", "the target kind when the module records none")])
 def relax_gpu_decode_attention(module: ir.Operation, opts) -> None:
-    fuse(module)
+    fuse(module, opts.require_rule, opts.kind)
 
 
 # -- the launch (relax-gpu-schedule's DecodeAttention rule) ----------------------------------
@@ -242,21 +298,24 @@ def head_dim(fn: ir.Operation) -> Optional[int]:
     m = match(fn)
     if m is None:
         return None
-    d = ir.MemRefType(m.q.type).shape[4]
+    d = ir.MemRefType(m.k.type).shape[2]
     return None if d == ir.ShapedType.get_dynamic_size() else d
 
 
 def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
     """Replace the kernel's body ops by one launch: a workgroup of ``splits`` subgroups per
     query row (s, g, kv); D a multiple of ``subgroup``."""
-    D = ir.MemRefType(m.q.type).shape[4]
+    _, KV, D = ir.MemRefType(m.k.type).shape
+    qt = ir.MemRefType(m.q.type)
+    G = qt.shape[1] if qt.rank == 5 else qt.shape[1] // KV
     S, W = subgroup, splits
-    per = D // S
+    per = max(D // S, 1)
+    idle = D < S           # lanes past D hold nothing (their q and v read as 0)
     i32t = ir.IntegerType.get_signless(32)
     contract = ir.Attribute.parse("#arith.fastmath<contract>")
     last = m.ops[-1]   # every buffer is defined before the division
     with ir.InsertionPoint(last), last.location:
-        s_n, g_n, kv_n = (memref.DimOp(m.q, index(i)).result for i in (0, 1, 3))
+        s_n, g_n, kv_n = memref.DimOp(m.q, index(0)).result, index(G), index(KV)
         t_n = memref.DimOp(m.k, index(0)).result
         rows = arith.MulIOp(arith.MulIOp(s_n, g_n).result, kv_n).result
         grid = arith.MinUIOp(rows, index(MAX_GRID)).result
@@ -268,13 +327,25 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
             sg = arith.DivUIOp(tid, index(S)).result
             width = arith.ConstantOp(i32t, S).result
             ds = [arith.AddIOp(lane, index(i * S)).result for i in range(per)]
+            live = arith.CmpIOp(arith.CmpIPredicate.ult, lane, index(D)).result if idle else None
+            if idle:
+                ds = [arith.MinUIOp(ds[0], index(D - 1)).result]
+
+            def only_live(v: ir.Value) -> ir.Value:
+                return arith.SelectOp(live, v, f32(0.0)).result if idle else v
 
             def row_body(row: ir.Value, _: list) -> list:
                 kv = arith.RemUIOp(row, kv_n).result
                 rest = arith.DivUIOp(row, kv_n).result
                 g = arith.RemUIOp(rest, g_n).result
                 s = arith.DivUIOp(rest, g_n).result
-                qs = [load(m.q, [s, g, index(0), kv, d]) for d in ds]
+                h = arith.AddIOp(arith.MulIOp(g, index(KV)).result, kv).result
+                qs = [only_live(load(m.q, [s, g, index(0), kv, d] if qt.rank == 5 else [s, h, d])) for d in ds]
+
+                def at_out(d: ir.Value) -> list:
+                    if ir.MemRefType(m.out.type).rank == 4:
+                        return [s, g, kv, d]
+                    return [s, arith.AddIOp(arith.MulIOp(h, index(D)).result, d).result]
                 loop4 = {0: s, 1: g, 3: kv}
 
                 def key(j: ir.Value, c: list) -> list:
@@ -303,8 +374,10 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
                 init = [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per
                 res = for_loop(sg, t_n, index(W), init, key)
                 if W == 1:
-                    for a, d in zip(res[2:], ds):
-                        store(arith.DivFOp(a, res[1]).result, m.out, [s, g, kv, d])
+                    def out():
+                        for a, d in zip(res[2:], ds):
+                            store(arith.DivFOp(a, res[1]).result, m.out, at_out(d))
+                    out() if not idle else when(live, out)
                     return []
                 buf = launch.shared[0]
                 base = arith.MulIOp(sg, index(D + 2)).result
@@ -314,8 +387,10 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
                     store(res[0], buf, [base])
                     store(res[1], buf, [arith.AddIOp(base, index(1)).result])
                 when(head, put_ml)
-                for a, d in zip(res[2:], ds):
-                    store(a, buf, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result])
+                def put_acc():
+                    for a, d in zip(res[2:], ds):
+                        store(a, buf, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result])
+                put_acc() if not idle else when(live, put_acc)
                 barrier()
 
                 def combine():
@@ -332,8 +407,9 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
                         for w in range(W):
                             a = load(buf, [arith.AddIOp(d, index(w * (D + 2) + 2)).result])
                             num = arith.AddFOp(num, arith.MulFOp(a, scale[w]).result).result
-                        store(arith.DivFOp(num, den).result, m.out, [s, g, kv, d])
-                when(arith.CmpIOp(arith.CmpIPredicate.eq, sg, index(0)).result, combine)
+                        store(arith.DivFOp(num, den).result, m.out, at_out(d))
+                first_sg = arith.CmpIOp(arith.CmpIPredicate.eq, sg, index(0)).result
+                when(arith.AndIOp(first_sg, live).result if idle else first_sg, combine)
                 barrier()   # the next row reuses the workgroup memory
                 return []
 

@@ -307,8 +307,9 @@ class DecodeAttention(ScheduleRule):
     """The fused decode attention kernel of relax-gpu-decode-attention: a workgroup per query
     row, ``attention_splits`` subgroups splitting the KV length, online softmax, shuffles
     (:mod:`relax_mlir.backends.gpu.decode_attention`). Needs a known subgroup size and a
-    static head dim that is a multiple of it (at most 16 elements per lane), else the
-    kernel's linalg body takes the other routes."""
+    static head dim that is a multiple of it (at most 16 elements per lane) or divides it
+    (:func:`~relax_mlir.backends.gpu.decode_attention.takes`), else the kernel's linalg body
+    takes the other routes."""
 
     name = "attention"
     kinds = ("reduction", "output-fusable")
@@ -330,7 +331,7 @@ class DecodeAttention(ScheduleRule):
 
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         m, sg, d = decode_attention.match(fn), subgroup(target), decode_attention.head_dim(fn)
-        if m is None or sg is None or d is None or d % sg or d // sg > 16:
+        if m is None or not decode_attention.takes(d, sg):
             return False
         decode_attention.build(fn, m, sg, config["attention_splits"])
         return True

@@ -224,12 +224,14 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") 
     width = subgroup(Target.for_module(module, kind))
     table, n = None, 0
     for f in graph_functions(module):
+        # the chains first, then the rewrites (a rewrite erases ops a later match would visit)
+        chains = []
         for op in body_ops(f):
-            if op.name != "relax.multiply":
+            ch = match_chain(op) if op.name == "relax.multiply" else None
+            if ch is None or any(ch.ops[0] == o for c in chains for o in c.ops):
                 continue
-            ch = match_chain(op)
-            if ch is None:
-                continue
+            chains.append(ch)
+        for ch in chains:
             G, KV, D = (_static(_sig(ch.q5).shape[i]) for i in (1, 3, 4))
             if G is None or KV is None or D is None or (require_rule and not takes(D, width)):
                 continue

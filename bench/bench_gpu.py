@@ -70,7 +70,7 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
 
 
 def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True,
-                     gemv_configs: tuple = (), attention: bool = False):
+                     gemv_configs: tuple = (), attention: bool = False, attention_splits: tuple = ()):
     """{label: executable}: each GPU target with its schedules (with ``gemv`` also without
     subgroup operations: no GEMV route; with ``without_vector`` also without
     relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel one
@@ -96,6 +96,9 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
                 "schedule_config": f"gemv_lanes={lanes}:gemv_k_subgroups={ksub}"})
         if gemv:
             out[f"{target} no-gemv"] = without("SUBGROUP_OPS_DEFAULT", target)
+        for c in attention_splits:   # subgroups per workgroup splitting the KV length (the rule's knob)
+            out[f"{target} splits {c}"] = relax_mlir.compile(mod, target=target, options={
+                "schedule_config": f"attention_splits={c}"})
         if attention:
             out[f"{target} 3 kernels"] = without("DECODE_ATTENTION_DEFAULT", target)
         if without_vector:
@@ -336,6 +339,8 @@ def main() -> int:
     ap.add_argument("--attention", action="store_true",
                     help="decode attention: the fused decode_attention kernel (one launch) against the same "
                          "target without relax-gpu-decode-attention (q.k, softmax, p.v kernels)")
+    ap.add_argument("--attention-splits", default="",
+                    help="with --attention: variants of the rule's attention_splits knob, comma-separated")
     ap.add_argument("--gemv-configs", default="",
                     help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
     ap.add_argument("--host-path-only", action="store_true",
@@ -359,6 +364,8 @@ def main() -> int:
         exes = compile_variants(src, targets, naive=not args.no_naive and not args.decode and not args.attention,
                                 without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode,
                                 attention=args.attention,
+                                attention_splits=tuple(c for c in args.attention_splits.split(",") if c)
+                                if args.attention else (),
                                 gemv_configs=tuple(c for c in args.gemv_configs.split(",") if c) if args.decode else ())
         want = ref(*inputs)
         acts = inputs[:len(inputs) - n_w]

@@ -59,9 +59,10 @@ def graph_stage(graph: list[str], kind: str) -> list[str]:
 def bufferize_stage() -> list[str]:
     """One-shot bufferization and deallocation, as on the cpu target, after host tensor
     constants get copies in fresh allocations (relax-gpu-device-constants: a kernel cannot
-    read a host global)."""
+    read a host global) and the kernels' reshapes and fresh copies became views
+    (relax-gpu-fold-tensor-copies: each copy would be a launch)."""
     stage = _llvm_stage()
-    return ["relax-gpu-device-constants", *stage[:stage.index("relax-kernel-noalias")]]
+    return ["relax-gpu-device-constants", "relax-gpu-fold-tensor-copies", *stage[:stage.index("relax-kernel-noalias")]]
 
 
 #: Hand-scheduled matmul and row kernels (:func:`schedule_stage`); False gives every kernel

@@ -70,7 +70,8 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
 
 
 def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True,
-                     gemv_configs: tuple = (), attention: bool = False, attention_splits: tuple = ()):
+                     gemv_configs: tuple = (), attention: bool = False, attention_splits: tuple = (),
+                     without_fold: bool = False):
     """{label: executable}: each GPU target with its schedules (with ``gemv`` also without
     subgroup operations: no GEMV route; with ``without_vector`` also without
     relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel one
@@ -103,6 +104,8 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
             out[f"{target} 3 kernels"] = without("DECODE_ATTENTION_DEFAULT", target)
         if without_vector:
             out[f"{target} no-vec"] = without("VECTOR_ELEMENTWISE_DEFAULT", target)
+        if without_fold:
+            out[f"{target} no-fold"] = without("FOLD_TENSOR_COPIES_DEFAULT", target)
         if naive:
             out[f"{target} naive"] = without("SCHEDULES_DEFAULT", target)
     if cpu:
@@ -330,6 +333,8 @@ def main() -> int:
     ap.add_argument("--no-naive", action="store_true", help="skip the naive (unscheduled) compiles")
     ap.add_argument("--without-vector", action="store_true",
                     help="also compile each GPU target without relax-gpu-vector-elementwise")
+    ap.add_argument("--without-fold", action="store_true",
+                    help="also compile each GPU target without relax-gpu-fold-tensor-copies")
     ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
     ap.add_argument("--decode", action="store_true",
                     help="decode GEMVs: the GEMV rule against the same target without subgroup operations")
@@ -363,6 +368,7 @@ def main() -> int:
             continue
         exes = compile_variants(src, targets, naive=not args.no_naive and not args.decode and not args.attention,
                                 without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode,
+                                without_fold=args.without_fold,
                                 attention=args.attention,
                                 attention_splits=tuple(c for c in args.attention_splits.split(",") if c)
                                 if args.attention else (),

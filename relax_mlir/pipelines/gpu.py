@@ -56,13 +56,18 @@ def graph_stage(graph: list[str], kind: str) -> list[str]:
     return graph[:at] + [f"relax-gpu-decode-attention{{kind={kind}}}"] + graph[at:]
 
 
+#: relax-gpu-fold-tensor-copies before bufferization (bench/bench_gpu.py --without-fold compares)
+FOLD_TENSOR_COPIES_DEFAULT = True
+
+
 def bufferize_stage() -> list[str]:
     """One-shot bufferization and deallocation, as on the cpu target, after host tensor
     constants get copies in fresh allocations (relax-gpu-device-constants: a kernel cannot
     read a host global) and the kernels' reshapes and fresh copies became views
     (relax-gpu-fold-tensor-copies: each copy would be a launch)."""
     stage = _llvm_stage()
-    return ["relax-gpu-device-constants", "relax-gpu-fold-tensor-copies", *stage[:stage.index("relax-kernel-noalias")]]
+    fold = ["relax-gpu-fold-tensor-copies"] if FOLD_TENSOR_COPIES_DEFAULT else []
+    return ["relax-gpu-device-constants", *fold, *stage[:stage.index("relax-kernel-noalias")]]
 
 
 #: Hand-scheduled matmul and row kernels (:func:`schedule_stage`); False gives every kernel

@@ -37,6 +37,7 @@ from ...dialects._core import create
 from ...ops.kernels import KType, KernelBuilder, broadcast_map
 from ...ops.registry import RelaxError, read_attrs
 from ...shapes import TensorSig, Truth, is_tensor, prove_equal, read_tensor_type
+from ...target import Target
 from ...transforms.graph import body_ops, defining_op, graph_functions, relax_opdef, users
 from ...transforms.legalize import KERNEL_OP_ATTR, KernelTable
 from ...transforms.registry import Option, register_pass
@@ -219,9 +220,8 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") 
     ``require_rule`` only chains the GPU rule will take on the module's target (a known
     subgroup width, :func:`takes`): the fused kernel's linalg body alone is slower than the
     three scheduled kernels it replaces."""
-    from ...backends.gpu.rules import subgroup
-    from ...target import Target
-    width = subgroup(Target.for_module(module, kind))
+    sg = Target.for_module(module, kind).subgroup_size
+    width = sg if sg and not sg & (sg - 1) else None    # as rules.subgroup: a power of two
     table, n = None, 0
     for f in graph_functions(module):
         # the chains first, then the rewrites (a rewrite erases ops a later match would visit)

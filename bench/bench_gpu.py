@@ -70,11 +70,13 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
 
 
 def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True,
-                     gemv_configs: tuple = ()):
+                     gemv_configs: tuple = (), attention: bool = False, attention_splits: tuple = (),
+                     without_fold: bool = False):
     """{label: executable}: each GPU target with its schedules (with ``gemv`` also without
     subgroup operations: no GEMV route; with ``without_vector`` also without
     relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel one
-    thread per output element), then ``cpu`` (library dispatch off) unless ``cpu`` is False."""
+    thread per output element; with ``attention`` also without relax-gpu-decode-attention),
+    then ``cpu`` (library dispatch off) unless ``cpu`` is False."""
     ctx = relax_mlir.make_context()
     mod = src(ctx) if callable(src) else src
 
@@ -95,8 +97,15 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
                 "schedule_config": f"gemv_lanes={lanes}:gemv_k_subgroups={ksub}"})
         if gemv:
             out[f"{target} no-gemv"] = without("SUBGROUP_OPS_DEFAULT", target)
+        for c in attention_splits:   # subgroups per workgroup splitting the KV length (the rule's knob)
+            out[f"{target} splits {c}"] = relax_mlir.compile(mod, target=target, options={
+                "schedule_config": f"attention_splits={c}"})
+        if attention:
+            out[f"{target} 3 kernels"] = without("DECODE_ATTENTION_DEFAULT", target)
         if without_vector:
             out[f"{target} no-vec"] = without("VECTOR_ELEMENTWISE_DEFAULT", target)
+        if without_fold:
+            out[f"{target} no-fold"] = without("FOLD_TENSOR_COPIES_DEFAULT", target)
         if naive:
             out[f"{target} naive"] = without("SCHEDULES_DEFAULT", target)
     if cpu:
@@ -267,6 +276,55 @@ TORCH_WEIGHTS: dict = {}
 TORCH_REFS["qlinear"] = lambda x, w: x @ w
 
 
+ATTENTION = """
+func.func @main(%q: tensor<1x{h}x{d}xf32>, %mask: tensor<1x1x{t}x1xf32>, %k: tensor<{t}x{kv}x{d}xf32>,
+                %v: tensor<{t}x{kv}x{d}xf32>) -> tensor<1x{hd}xf32> attributes {{relax.function}} {{
+  %q5 = "relax.reshape"(%q) {{shape = #relax.shape<[1, {g}, 1, {kv}, {d}]>}} : (tensor<1x{h}x{d}xf32>) -> tensor<1x{g}x1x{kv}x{d}xf32>
+  %p = "relax.multiply"(%q5, %k) : (tensor<1x{g}x1x{kv}x{d}xf32>, tensor<{t}x{kv}x{d}xf32>) -> tensor<1x{g}x{t}x{kv}x{d}xf32>
+  %sc = "relax.sum"(%p) {{axes = array<i64: -1>}} : (tensor<1x{g}x{t}x{kv}x{d}xf32>) -> tensor<1x{g}x{t}x{kv}xf32>
+  %a = "relax.add"(%sc, %mask) : (tensor<1x{g}x{t}x{kv}xf32>, tensor<1x1x{t}x1xf32>) -> tensor<1x{g}x{t}x{kv}xf32>
+  %pr = "relax.softmax"(%a) {{axis = 2 : i64}} : (tensor<1x{g}x{t}x{kv}xf32>) -> tensor<1x{g}x{t}x{kv}xf32>
+  %e = "relax.expand_dims"(%pr) {{axis = array<i64: 4>}} : (tensor<1x{g}x{t}x{kv}xf32>) -> tensor<1x{g}x{t}x{kv}x1xf32>
+  %pv = "relax.multiply"(%e, %v) : (tensor<1x{g}x{t}x{kv}x1xf32>, tensor<{t}x{kv}x{d}xf32>) -> tensor<1x{g}x{t}x{kv}x{d}xf32>
+  %o = "relax.sum"(%pv) {{axes = array<i64: 2>}} : (tensor<1x{g}x{t}x{kv}x{d}xf32>) -> tensor<1x{g}x{kv}x{d}xf32>
+  %r = "relax.reshape"(%o) {{shape = #relax.shape<[1, {hd}]>}} : (tensor<1x{g}x{kv}x{d}xf32>) -> tensor<1x{hd}xf32>
+  return %r : tensor<1x{hd}xf32>
+}}
+"""
+
+
+def _attention_ref(q, mask, k, v, g: int = 3):
+    """numpy: relax_mlir/llm's cached attention (query heads group-major: head g*KV + kv)."""
+    kv, d = k.shape[1], k.shape[2]
+    sc = (q.reshape(1, g, 1, kv, d).astype(np.float64) * k).sum(-1) + mask
+    e = np.exp(sc - sc.max(2, keepdims=True))
+    return ((e / e.sum(2, keepdims=True))[..., None] * v).sum(2).reshape(1, -1).astype(np.float32)
+
+
+def _torch_attention(q, mask, k, v, g: int = 3):
+    import torch
+    kv, d = k.shape[1], k.shape[2]
+    sc = (q.reshape(1, g, 1, kv, d) * k).sum(-1) + mask
+    return (torch.softmax(sc, dim=2)[..., None] * v).sum(2).reshape(1, -1)
+
+
+TORCH_REFS["attention"] = _torch_attention
+
+
+def attention_cases(rng, quick: bool):
+    """Decode attention of the issue-27 Llama config (12 query heads, 4 KV heads, head dim 64)
+    at KV lengths 128, 512, 2048: one query row against the cache (k, v resident: uploaded)."""
+    out = []
+    g, kv, d = 3, 4, 64
+    for t in ((128, 2048) if quick else (128, 512, 2048)):
+        q = rng.standard_normal((1, g * kv, d)).astype(np.float32)
+        mask = np.zeros((1, 1, t, 1), np.float32)
+        k, v = (rng.standard_normal((t, kv, d)).astype(np.float32) for _ in range(2))
+        out.append((f"decode attention t={t}", ATTENTION.format(h=g * kv, d=d, t=t, g=g, kv=kv, hd=g * kv * d),
+                    [q, mask, k, v], _attention_ref, "attention", 2))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -275,12 +333,19 @@ def main() -> int:
     ap.add_argument("--no-naive", action="store_true", help="skip the naive (unscheduled) compiles")
     ap.add_argument("--without-vector", action="store_true",
                     help="also compile each GPU target without relax-gpu-vector-elementwise")
+    ap.add_argument("--without-fold", action="store_true",
+                    help="also compile each GPU target without relax-gpu-fold-tensor-copies")
     ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
     ap.add_argument("--decode", action="store_true",
                     help="decode GEMVs: the GEMV rule against the same target without subgroup operations")
     ap.add_argument("--quant", action="store_true",
                     help="decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights: the quantized-GEMV rule against the same "
                          "target without subgroup operations (the generic kernel)")
+    ap.add_argument("--attention", action="store_true",
+                    help="decode attention: the fused decode_attention kernel (one launch) against the same "
+                         "target without relax-gpu-decode-attention (q.k, softmax, p.v kernels)")
+    ap.add_argument("--attention-splits", default="",
+                    help="with --attention: variants of the rule's attention_splits knob, comma-separated")
     ap.add_argument("--gemv-configs", default="",
                     help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
     ap.add_argument("--host-path-only", action="store_true",
@@ -296,12 +361,17 @@ def main() -> int:
     rng = np.random.default_rng(0)
     rows, labels = [], None
     args.decode = args.decode or args.quant
-    for name, src, inputs, ref, tref, n_w in (quant_cases(rng) if args.quant else decode_cases(rng) if args.decode
+    for name, src, inputs, ref, tref, n_w in (attention_cases(rng, args.quick) if args.attention else
+                                              quant_cases(rng) if args.quant else decode_cases(rng) if args.decode
                                               else cases(rng)):
         if any(k in name for k in skip):
             continue
-        exes = compile_variants(src, targets, naive=not args.no_naive and not args.decode,
+        exes = compile_variants(src, targets, naive=not args.no_naive and not args.decode and not args.attention,
                                 without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode,
+                                without_fold=args.without_fold,
+                                attention=args.attention,
+                                attention_splits=tuple(c for c in args.attention_splits.split(",") if c)
+                                if args.attention else (),
                                 gemv_configs=tuple(c for c in args.gemv_configs.split(",") if c) if args.decode else ())
         want = ref(*inputs)
         acts = inputs[:len(inputs) - n_w]

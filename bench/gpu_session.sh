@@ -4,12 +4,15 @@
 #      (bench/gpu_bundle.sh builds it here; pass it with run(carry=[".gpu"]));
 #   2. the device (nvidia-smi) -> $OUT/device.txt;
 #   3. pytest test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py
-#      (real-GPU numerics; with RELAX_MLIR_TEST_TENSOR_CORES=1 the tensor-core GEMM's numerics)
-#      -> $OUT/tests.txt;
+#      and take's index check (real-GPU numerics; the fused decode attention's included; with
+#      RELAX_MLIR_TEST_TENSOR_CORES=1 the tensor-core GEMM's numerics) -> $OUT/tests.txt;
 #   4. bench/bench_gpu.py --targets cuda --quant --quick: decode GEMVs on Q8_0/Q4_0/Q4_1 weights (the
 #      quantized-GEMV rule against the generic kernel and PyTorch on f32) -> $OUT/bench_quant.md;
 #   5. the llm CLI, issue 27's config (--size 134m, 128-token prompt, 32 new tokens, --stats):
 #      launches per decode step and tokens/s -> $OUT/llm_stats.txt;
+#   5b. bench/bench_gpu.py --targets cuda --attention --quick --attention-splits 1,8: the fused decode
+#      attention (4 warps per row by default, 1 and 8) against its three kernels and PyTorch
+#      -> $OUT/bench_attention.md;
 #   6. bench/bench_gpu.py --targets cuda --decode --quick: the f32/f16 decode GEMVs (default knobs and
 #      4x4, 8x8) against the same target without subgroup ops and PyTorch -> $OUT/bench_decode.md;
 #   7. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive -> $OUT/bench_gpu.md.
@@ -59,7 +62,7 @@ head -20 "$OUT/device.txt" | tee -a "$OUT/session.log"
 log "tests (timeout 200 s)"
 RELAX_MLIR_TEST_TENSOR_CORES=$([ $FAKE = 1 ] && echo 0 || echo 1) timeout 200 "$PY" -m pytest -q $XDIST \
     -p no:cacheprovider test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py \
-    > "$OUT/tests.txt" 2>&1
+    test/test_ops_numerics.py::test_take_out_of_range_on_gpu_targets > "$OUT/tests.txt" 2>&1
 log "tests rc=$? $(tail -1 "$OUT/tests.txt")"
 
 T=$(( $(left) < 70 ? $(left) : 70 ))
@@ -74,6 +77,13 @@ log "llm --stats, issue 27's config (timeout $T s)"
 env $BENCH_ENV timeout "$T" "$PY" -m relax_mlir.tools.relax_mlir_cli llm --target cuda --size 134m -n 32 \
     --prompt-len 128 --stats > "$OUT/llm_stats.txt" 2>&1
 log "llm rc=$? $(tail -3 "$OUT/llm_stats.txt" | tr '\n' ' ')"
+
+T=$(( $(left) < 40 ? $(left) : 40 ))
+log "decode attention bench (timeout $T s)"
+env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --attention --quick $BENCH_FLAGS \
+    --attention-splits 1,8 > "$OUT/bench_attention.md" 2> "$OUT/bench_attention.err"
+log "attention bench rc=$?"
+cat "$OUT/bench_attention.md" | tee -a "$OUT/session.log"
 
 T=$(( $(left) < 100 ? $(left) : 100 ))
 log "decode GEMV bench (timeout $T s)"

@@ -718,3 +718,38 @@ def edge_cuda():
 def test_cuda_edge_semantics(edge_cuda, fn, args):
     fn(edge_cuda, *args)
 
+
+
+FAKE_TAKE = r'''
+src = """func.func @take_f32(%a0: tensor<?xf32, #relax.shape<["k"]>>, %a1: tensor<?xi64, #relax.shape<["j"]>>) -> tensor<?xf32, #relax.shape<["j"]>> attributes {relax.function} {
+  %0 = "relax.take"(%a0, %a1) {axis = 0 : i64} : (tensor<?xf32, #relax.shape<["k"]>>, tensor<?xi64, #relax.shape<["j"]>>) -> tensor<?xf32, #relax.shape<["j"]>>
+  return %0 : tensor<?xf32, #relax.shape<["j"]>>
+}"""
+full = relax_mlir.compile(src, target="cuda")
+exe = full["take_f32"]
+x = np.array([10, 20, 30], np.float32)
+out = {}
+for name, ids in (("ok", [2, -3]), ("high", [0, 5]), ("after", [1]), ("low", [-4]), ("again", [0, 1]), ("replay", [1, 2]),
+                  ("replay_bad", [1, 9]), ("replay_ok", [2, 0])):
+    captured = ctypes.c_long.in_dll(fake, "fake_captured").value
+    out[name] = [err(lambda: exe(x, np.array(ids, np.int64))), ctypes.c_long.in_dll(fake, "fake_captured").value - captured]
+print("FAKE-RUN " + json.dumps(out))
+'''
+
+
+def test_fake_cuda_take_checks_its_indices(tmp_path):
+    """relax.take's index check on cuda (docs/semantics.md mode "check"): the host code snapshots
+    the indices with a device copy on the call's stream (a node of its CUDA graph), the runtime
+    reads it after the synchronization and raises the cpu target's IndexError; the next call
+    works; a call replayed without its host code checks its snapshot again. The fake driver
+    runs copies (not kernels), so the check itself runs here."""
+    assert issubclass(relax_mlir.IndexOutOfRangeError, IndexError)
+    out = run_fake(tmp_path, FAKE_PRELUDE + FAKE_TAKE)
+    msg = "index {} is out of range for a dim of size 3"
+    assert out["ok"][0] is None and out["after"][0] is None and out["again"][0] is None
+    assert out["high"][0][0] == "IndexOutOfRangeError" and msg.format(5) in out["high"][0][1], out["high"]
+    assert out["low"][0][0] == "IndexOutOfRangeError" and msg.format(-4) in out["low"][0][1], out["low"]
+    assert out["replay_bad"][0][0] == "IndexOutOfRangeError" and msg.format(9) in out["replay_bad"][0][1], out["replay_bad"]
+    assert out["replay_ok"][0] is None
+    # captures (host code runs): the replays capture nothing
+    assert [out[k][1] > 0 for k in ("again", "replay", "replay_bad", "replay_ok")] == [True, False, False, False], out

@@ -6,6 +6,10 @@ launch, not one per linalg op.
   reordered (relax-gpu-row-reductions), after relax-gpu-forward-copies removed the reshape
   copies in front of them: numerics on vulkan at sizes 1, odd and large through ONE
   executable, one launch per call;
+* the cached (decode) attention chain as one launch (relax-gpu-decode-attention + the
+  DecodeAttention rule): numerics on vulkan at KV lengths 1, odd and longer than a split,
+  several query rows, through ONE executable; the fused kernel's linalg body on the other
+  routes; its PTX loaded and launched by the fake CUDA driver;
 * the tiny Llama's decode step with the fake CUDA driver: the launches per step
   (``exe.cuda_call_stats``), pinned (75 before these changes, docs/gpu.md).
 """
@@ -22,6 +26,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 import relax_mlir  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 from kernel_harness import graph_module  # noqa: E402
+from mlir import ir  # noqa: E402
+from relax_mlir.backends.gpu import rules  # noqa: E402
+from relax_mlir.dialects import relax  # noqa: E402
+from relax_mlir.frontend.builder import graph_function  # noqa: E402
 from test_gpu_rules import routes  # noqa: E402,F401  (the fixture: each launch's route)
 
 OK, DEVICE = vkrt.available()
@@ -52,6 +60,105 @@ def test_vulkan_sum_over_a_middle_axis_is_one_launch(routes):
         assert len(launched) == 1, (a, n, b, launched)
 
 
+# -- fused decode attention -------------------------------------------------------------------
+
+NEG = float(np.finfo(np.float32).min)
+
+
+def attention_module(G: int, KV: int, D: int, merged: bool = True):
+    """relax_mlir/llm's cached attention (LlamaModel._attend_cached): q (s, G*KV, D) against
+    k, v (t, KV, D) with an additive mask (s, 1, t, 1); the result merged (s, G*KV*D) or
+    (s, G, KV, D)."""
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("q", ["s", G * KV, D], "f32"), ("k", ["t", KV, D], "f32"),
+                                        ("v", ["t", KV, D], "f32"), ("mask", ["s", 1, "t", 1], "f32")]) as fn:
+            q, k, v, mask = fn.params
+            sc = relax.sum(relax.multiply(relax.reshape(q, shape=["s", G, 1, KV, D]), k), axes=[-1])
+            p = relax.softmax(relax.add(sc, mask), axis=2)
+            o = relax.sum(relax.multiply(relax.expand_dims(p, axis=[4]), v), axes=[2])
+            fn.ret(relax.reshape(o, shape=["s", G * KV * D]) if merged else o)
+    return m
+
+
+def attention_ref(q, k, v, mask, G, KV, D):
+    s = q.shape[0]
+    sc = (q.reshape(s, G, 1, KV, D).astype(np.float64) * k).sum(-1) + mask
+    e = np.exp(sc - sc.max(2, keepdims=True))
+    return ((e / e.sum(2, keepdims=True))[..., None] * v).sum(2)
+
+
+def attention_inputs(s, t, KV, D, G, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((s, G * KV, D)).astype(np.float32)
+    k, v = (rng.standard_normal((t, KV, D)).astype(np.float32) for _ in range(2))
+    mask = np.where(rng.random((s, 1, t, 1)) < 0.25, NEG, 0.0).astype(np.float32)
+    mask[:, :, 0] = 0.0
+    return q, k, v, mask
+
+
+#: (s, t): one query row and several, KV lengths 1, odd, longer than 4 splits of 8 lanes
+_ATT_SIZES = [(1, 1), (1, 7), (2, 33), (1, 300), (3, 5)]
+
+
+@needs_vulkan
+@pytest.mark.parametrize("D,splits", [(4, 1), (16, 1), (32, 1), (16, 4)])
+def test_vulkan_decode_attention_is_one_launch(routes, D, splits):
+    """Head dims below, equal to and 4x lavapipe's subgroup (8); 1 and 4 subgroups per
+    workgroup splitting the KV length."""
+    G, KV = 2, 3
+    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan",
+                             options={"schedule_config": f"attention_splits={splits}"})
+    for s, t in _ATT_SIZES:
+        q, k, v, mask = attention_inputs(s, t, KV, D, G, s * 1000 + t)
+        y, launched = routes.call(exe, q, k, v, mask)
+        np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
+        assert len(launched) == 1 and launched[0][0], (s, t, launched)   # one launch, with shuffles
+
+
+@needs_vulkan
+def test_vulkan_decode_attention_kernel_on_the_other_routes(routes, monkeypatch):
+    """The fused kernel's linalg body (what runs where the rule does not apply) computes the
+    same, unmerged output included."""
+    monkeypatch.setattr(rules.DecodeAttention, "apply", lambda *a: False)
+    G, KV, D = 2, 2, 8
+    exe = relax_mlir.compile(attention_module(G, KV, D, merged=False), target="vulkan")
+    for s, t in _ATT_SIZES[:4]:
+        q, k, v, mask = attention_inputs(s, t, KV, D, G, t)
+        y, launched = routes.call(exe, q, k, v, mask)
+        np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D), rtol=1e-5, atol=2e-6)
+        assert len(launched) > 1
+
+
+FAKE_ATTENTION = r"""
+sys.path.insert(0, sys.argv[2])
+from test_gpu_launches import attention_module, attention_inputs
+exe = relax_mlir.compile(attention_module(2, 4, 64), target="cuda")
+out = []
+for s, t in ((1, 1), (1, 77), (2, 300)):
+    exe(*attention_inputs(s, t, 4, 64, 2, t))
+    out.append(exe.cuda_call_stats["launches"])
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_cuda_decode_attention_ptx():
+    """The cuda pipeline's PTX of the fused decode attention (D = 64: 2 elements per lane,
+    4 warps splitting the KV length): warp shuffles, one barrier pair, the only kernel."""
+    from test_gpu_rules import _cuda_ptx
+    ptx = _cuda_ptx(str(attention_module(2, 4, 64)), "cuda")
+    assert len(ptx) == 1, list(ptx)
+    (text,) = ptx.values()
+    assert text.count("shfl.sync.bfly.b32") == 5 and text.count("bar.sync") == 2, text[:2000]
+
+
+def test_fake_cuda_decode_attention_is_one_launch(tmp_path):
+    """The PTX loaded and launched by the fake driver: one launch per call at every KV length."""
+    import test_cuda
+    assert test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_ATTENTION, os.path.dirname(__file__)) == [1, 1, 1]
+
+
 FAKE_STEP = r"""
 import torch, transformers
 from relax_mlir.llm import CausalLM
@@ -71,9 +178,12 @@ print("FAKE-RUN " + json.dumps(steps))
 
 def test_fake_cuda_decode_launches_per_step(tmp_path):
     """Launches per decode step of the tiny Llama (2 and 3 layers): 75 and 103 before the
-    middle-axis row kernels and the copy forwarding (28 per layer + 19), now 51 and 68
+    middle-axis row kernels and the copy forwarding (28 per layer + 19), then 51 and 68
     (17 per layer + 17): per layer the softmax (6 -> 1), q.k and p.v (3 -> 1 each) and the
-    rope kernel's two reshape copies; per step the causal mask's copy."""
+    rope kernel's two reshape copies; per step the causal mask's copy. Then 45 and 59
+    (14 per layer + 17): the fused decode attention (q.k, softmax, p.v and the head merge's
+    copy -> 1). Now 39 and 50 (11 per layer + 17): relax-gpu-fold-tensor-copies (rope's
+    slice and reshape copies: 6 -> 3)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     import test_cuda
@@ -81,5 +191,5 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     (tmp_path / "3").mkdir()
     two = test_cuda.run_fake(tmp_path / "2", test_cuda.FAKE_PRELUDE + FAKE_STEP, "2")
     three = test_cuda.run_fake(tmp_path / "3", test_cuda.FAKE_PRELUDE + FAKE_STEP, "3")
-    assert two == [51, 51, 51]
-    assert three == [68, 68, 68]
+    assert two == [39, 39, 39]
+    assert three == [50, 50, 50]

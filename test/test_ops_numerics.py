@@ -683,17 +683,10 @@ def test_power_of_a_broadcast_base_compiles_quickly():
     assert out.stdout.strip() == str([1, 2, 32, -2 ** 31, 0, 0]), out.stderr[-2000:]
 
 
-@pytest.mark.parametrize("target", [
-    "vulkan",
-    pytest.param("cuda", marks=pytest.mark.xfail(
-        strict=True, raises=AssertionError,
-        reason="the cuda target does not check take's indices yet: they live in device memory and the launches "
-               "run after the host code; relax-lower-host drops relax.check_indices there (vulkan defers it to "
-               "the runtime, which the cuda runtime's graph capture and replay do not support yet); the kernel "
-               "clamps"))])
+@pytest.mark.parametrize("target", ["vulkan", "cuda"])
 def test_take_out_of_range_on_gpu_targets(target):
-    """Mode "check" on the GPU targets (docs/semantics.md): vulkan checks the indices after
-    the call's synchronization and raises the cpu's IndexError; cuda clamps (the gap)."""
+    """Mode "check" on the GPU targets (docs/semantics.md): both check the indices after the
+    call's synchronization (a snapshot copied in stream order) and raise the cpu's IndexError."""
     from relax_mlir.runtime import cuda, vulkan
     ok, why = (vulkan if target == "vulkan" else cuda).available()
     if not ok:

@@ -28,7 +28,7 @@ from typing import Optional
 
 from ..transforms.registry import Option, PipelineError, register_pipeline
 from .cpu import FUSION_DEFAULT, _graph_and_host, to_llvm
-from .gpu import SCHEDULE_CONFIG_HELP, WORKGROUP_SIZE, bufferize_stage, check_schedule_config, kernel_stage
+from .gpu import graph_stage, SCHEDULE_CONFIG_HELP, WORKGROUP_SIZE, bufferize_stage, check_schedule_config, kernel_stage
 
 #: sm_80 (A100) PTX runs on every later GPU through the driver's JIT
 CHIP = "sm_80"
@@ -81,7 +81,7 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
     # memory planning on: the workspace is a device buffer of the session (intermediates at
     # their upper bounds, allocated once); library dispatch off (host BLAS)
     graph, host = _graph_and_host(fusion, True, False, None, "cpu", "cpu")
-    return [("graph", graph), ("host", host),
+    return [("graph", graph_stage(graph, "cuda")), ("host", host),
             ("codegen", bufferize_stage() + kernel_stage(workgroup_size, "cuda", schedule_config) + ["relax-cuda-host"]
              + nvvm_stage(chip, fmt) + host_stage())]
 

@@ -41,12 +41,33 @@ from .cpu import _llvm_stage, to_llvm
 WORKGROUP_SIZE = 64
 
 
+#: relax-gpu-decode-attention in the graph stage (bench/bench_gpu.py --attention compares the
+#: fused decode attention with the three kernels it replaces, in one process)
+DECODE_ATTENTION_DEFAULT = True
+
+
+def graph_stage(graph: list[str], kind: str) -> list[str]:
+    """The cpu target's graph passes with the GPU graph rewrites before relax-legalize:
+    relax-gpu-decode-attention (the cached attention chain as one decode_attention kernel,
+    where the schedules with subgroup operations will take it)."""
+    if not (DECODE_ATTENTION_DEFAULT and SCHEDULES_DEFAULT and SUBGROUP_OPS_DEFAULT):
+        return graph
+    at = next((i for i, p in enumerate(graph) if p.startswith("relax-legalize")), len(graph))
+    return graph[:at] + [f"relax-gpu-decode-attention{{kind={kind}}}"] + graph[at:]
+
+
+#: relax-gpu-fold-tensor-copies before bufferization (bench/bench_gpu.py --without-fold compares)
+FOLD_TENSOR_COPIES_DEFAULT = True
+
+
 def bufferize_stage() -> list[str]:
     """One-shot bufferization and deallocation, as on the cpu target, after host tensor
     constants get copies in fresh allocations (relax-gpu-device-constants: a kernel cannot
-    read a host global)."""
+    read a host global) and the kernels' reshapes and fresh copies became views
+    (relax-gpu-fold-tensor-copies: each copy would be a launch)."""
     stage = _llvm_stage()
-    return ["relax-gpu-device-constants", *stage[:stage.index("relax-kernel-noalias")]]
+    fold = ["relax-gpu-fold-tensor-copies"] if FOLD_TENSOR_COPIES_DEFAULT else []
+    return ["relax-gpu-device-constants", *fold, *stage[:stage.index("relax-kernel-noalias")]]
 
 
 #: Hand-scheduled matmul and row kernels (:func:`schedule_stage`); False gives every kernel

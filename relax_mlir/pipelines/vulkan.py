@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..transforms.registry import Option, register_pipeline
 from .cpu import FUSION_DEFAULT, _graph_and_host
-from .gpu import (SCHEDULE_CONFIG_HELP, WORKGROUP_SIZE, bufferize_stage, check_schedule_config, host_llvm_stage,
+from .gpu import (SCHEDULE_CONFIG_HELP, graph_stage, WORKGROUP_SIZE, bufferize_stage, check_schedule_config, host_llvm_stage,
                   kernel_stage)
 
 #: SPIR-V up to 1.3 for Vulkan (spirv-update-vce lowers each module's version to what it
@@ -63,7 +63,7 @@ def codegen_stage(workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "") -> list[tuple[str, list[str]]]:
     check_schedule_config(schedule_config, "vulkan")
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
-    return [("graph", graph), ("host", host), ("codegen", codegen_stage(workgroup_size, schedule_config))]
+    return [("graph", graph_stage(graph, "vulkan")), ("host", host), ("codegen", codegen_stage(workgroup_size, schedule_config))]
 
 
 @register_pipeline("vulkan", "relax IR to host LLVM code + SPIR-V kernels for Vulkan: shapes, legalize, "

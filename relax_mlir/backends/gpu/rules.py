@@ -43,7 +43,7 @@ from typing import Optional
 from mlir import ir
 
 from ...target import Target
-from . import gemv, mma, quant_gemv, row_reductions, tile_matmul, vector_elementwise
+from . import decode_attention, gemv, mma, quant_gemv, row_reductions, tile_matmul, vector_elementwise
 from .launch_builder import kernel_kind
 from ...tuning.space import Config, Knob, Space
 
@@ -294,6 +294,49 @@ class Rows(ScheduleRule):
         return row_reductions.schedule_kernel(fn, config["threads"], config["workgroup_rows"])
 
 
+# -- decode attention -----------------------------------------------------------------------
+
+def _attention_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
+    sg = subgroup(t) or 32
+    if t.max_threads_per_block is not None and sg * cfg["attention_splits"] > t.max_threads_per_block:
+        return f"{sg * cfg['attention_splits']} threads per workgroup exceed the target's {t.max_threads_per_block}"
+    return None
+
+
+class DecodeAttention(ScheduleRule):
+    """The fused decode attention kernel of relax-gpu-decode-attention: a workgroup per query
+    row, ``attention_splits`` subgroups splitting the KV length, online softmax, shuffles
+    (:mod:`relax_mlir.backends.gpu.decode_attention`). Needs a known subgroup size and a
+    static head dim that is a multiple of it (at most 16 elements per lane) or divides it
+    (:func:`~relax_mlir.backends.gpu.decode_attention.takes`), else the kernel's linalg body
+    takes the other routes."""
+
+    name = "attention"
+    kinds = ("reduction", "output-fusable")
+
+    def dtype(self, fn: ir.Operation) -> Optional[str]:
+        return "f32" if decode_attention.head_dim(fn) is not None else None
+
+    def dtypes(self, target: Target) -> tuple[str, ...]:
+        return ("f32",) if subgroup(target) is not None else ()
+
+    def space(self, target: Target) -> Space:
+        return Space("gpu_attention", (
+            Knob("attention_splits", (1, 2, 4, 8), "subgroups per workgroup, each taking every n-th key"),
+        ), _attention_rule, target)
+
+    def default(self, target: Target, dtype: str, **hints: int) -> Config:
+        # lavapipe: one subgroup (its barriers switch coroutines); cuda: 4 warps per row
+        return dict(attention_splits=4 if target.kind == "cuda" else 1)
+
+    def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
+        m, sg, d = decode_attention.match(fn), subgroup(target), decode_attention.head_dim(fn)
+        if m is None or not decode_attention.takes(d, sg):
+            return False
+        decode_attention.build(fn, m, sg, config["attention_splits"])
+        return True
+
+
 # -- elementwise / broadcast / injective -----------------------------------------------------
 
 def _elementwise_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
@@ -333,7 +376,7 @@ class Elementwise(ScheduleRule):
 
 
 #: the rules, in the order a kernel without a recorded kind is offered to them
-RULES: tuple[ScheduleRule, ...] = (Matmul(), QuantMatmul(), Rows(), Elementwise())
+RULES: tuple[ScheduleRule, ...] = (DecodeAttention(), Matmul(), QuantMatmul(), Rows(), Elementwise())
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,9 @@ class CudaFunction(StagedFunction):
             for a, address in zip(staged, entry.staged):
                 rec.write(address, a.ctypes.data, a.nbytes)
             rec.replay(execs[entry.exec_key], entry)
+            failed = rec.replay_checks(entry.checks) if entry.checks else None
+            if failed is not None:   # a deferred index check: the results are discarded
+                raise self.exe._failure(*failed)
             outs = self._read(rec, entry.views, entry.addresses)
             rt.count(rec, len(staged), sum(a.nbytes for a in staged))
             return outs

@@ -13,17 +13,19 @@ from typing import Optional
 
 from ... import config
 from ..cuda_launch import ALLOC_HOOK, ARENA_ALIGN, CHECK_HOOK, COPY, LAUNCH, LIMIT, NSLOTS, SLOTS
-from ..gpu_shared import ALLOC_FN, CallHooks, add_stats
+from ..gpu_shared import ALLOC_FN, CallHooks, DeferredChecks, add_stats
 from .device import CudaDevice
 from .driver import _CAPTURE_RELAXED, _ELF, CUDA_ERROR_NOT_READY, CUDA_SUCCESS, CudaError, _timeout_s
 from .memory import DeviceBuffer, _SessionResources
 
+#: relax-lower-host's deferred index check (its callback's name, as the vulkan runtime's)
+CHECK_INDICES_FN = "relax_gpu_check_indices"
 #: graph executables kept per graph function (one per topology: e.g. a kernel's vector or
 #: scalar variant chosen by the sizes)
 GRAPHS_PER_FUNCTION = 8
 
 
-class CallState(CallHooks):
+class CallState(DeferredChecks, CallHooks):
     """One call of a cuda executable (one at a time per executable: the compiled launch path's
     state block is the executable's): its stream, buffers, pending graph and first failure.
 
@@ -32,7 +34,11 @@ class CallState(CallHooks):
     capturing the stream (graphs on); the host function then launches and copies through the
     compiled path; ``stop`` ends the capture and reads the state block; ``submit`` launches the
     graph (updated in place when its topology is unchanged) and synchronizes the stream once;
-    results are copied out; ``finish`` returns the buffers to the pool."""
+    results are copied out; ``finish`` returns the buffers to the pool. ``relax.take``'s index
+    checks are deferred (:class:`~relax_mlir.runtime.gpu_shared.DeferredChecks`): the host code
+    snapshots the indices with a device copy on the stream (a node of the call's graph) into a
+    buffer of the session's arena, and the copy is read after the synchronization; a replayed
+    call checks the same snapshots again (:meth:`replay_checks`)."""
 
     def __init__(self, rt: "CudaRuntime"):
         self.rt, self.dev = rt, rt.dev
@@ -57,6 +63,8 @@ class CallState(CallHooks):
         self._locked = True
         self.error, self.launches, self.timed_out, self._graph = None, 0, False, None
         self.counts = dict.fromkeys(CALL_COUNTS, 0)
+        self.reset_checks()
+        self.checks: list = []
         self.staged, self.views, self.addresses, self.exec_key = [], [], [], None
         self._created = self.dev.created
         try:      # the caller runs finish() only once begin succeeded: on failure, undo here
@@ -100,6 +108,24 @@ class CallState(CallHooks):
         self.counts["buffers"] += 1
         return buf.address
 
+    def device_copy(self, src: int, dst: int, nbytes: int) -> None:
+        """A deferred check's snapshot of its indices: a device copy in stream order (captured
+        into the call's graph while capturing)."""
+        r = self.dev.drv.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream)
+        if r != CUDA_SUCCESS:
+            raise self.dev.fail(r, f"cuMemcpyDtoDAsync({nbytes} bytes) of an index check")
+        self.counts["device_copies"] += 1
+
+    def regions(self) -> list[tuple[int, int]]:
+        self.checks = list(self.deferred)      # kept for replays of this call
+        return super().regions()
+
+    def replay_checks(self, checks: list) -> "tuple[int, list[int]] | None":
+        """After a replay's synchronization: the recorded call's checks on the snapshots its
+        graph copied again (same addresses: the arena's)."""
+        self.deferred = list(checks)
+        return self.failure([dst for _, dst, *_ in checks])
+
     def grow_arena(self) -> None:
         """The session's arena made as large as this call needed (the next call of the same
         sizes allocates nothing)."""
@@ -130,7 +156,8 @@ class CallState(CallHooks):
         """After the host function: end the capture, raise what the compiled path recorded."""
         slots = self.rt.slots
         self.launches = slots[SLOTS["launches"]]
-        self.topology = slots[SLOTS["topology"]]
+        # the index checks' snapshot copies are graph nodes the compiled path does not hash
+        self.topology = slots[SLOTS["topology"]] ^ (len(self.deferred) * 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF)
         self.counts["device_copies"] += slots[SLOTS["copies"]]
         # a failed launch first: it is what invalidates a capture on a real driver
         if slots[SLOTS["error"]] and self.error is None:
@@ -156,7 +183,7 @@ class CallState(CallHooks):
         e = _Replay()
         e.res, e.arena, e.exec_key, e.version = self.res, self.res.arena, self.exec_key, self.rt.versions[self.exec_key]
         e.staged, e.views, e.addresses = list(self.staged), list(self.views), list(self.addresses)
-        e.launches, e.copies = self.launches, self.counts["device_copies"]
+        e.launches, e.copies, e.checks = self.launches, self.counts["device_copies"], list(self.checks)
         return e
 
     def replay(self, exec_: int, entry: "_Replay") -> None:
@@ -245,11 +272,12 @@ class _Replay:
     """A call that can run again without its host code: its graph executable (at the version
     its capture left it), where its arguments were staged and its results are."""
 
-    __slots__ = ("res", "arena", "exec_key", "version", "staged", "views", "addresses", "launches", "copies")
+    __slots__ = ("res", "arena", "exec_key", "version", "staged", "views", "addresses", "launches", "copies", "checks")
 
 
 _LOAD = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 _LOAD_IMAGE = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+_CHECK_INDICES = ctypes.CFUNCTYPE(None, *([ctypes.c_int64] * 8))
 _CHECK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                           ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
 
@@ -290,6 +318,7 @@ class CudaRuntime:
             "mgpuModuleLoadJIT": _LOAD(self._load_ptx),
             "mgpuModuleLoad": _LOAD_IMAGE(self._load_cubin),
             CHECK_HOOK: _CHECK(self._check_hook),
+            CHECK_INDICES_FN: _CHECK_INDICES(self._check_indices),
         }
 
     def recorder(self) -> CallState:
@@ -433,6 +462,18 @@ class CudaRuntime:
         except BaseException as e:  # noqa: BLE001
             self._fail(st, e)
             return 0
+
+    def _check_indices(self, *args) -> None:
+        """relax-lower-host's deferred ``relax.check_indices``: snapshot the indices (a device
+        copy on the stream), checked after the call's synchronization."""
+        st = self._current()
+        try:
+            if st is None:
+                raise CudaError(f"{CHECK_INDICES_FN} called outside a call")
+            if st.error is None:
+                st.defer(*args)
+        except BaseException as e:  # noqa: BLE001
+            self._fail(st, e)
 
     def _load_ptx(self, data, opt_level) -> int:
         return self._load(lambda: ctypes.string_at(data))

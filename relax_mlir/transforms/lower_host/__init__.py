@@ -104,9 +104,10 @@ class ModuleState:
         #: host code can read a tensor's elements (relax.check_indices): the cpu target's
         #: buffers are host memory; a GPU target's are the device's (checks dropped there)
         self.host_reads_tensors = Target.for_module(module).kind == "cpu"
-        #: relax.check_indices deferred to the runtime (vulkan): the indices copied in stream
-        #: order and checked after the call's synchronization (FunctionLowering.defer_check_indices)
-        self.deferred_index_checks = Target.for_module(module).kind == "vulkan"
+        #: relax.check_indices deferred to the runtime (vulkan, cuda): the indices copied in
+        #: stream order and checked after the call's synchronization
+        #: (FunctionLowering.defer_check_indices)
+        self.deferred_index_checks = Target.for_module(module).kind in ("vulkan", "cuda")
         slots = [len(s) + r for s, r in (function_symbols(f) for f in self.graph.values())]
         self.detail_slots = max(slots, default=0)
         self._types: dict[str, ir.FunctionType] = {}

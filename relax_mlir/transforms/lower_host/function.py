@@ -658,7 +658,7 @@ class FunctionLowering:
         over the indices for their min and max (a loop LLVM vectorizes; one iteration for a
         decode step's token), then a check reporting the worst index and the size. Where
         the host cannot read the indices before the kernels run (vulkan) the check is
-        deferred to the runtime (:meth:`defer_check_indices`); cuda clamps unchecked."""
+        deferred to the runtime (:meth:`defer_check_indices`; vulkan and cuda)."""
         if not self.state.host_reads_tensors:
             if self.state.deferred_index_checks:
                 self.defer_check_indices(op, idx)

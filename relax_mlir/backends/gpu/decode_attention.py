@@ -1,0 +1,420 @@
+"""Fused decode attention on the GPU targets (flash-decoding style, issue 27).
+
+relax-gpu-decode-attention (graph level, before relax-legalize): the cached attention of
+relax_mlir/llm (``LlamaModel._attend_cached``) is written as
+
+    q5 = reshape(q, (s, G, 1, KV, D))
+    sc = sum(multiply(q5, k), axes=[-1])          k (t, KV, D)          -> (s, G, t, KV)
+    p  = softmax(add(sc, mask), axis=2)           mask broadcasts to (s, G, t, KV)
+    o  = sum(multiply(expand_dims(p, [4]), v), axes=[2])   v (t, KV, D)  -> (s, G, KV, D)
+
+which legalizes to three kernels (q.k, softmax, p.v: three launches per layer, the scores
+written to and read back from memory twice). Each intermediate used only by the next op,
+the chain becomes ONE ``relax.call_tir`` of a kernel ``relax.kernel_op = "decode_attention"``
+whose linalg body computes the same (scores, max, sum of exponentials, weighted sum of v,
+division), so every route that does not take it still computes attention.
+
+The GPU rule (:class:`relax_mlir.backends.gpu.rules.DecodeAttention`, f32, a known subgroup
+size, a static head dim that is a multiple of it) replaces that body with one launch
+(:func:`build`): a workgroup per query row (s, g, kv), ``splits`` subgroups per workgroup
+each taking every ``splits``-th key, a lane holding ``D / subgroup`` elements of q, of the
+output and its accumulators: per key a partial q.k, a ``gpu.shuffle xor`` sum over the
+subgroup, the online softmax update (running max, rescaled sum and accumulators); the
+subgroups' partial results meet in workgroup memory after one barrier (flash-decoding's
+split of the KV length, reduced inside the workgroup instead of by a second kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, gpu, math as mmath, memref
+
+from ...dialects._core import create
+from ...ops.kernels import KType, KernelBuilder, broadcast_map
+from ...ops.registry import RelaxError, read_attrs
+from ...shapes import TensorSig, Truth, is_tensor, prove_equal, read_tensor_type
+from ...target import Target
+from ...transforms.graph import body_ops, defining_op, graph_functions, relax_opdef, users
+from ...transforms.legalize import KERNEL_OP_ATTR, KernelTable
+from ...transforms.registry import Option, register_pass
+from .launch_builder import MAX_GRID, Launch, barrier, f32, for_loop, index, indexing_maps, load, store, when
+
+KERNEL_OP = "decode_attention"
+#: the initial running maximum: the lowest finite f32 (x - m stays finite, exp gives 0)
+_LOWEST = float(np.finfo(np.float32).min)
+
+
+# -- graph level ---------------------------------------------------------------------------
+
+def _sig(v: ir.Value) -> Optional[TensorSig]:
+    try:
+        return read_tensor_type(v.type) if is_tensor(v.type) else None
+    except (RelaxError, ValueError):
+        return None
+
+
+def _attrs(op: ir.Operation) -> dict:
+    try:
+        return read_attrs(relax_opdef(op), op) or {}
+    except (RelaxError, ValueError):
+        return {}
+
+
+def _eq(a, b) -> bool:
+    return prove_equal(a, b) is Truth.TRUE
+
+
+def _only_user(v: ir.Value, name: str) -> Optional[ir.Operation]:
+    us = users(v)
+    return us[0] if len(us) == 1 and us[0].name == name else None
+
+
+def _axes(op: ir.Operation, rank: int, key: str) -> Optional[list[int]]:
+    a = _attrs(op).get(key)
+    if a is None:
+        return None
+    a = [a] if isinstance(a, int) else list(a)
+    return sorted(x % rank for x in a)
+
+
+@dataclass
+class _Chain:
+    q5: ir.Value
+    k: ir.Value
+    mask: ir.Value
+    v: ir.Value
+    ops: list            # root (the q.k multiply) first
+    result: ir.Value
+
+
+def match_chain(mul: ir.Operation) -> Optional[_Chain]:
+    """The decode attention chain starting at ``relax.multiply`` ``mul`` (q5 * k), or None."""
+    if mul.name != "relax.multiply" or len(mul.operands) != 2:
+        return None
+    q5, k = mul.operands
+    sq, sk = _sig(q5), _sig(k)
+    if sq is None or sk is None or sq.rank != 5 or sk.rank != 3 or sq.dtype != "f32" or sk.dtype != "f32":
+        return None
+    s_, G, one, KV, D = sq.shape
+    t, kv_k, d_k = sk.shape
+    if not (_eq(one, 1) and _eq(kv_k, KV) and _eq(d_k, D)):
+        return None
+    red = _only_user(mul.results[0], "relax.sum")
+    if red is None or _axes(red, 5, "axes") != [4] or _attrs(red).get("keepdims"):
+        return None
+    add = _only_user(red.results[0], "relax.add")
+    if add is None:
+        return None
+    a, b = add.operands
+    mask = b if a == red.results[0] else a
+    sm_sig, scores = _sig(mask), (s_, G, t, KV)
+    if sm_sig is None or sm_sig.dtype != "f32" or sm_sig.rank > 4 or mask == red.results[0]:
+        return None
+    if not all(_eq(d, w) or _eq(d, 1) for d, w in zip(sm_sig.shape, scores[4 - sm_sig.rank:])):
+        return None
+    sm = _only_user(add.results[0], "relax.softmax")
+    if sm is None or _axes(sm, 4, "axis") != [2]:
+        return None
+    ex = _only_user(sm.results[0], "relax.expand_dims")
+    if ex is None or _axes(ex, 5, "axis") != [4]:
+        return None
+    mul2 = _only_user(ex.results[0], "relax.multiply")
+    if mul2 is None:
+        return None
+    a, b = mul2.operands
+    v = b if a == ex.results[0] else a
+    sv = _sig(v)
+    if sv is None or v == ex.results[0] or sv.rank != 3 or sv.dtype != "f32" or \
+            not all(_eq(x, y) for x, y in zip(sv.shape, (t, KV, D))):
+        return None
+    red2 = _only_user(mul2.results[0], "relax.sum")
+    if red2 is None or _axes(red2, 5, "axes") != [2] or _attrs(red2).get("keepdims"):
+        return None
+    return _Chain(q5, k, mask, v, [mul, red, add, sm, ex, mul2, red2], red2.results[0])
+
+
+def _static(d) -> Optional[int]:
+    d = str(d)
+    return int(d) if d.isdigit() else None
+
+
+def absorb_reshapes(ch: _Chain) -> tuple[ir.Value, Optional[ir.Operation]]:
+    """(the q operand, the output reshape to absorb): q5's ``relax.reshape`` from
+    (s, G*KV, D) when q5 has no other user, and the result's single user when it is a
+    reshape to (s, G*KV*D); on the GPU each would be a copy kernel of its own (a launch)."""
+    q = ch.q5
+    op = defining_op(q)
+    if op is not None and op.name == "relax.reshape" and len(users(q)) == 1:
+        src = _sig(op.operands[0])
+        if src is not None and src.rank == 3 and src.dtype == "f32":
+            q = op.operands[0]
+    us = users(ch.result)
+    out = us[0] if len(us) == 1 and us[0].name == "relax.reshape" else None
+    if out is not None:
+        so = _sig(out.results[0])
+        if so is None or so.rank != 2:
+            out = None
+    return q, out
+
+
+def attention_kernel(q: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, out: TensorSig,
+                     G: int, KV: int, D: int):
+    """The kernel of the fused chain, in linalg on tensors (what every route but the GPU
+    rule's launch runs): scores + mask, row max, sum of exponentials, weighted sum of v,
+    division. q is (s, G, 1, KV, D) or (s, G*KV, D); the output (s, G, KV, D) or
+    (s, G*KV*D). Loops: (s, g, t, kv[, d])."""
+    types = [KType.of(x) for x in (q, k, mask, v)]
+    ot = KType.of(out)
+    kb = KernelBuilder("relax_gpu_decode_attention_f32_" + "_".join(t.tag for t in types + [ot]), types, [ot])
+    qq, kk, mk, vv = kb.ins
+    ex = lambda x: kb.un(mmath.ExpOp, x)   # noqa: E731
+    qmap = ["d0", "d1", "0", "d3", "d4"] if types[0].rank == 5 else ["d0", f"d1 * {KV} + d3", "d4"]
+    omap = ["d0", "d1", "d2", "d3"] if ot.rank == 4 else ["d0", f"d1 * {KV * D} + d2 * {D} + d3"]
+    # scores (s, g, t, kv) = sum_d q[s, g, kv, d] k[t, kv, d] + mask
+    s_dim = ot.dims[0]
+    st = KType((s_dim, G, types[1].dims[0], KV), "f32")
+    sizes = [kb.dim(qq, 0), kb.index(G), kb.dim(kk, 0), kb.index(KV)]
+    zero = kb.fill(0.0, kb.empty_dims(st, sizes))
+    (sc,) = kb.generic([(qq, qmap), (kk, ["d2", "d3", "d4"])], [(zero, ["d0", "d1", "d2", "d3"])],
+                       ["parallel"] * 4 + ["reduction"],
+                       lambda a, b, acc: [kb.bin(arith.AddFOp, acc, kb.bin(arith.MulFOp, a, b))])
+    (sc,) = kb.generic([(sc, ["d0", "d1", "d2", "d3"]), (mk, broadcast_map(types[2], st))],
+                       [(kb.empty_dims(st, sizes), ["d0", "d1", "d2", "d3"])], ["parallel"] * 4,
+                       lambda a, b, _: [kb.bin(arith.AddFOp, a, b)])
+    rt = KType((s_dim, G, KV), "f32")
+    rsizes = [sizes[0], sizes[1], sizes[3]]
+    rows = ["d0", "d1", "d3"]
+    its = ["parallel", "parallel", "reduction", "parallel"]
+    (mx,) = kb.generic([(sc, ["d0", "d1", "d2", "d3"])], [(kb.fill(float("-inf"), kb.empty_dims(rt, rsizes)), rows)],
+                       its, lambda a, acc: [kb.bin(arith.MaximumFOp, a, acc)])
+    (den,) = kb.generic([(sc, ["d0", "d1", "d2", "d3"]), (mx, rows)], [(kb.fill(0.0, kb.empty_dims(rt, rsizes)), rows)],
+                        its, lambda a, m, acc: [kb.bin(arith.AddFOp, acc, ex(kb.bin(arith.SubFOp, a, m)))])
+    nt = KType((s_dim, G, KV, D), "f32")
+    # loops (s, g, kv, d, t)
+    (num,) = kb.generic([(sc, ["d0", "d1", "d4", "d2"]), (mx, ["d0", "d1", "d2"]), (vv, ["d4", "d2", "d3"])],
+                        [(kb.fill(0.0, kb.empty_dims(nt, [sizes[0], sizes[1], sizes[3], kb.index(D)])),
+                          ["d0", "d1", "d2", "d3"])],
+                        ["parallel"] * 4 + ["reduction"],
+                        lambda a, m, x, acc: [kb.bin(arith.AddFOp, acc,
+                                                     kb.bin(arith.MulFOp, ex(kb.bin(arith.SubFOp, a, m)), x))])
+    (o,) = kb.generic([(num, ["d0", "d1", "d2", "d3"]), (den, ["d0", "d1", "d2"])], [(kb.outs[0], omap)],
+                      ["parallel"] * 4, lambda n, d, _: [kb.bin(arith.DivFOp, n, d)])
+    return kb.finish([o])
+
+
+def takes(head_dim: Optional[int], subgroup: Optional[int]) -> bool:
+    """Whether the launch (:func:`build`) serves head dim ``head_dim`` at subgroup width
+    ``subgroup``: a static D that is a multiple of the width (at most 16 elements per lane)
+    or divides it (lanes past D idle)."""
+    if not head_dim or not subgroup:
+        return False
+    return (head_dim % subgroup == 0 and head_dim // subgroup <= 16) or subgroup % head_dim == 0
+
+
+def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") -> int:
+    """Rewrite every decode attention chain of the graph functions; how many. With
+    ``require_rule`` only chains the GPU rule will take on the module's target (a known
+    subgroup width, :func:`takes`): the fused kernel's linalg body alone is slower than the
+    three scheduled kernels it replaces."""
+    sg = Target.for_module(module, kind).subgroup_size
+    width = sg if sg and not sg & (sg - 1) else None    # as rules.subgroup: a power of two
+    table, n = None, 0
+    for f in graph_functions(module):
+        # the chains first, then the rewrites (a rewrite erases ops a later match would visit)
+        chains = []
+        for op in body_ops(f):
+            ch = match_chain(op) if op.name == "relax.multiply" else None
+            if ch is None or any(ch.ops[0] == o for c in chains for o in c.ops):
+                continue
+            chains.append(ch)
+        for ch in chains:
+            G, KV, D = (_static(_sig(ch.q5).shape[i]) for i in (1, 3, 4))
+            if G is None or KV is None or D is None or (require_rule and not takes(D, width)):
+                continue
+            q, reshape = absorb_reshapes(ch)
+            result = reshape.results[0] if reshape is not None else ch.result
+            table = table or KernelTable(module)
+            kern = attention_kernel(*(_sig(x) for x in (q, ch.k, ch.mask, ch.v, result)), G, KV, D)
+            callee = table.symbol(kern, KERNEL_OP)
+            last = reshape or ch.ops[-1]
+            new = create("call_tir", [q, ch.k, ch.mask, ch.v], [result.type],
+                         {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=last.location, ip=ir.InsertionPoint(last))
+            result.replace_all_uses_with(new.results[0])
+            dead = ([reshape] if reshape is not None else []) + list(reversed(ch.ops))
+            if q != ch.q5:
+                dead.append(defining_op(ch.q5))
+            for o in dead:
+                o.erase()
+            n += 1
+    return n
+
+
+@register_pass("relax-gpu-decode-attention",
+               "GPU targets: the cached (decode) attention chain q.k + mask -> softmax over the KV length -> "
+               "p.v becomes one call_tir of a decode_attention kernel (one launch on the GPU rule).",
+               options=[Option("require-rule", bool, True, "only where the GPU rule takes the kernel on the "
+                                                           "module's target (false: every chain)"),
+                        Option("kind", str, "vulkan", "the target kind when the module records none")])
+def relax_gpu_decode_attention(module: ir.Operation, opts) -> None:
+    fuse(module, opts.require_rule, opts.kind)
+
+
+# -- the launch (relax-gpu-schedule's DecodeAttention rule) ----------------------------------
+
+@dataclass
+class _Bufs:
+    q: ir.Value
+    k: ir.Value
+    mask: ir.Value
+    mask_map: ir.AffineMap
+    v: ir.Value
+    out: ir.Value
+    ops: list
+
+
+def _kernel_op(fn: ir.Operation) -> str:
+    return ir.StringAttr(fn.attributes[KERNEL_OP_ATTR]).value if KERNEL_OP_ATTR in fn.attributes else ""
+
+
+def match(fn: ir.Operation) -> Optional[_Bufs]:
+    """The buffers of a bufferized decode_attention kernel (exactly the body
+    :func:`attention_kernel` built: 5 fills, 6 generics), else None."""
+    if _kernel_op(fn) != KERNEL_OP:
+        return None
+    ops = [o.operation for o in fn.regions[0].blocks[0].operations]
+    work = [o for o in ops if o.name.startswith(("linalg.", "memref.copy", "scf.", "gpu."))]
+    if [o.name for o in work] != ["linalg.fill", "linalg.generic", "linalg.generic", "linalg.fill", "linalg.generic",
+                                  "linalg.fill", "linalg.generic", "linalg.fill", "linalg.generic", "linalg.generic"]:
+        return None
+    qk, add, pv, div = work[1].opview, work[2].opview, work[8].opview, work[9].opview
+    return _Bufs(qk.inputs[0], qk.inputs[1], add.inputs[1], indexing_maps(work[2])[1], pv.inputs[2], div.outputs[0],
+                 work)
+
+
+def head_dim(fn: ir.Operation) -> Optional[int]:
+    """D of a decode_attention kernel's q (static), else None."""
+    m = match(fn)
+    if m is None:
+        return None
+    d = ir.MemRefType(m.k.type).shape[2]
+    return None if d == ir.ShapedType.get_dynamic_size() else d
+
+
+def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
+    """Replace the kernel's body ops by one launch: a workgroup of ``splits`` subgroups per
+    query row (s, g, kv); D a multiple of ``subgroup``."""
+    _, KV, D = ir.MemRefType(m.k.type).shape
+    qt = ir.MemRefType(m.q.type)
+    G = qt.shape[1] if qt.rank == 5 else qt.shape[1] // KV
+    S, W = subgroup, splits
+    per = max(D // S, 1)
+    idle = D < S           # lanes past D hold nothing (their q and v read as 0)
+    i32t = ir.IntegerType.get_signless(32)
+    contract = ir.Attribute.parse("#arith.fastmath<contract>")
+    last = m.ops[-1]   # every buffer is defined before the division
+    with ir.InsertionPoint(last), last.location:
+        s_n, g_n, kv_n = memref.DimOp(m.q, index(0)).result, index(G), index(KV)
+        t_n = memref.DimOp(m.k, index(0)).result
+        rows = arith.MulIOp(arith.MulIOp(s_n, g_n).result, kv_n).result
+        grid = arith.MinUIOp(rows, index(MAX_GRID)).result
+        shared = [W * (D + 2)] if W > 1 else []
+        launch = Launch((grid, index(1), index(1)), (S * W, 1, 1), shared)
+        with launch:
+            tid = launch.thread_id[0]
+            lane = arith.RemUIOp(tid, index(S)).result
+            sg = arith.DivUIOp(tid, index(S)).result
+            width = arith.ConstantOp(i32t, S).result
+            ds = [arith.AddIOp(lane, index(i * S)).result for i in range(per)]
+            live = arith.CmpIOp(arith.CmpIPredicate.ult, lane, index(D)).result if idle else None
+            if idle:
+                ds = [arith.MinUIOp(ds[0], index(D - 1)).result]
+
+            def only_live(v: ir.Value) -> ir.Value:
+                return arith.SelectOp(live, v, f32(0.0)).result if idle else v
+
+            def row_body(row: ir.Value, _: list) -> list:
+                kv = arith.RemUIOp(row, kv_n).result
+                rest = arith.DivUIOp(row, kv_n).result
+                g = arith.RemUIOp(rest, g_n).result
+                s = arith.DivUIOp(rest, g_n).result
+                h = arith.AddIOp(arith.MulIOp(g, index(KV)).result, kv).result
+                qs = [only_live(load(m.q, [s, g, index(0), kv, d] if qt.rank == 5 else [s, h, d])) for d in ds]
+
+                def at_out(d: ir.Value) -> list:
+                    if ir.MemRefType(m.out.type).rank == 4:
+                        return [s, g, kv, d]
+                    return [s, arith.AddIOp(arith.MulIOp(h, index(D)).result, d).result]
+                loop4 = {0: s, 1: g, 3: kv}
+
+                def key(j: ir.Value, c: list) -> list:
+                    mrun, l, acc = c[0], c[1], c[2:]
+                    x = f32(0.0)
+                    for qd, d in zip(qs, ds):
+                        x = arith.AddFOp(x, arith.MulFOp(qd, load(m.k, [j, kv, d]), fastmath=contract).result,
+                                         fastmath=contract).result
+                    off = 1
+                    while off < S:
+                        o = arith.ConstantOp(i32t, off).result
+                        x = arith.AddFOp(x, gpu.ShuffleOp(x, o, width, gpu.ShuffleMode.XOR).results[0]).result
+                        off *= 2
+                    dims = {**loop4, 2: j}
+                    midx = [dims[ir.AffineDimExpr(e).position] if isinstance(e, ir.AffineDimExpr) else index(0)
+                            for e in m.mask_map.results]
+                    x = arith.AddFOp(x, load(m.mask, midx)).result
+                    mnew = arith.MaximumFOp(mrun, x).result
+                    alpha = mmath.ExpOp(arith.SubFOp(mrun, mnew).result).result
+                    p = mmath.ExpOp(arith.SubFOp(x, mnew).result).result
+                    l = arith.AddFOp(arith.MulFOp(l, alpha).result, p).result
+                    acc = [arith.AddFOp(arith.MulFOp(a, alpha).result,
+                                        arith.MulFOp(p, load(m.v, [j, kv, d])).result).result for a, d in zip(acc, ds)]
+                    return [mnew, l, *acc]
+
+                init = [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per
+                res = for_loop(sg, t_n, index(W), init, key)
+                if W == 1:
+                    def out():
+                        for a, d in zip(res[2:], ds):
+                            store(arith.DivFOp(a, res[1]).result, m.out, at_out(d))
+                    out() if not idle else when(live, out)
+                    return []
+                buf = launch.shared[0]
+                base = arith.MulIOp(sg, index(D + 2)).result
+                head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
+
+                def put_ml():
+                    store(res[0], buf, [base])
+                    store(res[1], buf, [arith.AddIOp(base, index(1)).result])
+                when(head, put_ml)
+                def put_acc():
+                    for a, d in zip(res[2:], ds):
+                        store(a, buf, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result])
+                put_acc() if not idle else when(live, put_acc)
+                barrier()
+
+                def combine():
+                    ms = [load(buf, [index(w * (D + 2))]) for w in range(W)]
+                    big = ms[0]
+                    for x in ms[1:]:
+                        big = arith.MaximumFOp(big, x).result
+                    scale = [mmath.ExpOp(arith.SubFOp(x, big).result).result for x in ms]
+                    den = f32(0.0)
+                    for w in range(W):
+                        den = arith.AddFOp(den, arith.MulFOp(load(buf, [index(w * (D + 2) + 1)]), scale[w]).result).result
+                    for d in ds:
+                        num = f32(0.0)
+                        for w in range(W):
+                            a = load(buf, [arith.AddIOp(d, index(w * (D + 2) + 2)).result])
+                            num = arith.AddFOp(num, arith.MulFOp(a, scale[w]).result).result
+                        store(arith.DivFOp(num, den).result, m.out, at_out(d))
+                first_sg = arith.CmpIOp(arith.CmpIPredicate.eq, sg, index(0)).result
+                when(arith.AndIOp(first_sg, live).result if idle else first_sg, combine)
+                barrier()   # the next row reuses the workgroup memory
+                return []
+
+            for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row_body)
+    for o in reversed(m.ops):
+        o.erase()

@@ -305,16 +305,8 @@ class GGUFFile:
     def release(self, a: np.ndarray) -> None:
         """The pages wholly inside array ``a`` (a view of this file's data, already copied)
         leave this process's memory; touching them again reads them from the file."""
-        import mmap
-
-        base = self._data.ctypes.data
-        lo, hi = a.ctypes.data - base, a.ctypes.data - base + a.nbytes
-        if not a.flags.c_contiguous or lo < 0 or hi > self._data.size or not hasattr(self._mmap, "madvise"):
-            return
-        page = mmap.PAGESIZE
-        lo, hi = -(-lo // page) * page, hi // page * page
-        if hi > lo:
-            self._mmap.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        from .weights import drop_pages
+        drop_pages(self._mmap, self._data, a)
 
     def __contains__(self, key: str) -> bool:
         return key in self._fields
@@ -600,6 +592,9 @@ class GGUFSource(WeightSource):
     def f32(self, name: str) -> np.ndarray:
         return dequantize(self._tensor(name), self.path)
 
+    def release(self, name: str) -> None:
+        self.file.release(self._tensor(name).data)
+
     def shape(self, name: str) -> tuple:
         return self._tensor(name).shape
 
@@ -610,10 +605,11 @@ class GGUFSource(WeightSource):
                             f"{list(want)}")
 
 
-def load(path, tokenizer: bool = True, formats=None, activations: str = "f32") -> GGUFModel:
+def load(path, tokenizer: bool = True, formats=None, activations: str = "f32", lazy: bool = False) -> GGUFModel:
     """Read a GGUF model: config, our weights, tokenizer. ``formats``: the quantized formats
     the target runs (weights in them stay as stored, :func:`plan_formats`); None or empty:
-    every weight dequantized to f32."""
+    every weight dequantized to f32. ``lazy``: the weights as a
+    :class:`~relax_mlir.llm.weights.LayerWeights` (layers made when asked for)."""
     from dataclasses import replace
 
     from . import weights as W
@@ -624,7 +620,7 @@ def load(path, tokenizer: bool = True, formats=None, activations: str = "f32") -
     src = GGUFSource(f)
     if formats:
         c = replace(W.stored_formats(src, c, formats), activations=activations)
-    w = W.model_weights(src, c)
+    w = W.model_weights(src, c, lazy=lazy)
     w["rope_inv_freq"] = inv_freq_from_gguf(f, c)
     ctx = f.get(f"{arch}.context_length", 2048, "int")
     if ctx <= 0:

@@ -386,8 +386,9 @@ def dequantize(t: RawTensor, path: str = "") -> np.ndarray:
 
 @dataclass
 class GGUFModel:
-    """What :func:`load` reads: the graph config, our weight dict (f32), the file's
-    context length, eos id(s) and tokenizer (None when ``tokenizers`` is not installed)."""
+    """What :func:`load` reads: the graph config, our weights (a dict, or with ``lazy`` a
+    :class:`~relax_mlir.llm.weights.LayerWeights`), the file's context length, eos id(s)
+    and tokenizer (None when ``tokenizers`` is not installed)."""
 
     config: LMConfig
     weights: dict[str, np.ndarray]

@@ -32,6 +32,7 @@ fallback, merges from the file or derived from the token scores), plus the chat 
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from dataclasses import dataclass, field
@@ -170,6 +171,8 @@ def _read_header(path: str) -> _Header:
             off, kb = string(off, "metadata key")
             key = kb.decode("utf-8", "replace")
             vtype = u32(off, key)
+            if key in fields:
+                raise GGUFError(f"{path}: corrupt GGUF file (metadata '{key}' appears twice)")
             fields[key] = (vtype, off + 4)
             if key == "general.alignment" and vtype == 4:
                 alignment = u32(off + 4, key)
@@ -290,15 +293,20 @@ class GGUFFile:
         self._data = np.frombuffer(self._mmap, np.uint8)
         self.tensors = {}
         for name, dims, ttype, toff in h.infos:
+            if name in self.tensors:
+                raise GGUFError(f"{self.path}: corrupt GGUF file (tensor '{name}' appears twice)")
             qtype = types[ttype]
             shape = tuple(int(d) for d in reversed(dims))
             block, type_size = gguf.constants.GGML_QUANT_SIZES[qtype]
-            nbytes = int(np.prod(shape, dtype=np.int64)) // block * type_size
-            a = self._data[h.data_start + toff:h.data_start + toff + nbytes]
-            if qtype.name in _ELEMENT_DTYPES:
-                a = a.view(_ELEMENT_DTYPES[qtype.name]).reshape(shape)
-            else:   # whole blocks per row along the last axis
-                a = a.reshape(*shape[:-1], shape[-1] // block * type_size)
+            nbytes = math.prod(shape) // block * type_size
+            try:
+                a = self._data[h.data_start + toff:h.data_start + toff + nbytes]
+                if qtype.name in _ELEMENT_DTYPES:
+                    a = a.view(_ELEMENT_DTYPES[qtype.name]).reshape(shape)
+                else:   # whole blocks per row along the last axis
+                    a = a.reshape(*shape[:-1], shape[-1] // block * type_size)
+            except ValueError as e:
+                raise GGUFError(f"{self.path}: cannot read GGUF tensor '{name}': {e}") from None
             self.tensors[name] = RawTensor(name, qtype, shape, a)
         self._cache: dict[str, Any] = {}
 

@@ -276,10 +276,9 @@ class _Stack(nn.Module):
         out = {name: np.empty(p.shape, np.int8) for _, (name, p) in params}
         for j in range(self.first, self.first + self.count):
             for (n, lp), (name, p) in params:
-                try:
-                    w = weights[f"layers.{j}.{n}"]
-                except KeyError:
-                    raise ValueError(f"missing weights: layers.{j}.{n}") from None
+                if f"layers.{j}.{n}" not in weights:   # (a lazy source's own error, naming its file, first)
+                    raise ValueError(f"missing weights: layers.{j}.{n}")
+                w = weights[f"layers.{j}.{n}"]
                 w = np.ascontiguousarray(w, dtype=_NP[lp.dtype]) if lp.dtype in _NP else np.ascontiguousarray(w)
                 b = w.reshape(-1).view(np.int8)
                 if b.size != p.shape[1]:

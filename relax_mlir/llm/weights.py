@@ -294,6 +294,8 @@ def model_weights(src: WeightSource, c: LMConfig, tie: bool = False, lazy: bool 
         src.release(head)
     if not lazy:
         return out
+    for name, shape in shapes.items():     # a missing or misshapen tensor fails now, before any compile
+        src.check_shape(name, shape)
 
     def make(i: int) -> tuple[dict, list]:
         read.clear()

@@ -107,7 +107,8 @@ class CausalLM:
         self.target = target
         self.exe, self.weight_names = compile_model(config, target)
         model = LlamaModel(config)
-        missing = [n for n, _ in model.named_parameters() if n not in weights] + \
+        # the layers' weights are checked as they are stacked (a lazy mapping makes each once)
+        missing = [n for n, _ in model.named_parameters() if not n.startswith("layers.") and n not in weights] + \
             [n for n in self.weight_names if not n.startswith("stacks.") and n not in weights]
         if missing:
             raise ValueError(f"missing weights: {', '.join(missing[:5])}")
@@ -188,7 +189,7 @@ class CausalLM:
         src, tie = W.SafetensorsSource(path), W.tie_embeddings(cfg)
         if quantized:
             c = W.stored_formats(src, c, supported_formats(target), tie)
-        weights = W.model_weights(src, c, tie)
+        weights = W.model_weights(src, c, tie, lazy=True)
         weights["rope_inv_freq"] = W.inv_freq(cfg, c)
         return cls(c, weights, max_seq_len or getattr(cfg, "max_position_embeddings", 2048),
                    eos_token_id=getattr(cfg, "eos_token_id", None), target=target)
@@ -205,7 +206,7 @@ class CausalLM:
         (llama.cpp's int8 dot products: faster, not exact)."""
         from ..ops.quant import supported_formats
         from .gguf import load
-        g = load(path, formats=supported_formats(target) if quantized else None, activations=activations)
+        g = load(path, formats=supported_formats(target) if quantized else None, activations=activations, lazy=True)
         lm = cls(g.config, g.weights, max_seq_len or min(g.context_length, 2048), eos_token_id=g.eos_token_id,
                  target=target)
         lm.tokenizer = g.tokenizer

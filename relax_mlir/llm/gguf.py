@@ -7,10 +7,10 @@
     ids = lm.tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}])
     print(lm.tokenizer.decode(lm.generate(ids, 32)[len(ids):]))
 
-The file is read with ``gguf.GGUFReader`` (memory-mapped) after :func:`check_file` has
-walked its header and bounded every count, length and tensor range by the file size (the
-reader itself trusts them: a truncated file gives short arrays, an absurd array count a
-near-endless loop). Any problem is a :class:`GGUFError` naming the path.
+The file is memory-mapped and its header read by :func:`check_file`'s walk, which bounds
+every count, length and tensor range by the file size (``gguf.GGUFReader`` trusts them: a
+truncated file gives short arrays, an absurd array count a near-endless loop; and it makes
+a numpy array per metadata part, ~150 MB for a large vocabulary). Any problem is a :class:`GGUFError` naming the path.
 
 Architectures: ``llama``, ``mistral`` (llama.cpp's converter permutes the q/k rows of
 these for its rope layout: undone here, so the weights equal Hugging Face's) and
@@ -32,6 +32,7 @@ fallback, merges from the file or derived from the token scores), plus the chat 
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from dataclasses import dataclass, field
@@ -72,6 +73,22 @@ def check_file(path: str) -> None:
     """Walk the header of ``path`` with every count and offset bounded by the file size;
     raise :class:`GGUFError` on anything a well-formed GGUF cannot contain (bad magic,
     version, value type, tensor type, a truncated header or tensor data)."""
+    _read_header(path)
+
+
+class _Header(NamedTuple):
+    """What :func:`_read_header` finds: the header bytes, metadata key -> (value type, offset
+    of the value in ``buf``), tensor infos (name, dims, GGML type, offset) and where the data starts."""
+
+    buf: bytes
+    fields: dict
+    infos: list
+    data_start: int
+
+
+def _read_header(path: str) -> _Header:
+    """:func:`check_file`'s walk, keeping where each metadata value and tensor lies (the
+    values are decoded on demand by :func:`_decode`: a vocabulary's 100k strings stay bytes)."""
     gguf = _gguf()
     try:
         size = os.path.getsize(path)
@@ -149,10 +166,14 @@ def check_file(path: str) -> None:
                 return off
             raise GGUFError(f"{path}: corrupt GGUF metadata '{key}' (value type {vtype})")
 
+        fields = {}
         for _ in range(n_kv):
             off, kb = string(off, "metadata key")
             key = kb.decode("utf-8", "replace")
             vtype = u32(off, key)
+            if key in fields:
+                raise GGUFError(f"{path}: corrupt GGUF file (metadata '{key}' appears twice)")
+            fields[key] = (vtype, off + 4)
             if key == "general.alignment" and vtype == 4:
                 alignment = u32(off + 4, key)
                 if alignment == 0 or alignment & (alignment - 1):
@@ -187,6 +208,53 @@ def check_file(path: str) -> None:
         if end > size:
             raise GGUFError(f"{path}: truncated GGUF file (tensor '{name}' needs bytes up to {end}, "
                             f"the file has {size})")
+    return _Header(bytes(buf[:off]), fields, infos, data_start)
+
+
+_SCALAR_FORMAT = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def _decode(buf: bytes, off: int, vtype: int):
+    """The Python value (int, float, bool, str or list) of a metadata value the walk checked."""
+    if vtype in _SCALAR_FORMAT:
+        return struct.unpack_from("<" + _SCALAR_FORMAT[vtype], buf, off)[0]
+    if vtype == _STRING:
+        (n,) = struct.unpack_from("<Q", buf, off)
+        return str(buf[off + 8:off + 8 + n], "utf-8")
+    itype, count = struct.unpack_from("<IQ", buf, off)
+    off += 12
+    if itype in _SCALAR_FORMAT:
+        return np.frombuffer(buf, "<" + _SCALAR_FORMAT[itype], count, off).tolist()
+    out = []
+    for _ in range(count):
+        if itype == _STRING:
+            (n,) = struct.unpack_from("<Q", buf, off)
+            out.append(str(buf[off + 8:off + 8 + n], "utf-8"))
+            off += 8 + n
+        else:
+            out.append(_decode(buf, off, itype))
+            off = _skip(buf, off, itype)
+    return out
+
+
+def _skip(buf: bytes, off: int, vtype: int) -> int:
+    """The offset after a (checked) value."""
+    if vtype in _SCALAR_SIZE:
+        return off + _SCALAR_SIZE[vtype]
+    if vtype == _STRING:
+        return off + 8 + struct.unpack_from("<Q", buf, off)[0]
+    itype, count = struct.unpack_from("<IQ", buf, off)
+    off += 12
+    if itype in _SCALAR_SIZE:
+        return off + count * _SCALAR_SIZE[itype]
+    for _ in range(count):
+        off = _skip(buf, off, itype)
+    return off
+
+
+#: GGML types read as numpy elements (the others as uint8 blocks, gguf.GGUFReader's convention)
+_ELEMENT_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I8": np.int8, "I16": np.int16,
+                   "I32": np.int32, "I64": np.int64}
 
 
 class RawTensor(NamedTuple):
@@ -203,35 +271,63 @@ class RawTensor(NamedTuple):
 
 
 class GGUFFile:
-    """A checked, memory-mapped GGUF file: ``metadata`` (key -> Python value; the large
-    token arrays decoded on first use), ``tensors`` (name -> :class:`RawTensor`)."""
+    """A checked, memory-mapped GGUF file: ``metadata`` (key -> Python value, decoded on
+    first use), ``tensors`` (name -> :class:`RawTensor`, views of one read-only mapping).
+
+    The header is read by :func:`_read_header`, not ``gguf.GGUFReader``: the reader makes a
+    numpy array per part of every metadata value, ~150 MB of small objects for a 49k-token
+    vocabulary. :meth:`release` drops the mapped pages of tensor data that was copied
+    (they are read again from the file if touched), so a copy and its source are not both
+    resident."""
 
     def __init__(self, path: str | os.PathLike):
+        import mmap
+
         self.path = os.fspath(path)
-        check_file(self.path)
+        h = _read_header(self.path)
         gguf = _gguf()
-        try:
-            self.reader = gguf.GGUFReader(self.path)
-            self.tensors = {t.name: RawTensor(t.name, t.tensor_type, tuple(int(d) for d in reversed(t.shape)), t.data)
-                            for t in self.reader.tensors}
-        except GGUFError:
-            raise
-        except Exception as e:   # the reader raises anything (ValueError, KeyError, IndexError...)
-            raise GGUFError(f"{self.path}: cannot read GGUF file: {type(e).__name__}: {e}") from None
+        types = {int(t): t for t in gguf.GGMLQuantizationType}
+        self._buf, self._fields = h.buf, h.fields
+        with open(self.path, "rb") as fh:
+            self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self._data = np.frombuffer(self._mmap, np.uint8)
+        self.tensors = {}
+        for name, dims, ttype, toff in h.infos:
+            if name in self.tensors:
+                raise GGUFError(f"{self.path}: corrupt GGUF file (tensor '{name}' appears twice)")
+            qtype = types[ttype]
+            shape = tuple(int(d) for d in reversed(dims))
+            block, type_size = gguf.constants.GGML_QUANT_SIZES[qtype]
+            nbytes = math.prod(shape) // block * type_size
+            try:
+                a = self._data[h.data_start + toff:h.data_start + toff + nbytes]
+                if qtype.name in _ELEMENT_DTYPES:
+                    a = a.view(_ELEMENT_DTYPES[qtype.name]).reshape(shape)
+                else:   # whole blocks per row along the last axis
+                    a = a.reshape(*shape[:-1], shape[-1] // block * type_size)
+            except ValueError as e:
+                raise GGUFError(f"{self.path}: cannot read GGUF tensor '{name}': {e}") from None
+            self.tensors[name] = RawTensor(name, qtype, shape, a)
         self._cache: dict[str, Any] = {}
 
+    def release(self, a: np.ndarray) -> None:
+        """The pages wholly inside array ``a`` (a view of this file's data, already copied)
+        leave this process's memory; touching them again reads them from the file."""
+        from .weights import drop_pages
+        drop_pages(self._mmap, self._data, a)
+
     def __contains__(self, key: str) -> bool:
-        return key in self.reader.fields
+        return key in self._fields
 
     def get(self, key: str, default: Any = None, kind: Optional[str] = None) -> Any:
         """A metadata value (int, float, bool, str or list), ``default`` when absent. ``kind``
         (``int``, ``float``, ``bool``, ``str``, ``[int]``, ``[float]``, ``[str]``): the value
         must be of that type (an int is a float too), else :class:`GGUFError` naming the key."""
-        if key not in self.reader.fields:
+        if key not in self._fields:
             return default
         if key not in self._cache:
             try:
-                self._cache[key] = self.reader.fields[key].contents()
+                self._cache[key] = _decode(self._buf, self._fields[key][1], self._fields[key][0])
             except Exception as e:
                 raise GGUFError(f"{self.path}: cannot read metadata '{key}': {e}") from None
         v = self._cache[key]
@@ -298,8 +394,9 @@ def dequantize(t: RawTensor, path: str = "") -> np.ndarray:
 
 @dataclass
 class GGUFModel:
-    """What :func:`load` reads: the graph config, our weight dict (f32), the file's
-    context length, eos id(s) and tokenizer (None when ``tokenizers`` is not installed)."""
+    """What :func:`load` reads: the graph config, our weights (a dict, or with ``lazy`` a
+    :class:`~relax_mlir.llm.weights.LayerWeights`), the file's context length, eos id(s)
+    and tokenizer (None when ``tokenizers`` is not installed)."""
 
     config: LMConfig
     weights: dict[str, np.ndarray]
@@ -504,6 +601,9 @@ class GGUFSource(WeightSource):
     def f32(self, name: str) -> np.ndarray:
         return dequantize(self._tensor(name), self.path)
 
+    def release(self, name: str) -> None:
+        self.file.release(self._tensor(name).data)
+
     def shape(self, name: str) -> tuple:
         return self._tensor(name).shape
 
@@ -514,10 +614,11 @@ class GGUFSource(WeightSource):
                             f"{list(want)}")
 
 
-def load(path, tokenizer: bool = True, formats=None, activations: str = "f32") -> GGUFModel:
+def load(path, tokenizer: bool = True, formats=None, activations: str = "f32", lazy: bool = False) -> GGUFModel:
     """Read a GGUF model: config, our weights, tokenizer. ``formats``: the quantized formats
     the target runs (weights in them stay as stored, :func:`plan_formats`); None or empty:
-    every weight dequantized to f32."""
+    every weight dequantized to f32. ``lazy``: the weights as a
+    :class:`~relax_mlir.llm.weights.LayerWeights` (layers made when asked for)."""
     from dataclasses import replace
 
     from . import weights as W
@@ -528,7 +629,7 @@ def load(path, tokenizer: bool = True, formats=None, activations: str = "f32") -
     src = GGUFSource(f)
     if formats:
         c = replace(W.stored_formats(src, c, formats), activations=activations)
-    w = W.model_weights(src, c)
+    w = W.model_weights(src, c, lazy=lazy)
     w["rope_inv_freq"] = inv_freq_from_gguf(f, c)
     ctx = f.get(f"{arch}.context_length", 2048, "int")
     if ctx <= 0:

@@ -268,19 +268,25 @@ class _Stack(nn.Module):
             out[id(lp)] = relax.view(v, shape=list(lp.shape), dtype=lp.dtype, offset=f"{nbytes}*i")
         return out
 
-    def stack(self, weights: dict) -> dict:
-        """The stacked arrays from ``weights`` by per-layer name (``layers.<j>.<name>``)."""
-        out = {}
-        for (n, lp), (name, p) in zip(self._layer, self.named_parameters()):
-            rows = []
-            for j in range(self.first, self.first + self.count):
+    def stack(self, weights) -> dict:
+        """The stacked arrays from ``weights`` by per-layer name (``layers.<j>.<name>``),
+        filled layer by layer; after layer ``j``'s rows, ``weights.release(j)`` when the
+        mapping has it (:class:`~relax_mlir.llm.weights.LayerWeights`: its source is dropped)."""
+        params = list(zip(self._layer, self.named_parameters()))
+        out = {name: np.empty(p.shape, np.int8) for _, (name, p) in params}
+        for j in range(self.first, self.first + self.count):
+            for (n, lp), (name, p) in params:
+                if f"layers.{j}.{n}" not in weights:   # (a lazy source's own error, naming its file, first)
+                    raise ValueError(f"missing weights: layers.{j}.{n}")
                 w = weights[f"layers.{j}.{n}"]
                 w = np.ascontiguousarray(w, dtype=_NP[lp.dtype]) if lp.dtype in _NP else np.ascontiguousarray(w)
                 b = w.reshape(-1).view(np.int8)
                 if b.size != p.shape[1]:
                     raise ValueError(f"layers.{j}.{n}: {b.size} bytes, the layer's weight has {p.shape[1]}")
-                rows.append(b)
-            out[name] = np.stack(rows)
+                out[name][j - self.first] = b
+                del w, b
+            if hasattr(weights, "release"):
+                weights.release(j)
         return out
 
 
@@ -505,11 +511,12 @@ class LlamaModel(nn.Module):
         """The stacked weights of each run (:meth:`runs`)."""
         return [_Stack(self.layers[first], first, count) for first, count in self.runs()]
 
-    def stack_weights(self, weights: dict) -> dict:
-        """``weights`` (per-layer names, as :meth:`named_parameters` names them) with the
-        stacked arrays the graph takes added: per run and weight, the layers' bytes as one
-        ``(count, bytes)`` i8 array (f32 weights as f32 bytes, others as stored)."""
-        out = dict(weights)
+    def stack_weights(self, weights) -> dict:
+        """The weights the graph takes: ``weights``' global ones (by :meth:`named_parameters`'
+        names) and the stacked arrays, per run and weight the layers' bytes as one
+        ``(count, bytes)`` i8 array (f32 weights as f32 bytes, others as stored); the
+        per-layer arrays are read once each, layer by layer (:meth:`_Stack.stack`)."""
+        out = {n: weights[n] for n, _ in self.named_parameters() if not n.startswith("layers.") and n in weights}
         for r, stack in enumerate(self.stacks()):
             out.update({f"stacks.{r}.{n}": w for n, w in stack.stack(weights).items()})
         return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Mapping
+from typing import Mapping, Optional
 
 import numpy as np
 
@@ -122,6 +122,10 @@ class WeightSource:
         """The tensor's logical shape (HF layout)."""
         raise NotImplementedError
 
+    def release(self, name: str) -> None:
+        """Tensor ``name`` was copied: a memory-mapped source lets go of its pages (read
+        from the file again if touched); others do nothing."""
+
     def check_shape(self, name: str, want: tuple) -> None:
         """A ValueError naming the checkpoint and the tensor when ``name`` is not of shape ``want``."""
         got = tuple(self.shape(name))
@@ -199,27 +203,31 @@ def unpermute_rope_rows(w: np.ndarray, n_head: int) -> np.ndarray:
     return w.reshape(n_head, w.shape[0] // n_head // 2, 2, *rest).swapaxes(1, 2).reshape(w.shape)
 
 
-def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str, np.ndarray]:
+def model_weights(src: WeightSource, c: LMConfig, tie: bool = False, lazy: bool = False):
     """Our parameters (:meth:`LlamaModel.named_parameters`) from ``src``: the roles of
     ``c.formats`` as their stored rows (copied only where rows are reordered or q/k/v
     concatenated), the others float32 in our layouts: Linear weights transposed to (in, out),
     q/k/v fused with the query heads group-major, o's input columns to match, a tied
-    lm_head the embedding transposed."""
+    lm_head the embedding transposed. ``lazy``: a :class:`LayerWeights` that makes a layer's
+    weights when they are asked for (one layer alive at a time), else a dict of all."""
     glob = dict(c.formats)
     head = _head_name(src, tie)
     shapes = expected_shapes(c, head == "model.embed_tokens.weight", head)
+    read: list[str] = []        # the source tensors the layer being made reads
 
     def f32(name):      # every tensor checked against the config's shape before any reshape
         src.check_shape(name, shapes[name])
+        read.append(name)
         return src.f32(name)
 
     def raw(name):
         src.check_shape(name, shapes[name])
+        read.append(name)
         return src.raw(name)
 
-    emb = "model.embed_tokens.weight"
-    out = {"embed.weight": raw(emb) if "embed" in glob else f32(emb)}
-    for i in range(c.num_layers):
+    def layer(i: int) -> dict[str, np.ndarray]:
+        """Layer ``i``'s weights by our names (``layers.<i>.<name>``)."""
+        out = {}
         p, o = f"model.layers.{i}.", f"layers.{i}."
         fmt = dict(c.layer_pairs(i))
         fused = not ({"q", "k", "v"} & set(fmt))
@@ -271,9 +279,98 @@ def model_weights(src: WeightSource, c: LMConfig, tie: bool = False) -> dict[str
             out[o + f"mlp.{n}.weight"] = weight(rows(p + f"mlp.{n}_proj.weight", n), n)
             if c.mlp_bias:
                 out[o + f"mlp.{n}.bias"] = f32(p + f"mlp.{n}_proj.bias")
+        return out
+
+    emb = "model.embed_tokens.weight"
+    out = {"embed.weight": raw(emb) if "embed" in glob else f32(emb)}
+    if not lazy:
+        for i in range(c.num_layers):
+            out.update(layer(i))
     out["norm.weight"] = f32("model.norm.weight")
-    out["lm_head.weight"] = raw(head) if "lm_head" in glob else np.ascontiguousarray(f32(head).T)
-    return out
+    if "lm_head" in glob:
+        out["lm_head.weight"] = raw(head)
+    else:   # transposed: a copy, its source's pages let go (a tied embedding read in place faults its rows back)
+        out["lm_head.weight"] = np.ascontiguousarray(f32(head).T)
+        src.release(head)
+    if not lazy:
+        return out
+    for name, shape in shapes.items():     # a missing or misshapen tensor fails now, before any compile
+        src.check_shape(name, shape)
+
+    def make(i: int) -> tuple[dict, list]:
+        read.clear()
+        return layer(i), list(read)
+    return LayerWeights(out, make, c.num_layers, src)
+
+
+class LayerWeights:
+    """Model weights whose layers are made on demand: the global ones held, layer ``i``'s
+    (``layers.<i>.*``) made from the source when first asked for and kept until another
+    layer is asked for or :meth:`release` (so a loader that copies the layers into stacked
+    arrays layer by layer never holds more than one layer's temporaries). ``release(i)``
+    also lets go of the source's pages of layer ``i`` (:meth:`WeightSource.release`)."""
+
+    def __init__(self, globals_: dict, make, num_layers: int, src: WeightSource):
+        self._globals, self._make, self.num_layers, self._src = globals_, make, num_layers, src
+        self._i, self._cur, self._read = None, {}, []
+
+    def _layer(self, key: str) -> Optional[int]:
+        if key.startswith("layers."):
+            i = key.split(".", 2)[1]
+            if i.isdigit() and int(i) < self.num_layers:
+                return int(i)
+        return None
+
+    def _load(self, i: int) -> dict:
+        if self._i != i:
+            self._cur, self._read = {}, []     # the previous layer's temporaries go first
+            self._cur, self._read = self._make(i)
+            self._i = i
+        return self._cur
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        i = self._layer(key)
+        return self._globals[key] if i is None else self._load(i)[key]
+
+    def __setitem__(self, key: str, value) -> None:
+        if self._layer(key) is not None:
+            raise KeyError(f"{key}: a layer's weights are made from the checkpoint, not set")
+        self._globals[key] = value
+
+    def __contains__(self, key: str) -> bool:
+        i = self._layer(key)
+        return key in self._globals if i is None else key in self._load(i)
+
+    def keys(self):
+        for k in self._globals:
+            yield k
+        for i in range(self.num_layers):
+            yield from self._load(i)
+
+    __iter__ = keys
+
+    def release(self, i: int) -> None:
+        """Layer ``i`` was copied: drop its arrays and the source pages they came from."""
+        read = self._read if self._i == i else []
+        self._i, self._cur, self._read = None, {}, []
+        for name in read:
+            self._src.release(name)
+
+
+def drop_pages(mm, whole: np.ndarray, a: np.ndarray) -> None:
+    """The pages wholly inside ``a`` (a view of ``whole``, the uint8 array over the read-only
+    file mapping ``mm``) leave this process's memory (``MADV_DONTNEED``: a file's pages are
+    read again if touched, never lost); anything else is left alone."""
+    import mmap
+
+    lo = a.ctypes.data - whole.ctypes.data
+    hi = lo + a.nbytes
+    if a.size == 0 or not a.flags.c_contiguous or lo < 0 or hi > whole.size or not hasattr(mm, "madvise"):
+        return
+    page = mmap.PAGESIZE
+    lo, hi = -(-lo // page) * page, hi // page * page
+    if hi > lo:
+        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 class ArraySource(WeightSource):
@@ -319,6 +416,7 @@ class SafetensorsSource(WeightSource):
         if not files:
             raise FileNotFoundError(f"no .safetensors file at {path}")
         self._tensors: dict[str, tuple[str, np.ndarray]] = {}
+        self._maps: list = []      # (mmap, uint8 array over it) per file
         for f in files:
             size = os.path.getsize(f)
             with open(f, "rb") as fh:
@@ -335,6 +433,9 @@ class SafetensorsSource(WeightSource):
             if not isinstance(header, dict):
                 raise ValueError(f"{f}: corrupt safetensors header (a JSON {type(header).__name__}, not an object)")
             data = np.memmap(f, dtype=np.uint8, mode="r", offset=8 + n) if size > 8 + n else np.zeros(0, np.uint8)
+            mm = getattr(data, "_mmap", None)
+            if mm is not None:
+                self._maps.append((mm, np.frombuffer(mm, np.uint8)))
             for name, info in header.items():
                 if name == "__metadata__":
                     continue
@@ -363,6 +464,12 @@ class SafetensorsSource(WeightSource):
 
     def shape(self, name: str) -> tuple:
         return tuple(self._get(name)[1].shape)
+
+    def release(self, name: str) -> None:
+        a = self._get(name)[1]
+        for mm, whole in self._maps:
+            if whole.ctypes.data <= a.ctypes.data < whole.ctypes.data + whole.size:
+                drop_pages(mm, whole, a)
 
     def raw(self, name: str) -> np.ndarray:
         a = self._get(name)[1]
@@ -436,4 +543,4 @@ def inv_freq(cfg, c: LMConfig, model=None) -> np.ndarray:
 
 __all__ = ["SUPPORTED", "config_from_hf", "convert_state_dict", "torch_state_dict", "safetensors_state_dict",
            "load_hf_config", "tie_embeddings", "inv_freq", "rope_tables", "WeightSource", "SafetensorsSource",
-           "plan_formats", "stored_formats", "model_weights", "unpermute_rope_rows"]
+           "plan_formats", "stored_formats", "model_weights", "LayerWeights", "drop_pages", "unpermute_rope_rows"]

@@ -1368,6 +1368,79 @@ Q6KE_BODY(4)
   }
 KEXACT(q4k)
 KEXACT(q6k)
+/* Exact q5_k GEMV (AVX-512, M < 4) on x's integer digits (as exd_*: prep_x_digits_k): q5kg's
+ * registers -- a 64-byte load of qs holds sub-blocks 4i (low nibbles, bytes 0-31), 4i+2
+ * (32-63), 4i+1 and 4i+3 (high nibbles), the fifth bits added where bit j of qh[l] is set
+ * (a byte test of qh, qh >> 2 above it) -- against the digits stored in that order (per block
+ * and digit 256 bytes: chunks 0, 2, 1, 3, 4, 6, 5, 7), three dpbusd per register chained top
+ * digit first (|lane| <= 4 * 31 * 127 2^16 < 2^31); each 8-lane half is one sub-block, scaled by
+ * d sc_j 2^(e_j - 16) by a lane permute; minus dmin m_j times the sub-block's f32 sum of x. */
+#define Q5KE_BODY(NR)                                                                         \
+  QK_V512 void q5ke_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const int8_t *xd = t->xd + m * (t->K / 256) * 768;                                        \
+    const float *dx = t->dxd + m * t->nc, *sx = t->sxe + m * t->nc;                           \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR];                                                                           \
+    __m256 macc[NR];                                                                          \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = _mm512_setzero_ps();                                                           \
+      macc[r] = _mm256_setzero_ps();                                                          \
+    }                                                                                         \
+    const __m512i m4 = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);                 \
+    const __m512i half = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);    \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->K / 256);                                      \
+    for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
+      __m256 dx8 = _mm256_loadu_ps(dx + 8 * b), sx8 = _mm256_loadu_ps(sx + 8 * b);            \
+      pf_step(&pf);                                                                           \
+      const int8_t *xb = xd + 768 * b;                                                        \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        const uint8_t *blk = row[r] + 176 * b;                                                \
+        __m256 sc, mn;                                                                        \
+        q4k_scales(blk, &sc, &mn);                                                            \
+        macc[r] = _mm256_fmadd_ps(mn, sx8, macc[r]);                                          \
+        __m512 s16 = _mm512_castps256_ps512(_mm256_mul_ps(sc, dx8));   /* sub-block j: lane j */ \
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));                         \
+        __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1); \
+        for (int i = 0; i < 2; ++i) {                                                         \
+          __m512i q = _mm512_loadu_si512(blk + 48 + 64 * i);                                  \
+          __m512i w[2] = {_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)}; \
+          for (int u = 0; u < 2; ++u) {                                                       \
+            __mmask64 hb = _mm512_test_epi8_mask(hz, _mm512_set1_epi8((char)(1 << (4 * i + u)))); \
+            __m512i v = _mm512_mask_add_epi8(w[u], hb, w[u], sixteen);                        \
+            const int8_t *xq = xb + 128 * i + 64 * u;                                         \
+            __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(xq + 512)); \
+            s = _mm512_dpbusd_epi32(_mm512_slli_epi32(s, 8), v, _mm512_loadu_si512(xq + 256)); \
+            s = _mm512_dpbusd_epi32(_mm512_slli_epi32(s, 8), v, _mm512_loadu_si512(xq));      \
+            __m512i il = _mm512_add_epi32(half, _mm512_set1_epi32(4 * i + u));                \
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(il, s16), acc[r]); \
+          }                                                                                   \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r) t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - hsum256(macc[r]); \
+  }
+Q5KE_BODY(1)
+Q5KE_BODY(4)
+KEXACT(q5k)
+/* x for q5ke: per row and 256-block 768 bytes, digit p at 256 p, the chunks in the order 0, 2,
+ * 1, 3, 4, 6, 5, 7 (32 bytes each); dxd, sxe: per row K / 32 (each chunk's 2^(e - 16), sum).
+ * Returns 0 when a sum is not finite. */
+QK_T512 static int prep_x_digits_k(const qctx *t, int8_t *xd, float *dxd, float *sxe) {
+  int ok = 1;
+  int64_t nb = t->K / 256;
+  for (int64_t m = 0; m < t->M; ++m)
+    for (int64_t c = 0; c < t->nc; ++c) {
+      const float *x = t->x + m * t->ldx + 32 * c;
+      int j = (int)(c & 7), slot = (j & 4) | ((j & 1) << 1) | ((j >> 1) & 1);
+      float sum;
+      dxd[m * t->nc + c] = x_digits(_mm512_loadu_ps(x), _mm512_loadu_ps(x + 16),
+                                    xd + (m * nb + c / 8) * 768 + 32 * slot, 256, 16, &sum);
+      sxe[m * t->nc + c] = sum;
+      ok &= isfinite(sum) != 0;
+    }
+  return ok;
+}
 /* x for q4ke / q6ke: per row K floats in the kernels' lane order, times 16^-k / 256^-p, and the
  * sums of x per sub-block (q4_k: 32 weights, K / 32 per row; q6_k: 16, K / 16). */
 static uint16_t kperm[2][256];   /* q4_k, q6_k: the x element of slot e of a block */
@@ -1968,6 +2041,14 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
       t.pdec = GROUP_KERNELS[fmt].dec;
       run(&t, GROUP_KERNELS[fmt].exact, 4);
     }
+  } else if (isa == ISA_AVX512 && !q8 && M < 4 && fmt == F_Q5_K && exact_int_on &&
+             (qbuf = scratch((size_t)(M * (K / 256)) * 768 + (size_t)(2 * M * t.nc) * 4 + 64)) &&
+             prep_x_digits_k(&t, (int8_t *)qbuf + (size_t)(2 * M * t.nc) * 4, (float *)qbuf,
+                             (float *)qbuf + M * t.nc)) {   /* exact q5_k GEMV */
+    t.dxd = (const float *)qbuf;
+    t.sxe = (const float *)qbuf + M * t.nc;
+    t.xd = (const int8_t *)qbuf + (size_t)(2 * M * t.nc) * 4;
+    run(&t, q5ke, 4);
   } else if (isa == ISA_AVX512 && !q8 && M < 4 && (fmt == F_Q4_K || fmt == F_Q6_K)) {   /* exact K-quant GEMV */
     t.ldxg = K;
     qbuf = scratch((size_t)(M * K) * 4 + (size_t)(M * (K / 16)) * 4 + 64);

@@ -437,7 +437,7 @@ static void quantize_rows_scalar(const qctx *t, int8_t *qx, float *dx, float *sx
 
 static int64_t qk_pf_dist = 8192;   /* decode prefetch distance, bytes (below) */
 static int f32_gemv_on = 1;          /* the f32 GEMV (below); RELAX_QUANT_F32_GEMV=0: off */
-static int exact_int_on = 1;         /* the exact q5 GEMVs on integer digits of x (exd_*, q5ke) */
+static int exact_int_on = 1;         /* the exact q5 GEMVs on x's integer digits (exd_*, q5ke); RELAX_QUANT_EXACT_INT=0: off */
 static volatile int64_t f32_gemv_calls;
 #ifdef QK_X86
 /* Decode reads every byte of W once, from memory: a tile of NR rows reads one contiguous range
@@ -973,9 +973,10 @@ Q8G(q5_1, F_Q5_1)
  * 128-bit lane b = block b's qh) by the group's third vpermt2w, spread by an in-lane byte
  * shuffle (byte i of lane b <- byte i / 8 of qh, resp. 2 + i / 8) and tested against bit i % 8:
  * the masks of the fifth bits of weights 0-15 and 16-31. Same bytes as gload_q5. */
-QK_V512 void gload_q5v(int fmt, const uint8_t *p, __m512i *l, __m512i *h, __m512 *dv, __m512 *bv) {
-  __m512i lo = _mm512_loadu_si512(p);
-  __m512i hi = _mm512_maskz_loadu_epi8((1ull << (GROUP_BYTES(fmt) - 64)) - 1, p + 64);
+QK_V512 void gload_q5v(int fmt, const uint8_t *p, __mmask64 kl, __mmask64 kh, __m512i *l, __m512i *h,
+                       __m512 *dv, __m512 *bv) {
+  __m512i lo = _mm512_maskz_loadu_epi8(kl, p);
+  __m512i hi = _mm512_maskz_loadu_epi8(kh, p + 64);
   gscales(fmt, lo, hi, dv, bv);
   __m512i z = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_qs[fmt]), hi);
   __m512i q = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_qh[fmt]), hi);
@@ -991,7 +992,14 @@ QK_V512 void gload_q5v(int fmt, const uint8_t *p, __m512i *l, __m512i *h, __m512
 }
 #define EXD_BODY(F, FMT, NR)                                                                  \
   QK_V512 void exd_##F##_##NR(const qctx *t, int64_t m, int64_t n) {                         \
-    GROUP_SETUP(FMT, NR)                                                                        \
+    const int64_t gb = GROUP_BYTES(FMT);                                                      \
+    const uint8_t *row[NR];                                                                   \
+    for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
+    /* the last group's blocks past the row (K / 32 not a multiple of 4): masked off, read as 0 */ \
+    const int64_t tb = (t->nc - 4 * t->ngf) * BLOCK_BYTES[FMT];                               \
+    const __mmask64 full_h = (1ull << (gb - 64)) - 1;                                         \
+    const __mmask64 tail_l = tb >= 64 ? ~0ull : (1ull << tb) - 1;                             \
+    const __mmask64 tail_h = tb > 64 ? (1ull << (tb - 64)) - 1 : 0;                           \
     const int8_t *xd = t->xd + m * t->ng * 384;                                               \
     const float *dd = t->dxd + m * t->ng * 16, *sxe = t->sxe + m * t->ng * 16;                \
     __m512 acc[NR];                                                                           \
@@ -1007,7 +1015,8 @@ QK_V512 void gload_q5v(int fmt, const uint8_t *p, __m512i *l, __m512i *h, __m512
       for (int r = 0; r < NR; ++r) {                                                          \
         __m512i l, h;                                                                         \
         __m512 dv, bv;                                                                        \
-        gload_q5v(FMT, GROUP_PTR(g, r), &l, &h, &dv, &bv);                                    \
+        gload_q5v(FMT, row[r] + g * gb, g < t->ngf ? ~0ull : tail_l, g < t->ngf ? full_h : tail_h, \
+                  &l, &h, &dv, &bv);                                                          \
         __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), l, x2l), h, x2h); \
         s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_slli_epi32(s, 8), l, x1l), h, x1h); \
         s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_slli_epi32(s, 8), l, x0l), h, x0h); \
@@ -1748,6 +1757,8 @@ __attribute__((constructor)) static void relax_quant_init(void) {
   isa = isa_detected;
   const char *f32env = getenv("RELAX_QUANT_F32_GEMV");
   if (f32env && f32env[0] == '0') f32_gemv_on = 0;
+  const char *intenv = getenv("RELAX_QUANT_EXACT_INT");
+  if (intenv && intenv[0] == '0') exact_int_on = 0;
 #ifdef QK_X86
   group_tables();
   k_tables();

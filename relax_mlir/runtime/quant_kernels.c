@@ -25,6 +25,9 @@
  * Shapes that do not agree (K not a multiple of the block size, RB not K's row bytes, out not
  * (M, N) or (S, K)) write nothing and read nothing.
  *
+ * (The AVX-512 exact q5_0 / q5_1 / q5_k GEMVs multiply the integer values v by x split into
+ * three int8 digits per element instead, exd_* / q5ke below: exact integer products, x rounded
+ * to 24 bits below its 32-chunk's largest element.)
  * Kernels: every quantized format decodes one chunk of 32 weights into 32 int8 values v and
  * f32 scales a0 (elements 0-15), a1 (16-31) and b, the weight being a * v + b (symmetric
  * formats: b = 0, v signed with the offset removed; q4_1, q5_1, q4_k, q5_k: v unsigned, b the

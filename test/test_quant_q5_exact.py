@@ -21,7 +21,7 @@ from gguf import GGMLQuantizationType as Q  # noqa: E402
 import relax_mlir  # noqa: E402
 from relax_mlir.ops.quant import row_bytes  # noqa: E402
 from relax_mlir.runtime import libraries  # noqa: E402
-from test_quant_kernels import call, dequant, random_weights  # noqa: E402
+from test_quant_kernels import call, dequant, random_weights, threaded  # noqa: E402
 
 FORMATS = ("q5_0", "q5_1", "q5_k")
 BLOCK = {"q5_0": 32, "q5_1": 32, "q5_k": 256}
@@ -30,6 +30,7 @@ BLOCK = {"q5_0": 32, "q5_1": 32, "q5_k": 256}
 @pytest.fixture(scope="module")
 def lib():
     lib = ctypes.CDLL(libraries.build_blas_shim()[0])
+    lib.provider = libraries.blas_provider()
     lib.relax_quant_set_exact_int.argtypes = [ctypes.c_int]
     lib.relax_quant_set_fork_work.argtypes = [ctypes.c_double]
     lib.relax_blas_set_num_threads.argtypes = [ctypes.c_int]
@@ -73,8 +74,13 @@ def test_digits_gemv_matches_dequantized_reference(lib, fmt):
         for n in (1, 7, 193):
             raw = random_weights(fmt, n, k, rng)
             for m in (1, 3):
+                x = rng.standard_normal((m, k)).astype(np.float32)
+                outs = []
                 for threads in (1, 2):
-                    check(lib, fmt, rng.standard_normal((m, k)).astype(np.float32), raw, threads)
+                    outs.append(check(lib, fmt, x, raw, threads))
+                    if threads == 2 and n >= 8 and threaded(lib.provider):
+                        assert lib.relax_quant_last_threads() == 2
+                np.testing.assert_array_equal(outs[0], outs[1])   # rows split, each row as on one thread
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

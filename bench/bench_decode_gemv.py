@@ -12,6 +12,9 @@ first column and the BLAS sgemv itself (``relax_quant_set_f32_gemv(0)``) in the 
 for the K-quants, whose 256-blocks do not divide K = 576).
 
     .venv/bin/python bench/bench_decode_gemv.py [--formats q8_0,q4_1,f16,f32] [--prefetch 0,8192] [--reps 7]
+
+``--ab``: the second column is the exact route again with the integer-digit q5 GEMVs off
+(``relax_quant_set_exact_int(0)``: the f32 kernels they replaced), the two alternating per rep.
 """
 
 from __future__ import annotations
@@ -40,11 +43,13 @@ def main() -> None:
     ap.add_argument("--prefetch", default="8192", help="prefetch distances in bytes, comma-separated")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--down-only", action="store_true")
+    ap.add_argument("--ab", action="store_true", help="second column: exact, q5 integer GEMVs off")
     args = ap.parse_args()
     lib = ctypes.CDLL(libraries.build_blas_shim()[0])
     lib.relax_blas_set_num_threads.argtypes = [ctypes.c_int]
     lib.relax_quant_prefetch.argtypes, lib.relax_quant_prefetch.restype = [ctypes.c_int64], ctypes.c_int64
     lib.relax_blas_set_num_threads(1)
+    lib.relax_quant_set_exact_int.argtypes = [ctypes.c_int]
     default = lib.relax_quant_prefetch(-1)
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; one thread; load average {os.getloadavg()}")
     shapes = [LAYER[6]] * 30 if args.down_only else LAYER * 30 + [(49152, 576)]
@@ -75,7 +80,18 @@ def main() -> None:
         for pf in [int(v) for v in args.prefetch.split(",")]:
             lib.relax_quant_prefetch(pf)
             res = {}
-            for v, f in fns.items():
+            if args.ab:   # exact with the q5 integer GEMVs on, then off, alternately
+                tss = {"": [], "_q8": []}
+                for _ in range(args.reps):
+                    for v in tss:
+                        lib.relax_quant_set_exact_int(int(v == ""))
+                        t0 = time.thread_time()
+                        for c in calls:
+                            fns[""](*c)
+                        tss[v].append(time.thread_time() - t0)
+                lib.relax_quant_set_exact_int(1)
+                res = {v: (min(ts), statistics.median(ts)) for v, ts in tss.items()}
+            for v, f in ({} if args.ab else fns).items():
                 lib.relax_quant_set_f32_gemv(int(v == ""))   # f32: ours, then the BLAS sgemv
                 ts = []
                 for _ in range(args.reps):

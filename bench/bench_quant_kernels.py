@@ -8,6 +8,11 @@ for ~20 ms) and, at M = 1, the effective bandwidth: weight bytes / time (numpy: 
 bytes); at M > 1 GFLOP/s (2 M N K / time).
 
     .venv/bin/python bench/bench_quant_kernels.py [--formats q4_1,q8_0] [--ms 1,128] [--threads 1,2] [--quick]
+
+--ab: the exact kernels twice, alternately (5 times each, the best median kept), with the
+integer-digit q5 GEMVs on and off (``relax_quant_set_exact_int``: the f32 kernels they
+replaced); columns "exact" and "prev"; one thread: thread CPU time (a loaded machine's wall
+time mostly measures the other processes).
 """
 
 from __future__ import annotations
@@ -60,18 +65,18 @@ def weights(fmt: str, n: int, k: int, rng) -> np.ndarray:
     return np.ascontiguousarray(quants.quantize(w, qt)).view(np.uint8).reshape(n, -1)
 
 
-def timeit(fn, target_s: float = 0.02, runs: int = 7) -> float:
+def timeit(fn, target_s: float = 0.02, runs: int = 7, clock=time.perf_counter) -> float:
     fn()
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
-    one = max(time.perf_counter() - t0, 1e-7)
+    one = max(clock() - t0, 1e-7)
     reps = max(1, int(target_s / one))
     times = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(reps):
             fn()
-        times.append((time.perf_counter() - t0) / reps)
+        times.append((clock() - t0) / reps)
     return float(np.median(times))
 
 
@@ -92,6 +97,7 @@ def main() -> None:
     ap.add_argument("--ms", default="1,128", help="rows of x (1: decode GEMV; 128: prefill)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--shapes", default=None, help="NxK,... (default: SmolLM2-135M's)")
+    ap.add_argument("--ab", action="store_true", help="exact with the q5 integer GEMVs on / off, interleaved")
     args = ap.parse_args()
     runs = 3 if args.quick else 7
     lib = ctypes.CDLL(libraries.build_blas_shim()[0])
@@ -102,7 +108,9 @@ def main() -> None:
           f"{libraries.shim_openmp(libraries.blas_provider()) is not None})")
     print(f"load average at start: {os.getloadavg()}")
     rng = np.random.default_rng(0)
-    print(f"{'format':7} {'M':>4} {'N x K':>11} {'thr':>3} {'exact ms':>9} {'GB/s':>6} {'q8 ms':>9} {'GB/s':>6}"
+    lib.relax_quant_set_exact_int.argtypes = [ctypes.c_int]
+    third = "prev ms" if args.ab else "q8 ms"
+    print(f"{'format':7} {'M':>4} {'N x K':>11} {'thr':>3} {'exact ms':>9} {'GB/s':>6} {third:>9} {'GB/s':>6}"
           f" {'numpy f32 ms':>12} {'GB/s':>6}   (M > 1: GFLOP/s)")
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     for mm in [int(v) for v in args.ms.split(",")]:
@@ -127,8 +135,18 @@ def main() -> None:
                     fns[v] = f
                 for nt in [int(v) for v in args.threads.split(",")]:
                     lib.relax_blas_set_num_threads(nt)
-                    te = timeit(lambda: fns[""](*ptrs), runs=runs)
-                    tq = timeit(lambda: fns["_q8"](*ptrs), runs=runs)
+                    if args.ab:   # new and previous exact kernels, alternately, best of the medians
+                        te = tq = float("inf")
+                        clock = time.thread_time if nt == 1 else time.perf_counter
+                        for _ in range(5):
+                            lib.relax_quant_set_exact_int(1)
+                            te = min(te, timeit(lambda: fns[""](*ptrs), runs=runs, clock=clock))
+                            lib.relax_quant_set_exact_int(0)
+                            tq = min(tq, timeit(lambda: fns[""](*ptrs), runs=runs, clock=clock))
+                        lib.relax_quant_set_exact_int(1)
+                    else:
+                        te = timeit(lambda: fns[""](*ptrs), runs=runs)
+                        tq = timeit(lambda: fns["_q8"](*ptrs), runs=runs)
                     with threadpool_limits(nt):
                         tn = timeit((lambda: wf @ xv) if mm == 1 else (lambda: xv @ wf.T), runs=runs)
                     if mm == 1:

@@ -25,6 +25,9 @@
  * Shapes that do not agree (K not a multiple of the block size, RB not K's row bytes, out not
  * (M, N) or (S, K)) write nothing and read nothing.
  *
+ * (The AVX-512 exact q5_0 / q5_1 / q5_k GEMVs multiply the integer values v by x split into
+ * three int8 digits per element instead, exd_* / q5ke below: exact integer products, x rounded
+ * to 24 bits below its 32-chunk's largest element.)
  * Kernels: every quantized format decodes one chunk of 32 weights into 32 int8 values v and
  * f32 scales a0 (elements 0-15), a1 (16-31) and b, the weight being a * v + b (symmetric
  * formats: b = 0, v signed with the offset removed; q4_1, q5_1, q4_k, q5_k: v unsigned, b the
@@ -320,6 +323,10 @@ typedef struct qctx_s {
   const float *xg, *sxe;
   int64_t ldxg;
   const int8_t *qg;
+  /* exact q5 GEMVs (exd_*): x as 3 signed base-256 digits per element (xd), their scale per
+   * 32-chunk (dxd, a power of two), the chunk sums of x (sxe); layouts at prep_x_digits */
+  const int8_t *xd;
+  const float *dxd;
   const float *dxg, *sxg;
   int fmt;
   /* panels (exact, M > 1): decode one row of W into f32 (pxk floats, the order of px) */
@@ -433,6 +440,7 @@ static void quantize_rows_scalar(const qctx *t, int8_t *qx, float *dx, float *sx
 
 static int64_t qk_pf_dist = 8192;   /* decode prefetch distance, bytes (below) */
 static int f32_gemv_on = 1;          /* the f32 GEMV (below); RELAX_QUANT_F32_GEMV=0: off */
+static int exact_int_on = 1;         /* the exact q5 GEMVs on x's integer digits (exd_*, q5ke); RELAX_QUANT_EXACT_INT=0: off */
 static volatile int64_t f32_gemv_calls;
 #ifdef QK_X86
 /* Decode reads every byte of W once, from memory: a tile of NR rows reads one contiguous range
@@ -730,7 +738,7 @@ static int group_elem(int fam, int k, int j) {
   if (fam == GF_NIB) return 4 * l + (k >> 1) + 16 * (k & 1);
   return (k < 4 ? 0 : 16) + 4 * l + (k & 3);
 }
-static uint16_t gidx_qs[F_COUNT][32], gidx_sc[F_COUNT][32];
+static uint16_t gidx_qs[F_COUNT][32], gidx_sc[F_COUNT][32], gidx_qh[F_COUNT][32];
 static int32_t gperm[3][128];   /* per family: x index within a group for slot 16k + j */
 static void group_tables(void) {
   for (int f = 0; f < F_COUNT; ++f) {
@@ -741,6 +749,8 @@ static void group_tables(void) {
       gidx_qs[f][i] = (uint16_t)(w * b + nib_word(f) + j);
       int bb = (i & 15) / 4;
       gidx_sc[f][i] = (uint16_t)(w * bb + (i >= 16 && (f == F_Q4_1 || f == F_Q5_1) ? 1 : 0));
+      /* q5: block bb's two qh words in words 8 bb, 8 bb + 1 (lane bb); the rest unused */
+      gidx_qh[f][i] = (uint16_t)(w * (i / 8) + (f == F_Q5_1 ? 2 : 1) + (i & 1));
     }
   }
   for (int fam = 1; fam < 3; ++fam)
@@ -949,6 +959,148 @@ Q8G(q4_1, F_Q4_1)
 Q8G(q8_0, F_Q8_0)
 Q8G(q5_0, F_Q5_0)
 Q8G(q5_1, F_Q5_1)
+
+/* Exact q5_0 / q5_1 GEMV (AVX-512, M = 1): integer products where they are exact. x's 32-chunk
+ * c is scaled by a power of two, 2^(16 - e_c) with |x| <= 127 2^e_c, rounded to the integer
+ * X (|X| <= 127 2^16) and split into three signed base-256 digits, X = 2^16 x2 + 2^8 x1 + x0
+ * (prep_x_digits, once per call, in the group layout of the _q8 kernels). The weights' 5-bit
+ * values (gload_q5: u8, 0..31) take three dpbusd each against the digits, chained top digit
+ * first with a shift by 8 between them, so each dword lane holds the exact integer
+ * sum_i v_i X_i of its 4 weights of one block (|.| <= 8 * 31 * 127 2^16 < 2^31 over both
+ * halves), converted once and scaled by d 2^(e_c - 16); b (q5_0: -16 d, q5_1: m) times the
+ * block's f32 sum of x as in exg. Error: x's rounding to X, |x - X 2^(e-16)| <= 2^(e-17)
+ * <= amax_c 2^-22.9 per element, then the f32 conversion and accumulation (the per-chunk
+ * kernels' order of error). 6 dpbusd + 2 shifts + 1 cvt per 128 weights instead of 8 x
+ * (mask/shift, cvt, FMA). A row of x with a NaN or an infinity takes exg (NaN, Inf propagate). */
+/* gload_q5 without scalar code: the 4 blocks' qh words gathered into lane b (bytes 0-3 of
+ * 128-bit lane b = block b's qh) by the group's third vpermt2w, spread by an in-lane byte
+ * shuffle (byte i of lane b <- byte i / 8 of qh, resp. 2 + i / 8) and tested against bit i % 8:
+ * the masks of the fifth bits of weights 0-15 and 16-31. Same bytes as gload_q5. */
+QK_V512 void gload_q5v(int fmt, const uint8_t *p, __mmask64 kl, __mmask64 kh, __m512i *l, __m512i *h,
+                       __m512 *dv, __m512 *bv) {
+  __m512i lo = _mm512_maskz_loadu_epi8(kl, p);
+  __m512i hi = _mm512_maskz_loadu_epi8(kh, p + 64);
+  gscales(fmt, lo, hi, dv, bv);
+  __m512i z = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_qs[fmt]), hi);
+  __m512i q = _mm512_permutex2var_epi16(lo, _mm512_loadu_si512(gidx_qh[fmt]), hi);
+  const __m512i sl = _mm512_set4_epi32(0x01010101, 0x01010101, 0, 0);
+  const __m512i sh = _mm512_set4_epi32(0x03030303, 0x03030303, 0x02020202, 0x02020202);
+  const __m512i bit = _mm512_set1_epi64(0x8040201008040201LL);
+  __mmask64 ml = _mm512_test_epi8_mask(_mm512_shuffle_epi8(q, sl), bit);
+  __mmask64 mh = _mm512_test_epi8_mask(_mm512_shuffle_epi8(q, sh), bit);
+  const __m512i f = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);
+  __m512i a = _mm512_and_si512(z, f), c = _mm512_and_si512(_mm512_srli_epi16(z, 4), f);
+  *l = _mm512_mask_add_epi8(a, ml, a, sixteen);
+  *h = _mm512_mask_add_epi8(c, mh, c, sixteen);
+}
+#define EXD_BODY(F, FMT, NR)                                                                  \
+  QK_V512 void exd_##F##_##NR(const qctx *t, int64_t m, int64_t n) {                         \
+    const int64_t gb = GROUP_BYTES(FMT);                                                      \
+    const uint8_t *row[NR];                                                                   \
+    for (int r = 0; r < NR; ++r) row[r] = t->w + (n + r) * t->ldw;                            \
+    /* the last group's blocks past the row (K / 32 not a multiple of 4): masked off, read as 0 */ \
+    const int64_t tb = (t->nc - 4 * t->ngf) * BLOCK_BYTES[FMT];                               \
+    const __mmask64 full_h = (1ull << (gb - 64)) - 1;                                         \
+    const __mmask64 tail_l = tb >= 64 ? ~0ull : (1ull << tb) - 1;                             \
+    const __mmask64 tail_h = tb > 64 ? (1ull << (tb - 64)) - 1 : 0;                           \
+    const int8_t *xd = t->xd + m * t->ng * 384;                                               \
+    const float *dd = t->dxd + m * t->ng * 16, *sxe = t->sxe + m * t->ng * 16;                \
+    __m512 acc[NR];                                                                           \
+    for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();                                \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->ng);                                           \
+    for (int64_t g = 0; g < t->ng; ++g) {                                                     \
+      pf_step(&pf);                                                                           \
+      const int8_t *q = xd + 384 * g;                                                         \
+      __m512i x0l = _mm512_loadu_si512(q), x0h = _mm512_loadu_si512(q + 64);                  \
+      __m512i x1l = _mm512_loadu_si512(q + 128), x1h = _mm512_loadu_si512(q + 192);          \
+      __m512i x2l = _mm512_loadu_si512(q + 256), x2h = _mm512_loadu_si512(q + 320);          \
+      __m512 dx = _mm512_loadu_ps(dd + 16 * g), se = _mm512_loadu_ps(sxe + 16 * g);           \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        __m512i l, h;                                                                         \
+        __m512 dv, bv;                                                                        \
+        gload_q5v(FMT, row[r] + g * gb, g < t->ngf ? ~0ull : tail_l, g < t->ngf ? full_h : tail_h, \
+                  &l, &h, &dv, &bv);                                                          \
+        __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), l, x2l), h, x2h); \
+        s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_slli_epi32(s, 8), l, x1l), h, x1h); \
+        s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_slli_epi32(s, 8), l, x0l), h, x0h); \
+        if (FMT == F_Q5_0) {   /* se: -16 times the sums */                                   \
+          acc[r] = _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dx, se), dv, acc[r]); \
+        } else {                                                                              \
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dv, dx), acc[r]);     \
+          acc[r] = _mm512_fmadd_ps(bv, se, acc[r]);                                           \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r) t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]);     \
+  }
+#define EXD(F, FMT)                                                                           \
+  EXD_BODY(F, FMT, 1) EXD_BODY(F, FMT, 4)                                                     \
+  QK_T512 static void exd_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
+    for (int64_t i = m; i < m + mr; ++i) {                                                    \
+      int64_t n = n0;                                                                         \
+      for (; n + 4 <= n1; n += 4) exd_##F##_4(t, i, n);                                       \
+      for (; n < n1; ++n) exd_##F##_1(t, i, n);                                               \
+    }                                                                                         \
+  }
+EXD(q5_0, F_Q5_0)
+EXD(q5_1, F_Q5_1)
+
+/* The digits of 32 elements of x (one chunk, lo = elements 0-15, hi = 16-31): stores digit p
+ * of element i at dst[p * pstride + (i < 16 ? i : off + i - 16)], returns the chunk's scale
+ * 2^(e - 16) and its f32 sum in *sum (NaN / Inf there: the caller falls back). e: the least
+ * with amax <= 127 2^e, at least -100 (a smaller chunk's digits are 0: |x| < 2^-93). */
+QK_V512 float x_digits(__m512 lo, __m512 hi, int8_t *dst, int64_t pstride, int64_t off, float *sum) {
+  float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+  *sum = _mm512_reduce_add_ps(_mm512_add_ps(lo, hi));
+  int ex = 0;
+  if (amax > 0.0f && isfinite(amax)) (void)frexpf(amax, &ex);
+  int e = amax > 0.0f ? ex - 7 : -100;
+  if (amax > ldexpf(127.0f, e)) ++e;
+  if (e < -100) e = -100;
+  __m512 f = _mm512_set1_ps(ldexpf(1.0f, 16 - e));
+  __m512i v[2] = {_mm512_cvtps_epi32(_mm512_mul_ps(lo, f)), _mm512_cvtps_epi32(_mm512_mul_ps(hi, f))};
+  for (int s = 0; s < 2; ++s) {
+    __m512i X = v[s];
+    __m512i d0 = _mm512_srai_epi32(_mm512_slli_epi32(X, 24), 24);
+    __m512i X1 = _mm512_srai_epi32(_mm512_sub_epi32(X, d0), 8);
+    __m512i d1 = _mm512_srai_epi32(_mm512_slli_epi32(X1, 24), 24);
+    __m512i d2 = _mm512_srai_epi32(_mm512_sub_epi32(X1, d1), 8);
+    int8_t *o = dst + (s ? off : 0);
+    _mm_storeu_si128((__m128i *)o, _mm512_cvtepi32_epi8(d0));
+    _mm_storeu_si128((__m128i *)(o + pstride), _mm512_cvtepi32_epi8(d1));
+    _mm_storeu_si128((__m128i *)(o + 2 * pstride), _mm512_cvtepi32_epi8(d2));
+  }
+  return ldexpf(1.0f, e - 16);
+}
+/* x for exd_*: per row and group 384 bytes, digit p at 128 p: the 4 blocks' first halves
+ * (block b at 16 b), then their second halves (64 + 16 b), as prep_q8_groups; dxd: 2^(e_b - 16)
+ * in lanes 4b..4b+3; sxe: as prep_exact_groups. Returns 0 when a sum is not finite. */
+QK_T512 static int prep_x_digits(const qctx *t, int8_t *xd, float *dxd, float *sxe) {
+  int ok = 1;
+  for (int64_t m = 0; m < t->M; ++m)
+    for (int64_t g = 0; g < t->ng; ++g) {
+      int8_t *q = xd + (m * t->ng + g) * 384;
+      float *d = dxd + (m * t->ng + g) * 16, *se = sxe + (m * t->ng + g) * 16;
+      for (int b = 0; b < 4; ++b) {
+        int64_t c = 4 * g + b;
+        float dd = 0.0f, sum = 0.0f;
+        if (c < t->nc) {
+          const float *x = t->x + m * t->ldx + 32 * c;
+          dd = x_digits(_mm512_loadu_ps(x), _mm512_loadu_ps(x + 16), q + 16 * b, 128, 64, &sum);
+          ok &= isfinite(sum) != 0;
+        } else {
+          for (int p = 0; p < 3; ++p) {
+            memset(q + 128 * p + 16 * b, 0, 16);
+            memset(q + 128 * p + 64 + 16 * b, 0, 16);
+          }
+        }
+        d[4 * b] = d[4 * b + 1] = d[4 * b + 2] = d[4 * b + 3] = dd;
+        se[4 * b] = t->fmt == F_Q5_0 ? -16.0f * sum : sum;
+        se[4 * b + 1] = se[4 * b + 2] = se[4 * b + 3] = 0.0f;
+      }
+    }
+  return ok;
+}
 
 /* q6_k _q8 GEMV (AVX-512, M < 4): 64 weights per register as u8 (0..63) in their natural
  * order -- a 64-byte load of ql gives weights 0-63 of a half-block (low nibbles) and 64-127
@@ -1228,6 +1380,79 @@ Q6KE_BODY(4)
   }
 KEXACT(q4k)
 KEXACT(q6k)
+/* Exact q5_k GEMV (AVX-512, M < 4) on x's integer digits (as exd_*: prep_x_digits_k): q5kg's
+ * registers -- a 64-byte load of qs holds sub-blocks 4i (low nibbles, bytes 0-31), 4i+2
+ * (32-63), 4i+1 and 4i+3 (high nibbles), the fifth bits added where bit j of qh[l] is set
+ * (a byte test of qh, qh >> 2 above it) -- against the digits stored in that order (per block
+ * and digit 256 bytes: chunks 0, 2, 1, 3, 4, 6, 5, 7), three dpbusd per register chained top
+ * digit first (|lane| <= 4 * 31 * 127 2^16 < 2^31); each 8-lane half is one sub-block, scaled by
+ * d sc_j 2^(e_j - 16) by a lane permute; minus dmin m_j times the sub-block's f32 sum of x. */
+#define Q5KE_BODY(NR)                                                                         \
+  QK_V512 void q5ke_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
+    const int8_t *xd = t->xd + m * (t->K / 256) * 768;                                        \
+    const float *dx = t->dxd + m * t->nc, *sx = t->sxe + m * t->nc;                           \
+    const uint8_t *row[NR];                                                                   \
+    __m512 acc[NR];                                                                           \
+    __m256 macc[NR];                                                                          \
+    for (int r = 0; r < NR; ++r) {                                                            \
+      row[r] = t->w + (n + r) * t->ldw;                                                       \
+      acc[r] = _mm512_setzero_ps();                                                           \
+      macc[r] = _mm256_setzero_ps();                                                          \
+    }                                                                                         \
+    const __m512i m4 = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);                 \
+    const __m512i half = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);    \
+    qk_pf pf = pf_tile(row[0], NR * t->ldw, t->K / 256);                                      \
+    for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
+      __m256 dx8 = _mm256_loadu_ps(dx + 8 * b), sx8 = _mm256_loadu_ps(sx + 8 * b);            \
+      pf_step(&pf);                                                                           \
+      const int8_t *xb = xd + 768 * b;                                                        \
+      for (int r = 0; r < NR; ++r) {                                                          \
+        const uint8_t *blk = row[r] + 176 * b;                                                \
+        __m256 sc, mn;                                                                        \
+        q4k_scales(blk, &sc, &mn);                                                            \
+        macc[r] = _mm256_fmadd_ps(mn, sx8, macc[r]);                                          \
+        __m512 s16 = _mm512_castps256_ps512(_mm256_mul_ps(sc, dx8));   /* sub-block j: lane j */ \
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16));                         \
+        __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1); \
+        for (int i = 0; i < 2; ++i) {                                                         \
+          __m512i q = _mm512_loadu_si512(blk + 48 + 64 * i);                                  \
+          __m512i w[2] = {_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)}; \
+          for (int u = 0; u < 2; ++u) {                                                       \
+            __mmask64 hb = _mm512_test_epi8_mask(hz, _mm512_set1_epi8((char)(1 << (4 * i + u)))); \
+            __m512i v = _mm512_mask_add_epi8(w[u], hb, w[u], sixteen);                        \
+            const int8_t *xq = xb + 128 * i + 64 * u;                                         \
+            __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(xq + 512)); \
+            s = _mm512_dpbusd_epi32(_mm512_slli_epi32(s, 8), v, _mm512_loadu_si512(xq + 256)); \
+            s = _mm512_dpbusd_epi32(_mm512_slli_epi32(s, 8), v, _mm512_loadu_si512(xq));      \
+            __m512i il = _mm512_add_epi32(half, _mm512_set1_epi32(4 * i + u));                \
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(il, s16), acc[r]); \
+          }                                                                                   \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int r = 0; r < NR; ++r) t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - hsum256(macc[r]); \
+  }
+Q5KE_BODY(1)
+Q5KE_BODY(4)
+KEXACT(q5k)
+/* x for q5ke: per row and 256-block 768 bytes, digit p at 256 p, the chunks in the order 0, 2,
+ * 1, 3, 4, 6, 5, 7 (32 bytes each); dxd, sxe: per row K / 32 (each chunk's 2^(e - 16), sum).
+ * Returns 0 when a sum is not finite. */
+QK_T512 static int prep_x_digits_k(const qctx *t, int8_t *xd, float *dxd, float *sxe) {
+  int ok = 1;
+  int64_t nb = t->K / 256;
+  for (int64_t m = 0; m < t->M; ++m)
+    for (int64_t c = 0; c < t->nc; ++c) {
+      const float *x = t->x + m * t->ldx + 32 * c;
+      int j = (int)(c & 7), slot = (j & 4) | ((j & 1) << 1) | ((j >> 1) & 1);
+      float sum;
+      dxd[m * t->nc + c] = x_digits(_mm512_loadu_ps(x), _mm512_loadu_ps(x + 16),
+                                    xd + (m * nb + c / 8) * 768 + 32 * slot, 256, 16, &sum);
+      sxe[m * t->nc + c] = sum;
+      ok &= isfinite(sum) != 0;
+    }
+  return ok;
+}
 /* x for q4ke / q6ke: per row K floats in the kernels' lane order, times 16^-k / 256^-p, and the
  * sums of x per sub-block (q4_k: 32 weights, K / 32 per row; q6_k: 16, K / 16). */
 static uint16_t kperm[2][256];   /* q4_k, q6_k: the x element of slot e of a block */
@@ -1535,6 +1760,8 @@ __attribute__((constructor)) static void relax_quant_init(void) {
   isa = isa_detected;
   const char *f32env = getenv("RELAX_QUANT_F32_GEMV");
   if (f32env && f32env[0] == '0') f32_gemv_on = 0;
+  const char *intenv = getenv("RELAX_QUANT_EXACT_INT");
+  if (intenv && intenv[0] == '0') exact_int_on = 0;
 #ifdef QK_X86
   group_tables();
   k_tables();
@@ -1728,6 +1955,13 @@ int relax_quant_set_f32_gemv(int on) {
   if (on >= 0) f32_gemv_on = on != 0;
   return f32_gemv_on;
 }
+/* For tests and benchmarks: 0 sends the exact q5_0 / q5_1 / q5_k GEMVs back to the f32 kernels
+ * they replace (exg_*, the per-chunk q5_k kernel), 1 to the integer-digit ones (default);
+ * < 0: unchanged. Returns the setting now in use. */
+int relax_quant_set_exact_int(int on) {
+  if (on >= 0) exact_int_on = on != 0;
+  return exact_int_on;
+}
 /* How many products relax_quant_f32_gemv has run (for tests: the route taken). */
 int64_t relax_quant_f32_gemv_calls(void) { return f32_gemv_calls; }
 
@@ -1802,6 +2036,13 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
       t.sxg = sxg;
       prep_q8_groups(&t, qg, dxg, sxg);
       run(&t, GROUP_KERNELS[fmt].q8, 4);
+    } else if (M == 1 && is_q5(fmt) && exact_int_on &&
+               prep_x_digits(&t, (int8_t *)qbuf, (float *)((char *)qbuf + M * t.ng * 384),
+                             (float *)((char *)qbuf + M * t.ng * (384 + 64)))) {   /* exact q5 GEMV */
+      t.xd = (const int8_t *)qbuf;
+      t.dxd = (const float *)((char *)qbuf + M * t.ng * 384);
+      t.sxe = (const float *)((char *)qbuf + M * t.ng * (384 + 64));
+      run(&t, fmt == F_Q5_0 ? exd_q5_0 : exd_q5_1, 4);
     } else {
       float *xg = (float *)qbuf, *sxe = xg + M * t.ng * 128;
       t.xg = xg;
@@ -1814,6 +2055,14 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
       t.pdec = GROUP_KERNELS[fmt].dec;
       run(&t, GROUP_KERNELS[fmt].exact, 4);
     }
+  } else if (isa == ISA_AVX512 && !q8 && M < 4 && fmt == F_Q5_K && exact_int_on &&
+             (qbuf = scratch((size_t)(M * (K / 256)) * 768 + (size_t)(2 * M * t.nc) * 4 + 64)) &&
+             prep_x_digits_k(&t, (int8_t *)qbuf + (size_t)(2 * M * t.nc) * 4, (float *)qbuf,
+                             (float *)qbuf + M * t.nc)) {   /* exact q5_k GEMV */
+    t.dxd = (const float *)qbuf;
+    t.sxe = (const float *)qbuf + M * t.nc;
+    t.xd = (const int8_t *)qbuf + (size_t)(2 * M * t.nc) * 4;
+    run(&t, q5ke, 4);
   } else if (isa == ISA_AVX512 && !q8 && M < 4 && (fmt == F_Q4_K || fmt == F_Q6_K)) {   /* exact K-quant GEMV */
     t.ldxg = K;
     qbuf = scratch((size_t)(M * K) * 4 + (size_t)(M * (K / 16)) * 4 + 64);

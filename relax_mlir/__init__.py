@@ -46,13 +46,15 @@ def __getattr__(name: str):
 
 
 def make_context() -> "ir.Context":
-    """A new MLIR Context with the relax dialect (IRDL) and upstream dialects loaded."""
+    """A new MLIR Context with the relax dialect (IRDL) and upstream dialects loaded;
+    single-threaded (see :func:`relax_mlir.dialects.diagnostics.single_threaded`)."""
     from mlir import ir
 
     from . import transforms  # noqa: F401  (registers every pass and pipeline)
     from .dialects import relax
+    from .dialects.diagnostics import single_threaded
 
-    ctx = ir.Context()
+    ctx = single_threaded(ir.Context())
     relax.load_into(ctx)
     return ctx
 

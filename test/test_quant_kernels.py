@@ -295,6 +295,39 @@ def test_threads_split_rows_identically(lib, fmt):
         lib.relax_quant_set_fork_work(262144.0)
 
 
+@pytest.mark.parametrize("fmt,q8", [("q4_0", True), ("q4_k", False), ("q6_k", True)])
+def test_concurrent_callers_share_no_scratch(lib, fmt, q8):
+    """x's prepared copy lives in one scratch slot per library (not thread-local: see
+    test_many_models.py), taken for the call and given back: four Python threads (ctypes drops
+    the GIL) multiplying at once, with sizes that make the slot's buffer grow and shrink, get
+    the numbers of one caller alone, bit for bit."""
+    import threading
+    rng = np.random.default_rng(7)
+    name = f"relax_qmatmul_{fmt}{'_q8' if q8 else ''}"
+    cases = []
+    for m, k in [(1, 256), (3, 2048), (2, 512), (17, 1024), (1, 4096), (5, 256)]:
+        raw, x = random_weights(fmt, 24, k, rng), rng.standard_normal((m, k)).astype(np.float32)
+        want = np.empty((m, 24), np.float32)
+        call(lib, name, x, raw, want, threads=1)
+        cases.append((x, raw, want))
+    bad = []
+
+    def worker(t):
+        for i in range(60):
+            x, raw, want = cases[(i * 5 + t) % len(cases)]
+            got = np.full_like(want, np.nan)
+            call(lib, name, x, raw, got, threads=1)
+            if not np.array_equal(got, want):
+                bad.append((t, i))
+
+    ths = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    assert not bad
+
+
 def test_caller_thread_count_overrides_the_blas_count(lib):
     """The thread-count argument (an executable's num_threads cell) decides the team: 1 under a
     BLAS count of 2, 2 under a BLAS count of 1; a count below 1 (or NULL) falls back to the BLAS

@@ -65,3 +65,16 @@ def location_text(loc: ir.Location, source_name: str = "-") -> str:
     if f in (None, "-", ""):
         f = source_name
     return f"{f}:{line}:{col}"
+
+
+def single_threaded(ctx: ir.Context) -> ir.Context:
+    """Turn MLIR's multithreading off in ``ctx`` (and return it) before parsing into it or
+    running passes on it. A multithreaded context verifies (after parsing, after each pass,
+    ``Operation.verify``) and runs nested pass pipelines on worker threads, and a diagnostic
+    emitted there reaches the Python bindings' error capture, which builds Python objects
+    without holding the GIL: nanobind aborts the process ("attempted to change the reference
+    count of a Python object while the GIL was not held", upstream llvm/llvm-project#215781).
+    The fuzzer's mutation seeds 1000306 and 1000383 hit it with a ``gpu.func`` (isolated from
+    above) that returns a value defined outside it or lacks its terminator."""
+    ctx.enable_multithreading(False)
+    return ctx

@@ -20,7 +20,7 @@ from mlir import ir
 
 from ..errors import CompileError
 from ..ops.registry import OPS
-from .diagnostics import Diagnostic, SourceError, file_line_col, location_text  # noqa: F401 (re-exported)
+from .diagnostics import Diagnostic, SourceError, file_line_col, location_text, single_threaded  # noqa: F401 (re-exported)
 
 SEGMENT_ATTRS = ("operandSegmentSizes", "resultSegmentSizes")
 
@@ -169,7 +169,10 @@ def _parse(text: str, ctx: ir.Context, source_name: str) -> ir.Module:
 
     Text holding one top-level op (a printed module, one function) is parsed with that
     name; text with several (hand-written functions) is parsed as a module whose ``-``
-    locations are renamed afterwards (explicit ``loc(...)`` in such text are rare)."""
+    locations are renamed afterwards (explicit ``loc(...)`` in such text are rare). The
+    context is made single-threaded first (the parser's verifier must not report from a
+    worker thread, see :func:`single_threaded`)."""
+    single_threaded(ctx)
     if source_name in ("-", ""):
         return ir.Module.parse(text, ctx)
     try:

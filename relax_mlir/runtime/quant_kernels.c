@@ -1984,21 +1984,34 @@ static const char *unit_inner(qview v, size_t esize, int64_t *ld, void **tmp) {
   return p;
 }
 
-/* The calling thread's scratch for x prepared per call (64-byte aligned; kept and grown, never
- * freed: a decode step makes ~200 calls, and a malloc / free pair per call showed in profiles).
- * initial-exec: 16 bytes of static TLS, read without __tls_get_addr, so an exported model
- * needs no ld.so by name (test_aot: libc, libm and the BLAS only). */
-#define SCRATCH_TLS __thread __attribute__((tls_model("initial-exec")))
-static SCRATCH_TLS void *scratch_buf;
-static SCRATCH_TLS size_t scratch_size;
-static void *scratch(size_t bytes) {
-  if (bytes > scratch_size) {
-    free(scratch_buf);
-    size_t sz = (bytes + 4095) / 4096 * 4096;
-    scratch_buf = aligned_alloc(64, sz);
-    scratch_size = scratch_buf ? sz : 0;
+/* Scratch for x prepared per call, 64-byte aligned. One buffer per library is kept between
+ * calls in a global slot, taken and given back with atomic exchanges (a decode step makes ~200
+ * calls, and a malloc / free pair per call showed in profiles); a concurrent caller that finds
+ * the slot empty allocates its own, and the slot keeps the buffer given back last. Not
+ * thread-local: this file is linked into every compiled model's library, and initial-exec TLS
+ * marks a library STATIC_TLS, whose dlopen takes glibc's small static TLS surplus, which ran out
+ * after ~100 models loaded in one process ("cannot allocate memory in static TLS block": the
+ * llm-config fuzz worker's abort at seed 1000100); dynamic TLS would need ld.so by name for
+ * __tls_get_addr (an exported model needs libc, libm and the BLAS only: test_aot). */
+#define SCRATCH_HEAD 64   /* the buffer's usable size, kept in front of it */
+static char *scratch_slot;
+static void *scratch_take(size_t bytes) {
+  char *b = __atomic_exchange_n(&scratch_slot, NULL, __ATOMIC_ACQUIRE);
+  if (b && *(size_t *)b < bytes) {
+    free(b);
+    b = NULL;
   }
-  return scratch_buf;
+  if (!b) {
+    size_t sz = (bytes + SCRATCH_HEAD + 4095) / 4096 * 4096;
+    b = aligned_alloc(64, sz);
+    if (!b) return NULL;
+    *(size_t *)b = sz - SCRATCH_HEAD;
+  }
+  return b + SCRATCH_HEAD;
+}
+static void scratch_give(void *p) {
+  if (!p) return;
+  free(__atomic_exchange_n(&scratch_slot, (char *)p - SCRATCH_HEAD, __ATOMIC_RELEASE));
 }
 
 static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *cell) {
@@ -2026,7 +2039,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
   if (isa == ISA_AVX512 && group_family(fmt) != GF_NONE) {   /* the group kernels */
     t.ng = (t.nc + 3) / 4;
     t.ngf = t.nc / 4;
-    qbuf = scratch((size_t)(M * t.ng) * (128 * 4 + 16 * 4 * 2) + 64);
+    qbuf = scratch_take((size_t)(M * t.ng) * (128 * 4 + 16 * 4 * 2) + 64);
     if (!qbuf) goto done;
     if (q8) {
       float *dxg = (float *)qbuf, *sxg = dxg + M * t.ng * 16;
@@ -2065,7 +2078,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
     run(&t, q5ke, 4);
   } else if (isa == ISA_AVX512 && !q8 && M < 4 && (fmt == F_Q4_K || fmt == F_Q6_K)) {   /* exact K-quant GEMV */
     t.ldxg = K;
-    qbuf = scratch((size_t)(M * K) * 4 + (size_t)(M * (K / 16)) * 4 + 64);
+    qbuf = scratch_take((size_t)(M * K) * 4 + (size_t)(M * (K / 16)) * 4 + 64);
     if (!qbuf) goto done;
     t.xg = (const float *)qbuf;
     t.sxe = (const float *)qbuf + M * K;
@@ -2082,7 +2095,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
 #endif
   if (q8 && fmt != F_F16 && fmt != F_BF16) {
     t.ldq = 32 * t.nc;
-    qbuf = scratch((size_t)(M * t.ldq) + (size_t)(2 * M * t.nc) * 4 + 64);
+    qbuf = scratch_take((size_t)(M * t.ldq) + (size_t)(2 * M * t.nc) * 4 + 64);
     if (!qbuf) goto done;
     float *dx = (float *)qbuf, *sx = dx + M * t.nc;
     int8_t *qx = (int8_t *)(sx + M * t.nc);
@@ -2106,6 +2119,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) ((float *)o.data)[i * o.strides[0] + j * o.strides[1]] = t.o[i * N + j];
 done:
+  scratch_give(qbuf);
   free(xt);
   free(wt);
   free(ot);

@@ -17,6 +17,7 @@ from typing import Optional
 
 from mlir import ir, passmanager
 
+from ..dialects.diagnostics import single_threaded
 from .registry import PASSES, PIPELINES, PipelineError, emit_error, error_count, split_top_level
 
 #: The anchor under which nestable relax passes may appear.
@@ -133,7 +134,7 @@ def build_pass_manager(pipeline: str, context: Optional[ir.Context] = None,
     after every pass with ``verify_each``, as ``mlir-opt``; without it only after each relax
     pass: Python code is where a bug making invalid IR would come from; the caller verifies
     the result, see :func:`run_pipeline`)."""
-    ctx = context or ir.Context.current
+    ctx = single_threaded(context or ir.Context.current)   # no diagnostics from worker threads
     pm = passmanager.PassManager("builtin.module", context=ctx)
     pm.enable_verifier(verify and verify_each)
     pending: list[str] = []
@@ -157,7 +158,6 @@ def build_pass_manager(pipeline: str, context: Optional[ir.Context] = None,
             pm.add(_python_pass(info, opts, anchor, verify and not verify_each), name=name, argument=info.name, description=info.summary)
     flush()
     if print_ir_after_all:
-        ctx.enable_multithreading(False)  # MLIR refuses IR printing with threads on
         pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
     if timing:
         pm.enable_timing()
@@ -183,7 +183,7 @@ def check_structure(op: ir.Operation) -> None:
     """Run :func:`relax_mlir.transforms.verify.precheck` (raises ``ir.MLIRError``): IR that
     would crash an upstream pass (``#relax.shape`` on a memref, a bodiless graph function)
     is refused before any pass sees it."""
-    pm = passmanager.PassManager("builtin.module", context=op.context)
+    pm = passmanager.PassManager("builtin.module", context=single_threaded(op.context))
     pm.add(_precheck_pass, name="relax-precheck", argument="relax-precheck",
            description="structural checks before a pipeline")
     pm.run(op)

@@ -231,6 +231,53 @@ def test_known_generic_iterator_types_not_strings_is_a_diagnostic():
     assert rc == 1 and ":121:75: error: expected 'iterator_types' of linalg.generic to be a list of strings" in err
 
 
+def test_verifier_errors_on_worker_threads_are_diagnostics():
+    """Long mutation fuzz (``make fuzz FUZZ_SECONDS=1800``, seed 1, at 2c04ccd): mutants of
+    test/vulkan/spirv_f64_math.mlir (seeds 1000306, 1000362, 1000383) aborted the worker. A
+    multithreaded MLIRContext verifies isolated ops (gpu.func) on worker threads and the Python
+    bindings' error capture touched Python objects there without the GIL (nanobind's "GIL was
+    not held" abort, llvm/llvm-project#215781). Contexts are single-threaded where relax parses
+    or runs passes: each input is a located error, exit status 1. The race hit about half the
+    runs of one input, so each runs 4 times (test/relax-opt/verify-threads.mlir makes it
+    near-certain with many functions)."""
+    cases = _regressions("mutation seed 1000306, mutant 7", "mutation seed 1000362, mutant 19",
+                         "mutation seed 1000383, mutant 19")
+    outs = runner.run_cases([{"kind": "relax-opt", "text": c["text"], "pipeline": c["pipeline"]}
+                             for c in cases for _ in range(4)])
+    assert [(o.death, o.result) for o in outs] == [(None, {"rc": 1, "error": None})] * 12
+    from mutate import run_one
+    want = [":59:5: error: 'gpu.return' op using value defined outside the region",
+            ":90:10: error: operand #0 does not dominate this use",
+            ":55:10: error: block with no terminator"]
+    for c, w in zip(cases, want):
+        rc, err = run_one(c["text"], c["pipeline"], False)
+        assert rc == 1 and w in err, err
+
+
+def test_parse_into_a_users_multithreaded_context_reports_errors():
+    """relax_mlir.parse into a context the user made (MLIR's default: multithreaded) turns it
+    single-threaded before parsing, so the verifier's errors in many isolated functions (a
+    gpu.module's and the module's) come back as a CompileError naming each, not a process
+    abort (llvm/llvm-project#215781; the race aborted 3 of 5 such parses). In a subprocess: the
+    abort would take pytest with it."""
+    import subprocess
+    code = """if True:
+        from mlir import ir
+        import relax_mlir
+        bad = "(%x: f32) -> f32 {\\n  %0 = arith.addf %x, %x : f32\\n}"
+        text = ("gpu.module @k {\\n" + "\\n".join(f"gpu.func @g{i}" + bad for i in range(16)) + "\\n}\\n"
+                + "\\n".join(f"func.func @f{i}" + bad for i in range(16)))
+        for _ in range(8):
+            try:
+                relax_mlir.parse(text, context=ir.Context(), source_name="many.mlir")
+            except relax_mlir.CompileError as e:
+                print(len([w for w, m in e.diagnostics if "block with no terminator" in m]))
+    """
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       cwd=runner.REPO)
+    assert (r.returncode, r.stdout.split()) == (0, ["32"] * 8), r.stderr[-2000:]
+
+
 def test_importer_converts_python_pow_on_sizes():
     """Long importer fuzz seed 1000118 (``make fuzz FUZZ_SECONDS=1800``, seed 1): a view by
     ``f.shape[0]`` of an input flattened from (s0, 2*s0) made torch.export emit Python's

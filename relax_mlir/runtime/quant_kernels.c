@@ -2069,7 +2069,7 @@ static void qmatmul(int fmt, int q8, void *xd, void *wd, void *od, const void *c
       run(&t, GROUP_KERNELS[fmt].exact, 4);
     }
   } else if (isa == ISA_AVX512 && !q8 && M < 4 && fmt == F_Q5_K && exact_int_on &&
-             (qbuf = scratch((size_t)(M * (K / 256)) * 768 + (size_t)(2 * M * t.nc) * 4 + 64)) &&
+             (qbuf = scratch_take((size_t)(M * (K / 256)) * 768 + (size_t)(2 * M * t.nc) * 4 + 64)) &&
              prep_x_digits_k(&t, (int8_t *)qbuf + (size_t)(2 * M * t.nc) * 4, (float *)qbuf,
                              (float *)qbuf + M * t.nc)) {   /* exact q5_k GEMV */
     t.dxd = (const float *)qbuf;

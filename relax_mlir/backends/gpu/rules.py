@@ -324,9 +324,9 @@ class DecodeAttention(ScheduleRule):
     def space(self, target: Target) -> Space:
         return Space("gpu_attention", (
             Knob("attention_splits", (1, 2, 4, 8), "subgroups per workgroup, each taking every n-th key"),
-            Knob("attention_chunk", (0, 128, 256, 512, 1024),
-                 "keys per workgroup above which the KV length is split across workgroups "
-                 "(a second launch combines them); 0: one workgroup per row at every length"),
+            Knob("attention_chunk", (128, 256, 512, 1024, 4096),
+                 "keys per workgroup: a longer KV length is split across workgroups (a second "
+                 "launch combines them), a shorter one is one workgroup per row"),
         ), _attention_rule, target)
 
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
@@ -337,7 +337,7 @@ class DecodeAttention(ScheduleRule):
         m, sg, d = decode_attention.match(fn), subgroup(target), decode_attention.head_dim(fn)
         if m is None or not decode_attention.takes(d, sg):
             return False
-        decode_attention.build(fn, m, sg, config["attention_splits"], config.get("attention_chunk", 0))
+        decode_attention.build(fn, m, sg, config["attention_splits"], config["attention_chunk"])
         return True
 
 

@@ -449,14 +449,18 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
         ws = memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.F32Type.get()),
                             [arith.MulIOp(items, index(slot)).result], []).result
 
+        # item c * rows + row: neighbouring workgroups read the same chunk of K and V (the G
+        # query rows of a KV head share it); its partial result at row * parts + c
         def key_range(item):
-            c = arith.RemUIOp(item, parts).result
+            c = arith.DivUIOp(item, rows).result
             lo = arith.MulIOp(c, index(chunk)).result
-            return (arith.DivUIOp(item, parts).result, lo,
+            return (arith.RemUIOp(item, rows).result, lo,
                     arith.MinUIOp(arith.AddIOp(lo, index(chunk)).result, t_n).result)
 
         def partial(item, s, g, kv, h, ds, lane, live):
-            base = arith.MulIOp(item, index(slot)).result
+            at = arith.AddIOp(arith.MulIOp(arith.RemUIOp(item, rows).result, parts).result,
+                              arith.DivUIOp(item, rows).result).result
+            base = arith.MulIOp(at, index(slot)).result
 
             def emit(mx, l, acc):
                 def put_ml():

@@ -454,12 +454,13 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
         def key_range(item):
             c = arith.DivUIOp(item, rows).result
             lo = arith.MulIOp(c, index(chunk)).result
-            return (arith.RemUIOp(item, rows).result, lo,
+            return (_head_major(arith.RemUIOp(item, rows).result), lo,
                     arith.MinUIOp(arith.AddIOp(lo, index(chunk)).result, t_n).result)
 
         def partial(item, s, g, kv, h, ds, lane, live):
-            at = arith.AddIOp(arith.MulIOp(arith.RemUIOp(item, rows).result, parts).result,
-                              arith.DivUIOp(item, rows).result).result
+            row = arith.AddIOp(arith.MulIOp(arith.AddIOp(arith.MulIOp(s, index(G)).result, g).result,
+                                            index(KV)).result, kv).result
+            at = arith.AddIOp(arith.MulIOp(row, parts).result, arith.DivUIOp(item, rows).result).result
             base = arith.MulIOp(at, index(slot)).result
 
             def emit(mx, l, acc):
@@ -503,13 +504,23 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
             for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row_body)
         memref.DeallocOp(ws)
 
+    def _head_major(item: ir.Value) -> ir.Value:
+        """The row of workgroup item ``item`` when the G query rows of a KV head are
+        neighbours (g fastest): they read the same K and V rows."""
+        g = arith.RemUIOp(item, index(G)).result
+        rest = arith.DivUIOp(item, index(G)).result
+        kv = arith.RemUIOp(rest, index(KV)).result
+        s = arith.DivUIOp(rest, index(KV)).result
+        return arith.AddIOp(arith.MulIOp(arith.AddIOp(arith.MulIOp(s, index(G)).result, g).result,
+                                         index(KV)).result, kv).result
+
     with ir.InsertionPoint(last), last.location:
         s_n, g_n, kv_n = memref.DimOp(m.q, index(0)).result, index(G), index(KV)
         t_n = memref.DimOp(m.k, index(0)).result
         rows = arith.MulIOp(arith.MulIOp(s_n, g_n).result, kv_n).result
 
         def whole():
-            row_launch(rows, t_n, lambda row: (row, index(0), t_n),
+            row_launch(rows, t_n, lambda item: (_head_major(item), index(0), t_n),
                        lambda item, s, g, kv, h, ds, lane, live: final(s, g, kv, h, ds, live))
 
         if not chunk:

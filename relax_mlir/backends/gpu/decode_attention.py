@@ -20,8 +20,10 @@ size, a static head dim that is a multiple of it) replaces that body with one la
 each taking every ``splits``-th key, a lane holding ``D / subgroup`` elements of q, of the
 output and its accumulators: per key a partial q.k, a ``gpu.shuffle xor`` sum over the
 subgroup, the online softmax update (running max, rescaled sum and accumulators); the
-subgroups' partial results meet in workgroup memory after one barrier (flash-decoding's
-split of the KV length, reduced inside the workgroup instead of by a second kernel).
+subgroups' partial results meet in workgroup memory after one barrier. Above
+``attention_chunk`` keys (at run time) flash-decoding's split across workgroups: a workgroup
+per (row, chunk) writes (max, sum, accumulators) to a workspace and a second launch, a
+subgroup per row, combines them (12 rows alone leave most of a GPU idle at long contexts).
 """
 
 from __future__ import annotations

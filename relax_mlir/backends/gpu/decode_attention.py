@@ -333,7 +333,7 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
     slot = D + 2           # a partial result: max, sum, D accumulators
     last = m.ops[-1]   # every buffer is defined before the division
 
-    def lanes(launch: Launch, threads: int):
+    def lanes(launch: Launch):
         tid = launch.thread_id[0]
         lane = arith.RemUIOp(tid, index(S)).result
         sg = arith.DivUIOp(tid, index(S)).result
@@ -357,14 +357,14 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
             out() if not idle else when(live, out)
         return emit
 
-    def row_launch(grid_items: ir.Value, t_n: ir.Value, key_range, emitter) -> None:
+    def row_launch(grid_items: ir.Value, key_range, emitter) -> None:
         """A launch of ``W`` subgroups per item: keys ``key_range(item)`` = (row, lo, hi),
         online softmax per subgroup, the subgroups met in workgroup memory, then
         ``emitter(item, s, g, kv, h, ds, lane, live)(max, sum, accumulators)``."""
         grid = arith.MinUIOp(grid_items, index(MAX_GRID)).result
         launch = Launch((grid, index(1), index(1)), (S * W, 1, 1), [W * slot] if W > 1 else [])
         with launch:
-            lane, sg, ds, live = lanes(launch, S * W)
+            lane, sg, ds, live = lanes(launch)
             width = arith.ConstantOp(i32t, S).result
 
             def only_live(v: ir.Value) -> ir.Value:
@@ -477,10 +477,10 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 put_acc() if not idle else when(live, put_acc)
             return emit
 
-        row_launch(items, t_n, key_range, partial)
+        row_launch(items, key_range, partial)
         launch = Launch((arith.MinUIOp(rows, index(MAX_GRID)).result, index(1), index(1)), (S, 1, 1), [])
         with launch:
-            lane, _, ds, live = lanes(launch, S)
+            lane, _, ds, live = lanes(launch)
 
             def row_body(row: ir.Value, _: list) -> list:
                 s, g, kv, h = _row_indices(row, G, KV)
@@ -522,7 +522,7 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
         rows = arith.MulIOp(arith.MulIOp(s_n, g_n).result, kv_n).result
 
         def whole():
-            row_launch(rows, t_n, lambda item: (_head_major(item), index(0), t_n),
+            row_launch(rows, lambda item: (_head_major(item), index(0), t_n),
                        lambda item, s, g, kv, h, ds, lane, live: final(s, g, kv, h, ds, live))
 
         if not chunk:

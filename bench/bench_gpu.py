@@ -71,7 +71,7 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
 
 def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True,
                      gemv_configs: tuple = (), attention: bool = False, attention_splits: tuple = (),
-                     without_fold: bool = False):
+                     attention_chunks: tuple = (), without_fold: bool = False):
     """{label: executable}: each GPU target with its schedules (with ``gemv`` also without
     subgroup operations: no GEMV route; with ``without_vector`` also without
     relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel one
@@ -100,6 +100,9 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
         for c in attention_splits:   # subgroups per workgroup splitting the KV length (the rule's knob)
             out[f"{target} splits {c}"] = relax_mlir.compile(mod, target=target, options={
                 "schedule_config": f"attention_splits={c}"})
+        for c in attention_chunks:   # keys per workgroup before the KV length is split across workgroups
+            out[f"{target} chunk {c}"] = relax_mlir.compile(mod, target=target, options={
+                "schedule_config": f"attention_chunk={c}"})
         if attention:
             out[f"{target} 3 kernels"] = without("DECODE_ATTENTION_DEFAULT", target)
         if without_vector:
@@ -346,6 +349,9 @@ def main() -> int:
                          "target without relax-gpu-decode-attention (q.k, softmax, p.v kernels)")
     ap.add_argument("--attention-splits", default="",
                     help="with --attention: variants of the rule's attention_splits knob, comma-separated")
+    ap.add_argument("--attention-chunks", default="",
+                    help="with --attention: variants of the rule's attention_chunk knob (keys per workgroup; "
+                         "4096: no split at these lengths), comma-separated")
     ap.add_argument("--gemv-configs", default="",
                     help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
     ap.add_argument("--host-path-only", action="store_true",
@@ -371,6 +377,8 @@ def main() -> int:
                                 without_fold=args.without_fold,
                                 attention=args.attention,
                                 attention_splits=tuple(c for c in args.attention_splits.split(",") if c)
+                                if args.attention else (),
+                                attention_chunks=tuple(c for c in args.attention_chunks.split(",") if c)
                                 if args.attention else (),
                                 gemv_configs=tuple(c for c in args.gemv_configs.split(",") if c) if args.decode else ())
         want = ref(*inputs)

@@ -10,8 +10,10 @@
 #      quantized-GEMV rule against the generic kernel and PyTorch on f32) -> $OUT/bench_quant.md;
 #   5. the llm CLI, issue 27's config (--size 134m, 128-token prompt, 32 new tokens, --stats):
 #      launches per decode step and tokens/s -> $OUT/llm_stats.txt;
-#   5b. bench/bench_gpu.py --targets cuda --attention --quick --attention-splits 1,8: the fused decode
-#      attention (4 warps per row by default, 1 and 8) against its three kernels and PyTorch
+#   5b. bench/bench_gpu.py --targets cuda --attention --quick --attention-splits 1,8
+#      --attention-chunks 4096: the fused decode attention (4 warps per row, the KV length split
+#      across workgroups by 256 keys by default; 1 and 8 warps; 4096: no split) against its
+#      three kernels and PyTorch
 #      -> $OUT/bench_attention.md;
 #   6. bench/bench_gpu.py --targets cuda --decode --quick: the f32/f16 decode GEMVs (default knobs and
 #      4x4, 8x8) against the same target without subgroup ops and PyTorch -> $OUT/bench_decode.md;
@@ -81,7 +83,7 @@ log "llm rc=$? $(tail -3 "$OUT/llm_stats.txt" | tr '\n' ' ')"
 T=$(( $(left) < 40 ? $(left) : 40 ))
 log "decode attention bench (timeout $T s)"
 env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --attention --quick $BENCH_FLAGS \
-    --attention-splits 1,8 > "$OUT/bench_attention.md" 2> "$OUT/bench_attention.err"
+    --attention-splits 1,8 --attention-chunks 4096 > "$OUT/bench_attention.md" 2> "$OUT/bench_attention.err"
 log "attention bench rc=$?"
 cat "$OUT/bench_attention.md" | tee -a "$OUT/session.log"
 

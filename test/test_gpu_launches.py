@@ -106,15 +106,37 @@ _ATT_SIZES = [(1, 1), (1, 7), (2, 33), (1, 300), (3, 5)]
 @pytest.mark.parametrize("D,splits", [(4, 1), (16, 1), (32, 1), (16, 4)])
 def test_vulkan_decode_attention_is_one_launch(routes, D, splits):
     """Head dims below, equal to and 4x lavapipe's subgroup (8); 1 and 4 subgroups per
-    workgroup splitting the KV length."""
+    workgroup splitting the KV length; every length at most one chunk (``attention_chunk``):
+    one workgroup per row."""
     G, KV = 2, 3
     exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan",
-                             options={"schedule_config": f"attention_splits={splits}"})
+                             options={"schedule_config": f"attention_splits={splits}:attention_chunk=512"})
     for s, t in _ATT_SIZES:
         q, k, v, mask = attention_inputs(s, t, KV, D, G, s * 1000 + t)
         y, launched = routes.call(exe, q, k, v, mask)
         np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
         assert len(launched) == 1 and launched[0][0], (s, t, launched)   # one launch, with shuffles
+
+
+#: (s, t): KV lengths around one chunk of 256 keys and several chunks, an odd last chunk
+_SPLIT_SIZES = [(1, 1), (1, 7), (1, 255), (1, 256), (2, 257), (1, 2048), (1, 3000)]
+
+
+@needs_vulkan
+@pytest.mark.parametrize("D,splits,chunk", [(16, 1, 256), (4, 4, 256), (32, 2, 128)])
+def test_vulkan_decode_attention_split_across_workgroups(routes, D, splits, chunk):
+    """Flash-decoding's split: above ``chunk`` keys a workgroup per (row, chunk) writes its
+    partial (max, sum, accumulators) and a second launch combines them; at most one chunk
+    stays one launch. One executable for every length; lanes idle (D = 4) and several
+    subgroups per workgroup included."""
+    G, KV = 2, 3
+    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan",
+                             options={"schedule_config": f"attention_splits={splits}:attention_chunk={chunk}"})
+    for s, t in _SPLIT_SIZES:
+        q, k, v, mask = attention_inputs(s, t, KV, D, G, s * 1000 + t)
+        y, launched = routes.call(exe, q, k, v, mask)
+        np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
+        assert len(launched) == (1 if t <= chunk else 2) and launched[0][0], (s, t, launched)
 
 
 @needs_vulkan
@@ -136,7 +158,7 @@ sys.path.insert(0, sys.argv[2])
 from test_gpu_launches import attention_module, attention_inputs
 exe = relax_mlir.compile(attention_module(2, 4, 64), target="cuda")
 out = []
-for s, t in ((1, 1), (1, 77), (2, 300)):
+for s, t in ((1, 1), (1, 77), (2, 300), (1, 256), (1, 1000)):
     exe(*attention_inputs(s, t, 4, 64, 2, t))
     out.append(exe.cuda_call_stats["launches"])
 print("FAKE-RUN " + json.dumps(out))
@@ -145,18 +167,23 @@ print("FAKE-RUN " + json.dumps(out))
 
 def test_cuda_decode_attention_ptx():
     """The cuda pipeline's PTX of the fused decode attention (D = 64: 2 elements per lane,
-    4 warps splitting the KV length): warp shuffles, one barrier pair, the only kernel."""
+    4 warps splitting the KV length): three kernels, the whole-row one and the split's
+    partial one with warp shuffles and one barrier pair each, the split's combination with
+    neither (a warp per row, nothing shared)."""
     from test_gpu_rules import _cuda_ptx
     ptx = _cuda_ptx(str(attention_module(2, 4, 64)), "cuda")
-    assert len(ptx) == 1, list(ptx)
-    (text,) = ptx.values()
-    assert text.count("shfl.sync.bfly.b32") == 5 and text.count("bar.sync") == 2, text[:2000]
+    assert len(ptx) == 3, list(ptx)
+    counts = sorted((p.count("shfl.sync.bfly.b32"), p.count("bar.sync")) for p in ptx.values())
+    assert counts == [(0, 0), (5, 2), (5, 2)], counts
 
 
-def test_fake_cuda_decode_attention_is_one_launch(tmp_path):
-    """The PTX loaded and launched by the fake driver: one launch per call at every KV length."""
+def test_fake_cuda_decode_attention_launches(tmp_path):
+    """The PTX loaded and launched by the fake driver: one launch per call up to 256 keys (the
+    default ``attention_chunk``), two above (the partial results and their combination).
+    """
     import test_cuda
-    assert test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_ATTENTION, os.path.dirname(__file__)) == [1, 1, 1]
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_ATTENTION, os.path.dirname(__file__))
+    assert got == [1, 1, 2, 1, 2]
 
 
 FAKE_STEP = r"""

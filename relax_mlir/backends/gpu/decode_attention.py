@@ -20,8 +20,10 @@ size, a static head dim that is a multiple of it) replaces that body with one la
 each taking every ``splits``-th key, a lane holding ``D / subgroup`` elements of q, of the
 output and its accumulators: per key a partial q.k, a ``gpu.shuffle xor`` sum over the
 subgroup, the online softmax update (running max, rescaled sum and accumulators); the
-subgroups' partial results meet in workgroup memory after one barrier (flash-decoding's
-split of the KV length, reduced inside the workgroup instead of by a second kernel).
+subgroups' partial results meet in workgroup memory after one barrier. Above
+``attention_chunk`` keys (at run time) flash-decoding's split across workgroups: a workgroup
+per (row, chunk) writes (max, sum, accumulators) to a workspace and a second launch, a
+subgroup per row, combines them (12 rows alone leave most of a GPU idle at long contexts).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Optional
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, gpu, math as mmath, memref
+from mlir.dialects import arith, gpu, math as mmath, memref, scf
 
 from ...dialects._core import create
 from ...ops.kernels import KType, KernelBuilder, broadcast_map
@@ -41,7 +43,7 @@ from ...target import Target
 from ...transforms.graph import body_ops, defining_op, graph_functions, relax_opdef, users
 from ...transforms.legalize import KERNEL_OP_ATTR, KernelTable
 from ...transforms.registry import Option, register_pass
-from .launch_builder import MAX_GRID, Launch, barrier, f32, for_loop, index, indexing_maps, load, store, when
+from .launch_builder import MAX_GRID, Launch, barrier, ceil_div, f32, for_loop, index, indexing_maps, load, store, when
 
 KERNEL_OP = "decode_attention"
 #: the initial running maximum: the lowest finite f32 (x - m stays finite, exp gives 0)
@@ -304,9 +306,22 @@ def head_dim(fn: ir.Operation) -> Optional[int]:
     return None if d == ir.ShapedType.get_dynamic_size() else d
 
 
-def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
-    """Replace the kernel's body ops by one launch: a workgroup of ``splits`` subgroups per
-    query row (s, g, kv); D a multiple of ``subgroup``."""
+def _row_indices(row: ir.Value, G: int, KV: int) -> tuple:
+    """(s, g, kv, h) of query row ``row`` = (s * G + g) * KV + kv; h = g * KV + kv."""
+    kv_n, g_n = index(KV), index(G)
+    kv = arith.RemUIOp(row, kv_n).result
+    rest = arith.DivUIOp(row, kv_n).result
+    g = arith.RemUIOp(rest, g_n).result
+    s = arith.DivUIOp(rest, g_n).result
+    return s, g, kv, arith.AddIOp(arith.MulIOp(g, index(KV)).result, kv).result
+
+
+def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0) -> None:
+    """Replace the kernel's body ops by the launches: a workgroup of ``splits`` subgroups
+    per query row (s, g, kv); D a multiple of ``subgroup``. With ``chunk`` > 0 and a KV
+    length above it (decided at run time), flash-decoding's split across workgroups
+    instead: a workgroup per (row, ``chunk`` keys) writing its (max, sum, accumulators) to
+    a workspace, then a second launch (a subgroup per row) combining them."""
     _, KV, D = ir.MemRefType(m.k.type).shape
     qt = ir.MemRefType(m.q.type)
     G = qt.shape[1] if qt.rank == 5 else qt.shape[1] // KV
@@ -315,40 +330,52 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
     idle = D < S           # lanes past D hold nothing (their q and v read as 0)
     i32t = ir.IntegerType.get_signless(32)
     contract = ir.Attribute.parse("#arith.fastmath<contract>")
+    slot = D + 2           # a partial result: max, sum, D accumulators
     last = m.ops[-1]   # every buffer is defined before the division
-    with ir.InsertionPoint(last), last.location:
-        s_n, g_n, kv_n = memref.DimOp(m.q, index(0)).result, index(G), index(KV)
-        t_n = memref.DimOp(m.k, index(0)).result
-        rows = arith.MulIOp(arith.MulIOp(s_n, g_n).result, kv_n).result
-        grid = arith.MinUIOp(rows, index(MAX_GRID)).result
-        shared = [W * (D + 2)] if W > 1 else []
-        launch = Launch((grid, index(1), index(1)), (S * W, 1, 1), shared)
+
+    def lanes(launch: Launch):
+        tid = launch.thread_id[0]
+        lane = arith.RemUIOp(tid, index(S)).result
+        sg = arith.DivUIOp(tid, index(S)).result
+        ds = [arith.AddIOp(lane, index(i * S)).result for i in range(per)]
+        live = arith.CmpIOp(arith.CmpIPredicate.ult, lane, index(D)).result if idle else None
+        if idle:
+            ds = [arith.MinUIOp(ds[0], index(D - 1)).result]
+        return lane, sg, ds, live
+
+    def at_out(s, h, g, kv, d: ir.Value) -> list:
+        if ir.MemRefType(m.out.type).rank == 4:
+            return [s, g, kv, d]
+        return [s, arith.AddIOp(arith.MulIOp(h, index(D)).result, d).result]
+
+    def final(s, g, kv, h, ds, live):
+        """The emit of a whole row: the output, accumulators over the sum."""
+        def emit(mx, l, acc):
+            def out():
+                for a, d in zip(acc, ds):
+                    store(arith.DivFOp(a, l).result, m.out, at_out(s, h, g, kv, d))
+            out() if not idle else when(live, out)
+        return emit
+
+    def row_launch(grid_items: ir.Value, key_range, emitter) -> None:
+        """A launch of ``W`` subgroups per item: keys ``key_range(item)`` = (row, lo, hi),
+        online softmax per subgroup, the subgroups met in workgroup memory, then
+        ``emitter(item, s, g, kv, h, ds, lane, live)(max, sum, accumulators)``."""
+        grid = arith.MinUIOp(grid_items, index(MAX_GRID)).result
+        launch = Launch((grid, index(1), index(1)), (S * W, 1, 1), [W * slot] if W > 1 else [])
         with launch:
-            tid = launch.thread_id[0]
-            lane = arith.RemUIOp(tid, index(S)).result
-            sg = arith.DivUIOp(tid, index(S)).result
+            lane, sg, ds, live = lanes(launch)
             width = arith.ConstantOp(i32t, S).result
-            ds = [arith.AddIOp(lane, index(i * S)).result for i in range(per)]
-            live = arith.CmpIOp(arith.CmpIPredicate.ult, lane, index(D)).result if idle else None
-            if idle:
-                ds = [arith.MinUIOp(ds[0], index(D - 1)).result]
 
             def only_live(v: ir.Value) -> ir.Value:
                 return arith.SelectOp(live, v, f32(0.0)).result if idle else v
 
-            def row_body(row: ir.Value, _: list) -> list:
-                kv = arith.RemUIOp(row, kv_n).result
-                rest = arith.DivUIOp(row, kv_n).result
-                g = arith.RemUIOp(rest, g_n).result
-                s = arith.DivUIOp(rest, g_n).result
-                h = arith.AddIOp(arith.MulIOp(g, index(KV)).result, kv).result
+            def item_body(item: ir.Value, _: list) -> list:
+                row, lo, hi = key_range(item)
+                s, g, kv, h = _row_indices(row, G, KV)
                 qs = [only_live(load(m.q, [s, g, index(0), kv, d] if qt.rank == 5 else [s, h, d])) for d in ds]
-
-                def at_out(d: ir.Value) -> list:
-                    if ir.MemRefType(m.out.type).rank == 4:
-                        return [s, g, kv, d]
-                    return [s, arith.AddIOp(arith.MulIOp(h, index(D)).result, d).result]
                 loop4 = {0: s, 1: g, 3: kv}
+                emit = emitter(item, s, g, kv, h, ds, lane, live)
 
                 def key(j: ir.Value, c: list) -> list:
                     mrun, l, acc = c[0], c[1], c[2:]
@@ -374,21 +401,19 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
                     return [mnew, l, *acc]
 
                 init = [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per
-                res = for_loop(sg, t_n, index(W), init, key)
+                res = for_loop(arith.AddIOp(lo, sg).result, hi, index(W), init, key)
                 if W == 1:
-                    def out():
-                        for a, d in zip(res[2:], ds):
-                            store(arith.DivFOp(a, res[1]).result, m.out, at_out(d))
-                    out() if not idle else when(live, out)
+                    emit(res[0], res[1], res[2:])
                     return []
                 buf = launch.shared[0]
-                base = arith.MulIOp(sg, index(D + 2)).result
+                base = arith.MulIOp(sg, index(slot)).result
                 head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
 
                 def put_ml():
                     store(res[0], buf, [base])
                     store(res[1], buf, [arith.AddIOp(base, index(1)).result])
                 when(head, put_ml)
+
                 def put_acc():
                     for a, d in zip(res[2:], ds):
                         store(a, buf, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result])
@@ -396,25 +421,121 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int) -> None:
                 barrier()
 
                 def combine():
-                    ms = [load(buf, [index(w * (D + 2))]) for w in range(W)]
+                    ms = [load(buf, [index(w * slot)]) for w in range(W)]
                     big = ms[0]
                     for x in ms[1:]:
                         big = arith.MaximumFOp(big, x).result
                     scale = [mmath.ExpOp(arith.SubFOp(x, big).result).result for x in ms]
                     den = f32(0.0)
                     for w in range(W):
-                        den = arith.AddFOp(den, arith.MulFOp(load(buf, [index(w * (D + 2) + 1)]), scale[w]).result).result
+                        den = arith.AddFOp(den, arith.MulFOp(load(buf, [index(w * slot + 1)]), scale[w]).result).result
+                    nums = []
                     for d in ds:
                         num = f32(0.0)
                         for w in range(W):
-                            a = load(buf, [arith.AddIOp(d, index(w * (D + 2) + 2)).result])
+                            a = load(buf, [arith.AddIOp(d, index(w * slot + 2)).result])
                             num = arith.AddFOp(num, arith.MulFOp(a, scale[w]).result).result
-                        store(arith.DivFOp(num, den).result, m.out, at_out(d))
+                        nums.append(num)
+                    emit(big, den, nums)
                 first_sg = arith.CmpIOp(arith.CmpIPredicate.eq, sg, index(0)).result
                 when(arith.AndIOp(first_sg, live).result if idle else first_sg, combine)
-                barrier()   # the next row reuses the workgroup memory
+                barrier()   # the next item reuses the workgroup memory
+                return []
+
+            for_loop(launch.block_id[0], grid_items, launch.grid_dim[0], [], item_body)
+
+    def split(rows: ir.Value, t_n: ir.Value, parts: ir.Value) -> None:
+        """Flash-decoding: ``parts`` workgroups per row, each over ``chunk`` keys, their
+        (max, sum, accumulators) in a workspace; then a subgroup per row combines them."""
+        items = arith.MulIOp(rows, parts).result
+        ws = memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.F32Type.get()),
+                            [arith.MulIOp(items, index(slot)).result], []).result
+
+        # item c * rows + row: neighbouring workgroups read the same chunk of K and V (the G
+        # query rows of a KV head share it); its partial result at row * parts + c
+        def key_range(item):
+            c = arith.DivUIOp(item, rows).result
+            lo = arith.MulIOp(c, index(chunk)).result
+            return (_head_major(arith.RemUIOp(item, rows).result), lo,
+                    arith.MinUIOp(arith.AddIOp(lo, index(chunk)).result, t_n).result)
+
+        def partial(item, s, g, kv, h, ds, lane, live):
+            row = arith.AddIOp(arith.MulIOp(arith.AddIOp(arith.MulIOp(s, index(G)).result, g).result,
+                                            index(KV)).result, kv).result
+            at = arith.AddIOp(arith.MulIOp(row, parts).result, arith.DivUIOp(item, rows).result).result
+            base = arith.MulIOp(at, index(slot)).result
+
+            def emit(mx, l, acc):
+                def put_ml():
+                    store(mx, ws, [base])
+                    store(l, ws, [arith.AddIOp(base, index(1)).result])
+                when(arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result, put_ml)
+
+                def put_acc():
+                    for a, d in zip(acc, ds):
+                        store(a, ws, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result])
+                put_acc() if not idle else when(live, put_acc)
+            return emit
+
+        row_launch(items, key_range, partial)
+        launch = Launch((arith.MinUIOp(rows, index(MAX_GRID)).result, index(1), index(1)), (S, 1, 1), [])
+        with launch:
+            lane, _, ds, live = lanes(launch)
+
+            def row_body(row: ir.Value, _: list) -> list:
+                s, g, kv, h = _row_indices(row, G, KV)
+                first = arith.MulIOp(row, parts).result
+
+                def part(c: ir.Value, run: list) -> list:
+                    mrun, l, acc = run[0], run[1], run[2:]
+                    base = arith.MulIOp(arith.AddIOp(first, c).result, index(slot)).result
+                    mc = load(ws, [base])
+                    mnew = arith.MaximumFOp(mrun, mc).result
+                    a = mmath.ExpOp(arith.SubFOp(mrun, mnew).result).result
+                    b = mmath.ExpOp(arith.SubFOp(mc, mnew).result).result
+                    l = arith.AddFOp(arith.MulFOp(l, a).result,
+                                     arith.MulFOp(load(ws, [arith.AddIOp(base, index(1)).result]), b).result).result
+                    acc = [arith.AddFOp(arith.MulFOp(x, a).result,
+                                        arith.MulFOp(load(ws, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result]),
+                                                     b).result).result for x, d in zip(acc, ds)]
+                    return [mnew, l, *acc]
+                res = for_loop(index(0), parts, index(1), [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per, part)
+                final(s, g, kv, h, ds, live)(res[0], res[1], res[2:])
                 return []
 
             for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row_body)
+        memref.DeallocOp(ws)
+
+    def _head_major(item: ir.Value) -> ir.Value:
+        """The row of workgroup item ``item`` when the G query rows of a KV head are
+        neighbours (g fastest): they read the same K and V rows."""
+        g = arith.RemUIOp(item, index(G)).result
+        rest = arith.DivUIOp(item, index(G)).result
+        kv = arith.RemUIOp(rest, index(KV)).result
+        s = arith.DivUIOp(rest, index(KV)).result
+        return arith.AddIOp(arith.MulIOp(arith.AddIOp(arith.MulIOp(s, index(G)).result, g).result,
+                                         index(KV)).result, kv).result
+
+    with ir.InsertionPoint(last), last.location:
+        s_n, g_n, kv_n = memref.DimOp(m.q, index(0)).result, index(G), index(KV)
+        t_n = memref.DimOp(m.k, index(0)).result
+        rows = arith.MulIOp(arith.MulIOp(s_n, g_n).result, kv_n).result
+
+        def whole():
+            row_launch(rows, lambda item: (_head_major(item), index(0), t_n),
+                       lambda item, s, g, kv, h, ds, lane, live: final(s, g, kv, h, ds, live))
+
+        if not chunk:
+            whole()
+        else:
+            parts = ceil_div(t_n, chunk)
+            short = arith.CmpIOp(arith.CmpIPredicate.ule, parts, index(1)).result
+            branch = scf.IfOp(short, [], has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                whole()
+                scf.YieldOp([])
+            with ir.InsertionPoint(branch.else_block):
+                split(rows, t_n, parts)
+                scf.YieldOp([])
     for o in reversed(m.ops):
         o.erase()

@@ -305,7 +305,8 @@ def _attention_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 
 class DecodeAttention(ScheduleRule):
     """The fused decode attention kernel of relax-gpu-decode-attention: a workgroup per query
-    row, ``attention_splits`` subgroups splitting the KV length, online softmax, shuffles
+    row, ``attention_splits`` subgroups splitting the KV length, online softmax, shuffles;
+    above ``attention_chunk`` keys a workgroup per chunk of a row and a combining launch
     (:mod:`relax_mlir.backends.gpu.decode_attention`). Needs a known subgroup size and a
     static head dim that is a multiple of it (at most 16 elements per lane) or divides it
     (:func:`~relax_mlir.backends.gpu.decode_attention.takes`), else the kernel's linalg body
@@ -323,17 +324,20 @@ class DecodeAttention(ScheduleRule):
     def space(self, target: Target) -> Space:
         return Space("gpu_attention", (
             Knob("attention_splits", (1, 2, 4, 8), "subgroups per workgroup, each taking every n-th key"),
+            Knob("attention_chunk", (128, 256, 512, 1024, 4096),
+                 "keys per workgroup: a longer KV length is split across workgroups (a second "
+                 "launch combines them), a shorter one is one workgroup per row"),
         ), _attention_rule, target)
 
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
         # lavapipe: one subgroup (its barriers switch coroutines); cuda: 4 warps per row
-        return dict(attention_splits=4 if target.kind == "cuda" else 1)
+        return dict(attention_splits=4 if target.kind == "cuda" else 1, attention_chunk=256)
 
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         m, sg, d = decode_attention.match(fn), subgroup(target), decode_attention.head_dim(fn)
         if m is None or not decode_attention.takes(d, sg):
             return False
-        decode_attention.build(fn, m, sg, config["attention_splits"])
+        decode_attention.build(fn, m, sg, config["attention_splits"], config["attention_chunk"])
         return True
 
 

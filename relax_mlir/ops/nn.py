@@ -134,6 +134,39 @@ def _pad_copy(kb: KernelBuilder, src: str, pads: list[int], value=0.0) -> str:
     return kb.insert_slice(kb.copy(src, inner), full, *where)
 
 
+def _phase_split_copy(kb: KernelBuilder, src: str, pads: list[int], s: int) -> str:
+    """The zero-padded input of a width-strided direct convolution, its columns split by
+    phase: (N, C, H + pt + pb, s, ceil((W + pl + pr) / s)) with ``xs[..., p, j] =
+    xpad[..., s*j + p]``. A strided window's taps then read unit-stride runs of one phase
+    (column ``s*ow + kw`` is phase ``kw % s``, offset ``ow + kw // s``), which the cpu
+    schedule vectorizes like a stride-1 row; the split costs no pass of its own: it is
+    the padded copy, written as ``s`` copies of strided column slices of the input."""
+    t: KType = kb.types[src]
+    n, c, h, w = kb.dims(src)
+    pt, pl, pb, pr = pads
+    hp = kb.bin("arith.addi", h, kb.index(pt + pb), "index")
+    wh = kb.bin("arith.divui", kb.bin("arith.addi", w, kb.index(pl + pr + s - 1), "index"), kb.index(s), "index")
+    hs = None if t.dims[2] is None else t.dims[2] + pt + pb
+    whs = None if t.dims[3] is None else (t.dims[3] + pl + pr + s - 1) // s
+    full = kb.fill(0.0, kb.empty_dims(KType((t.dims[0], t.dims[1], hs, s, whs), t.dtype), [n, c, hp, kb.index(s), wh]))
+    for p in range(s):
+        w0 = (p - pl) % s          # the first input column that lands in phase p
+        j0 = (w0 + pl - p) // s    # and its place in the phase
+        if t.dims[3] is None:
+            cnt = kb.bin("arith.divui", kb.bin("arith.addi", w, kb.index(s - 1 - w0), "index"), kb.index(s), "index")
+            cs = None
+        else:
+            cs = max(0, (t.dims[3] - w0 + s - 1) // s)
+            cnt = cs
+        part = KType(t.dims[:3] + (cs,), t.dtype)
+        sizes = [d if d is not None else v for d, v in zip(t.dims[:3], (n, c, h))] + [cnt]
+        col = kb.extract_slice(src, part, [0, 0, 0, w0], sizes, [1, 1, 1, s])
+        dsizes = sizes[:3] + [1, cnt]
+        dst = kb.extract_slice(full, part, [0, 0, pt, p, j0], dsizes)
+        full = kb.insert_slice(kb.copy(col, dst), full, [0, 0, pt, p, j0], dsizes)
+    return full
+
+
 def _accumulator(kb: KernelBuilder, out: KType) -> str:
     """A zero-filled accumulator of ``out``'s shape in the compute type (f32 for halves)."""
     ct = compute_type(out.dtype)
@@ -188,8 +221,12 @@ def _direct(kb: KernelBuilder, xp: str, w: str, acc: str, strides, dilation, g: 
             parts.append(v if coef == 1 else f"{v} * {coef}")
         return " + ".join(parts) or "0"
 
-    xmap = [names["n"], lin((cg, "g"), (1, "c")), lin((strides[0], "oh"), (dilation[0], "kh")),
-            lin((strides[1], "ow"), (dilation[1], "kw"))]
+    xmap = [names["n"], lin((cg, "g"), (1, "c")), lin((strides[0], "oh"), (dilation[0], "kh"))]
+    if kb.types[xp].rank == 5:   # phase-split columns (:func:`_phase_split_copy`)
+        tap, s = lin((dilation[1], "kw")), strides[1]
+        xmap += [f"({tap}) % {s}", f"{names['ow']} + ({tap}) // {s}"]
+    else:
+        xmap.append(lin((strides[1], "ow"), (dilation[1], "kw")))
     wmap = [lin((og, "g"), (1, "o")), names["c"], names["kh"], names["kw"]]
     omap = [names["n"], lin((og, "g"), (1, "o")), names["oh"], names["ow"]]
     ct = kb.types[acc].dtype
@@ -216,7 +253,10 @@ def _legalize_conv2d(call: LegalizeCall):
     pads, g = _pads(call), call["groups"]
     kb = call.builder(attr_tag(s=call["strides"], p=pads, d=call["dilation"], g=g if g > 1 else None))
     if all(d is not None for d in w.dims) and (g == 1 or w.dims[0] == g):
-        xp = _pad_copy(kb, kb.ins[0], pads)
+        if g > 1 and w.dims[1] == 1 and call["strides"][1] > 1:   # depthwise, strided along W
+            xp = _phase_split_copy(kb, kb.ins[0], pads, call["strides"][1])
+        else:
+            xp = _pad_copy(kb, kb.ins[0], pads)
         acc = _accumulator(kb, out)
         return kb.finish([_to_out(kb, _direct(kb, xp, kb.ins[1], acc, call["strides"], call["dilation"], g), out)])
     xp = _pad(kb, kb.ins[0], pads, 0.0)

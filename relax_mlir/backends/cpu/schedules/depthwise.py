@@ -25,6 +25,8 @@ from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import loop, structured
 from mlir.dialects.transform import tensor as ttensor
+from mlir.dialects.transform import vector as tvec
+from mlir.dialects.transform import memref as tmemref
 
 from .common import any_op, cleanup, lower_vectors, match, patterns
 
@@ -32,68 +34,83 @@ from .common import any_op, cleanup, lower_vectors, match, patterns
 #: 7-112 wide, so a wider tile would leave most of a small map to the masked remainder.
 VECTOR_COLUMNS = 16
 
-#: Output rows per forall iteration.
-ROWS = 1
+#: Output rows per register tile: as many independent accumulator chains (a 7-wide row is
+#: one vector: one row alone is a chain of KH*KW dependent FMAs, bound by their latency).
+ROWS = 4
 
 
 def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
                        n_copies: int, pad_rank: int, rows: int = ROWS):
     """Script body for a depthwise kernel: a zero fill of the padded input (of rank
-    ``pad_rank``; 0: no padding) and ``n_copies`` copies into it, the accumulator's fill, ``n_generics`` generics (the conv,
-    then its epilogue; the last has ``out_rank`` loops). The conv has ``conv_loops`` loops:
-    ``parallel_outer`` parallel ones (n, channel, row), the window's reductions, the output
-    column last."""
+    ``pad_rank``; 0: no padding) and ``n_copies`` copies into it, the accumulator's fill,
+    ``n_generics`` generics (the conv, then its epilogue; the last has ``out_rank`` loops).
+    The conv has ``conv_loops`` loops: ``parallel_outer`` parallel ones (n, channel, row),
+    the window's reductions, the output column last."""
+    red = conv_loops - parallel_outer - 1
+    order = list(range(parallel_outer)) + [conv_loops - 1] + list(range(parallel_outer, conv_loops - 1))
+
+    def columns(conv: ir.Value, masked_rows: bool):
+        """``conv`` (a block of ``rows`` rows, fewer when ``masked_rows``) in 16-column
+        tiles, each accumulated over the window in ``rows`` vector registers; the last
+        < 16 columns masked. A short block's missing rows are masked lanes: its rows are
+        independent FMA chains all the same."""
+        sizes = [0] * parallel_outer + [1] * red + [VECTOR_COLUMNS]
+        tiled = structured.TileUsingForOp(conv, sizes=sizes, interchange=order)
+        p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[0])
+        return p.results[0], p.results[1], masked_rows
 
     def body(fn: ir.Value) -> None:
         gens = match(fn, "linalg.generic")
         ops = ([gens] if n_generics == 1
                else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results))
-        last = ops[-1]
         acc_fill = transform.GetProducerOfOperand(any_op(), ops[0], 2).result
-        padded = pad_rank > 0
         pad_fill = None
-        if padded:
-            fills = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.fill")).results
-            pad_fill = fills[0]   # the legalization pads first, then fills the accumulator
-        # rows of the output (n, channel, row...) over the threads
-        out_rows = [1] * (parallel_outer - 1) + [rows] + [0] * (out_rank - parallel_outer)
-        if n_generics > 1:
-            out_rows = [1] * (out_rank - 2) + [rows, 0]
-        t = structured.TileUsingForallOp(last, tile_sizes=out_rows)
+        if pad_rank:
+            pad_fill = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.fill")).results[0]
+        # one (image, channel) plane per forall iteration, the epilogue, the conv and the
+        # accumulator's fill fused into it
+        t = structured.TileUsingForallOp(ops[-1], tile_sizes=[1, 1] + [0] * (out_rank - 2))
         conv, forall = t.results[0], t.results[1]
         for h in reversed(ops[:-1]):
             f = structured.FuseIntoContainingOp(h, forall)
             conv, forall = f.fused_op, f.new_containing_op
         structured.FuseIntoContainingOp(acc_fill, forall)
-        if padded:
-            # the padding: planes over the threads (fill, then each phase's copy)
+        if pad_rank:   # the padding: planes over the threads (the fill, then each phase's copy)
             structured.TileUsingForallOp(pad_fill, tile_sizes=[1, 1] + [0] * (pad_rank - 2))
             copies = match(fn, "linalg.copy")
-            handles = ([copies] if n_copies == 1
-                       else list(transform.SplitHandleOp([any_op()] * n_copies, copies).results))
-            for c in handles:
+            for c in ([copies] if n_copies == 1
+                      else transform.SplitHandleOp([any_op()] * n_copies, copies).results):
                 structured.TileUsingForallOp(c, tile_sizes=[1, 1, 0, 0])
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         cleanup(fn)
-        # one row at a time; 16 columns per tile; the window loops inside the column tile
-        red = conv_loops - parallel_outer - 1
-        sizes = [0] * (parallel_outer - 1) + [1 if rows > 1 else 0] + [1] * red + [VECTOR_COLUMNS]
-        order = list(range(parallel_outer)) + [conv_loops - 1] + list(range(parallel_outer, conv_loops - 1))
-        tiled = structured.TileUsingForOp(conv, sizes=sizes, interchange=order)
-        col = tiled.loops[1] if rows > 1 else tiled.loops[0]
-        p = loop.LoopPeelOp(any_op(), any_op(), col)
+        # blocks of ``rows`` rows, the last (fewer) rows one masked block
+        blocks = structured.TileUsingForOp(conv, sizes=[0] * (parallel_outer - 1) + [rows])
+        pr = loop.LoopPeelOp(any_op(), any_op(), blocks.loops[0])
+        tiles = [columns(match(pr.results[0], "linalg.generic"), False),
+                 columns(match(pr.results[1], "linalg.generic"), True)]
         cleanup(fn)
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
         cleanup(fn)
-        main = match(p.results[0], "linalg.generic")
-        rest = match(p.results[1], "linalg.generic")
-        structured.VectorizeOp(main)
-        structured.VectorizeOp(rest, vector_sizes=[VECTOR_COLUMNS])   # the last < 16 columns, masked
+        for main, rest, masked_rows in tiles:
+            if masked_rows:
+                structured.VectorizeOp(match(main, "linalg.generic"), vector_sizes=[rows, VECTOR_COLUMNS])
+            else:
+                structured.VectorizeOp(match(main, "linalg.generic"))
+            structured.VectorizeOp(match(rest, "linalg.generic"), vector_sizes=[rows, VECTOR_COLUMNS])
         cleanup(fn)
-        for _ in range(red):   # the accumulator tile out of the window loops, innermost first
-            loop.HoistLoopInvariantSubsetsOp(match(p.results[0], "scf.for"))
+        # masks as operands of the transfers (not vector.mask regions, which hide the
+        # remainder's accumulator from hoisting), their sizes out of the window loops
+        patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
+        patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
+        cleanup(fn)
+        for main, rest, _ in tiles:
+            transform.ApplyLoopInvariantCodeMotionOp(match(main, "scf.for"))
+            transform.ApplyLoopInvariantCodeMotionOp(match(rest, "scf.for"))
+        for _ in range(red):   # the accumulator tiles out of the window loops, innermost first
+            for main, rest, _ in tiles:
+                loop.HoistLoopInvariantSubsetsOp(match(main, "scf.for"))
+                loop.HoistLoopInvariantSubsetsOp(match(rest, "scf.for"))
         cleanup(fn)
         lower_vectors(fn)
 
     return body
-

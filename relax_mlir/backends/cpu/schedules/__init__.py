@@ -20,8 +20,9 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   length), vectorized along the cache's static innermost dim (:mod:`.contraction`);
 * ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
   fused, vectorized pass per row (:mod:`.rows`);
-* convolutions (:mod:`.conv`, docs/conv.md): ``conv`` for the conv2d legalization's direct
-  generic (depthwise; + its fused epilogue), ``im2col`` and ``permute_rows`` (the NCHW
+* convolutions (:mod:`.conv`, docs/conv.md): ``depthwise`` for the conv2d legalization's
+  direct generic with one input channel per group (+ its fused epilogue; :mod:`.depthwise`),
+  ``conv`` for the other direct generics, ``im2col`` and ``permute_rows`` (the NCHW
   epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule;
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 """

@@ -1,25 +1,22 @@
 """Depthwise convolutions (the conv2d legalization's direct generic with one input channel
-per group, + its fused bias / activation epilogue): threads over (image, channel) planes,
-register blocks of rows x columns (docs/conv.md, "Depthwise").
+per group, + its fused bias / activation epilogue): threads over output rows, the row
+vectorized along the output width (docs/conv.md, "Depthwise").
 
 The legalization's loop order is (n, channel, output row, kh, kw, output column); a
-strided conv reads its input split by phase in rows and columns (``ops/nn.py``,
-``_phase_split_copy``), so at every stride a tap is a unit-stride block of the input. The
+width-strided conv reads its input in phase-split columns (``ops/nn.py``,
+``_phase_split_copy``), so at every stride a tap is a unit-stride run of the input. The
 script:
 
-* the padding: stride 1 pads with ``tensor.pad``, fused into the conv's plane loop (each
-  iteration fills and copies its own plane into a buffer of one plane per thread, in L1/L2:
-  :func:`unguard_pads`, :func:`hoist_plane_sizes`); a strided conv's phase split (zero fill,
-  one copy per phase: ``insert_slice`` chains, which ``fuse_into_containing_op`` cannot take)
-  runs as plane loops of its own before the conv (one single-threaded pass before this
-  schedule, as long as the conv itself on the 7x7 and 14x14 maps);
-* the conv's last op (the epilogue, or the conv): one (image, channel) plane per
-  ``scf.forall`` iteration, the epilogue generics, the conv and its accumulator's fill fused
-  in (the epilogue reads the plane while it is in L2);
-* inside, blocks of :data:`ROWS` rows (the last, shorter block row-masked), each cut into
-  :data:`VECTOR_COLUMNS`-wide tiles accumulated in ``ROWS`` vector registers over the window
-  (kh, kw tiled by 1 outside the column tile, the accumulators hoisted out of them); the
-  last < 16 columns (all of a 7- or 14-wide row) peeled and vectorized with masks.
+* the padded copy of the input (one ``linalg.copy`` per phase) and its zero fill: one
+  (image, channel) plane per ``scf.forall`` iteration (they ran as one single-threaded pass
+  before the conv, as long as the conv itself on the 7x7 and 14x14 maps);
+* the conv's last op (the epilogue, or the conv): ``rows`` output rows per ``scf.forall``
+  iteration, the epilogue generics, the conv and its accumulator's fill fused in (the
+  epilogue reads the rows while they are in L1);
+* inside, rows one by one, the output row cut into :data:`VECTOR_COLUMNS`-wide tiles, each
+  accumulated in one vector register over the window (kh, kw tiled by 1 outside the column
+  tile, the accumulator hoisted out of them); the remainder (fewer than 16 columns: all of
+  a 7- or 14-wide row) peeled and vectorized with masks.
 """
 
 from __future__ import annotations

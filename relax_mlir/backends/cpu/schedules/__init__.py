@@ -37,7 +37,7 @@ from mlir import ir
 
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
-from .depthwise import depthwise_schedule, finish_padded_planes
+from .depthwise import depthwise_schedule
 from .conv import conv_schedule, im2col_schedule, permute_rows_schedule
 from .elementwise import elementwise_schedule
 from .pool import pool_schedule
@@ -234,11 +234,9 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
     if unit and ir.RankedTensorType(conv.operands[1].type).shape[1] == 1:   # depthwise: its own schedule
         pre = names[:i]
         pad_rank = (ir.RankedTensorType(ops[0].results[0].type).rank
-                    if pre.count("linalg.fill") == 2 and ops[0].name == "linalg.fill"
-                    else -1 if "tensor.pad" in pre else 0)
+                    if pre.count("linalg.fill") == 2 and ops[0].name == "linalg.fill" else 0)
         return Schedule("depthwise", depthwise_schedule(lead, rank, 1 + len(tail), len(its),
-                                                        pre.count("linalg.copy"), pad_rank),
-                        prepare=None, finish=finish_padded_planes if pad_rank < 0 else None)
+                                                        pre.count("linalg.copy"), pad_rank))
     return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
 
 

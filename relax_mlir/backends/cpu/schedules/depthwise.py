@@ -65,7 +65,7 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
                else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results))
         acc_fill = transform.GetProducerOfOperand(any_op(), ops[0], 2).result
         pad_fill = None
-        if pad_rank > 0:
+        if pad_rank:
             pad_fill = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.fill")).results[0]
         # one (image, channel) plane per forall iteration, the epilogue, the conv and the
         # accumulator's fill fused into it
@@ -75,12 +75,7 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
             f = structured.FuseIntoContainingOp(h, forall)
             conv, forall = f.fused_op, f.new_containing_op
         structured.FuseIntoContainingOp(acc_fill, forall)
-        if pad_rank < 0:   # tensor.pad: the plane padded inside the plane's iteration
-            f = structured.FuseIntoContainingOp(match(fn, "tensor.pad"), forall)
-            forall = f.new_containing_op
-            structured.RewriteInDestinationPassingStyleOp(any_op(), f.fused_op)
-            structured.InsertSliceToCopyOp(any_op(), match(forall, "tensor.insert_slice"))
-        elif pad_rank:   # the padding: planes over the threads (the fill, then each phase's copy)
+        if pad_rank:   # the padding: planes over the threads (the fill, then each phase's copy)
             structured.TileUsingForallOp(pad_fill, tile_sizes=[1, 1] + [0] * (pad_rank - 2))
             copies = match(fn, "linalg.copy")
             for c in ([copies] if n_copies == 1
@@ -119,79 +114,3 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
         lower_vectors(fn)
 
     return body
-
-
-def unguard_pads(fn: ir.Operation) -> int:
-    """Take the plane's padding out of the ``scf.if`` that fusing a ``tensor.pad`` wraps it
-    in (the number taken out). Upstream guards a fused pad's tile against a source slice
-    that lies wholly in the padding (its branch builds the tile with ``tensor.generate``);
-    a plane tile's source slice is the whole input plane (offsets 0, its full sizes), valid
-    even when a size is 0, so the other branch (fill + copy) is right for every plane, and
-    without the ``if`` its buffer is one allocation the loop can keep (relax-hoist-scratch)."""
-    guarded = []
-
-    def visit(op) -> ir.WalkResult:
-        op = op.operation
-        if op.name == "scf.if" and len(op.regions) == 2 and op.regions[1].blocks:
-            then = [o.operation.name for o in op.regions[0].blocks[0].operations]
-            if "tensor.generate" in then:
-                guarded.append(op)
-        return ir.WalkResult.ADVANCE
-
-    fn.walk(visit)
-    for op in guarded:
-        body = [o.operation for o in op.regions[1].blocks[0].operations]
-        for o in body[:-1]:
-            o.move_before(op)
-        for old, new in zip(op.results, body[-1].operands):
-            old.replace_all_uses_with(new)
-        op.erase()
-    return len(guarded)
-
-
-#: Size arithmetic that may leave a loop body when its operands come from outside.
-_SIZE_OPS = {"affine.apply", "affine.min", "affine.max", "arith.addi", "arith.subi", "arith.muli", "arith.divui",
-             "arith.cmpi", "arith.ori", "arith.constant", "tensor.dim"}
-
-
-def hoist_plane_sizes(fn: ir.Operation) -> int:
-    """Move the size arithmetic of each ``scf.forall`` body that depends on nothing of the
-    body (the padded plane's sizes) before the loop (the number moved), so the plane's
-    buffer has its sizes from outside the loop and relax-hoist-scratch allocates it once per
-    thread instead of once per plane. ``tensor.empty`` stays (hoisted, it would be one
-    buffer shared by the threads)."""
-    loops, moved = [], 0
-
-    def visit(op) -> ir.WalkResult:
-        if op.operation.name == "scf.forall":
-            loops.append(op.operation)
-        return ir.WalkResult.ADVANCE
-
-    fn.walk(visit)
-    for lp in loops:
-        body = lp.regions[0].blocks[0]
-        inside = {ir.Value(a) for a in body.arguments}
-        for o in [o.operation for o in body.operations]:
-            if o.name in _SIZE_OPS and not any(ir.Value(v) in inside for v in o.operands):
-                o.move_before(lp)
-                moved += 1
-            else:
-                inside.update(ir.Value(r) for r in o.results)
-                _defined_in(o, inside)
-    return moved
-
-
-def _defined_in(op: ir.Operation, inside: set) -> None:
-    """Add the values defined in ``op``'s regions to ``inside``."""
-    for region in op.regions:
-        for block in region.blocks:
-            inside.update(ir.Value(a) for a in block.arguments)
-            for o in block.operations:
-                inside.update(ir.Value(r) for r in o.operation.results)
-                _defined_in(o.operation, inside)
-
-
-def finish_padded_planes(fn: ir.Operation) -> None:
-    """The Python steps after a plane-padding script: :func:`unguard_pads`, :func:`hoist_plane_sizes`."""
-    unguard_pads(fn)
-    hoist_plane_sizes(fn)

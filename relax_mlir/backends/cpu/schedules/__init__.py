@@ -236,7 +236,8 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
         pad_rank = (ir.RankedTensorType(ops[0].results[0].type).rank
                     if pre.count("linalg.fill") == 2 and ops[0].name == "linalg.fill" else 0)
         return Schedule("depthwise", depthwise_schedule(lead, rank, 1 + len(tail), len(its),
-                                                        pre.count("linalg.copy"), pad_rank))
+                                                        pre.count("linalg.copy"), pad_rank,
+                                                        out_hw=tuple(shape[2:])))
     return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
 
 

@@ -39,25 +39,44 @@ VECTOR_COLUMNS = 16
 ROWS = 4
 
 
+def _split(size, step: int) -> str:
+    """How a loop of ``size`` (None: symbolic) iterations in steps of ``step`` is cut: "peel"
+    (full steps, then a partial one), "full" (full steps only) or "partial" (one partial step).
+    Peeling a static loop with no remainder fails, and a static loop of one step is folded away
+    by canonicalization, so static sizes pick their case here."""
+    if size is None or (size > step and size % step):
+        return "peel"
+    return "full" if size % step == 0 else "partial"
+
+
 def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
-                       n_copies: int, pad_rank: int, rows: int = ROWS):
+                       n_copies: int, pad_rank: int, rows: int = ROWS, out_hw=(None, None)):
     """Script body for a depthwise kernel: a zero fill of the padded input (of rank
     ``pad_rank``; 0: no padding) and ``n_copies`` copies into it, the accumulator's fill,
     ``n_generics`` generics (the conv, then its epilogue; the last has ``out_rank`` loops).
     The conv has ``conv_loops`` loops: ``parallel_outer`` parallel ones (n, channel, row),
-    the window's reductions, the output column last."""
+    the window's reductions, the output column last. ``out_hw``: the output's static height
+    and width (None: symbolic)."""
     red = conv_loops - parallel_outer - 1
     order = list(range(parallel_outer)) + [conv_loops - 1] + list(range(parallel_outer, conv_loops - 1))
 
-    def columns(conv: ir.Value, masked_rows: bool):
-        """``conv`` (a block of ``rows`` rows, fewer when ``masked_rows``) in 16-column
-        tiles, each accumulated over the window in ``rows`` vector registers; the last
-        < 16 columns masked. A short block's missing rows are masked lanes: its rows are
-        independent FMA chains all the same."""
+    def rest(size, step: int):
+        """The extent of a loop's last, partial step (None: symbolic)."""
+        return None if size is None else size % step or step
+
+    def columns(block: ir.Value, row_extent) -> list:
+        """The conv generics of ``block`` (``row_extent`` rows: ``rows``, a static remainder or
+        None, symbolic) in 16-column tiles, each accumulated over the window in vector
+        registers: [(generic handle, row extent, column extent)]."""
         sizes = [0] * parallel_outer + [1] * red + [VECTOR_COLUMNS]
-        tiled = structured.TileUsingForOp(conv, sizes=sizes, interchange=order)
-        p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[0])
-        return p.results[0], p.results[1], masked_rows
+        tiled = structured.TileUsingForOp(match(block, "linalg.generic"), sizes=sizes, interchange=order)
+        how = _split(out_hw[1], VECTOR_COLUMNS)
+        if how == "peel":
+            p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[0])
+            return [(match(p.results[0], "linalg.generic"), row_extent, VECTOR_COLUMNS),
+                    (match(p.results[1], "linalg.generic"), row_extent, rest(out_hw[1], VECTOR_COLUMNS))]
+        return [(match(tiled.loops[0], "linalg.generic"), row_extent,
+                 VECTOR_COLUMNS if how == "full" else out_hw[1])]
 
     def body(fn: ir.Value) -> None:
         gens = match(fn, "linalg.generic")
@@ -85,31 +104,31 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
         cleanup(fn)
         # blocks of ``rows`` rows, the last (fewer) rows one masked block
         blocks = structured.TileUsingForOp(conv, sizes=[0] * (parallel_outer - 1) + [rows])
-        pr = loop.LoopPeelOp(any_op(), any_op(), blocks.loops[0])
-        tiles = [columns(match(pr.results[0], "linalg.generic"), False),
-                 columns(match(pr.results[1], "linalg.generic"), True)]
+        how = _split(out_hw[0], rows)
+        if how == "peel":
+            pr = loop.LoopPeelOp(any_op(), any_op(), blocks.loops[0])
+            tiles = columns(pr.results[0], rows) + columns(pr.results[1], rest(out_hw[0], rows))
+        else:
+            tiles = columns(blocks.loops[0], rows if how == "full" else out_hw[0])
         cleanup(fn)
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
         cleanup(fn)
-        for main, rest, masked_rows in tiles:
-            if masked_rows:
-                structured.VectorizeOp(match(main, "linalg.generic"), vector_sizes=[rows, VECTOR_COLUMNS])
+        for gen, r, c in tiles:
+            if r is None or c is None:   # symbolic extents: masked vectors of the full tile's
+                # shape (a static extent of 1 is no dim any more: unit dims were folded)
+                vec = [rows if r is None else r, VECTOR_COLUMNS if c is None else c]
+                structured.VectorizeOp(gen, vector_sizes=[v for v, e in zip(vec, (r, c)) if e != 1])
             else:
-                structured.VectorizeOp(match(main, "linalg.generic"))
-            structured.VectorizeOp(match(rest, "linalg.generic"), vector_sizes=[rows, VECTOR_COLUMNS])
+                structured.VectorizeOp(gen)
         cleanup(fn)
         # masks as operands of the transfers (not vector.mask regions, which hide the
         # remainder's accumulator from hoisting), their sizes out of the window loops
         patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
         patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
         cleanup(fn)
-        for main, rest, _ in tiles:
-            transform.ApplyLoopInvariantCodeMotionOp(match(main, "scf.for"))
-            transform.ApplyLoopInvariantCodeMotionOp(match(rest, "scf.for"))
+        transform.ApplyLoopInvariantCodeMotionOp(match(fn, "scf.for"))
         for _ in range(red):   # the accumulator tiles out of the window loops, innermost first
-            for main, rest, _ in tiles:
-                loop.HoistLoopInvariantSubsetsOp(match(main, "scf.for"))
-                loop.HoistLoopInvariantSubsetsOp(match(rest, "scf.for"))
+            loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
         lower_vectors(fn)
 

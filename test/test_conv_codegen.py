@@ -157,7 +157,7 @@ class _Block(torch.nn.Module):
 def test_imported_block_fuses_epilogues():
     """Through the torch importer (symbolic batch and size): the GEMM convs' epilogues (permute
     to NCHW, bias, residual add, relu) are one scheduled kernel per conv, the depthwise conv and
-    its bias and clamp one conv-scheduled kernel; numerics at two sizes through one executable."""
+    its bias and clamp one depthwise-scheduled kernel; numerics at two sizes through one executable."""
     from relax_mlir.backends.cpu import schedules
     from relax_mlir.frontend.torch import from_exported_program
     from relax_mlir.pipelines.cpu import graph_stage
@@ -184,7 +184,7 @@ def test_imported_block_fuses_epilogues():
     names = {k: (v.name if v is not None else None) for k, v in picked.items()}
     assert names["fused_permute_dims_reshape_add_add_relu"] == "permute_rows"
     assert names["fused_permute_dims_reshape_add_relu_im2col"] == "permute_rows+im2col"
-    assert names["fused_conv2d_reshape_add_full_maximum_full_minimum"] == "conv"
+    assert names["fused_conv2d_reshape_add_full_maximum_full_minimum"] == "depthwise"
     assert [v for k, v in names.items() if k.startswith("relax_conv_gemm")] == ["matmul"]
 
 

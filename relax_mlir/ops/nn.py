@@ -134,6 +134,48 @@ def _pad_copy(kb: KernelBuilder, src: str, pads: list[int], value=0.0) -> str:
     return kb.insert_slice(kb.copy(src, inner), full, *where)
 
 
+def _phase_split_copy(kb: KernelBuilder, src: str, pads: list[int], strides) -> str:
+    """The zero-padded input of a strided direct convolution with rows and columns split by
+    phase: (N, C, sh, ceil(Hp / sh), sw, ceil(Wp / sw)) with ``xs[n, c, p, i, q, j] =
+    xpad[n, c, sh*i + p, sw*j + q]``. A strided window's taps then read unit-stride runs of
+    one phase (row ``sh*oh + kh`` is phase ``kh % sh``, row ``oh + kh // sh`` in it; columns
+    likewise), which the cpu schedule vectorizes like a stride-1 conv. The split costs no
+    pass of its own: it is the padded copy, written as ``sh * sw`` copies of strided slices
+    of the input."""
+    t: KType = kb.types[src]
+    n, c, h, w = kb.dims(src)
+    sizes, dims, extents = [], [], []
+    for d, (size, lo, hi, s) in enumerate(((h, pads[0], pads[2], strides[0]), (w, pads[1], pads[3], strides[1]))):
+        static = t.dims[2 + d]
+        # phase length ceil((size + lo + hi) / s)
+        sizes += [kb.index(s), kb.bin("arith.divui", kb.bin("arith.addi", size, kb.index(lo + hi + s - 1), "index"),
+                                      kb.index(s), "index")]
+        dims += [s, None if static is None else (static + lo + hi + s - 1) // s]
+        # per phase p: the first input index landing in it, its place there, and the count
+        ext = []
+        for p in range(s):
+            first = (p - lo) % s
+            at = (first + lo - p) // s
+            if static is None:
+                cnt = kb.bin("arith.divui", kb.bin("arith.addi", size, kb.index(s - 1 - first), "index"),
+                             kb.index(s), "index")
+                ext.append((first, at, cnt, None))
+            else:
+                k = max(0, (static - first + s - 1) // s)
+                ext.append((first, at, k, k))
+        extents.append(ext)
+    full = kb.fill(0.0, kb.empty_dims(KType(t.dims[:2] + tuple(dims), t.dtype), [n, c] + sizes))
+    lead = [d if d is not None else v for d, v in zip(t.dims[:2], (n, c))]
+    for p, (h0, i0, hc, hs) in enumerate(extents[0]):
+        for q, (w0, j0, wc, ws) in enumerate(extents[1]):
+            part = KType(t.dims[:2] + (hs, ws), t.dtype)
+            block = kb.extract_slice(src, part, [0, 0, h0, w0], lead + [hc, wc], [1, 1, strides[0], strides[1]])
+            where = ([0, 0, p, i0, q, j0], lead + [1, hc, 1, wc])
+            dst = kb.extract_slice(full, part, *where)
+            full = kb.insert_slice(kb.copy(block, dst), full, *where)
+    return full
+
+
 def _accumulator(kb: KernelBuilder, out: KType) -> str:
     """A zero-filled accumulator of ``out``'s shape in the compute type (f32 for halves)."""
     ct = compute_type(out.dtype)
@@ -188,8 +230,14 @@ def _direct(kb: KernelBuilder, xp: str, w: str, acc: str, strides, dilation, g: 
             parts.append(v if coef == 1 else f"{v} * {coef}")
         return " + ".join(parts) or "0"
 
-    xmap = [names["n"], lin((cg, "g"), (1, "c")), lin((strides[0], "oh"), (dilation[0], "kh")),
-            lin((strides[1], "ow"), (dilation[1], "kw"))]
+    xmap = [names["n"], lin((cg, "g"), (1, "c")), lin((strides[0], "oh"), (dilation[0], "kh"))]
+    if kb.types[xp].rank == 6:   # phase-split rows and columns (:func:`_phase_split_copy`)
+        xmap = xmap[:2]
+        for o, k, s, d in (("oh", "kh", strides[0], dilation[0]), ("ow", "kw", strides[1], dilation[1])):
+            tap = lin((d, k))
+            xmap += [f"({tap}) % {s}", f"{names[o]} + ({tap}) // {s}"]
+    else:
+        xmap.append(lin((strides[1], "ow"), (dilation[1], "kw")))
     wmap = [lin((og, "g"), (1, "o")), names["c"], names["kh"], names["kw"]]
     omap = [names["n"], lin((og, "g"), (1, "o")), names["oh"], names["ow"]]
     ct = kb.types[acc].dtype
@@ -216,7 +264,10 @@ def _legalize_conv2d(call: LegalizeCall):
     pads, g = _pads(call), call["groups"]
     kb = call.builder(attr_tag(s=call["strides"], p=pads, d=call["dilation"], g=g if g > 1 else None))
     if all(d is not None for d in w.dims) and (g == 1 or w.dims[0] == g):
-        xp = _pad_copy(kb, kb.ins[0], pads)
+        if g > 1 and w.dims[1] == 1 and max(call["strides"]) > 1:   # depthwise, strided
+            xp = _phase_split_copy(kb, kb.ins[0], pads, call["strides"])
+        else:
+            xp = _pad_copy(kb, kb.ins[0], pads)
         acc = _accumulator(kb, out)
         return kb.finish([_to_out(kb, _direct(kb, xp, kb.ins[1], acc, call["strides"], call["dilation"], g), out)])
     xp = _pad(kb, kb.ins[0], pads, 0.0)

@@ -20,8 +20,9 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   length), vectorized along the cache's static innermost dim (:mod:`.contraction`);
 * ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
   fused, vectorized pass per row (:mod:`.rows`);
-* convolutions (:mod:`.conv`, docs/conv.md): ``conv`` for the conv2d legalization's direct
-  generic (depthwise; + its fused epilogue), ``im2col`` and ``permute_rows`` (the NCHW
+* convolutions (:mod:`.conv`, docs/conv.md): ``depthwise`` for the conv2d legalization's
+  direct generic with one input channel per group (+ its fused epilogue; :mod:`.depthwise`),
+  ``conv`` for the other direct generics, ``im2col`` and ``permute_rows`` (the NCHW
   epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule;
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 """
@@ -36,6 +37,7 @@ from mlir import ir
 
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
+from .depthwise import depthwise_schedule
 from .conv import conv_schedule, im2col_schedule, permute_rows_schedule
 from .elementwise import elementwise_schedule
 from .pool import pool_schedule
@@ -227,8 +229,15 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
     its = _iterators(conv)
     lead = next((j for j, t in enumerate(its) if t != "parallel"), len(its) - 1)
     rank = len(_iterators(tail[-1])) if tail else len(its)
-    xmap = ir.AffineMapAttr(conv.opview.indexing_maps[0]).value.results[3]
+    xmap = ir.AffineMapAttr(conv.opview.indexing_maps[0]).value.results[-1]
     unit = "*" not in str(xmap)   # the input column advances by 1 per output column
+    if unit and ir.RankedTensorType(conv.operands[1].type).shape[1] == 1:   # depthwise: its own schedule
+        pre = names[:i]
+        pad_rank = (ir.RankedTensorType(ops[0].results[0].type).rank
+                    if pre.count("linalg.fill") == 2 and ops[0].name == "linalg.fill" else 0)
+        return Schedule("depthwise", depthwise_schedule(lead, rank, 1 + len(tail), len(its),
+                                                        pre.count("linalg.copy"), pad_rank,
+                                                        out_hw=tuple(shape[2:])))
     return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
 
 

@@ -1,0 +1,135 @@
+"""Depthwise convolutions (the conv2d legalization's direct generic with one input channel
+per group, + its fused bias / activation epilogue): threads over output rows, the row
+vectorized along the output width (docs/conv.md, "Depthwise").
+
+The legalization's loop order is (n, channel, output row, kh, kw, output column); a
+width-strided conv reads its input in phase-split columns (``ops/nn.py``,
+``_phase_split_copy``), so at every stride a tap is a unit-stride run of the input. The
+script:
+
+* the padded copy of the input (one ``linalg.copy`` per phase) and its zero fill: one
+  (image, channel) plane per ``scf.forall`` iteration (they ran as one single-threaded pass
+  before the conv, as long as the conv itself on the 7x7 and 14x14 maps);
+* the conv's last op (the epilogue, or the conv): ``rows`` output rows per ``scf.forall``
+  iteration, the epilogue generics, the conv and its accumulator's fill fused in (the
+  epilogue reads the rows while they are in L1);
+* inside, rows one by one, the output row cut into :data:`VECTOR_COLUMNS`-wide tiles, each
+  accumulated in one vector register over the window (kh, kw tiled by 1 outside the column
+  tile, the accumulator hoisted out of them); the remainder (fewer than 16 columns: all of
+  a 7- or 14-wide row) peeled and vectorized with masks.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import loop, structured
+from mlir.dialects.transform import tensor as ttensor
+from mlir.dialects.transform import vector as tvec
+from mlir.dialects.transform import memref as tmemref
+
+from .common import any_op, cleanup, lower_vectors, match, patterns
+
+#: Output columns per vector tile: one AVX-512 vector (two AVX2 ones); depthwise rows are
+#: 7-112 wide, so a wider tile would leave most of a small map to the masked remainder.
+VECTOR_COLUMNS = 16
+
+#: Output rows per register tile: as many independent accumulator chains (a 7-wide row is
+#: one vector: one row alone is a chain of KH*KW dependent FMAs, bound by their latency).
+ROWS = 4
+
+
+def _split(size, step: int) -> str:
+    """How a loop of ``size`` (None: symbolic) iterations in steps of ``step`` is cut: "peel"
+    (full steps, then a partial one), "full" (full steps only) or "partial" (one partial step).
+    Peeling a static loop with no remainder fails, and a static loop of one step is folded away
+    by canonicalization, so static sizes pick their case here."""
+    if size is None or (size > step and size % step):
+        return "peel"
+    return "full" if size % step == 0 else "partial"
+
+
+def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
+                       n_copies: int, pad_rank: int, rows: int = ROWS, out_hw=(None, None)):
+    """Script body for a depthwise kernel: a zero fill of the padded input (of rank
+    ``pad_rank``; 0: no padding) and ``n_copies`` copies into it, the accumulator's fill,
+    ``n_generics`` generics (the conv, then its epilogue; the last has ``out_rank`` loops).
+    The conv has ``conv_loops`` loops: ``parallel_outer`` parallel ones (n, channel, row),
+    the window's reductions, the output column last. ``out_hw``: the output's static height
+    and width (None: symbolic)."""
+    red = conv_loops - parallel_outer - 1
+    order = list(range(parallel_outer)) + [conv_loops - 1] + list(range(parallel_outer, conv_loops - 1))
+
+    def rest(size, step: int):
+        """The extent of a loop's last, partial step (None: symbolic)."""
+        return None if size is None else size % step or step
+
+    def columns(block: ir.Value, row_extent) -> list:
+        """The conv generics of ``block`` (``row_extent`` rows: ``rows``, a static remainder or
+        None, symbolic) in 16-column tiles, each accumulated over the window in vector
+        registers: [(generic handle, row extent, column extent)]."""
+        sizes = [0] * parallel_outer + [1] * red + [VECTOR_COLUMNS]
+        tiled = structured.TileUsingForOp(match(block, "linalg.generic"), sizes=sizes, interchange=order)
+        how = _split(out_hw[1], VECTOR_COLUMNS)
+        if how == "peel":
+            p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[0])
+            return [(match(p.results[0], "linalg.generic"), row_extent, VECTOR_COLUMNS),
+                    (match(p.results[1], "linalg.generic"), row_extent, rest(out_hw[1], VECTOR_COLUMNS))]
+        return [(match(tiled.loops[0], "linalg.generic"), row_extent,
+                 VECTOR_COLUMNS if how == "full" else out_hw[1])]
+
+    def body(fn: ir.Value) -> None:
+        gens = match(fn, "linalg.generic")
+        ops = ([gens] if n_generics == 1
+               else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results))
+        acc_fill = transform.GetProducerOfOperand(any_op(), ops[0], 2).result
+        pad_fill = None
+        if pad_rank:
+            pad_fill = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.fill")).results[0]
+        # one (image, channel) plane per forall iteration, the epilogue, the conv and the
+        # accumulator's fill fused into it
+        t = structured.TileUsingForallOp(ops[-1], tile_sizes=[1, 1] + [0] * (out_rank - 2))
+        conv, forall = t.results[0], t.results[1]
+        for h in reversed(ops[:-1]):
+            f = structured.FuseIntoContainingOp(h, forall)
+            conv, forall = f.fused_op, f.new_containing_op
+        structured.FuseIntoContainingOp(acc_fill, forall)
+        if pad_rank:   # the padding: planes over the threads (the fill, then each phase's copy)
+            structured.TileUsingForallOp(pad_fill, tile_sizes=[1, 1] + [0] * (pad_rank - 2))
+            copies = match(fn, "linalg.copy")
+            for c in ([copies] if n_copies == 1
+                      else transform.SplitHandleOp([any_op()] * n_copies, copies).results):
+                structured.TileUsingForallOp(c, tile_sizes=[1, 1, 0, 0])
+        patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
+        cleanup(fn)
+        # blocks of ``rows`` rows, the last (fewer) rows one masked block
+        blocks = structured.TileUsingForOp(conv, sizes=[0] * (parallel_outer - 1) + [rows])
+        how = _split(out_hw[0], rows)
+        if how == "peel":
+            pr = loop.LoopPeelOp(any_op(), any_op(), blocks.loops[0])
+            tiles = columns(pr.results[0], rows) + columns(pr.results[1], rest(out_hw[0], rows))
+        else:
+            tiles = columns(blocks.loops[0], rows if how == "full" else out_hw[0])
+        cleanup(fn)
+        patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
+        cleanup(fn)
+        for gen, r, c in tiles:
+            if r is None or c is None:   # symbolic extents: masked vectors of the full tile's
+                # shape (a static extent of 1 is no dim any more: unit dims were folded)
+                vec = [rows if r is None else r, VECTOR_COLUMNS if c is None else c]
+                structured.VectorizeOp(gen, vector_sizes=[v for v, e in zip(vec, (r, c)) if e != 1])
+            else:
+                structured.VectorizeOp(gen)
+        cleanup(fn)
+        # masks as operands of the transfers (not vector.mask regions, which hide the
+        # remainder's accumulator from hoisting), their sizes out of the window loops
+        patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
+        patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
+        cleanup(fn)
+        transform.ApplyLoopInvariantCodeMotionOp(match(fn, "scf.for"))
+        for _ in range(red):   # the accumulator tiles out of the window loops, innermost first
+            loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
+        cleanup(fn)
+        lower_vectors(fn)
+
+    return body

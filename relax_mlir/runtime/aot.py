@@ -265,8 +265,11 @@ def export_lowered(llvm_dialect: str, metadata: dict, libs, opts, path) -> str:
             f.write(ll)
         # LLVM's -O3 IR pipeline first, as the JIT runs it (ExecutionEngine opt_level=3): llc alone
         # leaves loop-invariant index arithmetic in the matmul's k loops (10-13 % at M = 128, 512)
-        _run([_tool("llvm", "opt"), "-O3"] + llc_flags(cpu) + [ll_path, "-o", bc], "opt")
-        _run([_tool("llvm", "llc"), "-O3", "-filetype=obj", "-relocation-model=pic"] + llc_flags(cpu)
+        # the host's triple: translated MLIR carries none, and without one opt knows no C library
+        # (every fill stays a byte loop instead of a memset call)
+        triple = [f"-mtriple={os.uname().machine}-unknown-linux-gnu"] if os.uname().sysname == "Linux" else []
+        _run([_tool("llvm", "opt"), "-O3"] + triple + llc_flags(cpu) + [ll_path, "-o", bc], "opt")
+        _run([_tool("llvm", "llc"), "-O3", "-filetype=obj", "-relocation-model=pic"] + triple + llc_flags(cpu)
              + [bc, "-o", obj], "llc")
         objects = [obj]
         if utils:

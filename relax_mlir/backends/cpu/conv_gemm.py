@@ -34,14 +34,18 @@ relax-infer-shapes and before relax-dispatch-library / relax-legalize.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from mlir import ir
 
 from ...dialects._core import create
-from ...ops.nn import conv_gemm_kernel, im2col_cnhw_kernel, im2col_kernel
+from ...ops.nn import conv_direct_kernel, conv_pack_weight_kernel, conv_gemm_kernel, im2col_cnhw_kernel, im2col_kernel
 from ...ops.registry import RelaxError, read_attrs
 from ...runtime.libraries import request
 from ...shapes import Dim, Shape, TensorSig, Truth, prove_equal, read_tensor_type, tensor_type
+from ...target import Simd, Target, host_simd
 from .dispatch_library import worth_it
+from .schedules.conv import direct_tile
 from ...transforms.graph import body_ops, graph_functions, relax_opdef, single_user, upper_bounds
 from ...transforms.legalize import KernelTable
 from ...transforms.registry import Option, register_pass
@@ -93,8 +97,36 @@ def _generated(conv: ir.Operation, table: KernelTable, x: TensorSig, out: Tensor
     conv.erase()
 
 
+def _direct(conv: ir.Operation, table: KernelTable, x: TensorSig, out: TensorSig, strides: list[int],
+            pads: list[int], dil: list[int], block: int) -> None:
+    """The weight packed in channel blocks (O/B, C, KH, KW, B) (per call: the weight is a
+    function argument) + the direct kernel writing NCHW."""
+    w = read_tensor_type(conv.operands[1].type)
+    o, c, kh, kw = (d.value for d in w.shape)
+    loc, ip = conv.location, ir.InsertionPoint(conv)
+    wsig = TensorSig(Shape.of([o // block, c, kh, kw, block]), "f32")
+    callee = table.symbol(conv_pack_weight_kernel(w, block), "conv_pack")
+    wp = create("call_tir", [conv.operands[1]], [tensor_type(wsig.shape, "f32")],
+                {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=loc, ip=ip).results[0]
+    callee = table.symbol(conv_direct_kernel(x, wsig, out, strides, pads, dil), "conv_direct")
+    r = create("call_tir", [conv.operands[0], wp], [conv.results[0].type],
+               {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=loc, ip=ip)
+    conv.results[0].replace_all_uses_with(r.results[0])
+    conv.erase()
+
+
+def direct_applies(o: int, kh: int, kw: int, strides: list[int], direct: str) -> bool:
+    """Whether a groups-1 f32 convolution takes the direct kernel (``direct`` option: ``off``,
+    ``all``, or ``auto``: the shape classes measured faster than im2col + GEMM, docs/conv.md).
+    Output channels must fill whole 8-lane vectors (the schedule's channel block)."""
+    if direct == "off" or o % 8:
+        return False
+    if direct == "all":
+        return True
+    return kh == kw == 3
+
 def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int], min_flops: int,
-                 gemm: str = "generated") -> bool:
+                 gemm: str = "generated", direct: str = "off", simd: Optional[Simd] = None) -> bool:
     """Rewrite one ``relax.conv2d`` (see the module docstring); False when it does not apply."""
     attrs = read_attrs(relax_opdef(conv), conv)
     try:
@@ -112,6 +144,10 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
     if not worth_it(flops, bounds, min_flops):
         return False
     strides, pads, dil = list(attrs["strides"]), _pads(list(attrs["padding"])), list(attrs["dilation"])
+    if gemm != "blas" and direct_applies(o, kh, kw, strides, direct):
+        simd = simd or host_simd()
+        _direct(conv, table, x, out, strides, pads, dil, direct_tile(o, simd.lanes, simd.registers)[1])
+        return True
     direct = kh == kw == 1 and strides == [1, 1] and not any(pads)
     if gemm == "generated" or (gemm == "auto" and not (direct and o > c)):
         _generated(conv, table, x, out, [kh, kw], strides, pads, dil)
@@ -147,15 +183,19 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
                                "generated: im2col (K, N, OH, OW) + the scheduled matmul + permute to NCHW; "
                                "blas: im2col + relax_blas_conv_gemm (one BLAS GEMM per image); auto: blas for "
                                "1x1 stride-1 unpadded convs with more output than input channels, else generated"),
+                        Option("direct", str, "off",
+                               "the direct kernel (packed weight, no im2col) instead of the GEMM route: off, "
+                               "all, or auto (the shape classes where it measured faster)"),
                         Option("min-flops", int, 4096,
                                "N*O*OH*OW*C*KH*KW below which a conv stays generated code (bounded symbols: "
                                "their relax.upper_bounds)")])
 def relax_conv_gemm(module: ir.Operation, opts) -> None:
     table = KernelTable(module)
+    simd = Target.for_module(module).simd
     for f in graph_functions(module):
         bounds = upper_bounds(f)
         done = False
         for op in [o for o in body_ops(f) if o.name == "relax.conv2d"]:   # (a rewrite erases the bias add)
-            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm)
+            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm, opts.direct, simd)
         if done and any(o.name == "relax.call_dps_library" for o in body_ops(f)):
             request(module, "relax_blas")

@@ -36,7 +36,7 @@ from mlir import ir
 
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
-from .conv import conv_schedule, im2col_schedule, permute_rows_schedule
+from .conv import conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, im2col_schedule, permute_rows_schedule
 from .elementwise import elementwise_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
@@ -199,6 +199,40 @@ def _im2col(ops: list[ir.Operation]) -> bool:
     names = [o.name for o in ops]
     return names.count("linalg.generic") == 1 and set(names) <= _PADDING | {
         "linalg.generic", "tensor.expand_shape", "tensor.collapse_shape"}
+
+
+def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
+    """relax-conv-gemm's direct kernel (f32; ``relax.kernel_op`` conv_direct: the generic on
+    an (N, O/B, OH, OW, B) accumulator, its copy to the (N, O/B, B, OH, OW) view of the output, + a fused epilogue: all-parallel generics of
+    the NCHW output's shape): :func:`.conv.conv_direct_schedule`."""
+    if not (_kernel_op(fn) or "").startswith("conv_direct"):
+        return None
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    conv = gens[0]
+    if not all(_f32_tensors(g) for g in gens) or _iterators(conv) != ["parallel"] * 5 + ["reduction"]:
+        return None
+    n, nb, oh, ow, b = _output_shape(conv)
+    if len(gens) < 2 or b is None or _output_shape(gens[1]) != [n, nb, b, oh, ow] or any(
+            _output_shape(g) != [n, None if nb is None else nb * b, oh, ow] for g in gens[2:]) \
+            or any(set(_iterators(g)) != {"parallel"} for g in gens[1:]):
+        return None
+    fills = [o.name for o in ops].count("linalg.fill")
+    if fills not in (1, 2):
+        return None
+    pixels, _ = direct_tile(b, target.lanes, target.registers)
+    return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, fills == 2))
+
+
+def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule]:
+    """relax-conv-gemm's weight packing (``relax.kernel_op`` ending in conv_pack), possibly
+    after fused all-parallel generics: :func:`.conv.conv_pack_schedule`."""
+    if not (_kernel_op(fn) or "").endswith("conv_pack"):
+        return None
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    if len(gens) != len(ops) - sum(o.name in _OPERAND_RESHAPES for o in ops) \
+            or any(set(_iterators(g)) != {"parallel"} for g in gens) or len(_iterators(gens[-1])) != 5:
+        return None
+    return Schedule("conv_pack", conv_pack_schedule(len(gens)))
 
 
 def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
@@ -462,7 +496,9 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
         sched = _select_matmul(fn, ops, target, config, threaded)
         if sched is not None or config is not None:
             return sched
-        return _select_conv(ops) or _select_contraction(ops)
+        return _select_conv_direct(fn, ops, target) or _select_conv(ops) or _select_contraction(ops)
+    if kind == "injective" and _select_conv_pack(fn, ops) is not None:
+        return _select_conv_pack(fn, ops)
     if kind == "injective" and _select_pool(fn, ops) is not None:
         return _select_pool(fn, ops)
     if kind == "injective" and _select_permute_rows(ops) is not None:

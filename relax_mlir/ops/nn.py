@@ -409,8 +409,8 @@ def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: lis
     strided slice ``xp[:, :, kh*dh :: sh, kw*dw :: sw]`` of the output's size, the weight as
     its (O/B, C, B) slice per tap; ONE generic over (n, oh, ow, ob, oi | c), every map a
     projected permutation, sums the KH*KW products per input channel into an
-    (N, O/B, OH, OW, B) accumulator, which a second generic copies to the output viewed as
-    (N, O/B, B, OH, OW) (expand_shape). With the taps as operands (no window loops, no strides
+    (N, O/B, OH, OW, B) accumulator, which a second generic copies to NCHW (reading
+    ``acc[n, o // B, oh, ow, o % B]``; the schedule fuses the conv into that copy's tasks). With the taps as operands (no window loops, no strides
     in the maps) a register tile of output pixels x a channel block vectorizes as broadcasts
     of input pixels times weight vectors (``schedules/conv.py``: ``conv_direct``); C, KH,
     KW, O must be static."""
@@ -441,11 +441,9 @@ def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: lis
         return [r]
 
     (r,) = kb.generic(ins, [(acc, ["d0", "d3", "d1", "d2", "d4"])], ["parallel"] * 5 + ["reduction"], body)
-    et = KType((ot.dims[0], nb, b, ot.dims[2], ot.dims[3]), ot.dtype)
-    e = kb.expand_shape(kb.outs[0], [[0], [1, 2], [3], [4]], et, [osz[0], nb, b, osz[2], osz[3]])
-    (y,) = kb.generic([(r, ["d0", "d1", "d3", "d4", "d2"])], [(e, [f"d{i}" for i in range(5)])], ["parallel"] * 5,
-                      lambda v, o: [v])
-    return kb.finish([kb.collapse_shape(y, [[0], [1, 2], [3], [4]], ot)])
+    (y,) = kb.generic([(r, ["d0", f"d1 // {b}", "d2", "d3", f"d1 % {b}"])], [(kb.outs[0], identity_map(4))],
+                      ["parallel"] * 4, lambda v, o_: [v])
+    return kb.finish([y])
 
 
 def conv_pack_weight_kernel(w: TensorSig, block: int):

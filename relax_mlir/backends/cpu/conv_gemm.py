@@ -1,4 +1,14 @@
-"""relax-conv-gemm: f32 convolutions of groups 1 as im2col + GEMM (docs/conv.md).
+"""relax-conv-gemm: f32 convolutions of groups 1 as a direct kernel or im2col + GEMM
+(docs/conv.md).
+
+With ``direct=auto`` (the cpu pipeline's) or ``all``, a convolution whose output channels
+fill whole vectors becomes a ``call_tir`` of the weight packing (O, C, KH, KW) ->
+(O/B, C, KH, KW, B) (:func:`relax_mlir.ops.nn.conv_pack_weight_kernel`, B the schedule's
+channel block for the module's target) and one of the direct kernel
+(:func:`relax_mlir.ops.nn.conv_direct_kernel`): no im2col, NCHW in and out, register tiles
+of output pixels x a channel block (``schedules/conv.py``), any stride, padding and
+dilation; its bias / activation / residual epilogue is fused into it by relax-fuse-ops.
+The others take the GEMM routes below.
 
 Each ``relax.conv2d`` with groups == 1 on f32 (static weight and input channels) whose work
 (N*O*OH*OW*C*KH*KW) reaches ``min-flops`` (the relax-dispatch-library rule: symbolic work is
@@ -115,15 +125,17 @@ def _direct(conv: ir.Operation, table: KernelTable, x: TensorSig, out: TensorSig
     conv.erase()
 
 
-def direct_applies(o: int, kh: int, kw: int, strides: list[int], direct: str) -> bool:
-    """Whether a groups-1 f32 convolution takes the direct kernel (``direct`` option: ``off``,
-    ``all``, or ``auto``: the shape classes measured faster than im2col + GEMM, docs/conv.md).
-    Output channels must fill whole 8-lane vectors (the schedule's channel block)."""
+def direct_applies(o: int, lanes: int, direct: str) -> bool:
+    """Whether a groups-1 f32 convolution with ``o`` output channels takes the direct kernel
+    (``direct`` option): ``off``: never; ``all``: whenever O is a multiple of 8 (the
+    narrowest channel block); ``auto``: when O fills whole vectors of the target
+    (``lanes`` f32: 16 on AVX-512, 8 on AVX2), where it measured faster than im2col + the
+    generated GEMM on every ResNet-18 / MobileNetV2 shape but a few (bench/README.md); with
+    half vectors (O = 24 on AVX-512) the GEMM route stays ahead."""
     if direct == "off" or o % 8:
         return False
-    if direct == "all":
-        return True
-    return kh == kw == 3
+    return direct == "all" or o % lanes == 0
+
 
 def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int], min_flops: int,
                  gemm: str = "generated", direct: str = "off", simd: Optional[Simd] = None) -> bool:
@@ -144,8 +156,8 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
     if not worth_it(flops, bounds, min_flops):
         return False
     strides, pads, dil = list(attrs["strides"]), _pads(list(attrs["padding"])), list(attrs["dilation"])
-    if gemm != "blas" and direct_applies(o, kh, kw, strides, direct):
-        simd = simd or host_simd()
+    simd = simd or host_simd()
+    if gemm != "blas" and direct_applies(o, simd.lanes, direct):
         _direct(conv, table, x, out, strides, pads, dil, direct_tile(o, simd.lanes, simd.registers)[1])
         return True
     direct = kh == kw == 1 and strides == [1, 1] and not any(pads)
@@ -177,15 +189,15 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
 
 
 @register_pass("relax-conv-gemm",
-               "Rewrite f32 relax.conv2d (groups 1) into an im2col kernel + one BLAS GEMM per image "
-               "(relax_blas_conv_gemm), folding a following (O, 1, 1) bias add.",
+               "Rewrite f32 relax.conv2d (groups 1) into the direct kernel on a packed weight, or an im2col "
+               "kernel + the generated GEMM or one BLAS GEMM per image (relax_blas_conv_gemm).",
                options=[Option("gemm", str, "generated",
                                "generated: im2col (K, N, OH, OW) + the scheduled matmul + permute to NCHW; "
                                "blas: im2col + relax_blas_conv_gemm (one BLAS GEMM per image); auto: blas for "
                                "1x1 stride-1 unpadded convs with more output than input channels, else generated"),
                         Option("direct", str, "off",
-                               "the direct kernel (packed weight, no im2col) instead of the GEMM route: off, "
-                               "all, or auto (the shape classes where it measured faster)"),
+                               "the direct kernel (packed weight, no im2col) instead of a GEMM route: off, "
+                               "all (O a multiple of 8), or auto (O a multiple of the target's f32 lanes)"),
                         Option("min-flops", int, 4096,
                                "N*O*OH*OW*C*KH*KW below which a conv stays generated code (bounded symbols: "
                                "their relax.upper_bounds)")])

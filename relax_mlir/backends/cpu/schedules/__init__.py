@@ -203,7 +203,7 @@ def _im2col(ops: list[ir.Operation]) -> bool:
 
 def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
     """relax-conv-gemm's direct kernel (f32; ``relax.kernel_op`` conv_direct: the generic on
-    an (N, O/B, OH, OW, B) accumulator, its copy to the (N, O/B, B, OH, OW) view of the output, + a fused epilogue: all-parallel generics of
+    an (N, O/B, OH, OW, B) accumulator, its copy to NCHW, + a fused epilogue: all-parallel generics of
     the NCHW output's shape): :func:`.conv.conv_direct_schedule`."""
     if not (_kernel_op(fn) or "").startswith("conv_direct"):
         return None
@@ -212,9 +212,8 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     if not all(_f32_tensors(g) for g in gens) or _iterators(conv) != ["parallel"] * 5 + ["reduction"]:
         return None
     n, nb, oh, ow, b = _output_shape(conv)
-    if len(gens) < 2 or b is None or _output_shape(gens[1]) != [n, nb, b, oh, ow] or any(
-            _output_shape(g) != [n, None if nb is None else nb * b, oh, ow] for g in gens[2:]) \
-            or any(set(_iterators(g)) != {"parallel"} for g in gens[1:]):
+    if len(gens) < 2 or b is None or nb is None or any(
+            _output_shape(g) != [n, nb * b, oh, ow] or set(_iterators(g)) != {"parallel"} for g in gens[1:]):
         return None
     fills = [o.name for o in ops].count("linalg.fill")
     if fills not in (1, 2):

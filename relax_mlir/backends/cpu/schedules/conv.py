@@ -145,8 +145,7 @@ def direct_tile(o: int, lanes: int, registers: int) -> tuple[int, int]:
     7 divides the 56/28/14/7 widths of a 224 pyramid), 6 x 16 on AVX2 (12 ymm)."""
     block = next((b for b in (2 * lanes, lanes, 8) if o % b == 0), 8)
     vecs = max(1, block // lanes)
-    pixels = max(1, min(7, (registers - vecs - 1) // vecs - 1 if registers < 32 else 7))
-    return pixels, block
+    return max(1, min(7, (registers - vecs - 1) // vecs)), block
 
 
 #: Output rows per parallel task of the direct convolution: a task reuses its channel
@@ -158,27 +157,24 @@ ROWS_PER_TASK = 8
 def conv_direct_schedule(n_generics: int, pixels: int, block: int, padded: bool,
                          rows_per_task: int = ROWS_PER_TASK):
     """relax-conv-gemm's direct kernel (``ops.nn.conv_direct_kernel``: one generic over
-    (n, oh, ow, o | c) summing the window taps, then a fused NCHW epilogue of
-    ``n_generics - 1`` generics): one task per (image, ``rows_per_task`` output rows,
-    ``block`` output channels) (forall: threads), the epilogue fused into it; in the task,
+    (n, oh, ow, ob, oi | c) summing the window taps into an (N, O/B, OH, OW, B) accumulator,
+    its copy to NCHW, then a fused epilogue: ``n_generics`` generics in all): one task per
+    (``block`` output channels, image, ``rows_per_task`` output rows) (forall: threads), the
+    copy and the conv fused into the epilogue's task (the accumulator a task-sized buffer,
+    the copy reading it while it is in cache); in the task,
     row by row, tiles of ``pixels`` output columns x ``block`` output channels, each
     accumulated over the input channels in registers: per channel and tap,
     ``pixels`` broadcast input values times ``block / lanes`` weight vectors. The column
     remainder (a symbolic width) is peeled off and vectorized with masks."""
 
     def body(fn: ir.Value) -> None:
-        if n_generics > 2:
-            # the kernel's result is the (N, O/B, B, OH, OW) copy collapsed to NCHW: upstream
-            # elementwise fusion merges the epilogue generics into that copy (and moves the
-            # collapse below them), so the conv is fused into ONE consumer's tasks
-            fn = transform.ApplyRegisteredPassOp(any_op(), fn, "linalg-fuse-elementwise-ops").result
-            cleanup(fn)
-        conv, last = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.generic")).results
+        ops = list(transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results)
         # channel blocks outermost: a thread's consecutive tasks share the block's weights
-        last = structured.InterchangeOp(last, iterator_interchange=[1, 0, 2, 3, 4]).result
-        t = structured.TileUsingForallOp(last, tile_sizes=[1, 1, 0, rows_per_task, 0])
-        f = structured.FuseIntoContainingOp(conv, t.forall_op)
-        rows = f.new_containing_op
+        last = structured.InterchangeOp(ops[-1], iterator_interchange=[1, 0, 2, 3]).result
+        t = structured.TileUsingForallOp(last, tile_sizes=[block, 1, rows_per_task, 0])
+        rows = t.forall_op
+        for h in reversed(ops[:-1]):   # the epilogue, the copy to NCHW, the conv
+            rows = structured.FuseIntoContainingOp(h, rows).new_containing_op
         fills = match(fn, "linalg.fill")   # the padding's (when padded), then the accumulator's
         if padded:
             fills = transform.SplitHandleOp([any_op()] * 2, fills).results[1]
@@ -186,7 +182,7 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, padded: bool,
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         cleanup(fn)
         # (the handles into the forall went stale when the fusions consumed it: match again)
-        conv = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.generic")).results[0]
+        conv = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results[0]
         tiled = structured.TileUsingForOp(conv, sizes=[0, 1, pixels, 0, 0, 1])
         p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[1])
         cleanup(fn)

@@ -448,16 +448,19 @@ def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: lis
 
 def conv_pack_weight_kernel(w: TensorSig, block: int):
     """relax-conv-gemm's weight packing for the direct convolution: ``w`` (O, C, KH, KW) ->
-    (O/B, C, KH, KW, B), ``wp[ob, c, i, j, oi] = w[ob*B + oi, c, i, j]``. Loops in the
-    output's order: contiguous writes, the reads B rows of the block at once (one cache line
-    of each serves 16 / (KH*KW) input channels; measured 3x faster than contiguous reads and
-    strided writes, whose lines miss L1); the weight is a function argument, so this runs
-    on every call (``schedules/conv.py``:
-    ``conv_pack``, one channel block per task)."""
+    (O/B, C, KH, KW, B), ``wp[ob, c, i, j, oi] = w[ob*B + oi, c, i, j]``: per channel block a
+    transpose of the (B, K = C*KH*KW) rows into a (K, B) panel, written on the collapsed
+    views (O, K) -> (O/B, K, B) by one generic over (ob, oi, k) (``schedules/conv.py``:
+    ``conv_pack`` cuts k into runs of 16, so each input row is read a cache line at a time
+    while the 16 panel rows it writes stay in L1). The weight is a function argument, so
+    this runs on every call."""
     wt = KType.of(w)
     o, c, kh, kw = wt.dims
+    k = c * kh * kw
     pt = KType((o // block, c, kh, kw, block), wt.dtype)
     kb = KernelBuilder(f"relax_conv_pack_b{block}_{wt.dtype}_{wt.tag}", [wt], [pt])
-    (r,) = kb.generic([(kb.ins[0], [f"d0 * {block} + d4", "d1", "d2", "d3"])],
-                      [(kb.outs[0], ["d0", "d1", "d2", "d3", "d4"])], ["parallel"] * 5, lambda v, o_: [v])
-    return kb.finish([r])
+    src = kb.collapse_shape(kb.ins[0], [[0], [1, 2, 3]], KType((o, k), wt.dtype))
+    dst = kb.collapse_shape(kb.outs[0], [[0], [1, 2, 3], [4]], KType((o // block, k, block), wt.dtype))
+    (r,) = kb.generic([(src, [f"d0 * {block} + d1", "d2"])], [(dst, ["d0", "d2", "d1"])], ["parallel"] * 3,
+                      lambda v, o_: [v])
+    return kb.finish([kb.expand_shape(r, [[0], [1, 2, 3], [4]], pt, [o // block, c, kh, kw, block])])

@@ -222,16 +222,19 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, fills == 2))
 
 
-def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule]:
+def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
     """relax-conv-gemm's weight packing (``relax.kernel_op`` ending in conv_pack), possibly
     after fused all-parallel generics: :func:`.conv.conv_pack_schedule`."""
     if not (_kernel_op(fn) or "").endswith("conv_pack"):
         return None
     gens = [o for o in ops if o.name == "linalg.generic"]
     if len(gens) != len(ops) - sum(o.name in _OPERAND_RESHAPES for o in ops) \
-            or any(set(_iterators(g)) != {"parallel"} for g in gens) or len(_iterators(gens[-1])) != 5:
+            or any(set(_iterators(g)) != {"parallel"} for g in gens) or len(_iterators(gens[-1])) != 3:
         return None
-    return Schedule("conv_pack", conv_pack_schedule(len(gens)))
+    k = _output_shape(gens[-1])[1]
+    if k is None:
+        return None
+    return Schedule("conv_pack", conv_pack_schedule(len(gens), target.lanes, k))
 
 
 def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
@@ -496,8 +499,8 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
         if sched is not None or config is not None:
             return sched
         return _select_conv_direct(fn, ops, target) or _select_conv(ops) or _select_contraction(ops)
-    if kind == "injective" and _select_conv_pack(fn, ops) is not None:
-        return _select_conv_pack(fn, ops)
+    if kind == "injective" and _select_conv_pack(fn, ops, target) is not None:
+        return _select_conv_pack(fn, ops, target)
     if kind == "injective" and _select_pool(fn, ops) is not None:
         return _select_pool(fn, ops)
     if kind == "injective" and _select_permute_rows(ops) is not None:

@@ -37,7 +37,7 @@ expansions: the input read in place beats the generated GEMM plus its two copies
 Neither route copies the weight: it is read as the (O, C*KH*KW) matrix it is in memory.
 Measured (bench/bench_conv.py, bench/README.md): the generated GEMM ran 1.6-2x faster than
 the provider's sgemm on this project's AMD EPYC, and both routes 10-50x faster than the
-direct kernel on every groups-1 ResNet-18 / MobileNetV2 shape; grouped and depthwise
+legalization's generic (plain loops over rows) on every groups-1 ResNet-18 / MobileNetV2 shape; grouped and depthwise
 convolutions keep the direct kernel (an im2col GEMM per group is a thin GEMM). Run after
 relax-infer-shapes and before relax-dispatch-library / relax-legalize.
 """

@@ -21,8 +21,9 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
 * ``rows``: row reductions and normalizations (softmax, RMSNorm, LayerNorm): one
   fused, vectorized pass per row (:mod:`.rows`);
 * convolutions (:mod:`.conv`, docs/conv.md): ``conv`` for the conv2d legalization's direct
-  generic (depthwise; + its fused epilogue), ``im2col`` and ``permute_rows`` (the NCHW
-  epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule;
+  generic (depthwise; + its fused epilogue), ``conv_direct`` and ``conv_pack`` for
+  relax-conv-gemm's direct kernel (register tiles of pixels x a channel block) and its weight
+  packing, ``im2col`` and ``permute_rows`` (the NCHW epilogue) for its GEMM route, whose GEMM kernel takes the ``matmul`` schedule;
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 """
 
@@ -205,7 +206,7 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     """relax-conv-gemm's direct kernel (f32; ``relax.kernel_op`` conv_direct: the generic on
     an (N, O/B, OH, OW, B) accumulator, its copy to NCHW, + a fused epilogue: all-parallel generics of
     the NCHW output's shape): :func:`.conv.conv_direct_schedule`."""
-    if not (_kernel_op(fn) or "").startswith("conv_direct"):
+    if "conv_direct" not in (_kernel_op(fn) or ""):
         return None
     gens = [o for o in ops if o.name == "linalg.generic"]
     conv = gens[0]

@@ -1,5 +1,6 @@
-"""Direct convolutions (the conv2d legalization's generic: groups 1 or depthwise) and the
-im2col kernel of relax-conv-gemm: threads over output rows, the row loop to LLVM.
+"""Convolution schedules: the conv2d legalization's generic (groups 1 or depthwise) and
+relax-conv-gemm's im2col kernel (threads over output rows, the row loop to LLVM), and
+relax-conv-gemm's direct kernel and its weight packing (:func:`conv_direct_schedule`).
 
 Layout: NCHW stays NCHW. The legalization already orders the generic's loops as
 (n, channel, output row, [c, kh, kw], output column), the output column innermost, so a row
@@ -13,9 +14,9 @@ iteration, so the epilogue reads the row while it is in L1 -- conv + bias + acti
 residual add is one pass over the output. The padded copy of the input (``tensor.pad``)
 stays one pass before the loop (fused per row, each row would re-pad KH input rows).
 
-Why not NHWC / blocked layouts with register tiles: groups-1 convolutions go to im2col +
-BLAS by default (relax-conv-gemm, measured faster on every ResNet-18 / MobileNetV2 shape),
-so the direct kernel serves depthwise convolutions (memory-bound: 9 FMAs per output
+Groups-1 convolutions go to relax-conv-gemm (the direct kernel on a packed weight, scheduled
+by :func:`conv_direct_schedule` / :func:`conv_pack_schedule`, or im2col + GEMM), so the
+legalization's generic serves depthwise convolutions (memory-bound: 9 FMAs per output
 element, where a layout change at the edges would cost as much as the kernel) and the
 dispatch-off path. The im2col kernel is tiled the same way, one (image, channel) plane per
 iteration.

@@ -3,6 +3,7 @@ eager (oneDNN), same threads, interleaved.
 
     PYTHONPATH=. python bench/bench_conv.py [--batches 1 8] [--reps 5] [--threads 2]
                                             [--nets resnet18 mobilenetv2] [--only NAME...]
+                                            [--no-blas] [--no-direct] [--simd avx2]
 
 Each distinct conv (channels, kernel, stride, padding, groups) is compiled ONCE with symbolic
 batch, height and width and run at every batch: column ``generated`` is
@@ -102,6 +103,9 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help="shape names (prefixes) to run")
     ap.add_argument("--no-blas", action="store_true", help="skip the BLAS route's column")
     ap.add_argument("--no-direct", action="store_true", help="skip the direct kernel's column")
+    ap.add_argument("--simd", default=None, choices=["avx512", "avx2"],
+                    help="size every side's tiles for this SIMD unit (the JIT still targets the host's "
+                         "features: an AVX2-sized run on an AVX-512 host is an approximation)")
     args = ap.parse_args()
     os.environ.setdefault("RELAX_MLIR_NUM_THREADS", str(args.threads))
     os.environ.setdefault("RELAX_BLAS_NUM_THREADS", str(args.threads))
@@ -123,18 +127,23 @@ def main() -> None:
                 continue
             src = conv_module(c, o, k, s, p, g, max(args.batches), h)
             exes = {}
+            options = None
+            if args.simd:
+                from relax_mlir.compiler import CompileOptions
+                from relax_mlir.target import Target, simd_named
+                options = CompileOptions(target=Target.from_options(None, simd=simd_named(args.simd)))
             for col, mode in (("generated", "off"), ("direct", "all")):
                 if col == "direct" and (g != 1 or args.no_direct):
                     continue
                 default, cpu.CONV_DIRECT_DEFAULT = cpu.CONV_DIRECT_DEFAULT, mode
                 try:
-                    exes[col] = relax_mlir.compile(src)
+                    exes[col] = relax_mlir.compile(src, options=options)
                 finally:
                     cpu.CONV_DIRECT_DEFAULT = default
             if g == 1 and not args.no_blas:
                 default, cpu.CONV_GEMM_DEFAULT = cpu.CONV_GEMM_DEFAULT, "blas"
                 try:
-                    exes["blas"] = relax_mlir.compile(src)
+                    exes["blas"] = relax_mlir.compile(src, options=options)
                 finally:
                     cpu.CONV_GEMM_DEFAULT = default
             w = rng.standard_normal((o, c // g, k, k)).astype(np.float32)

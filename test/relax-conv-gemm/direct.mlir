@@ -7,6 +7,12 @@
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-conv-gemm{direct=all})' | FileCheck %s --check-prefix=ALL
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-conv-gemm)' | FileCheck %s --check-prefix=OFF
 
+// The pack reads w[ob * 32 + oi, k] into wp[ob, k, oi]; the conv accumulates into
+// (n, ob, oh, ow, oi); the copy to NCHW reads acc[n, o // 32, oh, ow, o % 32]:
+// CHECK-DAG: #[[PIN:.+]] = affine_map<(d0, d1, d2) -> (d0 * 32 + d1, d2)>
+// CHECK-DAG: #[[POUT:.+]] = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+// CHECK-DAG: #[[OUT:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1, d2, d4)>
+// CHECK-DAG: #[[TOC:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1 floordiv 32, d2, d3, d1 mod 32)>
 // CHECK-LABEL: func.func @conv3x3s2
 // CHECK: %[[W:.+]] = "relax.call_tir"(%arg1) {callee = @relax_conv_pack_b32_f32_64x16x3x3
 // CHECK-SAME: -> tensor<2x16x3x3x32xf32>
@@ -15,17 +21,19 @@
 // CHECK: "relax.relu"(%[[Y]])
 // CHECK-NOT: im2col
 // CHECK-LABEL: func.func private @relax_conv_pack_b32_f32_64x16x3x3(
-// CHECK: linalg.generic {{.+}} ins(%arg0 : tensor<64x16x3x3xf32>) outs(%arg1 : tensor<2x16x3x3x32xf32>)
+// CHECK: %[[WS:.+]] = tensor.collapse_shape %arg0 {{\[}}[0], [1, 2, 3]] : tensor<64x16x3x3xf32> into tensor<64x144xf32>
+// CHECK: %[[WD:.+]] = tensor.collapse_shape %arg1 {{\[}}[0], [1, 2, 3], [4]] : tensor<2x16x3x3x32xf32> into tensor<2x144x32xf32>
+// CHECK: %[[P:.+]] = linalg.generic {indexing_maps = [#[[PIN:.+]], #[[POUT:.+]]], {{.+}} ins(%[[WS]] : tensor<64x144xf32>) outs(%[[WD]] : tensor<2x144x32xf32>)
+// CHECK: tensor.expand_shape %[[P]] {{\[}}[0], [1, 2, 3], [4]] output_shape [2, 16, 3, 3, 32]
 // CHECK-LABEL: func.func private @relax_conv_direct_s2_2_p1_1_1_1_d1_1_f32_Dx16xDxD_2x16x3x3x32(
 // CHECK: linalg.copy
 // Nine taps, each a strided view of the padded input and a (O/B, C, B) slice of the weight:
 // CHECK-COUNT-9: tensor.extract_slice %{{.+}}[0, 0, {{[0-2]}}, {{[0-2]}}] [%{{.+}}, 16, %{{.+}}, %{{.+}}] [1, 1, 2, 2] : tensor<?x16x?x?xf32> to tensor<?x16x?x?xf32>
 // CHECK: %[[ACC:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<?x2x?x?x32xf32>)
-// CHECK: %[[C:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]
+// CHECK: %[[C:.+]] = linalg.generic {indexing_maps = [{{.+}}, #[[OUT:.+]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
 // CHECK-SAME: outs(%[[ACC]] : tensor<?x2x?x?x32xf32>)
-// CHECK: %[[E:.+]] = tensor.expand_shape %arg2 {{\[}}[0], [1, 2], [3], [4]] output_shape [%{{.+}}, 2, 32, %{{.+}}, %{{.+}}] : tensor<?x64x?x?xf32> into tensor<?x2x32x?x?xf32>
-// CHECK: %[[T:.+]] = linalg.generic {{.+}} ins(%[[C]] : tensor<?x2x?x?x32xf32>) outs(%[[E]] : tensor<?x2x32x?x?xf32>)
-// CHECK: tensor.collapse_shape %[[T]] {{\[}}[0], [1, 2], [3], [4]] : tensor<?x2x32x?x?xf32> into tensor<?x64x?x?xf32>
+// CHECK: %[[T:.+]] = linalg.generic {indexing_maps = [#[[TOC:.+]], #{{.+}}], {{.+}} ins(%[[C]] : tensor<?x2x?x?x32xf32>) outs(%arg2 : tensor<?x64x?x?xf32>)
+// CHECK: return %[[T]]
 // OFF-LABEL: func.func @conv3x3s2
 // OFF: relax_im2col_t_
 // OFF-NOT: relax_conv_direct

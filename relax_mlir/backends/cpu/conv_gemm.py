@@ -37,8 +37,8 @@ expansions: the input read in place beats the generated GEMM plus its two copies
 Neither route copies the weight: it is read as the (O, C*KH*KW) matrix it is in memory.
 Measured (bench/bench_conv.py, bench/README.md): the generated GEMM ran 1.6-2x faster than
 the provider's sgemm on this project's AMD EPYC, and both routes 10-50x faster than the
-legalization's generic (plain loops over rows) on every groups-1 ResNet-18 / MobileNetV2 shape; grouped and depthwise
-convolutions keep the direct kernel (an im2col GEMM per group is a thin GEMM). Run after
+legalization's generic (plain loops over rows) on every groups-1 ResNet-18 / MobileNetV2
+shape; grouped and depthwise convolutions keep that generic (an im2col GEMM per group is a thin GEMM). Run after
 relax-infer-shapes and before relax-dispatch-library / relax-legalize.
 """
 
@@ -49,7 +49,8 @@ from typing import Optional
 from mlir import ir
 
 from ...dialects._core import create
-from ...ops.nn import conv_direct_kernel, conv_pack_weight_kernel, conv_gemm_kernel, im2col_cnhw_kernel, im2col_kernel
+from ...ops.nn import (conv_direct_kernel, conv_gemm_kernel, conv_pack_weight_kernel, im2col_cnhw_kernel,
+                      im2col_kernel)
 from ...ops.registry import RelaxError, read_attrs
 from ...runtime.libraries import request
 from ...shapes import Dim, Shape, TensorSig, Truth, prove_equal, read_tensor_type, tensor_type
@@ -58,7 +59,7 @@ from .dispatch_library import worth_it
 from .schedules.conv import direct_tile
 from ...transforms.graph import body_ops, graph_functions, relax_opdef, single_user, upper_bounds
 from ...transforms.legalize import KernelTable
-from ...transforms.registry import Option, register_pass
+from ...transforms.registry import Option, emit_error, register_pass
 
 
 def _pads(p: list[int]) -> list[int]:
@@ -202,8 +203,15 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
                                "N*O*OH*OW*C*KH*KW below which a conv stays generated code (bounded symbols: "
                                "their relax.upper_bounds)")])
 def relax_conv_gemm(module: ir.Operation, opts) -> None:
+    if opts.direct not in ("off", "all", "auto"):
+        emit_error(module, f"direct must be 'off', 'all' or 'auto', got '{opts.direct}'")
+        return
+    try:
+        simd = Target.for_module(module).simd
+    except ValueError as e:
+        emit_error(module, str(e))
+        return
     table = KernelTable(module)
-    simd = Target.for_module(module).simd
     for f in graph_functions(module):
         bounds = upper_bounds(f)
         done = False

@@ -232,10 +232,10 @@ def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -
     if len(gens) != len(ops) - sum(o.name in _OPERAND_RESHAPES for o in ops) \
             or any(set(_iterators(g)) != {"parallel"} for g in gens) or len(_iterators(gens[-1])) != 3:
         return None
-    k = _output_shape(gens[-1])[1]
-    if k is None:
+    _, k, block = _output_shape(gens[-1])
+    if k is None or block is None:
         return None
-    return Schedule("conv_pack", conv_pack_schedule(len(gens), target.lanes, k))
+    return Schedule("conv_pack", conv_pack_schedule(len(gens), target.lanes, k, block))
 
 
 def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:

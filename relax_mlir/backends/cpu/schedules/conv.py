@@ -203,7 +203,7 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, padded: bool,
     return body
 
 
-def conv_pack_schedule(n_generics: int, lanes: int, k: int):
+def conv_pack_schedule(n_generics: int, lanes: int, k: int, block: int):
     """The direct convolution's weight packing (its generic over (ob, oi, k) last, after
     elementwise producers fused before it, e.g. a BatchNorm scale folded into the weight):
     one channel block per forall task; in it, ``lanes`` x ``lanes`` tiles of (oi, k)
@@ -211,7 +211,9 @@ def conv_pack_schedule(n_generics: int, lanes: int, k: int):
     on AVX-512), a register transpose (AVX-512: the 16x16 shuffle network, AVX2: the 8x8
     one), ``lanes`` vector stores into the panel. Scalar copies measured slower: with 32
     rows 18 KB apart (C = 512) the rows' lines conflict in L1 whichever way round the loops
-    run. The k remainder (``k`` = C*KH*KW not a multiple of ``lanes``) is vectorized with masks."""
+    run. The k remainder (``k`` = C*KH*KW not a multiple of ``lanes``) is vectorized with
+    masks; a channel block narrower than the vector (``block`` 8 on AVX-512) takes
+    ``block`` x ``lanes`` tiles."""
 
     def body(fn: ir.Value) -> None:
         gens = match(fn, "linalg.generic")
@@ -223,7 +225,8 @@ def conv_pack_schedule(n_generics: int, lanes: int, k: int):
         cleanup(fn)
         gens = match(fn, "linalg.generic")
         last = gens if n_generics == 1 else transform.SplitHandleOp([any_op()] * n_generics, gens).results[-1]
-        tiled = structured.TileUsingForOp(last, sizes=[0, lanes, lanes])
+        rows_ = min(lanes, block)
+        tiled = structured.TileUsingForOp(last, sizes=[0, rows_, lanes])
         if k % lanes:
             p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[1])
         cleanup(fn)
@@ -231,9 +234,11 @@ def conv_pack_schedule(n_generics: int, lanes: int, k: int):
         cleanup(fn)
         if k % lanes:
             structured.VectorizeOp(match(p.results[0], "linalg.generic"))
-            structured.VectorizeOp(match(p.results[1], "linalg.generic"), vector_sizes=[lanes, lanes])
-        else:
-            structured.VectorizeOp(match(fn, "linalg.generic"))
+            structured.VectorizeOp(match(p.results[1], "linalg.generic"), vector_sizes=[rows_, lanes])
+        else:   # the tile only (a fused producer stays loops)
+            gens = match(fn, "linalg.generic")
+            structured.VectorizeOp(gens if n_generics == 1
+                                   else transform.SplitHandleOp([any_op()] * n_generics, gens).results[-1])
         cleanup(fn)
         patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
         patterns(fn, tvec.ApplyLowerMasksPatternsOp)

@@ -256,3 +256,43 @@ def test_downsample_block_end_numerics(direct, monkeypatch):
         got = exe(x, w1, w2, var)
         assert got.shape == want.shape
         assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4, (n, h, w)
+
+
+@pytest.mark.parametrize("hw", [(14, 14), (9, 17), (7, 7), (5, 6)])
+def test_conv_direct_static_sizes(hw, monkeypatch):
+    """Static image sizes (torch.export with only the batch dynamic): widths a multiple of the
+    column tile (no remainder loop), with a static remainder (peeled: a one-iteration loop
+    that canonicalization folds away) and narrower than one tile; a 1x1 conv whose packing has
+    a static k remainder (C*KH*KW = 20). Both kernels keep their schedules (no fallback to
+    plain loops) and match PyTorch."""
+    from mlir import ir
+
+    from relax_mlir.backends.cpu.apply_schedules import schedule_kernel
+    from relax_mlir.pipelines import cpu
+    from relax_mlir.pipelines.cpu import graph_stage
+
+    monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", "all")
+    h, w = hw
+    for c, o, k, s, p in [(16, 32, 3, 1, 1), (20, 16, 1, 1, 0), (3, 16, 7, 2, 3)]:
+        oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+        xt, wt, yt = f"tensor<2x{c}x{h}x{w}xf32>", f"tensor<{o}x{c}x{k}x{k}xf32>", f"tensor<2x{o}x{oh}x{ow}xf32>"
+        src = (f"func.func @main(%x: {xt}, %w: {wt}) -> {yt} attributes {{relax.function}} {{\n"
+               f'  %0 = "relax.conv2d"(%x, %w) {{strides = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}>}}'
+               f" : ({xt}, {wt}) -> {yt}\n  %1 = \"relax.relu\"(%0) : ({yt}) -> {yt}\n  return %1 : {yt}\n}}")
+        m = relax_mlir.parse(src)
+        with m.context, ir.Location.unknown():
+            relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
+            convs = [f.operation for f in m.body.operations
+                     if "relax.kernel" in f.attributes and "conv" in str(f.attributes["sym_name"])]
+            names = sorted(schedule_kernel(f) or "-" for f in convs)
+            vectorized = [f.name for f in convs if "vector.transfer_read" in str(f)]
+        assert names == ["conv_direct", "conv_pack"], (c, o, k, hw)
+        assert len(vectorized) == 2, (c, o, k, hw)   # (register tiles, not loops)
+        exe = relax_mlir.compile(src)
+        rng = np.random.default_rng(2)
+        x = rng.standard_normal((2, c, h, w)).astype(np.float32)
+        wv = rng.standard_normal((o, c, k, k)).astype(np.float32)
+        want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wv), stride=s,
+                                                     padding=p)).numpy()
+        got = exe(x, wv)
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4, (c, o, k, hw)

@@ -220,7 +220,7 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     if fills not in (1, 2):
         return None
     pixels, _ = direct_tile(b, target.lanes, target.registers)
-    return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, fills == 2))
+    return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, fills == 2, ow))
 
 
 def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:

@@ -24,6 +24,8 @@ iteration.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import structured
@@ -156,18 +158,29 @@ def direct_tile(o: int, lanes: int, registers: int) -> tuple[int, int]:
 ROWS_PER_TASK = 8
 
 
-def conv_direct_schedule(n_generics: int, pixels: int, block: int, padded: bool,
+def _tiles(fn: ir.Value) -> ir.Value:
+    """The generics a schedule annotated :data:`TILE_ATTR` (a tile and its peeled copy)."""
+    return structured.MatchOp(any_op(), fn, ops=["linalg.generic"],
+                              op_attrs=ir.DictAttr.get({TILE_ATTR: ir.UnitAttr.get()})).result
+
+
+#: Marks the register tile's generic across peeling and canonicalization: a static loop of one
+#: iteration (a static remainder) folds away, and with it a handle to the loop.
+TILE_ATTR = "relax.register_tile"
+
+
+def conv_direct_schedule(n_generics: int, pixels: int, block: int, padded: bool, width: Optional[int],
                          rows_per_task: int = ROWS_PER_TASK):
     """relax-conv-gemm's direct kernel (``ops.nn.conv_direct_kernel``: one generic over
     (n, oh, ow, ob, oi | c) summing the window taps into an (N, O/B, OH, OW, B) accumulator,
     its copy to NCHW, then a fused epilogue: ``n_generics`` generics in all): one task per
     (``block`` output channels, image, ``rows_per_task`` output rows) (forall: threads), the
     copy and the conv fused into the epilogue's task (the accumulator a task-sized buffer,
-    the copy reading it while it is in cache); in the task,
-    row by row, tiles of ``pixels`` output columns x ``block`` output channels, each
-    accumulated over the input channels in registers: per channel and tap,
-    ``pixels`` broadcast input values times ``block / lanes`` weight vectors. The column
-    remainder (a symbolic width) is peeled off and vectorized with masks."""
+    the copy reading it while it is in cache); in the task, row by row, tiles of ``pixels``
+    output columns x ``block`` output channels, each accumulated over the input channels in
+    registers: per channel and tap, ``pixels`` broadcast input values times ``block /
+    lanes`` weight vectors. The column remainder is peeled off: of a static ``width``, a
+    static tile; of a symbolic one (None), vectorized with masks."""
 
     def body(fn: ir.Value) -> None:
         ops = list(transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results)
@@ -186,17 +199,23 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, padded: bool,
         # (the handles into the forall went stale when the fusions consumed it: match again)
         conv = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results[0]
         tiled = structured.TileUsingForOp(conv, sizes=[0, 1, pixels, 0, 0, 1])
-        p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[1])
-        cleanup(fn)
+        # unit dims folded (the tile's maps become projected permutations), then the tile
+        # marked (folding makes a new op) before peeling copies it
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
+        transform.AnnotateOp(transform.SplitHandleOp([any_op()] * n_generics,
+                                                     match(fn, "linalg.generic")).results[0], TILE_ATTR)
+        if width is None or width % pixels:
+            p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[1])
         cleanup(fn)
-        main = match(p.results[0], "linalg.generic")
-        rest = match(p.results[1], "linalg.generic")
-        structured.VectorizeOp(main)
-        structured.VectorizeOp(rest, vector_sizes=[pixels, block])
+        if width is not None:
+            structured.VectorizeOp(_tiles(fn))
+        else:
+            structured.VectorizeOp(match(p.results[0], "linalg.generic"))
+            structured.VectorizeOp(match(p.results[1], "linalg.generic"), vector_sizes=[pixels, block])
         cleanup(fn)
-        loop.HoistLoopInvariantSubsetsOp(match(p.results[0], "scf.for"))
-        loop.HoistLoopInvariantSubsetsOp(match(p.results[1], "scf.for"))
+        # the accumulator tile out of the channel loop (the masked remainder's stays: its
+        # transfers carry masks, which the hoisting does not move)
+        loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
         lower_vectors(fn)
 
@@ -211,8 +230,8 @@ def conv_pack_schedule(n_generics: int, lanes: int, k: int, block: int):
     on AVX-512), a register transpose (AVX-512: the 16x16 shuffle network, AVX2: the 8x8
     one), ``lanes`` vector stores into the panel. Scalar copies measured slower: with 32
     rows 18 KB apart (C = 512) the rows' lines conflict in L1 whichever way round the loops
-    run. The k remainder (``k`` = C*KH*KW not a multiple of ``lanes``) is vectorized with
-    masks; a channel block narrower than the vector (``block`` 8 on AVX-512) takes
+    run. The k remainder (``k`` = C*KH*KW not a multiple of ``lanes``) is a static tile
+    peeled off; a channel block narrower than the vector (``block`` 8 on AVX-512) takes
     ``block`` x ``lanes`` tiles."""
 
     def body(fn: ir.Value) -> None:
@@ -227,18 +246,14 @@ def conv_pack_schedule(n_generics: int, lanes: int, k: int, block: int):
         last = gens if n_generics == 1 else transform.SplitHandleOp([any_op()] * n_generics, gens).results[-1]
         rows_ = min(lanes, block)
         tiled = structured.TileUsingForOp(last, sizes=[0, rows_, lanes])
-        if k % lanes:
-            p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[1])
-        cleanup(fn)
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
+        gens = match(fn, "linalg.generic")
+        transform.AnnotateOp(gens if n_generics == 1
+                             else transform.SplitHandleOp([any_op()] * n_generics, gens).results[-1], TILE_ATTR)
+        if k % lanes and k > lanes:   # a static remainder tile (a fused producer stays loops)
+            loop.LoopPeelOp(any_op(), any_op(), tiled.loops[-1])
         cleanup(fn)
-        if k % lanes:
-            structured.VectorizeOp(match(p.results[0], "linalg.generic"))
-            structured.VectorizeOp(match(p.results[1], "linalg.generic"), vector_sizes=[rows_, lanes])
-        else:   # the tile only (a fused producer stays loops)
-            gens = match(fn, "linalg.generic")
-            structured.VectorizeOp(gens if n_generics == 1
-                                   else transform.SplitHandleOp([any_op()] * n_generics, gens).results[-1])
+        structured.VectorizeOp(_tiles(fn))
         cleanup(fn)
         patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
         patterns(fn, tvec.ApplyLowerMasksPatternsOp)

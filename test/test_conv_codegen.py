@@ -282,10 +282,11 @@ def test_conv_direct_static_sizes(hw, monkeypatch):
         m = relax_mlir.parse(src)
         with m.context, ir.Location.unknown():
             relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
-            convs = [f.operation for f in m.body.operations
-                     if "relax.kernel" in f.attributes and "conv" in str(f.attributes["sym_name"])]
-            names = sorted(schedule_kernel(f) or "-" for f in convs)
-            vectorized = [f.name for f in convs if "vector.transfer_read" in str(f)]
+            def convs():
+                return [f.operation for f in m.body.operations
+                        if "relax.kernel" in f.attributes and "conv" in str(f.attributes["sym_name"])]
+            names = sorted(schedule_kernel(f) or "-" for f in convs())
+            vectorized = [f.name for f in convs() if "vector.transfer_read" in str(f)]
         assert names == ["conv_direct", "conv_pack"], (c, o, k, hw)
         assert len(vectorized) == 2, (c, o, k, hw)   # (register tiles, not loops)
         exe = relax_mlir.compile(src)

@@ -203,24 +203,36 @@ def _im2col(ops: list[ir.Operation]) -> bool:
 
 
 def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
-    """relax-conv-gemm's direct kernel (f32; ``relax.kernel_op`` conv_direct: the generic on
-    an (N, O/B, OH, OW, B) accumulator, its copy to NCHW, + a fused epilogue: all-parallel generics of
-    the NCHW output's shape): :func:`.conv.conv_direct_schedule`."""
+    """relax-conv-gemm's direct kernel (f32; ``relax.kernel_op`` naming conv_direct): the conv
+    generic on an (N, O/B, OH, OW, B) accumulator, its copy to NCHW and a fused epilogue
+    (all-parallel generics of the NCHW output's shape on the conv's result), possibly with
+    parameter generics that do not read the conv (an unfolded BatchNorm's per-channel scale
+    and shift): :func:`.conv.conv_direct_schedule`."""
     if "conv_direct" not in (_kernel_op(fn) or ""):
         return None
     gens = [o for o in ops if o.name == "linalg.generic"]
-    conv = gens[0]
-    if not all(_f32_tensors(g) for g in gens) or _iterators(conv) != ["parallel"] * 5 + ["reduction"]:
+    at = [k for k, g in enumerate(gens) if _iterators(g) == ["parallel"] * 5 + ["reduction"]]
+    if len(at) != 1 or not all(_f32_tensors(g) for g in gens):
         return None
+    conv = gens[at[0]]
     n, nb, oh, ow, b = _output_shape(conv)
-    if len(gens) < 2 or b is None or nb is None or any(
-            _output_shape(g) != [n, nb * b, oh, ow] or set(_iterators(g)) != {"parallel"} for g in gens[1:]):
+    if b is None or nb is None:
         return None
-    fills = [o.name for o in ops].count("linalg.fill")
-    if fills not in (1, 2):
+    derived, chain = {ir.Value(conv.results[0])}, []
+    for k, g in enumerate(gens):
+        if k > at[0] and any(ir.Value(v) in derived for v in g.operands):
+            derived.update(ir.Value(r) for r in g.results)
+            chain.append(k)
+    params = [k for k in range(len(gens)) if k != at[0] and k not in chain]
+    if not chain or any(_output_shape(gens[k]) != [n, nb * b, oh, ow] or set(_iterators(gens[k])) != {"parallel"}
+                        for k in chain) or any(k > chain[-1] for k in params):
+        return None
+    init = conv.operands[len(conv.opview.inputs)]
+    if not isinstance(init, ir.OpResult) or init.owner.name != "linalg.fill":
         return None
     pixels, _ = direct_tile(b, target.lanes, target.registers)
-    return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, fills == 2, ow))
+    return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, len(conv.opview.inputs), ow,
+                                                        conv_at=at[0], chain=chain))
 
 
 def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
@@ -495,11 +507,13 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
     if any(_uniform_reduction(o) for o in ops):
         return None  # vectorizing it would combine the value once per vector (see _uniform_reduction)
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
+    if "conv_direct" in (_kernel_op(fn) or "") and config is None:   # (whatever its fused epilogue's kind)
+        return _select_conv_direct(fn, ops, target)
     if kind == "output-fusable":
         sched = _select_matmul(fn, ops, target, config, threaded)
         if sched is not None or config is not None:
             return sched
-        return _select_conv_direct(fn, ops, target) or _select_conv(ops) or _select_contraction(ops)
+        return _select_conv(ops) or _select_contraction(ops)
     if kind == "injective" and _select_conv_pack(fn, ops, target) is not None:
         return _select_conv_pack(fn, ops, target)
     if kind == "injective" and _select_pool(fn, ops) is not None:

@@ -169,8 +169,8 @@ def _tiles(fn: ir.Value) -> ir.Value:
 TILE_ATTR = "relax.register_tile"
 
 
-def conv_direct_schedule(n_generics: int, pixels: int, block: int, padded: bool, width: Optional[int],
-                         rows_per_task: int = ROWS_PER_TASK):
+def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int, width: Optional[int],
+                         conv_at: int = 0, chain: Optional[list[int]] = None, rows_per_task: int = ROWS_PER_TASK):
     """relax-conv-gemm's direct kernel (``ops.nn.conv_direct_kernel``: one generic over
     (n, oh, ow, ob, oi | c) summing the window taps into an (N, O/B, OH, OW, B) accumulator,
     its copy to NCHW, then a fused epilogue: ``n_generics`` generics in all): one task per
@@ -180,30 +180,35 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, padded: bool,
     output columns x ``block`` output channels, each accumulated over the input channels in
     registers: per channel and tap, ``pixels`` broadcast input values times ``block /
     lanes`` weight vectors. The column remainder is peeled off: of a static ``width``, a
-    static tile; of a symbolic one (None), vectorized with masks."""
+    static tile; of a symbolic one (None), vectorized with masks. ``n_inputs``: the conv's
+    input operands (its accumulator's zero fill is the producer of the next). ``conv_at``: the conv's
+    position among the kernel's generics, ``chain``: the positions of the copy and the
+    epilogue (default: all after the conv); the others (parameter generics) stay before the
+    tasks."""
+    chain = list(range(conv_at + 1, n_generics)) if chain is None else chain
+    n_params = n_generics - 1 - len(chain)
 
     def body(fn: ir.Value) -> None:
         ops = list(transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results)
+        fill = transform.GetProducerOfOperand(any_op(), ops[conv_at], n_inputs).result
         # channel blocks outermost: a thread's consecutive tasks share the block's weights
-        last = structured.InterchangeOp(ops[-1], iterator_interchange=[1, 0, 2, 3]).result
+        last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3]).result
         t = structured.TileUsingForallOp(last, tile_sizes=[block, 1, rows_per_task, 0])
         rows = t.forall_op
-        for h in reversed(ops[:-1]):   # the epilogue, the copy to NCHW, the conv
-            rows = structured.FuseIntoContainingOp(h, rows).new_containing_op
-        fills = match(fn, "linalg.fill")   # the padding's (when padded), then the accumulator's
-        if padded:
-            fills = transform.SplitHandleOp([any_op()] * 2, fills).results[1]
-        structured.FuseIntoContainingOp(fills, rows)
+        for k in reversed(chain[:-1] + [conv_at]):   # the epilogue, the copy to NCHW, the conv
+            rows = structured.FuseIntoContainingOp(ops[k], rows).new_containing_op
+        structured.FuseIntoContainingOp(fill, rows)
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         cleanup(fn)
         # (the handles into the forall went stale when the fusions consumed it: match again)
-        conv = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results[0]
+        # (after fusion the parameter generics precede the tasks: the conv is the next one)
+        conv = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results[n_params]
         tiled = structured.TileUsingForOp(conv, sizes=[0, 1, pixels, 0, 0, 1])
         # unit dims folded (the tile's maps become projected permutations), then the tile
         # marked (folding makes a new op) before peeling copies it
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
         transform.AnnotateOp(transform.SplitHandleOp([any_op()] * n_generics,
-                                                     match(fn, "linalg.generic")).results[0], TILE_ATTR)
+                                                     match(fn, "linalg.generic")).results[n_params], TILE_ATTR)
         if width is None or width % pixels:
             p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[1])
         cleanup(fn)

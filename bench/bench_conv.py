@@ -3,11 +3,13 @@ eager (oneDNN), same threads, interleaved.
 
     PYTHONPATH=. python bench/bench_conv.py [--batches 1 8] [--reps 5] [--threads 2]
                                             [--nets resnet18 mobilenetv2] [--only NAME...]
+                                            [--no-blas] [--no-direct] [--simd avx2]
 
 Each distinct conv (channels, kernel, stride, padding, groups) is compiled ONCE with symbolic
-batch, height and width and run at every batch: column ``generated`` is ``relax_mlir.compile``'s
-default (groups 1: relax-conv-gemm's im2col + the scheduled matmul (``gemm=generated``);
-depthwise: the direct kernel), ``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
+batch, height and width and run at every batch: column ``generated`` is
+groups 1: relax-conv-gemm's im2col + the scheduled matmul (``gemm=generated direct=off``;
+depthwise: the direct kernel), ``direct`` relax-conv-gemm's direct kernel (``direct=all``:
+packed weight, register tiles of output pixels x channels, no im2col), ``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
 per image; groups 1 only). All sides get ``--threads`` threads (torch intra-op; our OpenMP
 and BLAS). Timings: interleaved rounds, one warm-up call each, median and minimum (the
 minimum is the steadier figure on a loaded machine); the highest load average seen is
@@ -100,6 +102,10 @@ def main() -> None:
     ap.add_argument("--nets", nargs="+", default=list(NETS), choices=list(NETS))
     ap.add_argument("--only", nargs="*", default=None, help="shape names (prefixes) to run")
     ap.add_argument("--no-blas", action="store_true", help="skip the BLAS route's column")
+    ap.add_argument("--no-direct", action="store_true", help="skip the direct kernel's column")
+    ap.add_argument("--simd", default=None, choices=["avx512", "avx2"],
+                    help="size every side's tiles for this SIMD unit (the JIT still targets the host's "
+                         "features: an AVX2-sized run on an AVX-512 host is an approximation)")
     args = ap.parse_args()
     os.environ.setdefault("RELAX_MLIR_NUM_THREADS", str(args.threads))
     os.environ.setdefault("RELAX_BLAS_NUM_THREADS", str(args.threads))
@@ -113,18 +119,31 @@ def main() -> None:
     rng = np.random.default_rng(0)
     print(f"threads {args.threads}; ms: median (min) over interleaved rounds; ratios ours / torch eager of the "
           "medians (of the minimums); * = load average above 0.5")
-    print(f"{'shape':16s} {'batch':>5s} {'GFLOP':>7s} {'generated':>16s} {'blas':>16s} {'eager':>16s} "
-          f"{'gen/eager':>12s} {'blas/eager':>12s} {'load':>5s}")
+    print(f"{'shape':16s} {'batch':>5s} {'GFLOP':>7s} {'generated':>16s} {'direct':>16s} {'blas':>16s} "
+          f"{'eager':>16s} {'gen/eager':>12s} {'direct/eager':>12s} {'blas/eager':>12s} {'load':>5s}")
     for net in args.nets:
         for name, c, o, k, s, p, g, h in NETS[net]:
             if args.only is not None and not any(name.startswith(x) for x in args.only):
                 continue
             src = conv_module(c, o, k, s, p, g, max(args.batches), h)
-            exes = {"generated": relax_mlir.compile(src)}
+            exes = {}
+            options = None
+            if args.simd:
+                from relax_mlir.compiler import CompileOptions
+                from relax_mlir.target import Target, simd_named
+                options = CompileOptions(target=Target.from_options(None, simd=simd_named(args.simd)))
+            for col, mode in (("generated", "off"), ("direct", "all")):
+                if col == "direct" and (g != 1 or args.no_direct):
+                    continue
+                default, cpu.CONV_DIRECT_DEFAULT = cpu.CONV_DIRECT_DEFAULT, mode
+                try:
+                    exes[col] = relax_mlir.compile(src, options=options)
+                finally:
+                    cpu.CONV_DIRECT_DEFAULT = default
             if g == 1 and not args.no_blas:
                 default, cpu.CONV_GEMM_DEFAULT = cpu.CONV_GEMM_DEFAULT, "blas"
                 try:
-                    exes["blas"] = relax_mlir.compile(src)
+                    exes["blas"] = relax_mlir.compile(src, options=options)
                 finally:
                     cpu.CONV_GEMM_DEFAULT = default
             w = rng.standard_normal((o, c // g, k, k)).astype(np.float32)
@@ -156,8 +175,9 @@ def main() -> None:
                             else f"{'-':>12s}")
 
                 mark = "*" if load > 0.5 else ""
-                print(f"{name:16s} {n:5d} {gflop:7.3f} {cell('generated')} {cell('blas')} {cell('eager')} "
-                      f"{ratio('generated')} {ratio('blas')} {load:4.1f}{mark}", flush=True)
+                print(f"{name:16s} {n:5d} {gflop:7.3f} {cell('generated')} {cell('direct')} {cell('blas')} "
+                      f"{cell('eager')} {ratio('generated')} {ratio('direct')} {ratio('blas')} {load:4.1f}{mark}",
+                      flush=True)
 
 
 def timed(fns: dict, reps: int, min_time: float, max_rounds: int = 60):

@@ -1,8 +1,10 @@
 """conv2d code generation on the cpu target: numerics against PyTorch.
 
 Each case is ONE executable (symbolic batch, height and width) run at several batches and
-image sizes, odd ones included (97x131), through each route: ``auto`` (the default: BLAS
-for 1x1 expansions, else generated), ``generated`` (groups 1 by relax-conv-gemm's im2col +
+image sizes, odd ones included (97x131), through each route: ``default`` (the cpu
+pipeline's: the direct kernel where the output channels fill whole vectors, else generated),
+``conv_direct`` (relax-conv-gemm's direct kernel on a packed weight wherever O is a multiple
+of 8, ``direct=all``), ``auto`` (BLAS for 1x1 expansions, else generated), ``generated`` (groups 1 by relax-conv-gemm's im2col +
 scheduled matmul + permute to NCHW; depthwise and other groups by the direct kernel), ``blas`` (im2col + one BLAS GEMM per image, a following
 (O, 1, 1) bias add folded into the call) and ``direct`` (schedules off, no dispatch: the
 legalization's generic, plain loops). Relative error <= 1e-4 (f32).
@@ -61,19 +63,29 @@ CASES = {
     "dilation2": (6, 10, (3, 3), (1, 1), (2, 2), (2, 2), 1, False, True),
     "asym_pad_rect": (4, 7, (2, 3), (1, 2), (0, 1, 2, 1), (1, 1), 1, True, False),
     "groups2": (8, 12, (3, 3), (1, 1), (1, 1), (1, 1), 2, True, True),
+    "3x3_o32": (8, 32, (3, 3), (1, 1), (1, 1), (1, 1), 1, True, True),
+    "3x3_s2_o48": (5, 48, (3, 3), (2, 2), (1, 1), (1, 1), 1, False, True),
+    "1x1_s2_o64": (12, 64, (1, 1), (2, 2), (0, 0), (1, 1), 1, True, False),
+    "dilation2_o16": (6, 16, (3, 3), (1, 1), (2, 2), (2, 2), 1, False, True),
+    "5x5_asym_o24": (4, 24, (5, 3), (2, 1), (2, 1, 1, 0), (1, 1), 1, True, False),
     "depthwise": (16, 16, (3, 3), (1, 1), (1, 1), (1, 1), 16, True, True),
     "depthwise_s2": (12, 12, (3, 3), (2, 2), (1, 1), (1, 1), 12, False, False),
     "depthwise_x2": (6, 12, (5, 5), (1, 1), (2, 2), (1, 1), 6, False, False),
 }
 
 
-@pytest.mark.parametrize("route", ["default", "auto", "generated", "blas", "direct"])
+@pytest.mark.parametrize("route", ["default", "conv_direct", "auto", "generated", "blas", "direct"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_conv_numerics(name, route, monkeypatch):
     c, o, k, s, p, d, g, bias, relu = CASES[name]
+    from relax_mlir.pipelines import cpu
     if route in ("auto", "generated", "blas"):
-        from relax_mlir.pipelines import cpu
         monkeypatch.setattr(cpu, "CONV_GEMM_DEFAULT", route)
+        monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", "off")
+    if route == "conv_direct":
+        if g != 1 or o % 8:
+            pytest.skip("the direct kernel takes groups-1 convs with O a multiple of 8")
+        monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", "all")
     options = {"dispatch": False, "schedules": False} if route == "direct" else None
     exe = relax_mlir.compile(_module(c, o, k, s, p, d, g, bias, relu), options=options)
     rng = np.random.default_rng(0)
@@ -110,7 +122,7 @@ def test_conv_gemm_blas_rewrite_folds_bias():
     assert "call_dps_library" not in dw and '"relax.conv2d"' in dw
 
 
-def test_conv_gemm_generated_kernels():
+def test_conv_gemm_generated_kernels(monkeypatch):
     """The generated route (the default's for all but 1x1 expansions): im2col (K, N, OH, OW),
     the GEMM kernel (scheduled as a matmul), permute_dims back to NCHW; no library. ``auto``
     sends a 1x1 stride-1 conv with O > C to the library, with O < C to the generated GEMM."""
@@ -154,13 +166,24 @@ class _Block(torch.nn.Module):
         return torch.clamp(self.dw(y), 0, 6)
 
 
-def test_imported_block_fuses_epilogues():
-    """Through the torch importer (symbolic batch and size): the GEMM convs' epilogues (permute
-    to NCHW, bias, residual add, relu) are one scheduled kernel per conv, the depthwise conv and
-    its bias and clamp one depthwise-scheduled kernel; numerics at two sizes through one executable."""
+@pytest.mark.parametrize("direct", ["off", "auto"])
+def test_imported_block_fuses_epilogues(direct, monkeypatch):
+    """Through the torch importer (symbolic batch and size): the groups-1 convs' epilogues
+    (bias, residual add, relu) are one scheduled kernel per conv -- with ``direct=off`` the
+    GEMM's permute to NCHW and the next conv's im2col join them (``permute_rows``), with the
+    direct kernel (``auto``: O = 16 fills whole vectors on AVX-512 and AVX2) they are fused
+    into the conv itself (``conv_direct``), the weight packed by a ``conv_pack`` kernel; the
+    depthwise conv and its bias and clamp one depthwise-scheduled kernel; numerics at two sizes
+    through one executable."""
     from relax_mlir.backends.cpu import schedules
     from relax_mlir.frontend.torch import from_exported_program
+    from relax_mlir.pipelines import cpu
     from relax_mlir.pipelines.cpu import graph_stage
+    from relax_mlir.target import host_simd
+
+    if direct == "auto" and 16 % host_simd().lanes:
+        pytest.skip("the host's vectors are wider than 16 f32")
+    monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", direct)
 
     torch.manual_seed(0)
     model = _Block().eval()
@@ -182,6 +205,13 @@ def test_imported_block_fuses_epilogues():
         picked = {str(f.attributes["sym_name"]).strip('"'): schedules.select(f.operation)
                   for f in m.body.operations if "relax.kernel" in f.attributes}
     names = {k: (v.name if v is not None else None) for k, v in picked.items()}
+    if direct == "auto":
+        assert names["fused_conv_direct_reshape_add_relu"] == "conv_direct"
+        assert names["fused_conv_direct_reshape_add_add_relu"] == "conv_direct"
+        assert [v for k, v in names.items() if "conv_pack" in k] == ["conv_pack"]   # (one kernel, both weights)
+        assert not any("im2col" in k or "conv_gemm" in k for k in names)
+        assert names["fused_conv2d_reshape_add_full_maximum_full_minimum"] == "depthwise"
+        return
     assert names["fused_permute_dims_reshape_add_add_relu"] == "permute_rows"
     assert names["fused_permute_dims_reshape_add_relu_im2col"] == "permute_rows+im2col"
     assert names["fused_conv2d_reshape_add_full_maximum_full_minimum"] == "depthwise"
@@ -203,10 +233,15 @@ func.func @main(%x: tensor<?x8x?x?xf32, #relax.shape<["n", 8, "h", "w"]>>, %w1: 
 """
 
 
-def test_downsample_block_end_numerics():
-    """A downsampling block's end (two conv GEMM outputs permuted to NCHW, an unfolded
-    per-channel scale, add, relu: the ``permute_rows`` kernel with two transposes and a
-    parameter generic) through ONE executable at odd, stride-2 and 1x1 image sizes."""
+@pytest.mark.parametrize("direct", ["off", "all"])
+def test_downsample_block_end_numerics(direct, monkeypatch):
+    """A downsampling block's end (two strided convs, an unfolded per-channel scale, add,
+    relu; ``off``: two GEMM outputs permuted to NCHW by the ``permute_rows`` kernel with two
+    transposes and a parameter generic; ``all``: two direct kernels, the second one's
+    epilogue reading the first's output) through ONE executable at odd, stride-2 and 1x1
+    image sizes."""
+    from relax_mlir.pipelines import cpu
+    monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", direct)
     exe = relax_mlir.compile(DOWNSAMPLE)
     rng = np.random.default_rng(1)
     w1 = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
@@ -221,3 +256,44 @@ def test_downsample_block_end_numerics():
         got = exe(x, w1, w2, var)
         assert got.shape == want.shape
         assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4, (n, h, w)
+
+
+@pytest.mark.parametrize("hw", [(14, 14), (9, 17), (7, 7), (5, 6)])
+def test_conv_direct_static_sizes(hw, monkeypatch):
+    """Static image sizes (torch.export with only the batch dynamic): widths a multiple of the
+    column tile (no remainder loop), with a static remainder (peeled: a one-iteration loop
+    that canonicalization folds away) and narrower than one tile; a 1x1 conv whose packing has
+    a static k remainder (C*KH*KW = 20). Both kernels keep their schedules (no fallback to
+    plain loops) and match PyTorch."""
+    from mlir import ir
+
+    from relax_mlir.backends.cpu.apply_schedules import schedule_kernel
+    from relax_mlir.pipelines import cpu
+    from relax_mlir.pipelines.cpu import graph_stage
+
+    monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", "all")
+    h, w = hw
+    for c, o, k, s, p in [(16, 32, 3, 1, 1), (20, 16, 1, 1, 0), (3, 16, 7, 2, 3)]:
+        oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+        xt, wt, yt = f"tensor<2x{c}x{h}x{w}xf32>", f"tensor<{o}x{c}x{k}x{k}xf32>", f"tensor<2x{o}x{oh}x{ow}xf32>"
+        src = (f"func.func @main(%x: {xt}, %w: {wt}) -> {yt} attributes {{relax.function}} {{\n"
+               f'  %0 = "relax.conv2d"(%x, %w) {{strides = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}>}}'
+               f" : ({xt}, {wt}) -> {yt}\n  %1 = \"relax.relu\"(%0) : ({yt}) -> {yt}\n  return %1 : {yt}\n}}")
+        m = relax_mlir.parse(src)
+        with m.context, ir.Location.unknown():
+            relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
+            def convs():
+                return [f.operation for f in m.body.operations
+                        if "relax.kernel" in f.attributes and "conv" in str(f.attributes["sym_name"])]
+            names = sorted(schedule_kernel(f) or "-" for f in convs())
+            vectorized = [f.name for f in convs() if "vector.transfer_read" in str(f)]
+        assert names == ["conv_direct", "conv_pack"], (c, o, k, hw)
+        assert len(vectorized) == 2, (c, o, k, hw)   # (register tiles, not loops)
+        exe = relax_mlir.compile(src)
+        rng = np.random.default_rng(2)
+        x = rng.standard_normal((2, c, h, w)).astype(np.float32)
+        wv = rng.standard_normal((o, c, k, k)).astype(np.float32)
+        want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wv), stride=s,
+                                                     padding=p)).numpy()
+        got = exe(x, wv)
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4, (c, o, k, hw)

@@ -126,13 +126,16 @@ def test_many_folded_batch_norms_compile():
         np.testing.assert_allclose(fn.run(x.numpy()), ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))
 
 
-def test_unfolded_batch_norm_fuses_with_neighbours():
+@pytest.mark.parametrize("direct", ["off", "all"])
+def test_unfolded_batch_norm_fuses_with_neighbours(direct, monkeypatch):
     """After the cpu graph stage, the BatchNorm after the relu (not folded: no conv before
     it) is a multiply and an add inside one kernel with the relu and the residual add; every
-    conv's epilogue (bias, relu, relu6) is fused into one kernel: the direct conv's own, or,
-    for a conv relax-conv-gemm turns into im2col + GEMM, the kernel that permutes the GEMM's
-    result back to NCHW."""
+    conv's epilogue (bias, relu, relu6) is fused into one kernel: the depthwise conv's own,
+    for a conv relax-conv-gemm turns into im2col + GEMM the kernel that permutes the GEMM's
+    result back to NCHW, for one it turns into the direct kernel (``direct=all``) that kernel."""
     from relax_mlir.pipelines import cpu
+
+    monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", direct)
 
     net = _randomize_bn(Net())
     b = torch.export.Dim("batch", max=8)
@@ -145,6 +148,16 @@ def test_unfolded_batch_norm_fuses_with_neighbours():
     text = str(module)
     main = text[text.index("func.func @main"):]
     main = main[:main.index("\n  }\n")]
-    kernels = [k for k in re.findall(r"callee = @(\w+)", main) if "conv2d" in k or "permute_dims" in k]
+    kernels = [k for k in re.findall(r"callee = @(\w+)", main) if "conv2d" in k or "permute_dims" in k
+               or "conv_direct" in k]
+    if direct == "all":
+        assert kernels == ["fused_reshape_conv_direct_multiply_add_add_relu", "fused_conv2d_add_full_maximum_full_minimum",
+                           "fused_conv_direct_add_relu_multiply_add_add"]
+        from relax_mlir.backends.cpu import schedules
+        with module.context:
+            picked = {str(f.attributes["sym_name"]).strip('"'): schedules.select(f.operation)
+                      for f in module.body.operations if "relax.kernel" in f.attributes}
+        assert [picked[k].name for k in kernels] == ["conv_direct", "conv", "conv_direct"]
+        return
     assert kernels == ["fused_reshape_permute_dims_multiply_add_add_relu", "fused_conv2d_add_full_maximum_full_minimum",
                        "fused_permute_dims_add_relu_multiply_add_add"]

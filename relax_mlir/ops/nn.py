@@ -448,3 +448,70 @@ def conv_gemm_kernel(w: TensorSig, col: TensorSig, out: TensorSig):
     sizes = [kb.dim(kb.outs[0], i) for i in range(4)]
     acc = kb.fill(0.0, kb.collapse_shape(kb.outs[0], [[0], [1, 2, 3]], o2))
     return kb.finish([kb.reshape(kb.matmul(a, b, acc), sizes, ot)])
+
+
+def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: list[int], pads: list[int],
+                       dilation: list[int]):
+    """relax-conv-gemm's direct convolution (groups 1, no im2col): ``x`` (N, C, H, W) NCHW,
+    ``wp`` the weight packed in channel blocks (O/B, C, KH, KW, B) so a block's weights
+    are one contiguous run, ``out`` NCHW.
+
+    The input is padded (fill + copy), then viewed once per window tap (kh, kw) as the
+    strided slice ``xp[:, :, kh*dh :: sh, kw*dw :: sw]`` of the output's size, the weight as
+    its (O/B, C, B) slice per tap; ONE generic over (n, oh, ow, ob, oi | c), every map a
+    projected permutation, sums the KH*KW products per input channel into an
+    (N, O/B, OH, OW, B) accumulator, which a second generic copies to NCHW (reading
+    ``acc[n, o // B, oh, ow, o % B]``; the schedule fuses the conv into that copy's tasks). With the taps as operands (no window loops, no strides
+    in the maps) a register tile of output pixels x a channel block vectorizes as broadcasts
+    of input pixels times weight vectors (``schedules/conv.py``: ``conv_direct``); C, KH,
+    KW, O must be static."""
+    xt, wt, ot = KType.of(x), KType.of(wp), KType.of(out)
+    nb, c, kh, kw, b = wt.dims
+    tag = attr_tag(s=strides, p=pads, d=dilation)
+    kb = KernelBuilder(f"relax_conv_direct_{tag}_{xt.dtype}_{xt.tag}_{wt.tag}", [xt, wt], [ot])
+    xp = _pad_copy(kb, kb.ins[0], pads)
+    osz = kb.dims(kb.outs[0])
+    vdims = (ot.dims[0], c, ot.dims[2], ot.dims[3])
+    vsz = [osz[0], kb.index(c), osz[2], osz[3]]
+    ins = []
+    for i in range(kh):
+        for j in range(kw):
+            v = _slice(kb, xp, [0, 0, i * dilation[0], j * dilation[1]], vsz, vdims, [1, 1, strides[0], strides[1]],
+                       xt.dtype)
+            wv = kb.extract_slice(kb.ins[1], KType((nb, c, b), wt.dtype), [0, 0, i, j, 0], [nb, c, 1, 1, b])
+            ins += [(v, ["d0", "d5", "d1", "d2"]), (wv, ["d3", "d5", "d4"])]
+    # the accumulator (N, O/B, OH, OW, B): a register tile (pixels x channel block) is
+    # contiguous in it; a second generic moves it to NCHW (per task, while it is in cache)
+    tt = KType((ot.dims[0], nb, ot.dims[2], ot.dims[3], b), ot.dtype)
+    acc = kb.fill(0.0, kb.empty_dims(tt, [osz[0], kb.index(nb), osz[2], osz[3], kb.index(b)]))
+
+    def body(*args):
+        r = args[-1]
+        for a, w in zip(args[0:-1:2], args[1:-1:2]):
+            r = kb.bin("arith.addf", r, kb.bin("arith.mulf", a, w))
+        return [r]
+
+    (r,) = kb.generic(ins, [(acc, ["d0", "d3", "d1", "d2", "d4"])], ["parallel"] * 5 + ["reduction"], body)
+    (y,) = kb.generic([(r, ["d0", f"d1 // {b}", "d2", "d3", f"d1 % {b}"])], [(kb.outs[0], identity_map(4))],
+                      ["parallel"] * 4, lambda v, o_: [v])
+    return kb.finish([y])
+
+
+def conv_pack_weight_kernel(w: TensorSig, block: int):
+    """relax-conv-gemm's weight packing for the direct convolution: ``w`` (O, C, KH, KW) ->
+    (O/B, C, KH, KW, B), ``wp[ob, c, i, j, oi] = w[ob*B + oi, c, i, j]``: per channel block a
+    transpose of the (B, K = C*KH*KW) rows into a (K, B) panel, written on the collapsed
+    views (O, K) -> (O/B, K, B) by one generic over (ob, oi, k) (``schedules/conv.py``:
+    ``conv_pack`` cuts k into runs of 16, so each input row is read a cache line at a time
+    while the 16 panel rows it writes stay in L1). The weight is a function argument, so
+    this runs on every call."""
+    wt = KType.of(w)
+    o, c, kh, kw = wt.dims
+    k = c * kh * kw
+    pt = KType((o // block, c, kh, kw, block), wt.dtype)
+    kb = KernelBuilder(f"relax_conv_pack_b{block}_{wt.dtype}_{wt.tag}", [wt], [pt])
+    src = kb.collapse_shape(kb.ins[0], [[0], [1, 2, 3]], KType((o, k), wt.dtype))
+    dst = kb.collapse_shape(kb.outs[0], [[0], [1, 2, 3], [4]], KType((o // block, k, block), wt.dtype))
+    (r,) = kb.generic([(src, [f"d0 * {block} + d1", "d2"])], [(dst, ["d0", "d2", "d1"])], ["parallel"] * 3,
+                      lambda v, o_: [v])
+    return kb.finish([kb.expand_shape(r, [[0], [1, 2, 3], [4]], pt, [o // block, c, kh, kw, block])])

@@ -45,6 +45,9 @@ DISPATCH_MIN_FLOPS = 4096
 #: faster with it than with ``auto`` (batch 1 and 8, one process, bench/README.md); per
 #: shape: bench_conv.py.
 CONV_GEMM_DEFAULT = "generated"
+#: relax-conv-gemm's ``direct`` option with the generated GEMM: which groups-1 convolutions
+#: take the direct kernel instead of im2col + GEMM (``off``, ``all``, ``auto``; docs/conv.md).
+CONV_DIRECT_DEFAULT = "auto"
 
 #: relax-dispatch-library's policy in the cpu pipeline: ``measured`` (the calibration table of
 #: this CPU model and thread count decides BLAS or generated code per M range, split at run
@@ -121,7 +124,8 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     # after shape inference (a dead op's run-time check is already its own relax.assert)
     passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
     if conv_gemm is not None and "relax-conv-gemm" in PASSES:
-        passes.append(f"relax-conv-gemm{{gemm={conv_gemm} min-flops={int(dispatch_min_flops)}}}")
+        passes.append(f"relax-conv-gemm{{gemm={conv_gemm} direct={CONV_DIRECT_DEFAULT} "
+                      f"min-flops={int(dispatch_min_flops)}}}")
     if dispatch and "relax-dispatch-library" in PASSES:
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)} policy={policy}}}")
     if "relax-legalize" in PASSES:

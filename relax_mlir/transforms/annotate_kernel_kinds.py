@@ -104,12 +104,14 @@ def _is_output_map(m: ir.AffineMap, n_loops: int) -> bool:
 
 
 def _is_mul_acc(body: ir.Block, n_inputs: int) -> bool:
-    """The body yields ``out + f(in_a) * g(in_b)`` (f, g casts), a and b distinct inputs."""
+    """The body yields ``out + f(in_a) * g(in_b)`` (f, g casts), a and b distinct inputs, or
+    a chain of such terms ``((out + a0 * b0) + a1 * b1) + ...`` (relax-conv-gemm's direct
+    convolution sums its window taps in one body)."""
     ops = list(_ops_in(body))
     if not ops or ops[-1].name != "linalg.yield" or len(ops[-1].operands) != 1:
         return False
     args = list(body.arguments)
-    outs = args[n_inputs:]
+    outs, ins = args[n_inputs:], args[:n_inputs]
 
     def strip(v: ir.Value) -> ir.Value:
         while True:
@@ -118,21 +120,28 @@ def _is_mul_acc(body: ir.Block, n_inputs: int) -> bool:
                 return v
             v = o.operands[0]
 
-    acc = _defining_op(ops[-1].operands[0])
-    if acc is None or acc.name not in ("arith.addf", "arith.addi"):
-        return False
-    a, b = acc.operands[0], acc.operands[1]
-    for x, y in ((a, b), (b, a)):
-        if not (_is_arg(strip(x), outs)):
-            continue
-        mul = _defining_op(strip(y))
+    def product(v: ir.Value) -> bool:
+        mul = _defining_op(strip(v))
         if mul is None or mul.name not in ("arith.mulf", "arith.muli"):
-            continue
-        ins = args[:n_inputs]
+            return False
         p, q = strip(mul.operands[0]), strip(mul.operands[1])
-        if _is_arg(p, ins) and _is_arg(q, ins) and _arg_no(p) != _arg_no(q):
+        return _is_arg(p, ins) and _is_arg(q, ins) and _arg_no(p) != _arg_no(q)
+
+    v, terms = ops[-1].operands[0], 0
+    while True:
+        acc = _defining_op(v)
+        if acc is None or acc.name not in ("arith.addf", "arith.addi"):
+            return False
+        a, b = acc.operands[0], acc.operands[1]
+        nxt = next((x for x, y in ((a, b), (b, a)) if product(y)), None)
+        if nxt is None:
+            return False
+        terms += 1
+        if _is_arg(strip(nxt), outs):
             return True
-    return False
+        if terms > n_inputs:
+            return False
+        v = nxt
 
 
 def _defining_op(v: ir.Value) -> Optional[ir.Operation]:

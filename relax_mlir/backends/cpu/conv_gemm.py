@@ -1,4 +1,14 @@
-"""relax-conv-gemm: f32 convolutions of groups 1 as im2col + GEMM (docs/conv.md).
+"""relax-conv-gemm: f32 convolutions of groups 1 as a direct kernel or im2col + GEMM
+(docs/conv.md).
+
+With ``direct=auto`` (the cpu pipeline's) or ``all``, a convolution whose output channels
+fill whole vectors becomes a ``call_tir`` of the weight packing (O, C, KH, KW) ->
+(O/B, C, KH, KW, B) (:func:`relax_mlir.ops.nn.conv_pack_weight_kernel`, B the schedule's
+channel block for the module's target) and one of the direct kernel
+(:func:`relax_mlir.ops.nn.conv_direct_kernel`): no im2col, NCHW in and out, register tiles
+of output pixels x a channel block (``schedules/conv.py``), any stride, padding and
+dilation; its bias / activation / residual epilogue is fused into it by relax-fuse-ops.
+The others take the GEMM routes below.
 
 Each ``relax.conv2d`` with groups == 1 on f32 (static weight and input channels) whose work
 (N*O*OH*OW*C*KH*KW) reaches ``min-flops`` (the relax-dispatch-library rule: symbolic work is
@@ -27,24 +37,29 @@ expansions: the input read in place beats the generated GEMM plus its two copies
 Neither route copies the weight: it is read as the (O, C*KH*KW) matrix it is in memory.
 Measured (bench/bench_conv.py, bench/README.md): the generated GEMM ran 1.6-2x faster than
 the provider's sgemm on this project's AMD EPYC, and both routes 10-50x faster than the
-direct kernel on every groups-1 ResNet-18 / MobileNetV2 shape; grouped and depthwise
-convolutions keep the direct kernel (an im2col GEMM per group is a thin GEMM). Run after
+legalization's generic (plain loops over rows) on every groups-1 ResNet-18 / MobileNetV2
+shape; grouped and depthwise convolutions keep that generic (an im2col GEMM per group is a thin GEMM). Run after
 relax-infer-shapes and before relax-dispatch-library / relax-legalize.
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 from mlir import ir
 
 from ...dialects._core import create
-from ...ops.nn import conv_gemm_kernel, im2col_cnhw_kernel, im2col_kernel
+from ...ops.nn import (conv_direct_kernel, conv_gemm_kernel, conv_pack_weight_kernel, im2col_cnhw_kernel,
+                      im2col_kernel)
 from ...ops.registry import RelaxError, read_attrs
 from ...runtime.libraries import request
 from ...shapes import Dim, Shape, TensorSig, Truth, prove_equal, read_tensor_type, tensor_type
+from ...target import Simd, Target, host_simd
 from .dispatch_library import worth_it
+from .schedules.conv import direct_tile
 from ...transforms.graph import body_ops, graph_functions, relax_opdef, single_user, upper_bounds
 from ...transforms.legalize import KernelTable
-from ...transforms.registry import Option, register_pass
+from ...transforms.registry import Option, emit_error, register_pass
 
 
 def _pads(p: list[int]) -> list[int]:
@@ -93,8 +108,38 @@ def _generated(conv: ir.Operation, table: KernelTable, x: TensorSig, out: Tensor
     conv.erase()
 
 
+def _direct(conv: ir.Operation, table: KernelTable, x: TensorSig, out: TensorSig, strides: list[int],
+            pads: list[int], dil: list[int], block: int) -> None:
+    """The weight packed in channel blocks (O/B, C, KH, KW, B) (per call: the weight is a
+    function argument) + the direct kernel writing NCHW."""
+    w = read_tensor_type(conv.operands[1].type)
+    o, c, kh, kw = (d.value for d in w.shape)
+    loc, ip = conv.location, ir.InsertionPoint(conv)
+    wsig = TensorSig(Shape.of([o // block, c, kh, kw, block]), "f32")
+    callee = table.symbol(conv_pack_weight_kernel(w, block), "conv_pack")
+    wp = create("call_tir", [conv.operands[1]], [tensor_type(wsig.shape, "f32")],
+                {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=loc, ip=ip).results[0]
+    callee = table.symbol(conv_direct_kernel(x, wsig, out, strides, pads, dil), "conv_direct")
+    r = create("call_tir", [conv.operands[0], wp], [conv.results[0].type],
+               {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=loc, ip=ip)
+    conv.results[0].replace_all_uses_with(r.results[0])
+    conv.erase()
+
+
+def direct_applies(o: int, lanes: int, direct: str) -> bool:
+    """Whether a groups-1 f32 convolution with ``o`` output channels takes the direct kernel
+    (``direct`` option): ``off``: never; ``all``: whenever O is a multiple of 8 (the
+    narrowest channel block); ``auto``: when O fills whole vectors of the target
+    (``lanes`` f32: 16 on AVX-512, 8 on AVX2), where it measured faster than im2col + the
+    generated GEMM on every ResNet-18 / MobileNetV2 shape but a few (bench/README.md); with
+    half vectors (O = 24 on AVX-512) the GEMM route stays ahead."""
+    if direct == "off" or o % 8:
+        return False
+    return direct == "all" or o % lanes == 0
+
+
 def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int], min_flops: int,
-                 gemm: str = "generated") -> bool:
+                 gemm: str = "generated", direct: str = "off", simd: Optional[Simd] = None) -> bool:
     """Rewrite one ``relax.conv2d`` (see the module docstring); False when it does not apply."""
     attrs = read_attrs(relax_opdef(conv), conv)
     try:
@@ -112,6 +157,10 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
     if not worth_it(flops, bounds, min_flops):
         return False
     strides, pads, dil = list(attrs["strides"]), _pads(list(attrs["padding"])), list(attrs["dilation"])
+    simd = simd or host_simd()
+    if gemm != "blas" and direct_applies(o, simd.lanes, direct):
+        _direct(conv, table, x, out, strides, pads, dil, direct_tile(o, simd.lanes, simd.registers)[1])
+        return True
     direct = kh == kw == 1 and strides == [1, 1] and not any(pads)
     if gemm == "generated" or (gemm == "auto" and not (direct and o > c)):
         _generated(conv, table, x, out, [kh, kw], strides, pads, dil)
@@ -141,21 +190,32 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
 
 
 @register_pass("relax-conv-gemm",
-               "Rewrite f32 relax.conv2d (groups 1) into an im2col kernel + one BLAS GEMM per image "
-               "(relax_blas_conv_gemm), folding a following (O, 1, 1) bias add.",
+               "Rewrite f32 relax.conv2d (groups 1) into the direct kernel on a packed weight, or an im2col "
+               "kernel + the generated GEMM or one BLAS GEMM per image (relax_blas_conv_gemm).",
                options=[Option("gemm", str, "generated",
                                "generated: im2col (K, N, OH, OW) + the scheduled matmul + permute to NCHW; "
                                "blas: im2col + relax_blas_conv_gemm (one BLAS GEMM per image); auto: blas for "
                                "1x1 stride-1 unpadded convs with more output than input channels, else generated"),
+                        Option("direct", str, "off",
+                               "the direct kernel (packed weight, no im2col) instead of a GEMM route: off, "
+                               "all (O a multiple of 8), or auto (O a multiple of the target's f32 lanes)"),
                         Option("min-flops", int, 4096,
                                "N*O*OH*OW*C*KH*KW below which a conv stays generated code (bounded symbols: "
                                "their relax.upper_bounds)")])
 def relax_conv_gemm(module: ir.Operation, opts) -> None:
+    if opts.direct not in ("off", "all", "auto"):
+        emit_error(module, f"direct must be 'off', 'all' or 'auto', got '{opts.direct}'")
+        return
+    try:
+        simd = Target.for_module(module).simd
+    except ValueError as e:
+        emit_error(module, str(e))
+        return
     table = KernelTable(module)
     for f in graph_functions(module):
         bounds = upper_bounds(f)
         done = False
         for op in [o for o in body_ops(f) if o.name == "relax.conv2d"]:   # (a rewrite erases the bias add)
-            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm)
+            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm, opts.direct, simd)
         if done and any(o.name == "relax.call_dps_library" for o in body_ops(f)):
             request(module, "relax_blas")

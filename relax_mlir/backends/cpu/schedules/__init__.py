@@ -22,8 +22,10 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   fused, vectorized pass per row (:mod:`.rows`);
 * convolutions (:mod:`.conv`, docs/conv.md): ``depthwise`` for the conv2d legalization's
   direct generic with one input channel per group (+ its fused epilogue; :mod:`.depthwise`),
-  ``conv`` for the other direct generics, ``im2col`` and ``permute_rows`` (the NCHW
-  epilogue) for relax-conv-gemm's kernels, whose GEMM kernel takes the ``matmul`` schedule;
+  ``conv`` for the other direct generics, ``conv_direct`` and ``conv_pack`` for
+  relax-conv-gemm's direct kernel (register tiles of pixels x a channel block) and its weight
+  packing, ``im2col`` and ``permute_rows`` (the NCHW epilogue) for its GEMM route, whose GEMM
+  kernel takes the ``matmul`` schedule;
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 """
 
@@ -38,7 +40,7 @@ from mlir import ir
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .depthwise import depthwise_schedule
-from .conv import conv_schedule, im2col_schedule, permute_rows_schedule
+from .conv import conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, im2col_schedule, permute_rows_schedule
 from .elementwise import elementwise_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
@@ -201,6 +203,54 @@ def _im2col(ops: list[ir.Operation]) -> bool:
     names = [o.name for o in ops]
     return names.count("linalg.generic") == 1 and set(names) <= _PADDING | {
         "linalg.generic", "tensor.expand_shape", "tensor.collapse_shape"}
+
+
+def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
+    """relax-conv-gemm's direct kernel (f32; ``relax.kernel_op`` naming conv_direct): the conv
+    generic on an (N, O/B, OH, OW, B) accumulator, its copy to NCHW and a fused epilogue
+    (all-parallel generics of the NCHW output's shape on the conv's result), possibly with
+    parameter generics that do not read the conv (an unfolded BatchNorm's per-channel scale
+    and shift): :func:`.conv.conv_direct_schedule`."""
+    if "conv_direct" not in (_kernel_op(fn) or ""):
+        return None
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    at = [k for k, g in enumerate(gens) if _iterators(g) == ["parallel"] * 5 + ["reduction"]]
+    if len(at) != 1 or not all(_f32_tensors(g) for g in gens):
+        return None
+    conv = gens[at[0]]
+    n, nb, oh, ow, b = _output_shape(conv)
+    if b is None or nb is None:
+        return None
+    derived, chain = {ir.Value(conv.results[0])}, []
+    for k, g in enumerate(gens):
+        if k > at[0] and any(ir.Value(v) in derived for v in g.operands):
+            derived.update(ir.Value(r) for r in g.results)
+            chain.append(k)
+    params = [k for k in range(len(gens)) if k != at[0] and k not in chain]
+    if not chain or any(_output_shape(gens[k]) != [n, nb * b, oh, ow] or set(_iterators(gens[k])) != {"parallel"}
+                        for k in chain) or any(k > chain[-1] for k in params):
+        return None
+    init = conv.operands[len(conv.opview.inputs)]
+    if not isinstance(init, ir.OpResult) or init.owner.name != "linalg.fill":
+        return None
+    pixels, _ = direct_tile(b, target.lanes, target.registers)
+    return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, len(conv.opview.inputs), ow,
+                                                        conv_at=at[0], chain=chain))
+
+
+def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
+    """relax-conv-gemm's weight packing (``relax.kernel_op`` ending in conv_pack), possibly
+    after fused all-parallel generics: :func:`.conv.conv_pack_schedule`."""
+    if not (_kernel_op(fn) or "").endswith("conv_pack"):
+        return None
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    if len(gens) != len(ops) - sum(o.name in _OPERAND_RESHAPES for o in ops) \
+            or any(set(_iterators(g)) != {"parallel"} for g in gens) or len(_iterators(gens[-1])) != 3:
+        return None
+    _, k, block = _output_shape(gens[-1])
+    if k is None or block is None:
+        return None
+    return Schedule("conv_pack", conv_pack_schedule(len(gens), target.lanes, k, block))
 
 
 def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
@@ -467,11 +517,15 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
     if any(_uniform_reduction(o) for o in ops):
         return None  # vectorizing it would combine the value once per vector (see _uniform_reduction)
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
+    if "conv_direct" in (_kernel_op(fn) or "") and config is None:   # (whatever its fused epilogue's kind)
+        return _select_conv_direct(fn, ops, target)
     if kind == "output-fusable":
         sched = _select_matmul(fn, ops, target, config, threaded)
         if sched is not None or config is not None:
             return sched
         return _select_conv(ops) or _select_contraction(ops)
+    if kind == "injective" and _select_conv_pack(fn, ops, target) is not None:
+        return _select_conv_pack(fn, ops, target)
     if kind == "injective" and _select_pool(fn, ops) is not None:
         return _select_pool(fn, ops)
     if kind == "injective" and _select_permute_rows(ops) is not None:

@@ -1,5 +1,6 @@
-"""Direct convolutions (the conv2d legalization's generic: groups 1 or depthwise) and the
-im2col kernel of relax-conv-gemm: threads over output rows, the row loop to LLVM.
+"""Convolution schedules: the conv2d legalization's generic (groups 1 or depthwise) and
+relax-conv-gemm's im2col kernel (threads over output rows, the row loop to LLVM), and
+relax-conv-gemm's direct kernel and its weight packing (:func:`conv_direct_schedule`).
 
 Layout: NCHW stays NCHW. The legalization already orders the generic's loops as
 (n, channel, output row, [c, kh, kw], output column), the output column innermost, so a row
@@ -13,9 +14,9 @@ iteration, so the epilogue reads the row while it is in L1 -- conv + bias + acti
 residual add is one pass over the output. The padded copy of the input (``tensor.pad``)
 stays one pass before the loop (fused per row, each row would re-pad KH input rows).
 
-Why not NHWC / blocked layouts with register tiles: groups-1 convolutions go to im2col +
-BLAS by default (relax-conv-gemm, measured faster on every ResNet-18 / MobileNetV2 shape),
-so the direct kernel serves depthwise convolutions (memory-bound: 9 FMAs per output
+Groups-1 convolutions go to relax-conv-gemm (the direct kernel on a packed weight, scheduled
+by :func:`conv_direct_schedule` / :func:`conv_pack_schedule`, or im2col + GEMM), so the
+legalization's generic serves depthwise convolutions (memory-bound: 9 FMAs per output
 element, where a layout change at the edges would cost as much as the kernel) and the
 dispatch-off path. The im2col kernel is tiled the same way, one (image, channel) plane per
 iteration.
@@ -23,12 +24,15 @@ iteration.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import structured
 
 from mlir.dialects.transform import loop
 from mlir.dialects.transform import tensor as ttensor
+from mlir.dialects.transform import vector as tvec
 
 from .common import any_op, cleanup, lower_vectors, match, patterns
 
@@ -133,5 +137,137 @@ def permute_rows_schedule(rank: int, n_generics: int, then_im2col: bool = False,
             rows = structured.FuseIntoContainingOp(h, rows).new_containing_op
         structured.FuseIntoContainingOp(match(fn, "linalg.transpose"), rows)
         cleanup(fn)
+
+    return body
+
+
+def direct_tile(o: int, lanes: int, registers: int) -> tuple[int, int]:
+    """(output pixels, output channels) of the direct convolution's register tile: the
+    channel block two vectors wide where it divides O (else one vector, else 8 lanes), as
+    many pixels as keep the accumulators within the registers less three (the weight
+    vectors and one broadcast input pixel): 7 x 32 on AVX-512 (14 zmm accumulators;
+    7 divides the 56/28/14/7 widths of a 224 pyramid), 6 x 16 on AVX2 (12 ymm)."""
+    block = next((b for b in (2 * lanes, lanes, 8) if o % b == 0), 8)
+    vecs = max(1, block // lanes)
+    return max(1, min(7, (registers - vecs - 1) // vecs)), block
+
+
+#: Output rows per parallel task of the direct convolution: a task reuses its channel
+#: block's weights (C*KH*KW*block floats, up to 590 KB) over this many rows, so late layers
+#: with 7- or 14-wide rows do not stream the whole weight from L3 per row.
+ROWS_PER_TASK = 8
+
+
+def _tiles(fn: ir.Value) -> ir.Value:
+    """The generics a schedule annotated :data:`TILE_ATTR` (a tile and its peeled copy)."""
+    return structured.MatchOp(any_op(), fn, ops=["linalg.generic"],
+                              op_attrs=ir.DictAttr.get({TILE_ATTR: ir.UnitAttr.get()})).result
+
+
+#: Marks the register tile's generic across peeling and canonicalization: a static loop of one
+#: iteration (a static remainder) folds away, and with it a handle to the loop.
+TILE_ATTR = "relax.register_tile"
+
+
+def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int, width: Optional[int],
+                         conv_at: int = 0, chain: Optional[list[int]] = None, rows_per_task: int = ROWS_PER_TASK):
+    """relax-conv-gemm's direct kernel (``ops.nn.conv_direct_kernel``: one generic over
+    (n, oh, ow, ob, oi | c) summing the window taps into an (N, O/B, OH, OW, B) accumulator,
+    its copy to NCHW, then a fused epilogue: ``n_generics`` generics in all): one task per
+    (``block`` output channels, image, ``rows_per_task`` output rows) (forall: threads), the
+    copy and the conv fused into the epilogue's task (the accumulator a task-sized buffer,
+    the copy reading it while it is in cache); in the task, row by row, tiles of ``pixels``
+    output columns x ``block`` output channels, each accumulated over the input channels in
+    registers: per channel and tap, ``pixels`` broadcast input values times ``block /
+    lanes`` weight vectors. The column remainder is peeled off: of a static ``width``, a
+    static tile; of a symbolic one (None), vectorized with masks. ``n_inputs``: the conv's
+    input operands (its accumulator's zero fill is the producer of the next). ``conv_at``: the conv's
+    position among the kernel's generics, ``chain``: the positions of the copy and the
+    epilogue (default: all after the conv); the others (parameter generics) stay before the
+    tasks."""
+    chain = list(range(conv_at + 1, n_generics)) if chain is None else chain
+    n_params = n_generics - 1 - len(chain)
+
+    def body(fn: ir.Value) -> None:
+        ops = list(transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results)
+        fill = transform.GetProducerOfOperand(any_op(), ops[conv_at], n_inputs).result
+        # channel blocks outermost: a thread's consecutive tasks share the block's weights
+        last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3]).result
+        t = structured.TileUsingForallOp(last, tile_sizes=[block, 1, rows_per_task, 0])
+        rows = t.forall_op
+        for k in reversed(chain[:-1] + [conv_at]):   # the epilogue, the copy to NCHW, the conv
+            rows = structured.FuseIntoContainingOp(ops[k], rows).new_containing_op
+        structured.FuseIntoContainingOp(fill, rows)
+        patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
+        cleanup(fn)
+        # (the handles into the forall went stale when the fusions consumed it: match again)
+        # (after fusion the parameter generics precede the tasks: the conv is the next one)
+        conv = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results[n_params]
+        tiled = structured.TileUsingForOp(conv, sizes=[0, 1, pixels, 0, 0, 1])
+        # unit dims folded (the tile's maps become projected permutations), then the tile
+        # marked (folding makes a new op) before peeling copies it
+        patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
+        transform.AnnotateOp(transform.SplitHandleOp([any_op()] * n_generics,
+                                                     match(fn, "linalg.generic")).results[n_params], TILE_ATTR)
+        if width is None or width % pixels:
+            p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[1])
+        cleanup(fn)
+        if width is not None:
+            structured.VectorizeOp(_tiles(fn))
+        else:
+            structured.VectorizeOp(match(p.results[0], "linalg.generic"))
+            structured.VectorizeOp(match(p.results[1], "linalg.generic"), vector_sizes=[pixels, block])
+        cleanup(fn)
+        # the accumulator tile out of the channel loop (the masked remainder's stays: its
+        # transfers carry masks, which the hoisting does not move)
+        loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
+        cleanup(fn)
+        lower_vectors(fn)
+
+    return body
+
+
+def conv_pack_schedule(n_generics: int, lanes: int, k: int, block: int):
+    """The direct convolution's weight packing (its generic over (ob, oi, k) last, after
+    elementwise producers fused before it, e.g. a BatchNorm scale folded into the weight):
+    one channel block per forall task; in it, ``lanes`` x ``lanes`` tiles of (oi, k)
+    transposed in registers: ``lanes`` vector loads along a weight row (a cache line each
+    on AVX-512), a register transpose (AVX-512: the 16x16 shuffle network, AVX2: the 8x8
+    one), ``lanes`` vector stores into the panel. Scalar copies measured slower: with 32
+    rows 18 KB apart (C = 512) the rows' lines conflict in L1 whichever way round the loops
+    run. The k remainder (``k`` = C*KH*KW not a multiple of ``lanes``) is a static tile
+    peeled off; a channel block narrower than the vector (``block`` 8 on AVX-512) takes
+    ``block`` x ``lanes`` tiles."""
+
+    def body(fn: ir.Value) -> None:
+        gens = match(fn, "linalg.generic")
+        ops = [gens] if n_generics == 1 else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results)
+        t = structured.TileUsingForallOp(ops[-1], tile_sizes=[1, 0, 0])
+        rows = t.forall_op
+        for h in reversed(ops[:-1]):
+            rows = structured.FuseIntoContainingOp(h, rows).new_containing_op
+        cleanup(fn)
+        gens = match(fn, "linalg.generic")
+        last = gens if n_generics == 1 else transform.SplitHandleOp([any_op()] * n_generics, gens).results[-1]
+        rows_ = min(lanes, block)
+        tiled = structured.TileUsingForOp(last, sizes=[0, rows_, lanes])
+        patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
+        gens = match(fn, "linalg.generic")
+        transform.AnnotateOp(gens if n_generics == 1
+                             else transform.SplitHandleOp([any_op()] * n_generics, gens).results[-1], TILE_ATTR)
+        if k % lanes and k > lanes:   # a static remainder tile (a fused producer stays loops)
+            loop.LoopPeelOp(any_op(), any_op(), tiled.loops[-1])
+        cleanup(fn)
+        structured.VectorizeOp(_tiles(fn))
+        cleanup(fn)
+        patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
+        patterns(fn, tvec.ApplyLowerMasksPatternsOp)
+        patterns(fn, tvec.ApplyTransferPermutationPatternsOp)
+        if lanes == 16:
+            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(
+                lowering_strategy=tvec.VectorTransposeLowering.Shuffle16x16))
+        else:
+            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(avx2_lowering_strategy=lanes == 8))
+        lower_vectors(fn)
 
     return body

@@ -872,15 +872,18 @@ QK_V512 __m512 gvec_byte(__m512i l, __m512i h, int k) {   /* v * 2^24 (v signed)
     }                                                                                         \
     for (int r = 0; r < NR; ++r) t->o[m * t->ldo + n + r] = _mm512_reduce_add_ps(acc[r]);     \
   }
-#define EXG(F, FMT)                                                                           \
-  EXG_BODY(F, FMT, 1) EXG_BODY(F, FMT, 4)                                                     \
-  QK_T512 static void exg_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
+/* The row driver of a GEMV kernel family: each row of x, its columns 4 at a time, then one. */
+#define ROWS_BY_4(NAME)                                                                       \
+  QK_T512 static void NAME(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) {   \
     for (int64_t i = m; i < m + mr; ++i) {                                                    \
       int64_t n = n0;                                                                         \
-      for (; n + 4 <= n1; n += 4) exg_##F##_4(t, i, n);                                       \
-      for (; n < n1; ++n) exg_##F##_1(t, i, n);                                               \
+      for (; n + 4 <= n1; n += 4) NAME##_4(t, i, n);                                          \
+      for (; n < n1; ++n) NAME##_1(t, i, n);                                                  \
     }                                                                                         \
   }
+#define EXG(F, FMT)                                                                           \
+  EXG_BODY(F, FMT, 1) EXG_BODY(F, FMT, 4)                                                     \
+  ROWS_BY_4(exg_##F)
 EXG(q4_0, F_Q4_0)
 EXG(q4_1, F_Q4_1)
 EXG(q8_0, F_Q8_0)
@@ -1035,13 +1038,7 @@ QK_V512 void gload_q5v(int fmt, const uint8_t *p, __mmask64 kl, __mmask64 kh, __
   }
 #define EXD(F, FMT)                                                                           \
   EXD_BODY(F, FMT, 1) EXD_BODY(F, FMT, 4)                                                     \
-  QK_T512 static void exd_##F(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64_t n1) { \
-    for (int64_t i = m; i < m + mr; ++i) {                                                    \
-      int64_t n = n0;                                                                         \
-      for (; n + 4 <= n1; n += 4) exd_##F##_4(t, i, n);                                       \
-      for (; n < n1; ++n) exd_##F##_1(t, i, n);                                               \
-    }                                                                                         \
-  }
+  ROWS_BY_4(exd_##F)
 EXD(q5_0, F_Q5_0)
 EXD(q5_1, F_Q5_1)
 

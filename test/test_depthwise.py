@@ -15,35 +15,20 @@ import relax_mlir
 
 torch = pytest.importorskip("torch")
 
+import test_conv_codegen as conv_codegen  # noqa: E402  (its module builder and reference)
+
 #: (batch, height, width) every case runs at through one executable
 SIZES = [(1, 97, 131), (3, 14, 15), (2, 7, 7), (1, 9, 40), (8, 5, 3), (1, 1, 1), (2, 2, 33)]
 
 
 def _module(c: int, k: tuple[int, int], s: tuple[int, int], p: tuple[int, ...], d: tuple[int, int],
             epilogue: bool) -> str:
-    xt = f'tensor<?x{c}x?x?xf32, #relax.shape<["n", {c}, "h", "w"]>>'
-    wt = f"tensor<{c}x1x{k[0]}x{k[1]}xf32>"
-    yt = f"tensor<?x{c}x?x?xf32>"
-    args = [f"%x: {xt}", f"%w: {wt}"] + ([f"%b: tensor<{c}x1x1xf32>"] if epilogue else [])
-    lines = [f'%0 = "relax.conv2d"(%x, %w) {{strides = array<i64: {s[0]}, {s[1]}>, '
-             f'padding = array<i64: {", ".join(map(str, p))}>, dilation = array<i64: {d[0]}, {d[1]}>, '
-             f'groups = {c} : i64}} : ({xt}, {wt}) -> {yt}']
-    last = "%0"
-    if epilogue:
-        lines += [f'%1 = "relax.add"(%0, %b) : ({yt}, tensor<{c}x1x1xf32>) -> {yt}',
-                  f'%2 = "relax.relu"(%1) : ({yt}) -> {yt}']
-        last = "%2"
-    body = "\n  ".join(lines)
-    return (f"func.func @main({', '.join(args)}) -> {yt} attributes {{relax.function}} {{\n  {body}\n"
-            f"  return {last} : {yt}\n}}")
+    """A depthwise conv2d (groups = C = O), with a bias + ReLU epilogue when ``epilogue``."""
+    return conv_codegen._module(c, c, k, s, p, d, c, epilogue, epilogue)
 
 
 def _reference(x, w, b, s, p, d):
-    pt, pl, pb, pr = p if len(p) == 4 else (p[0], p[1], p[0], p[1])
-    xt = torch.nn.functional.pad(torch.from_numpy(x), (pl, pr, pt, pb))
-    y = torch.nn.functional.conv2d(xt, torch.from_numpy(w), None if b is None else torch.from_numpy(b).reshape(-1),
-                                   stride=s, dilation=d, groups=x.shape[1])
-    return (torch.relu(y) if b is not None else y).numpy()
+    return conv_codegen._reference(x, w, b, s, p, d, x.shape[1], b is not None)
 
 
 CASES = {

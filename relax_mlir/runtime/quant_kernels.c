@@ -1170,19 +1170,23 @@ QK_V512 void q4k_scales(const uint8_t *blk, __m256 *sc, __m256 *mn) {
   *mn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo))),
                       _mm256_set1_ps(_cvtsh_ss(*(const uint16_t *)(blk + 2))));
 }
+/* The K-quant GEMVs' prologue: NR rows of W from column n, their zeroed accumulators (acc: the
+ * scaled dot products, macc: the min terms per sub-block). */
+#define KQ_SETUP(NR)                                                                          \
+  const uint8_t *row[NR];                                                                     \
+  __m512 acc[NR];                                                                             \
+  __m256 macc[NR];                                                                            \
+  for (int r = 0; r < NR; ++r) {                                                              \
+    row[r] = t->w + (n + r) * t->ldw;                                                         \
+    acc[r] = _mm512_setzero_ps();                                                             \
+    macc[r] = _mm256_setzero_ps();                                                            \
+  }
 #define Q4KG_BODY(F, FMT, NR)                                                                 \
   QK_V512 void F##g_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
     const int64_t bb = BLOCK_BYTES[FMT], qs = FMT == F_Q5_K ? 48 : 16;                        \
     const int8_t *qx = t->qx + m * t->ldq;                                                    \
     const float *dx = t->dx + m * t->nc, *sx = t->sx + m * t->nc;                             \
-    const uint8_t *row[NR];                                                                   \
-    __m512 acc[NR];                                                                           \
-    __m256 macc[NR];                                                                          \
-    for (int r = 0; r < NR; ++r) {                                                            \
-      row[r] = t->w + (n + r) * t->ldw;                                                       \
-      acc[r] = _mm512_setzero_ps();                                                           \
-      macc[r] = _mm256_setzero_ps();                                                          \
-    }                                                                                         \
+    KQ_SETUP(NR)                                                                              \
     const __m512i m4 = _mm512_set1_epi8(0xF);                                                 \
     const __m512i half = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);    \
     qk_pf pf = pf_tile(row[0], NR * t->ldw, t->K / 256);                                      \
@@ -1262,14 +1266,7 @@ QK_T512 static void q6kg(const qctx *t, int64_t m, int64_t mr, int64_t n0, int64
 #define Q4KE_BODY(NR)                                                                         \
   QK_V512 void q4ke_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
     const float *xk = t->xg + m * t->ldxg, *xs = t->sxe + m * t->nc;                          \
-    const uint8_t *row[NR];                                                                   \
-    __m512 acc[NR];                                                                           \
-    __m256 macc[NR];                                                                          \
-    for (int r = 0; r < NR; ++r) {                                                            \
-      row[r] = t->w + (n + r) * t->ldw;                                                       \
-      acc[r] = _mm512_setzero_ps();                                                           \
-      macc[r] = _mm256_setzero_ps();                                                          \
-    }                                                                                         \
+    KQ_SETUP(NR)                                                                              \
     const __m512i l8 = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);     \
     qk_pf pf = pf_tile(row[0], NR * t->ldw, t->K / 256);                                      \
     for (int64_t b = 0; b < t->K / 256; ++b) {                                                \
@@ -1388,14 +1385,7 @@ KEXACT(q6k)
   QK_V512 void q5ke_1_##NR(const qctx *t, int64_t m, int64_t n) {                            \
     const int8_t *xd = t->xd + m * (t->K / 256) * 768;                                        \
     const float *dx = t->dxd + m * t->nc, *sx = t->sxe + m * t->nc;                           \
-    const uint8_t *row[NR];                                                                   \
-    __m512 acc[NR];                                                                           \
-    __m256 macc[NR];                                                                          \
-    for (int r = 0; r < NR; ++r) {                                                            \
-      row[r] = t->w + (n + r) * t->ldw;                                                       \
-      acc[r] = _mm512_setzero_ps();                                                           \
-      macc[r] = _mm256_setzero_ps();                                                          \
-    }                                                                                         \
+    KQ_SETUP(NR)                                                                              \
     const __m512i m4 = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);                 \
     const __m512i half = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);    \
     qk_pf pf = pf_tile(row[0], NR * t->ldw, t->K / 256);                                      \

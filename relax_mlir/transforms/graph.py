@@ -7,7 +7,7 @@ from typing import Optional
 from mlir import ir
 
 from ..dialects.relax import FUNCTION_ATTR, UPPER_BOUNDS_ATTR
-from ..ops.registry import OPS, OpDef
+from ..ops.registry import OPS, OpDef, RelaxError, read_attrs
 from ..shapes import Dim, Shape, TensorSig, is_tensor, read_tensor_type, symbol
 from ..shapes.match import match_shapes
 
@@ -122,6 +122,31 @@ def producer(v: ir.Value, name: str, user: ir.Operation) -> Optional[ir.Operatio
 
 def sig_or_none(t: ir.Type) -> Optional[TensorSig]:
     return read_tensor_type(t) if is_tensor(t) else None
+
+
+def value_sig(v: ir.Value) -> Optional[TensorSig]:
+    """The TensorSig of ``v``; None for a non-tensor or an unreadable type (for matchers, which
+    must accept any well-formed input)."""
+    try:
+        return sig_or_none(v.type)
+    except (RelaxError, ValueError):
+        return None
+
+
+def relax_attrs(op: ir.Operation) -> Optional[dict]:
+    """A relax op's attributes as its declaration reads them; None when unreadable."""
+    try:
+        return read_attrs(relax_opdef(op), op)
+    except (RelaxError, ValueError):
+        return None
+
+
+def other_operand(op: ir.Operation, chained: ir.Value) -> Optional[ir.Value]:
+    """The operand of a binary ``op`` that is not ``chained`` (None when both or neither are)."""
+    ops = list(op.operands)
+    if len(ops) != 2 or (ops[0] == chained) == (ops[1] == chained):
+        return None
+    return ops[1] if ops[0] == chained else ops[0]
 
 
 def param_sigs(f: ir.Operation) -> list[Optional[TensorSig]]:

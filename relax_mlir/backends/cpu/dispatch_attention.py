@@ -45,25 +45,11 @@ from typing import Optional
 from mlir import ir
 
 from ...dialects._core import create
-from ...ops.registry import RelaxError, read_attrs
-from ...shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, is_tensor, prove_equal, read_tensor_type, tensor_type
-from ...transforms.graph import defining_op, producer, relax_opdef, single_user, users
+from ...shapes import UNKNOWN, Dim, Shape, TensorSig, Truth, prove_equal, tensor_type
+from ...transforms.graph import defining_op, producer, single_user, users
+from ...transforms.graph import other_operand as _other, relax_attrs as _attrs, value_sig as _sig
 
 SYMBOL = "relax_blas_attention_h{flags}{safe}{tiled}_{dtype}"
-
-
-def _attrs(op: ir.Operation) -> Optional[dict]:
-    try:
-        return read_attrs(relax_opdef(op), op)
-    except (RelaxError, ValueError):
-        return None
-
-
-def _sig(v: ir.Value) -> Optional[TensorSig]:
-    try:
-        return read_tensor_type(v.type) if is_tensor(v.type) else None
-    except (RelaxError, ValueError):
-        return None
 
 
 def _eq(a, b) -> bool:
@@ -77,14 +63,6 @@ def _scalar_fill(v: ir.Value) -> Optional[float]:
         return None
     sig, a = _sig(v), _attrs(op)
     return float(a["value"]) if sig is not None and sig.rank == 0 and a is not None else None
-
-
-def _other(op: ir.Operation, chained: ir.Value) -> Optional[ir.Value]:
-    """The operand of a binary ``op`` that is not ``chained`` (None when both are)."""
-    ops = list(op.operands)
-    if len(ops) != 2 or (ops[0] == chained) == (ops[1] == chained):
-        return None
-    return ops[1] if ops[0] == chained else ops[0]
 
 
 @dataclass

@@ -37,10 +37,10 @@ from mlir.dialects import arith, gpu, math as mmath, memref, scf
 
 from ...dialects._core import create
 from ...ops.kernels import KType, KernelBuilder, broadcast_map
-from ...ops.registry import RelaxError, read_attrs
-from ...shapes import TensorSig, Truth, is_tensor, prove_equal, read_tensor_type
+from ...shapes import TensorSig, Truth, prove_equal
 from ...target import Target
-from ...transforms.graph import body_ops, defining_op, graph_functions, relax_opdef, users
+from ...transforms.graph import body_ops, defining_op, graph_functions, other_operand, relax_attrs, users
+from ...transforms.graph import value_sig as _sig
 from ...transforms.legalize import KERNEL_OP_ATTR, KernelTable
 from ...transforms.registry import Option, register_pass
 from .launch_builder import MAX_GRID, Launch, barrier, ceil_div, f32, for_loop, index, indexing_maps, load, store, when
@@ -52,18 +52,8 @@ _LOWEST = float(np.finfo(np.float32).min)
 
 # -- graph level ---------------------------------------------------------------------------
 
-def _sig(v: ir.Value) -> Optional[TensorSig]:
-    try:
-        return read_tensor_type(v.type) if is_tensor(v.type) else None
-    except (RelaxError, ValueError):
-        return None
-
-
 def _attrs(op: ir.Operation) -> dict:
-    try:
-        return read_attrs(relax_opdef(op), op) or {}
-    except (RelaxError, ValueError):
-        return {}
+    return relax_attrs(op) or {}
 
 
 def _eq(a, b) -> bool:
@@ -111,10 +101,9 @@ def match_chain(mul: ir.Operation) -> Optional[_Chain]:
     add = _only_user(red.results[0], "relax.add")
     if add is None:
         return None
-    a, b = add.operands
-    mask = b if a == red.results[0] else a
-    sm_sig, scores = _sig(mask), (s_, G, t, KV)
-    if sm_sig is None or sm_sig.dtype != "f32" or sm_sig.rank > 4 or mask == red.results[0]:
+    mask = other_operand(add, red.results[0])
+    sm_sig, scores = (_sig(mask) if mask is not None else None), (s_, G, t, KV)
+    if sm_sig is None or sm_sig.dtype != "f32" or sm_sig.rank > 4:
         return None
     if not all(_eq(d, w) or _eq(d, 1) for d, w in zip(sm_sig.shape, scores[4 - sm_sig.rank:])):
         return None
@@ -127,10 +116,9 @@ def match_chain(mul: ir.Operation) -> Optional[_Chain]:
     mul2 = _only_user(ex.results[0], "relax.multiply")
     if mul2 is None:
         return None
-    a, b = mul2.operands
-    v = b if a == ex.results[0] else a
-    sv = _sig(v)
-    if sv is None or v == ex.results[0] or sv.rank != 3 or sv.dtype != "f32" or \
+    v = other_operand(mul2, ex.results[0])
+    sv = _sig(v) if v is not None else None
+    if sv is None or sv.rank != 3 or sv.dtype != "f32" or \
             not all(_eq(x, y) for x, y in zip(sv.shape, (t, KV, D))):
         return None
     red2 = _only_user(mul2.results[0], "relax.sum")

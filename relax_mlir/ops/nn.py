@@ -469,7 +469,7 @@ def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: lis
     nb, c, kh, kw, b = wt.dims
     tag = attr_tag(s=strides, p=pads, d=dilation)
     kb = KernelBuilder(f"relax_conv_direct_{tag}_{xt.dtype}_{xt.tag}_{wt.tag}", [xt, wt], [ot])
-    xp = _pad_copy(kb, kb.ins[0], pads)
+    xp = _pad(kb, kb.ins[0], pads, 0.0)
     osz = kb.dims(kb.outs[0])
     vdims = (ot.dims[0], c, ot.dims[2], ot.dims[3])
     vsz = [osz[0], kb.index(c), osz[2], osz[3]]

@@ -235,7 +235,8 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
         return None
     pixels, _ = direct_tile(b, target.lanes, target.registers)
     return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, len(conv.opview.inputs), ow,
-                                                        conv_at=at[0], chain=chain))
+                                                        conv_at=at[0], chain=chain,
+                                                        padded=any(o.name == "tensor.pad" for o in ops)))
 
 
 def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:

@@ -28,6 +28,7 @@ from typing import Optional
 
 from mlir import ir
 from mlir.dialects import transform
+from mlir.dialects.transform import bufferization as tbuf
 from mlir.dialects.transform import structured
 
 from mlir.dialects.transform import loop
@@ -170,7 +171,8 @@ TILE_ATTR = "relax.register_tile"
 
 
 def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int, width: Optional[int],
-                         conv_at: int = 0, chain: Optional[list[int]] = None, rows_per_task: int = ROWS_PER_TASK):
+                         conv_at: int = 0, chain: Optional[list[int]] = None, rows_per_task: int = ROWS_PER_TASK,
+                         padded: bool = False):
     """relax-conv-gemm's direct kernel (``ops.nn.conv_direct_kernel``: one generic over
     (n, oh, ow, ob, oi | c) summing the window taps into an (N, O/B, OH, OW, B) accumulator,
     its copy to NCHW, then a fused epilogue: ``n_generics`` generics in all): one task per
@@ -189,6 +191,8 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
     n_params = n_generics - 1 - len(chain)
 
     def body(fn: ir.Value) -> None:
+        if padded:   # the padded input: (image, channel) planes over the threads
+            structured.TileUsingForallOp(match(fn, "tensor.pad"), tile_sizes=[1, 1, 0, 0])
         ops = list(transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results)
         fill = transform.GetProducerOfOperand(any_op(), ops[conv_at], n_inputs).result
         # channel blocks outermost: a thread's consecutive tasks share the block's weights
@@ -199,6 +203,12 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
             rows = structured.FuseIntoContainingOp(ops[k], rows).new_containing_op
         structured.FuseIntoContainingOp(fill, rows)
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
+        if padded:   # a plane's pad: fill + linalg.copy of the interior (not memref.copy)
+            patterns(fn, structured.ApplyDecomposeTensorPadPatternsOp)
+            structured.InsertSliceToCopyOp(any_op(), match(fn, "tensor.insert_slice"))
+            # the plane written in place into the padded tensor, not into its own buffer
+            # (whose copy back would be a strided memref.copy)
+            tbuf.EliminateEmptyTensorsOp(fn)
         cleanup(fn)
         # (the handles into the forall went stale when the fusions consumed it: match again)
         # (after fusion the parameter generics precede the tasks: the conv is the next one)

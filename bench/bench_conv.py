@@ -14,6 +14,9 @@ per image; groups 1 only). All sides get ``--threads`` threads (torch intra-op; 
 and BLAS). Timings: interleaved rounds, one warm-up call each, median and minimum (the
 minimum is the steadier figure on a loaded machine); the highest load average seen is
 printed per row (``*``: above 0.5). Ratio = ours / eager (below 1: we are faster).
+``--cpu-time`` (with ``--threads 1``): each call's CPU time of the calling thread instead of
+wall time (both sides then run on that thread), which a loaded machine disturbs far less
+than the wall clock: time waiting for a core is not counted.
 """
 
 from __future__ import annotations
@@ -103,10 +106,14 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help="shape names (prefixes) to run")
     ap.add_argument("--no-blas", action="store_true", help="skip the BLAS route's column")
     ap.add_argument("--no-direct", action="store_true", help="skip the direct kernel's column")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time each call by the calling thread's CPU time (needs --threads 1)")
     ap.add_argument("--simd", default=None, choices=["avx512", "avx2"],
                     help="size every side's tiles for this SIMD unit (the JIT still targets the host's "
                          "features: an AVX2-sized run on an AVX-512 host is an approximation)")
     args = ap.parse_args()
+    if args.cpu_time and args.threads != 1:
+        ap.error("--cpu-time measures the calling thread: use it with --threads 1")
     os.environ.setdefault("RELAX_MLIR_NUM_THREADS", str(args.threads))
     os.environ.setdefault("RELAX_BLAS_NUM_THREADS", str(args.threads))
 
@@ -117,7 +124,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
-    print(f"threads {args.threads}; ms: median (min) over interleaved rounds; ratios ours / torch eager of the "
+    print(f"threads {args.threads}; ms{' (CPU time)' if args.cpu_time else ''}: median (min) over interleaved rounds; ratios ours / torch eager of the "
           "medians (of the minimums); * = load average above 0.5")
     print(f"{'shape':16s} {'batch':>5s} {'GFLOP':>7s} {'generated':>16s} {'direct':>16s} {'blas':>16s} "
           f"{'eager':>16s} {'gen/eager':>12s} {'direct/eager':>12s} {'blas/eager':>12s} {'load':>5s}")
@@ -163,7 +170,8 @@ def main() -> None:
 
                 fns = {k: (lambda e=e: e(x, w)) for k, e in exes.items()}
                 fns["eager"] = eager
-                med, low, load = timed(fns, args.reps, args.min_time)
+                clock = time.thread_time if args.cpu_time else time.perf_counter
+                med, low, load = timed(fns, args.reps, args.min_time, clock=clock)
                 oh = (h + 2 * p - k) // s + 1
                 gflop = 2 * n * o * oh * oh * (c // g) * k * k / 1e9
 
@@ -180,10 +188,10 @@ def main() -> None:
                       flush=True)
 
 
-def timed(fns: dict, reps: int, min_time: float, max_rounds: int = 60):
-    """Median and minimum ms of each function, called one after the other per round (one
-    warm-up call each), at least ``reps`` rounds and ``min_time`` seconds; the highest load
-    average seen."""
+def timed(fns: dict, reps: int, min_time: float, max_rounds: int = 60, clock=time.perf_counter):
+    """Median and minimum ms of each function by ``clock``, called one after the other per
+    round (one warm-up call each), at least ``reps`` rounds and ``min_time`` seconds (wall);
+    the highest load average seen."""
     for f in fns.values():
         f()
     times = {k: [] for k in fns}
@@ -191,9 +199,9 @@ def timed(fns: dict, reps: int, min_time: float, max_rounds: int = 60):
     start, rounds = time.perf_counter(), 0
     while rounds < reps or (time.perf_counter() - start < min_time and rounds < max_rounds):
         for k, f in fns.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             f()
-            times[k].append(time.perf_counter() - t0)
+            times[k].append(clock() - t0)
         rounds += 1
         load = max(load, os.getloadavg()[0])
     return ({k: statistics.median(v) * 1e3 for k, v in times.items()},

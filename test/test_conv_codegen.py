@@ -68,6 +68,8 @@ CASES = {
     "1x1_s2_o64": (12, 64, (1, 1), (2, 2), (0, 0), (1, 1), 1, True, False),
     "dilation2_o16": (6, 16, (3, 3), (1, 1), (2, 2), (2, 2), 1, False, True),
     "5x5_asym_o24": (4, 24, (5, 3), (2, 1), (2, 1, 1, 0), (1, 1), 1, True, False),
+    # more taps than DIRECT_MAX_TAPS: the direct kernel loops over the kernel rows
+    "5x5_d2x1_s2_o32": (4, 32, (5, 5), (2, 2), (3, 2, 4, 1), (2, 1), 1, True, True),
     "depthwise": (16, 16, (3, 3), (1, 1), (1, 1), (1, 1), 16, True, True),
     "depthwise_s2": (12, 12, (3, 3), (2, 2), (1, 1), (1, 1), 12, False, False),
     "depthwise_x2": (6, 12, (5, 5), (1, 1), (2, 2), (1, 1), 6, False, False),

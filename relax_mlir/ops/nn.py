@@ -450,36 +450,59 @@ def conv_gemm_kernel(w: TensorSig, col: TensorSig, out: TensorSig):
     return kb.finish([kb.reshape(kb.matmul(a, b, acc), sizes, ot)])
 
 
+#: Window taps above which the direct kernel loops over the kernel rows (see
+#: :func:`conv_direct_kernel`): with all 49 taps of a 7x7 window in one body, LLVM hoists
+#: the 98 weight-vector loads of a tile and spills them to the stack.
+DIRECT_MAX_TAPS = 9
+
+
 def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: list[int], pads: list[int],
                        dilation: list[int]):
     """relax-conv-gemm's direct convolution (groups 1, no im2col): ``x`` (N, C, H, W) NCHW,
     ``wp`` the weight packed in channel blocks (O/B, C, KH, KW, B) so a block's weights
     are one contiguous run, ``out`` NCHW.
 
-    The input is padded (fill + copy), then viewed once per window tap (kh, kw) as the
-    strided slice ``xp[:, :, kh*dh :: sh, kw*dw :: sw]`` of the output's size, the weight as
-    its (O/B, C, B) slice per tap; ONE generic over (n, oh, ow, ob, oi | c), every map a
+    The input is padded (``tensor.pad``: the schedule writes it plane by plane on the
+    threads), then viewed once per window tap (kh, kw) as the strided slice
+    ``xp[:, :, kh*dh :: sh, kw*dw :: sw]`` of the output's size, the weight as its
+    (O/B, C, B) slice per tap; ONE generic over (n, oh, ow, ob, oi | c), every map a
     projected permutation, sums the KH*KW products per input channel into an
     (N, O/B, OH, OW, B) accumulator, which a second generic copies to NCHW (reading
-    ``acc[n, o // B, oh, ow, o % B]``; the schedule fuses the conv into that copy's tasks). With the taps as operands (no window loops, no strides
-    in the maps) a register tile of output pixels x a channel block vectorizes as broadcasts
-    of input pixels times weight vectors (``schedules/conv.py``: ``conv_direct``); C, KH,
-    KW, O must be static."""
+    ``acc[n, o // B, oh, ow, o % B]``; the schedule fuses the conv into that copy's tasks).
+    With the taps as operands (no window loops, no strides in the maps) a register tile of
+    output pixels x a channel block vectorizes as broadcasts of input pixels times weight
+    vectors (``schedules/conv.py``: ``conv_direct``). Windows of more than
+    :data:`DIRECT_MAX_TAPS` taps (the 7x7 stem) keep the kernel rows as a reduction loop
+    (n, oh, ow, ob, oi | c, kh) with one operand per kernel column (rows of the padded input
+    indexed ``oh*sh + kh*dh``; the schedule tiles oh and kh by 1, which leaves projected
+    permutations again). C, KH, KW, O must be static."""
     xt, wt, ot = KType.of(x), KType.of(wp), KType.of(out)
     nb, c, kh, kw, b = wt.dims
     tag = attr_tag(s=strides, p=pads, d=dilation)
     kb = KernelBuilder(f"relax_conv_direct_{tag}_{xt.dtype}_{xt.tag}_{wt.tag}", [xt, wt], [ot])
     xp = _pad(kb, kb.ins[0], pads, 0.0)
     osz = kb.dims(kb.outs[0])
-    vdims = (ot.dims[0], c, ot.dims[2], ot.dims[3])
-    vsz = [osz[0], kb.index(c), osz[2], osz[3]]
+    rows = kh * kw > DIRECT_MAX_TAPS
     ins = []
-    for i in range(kh):
+    if rows:   # one operand per kernel column, the kernel rows a loop (d6)
+        vdims = (ot.dims[0], c, kb.types[xp].dims[2], ot.dims[3])
+        hp = kb.types[xp].dims[2]   # the padded height (tensor.dim of the pad would precede it)
+        hp = kb.index(hp) if hp is not None else kb.bin("arith.addi", kb.dim(kb.ins[0], 2),
+                                                         kb.index(pads[0] + pads[2]), "index")
+        vsz = [osz[0], kb.index(c), hp, osz[3]]
         for j in range(kw):
-            v = _slice(kb, xp, [0, 0, i * dilation[0], j * dilation[1]], vsz, vdims, [1, 1, strides[0], strides[1]],
-                       xt.dtype)
-            wv = kb.extract_slice(kb.ins[1], KType((nb, c, b), wt.dtype), [0, 0, i, j, 0], [nb, c, 1, 1, b])
-            ins += [(v, ["d0", "d5", "d1", "d2"]), (wv, ["d3", "d5", "d4"])]
+            v = _slice(kb, xp, [0, 0, 0, j * dilation[1]], vsz, vdims, [1, 1, 1, strides[1]], xt.dtype)
+            wv = kb.extract_slice(kb.ins[1], KType((nb, c, kh, b), wt.dtype), [0, 0, 0, j, 0], [nb, c, kh, 1, b])
+            ins += [(v, ["d0", "d5", f"d1 * {strides[0]} + d6 * {dilation[0]}", "d2"]), (wv, ["d3", "d5", "d6", "d4"])]
+    else:
+        vdims = (ot.dims[0], c, ot.dims[2], ot.dims[3])
+        vsz = [osz[0], kb.index(c), osz[2], osz[3]]
+        for i in range(kh):
+            for j in range(kw):
+                v = _slice(kb, xp, [0, 0, i * dilation[0], j * dilation[1]], vsz, vdims,
+                           [1, 1, strides[0], strides[1]], xt.dtype)
+                wv = kb.extract_slice(kb.ins[1], KType((nb, c, b), wt.dtype), [0, 0, i, j, 0], [nb, c, 1, 1, b])
+                ins += [(v, ["d0", "d5", "d1", "d2"]), (wv, ["d3", "d5", "d4"])]
     # the accumulator (N, O/B, OH, OW, B): a register tile (pixels x channel block) is
     # contiguous in it; a second generic moves it to NCHW (per task, while it is in cache)
     tt = KType((ot.dims[0], nb, ot.dims[2], ot.dims[3], b), ot.dtype)
@@ -491,7 +514,8 @@ def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: lis
             r = kb.bin("arith.addf", r, kb.bin("arith.mulf", a, w))
         return [r]
 
-    (r,) = kb.generic(ins, [(acc, ["d0", "d3", "d1", "d2", "d4"])], ["parallel"] * 5 + ["reduction"], body)
+    (r,) = kb.generic(ins, [(acc, ["d0", "d3", "d1", "d2", "d4"])],
+                      ["parallel"] * 5 + ["reduction"] * (2 if rows else 1), body)
     (y,) = kb.generic([(r, ["d0", f"d1 // {b}", "d2", "d3", f"d1 % {b}"])], [(kb.outs[0], identity_map(4))],
                       ["parallel"] * 4, lambda v, o_: [v])
     return kb.finish([y])

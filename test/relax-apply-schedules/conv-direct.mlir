@@ -1,6 +1,6 @@
 // relax-conv-gemm's direct kernel through fusion and the schedules: a 3x3 conv + bias +
-// residual add + relu is ONE kernel (the conv's generic, its copy to NCHW, the epilogue),
-// scheduled `conv_direct`: tasks of (channel block, image, 8 output rows) on an scf.forall,
+// residual add + relu is ONE kernel (the padding, the conv's generic, its copy to NCHW, the
+// epilogue), scheduled `conv_direct`: the padded input plane by plane on the threads, then tasks of (channel block, image, 8 output rows) on an scf.forall,
 // the conv fused into them with a task-sized (1, 1, rows, W, 32) accumulator; per row, tiles
 // of 7 output columns x 32 channels (AVX-512: two zmm per pixel, 14 accumulators) carried in
 // registers across the input channels, each channel's nine taps a 7-wide input read (its
@@ -18,6 +18,14 @@
 // CHECK: vector.shuffle
 // CHECK-LABEL: func.func private @fused_conv_direct_add_add_relu(
 // CHECK-SAME: relax.schedule = "conv_direct"
+// The padded input first: one (image, channel) plane per forall iteration, the plane filled
+// and its interior copied in place (no empty-slice guard, no copy back):
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (%{{.+}}, 16) shared_outs(%{{.+}} = %{{.+}}) -> (tensor<?x16x?x?xf32>)
+// CHECK-NOT: scf.if
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<1x1x?x?xf32>)
+// CHECK: linalg.copy ins(%{{.+}} : tensor<1x1x?x?xf32>)
+// CHECK: tensor.parallel_insert_slice
+// Then the tasks:
 // CHECK: scf.forall (%{{.+}}, %{{.+}}) in (%{{.+}}, %{{.+}}) shared_outs(%{{.+}} = %arg4) -> (tensor<?x32x?x?xf32>)
 // CHECK: tensor.empty(%{{.+}}, %{{.+}}) : tensor<1x1x?x?x32xf32>
 // CHECK: scf.for %{{.+}} = %c0 to %{{.+}} step %c1

@@ -25,8 +25,9 @@
 // CHECK: %[[WD:.+]] = tensor.collapse_shape %arg1 {{\[}}[0], [1, 2, 3], [4]] : tensor<2x16x3x3x32xf32> into tensor<2x144x32xf32>
 // CHECK: %[[P:.+]] = linalg.generic {indexing_maps = [#[[PIN:.+]], #[[POUT:.+]]], {{.+}} ins(%[[WS]] : tensor<64x144xf32>) outs(%[[WD]] : tensor<2x144x32xf32>)
 // CHECK: tensor.expand_shape %[[P]] {{\[}}[0], [1, 2, 3], [4]] output_shape [2, 16, 3, 3, 32]
+// The padded input is a tensor.pad (the schedule writes it plane by plane on the threads):
 // CHECK-LABEL: func.func private @relax_conv_direct_s2_2_p1_1_1_1_d1_1_f32_Dx16xDxD_2x16x3x3x32(
-// CHECK: linalg.copy
+// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
 // Nine taps, each a strided view of the padded input and a (O/B, C, B) slice of the weight:
 // CHECK-COUNT-9: tensor.extract_slice %{{.+}}[0, 0, {{[0-2]}}, {{[0-2]}}] [%{{.+}}, 16, %{{.+}}, %{{.+}}] [1, 1, 2, 2] : tensor<?x16x?x?xf32> to tensor<?x16x?x?xf32>
 // CHECK: %[[ACC:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<?x2x?x?x32xf32>)
@@ -73,5 +74,23 @@ func.func @half_vectors(%x: tensor<?x16x?x?xf32, #relax.shape<["n", 16, "h", "w"
   %0 = "relax.conv2d"(%x, %w) {padding = array<i64: 1, 1>} : (tensor<?x16x?x?xf32, #relax.shape<["n", 16, "h", "w"]>>, tensor<24x16x3x3xf32>) -> tensor<?x24x?x?xf32, #relax.shape<["n", 24, "h", "w"]>>
   %1 = "relax.conv2d"(%x, %w2) {padding = array<i64: 1, 1>} : (tensor<?x16x?x?xf32, #relax.shape<["n", 16, "h", "w"]>>, tensor<12x16x3x3xf32>) -> tensor<?x12x?x?xf32, #relax.shape<["n", 12, "h", "w"]>>
   return %0, %1 : tensor<?x24x?x?xf32, #relax.shape<["n", 24, "h", "w"]>>, tensor<?x12x?x?xf32, #relax.shape<["n", 12, "h", "w"]>>
+}
+}
+
+// -----
+
+// More taps than DIRECT_MAX_TAPS (the 7x7 stem): the kernel rows are a reduction loop (d6),
+// one operand per kernel column: the padded rows read at oh * 2 + kh, the weight's
+// (O/B, C, KH, B) column slice.
+// CHECK-DAG: #[[ROWS:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d5, d1 * 2 + d6, d2)>
+// CHECK-DAG: #[[WCOL:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d3, d5, d6, d4)>
+// CHECK-LABEL: func.func private @relax_conv_direct_s2_2_p3_3_3_3_d1_1_f32_Dx3xDxD_2x3x7x7x32(
+// CHECK: tensor.pad %arg0 low[0, 0, 3, 3] high[0, 0, 3, 3]
+// CHECK-COUNT-7: tensor.extract_slice %{{.+}}[0, 0, 0, {{[0-6]}}] [%{{.+}}, 3, %{{.+}}, %{{.+}}] [1, 1, 1, 2] : tensor<?x3x?x?xf32> to tensor<?x3x?x?xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[ROWS]], #[[WCOL]], {{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+module attributes {relax.target = {kind = "cpu", isa = "avx512"}} {
+func.func @stem7x7(%x: tensor<?x3x?x?xf32, #relax.shape<["n", 3, "h", "w"]>>, %w: tensor<64x3x7x7xf32>) -> tensor<?x64x?x?xf32, #relax.shape<["n", 64, "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>> attributes {relax.function} {
+  %0 = "relax.conv2d"(%x, %w) {strides = array<i64: 2, 2>, padding = array<i64: 3, 3>} : (tensor<?x3x?x?xf32, #relax.shape<["n", 3, "h", "w"]>>, tensor<64x3x7x7xf32>) -> tensor<?x64x?x?xf32, #relax.shape<["n", 64, "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>
+  return %0 : tensor<?x64x?x?xf32, #relax.shape<["n", 64, "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>
 }
 }

@@ -40,7 +40,8 @@ from mlir import ir
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .depthwise import depthwise_schedule
-from .conv import conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, im2col_schedule, permute_rows_schedule
+from .conv import (conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, drop_pad_guards, im2col_schedule,
+                   permute_rows_schedule)
 from .elementwise import elementwise_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
@@ -214,7 +215,8 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     if "conv_direct" not in (_kernel_op(fn) or ""):
         return None
     gens = [o for o in ops if o.name == "linalg.generic"]
-    at = [k for k, g in enumerate(gens) if _iterators(g) == ["parallel"] * 5 + ["reduction"]]
+    at = [k for k, g in enumerate(gens) if _iterators(g) in (["parallel"] * 5 + ["reduction"],
+                                                           ["parallel"] * 5 + ["reduction"] * 2)]
     if len(at) != 1 or not all(_f32_tensors(g) for g in gens):
         return None
     conv = gens[at[0]]
@@ -234,9 +236,11 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     if not isinstance(init, ir.OpResult) or init.owner.name != "linalg.fill":
         return None
     pixels, _ = direct_tile(b, target.lanes, target.registers)
+    padded = any(o.name == "tensor.pad" for o in ops)
     return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, len(conv.opview.inputs), ow,
                                                         conv_at=at[0], chain=chain,
-                                                        padded=any(o.name == "tensor.pad" for o in ops)))
+                                                        padded=padded, reductions=_iterators(conv).count("reduction")),
+                    finish=drop_pad_guards if padded else None)
 
 
 def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:

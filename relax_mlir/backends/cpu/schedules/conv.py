@@ -172,7 +172,7 @@ TILE_ATTR = "relax.register_tile"
 
 def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int, width: Optional[int],
                          conv_at: int = 0, chain: Optional[list[int]] = None, rows_per_task: int = ROWS_PER_TASK,
-                         padded: bool = False):
+                         padded: bool = False, reductions: int = 1):
     """relax-conv-gemm's direct kernel (``ops.nn.conv_direct_kernel``: one generic over
     (n, oh, ow, ob, oi | c) summing the window taps into an (N, O/B, OH, OW, B) accumulator,
     its copy to NCHW, then a fused epilogue: ``n_generics`` generics in all): one task per
@@ -213,7 +213,7 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
         # (the handles into the forall went stale when the fusions consumed it: match again)
         # (after fusion the parameter generics precede the tasks: the conv is the next one)
         conv = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results[n_params]
-        tiled = structured.TileUsingForOp(conv, sizes=[0, 1, pixels, 0, 0, 1])
+        tiled = structured.TileUsingForOp(conv, sizes=[0, 1, pixels, 0, 0] + [1] * reductions)
         # unit dims folded (the tile's maps become projected permutations), then the tile
         # marked (folding makes a new op) before peeling copies it
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
@@ -230,11 +230,39 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
         cleanup(fn)
         # the accumulator tile out of the channel loop (the masked remainder's stays: its
         # transfers carry masks, which the hoisting does not move)
-        loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
+        for _ in range(reductions):   # (innermost first: one loop level per round)
+            loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
         lower_vectors(fn)
 
     return body
+
+
+def drop_pad_guards(fn: ir.Operation) -> None:
+    """After :func:`conv_direct_schedule` tiled a ``tensor.pad`` over (image, channel)
+    planes: the tiling guards each plane against an empty source slice (an ``scf.if`` whose
+    then-branch is a ``tensor.generate`` of the pad value), which only tiling a padded dim
+    can produce; with symbolic sizes it stays, and bufferizes into a strided ``memref.copy``
+    of every plane (the runtime's element-by-element ``memrefCopy``). Planes tile the
+    unpadded dims, so the else-branch (fill the plane, copy its interior, possibly empty) is
+    right for every size: inline it."""
+    guards = []
+
+    def visit(op):
+        if op.name == "scf.if" and any(o.operation.name == "tensor.generate"
+                                       for o in op.regions[0].blocks[0].operations):
+            guards.append(op)
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for op in guards:
+        block = op.regions[1].blocks[0]
+        ops = [o.operation for o in block.operations]
+        for o in ops[:-1]:
+            o.move_before(op)
+        for r, v in zip(op.results, ops[-1].operands):
+            r.replace_all_uses_with(v)
+        op.erase()
 
 
 def conv_pack_schedule(n_generics: int, lanes: int, k: int, block: int):

@@ -124,7 +124,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
-    print(f"threads {args.threads}; ms{' (CPU time)' if args.cpu_time else ''}: median (min) over interleaved rounds; ratios ours / torch eager of the "
+    unit = "ms (CPU time)" if args.cpu_time else "ms"
+    print(f"threads {args.threads}; {unit}: median (min) over interleaved rounds; ratios ours / torch eager of the "
           "medians (of the minimums); * = load average above 0.5")
     print(f"{'shape':16s} {'batch':>5s} {'GFLOP':>7s} {'generated':>16s} {'direct':>16s} {'blas':>16s} "
           f"{'eager':>16s} {'gen/eager':>12s} {'direct/eager':>12s} {'blas/eager':>12s} {'load':>5s}")

@@ -1,6 +1,7 @@
 // relax-conv-gemm's direct kernel through fusion and the schedules: a 3x3 conv + bias +
 // residual add + relu is ONE kernel (the padding, the conv's generic, its copy to NCHW, the
-// epilogue), scheduled `conv_direct`: the padded input plane by plane on the threads, then tasks of (channel block, image, 8 output rows) on an scf.forall,
+// epilogue), scheduled `conv_direct`: the padded input plane by plane on the threads, then
+// tasks of (channel block, image, 8 output rows) on an scf.forall,
 // the conv fused into them with a task-sized (1, 1, rows, W, 32) accumulator; per row, tiles
 // of 7 output columns x 32 channels (AVX-512: two zmm per pixel, 14 accumulators) carried in
 // registers across the input channels, each channel's nine taps a 7-wide input read (its

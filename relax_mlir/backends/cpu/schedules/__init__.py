@@ -40,8 +40,8 @@ from mlir import ir
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .depthwise import depthwise_schedule
-from .conv import (conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, drop_pad_guards, im2col_schedule,
-                   permute_rows_schedule)
+from .conv import (conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, drop_pad_guards,
+                   im2col_schedule, permute_rows_schedule)
 from .elementwise import elementwise_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split

@@ -186,7 +186,11 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
     input operands (its accumulator's zero fill is the producer of the next). ``conv_at``: the conv's
     position among the kernel's generics, ``chain``: the positions of the copy and the
     epilogue (default: all after the conv); the others (parameter generics) stay before the
-    tasks."""
+    tasks. ``padded``: the kernel pads its input with a ``tensor.pad``, tiled first into one
+    (image, channel) plane per forall iteration (threads), each plane a fill and a
+    ``linalg.copy`` of its interior written in place (:func:`drop_pad_guards` runs after the
+    script). ``reductions``: the conv's reduction loops, 1 (c) or 2 (c, kh: windows whose
+    kernel rows are a loop), each tiled by 1, the accumulator hoisted out of both."""
     chain = list(range(conv_at + 1, n_generics)) if chain is None else chain
     n_params = n_generics - 1 - len(chain)
 

@@ -181,8 +181,12 @@ def cuda_runtime(module, metadata: dict, libraries: list[str], options):
     attrs = module.operation.attributes
     constants = [tuple(ir.IntegerAttr(x).value for x in ir.ArrayAttr(c))
                  for c in ir.ArrayAttr(attrs[CONSTANTS_ATTR])] if CONSTANTS_ATTR in attrs else []
-    link(module)     # the launch path, compiled with the host code
+    library = link(module)     # the launch path, compiled with the host code
     symbols = dict(runtime.callbacks)
+    if library:     # cuBLAS matmuls (relax-cuda-dispatch-library): the shim's entry point
+        from .cublas import LIBRARY_ENTRY, entry_address, workspace_bytes
+        symbols[LIBRARY_ENTRY] = ctypes.c_void_p(entry_address(dev))
+        runtime.cublas = workspace_bytes(dev)
     symbols.update({name: ctypes.c_void_p(dev.drv.address(fn)) for name, fn in DRIVER_SYMBOLS.items()})
     # the global constructors load the PTX (mgpuModuleLoadJIT) in the device's context
     resolver = jit_module(module, options.opt_level, libraries, extra=[lib], callbacks=symbols,

@@ -10,11 +10,15 @@
  * user workspace (cublasSetWorkspace after cublasSetStream, which resets it): otherwise
  * CUBLAS_STATUS_NOT_SUPPORTED (15). A pointer outside device memory: CUBLAS_STATUS_INVALID_VALUE.
  *
+ * FAKE_CUBLAS_SKIP=1: products are accepted and counted but not computed (benchmark rehearsals,
+ * where the naive loops here would dominate).
+ *
  * Counters (ctypes): fake_cublas_handles, fake_cublas_calls (products accepted),
  * fake_cublas_runs (products computed), fake_cublas_workspace (the last workspace's bytes),
  * fake_cublas_dims (m, n, k, batch, transa, transb of the last call).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 long fake_cublas_handles = 0, fake_cublas_calls = 0, fake_cublas_runs = 0, fake_cublas_workspace = 0;
@@ -97,6 +101,8 @@ static void store(char *p, int type, int64_t i, float v) {
 enum { TA, TB, M, N, K, ALPHA, A, ATYPE, LDA, SA, B, BTYPE, LDB, SB, BETA, C, CTYPE, LDC, SC, BATCH, NARGS };
 
 static void run(const int64_t *x) {
+    const char *skip = getenv("FAKE_CUBLAS_SKIP");
+    if (skip && *skip == '1') { fake_cublas_runs++; return; }
     float alpha, beta;
     uint32_t ab = (uint32_t)x[ALPHA], bb = (uint32_t)x[BETA];
     memcpy(&alpha, &ab, 4);

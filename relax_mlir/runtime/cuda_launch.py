@@ -60,6 +60,28 @@ LIMIT, LAUNCH, COPY, GET_FUNCTION, LIBRARY = 1, 2, 3, 4, 5
 #: (relax_mlir/runtime/cuda/cublas_shim.c) with the state block and the callee's code
 LIBRARY_PREFIX = "relax_cublas_matmul_"
 LIBRARY_ENTRY = "relax_cublas_matmul"
+#: the runtime library of those callees (relax_mlir/runtime/cuda/cublas.py) and the
+#: (input dtype, output dtype) pairs it computes (f32 accumulation)
+LIBRARY_NAME = "relax_cublas"
+LIBRARY_DTYPES = {("f32", "f32"), ("f16", "f16"), ("f16", "f32")}
+
+
+def library_callee(ranks: str, din: str, dout: str) -> str:
+    """``relax_cublas_matmul_22_f32``, ``relax_cublas_matmul_33_f16_f32``, ..."""
+    return LIBRARY_PREFIX + ranks + "_" + din + ("" if din == dout else "_" + dout)
+
+
+def parse_library_callee(name: str):
+    """(rank of A, rank of B, input dtype, output dtype) of a :func:`library_callee`, else None."""
+    if not name.startswith(LIBRARY_PREFIX):
+        return None
+    parts = name[len(LIBRARY_PREFIX):].split("_")
+    if len(parts) not in (2, 3) or parts[0] not in ("22", "33", "32"):
+        return None
+    din, dout = parts[1], parts[-1]
+    if (din, dout) not in LIBRARY_DTYPES:
+        return None
+    return int(parts[0][0]), int(parts[0][1]), din, dout
 #: driver entry points the path calls: runtime symbol -> driver function
 DRIVER_SYMBOLS = {"relax_cu_launch": "cuLaunchKernel", "relax_cu_copy": "cuMemcpyDtoDAsync_v2",
                   "relax_cu_get_function": "cuModuleGetFunction"}
@@ -356,8 +378,7 @@ def link(module) -> list[str]:
 
 def library_code(callee: str) -> int:
     """The shim's code of a ``relax_cublas_matmul_*`` callee (see cublas_shim.c)."""
-    from ..backends.gpu.cuda_library import parse_callee
-    parsed = parse_callee(callee)
+    parsed = parse_library_callee(callee)
     if parsed is None:
         raise RuntimeError(f"@{callee}: not a cuBLAS matmul of relax-cuda-dispatch-library")
     ra, rb, din, dout = parsed

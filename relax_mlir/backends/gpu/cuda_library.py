@@ -39,39 +39,18 @@ from mlir import ir
 
 from ...dialects._core import create
 from ...ops.registry import RelaxError, read_attrs
+from ...runtime.cuda_launch import LIBRARY_DTYPES as DTYPES, LIBRARY_NAME as LIBRARY, library_callee as callee
+from ...runtime.cuda import cublas as _cublas  # noqa: F401 (registers the relax_cublas runtime library)
 from ...runtime.libraries import request
 from ...shapes import Dim, Truth, prove_equal, read_tensor_type
 from ...transforms.dispatch_split import SPLIT_ATTR
 from ...transforms.graph import body_ops, graph_functions, relax_opdef, upper_bounds
 from ...transforms.registry import Option, emit_error, register_pass
 
-#: the runtime library (relax_mlir.runtime.cuda.cublas) and its callees' prefix
-LIBRARY = "relax_cublas"
-PREFIX = "relax_cublas_matmul_"
-#: (input dtype, output dtype) pairs cuBLAS computes here (f32 accumulation)
-DTYPES = {("f32", "f32"), ("f16", "f16"), ("f16", "f32")}
 POLICIES = ("auto", "split", "on", "off")
 #: the provisional rule's defaults (see the module docstring)
 GEMV_ROWS = 4
 MIN_FLOPS = 1 << 21
-
-
-def callee(ranks: str, din: str, dout: str) -> str:
-    """``relax_cublas_matmul_22_f32``, ``relax_cublas_matmul_33_f16_f32``, ..."""
-    return PREFIX + ranks + "_" + din + ("" if din == dout else "_" + dout)
-
-
-def parse_callee(name: str) -> Optional[tuple[int, int, str, str]]:
-    """(rank of A, rank of B, input dtype, output dtype) of a callee of :func:`callee`."""
-    if not name.startswith(PREFIX):
-        return None
-    parts = name[len(PREFIX):].split("_")
-    if len(parts) not in (2, 3) or parts[0] not in ("22", "33", "32"):
-        return None
-    din, dout = parts[1], parts[-1]
-    if (din, dout) not in DTYPES:
-        return None
-    return int(parts[0][0]), int(parts[0][1]), din, dout
 
 
 def _supported(op: ir.Operation) -> Optional[tuple[str, str, str]]:

@@ -34,12 +34,11 @@ from typing import Optional
 
 from ... import config
 from ..cbuild import _build_c, c_compiler
+from ..cuda_launch import LIBRARY_ENTRY, LIBRARY_NAME as LIBRARY  # noqa: F401 (the runtime library, its C entry)
 from ..libraries import register_library
 from .driver import CudaUnavailable
 
-#: the runtime library's name (relax.libraries) and the shim's source
-LIBRARY = "relax_cublas"
-from ..cuda_launch import LIBRARY_ENTRY  # noqa: E402,F401 (the C entry point the host code calls)
+#: the shim's source
 SHIM = Path(__file__).with_name("cublas_shim.c")
 #: bytes of a session's cuBLAS workspace by compute capability major (cuBLAS docs: 32 MiB
 #: for Hopper, 4 MiB otherwise)

@@ -17,9 +17,9 @@ the same decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights (relax.quantized_matmul: the
 rule against the generic kernel; PyTorch on the dequantized f32 weights).
 ``--cublas``: prefill-sized matmuls of the same config (M = 8 to 512 rows, f32 and f16, each
 shape one executable for every M) on the cuda target without cuBLAS (``cublas=off``: the
-generated kernels), with it for every matmul (``cublas=on``) and split per call by M
-(``cublas=split``: the GEMV up to 4 rows), against PyTorch: the measurement
-relax-cuda-dispatch-library's provisional rule waits for.
+generated kernels), with it for every matmul (``cublas=on``) and with the provisional rule
+(``cublas=auto``: split per call by M, the GEMV up to 4 rows; f32), against PyTorch: the
+measurement relax-cuda-dispatch-library's rule waits for.
 ``--host-path-only`` skips the numerics
 and times one short round: a rehearsal of the device script against the fake CUDA driver
 (bench/gpu_session.sh --fake), where kernels do not run.
@@ -83,7 +83,8 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
     thread per output element; with ``attention`` also without relax-gpu-decode-attention),
     then ``cpu`` (library dispatch off) unless ``cpu`` is False. With ``cublas`` the cuda target
     is compiled without cuBLAS (``cuda``), with it for every matmul (``cuda cublas``) and with
-    the per-call split by M (``cuda split``: the GEMV up to 4 rows, cuBLAS above; f32 only)."""
+    the provisional rule (``cuda auto``: a symbolic M split per call, the GEMV up to 4 rows,
+    cuBLAS above; f32 only)."""
     ctx = relax_mlir.make_context()
     mod = src(ctx) if callable(src) else src
 
@@ -98,7 +99,7 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
     out = {}
     for target in targets:
         if cublas and target == "cuda":
-            for label, policy in (("cuda", "off"), ("cuda cublas", "on"), ("cuda split", "split")):
+            for label, policy in (("cuda", "off"), ("cuda cublas", "on"), ("cuda auto", "auto")):
                 out[label] = relax_mlir.compile(mod, target=target, options={"cublas": policy})
             continue
         out[f"{target}"] = relax_mlir.compile(mod, target=target)
@@ -389,8 +390,8 @@ def main() -> int:
                     help="with --attention: variants of the rule's attention_chunk knob (keys per workgroup; "
                          "4096: no split at these lengths), comma-separated")
     ap.add_argument("--cublas", action="store_true",
-                    help="prefill matmuls: the cuda target without cuBLAS, with it for every matmul and split "
-                         "per call by M (relax-cuda-dispatch-library), against PyTorch")
+                    help="prefill matmuls: the cuda target without cuBLAS, with it for every matmul and with "
+                         "the provisional rule (relax-cuda-dispatch-library), against PyTorch")
     ap.add_argument("--gemv-configs", default="",
                     help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
     ap.add_argument("--host-path-only", action="store_true",

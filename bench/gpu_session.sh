@@ -18,8 +18,8 @@
 #   6. bench/bench_gpu.py --targets cuda --decode --quick: the f32/f16 decode GEMVs (default knobs and
 #      4x4, 8x8) against the same target without subgroup ops and PyTorch -> $OUT/bench_decode.md;
 #   6b. bench/bench_gpu.py --targets cuda --cublas --quick: prefill matmuls (f32, f16) without cuBLAS,
-#      with it for every matmul and split per call by M (GEMV up to 4 rows), against PyTorch (the
-#      measurement relax-cuda-dispatch-library's provisional rule waits for) -> $OUT/bench_cublas.md;
+#      with it for every matmul and with the provisional rule (split per call by M, GEMV up to 4 rows),
+#      against PyTorch (the measurement the rule waits for) -> $OUT/bench_cublas.md;
 #   7. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive -> $OUT/bench_gpu.md.
 # Each step has its own timeout; a failed step does not stop the next. Usage:
 #   device:  bash bench/gpu_session.sh                (OUT is set by the device tool)

@@ -37,7 +37,7 @@ Devices
 ``RELAX_MLIR_VULKAN_TIMEOUT_S``
 ``RELAX_MLIR_CUDA_GRAPHS``         ``0``: launch kernels directly, no CUDA graph per call
 ``RELAX_MLIR_CUDA_CHECK``          ``1``: check each launch's pointers in Python (debugging)
-``RELAX_MLIR_CUBLAS``              cuda matmuls to cuBLAS: ``auto`` (default), ``split``, ``on``, ``off``
+``RELAX_MLIR_CUBLAS``              cuda matmuls to cuBLAS: ``auto`` (default), ``on``, ``off``
 ``RELAX_MLIR_CUBLAS_LIBRARY``      the libcublas.so to load (default: the PyPI wheel's, else the system's)
 =================================  ==========================================================
 

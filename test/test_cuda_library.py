@@ -1,6 +1,6 @@
 """Library GEMMs on the cuda target: cuBLAS through relax-cuda-dispatch-library.
 
-* compile only (everywhere): the cuda pipeline with ``cublas=on`` / ``split`` / ``off``: which
+* compile only (everywhere): the cuda pipeline with ``cublas=on`` / ``auto`` / ``off``: which
   matmuls become calls of the cuBLAS shim in the host code, what stays a PTX kernel, the
   split kernel's two variants; the policy resolved from the options, the environment and
   whether a library is found;
@@ -100,18 +100,18 @@ def test_cublas_off_keeps_the_generated_kernels():
 
 
 def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatch, tmp_path):
-    (tmp_path / "libcublas.so.12").write_bytes(b"")     # split (as auto) needs a library to be found
+    (tmp_path / "libcublas.so.12").write_bytes(b"")     # auto needs a library to be found
     monkeypatch.setenv("RELAX_MLIR_CUBLAS_LIBRARY", str(tmp_path / "libcublas.so.12"))
-    text = _lower(SPLIT, "cublas=split")
+    text = _lower(SPLIT, "cublas=auto")
     # the dispatcher compares M with 4: the generated variant (GEMV and the other routes,
     # PTX kernels) or the library variant (the shim, no kernel of its own)
     assert re.search(r"llvm.icmp \"ule\" %\w+, %\w+ : i64", text)
     assert "llvm.call @_mlir_ciface_relax_cublas_matmul_22_f32(" in text
     binaries = re.findall(r"gpu.binary @(\w+)", text)
-    gen = [b for b in binaries if "__m0_kernel" in b]
-    # the generated variant's routes (GEMV, GEMM tiles, the small one), the dispatcher's result
-    # copy (one-shot bufferization: docs/gpu.md), nothing for the library variant
-    assert len(gen) == 3 and not any("__lib" in b for b in binaries) and len(binaries) == 4
+    gen = [b for b in binaries if "__gen_kernel" in b]
+    # the generated variant's routes (GEMV, GEMM tiles, the small one), nothing for the library
+    # variant nor the dispatcher (no result copy)
+    assert len(gen) == 3 and len(binaries) == 3
     ptx = text[text.index("gpu.binary @" + gen[0]):]
     assert "shfl.sync.bfly" in ptx       # the GEMV route is still there for M <= 4
 
@@ -119,7 +119,7 @@ def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatc
 def test_cublas_policy_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("RELAX_MLIR_CUBLAS_LIBRARY", str(tmp_path / "missing.so"))
     assert cublas.find() is None
-    assert cublas.policy("") == "off" and cublas.policy("auto") == "off" and cublas.policy("split") == "off"
+    assert cublas.policy("") == "off" and cublas.policy("auto") == "off"
     assert cublas.policy("on") == "on"
     lib = tmp_path / "libcublas.so.12"
     lib.write_bytes(b"")
@@ -127,7 +127,7 @@ def test_cublas_policy_resolution(monkeypatch, tmp_path):
     assert cublas.find() == str(lib) and cublas.policy("") == "auto"
     monkeypatch.setenv("RELAX_MLIR_CUBLAS", "off")
     assert cublas.policy("") == "off" and cublas.policy("on") == "on"
-    with pytest.raises(ValueError, match="cublas must be auto, split, on or off, got 'fast'"):
+    with pytest.raises(ValueError, match="cublas must be auto, on or off, got 'fast'"):
         cublas.policy("fast")
     with pytest.raises(relax_mlir.CompileError, match="option 'cublas' of pass 'cuda'"):
         relax_mlir.compile(SPLIT, target="cuda", options={"cublas": "fast"})
@@ -206,11 +206,14 @@ del os.environ["RELAX_MLIR_CUDA_GRAPHS"]
 out["totals"] = {k: count("fake_cublas_" + k) for k in ("handles", "calls", "runs")}
 
 # the split: M <= 4 the generated kernels (not run by the fake: no numerics), cuBLAS above
-split = relax_mlir.compile(SPLIT, target="cuda", options={"cublas": "split"})
+split = relax_mlir.compile(SPLIT, target="cuda", options={"cublas": "auto"})
 ws = rng.standard_normal((768, 768), dtype=np.float32)
 out["split"] = {}
 for s in (1, 4, 5, 64):
-    split(rng.standard_normal((s, 768), dtype=np.float32), ws)
+    x = rng.standard_normal((s, 768), dtype=np.float32)
+    y = split(x, ws)
+    if s > 4:
+        check(f"split{s}", y, x.astype(np.float64) @ ws, 1e-3)
     st = split.cuda_call_stats
     out["split"][s] = [st["launches"], st["library_calls"]]
 
@@ -254,7 +257,8 @@ def test_fake_cublas_numerics_through_one_executable(library_run):
     want = {"mm1": [1, 40], "mm5": [5, 40], "mm37": [37, 40], "mm300": [300, 40], "mm37_again": [37, 40],
             "mm37_replay": [37, 40],
             "bmm1x1x1x1": [1, 1, 1], "bmm3x7x5x9": [3, 7, 9], "bmm2x33x64x17": [2, 33, 17],
-            "b32_2x3x5": [2, 3, 5], "b32_4x1x33": [4, 1, 33], "mm_direct": [9, 40]}
+            "b32_2x3x5": [2, 3, 5], "b32_4x1x33": [4, 1, 33], "mm_direct": [9, 40],
+            "split5": [5, 768], "split64": [64, 768]}
     want.update({f"h{o}_{n}": [n, 48] for o in (16, 32) for n in (1, 7, 70)})
     assert {k: v[0] for k, v in errors.items()} == want
     assert {k: v[1] for k, v in errors.items() if v[1] != "float32"} == {f"h16_{n}": "float16" for n in (1, 7, 70)}
@@ -293,9 +297,8 @@ def test_fake_cublas_in_graph_capture_and_replay(library_run):
 
 
 def test_fake_cublas_split_by_rows(library_run):
-    # M <= 4: the generated kernel (the GEMV route), no library call; M > 4: cuBLAS, then the
-    # dispatcher's copy of the result (one kernel)
-    assert library_run["split"] == {"1": [2, 0], "4": [2, 0], "5": [2, 1], "64": [2, 1]}
+    # M <= 4: the generated kernel (the GEMV route), no library call; M > 4: cuBLAS alone
+    assert library_run["split"] == {"1": [1, 0], "4": [1, 0], "5": [1, 1], "64": [1, 1]}
 
 
 def test_fake_cublas_absent_library_keeps_generated_kernels(library_run):
@@ -326,7 +329,7 @@ def test_cuda_cublas_numerics():
         ref = hx.astype(np.float32) @ hw.astype(np.float32)
         np.testing.assert_allclose(exe["h32"](hx, hw), ref, rtol=1e-3, atol=1e-3)
         np.testing.assert_allclose(exe["h16"](hx, hw).astype(np.float32), ref, rtol=2e-2, atol=2e-2)
-    split = relax_mlir.compile(SPLIT, target="cuda", options={"cublas": "split"})
+    split = relax_mlir.compile(SPLIT, target="cuda", options={"cublas": "auto"})
     ws = rng.standard_normal((768, 768), dtype=np.float32)
     for s in (1, 4, 5, 64):
         x = rng.standard_normal((s, 768), dtype=np.float32)

@@ -73,20 +73,18 @@ def check_options(workgroup_size: int, chip: str, fmt: str = "isa", max_threads:
                             f"got {workgroup_size}")
 
 
-def cublas_stages(cublas: str = "") -> tuple[list[str], list[str], list[str]]:
-    """The cuBLAS passes (relax_mlir/backends/gpu/cuda_library.py) for the graph stage, before
-    bufferization and after it; none when the policy (``cublas`` option, else
-    ``$RELAX_MLIR_CUBLAS``) is off or is auto and no cuBLAS library is found."""
+def cublas_stages(cublas: str = "") -> tuple[list[str], list[str]]:
+    """The cuBLAS passes for the graph stage (relax-cuda-dispatch-library) and after
+    bufferization (relax-cuda-split-library); none when the policy (``cublas`` option, else
+    ``$RELAX_MLIR_CUBLAS``) is off, or is auto and no cuBLAS library is found."""
     from ..runtime.cuda.cublas import policy
     try:
         p = policy(cublas)
     except ValueError as e:
         raise PipelineError(f"option 'cublas' of pass 'cuda': {e}") from None
     if p == "off":
-        return [], [], []
-    split = p == "split"
-    return ([f"relax-cuda-dispatch-library{{policy={p}}}"], ["relax-specialize-ranges{gemv-max=0}"] if split else [],
-            ["relax-library-variants"] if split else [])
+        return [], []
+    return [f"relax-cuda-dispatch-library{{policy={p}}}"], ["relax-cuda-split-library"]
 
 
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
@@ -97,11 +95,11 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
     # memory planning on: the workspace is a device buffer of the session (intermediates at
     # their upper bounds, allocated once); host BLAS dispatch off; cuBLAS by its policy
     graph, host = _graph_and_host(fusion, True, False, None, "cpu", "cpu")
-    lib_graph, lib_split, lib_variants = cublas_stages(cublas)
+    lib_graph, lib_split = cublas_stages(cublas)
     at = next((i for i, p in enumerate(graph) if p.startswith("relax-legalize")), len(graph))
     graph = graph[:at] + lib_graph + graph[at:]
     return [("graph", graph_stage(graph, "cuda")), ("host", host),
-            ("codegen", lib_split + bufferize_stage() + lib_variants + kernel_stage(workgroup_size, "cuda", schedule_config)
+            ("codegen", bufferize_stage() + lib_split + kernel_stage(workgroup_size, "cuda", schedule_config)
              + ["relax-cuda-host"] + nvvm_stage(chip, fmt) + host_stage())]
 
 
@@ -116,8 +114,8 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
                                                          "cubins (bin, needs ptxas on PATH)"),
                             Option("schedule-config", str, "", SCHEDULE_CONFIG_HELP),
                             Option("cublas", str, "", "matmuls to cuBLAS: auto (a provisional rule, where a cuBLAS "
-                                                      "library is found), split (auto + symbolic M split per call "
-                                                      "with the GEMV), on (every supported one), off; default "
+                                                      "library is found; a symbolic M split per call with the "
+                                                      "GEMV), on (every supported one), off; default "
                                                       "$RELAX_MLIR_CUBLAS, else auto (docs/gpu.md)")])
 def cuda(opts) -> str:
     return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size, opts.chip, opts.format,

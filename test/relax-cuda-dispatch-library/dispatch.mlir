@@ -1,5 +1,4 @@
 // RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-cuda-dispatch-library)' | FileCheck %s
-// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-cuda-dispatch-library{policy=split})' | FileCheck %s --check-prefix=SPLIT
 // RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-cuda-dispatch-library{policy=on})' | FileCheck %s --check-prefix=ON
 // RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-cuda-dispatch-library{policy=off})' | FileCheck %s --check-prefix=OFF
 
@@ -38,11 +37,9 @@ func.func @small(%x: tensor<16x32xf32>, %w: tensor<32x32xf32>) -> tensor<16x32xf
 
 // -----
 
-// A symbolic M: generated under auto; split per call by M under split (GEMV up to 4 rows).
+// A symbolic M: split per call by M (the GEMV up to 4 rows, cuBLAS above).
 // CHECK-LABEL: func.func @rows
-// CHECK: "relax.matmul"(%arg0, %arg1) :
-// SPLIT-LABEL: func.func @rows
-// SPLIT: "relax.matmul"(%arg0, %arg1) {relax.dispatch_split = {callee = "relax_cublas_matmul_22_f32", generated_m = {{\[\[}}1, 4]], library = "relax_cublas"}}
+// CHECK: "relax.matmul"(%arg0, %arg1) {relax.dispatch_split = {callee = "relax_cublas_matmul_22_f32", generated_m = {{\[\[}}1, 4]], library = "relax_cublas"}}
 // ON-LABEL: func.func @rows
 // ON: callee = "relax_cublas_matmul_22_f32"
 func.func @rows(%x: tensor<?x768xf32, #relax.shape<["s", 768]>>, %w: tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>> attributes {relax.function} {
@@ -52,12 +49,18 @@ func.func @rows(%x: tensor<?x768xf32, #relax.shape<["s", 768]>>, %w: tensor<768x
 
 // -----
 
-// A symbolic M bounded by 4: the GEMV, split or not.
-// SPLIT-LABEL: func.func @bounded
-// SPLIT: "relax.matmul"(%arg0, %arg1) :
+// A symbolic M bounded by 4: the GEMV; a symbolic M with too little work (N*K*5 < 2^21): generated.
+// CHECK-LABEL: func.func @bounded
+// CHECK: "relax.matmul"(%arg0, %arg1) :
+// CHECK-LABEL: func.func @narrow
+// CHECK: "relax.matmul"(%arg0, %arg1) :
 func.func @bounded(%x: tensor<?x768xf32, #relax.shape<["s", 768]>>, %w: tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>> attributes {relax.function, relax.upper_bounds = {s = 4 : i64}} {
   %y = "relax.matmul"(%x, %w) : (tensor<?x768xf32, #relax.shape<["s", 768]>>, tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>>
   return %y : tensor<?x768xf32, #relax.shape<["s", 768]>>
+}
+func.func @narrow(%x: tensor<?x64xf32, #relax.shape<["s", 64]>>, %w: tensor<64x64xf32>) -> tensor<?x64xf32, #relax.shape<["s", 64]>> attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x64xf32, #relax.shape<["s", 64]>>, tensor<64x64xf32>) -> tensor<?x64xf32, #relax.shape<["s", 64]>>
+  return %y : tensor<?x64xf32, #relax.shape<["s", 64]>>
 }
 
 // -----

@@ -7,9 +7,8 @@ The cuda side of the library dispatch (the cpu side is relax-dispatch-library). 
 :mod:`relax_mlir.runtime.cuda.cublas`, a C entry point calling ``cublasGemmEx`` /
 ``cublasGemmStridedBatchedEx`` on the call's stream, captured into its CUDA graph), or is
 marked ``relax.dispatch_split`` so that each call picks by its row count M: the generated
-GEMV for M <= ``gemv-rows``, cuBLAS above (relax-specialize-ranges{gemv-max=0} splits the
-kernel, relax-library-variants makes its library variant call cuBLAS after bufferization;
-the cpu target's split, reused).
+routes (the GEMV) for M <= ``gemv-rows``, cuBLAS above (relax-cuda-split-library splits the
+bufferized kernel: :mod:`.cuda_library_split`).
 
 Policy ``auto`` (provisional: no GPU has measured it yet; ``bench/bench_gpu.py --cublas``
 measures the columns that should replace it, docs/gpu.md):
@@ -17,15 +16,12 @@ measures the columns that should replace it, docs/gpu.md):
 * a static M: cuBLAS when M > ``gemv-rows`` (4: the decode GEMV stays generated) and the
   work batch*M*N*K is at least ``min-flops`` (2^21: below it one kernel launch of
   ours costs what cuBLAS's would and its heuristics buy nothing);
-* a symbolic M stays generated code (an upper bound <= ``gemv-rows`` always does).
+* a symbolic M of a 2-D f32 matmul whose range (``relax.upper_bounds``) goes beyond
+  ``gemv-rows``: the per-call split (when N*K*(gemv-rows+1) reaches ``min-flops``, or N or
+  K is symbolic); an upper bound <= ``gemv-rows``: generated;
+* a symbolic M otherwise (batched, f16: the library variant is written for one 2-D element
+  type) stays generated code.
 
-Policy ``split`` is ``auto`` plus the run-time split for a symbolic M of a 2-D f32 matmul
-whose range (``relax.upper_bounds``) goes beyond ``gemv-rows`` (when N*K*(gemv-rows+1)
-reaches ``min-flops``, or N or K is symbolic): not in ``auto`` yet because the split kernel's
-dispatcher returns a copy of its output (one more launch per call, the GEMV route's
-included: one-shot bufferization does not see the ``scf.if`` of the two variants' calls as
-equivalent to the output argument), which would cost decode a launch per projection. Batched
-and f16 matmuls are not split (the library variant is written for one 2-D element type).
 Policy ``on`` sends every supported matmul to cuBLAS (no split, any M); ``off`` none. The
 cuda pipeline runs this pass only when a cuBLAS library was found (``cublas`` option /
 ``RELAX_MLIR_CUBLAS``), so a machine without one compiles exactly as before.
@@ -47,7 +43,7 @@ from ...transforms.dispatch_split import SPLIT_ATTR
 from ...transforms.graph import body_ops, graph_functions, relax_opdef, upper_bounds
 from ...transforms.registry import Option, emit_error, register_pass
 
-POLICIES = ("auto", "split", "on", "off")
+POLICIES = ("auto", "on", "off")
 #: the provisional rule's defaults (see the module docstring)
 GEMV_ROWS = 4
 MIN_FLOPS = 1 << 21
@@ -88,7 +84,7 @@ def decide(op: ir.Operation, ranks: str, din: str, dout: str, bounds: dict[str, 
         big = (not work.is_static) or work.value >= min_flops
         return m.value > gemv_rows and big
     upper = m.evaluate(bounds) if m.symbols <= set(bounds) else None
-    if policy != "split" or (upper is not None and upper <= gemv_rows):
+    if upper is not None and upper <= gemv_rows:
         return False
     if ranks != "22" or din != "f32" or dout != "f32":
         return False
@@ -107,8 +103,8 @@ def _split_attr(name: str, gemv_rows: int) -> ir.Attribute:
 @register_pass("relax-cuda-dispatch-library",
                "cuda: matmuls to cuBLAS (relax.call_dps_library of relax_cublas_matmul_*), or marked "
                "for a per-call split with the generated GEMV by M.",
-               options=[Option("policy", str, "auto", "auto (the provisional rule), split (auto + a per-call "
-                                                      "split by M), on (every supported matmul), off"),
+               options=[Option("policy", str, "auto", "auto (the provisional rule, a symbolic M split per "
+                                                      "call), on (every supported matmul), off"),
                         Option("gemv-rows", int, GEMV_ROWS, "M up to which the generated GEMV stays"),
                         Option("min-flops", int, MIN_FLOPS, "auto: dispatch from this batch*M*N*K on")])
 def cuda_dispatch_library(module: ir.Operation, opts) -> None:

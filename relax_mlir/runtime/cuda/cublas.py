@@ -76,11 +76,11 @@ def find() -> Optional[str]:
 
 def policy(option: str = "") -> str:
     """The compile's cuBLAS policy: ``option`` (the cuda pipeline's ``cublas``), else
-    ``$RELAX_MLIR_CUBLAS``; ``auto`` and ``split`` become ``off`` where no library is found."""
+    ``$RELAX_MLIR_CUBLAS``; ``auto`` becomes ``off`` where no library is found."""
     p = (option or config.cuda_cublas()).lower()
-    if p not in ("auto", "split", "on", "off"):
-        raise ValueError(f"cublas must be auto, split, on or off, got '{p}'")
-    if p in ("auto", "split") and find() is None:
+    if p not in ("auto", "on", "off"):
+        raise ValueError(f"cublas must be auto, on or off, got '{p}'")
+    if p == "auto" and find() is None:
         return "off"
     return p
 

@@ -125,6 +125,9 @@ def test_cublas_policy_resolution(monkeypatch, tmp_path):
     lib.write_bytes(b"")
     monkeypatch.setenv("RELAX_MLIR_CUBLAS_LIBRARY", str(lib))
     assert cublas.find() == str(lib) and cublas.policy("") == "auto"
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))     # no compiler for the shim: auto is off
+    assert cublas.policy("") == "off"
+    monkeypatch.delenv("CC")
     monkeypatch.setenv("RELAX_MLIR_CUBLAS", "off")
     assert cublas.policy("") == "off" and cublas.policy("on") == "on"
     with pytest.raises(ValueError, match="cublas must be auto, on or off, got 'fast'"):

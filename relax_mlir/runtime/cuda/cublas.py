@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from ... import config
-from ..cbuild import _build_c, c_compiler
+from ..cbuild import LibraryError, _build_c, c_compiler
 from ..cuda_launch import LIBRARY_ENTRY, LIBRARY_NAME as LIBRARY  # noqa: F401 (the runtime library, its C entry)
 from ..libraries import register_library
 from .driver import CudaUnavailable
@@ -76,12 +76,18 @@ def find() -> Optional[str]:
 
 def policy(option: str = "") -> str:
     """The compile's cuBLAS policy: ``option`` (the cuda pipeline's ``cublas``), else
-    ``$RELAX_MLIR_CUBLAS``; ``auto`` becomes ``off`` where no library is found."""
+    ``$RELAX_MLIR_CUBLAS``; ``auto`` becomes ``off`` where no library is found or no C compiler
+    can build the shim."""
     p = (option or config.cuda_cublas()).lower()
     if p not in ("auto", "on", "off"):
         raise ValueError(f"cublas must be auto, on or off, got '{p}'")
     if p == "auto" and find() is None:
         return "off"
+    if p == "auto":
+        try:
+            c_compiler()
+        except LibraryError:
+            return "off"
     return p
 
 

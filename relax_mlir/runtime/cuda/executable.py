@@ -97,7 +97,8 @@ class CudaExecutable(DeviceExecutable):
         free buffer, the arena grown), ``buffers`` (call buffers from the pool: what did not fit the
         session's arena), ``graph_launches``, ``graph_builds``
         (instantiations), ``graph_updates`` (executables updated in place), ``replays`` (calls
-        replayed without running their host code)."""
+        replayed without running their host code), ``library_calls`` (cuBLAS matmuls: each also
+        counted in ``launches``)."""
         return dict(self._runtime.stats)
 
     @property

@@ -123,6 +123,14 @@ def load(dev) -> ctypes.CDLL:
             raise CudaUnavailable("the module calls cuBLAS (relax-cuda-dispatch-library) but no cuBLAS library was "
                                   "found: pip install nvidia-cublas-cu12, set RELAX_MLIR_CUBLAS_LIBRARY, or compile "
                                   "with options={'cublas': 'off'}")
+        # cuBLAS needs cuBLASLt: the wheel's lies beside it (loaded first, in case the library's
+        # run path does not find it)
+        lt = glob.glob(os.path.join(os.path.dirname(path), "libcublasLt.so.*"))
+        for so in sorted(lt)[:1]:
+            try:
+                ctypes.CDLL(so, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                pass
         shim = ctypes.CDLL(shim_path())
         shim.relax_cublas_load.argtypes = [ctypes.c_char_p, ctypes.c_int]
         shim.relax_cublas_error.restype = ctypes.c_char_p

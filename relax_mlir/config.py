@@ -39,6 +39,7 @@ Devices
 ``RELAX_MLIR_CUDA_CHECK``          ``1``: check each launch's pointers in Python (debugging)
 ``RELAX_MLIR_CUBLAS``              cuda matmuls to cuBLAS: ``auto`` (default), ``on``, ``off``
 ``RELAX_MLIR_CUBLAS_LIBRARY``      the libcublas.so to load (default: the PyPI wheel's, else the system's)
+``RELAX_MLIR_CUBLAS_TF32``         ``1``: cuBLAS f32 matmuls in TF32 (``CUBLAS_COMPUTE_32F_FAST_TF32``)
 =================================  ==========================================================
 
 Set for libraries that read the environment once, at their initialization:
@@ -213,6 +214,11 @@ def cuda_cublas() -> str:
 def cublas_library() -> str:
     """``RELAX_MLIR_CUBLAS_LIBRARY``: the cuBLAS library to load ('' : search for one)."""
     return get("RELAX_MLIR_CUBLAS_LIBRARY")
+
+
+def cublas_tf32() -> bool:
+    """``RELAX_MLIR_CUBLAS_TF32=1``: cuBLAS computes f32 matmuls with TF32 tensor cores."""
+    return get("RELAX_MLIR_CUBLAS_TF32", "0") == "1"
 
 
 def cuda_check_launches() -> bool:

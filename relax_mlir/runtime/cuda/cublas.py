@@ -135,7 +135,7 @@ def load(dev) -> ctypes.CDLL:
         shim.relax_cublas_load.argtypes = [ctypes.c_char_p, ctypes.c_int]
         shim.relax_cublas_error.restype = ctypes.c_char_p
         with dev.current():
-            r = shim.relax_cublas_load(path.encode(), 1 if config.get("RELAX_MLIR_CUBLAS_TF32") == "1" else 0)
+            r = shim.relax_cublas_load(path.encode(), 1 if config.cublas_tf32() else 0)
         if r != 0:
             why = {-1: f"dlopen: {(shim.relax_cublas_error() or b'').decode(errors='replace')}",
                    -2: "an entry point is missing (cublasGemmEx, cublasSetWorkspace_v2, ...: cuBLAS 11 or later)"}

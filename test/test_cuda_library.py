@@ -119,6 +119,7 @@ def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatc
 
 
 def test_cublas_policy_resolution(monkeypatch, tmp_path):
+    monkeypatch.delenv("RELAX_MLIR_CUBLAS", raising=False)     # test/conftest.py turns it off
     monkeypatch.setenv("RELAX_MLIR_CUBLAS_LIBRARY", str(tmp_path / "missing.so"))
     assert cublas.find() is None
     assert cublas.policy("") == "off" and cublas.policy("auto") == "off"

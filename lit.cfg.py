@@ -32,6 +32,9 @@ config.environment["PYTHONPATH"] = root
 # The IR a schedule prints must not depend on the machine's core count (the default thread
 # count is every core): lit tests see one thread unless a RUN line sets another.
 config.environment["RELAX_MLIR_NUM_THREADS"] = "1"
+# Nor on whether a cuBLAS library is installed: the cuda pipeline's cuBLAS dispatch is off
+# unless a RUN line asks for it (cuda{cublas=on}, relax-cuda-dispatch-library).
+config.environment["RELAX_MLIR_CUBLAS"] = "off"
 for var in ("HOME", "TMPDIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -15,6 +15,11 @@ the route before the GEMV) and PyTorch on CUDA; ``--gemv-configs 8x4,4x8`` adds 
 other GEMV knobs (``schedule_config``: lanes along N x subgroups per workgroup). ``--quant``:
 the same decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights (relax.quantized_matmul: the quantized-GEMV
 rule against the generic kernel; PyTorch on the dequantized f32 weights).
+``--cublas``: prefill-sized matmuls of the same config (M = 8 to 512 rows, f32 and f16, each
+shape one executable for every M) on the cuda target without cuBLAS (``cublas=off``: the
+generated kernels), with it for every matmul (``cublas=on``) and with the provisional rule
+(``cublas=auto``: split per call by M, the GEMV up to 4 rows; f32), against PyTorch: the
+measurement relax-cuda-dispatch-library's rule waits for.
 ``--host-path-only`` skips the numerics
 and times one short round: a rehearsal of the device script against the fake CUDA driver
 (bench/gpu_session.sh --fake), where kernels do not run.
@@ -71,12 +76,15 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
 
 def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True,
                      gemv_configs: tuple = (), attention: bool = False, attention_splits: tuple = (),
-                     attention_chunks: tuple = (), without_fold: bool = False):
+                     attention_chunks: tuple = (), without_fold: bool = False, cublas: bool = False):
     """{label: executable}: each GPU target with its schedules (with ``gemv`` also without
     subgroup operations: no GEMV route; with ``without_vector`` also without
     relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel one
     thread per output element; with ``attention`` also without relax-gpu-decode-attention),
-    then ``cpu`` (library dispatch off) unless ``cpu`` is False."""
+    then ``cpu`` (library dispatch off) unless ``cpu`` is False. With ``cublas`` the cuda target
+    is compiled without cuBLAS (``cuda``), with it for every matmul (``cuda cublas``) and with
+    the provisional rule (``cuda auto``: a symbolic M split per call, the GEMV up to 4 rows,
+    cuBLAS above; f32 only)."""
     ctx = relax_mlir.make_context()
     mod = src(ctx) if callable(src) else src
 
@@ -90,6 +98,10 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
 
     out = {}
     for target in targets:
+        if cublas and target == "cuda":
+            for label, policy in (("cuda", "off"), ("cuda cublas", "on"), ("cuda auto", "auto")):
+                out[label] = relax_mlir.compile(mod, target=target, options={"cublas": policy})
+            continue
         out[f"{target}"] = relax_mlir.compile(mod, target=target)
         for c in gemv_configs:   # "LxK": gemv_lanes=L, gemv_k_subgroups=K (the rule's knobs)
             lanes, ksub = c.split("x")
@@ -226,6 +238,31 @@ def decode_cases(rng):
 
 TORCH_REFS["linear"] = lambda x, w, b: x @ w + b
 
+MATMUL = """
+func.func @main(%x: tensor<?x{k}x{t}, #relax.shape<["m", {k}]>>, %w: tensor<{k}x{n}x{t}>)
+    -> tensor<?x{n}x{t}, #relax.shape<["m", {n}]>> attributes {{relax.function}} {{
+  %y = "relax.matmul"(%x, %w) : (tensor<?x{k}x{t}, #relax.shape<["m", {k}]>>, tensor<{k}x{n}x{t}>) -> tensor<?x{n}x{t}, #relax.shape<["m", {n}]>>
+  return %y : tensor<?x{n}x{t}, #relax.shape<["m", {n}]>>
+}}
+"""
+
+
+def cublas_cases(rng, quick: bool):
+    """Prefill matmuls of the issue-27 config: M rows of activations times a (K, N) weight,
+    f32 and f16 (f32 accumulation); one program per shape, so every M of a shape runs through
+    one executable (main() compiles each program once)."""
+    out = []
+    shapes = ((768, 2048),) if quick else ((768, 768), (768, 2048), (2048, 768))
+    for t, dt in (("f32", np.float32), ("f16", np.float16)):
+        for k, n in shapes:
+            src = MATMUL.format(t=t, k=k, n=n)
+            w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(dt)
+            for m in ((8, 128, 512) if quick else (5, 8, 32, 128, 512)):
+                x = rng.standard_normal((m, k)).astype(dt)
+                out.append((f"matmul {t} {m}x{k} @ {k}x{n}", src, [x, w],
+                            lambda x, w: (x.astype(np.float32) @ w.astype(np.float32)).astype(x.dtype), "matmul", 1))
+    return out
+
 QLINEAR = """
 func.func @main(%x: tensor<1x{k}xf32>, %w: tensor<{n}x{rb}xi8>) -> tensor<1x{n}xf32> attributes {{relax.function}} {{
   %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : (tensor<1x{k}xf32>, tensor<{n}x{rb}xi8>) -> tensor<1x{n}xf32>
@@ -352,6 +389,9 @@ def main() -> int:
     ap.add_argument("--attention-chunks", default="",
                     help="with --attention: variants of the rule's attention_chunk knob (keys per workgroup; "
                          "4096: no split at these lengths), comma-separated")
+    ap.add_argument("--cublas", action="store_true",
+                    help="prefill matmuls: the cuda target without cuBLAS, with it for every matmul and with "
+                         "the provisional rule (relax-cuda-dispatch-library), against PyTorch")
     ap.add_argument("--gemv-configs", default="",
                     help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
     ap.add_argument("--host-path-only", action="store_true",
@@ -367,20 +407,29 @@ def main() -> int:
     rng = np.random.default_rng(0)
     rows, labels = [], None
     args.decode = args.decode or args.quant
-    for name, src, inputs, ref, tref, n_w in (attention_cases(rng, args.quick) if args.attention else
+    compiled: dict = {}     # program text -> its executables (cases of one shape share them)
+    for name, src, inputs, ref, tref, n_w in (cublas_cases(rng, args.quick) if args.cublas else
+                                              attention_cases(rng, args.quick) if args.attention else
                                               quant_cases(rng) if args.quant else decode_cases(rng) if args.decode
                                               else cases(rng)):
         if any(k in name for k in skip):
             continue
-        exes = compile_variants(src, targets, naive=not args.no_naive and not args.decode and not args.attention,
-                                without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode,
-                                without_fold=args.without_fold,
-                                attention=args.attention,
-                                attention_splits=tuple(c for c in args.attention_splits.split(",") if c)
-                                if args.attention else (),
-                                attention_chunks=tuple(c for c in args.attention_chunks.split(",") if c)
-                                if args.attention else (),
-                                gemv_configs=tuple(c for c in args.gemv_configs.split(",") if c) if args.decode else ())
+        if isinstance(src, str) and src in compiled:
+            exes = compiled[src]
+        else:
+            exes = compile_variants(
+                src, targets, naive=not args.no_naive and not args.decode and not args.attention and not args.cublas,
+                without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode and not args.cublas,
+                without_fold=args.without_fold,
+                attention=args.attention,
+                attention_splits=tuple(c for c in args.attention_splits.split(",") if c)
+                if args.attention else (),
+                attention_chunks=tuple(c for c in args.attention_chunks.split(",") if c)
+                if args.attention else (),
+                gemv_configs=tuple(c for c in args.gemv_configs.split(",") if c) if args.decode else (),
+                cublas=args.cublas)
+            if isinstance(src, str):
+                compiled[src] = exes
         want = ref(*inputs)
         acts = inputs[:len(inputs) - n_w]
         tol = 2e-2 if want.dtype == np.float16 else 2e-3

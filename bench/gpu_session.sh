@@ -4,7 +4,7 @@
 #      (bench/gpu_bundle.sh builds it here; pass it with run(carry=[".gpu"]));
 #   2. the device (nvidia-smi) -> $OUT/device.txt;
 #   3. pytest test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py
-#      and take's index check (real-GPU numerics; the fused decode attention's included; with
+#      test/test_cuda_library.py and take's index check (real-GPU numerics; the fused decode attention's included; with
 #      RELAX_MLIR_TEST_TENSOR_CORES=1 the tensor-core GEMM's numerics) -> $OUT/tests.txt;
 #   4. bench/bench_gpu.py --targets cuda --quant --quick: decode GEMVs on Q8_0/Q4_0/Q4_1 weights (the
 #      quantized-GEMV rule against the generic kernel and PyTorch on f32) -> $OUT/bench_quant.md;
@@ -17,6 +17,9 @@
 #      -> $OUT/bench_attention.md;
 #   6. bench/bench_gpu.py --targets cuda --decode --quick: the f32/f16 decode GEMVs (default knobs and
 #      4x4, 8x8) against the same target without subgroup ops and PyTorch -> $OUT/bench_decode.md;
+#   6b. bench/bench_gpu.py --targets cuda --cublas --quick: prefill matmuls (f32, f16) without cuBLAS,
+#      with it for every matmul and with the provisional rule (split per call by M, GEMV up to 4 rows),
+#      against PyTorch (the measurement the rule waits for) -> $OUT/bench_cublas.md;
 #   7. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive -> $OUT/bench_gpu.md.
 # Each step has its own timeout; a failed step does not stop the next. Usage:
 #   device:  bash bench/gpu_session.sh                (OUT is set by the device tool)
@@ -48,9 +51,12 @@ log "python: $PY"
 
 if [ $FAKE = 1 ]; then
     FAKEDIR=$(mktemp -d)
-    cc -shared -fPIC -O1 -o "$FAKEDIR/libcuda.so.1" test/Inputs/fake_libcuda.c || { log "no C compiler"; exit 2; }
-    echo "fake driver $FAKEDIR/libcuda.so.1" > "$OUT/device.txt"
-    BENCH_ENV="LD_LIBRARY_PATH=$FAKEDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    cc -shared -fPIC -O1 -o "$FAKEDIR/libcuda.so.1" -Wl,-soname,libcuda.so.1 test/Inputs/fake_libcuda.c \
+        || { log "no C compiler"; exit 2; }
+    cc -shared -fPIC -O1 -o "$FAKEDIR/libcublas.so.12" test/Inputs/fake_libcublas.c -L"$FAKEDIR" -l:libcuda.so.1 \
+        -Wl,-rpath,"$FAKEDIR"
+    echo "fake driver $FAKEDIR/libcuda.so.1, fake cuBLAS $FAKEDIR/libcublas.so.12" > "$OUT/device.txt"
+    BENCH_ENV="LD_LIBRARY_PATH=$FAKEDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} RELAX_MLIR_CUBLAS_LIBRARY=$FAKEDIR/libcublas.so.12 FAKE_CUBLAS_SKIP=1"
     BENCH_FLAGS="--host-path-only"
     XDIST=""
 else
@@ -64,7 +70,7 @@ head -20 "$OUT/device.txt" | tee -a "$OUT/session.log"
 log "tests (timeout 200 s)"
 RELAX_MLIR_TEST_TENSOR_CORES=$([ $FAKE = 1 ] && echo 0 || echo 1) timeout 200 "$PY" -m pytest -q $XDIST \
     -p no:cacheprovider test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py \
-    test/test_ops_numerics.py::test_take_out_of_range_on_gpu_targets > "$OUT/tests.txt" 2>&1
+    test/test_cuda_library.py test/test_ops_numerics.py::test_take_out_of_range_on_gpu_targets > "$OUT/tests.txt" 2>&1
 log "tests rc=$? $(tail -1 "$OUT/tests.txt")"
 
 T=$(( $(left) < 70 ? $(left) : 70 ))
@@ -94,6 +100,13 @@ env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --decode --q
     > "$OUT/bench_decode.md" 2> "$OUT/bench_decode.err"
 log "decode bench rc=$?"
 cat "$OUT/bench_decode.md" | tee -a "$OUT/session.log"
+
+T=$(( $(left) < 60 ? $(left) : 60 ))
+log "cuBLAS bench (timeout $T s)"
+env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --cublas --quick $BENCH_FLAGS \
+    > "$OUT/bench_cublas.md" 2> "$OUT/bench_cublas.err"
+log "cublas bench rc=$?"
+cat "$OUT/bench_cublas.md" | tee -a "$OUT/session.log"
 
 T=$(left)
 if [ "$T" -gt 60 ]; then

@@ -37,6 +37,9 @@ Devices
 ``RELAX_MLIR_VULKAN_TIMEOUT_S``
 ``RELAX_MLIR_CUDA_GRAPHS``         ``0``: launch kernels directly, no CUDA graph per call
 ``RELAX_MLIR_CUDA_CHECK``          ``1``: check each launch's pointers in Python (debugging)
+``RELAX_MLIR_CUBLAS``              cuda matmuls to cuBLAS: ``auto`` (default), ``on``, ``off``
+``RELAX_MLIR_CUBLAS_LIBRARY``      the libcublas.so to load (default: the PyPI wheel's, else the system's)
+``RELAX_MLIR_CUBLAS_TF32``         ``1``: cuBLAS f32 matmuls in TF32 (``CUBLAS_COMPUTE_32F_FAST_TF32``)
 =================================  ==========================================================
 
 Set for libraries that read the environment once, at their initialization:
@@ -200,6 +203,22 @@ def cuda_graphs() -> bool:
     """``RELAX_MLIR_CUDA_GRAPHS=0``: launch every kernel directly instead of capturing each
     call's device work as a CUDA graph."""
     return get("RELAX_MLIR_CUDA_GRAPHS", "1") != "0"
+
+
+def cuda_cublas() -> str:
+    """``RELAX_MLIR_CUBLAS``: the cuda target's cuBLAS policy when the compile's options do not
+    say (``auto``: the provisional rule where a cuBLAS library is found; ``on``; ``off``)."""
+    return get("RELAX_MLIR_CUBLAS", "auto").lower()
+
+
+def cublas_library() -> str:
+    """``RELAX_MLIR_CUBLAS_LIBRARY``: the cuBLAS library to load ('' : search for one)."""
+    return get("RELAX_MLIR_CUBLAS_LIBRARY")
+
+
+def cublas_tf32() -> bool:
+    """``RELAX_MLIR_CUBLAS_TF32=1``: cuBLAS computes f32 matmuls with TF32 tensor cores."""
+    return get("RELAX_MLIR_CUBLAS_TF32", "0") == "1"
 
 
 def cuda_check_launches() -> bool:

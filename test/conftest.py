@@ -11,6 +11,12 @@ import tempfile
 if "RELAX_MLIR_CACHE_DIR" not in os.environ:
     os.environ["RELAX_MLIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="relax-mlir-test-cache-")
 
+# The cuda target sends matmuls to cuBLAS where a library is installed (RELAX_MLIR_CUBLAS,
+# default auto): the GPU tests test the generated kernels on every machine alike, so it is off
+# unless a test asks for it (test_cuda_library.py: options={"cublas": ...}) or the environment
+# says otherwise.
+os.environ.setdefault("RELAX_MLIR_CUBLAS", "off")
+
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """One line saying how many Vulkan tests ran (CI must run them, not skip them)."""

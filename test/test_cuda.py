@@ -500,7 +500,7 @@ def test_fake_run_mlp_host_path(fake_run):
     # (nothing captured), its 2 kernels launched, x and the parameters copied in, the result out
     st, kernels, captured = fake_run["replay"]
     assert (kernels, captured) == (2, 0)
-    assert st == dict(later, graph_updates=0, replays=1, buffers=0, allocations=0)
+    assert st == dict(later, graph_updates=0, replays=1, buffers=0, allocations=0, library_calls=0)
     assert fake_run["stats"]["calls"] == 5 and fake_run["stats"]["uploads"] == 25
     assert fake_run["stats"]["upload_bytes"] == (1 + 7 + 130 + 7 + 7) * 32 + 5 * 848
     # the fake driver saw no direct launch: each call launched its graph

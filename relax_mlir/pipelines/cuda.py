@@ -73,17 +73,34 @@ def check_options(workgroup_size: int, chip: str, fmt: str = "isa", max_threads:
                             f"got {workgroup_size}")
 
 
+def cublas_stages(cublas: str = "") -> tuple[list[str], list[str]]:
+    """The cuBLAS passes for the graph stage (relax-cuda-dispatch-library) and after
+    bufferization (relax-cuda-split-library); none when the policy (``cublas`` option, else
+    ``$RELAX_MLIR_CUBLAS``) is off, or is auto and no cuBLAS library is found."""
+    from ..runtime.cuda.cublas import policy
+    try:
+        p = policy(cublas)
+    except ValueError as e:
+        raise PipelineError(f"option 'cublas' of pass 'cuda': {e}") from None
+    if p == "off":
+        return [], []
+    return [f"relax-cuda-dispatch-library{{policy={p}}}"], ["relax-cuda-split-library"]
+
+
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
            fmt: str = "isa", max_threads: Optional[int] = None,
-           schedule_config: str = "") -> list[tuple[str, list[str]]]:
+           schedule_config: str = "", cublas: str = "") -> list[tuple[str, list[str]]]:
     check_options(workgroup_size, chip, fmt, max_threads)
     check_schedule_config(schedule_config, "cuda")
     # memory planning on: the workspace is a device buffer of the session (intermediates at
-    # their upper bounds, allocated once); library dispatch off (host BLAS)
+    # their upper bounds, allocated once); host BLAS dispatch off; cuBLAS by its policy
     graph, host = _graph_and_host(fusion, True, False, None, "cpu", "cpu")
+    lib_graph, lib_split = cublas_stages(cublas)
+    at = next((i for i, p in enumerate(graph) if p.startswith("relax-legalize")), len(graph))
+    graph = graph[:at] + lib_graph + graph[at:]
     return [("graph", graph_stage(graph, "cuda")), ("host", host),
-            ("codegen", bufferize_stage() + kernel_stage(workgroup_size, "cuda", schedule_config) + ["relax-cuda-host"]
-             + nvvm_stage(chip, fmt) + host_stage())]
+            ("codegen", bufferize_stage() + lib_split + kernel_stage(workgroup_size, "cuda", schedule_config)
+             + ["relax-cuda-host"] + nvvm_stage(chip, fmt) + host_stage())]
 
 
 @register_pipeline("cuda", "relax IR to host LLVM code + PTX kernels (NVVM): the vulkan target's GPU kernels "
@@ -95,8 +112,12 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, chip: str = CHIP,
                             Option("chip", str, CHIP, "the PTX target (nvvm-attach-target chip)"),
                             Option("format", str, "isa", "kernels as PTX (isa, JIT-compiled by the driver) or "
                                                          "cubins (bin, needs ptxas on PATH)"),
-                            Option("schedule-config", str, "", SCHEDULE_CONFIG_HELP)])
+                            Option("schedule-config", str, "", SCHEDULE_CONFIG_HELP),
+                            Option("cublas", str, "", "matmuls to cuBLAS: auto (a provisional rule, where a cuBLAS "
+                                                      "library is found; a symbolic M split per call with the "
+                                                      "GEMV), on (every supported one), off; default "
+                                                      "$RELAX_MLIR_CUBLAS, else auto (docs/gpu.md)")])
 def cuda(opts) -> str:
     return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size, opts.chip, opts.format,
-                                                   schedule_config=opts.schedule_config)
+                                                   schedule_config=opts.schedule_config, cublas=opts.cublas)
                      for name in passes)

@@ -38,7 +38,7 @@ from __future__ import annotations
 SLOTS = {name: k for k, name in enumerate([
     "stream", "error", "code", "function", "gx", "gy", "gz", "bx", "by", "bz", "launches", "copies",
     "max_gx", "max_gy", "max_gz", "max_bx", "max_by", "max_bz", "max_threads", "check", "topology",
-    "arena", "arena_size", "arena_top", "arena_need"])}
+    "arena", "arena_size", "arena_top", "arena_need", "library_calls", "cublas_ws", "cublas_ws_size"])}
 NSLOTS = 28
 #: entries of the compiled kernel-handle cache (2 ** FCACHE_BITS)
 FCACHE_BITS = 10
@@ -54,7 +54,34 @@ SLOT_PREFIX = "_mlir_relax_cuda_cslot_"
 CONSTANTS_ATTR = "cuda.constants"
 STATE = "_mlir_relax_cuda_rt"
 #: error kinds recorded in slot ``error``
-LIMIT, LAUNCH, COPY, GET_FUNCTION = 1, 2, 3, 4
+LIMIT, LAUNCH, COPY, GET_FUNCTION, LIBRARY = 1, 2, 3, 4, 5
+#: the library GEMMs (relax-cuda-dispatch-library): ``_mlir_ciface_<LIBRARY_PREFIX>...``
+#: declarations of the host module are defined to call the cuBLAS shim's C entry point
+#: (relax_mlir/runtime/cuda/cublas_shim.c) with the state block and the callee's code
+LIBRARY_PREFIX = "relax_cublas_matmul_"
+LIBRARY_ENTRY = "relax_cublas_matmul"
+#: the runtime library of those callees (relax_mlir/runtime/cuda/cublas.py) and the
+#: (input dtype, output dtype) pairs it computes (f32 accumulation)
+LIBRARY_NAME = "relax_cublas"
+LIBRARY_DTYPES = {("f32", "f32"), ("f16", "f16"), ("f16", "f32")}
+
+
+def library_callee(ranks: str, din: str, dout: str) -> str:
+    """``relax_cublas_matmul_22_f32``, ``relax_cublas_matmul_33_f16_f32``, ..."""
+    return LIBRARY_PREFIX + ranks + "_" + din + ("" if din == dout else "_" + dout)
+
+
+def parse_library_callee(name: str):
+    """(rank of A, rank of B, input dtype, output dtype) of a :func:`library_callee`, else None."""
+    if not name.startswith(LIBRARY_PREFIX):
+        return None
+    parts = name[len(LIBRARY_PREFIX):].split("_")
+    if len(parts) not in (2, 3) or parts[0] not in ("22", "33", "32"):
+        return None
+    din, dout = parts[1], parts[-1]
+    if (din, dout) not in LIBRARY_DTYPES:
+        return None
+    return int(parts[0][0]), int(parts[0][1]), din, dout
 #: driver entry points the path calls: runtime symbol -> driver function
 DRIVER_SYMBOLS = {"relax_cu_launch": "cuLaunchKernel", "relax_cu_copy": "cuMemcpyDtoDAsync_v2",
                   "relax_cu_get_function": "cuModuleGetFunction"}
@@ -320,9 +347,10 @@ module {{
 """
 
 
-def link(module) -> None:
+def link(module) -> list[str]:
     """Define the launch path in ``module`` (a host module lowered to the LLVM dialect):
-    declarations of the same functions are replaced."""
+    declarations of the same functions are replaced; so are those of the cuBLAS matmuls
+    (``_mlir_ciface_relax_cublas_matmul_*``), whose names are returned."""
     from mlir import ir
 
     body = module.body
@@ -333,9 +361,43 @@ def link(module) -> None:
             if o.regions[0].blocks:
                 raise RuntimeError(f"the host module already defines @{ir.StringAttr(o.attributes['sym_name']).value}")
             o.erase()
-    rt = ir.Module.parse(_text(), module.context)
+    library = []
+    for op in list(body.operations):
+        o = op.operation
+        name = ir.StringAttr(o.attributes["sym_name"]).value if "sym_name" in o.attributes else ""
+        if o.name == "llvm.func" and name.startswith("_mlir_ciface_" + LIBRARY_PREFIX) and not o.regions[0].blocks:
+            library.append((name, library_code(name[len("_mlir_ciface_"):])))
+            o.erase()
+    text = _text()
+    text = text[:text.rstrip().rfind("}")] + _library_text(library) + "}\n"
+    rt = ir.Module.parse(text, module.context)
     for op in list(rt.body.operations):
         body.append(op.operation)
+    return [name for name, _ in library]
+
+
+def library_code(callee: str) -> int:
+    """The shim's code of a ``relax_cublas_matmul_*`` callee (see cublas_shim.c)."""
+    parsed = parse_library_callee(callee)
+    if parsed is None:
+        raise RuntimeError(f"@{callee}: not a cuBLAS matmul of relax-cuda-dispatch-library")
+    ra, rb, din, dout = parsed
+    return ra * 1000 + rb * 100 + (din == "f16") * 10 + (dout == "f16")
+
+
+def _library_text(entries: list[tuple[str, int]]) -> str:
+    if not entries:
+        return ""
+    fns = "".join(f"""
+  llvm.func @{name}(%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr) {{
+    %rt = llvm.mlir.addressof @{STATE} : !llvm.ptr
+    %code = llvm.mlir.constant({code} : i64) : i64
+    llvm.call @{LIBRARY_ENTRY}(%rt, %code, %a, %b, %c) : (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+    llvm.return
+  }}""" for name, code in entries)
+    return f"""
+  llvm.func @{LIBRARY_ENTRY}(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr){fns}
+"""
 
 
 __all__ = ["SLOTS", "NSLOTS", "STATE", "DRIVER_SYMBOLS", "CHECK_HOOK", "ALLOC_HOOK", "ARENA_ALIGN", "LIMIT", "LAUNCH", "COPY", "GET_FUNCTION",

@@ -287,7 +287,7 @@ def check_library_callees(module: ir.Operation, libraries) -> None:
     missing = []
     for op in calls:
         callee = ir.StringAttr(op.attributes["callee"]).value
-        if callee.startswith("relax_blas_"):
+        if callee.startswith(("relax_blas_", "relax_cublas_")):
             continue  # provided by the relax_blas runtime library that relax-dispatch-library names
         if not any(hasattr(lib, "_mlir_ciface_" + callee) for lib in libs):
             where = ", ".join(str(p) for p in libraries) or "none given"

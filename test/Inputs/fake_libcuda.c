@@ -29,6 +29,12 @@
  * fake_htod / fake_dtoh / fake_dtod (copies), fake_allocs (cuMemAlloc), fake_syncs
  * (cuStreamSynchronize, cuCtxSynchronize and cuStreamQuery calls that returned done),
  * fake_get_functions (cuModuleGetFunction calls).
+ *
+ * Host work in stream order, for the fake cuBLAS (test/Inputs/fake_libcublas.c, linked
+ * against this library): fake_enqueue(stream, fn, args) runs fn(args) now, or, on a
+ * capturing stream, records it as a node (kind 3, counted as a kernel when its graph is
+ * launched, as cuBLAS's kernels would be); fake_device_bytes(p, n) is the shadow of device
+ * memory [p, p + n), NULL outside it.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -177,7 +183,9 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 }
 const char *fake_function_name(void *f) { return ((char **)f)[1]; }
 /* graphs: a list of nodes (a kernel launch or a device-to-device copy) */
-typedef struct { int kind; void *f; unsigned grid[3], block[3]; uint64_t dst, src; size_t n; } node_t;
+#define FAKE_ARGS 24
+typedef void (*fake_host_fn)(const int64_t *);
+typedef struct { int kind; void *f; unsigned grid[3], block[3]; uint64_t dst, src; size_t n; int64_t args[FAKE_ARGS]; } node_t;
 typedef struct { int n, cap; node_t *nodes; } graph_t;
 typedef struct { int capturing; graph_t *graph; } stream_t;
 
@@ -205,7 +213,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     long err = env("FAKE_CUDA_LAUNCH_ERROR", 0);
     if (err) return (CUresult)err;
     if (capturing(s)) {
-        node_t nd = {1, f, {gx, gy, gz}, {bx, by, bz}, 0, 0, 0};
+        node_t nd = {1, f, {gx, gy, gz}, {bx, by, bz}, 0, 0, 0, {0}};
         add_node(((stream_t *)s)->graph, nd);
         return 0;
     }
@@ -270,6 +278,7 @@ CUresult cuGraphLaunch(void *e, void *s) {
     for (int i = 0; i < x->n; i++) {
         node_t *nd = &x->nodes[i];
         if (nd->kind == 1) run_kernel(nd->grid[0], nd->grid[1], nd->grid[2]);
+        else if (nd->kind == 3) { run_kernel(1, 1, 1); ((fake_host_fn)nd->f)(nd->args); }
         else memmove(dev(nd->dst, nd->n), dev(nd->src, nd->n), nd->n);
     }
     fake_graph_launches++;
@@ -278,6 +287,22 @@ CUresult cuGraphLaunch(void *e, void *s) {
 static void free_graph(graph_t *g) { if (g) { free(g->nodes); free(g); } }
 CUresult cuGraphDestroy(void *g) { free_graph(g); return 0; }
 CUresult cuGraphExecDestroy(void *e) { free_graph(e); return 0; }
+
+void *fake_device_bytes(uint64_t p, size_t n) { return dev(p, n); }
+/* 0, or 1 when the stream is capturing and the work was recorded instead of run */
+int fake_enqueue(void *s, fake_host_fn fn, const int64_t *args) {
+    if (capturing(s)) {
+        node_t nd = {3, (void *)fn, {1, 1, 1}, {1, 1, 1}, 0, 0, 0, {0}};
+        memcpy(nd.args, args, sizeof nd.args);
+        add_node(((stream_t *)s)->graph, nd);
+        return 1;
+    }
+    fake_direct_launches++;
+    run_kernel(1, 1, 1);
+    fn(args);
+    return 0;
+}
+int fake_capturing(void *s) { return capturing(s); }
 
 /* copies: device addresses through the shadow; 1 (CUDA_ERROR_INVALID_VALUE) for anything else */
 CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) {
@@ -310,7 +335,7 @@ CUresult cuMemcpyDtoHAsync_v2(void *d, uint64_t s, size_t n, void *st) {
 CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void *st) {
     if (!dev(d, n) || !dev(s, n)) return 1;
     if (capturing(st)) {
-        node_t nd = {2, 0, {0, 0, 0}, {0, 0, 0}, d, s, n};
+        node_t nd = {2, 0, {0, 0, 0}, {0, 0, 0}, d, s, n, {0}};
         add_node(((stream_t *)st)->graph, nd);
         return 0;
     }

@@ -11,7 +11,8 @@ def _stages(opts, backend: Backend) -> list[Stage]:
     from ...pipelines.cuda import stages
     device = getattr(opts, "target", None)
     return stages(opts.fusion, opts.workgroup_size, device.arch if device is not None else opts.chip, opts.format,
-                  device.max_threads_per_block if device is not None else None, opts.schedule_config)
+                  device.max_threads_per_block if device is not None else None, opts.schedule_config,
+                  getattr(opts, "cublas", ""))
 
 
 def _runtime(module, metadata: dict, libraries: list[str], options):

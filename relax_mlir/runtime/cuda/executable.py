@@ -97,7 +97,8 @@ class CudaExecutable(DeviceExecutable):
         free buffer, the arena grown), ``buffers`` (call buffers from the pool: what did not fit the
         session's arena), ``graph_launches``, ``graph_builds``
         (instantiations), ``graph_updates`` (executables updated in place), ``replays`` (calls
-        replayed without running their host code)."""
+        replayed without running their host code), ``library_calls`` (cuBLAS matmuls: each also
+        counted in ``launches``)."""
         return dict(self._runtime.stats)
 
     @property
@@ -181,8 +182,12 @@ def cuda_runtime(module, metadata: dict, libraries: list[str], options):
     attrs = module.operation.attributes
     constants = [tuple(ir.IntegerAttr(x).value for x in ir.ArrayAttr(c))
                  for c in ir.ArrayAttr(attrs[CONSTANTS_ATTR])] if CONSTANTS_ATTR in attrs else []
-    link(module)     # the launch path, compiled with the host code
+    library = link(module)     # the launch path, compiled with the host code
     symbols = dict(runtime.callbacks)
+    if library:     # cuBLAS matmuls (relax-cuda-dispatch-library): the shim's entry point
+        from .cublas import LIBRARY_ENTRY, entry_address, workspace_bytes
+        symbols[LIBRARY_ENTRY] = ctypes.c_void_p(entry_address(dev))
+        runtime.cublas = workspace_bytes(dev)
     symbols.update({name: ctypes.c_void_p(dev.drv.address(fn)) for name, fn in DRIVER_SYMBOLS.items()})
     # the global constructors load the PTX (mgpuModuleLoadJIT) in the device's context
     resolver = jit_module(module, options.opt_level, libraries, extra=[lib], callbacks=symbols,

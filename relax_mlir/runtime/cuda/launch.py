@@ -12,7 +12,7 @@ import weakref
 from typing import Optional
 
 from ... import config
-from ..cuda_launch import ALLOC_HOOK, ARENA_ALIGN, CHECK_HOOK, COPY, LAUNCH, LIMIT, NSLOTS, SLOTS
+from ..cuda_launch import ALLOC_HOOK, ARENA_ALIGN, CHECK_HOOK, COPY, LAUNCH, LIBRARY, LIMIT, NSLOTS, SLOTS
 from ..gpu_shared import ALLOC_FN, CallHooks, DeferredChecks, add_stats
 from .device import CudaDevice
 from .driver import _CAPTURE_RELAXED, _ELF, CUDA_ERROR_NOT_READY, CUDA_SUCCESS, CudaError, _timeout_s
@@ -84,6 +84,9 @@ class CallState(DeferredChecks, CallHooks):
         if self.res.arena is not None:
             slots[SLOTS["arena"]], slots[SLOTS["arena_size"]] = self.res.arena.address, self.res.arena.size
         slots[SLOTS["check"]] = 1 if config.cuda_check_launches() else 0
+        if self.rt.cublas:      # the session's cuBLAS workspace (relax_mlir/runtime/cuda/cublas.py)
+            ws = self.res.cublas_workspace(self.rt.cublas)
+            slots[SLOTS["cublas_ws"]], slots[SLOTS["cublas_ws_size"]] = ws.address, self.rt.cublas
 
     def alloc(self, nbytes: int) -> int:
         """A call buffer: from the session's arena as the compiled allocation does (staged
@@ -159,6 +162,7 @@ class CallState(DeferredChecks, CallHooks):
         # the index checks' snapshot copies are graph nodes the compiled path does not hash
         self.topology = slots[SLOTS["topology"]] ^ (len(self.deferred) * 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF)
         self.counts["device_copies"] += slots[SLOTS["copies"]]
+        self.counts["library_calls"] = slots[SLOTS["library_calls"]]
         # a failed launch first: it is what invalidates a capture on a real driver
         if slots[SLOTS["error"]] and self.error is None:
             self.error = self.rt.recorded_error(slots)
@@ -184,6 +188,7 @@ class CallState(DeferredChecks, CallHooks):
         e.res, e.arena, e.exec_key, e.version = self.res, self.res.arena, self.exec_key, self.rt.versions[self.exec_key]
         e.staged, e.views, e.addresses = list(self.staged), list(self.views), list(self.addresses)
         e.launches, e.copies, e.checks = self.launches, self.counts["device_copies"], list(self.checks)
+        e.library_calls = self.counts["library_calls"]
         return e
 
     def replay(self, exec_: int, entry: "_Replay") -> None:
@@ -193,6 +198,7 @@ class CallState(DeferredChecks, CallHooks):
             raise self.dev.fail(r, f"cuGraphLaunch (a replay of @{entry.exec_key[0]})")
         self.launches = entry.launches
         self.counts["device_copies"] = entry.copies
+        self.counts["library_calls"] = entry.library_calls
         self.counts["graph_launches"] = self.counts["replays"] = 1
         self._sync()
 
@@ -265,14 +271,15 @@ class CallState(DeferredChecks, CallHooks):
 
 #: what a call counts (added to ``exe.cuda_stats``; ``exe.cuda_call_stats`` is the last call's)
 CALL_COUNTS = ("copies_in", "copies_out", "device_copies", "syncs", "allocations", "buffers", "graph_launches",
-               "graph_builds", "graph_updates", "replays")
+               "graph_builds", "graph_updates", "replays", "library_calls")
 
 
 class _Replay:
     """A call that can run again without its host code: its graph executable (at the version
     its capture left it), where its arguments were staged and its results are."""
 
-    __slots__ = ("res", "arena", "exec_key", "version", "staged", "views", "addresses", "launches", "copies", "checks")
+    __slots__ = ("res", "arena", "exec_key", "version", "staged", "views", "addresses", "launches", "copies", "checks",
+                 "library_calls")
 
 
 _LOAD = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
@@ -308,6 +315,8 @@ class CudaRuntime:
         #: graph function -> {(function, topology): graph executable}, least recently used first
         self.graphs: dict[str, dict[tuple[str, int], int]] = {}
         self.constants: list = []
+        #: bytes of each session's cuBLAS workspace when the host code calls cuBLAS, else 0
+        self.cublas = 0
         #: (function, topology) -> how many times its executable was made or updated
         self.versions: dict[tuple[str, int], int] = {}
         #: call key -> a call that can be replayed (CudaFunction)
@@ -394,6 +403,9 @@ class CudaRuntime:
             return self._limit_error(label, grid, block)
         if kind == LAUNCH:
             return self.dev.fail(code, f"kernel {label}: cuLaunchKernel (grid {grid}, block {block})")
+        if kind == LIBRARY:
+            from .cublas import describe
+            return CudaError(f"cuBLAS matmul failed: {describe(code)}", code)
         if kind == COPY:
             return self.dev.fail(code, f"cuMemcpyDtoDAsync({grid[0]} bytes, {grid[1]:#x} -> {grid[2]:#x}) of the "
                                        "host code")

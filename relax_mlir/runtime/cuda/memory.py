@@ -23,6 +23,16 @@ class _SessionResources:
         self.dev = dev
         self.stream = dev.new_stream()
         self.arena: Optional[DeviceBuffer] = None
+        self.cublas: Optional[DeviceBuffer] = None
+
+    def cublas_workspace(self, nbytes: int) -> DeviceBuffer:
+        """The session's cuBLAS workspace (a pool buffer, made on first use)."""
+        if self.cublas is None or self.cublas.size < nbytes:
+            if self.cublas is not None:
+                self.dev.release(self.cublas)
+            self.cublas = None
+            self.cublas = self.dev.alloc(nbytes)
+        return self.cublas
 
     def reserve(self, nbytes: int) -> None:
         """An arena of at least ``nbytes`` (a pool buffer: sizes in powers of two)."""
@@ -33,6 +43,9 @@ class _SessionResources:
             self.arena = self.dev.alloc(nbytes)
 
     def close(self) -> None:
+        if self.cublas is not None:
+            self.dev.release(self.cublas)
+            self.cublas = None
         if self.arena is not None:
             self.dev.release(self.arena)
             self.arena = None

@@ -1,0 +1,112 @@
+"""relax-cuda-split-library: a matmul kernel split per call by M between its generated routes and cuBLAS.
+
+relax-cuda-dispatch-library{policy=auto|split} marks a 2-D f32 matmul with a symbolic M
+``relax.dispatch_split = {callee, generated_m = [[1, 4]], library}`` (the cpu target's mark);
+relax-legalize and relax-fuse-kernels carry it to the kernel. Run after one-shot
+bufferization (the kernel writes its output argument and returns nothing), this pass gives
+such a kernel two variants and makes the kernel itself their dispatcher::
+
+    func.func private @k(%a: memref<?x768xf32>, %b, %c) {       // the kernel: callers unchanged
+      %m = memref.dim %a, %c0
+      scf.if (%m <= 4) { func.call @k__gen(%a, %b, %c) }        // the generated routes (GEMV...)
+      else { func.call @k__lib(%a, %b, %c) }                    // cuBLAS, then the epilogue
+    }
+
+``@k__gen`` is the kernel as it was (relax-gpu-schedule schedules it: the GEMV and the other
+routes); ``@k__lib`` its copy whose zero fill and matmul became the call of the mark's callee
+(:func:`relax_mlir.transforms.dispatch_split.library_variant`, the cpu target's
+relax-library-variants rewrite; kind ``opaque``: no schedule, what stays of it, such as a fused
+epilogue, is a generated kernel). On buffers, so no result is copied (the cpu target's split,
+relax-specialize-ranges, works on tensors, where one-shot bufferization copies the
+dispatcher's ``scf.if`` result: one more launch per call). A marked kernel the rewrite does
+not fit (A not a kernel argument, a static M, another matmul shape) loses its mark and stays
+generated for every M.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects import arith, func, memref, scf
+
+from ...transforms.dispatch_split import OPAQUE, SPLIT_ATTR, library_variant, read_split
+from ...transforms.graph import top_ops
+from ...transforms.registry import emit_error, register_pass
+
+KIND_ATTR = "relax.kernel_kind"
+
+
+def _matmul_a(fn: ir.Operation) -> Optional[ir.BlockArgument]:
+    """The A operand of the kernel's one 2-D ``linalg.matmul`` when it is a kernel argument with
+    a dynamic M, else None."""
+    block = fn.regions[0].blocks[0]
+    mms = []
+
+    def visit(op):
+        if op.operation.name in ("linalg.matmul", "linalg.batch_matmul"):
+            mms.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit)
+    if len(mms) != 1 or mms[0].name != "linalg.matmul":
+        return None
+    a = mms[0].operands[0]
+    if not (isinstance(a, ir.BlockArgument) and a.owner == block and isinstance(a.type, ir.MemRefType)):
+        return None
+    if not ir.ShapedType.is_dynamic_size(ir.MemRefType(a.type).shape[0]):
+        return None
+    return ir.BlockArgument(a)
+
+
+def split_kernel(fn: ir.Operation) -> bool:
+    """Split the marked, bufferized kernel ``fn`` (see the module docstring); False (the mark
+    dropped, ``fn`` unchanged otherwise) when the rewrite does not fit."""
+    mark = fn.attributes[SPLIT_ATTR]
+    del fn.attributes[SPLIT_ATTR]
+    split = read_split(mark)
+    fty = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    a = _matmul_a(fn)
+    if a is None or len(fty.results) or len(split.generated) != 1 or split.generated[0][0] > 1:
+        return False
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    lib = fn.clone(ir.InsertionPoint(fn))
+    lib.attributes["sym_name"] = ir.StringAttr.get(f"{name}__lib")
+    lib.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    lib.attributes[KIND_ATTR] = ir.StringAttr.get(OPAQUE)
+    if not library_variant(lib, split):
+        lib.erase()
+        return False
+    gen = fn.clone(ir.InsertionPoint(fn))
+    gen.attributes["sym_name"] = ir.StringAttr.get(f"{name}__gen")
+    gen.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    block = fn.regions[0].blocks[0]
+    for op in reversed(list(block.operations)):
+        op.operation.erase()
+    args = list(block.arguments)
+    with ir.InsertionPoint(block), fn.location:
+        m = memref.DimOp(a, arith.ConstantOp.create_index(0)).result
+        small = arith.CmpIOp(arith.CmpIPredicate.ule, m, arith.ConstantOp.create_index(split.generated[0][1])).result
+        branch = scf.IfOp(small, [], has_else=True)
+        for blk, callee in ((branch.then_block, f"{name}__gen"), (branch.else_block, f"{name}__lib")):
+            with ir.InsertionPoint(blk):
+                func.CallOp([], ir.FlatSymbolRefAttr.get(callee), args)
+                scf.YieldOp([])
+        func.ReturnOp([])
+    return True
+
+
+@register_pass("relax-cuda-split-library",
+               "cuda: a bufferized matmul kernel marked relax.dispatch_split becomes a dispatcher by M between "
+               "its generated routes and a cuBLAS variant (no result copy).")
+def relax_cuda_split_library(module: ir.Operation, opts) -> None:
+    for fn in top_ops(module):
+        if fn.name != "func.func" or SPLIT_ATTR not in fn.attributes or not fn.regions[0].blocks:
+            continue
+        if any(isinstance(x.type, ir.RankedTensorType) for x in fn.regions[0].blocks[0].arguments):
+            emit_error(fn, "relax-cuda-split-library: run after bufferization (the kernel takes tensors)")
+            continue
+        try:
+            split_kernel(fn)
+        except ValueError as e:
+            emit_error(fn, f"{SPLIT_ATTR}: {e}")

@@ -1,0 +1,147 @@
+/* The cuda target's cuBLAS entry point (relax_mlir/runtime/cuda/cublas.py builds it).
+ *
+ * relax_cublas_load(path) dlopens a libcublas.so (the PyPI wheel's, the system's, or the
+ * tests' fake) and creates one handle; relax_cublas_matmul(rt, code, a, b, c) is what the
+ * compiled host code calls for each relax_cublas_matmul_* (the host module defines those
+ * _mlir_ciface_ functions to pass its launch state block `rt` and the callee's `code`):
+ * the call's stream and the session's workspace come from `rt`, cuBLAS is pointed at them
+ * (cublasSetStream resets the workspace to cuBLAS's own pool, which allocates: not allowed
+ * while the stream is captured into the call's CUDA graph, hence cublasSetWorkspace after
+ * it), then one cublasGemmEx (2-D, or 3-D x 2-D with A's rows contiguous across the batch)
+ * or cublasGemmStridedBatchedEx. Row-major C = A B is column-major C^T = B^T A^T: cuBLAS
+ * gets B as its first operand. A failure is recorded in `rt` as the launch path records
+ * one (kind RELAX_KIND_LIBRARY, the cuBLAS status) and later calls do nothing.
+ *
+ * code = rank_a * 1000 + rank_b * 100 + in * 10 + out, dtypes 0 = f32, 1 = f16.
+ * Slot indices of `rt` come as -D flags from relax_mlir/runtime/cuda_launch.py's SLOTS.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int (*create_t)(void **);
+typedef int (*set_stream_t)(void *, void *);
+typedef int (*set_workspace_t)(void *, void *, size_t);
+typedef int (*gemm_ex_t)(void *, int, int, int, int, int, const void *, const void *, int, int, const void *, int,
+                         int, const void *, void *, int, int, int, int);
+typedef int (*gemm_sb_t)(void *, int, int, int, int, int, const void *, const void *, int, int, long long,
+                         const void *, int, int, long long, const void *, void *, int, int, long long, int, int, int);
+
+static void *handle;
+static set_stream_t set_stream;
+static set_workspace_t set_workspace;
+static gemm_ex_t gemm_ex;
+static gemm_sb_t gemm_sb;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int compute_type = 68;   /* CUBLAS_COMPUTE_32F; 77: CUBLAS_COMPUTE_32F_FAST_TF32 */
+
+#define CUDA_R_32F 0
+#define CUDA_R_16F 2
+#define OP_N 0
+#define OP_T 1
+#define GEMM_DEFAULT (-1)
+#define NOT_LOADED 1          /* CUBLAS_STATUS_NOT_INITIALIZED */
+#define BAD_LAYOUT 7          /* CUBLAS_STATUS_INVALID_VALUE */
+#define TOO_LARGE 7
+/* k == 0 is cuBLAS's C = beta C: zeros, as numpy */
+
+/* 0, or a negative step that failed: -1 dlopen, -2 a missing entry point, -3 cublasCreate */
+int relax_cublas_load(const char *path, int tf32) {
+    if (handle) return 0;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return -1;
+    create_t create = (create_t)dlsym(lib, "cublasCreate_v2");
+    set_stream = (set_stream_t)dlsym(lib, "cublasSetStream_v2");
+    set_workspace = (set_workspace_t)dlsym(lib, "cublasSetWorkspace_v2");
+    gemm_ex = (gemm_ex_t)dlsym(lib, "cublasGemmEx");
+    gemm_sb = (gemm_sb_t)dlsym(lib, "cublasGemmStridedBatchedEx");
+    if (!create || !set_stream || !set_workspace || !gemm_ex || !gemm_sb) return -2;
+    void *h = 0;
+    int r = create(&h);
+    if (r != 0) return -1000 - r;
+    if (tf32) compute_type = 77;
+    handle = h;
+    return 0;
+}
+
+const char *relax_cublas_error(void) { return dlerror(); }
+
+static void fail(int64_t *rt, int64_t status) {
+    if (rt[SLOT_ERROR]) return;
+    rt[SLOT_ERROR] = RELAX_KIND_LIBRARY;
+    rt[SLOT_CODE] = status;
+}
+
+static int fits(int64_t v) { return v >= 0 && v <= 0x7fffffff; }
+
+/* One matrix of a descriptor (rank r, batch index dims before the last two): its leading
+ * dimension and whether cuBLAS must read it transposed; 0 when neither axis is unit-stride. */
+static int layout(const int64_t *d, int r, int64_t *ld, int *trans) {
+    const int64_t *sizes = d + 3, *strides = d + 3 + r;
+    int64_t rows = sizes[r - 2], cols = sizes[r - 1];
+    if (strides[r - 1] == 1 || cols <= 1) {
+        *trans = 0;
+        *ld = strides[r - 2] > cols ? strides[r - 2] : (cols > 1 ? cols : 1);
+        if (rows > 1 && strides[r - 2] < cols) return 0;
+        return 1;
+    }
+    if (strides[r - 2] == 1 || rows <= 1) {
+        *trans = 1;
+        *ld = strides[r - 1] > rows ? strides[r - 1] : (rows > 1 ? rows : 1);
+        return 1;
+    }
+    return 0;
+}
+
+void relax_cublas_matmul(int64_t *rt, int64_t code, const int64_t *a, const int64_t *b, const int64_t *c) {
+    if (rt[SLOT_ERROR]) return;
+    if (!handle) { fail(rt, NOT_LOADED); return; }
+    int ra = (int)(code / 1000), rb = (int)(code / 100 % 10), din = (int)(code / 10 % 10), dout = (int)(code % 10);
+    int rc = ra > rb ? ra : rb;
+    int64_t m = a[3 + ra - 2], k = a[3 + ra - 1], n = b[3 + rb - 1];
+    int64_t batch = ra == 3 ? a[3] : 1;
+    int esz_in = din ? 2 : 4, esz_out = dout ? 2 : 4;
+    int tin = din ? CUDA_R_16F : CUDA_R_32F, tout = dout ? CUDA_R_16F : CUDA_R_32F;
+    const char *pa = (const char *)(intptr_t)a[1] + a[2] * esz_in;
+    const char *pb = (const char *)(intptr_t)b[1] + b[2] * esz_in;
+    char *pc = (char *)(intptr_t)c[1] + c[2] * esz_out;
+    int64_t lda, ldb, ldc;
+    int ta, tb, tc;
+    if (!layout(a, ra, &lda, &ta) || !layout(b, rb, &ldb, &tb) || !layout(c, rc, &ldc, &tc) || tc) {
+        fail(rt, BAD_LAYOUT);
+        return;
+    }
+    if (m == 0 || n == 0 || batch == 0) return;
+    /* 3-D x 2-D with A's and C's rows evenly spaced across the batch: one GEMM of batch*M rows */
+    if (ra == 3 && rb == 2 && !ta && a[3 + 3] == m * lda && c[3 + 3] == m * ldc) {
+        m *= batch;
+        batch = 1;
+    }
+    if (!fits(m) || !fits(n) || !fits(k) || !fits(lda) || !fits(ldb) || !fits(ldc) || !fits(batch)) {
+        fail(rt, TOO_LARGE);
+        return;
+    }
+    float one = 1.0f, zero = 0.0f;
+    int r;
+    pthread_mutex_lock(&lock);
+    r = set_stream(handle, (void *)(intptr_t)rt[SLOT_STREAM]);
+    if (r == 0) r = set_workspace(handle, (void *)(intptr_t)rt[SLOT_WS], (size_t)rt[SLOT_WS_SIZE]);
+    /* column-major: C^T (n x m) = op(B)^T (n x k) op(A)^T (k x m) */
+    if (r == 0 && batch == 1)
+        r = gemm_ex(handle, tb ? OP_T : OP_N, ta ? OP_T : OP_N, (int)n, (int)m, (int)k, &one, pb, tin, (int)ldb,
+                    pa, tin, (int)lda, &zero, pc, tout, (int)ldc, compute_type, GEMM_DEFAULT);
+    else if (r == 0) {
+        long long sa = ra == 3 ? a[3 + 3] : 0, sb = rb == 3 ? b[3 + 3] : 0, sc = c[3 + 3];
+        r = gemm_sb(handle, tb ? OP_T : OP_N, ta ? OP_T : OP_N, (int)n, (int)m, (int)k, &one, pb, tin, (int)ldb, sb,
+                    pa, tin, (int)lda, sa, &zero, pc, tout, (int)ldc, sc, (int)batch, compute_type, GEMM_DEFAULT);
+    }
+    pthread_mutex_unlock(&lock);
+    if (r != 0) {
+        fail(rt, r);
+        return;
+    }
+    rt[SLOT_LAUNCHES] += 1;
+    rt[SLOT_LIBRARY_CALLS] += 1;
+    rt[SLOT_TOPOLOGY] = rt[SLOT_TOPOLOGY] * 1099511628211LL + 2 + code;
+}

@@ -1,0 +1,88 @@
+// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-cuda-dispatch-library)' | FileCheck %s
+// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-cuda-dispatch-library{policy=on})' | FileCheck %s --check-prefix=ON
+// RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-cuda-dispatch-library{policy=off})' | FileCheck %s --check-prefix=OFF
+
+// A static M above the GEMV's 4 rows and 64*256*128 >= 2^21 multiply-adds: cuBLAS.
+// CHECK-LABEL: func.func @big
+// CHECK: "relax.call_dps_library"(%arg0, %arg1) {callee = "relax_cublas_matmul_22_f32"
+// CHECK-NOT: relax.matmul
+// OFF-LABEL: func.func @big
+// OFF: "relax.matmul"
+func.func @big(%x: tensor<64x256xf32>, %w: tensor<256x128xf32>) -> tensor<64x128xf32> attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<64x256xf32>, tensor<256x128xf32>) -> tensor<64x128xf32>
+  return %y : tensor<64x128xf32>
+}
+
+// -----
+
+// M = 4: the generated GEMV, whatever the size (policy on: cuBLAS all the same).
+// CHECK-LABEL: func.func @gemv
+// CHECK: "relax.matmul"
+// ON-LABEL: func.func @gemv
+// ON: callee = "relax_cublas_matmul_22_f32"
+func.func @gemv(%x: tensor<4x4096xf32>, %w: tensor<4096x4096xf32>) -> tensor<4x4096xf32> attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<4x4096xf32>, tensor<4096x4096xf32>) -> tensor<4x4096xf32>
+  return %y : tensor<4x4096xf32>
+}
+
+// -----
+
+// Too little work (16*32*32): generated.
+// CHECK-LABEL: func.func @small
+// CHECK: "relax.matmul"
+func.func @small(%x: tensor<16x32xf32>, %w: tensor<32x32xf32>) -> tensor<16x32xf32> attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+  return %y : tensor<16x32xf32>
+}
+
+// -----
+
+// A symbolic M: split per call by M (the GEMV up to 4 rows, cuBLAS above).
+// CHECK-LABEL: func.func @rows
+// CHECK: "relax.matmul"(%arg0, %arg1) {relax.dispatch_split = {callee = "relax_cublas_matmul_22_f32", generated_m = {{\[\[}}1, 4]], library = "relax_cublas"}}
+// ON-LABEL: func.func @rows
+// ON: callee = "relax_cublas_matmul_22_f32"
+func.func @rows(%x: tensor<?x768xf32, #relax.shape<["s", 768]>>, %w: tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>> attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x768xf32, #relax.shape<["s", 768]>>, tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>>
+  return %y : tensor<?x768xf32, #relax.shape<["s", 768]>>
+}
+
+// -----
+
+// A symbolic M bounded by 4: the GEMV; a symbolic M with too little work (N*K*5 < 2^21): generated.
+// CHECK-LABEL: func.func @bounded
+// CHECK: "relax.matmul"(%arg0, %arg1) :
+// CHECK-LABEL: func.func @narrow
+// CHECK: "relax.matmul"(%arg0, %arg1) :
+func.func @bounded(%x: tensor<?x768xf32, #relax.shape<["s", 768]>>, %w: tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>> attributes {relax.function, relax.upper_bounds = {s = 4 : i64}} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x768xf32, #relax.shape<["s", 768]>>, tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>>
+  return %y : tensor<?x768xf32, #relax.shape<["s", 768]>>
+}
+func.func @narrow(%x: tensor<?x64xf32, #relax.shape<["s", 64]>>, %w: tensor<64x64xf32>) -> tensor<?x64xf32, #relax.shape<["s", 64]>> attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x64xf32, #relax.shape<["s", 64]>>, tensor<64x64xf32>) -> tensor<?x64xf32, #relax.shape<["s", 64]>>
+  return %y : tensor<?x64xf32, #relax.shape<["s", 64]>>
+}
+
+// -----
+
+// Batched (the same batch), 3-D x 2-D, f16 (f16 or f32 out); a broadcast batch and i32 stay.
+// CHECK-LABEL: func.func @kinds
+// CHECK: callee = "relax_cublas_matmul_33_f32"
+// CHECK: callee = "relax_cublas_matmul_32_f32"
+// CHECK: callee = "relax_cublas_matmul_22_f16"
+// CHECK: callee = "relax_cublas_matmul_22_f16_f32"
+// CHECK: "relax.matmul"{{.*}}tensor<1x256x128xf32>
+// CHECK: "relax.matmul"{{.*}}xi32>
+func.func @kinds(%a: tensor<4x64x256xf32>, %b: tensor<4x256x128xf32>, %w: tensor<256x128xf32>,
+                 %h: tensor<64x256xf16>, %hw: tensor<256x128xf16>, %b1: tensor<1x256x128xf32>,
+                 %i: tensor<64x256xi32>, %iw: tensor<256x128xi32>)
+    -> (tensor<4x64x128xf32>, tensor<4x64x128xf32>, tensor<64x128xf16>, tensor<64x128xf32>, tensor<4x64x128xf32>, tensor<64x128xi32>)
+    attributes {relax.function} {
+  %0 = "relax.matmul"(%a, %b) : (tensor<4x64x256xf32>, tensor<4x256x128xf32>) -> tensor<4x64x128xf32>
+  %1 = "relax.matmul"(%a, %w) : (tensor<4x64x256xf32>, tensor<256x128xf32>) -> tensor<4x64x128xf32>
+  %2 = "relax.matmul"(%h, %hw) : (tensor<64x256xf16>, tensor<256x128xf16>) -> tensor<64x128xf16>
+  %3 = "relax.matmul"(%h, %hw) {out_dtype = f32} : (tensor<64x256xf16>, tensor<256x128xf16>) -> tensor<64x128xf32>
+  %4 = "relax.matmul"(%a, %b1) : (tensor<4x64x256xf32>, tensor<1x256x128xf32>) -> tensor<4x64x128xf32>
+  %5 = "relax.matmul"(%i, %iw) : (tensor<64x256xi32>, tensor<256x128xi32>) -> tensor<64x128xi32>
+  return %0, %1, %2, %3, %4, %5 : tensor<4x64x128xf32>, tensor<4x64x128xf32>, tensor<64x128xf16>, tensor<64x128xf32>, tensor<4x64x128xf32>, tensor<64x128xi32>
+}

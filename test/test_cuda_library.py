@@ -1,0 +1,344 @@
+"""Library GEMMs on the cuda target: cuBLAS through relax-cuda-dispatch-library.
+
+* compile only (everywhere): the cuda pipeline with ``cublas=on`` / ``auto`` / ``off``: which
+  matmuls become calls of the cuBLAS shim in the host code, what stays a PTX kernel, the
+  split kernel's two variants; the policy resolved from the options, the environment and
+  whether a library is found;
+* the fake driver and a fake cuBLAS (``test/Inputs/fake_libcuda.c`` as ``libcuda.so.1``,
+  ``test/Inputs/fake_libcublas.c`` as ``libcublas.so.12``, in a subprocess): the fake cuBLAS
+  computes its products on the fake driver's shadow of device memory, recorded into the
+  call's CUDA graph and computed when the graph is launched, so the numerics of the whole
+  host path (descriptors, row-major vs cuBLAS's column-major, batches, f16, the stream, the
+  workspace, graph capture, update and replay) are checked here against numpy, several sizes
+  through one executable; the stats; no library -> the generated kernels;
+* a real GPU: the same numerics (skipped without one).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import relax_mlir  # noqa: E402
+from relax_mlir.dialects.source import parse_module  # noqa: E402
+from relax_mlir.runtime.cuda import cublas  # noqa: E402
+
+from test_cuda import HAVE_GPU, GPU_WHY, run_fake  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE_CUBLAS = os.path.join(HERE, "Inputs", "fake_libcublas.c")
+
+#: one executable, every kind of matmul the pass sends to cuBLAS (symbolic M)
+MATMULS = """
+func.func @mm(%x: tensor<?x96xf32, #relax.shape<["n", 96]>>, %w: tensor<96x40xf32>) -> tensor<?x40xf32, #relax.shape<["n", 40]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x96xf32, #relax.shape<["n", 96]>>, tensor<96x40xf32>) -> tensor<?x40xf32, #relax.shape<["n", 40]>>
+  return %y : tensor<?x40xf32, #relax.shape<["n", 40]>>
+}
+func.func @bmm(%a: tensor<?x?x?xf32, #relax.shape<["b", "m", "k"]>>, %b: tensor<?x?x?xf32, #relax.shape<["b", "k", "n"]>>)
+    -> tensor<?x?x?xf32, #relax.shape<["b", "m", "n"]>> attributes {relax.function} {
+  %y = "relax.matmul"(%a, %b) : (tensor<?x?x?xf32, #relax.shape<["b", "m", "k"]>>, tensor<?x?x?xf32, #relax.shape<["b", "k", "n"]>>) -> tensor<?x?x?xf32, #relax.shape<["b", "m", "n"]>>
+  return %y : tensor<?x?x?xf32, #relax.shape<["b", "m", "n"]>>
+}
+func.func @b32(%a: tensor<?x?x24xf32, #relax.shape<["b", "m", 24]>>, %w: tensor<24x?xf32, #relax.shape<[24, "n"]>>)
+    -> tensor<?x?x?xf32, #relax.shape<["b", "m", "n"]>> attributes {relax.function} {
+  %y = "relax.matmul"(%a, %w) : (tensor<?x?x24xf32, #relax.shape<["b", "m", 24]>>, tensor<24x?xf32, #relax.shape<[24, "n"]>>) -> tensor<?x?x?xf32, #relax.shape<["b", "m", "n"]>>
+  return %y : tensor<?x?x?xf32, #relax.shape<["b", "m", "n"]>>
+}
+func.func @h16(%x: tensor<?x64xf16, #relax.shape<["n", 64]>>, %w: tensor<64x48xf16>) -> tensor<?x48xf16, #relax.shape<["n", 48]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x64xf16, #relax.shape<["n", 64]>>, tensor<64x48xf16>) -> tensor<?x48xf16, #relax.shape<["n", 48]>>
+  return %y : tensor<?x48xf16, #relax.shape<["n", 48]>>
+}
+func.func @h32(%x: tensor<?x64xf16, #relax.shape<["n", 64]>>, %w: tensor<64x48xf16>) -> tensor<?x48xf32, #relax.shape<["n", 48]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) {out_dtype = f32} : (tensor<?x64xf16, #relax.shape<["n", 64]>>, tensor<64x48xf16>) -> tensor<?x48xf32, #relax.shape<["n", 48]>>
+  return %y : tensor<?x48xf32, #relax.shape<["n", 48]>>
+}
+"""
+
+#: a symbolic M large enough for the split (768 x 768: N*K*5 >= 2^21)
+SPLIT = """
+func.func @main(%x: tensor<?x768xf32, #relax.shape<["s", 768]>>, %w: tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x768xf32, #relax.shape<["s", 768]>>, tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>>
+  return %y : tensor<?x768xf32, #relax.shape<["s", 768]>>
+}
+"""
+
+
+def _lower(src: str, options: str) -> str:
+    ctx = relax_mlir.make_context()
+    m = parse_module(src, ctx)
+    with ctx:
+        relax_mlir.run_pipeline(m, f"builtin.module(cuda{{{options}}})")
+    return str(m)
+
+
+# -- compile only ------------------------------------------------------------------------------
+
+def test_cublas_on_calls_the_shim_from_the_host_code():
+    text = _lower(MATMULS, "cublas=on")
+    called = sorted(set(re.findall(r"llvm.call @_mlir_ciface_(relax_cublas_matmul_\w+)\(", text)))
+    assert called == ["relax_cublas_matmul_22_f16", "relax_cublas_matmul_22_f16_f32", "relax_cublas_matmul_22_f32",
+                      "relax_cublas_matmul_32_f32", "relax_cublas_matmul_33_f32"]
+    # no kernel is left for any of the five matmuls: nothing is launched
+    assert "gpu.launch_func" not in text and "gpu.binary" not in text
+
+
+def test_cublas_off_keeps_the_generated_kernels():
+    text = _lower(MATMULS, "cublas=off")
+    assert "relax_cublas" not in text
+    # each of the five matmuls a kernel with its routes (GEMM tiles, GEMV, small): 14 binaries
+    binaries = re.findall(r"gpu.binary @(\w+)", text)
+    assert len(binaries) == 14 and len({b.split("_kernel")[0] for b in binaries}) == 5
+
+
+def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatch, tmp_path):
+    (tmp_path / "libcublas.so.12").write_bytes(b"")     # auto needs a library to be found
+    monkeypatch.setenv("RELAX_MLIR_CUBLAS_LIBRARY", str(tmp_path / "libcublas.so.12"))
+    text = _lower(SPLIT, "cublas=auto")
+    # the dispatcher compares M with 4: the generated variant (GEMV and the other routes,
+    # PTX kernels) or the library variant (the shim, no kernel of its own)
+    assert re.search(r"llvm.icmp \"ule\" %\w+, %\w+ : i64", text)
+    assert "llvm.call @_mlir_ciface_relax_cublas_matmul_22_f32(" in text
+    binaries = re.findall(r"gpu.binary @(\w+)", text)
+    gen = [b for b in binaries if "__gen_kernel" in b]
+    # the generated variant's routes (GEMV, GEMM tiles, the small one), nothing for the library
+    # variant nor the dispatcher (no result copy)
+    assert len(gen) == 3 and len(binaries) == 3
+    ptx = text[text.index("gpu.binary @" + gen[0]):]
+    assert "shfl.sync.bfly" in ptx       # the GEMV route is still there for M <= 4
+
+
+def test_cublas_policy_resolution(monkeypatch, tmp_path):
+    monkeypatch.delenv("RELAX_MLIR_CUBLAS", raising=False)     # test/conftest.py turns it off
+    monkeypatch.setenv("RELAX_MLIR_CUBLAS_LIBRARY", str(tmp_path / "missing.so"))
+    assert cublas.find() is None
+    assert cublas.policy("") == "off" and cublas.policy("auto") == "off"
+    assert cublas.policy("on") == "on"
+    lib = tmp_path / "libcublas.so.12"
+    lib.write_bytes(b"")
+    monkeypatch.setenv("RELAX_MLIR_CUBLAS_LIBRARY", str(lib))
+    assert cublas.find() == str(lib) and cublas.policy("") == "auto"
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))     # no compiler for the shim: auto is off
+    assert cublas.policy("") == "off"
+    monkeypatch.delenv("CC")
+    monkeypatch.setenv("RELAX_MLIR_CUBLAS", "off")
+    assert cublas.policy("") == "off" and cublas.policy("on") == "on"
+    with pytest.raises(ValueError, match="cublas must be auto, on or off, got 'fast'"):
+        cublas.policy("fast")
+    with pytest.raises(relax_mlir.CompileError, match="option 'cublas' of pass 'cuda'"):
+        relax_mlir.compile(SPLIT, target="cuda", options={"cublas": "fast"})
+
+
+def test_cublas_wheel_is_found_first(monkeypatch, tmp_path):
+    """Without RELAX_MLIR_CUBLAS_LIBRARY the PyPI wheel's library (nvidia/cublas/lib) wins."""
+    d = tmp_path / "nvidia" / "cublas" / "lib"
+    d.mkdir(parents=True)
+    (d / "libcublas.so.12").write_bytes(b"")
+    monkeypatch.delenv("RELAX_MLIR_CUBLAS_LIBRARY", raising=False)
+    monkeypatch.setattr(sys, "path", [str(tmp_path)] + sys.path)
+    assert cublas.find() == str(d / "libcublas.so.12")
+
+
+# -- the fake driver and the fake cuBLAS -------------------------------------------------------
+
+FAKE_LIBRARY_RUN = r'''
+import ctypes, json, os, sys
+import numpy as np
+fake = ctypes.CDLL(sys.argv[1])
+os.environ["RELAX_MLIR_CUBLAS_LIBRARY"] = sys.argv[2]
+import relax_mlir
+from relax_mlir.runtime import cuda
+
+fcb = ctypes.CDLL(sys.argv[2])     # the fake cuBLAS (the same library the shim loads)
+
+def count(name):
+    return ctypes.c_long.in_dll(fcb if name.startswith("fake_cublas_") else fake, name).value
+
+MATMULS, SPLIT = sys.argv[3], sys.argv[4]
+rng = np.random.default_rng(0)
+out = {"errors": {}, "stats": {}}
+exe = relax_mlir.compile(MATMULS, target="cuda", options={"cublas": "on"})
+
+def check(label, got, want, tol):
+    out["errors"][label] = [list(got.shape), str(got.dtype), float(np.abs(got.astype(np.float64) - want).max())
+                            if got.size else 0.0, tol]
+
+w = rng.standard_normal((96, 40), dtype=np.float32)
+for n in (1, 5, 37, 300):
+    x = rng.standard_normal((n, 96), dtype=np.float32)
+    check(f"mm{n}", exe["mm"](x, w), x.astype(np.float64) @ w, 1e-4)
+    out["stats"][f"mm{n}"] = exe.cuda_call_stats
+# the same shapes again (now within the session's arena: recorded for replay), then again with
+# other data: replayed without the host code, the graph's cuBLAS node computes the new product
+x = rng.standard_normal((37, 96), dtype=np.float32)
+check("mm37_again", exe["mm"](x, w), x.astype(np.float64) @ w, 1e-4)
+x = rng.standard_normal((37, 96), dtype=np.float32)
+check("mm37_replay", exe["mm"](x, w), x.astype(np.float64) @ w, 1e-4)
+out["stats"]["mm37_replay"] = exe.cuda_call_stats
+out["workspace"] = count("fake_cublas_workspace")
+for b, m, k, n in ((1, 1, 1, 1), (3, 7, 5, 9), (2, 33, 64, 17)):
+    a = rng.standard_normal((b, m, k), dtype=np.float32)
+    c = rng.standard_normal((b, k, n), dtype=np.float32)
+    check(f"bmm{b}x{m}x{k}x{n}", exe["bmm"](a, c), a.astype(np.float64) @ c, 1e-4)
+out["dims_bmm"] = list((ctypes.c_long * 6).in_dll(fcb, "fake_cublas_dims"))
+for b, m, n in ((2, 3, 5), (4, 1, 33)):
+    a = rng.standard_normal((b, m, 24), dtype=np.float32)
+    c = rng.standard_normal((24, n), dtype=np.float32)
+    check(f"b32_{b}x{m}x{n}", exe["b32"](a, c), a.astype(np.float64) @ c, 1e-4)
+out["dims_b32"] = list((ctypes.c_long * 6).in_dll(fcb, "fake_cublas_dims"))
+hw = (rng.standard_normal((64, 48)) * 0.5).astype(np.float16)
+for n in (1, 7, 70):
+    hx = (rng.standard_normal((n, 64)) * 0.5).astype(np.float16)
+    ref = hx.astype(np.float32) @ hw.astype(np.float32)
+    check(f"h16_{n}", exe["h16"](hx, hw), ref.astype(np.float16).astype(np.float64), 2e-2)
+    check(f"h32_{n}", exe["h32"](hx, hw), ref.astype(np.float64), 1e-4)
+os.environ["RELAX_MLIR_CUDA_GRAPHS"] = "0"     # launched directly, not captured
+direct = count("fake_direct_launches")
+x = rng.standard_normal((9, 96), dtype=np.float32)
+check("mm_direct", exe["mm"](x, w), x.astype(np.float64) @ w, 1e-4)
+out["stats"]["mm_direct"] = exe.cuda_call_stats
+out["direct"] = count("fake_direct_launches") - direct
+del os.environ["RELAX_MLIR_CUDA_GRAPHS"]
+out["totals"] = {k: count("fake_cublas_" + k) for k in ("handles", "calls", "runs")}
+
+# the split: M <= 4 the generated kernels (not run by the fake: no numerics), cuBLAS above
+split = relax_mlir.compile(SPLIT, target="cuda", options={"cublas": "auto"})
+ws = rng.standard_normal((768, 768), dtype=np.float32)
+out["split"] = {}
+for s in (1, 4, 5, 64):
+    x = rng.standard_normal((s, 768), dtype=np.float32)
+    y = split(x, ws)
+    if s > 4:
+        check(f"split{s}", y, x.astype(np.float64) @ ws, 1e-3)
+    st = split.cuda_call_stats
+    out["split"][s] = [st["launches"], st["library_calls"]]
+
+# no library: auto is off, the generated kernels run
+os.environ["RELAX_MLIR_CUBLAS_LIBRARY"] = "/nonexistent/libcublas.so.12"
+plain = relax_mlir.compile(MATMULS, target="cuda")
+before = count("fake_cublas_calls")
+plain["mm"](rng.standard_normal((37, 96), dtype=np.float32), w)
+out["absent"] = [plain.cuda_call_stats["launches"], plain.cuda_call_stats["library_calls"],
+                 count("fake_cublas_calls") - before]
+try:
+    relax_mlir.compile(MATMULS, target="cuda", options={"cublas": "on"})
+    out["absent_on"] = None
+except Exception as e:          # the shim was loaded before: on still works in this process
+    out["absent_on"] = [type(e).__name__, str(e)]
+print("FAKE-RUN " + json.dumps(out))
+'''
+
+
+def _build_fake_cublas(out_dir: str) -> str:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the fake cuBLAS")
+    path = os.path.join(out_dir, "libcublas.so.12")
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", path, FAKE_CUBLAS, "-Wl,-soname,libcublas.so.12",
+                    f"-L{out_dir}", "-l:libcuda.so.1", "-Wl,-rpath," + out_dir], check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def library_run(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("fakecublas"))
+    from test_cuda import _build_fake
+    _build_fake(d, soname="libcuda.so.1")
+    lib = _build_fake_cublas(d)
+    return run_fake(d, FAKE_LIBRARY_RUN, lib, MATMULS, SPLIT)
+
+
+def test_fake_cublas_numerics_through_one_executable(library_run):
+    errors = library_run["errors"]
+    want = {"mm1": [1, 40], "mm5": [5, 40], "mm37": [37, 40], "mm300": [300, 40], "mm37_again": [37, 40],
+            "mm37_replay": [37, 40],
+            "bmm1x1x1x1": [1, 1, 1], "bmm3x7x5x9": [3, 7, 9], "bmm2x33x64x17": [2, 33, 17],
+            "b32_2x3x5": [2, 3, 5], "b32_4x1x33": [4, 1, 33], "mm_direct": [9, 40],
+            "split5": [5, 768], "split64": [64, 768]}
+    want.update({f"h{o}_{n}": [n, 48] for o in (16, 32) for n in (1, 7, 70)})
+    assert {k: v[0] for k, v in errors.items()} == want
+    assert {k: v[1] for k, v in errors.items() if v[1] != "float32"} == {f"h16_{n}": "float16" for n in (1, 7, 70)}
+    bad = {k: v for k, v in errors.items() if not v[2] <= v[3]}
+    assert bad == {}
+
+
+def test_fake_cublas_row_major_as_column_major(library_run):
+    # C (m x n) = A B row-major is C^T = B^T A^T column-major: cuBLAS's m is our n
+    # (m, n, k, batch, transa, transb): the last batched product (2, 33, 64, 17)
+    assert library_run["dims_bmm"] == [17, 33, 64, 2, 0, 0]
+    # 3-D x 2-D with contiguous rows: one GEMM of batch*M rows (4 x 1 -> 4)
+    assert library_run["dims_b32"] == [33, 4, 24, 1, 0, 0]
+
+
+def test_fake_cublas_in_graph_capture_and_replay(library_run):
+    st = library_run["stats"]
+    # one library call per call, counted among the launches; captured into the call's graph
+    first = {"launches": 1, "library_calls": 1, "graph_launches": 1, "syncs": 1, "copies_in": 2, "copies_out": 1}
+    for n in (1, 5, 37, 300):
+        assert {k: st[f"mm{n}"][k] for k in first} == first
+    # the first call instantiates, later sizes update the same executable in place
+    assert [st[f"mm{n}"]["graph_builds"] for n in (1, 5, 37, 300)] == [1, 0, 0, 0]
+    assert [st[f"mm{n}"]["graph_updates"] for n in (1, 5, 37, 300)] == [0, 1, 1, 1]
+    # the same shapes again: replayed (the host code and the shim do not run), the product
+    # recomputed by the graph's node on the new data (numerics above)
+    assert st["mm37_replay"]["replays"] == 1 and st["mm37_replay"]["library_calls"] == 1
+    # RELAX_MLIR_CUDA_GRAPHS=0: cuBLAS issues on the stream directly
+    assert st["mm_direct"]["graph_launches"] == 0 and st["mm_direct"]["library_calls"] == 1
+    assert library_run["direct"] == 1
+    # one handle per process; the session's workspace is set (cuBLAS's default pool would
+    # allocate during the capture): 32 MiB on the fake sm_90 device
+    assert library_run["workspace"] == 32 << 20
+    totals = library_run["totals"]
+    assert totals["handles"] == 1 and totals["calls"] == 17 and totals["runs"] == 18   # + the replay
+
+
+def test_fake_cublas_split_by_rows(library_run):
+    # M <= 4: the generated kernel (the GEMV route), no library call; M > 4: cuBLAS alone
+    assert library_run["split"] == {"1": [1, 0], "4": [1, 0], "5": [1, 1], "64": [1, 1]}
+
+
+def test_fake_cublas_absent_library_keeps_generated_kernels(library_run):
+    # 37 x 96 x 40: the generated GEMM route, one launch; cuBLAS not called
+    assert library_run["absent"] == [1, 0, 0]
+
+
+# -- a real GPU ---------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not HAVE_GPU, reason=f"no CUDA device: {GPU_WHY}")
+def test_cuda_cublas_numerics():
+    if cublas.find() is None:
+        pytest.skip("no cuBLAS library (pip install nvidia-cublas-cu12)")
+    exe = relax_mlir.compile(MATMULS, target="cuda", options={"cublas": "on"})
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((96, 40), dtype=np.float32)
+    for n in (1, 5, 37, 300):
+        x = rng.standard_normal((n, 96), dtype=np.float32)
+        np.testing.assert_allclose(exe["mm"](x, w), x @ w, rtol=1e-4, atol=1e-4)
+        assert exe.cuda_call_stats["library_calls"] == 1
+    for b, m, k, n in ((1, 1, 1, 1), (3, 7, 5, 9), (2, 33, 64, 17)):
+        a = rng.standard_normal((b, m, k), dtype=np.float32)
+        c = rng.standard_normal((b, k, n), dtype=np.float32)
+        np.testing.assert_allclose(exe["bmm"](a, c), a @ c, rtol=1e-4, atol=1e-4)
+    hw = (rng.standard_normal((64, 48)) * 0.5).astype(np.float16)
+    for n in (1, 7, 70):
+        hx = (rng.standard_normal((n, 64)) * 0.5).astype(np.float16)
+        ref = hx.astype(np.float32) @ hw.astype(np.float32)
+        np.testing.assert_allclose(exe["h32"](hx, hw), ref, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(exe["h16"](hx, hw).astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+    split = relax_mlir.compile(SPLIT, target="cuda", options={"cublas": "auto"})
+    ws = rng.standard_normal((768, 768), dtype=np.float32)
+    for s in (1, 4, 5, 64):
+        x = rng.standard_normal((s, 768), dtype=np.float32)
+        np.testing.assert_allclose(split(x, ws), x @ ws, rtol=1e-3, atol=1e-3)
+        assert split.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+

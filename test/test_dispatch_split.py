@@ -8,6 +8,7 @@ whose epilogue stays generated after the library call), f32 and f64."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -70,6 +71,25 @@ def test_split_in_ir(exe):
     assert text.count(f"llvm.call @relax_blas_matmul_bias_22_{dt}(") == 1   # @mm_bias
     assert text.count("__lib(") >= 3
     assert e.metadata["blas"] in ("mkl", "openblas")
+
+
+def test_no_result_copy(exe):
+    """The split dispatcher returns its variants' result in the output argument: one-shot
+    bufferization sees each call's result equivalent to it, and drop-equivalent-buffer-results
+    + canonicalize (pipelines/cpu.llvm_stage) leave a dispatcher with no buffer of its own
+    (no malloc, no copy of M x N per call); the plain library variant is the call alone."""
+    dt, e = exe
+    parts = re.split(r"\n\s*llvm\.func ", e.llvm_dialect_text())
+    fns = {p.split("(", 1)[0].lstrip("@"): p for p in parts[1:]}
+    dispatchers = [f for f, body in fns.items() if f"llvm.call @{f}__lib(" in body]
+    assert len(dispatchers) == 3
+    for f in dispatchers:
+        for word in ("malloc", "memcpy", "memrefCopy", "llvm.store"):
+            assert word not in fns[f], (f, word)
+    plain = [f + "__lib" for f in dispatchers if f"llvm.call @relax_blas_matmul_22_{dt}(" in fns[f + "__lib"]
+             and "llvm.load" not in fns[f + "__lib"]]
+    assert len(plain) == 1                     # @mm's: no epilogue
+    assert "malloc" not in fns[plain[0]]
 
 
 @pytest.mark.parametrize("fn", ["mm", "mm_bias", "mm_bias_relu"])

@@ -21,7 +21,10 @@ that reads M from its operand and calls the variant whose range holds it::
 
 Run on tensors, before ``relax-apply-schedules`` (which then schedules each variant by
 its range) and the module's one-shot bufferization (the calls bufferize across function
-boundaries, the variants' results stay equivalent to the output argument). Only kernels
+boundaries, the variants' results stay equivalent to the output argument: no copy in
+bufferization itself; the second drop-equivalent-buffer-results + canonicalize of
+:func:`relax_mlir.pipelines.cpu.llvm_stage` then leave the dispatcher no result, which
+ownership-based deallocation would otherwise copy per call). Only kernels
 that get a matmul schedule, whose A operand is a kernel argument with a symbolic M, are
 specialized; everything else is left as it was, kernels on memrefs included (not
 :func:`relax_mlir.schedules.on_tensors`: bufferized already, or written so; they go

@@ -16,9 +16,10 @@ such a kernel two variants and makes the kernel itself their dispatcher::
 routes); ``@k__lib`` its copy whose zero fill and matmul became the call of the mark's callee
 (:func:`relax_mlir.transforms.dispatch_split.library_variant`, the cpu target's
 relax-library-variants rewrite; kind ``opaque``: no schedule, what stays of it, such as a fused
-epilogue, is a generated kernel). On buffers, so no result is copied (the cpu target's split,
-relax-specialize-ranges, works on tensors, where one-shot bufferization copies the
-dispatcher's ``scf.if`` result: one more launch per call). A marked kernel the rewrite does
+epilogue, is a generated kernel). On buffers, so no result is copied (a split on tensors, like the cpu
+target's relax-specialize-ranges, leaves the dispatcher returning its output argument, which
+ownership-based deallocation copies unless a second drop-equivalent-buffer-results round
+follows, as in the cpu pipeline's ``llvm_stage``). A marked kernel the rewrite does
 not fit (A not a kernel argument, a static M, another matmul shape) loses its mark and stays
 generated for every M.
 """

@@ -209,8 +209,10 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     (17 per layer + 17): per layer the softmax (6 -> 1), q.k and p.v (3 -> 1 each) and the
     rope kernel's two reshape copies; per step the causal mask's copy. Then 45 and 59
     (14 per layer + 17): the fused decode attention (q.k, softmax, p.v and the head merge's
-    copy -> 1). Now 39 and 50 (11 per layer + 17): relax-gpu-fold-tensor-copies (rope's
-    slice and reshape copies: 6 -> 3)."""
+    copy -> 1). Then 39 and 50 (11 per layer + 17): relax-gpu-fold-tensor-copies (rope's
+    slice and reshape copies: 6 -> 3). Now 32 and 43 (11 per layer + 10): the rope tables
+    computed without a concat (11 -> 4 per step: the positions, their products with the
+    frequencies, cos, sin) and the mask built in its final shape (3 per step)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     import test_cuda
@@ -218,5 +220,5 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     (tmp_path / "3").mkdir()
     two = test_cuda.run_fake(tmp_path / "2", test_cuda.FAKE_PRELUDE + FAKE_STEP, "2")
     three = test_cuda.run_fake(tmp_path / "3", test_cuda.FAKE_PRELUDE + FAKE_STEP, "3")
-    assert two == [39, 39, 39]
-    assert three == [50, 50, 50]
+    assert two == [32, 32, 32]
+    assert three == [43, 43, 43]

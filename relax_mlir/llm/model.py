@@ -319,7 +319,7 @@ class LlamaModel(nn.Module):
         self.layers = [Layer(c, c.layer_pairs(i)) for i in range(c.num_layers)]
         self.norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.lm_head = c.linear("lm_head", c.hidden_size, c.vocab_size)
-        self.rope_inv_freq = nn.Parameter([c.head_dim // 2])
+        self.rope_inv_freq = nn.Parameter([c.head_dim])   # [-f, f]: rope_weight(inv_freq)
 
     def layer_function(self, kind: str, layer: Layer) -> str:
         """The graph function computing ``kind`` (``prefill``, ``qkv``, ``attend``) of
@@ -340,27 +340,29 @@ class LlamaModel(nn.Module):
         call reads (no per-head copy), extend ``(s, 1, t, 1)``, already in the shape its scores
         take, so its masked softmax kernel is a broadcast add + softmax on f32 with no reshape
         or i1 operand inside."""
-        pos = relax.arange(start=st.start, end=st.total, dtype="f32")                  # (s,)
-        freqs = relax.multiply(relax.reshape(pos, shape=["s", 1]), self.rope_inv_freq.value)  # (s, hd/2)
-        cos, sin = relax.cos(freqs), relax.sin(freqs)
+        # (s, 1, D) tables straight from the positions, no concat: the frequencies are
+        # ``rope_inv_freq`` = [-f, f] (LlamaModel.rope_weight), cos is even and sin odd, so
+        # cos(pos * [-f, f]) = [c, c] and sin(pos * [-f, f]) = [-s, s], each one elementwise
+        # pass (a concat was a copy per slice: 11 GPU launches per call).
+        pos = relax.reshape(relax.arange(start=st.start, end=st.total, dtype="f32"), shape=["s", 1, 1])
+        freqs = relax.multiply(pos, self.rope_inv_freq.value)                          # (s, 1, D)
+        st.cos, st.sin = relax.cos(freqs), relax.sin(freqs)
         if self.c.attention_scaling != 1.0:
             a = relax.full(shape=[], value=self.c.attention_scaling, dtype="f32")
-            cos, sin = relax.multiply(cos, a), relax.multiply(sin, a)
-        # Full-width tables [c, c] and [-s, s] (s, 1, hd): rope is then one elementwise pass
-        # (see _rope), computed once per call and shared by every layer.
-        D = self.c.head_dim
-        st.cos = relax.reshape(relax.concat([cos, cos], axis=-1), shape=["s", 1, D])
-        st.sin = relax.reshape(relax.concat([relax.negative(sin), sin], axis=-1), shape=["s", 1, D])
-        qpos = relax.reshape(relax.arange(start=st.start, end=st.total, dtype="i64"), shape=["s", 1])
+            st.cos, st.sin = relax.multiply(st.cos, a), relax.multiply(st.sin, a)
+        # the mask built in its final shape by broadcasting (reshapes only add unit dims)
+        cached = st.past is not None
+        qpos = relax.reshape(relax.arange(start=st.start, end=st.total, dtype="i64"),
+                             shape=["s", 1, 1, 1] if cached else ["s", 1])
         kpos = relax.arange(start=0, end=st.total, dtype="i64")                        # (t,)
-        mask = relax.less_equal(kpos, qpos)                                            # (s, t)
+        if cached:
+            kpos = relax.reshape(kpos, shape=[st.total, 1])                             # (t, 1)
+        mask = relax.less_equal(kpos, qpos)                                # (s, 1, t, 1) / (s, t)
         if self.c.sliding_window is not None:                                          # and pos - j < W
             w = relax.full(shape=[], value=float(self.c.sliding_window), dtype="i64")
             mask = relax.where(mask, relax.less(relax.subtract(qpos, kpos), w), mask)
         zero = relax.full(shape=[], value=0.0, dtype="f32")
-        mask = relax.where(mask, zero, relax.full(shape=[], value=NEG, dtype="f32"))     # (s, t) f32
-        if st.past is not None:
-            mask = relax.reshape(mask, shape=["s", 1, st.total, 1])
+        mask = relax.where(mask, zero, relax.full(shape=[], value=NEG, dtype="f32"))
         st.mask = mask
 
 
@@ -511,12 +513,24 @@ class LlamaModel(nn.Module):
         """The stacked weights of each run (:meth:`runs`)."""
         return [_Stack(self.layers[first], first, count) for first, count in self.runs()]
 
+    def rope_weight(self, inv_freq) -> np.ndarray:
+        """The graph's ``rope_inv_freq`` (head_dim,) from the loaders' inverse frequencies f
+        (head_dim/2,): [-f, f] (see :meth:`_setup`); one already that wide is kept."""
+        f = np.asarray(inv_freq, np.float32).reshape(-1)
+        if f.size == self.c.head_dim:
+            return f
+        if f.size != self.c.head_dim // 2:
+            raise ValueError(f"rope_inv_freq: {f.size} values, expected head_dim/2 = {self.c.head_dim // 2}")
+        return np.concatenate([-f, f])
+
     def stack_weights(self, weights) -> dict:
         """The weights the graph takes: ``weights``' global ones (by :meth:`named_parameters`'
         names) and the stacked arrays, per run and weight the layers' bytes as one
         ``(count, bytes)`` i8 array (f32 weights as f32 bytes, others as stored); the
         per-layer arrays are read once each, layer by layer (:meth:`_Stack.stack`)."""
         out = {n: weights[n] for n, _ in self.named_parameters() if not n.startswith("layers.") and n in weights}
+        if "rope_inv_freq" in out:
+            out["rope_inv_freq"] = self.rope_weight(out["rope_inv_freq"])
         for r, stack in enumerate(self.stacks()):
             out.update({f"stacks.{r}.{n}": w for n, w in stack.stack(weights).items()})
         return out

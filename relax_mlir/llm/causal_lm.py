@@ -99,8 +99,10 @@ class CausalLM:
     """A compiled decoder LM; see the module docstring."""
 
     def __init__(self, config: LMConfig, weights: dict[str, np.ndarray], max_seq_len: int = 2048,
-                 eos_token_id=None, target: str = "cpu"):
+                 eos_token_id=None, target: str = "cpu", kv_dtype: Optional[str] = None):
         self.max_seq_len = int(max_seq_len)
+        if kv_dtype is not None:      # the KV cache's element type (LMConfig.kv_dtype)
+            config = replace(config, kv_dtype=kv_dtype)
         if self.max_seq_len > config.max_positions:   # the state's capacity bound is part of the graph
             config = replace(config, max_positions=self.max_seq_len)
         self.config = config
@@ -144,7 +146,8 @@ class CausalLM:
     # -- construction --------------------------------------------------------------------
 
     @classmethod
-    def from_hf(cls, model, max_seq_len: Optional[int] = None, target: str = "cpu") -> "CausalLM":
+    def from_hf(cls, model, max_seq_len: Optional[int] = None, target: str = "cpu",
+                kv_dtype: Optional[str] = None) -> "CausalLM":
         """Wrap a transformers causal LM (Llama, Mistral, Qwen2 families) in f32, compiled for
         ``target`` (``cpu``, ``vulkan``, ``cuda``)."""
         cfg = model.config
@@ -154,11 +157,11 @@ class CausalLM:
         weights["rope_inv_freq"] = W.inv_freq(cfg, c, model)
         msl = max_seq_len or getattr(cfg, "max_position_embeddings", 2048)
         return cls(c, weights, msl, eos_token_id=getattr(getattr(model, "generation_config", None),
-                                                          "eos_token_id", None), target=target)
+                                                          "eos_token_id", None), target=target, kv_dtype=kv_dtype)
 
     @classmethod
     def random(cls, config: LMConfig, max_seq_len: int = 2048, seed: int = 0, rope_theta: float = 10000.0,
-               std: float = 0.02, target: str = "cpu") -> "CausalLM":
+               std: float = 0.02, target: str = "cpu", kv_dtype: Optional[str] = None) -> "CausalLM":
         """Random-init weights (normal(0, std), norms at 1) without torch: for demos and benchmarks."""
         if config.formats or config.layer_formats:
             raise ValueError("CausalLM.random makes f32 weights: a config with quantized formats needs them "
@@ -175,7 +178,7 @@ class CausalLM:
                 weights[name] = np.zeros(p.shape, np.float32)
             else:
                 weights[name] = (rng.standard_normal(p.shape, dtype=np.float32) * std)
-        return cls(config, weights, max_seq_len, target=target)
+        return cls(config, weights, max_seq_len, target=target, kv_dtype=kv_dtype)
 
     @classmethod
     def from_pretrained(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu",
@@ -196,7 +199,7 @@ class CausalLM:
 
     @classmethod
     def from_gguf(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu",
-                  quantized: bool = True, activations: str = "f32") -> "CausalLM":
+                  quantized: bool = True, activations: str = "f32", kv_dtype: Optional[str] = None) -> "CausalLM":
         """A llama.cpp GGUF file (llama, mistral, qwen2), its tokenizer and chat template as
         ``.tokenizer`` (:class:`~relax_mlir.llm.gguf.GGUFTokenizer`); ``max_seq_len`` defaults to
         min(the file's context length, 2048). Weights in a format ``target`` computes on
@@ -208,7 +211,7 @@ class CausalLM:
         from .gguf import load
         g = load(path, formats=supported_formats(target) if quantized else None, activations=activations, lazy=True)
         lm = cls(g.config, g.weights, max_seq_len or min(g.context_length, 2048), eos_token_id=g.eos_token_id,
-                 target=target)
+                 target=target, kv_dtype=kv_dtype)
         lm.tokenizer = g.tokenizer
         return lm
 

@@ -102,6 +102,10 @@ class LMConfig:
     layer_formats: tuple = ()
     #: ``q8``: quantized matmuls quantize their activations to 8 bits (int8 dot products)
     activations: str = "f32"
+    #: element type of the KV cache (the state): ``f16`` halves what decode attention reads
+    #: (the GPU targets' fused decode attention reads f16 rows and accumulates in f32; on the
+    #: cpu target every read is a conversion of the whole cache: f32 there); off by default
+    kv_dtype: str = "f32"
 
     def format_of(self, role: str) -> Optional[str]:
         return dict(self.formats).get(role)
@@ -152,6 +156,8 @@ class LMConfig:
             roles_i = [r for r, _ in pairs]
             if "qkv" in roles_i and {"q", "k", "v"} & set(roles_i):
                 raise ValueError(f"layer_formats[{i}]: 'qkv' (fused) together with q/k/v (split)")
+        if self.kv_dtype not in ("f32", "f16"):
+            raise ValueError(f"kv_dtype must be f32 or f16, got {self.kv_dtype!r}")
         if self.activations not in QUANT_ACTIVATIONS:
             raise ValueError(f"activations must be one of {', '.join(QUANT_ACTIVATIONS)}, got {self.activations!r}")
 
@@ -421,6 +427,8 @@ class LlamaModel(nn.Module):
         rope is no prologue of the scores kernel (it would leave it unscheduled)."""
         c = self.c
         G, KV, D = c.group, c.num_kv_heads, c.head_dim
+        if c.kv_dtype != "f32":   # (the GPU's decode attention reads the f16 rows themselves)
+            k_all, v_all = relax.astype(k_all, dtype="f32"), relax.astype(v_all, dtype="f32")
         q5 = relax.reshape(q, shape=["s", G, 1, KV, D])
         sc = relax.sum(relax.multiply(q5, k_all), axes=[-1])                         # (s, G, t, KV)
         probs = relax.softmax(relax.add(sc, st.mask), axis=2)
@@ -430,7 +438,11 @@ class LlamaModel(nn.Module):
     def _layer(self, layer: Layer, st: _Step, x: ir.Value) -> list:
         """One decoder layer without a past (prefill): (x', k_new, v_new)."""
         q, k, v = self._qkv(layer, st, layer.input_norm(x))
-        return [self._finish(layer, x, self._attend_blas(st, q, k, v)), k, v]
+        return [self._finish(layer, x, self._attend_blas(st, q, k, v)), self._to_cache(k), self._to_cache(v)]
+
+    def _to_cache(self, x: ir.Value) -> ir.Value:
+        """New keys / values in the cache's element type (``kv_dtype``)."""
+        return x if self.c.kv_dtype == "f32" else relax.astype(x, dtype=self.c.kv_dtype)
 
     def _finish(self, layer: Layer, x: ir.Value, a: ir.Value) -> ir.Value:
         """o projection, residual, post-norm MLP, residual."""
@@ -552,7 +564,8 @@ class LlamaModel(nn.Module):
 
         def qkv(L):
             def fn(x, cos, sin):
-                return list(self._qkv(L, _Step("p", cos, sin), L.input_norm(x)))
+                q, k, v = self._qkv(L, _Step("p", cos, sin), L.input_norm(x))
+                return [q, self._to_cache(k), self._to_cache(v)]
             return fn
 
         def attend(L):
@@ -564,8 +577,8 @@ class LlamaModel(nn.Module):
                 ("prefill", lambda L: L, rope + [("mask", ["s", "s"], c.dtype)], prefill_layer),
                 ("qkv", self._qkv_part, rope, qkv),
                 ("attend", self._attend_part,
-                 [("x", ["s", d], c.dtype), ("q", ["s", H, D], c.dtype), ("k_all", [t, KV, D], c.dtype),
-                  ("v_all", [t, KV, D], c.dtype), ("mask", ["s", 1, t, 1], c.dtype)], attend)):
+                 [("x", ["s", d], c.dtype), ("q", ["s", H, D], c.dtype), ("k_all", [t, KV, D], c.kv_dtype),
+                  ("v_all", [t, KV, D], c.kv_dtype), ("mask", ["s", 1, t, 1], c.dtype)], attend)):
             done = set()
             for L in self.layers:          # one function per distinct format tuple
                 name = self.layer_function(kind, L)
@@ -573,7 +586,7 @@ class LlamaModel(nn.Module):
                     done.add(name)
                     nn.export(module, name, part(L), args, body(L))
         N = c.num_layers
-        declare_states(module, {kv: (["cap", KV, D], c.dtype) for kv in "kv"},
+        declare_states(module, {kv: (["cap", KV, D], c.kv_dtype) for kv in "kv"},
                        upper_bounds={"cap": N * c.max_positions})
         stacks = self.stacks()
         done = set()

@@ -10,6 +10,8 @@ launch, not one per linalg op.
   DecodeAttention rule): numerics on vulkan at KV lengths 1, odd and longer than a split,
   several query rows, through ONE executable; the fused kernel's linalg body on the other
   routes; its PTX loaded and launched by the fake CUDA driver;
+* an f16 KV cache: the fused kernel reads f16 K / V (numerics on vulkan, its PTX, a tiny
+  Llama's decode with ``kv_dtype="f16"``); the split's chunk sized from the multiprocessors;
 * the tiny Llama's decode step with the fake CUDA driver: the launches per step
   (``exe.cuda_call_stats``), pinned (75 before these changes, docs/gpu.md).
 """

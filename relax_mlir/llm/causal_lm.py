@@ -23,7 +23,9 @@ config share the compiled executable, not their caches.
 
 ``target="vulkan"`` (or ``"cuda"``) compiles the same graph for a GPU: the cache is then
 device memory owned by the session (``lm.cache.k[i]`` reads a layer back as numpy) and
-the bound weights are uploaded once, when the CausalLM is made.
+the bound weights are uploaded once, when the CausalLM is made. ``kv_dtype="f16"`` keeps
+the cache in f16 (half the bytes decode attention reads; the GPU's fused decode attention
+widens each element as it loads it, f32 arithmetic; off by default, docs/gpu.md).
 """
 
 from __future__ import annotations
@@ -182,7 +184,7 @@ class CausalLM:
 
     @classmethod
     def from_pretrained(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu",
-                        quantized: bool = True) -> "CausalLM":
+                        quantized: bool = True, kv_dtype: Optional[str] = None) -> "CausalLM":
         """A local model directory (config.json + *.safetensors); nothing is downloaded, no
         torch model is made: the files are memory-mapped, f16/bf16 projections stay as stored
         (converted in the kernels' registers; ``quantized=False``: all converted to f32 once)."""
@@ -195,7 +197,7 @@ class CausalLM:
         weights = W.model_weights(src, c, tie, lazy=True)
         weights["rope_inv_freq"] = W.inv_freq(cfg, c)
         return cls(c, weights, max_seq_len or getattr(cfg, "max_position_embeddings", 2048),
-                   eos_token_id=getattr(cfg, "eos_token_id", None), target=target)
+                   eos_token_id=getattr(cfg, "eos_token_id", None), target=target, kv_dtype=kv_dtype)
 
     @classmethod
     def from_gguf(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu",
@@ -221,7 +223,7 @@ class CausalLM:
     def bytes_per_token(self) -> int:
         """Bytes written into the cache per generated token (new K and V of every layer)."""
         c = self.config
-        return 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4
+        return 2 * c.num_layers * c.num_kv_heads * c.head_dim * (2 if c.kv_dtype == "f16" else 4)
 
     def reset(self) -> None:
         self.cache.length = 0

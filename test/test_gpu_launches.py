@@ -209,6 +209,36 @@ def test_vulkan_decode_attention_kernel_on_the_other_routes(routes, monkeypatch)
         assert len(launched) > 1
 
 
+@needs_vulkan
+def test_vulkan_decode_attention_f16_cache_on_the_row_kernels(routes, monkeypatch):
+    """Where the fused kernel is not built, an f16 cache's conversions fuse into the q.k and
+    p.v sums, which the row rule takes with their f16 inputs (the body widens them): right at
+    every KV length. (They fell to the unscheduled fallback before, which is wrong on lavapipe
+    at these sizes: the xfail below.)"""
+    monkeypatch.setattr(rules.DecodeAttention, "apply", lambda *a: False)
+    G, KV, D = 3, 4, 64
+    exe = relax_mlir.compile(attention_module(G, KV, D, kv_dtype="f16"), target="vulkan")
+    for s, t in [(1, 1), (1, 7), (1, 256), (2, 300), (1, 512)]:
+        q, k, v, mask = attention_inputs(s, t, KV, D, G, t)
+        k16, v16 = k.astype(np.float16), v.astype(np.float16)
+        y, launched = routes.call(exe, q, k16, v16, mask)
+        ref = attention_ref(q, k16.astype(np.float64), v16.astype(np.float64), mask, G, KV, D).reshape(s, -1)
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+@needs_vulkan
+@pytest.mark.xfail(strict=True, reason="the unscheduled fallback sums wrong on lavapipe here: its grid is "
+                                       "ceil(a / 64) workgroups, so with a = 1 one thread loops over every "
+                                       "output and key (195K iterations; (1, 300, 4) and 150K are right); "
+                                       "found in session gpul, not located (docs/gpu.md)")
+def test_vulkan_fallback_sum_over_a_middle_axis_large(monkeypatch):
+    from relax_mlir.pipelines import gpu
+    monkeypatch.setattr(gpu, "SCHEDULES_DEFAULT", False)
+    exe = relax_mlir.compile(graph_module("sum", [["a", "n", "b"]], ["f32"], "axes = array<i64: 1>"), target="vulkan")
+    x = np.random.default_rng(0).standard_normal((1, 254, 768)).astype(np.float32)
+    np.testing.assert_allclose(exe(x), x.astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-3)
+
+
 FAKE_ATTENTION = r"""
 sys.path.insert(0, sys.argv[2])
 from test_gpu_launches import attention_module, attention_inputs

@@ -351,8 +351,11 @@ class LlamaModel(nn.Module):
         # cos(pos * [-f, f]) = [c, c] and sin(pos * [-f, f]) = [-s, s], each one elementwise
         # pass (a concat was a copy per slice: 11 GPU launches per call).
         pos = relax.reshape(relax.arange(start=st.start, end=st.total, dtype="f32"), shape=["s", 1, 1])
-        freqs = relax.multiply(pos, self.rope_inv_freq.value)                          # (s, 1, D)
-        st.cos, st.sin = relax.cos(freqs), relax.sin(freqs)
+        f = self.rope_inv_freq.value
+        # the product once per table (operands swapped, so that no CSE merges them): each
+        # table's kernel then computes it in registers (a product read by both would be a
+        # buffer and a launch of its own on the GPU)
+        st.cos, st.sin = relax.cos(relax.multiply(pos, f)), relax.sin(relax.multiply(f, pos))   # (s, 1, D)
         if self.c.attention_scaling != 1.0:
             a = relax.full(shape=[], value=self.c.attention_scaling, dtype="f32")
             st.cos, st.sin = relax.multiply(st.cos, a), relax.multiply(st.sin, a)

@@ -43,7 +43,7 @@ from ...transforms.graph import body_ops, defining_op, graph_functions, other_op
 from ...transforms.graph import value_sig as _sig
 from ...transforms.legalize import KERNEL_OP_ATTR, KernelTable
 from ...transforms.registry import Option, register_pass
-from .launch_builder import (MAX_GRID, Launch, barrier, ceil_div, f32, for_loop, index, indexing_maps, load, store,
+from .launch_builder import (MAX_GRID, Launch, barrier, f32, for_loop, index, indexing_maps, load, store,
                              to_f32, when)
 
 KERNEL_OP = "decode_attention"
@@ -462,7 +462,7 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
             for_loop(launch.block_id[0], grid_items, launch.grid_dim[0], [], item_body)
 
     def split(rows: ir.Value, t_n: ir.Value, parts: ir.Value, chunk_n: ir.Value) -> None:
-        """Flash-decoding: ``parts`` workgroups per row, each over ``chunk`` keys, their
+        """Flash-decoding: ``parts`` workgroups per row, each over ``chunk_n`` keys, their
         (max, sum, accumulators) in a workspace; then a subgroup per row combines them."""
         items = arith.MulIOp(rows, parts).result
         ws = memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.F32Type.get()),

@@ -327,7 +327,7 @@ class DecodeAttention(ScheduleRule):
         return Space("gpu_attention", (
             Knob("attention_splits", (1, 2, 4, 8), "subgroups per workgroup, each taking every n-th key"),
             Knob("attention_chunk", (32, 64, 128, 256, 512, 1024, 4096),
-                 "keys per workgroup (with attention_waves: at least): a longer KV length is split "
+                 "keys per workgroup (with attention_split=2: at least): a longer KV length is split "
                  "across workgroups (a second launch combines them), a shorter one is one workgroup per row"),
             Knob("attention_split", (1, 2),
                  "1: chunks of attention_chunk keys; 2: chunks sized at run time from the target's "

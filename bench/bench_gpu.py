@@ -76,7 +76,8 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
 
 def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True,
                      gemv_configs: tuple = (), attention: bool = False, attention_splits: tuple = (),
-                     attention_chunks: tuple = (), without_fold: bool = False, cublas: bool = False):
+                     attention_chunks: tuple = (), without_fold: bool = False, cublas: bool = False,
+                     configs: tuple = ()):
     """{label: executable}: each GPU target with its schedules (with ``gemv`` also without
     subgroup operations: no GEMV route; with ``without_vector`` also without
     relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel one
@@ -115,6 +116,8 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
         for c in attention_chunks:   # keys per workgroup before the KV length is split across workgroups
             out[f"{target} chunk {c}"] = relax_mlir.compile(mod, target=target, options={
                 "schedule_config": f"attention_chunk={c}"})
+        for c in configs:   # whole schedule_config strings (knob=value:knob=value)
+            out[f"{target} {c}"] = relax_mlir.compile(mod, target=target, options={"schedule_config": c})
         if attention:
             out[f"{target} 3 kernels"] = without("DECODE_ATTENTION_DEFAULT", target)
         if without_vector:
@@ -317,9 +320,9 @@ TORCH_REFS["qlinear"] = lambda x, w: x @ w
 
 
 ATTENTION = """
-func.func @main(%q: tensor<1x{h}x{d}xf32>, %mask: tensor<1x1x{t}x1xf32>, %k: tensor<{t}x{kv}x{d}xf32>,
-                %v: tensor<{t}x{kv}x{d}xf32>) -> tensor<1x{hd}xf32> attributes {{relax.function}} {{
-  %q5 = "relax.reshape"(%q) {{shape = #relax.shape<[1, {g}, 1, {kv}, {d}]>}} : (tensor<1x{h}x{d}xf32>) -> tensor<1x{g}x1x{kv}x{d}xf32>
+func.func @main(%q: tensor<1x{h}x{d}xf32>, %mask: tensor<1x1x{t}x1xf32>, %k0: tensor<{t}x{kv}x{d}x{kvt}>,
+                %v0: tensor<{t}x{kv}x{d}x{kvt}>) -> tensor<1x{hd}xf32> attributes {{relax.function}} {{
+{cast}  %q5 = "relax.reshape"(%q) {{shape = #relax.shape<[1, {g}, 1, {kv}, {d}]>}} : (tensor<1x{h}x{d}xf32>) -> tensor<1x{g}x1x{kv}x{d}xf32>
   %p = "relax.multiply"(%q5, %k) : (tensor<1x{g}x1x{kv}x{d}xf32>, tensor<{t}x{kv}x{d}xf32>) -> tensor<1x{g}x{t}x{kv}x{d}xf32>
   %sc = "relax.sum"(%p) {{axes = array<i64: -1>}} : (tensor<1x{g}x{t}x{kv}x{d}xf32>) -> tensor<1x{g}x{t}x{kv}xf32>
   %a = "relax.add"(%sc, %mask) : (tensor<1x{g}x{t}x{kv}xf32>, tensor<1x1x{t}x1xf32>) -> tensor<1x{g}x{t}x{kv}xf32>
@@ -333,6 +336,11 @@ func.func @main(%q: tensor<1x{h}x{d}xf32>, %mask: tensor<1x1x{t}x1xf32>, %k: ten
 """
 
 
+#: the K / V parameters as the chain's f32 operands: as they are, or converted from an f16 cache
+_KV_F32 = "  %k = \"relax.astype\"(%k0) {{dtype = f32}} : (tensor<{t}x{kv}x{d}xf16>) -> tensor<{t}x{kv}x{d}xf32>\n" \
+          "  %v = \"relax.astype\"(%v0) {{dtype = f32}} : (tensor<{t}x{kv}x{d}xf16>) -> tensor<{t}x{kv}x{d}xf32>\n"
+
+
 def _attention_ref(q, mask, k, v, g: int = 3):
     """numpy: relax_mlir/llm's cached attention (query heads group-major: head g*KV + kv)."""
     kv, d = k.shape[1], k.shape[2]
@@ -344,6 +352,7 @@ def _attention_ref(q, mask, k, v, g: int = 3):
 def _torch_attention(q, mask, k, v, g: int = 3):
     import torch
     kv, d = k.shape[1], k.shape[2]
+    k, v = k.float(), v.float()
     sc = (q.reshape(1, g, 1, kv, d) * k).sum(-1) + mask
     return (torch.softmax(sc, dim=2)[..., None] * v).sum(2).reshape(1, -1)
 
@@ -351,17 +360,25 @@ def _torch_attention(q, mask, k, v, g: int = 3):
 TORCH_REFS["attention"] = _torch_attention
 
 
-def attention_cases(rng, quick: bool):
+def attention_cases(rng, quick: bool, kv_dtypes=("f32",)):
     """Decode attention of the issue-27 Llama config (12 query heads, 4 KV heads, head dim 64)
-    at KV lengths 128, 512, 2048: one query row against the cache (k, v resident: uploaded)."""
+    at KV lengths 128, 512, 2048: one query row against the cache (k, v resident: uploaded);
+    per K/V element type of ``kv_dtypes`` (f16: an f16 cache, converted to f32 in the graph,
+    which the fused kernel absorbs)."""
     out = []
     g, kv, d = 3, 4, 64
     for t in ((128, 2048) if quick else (128, 512, 2048)):
-        q = rng.standard_normal((1, g * kv, d)).astype(np.float32)
-        mask = np.zeros((1, 1, t, 1), np.float32)
-        k, v = (rng.standard_normal((t, kv, d)).astype(np.float32) for _ in range(2))
-        out.append((f"decode attention t={t}", ATTENTION.format(h=g * kv, d=d, t=t, g=g, kv=kv, hd=g * kv * d),
-                    [q, mask, k, v], _attention_ref, "attention", 2))
+        for kvt in kv_dtypes:
+            q = rng.standard_normal((1, g * kv, d)).astype(np.float32)
+            mask = np.zeros((1, 1, t, 1), np.float32)
+            k, v = (rng.standard_normal((t, kv, d)).astype(np.float32 if kvt == "f32" else np.float16)
+                    for _ in range(2))
+            cast = _KV_F32.format(t=t, kv=kv, d=d) if kvt == "f16" else ""
+            src = ATTENTION.format(h=g * kv, d=d, t=t, g=g, kv=kv, hd=g * kv * d, kvt=kvt, cast=cast)
+            if kvt == "f32":   # the chain reads the f32 parameters themselves
+                src = src.replace("%k0", "%k").replace("%v0", "%v")
+            out.append((f"decode attention t={t}" + (f" {kvt} K/V" if kvt != "f32" else ""), src,
+                        [q, mask, k, v], _attention_ref, "attention", 2))
     return out
 
 
@@ -392,6 +409,10 @@ def main() -> int:
     ap.add_argument("--cublas", action="store_true",
                     help="prefill matmuls: the cuda target without cuBLAS, with it for every matmul and with "
                          "the provisional rule (relax-cuda-dispatch-library), against PyTorch")
+    ap.add_argument("--attention-kv", default="f32",
+                    help="with --attention: K/V element types, comma-separated (f16: an f16 KV cache)")
+    ap.add_argument("--configs", default="",
+                    help="variants with these schedule_config strings (knob=value:knob=value), comma-separated")
     ap.add_argument("--gemv-configs", default="",
                     help="with --decode: GEMV knob variants LxK (gemv_lanes x gemv_k_subgroups), comma-separated")
     ap.add_argument("--host-path-only", action="store_true",
@@ -408,8 +429,9 @@ def main() -> int:
     rows, labels = [], None
     args.decode = args.decode or args.quant
     compiled: dict = {}     # program text -> its executables (cases of one shape share them)
+    kv_dtypes = tuple(c for c in args.attention_kv.split(",") if c)
     for name, src, inputs, ref, tref, n_w in (cublas_cases(rng, args.quick) if args.cublas else
-                                              attention_cases(rng, args.quick) if args.attention else
+                                              attention_cases(rng, args.quick, kv_dtypes) if args.attention else
                                               quant_cases(rng) if args.quant else decode_cases(rng) if args.decode
                                               else cases(rng)):
         if any(k in name for k in skip):
@@ -421,6 +443,7 @@ def main() -> int:
                 src, targets, naive=not args.no_naive and not args.decode and not args.attention and not args.cublas,
                 without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode and not args.cublas,
                 without_fold=args.without_fold,
+                configs=tuple(c for c in args.configs.split(",") if c),
                 attention=args.attention,
                 attention_splits=tuple(c for c in args.attention_splits.split(",") if c)
                 if args.attention else (),

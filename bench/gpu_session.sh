@@ -13,8 +13,10 @@
 #   5b. bench/bench_gpu.py --targets cuda --attention --quick --attention-splits 1,8
 #      --attention-chunks 4096: the fused decode attention (4 warps per row, the KV length split
 #      across workgroups by 256 keys by default; 1 and 8 warps; 4096: no split) against its
-#      three kernels and PyTorch
-#      -> $OUT/bench_attention.md;
+#      three kernels and PyTorch, with f32 and f16 K/V (--attention-kv f32,f16) and with the
+#      chunks fixed at 256 keys (--configs attention_split=1) against the default split sized
+#      from the multiprocessors -> $OUT/bench_attention.md;
+#   5c. the llm CLI as in 5 with an f16 KV cache (--kv-dtype f16) -> $OUT/llm_f16kv.txt;
 #   6. bench/bench_gpu.py --targets cuda --decode --quick: the f32/f16 decode GEMVs (default knobs and
 #      4x4, 8x8) against the same target without subgroup ops and PyTorch -> $OUT/bench_decode.md;
 #   6b. bench/bench_gpu.py --targets cuda --cublas --quick: prefill matmuls (f32, f16) without cuBLAS,
@@ -86,12 +88,19 @@ env $BENCH_ENV timeout "$T" "$PY" -m relax_mlir.tools.relax_mlir_cli llm --targe
     --prompt-len 128 --stats > "$OUT/llm_stats.txt" 2>&1
 log "llm rc=$? $(tail -3 "$OUT/llm_stats.txt" | tr '\n' ' ')"
 
-T=$(( $(left) < 40 ? $(left) : 40 ))
+T=$(( $(left) < 50 ? $(left) : 50 ))
 log "decode attention bench (timeout $T s)"
 env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --attention --quick $BENCH_FLAGS \
-    --attention-splits 1,8 --attention-chunks 4096 > "$OUT/bench_attention.md" 2> "$OUT/bench_attention.err"
+    --attention-splits 1,8 --attention-chunks 4096 --attention-kv f32,f16 --configs attention_split=1 \
+    > "$OUT/bench_attention.md" 2> "$OUT/bench_attention.err"
 log "attention bench rc=$?"
 cat "$OUT/bench_attention.md" | tee -a "$OUT/session.log"
+
+T=$(( $(left) < 45 ? $(left) : 45 ))
+log "llm --stats --kv-dtype f16 (timeout $T s)"
+env $BENCH_ENV timeout "$T" "$PY" -m relax_mlir.tools.relax_mlir_cli llm --target cuda --size 134m -n 32 \
+    --prompt-len 128 --stats --kv-dtype f16 > "$OUT/llm_f16kv.txt" 2>&1
+log "llm f16 KV rc=$? $(tail -3 "$OUT/llm_f16kv.txt" | tr '\n' ' ')"
 
 T=$(( $(left) < 100 ? $(left) : 100 ))
 log "decode GEMV bench (timeout $T s)"

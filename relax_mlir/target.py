@@ -34,6 +34,8 @@ Fields
 ``max_threads_per_block``, ``shared_memory_bytes``, ``subgroup_size``
                         GPU limits (threads per block / workgroup invocations, workgroup
                         memory, warp / subgroup width); None on the cpu
+``multiprocessors``     the GPU's streaming multiprocessors (cuda's device attribute; None
+                        where unknown: vulkan has no such property, a compile without a device)
 ``blas``                the BLAS provider of ``relax_blas`` (``mkl``, ``openblas``; None:
                         no library dispatch)
 ``dispatch_policy``     relax-dispatch-library's policy: ``measured``, ``flops`` or ``off``
@@ -172,6 +174,7 @@ class Target:
     max_threads_per_block: Optional[int] = None
     shared_memory_bytes: Optional[int] = None
     subgroup_size: Optional[int] = None
+    multiprocessors: Optional[int] = None
     blas: Optional[str] = None
     dispatch_policy: str = "flops"
     dispatch_table: str = ""
@@ -374,7 +377,8 @@ def _device_properties(kind: str) -> dict[str, Any]:
                 arch="sm_%d%d" % dev.compute_capability, chip=dev.name, vendor="NVIDIA",
                 max_threads_per_block=dev.max_threads,
                 shared_memory_bytes=getattr(dev, "shared_memory", None),
-                subgroup_size=getattr(dev, "warp_size", None)).items() if v is not None}
+                subgroup_size=getattr(dev, "warp_size", None),
+                multiprocessors=getattr(dev, "multiprocessors", None)).items() if v is not None}
         from .runtime import vulkan
 
         ok, _ = vulkan.available()

@@ -23,7 +23,9 @@ config share the compiled executable, not their caches.
 
 ``target="vulkan"`` (or ``"cuda"``) compiles the same graph for a GPU: the cache is then
 device memory owned by the session (``lm.cache.k[i]`` reads a layer back as numpy) and
-the bound weights are uploaded once, when the CausalLM is made.
+the bound weights are uploaded once, when the CausalLM is made. ``kv_dtype="f16"`` keeps
+the cache in f16 (half the bytes decode attention reads; the GPU's fused decode attention
+widens each element as it loads it, f32 arithmetic; off by default, docs/gpu.md).
 """
 
 from __future__ import annotations
@@ -99,8 +101,10 @@ class CausalLM:
     """A compiled decoder LM; see the module docstring."""
 
     def __init__(self, config: LMConfig, weights: dict[str, np.ndarray], max_seq_len: int = 2048,
-                 eos_token_id=None, target: str = "cpu"):
+                 eos_token_id=None, target: str = "cpu", kv_dtype: Optional[str] = None):
         self.max_seq_len = int(max_seq_len)
+        if kv_dtype is not None:      # the KV cache's element type (LMConfig.kv_dtype)
+            config = replace(config, kv_dtype=kv_dtype)
         if self.max_seq_len > config.max_positions:   # the state's capacity bound is part of the graph
             config = replace(config, max_positions=self.max_seq_len)
         self.config = config
@@ -144,7 +148,8 @@ class CausalLM:
     # -- construction --------------------------------------------------------------------
 
     @classmethod
-    def from_hf(cls, model, max_seq_len: Optional[int] = None, target: str = "cpu") -> "CausalLM":
+    def from_hf(cls, model, max_seq_len: Optional[int] = None, target: str = "cpu",
+                kv_dtype: Optional[str] = None) -> "CausalLM":
         """Wrap a transformers causal LM (Llama, Mistral, Qwen2 families) in f32, compiled for
         ``target`` (``cpu``, ``vulkan``, ``cuda``)."""
         cfg = model.config
@@ -154,11 +159,11 @@ class CausalLM:
         weights["rope_inv_freq"] = W.inv_freq(cfg, c, model)
         msl = max_seq_len or getattr(cfg, "max_position_embeddings", 2048)
         return cls(c, weights, msl, eos_token_id=getattr(getattr(model, "generation_config", None),
-                                                          "eos_token_id", None), target=target)
+                                                          "eos_token_id", None), target=target, kv_dtype=kv_dtype)
 
     @classmethod
     def random(cls, config: LMConfig, max_seq_len: int = 2048, seed: int = 0, rope_theta: float = 10000.0,
-               std: float = 0.02, target: str = "cpu") -> "CausalLM":
+               std: float = 0.02, target: str = "cpu", kv_dtype: Optional[str] = None) -> "CausalLM":
         """Random-init weights (normal(0, std), norms at 1) without torch: for demos and benchmarks."""
         if config.formats or config.layer_formats:
             raise ValueError("CausalLM.random makes f32 weights: a config with quantized formats needs them "
@@ -175,11 +180,11 @@ class CausalLM:
                 weights[name] = np.zeros(p.shape, np.float32)
             else:
                 weights[name] = (rng.standard_normal(p.shape, dtype=np.float32) * std)
-        return cls(config, weights, max_seq_len, target=target)
+        return cls(config, weights, max_seq_len, target=target, kv_dtype=kv_dtype)
 
     @classmethod
     def from_pretrained(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu",
-                        quantized: bool = True) -> "CausalLM":
+                        quantized: bool = True, kv_dtype: Optional[str] = None) -> "CausalLM":
         """A local model directory (config.json + *.safetensors); nothing is downloaded, no
         torch model is made: the files are memory-mapped, f16/bf16 projections stay as stored
         (converted in the kernels' registers; ``quantized=False``: all converted to f32 once)."""
@@ -192,11 +197,11 @@ class CausalLM:
         weights = W.model_weights(src, c, tie, lazy=True)
         weights["rope_inv_freq"] = W.inv_freq(cfg, c)
         return cls(c, weights, max_seq_len or getattr(cfg, "max_position_embeddings", 2048),
-                   eos_token_id=getattr(cfg, "eos_token_id", None), target=target)
+                   eos_token_id=getattr(cfg, "eos_token_id", None), target=target, kv_dtype=kv_dtype)
 
     @classmethod
     def from_gguf(cls, path: str, max_seq_len: Optional[int] = None, target: str = "cpu",
-                  quantized: bool = True, activations: str = "f32") -> "CausalLM":
+                  quantized: bool = True, activations: str = "f32", kv_dtype: Optional[str] = None) -> "CausalLM":
         """A llama.cpp GGUF file (llama, mistral, qwen2), its tokenizer and chat template as
         ``.tokenizer`` (:class:`~relax_mlir.llm.gguf.GGUFTokenizer`); ``max_seq_len`` defaults to
         min(the file's context length, 2048). Weights in a format ``target`` computes on
@@ -208,7 +213,7 @@ class CausalLM:
         from .gguf import load
         g = load(path, formats=supported_formats(target) if quantized else None, activations=activations, lazy=True)
         lm = cls(g.config, g.weights, max_seq_len or min(g.context_length, 2048), eos_token_id=g.eos_token_id,
-                 target=target)
+                 target=target, kv_dtype=kv_dtype)
         lm.tokenizer = g.tokenizer
         return lm
 
@@ -218,7 +223,7 @@ class CausalLM:
     def bytes_per_token(self) -> int:
         """Bytes written into the cache per generated token (new K and V of every layer)."""
         c = self.config
-        return 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4
+        return 2 * c.num_layers * c.num_kv_heads * c.head_dim * (2 if c.kv_dtype == "f16" else 4)
 
     def reset(self) -> None:
         self.cache.length = 0

@@ -99,6 +99,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--stats", action="store_true",
                     help="GPU targets: print what the prefill and the last decode step did on the device "
                          "(kernel launches, host<->device copies, synchronizations, allocations, graphs)")
+    ap.add_argument("--kv-dtype", choices=("f32", "f16"), default="f32",
+                    help="element type of the KV cache (f16: half the bytes decode attention reads; the GPU "
+                         "targets' fused attention widens each element, the cpu converts the whole cache)")
     ap.add_argument("--q8", action="store_true",
                     help="quantized matmuls quantize their inputs to 8 bits (llama.cpp's int8 dot products: "
                          "faster, not exact; recommended for Q8_0 and K-quant files, as llama.cpp always does)")
@@ -130,7 +133,8 @@ def run(args: argparse.Namespace, out=None) -> int:
             prog = _Progress("loading + compiling")
             lm = CausalLM.from_gguf(args.model, max_seq_len=args.max_seq_len, target=args.target,
                                     quantized=getattr(args, "weights", "stored") == "stored",
-                                    activations="q8" if getattr(args, "q8", False) else "f32")
+                                    activations="q8" if getattr(args, "q8", False) else "f32",
+                                    kv_dtype=getattr(args, "kv_dtype", None))
         except (GGUFError, OSError) as e:
             prog.cancel()
             return _fail(str(e))
@@ -144,7 +148,8 @@ def run(args: argparse.Namespace, out=None) -> int:
             prog.cancel()
             return _fail(f"{args.model}: no such file or directory")
         lm = CausalLM.from_pretrained(args.model, max_seq_len=args.max_seq_len, target=args.target,
-                                      quantized=getattr(args, "weights", "stored") == "stored")
+                                      quantized=getattr(args, "weights", "stored") == "stored",
+                                      kv_dtype=getattr(args, "kv_dtype", None))
         if args.prompt is not None or chat is not None:
             from transformers import AutoTokenizer
             tokenizer = AutoTokenizer.from_pretrained(args.model)
@@ -157,7 +162,7 @@ def run(args: argparse.Namespace, out=None) -> int:
     else:
         c = SIZES[args.size]
         lm = CausalLM.random(c, max_seq_len=args.max_seq_len or args.prompt_len + args.max_new_tokens + 1,
-                             seed=args.seed, target=args.target)
+                             seed=args.seed, target=args.target, kv_dtype=getattr(args, "kv_dtype", None))
     prog.done(f"{lm.exe.compile_time_s:.1f} s (one executable for every prompt length)")
     return _generate_ids(lm, args, out, tokenizer)
 

@@ -102,6 +102,10 @@ class LMConfig:
     layer_formats: tuple = ()
     #: ``q8``: quantized matmuls quantize their activations to 8 bits (int8 dot products)
     activations: str = "f32"
+    #: element type of the KV cache (the state): ``f16`` halves what decode attention reads
+    #: (the GPU targets' fused decode attention reads f16 rows and accumulates in f32; on the
+    #: cpu target every read is a conversion of the whole cache: f32 there); off by default
+    kv_dtype: str = "f32"
 
     def format_of(self, role: str) -> Optional[str]:
         return dict(self.formats).get(role)
@@ -152,6 +156,8 @@ class LMConfig:
             roles_i = [r for r, _ in pairs]
             if "qkv" in roles_i and {"q", "k", "v"} & set(roles_i):
                 raise ValueError(f"layer_formats[{i}]: 'qkv' (fused) together with q/k/v (split)")
+        if self.kv_dtype not in ("f32", "f16"):
+            raise ValueError(f"kv_dtype must be f32 or f16, got {self.kv_dtype!r}")
         if self.activations not in QUANT_ACTIVATIONS:
             raise ValueError(f"activations must be one of {', '.join(QUANT_ACTIVATIONS)}, got {self.activations!r}")
 
@@ -319,7 +325,7 @@ class LlamaModel(nn.Module):
         self.layers = [Layer(c, c.layer_pairs(i)) for i in range(c.num_layers)]
         self.norm = nn.RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.lm_head = c.linear("lm_head", c.hidden_size, c.vocab_size)
-        self.rope_inv_freq = nn.Parameter([c.head_dim // 2])
+        self.rope_inv_freq = nn.Parameter([c.head_dim])   # [-f, f]: rope_weight(inv_freq)
 
     def layer_function(self, kind: str, layer: Layer) -> str:
         """The graph function computing ``kind`` (``prefill``, ``qkv``, ``attend``) of
@@ -340,27 +346,32 @@ class LlamaModel(nn.Module):
         call reads (no per-head copy), extend ``(s, 1, t, 1)``, already in the shape its scores
         take, so its masked softmax kernel is a broadcast add + softmax on f32 with no reshape
         or i1 operand inside."""
-        pos = relax.arange(start=st.start, end=st.total, dtype="f32")                  # (s,)
-        freqs = relax.multiply(relax.reshape(pos, shape=["s", 1]), self.rope_inv_freq.value)  # (s, hd/2)
-        cos, sin = relax.cos(freqs), relax.sin(freqs)
+        # (s, 1, D) tables straight from the positions, no concat: the frequencies are
+        # ``rope_inv_freq`` = [-f, f] (LlamaModel.rope_weight), cos is even and sin odd, so
+        # cos(pos * [-f, f]) = [c, c] and sin(pos * [-f, f]) = [-s, s], each one elementwise
+        # pass (a concat was a copy per slice: 11 GPU launches per call).
+        pos = relax.reshape(relax.arange(start=st.start, end=st.total, dtype="f32"), shape=["s", 1, 1])
+        f = self.rope_inv_freq.value
+        # the product once per table (operands swapped, so that no CSE merges them): each
+        # table's kernel then computes it in registers (a product read by both would be a
+        # buffer and a launch of its own on the GPU)
+        st.cos, st.sin = relax.cos(relax.multiply(pos, f)), relax.sin(relax.multiply(f, pos))   # (s, 1, D)
         if self.c.attention_scaling != 1.0:
             a = relax.full(shape=[], value=self.c.attention_scaling, dtype="f32")
-            cos, sin = relax.multiply(cos, a), relax.multiply(sin, a)
-        # Full-width tables [c, c] and [-s, s] (s, 1, hd): rope is then one elementwise pass
-        # (see _rope), computed once per call and shared by every layer.
-        D = self.c.head_dim
-        st.cos = relax.reshape(relax.concat([cos, cos], axis=-1), shape=["s", 1, D])
-        st.sin = relax.reshape(relax.concat([relax.negative(sin), sin], axis=-1), shape=["s", 1, D])
-        qpos = relax.reshape(relax.arange(start=st.start, end=st.total, dtype="i64"), shape=["s", 1])
+            st.cos, st.sin = relax.multiply(st.cos, a), relax.multiply(st.sin, a)
+        # the mask built in its final shape by broadcasting (reshapes only add unit dims)
+        cached = st.past is not None
+        qpos = relax.reshape(relax.arange(start=st.start, end=st.total, dtype="i64"),
+                             shape=["s", 1, 1, 1] if cached else ["s", 1])
         kpos = relax.arange(start=0, end=st.total, dtype="i64")                        # (t,)
-        mask = relax.less_equal(kpos, qpos)                                            # (s, t)
+        if cached:
+            kpos = relax.reshape(kpos, shape=[st.total, 1])                             # (t, 1)
+        mask = relax.less_equal(kpos, qpos)                                # (s, 1, t, 1) / (s, t)
         if self.c.sliding_window is not None:                                          # and pos - j < W
             w = relax.full(shape=[], value=float(self.c.sliding_window), dtype="i64")
             mask = relax.where(mask, relax.less(relax.subtract(qpos, kpos), w), mask)
         zero = relax.full(shape=[], value=0.0, dtype="f32")
-        mask = relax.where(mask, zero, relax.full(shape=[], value=NEG, dtype="f32"))     # (s, t) f32
-        if st.past is not None:
-            mask = relax.reshape(mask, shape=["s", 1, st.total, 1])
+        mask = relax.where(mask, zero, relax.full(shape=[], value=NEG, dtype="f32"))
         st.mask = mask
 
 
@@ -419,6 +430,8 @@ class LlamaModel(nn.Module):
         rope is no prologue of the scores kernel (it would leave it unscheduled)."""
         c = self.c
         G, KV, D = c.group, c.num_kv_heads, c.head_dim
+        if c.kv_dtype != "f32":   # (the GPU's decode attention reads the f16 rows themselves)
+            k_all, v_all = relax.astype(k_all, dtype="f32"), relax.astype(v_all, dtype="f32")
         q5 = relax.reshape(q, shape=["s", G, 1, KV, D])
         sc = relax.sum(relax.multiply(q5, k_all), axes=[-1])                         # (s, G, t, KV)
         probs = relax.softmax(relax.add(sc, st.mask), axis=2)
@@ -428,7 +441,11 @@ class LlamaModel(nn.Module):
     def _layer(self, layer: Layer, st: _Step, x: ir.Value) -> list:
         """One decoder layer without a past (prefill): (x', k_new, v_new)."""
         q, k, v = self._qkv(layer, st, layer.input_norm(x))
-        return [self._finish(layer, x, self._attend_blas(st, q, k, v)), k, v]
+        return [self._finish(layer, x, self._attend_blas(st, q, k, v)), self._to_cache(k), self._to_cache(v)]
+
+    def _to_cache(self, x: ir.Value) -> ir.Value:
+        """New keys / values in the cache's element type (``kv_dtype``)."""
+        return x if self.c.kv_dtype == "f32" else relax.astype(x, dtype=self.c.kv_dtype)
 
     def _finish(self, layer: Layer, x: ir.Value, a: ir.Value) -> ir.Value:
         """o projection, residual, post-norm MLP, residual."""
@@ -511,12 +528,24 @@ class LlamaModel(nn.Module):
         """The stacked weights of each run (:meth:`runs`)."""
         return [_Stack(self.layers[first], first, count) for first, count in self.runs()]
 
+    def rope_weight(self, inv_freq) -> np.ndarray:
+        """The graph's ``rope_inv_freq`` (head_dim,) from the loaders' inverse frequencies f
+        (head_dim/2,): [-f, f] (see :meth:`_setup`); one already that wide is kept."""
+        f = np.asarray(inv_freq, np.float32).reshape(-1)
+        if f.size == self.c.head_dim:
+            return f
+        if f.size != self.c.head_dim // 2:
+            raise ValueError(f"rope_inv_freq: {f.size} values, expected head_dim/2 = {self.c.head_dim // 2}")
+        return np.concatenate([-f, f])
+
     def stack_weights(self, weights) -> dict:
         """The weights the graph takes: ``weights``' global ones (by :meth:`named_parameters`'
         names) and the stacked arrays, per run and weight the layers' bytes as one
         ``(count, bytes)`` i8 array (f32 weights as f32 bytes, others as stored); the
         per-layer arrays are read once each, layer by layer (:meth:`_Stack.stack`)."""
         out = {n: weights[n] for n, _ in self.named_parameters() if not n.startswith("layers.") and n in weights}
+        if "rope_inv_freq" in out:
+            out["rope_inv_freq"] = self.rope_weight(out["rope_inv_freq"])
         for r, stack in enumerate(self.stacks()):
             out.update({f"stacks.{r}.{n}": w for n, w in stack.stack(weights).items()})
         return out
@@ -538,7 +567,8 @@ class LlamaModel(nn.Module):
 
         def qkv(L):
             def fn(x, cos, sin):
-                return list(self._qkv(L, _Step("p", cos, sin), L.input_norm(x)))
+                q, k, v = self._qkv(L, _Step("p", cos, sin), L.input_norm(x))
+                return [q, self._to_cache(k), self._to_cache(v)]
             return fn
 
         def attend(L):
@@ -550,8 +580,8 @@ class LlamaModel(nn.Module):
                 ("prefill", lambda L: L, rope + [("mask", ["s", "s"], c.dtype)], prefill_layer),
                 ("qkv", self._qkv_part, rope, qkv),
                 ("attend", self._attend_part,
-                 [("x", ["s", d], c.dtype), ("q", ["s", H, D], c.dtype), ("k_all", [t, KV, D], c.dtype),
-                  ("v_all", [t, KV, D], c.dtype), ("mask", ["s", 1, t, 1], c.dtype)], attend)):
+                 [("x", ["s", d], c.dtype), ("q", ["s", H, D], c.dtype), ("k_all", [t, KV, D], c.kv_dtype),
+                  ("v_all", [t, KV, D], c.kv_dtype), ("mask", ["s", 1, t, 1], c.dtype)], attend)):
             done = set()
             for L in self.layers:          # one function per distinct format tuple
                 name = self.layer_function(kind, L)
@@ -559,7 +589,7 @@ class LlamaModel(nn.Module):
                     done.add(name)
                     nn.export(module, name, part(L), args, body(L))
         N = c.num_layers
-        declare_states(module, {kv: (["cap", KV, D], c.dtype) for kv in "kv"},
+        declare_states(module, {kv: (["cap", KV, D], c.kv_dtype) for kv in "kv"},
                        upper_bounds={"cap": N * c.max_positions})
         stacks = self.stacks()
         done = set()

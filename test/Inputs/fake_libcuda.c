@@ -90,6 +90,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
     case 4: *v = 64; break;
     case 8: *v = 48 * 1024; break;   /* shared memory per block */
     case 10: *v = 32; break;         /* warp size */
+    case 16: *v = (int)env("FAKE_CUDA_SMS", 132); break;   /* multiprocessors (an H100's) */
     case 5: *v = (int)env("FAKE_CUDA_GRID_X", 2147483647); break;
     case 6: case 7: *v = 65535; break;
     case 75: *v = 9; break;

@@ -216,6 +216,26 @@ def test_kv_cache_is_session_state_written_in_place():
     assert lm.cache.nbytes == 2 * 2 * 64 * 2 * 16 * 4
 
 
+def test_f16_kv_cache_on_the_cpu():
+    """``kv_dtype="f16"``: the state is f16 (half the bytes per token), the new rows are the
+    f32 keys rounded to f16, and the logits follow HF's within f16's rounding of K and V
+    (the cpu converts the cache rows it reads; the GPU targets' fused attention reads them
+    as they are: test_gpu_launches.py). A sliding window and MQA included."""
+    for name in ("gqa", "mistral_window"):
+        hf, lm = hf_and_ours(name)
+        half = CausalLM.from_hf(hf, max_seq_len=64, kv_dtype="f16")
+        assert half.session.state["k"].dtype == np.float16 and half.bytes_per_token * 2 == lm.bytes_per_token
+        ids = prompt(10)
+        ref = hf_logits(hf, ids)
+        lm.prefill(ids[:6])
+        half.prefill(ids[:6])
+        np.testing.assert_array_equal(half.cache.k[0][:6], lm.cache.k[0][:6].astype(np.float16))
+        for j in range(6, 10):
+            a, b = lm.decode(int(ids[j])), half.decode(int(ids[j]))
+            np.testing.assert_allclose(b, a, atol=1e-3 * np.abs(a).max(), rtol=0)   # measured 2.7e-4
+            np.testing.assert_allclose(b, ref[j], atol=1e-3 * np.abs(ref[j]).max(), rtol=0)
+
+
 def test_two_models_are_two_conversations():
     """Two CausalLMs of one config share the executable, not their caches."""
     hf, lm = hf_and_ours("gqa")

@@ -43,7 +43,8 @@ from ...transforms.graph import body_ops, defining_op, graph_functions, other_op
 from ...transforms.graph import value_sig as _sig
 from ...transforms.legalize import KERNEL_OP_ATTR, KernelTable
 from ...transforms.registry import Option, register_pass
-from .launch_builder import MAX_GRID, Launch, barrier, ceil_div, f32, for_loop, index, indexing_maps, load, store, when
+from .launch_builder import (MAX_GRID, Launch, barrier, f32, for_loop, index, indexing_maps, load, store,
+                             to_f32, when)
 
 KERNEL_OP = "decode_attention"
 #: the initial running maximum: the lowest finite f32 (x - m stays finite, exp gives 0)
@@ -151,15 +152,35 @@ def absorb_reshapes(ch: _Chain) -> tuple[ir.Value, Optional[ir.Operation]]:
     return q, out
 
 
+#: element types of K / V the fused kernel reads as they are (widened to f32 per load)
+KV_DTYPES = ("f32", "f16")
+
+
+def absorb_cast(v: ir.Value) -> tuple[ir.Value, Optional[ir.Operation]]:
+    """(the K or V operand, the cast to absorb): a ``relax.astype`` to f32 of an f16 tensor
+    used only by the chain (relax_mlir/llm's f16 KV cache, ``kv_dtype``) is read as f16 by
+    the kernel, which widens each element as it loads it: converting the whole cache first
+    would be a launch and a full f32 copy of it per layer."""
+    op = defining_op(v)
+    if op is None or op.name != "relax.astype" or len(users(v)) != 1:
+        return v, None
+    src = _sig(op.operands[0])
+    if src is None or src.dtype not in KV_DTYPES or src.rank != 3:
+        return v, None
+    return op.operands[0], op
+
+
 def attention_kernel(q: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, out: TensorSig,
                      G: int, KV: int, D: int):
     """The kernel of the fused chain, in linalg on tensors (what every route but the GPU
     rule's launch runs): scores + mask, row max, sum of exponentials, weighted sum of v,
     division. q is (s, G, 1, KV, D) or (s, G*KV, D); the output (s, G, KV, D) or
-    (s, G*KV*D). Loops: (s, g, t, kv[, d])."""
+    (s, G*KV*D); k and v f32 or f16 (:data:`KV_DTYPES`: widened where read, f32 arithmetic).
+    Loops: (s, g, t, kv[, d])."""
     types = [KType.of(x) for x in (q, k, mask, v)]
     ot = KType.of(out)
-    kb = KernelBuilder("relax_gpu_decode_attention_f32_" + "_".join(t.tag for t in types + [ot]), types, [ot])
+    kvt = "" if types[1].dtype == "f32" else f"{types[1].dtype}kv_"
+    kb = KernelBuilder("relax_gpu_decode_attention_f32_" + kvt + "_".join(t.tag for t in types + [ot]), types, [ot])
     qq, kk, mk, vv = kb.ins
     ex = lambda x: kb.un(mmath.ExpOp, x)   # noqa: E731
     qmap = ["d0", "d1", "0", "d3", "d4"] if types[0].rank == 5 else ["d0", f"d1 * {KV} + d3", "d4"]
@@ -171,7 +192,7 @@ def attention_kernel(q: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, 
     zero = kb.fill(0.0, kb.empty_dims(st, sizes))
     (sc,) = kb.generic([(qq, qmap), (kk, ["d2", "d3", "d4"])], [(zero, ["d0", "d1", "d2", "d3"])],
                        ["parallel"] * 4 + ["reduction"],
-                       lambda a, b, acc: [kb.bin(arith.AddFOp, acc, kb.bin(arith.MulFOp, a, b))])
+                       lambda a, b, acc: [kb.bin(arith.AddFOp, acc, kb.bin(arith.MulFOp, a, kb.cast(b, "f32")))])
     (sc,) = kb.generic([(sc, ["d0", "d1", "d2", "d3"]), (mk, broadcast_map(types[2], st))],
                        [(kb.empty_dims(st, sizes), ["d0", "d1", "d2", "d3"])], ["parallel"] * 4,
                        lambda a, b, _: [kb.bin(arith.AddFOp, a, b)])
@@ -190,7 +211,8 @@ def attention_kernel(q: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, 
                           ["d0", "d1", "d2", "d3"])],
                         ["parallel"] * 4 + ["reduction"],
                         lambda a, m, x, acc: [kb.bin(arith.AddFOp, acc,
-                                                     kb.bin(arith.MulFOp, ex(kb.bin(arith.SubFOp, a, m)), x))])
+                                                     kb.bin(arith.MulFOp, ex(kb.bin(arith.SubFOp, a, m)),
+                                                            kb.cast(x, "f32")))])
     (o,) = kb.generic([(num, ["d0", "d1", "d2", "d3"]), (den, ["d0", "d1", "d2"])], [(kb.outs[0], omap)],
                       ["parallel"] * 4, lambda n, d, _: [kb.bin(arith.DivFOp, n, d)])
     return kb.finish([o])
@@ -226,17 +248,19 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") 
             if G is None or KV is None or D is None or (require_rule and not takes(D, width)):
                 continue
             q, reshape = absorb_reshapes(ch)
+            (k, kcast), (v, vcast) = absorb_cast(ch.k), absorb_cast(ch.v)
             result = reshape.results[0] if reshape is not None else ch.result
             table = table or KernelTable(module)
-            kern = attention_kernel(*(_sig(x) for x in (q, ch.k, ch.mask, ch.v, result)), G, KV, D)
+            kern = attention_kernel(*(_sig(x) for x in (q, k, ch.mask, v, result)), G, KV, D)
             callee = table.symbol(kern, KERNEL_OP)
             last = reshape or ch.ops[-1]
-            new = create("call_tir", [q, ch.k, ch.mask, ch.v], [result.type],
+            new = create("call_tir", [q, k, ch.mask, v], [result.type],
                          {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=last.location, ip=ir.InsertionPoint(last))
             result.replace_all_uses_with(new.results[0])
             dead = ([reshape] if reshape is not None else []) + list(reversed(ch.ops))
             if q != ch.q5:
                 dead.append(defining_op(ch.q5))
+            dead += [c for c in (kcast, vcast) if c is not None]
             for o in dead:
                 o.erase()
             n += 1
@@ -304,12 +328,16 @@ def _row_indices(row: ir.Value, G: int, KV: int) -> tuple:
     return s, g, kv, arith.AddIOp(arith.MulIOp(g, index(KV)).result, kv).result
 
 
-def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0) -> None:
+def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0, workgroups: int = 0) -> None:
     """Replace the kernel's body ops by the launches: a workgroup of ``splits`` subgroups
     per query row (s, g, kv); D a multiple of ``subgroup``. With ``chunk`` > 0 and a KV
     length above it (decided at run time), flash-decoding's split across workgroups
-    instead: a workgroup per (row, ``chunk`` keys) writing its (max, sum, accumulators) to
-    a workspace, then a second launch (a subgroup per row) combining them."""
+    instead: a workgroup per (row, chunk of keys) writing its (max, sum, accumulators) to
+    a workspace, then a second launch (a subgroup per row) combining them. The chunk is
+    ``chunk`` keys, or with ``workgroups`` > 0 (the device's multiprocessors times the
+    workgroups each should get) sized at run time so that all rows together make about
+    ``workgroups`` workgroups: ``max(ceil(t / ceil(workgroups / rows)), chunk)`` keys
+    (``chunk`` the least; many rows or a short cache split less)."""
     _, KV, D = ir.MemRefType(m.k.type).shape
     qt = ir.MemRefType(m.q.type)
     G = qt.shape[1] if qt.rank == 5 else qt.shape[1] // KV
@@ -369,7 +397,7 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                     mrun, l, acc = c[0], c[1], c[2:]
                     x = f32(0.0)
                     for qd, d in zip(qs, ds):
-                        x = arith.AddFOp(x, arith.MulFOp(qd, load(m.k, [j, kv, d]), fastmath=contract).result,
+                        x = arith.AddFOp(x, arith.MulFOp(qd, to_f32(load(m.k, [j, kv, d])), fastmath=contract).result,
                                          fastmath=contract).result
                     off = 1
                     while off < S:
@@ -385,7 +413,8 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                     p = mmath.ExpOp(arith.SubFOp(x, mnew).result).result
                     l = arith.AddFOp(arith.MulFOp(l, alpha).result, p).result
                     acc = [arith.AddFOp(arith.MulFOp(a, alpha).result,
-                                        arith.MulFOp(p, load(m.v, [j, kv, d])).result).result for a, d in zip(acc, ds)]
+                                        arith.MulFOp(p, to_f32(load(m.v, [j, kv, d]))).result).result
+                           for a, d in zip(acc, ds)]
                     return [mnew, l, *acc]
 
                 init = [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per
@@ -432,8 +461,8 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
 
             for_loop(launch.block_id[0], grid_items, launch.grid_dim[0], [], item_body)
 
-    def split(rows: ir.Value, t_n: ir.Value, parts: ir.Value) -> None:
-        """Flash-decoding: ``parts`` workgroups per row, each over ``chunk`` keys, their
+    def split(rows: ir.Value, t_n: ir.Value, parts: ir.Value, chunk_n: ir.Value) -> None:
+        """Flash-decoding: ``parts`` workgroups per row, each over ``chunk_n`` keys, their
         (max, sum, accumulators) in a workspace; then a subgroup per row combines them."""
         items = arith.MulIOp(rows, parts).result
         ws = memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.F32Type.get()),
@@ -443,9 +472,9 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
         # query rows of a KV head share it); its partial result at row * parts + c
         def key_range(item):
             c = arith.DivUIOp(item, rows).result
-            lo = arith.MulIOp(c, index(chunk)).result
+            lo = arith.MulIOp(c, chunk_n).result
             return (_head_major(arith.RemUIOp(item, rows).result), lo,
-                    arith.MinUIOp(arith.AddIOp(lo, index(chunk)).result, t_n).result)
+                    arith.MinUIOp(arith.AddIOp(lo, chunk_n).result, t_n).result)
 
         def partial(item, s, g, kv, h, ds, lane, live):
             row = arith.AddIOp(arith.MulIOp(arith.AddIOp(arith.MulIOp(s, index(G)).result, g).result,
@@ -516,14 +545,20 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
         if not chunk:
             whole()
         else:
-            parts = ceil_div(t_n, chunk)
+            chunk_n = index(chunk)
+            if workgroups:   # per row ceil(workgroups / rows) chunks of at least `chunk` keys
+                r1 = arith.MaxUIOp(rows, index(1)).result     # (host code: no division by 0 rows)
+                per_row = arith.DivUIOp(arith.AddIOp(index(workgroups - 1), r1).result, r1).result
+                even = arith.DivUIOp(arith.AddIOp(t_n, arith.SubIOp(per_row, index(1)).result).result, per_row).result
+                chunk_n = arith.MaxUIOp(even, chunk_n).result
+            parts = arith.DivUIOp(arith.AddIOp(t_n, arith.SubIOp(chunk_n, index(1)).result).result, chunk_n).result
             short = arith.CmpIOp(arith.CmpIPredicate.ule, parts, index(1)).result
             branch = scf.IfOp(short, [], has_else=True)
             with ir.InsertionPoint(branch.then_block):
                 whole()
                 scf.YieldOp([])
             with ir.InsertionPoint(branch.else_block):
-                split(rows, t_n, parts)
+                split(rows, t_n, parts, chunk_n)
                 scf.YieldOp([])
     for o in reversed(m.ops):
         o.erase()

@@ -56,8 +56,14 @@ REDUCTION = "#linalg.iterator_type<reduction>"
 
 
 def _f32_buffers(op: ir.Operation) -> bool:
-    return all(isinstance(v.type, ir.MemRefType) and isinstance(ir.MemRefType(v.type).element_type, ir.F32Type)
-               for v in op.operands if isinstance(v.type, ir.ShapedType))
+    """Every buffer f32, except a generic's inputs, which may be f16 (read as they are: the
+    body widens them, e.g. an f16 KV cache's ``astype`` fused into the attention sums)."""
+    def ok(v: ir.Value) -> bool:
+        et = ir.MemRefType(v.type).element_type if isinstance(v.type, ir.MemRefType) else None
+        if isinstance(et, ir.F32Type):
+            return True
+        return isinstance(et, ir.F16Type) and op.name == "linalg.generic" and any(v == w for w in op.opview.inputs)
+    return all(ok(v) for v in op.operands if isinstance(v.type, ir.ShapedType))
 
 
 def _scalar(op: ir.Operation) -> bool:

@@ -300,6 +300,8 @@ def _attention_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
     sg = subgroup(t) or 32
     if t.max_threads_per_block is not None and sg * cfg["attention_splits"] > t.max_threads_per_block:
         return f"{sg * cfg['attention_splits']} threads per workgroup exceed the target's {t.max_threads_per_block}"
+    if cfg.get("attention_split") == 2 and not t.multiprocessors:
+        return "attention_split=2 needs the target's multiprocessor count (Target.multiprocessors)"
     return None
 
 
@@ -324,20 +326,28 @@ class DecodeAttention(ScheduleRule):
     def space(self, target: Target) -> Space:
         return Space("gpu_attention", (
             Knob("attention_splits", (1, 2, 4, 8), "subgroups per workgroup, each taking every n-th key"),
-            Knob("attention_chunk", (128, 256, 512, 1024, 4096),
-                 "keys per workgroup: a longer KV length is split across workgroups (a second "
-                 "launch combines them), a shorter one is one workgroup per row"),
+            Knob("attention_chunk", (32, 64, 128, 256, 512, 1024, 4096),
+                 "keys per workgroup (with attention_split=2: at least): a longer KV length is split "
+                 "across workgroups (a second launch combines them), a shorter one is one workgroup per row"),
+            Knob("attention_split", (1, 2),
+                 "1: chunks of attention_chunk keys; 2: chunks sized at run time from the target's "
+                 "multiprocessors (Target.multiprocessors), at least attention_chunk keys"),
+            Knob("attention_waves", (1, 2, 4, 8),
+                 "attention_split=2: about this many workgroups per multiprocessor over all rows"),
         ), _attention_rule, target)
 
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
-        # lavapipe: one subgroup (its barriers switch coroutines); cuda: 4 warps per row
-        return dict(attention_splits=4 if target.kind == "cuda" else 1, attention_chunk=256)
+        # lavapipe: one subgroup (its barriers switch coroutines); cuda: 4 warps per row; the
+        # split sized from the multiprocessors where the target knows them (cuda's device)
+        return dict(attention_splits=4 if target.kind == "cuda" else 1, attention_chunk=256,
+                    attention_split=2 if target.multiprocessors else 1, attention_waves=2)
 
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         m, sg, d = decode_attention.match(fn), subgroup(target), decode_attention.head_dim(fn)
         if m is None or not decode_attention.takes(d, sg):
             return False
-        decode_attention.build(fn, m, sg, config["attention_splits"], config["attention_chunk"])
+        wgs = config["attention_waves"] * target.multiprocessors if config["attention_split"] == 2 else 0
+        decode_attention.build(fn, m, sg, config["attention_splits"], config["attention_chunk"], wgs)
         return True
 
 

@@ -44,6 +44,8 @@ class CudaDevice(BufferPool):
         self.max_threads = attrs["max_threads"]
         #: shared memory per block (bytes, without opting in to more) and the warp width
         self.shared_memory, self.warp_size = attrs["shared_memory"], attrs["warp_size"]
+        #: streaming multiprocessors (what flash-decoding's split count is sized from)
+        self.multiprocessors = attrs["multiprocessors"] or None
         self.max_alloc = drv.out("cuDeviceTotalMem", ctypes.c_size_t, self.handle)
         self.context = drv.out("cuDevicePrimaryCtxRetain", ctypes.c_void_p, self.handle, exc=CudaUnavailable)
         #: whether the driver has the graph entry points (CUDA 12); calls use them unless

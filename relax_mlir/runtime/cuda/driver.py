@@ -19,7 +19,7 @@ CUDA_ERROR_NOT_READY = 600
 STICKY = {700, 702, 714, 715, 716, 717, 718, 719}
 
 _ATTR = {"max_threads": 1, "shared_memory": 8, "warp_size": 10, "block_x": 2, "block_y": 3, "block_z": 4, "grid_x": 5, "grid_y": 6, "grid_z": 7,
-         "cc_major": 75, "cc_minor": 76}
+         "cc_major": 75, "cc_minor": 76, "multiprocessors": 16}
 _CU_JIT_ERROR_LOG_BUFFER = 5
 _CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
 _LOG_BYTES = 1 << 14

@@ -420,12 +420,16 @@ class Executable:
         if fn is None:
             if name not in self._meta.functions:
                 raise KeyError(f"no graph function @{name} (functions: {', '.join(self.functions)})")
-            fn = Function(self, name, self._meta.functions[name])
+            fn = self._new_function(name)
             lifted = self._meta.extra.get("lifted", {}).get(name)
             if lifted is not None:   # relax-lift-params: f(*inputs, *weights) through its transform
                 fn = LiftedFunction(self, name, fn, self[lifted["transform"]], lifted)
             self._functions[name] = fn
         return fn
+
+    def _new_function(self, name: str) -> Function:
+        """The compiled graph function ``name`` (a device executable: its staged kind)."""
+        return Function(self, name, self._meta.functions[name])
 
     def __call__(self, *args):
         return self["main"]._entry(self._default_session(), args)

@@ -247,7 +247,7 @@ class LiftedPreparedCall:
             raise TypeError(f"@{fn.name} takes {fn.nparams} argument(s), {len(params)} bound")
         self.fn, self.session = fn, session
         self.nlead = fn.nparams - len(params)
-        self._params = [_as_array(a) for a in params]
+        self._params = [a if fn.inner._on_device(a) else _as_array(a) for a in params]
         self._call: Optional[PreparedCall] = None
         #: the transform's results, bound (kept alive by the PreparedCall too)
         self.transformed: tuple = ()

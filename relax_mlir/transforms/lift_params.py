@@ -85,6 +85,49 @@ def _type_symbols(t: ir.Type) -> Optional[frozenset[str]]:
     return None if s.has_unknown else s.symbols
 
 
+def _classify(f: ir.Operation, k: int, effects: Effects, bound: frozenset) -> tuple[dict, list, list]:
+    """(value -> "W" weight-derived / "C" constant-only, the liftable bindings, the
+    constant-only bindings) of graph function ``f`` whose first ``k`` parameters are inputs;
+    ``bound``: the symbols the weights' shapes bind."""
+    kind: dict = {a: "W" for a in list(entry_block(f).arguments)[k:]}
+    lifted: list[ir.Operation] = []
+    consts: list[ir.Operation] = []
+    for op in body_ops(f):
+        if op.name == "func.return" or not effects.is_pure(op) or op.name in CALL_OPS:
+            continue
+        ks = [kind.get(v) for v in op.operands]
+        if any(x is None for x in ks):
+            continue
+        types = [_type_symbols(r.type) for r in op.results]
+        if any(t is None for t in types):
+            continue
+        if not frozenset().union(*types, _attr_symbols(op)) <= bound:
+            continue
+        tag = "W" if "W" in ks else "C"
+        for r in op.results:
+            kind[r] = tag
+        (lifted if tag == "W" else consts).append(op)
+    return kind, lifted, consts
+
+
+def weight_values(f: ir.Operation) -> set:
+    """The values of graph function ``f`` that relax-lift-params would compute from weights
+    and constants only (its weight parameters included); empty without a well-formed
+    ``relax.num_input``. relax-fold-batch-norm folds into such weights at no per-call cost."""
+    if NUM_INPUT_ATTR not in f.attributes:
+        return set()
+    a = f.attributes[NUM_INPUT_ATTR]
+    nparams = len(function_type(f).inputs)
+    if not isinstance(a, ir.IntegerAttr) or isinstance(a, ir.BoolAttr) or not 0 <= a.value <= nparams:
+        return set()
+    wsigs = [sig_or_none(t) for t in list(function_type(f).inputs)[a.value:]]
+    if any(s is None for s in wsigs):
+        return set()
+    bound, _ = bound_by_params(wsigs)
+    kind, _, _ = _classify(f, a.value, Effects(f.parent), frozenset(bound))
+    return set(kind)
+
+
 def lift_function(module: ir.Operation, f: ir.Operation, k: int, effects: Effects,
                   taken: set[str]) -> Optional[dict]:
     """Lift the weight-only bindings of graph function ``f`` (first ``k`` parameters are
@@ -97,28 +140,7 @@ def lift_function(module: ir.Operation, f: ir.Operation, k: int, effects: Effect
         return None   # a non-tensor weight: leave the function alone
     bound, _ = bound_by_params(wsigs)
 
-    # classify: W (weight-derived), C (constant-only: no operand from outside the class)
-    kind: dict = {}
-    for a in weights:
-        kind[a] = "W"
-    lifted: list[ir.Operation] = []
-    consts: list[ir.Operation] = []
-    for op in body_ops(f):
-        if op.name == "func.return" or not effects.is_pure(op) or op.name in CALL_OPS:
-            continue
-        ks = [kind.get(v) for v in op.operands]
-        if any(x is None for x in ks):
-            continue
-        types = [_type_symbols(r.type) for r in op.results]
-        if any(t is None for t in types):
-            continue
-        syms = frozenset().union(*types, _attr_symbols(op))
-        if not syms <= bound:
-            continue
-        tag = "W" if "W" in ks else "C"
-        for r in op.results:
-            kind[r] = tag
-        (lifted if tag == "W" else consts).append(op)
+    kind, lifted, consts = _classify(f, k, effects, bound)
     if not lifted:
         return None
     lifted_set = set(lifted)

@@ -266,3 +266,20 @@ def test_hand_written_num_input(target):
         ref = (x @ w.T) * (s * 2) + b
         np.testing.assert_allclose(bound(x), ref, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(exe["main"](x, w, s, b), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_cuda_pipeline_lifts_too():
+    """Compile only (no driver needed): the cuda pipeline's graph and host stages lift
+    like the cpu's, and the runtime metadata records the lift its executable then uses
+    (the device executables share the lifted functions: runtime/gpu_shared.py)."""
+    from relax_mlir.pipelines import cuda
+    from relax_mlir.transforms.lower_host import host_metadata
+
+    stages = dict(cuda.stages())
+    assert "relax-lift-params" in stages["graph"]
+    m = relax_mlir.parse(LIFT_TEXT)
+    with m.context:
+        run_pipeline(m, "builtin.module(" + ", ".join(stages["graph"] + stages["host"]) + ")")
+        meta = host_metadata(m.operation, "cuda").to_json()
+    assert meta["lifted"]["main"]["kept"] == [2]
+    assert [p["shape"] for p in meta["functions"]["main"]["params"]] == [["n", "4"], ["8"], ["4", "8"], ["8"]]

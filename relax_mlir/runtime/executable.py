@@ -25,7 +25,9 @@ lowered to ``@f(workspace, states..., params...) -> (i32 status, i64 x D details
 with ``llvm.emit_c_interface``; this module calls ``_mlir_ciface_f(result_struct*, workspace*,
 state*..., desc*...)`` (``i32 _mlir_ciface_f(workspace*, state*..., desc*...)`` when the
 status is the only result) directly with ctypes. ``exe["f"].bind_params(*weights)``
-converts trailing arguments once (:class:`PreparedCall`). Where the symbol comes from is the only thing that differs
+converts trailing arguments once (:class:`PreparedCall`); for a function relax-lift-params
+lifted (``relax.num_input``: torch imports) it also runs ``<f>_transform_params`` on the
+weights once (:class:`LiftedFunction`, :class:`LiftedPreparedCall`). Where the symbol comes from is the only thing that differs
 between a compiled and a loaded Executable: a *symbol resolver* gives its address, from
 the ExecutionEngine (JIT) or from a ``ctypes.CDLL`` (:func:`relax_mlir.load`, see
 :mod:`relax_mlir.runtime.aot`). Everything else is this one implementation, driven by

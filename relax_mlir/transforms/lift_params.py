@@ -85,7 +85,7 @@ def _type_symbols(t: ir.Type) -> Optional[frozenset[str]]:
     return None if s.has_unknown else s.symbols
 
 
-def _classify(f: ir.Operation, k: int, effects: Effects, bound: frozenset) -> tuple[dict, list, list]:
+def _classify(f: ir.Operation, k: int, effects: Effects, bound: set[str]) -> tuple[dict, list, list]:
     """(value -> "W" weight-derived / "C" constant-only, the liftable bindings, the
     constant-only bindings) of graph function ``f`` whose first ``k`` parameters are inputs;
     ``bound``: the symbols the weights' shapes bind."""
@@ -124,12 +124,11 @@ def weight_values(f: ir.Operation) -> set:
     if any(s is None for s in wsigs):
         return set()
     bound, _ = bound_by_params(wsigs)
-    kind, _, _ = _classify(f, a.value, Effects(f.parent), frozenset(bound))
+    kind, _, _ = _classify(f, a.value, Effects(f.parent), bound)
     return set(kind)
 
 
-def lift_function(module: ir.Operation, f: ir.Operation, k: int, effects: Effects,
-                  taken: set[str]) -> Optional[dict]:
+def lift_function(f: ir.Operation, k: int, effects: Effects, taken: set[str]) -> Optional[dict]:
     """Lift the weight-only bindings of graph function ``f`` (first ``k`` parameters are
     inputs); returns the record for :data:`LIFTED_ATTR`, or None when nothing is lifted."""
     block = entry_block(f)
@@ -139,8 +138,7 @@ def lift_function(module: ir.Operation, f: ir.Operation, k: int, effects: Effect
     if any(s is None for s in wsigs):
         return None   # a non-tensor weight: leave the function alone
     bound, _ = bound_by_params(wsigs)
-
-    kind, lifted, consts = _classify(f, k, effects, bound)
+    _, lifted, consts = _classify(f, k, effects, bound)
     if not lifted:
         return None
     lifted_set = set(lifted)
@@ -201,7 +199,7 @@ def lift_function(module: ir.Operation, f: ir.Operation, k: int, effects: Effect
     # f's new parameters: the transformed values, in place of their uses left in f
     for v in outputs:
         a = block.add_argument(v.type, f.location)
-        for user in {id(u): u for u in _users(v) if u.parent != tf.operation}.values():
+        for user in {u for u in _users(v) if u.parent != tf.operation}:
             user.replace_uses_of_with(v, a)
 
     # drop the weights f no longer reads (from the back, so indices stay valid)
@@ -240,7 +238,7 @@ def relax_lift_params(module: ir.Operation, opts) -> None:
         k = _num_input(f)
         if k is None:
             continue
-        rec = lift_function(module, f, k, effects, taken)
+        rec = lift_function(f, k, effects, taken)
         if rec is not None:
             records[func_name(f)] = rec
     if not records:

@@ -14,6 +14,9 @@
 - ``--baseline DIR``: also the relax_mlir of another source tree (``git archive main | tar -x
   -C DIR``), compiled the same way in a worker process and timed interleaved with the rest
   (column ``before``).
+- ``--lift``: where relax-lift-params' work goes (issue 28): per net and batch, the bound call
+  (``@main`` alone), the weights' transform alone, and a plain call ``exe["main"](x, *weights)``
+  (both), interleaved.
 - ``--pools``: the nets' pooling layers (3x3/2 max pool, a 3x3/2 average pool of the same
   size, the adaptive average pools of the heads), ours against eager.
 
@@ -394,6 +397,30 @@ def header(args, notes: list[str]) -> None:
     print()
 
 
+def bench_lift(args) -> None:
+    """``--lift``: the bound call, ``@main_transform_params`` alone and a plain call per net and batch."""
+    import torch
+
+    from bench_peers import interleaved
+
+    print("| net | weights (M) | transformed (M) | batch | bound ms | transform ms | plain ms | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name in args.models:
+        net = make_net(name)
+        fn, _ = compile_ours(net, torch.randn(2, 3, args.size, args.size), max(args.batches + [2]))
+        main, transform = fn.exe["main"], fn.exe["main_transform_params"]
+        bound = main.bind_params(*fn.params)
+        nw = sum(p.size for p in fn.params) / 1e6
+        nt = sum(a.size for a in bound.transformed) / 1e6
+        for b in args.batches:
+            x = np.random.default_rng(b).standard_normal((b, 3, args.size, args.size)).astype(np.float32)
+            ms, load = interleaved({"bound": lambda: bound(x), "transform": lambda: transform(*fn.params),
+                                    "plain": lambda: main(x, *fn.params)}, args.reps, args.min_time)
+            mark = "*" if load > 0.5 else ""
+            print(f"| {name} | {nw:.2f} | {nt:.2f} | {b} | {ms['bound']:.2f}{mark} | {ms['transform']:.2f}{mark} "
+                  f"| {ms['plain']:.2f}{mark} | {load:.1f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=224, help="image height and width (224; e.g. 64 for quick runs)")
@@ -402,6 +429,8 @@ def main() -> None:
     ap.add_argument("--convs", action="store_true", help="also time the single conv2d shapes of both nets")
     ap.add_argument("--pools", action="store_true", help="also time the pooling layers of both nets")
     ap.add_argument("--no-nets", dest="nets", action="store_false", help="skip the whole nets")
+    ap.add_argument("--lift", action="store_true",
+                    help="also time the bound call, the weights' transform and a plain call (relax-lift-params)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds of interleaved rounds per row at least")
     ap.add_argument("--threads", type=int, default=2)
@@ -430,6 +459,8 @@ def main() -> None:
             bench_convs(args)
         if args.pools:
             bench_pools(args)
+        if args.lift:
+            bench_lift(args)
 
 
 if __name__ == "__main__":

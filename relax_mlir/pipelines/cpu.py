@@ -130,6 +130,11 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)} policy={policy}}}")
     if "relax-legalize" in PASSES:
         passes.append(_with_option("relax-legalize", "target", legalize_target))
+    # weight-only bindings (folded BatchNorm, conv weight packing, transposes) into
+    # <f>_transform_params: after the passes that create them, before fusion (which would
+    # merge them into input kernels) and memory planning (which plans each function alone)
+    if "relax-lift-params" in PASSES:
+        passes.append("relax-lift-params")
     if fusion and "relax-fuse-ops" in PASSES:
         passes += ["relax-annotate-kernel-kinds", "relax-fuse-ops", "relax-fuse-kernels"]
     if plan_memory and "relax-plan-memory" in PASSES:

@@ -25,7 +25,9 @@ lowered to ``@f(workspace, states..., params...) -> (i32 status, i64 x D details
 with ``llvm.emit_c_interface``; this module calls ``_mlir_ciface_f(result_struct*, workspace*,
 state*..., desc*...)`` (``i32 _mlir_ciface_f(workspace*, state*..., desc*...)`` when the
 status is the only result) directly with ctypes. ``exe["f"].bind_params(*weights)``
-converts trailing arguments once (:class:`PreparedCall`). Where the symbol comes from is the only thing that differs
+converts trailing arguments once (:class:`PreparedCall`); for a function relax-lift-params
+lifted (``relax.num_input``: torch imports) it also runs ``<f>_transform_params`` on the
+weights once (:class:`LiftedFunction`, :class:`LiftedPreparedCall`). Where the symbol comes from is the only thing that differs
 between a compiled and a loaded Executable: a *symbol resolver* gives its address, from
 the ExecutionEngine (JIT) or from a ``ctypes.CDLL`` (:func:`relax_mlir.load`, see
 :mod:`relax_mlir.runtime.aot`). Everything else is this one implementation, driven by
@@ -104,11 +106,11 @@ from .marshal import (DTYPES, _EVAL_GLOBALS, _Allocation, _arg_lines, _arg_env, 
                       _c_contiguous, _code, _ctypes_signature, _desc_format, _direct_signature, _fmt_bound,
                       _fmt_shape, _free, _ParamChecker, _result_env, _result_lines, _result_stub, _words,
                       descriptor_class)
-from .session import _BoundFunction, _Frame, PreparedCall, Session  # noqa: F401
+from .session import _BoundFunction, _Frame, LiftedFunction, LiftedPreparedCall, PreparedCall, Session  # noqa: F401
 
 #: this module's names, with those of :mod:`.marshal` and :mod:`.session` it re-exports
 #: (``from relax_mlir.runtime.executable import descriptor_class`` keeps working)
-__all__ = ["Executable", "Function", "Session", "PreparedCall", "SymbolResolver", "LibraryResolver",
+__all__ = ["Executable", "Function", "Session", "PreparedCall", "LiftedFunction", "LiftedPreparedCall", "SymbolResolver", "LibraryResolver",
            "runtime_libraries", "descriptor_class", "DTYPES", "_Allocation", "_Frame", "_BoundFunction",
            "_as_array", "_c_contiguous"]
 
@@ -263,7 +265,10 @@ class Function:
         memref descriptors now, reused by every call of the returned
         :class:`PreparedCall`, which takes only the leading arguments (in the calling
         thread's default session; ``sess[name].bind_params`` for a session's)."""
-        return PreparedCall(self, None, params)
+        return self._prepare(None, params)
+
+    def _prepare(self, session: Optional["Session"], params) -> "PreparedCall":
+        return PreparedCall(self, session, params)
 
     def _on_device(self, a) -> bool:
         """Whether argument ``a`` already lives where the code reads it (a device target's
@@ -417,8 +422,16 @@ class Executable:
         if fn is None:
             if name not in self._meta.functions:
                 raise KeyError(f"no graph function @{name} (functions: {', '.join(self.functions)})")
-            fn = self._functions[name] = Function(self, name, self._meta.functions[name])
+            fn = self._new_function(name)
+            lifted = self._meta.extra.get("lifted", {}).get(name)
+            if lifted is not None:   # relax-lift-params: f(*inputs, *weights) through its transform
+                fn = LiftedFunction(self, name, fn, self[lifted["transform"]], lifted)
+            self._functions[name] = fn
         return fn
+
+    def _new_function(self, name: str) -> Function:
+        """The compiled graph function ``name`` (a device executable: its staged kind)."""
+        return Function(self, name, self._meta.functions[name])
 
     def __call__(self, *args):
         return self["main"]._entry(self._default_session(), args)

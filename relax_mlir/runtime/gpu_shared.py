@@ -429,13 +429,8 @@ class DeviceExecutable(Executable):
         self._runtime_callbacks = runtime.callbacks  # outlive the engine's code
         super().__init__(resolver, metadata, **kw)
 
-    def __getitem__(self, name: str) -> Function:
-        fn = self._functions.get(name)
-        if fn is None:
-            if name not in self._meta.functions:
-                raise KeyError(f"no graph function @{name} (functions: {', '.join(self.functions)})")
-            fn = self._functions[name] = self.function_class(self, name, self._meta.functions[name])
-        return fn
+    def _new_function(self, name: str) -> Function:
+        return self.function_class(self, name, self._meta.functions[name])
 
     def upload(self, array) -> DeviceArray:
         """Copy ``array`` to the device once; pass the result instead of the array in later

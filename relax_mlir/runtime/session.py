@@ -4,7 +4,9 @@ A :class:`Session` owns the workspace (relax-plan-memory's arenas) and the state
 (``relax.state``, an LLM's KV cache) a call writes, and each function's call memory in it
 (:class:`_Frame`); ``sess["f"]`` is a :class:`_BoundFunction`. A :class:`PreparedCall`
 binds a function's trailing parameters (a model's weights) once. The call itself is
-:class:`relax_mlir.runtime.executable.Function`'s.
+:class:`relax_mlir.runtime.executable.Function`'s. A function whose weight-only work
+relax-lift-params moved into ``<f>_transform_params`` is a :class:`LiftedFunction`: it keeps
+``f``'s signature (inputs, then weights); :class:`LiftedPreparedCall` runs the transform once.
 """
 
 from __future__ import annotations
@@ -54,9 +56,9 @@ class _BoundFunction:
     def __call__(self, *args):
         return self.fn._entry(self.session, args)
 
-    def bind_params(self, *params) -> "PreparedCall":
+    def bind_params(self, *params):
         """As :meth:`Function.bind_params`, calling in this session."""
-        return PreparedCall(self.fn, self.session, params)
+        return self.fn._prepare(self.session, params)
 
     def __repr__(self) -> str:
         return repr(self.fn)
@@ -154,6 +156,131 @@ class PreparedCall:
 
     def __repr__(self) -> str:
         return f"<relax_mlir prepared call of @{self.fn.name}: {self.nlead} argument(s), {len(self._arrays)} bound>"
+
+
+class LiftedFunction:
+    """``f`` after relax-lift-params, with its original signature ``f(*inputs, *weights)``.
+
+    The compiled ``f`` (``inner``) takes the inputs, the weights it still reads itself
+    (``kept``) and the results of ``@f_transform_params(*weights)`` (``transform``). A plain
+    call runs both, every time: the transform's work (weight packing, BatchNorm folded into
+    the weights) costs what it cost inside ``f`` before the lift, plus one more call
+    (~10 us of Python) and its results' allocation. ``bind_params(*weights)`` runs the
+    transform ONCE (:class:`LiftedPreparedCall`); each call is then ``inner`` alone.
+    """
+
+    def __init__(self, exe, name: str, inner, transform, record: dict):
+        self.exe, self.name = exe, name
+        self.inner, self.transform = inner, transform
+        self.num_input = int(record["num_input"])
+        self.num_weights = int(record["num_weights"])
+        self.kept = tuple(int(i) for i in record["kept"])
+        self.nparams = self.num_input + self.num_weights
+        from .abi import FunctionSig
+        #: the signature callers see (inputs from ``inner``, weights from ``transform``)
+        self.sig = FunctionSig(inner.sig.params[:self.num_input] + transform.sig.params, inner.sig.results)
+
+    def __repr__(self) -> str:
+        return (f"<relax_mlir function @{self.name}: {self.num_input} input(s), {self.num_weights} weight(s) "
+                f"through @{self.transform.name}>")
+
+    def __call__(self, *args):
+        return self._entry(self.exe._default_session(), args)
+
+    def bind_params(self, *params):
+        """Bind the trailing ``params``; all the weights (``len(params) == num_weights``): the
+        transform runs once, here (see :class:`LiftedPreparedCall`)."""
+        return self._prepare(None, params)
+
+    def _prepare(self, session, params):
+        return LiftedPreparedCall(self, session, params)
+
+    def _entry(self, session, args):
+        if len(args) != self.nparams:
+            raise TypeError(f"@{self.name} takes {self.nparams} argument(s), got {len(args)}")
+        k = self.num_input
+        weights = tuple(args[k:])
+        t = self._transformed(session, weights)
+        try:
+            return self.inner._entry(session, tuple(args[:k]) + tuple(weights[i] for i in self.kept) + t)
+        except (TypeError, ValueError, IndexError) as e:
+            raise self._renamed(e, self.inner.name, {k + j: k + i for j, i in enumerate(self.kept)}) from None
+
+    def _transformed(self, session, weights) -> tuple:
+        """The transform's results on ``weights`` (a tuple; errors name ``f``'s arguments)."""
+        try:
+            out = self.transform._entry(session, tuple(weights))
+        except (TypeError, ValueError, IndexError) as e:
+            raise self._renamed(e, self.transform.name, {i: self.num_input + i for i in range(self.num_weights)}) \
+                from None
+        return out if isinstance(out, tuple) else (out,)
+
+    def _renamed(self, e: Exception, fname: str, index: dict) -> Exception:
+        """``e`` with ``@fname: argument #i`` read as ``@f: argument #index[i]``."""
+        import re
+
+        def arg(m):
+            i = int(m.group(1))
+            return f"argument #{index.get(i, i)}"
+
+        msg = str(e.args[0]) if e.args else str(e)
+        if msg.startswith(f"@{fname}: ") or msg.startswith(f"@{fname} "):
+            msg = re.sub(r"argument #(\d+)", arg, msg)
+            if fname != self.name:
+                msg = f"@{self.name} (its weights' transform @{fname})" + msg[len(fname) + 1:]
+        try:
+            out = type(e)(msg)
+        except Exception:   # noqa: BLE001  an exception type with another constructor: as it is
+            return e
+        return out
+
+
+class LiftedPreparedCall:
+    """:meth:`LiftedFunction.bind_params`: with every weight bound, ``@f_transform_params``
+    runs once here and its results (with the weights ``f`` still reads) are bound to the
+    compiled ``f`` as a :class:`PreparedCall`, so a call runs none of the weight-only work.
+    Binding fewer trailing arguments than the weights (or more) gives a call that runs the
+    transform on every call, like a plain call."""
+
+    def __init__(self, fn: LiftedFunction, session: Optional["Session"], params: Sequence):
+        if len(params) > fn.nparams:
+            raise TypeError(f"@{fn.name} takes {fn.nparams} argument(s), {len(params)} bound")
+        self.fn, self.session = fn, session
+        self.nlead = fn.nparams - len(params)
+        self._params = [a if fn.inner._on_device(a) else _as_array(a) for a in params]
+        self._call: Optional[PreparedCall] = None
+        #: the transform's results, bound (kept alive by the PreparedCall too)
+        self.transformed: tuple = ()
+        if len(params) == fn.num_weights:
+            self._bind()
+
+    def _bind(self) -> None:
+        fn = self.fn
+        self.transformed = fn._transformed(self.session or fn.exe._default_session(), self._params)
+        bound = [self._params[i] for i in fn.kept] + list(self.transformed)
+        self._call = PreparedCall(fn.inner, self.session, bound)
+
+    def weights_changed(self) -> None:
+        """After writing a bound weight in place: the transform runs again (and a library
+        matmul's packed copies are dropped with the previous binding)."""
+        if self._call is not None:
+            self._bind()
+
+    def __call__(self, *args):
+        if len(args) != self.nlead:
+            raise TypeError(f"@{self.fn.name} takes {self.nlead} argument(s) besides the {len(self._params)} "
+                            f"bound, got {len(args)}")
+        if self._call is not None:
+            try:
+                return self._call(*args)
+            except (TypeError, ValueError, IndexError) as e:
+                raise self.fn._renamed(e, self.fn.inner.name, {}) from None
+        return self.fn._entry(self.session or self.fn.exe._default_session(), tuple(args) + tuple(self._params))
+
+    def __repr__(self) -> str:
+        done = "transformed once" if self._call is not None else "transformed per call"
+        return (f"<relax_mlir prepared call of @{self.fn.name}: {self.nlead} argument(s), {len(self._params)} "
+                f"bound, {done}>")
 
 
 class Session:

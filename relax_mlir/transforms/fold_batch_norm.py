@@ -10,13 +10,15 @@ absorbs the rest::
     (conv2d(x, W) [+ b]) * s [+ t]   ->   conv2d(x, W * s[:, None, None, None]) + (b * s + t)
 
 so the per-element epilogue after the conv shrinks to one add (a multiply less per output
-element; with a conv bias, the bias chain ``b * s + t`` is per channel, but relax-fuse-ops
-inlines it into the conv's epilogue, so that case saves nothing yet). The weight-side ops
+element; with a conv bias, the bias chain ``b * s + t`` is per channel and, with the weights
+declared, lifted out of the call by relax-lift-params). The weight-side ops
 (``W * s``, ``b * s + t``) depend only on the weights, yet the weights are function
 arguments: they run on every call, costing the weight's size, so the fold applies only when
 the weight (``O * I/g * kh * kw``) is no larger than one image's output (``O * Ho * Wo``;
-symbolic sizes by their upper bounds, unbounded ones assumed large). Computing them once
-when the parameters are bound is what would make the fold free. A BatchNorm that stays (no
+symbolic sizes by their upper bounds, unbounded ones assumed large), unless the function
+declares its weights (``relax.num_input``, set by the torch importer) and the weight and the
+scale depend on weights only: relax-lift-params then moves ``W * s`` into
+``<f>_transform_params``, which ``bind_params`` runs once, so the fold is free. A BatchNorm that stays (no
 conv before it, or an unprofitable fold) is the per-channel scale and shift it was imported
 as, which relax-fuse-ops fuses with its elementwise neighbours.
 
@@ -34,6 +36,7 @@ from ..dialects._core import create
 from ..dialects import relax as R
 from ..shapes import read_tensor_type
 from .graph import body_ops, graph_functions, single_user, upper_bounds
+from .lift_params import weight_values
 from .registry import register_pass
 
 
@@ -100,6 +103,7 @@ def _profitable(conv: ir.Operation, bounds: dict[str, int]) -> bool:
 def fold_function(f: ir.Operation) -> int:
     """Fold every conv2d [+ bias] * scale [+ shift] chain of graph function ``f``; returns how many."""
     bounds = upper_bounds(f)
+    free = weight_values(f)   # with relax.num_input: computed once, at bind_params (relax-lift-params)
     n = 0
     for conv in body_ops(f):
         if conv.name != "relax.conv2d":
@@ -114,7 +118,7 @@ def fold_function(f: ir.Operation) -> int:
             chain.append(bias_op)
             v = bias_op.results[0]
         mul, scale = _step(v, conv, "multiply", c, dt)
-        if mul is None or not _profitable(conv, bounds):
+        if mul is None or not ((conv.operands[1] in free and scale in free) or _profitable(conv, bounds)):
             continue
         chain.append(mul)
         v = mul.results[0]

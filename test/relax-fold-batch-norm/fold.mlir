@@ -88,3 +88,28 @@ func.func @unbounded(%x: tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>, 
   %1 = "relax.multiply"(%0, %s) : (tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>, tensor<64x1x1xf32>) -> tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>
   return %1 : tensor<1x64x?x?xf32, #relax.shape<[1, 64, "h", "w"]>>
 }
+
+// -----
+
+// The weight (64*64*3*3) is larger than the image's output (64*2*2), but the function
+// declares its weights (relax.num_input = 1) and the weight and scale are weights:
+// relax-lift-params computes W * s once, at bind_params, so the fold applies. With the
+// scale computed from the input, it does not (the weight-side multiply would run per call).
+
+// CHECK-LABEL: func.func @declared_weights(
+// CHECK-NEXT: %[[S4:.*]] = "relax.reshape"(%arg2)
+// CHECK-NEXT: %[[W2:.*]] = "relax.multiply"(%arg1, %[[S4]])
+// CHECK-NEXT: %[[Y:.*]] = "relax.conv2d"(%arg0, %[[W2]])
+// CHECK-NEXT: %[[C:.*]] = "relax.conv2d"(%arg0, %arg1)
+// CHECK-NEXT: %[[M:.*]] = "relax.mean"(%arg0)
+// CHECK-NEXT: %[[M3:.*]] = "relax.reshape"(%[[M]])
+// CHECK-NEXT: "relax.multiply"(%[[C]], %[[M3]])
+func.func @declared_weights(%x: tensor<1x64x2x2xf32>, %w: tensor<64x64x3x3xf32>, %s: tensor<64x1x1xf32>) -> (tensor<1x64x2x2xf32>, tensor<1x64x2x2xf32>) attributes {relax.function, relax.num_input = 1 : i64} {
+  %0 = "relax.conv2d"(%x, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x64x2x2xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x2x2xf32>
+  %1 = "relax.multiply"(%0, %s) : (tensor<1x64x2x2xf32>, tensor<64x1x1xf32>) -> tensor<1x64x2x2xf32>
+  %2 = "relax.conv2d"(%x, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x64x2x2xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x2x2xf32>
+  %m = "relax.mean"(%x) {axes = array<i64: 0, 2, 3>, keepdims = false} : (tensor<1x64x2x2xf32>) -> tensor<64xf32>
+  %m3 = "relax.reshape"(%m) {shape = #relax.shape<[64, 1, 1]>} : (tensor<64xf32>) -> tensor<64x1x1xf32>
+  %3 = "relax.multiply"(%2, %m3) : (tensor<1x64x2x2xf32>, tensor<64x1x1xf32>) -> tensor<1x64x2x2xf32>
+  return %1, %3 : tensor<1x64x2x2xf32>, tensor<1x64x2x2xf32>
+}

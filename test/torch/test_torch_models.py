@@ -149,7 +149,7 @@ def test_small_cnn_dynamic_batch_height_width(decompositions):
     fn = check(model, lambda n, h, w: (torch.randn(n, 3, h, w, generator=torch.Generator().manual_seed(n * h + w)),),
                [(2, 16, 16), (1, 9, 13), (5, 32, 20)], {"x": {0: N, 2: H, 3: W}}, atol=1e-4, rtol=1e-4,
                decompositions=decompositions)
-    assert fn.exe.functions == ["main"]
+    assert fn.exe.functions == ["main", "main_transform_params"]   # the BatchNorm folds: relax-lift-params
     targets = {str(n.target) for n in fn.program.ep.graph.nodes if n.op == "call_function"}
     want = {None: {"aten.conv2d.default", "aten.batch_norm.default", "aten.max_pool2d.default"},
             "default": {"aten.conv2d.default", "aten._native_batch_norm_legit_no_training.default"},

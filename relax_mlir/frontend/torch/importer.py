@@ -396,6 +396,11 @@ class Importer:
                     raise self.error(f"output {o} is not a tensor ({type(v).__name__})")
                 results.append(v)
             fn.ret(*results)
+        main = next(o.operation for o in module.body.operations
+                    if "sym_name" in o.operation.attributes and ir.StringAttr(o.operation.attributes["sym_name"]).value == "main")
+        # the leading parameters are the user's inputs, the rest its lifted weights: relax-lift-params
+        # moves what depends only on the weights into main_transform_params (bind_params runs it once)
+        main.attributes["relax.num_input"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(users))
         return module, arrays, trailing
 
     def _range_checks(self) -> None:

@@ -18,6 +18,7 @@ from ...shapes import Dim, Shape, ShapeSyntaxError, Truth, parse_dim, prove_le, 
 from ...shapes.emit import python_expr
 from ...shapes.match import match_shapes
 from ..graph import func_name, top_ops
+from ..lift_params import lifted_records
 from .common import CHECKS_ATTR, DETAIL_SLOTS_ATTR, DETAIL_SYMBOLS_ATTR, GRAPH_TYPE_ATTR, LOWERED_ATTR, WORKSPACE_ATTR
 
 
@@ -58,7 +59,8 @@ def host_metadata(module, target: str = "cpu") -> ExecutableMetadata:
     bounds = module_bounds(op)
     states = tuple(StateSpec(n, tuple(str(d) for d in s.shape), s.dtype, capacity_bound(s, bounds))
                    for n, s in module_states(op).items())
-    return ExecutableMetadata(D, functions, target, states=states)
+    lifted = {f: r for f, r in lifted_records(op).items() if f in functions and r["transform"] in functions}
+    return ExecutableMetadata(D, functions, target, extra={"lifted": lifted} if lifted else {}, states=states)
 
 
 def signature_plan(params: tuple[TensorSpec, ...], checks: tuple[Check, ...] = (),

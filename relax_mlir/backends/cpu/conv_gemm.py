@@ -49,8 +49,8 @@ from typing import Optional
 from mlir import ir
 
 from ...dialects._core import create
-from ...ops.nn import (conv_direct_kernel, conv_gemm_kernel, conv_pack_weight_kernel, im2col_cnhw_kernel,
-                      im2col_kernel)
+from ...ops.nn import (conv1x1_kernel, conv_direct_kernel, conv_gemm_kernel, conv_pack_weight_kernel,
+                      im2col_cnhw_kernel, im2col_kernel)
 from ...ops.registry import RelaxError, read_attrs
 from ...runtime.libraries import request
 from ...shapes import Dim, Shape, TensorSig, Truth, prove_equal, read_tensor_type, tensor_type
@@ -126,6 +126,35 @@ def _direct(conv: ir.Operation, table: KernelTable, x: TensorSig, out: TensorSig
     conv.erase()
 
 
+def _pointwise(conv: ir.Operation, table: KernelTable) -> None:
+    """A 1x1 stride-1 unpadded convolution as ONE batch matmul over the images, the weight
+    shared (:func:`relax_mlir.ops.nn.conv1x1_kernel`): NCHW in and out, no copies."""
+    callee = table.symbol(conv1x1_kernel(*(read_tensor_type(v.type) for v in conv.operands),
+                                         read_tensor_type(conv.results[0].type)), "conv1x1")
+    r = create("call_tir", list(conv.operands), [conv.results[0].type], {"callee": ir.FlatSymbolRefAttr.get(callee)},
+               loc=conv.location, ip=ir.InsertionPoint(conv))
+    conv.results[0].replace_all_uses_with(r.results[0])
+    conv.erase()
+
+
+#: Output pixels per image below which a pointwise convolution that the direct kernel can
+#: take goes to it instead: with 7x7 maps (49 columns, all in masked 16-column tiles, one
+#: task per image) the batch matmul measured 1.3-1.5x slower than the direct kernel at
+#: batch 8; from 14x14 on it was as fast or faster (bench/README.md, "Pointwise").
+POINTWISE_MIN_PIXELS = 196
+
+
+def pointwise_applies(kernel: list[int], strides: list[int], pads: list[int], pointwise: str,
+                      pixels: Optional[int] = None, direct_ok: bool = False) -> bool:
+    """Whether a groups-1 f32 convolution takes the pointwise route (``pointwise`` option
+    ``on``): a 1x1 window, stride 1, no padding (dilation is moot), unless its static
+    ``pixels`` (OH*OW) are fewer than :data:`POINTWISE_MIN_PIXELS` and the direct kernel
+    applies (``direct_ok``). Symbolic image sizes take it."""
+    if not (pointwise == "on" and kernel == [1, 1] and strides == [1, 1] and not any(pads)):
+        return False
+    return not (direct_ok and pixels is not None and pixels < POINTWISE_MIN_PIXELS)
+
+
 def direct_applies(o: int, lanes: int, direct: str) -> bool:
     """Whether a groups-1 f32 convolution with ``o`` output channels takes the direct kernel
     (``direct`` option): ``off``: never; ``all``: whenever O is a multiple of 8 (the
@@ -139,7 +168,8 @@ def direct_applies(o: int, lanes: int, direct: str) -> bool:
 
 
 def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int], min_flops: int,
-                 gemm: str = "generated", direct: str = "off", simd: Optional[Simd] = None) -> bool:
+                 gemm: str = "generated", direct: str = "off", simd: Optional[Simd] = None,
+                 pointwise: str = "off") -> bool:
     """Rewrite one ``relax.conv2d`` (see the module docstring); False when it does not apply."""
     attrs = read_attrs(relax_opdef(conv), conv)
     try:
@@ -158,6 +188,11 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
         return False
     strides, pads, dil = list(attrs["strides"]), _pads(list(attrs["padding"])), list(attrs["dilation"])
     simd = simd or host_simd()
+    pixels = out.shape[2].value * out.shape[3].value if out.shape[2].is_static and out.shape[3].is_static else None
+    if gemm != "blas" and pointwise_applies([kh, kw], strides, pads, pointwise, pixels,
+                                            direct_applies(o, simd.lanes, direct)):
+        _pointwise(conv, table)
+        return True
     if gemm != "blas" and direct_applies(o, simd.lanes, direct):
         _direct(conv, table, x, out, strides, pads, dil, direct_tile(o, simd.lanes, simd.registers)[1])
         return True
@@ -199,10 +234,16 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
                         Option("direct", str, "off",
                                "the direct kernel (packed weight, no im2col) instead of a GEMM route: off, "
                                "all (O a multiple of 8), or auto (O a multiple of the target's f32 lanes)"),
+                        Option("pointwise", str, "off",
+                               "on: 1x1 stride-1 unpadded convs as one batch matmul over the images with the "
+                               "weight shared (no im2col, packing or permute; before direct and gemm), off"),
                         Option("min-flops", int, 4096,
                                "N*O*OH*OW*C*KH*KW below which a conv stays generated code (bounded symbols: "
                                "their relax.upper_bounds)")])
 def relax_conv_gemm(module: ir.Operation, opts) -> None:
+    if opts.pointwise not in ("off", "on"):
+        emit_error(module, f"pointwise must be 'off' or 'on', got '{opts.pointwise}'")
+        return
     if opts.direct not in ("off", "all", "auto"):
         emit_error(module, f"direct must be 'off', 'all' or 'auto', got '{opts.direct}'")
         return
@@ -216,6 +257,6 @@ def relax_conv_gemm(module: ir.Operation, opts) -> None:
         bounds = upper_bounds(f)
         done = False
         for op in [o for o in body_ops(f) if o.name == "relax.conv2d"]:   # (a rewrite erases the bias add)
-            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm, opts.direct, simd)
+            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm, opts.direct, simd, opts.pointwise)
         if done and any(o.name == "relax.call_dps_library" for o in body_ops(f)):
             request(module, "relax_blas")

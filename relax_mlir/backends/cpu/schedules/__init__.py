@@ -42,6 +42,7 @@ from .contraction import contraction_schedule, vector_dim
 from .depthwise import depthwise_schedule
 from .conv import conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, im2col_schedule, permute_rows_schedule
 from .elementwise import elementwise_schedule
+from .pointwise import pointwise_epilogue_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
 from ....target import Simd, host_simd
@@ -92,6 +93,21 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
         ops = ops[3:]   # relax-conv-gemm's GEMM: weight, im2col and output viewed as matrices
         if [o.name for o in ops[-2:]] == ["tensor.from_elements", "tensor.reshape"]:
             ops = ops[:-2]
+    pointwise = "conv1x1" in (_kernel_op(fn) or "")
+    if pointwise:   # relax-conv-gemm's 1x1 conv: weight, input and output viewed as matrices
+        at = next((i for i, o in enumerate(ops) if o.name == "linalg.fill"), None)
+        if at is None or any(o.name not in _OPERAND_RESHAPES for o in ops[:at]) \
+                or [o.name for o in ops[at + 2:at + 4]] != ["tensor.from_elements", "tensor.reshape"]:
+            return None
+        # the epilogue's operand reshapes (the bias (O,) -> (O, 1, 1): reshape + copy) stay loops
+        epi = [o for o in ops[at + 4:] if o.name not in _OPERAND_RESHAPES]
+        out = _output_shape(ops[at + 3])
+        chain = [i for i, g in enumerate(epi) if _output_shape(g) == out]
+        if any(o.name != "linalg.generic" or not _f32_tensors(o) or set(_iterators(o)) != {"parallel"}
+               for o in epi) or (epi and chain[-1:] != [len(epi) - 1]):
+            return None
+        pointwise_tail = pointwise_epilogue_schedule(len(epi), chain, out[-1]) if epi else None
+        ops = ops[at:at + 2]
     names = [o.name for o in ops]
     if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
         return None
@@ -103,7 +119,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])
     if not all(isinstance(t.element_type, ir.F32Type) for t in (a, b)):
         return None
-    if batch and a.shape[0] != b.shape[0]:
+    if batch and a.rank == 3 and a.shape[0] != b.shape[0]:
         return None
     m, k = (_static(d) for d in a.shape[-2:])
     n = _static(b.shape[-1])
@@ -128,12 +144,15 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
             cfg = dataclasses.replace(cfg, rows=cfg.small_rows)
         lo = m if m is not None else _range(fn, "m_min")
         pack = packs_b(n, k, cfg, batch) and lo is not None and lo >= cfg.pack_min_m
-        body, finish = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack)
-        kind = "batch_matmul" if batch else "matmul"
+        body, finish = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack, batch_panels=pointwise)
+        kind = "conv1x1" if pointwise else "batch_matmul" if batch else "matmul"
         prefetch = cfg.prefetch
-    if not epilogue:
+    if pointwise and pointwise_tail is not None:
+        epilogue, tail = True, pointwise_tail
+    elif not epilogue:
         return Schedule(kind, body, prepare, prefetch, finish)
-    tail = _select_elementwise(epilogue).body
+    else:
+        tail = _select_elementwise(epilogue).body
     if finish is not None:  # the epilogue's script after the matmul's last stage
 
         def finish_fused(fn: ir.Operation) -> None:

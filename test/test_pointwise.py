@@ -122,3 +122,33 @@ def test_inverted_residual_static_maps(hw):
             want = model(torch.from_numpy(x)).numpy()
         got = exe(x, *params)
         assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+
+
+@pytest.mark.parametrize("c,o,hw", [(20, 16, (14, 14)), (24, 40, (9, 17)), (16, 24, (5, 6)), (8, 40, (3, 3)), (96, 144, (28, 28))])
+def test_pointwise_fully_static(c, o, hw):
+    """Every size static (batch 2 too; O not a multiple of 16 below 196 pixels, where the direct
+    kernel would take it): the reshapes' shapes fold to constants; the kernel
+    keeps its schedule and matches PyTorch."""
+    from mlir import ir
+
+    from relax_mlir.backends.cpu.apply_schedules import schedule_kernel
+    from relax_mlir.pipelines.cpu import graph_stage
+
+    h, w = hw
+    xt, wt, yt = f"tensor<2x{c}x{h}x{w}xf32>", f"tensor<{o}x{c}x1x1xf32>", f"tensor<2x{o}x{h}x{w}xf32>"
+    src = (f"func.func @main(%x: {xt}, %w: {wt}) -> {yt} attributes {{relax.function}} {{\n"
+           f'  %0 = "relax.conv2d"(%x, %w) : ({xt}, {wt}) -> {yt}\n'
+           f'  %1 = "relax.relu"(%0) : ({yt}) -> {yt}\n  return %1 : {yt}\n}}')
+    m = relax_mlir.parse(src)
+    with m.context, ir.Location.unknown():
+        relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
+        kernels = [f.operation for f in m.body.operations if "relax.kernel" in f.attributes]
+        assert [str(f.attributes["sym_name"]) for f in kernels] == ['"fused_conv1x1_relu"']
+        assert schedule_kernel(kernels[0]) == "conv1x1+elementwise"
+    exe = _compile(src)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, c, h, w)).astype(np.float32)
+    wv = rng.standard_normal((o, c, 1, 1)).astype(np.float32)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wv))).numpy()
+    got = exe(x, wv)
+    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4

@@ -63,3 +63,20 @@ func.func @strided_padded(%x: tensor<?x16x?x?xf32, #relax.shape<["n", 16, "h", "
   return %0, %1 : tensor<?x24x?x?xf32, #relax.shape<["n", 24, "(h - 1) // 2 + 1", "(w - 1) // 2 + 1"]>>, tensor<?x24x?x?xf32, #relax.shape<["n", 24, "h + 2", "w + 2"]>>
 }
 }
+
+// -----
+
+// Output bytes at the batch bound (n <= 8): 8 x 96 x 112 x 112 x 4 = 38.5 MB, above 32 MiB,
+// goes to the direct kernel (O = 96 fills whole vectors); 8 x 16 x 112 x 112 x 4 = 6.4 MB
+// takes the batch matmul.
+// CHECK-LABEL: func.func @big_outputs
+// CHECK: callee = @relax_conv_pack_b32_f32_96x16x1x1
+// CHECK: callee = @relax_conv_direct_s1_1_p0_0_0_0_d1_1_f32_Dx16x112x112_3x16x1x1x32
+// CHECK: callee = @relax_conv1x1_f32_Dx16x112x112_16x16x1x1
+module attributes {relax.target = {kind = "cpu", isa = "avx512"}} {
+func.func @big_outputs(%x: tensor<?x16x112x112xf32, #relax.shape<["n", 16, 112, 112]>>, %w: tensor<96x16x1x1xf32>, %v: tensor<16x16x1x1xf32>) -> (tensor<?x96x112x112xf32, #relax.shape<["n", 96, 112, 112]>>, tensor<?x16x112x112xf32, #relax.shape<["n", 16, 112, 112]>>) attributes {relax.function, relax.upper_bounds = {n = 8 : i64}} {
+  %0 = "relax.conv2d"(%x, %w) : (tensor<?x16x112x112xf32, #relax.shape<["n", 16, 112, 112]>>, tensor<96x16x1x1xf32>) -> tensor<?x96x112x112xf32, #relax.shape<["n", 96, 112, 112]>>
+  %1 = "relax.conv2d"(%x, %v) : (tensor<?x16x112x112xf32, #relax.shape<["n", 16, 112, 112]>>, tensor<16x16x1x1xf32>) -> tensor<?x16x112x112xf32, #relax.shape<["n", 16, 112, 112]>>
+  return %0, %1 : tensor<?x96x112x112xf32, #relax.shape<["n", 96, 112, 112]>>, tensor<?x16x112x112xf32, #relax.shape<["n", 16, 112, 112]>>
+}
+}

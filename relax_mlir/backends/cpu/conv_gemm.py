@@ -142,17 +142,26 @@ def _pointwise(conv: ir.Operation, table: KernelTable) -> None:
 #: task per image) the batch matmul measured 1.3-1.5x slower than the direct kernel at
 #: batch 8; from 14x14 on it was as fast or faster (bench/README.md, "Pointwise").
 POINTWISE_MIN_PIXELS = 196
+#: Output bytes (at the batch's upper bound) above which a pointwise convolution that the
+#: direct kernel can take goes to it: the batch matmul's fused epilogue is a second pass
+#: over an output-sized intermediate, allocated per call, and above glibc's largest mmap
+#: threshold (32 MiB, runtime/heap.py) that is a fresh mmap and its page faults on every call
+#: (MobileNetV2's 16 -> 96 conv on 112x112 maps at batch 8: 38.5 MB).
+POINTWISE_MAX_BYTES = 32 << 20
 
 
 def pointwise_applies(kernel: list[int], strides: list[int], pads: list[int], pointwise: str,
-                      pixels: Optional[int] = None, direct_ok: bool = False) -> bool:
+                      pixels: Optional[int] = None, direct_ok: bool = False, out_bytes: Optional[int] = None) -> bool:
     """Whether a groups-1 f32 convolution takes the pointwise route (``pointwise`` option
-    ``on``): a 1x1 window, stride 1, no padding (dilation is moot), unless its static
-    ``pixels`` (OH*OW) are fewer than :data:`POINTWISE_MIN_PIXELS` and the direct kernel
-    applies (``direct_ok``). Symbolic image sizes take it."""
+    ``on``): a 1x1 window, stride 1, no padding (dilation is moot), unless the direct kernel
+    applies (``direct_ok``) and its static ``pixels`` (OH*OW) are fewer than
+    :data:`POINTWISE_MIN_PIXELS` or its output's bytes at the batch bound (``out_bytes``,
+    static pixels only) exceed :data:`POINTWISE_MAX_BYTES`. Symbolic image sizes take it."""
     if not (pointwise == "on" and kernel == [1, 1] and strides == [1, 1] and not any(pads)):
         return False
-    return not (direct_ok and pixels is not None and pixels < POINTWISE_MIN_PIXELS)
+    if not direct_ok or pixels is None:
+        return True
+    return pixels >= POINTWISE_MIN_PIXELS and (out_bytes is None or out_bytes <= POINTWISE_MAX_BYTES)
 
 
 def direct_applies(o: int, lanes: int, direct: str) -> bool:
@@ -189,8 +198,15 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
     strides, pads, dil = list(attrs["strides"]), _pads(list(attrs["padding"])), list(attrs["dilation"])
     simd = simd or host_simd()
     pixels = out.shape[2].value * out.shape[3].value if out.shape[2].is_static and out.shape[3].is_static else None
+    out_bytes = None
+    if pixels is not None:
+        nbytes = out.shape[0] * Dim.of(4 * o * pixels)
+        if nbytes.is_static:
+            out_bytes = nbytes.value
+        elif nbytes.symbols <= set(bounds):
+            out_bytes = nbytes.evaluate(bounds)
     if gemm != "blas" and pointwise_applies([kh, kw], strides, pads, pointwise, pixels,
-                                            direct_applies(o, simd.lanes, direct)):
+                                            direct_applies(o, simd.lanes, direct), out_bytes):
         _pointwise(conv, table)
         return True
     if gemm != "blas" and direct_applies(o, simd.lanes, direct):

@@ -96,12 +96,16 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     pointwise = "conv1x1" in (_kernel_op(fn) or "")
     if pointwise:   # relax-conv-gemm's 1x1 conv: weight, input and output viewed as matrices
         at = next((i for i, o in enumerate(ops) if o.name == "linalg.fill"), None)
-        if at is None or any(o.name not in _OPERAND_RESHAPES for o in ops[:at]) \
-                or [o.name for o in ops[at + 2:at + 4]] != ["tensor.from_elements", "tensor.reshape"]:
+        # the product's reshape to NCHW (its shape operand a constant when every size is static)
+        if at is None:
+            return None
+        back = at + 2 + (len(ops) > at + 2 and ops[at + 2].name == "tensor.from_elements")
+        if any(o.name not in _OPERAND_RESHAPES for o in ops[:at]) or len(ops) <= back \
+                or ops[back].name != "tensor.reshape":
             return None
         # the epilogue's operand reshapes (the bias (O,) -> (O, 1, 1): reshape + copy) stay loops
-        epi = [o for o in ops[at + 4:] if o.name not in _OPERAND_RESHAPES]
-        out = _output_shape(ops[at + 3])
+        epi = [o for o in ops[back + 1:] if o.name not in _OPERAND_RESHAPES]
+        out = _output_shape(ops[back])
         chain = [i for i, g in enumerate(epi) if _output_shape(g) == out]
         if any(o.name != "linalg.generic" or not _f32_tensors(o) or set(_iterators(o)) != {"parallel"}
                for o in epi) or (epi and chain[-1:] != [len(epi) - 1]):

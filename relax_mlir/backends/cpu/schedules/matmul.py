@@ -284,6 +284,11 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n and not pack:
         panel_n = cfg.cols if n % cfg.cols == 0 else panel_n
+    # (batch, N panel) tasks over a static N of few panels (a 1x1 conv on 28x28 maps: 768
+    # columns + a 16-column rest, three 256-column panels for two threads): two register tiles
+    # wide where they divide N (one tile would be a one-iteration loop, folded under its handle)
+    if batch_panels and n is not None and n < 4 * panel_n and n % (2 * cfg.cols) == 0:
+        panel_n = 2 * cfg.cols
     # No outer loop of one iteration: canonicalization would fold it under a live handle.
     if n is not None and n <= panel_n:
         panel_n = 0

@@ -8,7 +8,11 @@ channel block for the module's target) and one of the direct kernel
 (:func:`relax_mlir.ops.nn.conv_direct_kernel`): no im2col, NCHW in and out, register tiles
 of output pixels x a channel block (``schedules/conv.py``), any stride, padding and
 dilation; its bias / activation / residual epilogue is fused into it by relax-fuse-ops.
-The others take the GEMM routes below.
+Before that, with ``pointwise=on`` (the cpu pipeline's), a 1x1 stride-1 unpadded convolution
+becomes ONE batch matmul over the images with the weight shared
+(:func:`relax_mlir.ops.nn.conv1x1_kernel`: NCHW in and out, no copies), except where the
+direct kernel applies and the static map is small or the output large
+(:func:`pointwise_applies`). The others take the GEMM routes below.
 
 Each ``relax.conv2d`` with groups == 1 on f32 (static weight and input channels) whose work
 (N*O*OH*OW*C*KH*KW) reaches ``min-flops`` (the relax-dispatch-library rule: symbolic work is

@@ -25,7 +25,9 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   ``conv`` for the other direct generics, ``conv_direct`` and ``conv_pack`` for
   relax-conv-gemm's direct kernel (register tiles of pixels x a channel block) and its weight
   packing, ``im2col`` and ``permute_rows`` (the NCHW epilogue) for its GEMM route, whose GEMM
-  kernel takes the ``matmul`` schedule;
+  kernel takes the ``matmul`` schedule; ``conv1x1`` (``conv1x1+elementwise``) for its pointwise
+  route's batch matmul (the weight shared by the images): the matmul schedule with (image,
+  pixel panel) tasks, the fused epilogue by output rows (:mod:`.pointwise`);
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 """
 
@@ -96,9 +98,9 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     pointwise = "conv1x1" in (_kernel_op(fn) or "")
     if pointwise:   # relax-conv-gemm's 1x1 conv: weight, input and output viewed as matrices
         at = next((i for i, o in enumerate(ops) if o.name == "linalg.fill"), None)
-        # the product's reshape to NCHW (its shape operand a constant when every size is static)
         if at is None:
             return None
+        # the product's reshape to NCHW (its shape operand a constant when every size is static)
         back = at + 2 + (len(ops) > at + 2 and ops[at + 2].name == "tensor.from_elements")
         if any(o.name not in _OPERAND_RESHAPES for o in ops[:at]) or len(ops) <= back \
                 or ops[back].name != "tensor.reshape":

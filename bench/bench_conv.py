@@ -9,7 +9,10 @@ Each distinct conv (channels, kernel, stride, padding, groups) is compiled ONCE 
 batch, height and width and run at every batch: column ``generated`` is
 groups 1: relax-conv-gemm's im2col + the scheduled matmul (``gemm=generated direct=off``;
 depthwise: the direct kernel), ``direct`` relax-conv-gemm's direct kernel (``direct=all``:
-packed weight, register tiles of output pixels x channels, no im2col), ``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
+packed weight, register tiles of output pixels x channels, no im2col), ``pointwise`` (1x1
+stride-1 shapes) relax-conv-gemm's pointwise route (``pointwise=on``, the default: one batch
+matmul over the images, the weight shared, no copies; the other columns run with it off),
+``blas`` the same with ``cpu.CONV_GEMM_DEFAULT = "blas"`` (im2col + one BLAS GEMM
 per image; groups 1 only). All sides get ``--threads`` threads (torch intra-op; our OpenMP
 and BLAS). Timings: interleaved rounds, one warm-up call each, median and minimum (the
 minimum is the steadier figure on a loaded machine); the highest load average seen is
@@ -108,6 +111,7 @@ def main() -> None:
     ap.add_argument("--no-direct", action="store_true", help="skip the direct kernel's column")
     ap.add_argument("--cpu-time", action="store_true",
                     help="time each call by the calling thread's CPU time (needs --threads 1)")
+    ap.add_argument("--no-pointwise", action="store_true", help="skip the pointwise route's column")
     ap.add_argument("--simd", default=None, choices=["avx512", "avx2"],
                     help="size every side's tiles for this SIMD unit (the JIT still targets the host's "
                          "features: an AVX2-sized run on an AVX-512 host is an approximation)")
@@ -128,7 +132,8 @@ def main() -> None:
     print(f"threads {args.threads}; {unit}: median (min) over interleaved rounds; ratios ours / torch eager of the "
           "medians (of the minimums); * = load average above 0.5")
     print(f"{'shape':16s} {'batch':>5s} {'GFLOP':>7s} {'generated':>16s} {'direct':>16s} {'blas':>16s} "
-          f"{'eager':>16s} {'gen/eager':>12s} {'direct/eager':>12s} {'blas/eager':>12s} {'load':>5s}")
+          f"{'eager':>16s} {'gen/eager':>12s} {'direct/eager':>12s} {'blas/eager':>12s} {'pointwise':>16s} "
+          f"{'pw/eager':>12s} {'load':>5s}")
     for net in args.nets:
         for name, c, o, k, s, p, g, h in NETS[net]:
             if args.only is not None and not any(name.startswith(x) for x in args.only):
@@ -140,14 +145,18 @@ def main() -> None:
                 from relax_mlir.compiler import CompileOptions
                 from relax_mlir.target import Target, simd_named
                 options = CompileOptions(target=Target.from_options(None, simd=simd_named(args.simd)))
-            for col, mode in (("generated", "off"), ("direct", "all")):
+            for col, mode, pw in (("generated", "off", "off"), ("direct", "all", "off"), ("pointwise", "off", "on")):
                 if col == "direct" and (g != 1 or args.no_direct):
                     continue
+                if col == "pointwise" and (g != 1 or k != 1 or s != 1 or p != 0 or args.no_pointwise):
+                    continue
                 default, cpu.CONV_DIRECT_DEFAULT = cpu.CONV_DIRECT_DEFAULT, mode
+                pw_default, cpu.CONV_POINTWISE_DEFAULT = cpu.CONV_POINTWISE_DEFAULT, pw
                 try:
                     exes[col] = relax_mlir.compile(src, options=options)
                 finally:
                     cpu.CONV_DIRECT_DEFAULT = default
+                    cpu.CONV_POINTWISE_DEFAULT = pw_default
             if g == 1 and not args.no_blas:
                 default, cpu.CONV_GEMM_DEFAULT = cpu.CONV_GEMM_DEFAULT, "blas"
                 try:
@@ -185,7 +194,8 @@ def main() -> None:
 
                 mark = "*" if load > 0.5 else ""
                 print(f"{name:16s} {n:5d} {gflop:7.3f} {cell('generated')} {cell('direct')} {cell('blas')} "
-                      f"{cell('eager')} {ratio('generated')} {ratio('direct')} {ratio('blas')} {load:4.1f}{mark}",
+                      f"{cell('eager')} {ratio('generated')} {ratio('direct')} {ratio('blas')} "
+                      f"{cell('pointwise')} {ratio('pointwise')} {load:4.1f}{mark}",
                       flush=True)
 
 

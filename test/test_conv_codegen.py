@@ -274,6 +274,7 @@ def test_conv_direct_static_sizes(hw, monkeypatch):
     from relax_mlir.pipelines.cpu import graph_stage
 
     monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", "all")
+    monkeypatch.setattr(cpu, "CONV_POINTWISE_DEFAULT", "off")   # (the 1x1 case: test_pointwise.py)
     h, w = hw
     for c, o, k, s, p in [(16, 32, 3, 1, 1), (20, 16, 1, 1, 0), (3, 16, 7, 2, 3)]:
         oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1

@@ -557,11 +557,18 @@ class KernelBuilder:
             self.types[r] = t
         return res
 
-    def matmul(self, a: ir.Value, b: ir.Value, acc: ir.Value, batch: bool = False) -> ir.Value:
-        """``linalg.matmul`` (``batch``: ``linalg.batch_matmul``) accumulating into ``acc``."""
+    def matmul(self, a: ir.Value, b: ir.Value, acc: ir.Value, batch: bool = False,
+               broadcast_a: bool = False) -> ir.Value:
+        """``linalg.matmul`` (``batch``: ``linalg.batch_matmul``) accumulating into ``acc``;
+        ``broadcast_a``: a batch matmul whose A is one (M, K) matrix for every batch (the
+        op's ``indexing_maps`` with A's map ``(b, m, n, k) -> (m, k)``)."""
         r = self._named(linalg.BatchMatmulOp if batch else linalg.MatmulOp, self.types[acc], [a, b], [acc])
         # the parser stores the default maps on the op; so does this (one IR, one hash)
-        r.owner.attributes["indexing_maps"] = linalg.get_indexing_maps(r.owner)
+        maps = linalg.get_indexing_maps(r.owner)
+        if broadcast_a:
+            amap = ir.AffineMap.get(4, 0, [ir.AffineDimExpr.get(1), ir.AffineDimExpr.get(3)])
+            maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(amap)] + list(maps)[1:])
+        r.owner.attributes["indexing_maps"] = maps
         return r
 
     def conv2d(self, x: ir.Value, w: ir.Value, acc: ir.Value, strides: Sequence[int], dilation: Sequence[int],

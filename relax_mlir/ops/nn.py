@@ -450,6 +450,34 @@ def conv_gemm_kernel(w: TensorSig, col: TensorSig, out: TensorSig):
     return kb.finish([kb.reshape(kb.matmul(a, b, acc), sizes, ot)])
 
 
+def conv1x1_kernel(x: TensorSig, w: TensorSig, out: TensorSig):
+    """relax-conv-gemm's pointwise convolution (1x1, stride 1, no padding, groups 1): per
+    image ``out[n]`` (O, H*W) = ``w`` (O, C) @ ``x[n]`` (C, H*W), every operand read as the
+    matrix it is in memory (collapse_shape views): ONE ``linalg.batch_matmul`` whose A is
+    the weight for every image (indexing map ``(n, o, p, c) -> (o, c)``), no im2col, no
+    weight packing, no permute; the output NCHW. Scheduled by the matmul schedule (M = O,
+    K = C static, the pixels N symbolic; :func:`..backends.cpu.schedules` ``conv1x1``)."""
+    xt, wt, ot = KType.of(x), KType.of(w), KType.of(out)
+    o, c = wt.dims[:2]
+    kb = KernelBuilder(f"relax_conv1x1_{xt.dtype}_{xt.tag}_{wt.tag}", [xt, wt], [ot])
+
+    def pixels(t: KType):
+        return None if t.dims[2] is None or t.dims[3] is None else t.dims[2] * t.dims[3]
+
+    # tensor.reshape, not collapse/expand_shape: relax-fuse-kernels' elementwise fusion folds
+    # static collapses into the matmul (generalized to a 5-loop generic no schedule takes),
+    # and an expand_shape takes one dynamic size per group at most
+    xs, ys = kb.dims(kb.ins[0]), kb.dims(kb.outs[0])
+    a = kb.reshape(kb.ins[1], [kb.index(o), kb.index(c)], KType((o, c), wt.dtype))
+    b = kb.reshape(kb.ins[0], [xs[0], kb.index(c), kb.bin("arith.muli", xs[2], xs[3], "index")],
+                   KType((xt.dims[0], c, pixels(xt)), xt.dtype))
+    y3 = KType((ot.dims[0], o, pixels(ot)), ot.dtype)
+    acc = kb.fill(0.0, kb.reshape(kb.outs[0], [ys[0], kb.index(o), kb.bin("arith.muli", ys[2], ys[3], "index")],
+                                  y3))
+    r = kb.matmul(a, b, acc, batch=True, broadcast_a=True)
+    return kb.finish([kb.reshape(r, ys, ot)])
+
+
 #: Window taps above which the direct kernel loops over the kernel rows (see
 #: :func:`conv_direct_kernel`): with all 49 taps of a 7x7 window in one body, LLVM hoists
 #: the 98 weight-vector loads of a tile and spills them to the stack.

@@ -48,6 +48,10 @@ CONV_GEMM_DEFAULT = "generated"
 #: relax-conv-gemm's ``direct`` option with the generated GEMM: which groups-1 convolutions
 #: take the direct kernel instead of im2col + GEMM (``off``, ``all``, ``auto``; docs/conv.md).
 CONV_DIRECT_DEFAULT = "auto"
+#: relax-conv-gemm's ``pointwise`` option with the generated GEMM: 1x1 stride-1 unpadded
+#: convolutions as one batch matmul with the weight shared (``on``) or by the rules above
+#: (``off``); docs/conv.md.
+CONV_POINTWISE_DEFAULT = "on"
 
 #: relax-dispatch-library's policy in the cpu pipeline: ``measured`` (the calibration table of
 #: this CPU model and thread count decides BLAS or generated code per M range, split at run
@@ -124,7 +128,8 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     # after shape inference (a dead op's run-time check is already its own relax.assert)
     passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
     if conv_gemm is not None and "relax-conv-gemm" in PASSES:
-        passes.append(f"relax-conv-gemm{{gemm={conv_gemm} direct={CONV_DIRECT_DEFAULT} "
+        pointwise = f" pointwise={CONV_POINTWISE_DEFAULT}" if conv_gemm != "blas" else ""
+        passes.append(f"relax-conv-gemm{{gemm={conv_gemm} direct={CONV_DIRECT_DEFAULT}{pointwise} "
                       f"min-flops={int(dispatch_min_flops)}}}")
     if dispatch and "relax-dispatch-library" in PASSES:
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)} policy={policy}}}")

@@ -8,7 +8,11 @@ channel block for the module's target) and one of the direct kernel
 (:func:`relax_mlir.ops.nn.conv_direct_kernel`): no im2col, NCHW in and out, register tiles
 of output pixels x a channel block (``schedules/conv.py``), any stride, padding and
 dilation; its bias / activation / residual epilogue is fused into it by relax-fuse-ops.
-The others take the GEMM routes below.
+Before that, with ``pointwise=on`` (the cpu pipeline's), a 1x1 stride-1 unpadded convolution
+becomes ONE batch matmul over the images with the weight shared
+(:func:`relax_mlir.ops.nn.conv1x1_kernel`: NCHW in and out, no copies), except where the
+direct kernel applies and the static map is small or the output large
+(:func:`pointwise_applies`). The others take the GEMM routes below.
 
 Each ``relax.conv2d`` with groups == 1 on f32 (static weight and input channels) whose work
 (N*O*OH*OW*C*KH*KW) reaches ``min-flops`` (the relax-dispatch-library rule: symbolic work is
@@ -49,8 +53,8 @@ from typing import Optional
 from mlir import ir
 
 from ...dialects._core import create
-from ...ops.nn import (conv_direct_kernel, conv_gemm_kernel, conv_pack_weight_kernel, im2col_cnhw_kernel,
-                      im2col_kernel)
+from ...ops.nn import (conv1x1_kernel, conv_direct_kernel, conv_gemm_kernel, conv_pack_weight_kernel,
+                      im2col_cnhw_kernel, im2col_kernel)
 from ...ops.registry import RelaxError, read_attrs
 from ...runtime.libraries import request
 from ...shapes import Dim, Shape, TensorSig, Truth, prove_equal, read_tensor_type, tensor_type
@@ -126,6 +130,44 @@ def _direct(conv: ir.Operation, table: KernelTable, x: TensorSig, out: TensorSig
     conv.erase()
 
 
+def _pointwise(conv: ir.Operation, table: KernelTable) -> None:
+    """A 1x1 stride-1 unpadded convolution as ONE batch matmul over the images, the weight
+    shared (:func:`relax_mlir.ops.nn.conv1x1_kernel`): NCHW in and out, no copies."""
+    callee = table.symbol(conv1x1_kernel(*(read_tensor_type(v.type) for v in conv.operands),
+                                         read_tensor_type(conv.results[0].type)), "conv1x1")
+    r = create("call_tir", list(conv.operands), [conv.results[0].type], {"callee": ir.FlatSymbolRefAttr.get(callee)},
+               loc=conv.location, ip=ir.InsertionPoint(conv))
+    conv.results[0].replace_all_uses_with(r.results[0])
+    conv.erase()
+
+
+#: Output pixels per image below which a pointwise convolution that the direct kernel can
+#: take goes to it instead: with 7x7 maps (49 columns, all in masked 16-column tiles, one
+#: task per image) the batch matmul measured 1.3-1.5x slower than the direct kernel at
+#: batch 8; from 14x14 on it was as fast or faster (bench/README.md, "Pointwise").
+POINTWISE_MIN_PIXELS = 196
+#: Output bytes (at the batch's upper bound) above which a pointwise convolution that the
+#: direct kernel can take goes to it: the batch matmul's fused epilogue is a second pass
+#: over an output-sized intermediate, allocated per call, and above glibc's largest mmap
+#: threshold (32 MiB, runtime/heap.py) that is a fresh mmap and its page faults on every call
+#: (MobileNetV2's 16 -> 96 conv on 112x112 maps at batch 8: 38.5 MB).
+POINTWISE_MAX_BYTES = 32 << 20
+
+
+def pointwise_applies(kernel: list[int], strides: list[int], pads: list[int], pointwise: str,
+                      pixels: Optional[int] = None, direct_ok: bool = False, out_bytes: Optional[int] = None) -> bool:
+    """Whether a groups-1 f32 convolution takes the pointwise route (``pointwise`` option
+    ``on``): a 1x1 window, stride 1, no padding (dilation is moot), unless the direct kernel
+    applies (``direct_ok``) and its static ``pixels`` (OH*OW) are fewer than
+    :data:`POINTWISE_MIN_PIXELS` or its output's bytes at the batch bound (``out_bytes``,
+    static pixels only) exceed :data:`POINTWISE_MAX_BYTES`. Symbolic image sizes take it."""
+    if not (pointwise == "on" and kernel == [1, 1] and strides == [1, 1] and not any(pads)):
+        return False
+    if not direct_ok or pixels is None:
+        return True
+    return pixels >= POINTWISE_MIN_PIXELS and (out_bytes is None or out_bytes <= POINTWISE_MAX_BYTES)
+
+
 def direct_applies(o: int, lanes: int, direct: str) -> bool:
     """Whether a groups-1 f32 convolution with ``o`` output channels takes the direct kernel
     (``direct`` option): ``off``: never; ``all``: whenever O is a multiple of 8 (the
@@ -139,7 +181,8 @@ def direct_applies(o: int, lanes: int, direct: str) -> bool:
 
 
 def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int], min_flops: int,
-                 gemm: str = "generated", direct: str = "off", simd: Optional[Simd] = None) -> bool:
+                 gemm: str = "generated", direct: str = "off", simd: Optional[Simd] = None,
+                 pointwise: str = "off") -> bool:
     """Rewrite one ``relax.conv2d`` (see the module docstring); False when it does not apply."""
     attrs = read_attrs(relax_opdef(conv), conv)
     try:
@@ -158,6 +201,18 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
         return False
     strides, pads, dil = list(attrs["strides"]), _pads(list(attrs["padding"])), list(attrs["dilation"])
     simd = simd or host_simd()
+    pixels = out.shape[2].value * out.shape[3].value if out.shape[2].is_static and out.shape[3].is_static else None
+    out_bytes = None
+    if pixels is not None:
+        nbytes = out.shape[0] * Dim.of(4 * o * pixels)
+        if nbytes.is_static:
+            out_bytes = nbytes.value
+        elif nbytes.symbols <= set(bounds):
+            out_bytes = nbytes.evaluate(bounds)
+    if gemm != "blas" and pointwise_applies([kh, kw], strides, pads, pointwise, pixels,
+                                            direct_applies(o, simd.lanes, direct), out_bytes):
+        _pointwise(conv, table)
+        return True
     if gemm != "blas" and direct_applies(o, simd.lanes, direct):
         _direct(conv, table, x, out, strides, pads, dil, direct_tile(o, simd.lanes, simd.registers)[1])
         return True
@@ -199,10 +254,16 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
                         Option("direct", str, "off",
                                "the direct kernel (packed weight, no im2col) instead of a GEMM route: off, "
                                "all (O a multiple of 8), or auto (O a multiple of the target's f32 lanes)"),
+                        Option("pointwise", str, "off",
+                               "on: 1x1 stride-1 unpadded convs as one batch matmul over the images with the "
+                               "weight shared (no im2col, packing or permute; before direct and gemm), off"),
                         Option("min-flops", int, 4096,
                                "N*O*OH*OW*C*KH*KW below which a conv stays generated code (bounded symbols: "
                                "their relax.upper_bounds)")])
 def relax_conv_gemm(module: ir.Operation, opts) -> None:
+    if opts.pointwise not in ("off", "on"):
+        emit_error(module, f"pointwise must be 'off' or 'on', got '{opts.pointwise}'")
+        return
     if opts.direct not in ("off", "all", "auto"):
         emit_error(module, f"direct must be 'off', 'all' or 'auto', got '{opts.direct}'")
         return
@@ -216,6 +277,6 @@ def relax_conv_gemm(module: ir.Operation, opts) -> None:
         bounds = upper_bounds(f)
         done = False
         for op in [o for o in body_ops(f) if o.name == "relax.conv2d"]:   # (a rewrite erases the bias add)
-            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm, opts.direct, simd)
+            done |= rewrite_conv(op, table, bounds, opts.min_flops, opts.gemm, opts.direct, simd, opts.pointwise)
         if done and any(o.name == "relax.call_dps_library" for o in body_ops(f)):
             request(module, "relax_blas")

@@ -25,7 +25,9 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   ``conv`` for the other direct generics, ``conv_direct`` and ``conv_pack`` for
   relax-conv-gemm's direct kernel (register tiles of pixels x a channel block) and its weight
   packing, ``im2col`` and ``permute_rows`` (the NCHW epilogue) for its GEMM route, whose GEMM
-  kernel takes the ``matmul`` schedule;
+  kernel takes the ``matmul`` schedule; ``conv1x1`` (``conv1x1+elementwise``) for its pointwise
+  route's batch matmul (the weight shared by the images): the matmul schedule with (image,
+  pixel panel) tasks, the fused epilogue by output rows (:mod:`.pointwise`);
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 """
 
@@ -43,6 +45,7 @@ from .depthwise import depthwise_schedule
 from .conv import (conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, drop_pad_guards,
                    im2col_schedule, permute_rows_schedule)
 from .elementwise import elementwise_schedule
+from .pointwise import pointwise_epilogue_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
 from ....target import Simd, host_simd
@@ -93,6 +96,25 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
         ops = ops[3:]   # relax-conv-gemm's GEMM: weight, im2col and output viewed as matrices
         if [o.name for o in ops[-2:]] == ["tensor.from_elements", "tensor.reshape"]:
             ops = ops[:-2]
+    pointwise = "conv1x1" in (_kernel_op(fn) or "")
+    if pointwise:   # relax-conv-gemm's 1x1 conv: weight, input and output viewed as matrices
+        at = next((i for i, o in enumerate(ops) if o.name == "linalg.fill"), None)
+        if at is None:
+            return None
+        # the product's reshape to NCHW (its shape operand a constant when every size is static)
+        back = at + 2 + (len(ops) > at + 2 and ops[at + 2].name == "tensor.from_elements")
+        if any(o.name not in _OPERAND_RESHAPES for o in ops[:at]) or len(ops) <= back \
+                or ops[back].name != "tensor.reshape":
+            return None
+        # the epilogue's operand reshapes (the bias (O,) -> (O, 1, 1): reshape + copy) stay loops
+        epi = [o for o in ops[back + 1:] if o.name not in _OPERAND_RESHAPES]
+        out = _output_shape(ops[back])
+        chain = [i for i, g in enumerate(epi) if _output_shape(g) == out]
+        if any(o.name != "linalg.generic" or not _f32_tensors(o) or set(_iterators(o)) != {"parallel"}
+               for o in epi) or (epi and chain[-1:] != [len(epi) - 1]):
+            return None
+        pointwise_tail = pointwise_epilogue_schedule(len(epi), chain, out[-1]) if epi else None
+        ops = ops[at:at + 2]
     names = [o.name for o in ops]
     if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
         return None
@@ -104,7 +126,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])
     if not all(isinstance(t.element_type, ir.F32Type) for t in (a, b)):
         return None
-    if batch and a.shape[0] != b.shape[0]:
+    if batch and a.rank == 3 and a.shape[0] != b.shape[0]:
         return None
     m, k = (_static(d) for d in a.shape[-2:])
     n = _static(b.shape[-1])
@@ -129,12 +151,15 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
             cfg = dataclasses.replace(cfg, rows=cfg.small_rows)
         lo = m if m is not None else _range(fn, "m_min")
         pack = packs_b(n, k, cfg, batch) and lo is not None and lo >= cfg.pack_min_m
-        body, finish = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack)
-        kind = "batch_matmul" if batch else "matmul"
+        body, finish = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack, batch_panels=pointwise)
+        kind = "conv1x1" if pointwise else "batch_matmul" if batch else "matmul"
         prefetch = cfg.prefetch
-    if not epilogue:
+    if pointwise and pointwise_tail is not None:
+        epilogue, tail = True, pointwise_tail
+    elif not epilogue:
         return Schedule(kind, body, prepare, prefetch, finish)
-    tail = _select_elementwise(epilogue).body
+    else:
+        tail = _select_elementwise(epilogue).body
     if finish is not None:  # the epilogue's script after the matmul's last stage
 
         def finish_fused(fn: ir.Operation) -> None:

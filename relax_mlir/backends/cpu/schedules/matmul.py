@@ -275,7 +275,8 @@ def config_for(target: Simd) -> MatmulConfig:
                         panel_n=max(256, 4 * cols), block_k=128, lanes=target.lanes, gemv_tile=gemv_tile)
 
 
-def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool):
+def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool,
+           batch_panels: bool = False):
     """``(tile, masked)``: ``tile(fn, mm, fill)`` tiles and vectorizes the matmul ``mm`` of
     :func:`matmul_schedule` (``fill``: zero C in the N panel or batch loop, :func:`_fill_rows`);
     ``masked``: it makes masked column tiles (N symbolic, :func:`_columns`)."""
@@ -283,6 +284,11 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n and not pack:
         panel_n = cfg.cols if n % cfg.cols == 0 else panel_n
+    # (batch, N panel) tasks over a static N of few panels (a 1x1 conv on 28x28 maps: 768
+    # columns + a 16-column rest, three 256-column panels for two threads): two register tiles
+    # wide where they divide N (one tile would be a one-iteration loop, folded under its handle)
+    if batch_panels and n is not None and n < 4 * panel_n and n % (2 * cfg.cols) == 0:
+        panel_n = 2 * cfg.cols
     # No outer loop of one iteration: canonicalization would fold it under a live handle.
     if n is not None and n <= panel_n:
         panel_n = 0
@@ -306,7 +312,13 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         return cfg.cols
 
     def tile(fn: ir.Value, mm: ir.Value, fuse_fill: bool) -> None:
-        if batch:
+        if batch and batch_panels and panel_n:   # (batch, N panel) tasks: threads at batch 1 too
+            tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, panel_n, 0])
+            mm = tiled.results[0]
+            if fuse_fill:
+                fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
+                _fill_rows(fn, fill, n_extent, panel_n, panel_n, 1)
+        elif batch:
             tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0])
             mm = tiled.results[0]
             if fuse_fill:  # each batch zeroes its own C
@@ -352,13 +364,14 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
 
 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
-                    batch: bool = False, pack: bool = False) -> tuple[Body, Optional[Step]]:
+                    batch: bool = False, pack: bool = False, batch_panels: bool = False) -> tuple[Body, Optional[Step]]:
     """``(body, finish)``: the transform-script body for a matmul of static sizes
     ``m``/``n``/``k`` (None: symbolic), and the step to run on the kernel after it (None:
     the script is all; with masked tiles it leaves the vector lowering to
     :func:`.common.unmasked_lowering`). ``batch``: a ``linalg.batch_matmul``, one batch per
     ``scf.forall`` iteration (threads), each batch scheduled like a matmul (N panels then in
-    a loop).
+    a loop; ``batch_panels``: one (batch, N panel) per iteration, so a single batch runs on
+    every thread too: relax-conv-gemm's 1x1 convolutions, whose batch is the images).
     ``pack`` (large M, :func:`packs_b` holds): B packed per K block of
     ``cfg.pack_block_k``, loops N panel -> K block -> (pack) -> N tile -> M rows -> k,
     so each packed ``block_k x cols`` micro-panel serves every row tile in turn.
@@ -375,7 +388,7 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
     tiles. Measurements: bench/README.md, "Matmul schedule design measurements"."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
-    tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack)
+    tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack, batch_panels)
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, name)

@@ -224,14 +224,30 @@ def _feeds_reduction(op: ir.Operation, kernels: dict[str, ir.Operation], depth: 
     return False
 
 
+def _follows_anchor(op: ir.Operation, kernels: dict[str, ir.Operation], depth: int = 4) -> bool:
+    """``op`` is an elementwise/broadcast call_tir reading, within ``depth`` such steps, the
+    result of an output-fusable one (a conv's or matmul's epilogue: phase 0 fuses it there)."""
+    if _callee_kind(op, kernels) > BROADCAST or depth == 0:
+        return False
+    for v in op.operands:
+        d = v.owner.operation if isinstance(v, ir.OpResult) and hasattr(v.owner, "operation") else (
+            v.owner if isinstance(v, ir.OpResult) else None)
+        if d is None or d.name != "relax.call_tir" or d.parent != op.parent:
+            continue
+        if _callee_kind(d, kernels) == OUTPUT_FUSABLE or _follows_anchor(d, kernels, depth - 1):
+            return True
+    return False
+
+
 def rematerialize_scalars(f: ir.Operation, kernels: dict[str, ir.Operation]) -> None:
     """A call_tir without operands producing a 0-d tensor (a scalar fill: an importer's
     constant, shared by every layer after CSE) gets a copy of its own for each user that is
-    a reduction (softmax, norms) or an elementwise prologue of one, placed before that
-    user: the reduction's group
+    a reduction (softmax, norms) or an elementwise prologue of one, or an epilogue of a conv
+    or matmul (ReLU6's bounds), placed before that user: the anchor's group
     then takes its own copy, where a shared one joins the first consumer's group and stays
-    an extra output of it (a multi-output kernel, which no row schedule takes). Other users
-    share it (a copy per elementwise user only multiplies the host code's allocations)."""
+    an extra output of it (a multi-output kernel, which no schedule takes: plain loops).
+    Other users share it (a copy per elementwise user only multiplies the host code's
+    allocations)."""
     for op in body_ops(f):
         if op.name != "relax.call_tir" or len(op.operands) or len(op.results) != 1:
             continue
@@ -243,7 +259,7 @@ def rematerialize_scalars(f: ir.Operation, kernels: dict[str, ir.Operation]) -> 
             u = use.owner.operation if hasattr(use.owner, "operation") else use.owner
             if u.name == "relax.call_tir" and u.parent == op.parent:
                 users.append((u, use.operand_number))
-        reducing = [(u, n) for u, n in users if _feeds_reduction(u, kernels)]
+        reducing = [(u, n) for u, n in users if _feeds_reduction(u, kernels) or _follows_anchor(u, kernels)]
         if len(users) < 2 or not reducing:
             continue
         # the other users keep the original; when every user is a reduction's, one of them

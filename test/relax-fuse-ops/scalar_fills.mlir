@@ -32,3 +32,27 @@ func.func @layers(%x: !t) -> !t attributes {relax.function} {
   %4 = "relax.call_tir"(%3, %s) {callee = @scale_out, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (!t, tensor<f32>) -> !t
   return %4 : !t
 }
+
+// ReLU6's bounds after two convs (output-fusable anchors; MobileNetV2 after CSE): each
+// epilogue gets its own copy of the shared fill, so each conv's group is single-output
+// (the stem's kernel returned both bounds before and no schedule took it: plain loops).
+
+// CHECK-LABEL: func.func @convs(
+// CHECK-NEXT: %[[F:.*]] = "relax.call_tir"() {callee = @fill, {{.*}}relax.fusion_group = [[C2:[0-9]+]] : i64
+// CHECK-NEXT: "relax.call_tir"(%arg0) {callee = @conv, {{.*}}relax.fusion_group = [[C1:[0-9]+]] : i64
+// CHECK-NEXT: %[[F1:.*]] = "relax.call_tir"() {callee = @fill, {{.*}}relax.fusion_group = [[C1]] : i64
+// CHECK-NEXT: "relax.call_tir"(%{{.*}}, %[[F1]]) {callee = @scale, {{.*}}relax.fusion_group = [[C1]] : i64
+// CHECK-NEXT: "relax.call_tir"(%{{.*}}) {callee = @conv, {{.*}}relax.fusion_group = [[C2]] : i64
+// CHECK-NEXT: "relax.call_tir"(%{{.*}}, %[[F]]) {callee = @scale, {{.*}}relax.fusion_group = [[C2]] : i64
+// CHECK-NEXT: return
+
+func.func private @conv(%x: tensor<?x8xf32>, %out: tensor<?x8xf32>) -> tensor<?x8xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable"}
+
+func.func @convs(%x: !t) -> !t attributes {relax.function} {
+  %s = "relax.call_tir"() {callee = @fill, operandSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : () -> tensor<f32>
+  %0 = "relax.call_tir"(%x) {callee = @conv, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (!t) -> !t
+  %1 = "relax.call_tir"(%0, %s) {callee = @scale, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (!t, tensor<f32>) -> !t
+  %2 = "relax.call_tir"(%1) {callee = @conv, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (!t) -> !t
+  %3 = "relax.call_tir"(%2, %s) {callee = @scale, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (!t, tensor<f32>) -> !t
+  return %3 : !t
+}

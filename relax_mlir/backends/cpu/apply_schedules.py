@@ -126,6 +126,9 @@ def schedule_kernel(fn: ir.Operation, target: Optional[Simd] = None,
         threaded = threaded_codegen()
     sched = schedules.select(fn, target, config, threaded)
     if sched is None:
+        if relax_config.debug_schedules() and any(o.name.startswith("linalg.") for o in schedules.payload_ops(fn)):
+            print(f"relax-apply-schedules: no schedule takes {fn.attributes['sym_name']} (plain loops)",
+                  file=sys.stderr)
         return None
     if sched.prepare is not None:   # the module's thread count starts at its target's
         ensure_threads_global(fn.parent, Target.for_module(fn.parent).threads)

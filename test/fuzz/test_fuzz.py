@@ -9,6 +9,9 @@
 * importer: random torch.nn.Modules (importer_fuzz.py) exported with dynamic Dims, imported
   and compiled once, checked against eager PyTorch at several sizes; an unsupported op is a
   CompileError naming it;
+* vision: random small CNNs (vision_fuzz.py: conv2d of every window kind, batch norm,
+  activations, residual blocks, pooling, heads) exported with dynamic batch / H / W (derived
+  dims too), compiled once, checked against eager PyTorch at the smallest, odd and bound sizes;
 * llm-config: random Llama/Qwen2/Mistral configs (llm_fuzz.py) through CausalLM.from_hf vs
   transformers (logits, greedy tokens), compile time and memory linear in depth;
 * vulkan-program: programs.py's programs on the vulkan target (skipped without a device);
@@ -40,16 +43,16 @@ import runner  # noqa: E402
 SECONDS = float(os.environ.get("RELAX_FUZZ_SECONDS", "0") or 0)
 SEED = int(os.environ.get("RELAX_FUZZ_SEED", "1"))
 #: share of the long-mode time per fuzzer
-SHARE = {"program": 0.3, "shape-program": 0.12, "mutation": 0.14, "badcall": 0.08, "importer": 0.14,
+SHARE = {"program": 0.22, "vision": 0.13, "shape-program": 0.12, "mutation": 0.14, "badcall": 0.08, "importer": 0.14,
          "llm-config": 0.14, "vulkan-program": 0.08, "model-file": 0.05}
 #: short mode: (first seed, number of cases, case size); importer seed 9 is an unsupported-op case
 SHORT = {"program": (0, 8, 3), "shape-program": (0, 0, 3), "mutation": (0, 6, 20), "badcall": (0, 2, 150),
-         "importer": (7, 3, 3), "llm-config": (5, 1, 4), "vulkan-program": (2, 2, 3),
+         "importer": (7, 3, 3), "vision": (0, 2, 4), "llm-config": (5, 1, 4), "vulkan-program": (2, 2, 3),
          "model-file": (0, 12, 1)}
 SIZE_KEY = {"program": "sizes", "shape-program": "sizes", "mutation": "count", "badcall": "count",
-            "importer": "sizes", "llm-config": "steps", "vulkan-program": "sizes", "model-file": "size"}
+            "importer": "sizes", "vision": "sizes", "llm-config": "steps", "vulkan-program": "sizes", "model-file": "size"}
 COUNT_KEY = {"program": "calls", "shape-program": "calls", "mutation": "mutations", "badcall": "calls",
-             "importer": "calls", "llm-config": "calls", "vulkan-program": "calls", "model-file": "calls"}
+             "importer": "calls", "vision": "calls", "llm-config": "calls", "vulkan-program": "calls", "model-file": "calls"}
 #: extra case fields in short mode (llm-config: at most 2 layers, a few seconds of compile)
 SHORT_EXTRA = {"llm-config": {"max_layers": 2}}
 #: per-case time limit (the worker is killed and the case reported as a hang past it)
@@ -104,6 +107,13 @@ def _run(kind: str) -> None:
         res = [o.result or {} for o in outs]
         extra = (f", {sum(1 for r in res if r.get('refused'))} clean refusals of unsupported ops, "
                  f"{sum(r.get('export_skipped', 0) for r in res)} not exportable")
+    if kind == "vision":
+        res = [o.result or {} for o in outs]
+        refusals = sorted({op for r in res for op in r.get("refused", [])})
+        extra = (f", {sum(1 for r in res if r.get('refused'))} clean refusals {refusals}, "
+                 f"{sum(r.get('export_skipped', 0) for r in res)} not exportable, "
+                 f"{sum(r.get('guard_refused', 0) for r in res)} sizes outside torch's guards refused, "
+                 f"{sum(r.get('bound_checked', 0) for r in res)} bounds checked")
     if kind == "model-file":
         res = [o.result or {} for o in outs]
         extra = (f" ({sum(1 for r in res if r.get('format') == 'gguf')} gguf), "
@@ -155,6 +165,11 @@ def test_fuzz_bad_call_arguments():
 def test_fuzz_importer_matches_eager_torch():
     pytest.importorskip("torch")
     _run("importer")
+
+
+def test_fuzz_vision_cnns_match_eager_torch():
+    pytest.importorskip("torch")
+    _run("vision")
 
 
 def test_fuzz_llm_configs_match_transformers():

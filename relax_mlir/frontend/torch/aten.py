@@ -328,6 +328,29 @@ def _hardtanh(im, node, x, lo=-1.0, hi=1.0):
     return relax.minimum(relax.maximum(x, im.const(lo, dt)), im.const(hi, dt))
 
 
+@converter("aten.relu6.default")
+def _relu6(im, node, x):
+    """``F.relu6`` (MobileNetV2): newer torch keeps it whole instead of a hardtanh."""
+    return _hardtanh(im, node, x, 0.0, 6.0)
+
+
+def _relu6_of_x_plus_3_over_6(im, dt, x):
+    return relax.divide(relax.minimum(relax.maximum(relax.add(x, im.const(3.0, dt)), im.const(0.0, dt)),
+                                      im.const(6.0, dt)), im.const(6.0, dt))
+
+
+@converter("aten.hardsigmoid.default")
+def _hardsigmoid(im, node, x):
+    """relu6(x + 3) / 6 (MobileNetV3's squeeze-excitation gate)."""
+    return _relu6_of_x_plus_3_over_6(im, _out(node), x)
+
+
+@converter("aten.hardswish.default")
+def _hardswish(im, node, x):
+    """x * relu6(x + 3) / 6 (MobileNetV3)."""
+    return relax.multiply(x, _relu6_of_x_plus_3_over_6(im, _out(node), x))
+
+
 # -- casts and copies ------------------------------------------------------------------------
 
 @converter("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.to.device",

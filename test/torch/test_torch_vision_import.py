@@ -17,7 +17,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch.export import Dim  # noqa: E402
 
 import relax_mlir  # noqa: E402
-from relax_mlir.frontend.torch import TorchImportError, from_exported_program  # noqa: E402
+from relax_mlir.frontend.torch import (CompiledModule, TorchImportError, from_exported_program,  # noqa: E402
+                                      import_program)
 
 from torch_check import check  # noqa: E402
 
@@ -304,3 +305,31 @@ def test_relu6_hardswish_hardsigmoid():
     """Vision fuzz: F.relu6 was refused ("aten.relu6.default: unsupported ATen op")."""
     dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=1, max=64)}}
     check(HardActivations(), lambda b, h: (_randn(b, 3, h, 5),), [(2, 9), (1, 1), (3, 64)], dyn, atol=1e-6, rtol=1e-6)
+
+
+def test_example_size_one_inside_is_not_specialized_by_the_retrace():
+    """Vision fuzz seed 1000057: exported under ``backed_size_oblivious`` at an example where
+    a strided, dilated conv's output H is 1, the importer's ``run_decompositions`` re-trace
+    (outside that mode) stated the batch norm after it as H = 1, with no guard: the
+    executable refused every other size. The re-trace now runs in the mode the ranges imply."""
+    import torch.fx.experimental._config as fx_config
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(2, 4, 7, stride=3, padding=1, dilation=3), nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            return F.gelu(self.bn(self.conv(x)))
+
+    model = _bn_stats(Net())
+    dyn = {"x": {0: Dim("batch", min=1, max=4), 2: Dim("h", min=17, max=97)}}
+    with fx_config.patch(backed_size_oblivious=True):
+        ep = torch.export.export(model, (_randn(2, 2, 19, 23),), dynamic_shapes=dyn)
+    prog = import_program(ep, dynamic_shapes=dyn)
+    fn = CompiledModule(prog, relax_mlir.compile(prog.module))
+    for b, h in [(1, 97), (2, 19), (3, 40)]:
+        x = _randn(b, 2, h, 23)
+        with torch.no_grad():
+            want = model(x)
+        np.testing.assert_allclose(fn(x).numpy(), want.numpy(), atol=1e-4, rtol=1e-4)

@@ -575,6 +575,9 @@ def _export(p: Program, model):
             fixes = dict((n, int(lo)) for n, lo in re.findall(r"(\w+) = Dim\('\w+', min=(\d+)", msg))
             fixes.update((n, int(lo)) for n, lo in re.findall(r"_?(\w+) = Dim\('_?\w+', min=(\d+)", msg))
             new = {n: lo for n, lo in fixes.items() if n in ("batch", "h", "w") and lo > mins.get(n, 0)}
+            if "marked batch as dynamic but your code specialized it" in msg and p.dyn_batch and attempt < 3:
+                p.dyn_batch, p.bmax = False, b     # torch fixed the batch at the example's
+                continue
             if not new and not p.oblivious and "Constraints violated" in msg and attempt < 3:
                 p.oblivious = True   # torch's 0/1 specialization guards a strided size (!= 1, == 1)
                 continue

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -360,10 +360,9 @@ class Gen:
             else:
                 cur = self.concat(cur)
         outs = [self.head(cur)]
-        if not outs[0].flat and r.random() < 0.3:
-            pass
-        elif r.random() < 0.25 and cur is not outs[0]:
-            outs.append(cur)      # the feature map too
+        # the feature map as a second output (a head-less program draws once more first)
+        if (outs[0].flat or r.random() >= 0.3) and r.random() < 0.25 and cur is not outs[0]:
+            outs.append(cur)
         dyn_batch = r.random() < 0.8
         hspec = self._spec(self.hwin)
         wspec = self._spec(self.wwin)

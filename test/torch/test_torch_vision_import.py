@@ -17,8 +17,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.export import Dim  # noqa: E402
 
 import relax_mlir  # noqa: E402
-from relax_mlir.frontend.torch import (CompiledModule, TorchImportError, from_exported_program,  # noqa: E402
-                                      import_program)
+from relax_mlir.frontend.torch import CompiledModule, from_exported_program, import_program  # noqa: E402
 
 from torch_check import check  # noqa: E402
 

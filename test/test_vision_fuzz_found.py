@@ -28,7 +28,7 @@ REPRO = """if True:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="vision fuzz seeds 2000083, 2000085: compiling a depthwise conv (2x2, stride 3, "
+@pytest.mark.xfail(strict=True, reason="vision fuzz seeds 2000083, 2000085 (2000143, 2000195 the same assertion): compiling a depthwise conv (2x2, stride 3, "
                    "dilation (3, 1)) over symbolic H/W aborts in MLIR's memref.dim folder ('expected dynamic subview "
                    "size', MemRefOps.cpp:1079): the cpu depthwise kernel/schedule path (h/mbv2's area)")
 def test_depthwise_strided_dilated_conv_symbolic_sizes_compiles():

@@ -44,6 +44,9 @@ def run_case(case: dict) -> dict:
     if kind == "importer":            # random torch modules through the PyTorch importer
         import importer_fuzz
         return importer_fuzz.run_importer(case["seed"], case.get("sizes", 3))
+    if kind == "vision":              # random small CNNs through the PyTorch importer vs eager
+        import vision_fuzz
+        return vision_fuzz.run_vision(case["seed"], case.get("sizes", 4))
     if kind == "llm-config":          # random Llama/Qwen2/Mistral configs through CausalLM.from_hf
         import llm_fuzz
         return llm_fuzz.run_llm(case["seed"], case.get("steps", 4), case.get("max_layers", 64))

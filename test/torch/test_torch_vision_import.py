@@ -17,7 +17,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.export import Dim  # noqa: E402
 
 import relax_mlir  # noqa: E402
-from relax_mlir.frontend.torch import TorchImportError, from_exported_program  # noqa: E402
+from relax_mlir.frontend.torch import CompiledModule, from_exported_program, import_program  # noqa: E402
 
 from torch_check import check  # noqa: E402
 
@@ -227,8 +227,108 @@ def test_max_pool_ceil_mode():
     torch's export guards the parity of a symbolic ceil-mode size (``-2 + 2*(h // 2) < h``,
     even with ``backed_size_oblivious``), so H and W stay static here."""
     check(CeilPools(), lambda b: (_randn(b, 3, 96, 131),), [(2,), (1,), (3,)], {"x": {0: Dim("batch", max=8)}})
-    # a padded window that may start in the padding (torch drops it): refused, named
-    ep = torch.export.export(nn.MaxPool2d(2, 2, 1, ceil_mode=True), (_randn(1, 3, 8, 9),))
-    with pytest.raises(TorchImportError, match=r"^aten.max_pool2d.default: ceil_mode=True with padding 1 and stride 2 "
-                                               r"over a window of 2 \(supported: padding \+ stride <= dilation"):
-        from_exported_program(ep)
+
+
+class DroppedCeilWindows(nn.Module):
+    """ceil_mode pools whose last window may start in the bottom/right padding, which torch
+    drops (padding + stride > window: the output is min(ceil((n + 2p - k) / s) + 1,
+    ceil((n + p) / s))), max and average (both counts)."""
+
+    def forward(self, x):
+        return (F.max_pool2d(x, 2, 2, 1, ceil_mode=True), F.max_pool2d(x, 3, 3, 1, ceil_mode=True),
+                F.max_pool2d(x, (2, 1), (2, 3), (1, 0), ceil_mode=True),
+                F.avg_pool2d(x, 2, 3, 1, ceil_mode=True), F.avg_pool2d(x, 2, 3, 1, ceil_mode=True, count_include_pad=False),
+                F.avg_pool2d(x, (3, 1), (2, 3), (1, 0), ceil_mode=True))
+
+
+@pytest.mark.parametrize("hw", [(5, 5), (6, 7), (4, 9), (1, 2)])
+def test_ceil_mode_windows_starting_in_the_padding_are_dropped(hw):
+    """Vision fuzz (test/fuzz/vision_fuzz.py): these were refused ("ceil_mode=True with padding
+    1 and stride 3 over a window of 3"). torch guards the drop per size, so H and W are
+    static; (5, 5) drops the last window of every pool, (1, 2) is a single window."""
+    check(DroppedCeilWindows(), lambda b: (_randn(b, 3, *hw),), [(2,), (1,)], {"x": {0: Dim("batch", max=4)}},
+          atol=1e-5, rtol=1e-5)
+
+
+class AvgCeilPools(nn.Module):
+    """Average pooling in ceil mode (ResNet-D's shortcut: 2x2 stride 2, count_include_pad off;
+    Inception's 3x3 stride 2 pad 1): the partial last window is divided by torch's count,
+    which excludes the ceil overhang (and the padding without count_include_pad)."""
+
+    def forward(self, x):
+        return (F.avg_pool2d(x, 2, 2, ceil_mode=True, count_include_pad=False), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+                F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                F.avg_pool2d(x, (3, 2), (2, 2), (1, 0), ceil_mode=True, divisor_override=5),
+                F.max_pool2d(x, 3, 2, 1, ceil_mode=True))
+
+
+def test_avg_pool_ceil_mode():
+    """Was refused ("ceil_mode=True is not supported"). Symbolic H and W through derived
+    dims (torch proves the parity guards for multiples of 4 only), one executable; and a
+    static odd image where every pool has a partial last window."""
+    h, w = Dim("h", min=2, max=16), Dim("w", min=2, max=16)
+    check(AvgCeilPools(), lambda b, h, w: (_randn(b, 3, h, w),), [(2, 20, 24), (1, 8, 8), (3, 12, 28), (2, 64, 64)],
+          {"x": {0: Dim("batch", max=4), 2: 4 * h, 3: 4 * w}}, atol=1e-5, rtol=1e-5)
+    check(AvgCeilPools(), lambda b: (_randn(b, 3, 97, 131),), [(2,), (1,)], {"x": {0: Dim("batch", max=4)}},
+          atol=1e-5, rtol=1e-5)
+
+
+class AdaptiveMaxHeads(nn.Module):
+    """Adaptive max pooling to sizes that do not divide the symbolic input sizes."""
+
+    def forward(self, x):
+        return (F.adaptive_max_pool2d(x, (3, 2)), F.adaptive_max_pool2d(x, 4), F.adaptive_max_pool1d(x[:, :, 0], 3),
+                F.adaptive_max_pool2d(x, 1))
+
+
+def test_adaptive_max_pool_symbolic_sizes():
+    """Vision fuzz seeds 1000000 and 1000005: adaptive max pooling of a symbolic size was
+    refused ("supported: output size 1, or static input sizes divisible by the output
+    size"); now a masked max per axis over torch's windows, including inputs smaller
+    than the output (overlapping windows)."""
+    dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=2, max=256), 3: Dim("w", min=2, max=256)}}
+    check(AdaptiveMaxHeads(), lambda b, h, w: (_randn(b, 5, h, w),), [(2, 14, 14), (1, 97, 131), (3, 3, 2), (1, 7, 50)],
+          dyn, atol=0, rtol=0)
+
+
+class HardActivations(nn.Module):
+    """MobileNetV2/V3 activations: F.relu6 (aten.relu6 in newer torch), nn.ReLU6, hardswish,
+    hardsigmoid (their kinks at -3, 0, 3 and 6 are in the inputs' range)."""
+
+    def forward(self, x):
+        y = x * 4.0
+        return F.relu6(y), nn.ReLU6()(y), F.hardswish(y), F.hardsigmoid(y), F.hardtanh(y, -2.0, 2.0)
+
+
+def test_relu6_hardswish_hardsigmoid():
+    """Vision fuzz: F.relu6 was refused ("aten.relu6.default: unsupported ATen op")."""
+    dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=1, max=64)}}
+    check(HardActivations(), lambda b, h: (_randn(b, 3, h, 5),), [(2, 9), (1, 1), (3, 64)], dyn, atol=1e-6, rtol=1e-6)
+
+
+def test_example_size_one_inside_is_not_specialized_by_the_retrace():
+    """Vision fuzz seed 1000057: exported under ``backed_size_oblivious`` at an example where
+    a strided, dilated conv's output H is 1, the importer's ``run_decompositions`` re-trace
+    (outside that mode) stated the batch norm after it as H = 1, with no guard: the
+    executable refused every other size. The re-trace now runs in the mode the ranges imply."""
+    import torch.fx.experimental._config as fx_config
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(2, 4, 7, stride=3, padding=1, dilation=3), nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            return F.gelu(self.bn(self.conv(x)))
+
+    model = _bn_stats(Net())
+    dyn = {"x": {0: Dim("batch", min=1, max=4), 2: Dim("h", min=17, max=97)}}
+    with fx_config.patch(backed_size_oblivious=True):
+        ep = torch.export.export(model, (_randn(2, 2, 19, 23),), dynamic_shapes=dyn)
+    prog = import_program(ep, dynamic_shapes=dyn)
+    fn = CompiledModule(prog, relax_mlir.compile(prog.module))
+    for b, h in [(1, 97), (2, 19), (3, 40)]:
+        x = _randn(b, 2, h, 23)
+        with torch.no_grad():
+            want = model(x)
+        np.testing.assert_allclose(fn(x).numpy(), want.numpy(), atol=1e-4, rtol=1e-4)

@@ -83,6 +83,25 @@ def _dim_names(ep, dynamic_shapes) -> dict:
     return out
 
 
+def _oblivious_retrace(ep):
+    """The context for re-tracing ``ep`` (run_decompositions): torch's
+    ``backed_size_oblivious`` when a size symbol's range reaches 1, which only a program
+    exported that way has (torch otherwise narrows dynamic sizes to >= 2). Without it the
+    re-trace specializes an intermediate size whose example value is 1 to the constant 1,
+    with no guard (vision fuzz seed 1000057: a conv output H of ``(h - 33) // 6 + 1`` became 1
+    after a batch norm, so the executable refused every other h)."""
+    import contextlib
+
+    try:
+        low = any(int(vr.lower) <= 1 for vr in ep.range_constraints.values())
+    except (TypeError, ValueError, AttributeError):
+        low = False
+    if not low:
+        return contextlib.nullcontext()
+    import torch.fx.experimental._config as fx_config
+    return fx_config.patch(backed_size_oblivious=True)
+
+
 def import_program(ep, *, dynamic_shapes=None, decompositions="default", context=None,
                    transpose_linear_weights: bool = True) -> ImportedProgram:
     """Import ``ep`` (see :func:`from_exported_program`), keeping the parameter metadata."""
@@ -92,12 +111,13 @@ def import_program(ep, *, dynamic_shapes=None, decompositions="default", context
 
     guards = list(getattr(ep, "_guards_code", None) or [])
     try:
-        if decompositions == "default":
-            ep = ep.run_decompositions({})      # functional ATen, higher-order ops inlined
-        elif decompositions == "core":
-            ep = ep.run_decompositions()        # torch's core ATen decomposition table
-        elif decompositions is not None:
-            ep = ep.run_decompositions(decompositions)
+        with _oblivious_retrace(ep):
+            if decompositions == "default":
+                ep = ep.run_decompositions({})      # functional ATen, higher-order ops inlined
+            elif decompositions == "core":
+                ep = ep.run_decompositions()        # torch's core ATen decomposition table
+            elif decompositions is not None:
+                ep = ep.run_decompositions(decompositions)
     except Exception as e:   # noqa: BLE001  torch's own failure, reported as an import failure
         what = "a custom table" if isinstance(decompositions, dict) else repr(decompositions)
         raise TorchImportError(f"torch's run_decompositions ({what}) failed: {type(e).__name__}: {e}") from e

@@ -328,6 +328,29 @@ def _hardtanh(im, node, x, lo=-1.0, hi=1.0):
     return relax.minimum(relax.maximum(x, im.const(lo, dt)), im.const(hi, dt))
 
 
+@converter("aten.relu6.default")
+def _relu6(im, node, x):
+    """``F.relu6`` (MobileNetV2): newer torch keeps it whole instead of a hardtanh."""
+    return _hardtanh(im, node, x, 0.0, 6.0)
+
+
+def _relu6_of_x_plus_3_over_6(im, dt, x):
+    return relax.divide(relax.minimum(relax.maximum(relax.add(x, im.const(3.0, dt)), im.const(0.0, dt)),
+                                      im.const(6.0, dt)), im.const(6.0, dt))
+
+
+@converter("aten.hardsigmoid.default")
+def _hardsigmoid(im, node, x):
+    """relu6(x + 3) / 6 (MobileNetV3's squeeze-excitation gate)."""
+    return _relu6_of_x_plus_3_over_6(im, _out(node), x)
+
+
+@converter("aten.hardswish.default")
+def _hardswish(im, node, x):
+    """x * relu6(x + 3) / 6 (MobileNetV3)."""
+    return relax.multiply(x, _relu6_of_x_plus_3_over_6(im, _out(node), x))
+
+
 # -- casts and copies ------------------------------------------------------------------------
 
 @converter("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.to.device",
@@ -1129,7 +1152,8 @@ def _sdpa(im, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sca
 def _adaptive_pool(im, node, x, output_size):
     """Global pooling (output size 1) as a reduction; an output size dividing a static
     input size as the equal windows of max_pool2d / avg_pool2d (torch's windows then);
-    average pooling of any other (symbolic) size as one averaging matmul per axis."""
+    average pooling of any other (symbolic) size as one averaging matmul per axis, max
+    pooling as one masked max per axis (a max over a rectangle is separable)."""
     big = "max" in str(node.target)
     k = len(output_size)
     sizes = list(im.sig(x).shape[-k:])
@@ -1141,14 +1165,41 @@ def _adaptive_pool(im, node, x, output_size):
         win = [1] * (2 - k) + win
         pool = relax.max_pool2d if big else relax.avg_pool2d
         y = back(pool(v, pool_size=win, strides=win))
-    elif not big:
+    else:
         y = x
         for axis, (n, o) in enumerate(zip(sizes, output_size), start=_rank(im, x) - k):
-            y = _adaptive_avg_axis(im, y, axis, n, int(o))
-    else:
-        raise im.error(f"adaptive max pooling of sizes {[str(d) for d in sizes]} to {list(output_size)} (supported: "
-                       "output size 1, or static input sizes divisible by the output size)")
+            y = (_adaptive_max_axis if big else _adaptive_avg_axis)(im, y, axis, n, int(o))
     return (y, None) if big else y
+
+
+def _adaptive_windows(im, n: Dim, o: int):
+    """torch's adaptive windows of an axis of (possibly symbolic) length ``n`` to ``o``:
+    ``[i*n // o, ceil((i + 1)*n / o))``, as (start, end) of shape (o, 1) and the (o, n)
+    mask of the positions inside, computed at run time from the size."""
+    i = relax.reshape(relax.arange(end=o, dtype="i64"), shape=[o, 1])
+    j = relax.reshape(relax.arange(end=n, dtype="i64"), shape=[1, n])
+    size, oc = im.size_tensor(n), im.const(o, "i64")
+    start = relax.floor_divide(relax.multiply(i, size), oc)
+    end = relax.floor_divide(relax.add(relax.multiply(relax.add(i, im.const(1, "i64")), size), im.const(o - 1, "i64")),
+                             oc)
+    return start, end, relax.multiply(relax.greater_equal(j, start), relax.less(j, end))
+
+
+def _adaptive_max_axis(im, x, axis: int, n: Dim, o: int):
+    """Adaptive max pooling of one axis of symbolic length ``n`` to ``o``: the axis moved
+    last, broadcast to (..., o, n), positions outside window i set to the dtype's lowest
+    value, and the max over n (every window holds at least one position)."""
+    from ...ops.kernels import lowest
+
+    dt = im.sig(x).dtype
+    rank = _rank(im, x)
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    v = relax.permute_dims(x, axes=perm) if axis != rank - 1 else x
+    _, _, inside = _adaptive_windows(im, n, o)
+    masked = relax.where(inside, relax.expand_dims(v, axis=[rank - 1]), im.const(float(lowest(dt)), dt))
+    y = relax.max(masked, axes=[-1])
+    return relax.permute_dims(y, axes=perm) if axis != rank - 1 else y
 
 
 def _adaptive_avg_axis(im, x, axis: int, n: Dim, o: int):
@@ -1157,13 +1208,7 @@ def _adaptive_avg_axis(im, x, axis: int, n: Dim, o: int):
     at run time from the size, applied by a matmul (the windows of H and W are separable)."""
     dt = im.sig(x).dtype
     rank = _rank(im, x)
-    i = relax.reshape(relax.arange(end=o, dtype="i64"), shape=[o, 1])
-    j = relax.reshape(relax.arange(end=n, dtype="i64"), shape=[1, n])
-    size, oc = im.size_tensor(n), im.const(o, "i64")
-    start = relax.floor_divide(relax.multiply(i, size), oc)
-    end = relax.floor_divide(relax.add(relax.multiply(relax.add(i, im.const(1, "i64")), size), im.const(o - 1, "i64")),
-                             oc)
-    inside = relax.multiply(relax.greater_equal(j, start), relax.less(j, end))
+    start, end, inside = _adaptive_windows(im, n, o)
     weight = relax.divide(im.const(1.0, dt), relax.astype(relax.subtract(end, start), dtype=dt))
     mat = relax.where(inside, relax.broadcast_to(weight, shape=[o, n]), im.const(0.0, dt))   # (o, n)
     if axis == rank - 1:
@@ -1293,25 +1338,47 @@ def _pool_args(im, kernel_size, stride, padding, ceil_mode):
     return k, s, p
 
 
-def _ceil_extension(im, v, k, s, p, d):
-    """ceil_mode for max pooling: the input extended at the bottom/right by ``s - 1`` lowest
-    values, so floor mode gives torch's ``ceil((n + 2p - d*(k-1) - 1) / s) + 1`` windows.
-    torch drops a last window that would start in the padding; with ``p + s <= d*(k-1) + 1``
-    (3x3 stride 2, pad 0 or 1: every usual case) none does, otherwise it is refused."""
-    from ...ops.kernels import lowest
-
-    for axis, (kk, ss, pp, dd) in enumerate(zip(k, s, p, d), start=2):
-        if pp + ss > dd * (kk - 1) + 1:
-            raise im.error(f"ceil_mode=True with padding {pp} and stride {ss} over a window of {kk} (supported: "
-                           "padding + stride <= dilation * (window - 1) + 1)")
+def _ceil_extension(im, v, s, value: float):
+    """ceil_mode: the (NCHW) input extended at the bottom/right by ``s - 1`` of ``value``
+    (the lowest value for max pooling, 0 for average pooling's sums), so floor mode gives
+    torch's ``ceil((n + 2p - d*(k-1) - 1) / s) + 1`` windows."""
+    for axis, ss in enumerate(s, start=2):
         if ss == 1:
             continue
         sig = im.sig(v)
         shape = list(sig.shape)
         shape[axis] = Dim.of(ss - 1)
-        fill = relax.full(shape=shape, value=float(lowest(sig.dtype)), dtype=sig.dtype)
-        v = relax.concat([v, fill], axis=axis)
+        v = relax.concat([v, relax.full(shape=shape, value=value, dtype=sig.dtype)], axis=axis)
     return v
+
+
+def _ceil_drop(im, y, n, k, s, p, d):
+    """torch drops a last ceil-mode window that would start in the bottom/right padding:
+    the output length is ``min(ceil((n + 2p - d*(k-1) - 1) / s) + 1, ceil((n + p) / s))``.
+    With ``p + s <= d*(k-1) + 1`` (3x3 stride 2, pad 0 or 1: every usual case) the first
+    is never larger; otherwise the (NCHW) result is sliced to the minimum."""
+    from ...shapes.expr import dim_min
+
+    for axis, (nn, kk, ss, pp, dd) in enumerate(zip(n, k, s, p, d), start=2):
+        if pp + ss <= dd * (kk - 1) + 1:
+            continue
+        o = dim_min(im.sig(y).shape[axis], (nn + pp + ss - 1) // ss)
+        y = relax.strided_slice(y, axes=[axis], begin=[0], end=[o])
+    return y
+
+
+def _ceil_counts(im, n, k, s, p, o, count_include_pad: bool, dt: str):
+    """Average pooling in ceil mode: torch's divisor per window of one axis, (o,) as ``dt``:
+    the window ``[i*s - p, i*s - p + k)`` cut at ``n + p`` (count_include_pad) or to the
+    input ``[0, n)``."""
+    i = relax.arange(end=o, dtype="i64")
+    start = relax.subtract(relax.multiply(i, im.const(s, "i64")), im.const(p, "i64"))
+    size = im.size_tensor(n)
+    end = relax.minimum(relax.add(start, im.const(k, "i64")), relax.add(size, im.const(p, "i64")))
+    if not count_include_pad:
+        start = relax.maximum(start, im.const(0, "i64"))
+        end = relax.minimum(end, size)
+    return relax.astype(relax.subtract(end, start), dtype=dt)
 
 
 @converter("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
@@ -1319,9 +1386,12 @@ def _max_pool2d(im, node, x, kernel_size, stride=None, padding=0, dilation=1, ce
     k, s, p = _pool_args(im, kernel_size, stride, padding, False)
     d = _ints(dilation, 2, "dilation", im)
     v, back = _to_nchw(im, x, 2)
+    n = list(im.sig(v).shape[2:])
     if ceil_mode:
-        v = _ceil_extension(im, v, k, s, p, d)
-    y = back(relax.max_pool2d(v, pool_size=k, strides=s, padding=p, dilation=d))
+        from ...ops.kernels import lowest
+        v = _ceil_extension(im, v, s, float(lowest(im.sig(v).dtype)))
+    y = relax.max_pool2d(v, pool_size=k, strides=s, padding=p, dilation=d)
+    y = back(_ceil_drop(im, y, n, k, s, p, d) if ceil_mode else y)
     if "with_indices" in str(node.target):
         return (y, None)  # the indices (training's backward) are not produced
     return y
@@ -1352,8 +1422,23 @@ def _avg_pool1d(im, node, x, kernel_size, stride=None, padding=0, ceil_mode=Fals
 @converter("aten.avg_pool2d.default")
 def _avg_pool2d(im, node, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                 divisor_override=None):
-    k, s, p = _pool_args(im, kernel_size, stride, padding, ceil_mode)
+    k, s, p = _pool_args(im, kernel_size, stride, padding, False)
     v, back = _to_nchw(im, x, 2)
+    if ceil_mode:     # the sums over zero-extended windows, divided by torch's own counts
+        dt = im.sig(v).dtype
+        n = list(im.sig(v).shape[2:])
+        y = relax.avg_pool2d(_ceil_extension(im, v, s, 0.0), pool_size=k, strides=s, padding=p,
+                             count_include_pad=True)
+        y = _ceil_drop(im, y, n, k, s, p, [1, 1])
+        oh, ow = im.sig(y).shape[2:]
+        if divisor_override is not None:
+            scale = im.const(k[0] * k[1] / float(divisor_override), dt)
+        else:
+            ch = _ceil_counts(im, n[0], k[0], s[0], p[0], oh, bool(count_include_pad), dt)
+            cw = _ceil_counts(im, n[1], k[1], s[1], p[1], ow, bool(count_include_pad), dt)
+            scale = relax.divide(im.const(float(k[0] * k[1]), dt),
+                                 relax.multiply(relax.reshape(ch, shape=[oh, 1]), relax.reshape(cw, shape=[1, ow])))
+        return back(relax.multiply(y, scale))
     y = relax.avg_pool2d(v, pool_size=k, strides=s, padding=p,
                          count_include_pad=bool(count_include_pad) or divisor_override is not None)
     if divisor_override is not None:

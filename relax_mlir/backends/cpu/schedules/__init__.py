@@ -224,13 +224,18 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     if b is None or nb is None:
         return None
     derived, chain = {ir.Value(conv.results[0])}, []
-    for k, g in enumerate(gens):
-        if k > at[0] and any(ir.Value(v) in derived for v in g.operands):
-            derived.update(ir.Value(r) for r in g.results)
+    for o in ops:   # (the copy's result reaches the epilogue through a collapse_shape)
+        if o.name == "tensor.collapse_shape" and ir.Value(o.operands[0]) in derived:
+            derived.add(ir.Value(o.results[0]))
+        elif o.name == "linalg.generic" and (k := gens.index(o)) > at[0] and any(
+                ir.Value(v) in derived for v in o.operands):
+            derived.update(ir.Value(r) for r in o.results)
             chain.append(k)
     params = [k for k in range(len(gens)) if k != at[0] and k not in chain]
-    if not chain or any(_output_shape(gens[k]) != [n, nb * b, oh, ow] or set(_iterators(gens[k])) != {"parallel"}
-                        for k in chain) or any(k > chain[-1] for k in params):
+    # the copy to NCHW on the (N, O/B, B, OH, OW) view of the output, then the epilogue
+    shapes = [[n, nb, b, oh, ow]] + [[n, nb * b, oh, ow]] * (len(chain) - 1)
+    if not chain or any(_output_shape(gens[k]) != sh or set(_iterators(gens[k])) != {"parallel"}
+                        for k, sh in zip(chain, shapes)) or any(k > chain[-1] for k in params):
         return None
     init = conv.operands[len(conv.opview.inputs)]
     if not isinstance(init, ir.OpResult) or init.owner.name != "linalg.fill":
@@ -238,7 +243,7 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     pixels, _ = direct_tile(b, target.lanes, target.registers)
     padded = any(o.name == "tensor.pad" for o in ops)
     return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, len(conv.opview.inputs), ow,
-                                                        conv_at=at[0], chain=chain,
+                                                        conv_at=at[0], chain=chain, lanes=target.lanes,
                                                         padded=padded, reductions=_iterators(conv).count("reduction")),
                     finish=drop_pad_guards if padded else None)
 

@@ -32,6 +32,7 @@ from mlir.dialects.transform import bufferization as tbuf
 from mlir.dialects.transform import structured
 
 from mlir.dialects.transform import loop
+from mlir.dialects.transform import memref as tmemref
 from mlir.dialects.transform import tensor as ttensor
 from mlir.dialects.transform import vector as tvec
 
@@ -172,21 +173,25 @@ TILE_ATTR = "relax.register_tile"
 
 def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int, width: Optional[int],
                          conv_at: int = 0, chain: Optional[list[int]] = None, rows_per_task: int = ROWS_PER_TASK,
-                         padded: bool = False, reductions: int = 1):
+                         padded: bool = False, reductions: int = 1, lanes: int = 16):
     """relax-conv-gemm's direct kernel (``ops.nn.conv_direct_kernel``: one generic over
     (n, oh, ow, ob, oi | c) summing the window taps into an (N, O/B, OH, OW, B) accumulator,
-    its copy to NCHW, then a fused epilogue: ``n_generics`` generics in all): one task per
-    (``block`` output channels, image, ``rows_per_task`` output rows) (forall: threads), the
-    copy and the conv fused into the epilogue's task (the accumulator a task-sized buffer,
-    the copy reading it while it is in cache); in the task, row by row, tiles of ``pixels``
-    output columns x ``block`` output channels, each accumulated over the input channels in
-    registers: per channel and tap, ``pixels`` broadcast input values times ``block /
-    lanes`` weight vectors. The column remainder is peeled off: of a static ``width``, a
-    static tile; of a symbolic one (None), vectorized with masks. ``n_inputs``: the conv's
-    input operands (its accumulator's zero fill is the producer of the next). ``conv_at``: the conv's
-    position among the kernel's generics, ``chain``: the positions of the copy and the
-    epilogue (default: all after the conv); the others (parameter generics) stay before the
-    tasks. ``padded``: the kernel pads its input with a ``tensor.pad``, tiled first into one
+    its copy to the (N, O/B, B, OH, OW) view of the NCHW output, then a fused epilogue on
+    NCHW: ``n_generics`` generics in all): one task per (``block`` output channels, image,
+    ``rows_per_task`` output rows) (forall: threads), the copy and the conv fused into the
+    epilogue's task (the accumulator a task-sized buffer, the copy reading it while it is in
+    cache; the epilogue's slice of the copy's collapsed result bubbled up into a slice of
+    the copy); in the task, row by row, tiles of ``pixels`` output columns x ``block``
+    output channels, each accumulated over the input channels in registers: per channel and
+    tap, ``pixels`` broadcast input values times ``block / lanes`` weight vectors. Then the
+    copy in ``lanes`` x ``lanes`` (channels x columns) tiles, each a register transpose
+    (AVX-512: the 16x16 shuffle network, AVX2: 8x8), and the epilogue in rows of ``lanes``
+    columns. The column remainders are peeled off: of a static ``width``, static tiles; of a
+    symbolic one (None), vectorized with masks. ``n_inputs``: the conv's input operands (its
+    accumulator's zero fill is the producer of the next). ``conv_at``: the conv's position
+    among the kernel's generics, ``chain``: the positions of the copy and the epilogue
+    (default: all after the conv); the others (parameter generics) stay before the tasks.
+    ``padded``: the kernel pads its input with a ``tensor.pad``, tiled first into one
     (image, channel) plane per forall iteration (threads), each plane a fill and a
     ``linalg.copy`` of its interior written in place (:func:`drop_pad_guards` runs after the
     script). ``reductions``: the conv's reduction loops, 1 (c) or 2 (c, kh: windows whose
@@ -200,11 +205,24 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
         ops = list(transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results)
         fill = transform.GetProducerOfOperand(any_op(), ops[conv_at], n_inputs).result
         # channel blocks outermost: a thread's consecutive tasks share the block's weights
-        last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3]).result
-        t = structured.TileUsingForallOp(last, tile_sizes=[block, 1, rows_per_task, 0])
+        if len(chain) == 1:   # no epilogue: the copy on the (N, O/B, B, OH, OW) view is last
+            last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3, 4]).result
+            t = structured.TileUsingForallOp(last, tile_sizes=[1, 1, 0, rows_per_task, 0])
+        else:
+            last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3]).result
+            t = structured.TileUsingForallOp(last, tile_sizes=[block, 1, rows_per_task, 0])
         rows = t.forall_op
-        for k in reversed(chain[:-1] + [conv_at]):   # the epilogue, the copy to NCHW, the conv
+        for k in reversed(chain[1:-1]):   # the epilogue
             rows = structured.FuseIntoContainingOp(ops[k], rows).new_containing_op
+        if len(chain) > 1:   # the epilogue's slice of the copy's collapsed result: a slice of the
+            # copy; the tasks' sizes (read from the collapse by the tiling) resolved to the
+            # kernel's arguments, so the copy has no user left outside the tasks
+            patterns(fn, ttensor.ApplyBubbleUpExtractSlicePatternsOp,
+                     tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
+            rows = structured.FuseIntoContainingOp(ops[chain[0]], rows).new_containing_op
+        rows = structured.FuseIntoContainingOp(ops[conv_at], rows).new_containing_op
+        # (the copy's tile reads the conv's sizes: resolved, else the fill fuses once per size)
+        patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
         structured.FuseIntoContainingOp(fill, rows)
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         if padded:   # a plane's pad: fill + linalg.copy of the interior (not memref.copy)
@@ -215,28 +233,50 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
             tbuf.EliminateEmptyTensorsOp(fn)
         cleanup(fn)
         # (the handles into the forall went stale when the fusions consumed it: match again)
-        # (after fusion the parameter generics precede the tasks: the conv is the next one)
-        conv = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results[n_params]
-        tiled = structured.TileUsingForOp(conv, sizes=[0, 1, pixels, 0, 0] + [1] * reductions)
-        # unit dims folded (the tile's maps become projected permutations), then the tile
-        # marked (folding makes a new op) before peeling copies it
+        # (after fusion the parameter generics precede the tasks: the conv, the copy, the epilogue)
+        gens = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results
+        tiled = structured.TileUsingForOp(gens[n_params], sizes=[0, 1, pixels, 0, 0] + [1] * reductions)
+        # the copy's loops (n, ob, oi, oh, ow) and the epilogue's (o, n, oh, ow): n and ob are
+        # the task's 1s
+        cw = min(lanes, block)
+        rest = [structured.TileUsingForOp(gens[n_params + 1], sizes=[0, 0, cw, 1, lanes])]
+        rest += [structured.TileUsingForOp(gens[k], sizes=[1, 0, 1, lanes]) for k in range(n_params + 2, n_generics)]
+        # unit dims folded (the tiles' maps become projected permutations), then the tiles
+        # marked (folding makes new ops) before peeling copies them
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
-        transform.AnnotateOp(transform.SplitHandleOp([any_op()] * n_generics,
-                                                     match(fn, "linalg.generic")).results[n_params], TILE_ATTR)
+        gens = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results
+        for k in range(n_params, n_generics):
+            transform.AnnotateOp(gens[k], TILE_ATTR)
         if width is None or width % pixels:
             p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[1])
+        # (a static width up to the lanes: one static tile; a multiple: no remainder)
+        rest_p = ([loop.LoopPeelOp(any_op(), any_op(), r.loops[2]) for r in rest]
+                  if width is None or (width % lanes and width > lanes) else [])
         cleanup(fn)
         if width is not None:
             structured.VectorizeOp(_tiles(fn))
         else:
             structured.VectorizeOp(match(p.results[0], "linalg.generic"))
             structured.VectorizeOp(match(p.results[1], "linalg.generic"), vector_sizes=[pixels, block])
+            for k, q in enumerate(rest_p):
+                structured.VectorizeOp(match(q.results[0], "linalg.generic"))
+                structured.VectorizeOp(match(q.results[1], "linalg.generic"),
+                                       vector_sizes=[cw, lanes] if k == 0 else [lanes])
         cleanup(fn)
         # the accumulator tile out of the channel loop (the masked remainder's stays: its
         # transfers carry masks, which the hoisting does not move)
         for _ in range(reductions):   # (innermost first: one loop level per round)
             loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
+        # the copy's transposed reads: lanes x lanes register transposes (shuffles)
+        patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
+        patterns(fn, tvec.ApplyLowerMasksPatternsOp)
+        patterns(fn, tvec.ApplyTransferPermutationPatternsOp)
+        if lanes == 16:
+            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(
+                lowering_strategy=tvec.VectorTransposeLowering.Shuffle16x16))
+        else:
+            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(avx2_lowering_strategy=lanes == 8))
         lower_vectors(fn)
 
     return body

@@ -40,7 +40,7 @@ from mlir import ir
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .depthwise import depthwise_schedule
-from .conv import (conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, drop_pad_guards,
+from .conv import (blockable_epilogue, conv_direct_schedule, merge_copy_into_epilogue, conv_pack_schedule, conv_schedule, direct_tile, drop_pad_guards,
                    im2col_schedule, permute_rows_schedule)
 from .elementwise import elementwise_schedule
 from .pool import pool_schedule
@@ -242,10 +242,16 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
         return None
     pixels, _ = direct_tile(b, target.lanes, target.registers)
     padded = any(o.name == "tensor.pad" for o in ops)
-    return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, len(conv.opview.inputs), ow,
+    n_gens, prepare = len(gens), None
+    if len(chain) > 1:   # the copy merged into the epilogue, all of it over (n, ob, oi, oh, ow)
+        if not all(blockable_epilogue(gens[k]) for k in chain[1:]):
+            return None
+        n_gens, prepare = n_gens - 1, merge_copy_into_epilogue
+        chain = [k - 1 for k in chain[1:]]
+    return Schedule("conv_direct", conv_direct_schedule(n_gens, pixels, b, len(conv.opview.inputs), ow,
                                                         conv_at=at[0], chain=chain, lanes=target.lanes,
                                                         padded=padded, reductions=_iterators(conv).count("reduction")),
-                    finish=drop_pad_guards if padded else None)
+                    prepare=prepare, finish=drop_pad_guards if padded else None)
 
 
 def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:

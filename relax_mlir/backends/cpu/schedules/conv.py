@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import transform
+from mlir.dialects import arith, linalg, tensor, transform
 from mlir.dialects.transform import bufferization as tbuf
 from mlir.dialects.transform import structured
 
@@ -205,24 +205,14 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
         ops = list(transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results)
         fill = transform.GetProducerOfOperand(any_op(), ops[conv_at], n_inputs).result
         # channel blocks outermost: a thread's consecutive tasks share the block's weights
-        if len(chain) == 1:   # no epilogue: the copy on the (N, O/B, B, OH, OW) view is last
-            last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3, 4]).result
-            t = structured.TileUsingForallOp(last, tile_sizes=[1, 1, 0, rows_per_task, 0])
-        else:
-            last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3]).result
-            t = structured.TileUsingForallOp(last, tile_sizes=[block, 1, rows_per_task, 0])
+        last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3, 4]).result
+        t = structured.TileUsingForallOp(last, tile_sizes=[1, 1, 0, rows_per_task, 0])
         rows = t.forall_op
-        for k in reversed(chain[1:-1]):   # the epilogue
+        for k in reversed(chain[:-1] + [conv_at]):   # the epilogue, the conv
             rows = structured.FuseIntoContainingOp(ops[k], rows).new_containing_op
-        if len(chain) > 1:   # the epilogue's slice of the copy's collapsed result: a slice of the
-            # copy; the tasks' sizes (read from the collapse by the tiling) resolved to the
-            # kernel's arguments, so the copy has no user left outside the tasks
-            patterns(fn, ttensor.ApplyBubbleUpExtractSlicePatternsOp,
-                     tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
-            rows = structured.FuseIntoContainingOp(ops[chain[0]], rows).new_containing_op
-        rows = structured.FuseIntoContainingOp(ops[conv_at], rows).new_containing_op
-        # (the copy's tile reads the conv's sizes: resolved, else the fill fuses once per size)
-        patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
+            # (a fused tile reads its producer's sizes: resolved to the kernel's arguments,
+            # else the producer (the fill) is fused once more per size)
+            patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
         structured.FuseIntoContainingOp(fill, rows)
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         if padded:   # a plane's pad: fill + linalg.copy of the interior (not memref.copy)
@@ -236,11 +226,10 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
         # (after fusion the parameter generics precede the tasks: the conv, the copy, the epilogue)
         gens = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results
         tiled = structured.TileUsingForOp(gens[n_params], sizes=[0, 1, pixels, 0, 0] + [1] * reductions)
-        # the copy's loops (n, ob, oi, oh, ow) and the epilogue's (o, n, oh, ow): n and ob are
-        # the task's 1s
+        # the copy / epilogue: (n, ob, oi, oh, ow) loops (the last one's interchanged to
+        # (ob, n, ...)), the first two the task's 1s
         cw = min(lanes, block)
-        rest = [structured.TileUsingForOp(gens[n_params + 1], sizes=[0, 0, cw, 1, lanes])]
-        rest += [structured.TileUsingForOp(gens[k], sizes=[1, 0, 1, lanes]) for k in range(n_params + 2, n_generics)]
+        rest = [structured.TileUsingForOp(gens[k], sizes=[0, 0, cw, 1, lanes]) for k in range(n_params + 1, n_generics)]
         # unit dims folded (the tiles' maps become projected permutations), then the tiles
         # marked (folding makes new ops) before peeling copies them
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
@@ -260,8 +249,7 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
             structured.VectorizeOp(match(p.results[1], "linalg.generic"), vector_sizes=[pixels, block])
             for k, q in enumerate(rest_p):
                 structured.VectorizeOp(match(q.results[0], "linalg.generic"))
-                structured.VectorizeOp(match(q.results[1], "linalg.generic"),
-                                       vector_sizes=[cw, lanes] if k == 0 else [lanes])
+                structured.VectorizeOp(match(q.results[1], "linalg.generic"), vector_sizes=[cw, lanes])
         cleanup(fn)
         # the accumulator tile out of the channel loop (the masked remainder's stays: its
         # transfers carry masks, which the hoisting does not move)
@@ -280,6 +268,115 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
         lower_vectors(fn)
 
     return body
+
+
+#: The direct kernel's output view (N, O/B, B, OH, OW) -> NCHW.
+_BLOCKED = [[0], [1, 2], [3], [4]]
+
+
+def _maps(op: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
+
+
+def _collapsed_blocked(v: ir.Value) -> Optional[ir.Operation]:
+    """The ``tensor.collapse_shape`` (N, O/B, B, OH, OW) -> NCHW that defines ``v``, if one does."""
+    if not isinstance(v, ir.OpResult) or v.owner.name != "tensor.collapse_shape":
+        return None
+    src = ir.RankedTensorType(v.owner.operands[0].type)
+    groups = [[ir.IntegerAttr(i).value for i in g] for g in ir.ArrayAttr(v.owner.attributes["reassociation"])]
+    return v.owner if src.rank == 5 and groups == _BLOCKED else None
+
+
+def blockable_epilogue(op: ir.Operation) -> bool:
+    """An all-parallel NCHW generic :func:`merge_copy_into_epilogue` can take into the
+    (n, ob, oi, oh, ow) space: every map result a loop dim or the constant 0."""
+    for m in _maps(op):
+        if m.n_dims != 4 or not all(isinstance(e, ir.AffineDimExpr) or (isinstance(e, ir.AffineConstantExpr)
+                                    and e.value == 0) for e in m.results):
+            return False
+    return True
+
+
+def merge_copy_into_epilogue(fn: ir.Operation) -> None:
+    """Before :func:`conv_direct_schedule`: the epilogue generics that relax-fuse-kernels left
+    on NCHW after the direct kernel's copy (which writes the (N, O/B, B, OH, OW) view, so its
+    collapsed result is what they read) are rebuilt over (n, ob, oi, oh, ow), their NCHW
+    operands viewed with ``expand_shape``; the first reads the accumulator itself through the
+    copy's transposed map (the copy, a pure move, disappears). Upstream elementwise fusion
+    did not do it: a broadcast operand's map (``(d1, 0, 0)``, a bias) stops its reshape
+    propagation. So the copy and the epilogue are one op whose maps are projected
+    permutations: vectorized, a register transpose of the accumulator tile, the bias,
+    residual add and activation on the vectors, one store; and the tasks tile one space,
+    no slice of a collapsed channel dim to bubble up (upstream cannot for a dynamic offset)."""
+    block = fn.regions[0].blocks[0]
+    for op in [o.operation for o in block.operations]:
+        if op.name != "linalg.generic":
+            continue
+        n_in = len(op.opview.inputs)
+        coll = [_collapsed_blocked(v) for v in op.operands]
+        if not any(coll[:n_in]) or not blockable_epilogue(op):
+            continue
+        nb, b = ir.RankedTensorType(next(c for c in coll if c).operands[0].type).shape[1:3]
+        d = [ir.AffineDimExpr.get(i) for i in range(5)]
+        to5 = {0: [d[0]], 1: [d[1], d[2]], 2: [d[3]], 3: [d[4]]}
+        ins, outs, maps = [], [], []
+        with ir.InsertionPoint(op), op.location:
+            for k, (v, m) in enumerate(zip(op.operands, _maps(op))):
+                c = coll[k]
+                if c is not None and list(m.results) == [ir.AffineDimExpr.get(i) for i in range(4)]:
+                    src = c.operands[0]
+                    copy = src.owner if isinstance(src, ir.OpResult) else None
+                    if (k < n_in and copy is not None and copy.name == "linalg.generic"
+                            and len(copy.opview.inputs) == 1 and _is_move(copy)):
+                        v5, m5 = copy.operands[0], _maps(copy)[0]   # the accumulator, transposed
+                    else:
+                        v5, m5 = src, ir.AffineMap.get_identity(5)
+                else:   # an NCHW operand: its channel dim viewed as (O/B, B)
+                    t = ir.RankedTensorType(v.type)
+                    res, groups, shape, dyn = [], [], [], []
+                    for j, e in enumerate(m.results):
+                        at = len(shape)
+                        if isinstance(e, ir.AffineDimExpr) and e.position == 1:
+                            res += to5[1]
+                            groups.append([at, at + 1])
+                            shape += [nb, b]
+                        else:
+                            res += to5[e.position] if isinstance(e, ir.AffineDimExpr) else [e]
+                            groups.append([at])
+                            shape.append(t.shape[j])
+                            if t.is_dynamic_dim(j):
+                                dyn.append(tensor.DimOp(v, arith.ConstantOp(ir.IndexType.get(), j)).result)
+                    m5 = ir.AffineMap.get(5, 0, res)
+                    if len(shape) == t.rank:
+                        v5 = v
+                    else:
+                        rt = ir.RankedTensorType.get(shape, t.element_type)
+                        v5 = tensor.ExpandShapeOp(rt, v, ir.ArrayAttr.get([ir.ArrayAttr.get(
+                            [ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i) for i in g]) for g in groups]),
+                            dyn, shape).result
+                (ins if k < n_in else outs).append(v5)
+                maps.append(m5)
+            new = linalg.GenericOp([o.type for o in outs], ins, outs, ir.ArrayAttr.get(
+                [ir.AffineMapAttr.get(m) for m in maps]), ir.ArrayAttr.get(
+                [ir.Attribute.parse("#linalg.iterator_type<parallel>")] * 5))
+            op.regions[0].blocks[0].append_to(new.regions[0])
+            for r, r5 in zip(op.results, new.results):
+                r.replace_all_uses_with(tensor.CollapseShapeOp(r.type, r5, ir.ArrayAttr.get([ir.ArrayAttr.get(
+                    [ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i) for i in g]) for g in _BLOCKED])).result)
+        op.erase()
+        for c in {id(c): c for c in coll if c is not None}.values():
+            src = c.operands[0].owner if isinstance(c.operands[0], ir.OpResult) else None
+            if not list(c.results[0].uses):
+                c.erase()
+                if src is not None and src.name == "linalg.generic" and not list(src.results[0].uses):
+                    src.erase()
+
+
+def _is_move(op: ir.Operation) -> bool:
+    """A generic whose body yields its input unchanged."""
+    body = [o for o in op.regions[0].blocks[0].operations]
+    return (len(body) == 1 and body[0].operation.name == "linalg.yield"
+            and body[0].operation.operands[0] == op.regions[0].blocks[0].arguments[0])
 
 
 def drop_pad_guards(fn: ir.Operation) -> None:

@@ -302,14 +302,16 @@ def test_conv_direct_static_sizes(hw, monkeypatch):
 
 
 @pytest.mark.parametrize("simd", ["avx512", "avx2"])
-@pytest.mark.parametrize("case", ["stem7x7s2", "3x3_residual", "3x3_static56", "3x3_static7"])
+@pytest.mark.parametrize("case", ["stem7x7s2", "3x3_residual", "3x3_static56", "3x3_static7", "3x3_square"])
 def test_conv_direct_epilogue_vectorized(case, simd, monkeypatch):
     """The direct kernel's copy to NCHW and its fused epilogue (bias, residual add, relu) are
     one op over (n, ob, oi, oh, ow), vectorized: lanes x lanes tiles of the accumulator
     transposed in registers (AVX-512 16x16, AVX2 8x8), the epilogue on the vectors, no gather
     and no generic left as loops; the schedule applies (no silent fallback) with symbolic
     sizes (two 32-channel blocks, odd sizes, several batches through ONE executable) and
-    static ones (a width with a static remainder, one narrower than a tile); PyTorch numerics."""
+    static ones (a width with a static remainder, one narrower than a tile); ``square``
+    (y * y, no broadcast operand: upstream fusion already put the epilogue on the blocked
+    view, as a second generic after the copy); PyTorch numerics."""
     from mlir import ir
 
     from relax_mlir.backends.cpu.apply_schedules import schedule_kernel
@@ -322,7 +324,9 @@ def test_conv_direct_epilogue_vectorized(case, simd, monkeypatch):
     c, o, k, s, p, static, residual = {"stem7x7s2": (3, 64, 7, 2, 3, None, False),
                                        "3x3_residual": (8, 32, 3, 1, 1, None, True),
                                        "3x3_static56": (8, 32, 3, 1, 1, (56, 56), True),
-                                       "3x3_static7": (16, 64, 3, 1, 1, (7, 7), False)}[case]
+                                       "3x3_static7": (16, 64, 3, 1, 1, (7, 7), False),
+                                       "3x3_square": (8, 64, 3, 1, 1, None, False)}[case]
+    square = case == "3x3_square"
     if static:
         xt, yt = f"tensor<2x{c}x{static[0]}x{static[1]}xf32>", f"tensor<2x{o}x{static[0]}x{static[1]}xf32>"
     else:
@@ -330,11 +334,12 @@ def test_conv_direct_epilogue_vectorized(case, simd, monkeypatch):
         yt = f'tensor<?x{o}x?x?xf32, #relax.shape<["n", {o}, "h", "w"]>>' if s == 1 else f"tensor<?x{o}x?x?xf32>"
     wt, bt = f"tensor<{o}x{c}x{k}x{k}xf32>", f"tensor<{o}x1x1xf32>"
     lines = [f'%0 = "relax.conv2d"(%x, %w) {{strides = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}>}}'
-             f" : ({xt}, {wt}) -> {yt}", f'%1 = "relax.add"(%0, %b) : ({yt}, {bt}) -> {yt}']
+             f" : ({xt}, {wt}) -> {yt}", f'%1 = "relax.multiply"(%0, %0) : ({yt}, {yt}) -> {yt}' if square
+             else f'%1 = "relax.add"(%0, %b) : ({yt}, {bt}) -> {yt}']
     if residual:
         lines.append(f'%2 = "relax.add"(%1, %r) : ({yt}, {yt}) -> {yt}')
     lines.append(f'%3 = "relax.relu"(%{2 if residual else 1}) : ({yt}) -> {yt}')
-    args = [f"%x: {xt}", f"%w: {wt}", f"%b: {bt}"] + ([f"%r: {yt}"] if residual else [])
+    args = [f"%x: {xt}", f"%w: {wt}"] + ([] if square else [f"%b: {bt}"]) + ([f"%r: {yt}"] if residual else [])
     body = "\n  ".join(lines)
     src = (f"func.func @main({', '.join(args)}) -> {yt} attributes {{relax.function}} {{\n  {body}\n"
            f"  return %3 : {yt}\n}}")
@@ -357,10 +362,11 @@ def test_conv_direct_epilogue_vectorized(case, simd, monkeypatch):
         x = rng.standard_normal((n, c, h, w)).astype(np.float32)
         wv = rng.standard_normal((o, c, k, k)).astype(np.float32)
         b = rng.standard_normal((o, 1, 1)).astype(np.float32)
-        y = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wv), torch.from_numpy(b).reshape(-1),
-                                       stride=s, padding=p)
+        y = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wv),
+                                       None if square else torch.from_numpy(b).reshape(-1), stride=s, padding=p)
+        y = y * y if square else y
         r = rng.standard_normal(tuple(y.shape)).astype(np.float32)
         want = torch.relu(y + torch.from_numpy(r) if residual else y).numpy()
-        got = exe(x, wv, b, *([r] if residual else []))
+        got = exe(x, wv, *([] if square else [b]), *([r] if residual else []))
         assert got.shape == want.shape
         assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4, (case, n, h, w)

@@ -467,8 +467,10 @@ def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: lis
     ``xp[:, :, kh*dh :: sh, kw*dw :: sw]`` of the output's size, the weight as its
     (O/B, C, B) slice per tap; ONE generic over (n, oh, ow, ob, oi | c), every map a
     projected permutation, sums the KH*KW products per input channel into an
-    (N, O/B, OH, OW, B) accumulator, which a second generic copies to NCHW (reading
-    ``acc[n, o // B, oh, ow, o % B]``; the schedule fuses the conv into that copy's tasks).
+    (N, O/B, OH, OW, B) accumulator, which a second generic copies to the output viewed
+    (N, O/B, B, OH, OW) (``expand_shape``; reading ``acc[n, ob, oh, ow, oi]``, a projected
+    permutation the vectorizer takes as a register transpose; the schedule fuses the conv
+    into that copy's tasks and merges a fused epilogue into the copy).
     With the taps as operands (no window loops, no strides in the maps) a register tile of
     output pixels x a channel block vectorizes as broadcasts of input pixels times weight
     vectors (``schedules/conv.py``: ``conv_direct``). Windows of more than

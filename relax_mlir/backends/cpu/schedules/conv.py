@@ -208,10 +208,11 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
         last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3, 4]).result
         t = structured.TileUsingForallOp(last, tile_sizes=[1, 1, 0, rows_per_task, 0])
         rows = t.forall_op
-        for k in reversed(chain[:-1] + [conv_at]):   # the epilogue, the conv
+        # (a tile reads its producer's sizes: resolved to the kernel's arguments, else the
+        # producer has a user left outside the tasks and is fused once more per size)
+        patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
+        for k in reversed([conv_at] + chain[:-1]):   # the epilogue (its last op first), the conv
             rows = structured.FuseIntoContainingOp(ops[k], rows).new_containing_op
-            # (a fused tile reads its producer's sizes: resolved to the kernel's arguments,
-            # else the producer (the fill) is fused once more per size)
             patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
         structured.FuseIntoContainingOp(fill, rows)
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
@@ -287,12 +288,16 @@ def _collapsed_blocked(v: ir.Value) -> Optional[ir.Operation]:
     return v.owner if src.rank == 5 and groups == _BLOCKED else None
 
 
-def blockable_epilogue(op: ir.Operation) -> bool:
+def blockable_epilogue(op: ir.Operation, derived: set) -> bool:
     """An all-parallel NCHW generic :func:`merge_copy_into_epilogue` can take into the
-    (n, ob, oi, oh, ow) space: every map result a loop dim or the constant 0."""
-    for m in _maps(op):
+    (n, ob, oi, oh, ow) space: every map result a loop dim or the constant 0, the operands
+    computed from the conv (``derived``) read element for element (identity maps)."""
+    ident = [ir.AffineDimExpr.get(i) for i in range(4)]
+    for v, m in zip(op.operands, _maps(op)):
         if m.n_dims != 4 or not all(isinstance(e, ir.AffineDimExpr) or (isinstance(e, ir.AffineConstantExpr)
                                     and e.value == 0) for e in m.results):
+            return False
+        if ir.Value(v) in derived and list(m.results) != ident:
             return False
     return True
 
@@ -314,7 +319,7 @@ def merge_copy_into_epilogue(fn: ir.Operation) -> None:
             continue
         n_in = len(op.opview.inputs)
         coll = [_collapsed_blocked(v) for v in op.operands]
-        if not any(coll[:n_in]) or not blockable_epilogue(op):
+        if not any(coll[:n_in]) or not blockable_epilogue(op, set()):
             continue
         nb, b = ir.RankedTensorType(next(c for c in coll if c).operands[0].type).shape[1:3]
         d = [ir.AffineDimExpr.get(i) for i in range(5)]
@@ -351,9 +356,7 @@ def merge_copy_into_epilogue(fn: ir.Operation) -> None:
                         v5 = v
                     else:
                         rt = ir.RankedTensorType.get(shape, t.element_type)
-                        v5 = tensor.ExpandShapeOp(rt, v, ir.ArrayAttr.get([ir.ArrayAttr.get(
-                            [ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i) for i in g]) for g in groups]),
-                            dyn, shape).result
+                        v5 = tensor.ExpandShapeOp(rt, v, _reassociation(groups), dyn, shape).result
                 (ins if k < n_in else outs).append(v5)
                 maps.append(m5)
             new = linalg.GenericOp([o.type for o in outs], ins, outs, ir.ArrayAttr.get(
@@ -361,15 +364,23 @@ def merge_copy_into_epilogue(fn: ir.Operation) -> None:
                 [ir.Attribute.parse("#linalg.iterator_type<parallel>")] * 5))
             op.regions[0].blocks[0].append_to(new.regions[0])
             for r, r5 in zip(op.results, new.results):
-                r.replace_all_uses_with(tensor.CollapseShapeOp(r.type, r5, ir.ArrayAttr.get([ir.ArrayAttr.get(
-                    [ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i) for i in g]) for g in _BLOCKED])).result)
+                r.replace_all_uses_with(tensor.CollapseShapeOp(r.type, r5, _reassociation(_BLOCKED)).result)
         op.erase()
-        for c in {id(c): c for c in coll if c is not None}.values():
+        unique = []
+        for c in coll:
+            if c is not None and not any(c == u for u in unique):
+                unique.append(c)
+        for c in unique:   # the collapse and the copy, where nothing else reads them
             src = c.operands[0].owner if isinstance(c.operands[0], ir.OpResult) else None
             if not list(c.results[0].uses):
                 c.erase()
                 if src is not None and src.name == "linalg.generic" and not list(src.results[0].uses):
                     src.erase()
+
+
+def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
 
 
 def _is_move(op: ir.Operation) -> bool:

@@ -189,7 +189,8 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
     columns. The column remainders are peeled off: of a static ``width``, static tiles; of a
     symbolic one (None), vectorized with masks. ``n_inputs``: the conv's input operands (its
     accumulator's zero fill is the producer of the next). ``conv_at``: the conv's position
-    among the kernel's generics, ``chain``: the positions of the copy and the epilogue
+    among the kernel's generics, ``chain``: the positions of the copy (merged with the epilogue by
+    :func:`merge_copy_into_epilogue`) and the generics after it, all over (n, ob, oi, oh, ow)
     (default: all after the conv); the others (parameter generics) stay before the tasks.
     ``padded``: the kernel pads its input with a ``tensor.pad``, tiled first into one
     (image, channel) plane per forall iteration (threads), each plane a fill and a
@@ -224,7 +225,7 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
             tbuf.EliminateEmptyTensorsOp(fn)
         cleanup(fn)
         # (the handles into the forall went stale when the fusions consumed it: match again)
-        # (after fusion the parameter generics precede the tasks: the conv, the copy, the epilogue)
+        # (after fusion the parameter generics precede the tasks: the conv, then the copy / epilogue)
         gens = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results
         tiled = structured.TileUsingForOp(gens[n_params], sizes=[0, 1, pixels, 0, 0] + [1] * reductions)
         # the copy / epilogue: (n, ob, oi, oh, ow) loops (the last one's interchanged to

@@ -3,7 +3,7 @@ eager (oneDNN), same threads, interleaved.
 
     PYTHONPATH=. python bench/bench_conv.py [--batches 1 8] [--reps 5] [--threads 2]
                                             [--nets resnet18 mobilenetv2] [--only NAME...]
-                                            [--no-blas] [--no-direct] [--simd avx2]
+                                            [--no-blas] [--no-direct] [--simd avx2] [--epilogue]
 
 Each distinct conv (channels, kernel, stride, padding, groups) is compiled ONCE with symbolic
 batch, height and width and run at every batch: column ``generated`` is
@@ -19,7 +19,9 @@ minimum is the steadier figure on a loaded machine); the highest load average se
 printed per row (``*``: above 0.5). Ratio = ours / eager (below 1: we are faster).
 ``--cpu-time`` (with ``--threads 1``): each call's CPU time of the calling thread instead of
 wall time (both sides then run on that thread), which a loaded machine disturbs far less
-than the wall clock: time waiting for a core is not counted.
+than the wall clock: time waiting for a core is not counted. ``--epilogue``: each conv
+followed by a bias add ((O, 1, 1), a folded BatchNorm's shift) and a ReLU, fused into its
+kernel (eager: ``relu(conv2d(x, w, b))``).
 """
 
 from __future__ import annotations
@@ -87,16 +89,22 @@ MOBILENETV2 = [
 NETS = {"resnet18": RESNET18, "mobilenetv2": MOBILENETV2}
 
 
-def conv_module(c: int, o: int, k: int, s: int, p: int, g: int, max_batch: int = 8, max_size: int = 224) -> str:
+def conv_module(c: int, o: int, k: int, s: int, p: int, g: int, max_batch: int = 8, max_size: int = 224,
+                epilogue: bool = False) -> str:
     """One relax.conv2d with symbolic batch, height and width, bounded as a torch.export
-    ``Dim(max=...)`` bounds them (intermediates then live in the session workspace)."""
+    ``Dim(max=...)`` bounds them (intermediates then live in the session workspace);
+    ``epilogue``: then + bias (O, 1, 1) and relu."""
     xt = f'tensor<?x{c}x?x?xf32, #relax.shape<["n", {c}, "h", "w"]>>'
     wt = f"tensor<{o}x{c // g}x{k}x{k}xf32>"
     yt = f"tensor<?x{o}x?x?xf32>"
     bounds = f"relax.upper_bounds = {{n = {max_batch} : i64, h = {max_size} : i64, w = {max_size} : i64}}"
-    return (f"func.func @main(%x: {xt}, %w: {wt}) -> {yt} attributes {{relax.function, {bounds}}} {{\n"
+    bt = f"tensor<{o}x1x1xf32>"
+    tail = (f'  %1 = "relax.add"(%0, %b) : ({yt}, {bt}) -> {yt}\n  %2 = "relax.relu"(%1) : ({yt}) -> {yt}\n'
+            f"  return %2 : {yt}\n" if epilogue else f"  return %0 : {yt}\n")
+    return (f"func.func @main(%x: {xt}, %w: {wt}{f', %b: {bt}' if epilogue else ''}) -> {yt} "
+            f"attributes {{relax.function, {bounds}}} {{\n"
             f'  %0 = "relax.conv2d"(%x, %w) {{strides = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}>, '
-            f"groups = {g} : i64}} : ({xt}, {wt}) -> {yt}\n  return %0 : {yt}\n}}")
+            f"groups = {g} : i64}} : ({xt}, {wt}) -> {yt}\n{tail}}}")
 
 
 def main() -> None:
@@ -115,6 +123,7 @@ def main() -> None:
     ap.add_argument("--simd", default=None, choices=["avx512", "avx2"],
                     help="size every side's tiles for this SIMD unit (the JIT still targets the host's "
                          "features: an AVX2-sized run on an AVX-512 host is an approximation)")
+    ap.add_argument("--epilogue", action="store_true", help="conv + bias + relu, fused (eager: the same ops)")
     args = ap.parse_args()
     if args.cpu_time and args.threads != 1:
         ap.error("--cpu-time measures the calling thread: use it with --threads 1")
@@ -138,7 +147,7 @@ def main() -> None:
         for name, c, o, k, s, p, g, h in NETS[net]:
             if args.only is not None and not any(name.startswith(x) for x in args.only):
                 continue
-            src = conv_module(c, o, k, s, p, g, max(args.batches), h)
+            src = conv_module(c, o, k, s, p, g, max(args.batches), h, args.epilogue)
             exes = {}
             options = None
             if args.simd:
@@ -165,20 +174,27 @@ def main() -> None:
                     cpu.CONV_GEMM_DEFAULT = default
             w = rng.standard_normal((o, c // g, k, k)).astype(np.float32)
             tw = torch.from_numpy(w)
+            b = rng.standard_normal((o, 1, 1)).astype(np.float32)
+            tb = torch.from_numpy(b).reshape(-1) if args.epilogue else None
+            params = (w, b) if args.epilogue else (w,)
+
+            def torch_conv(tx):
+                y = torch.nn.functional.conv2d(tx, tw, tb, stride=s, padding=p, groups=g)
+                return torch.relu(y) if args.epilogue else y
             for n in args.batches:
                 x = rng.standard_normal((n, c, h, h)).astype(np.float32)
                 tx = torch.from_numpy(x)
                 with torch.no_grad():
-                    want = torch.nn.functional.conv2d(tx, tw, stride=s, padding=p, groups=g).numpy()
+                    want = torch_conv(tx).numpy()
                 for exe in exes.values():
-                    err = np.abs(exe(x, w) - want).max() / np.abs(want).max()
+                    err = np.abs(exe(x, *params) - want).max() / np.abs(want).max()
                     assert err < 1e-4, (name, n, err)
 
                 def eager():
                     with torch.no_grad():
-                        torch.nn.functional.conv2d(tx, tw, stride=s, padding=p, groups=g)
+                        torch_conv(tx)
 
-                fns = {k: (lambda e=e: e(x, w)) for k, e in exes.items()}
+                fns = {k: (lambda e=e: e(x, *params)) for k, e in exes.items()}
                 fns["eager"] = eager
                 clock = time.thread_time if args.cpu_time else time.perf_counter
                 med, low, load = timed(fns, args.reps, args.min_time, clock=clock)

@@ -300,3 +300,74 @@ def test_conv_direct_static_sizes(hw, monkeypatch):
                                                      padding=p)).numpy()
         got = exe(x, wv)
         assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4, (c, o, k, hw)
+
+
+@pytest.mark.parametrize("simd", ["avx512", "avx2"])
+@pytest.mark.parametrize("case", ["stem7x7s2", "3x3_residual", "3x3_static56", "3x3_static7", "3x3_square"])
+def test_conv_direct_epilogue_vectorized(case, simd, monkeypatch):
+    """The direct kernel's copy to NCHW and its fused epilogue (bias, residual add, relu) are
+    one op over (n, ob, oi, oh, ow), vectorized: lanes x lanes tiles of the accumulator
+    transposed in registers (AVX-512 16x16, AVX2 8x8), the epilogue on the vectors, no gather
+    and no generic left as loops; the schedule applies (no silent fallback) with symbolic
+    sizes (two 32-channel blocks, odd sizes, several batches through ONE executable) and
+    static ones (a width with a static remainder, one narrower than a tile); ``square``
+    (y * y, no broadcast operand: upstream fusion already put the epilogue on the blocked
+    view, as a second generic after the copy); PyTorch numerics."""
+    from mlir import ir
+
+    from relax_mlir.backends.cpu.apply_schedules import schedule_kernel
+    from relax_mlir.compiler import CompileOptions
+    from relax_mlir.pipelines import cpu
+    from relax_mlir.pipelines.cpu import graph_stage
+    from relax_mlir.target import Target, simd_named
+
+    monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", "all")
+    c, o, k, s, p, static, residual = {"stem7x7s2": (3, 64, 7, 2, 3, None, False),
+                                       "3x3_residual": (8, 32, 3, 1, 1, None, True),
+                                       "3x3_static56": (8, 32, 3, 1, 1, (56, 56), True),
+                                       "3x3_static7": (16, 64, 3, 1, 1, (7, 7), False),
+                                       "3x3_square": (8, 64, 3, 1, 1, None, False)}[case]
+    square = case == "3x3_square"
+    if static:
+        xt, yt = f"tensor<2x{c}x{static[0]}x{static[1]}xf32>", f"tensor<2x{o}x{static[0]}x{static[1]}xf32>"
+    else:
+        xt = f'tensor<?x{c}x?x?xf32, #relax.shape<["n", {c}, "h", "w"]>>'
+        yt = f'tensor<?x{o}x?x?xf32, #relax.shape<["n", {o}, "h", "w"]>>' if s == 1 else f"tensor<?x{o}x?x?xf32>"
+    wt, bt = f"tensor<{o}x{c}x{k}x{k}xf32>", f"tensor<{o}x1x1xf32>"
+    lines = [f'%0 = "relax.conv2d"(%x, %w) {{strides = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}>}}'
+             f" : ({xt}, {wt}) -> {yt}", f'%1 = "relax.multiply"(%0, %0) : ({yt}, {yt}) -> {yt}' if square
+             else f'%1 = "relax.add"(%0, %b) : ({yt}, {bt}) -> {yt}']
+    if residual:
+        lines.append(f'%2 = "relax.add"(%1, %r) : ({yt}, {yt}) -> {yt}')
+    lines.append(f'%3 = "relax.relu"(%{2 if residual else 1}) : ({yt}) -> {yt}')
+    args = [f"%x: {xt}", f"%w: {wt}"] + ([] if square else [f"%b: {bt}"]) + ([f"%r: {yt}"] if residual else [])
+    body = "\n  ".join(lines)
+    src = (f"func.func @main({', '.join(args)}) -> {yt} attributes {{relax.function}} {{\n  {body}\n"
+           f"  return %3 : {yt}\n}}")
+    lanes = 16 if simd == "avx512" else 8
+    m = relax_mlir.parse(f'module attributes {{relax.target = {{kind = "cpu", isa = "{simd}"}}}} {{\n{src}\n}}')
+    with m.context, ir.Location.unknown():
+        relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
+        def kernel():
+            return next(f.operation for f in m.body.operations
+                        if "relax.kernel" in f.attributes and "conv_direct" in str(f.attributes["sym_name"]))
+        assert schedule_kernel(kernel(), target=simd_named(simd)) == "conv_direct"
+        text = str(kernel())
+    assert "linalg.generic" not in text and "vector.gather" not in text
+    cols = min(lanes, static[1]) if static else lanes   # (a static width below the lanes: one tile)
+    assert f"vector<{lanes}x{cols}xf32>, tensor<{lanes}x{cols}xf32>" in text   # the merged tile's store
+    exe = relax_mlir.compile(src, options=CompileOptions(target=Target.from_options(None, simd=simd_named(simd))))
+    rng = np.random.default_rng(3)
+    sizes = [(2,) + static] if static else [(1, 97, 131), (3, 16, 16), (2, 9, 7)]
+    for n, h, w in sizes:
+        x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+        wv = rng.standard_normal((o, c, k, k)).astype(np.float32)
+        b = rng.standard_normal((o, 1, 1)).astype(np.float32)
+        y = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wv),
+                                       None if square else torch.from_numpy(b).reshape(-1), stride=s, padding=p)
+        y = y * y if square else y
+        r = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+        want = torch.relu(y + torch.from_numpy(r) if residual else y).numpy()
+        got = exe(x, wv, *([] if square else [b]), *([r] if residual else []))
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4, (case, n, h, w)

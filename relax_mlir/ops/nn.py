@@ -495,8 +495,10 @@ def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: lis
     ``xp[:, :, kh*dh :: sh, kw*dw :: sw]`` of the output's size, the weight as its
     (O/B, C, B) slice per tap; ONE generic over (n, oh, ow, ob, oi | c), every map a
     projected permutation, sums the KH*KW products per input channel into an
-    (N, O/B, OH, OW, B) accumulator, which a second generic copies to NCHW (reading
-    ``acc[n, o // B, oh, ow, o % B]``; the schedule fuses the conv into that copy's tasks).
+    (N, O/B, OH, OW, B) accumulator, which a second generic copies to the output viewed
+    (N, O/B, B, OH, OW) (``expand_shape``; reading ``acc[n, ob, oh, ow, oi]``, a projected
+    permutation the vectorizer takes as a register transpose; the schedule fuses the conv
+    into that copy's tasks and merges a fused epilogue into the copy).
     With the taps as operands (no window loops, no strides in the maps) a register tile of
     output pixels x a channel block vectorizes as broadcasts of input pixels times weight
     vectors (``schedules/conv.py``: ``conv_direct``). Windows of more than
@@ -544,9 +546,13 @@ def conv_direct_kernel(x: TensorSig, wp: TensorSig, out: TensorSig, strides: lis
 
     (r,) = kb.generic(ins, [(acc, ["d0", "d3", "d1", "d2", "d4"])],
                       ["parallel"] * 5 + ["reduction"] * (2 if rows else 1), body)
-    (y,) = kb.generic([(r, ["d0", f"d1 // {b}", "d2", "d3", f"d1 % {b}"])], [(kb.outs[0], identity_map(4))],
-                      ["parallel"] * 4, lambda v, o_: [v])
-    return kb.finish([y])
+    # the copy to NCHW on the output viewed (N, O/B, B, OH, OW): both maps projected
+    # permutations (a (W, B) -> (B, W) transpose per row), which the vectorizer takes
+    et = KType((ot.dims[0], nb, b, ot.dims[2], ot.dims[3]), ot.dtype)
+    o5 = kb.expand_shape(kb.outs[0], [[0], [1, 2], [3], [4]], et, [osz[0], nb, b, osz[2], osz[3]])
+    (y,) = kb.generic([(r, ["d0", "d1", "d3", "d4", "d2"])], [(o5, identity_map(5))],
+                      ["parallel"] * 5, lambda v, o_: [v])
+    return kb.finish([kb.collapse_shape(y, [[0], [1, 2], [3], [4]], ot)])
 
 
 def conv_pack_weight_kernel(w: TensorSig, block: int):

@@ -8,11 +8,13 @@
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-infer-shapes, relax-conv-gemm)' | FileCheck %s --check-prefix=OFF
 
 // The pack reads w[ob * 32 + oi, k] into wp[ob, k, oi]; the conv accumulates into
-// (n, ob, oh, ow, oi); the copy to NCHW reads acc[n, o // 32, oh, ow, o % 32]:
+// (n, ob, oh, ow, oi); the copy to NCHW writes the output viewed (n, ob, oi, oh, ow) and
+// reads acc[n, ob, oh, ow, oi] (projected permutations: a transpose the vectorizer takes):
 // CHECK-DAG: #[[PIN:.+]] = affine_map<(d0, d1, d2) -> (d0 * 32 + d1, d2)>
 // CHECK-DAG: #[[POUT:.+]] = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
 // CHECK-DAG: #[[OUT:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1, d2, d4)>
-// CHECK-DAG: #[[TOC:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1 floordiv 32, d2, d3, d1 mod 32)>
+// CHECK-DAG: #[[TOC:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4, d2)>
+// CHECK-DAG: #[[ID5:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 // CHECK-LABEL: func.func @conv3x3s2
 // CHECK: %[[W:.+]] = "relax.call_tir"(%arg1) {callee = @relax_conv_pack_b32_f32_64x16x3x3
 // CHECK-SAME: -> tensor<2x16x3x3x32xf32>
@@ -33,8 +35,10 @@
 // CHECK: %[[ACC:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<?x2x?x?x32xf32>)
 // CHECK: %[[C:.+]] = linalg.generic {indexing_maps = [{{.+}}, #[[OUT:.+]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
 // CHECK-SAME: outs(%[[ACC]] : tensor<?x2x?x?x32xf32>)
-// CHECK: %[[T:.+]] = linalg.generic {indexing_maps = [#[[TOC:.+]], #{{.+}}], {{.+}} ins(%[[C]] : tensor<?x2x?x?x32xf32>) outs(%arg2 : tensor<?x64x?x?xf32>)
-// CHECK: return %[[T]]
+// CHECK: %[[E:.+]] = tensor.expand_shape %arg2 {{\[}}[0], [1, 2], [3], [4]] output_shape [%{{.+}}, 2, 32, %{{.+}}, %{{.+}}] : tensor<?x64x?x?xf32> into tensor<?x2x32x?x?xf32>
+// CHECK: %[[T:.+]] = linalg.generic {indexing_maps = [#[[TOC]], #[[ID5]]], {{.+}} ins(%[[C]] : tensor<?x2x?x?x32xf32>) outs(%[[E]] : tensor<?x2x32x?x?xf32>)
+// CHECK: %[[Y:.+]] = tensor.collapse_shape %[[T]] {{\[}}[0], [1, 2], [3], [4]] : tensor<?x2x32x?x?xf32> into tensor<?x64x?x?xf32>
+// CHECK: return %[[Y]]
 // OFF-LABEL: func.func @conv3x3s2
 // OFF: relax_im2col_t_
 // OFF-NOT: relax_conv_direct

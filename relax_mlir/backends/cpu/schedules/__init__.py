@@ -42,8 +42,8 @@ from mlir import ir
 from .common import apply
 from .contraction import contraction_schedule, vector_dim
 from .depthwise import depthwise_schedule
-from .conv import (conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile, drop_pad_guards,
-                   im2col_schedule, permute_rows_schedule)
+from .conv import (blockable_epilogue, conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile,
+                   drop_pad_guards, im2col_schedule, merge_copy_into_epilogue, permute_rows_schedule)
 from .elementwise import elementwise_schedule
 from .pointwise import pointwise_epilogue_schedule
 from .pool import pool_schedule
@@ -233,10 +233,11 @@ def _im2col(ops: list[ir.Operation]) -> bool:
 
 def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
     """relax-conv-gemm's direct kernel (f32; ``relax.kernel_op`` naming conv_direct): the conv
-    generic on an (N, O/B, OH, OW, B) accumulator, its copy to NCHW and a fused epilogue
-    (all-parallel generics of the NCHW output's shape on the conv's result), possibly with
-    parameter generics that do not read the conv (an unfolded BatchNorm's per-channel scale
-    and shift): :func:`.conv.conv_direct_schedule`."""
+    generic on an (N, O/B, OH, OW, B) accumulator, its copy to the (N, O/B, B, OH, OW) view of
+    the output and a fused epilogue (all-parallel generics of the NCHW output's shape on the
+    copy's collapsed result, which :func:`.conv.merge_copy_into_epilogue` merges with the copy
+    before the script), possibly with parameter generics that do not read the conv (an
+    unfolded BatchNorm's per-channel scale and shift): :func:`.conv.conv_direct_schedule`."""
     if "conv_direct" not in (_kernel_op(fn) or ""):
         return None
     gens = [o for o in ops if o.name == "linalg.generic"]
@@ -249,23 +250,38 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     if b is None or nb is None:
         return None
     derived, chain = {ir.Value(conv.results[0])}, []
-    for k, g in enumerate(gens):
-        if k > at[0] and any(ir.Value(v) in derived for v in g.operands):
-            derived.update(ir.Value(r) for r in g.results)
+    for o in ops:   # (the copy's result reaches the epilogue through a collapse_shape)
+        if o.name == "tensor.collapse_shape" and ir.Value(o.operands[0]) in derived:
+            derived.add(ir.Value(o.results[0]))
+        elif o.name == "linalg.generic" and (k := gens.index(o)) > at[0] and any(
+                ir.Value(v) in derived for v in o.operands):
+            derived.update(ir.Value(r) for r in o.results)
             chain.append(k)
     params = [k for k in range(len(gens)) if k != at[0] and k not in chain]
-    if not chain or any(_output_shape(gens[k]) != [n, nb * b, oh, ow] or set(_iterators(gens[k])) != {"parallel"}
-                        for k in chain) or any(k > chain[-1] for k in params):
+    # the copy to NCHW on the (N, O/B, B, OH, OW) view of the output, then the epilogue: on
+    # NCHW, or on that view too where upstream fusion propagated the reshape (identity maps)
+    blocked, nchw = [n, nb, b, oh, ow], [n, nb * b, oh, ow]
+    if (not chain or _output_shape(gens[chain[0]]) != blocked
+            or len({str(_output_shape(gens[k])) for k in chain[1:]}) > 1
+            or any(_output_shape(gens[k]) not in (blocked, nchw) or set(_iterators(gens[k])) != {"parallel"}
+                   for k in chain) or any(k > chain[-1] for k in params)):
         return None
     init = conv.operands[len(conv.opview.inputs)]
     if not isinstance(init, ir.OpResult) or init.owner.name != "linalg.fill":
         return None
     pixels, _ = direct_tile(b, target.lanes, target.registers)
     padded = any(o.name == "tensor.pad" for o in ops)
-    return Schedule("conv_direct", conv_direct_schedule(len(gens), pixels, b, len(conv.opview.inputs), ow,
-                                                        conv_at=at[0], chain=chain,
+    n_gens, prepare = len(gens), None
+    if len(chain) > 1 and _output_shape(gens[chain[1]]) == nchw:   # the copy merged into the
+        # epilogue, all of it over (n, ob, oi, oh, ow)
+        if not all(blockable_epilogue(gens[k], derived) for k in chain[1:]):
+            return None
+        n_gens, prepare = n_gens - 1, merge_copy_into_epilogue
+        chain = [k - 1 for k in chain[1:]]
+    return Schedule("conv_direct", conv_direct_schedule(n_gens, pixels, b, len(conv.opview.inputs), ow,
+                                                        conv_at=at[0], chain=chain, lanes=target.lanes,
                                                         padded=padded, reductions=_iterators(conv).count("reduction")),
-                    finish=drop_pad_guards if padded else None)
+                    prepare=prepare, finish=drop_pad_guards if padded else None)
 
 
 def _select_conv_pack(fn: ir.Operation, ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:

@@ -27,11 +27,12 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import transform
+from mlir.dialects import arith, linalg, tensor, transform
 from mlir.dialects.transform import bufferization as tbuf
 from mlir.dialects.transform import structured
 
 from mlir.dialects.transform import loop
+from mlir.dialects.transform import memref as tmemref
 from mlir.dialects.transform import tensor as ttensor
 from mlir.dialects.transform import vector as tvec
 
@@ -172,21 +173,26 @@ TILE_ATTR = "relax.register_tile"
 
 def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int, width: Optional[int],
                          conv_at: int = 0, chain: Optional[list[int]] = None, rows_per_task: int = ROWS_PER_TASK,
-                         padded: bool = False, reductions: int = 1):
+                         padded: bool = False, reductions: int = 1, lanes: int = 16):
     """relax-conv-gemm's direct kernel (``ops.nn.conv_direct_kernel``: one generic over
     (n, oh, ow, ob, oi | c) summing the window taps into an (N, O/B, OH, OW, B) accumulator,
-    its copy to NCHW, then a fused epilogue: ``n_generics`` generics in all): one task per
-    (``block`` output channels, image, ``rows_per_task`` output rows) (forall: threads), the
-    copy and the conv fused into the epilogue's task (the accumulator a task-sized buffer,
-    the copy reading it while it is in cache); in the task, row by row, tiles of ``pixels``
-    output columns x ``block`` output channels, each accumulated over the input channels in
-    registers: per channel and tap, ``pixels`` broadcast input values times ``block /
-    lanes`` weight vectors. The column remainder is peeled off: of a static ``width``, a
-    static tile; of a symbolic one (None), vectorized with masks. ``n_inputs``: the conv's
-    input operands (its accumulator's zero fill is the producer of the next). ``conv_at``: the conv's
-    position among the kernel's generics, ``chain``: the positions of the copy and the
-    epilogue (default: all after the conv); the others (parameter generics) stay before the
-    tasks. ``padded``: the kernel pads its input with a ``tensor.pad``, tiled first into one
+    its copy to the (N, O/B, B, OH, OW) view of the NCHW output, then a fused epilogue on
+    NCHW: ``n_generics`` generics in all): one task per (``block`` output channels, image,
+    ``rows_per_task`` output rows) (forall: threads), the copy and the conv fused into the
+    epilogue's task (the accumulator a task-sized buffer, the copy reading it while it is in
+    cache; the epilogue's slice of the copy's collapsed result bubbled up into a slice of
+    the copy); in the task, row by row, tiles of ``pixels`` output columns x ``block``
+    output channels, each accumulated over the input channels in registers: per channel and
+    tap, ``pixels`` broadcast input values times ``block / lanes`` weight vectors. Then the
+    copy in ``lanes`` x ``lanes`` (channels x columns) tiles, each a register transpose
+    (AVX-512: the 16x16 shuffle network, AVX2: 8x8), and the epilogue in rows of ``lanes``
+    columns. The column remainders are peeled off: of a static ``width``, static tiles; of a
+    symbolic one (None), vectorized with masks. ``n_inputs``: the conv's input operands (its
+    accumulator's zero fill is the producer of the next). ``conv_at``: the conv's position
+    among the kernel's generics, ``chain``: the positions of the copy (merged with the epilogue by
+    :func:`merge_copy_into_epilogue`) and the generics after it, all over (n, ob, oi, oh, ow)
+    (default: all after the conv); the others (parameter generics) stay before the tasks.
+    ``padded``: the kernel pads its input with a ``tensor.pad``, tiled first into one
     (image, channel) plane per forall iteration (threads), each plane a fill and a
     ``linalg.copy`` of its interior written in place (:func:`drop_pad_guards` runs after the
     script). ``reductions``: the conv's reduction loops, 1 (c) or 2 (c, kh: windows whose
@@ -200,11 +206,15 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
         ops = list(transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results)
         fill = transform.GetProducerOfOperand(any_op(), ops[conv_at], n_inputs).result
         # channel blocks outermost: a thread's consecutive tasks share the block's weights
-        last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3]).result
-        t = structured.TileUsingForallOp(last, tile_sizes=[block, 1, rows_per_task, 0])
+        last = structured.InterchangeOp(ops[chain[-1]], iterator_interchange=[1, 0, 2, 3, 4]).result
+        t = structured.TileUsingForallOp(last, tile_sizes=[1, 1, 0, rows_per_task, 0])
         rows = t.forall_op
-        for k in reversed(chain[:-1] + [conv_at]):   # the epilogue, the copy to NCHW, the conv
+        # (a tile reads its producer's sizes: resolved to the kernel's arguments, else the
+        # producer has a user left outside the tasks and is fused once more per size)
+        patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
+        for k in reversed([conv_at] + chain[:-1]):   # the epilogue (its last op first), the conv
             rows = structured.FuseIntoContainingOp(ops[k], rows).new_containing_op
+            patterns(fn, tmemref.ApplyResolveRankedShapedTypeResultDimsPatternsOp)
         structured.FuseIntoContainingOp(fill, rows)
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         if padded:   # a plane's pad: fill + linalg.copy of the interior (not memref.copy)
@@ -215,31 +225,170 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
             tbuf.EliminateEmptyTensorsOp(fn)
         cleanup(fn)
         # (the handles into the forall went stale when the fusions consumed it: match again)
-        # (after fusion the parameter generics precede the tasks: the conv is the next one)
-        conv = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results[n_params]
-        tiled = structured.TileUsingForOp(conv, sizes=[0, 1, pixels, 0, 0] + [1] * reductions)
-        # unit dims folded (the tile's maps become projected permutations), then the tile
-        # marked (folding makes a new op) before peeling copies it
+        # (after fusion the parameter generics precede the tasks: the conv, then the copy / epilogue)
+        gens = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results
+        tiled = structured.TileUsingForOp(gens[n_params], sizes=[0, 1, pixels, 0, 0] + [1] * reductions)
+        # the copy / epilogue: (n, ob, oi, oh, ow) loops (the last one's interchanged to
+        # (ob, n, ...)), the first two the task's 1s
+        cw = min(lanes, block)
+        rest = [structured.TileUsingForOp(gens[k], sizes=[0, 0, cw, 1, lanes]) for k in range(n_params + 1, n_generics)]
+        # unit dims folded (the tiles' maps become projected permutations), then the tiles
+        # marked (folding makes new ops) before peeling copies them
         patterns(fn, structured.ApplyFoldUnitExtentDimsViaSlicesPatternsOp)
-        transform.AnnotateOp(transform.SplitHandleOp([any_op()] * n_generics,
-                                                     match(fn, "linalg.generic")).results[n_params], TILE_ATTR)
+        gens = transform.SplitHandleOp([any_op()] * n_generics, match(fn, "linalg.generic")).results
+        for k in range(n_params, n_generics):
+            transform.AnnotateOp(gens[k], TILE_ATTR)
         if width is None or width % pixels:
             p = loop.LoopPeelOp(any_op(), any_op(), tiled.loops[1])
+        # (a static width up to the lanes: one static tile; a multiple: no remainder)
+        rest_p = ([loop.LoopPeelOp(any_op(), any_op(), r.loops[2]) for r in rest]
+                  if width is None or (width % lanes and width > lanes) else [])
         cleanup(fn)
         if width is not None:
             structured.VectorizeOp(_tiles(fn))
         else:
             structured.VectorizeOp(match(p.results[0], "linalg.generic"))
             structured.VectorizeOp(match(p.results[1], "linalg.generic"), vector_sizes=[pixels, block])
+            for k, q in enumerate(rest_p):
+                structured.VectorizeOp(match(q.results[0], "linalg.generic"))
+                structured.VectorizeOp(match(q.results[1], "linalg.generic"), vector_sizes=[cw, lanes])
         cleanup(fn)
         # the accumulator tile out of the channel loop (the masked remainder's stays: its
         # transfers carry masks, which the hoisting does not move)
         for _ in range(reductions):   # (innermost first: one loop level per round)
             loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
+        # the copy's transposed reads: lanes x lanes register transposes (shuffles)
+        patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
+        patterns(fn, tvec.ApplyLowerMasksPatternsOp)
+        patterns(fn, tvec.ApplyTransferPermutationPatternsOp)
+        if lanes == 16:
+            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(
+                lowering_strategy=tvec.VectorTransposeLowering.Shuffle16x16))
+        else:
+            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(avx2_lowering_strategy=lanes == 8))
         lower_vectors(fn)
 
     return body
+
+
+#: The direct kernel's output view (N, O/B, B, OH, OW) -> NCHW.
+_BLOCKED = [[0], [1, 2], [3], [4]]
+
+
+def _maps(op: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
+
+
+def _collapsed_blocked(v: ir.Value) -> Optional[ir.Operation]:
+    """The ``tensor.collapse_shape`` (N, O/B, B, OH, OW) -> NCHW that defines ``v``, if one does."""
+    if not isinstance(v, ir.OpResult) or v.owner.name != "tensor.collapse_shape":
+        return None
+    src = ir.RankedTensorType(v.owner.operands[0].type)
+    groups = [[ir.IntegerAttr(i).value for i in g] for g in ir.ArrayAttr(v.owner.attributes["reassociation"])]
+    return v.owner if src.rank == 5 and groups == _BLOCKED else None
+
+
+def blockable_epilogue(op: ir.Operation, derived: set) -> bool:
+    """An all-parallel NCHW generic :func:`merge_copy_into_epilogue` can take into the
+    (n, ob, oi, oh, ow) space: every map result a loop dim or the constant 0, the operands
+    computed from the conv (``derived``) read element for element (identity maps)."""
+    ident = [ir.AffineDimExpr.get(i) for i in range(4)]
+    for v, m in zip(op.operands, _maps(op)):
+        if m.n_dims != 4 or not all(isinstance(e, ir.AffineDimExpr) or (isinstance(e, ir.AffineConstantExpr)
+                                    and e.value == 0) for e in m.results):
+            return False
+        if ir.Value(v) in derived and list(m.results) != ident:
+            return False
+    return True
+
+
+def merge_copy_into_epilogue(fn: ir.Operation) -> None:
+    """Before :func:`conv_direct_schedule`: the epilogue generics that relax-fuse-kernels left
+    on NCHW after the direct kernel's copy (which writes the (N, O/B, B, OH, OW) view, so its
+    collapsed result is what they read) are rebuilt over (n, ob, oi, oh, ow), their NCHW
+    operands viewed with ``expand_shape``; the first reads the accumulator itself through the
+    copy's transposed map (the copy, a pure move, disappears). Upstream elementwise fusion
+    did not do it: a broadcast operand's map (``(d1, 0, 0)``, a bias) stops its reshape
+    propagation. So the copy and the epilogue are one op whose maps are projected
+    permutations: vectorized, a register transpose of the accumulator tile, the bias,
+    residual add and activation on the vectors, one store; and the tasks tile one space,
+    no slice of a collapsed channel dim to bubble up (upstream cannot for a dynamic offset)."""
+    block = fn.regions[0].blocks[0]
+    for op in [o.operation for o in block.operations]:
+        if op.name != "linalg.generic":
+            continue
+        n_in = len(op.opview.inputs)
+        coll = [_collapsed_blocked(v) for v in op.operands]
+        if not any(coll[:n_in]) or not blockable_epilogue(op, set()):
+            continue
+        nb, b = ir.RankedTensorType(next(c for c in coll if c).operands[0].type).shape[1:3]
+        d = [ir.AffineDimExpr.get(i) for i in range(5)]
+        to5 = {0: [d[0]], 1: [d[1], d[2]], 2: [d[3]], 3: [d[4]]}
+        ins, outs, maps = [], [], []
+        with ir.InsertionPoint(op), op.location:
+            for k, (v, m) in enumerate(zip(op.operands, _maps(op))):
+                c = coll[k]
+                if c is not None and list(m.results) == [ir.AffineDimExpr.get(i) for i in range(4)]:
+                    src = c.operands[0]
+                    copy = src.owner if isinstance(src, ir.OpResult) else None
+                    if (k < n_in and copy is not None and copy.name == "linalg.generic"
+                            and len(copy.opview.inputs) == 1 and _is_move(copy)):
+                        v5, m5 = copy.operands[0], _maps(copy)[0]   # the accumulator, transposed
+                    else:
+                        v5, m5 = src, ir.AffineMap.get_identity(5)
+                else:   # an NCHW operand: its channel dim viewed as (O/B, B)
+                    t = ir.RankedTensorType(v.type)
+                    res, groups, shape, dyn = [], [], [], []
+                    for j, e in enumerate(m.results):
+                        at = len(shape)
+                        if isinstance(e, ir.AffineDimExpr) and e.position == 1:
+                            res += to5[1]
+                            groups.append([at, at + 1])
+                            shape += [nb, b]
+                        else:
+                            res += to5[e.position] if isinstance(e, ir.AffineDimExpr) else [e]
+                            groups.append([at])
+                            shape.append(t.shape[j])
+                            if t.is_dynamic_dim(j):
+                                dyn.append(tensor.DimOp(v, arith.ConstantOp(ir.IndexType.get(), j)).result)
+                    m5 = ir.AffineMap.get(5, 0, res)
+                    if len(shape) == t.rank:
+                        v5 = v
+                    else:
+                        rt = ir.RankedTensorType.get(shape, t.element_type)
+                        v5 = tensor.ExpandShapeOp(rt, v, _reassociation(groups), dyn, shape).result
+                (ins if k < n_in else outs).append(v5)
+                maps.append(m5)
+            new = linalg.GenericOp([o.type for o in outs], ins, outs, ir.ArrayAttr.get(
+                [ir.AffineMapAttr.get(m) for m in maps]), ir.ArrayAttr.get(
+                [ir.Attribute.parse("#linalg.iterator_type<parallel>")] * 5))
+            op.regions[0].blocks[0].append_to(new.regions[0])
+            for r, r5 in zip(op.results, new.results):
+                r.replace_all_uses_with(tensor.CollapseShapeOp(r.type, r5, _reassociation(_BLOCKED)).result)
+        op.erase()
+        unique = []
+        for c in coll:
+            if c is not None and not any(c == u for u in unique):
+                unique.append(c)
+        for c in unique:   # the collapse and the copy, where nothing else reads them
+            src = c.operands[0].owner if isinstance(c.operands[0], ir.OpResult) else None
+            if not list(c.results[0].uses):
+                c.erase()
+                if src is not None and src.name == "linalg.generic" and not list(src.results[0].uses):
+                    src.erase()
+
+
+def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
+
+
+def _is_move(op: ir.Operation) -> bool:
+    """A generic whose body yields its input unchanged."""
+    body = [o for o in op.regions[0].blocks[0].operations]
+    return (len(body) == 1 and body[0].operation.name == "linalg.yield"
+            and body[0].operation.operands[0] == op.regions[0].blocks[0].arguments[0])
 
 
 def drop_pad_guards(fn: ir.Operation) -> None:

@@ -78,25 +78,27 @@ def _kernels(src: str):
 
 def test_depthwise_schedule_selected():
     """Depthwise convs, strided or not, take the ``depthwise`` schedule; a strided one reads
-    its input split by phase (a rank-6 padded tensor: N, C, sh, Hp/sh, sw, Wp/sw)."""
+    its input split by phase (a rank-6 padded tensor: N, C, sh, sw, Hp/sh, Wp/sw)."""
     for s, rank6 in (((1, 1), False), ((2, 2), True), ((2, 1), True)):
         kernels, m = _kernels(_module(8, (3, 3), s, (1, 1), (1, 1), False))
         with m.context:
             (fn, sched), = kernels.values()
             assert sched is not None and sched.name == "depthwise"
-            assert ("tensor<?x8x2x?x" in str(fn)) == rank6
+            assert (f"tensor<?x8x{s[0]}x{s[1]}x?x?x" in str(fn)) == rank6
 
 
 def test_depthwise_phase_split_layout():
     """The legalization's phase split: stride (2, 2), padding 1: four strided copies of the
-    input into a zero-filled (N, C, 2, (H + 3) // 2, 2, (W + 3) // 2) tensor."""
+    input, each expanded to full rank (no rank-reducing slice: vision fuzz seed 2000083), into
+    a zero-filled (N, C, 2, 2, (H + 3) // 2, (W + 3) // 2) tensor."""
     kernels, m = _kernels(_module(8, (3, 3), (2, 2), (1, 1), (1, 1), False))
     with m.context:
         (fn, _), = kernels.values()
         text = str(fn)
     assert text.count("linalg.copy") == 4
     assert text.count("[1, 1, 2, 2]") == 4   # the strided slices of the input
-    assert "tensor<?x8x2x?x2x?xf32>" in text
+    assert "tensor<?x8x2x2x?x?xf32>" in text
+    assert text.count("tensor.expand_shape") == 4
 
 
 @pytest.mark.parametrize("name", ["s2_epilogue", "s2x1_asym"])

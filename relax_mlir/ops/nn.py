@@ -136,12 +136,16 @@ def _pad_copy(kb: KernelBuilder, src: str, pads: list[int], value=0.0) -> str:
 
 def _phase_split_copy(kb: KernelBuilder, src: str, pads: list[int], strides) -> str:
     """The zero-padded input of a strided direct convolution with rows and columns split by
-    phase: (N, C, sh, ceil(Hp / sh), sw, ceil(Wp / sw)) with ``xs[n, c, p, i, q, j] =
+    phase: (N, C, sh, sw, ceil(Hp / sh), ceil(Wp / sw)) with ``xs[n, c, p, q, i, j] =
     xpad[n, c, sh*i + p, sw*j + q]``. A strided window's taps then read unit-stride runs of
     one phase (row ``sh*oh + kh`` is phase ``kh % sh``, row ``oh + kh // sh`` in it; columns
     likewise), which the cpu schedule vectorizes like a stride-1 conv. The split costs no
     pass of its own: it is the padded copy, written as ``sh * sw`` copies of strided slices
-    of the input."""
+    of the input, each a full-rank 6-D copy (the strided slice expanded by two unit dims).
+    Not rank-reduced: memref.subview picks the unit dims a rank-reducing slice drops by their
+    strides, all dynamic here, so with a static batch of 1 it could drop the batch dim and map
+    a dynamic dim onto a unit one (an MLIR assertion in the memref.dim folder, or wrong
+    strides; vision fuzz seed 2000083)."""
     t: KType = kb.types[src]
     n, c, h, w = kb.dims(src)
     sizes, dims, extents = [], [], []
@@ -164,14 +168,18 @@ def _phase_split_copy(kb: KernelBuilder, src: str, pads: list[int], strides) -> 
                 k = max(0, (static - first + s - 1) // s)
                 ext.append((first, at, k, k))
         extents.append(ext)
+    # (sh, Hs, sw, Ws) -> (sh, sw, Hs, Ws)
+    dims, sizes = [dims[0], dims[2], dims[1], dims[3]], [sizes[0], sizes[2], sizes[1], sizes[3]]
     full = kb.fill(0.0, kb.empty_dims(KType(t.dims[:2] + tuple(dims), t.dtype), [n, c] + sizes))
     lead = [d if d is not None else v for d, v in zip(t.dims[:2], (n, c))]
     for p, (h0, i0, hc, hs) in enumerate(extents[0]):
         for q, (w0, j0, wc, ws) in enumerate(extents[1]):
             part = KType(t.dims[:2] + (hs, ws), t.dtype)
             block = kb.extract_slice(src, part, [0, 0, h0, w0], lead + [hc, wc], [1, 1, strides[0], strides[1]])
-            where = ([0, 0, p, i0, q, j0], lead + [1, hc, 1, wc])
-            dst = kb.extract_slice(full, part, *where)
+            part6 = KType(t.dims[:2] + (1, 1, hs, ws), t.dtype)
+            block = kb.expand_shape(block, [[0], [1], [2, 3, 4], [5]], part6, lead + [1, 1, hc, wc])
+            where = ([0, 0, p, q, i0, j0], lead + [1, 1, hc, wc])
+            dst = kb.extract_slice(full, part6, *where)
             full = kb.insert_slice(kb.copy(block, dst), full, *where)
     return full
 
@@ -233,9 +241,9 @@ def _direct(kb: KernelBuilder, xp: str, w: str, acc: str, strides, dilation, g: 
     xmap = [names["n"], lin((cg, "g"), (1, "c")), lin((strides[0], "oh"), (dilation[0], "kh"))]
     if kb.types[xp].rank == 6:   # phase-split rows and columns (:func:`_phase_split_copy`)
         xmap = xmap[:2]
-        for o, k, s, d in (("oh", "kh", strides[0], dilation[0]), ("ow", "kw", strides[1], dilation[1])):
-            tap = lin((d, k))
-            xmap += [f"({tap}) % {s}", f"{names[o]} + ({tap}) // {s}"]
+        axes = (("oh", "kh", strides[0], dilation[0]), ("ow", "kw", strides[1], dilation[1]))
+        xmap += [f"({lin((d, k))}) % {s}" for _, k, s, d in axes]
+        xmap += [f"{names[o]} + ({lin((d, k))}) // {s}" for o, k, s, d in axes]
     else:
         xmap.append(lin((strides[1], "ow"), (dilation[1], "kw")))
     wmap = [lin((og, "g"), (1, "o")), names["c"], names["kh"], names["kw"]]

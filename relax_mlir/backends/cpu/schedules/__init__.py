@@ -216,7 +216,8 @@ def _is_window(op: ir.Operation) -> bool:
 
 #: What precedes a convolution's generic: the padded copy of the input (fill + copy into
 #: the interior slice, or tensor.pad) and the accumulator's fill.
-_PADDING = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "tensor.pad"}
+_PADDING = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "tensor.pad",
+            "tensor.expand_shape"}   # a phase-split copy's strided slice, expanded to the phases' rank
 
 
 #: Ops a fused conv kernel may hold that only reshape another operand (not the conv's result).

@@ -99,7 +99,7 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
             copies = match(fn, "linalg.copy")
             for c in ([copies] if n_copies == 1
                       else transform.SplitHandleOp([any_op()] * n_copies, copies).results):
-                structured.TileUsingForallOp(c, tile_sizes=[1, 1, 0, 0])
+                structured.TileUsingForallOp(c, tile_sizes=[1, 1] + [0] * (pad_rank - 2))
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         cleanup(fn)
         # blocks of ``rows`` rows, the last (fewer) rows one masked block

@@ -317,6 +317,16 @@ def test_vision_fuzz_seeds_fixed_in_the_importer():
         [(None, None, None, 2)] * 2
 
 
+def test_vision_fuzz_seeds_fixed_in_the_phase_split():
+    """Vision fuzz seed 2 (2000000-2000215): seeds 2000083, 2000085, 2000143, 2000195 and
+    2000196 aborted the worker (MLIR's memref.dim folder on the depthwise phase split's
+    rank-reducing slices with a static batch of 1); two of them replayed here (all five
+    pass; test_vision_fuzz_found.py has the minimal forms)."""
+    outs = runner.run_cases([{"kind": "vision", "seed": s, "sizes": 2} for s in (2000143, 2000196)])
+    assert [(o.death, o.result["error"], o.result.get("refused"), o.result["calls"]) for o in outs] == \
+        [(None, None, None, 2)] * 2
+
+
 def test_ill_conditioned_results_are_compared_within_their_sensitivity():
     """Long fuzz program seed 1001362 (``make fuzz FUZZ_SECONDS=1800``, seed 1): cos(prod(
     log_softmax(...))) at n = 7, m = 5 gave -0.0297 against numpy's 0.0367. Not a compiler

@@ -150,8 +150,9 @@ def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
     the stage gains the vector / OpenMP lowering (apply_schedules.scheduled_stage)."""
     if schedules is None:
         schedules = SCHEDULES_DEFAULT
+    # a fused matmul's product computed in its epilogue's destination (no M x N temporary)
     if not schedules:
-        return _llvm_stage()
+        return ["relax-epilogue-in-place"] + _llvm_stage()
     from ..backends.cpu.apply_schedules import scheduled_stage
     st = scheduled_stage(_llvm_stage())
     # relax-specialize-ranges' dispatchers return a variant's result through scf.if: once the
@@ -164,7 +165,7 @@ def llvm_stage(schedules: Optional[bool] = None) -> list[str]:
     st[i + 2:i + 2] = ["drop-equivalent-buffer-results", "canonicalize"]
     # the library variants of relax.dispatch_split kernels call BLAS once bufferized
     st.insert(st.index(_llvm_stage()[0]) + 1, "relax-library-variants")
-    return ["relax-specialize-ranges"] + st
+    return ["relax-epilogue-in-place", "relax-specialize-ranges"] + st
 
 
 def _llvm_stage() -> list[str]:

@@ -32,6 +32,8 @@ def program() -> str:
             f"func.func @mm_bias_relu(%x: {x}, %w: {w}, %b: {b}) -> {y} attributes {{relax.function}} {{\n  {mm}"
             f'  %1 = "relax.add"(%0, %b) : ({y}, {b}) -> {y}\n  %2 = "relax.relu"(%1) : ({y}) -> {y}\n'
             f"  return %2 : {y}\n}}\n"
+            f"func.func @mm_relu(%x: {x}, %w: {w}) -> {y} attributes {{relax.function}} {{\n  {mm}"
+            f'  %1 = "relax.relu"(%0) : ({y}) -> {y}\n  return %1 : {y}\n}}\n'
             f"func.func @mm_res(%x: {x}, %w: {w}, %r: {y}) -> {y} attributes {{relax.function}} {{\n  {mm}"
             f'  %1 = "relax.add"(%r, %0) : ({y}, {y}) -> {y}\n  return %1 : {y}\n}}\n')
 
@@ -64,14 +66,14 @@ def test_no_product_temporary(exe):
     fused = {n: c for n, c in counts.items() if n.startswith("fused_matmul_")}
     assert sorted(plain) == ["", "__lib", "__m17_39", "__m2_3", "__m40", "__m4_16"]
     assert plain["__m40"] == 1  # the packed panel of B, in the thread loop
-    assert len(fused) == 3 * len(plain)  # three fused kernels, each split like the matmul
+    assert len(fused) == 4 * len(plain)  # four fused kernels, each split like the matmul
     for n, c in fused.items():
         suffix = n[n.index("__"):] if "__" in n else ""
         assert c == plain[suffix], (n, c, plain)
     assert "llvm.call @relax_blas_matmul_bias_22_f32(" in text
 
 
-@pytest.mark.parametrize("fn", ["mm_bias", "mm_bias_relu", "mm_res"])
+@pytest.mark.parametrize("fn", ["mm_bias", "mm_bias_relu", "mm_relu", "mm_res"])
 def test_numerics(exe, fn):
     """One executable, M = 1 (library), 2, 7, 13, 40 (packed), 517 (library, odd) against numpy."""
     rng = np.random.default_rng(1)
@@ -83,6 +85,8 @@ def test_numerics(exe, fn):
         p = x.astype(np.float64) @ w.astype(np.float64)
         if fn == "mm_bias":
             got, want = exe[fn](x, w, b), p + b
+        elif fn == "mm_relu":  # an epilogue with no input but the product: in place, no ins
+            got, want = exe[fn](x, w), np.maximum(p, 0)
         elif fn == "mm_bias_relu":
             got, want = exe[fn](x, w, b), np.maximum(p + b, 0)
         else:

@@ -107,3 +107,26 @@ func.func private @mm_accumulate(%arg0: tensor<64x64xf32>, %arg1: tensor<64x64xf
   } -> tensor<64x64xf32>
   return %3 : tensor<64x64xf32>
 }
+
+// The epilogue's destination an empty tensor of its own (made before the fill): the fill
+// takes it, the product's empty goes.
+// CHECK-LABEL: func.func private @mm_empty_dest(
+// CHECK: %[[D:.*]] = tensor.empty() : tensor<64x64xf32>
+// CHECK-NOT: tensor.empty
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[D]] : tensor<64x64xf32>)
+// CHECK: %[[P:.*]] = linalg.matmul ins(%arg0, %arg1 : {{.*}}) outs(%[[Z]] : tensor<64x64xf32>)
+// CHECK: linalg.generic {{.*}} outs(%[[P]] : tensor<64x64xf32>)
+// CHECK: math.tanh
+func.func private @mm_empty_dest(%arg0: tensor<64x64xf32>, %arg1: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {relax.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %d = tensor.empty() : tensor<64x64xf32>
+  %0 = tensor.empty() : tensor<64x64xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %2 = linalg.matmul ins(%arg0, %arg1 : tensor<64x64xf32>, tensor<64x64xf32>) outs(%1 : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%2 : tensor<64x64xf32>) outs(%d : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %out: f32):
+    %t = math.tanh %x : f32
+    linalg.yield %t : f32
+  } -> tensor<64x64xf32>
+  return %3 : tensor<64x64xf32>
+}

@@ -71,7 +71,7 @@ def _epilogue(mm: ir.Operation) -> Optional[ir.Operation]:
 
 
 def in_place(mm: ir.Operation) -> bool:
-    """Rewrite product ``mm`` (zero-filled ``tensor.empty``) and its epilogue (see the
+    """Rewrite product ``mm`` (into a filled ``tensor.empty``) and its epilogue (see the
     module docstring); False, changing nothing, where it does not apply."""
     fill = defining_op(mm.opview.outputs[0])
     if fill is None or fill.name != "linalg.fill" or len(users(fill.results[0])) != 1:

@@ -77,7 +77,14 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
     """The graph passes, ending with relax-lower-host (see :func:`stages` for them split)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
                                   dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules))
-    return graph + host
+    return graph + host + _host_tail()
+
+
+def _host_tail() -> list[str]:
+    """The cpu kernels' last rewrite on tensors, in the host stage (so the tuner's tasks, taken
+    after it, are the kernels codegen schedules): a fused matmul's product computed in its
+    epilogue's destination (relax-epilogue-in-place: no M x N temporary)."""
+    return [p for p in ("relax-epilogue-in-place",) if p in PASSES]
 
 
 def stages(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
@@ -86,11 +93,11 @@ def stages(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
            schedules: Optional[bool] = None, policy: Optional[str] = None) -> list[tuple[str, list[str]]]:
     """The named stages of the cpu pipeline, as the compile driver runs them (and dumps the IR
     after each): ``graph`` (relax to relax: shapes, dispatch, legalize, fusion, planning),
-    ``host`` (relax-lower-host), ``codegen`` (relax-apply-schedules, then upstream MLIR to
+    ``host`` (relax-lower-host, then relax-epilogue-in-place), ``codegen`` (relax-apply-schedules, then upstream MLIR to
     the LLVM dialect)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
                                   dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules))
-    return [("graph", graph), ("host", host), ("codegen", llvm_stage(schedules))]
+    return [("graph", graph), ("host", host + _host_tail()), ("codegen", llvm_stage(schedules))]
 
 
 def _with_option(name: str, option: str, value: Optional[str]) -> str:

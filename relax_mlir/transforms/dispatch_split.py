@@ -284,6 +284,27 @@ def _bias_add(g: ir.Operation, mm_result: ir.Value, block: ir.Block) -> Optional
     return bias
 
 
+def _bias_add_in_place(g: ir.Operation, c: ir.Value, block: ir.Block) -> Optional[ir.Value]:
+    """The 1-D kernel argument that ``g`` adds in place to each row of ``c`` (``c += bias[j]``,
+    the form relax-epilogue-in-place gives a fused bias add), else None."""
+    if g.name != "linalg.generic" or len(g.operands) != 2 or len(g.results) or list(g.operands)[1] != c:
+        return None
+    bias = list(g.operands)[0]
+    if (bias == c or not _is_arg(bias, block) or not isinstance(bias.type, ir.ShapedType)
+            or ir.ShapedType(bias.type).rank != 1):
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(g.attributes["indexing_maps"])]
+    if maps != [ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)]), ir.AffineMap.get_identity(2)]:
+        return None
+    body = [o.operation for o in g.regions[0].blocks[0].operations]
+    if len(body) != 2 or body[0].name != "arith.addf" or body[1].name != "linalg.yield":
+        return None
+    args = list(g.regions[0].blocks[0].arguments)
+    if {body[0].operands[0], body[0].operands[1]} != set(args) or body[1].operands[0] != body[0].results[0]:
+        return None
+    return bias
+
+
 def _declare(module_block: ir.Block, callee: str, types: list[ir.Type]) -> bool:
     """``func.func private @callee`` on fully dynamic memrefs with ``llvm.emit_c_interface``
     (relax-lower-host's declaration of a library function), unless there; False when a
@@ -313,7 +334,9 @@ def check_variant(fn: ir.Operation, split: KernelSplit) -> bool:
 def library_variant(v: ir.Operation, split: KernelSplit) -> bool:
     """Rewrite the bufferized kernel ``v`` (a library variant): its ``linalg.matmul`` into a
     zero-filled buffer becomes the library call, a bias add that follows it the bias call
-    (see the module docstring). False, leaving ``v`` as it was, when it does not apply."""
+    (see the module docstring): into a temporary then the output, or in place in the output
+    (relax-epilogue-in-place). Any other epilogue stays after the call, in place where the
+    product is the output. False, leaving ``v`` as it was, when it does not apply."""
     block = v.regions[0].blocks[0]
     ops = [o.operation for o in block.operations]
     mms = [o for o in ops if o.name == "linalg.matmul"]
@@ -329,15 +352,18 @@ def library_variant(v: ir.Operation, split: KernelSplit) -> bool:
     fill = ops[k - 1] if k > 0 else None
     if fill is None or fill.name != "linalg.fill" or fill.operands[1] != c or _zero_fill_value(fill) is None:
         return False
-    others = [u for u in users(c) if u != fill and u != mm]
-    bias = None
-    if split.bias_callee and len(others) == 1 and defining_op(c) is not None and defining_op(c).name == "memref.alloc":
-        bias = _bias_add(others[0], c, block)
-        if bias is not None and ops.index(others[0]) < k:
-            bias = None
+    # (the output argument, where relax-epilogue-in-place put the product, is also returned)
+    others = [u for u in users(c) if u != fill and u != mm and u.name != "func.return"]
+    bias = in_place = None
+    if split.bias_callee and len(others) == 1 and ops.index(others[0]) > k:
+        if defining_op(c) is not None and defining_op(c).name == "memref.alloc":
+            bias = _bias_add(others[0], c, block)
+        elif _is_arg(c, block):  # relax-epilogue-in-place: the product in the output, c += bias
+            bias = in_place = _bias_add_in_place(others[0], c, block)
     if bias is not None:
         g = others[0]
-        inputs, dest, callee, at = [a, b, bias], list(g.operands)[2], split.bias_callee, g
+        dest = c if in_place is not None else list(g.operands)[2]
+        inputs, callee, at = [a, b, bias], split.bias_callee, g
     else:
         inputs, dest, callee, at = [a, b], c, split.callee, mm
     dyn = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * ir.MemRefType(x.type).rank, et)

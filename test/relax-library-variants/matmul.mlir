@@ -89,3 +89,47 @@ func.func private @acc__lib(%a: memref<?x512xf32>, %b: memref<512x2048xf32>, %c:
   linalg.matmul ins(%a, %b : memref<?x512xf32>, memref<512x2048xf32>) outs(%c : memref<?x2048xf32>)
   return
 }
+
+// The in-place forms relax-epilogue-in-place gives (the product in the output argument):
+// a bias add in place becomes the bias entry point on the output; any other epilogue stays,
+// in place after the plain call into the output (no buffer of its own).
+// CHECK-LABEL: func.func private @mm_bias_inplace__lib(%arg0: memref<?x2048xf32>, %arg1: memref<2048x512xf32>, %arg2: memref<512xf32>, %arg3: memref<?x512xf32>)
+// CHECK: %[[O:.*]] = memref.cast %arg3 : memref<?x512xf32> to memref<?x?xf32>
+// CHECK-NEXT: call @relax_blas_matmul_bias_22_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[O]]) : (memref<?x?xf32>, memref<?x?xf32>, memref<?xf32>, memref<?x?xf32>) -> ()
+// CHECK-NEXT: return %arg3
+func.func private @mm_bias_inplace__lib(%a: memref<?x2048xf32>, %b: memref<2048x512xf32>, %bias: memref<512xf32>, %out: memref<?x512xf32>) -> memref<?x512xf32>
+    attributes {relax.kernel, relax.kernel_kind = "opaque",
+                relax.library_variant = {bias_callee = "relax_blas_matmul_bias_22_f32", callee = "relax_blas_matmul_22_f32", generated_m = [[2, 3]], library = "relax_blas"}} {
+  %cst = arith.constant 0.000000e+00 : f32
+  linalg.fill ins(%cst : f32) outs(%out : memref<?x512xf32>)
+  linalg.matmul ins(%a, %b : memref<?x2048xf32>, memref<2048x512xf32>) outs(%out : memref<?x512xf32>)
+  linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<512xf32>) outs(%out : memref<?x512xf32>) {
+  ^bb0(%y: f32, %o: f32):
+    %s = arith.addf %o, %y : f32
+    linalg.yield %s : f32
+  }
+  return %out : memref<?x512xf32>
+}
+
+// CHECK-LABEL: func.func private @mm_bias_relu_inplace__lib(
+// CHECK-NOT: memref.alloc
+// CHECK: %[[O:.*]] = memref.cast %arg3 : memref<?x512xf32> to memref<?x?xf32>
+// CHECK-NEXT: call @relax_blas_matmul_22_f32(%{{.*}}, %{{.*}}, %[[O]])
+// CHECK-NEXT: linalg.generic {{.*}} ins(%arg2 : memref<512xf32>) outs(%arg3 : memref<?x512xf32>)
+// CHECK: arith.maximumf
+func.func private @mm_bias_relu_inplace__lib(%a: memref<?x2048xf32>, %b: memref<2048x512xf32>, %bias: memref<512xf32>, %out: memref<?x512xf32>) -> memref<?x512xf32>
+    attributes {relax.kernel, relax.kernel_kind = "opaque",
+                relax.library_variant = {bias_callee = "relax_blas_matmul_bias_22_f32", callee = "relax_blas_matmul_22_f32", generated_m = [[2, 3]], library = "relax_blas"}} {
+  %cst = arith.constant 0.000000e+00 : f32
+  linalg.fill ins(%cst : f32) outs(%out : memref<?x512xf32>)
+  linalg.matmul ins(%a, %b : memref<?x2048xf32>, memref<2048x512xf32>) outs(%out : memref<?x512xf32>)
+  linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<512xf32>) outs(%out : memref<?x512xf32>) {
+  ^bb0(%y: f32, %o: f32):
+    %s = arith.addf %o, %y : f32
+    %r = arith.maximumf %s, %cst : f32
+    linalg.yield %r : f32
+  }
+  return %out : memref<?x512xf32>
+}

@@ -6,7 +6,9 @@ marked ``relax.library_variant``, still the kernel's own linalg. Run after one-s
 bufferization (the variant is then an ordinary kernel writing its output argument, so no
 result copy is made anywhere), this pass replaces its ``linalg.matmul`` into a zero-filled
 buffer by ``func.call`` of the library's matmul (``callee``), or, when the buffer's only other
-user is a bias add into the output, both by the bias entry point (``bias_callee``)::
+user is a bias add into the output (or, after relax-epilogue-in-place, the buffer IS the output
+and the bias is added in place), both by the bias entry point (``bias_callee``); any other
+epilogue stays after the call (in place on the output, after relax-epilogue-in-place)::
 
     linalg.fill ins(%cst) outs(%arg2) ; linalg.matmul ins(%arg0, %arg1) outs(%arg2)
       ->  call @relax_blas_matmul_22_f32(%a, %b, %c)   (memref.cast to memref<?x?xf32>)

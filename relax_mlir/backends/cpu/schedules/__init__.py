@@ -120,7 +120,9 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
         return None
     mm = ops[1]
     batch = names[1] == "linalg.batch_matmul"
-    epilogue = ops[2:]  # a fused group: elementwise ops on the product (bias, activation)
+    # a fused group: elementwise ops on the product (bias, activation; relax-epilogue-in-place
+    # makes the first one run in place on it, the product computed in the output)
+    epilogue = ops[2:]
     if epilogue and _select_elementwise(epilogue) is None:
         return None
     a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])

@@ -1,0 +1,137 @@
+"""relax-epilogue-in-place: a matmul kernel's product lands in its output, the epilogue runs in place.
+
+A fused kernel (relax-fuse-kernels: matmul + bias / activation / residual add) computes the
+product into a ``tensor.empty`` and its epilogue reads it into the output argument::
+
+    %e = tensor.empty(%m) ; %z = linalg.fill ins(%cst) outs(%e)
+    %p = linalg.matmul ins(%a, %b) outs(%z)
+    %r = linalg.generic ins(%p, %bias) outs(%out) { ^bb0(%x, %y, %o): f(%x, %y) }
+
+One-shot bufferization makes the empty an M x N ``memref.alloc`` (malloc + free per call)
+in every variant of the kernel: the scheduled ones (relax-apply-schedules tiles the matmul
+and the epilogue each on its own) and the library one (relax-library-variants). This pass,
+on tensors before relax-specialize-ranges, zero-fills the epilogue's destination instead
+and makes the product the epilogue's init, read through its output block argument::
+
+    %z = linalg.fill ins(%cst) outs(%out) ; %p = linalg.matmul ins(%a, %b) outs(%z)
+    %r = linalg.generic ins(%bias) outs(%p) { ^bb0(%y, %x): f(%x, %y) }
+
+so the whole kernel bufferizes onto the output buffer (no temporary). It applies where the
+product's only user is one all-parallel generic that reads it with the identity map, whose
+one output (identity map, the product's type) it does not read, and whose destination is a
+kernel argument or an empty tensor. Other kernels are left as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mlir import ir
+from mlir.dialects import linalg
+
+from ...transforms.graph import defining_op, functions_with, users
+from ...transforms.registry import register_pass
+
+#: Products rewritten (a batch matmul's epilogue is left for now: its schedules are not checked
+#: against the in-place form).
+_PRODUCTS = ("linalg.matmul",)
+
+
+def _maps(g: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(g.attributes["indexing_maps"])]
+
+
+def _epilogue(mm: ir.Operation) -> Optional[ir.Operation]:
+    """The generic that :func:`in_place` rewrites for product ``mm``, else None."""
+    p = mm.results[0]
+    us = users(p)
+    if len(us) != 1 or us[0].name != "linalg.generic":
+        return None
+    g = us[0]
+    n_in = len(g.opview.inputs)
+    if len(g.results) != 1 or len(g.opview.outputs) != 1 or list(g.operands)[:n_in].count(p) != 1:
+        return None
+    if any(str(a) != "#linalg.iterator_type<parallel>" for a in ir.ArrayAttr(g.attributes["iterator_types"])):
+        return None
+    dest = g.opview.outputs[0]
+    if dest.type != p.type:
+        return None
+    d = defining_op(dest)
+    if not (isinstance(dest, ir.BlockArgument) or (d is not None and d.name == "tensor.empty")):
+        return None
+    maps, i = _maps(g), list(g.operands).index(p)
+    rank = ir.RankedTensorType(p.type).rank
+    ident = ir.AffineMap.get_identity(rank)
+    if maps[i] != ident or maps[-1] != ident:
+        return None
+    body = g.regions[0].blocks[0]
+    if list(body.arguments[n_in].uses):  # the epilogue reads its destination: not ours to replace
+        return None
+    return g
+
+
+def in_place(mm: ir.Operation) -> bool:
+    """Rewrite product ``mm`` (into a filled ``tensor.empty``) and its epilogue (see the
+    module docstring); False, changing nothing, where it does not apply."""
+    fill = defining_op(mm.opview.outputs[0])
+    if fill is None or fill.name != "linalg.fill" or len(users(fill.results[0])) != 1:
+        return False
+    empty = defining_op(fill.opview.outputs[0])
+    if empty is None or empty.name != "tensor.empty":
+        return False
+    g = _epilogue(mm)
+    if g is None:
+        return False
+    p, dest = mm.results[0], g.opview.outputs[0]
+    if not isinstance(dest, ir.BlockArgument) and not _dominates(defining_op(dest), fill):
+        return False
+    n_in = len(g.opview.inputs)
+    i = list(g.operands).index(p)
+    ins = [v for k, v in enumerate(g.opview.inputs) if k != i]
+    maps = _maps(g)
+    new_maps = [m for k, m in enumerate(maps[:n_in]) if k != i] + [maps[-1]]
+    fill.operands[1] = dest
+    with g.location, ir.InsertionPoint(g):
+        ng = linalg.GenericOp([g.results[0].type], ins, [p],
+                              ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps]),
+                              g.attributes["iterator_types"])
+        for name in ("doc", "library_call"):
+            if name in g.attributes:
+                ng.attributes[name] = g.attributes[name]
+        old = g.regions[0].blocks[0]
+        args = [a.type for k, a in enumerate(old.arguments) if k != i and k != n_in] + [old.arguments[i].type]
+        nb = ng.regions[0].blocks.append(*args)
+        ins_args = [a for k, a in enumerate(old.arguments) if k != i and k < n_in]
+        for a, b in zip(ins_args, list(nb.arguments)[:-1]):
+            a.replace_all_uses_with(b)
+        old.arguments[i].replace_all_uses_with(nb.arguments[len(nb.arguments) - 1])
+        for o in [o.operation for o in old.operations]:
+            nb.append(o)
+    g.results[0].replace_all_uses_with(ng.results[0])
+    g.erase()
+    if not list(empty.results[0].uses):
+        empty.erase()
+    return True
+
+
+def _dominates(d: ir.Operation, fill: ir.Operation) -> bool:
+    """``d`` (the destination's empty) comes before ``fill`` in the same block."""
+    if d.block != fill.block:
+        return False
+    for o in d.block.operations:
+        if o.operation == d:
+            return True
+        if o.operation == fill:
+            return False
+    return False
+
+
+@register_pass("relax-epilogue-in-place",
+               "Matmul kernels with an elementwise epilogue: the product is computed in the "
+               "epilogue's destination and the epilogue runs in place (no M x N temporary).")
+def relax_epilogue_in_place(module: ir.Operation, opts) -> None:
+    for fn in functions_with(module, "relax.kernel"):
+        for o in list(fn.regions[0].blocks[0].operations):
+            o = o.operation
+            if o.name in _PRODUCTS and len(o.results) == 1:
+                in_place(o)

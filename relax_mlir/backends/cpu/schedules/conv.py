@@ -44,6 +44,20 @@ from .common import any_op, cleanup, lower_vectors, match, patterns
 VECTOR_COLUMNS = 16
 
 
+def lower_transposes(fn, lanes: int) -> None:
+    """Masked and permuted transfers to plain ones, then lanes x lanes vector transposes as
+    register shuffles (16x16 on AVX-512, AVX2's 8x8), then the rest of the vector lowering."""
+    patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
+    patterns(fn, tvec.ApplyLowerMasksPatternsOp)
+    patterns(fn, tvec.ApplyTransferPermutationPatternsOp)
+    if lanes == 16:
+        patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(
+            lowering_strategy=tvec.VectorTransposeLowering.Shuffle16x16))
+    else:
+        patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(avx2_lowering_strategy=lanes == 8))
+    lower_vectors(fn)
+
+
 def conv_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
                   vectorize: bool = False):
     """Script body for a kernel of ``n_generics`` generics (the conv first, then its fused
@@ -259,15 +273,7 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
             loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
         # the copy's transposed reads: lanes x lanes register transposes (shuffles)
-        patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
-        patterns(fn, tvec.ApplyLowerMasksPatternsOp)
-        patterns(fn, tvec.ApplyTransferPermutationPatternsOp)
-        if lanes == 16:
-            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(
-                lowering_strategy=tvec.VectorTransposeLowering.Shuffle16x16))
-        else:
-            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(avx2_lowering_strategy=lanes == 8))
-        lower_vectors(fn)
+        lower_transposes(fn, lanes)
 
     return body
 
@@ -451,14 +457,6 @@ def conv_pack_schedule(n_generics: int, lanes: int, k: int, block: int):
         cleanup(fn)
         structured.VectorizeOp(_tiles(fn))
         cleanup(fn)
-        patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)
-        patterns(fn, tvec.ApplyLowerMasksPatternsOp)
-        patterns(fn, tvec.ApplyTransferPermutationPatternsOp)
-        if lanes == 16:
-            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(
-                lowering_strategy=tvec.VectorTransposeLowering.Shuffle16x16))
-        else:
-            patterns(fn, lambda: tvec.ApplyLowerTransposePatternsOp(avx2_lowering_strategy=lanes == 8))
-        lower_vectors(fn)
+        lower_transposes(fn, lanes)
 
     return body

@@ -68,6 +68,59 @@ func.func private @fused_conv2d_add_relu(%arg0: tensor<?x32x?x?xf32>, %arg1: ten
 
 // -----
 
+// The same kernel at a STATIC batch of 1, symbolic H/W (one image of any size): the planes
+// are tiled over the channels only (a one-step batch dim of the forall would be folded by
+// canonicalization, dropping the script's handle to the conv: plain loops, issue 28); the
+// schedule applies, same 4x16 register blocks.
+// CHECK-LABEL: func.func private @fused_conv2d_add_relu_n1
+// CHECK-SAME: relax.schedule = "depthwise"
+// CHECK: scf.forall (%{{[^,]+}}) in (32)
+// CHECK: linalg.fill
+// CHECK: scf.forall (%{{[^,]+}}) in (32)
+// CHECK: linalg.copy
+// CHECK: scf.forall (%{{[^,]+}}) in (32)
+// CHECK: scf.for %{{.+}} step %c4
+// CHECK: scf.for %{{.+}} step %c16
+// CHECK: arith.mulf {{.+}} : vector<4x16xf32>
+// CHECK: arith.maximumf
+// CHECK: tensor.parallel_insert_slice
+#map = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d3, d4 + d5)>
+#map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, 0, d3, d4)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
+#map3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map4 = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+func.func private @fused_conv2d_add_relu_n1(%arg0: tensor<1x32x?x?xf32>, %arg1: tensor<32x1x3x3xf32>, %arg2: tensor<32x1x1xf32>, %arg3: tensor<1x32x?x?xf32>) -> tensor<1x32x?x?xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.kernel_op = "conv2d_add_relu"} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %c3 = arith.constant 3 : index
+  %c2 = arith.constant 2 : index
+  %dim_0 = tensor.dim %arg0, %c2 : tensor<1x32x?x?xf32>
+  %dim_1 = tensor.dim %arg0, %c3 : tensor<1x32x?x?xf32>
+  %0 = tensor.empty(%dim_0, %dim_1) : tensor<1x32x?x?xf32>
+  %1 = arith.addi %dim_0, %c2 : index
+  %2 = arith.addi %dim_1, %c2 : index
+  %3 = tensor.empty(%1, %2) : tensor<1x32x?x?xf32>
+  %4 = linalg.fill ins(%cst : f32) outs(%3 : tensor<1x32x?x?xf32>) -> tensor<1x32x?x?xf32>
+  %extracted_slice = tensor.extract_slice %4[0, 0, 1, 1] [1, 32, %dim_0, %dim_1] [1, 1, 1, 1] : tensor<1x32x?x?xf32> to tensor<1x32x?x?xf32>
+  %5 = linalg.copy ins(%arg0 : tensor<1x32x?x?xf32>) outs(%extracted_slice : tensor<1x32x?x?xf32>) -> tensor<1x32x?x?xf32>
+  %inserted_slice = tensor.insert_slice %5 into %4[0, 0, 1, 1] [1, 32, %dim_0, %dim_1] [1, 1, 1, 1] : tensor<1x32x?x?xf32> into tensor<1x32x?x?xf32>
+  %6 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x32x?x?xf32>) -> tensor<1x32x?x?xf32>
+  %7 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%inserted_slice, %arg1 : tensor<1x32x?x?xf32>, tensor<32x1x3x3xf32>) outs(%6 : tensor<1x32x?x?xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %9 = arith.mulf %in, %in_2 : f32
+    %10 = arith.addf %out, %9 : f32
+    linalg.yield %10 : f32
+  } -> tensor<1x32x?x?xf32>
+  %8 = linalg.generic {indexing_maps = [#map3, #map4, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%7, %arg2 : tensor<1x32x?x?xf32>, tensor<32x1x1xf32>) outs(%arg3 : tensor<1x32x?x?xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %9 = arith.addf %in, %in_2 : f32
+    %10 = arith.maximumf %9, %cst : f32
+    linalg.yield %10 : f32
+  } -> tensor<1x32x?x?xf32>
+  return %8 : tensor<1x32x?x?xf32>
+}
+
+// -----
+
 // Stride 2: the legalization's phase-split input (N, C, 2, (H+3)//2, 2, (W+3)//2), four strided
 // copies into it; each tap reads unit-stride rows and columns of one phase, vectorized like
 // stride 1 (no strided or gathered loads).

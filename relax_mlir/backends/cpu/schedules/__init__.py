@@ -336,7 +336,7 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
                     if pre.count("linalg.fill") == 2 and ops[0].name == "linalg.fill" else 0)
         return Schedule("depthwise", depthwise_schedule(lead, rank, 1 + len(tail), len(its),
                                                         pre.count("linalg.copy"), pad_rank,
-                                                        out_hw=tuple(shape[2:])))
+                                                        out_hw=tuple(shape[2:]), out_nc=tuple(shape[:2])))
     return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
 
 

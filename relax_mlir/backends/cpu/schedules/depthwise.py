@@ -50,14 +50,22 @@ def _split(size, step: int) -> str:
 
 
 def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
-                       n_copies: int, pad_rank: int, rows: int = ROWS, out_hw=(None, None)):
+                       n_copies: int, pad_rank: int, rows: int = ROWS, out_hw=(None, None),
+                       out_nc=(None, None)):
     """Script body for a depthwise kernel: a zero fill of the padded input (of rank
     ``pad_rank``; 0: no padding) and ``n_copies`` copies into it, the accumulator's fill,
     ``n_generics`` generics (the conv, then its epilogue; the last has ``out_rank`` loops).
     The conv has ``conv_loops`` loops: ``parallel_outer`` parallel ones (n, channel, row),
-    the window's reductions, the output column last. ``out_hw``: the output's static height
-    and width (None: symbolic)."""
+    the window's reductions, the output column last. ``out_hw``, ``out_nc``: the output's
+    static height and width, batch and channels (None: symbolic)."""
     red = conv_loops - parallel_outer - 1
+    # (image, channel) planes per forall iteration; a static extent of 1 is not tiled: its
+    # one-step forall dim would be folded by canonicalization, which clones the body and so
+    # drops the handles the script holds to its ops (a static batch of 1, symbolic H/W). One
+    # plane in all: a one-step forall, folded away (the conv is matched again after it).
+    planes = [0 if e == 1 else 1 for e in out_nc]
+    if not any(planes):
+        planes = [1, 1]
     order = list(range(parallel_outer)) + [conv_loops - 1] + list(range(parallel_outer, conv_loops - 1))
 
     def rest(size, step: int):
@@ -88,20 +96,25 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
             pad_fill = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.fill")).results[0]
         # one (image, channel) plane per forall iteration, the epilogue, the conv and the
         # accumulator's fill fused into it
-        t = structured.TileUsingForallOp(ops[-1], tile_sizes=[1, 1] + [0] * (out_rank - 2))
+        t = structured.TileUsingForallOp(ops[-1], tile_sizes=planes + [0] * (out_rank - 2))
         conv, forall = t.results[0], t.results[1]
         for h in reversed(ops[:-1]):
             f = structured.FuseIntoContainingOp(h, forall)
             conv, forall = f.fused_op, f.new_containing_op
         structured.FuseIntoContainingOp(acc_fill, forall)
         if pad_rank:   # the padding: planes over the threads (the fill, then each phase's copy)
-            structured.TileUsingForallOp(pad_fill, tile_sizes=[1, 1] + [0] * (pad_rank - 2))
+            structured.TileUsingForallOp(pad_fill, tile_sizes=planes + [0] * (pad_rank - 2))
             copies = match(fn, "linalg.copy")
             for c in ([copies] if n_copies == 1
                       else transform.SplitHandleOp([any_op()] * n_copies, copies).results):
-                structured.TileUsingForallOp(c, tile_sizes=[1, 1] + [0] * (pad_rank - 2))
+                structured.TileUsingForallOp(c, tile_sizes=planes + [0] * (pad_rank - 2))
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         cleanup(fn)
+        # the conv anew (the first generic: its epilogue's follow it); a folded forall dim
+        # left the handle above empty
+        gens = match(fn, "linalg.generic")
+        conv = (gens if n_generics == 1
+                else transform.SplitHandleOp([any_op()] * n_generics, gens).results[0])
         # blocks of ``rows`` rows, the last (fewer) rows one masked block
         blocks = structured.TileUsingForOp(conv, sizes=[0] * (parallel_outer - 1) + [rows])
         how = _split(out_hw[0], rows)

@@ -271,8 +271,8 @@ def _row_block(m: Optional[int], cfg: MatmulConfig) -> int:
     of B (0: no split; M symbolic, or not a multiple of ``ROW_BLOCKS`` register tiles:
     blocks of unequal static size failed to schedule). Off by default: at batch 1 the 14x14
     convs of MobileNetV2 touch under relax-omp-threads' 1 MiB, so their region runs on one
-    thread whatever its tasks, and the split is then 1-17% slower (bench/README.md is not
-    updated; docs/conv.md, "Not done")."""
+    thread whatever its tasks, and the second pack of B is then pure cost (docs/conv.md,
+    "Not done")."""
     tile = cfg.rows[0] * ROW_BLOCKS
     if ROW_BLOCKS < 2 or m is None or m % tile or m < 2 * tile:
         return 0

@@ -363,8 +363,8 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         if block_k and not pack:
             mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
         m_exact = m is not None and m % cfg.rows[0] == 0
-        if rows_task:  # the blocks are rows_task rows (a multiple of the tile), the last one fewer
-            m_exact = m % rows_task == 0
+        if rows_task:  # equal blocks of whole register tiles (_row_block)
+            m_exact = True
         if pack:
             full, partial = _split_k(fn, mm, block_k, k, b, name)
             for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, rest_width, b, name, half=True):

@@ -9,6 +9,8 @@ scheduled (a failed script falls back to plain loops silently). Relative error <
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -151,5 +153,40 @@ def test_pointwise_fully_static(c, o, hw):
     x = rng.standard_normal((2, c, h, w)).astype(np.float32)
     wv = rng.standard_normal((o, c, 1, 1)).astype(np.float32)
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wv))).numpy()
+    got = exe(x, wv)
+    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+
+
+@pytest.mark.parametrize("row_blocks", [1, 2])
+@pytest.mark.parametrize("c,o,batch", [(576, 96, 1), (64, 384, 1), (192, 64, 1), (96, 40, 3), (20, 36, 2)])
+def test_pointwise_14x14(c, o, batch, row_blocks, monkeypatch):
+    """14x14 maps (196 pixels: 192 columns in ONE panel + a 4-column rest), the image size of
+    MobileNetV2's middle 1x1 convs, at batch 1 (static too: a batch loop of one iteration):
+    the kernel keeps its schedule and matches PyTorch, with one task per image (the default)
+    and with ``ROW_BLOCKS`` = 2 (O split over two tasks per image where O is a multiple of
+    12: 96 -> 48 + 48 rows; 64 and 40 are not: one task per image)."""
+    from mlir import ir
+
+    from relax_mlir.backends.cpu.apply_schedules import schedule_kernel
+    from relax_mlir.backends.cpu.schedules import matmul
+    from relax_mlir.pipelines.cpu import graph_stage
+
+    monkeypatch.setattr(matmul, "ROW_BLOCKS", row_blocks)
+    xt, wt, yt = f"tensor<{batch}x{c}x14x14xf32>", f"tensor<{o}x{c}x1x1xf32>", f"tensor<{batch}x{o}x14x14xf32>"
+    src = (f"func.func @main(%x: {xt}, %w: {wt}) -> {yt} attributes {{relax.function}} {{\n"
+           f'  %0 = "relax.conv2d"(%x, %w) : ({xt}, {wt}) -> {yt}\n  return %0 : {yt}\n}}')
+    m = relax_mlir.parse(src)
+    with m.context, ir.Location.unknown():
+        relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
+        kernels = [f.operation for f in m.body.operations if "relax.kernel" in f.attributes]
+        assert len(kernels) == 1 and "conv1x1" in str(kernels[0].attributes["sym_name"])
+        assert schedule_kernel(kernels[0]) == "conv1x1"
+        if row_blocks == 2 and batch == 1:   # the batch loop folded away: the row blocks' remain
+            assert bool(re.search(r"scf.forall \(%\w+\) in \(2\)", str(m))) == (o % 12 == 0)
+    exe = _compile(src)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((batch, c, 14, 14)).astype(np.float32)
+    wv = rng.standard_normal((o, c, 1, 1)).astype(np.float32)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wv)).numpy()
     got = exe(x, wv)
     assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4

@@ -260,6 +260,25 @@ def _pack_b(fn: ir.Value, mm: ir.Value, block_k: int, cols: int, b: int = 0) -> 
     return pad.results[0]
 
 
+#: Row blocks per image of :func:`_row_block`; 1: none (the default, see its docstring).
+ROW_BLOCKS = 1
+
+
+def _row_block(m: Optional[int], cfg: MatmulConfig) -> int:
+    """Rows per task of a batch matmul whose N is a single panel (static) or symbolic
+    (``batch_panels``: a 1x1 conv on 14x14 maps, one task per image): M in
+    :data:`ROW_BLOCKS` equal blocks of whole register tiles, each task packing its own copy
+    of B (0: no split; M symbolic, or not a multiple of ``ROW_BLOCKS`` register tiles:
+    blocks of unequal static size failed to schedule). Off by default: at batch 1 the 14x14
+    convs of MobileNetV2 touch under relax-omp-threads' 1 MiB, so their region runs on one
+    thread whatever its tasks, and the second pack of B is then pure cost (docs/conv.md,
+    "Not done")."""
+    tile = cfg.rows[0] * ROW_BLOCKS
+    if ROW_BLOCKS < 2 or m is None or m % tile or m < 2 * tile:
+        return 0
+    return m // ROW_BLOCKS
+
+
 def config_for(target: Simd) -> MatmulConfig:
     """Register tiles sized for the SIMD registers: 6 rows x 4 vectors (24 accumulators)
     with 32 registers (AVX-512, NEON), 6 x 2 (12) with 16 (AVX2, SSE); 4 rows of as many
@@ -292,6 +311,10 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     # No outer loop of one iteration: canonicalization would fold it under a live handle.
     if n is not None and n <= panel_n:
         panel_n = 0
+    # (batch, row block[, N panel]) tasks where a static N is a single panel (a 1x1 conv on
+    # 14x14 maps: 192 columns + a 4-column rest) or N is symbolic (196 pixels: one panel):
+    # one task per image would leave threads idle at batch 1
+    rows_task = _row_block(m, cfg) if batch and batch_panels and (not panel_n or n is None) else 0
     if k is not None and k <= block_k:
         block_k = 0
     # Column extent seen by the register tiles: the panel when it divides N, else N itself.
@@ -312,12 +335,12 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         return cfg.cols
 
     def tile(fn: ir.Value, mm: ir.Value, fuse_fill: bool) -> None:
-        if batch and batch_panels and panel_n:   # (batch, N panel) tasks: threads at batch 1 too
-            tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, panel_n, 0])
+        if batch and batch_panels and (panel_n or rows_task):   # threads at batch 1 too
+            tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, rows_task, panel_n, 0])
             mm = tiled.results[0]
             if fuse_fill:
                 fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), tiled.results[1]).results[0]
-                _fill_rows(fn, fill, n_extent, panel_n, panel_n, 1)
+                _fill_rows(fn, fill, n_extent, panel_n or None, panel_n or cfg.panel_n, 1)
         elif batch:
             tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0])
             mm = tiled.results[0]
@@ -340,6 +363,8 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         if block_k and not pack:
             mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
         m_exact = m is not None and m % cfg.rows[0] == 0
+        if rows_task:  # equal blocks of whole register tiles (_row_block)
+            m_exact = True
         if pack:
             full, partial = _split_k(fn, mm, block_k, k, b, name)
             for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, rest_width, b, name, half=True):

@@ -164,7 +164,8 @@ def test_cuda_target_registered():
     t = relax_mlir.TARGETS["cuda"]
     assert (t.name, t.pipeline_name, t.legalize_target, t.host_target) == ("cuda", "cuda", "cpu", "cpu")
     from relax_mlir.transforms.registry import PIPELINES
-    assert [o.name for o in PIPELINES["cuda"].options] == ["fusion", "workgroup-size", "chip", "format", "schedule-config"]
+    assert [o.name for o in PIPELINES["cuda"].options] == ["fusion", "workgroup-size", "chip", "format", "schedule-config",
+                                                          "cublas"]
 
 
 ADD = """

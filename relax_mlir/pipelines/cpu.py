@@ -74,7 +74,7 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
                 dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
                 legalize_target: Optional[str] = None, host_target: Optional[str] = None,
                 policy: Optional[str] = None, schedules: Optional[bool] = None) -> list[str]:
-    """The graph passes, ending with relax-lower-host (see :func:`stages` for them split)."""
+    """The graph passes, ending with relax-lower-host and its tail (see :func:`stages` for them split)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
                                   dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules))
     return graph + host + _host_tail()

@@ -15,19 +15,7 @@ torch = pytest.importorskip("torch")
 import relax_mlir  # noqa: E402
 from relax_mlir.frontend.torch import compile as torch_compile, import_program  # noqa: E402
 from relax_mlir.transforms.pipeline import run_pipeline  # noqa: E402
-
-
-def _randomize_bn(net):
-    g = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for m in net.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                c = m.num_features
-                m.running_mean.copy_(torch.rand(c, generator=g) - 0.5)
-                m.running_var.copy_(torch.rand(c, generator=g) + 0.5)
-                m.weight.copy_(torch.rand(c, generator=g) + 0.5)
-                m.bias.copy_(torch.rand(c, generator=g) - 0.5)
-    return net.eval()
+from bn_helpers import randomize_batch_norm  # noqa: E402
 
 
 class Net(torch.nn.Module):
@@ -61,7 +49,7 @@ def _graph_ops(module) -> str:
 def test_folded_graph():
     """Each of the three convs' BatchNorms is folded (the conv result feeds one add, not a
     multiply); the BN after the relu stays a per-channel multiply and add."""
-    net = _randomize_bn(Net())
+    net = randomize_batch_norm(Net(), seed=1, var_spread=1.0)
     b = torch.export.Dim("batch", max=8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -82,7 +70,7 @@ def test_folded_graph():
 def test_numerics_one_executable():
     """One executable (dynamic batch), batches 1, 3, 8 against eager; the inner image is odd
     (17x17: the strided convs round down)."""
-    net = _randomize_bn(Net())
+    net = randomize_batch_norm(Net(), seed=1, var_spread=1.0)
     b = torch.export.Dim("batch", max=8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -114,7 +102,7 @@ def test_many_folded_batch_norms_compile():
     for i in range(12):
         layers += [torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), torch.nn.BatchNorm2d(8),
                    torch.nn.ReLU6(), torch.nn.Conv2d(8, 8, 1, bias=False), torch.nn.BatchNorm2d(8)]
-    net = _randomize_bn(torch.nn.Sequential(*layers))
+    net = randomize_batch_norm(torch.nn.Sequential(*layers), seed=1, var_spread=1.0)
     b = torch.export.Dim("batch", max=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -139,7 +127,7 @@ def test_unfolded_batch_norm_fuses_with_neighbours(direct, monkeypatch):
 
     monkeypatch.setattr(cpu, "CONV_DIRECT_DEFAULT", direct)
 
-    net = _randomize_bn(Net())
+    net = randomize_batch_norm(Net(), seed=1, var_spread=1.0)
     b = torch.export.Dim("batch", max=8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

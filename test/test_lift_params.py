@@ -21,18 +21,7 @@ import relax_mlir  # noqa: E402
 from relax_mlir.frontend.torch import compile as torch_compile, import_program  # noqa: E402
 from relax_mlir.runtime.executable import LiftedFunction, LiftedPreparedCall  # noqa: E402
 from relax_mlir.transforms.pipeline import run_pipeline  # noqa: E402
-
-
-def _bn_stats(model: nn.Module) -> nn.Module:
-    g = torch.Generator().manual_seed(3)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.running_mean.copy_(torch.rand(m.num_features, generator=g) - 0.5)
-                m.running_var.copy_(torch.rand(m.num_features, generator=g) * 1.5 + 0.5)
-                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.bias.copy_(torch.rand(m.num_features, generator=g) - 0.5)
-    return model.eval()
+from bn_helpers import randomize_batch_norm  # noqa: E402
 
 
 class ResNetish(nn.Module):
@@ -80,7 +69,7 @@ SIZES = [(1, 64, 64), (3, 97, 131), (2, 33, 17), (1, 224, 224)]
 
 def _compiled(cls):
     torch.manual_seed(0)
-    model = _bn_stats(cls())
+    model = randomize_batch_norm(cls(), seed=3)
     dyn = ({0: Dim("batch", max=4), 2: Dim("h", min=16, max=256), 3: Dim("w", min=16, max=256)},)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -170,7 +159,7 @@ def test_lifted_graph():
     from relax_mlir.pipelines import cpu
 
     torch.manual_seed(0)
-    model = _bn_stats(ResNetish())
+    model = randomize_batch_norm(ResNetish(), seed=3)
     dyn = ({0: Dim("batch", max=4), 2: Dim("h", min=16, max=256), 3: Dim("w", min=16, max=256)},)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -20,23 +20,11 @@ import relax_mlir  # noqa: E402
 from relax_mlir.frontend.torch import CompiledModule, from_exported_program, import_program  # noqa: E402
 
 from torch_check import check  # noqa: E402
+from bn_helpers import randomize_batch_norm  # noqa: E402
 
 
 def _randn(*shape, seed=0):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed + sum(shape) * 7 + len(shape)))
-
-
-def _bn_stats(model: nn.Module) -> nn.Module:
-    """Eval-mode batch norm statistics that are not the identity."""
-    g = torch.Generator().manual_seed(11)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.running_mean.copy_(torch.rand(m.num_features, generator=g) - 0.5)
-                m.running_var.copy_(torch.rand(m.num_features, generator=g) * 1.5 + 0.5)
-                m.weight.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-                m.bias.copy_(torch.rand(m.num_features, generator=g) - 0.5)
-    return model.eval()
 
 
 class Block(nn.Module):
@@ -80,7 +68,7 @@ def test_resnetish_dynamic_batch_height_width_one_executable():
     allows (its guards keep every strided output >= 2: h, w >= 9); sizes outside the
     bounds fail at run time naming the bound."""
     torch.manual_seed(0)
-    model = _bn_stats(ResNetish())
+    model = randomize_batch_norm(ResNetish(), seed=11)
     dyn = {"x": {0: Dim("batch", max=8), 2: Dim("h", min=9, max=256), 3: Dim("w", min=9, max=256)}}
     fn = check(model, _image, [(2, 64, 64), (1, 97, 131), (3, 33, 17), (1, 9, 9), (2, 10, 256)], dyn,
                atol=1e-4, rtol=1e-4)
@@ -102,7 +90,7 @@ def test_resnetish_derived_dims():
     """torch's derived dims (``{2: 32*h, 3: 32*w}``): the input is ``32*h`` with h bound from
     it (torch narrows h and w to >= 2); a size that is no multiple of 32 fails at run time."""
     torch.manual_seed(1)
-    model = _bn_stats(ResNetish())
+    model = randomize_batch_norm(ResNetish(), seed=11)
     h, w = Dim("h", min=1, max=8), Dim("w", min=1, max=8)
     dyn = {"x": {0: Dim("batch", max=4), 2: 32 * h, 3: 32 * w}}
     fn = check(model, _image, [(2, 64, 96), (1, 64, 256), (3, 160, 64)], dyn, atol=1e-4, rtol=1e-4)
@@ -321,7 +309,7 @@ def test_example_size_one_inside_is_not_specialized_by_the_retrace():
         def forward(self, x):
             return F.gelu(self.bn(self.conv(x)))
 
-    model = _bn_stats(Net())
+    model = randomize_batch_norm(Net(), seed=11)
     dyn = {"x": {0: Dim("batch", min=1, max=4), 2: Dim("h", min=17, max=97)}}
     with fx_config.patch(backed_size_oblivious=True):
         ep = torch.export.export(model, (_randn(2, 2, 19, 23),), dynamic_shapes=dyn)

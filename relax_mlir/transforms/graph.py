@@ -79,6 +79,11 @@ def relax_opdef(op: ir.Operation) -> Optional[OpDef]:
     return None
 
 
+def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
+    """A linalg structured op's indexing maps, one per operand (a named op's defaults too)."""
+    return [ir.AffineMapAttr(a).value for a in op.opview.indexing_maps]
+
+
 def defining_op(v: ir.Value) -> Optional[ir.Operation]:
     """The op defining ``v`` (None for a block argument)."""
     if isinstance(v.owner, ir.Block):

@@ -29,16 +29,12 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import linalg
 
-from ...transforms.graph import defining_op, functions_with, users
+from ...transforms.graph import defining_op, functions_with, indexing_maps, users
 from ...transforms.registry import register_pass
 
 #: Products rewritten (a batch matmul's epilogue is left for now: its schedules are not checked
 #: against the in-place form).
 _PRODUCTS = ("linalg.matmul",)
-
-
-def _maps(g: ir.Operation) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(g.attributes["indexing_maps"])]
 
 
 def _epilogue(mm: ir.Operation) -> Optional[ir.Operation]:
@@ -59,7 +55,7 @@ def _epilogue(mm: ir.Operation) -> Optional[ir.Operation]:
     d = defining_op(dest)
     if not (isinstance(dest, ir.BlockArgument) or (d is not None and d.name == "tensor.empty")):
         return None
-    maps, i = _maps(g), list(g.operands).index(p)
+    maps, i = indexing_maps(g), list(g.operands).index(p)
     rank = ir.RankedTensorType(p.type).rank
     ident = ir.AffineMap.get_identity(rank)
     if maps[i] != ident or maps[-1] != ident:
@@ -88,7 +84,7 @@ def in_place(mm: ir.Operation) -> bool:
     n_in = len(g.opview.inputs)
     i = list(g.operands).index(p)
     ins = [v for k, v in enumerate(g.opview.inputs) if k != i]
-    maps = _maps(g)
+    maps = indexing_maps(g)
     new_maps = [m for k, m in enumerate(maps[:n_in]) if k != i] + [maps[-1]]
     fill.operands[1] = dest
     with g.location, ir.InsertionPoint(g):

@@ -20,6 +20,7 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 from ...ops.kernels import KERNEL_ATTR
 from ...target import Target
 from ...transforms.annotate_kernel_kinds import KIND_ATTR
+from ...transforms.graph import indexing_maps  # noqa: F401  (re-exported to the rules)
 
 __all__ = ["KERNEL_ATTR", "KIND_ATTR"]
 
@@ -240,10 +241,6 @@ def simple_map(amap: ir.AffineMap) -> bool:
 
 def map_uses(amap: ir.AffineMap) -> set[int]:
     return {ir.AffineDimExpr(e).position for e in amap.results if isinstance(e, ir.AffineDimExpr)}
-
-
-def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(a).value for a in op.opview.indexing_maps]
 
 
 def loop_extent(gen: ir.Operation, d: int) -> ir.Value:

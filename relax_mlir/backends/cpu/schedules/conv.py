@@ -36,6 +36,7 @@ from mlir.dialects.transform import memref as tmemref
 from mlir.dialects.transform import tensor as ttensor
 from mlir.dialects.transform import vector as tvec
 
+from ....transforms.graph import indexing_maps
 from .common import any_op, cleanup, lower_vectors, match, patterns
 
 
@@ -282,10 +283,6 @@ def conv_direct_schedule(n_generics: int, pixels: int, block: int, n_inputs: int
 _BLOCKED = [[0], [1, 2], [3], [4]]
 
 
-def _maps(op: ir.Operation) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
-
-
 def _collapsed_blocked(v: ir.Value) -> Optional[ir.Operation]:
     """The ``tensor.collapse_shape`` (N, O/B, B, OH, OW) -> NCHW that defines ``v``, if one does."""
     if not isinstance(v, ir.OpResult) or v.owner.name != "tensor.collapse_shape":
@@ -300,7 +297,7 @@ def blockable_epilogue(op: ir.Operation, derived: set) -> bool:
     (n, ob, oi, oh, ow) space: every map result a loop dim or the constant 0, the operands
     computed from the conv (``derived``) read element for element (identity maps)."""
     ident = [ir.AffineDimExpr.get(i) for i in range(4)]
-    for v, m in zip(op.operands, _maps(op)):
+    for v, m in zip(op.operands, indexing_maps(op)):
         if m.n_dims != 4 or not all(isinstance(e, ir.AffineDimExpr) or (isinstance(e, ir.AffineConstantExpr)
                                     and e.value == 0) for e in m.results):
             return False
@@ -333,14 +330,14 @@ def merge_copy_into_epilogue(fn: ir.Operation) -> None:
         to5 = {0: [d[0]], 1: [d[1], d[2]], 2: [d[3]], 3: [d[4]]}
         ins, outs, maps = [], [], []
         with ir.InsertionPoint(op), op.location:
-            for k, (v, m) in enumerate(zip(op.operands, _maps(op))):
+            for k, (v, m) in enumerate(zip(op.operands, indexing_maps(op))):
                 c = coll[k]
                 if c is not None and list(m.results) == [ir.AffineDimExpr.get(i) for i in range(4)]:
                     src = c.operands[0]
                     copy = src.owner if isinstance(src, ir.OpResult) else None
                     if (k < n_in and copy is not None and copy.name == "linalg.generic"
                             and len(copy.opview.inputs) == 1 and _is_move(copy)):
-                        v5, m5 = copy.operands[0], _maps(copy)[0]   # the accumulator, transposed
+                        v5, m5 = copy.operands[0], indexing_maps(copy)[0]   # the accumulator, transposed
                     else:
                         v5, m5 = src, ir.AffineMap.get_identity(5)
                 else:   # an NCHW operand: its channel dim viewed as (O/B, B)

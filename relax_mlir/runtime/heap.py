@@ -7,7 +7,10 @@ with a fresh ``mmap`` and gives the heap's free top back to the OS above its tri
 so every call faults those pages in again: a third of ResNet-18's time at batch 8 was the
 kernel's page-fault path (perf, docs/conv.md). Raising the mmap threshold to its maximum
 (32 MiB on 64-bit) and the trim threshold to 1 GiB keeps freed blocks in the heap for the
-next call, the remedy bench/bench_activations.py applies to its peers alike.
+next call, the remedy bench/bench_activations.py applies to its peers alike. Blocks above
+32 MiB would still be mmapped (MobileNetV2's stride-2 depthwise phase split at batch 8 is
+38.5 MB: 9,700 page faults per call, 8% of the net's time), so ``M_MMAP_MAX`` is 0: no
+block is mmapped, every one comes from the heap.
 
 It is process-wide (it serves every ``malloc`` of the process, other libraries' too) and
 done once, when the first executable is created; ``RELAX_MLIR_KEEP_HEAP=0`` leaves malloc
@@ -24,7 +27,7 @@ from typing import Optional
 from .. import config
 
 #: glibc's mallopt parameters (malloc.h)
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX = -1, -3, -4
 #: glibc's largest mmap threshold on 64-bit (HEAP_MAX_SIZE / 2): larger blocks are always mmapped
 MMAP_THRESHOLD = 32 << 20
 #: free heap top kept before glibc trims it back to the OS
@@ -49,4 +52,5 @@ def _mallopt() -> bool:
     except (OSError, AttributeError):
         return False
     fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(fn(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(fn(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return (bool(fn(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(fn(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+            and bool(fn(M_MMAP_MAX, 0)))

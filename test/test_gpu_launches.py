@@ -226,17 +226,50 @@ def test_vulkan_decode_attention_f16_cache_on_the_row_kernels(routes, monkeypatc
         np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
 
+#: (a, n, b): 1, odd, large; (1, 254, 768) was wrong before (one thread looped over every n and b)
+_FALLBACK_SUM_SIZES = [(1, 254, 768), (1, 1, 1), (2, 7, 3), (3, 1000, 5), (1, 300, 4), (4, 129, 65)]
+
+
 @needs_vulkan
-@pytest.mark.xfail(strict=True, reason="the unscheduled fallback sums wrong on lavapipe here: its grid is "
-                                       "ceil(a / 64) workgroups, so with a = 1 one thread loops over every "
-                                       "output and key (195K iterations; (1, 300, 4) and 150K are right); "
-                                       "found in session gpul, not located (docs/gpu.md)")
-def test_vulkan_fallback_sum_over_a_middle_axis_large(monkeypatch):
+def test_vulkan_fallback_sum_over_a_middle_axis(routes, monkeypatch):
+    """Schedules off (the parallel-loop route): a sum over the middle axis is a thread per
+    output element, each reducing its own n (relax-gpu-sequential-inner-loops joins the
+    parallel loop under the reduction loop to the outer one). Before, a thread per a looped
+    over every n and b: at (1, 254, 768) one thread, 195K iterations, past lavapipe's 65,535
+    loop iterations per invocation (its results were partial sums). Sizes 1, odd and large
+    through one executable; the fill's and the sum's grids are (ceil(b / 64), a)."""
     from relax_mlir.pipelines import gpu
     monkeypatch.setattr(gpu, "SCHEDULES_DEFAULT", False)
     exe = relax_mlir.compile(graph_module("sum", [["a", "n", "b"]], ["f32"], "axes = array<i64: 1>"), target="vulkan")
-    x = np.random.default_rng(0).standard_normal((1, 254, 768)).astype(np.float32)
-    np.testing.assert_allclose(exe(x), x.astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-3)
+    for a, n, b in _FALLBACK_SUM_SIZES:
+        x = np.random.default_rng(a * n * b).standard_normal((a, n, b)).astype(np.float32)
+        y, launched = routes.call(exe, x)
+        np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-4)
+        assert [tuple(g) for _, g in launched] == [(-(-b // 64), a, 1)] * 2, (a, n, b, launched)
+
+
+FAKE_FALLBACK_SUM = r"""
+from relax_mlir.pipelines import gpu
+sys.path.insert(0, sys.argv[2])
+from kernel_harness import graph_module
+gpu.SCHEDULES_DEFAULT = False
+exe = relax_mlir.compile(graph_module("sum", [["a", "n", "b"]], ["f32"], "axes = array<i64: 1>"), target="cuda")
+out = []
+for shape in ((1, 254, 768), (3, 7, 5)):
+    before = launches()
+    y = exe(np.ones(shape, np.float32))
+    out.append([list(y.shape), [list(grids[3 * k:3 * k + 3]) for k in range(before, launches())]])
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_fake_cuda_fallback_sum_over_a_middle_axis_grid(tmp_path):
+    """The cuda pipeline's fallback of the same sum (its PTX loaded and launched by the fake
+    driver; kernels not run): the fill and the sum each launch (ceil(b / 64), a) blocks, a
+    thread per output element, as on vulkan."""
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_FALLBACK_SUM, os.path.dirname(__file__))
+    assert got == [[[1, 768], [[12, 1, 1], [12, 1, 1]]], [[3, 5], [[1, 3, 1], [1, 3, 1]]]]
 
 
 FAKE_ATTENTION = r"""

@@ -33,11 +33,11 @@ from typing import Optional
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, gpu, math as mmath, memref, scf
+from mlir.dialects import arith, gpu, llvm, math as mmath, memref, scf, spirv
 
 from ...dialects._core import create
 from ...ops.kernels import KType, KernelBuilder, broadcast_map
-from ...shapes import TensorSig, Truth, prove_equal
+from ...shapes import Shape, TensorSig, Truth, prove_equal
 from ...target import Target
 from ...transforms.graph import body_ops, defining_op, graph_functions, other_operand, relax_attrs, users
 from ...transforms.graph import value_sig as _sig
@@ -155,6 +155,27 @@ def absorb_reshapes(ch: _Chain) -> tuple[ir.Value, Optional[ir.Operation]]:
 #: element types of K / V the fused kernel reads as they are (widened to f32 per load)
 KV_DTYPES = ("f32", "f16")
 
+#: The session state (``relax.state``) holding one arrival counter per query row for the
+#: split's combination in the last workgroup of a row (:func:`build`): zero-filled when a
+#: session is made, left zero by every launch (the last workgroup of a row resets its
+#: counter), at a fixed address for the session's life (a replayed CUDA graph finds it
+#: zero). More query rows than this in one call take the two-launch split.
+COUNTERS_STATE = "relax_gpu_attention_counters"
+COUNTER_ROWS = 8192
+
+
+def counters_operand(module: ir.Operation, ip: ir.InsertionPoint, loc: ir.Location) -> ir.Value:
+    """A ``relax.state_read`` of every row of :data:`COUNTERS_STATE` (declared on ``module``
+    on first use): the fused kernel's fifth operand, which only the GPU rule's launch uses."""
+    from ...ops.state import declare_states, module_states
+    from ...shapes import tensor_type
+    if COUNTERS_STATE not in module_states(module):
+        declare_states(module, {COUNTERS_STATE: ([COUNTER_ROWS], "i32")})
+    t = tensor_type(Shape.of([COUNTER_ROWS]), "i32")
+    return create("state_read", [], [t], {"state": ir.StringAttr.get(COUNTERS_STATE),
+                                          "end": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), COUNTER_ROWS)},
+                  loc=loc, ip=ip).results[0]
+
 
 def absorb_cast(v: ir.Value) -> tuple[ir.Value, Optional[ir.Operation]]:
     """(the K or V operand, the cast to absorb): a ``relax.astype`` to f32 of an f16 tensor
@@ -171,17 +192,18 @@ def absorb_cast(v: ir.Value) -> tuple[ir.Value, Optional[ir.Operation]]:
 
 
 def attention_kernel(q: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, out: TensorSig,
-                     G: int, KV: int, D: int):
+                     G: int, KV: int, D: int, counters: Optional[TensorSig] = None):
     """The kernel of the fused chain, in linalg on tensors (what every route but the GPU
     rule's launch runs): scores + mask, row max, sum of exponentials, weighted sum of v,
     division. q is (s, G, 1, KV, D) or (s, G*KV, D); the output (s, G, KV, D) or
     (s, G*KV*D); k and v f32 or f16 (:data:`KV_DTYPES`: widened where read, f32 arithmetic).
-    Loops: (s, g, t, kv[, d])."""
-    types = [KType.of(x) for x in (q, k, mask, v)]
+    ``counters``: the row counters' state view (:data:`COUNTERS_STATE`), a fifth input the
+    linalg body does not read. Loops: (s, g, t, kv[, d])."""
+    types = [KType.of(x) for x in (q, k, mask, v)] + ([KType.of(counters)] if counters is not None else [])
     ot = KType.of(out)
     kvt = "" if types[1].dtype == "f32" else f"{types[1].dtype}kv_"
     kb = KernelBuilder("relax_gpu_decode_attention_f32_" + kvt + "_".join(t.tag for t in types + [ot]), types, [ot])
-    qq, kk, mk, vv = kb.ins
+    qq, kk, mk, vv = kb.ins[:4]
     ex = lambda x: kb.un(mmath.ExpOp, x)   # noqa: E731
     qmap = ["d0", "d1", "0", "d3", "d4"] if types[0].rank == 5 else ["d0", f"d1 * {KV} + d3", "d4"]
     omap = ["d0", "d1", "d2", "d3"] if ot.rank == 4 else ["d0", f"d1 * {KV * D} + d2 * {D} + d3"]
@@ -227,11 +249,13 @@ def takes(head_dim: Optional[int], subgroup: Optional[int]) -> bool:
     return (head_dim % subgroup == 0 and head_dim // subgroup <= 16) or subgroup % head_dim == 0
 
 
-def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") -> int:
+def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan", counters: bool = True) -> int:
     """Rewrite every decode attention chain of the graph functions; how many. With
     ``require_rule`` only chains the GPU rule will take on the module's target (a known
     subgroup width, :func:`takes`): the fused kernel's linalg body alone is slower than the
-    three scheduled kernels it replaces."""
+    three scheduled kernels it replaces. With ``counters`` the kernel also reads the row
+    counters' state (:func:`counters_operand`), which lets the split combine its chunks in
+    the last workgroup of each row (one launch)."""
     sg = Target.for_module(module, kind).subgroup_size
     width = sg if sg and not sg & (sg - 1) else None    # as rules.subgroup: a power of two
     table, n = None, 0
@@ -251,10 +275,14 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") 
             (k, kcast), (v, vcast) = absorb_cast(ch.k), absorb_cast(ch.v)
             result = reshape.results[0] if reshape is not None else ch.result
             table = table or KernelTable(module)
-            kern = attention_kernel(*(_sig(x) for x in (q, k, ch.mask, v, result)), G, KV, D)
-            callee = table.symbol(kern, KERNEL_OP)
             last = reshape or ch.ops[-1]
-            new = create("call_tir", [q, k, ch.mask, v], [result.type],
+            operands = [q, k, ch.mask, v]
+            if counters:
+                operands.append(counters_operand(module, ir.InsertionPoint(last), last.location))
+            kern = attention_kernel(*(_sig(x) for x in (q, k, ch.mask, v, result)), G, KV, D,
+                                    _sig(operands[4]) if counters else None)
+            callee = table.symbol(kern, KERNEL_OP)
+            new = create("call_tir", operands, [result.type],
                          {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=last.location, ip=ir.InsertionPoint(last))
             result.replace_all_uses_with(new.results[0])
             dead = ([reshape] if reshape is not None else []) + list(reversed(ch.ops))
@@ -272,9 +300,12 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") 
                "p.v becomes one call_tir of a decode_attention kernel (one launch on the GPU rule).",
                options=[Option("require-rule", bool, True, "only where the GPU rule takes the kernel on the "
                                                            "module's target (false: every chain)"),
-                        Option("kind", str, "vulkan", "the target kind when the module records none")])
+                        Option("kind", str, "vulkan", "the target kind when the module records none"),
+                        Option("counters", bool, True, "the kernel reads the session's row counters "
+                                                       f"(state {COUNTERS_STATE}): a split combined in "
+                                                       "the last workgroup of each row, one launch")])
 def relax_gpu_decode_attention(module: ir.Operation, opts) -> None:
-    fuse(module, opts.require_rule, opts.kind)
+    fuse(module, opts.require_rule, opts.kind, opts.counters)
 
 
 # -- the launch (relax-gpu-schedule's DecodeAttention rule) ----------------------------------
@@ -288,6 +319,7 @@ class _Bufs:
     v: ir.Value
     out: ir.Value
     ops: list
+    counters: Optional[ir.Value] = None    # the row counters (COUNTERS_STATE), if the kernel reads them
 
 
 def _kernel_op(fn: ir.Operation) -> str:
@@ -305,8 +337,15 @@ def match(fn: ir.Operation) -> Optional[_Bufs]:
                                   "linalg.fill", "linalg.generic", "linalg.fill", "linalg.generic", "linalg.generic"]:
         return None
     qk, add, pv, div = work[1].opview, work[2].opview, work[8].opview, work[9].opview
+    args = list(fn.regions[0].blocks[0].arguments)
+    counters = None
+    if len(args) == 6:   # q, k, mask, v, the counters, the output
+        ct = args[4].type
+        if isinstance(ct, ir.MemRefType) and ct.rank == 1 and ct.shape[0] == COUNTER_ROWS and \
+                ct.element_type == ir.IntegerType.get_signless(32):
+            counters = args[4]
     return _Bufs(qk.inputs[0], qk.inputs[1], add.inputs[1], indexing_maps(work[2])[1], pv.inputs[2], div.outputs[0],
-                 work)
+                 work, counters)
 
 
 def head_dim(fn: ir.Operation) -> Optional[int]:
@@ -316,6 +355,18 @@ def head_dim(fn: ir.Operation) -> Optional[int]:
         return None
     d = ir.MemRefType(m.k.type).shape[2]
     return None if d == ir.ShapedType.get_dynamic_size() else d
+
+
+def device_fence(kind: str) -> None:
+    """A device-scope acquire-release fence on global memory: what one workgroup wrote
+    before it is visible to another that synchronizes with it through an atomic (the gpu
+    dialect has none: ``fence.acq_rel.gpu`` on NVVM, ``OpMemoryBarrier Device
+    AcquireRelease|UniformMemory`` on SPIR-V, GLSL's ``memoryBarrierBuffer()``)."""
+    if kind == "cuda":
+        llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope="device")
+    else:
+        spirv.MemoryBarrierOp(ir.Attribute.parse("#spirv.scope<Device>"),
+                              ir.Attribute.parse("#spirv.memory_semantics<AcquireRelease|UniformMemory>"))
 
 
 def _row_indices(row: ir.Value, G: int, KV: int) -> tuple:
@@ -328,7 +379,8 @@ def _row_indices(row: ir.Value, G: int, KV: int) -> tuple:
     return s, g, kv, arith.AddIOp(arith.MulIOp(g, index(KV)).result, kv).result
 
 
-def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0, workgroups: int = 0) -> None:
+def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0, workgroups: int = 0,
+          launches: int = 1, kind: str = "vulkan") -> None:
     """Replace the kernel's body ops by the launches: a workgroup of ``splits`` subgroups
     per query row (s, g, kv); D a multiple of ``subgroup``. With ``chunk`` > 0 and a KV
     length above it (decided at run time), flash-decoding's split across workgroups
@@ -337,7 +389,16 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
     ``chunk`` keys, or with ``workgroups`` > 0 (the device's multiprocessors times the
     workgroups each should get) sized at run time so that all rows together make about
     ``workgroups`` workgroups: ``max(ceil(t / ceil(workgroups / rows)), chunk)`` keys
-    (``chunk`` the least; many rows or a short cache split less)."""
+    (``chunk`` the least; many rows or a short cache split less).
+
+    ``launches`` = 1 and a kernel that reads the row counters (``m.counters``, at most
+    :data:`COUNTER_ROWS` rows at run time): the split is ONE launch. Each workgroup writes
+    its partial result, fences it (device scope, ``kind``'s fence: :func:`device_fence`),
+    and after a barrier its first lane adds 1 to its row's counter (``memref.atomic_rmw``);
+    the workgroup that finds ``parts - 1`` there arrived last: it fences again (acquire),
+    combines the row's partial results with its first subgroup and resets the counter to
+    0 for the next launch (the threadfence-reduction pattern). ``launches`` = 2: the
+    combining launch."""
     _, KV, D = ir.MemRefType(m.k.type).shape
     qt = ir.MemRefType(m.q.type)
     G = qt.shape[1] if qt.rank == 5 else qt.shape[1] // KV
@@ -373,10 +434,11 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
             out() if not idle else when(live, out)
         return emit
 
-    def row_launch(grid_items: ir.Value, key_range, emitter) -> None:
+    def row_launch(grid_items: ir.Value, key_range, emitter, after=None) -> None:
         """A launch of ``W`` subgroups per item: keys ``key_range(item)`` = (row, lo, hi),
         online softmax per subgroup, the subgroups met in workgroup memory, then
-        ``emitter(item, s, g, kv, h, ds, lane, live)(max, sum, accumulators)``."""
+        ``emitter(item, s, g, kv, h, ds, lane, live)(max, sum, accumulators)`` (by the first
+        subgroup) and ``after(row, s, g, kv, h, ds, lane, sg, live)`` (by every thread)."""
         grid = arith.MinUIOp(grid_items, index(MAX_GRID)).result
         launch = Launch((grid, index(1), index(1)), (S * W, 1, 1), [W * slot] if W > 1 else [])
         with launch:
@@ -421,6 +483,8 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 res = for_loop(arith.AddIOp(lo, sg).result, hi, index(W), init, key)
                 if W == 1:
                     emit(res[0], res[1], res[2:])
+                    if after is not None:
+                        after(row, s, g, kv, h, ds, lane, sg, live)
                     return []
                 buf = launch.shared[0]
                 base = arith.MulIOp(sg, index(slot)).result
@@ -457,6 +521,8 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 first_sg = arith.CmpIOp(arith.CmpIPredicate.eq, sg, index(0)).result
                 when(arith.AndIOp(first_sg, live).result if idle else first_sg, combine)
                 barrier()   # the next item reuses the workgroup memory
+                if after is not None:
+                    after(row, s, g, kv, h, ds, lane, sg, live)
                 return []
 
             for_loop(launch.block_id[0], grid_items, launch.grid_dim[0], [], item_body)
@@ -494,33 +560,81 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 put_acc() if not idle else when(live, put_acc)
             return emit
 
-        row_launch(items, key_range, partial)
-        launch = Launch((arith.MinUIOp(rows, index(MAX_GRID)).result, index(1), index(1)), (S, 1, 1), [])
-        with launch:
-            lane, _, ds, live = lanes(launch)
+        def combine_row(row: ir.Value, s, g, kv, h, ds, live) -> None:
+            """The row's ``parts`` partial results combined (online rescaling) by one
+            subgroup, the output written."""
+            first = arith.MulIOp(row, parts).result
 
-            def row_body(row: ir.Value, _: list) -> list:
-                s, g, kv, h = _row_indices(row, G, KV)
-                first = arith.MulIOp(row, parts).result
+            def part(c: ir.Value, run: list) -> list:
+                mrun, l, acc = run[0], run[1], run[2:]
+                base = arith.MulIOp(arith.AddIOp(first, c).result, index(slot)).result
+                mc = load(ws, [base])
+                mnew = arith.MaximumFOp(mrun, mc).result
+                a = mmath.ExpOp(arith.SubFOp(mrun, mnew).result).result
+                b = mmath.ExpOp(arith.SubFOp(mc, mnew).result).result
+                l = arith.AddFOp(arith.MulFOp(l, a).result,
+                                 arith.MulFOp(load(ws, [arith.AddIOp(base, index(1)).result]), b).result).result
+                acc = [arith.AddFOp(arith.MulFOp(x, a).result,
+                                    arith.MulFOp(load(ws, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result]),
+                                                 b).result).result for x, d in zip(acc, ds)]
+                return [mnew, l, *acc]
+            res = for_loop(index(0), parts, index(1), [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per, part)
+            final(s, g, kv, h, ds, live)(res[0], res[1], res[2:])
 
-                def part(c: ir.Value, run: list) -> list:
-                    mrun, l, acc = run[0], run[1], run[2:]
-                    base = arith.MulIOp(arith.AddIOp(first, c).result, index(slot)).result
-                    mc = load(ws, [base])
-                    mnew = arith.MaximumFOp(mrun, mc).result
-                    a = mmath.ExpOp(arith.SubFOp(mrun, mnew).result).result
-                    b = mmath.ExpOp(arith.SubFOp(mc, mnew).result).result
-                    l = arith.AddFOp(arith.MulFOp(l, a).result,
-                                     arith.MulFOp(load(ws, [arith.AddIOp(base, index(1)).result]), b).result).result
-                    acc = [arith.AddFOp(arith.MulFOp(x, a).result,
-                                        arith.MulFOp(load(ws, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result]),
-                                                     b).result).result for x, d in zip(acc, ds)]
-                    return [mnew, l, *acc]
-                res = for_loop(index(0), parts, index(1), [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per, part)
-                final(s, g, kv, h, ds, live)(res[0], res[1], res[2:])
-                return []
+        def arrive(row, s, g, kv, h, ds, lane, sg, live) -> None:
+            """After a workgroup's partial result: count its arrival; the last of its row
+            combines the row and resets the counter."""
+            device_fence(kind)     # release: this workgroup's stores to the workspace
+            barrier()              # ... by every lane, before the first lane's atomic
+            i32_0, i32_1 = arith.ConstantOp(i32t, 0).result, arith.ConstantOp(i32t, 1).result
+            head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
 
-            for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row_body)
+            def in_first_subgroup():
+                tick = scf.IfOp(head, [i32t], has_else=True)
+                with ir.InsertionPoint(tick.then_block):
+                    old = memref.AtomicRMWOp(arith.AtomicRMWKind.addi, i32_1, m.counters, [row]).result
+                    scf.YieldOp([old])
+                with ir.InsertionPoint(tick.else_block):
+                    scf.YieldOp([i32_0])
+                old = gpu.ShuffleOp(tick.results[0], i32_0, arith.ConstantOp(i32t, S).result,
+                                    gpu.ShuffleMode.IDX).results[0]
+                need = arith.IndexCastOp(i32t, arith.SubIOp(parts, index(1)).result).result
+                last = arith.CmpIOp(arith.CmpIPredicate.eq, old, need).result
+
+                def combine():
+                    device_fence(kind)     # acquire: the other workgroups' partial results
+                    combine_row(row, s, g, kv, h, ds, live)
+                    when(head, lambda: store(i32_0, m.counters, [row]))   # zero for the next launch
+                when(last, combine)
+            if W == 1:
+                in_first_subgroup()
+            else:
+                when(arith.CmpIOp(arith.CmpIPredicate.eq, sg, index(0)).result, in_first_subgroup)
+
+        def two_launches() -> None:
+            row_launch(items, key_range, partial)
+            launch = Launch((arith.MinUIOp(rows, index(MAX_GRID)).result, index(1), index(1)), (S, 1, 1), [])
+            with launch:
+                _, _, ds, live = lanes(launch)
+
+                def row_body(row: ir.Value, _: list) -> list:
+                    s, g, kv, h = _row_indices(row, G, KV)
+                    combine_row(row, s, g, kv, h, ds, live)
+                    return []
+
+                for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row_body)
+
+        if launches == 1 and m.counters is not None:
+            fits = arith.CmpIOp(arith.CmpIPredicate.ule, rows, index(COUNTER_ROWS)).result
+            branch = scf.IfOp(fits, [], has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                row_launch(items, key_range, partial, arrive)
+                scf.YieldOp([])
+            with ir.InsertionPoint(branch.else_block):
+                two_launches()
+                scf.YieldOp([])
+        else:
+            two_launches()
         memref.DeallocOp(ws)
 
     def _head_major(item: ir.Value) -> ir.Value:

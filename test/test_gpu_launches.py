@@ -123,24 +123,50 @@ def test_vulkan_decode_attention_is_one_launch(routes, D, splits):
 
 
 #: (s, t): KV lengths around one chunk of 256 keys and several chunks, an odd last chunk
-_SPLIT_SIZES = [(1, 1), (1, 7), (1, 255), (1, 256), (2, 257), (1, 2048), (1, 3000)]
+_SPLIT_SIZES = [(1, 1), (1, 7), (1, 255), (1, 256), (2, 257), (1, 2048), (1, 2049), (1, 3000), (1, 2049)]
 
 
 @needs_vulkan
-@pytest.mark.parametrize("D,splits,chunk", [(16, 1, 256), (4, 4, 256), (32, 2, 128)])
-def test_vulkan_decode_attention_split_across_workgroups(routes, D, splits, chunk):
-    """Flash-decoding's split: above ``chunk`` keys a workgroup per (row, chunk) writes its
-    partial (max, sum, accumulators) and a second launch combines them; at most one chunk
-    stays one launch. One executable for every length; lanes idle (D = 4) and several
-    subgroups per workgroup included."""
+@pytest.mark.parametrize("D,splits,chunk,launches", [(16, 1, 256, 1), (4, 4, 256, 1), (32, 2, 128, 1),
+                                                     (16, 1, 256, 2)])
+def test_vulkan_decode_attention_split_across_workgroups(routes, D, splits, chunk, launches):
+    """Flash-decoding's split: above ``chunk`` keys a workgroup per (row, chunk) computes a
+    partial (max, sum, accumulators); the last workgroup of each row to finish (a counter
+    per row in the session state ``relax_gpu_attention_counters``) combines them: ONE launch
+    (``attention_launches=1``, the default), or a second launch does
+    (``attention_launches=2``). At most one chunk: a workgroup per row. One executable for
+    every length (1, odd, one chunk, above it, 2049 twice: the counters were reset); lanes
+    idle (D = 4) and several subgroups per workgroup included; the counters are all zero
+    after every call."""
+    from relax_mlir.backends.gpu.decode_attention import COUNTERS_STATE
     G, KV = 2, 3
-    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan",
-                             options={"schedule_config": f"attention_splits={splits}:attention_chunk={chunk}"})
+    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan", options={
+        "schedule_config": f"attention_splits={splits}:attention_chunk={chunk}:attention_launches={launches}"})
+    sess = exe.session()
     for s, t in _SPLIT_SIZES:
         q, k, v, mask = attention_inputs(s, t, KV, D, G, s * 1000 + t)
-        y, launched = routes.call(exe, q, k, v, mask)
+        y, launched = routes.call(sess["main"], q, k, v, mask)
         np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
-        assert len(launched) == (1 if t <= chunk else 2) and launched[0][0], (s, t, launched)
+        parts = -(-t // chunk)
+        assert len(launched) == (1 if parts == 1 else launches) and launched[0][0], (s, t, launched)
+        assert tuple(launched[0][1]) == (s * G * KV * parts, 1, 1), (s, t, launched)
+        assert not sess.state[COUNTERS_STATE].any()
+
+
+@needs_vulkan
+def test_vulkan_decode_attention_split_more_rows_than_counters(routes):
+    """More query rows in one call than the row counters hold (8192: 1366 x 6 rows here):
+    the split takes its two launches, in the same executable as the one-launch calls."""
+    from relax_mlir.backends.gpu.decode_attention import COUNTER_ROWS, COUNTERS_STATE
+    G, KV, D = 2, 3, 4
+    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan")
+    sess = exe.session()
+    for s, t in [(2, 300), (-(-COUNTER_ROWS // (G * KV)) + 1, 257), (COUNTER_ROWS // (G * KV), 257)]:
+        q, k, v, mask = attention_inputs(s, t, KV, D, G, s + t)
+        y, launched = routes.call(sess["main"], q, k, v, mask)
+        np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
+        assert len(launched) == (2 if s * G * KV > COUNTER_ROWS else 1), (s, t, launched)
+        assert not sess.state[COUNTERS_STATE].any()
 
 
 #: (s, t): KV lengths 1, odd, one chunk and above it (the split), several query rows
@@ -152,7 +178,7 @@ _F16_SIZES = [(1, 1), (1, 7), (2, 33), (1, 256), (1, 300), (3, 1001)]
 def test_vulkan_decode_attention_reads_an_f16_cache(routes, D, splits):
     """An f16 KV cache (relax_mlir/llm's ``kv_dtype="f16"``: k and v f16, converted to f32
     before the chain): the conversions are absorbed, the fused kernel reads the f16 rows and
-    accumulates in f32, still one launch up to a chunk and two above, through ONE executable.
+    accumulates in f32, one launch at every length (the split combined in its last workgroups), through ONE executable.
     Against numpy on the same f16 values: f32 rounding only; against the f32 cache the
     difference is f16's rounding of K and V (documented in docs/gpu.md)."""
     G, KV = 2, 3
@@ -165,7 +191,7 @@ def test_vulkan_decode_attention_reads_an_f16_cache(routes, D, splits):
         ref16 = attention_ref(q, k16.astype(np.float64), v16.astype(np.float64), mask, G, KV, D).reshape(s, -1)
         np.testing.assert_allclose(y, ref16, rtol=1e-5, atol=2e-6)
         np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=0, atol=5e-3)
-        assert len(launched) == (1 if t <= 256 else 2) and launched[0][0], (s, t, launched)
+        assert len(launched) == 1 and launched[0][0], (s, t, launched)
 
 
 @needs_vulkan
@@ -173,7 +199,7 @@ def test_vulkan_decode_attention_split_from_multiprocessors(routes):
     """``attention_split=2`` (cuda's default where the device reports its multiprocessors):
     the chunk is sized at run time for about ``attention_waves * multiprocessors`` workgroups
     over all rows, never below ``attention_chunk`` keys: the number of chunks per row follows
-    the rows and the cache length (one launch where that is one chunk). A vulkan target with
+    the rows and the cache length (one launch either way: the last workgroup of a row combines). A vulkan target with
     a multiprocessor count set stands in for a GPU here; one executable for every size."""
     from dataclasses import replace
     from relax_mlir.compiler import CompileOptions
@@ -191,7 +217,7 @@ def test_vulkan_decode_attention_split_from_multiprocessors(routes):
         q, k, v, mask = attention_inputs(s, t, KV, D, G, s * 1000 + t)
         y, launched = routes.call(exe, q, k, v, mask)
         np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
-        assert len(launched) == (1 if parts == 1 else 2), (s, t, parts, launched)
+        assert len(launched) == 1, (s, t, parts, launched)
         assert launched[0][1][0] == rows * parts, (s, t, parts, launched)
 
 
@@ -275,45 +301,57 @@ def test_fake_cuda_fallback_sum_over_a_middle_axis_grid(tmp_path):
 FAKE_ATTENTION = r"""
 sys.path.insert(0, sys.argv[2])
 from test_gpu_launches import attention_module, attention_inputs
-exe = relax_mlir.compile(attention_module(2, 4, 64), target="cuda")
 out = []
-for s, t in ((1, 1), (1, 77), (2, 300), (1, 256), (1, 1000)):
-    exe(*attention_inputs(s, t, 4, 64, 2, t))
-    out.append(exe.cuda_call_stats["launches"])
+for config in ("", "attention_launches=2"):
+    exe = relax_mlir.compile(attention_module(2, 4, 64), target="cuda", options={"schedule_config": config})
+    calls = []
+    for s, t in ((1, 1), (1, 77), (2, 300), (1, 256), (1, 1000), (1, 1000)):
+        exe(*attention_inputs(s, t, 4, 64, 2, t))
+        calls.append(exe.cuda_call_stats["launches"])
+    out.append(calls)
 print("FAKE-RUN " + json.dumps(out))
 """
 
 
 def test_cuda_decode_attention_ptx():
     """The cuda pipeline's PTX of the fused decode attention (D = 64: 2 elements per lane,
-    4 warps splitting the KV length): three kernels, the whole-row one and the split's
-    partial one with warp shuffles and one barrier pair each, the split's combination with
-    neither (a warp per row, nothing shared)."""
+    4 warps splitting the KV length): four kernels: the whole-row one; the split's partial
+    one combined in the last workgroup of each row (one more barrier, before the first
+    lane's ``atom.global.add`` on the row's counter, a ``fence.acq_rel.gpu`` before it and
+    one after it on the last workgroup's side, the ticket broadcast by ``shfl.sync.idx``);
+    and the two-launch split (rows beyond the counters' 8192, or ``attention_launches=2``):
+    its partial kernel and the combination, with neither shuffles nor barriers (a warp per
+    row, nothing shared)."""
     from test_gpu_rules import _cuda_ptx
     ptx = _cuda_ptx(str(attention_module(2, 4, 64)), "cuda")
-    assert len(ptx) == 3, list(ptx)
+    assert len(ptx) == 4, list(ptx)
     counts = sorted((p.count("shfl.sync.bfly.b32"), p.count("bar.sync")) for p in ptx.values())
-    assert counts == [(0, 0), (5, 2), (5, 2)], counts
+    assert counts == [(0, 0), (5, 2), (5, 2), (5, 3)], counts
+    fused = [p for p in ptx.values() if p.count("bar.sync") == 3]
+    assert [(p.count("atom.global.add.u32"), p.count("fence.acq_rel.gpu"), p.count("shfl.sync.idx.b32"))
+            for p in fused] == [(1, 2, 1)]
+    assert all("atom." not in p and "fence." not in p for p in ptx.values() if p not in fused)
 
 
 def test_cuda_decode_attention_f16_cache_ptx():
     """With an f16 cache the kernels load K and V as 16-bit values and widen them
-    (``cvt.f32.f16``), no f32 conversion kernel of the cache in front: the same three
+    (``cvt.f32.f16``), no f32 conversion kernel of the cache in front: the same four
     kernels."""
     from test_gpu_rules import _cuda_ptx
     ptx = _cuda_ptx(str(attention_module(2, 4, 64, kv_dtype="f16")), "cuda")
-    assert len(ptx) == 3, list(ptx)
+    assert len(ptx) == 4, list(ptx)
     main = [p for p in ptx.values() if p.count("shfl.sync.bfly.b32")]
-    assert len(main) == 2 and all("cvt.f32.f16" in p and "ld.global.b16" in p for p in main), list(ptx)
+    assert len(main) == 3 and all("cvt.f32.f16" in p and "ld.global.b16" in p for p in main), list(ptx)
 
 
 def test_fake_cuda_decode_attention_launches(tmp_path):
-    """The PTX loaded and launched by the fake driver: one launch per call up to 256 keys (the
-    default ``attention_chunk``), two above (the partial results and their combination).
-    """
+    """The PTX loaded and launched by the fake driver: one launch per call at every KV length
+    (the default ``attention_launches=1``: above 256 keys, the default ``attention_chunk``,
+    the split combined in its last workgroups); with ``attention_launches=2`` two above 256
+    keys (the partial results, then their combination)."""
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_ATTENTION, os.path.dirname(__file__))
-    assert got == [1, 1, 2, 1, 2]
+    assert got == [[1, 1, 1, 1, 1, 1], [1, 1, 2, 1, 2, 2]]
 
 
 FAKE_STEP = r"""

@@ -19,6 +19,7 @@ launch, not one per linalg op.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -151,6 +152,41 @@ def test_vulkan_decode_attention_split_across_workgroups(routes, D, splits, chun
         assert len(launched) == (1 if parts == 1 else launches) and launched[0][0], (s, t, launched)
         assert tuple(launched[0][1]) == (s * G * KV * parts, 1, 1), (s, t, launched)
         assert not sess.state[COUNTERS_STATE].any()
+
+
+@needs_vulkan
+@pytest.mark.skipif(__import__("shutil").which("spirv-val") is None or __import__("shutil").which("spirv-dis") is None,
+                    reason="spirv-val / spirv-dis (spirv-tools) not installed")
+def test_vulkan_decode_attention_one_launch_spirv(tmp_path):
+    """The SPIR-V of the one-launch split validates (Vulkan 1.1: subgroup shuffles); its
+    partial kernel has the row counter's ``OpAtomicIAdd`` (Device scope) and two
+    ``OpMemoryBarrier Device AcquireRelease|UniformMemory`` (GLSL's memoryBarrierBuffer: 1,
+    72), the ticket broadcast with ``OpGroupNonUniformShuffle``; no other kernel has
+    atomics or device barriers (the whole-row and the two-launch partial kernels shuffle
+    with ``OpGroupNonUniformShuffleXor``, the combining one not at all)."""
+    import subprocess
+    from mlir import ir
+    from mlir.dialects import gpu as gpu_d
+    from relax_mlir.target import Target
+    m = attention_module(2, 3, 16)
+    with m.context:
+        m.operation.attributes["relax.target"] = Target.detect("vulkan").to_attr()
+        relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
+        found = {}
+        for o in m.body.operations:
+            o = o.operation
+            if o.name != "gpu.binary":
+                continue
+            path = tmp_path / (ir.StringAttr(o.attributes["sym_name"]).value + ".spv")
+            path.write_bytes(gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object)
+            r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
+            assert r.returncode == 0, (path.name, r.stdout + r.stderr)
+            dis = subprocess.run(["spirv-dis", str(path)], capture_output=True, text=True).stdout
+            found[path.name] = (len(re.findall(r"OpAtomicIAdd %uint %\w+ %uint_1 ", dis)), dis.count("OpAtomic"),
+                                dis.count("OpMemoryBarrier %uint_1 %uint_72"), dis.count("OpMemoryBarrier"),
+                                "OpGroupNonUniformShuffleXor" in dis, dis.count("OpGroupNonUniformShuffle "))
+    assert sorted(found.values()) == [(0, 0, 0, 0, False, 0), (0, 0, 0, 0, True, 0), (0, 0, 0, 0, True, 0),
+                                      (1, 1, 2, 2, True, 1)], found
 
 
 @needs_vulkan

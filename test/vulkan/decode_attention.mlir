@@ -11,16 +11,16 @@
 // of the session state relax_gpu_attention_counters (declared on the module; the split's
 // per-row arrival counters, used only by the GPU rule's launch); counters=false leaves it out.
 
-// CHECK: module attributes {relax.state = {relax_gpu_attention_counters = tensor<8192xi32>}}
+// CHECK: module attributes {relax.state = {relax_gpu_attention_counters = tensor<65536xi32>}}
 // CHECK-LABEL: func.func @attend
 // CHECK-NOT: relax.softmax
-// CHECK: %[[C:.*]] = "relax.state_read"() {end = 8192 : i64, state = "relax_gpu_attention_counters"} : () -> tensor<8192xi32>
+// CHECK: %[[C:.*]] = "relax.state_read"() {end = 65536 : i64, state = "relax_gpu_attention_counters"} : () -> tensor<65536xi32>
 // CHECK-NEXT: %[[O:.*]] = "relax.call_tir"(%arg0, %arg1, %arg3, %arg2, %[[C]]) {callee = @[[K:relax_gpu_decode_attention[A-Za-z0-9_]*]]
 // CHECK-SAME: -> tensor<?x512xf32, #relax.shape<["s", 512]>>
 // CHECK-NEXT: return %[[O]]
 // CHECK-LABEL: func.func @dynamic_head_dim
 // CHECK: relax.softmax
-// CHECK: func.func private @[[K]](%{{.*}}: tensor<?x8x64xf32>, %{{.*}}: tensor<?x4x64xf32>, %{{.*}}: tensor<?x1x?x1xf32>, %{{.*}}: tensor<?x4x64xf32>, %{{.*}}: tensor<8192xi32>, %{{.*}}: tensor<?x512xf32>)
+// CHECK: func.func private @[[K]](%{{.*}}: tensor<?x8x64xf32>, %{{.*}}: tensor<?x4x64xf32>, %{{.*}}: tensor<?x1x?x1xf32>, %{{.*}}: tensor<?x4x64xf32>, %{{.*}}: tensor<65536xi32>, %{{.*}}: tensor<?x512xf32>)
 // CHECK-SAME: relax.kernel_op = "decode_attention"
 // CHECK-COUNT-6: linalg.generic
 // CHECK: return

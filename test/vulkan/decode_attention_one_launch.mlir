@@ -1,44 +1,51 @@
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda}, canonicalize, cse)' | FileCheck %s
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda overrides=attention_launches=2}, canonicalize, cse)' | FileCheck %s --check-prefix=TWO
-// The DecodeAttention rule on a decode_attention kernel that reads the row counters (%arg4,
-// the session state relax_gpu_attention_counters; G = 1, 2 KV heads, D = 32; cuda's
-// defaults). Above one chunk of 256 keys and with at most 8192 query rows (decided at run
-// time): ONE launch of a workgroup per (row, chunk): its partial result stored to the
-// workspace, a device fence (llvm.fence syncscope("device") acq_rel), a barrier, the first
-// lane's atomic add on its row's counter, the old value broadcast over the first warp
-// (gpu.shuffle idx); the workgroup that saw parts - 1 fences again, combines the row's
-// partial results from the workspace, writes the output and zeroes the counter. More rows:
-// the two-launch split (attention_launches=2: always).
+// The DecodeAttention rule on a decode_attention kernel that reads the arrival counters
+// (%arg4, the session state relax_gpu_attention_counters; G = 1, 2 KV heads, D = 32; cuda's
+// defaults: warps of 32, 4 per workgroup). Above one chunk of 256 keys and with at most
+// 65536 counters needed (rows x 32 live lanes = s x 64, decided at run time): ONE launch of a
+// workgroup per (row, chunk). Each lane of the first warp stores its elements of the partial
+// result and its copy of (max, sum), fences them (llvm.fence syncscope("device") acq_rel),
+// adds 1 to its counter (row * 32 + lane); the lane that saw parts - 1 fences again,
+// combines its elements over the row's chunks, writes them and zeroes its counter. No
+// barrier or broadcast beyond the two-launch partial kernel's. More counters needed: the
+// two-launch split (attention_launches=2: always).
 
 // CHECK-LABEL: func.func @relax_gpu_decode_attention
 // CHECK: %[[PARTS:.*]] = arith.divui %{{.*}}, %c256 : index
 // CHECK: %[[SHORT:.*]] = arith.cmpi ule, %[[PARTS]], %c1 : index
 // CHECK: scf.if %[[SHORT]] {
 // CHECK: } else {
-// CHECK: %[[WS:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
-// CHECK: %[[FITS:.*]] = arith.cmpi ule, %{{.*}}, %c8192 : index
+// CHECK: %[[NEED:.*]] = arith.muli %{{.*}}, %c64 : index
+// CHECK-NEXT: %[[FITS:.*]] = arith.cmpi ule, %[[NEED]], %c65536 : index
 // CHECK: scf.if %[[FITS]] {
+// CHECK: %[[WS:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
 // CHECK: gpu.launch
 // CHECK-COUNT-5: gpu.shuffle  xor
-// CHECK: memref.store %{{.*}}, %[[WS]][%{{.*}}] : memref<?xf32>
 // CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[WS]][%{{.*}}] : memref<?xf32>
 // CHECK: llvm.fence syncscope("device") acq_rel
-// CHECK-NEXT: gpu.barrier
-// CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %c1_i32, %arg4[%[[ROW:.*]]] : (i32, memref<8192xi32>) -> i32
-// CHECK: gpu.shuffle  idx %{{.*}}, %c0_i32, %c32_i32 : i32
-// CHECK: scf.if
+// CHECK-NEXT: %[[R32:.*]] = arith.muli %{{.*}}, %c32 : index
+// CHECK-NEXT: %[[AT:.*]] = arith.addi %[[R32]], %{{.*}} : index
+// CHECK-NEXT: %[[OLD:.*]] = memref.atomic_rmw addi %c1_i32, %arg4[%[[AT]]] : (i32, memref<65536xi32>) -> i32
+// CHECK: %[[LAST:.*]] = arith.cmpi eq, %[[OLD]], %{{.*}} : i32
+// CHECK-NEXT: scf.if %[[LAST]] {
 // CHECK-NEXT: llvm.fence syncscope("device") acq_rel
 // CHECK: scf.for
 // CHECK: memref.load %[[WS]][%{{.*}}] : memref<?xf32>
 // CHECK: memref.store %{{.*}}, %arg5[%{{.*}}, %{{.*}}] : memref<?x64xf32>
-// CHECK: memref.store %c0_i32, %arg4[%[[ROW]]] : memref<8192xi32>
-// CHECK: gpu.terminator
+// CHECK: memref.store %c0_i32, %arg4[%[[AT]]] : memref<65536xi32>
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.barrier
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.terminator
+// CHECK: memref.dealloc %[[WS]] : memref<?xf32>
 // CHECK: } else {
 // CHECK: gpu.launch
 // CHECK-NOT: memref.atomic_rmw
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c1, %{{.*}} = %c1) {
 // CHECK-NOT: memref.atomic_rmw
-// CHECK: memref.dealloc %[[WS]] : memref<?xf32>
+// CHECK: memref.dealloc
 // CHECK: return
 
 // TWO-LABEL: func.func @relax_gpu_decode_attention
@@ -47,7 +54,7 @@
 // TWO: memref.dealloc
 // TWO: return
 
-func.func @relax_gpu_decode_attention_f32_Dx2x32_Dx2x32_Dx1xDx1_Dx2x32_8192_Dx64(%arg0: memref<?x2x32xf32>, %arg1: memref<?x2x32xf32>, %arg2: memref<?x1x?x1xf32>, %arg3: memref<?x2x32xf32>, %arg4: memref<8192xi32>, %arg5: memref<?x64xf32>) attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.kernel_op = "decode_attention"} {
+func.func @relax_gpu_decode_attention_f32_Dx2x32_Dx2x32_Dx1xDx1_Dx2x32_65536_Dx64(%arg0: memref<?x2x32xf32>, %arg1: memref<?x2x32xf32>, %arg2: memref<?x1x?x1xf32>, %arg3: memref<?x2x32xf32>, %arg4: memref<65536xi32>, %arg5: memref<?x64xf32>) attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.kernel_op = "decode_attention"} {
   %cst = arith.constant 0xFF800000 : f32
   %cst_0 = arith.constant 0.000000e+00 : f32
   %c0 = arith.constant 0 : index

@@ -155,13 +155,13 @@ def absorb_reshapes(ch: _Chain) -> tuple[ir.Value, Optional[ir.Operation]]:
 #: element types of K / V the fused kernel reads as they are (widened to f32 per load)
 KV_DTYPES = ("f32", "f16")
 
-#: The session state (``relax.state``) holding one arrival counter per query row for the
-#: split's combination in the last workgroup of a row (:func:`build`): zero-filled when a
-#: session is made, left zero by every launch (the last workgroup of a row resets its
-#: counter), at a fixed address for the session's life (a replayed CUDA graph finds it
-#: zero). More query rows than this in one call take the two-launch split.
+#: The session state (``relax.state``) holding the arrival counters of the split's
+#: combination in the last workgroup of a row (:func:`build`), one per query row and live
+#: lane (rows x min(subgroup, D)): zero-filled when a session is made, left zero by every
+#: launch (the last arrival resets its counter), at a fixed address for the session's life (a
+#: replayed CUDA graph finds them zero). A call needing more takes the two-launch split.
 COUNTERS_STATE = "relax_gpu_attention_counters"
-COUNTER_ROWS = 8192
+COUNTERS = 65536
 
 
 def counters_operand(module: ir.Operation, ip: ir.InsertionPoint, loc: ir.Location) -> ir.Value:
@@ -170,10 +170,10 @@ def counters_operand(module: ir.Operation, ip: ir.InsertionPoint, loc: ir.Locati
     from ...ops.state import declare_states, module_states
     from ...shapes import tensor_type
     if COUNTERS_STATE not in module_states(module):
-        declare_states(module, {COUNTERS_STATE: ([COUNTER_ROWS], "i32")})
-    t = tensor_type(Shape.of([COUNTER_ROWS]), "i32")
+        declare_states(module, {COUNTERS_STATE: ([COUNTERS], "i32")})
+    t = tensor_type(Shape.of([COUNTERS]), "i32")
     return create("state_read", [], [t], {"state": ir.StringAttr.get(COUNTERS_STATE),
-                                          "end": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), COUNTER_ROWS)},
+                                          "end": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), COUNTERS)},
                   loc=loc, ip=ip).results[0]
 
 
@@ -341,7 +341,7 @@ def match(fn: ir.Operation) -> Optional[_Bufs]:
     counters = None
     if len(args) == 6:   # q, k, mask, v, the counters, the output
         ct = args[4].type
-        if isinstance(ct, ir.MemRefType) and ct.rank == 1 and ct.shape[0] == COUNTER_ROWS and \
+        if isinstance(ct, ir.MemRefType) and ct.rank == 1 and ct.shape[0] == COUNTERS and \
                 ct.element_type == ir.IntegerType.get_signless(32):
             counters = args[4]
     return _Bufs(qk.inputs[0], qk.inputs[1], add.inputs[1], indexing_maps(work[2])[1], pv.inputs[2], div.outputs[0],
@@ -391,14 +391,15 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
     ``workgroups`` workgroups: ``max(ceil(t / ceil(workgroups / rows)), chunk)`` keys
     (``chunk`` the least; many rows or a short cache split less).
 
-    ``launches`` = 1 and a kernel that reads the row counters (``m.counters``, at most
-    :data:`COUNTER_ROWS` rows at run time): the split is ONE launch. Each workgroup writes
-    its partial result, fences it (device scope, ``kind``'s fence: :func:`device_fence`),
-    and after a barrier its first lane adds 1 to its row's counter (``memref.atomic_rmw``);
-    the workgroup that finds ``parts - 1`` there arrived last: it fences again (acquire),
-    combines the row's partial results with its first subgroup and resets the counter to
-    0 for the next launch (the threadfence-reduction pattern). ``launches`` = 2: the
-    combining launch."""
+    ``launches`` = 1 and a kernel that reads the counters (``m.counters``, at most
+    :data:`COUNTERS` of them needed at run time: rows x live lanes): the split is ONE launch.
+    Each live lane of a workgroup's first subgroup stores its elements of the partial result
+    and its own copy of (max, sum), fences them (device scope: :func:`device_fence`) and adds
+    1 to its own counter of the row (``memref.atomic_rmw``); the lane that finds ``parts - 1``
+    there arrived last for its elements: it fences again (acquire), combines them over the
+    row's chunks, writes them and stores 0 into the counter for the next launch (the
+    threadfence-reduction pattern, per lane: no barrier, no broadcast). ``launches`` = 2:
+    the combining launch."""
     _, KV, D = ir.MemRefType(m.k.type).shape
     qt = ir.MemRefType(m.q.type)
     G = qt.shape[1] if qt.rank == 5 else qt.shape[1] // KV
@@ -407,7 +408,8 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
     idle = D < S           # lanes past D hold nothing (their q and v read as 0)
     i32t = ir.IntegerType.get_signless(32)
     contract = ir.Attribute.parse("#arith.fastmath<contract>")
-    slot = D + 2           # a partial result: max, sum, D accumulators
+    slot = D + 2           # the subgroups' partial results in workgroup memory: max, sum, D accumulators
+    lanes_live = min(S, D)   # lanes holding elements of the row (the fused split: a counter each)
     last = m.ops[-1]   # every buffer is defined before the division
 
     def lanes(launch: Launch):
@@ -434,11 +436,11 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
             out() if not idle else when(live, out)
         return emit
 
-    def row_launch(grid_items: ir.Value, key_range, emitter, after=None) -> None:
+    def row_launch(grid_items: ir.Value, key_range, emitter) -> None:
         """A launch of ``W`` subgroups per item: keys ``key_range(item)`` = (row, lo, hi),
         online softmax per subgroup, the subgroups met in workgroup memory, then
         ``emitter(item, s, g, kv, h, ds, lane, live)(max, sum, accumulators)`` (by the first
-        subgroup) and ``after(row, s, g, kv, h, ds, lane, sg, live)`` (by every thread)."""
+        subgroup)."""
         grid = arith.MinUIOp(grid_items, index(MAX_GRID)).result
         launch = Launch((grid, index(1), index(1)), (S * W, 1, 1), [W * slot] if W > 1 else [])
         with launch:
@@ -483,8 +485,6 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 res = for_loop(arith.AddIOp(lo, sg).result, hi, index(W), init, key)
                 if W == 1:
                     emit(res[0], res[1], res[2:])
-                    if after is not None:
-                        after(row, s, g, kv, h, ds, lane, sg, live)
                     return []
                 buf = launch.shared[0]
                 base = arith.MulIOp(sg, index(slot)).result
@@ -521,18 +521,34 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 first_sg = arith.CmpIOp(arith.CmpIPredicate.eq, sg, index(0)).result
                 when(arith.AndIOp(first_sg, live).result if idle else first_sg, combine)
                 barrier()   # the next item reuses the workgroup memory
-                if after is not None:
-                    after(row, s, g, kv, h, ds, lane, sg, live)
                 return []
 
             for_loop(launch.block_id[0], grid_items, launch.grid_dim[0], [], item_body)
 
-    def split(rows: ir.Value, t_n: ir.Value, parts: ir.Value, chunk_n: ir.Value) -> None:
+    def split(rows: ir.Value, t_n: ir.Value, parts: ir.Value, chunk_n: ir.Value, fused: bool) -> None:
         """Flash-decoding: ``parts`` workgroups per row, each over ``chunk_n`` keys, their
-        (max, sum, accumulators) in a workspace; then a subgroup per row combines them."""
+        (max, sum, accumulators) in a workspace; combined by the last workgroup of the row
+        to finish, per lane (``fused``), or by a second launch, a subgroup per row."""
         items = arith.MulIOp(rows, parts).result
+        # a partial result: D accumulators, then the max and the sum (once, by lane 0; fused:
+        # one copy per live lane, each lane synchronizing through its own counter)
+        copies = lanes_live if fused else 1
+        width = D + 2 * copies
         ws = memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.F32Type.get()),
-                            [arith.MulIOp(items, index(slot)).result], []).result
+                            [arith.MulIOp(items, index(width)).result], []).result
+
+        def ws_base(row, c):
+            """The partial result of chunk ``c`` of ``row`` (row-major by row, then chunk)."""
+            return arith.MulIOp(arith.AddIOp(arith.MulIOp(row, parts).result, c).result, index(width)).result
+
+        def m_slot(base, lane):
+            # fused: the live lanes' maxima at base + D + lane, their sums after them
+            return arith.AddIOp(base, arith.AddIOp(lane, index(D)).result).result if fused else \
+                arith.AddIOp(base, index(D)).result
+
+        def l_slot(base, lane):
+            return arith.AddIOp(base, arith.AddIOp(lane, index(D + copies)).result).result if fused else \
+                arith.AddIOp(base, index(D + 1)).result
 
         # item c * rows + row: neighbouring workgroups read the same chunk of K and V (the G
         # query rows of a KV head share it); its partial result at row * parts + c
@@ -542,99 +558,74 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
             return (_head_major(arith.RemUIOp(item, rows).result), lo,
                     arith.MinUIOp(arith.AddIOp(lo, chunk_n).result, t_n).result)
 
-        def partial(item, s, g, kv, h, ds, lane, live):
-            row = arith.AddIOp(arith.MulIOp(arith.AddIOp(arith.MulIOp(s, index(G)).result, g).result,
-                                            index(KV)).result, kv).result
-            at = arith.AddIOp(arith.MulIOp(row, parts).result, arith.DivUIOp(item, rows).result).result
-            base = arith.MulIOp(at, index(slot)).result
-
-            def emit(mx, l, acc):
-                def put_ml():
-                    store(mx, ws, [base])
-                    store(l, ws, [arith.AddIOp(base, index(1)).result])
-                when(arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result, put_ml)
-
-                def put_acc():
-                    for a, d in zip(acc, ds):
-                        store(a, ws, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result])
-                put_acc() if not idle else when(live, put_acc)
-            return emit
-
-        def combine_row(row: ir.Value, s, g, kv, h, ds, live) -> None:
+        def combine_row(row: ir.Value, s, g, kv, h, ds, lane, live) -> None:
             """The row's ``parts`` partial results combined (online rescaling) by one
-            subgroup, the output written."""
-            first = arith.MulIOp(row, parts).result
-
+            subgroup (fused: by each lane for its own elements), the output written."""
             def part(c: ir.Value, run: list) -> list:
                 mrun, l, acc = run[0], run[1], run[2:]
-                base = arith.MulIOp(arith.AddIOp(first, c).result, index(slot)).result
-                mc = load(ws, [base])
+                base = ws_base(row, c)
+                mc = load(ws, [m_slot(base, lane)])
                 mnew = arith.MaximumFOp(mrun, mc).result
                 a = mmath.ExpOp(arith.SubFOp(mrun, mnew).result).result
                 b = mmath.ExpOp(arith.SubFOp(mc, mnew).result).result
                 l = arith.AddFOp(arith.MulFOp(l, a).result,
-                                 arith.MulFOp(load(ws, [arith.AddIOp(base, index(1)).result]), b).result).result
+                                 arith.MulFOp(load(ws, [l_slot(base, lane)]), b).result).result
                 acc = [arith.AddFOp(arith.MulFOp(x, a).result,
-                                    arith.MulFOp(load(ws, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result]),
-                                                 b).result).result for x, d in zip(acc, ds)]
+                                    arith.MulFOp(load(ws, [arith.AddIOp(base, d).result]), b).result).result
+                       for x, d in zip(acc, ds)]
                 return [mnew, l, *acc]
             res = for_loop(index(0), parts, index(1), [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per, part)
             final(s, g, kv, h, ds, live)(res[0], res[1], res[2:])
 
-        def arrive(row, s, g, kv, h, ds, lane, sg, live) -> None:
-            """After a workgroup's partial result: count its arrival; the last of its row
-            combines the row and resets the counter."""
-            device_fence(kind)     # release: this workgroup's stores to the workspace
-            barrier()              # ... by every lane, before the first lane's atomic
-            i32_0, i32_1 = arith.ConstantOp(i32t, 0).result, arith.ConstantOp(i32t, 1).result
-            head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
+        def partial(item, s, g, kv, h, ds, lane, live):
+            row = arith.AddIOp(arith.MulIOp(arith.AddIOp(arith.MulIOp(s, index(G)).result, g).result,
+                                            index(KV)).result, kv).result
+            base = ws_base(row, arith.DivUIOp(item, rows).result)
 
-            def in_first_subgroup():
-                tick = scf.IfOp(head, [i32t], has_else=True)
-                with ir.InsertionPoint(tick.then_block):
-                    old = memref.AtomicRMWOp(arith.AtomicRMWKind.addi, i32_1, m.counters, [row]).result
-                    scf.YieldOp([old])
-                with ir.InsertionPoint(tick.else_block):
-                    scf.YieldOp([i32_0])
-                old = gpu.ShuffleOp(tick.results[0], i32_0, arith.ConstantOp(i32t, S).result,
-                                    gpu.ShuffleMode.IDX).results[0]
-                need = arith.IndexCastOp(i32t, arith.SubIOp(parts, index(1)).result).result
-                last = arith.CmpIOp(arith.CmpIPredicate.eq, old, need).result
+            def emit(mx, l, acc):
+                def put_acc():
+                    for a, d in zip(acc, ds):
+                        store(a, ws, [arith.AddIOp(base, d).result])
+                    if fused:
+                        store(mx, ws, [m_slot(base, lane)])
+                        store(l, ws, [l_slot(base, lane)])
+                        arrive(row, s, g, kv, h, ds, lane, live)
+                if not fused:
+                    def put_ml():
+                        store(mx, ws, [m_slot(base, lane)])
+                        store(l, ws, [l_slot(base, lane)])
+                    when(arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result, put_ml)
+                put_acc() if not idle else when(live, put_acc)
+            return emit
 
-                def combine():
-                    device_fence(kind)     # acquire: the other workgroups' partial results
-                    combine_row(row, s, g, kv, h, ds, live)
-                    when(head, lambda: store(i32_0, m.counters, [row]))   # zero for the next launch
-                when(last, combine)
-            if W == 1:
-                in_first_subgroup()
-            else:
-                when(arith.CmpIOp(arith.CmpIPredicate.eq, sg, index(0)).result, in_first_subgroup)
+        def arrive(row, s, g, kv, h, ds, lane, live) -> None:
+            """A lane's partial result is stored: count its arrival on the row's counter of
+            this lane; the lane that arrives last combines its elements of the row and
+            resets the counter (no barrier, no broadcast: each lane synchronizes alone)."""
+            device_fence(kind)     # release: this lane's stores to the workspace
+            at = arith.AddIOp(arith.MulIOp(row, index(lanes_live)).result, lane).result
+            one = arith.ConstantOp(i32t, 1).result
+            old = memref.AtomicRMWOp(arith.AtomicRMWKind.addi, one, m.counters, [at]).result
+            need = arith.IndexCastOp(i32t, arith.SubIOp(parts, index(1)).result).result
 
-        def two_launches() -> None:
-            row_launch(items, key_range, partial)
+            def combine():
+                device_fence(kind)     # acquire: the other workgroups' stores of this lane
+                combine_row(row, s, g, kv, h, ds, lane, live)
+                store(arith.ConstantOp(i32t, 0).result, m.counters, [at])   # zero for the next launch
+            when(arith.CmpIOp(arith.CmpIPredicate.eq, old, need).result, combine)
+
+        row_launch(items, key_range, partial)
+        if not fused:
             launch = Launch((arith.MinUIOp(rows, index(MAX_GRID)).result, index(1), index(1)), (S, 1, 1), [])
             with launch:
-                _, _, ds, live = lanes(launch)
+                lane, _, ds, live = lanes(launch)
 
                 def row_body(row: ir.Value, _: list) -> list:
                     s, g, kv, h = _row_indices(row, G, KV)
-                    combine_row(row, s, g, kv, h, ds, live)
+                    combine_row(row, s, g, kv, h, ds, lane, live)
                     return []
 
                 for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row_body)
-
-        if launches == 1 and m.counters is not None:
-            fits = arith.CmpIOp(arith.CmpIPredicate.ule, rows, index(COUNTER_ROWS)).result
-            branch = scf.IfOp(fits, [], has_else=True)
-            with ir.InsertionPoint(branch.then_block):
-                row_launch(items, key_range, partial, arrive)
-                scf.YieldOp([])
-            with ir.InsertionPoint(branch.else_block):
-                two_launches()
-                scf.YieldOp([])
-        else:
-            two_launches()
         memref.DeallocOp(ws)
 
     def _head_major(item: ir.Value) -> ir.Value:
@@ -672,7 +663,18 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 whole()
                 scf.YieldOp([])
             with ir.InsertionPoint(branch.else_block):
-                split(rows, t_n, parts, chunk_n)
+                if launches == 1 and m.counters is not None:   # one launch while the counters suffice
+                    fits = arith.CmpIOp(arith.CmpIPredicate.ule, arith.MulIOp(rows, index(lanes_live)).result,
+                                        index(COUNTERS)).result
+                    inner = scf.IfOp(fits, [], has_else=True)
+                    with ir.InsertionPoint(inner.then_block):
+                        split(rows, t_n, parts, chunk_n, True)
+                        scf.YieldOp([])
+                    with ir.InsertionPoint(inner.else_block):
+                        split(rows, t_n, parts, chunk_n, False)
+                        scf.YieldOp([])
+                else:
+                    split(rows, t_n, parts, chunk_n, False)
                 scf.YieldOp([])
     for o in reversed(m.ops):
         o.erase()

@@ -22,8 +22,11 @@ output and its accumulators: per key a partial q.k, a ``gpu.shuffle xor`` sum ov
 subgroup, the online softmax update (running max, rescaled sum and accumulators); the
 subgroups' partial results meet in workgroup memory after one barrier. Above
 ``attention_chunk`` keys (at run time) flash-decoding's split across workgroups: a workgroup
-per (row, chunk) writes (max, sum, accumulators) to a workspace and a second launch, a
-subgroup per row, combines them (12 rows alone leave most of a GPU idle at long contexts).
+per (row, chunk) writes (max, sum, accumulators) to a workspace and the last one of each row
+to finish combines them, found through atomic counters that live in a session state
+(:data:`COUNTERS_STATE`), still one launch; or a second launch, a subgroup per row, combines
+them (``attention_launches=2``, or more counters needed than the state holds). 12 rows alone
+leave most of a GPU idle at long contexts.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def _perfect_inner(par: ir.Operation) -> Optional[ir.Operation]:
     return cur if all(_defined_outside(v, par) for v in cur.operands) else None
 
 
-def _join(par: ir.Operation, inner: ir.Operation) -> None:
+def _join(par: ir.Operation, inner: ir.Operation) -> ir.Operation:
     """``scf.parallel (P) { for... { scf.parallel (Q) { body } } }`` ->
     ``scf.parallel (P, Q) { for... { body } }``."""
     (lp, up, sp), (lq, uq, sq) = _bounds(par), _bounds(inner)
@@ -116,6 +116,7 @@ def _join(par: ir.Operation, inner: ir.Operation) -> None:
             o.move_after(prev)
         prev = o
     par.erase()
+    return new.operation
 
 
 def _reverse(par: ir.Operation) -> None:
@@ -145,18 +146,21 @@ def _reverse(par: ir.Operation) -> None:
                "outer one (a thread per output element, reductions serial in it); any other nested "
                "scf.parallel becomes nested scf.for (only the outermost maps to workgroups and threads).")
 def relax_gpu_sequential_inner_loops(module: ir.Operation, opts) -> None:
-    joined = True
-    while joined:   # one join per round: a join replaces the ops a walk would visit next
-        joined = False
-        tops: list[ir.Operation] = []
-        module.walk(lambda op: (tops.append(op.operation) if op.operation.name == "scf.parallel"
-                                and not _nested(op.operation) else None) or ir.WalkResult.ADVANCE)
-        for o in tops:
-            inner = _perfect_inner(o) if not len(o.results) else None
-            if inner is not None:
-                _join(o, inner)
-                joined = True
+    tops: list[ir.Operation] = []
+
+    def outermost(op):
+        if op.operation.name == "scf.parallel":
+            tops.append(op.operation)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module.walk(outermost, ir.WalkOrder.PRE_ORDER)
+    for o in tops:
+        while not len(o.results):   # a joined loop may nest another (p, r, p, r, p)
+            inner = _perfect_inner(o)
+            if inner is None:
                 break
+            o = _join(o, inner)
     found: list[ir.Operation] = []
 
     def visit(op):

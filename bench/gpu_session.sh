@@ -15,7 +15,9 @@
 #      across workgroups by 256 keys by default; 1 and 8 warps; 4096: no split) against its
 #      three kernels and PyTorch, with f32 and f16 K/V (--attention-kv f32,f16) and with the
 #      chunks fixed at 256 keys (--configs attention_split=1) against the default split sized
-#      from the multiprocessors -> $OUT/bench_attention.md;
+#      from the multiprocessors, and the split's combining launch (attention_launches=2) against
+#      the default combination in the last workgroup of each row (one launch)
+#      -> $OUT/bench_attention.md;
 #   5c. the llm CLI as in 5 with an f16 KV cache (--kv-dtype f16) -> $OUT/llm_f16kv.txt;
 #   6. bench/bench_gpu.py --targets cuda --decode --quick: the f32/f16 decode GEMVs (default knobs and
 #      4x4, 8x8) against the same target without subgroup ops and PyTorch -> $OUT/bench_decode.md;
@@ -91,7 +93,7 @@ log "llm rc=$? $(tail -3 "$OUT/llm_stats.txt" | tr '\n' ' ')"
 T=$(( $(left) < 50 ? $(left) : 50 ))
 log "decode attention bench (timeout $T s)"
 env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --attention --quick $BENCH_FLAGS \
-    --attention-splits 1,8 --attention-chunks 4096 --attention-kv f32,f16 --configs attention_split=1 \
+    --attention-splits 1,8 --attention-chunks 4096 --attention-kv f32,f16 --configs attention_split=1,attention_launches=2 \
     > "$OUT/bench_attention.md" 2> "$OUT/bench_attention.err"
 log "attention bench rc=$?"
 cat "$OUT/bench_attention.md" | tee -a "$OUT/session.log"

@@ -19,6 +19,7 @@ launch, not one per linalg op.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -123,24 +124,89 @@ def test_vulkan_decode_attention_is_one_launch(routes, D, splits):
 
 
 #: (s, t): KV lengths around one chunk of 256 keys and several chunks, an odd last chunk
-_SPLIT_SIZES = [(1, 1), (1, 7), (1, 255), (1, 256), (2, 257), (1, 2048), (1, 3000)]
+_SPLIT_SIZES = [(1, 1), (1, 7), (1, 255), (1, 256), (2, 257), (1, 2048), (1, 2049), (1, 3000), (1, 2049)]
 
 
 @needs_vulkan
-@pytest.mark.parametrize("D,splits,chunk", [(16, 1, 256), (4, 4, 256), (32, 2, 128)])
-def test_vulkan_decode_attention_split_across_workgroups(routes, D, splits, chunk):
-    """Flash-decoding's split: above ``chunk`` keys a workgroup per (row, chunk) writes its
-    partial (max, sum, accumulators) and a second launch combines them; at most one chunk
-    stays one launch. One executable for every length; lanes idle (D = 4) and several
-    subgroups per workgroup included."""
+@pytest.mark.parametrize("D,splits,chunk,launches", [(16, 1, 256, 1), (4, 4, 256, 1), (32, 2, 128, 1),
+                                                     (16, 1, 256, 2)])
+def test_vulkan_decode_attention_split_across_workgroups(routes, D, splits, chunk, launches):
+    """Flash-decoding's split: above ``chunk`` keys a workgroup per (row, chunk) computes a
+    partial (max, sum, accumulators); the last workgroup of each row to finish (a counter
+    per row in the session state ``relax_gpu_attention_counters``) combines them: ONE launch
+    (``attention_launches=1``, the default), or a second launch does
+    (``attention_launches=2``). At most one chunk: a workgroup per row. One executable for
+    every length (1, odd, one chunk, above it, 2049 twice: the counters were reset); lanes
+    idle (D = 4) and several subgroups per workgroup included; the counters are all zero
+    after every call."""
+    from relax_mlir.backends.gpu.decode_attention import COUNTERS_STATE
     G, KV = 2, 3
-    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan",
-                             options={"schedule_config": f"attention_splits={splits}:attention_chunk={chunk}"})
+    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan", options={
+        "schedule_config": f"attention_splits={splits}:attention_chunk={chunk}:attention_launches={launches}"})
+    sess = exe.session()
     for s, t in _SPLIT_SIZES:
         q, k, v, mask = attention_inputs(s, t, KV, D, G, s * 1000 + t)
-        y, launched = routes.call(exe, q, k, v, mask)
+        y, launched = routes.call(sess["main"], q, k, v, mask)
         np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
-        assert len(launched) == (1 if t <= chunk else 2) and launched[0][0], (s, t, launched)
+        parts = -(-t // chunk)
+        assert len(launched) == (1 if parts == 1 else launches) and launched[0][0], (s, t, launched)
+        assert tuple(launched[0][1]) == (s * G * KV * parts, 1, 1), (s, t, launched)
+        assert not sess.state[COUNTERS_STATE].any()
+
+
+@needs_vulkan
+@pytest.mark.skipif(__import__("shutil").which("spirv-val") is None or __import__("shutil").which("spirv-dis") is None,
+                    reason="spirv-val / spirv-dis (spirv-tools) not installed")
+def test_vulkan_decode_attention_one_launch_spirv(tmp_path):
+    """The SPIR-V of the one-launch split validates (Vulkan 1.1: subgroup shuffles); its
+    partial kernel has the lanes' counter ``OpAtomicIAdd`` (Device scope) and two
+    ``OpMemoryBarrier Device AcquireRelease|UniformMemory`` (GLSL's memoryBarrierBuffer: 1,
+    72); no other kernel has atomics or device barriers (the whole-row and both partial
+    kernels shuffle with ``OpGroupNonUniformShuffleXor``, the combining one not at all; no
+    broadcast shuffle anywhere)."""
+    import subprocess
+    from mlir import ir
+    from mlir.dialects import gpu as gpu_d
+    from relax_mlir.target import Target
+    m = attention_module(2, 3, 16)
+    with m.context:
+        m.operation.attributes["relax.target"] = Target.detect("vulkan").to_attr()
+        relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
+        found = {}
+        for o in m.body.operations:
+            o = o.operation
+            if o.name != "gpu.binary":
+                continue
+            path = tmp_path / (ir.StringAttr(o.attributes["sym_name"]).value + ".spv")
+            path.write_bytes(gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object)
+            r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
+            assert r.returncode == 0, (path.name, r.stdout + r.stderr)
+            dis = subprocess.run(["spirv-dis", str(path)], capture_output=True, text=True).stdout
+            found[path.name] = (len(re.findall(r"OpAtomicIAdd %uint %\w+ %uint_1 ", dis)), dis.count("OpAtomic"),
+                                dis.count("OpMemoryBarrier %uint_1 %uint_72"), dis.count("OpMemoryBarrier"),
+                                "OpGroupNonUniformShuffleXor" in dis, dis.count("OpGroupNonUniformShuffle "))
+    assert sorted(found.values()) == [(0, 0, 0, 0, False, 0), (0, 0, 0, 0, True, 0), (0, 0, 0, 0, True, 0),
+                                      (1, 1, 2, 2, True, 0)], found
+
+
+@needs_vulkan
+def test_vulkan_decode_attention_split_more_rows_than_counters(routes):
+    """A call needing more counters than the state holds (one per query row and live lane:
+    65536 / 4 lanes (D = 4) = 16384 rows, 2731 x 6 here) takes the split's two launches, in
+    the same executable as the one-launch calls."""
+    from relax_mlir.backends.gpu.decode_attention import COUNTERS, COUNTERS_STATE
+    from relax_mlir.target import Target
+    G, KV, D = 2, 3, 4
+    lanes = min(Target.detect("vulkan").subgroup_size, D)
+    most = COUNTERS // lanes // (G * KV)      # query rows s that fit
+    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan")
+    sess = exe.session()
+    for s, t in [(2, 300), (most + 1, 257), (most, 257)]:
+        q, k, v, mask = attention_inputs(s, t, KV, D, G, s + t)
+        y, launched = routes.call(sess["main"], q, k, v, mask)
+        np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
+        assert len(launched) == (2 if s > most else 1), (s, t, launched)
+        assert not sess.state[COUNTERS_STATE].any()
 
 
 #: (s, t): KV lengths 1, odd, one chunk and above it (the split), several query rows
@@ -152,7 +218,8 @@ _F16_SIZES = [(1, 1), (1, 7), (2, 33), (1, 256), (1, 300), (3, 1001)]
 def test_vulkan_decode_attention_reads_an_f16_cache(routes, D, splits):
     """An f16 KV cache (relax_mlir/llm's ``kv_dtype="f16"``: k and v f16, converted to f32
     before the chain): the conversions are absorbed, the fused kernel reads the f16 rows and
-    accumulates in f32, still one launch up to a chunk and two above, through ONE executable.
+    accumulates in f32, one launch at every length (the split combined in its last
+    workgroups), through ONE executable.
     Against numpy on the same f16 values: f32 rounding only; against the f32 cache the
     difference is f16's rounding of K and V (documented in docs/gpu.md)."""
     G, KV = 2, 3
@@ -165,7 +232,7 @@ def test_vulkan_decode_attention_reads_an_f16_cache(routes, D, splits):
         ref16 = attention_ref(q, k16.astype(np.float64), v16.astype(np.float64), mask, G, KV, D).reshape(s, -1)
         np.testing.assert_allclose(y, ref16, rtol=1e-5, atol=2e-6)
         np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=0, atol=5e-3)
-        assert len(launched) == (1 if t <= 256 else 2) and launched[0][0], (s, t, launched)
+        assert len(launched) == 1 and launched[0][0], (s, t, launched)
 
 
 @needs_vulkan
@@ -173,8 +240,9 @@ def test_vulkan_decode_attention_split_from_multiprocessors(routes):
     """``attention_split=2`` (cuda's default where the device reports its multiprocessors):
     the chunk is sized at run time for about ``attention_waves * multiprocessors`` workgroups
     over all rows, never below ``attention_chunk`` keys: the number of chunks per row follows
-    the rows and the cache length (one launch where that is one chunk). A vulkan target with
-    a multiprocessor count set stands in for a GPU here; one executable for every size."""
+    the rows and the cache length (one launch either way: the last workgroup of a row
+    combines). A vulkan target with a multiprocessor count set stands in for a GPU here; one
+    executable for every size."""
     from dataclasses import replace
     from relax_mlir.compiler import CompileOptions
     from relax_mlir.target import Target
@@ -191,7 +259,7 @@ def test_vulkan_decode_attention_split_from_multiprocessors(routes):
         q, k, v, mask = attention_inputs(s, t, KV, D, G, s * 1000 + t)
         y, launched = routes.call(exe, q, k, v, mask)
         np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
-        assert len(launched) == (1 if parts == 1 else 2), (s, t, parts, launched)
+        assert len(launched) == 1, (s, t, parts, launched)
         assert launched[0][1][0] == rows * parts, (s, t, parts, launched)
 
 
@@ -226,61 +294,103 @@ def test_vulkan_decode_attention_f16_cache_on_the_row_kernels(routes, monkeypatc
         np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
 
+#: (a, n, b): 1, odd, large; (1, 254, 768) was wrong before (one thread looped over every n and b)
+_FALLBACK_SUM_SIZES = [(1, 254, 768), (1, 1, 1), (2, 7, 3), (3, 1000, 5), (1, 300, 4), (4, 129, 65)]
+
+
 @needs_vulkan
-@pytest.mark.xfail(strict=True, reason="the unscheduled fallback sums wrong on lavapipe here: its grid is "
-                                       "ceil(a / 64) workgroups, so with a = 1 one thread loops over every "
-                                       "output and key (195K iterations; (1, 300, 4) and 150K are right); "
-                                       "found in session gpul, not located (docs/gpu.md)")
-def test_vulkan_fallback_sum_over_a_middle_axis_large(monkeypatch):
+def test_vulkan_fallback_sum_over_a_middle_axis(routes, monkeypatch):
+    """Schedules off (the parallel-loop route): a sum over the middle axis is a thread per
+    output element, each reducing its own n (relax-gpu-sequential-inner-loops joins the
+    parallel loop under the reduction loop to the outer one). Before, a thread per a looped
+    over every n and b: at (1, 254, 768) one thread, 195K iterations, past lavapipe's 65,535
+    loop iterations per invocation (its results were partial sums). Sizes 1, odd and large
+    through one executable; the fill's and the sum's grids are (ceil(b / 64), a)."""
     from relax_mlir.pipelines import gpu
     monkeypatch.setattr(gpu, "SCHEDULES_DEFAULT", False)
     exe = relax_mlir.compile(graph_module("sum", [["a", "n", "b"]], ["f32"], "axes = array<i64: 1>"), target="vulkan")
-    x = np.random.default_rng(0).standard_normal((1, 254, 768)).astype(np.float32)
-    np.testing.assert_allclose(exe(x), x.astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-3)
+    for a, n, b in _FALLBACK_SUM_SIZES:
+        x = np.random.default_rng(a * n * b).standard_normal((a, n, b)).astype(np.float32)
+        y, launched = routes.call(exe, x)
+        np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-4)
+        assert [tuple(g) for _, g in launched] == [(-(-b // 64), a, 1)] * 2, (a, n, b, launched)
+
+
+FAKE_FALLBACK_SUM = r"""
+from relax_mlir.pipelines import gpu
+sys.path.insert(0, sys.argv[2])
+from kernel_harness import graph_module
+gpu.SCHEDULES_DEFAULT = False
+exe = relax_mlir.compile(graph_module("sum", [["a", "n", "b"]], ["f32"], "axes = array<i64: 1>"), target="cuda")
+out = []
+for shape in ((1, 254, 768), (3, 7, 5)):
+    before = launches()
+    y = exe(np.ones(shape, np.float32))
+    out.append([list(y.shape), [list(grids[3 * k:3 * k + 3]) for k in range(before, launches())]])
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_fake_cuda_fallback_sum_over_a_middle_axis_grid(tmp_path):
+    """The cuda pipeline's fallback of the same sum (its PTX loaded and launched by the fake
+    driver; kernels not run): the fill and the sum each launch (ceil(b / 64), a) blocks, a
+    thread per output element, as on vulkan."""
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_FALLBACK_SUM, os.path.dirname(__file__))
+    assert got == [[[1, 768], [[12, 1, 1], [12, 1, 1]]], [[3, 5], [[1, 3, 1], [1, 3, 1]]]]
 
 
 FAKE_ATTENTION = r"""
 sys.path.insert(0, sys.argv[2])
 from test_gpu_launches import attention_module, attention_inputs
-exe = relax_mlir.compile(attention_module(2, 4, 64), target="cuda")
 out = []
-for s, t in ((1, 1), (1, 77), (2, 300), (1, 256), (1, 1000)):
-    exe(*attention_inputs(s, t, 4, 64, 2, t))
-    out.append(exe.cuda_call_stats["launches"])
+for config in ("", "attention_launches=2"):
+    exe = relax_mlir.compile(attention_module(2, 4, 64), target="cuda", options={"schedule_config": config})
+    calls = []
+    for s, t in ((1, 1), (1, 77), (2, 300), (1, 256), (1, 1000), (1, 1000)):
+        exe(*attention_inputs(s, t, 4, 64, 2, t))
+        calls.append(exe.cuda_call_stats["launches"])
+    out.append(calls)
 print("FAKE-RUN " + json.dumps(out))
 """
 
 
 def test_cuda_decode_attention_ptx():
     """The cuda pipeline's PTX of the fused decode attention (D = 64: 2 elements per lane,
-    4 warps splitting the KV length): three kernels, the whole-row one and the split's
-    partial one with warp shuffles and one barrier pair each, the split's combination with
-    neither (a warp per row, nothing shared)."""
+    4 warps splitting the KV length): four kernels: the whole-row one; the split's partial
+    one combined in its last workgroups (per lane: a ``fence.acq_rel.gpu`` after its stores,
+    one ``atom.global.add`` on its counter, a second fence on the last arrival's side; no
+    more barriers or shuffles than the two-launch partial kernel); and the two-launch split
+    (more counters needed than the state holds, or ``attention_launches=2``): its partial
+    kernel and the combination, with neither shuffles nor barriers (a warp per row, nothing
+    shared)."""
     from test_gpu_rules import _cuda_ptx
     ptx = _cuda_ptx(str(attention_module(2, 4, 64)), "cuda")
-    assert len(ptx) == 3, list(ptx)
-    counts = sorted((p.count("shfl.sync.bfly.b32"), p.count("bar.sync")) for p in ptx.values())
-    assert counts == [(0, 0), (5, 2), (5, 2)], counts
+    assert len(ptx) == 4, list(ptx)
+    counts = sorted((p.count("shfl.sync.bfly.b32"), p.count("bar.sync"), p.count("atom.global.add.u32"),
+                     p.count("fence.acq_rel.gpu"), p.count("atom.")) for p in ptx.values())
+    assert counts == [(0, 0, 0, 0, 0), (5, 2, 0, 0, 0), (5, 2, 0, 0, 0), (5, 2, 1, 2, 1)], counts
 
 
 def test_cuda_decode_attention_f16_cache_ptx():
     """With an f16 cache the kernels load K and V as 16-bit values and widen them
-    (``cvt.f32.f16``), no f32 conversion kernel of the cache in front: the same three
+    (``cvt.f32.f16``), no f32 conversion kernel of the cache in front: the same four
     kernels."""
     from test_gpu_rules import _cuda_ptx
     ptx = _cuda_ptx(str(attention_module(2, 4, 64, kv_dtype="f16")), "cuda")
-    assert len(ptx) == 3, list(ptx)
+    assert len(ptx) == 4, list(ptx)
     main = [p for p in ptx.values() if p.count("shfl.sync.bfly.b32")]
-    assert len(main) == 2 and all("cvt.f32.f16" in p and "ld.global.b16" in p for p in main), list(ptx)
+    assert len(main) == 3 and all("cvt.f32.f16" in p and "ld.global.b16" in p for p in main), list(ptx)
 
 
 def test_fake_cuda_decode_attention_launches(tmp_path):
-    """The PTX loaded and launched by the fake driver: one launch per call up to 256 keys (the
-    default ``attention_chunk``), two above (the partial results and their combination).
-    """
+    """The PTX loaded and launched by the fake driver: one launch per call at every KV length
+    (the default ``attention_launches=1``: above 256 keys, the default ``attention_chunk``,
+    the split combined in its last workgroups); with ``attention_launches=2`` two above 256
+    keys (the partial results, then their combination)."""
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_ATTENTION, os.path.dirname(__file__))
-    assert got == [1, 1, 2, 1, 2]
+    assert got == [[1, 1, 1, 1, 1, 1], [1, 1, 2, 1, 2, 2]]
 
 
 FAKE_STEP = r"""

@@ -78,7 +78,10 @@ class KVCache:
 
     @property
     def nbytes(self) -> int:
-        return self.session.state_bytes
+        """Bytes of the ``k`` and ``v`` buffers (a GPU target's module may hold other state:
+        the decode attention's row counters)."""
+        s = self.session
+        return sum(int(d.sizes[0]) for name, d in zip(s.state_shapes, s._state_descs) if name in ("k", "v"))
 
 
 def compile_model(c: LMConfig, target: str = "cpu"):

@@ -53,3 +53,23 @@ func.func @vec(%a: memref<?x?xf32, strided<[?, 1], offset: ?>>, %b: memref<?x?xf
   }
   return
 }
+
+// memref.atomic_rmw (the decode attention's row counters) is indexed the same way; its
+// result replaces the old one's.
+// CHECK-LABEL: func.func @atomic(
+// CHECK: %[[BASE:.*]], %{{.*}}, %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %arg0
+// CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %[[BASE]]
+// CHECK: gpu.launch
+// CHECK: %[[OLD:.*]] = memref.atomic_rmw addi %{{.*}}, %[[FLAT]][%{{.*}}] : (i32, memref<?xi32>) -> i32
+// CHECK: memref.store %[[OLD]], %[[FLAT]][%{{.*}}] : memref<?xi32>
+func.func @atomic(%a: memref<?x8xi32>) {
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1 : i32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %old = memref.atomic_rmw addi %one, %a[%bx, %tx] : (i32, memref<?x8xi32>) -> i32
+    memref.store %old, %a[%tx, %bx] : memref<?x8xi32>
+    gpu.terminator
+  }
+  return
+}

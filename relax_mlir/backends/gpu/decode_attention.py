@@ -22,8 +22,11 @@ output and its accumulators: per key a partial q.k, a ``gpu.shuffle xor`` sum ov
 subgroup, the online softmax update (running max, rescaled sum and accumulators); the
 subgroups' partial results meet in workgroup memory after one barrier. Above
 ``attention_chunk`` keys (at run time) flash-decoding's split across workgroups: a workgroup
-per (row, chunk) writes (max, sum, accumulators) to a workspace and a second launch, a
-subgroup per row, combines them (12 rows alone leave most of a GPU idle at long contexts).
+per (row, chunk) writes (max, sum, accumulators) to a workspace and the last one of each row
+to finish combines them, found through atomic counters that live in a session state
+(:data:`COUNTERS_STATE`), still one launch; or a second launch, a subgroup per row, combines
+them (``attention_launches=2``, or more counters needed than the state holds). 12 rows alone
+leave most of a GPU idle at long contexts.
 """
 
 from __future__ import annotations
@@ -33,11 +36,11 @@ from typing import Optional
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, gpu, math as mmath, memref, scf
+from mlir.dialects import arith, gpu, llvm, math as mmath, memref, scf, spirv
 
 from ...dialects._core import create
 from ...ops.kernels import KType, KernelBuilder, broadcast_map
-from ...shapes import TensorSig, Truth, prove_equal
+from ...shapes import Shape, TensorSig, Truth, prove_equal
 from ...target import Target
 from ...transforms.graph import body_ops, defining_op, graph_functions, other_operand, relax_attrs, users
 from ...transforms.graph import value_sig as _sig
@@ -155,6 +158,27 @@ def absorb_reshapes(ch: _Chain) -> tuple[ir.Value, Optional[ir.Operation]]:
 #: element types of K / V the fused kernel reads as they are (widened to f32 per load)
 KV_DTYPES = ("f32", "f16")
 
+#: The session state (``relax.state``) holding the arrival counters of the split's
+#: combination in the last workgroup of a row (:func:`build`), one per query row and live
+#: lane (rows x min(subgroup, D)): zero-filled when a session is made, left zero by every
+#: launch (the last arrival resets its counter), at a fixed address for the session's life (a
+#: replayed CUDA graph finds them zero). A call needing more takes the two-launch split.
+COUNTERS_STATE = "relax_gpu_attention_counters"
+COUNTERS = 65536
+
+
+def counters_operand(module: ir.Operation, ip: ir.InsertionPoint, loc: ir.Location) -> ir.Value:
+    """A ``relax.state_read`` of every row of :data:`COUNTERS_STATE` (declared on ``module``
+    on first use): the fused kernel's fifth operand, which only the GPU rule's launch uses."""
+    from ...ops.state import declare_states, module_states
+    from ...shapes import tensor_type
+    if COUNTERS_STATE not in module_states(module):
+        declare_states(module, {COUNTERS_STATE: ([COUNTERS], "i32")})
+    t = tensor_type(Shape.of([COUNTERS]), "i32")
+    return create("state_read", [], [t], {"state": ir.StringAttr.get(COUNTERS_STATE),
+                                          "end": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), COUNTERS)},
+                  loc=loc, ip=ip).results[0]
+
 
 def absorb_cast(v: ir.Value) -> tuple[ir.Value, Optional[ir.Operation]]:
     """(the K or V operand, the cast to absorb): a ``relax.astype`` to f32 of an f16 tensor
@@ -171,17 +195,18 @@ def absorb_cast(v: ir.Value) -> tuple[ir.Value, Optional[ir.Operation]]:
 
 
 def attention_kernel(q: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, out: TensorSig,
-                     G: int, KV: int, D: int):
+                     G: int, KV: int, D: int, counters: Optional[TensorSig] = None):
     """The kernel of the fused chain, in linalg on tensors (what every route but the GPU
     rule's launch runs): scores + mask, row max, sum of exponentials, weighted sum of v,
     division. q is (s, G, 1, KV, D) or (s, G*KV, D); the output (s, G, KV, D) or
     (s, G*KV*D); k and v f32 or f16 (:data:`KV_DTYPES`: widened where read, f32 arithmetic).
-    Loops: (s, g, t, kv[, d])."""
-    types = [KType.of(x) for x in (q, k, mask, v)]
+    ``counters``: the row counters' state view (:data:`COUNTERS_STATE`), a fifth input the
+    linalg body does not read. Loops: (s, g, t, kv[, d])."""
+    types = [KType.of(x) for x in (q, k, mask, v)] + ([KType.of(counters)] if counters is not None else [])
     ot = KType.of(out)
     kvt = "" if types[1].dtype == "f32" else f"{types[1].dtype}kv_"
     kb = KernelBuilder("relax_gpu_decode_attention_f32_" + kvt + "_".join(t.tag for t in types + [ot]), types, [ot])
-    qq, kk, mk, vv = kb.ins
+    qq, kk, mk, vv = kb.ins[:4]
     ex = lambda x: kb.un(mmath.ExpOp, x)   # noqa: E731
     qmap = ["d0", "d1", "0", "d3", "d4"] if types[0].rank == 5 else ["d0", f"d1 * {KV} + d3", "d4"]
     omap = ["d0", "d1", "d2", "d3"] if ot.rank == 4 else ["d0", f"d1 * {KV * D} + d2 * {D} + d3"]
@@ -227,11 +252,13 @@ def takes(head_dim: Optional[int], subgroup: Optional[int]) -> bool:
     return (head_dim % subgroup == 0 and head_dim // subgroup <= 16) or subgroup % head_dim == 0
 
 
-def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") -> int:
+def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan", counters: bool = True) -> int:
     """Rewrite every decode attention chain of the graph functions; how many. With
     ``require_rule`` only chains the GPU rule will take on the module's target (a known
     subgroup width, :func:`takes`): the fused kernel's linalg body alone is slower than the
-    three scheduled kernels it replaces."""
+    three scheduled kernels it replaces. With ``counters`` the kernel also reads the row
+    counters' state (:func:`counters_operand`), which lets the split combine its chunks in
+    the last workgroup of each row (one launch)."""
     sg = Target.for_module(module, kind).subgroup_size
     width = sg if sg and not sg & (sg - 1) else None    # as rules.subgroup: a power of two
     table, n = None, 0
@@ -251,10 +278,14 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") 
             (k, kcast), (v, vcast) = absorb_cast(ch.k), absorb_cast(ch.v)
             result = reshape.results[0] if reshape is not None else ch.result
             table = table or KernelTable(module)
-            kern = attention_kernel(*(_sig(x) for x in (q, k, ch.mask, v, result)), G, KV, D)
-            callee = table.symbol(kern, KERNEL_OP)
             last = reshape or ch.ops[-1]
-            new = create("call_tir", [q, k, ch.mask, v], [result.type],
+            operands = [q, k, ch.mask, v]
+            if counters:
+                operands.append(counters_operand(module, ir.InsertionPoint(last), last.location))
+            kern = attention_kernel(*(_sig(x) for x in (q, k, ch.mask, v, result)), G, KV, D,
+                                    _sig(operands[4]) if counters else None)
+            callee = table.symbol(kern, KERNEL_OP)
+            new = create("call_tir", operands, [result.type],
                          {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=last.location, ip=ir.InsertionPoint(last))
             result.replace_all_uses_with(new.results[0])
             dead = ([reshape] if reshape is not None else []) + list(reversed(ch.ops))
@@ -272,9 +303,12 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan") 
                "p.v becomes one call_tir of a decode_attention kernel (one launch on the GPU rule).",
                options=[Option("require-rule", bool, True, "only where the GPU rule takes the kernel on the "
                                                            "module's target (false: every chain)"),
-                        Option("kind", str, "vulkan", "the target kind when the module records none")])
+                        Option("kind", str, "vulkan", "the target kind when the module records none"),
+                        Option("counters", bool, True, "the kernel reads the session's row counters "
+                                                       f"(state {COUNTERS_STATE}): a split combined in "
+                                                       "the last workgroup of each row, one launch")])
 def relax_gpu_decode_attention(module: ir.Operation, opts) -> None:
-    fuse(module, opts.require_rule, opts.kind)
+    fuse(module, opts.require_rule, opts.kind, opts.counters)
 
 
 # -- the launch (relax-gpu-schedule's DecodeAttention rule) ----------------------------------
@@ -288,6 +322,7 @@ class _Bufs:
     v: ir.Value
     out: ir.Value
     ops: list
+    counters: Optional[ir.Value] = None    # the row counters (COUNTERS_STATE), if the kernel reads them
 
 
 def _kernel_op(fn: ir.Operation) -> str:
@@ -305,8 +340,15 @@ def match(fn: ir.Operation) -> Optional[_Bufs]:
                                   "linalg.fill", "linalg.generic", "linalg.fill", "linalg.generic", "linalg.generic"]:
         return None
     qk, add, pv, div = work[1].opview, work[2].opview, work[8].opview, work[9].opview
+    args = list(fn.regions[0].blocks[0].arguments)
+    counters = None
+    if len(args) == 6:   # q, k, mask, v, the counters, the output
+        ct = args[4].type
+        if isinstance(ct, ir.MemRefType) and ct.rank == 1 and ct.shape[0] == COUNTERS and \
+                ct.element_type == ir.IntegerType.get_signless(32):
+            counters = args[4]
     return _Bufs(qk.inputs[0], qk.inputs[1], add.inputs[1], indexing_maps(work[2])[1], pv.inputs[2], div.outputs[0],
-                 work)
+                 work, counters)
 
 
 def head_dim(fn: ir.Operation) -> Optional[int]:
@@ -316,6 +358,18 @@ def head_dim(fn: ir.Operation) -> Optional[int]:
         return None
     d = ir.MemRefType(m.k.type).shape[2]
     return None if d == ir.ShapedType.get_dynamic_size() else d
+
+
+def device_fence(kind: str) -> None:
+    """A device-scope acquire-release fence on global memory: what one workgroup wrote
+    before it is visible to another that synchronizes with it through an atomic (the gpu
+    dialect has none: ``fence.acq_rel.gpu`` on NVVM, ``OpMemoryBarrier Device
+    AcquireRelease|UniformMemory`` on SPIR-V, GLSL's ``memoryBarrierBuffer()``)."""
+    if kind == "cuda":
+        llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope="device")
+    else:
+        spirv.MemoryBarrierOp(ir.Attribute.parse("#spirv.scope<Device>"),
+                              ir.Attribute.parse("#spirv.memory_semantics<AcquireRelease|UniformMemory>"))
 
 
 def _row_indices(row: ir.Value, G: int, KV: int) -> tuple:
@@ -328,7 +382,8 @@ def _row_indices(row: ir.Value, G: int, KV: int) -> tuple:
     return s, g, kv, arith.AddIOp(arith.MulIOp(g, index(KV)).result, kv).result
 
 
-def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0, workgroups: int = 0) -> None:
+def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0, workgroups: int = 0,
+          launches: int = 1, kind: str = "vulkan") -> None:
     """Replace the kernel's body ops by the launches: a workgroup of ``splits`` subgroups
     per query row (s, g, kv); D a multiple of ``subgroup``. With ``chunk`` > 0 and a KV
     length above it (decided at run time), flash-decoding's split across workgroups
@@ -337,7 +392,17 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
     ``chunk`` keys, or with ``workgroups`` > 0 (the device's multiprocessors times the
     workgroups each should get) sized at run time so that all rows together make about
     ``workgroups`` workgroups: ``max(ceil(t / ceil(workgroups / rows)), chunk)`` keys
-    (``chunk`` the least; many rows or a short cache split less)."""
+    (``chunk`` the least; many rows or a short cache split less).
+
+    ``launches`` = 1 and a kernel that reads the counters (``m.counters``, at most
+    :data:`COUNTERS` of them needed at run time: rows x live lanes): the split is ONE launch.
+    Each live lane of a workgroup's first subgroup stores its elements of the partial result
+    and its own copy of (max, sum), fences them (device scope: :func:`device_fence`) and adds
+    1 to its own counter of the row (``memref.atomic_rmw``); the lane that finds ``parts - 1``
+    there arrived last for its elements: it fences again (acquire), combines them over the
+    row's chunks, writes them and stores 0 into the counter for the next launch (the
+    threadfence-reduction pattern, per lane: no barrier, no broadcast). ``launches`` = 2:
+    the combining launch."""
     _, KV, D = ir.MemRefType(m.k.type).shape
     qt = ir.MemRefType(m.q.type)
     G = qt.shape[1] if qt.rank == 5 else qt.shape[1] // KV
@@ -346,7 +411,8 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
     idle = D < S           # lanes past D hold nothing (their q and v read as 0)
     i32t = ir.IntegerType.get_signless(32)
     contract = ir.Attribute.parse("#arith.fastmath<contract>")
-    slot = D + 2           # a partial result: max, sum, D accumulators
+    slot = D + 2           # the subgroups' partial results in workgroup memory: max, sum, D accumulators
+    lanes_live = min(S, D)   # lanes holding elements of the row (the fused split: a counter each)
     last = m.ops[-1]   # every buffer is defined before the division
 
     def lanes(launch: Launch):
@@ -376,7 +442,8 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
     def row_launch(grid_items: ir.Value, key_range, emitter) -> None:
         """A launch of ``W`` subgroups per item: keys ``key_range(item)`` = (row, lo, hi),
         online softmax per subgroup, the subgroups met in workgroup memory, then
-        ``emitter(item, s, g, kv, h, ds, lane, live)(max, sum, accumulators)``."""
+        ``emitter(item, s, g, kv, h, ds, lane, live)(max, sum, accumulators)`` (by the first
+        subgroup)."""
         grid = arith.MinUIOp(grid_items, index(MAX_GRID)).result
         launch = Launch((grid, index(1), index(1)), (S * W, 1, 1), [W * slot] if W > 1 else [])
         with launch:
@@ -461,12 +528,30 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
 
             for_loop(launch.block_id[0], grid_items, launch.grid_dim[0], [], item_body)
 
-    def split(rows: ir.Value, t_n: ir.Value, parts: ir.Value, chunk_n: ir.Value) -> None:
+    def split(rows: ir.Value, t_n: ir.Value, parts: ir.Value, chunk_n: ir.Value, fused: bool) -> None:
         """Flash-decoding: ``parts`` workgroups per row, each over ``chunk_n`` keys, their
-        (max, sum, accumulators) in a workspace; then a subgroup per row combines them."""
+        (max, sum, accumulators) in a workspace; combined by the last workgroup of the row
+        to finish, per lane (``fused``), or by a second launch, a subgroup per row."""
         items = arith.MulIOp(rows, parts).result
+        # a partial result: D accumulators, then the max and the sum (once, by lane 0; fused:
+        # one copy per live lane, each lane synchronizing through its own counter)
+        copies = lanes_live if fused else 1
+        width = D + 2 * copies
         ws = memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.F32Type.get()),
-                            [arith.MulIOp(items, index(slot)).result], []).result
+                            [arith.MulIOp(items, index(width)).result], []).result
+
+        def ws_base(row, c):
+            """The partial result of chunk ``c`` of ``row`` (row-major by row, then chunk)."""
+            return arith.MulIOp(arith.AddIOp(arith.MulIOp(row, parts).result, c).result, index(width)).result
+
+        def m_slot(base, lane):
+            # fused: the live lanes' maxima at base + D + lane, their sums after them
+            return arith.AddIOp(base, arith.AddIOp(lane, index(D)).result).result if fused else \
+                arith.AddIOp(base, index(D)).result
+
+        def l_slot(base, lane):
+            return arith.AddIOp(base, arith.AddIOp(lane, index(D + copies)).result).result if fused else \
+                arith.AddIOp(base, index(D + 1)).result
 
         # item c * rows + row: neighbouring workgroups read the same chunk of K and V (the G
         # query rows of a KV head share it); its partial result at row * parts + c
@@ -476,51 +561,74 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
             return (_head_major(arith.RemUIOp(item, rows).result), lo,
                     arith.MinUIOp(arith.AddIOp(lo, chunk_n).result, t_n).result)
 
+        def combine_row(row: ir.Value, s, g, kv, h, ds, lane, live) -> None:
+            """The row's ``parts`` partial results combined (online rescaling) by one
+            subgroup (fused: by each lane for its own elements), the output written."""
+            def part(c: ir.Value, run: list) -> list:
+                mrun, l, acc = run[0], run[1], run[2:]
+                base = ws_base(row, c)
+                mc = load(ws, [m_slot(base, lane)])
+                mnew = arith.MaximumFOp(mrun, mc).result
+                a = mmath.ExpOp(arith.SubFOp(mrun, mnew).result).result
+                b = mmath.ExpOp(arith.SubFOp(mc, mnew).result).result
+                l = arith.AddFOp(arith.MulFOp(l, a).result,
+                                 arith.MulFOp(load(ws, [l_slot(base, lane)]), b).result).result
+                acc = [arith.AddFOp(arith.MulFOp(x, a).result,
+                                    arith.MulFOp(load(ws, [arith.AddIOp(base, d).result]), b).result).result
+                       for x, d in zip(acc, ds)]
+                return [mnew, l, *acc]
+            res = for_loop(index(0), parts, index(1), [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per, part)
+            final(s, g, kv, h, ds, live)(res[0], res[1], res[2:])
+
         def partial(item, s, g, kv, h, ds, lane, live):
             row = arith.AddIOp(arith.MulIOp(arith.AddIOp(arith.MulIOp(s, index(G)).result, g).result,
                                             index(KV)).result, kv).result
-            at = arith.AddIOp(arith.MulIOp(row, parts).result, arith.DivUIOp(item, rows).result).result
-            base = arith.MulIOp(at, index(slot)).result
+            base = ws_base(row, arith.DivUIOp(item, rows).result)
 
             def emit(mx, l, acc):
-                def put_ml():
-                    store(mx, ws, [base])
-                    store(l, ws, [arith.AddIOp(base, index(1)).result])
-                when(arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result, put_ml)
-
                 def put_acc():
                     for a, d in zip(acc, ds):
-                        store(a, ws, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result])
+                        store(a, ws, [arith.AddIOp(base, d).result])
+                    if fused:
+                        store(mx, ws, [m_slot(base, lane)])
+                        store(l, ws, [l_slot(base, lane)])
+                        arrive(row, s, g, kv, h, ds, lane, live)
+                if not fused:
+                    def put_ml():
+                        store(mx, ws, [m_slot(base, lane)])
+                        store(l, ws, [l_slot(base, lane)])
+                    when(arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result, put_ml)
                 put_acc() if not idle else when(live, put_acc)
             return emit
 
+        def arrive(row, s, g, kv, h, ds, lane, live) -> None:
+            """A lane's partial result is stored: count its arrival on the row's counter of
+            this lane; the lane that arrives last combines its elements of the row and
+            resets the counter (no barrier, no broadcast: each lane synchronizes alone)."""
+            device_fence(kind)     # release: this lane's stores to the workspace
+            at = arith.AddIOp(arith.MulIOp(row, index(lanes_live)).result, lane).result
+            one = arith.ConstantOp(i32t, 1).result
+            old = memref.AtomicRMWOp(arith.AtomicRMWKind.addi, one, m.counters, [at]).result
+            need = arith.IndexCastOp(i32t, arith.SubIOp(parts, index(1)).result).result
+
+            def combine():
+                device_fence(kind)     # acquire: the other workgroups' stores of this lane
+                combine_row(row, s, g, kv, h, ds, lane, live)
+                store(arith.ConstantOp(i32t, 0).result, m.counters, [at])   # zero for the next launch
+            when(arith.CmpIOp(arith.CmpIPredicate.eq, old, need).result, combine)
+
         row_launch(items, key_range, partial)
-        launch = Launch((arith.MinUIOp(rows, index(MAX_GRID)).result, index(1), index(1)), (S, 1, 1), [])
-        with launch:
-            lane, _, ds, live = lanes(launch)
+        if not fused:
+            launch = Launch((arith.MinUIOp(rows, index(MAX_GRID)).result, index(1), index(1)), (S, 1, 1), [])
+            with launch:
+                lane, _, ds, live = lanes(launch)
 
-            def row_body(row: ir.Value, _: list) -> list:
-                s, g, kv, h = _row_indices(row, G, KV)
-                first = arith.MulIOp(row, parts).result
+                def row_body(row: ir.Value, _: list) -> list:
+                    s, g, kv, h = _row_indices(row, G, KV)
+                    combine_row(row, s, g, kv, h, ds, lane, live)
+                    return []
 
-                def part(c: ir.Value, run: list) -> list:
-                    mrun, l, acc = run[0], run[1], run[2:]
-                    base = arith.MulIOp(arith.AddIOp(first, c).result, index(slot)).result
-                    mc = load(ws, [base])
-                    mnew = arith.MaximumFOp(mrun, mc).result
-                    a = mmath.ExpOp(arith.SubFOp(mrun, mnew).result).result
-                    b = mmath.ExpOp(arith.SubFOp(mc, mnew).result).result
-                    l = arith.AddFOp(arith.MulFOp(l, a).result,
-                                     arith.MulFOp(load(ws, [arith.AddIOp(base, index(1)).result]), b).result).result
-                    acc = [arith.AddFOp(arith.MulFOp(x, a).result,
-                                        arith.MulFOp(load(ws, [arith.AddIOp(base, arith.AddIOp(d, index(2)).result).result]),
-                                                     b).result).result for x, d in zip(acc, ds)]
-                    return [mnew, l, *acc]
-                res = for_loop(index(0), parts, index(1), [f32(_LOWEST), f32(0.0)] + [f32(0.0)] * per, part)
-                final(s, g, kv, h, ds, live)(res[0], res[1], res[2:])
-                return []
-
-            for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row_body)
+                for_loop(launch.block_id[0], rows, launch.grid_dim[0], [], row_body)
         memref.DeallocOp(ws)
 
     def _head_major(item: ir.Value) -> ir.Value:
@@ -558,7 +666,18 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 whole()
                 scf.YieldOp([])
             with ir.InsertionPoint(branch.else_block):
-                split(rows, t_n, parts, chunk_n)
+                if launches == 1 and m.counters is not None:   # one launch while the counters suffice
+                    fits = arith.CmpIOp(arith.CmpIPredicate.ule, arith.MulIOp(rows, index(lanes_live)).result,
+                                        index(COUNTERS)).result
+                    inner = scf.IfOp(fits, [], has_else=True)
+                    with ir.InsertionPoint(inner.then_block):
+                        split(rows, t_n, parts, chunk_n, True)
+                        scf.YieldOp([])
+                    with ir.InsertionPoint(inner.else_block):
+                        split(rows, t_n, parts, chunk_n, False)
+                        scf.YieldOp([])
+                else:
+                    split(rows, t_n, parts, chunk_n, False)
                 scf.YieldOp([])
     for o in reversed(m.ops):
         o.erase()

@@ -5,7 +5,7 @@ inside a kernel does not legalize (nor may a kernel ask a buffer for its sizes).
 every memref a ``gpu.launch`` body uses from outside, this pass builds OUTSIDE the
 launch a 1-D view of its base buffer (``extract_strided_metadata`` +
 ``reinterpret_cast`` with offset 0) and rewrites each ``memref.load`` / ``memref.store``
-(and ``vector.load`` / ``vector.store``, whose vector runs along a unit-stride innermost
+/ ``memref.atomic_rmw`` (and ``vector.load`` / ``vector.store``, whose vector runs along a unit-stride innermost
 dimension) inside to index it linearly (offset + sum of index * stride) and each
 ``memref.dim`` to the size read outside. Outlining then passes the 1-D view and the
 dynamic sizes, strides and offsets as scalar kernel arguments. Constants used inside a launch are sunk into it
@@ -86,7 +86,7 @@ class _Flat:
         return self.value(ip, self.static_sizes[k], self.sizes[k])
 
 
-_STORES = ("memref.store", "vector.store")
+_STORES = ("memref.store", "vector.store", "memref.atomic_rmw")   # the buffer is operand 1
 _ACCESSES = ("memref.load", "memref.dim", "vector.load") + _STORES
 
 
@@ -116,7 +116,7 @@ def _flatten(launch: ir.Operation) -> None:
             for v in o.operands:
                 if isinstance(v.type, ir.MemRefType) and _defined_outside(v, launch):
                     raise ValueError(f"'{o.name}' inside a GPU kernel uses a buffer directly; only "
-                                     "memref.load/store/dim and vector.load/store are flattened")
+                                     "memref.load/store/atomic_rmw/dim and vector.load/store are flattened")
         return ir.WalkResult.ADVANCE
 
     launch.walk(collect)
@@ -142,6 +142,10 @@ def _flatten(launch: ir.Operation) -> None:
         elif o.name == "memref.store":
             i = f.linear(ip, list(o.operands[2:]), o.location)
             memref.StoreOp(o.operands[0], f.view, [i], ip=ip, loc=o.location)
+        elif o.name == "memref.atomic_rmw":
+            i = f.linear(ip, list(o.operands[2:]), o.location)
+            new = memref.AtomicRMWOp(o.attributes["kind"], o.operands[0], f.view, [i], ip=ip, loc=o.location)
+            o.results[0].replace_all_uses_with(new.result)
         elif o.name == "vector.load":
             i = f.linear(ip, list(o.operands[1:]), o.location)
             new = vector.LoadOp(o.results[0].type, f.view, [i], alignment=_alignment(o), ip=ip, loc=o.location)

@@ -1,13 +1,24 @@
-"""relax-gpu-sequential-inner-loops: a parallel loop nested in another runs in one thread;
-the outer one lists its innermost dimension first.
+"""relax-gpu-sequential-inner-loops: the parallel dims of a loop nest map to threads, its
+reductions run serially inside each thread; the outer loop lists its innermost dimension
+first.
 
 ``convert-linalg-to-parallel-loops`` turns a linalg op whose reduction dimension sits
-between parallel ones (``sum`` over axis 1 of ``(a, n, 4)``) into
-``scf.parallel (a) { scf.for (n) { scf.parallel (4) {...} } }``. Only the outermost
-parallel loop maps to workgroups and threads; ``convert-parallel-loops-to-gpu`` cannot
-map a parallel loop under a sequential one. This pass rewrites every ``scf.parallel``
-(without reductions) that has an ``scf.parallel`` ancestor into nested ``scf.for``
-loops, inside the thread that runs its parent.
+between parallel ones (``sum`` over axis 1 of ``(a, n, b)``) into
+``scf.parallel (a) { scf.for (n) { scf.parallel (b) {...} } }``. Only the outermost
+parallel loop maps to workgroups and threads (``convert-parallel-loops-to-gpu`` cannot
+map a parallel loop under a sequential one), so such a nest is first *interchanged*: when
+the loops between the two parallel ones are ``scf.for`` loops without results, each the
+only op of its parent's body (a perfect nest) and the inner loop's bounds are defined
+outside the outer one, the inner parallel dims join the outer loop:
+``scf.parallel (a, b) { scf.for (n) {...} }``: a thread per output element, each
+reducing its own n serially. That is exact for the nests linalg lowering makes (every
+output element is written only by the iterations of its own parallel indices, in the same
+order of n as before). Before, one thread looped over every n and b of its a: with a = 1
+a single thread did the whole reduction (slow everywhere, and wrong on lavapipe from
+65,535 loop iterations per invocation: Mesa's gallivm ends every loop of a shader
+invocation after that many iterations in all, ``LP_MAX_TGSI_LOOP_ITERATIONS``).
+A nested ``scf.parallel`` (without reductions) that cannot join its ancestor becomes
+nested ``scf.for`` loops, inside the thread that runs its parent.
 
 It also reverses the dimensions of every outermost ``scf.parallel``: tiling tiles the
 first dimension by the workgroup size and ``gpu-map-parallel-loops`` maps it to thread
@@ -19,10 +30,13 @@ fills its workgroups. Run after ``convert-linalg-to-parallel-loops``, before
 
 from __future__ import annotations
 
+from typing import Optional
+
 from mlir import ir
 from mlir.dialects import scf
 
 from ...transforms.registry import emit_error, register_pass
+from .flatten_launches import _defined_outside
 
 
 def _nested(op: ir.Operation) -> bool:
@@ -58,6 +72,53 @@ def _to_fors(par: ir.Operation) -> None:
     par.erase()
 
 
+def _bounds(par: ir.Operation) -> tuple[list, list, list]:
+    n = len(par.regions[0].blocks[0].arguments)
+    return list(par.operands[:n]), list(par.operands[n:2 * n]), list(par.operands[2 * n:3 * n])
+
+
+def _only_op(op: ir.Operation) -> Optional[ir.Operation]:
+    """The one op of ``op``'s body besides its terminator, else None."""
+    ops = [o.operation for o in op.regions[0].blocks[0].operations]
+    return ops[0] if len(ops) == 2 else None
+
+
+def _perfect_inner(par: ir.Operation) -> Optional[ir.Operation]:
+    """The scf.parallel that ``par`` perfectly nests through scf.for loops without results
+    (each loop the only op of its parent), with bounds defined outside ``par``; else None."""
+    cur = _only_op(par)
+    while cur is not None and cur.name == "scf.for" and not len(cur.results):
+        cur = _only_op(cur)
+    if cur is None or cur.name != "scf.parallel" or len(cur.results):
+        return None
+    return cur if all(_defined_outside(v, par) for v in cur.operands) else None
+
+
+def _join(par: ir.Operation, inner: ir.Operation) -> ir.Operation:
+    """``scf.parallel (P) { for... { scf.parallel (Q) { body } } }`` ->
+    ``scf.parallel (P, Q) { for... { body } }``."""
+    (lp, up, sp), (lq, uq, sq) = _bounds(par), _bounds(inner)
+    new = scf.ParallelOp([], lp + lq, up + uq, sp + sq, [], ip=ir.InsertionPoint(par), loc=par.location)
+    block = new.regions[0].blocks.append(*([ir.IndexType.get()] * (len(lp) + len(lq))))
+    outer_body, inner_body = par.regions[0].blocks[0], inner.regions[0].blocks[0]
+    for k, old in enumerate(list(outer_body.arguments) + list(inner_body.arguments)):
+        old.replace_all_uses_with(block.arguments[k])
+    for o in list(inner_body.operations)[:-1]:   # the body, before the inner loop (its reduce stays)
+        o.operation.move_before(inner)
+    inner.erase()
+    prev = None
+    for op in list(outer_body.operations):    # the loop chain (or the body), then the reduce
+        o = op.operation
+        if prev is None:
+            o.detach_from_parent()
+            ir.InsertionPoint(block).insert(o)
+        else:
+            o.move_after(prev)
+        prev = o
+    par.erase()
+    return new.operation
+
+
 def _reverse(par: ir.Operation) -> None:
     body = par.regions[0].blocks[0]
     n = len(body.arguments)
@@ -81,9 +142,25 @@ def _reverse(par: ir.Operation) -> None:
 
 
 @register_pass("relax-gpu-sequential-inner-loops",
-               "GPU kernels: an scf.parallel nested in another scf.parallel becomes nested scf.for "
-               "(only the outermost maps to workgroups and threads).")
+               "GPU kernels: an scf.parallel perfectly nested in another through scf.for loops joins the "
+               "outer one (a thread per output element, reductions serial in it); any other nested "
+               "scf.parallel becomes nested scf.for (only the outermost maps to workgroups and threads).")
 def relax_gpu_sequential_inner_loops(module: ir.Operation, opts) -> None:
+    tops: list[ir.Operation] = []
+
+    def outermost(op):
+        if op.operation.name == "scf.parallel":
+            tops.append(op.operation)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module.walk(outermost, ir.WalkOrder.PRE_ORDER)
+    for o in tops:
+        while not len(o.results):   # a joined loop may nest another (p, r, p, r, p)
+            inner = _perfect_inner(o)
+            if inner is None:
+                break
+            o = _join(o, inner)
     found: list[ir.Operation] = []
 
     def visit(op):

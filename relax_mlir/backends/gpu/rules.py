@@ -308,7 +308,8 @@ def _attention_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 class DecodeAttention(ScheduleRule):
     """The fused decode attention kernel of relax-gpu-decode-attention: a workgroup per query
     row, ``attention_splits`` subgroups splitting the KV length, online softmax, shuffles;
-    above ``attention_chunk`` keys a workgroup per chunk of a row and a combining launch
+    above ``attention_chunk`` keys a workgroup per chunk of a row, the last of a row to finish
+    combining them (``attention_launches`` = 1; 2: a combining launch)
     (:mod:`relax_mlir.backends.gpu.decode_attention`). Needs a known subgroup size and a
     static head dim that is a multiple of it (at most 16 elements per lane) or divides it
     (:func:`~relax_mlir.backends.gpu.decode_attention.takes`), else the kernel's linalg body
@@ -334,20 +335,24 @@ class DecodeAttention(ScheduleRule):
                  "multiprocessors (Target.multiprocessors), at least attention_chunk keys"),
             Knob("attention_waves", (1, 2, 4, 8),
                  "attention_split=2: about this many workgroups per multiprocessor over all rows"),
+            Knob("attention_launches", (1, 2),
+                 "the split across workgroups as 1 launch (the last workgroup of a row to finish, "
+                 "found by an atomic counter per row, combines its chunks) or 2 (a combining launch)"),
         ), _attention_rule, target)
 
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
         # lavapipe: one subgroup (its barriers switch coroutines); cuda: 4 warps per row; the
         # split sized from the multiprocessors where the target knows them (cuda's device)
         return dict(attention_splits=4 if target.kind == "cuda" else 1, attention_chunk=256,
-                    attention_split=2 if target.multiprocessors else 1, attention_waves=2)
+                    attention_split=2 if target.multiprocessors else 1, attention_waves=2, attention_launches=1)
 
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         m, sg, d = decode_attention.match(fn), subgroup(target), decode_attention.head_dim(fn)
         if m is None or not decode_attention.takes(d, sg):
             return False
         wgs = config["attention_waves"] * target.multiprocessors if config["attention_split"] == 2 else 0
-        decode_attention.build(fn, m, sg, config["attention_splits"], config["attention_chunk"], wgs)
+        decode_attention.build(fn, m, sg, config["attention_splits"], config["attention_chunk"], wgs,
+                               config["attention_launches"], "cuda" if target.kind == "cuda" else "vulkan")
         return True
 
 

@@ -134,8 +134,8 @@ def test_vulkan_decode_attention_split_across_workgroups(routes, D, splits, chun
     """Flash-decoding's split: above ``chunk`` keys a workgroup per (row, chunk) computes a
     partial (max, sum, accumulators); the last workgroup of each row to finish (a counter
     per row in the session state ``relax_gpu_attention_counters``) combines them: ONE launch
-    (``attention_launches=1``, the default), or a second launch does
-    (``attention_launches=2``). At most one chunk: a workgroup per row. One executable for
+    (``attention_launches=1``, cuda's default), or a second launch does
+    (``attention_launches=2``, vulkan's default). At most one chunk: a workgroup per row. One executable for
     every length (1, odd, one chunk, above it, 2049 twice: the counters were reset); lanes
     idle (D = 4) and several subgroups per workgroup included; the counters are all zero
     after every call."""
@@ -171,7 +171,7 @@ def test_vulkan_decode_attention_one_launch_spirv(tmp_path):
     m = attention_module(2, 3, 16)
     with m.context:
         m.operation.attributes["relax.target"] = Target.detect("vulkan").to_attr()
-        relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
+        relax_mlir.run_pipeline(m, "builtin.module(vulkan{schedule-config=attention_launches=1})")
         found = {}
         for o in m.body.operations:
             o = o.operation
@@ -199,7 +199,8 @@ def test_vulkan_decode_attention_split_more_rows_than_counters(routes):
     G, KV, D = 2, 3, 4
     lanes = min(Target.detect("vulkan").subgroup_size, D)
     most = COUNTERS // lanes // (G * KV)      # query rows s that fit
-    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan")
+    exe = relax_mlir.compile(attention_module(G, KV, D), target="vulkan",
+                             options={"schedule_config": "attention_launches=1"})
     sess = exe.session()
     for s, t in [(2, 300), (most + 1, 257), (most, 257)]:
         q, k, v, mask = attention_inputs(s, t, KV, D, G, s + t)
@@ -224,7 +225,8 @@ def test_vulkan_decode_attention_reads_an_f16_cache(routes, D, splits):
     difference is f16's rounding of K and V (documented in docs/gpu.md)."""
     G, KV = 2, 3
     exe = relax_mlir.compile(attention_module(G, KV, D, kv_dtype="f16"), target="vulkan",
-                             options={"schedule_config": f"attention_splits={splits}:attention_chunk=256"})
+                             options={"schedule_config": f"attention_splits={splits}:attention_chunk=256:"
+                                                         "attention_launches=1"})
     for s, t in _F16_SIZES:
         q, k, v, mask = attention_inputs(s, t, KV, D, G, s * 1000 + t)
         k16, v16 = k.astype(np.float16), v.astype(np.float16)
@@ -250,7 +252,7 @@ def test_vulkan_decode_attention_split_from_multiprocessors(routes):
     target = replace(Target.detect("vulkan"), multiprocessors=sms)
     exe = relax_mlir.compile(attention_module(G, KV, D), options=CompileOptions(
         target=target, pipeline_options={"schedule_config": f"attention_split=2:attention_waves={waves}:"
-                                                            f"attention_chunk={least}"}))
+                                                            f"attention_chunk={least}:attention_launches=1"}))
     for s, t in [(1, 1), (1, 31), (1, 33), (1, 100), (2, 100), (4, 100), (1, 3000), (3, 257)]:
         rows = s * G * KV
         per_row = -(-sms * waves // rows)
@@ -461,3 +463,15 @@ def test_vulkan_llm_f16_kv_cache(routes):
         assert np.abs(la - lb).max() < 1e-3 * np.abs(la).max()
         tok = int(np.argmax(la))
         assert int(np.argmax(lb)) == tok
+
+
+def test_decode_attention_launches_default_per_target():
+    """The split in one launch is cuda's default; vulkan keeps the combining launch (its
+    workspace has no Coherent decoration, which a device-scope handoff between workgroups
+    needs on real Vulkan GPUs, and lavapipe's atomics made one launch slower: docs/gpu.md)."""
+    from dataclasses import replace
+    from relax_mlir.backends.gpu.rules import DecodeAttention
+    from relax_mlir.target import Target
+    vk = Target.detect("vulkan")
+    assert DecodeAttention().default(vk, "f32")["attention_launches"] == 2
+    assert DecodeAttention().default(replace(vk, kind="cuda"), "f32")["attention_launches"] == 1

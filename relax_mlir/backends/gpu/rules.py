@@ -342,9 +342,13 @@ class DecodeAttention(ScheduleRule):
 
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
         # lavapipe: one subgroup (its barriers switch coroutines); cuda: 4 warps per row; the
-        # split sized from the multiprocessors where the target knows them (cuda's device)
-        return dict(attention_splits=4 if target.kind == "cuda" else 1, attention_chunk=256,
-                    attention_split=2 if target.multiprocessors else 1, attention_waves=2, attention_launches=1)
+        # split sized from the multiprocessors where the target knows them (cuda's device).
+        # One launch on cuda only: on vulkan the workspace lacks the Coherent decoration a
+        # device-scope handoff needs on real GPUs, and lavapipe's atomics made it slower
+        cuda = target.kind == "cuda"
+        return dict(attention_splits=4 if cuda else 1, attention_chunk=256,
+                    attention_split=2 if target.multiprocessors else 1, attention_waves=2,
+                    attention_launches=1 if cuda else 2)
 
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         m, sg, d = decode_attention.match(fn), subgroup(target), decode_attention.head_dim(fn)

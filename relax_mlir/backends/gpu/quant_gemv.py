@@ -1,5 +1,6 @@
-"""The quantized GEMV: ``relax.quantized_matmul`` kernels (GGUF Q8_0, Q4_0, Q4_1 rows, any
-elementwise prologue on x fused in) as one launch that reads each weight block once.
+"""The quantized GEMV: ``relax.quantized_matmul`` kernels (GGUF Q8_0, Q4_0, Q4_1 rows and
+f16 / bf16 weights kept as stored, any elementwise prologue on x fused in) as one launch
+that reads each weight block once.
 
 The generic kernel (relax_mlir/ops/quant.py) dequantizes every element where it is read:
 per weight three byte loads (the block's f16 scale, twice, and the quant) and a
@@ -24,6 +25,17 @@ On cuda the quant bytes come in vector loads as wide as the block layout's align
 storage is emulated on 32-bit words by the SPIR-V lowering). x's prologue (a fused
 ``silu(gate) * up``) is the part of the generic's body that does not read the weight: it is
 cloned per element of x.
+
+f16 and bf16 rows (2 bytes per element, no block: :func:`build_half`) are read as 32-bit
+words: a subgroup per output column, each lane loading ``halves`` consecutive elements at
+once (8 = a ``vector<4xi32>``, 128 bits: ``ld.global.v4.b32`` / a 16-byte SPIR-V load;
+fewer where K's alignment allows no more; odd K: 16-bit loads), every ``subgroup``-th such
+chunk, the conversion on the integer words (f16: the word's halves as f16, widened; bf16:
+the half shifted into an f32's high 16 bits, so no bf16 type is needed, which the pinned
+SPIR-V target lacks), f32 accumulation, the same shuffles. The weight's i8 buffer is viewed
+as words outside the launch (``memref.view``), behind a run-time guard that its pointer and
+offset are aligned for the loads (a ``relax.view`` of stacked layers at an odd byte
+offset): otherwise the generic kernel runs.
 """
 
 from __future__ import annotations
@@ -34,12 +46,15 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
-from .launch_builder import MAX_GRID, Launch, f32, flat_body, for_loop, index, indexing_maps, load, map_indices, when
+from .launch_builder import (MAX_GRID, Launch, all_of, f32, flat_body, for_loop, index, indexing_maps, load,
+                             vector_view_conditions, when)
 from .matmul_routes import finish
 
 #: format -> (bytes per 32-element block, offset of the quants, has a minimum)
 BLOCKS = {"q8_0": (34, 2, False), "q4_0": (18, 2, False), "q4_1": (20, 4, True)}
-FORMATS = tuple(BLOCKS)
+#: 16-bit float formats (2 bytes per element, no block; bf16: the high half of an f32)
+HALF_FORMATS = ("f16", "bf16")
+FORMATS = tuple(BLOCKS) + HALF_FORMATS
 CONTRACT = "#arith.fastmath<contract>"
 
 
@@ -51,6 +66,7 @@ class QuantTiles:
     lanes_per_block: int = 4   # lanes sharing one 32-element block
     subgroups: int = 4         # subgroups per workgroup, one output column each
     wide: bool = False         # vector loads of the quant bytes (cuda)
+    halves: int = 8            # f16 / bf16: elements per lane load (at most what K's alignment allows)
 
     @property
     def threads(self) -> int:
@@ -158,11 +174,16 @@ def match(fn: ir.Operation) -> Optional[_Match]:
     if str(wt.element_type) != "i8" or wt.rank != 2 or not wt.has_static_shape or xt.shape[1] == ir.ShapedType.get_dynamic_size():
         return None
     k = xt.shape[1]
+    if ir.MemRefType(c.type).shape[1] != wt.shape[0]:
+        return None
+    if wt.shape[1] == 2 * k and _block_size(body) is None:
+        fmt = _half_format(body)
+        return _Match(fill, gen, w, fmt, xs[0]) if fmt is not None else None
     if k % 32:
         return None
     per_block = wt.shape[1] * 32 // k if wt.shape[1] * 32 % k == 0 else 0
     fmt = next((f for f, (nb, _, _) in BLOCKS.items() if nb == per_block), None)
-    if fmt is None or _block_size(body) != 32 or ir.MemRefType(c.type).shape[1] != wt.shape[0]:
+    if fmt is None or _block_size(body) != 32:
         return None
     return _Match(fill, gen, w, fmt, xs[0])
 
@@ -185,6 +206,23 @@ def _block_size(body: ir.Block) -> Optional[int]:
         if src is not None and src.name == "linalg.index" and ir.IntegerAttr(src.attributes["dim"]).value == 2:
             return _const(o.operands[1])
     return None
+
+
+def _half_format(body: ir.Block) -> Optional[str]:
+    """f16 or bf16: how the dequantizer of a 2-byte-per-element kernel makes its float (an
+    i16 bitcast to f16; an i32 bitcast to f32, the bf16 bits shifted into its high half),
+    the weight read at row ``linalg.index 1``."""
+    kinds = set()
+    for o in body.operations:
+        o = o.operation
+        if o.name == "memref.load":
+            src = _producer(o.operands[1])
+            if src is None or src.name != "linalg.index" or ir.IntegerAttr(src.attributes["dim"]).value != 1:
+                return None
+        if o.name == "arith.bitcast":
+            t = o.results[0].type
+            kinds.add("f16" if isinstance(t, ir.F16Type) else "bf16" if isinstance(t, ir.F32Type) else "?")
+    return kinds.pop() if len(kinds) == 1 and kinds <= {"f16", "bf16"} else None
 
 
 def kernel_format(fn: ir.Operation) -> Optional[str]:
@@ -257,6 +295,8 @@ def _f16(lo: ir.Value, hi: ir.Value) -> ir.Value:
 
 def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     """Replace the fill and generic of ``m`` in kernel ``fn`` by the launch."""
+    if m.fmt in HALF_FORMATS:
+        return build_half(fn, m, t)
     nbytes, qoff, has_min = BLOCKS[m.fmt]
     S, L = t.subgroup, t.lanes_per_block
     per_lane = 32 // L                      # elements of a block per lane
@@ -333,3 +373,108 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     m.gen.erase()
     if m.fill is not None:
         m.fill.erase()
+
+
+def half_width(k: int, halves: int) -> int:
+    """Elements per lane load of an f16 / bf16 row of ``k``: ``halves`` halved until it
+    divides k (every row then starts aligned for the loads)."""
+    h = halves
+    while h > 1 and k % h:
+        h //= 2
+    return h
+
+
+def _words_to_f32(word: ir.Value, fmt: str) -> list[ir.Value]:
+    """The f32 values of the 16-bit floats in an i32 (low half first) or i16 word: f16 as
+    f16 widened, bf16 by integer shifts into an f32's high half."""
+    i16, i32t, f32t = ir.IntegerType.get_signless(16), ir.IntegerType.get_signless(32), ir.F32Type.get()
+    if ir.IntegerType(word.type).width == 16:
+        if fmt == "f16":
+            return [arith.ExtFOp(f32t, arith.BitcastOp(ir.F16Type.get(), word).result).result]
+        return [arith.BitcastOp(f32t, arith.ShLIOp(arith.ExtUIOp(i32t, word).result, _i32(16)).result).result]
+    if fmt == "f16":
+        lo = arith.TruncIOp(i16, word).result
+        hi = arith.TruncIOp(i16, arith.ShRUIOp(word, _i32(16)).result).result
+        return [arith.ExtFOp(f32t, arith.BitcastOp(ir.F16Type.get(), h).result).result for h in (lo, hi)]
+    lo = arith.ShLIOp(word, _i32(16)).result
+    hi = arith.AndIOp(word, _i32(-65536)).result
+    return [arith.BitcastOp(f32t, v).result for v in (lo, hi)]
+
+
+def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
+    """Replace the fill and generic of an f16 / bf16 ``m`` in kernel ``fn`` by ``scf.if
+    (the weight aligned for the loads) { the launch } else { the fill and generic }``."""
+    S = t.subgroup
+    contract = ir.Attribute.parse(CONTRACT)
+    g = m.gen.opview
+    c = g.outputs[0]
+    fill_value = m.fill.operands[0] if m.fill is not None else None
+    wt = ir.MemRefType(m.w.type)
+    n_rows, k = wt.shape[0], wt.shape[1] // 2
+    h = half_width(k, t.halves)
+    wb = 4 if h >= 2 else 2                  # bytes per word: i32 (two elements) or i16
+    per = h * 2 // wb                        # words per lane load
+    wty = ir.IntegerType.get_signless(8 * wb)
+    i32t = ir.IntegerType.get_signless(32)
+    first = m.fill if m.fill is not None else m.gen
+    with ir.InsertionPoint(first), m.gen.location:
+        rows = memref.DimOp(c, index(0)).result
+        branch = scf.IfOp(all_of(vector_view_conditions(m.w, 2 * h, 2 * h)), [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            meta = memref.ExtractStridedMetadataOp(m.w)
+            ext = arith.AddIOp(meta.offset, index(n_rows * wt.shape[1])).result   # bytes from the base
+            dyn = ir.ShapedType.get_dynamic_size()
+            flat = memref.ReinterpretCastOp(ir.MemRefType.get([dyn], wt.element_type), meta.base_buffer,
+                                            [], [ext], [], [0], [dyn], [1]).result
+            words = memref.ViewOp(ir.MemRefType.get([dyn], wty), flat, index(0),
+                                  [arith.DivUIOp(ext, index(wb)).result]).result
+            woff = arith.DivUIOp(meta.offset, index(wb)).result
+            grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
+            grid_x = index((n_rows + t.subgroups - 1) // t.subgroups)
+            launch = Launch((grid_x, grid_y, index(1)), (t.threads, 1, 1), [])
+            with launch:
+                tid = launch.thread_id[0]
+                lane = arith.RemUIOp(tid, index(S)).result
+                sg = arith.DivUIOp(tid, index(S)).result
+                n = arith.AddIOp(arith.MulIOp(launch.block_id[0], index(t.subgroups)).result, sg).result
+                ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
+                nn = arith.SelectOp(ok, n, index(0)).result
+                row0 = arith.AddIOp(woff, arith.MulIOp(nn, index(k * 2 // wb)).result).result
+
+                def row_body(row: ir.Value, _: list) -> list:
+                    def chunk(ch: ir.Value, acc: list) -> list:
+                        at = arith.AddIOp(row0, arith.MulIOp(ch, index(per)).result).result
+                        if per > 1:
+                            v = vector.LoadOp(ir.VectorType.get([per], wty), words, [at], alignment=2 * h).result
+                            ws = [vector.ExtractOp(v, [], [j]).result for j in range(per)]
+                        else:
+                            ws = [load(words, [at])]
+                        k0 = arith.MulIOp(ch, index(h)).result
+                        s = acc[0]
+                        e = 0
+                        for word in ws:
+                            for wv in _words_to_f32(word, m.fmt):
+                                xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
+                                s = arith.AddFOp(s, arith.MulFOp(xv, wv, fastmath=contract).result,
+                                                 fastmath=contract).result
+                                e += 1
+                        return [s]
+
+                    (acc,) = for_loop(lane, index(k // h), index(S), [f32(0.0)], chunk)
+                    width = arith.ConstantOp(i32t, S).result
+                    off = 1
+                    while off < S:
+                        o = arith.ConstantOp(i32t, off).result
+                        acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
+                        off *= 2
+                    head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
+                    when(arith.AndIOp(head, ok).result, lambda: finish(acc, [row, n], c, fill_value, [], c))
+                    return []
+
+                for_loop(launch.block_id[1], rows, launch.grid_dim[1], [], row_body)
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            end = scf.YieldOp([])
+    if m.fill is not None:
+        m.fill.move_before(end)
+    m.gen.move_before(end)

@@ -1,9 +1,12 @@
 """The quantized GEMV rule (relax_mlir/backends/gpu/quant_gemv.py): relax.quantized_matmul on
-Q8_0 / Q4_0 / Q4_1 weights as a subgroup-per-column launch with shuffles.
+Q8_0 / Q4_0 / Q4_1 and f16 / bf16 weights as a subgroup-per-column launch with shuffles.
 
 * vulkan (lavapipe): numerics against gguf's dequantizer at M = 1, odd and large, K of 1 to
   32 blocks, N odd and large, several sizes through ONE executable, with the route each call
   took (the shuffling kernel and its grid); K-quants keep the generic kernel;
+* f16 / bf16 (numpy's own f16, bf16 as f32's high half): M = 1, 3, 17, K odd (16-bit loads),
+  even, a multiple of 8 (128-bit loads), N odd and large, through ONE executable; a weight view
+  misaligned for the loads takes the generic kernel (the run-time guard);
 * a tiny GGUF through CausalLM.from_gguf(target="vulkan") generates the cpu target's tokens;
 * cuda: the kernel's PTX (shuffles, the wide byte loads) and its host path with the fake
   driver (the kernel loads; its grid).
@@ -30,6 +33,16 @@ from bench_gpu import quant_blocks  # noqa: E402  (random blocks + a numpy dequa
 
 OK, DEVICE = vkrt.available()
 needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
+
+
+def _half_weights(fmt: str, n: int, k: int, rng):
+    """(f16 / bf16 rows (n, 2k) as int8, their values as f64): bf16 = f32's high 16 bits."""
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    if fmt == "f16":
+        h = w.astype(np.float16)
+        return h.view(np.int8).reshape(n, 2 * k), h.astype(np.float64)
+    bits = (w.view(np.uint32) >> 16).astype(np.uint16)
+    return bits.view(np.int8).reshape(n, 2 * k), (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
 def _program(fmt: str, n: int, k: int, prologue: bool = False) -> str:
@@ -124,6 +137,87 @@ def test_vulkan_k_quants_keep_the_generic_kernel(routes):
     assert [s for s, _ in launched] == [False]
 
 
+#: (N, K) of the f16 / bf16 GEMV: K odd (16-bit loads), 2 mod 4 (32-bit), 4 mod 8 (64-bit), a
+#: multiple of 8 (128-bit); N 1, odd, below and above a workgroup's columns
+_HALF_SHAPES = [(1, 1), (7, 33), (5, 6), (9, 20), (33, 96), (300, 1000)]
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
+@pytest.mark.parametrize("n,k", _HALF_SHAPES, ids=[f"{n}x{k}" for n, k in _HALF_SHAPES])
+def test_vulkan_half_gemv(routes, fmt, n, k):
+    """M = 1, 3, 17 through one executable, one shuffling launch per call, grid
+    (ceil(N / subgroups per workgroup), M); f32 accumulation (the only error: summation order)."""
+    exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan")
+    rng = np.random.default_rng(n * 7 + k)
+    raw, deq = _half_weights(fmt, n, k, rng)
+    per = _subgroups(Target.detect("vulkan"))
+    for m in (1, 3, 17):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        y, launched = routes.call(exe, x, raw)
+        ref = x.astype(np.float64) @ deq.T
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0, err_msg=f"{fmt} {m}x{n}x{k}")
+        assert launched == [(True, (-(-n // per), m, 1))]
+
+
+def test_half_width():
+    """Elements per lane load: the knob, halved until it divides K."""
+    assert [quant_gemv.half_width(k, 8) for k in (1, 33, 6, 20, 96, 1000, 4096)] == [1, 1, 2, 4, 8, 8, 8]
+    assert [quant_gemv.half_width(k, 4) for k in (96, 6)] == [4, 2]
+
+
+def _view_program(fmt: str, n: int, k: int, offset: int) -> str:
+    """The weight a relax.view at byte ``offset`` of a flat byte tensor (as relax_mlir/llm's
+    stacked layers)."""
+    X, W = f'tensor<?x{k}xf32, #relax.shape<["m", {k}]>>', f"tensor<{n}x{2 * k}xi8>"
+    Y = f'tensor<?x{n}xf32, #relax.shape<["m", {n}]>>'
+    B = f"tensor<1x{offset + 2 * n * k}xi8>"
+    return f'''
+func.func @main(%x: {X}, %b: {B}) -> {Y} attributes {{relax.function}} {{
+  %w = "relax.view"(%b) {{dtype = i8, offset = {offset} : i64, shape = #relax.shape<[{n}, {2 * k}]>}} : ({B}) -> {W}
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({X}, {W}) -> {Y}
+  return %y : {Y}
+}}'''
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt,k,offset,shuffles", [("f16", 64, 16, True), ("f16", 64, 2, False),
+                                                   ("bf16", 64, 4, False), ("bf16", 33, 2, True),
+                                                   ("bf16", 33, 1, False)])
+def test_vulkan_half_gemv_alignment_guard(routes, fmt, k, offset, shuffles):
+    """A weight whose bytes start where the lane loads would be misaligned (128-bit loads at
+    K = 64, 16-bit ones at odd K) runs the generic kernel (no shuffles), with equal results."""
+    n = 5
+    exe = relax_mlir.compile(_view_program(fmt, n, k, offset), target="vulkan")
+    rng = np.random.default_rng(k + offset)
+    raw, deq = _half_weights(fmt, n, k, rng)
+    b = np.concatenate([np.zeros(offset, np.int8), raw.reshape(-1)])[None]
+    x = rng.standard_normal((2, k)).astype(np.float32)
+    y, launched = routes.call(exe, x, b)
+    ref = x.astype(np.float64) @ deq.T
+    np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+    assert launched and all(s == shuffles for s, _ in launched), launched
+    assert (len(launched) == 1) == shuffles
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
+def test_vulkan_half_gemv_fused_prologue(routes, fmt):
+    """silu(g) * u fused into an f16 / bf16 down projection: one launch, the prologue per
+    element of x."""
+    n, k = 24, 72
+    exe = relax_mlir.compile(_program(fmt, n, k, prologue=True), target="vulkan")
+    rng = np.random.default_rng(6)
+    raw, deq = _half_weights(fmt, n, k, rng)
+    for m in (1, 4):
+        g, u = (rng.standard_normal((m, k)).astype(np.float32) for _ in range(2))
+        y, launched = routes.call(exe, g, u, raw)
+        x = g.astype(np.float64) / (1 + np.exp(-g.astype(np.float64))) * u
+        ref = x @ deq.T
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+        assert [s for s, _ in launched] == [True]
+
+
 # -- a tiny GGUF on vulkan -------------------------------------------------------------------
 
 class _Labels(_Routes):
@@ -147,10 +241,11 @@ class _Labels(_Routes):
 
 
 @needs_vulkan
-@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1", "f16", "bf16"])
 def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypatch, fmt):
     """Greedy tokens equal; in a decode step every quantized matmul (qkv, o, gate, up, and
-    down with silu(gate) * up fused in, per layer; the lm head) is the shuffling GEMV."""
+    down with silu(gate) * up fused in, per layer; the lm head) is the shuffling GEMV (f16 /
+    bf16: GGUF F16 / BF16 projections kept as stored)."""
     pytest.importorskip("transformers")
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "llm"))
     from test_gguf import write_gguf

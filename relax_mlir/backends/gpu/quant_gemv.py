@@ -67,6 +67,7 @@ class QuantTiles:
     subgroups: int = 4         # subgroups per workgroup, one output column each
     wide: bool = False         # vector loads of the quant bytes (cuda)
     halves: int = 8            # f16 / bf16: elements per lane load (at most what K's alignment allows)
+    columns: int = 1           # f16 / bf16: output columns per subgroup (x's values shared)
 
     @property
     def threads(self) -> int:
@@ -177,7 +178,7 @@ def match(fn: ir.Operation) -> Optional[_Match]:
     if ir.MemRefType(c.type).shape[1] != wt.shape[0]:
         return None
     if wt.shape[1] == 2 * k and _block_size(body) is None:
-        fmt = _half_format(body)
+        fmt = _half_format(body, wt.shape[0])
         return _Match(fill, gen, w, fmt, xs[0]) if fmt is not None else None
     if k % 32:
         return None
@@ -208,16 +209,17 @@ def _block_size(body: ir.Block) -> Optional[int]:
     return None
 
 
-def _half_format(body: ir.Block) -> Optional[str]:
+def _half_format(body: ir.Block, n_rows: int) -> Optional[str]:
     """f16 or bf16: how the dequantizer of a 2-byte-per-element kernel makes its float (an
     i16 bitcast to f16; an i32 bitcast to f32, the bf16 bits shifted into its high half),
-    the weight read at row ``linalg.index 1``."""
+    the weight read at row ``linalg.index 1`` (folded to 0 when there is one row)."""
     kinds = set()
     for o in body.operations:
         o = o.operation
         if o.name == "memref.load":
             src = _producer(o.operands[1])
-            if src is None or src.name != "linalg.index" or ir.IntegerAttr(src.attributes["dim"]).value != 1:
+            row_index = src is not None and src.name == "linalg.index" and ir.IntegerAttr(src.attributes["dim"]).value == 1
+            if not row_index and not (n_rows == 1 and _const(o.operands[1]) == 0):
                 return None
         if o.name == "arith.bitcast":
             t = o.results[0].type
@@ -404,7 +406,7 @@ def _words_to_f32(word: ir.Value, fmt: str) -> list[ir.Value]:
 def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     """Replace the fill and generic of an f16 / bf16 ``m`` in kernel ``fn`` by ``scf.if
     (the weight aligned for the loads) { the launch } else { the fill and generic }``."""
-    S = t.subgroup
+    S, C = t.subgroup, t.columns
     contract = ir.Attribute.parse(CONTRACT)
     g = m.gen.opview
     c = g.outputs[0]
@@ -430,45 +432,51 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
                                   [arith.DivUIOp(ext, index(wb)).result]).result
             woff = arith.DivUIOp(meta.offset, index(wb)).result
             grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
-            grid_x = index((n_rows + t.subgroups - 1) // t.subgroups)
+            grid_x = index(-(-n_rows // (t.subgroups * C)))
             launch = Launch((grid_x, grid_y, index(1)), (t.threads, 1, 1), [])
             with launch:
                 tid = launch.thread_id[0]
                 lane = arith.RemUIOp(tid, index(S)).result
                 sg = arith.DivUIOp(tid, index(S)).result
-                n = arith.AddIOp(arith.MulIOp(launch.block_id[0], index(t.subgroups)).result, sg).result
-                ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
-                nn = arith.SelectOp(ok, n, index(0)).result
-                row0 = arith.AddIOp(woff, arith.MulIOp(nn, index(k * 2 // wb)).result).result
+                n0 = arith.MulIOp(arith.AddIOp(arith.MulIOp(launch.block_id[0], index(t.subgroups)).result,
+                                               sg).result, index(C)).result
+                cols = []   # (n, n < N, the column's first word)
+                for i in range(C):
+                    n = arith.AddIOp(n0, index(i)).result
+                    ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
+                    nn = arith.SelectOp(ok, n, index(0)).result
+                    cols.append((n, ok, arith.AddIOp(woff, arith.MulIOp(nn, index(k * 2 // wb)).result).result))
 
                 def row_body(row: ir.Value, _: list) -> list:
                     def chunk(ch: ir.Value, acc: list) -> list:
-                        at = arith.AddIOp(row0, arith.MulIOp(ch, index(per)).result).result
-                        if per > 1:
-                            v = vector.LoadOp(ir.VectorType.get([per], wty), words, [at], alignment=2 * h).result
-                            ws = [vector.ExtractOp(v, [], [j]).result for j in range(per)]
-                        else:
-                            ws = [load(words, [at])]
                         k0 = arith.MulIOp(ch, index(h)).result
-                        s = acc[0]
-                        e = 0
-                        for word in ws:
-                            for wv in _words_to_f32(word, m.fmt):
-                                xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
-                                s = arith.AddFOp(s, arith.MulFOp(xv, wv, fastmath=contract).result,
+                        xs = [_x_at(m, row, arith.AddIOp(k0, index(e)).result) for e in range(h)]
+                        out = []
+                        for (_, _, first), s in zip(cols, acc):
+                            at = arith.AddIOp(first, arith.MulIOp(ch, index(per)).result).result
+                            if per > 1:
+                                v = vector.LoadOp(ir.VectorType.get([per], wty), words, [at], alignment=2 * h).result
+                                ws = [vector.ExtractOp(v, [], [j]).result for j in range(per)]
+                            else:
+                                ws = [load(words, [at])]
+                            wv = [f for word in ws for f in _words_to_f32(word, m.fmt)]
+                            for xv, w_ in zip(xs, wv):
+                                s = arith.AddFOp(s, arith.MulFOp(xv, w_, fastmath=contract).result,
                                                  fastmath=contract).result
-                                e += 1
-                        return [s]
+                            out.append(s)
+                        return out
 
-                    (acc,) = for_loop(lane, index(k // h), index(S), [f32(0.0)], chunk)
+                    accs = for_loop(lane, index(k // h), index(S), [f32(0.0)] * C, chunk)
                     width = arith.ConstantOp(i32t, S).result
-                    off = 1
-                    while off < S:
-                        o = arith.ConstantOp(i32t, off).result
-                        acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
-                        off *= 2
                     head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
-                    when(arith.AndIOp(head, ok).result, lambda: finish(acc, [row, n], c, fill_value, [], c))
+                    for (n, ok, _), acc in zip(cols, accs):
+                        off = 1
+                        while off < S:
+                            o = arith.ConstantOp(i32t, off).result
+                            acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
+                            off *= 2
+                        when(arith.AndIOp(head, ok).result,
+                             lambda acc=acc, n=n: finish(acc, [row, n], c, fill_value, [], c))
                     return []
 
                 for_loop(launch.block_id[1], rows, launch.grid_dim[1], [], row_body)

@@ -373,10 +373,16 @@ def test_rule_selection_and_space():
     vk = Target(kind="vulkan", dispatch_policy="off", **GPU_DEFAULTS["vulkan"])
     lavapipe = replace(vk, subgroup_size=8, max_threads_per_block=1024)
     r = rules.QuantMatmul()
-    assert r.default(cuda, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_subgroups": 4}
-    assert r.default(lavapipe, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_subgroups": 1}
+    assert r.default(cuda, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_halves": 8, "qgemv_columns": 1,
+                                       "qgemv_subgroups": 4}
+    assert r.default(lavapipe, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_halves": 8, "qgemv_columns": 1,
+                                           "qgemv_subgroups": 1}
     assert r.dtypes(vk) == () and r.dtypes(cuda) == quant_gemv.FORMATS
     with pytest.raises(ValueError, match="qgemv_lanes_per_block must be a power of two up to 16 and the subgroup"):
-        r.space(lavapipe).check({"qgemv_lanes_per_block": 16, "qgemv_subgroups": 1})
+        r.space(lavapipe).check(dict(r.default(lavapipe, "q4_0"), qgemv_lanes_per_block=16))
+    with pytest.raises(ValueError, match="qgemv_halves must be 1, 2, 4 or 8"):
+        r.space(lavapipe).check(dict(r.default(lavapipe, "f16"), qgemv_halves=16))
+    with pytest.raises(ValueError, match="qgemv_columns must be 1, 2, 4 or 8"):
+        r.space(lavapipe).check(dict(r.default(lavapipe, "f16"), qgemv_columns=3))
     with pytest.raises(ValueError, match="256 threads per quantized-GEMV workgroup exceed the target's 128"):
-        r.space(replace(cuda, max_threads_per_block=128)).check({"qgemv_lanes_per_block": 4, "qgemv_subgroups": 8})
+        r.space(replace(cuda, max_threads_per_block=128)).check(dict(r.default(cuda, "q4_0"), qgemv_subgroups=8))

@@ -212,8 +212,10 @@ def _block_size(body: ir.Block) -> Optional[int]:
 def _half_format(body: ir.Block, n_rows: int) -> Optional[str]:
     """f16 or bf16: how the dequantizer of a 2-byte-per-element kernel makes its float (an
     i16 bitcast to f16; an i32 bitcast to f32, the bf16 bits shifted into its high half),
-    the weight read at row ``linalg.index 1`` (folded to 0 when there is one row)."""
+    the weight read at row ``linalg.index 1`` (folded to 0 when there is one row). Only
+    bitcasts of the weight's bytes count (an expanded ``exp`` of x's prologue has its own)."""
     kinds = set()
+    deps = _deps(body)
     for o in body.operations:
         o = o.operation
         if o.name == "memref.load":
@@ -221,7 +223,7 @@ def _half_format(body: ir.Block, n_rows: int) -> Optional[str]:
             row_index = src is not None and src.name == "linalg.index" and ir.IntegerAttr(src.attributes["dim"]).value == 1
             if not row_index and not (n_rows == 1 and _const(o.operands[1]) == 0):
                 return None
-        if o.name == "arith.bitcast":
+        if o.name == "arith.bitcast" and "load" in _lookup(deps, o.operands[0]):
             t = o.results[0].type
             kinds.add("f16" if isinstance(t, ir.F16Type) else "bf16" if isinstance(t, ir.F32Type) else "?")
     return kinds.pop() if len(kinds) == 1 and kinds <= {"f16", "bf16"} else None

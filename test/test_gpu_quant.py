@@ -304,15 +304,37 @@ def test_cuda_quantized_gemv_ptx(fmt, load):
     assert "bar.sync" not in p
 
 
+@pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
+def test_cuda_half_gemv_ptx(fmt):
+    """f16 / bf16 (K = 256: 8 elements per lane load): the GEMV kernel reads the weight in
+    128-bit loads (ld.global.v4.b32, no byte loads), converts each 16-bit half in registers
+    (f16: cvt.f32.f16 of the word's halves; bf16: shifts and masks, no f16 conversion),
+    FMAs, 5 butterfly shuffles, no barrier; the other kernels are the generic kernel behind
+    the alignment guard (no shuffles)."""
+    ptx = {name: p.replace("\x00A", "\n").replace("\x009", "\t") for name, p in _ptx(fmt).items()}
+    gemv = [p for p in ptx.values() if "shfl.sync.bfly.b32" in p]
+    assert len(gemv) == 1 and len(ptx) > 1, list(ptx)
+    (p,) = gemv
+    assert ".maxntid 128, 1, 1" in p and p.count("shfl.sync.bfly.b32") == 5
+    loads = [x.split()[0] for x in p.splitlines() if x.strip().startswith("ld.global")]
+    assert "ld.global.v4.b32" in loads and not any(x in loads for x in ("ld.global.b8", "ld.global.b16")), loads
+    assert "fma.rn.f32" in p and "bar.sync" not in p
+    assert ("cvt.f32.f16" in p) == (fmt == "f16")
+    if fmt == "bf16":
+        assert "shl.b32" in p and "and.b32" in p
+
+
 FAKE_QGEMV = r'''
 import gguf
+RB = {"q4_0": 18, "q8_0": 34, "q4_1": 20, "f16": 64, "bf16": 64}   # bytes per 32 elements
 out = []
-for fmt, n, k in (("q4_0", 320, 128), ("q8_0", 33, 64), ("q4_1", 7, 32)):
+for fmt, n, k in (("q4_0", 320, 128), ("q8_0", 33, 64), ("q4_1", 7, 32), ("f16", 40, 64), ("bf16", 9, 33)):
+    rb = k * RB[fmt] // 32
     exe = relax_mlir.compile(sys.argv[2].replace("FMT", fmt).replace("NN", str(n)).replace("KK", str(k))
-                             .replace("RB", str(k // 32 * {"q4_0": 18, "q8_0": 34, "q4_1": 20}[fmt])), target="cuda")
+                             .replace("RB", str(rb)), target="cuda")
     for m in (1, 3):
         before = launches()
-        y = exe(np.ones((m, k), np.float32), np.zeros((n, k // 32 * {"q4_0": 18, "q8_0": 34, "q4_1": 20}[fmt]), np.int8))
+        y = exe(np.ones((m, k), np.float32), np.zeros((n, rb), np.int8))
         out.append([fmt, list(y.shape), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
 print("FAKE-RUN " + json.dumps(out))
 '''
@@ -325,12 +347,15 @@ func.func @main(%x: tensor<?xKKxf32, #relax.shape<["m", KK]>>, %w: tensor<NNxRBx
 
 
 def test_fake_run_quantized_gemv_host_path(tmp_path):
-    """The PTX loads through the (fake) driver; one launch per call, grid (ceil(N / 4), M, 1)."""
+    """The PTX loads through the (fake) driver; one launch per call, grid (ceil(N / 4), M, 1)
+    (f16 / bf16: the GEMV behind its alignment guard, which the driver's buffers pass)."""
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_QGEMV, FAKE_SRC)
     assert got == [["q4_0", [1, 320], [[80, 1, 1]]], ["q4_0", [3, 320], [[80, 3, 1]]],
                    ["q8_0", [1, 33], [[9, 1, 1]]], ["q8_0", [3, 33], [[9, 3, 1]]],
-                   ["q4_1", [1, 7], [[2, 1, 1]]], ["q4_1", [3, 7], [[2, 3, 1]]]]
+                   ["q4_1", [1, 7], [[2, 1, 1]]], ["q4_1", [3, 7], [[2, 3, 1]]],
+                   ["f16", [1, 40], [[10, 1, 1]]], ["f16", [3, 40], [[10, 3, 1]]],
+                   ["bf16", [1, 9], [[3, 1, 1]]], ["bf16", [3, 9], [[3, 3, 1]]]]
 
 
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
@@ -343,19 +368,20 @@ def test_bench_dequantizer_matches_gguf(fmt):
     np.testing.assert_array_equal(deq, gguf.quants.dequantize(raw.view(np.uint8), qt).reshape(5, 96))
 
 
-@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1", "f16", "bf16"])
 def test_cuda_quantized_gemv_numerics(fmt):
     """On a CUDA device (skipped elsewhere): the quantized GEMV against numpy at M = 1, 3, 64,
     N odd and large, through ONE executable per shape (random blocks, numpy's dequantizer:
-    no gguf needed on the device)."""
+    no gguf needed on the device; f16 / bf16 also at odd K and K = 4 mod 8)."""
     from relax_mlir.runtime import cuda
     ok, why = cuda.available()
     if not ok:
         pytest.skip(f"no CUDA device: {why}")
     rng = np.random.default_rng(12)
-    for n, k in _SHAPES + [(32000, 768)]:
+    half = fmt in quant_gemv.HALF_FORMATS
+    for n, k in _SHAPES + [(32000, 768)] + ([(7, 33), (9, 20)] if half else []):
         exe = relax_mlir.compile(_program(fmt, n, k), target="cuda")
-        raw, deq = quant_blocks(fmt, n, k, rng)
+        raw, deq = _half_weights(fmt, n, k, rng) if half else quant_blocks(fmt, n, k, rng)
         for m in (1, 3, 64):
             x = rng.standard_normal((m, k)).astype(np.float32)
             ref = x.astype(np.float64) @ deq.T.astype(np.float64)

@@ -32,10 +32,12 @@ once (8 = a ``vector<4xi32>``, 128 bits: ``ld.global.v4.b32`` / a 16-byte SPIR-V
 fewer where K's alignment allows no more; odd K: 16-bit loads), every ``subgroup``-th such
 chunk, the conversion on the integer words (f16: the word's halves as f16, widened; bf16:
 the half shifted into an f32's high 16 bits, so no bf16 type is needed, which the pinned
-SPIR-V target lacks), f32 accumulation, the same shuffles. The weight's i8 buffer is viewed
-as words outside the launch (``memref.view``), behind a run-time guard that its pointer and
-offset are aligned for the loads (a ``relax.view`` of stacked layers at an odd byte
-offset): otherwise the generic kernel runs.
+SPIR-V target lacks), f32 accumulation, the same shuffles. With ``halves`` a multiple of 4,
+x's inputs come in ``vector<4xf32>`` loads too (the prologue then runs per element on the
+extracted values). ``columns`` output columns per subgroup share those x values. The weight's
+i8 buffer is viewed as words outside the launch (``memref.view``), behind a run-time guard
+that it (and x, for its vector loads) is aligned for the loads (e.g. a ``relax.view`` at an
+odd byte offset): otherwise the generic kernel runs.
 """
 
 from __future__ import annotations
@@ -235,11 +237,13 @@ def kernel_format(fn: ir.Operation) -> Optional[str]:
     return m.fmt if m is not None else None
 
 
-def _x_at(m: _Match, row: ir.Value, k: ir.Value) -> ir.Value:
-    """x_value at (row, k): the inputs loaded there and the body's x-side ops cloned."""
+def _x_at(m: _Match, row: ir.Value, k: ir.Value, inputs: Optional[list] = None) -> ir.Value:
+    """x_value at (row, k): the inputs loaded there (or ``inputs``, their values there) and
+    the body's x-side ops cloned."""
     g = m.gen.opview
     body = m.gen.regions[0].blocks[0]
-    env: list = [(a, load(v, [row, k])) for a, v in zip(list(body.arguments)[:-1], g.inputs)]
+    vals = inputs if inputs is not None else [load(v, [row, k]) for v in g.inputs]
+    env: list = list(zip(list(body.arguments)[:-1], vals))
 
     def look(v):
         for a, b in env:
@@ -423,7 +427,12 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     first = m.fill if m.fill is not None else m.gen
     with ir.InsertionPoint(first), m.gen.location:
         rows = memref.DimOp(c, index(0)).result
-        branch = scf.IfOp(all_of(vector_view_conditions(m.w, 2 * h, 2 * h)), [], has_else=True)
+        xvec = 4 if h % 4 == 0 else 1       # x's inputs in vector<4xf32> loads (k0 a multiple of h)
+        conds = vector_view_conditions(m.w, 2 * h, 2 * h)
+        if xvec > 1:
+            for v in g.inputs:
+                conds += vector_view_conditions(v, xvec, 4 * xvec)
+        branch = scf.IfOp(all_of(conds), [], has_else=True)
         with ir.InsertionPoint(branch.then_block):
             meta = memref.ExtractStridedMetadataOp(m.w)
             ext = arith.AddIOp(meta.offset, index(n_rows * wt.shape[1])).result   # bytes from the base
@@ -452,7 +461,14 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
                 def row_body(row: ir.Value, _: list) -> list:
                     def chunk(ch: ir.Value, acc: list) -> list:
                         k0 = arith.MulIOp(ch, index(h)).result
-                        xs = [_x_at(m, row, arith.AddIOp(k0, index(e)).result) for e in range(h)]
+                        if xvec > 1:   # each input's h values in h / 4 vector loads, the prologue per element
+                            vecs = [[vector.LoadOp(ir.VectorType.get([xvec], ir.F32Type.get()), v,
+                                                   [row, arith.AddIOp(k0, index(q)).result], alignment=4 * xvec).result
+                                     for q in range(0, h, xvec)] for v in g.inputs]
+                            xs = [_x_at(m, row, None, [vector.ExtractOp(vs[e // xvec], [], [e % xvec]).result
+                                                       for vs in vecs]) for e in range(h)]
+                        else:
+                            xs = [_x_at(m, row, arith.AddIOp(k0, index(e)).result) for e in range(h)]
                         out = []
                         for (_, _, first), s in zip(cols, acc):
                             at = arith.AddIOp(first, arith.MulIOp(ch, index(per)).result).result

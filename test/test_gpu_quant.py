@@ -201,6 +201,31 @@ def test_vulkan_half_gemv_alignment_guard(routes, fmt, k, offset, shuffles):
 
 
 @needs_vulkan
+@pytest.mark.parametrize("offset,shuffles", [(16, True), (4, False)])
+def test_vulkan_half_gemv_x_alignment_guard(routes, offset, shuffles):
+    """x read in 128-bit loads (K a multiple of 8): an x whose bytes start off a 16-byte
+    boundary (a relax.view at byte 4) runs the generic kernel, with equal results."""
+    n, k, m = 6, 64, 2
+    X, W, Y = f"tensor<{m}x{k}xf32>", f"tensor<{n}x{2 * k}xi8>", f"tensor<{m}x{n}xf32>"
+    B = f"tensor<1x{offset + 4 * m * k}xi8>"
+    src = f'''
+func.func @main(%b: {B}, %w: {W}) -> {Y} attributes {{relax.function}} {{
+  %x = "relax.view"(%b) {{dtype = f32, offset = {offset} : i64, shape = #relax.shape<[{m}, {k}]>}} : ({B}) -> {X}
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "f16"}} : ({X}, {W}) -> {Y}
+  return %y : {Y}
+}}'''
+    exe = relax_mlir.compile(src, target="vulkan")
+    rng = np.random.default_rng(offset)
+    raw, deq = _half_weights("f16", n, k, rng)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    b = np.concatenate([np.zeros(offset, np.int8), x.reshape(-1).view(np.int8)])[None]
+    y, launched = routes.call(exe, b, raw)
+    ref = x.astype(np.float64) @ deq.T
+    np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+    assert launched and all(s == shuffles for s, _ in launched), launched
+
+
+@needs_vulkan
 @pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
 def test_vulkan_half_gemv_fused_prologue(routes, fmt):
     """silu(g) * u fused into an f16 / bf16 down projection: one launch, the prologue per

@@ -14,9 +14,9 @@ matrix, f32 and f16, with a bias where a linear layer has one): the GPU rules' G
 the route before the GEMV) and PyTorch on CUDA; ``--gemv-configs 8x4,4x8`` adds variants with
 other GEMV knobs (``schedule_config``: lanes along N x subgroups per workgroup). ``--quant``:
 the same decode GEMVs on Q8_0 / Q4_0 / Q4_1 / f16 / bf16 weights (relax.quantized_matmul: the
-quantized-GEMV rule against the generic kernel; PyTorch on the dequantized f32 weights; with f16 or
-bf16 among ``--quant-formats`` also the f32 GEMV of each shape, relax.matmul through the GEMV rule:
-the half-format GEMV reads half its bytes).
+quantized-GEMV rule against the generic kernel; PyTorch on the dequantized f32 weights; an f16 or
+bf16 case also times the f32 GEMV of its shape, relax.matmul through the GEMV rule, in the same
+rounds: the half-format GEMV reads half its bytes).
 ``--cublas``: prefill-sized matmuls of the same config (M = 8 to 512 rows, f32 and f16, each
 shape one executable for every M) on the cuda target without cuBLAS (``cublas=off``: the
 generated kernels), with it for every matmul (``cublas=on``) and with the provisional rule
@@ -318,25 +318,26 @@ def quant_cases(rng, formats=tuple(QBLOCKS) + ("f16", "bf16")):
     """Decode GEMVs of the issue-27 Llama config on GGUF block weights (Q8_0, Q4_0, Q4_1) and
     f16 / bf16 weights: relax.quantized_matmul through the quantized-GEMV rule, against the
     same target without subgroup operations (the generic dequantize-per-element kernel as a
-    row reduction) and PyTorch's f32 GEMV on the dequantized weights; with a half format
-    first the f32 GEMV of each shape (relax.matmul, x @ W with W (K, N): the GEMV rule)."""
+    row reduction) and PyTorch's f32 GEMV on the dequantized weights; a half format's case
+    also times the f32 GEMV of its shape (relax.matmul, x @ W with W (K, N): the GEMV rule) in
+    the same rounds (:data:`F32_PEERS`)."""
     out = []
-    if any(f in ("f16", "bf16") for f in formats):
-        for k, n in QUANT_SHAPES:
-            x = rng.standard_normal((1, k)).astype(np.float32)
-            w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
-            out.append((f"GEMV f32 1x{k} @ {k}x{n}", MATMUL.format(t="f32", k=k, n=n), [x, w],
-                        lambda x, w: x @ w, "qlinear", 1))
     for fmt in formats:
         for k, n in QUANT_SHAPES:
-            raw, deq = half_rows(fmt, n, k, rng) if fmt in ("f16", "bf16") else quant_blocks(fmt, n, k, rng)
+            half = fmt in ("f16", "bf16")
+            raw, deq = half_rows(fmt, n, k, rng) if half else quant_blocks(fmt, n, k, rng)
             x = rng.standard_normal((1, k)).astype(np.float32)
             TORCH_WEIGHTS[id(raw)] = [deq.T.copy()]
+            if half:
+                F32_PEERS[id(raw)] = (MATMUL.format(t="f32", k=k, n=n), [x, deq.T.copy()])
             out.append((f"qGEMV {fmt} 1x{k} @ {n}x{k}", QLINEAR.format(k=k, n=n, rb=raw.shape[1], fmt=fmt), [x, raw],
                         lambda x, w, deq=deq: x @ deq.T, "qlinear", 1))
     return out
 
 
+#: id(half-format weight) -> (the f32 GEMV program of its shape, its inputs): timed as the
+#: variant "<target> f32 GEMV" of the case, in the same rounds
+F32_PEERS: dict = {}
 #: id(weight) -> the weights PyTorch runs on instead (dequantized quantized weights)
 TORCH_WEIGHTS: dict = {}
 TORCH_REFS["qlinear"] = lambda x, w: x @ w
@@ -422,7 +423,7 @@ def main() -> int:
                     help="decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights: the quantized-GEMV rule against the same "
                          "target without subgroup operations (the generic kernel)")
     ap.add_argument("--quant-formats", default=",".join(tuple(QBLOCKS) + ("f16", "bf16")),
-                    help="with --quant: weight formats, comma-separated (f16 / bf16 add the f32 GEMV rows)")
+                    help="with --quant: weight formats, comma-separated (f16 / bf16: also the f32 GEMV of the shape)")
     ap.add_argument("--attention", action="store_true",
                     help="decode attention: the fused decode_attention kernel (one launch) against the same "
                          "target without relax-gpu-decode-attention (q.k, softmax, p.v kernels)")
@@ -490,13 +491,20 @@ def main() -> int:
             # GPU targets: the weights uploaded once (exe.upload), the activations copied per call
             ws = [exe.upload(w) for w in inputs[len(inputs) - n_w:]] if label != "cpu" else inputs[len(acts):]
             fns[label] = lambda e=exe, ws=ws: e(*acts, *ws)
+        peer = F32_PEERS.get(id(inputs[-1]))
+        for target in (targets if peer is not None else ()):
+            pexe = relax_mlir.compile(peer[0], target=target)
+            if not args.host_path_only:
+                np.testing.assert_allclose(pexe(*peer[1]), want, rtol=tol, atol=tol, err_msg=f"{name}: f32 GEMV")
+            pw = pexe.upload(peer[1][1])
+            fns[f"{target} f32 GEMV"] = lambda e=pexe, x=peer[1][0], w=pw: e(x, w)
         t_fn = None if args.host_path_only else torch_cuda_fn(tref, inputs, n_w)
         if t_fn is not None:
             np.testing.assert_allclose(t_fn(), want, rtol=tol, atol=tol, err_msg=f"{name} on torch")
             fns["torch cuda"] = t_fn
         l0 = os.getloadavg()[0]
         t = timeit(fns, reps, min_time)
-        labels = labels or list(t)
+        labels = (labels or []) + [k for k in t if k not in (labels or [])]
         rows.append((name, t, max(l0, os.getloadavg()[0])))
         print(f"{name}: " + " / ".join(f"{k} {v:.3f}" for k, v in t.items()) + " ms", file=sys.stderr)
         if args.stats:

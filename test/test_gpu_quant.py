@@ -293,6 +293,43 @@ def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypat
     assert len(quant) == 5 * CFG["num_hidden_layers"] + 1 and all(s for _, s in quant), seen.labels
 
 
+@needs_vulkan
+@pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
+def test_vulkan_random_half_model(monkeypatch, fmt):
+    """CausalLM.random with f16 / bf16 projections and lm head (the llm CLI's --random-format,
+    what the device check times against f32 weights): the cpu target's greedy tokens, and the
+    6 half-format matmuls of a decode step (qkv, o, gate, up, down per layer; the lm head) on
+    the shuffling GEMV."""
+    from dataclasses import replace
+
+    from relax_mlir.llm import CausalLM
+    from relax_mlir.llm.cli import SIZES
+    c = replace(SIZES["tiny"], formats=tuple((r, fmt) for r in ("qkv", "o", "gate", "up", "down", "lm_head")))
+    seen = _Labels(monkeypatch)
+    g = CausalLM.random(c, max_seq_len=24, std=0.3, target="vulkan")
+    cpu = CausalLM.random(c, max_seq_len=24, std=0.3)
+    ids = np.arange(3, 9, dtype=np.int64)
+    toks = g.generate(ids, 8, eos_token_id=[])
+    np.testing.assert_array_equal(toks, cpu.generate(ids, 8, eos_token_id=[]))
+    assert len(set(toks[6:].tolist())) > 2, toks   # not a degenerate repetition
+    del seen.labels[:]
+    g.decode(3)
+    half = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
+    assert len(half) == 5 * c.num_layers + 1 and all(s for _, s in half), seen.labels
+
+
+def test_random_model_formats_are_checked():
+    """CausalLM.random makes f32 weights or f16 / bf16 ones (one of them): other formats,
+    or both halves at once, need a file."""
+    from dataclasses import replace
+
+    from relax_mlir.llm import CausalLM
+    from relax_mlir.llm.cli import SIZES
+    for formats in ((("qkv", "q8_0"),), (("qkv", "f16"), ("o", "bf16"))):
+        with pytest.raises(ValueError, match="CausalLM.random makes f32 weights"):
+            CausalLM.random(replace(SIZES["tiny"], formats=formats))
+
+
 # -- cuda: PTX and the host path -------------------------------------------------------------
 
 def _ptx(fmt: str) -> dict:

@@ -201,6 +201,23 @@ def test_vulkan_half_gemv_alignment_guard(routes, fmt, k, offset, shuffles):
 
 
 @needs_vulkan
+@pytest.mark.parametrize("fmt,k", [("f16", 8), ("bf16", 3), ("q4_0", 32)])
+def test_vulkan_gemv_past_the_grid_limit(routes, fmt, k):
+    """More output columns than a grid may have workgroups (65535 on lavapipe, at one column
+    per workgroup; e.g. a 152k-row lm head): the grid is capped and the workgroups stride over
+    the column groups; every column right."""
+    n = 70001
+    exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan")
+    rng = np.random.default_rng(k)
+    raw, deq = _half_weights(fmt, n, k, rng) if fmt in quant_gemv.HALF_FORMATS else _weights(fmt, n, k, rng)
+    x = rng.standard_normal((2, k)).astype(np.float32)
+    y, launched = routes.call(exe, x, raw)
+    ref = x.astype(np.float64) @ deq.T
+    np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+    assert launched == [(True, (65535, 2, 1))]
+
+
+@needs_vulkan
 @pytest.mark.parametrize("offset,shuffles", [(16, True), (4, False)])
 def test_vulkan_half_gemv_x_alignment_guard(routes, offset, shuffles):
     """x read in 128-bit loads (K a multiple of 8): an x whose bytes start off a 16-byte

@@ -222,7 +222,8 @@ def _half_format(body: ir.Block, n_rows: int) -> Optional[str]:
         o = o.operation
         if o.name == "memref.load":
             src = _producer(o.operands[1])
-            row_index = src is not None and src.name == "linalg.index" and ir.IntegerAttr(src.attributes["dim"]).value == 1
+            row_index = (src is not None and src.name == "linalg.index"
+                         and ir.IntegerAttr(src.attributes["dim"]).value == 1)
             if not row_index and not (n_rows == 1 and _const(o.operands[1]) == 0):
                 return None
         if o.name == "arith.bitcast" and "load" in _lookup(deps, o.operands[0]):
@@ -301,6 +302,16 @@ def _f16(lo: ir.Value, hi: ir.Value) -> ir.Value:
     return arith.ExtFOp(ir.F32Type.get(), arith.BitcastOp(ir.F16Type.get(), h).result).result
 
 
+def _column_groups(launch: Launch, groups: int, body) -> None:
+    """``body(group)`` for the workgroup's group of output columns: its x block index, or,
+    past the grid's limit of :data:`MAX_GRID` workgroups (a 152k-row lm head at one column
+    per workgroup), every grid-th group from it."""
+    if groups <= MAX_GRID:
+        body(launch.block_id[0])
+        return
+    for_loop(launch.block_id[0], index(groups), launch.grid_dim[0], [], lambda g, _: body(g) or [])
+
+
 def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     """Replace the fill and generic of ``m`` in kernel ``fn`` by the launch."""
     if m.fmt in HALF_FORMATS:
@@ -321,63 +332,69 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     with ir.InsertionPoint(m.fill if m.fill is not None else m.gen), m.gen.location:
         rows = memref.DimOp(c, index(0)).result
         grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
-        grid_x = index((n_rows + t.subgroups - 1) // t.subgroups)
+        groups = -(-n_rows // t.subgroups)
+        grid_x = index(min(groups, MAX_GRID))
         launch = Launch((grid_x, grid_y, index(1)), (t.threads, 1, 1), [])
         with launch:
             tid = launch.thread_id[0]
-            bx, by = launch.block_id[0], launch.block_id[1]
+            by = launch.block_id[1]
             lane = arith.RemUIOp(tid, index(S)).result
             sg = arith.DivUIOp(tid, index(S)).result
-            n = arith.AddIOp(arith.MulIOp(bx, index(t.subgroups)).result, sg).result
-            ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
-            nn = arith.SelectOp(ok, n, index(0)).result
-            part = arith.RemUIOp(lane, index(L)).result
-            b0 = arith.DivUIOp(lane, index(L)).result
-            first_q = arith.MulIOp(part, index(nq)).result      # the lane's first quant byte in the block
 
-            def row_body(row: ir.Value, _: list) -> list:
-                def block(blk: ir.Value, acc: list) -> list:
-                    base = arith.MulIOp(blk, index(nbytes)).result
-                    d0, d1 = _bytes(m.w, nn, base, 2, 2, t.wide)
-                    d = _f16(d0, d1)
-                    qs = _bytes(m.w, nn, arith.AddIOp(arith.AddIOp(base, index(qoff)).result, first_q).result,
-                                nq, align, t.wide)
-                    k0 = arith.AddIOp(arith.MulIOp(blk, index(32)).result, first_q).result
-                    s, sx = f32(0.0), f32(0.0)
-                    for j, qb in enumerate(qs):
-                        if q4:
-                            u = arith.ExtUIOp(i32t, qb).result
-                            pairs = [(arith.AndIOp(u, _i32(15)).result, j),
-                                     (arith.ShRUIOp(u, _i32(4)).result, j + 16)]
-                        else:
-                            pairs = [(arith.ExtSIOp(i32t, qb).result, j)]
-                        for q, e in pairs:
-                            if m.fmt == "q4_0":
-                                q = arith.SubIOp(q, _i32(8)).result
-                            qf = arith.SIToFPOp(f32t, q).result
-                            xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
-                            s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result, fastmath=contract).result
-                            if has_min:
-                                sx = arith.AddFOp(sx, xv).result
-                    v = arith.MulFOp(d, s, fastmath=contract).result
-                    if has_min:
-                        m0, m1 = _bytes(m.w, nn, arith.AddIOp(base, index(2)).result, 2, 2, t.wide)
-                        v = arith.AddFOp(v, arith.MulFOp(_f16(m0, m1), sx, fastmath=contract).result,
-                                         fastmath=contract).result
-                    return [arith.AddFOp(acc[0], v).result]
+            def group(bx: ir.Value) -> None:
+                n = arith.AddIOp(arith.MulIOp(bx, index(t.subgroups)).result, sg).result
+                ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
+                nn = arith.SelectOp(ok, n, index(0)).result
+                part = arith.RemUIOp(lane, index(L)).result
+                b0 = arith.DivUIOp(lane, index(L)).result
+                first_q = arith.MulIOp(part, index(nq)).result      # the lane's first quant byte in the block
 
-                (acc,) = for_loop(b0, index(nblocks), index(S // L), [f32(0.0)], block)
-                width = arith.ConstantOp(i32t, S).result
-                off = 1
-                while off < S:
-                    o = arith.ConstantOp(i32t, off).result
-                    acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
-                    off *= 2
-                head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
-                when(arith.AndIOp(head, ok).result, lambda: finish(acc, [row, n], c, fill_value, [], c))
-                return []
+                def row_body(row: ir.Value, _: list) -> list:
+                    def block(blk: ir.Value, acc: list) -> list:
+                        base = arith.MulIOp(blk, index(nbytes)).result
+                        d0, d1 = _bytes(m.w, nn, base, 2, 2, t.wide)
+                        d = _f16(d0, d1)
+                        qs = _bytes(m.w, nn, arith.AddIOp(arith.AddIOp(base, index(qoff)).result, first_q).result,
+                                    nq, align, t.wide)
+                        k0 = arith.AddIOp(arith.MulIOp(blk, index(32)).result, first_q).result
+                        s, sx = f32(0.0), f32(0.0)
+                        for j, qb in enumerate(qs):
+                            if q4:
+                                u = arith.ExtUIOp(i32t, qb).result
+                                pairs = [(arith.AndIOp(u, _i32(15)).result, j),
+                                         (arith.ShRUIOp(u, _i32(4)).result, j + 16)]
+                            else:
+                                pairs = [(arith.ExtSIOp(i32t, qb).result, j)]
+                            for q, e in pairs:
+                                if m.fmt == "q4_0":
+                                    q = arith.SubIOp(q, _i32(8)).result
+                                qf = arith.SIToFPOp(f32t, q).result
+                                xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
+                                s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result,
+                                                 fastmath=contract).result
+                                if has_min:
+                                    sx = arith.AddFOp(sx, xv).result
+                        v = arith.MulFOp(d, s, fastmath=contract).result
+                        if has_min:
+                            m0, m1 = _bytes(m.w, nn, arith.AddIOp(base, index(2)).result, 2, 2, t.wide)
+                            v = arith.AddFOp(v, arith.MulFOp(_f16(m0, m1), sx, fastmath=contract).result,
+                                             fastmath=contract).result
+                        return [arith.AddFOp(acc[0], v).result]
 
-            for_loop(by, rows, launch.grid_dim[1], [], row_body)
+                    (acc,) = for_loop(b0, index(nblocks), index(S // L), [f32(0.0)], block)
+                    width = arith.ConstantOp(i32t, S).result
+                    off = 1
+                    while off < S:
+                        o = arith.ConstantOp(i32t, off).result
+                        acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
+                        off *= 2
+                    head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
+                    when(arith.AndIOp(head, ok).result, lambda: finish(acc, [row, n], c, fill_value, [], c))
+                    return []
+
+                for_loop(by, rows, launch.grid_dim[1], [], row_body)
+
+            _column_groups(launch, groups, group)
     m.gen.erase()
     if m.fill is not None:
         m.fill.erase()
@@ -443,61 +460,68 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
                                   [arith.DivUIOp(ext, index(wb)).result]).result
             woff = arith.DivUIOp(meta.offset, index(wb)).result
             grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
-            grid_x = index(-(-n_rows // (t.subgroups * C)))
-            launch = Launch((grid_x, grid_y, index(1)), (t.threads, 1, 1), [])
+            groups = -(-n_rows // (t.subgroups * C))
+            launch = Launch((index(min(groups, MAX_GRID)), grid_y, index(1)), (t.threads, 1, 1), [])
             with launch:
                 tid = launch.thread_id[0]
                 lane = arith.RemUIOp(tid, index(S)).result
                 sg = arith.DivUIOp(tid, index(S)).result
-                n0 = arith.MulIOp(arith.AddIOp(arith.MulIOp(launch.block_id[0], index(t.subgroups)).result,
-                                               sg).result, index(C)).result
-                cols = []   # (n, n < N, the column's first word)
-                for i in range(C):
-                    n = arith.AddIOp(n0, index(i)).result
-                    ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
-                    nn = arith.SelectOp(ok, n, index(0)).result
-                    cols.append((n, ok, arith.AddIOp(woff, arith.MulIOp(nn, index(k * 2 // wb)).result).result))
 
-                def row_body(row: ir.Value, _: list) -> list:
-                    def chunk(ch: ir.Value, acc: list) -> list:
-                        k0 = arith.MulIOp(ch, index(h)).result
-                        if xvec > 1:   # each input's h values in h / 4 vector loads, the prologue per element
-                            vecs = [[vector.LoadOp(ir.VectorType.get([xvec], ir.F32Type.get()), v,
-                                                   [row, arith.AddIOp(k0, index(q)).result], alignment=4 * xvec).result
-                                     for q in range(0, h, xvec)] for v in g.inputs]
-                            xs = [_x_at(m, row, None, [vector.ExtractOp(vs[e // xvec], [], [e % xvec]).result
-                                                       for vs in vecs]) for e in range(h)]
-                        else:
-                            xs = [_x_at(m, row, arith.AddIOp(k0, index(e)).result) for e in range(h)]
-                        out = []
-                        for (_, _, first), s in zip(cols, acc):
-                            at = arith.AddIOp(first, arith.MulIOp(ch, index(per)).result).result
-                            if per > 1:
-                                v = vector.LoadOp(ir.VectorType.get([per], wty), words, [at], alignment=2 * h).result
-                                ws = [vector.ExtractOp(v, [], [j]).result for j in range(per)]
+                def group(bx: ir.Value) -> None:
+                    n0 = arith.MulIOp(arith.AddIOp(arith.MulIOp(bx, index(t.subgroups)).result,
+                                                   sg).result, index(C)).result
+                    cols = []   # (n, n < N, the column's first word)
+                    for i in range(C):
+                        n = arith.AddIOp(n0, index(i)).result
+                        ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
+                        nn = arith.SelectOp(ok, n, index(0)).result
+                        cols.append((n, ok, arith.AddIOp(woff, arith.MulIOp(nn, index(k * 2 // wb)).result).result))
+
+                    def row_body(row: ir.Value, _: list) -> list:
+                        def chunk(ch: ir.Value, acc: list) -> list:
+                            k0 = arith.MulIOp(ch, index(h)).result
+                            if xvec > 1:   # each input's h values in h / 4 vector loads, the prologue per element
+                                xt4 = ir.VectorType.get([xvec], ir.F32Type.get())
+                                vecs = [[vector.LoadOp(xt4, v, [row, arith.AddIOp(k0, index(q)).result],
+                                                       alignment=4 * xvec).result
+                                         for q in range(0, h, xvec)] for v in g.inputs]
+                                xs = [_x_at(m, row, None, [vector.ExtractOp(vs[e // xvec], [], [e % xvec]).result
+                                                           for vs in vecs]) for e in range(h)]
                             else:
-                                ws = [load(words, [at])]
-                            wv = [f for word in ws for f in _words_to_f32(word, m.fmt)]
-                            for xv, w_ in zip(xs, wv):
-                                s = arith.AddFOp(s, arith.MulFOp(xv, w_, fastmath=contract).result,
-                                                 fastmath=contract).result
-                            out.append(s)
-                        return out
+                                xs = [_x_at(m, row, arith.AddIOp(k0, index(e)).result) for e in range(h)]
+                            out = []
+                            for (_, _, first), s in zip(cols, acc):
+                                at = arith.AddIOp(first, arith.MulIOp(ch, index(per)).result).result
+                                if per > 1:
+                                    v = vector.LoadOp(ir.VectorType.get([per], wty), words, [at],
+                                                      alignment=2 * h).result
+                                    ws = [vector.ExtractOp(v, [], [j]).result for j in range(per)]
+                                else:
+                                    ws = [load(words, [at])]
+                                wv = [f for word in ws for f in _words_to_f32(word, m.fmt)]
+                                for xv, w_ in zip(xs, wv):
+                                    s = arith.AddFOp(s, arith.MulFOp(xv, w_, fastmath=contract).result,
+                                                     fastmath=contract).result
+                                out.append(s)
+                            return out
 
-                    accs = for_loop(lane, index(k // h), index(S), [f32(0.0)] * C, chunk)
-                    width = arith.ConstantOp(i32t, S).result
-                    head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
-                    for (n, ok, _), acc in zip(cols, accs):
-                        off = 1
-                        while off < S:
-                            o = arith.ConstantOp(i32t, off).result
-                            acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
-                            off *= 2
-                        when(arith.AndIOp(head, ok).result,
-                             lambda acc=acc, n=n: finish(acc, [row, n], c, fill_value, [], c))
-                    return []
+                        accs = for_loop(lane, index(k // h), index(S), [f32(0.0)] * C, chunk)
+                        width = arith.ConstantOp(i32t, S).result
+                        head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
+                        for (n, ok, _), acc in zip(cols, accs):
+                            off = 1
+                            while off < S:
+                                o = arith.ConstantOp(i32t, off).result
+                                other = gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]
+                                acc = arith.AddFOp(acc, other).result
+                                off *= 2
+                            when(arith.AndIOp(head, ok).result,
+                                 lambda acc=acc, n=n: finish(acc, [row, n], c, fill_value, [], c))
+                        return []
 
-                for_loop(launch.block_id[1], rows, launch.grid_dim[1], [], row_body)
+                    for_loop(launch.block_id[1], rows, launch.grid_dim[1], [], row_body)
+
+                _column_groups(launch, groups, group)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             end = scf.YieldOp([])

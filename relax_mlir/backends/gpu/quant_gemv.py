@@ -9,7 +9,8 @@ element). Here the weight's blocks are what the launch is organized around, as i
 llama.cpp's ``mul_mat_vec_q``:
 
 * a subgroup of ``subgroup`` lanes owns one output column ``n`` (one weight row) for every
-  row of x (grid ``ceil(N / subgroups) x min(M, 65535)``; rows past the grid stride);
+  row of x (grid ``ceil(N / subgroups) x M``, each dimension capped at 65535: column groups
+  and rows past it stride);
 * ``lanes_per_block`` lanes share a 32-element block: each loads the block's f16 scale
   (and Q4_1's minimum) once, and its ``32 / lanes_per_block`` quants (Q8_0: consecutive
   signed bytes; Q4: ``16 / lanes_per_block`` bytes whose low and high nibbles are elements

@@ -7,7 +7,9 @@ Q8_0 / Q4_0 / Q4_1 and f16 / bf16 weights as a subgroup-per-column launch with s
 * f16 / bf16 (numpy's own f16, bf16 as f32's high half): M = 1, 3, 17, K odd (16-bit loads),
   even, a multiple of 8 (128-bit loads), N odd and large, through ONE executable; a weight view
   misaligned for the loads takes the generic kernel (the run-time guard);
-* a tiny GGUF through CausalLM.from_gguf(target="vulkan") generates the cpu target's tokens;
+* a tiny GGUF through CausalLM.from_gguf(target="vulkan") generates the cpu target's tokens
+  (Q8_0, Q4_0, Q4_1, F16, BF16; a bf16 safetensors directory; a random model with f16 / bf16
+  projections);
 * cuda: the kernel's PTX (shuffles, the wide byte loads) and its host path with the fake
   driver (the kernel loads; its grid).
 """
@@ -308,6 +310,31 @@ def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypat
     g.decode(3)
     quant = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
     assert len(quant) == 5 * CFG["num_hidden_layers"] + 1 and all(s for _, s in quant), seen.labels
+
+
+@needs_vulkan
+def test_vulkan_from_pretrained_bf16_safetensors(tmp_path, monkeypatch):
+    """A tiny HF Llama saved in bf16 (safetensors) through CausalLM.from_pretrained: its
+    projections stay bf16 rows on vulkan, the cpu target's greedy tokens, every matmul of a
+    decode step on the shuffling GEMV."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "llm"))
+    from test_quantized import CFG, _source_model
+
+    from relax_mlir.llm import CausalLM
+    src, _ = _source_model(transformers.LlamaConfig(**CFG))
+    src.to(torch.bfloat16).save_pretrained(tmp_path)
+    seen = _Labels(monkeypatch)
+    g = CausalLM.from_pretrained(str(tmp_path), max_seq_len=32, target="vulkan")
+    c = CausalLM.from_pretrained(str(tmp_path), max_seq_len=32)
+    assert dict(g.config.formats)["qkv"] == "bf16"
+    ids = np.arange(2, 8, dtype=np.int64)
+    np.testing.assert_array_equal(g.generate(ids, 8, eos_token_id=[]), c.generate(ids, 8, eos_token_id=[]))
+    del seen.labels[:]
+    g.decode(3)
+    mm = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
+    assert len(mm) == 5 * CFG["num_hidden_layers"] + 1 and all(s for _, s in mm), seen.labels
 
 
 @needs_vulkan

@@ -181,6 +181,8 @@ def match(fn: ir.Operation) -> Optional[_Match]:
     if ir.MemRefType(c.type).shape[1] != wt.shape[0]:
         return None
     if wt.shape[1] == 2 * k and _block_size(body) is None:
+        if wt.get_strides_and_offset()[0] != [wt.shape[1], 1]:   # rows read as one run of words
+            return None
         fmt = _half_format(body, wt.shape[0])
         return _Match(fill, gen, w, fmt, xs[0]) if fmt is not None else None
     if k % 32:

@@ -13,8 +13,10 @@ matrix, f32 and f16, with a bias where a linear layer has one): the GPU rules' G
 (``relax_mlir.pipelines.gpu.SUBGROUP_OPS_DEFAULT = False``: a thread per output column,
 the route before the GEMV) and PyTorch on CUDA; ``--gemv-configs 8x4,4x8`` adds variants with
 other GEMV knobs (``schedule_config``: lanes along N x subgroups per workgroup). ``--quant``:
-the same decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights (relax.quantized_matmul: the quantized-GEMV
-rule against the generic kernel; PyTorch on the dequantized f32 weights).
+the same decode GEMVs on Q8_0 / Q4_0 / Q4_1 / f16 / bf16 weights (relax.quantized_matmul: the
+quantized-GEMV rule against the generic kernel; PyTorch on the dequantized f32 weights; an f16 or
+bf16 case also times the f32 GEMV of its shape, relax.matmul through the GEMV rule, in the same
+rounds: the half-format GEMV reads half its bytes).
 ``--cublas``: prefill-sized matmuls of the same config (M = 8 to 512 rows, f32 and f16, each
 shape one executable for every M) on the cuda target without cuBLAS (``cublas=off``: the
 generated kernels), with it for every matmul (``cublas=on``) and with the provisional rule
@@ -298,22 +300,44 @@ def quant_blocks(fmt: str, n: int, k: int, rng):
     return raw.reshape(n, -1).view(np.int8), deq.reshape(n, k).astype(np.float32)
 
 
-def quant_cases(rng):
-    """Decode GEMVs of the issue-27 Llama config on GGUF block weights (Q8_0, Q4_0, Q4_1):
-    relax.quantized_matmul through the quantized-GEMV rule, against the same target without
-    subgroup operations (the generic dequantize-per-element kernel as a row reduction) and
-    PyTorch's f32 GEMV on the dequantized weights."""
+def half_rows(fmt: str, n: int, k: int, rng):
+    """(f16 / bf16 rows (n, 2k) as int8, their f32 values): random weights of scale 1 / sqrt(k);
+    bf16 = the high 16 bits of the f32 (truncated)."""
+    w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float32)
+    if fmt == "f16":
+        h = w.astype(np.float16)
+        return h.view(np.int8).reshape(n, 2 * k), h.astype(np.float32)
+    bits = (w.view(np.uint32) >> 16).astype(np.uint16)
+    return bits.view(np.int8).reshape(n, 2 * k), (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+QUANT_SHAPES = ((768, 768), (768, 2048), (2048, 768), (768, 32000))
+
+
+def quant_cases(rng, formats=tuple(QBLOCKS) + ("f16", "bf16")):
+    """Decode GEMVs of the issue-27 Llama config on GGUF block weights (Q8_0, Q4_0, Q4_1) and
+    f16 / bf16 weights: relax.quantized_matmul through the quantized-GEMV rule, against the
+    same target without subgroup operations (the generic dequantize-per-element kernel as a
+    row reduction) and PyTorch's f32 GEMV on the dequantized weights; a half format's case
+    also times the f32 GEMV of its shape (relax.matmul, x @ W with W (K, N): the GEMV rule) in
+    the same rounds (:data:`F32_PEERS`)."""
     out = []
-    for fmt in QBLOCKS:
-        for k, n in ((768, 768), (768, 2048), (2048, 768), (768, 32000)):
-            raw, deq = quant_blocks(fmt, n, k, rng)
+    for fmt in formats:
+        for k, n in QUANT_SHAPES:
+            half = fmt in ("f16", "bf16")
+            raw, deq = half_rows(fmt, n, k, rng) if half else quant_blocks(fmt, n, k, rng)
             x = rng.standard_normal((1, k)).astype(np.float32)
             TORCH_WEIGHTS[id(raw)] = [deq.T.copy()]
+            if half:
+                F32_PEERS[id(raw)] = (MATMUL.format(t="f32", k=k, n=n), [x, deq.T.copy()])
             out.append((f"qGEMV {fmt} 1x{k} @ {n}x{k}", QLINEAR.format(k=k, n=n, rb=raw.shape[1], fmt=fmt), [x, raw],
                         lambda x, w, deq=deq: x @ deq.T, "qlinear", 1))
     return out
 
 
+#: id(half-format weight) -> (the f32 GEMV program of its shape, its inputs): timed as the
+#: variant "<target> f32 GEMV" of the case, in the same rounds
+F32_PEERS: dict = {}
 #: id(weight) -> the weights PyTorch runs on instead (dequantized quantized weights)
 TORCH_WEIGHTS: dict = {}
 TORCH_REFS["qlinear"] = lambda x, w: x @ w
@@ -398,6 +422,8 @@ def main() -> int:
     ap.add_argument("--quant", action="store_true",
                     help="decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights: the quantized-GEMV rule against the same "
                          "target without subgroup operations (the generic kernel)")
+    ap.add_argument("--quant-formats", default=",".join(tuple(QBLOCKS) + ("f16", "bf16")),
+                    help="with --quant: weight formats, comma-separated (f16 / bf16: also the f32 GEMV of the shape)")
     ap.add_argument("--attention", action="store_true",
                     help="decode attention: the fused decode_attention kernel (one launch) against the same "
                          "target without relax-gpu-decode-attention (q.k, softmax, p.v kernels)")
@@ -432,7 +458,8 @@ def main() -> int:
     kv_dtypes = tuple(c for c in args.attention_kv.split(",") if c)
     for name, src, inputs, ref, tref, n_w in (cublas_cases(rng, args.quick) if args.cublas else
                                               attention_cases(rng, args.quick, kv_dtypes) if args.attention else
-                                              quant_cases(rng) if args.quant else decode_cases(rng) if args.decode
+                                              quant_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
+                                              if args.quant else decode_cases(rng) if args.decode
                                               else cases(rng)):
         if any(k in name for k in skip):
             continue
@@ -464,13 +491,20 @@ def main() -> int:
             # GPU targets: the weights uploaded once (exe.upload), the activations copied per call
             ws = [exe.upload(w) for w in inputs[len(inputs) - n_w:]] if label != "cpu" else inputs[len(acts):]
             fns[label] = lambda e=exe, ws=ws: e(*acts, *ws)
+        peer = F32_PEERS.get(id(inputs[-1]))
+        for target in (targets if peer is not None else ()):
+            pexe = relax_mlir.compile(peer[0], target=target)
+            if not args.host_path_only:
+                np.testing.assert_allclose(pexe(*peer[1]), want, rtol=tol, atol=tol, err_msg=f"{name}: f32 GEMV")
+            pw = pexe.upload(peer[1][1])
+            fns[f"{target} f32 GEMV"] = lambda e=pexe, x=peer[1][0], w=pw: e(x, w)
         t_fn = None if args.host_path_only else torch_cuda_fn(tref, inputs, n_w)
         if t_fn is not None:
             np.testing.assert_allclose(t_fn(), want, rtol=tol, atol=tol, err_msg=f"{name} on torch")
             fns["torch cuda"] = t_fn
         l0 = os.getloadavg()[0]
         t = timeit(fns, reps, min_time)
-        labels = labels or list(t)
+        labels = (labels or []) + [k for k in t if k not in (labels or [])]
         rows.append((name, t, max(l0, os.getloadavg()[0])))
         print(f"{name}: " + " / ".join(f"{k} {v:.3f}" for k, v in t.items()) + " ms", file=sys.stderr)
         if args.stats:

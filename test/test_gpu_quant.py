@@ -1,10 +1,15 @@
 """The quantized GEMV rule (relax_mlir/backends/gpu/quant_gemv.py): relax.quantized_matmul on
-Q8_0 / Q4_0 / Q4_1 weights as a subgroup-per-column launch with shuffles.
+Q8_0 / Q4_0 / Q4_1 and f16 / bf16 weights as a subgroup-per-column launch with shuffles.
 
 * vulkan (lavapipe): numerics against gguf's dequantizer at M = 1, odd and large, K of 1 to
   32 blocks, N odd and large, several sizes through ONE executable, with the route each call
   took (the shuffling kernel and its grid); K-quants keep the generic kernel;
-* a tiny GGUF through CausalLM.from_gguf(target="vulkan") generates the cpu target's tokens;
+* f16 / bf16 (numpy's own f16, bf16 as f32's high half): M = 1, 3, 17, K odd (16-bit loads),
+  even, a multiple of 8 (128-bit loads), N odd and large, through ONE executable; a weight view
+  misaligned for the loads takes the generic kernel (the run-time guard);
+* a tiny GGUF through CausalLM.from_gguf(target="vulkan") generates the cpu target's tokens
+  (Q8_0, Q4_0, Q4_1, F16, BF16; a bf16 safetensors directory; a random model with f16 / bf16
+  projections);
 * cuda: the kernel's PTX (shuffles, the wide byte loads) and its host path with the fake
   driver (the kernel loads; its grid).
 """
@@ -30,6 +35,16 @@ from bench_gpu import quant_blocks  # noqa: E402  (random blocks + a numpy dequa
 
 OK, DEVICE = vkrt.available()
 needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
+
+
+def _half_weights(fmt: str, n: int, k: int, rng):
+    """(f16 / bf16 rows (n, 2k) as int8, their values as f64): bf16 = f32's high 16 bits."""
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    if fmt == "f16":
+        h = w.astype(np.float16)
+        return h.view(np.int8).reshape(n, 2 * k), h.astype(np.float64)
+    bits = (w.view(np.uint32) >> 16).astype(np.uint16)
+    return bits.view(np.int8).reshape(n, 2 * k), (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
 def _program(fmt: str, n: int, k: int, prologue: bool = False) -> str:
@@ -124,6 +139,129 @@ def test_vulkan_k_quants_keep_the_generic_kernel(routes):
     assert [s for s, _ in launched] == [False]
 
 
+#: (N, K) of the f16 / bf16 GEMV: K odd (16-bit loads), 2 mod 4 (32-bit), 4 mod 8 (64-bit), a
+#: multiple of 8 (128-bit); N 1, odd, below and above a workgroup's columns
+_HALF_SHAPES = [(1, 1), (7, 33), (5, 6), (9, 20), (33, 96), (300, 1000)]
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
+@pytest.mark.parametrize("n,k", _HALF_SHAPES, ids=[f"{n}x{k}" for n, k in _HALF_SHAPES])
+def test_vulkan_half_gemv(routes, fmt, n, k):
+    """M = 1, 3, 17 through one executable, one shuffling launch per call, grid
+    (ceil(N / subgroups per workgroup), M); f32 accumulation (the only error: summation order)."""
+    exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan")
+    rng = np.random.default_rng(n * 7 + k)
+    raw, deq = _half_weights(fmt, n, k, rng)
+    per = _subgroups(Target.detect("vulkan"))
+    for m in (1, 3, 17):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        y, launched = routes.call(exe, x, raw)
+        ref = x.astype(np.float64) @ deq.T
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0, err_msg=f"{fmt} {m}x{n}x{k}")
+        assert launched == [(True, (-(-n // per), m, 1))]
+
+
+def test_half_width():
+    """Elements per lane load: the knob, halved until it divides K."""
+    assert [quant_gemv.half_width(k, 8) for k in (1, 33, 6, 20, 96, 1000, 4096)] == [1, 1, 2, 4, 8, 8, 8]
+    assert [quant_gemv.half_width(k, 4) for k in (96, 6)] == [4, 2]
+
+
+def _view_program(fmt: str, n: int, k: int, offset: int) -> str:
+    """The weight a relax.view at byte ``offset`` of a flat byte tensor (as relax_mlir/llm's
+    stacked layers)."""
+    X, W = f'tensor<?x{k}xf32, #relax.shape<["m", {k}]>>', f"tensor<{n}x{2 * k}xi8>"
+    Y = f'tensor<?x{n}xf32, #relax.shape<["m", {n}]>>'
+    B = f"tensor<1x{offset + 2 * n * k}xi8>"
+    return f'''
+func.func @main(%x: {X}, %b: {B}) -> {Y} attributes {{relax.function}} {{
+  %w = "relax.view"(%b) {{dtype = i8, offset = {offset} : i64, shape = #relax.shape<[{n}, {2 * k}]>}} : ({B}) -> {W}
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({X}, {W}) -> {Y}
+  return %y : {Y}
+}}'''
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt,k,offset,shuffles", [("f16", 64, 16, True), ("f16", 64, 2, False),
+                                                   ("bf16", 64, 4, False), ("bf16", 33, 2, True),
+                                                   ("bf16", 33, 1, False)])
+def test_vulkan_half_gemv_alignment_guard(routes, fmt, k, offset, shuffles):
+    """A weight whose bytes start where the lane loads would be misaligned (128-bit loads at
+    K = 64, 16-bit ones at odd K) runs the generic kernel (no shuffles), with equal results."""
+    n = 5
+    exe = relax_mlir.compile(_view_program(fmt, n, k, offset), target="vulkan")
+    rng = np.random.default_rng(k + offset)
+    raw, deq = _half_weights(fmt, n, k, rng)
+    b = np.concatenate([np.zeros(offset, np.int8), raw.reshape(-1)])[None]
+    x = rng.standard_normal((2, k)).astype(np.float32)
+    y, launched = routes.call(exe, x, b)
+    ref = x.astype(np.float64) @ deq.T
+    np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+    assert launched and all(s == shuffles for s, _ in launched), launched
+    assert (len(launched) == 1) == shuffles
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt,k", [("f16", 8), ("bf16", 3), ("q4_0", 32)])
+def test_vulkan_gemv_past_the_grid_limit(routes, fmt, k):
+    """More output columns than a grid may have workgroups (65535 on lavapipe, at one column
+    per workgroup; e.g. a 152k-row lm head): the grid is capped and the workgroups stride over
+    the column groups; every column right."""
+    n = 70001
+    exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan")
+    rng = np.random.default_rng(k)
+    raw, deq = _half_weights(fmt, n, k, rng) if fmt in quant_gemv.HALF_FORMATS else _weights(fmt, n, k, rng)
+    x = rng.standard_normal((2, k)).astype(np.float32)
+    y, launched = routes.call(exe, x, raw)
+    ref = x.astype(np.float64) @ deq.T
+    np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+    assert launched == [(True, (65535, 2, 1))]
+
+
+@needs_vulkan
+@pytest.mark.parametrize("offset,shuffles", [(16, True), (4, False)])
+def test_vulkan_half_gemv_x_alignment_guard(routes, offset, shuffles):
+    """x read in 128-bit loads (K a multiple of 8): an x whose bytes start off a 16-byte
+    boundary (a relax.view at byte 4) runs the generic kernel, with equal results."""
+    n, k, m = 6, 64, 2
+    X, W, Y = f"tensor<{m}x{k}xf32>", f"tensor<{n}x{2 * k}xi8>", f"tensor<{m}x{n}xf32>"
+    B = f"tensor<1x{offset + 4 * m * k}xi8>"
+    src = f'''
+func.func @main(%b: {B}, %w: {W}) -> {Y} attributes {{relax.function}} {{
+  %x = "relax.view"(%b) {{dtype = f32, offset = {offset} : i64, shape = #relax.shape<[{m}, {k}]>}} : ({B}) -> {X}
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "f16"}} : ({X}, {W}) -> {Y}
+  return %y : {Y}
+}}'''
+    exe = relax_mlir.compile(src, target="vulkan")
+    rng = np.random.default_rng(offset)
+    raw, deq = _half_weights("f16", n, k, rng)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    b = np.concatenate([np.zeros(offset, np.int8), x.reshape(-1).view(np.int8)])[None]
+    y, launched = routes.call(exe, b, raw)
+    ref = x.astype(np.float64) @ deq.T
+    np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+    assert launched and all(s == shuffles for s, _ in launched), launched
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
+def test_vulkan_half_gemv_fused_prologue(routes, fmt):
+    """silu(g) * u fused into an f16 / bf16 down projection: one launch, the prologue per
+    element of x."""
+    n, k = 24, 72
+    exe = relax_mlir.compile(_program(fmt, n, k, prologue=True), target="vulkan")
+    rng = np.random.default_rng(6)
+    raw, deq = _half_weights(fmt, n, k, rng)
+    for m in (1, 4):
+        g, u = (rng.standard_normal((m, k)).astype(np.float32) for _ in range(2))
+        y, launched = routes.call(exe, g, u, raw)
+        x = g.astype(np.float64) / (1 + np.exp(-g.astype(np.float64))) * u
+        ref = x @ deq.T
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+        assert [s for s, _ in launched] == [True]
+
+
 # -- a tiny GGUF on vulkan -------------------------------------------------------------------
 
 class _Labels(_Routes):
@@ -147,10 +285,11 @@ class _Labels(_Routes):
 
 
 @needs_vulkan
-@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1", "f16", "bf16"])
 def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypatch, fmt):
     """Greedy tokens equal; in a decode step every quantized matmul (qkv, o, gate, up, and
-    down with silu(gate) * up fused in, per layer; the lm head) is the shuffling GEMV."""
+    down with silu(gate) * up fused in, per layer; the lm head) is the shuffling GEMV (f16 /
+    bf16: GGUF F16 / BF16 projections kept as stored)."""
     pytest.importorskip("transformers")
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "llm"))
     from test_gguf import write_gguf
@@ -171,6 +310,68 @@ def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypat
     g.decode(3)
     quant = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
     assert len(quant) == 5 * CFG["num_hidden_layers"] + 1 and all(s for _, s in quant), seen.labels
+
+
+@needs_vulkan
+def test_vulkan_from_pretrained_bf16_safetensors(tmp_path, monkeypatch):
+    """A tiny HF Llama saved in bf16 (safetensors) through CausalLM.from_pretrained: its
+    projections stay bf16 rows on vulkan, the cpu target's greedy tokens, every matmul of a
+    decode step on the shuffling GEMV."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "llm"))
+    from test_quantized import CFG, _source_model
+
+    from relax_mlir.llm import CausalLM
+    src, _ = _source_model(transformers.LlamaConfig(**CFG))
+    src.to(torch.bfloat16).save_pretrained(tmp_path)
+    seen = _Labels(monkeypatch)
+    g = CausalLM.from_pretrained(str(tmp_path), max_seq_len=32, target="vulkan")
+    c = CausalLM.from_pretrained(str(tmp_path), max_seq_len=32)
+    assert dict(g.config.formats)["qkv"] == "bf16"
+    ids = np.arange(2, 8, dtype=np.int64)
+    np.testing.assert_array_equal(g.generate(ids, 8, eos_token_id=[]), c.generate(ids, 8, eos_token_id=[]))
+    del seen.labels[:]
+    g.decode(3)
+    mm = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
+    assert len(mm) == 5 * CFG["num_hidden_layers"] + 1 and all(s for _, s in mm), seen.labels
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
+def test_vulkan_random_half_model(monkeypatch, fmt):
+    """CausalLM.random with f16 / bf16 projections and lm head (the llm CLI's --random-format,
+    what the device check times against f32 weights): the cpu target's greedy tokens, and the
+    6 half-format matmuls of a decode step (qkv, o, gate, up, down per layer; the lm head) on
+    the shuffling GEMV."""
+    from dataclasses import replace
+
+    from relax_mlir.llm import CausalLM
+    from relax_mlir.llm.cli import SIZES
+    c = replace(SIZES["tiny"], formats=tuple((r, fmt) for r in ("qkv", "o", "gate", "up", "down", "lm_head")))
+    seen = _Labels(monkeypatch)
+    g = CausalLM.random(c, max_seq_len=24, std=0.3, target="vulkan")
+    cpu = CausalLM.random(c, max_seq_len=24, std=0.3)
+    ids = np.arange(3, 9, dtype=np.int64)
+    toks = g.generate(ids, 8, eos_token_id=[])
+    np.testing.assert_array_equal(toks, cpu.generate(ids, 8, eos_token_id=[]))
+    assert len(set(toks[6:].tolist())) > 2, toks   # not a degenerate repetition
+    del seen.labels[:]
+    g.decode(3)
+    half = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
+    assert len(half) == 5 * c.num_layers + 1 and all(s for _, s in half), seen.labels
+
+
+def test_random_model_formats_are_checked():
+    """CausalLM.random makes f32 weights or f16 / bf16 ones (one of them): other formats,
+    or both halves at once, need a file."""
+    from dataclasses import replace
+
+    from relax_mlir.llm import CausalLM
+    from relax_mlir.llm.cli import SIZES
+    for formats in ((("qkv", "q8_0"),), (("qkv", "f16"), ("o", "bf16"))):
+        with pytest.raises(ValueError, match="CausalLM.random makes f32 weights"):
+            CausalLM.random(replace(SIZES["tiny"], formats=formats))
 
 
 # -- cuda: PTX and the host path -------------------------------------------------------------
@@ -209,15 +410,38 @@ def test_cuda_quantized_gemv_ptx(fmt, load):
     assert "bar.sync" not in p
 
 
+@pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
+def test_cuda_half_gemv_ptx(fmt):
+    """f16 / bf16 (K = 256: 8 elements per lane load, the prologue silu(g) * u fused): the GEMV
+    kernel reads only 128-bit words: per chunk one of the weight (8 halves) and two each of g
+    and u (8 floats), no byte loads; it converts each 16-bit half in registers
+    (f16: cvt.f32.f16 of the word's halves; bf16: shifts and masks, no f16 conversion),
+    FMAs, 5 butterfly shuffles, no barrier; the other kernels are the generic kernel behind
+    the alignment guard (no shuffles)."""
+    ptx = {name: p.replace("\x00A", "\n").replace("\x009", "\t") for name, p in _ptx(fmt).items()}
+    gemv = [p for p in ptx.values() if "shfl.sync.bfly.b32" in p]
+    assert len(gemv) == 1 and len(ptx) > 1, list(ptx)
+    (p,) = gemv
+    assert ".maxntid 128, 1, 1" in p and p.count("shfl.sync.bfly.b32") == 5
+    loads = [x.split()[0] for x in p.splitlines() if x.strip().startswith("ld.global")]
+    assert loads == ["ld.global.v4.b32"] * 5, loads
+    assert "fma.rn.f32" in p and "bar.sync" not in p
+    assert ("cvt.f32.f16" in p) == (fmt == "f16")
+    if fmt == "bf16":
+        assert "shl.b32" in p and "and.b32" in p
+
+
 FAKE_QGEMV = r'''
 import gguf
+RB = {"q4_0": 18, "q8_0": 34, "q4_1": 20, "f16": 64, "bf16": 64}   # bytes per 32 elements
 out = []
-for fmt, n, k in (("q4_0", 320, 128), ("q8_0", 33, 64), ("q4_1", 7, 32)):
+for fmt, n, k in (("q4_0", 320, 128), ("q8_0", 33, 64), ("q4_1", 7, 32), ("f16", 40, 64), ("bf16", 9, 33)):
+    rb = k * RB[fmt] // 32
     exe = relax_mlir.compile(sys.argv[2].replace("FMT", fmt).replace("NN", str(n)).replace("KK", str(k))
-                             .replace("RB", str(k // 32 * {"q4_0": 18, "q8_0": 34, "q4_1": 20}[fmt])), target="cuda")
+                             .replace("RB", str(rb)), target="cuda")
     for m in (1, 3):
         before = launches()
-        y = exe(np.ones((m, k), np.float32), np.zeros((n, k // 32 * {"q4_0": 18, "q8_0": 34, "q4_1": 20}[fmt]), np.int8))
+        y = exe(np.ones((m, k), np.float32), np.zeros((n, rb), np.int8))
         out.append([fmt, list(y.shape), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
 print("FAKE-RUN " + json.dumps(out))
 '''
@@ -230,12 +454,15 @@ func.func @main(%x: tensor<?xKKxf32, #relax.shape<["m", KK]>>, %w: tensor<NNxRBx
 
 
 def test_fake_run_quantized_gemv_host_path(tmp_path):
-    """The PTX loads through the (fake) driver; one launch per call, grid (ceil(N / 4), M, 1)."""
+    """The PTX loads through the (fake) driver; one launch per call, grid (ceil(N / 4), M, 1)
+    (f16 / bf16: the GEMV behind its alignment guard, which the driver's buffers pass)."""
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_QGEMV, FAKE_SRC)
     assert got == [["q4_0", [1, 320], [[80, 1, 1]]], ["q4_0", [3, 320], [[80, 3, 1]]],
                    ["q8_0", [1, 33], [[9, 1, 1]]], ["q8_0", [3, 33], [[9, 3, 1]]],
-                   ["q4_1", [1, 7], [[2, 1, 1]]], ["q4_1", [3, 7], [[2, 3, 1]]]]
+                   ["q4_1", [1, 7], [[2, 1, 1]]], ["q4_1", [3, 7], [[2, 3, 1]]],
+                   ["f16", [1, 40], [[10, 1, 1]]], ["f16", [3, 40], [[10, 3, 1]]],
+                   ["bf16", [1, 9], [[3, 1, 1]]], ["bf16", [3, 9], [[3, 3, 1]]]]
 
 
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
@@ -248,19 +475,20 @@ def test_bench_dequantizer_matches_gguf(fmt):
     np.testing.assert_array_equal(deq, gguf.quants.dequantize(raw.view(np.uint8), qt).reshape(5, 96))
 
 
-@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1"])
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q4_1", "f16", "bf16"])
 def test_cuda_quantized_gemv_numerics(fmt):
     """On a CUDA device (skipped elsewhere): the quantized GEMV against numpy at M = 1, 3, 64,
     N odd and large, through ONE executable per shape (random blocks, numpy's dequantizer:
-    no gguf needed on the device)."""
+    no gguf needed on the device; f16 / bf16 also at odd K and K = 4 mod 8)."""
     from relax_mlir.runtime import cuda
     ok, why = cuda.available()
     if not ok:
         pytest.skip(f"no CUDA device: {why}")
     rng = np.random.default_rng(12)
-    for n, k in _SHAPES + [(32000, 768)]:
+    half = fmt in quant_gemv.HALF_FORMATS
+    for n, k in _SHAPES + [(32000, 768)] + ([(7, 33), (9, 20)] if half else []):
         exe = relax_mlir.compile(_program(fmt, n, k), target="cuda")
-        raw, deq = quant_blocks(fmt, n, k, rng)
+        raw, deq = _half_weights(fmt, n, k, rng) if half else quant_blocks(fmt, n, k, rng)
         for m in (1, 3, 64):
             x = rng.standard_normal((m, k)).astype(np.float32)
             ref = x.astype(np.float64) @ deq.T.astype(np.float64)
@@ -278,10 +506,16 @@ def test_rule_selection_and_space():
     vk = Target(kind="vulkan", dispatch_policy="off", **GPU_DEFAULTS["vulkan"])
     lavapipe = replace(vk, subgroup_size=8, max_threads_per_block=1024)
     r = rules.QuantMatmul()
-    assert r.default(cuda, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_subgroups": 4}
-    assert r.default(lavapipe, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_subgroups": 1}
+    assert r.default(cuda, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_halves": 8, "qgemv_columns": 1,
+                                       "qgemv_subgroups": 4}
+    assert r.default(lavapipe, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_halves": 8, "qgemv_columns": 1,
+                                           "qgemv_subgroups": 1}
     assert r.dtypes(vk) == () and r.dtypes(cuda) == quant_gemv.FORMATS
     with pytest.raises(ValueError, match="qgemv_lanes_per_block must be a power of two up to 16 and the subgroup"):
-        r.space(lavapipe).check({"qgemv_lanes_per_block": 16, "qgemv_subgroups": 1})
+        r.space(lavapipe).check(dict(r.default(lavapipe, "q4_0"), qgemv_lanes_per_block=16))
+    with pytest.raises(ValueError, match="qgemv_halves must be 1, 2, 4 or 8"):
+        r.space(lavapipe).check(dict(r.default(lavapipe, "f16"), qgemv_halves=16))
+    with pytest.raises(ValueError, match="qgemv_columns must be 1, 2, 4 or 8"):
+        r.space(lavapipe).check(dict(r.default(lavapipe, "f16"), qgemv_columns=3))
     with pytest.raises(ValueError, match="256 threads per quantized-GEMV workgroup exceed the target's 128"):
-        r.space(replace(cuda, max_threads_per_block=128)).check({"qgemv_lanes_per_block": 4, "qgemv_subgroups": 8})
+        r.space(replace(cuda, max_threads_per_block=128)).check(dict(r.default(cuda, "q4_0"), qgemv_subgroups=8))

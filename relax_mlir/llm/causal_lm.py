@@ -167,10 +167,15 @@ class CausalLM:
     @classmethod
     def random(cls, config: LMConfig, max_seq_len: int = 2048, seed: int = 0, rope_theta: float = 10000.0,
                std: float = 0.02, target: str = "cpu", kv_dtype: Optional[str] = None) -> "CausalLM":
-        """Random-init weights (normal(0, std), norms at 1) without torch: for demos and benchmarks."""
-        if config.formats or config.layer_formats:
-            raise ValueError("CausalLM.random makes f32 weights: a config with quantized formats needs them "
-                             "from a file (CausalLM.from_gguf)")
+        """Random-init weights (normal(0, std), norms at 1) without torch: for demos and benchmarks.
+        ``config.formats`` may keep matrices as f16 or bf16 (one of the two for all its roles):
+        those are drawn in f32 and stored rounded (f16) or truncated (bf16) as raw rows."""
+        fmts = {f for _, f in config.formats}
+        if config.layer_formats or not fmts <= {"f16", "bf16"} or len(fmts) > 1:
+            raise ValueError("CausalLM.random makes f32 weights (or f16 / bf16 ones: one of them for every role "
+                             "of config.formats): a config with quantized formats needs them from a file "
+                             "(CausalLM.from_gguf)")
+        half = fmts.pop() if fmts else None
         rng = np.random.default_rng(seed)
         weights = {}
         for name, p in LlamaModel(config).named_parameters():
@@ -181,6 +186,10 @@ class CausalLM:
                 weights[name] = np.ones(p.shape, np.float32)
             elif name.endswith(".bias"):
                 weights[name] = np.zeros(p.shape, np.float32)
+            elif p.dtype == "i8":   # an f16 / bf16 matrix's raw rows (N, 2K)
+                w = rng.standard_normal((p.shape[0], p.shape[1] // 2), dtype=np.float32) * std
+                bits = w.astype(np.float16).view(np.uint16) if half == "f16" else (w.view(np.uint32) >> 16).astype(np.uint16)
+                weights[name] = bits.view(np.int8).reshape(p.shape)
             else:
                 weights[name] = (rng.standard_normal(p.shape, dtype=np.float32) * std)
         return cls(config, weights, max_seq_len, target=target, kv_dtype=kv_dtype)

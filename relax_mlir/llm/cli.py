@@ -96,6 +96,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--weights", choices=("stored", "f32"), default="stored",
                     help="stored: quantized / half weights stay as in the file, converted in the kernels' "
                          "registers (default); f32: every weight converted to f32 once")
+    ap.add_argument("--random-format", choices=("f32", "f16", "bf16"), default="f32",
+                    help="with --size: the projections and the lm head stored as f16 / bf16 (relax.quantized_matmul "
+                         "on raw rows: half the bytes of f32)")
     ap.add_argument("--stats", action="store_true",
                     help="GPU targets: print what the prefill and the last decode step did on the device "
                          "(kernel launches, host<->device copies, synchronizations, allocations, graphs)")
@@ -161,6 +164,10 @@ def run(args: argparse.Namespace, out=None) -> int:
                 return _stream(lm, tokenizer, np.asarray(ids, np.int64), args, out)
     else:
         c = SIZES[args.size]
+        fmt = getattr(args, "random_format", "f32")
+        if fmt != "f32":
+            from dataclasses import replace
+            c = replace(c, formats=tuple((role, fmt) for role in ("qkv", "o", "gate", "up", "down", "lm_head")))
         lm = CausalLM.random(c, max_seq_len=args.max_seq_len or args.prompt_len + args.max_new_tokens + 1,
                              seed=args.seed, target=args.target, kv_dtype=getattr(args, "kv_dtype", None))
     prog.done(f"{lm.exe.compile_time_s:.1f} s (one executable for every prompt length)")

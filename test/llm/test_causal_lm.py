@@ -292,6 +292,22 @@ def test_cli_generates_from_random_init(capsys):
     assert out[1].startswith("prefill 4 tokens: ") and "decode: " in out[1]
 
 
+def test_cli_random_format(capsys):
+    """`--random-format bf16`: the projections and the lm head of the random model stored as
+    bf16 rows (CausalLM.random with those formats): its greedy tokens."""
+    from dataclasses import replace
+
+    from relax_mlir.llm import cli
+
+    assert cli.main(["--size", "tiny", "-n", "4", "--prompt-len", "4", "--seed", "2", "--random-format", "bf16"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    c = replace(cli.SIZES["tiny"], formats=tuple((r, "bf16") for r in ("qkv", "o", "gate", "up", "down", "lm_head")))
+    lm = CausalLM.random(c, max_seq_len=16, seed=2)
+    assert dict(lm.config.formats)["down"] == "bf16"
+    ids = np.random.default_rng(2).integers(0, 128, 4)
+    assert out[0] == " ".join(str(t) for t in lm.generate(ids, 4)[4:])
+
+
 def test_from_pretrained_safetensors_directory(tmp_path):
     """A local directory written by save_pretrained (config.json + model.safetensors; the
     tied lm_head is not stored) loads without torch weights and gives the same logits."""

@@ -1,5 +1,6 @@
-"""The quantized GEMV: ``relax.quantized_matmul`` kernels (GGUF Q8_0, Q4_0, Q4_1 rows, any
-elementwise prologue on x fused in) as one launch that reads each weight block once.
+"""The quantized GEMV: ``relax.quantized_matmul`` kernels (GGUF Q8_0, Q4_0, Q4_1 rows and
+f16 / bf16 weights kept as stored, any elementwise prologue on x fused in) as one launch
+that reads each weight block once.
 
 The generic kernel (relax_mlir/ops/quant.py) dequantizes every element where it is read:
 per weight three byte loads (the block's f16 scale, twice, and the quant) and a
@@ -8,7 +9,8 @@ element). Here the weight's blocks are what the launch is organized around, as i
 llama.cpp's ``mul_mat_vec_q``:
 
 * a subgroup of ``subgroup`` lanes owns one output column ``n`` (one weight row) for every
-  row of x (grid ``ceil(N / subgroups) x min(M, 65535)``; rows past the grid stride);
+  row of x (grid ``ceil(N / subgroups) x M``, each dimension capped at 65535: column groups
+  and rows past it stride);
 * ``lanes_per_block`` lanes share a 32-element block: each loads the block's f16 scale
   (and Q4_1's minimum) once, and its ``32 / lanes_per_block`` quants (Q8_0: consecutive
   signed bytes; Q4: ``16 / lanes_per_block`` bytes whose low and high nibbles are elements
@@ -24,6 +26,19 @@ On cuda the quant bytes come in vector loads as wide as the block layout's align
 storage is emulated on 32-bit words by the SPIR-V lowering). x's prologue (a fused
 ``silu(gate) * up``) is the part of the generic's body that does not read the weight: it is
 cloned per element of x.
+
+f16 and bf16 rows (2 bytes per element, no block: :func:`build_half`) are read as 32-bit
+words: a subgroup per output column, each lane loading ``halves`` consecutive elements at
+once (8 = a ``vector<4xi32>``, 128 bits: ``ld.global.v4.b32`` / a 16-byte SPIR-V load;
+fewer where K's alignment allows no more; odd K: 16-bit loads), every ``subgroup``-th such
+chunk, the conversion on the integer words (f16: the word's halves as f16, widened; bf16:
+the half shifted into an f32's high 16 bits, so no bf16 type is needed, which the pinned
+SPIR-V target lacks), f32 accumulation, the same shuffles. With ``halves`` a multiple of 4,
+x's inputs come in ``vector<4xf32>`` loads too (the prologue then runs per element on the
+extracted values). ``columns`` output columns per subgroup share those x values. The weight's
+i8 buffer is viewed as words outside the launch (``memref.view``), behind a run-time guard
+that it (and x, for its vector loads) is aligned for the loads (e.g. a ``relax.view`` at an
+odd byte offset): otherwise the generic kernel runs.
 """
 
 from __future__ import annotations
@@ -34,12 +49,15 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
-from .launch_builder import MAX_GRID, Launch, f32, flat_body, for_loop, index, indexing_maps, load, map_indices, when
+from .launch_builder import (MAX_GRID, Launch, all_of, f32, flat_body, for_loop, index, indexing_maps, load,
+                             vector_view_conditions, when)
 from .matmul_routes import finish
 
 #: format -> (bytes per 32-element block, offset of the quants, has a minimum)
 BLOCKS = {"q8_0": (34, 2, False), "q4_0": (18, 2, False), "q4_1": (20, 4, True)}
-FORMATS = tuple(BLOCKS)
+#: 16-bit float formats (2 bytes per element, no block; bf16: the high half of an f32)
+HALF_FORMATS = ("f16", "bf16")
+FORMATS = tuple(BLOCKS) + HALF_FORMATS
 CONTRACT = "#arith.fastmath<contract>"
 
 
@@ -51,6 +69,8 @@ class QuantTiles:
     lanes_per_block: int = 4   # lanes sharing one 32-element block
     subgroups: int = 4         # subgroups per workgroup, one output column each
     wide: bool = False         # vector loads of the quant bytes (cuda)
+    halves: int = 8            # f16 / bf16: elements per lane load (at most what K's alignment allows)
+    columns: int = 1           # f16 / bf16: output columns per subgroup (x's values shared)
 
     @property
     def threads(self) -> int:
@@ -158,11 +178,18 @@ def match(fn: ir.Operation) -> Optional[_Match]:
     if str(wt.element_type) != "i8" or wt.rank != 2 or not wt.has_static_shape or xt.shape[1] == ir.ShapedType.get_dynamic_size():
         return None
     k = xt.shape[1]
+    if ir.MemRefType(c.type).shape[1] != wt.shape[0]:
+        return None
+    if wt.shape[1] == 2 * k and _block_size(body) is None:
+        if wt.get_strides_and_offset()[0] != [wt.shape[1], 1]:   # rows read as one run of words
+            return None
+        fmt = _half_format(body, wt.shape[0])
+        return _Match(fill, gen, w, fmt, xs[0]) if fmt is not None else None
     if k % 32:
         return None
     per_block = wt.shape[1] * 32 // k if wt.shape[1] * 32 % k == 0 else 0
     fmt = next((f for f, (nb, _, _) in BLOCKS.items() if nb == per_block), None)
-    if fmt is None or _block_size(body) != 32 or ir.MemRefType(c.type).shape[1] != wt.shape[0]:
+    if fmt is None or _block_size(body) != 32:
         return None
     return _Match(fill, gen, w, fmt, xs[0])
 
@@ -187,17 +214,40 @@ def _block_size(body: ir.Block) -> Optional[int]:
     return None
 
 
+def _half_format(body: ir.Block, n_rows: int) -> Optional[str]:
+    """f16 or bf16: how the dequantizer of a 2-byte-per-element kernel makes its float (an
+    i16 bitcast to f16; an i32 bitcast to f32, the bf16 bits shifted into its high half),
+    the weight read at row ``linalg.index 1`` (folded to 0 when there is one row). Only
+    bitcasts of the weight's bytes count (an expanded ``exp`` of x's prologue has its own)."""
+    kinds = set()
+    deps = _deps(body)
+    for o in body.operations:
+        o = o.operation
+        if o.name == "memref.load":
+            src = _producer(o.operands[1])
+            row_index = (src is not None and src.name == "linalg.index"
+                         and ir.IntegerAttr(src.attributes["dim"]).value == 1)
+            if not row_index and not (n_rows == 1 and _const(o.operands[1]) == 0):
+                return None
+        if o.name == "arith.bitcast" and "load" in _lookup(deps, o.operands[0]):
+            t = o.results[0].type
+            kinds.add("f16" if isinstance(t, ir.F16Type) else "bf16" if isinstance(t, ir.F32Type) else "?")
+    return kinds.pop() if len(kinds) == 1 and kinds <= {"f16", "bf16"} else None
+
+
 def kernel_format(fn: ir.Operation) -> Optional[str]:
     """The weight format of a quantized-matmul kernel this launch takes, else None."""
     m = match(fn)
     return m.fmt if m is not None else None
 
 
-def _x_at(m: _Match, row: ir.Value, k: ir.Value) -> ir.Value:
-    """x_value at (row, k): the inputs loaded there and the body's x-side ops cloned."""
+def _x_at(m: _Match, row: ir.Value, k: ir.Value, inputs: Optional[list] = None) -> ir.Value:
+    """x_value at (row, k): the inputs loaded there (or ``inputs``, their values there) and
+    the body's x-side ops cloned."""
     g = m.gen.opview
     body = m.gen.regions[0].blocks[0]
-    env: list = [(a, load(v, [row, k])) for a, v in zip(list(body.arguments)[:-1], g.inputs)]
+    vals = inputs if inputs is not None else [load(v, [row, k]) for v in g.inputs]
+    env: list = list(zip(list(body.arguments)[:-1], vals))
 
     def look(v):
         for a, b in env:
@@ -255,8 +305,20 @@ def _f16(lo: ir.Value, hi: ir.Value) -> ir.Value:
     return arith.ExtFOp(ir.F32Type.get(), arith.BitcastOp(ir.F16Type.get(), h).result).result
 
 
+def _column_groups(launch: Launch, groups: int, body) -> None:
+    """``body(group)`` for the workgroup's group of output columns: its x block index, or,
+    past the grid's limit of :data:`MAX_GRID` workgroups (a 152k-row lm head at one column
+    per workgroup), every grid-th group from it."""
+    if groups <= MAX_GRID:
+        body(launch.block_id[0])
+        return
+    for_loop(launch.block_id[0], index(groups), launch.grid_dim[0], [], lambda g, _: body(g) or [])
+
+
 def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     """Replace the fill and generic of ``m`` in kernel ``fn`` by the launch."""
+    if m.fmt in HALF_FORMATS:
+        return build_half(fn, m, t)
     nbytes, qoff, has_min = BLOCKS[m.fmt]
     S, L = t.subgroup, t.lanes_per_block
     per_lane = 32 // L                      # elements of a block per lane
@@ -273,63 +335,199 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     with ir.InsertionPoint(m.fill if m.fill is not None else m.gen), m.gen.location:
         rows = memref.DimOp(c, index(0)).result
         grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
-        grid_x = index((n_rows + t.subgroups - 1) // t.subgroups)
+        groups = -(-n_rows // t.subgroups)
+        grid_x = index(min(groups, MAX_GRID))
         launch = Launch((grid_x, grid_y, index(1)), (t.threads, 1, 1), [])
         with launch:
             tid = launch.thread_id[0]
-            bx, by = launch.block_id[0], launch.block_id[1]
+            by = launch.block_id[1]
             lane = arith.RemUIOp(tid, index(S)).result
             sg = arith.DivUIOp(tid, index(S)).result
-            n = arith.AddIOp(arith.MulIOp(bx, index(t.subgroups)).result, sg).result
-            ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
-            nn = arith.SelectOp(ok, n, index(0)).result
-            part = arith.RemUIOp(lane, index(L)).result
-            b0 = arith.DivUIOp(lane, index(L)).result
-            first_q = arith.MulIOp(part, index(nq)).result      # the lane's first quant byte in the block
 
-            def row_body(row: ir.Value, _: list) -> list:
-                def block(blk: ir.Value, acc: list) -> list:
-                    base = arith.MulIOp(blk, index(nbytes)).result
-                    d0, d1 = _bytes(m.w, nn, base, 2, 2, t.wide)
-                    d = _f16(d0, d1)
-                    qs = _bytes(m.w, nn, arith.AddIOp(arith.AddIOp(base, index(qoff)).result, first_q).result,
-                                nq, align, t.wide)
-                    k0 = arith.AddIOp(arith.MulIOp(blk, index(32)).result, first_q).result
-                    s, sx = f32(0.0), f32(0.0)
-                    for j, qb in enumerate(qs):
-                        if q4:
-                            u = arith.ExtUIOp(i32t, qb).result
-                            pairs = [(arith.AndIOp(u, _i32(15)).result, j),
-                                     (arith.ShRUIOp(u, _i32(4)).result, j + 16)]
-                        else:
-                            pairs = [(arith.ExtSIOp(i32t, qb).result, j)]
-                        for q, e in pairs:
-                            if m.fmt == "q4_0":
-                                q = arith.SubIOp(q, _i32(8)).result
-                            qf = arith.SIToFPOp(f32t, q).result
-                            xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
-                            s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result, fastmath=contract).result
-                            if has_min:
-                                sx = arith.AddFOp(sx, xv).result
-                    v = arith.MulFOp(d, s, fastmath=contract).result
-                    if has_min:
-                        m0, m1 = _bytes(m.w, nn, arith.AddIOp(base, index(2)).result, 2, 2, t.wide)
-                        v = arith.AddFOp(v, arith.MulFOp(_f16(m0, m1), sx, fastmath=contract).result,
-                                         fastmath=contract).result
-                    return [arith.AddFOp(acc[0], v).result]
+            def group(bx: ir.Value) -> None:
+                n = arith.AddIOp(arith.MulIOp(bx, index(t.subgroups)).result, sg).result
+                ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
+                nn = arith.SelectOp(ok, n, index(0)).result
+                part = arith.RemUIOp(lane, index(L)).result
+                b0 = arith.DivUIOp(lane, index(L)).result
+                first_q = arith.MulIOp(part, index(nq)).result      # the lane's first quant byte in the block
 
-                (acc,) = for_loop(b0, index(nblocks), index(S // L), [f32(0.0)], block)
-                width = arith.ConstantOp(i32t, S).result
-                off = 1
-                while off < S:
-                    o = arith.ConstantOp(i32t, off).result
-                    acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
-                    off *= 2
-                head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
-                when(arith.AndIOp(head, ok).result, lambda: finish(acc, [row, n], c, fill_value, [], c))
-                return []
+                def row_body(row: ir.Value, _: list) -> list:
+                    def block(blk: ir.Value, acc: list) -> list:
+                        base = arith.MulIOp(blk, index(nbytes)).result
+                        d0, d1 = _bytes(m.w, nn, base, 2, 2, t.wide)
+                        d = _f16(d0, d1)
+                        qs = _bytes(m.w, nn, arith.AddIOp(arith.AddIOp(base, index(qoff)).result, first_q).result,
+                                    nq, align, t.wide)
+                        k0 = arith.AddIOp(arith.MulIOp(blk, index(32)).result, first_q).result
+                        s, sx = f32(0.0), f32(0.0)
+                        for j, qb in enumerate(qs):
+                            if q4:
+                                u = arith.ExtUIOp(i32t, qb).result
+                                pairs = [(arith.AndIOp(u, _i32(15)).result, j),
+                                         (arith.ShRUIOp(u, _i32(4)).result, j + 16)]
+                            else:
+                                pairs = [(arith.ExtSIOp(i32t, qb).result, j)]
+                            for q, e in pairs:
+                                if m.fmt == "q4_0":
+                                    q = arith.SubIOp(q, _i32(8)).result
+                                qf = arith.SIToFPOp(f32t, q).result
+                                xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
+                                s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result,
+                                                 fastmath=contract).result
+                                if has_min:
+                                    sx = arith.AddFOp(sx, xv).result
+                        v = arith.MulFOp(d, s, fastmath=contract).result
+                        if has_min:
+                            m0, m1 = _bytes(m.w, nn, arith.AddIOp(base, index(2)).result, 2, 2, t.wide)
+                            v = arith.AddFOp(v, arith.MulFOp(_f16(m0, m1), sx, fastmath=contract).result,
+                                             fastmath=contract).result
+                        return [arith.AddFOp(acc[0], v).result]
 
-            for_loop(by, rows, launch.grid_dim[1], [], row_body)
+                    (acc,) = for_loop(b0, index(nblocks), index(S // L), [f32(0.0)], block)
+                    width = arith.ConstantOp(i32t, S).result
+                    off = 1
+                    while off < S:
+                        o = arith.ConstantOp(i32t, off).result
+                        acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
+                        off *= 2
+                    head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
+                    when(arith.AndIOp(head, ok).result, lambda: finish(acc, [row, n], c, fill_value, [], c))
+                    return []
+
+                for_loop(by, rows, launch.grid_dim[1], [], row_body)
+
+            _column_groups(launch, groups, group)
     m.gen.erase()
     if m.fill is not None:
         m.fill.erase()
+
+
+def half_width(k: int, halves: int) -> int:
+    """Elements per lane load of an f16 / bf16 row of ``k``: ``halves`` halved until it
+    divides k (every row then starts aligned for the loads)."""
+    h = halves
+    while h > 1 and k % h:
+        h //= 2
+    return h
+
+
+def _words_to_f32(word: ir.Value, fmt: str) -> list[ir.Value]:
+    """The f32 values of the 16-bit floats in an i32 (low half first) or i16 word: f16 as
+    f16 widened, bf16 by integer shifts into an f32's high half."""
+    i16, i32t, f32t = ir.IntegerType.get_signless(16), ir.IntegerType.get_signless(32), ir.F32Type.get()
+    if ir.IntegerType(word.type).width == 16:
+        if fmt == "f16":
+            return [arith.ExtFOp(f32t, arith.BitcastOp(ir.F16Type.get(), word).result).result]
+        return [arith.BitcastOp(f32t, arith.ShLIOp(arith.ExtUIOp(i32t, word).result, _i32(16)).result).result]
+    if fmt == "f16":
+        lo = arith.TruncIOp(i16, word).result
+        hi = arith.TruncIOp(i16, arith.ShRUIOp(word, _i32(16)).result).result
+        return [arith.ExtFOp(f32t, arith.BitcastOp(ir.F16Type.get(), h).result).result for h in (lo, hi)]
+    lo = arith.ShLIOp(word, _i32(16)).result
+    hi = arith.AndIOp(word, _i32(-65536)).result
+    return [arith.BitcastOp(f32t, v).result for v in (lo, hi)]
+
+
+def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
+    """Replace the fill and generic of an f16 / bf16 ``m`` in kernel ``fn`` by ``scf.if
+    (the weight aligned for the loads) { the launch } else { the fill and generic }``."""
+    S, C = t.subgroup, t.columns
+    contract = ir.Attribute.parse(CONTRACT)
+    g = m.gen.opview
+    c = g.outputs[0]
+    fill_value = m.fill.operands[0] if m.fill is not None else None
+    wt = ir.MemRefType(m.w.type)
+    n_rows, k = wt.shape[0], wt.shape[1] // 2
+    h = half_width(k, t.halves)
+    wb = 4 if h >= 2 else 2                  # bytes per word: i32 (two elements) or i16
+    per = h * 2 // wb                        # words per lane load
+    wty = ir.IntegerType.get_signless(8 * wb)
+    i32t = ir.IntegerType.get_signless(32)
+    first = m.fill if m.fill is not None else m.gen
+    with ir.InsertionPoint(first), m.gen.location:
+        rows = memref.DimOp(c, index(0)).result
+        xvec = 4 if h % 4 == 0 else 1       # x's inputs in vector<4xf32> loads (k0 a multiple of h)
+        conds = vector_view_conditions(m.w, 2 * h, 2 * h)
+        if xvec > 1:
+            for v in g.inputs:
+                conds += vector_view_conditions(v, xvec, 4 * xvec)
+        branch = scf.IfOp(all_of(conds), [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            meta = memref.ExtractStridedMetadataOp(m.w)
+            ext = arith.AddIOp(meta.offset, index(n_rows * wt.shape[1])).result   # bytes from the base
+            dyn = ir.ShapedType.get_dynamic_size()
+            flat = memref.ReinterpretCastOp(ir.MemRefType.get([dyn], wt.element_type), meta.base_buffer,
+                                            [], [ext], [], [0], [dyn], [1]).result
+            words = memref.ViewOp(ir.MemRefType.get([dyn], wty), flat, index(0),
+                                  [arith.DivUIOp(ext, index(wb)).result]).result
+            woff = arith.DivUIOp(meta.offset, index(wb)).result
+            grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
+            groups = -(-n_rows // (t.subgroups * C))
+            launch = Launch((index(min(groups, MAX_GRID)), grid_y, index(1)), (t.threads, 1, 1), [])
+            with launch:
+                tid = launch.thread_id[0]
+                lane = arith.RemUIOp(tid, index(S)).result
+                sg = arith.DivUIOp(tid, index(S)).result
+
+                def group(bx: ir.Value) -> None:
+                    n0 = arith.MulIOp(arith.AddIOp(arith.MulIOp(bx, index(t.subgroups)).result,
+                                                   sg).result, index(C)).result
+                    cols = []   # (n, n < N, the column's first word)
+                    for i in range(C):
+                        n = arith.AddIOp(n0, index(i)).result
+                        ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
+                        nn = arith.SelectOp(ok, n, index(0)).result
+                        cols.append((n, ok, arith.AddIOp(woff, arith.MulIOp(nn, index(k * 2 // wb)).result).result))
+
+                    def row_body(row: ir.Value, _: list) -> list:
+                        def chunk(ch: ir.Value, acc: list) -> list:
+                            k0 = arith.MulIOp(ch, index(h)).result
+                            if xvec > 1:   # each input's h values in h / 4 vector loads, the prologue per element
+                                xt4 = ir.VectorType.get([xvec], ir.F32Type.get())
+                                vecs = [[vector.LoadOp(xt4, v, [row, arith.AddIOp(k0, index(q)).result],
+                                                       alignment=4 * xvec).result
+                                         for q in range(0, h, xvec)] for v in g.inputs]
+                                xs = [_x_at(m, row, None, [vector.ExtractOp(vs[e // xvec], [], [e % xvec]).result
+                                                           for vs in vecs]) for e in range(h)]
+                            else:
+                                xs = [_x_at(m, row, arith.AddIOp(k0, index(e)).result) for e in range(h)]
+                            out = []
+                            for (_, _, first), s in zip(cols, acc):
+                                at = arith.AddIOp(first, arith.MulIOp(ch, index(per)).result).result
+                                if per > 1:
+                                    v = vector.LoadOp(ir.VectorType.get([per], wty), words, [at],
+                                                      alignment=2 * h).result
+                                    ws = [vector.ExtractOp(v, [], [j]).result for j in range(per)]
+                                else:
+                                    ws = [load(words, [at])]
+                                wv = [f for word in ws for f in _words_to_f32(word, m.fmt)]
+                                for xv, w_ in zip(xs, wv):
+                                    s = arith.AddFOp(s, arith.MulFOp(xv, w_, fastmath=contract).result,
+                                                     fastmath=contract).result
+                                out.append(s)
+                            return out
+
+                        accs = for_loop(lane, index(k // h), index(S), [f32(0.0)] * C, chunk)
+                        width = arith.ConstantOp(i32t, S).result
+                        head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
+                        for (n, ok, _), acc in zip(cols, accs):
+                            off = 1
+                            while off < S:
+                                o = arith.ConstantOp(i32t, off).result
+                                other = gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]
+                                acc = arith.AddFOp(acc, other).result
+                                off *= 2
+                            when(arith.AndIOp(head, ok).result,
+                                 lambda acc=acc, n=n: finish(acc, [row, n], c, fill_value, [], c))
+                        return []
+
+                    for_loop(launch.block_id[1], rows, launch.grid_dim[1], [], row_body)
+
+                _column_groups(launch, groups, group)
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            end = scf.YieldOp([])
+    if m.fill is not None:
+        m.fill.move_before(end)
+    m.gen.move_before(end)

@@ -207,6 +207,10 @@ def _quant_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
     lanes, subs = cfg["qgemv_lanes_per_block"], cfg["qgemv_subgroups"]
     if not _pow2(lanes) or not _pow2(subs) or lanes > 16 or (sg is not None and lanes > sg):
         return f"qgemv_lanes_per_block must be a power of two up to 16 and the subgroup ({sg})"
+    if cfg["qgemv_halves"] not in (1, 2, 4, 8):
+        return "qgemv_halves must be 1, 2, 4 or 8 (at most 128 bits per load)"
+    if cfg["qgemv_columns"] not in (1, 2, 4, 8):
+        return "qgemv_columns must be 1, 2, 4 or 8"
     cap = t.max_threads_per_block or None
     if sg is not None and cap is not None and sg * subs > cap:
         return f"{sg * subs} threads per quantized-GEMV workgroup exceed the target's {cap}"
@@ -214,8 +218,9 @@ def _quant_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 
 
 class QuantMatmul(ScheduleRule):
-    """``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1 rows; a fused elementwise
-    prologue on x): a subgroup per output column, lanes sharing each weight block, one scale
+    """``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1 rows, f16 and bf16 weights; a
+    fused elementwise prologue on x): a subgroup per output column, lanes sharing each
+    weight block (f16 / bf16: each lane loading up to 8 elements as 32-bit words), one scale
     per block, shuffles (:mod:`relax_mlir.backends.gpu.quant_gemv`). Its "element type" is
     the weight format; it needs a known subgroup size (else the kernel stays a row reduction)."""
 
@@ -230,25 +235,31 @@ class QuantMatmul(ScheduleRule):
 
     def space(self, target: Target) -> Space:
         return Space("gpu_qmatmul", (
-            Knob("qgemv_lanes_per_block", (1, 2, 4, 8, 16), "lanes sharing one 32-element weight block"),
-            Knob("qgemv_subgroups", (1, 2, 4, 8), "subgroups per workgroup (one output column each)"),
+            Knob("qgemv_lanes_per_block", (1, 2, 4, 8, 16), "Q8_0 / Q4: lanes sharing one 32-element weight block"),
+            Knob("qgemv_halves", (1, 2, 4, 8), "f16 / bf16: elements per lane load (8: 128 bits; fewer "
+                                               "where K's alignment allows no more)"),
+            Knob("qgemv_columns", (1, 2, 4, 8), "f16 / bf16: output columns per subgroup (each element of x "
+                                                "loaded once for all of them)"),
+            Knob("qgemv_subgroups", (1, 2, 4, 8), "subgroups per workgroup (Q8_0 / Q4: one output column each)"),
         ), _quant_rule, target)
 
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
-        # 4 lanes per block: 8 weights each (8 bytes of Q8_0, 4 of Q4); 4 warps per block on
-        # cuda; one subgroup per workgroup on vulkan (as the GEMV)
+        # 4 lanes per block: 8 weights each (8 bytes of Q8_0, 4 of Q4); f16 / bf16: 8 elements
+        # (a 128-bit load) per lane; 4 warps per block on cuda; one subgroup per workgroup on
+        # vulkan (as the GEMV)
         sg = subgroup(target) or 32
         subs = 4 if target.kind == "cuda" else 1
         while sg * subs > (target.max_threads_per_block or sg * subs):
             subs //= 2
-        return dict(qgemv_lanes_per_block=min(4, sg), qgemv_subgroups=max(subs, 1))
+        return dict(qgemv_lanes_per_block=min(4, sg), qgemv_halves=8, qgemv_columns=1, qgemv_subgroups=max(subs, 1))
 
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         m = quant_gemv.match(fn)
         if m is None:
             return False
         quant_gemv.build(fn, m, quant_gemv.QuantTiles(subgroup(target), config["qgemv_lanes_per_block"],
-                                                      config["qgemv_subgroups"], target.kind == "cuda"))
+                                                      config["qgemv_subgroups"], target.kind == "cuda",
+                                                      config["qgemv_halves"], config["qgemv_columns"]))
         return True
 
 

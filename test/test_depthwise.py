@@ -90,17 +90,20 @@ def test_depthwise_schedule_selected():
 
 
 def test_depthwise_phase_split_layout():
-    """The legalization's phase split: stride (2, 2), padding 1: four strided copies of the
-    input, each expanded to full rank (no rank-reducing slice: vision fuzz seed 2000083), into
-    a zero-filled (N, C, 2, 2, (H + 3) // 2, (W + 3) // 2) tensor."""
+    """The legalization's phase split: stride (2, 2), padding 1: ONE tensor.pad to
+    (N, C, 2 * Hs, 2 * Ws), Hs = (H + 3) // 2, its expand_shape to (N, C, Hs, 2, Ws, 2) and a
+    linalg.transpose to (N, C, 2, 2, Hs, Ws) (ops that tile by plane, so the schedule splits
+    each plane in the conv's task); no strided slices, no copies."""
     kernels, m = _kernels(_module(8, (3, 3), (2, 2), (1, 1), (1, 1), False))
     with m.context:
-        (fn, _), = kernels.values()
+        (fn, sched), = kernels.values()
         text = str(fn)
-    assert text.count("linalg.copy") == 4
-    assert text.count("[1, 1, 2, 2]") == 4   # the strided slices of the input
+    assert text.count("tensor.pad") == 1 and "low[0, 0, 1, 1]" in text
+    assert "into tensor<?x8x?x2x?x2xf32>" in text
+    assert text.count("linalg.transpose") == 1 and "permutation = [0, 1, 3, 5, 2, 4]" in text
     assert "tensor<?x8x2x2x?x?xf32>" in text
-    assert text.count("tensor.expand_shape") == 4
+    assert "linalg.copy" not in text and "[1, 1, 2, 2]" not in text
+    assert sched is not None and sched.name == "depthwise"
 
 
 @pytest.mark.parametrize("name", ["s2_epilogue", "s2x1_asym"])

@@ -28,7 +28,8 @@ from mlir.dialects.transform import tensor as ttensor
 from mlir.dialects.transform import vector as tvec
 from mlir.dialects.transform import memref as tmemref
 
-from .common import any_op, cleanup, lower_vectors, match, patterns
+from .common import any_op, apply, cleanup, lower_vectors, match, patterns
+from .conv import drop_pad_guards
 
 #: Output columns per vector tile: one AVX-512 vector (two AVX2 ones); depthwise rows are
 #: 7-112 wide, so a wider tile would leave most of a small map to the masked remainder.
@@ -51,7 +52,7 @@ def _split(size, step: int) -> str:
 
 def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
                        n_copies: int, pad_rank: int, rows: int = ROWS, out_hw=(None, None),
-                       out_nc=(None, None)):
+                       out_nc=(None, None), phases: bool = False, sw: int = 2):
     """Script body for a depthwise kernel: a zero fill of the padded input (of rank
     ``pad_rank``; 0: no padding) and ``n_copies`` copies into it, the accumulator's fill,
     ``n_generics`` generics (the conv, then its epilogue; the last has ``out_rank`` loops).
@@ -92,7 +93,7 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
                else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results))
         acc_fill = transform.GetProducerOfOperand(any_op(), ops[0], 2).result
         pad_fill = None
-        if pad_rank:
+        if pad_rank and not phases:
             pad_fill = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.fill")).results[0]
         # one (image, channel) plane per forall iteration, the epilogue, the conv and the
         # accumulator's fill fused into it
@@ -102,12 +103,25 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
             f = structured.FuseIntoContainingOp(h, forall)
             conv, forall = f.fused_op, f.new_containing_op
         structured.FuseIntoContainingOp(acc_fill, forall)
-        if pad_rank:   # the padding: planes over the threads (the fill, then each phase's copy)
+        if pad_rank and not phases:   # the padding: planes over the threads (the fill, then each phase's copy)
             structured.TileUsingForallOp(pad_fill, tile_sizes=planes + [0] * (pad_rank - 2))
             copies = match(fn, "linalg.copy")
             for c in ([copies] if n_copies == 1
                       else transform.SplitHandleOp([any_op()] * n_copies, copies).results):
                 structured.TileUsingForallOp(c, tile_sizes=planes + [0] * (pad_rank - 2))
+
+    def split_in_task(fn: ir.Value) -> None:
+        """The phase split per plane, in the conv's task: its transpose, then the pad (the
+        transpose's slice of the pad's expand_shape bubbled up into a slice of the pad), the
+        plane's pad a fill and a ``linalg.copy`` of its interior (not a strided memref.copy)."""
+        forall = match(fn, "scf.forall")
+        forall = structured.FuseIntoContainingOp(match(fn, "linalg.transpose"), forall).new_containing_op
+        patterns(fn, ttensor.ApplyBubbleUpExtractSlicePatternsOp)
+        forall = structured.FuseIntoContainingOp(match(fn, "tensor.pad"), forall).new_containing_op
+        patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
+        patterns(fn, structured.ApplyDecomposeTensorPadPatternsOp)
+        structured.InsertSliceToCopyOp(any_op(), match(fn, "tensor.insert_slice"))
+    def kernel(fn: ir.Value) -> None:
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         cleanup(fn)
         # the conv anew (the first generic: its epilogue's follow it); a folded forall dim
@@ -143,6 +157,84 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
         for _ in range(red):   # the accumulator tiles out of the window loops, innermost first
             loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
+        if phases:   # the split itself as loops with the column phase innermost: LLVM unrolls it and
+            # vectorizes the column loop as an interleaved (de-interleaving) load
+            tr = structured.GeneralizeOp(match(fn, "linalg.transpose")).transformed
+            structured.InterchangeOp(tr, iterator_interchange=[0, 1, 2, 4, 5, 3])
         lower_vectors(fn)
 
-    return body
+    if not phases:
+        def whole(fn: ir.Value) -> None:
+            body(fn)
+            kernel(fn)
+        return whole, None
+
+    def finish(fn: ir.Operation) -> None:
+        widen_phase_slices(fn)
+        apply(fn, lambda f: (split_in_task(f), kernel(f)))
+        drop_pad_guards(fn)
+        hoist_plane_sizes(fn)
+
+    return body, finish
+
+
+#: size arithmetic that may move out of the plane loop (pure, index-typed)
+_SIZE_OPS = ("affine.apply", "affine.min", "affine.max", "tensor.dim", "arith.addi", "arith.subi", "arith.muli",
+             "arith.divui", "arith.constant")
+
+
+def hoist_plane_sizes(fn: ir.Operation) -> None:
+    """The plane buffers' sizes (the pad's and the split's, computed from the input's H and W
+    by the fused ops inside the plane loop) moved before the loop, so that
+    relax-hoist-scratch allocates those buffers once per thread, not once per plane (it moves
+    an allocation only when its sizes are defined outside the loop)."""
+    from ....transforms.graph import defined_inside
+    loops = []
+
+    def visit(op):
+        if op.name == "scf.forall":
+            loops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for forall in loops:
+        for o in [o.operation for o in forall.regions[0].blocks[0].operations]:
+            if (o.name in _SIZE_OPS and all(isinstance(r.type, ir.IndexType) for r in o.results)
+                    and not any(defined_inside(v, forall) for v in o.operands)):
+                o.move_before(forall)
+
+
+def widen_phase_slices(fn: ir.Operation) -> None:
+    """The plane task's slice of the phase-split input (``ops/nn.py``, ``_phase_split``) to all
+    its phases. Tiling the conv sized that slice from its input map at the window's last tap,
+    ``kh % sh`` there (0 for a 3-tap window): one phase. The conv still read the others through
+    the buffer's strides, but fusing the split into the task needs the slice to say which of
+    the split it reads, else only that phase would be written."""
+    from mlir.dialects import tensor
+    slices = []
+
+    def visit(op):
+        if (op.name == "linalg.generic" and len(op.operands) > 0 and isinstance(op.operands[0], ir.OpResult)
+                and op.operands[0].owner.name == "tensor.extract_slice"):
+            sl = op.operands[0].owner
+            src = sl.operands[0]
+            if isinstance(src, ir.OpResult) and src.owner.name == "linalg.transpose":
+                slices.append((op, sl))
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for conv, sl in slices:
+        view = sl.opview
+        full = ir.RankedTensorType(view.source.type).shape
+        sizes = list(ir.DenseI64ArrayAttr(view.static_sizes))
+        rt = ir.RankedTensorType(view.result.type)
+        shape = list(rt.shape)
+        for d in (2, 3):   # the (static) phase dims, whole
+            sizes[d], shape[d] = full[d], full[d]
+        with ir.InsertionPoint(sl), sl.location:
+            new = tensor.ExtractSliceOp(ir.RankedTensorType.get(shape, rt.element_type), view.source,
+                                        list(view.offsets), list(view.sizes), list(view.strides),
+                                        view.static_offsets, ir.DenseI64ArrayAttr.get(sizes), view.static_strides)
+        conv.operands[0] = new.result
+        if not list(sl.results[0].uses):
+            sl.erase()

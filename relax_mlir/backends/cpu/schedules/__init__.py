@@ -338,11 +338,21 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
                                           out_hw=tuple(shape[2:]), out_nc=tuple(shape[:2]),
                                           phases="linalg.transpose" in pre,   # ops/nn.py's _phase_split
                                           sw=ir.RankedTensorType(conv.operands[0].type).shape[3]
-                                          if "linalg.transpose" in pre else 1)
+                                          if "linalg.transpose" in pre else 1,
+                                          in_w=_input_width(ops[:i]))
         return Schedule("depthwise", body, finish=finish)
     if "linalg.transpose" in names[:i]:
         return None
     return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
+
+
+def _input_width(pre: list[ir.Operation]):
+    """The static width of the input a conv's padding copies (None: symbolic or no padding)."""
+    pad = next((o for o in pre if o.name == "tensor.pad"), None)
+    if pad is None:
+        return None
+    w = ir.RankedTensorType(pad.operands[0].type).shape[-1]
+    return None if ir.ShapedType.is_dynamic_size(w) else w
 
 
 def _permute_rows_parts(ops: list[ir.Operation]) -> Optional[tuple[int, int, int]]:

@@ -52,7 +52,7 @@ def _split(size, step: int) -> str:
 
 def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
                        n_copies: int, pad_rank: int, rows: int = ROWS, out_hw=(None, None),
-                       out_nc=(None, None), phases: bool = False, sw: int = 2):
+                       out_nc=(None, None), phases: bool = False, sw: int = 2, in_w=None):
     """Script body for a depthwise kernel: a zero fill of the padded input (of rank
     ``pad_rank``; 0: no padding) and ``n_copies`` copies into it, the accumulator's fill,
     ``n_generics`` generics (the conv, then its epilogue; the last has ``out_rank`` loops).
@@ -121,6 +121,18 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         patterns(fn, structured.ApplyDecomposeTensorPadPatternsOp)
         structured.InsertSliceToCopyOp(any_op(), match(fn, "tensor.insert_slice"))
+        # the interior copy in rows of 16-column vectors (the last masked): 14-wide rows ran
+        # as LLVM's 4-wide and scalar remainder loops
+        copy = structured.TileUsingForOp(match(forall, "linalg.copy"), sizes=[0, 0, 1, VECTOR_COLUMNS])
+        if in_w is None or (in_w > VECTOR_COLUMNS and in_w % VECTOR_COLUMNS):
+            p = loop.LoopPeelOp(any_op(), any_op(), copy.loops[1])
+            main, last = match(p.results[0], "linalg.copy"), match(p.results[1], "linalg.copy")
+            cleanup(fn)   # (the full tiles' static shape)
+            structured.VectorizeOp(main)
+            structured.VectorizeOp(last, vector_sizes=[1, 1, 1, VECTOR_COLUMNS])
+        else:
+            structured.VectorizeOp(copy.tiled_linalg_op, vector_sizes=[1, 1, 1, VECTOR_COLUMNS])
+
     def kernel(fn: ir.Value) -> None:
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         cleanup(fn)

@@ -264,6 +264,8 @@ def _legalize_conv2d(call: LegalizeCall):
     if all(d is not None for d in w.dims) and (g == 1 or w.dims[0] == g):
         if g > 1 and w.dims[1] == 1 and max(call["strides"]) > 1:   # depthwise, strided
             xp = _phase_split(kb, kb.ins[0], pads, call["strides"])
+        elif g > 1 and w.dims[1] == 1:   # depthwise, stride 1: tensor.pad
+            xp = _pad(kb, kb.ins[0], pads, 0.0)
         else:
             xp = _pad_copy(kb, kb.ins[0], pads)
         acc = _accumulator(kb, out)

@@ -336,7 +336,8 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
                     if pre.count("linalg.fill") == 2 and ops[0].name == "linalg.fill" else 0)
         body, finish = depthwise_schedule(lead, rank, 1 + len(tail), len(its), pre.count("linalg.copy"), pad_rank,
                                           out_hw=tuple(shape[2:]), out_nc=tuple(shape[:2]),
-                                          phases="linalg.transpose" in pre,   # ops/nn.py's _phase_split
+                                          in_task=("split" if "linalg.transpose" in pre   # ops/nn.py's _phase_split
+                                                   else "pad" if "tensor.pad" in pre else None),
                                           sw=ir.RankedTensorType(conv.operands[0].type).shape[3]
                                           if "linalg.transpose" in pre else 1,
                                           in_w=_input_width(ops[:i]))

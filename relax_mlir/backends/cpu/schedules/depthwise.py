@@ -21,6 +21,8 @@ script:
 
 from __future__ import annotations
 
+from typing import Optional
+
 from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import loop, structured
@@ -52,7 +54,7 @@ def _split(size, step: int) -> str:
 
 def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
                        n_copies: int, pad_rank: int, rows: int = ROWS, out_hw=(None, None),
-                       out_nc=(None, None), phases: bool = False, sw: int = 2, in_w=None):
+                       out_nc=(None, None), in_task: Optional[str] = None, sw: int = 2, in_w=None):
     """Script body for a depthwise kernel: a zero fill of the padded input (of rank
     ``pad_rank``; 0: no padding) and ``n_copies`` copies into it, the accumulator's fill,
     ``n_generics`` generics (the conv, then its epilogue; the last has ``out_rank`` loops).
@@ -93,7 +95,7 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
                else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results))
         acc_fill = transform.GetProducerOfOperand(any_op(), ops[0], 2).result
         pad_fill = None
-        if pad_rank and not phases:
+        if pad_rank and not in_task:
             pad_fill = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.fill")).results[0]
         # one (image, channel) plane per forall iteration, the epilogue, the conv and the
         # accumulator's fill fused into it
@@ -103,7 +105,7 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
             f = structured.FuseIntoContainingOp(h, forall)
             conv, forall = f.fused_op, f.new_containing_op
         structured.FuseIntoContainingOp(acc_fill, forall)
-        if pad_rank and not phases:   # the padding: planes over the threads (the fill, then each phase's copy)
+        if pad_rank and not in_task:   # the padding: planes over the threads (the fill, then each phase's copy)
             structured.TileUsingForallOp(pad_fill, tile_sizes=planes + [0] * (pad_rank - 2))
             copies = match(fn, "linalg.copy")
             for c in ([copies] if n_copies == 1
@@ -115,8 +117,9 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
         transpose's slice of the pad's expand_shape bubbled up into a slice of the pad), the
         plane's pad a fill and a ``linalg.copy`` of its interior (not a strided memref.copy)."""
         forall = match(fn, "scf.forall")
-        forall = structured.FuseIntoContainingOp(match(fn, "linalg.transpose"), forall).new_containing_op
-        patterns(fn, ttensor.ApplyBubbleUpExtractSlicePatternsOp)
+        if in_task == "split":
+            forall = structured.FuseIntoContainingOp(match(fn, "linalg.transpose"), forall).new_containing_op
+            patterns(fn, ttensor.ApplyBubbleUpExtractSlicePatternsOp)
         forall = structured.FuseIntoContainingOp(match(fn, "tensor.pad"), forall).new_containing_op
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         patterns(fn, structured.ApplyDecomposeTensorPadPatternsOp)
@@ -169,13 +172,13 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
         for _ in range(red):   # the accumulator tiles out of the window loops, innermost first
             loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
-        if phases:   # the split itself as loops with the column phase innermost: LLVM unrolls it and
+        if in_task == "split":   # the split itself as loops with the column phase innermost: LLVM unrolls it and
             # vectorizes the column loop as an interleaved (de-interleaving) load
             tr = structured.GeneralizeOp(match(fn, "linalg.transpose")).transformed
             structured.InterchangeOp(tr, iterator_interchange=[0, 1, 2, 4, 5, 3])
         lower_vectors(fn)
 
-    if not phases:
+    if not in_task:
         def whole(fn: ir.Value) -> None:
             body(fn)
             kernel(fn)

@@ -1,22 +1,23 @@
 """Depthwise convolutions (the conv2d legalization's direct generic with one input channel
-per group, + its fused bias / activation epilogue): threads over output rows, the row
-vectorized along the output width (docs/conv.md, "Depthwise").
+per group, + its fused bias / activation epilogue): one (image, channel) plane per task,
+the output row vectorized along the width (docs/conv.md, "Depthwise").
 
-The legalization's loop order is (n, channel, output row, kh, kw, output column); a
-width-strided conv reads its input in phase-split columns (``ops/nn.py``,
-``_phase_split_copy``), so at every stride a tap is a unit-stride run of the input. The
-script:
+The legalization's loop order is (n, channel, output row, kh, kw, output column); its input
+is a ``tensor.pad`` (stride 1) or the phase split of one (strides > 1: ``ops/nn.py``,
+``_phase_split``: pad, expand_shape, transpose), so at every stride a tap is a unit-stride
+run of the input. The script:
 
-* the padded copy of the input (one ``linalg.copy`` per phase) and its zero fill: one
-  (image, channel) plane per ``scf.forall`` iteration (they ran as one single-threaded pass
-  before the conv, as long as the conv itself on the 7x7 and 14x14 maps);
-* the conv's last op (the epilogue, or the conv): ``rows`` output rows per ``scf.forall``
-  iteration, the epilogue generics, the conv and its accumulator's fill fused in (the
-  epilogue reads the rows while they are in L1);
-* inside, rows one by one, the output row cut into :data:`VECTOR_COLUMNS`-wide tiles, each
-  accumulated in one vector register over the window (kh, kw tiled by 1 outside the column
-  tile, the accumulator hoisted out of them); the remainder (fewer than 16 columns: all of
-  a 7- or 14-wide row) peeled and vectorized with masks.
+* the conv's last op (the epilogue, or the conv): one plane per ``scf.forall`` iteration,
+  the epilogue generics, the conv and its accumulator's fill fused in;
+* the padding (and the split) fused into the same task (:func:`depthwise_schedule`'s
+  ``in_task``): each task pads (and splits) its own plane into a plane-sized buffer that
+  stays in L1/L2 and is allocated once per thread (one parallel region per conv; a
+  kernel-wide padded copy was a 40 MB buffer written and read back at batch 8, in parallel
+  regions of its own);
+* inside, blocks of :data:`ROWS` output rows cut into :data:`VECTOR_COLUMNS`-wide tiles, each
+  accumulated in vector registers over the window (kh, kw tiled by 1 outside the column
+  tile, the accumulator hoisted out of them); the remainders (fewer than 4 rows, fewer
+  than 16 columns: all of a 7- or 14-wide row) peeled and vectorized with masks.
 """
 
 from __future__ import annotations
@@ -55,12 +56,17 @@ def _split(size, step: int) -> str:
 def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
                        n_copies: int, pad_rank: int, rows: int = ROWS, out_hw=(None, None),
                        out_nc=(None, None), in_task: Optional[str] = None, sw: int = 2, in_w=None):
-    """Script body for a depthwise kernel: a zero fill of the padded input (of rank
-    ``pad_rank``; 0: no padding) and ``n_copies`` copies into it, the accumulator's fill,
-    ``n_generics`` generics (the conv, then its epilogue; the last has ``out_rank`` loops).
-    The conv has ``conv_loops`` loops: ``parallel_outer`` parallel ones (n, channel, row),
-    the window's reductions, the output column last. ``out_hw``, ``out_nc``: the output's
-    static height and width, batch and channels (None: symbolic)."""
+    """``(body, finish)`` of a depthwise kernel's schedule: its padded input, the
+    accumulator's fill, ``n_generics`` generics (the conv, then its epilogue; the last has
+    ``out_rank`` loops). The conv has ``conv_loops`` loops: ``parallel_outer`` parallel ones
+    (n, channel, row), the window's reductions, the output column last. ``out_hw``,
+    ``out_nc``: the output's static height and width, batch and channels (None: symbolic).
+    The padded input: ``in_task`` "pad" (a ``tensor.pad``) or "split" (``_phase_split``'s
+    pad + expand_shape + transpose, ``sw`` column phases), fused into the plane task, ``in_w``
+    the input's static width (None: symbolic); else (None) a fill of rank ``pad_rank`` (0: no
+    padding) and ``n_copies`` copies into it, each its own forall over planes. ``finish``
+    (None for the latter) runs the task's part after the first script: a Python step first
+    (:func:`widen_phase_slices`), then the rest as a second script."""
     red = conv_loops - parallel_outer - 1
     # (image, channel) planes per forall iteration; a static extent of 1 is not tiled: its
     # one-step forall dim would be folded by canonicalization, which clones the body and so

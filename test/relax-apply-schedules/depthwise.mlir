@@ -5,7 +5,8 @@
 // the interior copied in 16-column rows, the last masked), the conv and its epilogue and
 // accumulator fill; blocks of 4 rows x 16 columns accumulated in vector<4x16xf32> registers
 // across the window loops (kh, kw); the last < 16 columns masked; the last < 4 rows one
-// row-masked block (vector<4x16xi1>); the epilogue reads the plane.
+// row-masked block (vector<4x16xi1>); the epilogue reads the plane in rows of 16-column
+// vectors (full tiles peeled, the last masked).
 // CHECK-LABEL: func.func private @fused_conv2d_add_relu
 // CHECK-SAME: relax.schedule = "depthwise"
 // CHECK: scf.forall (%{{.+}}, %{{.+}}) in (%{{.+}}, 32)
@@ -30,7 +31,8 @@
 // CHECK: scf.for {{.+}} iter_args(%{{.+}} = %[[MACC]]) -> (vector<4x16xf32>)
 // CHECK: vector.from_elements {{.+}} : vector<4x16xi1>
 // CHECK: vector.transfer_read {{.+}} : tensor<?x?xf32>, vector<4x16xf32>
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
 // CHECK: tensor.parallel_insert_slice
 #map = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d3, d4 + d5)>
 #map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, 0, d3, d4)>
@@ -81,7 +83,8 @@ func.func private @fused_conv2d_add_relu(%arg0: tensor<?x32x?x?xf32>, %arg1: ten
 // CHECK: scf.for %{{.+}} step %c4
 // CHECK: scf.for %{{.+}} step %c16
 // CHECK: arith.mulf {{.+}} : vector<4x16xf32>
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
 // CHECK: tensor.parallel_insert_slice
 #map = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d3, d4 + d5)>
 #map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, 0, d3, d4)>
@@ -148,7 +151,8 @@ func.func private @fused_conv2d_add_relu_n1(%arg0: tensor<1x32x?x?xf32>, %arg1: 
 // CHECK-NOT: vector.gather
 // CHECK: vector.transfer_read {{.+}} : tensor<4x16xf32>, vector<4x16xf32>
 // CHECK: arith.mulf {{.+}} : vector<4x16xf32>
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
 // CHECK: tensor.parallel_insert_slice
 #map = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d3 mod 2, d4 mod 2, d2 + d3 floordiv 2, d5 + d4 floordiv 2)>
 #map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, 0, d3, d4)>

@@ -142,6 +142,24 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
         else:
             structured.VectorizeOp(copy.tiled_linalg_op, vector_sizes=[1, 1, 1, VECTOR_COLUMNS])
 
+    def epilogue(fn: ir.Value) -> None:
+        """The epilogue generics (the conv is vectorized by now) in rows of 16-column vectors,
+        full tiles peeled, the last masked: LLVM's loops ran a 7- or 14-wide row scalar."""
+        epis = match(fn, "linalg.generic")
+        for e in ([epis] if n_generics == 2
+                  else transform.SplitHandleOp([any_op()] * (n_generics - 1), epis).results):
+            t = structured.TileUsingForOp(e, sizes=[1, VECTOR_COLUMNS])
+            how = _split(out_hw[1], VECTOR_COLUMNS)
+            if how == "peel":
+                p = loop.LoopPeelOp(any_op(), any_op(), t.loops[1])
+                main, last = match(p.results[0], "linalg.generic"), match(p.results[1], "linalg.generic")
+                cleanup(fn)   # (the full tiles' static shape)
+                structured.VectorizeOp(main)
+                structured.VectorizeOp(last, vector_sizes=[1, VECTOR_COLUMNS])
+            else:
+                structured.VectorizeOp(t.tiled_linalg_op, vector_sizes=None if how == "full" else [1, VECTOR_COLUMNS])
+        cleanup(fn)
+
     def kernel(fn: ir.Value) -> None:
         patterns(fn, ttensor.ApplyFoldTensorEmptyPatternsOp)
         cleanup(fn)
@@ -169,6 +187,8 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
             else:
                 structured.VectorizeOp(gen)
         cleanup(fn)
+        if n_generics > 1 and 1 not in out_hw:   # the epilogue (now 2-D: the plane's rows)
+            epilogue(fn)
         # masks as operands of the transfers (not vector.mask regions, which hide the
         # remainder's accumulator from hoisting), their sizes out of the window loops
         patterns(fn, tvec.ApplyLowerMaskedTransfersPatternsOp)

@@ -332,9 +332,7 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
     unit = "*" not in str(xmap)   # the input column advances by 1 per output column
     if unit and ir.RankedTensorType(conv.operands[1].type).shape[1] == 1:   # depthwise: its own schedule
         pre = names[:i]
-        pad_rank = (ir.RankedTensorType(ops[0].results[0].type).rank
-                    if pre.count("linalg.fill") == 2 and ops[0].name == "linalg.fill" else 0)
-        body, finish = depthwise_schedule(lead, rank, 1 + len(tail), len(its), pre.count("linalg.copy"), pad_rank,
+        body, finish = depthwise_schedule(lead, rank, 1 + len(tail), len(its),
                                           out_hw=tuple(shape[2:]), out_nc=tuple(shape[:2]),
                                           in_task=("split" if "linalg.transpose" in pre   # ops/nn.py's _phase_split
                                                    else "pad" if "tensor.pad" in pre else None),

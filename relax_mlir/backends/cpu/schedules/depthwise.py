@@ -54,7 +54,7 @@ def _split(size, step: int) -> str:
 
 
 def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loops: int,
-                       n_copies: int, pad_rank: int, rows: int = ROWS, out_hw=(None, None),
+                       rows: int = ROWS, out_hw=(None, None),
                        out_nc=(None, None), in_task: Optional[str] = None, sw: int = 2, in_w=None):
     """``(body, finish)`` of a depthwise kernel's schedule: its padded input, the
     accumulator's fill, ``n_generics`` generics (the conv, then its epilogue; the last has
@@ -63,9 +63,8 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
     ``out_nc``: the output's static height and width, batch and channels (None: symbolic).
     The padded input: ``in_task`` "pad" (a ``tensor.pad``) or "split" (``_phase_split``'s
     pad + expand_shape + transpose, ``sw`` column phases), fused into the plane task, ``in_w``
-    the input's static width (None: symbolic); else (None) a fill of rank ``pad_rank`` (0: no
-    padding) and ``n_copies`` copies into it, each its own forall over planes. ``finish``
-    (None for the latter) runs the task's part after the first script: a Python step first
+    the input's static width (None: symbolic); None: no padding. ``finish`` (None without
+    padding) runs the task's part after the first script: a Python step first
     (:func:`widen_phase_slices`), then the rest as a second script."""
     red = conv_loops - parallel_outer - 1
     # (image, channel) planes per forall iteration; a static extent of 1 is not tiled: its
@@ -100,9 +99,6 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
         ops = ([gens] if n_generics == 1
                else list(transform.SplitHandleOp([any_op()] * n_generics, gens).results))
         acc_fill = transform.GetProducerOfOperand(any_op(), ops[0], 2).result
-        pad_fill = None
-        if pad_rank and not in_task:
-            pad_fill = transform.SplitHandleOp([any_op()] * 2, match(fn, "linalg.fill")).results[0]
         # one (image, channel) plane per forall iteration, the epilogue, the conv and the
         # accumulator's fill fused into it
         t = structured.TileUsingForallOp(ops[-1], tile_sizes=planes + [0] * (out_rank - 2))
@@ -111,17 +107,12 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
             f = structured.FuseIntoContainingOp(h, forall)
             conv, forall = f.fused_op, f.new_containing_op
         structured.FuseIntoContainingOp(acc_fill, forall)
-        if pad_rank and not in_task:   # the padding: planes over the threads (the fill, then each phase's copy)
-            structured.TileUsingForallOp(pad_fill, tile_sizes=planes + [0] * (pad_rank - 2))
-            copies = match(fn, "linalg.copy")
-            for c in ([copies] if n_copies == 1
-                      else transform.SplitHandleOp([any_op()] * n_copies, copies).results):
-                structured.TileUsingForallOp(c, tile_sizes=planes + [0] * (pad_rank - 2))
 
     def split_in_task(fn: ir.Value) -> None:
-        """The phase split per plane, in the conv's task: its transpose, then the pad (the
-        transpose's slice of the pad's expand_shape bubbled up into a slice of the pad), the
-        plane's pad a fill and a ``linalg.copy`` of its interior (not a strided memref.copy)."""
+        """The padding (and the phase split) per plane, in the conv's task: the split's
+        transpose, then the pad (the transpose's slice of the pad's expand_shape bubbled up
+        into a slice of the pad), the plane's pad a fill and a ``linalg.copy`` of its
+        interior (not a strided memref.copy)."""
         forall = match(fn, "scf.forall")
         if in_task == "split":
             forall = structured.FuseIntoContainingOp(match(fn, "linalg.transpose"), forall).new_containing_op

@@ -146,9 +146,8 @@ def _phase_split(kb: KernelBuilder, src: str, pads: list[int], strides) -> str:
     inside the conv's task, in cache (a named transpose, not a generic: elementwise fusion
     would fold a generic into the conv and bring the strided map back)."""
     t: KType = kb.types[src]
-    n, c = kb.dims(src)[:2]
-    sizes = kb.dims(src)[2:]
-    split, padded, high, psizes = [], [], [], []
+    n, c, *sizes = kb.dims(src)
+    split, padded, high = [], [], []
     for d, (lo, hi, s) in enumerate(((pads[0], pads[2], strides[0]), (pads[1], pads[3], strides[1]))):
         static = t.dims[2 + d]
         if static is None:   # Hs = (H + lo + hi + s - 1) // s; the pad's high side s * Hs - H - lo
@@ -157,15 +156,15 @@ def _phase_split(kb: KernelBuilder, src: str, pads: list[int], strides) -> str:
             hp = kb.bin("arith.muli", hs, kb.index(s), "index")
             high.append(kb.bin("arith.subi", hp, kb.bin("arith.addi", sizes[d], kb.index(lo), "index"), "index"))
             split.append((None, hs))
-            padded.append((None, hp))
+            padded.append(None)
         else:
             hs = (static + lo + hi + s - 1) // s
             high.append(s * hs - static - lo)
             split.append((hs, hs))
-            padded.append((s * hs, s * hs))
+            padded.append(s * hs)
     lead = [d if d is not None else v for d, v in zip(t.dims[:2], (n, c))]
     xp = kb.pad(src, [0, 0, pads[0], pads[1]], [0, 0] + high, kb.const(0.0, t.dtype),
-                KType(t.dims[:2] + (padded[0][0], padded[1][0]), t.dtype))
+                KType(t.dims[:2] + tuple(padded), t.dtype))
     (hs, hv), (ws, wv) = split
     sh, sw = strides
     xe = kb.expand_shape(xp, [[0], [1], [2, 3], [4, 5]], KType(t.dims[:2] + (hs, sh, ws, sw), t.dtype),
@@ -249,9 +248,10 @@ def _direct(kb: KernelBuilder, xp: str, w: str, acc: str, strides, dilation, g: 
 
 @legalization("conv2d")
 def _legalize_conv2d(call: LegalizeCall):
-    """Zero padding (fill + copy), then one generic with the output width innermost (groups 1
-    and depthwise, static weight: :func:`_direct`); else tensor.pad, then linalg.conv_2d_nchw_fchw
-    (grouped: linalg.conv_2d_ngchw_gfchw).
+    """Zero padding, then one generic with the output width innermost (groups 1 and depthwise,
+    static weight: :func:`_direct`; groups 1 pad by fill + copy, depthwise by tensor.pad, or
+    strided by :func:`_phase_split`: ops the cpu schedule fuses into its plane tasks); else
+    tensor.pad, then linalg.conv_2d_nchw_fchw (grouped: linalg.conv_2d_ngchw_gfchw).
 
     On the cpu target relax-conv-gemm rewrites f32 groups-1 convolutions into im2col + GEMM
     before this; what reaches here is scheduled by relax_mlir/schedules/conv.py. Other grouped

@@ -189,8 +189,8 @@ def depthwise_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv
         for _ in range(red):   # the accumulator tiles out of the window loops, innermost first
             loop.HoistLoopInvariantSubsetsOp(match(fn, "scf.for"))
         cleanup(fn)
-        if in_task == "split":   # the split itself as loops with the column phase innermost: LLVM unrolls it and
-            # vectorizes the column loop as an interleaved (de-interleaving) load
+        if in_task == "split":   # the split itself: loops with the column phase innermost, which
+            # LLVM unrolls, vectorizing the column loop as de-interleaving loads (vpermps)
             tr = structured.GeneralizeOp(match(fn, "linalg.transpose")).transformed
             structured.InterchangeOp(tr, iterator_interchange=[0, 1, 2, 4, 5, 3])
         lower_vectors(fn)

@@ -3,7 +3,8 @@ PyTorch through ONE executable per case (symbolic batch, height and width) at se
 and image sizes: odd ones (97x131), stride 2 with odd inputs, maps smaller than the 4-row
 register block and than one 16-column vector, a 1x1 image. Strided convs read phase-split
 inputs (both dims); the cases cover strides (2, 2), (2, 1), (3, 3), dilation, asymmetric and
-zero padding, 5x5 windows, a fused bias + ReLU epilogue. Relative error <= 1e-4 (f32).
+zero padding, 5x5 windows, a fused bias + ReLU epilogue; the split of a strided conv inside its
+plane task (one parallel region), at odd sizes and a static batch of 1. Relative error <= 1e-4 (f32).
 """
 
 from __future__ import annotations
@@ -90,17 +91,20 @@ def test_depthwise_schedule_selected():
 
 
 def test_depthwise_phase_split_layout():
-    """The legalization's phase split: stride (2, 2), padding 1: four strided copies of the
-    input, each expanded to full rank (no rank-reducing slice: vision fuzz seed 2000083), into
-    a zero-filled (N, C, 2, 2, (H + 3) // 2, (W + 3) // 2) tensor."""
+    """The legalization's phase split: stride (2, 2), padding 1: ONE tensor.pad to
+    (N, C, 2 * Hs, 2 * Ws), Hs = (H + 3) // 2, its expand_shape to (N, C, Hs, 2, Ws, 2) and a
+    linalg.transpose to (N, C, 2, 2, Hs, Ws) (ops that tile by plane, so the schedule splits
+    each plane in the conv's task); no strided slices, no copies."""
     kernels, m = _kernels(_module(8, (3, 3), (2, 2), (1, 1), (1, 1), False))
     with m.context:
-        (fn, _), = kernels.values()
+        (fn, sched), = kernels.values()
         text = str(fn)
-    assert text.count("linalg.copy") == 4
-    assert text.count("[1, 1, 2, 2]") == 4   # the strided slices of the input
+    assert text.count("tensor.pad") == 1 and "low[0, 0, 1, 1]" in text
+    assert "into tensor<?x8x?x2x?x2xf32>" in text
+    assert text.count("linalg.transpose") == 1 and "permutation = [0, 1, 3, 5, 2, 4]" in text
     assert "tensor<?x8x2x2x?x?xf32>" in text
-    assert text.count("tensor.expand_shape") == 4
+    assert "linalg.copy" not in text and "[1, 1, 2, 2]" not in text
+    assert sched is not None and sched.name == "depthwise"
 
 
 @pytest.mark.parametrize("name", ["s2_epilogue", "s2x1_asym"])
@@ -211,3 +215,56 @@ def test_depthwise_static_batch1_static_maps_scheduled(hw, s):
     want = _reference(x, w, b, (s, s), (1, 1), (1, 1))
     got = exe(x, w, b)
     assert got.shape == want.shape and np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+
+
+def _scheduled_kernel_text(src: str) -> str:
+    """The module after relax-apply-schedules (tensor level), as text."""
+    m = relax_mlir.parse(src)
+    with m.context:
+        relax_mlir.run_pipeline(m, "builtin.module(relax-infer-shapes, relax-legalize, relax-annotate-kernel-kinds, "
+                                   "relax-fuse-ops, relax-fuse-kernels, relax-apply-schedules{target=avx512})")
+    return str(m)
+
+
+@pytest.mark.parametrize("static_batch", [None, 1])
+def test_depthwise_strided_split_in_task(static_batch):
+    """Stride 2: the phase split runs inside the conv's (image, channel) task (ONE scf.forall
+    in the kernel: no parallel region of its own, no buffer of the whole split input), and
+    the task's conv reads every phase of its plane (a split fused from a one-phase slice
+    wrote a quarter of it). Numerics through ONE executable at odd and even sizes, from a
+    1x1 image up, with a symbolic batch and with a static batch of 1 (symbolic H/W)."""
+    c = 24
+    src = (_module(c, (3, 3), (2, 2), (1, 1), (1, 1), True) if static_batch is None
+           else _static_batch_module(static_batch, c, 2, True))
+    text = _scheduled_kernel_text(src)
+    assert text.count('relax.schedule = "depthwise"') == 1
+    assert text.count("scf.forall (") == 1
+    assert "} -> tensor<1x1x2x2x?x?xf32>" in text   # the split generic writes every phase of the plane
+    exe = relax_mlir.compile(src)
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((c, 1, 3, 3)).astype(np.float32)
+    b = rng.standard_normal((c, 1, 1)).astype(np.float32)
+    for n, h, wd in [(1, 113, 57), (3, 14, 14), (2, 15, 17), (1, 1, 1), (2, 2, 3), (1, 7, 40), (1, 34, 33)]:
+        n = static_batch or n
+        x = rng.standard_normal((n, c, h, wd)).astype(np.float32)
+        want = _reference(x, w, b, (2, 2), (1, 1), (1, 1))
+        got = exe(x, w, b)
+        err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
+        assert got.shape == want.shape and err <= 1e-4, ((n, h, wd), err)
+
+
+@pytest.mark.parametrize("hw", [15, 14, 9, 3])
+def test_depthwise_strided_static_odd_maps(hw):
+    """Static odd and even maps at stride 2 (an export at a fixed size): the schedule applies
+    (the pad's interior copy peels 16-column tiles only where a remainder exists) and the
+    numbers are right."""
+    src = _static_module(16, hw, 2)
+    assert _applied(src).count("depthwise") == 1
+    exe = relax_mlir.compile(src)
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((16, 1, 3, 3)).astype(np.float32)
+    for n in (1, 3):
+        x = rng.standard_normal((n, 16, hw, hw)).astype(np.float32)
+        want = _reference(x, w, None, (2, 2), (1, 1), (1, 1))
+        got = exe(x, w)
+        assert got.shape == want.shape and np.abs(got - want).max() / np.abs(want).max() <= 1e-4

@@ -38,6 +38,7 @@ def test_depthwise_strided_dilated_conv_symbolic_sizes_compiles(case):
     static batch of 1 over symbolic H/W aborted in MLIR's memref.dim folder ('expected dynamic
     subview size'): the phase split's rank-reducing slices, whose dropped unit dims
     memref.subview picks by (dynamic) strides, could drop the batch dim. Fixed in
-    ``ops/nn.py`` (``_phase_split_copy``: full-rank copies)."""
+    ``ops/nn.py`` (then full-rank copies; now ``_phase_split``: one pad, expand_shape and
+    transpose, no slices at all)."""
     r = subprocess.run([sys.executable, "-c", REPRO, case], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stderr[-1500:])

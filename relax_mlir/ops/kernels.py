@@ -585,8 +585,9 @@ class KernelBuilder:
         op = linalg.TransposeOp([self.tensor_type(self.types[dest])], src, dest, list(permutation),
                                 loc=self.loc, ip=self.ip)
         linalg.fill_builtin_region(op.operation)
-        self.types[op.result] = self.types[dest]
-        return op.result
+        r = op.operation.results[0]
+        self.types[r] = self.types[dest]
+        return r
 
     def extract_slice(self, src: ir.Value, t: KType, offsets: Sequence, sizes: Sequence,
                       strides: Optional[Sequence] = None) -> ir.Value:
@@ -601,9 +602,11 @@ class KernelBuilder:
         (do, so), (dz, sz), (ds, ss) = _mixed(offsets), _mixed(sizes), _mixed(strides)
         return self.create(tensor.InsertSliceOp, src, dest, do, dz, ds, so, sz, ss, type_=self.types[dest])
 
-    def pad(self, src: ir.Value, low: Sequence[int], high: Sequence[int], value: ir.Value, t: KType) -> ir.Value:
-        """``tensor.pad`` of ``src`` to type ``t`` with the scalar ``value``."""
-        op = tensor.PadOp(self.tensor_type(t), src, [], [], list(low), list(high), loc=self.loc, ip=self.ip)
+    def pad(self, src: ir.Value, low: Sequence, high: Sequence, value: ir.Value, t: KType) -> ir.Value:
+        """``tensor.pad`` of ``src`` to type ``t`` with the scalar ``value``; ``low``, ``high``:
+        ints or index values."""
+        (dl, sl), (dh, sh) = _mixed(low), _mixed(high)
+        op = tensor.PadOp(self.tensor_type(t), src, dl, dh, sl, sh, loc=self.loc, ip=self.ip)
         block = op.regions[0].blocks.append(*[ir.IndexType.get()] * t.rank)
         tensor.YieldOp(value, loc=self.loc, ip=ir.InsertionPoint(block))
         self.types[op.result] = t

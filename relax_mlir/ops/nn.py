@@ -134,54 +134,43 @@ def _pad_copy(kb: KernelBuilder, src: str, pads: list[int], value=0.0) -> str:
     return kb.insert_slice(kb.copy(src, inner), full, *where)
 
 
-def _phase_split_copy(kb: KernelBuilder, src: str, pads: list[int], strides) -> str:
+def _phase_split(kb: KernelBuilder, src: str, pads: list[int], strides) -> str:
     """The zero-padded input of a strided direct convolution with rows and columns split by
-    phase: (N, C, sh, sw, ceil(Hp / sh), ceil(Wp / sw)) with ``xs[n, c, p, q, i, j] =
+    phase: (N, C, sh, sw, Hs, Ws), ``Hs = ceil(Hp / sh)``, with ``xs[n, c, p, q, i, j] =
     xpad[n, c, sh*i + p, sw*j + q]``. A strided window's taps then read unit-stride runs of
     one phase (row ``sh*oh + kh`` is phase ``kh % sh``, row ``oh + kh // sh`` in it; columns
-    likewise), which the cpu schedule vectorizes like a stride-1 conv. The split costs no
-    pass of its own: it is the padded copy, written as ``sh * sw`` copies of strided slices
-    of the input, each a full-rank 6-D copy (the strided slice expanded by two unit dims).
-    Not rank-reduced: memref.subview picks the unit dims a rank-reducing slice drops by their
-    strides, all dynamic here, so with a static batch of 1 it could drop the batch dim and map
-    a dynamic dim onto a unit one (an MLIR assertion in the memref.dim folder, or wrong
-    strides; vision fuzz seed 2000083)."""
+    likewise), which the cpu schedule vectorizes like a stride-1 conv. Written as a
+    ``tensor.pad`` to (N, C, sh*Hs, sw*Ws) (the rows and columns past Hp, Wp zeros no tap
+    reads), its ``expand_shape`` to (N, C, Hs, sh, Ws, sw) and a ``linalg.transpose`` to the
+    phases: all three tile by (image, channel) plane, so the cpu schedule splits each plane
+    inside the conv's task, in cache (a named transpose, not a generic: elementwise fusion
+    would fold a generic into the conv and bring the strided map back)."""
     t: KType = kb.types[src]
-    n, c, h, w = kb.dims(src)
-    sizes, dims, extents = [], [], []
-    for d, (size, lo, hi, s) in enumerate(((h, pads[0], pads[2], strides[0]), (w, pads[1], pads[3], strides[1]))):
+    n, c, *sizes = kb.dims(src)
+    split, padded, high = [], [], []
+    for d, (lo, hi, s) in enumerate(((pads[0], pads[2], strides[0]), (pads[1], pads[3], strides[1]))):
         static = t.dims[2 + d]
-        # phase length ceil((size + lo + hi) / s)
-        sizes += [kb.index(s), kb.bin("arith.divui", kb.bin("arith.addi", size, kb.index(lo + hi + s - 1), "index"),
-                                      kb.index(s), "index")]
-        dims += [s, None if static is None else (static + lo + hi + s - 1) // s]
-        # per phase p: the first input index landing in it, its place there, and the count
-        ext = []
-        for p in range(s):
-            first = (p - lo) % s
-            at = (first + lo - p) // s
-            if static is None:
-                cnt = kb.bin("arith.divui", kb.bin("arith.addi", size, kb.index(s - 1 - first), "index"),
-                             kb.index(s), "index")
-                ext.append((first, at, cnt, None))
-            else:
-                k = max(0, (static - first + s - 1) // s)
-                ext.append((first, at, k, k))
-        extents.append(ext)
-    # (sh, Hs, sw, Ws) -> (sh, sw, Hs, Ws)
-    dims, sizes = [dims[0], dims[2], dims[1], dims[3]], [sizes[0], sizes[2], sizes[1], sizes[3]]
-    full = kb.fill(0.0, kb.empty_dims(KType(t.dims[:2] + tuple(dims), t.dtype), [n, c] + sizes))
+        if static is None:   # Hs = (H + lo + hi + s - 1) // s; the pad's high side s * Hs - H - lo
+            hs = kb.bin("arith.divui", kb.bin("arith.addi", sizes[d], kb.index(lo + hi + s - 1), "index"),
+                        kb.index(s), "index")
+            hp = kb.bin("arith.muli", hs, kb.index(s), "index")
+            high.append(kb.bin("arith.subi", hp, kb.bin("arith.addi", sizes[d], kb.index(lo), "index"), "index"))
+            split.append((None, hs))
+            padded.append(None)
+        else:
+            hs = (static + lo + hi + s - 1) // s
+            high.append(s * hs - static - lo)
+            split.append((hs, hs))
+            padded.append(s * hs)
     lead = [d if d is not None else v for d, v in zip(t.dims[:2], (n, c))]
-    for p, (h0, i0, hc, hs) in enumerate(extents[0]):
-        for q, (w0, j0, wc, ws) in enumerate(extents[1]):
-            part = KType(t.dims[:2] + (hs, ws), t.dtype)
-            block = kb.extract_slice(src, part, [0, 0, h0, w0], lead + [hc, wc], [1, 1, strides[0], strides[1]])
-            part6 = KType(t.dims[:2] + (1, 1, hs, ws), t.dtype)
-            block = kb.expand_shape(block, [[0], [1], [2, 3, 4], [5]], part6, lead + [1, 1, hc, wc])
-            where = ([0, 0, p, q, i0, j0], lead + [1, 1, hc, wc])
-            dst = kb.extract_slice(full, part6, *where)
-            full = kb.insert_slice(kb.copy(block, dst), full, *where)
-    return full
+    xp = kb.pad(src, [0, 0, pads[0], pads[1]], [0, 0] + high, kb.const(0.0, t.dtype),
+                KType(t.dims[:2] + tuple(padded), t.dtype))
+    (hs, hv), (ws, wv) = split
+    sh, sw = strides
+    xe = kb.expand_shape(xp, [[0], [1], [2, 3], [4, 5]], KType(t.dims[:2] + (hs, sh, ws, sw), t.dtype),
+                         lead + [hv, sh, wv, sw])
+    dest = kb.empty_dims(KType(t.dims[:2] + (sh, sw, hs, ws), t.dtype), [n, c, kb.index(sh), kb.index(sw), hv, wv])
+    return kb.transpose(xe, dest, [0, 1, 3, 5, 2, 4])
 
 
 def _accumulator(kb: KernelBuilder, out: KType) -> str:
@@ -239,7 +228,7 @@ def _direct(kb: KernelBuilder, xp: str, w: str, acc: str, strides, dilation, g: 
         return " + ".join(parts) or "0"
 
     xmap = [names["n"], lin((cg, "g"), (1, "c")), lin((strides[0], "oh"), (dilation[0], "kh"))]
-    if kb.types[xp].rank == 6:   # phase-split rows and columns (:func:`_phase_split_copy`)
+    if kb.types[xp].rank == 6:   # phase-split rows and columns (:func:`_phase_split`)
         xmap = xmap[:2]
         axes = (("oh", "kh", strides[0], dilation[0]), ("ow", "kw", strides[1], dilation[1]))
         xmap += [f"({lin((d, k))}) % {s}" for _, k, s, d in axes]
@@ -259,9 +248,10 @@ def _direct(kb: KernelBuilder, xp: str, w: str, acc: str, strides, dilation, g: 
 
 @legalization("conv2d")
 def _legalize_conv2d(call: LegalizeCall):
-    """Zero padding (fill + copy), then one generic with the output width innermost (groups 1
-    and depthwise, static weight: :func:`_direct`); else tensor.pad, then linalg.conv_2d_nchw_fchw
-    (grouped: linalg.conv_2d_ngchw_gfchw).
+    """Zero padding, then one generic with the output width innermost (groups 1 and depthwise,
+    static weight: :func:`_direct`; groups 1 pad by fill + copy, depthwise by tensor.pad, or
+    strided by :func:`_phase_split`: ops the cpu schedule fuses into its plane tasks); else
+    tensor.pad, then linalg.conv_2d_nchw_fchw (grouped: linalg.conv_2d_ngchw_gfchw).
 
     On the cpu target relax-conv-gemm rewrites f32 groups-1 convolutions into im2col + GEMM
     before this; what reaches here is scheduled by relax_mlir/schedules/conv.py. Other grouped
@@ -273,7 +263,9 @@ def _legalize_conv2d(call: LegalizeCall):
     kb = call.builder(attr_tag(s=call["strides"], p=pads, d=call["dilation"], g=g if g > 1 else None))
     if all(d is not None for d in w.dims) and (g == 1 or w.dims[0] == g):
         if g > 1 and w.dims[1] == 1 and max(call["strides"]) > 1:   # depthwise, strided
-            xp = _phase_split_copy(kb, kb.ins[0], pads, call["strides"])
+            xp = _phase_split(kb, kb.ins[0], pads, call["strides"])
+        elif g > 1 and w.dims[1] == 1:   # depthwise, stride 1: tensor.pad
+            xp = _pad(kb, kb.ins[0], pads, 0.0)
         else:
             xp = _pad_copy(kb, kb.ins[0], pads)
         acc = _accumulator(kb, out)

@@ -1,17 +1,21 @@
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-apply-schedules{target=avx512})' | FileCheck %s
 
-// Depthwise 3x3 conv + bias + relu, fused (relax-fuse-ops), stride 1: the padded copy and its
-// fill over (image, channel) planes on the threads; the conv one plane per forall iteration,
-// its epilogue and accumulator fill fused in; blocks of 4 rows x 16 columns accumulated in
-// vector<4x16xf32> registers across the window loops (kh, kw); the last < 16 columns masked;
-// the last < 4 rows one row-masked block (vector<4x16xi1>); the epilogue reads the plane.
+// Depthwise 3x3 conv + bias + relu, fused (relax-fuse-ops), stride 1: ONE forall over (image,
+// channel) planes (one parallel region per conv); in it the plane's tensor.pad (a fill, then
+// the interior copied in 16-column rows, the last masked), the conv and its epilogue and
+// accumulator fill; blocks of 4 rows x 16 columns accumulated in vector<4x16xf32> registers
+// across the window loops (kh, kw); the last < 16 columns masked; the last < 4 rows one
+// row-masked block (vector<4x16xi1>); the epilogue reads the plane in rows of 16-column
+// vectors (full tiles peeled, the last masked).
 // CHECK-LABEL: func.func private @fused_conv2d_add_relu
 // CHECK-SAME: relax.schedule = "depthwise"
 // CHECK: scf.forall (%{{.+}}, %{{.+}}) in (%{{.+}}, 32)
-// CHECK: linalg.fill
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (%{{.+}}, 32)
-// CHECK: linalg.copy
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (%{{.+}}, 32)
+// CHECK-NOT: scf.forall
+// CHECK: tensor.extract_slice %arg0[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] [1, 1, %{{.+}}, %{{.+}}] [1, 1, 1, 1] : tensor<?x32x?x?xf32> to tensor<1x1x?x?xf32>
+// CHECK: linalg.fill {{.+}} -> tensor<1x1x?x?xf32>
+// CHECK: scf.for {{.+}} step %c16
+// CHECK: vector.create_mask %{{.+}} : vector<16xi1>
+// CHECK: vector.transfer_read {{.+}} : tensor<1x1x1x?xf32>, vector<1x1x1x16xf32>
 // CHECK: linalg.fill
 // CHECK: scf.for %{{.+}} step %c4
 // CHECK: scf.for %{{.+}} step %c16
@@ -27,7 +31,8 @@
 // CHECK: scf.for {{.+}} iter_args(%{{.+}} = %[[MACC]]) -> (vector<4x16xf32>)
 // CHECK: vector.from_elements {{.+}} : vector<4x16xi1>
 // CHECK: vector.transfer_read {{.+}} : tensor<?x?xf32>, vector<4x16xf32>
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
 // CHECK: tensor.parallel_insert_slice
 #map = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d3, d4 + d5)>
 #map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, 0, d3, d4)>
@@ -43,27 +48,24 @@ func.func private @fused_conv2d_add_relu(%arg0: tensor<?x32x?x?xf32>, %arg1: ten
   %dim_0 = tensor.dim %arg0, %c2 : tensor<?x32x?x?xf32>
   %dim_1 = tensor.dim %arg0, %c3 : tensor<?x32x?x?xf32>
   %0 = tensor.empty(%dim, %dim_0, %dim_1) : tensor<?x32x?x?xf32>
-  %1 = arith.addi %dim_0, %c2 : index
-  %2 = arith.addi %dim_1, %c2 : index
-  %3 = tensor.empty(%dim, %1, %2) : tensor<?x32x?x?xf32>
-  %4 = linalg.fill ins(%cst : f32) outs(%3 : tensor<?x32x?x?xf32>) -> tensor<?x32x?x?xf32>
-  %extracted_slice = tensor.extract_slice %4[0, 0, 1, 1] [%dim, 32, %dim_0, %dim_1] [1, 1, 1, 1] : tensor<?x32x?x?xf32> to tensor<?x32x?x?xf32>
-  %5 = linalg.copy ins(%arg0 : tensor<?x32x?x?xf32>) outs(%extracted_slice : tensor<?x32x?x?xf32>) -> tensor<?x32x?x?xf32>
-  %inserted_slice = tensor.insert_slice %5 into %4[0, 0, 1, 1] [%dim, 32, %dim_0, %dim_1] [1, 1, 1, 1] : tensor<?x32x?x?xf32> into tensor<?x32x?x?xf32>
-  %6 = linalg.fill ins(%cst : f32) outs(%0 : tensor<?x32x?x?xf32>) -> tensor<?x32x?x?xf32>
-  %7 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%inserted_slice, %arg1 : tensor<?x32x?x?xf32>, tensor<32x1x3x3xf32>) outs(%6 : tensor<?x32x?x?xf32>) {
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%arg4: index, %arg5: index, %arg6: index, %arg7: index):
+    tensor.yield %cst : f32
+  } : tensor<?x32x?x?xf32> to tensor<?x32x?x?xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<?x32x?x?xf32>) -> tensor<?x32x?x?xf32>
+  %2 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%padded, %arg1 : tensor<?x32x?x?xf32>, tensor<32x1x3x3xf32>) outs(%1 : tensor<?x32x?x?xf32>) {
   ^bb0(%in: f32, %in_2: f32, %out: f32):
-    %9 = arith.mulf %in, %in_2 : f32
-    %10 = arith.addf %out, %9 : f32
-    linalg.yield %10 : f32
+    %4 = arith.mulf %in, %in_2 : f32
+    %5 = arith.addf %out, %4 : f32
+    linalg.yield %5 : f32
   } -> tensor<?x32x?x?xf32>
-  %8 = linalg.generic {indexing_maps = [#map3, #map4, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%7, %arg2 : tensor<?x32x?x?xf32>, tensor<32x1x1xf32>) outs(%arg3 : tensor<?x32x?x?xf32>) {
+  %3 = linalg.generic {indexing_maps = [#map3, #map4, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%2, %arg2 : tensor<?x32x?x?xf32>, tensor<32x1x1xf32>) outs(%arg3 : tensor<?x32x?x?xf32>) {
   ^bb0(%in: f32, %in_2: f32, %out: f32):
-    %9 = arith.addf %in, %in_2 : f32
-    %10 = arith.maximumf %9, %cst : f32
-    linalg.yield %10 : f32
+    %4 = arith.addf %in, %in_2 : f32
+    %5 = arith.maximumf %4, %cst : f32
+    linalg.yield %5 : f32
   } -> tensor<?x32x?x?xf32>
-  return %8 : tensor<?x32x?x?xf32>
+  return %3 : tensor<?x32x?x?xf32>
 }
 
 // -----
@@ -71,18 +73,18 @@ func.func private @fused_conv2d_add_relu(%arg0: tensor<?x32x?x?xf32>, %arg1: ten
 // The same kernel at a STATIC batch of 1, symbolic H/W (one image of any size): the planes
 // are tiled over the channels only (a one-step batch dim of the forall would be folded by
 // canonicalization, dropping the script's handle to the conv: plain loops, issue 28); the
-// schedule applies, same 4x16 register blocks.
+// schedule applies, the pad in the task, same 4x16 register blocks.
 // CHECK-LABEL: func.func private @fused_conv2d_add_relu_n1
 // CHECK-SAME: relax.schedule = "depthwise"
 // CHECK: scf.forall (%{{[^,]+}}) in (32)
+// CHECK-NOT: scf.forall
 // CHECK: linalg.fill
-// CHECK: scf.forall (%{{[^,]+}}) in (32)
-// CHECK: linalg.copy
-// CHECK: scf.forall (%{{[^,]+}}) in (32)
+// CHECK: vector.create_mask %{{.+}} : vector<16xi1>
 // CHECK: scf.for %{{.+}} step %c4
 // CHECK: scf.for %{{.+}} step %c16
 // CHECK: arith.mulf {{.+}} : vector<4x16xf32>
-// CHECK: arith.maximumf
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
 // CHECK: tensor.parallel_insert_slice
 #map = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 + d3, d4 + d5)>
 #map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, 0, d3, d4)>
@@ -93,105 +95,111 @@ func.func private @fused_conv2d_add_relu_n1(%arg0: tensor<1x32x?x?xf32>, %arg1: 
   %cst = arith.constant 0.000000e+00 : f32
   %c3 = arith.constant 3 : index
   %c2 = arith.constant 2 : index
-  %dim_0 = tensor.dim %arg0, %c2 : tensor<1x32x?x?xf32>
-  %dim_1 = tensor.dim %arg0, %c3 : tensor<1x32x?x?xf32>
-  %0 = tensor.empty(%dim_0, %dim_1) : tensor<1x32x?x?xf32>
-  %1 = arith.addi %dim_0, %c2 : index
-  %2 = arith.addi %dim_1, %c2 : index
-  %3 = tensor.empty(%1, %2) : tensor<1x32x?x?xf32>
-  %4 = linalg.fill ins(%cst : f32) outs(%3 : tensor<1x32x?x?xf32>) -> tensor<1x32x?x?xf32>
-  %extracted_slice = tensor.extract_slice %4[0, 0, 1, 1] [1, 32, %dim_0, %dim_1] [1, 1, 1, 1] : tensor<1x32x?x?xf32> to tensor<1x32x?x?xf32>
-  %5 = linalg.copy ins(%arg0 : tensor<1x32x?x?xf32>) outs(%extracted_slice : tensor<1x32x?x?xf32>) -> tensor<1x32x?x?xf32>
-  %inserted_slice = tensor.insert_slice %5 into %4[0, 0, 1, 1] [1, 32, %dim_0, %dim_1] [1, 1, 1, 1] : tensor<1x32x?x?xf32> into tensor<1x32x?x?xf32>
-  %6 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x32x?x?xf32>) -> tensor<1x32x?x?xf32>
-  %7 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%inserted_slice, %arg1 : tensor<1x32x?x?xf32>, tensor<32x1x3x3xf32>) outs(%6 : tensor<1x32x?x?xf32>) {
-  ^bb0(%in: f32, %in_2: f32, %out: f32):
-    %9 = arith.mulf %in, %in_2 : f32
-    %10 = arith.addf %out, %9 : f32
-    linalg.yield %10 : f32
+  %dim = tensor.dim %arg0, %c2 : tensor<1x32x?x?xf32>
+  %dim_0 = tensor.dim %arg0, %c3 : tensor<1x32x?x?xf32>
+  %0 = tensor.empty(%dim, %dim_0) : tensor<1x32x?x?xf32>
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%arg4: index, %arg5: index, %arg6: index, %arg7: index):
+    tensor.yield %cst : f32
+  } : tensor<1x32x?x?xf32> to tensor<1x32x?x?xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<1x32x?x?xf32>) -> tensor<1x32x?x?xf32>
+  %2 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%padded, %arg1 : tensor<1x32x?x?xf32>, tensor<32x1x3x3xf32>) outs(%1 : tensor<1x32x?x?xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %4 = arith.mulf %in, %in_1 : f32
+    %5 = arith.addf %out, %4 : f32
+    linalg.yield %5 : f32
   } -> tensor<1x32x?x?xf32>
-  %8 = linalg.generic {indexing_maps = [#map3, #map4, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%7, %arg2 : tensor<1x32x?x?xf32>, tensor<32x1x1xf32>) outs(%arg3 : tensor<1x32x?x?xf32>) {
-  ^bb0(%in: f32, %in_2: f32, %out: f32):
-    %9 = arith.addf %in, %in_2 : f32
-    %10 = arith.maximumf %9, %cst : f32
-    linalg.yield %10 : f32
+  %3 = linalg.generic {indexing_maps = [#map3, #map4, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%2, %arg2 : tensor<1x32x?x?xf32>, tensor<32x1x1xf32>) outs(%arg3 : tensor<1x32x?x?xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %4 = arith.addf %in, %in_1 : f32
+    %5 = arith.maximumf %4, %cst : f32
+    linalg.yield %5 : f32
   } -> tensor<1x32x?x?xf32>
-  return %8 : tensor<1x32x?x?xf32>
+  return %3 : tensor<1x32x?x?xf32>
 }
 
 // -----
 
-// Stride 2: the legalization's phase-split input (N, C, 2, (H+3)//2, 2, (W+3)//2), four strided
-// copies into it; each tap reads unit-stride rows and columns of one phase, vectorized like
-// stride 1 (no strided or gathered loads).
-// CHECK-LABEL: func.func private @fused_conv2d_s2_add_relu
+// Stride 2: the legalization's phase split (tensor.pad to (N, C, 2 * Hs, 2 * Ws), its
+// expand_shape, a linalg.transpose to (N, C, 2, 2, Hs, Ws)) fused into the conv's plane task:
+// ONE forall (one parallel region per conv, no split buffer of the whole input); in it the
+// plane's pad (fill, then the interior copied in 16-column rows, the last masked), the split
+// as a generic with the column phase innermost (LLVM's interleaved loads), then the conv
+// reading ALL four phases of the plane (the task's slice widened to 1x1x2x2), each tap
+// unit-stride rows and columns of one phase, vectorized like stride 1.
+// (the split's loops: phase row, i, column phase, j -> phase row, i, j, column phase innermost)
+// CHECK-DAG: #[[IN:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d3, d2, d4, d5)>
+// CHECK-DAG: #[[OUT:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d3, d4)>
+// CHECK-LABEL: func.func private @fused_conv2d_add_relu_s2
 // CHECK-SAME: relax.schedule = "depthwise"
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (%{{.+}}, 16)
-// CHECK: linalg.fill {{.+}} -> tensor<1x1x2x?x2x?xf32>
-// CHECK-COUNT-2: linalg.copy
+// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (%{{.+}}, 32)
+// CHECK-NOT: scf.forall
+// CHECK: tensor.extract_slice %arg0[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] [1, 1, %{{.+}}, %{{.+}}] [1, 1, 1, 1] : tensor<?x32x?x?xf32> to tensor<1x1x?x?xf32>
+// CHECK: linalg.fill {{.+}} -> tensor<1x1x?x?xf32>
+// CHECK: scf.for
+// CHECK: scf.for {{.+}} step %c16
+// CHECK: tensor.extract_slice {{.+}} to tensor<1x1x1x16xf32>
+// CHECK: vector.create_mask %{{.+}} : vector<16xi1>
+// CHECK: vector.transfer_read {{.+}} : tensor<1x1x1x?xf32>, vector<1x1x1x16xf32>
+// CHECK: tensor.expand_shape {{.+}} into tensor<1x1x?x2x?x2xf32>
+// CHECK: %[[SPLIT:.+]] = linalg.generic {indexing_maps = [#[[IN]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.+}} : tensor<1x1x?x2x?x2xf32>) outs(%{{.+}} : tensor<1x1x2x2x?x?xf32>)
 // CHECK: scf.for %{{.+}} step %c4
+// CHECK: tensor.extract_slice %[[SPLIT]][0, 0, 0, 0, %{{.+}}, 0]
+// CHECK: scf.for %{{.+}} step %c16
 // CHECK: vector.transfer_read {{.+}} : tensor<4x16xf32>, vector<4x16xf32>
 // CHECK: scf.for {{.+}} -> (vector<4x16xf32>)
 // CHECK-NOT: vector.gather
 // CHECK: vector.transfer_read {{.+}} : tensor<4x16xf32>, vector<4x16xf32>
 // CHECK: arith.mulf {{.+}} : vector<4x16xf32>
-#s2x = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d3 mod 2, d2 + d3 floordiv 2, d4 mod 2, d5 + d4 floordiv 2)>
-#s2w = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, 0, d3, d4)>
-#s2o = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
-#s2id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
-#s2b = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
-func.func private @fused_conv2d_s2_add_relu(%arg0: tensor<?x16x?x?xf32>, %arg1: tensor<16x1x3x3xf32>, %arg2: tensor<16x1x1xf32>, %arg3: tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.kernel_op = "conv2d_add_relu"} {
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
+// CHECK: arith.maximumf {{.+}} : vector<1x16xf32>
+// CHECK: tensor.parallel_insert_slice
+#map = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d3 mod 2, d4 mod 2, d2 + d3 floordiv 2, d5 + d4 floordiv 2)>
+#map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, 0, d3, d4)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
+#map3 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map4 = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+func.func private @fused_conv2d_add_relu_s2(%arg0: tensor<?x32x?x?xf32>, %arg1: tensor<32x1x3x3xf32>, %arg2: tensor<32x1x1xf32>, %arg3: tensor<?x32x?x?xf32>) -> tensor<?x32x?x?xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.kernel_op = "conv2d_add_relu"} {
   %c1 = arith.constant 1 : index
   %cst = arith.constant 0.000000e+00 : f32
   %c3 = arith.constant 3 : index
   %c2 = arith.constant 2 : index
   %c0 = arith.constant 0 : index
-  %dim = tensor.dim %arg0, %c0 : tensor<?x16x?x?xf32>
-  %dim_0 = tensor.dim %arg3, %c2 : tensor<?x16x?x?xf32>
-  %dim_1 = tensor.dim %arg3, %c3 : tensor<?x16x?x?xf32>
-  %0 = tensor.empty(%dim, %dim_0, %dim_1) : tensor<?x16x?x?xf32>
-  %dim_2 = tensor.dim %arg0, %c2 : tensor<?x16x?x?xf32>
-  %dim_3 = tensor.dim %arg0, %c3 : tensor<?x16x?x?xf32>
+  %dim = tensor.dim %arg0, %c0 : tensor<?x32x?x?xf32>
+  %dim_0 = tensor.dim %arg3, %c2 : tensor<?x32x?x?xf32>
+  %dim_1 = tensor.dim %arg3, %c3 : tensor<?x32x?x?xf32>
+  %0 = tensor.empty(%dim, %dim_0, %dim_1) : tensor<?x32x?x?xf32>
+  %dim_2 = tensor.dim %arg0, %c2 : tensor<?x32x?x?xf32>
+  %dim_3 = tensor.dim %arg0, %c3 : tensor<?x32x?x?xf32>
   %1 = arith.addi %dim_2, %c3 : index
   %2 = arith.divui %1, %c2 : index
-  %3 = arith.divui %dim_2, %c2 : index
+  %3 = arith.muli %2, %c2 : index
   %4 = arith.addi %dim_2, %c1 : index
-  %5 = arith.divui %4, %c2 : index
+  %5 = arith.subi %3, %4 : index
   %6 = arith.addi %dim_3, %c3 : index
   %7 = arith.divui %6, %c2 : index
-  %8 = arith.divui %dim_3, %c2 : index
+  %8 = arith.muli %7, %c2 : index
   %9 = arith.addi %dim_3, %c1 : index
-  %10 = arith.divui %9, %c2 : index
-  %11 = tensor.empty(%dim, %2, %7) : tensor<?x16x2x?x2x?xf32>
-  %12 = linalg.fill ins(%cst : f32) outs(%11 : tensor<?x16x2x?x2x?xf32>) -> tensor<?x16x2x?x2x?xf32>
-  %extracted_slice = tensor.extract_slice %arg0[0, 0, 1, 1] [%dim, 16, %3, %8] [1, 1, 2, 2] : tensor<?x16x?x?xf32> to tensor<?x16x?x?xf32>
-  %extracted_slice_4 = tensor.extract_slice %12[0, 0, 0, 1, 0, 1] [%dim, 16, 1, %3, 1, %8] [1, 1, 1, 1, 1, 1] : tensor<?x16x2x?x2x?xf32> to tensor<?x16x?x?xf32>
-  %13 = linalg.copy ins(%extracted_slice : tensor<?x16x?x?xf32>) outs(%extracted_slice_4 : tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32>
-  %inserted_slice = tensor.insert_slice %13 into %12[0, 0, 0, 1, 0, 1] [%dim, 16, 1, %3, 1, %8] [1, 1, 1, 1, 1, 1] : tensor<?x16x?x?xf32> into tensor<?x16x2x?x2x?xf32>
-  %extracted_slice_5 = tensor.extract_slice %arg0[0, 0, 1, 0] [%dim, 16, %3, %10] [1, 1, 2, 2] : tensor<?x16x?x?xf32> to tensor<?x16x?x?xf32>
-  %extracted_slice_6 = tensor.extract_slice %inserted_slice[0, 0, 0, 1, 1, 0] [%dim, 16, 1, %3, 1, %10] [1, 1, 1, 1, 1, 1] : tensor<?x16x2x?x2x?xf32> to tensor<?x16x?x?xf32>
-  %14 = linalg.copy ins(%extracted_slice_5 : tensor<?x16x?x?xf32>) outs(%extracted_slice_6 : tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32>
-  %inserted_slice_7 = tensor.insert_slice %14 into %inserted_slice[0, 0, 0, 1, 1, 0] [%dim, 16, 1, %3, 1, %10] [1, 1, 1, 1, 1, 1] : tensor<?x16x?x?xf32> into tensor<?x16x2x?x2x?xf32>
-  %extracted_slice_8 = tensor.extract_slice %arg0[0, 0, 0, 1] [%dim, 16, %5, %8] [1, 1, 2, 2] : tensor<?x16x?x?xf32> to tensor<?x16x?x?xf32>
-  %extracted_slice_9 = tensor.extract_slice %inserted_slice_7[0, 0, 1, 0, 0, 1] [%dim, 16, 1, %5, 1, %8] [1, 1, 1, 1, 1, 1] : tensor<?x16x2x?x2x?xf32> to tensor<?x16x?x?xf32>
-  %15 = linalg.copy ins(%extracted_slice_8 : tensor<?x16x?x?xf32>) outs(%extracted_slice_9 : tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32>
-  %inserted_slice_10 = tensor.insert_slice %15 into %inserted_slice_7[0, 0, 1, 0, 0, 1] [%dim, 16, 1, %5, 1, %8] [1, 1, 1, 1, 1, 1] : tensor<?x16x?x?xf32> into tensor<?x16x2x?x2x?xf32>
-  %extracted_slice_11 = tensor.extract_slice %arg0[0, 0, 0, 0] [%dim, 16, %5, %10] [1, 1, 2, 2] : tensor<?x16x?x?xf32> to tensor<?x16x?x?xf32>
-  %extracted_slice_12 = tensor.extract_slice %inserted_slice_10[0, 0, 1, 0, 1, 0] [%dim, 16, 1, %5, 1, %10] [1, 1, 1, 1, 1, 1] : tensor<?x16x2x?x2x?xf32> to tensor<?x16x?x?xf32>
-  %16 = linalg.copy ins(%extracted_slice_11 : tensor<?x16x?x?xf32>) outs(%extracted_slice_12 : tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32>
-  %inserted_slice_13 = tensor.insert_slice %16 into %inserted_slice_10[0, 0, 1, 0, 1, 0] [%dim, 16, 1, %5, 1, %10] [1, 1, 1, 1, 1, 1] : tensor<?x16x?x?xf32> into tensor<?x16x2x?x2x?xf32>
-  %17 = linalg.fill ins(%cst : f32) outs(%0 : tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32>
-  %18 = linalg.generic {indexing_maps = [#s2x, #s2w, #s2o], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%inserted_slice_13, %arg1 : tensor<?x16x2x?x2x?xf32>, tensor<16x1x3x3xf32>) outs(%17 : tensor<?x16x?x?xf32>) {
-  ^bb0(%in: f32, %in_14: f32, %out: f32):
-    %20 = arith.mulf %in, %in_14 : f32
-    %21 = arith.addf %out, %20 : f32
-    linalg.yield %21 : f32
-  } -> tensor<?x16x?x?xf32>
-  %19 = linalg.generic {indexing_maps = [#s2id, #s2b, #s2id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%18, %arg2 : tensor<?x16x?x?xf32>, tensor<16x1x1xf32>) outs(%arg3 : tensor<?x16x?x?xf32>) {
-  ^bb0(%in: f32, %in_14: f32, %out: f32):
-    %20 = arith.addf %in, %in_14 : f32
-    %21 = arith.maximumf %20, %cst : f32
-    linalg.yield %21 : f32
-  } -> tensor<?x16x?x?xf32>
-  return %19 : tensor<?x16x?x?xf32>
+  %10 = arith.subi %8, %9 : index
+  %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, %5, %10] {
+  ^bb0(%arg4: index, %arg5: index, %arg6: index, %arg7: index):
+    tensor.yield %cst : f32
+  } : tensor<?x32x?x?xf32> to tensor<?x32x?x?xf32>
+  %expanded = tensor.expand_shape %padded [[0], [1], [2, 3], [4, 5]] output_shape [%dim, 32, %2, 2, %7, 2] : tensor<?x32x?x?xf32> into tensor<?x32x?x2x?x2xf32>
+  %11 = tensor.empty(%dim, %2, %7) : tensor<?x32x2x2x?x?xf32>
+  %transposed = linalg.transpose ins(%expanded : tensor<?x32x?x2x?x2xf32>) outs(%11 : tensor<?x32x2x2x?x?xf32>) permutation = [0, 1, 3, 5, 2, 4] 
+  %12 = linalg.fill ins(%cst : f32) outs(%0 : tensor<?x32x?x?xf32>) -> tensor<?x32x?x?xf32>
+  %13 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%transposed, %arg1 : tensor<?x32x2x2x?x?xf32>, tensor<32x1x3x3xf32>) outs(%12 : tensor<?x32x?x?xf32>) {
+  ^bb0(%in: f32, %in_4: f32, %out: f32):
+    %15 = arith.mulf %in, %in_4 : f32
+    %16 = arith.addf %out, %15 : f32
+    linalg.yield %16 : f32
+  } -> tensor<?x32x?x?xf32>
+  %14 = linalg.generic {indexing_maps = [#map3, #map4, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%13, %arg2 : tensor<?x32x?x?xf32>, tensor<32x1x1xf32>) outs(%arg3 : tensor<?x32x?x?xf32>) {
+  ^bb0(%in: f32, %in_4: f32, %out: f32):
+    %15 = arith.addf %in, %in_4 : f32
+    %16 = arith.maximumf %15, %cst : f32
+    linalg.yield %16 : f32
+  } -> tensor<?x32x?x?xf32>
+  return %14 : tensor<?x32x?x?xf32>
 }

@@ -219,7 +219,7 @@ def _is_window(op: ir.Operation) -> bool:
 #: What precedes a convolution's generic: the padded copy of the input (fill + copy into
 #: the interior slice, or tensor.pad) and the accumulator's fill.
 _PADDING = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "tensor.pad",
-            "tensor.expand_shape"}   # a phase-split copy's strided slice, expanded to the phases' rank
+            "tensor.expand_shape", "linalg.transpose"}   # + a strided depthwise conv's phase split
 
 
 #: Ops a fused conv kernel may hold that only reshape another operand (not the conv's result).
@@ -332,12 +332,26 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
     unit = "*" not in str(xmap)   # the input column advances by 1 per output column
     if unit and ir.RankedTensorType(conv.operands[1].type).shape[1] == 1:   # depthwise: its own schedule
         pre = names[:i]
-        pad_rank = (ir.RankedTensorType(ops[0].results[0].type).rank
-                    if pre.count("linalg.fill") == 2 and ops[0].name == "linalg.fill" else 0)
-        return Schedule("depthwise", depthwise_schedule(lead, rank, 1 + len(tail), len(its),
-                                                        pre.count("linalg.copy"), pad_rank,
-                                                        out_hw=tuple(shape[2:]), out_nc=tuple(shape[:2])))
+        body, finish = depthwise_schedule(lead, rank, 1 + len(tail), len(its),
+                                          out_hw=tuple(shape[2:]), out_nc=tuple(shape[:2]),
+                                          in_task=("split" if "linalg.transpose" in pre   # ops/nn.py's _phase_split
+                                                   else "pad" if "tensor.pad" in pre else None),
+                                          sw=ir.RankedTensorType(conv.operands[0].type).shape[3]
+                                          if "linalg.transpose" in pre else 1,
+                                          in_w=_input_width(ops[:i]))
+        return Schedule("depthwise", body, finish=finish)
+    if "linalg.transpose" in names[:i]:
+        return None
     return Schedule("conv", conv_schedule(lead, rank, 1 + len(tail), len(its), unit))
+
+
+def _input_width(pre: list[ir.Operation]):
+    """The static width of the input a conv's padding copies (None: symbolic or no padding)."""
+    pad = next((o for o in pre if o.name == "tensor.pad"), None)
+    if pad is None:
+        return None
+    w = ir.RankedTensorType(pad.operands[0].type).shape[-1]
+    return None if ir.ShapedType.is_dynamic_size(w) else w
 
 
 def _permute_rows_parts(ops: list[ir.Operation]) -> Optional[tuple[int, int, int]]:

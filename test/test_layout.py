@@ -1,0 +1,117 @@
+"""Channels-last convolutions and pooling (``data_layout = "NHWC"``, HWIO weights) against
+PyTorch: groups 1, depthwise and grouped, strides / padding / dilation, half types; every
+case compiles ONE executable with symbolic batch, height and width and runs it at several
+sizes (1, odd, larger)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import relax_mlir  # noqa: E402
+from mlir import ir  # noqa: E402
+from relax_mlir.dialects import relax  # noqa: E402
+from relax_mlir.frontend.builder import graph_function  # noqa: E402
+
+SIZES = [(1, 1, 1), (1, 7, 9), (2, 13, 11), (3, 32, 29)]
+
+
+def _nchw(a: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(a.transpose(0, 3, 1, 2)))
+
+
+def _conv_module(cin: int, cout: int, k: tuple, s, p, d, g: int, dtype: str = "f32"):
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", "h", "w", cin], dtype),
+                                        ("w", [k[0], k[1], cin // g, cout], dtype)]) as fn:
+            x, w = fn.params
+            fn.ret(relax.conv2d(x, w, strides=s, padding=p, dilation=d, groups=g, data_layout="NHWC"))
+    return m
+
+
+CONVS = [  # (cin, cout, kernel, strides, padding, dilation, groups)
+    (3, 8, (3, 3), [1, 1], [1, 1], [1, 1], 1),
+    (4, 16, (3, 2), [2, 1], [1, 0, 2, 1], [1, 2], 1),
+    (5, 7, (1, 1), [1, 1], [0, 0], [1, 1], 1),
+    (6, 4, (1, 1), [2, 2], [0, 0], [1, 1], 1),
+    (16, 16, (3, 3), [1, 1], [1, 1], [1, 1], 16),
+    (8, 8, (3, 3), [2, 2], [1, 1], [1, 1], 8),
+    (8, 8, (5, 5), [1, 1], [2, 2], [2, 2], 8),
+    (6, 9, (3, 3), [1, 2], [1, 1], [1, 1], 3),
+]
+
+
+@pytest.mark.parametrize("cin,cout,k,s,p,d,g", CONVS,
+                         ids=["3x3", "3x2s2x1d1x2asym", "1x1", "1x1s2", "dw3x3", "dw3x3s2", "dw5x5d2",
+                              "grouped3"])
+def test_conv_nhwc(cin, cout, k, s, p, d, g):
+    exe = relax_mlir.compile(_conv_module(cin, cout, k, s, p, d, g))
+    rng = np.random.default_rng(0)
+    wt = rng.standard_normal((k[0], k[1], cin // g, cout), dtype=np.float32)
+    pad4 = p + p if len(p) == 2 else p
+    ran = 0
+    for n, h, w in SIZES:
+        if h + pad4[0] + pad4[2] < d[0] * (k[0] - 1) + 1 or w + pad4[1] + pad4[3] < d[1] * (k[1] - 1) + 1:
+            continue
+        x = rng.standard_normal((n, h, w, cin), dtype=np.float32)
+        xt = F.pad(_nchw(x), (pad4[1], pad4[3], pad4[0], pad4[2]))
+        ref = F.conv2d(xt, torch.from_numpy(wt).permute(3, 2, 0, 1), stride=s, dilation=d, groups=g)
+        got = exe(x, wt)
+        np.testing.assert_allclose(got, ref.permute(0, 2, 3, 1).numpy(), rtol=1e-4, atol=1e-4)
+        ran += 1
+    assert ran >= 3
+
+
+def test_conv_nhwc_f16_accumulates_in_f32():
+    exe = relax_mlir.compile(_conv_module(8, 8, (3, 3), [1, 1], [1, 1], [1, 1], 8, "f16"))
+    rng = np.random.default_rng(1)
+    wt = rng.standard_normal((3, 3, 1, 8)).astype(np.float16)
+    for n, h, w in SIZES[1:]:
+        x = rng.standard_normal((n, h, w, 8)).astype(np.float16)
+        ref = F.conv2d(_nchw(x.astype(np.float32)), torch.from_numpy(wt.astype(np.float32)).permute(3, 2, 0, 1),
+                       padding=1, groups=8).permute(0, 2, 3, 1).numpy()
+        np.testing.assert_allclose(exe(x, wt).astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+
+
+def _pool_module(op: str, k, s, p, dtype="f32", **kw):
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", "h", "w", 5], dtype)]) as fn:
+            fn.ret(getattr(relax, op)(fn.params[0], pool_size=k, strides=s, padding=p, data_layout="NHWC", **kw))
+    return m
+
+
+@pytest.mark.parametrize("k,s,p,d", [([3, 3], [2, 2], [1, 1], [1, 1]), ([2, 3], [1, 2], [1, 0], [2, 1])],
+                         ids=["3x3s2p1", "2x3s1x2p1x0d2x1"])
+def test_max_pool_nhwc(k, s, p, d):
+    exe = relax_mlir.compile(_pool_module("max_pool2d", k, s, p, dilation=d))
+    rng = np.random.default_rng(2)
+    for n, h, w in SIZES[1:]:
+        x = rng.standard_normal((n, h, w, 5), dtype=np.float32)
+        ref = F.max_pool2d(_nchw(x), k, s, p, d).permute(0, 2, 3, 1).numpy()
+        np.testing.assert_array_equal(exe(x), ref)
+
+
+def test_max_pool_nhwc_int():
+    exe = relax_mlir.compile(_pool_module("max_pool2d", [3, 3], [2, 2], [1, 1], dtype="i32"))
+    rng = np.random.default_rng(3)
+    for n, h, w in SIZES[1:]:
+        x = rng.integers(-1000, 1000, (n, h, w, 5), dtype=np.int32)
+        ref = F.max_pool2d(_nchw(x.astype(np.float32)), 3, 2, 1).permute(0, 2, 3, 1).numpy().astype(np.int32)
+        np.testing.assert_array_equal(exe(x), ref)
+
+
+@pytest.mark.parametrize("cip", [True, False], ids=["count_pad", "exclude_pad"])
+def test_avg_pool_nhwc(cip):
+    exe = relax_mlir.compile(_pool_module("avg_pool2d", [3, 3], [2, 2], [1, 1], count_include_pad=cip))
+    rng = np.random.default_rng(4)
+    for n, h, w in SIZES[1:]:
+        x = rng.standard_normal((n, h, w, 5), dtype=np.float32)
+        ref = F.avg_pool2d(_nchw(x), 3, 2, 1, count_include_pad=cip).permute(0, 2, 3, 1).numpy()
+        np.testing.assert_allclose(exe(x), ref, rtol=1e-5, atol=1e-6)

@@ -43,12 +43,18 @@ CONVS = [  # (cin, cout, kernel, strides, padding, dilation, groups)
     (8, 8, (3, 3), [2, 2], [1, 1], [1, 1], 8),
     (8, 8, (5, 5), [1, 1], [2, 2], [2, 2], 8),
     (6, 9, (3, 3), [1, 2], [1, 1], [1, 1], 3),
+    # channels that fill whole vectors: the conv_nhwc schedule (symbolic width: 8-column
+    # tiles, the rest scalar)
+    (32, 32, (3, 3), [1, 1], [1, 1], [1, 1], 32),
+    (32, 32, (3, 3), [2, 2], [1, 1], [1, 1], 32),
+    (24, 32, (3, 3), [1, 1], [1, 1], [1, 1], 1),
+    (3, 32, (3, 3), [2, 2], [1, 1], [1, 1], 1),
 ]
 
 
 @pytest.mark.parametrize("cin,cout,k,s,p,d,g", CONVS,
                          ids=["3x3", "3x2s2x1d1x2asym", "1x1", "1x1s2", "dw3x3", "dw3x3s2", "dw5x5d2",
-                              "grouped3"])
+                              "grouped3", "dw32", "dw32s2", "3x3_24to32", "stem3to32s2"])
 def test_conv_nhwc(cin, cout, k, s, p, d, g):
     exe = relax_mlir.compile(_conv_module(cin, cout, k, s, p, d, g))
     rng = np.random.default_rng(0)
@@ -115,3 +121,47 @@ def test_avg_pool_nhwc(cip):
         x = rng.standard_normal((n, h, w, 5), dtype=np.float32)
         ref = F.avg_pool2d(_nchw(x), 3, 2, 1, count_include_pad=cip).permute(0, 2, 3, 1).numpy()
         np.testing.assert_allclose(exe(x), ref, rtol=1e-5, atol=1e-6)
+
+
+def _epilogue_module(cin: int, cout: int, s: int, g: int, hw=None):
+    """conv 3x3 (padding 1) NHWC + bias + ReLU6, symbolic batch; ``hw`` a static map size
+    (None: symbolic height and width)."""
+    ctx = relax_mlir.make_context()
+    sz = ["h", "w"] if hw is None else [hw, hw]
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", *sz, cin], "f32"), ("w", [3, 3, cin // g, cout], "f32"),
+                                        ("b", [cout], "f32")]) as fn:
+            x, w, b = fn.params
+            y = relax.conv2d(x, w, strides=[s, s], padding=[1, 1], groups=g, data_layout="NHWC") + b
+            fn.ret(relax.minimum(relax.maximum(y, 0.0), 6.0))
+    return m
+
+
+SCHEDULED = [(32, 32, 1, 32, None), (32, 32, 2, 32, 14), (16, 16, 1, 16, 112), (24, 32, 1, 1, 56),
+             (3, 32, 2, 1, 224), (48, 64, 2, 1, None)]
+
+
+@pytest.mark.parametrize("cin,cout,s,g,hw", SCHEDULED,
+                         ids=["dw32", "dw32s2_14", "dw16_112", "24to32_56", "stem224", "48to64s2"])
+def test_conv_nhwc_schedule_applies(cin, cout, s, g, hw):
+    """Channels that fill vectors (AVX-512: 16 lanes): the conv_nhwc schedule APPLIES to the
+    conv + epilogue kernel (a failed script would leave plain loops silently) and the numbers
+    are right at several batches (and sizes, when symbolic)."""
+    import re
+    m = _epilogue_module(cin, cout, s, g, hw)
+    text = str(m)
+    p = relax_mlir.parse(text)
+    with p.context:
+        relax_mlir.run_pipeline(p, "builtin.module(relax-infer-shapes, relax-legalize, relax-annotate-kernel-kinds, "
+                                   "relax-fuse-ops, relax-fuse-kernels, relax-apply-schedules{target=avx512})")
+    assert re.findall(r'relax\.schedule = "([^"]+)"', str(p)) == ["conv_nhwc"]
+    exe = relax_mlir.compile(m)
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((3, 3, cin // g, cout), dtype=np.float32)
+    b = rng.standard_normal(cout, dtype=np.float32)
+    for n, h in ([(1, hw), (3, hw)] if hw else [(1, 1), (2, 9), (1, 30)]):
+        x = rng.standard_normal((n, h, h, cin), dtype=np.float32)
+        ref = F.conv2d(_nchw(x), torch.from_numpy(w).permute(3, 2, 0, 1), stride=s, padding=1, groups=g)
+        ref = (ref.permute(0, 2, 3, 1) + torch.from_numpy(b)).clamp(0, 6).numpy()
+        np.testing.assert_allclose(exe(x, w, b), ref, rtol=1e-4, atol=1e-4)

@@ -165,3 +165,78 @@ def test_conv_nhwc_schedule_applies(cin, cout, s, g, hw):
         ref = F.conv2d(_nchw(x), torch.from_numpy(w).permute(3, 2, 0, 1), stride=s, padding=1, groups=g)
         ref = (ref.permute(0, 2, 3, 1) + torch.from_numpy(b)).clamp(0, 6).numpy()
         np.testing.assert_allclose(exe(x, w, b), ref, rtol=1e-4, atol=1e-4)
+
+
+def _small_net():
+    """A stem (3x3/2 + BatchNorm + ReLU6), a 3x3/2 max pool, an inverted-residual block
+    (1x1 expand, depthwise 3x3, 1x1 project, residual add), a strided basic block with a 1x1
+    shortcut, a global average pool and a linear head: every op relax-convert-layout moves."""
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU6())
+            self.pool = nn.MaxPool2d(3, 2, 1)
+            self.expand = nn.Sequential(nn.Conv2d(16, 32, 1), nn.ReLU6())
+            self.dw = nn.Sequential(nn.Conv2d(32, 32, 3, 1, 1, groups=32), nn.ReLU6())
+            self.project = nn.Conv2d(32, 16, 1)
+            self.body = nn.Sequential(nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU(), nn.Conv2d(32, 32, 3, 1, 1))
+            self.short = nn.Conv2d(16, 32, 1, 2)
+            self.head = nn.Linear(32, 10)
+
+        def forward(self, x):
+            y = self.pool(self.stem(x))
+            y = y + self.project(self.dw(self.expand(y)))
+            y = torch.relu(self.body(y) + self.short(y))
+            return self.head(torch.flatten(F.adaptive_avg_pool2d(y, 1), 1))
+
+    torch.manual_seed(0)
+    net = Net()
+    with torch.no_grad():
+        bn = net.stem[1]
+        bn.running_mean.uniform_(-0.2, 0.2)
+        bn.running_var.uniform_(0.5, 1.5)
+    return net.eval()
+
+
+def test_convert_layout_end_to_end():
+    """The cpu pipeline with ``layout=NHWC`` (relax-convert-layout, relax-nhwc-pointwise-matmul,
+    the NHWC kernels and schedules) against eager PyTorch: one executable exported with a
+    symbolic batch, height and width, run at several sizes; the graph keeps one transpose at
+    the input and one before the head."""
+    import warnings
+
+    from relax_mlir.frontend.torch import compile as tcompile
+    net = _small_net()
+    b, h, w = torch.export.Dim("b", max=4), torch.export.Dim("h", min=16, max=128), torch.export.Dim("w", min=16, max=128)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn = tcompile(net, (torch.randn(2, 3, 32, 40),), dynamic_shapes=({0: b, 2: h, 3: w},),
+                      options=relax_mlir.CompileOptions(pipeline_options={"layout": "NHWC"}, dump_ir=None))
+    rng = np.random.default_rng(6)
+    for n, hh, ww in [(1, 16, 16), (2, 33, 47), (3, 64, 64)]:
+        x = rng.standard_normal((n, 3, hh, ww), dtype=np.float32)
+        with torch.no_grad():
+            ref = net(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(fn.run(x), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_convert_layout_transposes_at_the_ends():
+    """After relax-convert-layout the small net's graph has exactly two activation transposes
+    (the input to NHWC, the pooled features back) besides the weights' OIHW -> HWIO ones."""
+    import re
+    import warnings
+
+    from relax_mlir.frontend.torch import import_program
+    net = _small_net()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = torch.export.export(net, (torch.randn(2, 3, 32, 32),))
+    m = import_program(ep).module
+    with m.context:
+        relax_mlir.run_pipeline(m, "builtin.module(relax-infer-shapes, relax-fold-batch-norm, relax-dce, "
+                                   "relax-convert-layout, relax-dce)")
+    perms = re.findall(r'"relax.permute_dims"\(\S+\) \{axes = array<i64: ([0-9, ]+)>\}', str(m))
+    assert sorted(p for p in perms if p != "2, 3, 1, 0") == ["0, 2, 3, 1", "0, 3, 1, 2"]
+    assert perms.count("2, 3, 1, 0") == 7   # one per conv weight

@@ -144,14 +144,17 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
     layout = LAYOUT_DEFAULT if layout is None else layout
     if layout and "relax-convert-layout" in PASSES:
-        # convs and pools channels-last; 1x1 stride-1 NHWC convs as (N*H*W, C) x (C, O) matmuls
-        passes += [f"relax-convert-layout{{layout={layout}}}", "relax-nhwc-pointwise-matmul"]
+        passes.append(f"relax-convert-layout{{layout={layout}}}")   # convs and pools channels-last
     if conv_gemm is not None and "relax-conv-gemm" in PASSES:
         pointwise = f" pointwise={CONV_POINTWISE_DEFAULT}" if conv_gemm != "blas" else ""
         passes.append(f"relax-conv-gemm{{gemm={conv_gemm} direct={CONV_DIRECT_DEFAULT}{pointwise} "
                       f"min-flops={int(dispatch_min_flops)}}}")
     if dispatch and "relax-dispatch-library" in PASSES:
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)} policy={policy}}}")
+    if layout and "relax-nhwc-pointwise-matmul" in PASSES:
+        # 1x1 stride-1 NHWC convs as (N*H*W, C) x (C, O) matmuls, after library dispatch (as
+        # relax-conv-gemm's kernels): the generated GEMM, no BLAS thread pool beside OpenMP's
+        passes.append("relax-nhwc-pointwise-matmul")
     if "relax-legalize" in PASSES:
         passes.append(_with_option("relax-legalize", "target", legalize_target))
     # weight-only bindings (folded BatchNorm, conv weight packing, transposes) into

@@ -1,6 +1,6 @@
 """relax-convert-layout A/B (issue 28): each net compiled twice in ONE process, with the cpu
-pipeline's default layout (NCHW between layers) and with ``layout=NHWC`` (relax-convert-layout
-+ relax-nhwc-pointwise-matmul), timed interleaved against each other and PyTorch eager.
+pipeline's default layout (NCHW between layers) and with ``layout=NHWC`` (relax-convert-layout:
+channels-last kernels), timed interleaved against each other and PyTorch eager.
 
     PYTHONPATH=. python bench/bench_layout.py [--size 224] [--batches 1 8]
                                               [--models mobilenetv2 resnet18] [--reps 5] [--threads 2]

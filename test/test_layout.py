@@ -123,46 +123,50 @@ def test_avg_pool_nhwc(cip):
         np.testing.assert_allclose(exe(x), ref, rtol=1e-5, atol=1e-6)
 
 
-def _epilogue_module(cin: int, cout: int, s: int, g: int, hw=None):
-    """conv 3x3 (padding 1) NHWC + bias + ReLU6, symbolic batch; ``hw`` a static map size
+def _epilogue_module(cin: int, cout: int, s: int, g: int, hw=None, k: int = 3):
+    """conv kxk (padding k // 2) NHWC + bias + ReLU6, symbolic batch; ``hw`` a static map size
     (None: symbolic height and width)."""
     ctx = relax_mlir.make_context()
     sz = ["h", "w"] if hw is None else [hw, hw]
     with ctx, ir.Location.unknown():
         m = ir.Module.create()
-        with graph_function(m, "main", [("x", ["n", *sz, cin], "f32"), ("w", [3, 3, cin // g, cout], "f32"),
+        with graph_function(m, "main", [("x", ["n", *sz, cin], "f32"), ("w", [k, k, cin // g, cout], "f32"),
                                         ("b", [cout], "f32")]) as fn:
             x, w, b = fn.params
-            y = relax.conv2d(x, w, strides=[s, s], padding=[1, 1], groups=g, data_layout="NHWC") + b
+            y = relax.conv2d(x, w, strides=[s, s], padding=[k // 2, k // 2], groups=g, data_layout="NHWC") + b
             fn.ret(relax.minimum(relax.maximum(y, 0.0), 6.0))
     return m
 
 
-SCHEDULED = [(32, 32, 1, 32, None), (32, 32, 2, 32, 14), (16, 16, 1, 16, 112), (24, 32, 1, 1, 56),
-             (3, 32, 2, 1, 224), (48, 64, 2, 1, None)]
+SCHEDULED = [(32, 32, 1, 32, None, 3, "conv_nhwc"), (32, 32, 2, 32, 14, 3, "conv_nhwc"),
+             (16, 16, 1, 16, 112, 3, "conv_nhwc"), (24, 32, 1, 1, 56, 3, "conv_nhwc"),
+             (3, 32, 2, 1, 224, 3, "conv_nhwc"), (48, 64, 2, 1, None, 3, "conv_nhwc"),
+             (24, 144, 1, 1, 56, 1, "conv1x1+elementwise"), (40, 24, 1, 1, None, 1, "conv1x1+elementwise")]
 
 
-@pytest.mark.parametrize("cin,cout,s,g,hw", SCHEDULED,
-                         ids=["dw32", "dw32s2_14", "dw16_112", "24to32_56", "stem224", "48to64s2"])
-def test_conv_nhwc_schedule_applies(cin, cout, s, g, hw):
-    """Channels that fill vectors (AVX-512: 16 lanes): the conv_nhwc schedule APPLIES to the
+@pytest.mark.parametrize("cin,cout,s,g,hw,k,schedule", SCHEDULED,
+                         ids=["dw32", "dw32s2_14", "dw16_112", "24to32_56", "stem224", "48to64s2",
+                              "1x1_56", "1x1"])
+def test_conv_nhwc_schedule_applies(cin, cout, s, g, hw, k, schedule):
+    """Channels that fill vectors (AVX-512: 16 lanes): the conv_nhwc schedule (a 1x1 stride-1
+    conv: the matmul's, on the (N*H*W, C) view, its epilogue by output rows) APPLIES to the
     conv + epilogue kernel (a failed script would leave plain loops silently) and the numbers
     are right at several batches (and sizes, when symbolic)."""
     import re
-    m = _epilogue_module(cin, cout, s, g, hw)
+    m = _epilogue_module(cin, cout, s, g, hw, k)
     text = str(m)
     p = relax_mlir.parse(text)
     with p.context:
         relax_mlir.run_pipeline(p, "builtin.module(relax-infer-shapes, relax-legalize, relax-annotate-kernel-kinds, "
                                    "relax-fuse-ops, relax-fuse-kernels, relax-apply-schedules{target=avx512})")
-    assert re.findall(r'relax\.schedule = "([^"]+)"', str(p)) == ["conv_nhwc"]
+    assert re.findall(r'relax\.schedule = "([^"]+)"', str(p)) == [schedule]
     exe = relax_mlir.compile(m)
     rng = np.random.default_rng(5)
-    w = rng.standard_normal((3, 3, cin // g, cout), dtype=np.float32)
+    w = rng.standard_normal((k, k, cin // g, cout), dtype=np.float32)
     b = rng.standard_normal(cout, dtype=np.float32)
     for n, h in ([(1, hw), (3, hw)] if hw else [(1, 1), (2, 9), (1, 30)]):
         x = rng.standard_normal((n, h, h, cin), dtype=np.float32)
-        ref = F.conv2d(_nchw(x), torch.from_numpy(w).permute(3, 2, 0, 1), stride=s, padding=1, groups=g)
+        ref = F.conv2d(_nchw(x), torch.from_numpy(w).permute(3, 2, 0, 1), stride=s, padding=k // 2, groups=g)
         ref = (ref.permute(0, 2, 3, 1) + torch.from_numpy(b)).clamp(0, 6).numpy()
         np.testing.assert_allclose(exe(x, w, b), ref, rtol=1e-4, atol=1e-4)
 
@@ -201,7 +205,7 @@ def _small_net():
 
 
 def test_convert_layout_end_to_end():
-    """The cpu pipeline with ``layout=NHWC`` (relax-convert-layout, relax-nhwc-pointwise-matmul,
+    """The cpu pipeline with ``layout=NHWC`` (relax-convert-layout,
     the NHWC kernels and schedules) against eager PyTorch: one executable exported with a
     symbolic batch, height and width, run at several sizes; the graph keeps one transpose at
     the input and one before the head."""

@@ -648,8 +648,9 @@ def _legalize_conv2d_nhwc(call: LegalizeCall):
     ``linalg.conv_2d_nhwc_hwcf`` (groups 1; HWIO is its HWCF filter) or
     ``linalg.depthwise_conv_2d_nhwc_hwc`` (one channel per group: the (KH, KW, 1, C) weight
     collapsed to (KH, KW, C)); other grouped convolutions one generic over the channels
-    expanded to (groups, C / groups). Half types accumulate in f32. No cpu schedule takes
-    these (plain loops) except what relax-convert-layout turns into a matmul (1x1, stride 1)."""
+    expanded to (groups, C / groups); f32 1x1 stride-1 unpadded groups-1 convs a matmul
+    (:func:`_pointwise_nhwc`). Half types accumulate in f32. The cpu schedules:
+    ``conv_nhwc`` (``schedules/conv_nhwc.py``) and the matmul's."""
     x, w = call.in_types
     out = call.out_types[0]
     pads, g, st, dl = _pads(call), call["groups"], list(call["strides"]), list(call["dilation"])
@@ -658,6 +659,9 @@ def _legalize_conv2d_nhwc(call: LegalizeCall):
     acc = _accumulator(kb, out)
     at = kb.types[acc]
     kh, kw, wi, wo = w.dims
+    if g == 1 and kh == kw == 1 and st == [1, 1] and not any(pads) and wi is not None and wo is not None \
+            and out.dtype == "f32":
+        return _pointwise_nhwc(kb, x, out, wi, wo)
     if g == 1:
         r = kb._named(linalg.Conv2DNhwcHwcfOp, at, [xp, kb.ins[1]], [acc], strides=_i64x2(st), dilations=_i64x2(dl))
         return kb.finish([_to_out(kb, r, out)])
@@ -691,6 +695,26 @@ def _legalize_conv2d_nhwc(call: LegalizeCall):
                        ["parallel"] * 5 + ["reduction"] * 3, body)
     r = kb.collapse_shape(r5, [[0], [1], [2], [3, 4]], at)
     return kb.finish([_to_out(kb, r, out)])
+
+
+def _pointwise_nhwc(kb: KernelBuilder, x: KType, out: KType, c: int, o: int):
+    """A 1x1 stride-1 unpadded groups-1 NHWC conv is a matrix product: ``x`` viewed as the
+    (N*H*W, C) matrix it is in memory times the (C, O) weight, into the output viewed
+    (N*H*W, O): fill + ``linalg.matmul`` on ``tensor.reshape`` views (no copies), which
+    the cpu matmul schedule takes (M symbolic, K and N static; its fused epilogue by output
+    rows, as relax-conv-gemm's NCHW pointwise kernels: ``schedules/pointwise.py``)."""
+    def rows(t: KType, sizes: list):
+        static = None if any(d is None for d in t.dims[:3]) else t.dims[0] * t.dims[1] * t.dims[2]
+        m = kb.bin("arith.muli", kb.bin("arith.muli", sizes[0], sizes[1], "index"), sizes[2], "index")
+        return m, static
+
+    xm, xs = rows(x, kb.dims(kb.ins[0]))
+    ys = kb.dims(kb.outs[0])
+    ym, ysz = rows(out, ys)
+    a = kb.reshape(kb.ins[0], [xm, kb.index(c)], KType((xs, c), x.dtype))
+    b = kb.reshape(kb.ins[1], [kb.index(c), kb.index(o)], KType((c, o), x.dtype))
+    acc = kb.fill(0.0, kb.reshape(kb.outs[0], [ym, kb.index(o)], KType((ysz, o), out.dtype)))
+    return kb.finish([kb.reshape(kb.matmul(a, b, acc), ys, out)])
 
 
 def _legalize_pool_nhwc(call: LegalizeCall):

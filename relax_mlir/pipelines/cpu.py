@@ -151,10 +151,6 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
                       f"min-flops={int(dispatch_min_flops)}}}")
     if dispatch and "relax-dispatch-library" in PASSES:
         passes.append(f"relax-dispatch-library{{min-flops={int(dispatch_min_flops)} policy={policy}}}")
-    if layout and "relax-nhwc-pointwise-matmul" in PASSES:
-        # 1x1 stride-1 NHWC convs as (N*H*W, C) x (C, O) matmuls, after library dispatch (as
-        # relax-conv-gemm's kernels): the generated GEMM, no BLAS thread pool beside OpenMP's
-        passes.append("relax-nhwc-pointwise-matmul")
     if "relax-legalize" in PASSES:
         passes.append(_with_option("relax-legalize", "target", legalize_target))
     # weight-only bindings (folded BatchNorm, conv weight packing, transposes) into

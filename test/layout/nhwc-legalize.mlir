@@ -47,3 +47,20 @@ func.func @pool(%x: tensor<?x?x?x16xf32, #relax.shape<["n", "h", "w", 16]>>) -> 
   %0 = "relax.max_pool2d"(%x) {data_layout = "NHWC", pool_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<?x?x?x16xf32, #relax.shape<["n", "h", "w", 16]>>) -> tensor<?x?x?x16xf32, #relax.shape<["n", "(h - 1) // 2 + 1", "(w - 1) // 2 + 1", 16]>>
   return %0 : tensor<?x?x?x16xf32, #relax.shape<["n", "(h - 1) // 2 + 1", "(w - 1) // 2 + 1", 16]>>
 }
+
+// -----
+
+// A 1x1 stride-1 unpadded f32 conv: the (N*H*W, C) view of the input times the (C, O)
+// view of the weight, into the (N*H*W, O) view of the output (tensor.reshape: no copies).
+// CHECK-LABEL: func.func private @relax_conv2d_lnhwc_s1_1_p0_0_0_0_d1_1_f32_DxDxDx16_1x1x16x32(
+// CHECK-SAME: %[[X:.+]]: tensor<?x?x?x16xf32>, %[[W:.+]]: tensor<1x1x16x32xf32>, %[[O:.+]]: tensor<?x?x?x32xf32>)
+// CHECK: %[[A:.+]] = tensor.reshape %[[X]](%{{.+}}) : (tensor<?x?x?x16xf32>, tensor<2xindex>) -> tensor<?x16xf32>
+// CHECK: %[[B:.+]] = tensor.reshape %[[W]](%{{.+}}) : (tensor<1x1x16x32xf32>, tensor<2xindex>) -> tensor<16x32xf32>
+// CHECK: %[[C:.+]] = tensor.reshape %[[O]](%{{.+}}) : (tensor<?x?x?x32xf32>, tensor<2xindex>) -> tensor<?x32xf32>
+// CHECK: %[[F:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[C]] : tensor<?x32xf32>)
+// CHECK: %[[M:.+]] = linalg.matmul ins(%[[A]], %[[B]] : tensor<?x16xf32>, tensor<16x32xf32>) outs(%[[F]] : tensor<?x32xf32>)
+// CHECK: tensor.reshape %[[M]](%{{.+}}) : (tensor<?x32xf32>, tensor<4xindex>) -> tensor<?x?x?x32xf32>
+func.func @pointwise(%x: tensor<?x?x?x16xf32, #relax.shape<["n", "h", "w", 16]>>, %w: tensor<1x1x16x32xf32>) -> tensor<?x?x?x32xf32, #relax.shape<["n", "h", "w", 32]>> attributes {relax.function} {
+  %0 = "relax.conv2d"(%x, %w) {data_layout = "NHWC"} : (tensor<?x?x?x16xf32, #relax.shape<["n", "h", "w", 16]>>, tensor<1x1x16x32xf32>) -> tensor<?x?x?x32xf32, #relax.shape<["n", "h", "w", 32]>>
+  return %0 : tensor<?x?x?x32xf32, #relax.shape<["n", "h", "w", 32]>>
+}

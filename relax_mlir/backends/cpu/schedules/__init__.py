@@ -97,7 +97,10 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
         ops = ops[3:]   # relax-conv-gemm's GEMM: weight, im2col and output viewed as matrices
         if [o.name for o in ops[-2:]] == ["tensor.from_elements", "tensor.reshape"]:
             ops = ops[:-2]
-    pointwise = "conv1x1" in (_kernel_op(fn) or "")
+    # relax-conv-gemm's NCHW pointwise kernels, and the conv2d legalization's NHWC 1x1
+    # (reshapes of its operands, fill + matmul, the product reshaped back)
+    pointwise = "conv1x1" in (_kernel_op(fn) or "") or (
+        (_kernel_op(fn) or "").startswith("conv2d") and bool(ops) and ops[0].name in _OPERAND_RESHAPES)
     if pointwise:   # relax-conv-gemm's 1x1 conv: weight, input and output viewed as matrices
         at = next((i for i, o in enumerate(ops) if o.name == "linalg.fill"), None)
         if at is None:

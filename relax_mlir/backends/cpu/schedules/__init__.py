@@ -100,7 +100,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     # relax-conv-gemm's NCHW pointwise kernels, and the conv2d legalization's NHWC 1x1
     # (reshapes of its operands, fill + matmul, the product reshaped back)
     pointwise = "conv1x1" in (_kernel_op(fn) or "") or (
-        (_kernel_op(fn) or "").startswith("conv2d") and bool(ops) and ops[0].name in _OPERAND_RESHAPES)
+        "conv2d" in (_kernel_op(fn) or "") and bool(ops) and ops[0].name in _OPERAND_RESHAPES)
     if pointwise:   # relax-conv-gemm's 1x1 conv: weight, input and output viewed as matrices
         at = next((i for i, o in enumerate(ops) if o.name == "linalg.fill"), None)
         if at is None:

@@ -7,7 +7,7 @@ upstream ``linalg.conv_2d_nhwc_hwcf`` / ``linalg.depthwise_conv_2d_nhwc_hwc``, d
   input rows;
 * in a row, tiles of ``cols`` output columns x one vector of channels (``lanes``), the
   conv fused into the epilogue's tile (``structured.fuse``), the kernel rows and (groups 1)
-  the input channels tiled by 1 and 16 (loops);
+  the input channels tiled by 1 (loops), the accumulator tile hoisted out of them;
 * the tile's 2-D conv decomposed into a 1-D one (``structured.decompose``: oh and kh are 1)
   and vectorized by linalg's convolution vectorizer: per kernel column and output column,
   a channel vector of the input times the weights (depthwise: ``vector.fma`` of two
@@ -32,9 +32,10 @@ CONV_OPS = ("linalg.conv_2d_nhwc_hwcf", "linalg.depthwise_conv_2d_nhwc_hwc")
 COLUMNS = 8
 #: output-channel vectors per register tile of a groups-1 conv
 CHANNEL_VECTORS = 1
-#: input channels per reduction step of a groups-1 conv: 1 (one broadcast input column times
-#: the weight vector per step; steps of 16 ran 3x slower: the contraction over C lowered to
-#: outer products transposes the (columns, channels) input tile in registers)
+#: input channels per reduction step of a groups-1 conv: 1 (per step one input value per
+#: column broadcast times the weight vector; a longer step's contraction over C, lowered to
+#: outer products, transposes the (columns, channels) input tile in registers:
+#: bench/README.md, "Layouts")
 CHANNEL_STEP = 1
 
 

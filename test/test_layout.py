@@ -244,3 +244,16 @@ def test_convert_layout_transposes_at_the_ends():
     perms = re.findall(r'"relax.permute_dims"\(\S+\) \{axes = array<i64: ([0-9, ]+)>\}', str(m))
     assert sorted(p for p in perms if p != "2, 3, 1, 0") == ["0, 2, 3, 1", "0, 3, 1, 2"]
     assert perms.count("2, 3, 1, 0") == 7   # one per conv weight
+
+
+def test_pipeline_layout_option():
+    """relax-convert-layout runs only when asked (``layout=NHWC``), after the BatchNorm fold
+    and before relax-conv-gemm; ``NCHW`` and the default leave the pipeline as it was."""
+    from relax_mlir.pipelines.cpu import graph_stage
+    default = graph_stage()
+    assert not any(p.startswith("relax-convert-layout") for p in default)
+    assert graph_stage(layout="NCHW") == default
+    nhwc = graph_stage(layout="NHWC")
+    at = nhwc.index("relax-convert-layout{layout=NHWC}")
+    assert nhwc[:at] + nhwc[at + 1:] == default
+    assert nhwc.index("relax-fold-batch-norm") < at < min(i for i, p in enumerate(nhwc) if p.startswith("relax-conv-gemm"))

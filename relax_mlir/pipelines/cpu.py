@@ -53,7 +53,7 @@ CONV_DIRECT_DEFAULT = "auto"
 #: (``off``); docs/conv.md.
 CONV_POINTWISE_DEFAULT = "on"
 
-#: relax-convert-layout in the cpu pipeline: "" (off, the default: NCHW between layers) or
+#: relax-convert-layout in the cpu pipeline: "" or "NCHW" (off, the default: NCHW between layers) or
 #: "NHWC" (``cpu{layout=NHWC}``, ``options={"layout": "NHWC"}``): convs and pools run
 #: channels-last, transposes only at a chain's ends; measured slower on MobileNetV2 and
 #: ResNet-18 (docs/conv.md, "Layouts"), so off.
@@ -143,7 +143,7 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     # after shape inference (a dead op's run-time check is already its own relax.assert)
     passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
     layout = LAYOUT_DEFAULT if layout is None else layout
-    if layout and "relax-convert-layout" in PASSES:
+    if layout and layout != "NCHW" and "relax-convert-layout" in PASSES:   # (NCHW: as is)
         passes.append(f"relax-convert-layout{{layout={layout}}}")   # convs and pools channels-last
     if conv_gemm is not None and "relax-conv-gemm" in PASSES:
         pointwise = f" pointwise={CONV_POINTWISE_DEFAULT}" if conv_gemm != "blas" else ""

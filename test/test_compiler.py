@@ -52,7 +52,7 @@ def test_unknown_target():
 def test_unknown_option_lists_the_options():
     with pytest.raises(CompileError, match=re.escape(
             "target 'cpu': pass 'cpu' has no option 'fuse' (options: fusion, plan-memory, dispatch, "
-            "dispatch-min-flops, dispatch-policy, schedules)")):
+            "dispatch-min-flops, dispatch-policy, schedules, layout)")):
         relax_mlir.compile(SRC, options={"fuse": False})
     with pytest.raises(CompileError, match=r"^opt_level must be 0, 1, 2 or 3, got 7$"):
         relax_mlir.compile(SRC, options=CompileOptions(opt_level=7))

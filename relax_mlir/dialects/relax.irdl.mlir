@@ -88,7 +88,7 @@ irdl.dialect @relax {
     %2 = irdl.base "#builtin.type"
     irdl.attributes {"dtype" = %2}
   }
-  // 2-D average pooling (NCHW); the divisor counts the padding unless `count_include_pad` is false
+  // 2-D average pooling (NCHW, or NHWC by `data_layout`); the divisor counts the padding unless `count_include_pad` is false
   irdl.operation @avg_pool2d {
     %0 = irdl.base "!builtin.tensor"
     irdl.operands(x: %0)
@@ -100,6 +100,7 @@ irdl.dialect @relax {
     // optional attribute "padding": #builtin.dense_array (ints), default [0, 0]
     // optional attribute "ceil_mode": #builtin.integer (bool), default false
     // optional attribute "count_include_pad": #builtin.integer (bool), default true
+    // optional attribute "data_layout": #builtin.string (str), default 'NCHW'
   }
   // broadcast to `shape` with numpy rules
   irdl.operation @broadcast_to {
@@ -460,7 +461,7 @@ irdl.dialect @relax {
     irdl.results(result: %64)
     // optional attribute "axis": #builtin.integer (int), default 0
   }
-  // 2-D convolution, data NCHW, weight OIHW (I = C / groups), zero padding
+  // 2-D convolution, zero padding; data NCHW with weight OIHW (I = C / groups), or data_layout = "NHWC" with weight HWIO
   irdl.operation @conv2d {
     %0 = irdl.base "!builtin.tensor"
     %1 = irdl.base "!builtin.tensor"
@@ -471,6 +472,7 @@ irdl.dialect @relax {
     // optional attribute "padding": #builtin.dense_array (ints), default [0, 0]
     // optional attribute "dilation": #builtin.dense_array (ints), default [1, 1]
     // optional attribute "groups": #builtin.integer (int), default 1
+    // optional attribute "data_layout": #builtin.string (str), default 'NCHW'
   }
   // elementwise cosine
   irdl.operation @cos {
@@ -656,7 +658,7 @@ irdl.dialect @relax {
     // optional attribute "axes": #builtin.dense_array (ints), default none
     // optional attribute "keepdims": #builtin.integer (bool), default false
   }
-  // 2-D max pooling (NCHW); padding never wins (it acts as -inf)
+  // 2-D max pooling (NCHW, or NHWC by `data_layout`); padding never wins (it acts as -inf)
   irdl.operation @max_pool2d {
     %0 = irdl.base "!builtin.tensor"
     irdl.operands(x: %0)
@@ -668,6 +670,7 @@ irdl.dialect @relax {
     // optional attribute "padding": #builtin.dense_array (ints), default [0, 0]
     // optional attribute "dilation": #builtin.dense_array (ints), default [1, 1]
     // optional attribute "ceil_mode": #builtin.integer (bool), default false
+    // optional attribute "data_layout": #builtin.string (str), default 'NCHW'
   }
   // elementwise max(a, b), numpy broadcasting
   irdl.operation @maximum {

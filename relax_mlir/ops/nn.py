@@ -1,7 +1,9 @@
-"""Convolution and pooling (NCHW): conv2d, max_pool2d, avg_pool2d.
+"""Convolution and pooling: conv2d, max_pool2d, avg_pool2d.
 
 Layouts follow PyTorch (and TVM Relax's defaults): data NCHW, weight OIHW with
-``I = C / groups``. ``padding`` is 2 ints (top/bottom, left/right) or 4 ints (top, left,
+``I = C / groups``. ``data_layout = "NHWC"`` (docs/conv.md, "Layouts") takes channels-last
+data and, for conv2d, an HWIO weight (``(KH, KW, C / groups, O)``: upstream linalg's
+``conv_2d_nhwc_hwcf`` filter), as relax-convert-layout produces them. ``padding`` is 2 ints (top/bottom, left/right) or 4 ints (top, left,
 bottom, right). The spatial output size is the symbolic
 ``(h + pad_lo + pad_hi - dilation * (k - 1) - 1) // stride + 1`` (floor: PyTorch's
 ``ceil_mode=False``); the padded input must cover the dilated window, checked at run time
@@ -34,38 +36,59 @@ def window_out(call: InferCall, size: Dim, k: Dim, stride: int, lo: int, hi: int
     return (size + lo + hi - span) // stride + 1
 
 
-def _spatial(call: InferCall, x: TensorSig, kh: Dim, kw: Dim) -> list[Dim]:
+#: data_layout -> (channel axis, height axis, width axis)
+LAYOUTS = {"NCHW": (1, 2, 3), "NHWC": (3, 1, 2)}
+
+
+def _layout(call: InferCall) -> tuple[int, int, int]:
+    """The (channel, height, width) axes of the op's ``data_layout``; an error for others."""
+    lay = call["data_layout"]
+    if lay not in LAYOUTS:
+        raise call.error(f"`data_layout` must be one of {sorted(LAYOUTS)}, got '{lay}'")
+    return LAYOUTS[lay]
+
+
+def _spatial(call: InferCall, x: TensorSig, kh: Dim, kw: Dim, axes: tuple[int, int] = (2, 3)) -> list[Dim]:
     s = _pair(call, "strides")
     p = _pair(call, "padding", allow_four=True, minimum=0)
     d = _pair(call, "dilation") if call.opdef.attr("dilation") else [1, 1]
-    return [window_out(call, x.shape[2], kh, s[0], p[0], p[2], d[0], "height"),
-            window_out(call, x.shape[3], kw, s[1], p[1], p[3], d[1], "width")]
+    return [window_out(call, x.shape[axes[0]], kh, s[0], p[0], p[2], d[0], "height"),
+            window_out(call, x.shape[axes[1]], kw, s[1], p[1], p[3], d[1], "width")]
 
 
 @op("conv2d", operands=["x", "weight"],
     attrs=[Attr("strides", "ints", [1, 1]), Attr("padding", "ints", [0, 0]), Attr("dilation", "ints", [1, 1]),
-           Attr("groups", "int", 1)],
-    summary="2-D convolution, data NCHW, weight OIHW (I = C / groups), zero padding")
+           Attr("groups", "int", 1), Attr("data_layout", "str", "NCHW")],
+    summary="2-D convolution, zero padding; data NCHW with weight OIHW (I = C / groups), or "
+            "data_layout = \"NHWC\" with weight HWIO")
 def _conv2d(call: InferCall) -> TensorSig:
     x, w = tensor_input(call, 0), tensor_input(call, 1)
     dtype = same_dtype(call, [x, w])
     if not is_float(dtype):
         raise call.error(f"expects floating-point tensors, got {dtype}")
+    ca, ha, wa = _layout(call)
+    lay = call["data_layout"]
+    wlay = "OIHW" if lay == "NCHW" else "HWIO"
     if x.rank != 4 or w.rank != 4:
-        raise call.error(f"expects a rank-4 input (NCHW) and a rank-4 weight (OIHW), got ranks {x.rank} and {w.rank}")
+        raise call.error(f"expects a rank-4 input ({lay}) and a rank-4 weight ({wlay}), got ranks {x.rank} and {w.rank}")
     g = call["groups"]
     if g < 1:
         raise call.error(f"`groups` must be >= 1, got {g}")
-    call.require_equal(x.shape[1], w.shape[1] * g, "input channels vs weight dim 1 * groups")
+    # weight axes: (O, I, KH, KW) for OIHW, (KH, KW, I, O) for HWIO
+    wo, wi, wkh, wkw = (0, 1, 2, 3) if lay == "NCHW" else (3, 2, 0, 1)
+    call.require_equal(x.shape[ca], w.shape[wi] * g, f"input channels vs weight dim {wi} * groups")
     if g > 1:
-        call.require_equal(w.shape[0] % g, 0, f"output channels divisible by groups ({g})")
-    return TensorSig(Shape([x.shape[0], w.shape[0]] + _spatial(call, x, w.shape[2], w.shape[3])), dtype)
+        call.require_equal(w.shape[wo] % g, 0, f"output channels divisible by groups ({g})")
+    sp = _spatial(call, x, w.shape[wkh], w.shape[wkw], (ha, wa))
+    dims = [x.shape[0], w.shape[wo]] + sp if lay == "NCHW" else [x.shape[0]] + sp + [w.shape[wo]]
+    return TensorSig(Shape(dims), dtype)
 
 
 def _pool(call: InferCall) -> TensorSig:
     x = tensor_input(call, 0)
+    ca, ha, wa = _layout(call)
     if x.rank != 4:
-        raise call.error(f"expects a rank-4 input (NCHW), got rank {x.rank}")
+        raise call.error(f"expects a rank-4 input ({call['data_layout']}), got rank {x.rank}")
     if call.name == "relax.avg_pool2d" and not is_float(x.dtype):
         raise call.error(f"expects a floating-point tensor, got {x.dtype}")
     if not (is_float(x.dtype) or is_int(x.dtype)) or x.dtype == "i1":
@@ -76,21 +99,30 @@ def _pool(call: InferCall) -> TensorSig:
     p = _pair(call, "padding", allow_four=True, minimum=0)
     if any(2 * pi > k[i % 2] for i, pi in enumerate(p)):
         raise call.error(f"padding {list(call['padding'])} must be at most half the window {k}")
-    return TensorSig(Shape(list(x.shape[:2]) + _spatial(call, x, Dim.of(k[0]), Dim.of(k[1]))), x.dtype)
+    sp = _spatial(call, x, Dim.of(k[0]), Dim.of(k[1]), (ha, wa))
+    dims = list(x.shape[:2]) + sp if ca == 1 else [x.shape[0]] + sp + [x.shape[3]]
+    return TensorSig(Shape(dims), x.dtype)
 
 
 op("max_pool2d", operands=["x"],
    attrs=[Attr("pool_size", "ints"), Attr("strides", "ints", [1, 1]), Attr("padding", "ints", [0, 0]),
-          Attr("dilation", "ints", [1, 1]), Attr("ceil_mode", "bool", False)],
-   summary="2-D max pooling (NCHW); padding never wins (it acts as -inf)", family="nn")(_pool)
+          Attr("dilation", "ints", [1, 1]), Attr("ceil_mode", "bool", False), Attr("data_layout", "str", "NCHW")],
+   summary="2-D max pooling (NCHW, or NHWC by `data_layout`); padding never wins (it acts as -inf)",
+   family="nn")(_pool)
 op("avg_pool2d", operands=["x"],
    attrs=[Attr("pool_size", "ints"), Attr("strides", "ints", [1, 1]), Attr("padding", "ints", [0, 0]),
-          Attr("ceil_mode", "bool", False), Attr("count_include_pad", "bool", True)],
-   summary="2-D average pooling (NCHW); the divisor counts the padding unless `count_include_pad` is false",
+          Attr("ceil_mode", "bool", False), Attr("count_include_pad", "bool", True),
+          Attr("data_layout", "str", "NCHW")],
+   summary="2-D average pooling (NCHW, or NHWC by `data_layout`); the divisor counts the padding unless "
+           "`count_include_pad` is false",
    family="nn")(_pool)
 
 
 # -- legalization -------------------------------------------------------------------------
+
+import numpy as np  # noqa: E402
+from mlir import ir  # noqa: E402
+from mlir.dialects import linalg  # noqa: E402
 
 from .kernels import KType, KernelBuilder, LegalizeCall, attr_tag, compute_type, identity_map, lowest  # noqa: E402
 from .registry import legalization  # noqa: E402
@@ -257,6 +289,8 @@ def _legalize_conv2d(call: LegalizeCall):
     before this; what reaches here is scheduled by relax_mlir/schedules/conv.py. Other grouped
     convolutions expand the channel dims to (groups, C / groups) with tensor.expand_shape;
     half types accumulate in f32."""
+    if call["data_layout"] == "NHWC":
+        return _legalize_conv2d_nhwc(call)
     x, w = call.in_types
     out = call.out_types[0]
     pads, g = _pads(call), call["groups"]
@@ -339,6 +373,8 @@ def _legalize_pool(call: LegalizeCall):
     and no reduction loops: the kernel is a chain of elementwise ops over strided views.
     Max pads with the lowest value; avg pads with 0 and divides by the window size or,
     without ``count_include_pad``, by the number of unpadded elements in each window."""
+    if call["data_layout"] == "NHWC":
+        return _legalize_pool_nhwc(call)
     x, out = call.in_types[0], call.out_types[0]
     pads, k, s = _pads(call), list(call["pool_size"]), list(call["strides"])
     big = call.name == "max_pool2d"
@@ -573,3 +609,154 @@ def conv_pack_weight_kernel(w: TensorSig, block: int):
     (r,) = kb.generic([(src, [f"d0 * {block} + d1", "d2"])], [(dst, ["d0", "d2", "d1"])], ["parallel"] * 3,
                       lambda v, o_: [v])
     return kb.finish([kb.expand_shape(r, [[0], [1, 2, 3], [4]], pt, [o // block, c, kh, kw, block])])
+
+
+# -- channels-last (data_layout = "NHWC") ------------------------------------------------
+
+def _pad_copy_nhwc(kb: KernelBuilder, src: str, pads: list[int], value=0.0) -> str:
+    """:func:`_pad_copy` for NHWC data: the spatial dims are 1 and 2."""
+    if not any(pads):
+        return src
+    t: KType = kb.types[src]
+    sizes = kb.dims(src)
+    psizes = [sizes[0], kb.bin("arith.addi", sizes[1], kb.index(pads[0] + pads[2]), "index"),
+              kb.bin("arith.addi", sizes[2], kb.index(pads[1] + pads[3]), "index"), sizes[3]]
+    dims = list(t.dims)
+    for i, (lo, hi) in ((1, (pads[0], pads[2])), (2, (pads[1], pads[3]))):
+        dims[i] = None if dims[i] is None else dims[i] + lo + hi
+    full = kb.fill(value, kb.empty_dims(KType(tuple(dims), t.dtype), psizes))
+    where = ([0, pads[0], pads[1], 0], [d if d is not None else v for d, v in zip(t.dims, sizes)])
+    inner = kb.extract_slice(full, t, *where)
+    return kb.insert_slice(kb.copy(src, inner), full, *where)
+
+
+def _i64x2(v) -> ir.Attribute:
+    return ir.DenseElementsAttr.get(np.asarray(v, dtype=np.int64),
+                                    type=ir.RankedTensorType.get([2], ir.IntegerType.get_signless(64)))
+
+
+def _legalize_conv2d_nhwc(call: LegalizeCall):
+    """NHWC data, HWIO weight: zero padding (fill + copy), then upstream's
+    ``linalg.conv_2d_nhwc_hwcf`` (groups 1; HWIO is its HWCF filter) or
+    ``linalg.depthwise_conv_2d_nhwc_hwc`` (one channel per group: the (KH, KW, 1, C) weight
+    collapsed to (KH, KW, C)); other grouped convolutions one generic over the channels
+    expanded to (groups, C / groups); f32 1x1 stride-1 unpadded groups-1 convs a matmul
+    (:func:`_pointwise_nhwc`). Half types accumulate in f32. The cpu schedules:
+    ``conv_nhwc`` (``schedules/conv_nhwc.py``) and the matmul's."""
+    x, w = call.in_types
+    out = call.out_types[0]
+    pads, g, st, dl = _pads(call), call["groups"], list(call["strides"]), list(call["dilation"])
+    kb = call.builder(attr_tag(l="nhwc", s=st, p=pads, d=dl, g=g if g > 1 else None))
+    xp = _pad_copy_nhwc(kb, kb.ins[0], pads)
+    acc = _accumulator(kb, out)
+    at = kb.types[acc]
+    kh, kw, wi, wo = w.dims
+    if g == 1 and kh == kw == 1 and st == [1, 1] and not any(pads) and wi is not None and wo is not None \
+            and out.dtype == "f32":
+        return _pointwise_nhwc(kb, x, out, wi, wo)
+    if g == 1:
+        r = kb._named(linalg.Conv2DNhwcHwcfOp, at, [xp, kb.ins[1]], [acc], strides=_i64x2(st), dilations=_i64x2(dl))
+        return kb.finish([_to_out(kb, r, out)])
+    if wi == 1 and wo == g:   # depthwise
+        w3 = kb.collapse_shape(kb.ins[1], [[0], [1], [2, 3]], KType((kh, kw, wo), w.dtype))
+        r = kb._named(linalg.DepthwiseConv2DNhwcHwcOp, at, [xp, w3], [acc], strides=_i64x2(st),
+                      dilations=_i64x2(dl))
+        return kb.finish([_to_out(kb, r, out)])
+
+    def split(v: str, i: int, sizes: list) -> str:
+        """Dim ``i`` of ``v`` (whose sizes are ``sizes``) expanded to (g, dim / g)."""
+        t: KType = kb.types[v]
+        d = t.dims[i]
+        per = kb.bin("arith.divui", sizes[i], kb.index(g), "index") if d is None else kb.index(d // g)
+        dims = list(t.dims[:i]) + [g, None if d is None else d // g] + list(t.dims[i + 1:])
+        assoc = [[j] for j in range(i)] + [[i, i + 1]] + [[j + 1] for j in range(i + 1, t.rank)]
+        return kb.expand_shape(v, assoc, KType(tuple(dims), t.dtype), sizes[:i] + [kb.index(g), per] + sizes[i + 1:])
+
+    xs = kb.dims(kb.ins[0])
+    xs = [xs[0], kb.bin("arith.addi", xs[1], kb.index(pads[0] + pads[2]), "index"),
+          kb.bin("arith.addi", xs[2], kb.index(pads[1] + pads[3]), "index"), xs[3]]
+    xe, we, ae = split(xp, 3, xs), split(kb.ins[1], 3, kb.dims(kb.ins[1])), split(acc, 3, kb.dims(kb.outs[0]))
+    ct = at.dtype
+    # loops (n, oh, ow, g, o | c, kh, kw)
+    xmap = ["d0", f"d1 * {st[0]} + d6 * {dl[0]}", f"d2 * {st[1]} + d7 * {dl[1]}", "d3", "d5"]
+
+    def body(xv, wv, o):
+        return [kb.bin("arith.addf", o, kb.bin("arith.mulf", kb.cast(xv, ct), kb.cast(wv, ct)))]
+
+    (r5,) = kb.generic([(xe, xmap), (we, ["d6", "d7", "d5", "d3", "d4"])], [(ae, ["d0", "d1", "d2", "d3", "d4"])],
+                       ["parallel"] * 5 + ["reduction"] * 3, body)
+    r = kb.collapse_shape(r5, [[0], [1], [2], [3, 4]], at)
+    return kb.finish([_to_out(kb, r, out)])
+
+
+def _pointwise_nhwc(kb: KernelBuilder, x: KType, out: KType, c: int, o: int):
+    """A 1x1 stride-1 unpadded groups-1 NHWC conv is a matrix product: ``x`` viewed as the
+    (N*H*W, C) matrix it is in memory times the (C, O) weight, into the output viewed
+    (N*H*W, O): fill + ``linalg.matmul`` on ``tensor.reshape`` views (no copies), which
+    the cpu matmul schedule takes (M symbolic, K and N static; its fused epilogue by output
+    rows, as relax-conv-gemm's NCHW pointwise kernels: ``schedules/pointwise.py``)."""
+    def rows(t: KType, sizes: list):
+        static = None if any(d is None for d in t.dims[:3]) else t.dims[0] * t.dims[1] * t.dims[2]
+        m = kb.bin("arith.muli", kb.bin("arith.muli", sizes[0], sizes[1], "index"), sizes[2], "index")
+        return m, static
+
+    xm, xs = rows(x, kb.dims(kb.ins[0]))
+    ys = kb.dims(kb.outs[0])
+    ym, ysz = rows(out, ys)
+    a = kb.reshape(kb.ins[0], [xm, kb.index(c)], KType((xs, c), x.dtype))
+    b = kb.reshape(kb.ins[1], [kb.index(c), kb.index(o)], KType((c, o), x.dtype))
+    acc = kb.fill(0.0, kb.reshape(kb.outs[0], [ym, kb.index(o)], KType((ysz, o), out.dtype)))
+    return kb.finish([kb.reshape(kb.matmul(a, b, acc), ys, out)])
+
+
+def _legalize_pool_nhwc(call: LegalizeCall):
+    """NHWC pooling: the padded input (fill + copy; the lowest value for max, 0 for avg),
+    then one generic over (n, oh, ow, c | kh, kw) (a ``tensor.empty`` of the window's shape
+    gives the window loops their extent, as linalg's pooling ops do); avg divides by the
+    window size or, without ``count_include_pad``, by the unpadded elements of each window."""
+    x, out = call.in_types[0], call.out_types[0]
+    pads, k, s = _pads(call), list(call["pool_size"]), list(call["strides"])
+    big = call.name == "max_pool2d"
+    d = list(call["dilation"]) if big else [1, 1]
+    cip = None if big else call["count_include_pad"]
+    kb = call.builder(attr_tag(l="nhwc", k=k, s=s, p=pads, d=d if big else None, cip=cip))
+    xp = _pad_copy_nhwc(kb, kb.ins[0], pads, lowest(x.dtype) if big else 0.0)
+    ct = x.dtype if big else compute_type(x.dtype)
+    osz = kb.dims(kb.outs[0])
+    dest = kb.outs[0] if ct == out.dtype else kb.empty_dims(out.with_dtype(ct), osz)
+    acc = kb.fill(lowest(x.dtype) if big else 0.0, dest)
+    window = kb.empty_dims(KType((k[0], k[1]), x.dtype), [k[0], k[1]])
+    if not big:
+        opname = "arith.addf"
+    elif is_float(x.dtype):
+        opname = "arith.maximumf"
+    else:
+        opname = "arith.maxui" if x.dtype.startswith("ui") else "arith.maxsi"
+    xmap = ["d0", f"d1 * {s[0]} + d4 * {d[0]}", f"d2 * {s[1]} + d5 * {d[1]}", "d3"]
+    (r,) = kb.generic([(xp, xmap), (window, ["d4", "d5"])], [(acc, ["d0", "d1", "d2", "d3"])],
+                      ["parallel"] * 4 + ["reduction"] * 2,
+                      lambda v, _w, o: [kb.bin(opname, o, v if big else kb.cast(v, ct))])
+    if big:
+        return kb.finish([r])
+    full = identity_map(4)
+    if cip:
+        n = kb.const(float(k[0] * k[1]), ct)
+        (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4,
+                          lambda v, o: [kb.cast(kb.bin("arith.divf", v, n), out.dtype)])
+        return kb.finish([r])
+    sizes = [kb.dim(kb.ins[0], 1), kb.dim(kb.ins[0], 2)]
+
+    def count(i: int) -> str:
+        """Input elements of the window at this output position along spatial dim ``i``."""
+        start = kb.bin("arith.subi", kb.bin("arith.muli", kb.linalg_index(1 + i), kb.index(s[i]), "index"),
+                       kb.index(pads[i]), "index")
+        end = kb.bin("arith.minsi", kb.bin("arith.addi", start, kb.index(k[i]), "index"), sizes[i], "index")
+        start = kb.bin("arith.maxsi", start, kb.index(0), "index")
+        return kb.bin("arith.subi", end, start, "index")
+
+    def body(v, o):
+        n = kb.cast(kb.bin("arith.muli", count(0), count(1), "index"), ct)
+        return [kb.cast(kb.bin("arith.divf", v, n), out.dtype)]
+
+    (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4, body)
+    return kb.finish([r])

@@ -66,11 +66,11 @@ SHAPE_RULES: dict[str, str] = {
     "state_write": "no result; `value` is (rows, *the state's row shape) of the state's dtype; 0 <= offset",
     "conv2d": "(N, O, OH, OW) with OH = (H + pad_top + pad_bottom - dilation * (KH - 1) - 1) // stride + 1 "
               "(OW likewise); C == I * groups; the padded input must cover the dilated kernel (run-time check "
-              "when unproven); the operands' dtype",
+              "when unproven); the operands' dtype; (N, OH, OW, O) with `data_layout = \"NHWC\"` (weight HWIO)",
     "max_pool2d": "(N, C, OH, OW) with OH = (H + pad_top + pad_bottom - dilation * (KH - 1) - 1) // stride + 1 "
-                  "(OW likewise); the input dtype",
+                  "(OW likewise); the input dtype; (N, OH, OW, C) with `data_layout = \"NHWC\"`",
     "avg_pool2d": "(N, C, OH, OW) with OH = (H + pad_top + pad_bottom - KH) // stride + 1 (OW likewise); "
-                  "the input dtype",
+                  "the input dtype; (N, OH, OW, C) with `data_layout = \"NHWC\"`",
     "sort": _UNARY,
     "argsort": "the operand's shape; dtype `dtype` (i64 or i32)",
     "topk": "two results, values and indices: the input shape with the `axis` dim replaced by `k` "

@@ -53,6 +53,12 @@ CONV_DIRECT_DEFAULT = "auto"
 #: (``off``); docs/conv.md.
 CONV_POINTWISE_DEFAULT = "on"
 
+#: relax-convert-layout in the cpu pipeline: "" or "NCHW" (off, the default: NCHW between layers) or
+#: "NHWC" (``cpu{layout=NHWC}``, ``options={"layout": "NHWC"}``): convs and pools run
+#: channels-last, transposes only at a chain's ends; measured slower on MobileNetV2 and
+#: ResNet-18 (docs/conv.md, "Layouts"), so off.
+LAYOUT_DEFAULT = ""
+
 #: relax-dispatch-library's policy in the cpu pipeline: ``measured`` (the calibration table of
 #: this CPU model and thread count decides BLAS or generated code per M range, split at run
 #: time where both win; no table for this machine: the min-flops rule, and the module says
@@ -73,10 +79,11 @@ def dispatch_policy(policy: Optional[str], schedules: Optional[bool]) -> str:
 def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
                 dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
                 legalize_target: Optional[str] = None, host_target: Optional[str] = None,
-                policy: Optional[str] = None, schedules: Optional[bool] = None) -> list[str]:
+                policy: Optional[str] = None, schedules: Optional[bool] = None,
+                layout: Optional[str] = None) -> list[str]:
     """The graph passes, ending with relax-lower-host and its tail (see :func:`stages` for them split)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
-                                  dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules))
+                                  dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules), layout)
     return graph + host + _host_tail()
 
 
@@ -90,13 +97,14 @@ def _host_tail() -> list[str]:
 def stages(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
            dispatch: Optional[bool] = None, dispatch_min_flops: Optional[int] = None,
            legalize_target: Optional[str] = None, host_target: Optional[str] = None,
-           schedules: Optional[bool] = None, policy: Optional[str] = None) -> list[tuple[str, list[str]]]:
+           schedules: Optional[bool] = None, policy: Optional[str] = None,
+           layout: Optional[str] = None) -> list[tuple[str, list[str]]]:
     """The named stages of the cpu pipeline, as the compile driver runs them (and dumps the IR
     after each): ``graph`` (relax to relax: shapes, dispatch, legalize, fusion, planning),
     ``host`` (relax-lower-host, then relax-epilogue-in-place), ``codegen`` (relax-apply-schedules, then upstream MLIR to
     the LLVM dialect)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
-                                  dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules))
+                                  dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules), layout)
     return [("graph", graph), ("host", host + _host_tail()), ("codegen", llvm_stage(schedules))]
 
 
@@ -120,7 +128,7 @@ def conv_gemm(dispatch: Optional[bool], schedules: Optional[bool]) -> Optional[s
 
 
 def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
-                    policy: str = "flops", conv_gemm: Optional[str] = None):
+                    policy: str = "flops", conv_gemm: Optional[str] = None, layout: Optional[str] = None):
     if fusion is None:
         fusion = FUSION_DEFAULT
     if plan_memory is None:
@@ -134,6 +142,9 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     passes += [p for p in ("relax-fold-batch-norm",) if p in PASSES]
     # after shape inference (a dead op's run-time check is already its own relax.assert)
     passes += [p for p in ("relax-cse", "relax-dce") if p in PASSES]
+    layout = LAYOUT_DEFAULT if layout is None else layout
+    if layout and layout != "NCHW" and "relax-convert-layout" in PASSES:   # (NCHW: as is)
+        passes.append(f"relax-convert-layout{{layout={layout}}}")   # convs and pools channels-last
     if conv_gemm is not None and "relax-conv-gemm" in PASSES:
         pointwise = f" pointwise={CONV_POINTWISE_DEFAULT}" if conv_gemm != "blas" else ""
         passes.append(f"relax-conv-gemm{{gemm={conv_gemm} direct={CONV_DIRECT_DEFAULT}{pointwise} "
@@ -233,8 +244,11 @@ def to_llvm(memref_pass: str = "finalize-memref-to-llvm", before_casts: tuple = 
                                    "of this machine, the default with schedules) or flops (the min-flops "
                                    "rule); default: $RELAX_MLIR_DISPATCH_POLICY, else measured"),
                             Option("schedules", bool, SCHEDULES_DEFAULT,
-                                   "tile and vectorize kernels (relax-apply-schedules)")])
+                                   "tile and vectorize kernels (relax-apply-schedules)"),
+                            Option("layout", str, LAYOUT_DEFAULT,
+                                   "relax-convert-layout{layout=...}: NHWC runs convs and pools channels-last "
+                                   "(default: off, NCHW)")])
 def cpu(opts) -> str:
     return ", ".join(graph_stage(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops,
-                                 policy=opts.dispatch_policy, schedules=opts.schedules)
+                                 policy=opts.dispatch_policy, schedules=opts.schedules, layout=opts.layout)
                      + llvm_stage(opts.schedules))

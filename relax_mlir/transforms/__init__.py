@@ -1,6 +1,6 @@
 """Relax passes, one per file, each registered under its pipeline name."""
 
-from . import (annotate_kernel_kinds, cse, dce,  # noqa: F401
+from . import (annotate_kernel_kinds, convert_layout, cse, dce,  # noqa: F401
                fold_batch_norm, fuse_kernels, lift_params, fuse_ops, infer_shapes, expand_math, host_optnone,
                internalize, kernel_fastmath, kernel_noalias, legalize, lower_host,
                packed_entries, plan_memory, strip_attributes, verify,

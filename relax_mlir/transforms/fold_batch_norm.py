@@ -108,6 +108,8 @@ def fold_function(f: ir.Operation) -> int:
     for conv in body_ops(f):
         if conv.name != "relax.conv2d":
             continue
+        if "data_layout" in conv.attributes and ir.StringAttr(conv.attributes["data_layout"]).value != "NCHW":
+            continue   # the per-channel (C, 1, 1) scale and shift are NCHW's
         ysig = read_tensor_type(conv.results[0].type)
         if not ysig.shape[1].is_static:
             continue

@@ -15,7 +15,8 @@ from .. import Backend, Stage, register_backend
 def _stages(opts, backend: Backend) -> list[Stage]:
     from ...pipelines.cpu import stages
     return stages(opts.fusion, opts.plan_memory, opts.dispatch, opts.dispatch_min_flops,
-                  backend.legalize_target, backend.host_hooks, opts.schedules, opts.dispatch_policy)
+                  backend.legalize_target, backend.host_hooks, opts.schedules, opts.dispatch_policy,
+                  getattr(opts, "layout", None))
 
 
 def _make_target(popts, options):

@@ -190,6 +190,8 @@ def rewrite_conv(conv: ir.Operation, table: KernelTable, bounds: dict[str, int],
         out = read_tensor_type(conv.results[0].type)
     except (RelaxError, ValueError):
         return False
+    if attrs["data_layout"] != "NCHW":   # every route here is NCHW / OIHW
+        return False
     if attrs["groups"] != 1 or not (x.dtype == w.dtype == out.dtype == "f32"):
         return False
     if not all(d.is_static for d in w.shape) or not x.shape[1].is_static or out.shape.has_unknown \

@@ -44,6 +44,7 @@ from .contraction import contraction_schedule, vector_dim
 from .depthwise import depthwise_schedule
 from .conv import (blockable_epilogue, conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile,
                    drop_pad_guards, im2col_schedule, merge_copy_into_epilogue, permute_rows_schedule)
+from .conv_nhwc import CONV_OPS as CONV_NHWC_OPS, conv_nhwc_schedule
 from .elementwise import elementwise_schedule
 from .pointwise import pointwise_epilogue_schedule
 from .pool import pool_schedule
@@ -96,7 +97,10 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
         ops = ops[3:]   # relax-conv-gemm's GEMM: weight, im2col and output viewed as matrices
         if [o.name for o in ops[-2:]] == ["tensor.from_elements", "tensor.reshape"]:
             ops = ops[:-2]
-    pointwise = "conv1x1" in (_kernel_op(fn) or "")
+    # relax-conv-gemm's NCHW pointwise kernels, and the conv2d legalization's NHWC 1x1
+    # (reshapes of its operands, fill + matmul, the product reshaped back)
+    pointwise = "conv1x1" in (_kernel_op(fn) or "") or (
+        "conv2d" in (_kernel_op(fn) or "") and bool(ops) and ops[0].name in _OPERAND_RESHAPES)
     if pointwise:   # relax-conv-gemm's 1x1 conv: weight, input and output viewed as matrices
         at = next((i for i, o in enumerate(ops) if o.name == "linalg.fill"), None)
         if at is None:
@@ -354,6 +358,34 @@ def _input_width(pre: list[ir.Operation]):
     return None if ir.ShapedType.is_dynamic_size(w) else w
 
 
+def _select_conv_nhwc(ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
+    """A channels-last conv kernel (f32): the padded input (fill + copy into the interior),
+    the accumulator's fill, ``linalg.conv_2d_nhwc_hwcf`` or ``depthwise_conv_2d_nhwc_hwc``
+    with static channels that fill whole vectors, then all-parallel generics of its output's
+    shape (a fused epilogue; other operands' reshapes aside): :mod:`.conv_nhwc`."""
+    names = [o.name for o in ops]
+    at = [i for i, n in enumerate(names) if n in CONV_NHWC_OPS]
+    # (a depthwise weight's collapse to (KH, KW, C) may follow the accumulator's fill)
+    if len(at) != 1 or "linalg.fill" not in names[:at[0]] \
+            or not set(names[:at[0]]) <= _PADDING | {"tensor.collapse_shape"}:
+        return None
+    conv = ops[at[0]]
+    if not _f32_tensors(conv):
+        return None
+    shape = _output_shape(conv)
+    cin = _static(ir.RankedTensorType(conv.operands[0].type).shape[3])
+    if len(shape) != 4 or shape[3] is None or shape[3] % target.lanes or cin is None:
+        return None
+    tail = ops[at[0] + 1:]
+    epi = [o for o in tail if o.name not in _OPERAND_RESHAPES]
+    if any(o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
+           or set(_iterators(o)) != {"parallel"} for o in epi):
+        return None
+    depthwise = conv.name == "linalg.depthwise_conv_2d_nhwc_hwc"
+    padded = "linalg.copy" in names[:at[0]]
+    return Schedule("conv_nhwc", conv_nhwc_schedule(depthwise, len(epi), padded, shape[2], target.lanes, cin))
+
+
 def _permute_rows_parts(ops: list[ir.Operation]) -> Optional[tuple[int, int, int]]:
     """``(rank, parameter generics, epilogue generics)`` of a conv GEMM's epilogue kernel, or
     None: ``linalg.transpose`` ops that keep the last dim (rank >= 2; the first op; a block
@@ -586,7 +618,7 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
         sched = _select_matmul(fn, ops, target, config, threaded)
         if sched is not None or config is not None:
             return sched
-        return _select_conv(ops) or _select_contraction(ops)
+        return _select_conv_nhwc(ops, target) or _select_conv(ops) or _select_contraction(ops)
     if kind == "injective" and _select_conv_pack(fn, ops, target) is not None:
         return _select_conv_pack(fn, ops, target)
     if kind == "injective" and _select_pool(fn, ops) is not None:

@@ -44,7 +44,7 @@ from .contraction import contraction_schedule, vector_dim
 from .depthwise import depthwise_schedule
 from .conv import (blockable_epilogue, conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile,
                    drop_pad_guards, im2col_schedule, merge_copy_into_epilogue, permute_rows_schedule)
-from .elementwise import elementwise_schedule
+from .elementwise import collapse_group, collapse_inner_dims, collapsed_shape, elementwise_schedule
 from .pointwise import pointwise_epilogue_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
@@ -123,7 +123,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     # a fused group: elementwise ops on the product (bias, activation; relax-epilogue-in-place
     # makes the first one run in place on it, the product computed in the output)
     epilogue = ops[2:]
-    if epilogue and _select_elementwise(epilogue) is None:
+    if epilogue and _select_elementwise(epilogue, collapse=False) is None:
         return None
     a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])
     if not all(isinstance(t.element_type, ir.F32Type) for t in (a, b)):
@@ -161,7 +161,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     elif not epilogue:
         return Schedule(kind, body, prepare, prefetch, finish)
     else:
-        tail = _select_elementwise(epilogue).body
+        tail = _select_elementwise(epilogue, collapse=False).body
     if finish is not None:  # the epilogue's script after the matmul's last stage
 
         def finish_fused(fn: ir.Operation) -> None:
@@ -476,8 +476,11 @@ def _output_shape(op: ir.Operation) -> list[Optional[int]]:
 
 
 def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
-                        config: Optional[dict] = None) -> Optional[Schedule]:
-    """A chain of all-parallel generics on f32 (identity output maps)."""
+                        config: Optional[dict] = None, collapse: bool = True) -> Optional[Schedule]:
+    """A chain of all-parallel generics on f32 (identity output maps). ``collapse``: small
+    static inner dims are merged first (:func:`.elementwise.collapse_group`), so (O, C, 3, 3)
+    times a per-O scale runs as (O, C*9) (not for a matmul's epilogue: its script is the
+    matmul's)."""
     if not ops or any(o.name != "linalg.generic" or not _f32_tensors(o) for o in ops):
         return None
     if any(set(_iterators(o)) != {"parallel"} for o in ops):
@@ -485,6 +488,17 @@ def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
     shape = _output_shape(ops[-1])
     if not shape or any(_output_shape(o) != shape for o in ops):
         return None
+    group = collapse_group(ops) if collapse else None
+    prepare = None
+    if group is not None:
+        shape = collapsed_shape(shape, group)
+        n_ops = len(ops)
+
+        def prepare(fn: ir.Operation) -> None:
+            gens = [o for o in payload_ops(fn) if o.name == "linalg.generic"]
+            if len(gens) != n_ops:
+                raise ValueError("elementwise: the kernel's copy has another number of generics")
+            collapse_inner_dims([(g, group) for g in gens])
     if shape[-1] is not None and shape[-1] < 16:
         return None  # too narrow to vectorize along; LLVM's loop vectorizer does better
     width = None
@@ -492,7 +506,7 @@ def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
         from ....tuning.space import elementwise_space
         elementwise_space(target or host_simd()).check(config, inner=shape[-1])
         width = config["width"]
-    return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops), width))
+    return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops), width), prepare)
 
 
 def _select_rows(ops: list[ir.Operation], target: Optional[Simd] = None,

@@ -14,8 +14,10 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
+from mlir.dialects import arith, tensor
 from mlir.dialects.transform import loop, structured
 
+from ....transforms.graph import indexing_maps
 from .common import any_op, cleanup, lower_vectors, match
 
 WIDTH = 64  # 4 zmm (AVX-512), 8 ymm (AVX2) or 16 xmm / NEON registers per operand
@@ -78,3 +80,175 @@ def _last(fn: ir.Value, name: str, n: int) -> ir.Value:
     if n == 1:
         return ops
     return transform.SplitHandleOp([any_op()] * n, ops).results[n - 1]
+
+
+# -- merging small inner dims ----------------------------------------------------------------------
+
+#: Trailing static loops are merged into the innermost one while it is narrower than this (a
+#: 3x3 or 1x1 conv window, 7x7 pixels): the vector loop then runs over C*KH*KW elements, not 3.
+COLLAPSE_BELOW = 256
+
+Group = tuple[int, int]   # (first loop, number of loops) merged into one
+
+
+def _mergeable(maps: list[ir.AffineMap], a: int) -> bool:
+    """Loops ``a`` and ``a + 1`` can be one loop in every map: each map reads neither or
+    both, ``a`` right before ``a + 1`` (the operand's two dims are then one contiguous dim)."""
+    for m in maps:
+        pos = {e.position: j for j, e in enumerate(m.results) if isinstance(e, ir.AffineDimExpr)}
+        if (a in pos) != (a + 1 in pos) or (a in pos and pos[a + 1] != pos[a] + 1):
+            return False
+    return True
+
+
+def _collapsible_maps(op: ir.Operation) -> Optional[list[ir.AffineMap]]:
+    """The maps of an all-parallel generic whose map results are loop dims or the constant 0
+    (elementwise, broadcast), with identity output maps and no ``linalg.index``; else None."""
+    if op.name != "linalg.generic" or any("parallel" not in str(t) for t in op.opview.iterator_types):
+        return None
+    maps = indexing_maps(op)
+    n = len(op.opview.iterator_types)
+    if any(not (isinstance(e, ir.AffineDimExpr) or isinstance(e, ir.AffineConstantExpr) and e.value == 0)
+           for m in maps for e in m.results):
+        return None
+    if any(m != ir.AffineMap.get_identity(n) for m in maps[len(op.opview.inputs):]):
+        return None
+    if any(o.operation.name == "linalg.index" for o in op.regions[0].blocks[0].operations):
+        return None
+    return maps
+
+
+def collapse_group(ops: list[ir.Operation]) -> Optional[Group]:
+    """The trailing loops :func:`collapse_inner_dims` merges into one in every generic of
+    ``ops`` (one loop nest: the same output shape), or None: a symbolic innermost extent, one
+    of at least :data:`COLLAPSE_BELOW`, or nothing to merge. Only static extents merge, and
+    never into loop 0 (the rows' loop, shared by the threads)."""
+    all_maps = [_collapsible_maps(op) for op in ops]
+    if not ops or any(m is None for m in all_maps):
+        return None
+    shape = list(ir.RankedTensorType(ops[-1].results[0].type).shape)
+    if any(list(ir.RankedTensorType(r.type).shape) != shape for o in ops for r in o.results):
+        return None
+    n = len(shape)
+    first, extent = n - 1, shape[-1] if shape else 0
+    while first > 1 and not ir.ShapedType.is_dynamic_size(extent) and extent < COLLAPSE_BELOW \
+            and not ir.ShapedType.is_dynamic_size(shape[first - 1]) \
+            and all(_mergeable(maps, first - 1) for maps in all_maps):
+        first -= 1
+        extent *= shape[first]
+    return (first, n - first) if n - first > 1 else None
+
+
+def collapsed_shape(shape: list, group: Optional[Group]) -> list:
+    """``shape`` (None or dynamic: a symbolic dim) with the dims of ``group`` merged."""
+    if group is None:
+        return list(shape)
+    first, count = group
+    dims = shape[first:first + count]
+    merged = 1
+    for d in dims:
+        if d is None or ir.ShapedType.is_dynamic_size(d):
+            merged = d
+            break
+        merged *= d
+    return list(shape[:first]) + [merged] + list(shape[first + count:])
+
+
+def _prod(xs: list[int]) -> int:
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
+
+
+def _groups(rank: int, first: int, count: int) -> list[list[int]]:
+    return [[j] for j in range(first)] + [list(range(first, first + count))] + \
+           [[j] for j in range(first + count, rank)]
+
+
+def collapse_inner_dims(ops_groups: list[tuple[ir.Operation, Group]]) -> None:
+    """Rewrite each generic (with its loops of ``group``, from :func:`collapse_group`) in place
+    with those loops merged into one: operands reading them are viewed with
+    ``tensor.collapse_shape`` (a broadcast operand that reads none of them, e.g. a
+    per-channel scale ``(d0, 0, 0, 0)``, stays as it is; an empty init becomes a smaller
+    ``tensor.empty``), results are viewed back with ``tensor.expand_shape`` for their other
+    users. A generic of the list that reads another's result with the same group reads the
+    merged result directly, so a fused chain stays one chain of one loop nest."""
+    merged: dict = {}   # expand_shape result -> (merged result, group)
+    backs = []
+    for op, (first, count) in ops_groups:
+        n_loops = len(op.opview.iterator_types)
+        n_in = len(op.opview.inputs)
+
+        def renumber(e):
+            if not isinstance(e, ir.AffineDimExpr) or e.position < first:
+                return e
+            return ir.AffineDimExpr.get(first if e.position < first + count else e.position - count + 1)
+
+        new_maps = []
+        with ir.InsertionPoint(op), op.location:
+            for k, (v, m) in enumerate(zip(list(op.operands), indexing_maps(op))):
+                res, t = list(m.results), ir.RankedTensorType(v.type)
+                at = next((j for j, e in enumerate(res) if isinstance(e, ir.AffineDimExpr) and e.position == first),
+                          None)
+                # the operand's dims: the merged loops' dims one group, a unit dim read at the
+                # constant 0 (a broadcast) joined to its neighbour (the vectorizer takes no 0)
+                groups, exprs, held = [], [], []
+                for j, e in enumerate(res):
+                    if at is not None and at < j < at + count:
+                        groups[-1].append(j)
+                    elif isinstance(e, ir.AffineConstantExpr) and t.shape[j] == 1:
+                        (groups[-1] if groups else held).append(j)
+                    else:
+                        groups.append(held + [j])
+                        exprs.append(renumber(e))
+                        held = []
+                if held and groups:
+                    groups[-1] += held
+                new_maps.append(ir.AffineMap.get(n_loops - count + 1, 0, exprs))
+                if len(groups) == len(res) and not held:
+                    continue
+                shape = []
+                for g in groups:
+                    sizes = [t.shape[j] for j in g]
+                    dyn = any(ir.ShapedType.is_dynamic_size(d) for d in sizes)
+                    shape.append(ir.ShapedType.get_dynamic_size() if dyn else _prod(sizes))
+                if v in merged and merged[v][1] == (first, count) and m == ir.AffineMap.get_identity(n_loops):
+                    nv = merged[v][0]
+                elif (isinstance(v, ir.OpResult) and v.owner.name == "tensor.empty"
+                      and not any(ir.ShapedType.is_dynamic_size(d) for d in shape)):
+                    nv = tensor.EmptyOp(shape, t.element_type).result
+                else:
+                    nv = tensor.CollapseShapeOp(ir.RankedTensorType.get(shape, t.element_type), v,
+                                                _reassociation(groups)).result
+                op.operands[k] = nv
+        op.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps])
+        its = list(op.opview.iterator_types)
+        op.attributes["iterator_types"] = ir.ArrayAttr.get(its[:first + 1] + its[first + count:])
+        groups = _groups(n_loops, first, count)
+        for r, out in zip(op.results, list(op.operands)[n_in:]):
+            old = ir.RankedTensorType(r.type)
+            r.set_type(out.type)
+            if not list(r.uses):
+                continue
+            with ir.InsertionPoint.after(op), op.location:
+                dyn = [tensor.DimOp(r, arith.ConstantOp(ir.IndexType.get(), j)).result
+                       for j, g in enumerate(groups) if len(g) == 1 and old.is_dynamic_dim(g[0])]
+                back = tensor.ExpandShapeOp(old, r, _reassociation(groups), dyn, list(old.shape))
+            r.replace_all_uses_except(back.result, [back.operation] + [d.owner.operation for d in dyn])
+            merged[back.result] = (r, (first, count))
+            backs.append(back.operation)
+    for back in backs:   # views no user is left for (a merged chain reads the merged results)
+        if not list(back.results[0].uses):
+            dims = [d.owner for d in list(back.operands)[1:]]
+            back.erase()
+            for d in dims:
+                c = d.operands[1].owner
+                d.erase()
+                if not list(c.results[0].uses):
+                    c.erase()

@@ -44,7 +44,8 @@ from .contraction import contraction_schedule, vector_dim
 from .depthwise import depthwise_schedule
 from .conv import (blockable_epilogue, conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile,
                    drop_pad_guards, im2col_schedule, merge_copy_into_epilogue, permute_rows_schedule)
-from .elementwise import collapse_group, collapse_inner_dims, collapsed_shape, elementwise_schedule
+from .elementwise import (collapse_group, collapse_inner_dims, collapsed_shape, each_schedule,
+                          elementwise_schedule, plan_op, prepare_each)
 from .pointwise import pointwise_epilogue_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
@@ -509,6 +510,22 @@ def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
     return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops), width), prepare)
 
 
+def _select_each(ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
+    """A kernel of f32 all-parallel generics and operand reshapes (several results): each
+    elementwise generic and each weight packing scheduled on its own (:func:`.elementwise.each_schedule`);
+    None when none of them can be."""
+    if any(o.name != "linalg.generic" and o.name not in _OPERAND_RESHAPES for o in ops):
+        return None
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    if any(not _f32_tensors(g) or set(_iterators(g)) != {"parallel"} for g in gens):
+        return None
+    plans = [plan_op(g) for g in gens]
+    plan, groups = [p for p, _ in plans], [g for _, g in plans]
+    if all(p is None for p in plan):
+        return None
+    return Schedule("elementwise_each", each_schedule(plan, target.lanes), prepare_each(plan, groups))
+
+
 def _select_rows(ops: list[ir.Operation], target: Optional[Simd] = None,
                  config: Optional[dict] = None) -> Optional[Schedule]:
     """fill + reduction-over-the-last-dim generics, then an all-parallel generic (f32)."""
@@ -573,13 +590,16 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
     if not on_tensors(fn):
         return None  # a kernel on memrefs: plain loops (the schedules read tensor types)
     ops = payload_ops(fn)
-    if len(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results) != 1:
-        return None  # multi-output fused kernels: the tiled loop returned them swapped (fuzz seed 13000211)
     if any(_empty(v.type) for o in ops for v in list(o.operands) + list(o.results)):
         return None  # a static 0 dim: nothing to tile (tiling it asserts in MLIR 22); loops do nothing
     if any(_uniform_reduction(o) for o in ops):
         return None  # vectorizing it would combine the value once per vector (see _uniform_reduction)
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
+    if len(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results) != 1:
+        # multi-output fused kernels: a fused tiled loop returned them swapped (fuzz seed
+        # 13000211); each generic on its own instead (relax-lift-params' weight transforms)
+        return _select_each(ops, target) if kind in ("injective", "elementwise", "broadcast") and config is None \
+            else None
     if "conv_direct" in (_kernel_op(fn) or "") and config is None:   # (whatever its fused epilogue's kind)
         return _select_conv_direct(fn, ops, target)
     if kind == "output-fusable":

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import arith, tensor
+from mlir.dialects import arith, tensor, transform
 from mlir.dialects.transform import loop, structured
 
 from ....transforms.graph import indexing_maps
@@ -252,3 +252,124 @@ def collapse_inner_dims(ops_groups: list[tuple[ir.Operation, Group]]) -> None:
                 d.erase()
                 if not list(c.results[0].uses):
                     c.erase()
+
+
+# -- kernels of several results: each generic on its own ------------------------------------------
+
+Plan = Optional[tuple]   # per generic: ("ew", rank, inner, width), ("pack", block, k) or None (loops)
+
+
+def pack_parts(op: ir.Operation) -> Optional[tuple[int, int]]:
+    """``(block, k)`` of relax-conv-gemm's weight packing: a generic that only moves its one
+    input, ``(d0, d1, d2)``: in ``(d0 * block + d1, d2)`` of the (O, K) weight, out
+    ``(d0, d2, d1)`` of the (O/block, K, block) panels, all static; else None."""
+    if op.name != "linalg.generic" or len(op.opview.inputs) != 1 or len(op.opview.iterator_types) != 3:
+        return None
+    body = [o.operation for o in op.regions[0].blocks[0].operations]
+    if len(body) != 1 or body[0].operands[0] != op.regions[0].blocks[0].arguments[0]:
+        return None
+    shape = list(ir.RankedTensorType(op.results[0].type).shape)
+    if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
+        return None
+    nb, k, block = shape
+    d = [ir.AffineDimExpr.get(i) for i in range(3)]
+    want_in = ir.AffineMap.get(3, 0, [d[0] * block + d[1], d[2]])
+    want_out = ir.AffineMap.get(3, 0, [d[0], d[2], d[1]])
+    if indexing_maps(op) != [want_in, want_out]:
+        return None
+    t = ir.RankedTensorType(op.operands[0].type)
+    return (block, k) if list(t.shape) == [nb * block, k] else None
+
+
+def plan_op(op: ir.Operation) -> tuple[Plan, Optional[Group]]:
+    """How :func:`each_schedule` takes generic ``op`` and the loops merged first."""
+    if pack_parts(op) is not None:
+        return ("pack", *pack_parts(op)), None
+    if _collapsible_maps(op) is None:
+        return None, None
+    group = collapse_group([op])
+    shape = collapsed_shape(list(ir.RankedTensorType(op.results[0].type).shape), group)
+    inner = None if ir.ShapedType.is_dynamic_size(shape[-1]) else shape[-1]
+    if inner is not None and inner < 16:
+        return None, None   # too narrow to vectorize along (as a chain's)
+    return ("ew", len(shape), inner, vector_width(inner)), group
+
+
+def expand_pack_input(op: ir.Operation) -> None:
+    """View the packing's (O, K) input as (O/block, block, K), read ``(d0, d1, d2)``: the move
+    becomes a transpose of projected-permutation maps, which the vectorizer takes."""
+    block, k = pack_parts(op)
+    v = op.operands[0]
+    t = ir.RankedTensorType(v.type)
+    nb = t.shape[0] // block
+    with ir.InsertionPoint(op), op.location:
+        e = tensor.ExpandShapeOp(ir.RankedTensorType.get([nb, block, k], t.element_type), v,
+                                 _reassociation([[0, 1], [2]]), [], [nb, block, k])
+    op.operands[0] = e.result
+    op.attributes["indexing_maps"] = ir.ArrayAttr.get(
+        [ir.AffineMapAttr.get(ir.AffineMap.get_identity(3))] + list(op.opview.indexing_maps)[1:])
+
+
+def each_schedule(plan: list[Plan], lanes: int):
+    """Script body for a kernel of several results (relax-lift-params' weight transforms: a
+    BatchNorm fold's per-channel vectors, the scaled weights, their packing): each generic
+    with a plan tiled and vectorized on its own, no fusion between them (a fused loop of
+    several results returned them swapped, fuzz seed 13000211). Elementwise ones (their small
+    inner loops merged first) as in :func:`elementwise_schedule`; a weight packing in
+    ``(1, lanes, lanes)`` tiles transposed in registers, its k remainder peeled."""
+    n = len(plan)
+    packs = any(p is not None and p[0] == "pack" for p in plan)
+
+    def body(fn: ir.Value) -> None:
+        gens = match(fn, "linalg.generic")
+        handles = [gens] if n == 1 else list(transform.SplitHandleOp([any_op()] * n, gens).results)
+        tiles = []
+        for h, p in zip(handles, plan):
+            if p is None:
+                continue
+            if p[0] == "ew":
+                _, rank, inner, width = p
+                if rank > 1:
+                    h = structured.TileUsingForallOp(h, tile_sizes=[1] * (rank - 1) + [0]).results[0]
+                t = structured.TileUsingForOp(h, sizes=[0] * (rank - 1) + [width])
+                inner_loop = t.loops[len(t.loops) - 1]
+                if not (inner is not None and inner % width == 0):
+                    inner_loop = loop.LoopPeelOp(any_op(), any_op(), inner_loop).results[0]
+                tiles.append(match(inner_loop, "linalg.generic"))
+            else:
+                _, block, k = p
+                h = structured.TileUsingForallOp(h, tile_sizes=[1, 0, 0]).results[0]
+                t = structured.TileUsingForOp(h, sizes=[0, min(lanes, block), lanes])
+                k_loop = t.loops[len(t.loops) - 1]
+                if k % lanes and k > lanes:   # a static remainder tile, vectorized too
+                    peeled = loop.LoopPeelOp(any_op(), any_op(), k_loop)
+                    tiles += [match(peeled.results[0], "linalg.generic"), match(peeled.results[1], "linalg.generic")]
+                else:
+                    tiles.append(match(k_loop, "linalg.generic"))
+        cleanup(fn)
+        for h in tiles:
+            structured.VectorizeOp(h)
+        cleanup(fn)
+        if packs:
+            from .conv import lower_transposes
+            lower_transposes(fn, lanes)
+        else:
+            lower_vectors(fn)
+
+    return body
+
+
+def prepare_each(plan: list[Plan], groups: list[Optional[Group]]):
+    """The Python step before :func:`each_schedule`: merge each elementwise generic's small
+    inner loops, view each packing's input blocked (:func:`expand_pack_input`)."""
+
+    def prepare(fn: ir.Operation) -> None:
+        gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
+        if len(gens) != len(plan):
+            raise ValueError("each: the kernel's copy has another number of generics")
+        collapse_inner_dims([(g, grp) for g, p, grp in zip(gens, plan, groups) if p is not None and grp is not None])
+        for g, p in zip(gens, plan):
+            if p is not None and p[0] == "pack":
+                expand_pack_input(g)
+
+    return prepare

@@ -511,10 +511,10 @@ def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
 
 
 def _select_each(ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
-    """A kernel of f32 all-parallel generics and operand reshapes (several results): each
+    """A kernel of f32 all-parallel generics, fills and operand reshapes (several results): each
     elementwise generic and each weight packing scheduled on its own (:func:`.elementwise.each_schedule`);
     None when none of them can be."""
-    if any(o.name != "linalg.generic" and o.name not in _OPERAND_RESHAPES for o in ops):
+    if any(o.name not in ("linalg.generic", "linalg.fill") and o.name not in _OPERAND_RESHAPES for o in ops):
         return None
     gens = [o for o in ops if o.name == "linalg.generic"]
     if any(not _f32_tensors(g) or set(_iterators(g)) != {"parallel"} for g in gens):

@@ -111,7 +111,7 @@ def _collapsible_maps(op: ir.Operation) -> Optional[list[ir.AffineMap]]:
     if any(not (isinstance(e, ir.AffineDimExpr) or isinstance(e, ir.AffineConstantExpr) and e.value == 0)
            for m in maps for e in m.results):
         return None
-    if any(m != ir.AffineMap.get_identity(n) for m in maps[len(op.opview.inputs):]):
+    if any(m != ir.AffineMap.get_identity(n, context=op.context) for m in maps[len(op.opview.inputs):]):
         return None
     if any(o.operation.name == "linalg.index" for o in op.regions[0].blocks[0].operations):
         return None
@@ -272,9 +272,10 @@ def pack_parts(op: ir.Operation) -> Optional[tuple[int, int]]:
     if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
         return None
     nb, k, block = shape
-    d = [ir.AffineDimExpr.get(i) for i in range(3)]
-    want_in = ir.AffineMap.get(3, 0, [d[0] * block + d[1], d[2]])
-    want_out = ir.AffineMap.get(3, 0, [d[0], d[2], d[1]])
+    ctx = op.context
+    d = [ir.AffineDimExpr.get(i, context=ctx) for i in range(3)]
+    want_in = ir.AffineMap.get(3, 0, [d[0] * block + d[1], d[2]], context=ctx)
+    want_out = ir.AffineMap.get(3, 0, [d[0], d[2], d[1]], context=ctx)
     if indexing_maps(op) != [want_in, want_out]:
         return None
     t = ir.RankedTensorType(op.operands[0].type)

@@ -74,3 +74,17 @@ def test_kernel_of_several_results(c):
         np.testing.assert_allclose(sc, ref_sc, rtol=2e-6)
         np.testing.assert_allclose(sh, b - m * sc, rtol=2e-6, atol=1e-6)
         np.testing.assert_array_equal(y, w * sc.reshape(o, 1, 1, 1))
+
+
+@pytest.mark.parametrize("shapes", [(["o", 48, 1, 1], ["o", 1, 1, 1]), (["o", 1, 7, 7], ["o", 1, 7, 7]),
+                                    (["o", 3, 1, 17], ["o", 1, 1, 1])], ids=["1x1", "unit_channel", "unit_mid"])
+def test_unit_loops_merge_with_anything(shapes):
+    """Unit loops (a 1x1 window, one channel) inside the merged run: (o, 48, 1, 1) runs as
+    (o, 48), (o, 1, 7, 7) as (o, 49), (o, 3, 1, 17) as (o, 51)."""
+    X, S = shapes
+    src = program([("x", X), ("s", S)], [op("y", "multiply", [("x", X), ("s", S)], X)], [("y", X)])
+    assert list(schedules_applied(src).values()) == ["elementwise"]
+    exe = compile_scheduled(src)
+    for o in SIZES:
+        x, s = f32(o, *X[1:]), f32(o, *S[1:])
+        np.testing.assert_array_equal(exe(x, s), x * s)

@@ -122,3 +122,25 @@ func.func private @bias_relu_7x7(%a: tensor<?x8x7x7xf32>, %b: tensor<8xf32>, %o:
   } -> tensor<?x8x7x7xf32>
   return %2 : tensor<?x8x7x7xf32>
 }
+
+// A 1x1 conv weight (O, C, 1, 1) times its scale read at (d0, 0, d2, d3) (the unit loops
+// read as dims): a unit loop merges with anything, so (C, 1, 1) is one loop of 48 and
+// every operand's unit dims fold away.
+// CHECK-LABEL: func.func private @bn_scale_1x1
+// CHECK-SAME: relax.schedule = "elementwise"
+// CHECK-DAG: tensor.collapse_shape %arg0 {{\[\[}}0], [1, 2, 3]] : tensor<32x48x1x1xf32> into tensor<32x48xf32>
+// CHECK-DAG: tensor.collapse_shape %arg1 {{\[\[}}0, 1, 2, 3]] : tensor<32x1x1x1xf32> into tensor<32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c16
+// CHECK: arith.mulf {{.*}} : vector<1x16xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func private @bn_scale_1x1(%w: tensor<32x48x1x1xf32>, %s: tensor<32x1x1x1xf32>, %o: tensor<32x48x1x1xf32>) -> tensor<32x48x1x1xf32>
+    attributes {relax.kernel, relax.kernel_kind = "broadcast"} {
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%w, %s : tensor<32x48x1x1xf32>, tensor<32x1x1x1xf32>) outs(%o : tensor<32x48x1x1xf32>) {
+  ^bb0(%x: f32, %y: f32, %out: f32):
+    %1 = arith.mulf %x, %y : f32
+    linalg.yield %1 : f32
+  } -> tensor<32x48x1x1xf32>
+  return %0 : tensor<32x48x1x1xf32>
+}

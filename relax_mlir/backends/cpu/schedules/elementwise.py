@@ -91,12 +91,14 @@ COLLAPSE_BELOW = 256
 Group = tuple[int, int]   # (first loop, number of loops) merged into one
 
 
-def _mergeable(maps: list[ir.AffineMap], a: int) -> bool:
-    """Loops ``a`` and ``a + 1`` can be one loop in every map: each map reads neither or
-    both, ``a`` right before ``a + 1`` (the operand's two dims are then one contiguous dim)."""
+def _group_ok(maps: list[ir.AffineMap], dims: list[int]) -> bool:
+    """Loops ``dims`` (consecutive but for unit loops left out) can be one loop in every map:
+    each map reads none of them or all, in order, at consecutive positions (the operand's
+    dims are then one contiguous dim)."""
     for m in maps:
         pos = {e.position: j for j, e in enumerate(m.results) if isinstance(e, ir.AffineDimExpr)}
-        if (a in pos) != (a + 1 in pos) or (a in pos and pos[a + 1] != pos[a] + 1):
+        at = [pos[d] for d in dims if d in pos]
+        if at and (len(at) != len(dims) or at != list(range(at[0], at[0] + len(at)))):
             return False
     return True
 
@@ -130,13 +132,17 @@ def collapse_group(ops: list[ir.Operation]) -> Optional[Group]:
     if any(list(ir.RankedTensorType(r.type).shape) != shape for o in ops for r in o.results):
         return None
     n = len(shape)
-    first, extent = n - 1, shape[-1] if shape else 0
+    if n < 2:
+        return None
+    first, extent = n - 1, shape[-1]
     while first > 1 and not ir.ShapedType.is_dynamic_size(extent) and extent < COLLAPSE_BELOW \
-            and not ir.ShapedType.is_dynamic_size(shape[first - 1]) \
-            and all(_mergeable(maps, first - 1) for maps in all_maps):
+            and not ir.ShapedType.is_dynamic_size(shape[first - 1]):
+        dims = [d for d in range(first - 1, n) if shape[d] != 1]   # a unit loop merges with anything
+        if not all(_group_ok(maps, dims) for maps in all_maps):
+            break
         first -= 1
         extent *= shape[first]
-    return (first, n - first) if n - first > 1 else None
+    return (first, n - first) if n - first > 1 and extent > 1 else None
 
 
 def collapsed_shape(shape: list, group: Optional[Group]) -> list:
@@ -190,17 +196,22 @@ def collapse_inner_dims(ops_groups: list[tuple[ir.Operation, Group]]) -> None:
                 return e
             return ir.AffineDimExpr.get(first if e.position < first + count else e.position - count + 1)
 
+        out_shape = list(ir.RankedTensorType(op.results[0].type).shape)
+        units = {d for d in range(first, first + count) if out_shape[d] == 1}
         new_maps = []
         with ir.InsertionPoint(op), op.location:
             for k, (v, m) in enumerate(zip(list(op.operands), indexing_maps(op))):
                 res, t = list(m.results), ir.RankedTensorType(v.type)
-                at = next((j for j, e in enumerate(res) if isinstance(e, ir.AffineDimExpr) and e.position == first),
-                          None)
+                # a unit loop of the group is read at 0 (its operand dim is 1)
+                res = [ir.AffineConstantExpr.get(0) if isinstance(e, ir.AffineDimExpr) and e.position in units
+                       else e for e in res]
+                run = [j for j, e in enumerate(res) if isinstance(e, ir.AffineDimExpr)
+                       and first <= e.position < first + count]
                 # the operand's dims: the merged loops' dims one group, a unit dim read at the
                 # constant 0 (a broadcast) joined to its neighbour (the vectorizer takes no 0)
                 groups, exprs, held = [], [], []
                 for j, e in enumerate(res):
-                    if at is not None and at < j < at + count:
+                    if run and run[0] < j <= run[-1]:
                         groups[-1].append(j)
                     elif isinstance(e, ir.AffineConstantExpr) and t.shape[j] == 1:
                         (groups[-1] if groups else held).append(j)
@@ -210,6 +221,7 @@ def collapse_inner_dims(ops_groups: list[tuple[ir.Operation, Group]]) -> None:
                         held = []
                 if held and groups:
                     groups[-1] += held
+                    held = []
                 new_maps.append(ir.AffineMap.get(n_loops - count + 1, 0, exprs))
                 if len(groups) == len(res) and not held:
                     continue

@@ -14,7 +14,10 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   N is a multiple of the register tile's columns wider than one tile, or symbolic
   (:func:`.matmul.packs_b`; batch matmuls alike);
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
-  vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
+  vectorized along the innermost dim with a peeled remainder, small static inner dims that
+  every operand reads alike (or not at all) merged first (:mod:`.elementwise`);
+  ``elementwise_each`` for a kernel of several results (relax-lift-params' BatchNorm folds
+  and weight packings): each generic on its own, the packing in register-transposed tiles;
 * ``contraction``: a fill + multiply-accumulate ``linalg.generic`` that is no named matmul
   (decode attention's ``sum(q * K)`` scores and ``sum(p * V)`` mix over a symbolic KV
   length), vectorized along the cache's static innermost dim (:mod:`.contraction`);

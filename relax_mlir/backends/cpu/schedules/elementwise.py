@@ -7,6 +7,14 @@ and by ``width`` on the innermost one, its producers fused into the same loops
 the main loop's tiles are full (static ``1 x ... x width``) and vectorized without masks;
 the remainder (< ``width`` elements, only when the innermost size is symbolic or not a
 multiple of ``width``) stays a scalar loop. Broadcast operands become vector broadcasts.
+
+Small static inner dims are merged first (:func:`collapse_group`, a Python step on the
+kernel before the script): a BatchNorm scale folded into a conv weight, (O, C, 3, 3) times a
+per-O scale, would otherwise vectorize along 3 (not at all: too narrow); merged it runs as
+(O, C*9). Loops merge when every operand reads them alike (at consecutive dims) or not at
+all (a broadcast); unit loops merge with anything. A kernel of several results (relax-lift-
+params' weight transforms, fused into one kernel) gets each generic scheduled on its own
+(:func:`each_schedule`).
 """
 
 from __future__ import annotations

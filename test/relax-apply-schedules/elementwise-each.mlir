@@ -4,23 +4,25 @@
 // b - m * s (a result of its own), the scale applied to the (32, 16, 3, 3) weight and the
 // weight packed into (2, 144, 16) channel-block panels, in one kernel of two results. Each
 // generic is scheduled on its own (no fused loop of several results): the shift in 16-lane
-// vectors; the weight scaling with (C, KH, KW) merged into 144 (the scale viewed as (32));
-// the packing's (O, K) input viewed as (O/16, 16, K), (1, 16, 16) tiles transposed in
-// registers (shuffles), the k loop exact (144 = 9 x 16).
+// vectors; the weight scaling, only read by the packing, is computed in the packing's tiles
+// (the scaled weight is never written): its (C, KH, KW) merged into 144, the weight viewed
+// as (O/16, 16, 144) and the scale as (O/16, 16); (1, 16, 16) tiles multiplied, transposed in
+// registers (shuffles) and stored, the k loop exact (144 = 9 x 16).
 // CHECK-LABEL: func.func private @bn_fold_pack
 // CHECK-SAME: relax.schedule = "elementwise_each"
 // CHECK: scf.for %{{.*}} = %c0 to %c32 step %c16
 // CHECK: arith.mulf {{.*}} : vector<16xf32>
 // CHECK: arith.subf {{.*}} : vector<16xf32>
-// CHECK: tensor.collapse_shape %arg3 {{\[\[}}0], [1, 2, 3]] : tensor<32x16x3x3xf32> into tensor<32x144xf32>
-// CHECK: scf.forall (%{{.*}}) in (32)
-// CHECK: scf.for %{{.*}} = %c0 to %c144 step %c16
-// CHECK: arith.mulf {{.*}} : vector<1x16xf32>
-// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2]] output_shape [2, 16, 144] : tensor<32x144xf32> into tensor<2x16x144xf32>
+// CHECK-DAG: tensor.collapse_shape %arg3 {{\[\[}}0], [1, 2, 3]] : tensor<32x16x3x3xf32> into tensor<32x144xf32>
+// CHECK-DAG: tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2]] output_shape [2, 16, 144] : tensor<32x144xf32> into tensor<2x16x144xf32>
+// CHECK-DAG: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [2, 16] : tensor<32xf32> into tensor<2x16xf32>
 // CHECK: scf.forall (%{{.*}}) in (2)
 // CHECK: scf.for %{{.*}} = %c0 to %c144 step %c16
 // CHECK: vector.transfer_read {{.*}} : tensor<1x16x16xf32>, vector<1x16x16xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<1x16xf32>, vector<1x16xf32>
+// CHECK: arith.mulf {{.*}} : vector<1x16x16xf32>
 // CHECK: vector.shuffle
+// CHECK: vector.transfer_write {{.*}} : vector<1x16x16xf32>, tensor<1x16x16xf32>
 // CHECK-NOT: linalg.generic
 // CHECK: return
 func.func private @bn_fold_pack(%s: tensor<32xf32>, %m: tensor<32xf32>, %b: tensor<32xf32>, %w: tensor<32x16x3x3xf32>,

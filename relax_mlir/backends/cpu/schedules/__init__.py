@@ -48,7 +48,7 @@ from .depthwise import depthwise_schedule
 from .conv import (blockable_epilogue, conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile,
                    drop_pad_guards, im2col_schedule, merge_copy_into_epilogue, permute_rows_schedule)
 from .elementwise import (collapse_group, collapse_inner_dims, collapsed_shape, each_schedule,
-                          elementwise_schedule, plan_op, prepare_each)
+                          elementwise_schedule, feeds_pack, plan_op, prepare_each)
 from .pointwise import pointwise_epilogue_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
@@ -524,6 +524,9 @@ def _select_each(ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
         return None
     plans = [plan_op(g) for g in gens]
     plan, groups = [p for p, _ in plans], [g for _, g in plans]
+    for i, g in enumerate(gens):   # a BatchNorm's W * s computed in its packing's tiles
+        if plan[i] is not None and plan[i][0] == "ew" and feeds_pack(g, groups[i]) is not None:
+            plan[i] = ("fused",)
     if all(p is None for p in plan):
         return None
     return Schedule("elementwise_each", each_schedule(plan, target.lanes), prepare_each(plan, groups))

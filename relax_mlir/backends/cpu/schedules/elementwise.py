@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import arith, tensor, transform
+from mlir.dialects import arith, linalg, tensor, transform
 from mlir.dialects.transform import loop, structured
 
 from ....transforms.graph import indexing_maps
@@ -276,7 +276,9 @@ def collapse_inner_dims(ops_groups: list[tuple[ir.Operation, Group]]) -> None:
 
 # -- kernels of several results: each generic on its own ------------------------------------------
 
-Plan = Optional[tuple]   # per generic: ("ew", rank, inner, width), ("pack", block, k) or None (loops)
+#: per generic: ("ew", rank, inner, width), ("pack", block, k), ("fused",) (computed in the
+#: packing it feeds: :func:`fuse_into_pack`) or None (loops)
+Plan = Optional[tuple]
 
 
 def pack_parts(op: ir.Operation) -> Optional[tuple[int, int]]:
@@ -331,6 +333,83 @@ def expand_pack_input(op: ir.Operation) -> None:
         [ir.AffineMapAttr.get(ir.AffineMap.get_identity(3))] + list(op.opview.indexing_maps)[1:])
 
 
+def _single_user(v: ir.Value) -> Optional[ir.Operation]:
+    uses = list(v.uses)
+    return uses[0].owner if len(uses) == 1 else None
+
+
+def feeds_pack(e: ir.Operation, group: Optional[Group]) -> Optional[ir.Operation]:
+    """The weight packing (:func:`pack_parts`) that elementwise generic ``e`` only feeds, its
+    result (O, ...) read as the packing's (O, K) input (through the collapse of its trailing
+    dims, which ``group`` merges too), or None. :func:`fuse_into_pack` then computes ``e``
+    inside the packing's tiles: the scaled weight is never written."""
+    if _collapsible_maps(e) is None or len(e.results) != 1:
+        return None
+    user = _single_user(e.results[0])
+    rank = ir.RankedTensorType(e.results[0].type).rank
+    if user is not None and user.name == "tensor.collapse_shape":
+        groups = [[ir.IntegerAttr(i).value for i in g] for g in ir.ArrayAttr(user.attributes["reassociation"])]
+        if groups != [[0], list(range(1, rank))] or group != (1, rank - 1):
+            return None
+        user = _single_user(user.results[0])
+    elif rank != 2:
+        return None
+    if user is None or user.name != "linalg.generic" or pack_parts(user) is None \
+            or ir.Value(user.operands[0]) != ir.Value(_pack_input_source(e, user)):
+        return None
+    return user
+
+
+def _pack_input_source(e: ir.Operation, pack: ir.Operation) -> ir.Value:
+    v = e.results[0]
+    user = _single_user(v)
+    return user.results[0] if user is not None and user.name == "tensor.collapse_shape" else v
+
+
+def fuse_into_pack(e: ir.Operation, pack: ir.Operation) -> None:
+    """Rebuild ``pack`` (loops (ob, oi, k), output (ob, k, oi)) to compute elementwise generic
+    ``e`` (already merged to (O, K) loops by :func:`collapse_inner_dims`) on its inputs
+    itself: an input's O dim viewed as (O/block, block), ``e``'s body moved in; ``e`` and the
+    reshapes between them erased."""
+    block, k = pack_parts(pack)
+    ctx = pack.context
+    p = [ir.AffineDimExpr.get(i, context=ctx) for i in range(3)]
+    ins, maps = [], []
+    with ir.InsertionPoint(pack), pack.location:
+        for v, m in zip(list(e.operands)[:len(e.opview.inputs)], indexing_maps(e)):
+            t = ir.RankedTensorType(v.type)
+            exprs, groups, shape = [], [], []
+            for j, x in enumerate(m.results):
+                at = len(shape)
+                if isinstance(x, ir.AffineDimExpr) and x.position == 0:
+                    exprs += [p[0], p[1]]
+                    groups.append([at, at + 1])
+                    shape += [t.shape[j] // block, block]
+                else:
+                    exprs.append(p[2] if isinstance(x, ir.AffineDimExpr) else x)
+                    groups.append([at])
+                    shape.append(t.shape[j])
+            if len(shape) != t.rank:
+                v = tensor.ExpandShapeOp(ir.RankedTensorType.get(shape, t.element_type), v, _reassociation(groups),
+                                         [], shape).result
+            ins.append(v)
+            maps.append(ir.AffineMap.get(3, 0, exprs))
+        out = pack.operands[1]
+        maps.append(indexing_maps(pack)[1])
+        new = linalg.GenericOp([out.type], ins, [out], ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+                               pack.attributes["iterator_types"])
+    e.regions[0].blocks[0].append_to(new.regions[0])
+    pack.results[0].replace_all_uses_with(new.results[0])
+    chain = [pack]
+    v = pack.operands[0]
+    while isinstance(v, ir.OpResult) and v.owner.operation != e:
+        chain.append(v.owner.operation)
+        v = v.owner.operation.operands[0]
+    chain.append(e)
+    for op in chain:   # the packing, the reshapes of e's result, e: nothing reads them any more
+        op.erase()
+
+
 def each_schedule(plan: list[Plan], lanes: int):
     """Script body for a kernel of several results (relax-lift-params' weight transforms: a
     BatchNorm fold's per-channel vectors, the scaled weights, their packing): each generic
@@ -338,6 +417,7 @@ def each_schedule(plan: list[Plan], lanes: int):
     several results returned them swapped, fuzz seed 13000211). Elementwise ones (their small
     inner loops merged first) as in :func:`elementwise_schedule`; a weight packing in
     ``(1, lanes, lanes)`` tiles transposed in registers, its k remainder peeled."""
+    plan = [p for p in plan if p is None or p[0] != "fused"]   # (gone into their packing)
     n = len(plan)
     packs = any(p is not None and p[0] == "pack" for p in plan)
 
@@ -388,9 +468,16 @@ def prepare_each(plan: list[Plan], groups: list[Optional[Group]]):
         gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
         if len(gens) != len(plan):
             raise ValueError("each: the kernel's copy has another number of generics")
+        fused = [(g, feeds_pack(g, grp)) for g, p, grp in zip(gens, plan, groups) if p is not None and p[0] == "fused"]
+        if any(pk is None for _, pk in fused):
+            raise ValueError("each: a fused generic's packing is not found in the kernel's copy")
         collapse_inner_dims([(g, grp) for g, p, grp in zip(gens, plan, groups) if p is not None and grp is not None])
         for g, p in zip(gens, plan):
             if p is not None and p[0] == "pack":
-                expand_pack_input(g)
+                partner = next((e for e, pk in fused if pk == g), None)
+                if partner is not None:
+                    fuse_into_pack(partner, g)
+                else:
+                    expand_pack_input(g)
 
     return prepare

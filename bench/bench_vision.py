@@ -16,7 +16,8 @@
   (column ``before``).
 - ``--lift``: where relax-lift-params' work goes (issue 28): per net and batch, the bound call
   (``@main`` alone), the weights' transform alone, and a plain call ``exe["main"](x, *weights)``
-  (both), interleaved.
+  (both), interleaved; with ``--baseline`` the same three of the other tree (its worker's
+  round trip) in the same rounds.
 - ``--pools``: the nets' pooling layers (3x3/2 max pool, a 3x3/2 average pool of the same
   size, the adaptive average pools of the heads), ours against eager.
 
@@ -195,8 +196,10 @@ class Baseline:
             k, e = self.proc.stdout.readline().split()
             self.err[int(k)] = float(e)
 
-    def run(self, n: int) -> None:
-        self.proc.stdin.write(f"{n}\n")
+    def run(self, n: int, what: str = "bound") -> None:
+        """Batch ``n`` once: the bound call, or (``--lift``) ``transform`` (the weights'
+        transform alone) or ``plain`` (``exe["main"](x, *weights)``)."""
+        self.proc.stdin.write(f"{n} {what}\n")
         self.proc.stdout.readline()
 
     def close(self) -> None:
@@ -220,8 +223,16 @@ def serve(args) -> None:
         xs[bsz] = x.numpy()
         err = float(np.abs(np.asarray(fn.run(xs[bsz])) - ref).max() / max(1e-30, float(np.abs(ref).max())))
         print(bsz, err, flush=True)
+    main = fn.exe["main"]
+    transform = fn.exe["main_transform_params"] if "main_transform_params" in fn.exe.functions else None
     for line in sys.stdin:
-        fn.run(xs[int(line)])
+        n, what = line.split()
+        if what == "transform" and transform is not None:
+            transform(*fn.params)
+        elif what == "plain":
+            main(xs[int(n)], *fn.params)
+        else:
+            fn.run(xs[int(n)])
         print("done", flush=True)
 
 
@@ -403,8 +414,10 @@ def bench_lift(args) -> None:
 
     from bench_peers import interleaved
 
-    print("| net | weights (M) | transformed (M) | batch | bound ms | transform ms | plain ms | load |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    cols = ["bound", "transform", "plain"] + (["before bound", "before transform", "before plain"]
+                                               if args.baseline else [])
+    print("| net | weights (M) | transformed (M) | batch | " + " | ".join(f"{c} ms" for c in cols) + " | load |")
+    print("|---|---:|---:|---:|" + "---:|" * len(cols) + "---:|")
     for name in args.models:
         net = make_net(name)
         fn, _ = compile_ours(net, torch.randn(2, 3, args.size, args.size), max(args.batches + [2]))
@@ -412,13 +425,20 @@ def bench_lift(args) -> None:
         bound = main.bind_params(*fn.params)
         nw = sum(p.size for p in fn.params) / 1e6
         nt = sum(a.size for a in bound.transformed) / 1e6
+        base = Baseline(args.baseline, name, args) if args.baseline else None
         for b in args.batches:
             x = np.random.default_rng(b).standard_normal((b, 3, args.size, args.size)).astype(np.float32)
-            ms, load = interleaved({"bound": lambda: bound(x), "transform": lambda: transform(*fn.params),
-                                    "plain": lambda: main(x, *fn.params)}, args.reps, args.min_time)
+            fns = {"bound": lambda: bound(x), "transform": lambda: transform(*fn.params),
+                   "plain": lambda: main(x, *fn.params)}
+            if base is not None:
+                for what in ("bound", "transform", "plain"):
+                    fns[f"before {what}"] = lambda b=b, what=what: base.run(b, what)
+            ms, load = interleaved(fns, args.reps, args.min_time)
             mark = "*" if load > 0.5 else ""
-            print(f"| {name} | {nw:.2f} | {nt:.2f} | {b} | {ms['bound']:.2f}{mark} | {ms['transform']:.2f}{mark} "
-                  f"| {ms['plain']:.2f}{mark} | {load:.1f} |", flush=True)
+            print(f"| {name} | {nw:.2f} | {nt:.2f} | {b} | " + " | ".join(f"{ms[c]:.2f}{mark}" for c in cols)
+                  + f" | {load:.1f} |", flush=True)
+        if base is not None:
+            base.close()
 
 
 def main() -> None:

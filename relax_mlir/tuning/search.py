@@ -71,19 +71,25 @@ def default_config(task: Task, target: Simd) -> Optional[Config]:
     fam = family(task.schedule)
     if fam == "matmul":
         return matmul_default(target)
-    inner = _inner_extent(task)
+    inner = _inner_extent(task, merged=fam == "elementwise")
     if fam == "elementwise":
         return elementwise_default(target, inner)
     return rows_default(target, inner)
 
 
-def _inner_extent(task: Task) -> Optional[int]:
+def _inner_extent(task: Task, merged: bool = False) -> Optional[int]:
+    """The static innermost extent of the task's kernel (None: symbolic); ``merged``: after the
+    elementwise schedule merged its small inner dims (what its width applies to)."""
     from mlir import ir
 
     from ..backends.cpu.schedules import payload_ops
+    from ..backends.cpu.schedules.elementwise import collapse_group, collapsed_shape
     with task.fn.context:
-        last = payload_ops(task.fn)[-1]
-        d = ir.RankedTensorType(last.results[0].type).shape[-1]
+        ops = payload_ops(task.fn)
+        shape = list(ir.RankedTensorType(ops[-1].results[0].type).shape)
+        if merged:
+            shape = collapsed_shape(shape, collapse_group([o for o in ops if o.name == "linalg.generic"]))
+        d = shape[-1]
         return None if ir.ShapedType.is_dynamic_size(d) else d
 
 

@@ -14,7 +14,10 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   N is a multiple of the register tile's columns wider than one tile, or symbolic
   (:func:`.matmul.packs_b`; batch matmuls alike);
 * ``elementwise``: all-parallel ``linalg.generic`` chains (elementwise, broadcast),
-  vectorized along the innermost dim with a peeled remainder (:mod:`.elementwise`);
+  vectorized along the innermost dim with a peeled remainder, small static inner dims that
+  every operand reads alike (or not at all) merged first (:mod:`.elementwise`);
+  ``elementwise_each`` for a kernel of several results (relax-lift-params' BatchNorm folds
+  and weight packings): each generic on its own, the packing in register-transposed tiles;
 * ``contraction``: a fill + multiply-accumulate ``linalg.generic`` that is no named matmul
   (decode attention's ``sum(q * K)`` scores and ``sum(p * V)`` mix over a symbolic KV
   length), vectorized along the cache's static innermost dim (:mod:`.contraction`);
@@ -45,7 +48,8 @@ from .depthwise import depthwise_schedule
 from .conv import (blockable_epilogue, conv_direct_schedule, conv_pack_schedule, conv_schedule, direct_tile,
                    drop_pad_guards, im2col_schedule, merge_copy_into_epilogue, permute_rows_schedule)
 from .conv_nhwc import CONV_OPS as CONV_NHWC_OPS, conv_nhwc_schedule
-from .elementwise import elementwise_schedule
+from .elementwise import (collapse_group, collapse_inner_dims, collapsed_shape, each_schedule,
+                          elementwise_schedule, feeds_pack, plan_op, prepare_each)
 from .pointwise import pointwise_epilogue_schedule
 from .pool import pool_schedule
 from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, packs_b, thread_split
@@ -127,7 +131,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     # a fused group: elementwise ops on the product (bias, activation; relax-epilogue-in-place
     # makes the first one run in place on it, the product computed in the output)
     epilogue = ops[2:]
-    if epilogue and _select_elementwise(epilogue) is None:
+    if epilogue and _select_elementwise(epilogue, collapse=False) is None:
         return None
     a, b = (ir.RankedTensorType(v.type) for v in list(mm.operands)[:2])
     if not all(isinstance(t.element_type, ir.F32Type) for t in (a, b)):
@@ -165,7 +169,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     elif not epilogue:
         return Schedule(kind, body, prepare, prefetch, finish)
     else:
-        tail = _select_elementwise(epilogue).body
+        tail = _select_elementwise(epilogue, collapse=False).body
     if finish is not None:  # the epilogue's script after the matmul's last stage
 
         def finish_fused(fn: ir.Operation) -> None:
@@ -522,8 +526,11 @@ def _output_shape(op: ir.Operation) -> list[Optional[int]]:
 
 
 def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
-                        config: Optional[dict] = None) -> Optional[Schedule]:
-    """A chain of all-parallel generics on f32 (identity output maps)."""
+                        config: Optional[dict] = None, collapse: bool = True) -> Optional[Schedule]:
+    """A chain of all-parallel generics on f32 (identity output maps). ``collapse``: small
+    static inner dims are merged first (:func:`.elementwise.collapse_group`), so (O, C, 3, 3)
+    times a per-O scale runs as (O, C*9) (not for a matmul's epilogue: its script is the
+    matmul's)."""
     if not ops or any(o.name != "linalg.generic" or not _f32_tensors(o) for o in ops):
         return None
     if any(set(_iterators(o)) != {"parallel"} for o in ops):
@@ -531,6 +538,17 @@ def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
     shape = _output_shape(ops[-1])
     if not shape or any(_output_shape(o) != shape for o in ops):
         return None
+    group = collapse_group(ops) if collapse else None
+    prepare = None
+    if group is not None:
+        shape = collapsed_shape(shape, group)
+        n_ops = len(ops)
+
+        def prepare(fn: ir.Operation) -> None:
+            gens = [o for o in payload_ops(fn) if o.name == "linalg.generic"]
+            if len(gens) != n_ops:
+                raise ValueError("elementwise: the kernel's copy has another number of generics")
+            collapse_inner_dims([(g, group) for g in gens])
     if shape[-1] is not None and shape[-1] < 16:
         return None  # too narrow to vectorize along; LLVM's loop vectorizer does better
     width = None
@@ -538,7 +556,26 @@ def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
         from ....tuning.space import elementwise_space
         elementwise_space(target or host_simd()).check(config, inner=shape[-1])
         width = config["width"]
-    return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops), width))
+    return Schedule("elementwise", elementwise_schedule(len(shape), shape[-1], len(ops), width), prepare)
+
+
+def _select_each(ops: list[ir.Operation], target: Simd) -> Optional[Schedule]:
+    """A kernel of f32 all-parallel generics, fills and operand reshapes (several results): each
+    elementwise generic and each weight packing scheduled on its own (:func:`.elementwise.each_schedule`);
+    None when none of them can be."""
+    if any(o.name not in ("linalg.generic", "linalg.fill") and o.name not in _OPERAND_RESHAPES for o in ops):
+        return None
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    if any(not _f32_tensors(g) or set(_iterators(g)) != {"parallel"} for g in gens):
+        return None
+    plans = [plan_op(g) for g in gens]
+    plan, groups = [p for p, _ in plans], [g for _, g in plans]
+    for i, g in enumerate(gens):   # a BatchNorm's W * s computed in its packing's tiles
+        if plan[i] is not None and plan[i][0] == "ew" and feeds_pack(g, groups[i]) is not None:
+            plan[i] = ("fused",)
+    if all(p is None for p in plan):
+        return None
+    return Schedule("elementwise_each", each_schedule(plan, target.lanes), prepare_each(plan, groups))
 
 
 def _select_rows(ops: list[ir.Operation], target: Optional[Simd] = None,
@@ -605,13 +642,16 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
     if not on_tensors(fn):
         return None  # a kernel on memrefs: plain loops (the schedules read tensor types)
     ops = payload_ops(fn)
-    if len(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results) != 1:
-        return None  # multi-output fused kernels: the tiled loop returned them swapped (fuzz seed 13000211)
     if any(_empty(v.type) for o in ops for v in list(o.operands) + list(o.results)):
         return None  # a static 0 dim: nothing to tile (tiling it asserts in MLIR 22); loops do nothing
     if any(_uniform_reduction(o) for o in ops):
         return None  # vectorizing it would combine the value once per vector (see _uniform_reduction)
     kind = ir.StringAttr(fn.attributes[KIND_ATTR]).value if KIND_ATTR in fn.attributes else None
+    if len(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results) != 1:
+        # multi-output fused kernels: a fused tiled loop returned them swapped (fuzz seed
+        # 13000211); each generic on its own instead (relax-lift-params' weight transforms)
+        return _select_each(ops, target) if kind in ("injective", "elementwise", "broadcast") and config is None \
+            else None
     if "conv_direct" in (_kernel_op(fn) or "") and config is None:   # (whatever its fused epilogue's kind)
         return _select_conv_direct(fn, ops, target)
     if kind == "output-fusable":

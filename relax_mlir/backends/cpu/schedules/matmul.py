@@ -295,10 +295,15 @@ def config_for(target: Simd) -> MatmulConfig:
 
 
 def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool,
-           batch_panels: bool = False):
+           batch_panels: bool = False, epilogue: bool = False, rest: int = 0):
     """``(tile, masked)``: ``tile(fn, mm, fill)`` tiles and vectorizes the matmul ``mm`` of
     :func:`matmul_schedule` (``fill``: zero C in the N panel or batch loop, :func:`_fill_rows`);
-    ``masked``: it makes masked column tiles (N symbolic, :func:`_columns`)."""
+    ``masked``: it makes masked column tiles (N symbolic, :func:`_columns`). ``epilogue``
+    (with ``batch_panels``): the (batch, row block, N panel) tasks are the tiles of the
+    epilogue generic that runs in place on the product (relax-epilogue-in-place), the matmul
+    and its fill fused into them; each task then runs its epilogue tile on the panel it has
+    just written (:func:`.pointwise.epilogue_tile`). ``rest``: a static column remainder of
+    ``rest`` columns after ``n`` that the fused tasks split off themselves (whole N per task)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n and not pack:
@@ -309,7 +314,7 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     if batch_panels and n is not None and n < 4 * panel_n and n % (2 * cfg.cols) == 0:
         panel_n = 2 * cfg.cols
     # No outer loop of one iteration: canonicalization would fold it under a live handle.
-    if n is not None and n <= panel_n:
+    if (n is not None and n <= panel_n) or (epilogue and rest):
         panel_n = 0
     # (batch, row block[, N panel]) tasks where a static N is a single panel (a 1x1 conv on
     # 14x14 maps: 192 columns + a 4-column rest) or N is symbolic (196 pixels: one panel):
@@ -335,7 +340,21 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         return cfg.cols
 
     def tile(fn: ir.Value, mm: ir.Value, fuse_fill: bool) -> None:
-        if batch and batch_panels and (panel_n or rows_task):   # threads at batch 1 too
+        if epilogue:   # one region: the epilogue's tasks, the product fused into each
+            from .pointwise import epilogue_tile
+            tiled = structured.TileUsingForallOp(match(fn, "linalg.generic"), tile_sizes=[1, rows_task, panel_n])
+            fused = structured.FuseIntoContainingOp(mm, tiled.forall_op)
+            mm = fused.fused_op
+            fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), fused.new_containing_op).fused_op
+            whole = n + rest if n is not None and not panel_n else None
+            _fill_rows(fn, fill, whole if whole is not None else n_extent, panel_n or None,
+                       panel_n or cfg.panel_n, 1)
+            epilogue_tile(fn, tiled.tiled_op, whole if whole is not None else n_extent)
+            if rest:   # the static column remainder of the task's (whole) N, B read in place
+                split = structured.SplitOp(mm, 2, n).results[0]
+                mm, tail = transform.SplitHandleOp([any_op(), any_op()], split).results
+                _column_rest(fn, tail, m, rest, cfg, 1, name, forall=False)
+        elif batch and batch_panels and (panel_n or rows_task):   # threads at batch 1 too
             tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, rows_task, panel_n, 0])
             mm = tiled.results[0]
             if fuse_fill:
@@ -389,7 +408,8 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
 
 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
-                    batch: bool = False, pack: bool = False, batch_panels: bool = False) -> tuple[Body, Optional[Step]]:
+                    batch: bool = False, pack: bool = False, batch_panels: bool = False,
+                    epilogue: bool = False) -> tuple[Body, Optional[Step]]:
     """``(body, finish)``: the transform-script body for a matmul of static sizes
     ``m``/``n``/``k`` (None: symbolic), and the step to run on the kernel after it (None:
     the script is all; with masked tiles it leaves the vector lowering to
@@ -413,11 +433,22 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
     tiles. Measurements: bench/README.md, "Matmul schedule design measurements"."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
-    tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack, batch_panels)
+    epilogue = epilogue and batch and batch_panels
+    if epilogue and rest and n > cfg.panel_n:
+        # the fused tasks' panels of a static N with a column remainder: the last panel
+        # partial, its columns in masked tiles as for a symbolic N (no split: the epilogue's
+        # tasks would need splitting too)
+        tile, masked = _tiles(m, None, k, cfg, batch, pack, batch_panels, epilogue=True)
+    elif epilogue:   # whole N per task where it has a remainder: split inside the task
+        tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack, batch_panels, epilogue=True, rest=rest)
+    else:
+        tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack, batch_panels)
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, name)
-        if rest:
+        if epilogue:
+            tile(fn, mm, True)
+        elif rest:
             split = structured.SplitOp(mm, b + 1, n - rest).results[0]
             main, tail = transform.SplitHandleOp([any_op(), any_op()], split).results
             tile(fn, main, False)
@@ -446,11 +477,12 @@ def _masks_out_of_loops(fn: ir.Value) -> None:
 
 
 def _column_rest(fn: ir.Value, mm: ir.Value, m: Optional[int], cols: int, cfg: MatmulConfig, b: int,
-                 name: str) -> None:
+                 name: str, forall: bool = True) -> None:
     """Schedule ``mm``, the last ``cols`` (< ``cfg.cols``, static) columns of a matmul: one
-    batch per ``scf.forall`` iteration (``b``), then register tiles of ``cfg.rows`` rows
-    (peeled) by exactly ``cols`` columns, the accumulator held across all of K."""
-    if b:
+    batch per ``scf.forall`` iteration (``b``; not with ``forall`` False: already in a task),
+    then register tiles of ``cfg.rows`` rows (peeled) by exactly ``cols`` columns, the
+    accumulator held across all of K."""
+    if b and forall:
         mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
     # Whole registers, then the last partial one (40 columns: 32 + 8; a 40-wide vector
     # measured slower than 1-column tiles)

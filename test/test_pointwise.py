@@ -115,7 +115,7 @@ def test_inverted_residual_static_maps(hw):
     text = str(module)
     names = _scheduled(text)
     pointwise = {k: v for k, v in names.items() if "conv1x1" in k}
-    assert len(pointwise) == 2 and all(v == "conv1x1+elementwise" for v in pointwise.values()), names
+    assert len(pointwise) == 2 and all(v == "conv1x1+fused" for v in pointwise.values()), names
     convs = {k: v for k, v in names.items() if "conv" in k and "pack" not in k}
     assert len(convs) == 3 and all(convs.values()), names   # the depthwise conv scheduled too
     exe = relax_mlir.compile(text)

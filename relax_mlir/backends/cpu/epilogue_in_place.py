@@ -137,10 +137,10 @@ def in_place_collapsed(mm: ir.Operation) -> bool:
         %q = tensor.reshape %p(%s4)               // (N, O, H, W)
         %r = linalg.generic ins(%q, %bias, %res) outs(%out)   // 4-D, all parallel
 
-    becomes ``fill outs(reshape %out(%s3))``, the generic on (N, O, P) with ``outs(%p)`` (other
-    identity-mapped operands reshaped by ``%s3``, per-channel maps kept) and the reshape to
-    (N, O, H, W) of its result. False, changing nothing, where it does not apply."""
-    from mlir.dialects import tensor
+    becomes ``fill outs(collapse_shape %out)``, the generic on (N, O, P) with ``outs(%p)``
+    (other identity-mapped operands collapsed alike, per-channel maps kept) and the
+    ``expand_shape`` of its result to (N, O, H, W). False, changing nothing, where it does not apply."""
+    from mlir.dialects import arith, tensor
     p = mm.results[0]
     pt = ir.RankedTensorType(p.type)
     us = users(p)
@@ -180,20 +180,30 @@ def in_place_collapsed(mm: ir.Operation) -> bool:
         new_maps.append(cm)
         ins.append(v)
     new_maps.append(ir.AffineMap.get_identity(3))
-    shape3 = view.operands[1]
-    view.operands[0] = dest
+    i64 = ir.IntegerType.get_signless(64)
+    groups = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in ds]) for ds in ([0], [1], [2, 3])])
+    with view.location, ir.InsertionPoint(view):
+        out3 = tensor.collapse_shape(p.type, dest, groups)
+    view.results[0].replace_all_uses_with(out3)
+    view.erase()
     with g.location, ir.InsertionPoint(g):
-        ins = [tensor.reshape(ir.RankedTensorType.get(pt.shape, ir.RankedTensorType(v.type).element_type), v, shape3)
+        ins = [tensor.collapse_shape(ir.RankedTensorType.get(pt.shape, ir.RankedTensorType(v.type).element_type), v,
+                                     groups)
                if m == ir.AffineMap.get_identity(3) else v
                for v, m in zip(ins, new_maps[:-1])]
         par = ir.Attribute.parse("#linalg.iterator_type<parallel>")
         ng = linalg.GenericOp([p.type], ins, [p], ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps]),
                               ir.ArrayAttr.get([par] * 3))
         _move_body(g, ng, i, n_in)
-    back.move_after(ng)
-    back.operands[0] = ng.results[0]
-    g.results[0].replace_all_uses_with(back.results[0])
+        # collapse / expand (not tensor.reshape): bufferized, the returned view folds back to the
+        # output argument, whose buffer result is then dropped (a reshape was copied out per call)
+        idx = ir.IndexType.get()
+        sizes = [tensor.dim(dest, arith.constant(idx, d)) for d, e in enumerate(qt.shape)
+                 if ir.ShapedType.is_dynamic_size(e)]
+        r = tensor.expand_shape(q.type, ng.results[0], groups, sizes, qt.shape)
+    g.results[0].replace_all_uses_with(r)
     g.erase()
+    back.erase()
     if not list(empty.results[0].uses):
         empty.erase()
     return True

@@ -162,9 +162,11 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
         pack = packs_b(n, k, cfg, batch) and lo is not None and lo >= cfg.pack_min_m
         body, finish = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack, batch_panels=pointwise, epilogue=fused)
         kind = "conv1x1" if pointwise else "batch_matmul" if batch else "matmul"
-        if fused:   # the epilogue is in the matmul's tasks (:func:`.pointwise.epilogue_tile`)
-            return Schedule("conv1x1+fused", body, prepare, cfg.prefetch, finish)
         prefetch = cfg.prefetch
+        if k is not None:   # its work for relax-omp-threads' rule: 2*K FLOPs per output element
+            prepare = _mark_flops(2 * k)
+        if fused:   # the epilogue is in the matmul's tasks (:func:`.pointwise.epilogue_tile`)
+            return Schedule("conv1x1+fused", body, prepare, prefetch, finish)
     if pointwise and pointwise_tail is not None:
         epilogue, tail = True, pointwise_tail
     elif not epilogue:
@@ -186,11 +188,22 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
     return Schedule(kind + "+elementwise", fused, prepare, prefetch)
 
 
+def _mark_flops(per_output: int) -> Callable[[ir.Operation], None]:
+    """A ``prepare`` step recording the kernel's FLOPs per output element for relax-omp-threads
+    (:data:`..omp_threads.FLOPS_ATTR`: a compute-bound region of few bytes still gets threads)."""
+    from ..omp_threads import FLOPS_ATTR
+
+    def prepare(fn: ir.Operation) -> None:
+        fn.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), per_output)
+
+    return prepare
+
+
 def _in_place_epilogue(ops: list[ir.Operation], at: int) -> bool:
     """relax-epilogue-in-place's form of a pointwise conv (:func:`..epilogue_in_place.in_place_collapsed`):
     fill (``ops[at]``), batch matmul, operand reshapes, ONE all-parallel f32 generic whose
-    destination is the product, then the reshape of its result to NCHW."""
-    if len(ops) < at + 4 or ops[at + 1].name != "linalg.batch_matmul" or ops[-1].name != "tensor.reshape":
+    destination is the product, then the expand_shape of its result to NCHW."""
+    if len(ops) < at + 4 or ops[at + 1].name != "linalg.batch_matmul" or ops[-1].name != "tensor.expand_shape":
         return False
     mid = ops[at + 2:-1]
     gens = [o for o in mid if o.name == "linalg.generic"]

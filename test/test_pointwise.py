@@ -147,7 +147,7 @@ def test_pointwise_fully_static(c, o, hw):
         relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
         kernels = [f.operation for f in m.body.operations if "relax.kernel" in f.attributes]
         assert [str(f.attributes["sym_name"]) for f in kernels] == ['"fused_conv1x1_relu"']
-        assert schedule_kernel(kernels[0]) == "conv1x1+elementwise"
+        assert schedule_kernel(kernels[0]) == "conv1x1+fused"
     exe = _compile(src)
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, c, h, w)).astype(np.float32)

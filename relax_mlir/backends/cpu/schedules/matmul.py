@@ -274,9 +274,11 @@ def _row_block(m: Optional[int], cfg: MatmulConfig) -> int:
     thread whatever its tasks, and the second pack of B is then pure cost (docs/conv.md,
     "Not done")."""
     tile = cfg.rows[0] * ROW_BLOCKS
-    if ROW_BLOCKS < 2 or m is None or m % tile or m < 2 * tile:
+    if ROW_BLOCKS < 2 or m is None or m < 2 * tile:
         return 0
-    return m // ROW_BLOCKS
+    if m % tile == 0:
+        return m // ROW_BLOCKS
+    return -(-m // (ROW_BLOCKS * cfg.rows[0])) * cfg.rows[0]   # whole tiles; the last block shorter
 
 
 def config_for(target: Simd) -> MatmulConfig:
@@ -294,16 +296,21 @@ def config_for(target: Simd) -> MatmulConfig:
                         panel_n=max(256, 4 * cols), block_k=128, lanes=target.lanes, gemv_tile=gemv_tile)
 
 
+#: Register tiles per (image, panel) task of a fused pointwise conv whose static pixel count
+#: has a column remainder (:func:`matmul_schedule`).
+PANEL_COLS = 2
+
+
 def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool,
-           batch_panels: bool = False, epilogue: bool = False, rest: int = 0):
+           batch_panels: bool = False, epilogue: bool = False, panel: Optional[int] = None):
     """``(tile, masked)``: ``tile(fn, mm, fill)`` tiles and vectorizes the matmul ``mm`` of
     :func:`matmul_schedule` (``fill``: zero C in the N panel or batch loop, :func:`_fill_rows`);
     ``masked``: it makes masked column tiles (N symbolic, :func:`_columns`). ``epilogue``
     (with ``batch_panels``): the (batch, row block, N panel) tasks are the tiles of the
     epilogue generic that runs in place on the product (relax-epilogue-in-place), the matmul
     and its fill fused into them; each task then runs its epilogue tile on the panel it has
-    just written (:func:`.pointwise.epilogue_tile`). ``rest``: a static column remainder of
-    ``rest`` columns after ``n`` that the fused tasks split off themselves (whole N per task)."""
+    just written (:func:`.pointwise.epilogue_tile`). ``panel``: the N panel of a task (default:
+    from ``cfg`` and N)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n and not pack:
@@ -314,7 +321,9 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     if batch_panels and n is not None and n < 4 * panel_n and n % (2 * cfg.cols) == 0:
         panel_n = 2 * cfg.cols
     # No outer loop of one iteration: canonicalization would fold it under a live handle.
-    if (n is not None and n <= panel_n) or (epilogue and rest):
+    if panel:
+        panel_n = panel
+    if n is not None and n <= panel_n:
         panel_n = 0
     # (batch, row block[, N panel]) tasks where a static N is a single panel (a 1x1 conv on
     # 14x14 maps: 192 columns + a 4-column rest) or N is symbolic (196 pixels: one panel):
@@ -346,14 +355,8 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
             fused = structured.FuseIntoContainingOp(mm, tiled.forall_op)
             mm = fused.fused_op
             fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), fused.new_containing_op).fused_op
-            whole = n + rest if n is not None and not panel_n else None
-            _fill_rows(fn, fill, whole if whole is not None else n_extent, panel_n or None,
-                       panel_n or cfg.panel_n, 1)
-            epilogue_tile(fn, tiled.tiled_op, whole if whole is not None else n_extent)
-            if rest:   # the static column remainder of the task's (whole) N, B read in place
-                split = structured.SplitOp(mm, 2, n).results[0]
-                mm, tail = transform.SplitHandleOp([any_op(), any_op()], split).results
-                _column_rest(fn, tail, m, rest, cfg, 1, name, forall=False)
+            _fill_rows(fn, fill, n_extent, panel_n or None, panel_n or cfg.panel_n, 1)
+            epilogue_tile(fn, tiled.tiled_op, n_extent)
         elif batch and batch_panels and (panel_n or rows_task):   # threads at batch 1 too
             tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, rows_task, panel_n, 0])
             mm = tiled.results[0]
@@ -382,8 +385,8 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         if block_k and not pack:
             mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
         m_exact = m is not None and m % cfg.rows[0] == 0
-        if rows_task:  # equal blocks of whole register tiles (_row_block)
-            m_exact = True
+        if rows_task:  # blocks of whole register tiles (_row_block): equal ones have no row remainder
+            m_exact = m % rows_task == 0 and rows_task % cfg.rows[0] == 0
         if pack:
             full, partial = _split_k(fn, mm, block_k, k, b, name)
             for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, rest_width, b, name, half=True):
@@ -434,13 +437,14 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
     epilogue = epilogue and batch and batch_panels
-    if epilogue and rest and n > cfg.panel_n:
-        # the fused tasks' panels of a static N with a column remainder: the last panel
-        # partial, its columns in masked tiles as for a symbolic N (no split: the epilogue's
-        # tasks would need splitting too)
-        tile, masked = _tiles(m, None, k, cfg, batch, pack, batch_panels, epilogue=True)
-    elif epilogue:   # whole N per task where it has a remainder: split inside the task
-        tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack, batch_panels, epilogue=True, rest=rest)
+    if epilogue and rest:
+        # a static N with a column remainder (14x14 maps: 196 columns, 28x28: 784): panels of
+        # two register tiles, the last one partial, its columns in masked tiles as for a
+        # symbolic N (no split: the epilogue's tasks would need splitting too); so a single
+        # image has several tasks (threads at batch 1), each packing only its own columns
+        tile, masked = _tiles(m, None, k, cfg, batch, pack, batch_panels, epilogue=True, panel=PANEL_COLS * cfg.cols)
+    elif epilogue:
+        tile, masked = _tiles(m, n, k, cfg, batch, pack, batch_panels, epilogue=True)
     else:
         tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack, batch_panels)
 
@@ -477,12 +481,11 @@ def _masks_out_of_loops(fn: ir.Value) -> None:
 
 
 def _column_rest(fn: ir.Value, mm: ir.Value, m: Optional[int], cols: int, cfg: MatmulConfig, b: int,
-                 name: str, forall: bool = True) -> None:
+                 name: str) -> None:
     """Schedule ``mm``, the last ``cols`` (< ``cfg.cols``, static) columns of a matmul: one
-    batch per ``scf.forall`` iteration (``b``; not with ``forall`` False: already in a task),
-    then register tiles of ``cfg.rows`` rows (peeled) by exactly ``cols`` columns, the
-    accumulator held across all of K."""
-    if b and forall:
+    batch per ``scf.forall`` iteration (``b``), then register tiles of ``cfg.rows`` rows
+    (peeled) by exactly ``cols`` columns, the accumulator held across all of K."""
+    if b:
         mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
     # Whole registers, then the last partial one (40 columns: 32 + 8; a 40-wide vector
     # measured slower than 1-column tiles)

@@ -296,11 +296,6 @@ def config_for(target: Simd) -> MatmulConfig:
                         panel_n=max(256, 4 * cols), block_k=128, lanes=target.lanes, gemv_tile=gemv_tile)
 
 
-#: Register tiles per (image, panel) task of a fused pointwise conv whose static pixel count
-#: has a column remainder (:func:`matmul_schedule`).
-PANEL_COLS = 2
-
-
 def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool,
            batch_panels: bool = False, epilogue: bool = False, panel: Optional[int] = None):
     """``(tile, masked)``: ``tile(fn, mm, fill)`` tiles and vectorizes the matmul ``mm`` of
@@ -438,11 +433,13 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
     epilogue = epilogue and batch and batch_panels
     if epilogue and rest:
-        # a static N with a column remainder (14x14 maps: 196 columns, 28x28: 784): panels of
-        # two register tiles, the last one partial, its columns in masked tiles as for a
-        # symbolic N (no split: the epilogue's tasks would need splitting too); so a single
-        # image has several tasks (threads at batch 1), each packing only its own columns
-        tile, masked = _tiles(m, None, k, cfg, batch, pack, batch_panels, epilogue=True, panel=PANEL_COLS * cfg.cols)
+        # a static N with a column remainder (14x14 maps: 196 columns, 28x28: 784): two panels
+        # per image (halves rounded up to whole vectors: 112 + 84), the last columns in masked
+        # tiles as for a symbolic N (no split: the epilogue's tasks would need splitting too);
+        # so a single image has two tasks (threads at batch 1), each packing only its own columns
+        half = -(-n // (2 * cfg.lanes)) * cfg.lanes
+        tile, masked = _tiles(m, None, k, cfg, batch, pack, batch_panels, epilogue=True,
+                              panel=half if n <= 4 * cfg.panel_n else None)
     elif epilogue:
         tile, masked = _tiles(m, n, k, cfg, batch, pack, batch_panels, epilogue=True)
     else:

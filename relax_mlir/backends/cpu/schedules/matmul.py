@@ -274,11 +274,9 @@ def _row_block(m: Optional[int], cfg: MatmulConfig) -> int:
     thread whatever its tasks, and the second pack of B is then pure cost (docs/conv.md,
     "Not done")."""
     tile = cfg.rows[0] * ROW_BLOCKS
-    if ROW_BLOCKS < 2 or m is None or m < 2 * tile:
+    if ROW_BLOCKS < 2 or m is None or m % tile or m < 2 * tile:
         return 0
-    if m % tile == 0:
-        return m // ROW_BLOCKS
-    return -(-m // (ROW_BLOCKS * cfg.rows[0])) * cfg.rows[0]   # whole tiles; the last block shorter
+    return m // ROW_BLOCKS
 
 
 def config_for(target: Simd) -> MatmulConfig:
@@ -380,8 +378,8 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         if block_k and not pack:
             mm = structured.TileUsingForOp(mm, sizes=[0] * b + [0, 0, block_k]).tiled_linalg_op
         m_exact = m is not None and m % cfg.rows[0] == 0
-        if rows_task:  # blocks of whole register tiles (_row_block): equal ones have no row remainder
-            m_exact = m % rows_task == 0 and rows_task % cfg.rows[0] == 0
+        if rows_task:  # equal blocks of whole register tiles (_row_block)
+            m_exact = True
         if pack:
             full, partial = _split_k(fn, mm, block_k, k, b, name)
             for npart, cols, masked in _columns(fn, full, cfg.cols, n_extent, rest_width, b, name, half=True):

@@ -314,7 +314,7 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     if batch_panels and n is not None and n < 4 * panel_n and n % (2 * cfg.cols) == 0:
         panel_n = 2 * cfg.cols
     # No outer loop of one iteration: canonicalization would fold it under a live handle.
-    if panel:
+    if panel is not None:   # (0: the whole N per task)
         panel_n = panel
     if n is not None and n <= panel_n:
         panel_n = 0
@@ -435,9 +435,10 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
         # per image (halves rounded up to whole vectors: 112 + 84), the last columns in masked
         # tiles as for a symbolic N (no split: the epilogue's tasks would need splitting too);
         # so a single image has two tasks (threads at batch 1), each packing only its own columns
+        # (under two register tiles of columns: one task per image, the whole row)
         half = -(-n // (2 * cfg.lanes)) * cfg.lanes
-        tile, masked = _tiles(m, None, k, cfg, batch, pack, batch_panels, epilogue=True,
-                              panel=half if n <= 4 * cfg.panel_n else None)
+        panel = None if n > 4 * cfg.panel_n else half if half >= cfg.cols else 0
+        tile, masked = _tiles(m, None, k, cfg, batch, pack, batch_panels, epilogue=True, panel=panel)
     elif epilogue:
         tile, masked = _tiles(m, n, k, cfg, batch, pack, batch_panels, epilogue=True)
     else:

@@ -1,7 +1,11 @@
 """The epilogue of relax-conv-gemm's pointwise (1x1) convolution kernels.
 
 The convolution itself is a batch matmul scheduled by :func:`.matmul.matmul_schedule`
-(``batch_panels``: one (image, pixel panel) per task); what relax-fuse-ops fused after it
+(``batch_panels``: one (image, pixel panel) per task). Where relax-epilogue-in-place has put
+the epilogue on the product's (N, O, H*W) space, in place (a static image size), the tasks
+are the epilogue's tiles with the matmul fused into them, and :func:`epilogue_tile`
+vectorizes each task's tile right after its product (one parallel region). Otherwise what
+relax-fuse-ops fused after it
 (the bias add, ReLU6, a residual add, an unfolded BatchNorm's scale and shift) reads its
 NCHW result through a ``tensor.reshape``, through which producer fusion cannot reach, so
 the epilogue is a second pass over the output in the same kernel: one output row per

@@ -4,7 +4,7 @@
 // relax-omp-threads: each omp.parallel takes the module's run-time thread count (the
 // global, declared once, initial value the count at compile time: 1 under lit) when the
 // memrefs it uses (defined outside it, each once: %a read, %b written) hold at least
-// min-bytes (default 1 MiB), else 1 thread.
+// min-bytes (default 1 MiB), else 1 thread; never more than its loop's iterations (%n).
 // CHECK: memref.global "public" @_mlir_relax_num_threads : memref<i32> = dense<1> {alignment = 4 : i64}
 // CHECK-LABEL: func.func @copy
 // CHECK: %[[N:.*]] = memref.dim %arg0, %c0
@@ -17,7 +17,10 @@
 // CHECK: %[[L:.*]] = memref.load %[[G]][] : memref<i32>
 // CHECK: %[[T:.*]] = arith.maxsi %[[L]], %c1_i32 : i32
 // CHECK: %[[BIG:.*]] = arith.cmpi uge, %[[W]], %c1048576 : index
-// CHECK: %[[NT:.*]] = arith.select %[[BIG]], %[[T]], %c1_i32 : i32
+// CHECK: %[[SEL:.*]] = arith.select %[[BIG]], %[[T]], %c1_i32 : i32
+// CHECK: %[[TR:.*]] = arith.maxsi %[[N]], %c1 : index
+// CHECK: %[[TI:.*]] = arith.index_cast %[[TR]] : index to i32
+// CHECK: %[[NT:.*]] = arith.minsi %[[SEL]], %[[TI]] : i32
 // CHECK: omp.parallel num_threads(%[[NT]] : i32)
 // CHECK: omp.loop_nest (%{{.*}}) : index = (%c0) to (%[[N]]) step (%c1)
 // ALL: %[[BIG:.*]] = arith.cmpi uge, %{{.*}}, %c0 : index
@@ -35,14 +38,15 @@ func.func @copy(%a: memref<?x3xi64>, %b: memref<?x3xi64>) {
 // -----
 
 // Statically small (16 x 64 f32, 4 KB): the count folds to 1, the region runs on the
-// calling thread (no fork); with min-bytes=0 it takes the run-time count.
+// calling thread (no fork); with min-bytes=0 it takes the run-time count (at most its 16 iterations).
 // CHECK-LABEL: func.func @small
 // CHECK: %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK: omp.parallel num_threads(%[[ONE]] : i32)
 // ALL-LABEL: func.func @small
 // ALL: %[[L:.*]] = memref.load
 // ALL: %[[T:.*]] = arith.maxsi %[[L]]
-// ALL: omp.parallel num_threads(%[[T]] : i32)
+// ALL: %[[NT:.*]] = arith.minsi %[[T]], %c16_i32 : i32
+// ALL: omp.parallel num_threads(%[[NT]] : i32)
 func.func @small(%a: memref<16x64xf32>) {
   %cst = arith.constant 1.0 : f32
   %c0 = arith.constant 0 : index
@@ -64,7 +68,8 @@ func.func @small(%a: memref<16x64xf32>) {
 // CHECK: %[[F:.*]] = arith.muli %[[N]], %c65536 : index
 // CHECK: %[[HEAVY:.*]] = arith.cmpi uge, %[[F]], %c4000000 : index
 // CHECK: %[[ANY:.*]] = arith.ori %[[BIG]], %[[HEAVY]] : i1
-// CHECK: %[[NT:.*]] = arith.select %[[ANY]], %{{.*}}, %c1_i32 : i32
+// CHECK: %[[SEL:.*]] = arith.select %[[ANY]], %{{.*}}, %c1_i32 : i32
+// CHECK: %[[NT:.*]] = arith.minsi %[[SEL]], %{{.*}} : i32
 // CHECK: omp.parallel num_threads(%[[NT]] : i32)
 // ALL-LABEL: func.func @work
 // ALL: arith.cmpi uge, %{{.*}}, %c0 : index

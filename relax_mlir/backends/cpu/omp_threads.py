@@ -14,7 +14,9 @@ the runtime rewrites it when an executable is created (``RELAX_MLIR_NUM_THREADS`
 whenever ``exe.num_threads`` is set (:mod:`relax_mlir.runtime.libraries`, threads part).
 The name starts with ``_mlir_`` because the ExecutionEngine's lookup prefixes that.
 
-The work test keeps small regions on the calling thread: a decode GEMV of a few hundred
+A region never gets more threads than its parallel loop has iterations (a single (image,
+panel) task at batch 1 runs on the calling thread: no fork). The work test keeps small
+regions on the calling thread: a decode GEMV of a few hundred
 KB or a tiny elementwise kernel costs less than a fork/join of OpenMP's team (several us,
 far more when another process holds a core). ``num_threads(1)`` makes libiomp5 run the
 region serialized on the caller (no wake-up of the workers). The work measure is the
@@ -164,6 +166,36 @@ def _kernel_flops(par: ir.Operation) -> Optional[ir.Value]:
     return acc
 
 
+def _trip_count(par: ir.Operation) -> Optional[ir.Value]:
+    """Iterations of the ``omp.loop_nest`` that ``par`` runs (all its dims), as an index value
+    computed before the region, or None (no loop nest, or bounds defined inside the region)."""
+    nests: list[ir.Operation] = []
+
+    def visit(op):
+        if op.name == "omp.loop_nest":
+            nests.append(op.operation)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    for region in par.regions:
+        for block in region.blocks:
+            for op in block.operations:
+                if not nests:
+                    op.operation.walk(visit)
+    if not nests:
+        return None
+    nest = nests[0]
+    ops = list(nest.operands)
+    rank = len(nest.regions[0].blocks[0].arguments)
+    if len(ops) != 3 * rank or any(not _defined_outside(v, par) for v in ops):
+        return None
+    trips = None
+    for lb, ub, step in zip(ops[:rank], ops[rank:2 * rank], ops[2 * rank:]):
+        t = arith.ceildivsi(arith.subi(ub, lb), step)
+        trips = t if trips is None else arith.muli(trips, t)
+    return trips
+
+
 def set_run_time_threads(par: ir.Operation, min_bytes: int, min_flops: int = MIN_PARALLEL_FLOPS) -> None:
     """Give ``par`` (an ``omp.parallel`` with a num_threads operand) the run-time count."""
     at = _num_threads_index(par)
@@ -187,6 +219,10 @@ def set_run_time_threads(par: ir.Operation, min_bytes: int, min_flops: int = MIN
             if flops is not None:
                 big = arith.ori(big, arith.cmpi(arith.CmpIPredicate.uge, flops, arith.constant(idx, min_flops)))
             n = arith.select(big, threads, arith.constant(i32, 1))
+        trips = _trip_count(par)
+        if trips is not None:   # no more threads than iterations (a one-image task at batch 1: no fork)
+            t = arith.index_cast(i32, arith.maxsi(trips, arith.constant(idx, 1)))
+            n = arith.minsi(n, t)
     par.operands[at] = n
 
 

@@ -295,15 +295,15 @@ def config_for(target: Simd) -> MatmulConfig:
 
 
 def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool,
-           batch_panels: bool = False, epilogue: bool = False, panel: Optional[int] = None):
+           batch_panels: bool = False, epilogue: bool = False, rest: int = 0):
     """``(tile, masked)``: ``tile(fn, mm, fill)`` tiles and vectorizes the matmul ``mm`` of
     :func:`matmul_schedule` (``fill``: zero C in the N panel or batch loop, :func:`_fill_rows`);
     ``masked``: it makes masked column tiles (N symbolic, :func:`_columns`). ``epilogue``
     (with ``batch_panels``): the (batch, row block, N panel) tasks are the tiles of the
     epilogue generic that runs in place on the product (relax-epilogue-in-place), the matmul
     and its fill fused into them; each task then runs its epilogue tile on the panel it has
-    just written (:func:`.pointwise.epilogue_tile`). ``panel``: the N panel of a task (default:
-    from ``cfg`` and N)."""
+    just written (:func:`.pointwise.epilogue_tile`). ``rest``: a static column remainder after
+    ``n`` that each such task splits off (its N whole: the panels, if any, a loop in it)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n and not pack:
@@ -314,10 +314,11 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     if batch_panels and n is not None and n < 4 * panel_n and n % (2 * cfg.cols) == 0:
         panel_n = 2 * cfg.cols
     # No outer loop of one iteration: canonicalization would fold it under a live handle.
-    if panel is not None:   # (0: the whole N per task)
-        panel_n = panel
     if n is not None and n <= panel_n:
         panel_n = 0
+    inner = 0
+    if epilogue and rest:   # the whole N per task, its panels (if any) a loop inside
+        panel_n, inner = 0, panel_n
     # (batch, row block[, N panel]) tasks where a static N is a single panel (a 1x1 conv on
     # 14x14 maps: 192 columns + a 4-column rest) or N is symbolic (196 pixels: one panel):
     # one task per image would leave threads idle at batch 1
@@ -328,8 +329,8 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     # A static N the panel does not divide is a multiple of cols here (matmul_schedule split
     # off the rest): the panels' column remainder never runs (1-column tiles, no masks).
     rest_width = cfg.lanes if n is None else 1
-    if panel_n:
-        n_extent = panel_n if n is not None and n % panel_n == 0 else None
+    if panel_n or inner:
+        n_extent = (panel_n or inner) if n is not None and n % (panel_n or inner) == 0 else None
     else:
         n_extent = n
 
@@ -348,8 +349,15 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
             fused = structured.FuseIntoContainingOp(mm, tiled.forall_op)
             mm = fused.fused_op
             fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), fused.new_containing_op).fused_op
-            _fill_rows(fn, fill, n_extent, panel_n or None, panel_n or cfg.panel_n, 1)
-            epilogue_tile(fn, tiled.tiled_op, n_extent)
+            whole = n + rest if rest else n_extent
+            _fill_rows(fn, fill, whole, panel_n or None, panel_n or cfg.panel_n, 1)
+            epilogue_tile(fn, tiled.tiled_op, whole)
+            if rest:   # the static column remainder of the task's N, B read in place
+                split = structured.SplitOp(mm, 2, n).results[0]
+                mm, tail = transform.SplitHandleOp([any_op(), any_op()], split).results
+                _column_rest(fn, tail, m, rest, cfg, 1, name, forall=False)
+            if inner:
+                mm = structured.TileUsingForOp(mm, sizes=[0, 0, inner, 0]).tiled_linalg_op
         elif batch and batch_panels and (panel_n or rows_task):   # threads at batch 1 too
             tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, rows_task, panel_n, 0])
             mm = tiled.results[0]
@@ -431,14 +439,10 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
     epilogue = epilogue and batch and batch_panels
     if epilogue and rest:
-        # a static N with a column remainder (14x14 maps: 196 columns, 28x28: 784): two panels
-        # per image (halves rounded up to whole vectors: 112 + 84), the last columns in masked
-        # tiles as for a symbolic N (no split: the epilogue's tasks would need splitting too);
-        # so a single image has two tasks (threads at batch 1), each packing only its own columns
-        # (under two register tiles of columns: one task per image, the whole row)
-        half = -(-n // (2 * cfg.lanes)) * cfg.lanes
-        panel = None if n > 4 * cfg.panel_n else half if half >= cfg.cols else 0
-        tile, masked = _tiles(m, None, k, cfg, batch, pack, batch_panels, epilogue=True, panel=panel)
+        # a static N with a column remainder (14x14 maps: 196 columns, 28x28: 784): the whole
+        # N per task, split inside it (the epilogue's tasks cannot be split like the matmul);
+        # panels of a symbolic-like N in masked tiles measured 1.1-1.4x slower at one thread
+        tile, masked = _tiles(m, n - rest, k, cfg, batch, pack, batch_panels, epilogue=True, rest=rest)
     elif epilogue:
         tile, masked = _tiles(m, n, k, cfg, batch, pack, batch_panels, epilogue=True)
     else:
@@ -477,11 +481,12 @@ def _masks_out_of_loops(fn: ir.Value) -> None:
 
 
 def _column_rest(fn: ir.Value, mm: ir.Value, m: Optional[int], cols: int, cfg: MatmulConfig, b: int,
-                 name: str) -> None:
+                 name: str, forall: bool = True) -> None:
     """Schedule ``mm``, the last ``cols`` (< ``cfg.cols``, static) columns of a matmul: one
-    batch per ``scf.forall`` iteration (``b``), then register tiles of ``cfg.rows`` rows
-    (peeled) by exactly ``cols`` columns, the accumulator held across all of K."""
-    if b:
+    batch per ``scf.forall`` iteration (``b``; not with ``forall`` False: already in a task),
+    then register tiles of ``cfg.rows`` rows (peeled) by exactly ``cols`` columns, the
+    accumulator held across all of K."""
+    if b and forall:
         mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
     # Whole registers, then the last partial one (40 columns: 32 + 8; a 40-wide vector
     # measured slower than 1-column tiles)

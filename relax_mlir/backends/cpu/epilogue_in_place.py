@@ -112,7 +112,7 @@ def in_place(mm: ir.Operation) -> bool:
 
 def _collapsed_map(m: ir.AffineMap) -> Optional[ir.AffineMap]:
     """A 4-D epilogue operand's map on (n, o, h, w) as a map on (n, o, p), p = h*w: the
-    identity becomes the identity (the operand is reshaped to (N, O, P)); a map that reads
+    identity becomes the identity (the operand is collapsed to (N, O, P)); a map that reads
     neither h nor w (a per-channel bias (d1, 0, 0)) keeps its results; None otherwise."""
     if m == ir.AffineMap.get_identity(4):
         return ir.AffineMap.get_identity(3)

@@ -434,7 +434,11 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
 
     A symbolic N runs its column remainder in masked tiles (see the module docstring),
     where peeled 1-column tiles ran it scalar; the packed variant uses half-width masked
-    tiles. Measurements: bench/README.md, "Matmul schedule design measurements"."""
+    tiles. Measurements: bench/README.md, "Matmul schedule design measurements".
+
+    ``epilogue`` (a batch matmul with ``batch_panels``: relax-conv-gemm's pointwise conv after
+    relax-epilogue-in-place): the kernel's one generic runs in place on the product; the tasks
+    are its tiles, the matmul and fill fused into each (one parallel region; :func:`_tiles`)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
     epilogue = epilogue and batch and batch_panels

@@ -99,3 +99,40 @@ func.func private @pw_symbolic(%arg0: tensor<?x8x?x?xf32>, %arg1: tensor<12x8x1x
   } -> tensor<?x12x?x?xf32>
   return %4 : tensor<?x12x?x?xf32>
 }
+
+// -----
+
+// No epilogue: the product is computed in the output argument already, but returned through a
+// tensor.reshape pair, which made the bufferized kernel copy its whole output into a fresh
+// buffer per call; as collapse_shape / expand_shape the pair folds back to the argument.
+// CHECK-LABEL: func.func private @pw_plain(
+// CHECK: %[[O3:.*]] = tensor.collapse_shape %arg2 {{\[\[}}0], [1], [2, 3]] : tensor<?x12x14x14xf32> into tensor<?x12x196xf32>
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[O3]] : tensor<?x12x196xf32>)
+// CHECK: %[[P:.*]] = linalg.batch_matmul {{.*}} outs(%[[Z]] : tensor<?x12x196xf32>)
+// CHECK: %[[Y:.*]] = tensor.expand_shape %[[P]] {{\[\[}}0], [1], [2, 3]] output_shape [%{{.*}}, 12, 14, 14] : tensor<?x12x196xf32> into tensor<?x12x14x14xf32>
+// CHECK: return %[[Y]]
+// BUF-LABEL: func.func private @pw_plain(
+// BUF-SAME: %{{.*}}: memref<?x12x14x14xf32>) attributes
+// BUF-NOT: memref.alloc{{.*}}xf32>
+// BUF-NOT: memref.copy
+// BUF: return{{$}}
+func.func private @pw_plain(%arg0: tensor<?x8x14x14xf32>, %arg1: tensor<12x8x1x1xf32>, %arg2: tensor<?x12x14x14xf32>) -> tensor<?x12x14x14xf32> attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.kernel_op = "conv1x1"} {
+  %c8 = arith.constant 8 : index
+  %c14 = arith.constant 14 : index
+  %c12 = arith.constant 12 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %cst_0 = arith.constant dense<[12, 8]> : tensor<2xindex>
+  %c196 = arith.constant 196 : index
+  %c0 = arith.constant 0 : index
+  %dim = tensor.dim %arg0, %c0 : tensor<?x8x14x14xf32>
+  %reshape = tensor.reshape %arg1(%cst_0) : (tensor<12x8x1x1xf32>, tensor<2xindex>) -> tensor<12x8xf32>
+  %from_elements = tensor.from_elements %dim, %c8, %c196 : tensor<3xindex>
+  %reshape_1 = tensor.reshape %arg0(%from_elements) : (tensor<?x8x14x14xf32>, tensor<3xindex>) -> tensor<?x8x196xf32>
+  %from_elements_2 = tensor.from_elements %dim, %c12, %c196 : tensor<3xindex>
+  %reshape_3 = tensor.reshape %arg2(%from_elements_2) : (tensor<?x12x14x14xf32>, tensor<3xindex>) -> tensor<?x12x196xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%reshape_3 : tensor<?x12x196xf32>) -> tensor<?x12x196xf32>
+  %2 = linalg.batch_matmul indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>] ins(%reshape, %reshape_1 : tensor<12x8xf32>, tensor<?x8x196xf32>) outs(%1 : tensor<?x12x196xf32>) -> tensor<?x12x196xf32>
+  %from_elements_4 = tensor.from_elements %dim, %c12, %c14, %c14 : tensor<4xindex>
+  %reshape_5 = tensor.reshape %2(%from_elements_4) : (tensor<?x12x196xf32>, tensor<4xindex>) -> tensor<?x12x14x14xf32>
+  return %reshape_5 : tensor<?x12x14x14xf32>
+}

@@ -27,7 +27,9 @@ epilogue collapsed onto the product's (N, O, P) space (:func:`in_place_collapsed
 writes the reshaped destination, the epilogue runs in place on the product, and the reshape
 to NCHW moves after it. With the reshape gone from between them, the schedule can tile the
 epilogue and fuse the product into its tasks (``schedules/pointwise.py``: one parallel region,
-no output-sized temporary).
+no output-sized temporary). Without an epilogue only its reshapes of the output become
+collapse / expand_shape (the tensor.reshape pair made the kernel copy its output per call).
+Both need one dynamic dim at most (a static image size).
 """
 
 from __future__ import annotations
@@ -139,7 +141,9 @@ def in_place_collapsed(mm: ir.Operation) -> bool:
 
     becomes ``fill outs(collapse_shape %out)``, the generic on (N, O, P) with ``outs(%p)``
     (other identity-mapped operands collapsed alike, per-channel maps kept) and the
-    ``expand_shape`` of its result to (N, O, H, W). False, changing nothing, where it does not apply."""
+    ``expand_shape`` of its result to (N, O, H, W); without an epilogue (the reshape returned,
+    the output argument filled) see :func:`_views`. False, changing nothing, where it does not
+    apply."""
     from mlir.dialects import arith, tensor
     p = mm.results[0]
     pt = ir.RankedTensorType(p.type)
@@ -153,18 +157,20 @@ def in_place_collapsed(mm: ir.Operation) -> bool:
     view = defining_op(fill.opview.outputs[0])
     if view is None or view.name != "tensor.reshape" or len(users(view.results[0])) != 1:
         return False
-    empty = defining_op(view.operands[0])
-    if empty is None or empty.name != "tensor.empty":
-        return False
     q = back.results[0]
     qt = ir.RankedTensorType(q.type)
-    if qt.rank != 4 or empty.results[0].type != q.type:
+    if qt.rank != 4 or view.operands[0].type != q.type:
         return False
     if sum(ir.ShapedType.is_dynamic_size(d) for d in qt.shape) > 1:
         # the returned expand_shape of the collapsed output folds back to the output argument
         # (and its buffer result is dropped) only with one dynamic dim at most (MLIR 22's
         # reshape fold); beyond that it would be copied out per call (and the expansion of
         # two dynamic sizes in one group asserts in expand-strided-metadata): left as is
+        return False
+    if isinstance(view.operands[0], ir.BlockArgument) and [u.name for u in users(q)] == ["func.return"]:
+        return _views(view, back)   # no epilogue: the product is computed in the output already
+    empty = defining_op(view.operands[0])
+    if empty is None or empty.name != "tensor.empty":
         return False
     g = _epilogue(back)
     if g is None:
@@ -212,6 +218,29 @@ def in_place_collapsed(mm: ir.Operation) -> bool:
     back.erase()
     if not list(empty.results[0].uses):
         empty.erase()
+    return True
+
+
+def _views(view: ir.Operation, back: ir.Operation) -> bool:
+    """The pointwise kernel without an epilogue: its output argument viewed as (N, O, P) by a
+    ``collapse_shape`` and the product returned through an ``expand_shape`` (the pair folds
+    back to the argument once bufferized: the tensor.reshape pair made the kernel copy its
+    whole output into a fresh buffer per call)."""
+    from mlir.dialects import arith, tensor
+    out, q = view.operands[0], back.results[0]
+    qt = ir.RankedTensorType(q.type)
+    i64 = ir.IntegerType.get_signless(64)
+    groups = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in ds]) for ds in ([0], [1], [2, 3])])
+    with view.location, ir.InsertionPoint(view):
+        v = tensor.collapse_shape(view.results[0].type, out, groups)
+    view.results[0].replace_all_uses_with(v)
+    view.erase()
+    with back.location, ir.InsertionPoint(back):
+        idx = ir.IndexType.get()
+        sizes = [tensor.dim(out, arith.constant(idx, d)) for d, e in enumerate(qt.shape) if ir.ShapedType.is_dynamic_size(e)]
+        r = tensor.expand_shape(q.type, back.operands[0], groups, sizes, qt.shape)
+    q.replace_all_uses_with(r)
+    back.erase()
     return True
 
 

@@ -109,7 +109,7 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
         if fused:
             pass
         elif any(o.name not in _OPERAND_RESHAPES for o in ops[:at]) or len(ops) <= back \
-                or ops[back].name != "tensor.reshape":
+                or ops[back].name not in ("tensor.reshape", "tensor.expand_shape"):
             return None
         # the epilogue's operand reshapes (the bias (O,) -> (O, 1, 1): reshape + copy) stay loops
         epi = [] if fused else [o for o in ops[back + 1:] if o.name not in _OPERAND_RESHAPES]

@@ -4,6 +4,7 @@ eager (oneDNN), same threads, interleaved.
     PYTHONPATH=. python bench/bench_conv.py [--batches 1 8] [--reps 5] [--threads 2]
                                             [--nets resnet18 mobilenetv2] [--only NAME...]
                                             [--no-blas] [--no-direct] [--simd avx2] [--epilogue]
+                                            [--static-size]
 
 Each distinct conv (channels, kernel, stride, padding, groups) is compiled ONCE with symbolic
 batch, height and width and run at every batch: column ``generated`` is
@@ -21,7 +22,9 @@ printed per row (``*``: above 0.5). Ratio = ours / eager (below 1: we are faster
 wall time (both sides then run on that thread), which a loaded machine disturbs far less
 than the wall clock: time waiting for a core is not counted. ``--epilogue``: each conv
 followed by a bias add ((O, 1, 1), a folded BatchNorm's shift) and a ReLU, fused into its
-kernel (eager: ``relu(conv2d(x, w, b))``).
+kernel (eager: ``relu(conv2d(x, w, b))``). ``--static-size``: the image size static, the batch
+symbolic, as bench_vision exports the nets (a pointwise conv's epilogue then runs in the batch
+matmul's tasks, docs/conv.md).
 """
 
 from __future__ import annotations
@@ -90,14 +93,20 @@ NETS = {"resnet18": RESNET18, "mobilenetv2": MOBILENETV2}
 
 
 def conv_module(c: int, o: int, k: int, s: int, p: int, g: int, max_batch: int = 8, max_size: int = 224,
-                epilogue: bool = False) -> str:
+                epilogue: bool = False, static_size: bool = False) -> str:
     """One relax.conv2d with symbolic batch, height and width, bounded as a torch.export
     ``Dim(max=...)`` bounds them (intermediates then live in the session workspace);
-    ``epilogue``: then + bias (O, 1, 1) and relu."""
+    ``epilogue``: then + bias (O, 1, 1) and relu; ``static_size``: the image ``max_size`` x
+    ``max_size`` static (as a net exported at one image size), the batch symbolic."""
     xt = f'tensor<?x{c}x?x?xf32, #relax.shape<["n", {c}, "h", "w"]>>'
     wt = f"tensor<{o}x{c // g}x{k}x{k}xf32>"
     yt = f"tensor<?x{o}x?x?xf32>"
     bounds = f"relax.upper_bounds = {{n = {max_batch} : i64, h = {max_size} : i64, w = {max_size} : i64}}"
+    if static_size:
+        h, oh = max_size, (max_size + 2 * p - k) // s + 1
+        xt = f'tensor<?x{c}x{h}x{h}xf32, #relax.shape<["n", {c}, {h}, {h}]>>'
+        yt = f"tensor<?x{o}x{oh}x{oh}xf32>"
+        bounds = f"relax.upper_bounds = {{n = {max_batch} : i64}}"
     bt = f"tensor<{o}x1x1xf32>"
     tail = (f'  %1 = "relax.add"(%0, %b) : ({yt}, {bt}) -> {yt}\n  %2 = "relax.relu"(%1) : ({yt}) -> {yt}\n'
             f"  return %2 : {yt}\n" if epilogue else f"  return %0 : {yt}\n")
@@ -124,6 +133,8 @@ def main() -> None:
                     help="size every side's tiles for this SIMD unit (the JIT still targets the host's "
                          "features: an AVX2-sized run on an AVX-512 host is an approximation)")
     ap.add_argument("--epilogue", action="store_true", help="conv + bias + relu, fused (eager: the same ops)")
+    ap.add_argument("--static-size", action="store_true",
+                    help="the image size static (the batch symbolic), as the nets are exported")
     args = ap.parse_args()
     if args.cpu_time and args.threads != 1:
         ap.error("--cpu-time measures the calling thread: use it with --threads 1")
@@ -147,7 +158,7 @@ def main() -> None:
         for name, c, o, k, s, p, g, h in NETS[net]:
             if args.only is not None and not any(name.startswith(x) for x in args.only):
                 continue
-            src = conv_module(c, o, k, s, p, g, max(args.batches), h, args.epilogue)
+            src = conv_module(c, o, k, s, p, g, max(args.batches), h, args.epilogue, args.static_size)
             exes = {}
             options = None
             if args.simd:

@@ -115,7 +115,7 @@ def test_inverted_residual_static_maps(hw):
     text = str(module)
     names = _scheduled(text)
     pointwise = {k: v for k, v in names.items() if "conv1x1" in k}
-    assert len(pointwise) == 2 and all(v == "conv1x1+elementwise" for v in pointwise.values()), names
+    assert len(pointwise) == 2 and all(v == "conv1x1+fused" for v in pointwise.values()), names
     convs = {k: v for k, v in names.items() if "conv" in k and "pack" not in k}
     assert len(convs) == 3 and all(convs.values()), names   # the depthwise conv scheduled too
     exe = relax_mlir.compile(text)
@@ -147,7 +147,7 @@ def test_pointwise_fully_static(c, o, hw):
         relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage()) + ")")
         kernels = [f.operation for f in m.body.operations if "relax.kernel" in f.attributes]
         assert [str(f.attributes["sym_name"]) for f in kernels] == ['"fused_conv1x1_relu"']
-        assert schedule_kernel(kernels[0]) == "conv1x1+elementwise"
+        assert schedule_kernel(kernels[0]) == "conv1x1+fused"
     exe = _compile(src)
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, c, h, w)).astype(np.float32)
@@ -190,3 +190,84 @@ def test_pointwise_14x14(c, o, batch, row_blocks, monkeypatch):
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wv)).numpy()
     got = exe(x, wv)
     assert np.abs(got - want).max() / np.abs(want).max() <= 1e-4
+
+
+class _PointwiseResidual(torch.nn.Module):
+    """A 1x1 conv with its bias, ReLU6 (``clamp``: full + maximum + full + minimum once
+    imported) and a residual input added: the epilogue of MobileNetV2's expansions plus an add."""
+
+    def __init__(self, c: int, o: int):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(c, o, 1)
+
+    def forward(self, x, r):
+        return torch.clamp(self.conv(x), 0.0, 6.0) + r
+
+
+def _export_residual(c: int, o: int, hw: tuple[int, int]):
+    from relax_mlir.frontend.torch import from_exported_program
+
+    torch.manual_seed(c * 1000 + o)
+    model = _PointwiseResidual(c, o).eval()
+    n = torch.export.Dim("n", max=8)
+    dyn = {"x": {0: n}, "r": {0: n}}
+    ep = torch.export.export(model, (torch.randn(2, c, *hw), torch.randn(2, o, *hw)), dynamic_shapes=dyn)
+    module, params = from_exported_program(ep, dynamic_shapes=dyn)
+    return model, str(module), params
+
+
+def _fused_kernel_ir(text: str) -> str:
+    """The pointwise kernel after scheduling, bufferization and relax-omp-threads (the cpu
+    pipeline's codegen stage up to it)."""
+    from mlir import ir
+
+    from relax_mlir.pipelines.cpu import graph_stage, llvm_stage
+    st = llvm_stage()
+    m = relax_mlir.parse(text)
+    with m.context, ir.Location.unknown():
+        relax_mlir.run_pipeline(m, "builtin.module(" + ", ".join(graph_stage() + st[:st.index("relax-omp-threads") + 1])
+                                + ")")
+        fns = [f for f in m.body.operations if "relax.schedule" in f.attributes
+               and "conv1x1" in str(f.attributes["relax.schedule"])]
+        assert len(fns) == 1, [str(f.attributes["sym_name"]) for f in m.body.operations]
+        assert str(fns[0].attributes["relax.schedule"]) == '"conv1x1+fused"'
+        return str(fns[0])
+
+
+@pytest.mark.parametrize("c,o,hw", [(24, 36, (14, 14)), (48, 90, (13, 17)), (16, 90, (28, 28)), (40, 36, (9, 9)),
+                                    (24, 90, (8, 8)), (32, 36, (16, 16))])
+def test_pointwise_fused_epilogue(c, o, hw):
+    """bias + ReLU6 + a residual add fused into the pointwise conv at a static image size (as
+    the nets are exported; 14x14, 13x17, 28x28, 9x9: a column remainder, two panels per image;
+    8x8, 16x16: one task per image): relax-epilogue-in-place runs the epilogue in place on the
+    product and the schedule puts it in the batch matmul's tasks: ONE parallel region, no
+    output-sized buffer (no dynamic alloc, no copy, the kernel returns nothing: its result is
+    its output argument), its FLOPs given to relax-omp-threads (2*C per output element); the
+    numbers match PyTorch at batches 1, 3 and 8 through one executable."""
+    model, text, params = _export_residual(c, o, hw)
+    ir_text = _fused_kernel_ir(text)
+    assert ir_text.count("omp.parallel") == 1, ir_text
+    assert not re.search(r"memref\.alloc\(%", ir_text) and "memref.copy" not in ir_text, ir_text
+    assert re.search(r"relax\.flops_per_output = %d : i64" % (2 * c), ir_text)
+    header = ir_text.splitlines()[0]
+    assert ") attributes" in header and "->" not in header, header   # no result: the output argument
+    exe = relax_mlir.compile(text)
+    rng = np.random.default_rng(7)
+    for n in (1, 3, 8):
+        x = rng.standard_normal((n, c, *hw)).astype(np.float32)
+        r = rng.standard_normal((n, o, *hw)).astype(np.float32)
+        with torch.no_grad():
+            want = model(torch.from_numpy(x), torch.from_numpy(r)).numpy()
+        got = exe(x, r, *params)
+        assert got.shape == want.shape
+        err = np.abs(got - want).max() / np.abs(want).max()
+        assert err <= 1e-5, (n, err)
+
+
+def test_pointwise_symbolic_size_keeps_two_passes():
+    """With a symbolic image size (two dynamic dims besides the batch) the in-place form is not
+    made (its returned expand_shape would not fold back to the output argument: a copy per
+    call): the epilogue stays a second pass by output rows (``conv1x1+elementwise``), and the
+    numbers are right at odd sizes through one executable."""
+    names = _scheduled(conv_codegen._module(24, 36, (1, 1), (1, 1), (0, 0), (1, 1), 1, True, True))
+    assert [v for k, v in names.items() if "conv1x1" in k] == ["conv1x1+elementwise"], names

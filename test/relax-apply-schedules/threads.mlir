@@ -34,7 +34,10 @@
 // OMP: %[[T:.*]] = arith.maxsi %[[L]], %c1_i32 : i32
 // OMP: %[[CHUNK:.*]] = arith.muli %{{.*}}, %c32 {relax.thread_chunk} : index
 // OMP: %[[N:.*]] = affine.apply #{{.*}}()[%[[CHUNK]]]
-// OMP-NEXT: omp.parallel num_threads(%[[T]] : i32)
+// OMP-NEXT: %[[TR:.*]] = arith.maxsi %[[N]], %c1 : index
+// OMP-NEXT: %[[TI:.*]] = arith.index_cast %[[TR]] : index to i32
+// OMP-NEXT: %[[NT:.*]] = arith.minsi %[[T]], %[[TI]] : i32
+// OMP-NEXT: omp.parallel num_threads(%[[NT]] : i32)
 // OMP-NEXT: omp.wsloop
 // OMP-NEXT: omp.loop_nest (%{{.*}}) : index = (%c0) to (%[[N]]) step (%c1)
 func.func private @gemv(%a: tensor<1x512xf32>, %b: tensor<512x2048xf32>, %c: tensor<1x2048xf32>) -> tensor<1x2048xf32>
@@ -83,7 +86,9 @@ func.func private @small_gemv(%a: tensor<1x64xf32>, %b: tensor<64x512xf32>, %c: 
 // OMP: %[[T:.*]] = arith.maxsi %[[L]], %c1_i32 : i32
 // OMP: %[[BIG:.*]] = arith.cmpi uge, %[[W]], %c1048576 : index
 // OMP: %[[N:.*]] = arith.select %[[BIG]], %[[T]], %c1_i32 : i32
-// OMP: omp.parallel num_threads(%[[N]] : i32)
+// OMP: %[[TI:.*]] = arith.index_cast %{{.*}} : index to i32
+// OMP: %[[NT:.*]] = arith.minsi %[[N]], %[[TI]] : i32
+// OMP: omp.parallel num_threads(%[[NT]] : i32)
 func.func private @add(%x: tensor<?x1024xf32>, %y: tensor<?x1024xf32>, %o: tensor<?x1024xf32>) -> tensor<?x1024xf32>
     attributes {relax.kernel, relax.kernel_kind = "elementwise"} {
   %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],

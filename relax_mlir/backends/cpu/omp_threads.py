@@ -4,7 +4,8 @@
 ``num_threads``; this pass replaces that operand by a value computed right before the
 region::
 
-    num_threads = (bytes of the memrefs the region uses >= min-bytes) ? @_mlir_relax_num_threads : 1
+    num_threads = (bytes of the memrefs the region uses >= min-bytes
+                   or FLOPs of its kernel >= min-flops) ? @_mlir_relax_num_threads : 1
 
 ``@_mlir_relax_num_threads`` is a module global (``memref.global``, i32), the thread count
 of the module: its initial value is the target's (``Target.threads`` of the module's
@@ -13,7 +14,9 @@ the runtime rewrites it when an executable is created (``RELAX_MLIR_NUM_THREADS`
 whenever ``exe.num_threads`` is set (:mod:`relax_mlir.runtime.libraries`, threads part).
 The name starts with ``_mlir_`` because the ExecutionEngine's lookup prefixes that.
 
-The work test keeps small regions on the calling thread: a decode GEMV of a few hundred
+A region never gets more threads than its parallel loop has iterations (a single (image,
+panel) task at batch 1 runs on the calling thread: no fork). The work test keeps small
+regions on the calling thread: a decode GEMV of a few hundred
 KB or a tiny elementwise kernel costs less than a fork/join of OpenMP's team (several us,
 far more when another process holds a core). ``num_threads(1)`` makes libiomp5 run the
 region serialized on the caller (no wake-up of the workers). The work measure is the
@@ -26,6 +29,16 @@ other one idle; time on 2 threads over 1, the threshold off): M = 1 GEMVs 0.81-1
 save 25-40%. (When another process holds the other core a 2-thread region waited 75 us,
 some 4 ms, for it: libiomp5's dynamic team sizes handle that case, see
 :func:`relax_mlir.runtime.libraries.init_openmp`.)
+
+Bytes undercount compute-bound regions: a 1x1 conv on a 14x14 map (MobileNetV2's middle
+layers, 9-22 MFLOP at batch 1) touches 0.5-0.75 MB, so it ran on one thread. A kernel whose
+schedule knows its work marks itself :data:`FLOPS_ATTR` (FLOPs per element of its output,
+the last argument: ``2*K`` for a matmul or 1x1 conv with a static K); its regions then also
+take the run-time count when ``FLOPs = that * output elements`` reaches ``min-flops``
+(default :data:`MIN_PARALLEL_FLOPS`; measured in bench/README.md, "Pointwise convs in one
+region"). A FLOP count is a time only per machine; the threshold is set where two threads
+paid on the AVX-512 machine, and on AVX2 (half the FLOPs per cycle) the same work takes
+longer, so it pays there as well.
 """
 
 from __future__ import annotations
@@ -54,8 +67,14 @@ def num_threads() -> int:
 
 #: The module's thread count (a public i32 global; see the module docstring).
 THREADS_GLOBAL = THREADS_SYMBOL
-#: A parallel region touching fewer bytes runs on one thread.
+#: A parallel region touching fewer bytes runs on one thread (unless its FLOPs reach
+#: :data:`MIN_PARALLEL_FLOPS`).
 MIN_PARALLEL_BYTES = 1 << 20
+#: Kernel attribute (i64): FLOPs per element of the kernel's output (its last argument),
+#: set by the schedules that know their work (the matmul family with a static K).
+FLOPS_ATTR = "relax.flops_per_output"
+#: FLOPs of a region's kernel from which it takes the run-time thread count whatever its bytes.
+MIN_PARALLEL_FLOPS = 4_000_000
 
 
 def load_threads() -> ir.Value:
@@ -126,7 +145,58 @@ def _num_threads_index(par: ir.Operation) -> Optional[int]:
     return sum(sizes[:3]) if sizes[3] == 1 else None
 
 
-def set_run_time_threads(par: ir.Operation, min_bytes: int) -> None:
+def _kernel_flops(par: ir.Operation) -> Optional[ir.Value]:
+    """FLOPs of the kernel holding ``par`` (its :data:`FLOPS_ATTR` times the elements of its
+    last argument, a memref) as an index value, or None when the kernel does not say."""
+    fn = par.parent
+    while fn is not None and fn.name != "func.func":
+        fn = fn.parent
+    if fn is None or FLOPS_ATTR not in fn.attributes:
+        return None
+    args = fn.regions[0].blocks[0].arguments
+    if not len(args) or not isinstance(args[len(args) - 1].type, ir.MemRefType):
+        return None
+    out = args[len(args) - 1]
+    idx = ir.IndexType.get()
+    t = ir.MemRefType(out.type)
+    acc = arith.constant(idx, ir.IntegerAttr(fn.attributes[FLOPS_ATTR]).value)
+    for i, d in enumerate(t.shape):
+        acc = arith.muli(acc, memref.dim(out, arith.constant(idx, i)) if ir.ShapedType.is_dynamic_size(d)
+                         else arith.constant(idx, d))
+    return acc
+
+
+def _trip_count(par: ir.Operation) -> Optional[ir.Value]:
+    """Iterations of the ``omp.loop_nest`` that ``par`` runs (all its dims), as an index value
+    computed before the region, or None (no loop nest, or bounds defined inside the region)."""
+    nests: list[ir.Operation] = []
+
+    def visit(op):
+        if op.name == "omp.loop_nest":
+            nests.append(op.operation)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    for region in par.regions:
+        for block in region.blocks:
+            for op in block.operations:
+                if not nests:
+                    op.operation.walk(visit)
+    if not nests:
+        return None
+    nest = nests[0]
+    ops = list(nest.operands)
+    rank = len(nest.regions[0].blocks[0].arguments)
+    if len(ops) != 3 * rank or any(not _defined_outside(v, par) for v in ops):
+        return None
+    trips = None
+    for lb, ub, step in zip(ops[:rank], ops[rank:2 * rank], ops[2 * rank:]):
+        t = arith.ceildivsi(arith.subi(ub, lb), step)
+        trips = t if trips is None else arith.muli(trips, t)
+    return trips
+
+
+def set_run_time_threads(par: ir.Operation, min_bytes: int, min_flops: int = MIN_PARALLEL_FLOPS) -> None:
     """Give ``par`` (an ``omp.parallel`` with a num_threads operand) the run-time count."""
     at = _num_threads_index(par)
     if at is None:
@@ -145,7 +215,14 @@ def set_run_time_threads(par: ir.Operation, min_bytes: int) -> None:
             n = threads
         else:
             big = arith.cmpi(arith.CmpIPredicate.uge, work, arith.constant(idx, min_bytes))
+            flops = _kernel_flops(par)
+            if flops is not None:
+                big = arith.ori(big, arith.cmpi(arith.CmpIPredicate.uge, flops, arith.constant(idx, min_flops)))
             n = arith.select(big, threads, arith.constant(i32, 1))
+        trips = _trip_count(par)
+        if trips is not None:   # no more threads than iterations (a one-image task at batch 1: no fork)
+            t = arith.index_cast(i32, arith.maxsi(trips, arith.constant(idx, 1)))
+            n = arith.minsi(n, t)
     par.operands[at] = n
 
 
@@ -153,7 +230,10 @@ def set_run_time_threads(par: ir.Operation, min_bytes: int) -> None:
                "OpenMP parallel regions take the module's run-time thread count, one thread below a work threshold.",
                options=[Option("min-bytes", int, -1,
                                "regions touching fewer bytes of memrefs run on one thread "
-                               "(-1: MIN_PARALLEL_BYTES, 1 MiB)")])
+                               "(-1: MIN_PARALLEL_BYTES, 1 MiB)"),
+                        Option("min-flops", int, -1,
+                               "regions of a kernel marked relax.flops_per_output whose FLOPs reach this run on "
+                               "the run-time count whatever their bytes (-1: MIN_PARALLEL_FLOPS)")])
 def relax_omp_threads(module: ir.Operation, opts) -> None:
     regions: list[ir.Operation] = []
 
@@ -173,5 +253,6 @@ def relax_omp_threads(module: ir.Operation, opts) -> None:
         return
     ensure_threads_global(module, threads)
     min_bytes = MIN_PARALLEL_BYTES if opts.min_bytes < 0 else opts.min_bytes
+    min_flops = MIN_PARALLEL_FLOPS if opts.min_flops < 0 else opts.min_flops
     for par in regions:
-        set_run_time_threads(par, min_bytes)
+        set_run_time_threads(par, min_bytes, min_flops)

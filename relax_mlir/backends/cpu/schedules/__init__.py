@@ -109,20 +109,27 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
         at = next((i for i, o in enumerate(ops) if o.name == "linalg.fill"), None)
         if at is None:
             return None
+        fused = _in_place_epilogue(ops, at) and all(o.name in _OPERAND_RESHAPES for o in ops[:at])
+        if fused:   # relax-epilogue-in-place's form: ONE region, the product fused into the epilogue's tasks
+            ops, at = ops[at:at + 2], 0
         # the product's reshape to NCHW (its shape operand a constant when every size is static)
         back = at + 2 + (len(ops) > at + 2 and ops[at + 2].name == "tensor.from_elements")
-        if any(o.name not in _OPERAND_RESHAPES for o in ops[:at]) or len(ops) <= back \
-                or ops[back].name != "tensor.reshape":
+        if fused:
+            pass
+        elif any(o.name not in _OPERAND_RESHAPES for o in ops[:at]) or len(ops) <= back \
+                or ops[back].name not in ("tensor.reshape", "tensor.expand_shape"):
             return None
         # the epilogue's operand reshapes (the bias (O,) -> (O, 1, 1): reshape + copy) stay loops
-        epi = [o for o in ops[back + 1:] if o.name not in _OPERAND_RESHAPES]
-        out = _output_shape(ops[back])
+        epi = [] if fused else [o for o in ops[back + 1:] if o.name not in _OPERAND_RESHAPES]
+        out = None if fused else _output_shape(ops[back])
         chain = [i for i, g in enumerate(epi) if _output_shape(g) == out]
         if any(o.name != "linalg.generic" or not _f32_tensors(o) or set(_iterators(o)) != {"parallel"}
                for o in epi) or (epi and chain[-1:] != [len(epi) - 1]):
             return None
         pointwise_tail = pointwise_epilogue_schedule(len(epi), chain, out[-1]) if epi else None
         ops = ops[at:at + 2]
+    else:
+        fused = False
     names = [o.name for o in ops]
     if len(names) < 2 or names[0] != "linalg.fill" or names[1] not in ("linalg.matmul", "linalg.batch_matmul"):
         return None
@@ -161,9 +168,13 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
             cfg = dataclasses.replace(cfg, rows=cfg.small_rows)
         lo = m if m is not None else _range(fn, "m_min")
         pack = packs_b(n, k, cfg, batch) and lo is not None and lo >= cfg.pack_min_m
-        body, finish = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack, batch_panels=pointwise)
+        body, finish = matmul_schedule(m, n, k, cfg, batch=batch, pack=pack, batch_panels=pointwise, epilogue=fused)
         kind = "conv1x1" if pointwise else "batch_matmul" if batch else "matmul"
         prefetch = cfg.prefetch
+        if k is not None:   # its work for relax-omp-threads' rule: 2*K FLOPs per output element
+            prepare = _mark_flops(2 * k)
+        if fused:   # the epilogue is in the matmul's tasks (:func:`.pointwise.epilogue_tile`)
+            return Schedule("conv1x1+fused", body, prepare, prefetch, finish)
     if pointwise and pointwise_tail is not None:
         epilogue, tail = True, pointwise_tail
     elif not epilogue:
@@ -183,6 +194,32 @@ def _select_matmul(fn: ir.Operation, ops: list[ir.Operation], target: Simd,
         tail(fn)
 
     return Schedule(kind + "+elementwise", fused, prepare, prefetch)
+
+
+def _mark_flops(per_output: int) -> Callable[[ir.Operation], None]:
+    """A ``prepare`` step recording the kernel's FLOPs per output element for relax-omp-threads
+    (:data:`..omp_threads.FLOPS_ATTR`: a compute-bound region of few bytes still gets threads)."""
+    from ..omp_threads import FLOPS_ATTR
+
+    def prepare(fn: ir.Operation) -> None:
+        fn.attributes[FLOPS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), per_output)
+
+    return prepare
+
+
+def _in_place_epilogue(ops: list[ir.Operation], at: int) -> bool:
+    """relax-epilogue-in-place's form of a pointwise conv (:func:`..epilogue_in_place.in_place_collapsed`):
+    fill (``ops[at]``), batch matmul, operand reshapes, ONE all-parallel f32 generic whose
+    destination is the product, then the expand_shape of its result to NCHW."""
+    if len(ops) < at + 4 or ops[at + 1].name != "linalg.batch_matmul" or ops[-1].name != "tensor.expand_shape":
+        return False
+    mid = ops[at + 2:-1]
+    gens = [o for o in mid if o.name == "linalg.generic"]
+    if len(gens) != 1 or any(o.name not in _OPERAND_RESHAPES for o in mid if o.name != "linalg.generic"):
+        return False
+    g = gens[0]
+    return (len(g.results) == 1 and g.opview.outputs[0] == ops[at + 1].results[0] and _f32_tensors(g)
+            and set(_iterators(g)) == {"parallel"} and ops[-1].operands[0] == g.results[0])
 
 
 #: Reshaping ops a contraction kernel may start with (the slice and ``expand_dims`` of the

@@ -295,10 +295,15 @@ def config_for(target: Simd) -> MatmulConfig:
 
 
 def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig, batch: bool, pack: bool,
-           batch_panels: bool = False):
+           batch_panels: bool = False, epilogue: bool = False, rest: int = 0):
     """``(tile, masked)``: ``tile(fn, mm, fill)`` tiles and vectorizes the matmul ``mm`` of
     :func:`matmul_schedule` (``fill``: zero C in the N panel or batch loop, :func:`_fill_rows`);
-    ``masked``: it makes masked column tiles (N symbolic, :func:`_columns`)."""
+    ``masked``: it makes masked column tiles (N symbolic, :func:`_columns`). ``epilogue``
+    (with ``batch_panels``): the (batch, row block, N panel) tasks are the tiles of the
+    epilogue generic that runs in place on the product (relax-epilogue-in-place), the matmul
+    and its fill fused into them; each task then runs its epilogue tile on the panel it has
+    just written (:func:`.pointwise.epilogue_tile`). ``rest``: a static column remainder after
+    ``n`` that each such task splits off (its N whole: the panels, if any, a loop in it)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     panel_n, block_k = cfg.panel_n, cfg.pack_block_k if pack else cfg.block_k
     if n is not None and n % panel_n and not pack:
@@ -311,6 +316,9 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     # No outer loop of one iteration: canonicalization would fold it under a live handle.
     if n is not None and n <= panel_n:
         panel_n = 0
+    inner = 0
+    if epilogue and rest:   # the whole N per task, its panels (if any) a loop inside
+        panel_n, inner = 0, panel_n
     # (batch, row block[, N panel]) tasks where a static N is a single panel (a 1x1 conv on
     # 14x14 maps: 192 columns + a 4-column rest) or N is symbolic (196 pixels: one panel):
     # one task per image would leave threads idle at batch 1
@@ -321,8 +329,8 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
     # A static N the panel does not divide is a multiple of cols here (matmul_schedule split
     # off the rest): the panels' column remainder never runs (1-column tiles, no masks).
     rest_width = cfg.lanes if n is None else 1
-    if panel_n:
-        n_extent = panel_n if n is not None and n % panel_n == 0 else None
+    if panel_n or inner:
+        n_extent = (panel_n or inner) if n is not None and n % (panel_n or inner) == 0 else None
     else:
         n_extent = n
 
@@ -335,7 +343,22 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
         return cfg.cols
 
     def tile(fn: ir.Value, mm: ir.Value, fuse_fill: bool) -> None:
-        if batch and batch_panels and (panel_n or rows_task):   # threads at batch 1 too
+        if epilogue:   # one region: the epilogue's tasks, the product fused into each
+            from .pointwise import epilogue_tile
+            tiled = structured.TileUsingForallOp(match(fn, "linalg.generic"), tile_sizes=[1, rows_task, panel_n])
+            fused = structured.FuseIntoContainingOp(mm, tiled.forall_op)
+            mm = fused.fused_op
+            fill = structured.FuseIntoContainingOp(match(fn, "linalg.fill"), fused.new_containing_op).fused_op
+            whole = n + rest if rest else n_extent
+            _fill_rows(fn, fill, whole, panel_n or None, panel_n or cfg.panel_n, 1)
+            epilogue_tile(fn, tiled.tiled_op, whole)
+            if rest:   # the static column remainder of the task's N, B read in place
+                split = structured.SplitOp(mm, 2, n).results[0]
+                mm, tail = transform.SplitHandleOp([any_op(), any_op()], split).results
+                _column_rest(fn, tail, m, rest, cfg, 1, name, forall=False)
+            if inner:
+                mm = structured.TileUsingForOp(mm, sizes=[0, 0, inner, 0]).tiled_linalg_op
+        elif batch and batch_panels and (panel_n or rows_task):   # threads at batch 1 too
             tiled = structured.TileUsingForallOp(mm, tile_sizes=[1, rows_task, panel_n, 0])
             mm = tiled.results[0]
             if fuse_fill:
@@ -389,7 +412,8 @@ def _tiles(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConf
 
 
 def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: MatmulConfig = MatmulConfig(),
-                    batch: bool = False, pack: bool = False, batch_panels: bool = False) -> tuple[Body, Optional[Step]]:
+                    batch: bool = False, pack: bool = False, batch_panels: bool = False,
+                    epilogue: bool = False) -> tuple[Body, Optional[Step]]:
     """``(body, finish)``: the transform-script body for a matmul of static sizes
     ``m``/``n``/``k`` (None: symbolic), and the step to run on the kernel after it (None:
     the script is all; with masked tiles it leaves the vector lowering to
@@ -410,14 +434,29 @@ def matmul_schedule(m: Optional[int], n: Optional[int], k: Optional[int], cfg: M
 
     A symbolic N runs its column remainder in masked tiles (see the module docstring),
     where peeled 1-column tiles ran it scalar; the packed variant uses half-width masked
-    tiles. Measurements: bench/README.md, "Matmul schedule design measurements"."""
+    tiles. Measurements: bench/README.md, "Matmul schedule design measurements".
+
+    ``epilogue`` (a batch matmul with ``batch_panels``: relax-conv-gemm's pointwise conv after
+    relax-epilogue-in-place): the kernel's one generic runs in place on the product; the tasks
+    are its tiles, the matmul and fill fused into each (one parallel region; :func:`_tiles`)."""
     name, b = ("linalg.batch_matmul", 1) if batch else ("linalg.matmul", 0)
     rest = n % cfg.cols if n is not None and n > cfg.cols else 0
-    tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack, batch_panels)
+    epilogue = epilogue and batch and batch_panels
+    if epilogue and rest:
+        # a static N with a column remainder (14x14 maps: 196 columns, 28x28: 784): the whole
+        # N per task, split inside it (the epilogue's tasks cannot be split like the matmul);
+        # panels of a symbolic-like N in masked tiles measured 1.1-1.4x slower at one thread
+        tile, masked = _tiles(m, n - rest, k, cfg, batch, pack, batch_panels, epilogue=True, rest=rest)
+    elif epilogue:
+        tile, masked = _tiles(m, n, k, cfg, batch, pack, batch_panels, epilogue=True)
+    else:
+        tile, masked = _tiles(m, n - rest if rest else n, k, cfg, batch, pack, batch_panels)
 
     def body(fn: ir.Value) -> None:
         mm = match(fn, name)
-        if rest:
+        if epilogue:
+            tile(fn, mm, True)
+        elif rest:
             split = structured.SplitOp(mm, b + 1, n - rest).results[0]
             main, tail = transform.SplitHandleOp([any_op(), any_op()], split).results
             tile(fn, main, False)
@@ -446,11 +485,12 @@ def _masks_out_of_loops(fn: ir.Value) -> None:
 
 
 def _column_rest(fn: ir.Value, mm: ir.Value, m: Optional[int], cols: int, cfg: MatmulConfig, b: int,
-                 name: str) -> None:
+                 name: str, forall: bool = True) -> None:
     """Schedule ``mm``, the last ``cols`` (< ``cfg.cols``, static) columns of a matmul: one
-    batch per ``scf.forall`` iteration (``b``), then register tiles of ``cfg.rows`` rows
-    (peeled) by exactly ``cols`` columns, the accumulator held across all of K."""
-    if b:
+    batch per ``scf.forall`` iteration (``b``; not with ``forall`` False: already in a task),
+    then register tiles of ``cfg.rows`` rows (peeled) by exactly ``cols`` columns, the
+    accumulator held across all of K."""
+    if b and forall:
         mm = structured.TileUsingForallOp(mm, tile_sizes=[1, 0, 0, 0]).results[0]
     # Whole registers, then the last partial one (40 columns: 32 + 8; a 40-wide vector
     # measured slower than 1-column tiles)

@@ -1,7 +1,11 @@
 """The epilogue of relax-conv-gemm's pointwise (1x1) convolution kernels.
 
 The convolution itself is a batch matmul scheduled by :func:`.matmul.matmul_schedule`
-(``batch_panels``: one (image, pixel panel) per task); what relax-fuse-ops fused after it
+(``batch_panels``: one (image, pixel panel) per task). Where relax-epilogue-in-place has put
+the epilogue on the product's (N, O, H*W) space, in place (a static image size), the tasks
+are the epilogue's tiles with the matmul fused into them, and :func:`epilogue_tile`
+vectorizes each task's tile right after its product (one parallel region). Otherwise what
+relax-fuse-ops fused after it
 (the bias add, ReLU6, a residual add, an unfolded BatchNorm's scale and shift) reads its
 NCHW result through a ``tensor.reshape``, through which producer fusion cannot reach, so
 the epilogue is a second pass over the output in the same kernel: one output row per
@@ -60,3 +64,24 @@ def pointwise_epilogue_schedule(n_generics: int, chain: list[int], width: Option
 
     return body
 
+
+
+def epilogue_tile(fn: ir.Value, gen: ir.Value, width: Optional[int]) -> None:
+    """Vectorize ``gen``, one task's tile (1, rows, columns) of a pointwise conv's epilogue
+    running in place on the product panel the task has just written (the fused route of
+    :func:`.matmul.matmul_schedule`): row by row, in :data:`ROW_TILE`-column vectors (the
+    last columns of a row scalar where ``width``, the tile's static column count, is not a
+    multiple of it or is unknown), or the whole row when it is static and at most that wide."""
+    if width is not None and width <= ROW_TILE:
+        row = structured.TileUsingForOp(gen, sizes=[0, 1, 0]).tiled_linalg_op
+        cleanup(fn)
+        structured.VectorizeOp(row)
+        return
+    f = structured.TileUsingForOp(gen, sizes=[0, 1, ROW_TILE])
+    inner = f.loops[1]
+    if width is None or width % ROW_TILE:   # (a loop with no remainder cannot be peeled)
+        main = match(loop.LoopPeelOp(any_op(), any_op(), inner).results[0], "linalg.generic")
+    else:
+        main = f.tiled_linalg_op
+    cleanup(fn)
+    structured.VectorizeOp(main)

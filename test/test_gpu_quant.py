@@ -107,14 +107,15 @@ def test_vulkan_quantized_gemv(routes, fmt, n, k):
 
 
 @needs_vulkan
-@pytest.mark.parametrize("fmt", ["q4_0", "q8_0"])
+@pytest.mark.parametrize("fmt", ["q4_0", "q8_0", *quant_gemv.HALF_FORMATS])
 def test_vulkan_quantized_gemv_fused_prologue(routes, fmt):
-    """silu(g) * u fused into the quantized matmul (the MLP's down projection): one launch,
-    the prologue computed per element of x inside the GEMV."""
-    n, k = 40, 128
+    """silu(g) * u fused into the quantized (or f16 / bf16) matmul (the MLP's down
+    projection): one launch, the prologue computed per element of x inside the GEMV."""
+    half = fmt in quant_gemv.HALF_FORMATS
+    n, k = (24, 72) if half else (40, 128)
     exe = relax_mlir.compile(_program(fmt, n, k, prologue=True), target="vulkan")
     rng = np.random.default_rng(3)
-    raw, deq = _weights(fmt, n, k, rng)
+    raw, deq = (_half_weights if half else _weights)(fmt, n, k, rng)
     for m in (1, 5):
         g, u = (rng.standard_normal((m, k)).astype(np.float32) for _ in range(2))
         y, launched = routes.call(exe, g, u, raw)
@@ -242,24 +243,6 @@ func.func @main(%b: {B}, %w: {W}) -> {Y} attributes {{relax.function}} {{
     ref = x.astype(np.float64) @ deq.T
     np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
     assert launched and all(s == shuffles for s, _ in launched), launched
-
-
-@needs_vulkan
-@pytest.mark.parametrize("fmt", quant_gemv.HALF_FORMATS)
-def test_vulkan_half_gemv_fused_prologue(routes, fmt):
-    """silu(g) * u fused into an f16 / bf16 down projection: one launch, the prologue per
-    element of x."""
-    n, k = 24, 72
-    exe = relax_mlir.compile(_program(fmt, n, k, prologue=True), target="vulkan")
-    rng = np.random.default_rng(6)
-    raw, deq = _half_weights(fmt, n, k, rng)
-    for m in (1, 4):
-        g, u = (rng.standard_normal((m, k)).astype(np.float32) for _ in range(2))
-        y, launched = routes.call(exe, g, u, raw)
-        x = g.astype(np.float64) / (1 + np.exp(-g.astype(np.float64))) * u
-        ref = x @ deq.T
-        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
-        assert [s for s, _ in launched] == [True]
 
 
 # -- a tiny GGUF on vulkan -------------------------------------------------------------------

@@ -398,29 +398,36 @@ def _legalize_pool(call: LegalizeCall):
     r = _window_reduce(kb, cols, dest, big, ct)
     if big:
         return kb.finish([r])
+    return kb.finish([_avg_divide(kb, r, out.dtype, ct, (2, 3), k, s, pads, cip)])
+
+
+def _avg_divide(kb, r: str, dtype: str, ct: str, axes: tuple[int, int], k: list[int], s: list[int],
+                pads: list[int], cip: bool) -> str:
+    """Average pooling's division of the window sums ``r`` into the output: by the window
+    size, or (``cip`` false) by the unpadded input elements of each window, counted from the
+    output position along the spatial ``axes`` (NCHW: 2, 3; NHWC: 1, 2)."""
     full = identity_map(4)
     if cip:
         n = kb.const(float(k[0] * k[1]), ct)
         (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4,
-                          lambda v, o: [kb.cast(kb.bin("arith.divf", v, n), out.dtype)])
-        return kb.finish([r])
-    sizes = [kb.dim(kb.ins[0], 2), kb.dim(kb.ins[0], 3)]
+                          lambda v, o: [kb.cast(kb.bin("arith.divf", v, n), dtype)])
+        return r
+    sizes = [kb.dim(kb.ins[0], a) for a in axes]
 
-    def count(axis: int) -> str:
-        """Input elements of the window at this output position along one spatial dim."""
-        start = kb.bin("arith.subi", kb.bin("arith.muli", kb.linalg_index(axis), kb.index(s[axis - 2]), "index"),
-                       kb.index(pads[axis - 2]), "index")
-        end = kb.bin("arith.minsi", kb.bin("arith.addi", start, kb.index(k[axis - 2]), "index"), sizes[axis - 2],
-                     "index")
+    def count(i: int) -> str:
+        """Input elements of the window at this output position along spatial dim ``i``."""
+        start = kb.bin("arith.subi", kb.bin("arith.muli", kb.linalg_index(axes[i]), kb.index(s[i]), "index"),
+                       kb.index(pads[i]), "index")
+        end = kb.bin("arith.minsi", kb.bin("arith.addi", start, kb.index(k[i]), "index"), sizes[i], "index")
         start = kb.bin("arith.maxsi", start, kb.index(0), "index")
         return kb.bin("arith.subi", end, start, "index")
 
     def body(v, o):
-        n = kb.cast(kb.bin("arith.muli", count(2), count(3), "index"), ct)
-        return [kb.cast(kb.bin("arith.divf", v, n), out.dtype)]
+        n = kb.cast(kb.bin("arith.muli", count(0), count(1), "index"), ct)
+        return [kb.cast(kb.bin("arith.divf", v, n), dtype)]
 
     (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4, body)
-    return kb.finish([r])
+    return r
 
 
 def im2col_kernel(x: TensorSig, col: TensorSig, kernel: list[int], strides: list[int], pads: list[int],
@@ -738,25 +745,4 @@ def _legalize_pool_nhwc(call: LegalizeCall):
                       lambda v, _w, o: [kb.bin(opname, o, v if big else kb.cast(v, ct))])
     if big:
         return kb.finish([r])
-    full = identity_map(4)
-    if cip:
-        n = kb.const(float(k[0] * k[1]), ct)
-        (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4,
-                          lambda v, o: [kb.cast(kb.bin("arith.divf", v, n), out.dtype)])
-        return kb.finish([r])
-    sizes = [kb.dim(kb.ins[0], 1), kb.dim(kb.ins[0], 2)]
-
-    def count(i: int) -> str:
-        """Input elements of the window at this output position along spatial dim ``i``."""
-        start = kb.bin("arith.subi", kb.bin("arith.muli", kb.linalg_index(1 + i), kb.index(s[i]), "index"),
-                       kb.index(pads[i]), "index")
-        end = kb.bin("arith.minsi", kb.bin("arith.addi", start, kb.index(k[i]), "index"), sizes[i], "index")
-        start = kb.bin("arith.maxsi", start, kb.index(0), "index")
-        return kb.bin("arith.subi", end, start, "index")
-
-    def body(v, o):
-        n = kb.cast(kb.bin("arith.muli", count(0), count(1), "index"), ct)
-        return [kb.cast(kb.bin("arith.divf", v, n), out.dtype)]
-
-    (r,) = kb.generic([(r, full)], [(kb.outs[0], full)], ["parallel"] * 4, body)
-    return kb.finish([r])
+    return kb.finish([_avg_divide(kb, r, out.dtype, ct, (1, 2), k, s, pads, cip)])

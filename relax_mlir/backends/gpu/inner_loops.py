@@ -106,17 +106,22 @@ def _join(par: ir.Operation, inner: ir.Operation) -> ir.Operation:
     for o in list(inner_body.operations)[:-1]:   # the body, before the inner loop (its reduce stays)
         o.operation.move_before(inner)
     inner.erase()
+    _move_all(outer_body, block)    # the loop chain (or the body), then the reduce
+    par.erase()
+    return new.operation
+
+
+def _move_all(src: ir.Block, dst: ir.Block) -> None:
+    """Every op of ``src``, in order, into the empty block ``dst`` (terminator included)."""
     prev = None
-    for op in list(outer_body.operations):    # the loop chain (or the body), then the reduce
+    for op in list(src.operations):
         o = op.operation
         if prev is None:
             o.detach_from_parent()
-            ir.InsertionPoint(block).insert(o)
+            ir.InsertionPoint(dst).insert(o)
         else:
             o.move_after(prev)
         prev = o
-    par.erase()
-    return new.operation
 
 
 def _reverse(par: ir.Operation) -> None:
@@ -129,15 +134,7 @@ def _reverse(par: ir.Operation) -> None:
     block = new.regions[0].blocks.append(*([ir.IndexType.get()] * n))
     for k, old in enumerate(body.arguments):
         old.replace_all_uses_with(block.arguments[n - 1 - k])
-    prev = None
-    for op in list(body.operations):   # the (empty) scf.reduce terminator moves too
-        o = op.operation
-        if prev is None:
-            o.detach_from_parent()
-            ir.InsertionPoint(block).insert(o)
-        else:
-            o.move_after(prev)
-        prev = o
+    _move_all(body, block)   # the (empty) scf.reduce terminator moves too
     par.erase()
 
 

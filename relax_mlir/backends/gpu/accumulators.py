@@ -21,6 +21,7 @@ from mlir.dialects import arith, memref, scf
 from ...transforms.registry import register_pass
 from .launch_builder import KERNEL_ATTR
 from .flatten_launches import _defined_outside
+from .inner_loops import move_ops
 
 
 
@@ -74,15 +75,7 @@ def _promote(loop: ir.Operation, ld: ir.Operation, st: ir.Operation) -> None:
     value = st.operands[0]
     ld.erase()
     st.erase()
-    prev = None
-    for op in list(old_body.operations)[:-1]:   # all but the (empty) yield
-        o = op.operation
-        if prev is None:
-            o.detach_from_parent()
-            ir.InsertionPoint(new_body).insert(o)
-        else:
-            o.move_after(prev)
-        prev = o
+    move_ops(list(old_body.operations)[:-1], new_body)   # all but the (empty) yield
     scf.YieldOp([value], ip=ir.InsertionPoint(new_body))
     memref.StoreOp(new.results[0], m, idx, ip=ip, loc=loc)
     loop.erase()

@@ -106,15 +106,15 @@ def _join(par: ir.Operation, inner: ir.Operation) -> ir.Operation:
     for o in list(inner_body.operations)[:-1]:   # the body, before the inner loop (its reduce stays)
         o.operation.move_before(inner)
     inner.erase()
-    _move_all(outer_body, block)    # the loop chain (or the body), then the reduce
+    move_ops(list(outer_body.operations), block)    # the loop chain (or the body), then the reduce
     par.erase()
     return new.operation
 
 
-def _move_all(src: ir.Block, dst: ir.Block) -> None:
-    """Every op of ``src``, in order, into the empty block ``dst`` (terminator included)."""
+def move_ops(ops: list, dst: ir.Block) -> None:
+    """``ops`` (of one block), in order, to the start of the empty block ``dst``."""
     prev = None
-    for op in list(src.operations):
+    for op in ops:
         o = op.operation
         if prev is None:
             o.detach_from_parent()
@@ -134,7 +134,7 @@ def _reverse(par: ir.Operation) -> None:
     block = new.regions[0].blocks.append(*([ir.IndexType.get()] * n))
     for k, old in enumerate(body.arguments):
         old.replace_all_uses_with(block.arguments[n - 1 - k])
-    _move_all(body, block)   # the (empty) scf.reduce terminator moves too
+    move_ops(list(body.operations), block)   # the (empty) scf.reduce terminator moves too
     par.erase()
 
 

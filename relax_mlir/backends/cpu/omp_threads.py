@@ -116,17 +116,12 @@ def _captured_memrefs(par: ir.Operation) -> list[ir.Value]:
     return seen
 
 
-def _bytes(v: ir.Value) -> Optional[ir.Value]:
-    """Bytes of the memref ``v`` as an index value (static dims folded), or None for an
-    element type of no known size."""
+def _scaled_elements(v: ir.Value, scale: int) -> ir.Value:
+    """``scale`` times the elements of the memref ``v``, as an index value (static dims folded
+    into the constant)."""
     t = ir.MemRefType(v.type)
-    et = t.element_type
-    width = getattr(et, "width", None)
-    if width is None:
-        return None
     idx = ir.IndexType.get()
-    static = (width + 7) // 8
-    dyn = []
+    static, dyn = scale, []
     for i, d in enumerate(t.shape):
         if ir.ShapedType.is_dynamic_size(d):
             dyn.append(memref.dim(v, arith.constant(idx, i)))
@@ -136,6 +131,13 @@ def _bytes(v: ir.Value) -> Optional[ir.Value]:
     for d in dyn:
         acc = arith.muli(acc, d)
     return acc
+
+
+def _bytes(v: ir.Value) -> Optional[ir.Value]:
+    """Bytes of the memref ``v`` as an index value, or None for an element type of no known
+    size."""
+    width = getattr(ir.MemRefType(v.type).element_type, "width", None)
+    return None if width is None else _scaled_elements(v, (width + 7) // 8)
 
 
 def _num_threads_index(par: ir.Operation) -> Optional[int]:
@@ -156,14 +158,7 @@ def _kernel_flops(par: ir.Operation) -> Optional[ir.Value]:
     args = fn.regions[0].blocks[0].arguments
     if not len(args) or not isinstance(args[len(args) - 1].type, ir.MemRefType):
         return None
-    out = args[len(args) - 1]
-    idx = ir.IndexType.get()
-    t = ir.MemRefType(out.type)
-    acc = arith.constant(idx, ir.IntegerAttr(fn.attributes[FLOPS_ATTR]).value)
-    for i, d in enumerate(t.shape):
-        acc = arith.muli(acc, memref.dim(out, arith.constant(idx, i)) if ir.ShapedType.is_dynamic_size(d)
-                         else arith.constant(idx, d))
-    return acc
+    return _scaled_elements(args[len(args) - 1], ir.IntegerAttr(fn.attributes[FLOPS_ATTR]).value)
 
 
 def _trip_count(par: ir.Operation) -> Optional[ir.Value]:

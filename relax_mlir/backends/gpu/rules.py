@@ -214,13 +214,13 @@ def _quant_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
     cap = t.max_threads_per_block or None
     if sg is not None and cap is not None and sg * subs > cap:
         return f"{sg * subs} threads per quantized-GEMV workgroup exceed the target's {cap}"
-    if cfg["qgemm_min_rows"] < 0:
-        return "qgemm_min_rows must be 0 (no GEMM route) or the M from which the GEMM runs"
+    if cfg["qgemm"] not in (1, 2):
+        return "qgemm must be 1 (the GEMV for every M) or 2 (the GEMM tiles from qgemm_min_rows rows)"
     tiles = tile_matmul.MatmulTiles()
     shared = t.shared_memory_bytes or None
-    if cfg["qgemm_min_rows"] and cap is not None and tiles.threads ** 2 > cap:
+    if cfg["qgemm"] == 2 and cap is not None and tiles.threads ** 2 > cap:
         return f"{tiles.threads ** 2} threads per quantized-GEMM workgroup exceed the target's {cap}"
-    if cfg["qgemm_min_rows"] and shared is not None and 2 * tiles.tile * tiles.tile_k * 4 > shared:
+    if cfg["qgemm"] == 2 and shared is not None and 2 * tiles.tile * tiles.tile_k * 4 > shared:
         return f"quantized-GEMM blocks ({2 * tiles.tile * tiles.tile_k * 4} bytes) exceed {shared} bytes of workgroup memory"
     return None
 
@@ -257,9 +257,10 @@ class QuantMatmul(ScheduleRule):
             Knob("qgemv_columns", (1, 2, 4, 8), "f16 / bf16: output columns per subgroup (each element of x "
                                                 "loaded once for all of them)"),
             Knob("qgemv_subgroups", (1, 2, 4, 8), "subgroups per workgroup (Q8_0 / Q4: one output column each)"),
-            Knob("qgemm_min_rows", (0, 2, 4, 8, 16, 32, 64),
-                 "M from which the GEMM tiles run (the weight decoded into workgroup memory once per "
-                 "workgroup), under an scf.if on the run-time M; 0: the GEMV for every M"),
+            Knob("qgemm", (1, 2), "1: the GEMV for every M; 2: the GEMM tiles (the weight decoded into "
+                                  "workgroup memory once per workgroup) from qgemm_min_rows rows of x"),
+            Knob("qgemm_min_rows", (2, 4, 8, 16, 32, 64),
+                 "M from which the GEMM tiles run (an scf.if on the run-time M; below: the GEMV)"),
         ), _quant_rule, target)
 
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
@@ -271,7 +272,7 @@ class QuantMatmul(ScheduleRule):
         while sg * subs > (target.max_threads_per_block or sg * subs):
             subs //= 2
         return dict(qgemv_lanes_per_block=min(4, sg), qgemv_halves=8, qgemv_columns=1, qgemv_subgroups=max(subs, 1),
-                    qgemm_min_rows=QGEMM_MIN_ROWS)
+                    qgemm=2, qgemm_min_rows=QGEMM_MIN_ROWS)
 
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         m = quant_gemv.match(fn)
@@ -280,7 +281,7 @@ class QuantMatmul(ScheduleRule):
         wide = target.kind == "cuda"
         tiles = quant_gemv.QuantTiles(subgroup(target), config["qgemv_lanes_per_block"], config["qgemv_subgroups"],
                                       wide, config["qgemv_halves"], config["qgemv_columns"])
-        if config["qgemm_min_rows"] > 0 and quant_gemm.takes(fn, m):
+        if config["qgemm"] == 2 and quant_gemm.takes(fn, m):
             quant_gemm.build(fn, m, tile_matmul.MatmulTiles(), config["qgemm_min_rows"], wide,
                              lambda: quant_gemv.build(fn, m, tiles))
         else:

@@ -495,9 +495,9 @@ def test_rule_selection_and_space():
     lavapipe = replace(vk, subgroup_size=8, max_threads_per_block=1024)
     r = rules.QuantMatmul()
     assert r.default(cuda, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_halves": 8, "qgemv_columns": 1,
-                                       "qgemv_subgroups": 4, "qgemm": 2, "qgemm_min_rows": 8}
+                                       "qgemv_subgroups": 4, "qgemm": 2, "qgemm_min_rows": 16}
     assert r.default(lavapipe, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_halves": 8, "qgemv_columns": 1,
-                                           "qgemv_subgroups": 1, "qgemm": 2, "qgemm_min_rows": 8}
+                                           "qgemv_subgroups": 1, "qgemm": 2, "qgemm_min_rows": 16}
     assert r.dtypes(vk) == () and r.dtypes(cuda) == quant_gemv.FORMATS
     with pytest.raises(ValueError, match="qgemv_lanes_per_block must be a power of two up to 16 and the subgroup"):
         r.space(lavapipe).check(dict(r.default(lavapipe, "q4_0"), qgemv_lanes_per_block=16))

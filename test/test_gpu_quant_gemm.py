@@ -1,5 +1,5 @@
 """The quantized GEMM route (relax_mlir/backends/gpu/quant_gemm.py): relax.quantized_matmul at
-M >= qgemm_min_rows (8) as tile_matmul's tiles with the weight decoded into workgroup memory,
+M >= qgemm_min_rows (16) as tile_matmul's tiles with the weight decoded into workgroup memory,
 the quantized GEMV below (an scf.if on the run-time M).
 
 * vulkan (lavapipe): numerics against numpy per format (Q8_0, Q4_0, Q4_1, f16, bf16) at M = 1,
@@ -62,7 +62,7 @@ _CASES = [(f, 37, 32) for f in ("q8_0", "q4_0", "q4_1")] + [(f, 300, 1024) for f
 @needs_vulkan
 @pytest.mark.parametrize("fmt,n,k", _CASES, ids=[f"{f}-{n}x{k}" for f, n, k in _CASES])
 def test_vulkan_quant_gemm_every_m(routes, fmt, n, k):
-    """M = 1 ... 130 through ONE executable: the GEMV below 8 rows, the GEMM from there; f32
+    """M = 1 ... 130 through ONE executable: the GEMV below 16 rows, the GEMM from there; f32
     accumulation against numpy on the same dequantized weights."""
     exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan")
     rng = np.random.default_rng(n * 31 + k)
@@ -79,12 +79,12 @@ def test_vulkan_quant_gemm_every_m(routes, fmt, n, k):
 @pytest.mark.parametrize("fmt", ["q4_1", "f16"])
 def test_vulkan_quant_gemm_fused_prologue(routes, fmt):
     """silu(g) * u fused into the quantized matmul (the MLP's down projection): computed per
-    element of x where the GEMM stages A (and per element in the GEMV below 8 rows)."""
+    element of x where the GEMM stages A (and per element in the GEMV below 16 rows)."""
     n, k = (70, 96) if fmt == "q4_1" else (70, 72)
     exe = relax_mlir.compile(_program(fmt, n, k, prologue=True), target="vulkan")
     rng = np.random.default_rng(5)
     raw, deq = _weights(fmt, n, k, rng)
-    for m in (2, 9, 70):
+    for m in (2, 17, 70):
         g, u = (rng.standard_normal((m, k)).astype(np.float32) for _ in range(2))
         y, launched = routes.call(exe, g, u, raw)
         x = g.astype(np.float64) / (1 + np.exp(-g.astype(np.float64))) * u
@@ -189,7 +189,7 @@ def test_rule_knobs():
     cuda = Target(kind="cuda", dispatch_policy="off", **GPU_DEFAULTS["cuda"])
     r = rules.QuantMatmul()
     cfg = r.default(cuda, "q8_0")
-    assert (cfg["qgemm"], cfg["qgemm_min_rows"]) == (2, 8)
+    assert (cfg["qgemm"], cfg["qgemm_min_rows"]) == (2, 16)
     with pytest.raises(ValueError, match="qgemm must be 1"):
         r.space(cuda).check(dict(cfg, qgemm=3))
     with pytest.raises(ValueError, match="exceed 4096 bytes of workgroup memory"):
@@ -229,7 +229,7 @@ out = []
 for fmt, n, k, rb in (("q4_0", 70, 64, 36), ("f16", 40, 33, 66)):
     exe = relax_mlir.compile(sys.argv[2].replace("FMT", fmt).replace("NN", str(n)).replace("KK", str(k))
                              .replace("RB", str(rb)), target="cuda")
-    for m in (1, 7, 8, 130):
+    for m in (1, 15, 16, 130):
         before = launches()
         y = exe(np.ones((m, k), np.float32), np.zeros((n, rb), np.int8))
         out.append([fmt, m, list(y.shape), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
@@ -239,14 +239,14 @@ print("FAKE-RUN " + json.dumps(out))
 
 def test_fake_run_quant_gemm_host_path(tmp_path):
     """The PTX loads through the (fake) driver; one launch per call: the GEMV (grid
-    (ceil(N / 4), M)) below 8 rows, the GEMM (grid (ceil(N / 64), ceil(M / 64))) from 8."""
+    (ceil(N / 4), M)) below 16 rows, the GEMM (grid (ceil(N / 64), ceil(M / 64))) from 16."""
     import test_cuda
     from test_gpu_quant import FAKE_SRC
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_QGEMM, FAKE_SRC)
     want = []
     for fmt, n in (("q4_0", 70), ("f16", 40)):
-        want += [[fmt, 1, [1, n], [[-(-n // 4), 1, 1]]], [fmt, 7, [7, n], [[-(-n // 4), 7, 1]]],
-                 [fmt, 8, [8, n], [[-(-n // 64), 1, 1]]], [fmt, 130, [130, n], [[-(-n // 64), 3, 1]]]]
+        want += [[fmt, 1, [1, n], [[-(-n // 4), 1, 1]]], [fmt, 15, [15, n], [[-(-n // 4), 15, 1]]],
+                 [fmt, 16, [16, n], [[-(-n // 64), 1, 1]]], [fmt, 130, [130, n], [[-(-n // 64), 3, 1]]]]
     assert got == want
 
 

@@ -1,6 +1,6 @@
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda}, canonicalize, cse)' | FileCheck %s
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda overrides=qgemm=1}, canonicalize, cse)' | FileCheck %s --check-prefix=GEMV
-// The quantized GEMM route of the QuantMatmul rule (cuda defaults): under `scf.if (M >= 8)`
+// The quantized GEMM route of the QuantMatmul rule (cuda defaults): under `scf.if (M >= 16)`
 // (qgemm_min_rows) tile_matmul's launch, ceil(M / 64) workgroups of 8 x 8 threads with two
 // 1024-float blocks in workgroup memory; A's block staged from x with the prologue (g * u)
 // per element, rows clamped; B's block decoded from the Q8_0 rows: per thread one run of 16
@@ -13,7 +13,7 @@
 
 // CHECK-LABEL: func.func private @q8_0_prologue(
 // CHECK: %[[M:.*]] = memref.dim %arg3, %c0 : memref<?x5xf32>
-// CHECK: %[[BIG:.*]] = arith.cmpi uge, %[[M]], %c8 : index
+// CHECK: %[[BIG:.*]] = arith.cmpi uge, %[[M]], %c16 : index
 // CHECK: scf.if %[[BIG]] {
 // CHECK: %[[GY:.*]] = arith.divui %{{.*}}, %c64 : index
 // CHECK: gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c1, %{{.*}} = %[[GY]], %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c8, %{{.*}} = %c8, %{{.*}} = %c1) workgroup(%[[SA:.*]] : memref<1024xf32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<1024xf32, #gpu.address_space<workgroup>>) {

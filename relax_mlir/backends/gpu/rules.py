@@ -226,9 +226,10 @@ def _quant_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 
 
 #: M from which a quantized matmul takes the GEMM tiles (quant_gemm.py) instead of the GEMV:
-#: above the GEMV's row limit (gemv_rows, 4), where re-decoding the weight per row costs more
-#: than a mostly idle 64-row tile (bench/README.md: lavapipe)
-QGEMM_MIN_ROWS = 8
+#: where re-decoding the weight per row starts to cost more than a mostly idle 64-row tile
+#: (lavapipe, K = 768, N = 2048: about even at 16 rows, the GEMM 1.9x faster at 32;
+#: bench/README.md); a GPU's crossover is for bench/gpu_session.sh to measure
+QGEMM_MIN_ROWS = 16
 
 
 class QuantMatmul(ScheduleRule):

@@ -21,6 +21,10 @@ builders with the routes they select, the GEMV of gemv.py among them):
   batch`` and every global access is bounds-checked (loads clamp their index and select
   0; stores sit under ``if (row < M && col < N)``), so one kernel serves every shape.
 
+The tiled launch (:func:`tiled_launch`) takes how A's and B's blocks are staged as callables:
+here plain loads of A and B; quant_gemm.py decodes B's block from quantized weight rows and
+applies x's prologue where A is staged.
+
 The tiled launch runs when M and N are both at least ``min-size`` (32): the pass puts it
 under ``scf.if`` on the run-time sizes; the else branch is a *small* launch, one thread
 per element of C with a serial K loop (with fewer rows most of a 64-row tile would idle:

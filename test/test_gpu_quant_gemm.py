@@ -206,7 +206,7 @@ def _unescape(p: str) -> str:
 
 @pytest.mark.parametrize("fmt,load", [("q8_0", "ld.global.v2.b8"), ("q4_1", "ld.global.b32"), ("f16", None)])
 def test_cuda_quant_gemm_ptx(fmt, load):
-    """The GEMM kernel (8 x 8 threads, two 4 KiB shared blocks, two barriers, no shuffles)
+    """The GEMM kernel (8 x 8 threads, two 4 KiB shared blocks, two barriers, 64 FMAs per k, no shuffles)
     next to the GEMV's (shuffles); Q8_0 / Q4_1 quant bytes in the GEMV's wide loads, f16
     bytes one by one; the f16 scales converted."""
     ptx = {name: _unescape(p) for name, p in _ptx(fmt).items()}
@@ -216,7 +216,7 @@ def test_cuda_quant_gemm_ptx(fmt, load):
     (p,) = gemm
     assert ".maxntid 8, 8, 1" in p and p.count(".shared .align 4 .b8") == 2 and "[4096]" in p
     assert "shfl" not in p and p.count("bar.sync") == 2
-    assert "mul.rn.f32" in p and "add.rn.f32" in p and "cvt.f32.f16" in p
+    assert p.count("fma.rn.f32") == 64 and "cvt.f32.f16" in p   # the 8 x 8 register block per k
     loads = [x.split()[0] for x in p.splitlines() if x.strip().startswith("ld.global")]
     if load is not None:
         assert load in loads, loads

@@ -19,10 +19,11 @@ stages:
   alignment allows, as the GEMV), and writes the f32 values to workgroup memory
   (f16 / bf16: two byte loads per element, no alignment assumed);
 
-then the same register-blocked FMAs. Bounds: M at run time (rows clamped, 0 outside), N and
-K are static (the weight's shape); K of a block format is a multiple of 32 (no check), of a
-half format any (elements past K staged as 0). A kernel with more than the fill and the
-quantized generic (an elementwise epilogue) is left to the GEMV (:func:`takes`).
+then the same register-blocked multiply-adds (``fastmath<contract>``: FMAs, as the GEMV's).
+Bounds: M at run time (rows clamped, 0 outside), N and K are static (the weight's shape);
+K of a block format is a multiple of 32 (no check), of a half format any (elements past K
+staged as 0). A kernel with more than the fill and the quantized generic (an elementwise
+epilogue) is left to the GEMV (:func:`takes`).
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def build(fn: ir.Operation, m: _Match, t: MatmulTiles, min_rows: int, wide: bool
         with ir.InsertionPoint(branch.then_block):
             tiled_launch(t, rows, index(n_rows), index(k_), None,
                          stage_a_rows(t, lambda s, r, k: _x_at(m, r, k)), stage_weight(m, t, wide),
-                         lambda v, rr, cc, lead: finish(v, [rr, cc], c, fill_value, [], c))
+                         lambda v, rr, cc, lead: finish(v, [rr, cc], c, fill_value, [], c), contract=True)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             end = scf.YieldOp([])

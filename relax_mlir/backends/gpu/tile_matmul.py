@@ -286,12 +286,13 @@ def stage_a_rows(t: MatmulTiles, value_at: Callable[[TileSite, ir.Value, ir.Valu
 
 
 def tiled_launch(t: MatmulTiles, m_: ir.Value, n_: ir.Value, k_: ir.Value, nb: Optional[ir.Value],
-                 stage_a: Stager, stage_b: Stager, emit: Emitter) -> None:
+                 stage_a: Stager, stage_b: Stager, emit: Emitter, contract: bool = False) -> None:
     """The tiled launch at the insertion point: a grid of ``ceil(N / tile) x ceil(M / tile) x
     nb``, per K block ``stage_a`` fills A's BM x BK block (row-major) and ``stage_b`` B's BK x
     BN block (row-major: k, then n) in workgroup memory (f32, 0 outside the matrices), then
-    the register-blocked rank-1 updates; ``emit`` stores each sum inside M x N. The operands'
-    layouts are the stagers' business (relax.quantized_matmul's decoded rows: quant_gemm.py)."""
+    the register-blocked rank-1 updates (``contract``: as fused multiply-adds, ``fastmath<contract>``);
+    ``emit`` stores each sum inside M x N. The operands' layouts are the stagers' business
+    (relax.quantized_matmul's decoded rows: quant_gemm.py)."""
     T, P, BK = t.threads, t.per_thread, t.tile_k
     BM = BN = t.tile
     z = nb if nb is not None else index(1)
@@ -316,6 +317,10 @@ def tiled_launch(t: MatmulTiles, m_: ir.Value, n_: ir.Value, k_: ir.Value, nb: O
             av = [load(sa, [arith.AddIOp(r, kk).result]) for r in a_rows]
             kb = arith.MulIOp(kk, index(BN)).result
             bv = [load(sb, [arith.AddIOp(kb, cj).result]) for cj in b_cols]
+            if contract:
+                fm = ir.Attribute.parse("#arith.fastmath<contract>")
+                return [arith.AddFOp(acc[i * P + j], arith.MulFOp(av[i], bv[j], fastmath=fm).result,
+                                     fastmath=fm).result for i in range(P) for j in range(P)]
             return [arith.AddFOp(acc[i * P + j], arith.MulFOp(av[i], bv[j]).result).result
                     for i in range(P) for j in range(P)]
 

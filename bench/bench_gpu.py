@@ -496,7 +496,8 @@ def main() -> int:
                     help="decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights: the quantized-GEMV rule against the same "
                          "target without subgroup operations (the generic kernel)")
     ap.add_argument("--quant-formats", default=",".join(tuple(QBLOCKS) + ("f16", "bf16")),
-                    help="with --quant: weight formats, comma-separated (f16 / bf16: also the f32 GEMV of the shape)")
+                    help="with --quant or --prefill: weight formats, comma-separated (f16 / bf16: also the f32 "
+                         "GEMV of the shape)")
     ap.add_argument("--prefill", action="store_true",
                     help="prefill quantized matmuls (M = 32, 128) and a random f16 model's prefill: the quantized "
                          "GEMM route against the GEMV for every row (--configs, default qgemm=1)")

@@ -220,8 +220,9 @@ def _quant_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
     shared = t.shared_memory_bytes or None
     if cfg["qgemm"] == 2 and cap is not None and tiles.threads ** 2 > cap:
         return f"{tiles.threads ** 2} threads per quantized-GEMM workgroup exceed the target's {cap}"
-    if cfg["qgemm"] == 2 and shared is not None and 2 * tiles.tile * tiles.tile_k * 4 > shared:
-        return f"quantized-GEMM blocks ({2 * tiles.tile * tiles.tile_k * 4} bytes) exceed {shared} bytes of workgroup memory"
+    blocks = 2 * tiles.tile * tiles.tile_k * 4
+    if cfg["qgemm"] == 2 and shared is not None and blocks > shared:
+        return f"quantized-GEMM blocks ({blocks} bytes) exceed {shared} bytes of workgroup memory"
     return None
 
 

@@ -228,8 +228,8 @@ def _quant_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 
 #: M from which a quantized matmul takes the GEMM tiles (quant_gemm.py) instead of the GEMV:
 #: where re-decoding the weight per row starts to cost more than a mostly idle 64-row tile
-#: (lavapipe, K = 768, N = 2048: about even at 16 rows, the GEMM 1.9x faster at 32;
-#: bench/README.md); a GPU's crossover is for bench/gpu_session.sh to measure
+#: (lavapipe, K = 768, N = 2048: the block formats about even at 16 rows, the GEMM 1.5-2x
+#: faster at 32; bench/README.md); a GPU's crossover is for bench/gpu_session.sh to measure
 QGEMM_MIN_ROWS = 16
 
 

@@ -22,6 +22,12 @@ shape one executable for every M) on the cuda target without cuBLAS (``cublas=of
 generated kernels), with it for every matmul (``cublas=on``) and with the provisional rule
 (``cublas=auto``: split per call by M, the GEMV up to 4 rows; f32), against PyTorch: the
 measurement relax-cuda-dispatch-library's rule waits for.
+``--prefill``: prefill-sized quantized matmuls (M = 32 and 128 rows of x, K = 768, N = 2048, each
+format one executable for every M) on the quantized GEMM route (the default: the weight decoded
+into workgroup memory once per 64 x 64 tile of C) against the GEMV for every row
+(``schedule_config=qgemm=1``: M in its grid, the weight re-decoded per row), PyTorch on the
+dequantized weights; then the prefill of 32 and 128 tokens of a random model with f16
+projections (``small``; ``--prefill-model``) both ways.
 ``--host-path-only`` skips the numerics
 and times one short round: a rehearsal of the device script against the fake CUDA driver
 (bench/gpu_session.sh --fake), where kernels do not run.
@@ -274,6 +280,12 @@ func.func @main(%x: tensor<1x{k}xf32>, %w: tensor<{n}x{rb}xi8>) -> tensor<1x{n}x
   return %y : tensor<1x{n}xf32>
 }}
 """
+QPREFILL = """
+func.func @main(%x: tensor<?x{k}xf32, #relax.shape<["m", {k}]>>, %w: tensor<{n}x{rb}xi8>) -> tensor<?x{n}xf32, #relax.shape<["m", {n}]>> attributes {{relax.function}} {{
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : (tensor<?x{k}xf32, #relax.shape<["m", {k}]>>, tensor<{n}x{rb}xi8>) -> tensor<?x{n}xf32, #relax.shape<["m", {n}]>>
+  return %y : tensor<?x{n}xf32, #relax.shape<["m", {n}]>>
+}}
+"""
 #: format -> (bytes per 32-element block, header bytes)
 QBLOCKS = {"q8_0": (34, 2), "q4_0": (18, 2), "q4_1": (20, 4)}
 
@@ -335,8 +347,69 @@ def quant_cases(rng, formats=tuple(QBLOCKS) + ("f16", "bf16")):
     return out
 
 
-#: id(half-format weight) -> (the f32 GEMV program of its shape, its inputs): timed as the
-#: variant "<target> f32 GEMV" of the case, in the same rounds
+def prefill_cases(rng, formats, rows=(32, 128), k: int = 768, n: int = 2048):
+    """Prefill quantized matmuls (M rows of x times an (N, K) quantized / half weight): one
+    program per format with a symbolic M, so every M runs through one executable; compared
+    with the GEMV for every row by ``--configs qgemm=1`` (main's default with --prefill) and
+    with the f32 GEMM of the shape (relax.matmul on the dequantized weight, :data:`F32_PEERS`)."""
+    out = []
+    for fmt in formats:
+        half = fmt in ("f16", "bf16")
+        raw, deq = half_rows(fmt, n, k, rng) if half else quant_blocks(fmt, n, k, rng)
+        src = QPREFILL.format(k=k, n=n, rb=raw.shape[1], fmt=fmt)
+        wt = deq.T.copy()
+        for m in rows:
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            w = raw.view()   # one weight object per case (the peer's key), the same bytes
+            TORCH_WEIGHTS[id(w)] = [wt]
+            F32_PEERS[id(w)] = (MATMUL.format(t="f32", k=k, n=n), [x, wt], "f32 GEMM")
+            out.append((f"qGEMM {fmt} {m}x{k} @ {n}x{k}", src, [x, w], lambda x, w, deq=deq: x @ deq.T, "qlinear", 1))
+    return out
+
+
+def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps: int, min_time: float) -> list:
+    """(name, {label: ms}, load) rows: the prefill of ``lengths`` tokens of a random model of
+    ``size`` with ``fmt`` projections on each target, compiled with the default schedules and
+    with ``config`` (e.g. qgemm=1), the first tokens compared; timed in alternating rounds."""
+    from dataclasses import replace as _replace
+
+    from mlir import ir
+
+    from relax_mlir.llm import CausalLM, causal_lm
+    from relax_mlir.llm.cli import SIZES
+    from relax_mlir.llm.model import LlamaModel
+    c = _replace(SIZES[size], formats=tuple((r, fmt) for r in ("qkv", "o", "gate", "up", "down", "lm_head")))
+    models = {}
+    for target in targets:
+        for label, cfg in ((target, ""), (f"{target} {config}", config)):
+            ctx = relax_mlir.make_context()
+            with ctx, ir.Location.unknown():
+                module = ir.Module.create()
+                names = LlamaModel(c).build(module)
+            exe = relax_mlir.compile(module, target=target, options={"schedule_config": cfg} if cfg else {})
+            causal_lm._EXECUTABLES[c, target] = (exe, names)   # CausalLM binds this variant's executable
+            try:
+                models[label] = CausalLM.random(c, max_seq_len=max(lengths), target=target)
+            finally:
+                del causal_lm._EXECUTABLES[c, target]
+    rows = []
+    rng = np.random.default_rng(1)
+    for t in lengths:
+        ids = rng.integers(0, c.vocab_size, t)
+        ref = None
+        for label, lm in models.items():
+            logits = lm.prefill(ids)
+            ref = logits if ref is None else ref
+            np.testing.assert_allclose(logits, ref, atol=1e-3 * np.abs(ref).max(), rtol=0, err_msg=label)
+        l0 = os.getloadavg()[0]
+        times = timeit({label: (lambda lm=lm: lm.prefill(ids)) for label, lm in models.items()}, reps, min_time)
+        rows.append((f"prefill {t} tokens, {size} model, {fmt} weights", times, max(l0, os.getloadavg()[0])))
+        print(f"{rows[-1][0]}: " + " / ".join(f"{k} {v:.3f}" for k, v in times.items()) + " ms", file=sys.stderr)
+    return rows
+
+
+#: id(half-format weight) -> (the f32 GEMV program of its shape, its inputs[, label]): timed as
+#: the variant "<target> f32 GEMV" (or "<target> <label>") of the case, in the same rounds
 F32_PEERS: dict = {}
 #: id(weight) -> the weights PyTorch runs on instead (dequantized quantized weights)
 TORCH_WEIGHTS: dict = {}
@@ -423,7 +496,13 @@ def main() -> int:
                     help="decode GEMVs on Q8_0 / Q4_0 / Q4_1 weights: the quantized-GEMV rule against the same "
                          "target without subgroup operations (the generic kernel)")
     ap.add_argument("--quant-formats", default=",".join(tuple(QBLOCKS) + ("f16", "bf16")),
-                    help="with --quant: weight formats, comma-separated (f16 / bf16: also the f32 GEMV of the shape)")
+                    help="with --quant or --prefill: weight formats, comma-separated (f16 / bf16: also the f32 "
+                         "GEMV of the shape)")
+    ap.add_argument("--prefill", action="store_true",
+                    help="prefill quantized matmuls (M = 32, 128) and a random f16 model's prefill: the quantized "
+                         "GEMM route against the GEMV for every row (--configs, default qgemm=1)")
+    ap.add_argument("--prefill-model", default="small",
+                    help="with --prefill: the random model's size (llm CLI sizes; '' skips the model)")
     ap.add_argument("--attention", action="store_true",
                     help="decode attention: the fused decode_attention kernel (one launch) against the same "
                          "target without relax-gpu-decode-attention (q.k, softmax, p.v kernels)")
@@ -454,9 +533,12 @@ def main() -> int:
     rng = np.random.default_rng(0)
     rows, labels = [], None
     args.decode = args.decode or args.quant
+    if args.prefill and not args.configs:
+        args.configs = "qgemm=1"
     compiled: dict = {}     # program text -> its executables (cases of one shape share them)
     kv_dtypes = tuple(c for c in args.attention_kv.split(",") if c)
-    for name, src, inputs, ref, tref, n_w in (cublas_cases(rng, args.quick) if args.cublas else
+    for name, src, inputs, ref, tref, n_w in (prefill_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
+                                              if args.prefill else cublas_cases(rng, args.quick) if args.cublas else
                                               attention_cases(rng, args.quick, kv_dtypes) if args.attention else
                                               quant_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
                                               if args.quant else decode_cases(rng) if args.decode
@@ -467,8 +549,10 @@ def main() -> int:
             exes = compiled[src]
         else:
             exes = compile_variants(
-                src, targets, naive=not args.no_naive and not args.decode and not args.attention and not args.cublas,
-                without_vector=args.without_vector, gemv=args.decode, cpu=not args.decode and not args.cublas,
+                src, targets, naive=not args.no_naive and not args.decode and not args.attention and not args.cublas
+                and not args.prefill,
+                without_vector=args.without_vector, gemv=args.decode,
+                cpu=not args.decode and not args.cublas and not args.prefill,
                 without_fold=args.without_fold,
                 configs=tuple(c for c in args.configs.split(",") if c),
                 attention=args.attention,
@@ -497,7 +581,7 @@ def main() -> int:
             if not args.host_path_only:
                 np.testing.assert_allclose(pexe(*peer[1]), want, rtol=tol, atol=tol, err_msg=f"{name}: f32 GEMV")
             pw = pexe.upload(peer[1][1])
-            fns[f"{target} f32 GEMV"] = lambda e=pexe, x=peer[1][0], w=pw: e(x, w)
+            fns[f"{target} {peer[2] if len(peer) > 2 else 'f32 GEMV'}"] = lambda e=pexe, x=peer[1][0], w=pw: e(x, w)
         t_fn = None if args.host_path_only else torch_cuda_fn(tref, inputs, n_w)
         if t_fn is not None:
             np.testing.assert_allclose(t_fn(), want, rtol=tol, atol=tol, err_msg=f"{name} on torch")
@@ -511,6 +595,10 @@ def main() -> int:
             for label, exe in exes.items():
                 if hasattr(exe, "cuda_call_stats"):
                     print(f"  {name} on {label}: {exe.cuda_call_stats}", file=sys.stderr)
+    if args.prefill and args.prefill_model:
+        rows += prefill_model_rows(targets, args.prefill_model, "f16", (32, 128), args.configs.split(",")[0],
+                                   reps, min_time)
+        labels = (labels or []) + [k for k in rows[-1][1] if k not in (labels or [])]
     print(f"{os.cpu_count()} cores; load average (1 min) per row; milliseconds per call, inputs from and "
           "outputs to numpy (GPU targets: weights uploaded once); lavapipe = Mesa's software Vulkan")
     print()

@@ -85,6 +85,7 @@ log "quantized GEMV bench (timeout $T s)"
 env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --quant --quick $BENCH_FLAGS \
     > "$OUT/bench_quant.md" 2> "$OUT/bench_quant.err"
 log "quant bench rc=$?"
+env $BENCH_ENV timeout 60 "$PY" bench/bench_gpu.py --targets cuda --prefill --quick --quant-formats q4_0,f16 $BENCH_FLAGS >> "$OUT/bench_quant.md" 2>> "$OUT/bench_quant.err"; log "prefill (quantized GEMM vs GEMV per row) rc=$?"
 cat "$OUT/bench_quant.md" | tee -a "$OUT/session.log"
 
 T=$(( $(left) < 60 ? $(left) : 60 ))

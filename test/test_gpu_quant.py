@@ -93,8 +93,9 @@ _SHAPES = [(7, 32), (33, 96), (300, 1024)]
 @pytest.mark.parametrize("n,k", _SHAPES, ids=[f"{n}x{k}" for n, k in _SHAPES])
 def test_vulkan_quantized_gemv(routes, fmt, n, k):
     """Every M through one executable, one shuffling launch per call, grid
-    (ceil(N / subgroups per workgroup), M)."""
-    exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan")
+    (ceil(N / subgroups per workgroup), M) (qgemm=1: the GEMV for every M; the GEMM route
+    from 8 rows is test_gpu_quant_gemm.py's)."""
+    exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan", options={"schedule_config": "qgemm=1"})
     rng = np.random.default_rng(n + k)
     raw, deq = _weights(fmt, n, k, rng)
     per = _subgroups(Target.detect("vulkan"))
@@ -150,8 +151,9 @@ _HALF_SHAPES = [(1, 1), (7, 33), (5, 6), (9, 20), (33, 96), (300, 1000)]
 @pytest.mark.parametrize("n,k", _HALF_SHAPES, ids=[f"{n}x{k}" for n, k in _HALF_SHAPES])
 def test_vulkan_half_gemv(routes, fmt, n, k):
     """M = 1, 3, 17 through one executable, one shuffling launch per call, grid
-    (ceil(N / subgroups per workgroup), M); f32 accumulation (the only error: summation order)."""
-    exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan")
+    (ceil(N / subgroups per workgroup), M); f32 accumulation (the only error: summation order)
+    (qgemm=1: the GEMV for every M)."""
+    exe = relax_mlir.compile(_program(fmt, n, k), target="vulkan", options={"schedule_config": "qgemm=1"})
     rng = np.random.default_rng(n * 7 + k)
     raw, deq = _half_weights(fmt, n, k, rng)
     per = _subgroups(Target.detect("vulkan"))
@@ -359,10 +361,13 @@ def test_random_model_formats_are_checked():
 
 # -- cuda: PTX and the host path -------------------------------------------------------------
 
-def _ptx(fmt: str) -> dict:
+def _ptx(fmt: str, config: str = "") -> dict:
+    """Kernel name -> PTX of the prologue program on ``fmt`` (``config``: the cuda pipeline's
+    schedule-config)."""
     import subprocess
+    pipeline = f"cuda{{schedule-config={config}}}" if config else "cuda"
     r = subprocess.run([sys.executable, "-c", "from relax_mlir.tools.relax_opt import main; import sys; "
-                        "sys.exit(main())", "-", "--pass-pipeline=builtin.module(cuda)"],
+                        "sys.exit(main())", "-", f"--pass-pipeline=builtin.module({pipeline})"],
                        input=_program(fmt, 64, 256, prologue=True), capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert r.returncode == 0, r.stderr[-2000:]
@@ -380,8 +385,8 @@ def test_cuda_quantized_gemv_ptx(fmt, load):
     """One kernel: 128 threads (4 warps, a column each), 5 butterfly shuffles (32 lanes), the
     quant bytes in vector loads as wide as the block layout's alignment (Q4_1's quants are
     4-byte aligned: one 32-bit load per lane and block; Q8_0's and Q4_0's 2-byte aligned),
-    the f16 scales converted, FMAs."""
-    ptx = _ptx(fmt)
+    the f16 scales converted, FMAs. (qgemm=1: the GEMV alone, no GEMM route.)"""
+    ptx = _ptx(fmt, "qgemm=1")
     assert len(ptx) == 1, list(ptx)
     (p,) = ptx.values()
     p = p.replace("\x00A", "\n").replace("\x009", "\t")   # MLIR's \0A, \09 escapes
@@ -490,9 +495,9 @@ def test_rule_selection_and_space():
     lavapipe = replace(vk, subgroup_size=8, max_threads_per_block=1024)
     r = rules.QuantMatmul()
     assert r.default(cuda, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_halves": 8, "qgemv_columns": 1,
-                                       "qgemv_subgroups": 4}
+                                       "qgemv_subgroups": 4, "qgemm": 2, "qgemm_min_rows": 16}
     assert r.default(lavapipe, "q4_0") == {"qgemv_lanes_per_block": 4, "qgemv_halves": 8, "qgemv_columns": 1,
-                                           "qgemv_subgroups": 1}
+                                           "qgemv_subgroups": 1, "qgemm": 2, "qgemm_min_rows": 16}
     assert r.dtypes(vk) == () and r.dtypes(cuda) == quant_gemv.FORMATS
     with pytest.raises(ValueError, match="qgemv_lanes_per_block must be a power of two up to 16 and the subgroup"):
         r.space(lavapipe).check(dict(r.default(lavapipe, "q4_0"), qgemv_lanes_per_block=16))

@@ -1,4 +1,4 @@
-// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda}, canonicalize, cse)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda overrides=qgemm=1}, canonicalize, cse)' | FileCheck %s
 // The quantized-GEMV rule on f16 / bf16 weights (relax.quantized_matmul kernels as
 // relax-legalize writes them: i8 rows of 2 bytes per element) on the cuda defaults (warps of
 // 32, 4 per workgroup, a column each): under `scf.if` (the weight's pointer, and x's for its
@@ -6,7 +6,8 @@
 // (K = 64: one vector<4xi32>) and 8 floats of x (two vector<4xf32>), converts the words'
 // halves (trunci / bitcast / extf), FMAs, 5 xor shuffles, lane 0 stores; the fill and the
 // generic in the else branch. bf16 at odd K: 16-bit words (i16 loads), the bits shifted into
-// an f32's high half, x scalar.
+// an f32's high half, x scalar. (qgemm=1: the GEMV alone; the GEMM route for many rows of x
+// is quant_gemm.mlir's.)
 
 // CHECK-LABEL: func.func private @f16_rows(
 // CHECK: %[[WP:.*]] = memref.extract_aligned_pointer_as_index %arg1 : memref<6x128xi8> -> index

@@ -43,7 +43,7 @@ from typing import Optional
 from mlir import ir
 
 from ...target import Target
-from . import decode_attention, gemv, mma, quant_gemv, row_reductions, tile_matmul, vector_elementwise
+from . import decode_attention, gemv, mma, quant_gemm, quant_gemv, row_reductions, tile_matmul, vector_elementwise
 from .launch_builder import kernel_kind
 from ...tuning.space import Config, Knob, Space
 
@@ -214,14 +214,32 @@ def _quant_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
     cap = t.max_threads_per_block or None
     if sg is not None and cap is not None and sg * subs > cap:
         return f"{sg * subs} threads per quantized-GEMV workgroup exceed the target's {cap}"
+    if cfg["qgemm"] not in (1, 2):
+        return "qgemm must be 1 (the GEMV for every M) or 2 (the GEMM tiles from qgemm_min_rows rows)"
+    tiles = tile_matmul.MatmulTiles()
+    shared = t.shared_memory_bytes or None
+    if cfg["qgemm"] == 2 and cap is not None and tiles.threads ** 2 > cap:
+        return f"{tiles.threads ** 2} threads per quantized-GEMM workgroup exceed the target's {cap}"
+    blocks = 2 * tiles.tile * tiles.tile_k * 4
+    if cfg["qgemm"] == 2 and shared is not None and blocks > shared:
+        return f"quantized-GEMM blocks ({blocks} bytes) exceed {shared} bytes of workgroup memory"
     return None
+
+
+#: M from which a quantized matmul takes the GEMM tiles (quant_gemm.py) instead of the GEMV:
+#: where re-decoding the weight per row starts to cost more than a mostly idle 64-row tile
+#: (lavapipe, K = 768, N = 2048: the block formats about even at 16 rows, the GEMM 1.5-2x
+#: faster at 32; bench/README.md); a GPU's crossover is for bench/gpu_session.sh to measure
+QGEMM_MIN_ROWS = 16
 
 
 class QuantMatmul(ScheduleRule):
     """``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1 rows, f16 and bf16 weights; a
-    fused elementwise prologue on x): a subgroup per output column, lanes sharing each
-    weight block (f16 / bf16: each lane loading up to 8 elements as 32-bit words), one scale
-    per block, shuffles (:mod:`relax_mlir.backends.gpu.quant_gemv`). Its "element type" is
+    fused elementwise prologue on x): from ``qgemm_min_rows`` rows of x (an ``scf.if`` on
+    the run-time M) the GEMM tiles with the weight decoded into workgroup memory
+    (:mod:`relax_mlir.backends.gpu.quant_gemm`); below, a subgroup per output column, lanes
+    sharing each weight block (f16 / bf16: each lane loading up to 8 elements as 32-bit
+    words), one scale per block, shuffles (:mod:`relax_mlir.backends.gpu.quant_gemv`). Its "element type" is
     the weight format; it needs a known subgroup size (else the kernel stays a row reduction)."""
 
     name = "qmatmul"
@@ -241,6 +259,10 @@ class QuantMatmul(ScheduleRule):
             Knob("qgemv_columns", (1, 2, 4, 8), "f16 / bf16: output columns per subgroup (each element of x "
                                                 "loaded once for all of them)"),
             Knob("qgemv_subgroups", (1, 2, 4, 8), "subgroups per workgroup (Q8_0 / Q4: one output column each)"),
+            Knob("qgemm", (1, 2), "1: the GEMV for every M; 2: the GEMM tiles (the weight decoded into "
+                                  "workgroup memory once per workgroup) from qgemm_min_rows rows of x"),
+            Knob("qgemm_min_rows", (2, 4, 8, 16, 32, 64),
+                 "M from which the GEMM tiles run (an scf.if on the run-time M; below: the GEMV)"),
         ), _quant_rule, target)
 
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
@@ -251,15 +273,21 @@ class QuantMatmul(ScheduleRule):
         subs = 4 if target.kind == "cuda" else 1
         while sg * subs > (target.max_threads_per_block or sg * subs):
             subs //= 2
-        return dict(qgemv_lanes_per_block=min(4, sg), qgemv_halves=8, qgemv_columns=1, qgemv_subgroups=max(subs, 1))
+        return dict(qgemv_lanes_per_block=min(4, sg), qgemv_halves=8, qgemv_columns=1, qgemv_subgroups=max(subs, 1),
+                    qgemm=2, qgemm_min_rows=QGEMM_MIN_ROWS)
 
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         m = quant_gemv.match(fn)
         if m is None:
             return False
-        quant_gemv.build(fn, m, quant_gemv.QuantTiles(subgroup(target), config["qgemv_lanes_per_block"],
-                                                      config["qgemv_subgroups"], target.kind == "cuda",
-                                                      config["qgemv_halves"], config["qgemv_columns"]))
+        wide = target.kind == "cuda"
+        tiles = quant_gemv.QuantTiles(subgroup(target), config["qgemv_lanes_per_block"], config["qgemv_subgroups"],
+                                      wide, config["qgemv_halves"], config["qgemv_columns"])
+        if config["qgemm"] == 2 and quant_gemm.takes(fn, m):
+            quant_gemm.build(fn, m, tile_matmul.MatmulTiles(), config["qgemm_min_rows"], wide,
+                             lambda: quant_gemv.build(fn, m, tiles))
+        else:
+            quant_gemv.build(fn, m, tiles)
         return True
 
 

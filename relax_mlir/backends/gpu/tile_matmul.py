@@ -21,6 +21,10 @@ builders with the routes they select, the GEMV of gemv.py among them):
   batch`` and every global access is bounds-checked (loads clamp their index and select
   0; stores sit under ``if (row < M && col < N)``), so one kernel serves every shape.
 
+The tiled launch (:func:`tiled_launch`) takes how A's and B's blocks are staged as callables:
+here plain loads of A and B; quant_gemm.py decodes B's block from quantized weight rows and
+applies x's prologue where A is staged.
+
 The tiled launch runs when M and N are both at least ``min-size`` (32): the pass puts it
 under ``scf.if`` on the run-time sizes; the else branch is a *small* launch, one thread
 per element of C with a serial K loop (with fewer rows most of a 64-row tile would idle:
@@ -42,7 +46,7 @@ before relax-gpu-prepare-kernels and ``convert-linalg-to-parallel-loops``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf
@@ -237,76 +241,129 @@ def build_small(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Option
             when(ok, body)
 
 
+@dataclass(frozen=True)
+class TileSite:
+    """What a staging callback of :func:`tiled_launch` sees of its workgroup: the thread's
+    linear id, the first row and column of the workgroup's block of C, the batch index (or
+    []), the run-time M, N, K and M - 1, K - 1, N - 1 (clamps for bounds-checked loads)."""
+
+    tid: ir.Value
+    row0: ir.Value
+    col0: ir.Value
+    lead: list
+    m: ir.Value
+    n: ir.Value
+    k: ir.Value
+    m1: ir.Value
+    k1: ir.Value
+    n1: ir.Value
+
+
+#: stages one K block into a workgroup buffer: (the site, the buffer, the block's first k)
+Stager = Callable[[TileSite, ir.Value, ir.Value], None]
+#: stores one f32 sum of C: (value, row, column, the batch index or [])
+Emitter = Callable[[ir.Value, ir.Value, ir.Value, list], None]
+
+
+def _lt(x: ir.Value, y: ir.Value) -> ir.Value:
+    return arith.CmpIOp(arith.CmpIPredicate.ult, x, y).result
+
+
+def stage_a_rows(t: MatmulTiles, value_at: Callable[[TileSite, ir.Value, ir.Value], ir.Value]) -> Stager:
+    """A's BM x BK block (row-major) staged element by element: ``value_at(site, row, k)``
+    (indices clamped into range) is the element's f32 value, 0 outside M x K."""
+    BM, BK, NT = t.tile, t.tile_k, t.threads * t.threads
+
+    def stage(s: TileSite, sa: ir.Value, k0: ir.Value) -> None:
+        for r in range(BM * BK // NT):
+            e = arith.AddIOp(s.tid, index(r * NT)).result
+            gr = arith.AddIOp(s.row0, arith.DivUIOp(e, index(BK)).result).result
+            gk = arith.AddIOp(k0, arith.RemUIOp(e, index(BK)).result).result
+            ok = arith.AndIOp(_lt(gr, s.m), _lt(gk, s.k)).result
+            v = value_at(s, arith.MinUIOp(gr, s.m1).result, arith.MinUIOp(gk, s.k1).result)
+            store(arith.SelectOp(ok, v, f32(0.0)).result, sa, [e])
+    return stage
+
+
+def tiled_launch(t: MatmulTiles, m_: ir.Value, n_: ir.Value, k_: ir.Value, nb: Optional[ir.Value],
+                 stage_a: Stager, stage_b: Stager, emit: Emitter, contract: bool = False) -> None:
+    """The tiled launch at the insertion point: a grid of ``ceil(N / tile) x ceil(M / tile) x
+    nb``, per K block ``stage_a`` fills A's BM x BK block (row-major) and ``stage_b`` B's BK x
+    BN block (row-major: k, then n) in workgroup memory (f32, 0 outside the matrices), then
+    the register-blocked rank-1 updates (``contract``: as fused multiply-adds, ``fastmath<contract>``);
+    ``emit`` stores each sum inside M x N. The operands' layouts are the stagers' business
+    (relax.quantized_matmul's decoded rows: quant_gemm.py)."""
+    T, P, BK = t.threads, t.per_thread, t.tile_k
+    BM = BN = t.tile
+    z = nb if nb is not None else index(1)
+    launch = Launch((ceil_div(n_, BN), ceil_div(m_, BM), z), (T, T, 1), [BM * BK, BK * BN])
+    with launch:
+        sa, sb = launch.shared
+        tx, ty = launch.thread_id[0], launch.thread_id[1]
+        bx, by, bz = launch.block_id
+        lead = [bz] if nb is not None else []
+        zero = f32(0.0)
+        one = index(1)
+        tid = arith.AddIOp(arith.MulIOp(ty, index(T)).result, tx).result
+        row0 = arith.MulIOp(by, index(BM)).result
+        col0 = arith.MulIOp(bx, index(BN)).result
+        m1, k1, n1 = (arith.SubIOp(v, one).result for v in (m_, k_, n_))
+        site = TileSite(tid, row0, col0, lead, m_, n_, k_, m1, k1, n1)
+
+        a_rows = [arith.MulIOp(arith.AddIOp(ty, index(i * T)).result, index(BK)).result for i in range(P)]
+        b_cols = [arith.AddIOp(tx, index(j * T)).result for j in range(P)]
+
+        def rank1(kk: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
+            av = [load(sa, [arith.AddIOp(r, kk).result]) for r in a_rows]
+            kb = arith.MulIOp(kk, index(BN)).result
+            bv = [load(sb, [arith.AddIOp(kb, cj).result]) for cj in b_cols]
+            if contract:
+                fm = ir.Attribute.parse("#arith.fastmath<contract>")
+                return [arith.AddFOp(acc[i * P + j], arith.MulFOp(av[i], bv[j], fastmath=fm).result,
+                                     fastmath=fm).result for i in range(P) for j in range(P)]
+            return [arith.AddFOp(acc[i * P + j], arith.MulFOp(av[i], bv[j]).result).result
+                    for i in range(P) for j in range(P)]
+
+        def k_block(k0: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
+            stage_a(site, sa, k0)
+            stage_b(site, sb, k0)
+            barrier()
+            acc = for_loop(index(0), index(BK), one, acc, rank1)
+            barrier()
+            return acc
+
+        acc = for_loop(index(0), k_, index(BK), [zero] * (P * P), k_block)
+        for i in range(P):
+            rr = arith.AddIOp(row0, arith.AddIOp(ty, index(i * T)).result).result
+            for j in range(P):
+                cc = arith.AddIOp(col0, b_cols[j]).result
+                ok = arith.AndIOp(_lt(rr, m_), _lt(cc, n_)).result
+                when(ok, lambda v=acc[i * P + j], rr=rr, cc=cc: emit(v, rr, cc, lead))
+
+
 def _build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value],
            chain: list[ir.Operation], t: MatmulTiles) -> None:
     a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
     batch = mm.name == "linalg.batch_matmul"
     rank = 3 if batch else 2
     out = chain[-1].opview.outputs[0] if chain else c
-    T, P, BK = t.threads, t.per_thread, t.tile_k
-    BM = BN = t.tile
-    NT = T * T
+    BK, BN, NT = t.tile_k, t.tile, t.threads * t.threads
+
+    def stage_b(s: TileSite, sb: ir.Value, k0: ir.Value) -> None:
+        for r in range(BK * BN // NT):
+            e = arith.AddIOp(s.tid, index(r * NT)).result
+            gk = arith.AddIOp(k0, arith.DivUIOp(e, index(BN)).result).result
+            gc = arith.AddIOp(s.col0, arith.RemUIOp(e, index(BN)).result).result
+            ok = arith.AndIOp(_lt(gk, s.k), _lt(gc, s.n)).result
+            v = to_f32(load(b, s.lead + [arith.MinUIOp(gk, s.k1).result, arith.MinUIOp(gc, s.n1).result]))
+            store(arith.SelectOp(ok, v, f32(0.0)).result, sb, [e])
+
     with mm.location:
         k_ = memref.DimOp(a, index(rank - 1)).result
-        nb = memref.DimOp(a, index(0)).result if batch else index(1)
-        launch = Launch((ceil_div(n_, BN), ceil_div(m_, BM), nb), (T, T, 1), [BM * BK, BK * BN])
-        with launch:
-            sa, sb = launch.shared
-            tx, ty = launch.thread_id[0], launch.thread_id[1]
-            bx, by, bz = launch.block_id
-            lead = [bz] if batch else []
-            zero = f32(0.0)
-            one = index(1)
-            tid = arith.AddIOp(arith.MulIOp(ty, index(T)).result, tx).result
-            row0 = arith.MulIOp(by, index(BM)).result
-            col0 = arith.MulIOp(bx, index(BN)).result
-            m1, k1, n1 = (arith.SubIOp(v, one).result for v in (m_, k_, n_))
-
-            def lt(x, y):
-                return arith.CmpIOp(arith.CmpIPredicate.ult, x, y).result
-
-            def stage(k0: ir.Value) -> None:
-                """Blocks of A (BM x BK) and B (BK x BN) into workgroup memory, 0 outside."""
-                for r in range(BM * BK // NT):
-                    e = arith.AddIOp(tid, index(r * NT)).result
-                    gr = arith.AddIOp(row0, arith.DivUIOp(e, index(BK)).result).result
-                    gk = arith.AddIOp(k0, arith.RemUIOp(e, index(BK)).result).result
-                    ok = arith.AndIOp(lt(gr, m_), lt(gk, k_)).result
-                    v = to_f32(load(a, lead + [arith.MinUIOp(gr, m1).result, arith.MinUIOp(gk, k1).result]))
-                    store(arith.SelectOp(ok, v, zero).result, sa, [e])
-                for r in range(BK * BN // NT):
-                    e = arith.AddIOp(tid, index(r * NT)).result
-                    gk = arith.AddIOp(k0, arith.DivUIOp(e, index(BN)).result).result
-                    gc = arith.AddIOp(col0, arith.RemUIOp(e, index(BN)).result).result
-                    ok = arith.AndIOp(lt(gk, k_), lt(gc, n_)).result
-                    v = to_f32(load(b, lead + [arith.MinUIOp(gk, k1).result, arith.MinUIOp(gc, n1).result]))
-                    store(arith.SelectOp(ok, v, zero).result, sb, [e])
-
-            a_rows = [arith.MulIOp(arith.AddIOp(ty, index(i * T)).result, index(BK)).result for i in range(P)]
-            b_cols = [arith.AddIOp(tx, index(j * T)).result for j in range(P)]
-
-            def rank1(kk: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
-                av = [load(sa, [arith.AddIOp(r, kk).result]) for r in a_rows]
-                kb = arith.MulIOp(kk, index(BN)).result
-                bv = [load(sb, [arith.AddIOp(kb, cj).result]) for cj in b_cols]
-                return [arith.AddFOp(acc[i * P + j], arith.MulFOp(av[i], bv[j]).result).result
-                        for i in range(P) for j in range(P)]
-
-            def k_block(k0: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
-                stage(k0)
-                barrier()
-                acc = for_loop(index(0), index(BK), one, acc, rank1)
-                barrier()
-                return acc
-
-            acc = for_loop(index(0), k_, index(BK), [zero] * (P * P), k_block)
-            for i in range(P):
-                rr = arith.AddIOp(row0, arith.AddIOp(ty, index(i * T)).result).result
-                for j in range(P):
-                    cc = arith.AddIOp(col0, b_cols[j]).result
-                    ok = arith.AndIOp(lt(rr, m_), lt(cc, n_)).result
-                    when(ok, lambda v=acc[i * P + j], rr=rr, cc=cc: finish(v, lead + [rr, cc], c, fill_value,
-                                                                          chain, out))
+        nb = memref.DimOp(a, index(0)).result if batch else None
+        tiled_launch(t, m_, n_, k_, nb,
+                     stage_a_rows(t, lambda s, r, k: to_f32(load(a, s.lead + [r, k]))), stage_b,
+                     lambda v, rr, cc, lead: finish(v, lead + [rr, cc], c, fill_value, chain, out))
 
 
 def _erase_if_dead(v: ir.Value) -> None:

@@ -49,6 +49,7 @@ def spirv_stage() -> list[str]:
         "relax-spirv-nest-modules",
         "gpu.module(spirv.module(spirv-lower-abi-attrs))",
         "relax-spirv-float-controls",   # IEEE Inf/NaN/-0 (Vulkan may drop them otherwise)
+        "relax-spirv-coherent-buffers",   # buffers workgroups hand over (one-launch attention split)
         "gpu.module(spirv.module(spirv-update-vce))",
         "gpu-module-to-binary{format=bin}",
         "relax-vulkan-host",

@@ -64,6 +64,53 @@ def test_choose_subgroup_size(vendor, props, expected):
     assert choose_subgroup_size(vendor, **props) == expected
 
 
+def _requirement(vendor, local, subgroup_ops=True, require=True, full=True):
+    """Kernel._subgroup_requirement against a fake AMD-like device (size 32 required, at most
+    4 subgroups per workgroup): (required size, full subgroups, stage fields)."""
+    from types import SimpleNamespace
+    vk = pytest.importorskip("vulkan")
+    dev = SimpleNamespace(vk=vk, require_subgroup_size=require, subgroup_size=32, max_workgroup_subgroups=4,
+                          full_subgroups=full, vendor="0x%04x" % vendor,
+                          FIXED_SUBGROUP_VENDORS=vkrt.Device.FIXED_SUBGROUP_VENDORS)
+    module = SimpleNamespace(subgroup_ops=subgroup_ops, local_sizes={"k": local})
+    kernel = vkrt.Kernel.__new__(vkrt.Kernel)
+    kernel.required_subgroup_size, kernel.full_subgroups = None, False
+    extra = kernel._subgroup_requirement(dev, module, "k", "@m::@k")
+    return kernel.required_subgroup_size, kernel.full_subgroups, sorted(extra)
+
+
+def test_pipeline_requirement_on_a_fake_device():
+    """A shuffling kernel requires the size, with full subgroups when its x size is a multiple
+    of it and the device allows them; kernels without subgroup operations, or a device without
+    size control, get nothing; a workgroup above maxComputeWorkgroupSubgroups x size is a
+    SpirvError, except on a vendor whose size is fixed anyway (no requirement there)."""
+    assert _requirement(AMD, (64, 1, 1)) == (32, True, ["flags", "pNext"])
+    assert _requirement(AMD, (48, 1, 1)) == (32, False, ["flags", "pNext"])
+    assert _requirement(AMD, (32, 2, 1), full=False) == (32, False, ["flags", "pNext"])
+    assert _requirement(AMD, (64, 1, 1), subgroup_ops=False) == (None, False, [])
+    assert _requirement(AMD, (64, 1, 1), require=False) == (None, False, [])
+    assert _requirement(NVIDIA, (256, 1, 1)) == (None, False, [])
+    with pytest.raises(vkrt.SpirvError, match=r"@m::@k: a workgroup of 256 invocations exceeds .*\(4\) x the "
+                                              r"required subgroup size \(32\)"):
+        _requirement(AMD, (128, 2, 1))
+
+
+def test_spirv_facts_of_the_attention_kernels():
+    """spirv_facts reads the GroupNonUniform capabilities and LocalSize from the serialized
+    words: the decode attention's shuffling kernels (one subgroup of the target's size per
+    workgroup) against the combining kernel without subgroup operations."""
+    from mlir.dialects import gpu as gpu_d
+    from relax_mlir.target import Target
+    m = attention_module(2, 3, 16)
+    with m.context:
+        m.operation.attributes["relax.target"] = Target("vulkan", subgroup_size=8).to_attr()
+        relax_mlir.run_pipeline(m, "builtin.module(vulkan{schedule-config=attention_launches=2})")
+        facts = sorted(vkrt.spirv_facts(gpu_d.ObjectAttr(ir.ArrayAttr(o.operation.attributes["objects"])[0]).object)
+                       for o in m.body.operations if o.operation.name == "gpu.binary")
+    assert [(sub, sorted(sizes.values())) for sub, sizes in facts] == [
+        (False, [(8, 1, 1)]), (True, [(8, 1, 1)]), (True, [(8, 1, 1)])], facts
+
+
 # -- this machine's device ----------------------------------------------------------------------------
 
 
@@ -177,6 +224,7 @@ def test_one_launch_split_workspace_is_coherent(tmp_path):
             if shutil.which("spirv-val"):
                 path = tmp_path / "k.spv"
                 path.write_bytes(code)
-                r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
+                r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True,
+                                   text=True)
                 assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(found) == [(0, 0, True), (0, 0, True), (0, 0, True), (1, 1, True)], found

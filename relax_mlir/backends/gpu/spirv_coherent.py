@@ -61,7 +61,8 @@ def coherent_buffers(spirv_module: ir.Operation) -> list[str]:
     """The StorageBuffer variables of spirv_module that need ``Coherent`` (sorted names)."""
     body = spirv_module.regions[0].blocks[0]
     storage = {ir.StringAttr(o.operation.attributes["sym_name"]).value for o in body.operations
-               if o.operation.name == "spirv.GlobalVariable" and "StorageBuffer>" in str(o.operation.attributes["type"])}
+               if o.operation.name == "spirv.GlobalVariable"
+               and "StorageBuffer>" in str(o.operation.attributes["type"])}
     wanted: set[str] = set()
     for fn in body.operations:
         fn = fn.operation

@@ -54,7 +54,8 @@ from ..gpu_shared import DeviceArray
 from .device import Device, available, choose_subgroup_size, device  # noqa: F401
 from .driver import SpirvError, VulkanError, VulkanUnavailable
 from .executable import LAUNCHES_ATTR, VulkanExecutable, VulkanFunction, take_kernels, vulkan_runtime
-from .launch import Kernel, Recorder, ShaderModule, VulkanRuntime, _shader_module, spirv_facts  # noqa: F401 (tests wrap it)
+from .launch import (Kernel, Recorder, ShaderModule, VulkanRuntime, _shader_module,  # noqa: F401 (tests wrap it)
+                     spirv_facts)
 from .memory import Buffer, _ReadbackPool  # noqa: F401
 
 __all__ = ["VulkanError", "VulkanUnavailable", "SpirvError", "DeviceArray", "VulkanExecutable", "available",

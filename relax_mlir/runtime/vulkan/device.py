@@ -149,7 +149,8 @@ class Device(BufferPool):
                                 and sg.supportedStages & compute))
         if has_ext:
             out.update(control=bool(feat.subgroupSizeControl), min_size=int(ctl.minSubgroupSize),
-                       max_size=int(ctl.maxSubgroupSize), required_stages=bool(ctl.requiredSubgroupSizeStages & compute),
+                       max_size=int(ctl.maxSubgroupSize),
+                       required_stages=bool(ctl.requiredSubgroupSizeStages & compute),
                        full_subgroups=bool(feat.computeFullSubgroups),
                        max_workgroup_subgroups=int(ctl.maxComputeWorkgroupSubgroups))
         return out
@@ -168,8 +169,8 @@ class Device(BufferPool):
         self._fsg = vk.VkPhysicalDeviceSubgroupSizeControlFeatures(
             subgroupSizeControl=vk.VK_TRUE, computeFullSubgroups=full_subgroups) if size_control else None
         self._f12 = vk.VkPhysicalDeviceVulkan12Features(
-            **({"pNext": self._fsg} if size_control else {}), storageBuffer8BitAccess=q12.storageBuffer8BitAccess, shaderFloat16=q12.shaderFloat16,
-            shaderInt8=q12.shaderInt8)
+            **({"pNext": self._fsg} if size_control else {}), storageBuffer8BitAccess=q12.storageBuffer8BitAccess,
+            shaderFloat16=q12.shaderFloat16, shaderInt8=q12.shaderInt8)
         self._f11 = vk.VkPhysicalDeviceVulkan11Features(pNext=self._f12,
                                                         storageBuffer16BitAccess=q11.storageBuffer16BitAccess)
         self._f2 = vk.VkPhysicalDeviceFeatures2(pNext=self._f11, features=vk.VkPhysicalDeviceFeatures(

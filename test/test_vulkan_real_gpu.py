@@ -139,7 +139,9 @@ def _check_pipelines(exe, dev, shuffling: int):
     size (with full subgroups where the device allows them), the others nothing."""
     rt = exe._runtime
     required = [k for k in rt.kernels.values() if k.required_subgroup_size is not None]
-    assert rt.required_subgroup_pipelines == len(required) == shuffling
+    assert exe.vulkan_pipelines == {"pipelines": len(rt.kernels), "required_subgroup_size": shuffling,
+                                    "full_subgroups": shuffling if dev.full_subgroups else 0}
+    assert len(required) == shuffling
     assert {k.required_subgroup_size for k in required} == {dev.subgroup_size}
     assert all(k.full_subgroups == dev.full_subgroups for k in required)
     codes = {name: m.subgroup_ops for name, m in rt._modules.items()}

@@ -11,7 +11,7 @@ the SPIR-V, ``vulkan.launches`` listing the launch sites, host code calling
 * ``codegen``: :func:`relax_mlir.pipelines.gpu.bufferize_stage`, the GPU kernel stage,
   relax-spirv-entry-abi, SPIR-V for the Vulkan client API
   (``spirv-attach-target{... client_api=Vulkan}``, ``convert-gpu-to-spirv``,
-  relax-spirv-vector-buffers, the ABI lowering), serialization in-process (``gpu-module-to-binary``), relax-vulkan-host
+  relax-spirv-vector-buffers, the ABI lowering, relax-spirv-coherent-buffers), serialization in-process (``gpu-module-to-binary``), relax-vulkan-host
   (launches and copies -> runtime calls) and the host code to LLVM.
 """
 
@@ -49,6 +49,7 @@ def spirv_stage() -> list[str]:
         "relax-spirv-nest-modules",
         "gpu.module(spirv.module(spirv-lower-abi-attrs))",
         "relax-spirv-float-controls",   # IEEE Inf/NaN/-0 (Vulkan may drop them otherwise)
+        "relax-spirv-coherent-buffers",   # buffers workgroups hand over (one-launch attention split)
         "gpu.module(spirv.module(spirv-update-vce))",
         "gpu-module-to-binary{format=bin}",
         "relax-vulkan-host",

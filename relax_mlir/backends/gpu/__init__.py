@@ -15,5 +15,6 @@ from . import (accumulators, cuda_host, cuda_library, cuda_library_split, decode
                workgroup_memory)  # (registration)
 from .rules import RULES, ScheduleRule, Selection, select  # noqa: F401
 from . import schedule  # noqa: F401,E402  (registers relax-gpu-schedule)
+from . import spirv_coherent  # noqa: F401,E402  (registers relax-spirv-coherent-buffers)
 
 __all__ = ["RULES", "ScheduleRule", "Selection", "select"]

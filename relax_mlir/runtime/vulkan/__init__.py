@@ -51,10 +51,11 @@ calls) and :mod:`.executable` (the Executable and the runtime factory).
 from __future__ import annotations
 
 from ..gpu_shared import DeviceArray
-from .device import Device, available, device
+from .device import Device, available, choose_subgroup_size, device  # noqa: F401
 from .driver import SpirvError, VulkanError, VulkanUnavailable
 from .executable import LAUNCHES_ATTR, VulkanExecutable, VulkanFunction, take_kernels, vulkan_runtime
-from .launch import Kernel, Recorder, VulkanRuntime, _shader_module  # noqa: F401 (tests wrap it)
+from .launch import (Kernel, Recorder, ShaderModule, VulkanRuntime, _shader_module,  # noqa: F401 (tests wrap it)
+                     spirv_facts)
 from .memory import Buffer, _ReadbackPool  # noqa: F401
 
 __all__ = ["VulkanError", "VulkanUnavailable", "SpirvError", "DeviceArray", "VulkanExecutable", "available",

@@ -12,10 +12,41 @@ from .driver import VulkanError, VulkanUnavailable, _vk
 from .memory import Buffer, _ReadbackPool
 
 
+#: vendors whose compute shaders run at the subgroup size the device reports (NVIDIA: 32;
+#: Mesa's lavapipe: its SIMD width) even when no pipeline requires one. Others may pick another
+#: size per shader (AMD wave32 / wave64, Intel SIMD8/16/32): there a size is known only where
+#: the pipelines can require it (VK_EXT_subgroup_size_control)
+FIXED_SUBGROUP_VENDORS = (0x10DE, 0x10005)
+#: the size pipelines are required to run at, clamped into the device's [min, max]: the
+#: warp width the GPU rules' defaults were tuned for on cuda; wave32 on AMD RDNA (whose
+#: drivers report 64 as the default subgroupSize; GCN: min = max = 64), Intel's widest
+#: (8-32), lavapipe's only one (8), Adreno's narrowest (64)
+PREFERRED_SUBGROUP_SIZE = 32
+
+
+def choose_subgroup_size(vendor: int, *, size: int, shuffle: bool, control: bool, min_size: int, max_size: int,
+                         required_stages: bool, **_) -> tuple[Optional[int], bool]:
+    """(subgroup size the kernels may be compiled for, whether pipelines must require it).
+
+    No size without subgroup shuffles in compute shaders. With VK_EXT_subgroup_size_control
+    (the feature, compute among requiredSubgroupSizeStages, a valid [min, max]): required,
+    PREFERRED_SUBGROUP_SIZE clamped into [min, max] (powers of two by the spec). Without it:
+    the reported size for FIXED_SUBGROUP_VENDORS only, not required; else None (the GPU
+    rules then build no shuffles: no GEMV, no fused decode attention)."""
+    if not shuffle or size < 1:
+        return None, False
+    if control and required_stages and 1 <= min_size <= max_size:
+        return min(max(PREFERRED_SUBGROUP_SIZE, min_size), max_size), True
+    if vendor in FIXED_SUBGROUP_VENDORS:
+        return size, False
+    return None, False
+
+
 class Device(BufferPool):
     """A logical device on one physical device, its compute queue and its buffer pool."""
 
     pool_kind = "Vulkan"
+    FIXED_SUBGROUP_VENDORS = FIXED_SUBGROUP_VENDORS
     pool_error = VulkanError
 
     def __init__(self, selector: Optional[str] = None):
@@ -43,21 +74,30 @@ class Device(BufferPool):
         #: invocations per workgroup and workgroup memory (bytes): relax_mlir.target.Target's limits
         self.max_invocations = int(limits.maxComputeWorkGroupInvocations)
         self.shared_memory = int(limits.maxComputeSharedMemorySize)
-        #: the subgroup width when compute shaders may shuffle within it (the GPU rules' GEMV
-        #: reduces with gpu.shuffle at exactly this width), else None
-        self.subgroup_size = self._subgroup_size(vk, phys[k], int(props[k].vendorID))
         self.vendor = "0x%04x" % int(props[k].vendorID)
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
         fam = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
         if not fam:
             raise VulkanUnavailable(f"device '{self.name}' has no compute queue")
         self.family = fam[0]
-        features = self._features(vk)
+        sg = self._subgroup_properties(vk)
+        #: the subgroup width when compute shaders may shuffle within it (the GPU rules' GEMV,
+        #: quantized GEMV and decode attention reduce with gpu.shuffle at exactly this width),
+        #: else None; with require_subgroup_size every pipeline of a kernel that uses subgroup
+        #: operations is created with this size required (see choose_subgroup_size)
+        self.subgroup_size, self.require_subgroup_size = choose_subgroup_size(int(props[k].vendorID), **sg)
+        #: the most subgroups per workgroup at a required size (maxComputeWorkgroupSubgroups)
+        self.max_workgroup_subgroups = sg["max_workgroup_subgroups"]
+        #: whether such pipelines can also require full subgroups (computeFullSubgroups)
+        self.full_subgroups = self.require_subgroup_size and sg["full_subgroups"]
+        features = self._features(vk, self.require_subgroup_size, self.full_subgroups)
         self._priorities = vk.ffi.new("float[]", [1.0])
         self._queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1,
                                                       pQueuePriorities=self._priorities)
+        extensions = [vk.VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME] if self.require_subgroup_size else []
         self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
-            pNext=features, queueCreateInfoCount=1, pQueueCreateInfos=[self._queue_info]), None)
+            pNext=features, queueCreateInfoCount=1, pQueueCreateInfos=[self._queue_info],
+            enabledExtensionCount=len(extensions), ppEnabledExtensionNames=extensions or None), None)
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
@@ -85,38 +125,52 @@ class Device(BufferPool):
         self.lock = threading.Lock()      # queue submission, command pool, buffer pool
         self._init_pool()
 
-    #: vendors whose compute shaders run at the subgroup size the device reports (NVIDIA: 32;
-    #: Mesa's lavapipe: its SIMD width). Others may pick another size per shader (AMD wave32 /
-    #: wave64, Intel SIMD8/16/32) unless the pipeline requires one (VK_EXT_subgroup_size_control,
-    #: not used yet): no shuffles there
-    FIXED_SUBGROUP_VENDORS = (0x10DE, 0x10005)
-
-    @classmethod
-    def _subgroup_size(cls, vk, physical, vendor: int) -> Optional[int]:
-        if vendor not in cls.FIXED_SUBGROUP_VENDORS:
-            return None
+    def _subgroup_properties(self, vk) -> dict:
+        """The raw subgroup facts of the physical device, as choose_subgroup_size takes them
+        (the VK_EXT_subgroup_size_control ones only where the device has the extension, which
+        the runtime enables on its Vulkan 1.2 instance)."""
+        out = dict(size=0, shuffle=False, control=False, min_size=0, max_size=0, required_stages=False,
+                   full_subgroups=False, max_workgroup_subgroups=0)
+        exts = {e.extensionName if isinstance(e.extensionName, str) else vk.ffi.string(e.extensionName).decode()
+                for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
+        has_ext = vk.VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME in exts
         try:
-            sg = vk.VkPhysicalDeviceSubgroupProperties()
-            vk.vkGetPhysicalDeviceProperties2(physical, vk.VkPhysicalDeviceProperties2(pNext=sg))
+            ctl = vk.VkPhysicalDeviceSubgroupSizeControlProperties()
+            sg = vk.VkPhysicalDeviceSubgroupProperties(**({"pNext": ctl} if has_ext else {}))
+            vk.vkGetPhysicalDeviceProperties2(self.physical, vk.VkPhysicalDeviceProperties2(pNext=sg))
+            feat = vk.VkPhysicalDeviceSubgroupSizeControlFeatures()
+            if has_ext:
+                vk.vkGetPhysicalDeviceFeatures2(self.physical, vk.VkPhysicalDeviceFeatures2(pNext=feat))
         except Exception:  # noqa: BLE001 - a Vulkan 1.0 driver: no subgroup properties
-            return None
-        shuffle, compute = vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT, vk.VK_SHADER_STAGE_COMPUTE_BIT
-        if not (sg.supportedOperations & shuffle and sg.supportedStages & compute) or sg.subgroupSize < 1:
-            return None
-        return int(sg.subgroupSize)
+            return out
+        compute = vk.VK_SHADER_STAGE_COMPUTE_BIT
+        out.update(size=int(sg.subgroupSize),
+                   shuffle=bool(sg.supportedOperations & vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT
+                                and sg.supportedStages & compute))
+        if has_ext:
+            out.update(control=bool(feat.subgroupSizeControl), min_size=int(ctl.minSubgroupSize),
+                       max_size=int(ctl.maxSubgroupSize),
+                       required_stages=bool(ctl.requiredSubgroupSizeStages & compute),
+                       full_subgroups=bool(feat.computeFullSubgroups),
+                       max_workgroup_subgroups=int(ctl.maxComputeWorkgroupSubgroups))
+        return out
 
-    def _features(self, vk):
+    def _features(self, vk, size_control: bool, full_subgroups: bool):
         """The optional features the kernels' SPIR-V capabilities need (64-bit and 16-bit
         scalars, 8/16-bit storage: i64, f64, f16, booleans as bytes), enabled where the
-        device has them; a kernel needing a missing one fails at pipeline creation."""
+        device has them; a kernel needing a missing one fails at pipeline creation. Where
+        choose_subgroup_size requires a size, also subgroupSizeControl (and
+        computeFullSubgroups where the device has it)."""
         q12 = vk.VkPhysicalDeviceVulkan12Features()
         q11 = vk.VkPhysicalDeviceVulkan11Features(pNext=q12)
         q = vk.VkPhysicalDeviceFeatures2(pNext=q11)
         vk.vkGetPhysicalDeviceFeatures2(self.physical, q)
         f = q.features
+        self._fsg = vk.VkPhysicalDeviceSubgroupSizeControlFeatures(
+            subgroupSizeControl=vk.VK_TRUE, computeFullSubgroups=full_subgroups) if size_control else None
         self._f12 = vk.VkPhysicalDeviceVulkan12Features(
-            storageBuffer8BitAccess=q12.storageBuffer8BitAccess, shaderFloat16=q12.shaderFloat16,
-            shaderInt8=q12.shaderInt8)
+            **({"pNext": self._fsg} if size_control else {}), storageBuffer8BitAccess=q12.storageBuffer8BitAccess,
+            shaderFloat16=q12.shaderFloat16, shaderInt8=q12.shaderInt8)
         self._f11 = vk.VkPhysicalDeviceVulkan11Features(pNext=self._f12,
                                                         storageBuffer16BitAccess=q11.storageBuffer16BitAccess)
         self._f2 = vk.VkPhysicalDeviceFeatures2(pNext=self._f11, features=vk.VkPhysicalDeviceFeatures(

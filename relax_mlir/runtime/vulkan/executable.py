@@ -28,6 +28,15 @@ class VulkanExecutable(DeviceExecutable):
         return dict(self._runtime.stats)
 
     @property
+    def vulkan_pipelines(self) -> dict:
+        """Compute pipelines (one per launch site), those created with the device's subgroup
+        size required (kernels with subgroup operations on a device with
+        VK_EXT_subgroup_size_control) and those of them also requiring full subgroups."""
+        rt = self._runtime
+        return {"pipelines": len(rt.kernels), "required_subgroup_size": rt.required_subgroup_pipelines,
+                "full_subgroups": rt.full_subgroup_pipelines}
+
+    @property
     def device_name(self) -> str:
         return self._runtime.dev.name
 

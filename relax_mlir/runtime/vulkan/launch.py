@@ -6,6 +6,7 @@ host code calls (:class:`VulkanRuntime`: allocation, ``relax_vk_copy``,
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 from typing import Optional
 
@@ -18,10 +19,53 @@ from .memory import _ARENA_BYTES, _SCALAR_BYTES, Buffer
 CHECK_INDICES_FN = "relax_gpu_check_indices"
 
 
-class Kernel:
-    """One launch site's compute pipeline (created when the executable is built)."""
+#: SPIR-V capabilities GroupNonUniform ... GroupNonUniformQuad (61-68): a module declaring one
+#: uses subgroup operations, whose results depend on the subgroup size
+_SUBGROUP_CAPABILITIES = range(61, 69)
+_OP_CAPABILITY, _OP_ENTRY_POINT, _OP_EXECUTION_MODE, _LOCAL_SIZE = 17, 15, 16, 17
 
-    def __init__(self, dev: Device, module, entry: str, kinds: list[str], label: str):
+
+class ShaderModule:
+    """A VkShaderModule and what pipeline creation needs to know of its SPIR-V: whether it
+    uses subgroup operations, and each entry point's workgroup size (LocalSize)."""
+
+    def __init__(self, handle, code: bytes):
+        self.handle = handle
+        self.subgroup_ops, self.local_sizes = spirv_facts(code)
+
+
+def spirv_facts(code: bytes) -> tuple[bool, dict[str, tuple[int, int, int]]]:
+    """(declares a GroupNonUniform* capability, {entry point name: LocalSize}) of a SPIR-V
+    binary (little-endian words, as MLIR serializes it)."""
+    words = struct.unpack(f"<{len(code) // 4}I", code)
+    subgroup, names, sizes = False, {}, {}
+    i = 5                                       # past the header
+    while i < len(words):
+        n, op = words[i] >> 16, words[i] & 0xFFFF
+        if n == 0:
+            break
+        if op == _OP_CAPABILITY and words[i + 1] in _SUBGROUP_CAPABILITIES:
+            subgroup = True
+        elif op == _OP_ENTRY_POINT:
+            raw = struct.pack(f"<{n - 3}I", *words[i + 3:i + n])
+            names[words[i + 2]] = raw[:raw.index(b"\0")].decode()
+        elif op == _OP_EXECUTION_MODE and words[i + 2] == _LOCAL_SIZE:
+            sizes[words[i + 1]] = tuple(words[i + 3:i + 6])
+        i += n
+    return subgroup, {name: sizes.get(fid, (1, 1, 1)) for fid, name in names.items()}
+
+
+class Kernel:
+    """One launch site's compute pipeline (created when the executable is built).
+
+    Where the device requires the subgroup size (``Device.require_subgroup_size``:
+    VK_EXT_subgroup_size_control), the pipeline of a kernel that uses subgroup operations is
+    created with ``VkPipelineShaderStageRequiredSubgroupSizeCreateInfo`` at the size the
+    kernels were compiled for (``required_subgroup_size``), and with full subgroups where the
+    device allows it and the workgroup's x size is a multiple of it (``full_subgroups``), so
+    that the kernels' lane (thread id modulo the subgroup size) is the subgroup lane."""
+
+    def __init__(self, dev: Device, module: ShaderModule, entry: str, kinds: list[str], label: str):
         vk = dev.vk
         self.kinds = kinds
         n = len(kinds)
@@ -32,11 +76,14 @@ class Kernel:
             bindingCount=n, pBindings=bindings or None), None)
         self.layout = vk.vkCreatePipelineLayout(dev.device, vk.VkPipelineLayoutCreateInfo(
             setLayoutCount=1, pSetLayouts=[self.set_layout]), None)
+        self.required_subgroup_size: Optional[int] = None
+        self.full_subgroups = False
+        extra = self._subgroup_requirement(dev, module, entry, label)
         # the entry name and the stage struct must outlive the call: the bindings copy the
         # nested struct by value and would let a temporary name buffer be freed before it
         self._name = vk.ffi.new("char[]", entry.encode())
-        self._stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
-                                                         pName=self._name)
+        self._stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module.handle,
+                                                         pName=self._name, **extra)
         try:
             self.pipeline = vk.vkCreateComputePipelines(dev.device, vk.VK_NULL_HANDLE, 1, [
                 vk.VkComputePipelineCreateInfo(stage=self._stage, layout=self.layout)], None)[0]
@@ -44,15 +91,34 @@ class Kernel:
             raise SpirvError(f"kernel {label}: the Vulkan driver rejected the pipeline "
                              f"({type(e).__name__})") from None
 
+    def _subgroup_requirement(self, dev: Device, module: ShaderModule, entry: str, label: str) -> dict:
+        """The stage's pNext and flags requiring the subgroup size, or {} (none needed)."""
+        if not (dev.require_subgroup_size and module.subgroup_ops):
+            return {}
+        vk, size = dev.vk, dev.subgroup_size
+        x, y, z = module.local_sizes.get(entry, (1, 1, 1))
+        if x * y * z > dev.max_workgroup_subgroups * size:
+            if int(dev.vendor, 16) in dev.FIXED_SUBGROUP_VENDORS:
+                return {}                   # it runs at the reported size anyway
+            raise SpirvError(f"kernel {label}: a workgroup of {x * y * z} invocations exceeds the device's "
+                             f"maxComputeWorkgroupSubgroups ({dev.max_workgroup_subgroups}) x the required "
+                             f"subgroup size ({size})")
+        self.required_subgroup_size = size
+        self.full_subgroups = bool(dev.full_subgroups and x % size == 0)
+        self._required = vk.VkPipelineShaderStageRequiredSubgroupSizeCreateInfo(requiredSubgroupSize=size)
+        flags = vk.VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT if self.full_subgroups else 0
+        return {"pNext": self._required, "flags": flags}
 
-def _shader_module(dev: Device, code: bytes, label: str):
+
+def _shader_module(dev: Device, code: bytes, label: str) -> ShaderModule:
     vk = dev.vk
     if len(code) % 4 or code[:4] != b"\x03\x02\x23\x07":
         raise SpirvError(f"kernel {label}: not a SPIR-V binary ({len(code)} bytes)")
     try:
-        return vk.vkCreateShaderModule(dev.device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None)
+        handle = vk.vkCreateShaderModule(dev.device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None)
     except vk.VkError as e:
         raise SpirvError(f"kernel {label}: the Vulkan driver rejected the SPIR-V ({type(e).__name__})") from None
+    return ShaderModule(handle, code)
 
 
 class Recorder(CallHooks, DeferredChecks):
@@ -331,6 +397,9 @@ class VulkanRuntime:
             self.kernels[entry["id"]] = Kernel(dev, modules[name], entry["entry"], list(entry["args"]),
                                                f"@{name}::@{entry['entry']}")
         self._modules = modules
+        #: pipelines created with the device's subgroup size required (and with full subgroups)
+        self.required_subgroup_pipelines = sum(k.required_subgroup_size is not None for k in self.kernels.values())
+        self.full_subgroup_pipelines = sum(k.full_subgroups for k in self.kernels.values())
         #: per executable: calls, command-buffer submissions, dispatches and copies recorded,
         #: results copied into host-cached buffers (Device.readback), arrays copied from the
         #: host into device buffers (arguments staged per call, exe.upload, bind_params) and their bytes

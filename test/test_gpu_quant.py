@@ -245,6 +245,77 @@ func.func @main(%b: {B}, %w: {W}) -> {Y} attributes {{relax.function}} {{
     assert launched and all(s == shuffles for s, _ in launched), launched
 
 
+# -- the epilogue at the store (relax-fuse-ops{quant-epilogue=true}) ------------------------
+
+def _epilogue_program(fmt: str, n: int, k: int, bias: bool = True, view: int = -1) -> str:
+    """y = silu(x @ dequantize(w)^T + r [+ b]): the residual add, a bias and an activation
+    after the matmul, which the GPU targets fuse into its kernel; with ``view`` >= 0 the
+    weight is a relax.view at that byte offset of a flat byte tensor (the alignment guard)."""
+    X, W = f'tensor<?x{k}xf32, #relax.shape<["m", {k}]>>', f"tensor<{n}x{row_bytes(fmt, k)}xi8>"
+    Y, B = f'tensor<?x{n}xf32, #relax.shape<["m", {n}]>>', f"tensor<{n}xf32>"
+    V = f"tensor<1x{view + n * row_bytes(fmt, k)}xi8>"
+    args = [f"%x: {X}", f"%v: {V}" if view >= 0 else f"%w: {W}", f"%r: {Y}"] + ([f"%b: {B}"] if bias else [])
+    lines = [f'%w = "relax.view"(%v) {{dtype = i8, offset = {view} : i64, shape = #relax.shape<[{n}, '
+             f'{row_bytes(fmt, k)}]>}} : ({V}) -> {W}'] if view >= 0 else []
+    lines += [f'%y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({X}, {W}) -> {Y}',
+              f'%z = "relax.add"(%y, %r) : ({Y}, {Y}) -> {Y}']
+    if bias:
+        lines.append(f'%zb = "relax.add"(%z, %b) : ({Y}, {B}) -> {Y}')
+    lines.append(f'%o = "relax.silu"(%{"zb" if bias else "z"}) : ({Y}) -> {Y}')
+    body = "\n  ".join(lines)
+    return (f'func.func @main({", ".join(args)}) -> {Y} attributes {{relax.function}} {{\n'
+            f'  {body}\n  return %o : {Y}\n}}\n')
+
+
+def _epilogue_ref(x, deq, r, b):
+    z = x.astype(np.float64) @ deq.T + r + (b if b is not None else 0)
+    return z / (1 + np.exp(-z))
+
+
+#: (format, N, K): every format the GEMV takes; N odd, below and above a workgroup's columns;
+#: K one block and many (Q8_0 / Q4), odd (16-bit loads) and a multiple of 8 (f16 / bf16)
+_EPI_SHAPES = [("q8_0", 33, 96), ("q8_0", 300, 1024), ("q4_0", 7, 32), ("q4_0", 301, 512), ("q4_1", 33, 256),
+               ("f16", 7, 33), ("f16", 300, 1000), ("bf16", 33, 20), ("bf16", 301, 512)]
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt,n,k", _EPI_SHAPES, ids=[f"{f}-{n}x{k}" for f, n, k in _EPI_SHAPES])
+def test_vulkan_quantized_gemv_epilogue(routes, fmt, n, k):
+    """A residual add, a bias add and silu after the quantized matmul: ONE kernel (relax-fuse-ops
+    with quant-epilogue on the GPU targets), one shuffling launch per call that applies them at
+    the store; M = 1, 3, 17 through one executable."""
+    exe = relax_mlir.compile(_epilogue_program(fmt, n, k), target="vulkan")
+    rng = np.random.default_rng(n + k)
+    raw, deq = (_half_weights if fmt in quant_gemv.HALF_FORMATS else _weights)(fmt, n, k, rng)
+    b = rng.standard_normal(n).astype(np.float32)
+    per = _subgroups(Target.detect("vulkan"))
+    for m in (1, 3, 17):
+        x, r = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((m, n)).astype(np.float32)
+        y, launched = routes.call(exe, x, raw, r, b)
+        ref = _epilogue_ref(x, deq, r, b)
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0, err_msg=f"{fmt} {m}x{n}x{k}")
+        assert launched == [(True, (-(-n // per), m, 1))], (m, launched)
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt,k,offset", [("f16", 64, 2), ("bf16", 33, 1), ("q4_k", 256, 0)])
+def test_vulkan_quantized_matmul_epilogue_on_the_generic_kernel(routes, fmt, k, offset):
+    """The fused kernel where the GEMV does not run: an f16 / bf16 weight misaligned for the
+    lane loads (the run-time guard's else branch: the fill, the generic and the epilogue) and
+    Q4_K (no GEMV: the kernel's other routes); equal results, no shuffles."""
+    n = 5
+    exe = relax_mlir.compile(_epilogue_program(fmt, n, k, bias=False, view=offset), target="vulkan")
+    rng = np.random.default_rng(k + offset)
+    raw, deq = (_half_weights if fmt in quant_gemv.HALF_FORMATS else _weights)(fmt, n, k, rng)
+    v = np.concatenate([np.zeros(offset, np.int8), raw.reshape(-1)])[None]
+    for m in (1, 3):
+        x, r = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((m, n)).astype(np.float32)
+        y, launched = routes.call(exe, x, v, r)
+        ref = _epilogue_ref(x, deq, r, None)
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+        assert launched and not any(s for s, _ in launched), launched
+
+
 # -- a tiny GGUF on vulkan -------------------------------------------------------------------
 
 class _Labels(_Routes):

@@ -355,7 +355,7 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     n_rows, nblocks = wt.shape[0], wt.shape[1] // nbytes
     i32t, f32t = ir.IntegerType.get_signless(32), ir.F32Type.get()
     with ir.InsertionPoint(m.fill if m.fill is not None else m.gen), m.gen.location:
-        rows = memref.DimOp(c, index(0)).result
+        rows = memref.DimOp(m.out, index(0)).result   # (not C: the fallback alone uses it)
         grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
         groups = -(-n_rows // t.subgroups)
         grid_x = index(min(groups, MAX_GRID))
@@ -470,7 +470,7 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     i32t = ir.IntegerType.get_signless(32)
     first = m.fill if m.fill is not None else m.gen
     with ir.InsertionPoint(first), m.gen.location:
-        rows = memref.DimOp(c, index(0)).result
+        rows = memref.DimOp(m.out, index(0)).result   # (not C: the fallback alone uses it)
         xvec = 4 if h % 4 == 0 else 1       # x's inputs in vector<4xf32> loads (k0 a multiple of h)
         conds = vector_view_conditions(m.w, 2 * h, 2 * h)
         if xvec > 1:

@@ -343,7 +343,7 @@ class _Labels(_Routes):
 def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypatch, fmt):
     """Greedy tokens equal; in a decode step every quantized matmul (qkv, o, gate, up, and
     down with silu(gate) * up fused in, per layer; the lm head) is the shuffling GEMV (f16 /
-    bf16: GGUF F16 / BF16 projections kept as stored)."""
+    bf16: GGUF F16 / BF16 projections kept as stored); o and down with their residual add."""
     pytest.importorskip("transformers")
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "llm"))
     from test_gguf import write_gguf
@@ -364,6 +364,8 @@ def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypat
     g.decode(3)
     quant = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
     assert len(quant) == 5 * CFG["num_hidden_layers"] + 1 and all(s for _, s in quant), seen.labels
+    # the o and down projections take their residual add (relax-fuse-ops{quant-epilogue=true})
+    assert sum("quantized_matmul_add" in name for name, _ in quant) == 2 * CFG["num_hidden_layers"], quant
 
 
 @needs_vulkan
@@ -414,6 +416,7 @@ def test_vulkan_random_half_model(monkeypatch, fmt):
     g.decode(3)
     half = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
     assert len(half) == 5 * c.num_layers + 1 and all(s for _, s in half), seen.labels
+    assert sum("quantized_matmul_add" in name for name, _ in half) == 2 * c.num_layers, half
 
 
 def test_random_model_formats_are_checked():
@@ -430,11 +433,11 @@ def test_random_model_formats_are_checked():
 
 # -- cuda: PTX and the host path -------------------------------------------------------------
 
-def _ptx(fmt: str) -> dict:
+def _ptx(fmt: str, src: str = "") -> dict:
     import subprocess
     r = subprocess.run([sys.executable, "-c", "from relax_mlir.tools.relax_opt import main; import sys; "
                         "sys.exit(main())", "-", "--pass-pipeline=builtin.module(cuda)"],
-                       input=_program(fmt, 64, 256, prologue=True), capture_output=True, text=True, timeout=600,
+                       input=src or _program(fmt, 64, 256, prologue=True), capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert r.returncode == 0, r.stderr[-2000:]
     out = {}
@@ -485,6 +488,26 @@ def test_cuda_half_gemv_ptx(fmt):
         assert "shl.b32" in p and "and.b32" in p
 
 
+@pytest.mark.parametrize("fmt,kernels", [("q8_0", 1), ("q4_1", 1), ("f16", 4)])
+def test_cuda_quantized_gemv_epilogue_ptx(fmt, kernels):
+    """With a residual add, a bias and silu fused after it: the GEMV kernel (5 butterfly
+    shuffles, no barrier) loads the residual and the bias once per output after the shuffles,
+    computes silu (its division: rcp.rn.f32) and stores once; no
+    other kernel for Q8_0 / Q4_1 (C never materialized); f16 keeps the fallback's three
+    kernels (the fill, the generic, the epilogue) behind the alignment guard."""
+    ptx = {name: p.replace("\x00A", "\n").replace("\x009", "\t")
+           for name, p in _ptx(fmt, _epilogue_program(fmt, 64, 256)).items()}
+    assert len(ptx) == kernels, list(ptx)
+    gemv = [p for p in ptx.values() if "shfl.sync.bfly.b32" in p]
+    assert len(gemv) == 1, list(ptx)
+    (p,) = gemv
+    assert p.count("shfl.sync.bfly.b32") == 5 and "bar.sync" not in p
+    assert [x.split()[0] for x in p.splitlines() if x.strip().startswith("st.global")] == ["st.global.b32"]
+    store = p[p.rindex("shfl.sync.bfly.b32"):]   # after the last shuffle: lane 0's epilogue and store
+    assert [x.split()[0] for x in store.splitlines() if x.strip().startswith("ld.global")] == ["ld.global.b32"] * 2
+    assert "rcp.rn.f32" in store and "st.global.b32" in store   # silu's division, then the one store
+
+
 FAKE_QGEMV = r'''
 import gguf
 RB = {"q4_0": 18, "q8_0": 34, "q4_1": 20, "f16": 64, "bf16": 64}   # bytes per 32 elements
@@ -495,7 +518,8 @@ for fmt, n, k in (("q4_0", 320, 128), ("q8_0", 33, 64), ("q4_1", 7, 32), ("f16",
                              .replace("RB", str(rb)), target="cuda")
     for m in (1, 3):
         before = launches()
-        y = exe(np.ones((m, k), np.float32), np.zeros((n, rb), np.int8))
+        epi = [np.ones((m, n), np.float32)] if len(sys.argv) > 3 else []   # the residual
+        y = exe(np.ones((m, k), np.float32), np.zeros((n, rb), np.int8), *epi)
         out.append([fmt, list(y.shape), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
 print("FAKE-RUN " + json.dumps(out))
 '''
@@ -505,6 +529,26 @@ func.func @main(%x: tensor<?xKKxf32, #relax.shape<["m", KK]>>, %w: tensor<NNxRBx
   %y = "relax.quantized_matmul"(%x, %w) {format = "FMT"} : (tensor<?xKKxf32, #relax.shape<["m", KK]>>, tensor<NNxRBxi8>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>>
   return %y : tensor<?xNNxf32, #relax.shape<["m", NN]>>
 }'''
+
+
+FAKE_EPI_SRC = '''
+func.func @main(%x: tensor<?xKKxf32, #relax.shape<["m", KK]>>, %w: tensor<NNxRBxi8>, %r: tensor<?xNNxf32, #relax.shape<["m", NN]>>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>> attributes {relax.function} {
+  %y = "relax.quantized_matmul"(%x, %w) {format = "FMT"} : (tensor<?xKKxf32, #relax.shape<["m", KK]>>, tensor<NNxRBxi8>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>>
+  %z = "relax.add"(%y, %r) : (tensor<?xNNxf32, #relax.shape<["m", NN]>>, tensor<?xNNxf32, #relax.shape<["m", NN]>>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>>
+  return %z : tensor<?xNNxf32, #relax.shape<["m", NN]>>
+}'''
+
+
+def test_fake_run_quantized_gemv_epilogue_host_path(tmp_path):
+    """With the residual add fused (the down projection's): still one launch per call, the
+    GEMV's grid, for every format."""
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_QGEMV, FAKE_EPI_SRC, "epilogue")
+    assert got == [["q4_0", [1, 320], [[80, 1, 1]]], ["q4_0", [3, 320], [[80, 3, 1]]],
+                   ["q8_0", [1, 33], [[9, 1, 1]]], ["q8_0", [3, 33], [[9, 3, 1]]],
+                   ["q4_1", [1, 7], [[2, 1, 1]]], ["q4_1", [3, 7], [[2, 3, 1]]],
+                   ["f16", [1, 40], [[10, 1, 1]]], ["f16", [3, 40], [[10, 3, 1]]],
+                   ["bf16", [1, 9], [[3, 1, 1]]], ["bf16", [3, 9], [[3, 3, 1]]]]
 
 
 def test_fake_run_quantized_gemv_host_path(tmp_path):

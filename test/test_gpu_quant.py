@@ -28,7 +28,7 @@ from relax_mlir.backends.gpu import quant_gemv, rules  # noqa: E402
 from relax_mlir.ops.quant import row_bytes  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 from relax_mlir.target import Target  # noqa: E402
-from test_gpu_rules import _Routes, routes  # noqa: E402,F401  (routes: the fixture, each launch's route)
+from test_gpu_rules import _SHUFFLE_CAPABILITY, _Routes, routes  # noqa: E402,F401  (routes: the fixture, each launch's route)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 from bench_gpu import quant_blocks  # noqa: E402  (random blocks + a numpy dequantizer: no gguf needed)
@@ -317,6 +317,33 @@ def test_vulkan_quantized_matmul_epilogue_on_the_generic_kernel(routes, fmt, k, 
         assert not any(s for s, _ in launched), launched
         # Q4_K: the Rows rule takes the whole kernel; the guard's else branch: a launch per op
         assert len(launched) == (1 if fmt == "q4_k" else 3), launched
+
+
+@needs_vulkan
+@pytest.mark.skipif(__import__("shutil").which("spirv-val") is None, reason="spirv-val (spirv-tools) not installed")
+@pytest.mark.parametrize("fmt", ["q4_1", "bf16"])
+def test_vulkan_quantized_gemv_epilogue_spirv(tmp_path, fmt):
+    """The GEMV kernels with the epilogue fused (and the fallback's kernels) validate for
+    Vulkan 1.1 (subgroup shuffles): one of them shuffles."""
+    import subprocess
+    from mlir import ir
+    from mlir.dialects import gpu as gpu_d
+    ctx = relax_mlir.make_context()
+    with ctx:
+        m = ir.Module.parse(_epilogue_program(fmt, 33, 96))
+        m.operation.attributes["relax.target"] = Target.detect("vulkan").to_attr()
+        relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
+        shuffles = []
+        for o in m.body.operations:
+            o = o.operation
+            if o.name != "gpu.binary":
+                continue
+            path = tmp_path / (ir.StringAttr(o.attributes["sym_name"]).value + ".spv")
+            path.write_bytes(gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object)
+            r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
+            assert r.returncode == 0, (path.name, r.stdout + r.stderr)
+            shuffles.append(_SHUFFLE_CAPABILITY in path.read_bytes())
+    assert sorted(shuffles) == ([False] * 3 if fmt == "bf16" else []) + [True], shuffles
 
 
 # -- a tiny GGUF on vulkan -------------------------------------------------------------------

@@ -13,7 +13,8 @@ launch, not one per linalg op.
 * an f16 KV cache: the fused kernel reads f16 K / V (numerics on vulkan, its PTX, a tiny
   Llama's decode with ``kv_dtype="f16"``); the split's chunk sized from the multiprocessors;
 * the tiny Llama's decode step with the fake CUDA driver: the launches per step
-  (``exe.cuda_call_stats``), pinned (75 before these changes, docs/gpu.md).
+  (``exe.cuda_call_stats``), pinned (75 before these changes, docs/gpu.md); from Q8_0 / Q4_0 /
+  F16 GGUFs as many as with F32 weights (the quantized GEMV applies the residual add).
 """
 
 from __future__ import annotations
@@ -433,6 +434,49 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     assert two == [31, 31, 31]
     assert three == [42, 42, 42]
 
+
+FAKE_QUANT_STEP = r"""
+import relax_mlir.llm.causal_lm as causal_lm
+from relax_mlir.llm import CausalLM
+from relax_mlir.pipelines import gpu as gpu_pipeline
+out = {}
+for fused, path in [(True, p) for p in sys.argv[2:]] + [(False, sys.argv[3])]:
+    gpu_pipeline.QUANT_EPILOGUE_DEFAULT = fused
+    causal_lm._EXECUTABLES.clear()
+    lm = CausalLM.from_gguf(path, max_seq_len=32, target="cuda")
+    lm.prefill(np.arange(1, 6, dtype=np.int64))
+    steps = []
+    for j in range(2):
+        lm.decode(j + 1)
+        steps.append(lm.exe.cuda_call_stats["launches"])
+    out[os.path.basename(path)[:-5] + ("" if fused else " unfused")] = steps
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_fake_cuda_quantized_decode_launches_per_step(tmp_path):
+    """A decode step of the tiny Llama (2 layers) from GGUFs: with Q8_0, Q4_0 or F16
+    projections as many launches as with F32 weights (31): the residual add after the
+    attention output and the MLP's down projection runs in the quantized GEMV's store
+    (relax-fuse-ops{quant-epilogue=true}); without that fusion (``QUANT_EPILOGUE_DEFAULT =
+    False``) one launch more per layer (33: the down projection's add, which cannot join the
+    next layer's RMSNorm; the o projection's add joins this layer's)."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    gguf = pytest.importorskip("gguf")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "llm"))
+    from test_gguf import write_gguf
+    from test_quantized import CFG, _source_model
+    import test_cuda
+    T = gguf.GGMLQuantizationType
+    src, sd = _source_model(transformers.LlamaConfig(**CFG))
+    paths = []
+    for name, t in (("f32", T.F32), ("q8_0", T.Q8_0), ("q4_0", T.Q4_0), ("f16", T.F16)):
+        paths.append(str(tmp_path / f"{name}.gguf"))
+        write_gguf(paths[-1], "llama", sd, src.config, {}, t)
+    (tmp_path / "fake").mkdir()
+    got = test_cuda.run_fake(tmp_path / "fake", test_cuda.FAKE_PRELUDE + FAKE_QUANT_STEP, *paths)
+    assert got == {"f32": [31, 31], "q8_0": [31, 31], "q4_0": [31, 31], "f16": [31, 31], "q8_0 unfused": [33, 33]}
 
 @needs_vulkan
 def test_vulkan_llm_f16_kv_cache(routes):

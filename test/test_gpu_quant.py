@@ -28,7 +28,7 @@ from relax_mlir.backends.gpu import quant_gemv, rules  # noqa: E402
 from relax_mlir.ops.quant import row_bytes  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 from relax_mlir.target import Target  # noqa: E402
-from test_gpu_rules import _Routes, routes  # noqa: E402,F401  (routes: the fixture, each launch's route)
+from test_gpu_rules import _SHUFFLE_CAPABILITY, _Routes, routes  # noqa: E402,F401  (routes: the fixture, each launch's route)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 from bench_gpu import quant_blocks  # noqa: E402  (random blocks + a numpy dequantizer: no gguf needed)
@@ -247,6 +247,107 @@ func.func @main(%b: {B}, %w: {W}) -> {Y} attributes {{relax.function}} {{
     assert launched and all(s == shuffles for s, _ in launched), launched
 
 
+# -- the epilogue at the store (relax-fuse-ops{quant-epilogue=true}) ------------------------
+
+def _epilogue_program(fmt: str, n: int, k: int, bias: bool = True, view: int = -1) -> str:
+    """y = silu(x @ dequantize(w)^T + r [+ b]): the residual add, a bias and an activation
+    after the matmul, which the GPU targets fuse into its kernel; with ``view`` >= 0 the
+    weight is a relax.view at that byte offset of a flat byte tensor (the alignment guard)."""
+    X, W = f'tensor<?x{k}xf32, #relax.shape<["m", {k}]>>', f"tensor<{n}x{row_bytes(fmt, k)}xi8>"
+    Y, B = f'tensor<?x{n}xf32, #relax.shape<["m", {n}]>>', f"tensor<{n}xf32>"
+    V = f"tensor<1x{view + n * row_bytes(fmt, k)}xi8>"
+    args = [f"%x: {X}", f"%v: {V}" if view >= 0 else f"%w: {W}", f"%r: {Y}"] + ([f"%b: {B}"] if bias else [])
+    lines = [f'%w = "relax.view"(%v) {{dtype = i8, offset = {view} : i64, shape = #relax.shape<[{n}, '
+             f'{row_bytes(fmt, k)}]>}} : ({V}) -> {W}'] if view >= 0 else []
+    lines += [f'%y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({X}, {W}) -> {Y}',
+              f'%z = "relax.add"(%y, %r) : ({Y}, {Y}) -> {Y}']
+    if bias:
+        lines.append(f'%zb = "relax.add"(%z, %b) : ({Y}, {B}) -> {Y}')
+    lines.append(f'%o = "relax.silu"(%{"zb" if bias else "z"}) : ({Y}) -> {Y}')
+    body = "\n  ".join(lines)
+    return (f'func.func @main({", ".join(args)}) -> {Y} attributes {{relax.function}} {{\n'
+            f'  {body}\n  return %o : {Y}\n}}\n')
+
+
+def _epilogue_ref(x, deq, r, b):
+    z = x.astype(np.float64) @ deq.T + r + (b if b is not None else 0)
+    return z / (1 + np.exp(-z))
+
+
+#: (format, N, K): every format the GEMV takes; N odd, below and above a workgroup's columns;
+#: K one block and many (Q8_0 / Q4), odd (16-bit loads) and a multiple of 8 (f16 / bf16)
+_EPI_SHAPES = [("q8_0", 33, 96), ("q8_0", 300, 1024), ("q4_0", 7, 32), ("q4_0", 301, 512), ("q4_1", 33, 256),
+               ("f16", 7, 33), ("f16", 300, 1000), ("bf16", 33, 20), ("bf16", 301, 512)]
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt,n,k", _EPI_SHAPES, ids=[f"{f}-{n}x{k}" for f, n, k in _EPI_SHAPES])
+def test_vulkan_quantized_gemv_epilogue(routes, fmt, n, k):
+    """A residual add, a bias add and silu after the quantized matmul: ONE kernel (relax-fuse-ops
+    with quant-epilogue on the GPU targets), one shuffling launch per call that applies them at
+    the store; M = 1, 3, 17 through one executable."""
+    exe = relax_mlir.compile(_epilogue_program(fmt, n, k), target="vulkan")
+    rng = np.random.default_rng(n + k)
+    raw, deq = (_half_weights if fmt in quant_gemv.HALF_FORMATS else _weights)(fmt, n, k, rng)
+    b = rng.standard_normal(n).astype(np.float32)
+    per = _subgroups(Target.detect("vulkan"))
+    for m in (1, 3, 17):
+        x, r = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((m, n)).astype(np.float32)
+        y, launched = routes.call(exe, x, raw, r, b)
+        ref = _epilogue_ref(x, deq, r, b)
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0, err_msg=f"{fmt} {m}x{n}x{k}")
+        assert launched == [(True, (-(-n // per), m, 1))], (m, launched)
+
+
+@needs_vulkan
+@pytest.mark.parametrize("fmt,k,offset", [("f16", 64, 2), ("bf16", 33, 1), ("q4_k", 256, 0)])
+def test_vulkan_quantized_matmul_epilogue_on_the_generic_kernel(routes, fmt, k, offset):
+    """The fused kernel where the GEMV does not run: an f16 / bf16 weight misaligned for the
+    lane loads (the run-time guard's else branch: the fill, the generic and the epilogue, a
+    launch each) and Q4_K (no GEMV: the row rule takes the kernel, epilogue included, as one
+    launch); equal results, no shuffles."""
+    n = 5
+    exe = relax_mlir.compile(_epilogue_program(fmt, n, k, bias=False, view=offset), target="vulkan")
+    rng = np.random.default_rng(k + offset)
+    raw, deq = (_half_weights if fmt in quant_gemv.HALF_FORMATS else _weights)(fmt, n, k, rng)
+    v = np.concatenate([np.zeros(offset, np.int8), raw.reshape(-1)])[None]
+    for m in (1, 3):
+        x, r = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((m, n)).astype(np.float32)
+        y, launched = routes.call(exe, x, v, r)
+        ref = _epilogue_ref(x, deq, r, None)
+        np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
+        assert not any(s for s, _ in launched), launched
+        # Q4_K: the Rows rule takes the whole kernel; the guard's else branch: a launch per op
+        assert len(launched) == (1 if fmt == "q4_k" else 3), launched
+
+
+@needs_vulkan
+@pytest.mark.skipif(__import__("shutil").which("spirv-val") is None, reason="spirv-val (spirv-tools) not installed")
+@pytest.mark.parametrize("fmt", ["q4_1", "bf16"])
+def test_vulkan_quantized_gemv_epilogue_spirv(tmp_path, fmt):
+    """The GEMV kernels with the epilogue fused (and the fallback's kernels) validate for
+    Vulkan 1.1 (subgroup shuffles): one of them shuffles."""
+    import subprocess
+    from mlir import ir
+    from mlir.dialects import gpu as gpu_d
+    ctx = relax_mlir.make_context()
+    with ctx:
+        m = ir.Module.parse(_epilogue_program(fmt, 33, 96))
+        m.operation.attributes["relax.target"] = Target.detect("vulkan").to_attr()
+        relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
+        shuffles = []
+        for o in m.body.operations:
+            o = o.operation
+            if o.name != "gpu.binary":
+                continue
+            path = tmp_path / (ir.StringAttr(o.attributes["sym_name"]).value + ".spv")
+            path.write_bytes(gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object)
+            r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
+            assert r.returncode == 0, (path.name, r.stdout + r.stderr)
+            shuffles.append(_SHUFFLE_CAPABILITY in path.read_bytes())
+    assert sorted(shuffles) == ([False] * 3 if fmt == "bf16" else []) + [True], shuffles
+
+
 # -- a tiny GGUF on vulkan -------------------------------------------------------------------
 
 class _Labels(_Routes):
@@ -274,7 +375,7 @@ class _Labels(_Routes):
 def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypatch, fmt):
     """Greedy tokens equal; in a decode step every quantized matmul (qkv, o, gate, up, and
     down with silu(gate) * up fused in, per layer; the lm head) is the shuffling GEMV (f16 /
-    bf16: GGUF F16 / BF16 projections kept as stored)."""
+    bf16: GGUF F16 / BF16 projections kept as stored); o and down with their residual add."""
     pytest.importorskip("transformers")
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "llm"))
     from test_gguf import write_gguf
@@ -295,6 +396,8 @@ def test_vulkan_causal_lm_from_gguf_generates_the_cpu_tokens(tmp_path, monkeypat
     g.decode(3)
     quant = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
     assert len(quant) == 5 * CFG["num_hidden_layers"] + 1 and all(s for _, s in quant), seen.labels
+    # the o and down projections take their residual add (relax-fuse-ops{quant-epilogue=true})
+    assert sum("quantized_matmul_add" in name for name, _ in quant) == 2 * CFG["num_hidden_layers"], quant
 
 
 @needs_vulkan
@@ -345,6 +448,7 @@ def test_vulkan_random_half_model(monkeypatch, fmt):
     g.decode(3)
     half = [(name, s) for name, s in seen.labels if "quantized_matmul" in name]
     assert len(half) == 5 * c.num_layers + 1 and all(s for _, s in half), seen.labels
+    assert sum("quantized_matmul_add" in name for name, _ in half) == 2 * c.num_layers, half
 
 
 def test_random_model_formats_are_checked():
@@ -361,14 +465,14 @@ def test_random_model_formats_are_checked():
 
 # -- cuda: PTX and the host path -------------------------------------------------------------
 
-def _ptx(fmt: str, config: str = "") -> dict:
-    """Kernel name -> PTX of the prologue program on ``fmt`` (``config``: the cuda pipeline's
-    schedule-config)."""
+def _ptx(fmt: str, src: str = "", config: str = "") -> dict:
+    """Kernel name -> PTX of ``src`` (default: the prologue program on ``fmt``; ``config``: the
+    cuda pipeline's schedule-config)."""
     import subprocess
     pipeline = f"cuda{{schedule-config={config}}}" if config else "cuda"
     r = subprocess.run([sys.executable, "-c", "from relax_mlir.tools.relax_opt import main; import sys; "
                         "sys.exit(main())", "-", f"--pass-pipeline=builtin.module({pipeline})"],
-                       input=_program(fmt, 64, 256, prologue=True), capture_output=True, text=True, timeout=600,
+                       input=src or _program(fmt, 64, 256, prologue=True), capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert r.returncode == 0, r.stderr[-2000:]
     out = {}
@@ -386,7 +490,7 @@ def test_cuda_quantized_gemv_ptx(fmt, load):
     quant bytes in vector loads as wide as the block layout's alignment (Q4_1's quants are
     4-byte aligned: one 32-bit load per lane and block; Q8_0's and Q4_0's 2-byte aligned),
     the f16 scales converted, FMAs. (qgemm=1: the GEMV alone, no GEMM route.)"""
-    ptx = _ptx(fmt, "qgemm=1")
+    ptx = _ptx(fmt, config="qgemm=1")
     assert len(ptx) == 1, list(ptx)
     (p,) = ptx.values()
     p = p.replace("\x00A", "\n").replace("\x009", "\t")   # MLIR's \0A, \09 escapes
@@ -419,6 +523,26 @@ def test_cuda_half_gemv_ptx(fmt):
         assert "shl.b32" in p and "and.b32" in p
 
 
+@pytest.mark.parametrize("fmt,kernels", [("q8_0", 1), ("q4_1", 1), ("f16", 4)])
+def test_cuda_quantized_gemv_epilogue_ptx(fmt, kernels):
+    """With a residual add, a bias and silu fused after it: the GEMV kernel (5 butterfly
+    shuffles, no barrier) loads the residual and the bias once per output after the shuffles,
+    computes silu (its division: rcp.rn.f32) and stores once; no
+    other kernel for Q8_0 / Q4_1 (C never materialized); f16 keeps the fallback's three
+    kernels (the fill, the generic, the epilogue) behind the alignment guard."""
+    ptx = {name: p.replace("\x00A", "\n").replace("\x009", "\t")
+           for name, p in _ptx(fmt, _epilogue_program(fmt, 64, 256)).items()}
+    assert len(ptx) == kernels, list(ptx)
+    gemv = [p for p in ptx.values() if "shfl.sync.bfly.b32" in p]
+    assert len(gemv) == 1, list(ptx)
+    (p,) = gemv
+    assert p.count("shfl.sync.bfly.b32") == 5 and "bar.sync" not in p
+    assert [x.split()[0] for x in p.splitlines() if x.strip().startswith("st.global")] == ["st.global.b32"]
+    store = p[p.rindex("shfl.sync.bfly.b32"):]   # after the last shuffle: lane 0's epilogue and store
+    assert [x.split()[0] for x in store.splitlines() if x.strip().startswith("ld.global")] == ["ld.global.b32"] * 2
+    assert "rcp.rn.f32" in store and "st.global.b32" in store   # silu's division, then the one store
+
+
 FAKE_QGEMV = r'''
 import gguf
 RB = {"q4_0": 18, "q8_0": 34, "q4_1": 20, "f16": 64, "bf16": 64}   # bytes per 32 elements
@@ -429,7 +553,8 @@ for fmt, n, k in (("q4_0", 320, 128), ("q8_0", 33, 64), ("q4_1", 7, 32), ("f16",
                              .replace("RB", str(rb)), target="cuda")
     for m in (1, 3):
         before = launches()
-        y = exe(np.ones((m, k), np.float32), np.zeros((n, rb), np.int8))
+        epi = [np.ones((m, n), np.float32)] if len(sys.argv) > 3 else []   # the residual
+        y = exe(np.ones((m, k), np.float32), np.zeros((n, rb), np.int8), *epi)
         out.append([fmt, list(y.shape), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
 print("FAKE-RUN " + json.dumps(out))
 '''
@@ -439,6 +564,26 @@ func.func @main(%x: tensor<?xKKxf32, #relax.shape<["m", KK]>>, %w: tensor<NNxRBx
   %y = "relax.quantized_matmul"(%x, %w) {format = "FMT"} : (tensor<?xKKxf32, #relax.shape<["m", KK]>>, tensor<NNxRBxi8>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>>
   return %y : tensor<?xNNxf32, #relax.shape<["m", NN]>>
 }'''
+
+
+FAKE_EPI_SRC = '''
+func.func @main(%x: tensor<?xKKxf32, #relax.shape<["m", KK]>>, %w: tensor<NNxRBxi8>, %r: tensor<?xNNxf32, #relax.shape<["m", NN]>>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>> attributes {relax.function} {
+  %y = "relax.quantized_matmul"(%x, %w) {format = "FMT"} : (tensor<?xKKxf32, #relax.shape<["m", KK]>>, tensor<NNxRBxi8>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>>
+  %z = "relax.add"(%y, %r) : (tensor<?xNNxf32, #relax.shape<["m", NN]>>, tensor<?xNNxf32, #relax.shape<["m", NN]>>) -> tensor<?xNNxf32, #relax.shape<["m", NN]>>
+  return %z : tensor<?xNNxf32, #relax.shape<["m", NN]>>
+}'''
+
+
+def test_fake_run_quantized_gemv_epilogue_host_path(tmp_path):
+    """With the residual add fused (the down projection's): still one launch per call, the
+    GEMV's grid, for every format."""
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_QGEMV, FAKE_EPI_SRC, "epilogue")
+    assert got == [["q4_0", [1, 320], [[80, 1, 1]]], ["q4_0", [3, 320], [[80, 3, 1]]],
+                   ["q8_0", [1, 33], [[9, 1, 1]]], ["q8_0", [3, 33], [[9, 3, 1]]],
+                   ["q4_1", [1, 7], [[2, 1, 1]]], ["q4_1", [3, 7], [[2, 3, 1]]],
+                   ["f16", [1, 40], [[10, 1, 1]]], ["f16", [3, 40], [[10, 3, 1]]],
+                   ["bf16", [1, 9], [[3, 1, 1]]], ["bf16", [3, 9], [[3, 3, 1]]]]
 
 
 def test_fake_run_quantized_gemv_host_path(tmp_path):

@@ -46,11 +46,22 @@ WORKGROUP_SIZE = 64
 DECODE_ATTENTION_DEFAULT = True
 
 
+#: relax-fuse-ops{quant-epilogue=true}: a quantized matmul's kernel takes its elementwise
+#: epilogue (the residual add), which the quantized GEMV applies at the store
+QUANT_EPILOGUE_DEFAULT = True
+
+
 def graph_stage(graph: list[str], kind: str) -> list[str]:
     """The cpu target's graph passes with the GPU graph rewrites before relax-legalize:
     relax-gpu-decode-attention (the cached attention chain as one decode_attention kernel,
-    where the schedules with subgroup operations will take it)."""
-    if not (DECODE_ATTENTION_DEFAULT and SCHEDULES_DEFAULT and SUBGROUP_OPS_DEFAULT):
+    where the schedules with subgroup operations will take it); and relax-fuse-ops with
+    ``quant-epilogue`` (a quantized matmul takes its epilogue, as the quantized GEMV of those
+    schedules applies it at the store)."""
+    if not (SCHEDULES_DEFAULT and SUBGROUP_OPS_DEFAULT):
+        return graph
+    if QUANT_EPILOGUE_DEFAULT:
+        graph = [f"{p}{{quant-epilogue=true}}" if p == "relax-fuse-ops" else p for p in graph]
+    if not DECODE_ATTENTION_DEFAULT:
         return graph
     at = next((i for i, p in enumerate(graph) if p.startswith("relax-legalize")), len(graph))
     return graph[:at] + [f"relax-gpu-decode-attention{{kind={kind}}}"] + graph[at:]

@@ -10,7 +10,10 @@ phase 1
     consumer's group when every consuming op is elementwise, broadcast, injective or a
     reduction: chains fuse, and a reduction takes its elementwise prologue;
   * an output-fusable group (a contraction and its epilogue so far) takes a consumer
-    group of kind <= broadcast: matmul + bias add + activation;
+    group of kind <= broadcast: matmul + bias add + activation; with ``quant-epilogue``
+    (the GPU targets: their quantized GEMV applies it at the store) so does a reduction
+    group anchored on a ``relax.quantized_matmul`` kernel (the down projection + the
+    residual add), which keeps its prologue too;
 phase 2
   * an injective producer group (kind <= injective) joins the consumer's group when
     every consuming op is at most injective (reshape/transpose/slice chains fuse into
@@ -57,9 +60,11 @@ class _Graph:
         self.index = {o: i for i, o in enumerate(self.ops)}
         self.kind: list[int] = []
         self.im2col: list[bool] = []   # relax-conv-gemm's im2col kernels (relax.kernel_op "im2col")
+        self.qmm: list[bool] = []      # relax.quantized_matmul kernels (relax.kernel_op "quantized_matmul")
         for o in self.ops:
             self.kind.append(_callee_kind(o, kernels) if o.name == "relax.call_tir" else OPAQUE)
             self.im2col.append(o.name == "relax.call_tir" and _callee_op(o, kernels) == "im2col")
+            self.qmm.append(o.name == "relax.call_tir" and _callee_op(o, kernels) == "quantized_matmul")
         block = entry_block(f)
         self.users: list[list[int]] = [[] for _ in self.ops]
         self.producers: list[list[int]] = [[] for _ in self.ops]
@@ -148,7 +153,7 @@ def _edge_kinds(g: _Graph, gp: int, gc: int) -> list[int]:
     return [g.kind[u] for m in g.members(gp) for u in g.users[m] if g.find(u) == gc]
 
 
-def _can_merge(g: _Graph, gp: int, gc: int, phase: int) -> bool:
+def _can_merge(g: _Graph, gp: int, gc: int, phase: int, quant_epilogue: bool = False) -> bool:
     kp, kc = g.gkind[gp], g.gkind[gc]
     edges = _edge_kinds(g, gp, gc)
     if not edges or kp == OPAQUE or kc == OPAQUE:
@@ -156,14 +161,16 @@ def _can_merge(g: _Graph, gp: int, gc: int, phase: int) -> bool:
     if phase == 0:
         if kp <= BROADCAST:
             return all(k <= INJECTIVE or k == REDUCTION for k in edges)
-        if kp == OUTPUT_FUSABLE:
+        if kp == OUTPUT_FUSABLE or (quant_epilogue and kp == REDUCTION and _holds_quantized_matmul(g, gp)):
             return kc <= BROADCAST
         return False
     return kp <= INJECTIVE and all(k <= INJECTIVE for k in edges)
 
 
-def fuse_function(f: ir.Operation, kernels: dict[str, ir.Operation], max_size: int) -> list[list[ir.Operation]]:
-    """The groups (of two ops or more) of one graph function, each in program order."""
+def fuse_function(f: ir.Operation, kernels: dict[str, ir.Operation], max_size: int,
+                  quant_epilogue: bool = False) -> list[list[ir.Operation]]:
+    """The groups (of two ops or more) of one graph function, each in program order;
+    ``quant_epilogue``: quantized matmuls take elementwise epilogues (see the module doc)."""
     g = _Graph(f, kernels)
     for phase in (0, 1):
         changed = True
@@ -176,7 +183,7 @@ def fuse_function(f: ir.Operation, kernels: dict[str, ir.Operation], max_size: i
                     gp, gc = g.find(p), g.find(c)
                     if gp == gc or g.size[gp] + g.size[gc] > max_size:
                         continue
-                    if (_can_merge(g, gp, gc, phase) and not g.makes_cycle(gp, gc)
+                    if (_can_merge(g, gp, gc, phase, quant_epilogue) and not g.makes_cycle(gp, gc)
                             and g.outputs(gp, gc) <= (1 if _holds_im2col(g, gp, gc) else MAX_OUTPUTS)):
                         g.union(gp, gc)
                         changed = True
@@ -193,6 +200,11 @@ def _holds_im2col(g: _Graph, gp: int, gc: int) -> bool:
     of one activation) would run as plain loops on one thread (measured: a fifth of
     ResNet-18 at batch 8)."""
     return any(g.im2col[m] for m in g.members(gp) + g.members(gc))
+
+
+def _holds_quantized_matmul(g: _Graph, gp: int) -> bool:
+    """Is group gp (a reduction group) anchored on a relax.quantized_matmul kernel?"""
+    return any(g.qmm[m] for m in g.members(gp))
 
 
 def _callee_op(op: ir.Operation, kernels: dict[str, ir.Operation]) -> Optional[str]:
@@ -279,7 +291,10 @@ def rematerialize_scalars(f: ir.Operation, kernels: dict[str, ir.Operation]) -> 
                "Group call_tir ops into fusion groups (relax.fusion_group) by kernel kind, "
                "with Relax's FuseOps rules.",
                options=[Option("enable", bool, True, "group ops (false: leave the module as it is)"),
-                        Option("max-group-size", int, 256, "most call_tir ops in one group")])
+                        Option("max-group-size", int, 256, "most call_tir ops in one group"),
+                        Option("quant-epilogue", bool, False,
+                               "a relax.quantized_matmul kernel takes an elementwise epilogue (residual "
+                               "or bias add, activation) as a contraction does (the GPU targets)")])
 def relax_fuse_ops(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
@@ -290,7 +305,7 @@ def relax_fuse_ops(module: ir.Operation, opts) -> None:
         for op in body_ops(f):
             if GROUP_ATTR in op.attributes:
                 del op.attributes[GROUP_ATTR]
-        for members in fuse_function(f, kernels, max(1, opts.max_group_size)):
+        for members in fuse_function(f, kernels, max(1, opts.max_group_size), opts.quant_epilogue):
             for op in members:
                 op.attributes[GROUP_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n)
             n += 1

@@ -18,7 +18,9 @@ llama.cpp's ``mul_mat_vec_q``:
 * a lane sums ``x_j * q_j`` (and ``x_j`` for Q4_1's minimum) in f32 and scales once per
   block: ``d * sum(x q)`` (Q4_0: ``q - 8``; Q4_1: ``+ m * sum(x)``);
 * the lanes are summed with ``gpu.shuffle xor`` (all ``subgroup`` lanes), lane 0 adds the
-  fill value and stores.
+  fill value, applies the elementwise epilogue that relax-fuse-ops fused after the matmul on
+  the GPU targets (``quant-epilogue``: the residual add, a bias, an activation; generics
+  reading C at the output point, as the f32 matmul routes take them) and stores.
 
 On cuda the quant bytes come in vector loads as wide as the block layout's alignment allows
 (Q4_1: 4-byte words; Q8_0, Q4_0: their 2-byte alignment), which NVPTX emits as
@@ -43,7 +45,7 @@ odd byte offset): otherwise the generic kernel runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from mlir import ir
@@ -52,6 +54,7 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 from .launch_builder import (MAX_GRID, Launch, all_of, f32, flat_body, for_loop, index, indexing_maps, load,
                              vector_view_conditions, when)
 from .matmul_routes import finish
+from .tile_matmul import FLOAT_TYPES, _epilogue, _erase_if_dead
 
 #: format -> (bytes per 32-element block, offset of the quants, has a minimum)
 BLOCKS = {"q8_0": (34, 2, False), "q4_0": (18, 2, False), "q4_1": (20, 4, True)}
@@ -84,6 +87,20 @@ class _Match:
     w: ir.Value
     fmt: str
     x_value: ir.Value        # the body value multiplied with the dequantized weight
+    chain: list = field(default_factory=list)   # the elementwise epilogue, applied at the store
+
+    @property
+    def out(self) -> ir.Value:
+        """The buffer the launch stores into: the epilogue's last output, else C."""
+        return (self.chain[-1] if self.chain else self.gen).opview.outputs[0]
+
+    def ops(self) -> list[ir.Operation]:
+        """The fill, the generic and the epilogue, in program order."""
+        return ([self.fill] if self.fill is not None else []) + [self.gen] + self.chain
+
+    def locals(self) -> list[ir.Value]:
+        """Buffers of this kernel that only these ops use (C and the epilogue's intermediates)."""
+        return [o.opview.outputs[0] for o in ([self.gen] + self.chain)[:-1]] if self.chain else []
 
 
 def _kernel_op(fn: ir.Operation) -> str:
@@ -125,14 +142,16 @@ def match(fn: ir.Operation) -> Optional[_Match]:
     """The quantized matmul of bufferized kernel ``fn`` when it is one this launch takes:
     [a fill of C,] one generic over (m, n, k) with x read at (m, k), C written at (m, n) and
     a body ``out + x_value * dequantized(w[n, ...])``, w an i8 (N, RB) buffer of a format of
-    :data:`BLOCKS` (known by its bytes per block)."""
-    if not _kernel_op(fn).endswith("quantized_matmul"):
+    :data:`BLOCKS` (known by its bytes per block), [then an elementwise epilogue on C that
+    the launch applies at the store: every op after the generic must be part of it]."""
+    if "quantized_matmul" not in _kernel_op(fn):
         return None
     ops = [o.operation for o in fn.regions[0].blocks[0].operations]
     work = [o for o in ops if o.name.startswith(("linalg.", "memref.copy", "memref.store", "scf.", "gpu."))]
-    if [o.name for o in work] not in (["linalg.generic"], ["linalg.fill", "linalg.generic"]):
+    first = 1 if work and work[0].name == "linalg.fill" else 0
+    if len(work) <= first or work[first].name != "linalg.generic":
         return None
-    fill, gen = (work[0], work[1]) if len(work) == 2 else (None, work[0])
+    fill, gen = (work[0] if first else None), work[first]
     g = gen.opview
     if not flat_body(gen) or len(g.outputs) != 1:
         return None
@@ -148,6 +167,9 @@ def match(fn: ir.Operation) -> Optional[_Match]:
     if fill is not None and (fill.operands[1] != c or not isinstance(fill.operands[0].type, ir.F32Type)):
         return None
     if not isinstance(ir.MemRefType(c.type).element_type, ir.F32Type):
+        return None
+    chain = _epilogue(work, first, c, 2, fill, FLOAT_TYPES)
+    if len(chain) != len(work) - first - 1:
         return None
     if not all(isinstance(ir.MemRefType(v.type).element_type, ir.F32Type) for v in g.inputs):
         return None
@@ -184,14 +206,14 @@ def match(fn: ir.Operation) -> Optional[_Match]:
         if wt.get_strides_and_offset()[0] != [wt.shape[1], 1]:   # rows read as one run of words
             return None
         fmt = _half_format(body, wt.shape[0])
-        return _Match(fill, gen, w, fmt, xs[0]) if fmt is not None else None
+        return _Match(fill, gen, w, fmt, xs[0], chain) if fmt is not None else None
     if k % 32:
         return None
     per_block = wt.shape[1] * 32 // k if wt.shape[1] * 32 % k == 0 else 0
     fmt = next((f for f, (nb, _, _) in BLOCKS.items() if nb == per_block), None)
     if fmt is None or _block_size(body) != 32:
         return None
-    return _Match(fill, gen, w, fmt, xs[0])
+    return _Match(fill, gen, w, fmt, xs[0], chain)
 
 
 def _const(v: ir.Value) -> Optional[int]:
@@ -333,7 +355,7 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     n_rows, nblocks = wt.shape[0], wt.shape[1] // nbytes
     i32t, f32t = ir.IntegerType.get_signless(32), ir.F32Type.get()
     with ir.InsertionPoint(m.fill if m.fill is not None else m.gen), m.gen.location:
-        rows = memref.DimOp(c, index(0)).result
+        rows = memref.DimOp(m.out, index(0)).result   # (not C: the fallback alone uses it)
         grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
         groups = -(-n_rows // t.subgroups)
         grid_x = index(min(groups, MAX_GRID))
@@ -392,15 +414,17 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
                         acc = arith.AddFOp(acc, gpu.ShuffleOp(acc, o, width, gpu.ShuffleMode.XOR).results[0]).result
                         off *= 2
                     head = arith.CmpIOp(arith.CmpIPredicate.eq, lane, index(0)).result
-                    when(arith.AndIOp(head, ok).result, lambda: finish(acc, [row, n], c, fill_value, [], c))
+                    when(arith.AndIOp(head, ok).result, lambda: finish(acc, [row, n], c, fill_value, m.chain, m.out))
                     return []
 
                 for_loop(by, rows, launch.grid_dim[1], [], row_body)
 
             _column_groups(launch, groups, group)
-    m.gen.erase()
-    if m.fill is not None:
-        m.fill.erase()
+    dead = m.locals()
+    for o in reversed(m.ops()):
+        o.erase()
+    for v in dead:
+        _erase_if_dead(v)
 
 
 def half_width(k: int, halves: int) -> int:
@@ -446,7 +470,7 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     i32t = ir.IntegerType.get_signless(32)
     first = m.fill if m.fill is not None else m.gen
     with ir.InsertionPoint(first), m.gen.location:
-        rows = memref.DimOp(c, index(0)).result
+        rows = memref.DimOp(m.out, index(0)).result   # (not C: the fallback alone uses it)
         xvec = 4 if h % 4 == 0 else 1       # x's inputs in vector<4xf32> loads (k0 a multiple of h)
         conds = vector_view_conditions(m.w, 2 * h, 2 * h)
         if xvec > 1:
@@ -519,7 +543,7 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
                                 acc = arith.AddFOp(acc, other).result
                                 off *= 2
                             when(arith.AndIOp(head, ok).result,
-                                 lambda acc=acc, n=n: finish(acc, [row, n], c, fill_value, [], c))
+                                 lambda acc=acc, n=n: finish(acc, [row, n], c, fill_value, m.chain, m.out))
                         return []
 
                     for_loop(launch.block_id[1], rows, launch.grid_dim[1], [], row_body)
@@ -528,6 +552,23 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             end = scf.YieldOp([])
-    if m.fill is not None:
-        m.fill.move_before(end)
-    m.gen.move_before(end)
+    for o in m.ops():
+        o.move_before(end)
+    _into_else(m.locals(), m.ops(), end)
+
+
+def _into_else(bufs: list[ir.Value], moved: list[ir.Operation], end: ir.Operation) -> None:
+    """The allocations of ``bufs`` (C and the epilogue's intermediates) that only the ``moved``
+    ops (now the fallback branch's) use, moved into that branch: before its first op, their
+    deallocs before ``end``; so the launch's branch allocates nothing."""
+    for v in bufs:
+        owner = v.owner
+        if isinstance(owner, ir.Block) or owner.name != "memref.alloc":
+            continue
+        users = [u.owner for u in v.uses]
+        if not all(u.name == "memref.dealloc" or any(u == o for o in moved) for u in users):
+            continue
+        owner.move_before(moved[0])
+        for u in users:
+            if u.name == "memref.dealloc":
+                u.move_before(end)

@@ -284,19 +284,23 @@ _EPI_SHAPES = [("q8_0", 33, 96), ("q8_0", 300, 1024), ("q4_0", 7, 32), ("q4_0", 
 @pytest.mark.parametrize("fmt,n,k", _EPI_SHAPES, ids=[f"{f}-{n}x{k}" for f, n, k in _EPI_SHAPES])
 def test_vulkan_quantized_gemv_epilogue(routes, fmt, n, k):
     """A residual add, a bias add and silu after the quantized matmul: ONE kernel (relax-fuse-ops
-    with quant-epilogue on the GPU targets), one shuffling launch per call that applies them at
-    the store; M = 1, 3, 17 through one executable."""
+    with quant-epilogue on the GPU targets), one launch per call that applies them at the store
+    (the shuffling GEMV below qgemm_min_rows rows, the GEMM tiles from there); M = 1, 3, 17, 130
+    through one executable."""
     exe = relax_mlir.compile(_epilogue_program(fmt, n, k), target="vulkan")
     rng = np.random.default_rng(n + k)
     raw, deq = (_half_weights if fmt in quant_gemv.HALF_FORMATS else _weights)(fmt, n, k, rng)
     b = rng.standard_normal(n).astype(np.float32)
     per = _subgroups(Target.detect("vulkan"))
-    for m in (1, 3, 17):
+    for m in (1, 3, 17, 130):
         x, r = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((m, n)).astype(np.float32)
         y, launched = routes.call(exe, x, raw, r, b)
         ref = _epilogue_ref(x, deq, r, b)
         np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0, err_msg=f"{fmt} {m}x{n}x{k}")
-        assert launched == [(True, (-(-n // per), m, 1))], (m, launched)
+        if m < rules.QGEMM_MIN_ROWS:   # the GEMV; from there the GEMM tiles, the same epilogue at the store
+            assert launched == [(True, (-(-n // per), m, 1))], (m, launched)
+        else:
+            assert launched == [(False, (-(-n // 64), -(-m // 64), 1))], (m, launched)
 
 
 @needs_vulkan
@@ -325,8 +329,8 @@ def test_vulkan_quantized_matmul_epilogue_on_the_generic_kernel(routes, fmt, k, 
 @pytest.mark.skipif(__import__("shutil").which("spirv-val") is None, reason="spirv-val (spirv-tools) not installed")
 @pytest.mark.parametrize("fmt", ["q4_1", "bf16"])
 def test_vulkan_quantized_gemv_epilogue_spirv(tmp_path, fmt):
-    """The GEMV kernels with the epilogue fused (and the fallback's kernels) validate for
-    Vulkan 1.1 (subgroup shuffles): one of them shuffles."""
+    """The GEMV and GEMM kernels with the epilogue fused (and the fallback's kernels) validate
+    for Vulkan 1.1 (subgroup shuffles): one of them shuffles."""
     import subprocess
     from mlir import ir
     from mlir.dialects import gpu as gpu_d
@@ -345,7 +349,8 @@ def test_vulkan_quantized_gemv_epilogue_spirv(tmp_path, fmt):
             r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
             assert r.returncode == 0, (path.name, r.stdout + r.stderr)
             shuffles.append(_SHUFFLE_CAPABILITY in path.read_bytes())
-    assert sorted(shuffles) == ([False] * 3 if fmt == "bf16" else []) + [True], shuffles
+    # the GEMM tiles (no shuffle), the GEMV (shuffles), bf16 also the fallback's three
+    assert sorted(shuffles) == [False] * (4 if fmt == "bf16" else 1) + [True], shuffles
 
 
 # -- a tiny GGUF on vulkan -------------------------------------------------------------------
@@ -523,16 +528,19 @@ def test_cuda_half_gemv_ptx(fmt):
         assert "shl.b32" in p and "and.b32" in p
 
 
-@pytest.mark.parametrize("fmt,kernels", [("q8_0", 1), ("q4_1", 1), ("f16", 4)])
+@pytest.mark.parametrize("fmt,kernels", [("q8_0", 2), ("q4_1", 2), ("f16", 5)])
 def test_cuda_quantized_gemv_epilogue_ptx(fmt, kernels):
     """With a residual add, a bias and silu fused after it: the GEMV kernel (5 butterfly
     shuffles, no barrier) loads the residual and the bias once per output after the shuffles,
-    computes silu (its division: rcp.rn.f32) and stores once; no
-    other kernel for Q8_0 / Q4_1 (C never materialized); f16 keeps the fallback's three
-    kernels (the fill, the generic, the epilogue) behind the alignment guard."""
+    computes silu (its division: rcp.rn.f32) and stores once; the GEMM kernel of many rows
+    (barriers, no shuffle) applies the same epilogue at its stores; no other kernel for Q8_0 /
+    Q4_1 (C never materialized); f16 keeps the fallback's three kernels (the fill, the generic,
+    the epilogue) behind the alignment guard."""
     ptx = {name: p.replace("\x00A", "\n").replace("\x009", "\t")
            for name, p in _ptx(fmt, _epilogue_program(fmt, 64, 256)).items()}
     assert len(ptx) == kernels, list(ptx)
+    gemm = [p for p in ptx.values() if "bar.sync" in p and "shfl.sync.bfly.b32" not in p]
+    assert len(gemm) == 1 and "rcp.rn.f32" in gemm[0], list(ptx)
     gemv = [p for p in ptx.values() if "shfl.sync.bfly.b32" in p]
     assert len(gemv) == 1, list(ptx)
     (p,) = gemv

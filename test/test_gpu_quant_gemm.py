@@ -7,7 +7,8 @@ the quantized GEMV below (an scf.if on the run-time M).
   ONE executable, with the route each call took (the GEMV: shuffles, grid (ceil(N / subgroups),
   M); the GEMM: no shuffles, grid (ceil(N / 64), ceil(M / 64))); the fused prologue
   silu(g) * u; ``schedule_config=qgemm=1`` keeps every M on the GEMV;
-* a kernel with more than the fill and the quantized generic is left to the GEMV (takes);
+* a kernel with more than the fill, the quantized generic and its elementwise epilogue is left
+  to the GEMV (takes);
 * cuda: the PTX (a GEMM kernel with shared memory, barriers and the wide byte loads, next to
   the GEMV) and the fake driver's host path (the grid per M);
 * a tiny Llama with f16 projections (CausalLM.random) prefills a 20-token prompt on the GEMM
@@ -160,18 +161,19 @@ _EPILOGUE = '''linalg.generic {indexing_maps = [#id, #id], iterator_types = ["pa
     }'''
 
 
-def test_takes_only_the_fill_and_the_quantized_generic():
-    """The GEMM route stores C as the generic left it; a kernel with an elementwise op after
-    the quantized generic is left to the GEMV (its store applies an epilogue)."""
+def test_takes_the_fill_the_quantized_generic_and_its_epilogue():
+    """The GEMM route takes the fill, the generic and an elementwise epilogue the matcher found
+    (applied at its store); an op the match does not hold leaves the kernel to the GEMV."""
     from mlir import ir
 
     with relax_mlir.make_context(), ir.Location.unknown():
-        for epilogue, want in (("", True), (_EPILOGUE, False)):
+        for epilogue, in_match, want in (("", False, True), (_EPILOGUE, True, True), (_EPILOGUE, False, False)):
             mod = ir.Module.parse(_KERNEL.replace("EPILOGUE", epilogue))
             fn = mod.body.operations[0].operation
             ops = [o.operation for o in fn.regions[0].blocks[0].operations]
             fill, gen = ops[2], ops[3]
-            m = quant_gemv._Match(fill, gen, fn.regions[0].blocks[0].arguments[1], "q8_0", None)
+            chain = [ops[4]] if in_match else []
+            m = quant_gemv._Match(fill, gen, fn.regions[0].blocks[0].arguments[1], "q8_0", None, chain)
             assert quant_gemm.takes(fn, m) is want
 
 

@@ -1,4 +1,5 @@
-// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda}, canonicalize, cse)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda overrides=qgemm=1}, canonicalize, cse)' | FileCheck %s
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda}, canonicalize, cse)' | FileCheck %s --check-prefix=GEMM
 // The quantized-GEMV rule on kernels that relax-fuse-ops{quant-epilogue=true} gave an
 // elementwise epilogue (as bufferized from relax-legalize + relax-fuse-kernels: the fill and
 // the generic write a local C, the epilogue reads it and writes the result): lane 0 applies
@@ -6,6 +7,21 @@
 // output point), and C is gone. f16: the launch sits under the alignment guard; C's allocation
 // moves into the else branch with the fallback (the fill, the generic and the epilogue), so
 // the launch's branch allocates nothing.
+// With the GEMM route (the default, qgemm=2) the tiles' launch, taken from qgemm_min_rows rows,
+// applies the same epilogue at each of its stores; the GEMV above sits in the else branch.
+// GEMM-LABEL: func.func private @q8_0_residual_bias(
+// GEMM-NOT: memref.alloc
+// GEMM: scf.if
+// GEMM: gpu.launch {{.*}} workgroup(
+// GEMM-NOT: gpu.shuffle
+// GEMM: %[[R:.*]] = memref.load %arg2[
+// GEMM-NEXT: %[[B:.*]] = memref.load %arg3[
+// GEMM-NEXT: %[[S:.*]] = arith.addf %{{.*}}, %[[R]] : f32
+// GEMM-NEXT: %[[T:.*]] = arith.addf %[[S]], %[[B]] : f32
+// GEMM-NEXT: memref.store %[[T]], %arg4[
+// GEMM: } else {
+// GEMM: gpu.launch
+// GEMM-COUNT-5: gpu.shuffle  xor
 
 // CHECK-LABEL: func.func private @q8_0_residual_bias(
 // CHECK-NOT: memref.alloc

@@ -56,11 +56,11 @@ def check(t: MatmulTiles) -> None:
 
 
 def takes(fn: ir.Operation, m: _Match) -> bool:
-    """The fill and the quantized generic are all the kernel computes (an elementwise
-    epilogue after it stays on the GEMV, which applies it in its store)."""
+    """The fill, the quantized generic and its elementwise epilogue (``m.chain``, applied at
+    the store) are all the kernel computes."""
     work = [o.operation for o in fn.regions[0].blocks[0].operations
             if o.operation.name.startswith(("linalg.", "memref.copy", "memref.store", "scf.", "gpu."))]
-    return [o for o in work if o != m.gen and (m.fill is None or o != m.fill)] == []
+    return [o for o in work if o not in m.ops()] == []
 
 
 def _block_values(m: _Match, nn: ir.Value, kk0: ir.Value, run: int, wide: bool) -> list[ir.Value]:
@@ -142,8 +142,9 @@ def stage_weight(m: _Match, t: MatmulTiles, wide: bool) -> Stager:
 
 def build(fn: ir.Operation, m: _Match, t: MatmulTiles, min_rows: int, wide: bool,
           gemv: Callable[[], None]) -> None:
-    """Replace the fill and generic of ``m`` by ``scf.if (M >= min_rows) { the tiled launch }
-    else { what ``gemv()`` builds from the fill and generic, moved there }``."""
+    """Replace the fill, generic and epilogue of ``m`` by ``scf.if (M >= min_rows) { the tiled
+    launch, the epilogue applied at its store } else { what ``gemv()`` builds from them, moved
+    there }``."""
     check(t)
     g = m.gen.opview
     c = g.outputs[0]
@@ -151,16 +152,16 @@ def build(fn: ir.Operation, m: _Match, t: MatmulTiles, min_rows: int, wide: bool
     n_rows = ir.MemRefType(m.w.type).shape[0]
     k_ = ir.MemRefType(g.inputs[0].type).shape[1]
     with ir.InsertionPoint(m.fill if m.fill is not None else m.gen), m.gen.location:
-        rows = memref.DimOp(c, index(0)).result
+        rows = memref.DimOp(m.out, index(0)).result   # (not C: the GEMV's fallback alone uses it)
         branch = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.uge, rows, index(min_rows)).result, [], has_else=True)
         with ir.InsertionPoint(branch.then_block):
             tiled_launch(t, rows, index(n_rows), index(k_), None,
                          stage_a_rows(t, lambda s, r, k: _x_at(m, r, k)), stage_weight(m, t, wide),
-                         lambda v, rr, cc, lead: finish(v, [rr, cc], c, fill_value, [], c), contract=True)
+                         lambda v, rr, cc, lead: finish(v, [rr, cc], c, fill_value, m.chain, m.out),
+                         contract=True)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             end = scf.YieldOp([])
-    if m.fill is not None:
-        m.fill.move_before(end)
-    m.gen.move_before(end)
+    for o in m.ops():
+        o.move_before(end)
     gemv()

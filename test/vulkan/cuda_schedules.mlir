@@ -5,15 +5,16 @@
 // loads of B, 4 lanes along K summed with shfl.sync.bfly, 4 warps splitting K summed in
 // shared memory after one bar.sync), else the small kernel, one thread per element of C, no
 // shared memory; the row kernel's tree reduction uses shared memory and barriers too, its
-// thread-per-row form neither.
+// thread-per-row form neither. The GEMM and the small kernel multiply-add with fma.rn.f32
+// (fastmath<contract>; mul.rn + add.rn, which ptxas may not fuse, without it).
 
-// CHECK: gpu.binary @relax_matmul_f32_r2_r2_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, properties = {{.*}}, assembly = "{{[^"]*}}.maxntid 8, 8, 1{{[^"]*}}.shared .align 4 .b8 __wg_relax_matmul_f32_r2_r2_kernel_0[4096];{{[^"]*}}.shared .align 4 .b8 __wg_relax_matmul_f32_r2_r2_kernel_1[4096];{{[^"]*}}st.shared.b32{{[^"]*}}bar.sync{{[^"]*}}ld.shared.b32{{[^"]*}}mul.rn.f32{{[^"]*}}add.rn.f32{{[^"]*}}bar.sync{{[^"]*}}"
+// CHECK: gpu.binary @relax_matmul_f32_r2_r2_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, properties = {{.*}}, assembly = "{{[^"]*}}.maxntid 8, 8, 1{{[^"]*}}.shared .align 4 .b8 __wg_relax_matmul_f32_r2_r2_kernel_0[4096];{{[^"]*}}.shared .align 4 .b8 __wg_relax_matmul_f32_r2_r2_kernel_1[4096];{{[^"]*}}st.shared.b32{{[^"]*}}bar.sync{{[^"]*}}ld.shared.b32{{[^"]*}}fma.rn.f32{{[^"]*}}bar.sync{{[^"]*}}"
 // CHECK: gpu.binary @relax_matmul_f32_r2_r2_kernel_0  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, properties = {{.*}}, assembly = "{{[^"]*}}.maxntid 128, 1, 1{{[^"]*}}.shared .align 4 .b8 __wg_relax_matmul_f32_r2_r2_kernel_0[512];{{[^"]*}}ld.global.v4.b32{{[^"]*}}fma.rn.f32{{[^"]*}}shfl.sync.bfly.b32{{[^"]*}}bar.sync{{[^"]*}}"
 // CHECK: gpu.binary @relax_matmul_f32_r2_r2_kernel_1  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, properties = {{.*}}, assembly = "
 // CHECK-NOT: .shared
 // CHECK-SAME: .maxntid 64, 1, 1
 // CHECK-NOT: .shared
-// CHECK-SAME: mul.rn.f32
+// CHECK-SAME: fma.rn.f32
 // CHECK-NOT: .shared
 // CHECK-SAME: st.global.b32
 // CHECK-NOT: .shared

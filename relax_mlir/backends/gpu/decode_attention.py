@@ -46,7 +46,7 @@ from ...transforms.graph import body_ops, defining_op, graph_functions, other_op
 from ...transforms.graph import value_sig as _sig
 from ...transforms.legalize import KERNEL_OP_ATTR, KernelTable
 from ...transforms.registry import Option, register_pass
-from .launch_builder import (MAX_GRID, Launch, barrier, f32, for_loop, index, indexing_maps, load, store,
+from .launch_builder import (CONTRACT, MAX_GRID, Launch, barrier, f32, for_loop, index, indexing_maps, load, store,
                              to_f32, when)
 
 KERNEL_OP = "decode_attention"
@@ -410,7 +410,7 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
     per = max(D // S, 1)
     idle = D < S           # lanes past D hold nothing (their q and v read as 0)
     i32t = ir.IntegerType.get_signless(32)
-    contract = ir.Attribute.parse("#arith.fastmath<contract>")
+    contract = ir.Attribute.parse(CONTRACT)
     slot = D + 2           # the subgroups' partial results in workgroup memory: max, sum, D accumulators
     lanes_live = min(S, D)   # lanes holding elements of the row (the fused split: a counter each)
     last = m.ops[-1]   # every buffer is defined before the division

@@ -39,11 +39,10 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, vector
 
-from .launch_builder import (Launch, all_of, barrier, ceil_div, element_type, f32, for_loop, index, is_zero_mod, load,
-                             store, to_f32, vector_view_conditions, when)
+from .launch_builder import (CONTRACT, Launch, all_of, barrier, ceil_div, element_type, f32, for_loop, index,
+                             is_zero_mod, load, store, to_f32, vector_view_conditions, when)
 from .matmul_routes import Guard, finish
 
-CONTRACT = "#arith.fastmath<contract>"
 
 
 @dataclass(frozen=True)

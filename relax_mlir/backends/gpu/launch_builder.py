@@ -27,6 +27,10 @@ __all__ = ["KERNEL_ATTR", "KIND_ATTR"]
 WORKGROUP = "#gpu.address_space<workgroup>"
 MAX_GRID = 65535  # maxComputeWorkGroupCount[0] guaranteed by Vulkan
 
+#: fused multiply-adds allowed (``fma`` in PTX; NVPTX emits ``mul.rn`` + ``add.rn`` without it,
+#: which ptxas may not fuse)
+CONTRACT = "#arith.fastmath<contract>"
+
 
 def kernels(module: ir.Operation, kinds: Optional[Sequence[str]] = None) -> list[ir.Operation]:
     """The kernel funcs (``relax.kernel``, with a body) of ``module``; with ``kinds``, only

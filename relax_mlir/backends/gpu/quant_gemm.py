@@ -157,8 +157,7 @@ def build(fn: ir.Operation, m: _Match, t: MatmulTiles, min_rows: int, wide: bool
         with ir.InsertionPoint(branch.then_block):
             tiled_launch(t, rows, index(n_rows), index(k_), None,
                          stage_a_rows(t, lambda s, r, k: _x_at(m, r, k)), stage_weight(m, t, wide),
-                         lambda v, rr, cc, lead: finish(v, [rr, cc], c, fill_value, m.chain, m.out),
-                         contract=True)
+                         lambda v, rr, cc, lead: finish(v, [rr, cc], c, fill_value, m.chain, m.out))
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             end = scf.YieldOp([])

@@ -51,7 +51,7 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
-from .launch_builder import (MAX_GRID, Launch, all_of, f32, flat_body, for_loop, index, indexing_maps, load,
+from .launch_builder import (CONTRACT, MAX_GRID, Launch, all_of, f32, flat_body, for_loop, index, indexing_maps, load,
                              vector_view_conditions, when)
 from .matmul_routes import finish
 from .tile_matmul import FLOAT_TYPES, _epilogue, _erase_if_dead
@@ -61,7 +61,6 @@ BLOCKS = {"q8_0": (34, 2, False), "q4_0": (18, 2, False), "q4_1": (20, 4, True)}
 #: 16-bit float formats (2 bytes per element, no block; bf16: the high half of an f32)
 HALF_FORMATS = ("f16", "bf16")
 FORMATS = tuple(BLOCKS) + HALF_FORMATS
-CONTRACT = "#arith.fastmath<contract>"
 
 
 @dataclass(frozen=True)

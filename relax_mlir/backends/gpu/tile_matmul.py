@@ -53,7 +53,7 @@ from mlir.dialects import arith, memref, scf
 
 from ...transforms.registry import Option, register_pass
 from .gemv import GemvTiles, build_gemv, gemv_guard
-from .launch_builder import (Launch, barrier, ceil_div, check_block_size, f32, flat_body, for_loop, index,
+from .launch_builder import (CONTRACT, Launch, barrier, ceil_div, check_block_size, f32, flat_body, for_loop, index,
                              indexing_maps, kernels, load, simple_map, store, to_f32, when)
 from .matmul_routes import Builder, Guard, Routes, finish  # noqa: F401  (Builder, Guard: re-exported)
 
@@ -234,8 +234,10 @@ def build_small(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Option
 
             def body() -> None:
                 def step(kk: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
-                    p = arith.MulFOp(to_f32(load(a, lead + [row, kk])), to_f32(load(b, lead + [kk, col]))).result
-                    return [arith.AddFOp(acc[0], p).result]
+                    fm = ir.Attribute.parse(CONTRACT)
+                    p = arith.MulFOp(to_f32(load(a, lead + [row, kk])), to_f32(load(b, lead + [kk, col])),
+                                     fastmath=fm).result
+                    return [arith.AddFOp(acc[0], p, fastmath=fm).result]
                 acc = for_loop(index(0), k_, index(1), [f32(0.0)], step)
                 finish(acc[0], lead + [row, col], c, fill_value, chain, out)
             when(ok, body)
@@ -286,11 +288,12 @@ def stage_a_rows(t: MatmulTiles, value_at: Callable[[TileSite, ir.Value, ir.Valu
 
 
 def tiled_launch(t: MatmulTiles, m_: ir.Value, n_: ir.Value, k_: ir.Value, nb: Optional[ir.Value],
-                 stage_a: Stager, stage_b: Stager, emit: Emitter, contract: bool = False) -> None:
+                 stage_a: Stager, stage_b: Stager, emit: Emitter) -> None:
     """The tiled launch at the insertion point: a grid of ``ceil(N / tile) x ceil(M / tile) x
     nb``, per K block ``stage_a`` fills A's BM x BK block (row-major) and ``stage_b`` B's BK x
     BN block (row-major: k, then n) in workgroup memory (f32, 0 outside the matrices), then
-    the register-blocked rank-1 updates (``contract``: as fused multiply-adds, ``fastmath<contract>``);
+    the register-blocked rank-1 updates (fused multiply-adds: ``fastmath<contract>``, without
+    which NVPTX emits ``mul.rn`` + ``add.rn``, which ptxas may not fuse);
     ``emit`` stores each sum inside M x N. The operands' layouts are the stagers' business
     (relax.quantized_matmul's decoded rows: quant_gemm.py)."""
     T, P, BK = t.threads, t.per_thread, t.tile_k
@@ -317,12 +320,9 @@ def tiled_launch(t: MatmulTiles, m_: ir.Value, n_: ir.Value, k_: ir.Value, nb: O
             av = [load(sa, [arith.AddIOp(r, kk).result]) for r in a_rows]
             kb = arith.MulIOp(kk, index(BN)).result
             bv = [load(sb, [arith.AddIOp(kb, cj).result]) for cj in b_cols]
-            if contract:
-                fm = ir.Attribute.parse("#arith.fastmath<contract>")
-                return [arith.AddFOp(acc[i * P + j], arith.MulFOp(av[i], bv[j], fastmath=fm).result,
-                                     fastmath=fm).result for i in range(P) for j in range(P)]
-            return [arith.AddFOp(acc[i * P + j], arith.MulFOp(av[i], bv[j]).result).result
-                    for i in range(P) for j in range(P)]
+            fm = ir.Attribute.parse(CONTRACT)
+            return [arith.AddFOp(acc[i * P + j], arith.MulFOp(av[i], bv[j], fastmath=fm).result,
+                                 fastmath=fm).result for i in range(P) for j in range(P)]
 
         def k_block(k0: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
             stage_a(site, sa, k0)

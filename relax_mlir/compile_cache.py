@@ -62,8 +62,10 @@ def _cpu() -> str:
     return f"{platform.machine()}|{cpu_model()}|{' '.join(sorted(cpu_flags()))}"
 
 
-def key(module_text: str, target: str, opts, libraries: list[str]) -> str:
-    """The cache key of compiling ``module_text`` (printed with locations) for ``target``."""
+def key(module_text: str, target: str, opts, libraries: list[str], pipeline: str = "") -> str:
+    """The cache key of compiling ``module_text`` (printed with locations) for ``target``;
+    ``pipeline``: the pass pipelines the compile runs (module-level defaults that a benchmark
+    flips, e.g. a schedule switch, change them and so the key)."""
     fields = dataclasses.asdict(opts)
     for transient in ("cache", "timing", "dump_ir"):
         fields.pop(transient, None)
@@ -72,7 +74,7 @@ def key(module_text: str, target: str, opts, libraries: list[str]) -> str:
         repr([(p, _file_digest(p)) for p in libraries]),
         _file_digest(opts.tuning_db) if opts.tuning_db else "",
         _cpu(), repr(config.compile_environment()),
-        hashlib.sha256(module_text.encode()).hexdigest(),
+        hashlib.sha256(module_text.encode()).hexdigest(), pipeline,
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 

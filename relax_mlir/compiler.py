@@ -296,7 +296,7 @@ def _compile(src, target, libraries, options, tuning_db):
         from . import compile_cache
 
         cache_key = compile_cache.key(module.operation.get_asm(enable_debug_info=True), tgt.name, opts,
-                                      user_libs)
+                                      user_libs, repr(stages))
         exe = compile_cache.lookup(cache_key)
         if exe is not None:
             exe.compile_options, exe.cache_hit = opts, True

@@ -83,6 +83,11 @@ def test_key_covers_options_environment_and_compiler(cache, monkeypatch):
     monkeypatch.setattr(compile_cache, "_FINGERPRINT", "another compiler")
     assert _compile().cache_hit is False
     assert len(_entries(cache)) == 5
+    from relax_mlir.pipelines import cpu as cpu_pipeline
+    monkeypatch.setattr(cpu_pipeline, "CONV_GEMM_DEFAULT", "blas")   # a module default (the passes run)
+    assert _compile().cache_hit is False
+    monkeypatch.setattr(cpu_pipeline, "CONV_GEMM_DEFAULT", "generated")
+    assert _compile().cache_hit is True
 
 
 def test_locations_are_part_of_the_module(cache):

@@ -13,6 +13,7 @@ import ctypes
 import re
 from typing import Callable, Optional, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import ShapeError
@@ -20,7 +21,7 @@ from . import abi
 from .abi import FunctionSig
 
 DTYPES = {
-    "f32": np.float32, "f64": np.float64, "f16": np.float16,
+    "f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
     "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8, "i1": np.bool_,
     "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
 }

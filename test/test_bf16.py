@@ -1,0 +1,218 @@
+"""bf16 tensors end to end: numpy interop through ``ml_dtypes.bfloat16``, constants, the cpu
+target's kernels (each op computed in f32 and rounded once to bf16), astype rounding, the
+PyTorch importer on a ``.to(torch.bfloat16)`` module.
+
+The references compute in f32 (f64 where noted) from the same bf16 inputs and round the
+result to bf16 once, as the kernels do; a compiled result may differ from that by one bf16
+ulp where the f32 value lies within f32 rounding noise of a bf16 midpoint (different exp
+polynomials, summation orders), which is what the tolerance allows.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+from mlir import ir
+
+sys.path.insert(0, os.path.dirname(__file__))
+import relax_mlir  # noqa: E402
+from relax_mlir.dialects import relax  # noqa: E402
+from relax_mlir.frontend.builder import graph_function  # noqa: E402
+
+BF16 = ml_dtypes.bfloat16
+#: one bf16 ulp is at most this fraction of the value (8 significant bits)
+ULP = 2.0 ** -7
+#: (rows, columns) of the row-wise cases: 1, odd, large
+ROWS = ((1, 1), (7, 33), (300, 1000))
+
+
+def bf(a) -> np.ndarray:
+    """``a`` rounded to bf16 (ml_dtypes rounds to nearest even)."""
+    return np.asarray(a, np.float32).astype(BF16)
+
+
+def close(got: np.ndarray, ref: np.ndarray, scale=None, ulps: float = 1.0) -> None:
+    """``got`` (bf16) is within ``ulps`` bf16 ulps of ``ref`` (bf16 or f32), relative to
+    ``scale`` (default |ref|: a sum of products passes the magnitude of its terms)."""
+    assert got.dtype == BF16, got.dtype
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    g, r = got.astype(np.float32), np.asarray(ref).astype(np.float32)
+    s = np.abs(r) if scale is None else scale
+    bad = np.abs(g - r) > ulps * ULP * s + 1e-30
+    assert not bad.any(), f"{bad.sum()} of {bad.size} differ, e.g. got {g[bad][:4]} want {r[bad][:4]}"
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x.astype(np.float64) / math.sqrt(2.0)))
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _layer_norm(x, g, b, eps=1e-5):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * g + b
+
+
+@pytest.fixture(scope="module")
+def exe():
+    """ONE executable holding every graph function of the numerics tests."""
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        x2 = [("x", ["n", "m"], "bf16"), ("y", ["n", "m"], "bf16")]
+        with graph_function(m, "add", x2) as fn:
+            fn.ret(relax.add(*fn.params))
+        with graph_function(m, "mul_div", x2) as fn:
+            x, y = fn.params
+            fn.ret(relax.divide(relax.multiply(x, y), relax.add(relax.abs(y), relax.const(1.0, "bf16"))))
+        with graph_function(m, "scaled", x2[:1]) as fn:   # Python scalars become bf16 constants
+            fn.ret(fn.params[0] * 0.5 + 3.0)
+        with graph_function(m, "f_exp", x2[:1]) as fn:
+            fn.ret(relax.exp(fn.params[0]))
+        with graph_function(m, "gelu", x2[:1]) as fn:
+            fn.ret(relax.gelu(fn.params[0]))
+        with graph_function(m, "softmax", x2[:1]) as fn:
+            fn.ret(relax.softmax(fn.params[0], axis=-1))
+        with graph_function(m, "sum", x2[:1]) as fn:
+            fn.ret(relax.sum(fn.params[0], axes=[-1]))
+        with graph_function(m, "layer_norm", [("x", ["n", "m"], "bf16"), ("g", ["m"], "bf16"),
+                                              ("b", ["m"], "bf16")]) as fn:
+            fn.ret(relax.layer_norm(*fn.params, axes=[-1], epsilon=1e-5))
+        with graph_function(m, "matmul", [("a", ["n", "k"], "bf16"), ("w", ["k", "h"], "bf16")]) as fn:
+            fn.ret(relax.matmul(*fn.params))
+        with graph_function(m, "const_matmul", [("a", ["n", 3], "bf16")]) as fn:
+            w = relax.const(bf(np.arange(6).reshape(3, 2) - 2.5))
+            fn.ret(relax.matmul(fn.params[0], w))
+        for frm, to in (("f32", "bf16"), ("bf16", "f32"), ("f16", "bf16"), ("bf16", "f16"), ("f64", "bf16"),
+                        ("bf16", "i32"), ("i32", "bf16")):
+            with graph_function(m, f"astype_{frm}_{to}", [("x", ["n"], frm)]) as fn:
+                fn.ret(relax.astype(fn.params[0], dtype=to))
+    return relax_mlir.compile(m)
+
+
+def _inputs(rng, n, m, k=1):
+    return [bf(rng.standard_normal((n, m)) * 2) for _ in range(k)]
+
+
+@pytest.mark.parametrize("n,m", ROWS)
+def test_elementwise(exe, n, m):
+    rng = np.random.default_rng(n)
+    x, y = _inputs(rng, n, m, 2)
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    close(exe["add"](x, y), bf(xf + yf))
+    # fused into one kernel, each op still rounds its result to bf16 (as PyTorch's bf16 ops do)
+    r = lambda v: bf(v).astype(np.float32)  # noqa: E731
+    close(exe["mul_div"](x, y), bf(r(xf * yf) / r(np.abs(yf) + 1)))
+    close(exe["scaled"](x), bf(r(xf * 0.5) + 3.0))
+    close(exe["f_exp"](x), bf(np.exp(xf)))
+    close(exe["gelu"](x), bf(_gelu(xf)), scale=np.maximum(np.abs(xf), 1e-3))
+
+
+@pytest.mark.parametrize("n,m", ROWS)
+def test_softmax_sum_layer_norm(exe, n, m):
+    rng = np.random.default_rng(100 + n)
+    x, = _inputs(rng, n, m)
+    g, b = bf(rng.standard_normal(m)), bf(rng.standard_normal(m))
+    xf = x.astype(np.float64)
+    close(exe["softmax"](x), bf(_softmax(xf)))
+    close(exe["sum"](x), bf(xf.sum(-1)), scale=np.abs(xf).sum(-1))
+    ln = _layer_norm(xf, g.astype(np.float64), b.astype(np.float64))
+    close(exe["layer_norm"](x, g, b), bf(ln), scale=np.abs(ln) + np.abs(g.astype(np.float32)) * ULP)
+
+
+@pytest.mark.parametrize("n,k,h", [(1, 1, 1), (7, 33, 5), (257, 300, 130)])
+def test_matmul_accumulates_in_f32(exe, n, k, h):
+    rng = np.random.default_rng(200 + n)
+    a, w = bf(rng.standard_normal((n, k))), bf(rng.standard_normal((k, h)))
+    af, wf = a.astype(np.float64), w.astype(np.float64)
+    # a bf16 accumulator would be off by far more than one ulp of the terms' magnitude at k = 300
+    close(exe["matmul"](a, w), bf(af @ wf), scale=np.abs(af) @ np.abs(wf))
+    c = exe["const_matmul"](a[:, :3] if k >= 3 else bf(np.ones((n, 3))))
+    assert c.shape == (n, 2)
+
+
+def _ties_and_specials():
+    """f32 values at and next to bf16 rounding midpoints (round to nearest EVEN), specials."""
+    base = np.array([1.0, 1.0078125, -3.0, 65504.0, 1e-3, 3.0e38], np.float32).view(np.uint32)
+    bits = np.concatenate([base + 0x8000, base + 0x7FFF, base + 0x8001, base + 0x18000, base])
+    specials = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.4e38, 1e-40], np.float32)
+    return np.concatenate([bits.astype(np.uint32).view(np.float32), specials])
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    assert np.array_equal(np.isnan(g), np.isnan(w))
+    ok = ~np.isnan(w)
+    assert np.array_equal(g[ok], w[ok]), (g[ok][g[ok] != w[ok]], w[ok][g[ok] != w[ok]])
+    assert np.array_equal(np.signbit(g[ok]), np.signbit(w[ok]))
+
+
+@pytest.mark.parametrize("size", [1, 9, 4099])
+def test_astype_round_to_nearest_even(exe, size):
+    rng = np.random.default_rng(size)
+    x32 = np.resize(np.concatenate([_ties_and_specials(), rng.standard_normal(size).astype(np.float32)]), size)
+    _same(exe["astype_f32_bf16"](x32), x32.astype(BF16))
+    xb = x32.astype(BF16)
+    _same(exe["astype_bf16_f32"](xb), xb.astype(np.float32))
+    # f16 <-> bf16 goes through f32 (exact), so one rounding
+    x16 = np.resize(np.concatenate([np.array([65504, 6e-8, -2049, 1.00390625], np.float16),
+                                    rng.standard_normal(size).astype(np.float16)]), size)
+    _same(exe["astype_f16_bf16"](x16), x16.astype(np.float32).astype(BF16))
+    xb = np.resize(np.concatenate([bf([1e5, -7e4, 1e-9, 1.0078125]), bf(rng.standard_normal(size))]), size)
+    with np.errstate(over="ignore"):
+        _same(exe["astype_bf16_f16"](xb), xb.astype(np.float32).astype(np.float16))
+    x64 = np.resize(np.concatenate([np.array([1.0 + 2.0 ** -8 + 2.0 ** -40, 1.0 + 2.0 ** -8], np.float64),
+                                    rng.standard_normal(size)]), size)
+    _same(exe["astype_f64_bf16"](x64), x64.astype(BF16))   # one rounding: no double rounding via f32
+    xi = bf(np.resize(np.array([2.7, -2.7, 300.5, -1e10, 1e10, np.nan], np.float32), size))
+    want = np.clip(np.nan_to_num(xi.astype(np.float64), nan=0.0), -2.0 ** 31, 2.0 ** 31 - 1).astype(np.int32)
+    assert np.array_equal(exe["astype_bf16_i32"](xi), want)
+    ii = np.resize(np.array([0, 1, -257, 65535, 2 ** 31 - 1], np.int32), size)
+    _same(exe["astype_i32_bf16"](ii), ii.astype(np.float32).astype(BF16))
+
+
+def test_const_and_dtype_names():
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n"], BF16)]) as fn:
+            c = relax.const(np.array([1.5, -2.25, 3.0e38, 1.0e-3], np.float32), "bfloat16")
+            assert str(c.type) == "tensor<4xbf16>"
+            fn.ret(relax.add(fn.params[0], c))
+        assert "tensor<?xbf16" in str(m)
+    exe = relax_mlir.compile(m)
+    got = exe(bf([1.0, 1.0, 0.0, 0.0]))
+    _same(got, bf([2.5, -1.25, 3.0e38, 1.0e-3]))
+
+
+def test_wrong_dtype_names_the_argument(exe):
+    with pytest.raises(TypeError, match=r"@add: argument #0 has dtype float32, expected bfloat16 \(bf16\)"):
+        exe["add"](np.ones((2, 2), np.float32), bf(np.ones((2, 2))))
+
+
+def test_export_round_trip(tmp_path):
+    """An exported library keeps bf16 arguments and results (the f32 <-> bf16 conversions
+    the code calls must link without the compiler)."""
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", "m"], "bf16")]) as fn:
+            fn.ret(relax.softmax(fn.params[0] * 2.0, axis=-1))
+    exe = relax_mlir.compile(m)
+    path = tmp_path / "bf16.so"
+    exe.export(str(path))
+    loaded = relax_mlir.load(str(path))
+    x = bf(np.random.default_rng(3).standard_normal((5, 17)))
+    got = loaded(x)
+    _same(got, exe(x))
+    close(got, bf(_softmax(x.astype(np.float64) * 2.0)))

@@ -214,6 +214,7 @@ def _llvm_stage() -> list[str]:
         "relax-kernel-fastmath",
         "convert-linalg-to-loops",
         "relax-widen-bool-memrefs",
+        "relax-bf16-truncf",   # f32 -> bf16: the same bits in scalar and vector code, on any CPU
     ] + to_llvm()
 
 

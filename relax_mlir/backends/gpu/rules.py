@@ -104,10 +104,10 @@ def subgroup(t: Target) -> Optional[int]:
 # -- matmul: GEMM tiles, GEMV, a thread per element ----------------------------------------
 
 def gemv_vector(target: Target, dtype: str) -> int:
-    """Columns per GEMV lane, one vector load of B each: 128 bits (4 x f32, 8 x f16) on cuda;
-    at most 4 components on vulkan (SPIR-V vectors of 8 need the Vector16 capability, which
-    Vulkan shaders do not have: f16 loads are 64 bits there)."""
-    bits = 16 if dtype == "f16" else 32
+    """Columns per GEMV lane, one vector load of B each: 128 bits (4 x f32, 8 x f16 / bf16) on
+    cuda; at most 4 components on vulkan (SPIR-V vectors of 8 need the Vector16 capability,
+    which Vulkan shaders do not have: f16 loads are 64 bits there)."""
+    bits = 16 if dtype in ("f16", "bf16") else 32
     return 128 // bits if target.kind == "cuda" else 4
 
 
@@ -147,7 +147,7 @@ class Matmul(ScheduleRule):
         return _elem(mm.operands[0]) if mm is not None else None
 
     def dtypes(self, target: Target) -> tuple[str, ...]:
-        return ("f32", "f16")
+        return ("f32", "f16", "bf16") if target.kind == "cuda" else ("f32", "f16")
 
     def space(self, target: Target) -> Space:
         """GEMM knobs; with a known subgroup size (the GEMV's shuffle width) the GEMV's too

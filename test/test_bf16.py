@@ -216,3 +216,162 @@ def test_export_round_trip(tmp_path):
     got = loaded(x)
     _same(got, exe(x))
     close(got, bf(_softmax(x.astype(np.float64) * 2.0)))
+
+
+# -- vulkan: refused at compile time, where bf16 enters the program --------------------------
+
+def test_vulkan_refuses_bf16_at_its_location():
+    src = ('func.func @main(%x: tensor<?x8xf32, #relax.shape<["n", 8]>>) -> tensor<?x8xf32, #relax.shape<["n", 8]>>'
+           ' attributes {relax.function} {\n'
+           '  %0 = "relax.astype"(%x) {dtype = bf16} : (tensor<?x8xf32, #relax.shape<["n", 8]>>) -> '
+           'tensor<?x8xbf16, #relax.shape<["n", 8]>>\n'
+           '  %1 = "relax.astype"(%0) {dtype = f32} : (tensor<?x8xbf16, #relax.shape<["n", 8]>>) -> '
+           'tensor<?x8xf32, #relax.shape<["n", 8]>>\n'
+           '  return %1 : tensor<?x8xf32, #relax.shape<["n", 8]>>\n}\n')
+    with pytest.raises(relax_mlir.CompileError) as info:
+        relax_mlir.compile(src, target="vulkan")
+    assert [(w.rsplit(":", 2)[-2:], m) for w, m in info.value.diagnostics] == [
+        (["2", "8"], "'relax.astype' result: bf16 tensors are not supported on the vulkan target (the pinned "
+                     "SPIR-V target has no bfloat16 type): compute in f32 or f16 (relax.astype), or compile for "
+                     "cpu or cuda")]
+
+
+# -- cuda: PTX (everywhere) and the host path with the fake driver -----------------------------
+
+def _cuda_graph(ctx):
+    """gelu(x @ w + b) in bf16: the matmul rule's routes with the bias and gelu folded in."""
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", 64], "bf16"), ("w", [64, 96], "bf16"),
+                                        ("b", [96], "bf16")]) as fn:
+            x, w, b = fn.params
+            fn.ret(relax.gelu(relax.matmul(x, w) + b))
+    return m
+
+
+def test_cuda_bf16_matmul_ptx():
+    from mlir.dialects import gpu
+    ctx = relax_mlir.make_context()
+    m = _cuda_graph(ctx)
+    with ctx:
+        relax_mlir.run_pipeline(m, "builtin.module(cuda)")
+        ptx = {ir.StringAttr(op.attributes["sym_name"]).value:
+               gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0]).object.decode()
+               for op in (o.operation for o in m.body.operations) if op.name == "gpu.binary"}
+    # one fused kernel, three routes of the Matmul rule (bf16 is in its dtypes on cuda): GEMM
+    # tiles (workgroup memory, barriers), the GEMV (shuffles, 128-bit loads of B: 8 bf16), a
+    # thread per element
+    assert sorted(ptx) == ["fused_matmul_add_gelu_kernel", "fused_matmul_add_gelu_kernel_0",
+                           "fused_matmul_add_gelu_kernel_1"]
+    tiles, gemv, small = (ptx[k] for k in sorted(ptx))
+    assert "bar.sync" in tiles and "ld.shared" in tiles
+    assert "shfl.sync.bfly" in gemv and "ld.global.v4.b32" in gemv
+    for code in ptx.values():
+        assert ".target sm_80" in code and ".extern" not in code
+        # products summed in f32 registers, rounded to bf16 once (before the bias add)
+        assert "add.rn.f32" in code or "fma.rn.f32" in code
+        assert "cvt.rn.bf16.f32" in code
+        assert "add.rn.bf16" not in code and "mul.rn.bf16" not in code   # no bf16 accumulation
+
+
+FAKE_BF16 = r'''
+import ctypes, json, sys
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+import ml_dtypes
+import numpy as np
+import relax_mlir
+sys.path.insert(0, sys.argv[2])
+import test_bf16
+
+fake = ctypes.CDLL("libcuda.so.1")
+launches = lambda: ctypes.c_long.in_dll(fake, "fake_launches").value   # noqa: E731
+exe = relax_mlir.compile(test_bf16._cuda_graph(relax_mlir.make_context()), target="cuda")
+rng = np.random.default_rng(0)
+w = rng.standard_normal((64, 96)).astype(ml_dtypes.bfloat16)
+b = rng.standard_normal(96).astype(ml_dtypes.bfloat16)
+out = {"calls": []}
+for n in (1, 7, 130):
+    before = launches()
+    y = exe(rng.standard_normal((n, 64)).astype(ml_dtypes.bfloat16), w, b)
+    out["calls"].append([list(y.shape), str(y.dtype), launches() - before])
+dw = exe.upload(w)
+out["upload"] = [str(dw.dtype), bool(np.array_equal(dw.numpy().view(np.uint16), w.view(np.uint16)))]
+try:
+    exe(np.ones((2, 64), np.float32), w, b)
+except TypeError as e:
+    out["wrong_dtype"] = str(e)
+print("FAKE-RUN " + json.dumps(out))
+'''
+
+
+def test_cuda_bf16_host_path_with_the_fake_driver(tmp_path):
+    """bf16 arrays through the cuda runtime (the fake driver runs no kernel: shapes, dtypes,
+    launches, uploads and the argument checks of the host path)."""
+    import test_cuda
+    out = test_cuda.run_fake(tmp_path, FAKE_BF16, os.path.dirname(os.path.abspath(__file__)))
+    assert out["calls"] == [[[n, 96], "bfloat16", 1] for n in (1, 7, 130)]
+    assert out["upload"] == ["bfloat16", True]
+    assert out["wrong_dtype"] == "@main: argument #0 has dtype float32, expected bfloat16 (bf16)"
+
+
+# -- PyTorch: a model.to(torch.bfloat16) ---------------------------------------------------------
+
+def test_torch_bf16_mlp_matches_pytorch():
+    """Linear + GELU + LayerNorm + Linear in bf16 (weights and activations), dynamic batch:
+    the same bf16 outputs as PyTorch's eager bf16 up to a few bf16 ulps (PyTorch's CPU
+    linear may round its f32 accumulator differently; the kernels here accumulate in f32 too)."""
+    torch = pytest.importorskip("torch")
+    from relax_mlir.frontend.torch import compile as torch_compile
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(48, 96), torch.nn.GELU(), torch.nn.LayerNorm(96),
+                                torch.nn.Linear(96, 40)).to(torch.bfloat16).eval()
+    b = torch.export.Dim("b", max=512)
+    fn = torch_compile(model, (torch.randn(4, 48, dtype=torch.bfloat16),), dynamic_shapes=({0: b},))
+    assert all(p.dtype == BF16 for p in fn.params)
+    for n in (1, 7, 300):
+        x = torch.randn(n, 48, dtype=torch.bfloat16)
+        with torch.no_grad():
+            want = model(x)
+        got = fn(x)
+        assert got.dtype == torch.bfloat16 and got.shape == (n, 40)
+        g, w = got.float().numpy(), want.float().numpy()
+        # measured: at most one ulp of the largest output (0.008 and 0.016 at |y| <= 2.6)
+        assert np.abs(g - w).max() <= 2 * ULP * np.abs(w).max(), np.abs(g - w).max()
+        # numpy in, numpy out: the same executable
+        assert np.array_equal(fn(x.view(torch.int16).numpy().view(BF16)).view(np.uint16),
+                              got.view(torch.int16).numpy().view(np.uint16))
+
+
+def test_torch_bf16_tiny_llama_logits():
+    """A random tiny Hugging Face Llama (GQA, tied embeddings, RoPE, RMSNorm, SiLU MLP) in
+    bf16, one executable for every sequence length: PyTorch's bf16 logits up to bf16 rounding
+    (measured: at most one ulp of the largest logit)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from relax_mlir.frontend.torch import compile as torch_compile
+
+    torch.manual_seed(1)
+    cfg = transformers.LlamaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, intermediate_size=64, max_position_embeddings=128,
+                                   tie_word_embeddings=True, use_cache=False)
+    lm = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, input_ids):
+            return self.lm(input_ids=input_ids).logits
+
+    model = Logits()
+    fn = torch_compile(model, (torch.randint(0, 100, (1, 8)),),
+                       dynamic_shapes={"input_ids": {1: torch.export.Dim("s", max=64)}})
+    for s in (1, 7, 33):
+        ids = torch.randint(0, 100, (1, s), generator=torch.Generator().manual_seed(s))
+        with torch.no_grad():
+            want = model(ids).float().numpy()
+        got = fn(ids)
+        assert got.dtype == torch.bfloat16 and got.shape == (1, s, 100)
+        assert np.abs(got.float().numpy() - want).max() <= 2 * ULP * np.abs(want).max()

@@ -352,7 +352,7 @@ class Importer:
             if hasattr(t, "detach"):
                 t = t.detach()
             tr = self.transpose_linear_weights and _only_linear_weight(by_name[s.arg.name])
-            a = _to_numpy(t)
+            a = to_numpy(t)
             if tr:
                 a = np.ascontiguousarray(a.T)
             trailing.append(ImportedParam(s.arg.name, s.target, kinds[s.kind], tr))
@@ -618,7 +618,8 @@ def wants_transpose(user, node) -> bool:
     return False
 
 
-def _to_numpy(t) -> np.ndarray:
+def to_numpy(t) -> np.ndarray:
+    """A tensor (or array-like) as a numpy array (torch.bfloat16 as ml_dtypes.bfloat16, no copy)."""
     import torch
 
     if isinstance(t, torch.Tensor):
@@ -627,6 +628,16 @@ def _to_numpy(t) -> np.ndarray:
             return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
         return t.numpy()
     return np.asarray(t)
+
+
+def to_torch(a: np.ndarray):
+    """A torch tensor sharing ``a``'s memory (ml_dtypes' bfloat16 as torch.bfloat16; 0-d kept)."""
+    import torch
+
+    a = np.require(a, requirements="C")
+    if a.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def _np_to_dtype(d) -> str:

@@ -375,3 +375,14 @@ def test_torch_bf16_tiny_llama_logits():
         got = fn(ids)
         assert got.dtype == torch.bfloat16 and got.shape == (1, s, 100)
         assert np.abs(got.float().numpy() - want).max() <= 2 * ULP * np.abs(want).max()
+
+
+def test_torch_bf16_tensor_through_dlpack(exe):
+    """A torch.bfloat16 tensor passed to an Executable as is (numpy's DLPack has no bfloat16:
+    read through its int16 view, no copy)."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(3, 5, dtype=torch.bfloat16)
+    y = torch.randn(3, 5, dtype=torch.bfloat16)
+    got = exe["add"](x, y)
+    assert got.dtype == BF16
+    np.testing.assert_array_equal(got.astype(np.float32), (x + y).float().numpy())

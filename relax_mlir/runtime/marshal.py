@@ -389,10 +389,21 @@ def _c_contiguous(shape, strides) -> bool:
     return True
 
 
+def _from_dlpack(x) -> np.ndarray:
+    try:
+        return np.from_dlpack(x)
+    except RuntimeError:
+        # numpy's DLPack has no bfloat16: a torch bf16 tensor is read through its int16 view
+        if str(getattr(x, "dtype", "")) != "torch.bfloat16":
+            raise
+        import torch
+        return np.from_dlpack(x.view(torch.int16)).view(ml_dtypes.bfloat16)
+
+
 def _as_array(x) -> np.ndarray:
     if not isinstance(x, np.ndarray):
         if hasattr(x, "__dlpack__"):
-            x = np.from_dlpack(x)
+            x = _from_dlpack(x)
         else:
             x = np.asarray(x)
     if not x.flags["C_CONTIGUOUS"] or not x.flags["ALIGNED"]:

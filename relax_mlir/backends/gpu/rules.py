@@ -13,7 +13,7 @@ What no rule takes keeps the generic fallback: the naive parallel-loop route of
 ===================  ==========================  =============================================
 kind                 rule (knob family)           element types
 ===================  ==========================  =============================================
-output-fusable       :class:`Matmul` (matmul):    f32, f16 (both targets). Products and sums
+output-fusable       :class:`Matmul` (matmul):    f32, f16 (both targets), bf16 (cuda). Sums
                      GEMM tiles for M, N >= min,  in f32 registers, C stored in its own type
                      the GEMV (subgroup shuffles) (f16 x f16 -> f16 with f32 accumulation).
                      for M <= gemv_rows, else a   Integer matmuls: the fallback.
@@ -24,10 +24,9 @@ broadcast,           (elementwise)                16-bit and 64-bit data: the fa
 injective
 ===================  ==========================  =============================================
 
-bf16 is not offered: relax refuses bf16 tensors (numpy has no bfloat16); the launch builders
-widen any float storage type to f32 (``FLOAT_TYPES`` of tile_matmul lists bf16), so adding
-it is a line in :meth:`Matmul.dtypes` once the frontend has it (cuda only: the pinned SPIR-V
-target has no bf16).
+bf16: the launch builders widen any float storage type to f32 (``FLOAT_TYPES`` of tile_matmul),
+so :meth:`Matmul.dtypes` lists it on cuda; the vulkan pipeline refuses bf16 before any rule
+(relax-spirv-check-dtypes: the pinned SPIR-V target has no bf16).
 
 A kernel without a recorded kind (``relax-opt`` on hand-written kernels) is offered to every
 rule in that order. ``relax.schedule_config`` on a kernel (a dictionary of integers, as

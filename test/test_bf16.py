@@ -386,3 +386,22 @@ def test_torch_bf16_tensor_through_dlpack(exe):
     got = exe["add"](x, y)
     assert got.dtype == BF16
     np.testing.assert_array_equal(got.astype(np.float32), (x + y).float().numpy())
+
+
+def _cuda_device() -> tuple[bool, str]:
+    from relax_mlir.runtime import cuda as curt
+    return curt.available()
+
+
+@pytest.mark.skipif(not _cuda_device()[0], reason=f"no CUDA device: {_cuda_device()[1]}")
+def test_cuda_bf16_numerics():
+    """On a device: the three matmul routes (GEMV at 1 row, a thread per element at 7, the
+    GEMM tiles at 130) against numpy, each op rounded to bf16 once."""
+    exe = relax_mlir.compile(_cuda_graph(relax_mlir.make_context()), target="cuda")
+    rng = np.random.default_rng(5)
+    w, b = bf(rng.standard_normal((64, 96)) / 8), bf(rng.standard_normal(96))
+    r = lambda v: bf(v).astype(np.float64)  # noqa: E731
+    for n in (1, 7, 130):
+        x = bf(rng.standard_normal((n, 64)))
+        h = r(r(x.astype(np.float64) @ w.astype(np.float64)) + b.astype(np.float64))
+        close(exe(x, w, b), bf(_gelu(h)), scale=np.maximum(np.abs(h), 1.0), ulps=2)

@@ -405,3 +405,51 @@ def test_cuda_bf16_numerics():
         x = bf(rng.standard_normal((n, 64)))
         h = r(r(x.astype(np.float64) @ w.astype(np.float64)) + b.astype(np.float64))
         close(exe(x, w, b), bf(_gelu(h)), scale=np.maximum(np.abs(h), 1.0), ulps=2)
+
+
+# -- every float op of the numerics suite, in bf16 -------------------------------------------------
+
+def _bf16_cases():
+    import test_ops_numerics as numerics
+    out, seen = [], set()
+    for case in numerics.CASES:
+        if not any(d in ("f32", "f16") for d in case.dtypes) or any(t in case.attrs for t in ("f32", "f16")):
+            continue
+        if case.op == "quantized_matmul":   # x is f32 by definition
+            continue
+        dts = ["bf16" if d in ("f32", "f16") else d for d in case.dtypes]
+        if (case.op, tuple(dts), case.attrs) not in seen:
+            seen.add((case.op, tuple(dts), case.attrs))
+            out.append(pytest.param(case, dts, id=f"{case.op}-{'-'.join(dts)}-{case.id.split('-', 1)[-1][:30]}"))
+    return out
+
+
+@pytest.mark.parametrize("case,dts", _bf16_cases())
+def test_numerics_suite_in_bf16(case, dts):
+    """test_ops_numerics' float cases with every float operand bf16: inputs drawn as there and
+    rounded to bf16, the f64 reference on them; each result within one bf16 ulp (measured:
+    half an ulp at most, for every op)."""
+    import test_ops_numerics as numerics
+    from kernel_harness import graph_module
+    from relax_mlir.shapes import Shape
+
+    exe = relax_mlir.compile(graph_module(case.op, case.shapes, dts, case.attrs, name="main"))
+    syms = sorted(set().union(*(Shape.of(s).symbols for s in case.shapes)))
+    rng = np.random.default_rng(0)
+    for v in case.sizes:
+        env = {**{s: v for s in syms}, **case.extra}
+        ins = [(case.gen or numerics._gen)(rng, numerics._dims(s, env), "f32" if d == "bf16" else d, i)
+               for i, (s, d) in enumerate(zip(case.shapes, dts))]
+        ins = [x.astype(BF16) if d == "bf16" else x for x, d in zip(ins, dts)]
+        ref = case.ref(*[x.astype(np.float64) if x.dtype == BF16 else x for x in ins])
+        got = exe(*ins)
+        for g, r in zip(got if isinstance(got, (tuple, list)) else [got], ref if isinstance(ref, tuple) else [ref]):
+            r = np.asarray(r)
+            assert g.shape == r.shape, (env, g.shape, r.shape)
+            if g.dtype != BF16:   # indices (argmax, argsort, topk's second result)
+                np.testing.assert_array_equal(g, r.astype(g.dtype), err_msg=str(env))
+                continue
+            g, r = g.astype(np.float64), r.astype(np.float64)
+            assert np.array_equal(np.isnan(g), np.isnan(r)), env
+            ok = ~np.isnan(r)
+            assert np.all(np.abs(g[ok] - r[ok]) <= ULP * (np.abs(r[ok]) + 1e-2)), (env, np.abs(g[ok] - r[ok]).max())

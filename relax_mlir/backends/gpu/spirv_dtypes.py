@@ -2,10 +2,10 @@
 SPIR-V target cannot compute on.
 
 The vulkan pipeline targets SPIR-V 1.3 with the capabilities of
-:data:`relax_mlir.pipelines.vulkan.CAPS`: no ``BFloat16TypeKHR`` (``SPV_KHR_bfloat16`` is
-newer than the drivers this project runs on, lavapipe included). Without this check a bf16
-program still compiled: the SPIR-V conversion treats bf16 buffers as 16-bit words, so the
-kernels read garbage and returned it (a silently wrong answer). The check runs first in
+:data:`relax_mlir.pipelines.vulkan.CAPS`, which have no bfloat16 type (``SPV_KHR_bfloat16``'s
+``BFloat16TypeKHR`` is not among them). Without this check a bf16 program still compiled and
+returned garbage (a bf16 matmul on lavapipe gave values like 1.9e37 for O(1) results): a
+silently wrong answer. The check runs first in
 the vulkan graph stage and reports where bf16 enters each graph function: a parameter
 (at its location: its name), or an op whose result is bf16 while none of its operands
 is (``relax.astype``, a constant; nested regions included), never every op downstream.

@@ -88,7 +88,7 @@ def _is_float(dtype: str) -> bool:
 
 
 def _finfo_min(dtype: str) -> float:
-    return float(ml_dtypes.finfo(NP_DTYPES.get(dtype, np.float32)).min)
+    return float(ml_dtypes.finfo(NP_DTYPES[dtype] if dtype in ("f16", "bf16", "f32", "f64") else np.float32).min)
 
 
 # -- elementwise arithmetic -----------------------------------------------------------------

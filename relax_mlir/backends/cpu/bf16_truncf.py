@@ -1,9 +1,11 @@
 """relax-bf16-truncf: round f32 -> bf16 with integer operations, the same on every CPU.
 
-LLVM lowers ``fptrunc float to bfloat`` per target: on a CPU with AVX512-BF16 the vectorized
-kernels use ``vcvtneps2bf16``, which flushes subnormals to zero (measured: ``astype`` of
-1e-40 gave 0 on this project's Xeon, where ``ml_dtypes`` keeps 9.18e-41); other CPUs get
-LLVM's expansion, which keeps them. The bits of a result would then depend on the CPU. This pass replaces every ``arith.truncf`` from f32 (or a vector of f32) to
+LLVM lowers ``fptrunc float to bfloat`` per target (``llc`` of LLVM 22): with AVX512-BF16
+(sapphirerapids) scalars and vectors become ``vcvtneps2bf16``, which flushes subnormals to
+zero (measured: ``astype`` of 1e-40 gave 0 on this project's Xeon, where ``ml_dtypes`` keeps
+9.18e-41); without it (skylake-avx512) every element is a call to ``__truncsfbf2`` (the C
+runtime's, which keeps them; 16 calls per 16-wide vector). The bits of a result would depend
+on the CPU and vector code would not stay vector code. This pass replaces every ``arith.truncf`` from f32 (or a vector of f32) to
 bf16 by the integer form of round-to-nearest-even (what upstream's ``arith-expand
 {include-bf16}`` does, without that pass's other expansions, e.g. of ``arith.maximumf``,
 which would change the scheduled kernels): add ``0x7fff`` plus the lowest kept bit to the

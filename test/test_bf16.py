@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 
 import ml_dtypes
@@ -65,6 +66,10 @@ def _layer_norm(x, g, b, eps=1e-5):
 @pytest.fixture(scope="module")
 def exe():
     """ONE executable holding every graph function of the numerics tests."""
+    return relax_mlir.compile(_numerics_module())
+
+
+def _numerics_module():
     ctx = relax_mlir.make_context()
     with ctx, ir.Location.unknown():
         m = ir.Module.create()
@@ -96,7 +101,21 @@ def exe():
                         ("bf16", "i32"), ("i32", "bf16")):
             with graph_function(m, f"astype_{frm}_{to}", [("x", ["n"], frm)]) as fn:
                 fn.ret(relax.astype(fn.params[0], dtype=to))
-    return relax_mlir.compile(m)
+    return m
+
+
+def test_cpu_code_has_no_bf16_arithmetic(tmp_path):
+    """After the cpu pipeline every bf16 op is f32 arithmetic between extensions and integer
+    roundings (arith-emulate-unsupported-floats, relax-bf16-casts): no ``fptrunc`` from f32
+    to bf16 (a call per element, or a subnormal-flushing instruction, depending on the CPU)
+    and no bf16 arithmetic left for LLVM to promote the same way."""
+    relax_mlir.compile(_numerics_module(), options=relax_mlir.CompileOptions(dump_ir=str(tmp_path)))
+    text = (tmp_path / "03-codegen.mlir").read_text()
+    bf16 = r"(?:vector<\d+xbf16>|bf16)"
+    assert re.findall(rf"llvm\.(?:fadd|fsub|fmul|fdiv|frem|fneg|fcmp|intr\.\w+)\b[^\n]*: {bf16}\b", text) == []
+    assert re.findall(rf"llvm\.fptrunc [^\n]*: (?:vector<\d+xf32>|f32) to {bf16}", text) == []
+    # the f64 -> bf16 astype stays one conversion (not two roundings through f32)
+    assert len(re.findall(r"llvm\.fptrunc [^\n]*: f64 to bf16", text)) >= 1
 
 
 def _inputs(rng, n, m, k=1):
@@ -115,6 +134,15 @@ def test_elementwise(exe, n, m):
     close(exe["scaled"](x), bf(r(xf * 0.5) + 3.0))
     close(exe["f_exp"](x), bf(np.exp(xf)))
     close(exe["gelu"](x), bf(_gelu(xf)), scale=np.maximum(np.abs(xf), 1e-3))
+
+
+def test_subnormal_results_are_kept(exe):
+    """bf16 arithmetic rounds like ml_dtypes in vector and scalar code: a subnormal sum stays
+    subnormal (vcvtneps2bf16 would flush it to zero)."""
+    x, y = bf(np.full((3, 4099), 1.5e-38)), bf(np.full((3, 4099), -1.4e-38))
+    want = bf(x.astype(np.float32) + y.astype(np.float32))
+    assert 0 < float(want[0, 0]) < 1.18e-38
+    _same(exe["add"](x, y), want)
 
 
 @pytest.mark.parametrize("n,m", ROWS)

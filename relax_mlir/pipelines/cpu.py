@@ -214,7 +214,10 @@ def _llvm_stage() -> list[str]:
         "relax-kernel-fastmath",
         "convert-linalg-to-loops",
         "relax-widen-bool-memrefs",
-        "relax-bf16-truncf",   # f32 -> bf16: the same bits in scalar and vector code, on any CPU
+        # bf16 arithmetic as f32 ops between extf and truncf, each truncf as integer rounding:
+        # the same bits in scalar and vector code, on any CPU (relax-bf16-casts)
+        "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}",
+        "relax-bf16-casts",
     ] + to_llvm()
 
 

@@ -60,7 +60,7 @@ def _runtime(module, metadata: dict, libraries: list[str], options):
     return exe
 
 
-from . import (apply_schedules, bf16_truncf, conv_gemm, dispatch_library, epilogue_in_place,  # noqa: E402,F401
+from . import (apply_schedules, bf16_casts, conv_gemm, dispatch_library, epilogue_in_place,  # noqa: E402,F401
                hoist_scratch, library_variants, omp_threads, prefetch, specialize_ranges)  # (registration of the cpu-only passes)
 
 BACKEND = register_backend(Backend("cpu", "the host CPU: LLVM via the MLIR ExecutionEngine (JIT) or export()",

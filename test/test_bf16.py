@@ -483,3 +483,30 @@ def test_numerics_suite_in_bf16(case, dts):
             assert np.array_equal(np.isnan(g), np.isnan(r)), env
             ok = ~np.isnan(r)
             assert np.all(np.abs(g[ok] - r[ok]) <= ULP * (np.abs(r[ok]) + 1e-2)), (env, np.abs(g[ok] - r[ok]).max())
+
+
+def test_cpu_schedules_take_bf16_kernels():
+    """The cpu schedules take bf16 elementwise and rows kernels (computed in f32, stored in 16
+    bits) and a bf16 matmul (an f32 product whose epilogue casts to bf16, adds the bias and
+    applies gelu in bf16)."""
+    from relax_mlir.pipelines.cpu import graph_stage
+    from relax_mlir.transforms.pipeline import run_pipeline
+
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "mlp", [("x", ["n", 64], "bf16"), ("w", [64, 96], "bf16"),
+                                       ("b", [96], "bf16")]) as fn:
+            x, w, b = fn.params
+            fn.ret(relax.gelu(relax.matmul(x, w) + b))
+        with graph_function(m, "ew", [("x", ["n", 64], "bf16"), ("y", ["n", 64], "bf16")]) as fn:
+            fn.ret(relax.sigmoid(fn.params[0] * fn.params[1]))
+        with graph_function(m, "sm", [("x", ["n", 64], "bf16")]) as fn:
+            fn.ret(relax.softmax(fn.params[0]))
+        run_pipeline(m, "builtin.module(" + ", ".join(graph_stage(dispatch=False)) + ", relax-apply-schedules)")
+        got = {ir.StringAttr(f.attributes["sym_name"]).value:
+               ir.StringAttr(f.attributes["relax.schedule"]).value if "relax.schedule" in f.attributes else ""
+               for f in (o.operation for o in m.body.operations) if "relax.kernel" in f.attributes}
+    assert got == {"relax_astype_to_f32_bf16_Dx64": "elementwise", "relax_astype_to_f32_bf16_64x96": "elementwise",
+                   "fused_matmul_astype_add_gelu": "matmul+elementwise", "fused_multiply_sigmoid": "elementwise",
+                   "relax_softmax_axis1_bf16_Dx64": "rows"}

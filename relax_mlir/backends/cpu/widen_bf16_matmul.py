@@ -1,14 +1,16 @@
 """relax-widen-bf16-matmul: a bf16 matmul as an f32 matmul between casts, for the f32 kernels.
 
 The cpu target's matmul schedules (tiles, packing, GEMV, threads) and its BLAS dispatch are
-f32 only; a bf16 ``relax.matmul`` otherwise legalizes to plain loops (measured about 100x
-slower than f32 at 256x512x512). Rewritten as
+f32 only; a bf16 ``relax.matmul`` otherwise legalizes to plain loops (about 90x slower than
+f32 at 256x512x512, bench/README.md). Rewritten as
 
     astype(matmul(astype(a, f32), astype(b, f32)), bf16)
 
 it computes the same thing: the bf16 kernel also widens each product to f32 and sums in f32
 (ops/linalg.py), so only the summation order differs, and the result is rounded to bf16
-once. The casts cost a pass over each operand per call; a weight's cast depends on the
+once. The cast back fuses into the product's kernel as its epilogue, which the schedules
+take (bf16 epilogues computed in f32). The casts cost a pass over each operand per call; a
+weight's cast depends on the
 weight only, so where the function declares its weights (the torch importer's
 ``relax.num_input``) relax-lift-params moves it into ``<f>_transform_params`` and
 ``bind_params`` runs it once. Runs in the cpu graph stage after shape inference, before

@@ -32,6 +32,10 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   route's batch matmul (the weight shared by the images): the matmul schedule with (image,
   pixel panel) tasks, the fused epilogue by output rows (:mod:`.pointwise`);
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
+
+Element types: f32; ``elementwise`` and ``rows`` kernels (a matmul's epilogue included) also
+take bf16 tensors, which they compute in f32 and store in 16 bits (a bf16 matmul reaches the
+``matmul`` schedule as an f32 product cast in its epilogue: relax-widen-bf16-matmul).
 """
 
 from __future__ import annotations

@@ -61,6 +61,10 @@ from ....target import Simd, host_simd
 from ....transforms.graph import on_tensors  # noqa: F401 (re-exported)
 from .rows import rows_schedule
 
+#: elementwise and rows schedules on bf16 tensors (False: their plain loops, for
+#: bench/bench_bf16.py --ab, which compares the two in one process)
+BF16_SCHEDULES = True
+
 KIND_ATTR = "relax.kernel_kind"  # set by relax-annotate-kernel-kinds
 RANGE_ATTR = "relax.range"  # {m_min, m_max} of a variant made by relax-specialize-ranges
 
@@ -560,7 +564,7 @@ def _iterators(op: ir.Operation) -> list[str]:
 def _f32_tensors(op: ir.Operation, bf16: bool = False) -> bool:
     """Every operand and result an f32 tensor (or bf16 with ``bf16``: computed in f32, stored
     in 16 bits, cast by relax-bf16-casts)."""
-    kinds = (ir.F32Type, ir.BF16Type) if bf16 else ir.F32Type
+    kinds = (ir.F32Type, ir.BF16Type) if bf16 and BF16_SCHEDULES else ir.F32Type
     return all(isinstance(v.type, ir.RankedTensorType) and isinstance(v.type.element_type, kinds)
                for v in list(op.operands) + list(op.results))
 

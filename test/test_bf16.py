@@ -304,6 +304,30 @@ def test_cuda_bf16_matmul_ptx():
         assert "add.rn.bf16" not in code and "mul.rn.bf16" not in code   # no bf16 accumulation
 
 
+def test_cuda_bf16_rows_and_elementwise_ptx():
+    """bf16 layer_norm, sum, softmax (fused with exp and a scale) and astype to f16 on cuda:
+    the generic launches (the row and elementwise rules are f32 / 32-bit), f32 arithmetic,
+    results rounded with cvt.rn.bf16.f32; every kernel self-contained PTX."""
+    from mlir.dialects import gpu
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", 64], "bf16"), ("g", [64], "bf16"), ("b", [64], "bf16")]) as fn:
+            x, g, b = fn.params
+            y = relax.layer_norm(x, g, b, axes=[-1])
+            fn.ret(relax.softmax(relax.exp(y) * 2.0, axis=-1), relax.sum(y, axes=[-1]), relax.astype(y, dtype="f16"))
+        relax_mlir.run_pipeline(m, "builtin.module(cuda)")
+        ptx = {ir.StringAttr(op.attributes["sym_name"]).value:
+               gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0]).object.decode()
+               for op in (o.operation for o in m.body.operations) if op.name == "gpu.binary"}
+    assert {k.split("_bf16")[0].split("_kernel")[0] for k in ptx} == {
+        "relax_layer_norm_axes1_eps1em05", "relax_sum_axes1_keep0", "relax_astype_to_f16", "fused_exp_multiply_softmax"}
+    assert all(".target sm_80" in c and ".extern" not in c for c in ptx.values())
+    for op in ("layer_norm", "sum", "softmax"):   # each bf16 result rounded once from f32
+        assert any("cvt.rn.bf16.f32" in c for k, c in ptx.items() if op in k), op
+    assert any("cvt.rn.f16.f32" in c for k, c in ptx.items() if "astype" in k)   # bf16 -> f32 -> f16
+
+
 FAKE_BF16 = r'''
 import ctypes, json, sys
 ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)

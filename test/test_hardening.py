@@ -52,8 +52,6 @@ CASES = {
                                         "_mlir_ciface_no_such_fn (libraries: none given)"),
     "false_assert": (_fn(f"%x: {N}", '  "relax.assert"() {dims = #relax.shape<["n", "n + 1"]>, message = "m"} : () -> ()\n'),
                      "-:2:3", "'relax.assert' always fails: n != n + 1 for every size"),
-    "bf16": (_fn('%x: tensor<?xbf16, #relax.shape<["n"]>>', result='tensor<?xbf16, #relax.shape<["n"]>>'),
-             "-:1:1", "@main: bf16 is not supported"),
     "outside_graph_function": ("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
                                '  %0 = "relax.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>\n'
                                "  return %0 : tensor<4xf32>\n}",

@@ -253,6 +253,7 @@ def const(value, dtype=None, loc: Optional[ir.Location] = None, ip: Optional[ir.
 
     ``dtype`` (``"f32"``, ``"float32"``, ``np.float32``): defaults to the array's own
     (Python floats: f32, ints: i64, bools: i1)."""
+    import ml_dtypes
     import numpy as np
     from mlir.dialects import arith
 
@@ -265,9 +266,7 @@ def const(value, dtype=None, loc: Optional[ir.Location] = None, ip: Optional[ir.
         dt = dtype_name(arr.dtype)
     else:
         dt = dtype_name(dtype)
-        np_dt = {"i1": np.bool_, "bf16": None}.get(dt, None)
-        if dt == "bf16":
-            raise ValueError("bf16 constants are not supported (numpy has no bfloat16)")
+        np_dt = {"i1": np.bool_, "bf16": ml_dtypes.bfloat16}.get(dt, None)
         arr = np.asarray(value, dtype=np_dt or np.dtype(_NUMPY_NAMES.get(dt, dt)))
     et = ir.Type.parse(dt)
     ttype = ir.RankedTensorType.get(list(arr.shape), et)

@@ -84,7 +84,17 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
     """The graph passes, ending with relax-lower-host and its tail (see :func:`stages` for them split)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
                                   dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules), layout)
-    return graph + host + _host_tail()
+    return _cpu_graph(graph) + host + _host_tail()
+
+
+def _cpu_graph(graph: list[str]) -> list[str]:
+    """The graph passes of the cpu target alone (not the GPU targets', which share the rest):
+    relax-widen-bf16-matmul right after shape inference, so that library dispatch and the
+    f32 matmul schedules see the widened products."""
+    if "relax-widen-bf16-matmul" not in PASSES:
+        return graph
+    at = graph.index("relax-infer-shapes") + 1 if "relax-infer-shapes" in graph else 0
+    return graph[:at] + ["relax-widen-bf16-matmul"] + graph[at:]
 
 
 def _host_tail() -> list[str]:
@@ -105,7 +115,7 @@ def stages(fusion: Optional[bool] = None, plan_memory: Optional[bool] = None,
     the LLVM dialect)."""
     graph, host = _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_target, host_target,
                                   dispatch_policy(policy, schedules), conv_gemm(dispatch, schedules), layout)
-    return [("graph", graph), ("host", host + _host_tail()), ("codegen", llvm_stage(schedules))]
+    return [("graph", _cpu_graph(graph)), ("host", host + _host_tail()), ("codegen", llvm_stage(schedules))]
 
 
 def _with_option(name: str, option: str, value: Optional[str]) -> str:
@@ -214,6 +224,10 @@ def _llvm_stage() -> list[str]:
         "relax-kernel-fastmath",
         "convert-linalg-to-loops",
         "relax-widen-bool-memrefs",
+        # bf16 arithmetic as f32 ops between extf and truncf, each truncf as integer rounding:
+        # the same bits in scalar and vector code, on any CPU (relax-bf16-casts)
+        "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}",
+        "relax-bf16-casts",
     ] + to_llvm()
 
 

@@ -5,9 +5,10 @@ Stages (``relax_mlir.compile(src, target="vulkan")``; ``relax-opt
 the SPIR-V, ``vulkan.launches`` listing the launch sites, host code calling
 ``relax_vk_launch_<id>``):
 
-* ``graph``/``host``: the cpu target's graph passes and relax-lower-host, with library
-  dispatch (BLAS runs on the host, not the device) and memory planning (its arena is
-  host memory) off;
+* ``graph``/``host``: relax-spirv-check-dtypes (bf16 refused at its source location: the
+  SPIR-V target has no bf16), the cpu target's graph passes and relax-lower-host, with
+  library dispatch (BLAS runs on the host, not the device) and memory planning (its arena
+  is host memory) off;
 * ``codegen``: :func:`relax_mlir.pipelines.gpu.bufferize_stage`, the GPU kernel stage,
   relax-spirv-entry-abi, SPIR-V for the Vulkan client API
   (``spirv-attach-target{... client_api=Vulkan}``, ``convert-gpu-to-spirv``,
@@ -64,7 +65,9 @@ def codegen_stage(workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "
 def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "") -> list[tuple[str, list[str]]]:
     check_schedule_config(schedule_config, "vulkan")
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
-    return [("graph", graph_stage(graph, "vulkan")), ("host", host), ("codegen", codegen_stage(workgroup_size, schedule_config))]
+    # relax-spirv-check-dtypes first: a bf16 program is refused where bf16 enters it
+    return [("graph", ["relax-spirv-check-dtypes"] + graph_stage(graph, "vulkan")), ("host", host),
+            ("codegen", codegen_stage(workgroup_size, schedule_config))]
 
 
 @register_pipeline("vulkan", "relax IR to host LLVM code + SPIR-V kernels for Vulkan: shapes, legalize, "

@@ -13,6 +13,7 @@ import ctypes
 import re
 from typing import Callable, Optional, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import ShapeError
@@ -20,7 +21,7 @@ from . import abi
 from .abi import FunctionSig
 
 DTYPES = {
-    "f32": np.float32, "f64": np.float64, "f16": np.float16,
+    "f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
     "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8, "i1": np.bool_,
     "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
 }
@@ -388,10 +389,21 @@ def _c_contiguous(shape, strides) -> bool:
     return True
 
 
+def _from_dlpack(x) -> np.ndarray:
+    try:
+        return np.from_dlpack(x)
+    except RuntimeError:
+        # numpy's DLPack has no bfloat16: a torch bf16 tensor is read through its int16 view
+        if str(getattr(x, "dtype", "")) != "torch.bfloat16":
+            raise
+        import torch
+        return np.from_dlpack(x.view(torch.int16)).view(ml_dtypes.bfloat16)
+
+
 def _as_array(x) -> np.ndarray:
     if not isinstance(x, np.ndarray):
         if hasattr(x, "__dlpack__"):
-            x = np.from_dlpack(x)
+            x = _from_dlpack(x)
         else:
             x = np.asarray(x)
     if not x.flags["C_CONTIGUOUS"] or not x.flags["ALIGNED"]:

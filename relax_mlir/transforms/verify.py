@@ -10,7 +10,7 @@ Checks, reporting each problem at its location:
 * relax ops carry their declared attributes with the right kinds and no
   undeclared ones (dialect-prefixed discardable attributes like ``relax.x`` aside),
   and live in a graph function (``func.func`` marked ``relax.function``);
-* graph functions have a body, a name the runtime does not reserve, and no bf16;
+* graph functions have a body and a name the runtime does not reserve;
 * ``relax.upper_bounds`` names bound symbols with positive integer bounds;
 * ``relax.call`` targets a graph function, ``relax.call_tir`` a ``func.func`` whose
   arity fits destination-passing style (``dests`` from relax-plan-memory counted);
@@ -50,8 +50,6 @@ RESERVED_PREFIXES = ("_mlir_", "__relax", "relax_blas_", "relax_mlir_", "llvm.")
 
 #: Attributes every op with a variadic group carries (see dialects/_core.py).
 _SEGMENT_ATTRS = ("operandSegmentSizes", "resultSegmentSizes")
-_UNSUPPORTED_DTYPES = {"bf16": "bf16 is not supported (numpy has no bfloat16 and the cpu target no bf16 "
-                               "kernels): use f16 or f32"}
 
 
 def _sig(where_op, t: ir.Type, what: str):
@@ -100,10 +98,6 @@ def precheck(module: ir.Operation) -> None:
             if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES):
                 emit_error(f, f"graph function @{name}: the name is reserved by the runtime or the C "
                               "library; rename the function")
-            for t in list(function_type(f).inputs) + list(function_type(f).results):
-                if is_tensor(t) and str(ir.RankedTensorType(t).element_type) in _UNSUPPORTED_DTYPES:
-                    emit_error(f, f"@{name}: {_UNSUPPORTED_DTYPES[str(ir.RankedTensorType(t).element_type)]}")
-                    break
         outside = (f.name == "func.func" and not is_graph_function(f) and "relax.lowered" not in f.attributes)
         for item in _walk(f):
             if isinstance(item, ir.Block):
@@ -231,8 +225,6 @@ def verify_function(f: ir.Operation, funcs: dict[str, ir.Operation]) -> None:
         for i, r in enumerate(op.results):
             s = _sig(op, r.type, f"'{op.name}' result #{i}")
             if s is not None:
-                if s.dtype in _UNSUPPORTED_DTYPES:
-                    emit_error(op, f"'{op.name}' result #{i}: {_UNSUPPORTED_DTYPES[s.dtype]}")
                 free = sorted(s.shape.symbols - bound)
                 if free:
                     emit_error(op, f"'{op.name}' result #{i} type uses unbound symbol(s) {', '.join(free)}")

@@ -31,13 +31,14 @@ import sys
 import time
 from typing import Optional
 
+import ml_dtypes
 import numpy as np
 from .. import config as relax_config
 
 MARK = "@@relax-tune "
 
-DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
-          "i8": np.int8, "i1": np.bool_, "index": np.int64}
+DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i64": np.int64,
+          "i32": np.int32, "i8": np.int8, "i1": np.bool_, "index": np.int64}
 
 
 # -- the measuring side (in the subprocess) ----------------------------------------------
@@ -56,7 +57,7 @@ def _inputs(args: list, binding: dict, seed: int) -> list:
             out.append(_shape([a["expr"]], binding)[0])
             continue
         shape, dt = _shape(a["shape"], binding), DTYPES[a["dtype"]]
-        if np.issubdtype(dt, np.floating):
+        if np.issubdtype(dt, np.floating) or dt is ml_dtypes.bfloat16:
             out.append(rng.standard_normal(shape).astype(dt))
         elif dt == np.bool_:
             out.append(rng.integers(0, 2, shape).astype(dt))

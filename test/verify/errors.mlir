@@ -200,14 +200,6 @@ func.func @_mlir_ciface_g(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.
 
 // -----
 
-// bf16 is refused at compile time (numpy has no bfloat16).
-// expected-error@+1 {{@h: bf16 is not supported}}
-func.func @h(%x: tensor<?xbf16, #relax.shape<["n"]>>) -> tensor<?xbf16, #relax.shape<["n"]>> attributes {relax.function} {
-  return %x : tensor<?xbf16, #relax.shape<["n"]>>
-}
-
-// -----
-
 // A relax.assert that can never hold.
 func.func @never(%x: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>> attributes {relax.function} {
   // expected-error@+1 {{'relax.assert' always fails: n != n + 1 for every size (message: "off by one")}}

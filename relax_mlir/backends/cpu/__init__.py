@@ -60,8 +60,9 @@ def _runtime(module, metadata: dict, libraries: list[str], options):
     return exe
 
 
-from . import (apply_schedules, conv_gemm, dispatch_library, epilogue_in_place, hoist_scratch,  # noqa: E402,F401
-               library_variants, omp_threads, prefetch, specialize_ranges)  # (registration of the cpu-only passes)
+from . import (apply_schedules, bf16_casts, conv_gemm, dispatch_library, epilogue_in_place,  # noqa: E402,F401
+               hoist_scratch, library_variants, omp_threads, prefetch, specialize_ranges,
+               widen_bf16_matmul)  # (registration of the cpu-only passes)
 
 BACKEND = register_backend(Backend("cpu", "the host CPU: LLVM via the MLIR ExecutionEngine (JIT) or export()",
                                    "cpu", _stages, _runtime, legalize_target="cpu", host_hooks="cpu",

@@ -13,7 +13,7 @@ What no rule takes keeps the generic fallback: the naive parallel-loop route of
 ===================  ==========================  =============================================
 kind                 rule (knob family)           element types
 ===================  ==========================  =============================================
-output-fusable       :class:`Matmul` (matmul):    f32, f16 (both targets). Products and sums
+output-fusable       :class:`Matmul` (matmul):    f32, f16 (both targets), bf16 (cuda). Sums
                      GEMM tiles for M, N >= min,  in f32 registers, C stored in its own type
                      the GEMV (subgroup shuffles) (f16 x f16 -> f16 with f32 accumulation).
                      for M <= gemv_rows, else a   Integer matmuls: the fallback.
@@ -24,10 +24,9 @@ broadcast,           (elementwise)                16-bit and 64-bit data: the fa
 injective
 ===================  ==========================  =============================================
 
-bf16 is not offered: relax refuses bf16 tensors (numpy has no bfloat16); the launch builders
-widen any float storage type to f32 (``FLOAT_TYPES`` of tile_matmul lists bf16), so adding
-it is a line in :meth:`Matmul.dtypes` once the frontend has it (cuda only: the pinned SPIR-V
-target has no bf16).
+bf16: the launch builders widen any float storage type to f32 (``FLOAT_TYPES`` of tile_matmul),
+so :meth:`Matmul.dtypes` lists it on cuda; the vulkan pipeline refuses bf16 before any rule
+(relax-spirv-check-dtypes: the pinned SPIR-V target has no bf16).
 
 A kernel without a recorded kind (``relax-opt`` on hand-written kernels) is offered to every
 rule in that order. ``relax.schedule_config`` on a kernel (a dictionary of integers, as
@@ -104,10 +103,10 @@ def subgroup(t: Target) -> Optional[int]:
 # -- matmul: GEMM tiles, GEMV, a thread per element ----------------------------------------
 
 def gemv_vector(target: Target, dtype: str) -> int:
-    """Columns per GEMV lane, one vector load of B each: 128 bits (4 x f32, 8 x f16) on cuda;
-    at most 4 components on vulkan (SPIR-V vectors of 8 need the Vector16 capability, which
-    Vulkan shaders do not have: f16 loads are 64 bits there)."""
-    bits = 16 if dtype == "f16" else 32
+    """Columns per GEMV lane, one vector load of B each: 128 bits (4 x f32, 8 x f16 / bf16) on
+    cuda; at most 4 components on vulkan (SPIR-V vectors of 8 need the Vector16 capability,
+    which Vulkan shaders do not have: f16 loads are 64 bits there)."""
+    bits = 16 if dtype in ("f16", "bf16") else 32
     return 128 // bits if target.kind == "cuda" else 4
 
 
@@ -147,7 +146,7 @@ class Matmul(ScheduleRule):
         return _elem(mm.operands[0]) if mm is not None else None
 
     def dtypes(self, target: Target) -> tuple[str, ...]:
-        return ("f32", "f16")
+        return ("f32", "f16", "bf16") if target.kind == "cuda" else ("f32", "f16")
 
     def space(self, target: Target) -> Space:
         """GEMM knobs; with a known subgroup size (the GEMV's shuffle width) the GEMV's too

@@ -27,7 +27,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .importer import CONVERTERS, ImportedParam, Importer, TorchImportError, full_stack_traces  # noqa: F401
+from .importer import (CONVERTERS, ImportedParam, Importer, TorchImportError, full_stack_traces,  # noqa: F401
+                       to_numpy, to_torch)
 from . import aten as _aten  # noqa: F401  (registers the converters)
 
 __all__ = ["from_exported_program", "import_program", "compile", "TorchImportError", "ImportedProgram",
@@ -192,12 +193,12 @@ class CompiledModule:
             kwargs = reorder_kwargs(kwargs, self._in_spec)
         flat, _ = pytree.tree_flatten((args, kwargs))
         as_torch = any(isinstance(a, torch.Tensor) for a in flat)
-        arrays = [a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+        arrays = [to_numpy(a) if isinstance(a, torch.Tensor) else np.asarray(a)
                   for a in flat if isinstance(a, (torch.Tensor, np.ndarray))]
         outs = self.run(*arrays)
         outs = list(outs) if isinstance(outs, tuple) else [outs]
         if as_torch:
-            outs = [torch.from_numpy(np.require(o, requirements='C')) for o in outs]  # keeps 0-d
+            outs = [to_torch(o) for o in outs]  # keeps 0-d
         if self._out_spec is not None:
             try:
                 return pytree.tree_unflatten(outs, self._out_spec)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+import ml_dtypes
 import numpy as np
 from mlir import ir
 
 from ...dialects import relax
 from ...shapes import Dim, Shape
-from .importer import Importer, converter, dtype_of
+from .importer import NP_DTYPES, Importer, converter, dtype_of
 
 END = 2 ** 31  # strided_slice: an end at or beyond this means "to the end"
 
@@ -87,7 +88,7 @@ def _is_float(dtype: str) -> bool:
 
 
 def _finfo_min(dtype: str) -> float:
-    return float(np.finfo({"f32": np.float32, "f64": np.float64, "f16": np.float16}.get(dtype, np.float32)).min)
+    return float(ml_dtypes.finfo(NP_DTYPES[dtype] if dtype in ("f16", "bf16", "f32", "f64") else np.float32).min)
 
 
 # -- elementwise arithmetic -----------------------------------------------------------------

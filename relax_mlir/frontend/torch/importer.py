@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+import ml_dtypes
 import numpy as np
 from mlir import ir
 
@@ -49,7 +50,7 @@ DTYPES = {
     "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
     "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "ui8", "bool": "i1",
 }
-NP_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
+NP_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i64": np.int64,
              "i32": np.int32, "i16": np.int16, "i8": np.int8, "ui8": np.uint8, "i1": np.bool_}
 
 
@@ -351,7 +352,7 @@ class Importer:
             if hasattr(t, "detach"):
                 t = t.detach()
             tr = self.transpose_linear_weights and _only_linear_weight(by_name[s.arg.name])
-            a = _to_numpy(t)
+            a = to_numpy(t)
             if tr:
                 a = np.ascontiguousarray(a.T)
             trailing.append(ImportedParam(s.arg.name, s.target, kinds[s.kind], tr))
@@ -617,14 +618,26 @@ def wants_transpose(user, node) -> bool:
     return False
 
 
-def _to_numpy(t) -> np.ndarray:
+def to_numpy(t) -> np.ndarray:
+    """A tensor (or array-like) as a numpy array (torch.bfloat16 as ml_dtypes.bfloat16, no copy)."""
     import torch
 
     if isinstance(t, torch.Tensor):
-        if t.dtype == torch.bfloat16:
-            raise TorchImportError("bfloat16 parameters are not supported (numpy has no bfloat16)")
-        return t.detach().cpu().contiguous().numpy()
+        t = t.detach().cpu().contiguous()
+        if t.dtype == torch.bfloat16:   # numpy's bfloat16 is ml_dtypes' (torch has no numpy view of it)
+            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        return t.numpy()
     return np.asarray(t)
+
+
+def to_torch(a: np.ndarray):
+    """A torch tensor sharing ``a``'s memory (ml_dtypes' bfloat16 as torch.bfloat16; 0-d kept)."""
+    import torch
+
+    a = np.require(a, requirements="C")
+    if a.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def _np_to_dtype(d) -> str:

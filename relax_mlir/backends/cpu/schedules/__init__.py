@@ -32,6 +32,10 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   route's batch matmul (the weight shared by the images): the matmul schedule with (image,
   pixel panel) tasks, the fused epilogue by output rows (:mod:`.pointwise`);
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
+
+Element types: f32; ``elementwise`` and ``rows`` kernels (a matmul's epilogue included) also
+take bf16 tensors, which they compute in f32 and store in 16 bits (a bf16 matmul reaches the
+``matmul`` schedule as an f32 product cast in its epilogue: relax-widen-bf16-matmul).
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ from .matmul import config_for, gemv_schedule, gemv_split, matmul_schedule, pack
 from ....target import Simd, host_simd
 from ....transforms.graph import on_tensors  # noqa: F401 (re-exported)
 from .rows import rows_schedule
+
+#: elementwise and rows schedules on bf16 tensors (False: their plain loops, for
+#: bench/bench_bf16.py --ab, which compares the two in one process)
+BF16_SCHEDULES = True
 
 KIND_ATTR = "relax.kernel_kind"  # set by relax-annotate-kernel-kinds
 RANGE_ATTR = "relax.range"  # {m_min, m_max} of a variant made by relax-specialize-ranges
@@ -553,8 +561,11 @@ def _iterators(op: ir.Operation) -> list[str]:
     return [str(t).split("<")[-1].rstrip(">") for t in op.opview.iterator_types]
 
 
-def _f32_tensors(op: ir.Operation) -> bool:
-    return all(isinstance(v.type, ir.RankedTensorType) and isinstance(v.type.element_type, ir.F32Type)
+def _f32_tensors(op: ir.Operation, bf16: bool = False) -> bool:
+    """Every operand and result an f32 tensor (or bf16 with ``bf16``: computed in f32, stored
+    in 16 bits, cast by relax-bf16-casts)."""
+    kinds = (ir.F32Type, ir.BF16Type) if bf16 and BF16_SCHEDULES else ir.F32Type
+    return all(isinstance(v.type, ir.RankedTensorType) and isinstance(v.type.element_type, kinds)
                for v in list(op.operands) + list(op.results))
 
 
@@ -568,7 +579,7 @@ def _select_elementwise(ops: list[ir.Operation], target: Optional[Simd] = None,
     static inner dims are merged first (:func:`.elementwise.collapse_group`), so (O, C, 3, 3)
     times a per-O scale runs as (O, C*9) (not for a matmul's epilogue: its script is the
     matmul's)."""
-    if not ops or any(o.name != "linalg.generic" or not _f32_tensors(o) for o in ops):
+    if not ops or any(o.name != "linalg.generic" or not _f32_tensors(o, bf16=True) for o in ops):
         return None
     if any(set(_iterators(o)) != {"parallel"} for o in ops):
         return None
@@ -621,7 +632,7 @@ def _select_rows(ops: list[ir.Operation], target: Optional[Simd] = None,
     if not ops or ops[-1].name != "linalg.generic" or set(_iterators(ops[-1])) != {"parallel"}:
         return None
     shape = _output_shape(ops[-1])
-    if not shape or not _f32_tensors(ops[-1]):
+    if not shape or not _f32_tensors(ops[-1], bf16=True):
         return None
     rank, reductions = len(shape), []
     if rank < 2:
@@ -629,7 +640,7 @@ def _select_rows(ops: list[ir.Operation], target: Optional[Simd] = None,
     for o in ops:
         if o.name == "linalg.fill":
             continue
-        if o.name != "linalg.generic" or not _f32_tensors(o):
+        if o.name != "linalg.generic" or not _f32_tensors(o, bf16=True):
             return None
         it = _iterators(o)
         if it != ["parallel"] * rank and it != ["parallel"] * (rank - 1) + ["reduction"]:

@@ -1,0 +1,108 @@
+"""bf16 against f32 on the cpu target: one executable holding both, timed interleaved.
+
+A bf16 matmul is an f32 matmul between casts (relax-widen-bf16-matmul): library dispatch may
+send it to BLAS; the generated kernel has the cast back to bf16 as its epilogue, which the
+matmul schedule takes. Softmax in bf16 reads and writes half the bytes of f32, computing in
+f32 (the rows schedule). PyTorch's bf16 eager ops run beside for reference. ``--ab``: a
+second executable with the bf16 schedules off (``schedules.BF16_SCHEDULES``: plain loops)
+beside, bf16 softmax and LayerNorm too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import ml_dtypes
+import numpy as np
+from mlir import ir
+
+import relax_mlir
+from relax_mlir.dialects import relax
+from relax_mlir.frontend.builder import graph_function
+
+
+def _module(k: int, n: int, cols: int):
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        for dt in ("f32", "bf16"):
+            with graph_function(m, f"mm_{dt}", [("x", ["m", k], dt), ("w", [k, n], dt)]) as fn:
+                fn.ret(relax.matmul(*fn.params))
+            with graph_function(m, f"softmax_{dt}", [("x", ["m", cols], dt)]) as fn:
+                fn.ret(relax.softmax(fn.params[0], axis=-1))
+            with graph_function(m, f"layer_norm_{dt}", [("x", ["m", cols], dt), ("g", [cols], dt),
+                                                        ("b", [cols], dt)]) as fn:
+                fn.ret(relax.layer_norm(*fn.params, axes=[-1]))
+    return m
+
+
+def _ab(args, exe, rng) -> None:
+    """The bf16 kernels with their schedules (``exe``) and as plain loops, interleaved."""
+    from relax_mlir.backends.cpu import schedules
+    schedules.BF16_SCHEDULES = False
+    try:
+        loops = relax_mlir.compile(_module(args.k, args.n, args.cols), options={"cache": False})
+    finally:
+        schedules.BF16_SCHEDULES = True
+    print(f"\n--ab: bf16 scheduled vs plain loops (ms), load {os.getloadavg()[0]:.2f}")
+    print(f"{'m':>6} {'mm':>8} {'mm loops':>9} | {'softmax':>8} {'loops':>8} | {'layernorm':>9} {'loops':>8}")
+    for m in args.rows:
+        x = rng.standard_normal((m, args.k)).astype(ml_dtypes.bfloat16)
+        w = rng.standard_normal((args.k, args.n)).astype(ml_dtypes.bfloat16)
+        s = rng.standard_normal((m, args.cols)).astype(ml_dtypes.bfloat16)
+        g = rng.standard_normal(args.cols).astype(ml_dtypes.bfloat16)
+        r = [_time(e["mm_bf16"], x, w, reps=args.reps) for e in (exe, loops)]
+        r += [_time(e["softmax_bf16"], s, reps=args.reps) for e in (exe, loops)]
+        r += [_time(e["layer_norm_bf16"], s, g, g, reps=args.reps) for e in (exe, loops)]
+        print(f"{m:>6} {r[0]:8.3f} {r[1]:9.3f} | {r[2]:8.3f} {r[3]:8.3f} | {r[4]:9.3f} {r[5]:8.3f}")
+
+
+def _time(fn, *args, reps: int) -> float:
+    fn(*args)
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn(*args)
+        best = min(best, time.perf_counter() - t)
+    return best * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, nargs="+", default=[1, 16, 256, 1024])
+    ap.add_argument("--k", type=int, default=512)
+    ap.add_argument("--n", type=int, default=512)
+    ap.add_argument("--cols", type=int, default=1024)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--ab", action="store_true", help="bf16 schedules against their plain loops")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    exe = relax_mlir.compile(_module(args.k, args.n, args.cols), options={"cache": False})
+    rng = np.random.default_rng(0)
+    print(f"load {os.getloadavg()[0]:.2f}; best of {args.reps}, ms; matmul (m, {args.k}) x ({args.k}, {args.n}), "
+          f"softmax (m, {args.cols})")
+    print(f"{'m':>6} {'mm f32':>9} {'mm bf16':>9} {'torch bf16':>10} | {'sm f32':>8} {'sm bf16':>8} {'torch bf16':>10}")
+    for m in args.rows:
+        x = rng.standard_normal((m, args.k)).astype(np.float32)
+        w = rng.standard_normal((args.k, args.n)).astype(np.float32)
+        s = rng.standard_normal((m, args.cols)).astype(np.float32)
+        xb, wb, sb = (a.astype(ml_dtypes.bfloat16) for a in (x, w, s))
+        row = [_time(exe["mm_f32"], x, w, reps=args.reps), _time(exe["mm_bf16"], xb, wb, reps=args.reps)]
+        row.append(_time(torch.matmul, *(torch.from_numpy(a).bfloat16() for a in (x, w)), reps=args.reps)
+                   if torch else float("nan"))
+        row += [_time(exe["softmax_f32"], s, reps=args.reps), _time(exe["softmax_bf16"], sb, reps=args.reps)]
+        row.append(_time(lambda a: torch.softmax(a, -1), torch.from_numpy(s).bfloat16(), reps=args.reps)
+                   if torch else float("nan"))
+        print(f"{m:>6} {row[0]:9.3f} {row[1]:9.3f} {row[2]:10.3f} | {row[3]:8.3f} {row[4]:8.3f} {row[5]:10.3f}")
+    if args.ab:
+        _ab(args, exe, rng)
+    print(f"load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

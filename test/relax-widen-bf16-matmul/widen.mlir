@@ -1,0 +1,33 @@
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-widen-bf16-matmul)' | FileCheck %s
+
+// A bf16 matmul becomes an f32 one between casts (symbolic shapes kept; the f32 schedules and
+// BLAS dispatch take it).
+// CHECK-LABEL: func.func @mm
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xbf16, #relax.shape<["n", 64]>>, %[[W:.*]]: tensor<64x32xbf16>)
+// CHECK: %[[A:.*]] = "relax.astype"(%[[X]]) {dtype = f32} : (tensor<?x64xbf16, #relax.shape<["n", 64]>>) -> tensor<?x64xf32, #relax.shape<["n", 64]>>
+// CHECK: %[[B:.*]] = "relax.astype"(%[[W]]) {dtype = f32} : (tensor<64x32xbf16>) -> tensor<64x32xf32>
+// CHECK: %[[P:.*]] = "relax.matmul"(%[[A]], %[[B]]) : (tensor<?x64xf32, #relax.shape<["n", 64]>>, tensor<64x32xf32>) -> tensor<?x32xf32, #relax.shape<["n", 32]>>
+// CHECK: %[[R:.*]] = "relax.astype"(%[[P]]) {dtype = bf16} : (tensor<?x32xf32, #relax.shape<["n", 32]>>) -> tensor<?x32xbf16, #relax.shape<["n", 32]>>
+// CHECK: %[[Y:.*]] = "relax.relu"(%[[R]])
+// CHECK: return %[[Y]]
+func.func @mm(%x: tensor<?x64xbf16, #relax.shape<["n", 64]>>, %w: tensor<64x32xbf16>) -> tensor<?x32xbf16, #relax.shape<["n", 32]>> attributes {relax.function} {
+  %0 = "relax.matmul"(%x, %w) : (tensor<?x64xbf16, #relax.shape<["n", 64]>>, tensor<64x32xbf16>) -> tensor<?x32xbf16, #relax.shape<["n", 32]>>
+  %1 = "relax.relu"(%0) : (tensor<?x32xbf16, #relax.shape<["n", 32]>>) -> tensor<?x32xbf16, #relax.shape<["n", 32]>>
+  return %1 : tensor<?x32xbf16, #relax.shape<["n", 32]>>
+}
+
+// -----
+
+// Left alone: f32 and f16 matmuls, and a bf16 product asked for in f32 (out_dtype).
+// CHECK-LABEL: func.func @others
+// CHECK-NOT: relax.astype
+// CHECK: "relax.matmul"(%{{.*}}) : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+// CHECK: "relax.matmul"(%{{.*}}) : (tensor<4x8xf16>, tensor<8x2xf16>) -> tensor<4x2xf16>
+// CHECK: "relax.matmul"(%{{.*}}) {out_dtype = f32} : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf32>
+func.func @others(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>, %c: tensor<4x8xf16>, %d: tensor<8x2xf16>,
+                  %e: tensor<4x8xbf16>, %f: tensor<8x2xbf16>) -> (tensor<4x2xf32>, tensor<4x2xf16>, tensor<4x2xf32>) attributes {relax.function} {
+  %0 = "relax.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  %1 = "relax.matmul"(%c, %d) : (tensor<4x8xf16>, tensor<8x2xf16>) -> tensor<4x2xf16>
+  %2 = "relax.matmul"(%e, %f) {out_dtype = f32} : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf32>
+  return %0, %1, %2 : tensor<4x2xf32>, tensor<4x2xf16>, tensor<4x2xf32>
+}

@@ -1,0 +1,538 @@
+"""bf16 tensors end to end: numpy interop through ``ml_dtypes.bfloat16``, constants, the cpu
+target's kernels (each op computed in f32 and rounded once to bf16), astype rounding, the
+PyTorch importer on a ``.to(torch.bfloat16)`` module.
+
+The references compute in f32 (f64 where noted) from the same bf16 inputs and round the
+result to bf16 once, as the kernels do; a compiled result may differ from that by one bf16
+ulp where the f32 value lies within f32 rounding noise of a bf16 midpoint (different exp
+polynomials, summation orders), which is what the tolerance allows.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+from mlir import ir
+
+sys.path.insert(0, os.path.dirname(__file__))
+import relax_mlir  # noqa: E402
+from relax_mlir.dialects import relax  # noqa: E402
+from relax_mlir.frontend.builder import graph_function  # noqa: E402
+
+BF16 = ml_dtypes.bfloat16
+#: one bf16 ulp is at most this fraction of the value (8 significant bits)
+ULP = 2.0 ** -7
+#: (rows, columns) of the row-wise cases: 1, odd, large
+ROWS = ((1, 1), (7, 33), (300, 1000))
+
+
+def bf(a) -> np.ndarray:
+    """``a`` rounded to bf16 (ml_dtypes rounds to nearest even)."""
+    return np.asarray(a, np.float32).astype(BF16)
+
+
+def close(got: np.ndarray, ref: np.ndarray, scale=None, ulps: float = 1.0) -> None:
+    """``got`` (bf16) is within ``ulps`` bf16 ulps of ``ref`` (bf16 or f32), relative to
+    ``scale`` (default |ref|: a sum of products passes the magnitude of its terms)."""
+    assert got.dtype == BF16, got.dtype
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    g, r = got.astype(np.float32), np.asarray(ref).astype(np.float32)
+    s = np.abs(r) if scale is None else scale
+    bad = np.abs(g - r) > ulps * ULP * s + 1e-30
+    assert not bad.any(), f"{bad.sum()} of {bad.size} differ, e.g. got {g[bad][:4]} want {r[bad][:4]}"
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x.astype(np.float64) / math.sqrt(2.0)))
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _layer_norm(x, g, b, eps=1e-5):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * g + b
+
+
+@pytest.fixture(scope="module")
+def exe():
+    """ONE executable holding every graph function of the numerics tests."""
+    return relax_mlir.compile(_numerics_module())
+
+
+def _numerics_module():
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        x2 = [("x", ["n", "m"], "bf16"), ("y", ["n", "m"], "bf16")]
+        with graph_function(m, "add", x2) as fn:
+            fn.ret(relax.add(*fn.params))
+        with graph_function(m, "mul_div", x2) as fn:
+            x, y = fn.params
+            fn.ret(relax.divide(relax.multiply(x, y), relax.add(relax.abs(y), relax.const(1.0, "bf16"))))
+        with graph_function(m, "scaled", x2[:1]) as fn:   # Python scalars become bf16 constants
+            fn.ret(fn.params[0] * 0.5 + 3.0)
+        with graph_function(m, "f_exp", x2[:1]) as fn:
+            fn.ret(relax.exp(fn.params[0]))
+        with graph_function(m, "gelu", x2[:1]) as fn:
+            fn.ret(relax.gelu(fn.params[0]))
+        with graph_function(m, "softmax", x2[:1]) as fn:
+            fn.ret(relax.softmax(fn.params[0], axis=-1))
+        with graph_function(m, "sum", x2[:1]) as fn:
+            fn.ret(relax.sum(fn.params[0], axes=[-1]))
+        with graph_function(m, "layer_norm", [("x", ["n", "m"], "bf16"), ("g", ["m"], "bf16"),
+                                              ("b", ["m"], "bf16")]) as fn:
+            fn.ret(relax.layer_norm(*fn.params, axes=[-1], epsilon=1e-5))
+        with graph_function(m, "matmul", [("a", ["n", "k"], "bf16"), ("w", ["k", "h"], "bf16")]) as fn:
+            fn.ret(relax.matmul(*fn.params))
+        with graph_function(m, "const_matmul", [("a", ["n", 3], "bf16")]) as fn:
+            w = relax.const(bf(np.arange(6).reshape(3, 2) - 2.5))
+            fn.ret(relax.matmul(fn.params[0], w))
+        for frm, to in (("f32", "bf16"), ("bf16", "f32"), ("f16", "bf16"), ("bf16", "f16"), ("f64", "bf16"),
+                        ("bf16", "i32"), ("i32", "bf16")):
+            with graph_function(m, f"astype_{frm}_{to}", [("x", ["n"], frm)]) as fn:
+                fn.ret(relax.astype(fn.params[0], dtype=to))
+    return m
+
+
+def test_cpu_code_has_no_bf16_arithmetic(tmp_path):
+    """After the cpu pipeline every bf16 op is f32 arithmetic between extensions and integer
+    roundings (arith-emulate-unsupported-floats, relax-bf16-casts): no ``fptrunc`` from f32
+    to bf16 (a call per element, or a subnormal-flushing instruction, depending on the CPU)
+    and no bf16 arithmetic left for LLVM to promote the same way."""
+    relax_mlir.compile(_numerics_module(), options=relax_mlir.CompileOptions(dump_ir=str(tmp_path)))
+    text = (tmp_path / "03-codegen.mlir").read_text()
+    bf16 = r"(?:vector<\d+xbf16>|bf16)"
+    assert re.findall(rf"llvm\.(?:fadd|fsub|fmul|fdiv|frem|fneg|fcmp|intr\.\w+)\b[^\n]*: {bf16}\b", text) == []
+    assert re.findall(rf"llvm\.fptrunc [^\n]*: (?:vector<\d+xf32>|f32) to {bf16}", text) == []
+    # what stays: f32 -> f16 (bf16 -> f16 goes through f32) and f64 -> bf16, one conversion
+    # (not two roundings through f32)
+    assert re.findall(r"llvm\.fptrunc [^\n]*: (\w+) to (\w+)", text) == [("f32", "f16"), ("f64", "bf16")]
+
+
+def _inputs(rng, n, m, k=1):
+    return [bf(rng.standard_normal((n, m)) * 2) for _ in range(k)]
+
+
+@pytest.mark.parametrize("n,m", ROWS)
+def test_elementwise(exe, n, m):
+    rng = np.random.default_rng(n)
+    x, y = _inputs(rng, n, m, 2)
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    close(exe["add"](x, y), bf(xf + yf))
+    # fused into one kernel, each op still rounds its result to bf16 (as PyTorch's bf16 ops do)
+    r = lambda v: bf(v).astype(np.float32)  # noqa: E731
+    close(exe["mul_div"](x, y), bf(r(xf * yf) / r(np.abs(yf) + 1)))
+    close(exe["scaled"](x), bf(r(xf * 0.5) + 3.0))
+    close(exe["f_exp"](x), bf(np.exp(xf)))
+    close(exe["gelu"](x), bf(_gelu(xf)), scale=np.maximum(np.abs(xf), 1e-3))
+
+
+def test_subnormal_results_are_kept(exe):
+    """bf16 arithmetic rounds like ml_dtypes in vector and scalar code: a subnormal sum stays
+    subnormal (vcvtneps2bf16 would flush it to zero)."""
+    x, y = bf(np.full((3, 4099), 1.5e-38)), bf(np.full((3, 4099), -1.4e-38))
+    want = bf(x.astype(np.float32) + y.astype(np.float32))
+    assert 0 < float(want[0, 0]) < 1.18e-38
+    _same(exe["add"](x, y), want)
+
+
+@pytest.mark.parametrize("n,m", ROWS)
+def test_softmax_sum_layer_norm(exe, n, m):
+    rng = np.random.default_rng(100 + n)
+    x, = _inputs(rng, n, m)
+    g, b = bf(rng.standard_normal(m)), bf(rng.standard_normal(m))
+    xf = x.astype(np.float64)
+    close(exe["softmax"](x), bf(_softmax(xf)))
+    close(exe["sum"](x), bf(xf.sum(-1)), scale=np.abs(xf).sum(-1))
+    ln = _layer_norm(xf, g.astype(np.float64), b.astype(np.float64))
+    close(exe["layer_norm"](x, g, b), bf(ln), scale=np.abs(ln) + np.abs(g.astype(np.float32)) * ULP)
+
+
+@pytest.mark.parametrize("n,k,h", [(1, 1, 1), (7, 33, 5), (257, 300, 130), (700, 96, 40)])
+def test_matmul_accumulates_in_f32(exe, n, k, h):
+    rng = np.random.default_rng(200 + n)
+    a, w = bf(rng.standard_normal((n, k))), bf(rng.standard_normal((k, h)))
+    af, wf = a.astype(np.float64), w.astype(np.float64)
+    # a bf16 accumulator would be off by far more than one ulp of the terms' magnitude at k = 300;
+    # the product is an f32 matmul between casts (relax-widen-bf16-matmul): generated code, or
+    # BLAS where relax-dispatch-library sends the f32 product (700 rows on this project's machine)
+    close(exe["matmul"](a, w), bf(af @ wf), scale=np.abs(af) @ np.abs(wf))
+    a3 = a[:, :3] if k >= 3 else bf(np.ones((n, 3)))
+    c = (np.arange(6).reshape(3, 2) - 2.5).astype(np.float64)   # the bf16 constant (exact)
+    close(exe["const_matmul"](a3), bf(a3.astype(np.float64) @ c), scale=np.abs(a3.astype(np.float64)) @ np.abs(c))
+
+
+def _ties_and_specials():
+    """f32 values at and next to bf16 rounding midpoints (round to nearest EVEN), specials."""
+    base = np.array([1.0, 1.0078125, -3.0, 65504.0, 1e-3, 3.0e38], np.float32).view(np.uint32)
+    bits = np.concatenate([base + 0x8000, base + 0x7FFF, base + 0x8001, base + 0x18000, base])
+    specials = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.4e38, 1e-40], np.float32)
+    return np.concatenate([bits.astype(np.uint32).view(np.float32), specials])
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    assert np.array_equal(np.isnan(g), np.isnan(w))
+    ok = ~np.isnan(w)
+    assert np.array_equal(g[ok], w[ok]), (g[ok][g[ok] != w[ok]], w[ok][g[ok] != w[ok]])
+    assert np.array_equal(np.signbit(g[ok]), np.signbit(w[ok]))
+
+
+@pytest.mark.parametrize("size", [1, 9, 4099])
+def test_astype_round_to_nearest_even(exe, size):
+    rng = np.random.default_rng(size)
+    x32 = np.resize(np.concatenate([_ties_and_specials(), rng.standard_normal(size).astype(np.float32)]), size)
+    _same(exe["astype_f32_bf16"](x32), x32.astype(BF16))
+    xb = x32.astype(BF16)
+    _same(exe["astype_bf16_f32"](xb), xb.astype(np.float32))
+    # f16 <-> bf16 goes through f32 (exact), so one rounding
+    x16 = np.resize(np.concatenate([np.array([65504, 6e-8, -2049, 1.00390625], np.float16),
+                                    rng.standard_normal(size).astype(np.float16)]), size)
+    _same(exe["astype_f16_bf16"](x16), x16.astype(np.float32).astype(BF16))
+    xb = np.resize(np.concatenate([bf([1e5, -7e4, 1e-9, 1.0078125]), bf(rng.standard_normal(size))]), size)
+    with np.errstate(over="ignore"):
+        _same(exe["astype_bf16_f16"](xb), xb.astype(np.float32).astype(np.float16))
+    x64 = np.resize(np.concatenate([np.array([1.0 + 2.0 ** -8 + 2.0 ** -40, 1.0 + 2.0 ** -8], np.float64),
+                                    rng.standard_normal(size)]), size)
+    _same(exe["astype_f64_bf16"](x64), x64.astype(BF16))   # one rounding: no double rounding via f32
+    xi = bf(np.resize(np.array([2.7, -2.7, 300.5, -1e10, 1e10, np.nan], np.float32), size))
+    want = np.clip(np.nan_to_num(xi.astype(np.float64), nan=0.0), -2.0 ** 31, 2.0 ** 31 - 1).astype(np.int32)
+    assert np.array_equal(exe["astype_bf16_i32"](xi), want)
+    ii = np.resize(np.array([0, 1, -257, 65535, 2 ** 31 - 1], np.int32), size)
+    _same(exe["astype_i32_bf16"](ii), ii.astype(np.float32).astype(BF16))
+
+
+def test_const_and_dtype_names():
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n"], BF16)]) as fn:
+            c = relax.const(np.array([1.5, -2.25, 3.0e38, 1.0e-3], np.float32), "bfloat16")
+            assert str(c.type) == "tensor<4xbf16>"
+            fn.ret(relax.add(fn.params[0], c))
+        assert "tensor<?xbf16" in str(m)
+    exe = relax_mlir.compile(m)
+    got = exe(bf([1.0, 1.0, 0.0, 0.0]))
+    _same(got, bf([2.5, -1.25, 3.0e38, 1.0e-3]))
+
+
+def test_wrong_dtype_names_the_argument(exe):
+    with pytest.raises(TypeError, match=r"@add: argument #0 has dtype float32, expected bfloat16 \(bf16\)"):
+        exe["add"](np.ones((2, 2), np.float32), bf(np.ones((2, 2))))
+
+
+def test_export_round_trip(tmp_path):
+    """An exported library keeps bf16 arguments and results, and the same bits (its
+    conversions are integer code: nothing to link from a compiler runtime)."""
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", "m"], "bf16")]) as fn:
+            fn.ret(relax.softmax(fn.params[0] * 2.0, axis=-1))
+    exe = relax_mlir.compile(m)
+    path = tmp_path / "bf16.so"
+    exe.export(str(path))
+    loaded = relax_mlir.load(str(path))
+    x = bf(np.random.default_rng(3).standard_normal((5, 17)))
+    got = loaded(x)
+    _same(got, exe(x))
+    close(got, bf(_softmax(x.astype(np.float64) * 2.0)))
+
+
+# -- vulkan: refused at compile time, where bf16 enters the program --------------------------
+
+def test_vulkan_refuses_bf16_at_its_location():
+    src = ('func.func @main(%x: tensor<?x8xf32, #relax.shape<["n", 8]>>) -> tensor<?x8xf32, #relax.shape<["n", 8]>>'
+           ' attributes {relax.function} {\n'
+           '  %0 = "relax.astype"(%x) {dtype = bf16} : (tensor<?x8xf32, #relax.shape<["n", 8]>>) -> '
+           'tensor<?x8xbf16, #relax.shape<["n", 8]>>\n'
+           '  %1 = "relax.astype"(%0) {dtype = f32} : (tensor<?x8xbf16, #relax.shape<["n", 8]>>) -> '
+           'tensor<?x8xf32, #relax.shape<["n", 8]>>\n'
+           '  return %1 : tensor<?x8xf32, #relax.shape<["n", 8]>>\n}\n')
+    with pytest.raises(relax_mlir.CompileError) as info:
+        relax_mlir.compile(src, target="vulkan")
+    assert [(w.rsplit(":", 2)[-2:], m) for w, m in info.value.diagnostics] == [
+        (["2", "8"], "'relax.astype' result: bf16 tensors are not supported on the vulkan target (the pinned "
+                     "SPIR-V target has no bfloat16 type): compute in f32 or f16 (relax.astype), or compile for "
+                     "cpu or cuda")]
+
+
+# -- cuda: PTX (everywhere) and the host path with the fake driver -----------------------------
+
+def _cuda_graph(ctx):
+    """gelu(x @ w + b) in bf16: the matmul rule's routes with the bias and gelu folded in."""
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", 64], "bf16"), ("w", [64, 96], "bf16"),
+                                        ("b", [96], "bf16")]) as fn:
+            x, w, b = fn.params
+            fn.ret(relax.gelu(relax.matmul(x, w) + b))
+    return m
+
+
+def test_cuda_bf16_matmul_ptx():
+    from mlir.dialects import gpu
+    ctx = relax_mlir.make_context()
+    m = _cuda_graph(ctx)
+    with ctx:
+        relax_mlir.run_pipeline(m, "builtin.module(cuda)")
+        ptx = {ir.StringAttr(op.attributes["sym_name"]).value:
+               gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0]).object.decode()
+               for op in (o.operation for o in m.body.operations) if op.name == "gpu.binary"}
+    # one fused kernel, three routes of the Matmul rule (bf16 is in its dtypes on cuda): GEMM
+    # tiles (workgroup memory, barriers), the GEMV (shuffles, 128-bit loads of B: 8 bf16), a
+    # thread per element
+    assert sorted(ptx) == ["fused_matmul_add_gelu_kernel", "fused_matmul_add_gelu_kernel_0",
+                           "fused_matmul_add_gelu_kernel_1"]
+    tiles, gemv, small = (ptx[k] for k in sorted(ptx))
+    assert "bar.sync" in tiles and "ld.shared" in tiles
+    assert "shfl.sync.bfly" in gemv and "ld.global.v4.b32" in gemv
+    for code in ptx.values():
+        assert ".target sm_80" in code and ".extern" not in code
+        # products summed in f32 registers, rounded to bf16 once (before the bias add)
+        assert "add.rn.f32" in code or "fma.rn.f32" in code
+        assert "cvt.rn.bf16.f32" in code
+        assert "add.rn.bf16" not in code and "mul.rn.bf16" not in code   # no bf16 accumulation
+
+
+def test_cuda_bf16_rows_and_elementwise_ptx():
+    """bf16 layer_norm, sum, softmax (fused with exp and a scale) and astype to f16 on cuda:
+    the generic launches (the row and elementwise rules are f32 / 32-bit), f32 arithmetic,
+    results rounded with cvt.rn.bf16.f32; every kernel self-contained PTX."""
+    from mlir.dialects import gpu
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["n", 64], "bf16"), ("g", [64], "bf16"), ("b", [64], "bf16")]) as fn:
+            x, g, b = fn.params
+            y = relax.layer_norm(x, g, b, axes=[-1])
+            fn.ret(relax.softmax(relax.exp(y) * 2.0, axis=-1), relax.sum(y, axes=[-1]), relax.astype(y, dtype="f16"))
+        relax_mlir.run_pipeline(m, "builtin.module(cuda)")
+        ptx = {ir.StringAttr(op.attributes["sym_name"]).value:
+               gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0]).object.decode()
+               for op in (o.operation for o in m.body.operations) if op.name == "gpu.binary"}
+    assert {k.split("_bf16")[0].split("_kernel")[0] for k in ptx} == {
+        "relax_layer_norm_axes1_eps1em05", "relax_sum_axes1_keep0", "relax_astype_to_f16", "fused_exp_multiply_softmax"}
+    assert all(".target sm_80" in c and ".extern" not in c for c in ptx.values())
+    for op in ("layer_norm", "sum", "softmax"):   # each bf16 result rounded once from f32
+        assert any("cvt.rn.bf16.f32" in c for k, c in ptx.items() if op in k), op
+    assert any("cvt.rn.f16.f32" in c for k, c in ptx.items() if "astype" in k)   # bf16 -> f32 -> f16
+
+
+FAKE_BF16 = r'''
+import ctypes, json, sys
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+import ml_dtypes
+import numpy as np
+import relax_mlir
+sys.path.insert(0, sys.argv[2])
+import test_bf16
+
+fake = ctypes.CDLL("libcuda.so.1")
+launches = lambda: ctypes.c_long.in_dll(fake, "fake_launches").value   # noqa: E731
+exe = relax_mlir.compile(test_bf16._cuda_graph(relax_mlir.make_context()), target="cuda")
+rng = np.random.default_rng(0)
+w = rng.standard_normal((64, 96)).astype(ml_dtypes.bfloat16)
+b = rng.standard_normal(96).astype(ml_dtypes.bfloat16)
+out = {"calls": []}
+for n in (1, 7, 130):
+    before = launches()
+    y = exe(rng.standard_normal((n, 64)).astype(ml_dtypes.bfloat16), w, b)
+    out["calls"].append([list(y.shape), str(y.dtype), launches() - before])
+dw = exe.upload(w)
+out["upload"] = [str(dw.dtype), bool(np.array_equal(dw.numpy().view(np.uint16), w.view(np.uint16)))]
+try:
+    exe(np.ones((2, 64), np.float32), w, b)
+except TypeError as e:
+    out["wrong_dtype"] = str(e)
+print("FAKE-RUN " + json.dumps(out))
+'''
+
+
+def test_cuda_bf16_host_path_with_the_fake_driver(tmp_path):
+    """bf16 arrays through the cuda runtime (the fake driver runs no kernel: shapes, dtypes,
+    launches, uploads and the argument checks of the host path)."""
+    import test_cuda
+    out = test_cuda.run_fake(tmp_path, FAKE_BF16, os.path.dirname(os.path.abspath(__file__)))
+    assert out["calls"] == [[[n, 96], "bfloat16", 1] for n in (1, 7, 130)]
+    assert out["upload"] == ["bfloat16", True]
+    assert out["wrong_dtype"] == "@main: argument #0 has dtype float32, expected bfloat16 (bf16)"
+
+
+# -- PyTorch: a model.to(torch.bfloat16) ---------------------------------------------------------
+
+def test_torch_bf16_mlp_matches_pytorch():
+    """Linear + GELU + LayerNorm + Linear in bf16 (weights and activations), dynamic batch:
+    the same bf16 outputs as PyTorch's eager bf16 up to a few bf16 ulps (PyTorch's CPU
+    linear may round its f32 accumulator differently; the kernels here accumulate in f32 too)."""
+    torch = pytest.importorskip("torch")
+    from relax_mlir.frontend.torch import compile as torch_compile
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(48, 96), torch.nn.GELU(), torch.nn.LayerNorm(96),
+                                torch.nn.Linear(96, 40)).to(torch.bfloat16).eval()
+    b = torch.export.Dim("b", max=512)
+    fn = torch_compile(model, (torch.randn(4, 48, dtype=torch.bfloat16),), dynamic_shapes=({0: b},))
+    assert all(p.dtype == BF16 for p in fn.params)
+    for n in (1, 7, 300):
+        x = torch.randn(n, 48, dtype=torch.bfloat16)
+        with torch.no_grad():
+            want = model(x)
+        got = fn(x)
+        assert got.dtype == torch.bfloat16 and got.shape == (n, 40)
+        g, w = got.float().numpy(), want.float().numpy()
+        # measured: at most one ulp of the largest output (0.008 and 0.016 at |y| <= 2.6)
+        assert np.abs(g - w).max() <= 2 * ULP * np.abs(w).max(), np.abs(g - w).max()
+        # numpy in, numpy out: the same executable
+        assert np.array_equal(fn(x.view(torch.int16).numpy().view(BF16)).view(np.uint16),
+                              got.view(torch.int16).numpy().view(np.uint16))
+
+
+def test_torch_bf16_tiny_llama_logits():
+    """A random tiny Hugging Face Llama (GQA, tied embeddings, RoPE, RMSNorm, SiLU MLP) in
+    bf16, one executable for every sequence length: PyTorch's bf16 logits up to bf16 rounding
+    (measured: at most one ulp of the largest logit)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from relax_mlir.frontend.torch import compile as torch_compile
+
+    torch.manual_seed(1)
+    cfg = transformers.LlamaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, intermediate_size=64, max_position_embeddings=128,
+                                   tie_word_embeddings=True, use_cache=False)
+    lm = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, input_ids):
+            return self.lm(input_ids=input_ids).logits
+
+    model = Logits()
+    fn = torch_compile(model, (torch.randint(0, 100, (1, 8)),),
+                       dynamic_shapes={"input_ids": {1: torch.export.Dim("s", max=64)}})
+    for s in (1, 7, 33):
+        ids = torch.randint(0, 100, (1, s), generator=torch.Generator().manual_seed(s))
+        with torch.no_grad():
+            want = model(ids).float().numpy()
+        got = fn(ids)
+        assert got.dtype == torch.bfloat16 and got.shape == (1, s, 100)
+        assert np.abs(got.float().numpy() - want).max() <= 2 * ULP * np.abs(want).max()
+
+
+def test_torch_bf16_tensor_through_dlpack(exe):
+    """A torch.bfloat16 tensor passed to an Executable as is (numpy's DLPack has no bfloat16:
+    read through its int16 view, no copy)."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(3, 5, dtype=torch.bfloat16)
+    y = torch.randn(3, 5, dtype=torch.bfloat16)
+    got = exe["add"](x, y)
+    assert got.dtype == BF16
+    np.testing.assert_array_equal(got.astype(np.float32), (x + y).float().numpy())
+
+
+def _cuda_device() -> tuple[bool, str]:
+    from relax_mlir.runtime import cuda as curt
+    return curt.available()
+
+
+@pytest.mark.skipif(not _cuda_device()[0], reason=f"no CUDA device: {_cuda_device()[1]}")
+def test_cuda_bf16_numerics():
+    """On a device: the three matmul routes (GEMV at 1 row, a thread per element at 7, the
+    GEMM tiles at 130) against numpy, each op rounded to bf16 once."""
+    exe = relax_mlir.compile(_cuda_graph(relax_mlir.make_context()), target="cuda")
+    rng = np.random.default_rng(5)
+    w, b = bf(rng.standard_normal((64, 96)) / 8), bf(rng.standard_normal(96))
+    r = lambda v: bf(v).astype(np.float64)  # noqa: E731
+    for n in (1, 7, 130):
+        x = bf(rng.standard_normal((n, 64)))
+        h = r(r(x.astype(np.float64) @ w.astype(np.float64)) + b.astype(np.float64))
+        close(exe(x, w, b), bf(_gelu(h)), scale=np.maximum(np.abs(h), 1.0), ulps=2)
+
+
+# -- every float op of the numerics suite, in bf16 -------------------------------------------------
+
+def _bf16_cases():
+    import test_ops_numerics as numerics
+    out, seen = [], set()
+    for case in numerics.CASES:
+        if not any(d in ("f32", "f16") for d in case.dtypes) or any(t in case.attrs for t in ("f32", "f16")):
+            continue
+        if case.op == "quantized_matmul":   # x is f32 by definition
+            continue
+        dts = ["bf16" if d in ("f32", "f16") else d for d in case.dtypes]
+        if (case.op, tuple(dts), case.attrs) not in seen:
+            seen.add((case.op, tuple(dts), case.attrs))
+            out.append(pytest.param(case, dts, id=f"{case.op}-{'-'.join(dts)}-{case.id.split('-', 1)[-1][:30]}"))
+    return out
+
+
+@pytest.mark.parametrize("case,dts", _bf16_cases())
+def test_numerics_suite_in_bf16(case, dts):
+    """test_ops_numerics' float cases with every float operand bf16: inputs drawn as there and
+    rounded to bf16, the f64 reference on them; each result within one bf16 ulp (measured:
+    half an ulp at most, for every op)."""
+    import test_ops_numerics as numerics
+    from kernel_harness import graph_module
+    from relax_mlir.shapes import Shape
+
+    exe = relax_mlir.compile(graph_module(case.op, case.shapes, dts, case.attrs, name="main"))
+    syms = sorted(set().union(*(Shape.of(s).symbols for s in case.shapes)))
+    rng = np.random.default_rng(0)
+    for v in case.sizes:
+        env = {**{s: v for s in syms}, **case.extra}
+        ins = [(case.gen or numerics._gen)(rng, numerics._dims(s, env), "f32" if d == "bf16" else d, i)
+               for i, (s, d) in enumerate(zip(case.shapes, dts))]
+        ins = [x.astype(BF16) if d == "bf16" else x for x, d in zip(ins, dts)]
+        ref = case.ref(*[x.astype(np.float64) if x.dtype == BF16 else x for x in ins])
+        got = exe(*ins)
+        for g, r in zip(got if isinstance(got, (tuple, list)) else [got], ref if isinstance(ref, tuple) else [ref]):
+            r = np.asarray(r)
+            assert g.shape == r.shape, (env, g.shape, r.shape)
+            if g.dtype != BF16:   # indices (argmax, argsort, topk's second result)
+                np.testing.assert_array_equal(g, r.astype(g.dtype), err_msg=str(env))
+                continue
+            g, r = g.astype(np.float64), r.astype(np.float64)
+            assert np.array_equal(np.isnan(g), np.isnan(r)), env
+            ok = ~np.isnan(r)
+            assert np.all(np.abs(g[ok] - r[ok]) <= ULP * (np.abs(r[ok]) + 1e-2)), (env, np.abs(g[ok] - r[ok]).max())
+
+
+def test_cpu_schedules_take_bf16_kernels():
+    """The cpu schedules take bf16 elementwise and rows kernels (computed in f32, stored in 16
+    bits) and a bf16 matmul (an f32 product whose epilogue casts to bf16, adds the bias and
+    applies gelu in bf16)."""
+    from relax_mlir.pipelines.cpu import graph_stage
+    from relax_mlir.transforms.pipeline import run_pipeline
+
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "mlp", [("x", ["n", 64], "bf16"), ("w", [64, 96], "bf16"),
+                                       ("b", [96], "bf16")]) as fn:
+            x, w, b = fn.params
+            fn.ret(relax.gelu(relax.matmul(x, w) + b))
+        with graph_function(m, "ew", [("x", ["n", 64], "bf16"), ("y", ["n", 64], "bf16")]) as fn:
+            fn.ret(relax.sigmoid(fn.params[0] * fn.params[1]))
+        with graph_function(m, "sm", [("x", ["n", 64], "bf16")]) as fn:
+            fn.ret(relax.softmax(fn.params[0]))
+        run_pipeline(m, "builtin.module(" + ", ".join(graph_stage(dispatch=False)) + ", relax-apply-schedules)")
+        got = {ir.StringAttr(f.attributes["sym_name"]).value:
+               ir.StringAttr(f.attributes["relax.schedule"]).value if "relax.schedule" in f.attributes else ""
+               for f in (o.operation for o in m.body.operations) if "relax.kernel" in f.attributes}
+    assert got == {"relax_astype_to_f32_bf16_Dx64": "elementwise", "relax_astype_to_f32_bf16_64x96": "elementwise",
+                   "fused_matmul_astype_add_gelu": "matmul+elementwise", "fused_multiply_sigmoid": "elementwise",
+                   "relax_softmax_axis1_bf16_Dx64": "rows"}

@@ -4,7 +4,8 @@
 #      (bench/gpu_bundle.sh builds it here; pass it with run(carry=[".gpu"]));
 #   2. the device (nvidia-smi) -> $OUT/device.txt;
 #   3. pytest test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py
-#      test/test_cuda_library.py and take's index check (real-GPU numerics; the fused decode attention's included; with
+#      test/test_cuda_library.py, take's index check and bf16 matmul routes (real-GPU numerics; the fused decode
+#      attention's and the quantized GEMM's (M = 64) included; with
 #      RELAX_MLIR_TEST_TENSOR_CORES=1 the tensor-core GEMM's numerics) -> $OUT/tests.txt;
 #   4. bench/bench_gpu.py --targets cuda --quant --quick: decode GEMVs on Q8_0/Q4_0/Q4_1/f16/bf16 weights
 #      (the quantized-GEMV rule against the generic kernel and PyTorch on f32; the f32 GEMV of each
@@ -77,7 +78,8 @@ head -20 "$OUT/device.txt" | tee -a "$OUT/session.log"
 log "tests (timeout 200 s)"
 RELAX_MLIR_TEST_TENSOR_CORES=$([ $FAKE = 1 ] && echo 0 || echo 1) timeout 200 "$PY" -m pytest -q $XDIST \
     -p no:cacheprovider test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py \
-    test/test_cuda_library.py test/test_ops_numerics.py::test_take_out_of_range_on_gpu_targets > "$OUT/tests.txt" 2>&1
+    test/test_cuda_library.py test/test_ops_numerics.py::test_take_out_of_range_on_gpu_targets \
+    test/test_bf16.py::test_cuda_bf16_numerics > "$OUT/tests.txt" 2>&1
 log "tests rc=$? $(tail -1 "$OUT/tests.txt")"
 
 T=$(( $(left) < 90 ? $(left) : 90 ))

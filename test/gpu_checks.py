@@ -5,6 +5,7 @@ results equal to numpy's and to the cpu target's, the same run-time errors as th
 from __future__ import annotations
 
 import re
+import subprocess
 import threading
 
 import numpy as np
@@ -267,3 +268,22 @@ def edge_params(numerics, known: dict[str, str]) -> list:
             xfail = [pytest.mark.xfail(reason=known[name], strict=True)] if name in known else []
             out.append(pytest.param(fn, v, id=name[len("test_"):] + ("-" + v[0] if v else ""), marks=xfail))
     return out
+
+
+def validated_spirv(m, tmp_path, env: str = "vulkan1.1") -> dict:
+    """Kernel name -> path of each ``gpu.binary`` of the lowered module ``m``, written to
+    ``tmp_path`` as ``<name>.spv`` and accepted by ``spirv-val --target-env env``."""
+    from mlir import ir
+    from mlir.dialects import gpu as gpu_d
+    paths = {}
+    for o in m.body.operations:
+        o = o.operation
+        if o.name != "gpu.binary":
+            continue
+        name = ir.StringAttr(o.attributes["sym_name"]).value
+        path = tmp_path / f"{name}.spv"
+        path.write_bytes(gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object)
+        r = subprocess.run(["spirv-val", "--target-env", env, str(path)], capture_output=True, text=True)
+        assert r.returncode == 0, (name, r.stdout + r.stderr)
+        paths[name] = path
+    return paths

@@ -166,26 +166,18 @@ def test_vulkan_decode_attention_one_launch_spirv(tmp_path):
     kernels shuffle with ``OpGroupNonUniformShuffleXor``, the combining one not at all; no
     broadcast shuffle anywhere)."""
     import subprocess
-    from mlir import ir
-    from mlir.dialects import gpu as gpu_d
+    from gpu_checks import validated_spirv
     from relax_mlir.target import Target
     m = attention_module(2, 3, 16)
     with m.context:
         m.operation.attributes["relax.target"] = Target.detect("vulkan").to_attr()
         relax_mlir.run_pipeline(m, "builtin.module(vulkan{schedule-config=attention_launches=1})")
         found = {}
-        for o in m.body.operations:
-            o = o.operation
-            if o.name != "gpu.binary":
-                continue
-            path = tmp_path / (ir.StringAttr(o.attributes["sym_name"]).value + ".spv")
-            path.write_bytes(gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object)
-            r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
-            assert r.returncode == 0, (path.name, r.stdout + r.stderr)
+        for name, path in validated_spirv(m, tmp_path).items():
             dis = subprocess.run(["spirv-dis", str(path)], capture_output=True, text=True).stdout
-            found[path.name] = (len(re.findall(r"OpAtomicIAdd %uint %\w+ %uint_1 ", dis)), dis.count("OpAtomic"),
-                                dis.count("OpMemoryBarrier %uint_1 %uint_72"), dis.count("OpMemoryBarrier"),
-                                "OpGroupNonUniformShuffleXor" in dis, dis.count("OpGroupNonUniformShuffle "))
+            found[name] = (len(re.findall(r"OpAtomicIAdd %uint %\w+ %uint_1 ", dis)), dis.count("OpAtomic"),
+                           dis.count("OpMemoryBarrier %uint_1 %uint_72"), dis.count("OpMemoryBarrier"),
+                           "OpGroupNonUniformShuffleXor" in dis, dis.count("OpGroupNonUniformShuffle "))
     assert sorted(found.values()) == [(0, 0, 0, 0, False, 0), (0, 0, 0, 0, True, 0), (0, 0, 0, 0, True, 0),
                                       (1, 1, 2, 2, True, 0)], found
 

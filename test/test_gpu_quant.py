@@ -331,24 +331,14 @@ def test_vulkan_quantized_matmul_epilogue_on_the_generic_kernel(routes, fmt, k, 
 def test_vulkan_quantized_gemv_epilogue_spirv(tmp_path, fmt):
     """The GEMV and GEMM kernels with the epilogue fused (and the fallback's kernels) validate
     for Vulkan 1.1 (subgroup shuffles): one of them shuffles."""
-    import subprocess
     from mlir import ir
-    from mlir.dialects import gpu as gpu_d
+    from gpu_checks import validated_spirv
     ctx = relax_mlir.make_context()
     with ctx:
         m = ir.Module.parse(_epilogue_program(fmt, 33, 96))
         m.operation.attributes["relax.target"] = Target.detect("vulkan").to_attr()
         relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
-        shuffles = []
-        for o in m.body.operations:
-            o = o.operation
-            if o.name != "gpu.binary":
-                continue
-            path = tmp_path / (ir.StringAttr(o.attributes["sym_name"]).value + ".spv")
-            path.write_bytes(gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object)
-            r = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
-            assert r.returncode == 0, (path.name, r.stdout + r.stderr)
-            shuffles.append(_SHUFFLE_CAPABILITY in path.read_bytes())
+        shuffles = [_SHUFFLE_CAPABILITY in path.read_bytes() for path in validated_spirv(m, tmp_path).values()]
     # the GEMM tiles (no shuffle), the GEMV (shuffles), bf16 also the fallback's three
     assert sorted(shuffles) == [False] * (4 if fmt == "bf16" else 1) + [True], shuffles
 

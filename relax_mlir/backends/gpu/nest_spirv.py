@@ -15,6 +15,21 @@ from ...transforms.registry import emit_error, register_pass
 PREFIX = "__spv__"
 
 
+def spirv_modules(module: ir.Operation) -> list[ir.Operation]:
+    """Every ``spirv.module`` under ``module`` (nested in its gpu.module or not), outermost
+    first, not looking inside one: the SPIR-V passes' unit of work."""
+    found: list[ir.Operation] = []
+
+    def visit(op):
+        if op.operation.name == "spirv.module":
+            found.append(op.operation)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 @register_pass("relax-spirv-nest-modules",
                "Move each spirv.module @__spv__X (from convert-gpu-to-spirv) into gpu.module @X "
                "(where gpu-module-to-binary serializes it).")

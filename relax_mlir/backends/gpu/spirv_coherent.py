@@ -19,6 +19,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ...transforms.registry import register_pass
+from .nest_spirv import spirv_modules
 
 ATTR = "coherent"
 #: memory scopes that reach other workgroups (Workgroup, Subgroup and Invocation do not)
@@ -87,16 +88,7 @@ def coherent_buffers(spirv_module: ir.Operation) -> list[str]:
                "SPIR-V kernels: decorate Coherent the storage buffers a kernel with a Device-scope memory "
                "barrier both stores to and loads from (workgroups handing data over; run after spirv-lower-abi-attrs).")
 def relax_spirv_coherent_buffers(module: ir.Operation, opts) -> None:
-    spirv_modules: list[ir.Operation] = []
-
-    def visit(op):
-        if op.operation.name == "spirv.module":
-            spirv_modules.append(op.operation)
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    module.walk(visit, ir.WalkOrder.PRE_ORDER)
-    for sm in spirv_modules:
+    for sm in spirv_modules(module):
         names = set(coherent_buffers(sm))
         for o in sm.regions[0].blocks[0].operations:
             o = o.operation

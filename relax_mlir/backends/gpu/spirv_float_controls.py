@@ -15,6 +15,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ...transforms.registry import register_pass
+from .nest_spirv import spirv_modules
 
 MODE = "SignedZeroInfNanPreserve"
 WIDTHS = ("f16", "f32", "f64")
@@ -29,18 +30,9 @@ def _float_widths(spirv_module: ir.Operation) -> list[int]:
                "Declare the SignedZeroInfNanPreserve execution mode (per float width used) on every "
                "SPIR-V entry point: IEEE Inf/NaN/-0 semantics on Vulkan (run after spirv-lower-abi-attrs).")
 def relax_spirv_float_controls(module: ir.Operation, opts) -> None:
-    spirv_modules: list[ir.Operation] = []
-
-    def visit(op):
-        if op.operation.name == "spirv.module":
-            spirv_modules.append(op.operation)
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    module.walk(visit, ir.WalkOrder.PRE_ORDER)
     i32 = ir.IntegerType.get_signless(32)
     mode = ir.Attribute.parse(f"#spirv.execution_mode<{MODE}>")
-    for sm in spirv_modules:
+    for sm in spirv_modules(module):
         widths = _float_widths(sm)
         body = sm.regions[0].blocks[0]
         ops = [o.operation for o in body.operations]

@@ -124,7 +124,6 @@ def test_fake_cuda_prefill_launches_per_layer(tmp_path):
     fake CUDA driver: 55 and 78 unfused (23 per layer + 9: per layer the k and v head splits'
     copies, q.k^T + mask, the softmax, p.v and the head merge's copy among them), 31 and 42
     fused (11 per layer + 9, as a decode step): the attention one launch per layer."""
-    pytest.importorskip("torch")
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_PREFILL)
     assert got == {"fused 2": [31, 31], "fused 3": [42, 42], "unfused 2": [55, 55], "unfused 3": [78, 78]}

@@ -367,10 +367,13 @@ def prefill_cases(rng, formats, rows=(32, 128), k: int = 768, n: int = 2048):
     return out
 
 
-def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps: int, min_time: float) -> list:
+def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps: int, min_time: float,
+                       prefill_attention: bool = False) -> list:
     """(name, {label: ms}, load) rows: the prefill of ``lengths`` tokens of a random model of
     ``size`` with ``fmt`` projections on each target, compiled with the default schedules and
-    with ``config`` (e.g. qgemm=1), the first tokens compared; timed in alternating rounds."""
+    with ``config`` (e.g. qgemm=1) -- or, with ``prefill_attention``, without the fused prefill
+    attention (``PREFILL_ATTENTION_DEFAULT`` off) -- the first tokens compared; timed in
+    alternating rounds."""
     from dataclasses import replace as _replace
 
     from mlir import ir
@@ -378,15 +381,23 @@ def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps:
     from relax_mlir.llm import CausalLM, causal_lm
     from relax_mlir.llm.cli import SIZES
     from relax_mlir.llm.model import LlamaModel
-    c = _replace(SIZES[size], formats=tuple((r, fmt) for r in ("qkv", "o", "gate", "up", "down", "lm_head")))
+    from relax_mlir.pipelines import gpu as gpu_pipeline
+    c = SIZES[size] if fmt == "f32" else \
+        _replace(SIZES[size], formats=tuple((r, fmt) for r in ("qkv", "o", "gate", "up", "down", "lm_head")))
     models = {}
     for target in targets:
-        for label, cfg in ((target, ""), (f"{target} {config}", config)):
+        variants = [(target, "", True), (f"{target} unfused attention", "", False)] if prefill_attention else \
+            [(target, "", True), (f"{target} {config}", config, True)]
+        for label, cfg, fused in variants:
             ctx = relax_mlir.make_context()
             with ctx, ir.Location.unknown():
                 module = ir.Module.create()
                 names = LlamaModel(c).build(module)
-            exe = relax_mlir.compile(module, target=target, options={"schedule_config": cfg} if cfg else {})
+            gpu_pipeline.PREFILL_ATTENTION_DEFAULT = fused
+            try:
+                exe = relax_mlir.compile(module, target=target, options={"schedule_config": cfg} if cfg else {})
+            finally:
+                gpu_pipeline.PREFILL_ATTENTION_DEFAULT = True
             causal_lm._EXECUTABLES[c, target] = (exe, names)   # CausalLM binds this variant's executable
             try:
                 models[label] = CausalLM.random(c, max_seq_len=max(lengths), target=target)
@@ -503,6 +514,9 @@ def main() -> int:
                          "GEMM route against the GEMV for every row (--configs, default qgemm=1)")
     ap.add_argument("--prefill-model", default="small",
                     help="with --prefill: the random model's size (llm CLI sizes; '' skips the model)")
+    ap.add_argument("--prefill-attention", action="store_true",
+                    help="the prefill of 32 and 128 tokens of a random f32 model (--prefill-model): the fused "
+                         "prefill attention against the same target without it (PREFILL_ATTENTION_DEFAULT)")
     ap.add_argument("--attention", action="store_true",
                     help="decode attention: the fused decode_attention kernel (one launch) against the same "
                          "target without relax-gpu-decode-attention (q.k, softmax, p.v kernels)")
@@ -537,7 +551,10 @@ def main() -> int:
         args.configs = "qgemm=1"
     compiled: dict = {}     # program text -> its executables (cases of one shape share them)
     kv_dtypes = tuple(c for c in args.attention_kv.split(",") if c)
-    for name, src, inputs, ref, tref, n_w in (prefill_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
+    if args.prefill_attention:
+        rows = prefill_model_rows(targets, args.prefill_model, "f32", (32, 128), "", reps, min_time, True)
+        labels = list(rows[-1][1])
+    for name, src, inputs, ref, tref, n_w in () if args.prefill_attention else (prefill_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
                                               if args.prefill else cublas_cases(rng, args.quick) if args.cublas else
                                               attention_cases(rng, args.quick, kv_dtypes) if args.attention else
                                               quant_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))

@@ -129,3 +129,30 @@ def test_fake_cuda_prefill_launches_per_layer(tmp_path):
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_PREFILL)
     assert got == {"fused 2": [31, 31], "fused 3": [42, 42], "unfused 2": [55, 55], "unfused 3": [78, 78]}
+
+
+@needs_vulkan
+def test_vulkan_skipped_masked_keys_change_nothing(monkeypatch):
+    """The launch skips a key masked by the lowest f32 once a visible key set the running max
+    (``SKIP_MASKED_KEYS``): bit-identical to visiting every key, also for a row whose every
+    key is masked (both give the mean of v there, as the linalg body does) and for keys
+    masked before the first visible one; lengths within one chunk and above it (the split)."""
+    from relax_mlir.backends.gpu import decode_attention as da
+    c = SIZES["tiny"]
+    exes = []
+    for skip in (True, False):
+        monkeypatch.setattr(da, "SKIP_MASKED_KEYS", skip)
+        exes.append(relax_mlir.compile(prefill_attention_module(c), target="vulkan"))
+    for s in (40, 300):
+        rng = np.random.default_rng(s)
+        q = rng.standard_normal((s, c.num_heads, c.head_dim)).astype(np.float32)
+        k, v = (rng.standard_normal((s, c.num_kv_heads, c.head_dim)).astype(np.float32) for _ in range(2))
+        mask = np.where(rng.random((s, s)) < 0.5, NEG, 0.0).astype(np.float32)
+        mask[0] = NEG                       # every key masked
+        mask[1, : s // 2] = NEG             # the first half masked, then visible keys
+        mask[1, s // 2] = 0.0
+        a, b = (e(q, k, v, mask) for e in exes)
+        np.testing.assert_array_equal(a, b)
+        mean_v = v[:, np.arange(c.num_heads) % c.num_kv_heads].mean(0).reshape(-1)
+        np.testing.assert_allclose(a[0], mean_v, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, prefill_attention_ref(q, k, v, mask, c.num_kv_heads), rtol=1e-5, atol=2e-6)

@@ -50,6 +50,9 @@ from .launch_builder import (CONTRACT, MAX_GRID, Launch, barrier, f32, for_loop,
                              to_f32, when)
 
 KERNEL_OP = "decode_attention"
+#: the launch skips keys masked by the lowest f32 once a visible key set the running max
+#: (exact: they add exp(lowest - max) = 0); bench/README.md compares
+SKIP_MASKED_KEYS = True
 #: the initial running maximum: the lowest finite f32 (x - m stays finite, exp gives 0)
 _LOWEST = float(np.finfo(np.float32).min)
 
@@ -625,6 +628,27 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 emit = emitter(item, s, g, kv, h, ds, lane, live)
 
                 def key(j: ir.Value, c: list) -> list:
+                    if not SKIP_MASKED_KEYS:
+                        return visit(j, c, load(m.mask, [({**loop4, 2: j})[ir.AffineDimExpr(e).position]
+                                                         if isinstance(e, ir.AffineDimExpr) else index(0)
+                                                         for e in m.mask_map.results]))
+                    mrun = c[0]
+                    dims = {**loop4, 2: j}
+                    midx = [dims[ir.AffineDimExpr(e).position] if isinstance(e, ir.AffineDimExpr) else index(0)
+                            for e in m.mask_map.results]
+                    bias = load(m.mask, midx)
+                    # a key masked by the lowest f32 after a visible one adds exp(lowest - max) = 0
+                    # and rescales by 1: skipped (uniform: every lane holds the same bias and max)
+                    skip = arith.AndIOp(arith.CmpFOp(arith.CmpFPredicate.OEQ, bias, f32(_LOWEST)).result,
+                                        arith.CmpFOp(arith.CmpFPredicate.OGT, mrun, f32(_LOWEST)).result).result
+                    branch = scf.IfOp(skip, [x.type for x in c], has_else=True)
+                    with ir.InsertionPoint(branch.then_block):
+                        scf.YieldOp(c)
+                    with ir.InsertionPoint(branch.else_block):
+                        scf.YieldOp(visit(j, c, bias))
+                    return list(branch.results)
+
+                def visit(j: ir.Value, c: list, bias: ir.Value) -> list:
                     mrun, l, acc = c[0], c[1], c[2:]
                     x = f32(0.0)
                     for qd, d in zip(qs, ds):
@@ -635,10 +659,7 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                         o = arith.ConstantOp(i32t, off).result
                         x = arith.AddFOp(x, gpu.ShuffleOp(x, o, width, gpu.ShuffleMode.XOR).results[0]).result
                         off *= 2
-                    dims = {**loop4, 2: j}
-                    midx = [dims[ir.AffineDimExpr(e).position] if isinstance(e, ir.AffineDimExpr) else index(0)
-                            for e in m.mask_map.results]
-                    x = arith.AddFOp(x, load(m.mask, midx)).result
+                    x = arith.AddFOp(x, bias).result
                     mnew = arith.MaximumFOp(mrun, x).result
                     alpha = mmath.ExpOp(arith.SubFOp(mrun, mnew).result).result
                     p = mmath.ExpOp(arith.SubFOp(x, mnew).result).result

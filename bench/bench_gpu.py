@@ -419,6 +419,56 @@ def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps:
     return rows
 
 
+def prefill_attention_rows(targets, size: str, lengths, reps: int, min_time: float) -> list:
+    """(name, {label: ms}, load) rows: relax_mlir/llm's prefill attention alone
+    (``LlamaModel._attend_blas`` of ``size``'s heads on q, k, v and the causal mask) on each
+    target: fused with masked keys skipped, fused visiting every key (``SKIP_MASKED_KEYS``
+    off), unfused (``PREFILL_ATTENTION_DEFAULT`` off); results compared first."""
+    from mlir import ir
+
+    from relax_mlir.backends.gpu import decode_attention
+    from relax_mlir.frontend.builder import graph_function
+    from relax_mlir.llm.cli import SIZES
+    from relax_mlir.llm.model import LlamaModel, _Step
+    from relax_mlir.pipelines import gpu as gpu_pipeline
+    c = SIZES[size]
+    H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
+
+    def module():
+        with relax_mlir.make_context(), ir.Location.unknown():
+            m = ir.Module.create()
+            with graph_function(m, "main", [("q", ["s", H, D], "f32"), ("k", ["s", KV, D], "f32"),
+                                            ("v", ["s", KV, D], "f32"), ("mask", ["s", "s"], "f32")]) as fn:
+                q, k, v, mask = fn.params
+                fn.ret(LlamaModel(c)._attend_blas(_Step(None, mask=mask), q, k, v))
+        return m
+    exes = {}
+    for target in targets:
+        for label, skip, fused in ((f"{target} attention", True, True), (f"{target} every key", False, True),
+                                   (f"{target} unfused", True, False)):
+            decode_attention.SKIP_MASKED_KEYS, gpu_pipeline.PREFILL_ATTENTION_DEFAULT = skip, fused
+            try:
+                exes[label] = relax_mlir.compile(module(), target=target)
+            finally:
+                decode_attention.SKIP_MASKED_KEYS, gpu_pipeline.PREFILL_ATTENTION_DEFAULT = True, True
+    rows = []
+    for s in lengths:
+        rng = np.random.default_rng(s)
+        q = rng.standard_normal((s, H, D)).astype(np.float32)
+        k, v = (rng.standard_normal((s, KV, D)).astype(np.float32) for _ in range(2))
+        mask = np.where(np.tril(np.ones((s, s), bool)), 0.0, float(np.finfo(np.float32).min)).astype(np.float32)
+        ref = None
+        for label, exe in exes.items():
+            got = exe(q, k, v, mask)
+            ref = got if ref is None else ref
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5, err_msg=label)
+        l0 = os.getloadavg()[0]
+        times = timeit({label: (lambda e=exe: e(q, k, v, mask)) for label, exe in exes.items()}, reps, min_time)
+        rows.append((f"prefill attention s={s}, {size} heads", times, max(l0, os.getloadavg()[0])))
+        print(f"{rows[-1][0]}: " + " / ".join(f"{k} {v:.3f}" for k, v in times.items()) + " ms", file=sys.stderr)
+    return rows
+
+
 #: id(half-format weight) -> (the f32 GEMV program of its shape, its inputs[, label]): timed as
 #: the variant "<target> f32 GEMV" (or "<target> <label>") of the case, in the same rounds
 F32_PEERS: dict = {}
@@ -516,7 +566,8 @@ def main() -> int:
                     help="with --prefill: the random model's size (llm CLI sizes; '' skips the model)")
     ap.add_argument("--prefill-attention", action="store_true",
                     help="the prefill of 32 and 128 tokens of a random f32 model (--prefill-model): the fused "
-                         "prefill attention against the same target without it (PREFILL_ATTENTION_DEFAULT)")
+                         "prefill attention against the same target without it (PREFILL_ATTENTION_DEFAULT); "
+                         "then its attention alone at 32, 128, 512 tokens (also with SKIP_MASKED_KEYS off)")
     ap.add_argument("--attention", action="store_true",
                     help="decode attention: the fused decode_attention kernel (one launch) against the same "
                          "target without relax-gpu-decode-attention (q.k, softmax, p.v kernels)")
@@ -553,7 +604,9 @@ def main() -> int:
     kv_dtypes = tuple(c for c in args.attention_kv.split(",") if c)
     if args.prefill_attention:
         rows = prefill_model_rows(targets, args.prefill_model, "f32", (32, 128), "", reps, min_time, True)
-        labels = list(rows[-1][1])
+        rows += prefill_attention_rows(targets, args.prefill_model, (32, 128, 512), reps, min_time)
+        labels = [k for _, t, _ in rows for k in t]
+        labels = list(dict.fromkeys(labels))
     for name, src, inputs, ref, tref, n_w in () if args.prefill_attention else (prefill_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
                                               if args.prefill else cublas_cases(rng, args.quick) if args.cublas else
                                               attention_cases(rng, args.quick, kv_dtypes) if args.attention else

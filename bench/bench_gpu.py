@@ -367,10 +367,13 @@ def prefill_cases(rng, formats, rows=(32, 128), k: int = 768, n: int = 2048):
     return out
 
 
-def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps: int, min_time: float) -> list:
+def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps: int, min_time: float,
+                       prefill_attention: bool = False) -> list:
     """(name, {label: ms}, load) rows: the prefill of ``lengths`` tokens of a random model of
     ``size`` with ``fmt`` projections on each target, compiled with the default schedules and
-    with ``config`` (e.g. qgemm=1), the first tokens compared; timed in alternating rounds."""
+    with ``config`` (e.g. qgemm=1) -- or, with ``prefill_attention``, without the fused prefill
+    attention (``PREFILL_ATTENTION_DEFAULT`` off) -- the first tokens compared; timed in
+    alternating rounds."""
     from dataclasses import replace as _replace
 
     from mlir import ir
@@ -378,15 +381,23 @@ def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps:
     from relax_mlir.llm import CausalLM, causal_lm
     from relax_mlir.llm.cli import SIZES
     from relax_mlir.llm.model import LlamaModel
-    c = _replace(SIZES[size], formats=tuple((r, fmt) for r in ("qkv", "o", "gate", "up", "down", "lm_head")))
+    from relax_mlir.pipelines import gpu as gpu_pipeline
+    c = SIZES[size] if fmt == "f32" else \
+        _replace(SIZES[size], formats=tuple((r, fmt) for r in ("qkv", "o", "gate", "up", "down", "lm_head")))
     models = {}
     for target in targets:
-        for label, cfg in ((target, ""), (f"{target} {config}", config)):
+        variants = [(target, "", True), (f"{target} unfused attention", "", False)] if prefill_attention else \
+            [(target, "", True), (f"{target} {config}", config, True)]
+        for label, cfg, fused in variants:
             ctx = relax_mlir.make_context()
             with ctx, ir.Location.unknown():
                 module = ir.Module.create()
                 names = LlamaModel(c).build(module)
-            exe = relax_mlir.compile(module, target=target, options={"schedule_config": cfg} if cfg else {})
+            gpu_pipeline.PREFILL_ATTENTION_DEFAULT = fused
+            try:
+                exe = relax_mlir.compile(module, target=target, options={"schedule_config": cfg} if cfg else {})
+            finally:
+                gpu_pipeline.PREFILL_ATTENTION_DEFAULT = True
             causal_lm._EXECUTABLES[c, target] = (exe, names)   # CausalLM binds this variant's executable
             try:
                 models[label] = CausalLM.random(c, max_seq_len=max(lengths), target=target)
@@ -404,6 +415,56 @@ def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps:
         l0 = os.getloadavg()[0]
         times = timeit({label: (lambda lm=lm: lm.prefill(ids)) for label, lm in models.items()}, reps, min_time)
         rows.append((f"prefill {t} tokens, {size} model, {fmt} weights", times, max(l0, os.getloadavg()[0])))
+        print(f"{rows[-1][0]}: " + " / ".join(f"{k} {v:.3f}" for k, v in times.items()) + " ms", file=sys.stderr)
+    return rows
+
+
+def prefill_attention_rows(targets, size: str, lengths, reps: int, min_time: float) -> list:
+    """(name, {label: ms}, load) rows: relax_mlir/llm's prefill attention alone
+    (``LlamaModel._attend_blas`` of ``size``'s heads on q, k, v and the causal mask) on each
+    target: fused with masked keys skipped, fused visiting every key (``SKIP_MASKED_KEYS``
+    off), unfused (``PREFILL_ATTENTION_DEFAULT`` off); results compared first."""
+    from mlir import ir
+
+    from relax_mlir.backends.gpu import decode_attention
+    from relax_mlir.frontend.builder import graph_function
+    from relax_mlir.llm.cli import SIZES
+    from relax_mlir.llm.model import LlamaModel, _Step
+    from relax_mlir.pipelines import gpu as gpu_pipeline
+    c = SIZES[size]
+    H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
+
+    def module():
+        with relax_mlir.make_context(), ir.Location.unknown():
+            m = ir.Module.create()
+            with graph_function(m, "main", [("q", ["s", H, D], "f32"), ("k", ["s", KV, D], "f32"),
+                                            ("v", ["s", KV, D], "f32"), ("mask", ["s", "s"], "f32")]) as fn:
+                q, k, v, mask = fn.params
+                fn.ret(LlamaModel(c)._attend_blas(_Step(None, mask=mask), q, k, v))
+        return m
+    exes = {}
+    for target in targets:
+        for label, skip, fused in ((f"{target} attention", True, True), (f"{target} every key", False, True),
+                                   (f"{target} unfused", True, False)):
+            decode_attention.SKIP_MASKED_KEYS, gpu_pipeline.PREFILL_ATTENTION_DEFAULT = skip, fused
+            try:
+                exes[label] = relax_mlir.compile(module(), target=target)
+            finally:
+                decode_attention.SKIP_MASKED_KEYS, gpu_pipeline.PREFILL_ATTENTION_DEFAULT = True, True
+    rows = []
+    for s in lengths:
+        rng = np.random.default_rng(s)
+        q = rng.standard_normal((s, H, D)).astype(np.float32)
+        k, v = (rng.standard_normal((s, KV, D)).astype(np.float32) for _ in range(2))
+        mask = np.where(np.tril(np.ones((s, s), bool)), 0.0, float(np.finfo(np.float32).min)).astype(np.float32)
+        ref = None
+        for label, exe in exes.items():
+            got = exe(q, k, v, mask)
+            ref = got if ref is None else ref
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5, err_msg=label)
+        l0 = os.getloadavg()[0]
+        times = timeit({label: (lambda e=exe: e(q, k, v, mask)) for label, exe in exes.items()}, reps, min_time)
+        rows.append((f"prefill attention s={s}, {size} heads", times, max(l0, os.getloadavg()[0])))
         print(f"{rows[-1][0]}: " + " / ".join(f"{k} {v:.3f}" for k, v in times.items()) + " ms", file=sys.stderr)
     return rows
 
@@ -503,6 +564,10 @@ def main() -> int:
                          "GEMM route against the GEMV for every row (--configs, default qgemm=1)")
     ap.add_argument("--prefill-model", default="small",
                     help="with --prefill: the random model's size (llm CLI sizes; '' skips the model)")
+    ap.add_argument("--prefill-attention", action="store_true",
+                    help="the prefill of 32 and 128 tokens of a random f32 model (--prefill-model): the fused "
+                         "prefill attention against the same target without it (PREFILL_ATTENTION_DEFAULT); "
+                         "then its attention alone at 32, 128, 512 tokens (also with SKIP_MASKED_KEYS off)")
     ap.add_argument("--attention", action="store_true",
                     help="decode attention: the fused decode_attention kernel (one launch) against the same "
                          "target without relax-gpu-decode-attention (q.k, softmax, p.v kernels)")
@@ -537,7 +602,12 @@ def main() -> int:
         args.configs = "qgemm=1"
     compiled: dict = {}     # program text -> its executables (cases of one shape share them)
     kv_dtypes = tuple(c for c in args.attention_kv.split(",") if c)
-    for name, src, inputs, ref, tref, n_w in (prefill_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
+    if args.prefill_attention:
+        rows = prefill_model_rows(targets, args.prefill_model, "f32", (32, 128), "", reps, min_time, True)
+        rows += prefill_attention_rows(targets, args.prefill_model, (32, 128, 512), reps, min_time)
+        labels = [k for _, t, _ in rows for k in t]
+        labels = list(dict.fromkeys(labels))
+    for name, src, inputs, ref, tref, n_w in () if args.prefill_attention else (prefill_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
                                               if args.prefill else cublas_cases(rng, args.quick) if args.cublas else
                                               attention_cases(rng, args.quick, kv_dtypes) if args.attention else
                                               quant_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))

@@ -46,6 +46,11 @@ WORKGROUP_SIZE = 64
 DECODE_ATTENTION_DEFAULT = True
 
 
+#: relax-gpu-decode-attention also fuses the prefill attention chain (bench/bench_gpu.py
+#: --prefill-attention compares it with the kernels it replaces, in one process)
+PREFILL_ATTENTION_DEFAULT = True
+
+
 #: relax-fuse-ops{quant-epilogue=true}: a quantized matmul's kernel takes its elementwise
 #: epilogue (the residual add), which the quantized GEMV applies at the store
 QUANT_EPILOGUE_DEFAULT = True
@@ -64,7 +69,8 @@ def graph_stage(graph: list[str], kind: str) -> list[str]:
     if not DECODE_ATTENTION_DEFAULT:
         return graph
     at = next((i for i, p in enumerate(graph) if p.startswith("relax-legalize")), len(graph))
-    return graph[:at] + [f"relax-gpu-decode-attention{{kind={kind}}}"] + graph[at:]
+    prefill = "" if PREFILL_ATTENTION_DEFAULT else " prefill=false"
+    return graph[:at] + [f"relax-gpu-decode-attention{{kind={kind}{prefill}}}"] + graph[at:]
 
 
 #: relax-gpu-fold-tensor-copies before bufferization (bench/bench_gpu.py --without-fold compares)

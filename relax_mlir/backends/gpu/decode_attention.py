@@ -50,6 +50,9 @@ from .launch_builder import (CONTRACT, MAX_GRID, Launch, barrier, f32, for_loop,
                              to_f32, when)
 
 KERNEL_OP = "decode_attention"
+#: the launch skips keys masked by the lowest f32 once a visible key set the running max
+#: (exact: they add exp(lowest - max) = 0); bench/README.md compares
+SKIP_MASKED_KEYS = True
 #: the initial running maximum: the lowest finite f32 (x - m stays finite, exp gives 0)
 _LOWEST = float(np.finfo(np.float32).min)
 
@@ -155,6 +158,131 @@ def absorb_reshapes(ch: _Chain) -> tuple[ir.Value, Optional[ir.Operation]]:
     return q, out
 
 
+
+@dataclass
+class _Prefill:
+    q: ir.Value          # (s, H, D), query head h = g * KV + kv
+    k: ir.Value          # (t, KV, D)
+    v: ir.Value          # (t, KV, D)
+    mask: ir.Value       # (s, t) or (1, s, t), shared by every head
+    ops: list            # every op of the chain (the head splits, the products, the merge)
+    result: ir.Value     # (s, H*D)
+    G: int
+    KV: int
+    D: int
+
+
+def _step(v: ir.Value, name: str, user: ir.Operation, shape: tuple, attr: Optional[tuple] = None):
+    """The op ``name`` defining ``v`` whose only user is ``user``, its result of ``shape`` and
+    (``attr`` = (key, value)) that attribute, else None."""
+    op = defining_op(v)
+    if op is None or op.name != name or users(v) != [user] or op.parent != user.parent:
+        return None
+    sig = _sig(v)
+    if sig is None or sig.rank != len(shape) or not all(_eq(a, b) for a, b in zip(sig.shape, shape)):
+        return None
+    if attr is not None and list(_attrs(op).get(attr[0]) or []) != list(attr[1]):
+        return None
+    return op
+
+
+def _heads(v: ir.Value, user: ir.Operation, s, D, H: int) -> Optional[tuple[ir.Value, list, int]]:
+    """(x, ops, n): ``v`` (H, s, D) is the head split of x (s, n, D) as ``LlamaModel._attend_blas``
+    writes it -- ``reshape(reshape(x, (1, s, n*D)), (1, s, n, D))``, ``permute_dims [0, 2, 1, 3]``,
+    for n < H the n heads tiled H / n times (``expand_dims`` [1], ``broadcast_to`` (1, G, n, s, D):
+    head h reads head h % n), ``reshape`` (H, s, D); each op used only by the next."""
+    ops = []
+    r = _step(v, "relax.reshape", user, (H, s, D))
+    if r is None:
+        return None
+    ops.append(r)
+    x = r.operands[0]
+    sig = _sig(x)
+    if sig is None:
+        return None
+    if sig.rank == 5:   # the tiled kv heads
+        G, n = _static(sig.shape[1]), _static(sig.shape[2])
+        if G is None or n is None or G * n != H:
+            return None
+        b = _step(x, "relax.broadcast_to", r, (1, G, n, s, D))
+        e = b and _step(b.operands[0], "relax.expand_dims", b, (1, 1, n, s, D), ("axis", [1]))
+        if e is None:
+            return None
+        ops += [b, e]
+        x, r = e.operands[0], e
+    else:
+        n = H
+    p = _step(x, "relax.permute_dims", r, (1, n, s, D), ("axes", [0, 2, 1, 3]))
+    r1 = p and _step(p.operands[0], "relax.reshape", p, (1, s, n, D))
+    r2 = r1 and _step(r1.operands[0], "relax.reshape", r1, (1, s, n * D))
+    src = _sig(r2.operands[0]) if r2 is not None else None
+    if src is None or src.rank != 3 or src.dtype != "f32" or \
+            not all(_eq(a, b) for a, b in zip(src.shape, (s, n, D))):
+        return None
+    return r2.operands[0], ops + [p, r1, r2], n
+
+
+def match_prefill(mm: ir.Operation) -> Optional[_Prefill]:
+    """The prefill attention chain of ``LlamaModel._attend_blas`` ending at ``relax.matmul``
+    ``mm`` (probs . v), or None: ``matmul(qh, permute_dims(kh, [0, 2, 1]))`` (H, s, s),
+    ``+ mask`` (s, s) shared by every head, ``softmax(axis=-1)``, ``matmul(., vh)``, the head
+    merge ``reshape`` (1, H, s, D), ``permute_dims [0, 2, 1, 3]``, reshapes to (s, H*D); qh, kh
+    and vh the head splits of q (s, H, D), k and v (s, KV, D) (:func:`_heads`). Each
+    intermediate used only by the next op; H, KV and D static."""
+    if mm.name != "relax.matmul" or len(mm.operands) != 2:
+        return None
+    so = _sig(mm.results[0])
+    if so is None or so.rank != 3 or so.dtype != "f32":
+        return None
+    H, s, D = _static(so.shape[0]), so.shape[1], _static(so.shape[2])
+    if H is None or D is None:
+        return None
+    sm = _step(mm.operands[0], "relax.softmax", mm, (H, s, s))
+    if sm is None or _axes(sm, 3, "axis") != [2]:
+        return None
+    add = _step(sm.operands[0], "relax.add", sm, (H, s, s))
+    if add is None:
+        return None
+    qk = next((defining_op(x) for x in add.operands if (o := defining_op(x)) is not None and o.name == "relax.matmul"),
+              None)
+    if qk is None or users(qk.results[0]) != [add]:
+        return None
+    mask = other_operand(add, qk.results[0])
+    ms = _sig(mask) if mask is not None else None
+    if ms is None or ms.dtype != "f32" or ms.rank not in (2, 3) or (ms.rank == 3 and not _eq(ms.shape[0], 1)) or \
+            not all(_eq(a, s) for a in ms.shape[-2:]):
+        return None
+    kt = _step(qk.operands[1], "relax.permute_dims", qk, (H, D, s), ("axes", [0, 2, 1]))
+    q = _heads(qk.operands[0], qk, s, D, H)
+    k = kt and _heads(kt.operands[0], kt, s, D, H)
+    v = _heads(mm.operands[1], mm, s, D, H)
+    if q is None or k is None or v is None or q[2] != H or k[2] != v[2] or H % k[2]:
+        return None
+    ops = [mm, sm, add, qk, kt] + q[1] + k[1] + v[1]
+    # the head merge: (H, s, D) -> (1, H, s, D) -> (1, s, H, D) -> reshapes to (s, H*D)
+    us = users(mm.results[0])
+    r = us[0] if len(us) == 1 and us[0].name == "relax.reshape" else None
+    p = _only_user(r.results[0], "relax.permute_dims") if r is not None else None
+    if p is None or _attrs(p).get("axes") is None or list(_attrs(p)["axes"]) != [0, 2, 1, 3]:
+        return None
+    ops += [r, p]
+    out = p.results[0]
+    while True:
+        nxt = _only_user(out, "relax.reshape")
+        if nxt is None:
+            break
+        ops.append(nxt)
+        out = nxt.results[0]
+        osig = _sig(out)
+        if osig.rank == 2 and _eq(osig.shape[0], s) and _eq(osig.shape[1], H * D):
+            break
+    osig = _sig(out)
+    if osig is None or osig.rank != 2 or not _eq(osig.shape[0], s) or not _eq(osig.shape[1], H * D):
+        return None
+    KV = k[2]
+    return _Prefill(q[0], k[0], v[0], mask, ops, out, H // KV, KV, D)
+
+
 #: element types of K / V the fused kernel reads as they are (widened to f32 per load)
 KV_DTYPES = ("f32", "f16")
 
@@ -195,16 +323,19 @@ def absorb_cast(v: ir.Value) -> tuple[ir.Value, Optional[ir.Operation]]:
 
 
 def attention_kernel(q: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, out: TensorSig,
-                     G: int, KV: int, D: int, counters: Optional[TensorSig] = None):
+                     G: int, KV: int, D: int, counters: Optional[TensorSig] = None, rows_keys: bool = False):
     """The kernel of the fused chain, in linalg on tensors (what every route but the GPU
     rule's launch runs): scores + mask, row max, sum of exponentials, weighted sum of v,
     division. q is (s, G, 1, KV, D) or (s, G*KV, D); the output (s, G, KV, D) or
     (s, G*KV*D); k and v f32 or f16 (:data:`KV_DTYPES`: widened where read, f32 arithmetic).
     ``counters``: the row counters' state view (:data:`COUNTERS_STATE`), a fifth input the
-    linalg body does not read. Loops: (s, g, t, kv[, d])."""
+    linalg body does not read. Loops: (s, g, t, kv[, d]). ``rows_keys``: the mask is (s, t)
+    or (1, s, t), one bias per (query, key) shared by every head (prefill's causal mask),
+    else it broadcasts (numpy rules) to the scores (s, g, t, kv)."""
     types = [KType.of(x) for x in (q, k, mask, v)] + ([KType.of(counters)] if counters is not None else [])
     ot = KType.of(out)
     kvt = "" if types[1].dtype == "f32" else f"{types[1].dtype}kv_"
+    kvt += "st_" if rows_keys else ""
     kb = KernelBuilder("relax_gpu_decode_attention_f32_" + kvt + "_".join(t.tag for t in types + [ot]), types, [ot])
     qq, kk, mk, vv = kb.ins[:4]
     ex = lambda x: kb.un(mmath.ExpOp, x)   # noqa: E731
@@ -214,11 +345,12 @@ def attention_kernel(q: TensorSig, k: TensorSig, mask: TensorSig, v: TensorSig, 
     s_dim = ot.dims[0]
     st = KType((s_dim, G, types[1].dims[0], KV), "f32")
     sizes = [kb.dim(qq, 0), kb.index(G), kb.dim(kk, 0), kb.index(KV)]
+    mask_map = (["0"] * (types[2].rank - 2) + ["d0", "d2"]) if rows_keys else broadcast_map(types[2], st)
     zero = kb.fill(0.0, kb.empty_dims(st, sizes))
     (sc,) = kb.generic([(qq, qmap), (kk, ["d2", "d3", "d4"])], [(zero, ["d0", "d1", "d2", "d3"])],
                        ["parallel"] * 4 + ["reduction"],
                        lambda a, b, acc: [kb.bin(arith.AddFOp, acc, kb.bin(arith.MulFOp, a, kb.cast(b, "f32")))])
-    (sc,) = kb.generic([(sc, ["d0", "d1", "d2", "d3"]), (mk, broadcast_map(types[2], st))],
+    (sc,) = kb.generic([(sc, ["d0", "d1", "d2", "d3"]), (mk, mask_map)],
                        [(kb.empty_dims(st, sizes), ["d0", "d1", "d2", "d3"])], ["parallel"] * 4,
                        lambda a, b, _: [kb.bin(arith.AddFOp, a, b)])
     rt = KType((s_dim, G, KV), "f32")
@@ -252,8 +384,10 @@ def takes(head_dim: Optional[int], subgroup: Optional[int]) -> bool:
     return (head_dim % subgroup == 0 and head_dim // subgroup <= 16) or subgroup % head_dim == 0
 
 
-def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan", counters: bool = True) -> int:
-    """Rewrite every decode attention chain of the graph functions; how many. With
+def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan", counters: bool = True,
+         prefill: bool = True) -> int:
+    """Rewrite every decode attention chain of the graph functions, and with ``prefill``
+    every prefill attention chain (:func:`match_prefill`); how many. With
     ``require_rule`` only chains the GPU rule will take on the module's target (a known
     subgroup width, :func:`takes`): the fused kernel's linalg body alone is slower than the
     three scheduled kernels it replaces. With ``counters`` the kernel also reads the row
@@ -270,6 +404,18 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan", 
             if ch is None or any(ch.ops[0] == o for c in chains for o in c.ops):
                 continue
             chains.append(ch)
+        prefills = []
+        for op in body_ops(f):
+            pf = match_prefill(op) if op.name == "relax.matmul" else None
+            if pf is not None and prefill and not any(pf.ops[0] == o for c in prefills for o in c.ops):
+                prefills.append(pf)
+        for pf in prefills:
+            if require_rule and not takes(pf.D, width):
+                continue
+            table = table or KernelTable(module)
+            _rewrite(module, table, [pf.q, pf.k, pf.mask, pf.v], pf.result, pf.G, pf.KV, pf.D, counters, True)
+            _erase_dead(pf.ops)
+            n += 1
         for ch in chains:
             G, KV, D = (_static(_sig(ch.q5).shape[i]) for i in (1, 3, 4))
             if G is None or KV is None or D is None or (require_rule and not takes(D, width)):
@@ -278,16 +424,7 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan", 
             (k, kcast), (v, vcast) = absorb_cast(ch.k), absorb_cast(ch.v)
             result = reshape.results[0] if reshape is not None else ch.result
             table = table or KernelTable(module)
-            last = reshape or ch.ops[-1]
-            operands = [q, k, ch.mask, v]
-            if counters:
-                operands.append(counters_operand(module, ir.InsertionPoint(last), last.location))
-            kern = attention_kernel(*(_sig(x) for x in (q, k, ch.mask, v, result)), G, KV, D,
-                                    _sig(operands[4]) if counters else None)
-            callee = table.symbol(kern, KERNEL_OP)
-            new = create("call_tir", operands, [result.type],
-                         {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=last.location, ip=ir.InsertionPoint(last))
-            result.replace_all_uses_with(new.results[0])
+            _rewrite(module, table, [q, k, ch.mask, v], result, G, KV, D, counters, False)
             dead = ([reshape] if reshape is not None else []) + list(reversed(ch.ops))
             if q != ch.q5:
                 dead.append(defining_op(ch.q5))
@@ -298,17 +435,47 @@ def fuse(module: ir.Operation, require_rule: bool = True, kind: str = "vulkan", 
     return n
 
 
+def _rewrite(module: ir.Operation, table: KernelTable, operands: list, result: ir.Value, G: int, KV: int, D: int,
+             counters: bool, rows_keys: bool) -> None:
+    """``result`` replaced by a ``relax.call_tir`` of the fused kernel on ``operands`` (q, k,
+    mask, v [+ the counters' state]), inserted right before the op defining ``result``."""
+    last = defining_op(result)
+    if counters:
+        operands = operands + [counters_operand(module, ir.InsertionPoint(last), last.location)]
+    kern = attention_kernel(*(_sig(x) for x in operands[:4]), _sig(result), G, KV, D,
+                            _sig(operands[4]) if counters else None, rows_keys)
+    callee = table.symbol(kern, KERNEL_OP)
+    new = create("call_tir", operands, [result.type],
+                 {"callee": ir.FlatSymbolRefAttr.get(callee)}, loc=last.location, ip=ir.InsertionPoint(last))
+    result.replace_all_uses_with(new.results[0])
+
+
+def _erase_dead(ops: list) -> None:
+    """Erase ``ops`` (a replaced chain), each once nothing uses its results any more."""
+    left = list(ops)
+    while left:
+        dead = [o for o in left if all(not list(r.uses) for r in o.results)]
+        if not dead:
+            return
+        for o in dead:
+            left.remove(o)
+            o.erase()
+
+
 @register_pass("relax-gpu-decode-attention",
                "GPU targets: the cached (decode) attention chain q.k + mask -> softmax over the KV length -> "
-               "p.v becomes one call_tir of a decode_attention kernel (one launch on the GPU rule).",
+               "p.v, and prefill's (head splits, q.k^T + causal mask, softmax, p.v, head merge), becomes one "
+               "call_tir of a decode_attention kernel (one launch on the GPU rule).",
                options=[Option("require-rule", bool, True, "only where the GPU rule takes the kernel on the "
                                                            "module's target (false: every chain)"),
                         Option("kind", str, "vulkan", "the target kind when the module records none"),
                         Option("counters", bool, True, "the kernel reads the session's row counters "
                                                        f"(state {COUNTERS_STATE}): a split combined in "
-                                                       "the last workgroup of each row, one launch")])
+                                                       "the last workgroup of each row, one launch"),
+                        Option("prefill", bool, True, "the prefill chain too (LlamaModel._attend_blas: "
+                                                      "the causal (s, s) mask shared by every head)")])
 def relax_gpu_decode_attention(module: ir.Operation, opts) -> None:
-    fuse(module, opts.require_rule, opts.kind, opts.counters)
+    fuse(module, opts.require_rule, opts.kind, opts.counters, opts.prefill)
 
 
 # -- the launch (relax-gpu-schedule's DecodeAttention rule) ----------------------------------
@@ -461,6 +628,27 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 emit = emitter(item, s, g, kv, h, ds, lane, live)
 
                 def key(j: ir.Value, c: list) -> list:
+                    if not SKIP_MASKED_KEYS:
+                        return visit(j, c, load(m.mask, [({**loop4, 2: j})[ir.AffineDimExpr(e).position]
+                                                         if isinstance(e, ir.AffineDimExpr) else index(0)
+                                                         for e in m.mask_map.results]))
+                    mrun = c[0]
+                    dims = {**loop4, 2: j}
+                    midx = [dims[ir.AffineDimExpr(e).position] if isinstance(e, ir.AffineDimExpr) else index(0)
+                            for e in m.mask_map.results]
+                    bias = load(m.mask, midx)
+                    # a key masked by the lowest f32 after a visible one adds exp(lowest - max) = 0
+                    # and rescales by 1: skipped (uniform: every lane holds the same bias and max)
+                    skip = arith.AndIOp(arith.CmpFOp(arith.CmpFPredicate.OEQ, bias, f32(_LOWEST)).result,
+                                        arith.CmpFOp(arith.CmpFPredicate.OGT, mrun, f32(_LOWEST)).result).result
+                    branch = scf.IfOp(skip, [x.type for x in c], has_else=True)
+                    with ir.InsertionPoint(branch.then_block):
+                        scf.YieldOp(c)
+                    with ir.InsertionPoint(branch.else_block):
+                        scf.YieldOp(visit(j, c, bias))
+                    return list(branch.results)
+
+                def visit(j: ir.Value, c: list, bias: ir.Value) -> list:
                     mrun, l, acc = c[0], c[1], c[2:]
                     x = f32(0.0)
                     for qd, d in zip(qs, ds):
@@ -471,10 +659,7 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                         o = arith.ConstantOp(i32t, off).result
                         x = arith.AddFOp(x, gpu.ShuffleOp(x, o, width, gpu.ShuffleMode.XOR).results[0]).result
                         off *= 2
-                    dims = {**loop4, 2: j}
-                    midx = [dims[ir.AffineDimExpr(e).position] if isinstance(e, ir.AffineDimExpr) else index(0)
-                            for e in m.mask_map.results]
-                    x = arith.AddFOp(x, load(m.mask, midx)).result
+                    x = arith.AddFOp(x, bias).result
                     mnew = arith.MaximumFOp(mrun, x).result
                     alpha = mmath.ExpOp(arith.SubFOp(mrun, mnew).result).result
                     p = mmath.ExpOp(arith.SubFOp(x, mnew).result).result

@@ -125,6 +125,9 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan", sch
     """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
     return [
         "relax-expand-math",
+        # FMAs (contract) in every kernel before the schedules clone the linalg bodies; no
+        # reassoc: the row kernels fix their own order, the same on every route
+        "relax-kernel-fastmath{reassoc=false}",
         "relax-gpu-signless",
         "relax-gpu-forward-copies",
         *schedule_stage(workgroup_size=workgroup_size, kind=kind, schedule_config=schedule_config),

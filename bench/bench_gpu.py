@@ -85,7 +85,7 @@ def timeit(fns: dict, reps: int, min_time: float = 0.2) -> dict:
 def compile_variants(src, targets, naive: bool, without_vector: bool = False, gemv: bool = False, cpu: bool = True,
                      gemv_configs: tuple = (), attention: bool = False, attention_splits: tuple = (),
                      attention_chunks: tuple = (), without_fold: bool = False, cublas: bool = False,
-                     configs: tuple = ()):
+                     configs: tuple = (), without_contract: bool = False):
     """{label: executable}: each GPU target with its schedules (with ``gemv`` also without
     subgroup operations: no GEMV route; with ``without_vector`` also without
     relax-gpu-vector-elementwise; with ``naive`` without any schedule: every kernel one
@@ -132,6 +132,8 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
             out[f"{target} no-vec"] = without("VECTOR_ELEMENTWISE_DEFAULT", target)
         if without_fold:
             out[f"{target} no-fold"] = without("FOLD_TENSOR_COPIES_DEFAULT", target)
+        if without_contract:
+            out[f"{target} no-contract"] = without("KERNEL_CONTRACT_DEFAULT", target)
         if naive:
             out[f"{target} naive"] = without("SCHEDULES_DEFAULT", target)
     if cpu:
@@ -550,6 +552,9 @@ def main() -> int:
                     help="also compile each GPU target without relax-gpu-vector-elementwise")
     ap.add_argument("--without-fold", action="store_true",
                     help="also compile each GPU target without relax-gpu-fold-tensor-copies")
+    ap.add_argument("--without-contract", action="store_true",
+                    help="also compile each GPU target without fastmath<contract> on its kernels (no FMAs from "
+                         "linalg bodies; relax-kernel-fastmath)")
     ap.add_argument("--skip", default="", help="comma-separated substrings of case names to skip")
     ap.add_argument("--decode", action="store_true",
                     help="decode GEMVs: the GEMV rule against the same target without subgroup operations")
@@ -623,7 +628,7 @@ def main() -> int:
                 and not args.prefill,
                 without_vector=args.without_vector, gemv=args.decode,
                 cpu=not args.decode and not args.cublas and not args.prefill,
-                without_fold=args.without_fold,
+                without_fold=args.without_fold, without_contract=args.without_contract,
                 configs=tuple(c for c in args.configs.split(",") if c),
                 attention=args.attention,
                 attention_splits=tuple(c for c in args.attention_splits.split(",") if c)

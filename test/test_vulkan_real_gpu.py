@@ -5,13 +5,17 @@
   NVIDIA-, Adreno- and lavapipe-like devices, with and without VK_EXT_subgroup_size_control;
   on this machine's device (lavapipe has the extension) the pipelines of the kernels that
   shuffle are created with the size required, and the GEMV and the decode attention give the
-  same numbers through them;
+  same numbers through them; the instance's Vulkan version (the loader's, clamped to 1.2-1.3)
+  and where size control comes from (core on 1.3, else the extension), on fake versions, and on
+  this machine's device through both (a 1.2 instance: the extension; 1.3 with the extension
+  hidden: core);
 * the ``Coherent`` decoration on the buffer the one-launch attention split's workgroups hand
   over (relax-spirv-coherent-buffers): in the serialized words, spirv-val accepting it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -25,7 +29,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import relax_mlir  # noqa: E402
 from mlir import ir  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
-from relax_mlir.runtime.vulkan.device import choose_subgroup_size  # noqa: E402
+from relax_mlir.runtime.vulkan.device import (choose_subgroup_size, instance_api_version,  # noqa: E402
+                                              subgroup_size_control)
 from kernel_harness import graph_module  # noqa: E402
 from test_gpu_launches import attention_inputs, attention_module, attention_ref  # noqa: E402
 
@@ -62,6 +67,40 @@ _CHOICES = [
 @pytest.mark.parametrize("vendor,props,expected", _CHOICES)
 def test_choose_subgroup_size(vendor, props, expected):
     assert choose_subgroup_size(vendor, **props) == expected
+
+
+@pytest.mark.parametrize("loader,expected", [(None, (1, 2)), ((1, 1), (1, 2)), ((1, 2), (1, 2)),
+                                             ((1, 3), (1, 3)), ((1, 4), (1, 3)), ((2, 0), (1, 3))])
+def test_instance_api_version(loader, expected):
+    """The instance asks for the loader's version up to 1.3; 1.2 from a loader older than that
+    (or a 1.0 loader, which cannot say)."""
+    assert instance_api_version(loader) == expected
+
+
+#: (instance, device, device lists the extension) -> (size control usable, extension to enable)
+_CONTROL = [
+    ((1, 3), (1, 3), False, (True, False)),     # 1.3 device without the extension: core
+    ((1, 3), (1, 4), True, (True, False)),      # core; the listed extension is not needed
+    ((1, 2), (1, 3), True, (True, True)),       # a 1.2 instance: only through the extension
+    ((1, 2), (1, 3), False, (False, False)),
+    ((1, 3), (1, 2), True, (True, True)),       # a 1.2 device
+    ((1, 3), (1, 2), False, (False, False)),
+]
+
+
+@pytest.mark.parametrize("instance,device,extension,expected", _CONTROL)
+def test_subgroup_size_control_source(instance, device, extension, expected):
+    assert subgroup_size_control(instance, device, extension) == expected
+
+
+def test_vulkan13_amd_without_the_extension_gets_a_required_size():
+    """The case that had no size: an RDNA device reporting Vulkan 1.3 that does not list
+    VK_EXT_subgroup_size_control; its size control is core, so wave32 is required."""
+    control, extension = subgroup_size_control((1, 3), (1, 3), False)
+    assert (control, extension) == (True, False)
+    assert choose_subgroup_size(AMD, **_props(64, 32, 64, control=control)) == (32, True)
+    control, _ = subgroup_size_control((1, 2), (1, 3), False)      # the former 1.2 instance
+    assert choose_subgroup_size(AMD, **_props(64, 32, 64, control=control)) == (None, False)
 
 
 def _requirement(vendor, local, subgroup_ops=True, require=True, full=True):
@@ -183,6 +222,61 @@ def test_decode_attention_through_required_subgroup_size(dev, launches, shufflin
         y = sess["main"](q, k, v, mask)
         np.testing.assert_allclose(y, attention_ref(q, k, v, mask, G, KV, D).reshape(s, -1), rtol=1e-5, atol=2e-6)
         assert not sess.state[COUNTERS_STATE].any()
+
+
+_SIZE_CONTROL_RUN = r"""
+import importlib, json, sys
+import numpy as np
+import vulkan
+import relax_mlir
+from relax_mlir.runtime import vulkan as vkrt
+devmod = importlib.import_module("relax_mlir.runtime.vulkan.device")   # the package's `device` is the cache
+from kernel_harness import graph_module
+if sys.argv[1] == "instance-1.2":
+    devmod.MAX_API_VERSION = (1, 2)
+else:   # hide the extension: a 1.3 device that does not list it
+    real = vulkan.vkEnumerateDeviceExtensionProperties
+    vulkan.vkEnumerateDeviceExtensionProperties = lambda *a: [
+        e for e in real(*a) if (e.extensionName if isinstance(e.extensionName, str) else
+                                vulkan.ffi.string(e.extensionName).decode()) != "VK_EXT_subgroup_size_control"]
+dev = vkrt.device()
+exe = relax_mlir.compile(graph_module("matmul", [["m", "k"], ["k", "n"]], ["f32", "f32"]), target="vulkan")
+err = []
+for m, n, k in [(1, 200, 65), (3, 36, 129)]:
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    err.append(float(np.abs(exe(a, b) - a.astype(np.float64) @ b.astype(np.float64)).max()))
+print(json.dumps(dict(instance=dev.instance_version, extension=dev.size_control_extension,
+                      size=dev.subgroup_size, required=dev.require_subgroup_size,
+                      pipelines=exe.vulkan_pipelines, err=err)))
+"""
+
+
+@needs_vulkan
+@pytest.mark.parametrize("mode,instance,extension", [("instance-1.2", [1, 2], True),
+                                                     ("hidden-extension", [1, 3], False)])
+def test_size_control_through_extension_and_core(dev, mode, instance, extension):
+    """On this machine's device (Vulkan 1.3, listing the extension): a 1.2 instance requires
+    the size through VK_EXT_subgroup_size_control (enabled), a 1.3 instance with the
+    extension hidden through core 1.3 (nothing enabled); either way the GEMV's pipeline is
+    created with the size required (the GEMM and the small route's not) and gives numpy's numbers (a fresh process each: one
+    device per process)."""
+    _required(dev)
+    if dev.api_version < (1, 3) or dev.instance_version < (1, 3):
+        pytest.skip(f"{dev.name}: Vulkan {dev.api_version} device, {dev.instance_version} instance: no core 1.3")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                       os.path.dirname(os.path.abspath(__file__))]))
+    r = subprocess.run([sys.executable, "-c", _SIZE_CONTROL_RUN, mode], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["instance"] == instance and got["extension"] is extension
+    assert (got["size"], got["required"]) == (dev.subgroup_size, True)
+    # the matmul's three routes (GEMM, GEMV, small), the GEMV's pipeline with the size required
+    assert got["pipelines"] == {"pipelines": 3, "required_subgroup_size": 1,
+                                "full_subgroups": 1 if dev.full_subgroups else 0}
+    assert max(got["err"]) < 1e-4, got["err"]
 
 
 # -- Coherent ---------------------------------------------------------------------------------------

@@ -127,10 +127,18 @@ def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKG
             f"subgroup-ops={subgroup}{overrides}}}"]
 
 
+#: relax-kernel-fastmath{reassoc=false} before the schedules: fastmath<contract> on the kernels'
+#: float arithmetic, which the launch builders clone with the linalg bodies (FMAs on NVPTX, which
+#: writes unfusable mul.rn + add.rn without it); no reassoc: the row kernels fix their reduction
+#: order themselves, the same on every route (bench/bench_gpu.py --without-contract compares)
+KERNEL_CONTRACT_DEFAULT = True
+
+
 def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan", schedule_config: str = "") -> list[str]:
     """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
     return [
         "relax-expand-math",
+        *(["relax-kernel-fastmath{reassoc=false}"] if KERNEL_CONTRACT_DEFAULT else []),
         "relax-gpu-signless",
         "relax-gpu-forward-copies",
         *schedule_stage(workgroup_size=workgroup_size, kind=kind, schedule_config=schedule_config),

@@ -10,7 +10,9 @@ NaN (-inf * pow(-inf, -inf) is NaN, pow(-inf, -inf + 1) is 0): a silently wrong
 answer. ``contract`` (fused multiply-add, a rounding difference only) goes on every
 float add/sub/mul/div. NaN and infinity semantics are kept (no ``nnan``/``ninf``).
 Applies to functions marked ``relax.kernel``; switch off with
-``relax-kernel-fastmath{enable=false}`` for bit-reproducible order.
+``relax-kernel-fastmath{enable=false}`` for bit-reproducible order. ``reassoc=false`` sets
+``contract`` alone (the GPU pipelines: their row kernels fix the reduction order
+themselves, so a kernel sums in the same order on every route; the FMAs still come).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def _accumulates(op: ir.Operation) -> bool:
 
 @register_pass("relax-kernel-fastmath",
                "Allow reassociation of float accumulations and FMA contraction in relax kernels.",
-               options=[Option("enable", bool, True, "set the fastmath flags")])
+               options=[Option("enable", bool, True, "set the fastmath flags"),
+                        Option("reassoc", bool, True, "reassociate accumulations (else contract only)")])
 def relax_kernel_fastmath(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
@@ -60,7 +63,7 @@ def relax_kernel_fastmath(module: ir.Operation, opts) -> None:
         op = op.operation
         flags = _FLAGS.get(op.name)
         if flags is not None:
-            f = flags[0] if _accumulates(op) else flags[1]
+            f = flags[0] if opts.reassoc and _accumulates(op) else flags[1]
             if f is not None:
                 if f not in cache:
                     cache[f] = ir.Attribute.parse(f"#arith.fastmath<{f}>")

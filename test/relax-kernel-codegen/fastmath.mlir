@@ -1,10 +1,18 @@
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-kernel-fastmath)' | FileCheck %s
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-kernel-fastmath{enable=false})' | FileCheck %s --check-prefix=OFF
+// RUN: relax-opt %s --pass-pipeline='builtin.module(relax-kernel-fastmath{reassoc=false})' | FileCheck %s --check-prefix=CONTRACT
 
 // CHECK-LABEL: func.func private @k
 // CHECK: arith.addf %{{.*}} fastmath<reassoc,contract> : f32
 // CHECK: arith.maximumf %{{.*}} fastmath<reassoc> : f32
 // OFF-NOT: fastmath
+// reassoc=false (the GPU pipelines): contract only, accumulations included; max/min nothing.
+// CONTRACT-LABEL: func.func private @k
+// CONTRACT: arith.addf %{{.*}} fastmath<contract> : f32
+// CONTRACT: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CONTRACT-LABEL: func.func private @body
+// CONTRACT: arith.mulf %{{.+}}, %{{.+}} fastmath<contract> : f32
+// CONTRACT: arith.addf %{{.+}}, %{{.+}} fastmath<contract> : f32
 func.func private @k(%a: f32, %b: f32) -> f32 attributes {relax.kernel} {
   %0 = arith.addf %a, %b : f32
   %1 = arith.maximumf %0, %b : f32

@@ -16,7 +16,8 @@
 // The add runs as two kernels (relax-gpu-vector-elementwise): 4 elements per thread with
 // 16-byte vector loads and stores (ld.global.v4 / st.global.v4: LLVM 22's NVPTX prints
 // the untyped .b32 form) when n % 4 == 0 and the buffers are 16-byte aligned, else one
-// thread per element.
+// thread per element. The adds carry fastmath<contract> (relax-kernel-fastmath): NVPTX
+// prints add.f32 (ptxas may fuse it with a multiply), not the unfusable add.rn.f32.
 // CHECK: gpu.launch_func  @relax_add_f32_r1_r1_kernel::@relax_add_f32_r1_r1_kernel blocks in ({{.*}}) threads in ({{.*}}) : i64 args({{%.*}} : !llvm.ptr, {{%.*}} : !llvm.ptr, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : !llvm.ptr, {{%.*}} : !llvm.ptr, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : !llvm.ptr, {{%.*}} : !llvm.ptr, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : i64)
 // CHECK: gpu.launch_func  @relax_add_f32_r1_r1_kernel_0::@relax_add_f32_r1_r1_kernel blocks in ({{.*}}) threads in ({{.*}}) : i64 args({{%.*}} : i64, {{%.*}} : !llvm.ptr, {{%.*}} : !llvm.ptr, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : !llvm.ptr, {{%.*}} : !llvm.ptr, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : !llvm.ptr, {{%.*}} : !llvm.ptr, {{%.*}} : i64, {{%.*}} : i64, {{%.*}} : i64)
 // CHECK: gpu.binary @relax_add_f32_r1_r1_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">
@@ -27,14 +28,14 @@
 // CHECK-SAME: mov.u32 {{.*}}%ctaid.x;
 // CHECK-SAME: ld.global.v4.b32
 // CHECK-SAME: ld.global.v4.b32
-// CHECK-SAME: add.rn.f32
+// CHECK-SAME: add.f32
 // CHECK-SAME: st.global.v4.b32
 // CHECK-NOT: .extern
 // CHECK: gpu.binary @relax_add_f32_r1_r1_kernel_0  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">
 // CHECK-SAME: .visible .entry relax_add_f32_r1_r1_kernel(
 // CHECK-SAME: .maxntid 64, 1, 1
 // CHECK-SAME: ld.global.b32
-// CHECK-SAME: add.rn.f32
+// CHECK-SAME: add.f32
 // CHECK-SAME: st.global.b32
 // CHECK-NOT: .extern
 func.func @main(%x: tensor<?xf32, #relax.shape<["n"]>>, %y: tensor<?xf32, #relax.shape<["n"]>>) -> tensor<?xf32, #relax.shape<["n"]>>

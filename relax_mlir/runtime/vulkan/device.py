@@ -22,6 +22,27 @@ FIXED_SUBGROUP_VENDORS = (0x10DE, 0x10005)
 #: drivers report 64 as the default subgroupSize; GCN: min = max = 64), Intel's widest
 #: (8-32), lavapipe's only one (8), Adreno's narrowest (64)
 PREFERRED_SUBGROUP_SIZE = 32
+#: the Vulkan versions the instance asks for: the loader's own (vkEnumerateInstanceVersion)
+#: clamped into [MIN, MAX]: 1.3 makes subgroup size control core (a 1.3 device need not list
+#: VK_EXT_subgroup_size_control); 1.2 is what a loader without that query is asked for
+MIN_API_VERSION = (1, 2)
+MAX_API_VERSION = (1, 3)
+
+
+def instance_api_version(loader: Optional[tuple[int, int]]) -> tuple[int, int]:
+    """(major, minor) the instance asks for, given the loader's version (None: a 1.0 loader
+    without vkEnumerateInstanceVersion)."""
+    return max(MIN_API_VERSION, min(loader or MIN_API_VERSION, MAX_API_VERSION))
+
+
+def subgroup_size_control(instance: tuple[int, int], device: tuple[int, int], extension: bool) -> tuple[bool, bool]:
+    """(whether the subgroup size control structs may be queried and enabled, whether
+    VK_EXT_subgroup_size_control must be enabled for that). Core where the device and the
+    instance are both 1.3 or later (the promoted structs and enums are the extension's, same
+    sType values); else only through the extension, where the device lists it."""
+    if min(instance, device) >= (1, 3):
+        return True, False
+    return extension, extension
 
 
 def choose_subgroup_size(vendor: int, *, size: int, shuffle: bool, control: bool, min_size: int, max_size: int,
@@ -52,10 +73,18 @@ class Device(BufferPool):
     def __init__(self, selector: Optional[str] = None):
         vk = self.vk = _vk()
         try:
+            loader = vk.vkEnumerateInstanceVersion()
+            loader = (vk.VK_VERSION_MAJOR(loader), vk.VK_VERSION_MINOR(loader))
+        except Exception:  # noqa: BLE001 - a Vulkan 1.0 loader has no vkEnumerateInstanceVersion
+            loader = None
+        #: (major, minor) of the instance: the loader's, clamped into [1.2, 1.3]
+        self.instance_version = instance_api_version(loader)
+        try:
             self.instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(
                 pApplicationInfo=vk.VkApplicationInfo(pApplicationName="relax-mlir", applicationVersion=1,
                                                       pEngineName="relax-mlir", engineVersion=1,
-                                                      apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))), None)
+                                                      apiVersion=vk.VK_MAKE_VERSION(*self.instance_version, 0))),
+                None)
         except vk.VkError as e:
             raise VulkanUnavailable(f"vkCreateInstance failed ({type(e).__name__}): no Vulkan driver "
                                     "(on Debian: apt-get install mesa-vulkan-drivers)") from None
@@ -67,6 +96,9 @@ class Device(BufferPool):
                  for p in props]
         k = self._select(selector, props, names, vk)
         self.physical, self.name = phys[k], names[k]
+        v = int(props[k].apiVersion)
+        #: (major, minor) the device supports (its features beyond the instance's are unusable)
+        self.api_version = (vk.VK_VERSION_MAJOR(v), vk.VK_VERSION_MINOR(v))
         limits = props[k].limits
         self.max_range = int(limits.maxStorageBufferRange)
         self.max_groups = [int(limits.maxComputeWorkGroupCount[i]) for i in range(3)]
@@ -94,7 +126,8 @@ class Device(BufferPool):
         self._priorities = vk.ffi.new("float[]", [1.0])
         self._queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1,
                                                       pQueuePriorities=self._priorities)
-        extensions = [vk.VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME] if self.require_subgroup_size else []
+        extensions = ([vk.VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME]
+                      if self.require_subgroup_size and self.size_control_extension else [])
         self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
             pNext=features, queueCreateInfoCount=1, pQueueCreateInfos=[self._queue_info],
             enabledExtensionCount=len(extensions), ppEnabledExtensionNames=extensions or None), None)
@@ -127,13 +160,15 @@ class Device(BufferPool):
 
     def _subgroup_properties(self, vk) -> dict:
         """The raw subgroup facts of the physical device, as choose_subgroup_size takes them
-        (the VK_EXT_subgroup_size_control ones only where the device has the extension, which
-        the runtime enables on its Vulkan 1.2 instance)."""
+        (the size control ones only where subgroup_size_control allows them: Vulkan 1.3 on
+        both sides, else VK_EXT_subgroup_size_control, which the device then enables). Sets
+        ``size_control_extension``: whether that takes the extension."""
         out = dict(size=0, shuffle=False, control=False, min_size=0, max_size=0, required_stages=False,
                    full_subgroups=False, max_workgroup_subgroups=0)
         exts = {e.extensionName if isinstance(e.extensionName, str) else vk.ffi.string(e.extensionName).decode()
                 for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
-        has_ext = vk.VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME in exts
+        has_ext, self.size_control_extension = subgroup_size_control(
+            self.instance_version, self.api_version, vk.VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME in exts)
         try:
             ctl = vk.VkPhysicalDeviceSubgroupSizeControlProperties()
             sg = vk.VkPhysicalDeviceSubgroupProperties(**({"pNext": ctl} if has_ext else {}))

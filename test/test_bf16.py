@@ -536,3 +536,103 @@ def test_cpu_schedules_take_bf16_kernels():
     assert got == {"relax_astype_to_f32_bf16_Dx64": "elementwise", "relax_astype_to_f32_bf16_64x96": "elementwise",
                    "fused_matmul_astype_add_gelu": "matmul+elementwise", "fused_multiply_sigmoid": "elementwise",
                    "relax_softmax_axis1_bf16_Dx64": "rows"}
+
+
+# -- relax.quantized_matmul with an f16 / bf16 x ---------------------------------------------------
+
+#: (M values through one executable, K, N) of the half-x quantized matmul cases
+QMM_ROWS, QMM_K, QMM_N = (1, 3, 17), 96, 33
+HALF = {"f16": np.float16, "bf16": BF16}
+
+
+def _qmm_program(cases) -> str:
+    """One function ``<fmt>_<xdt>`` per (weight format, x dtype): y = x @ dequantize(w)^T, y in
+    x's dtype."""
+    from relax_mlir.ops.quant import row_bytes
+    fns = []
+    for fmt, xdt in cases:
+        X = f'tensor<?x{QMM_K}x{xdt}, #relax.shape<["m", {QMM_K}]>>'
+        W, Y = f"tensor<{QMM_N}x{row_bytes(fmt, QMM_K)}xi8>", f'tensor<?x{QMM_N}x{xdt}, #relax.shape<["m", {QMM_N}]>>'
+        fns.append(f'''
+func.func @{fmt}_{xdt}(%x: {X}, %w: {W}) -> {Y} attributes {{relax.function}} {{
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({X}, {W}) -> {Y}
+  return %y : {Y}
+}}''')
+    return "\n".join(fns)
+
+
+def _qmm_weights(fmt: str, rng):
+    """(raw GGUF rows as int8, their values as f64): Q8_0 by gguf's quantizer, f16 as numpy's."""
+    w = rng.standard_normal((QMM_N, QMM_K)).astype(np.float32)
+    if fmt == "f16":
+        h = w.astype(np.float16)
+        return h.view(np.int8).reshape(QMM_N, -1), h.astype(np.float64)
+    gguf = pytest.importorskip("gguf")
+    raw = np.ascontiguousarray(gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q8_0)).view(np.uint8)
+    deq = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q8_0).reshape(QMM_N, QMM_K)
+    return raw.view(np.int8).reshape(QMM_N, -1), deq.astype(np.float64)
+
+
+def _check_qmm(exe, cases, seed: int) -> None:
+    """Every case at M = 1, 3, 17: the exact product of the half x and the dequantized weight
+    (f64), rounded once to x's dtype; the result within one ulp of x's dtype of it, relative to
+    |x| @ |W|^T (the kernels sum in f32, in their own order)."""
+    rng = np.random.default_rng(seed)
+    for fmt, xdt in cases:
+        raw, deq = _qmm_weights(fmt, rng)
+        ulp = 2.0 ** -10 if xdt == "f16" else ULP
+        for m in QMM_ROWS:
+            x = rng.standard_normal((m, QMM_K)).astype(HALF[xdt])
+            y = exe[f"{fmt}_{xdt}"](x, raw)
+            assert y.dtype == HALF[xdt] and y.shape == (m, QMM_N), (fmt, xdt, m, y.dtype, y.shape)
+            xf = x.astype(np.float64)
+            ref = (xf @ deq.T).astype(HALF[xdt]).astype(np.float64)
+            scale = np.abs(xf) @ np.abs(deq).T
+            err = np.abs(y.astype(np.float64) - ref)
+            assert np.all(err <= ulp * scale), (fmt, xdt, m, (err / scale).max())
+
+
+from test_gpu_rules import routes  # noqa: E402,F401  (the fixture: each launch's route on vulkan)
+
+QMM_CASES = [(fmt, xdt) for fmt in ("q8_0", "f16") for xdt in ("f16", "bf16")]
+
+
+@pytest.mark.parametrize("dispatch", [True, False], ids=["library", "generic"])
+def test_quantized_matmul_half_x_cpu(dispatch):
+    """cpu: with dispatch the library kernels behind casts (relax-widen-bf16-matmul), without
+    it the generic kernel (x widened in its body, an f32 sum rounded once)."""
+    exe = relax_mlir.compile(_qmm_program(QMM_CASES), options={"dispatch": dispatch})
+    _check_qmm(exe, QMM_CASES, 11)
+
+
+def test_quantized_matmul_half_x_vulkan(routes):
+    """vulkan (lavapipe): f16 x through the quantized launches, one per call (x loaded as f16,
+    widened where read; the rounding to f16 their epilogue): the GEMV (shuffles, grid
+    (ceil(N / subgroups per workgroup), M)) at 1 and 3 rows, the GEMM tiles (no shuffles) at
+    17; bf16 is refused there (test_vulkan_refuses_bf16_at_its_location)."""
+    from relax_mlir.runtime import vulkan
+    from relax_mlir.target import Target
+    from test_gpu_quant import _subgroups
+    ok, why = vulkan.available()
+    if not ok:
+        pytest.skip(f"no Vulkan device: {why}")
+    cases = [(fmt, "f16") for fmt in ("q8_0", "f16")]
+    exe = relax_mlir.compile(_qmm_program(cases), target="vulkan")
+    launched = []
+    calls = {name: exe[name] for name in (f"{f}_{x}" for f, x in cases)}
+
+    class Recording:   # exe[name] through the routes fixture, each call's launches kept
+        def __getitem__(self, name):
+            def call(*args):
+                y, got = routes.call(calls[name], *args)
+                launched.append((args[0].shape[0], got))
+                return y
+            return call
+
+    _check_qmm(Recording(), cases, 12)
+    per = _subgroups(Target.detect("vulkan"))
+    gemv = [(True, (-(-QMM_N // per), m, 1)) for m in (1, 3)]
+    for i in range(len(cases)):
+        got = launched[3 * i: 3 * i + 3]
+        assert [g for _, g in got[:2]] == [[r] for r in gemv], got
+        assert len(got[2][1]) == 1 and got[2][1][0][0] is False, got

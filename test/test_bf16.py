@@ -636,3 +636,59 @@ def test_quantized_matmul_half_x_vulkan(routes):
         got = launched[3 * i: 3 * i + 3]
         assert [g for _, g in got[:2]] == [[r] for r in gemv], got
         assert len(got[2][1]) == 1 and got[2][1][0][0] is False, got
+
+
+def _qmm_cuda_ptx(cases) -> dict:
+    import test_gpu_quant
+    return {name: p.replace("\x00A", "\n").replace("\x009", "\t")
+            for name, p in test_gpu_quant._ptx("", _qmm_program(cases)).items()}
+
+
+@pytest.mark.parametrize("fmt,xload", [("q8_0", "ld.global.b16"), ("f16", "ld.global.v4.b16")])
+def test_cuda_quantized_matmul_bf16_x_ptx(fmt, xload):
+    """bf16 x on cuda: the GEMV (shuffles) and the GEMM tiles (barriers) read x as stored, 16
+    bits per element (the f16-weight GEMV: four per vector load), widened by a shift into an
+    f32's high half (NVPTX on sm_80; no f32 copy of x), sum in f32 (FMAs) and round once at their
+    one store (cvt.rn.bf16.f32, a 16-bit store; C never materialized in f32)."""
+    ptx = _qmm_cuda_ptx([(fmt, "bf16")])
+    gemv = [p for p in ptx.values() if "shfl.sync.bfly.b32" in p]
+    gemm = [p for p in ptx.values() if "bar.sync" in p]
+    assert len(gemv) == 1 and len(gemm) == 1, list(ptx)
+    for p in gemv + gemm:
+        ops = [x.split()[0] for x in p.splitlines() if x.strip()[:1].isalpha()]
+        assert ".target sm_80" in p and "fma.rn.f32" in p
+        assert re.search(r"shl\.b32\s+%r\d+, %r\d+, 16;", p)              # bf16 -> f32: the high half
+        assert "st.global.b32" not in ops and "st.global.b16" in ops      # the bf16 result only
+        assert "cvt.rn.bf16.f32" in ops and not any("bf16" in o and "cvt.rn.bf16.f32" != o for o in ops)
+    ops = [x.split()[0] for x in gemv[0].splitlines() if x.strip()[:1].isalpha()]
+    assert xload in ops and ops.count("st.global.b16") == 1 and ops.count("cvt.rn.bf16.f32") == 1
+    assert "ld.global.b32" not in ops   # no 32-bit element loads: x is never f32
+
+
+FAKE_QMM = r'''
+import ml_dtypes
+sys.path.insert(0, sys.argv[2])
+import test_bf16
+cases = [("q8_0", "bf16"), ("f16", "bf16")]
+exe = relax_mlir.compile(test_bf16._qmm_program(cases), target="cuda")
+rng = np.random.default_rng(0)
+out = []
+for fmt, xdt in cases:
+    raw, _ = test_bf16._qmm_weights(fmt, rng)
+    for m in test_bf16.QMM_ROWS:
+        before = launches()
+        y = exe[f"{fmt}_{xdt}"](np.ones((m, test_bf16.QMM_K), ml_dtypes.bfloat16), raw)
+        out.append([fmt, list(y.shape), str(y.dtype), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
+print("FAKE-RUN " + json.dumps(out))
+'''
+
+
+def test_cuda_quantized_matmul_bf16_x_fake_driver(tmp_path):
+    """The host path of bf16 x (the fake driver runs no kernel): one launch per call, the
+    GEMV's grid (ceil(N / 4 warps), M) at 1 and 3 rows, the GEMM's one 64 x 64 tile at 17;
+    bf16 results of the right shape."""
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_QMM, os.path.dirname(os.path.abspath(__file__)))
+    n = QMM_N
+    assert got == [[fmt, [m, n], "bfloat16", [[-(-n // 4), m, 1]] if m < 16 else [[1, 1, 1]]]
+                   for fmt in ("q8_0", "f16") for m in QMM_ROWS]

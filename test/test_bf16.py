@@ -11,6 +11,7 @@ polynomials, summation orders), which is what the tolerance allows.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import os
 import re
 import sys
@@ -692,3 +693,82 @@ def test_cuda_quantized_matmul_bf16_x_fake_driver(tmp_path):
     n = QMM_N
     assert got == [[fmt, [m, n], "bfloat16", [[-(-n // 4), m, 1]] if m < 16 else [[1, 1, 1]]]
                    for fmt in ("q8_0", "f16") for m in QMM_ROWS]
+
+
+# -- a bf16 KV cache (relax_mlir/llm's kv_dtype="bf16") on cuda ------------------------------------
+
+def test_cuda_decode_attention_bf16_cache_ptx():
+    """With a bf16 cache the fused decode attention's kernels (relax-gpu-decode-attention
+    absorbs the astype to f32 of K and V) load K and V as 16-bit values and widen each by a
+    shift into an f32's high half, then FMA in f32: the same four kernels as an f32 cache (no
+    conversion kernel, no f32 copy of the cache), no 32-bit loads of K / V rows."""
+    from test_gpu_launches import attention_module
+    from test_gpu_rules import _cuda_ptx
+
+    def ptx(dt):
+        return {name: p.replace("\\0A", "\n").replace("\\09", "\t")
+                for name, p in _cuda_ptx(str(attention_module(2, 4, 64, kv_dtype=dt)), "cuda").items()}
+
+    f32, half = ptx("f32"), ptx("bf16")
+    assert len(half) == len(f32) == 4, (list(f32), list(half))
+    main = [p for p in half.values() if "shfl.sync.bfly.b32" in p]
+    assert len(main) == 3, list(half)
+    for p in main:
+        assert "bf16kv" in p and ".target sm_80" in p
+        loaded = re.findall(r"ld\.global\.b16\s+(%r\d+), \[", p)
+        widened = re.findall(r"shl\.b32\s+%r\d+, (%r\d+), 16;", p)
+        assert loaded and set(loaded) <= set(widened), (loaded, widened)   # every 16-bit load widened
+        assert "cvt.f32.f16" not in p and "fma.rn.f32" in p
+    for name, p in f32.items():   # the f32 cache's kernels read no 16-bit values
+        assert "ld.global.b16" not in p, name
+
+
+FAKE_KV_STEP = r"""
+import torch, transformers
+from relax_mlir.llm import CausalLM
+
+torch.manual_seed(0)
+cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+model = transformers.LlamaForCausalLM(cfg).eval()
+out = {}
+for kv in ("f32", "bf16"):
+    lm = CausalLM.from_hf(model, max_seq_len=64, target="cuda", kv_dtype=kv)
+    lm.prefill(np.arange(1, 6, dtype=np.int64))
+    steps = []
+    for j in range(2):
+        lm.decode(j + 1)
+        steps.append(lm.exe.cuda_call_stats["launches"])
+    out[kv] = [steps, str(lm.session.state["k"].dtype), lm.bytes_per_token]
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_fake_cuda_bf16_kv_cache_launches(tmp_path):
+    """A decode step of the tiny Llama with a bf16 cache takes as many launches as with the f32
+    cache (the conversions of the rows read absorbed by the fused attention; the conversion
+    of the new rows fused into the rope kernel); the state is bf16, half the bytes per token."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_KV_STEP)
+    (steps, dtype, nbytes), (bsteps, bdtype, bbytes) = got["f32"], got["bf16"]
+    assert bsteps == steps and steps[0] == steps[1] > 0, got
+    assert (dtype, bdtype) == ("float32", "bfloat16") and bbytes * 2 == nbytes, got
+
+
+def test_vulkan_refuses_a_bf16_kv_cache():
+    """vulkan has no bf16: ``kv_dtype="bf16"`` is refused when the CausalLM is made, before
+    compiling (relax-spirv-check-dtypes would report every op and parameter it reaches); the
+    compiled graph itself is refused there too."""
+    from relax_mlir.llm import CausalLM
+    from relax_mlir.llm.cli import SIZES
+    from relax_mlir.llm.model import LlamaModel
+    with pytest.raises(ValueError, match="kv_dtype 'bf16': the vulkan target has no bf16"):
+        CausalLM.random(SIZES["tiny"], max_seq_len=16, target="vulkan", kv_dtype="bf16")
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        LlamaModel(replace(SIZES["tiny"], kv_dtype="bf16")).build(m)
+    with pytest.raises(relax_mlir.CompileError, match="bf16 tensors are not supported on the vulkan target"):
+        relax_mlir.compile(m, target="vulkan")

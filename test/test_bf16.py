@@ -472,7 +472,7 @@ def _bf16_cases():
     for case in numerics.CASES:
         if not any(d in ("f32", "f16") for d in case.dtypes) or any(t in case.attrs for t in ("f32", "f16")):
             continue
-        if case.op == "quantized_matmul":   # x is f32 by definition
+        if case.op == "quantized_matmul":   # its raw i8 rows: test_quantized_matmul_half_x_* below
             continue
         dts = ["bf16" if d in ("f32", "f16") else d for d in case.dtypes]
         if (case.op, tuple(dts), case.attrs) not in seen:

@@ -772,3 +772,37 @@ def test_vulkan_refuses_a_bf16_kv_cache():
         LlamaModel(replace(SIZES["tiny"], kv_dtype="bf16")).build(m)
     with pytest.raises(relax_mlir.CompileError, match="bf16 tensors are not supported on the vulkan target"):
         relax_mlir.compile(m, target="vulkan")
+
+
+@pytest.mark.skipif(not _cuda_device()[0], reason=f"no CUDA device: {_cuda_device()[1]}")
+def test_cuda_quantized_matmul_half_x_numerics():
+    """On a device: Q8_0 / f16 weights with f16 and bf16 x at M = 1, 3, 17 (the GEMV, then the
+    GEMM tiles) through one executable, as on the cpu."""
+    exe = relax_mlir.compile(_qmm_program(QMM_CASES), target="cuda")
+    _check_qmm(exe, QMM_CASES, 13)
+
+
+@pytest.mark.skipif(not _cuda_device()[0], reason=f"no CUDA device: {_cuda_device()[1]}")
+def test_cuda_bf16_kv_cache_numerics():
+    """On a device: the tiny Llama with a bf16 cache across the split (past 256 keys) against
+    the f32 cache: logits within 1e-2 of the largest, greedy tokens equal, launches equal."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+    from relax_mlir.llm import CausalLM
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+    m = transformers.LlamaForCausalLM(cfg).eval()
+    a = CausalLM.from_hf(m, max_seq_len=300, target="cuda")
+    b = CausalLM.from_hf(m, max_seq_len=300, target="cuda", kv_dtype="bf16")
+    ids = np.random.default_rng(0).integers(1, 128, 250)
+    la, lb = a.prefill(ids), b.prefill(ids)
+    tok = int(np.argmax(la))
+    assert int(np.argmax(lb)) == tok
+    for _ in range(10):          # KV lengths 251..260
+        la, lb = a.decode(tok), b.decode(tok)
+        assert a.exe.cuda_call_stats["launches"] == b.exe.cuda_call_stats["launches"]
+        assert np.abs(la - lb).max() < 1e-2 * np.abs(la).max()
+        tok = int(np.argmax(la))
+        assert int(np.argmax(lb)) == tok

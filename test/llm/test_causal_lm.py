@@ -341,6 +341,21 @@ def test_cli_random_format(capsys):
     assert out[0] == " ".join(str(t) for t in lm.generate(ids, 4)[4:])
 
 
+def test_cli_kv_dtype_bf16(capsys):
+    """`--kv-dtype bf16`: the random tiny model with a bf16 cache (CausalLM.random with
+    kv_dtype="bf16"): its greedy tokens, which equal the f32 cache's on this model."""
+    from relax_mlir.llm import cli
+
+    assert cli.main(["--size", "tiny", "-n", "5", "--prompt-len", "4", "--seed", "3", "--kv-dtype", "bf16"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    lm = CausalLM.random(cli.SIZES["tiny"], max_seq_len=16, seed=3, kv_dtype="bf16")
+    assert lm.config.kv_dtype == "bf16" and str(lm.session.state["k"].dtype) == "bfloat16"
+    ids = np.random.default_rng(3).integers(0, 128, 4)
+    assert out[0] == " ".join(str(t) for t in lm.generate(ids, 5)[4:])
+    assert out[0] == " ".join(str(t) for t in CausalLM.random(cli.SIZES["tiny"], max_seq_len=16, seed=3)
+                              .generate(ids, 5)[4:])
+
+
 def test_from_pretrained_safetensors_directory(tmp_path):
     """A local directory written by save_pretrained (config.json + model.safetensors; the
     tied lm_head is not stored) loads without torch weights and gives the same logits."""

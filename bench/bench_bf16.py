@@ -5,7 +5,8 @@ send it to BLAS; the generated kernel has the cast back to bf16 as its epilogue,
 matmul schedule takes. Softmax in bf16 reads and writes half the bytes of f32, computing in
 f32 (the rows schedule). PyTorch's bf16 eager ops run beside for reference. ``--ab``: a
 second executable with the bf16 schedules off (``schedules.BF16_SCHEDULES``: plain loops)
-beside, bf16 softmax and LayerNorm too.
+beside, bf16 softmax and LayerNorm too. ``--qmm``: ``relax.quantized_matmul`` on Q8_0 rows
+with an f32, f16 and bf16 x (the half ones behind relax-widen-bf16-matmul's casts), interleaved.
 """
 
 from __future__ import annotations
@@ -59,6 +60,30 @@ def _ab(args, exe, rng) -> None:
         print(f"{m:>6} {r[0]:8.3f} {r[1]:9.3f} | {r[2]:8.3f} {r[3]:8.3f} | {r[4]:9.3f} {r[5]:8.3f}")
 
 
+def _qmm(args, rng) -> None:
+    """Q8_0 rows (N, K) times an f32 / f16 / bf16 x through the library kernel, interleaved."""
+    from relax_mlir.ops.quant import row_bytes
+    k, n, rb = args.k, args.n, row_bytes("q8_0", args.k)
+    src = "\n".join(f'''
+func.func @q_{dt}(%x: tensor<?x{k}x{dt}, #relax.shape<["m", {k}]>>, %w: tensor<{n}x{rb}xi8>) -> tensor<?x{n}x{dt}, #relax.shape<["m", {n}]>> attributes {{relax.function}} {{
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "q8_0"}} : (tensor<?x{k}x{dt}, #relax.shape<["m", {k}]>>, tensor<{n}x{rb}xi8>) -> tensor<?x{n}x{dt}, #relax.shape<["m", {n}]>>
+  return %y : tensor<?x{n}x{dt}, #relax.shape<["m", {n}]>>
+}}''' for dt in ("f32", "f16", "bf16"))
+    exe = relax_mlir.compile(src, options={"cache": False})
+    w = rng.integers(-128, 128, (n, rb), dtype=np.int8)
+    w.view(np.uint8).reshape(n, -1, 34)[..., :2] = np.array([1e-2], np.float16).view(np.uint8)   # sane scales
+    print(f"\n--qmm: Q8_0 ({n}, {k}) rows, x f32 / f16 / bf16 (ms), load {os.getloadavg()[0]:.2f}")
+    print(f"{'m':>6} {'f32 x':>9} {'f16 x':>9} {'bf16 x':>9}")
+    for m in args.rows:
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        xs = {"f32": x, "f16": x.astype(np.float16), "bf16": x.astype(ml_dtypes.bfloat16)}
+        best = {dt: float("inf") for dt in xs}
+        for _ in range(args.reps):       # interleaved: one call of each per round
+            for dt, xv in xs.items():
+                best[dt] = min(best[dt], _time(exe[f"q_{dt}"], xv, w, reps=1))
+        print(f"{m:>6} {best['f32']:9.3f} {best['f16']:9.3f} {best['bf16']:9.3f}")
+
+
 def _time(fn, *args, reps: int) -> float:
     fn(*args)
     best = float("inf")
@@ -77,7 +102,11 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=1024)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--ab", action="store_true", help="bf16 schedules against their plain loops")
+    ap.add_argument("--qmm", action="store_true", help="only the Q8_0 quantized matmul with f32 / f16 / bf16 x")
     args = ap.parse_args()
+    if args.qmm:
+        _qmm(args, np.random.default_rng(0))
+        return
     try:
         import torch
     except ImportError:

@@ -11,6 +11,7 @@ polynomials, summation orders), which is what the tolerance allows.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import os
 import re
 import sys
@@ -471,7 +472,7 @@ def _bf16_cases():
     for case in numerics.CASES:
         if not any(d in ("f32", "f16") for d in case.dtypes) or any(t in case.attrs for t in ("f32", "f16")):
             continue
-        if case.op == "quantized_matmul":   # x is f32 by definition
+        if case.op == "quantized_matmul":   # its raw i8 rows: test_quantized_matmul_half_x_* below
             continue
         dts = ["bf16" if d in ("f32", "f16") else d for d in case.dtypes]
         if (case.op, tuple(dts), case.attrs) not in seen:
@@ -536,3 +537,272 @@ def test_cpu_schedules_take_bf16_kernels():
     assert got == {"relax_astype_to_f32_bf16_Dx64": "elementwise", "relax_astype_to_f32_bf16_64x96": "elementwise",
                    "fused_matmul_astype_add_gelu": "matmul+elementwise", "fused_multiply_sigmoid": "elementwise",
                    "relax_softmax_axis1_bf16_Dx64": "rows"}
+
+
+# -- relax.quantized_matmul with an f16 / bf16 x ---------------------------------------------------
+
+#: (M values through one executable, K, N) of the half-x quantized matmul cases
+QMM_ROWS, QMM_K, QMM_N = (1, 3, 17), 96, 33
+HALF = {"f16": np.float16, "bf16": BF16}
+
+
+def _qmm_program(cases) -> str:
+    """One function ``<fmt>_<xdt>`` per (weight format, x dtype): y = x @ dequantize(w)^T, y in
+    x's dtype."""
+    from relax_mlir.ops.quant import row_bytes
+    fns = []
+    for fmt, xdt in cases:
+        X = f'tensor<?x{QMM_K}x{xdt}, #relax.shape<["m", {QMM_K}]>>'
+        W, Y = f"tensor<{QMM_N}x{row_bytes(fmt, QMM_K)}xi8>", f'tensor<?x{QMM_N}x{xdt}, #relax.shape<["m", {QMM_N}]>>'
+        fns.append(f'''
+func.func @{fmt}_{xdt}(%x: {X}, %w: {W}) -> {Y} attributes {{relax.function}} {{
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({X}, {W}) -> {Y}
+  return %y : {Y}
+}}''')
+    return "\n".join(fns)
+
+
+def _qmm_weights(fmt: str, rng):
+    """(raw GGUF rows as int8, their values as f64): Q8_0 by gguf's quantizer, f16 as numpy's."""
+    w = rng.standard_normal((QMM_N, QMM_K)).astype(np.float32)
+    if fmt == "f16":
+        h = w.astype(np.float16)
+        return h.view(np.int8).reshape(QMM_N, -1), h.astype(np.float64)
+    gguf = pytest.importorskip("gguf")
+    raw = np.ascontiguousarray(gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q8_0)).view(np.uint8)
+    deq = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q8_0).reshape(QMM_N, QMM_K)
+    return raw.view(np.int8).reshape(QMM_N, -1), deq.astype(np.float64)
+
+
+def _check_qmm(exe, cases, seed: int) -> None:
+    """Every case at M = 1, 3, 17: the exact product of the half x and the dequantized weight
+    (f64), rounded once to x's dtype; the result within one ulp of x's dtype of it, relative to
+    |x| @ |W|^T (the kernels sum in f32, in their own order)."""
+    rng = np.random.default_rng(seed)
+    for fmt, xdt in cases:
+        raw, deq = _qmm_weights(fmt, rng)
+        ulp = 2.0 ** -10 if xdt == "f16" else ULP
+        for m in QMM_ROWS:
+            x = rng.standard_normal((m, QMM_K)).astype(HALF[xdt])
+            y = exe[f"{fmt}_{xdt}"](x, raw)
+            assert y.dtype == HALF[xdt] and y.shape == (m, QMM_N), (fmt, xdt, m, y.dtype, y.shape)
+            xf = x.astype(np.float64)
+            ref = (xf @ deq.T).astype(HALF[xdt]).astype(np.float64)
+            scale = np.abs(xf) @ np.abs(deq).T
+            err = np.abs(y.astype(np.float64) - ref)
+            assert np.all(err <= ulp * scale), (fmt, xdt, m, (err / scale).max())
+
+
+from test_gpu_rules import routes  # noqa: E402,F401  (the fixture: each launch's route on vulkan)
+
+QMM_CASES = [(fmt, xdt) for fmt in ("q8_0", "f16") for xdt in ("f16", "bf16")]
+
+
+@pytest.mark.parametrize("dispatch", [True, False], ids=["library", "generic"])
+def test_quantized_matmul_half_x_cpu(dispatch):
+    """cpu: with dispatch the library kernels behind casts (relax-widen-bf16-matmul), without
+    it the generic kernel (x widened in its body, an f32 sum rounded once)."""
+    exe = relax_mlir.compile(_qmm_program(QMM_CASES), options={"dispatch": dispatch})
+    _check_qmm(exe, QMM_CASES, 11)
+
+
+def test_quantized_matmul_half_x_vulkan(routes):
+    """vulkan (lavapipe): f16 x through the quantized launches, one per call (x loaded as f16,
+    widened where read; the rounding to f16 their epilogue): the GEMV (shuffles, grid
+    (ceil(N / subgroups per workgroup), M)) at 1 and 3 rows, the GEMM tiles (no shuffles) at
+    17; bf16 is refused there (test_vulkan_refuses_bf16_at_its_location)."""
+    from relax_mlir.runtime import vulkan
+    from relax_mlir.target import Target
+    from test_gpu_quant import _subgroups
+    ok, why = vulkan.available()
+    if not ok:
+        pytest.skip(f"no Vulkan device: {why}")
+    cases = [(fmt, "f16") for fmt in ("q8_0", "f16")]
+    exe = relax_mlir.compile(_qmm_program(cases), target="vulkan")
+    launched = []
+    calls = {name: exe[name] for name in (f"{f}_{x}" for f, x in cases)}
+
+    class Recording:   # exe[name] through the routes fixture, each call's launches kept
+        def __getitem__(self, name):
+            def call(*args):
+                y, got = routes.call(calls[name], *args)
+                launched.append((args[0].shape[0], got))
+                return y
+            return call
+
+    _check_qmm(Recording(), cases, 12)
+    per = _subgroups(Target.detect("vulkan"))
+    gemv = [(True, (-(-QMM_N // per), m, 1)) for m in (1, 3)]
+    for i in range(len(cases)):
+        got = launched[3 * i: 3 * i + 3]
+        assert [g for _, g in got[:2]] == [[r] for r in gemv], got
+        assert len(got[2][1]) == 1 and got[2][1][0][0] is False, got
+
+
+def _qmm_cuda_ptx(cases) -> dict:
+    import test_gpu_quant
+    return {name: p.replace("\x00A", "\n").replace("\x009", "\t")
+            for name, p in test_gpu_quant._ptx("", _qmm_program(cases)).items()}
+
+
+@pytest.mark.parametrize("fmt,xload", [("q8_0", "ld.global.b16"), ("f16", "ld.global.v4.b16")])
+def test_cuda_quantized_matmul_bf16_x_ptx(fmt, xload):
+    """bf16 x on cuda: the GEMV (shuffles) and the GEMM tiles (barriers) read x as stored, 16
+    bits per element (the f16-weight GEMV: four per vector load), widened by a shift into an
+    f32's high half (NVPTX on sm_80; no f32 copy of x), sum in f32 (FMAs) and round once at their
+    one store (cvt.rn.bf16.f32, a 16-bit store; C never materialized in f32)."""
+    ptx = _qmm_cuda_ptx([(fmt, "bf16")])
+    gemv = [p for p in ptx.values() if "shfl.sync.bfly.b32" in p]
+    gemm = [p for p in ptx.values() if "bar.sync" in p]
+    assert len(gemv) == 1 and len(gemm) == 1, list(ptx)
+    for p in gemv + gemm:
+        ops = [x.split()[0] for x in p.splitlines() if x.strip()[:1].isalpha()]
+        assert ".target sm_80" in p and "fma.rn.f32" in p
+        assert re.search(r"shl\.b32\s+%r\d+, %r\d+, 16;", p)              # bf16 -> f32: the high half
+        assert "st.global.b32" not in ops and "st.global.b16" in ops      # the bf16 result only
+        assert "cvt.rn.bf16.f32" in ops and not any("bf16" in o and "cvt.rn.bf16.f32" != o for o in ops)
+    ops = [x.split()[0] for x in gemv[0].splitlines() if x.strip()[:1].isalpha()]
+    assert xload in ops and ops.count("st.global.b16") == 1 and ops.count("cvt.rn.bf16.f32") == 1
+    assert "ld.global.b32" not in ops   # no 32-bit element loads: x is never f32
+
+
+FAKE_QMM = r'''
+import ml_dtypes
+sys.path.insert(0, sys.argv[2])
+import test_bf16
+cases = [("q8_0", "bf16"), ("f16", "bf16")]
+exe = relax_mlir.compile(test_bf16._qmm_program(cases), target="cuda")
+rng = np.random.default_rng(0)
+out = []
+for fmt, xdt in cases:
+    raw, _ = test_bf16._qmm_weights(fmt, rng)
+    for m in test_bf16.QMM_ROWS:
+        before = launches()
+        y = exe[f"{fmt}_{xdt}"](np.ones((m, test_bf16.QMM_K), ml_dtypes.bfloat16), raw)
+        out.append([fmt, list(y.shape), str(y.dtype), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
+print("FAKE-RUN " + json.dumps(out))
+'''
+
+
+def test_cuda_quantized_matmul_bf16_x_fake_driver(tmp_path):
+    """The host path of bf16 x (the fake driver runs no kernel): one launch per call, the
+    GEMV's grid (ceil(N / 4 warps), M) at 1 and 3 rows, the GEMM's one 64 x 64 tile at 17;
+    bf16 results of the right shape."""
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_QMM, os.path.dirname(os.path.abspath(__file__)))
+    n = QMM_N
+    assert got == [[fmt, [m, n], "bfloat16", [[-(-n // 4), m, 1]] if m < 16 else [[1, 1, 1]]]
+                   for fmt in ("q8_0", "f16") for m in QMM_ROWS]
+
+
+# -- a bf16 KV cache (relax_mlir/llm's kv_dtype="bf16") on cuda ------------------------------------
+
+def test_cuda_decode_attention_bf16_cache_ptx():
+    """With a bf16 cache the fused decode attention's kernels (relax-gpu-decode-attention
+    absorbs the astype to f32 of K and V) load K and V as 16-bit values and widen each by a
+    shift into an f32's high half, then FMA in f32: the same four kernels as an f32 cache (no
+    conversion kernel, no f32 copy of the cache), no 32-bit loads of K / V rows."""
+    from test_gpu_launches import attention_module
+    from test_gpu_rules import _cuda_ptx
+
+    def ptx(dt):
+        return {name: p.replace("\\0A", "\n").replace("\\09", "\t")
+                for name, p in _cuda_ptx(str(attention_module(2, 4, 64, kv_dtype=dt)), "cuda").items()}
+
+    f32, half = ptx("f32"), ptx("bf16")
+    assert len(half) == len(f32) == 4, (list(f32), list(half))
+    main = [p for p in half.values() if "shfl.sync.bfly.b32" in p]
+    assert len(main) == 3, list(half)
+    for p in main:
+        assert "bf16kv" in p and ".target sm_80" in p
+        loaded = re.findall(r"ld\.global\.b16\s+(%r\d+), \[", p)
+        widened = re.findall(r"shl\.b32\s+%r\d+, (%r\d+), 16;", p)
+        assert loaded and set(loaded) <= set(widened), (loaded, widened)   # every 16-bit load widened
+        assert "cvt.f32.f16" not in p and "fma.rn.f32" in p
+    for name, p in f32.items():   # the f32 cache's kernels read no 16-bit values
+        assert "ld.global.b16" not in p, name
+
+
+FAKE_KV_STEP = r"""
+import torch, transformers
+from relax_mlir.llm import CausalLM
+
+torch.manual_seed(0)
+cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+model = transformers.LlamaForCausalLM(cfg).eval()
+out = {}
+for kv in ("f32", "bf16"):
+    lm = CausalLM.from_hf(model, max_seq_len=64, target="cuda", kv_dtype=kv)
+    lm.prefill(np.arange(1, 6, dtype=np.int64))
+    steps = []
+    for j in range(2):
+        lm.decode(j + 1)
+        steps.append(lm.exe.cuda_call_stats["launches"])
+    out[kv] = [steps, str(lm.session.state["k"].dtype), lm.bytes_per_token]
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_fake_cuda_bf16_kv_cache_launches(tmp_path):
+    """A decode step of the tiny Llama with a bf16 cache takes as many launches as with the f32
+    cache (the conversions of the rows read absorbed by the fused attention; the conversion
+    of the new rows fused into the rope kernel); the state is bf16, half the bytes per token."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_KV_STEP)
+    (steps, dtype, nbytes), (bsteps, bdtype, bbytes) = got["f32"], got["bf16"]
+    assert bsteps == steps and steps[0] == steps[1] > 0, got
+    assert (dtype, bdtype) == ("float32", "bfloat16") and bbytes * 2 == nbytes, got
+
+
+def test_vulkan_refuses_a_bf16_kv_cache():
+    """vulkan has no bf16: ``kv_dtype="bf16"`` is refused when the CausalLM is made, before
+    compiling (relax-spirv-check-dtypes would report every op and parameter it reaches); the
+    compiled graph itself is refused there too."""
+    from relax_mlir.llm import CausalLM
+    from relax_mlir.llm.cli import SIZES
+    from relax_mlir.llm.model import LlamaModel
+    with pytest.raises(ValueError, match="kv_dtype 'bf16': the vulkan target has no bf16"):
+        CausalLM.random(SIZES["tiny"], max_seq_len=16, target="vulkan", kv_dtype="bf16")
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        LlamaModel(replace(SIZES["tiny"], kv_dtype="bf16")).build(m)
+    with pytest.raises(relax_mlir.CompileError, match="bf16 tensors are not supported on the vulkan target"):
+        relax_mlir.compile(m, target="vulkan")
+
+
+@pytest.mark.skipif(not _cuda_device()[0], reason=f"no CUDA device: {_cuda_device()[1]}")
+def test_cuda_quantized_matmul_half_x_numerics():
+    """On a device: Q8_0 / f16 weights with f16 and bf16 x at M = 1, 3, 17 (the GEMV, then the
+    GEMM tiles) through one executable, as on the cpu."""
+    exe = relax_mlir.compile(_qmm_program(QMM_CASES), target="cuda")
+    _check_qmm(exe, QMM_CASES, 13)
+
+
+@pytest.mark.skipif(not _cuda_device()[0], reason=f"no CUDA device: {_cuda_device()[1]}")
+def test_cuda_bf16_kv_cache_numerics():
+    """On a device: the tiny Llama with a bf16 cache across the split (past 256 keys) against
+    the f32 cache: logits within 1e-2 of the largest, greedy tokens equal, launches equal."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+    from relax_mlir.llm import CausalLM
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+    m = transformers.LlamaForCausalLM(cfg).eval()
+    a = CausalLM.from_hf(m, max_seq_len=300, target="cuda")
+    b = CausalLM.from_hf(m, max_seq_len=300, target="cuda", kv_dtype="bf16")
+    ids = np.random.default_rng(0).integers(1, 128, 250)
+    la, lb = a.prefill(ids), b.prefill(ids)
+    tok = int(np.argmax(la))
+    assert int(np.argmax(lb)) == tok
+    for _ in range(10):          # KV lengths 251..260
+        la, lb = a.decode(tok), b.decode(tok)
+        assert a.exe.cuda_call_stats["launches"] == b.exe.cuda_call_stats["launches"]
+        assert np.abs(la - lb).max() < 1e-2 * np.abs(la).max()
+        tok = int(np.argmax(la))
+        assert int(np.argmax(lb)) == tok

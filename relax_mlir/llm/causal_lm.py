@@ -23,9 +23,10 @@ config share the compiled executable, not their caches.
 
 ``target="vulkan"`` (or ``"cuda"``) compiles the same graph for a GPU: the cache is then
 device memory owned by the session (``lm.cache.k[i]`` reads a layer back as numpy) and
-the bound weights are uploaded once, when the CausalLM is made. ``kv_dtype="f16"`` keeps
-the cache in f16 (half the bytes decode attention reads; the GPU's fused decode attention
-widens each element as it loads it, f32 arithmetic; off by default, docs/gpu.md).
+the bound weights are uploaded once, when the CausalLM is made. ``kv_dtype="f16"`` (or
+``"bf16"``: cpu and cuda; vulkan has no bf16) keeps the cache in 16 bits (half the bytes
+decode attention reads; the GPU's fused decode attention widens each element as it loads
+it, f32 arithmetic; off by default, docs/gpu.md).
 """
 
 from __future__ import annotations
@@ -108,6 +109,9 @@ class CausalLM:
         self.max_seq_len = int(max_seq_len)
         if kv_dtype is not None:      # the KV cache's element type (LMConfig.kv_dtype)
             config = replace(config, kv_dtype=kv_dtype)
+        if config.kv_dtype == "bf16" and target == "vulkan":   # (else relax-spirv-check-dtypes, per op)
+            raise ValueError("kv_dtype 'bf16': the vulkan target has no bf16 (the pinned SPIR-V target has no "
+                             "bfloat16 type); use 'f16' there")
         if self.max_seq_len > config.max_positions:   # the state's capacity bound is part of the graph
             config = replace(config, max_positions=self.max_seq_len)
         self.config = config
@@ -235,7 +239,7 @@ class CausalLM:
     def bytes_per_token(self) -> int:
         """Bytes written into the cache per generated token (new K and V of every layer)."""
         c = self.config
-        return 2 * c.num_layers * c.num_kv_heads * c.head_dim * (2 if c.kv_dtype == "f16" else 4)
+        return 2 * c.num_layers * c.num_kv_heads * c.head_dim * (2 if c.kv_dtype in ("f16", "bf16") else 4)
 
     def reset(self) -> None:
         self.cache.length = 0

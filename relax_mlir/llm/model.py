@@ -68,6 +68,9 @@ NEG = float(np.finfo(np.float32).min)
 #: layer whose q, k and v are stored in different formats)
 LAYER_ROLES = ("qkv", "q", "k", "v", "o", "gate", "up", "down")
 
+#: element types of the KV cache (``LMConfig.kv_dtype``)
+KV_DTYPES = ("f32", "f16", "bf16")
+
 ACTIVATIONS = {"silu": relax.silu, "swish": relax.silu, "gelu": relax.gelu,
                "gelu_pytorch_tanh": relax.gelu_tanh, "gelu_new": relax.gelu_tanh, "relu": relax.relu}
 
@@ -102,9 +105,10 @@ class LMConfig:
     layer_formats: tuple = ()
     #: ``q8``: quantized matmuls quantize their activations to 8 bits (int8 dot products)
     activations: str = "f32"
-    #: element type of the KV cache (the state): ``f16`` halves what decode attention reads
-    #: (the GPU targets' fused decode attention reads f16 rows and accumulates in f32; on the
-    #: cpu target every read is a conversion of the whole cache: f32 there); off by default
+    #: element type of the KV cache (the state): ``f16`` or ``bf16`` halves what decode
+    #: attention reads (the GPU targets' fused decode attention reads the 16-bit rows and
+    #: accumulates in f32; on the cpu target every read is a conversion of the whole cache:
+    #: f32 there; vulkan refuses bf16); off by default
     kv_dtype: str = "f32"
 
     def format_of(self, role: str) -> Optional[str]:
@@ -156,8 +160,8 @@ class LMConfig:
             roles_i = [r for r, _ in pairs]
             if "qkv" in roles_i and {"q", "k", "v"} & set(roles_i):
                 raise ValueError(f"layer_formats[{i}]: 'qkv' (fused) together with q/k/v (split)")
-        if self.kv_dtype not in ("f32", "f16"):
-            raise ValueError(f"kv_dtype must be f32 or f16, got {self.kv_dtype!r}")
+        if self.kv_dtype not in KV_DTYPES:
+            raise ValueError(f"kv_dtype must be one of {', '.join(KV_DTYPES)}, got {self.kv_dtype!r}")
         if self.activations not in QUANT_ACTIVATIONS:
             raise ValueError(f"activations must be one of {', '.join(QUANT_ACTIVATIONS)}, got {self.activations!r}")
 
@@ -430,7 +434,7 @@ class LlamaModel(nn.Module):
         rope is no prologue of the scores kernel (it would leave it unscheduled)."""
         c = self.c
         G, KV, D = c.group, c.num_kv_heads, c.head_dim
-        if c.kv_dtype != "f32":   # (the GPU's decode attention reads the f16 rows themselves)
+        if c.kv_dtype != "f32":   # (the GPU's decode attention reads the 16-bit rows themselves)
             k_all, v_all = relax.astype(k_all, dtype="f32"), relax.astype(v_all, dtype="f32")
         q5 = relax.reshape(q, shape=["s", G, 1, KV, D])
         sc = relax.sum(relax.multiply(q5, k_all), axes=[-1])                         # (s, G, t, KV)

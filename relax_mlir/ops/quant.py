@@ -5,16 +5,18 @@ value: an ``i8`` tensor ``(N, RB)`` holding the raw GGUF rows, ``RB = K / block 
 (:data:`FORMATS`); the op using it names the format. So a decode step reads the bytes of
 the file, dequantized in registers by the kernel.
 
-* ``relax.quantized_matmul(x (..., K) f32, w (N, RB) i8) {format}`` -> ``(..., N)`` f32:
-  ``x @ dequantize(w)^T`` with f32 accumulation; ``activations = "q8"`` lets the kernel
-  quantize ``x`` to 8 bits per block (llama.cpp's int8 dot products: faster, not exact).
+* ``relax.quantized_matmul(x (..., K) f32|f16|bf16, w (N, RB) i8) {format}`` -> ``(..., N)``
+  in x's dtype: ``x @ dequantize(w)^T`` with f32 accumulation (half x widened where read,
+  the sum rounded once); ``activations = "q8"`` lets the kernel quantize ``x`` to 8 bits per
+  block (llama.cpp's int8 dot products: faster, not exact).
 * ``relax.quantized_take(table (V, RB) i8, ids) {format}`` -> ``ids.shape + (K,)`` f32: the
   dequantized rows (an embedding lookup); ids are clamped into [0, V) as ``take`` does.
 
 On the cpu target relax-dispatch-library calls the relax_blas kernels
 (``relax_qmatmul_<format>[_q8]``, ``relax_qtake_<format>``); elsewhere (GPU targets, or
 dispatch off) they legalize to a generic kernel that dequantizes each element where it is
-read: correct on every target, not fast.
+read: correct on every target, not fast. The library kernels take f32 x only: the cpu
+pipeline's relax-widen-bf16-matmul puts casts around a half-x product first.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ FORMATS = {
 #: formats the generic (any target) kernel dequantizes
 GENERIC_FORMATS = ("f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k")
 ACTIVATIONS = ("f32", "q8")
+#: element types of x (and the result): f16 / bf16 are widened to f32 where read
+X_DTYPES = ("f32", "f16", "bf16")
 #: formats the cpu target's library kernels compute on (relax-dispatch-library; the kernels:
 #: relax_mlir/runtime/quant_kernels.c, docs/quantization.md)
 LIBRARY_FORMATS = ("f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k")
@@ -73,18 +77,18 @@ def _weight(call: InferCall, i: int, what: str) -> tuple[Dim, int]:
 
 
 @op("quantized_matmul", operands=["x", "w"], attrs=[Attr("format", "str"), Attr("activations", "str", "f32")],
-    summary="x @ dequantize(w)^T: w an i8 (N, RB) tensor of raw GGUF rows in `format`; f32 "
-            "accumulation; activations = \"q8\": x quantized to 8 bits per block (int8 dot products)",
+    summary="x @ dequantize(w)^T: w an i8 (N, RB) tensor of raw GGUF rows in `format`; x f32, f16 "
+            "or bf16 (the result in x's dtype), f32 accumulation; activations = \"q8\": x quantized to 8 bits per block (int8 dot products)",
     family="quant")
 def _quantized_matmul(call: InferCall) -> TensorSig:
     x = tensor_input(call, 0)
     n, k = _weight(call, 1, "w")
-    if x.dtype != "f32" or x.rank < 1:
-        raise call.error(f"x must be an f32 tensor of rank >= 1, got {x.rank}-D {x.dtype}")
+    if x.dtype not in X_DTYPES or x.rank < 1:
+        raise call.error(f"x must be an f32, f16 or bf16 tensor of rank >= 1, got {x.rank}-D {x.dtype}")
     if call["activations"] not in ACTIVATIONS:
         raise call.error(f"activations must be one of {', '.join(ACTIVATIONS)}, got '{call['activations']}'")
     call.require_equal(x.shape[-1], k, f"x dim -1 vs the K of w ({call['format']} rows)")
-    return TensorSig(Shape(list(x.shape[:-1]) + [n]), "f32")
+    return TensorSig(Shape(list(x.shape[:-1]) + [n]), x.dtype)
 
 
 @op("quantized_take", operands=["table", "indices"], attrs=[Attr("format", "str")],
@@ -224,9 +228,13 @@ def _generic_format(call: LegalizeCall) -> str:
 @legalization("quantized_matmul")
 def _legalize_quantized_matmul(call: LegalizeCall):
     """out[..., n] = sum_k x[..., k] * dequantize(w)[n, k]: a reduction generic whose body
-    reads the weight's bytes (slow; the cpu target dispatches to a library kernel)."""
+    reads the weight's bytes (slow; the cpu target dispatches to a library kernel). A half
+    x is widened in the body and summed into an f32 buffer, which an elementwise generic
+    rounds to x's dtype (as the f16 matmul's legalization: the GPU rules take it as the
+    product's epilogue)."""
     fmt = _generic_format(call)
     x, _ = call.in_types
+    out = call.out_types[0]
     kb = call.builder(attr_tag(format=fmt))
     lead = [f"d{i}" for i in range(x.rank - 1)]
     nd, kd = f"d{x.rank - 1}", f"d{x.rank}"
@@ -234,11 +242,15 @@ def _legalize_quantized_matmul(call: LegalizeCall):
 
     def body(xv, acc):
         wv = at(kb.linalg_index(x.rank - 1), kb.linalg_index(x.rank))
-        return [kb.bin(arith.AddFOp, acc, kb.bin(arith.MulFOp, xv, wv, "f32"), "f32")]
+        return [kb.bin(arith.AddFOp, acc, kb.bin(arith.MulFOp, kb.cast(xv, "f32"), wv, "f32"), "f32")]
 
-    zero = kb.fill(0.0, kb.outs[0])
+    half = out.dtype != "f32"
+    zero = kb.fill(0.0, kb.empty(out.with_dtype("f32"), kb.outs[0]) if half else kb.outs[0])
     (r,) = kb.generic([(kb.ins[0], lead + [kd])], [(zero, lead + [nd])],
                       ["parallel"] * x.rank + ["reduction"], body)
+    if half:
+        (r,) = kb.generic([(r, identity_map(out.rank))], [(kb.outs[0], identity_map(out.rank))],
+                          ["parallel"] * out.rank, lambda v, _: [kb.cast(v, out.dtype)])
     return kb.finish([r])
 
 

@@ -45,7 +45,7 @@ SHAPE_RULES: dict[str, str] = {
     "squeeze": "the input shape without the unit dims at `axis` (default: every static 1)",
     "strided_slice": "per sliced axis: the clamped length ceil((end - begin) / stride) (see docs/semantics.md); other dims kept",
     "take": "x.shape[:axis] + indices.shape + x.shape[axis + 1:]; indices are integers",
-    "quantized_matmul": "x.shape[:-1] + (N,) f32 for w (N, RB) i8: RB a whole number of `format` blocks whose "
+    "quantized_matmul": "x.shape[:-1] + (N,) in x's dtype (f32, f16 or bf16) for w (N, RB) i8: RB a whole number of `format` blocks whose "
                         "K (RB / block bytes * block size) equals x's last dim",
     "quantized_take": "indices.shape + (K,) f32 for table (V, RB) i8 (K from RB and `format`); integer indices",
     "match_cast": "the pattern `shape`, whose new symbols are bound from the operand at run time",

@@ -141,9 +141,11 @@ def _heads_symbol(m: Match, tb: bool, flags: str) -> Optional[str]:
 
 
 def _quantized_matmul(m: Match) -> bool:
-    """A format the library computes on, x (M, K) f32 (relax_mlir.ops.quant)."""
+    """A format the library computes on, x (M, K) f32 (relax_mlir.ops.quant; a half x is
+    widened first by relax-widen-bf16-matmul, else it takes the generic kernel)."""
     from ..ops.quant import LIBRARY_FORMATS
-    return m.attrs[0]["format"] in LIBRARY_FORMATS and m.inputs[0].rank == 2 and _known(*m.inputs, m.out)
+    return m.attrs[0]["format"] in LIBRARY_FORMATS and m.inputs[0].rank == 2 and m.inputs[0].dtype == "f32" \
+        and _known(*m.inputs, m.out)
 
 
 def _quantized_take(m: Match) -> bool:

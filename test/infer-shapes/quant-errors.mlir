@@ -48,3 +48,11 @@ func.func @take_float_ids(%t: tensor<100x18xi8>, %i: tensor<?xf32, #relax.shape<
   %0 = "relax.quantized_take"(%t, %i) {format = "q4_0"} : (tensor<100x18xi8>, tensor<?xf32, #relax.shape<["s"]>>) -> tensor<?x32xf32>
   return %0 : tensor<?x32xf32>
 }
+
+// -----
+
+func.func @integer_x(%x: tensor<?x32xi32, #relax.shape<["m", 32]>>, %w: tensor<8x34xi8>) -> tensor<?x8xi32> attributes {relax.function} {
+  // expected-error@+1 {{'relax.quantized_matmul' x must be an f32, f16 or bf16 tensor of rank >= 1, got 2-D i32}}
+  %0 = "relax.quantized_matmul"(%x, %w) {format = "q8_0"} : (tensor<?x32xi32, #relax.shape<["m", 32]>>, tensor<8x34xi8>) -> tensor<?x8xi32>
+  return %0 : tensor<?x8xi32>
+}

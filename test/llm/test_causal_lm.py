@@ -236,6 +236,39 @@ def test_f16_kv_cache_on_the_cpu():
             np.testing.assert_allclose(b, ref[j], atol=1e-3 * np.abs(ref[j]).max(), rtol=0)
 
 
+def test_bf16_kv_cache_on_the_cpu():
+    """``kv_dtype="bf16"``: the state is bf16 (half the bytes per token), the new rows are the
+    f32 keys rounded to nearest even (ml_dtypes' bits), the logits of a few decode steps
+    follow the f32 cache's within bf16's rounding of K and V (2^-9 relative: 1e-2 of the
+    largest logit; measured in docs/gpu.md), and greedy generation gives the f32 cache's
+    tokens on this model."""
+    import ml_dtypes
+    hf, lm = hf_and_ours("gqa")
+    half = CausalLM.from_hf(hf, max_seq_len=64, kv_dtype="bf16")
+    assert half.session.state["k"].dtype == ml_dtypes.bfloat16 and half.bytes_per_token * 2 == lm.bytes_per_token
+    ids = prompt(10)
+    lm.reset()
+    lm.prefill(ids[:6])
+    half.prefill(ids[:6])
+    for c in (half.cache.k, half.cache.v):
+        assert c[0].dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(half.cache.k[1][:6].view(np.uint16),
+                                  lm.cache.k[1][:6].astype(ml_dtypes.bfloat16).view(np.uint16))
+    np.testing.assert_array_equal(half.cache.v[0][:6].view(np.uint16),
+                                  lm.cache.v[0][:6].astype(ml_dtypes.bfloat16).view(np.uint16))
+    worst = 0.0
+    for j in range(6, 10):
+        a, b = lm.decode(int(ids[j])), half.decode(int(ids[j]))
+        worst = max(worst, float(np.abs(b - a).max() / np.abs(a).max()))
+        np.testing.assert_allclose(b, a, atol=1e-2 * np.abs(a).max(), rtol=0)
+    print(f"bf16 KV cache: max |logit difference| / max |logit| = {worst:.2e}")
+    assert worst > 0.0
+    lm.reset()
+    half.reset()
+    p = prompt(5, seed=3)
+    assert [int(t) for t in half.generate(p, 12)] == [int(t) for t in lm.generate(p, 12)]
+
+
 def test_two_models_are_two_conversations():
     """Two CausalLMs of one config share the executable, not their caches."""
     hf, lm = hf_and_ours("gqa")
@@ -306,6 +339,21 @@ def test_cli_random_format(capsys):
     assert dict(lm.config.formats)["down"] == "bf16"
     ids = np.random.default_rng(2).integers(0, 128, 4)
     assert out[0] == " ".join(str(t) for t in lm.generate(ids, 4)[4:])
+
+
+def test_cli_kv_dtype_bf16(capsys):
+    """`--kv-dtype bf16`: the random tiny model with a bf16 cache (CausalLM.random with
+    kv_dtype="bf16"): its greedy tokens, which equal the f32 cache's on this model."""
+    from relax_mlir.llm import cli
+
+    assert cli.main(["--size", "tiny", "-n", "5", "--prompt-len", "4", "--seed", "3", "--kv-dtype", "bf16"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    lm = CausalLM.random(cli.SIZES["tiny"], max_seq_len=16, seed=3, kv_dtype="bf16")
+    assert lm.config.kv_dtype == "bf16" and str(lm.session.state["k"].dtype) == "bfloat16"
+    ids = np.random.default_rng(3).integers(0, 128, 4)
+    assert out[0] == " ".join(str(t) for t in lm.generate(ids, 5)[4:])
+    assert out[0] == " ".join(str(t) for t in CausalLM.random(cli.SIZES["tiny"], max_seq_len=16, seed=3)
+                              .generate(ids, 5)[4:])
 
 
 def test_from_pretrained_safetensors_directory(tmp_path):

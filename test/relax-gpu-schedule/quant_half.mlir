@@ -50,7 +50,26 @@
 // CHECK-NEXT: linalg.fill
 // CHECK-NEXT: linalg.generic
 
+// An f16 x (the result f16: relax-legalize's f32 sum rounded by an elementwise generic): x's
+// alignment guard is for vector<4xf16> (8 bytes), x comes in two such loads per lane and is
+// widened in the cloned body (extf), the rounding to f16 is the epilogue at lane 0's store.
+// CHECK-LABEL: func.func private @f16_rows_f16_x(
+// CHECK: %[[XP:.*]] = memref.extract_aligned_pointer_as_index %arg0 : memref<?x64xf16> -> index
+// CHECK: arith.remui %[[XP]], %c8 : index
+// CHECK: scf.if %{{.*}} {
+// CHECK: gpu.launch
+// CHECK-COUNT-2: vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<?x64xf16>, vector<4xf16>
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: %[[T:.*]] = arith.truncf %{{.*}} : f32 to f16
+// CHECK: memref.store %[[T]], %arg2[%{{.*}}, %{{.*}}] : memref<?x6xf16>
+// CHECK: } else {
+// CHECK: memref.alloc
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: linalg.generic
+
 #map = affine_map<(d0, d1, d2) -> (d0, d2)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1, d2) -> (d0, d1)>
 module {
   func.func private @f16_rows(%arg0: memref<?x64xf32>, %arg1: memref<6x128xi8>, %arg2: memref<?x6xf32>) attributes {relax.kernel, relax.kernel_kind = "reduction", relax.kernel_op = "quantized_matmul"} {
@@ -105,6 +124,43 @@ module {
       %13 = arith.addf %out, %12 : f32
       linalg.yield %13 : f32
     }
+    return
+  }
+  func.func private @f16_rows_f16_x(%arg0: memref<?x64xf16>, %arg1: memref<6x128xi8>, %arg2: memref<?x6xf16>) attributes {relax.kernel, relax.kernel_kind = "reduction", relax.kernel_op = "quantized_matmul"} {
+    %cst = arith.constant 0.000000e+00 : f32
+    %c0 = arith.constant 0 : index
+    %c2 = arith.constant 2 : index
+    %c1 = arith.constant 1 : index
+    %c8_i32 = arith.constant 8 : i32
+    %m = memref.dim %arg0, %c0 : memref<?x64xf16>
+    %acc = memref.alloc(%m) : memref<?x6xf32>
+    linalg.fill ins(%cst : f32) outs(%acc : memref<?x6xf32>)
+    linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0 : memref<?x64xf16>) outs(%acc : memref<?x6xf32>) {
+    ^bb0(%in: f16, %out: f32):
+      %0 = linalg.index 1 : index
+      %1 = linalg.index 2 : index
+      %2 = arith.muli %1, %c2 : index
+      %3 = memref.load %arg1[%0, %2] : memref<6x128xi8>
+      %4 = arith.extui %3 : i8 to i32
+      %5 = arith.addi %2, %c1 : index
+      %6 = memref.load %arg1[%0, %5] : memref<6x128xi8>
+      %7 = arith.extui %6 : i8 to i32
+      %8 = arith.shli %7, %c8_i32 : i32
+      %9 = arith.ori %4, %8 : i32
+      %10 = arith.trunci %9 : i32 to i16
+      %11 = arith.bitcast %10 : i16 to f16
+      %12 = arith.extf %11 : f16 to f32
+      %x = arith.extf %in : f16 to f32
+      %13 = arith.mulf %x, %12 : f32
+      %14 = arith.addf %out, %13 : f32
+      linalg.yield %14 : f32
+    }
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%acc : memref<?x6xf32>) outs(%arg2 : memref<?x6xf16>) {
+    ^bb0(%in: f32, %out: f16):
+      %t = arith.truncf %in : f32 to f16
+      linalg.yield %t : f16
+    }
+    memref.dealloc %acc : memref<?x6xf32>
     return
   }
 }

@@ -31,3 +31,26 @@ func.func @others(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>, %c: tensor<4x8xf16>,
   %2 = "relax.matmul"(%e, %f) {out_dtype = f32} : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf32>
   return %0, %1, %2 : tensor<4x2xf32>, tensor<4x2xf16>, tensor<4x2xf32>
 }
+
+// -----
+
+// A quantized matmul of an f16 or bf16 x: x widened, the product in f32 (the library's
+// quantized kernels read f32 x), rounded back to x's dtype; attributes kept. An f32 x is
+// left alone.
+// CHECK-LABEL: func.func @qmm
+// CHECK-SAME: (%[[X:.*]]: tensor<?x32xf16, #relax.shape<["n", 32]>>, %[[Y:.*]]: tensor<3x32xbf16>, %[[Z:.*]]: tensor<3x32xf32>, %[[W:.*]]: tensor<8x34xi8>)
+// CHECK: %[[A:.*]] = "relax.astype"(%[[X]]) {dtype = f32} : (tensor<?x32xf16, #relax.shape<["n", 32]>>) -> tensor<?x32xf32, #relax.shape<["n", 32]>>
+// CHECK: %[[P:.*]] = "relax.quantized_matmul"(%[[A]], %[[W]]) {activations = "q8", format = "q8_0"} : (tensor<?x32xf32, #relax.shape<["n", 32]>>, tensor<8x34xi8>) -> tensor<?x8xf32, #relax.shape<["n", 8]>>
+// CHECK: %[[R:.*]] = "relax.astype"(%[[P]]) {dtype = f16} : (tensor<?x8xf32, #relax.shape<["n", 8]>>) -> tensor<?x8xf16, #relax.shape<["n", 8]>>
+// CHECK: %[[B:.*]] = "relax.astype"(%[[Y]]) {dtype = f32} : (tensor<3x32xbf16>) -> tensor<3x32xf32>
+// CHECK: %[[Q:.*]] = "relax.quantized_matmul"(%[[B]], %[[W]]) {format = "q8_0"} : (tensor<3x32xf32>, tensor<8x34xi8>) -> tensor<3x8xf32>
+// CHECK: %[[S:.*]] = "relax.astype"(%[[Q]]) {dtype = bf16} : (tensor<3x8xf32>) -> tensor<3x8xbf16>
+// CHECK-NOT: relax.astype
+// CHECK: %[[T:.*]] = "relax.quantized_matmul"(%[[Z]], %[[W]]) {format = "q8_0"} : (tensor<3x32xf32>, tensor<8x34xi8>) -> tensor<3x8xf32>
+// CHECK: return %[[R]], %[[S]], %[[T]]
+func.func @qmm(%x: tensor<?x32xf16, #relax.shape<["n", 32]>>, %y: tensor<3x32xbf16>, %z: tensor<3x32xf32>, %w: tensor<8x34xi8>) -> (tensor<?x8xf16, #relax.shape<["n", 8]>>, tensor<3x8xbf16>, tensor<3x8xf32>) attributes {relax.function} {
+  %0 = "relax.quantized_matmul"(%x, %w) {format = "q8_0", activations = "q8"} : (tensor<?x32xf16, #relax.shape<["n", 32]>>, tensor<8x34xi8>) -> tensor<?x8xf16, #relax.shape<["n", 8]>>
+  %1 = "relax.quantized_matmul"(%y, %w) {format = "q8_0"} : (tensor<3x32xbf16>, tensor<8x34xi8>) -> tensor<3x8xbf16>
+  %2 = "relax.quantized_matmul"(%z, %w) {format = "q8_0"} : (tensor<3x32xf32>, tensor<8x34xi8>) -> tensor<3x8xf32>
+  return %0, %1, %2 : tensor<?x8xf16, #relax.shape<["n", 8]>>, tensor<3x8xbf16>, tensor<3x8xf32>
+}

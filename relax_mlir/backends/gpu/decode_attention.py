@@ -283,8 +283,10 @@ def match_prefill(mm: ir.Operation) -> Optional[_Prefill]:
     return _Prefill(q[0], k[0], v[0], mask, ops, out, H // KV, KV, D)
 
 
-#: element types of K / V the fused kernel reads as they are (widened to f32 per load)
-KV_DTYPES = ("f32", "f16")
+#: element types of K / V the fused kernel reads as they are (widened to f32 per load: f16
+#: by a conversion, bf16 by a shift into an f32's high half on cuda; vulkan refuses bf16
+#: before this pass, relax-spirv-check-dtypes)
+KV_DTYPES = ("f32", "f16", "bf16")
 
 #: The session state (``relax.state``) holding the arrival counters of the split's
 #: combination in the last workgroup of a row (:func:`build`), one per query row and live
@@ -309,10 +311,10 @@ def counters_operand(module: ir.Operation, ip: ir.InsertionPoint, loc: ir.Locati
 
 
 def absorb_cast(v: ir.Value) -> tuple[ir.Value, Optional[ir.Operation]]:
-    """(the K or V operand, the cast to absorb): a ``relax.astype`` to f32 of an f16 tensor
-    used only by the chain (relax_mlir/llm's f16 KV cache, ``kv_dtype``) is read as f16 by
-    the kernel, which widens each element as it loads it: converting the whole cache first
-    would be a launch and a full f32 copy of it per layer."""
+    """(the K or V operand, the cast to absorb): a ``relax.astype`` to f32 of an f16 or bf16
+    tensor used only by the chain (relax_mlir/llm's 16-bit KV cache, ``kv_dtype``) is read
+    as stored by the kernel, which widens each element as it loads it: converting the whole
+    cache first would be a launch and a full f32 copy of it per layer."""
     op = defining_op(v)
     if op is None or op.name != "relax.astype" or len(users(v)) != 1:
         return v, None

@@ -10,7 +10,8 @@ block of C per 8 x 8-thread workgroup, 8 x 8 f32 accumulators per thread, K bloc
 stages:
 
 * A's block from x with the kernel's prologue (``silu(gate) * up``) cloned per element
-  (quant_gemv's ``_x_at``: the part of the generic's body that does not read the weight);
+  (quant_gemv's ``_x_at``: the part of the generic's body that does not read the weight; an
+  f16 / bf16 x is loaded as stored and widened there);
 * B's block (k x n) decoded from the weight's rows (N, RB), which are B transposed: a thread
   takes a run of ``chunk`` consecutive k of one row n (16 with the defaults), loads the
   block's f16 scale (Q4_1: and minimum) once for it (a K block of 16 or 32 lies inside one

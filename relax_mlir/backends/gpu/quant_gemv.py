@@ -170,8 +170,8 @@ def match(fn: ir.Operation) -> Optional[_Match]:
     chain = _epilogue(work, first, c, 2, fill, FLOAT_TYPES)
     if len(chain) != len(work) - first - 1:
         return None
-    if not all(isinstance(ir.MemRefType(v.type).element_type, ir.F32Type) for v in g.inputs):
-        return None
+    if not all(str(ir.MemRefType(v.type).element_type) in FLOAT_TYPES for v in g.inputs):
+        return None   # (x f16 / bf16: the body widens it, the launch loads it as stored)
     body = gen.regions[0].blocks[0]
     y = list(body.operations)[-1].operation
     acc = _producer(y.operands[0])
@@ -470,11 +470,12 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     first = m.fill if m.fill is not None else m.gen
     with ir.InsertionPoint(first), m.gen.location:
         rows = memref.DimOp(m.out, index(0)).result   # (not C: the fallback alone uses it)
-        xvec = 4 if h % 4 == 0 else 1       # x's inputs in vector<4xf32> loads (k0 a multiple of h)
+        xvec = 4 if h % 4 == 0 else 1       # x's inputs in vector<4xT> loads (k0 a multiple of h)
+        xbytes = [ir.FloatType(ir.MemRefType(v.type).element_type).width // 8 for v in g.inputs]   # f32: 4; halves: 2
         conds = vector_view_conditions(m.w, 2 * h, 2 * h)
         if xvec > 1:
-            for v in g.inputs:
-                conds += vector_view_conditions(v, xvec, 4 * xvec)
+            for v, nb in zip(g.inputs, xbytes):
+                conds += vector_view_conditions(v, xvec, nb * xvec)
         branch = scf.IfOp(all_of(conds), [], has_else=True)
         with ir.InsertionPoint(branch.then_block):
             meta = memref.ExtractStridedMetadataOp(m.w)
@@ -507,10 +508,10 @@ def build_half(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
                         def chunk(ch: ir.Value, acc: list) -> list:
                             k0 = arith.MulIOp(ch, index(h)).result
                             if xvec > 1:   # each input's h values in h / 4 vector loads, the prologue per element
-                                xt4 = ir.VectorType.get([xvec], ir.F32Type.get())
-                                vecs = [[vector.LoadOp(xt4, v, [row, arith.AddIOp(k0, index(q)).result],
-                                                       alignment=4 * xvec).result
-                                         for q in range(0, h, xvec)] for v in g.inputs]
+                                vecs = [[vector.LoadOp(ir.VectorType.get([xvec], ir.MemRefType(v.type).element_type),
+                                                       v, [row, arith.AddIOp(k0, index(q)).result],
+                                                       alignment=nb * xvec).result
+                                         for q in range(0, h, xvec)] for v, nb in zip(g.inputs, xbytes)]
                                 xs = [_x_at(m, row, None, [vector.ExtractOp(vs[e // xvec], [], [e % xvec]).result
                                                            for vs in vecs]) for e in range(h)]
                             else:

@@ -770,7 +770,7 @@ irdl.dialect @relax {
     // optional attribute "axes": #builtin.dense_array (ints), default none
     // optional attribute "keepdims": #builtin.integer (bool), default false
   }
-  // x @ dequantize(w)^T: w an i8 (N, RB) tensor of raw GGUF rows in `format`; f32 accumulation; activations = "q8": x quantized to 8 bits per block (int8 dot products)
+  // x @ dequantize(w)^T: w an i8 (N, RB) tensor of raw GGUF rows in `format`; x f32, f16 or bf16 (the result in x's dtype), f32 accumulation; activations = "q8": x quantized to 8 bits per block (int8 dot products)
   irdl.operation @quantized_matmul {
     %0 = irdl.base "!builtin.tensor"
     %1 = irdl.base "!builtin.tensor"

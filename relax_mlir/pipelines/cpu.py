@@ -168,8 +168,13 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     # merge them into input kernels) and memory planning (which plans each function alone)
     if "relax-lift-params" in PASSES:
         passes.append("relax-lift-params")
+    # every kernel's kind (relax.kernel_kind), fused or not: fusion reads it, and so do the
+    # cpu schedules (relax-apply-schedules, relax-specialize-ranges), which without it leave
+    # an unfused kernel to plain loops
+    if "relax-annotate-kernel-kinds" in PASSES:
+        passes.append("relax-annotate-kernel-kinds")
     if fusion and "relax-fuse-ops" in PASSES:
-        passes += ["relax-annotate-kernel-kinds", "relax-fuse-ops", "relax-fuse-kernels"]
+        passes += ["relax-fuse-ops", "relax-fuse-kernels"]
     if plan_memory and "relax-plan-memory" in PASSES:
         passes.append("relax-plan-memory")
     return passes, [_with_option("relax-lower-host", "target", host_target)]

@@ -89,11 +89,13 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
 
 def _cpu_graph(graph: list[str]) -> list[str]:
     """The graph passes of the cpu target alone (not the GPU targets', which share the rest):
-    relax-widen-bf16-matmul right after shape inference, so that library dispatch and the
-    f32 matmul schedules see the widened products."""
+    relax-widen-bf16-matmul after shape inference and relax-fold-batch-norm (which matches a
+    conv2d by its dtype-agnostic pattern), so that relax-conv-gemm, library dispatch and the
+    f32 matmul / conv schedules see the widened products."""
     if "relax-widen-bf16-matmul" not in PASSES:
         return graph
-    at = graph.index("relax-infer-shapes") + 1 if "relax-infer-shapes" in graph else 0
+    after = [p for p in ("relax-fold-batch-norm", "relax-infer-shapes") if p in graph]
+    at = graph.index(after[0]) + 1 if after else 0
     return graph[:at] + ["relax-widen-bf16-matmul"] + graph[at:]
 
 

@@ -299,7 +299,8 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     gens = [o for o in ops if o.name == "linalg.generic"]
     at = [k for k, g in enumerate(gens) if _iterators(g) in (["parallel"] * 5 + ["reduction"],
                                                            ["parallel"] * 5 + ["reduction"] * 2)]
-    if len(at) != 1 or not all(_f32_tensors(g) for g in gens):
+    # (the conv f32; its epilogue may cast to bf16 and compute in bf16: relax-widen-bf16-matmul)
+    if len(at) != 1 or not _f32_tensors(gens[at[0]]) or not all(_f32_tensors(g, bf16=True) for g in gens):
         return None
     conv = gens[at[0]]
     n, nb, oh, ow, b = _output_shape(conv)
@@ -375,8 +376,8 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
         elif o.name not in _OPERAND_RESHAPES:
             return None
     shape = _output_shape(conv)
-    if len(shape) != 4 or any(o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
-                              or set(_iterators(o)) != {"parallel"} for o in tail):
+    if len(shape) != 4 or any(o.name != "linalg.generic" or not _f32_tensors(o, bf16=True)
+                              or _output_shape(o) != shape or set(_iterators(o)) != {"parallel"} for o in tail):
         return None
     its = _iterators(conv)
     lead = next((j for j, t in enumerate(its) if t != "parallel"), len(its) - 1)
@@ -455,7 +456,7 @@ def _permute_rows_parts(ops: list[ir.Operation]) -> Optional[tuple[int, int, int
                 return None
             derived.add(ir.Value(o.results[0]))
         elif any(ir.Value(v) in derived for v in o.operands):
-            if (o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
+            if (o.name != "linalg.generic" or not _f32_tensors(o, bf16=True) or _output_shape(o) != shape
                     or set(_iterators(o)) != {"parallel"}):
                 return None
             derived.update(ir.Value(r) for r in o.results)
@@ -480,11 +481,15 @@ def _select_permute_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
 
 
 def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule]:
-    """The pooling legalization's kernel (f32): an optional conv-epilogue prologue (a
+    """The pooling legalization's kernel (f32, or bf16: the tiling is the same, the arithmetic
+    emulated in f32, a max exactly and an avg's sums in f32): an optional conv-epilogue prologue (a
     ``linalg.transpose``, then all-parallel generics of its output's shape), the padding
     (fill + copy into the interior slice), then the window's all-parallel rank-4 generics
     over strided slices: :func:`.pool.pool_schedule`."""
-    if not (_kernel_op(fn) or "").endswith(("max_pool2d", "avg_pool2d")):
+    op = _kernel_op(fn) or ""
+    while op.endswith("_astype"):   # a cast after the pool (to the next widened conv's f32) joins its column stage
+        op = op[:-len("_astype")]
+    if not op.endswith(("max_pool2d", "avg_pool2d")):
         return None
     names = [o.name for o in ops]
     transpose = bool(names) and names[0] == "linalg.transpose"
@@ -496,7 +501,7 @@ def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule
         return None
     pre, rest = ops[start:edge], ops[edge:]
     shape = _output_shape(ops[0]) if transpose else None
-    if transpose and not _f32_tensors(ops[0]):
+    if transpose and not _f32_tensors(ops[0], bf16=True):
         return None
     if pre and (not transpose or any(o.name != "linalg.generic" or _output_shape(o) != shape for o in pre)):
         return None
@@ -505,7 +510,7 @@ def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule
             or [o.name for o in rest].count("linalg.fill") > 1:
         return None
     pool = [o for o in rest if o.name == "linalg.generic"]
-    if not pool or any(not _f32_tensors(o) or set(_iterators(o)) != {"parallel"} or len(_output_shape(o)) != 4
+    if not pool or any(not _f32_tensors(o, bf16=True) or set(_iterators(o)) != {"parallel"} or len(_output_shape(o)) != 4
                        for o in pre + pool):
         return None
     return Schedule("pool", pool_schedule(len(pre), transpose, padded, len(pool)))
@@ -724,6 +729,9 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
                                 permute_rows_schedule(rank, gens, then_im2col=True, params=params))
     if kind == "injective" and _kernel_op(fn) == "im2col" and _im2col(ops):
         return Schedule("im2col", im2col_schedule())
+    if kind == "injective" and _kernel_op(fn) == "astype_im2col" and ops and ops[0].name == "linalg.generic" \
+            and set(_iterators(ops[0])) == {"parallel"} and _f32_tensors(ops[0], bf16=True) and _im2col(ops[1:]):
+        return Schedule("im2col", im2col_schedule(before=1))   # a widened bf16 conv's input cast first
     if kind in ("elementwise", "broadcast"):
         return _select_elementwise(ops, target, config)
     if kind == "reduction":

@@ -318,8 +318,13 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     # the copy to NCHW on the (N, O/B, B, OH, OW) view of the output, then the epilogue: on
     # NCHW, or on that view too where upstream fusion propagated the reshape (identity maps)
     blocked, nchw = [n, nb, b, oh, ow], [n, nb * b, oh, ow]
+    shapes = [_output_shape(gens[k]) for k in chain[1:]]
+    # a widened bf16 conv's cast back (upstream fusion put it on the view), then the rest of
+    # the epilogue on NCHW: those are rebuilt on the view too (merge_copy_into_epilogue)
+    mixed = (blocked in shapes and nchw in shapes and shapes == sorted(shapes, key=lambda s: s != blocked)
+             and all(blockable_epilogue(gens[k], derived) for k, s in zip(chain[1:], shapes) if s == nchw))
     if (not chain or _output_shape(gens[chain[0]]) != blocked
-            or len({str(_output_shape(gens[k])) for k in chain[1:]}) > 1
+            or (len({str(sh) for sh in shapes}) > 1 and not mixed)
             or any(_output_shape(gens[k]) not in (blocked, nchw) or set(_iterators(gens[k])) != {"parallel"}
                    for k in chain) or any(k > chain[-1] for k in params)):
         return None
@@ -329,7 +334,9 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     pixels, _ = direct_tile(b, target.lanes, target.registers)
     padded = any(o.name == "tensor.pad" for o in ops)
     n_gens, prepare = len(gens), None
-    if len(chain) > 1 and _output_shape(gens[chain[1]]) == nchw:   # the copy merged into the
+    if mixed:   # the NCHW tail rebuilt on the view; the copy and the cast stay generics of their own
+        prepare = merge_copy_into_epilogue
+    elif len(chain) > 1 and _output_shape(gens[chain[1]]) == nchw:   # the copy merged into the
         # epilogue, all of it over (n, ob, oi, oh, ow)
         if not all(blockable_epilogue(gens[k], derived) for k in chain[1:]):
             return None

@@ -89,3 +89,40 @@ def test_bf16_conv_numerics(fusion):
         # noise of a bf16 midpoint rounds either way in each of the six rounded ops
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=2 ** -6, atol=2 ** -5 * np.abs(want).max(),
                                    err_msg=f"batch {b}")
+
+
+def test_torch_bf16_weight_casts_run_once_at_bind():
+    """A torch-imported bf16 conv net declares its weights (``relax.num_input``): the conv
+    weights' casts to f32 (and their packing) move into ``main_transform_params``
+    (relax-lift-params), which ``bind_params`` runs once, keeping the f32 copies; ``main`` takes
+    them as f32. The bound call gives PyTorch's bf16 answer."""
+    import re
+    import warnings
+
+    from relax_mlir.frontend.torch import compile as torch_compile, import_program
+    from relax_mlir.pipelines import cpu
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                torch.nn.Conv2d(16, 8, 3, padding=1, groups=8)).to(torch.bfloat16).eval()
+    example = (torch.randn(2, 3, 16, 16, dtype=torch.bfloat16),)
+    dyn = ({0: torch.export.Dim("b", max=8)},)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = import_program(torch.export.export(model, example, dynamic_shapes=dyn), dynamic_shapes=dyn)
+    with prog.module.context:
+        run_pipeline(prog.module, "builtin.module(" + ", ".join(dict(cpu.stages())["graph"]) + ")")
+    sigs = {m.group(1): m.group(2) for m in re.finditer(r"func.func @(main\w*)\((.*?)\) ->", str(prog.module))}
+    weights = re.findall(r"%arg\d+: tensor<([0-9x]+)x(\w+)>", sigs["main"])   # (the input's type has ? dims)
+    # the conv weights reach main as f32 (cast, and packed, once per bind); the biases stay bf16
+    assert sorted(dt for dims, dt in weights if dims.count("x") >= 3) == ["f32", "f32"], sigs
+    assert sorted(dt for dims, dt in weights if dims.count("x") < 3) == ["bf16", "bf16"], sigs
+    assert all("bf16" in t for t in re.findall(r"tensor<[^>]*>", sigs["main_transform_params"])), sigs
+    fn = torch_compile(model, example, dynamic_shapes=dyn)
+    bound = fn.exe["main"].bind_params(*fn.params)
+    for n in (1, 5):
+        x = torch.randn(n, 3, 16, 16, dtype=torch.bfloat16)
+        with torch.no_grad():
+            want = model(x).float().numpy()
+        got = bound(x.view(torch.int16).numpy().view(BF16)).astype(np.float32)
+        np.testing.assert_allclose(got, want, rtol=2 ** -6, atol=2 ** -5 * np.abs(want).max())

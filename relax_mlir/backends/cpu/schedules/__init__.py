@@ -33,9 +33,11 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   pixel panel) tasks, the fused epilogue by output rows (:mod:`.pointwise`);
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 
-Element types: f32; ``elementwise`` and ``rows`` kernels (a matmul's epilogue included) also
-take bf16 tensors, which they compute in f32 and store in 16 bits (a bf16 matmul reaches the
-``matmul`` schedule as an f32 product cast in its epilogue: relax-widen-bf16-matmul).
+Element types: f32; ``elementwise``, ``rows`` and ``pool`` kernels (a matmul's or a conv's
+epilogue included) also take bf16 tensors, which they compute in f32 and store in 16 bits (a
+bf16 matmul or conv2d reaches the f32 schedules as an f32 product cast in its epilogue:
+relax-widen-bf16-matmul; an input's cast fused in front of an ``im2col`` stays a loop nest beside
+the tiled im2col).
 """
 
 from __future__ import annotations

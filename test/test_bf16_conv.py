@@ -126,3 +126,49 @@ def test_torch_bf16_weight_casts_run_once_at_bind():
             want = model(x).float().numpy()
         got = bound(x.view(torch.int16).numpy().view(BF16)).astype(np.float32)
         np.testing.assert_allclose(got, want, rtol=2 ** -6, atol=2 ** -5 * np.abs(want).max())
+
+
+def _gemm_pool_module(ctx, dt: str) -> ir.Module:
+    """A conv on relax-conv-gemm's im2col + GEMM route (3 -> 8 channels) + bias + relu, then a max
+    pool: relax-fuse-ops puts the GEMM's NCHW epilogue (the bias's reshape in it) before the pool."""
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("x", ["b", 3, 17, 17], dt), ("w", [8, 3, 3, 3], dt), ("c", [8], dt)]) as fn:
+            x, w, c = fn.params
+            y = relax.relu(relax.add(relax.conv2d(x, w, padding=[1, 1, 1, 1]), relax.reshape(c, shape=[1, 8, 1, 1])))
+            fn.ret(relax.max_pool2d(y, pool_size=[3, 3], strides=[2, 2], padding=[1, 1]))
+    return m
+
+
+@pytest.mark.parametrize("dt", ["f32", "bf16"])
+def test_conv_epilogue_then_pool(dt):
+    """The pool kernel with the conv GEMM's epilogue (transpose, bias reshape + copy, add, relu)
+    in front takes the pool schedule; one executable, batch 1, 3, 8, against PyTorch."""
+    ctx = relax_mlir.make_context()
+    src = str(_gemm_pool_module(ctx, dt))
+    with relax_mlir.make_context() as c2, ir.Location.unknown(c2):
+        m = ir.Module.parse(src)
+        st = dict(stages())
+        run_pipeline(m, "builtin.module(" + ", ".join(st["graph"] + st["host"]) + ", relax-apply-schedules)")
+        got = {ir.StringAttr(f.attributes["relax.kernel_op"]).value:
+               ir.StringAttr(f.attributes["relax.schedule"]).value if "relax.schedule" in f.attributes else ""
+               for f in (o.operation for o in m.body.operations) if "relax.kernel_op" in f.attributes}
+    pools = {k: v for k, v in got.items() if "pool" in k}
+    assert len(pools) == 1 and "permute_dims" in next(iter(pools)) and set(pools.values()) == {"pool"}, got
+    exe = relax_mlir.compile(_gemm_pool_module(relax_mlir.make_context(), dt))
+    np_dt = BF16 if dt == "bf16" else np.float32
+    w, c = (rng.standard_normal(s).astype(np_dt) for s in ((8, 3, 3, 3), (8,)))
+    t = torch.nn.functional
+    for b in (1, 3, 8):
+        x = rng.standard_normal((b, 3, 17, 17)).astype(np_dt)
+        tx, tw, tc = (torch.from_numpy(a.astype(np.float64)) for a in (x, w, c))
+        y = t.conv2d(tx, tw, padding=1)
+        if dt == "bf16":   # the graph rounds the conv and the add
+            y = (y.to(torch.bfloat16).double() + tc.reshape(1, 8, 1, 1)).to(torch.bfloat16).double()
+        else:
+            y = y + tc.reshape(1, 8, 1, 1)
+        want = t.max_pool2d(t.relu(y), 3, 2, 1).numpy()
+        got_ = exe(x, w, c).astype(np.float64)
+        assert got_.shape == want.shape == (b, 8, 9, 9)
+        tol = 2 ** -6 if dt == "bf16" else 1e-5
+        np.testing.assert_allclose(got_, want, rtol=tol, atol=tol * np.abs(want).max(), err_msg=f"{dt} batch {b}")

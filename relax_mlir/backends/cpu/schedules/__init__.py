@@ -512,6 +512,13 @@ def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule
     shape = _output_shape(ops[0]) if transpose else None
     if transpose and not _f32_tensors(ops[0], bf16=True):
         return None
+    # reshapes of other operands in the prologue (a bias (O,) -> (1, O, 1, 1): reshape + copy)
+    # stay outside the rows, as in permute_rows
+    reshapes = [o for o in pre if o.name in _OPERAND_RESHAPES]
+    if any(isinstance(v, ir.OpResult) and v.owner.name.startswith("linalg.") and v.owner.name != "linalg.copy"
+           for o in reshapes for v in o.operands):
+        return None
+    pre = [o for o in pre if o.name not in _OPERAND_RESHAPES]
     if pre and (not transpose or any(o.name != "linalg.generic" or _output_shape(o) != shape for o in pre)):
         return None
     allowed = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "linalg.generic"}
@@ -522,7 +529,8 @@ def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule
     if not pool or any(not _f32_tensors(o, bf16=True) or set(_iterators(o)) != {"parallel"} or len(_output_shape(o)) != 4
                        for o in pre + pool):
         return None
-    return Schedule("pool", pool_schedule(len(pre), transpose, padded, len(pool)))
+    return Schedule("pool", pool_schedule(len(pre), transpose, padded, len(pool),
+                                          copies_before=[o.name for o in reshapes].count("linalg.copy")))
 
 
 def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:

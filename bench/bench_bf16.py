@@ -7,6 +7,9 @@ f32 (the rows schedule). PyTorch's bf16 eager ops run beside for reference. ``--
 second executable with the bf16 schedules off (``schedules.BF16_SCHEDULES``: plain loops)
 beside, bf16 softmax and LayerNorm too. ``--qmm``: ``relax.quantized_matmul`` on Q8_0 rows
 with an f32, f16 and bf16 x (the half ones behind relax-widen-bf16-matmul's casts), interleaved.
+``--conv``: a ResNet-18 stage conv (3x3, 64 -> 64
+channels, 56x56, bias + relu) and the stem's 3x3/2 max pool in f32 and bf16, with a third
+executable where relax-widen-bf16-matmul leaves conv2d alone (the bf16 conv's plain loops).
 """
 
 from __future__ import annotations
@@ -84,6 +87,54 @@ func.func @q_{dt}(%x: tensor<?x{k}x{dt}, #relax.shape<["m", {k}]>>, %w: tensor<{
         print(f"{m:>6} {best['f32']:9.3f} {best['f16']:9.3f} {best['bf16']:9.3f}")
 
 
+def _conv_module(c: int, hw: int):
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        for dt in ("f32", "bf16"):
+            with graph_function(m, f"conv_{dt}", [("x", ["b", c, hw, hw], dt), ("w", [c, c, 3, 3], dt),
+                                                  ("bias", [c], dt)]) as fn:
+                x, w, b = fn.params
+                fn.ret(relax.relu(relax.conv2d(x, w, padding=[1, 1, 1, 1]) + relax.reshape(b, shape=[1, c, 1, 1])))
+            with graph_function(m, f"pool_{dt}", [("x", ["b", c, hw * 2, hw * 2], dt)]) as fn:
+                fn.ret(relax.max_pool2d(fn.params[0], pool_size=[3, 3], strides=[2, 2], padding=[1, 1]))
+    return m
+
+
+def _conv(args, rng, torch) -> None:
+    """bf16 vs f32 convolution and pool, and the bf16 conv without widening, interleaved."""
+    from relax_mlir.backends.cpu import widen_bf16_matmul as widen
+    exe = relax_mlir.compile(_conv_module(args.channels, args.hw), options={"cache": False})
+    saved, widen.WIDENED = widen.WIDENED, ("relax.matmul",)
+    try:
+        loops = relax_mlir.compile(_conv_module(args.channels, args.hw), options={"cache": False})
+    finally:
+        widen.WIDENED = saved
+    c, hw = args.channels, args.hw
+    print(f"\n--conv: load {os.getloadavg()[0]:.2f}; best of {args.reps}, ms; conv 3x3 {c}->{c} on {hw}x{hw} "
+          f"+ bias + relu; max pool 3x3/2 on {2 * hw}x{2 * hw}")
+    print(f"{'batch':>6} {'conv f32':>9} {'conv bf16':>9} {'not widened':>11} {'torch bf16':>10} | "
+          f"{'pool f32':>8} {'pool bf16':>9} {'torch bf16':>10}")
+    for b in args.batches:
+        x = rng.standard_normal((b, c, hw, hw)).astype(np.float32)
+        w = (rng.standard_normal((c, c, 3, 3)) * 0.05).astype(np.float32)
+        bias = rng.standard_normal(c).astype(np.float32)
+        p = rng.standard_normal((b, c, 2 * hw, 2 * hw)).astype(np.float32)
+        xb, wb, bb, pb = (a.astype(ml_dtypes.bfloat16) for a in (x, w, bias, p))
+        row = [_time(exe["conv_f32"], x, w, bias, reps=args.reps), _time(exe["conv_bf16"], xb, wb, bb, reps=args.reps),
+               _time(loops["conv_bf16"], xb, wb, bb, reps=1)]
+        if torch:
+            tx, tw, tb = (torch.from_numpy(a).bfloat16() for a in (x, w, bias))
+            row.append(_time(lambda: torch.relu(torch.nn.functional.conv2d(tx, tw, tb, padding=1)), reps=args.reps))
+        else:
+            row.append(float("nan"))
+        row += [_time(exe["pool_f32"], p, reps=args.reps), _time(exe["pool_bf16"], pb, reps=args.reps)]
+        row.append(_time(lambda t: torch.nn.functional.max_pool2d(t, 3, 2, 1), torch.from_numpy(p).bfloat16(),
+                         reps=args.reps) if torch else float("nan"))
+        print(f"{b:>6} {row[0]:9.3f} {row[1]:9.3f} {row[2]:11.3f} {row[3]:10.3f} | "
+              f"{row[4]:8.3f} {row[5]:9.3f} {row[6]:10.3f}")
+
+
 def _time(fn, *args, reps: int) -> float:
     fn(*args)
     best = float("inf")
@@ -103,6 +154,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--ab", action="store_true", help="bf16 schedules against their plain loops")
     ap.add_argument("--qmm", action="store_true", help="only the Q8_0 quantized matmul with f32 / f16 / bf16 x")
+    ap.add_argument("--conv", action="store_true", help="only a ResNet-ish conv and max pool, bf16 vs f32")
+    ap.add_argument("--channels", type=int, default=64)
+    ap.add_argument("--hw", type=int, default=56)
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 4])
     args = ap.parse_args()
     if args.qmm:
         _qmm(args, np.random.default_rng(0))
@@ -111,6 +166,10 @@ def main() -> None:
         import torch
     except ImportError:
         torch = None
+    if args.conv:
+        _conv(args, np.random.default_rng(0), torch)
+        print(f"load {os.getloadavg()[0]:.2f}")
+        return
     exe = relax_mlir.compile(_module(args.k, args.n, args.cols), options={"cache": False})
     rng = np.random.default_rng(0)
     print(f"load {os.getloadavg()[0]:.2f}; best of {args.reps}, ms; matmul (m, {args.k}) x ({args.k}, {args.n}), "

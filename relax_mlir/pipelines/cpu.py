@@ -89,11 +89,13 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
 
 def _cpu_graph(graph: list[str]) -> list[str]:
     """The graph passes of the cpu target alone (not the GPU targets', which share the rest):
-    relax-widen-bf16-matmul right after shape inference, so that library dispatch and the
-    f32 matmul schedules see the widened products."""
+    relax-widen-bf16-matmul after shape inference and relax-fold-batch-norm (which matches a
+    conv2d by its dtype-agnostic pattern), so that relax-conv-gemm, library dispatch and the
+    f32 matmul / conv schedules see the widened products."""
     if "relax-widen-bf16-matmul" not in PASSES:
         return graph
-    at = graph.index("relax-infer-shapes") + 1 if "relax-infer-shapes" in graph else 0
+    after = [p for p in ("relax-fold-batch-norm", "relax-infer-shapes") if p in graph]
+    at = graph.index(after[0]) + 1 if after else 0
     return graph[:at] + ["relax-widen-bf16-matmul"] + graph[at:]
 
 
@@ -168,8 +170,13 @@ def _graph_and_host(fusion, plan_memory, dispatch, dispatch_min_flops, legalize_
     # merge them into input kernels) and memory planning (which plans each function alone)
     if "relax-lift-params" in PASSES:
         passes.append("relax-lift-params")
+    # every kernel's kind (relax.kernel_kind), fused or not: fusion reads it, and so do the
+    # cpu schedules (relax-apply-schedules, relax-specialize-ranges), which without it leave
+    # an unfused kernel to plain loops
+    if "relax-annotate-kernel-kinds" in PASSES:
+        passes.append("relax-annotate-kernel-kinds")
     if fusion and "relax-fuse-ops" in PASSES:
-        passes += ["relax-annotate-kernel-kinds", "relax-fuse-ops", "relax-fuse-kernels"]
+        passes += ["relax-fuse-ops", "relax-fuse-kernels"]
     if plan_memory and "relax-plan-memory" in PASSES:
         passes.append("relax-plan-memory")
     return passes, [_with_option("relax-lower-host", "target", host_target)]

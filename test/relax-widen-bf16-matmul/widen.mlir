@@ -54,3 +54,19 @@ func.func @qmm(%x: tensor<?x32xf16, #relax.shape<["n", 32]>>, %y: tensor<3x32xbf
   %2 = "relax.quantized_matmul"(%z, %w) {format = "q8_0"} : (tensor<3x32xf32>, tensor<8x34xi8>) -> tensor<3x8xf32>
   return %0, %1, %2 : tensor<?x8xf16, #relax.shape<["n", 8]>>, tensor<3x8xbf16>, tensor<3x8xf32>
 }
+
+// -----
+
+// A bf16 conv2d likewise (its attributes kept), so relax-conv-gemm and the f32 conv schedules take it;
+// a bf16 max pool is left alone (the pool schedule takes bf16).
+// CHECK-LABEL: func.func @conv
+// CHECK: %[[A:.*]] = "relax.astype"(%{{.*}}) {dtype = f32} : (tensor<?x3x9x9xbf16, #relax.shape<["b", 3, 9, 9]>>) -> tensor<?x3x9x9xf32, #relax.shape<["b", 3, 9, 9]>>
+// CHECK: %[[B:.*]] = "relax.astype"(%{{.*}}) {dtype = f32} : (tensor<8x3x3x3xbf16>) -> tensor<8x3x3x3xf32>
+// CHECK: %[[C:.*]] = "relax.conv2d"(%[[A]], %[[B]]) {padding = array<i64: 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x3x9x9xf32, #relax.shape<["b", 3, 9, 9]>>, tensor<8x3x3x3xf32>) -> tensor<?x8x5x5xf32, #relax.shape<["b", 8, 5, 5]>>
+// CHECK: %[[R:.*]] = "relax.astype"(%[[C]]) {dtype = bf16} : (tensor<?x8x5x5xf32, #relax.shape<["b", 8, 5, 5]>>) -> tensor<?x8x5x5xbf16, #relax.shape<["b", 8, 5, 5]>>
+// CHECK: "relax.max_pool2d"(%[[R]]) {pool_size = array<i64: 2, 2>} : (tensor<?x8x5x5xbf16, #relax.shape<["b", 8, 5, 5]>>)
+func.func @conv(%x: tensor<?x3x9x9xbf16, #relax.shape<["b", 3, 9, 9]>>, %w: tensor<8x3x3x3xbf16>) -> tensor<?x8x4x4xbf16, #relax.shape<["b", 8, 4, 4]>> attributes {relax.function} {
+  %0 = "relax.conv2d"(%x, %w) {padding = array<i64: 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x3x9x9xbf16, #relax.shape<["b", 3, 9, 9]>>, tensor<8x3x3x3xbf16>) -> tensor<?x8x5x5xbf16, #relax.shape<["b", 8, 5, 5]>>
+  %1 = "relax.max_pool2d"(%0) {pool_size = array<i64: 2, 2>} : (tensor<?x8x5x5xbf16, #relax.shape<["b", 8, 5, 5]>>) -> tensor<?x8x4x4xbf16, #relax.shape<["b", 8, 4, 4]>>
+  return %1 : tensor<?x8x4x4xbf16, #relax.shape<["b", 8, 4, 4]>>
+}

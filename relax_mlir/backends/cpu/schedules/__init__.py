@@ -33,9 +33,11 @@ the schedule that fits it, or None (the kernel then goes through plain loops):
   pixel panel) tasks, the fused epilogue by output rows (:mod:`.pointwise`);
   ``pool`` for max/avg pooling (and a conv epilogue fused before it): rows over threads (:mod:`.pool`).
 
-Element types: f32; ``elementwise`` and ``rows`` kernels (a matmul's epilogue included) also
-take bf16 tensors, which they compute in f32 and store in 16 bits (a bf16 matmul reaches the
-``matmul`` schedule as an f32 product cast in its epilogue: relax-widen-bf16-matmul).
+Element types: f32; ``elementwise``, ``rows`` and ``pool`` kernels (a matmul's or a conv's
+epilogue included) also take bf16 tensors, which they compute in f32 and store in 16 bits (a
+bf16 matmul or conv2d reaches the f32 schedules as an f32 product cast in its epilogue:
+relax-widen-bf16-matmul; an input's cast fused in front of an ``im2col`` stays a loop nest beside
+the tiled im2col).
 """
 
 from __future__ import annotations
@@ -299,7 +301,8 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     gens = [o for o in ops if o.name == "linalg.generic"]
     at = [k for k, g in enumerate(gens) if _iterators(g) in (["parallel"] * 5 + ["reduction"],
                                                            ["parallel"] * 5 + ["reduction"] * 2)]
-    if len(at) != 1 or not all(_f32_tensors(g) for g in gens):
+    # (the conv f32; its epilogue may cast to bf16 and compute in bf16: relax-widen-bf16-matmul)
+    if len(at) != 1 or not _f32_tensors(gens[at[0]]) or not all(_f32_tensors(g, bf16=True) for g in gens):
         return None
     conv = gens[at[0]]
     n, nb, oh, ow, b = _output_shape(conv)
@@ -317,8 +320,13 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     # the copy to NCHW on the (N, O/B, B, OH, OW) view of the output, then the epilogue: on
     # NCHW, or on that view too where upstream fusion propagated the reshape (identity maps)
     blocked, nchw = [n, nb, b, oh, ow], [n, nb * b, oh, ow]
+    shapes = [_output_shape(gens[k]) for k in chain[1:]]
+    # a widened bf16 conv's cast back (upstream fusion put it on the view), then the rest of
+    # the epilogue on NCHW: those are rebuilt on the view too (merge_copy_into_epilogue)
+    mixed = (blocked in shapes and nchw in shapes and shapes == sorted(shapes, key=lambda s: s != blocked)
+             and all(blockable_epilogue(gens[k], derived) for k, s in zip(chain[1:], shapes) if s == nchw))
     if (not chain or _output_shape(gens[chain[0]]) != blocked
-            or len({str(_output_shape(gens[k])) for k in chain[1:]}) > 1
+            or (len({str(sh) for sh in shapes}) > 1 and not mixed)
             or any(_output_shape(gens[k]) not in (blocked, nchw) or set(_iterators(gens[k])) != {"parallel"}
                    for k in chain) or any(k > chain[-1] for k in params)):
         return None
@@ -328,7 +336,9 @@ def _select_conv_direct(fn: ir.Operation, ops: list[ir.Operation], target: Simd)
     pixels, _ = direct_tile(b, target.lanes, target.registers)
     padded = any(o.name == "tensor.pad" for o in ops)
     n_gens, prepare = len(gens), None
-    if len(chain) > 1 and _output_shape(gens[chain[1]]) == nchw:   # the copy merged into the
+    if mixed:   # the NCHW tail rebuilt on the view; the copy and the cast stay generics of their own
+        prepare = merge_copy_into_epilogue
+    elif len(chain) > 1 and _output_shape(gens[chain[1]]) == nchw:   # the copy merged into the
         # epilogue, all of it over (n, ob, oi, oh, ow)
         if not all(blockable_epilogue(gens[k], derived) for k in chain[1:]):
             return None
@@ -375,8 +385,8 @@ def _select_conv(ops: list[ir.Operation]) -> Optional[Schedule]:
         elif o.name not in _OPERAND_RESHAPES:
             return None
     shape = _output_shape(conv)
-    if len(shape) != 4 or any(o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
-                              or set(_iterators(o)) != {"parallel"} for o in tail):
+    if len(shape) != 4 or any(o.name != "linalg.generic" or not _f32_tensors(o, bf16=True)
+                              or _output_shape(o) != shape or set(_iterators(o)) != {"parallel"} for o in tail):
         return None
     its = _iterators(conv)
     lead = next((j for j, t in enumerate(its) if t != "parallel"), len(its) - 1)
@@ -455,7 +465,7 @@ def _permute_rows_parts(ops: list[ir.Operation]) -> Optional[tuple[int, int, int
                 return None
             derived.add(ir.Value(o.results[0]))
         elif any(ir.Value(v) in derived for v in o.operands):
-            if (o.name != "linalg.generic" or not _f32_tensors(o) or _output_shape(o) != shape
+            if (o.name != "linalg.generic" or not _f32_tensors(o, bf16=True) or _output_shape(o) != shape
                     or set(_iterators(o)) != {"parallel"}):
                 return None
             derived.update(ir.Value(r) for r in o.results)
@@ -480,11 +490,15 @@ def _select_permute_rows(ops: list[ir.Operation]) -> Optional[Schedule]:
 
 
 def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule]:
-    """The pooling legalization's kernel (f32): an optional conv-epilogue prologue (a
+    """The pooling legalization's kernel (f32, or bf16: the tiling is the same, the arithmetic
+    emulated in f32, a max exactly and an avg's sums in f32): an optional conv-epilogue prologue (a
     ``linalg.transpose``, then all-parallel generics of its output's shape), the padding
     (fill + copy into the interior slice), then the window's all-parallel rank-4 generics
     over strided slices: :func:`.pool.pool_schedule`."""
-    if not (_kernel_op(fn) or "").endswith(("max_pool2d", "avg_pool2d")):
+    op = _kernel_op(fn) or ""
+    while op.endswith("_astype"):   # a cast after the pool (to the next widened conv's f32) joins its column stage
+        op = op[:-len("_astype")]
+    if not op.endswith(("max_pool2d", "avg_pool2d")):
         return None
     names = [o.name for o in ops]
     transpose = bool(names) and names[0] == "linalg.transpose"
@@ -496,8 +510,15 @@ def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule
         return None
     pre, rest = ops[start:edge], ops[edge:]
     shape = _output_shape(ops[0]) if transpose else None
-    if transpose and not _f32_tensors(ops[0]):
+    if transpose and not _f32_tensors(ops[0], bf16=True):
         return None
+    # reshapes of other operands in the prologue (a bias (O,) -> (1, O, 1, 1): reshape + copy)
+    # stay outside the rows, as in permute_rows
+    reshapes = [o for o in pre if o.name in _OPERAND_RESHAPES]
+    if any(isinstance(v, ir.OpResult) and v.owner.name.startswith("linalg.") and v.owner.name != "linalg.copy"
+           for o in reshapes for v in o.operands):
+        return None
+    pre = [o for o in pre if o.name not in _OPERAND_RESHAPES]
     if pre and (not transpose or any(o.name != "linalg.generic" or _output_shape(o) != shape for o in pre)):
         return None
     allowed = {"linalg.fill", "tensor.extract_slice", "linalg.copy", "tensor.insert_slice", "linalg.generic"}
@@ -505,10 +526,11 @@ def _select_pool(fn: ir.Operation, ops: list[ir.Operation]) -> Optional[Schedule
             or [o.name for o in rest].count("linalg.fill") > 1:
         return None
     pool = [o for o in rest if o.name == "linalg.generic"]
-    if not pool or any(not _f32_tensors(o) or set(_iterators(o)) != {"parallel"} or len(_output_shape(o)) != 4
+    if not pool or any(not _f32_tensors(o, bf16=True) or set(_iterators(o)) != {"parallel"} or len(_output_shape(o)) != 4
                        for o in pre + pool):
         return None
-    return Schedule("pool", pool_schedule(len(pre), transpose, padded, len(pool)))
+    return Schedule("pool", pool_schedule(len(pre), transpose, padded, len(pool),
+                                          copies_before=[o.name for o in reshapes].count("linalg.copy")))
 
 
 def _max_rows(fn: ir.Operation, m: Optional[int]) -> Optional[int]:
@@ -724,6 +746,9 @@ def select(fn: ir.Operation, target: Optional[Simd] = None,
                                 permute_rows_schedule(rank, gens, then_im2col=True, params=params))
     if kind == "injective" and _kernel_op(fn) == "im2col" and _im2col(ops):
         return Schedule("im2col", im2col_schedule())
+    if kind == "injective" and _kernel_op(fn) == "astype_im2col" and ops and ops[0].name == "linalg.generic" \
+            and set(_iterators(ops[0])) == {"parallel"} and _f32_tensors(ops[0], bf16=True) and _im2col(ops[1:]):
+        return Schedule("im2col", im2col_schedule(before=1))   # a widened bf16 conv's input cast first
     if kind in ("elementwise", "broadcast"):
         return _select_elementwise(ops, target, config)
     if kind == "reduction":

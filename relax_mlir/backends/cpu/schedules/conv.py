@@ -114,12 +114,15 @@ def conv_schedule(parallel_outer: int, out_rank: int, n_generics: int, conv_loop
     return body
 
 
-def im2col_schedule():
+def im2col_schedule(before: int = 0):
     """One (image, channel) plane of the im2col generic (n, c, kh, kw, oh, ow) per forall
-    iteration."""
+    iteration; ``before``: that many generics precede it (a bf16 input's cast to f32, fused
+    in front by relax-fuse-ops), left to the loop vectorizer."""
 
     def body(fn: ir.Value) -> None:
         gen = match(fn, "linalg.generic")
+        if before:
+            gen = transform.SplitHandleOp([any_op()] * (before + 1), gen).results[-1]
         structured.TileUsingForallOp(gen, tile_sizes=[1, 1, 0, 0, 0, 0])
         cleanup(fn)
 

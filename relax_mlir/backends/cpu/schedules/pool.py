@@ -33,10 +33,11 @@ def _rows(rank: int) -> list[int]:
     return [1] * (rank - 1) + [0]
 
 
-def pool_schedule(n_prologue: int, transpose: bool, padded: bool, n_pool: int):
+def pool_schedule(n_prologue: int, transpose: bool, padded: bool, n_pool: int, copies_before: int = 0):
     """Script body for a pooling kernel: ``transpose`` (a leading ``linalg.transpose``),
-    ``n_prologue`` generics after it, the padding copy when ``padded``, then ``n_pool``
-    generics (rank 4) of the window and its epilogue."""
+    ``n_prologue`` generics after it, the padding copy when ``padded`` (after
+    ``copies_before`` copies of other operands' reshapes, a bias's, left as they are), then
+    ``n_pool`` generics (rank 4) of the window and its epilogue."""
 
     def body(fn: ir.Value) -> None:
         gens = match(fn, "linalg.generic")
@@ -54,7 +55,10 @@ def pool_schedule(n_prologue: int, transpose: bool, padded: bool, n_pool: int):
         if len(pool) > 1:
             structured.TileUsingForallOp(pool[0], tile_sizes=_rows(4))
         if padded:
-            structured.TileUsingForallOp(match(fn, "linalg.copy"), tile_sizes=_rows(4))
+            copy = match(fn, "linalg.copy")
+            if copies_before:
+                copy = transform.SplitHandleOp([any_op()] * (copies_before + 1), copy).results[-1]
+            structured.TileUsingForallOp(copy, tile_sizes=_rows(4))
         if pre:
             t = structured.TileUsingForallOp(pre[-1], tile_sizes=_rows(4))
             rows = t.results[1]

@@ -129,7 +129,7 @@ def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKG
 
 #: relax-kernel-fastmath{reassoc=false} before the schedules: fastmath<contract> on the kernels'
 #: float arithmetic, which the launch builders clone with the linalg bodies (FMAs on NVPTX, which
-#: writes unfusable mul.rn + add.rn without it); no reassoc: the row kernels fix their reduction
+#: writes unfusable mul.rn + add.rn without it), and after them on what the builders wrote; no reassoc: the row kernels fix their reduction
 #: order themselves, the same on every route (bench/bench_gpu.py --without-contract compares)
 KERNEL_CONTRACT_DEFAULT = True
 
@@ -142,6 +142,8 @@ def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan", sch
         "relax-gpu-signless",
         "relax-gpu-forward-copies",
         *schedule_stage(workgroup_size=workgroup_size, kind=kind, schedule_config=schedule_config),
+        # again: the launches the rules built themselves (online-softmax rescaling, stagers)
+        *(["relax-kernel-fastmath{reassoc=false}"] if KERNEL_CONTRACT_DEFAULT else []),
         "relax-gpu-prepare-kernels",
         "func.func(convert-linalg-to-parallel-loops)",
         "relax-widen-bool-memrefs",   # booleans stored as bytes (host and device alike)

@@ -28,7 +28,10 @@
 #   6b. bench/bench_gpu.py --targets cuda --cublas --quick: prefill matmuls (f32, f16) without cuBLAS,
 #      with it for every matmul and with the provisional rule (split per call by M, GEMV up to 4 rows),
 #      against PyTorch (the measurement the rule waits for) -> $OUT/bench_cublas.md;
-#   7. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive -> $OUT/bench_gpu.md.
+#   6c. bench/bench_gpu.py --targets cuda --prefill-attention: the fused prefill attention against the
+#      q.k / softmax / p.v kernels, whole prefill and attention alone -> $OUT/bench_prefill_attention.md;
+#   7. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive --without-contract (each case
+#      also without fastmath<contract>: what the FMAs gain) -> $OUT/bench_gpu.md.
 # Each step has its own timeout; a failed step does not stop the next. Usage:
 #   device:  bash bench/gpu_session.sh                (OUT is set by the device tool)
 #   here:    bash bench/gpu_session.sh --fake          (rehearsal: steps 3-6 with the fake CUDA
@@ -131,11 +134,18 @@ env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --cublas --q
 log "cublas bench rc=$?"
 cat "$OUT/bench_cublas.md" | tee -a "$OUT/session.log"
 
+T=$(( $(left) < 60 ? $(left) : 60 ))
+log "prefill attention bench (timeout $T s)"
+env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --prefill-attention $BENCH_FLAGS \
+    > "$OUT/bench_prefill_attention.md" 2> "$OUT/bench_prefill_attention.err"
+log "prefill attention bench rc=$?"
+cat "$OUT/bench_prefill_attention.md" | tee -a "$OUT/session.log"
+
 T=$(left)
 if [ "$T" -gt 60 ]; then
     log "bench_gpu (timeout $T s)"
-    env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --quick --no-naive $BENCH_FLAGS \
-        --skip "2048x2048x2048" > "$OUT/bench_gpu.md" 2> "$OUT/bench_gpu.err"
+    env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --quick --no-naive --without-contract \
+        $BENCH_FLAGS --skip "2048x2048x2048" > "$OUT/bench_gpu.md" 2> "$OUT/bench_gpu.err"
     log "bench_gpu rc=$?"
 fi
 log "done"

@@ -93,17 +93,22 @@ def _inner_extent(task: Task, merged: bool = False) -> Optional[int]:
         return None if ir.ShapedType.is_dynamic_size(d) else d
 
 
+_UNSET = object()
+
+
 def _score(times: list, base: list) -> float:
     return math.exp(sum(math.log(max(t, 1e-9) / max(b, 1e-9)) for t, b in zip(times, base)) / len(base))
 
 
 def tune_task(task: Task, worker: Worker, target: Simd, budget_s: float, max_trials: int,
               rng: random.Random, log: Callable[[str], None] = print, min_time: float = 0.05,
-              prefix: str = "") -> Optional[KernelResult]:
+              prefix: str = "", space=None, base_cfg=_UNSET) -> Optional[KernelResult]:
     """Search ``task``'s knob space for ``budget_s`` seconds or ``max_trials`` candidates
-    (the default's measurement not counted); None when the default schedule fails."""
+    (the default's measurement not counted); None when the default schedule fails.
+    ``space`` / ``base_cfg``: the knob space and the default's knob values when they are not
+    the cpu schedules' (the GPU rules', :mod:`.gpu`)."""
     t_start = time.monotonic()
-    space = space_for(task.schedule, target)
+    space = space if space is not None else space_for(task.schedule, target)
     res = worker.request(task.request(None, min_time), timeout_s=300)
     if not res["ok"]:
         log(f"{prefix} skipped: the default schedule failed ({res['error']})")
@@ -111,7 +116,7 @@ def tune_task(task: Task, worker: Worker, target: Simd, budget_s: float, max_tri
     default = Trial(None, True, res["times"], score=1.0)
     per_trial_timeout = max(30.0, 10 * (time.monotonic() - t_start))
     log(f"{prefix} default: {_fmt(default.times)} at sizes {task.sizes}")
-    base_cfg = default_config(task, target)
+    base_cfg = default_config(task, target) if base_cfg is _UNSET else base_cfg
     seen: set = set()
     trials: list[Trial] = []
     if base_cfg is not None:
@@ -173,10 +178,23 @@ def tune_task(task: Task, worker: Worker, target: Simd, budget_s: float, max_tri
 
 def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, options: Optional[dict] = None,
          log: Callable[[str], None] = print, seed: int = 0, min_time: float = 0.05,
-         target: Optional[Simd] = None) -> list[KernelResult]:
+         target=None, min_speedup: Optional[float] = None) -> list[KernelResult]:
     """Tune every scheduled kernel of ``src`` within ``budget_s`` seconds in all (shared
-    evenly among the kernels not yet tuned) and record the best configs in ``db_path``."""
+    evenly among the kernels not yet tuned) and record the best configs in ``db_path``.
+    ``target``: a :class:`Simd` (the cpu schedules; default the host's), or ``"vulkan"`` /
+    ``"cuda"`` / a GPU :class:`~relax_mlir.target.Target`: the GPU rules' knobs measured on
+    that device (:func:`.gpu.tune_gpu`; ``min_speedup``: the margin a record needs)."""
     from ..backends.cpu.apply_schedules import num_threads
+    from ..target import Target
+    from .gpu import GPU_KINDS, MIN_SPEEDUP, tune_gpu
+
+    if target in GPU_KINDS or (isinstance(target, Target) and target.kind in GPU_KINDS):
+        return tune_gpu(src, db_path, target, budget_s, max_trials, options, log, seed, min_time,
+                        MIN_SPEEDUP if min_speedup is None else min_speedup)
+    if isinstance(target, str) and target != "cpu":
+        raise ValueError(f"tune: target must be cpu, vulkan or cuda, got '{target}'")
+    if isinstance(target, (str, Target)):
+        target = None
 
     t0 = time.monotonic()
     target = target or host_simd()

@@ -6,6 +6,7 @@
     relax-mlir run model.pt2 --input ids.npy           # compile in memory, then run
     relax-mlir tune model.mlir --db tune.db --budget 60s   # search schedule knobs per kernel
     relax-mlir compile model.mlir --tuning-db tune.db  # ... and compile with the tuned configs
+    relax-mlir tune model.mlir --target vulkan --db tune.db  # the GPU rules' knobs, timed on the device
 
 Subcommands live in :data:`SUBCOMMANDS`; another module adds one with
 :func:`register_subcommand` (modules listed in :data:`PLUGINS` are imported when present,
@@ -256,6 +257,12 @@ def _configure_tune(p: argparse.ArgumentParser) -> None:
                         "dispatch on (the default) the matmuls BLAS could take are tuned too, then timed "
                         "against the library call: the winner per size is recorded; --option "
                         "dispatch=false tunes them as generated code only, no decision")
+    p.add_argument("--target", default="cpu", choices=("cpu", "vulkan", "cuda"),
+                   help="cpu: the cpu schedules' knobs (default); vulkan, cuda: the GPU rules' knobs "
+                        "(relax-gpu-schedule), each kernel timed alone on that device, a config recorded "
+                        "when it beats the default by --min-speedup (docs/gpu.md, Tuning hook)")
+    p.add_argument("--min-speedup", type=float, default=None,
+                   help="GPU targets: the factor over the default a config needs to be recorded (default 1.03)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the search")
     p.add_argument("--min-time", type=float, default=0.05, help="seconds of calls per size and candidate (default 0.05)")
 
@@ -276,7 +283,8 @@ def _run_tune(args) -> int:
     except ir.MLIRError as e:
         raise CommandError(f"{args.input}: {e}") from e
     results = tune(module, str(args.db), _parse_budget(args.budget), args.trials, _parse_options(args.option),
-                   log=lambda s: print(s, flush=True), seed=args.seed, min_time=args.min_time)
+                   log=lambda s: print(s, flush=True), seed=args.seed, min_time=args.min_time,
+                   target=None if args.target == "cpu" else args.target, min_speedup=args.min_speedup)
     print(f"{'kernel':32} {'schedule':22} {'default ms':>12} {'tuned ms':>12} {'speedup':>8}  (geometric mean over the sizes)")
     for r in results:
         best = sum(r.best.times) if r.best else sum(r.default.times)
@@ -303,7 +311,8 @@ register_subcommand(
     "at representative sizes of the symbols, each checked against the unscheduled kernel, and record the "
     "fastest per (kernel, CPU, size bucket) in an SQLite database that `compile --tuning-db` reads. "
     "A matmul (+ bias) that BLAS could take is also timed as the library call: the faster of BLAS and the "
-    "tuned kernel at each size is recorded, and `compile --tuning-db` dispatches by it.")
+    "tuned kernel at each size is recorded, and `compile --tuning-db` dispatches by it. --target vulkan / cuda: "
+    "the GPU rules' knobs, each kernel timed alone on that device (compile(..., target=..., tuning_db=...)).")
 
 
 # -- main ---------------------------------------------------------------------------------------

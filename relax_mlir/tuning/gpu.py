@@ -274,6 +274,12 @@ class DeviceMeasurer:
         return {"ok": True, "times": times}
 
 
+def task_rng(seed: int, task: GpuTask) -> random.Random:
+    """The search's random draws for ``task``: seeded by the kernel, so that they do not depend
+    on the other kernels' times."""
+    return random.Random(f"{seed}:{task.key}")
+
+
 def tune_gpu(src, db_path: str, target: Union[str, Target] = "vulkan", budget_s: float = 60.0, max_trials: int = 64,
              options: Optional[dict] = None, log: Callable[[str], None] = print, seed: int = 0,
              min_time: float = 0.05, min_speedup: float = MIN_SPEEDUP) -> list:
@@ -289,7 +295,6 @@ def tune_gpu(src, db_path: str, target: Union[str, Target] = "vulkan", budget_s:
     tasks = extract_gpu_tasks(src, dev, options)
     key = target_key(dev)
     log(f"tuning {len(tasks)} GPU kernel(s) on {key}, budget {budget_s:.0f} s, at most {max_trials} trials each")
-    rng = random.Random(seed)
     results = []
     with Database(db_path) as db:
         for i, task in enumerate(tasks):
@@ -299,6 +304,7 @@ def tune_gpu(src, db_path: str, target: Union[str, Target] = "vulkan", budget_s:
                 break
             prefix = f"[kernel {i + 1}/{len(tasks)} {task.name} ({task.schedule})]"
             m = DeviceMeasurer(task, dev, options)
+            rng = task_rng(seed, task)
             r = tune_task(task, m, dev, left / (len(tasks) - i), max_trials, rng, log, min_time, prefix,
                           space=task.space, base_cfg=task.default)
             if r is None:

@@ -30,6 +30,9 @@
 #      against PyTorch (the measurement the rule waits for) -> $OUT/bench_cublas.md;
 #   6c. bench/bench_gpu.py --targets cuda --prefill-attention: the fused prefill attention against the
 #      q.k / softmax / p.v kernels, whole prefill and attention alone -> $OUT/bench_prefill_attention.md;
+#   6d. (not in the rehearsal) bench/tune_gpu_llm.py --target cuda --size 134m --decode --budget 60: the GPU
+#      tuner on the 134m model's kernels at the decode step's shapes (one new token) (each kernel alone, the rules' knobs; a record where a config beats the
+#      default by 3 %) -> $OUT/gpu_tuning.db (compile(..., tuning_db=) applies it), $OUT/gpu_tuning.md;
 #   7. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive --without-contract (each case
 #      also without fastmath<contract>: what the FMAs gain) -> $OUT/bench_gpu.md.
 # Each step has its own timeout; a failed step does not stop the next. Usage:
@@ -140,6 +143,15 @@ env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --prefill-at
     > "$OUT/bench_prefill_attention.md" 2> "$OUT/bench_prefill_attention.err"
 log "prefill attention bench rc=$?"
 cat "$OUT/bench_prefill_attention.md" | tee -a "$OUT/session.log"
+
+if [ $FAKE = 0 ]; then   # the fake driver computes nothing: no times to tune by
+    T=$(( $(left) < 150 ? $(left) : 150 ))
+    log "GPU tuning of the 134m model's kernels, 60 s search (timeout $T s)"
+    timeout "$T" "$PY" bench/tune_gpu_llm.py --target cuda --size 134m --decode --budget 60 --trials 16 \
+        --db "$OUT/gpu_tuning.db" --summary "$OUT/gpu_tuning.md" > "$OUT/gpu_tuning.log" 2>&1
+    log "gpu tuning rc=$? $(tail -1 "$OUT/gpu_tuning.log")"
+    cat "$OUT/gpu_tuning.md" 2>/dev/null | tee -a "$OUT/session.log"
+fi
 
 T=$(left)
 if [ "$T" -gt 60 ]; then

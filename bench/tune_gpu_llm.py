@@ -2,7 +2,7 @@
 decode step's) on the device of ``--target``, within ``--budget`` seconds; the database
 and a summary table (markdown) go where ``--db`` / ``--summary`` say.
 
-    python bench/tune_gpu_llm.py --target cuda --size 134m --budget 60 --db gpu_tuning.db
+    python bench/tune_gpu_llm.py --target cuda --size 134m --decode --budget 60 --db gpu_tuning.db
 
 ``relax_mlir.compile(..., tuning_db=DB)`` (``relax-mlir llm`` builds the same module)
 then applies the records for the same device and size bucket.
@@ -22,6 +22,9 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=60.0, help="seconds for the whole search")
     ap.add_argument("--trials", type=int, default=16, help="at most N candidates per kernel")
     ap.add_argument("--min-time", type=float, default=0.02, help="seconds of calls per size and candidate")
+    ap.add_argument("--decode", action="store_true",
+                    help="measure at one new token (s = 1) against KV lengths of the representative sizes "
+                         "(default: every symbol at each size, as the cpu tuner)")
     ap.add_argument("--db", required=True)
     ap.add_argument("--summary", default=None, help="a markdown table of the results (default: stdout only)")
     args = ap.parse_args(argv)
@@ -31,15 +34,15 @@ def main(argv=None) -> int:
 
     from relax_mlir.llm.cli import SIZES
     from relax_mlir.llm.model import LlamaModel
-    from relax_mlir.tuning import tune
 
     ctx = relax_mlir.make_context()
     with ctx, ir.Location.unknown():
         module = ir.Module.create()
         LlamaModel(SIZES[args.size]).build(module)
     t0 = time.monotonic()
-    results = tune(module, args.db, target=args.target, budget_s=args.budget, max_trials=args.trials,
-                   min_time=args.min_time, log=lambda s: print(s, flush=True))
+    from relax_mlir.tuning.gpu import tune_gpu
+    results = tune_gpu(module, args.db, args.target, args.budget, args.trials, min_time=args.min_time,
+                       log=lambda s: print(s, flush=True), fixed={"s": 1} if args.decode else None)
     lines = [f"GPU tuning of the {args.size} model on {args.target}: {len(results)} kernel(s) in "
              f"{time.monotonic() - t0:.0f} s (budget {args.budget:.0f} s), database {args.db}", "",
              "| kernel | rule | sizes | default ms | best ms | speedup | trials | recorded | config |",

@@ -142,33 +142,49 @@ def _alone(module: ir.Module, kernel: str) -> Optional[tuple[str, list]]:
     bound = {x for v in operands for d in _dims(v.type) if isinstance(d, str) for x in _symbols(d)}
     if any(isinstance(d, str) and not _symbols(d) <= bound for r in call.results for d in _dims(r.type)):
         return None   # a result's size the arguments do not give (an arange's length)
+    # static state reads (the decode attention's zero-filled row counters) stay reads of the
+    # session's state; everything else becomes an argument of @main
+    reads = [i for i, v in enumerate(operands) if isinstance(v, ir.OpResult) and v.owner.name == "relax.state_read"
+             and ir.RankedTensorType(v.type).has_static_shape]
+    params = [v for i, v in enumerate(operands) if i not in reads]
     m = ir.Module.create()
     for k in list(module.operation.attributes):
-        m.operation.attributes[k] = module.operation.attributes[k]
-    ftype = ir.FunctionType.get([v.type for v in operands], [r.type for r in call.results])
+        if k != "relax.state":
+            m.operation.attributes[k] = module.operation.attributes[k]
+    if reads:
+        states = ir.DictAttr(module.operation.attributes["relax.state"])
+        used = {ir.StringAttr(operands[i].owner.attributes["state"]).value for i in reads}
+        m.operation.attributes["relax.state"] = ir.DictAttr.get({n: states[n] for n in sorted(used)})
+    ftype = ir.FunctionType.get([v.type for v in params], [r.type for r in call.results])
     main = ir.Operation.create("func.func", regions=1, attributes={
         "sym_name": ir.StringAttr.get("main"), "function_type": ir.TypeAttr.get(ftype),
         "relax.function": ir.UnitAttr.get()})
     if "relax.upper_bounds" in caller.attributes:
         main.attributes["relax.upper_bounds"] = caller.attributes["relax.upper_bounds"]
-    block = main.regions[0].blocks.append(*[v.type for v in operands])
+    block = main.regions[0].blocks.append(*[v.type for v in params])
     with ir.InsertionPoint(block):
-        new = ir.Operation.create("relax.call_tir", results=[r.type for r in call.results],
-                                  operands=list(block.arguments),
+        args_in = iter(block.arguments)
+        values = [ir.Operation.create("relax.state_read", results=[v.type], attributes={
+                      a: v.owner.attributes[a] for a in list(v.owner.attributes)}).result if i in reads
+                  else next(args_in) for i, v in enumerate(operands)]
+        new = ir.Operation.create("relax.call_tir", results=[r.type for r in call.results], operands=values,
                                   attributes={a: call.attributes[a] for a in list(call.attributes)})
         ir.Operation.create("func.return", operands=list(new.results))
     m.body.append(main)
-    set_function_type(main, [v.type for v in operands], [r.type for r in call.results])
+    set_function_type(main, [v.type for v in params], [r.type for r in call.results])
     m.body.append(kfn.clone(ip=False))
     args = [{"kind": "tensor", "shape": _dims(v.type), "dtype": str(ir.RankedTensorType(v.type).element_type)}
-            for v in operands]
+            for v in params]
     return str(m), args
 
 
-def extract_gpu_tasks(src, target: Target, options: Optional[dict] = None) -> list[GpuTask]:
+def extract_gpu_tasks(src, target: Target, options: Optional[dict] = None,
+                      fixed: Optional[dict] = None) -> list[GpuTask]:
     """The distinct kernels of ``src`` (MLIR text, a path or an ir.Module) that a rule of
     relax-gpu-schedule takes on ``target``, keyed as relax-gpu-schedule looks them up, in
-    program order (a kernel whose call takes anything but tensors of known rank is left out)."""
+    program order (a kernel whose call takes anything but tensors of known rank is left out).
+    Every symbol is bound to each representative size, except those ``fixed`` gives (a decode
+    step: ``{"s": 1}``, one new token against KV lengths of the representative sizes)."""
     from ..backends.gpu.launch_builder import kernels
     from ..backends.gpu.rules import CONFIG_ATTR, select
     from ..compiler import _module
@@ -204,8 +220,14 @@ def extract_gpu_tasks(src, target: Target, options: Optional[dict] = None) -> li
             kmod.body.append(fn.clone(ip=False))
             kfn = list(kmod.body.operations)[0].operation
             s = chosen[0]
+            bindings, kept = [], []
+            for n in sizes:
+                b = {x: (fixed or {}).get(x, n) for x in syms}
+                if b not in bindings:
+                    bindings.append(b)
+                    kept.append(n)
             tasks.append(GpuTask(name, key, f"gpu_{s.rule.name}", s.dtype, s.config, s.rule.space(target), text, args,
-                                 [{x: n for x in syms} for n in sizes], sizes, bucket, kfn, kmod))
+                                 bindings, kept, bucket, kfn, kmod))
     return tasks
 
 
@@ -282,17 +304,18 @@ def task_rng(seed: int, task: GpuTask) -> random.Random:
 
 def tune_gpu(src, db_path: str, target: Union[str, Target] = "vulkan", budget_s: float = 60.0, max_trials: int = 64,
              options: Optional[dict] = None, log: Callable[[str], None] = print, seed: int = 0,
-             min_time: float = 0.05, min_speedup: float = MIN_SPEEDUP) -> list:
+             min_time: float = 0.05, min_speedup: float = MIN_SPEEDUP, fixed: Optional[dict] = None) -> list:
     """Tune the GPU rules' knobs of every kernel of ``src`` on ``target``'s device within
     ``budget_s`` seconds (shared evenly among the kernels not yet tuned); a config that beats
-    the default by ``min_speedup`` is recorded in ``db_path`` (see the module docstring)."""
+    the default by ``min_speedup`` is recorded in ``db_path`` (see the module docstring).
+    ``fixed``: symbol values kept at every size (:func:`extract_gpu_tasks`)."""
     from ..backends.gpu.rules import target_key
     from .database import Database
     from .search import _cfg, _fmt, tune_task
 
     t0 = time.monotonic()
     dev = gpu_target(target, options)
-    tasks = extract_gpu_tasks(src, dev, options)
+    tasks = extract_gpu_tasks(src, dev, options, fixed)
     key = target_key(dev)
     log(f"tuning {len(tasks)} GPU kernel(s) on {key}, budget {budget_s:.0f} s, at most {max_trials} trials each")
     results = []

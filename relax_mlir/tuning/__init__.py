@@ -12,7 +12,11 @@
   kernel, per size, for each matmul (+ bias) match: :func:`.search.compare_library`),
   read by ``relax-dispatch-library{tuning-db=...}``.
 
-``relax-mlir tune model.mlir --db tune.db --budget 60s`` runs it from the command line.
+* :mod:`.gpu`: the same search over the GPU rules' knobs (relax-gpu-schedule), each kernel
+  compiled alone and timed on the vulkan or cuda device (``tune(..., target="vulkan")``).
+
+``relax-mlir tune model.mlir --db tune.db --budget 60s [--target vulkan]`` runs it from the
+command line.
 """
 
 from .database import Database, Record

@@ -140,8 +140,12 @@ def _alone(module: ir.Module, kernel: str) -> Optional[tuple[str, list]]:
     if not all(isinstance(v.type, ir.RankedTensorType) and _dims(v.type) is not None for v in values):
         return None
     bound = {x for v in operands for d in _dims(v.type) if isinstance(d, str) for x in _symbols(d)}
-    if any(isinstance(d, str) and not _symbols(d) <= bound for r in call.results for d in _dims(r.type)):
-        return None   # a result's size the arguments do not give (an arange's length)
+    needed = [d for r in call.results for d in _dims(r.type) if isinstance(d, str)]
+    if "tir_vars" in call.attributes:
+        from ..shapes import Shape
+        needed += [str(d) for d in Shape.from_attr(call.attributes["tir_vars"]) if not d.is_static]
+    if any(not _symbols(d) <= bound for d in needed):
+        return None   # a size the arguments do not give (an arange's length)
     # static state reads (the decode attention's zero-filled row counters) stay reads of the
     # session's state; everything else becomes an argument of @main
     reads = [i for i, v in enumerate(operands) if isinstance(v, ir.OpResult) and v.owner.name == "relax.state_read"

@@ -214,3 +214,36 @@ def test_cuda_fake_driver_launches_candidates_but_records_nothing(tmp_path):
     assert got["records"] == 0 and got["refused"] == 2 and got["launches"] > 0, got
     assert got["log"][0].startswith("tuning 2 GPU kernel(s) on gpu/cuda/"), got
     assert all(all(t) for t in got["trials"]), got
+
+
+def test_fixed_symbols_bind_every_size_once():
+    """``fixed`` keeps a symbol at one value (a decode step's one new token): a kernel with no
+    other symbol is measured once."""
+    [mm, rows] = gpu.extract_gpu_tasks(MODULE, LAVAPIPE, fixed={"n": 1})
+    assert (rows.bindings, rows.sizes) == ([{"n": 1}], [1])
+    assert mm.key == gpu.extract_gpu_tasks(MODULE, LAVAPIPE)[0].key   # the same kernel, the same record
+
+
+@needs_vulkan
+def test_a_candidate_computing_another_result_is_a_failed_trial():
+    """Every candidate's outputs are compared with the default's: against a reference that is
+    not the default's outputs a valid config fails with "wrong result"."""
+    dev = gpu.gpu_target("vulkan")
+    rows = gpu.extract_gpu_tasks(MODULE, dev, fixed={"n": 7})[1]
+    m = gpu.DeviceMeasurer(rows, dev)
+    assert m.request(rows.request(None, 0.001))["ok"]
+    good = m.request(rows.request({"threads": 64, "workgroup_rows": 256}, 0.001))
+    assert good["ok"] and len(good["times"]) == 1
+    m.reference = [[2 * r for r in ref] for ref in m.reference]
+    bad = m.request(rows.request({"threads": 64, "workgroup_rows": 256}, 0.001))
+    assert not bad["ok"] and bad["error"] == "wrong result at n=7"
+    refused = m.request(rows.request({"threads": 48, "workgroup_rows": 256}, 0.001))
+    assert not refused["ok"] and "threads" in refused["error"]   # the rule refuses it at the kernel
+
+
+def test_tuning_without_the_device_is_an_error(tmp_path, monkeypatch):
+    from relax_mlir.runtime import cuda
+    monkeypatch.setattr(cuda, "available", lambda: (False, "no NVIDIA driver here"))
+    with pytest.raises(gpu.NoDevice, match="no cuda device to time kernels on: no NVIDIA driver here"):
+        tune(MODULE, str(tmp_path / "t.db"), target="cuda", budget_s=5)
+    assert not (tmp_path / "t.db").exists()

@@ -272,6 +272,7 @@ def _run_tune(args) -> int:
     from mlir import ir
 
     from ..tuning import tune
+    from ..tuning.gpu import NoDevice
 
     if not args.input.exists():
         raise CommandError(f"no such file: {args.input}")
@@ -282,9 +283,12 @@ def _run_tune(args) -> int:
         module = relax_mlir.parse(args.input.read_text(), ctx)
     except ir.MLIRError as e:
         raise CommandError(f"{args.input}: {e}") from e
-    results = tune(module, str(args.db), _parse_budget(args.budget), args.trials, _parse_options(args.option),
-                   log=lambda s: print(s, flush=True), seed=args.seed, min_time=args.min_time,
-                   target=None if args.target == "cpu" else args.target, min_speedup=args.min_speedup)
+    try:
+        results = tune(module, str(args.db), _parse_budget(args.budget), args.trials, _parse_options(args.option),
+                       log=lambda s: print(s, flush=True), seed=args.seed, min_time=args.min_time,
+                       target=None if args.target == "cpu" else args.target, min_speedup=args.min_speedup)
+    except NoDevice as e:
+        raise CommandError(str(e)) from None
     print(f"{'kernel':32} {'schedule':22} {'default ms':>12} {'tuned ms':>12} {'speedup':>8}  (geometric mean over the sizes)")
     for r in results:
         best = sum(r.best.times) if r.best else sum(r.default.times)

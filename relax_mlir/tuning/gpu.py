@@ -43,6 +43,10 @@ MIN_SPEEDUP = 1.03
 GPU_KINDS = ("vulkan", "cuda")
 
 
+class NoDevice(RuntimeError):
+    """No device of the target's kind to time kernels on."""
+
+
 @dataclass
 class GpuTask:
     name: str  # the kernel's symbol
@@ -296,7 +300,8 @@ class DeviceMeasurer:
                     tol = 1e-3 * max(1.0, float(np.max(np.abs(r.astype(np.float64)))) if r.size else 1.0)
                     if g.shape != r.shape or not np.allclose(g.astype(np.float64), r.astype(np.float64),
                                                              rtol=1e-3, atol=tol, equal_nan=True):
-                        return {"ok": False, "error": f"wrong result at size {self.task.sizes[i]}"}
+                        at = ", ".join(f"{k}={v}" for k, v in self.task.bindings[i].items()) or "the static shapes"
+                        return {"ok": False, "error": f"wrong result at {at}"}
         return {"ok": True, "times": times}
 
 
@@ -317,8 +322,13 @@ def tune_gpu(src, db_path: str, target: Union[str, Target] = "vulkan", budget_s:
     from .database import Database
     from .search import _cfg, _fmt, tune_task
 
+    import importlib
+
     t0 = time.monotonic()
     dev = gpu_target(target, options)
+    ok, why = importlib.import_module(f"relax_mlir.runtime.{dev.kind}").available()
+    if not ok:
+        raise NoDevice(f"no {dev.kind} device to time kernels on: {why}")
     tasks = extract_gpu_tasks(src, dev, options, fixed)
     key = target_key(dev)
     log(f"tuning {len(tasks)} GPU kernel(s) on {key}, budget {budget_s:.0f} s, at most {max_trials} trials each")

@@ -193,7 +193,8 @@ from relax_mlir.tuning import tune
 from relax_mlir.tuning.database import Database
 fake = ctypes.CDLL("libcuda.so.1")
 lines = []
-res = tune(open(sys.argv[2]).read(), sys.argv[3], target="cuda", budget_s=60, max_trials=1, log=lines.append, min_time=0.001)
+res = tune(open(sys.argv[2]).read(), sys.argv[3], target="cuda", budget_s=60, max_trials=1, log=lines.append,
+           min_time=0.001)
 with Database(sys.argv[3]) as d:
     n = len(d.records())
 print("FAKE-RUN " + json.dumps({"kernels": [r.task.schedule for r in res], "records": n,

@@ -6,13 +6,17 @@ rows, elementwise, decode attention: each rule's :class:`~relax_mlir.tuning.spac
 has knobs). A task's key is what relax-gpu-schedule{tuning-db=...} looks up: the kernel's
 structural hash at that point, :func:`~relax_mlir.backends.gpu.rules.target_key` and the
 module's size bucket. Each kernel is measured alone: a module holding the kernel (as the
-graph stage left it) and a graph function calling it once, compiled from the host stage on
-(``start_after="graph"``), the candidate's knobs set as the kernel's
-``relax.schedule_config`` (which the rule checks: an invalid config is a failed trial).
-It runs at the module's :func:`~relax_mlir.tuning.database.representative_sizes` on seeded
-inputs kept in device memory; a call's time includes its submission and the read-back of
-the output (the same for every candidate). The first candidate measured is the default
-(the rule's untuned knobs); every other one is checked against its outputs.
+graph stage left it) and a graph function calling it once (static state reads, the decode
+attention's zero-filled counters, stay state reads; the other operands become arguments),
+compiled from the host stage on (``start_after="graph"``), the candidate's knobs set as the
+kernel's ``relax.schedule_config`` (which the rule checks: an invalid config is a failed
+trial). That module reaches relax-gpu-schedule with the same structural hash (a test checks
+it). It runs at the module's :func:`~relax_mlir.tuning.database.representative_sizes` (every
+symbol at each size, but those ``fixed`` gives) on seeded inputs kept in device memory; a
+call's time includes its submission and the read-back of the output (the same for every
+candidate). The first candidate measured is the default (the rule's untuned knobs); every
+other one is checked against its outputs. Candidates compile and run in this process (not
+the cpu tuner's subprocess): the rules check a config before they build anything.
 
 The search itself is the cpu tuner's (:func:`~relax_mlir.tuning.search.tune_task`: random,
 then mutations, then the best confirmed against the default, best of two). A record is
@@ -36,6 +40,7 @@ from mlir import ir
 
 from ..target import Target
 from .space import Config, Space
+from .tasks import _dims
 
 #: a candidate must beat the default by this factor (geometric mean over the sizes) to be recorded
 MIN_SPEEDUP = 1.03
@@ -49,6 +54,9 @@ class NoDevice(RuntimeError):
 
 @dataclass
 class GpuTask:
+    """One kernel a GPU rule takes, with what it takes to compile and run it alone (the
+    :class:`~relax_mlir.tuning.tasks.Task` interface tune_task uses)."""
+
     name: str  # the kernel's symbol
     key: str  # structural hash at relax-gpu-schedule
     schedule: str  # the rule's knob space: gpu_<rule>
@@ -62,7 +70,7 @@ class GpuTask:
     bucket: str = "static"
     fn: ir.Operation = field(default=None, repr=False)  # the kernel at relax-gpu-schedule
     module: ir.Module = field(default=None, repr=False)
-    dispatch: None = None  # no library comparison on GPUs (search.tune's cpu-only step)
+    dispatch: Optional[dict] = None  # always None: no library comparison on GPUs (a cpu tuner step)
 
     def request(self, config, min_time: float = 0.05, cutoff: Optional[list] = None) -> dict:
         return {"config": config, "min_time": min_time, "cutoff": cutoff}
@@ -108,14 +116,6 @@ def _stages(target: Target, options: Optional[dict]) -> dict:
 def _before_schedule(codegen: list[str]) -> list[str]:
     i = next(i for i, p in enumerate(codegen) if p.split("{")[0] == "relax-gpu-schedule")
     return codegen[:i]
-
-
-def _dims(t: ir.Type) -> Optional[list]:
-    from ..shapes import UNKNOWN, read_tensor_type
-    shape = read_tensor_type(t).shape
-    if any(d is UNKNOWN for d in shape):
-        return None
-    return [d.value if d.is_static else str(d) for d in shape]
 
 
 def _alone(module: ir.Module, kernel: str) -> Optional[tuple[str, list]]:

@@ -175,15 +175,22 @@ def test_a_record_the_rule_rejects_is_ignored(tmp_path):
 
 @needs_vulkan
 def test_cli_tune_target_vulkan(tmp_path):
+    """``relax-mlir tune --target vulkan`` with ``--fix n=3``; ``--fix`` on the cpu is an error."""
     src = tmp_path / "m.mlir"
     src.write_text(MODULE)
     r = subprocess.run([sys.executable, "-m", "relax_mlir.tools.relax_mlir_cli", "tune", str(src), "--target", "vulkan",
-                        "--db", str(tmp_path / "t.db"), "--trials", "1", "--budget", "30s", "--min-time", "0.002"],
+                        "--db", str(tmp_path / "t.db"), "--trials", "1", "--budget", "30s", "--min-time", "0.002",
+                        "--fix", "n=3"],
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "tuning 2 GPU kernel(s) on gpu/vulkan/" in r.stdout
+    assert r.stdout.count("ms at sizes [1]") == 2   # n = 3 at every size: each kernel measured once
     table = r.stdout[r.stdout.index("kernel "):]
     assert "gpu_matmul" in table and "gpu_rows" in table
+    r = subprocess.run([sys.executable, "-m", "relax_mlir.tools.relax_mlir_cli", "tune", str(src), "--db",
+                        str(tmp_path / "c.db"), "--fix", "n=3"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": ROOT}, timeout=300)
+    assert r.returncode != 0 and "--fix applies to the GPU targets" in r.stderr
 
 
 FAKE_TUNE = r'''

@@ -263,6 +263,8 @@ def _configure_tune(p: argparse.ArgumentParser) -> None:
                         "when it beats the default by --min-speedup (docs/gpu.md, Tuning hook)")
     p.add_argument("--min-speedup", type=float, default=None,
                    help="GPU targets: the factor over the default a config needs to be recorded (default 1.03)")
+    p.add_argument("--fix", action="append", default=[], metavar="SYMBOL=VALUE",
+                   help="GPU targets: keep a symbol at one value at every size (a decode step: --fix s=1)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the search")
     p.add_argument("--min-time", type=float, default=0.05, help="seconds of calls per size and candidate (default 0.05)")
 
@@ -283,10 +285,19 @@ def _run_tune(args) -> int:
         module = relax_mlir.parse(args.input.read_text(), ctx)
     except ir.MLIRError as e:
         raise CommandError(f"{args.input}: {e}") from e
+    fixed = {}
+    for item in args.fix:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip().isdigit():
+            raise CommandError(f"--fix expects SYMBOL=VALUE (a non-negative integer), got '{item}'")
+        fixed[name.strip()] = int(value)
+    if fixed and args.target == "cpu":
+        raise CommandError("--fix applies to the GPU targets (--target vulkan or cuda)")
     try:
         results = tune(module, str(args.db), _parse_budget(args.budget), args.trials, _parse_options(args.option),
                        log=lambda s: print(s, flush=True), seed=args.seed, min_time=args.min_time,
-                       target=None if args.target == "cpu" else args.target, min_speedup=args.min_speedup)
+                       target=None if args.target == "cpu" else args.target, min_speedup=args.min_speedup,
+                       fixed=fixed or None)
     except NoDevice as e:
         raise CommandError(str(e)) from None
     print(f"{'kernel':32} {'schedule':22} {'default ms':>12} {'tuned ms':>12} {'speedup':>8}  (geometric mean over the sizes)")

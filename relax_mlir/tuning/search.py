@@ -178,19 +178,20 @@ def tune_task(task: Task, worker: Worker, target: Simd, budget_s: float, max_tri
 
 def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, options: Optional[dict] = None,
          log: Callable[[str], None] = print, seed: int = 0, min_time: float = 0.05,
-         target=None, min_speedup: Optional[float] = None) -> list[KernelResult]:
+         target=None, min_speedup: Optional[float] = None, fixed: Optional[dict] = None) -> list[KernelResult]:
     """Tune every scheduled kernel of ``src`` within ``budget_s`` seconds in all (shared
     evenly among the kernels not yet tuned) and record the best configs in ``db_path``.
     ``target``: a :class:`Simd` (the cpu schedules; default the host's), or ``"vulkan"`` /
     ``"cuda"`` / a GPU :class:`~relax_mlir.target.Target`: the GPU rules' knobs measured on
-    that device (:func:`.gpu.tune_gpu`; ``min_speedup``: the margin a record needs)."""
+    that device (:func:`.gpu.tune_gpu`; ``min_speedup``: the margin a record needs, ``fixed``:
+    symbols kept at one value)."""
     from ..backends.cpu.apply_schedules import num_threads
     from ..target import Target
     from .gpu import GPU_KINDS, MIN_SPEEDUP, tune_gpu
 
     if target in GPU_KINDS or (isinstance(target, Target) and target.kind in GPU_KINDS):
         return tune_gpu(src, db_path, target, budget_s, max_trials, options, log, seed, min_time,
-                        MIN_SPEEDUP if min_speedup is None else min_speedup)
+                        MIN_SPEEDUP if min_speedup is None else min_speedup, fixed)
     if isinstance(target, str) and target != "cpu":
         raise ValueError(f"tune: target must be cpu, vulkan or cuda, got '{target}'")
     if isinstance(target, (str, Target)):

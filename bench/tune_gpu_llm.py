@@ -22,9 +22,12 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=60.0, help="seconds for the whole search")
     ap.add_argument("--trials", type=int, default=16, help="at most N candidates per kernel")
     ap.add_argument("--min-time", type=float, default=0.02, help="seconds of calls per size and candidate")
+    ap.add_argument("--format", default="f32",
+                    help="the projections' and lm head's weight format (f32, f16, bf16, q8_0, q4_0, q4_1: the "
+                         "quantized-matmul rule's kernels)")
     ap.add_argument("--decode", action="store_true",
-                    help="measure at one new token (s = 1) against KV lengths of the representative sizes "
-                         "(default: every symbol at each size, as the cpu tuner)")
+                    help="also measure at one new token (s = 1) against KV lengths of the representative "
+                         "sizes (default: every symbol at each size only, as the cpu tuner)")
     ap.add_argument("--db", required=True)
     ap.add_argument("--summary", default=None, help="a markdown table of the results (default: stdout only)")
     args = ap.parse_args(argv)
@@ -38,17 +41,22 @@ def main(argv=None) -> int:
     ctx = relax_mlir.make_context()
     with ctx, ir.Location.unknown():
         module = ir.Module.create()
-        LlamaModel(SIZES[args.size]).build(module)
+        c = SIZES[args.size]
+        if args.format != "f32":
+            from dataclasses import replace
+            c = replace(c, formats=tuple((r, args.format) for r in ("qkv", "o", "gate", "up", "down", "lm_head")))
+        LlamaModel(c).build(module)
     t0 = time.monotonic()
     from relax_mlir.tuning.gpu import tune_gpu
     results = tune_gpu(module, args.db, args.target, args.budget, args.trials, min_time=args.min_time,
-                       log=lambda s: print(s, flush=True), fixed={"s": 1} if args.decode else None)
-    lines = [f"GPU tuning of the {args.size} model on {args.target}: {len(results)} kernel(s) in "
+                       log=lambda s: print(s, flush=True), fixed={"s": 1} if args.decode else None,
+                       also_free=True)
+    lines = [f"GPU tuning of the {args.size} model ({args.format} weights) on {args.target}: {len(results)} kernel(s) in "
              f"{time.monotonic() - t0:.0f} s (budget {args.budget:.0f} s), database {args.db}", "",
-             "| kernel | rule | sizes | default ms | best ms | speedup | trials | recorded | config |",
+             "| kernel | rule | sizes | default ms | recorded ms | best speedup | trials | recorded | config |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        best = r.best.times if r.best else r.default.times
+        best = r.best.times if r.recorded else r.default.times
         cfg = " ".join(f"{k}={v}" for k, v in r.best.config.items()) if r.recorded else "(default)"
         lines.append(f"| {r.task.name} | {r.task.schedule} | {r.task.sizes} | {1e3 * sum(r.default.times):.3f} | "
                      f"{1e3 * sum(best):.3f} | {r.speedup:.2f} | {len(r.trials)} | {'yes' if r.recorded else 'no'} | "

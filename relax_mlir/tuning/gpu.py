@@ -12,7 +12,7 @@ compiled from the host stage on (``start_after="graph"``), the candidate's knobs
 kernel's ``relax.schedule_config`` (which the rule checks: an invalid config is a failed
 trial). That module reaches relax-gpu-schedule with the same structural hash (a test checks
 it). It runs at the module's :func:`~relax_mlir.tuning.database.representative_sizes` (every
-symbol at each size, but those ``fixed`` gives) on seeded inputs kept in device memory; a
+symbol at each size, but those ``fixed`` gives, or both) on seeded inputs kept in device memory; a
 call's time includes its submission and the read-back of the output (the same for every
 candidate). The first candidate measured is the default (the rule's untuned knobs); every
 other one is checked against its outputs. Candidates compile and run in this process (not
@@ -187,12 +187,14 @@ def _alone(module: ir.Module, kernel: str) -> Optional[tuple[str, list]]:
 
 
 def extract_gpu_tasks(src, target: Target, options: Optional[dict] = None,
-                      fixed: Optional[dict] = None) -> list[GpuTask]:
+                      fixed: Optional[dict] = None, also_free: bool = False) -> list[GpuTask]:
     """The distinct kernels of ``src`` (MLIR text, a path or an ir.Module) that a rule of
     relax-gpu-schedule takes on ``target``, keyed as relax-gpu-schedule looks them up, in
     program order (a kernel whose call takes anything but tensors of known rank is left out).
     Every symbol is bound to each representative size, except those ``fixed`` gives (a decode
-    step: ``{"s": 1}``, one new token against KV lengths of the representative sizes)."""
+    step: ``{"s": 1}``, one new token against KV lengths of the representative sizes);
+    ``also_free``: the bindings without ``fixed`` measured too (their sizes labelled ``n``,
+    the fixed ones ``"n:s=1"``), so that a record is measured on both regimes."""
     from ..backends.gpu.launch_builder import kernels
     from ..backends.gpu.rules import CONFIG_ATTR, select
     from ..compiler import _module
@@ -229,11 +231,14 @@ def extract_gpu_tasks(src, target: Target, options: Optional[dict] = None,
             kfn = list(kmod.body.operations)[0].operation
             s = chosen[0]
             bindings, kept = [], []
-            for n in sizes:
-                b = {x: (fixed or {}).get(x, n) for x in syms}
-                if b not in bindings:
-                    bindings.append(b)
-                    kept.append(n)
+            label = ",".join(f"{k}={v}" for k, v in sorted((fixed or {}).items()) if k in syms)
+            regimes = ([{}] if also_free and fixed else []) + [fixed or {}]
+            for fix in regimes:
+                for n in sizes:
+                    b = {x: fix.get(x, n) for x in syms}
+                    if b not in bindings:
+                        bindings.append(b)
+                        kept.append(f"{n}:{label}" if fix and label and also_free else n)
             tasks.append(GpuTask(name, key, f"gpu_{s.rule.name}", s.dtype, s.config, s.rule.space(target), text, args,
                                  bindings, kept, bucket, kfn, kmod))
     return tasks
@@ -313,11 +318,13 @@ def task_rng(seed: int, task: GpuTask) -> random.Random:
 
 def tune_gpu(src, db_path: str, target: Union[str, Target] = "vulkan", budget_s: float = 60.0, max_trials: int = 64,
              options: Optional[dict] = None, log: Callable[[str], None] = print, seed: int = 0,
-             min_time: float = 0.05, min_speedup: float = MIN_SPEEDUP, fixed: Optional[dict] = None) -> list:
+             min_time: float = 0.05, min_speedup: float = MIN_SPEEDUP, fixed: Optional[dict] = None,
+             also_free: bool = False) -> list:
     """Tune the GPU rules' knobs of every kernel of ``src`` on ``target``'s device within
     ``budget_s`` seconds (shared evenly among the kernels not yet tuned); a config that beats
     the default by ``min_speedup`` is recorded in ``db_path`` (see the module docstring).
-    ``fixed``: symbol values kept at every size (:func:`extract_gpu_tasks`)."""
+    ``fixed``, ``also_free``: symbol values kept at every size, and whether the sizes without
+    them are measured too (:func:`extract_gpu_tasks`)."""
     from ..backends.gpu.rules import target_key
     from .database import Database
     from .search import _cfg, _fmt, tune_task
@@ -329,7 +336,7 @@ def tune_gpu(src, db_path: str, target: Union[str, Target] = "vulkan", budget_s:
     ok, why = importlib.import_module(f"relax_mlir.runtime.{dev.kind}").available()
     if not ok:
         raise NoDevice(f"no {dev.kind} device to time kernels on: {why}")
-    tasks = extract_gpu_tasks(src, dev, options, fixed)
+    tasks = extract_gpu_tasks(src, dev, options, fixed, also_free)
     key = target_key(dev)
     log(f"tuning {len(tasks)} GPU kernel(s) on {key}, budget {budget_s:.0f} s, at most {max_trials} trials each")
     results = []

@@ -226,10 +226,13 @@ def test_cuda_fake_driver_launches_candidates_but_records_nothing(tmp_path):
 
 def test_fixed_symbols_bind_every_size_once():
     """``fixed`` keeps a symbol at one value (a decode step's one new token): a kernel with no
-    other symbol is measured once."""
+    other symbol is measured once; ``also_free`` adds the free sizes (duplicates dropped)."""
     [mm, rows] = gpu.extract_gpu_tasks(MODULE, LAVAPIPE, fixed={"n": 1})
     assert (rows.bindings, rows.sizes) == ([{"n": 1}], [1])
     assert mm.key == gpu.extract_gpu_tasks(MODULE, LAVAPIPE)[0].key   # the same kernel, the same record
+    both = gpu.extract_gpu_tasks(MODULE, LAVAPIPE, fixed={"n": 7}, also_free=True)[1]
+    assert both.bindings == [{"n": 1}, {"n": 16}, {"n": 128}, {"n": 512}, {"n": 7}]
+    assert both.sizes == [1, 16, 128, 512, "1:n=7"]
 
 
 @needs_vulkan

@@ -214,8 +214,10 @@ def extract_gpu_tasks(src, target: Target, options: Optional[dict] = None,
         run_pipeline(module, "builtin.module(" + ", ".join(stages["host"] + _before_schedule(stages["codegen"])) + ")")
         bucket = module_bucket(module.operation)
         seen = set()
+        from ..pipelines.gpu import WORKGROUP_SIZE
+        hints = {"workgroup_size": int((options or {}).get("workgroup_size", WORKGROUP_SIZE))}   # as the pass
         for fn in kernels(module.operation):
-            chosen = select(fn, target)
+            chosen = select(fn, target, **hints)
             if not chosen:
                 continue   # the generic fallback: no knobs
             key = structural_hash(fn, ignore=(CONFIG_ATTR,))

@@ -35,7 +35,8 @@
 #      default by 3 %) -> $OUT/gpu_tuning.db (compile(..., tuning_db=) applies it), $OUT/gpu_tuning.md;
 #   7. if time is left, bench/bench_gpu.py --targets cuda --quick --no-naive --without-contract (each case
 #      also without fastmath<contract>: what the FMAs gain) -> $OUT/bench_gpu.md.
-# Each step has its own timeout; a failed step does not stop the next. Usage:
+# Each step has its own timeout; a failed step does not stop the next; on exit the outputs are
+# bundled into $OUT/results.tar.gz beside $OUT/session.log. Usage:
 #   device:  bash bench/gpu_session.sh                (OUT is set by the device tool)
 #   here:    bash bench/gpu_session.sh --fake          (rehearsal: steps 3-6 with the fake CUDA
 #            driver test/Inputs/fake_libcuda.c as libcuda.so.1 for the benchmarks' processes: the whole
@@ -47,6 +48,13 @@ FAKE=0
 OUT=${OUT:-$PWD/gpu-session-out}
 mkdir -p "$OUT"
 START=$(date +%s)
+# the device tool returns at most 8 files from $OUT: on exit every output but session.log goes
+# into one results.tar.gz (tar -xzf it here)
+bundle() {
+    (cd "$OUT" && files=$(ls -A | grep -v -x -e session.log -e results.tar.gz) &&
+        [ -n "$files" ] && tar -czf results.tar.gz $files && rm -rf $files)
+}
+trap bundle EXIT
 log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$OUT/session.log"; }
 left() { echo $(( 450 - ($(date +%s) - START) )); }    # seconds left of a 7.5-minute budget
 

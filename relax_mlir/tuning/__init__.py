@@ -19,8 +19,33 @@
 command line.
 """
 
+from typing import Callable, Optional
+
+from . import search
 from .database import Database, Record
-from .search import KernelResult, tune
+from .search import KernelResult
 from .space import Knob, Space, space_for
+
+
+def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, options: Optional[dict] = None,
+         log: Callable[[str], None] = print, seed: int = 0, min_time: float = 0.05,
+         target=None, min_speedup: Optional[float] = None, fixed: Optional[dict] = None) -> list[KernelResult]:
+    """Tune every scheduled kernel of ``src`` within ``budget_s`` seconds in all and record the
+    best configs in ``db_path``. ``target``: a :class:`Simd`, ``"cpu"`` or None (the cpu
+    schedules, :func:`.search.tune`; default the host's), or ``"vulkan"`` / ``"cuda"`` / a GPU
+    :class:`~relax_mlir.target.Target`: the GPU rules' knobs measured on that device
+    (:func:`.gpu.tune_gpu`; ``min_speedup``: the margin a record needs, ``fixed``: symbols kept
+    at one value)."""
+    from ..target import Target
+    from .gpu import GPU_KINDS, MIN_SPEEDUP, tune_gpu
+
+    if target in GPU_KINDS or (isinstance(target, Target) and target.kind in GPU_KINDS):
+        return tune_gpu(src, db_path, target, budget_s, max_trials, options, log, seed, min_time,
+                        MIN_SPEEDUP if min_speedup is None else min_speedup, fixed)
+    if isinstance(target, str) and target != "cpu":
+        raise ValueError(f"tune: target must be cpu, vulkan or cuda, got '{target}'")
+    if isinstance(target, (str, Target)):
+        target = None
+    return search.tune(src, db_path, budget_s, max_trials, options, log, seed, min_time, target)
 
 __all__ = ["Database", "Record", "KernelResult", "tune", "Knob", "Space", "space_for"]

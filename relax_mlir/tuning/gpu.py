@@ -329,7 +329,7 @@ def tune_gpu(src, db_path: str, target: Union[str, Target] = "vulkan", budget_s:
     them are measured too (:func:`extract_gpu_tasks`)."""
     from ..backends.gpu.rules import target_key
     from .database import Database
-    from .search import _cfg, _fmt, tune_task
+    from .search import each_task, record_best, tune_task
 
     import importlib
 
@@ -343,25 +343,17 @@ def tune_gpu(src, db_path: str, target: Union[str, Target] = "vulkan", budget_s:
     log(f"tuning {len(tasks)} GPU kernel(s) on {key}, budget {budget_s:.0f} s, at most {max_trials} trials each")
     results = []
     with Database(db_path) as db:
-        for i, task in enumerate(tasks):
-            left = budget_s - (time.monotonic() - t0)
-            if left <= 0:
-                log(f"budget spent: {len(tasks) - i} kernel(s) not tuned")
-                break
-            prefix = f"[kernel {i + 1}/{len(tasks)} {task.name} ({task.schedule})]"
+        for task, prefix, share in each_task(tasks, budget_s, t0, log):
             m = DeviceMeasurer(task, dev, options)
             rng = task_rng(seed, task)
-            r = tune_task(task, m, dev, left / (len(tasks) - i), max_trials, rng, log, min_time, prefix,
+            r = tune_task(task, m, dev, share, max_trials, rng, log, min_time, prefix,
                           space=task.space, base_cfg=task.default)
             if r is None:
                 continue
             if m.fake:
                 log(f"{prefix} a device that computes nothing ({key}): nothing recorded")
             elif r.best is not None and r.best.config != task.default and r.speedup >= min_speedup:
-                r.recorded = db.record(task.key, key, task.bucket, task.schedule, r.best.config,
-                                       sum(r.best.times), sum(r.default.times), task.sizes, len(r.trials))
-                log(f"{prefix} best {_cfg(r.best.config)}: {_fmt(r.best.times)} vs default {_fmt(r.default.times)} "
-                    f"({r.speedup:.2f}x){'' if r.recorded else ' (the database has a faster record)'}")
+                record_best(db, key, r, log, prefix)
             else:
                 log(f"{prefix} the default stays ({r.speedup:.2f}x, a record needs {min_speedup:.2f}x)")
             results.append(r)

@@ -176,26 +176,35 @@ def tune_task(task: Task, worker: Worker, target: Simd, budget_s: float, max_tri
     return KernelResult(task, default, best, trials)
 
 
+def each_task(tasks: list, budget_s: float, t0: float, log: Callable[[str], None]):
+    """(task, log prefix, seconds) for each task in turn, the budget left shared evenly among
+    the tasks not yet tuned; stops (and says so) once ``budget_s`` since ``t0`` is spent."""
+    for i, task in enumerate(tasks):
+        left = budget_s - (time.monotonic() - t0)
+        if left <= 0:
+            log(f"budget spent: {len(tasks) - i} kernel(s) not tuned")
+            return
+        yield task, f"[kernel {i + 1}/{len(tasks)} {task.name} ({task.schedule})]", left / (len(tasks) - i)
+
+
+def record_best(db: Database, key: str, r: KernelResult, log: Callable[[str], None], prefix: str) -> None:
+    """``r.best`` recorded for ``r.task`` under the target ``key`` (kept where the database
+    has a faster record)."""
+    task = r.task
+    r.recorded = db.record(task.key, key, task.bucket, task.schedule, r.best.config,
+                           sum(r.best.times), sum(r.default.times), task.sizes, len(r.trials))
+    log(f"{prefix} best {_cfg(r.best.config)}: {_fmt(r.best.times)} vs default {_fmt(r.default.times)} "
+        f"({r.speedup:.2f}x){'' if r.recorded else ' (the database has a faster record)'}")
+
+
 def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, options: Optional[dict] = None,
          log: Callable[[str], None] = print, seed: int = 0, min_time: float = 0.05,
-         target=None, min_speedup: Optional[float] = None, fixed: Optional[dict] = None) -> list[KernelResult]:
-    """Tune every scheduled kernel of ``src`` within ``budget_s`` seconds in all (shared
+         target: Optional[Simd] = None) -> list[KernelResult]:
+    """Tune every scheduled cpu kernel of ``src`` within ``budget_s`` seconds in all (shared
     evenly among the kernels not yet tuned) and record the best configs in ``db_path``.
-    ``target``: a :class:`Simd` (the cpu schedules; default the host's), or ``"vulkan"`` /
-    ``"cuda"`` / a GPU :class:`~relax_mlir.target.Target`: the GPU rules' knobs measured on
-    that device (:func:`.gpu.tune_gpu`; ``min_speedup``: the margin a record needs, ``fixed``:
-    symbols kept at one value)."""
+    ``target``: the cpu schedules' :class:`Simd` (default the host's); GPU targets:
+    :func:`relax_mlir.tuning.tune`."""
     from ..backends.cpu.apply_schedules import num_threads
-    from ..target import Target
-    from .gpu import GPU_KINDS, MIN_SPEEDUP, tune_gpu
-
-    if target in GPU_KINDS or (isinstance(target, Target) and target.kind in GPU_KINDS):
-        return tune_gpu(src, db_path, target, budget_s, max_trials, options, log, seed, min_time,
-                        MIN_SPEEDUP if min_speedup is None else min_speedup, fixed)
-    if isinstance(target, str) and target != "cpu":
-        raise ValueError(f"tune: target must be cpu, vulkan or cuda, got '{target}'")
-    if isinstance(target, (str, Target)):
-        target = None
 
     t0 = time.monotonic()
     target = target or host_simd()
@@ -208,20 +217,12 @@ def tune(src, db_path: str, budget_s: float = 60.0, max_trials: int = 64, option
     rng = random.Random(seed)
     results = []
     with Worker(blas_threads=num_threads()) as worker, Database(db_path) as db:
-        for i, task in enumerate(tasks):
-            left = budget_s - (time.monotonic() - t0)
-            if left <= 0:
-                log(f"budget spent: {len(tasks) - i} kernel(s) not tuned")
-                break
-            prefix = f"[kernel {i + 1}/{len(tasks)} {task.name} ({task.schedule})]"
-            r = tune_task(task, worker, target, left / (len(tasks) - i), max_trials, rng, log, min_time, prefix)
+        for task, prefix, share in each_task(tasks, budget_s, t0, log):
+            r = tune_task(task, worker, target, share, max_trials, rng, log, min_time, prefix)
             if r is None:
                 continue
             if r.best is not None:
-                r.recorded = db.record(task.key, key, task.bucket, task.schedule, r.best.config,
-                                       sum(r.best.times), sum(r.default.times), task.sizes, len(r.trials))
-                log(f"{prefix} best {_cfg(r.best.config)}: {_fmt(r.best.times)} vs default {_fmt(r.default.times)} "
-                    f"({r.speedup:.2f}x){'' if r.recorded else ' (the database has a faster record)'}")
+                record_best(db, key, r, log, prefix)
             if task.dispatch is not None:
                 compare_library(r, worker, db, key, min_time, log, prefix)
             results.append(r)

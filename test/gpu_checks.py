@@ -287,3 +287,18 @@ def validated_spirv(m, tmp_path, env: str = "vulkan1.1") -> dict:
         assert r.returncode == 0, (name, r.stdout + r.stderr)
         paths[name] = path
     return paths
+
+
+def tiny_hf_llama():
+    """A random 2-layer HF Llama (hidden 64, 4 heads / 2 KV heads, vocab 128) with bigger weights
+    (decisive, non-trivial logits, as test/llm); skips without torch / transformers."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+    hf = transformers.LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():
+        for p in hf.parameters():
+            p.mul_(4.0) if p.dim() == 2 else p.add_(0.1 * torch.randn_like(p))
+    return hf

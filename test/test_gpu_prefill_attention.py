@@ -79,17 +79,10 @@ def test_vulkan_fused_prefill_attention(routes, size):
 def test_vulkan_tiny_llama_generates_the_cpus_tokens():
     """The tiny Llama (2 layers, 4 heads / 2 KV heads): prefill (the fused attention) then
     greedy decode on vulkan gives the cpu target's tokens for prompts of 1, 5 and 40."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    from gpu_checks import tiny_hf_llama
     from relax_mlir.llm import CausalLM
 
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
-    hf = transformers.LlamaForCausalLM(cfg).eval()
-    with torch.no_grad():          # bigger weights: decisive, non-trivial logits (as test/llm)
-        for p in hf.parameters():
-            p.mul_(4.0) if p.dim() == 2 else p.add_(0.1 * torch.randn_like(p))
+    hf = tiny_hf_llama()
     cpu = CausalLM.from_hf(hf, max_seq_len=64)
     gpu = CausalLM.from_hf(hf, max_seq_len=64, target="vulkan")
     for n in (1, 5, 40):

@@ -239,17 +239,11 @@ def test_bind_params_errors_are_the_cpus(mlp):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_causal_lm_on_the_gpu_equals_the_cpu(target):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    from gpu_checks import tiny_hf_llama
     from relax_mlir.llm import CausalLM
 
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
-    hf = transformers.LlamaForCausalLM(cfg).eval()
-    with torch.no_grad():          # bigger weights: decisive, non-trivial logits (as test/llm)
-        for p in hf.parameters():
-            p.mul_(4.0) if p.dim() == 2 else p.add_(0.1 * torch.randn_like(p))
+    hf = tiny_hf_llama()
+    import torch
     cpu = CausalLM.from_hf(hf, max_seq_len=64)
     gpu = CausalLM.from_hf(hf, max_seq_len=64, target=target)
     assert gpu.exe.metadata["target"] == target and gpu.cache.max_seq_len == 64

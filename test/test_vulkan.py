@@ -311,8 +311,6 @@ def test_vulkan_scheduled_kernels_pass_spirv_val(tmp_path):
     Vulkan 1.0."""
     import shutil
     import subprocess
-    from mlir import ir
-    from mlir.dialects import gpu as gpu_d
     ctx = relax_mlir.make_context()
     names = []
     disassembly = {}
@@ -321,15 +319,7 @@ def test_vulkan_scheduled_kernels_pass_spirv_val(tmp_path):
         m = graph_module(op, shapes, ["f32"] * len(shapes), attrs, ctx=ctx)
         with ctx:
             relax_mlir.run_pipeline(m, "builtin.module(vulkan)")
-            for o in m.body.operations:
-                o = o.operation
-                if o.name != "gpu.binary":
-                    continue
-                name = ir.StringAttr(o.attributes["sym_name"]).value
-                path = tmp_path / f"{name}.spv"
-                path.write_bytes(gpu_d.ObjectAttr(ir.ArrayAttr(o.attributes["objects"])[0]).object)
-                r = subprocess.run(["spirv-val", "--target-env", "vulkan1.0", str(path)], capture_output=True, text=True)
-                assert r.returncode == 0, (name, r.stdout + r.stderr)
+            for name, path in gpu_checks.validated_spirv(m, tmp_path, "vulkan1.0").items():
                 names.append(name)
                 if shutil.which("spirv-dis"):
                     disassembly[name] = subprocess.run(["spirv-dis", str(path)], capture_output=True,

@@ -422,30 +422,38 @@ def prefill_model_rows(targets, size: str, fmt: str, lengths, config: str, reps:
     return rows
 
 
+def prefill_attention_module(c):
+    """One graph function: relax_mlir/llm's own prefill attention (``LlamaModel._attend_blas``
+    of config ``c``) on q (s, H, D), k, v (s, KV, D) and the additive causal mask (s, s);
+    returns (s, H*D)."""
+    from mlir import ir
+
+    from relax_mlir.frontend.builder import graph_function
+    from relax_mlir.llm.model import LlamaModel, _Step
+    H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
+    with relax_mlir.make_context(), ir.Location.unknown():
+        m = ir.Module.create()
+        with graph_function(m, "main", [("q", ["s", H, D], "f32"), ("k", ["s", KV, D], "f32"),
+                                        ("v", ["s", KV, D], "f32"), ("mask", ["s", "s"], "f32")]) as fn:
+            q, k, v, mask = fn.params
+            fn.ret(LlamaModel(c)._attend_blas(_Step(None, mask=mask), q, k, v))
+    return m
+
+
 def prefill_attention_rows(targets, size: str, lengths, reps: int, min_time: float, check: bool = True) -> list:
     """(name, {label: ms}, load) rows: relax_mlir/llm's prefill attention alone
     (``LlamaModel._attend_blas`` of ``size``'s heads on q, k, v and the causal mask) on each
     target: fused with masked keys skipped, fused visiting every key (``SKIP_MASKED_KEYS``
     off), unfused (``PREFILL_ATTENTION_DEFAULT`` off); results compared first (unless ``check``
     is False)."""
-    from mlir import ir
-
     from relax_mlir.backends.gpu import decode_attention
-    from relax_mlir.frontend.builder import graph_function
     from relax_mlir.llm.cli import SIZES
-    from relax_mlir.llm.model import LlamaModel, _Step
     from relax_mlir.pipelines import gpu as gpu_pipeline
     c = SIZES[size]
     H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
 
     def module():
-        with relax_mlir.make_context(), ir.Location.unknown():
-            m = ir.Module.create()
-            with graph_function(m, "main", [("q", ["s", H, D], "f32"), ("k", ["s", KV, D], "f32"),
-                                            ("v", ["s", KV, D], "f32"), ("mask", ["s", "s"], "f32")]) as fn:
-                q, k, v, mask = fn.params
-                fn.ret(LlamaModel(c)._attend_blas(_Step(None, mask=mask), q, k, v))
-        return m
+        return prefill_attention_module(c)
     exes = {}
     for target in targets:
         for label, skip, fused in ((f"{target} attention", True, True), (f"{target} every key", False, True),

@@ -20,10 +20,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 import relax_mlir  # noqa: E402
-from mlir import ir  # noqa: E402
-from relax_mlir.frontend.builder import graph_function  # noqa: E402
 from relax_mlir.llm.cli import SIZES  # noqa: E402
-from relax_mlir.llm.model import LlamaModel, _Step  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 from test_gpu_rules import routes  # noqa: E402,F401  (the fixture: each launch's route)
 
@@ -31,19 +28,8 @@ OK, DEVICE = vkrt.available()
 needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
 NEG = float(np.finfo(np.float32).min)
 
-
-def prefill_attention_module(c):
-    """One graph function: the model's own prefill attention (``_attend_blas``) on q (s, H, D),
-    k, v (s, KV, D) and the additive causal mask (s, s); returns (s, H*D)."""
-    H, KV, D = c.num_heads, c.num_kv_heads, c.head_dim
-    ctx = relax_mlir.make_context()
-    with ctx, ir.Location.unknown():
-        m = ir.Module.create()
-        with graph_function(m, "main", [("q", ["s", H, D], "f32"), ("k", ["s", KV, D], "f32"),
-                                        ("v", ["s", KV, D], "f32"), ("mask", ["s", "s"], "f32")]) as fn:
-            q, k, v, mask = fn.params
-            fn.ret(LlamaModel(c)._attend_blas(_Step(None, mask=mask), q, k, v))
-    return m
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+from bench_gpu import prefill_attention_module  # noqa: E402  (the model's own prefill attention alone)
 
 
 def prefill_attention_ref(q, k, v, mask, KV):

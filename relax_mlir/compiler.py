@@ -115,6 +115,13 @@ register_target = register_backend
 
 # -- the driver ---------------------------------------------------------------------------
 
+def pipeline_options_text(options: dict) -> str:
+    """``{"fusion": False, "plan_memory": True}`` as a pipeline's option text
+    (``fusion=false plan-memory=true``)."""
+    return " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in options.items())
+
+
 def _location(loc) -> str:
     from .transforms.lower_host.common import file_location
     return file_location(loc) or str(loc)
@@ -264,8 +271,7 @@ def _compile(src, target, libraries, options, tuning_db):
     if opts.opt_level not in (0, 1, 2, 3):
         raise CompileOptionsError(f"opt_level must be 0, 1, 2 or 3, got {opts.opt_level!r}")
     user_libs = validate_libraries(list(opts.libraries)) + validate_libraries(libraries)
-    text = " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
-                    for k, v in opts.pipeline_options.items())
+    text = pipeline_options_text(opts.pipeline_options)
     try:
         popts = PIPELINES[tgt.pipeline_name].parse_options(text)
     except PipelineError as e:

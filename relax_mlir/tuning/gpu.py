@@ -87,28 +87,23 @@ class GpuTask:
 
 def gpu_target(target: Union[str, Target], options: Optional[dict] = None) -> Target:
     """The Target a compile for ``target`` (a kind or a Target) would record."""
-    from ..compiler import TARGETS, CompileOptions
+    from ..compiler import TARGETS, CompileOptions, pipeline_options_text
     from ..transforms.registry import PIPELINES
 
     if isinstance(target, Target):
         return target
     tgt = TARGETS[target]
-    popts = PIPELINES[tgt.pipeline_name].parse_options(_options_text(options))
+    popts = PIPELINES[tgt.pipeline_name].parse_options(pipeline_options_text(options or {}))
     return (tgt.make_target or (lambda _, o: Target.from_options(o)))(popts, CompileOptions(target=target))
-
-
-def _options_text(options: Optional[dict]) -> str:
-    return " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
-                    for k, v in (options or {}).items())
 
 
 def _stages(target: Target, options: Optional[dict]) -> dict:
     from .. import transforms  # noqa: F401  (registers the passes)
-    from ..compiler import TARGETS
+    from ..compiler import TARGETS, pipeline_options_text
     from ..transforms.registry import PIPELINES
 
     tgt = TARGETS[target.kind]
-    popts = PIPELINES[tgt.pipeline_name].parse_options(_options_text(options))
+    popts = PIPELINES[tgt.pipeline_name].parse_options(pipeline_options_text(options or {}))
     popts.target = target
     return dict(tgt.stages(popts, tgt))
 

@@ -146,13 +146,11 @@ def _mark_candidates(passes: list[str]) -> list[str]:
 
 def _cpu_stages(options: dict):
     from .. import transforms  # noqa: F401  (registers the passes)
-    from ..compiler import TARGETS
+    from ..compiler import TARGETS, pipeline_options_text
     from ..transforms.registry import PIPELINES
 
     tgt = TARGETS["cpu"]
-    text = " ".join(f"{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
-                    for k, v in options.items())
-    return dict(tgt.stages(PIPELINES[tgt.pipeline_name].parse_options(text), tgt))
+    return dict(tgt.stages(PIPELINES[tgt.pipeline_name].parse_options(pipeline_options_text(options)), tgt))
 
 
 def extract_tasks(src, target: Simd, options: Optional[dict] = None, dispatch: bool = True) -> list[Task]:

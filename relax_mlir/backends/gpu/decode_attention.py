@@ -630,15 +630,12 @@ def build(fn: ir.Operation, m: _Bufs, subgroup: int, splits: int, chunk: int = 0
                 emit = emitter(item, s, g, kv, h, ds, lane, live)
 
                 def key(j: ir.Value, c: list) -> list:
-                    if not SKIP_MASKED_KEYS:
-                        return visit(j, c, load(m.mask, [({**loop4, 2: j})[ir.AffineDimExpr(e).position]
-                                                         if isinstance(e, ir.AffineDimExpr) else index(0)
-                                                         for e in m.mask_map.results]))
-                    mrun = c[0]
                     dims = {**loop4, 2: j}
-                    midx = [dims[ir.AffineDimExpr(e).position] if isinstance(e, ir.AffineDimExpr) else index(0)
-                            for e in m.mask_map.results]
-                    bias = load(m.mask, midx)
+                    bias = load(m.mask, [dims[ir.AffineDimExpr(e).position] if isinstance(e, ir.AffineDimExpr)
+                                         else index(0) for e in m.mask_map.results])
+                    if not SKIP_MASKED_KEYS:
+                        return visit(j, c, bias)
+                    mrun = c[0]
                     # a key masked by the lowest f32 after a visible one adds exp(lowest - max) = 0
                     # and rescales by 1: skipped (uniform: every lane holds the same bias and max)
                     skip = arith.AndIOp(arith.CmpFOp(arith.CmpFPredicate.OEQ, bias, f32(_LOWEST)).result,

@@ -47,6 +47,8 @@ def nvvm_stage(chip: str = CHIP, fmt: str = "isa") -> list[str]:
         f"nvvm-attach-target{{chip={chip} O=3}}",
         # convert-gpu-to-nvvm maps float math to libdevice; what it leaves (math.absi)
         # has plain LLVM intrinsics that NVPTX selects
+        # 16-byte aligned shared memory (128-bit st.shared, ldmatrix rows: the tensor-core GEMM)
+        "relax-cuda-align-workgroup-memory",
         "gpu.module(convert-scf-to-cf, convert-nvgpu-to-nvvm, convert-gpu-to-nvvm, convert-math-to-llvm)",
         "reconcile-unrealized-casts",
         f"gpu-module-to-binary{{format={fmt}}}",

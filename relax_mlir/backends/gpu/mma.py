@@ -1,33 +1,106 @@
-"""The tensor-core route of an f16 GPU matmul on cuda: ``nvgpu.mma.sync`` (m16n8k16, f16
-inputs, f32 accumulators; PTX ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``, sm_80+).
+"""The tensor-core GEMM of f16 and bf16 matmuls on cuda: m16n8k16 ``mma.sync`` (f32
+accumulators, sm_80+) on fragments read with ``ldmatrix`` from workgroup memory.
 
-A warp owns a 16 x 8 tile of C; a workgroup has ``warps`` warps side by side along N
-(grid ``ceil(N / (8 * warps)) x ceil(M / 16) x batch``). K advances by 16: each lane loads
-its fragments of A (4 pairs of f16: rows ``g`` and ``g + 8``, columns ``2t, 2t + 1`` and
-``+ 8``; ``g = lane / 4``, ``t = lane % 4``) and of B (2 pairs: rows ``2t, 2t + 1`` and
-``+ 8``, column ``g``) straight from global memory, out-of-range elements read as 0 (any M,
-N, K), and one ``mma.sync`` accumulates the 16 x 8 x 16 product. Each lane then holds C
-at rows ``g, g + 8`` and columns ``2t, 2t + 1``: the fill, the epilogue and the stores
-are the matmul's (:func:`relax_mlir.backends.gpu.matmul_routes.finish`), bounds-checked.
+A workgroup of ``warps_m x warps_n`` warps computes a ``block_m x block_n`` tile of C
+(defaults: 2 x 2 warps, 64 x 64); each warp a ``warp_m x warp_n`` tile (32 x 32: 2 x 4
+m16n8 accumulators of ``vector<2x2xf32>`` in registers). The grid is ``ceil(N / block_n) x
+ceil(M / block_m) x batch``. K advances by ``tile_k`` (32):
 
-No shared memory and no ``ldmatrix`` yet: the fragments are plain 16-bit loads (a warp reads
-each A row segment of 16 bytes once per 8 columns of C). Numerics can only be checked on a
-device (test_gpu_rules' tensor-core test runs with RELAX_MLIR_TEST_TENSOR_CORES=1 in
-bench/gpu_session.sh), so the route is behind the matmul rule's ``f16_gemm`` knob (2; 1, the SIMT
-tiles, by default).
+* staging: the workgroup copies A's ``block_m x tile_k`` and B's ``tile_k x block_n`` blocks
+  (both row-major, as in memory) into workgroup memory in chunks of ``vec`` elements per
+  thread (8: 128-bit ``ld.global.v4`` / ``st.shared.v4``) where the chunk lies inside the
+  matrix and the run-time layout allows (row length a multiple of ``vec``, 16-byte aligned
+  base), else element by element with clamped indices and zeros outside M x K / K x N:
+  any M, N, K, zero padded. Rows are padded by ``pad`` elements (8: a row stride of
+  80 / 144 bytes puts the 8 rows one ``ldmatrix`` phase reads on distinct banks);
+* a barrier, then per 16-deep step each warp reads its A fragments with ``ldmatrix.x4``
+  (lane ``l`` gives the address of row ``l % 16``, column ``(l / 16) * 8`` of an m16k16
+  tile: the four 8 x 8 matrices in the order the mma's A operand wants) and its B
+  fragments with ``ldmatrix.x4.trans`` (the same addressing over a k16n16 tile of the
+  row-major B block: the transposed 8 x 8 matrices are the col-major B operand of two
+  n8 tiles), then ``warp_m/16 x warp_n/8`` mma's; a barrier before the next stage.
+
+Every ``ldmatrix`` / ``mma`` sits in uniform control flow (bounds are in the staging), as
+warps (and relax-emulate-mma) need. f16 uses ``nvgpu.mma.sync`` (lowered by
+``convert-nvgpu-to-nvvm``); bf16 builds ``nvvm.mma.sync`` itself (MLIR 22's nvgpu lowering
+cannot deduce bf16 PTX types): fragments as i32 words of two bf16. Each lane then holds C
+at rows ``g, g + 8`` and columns ``2t, 2t + 1`` of each m16n8 tile (``g = lane / 4``,
+``t = lane % 4``); the fill, the epilogue and the store are the matmul's
+(:func:`relax_mlir.backends.gpu.matmul_routes.finish`), bounds-checked.
+
+Numerics can only be checked on a device (or through relax-emulate-mma on lavapipe), so the
+route is behind the matmul rule's ``f16_gemm`` knob (2; 1, the SIMT tiles, by default).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import arith, memref, nvgpu, vector
+from mlir.dialects import arith, llvm, memref, nvgpu, nvvm, scf, vector
 
-from .launch_builder import Launch, ceil_div, element_type, f32, for_loop, index, load, when
+from .launch_builder import (Launch, all_of, barrier, ceil_div, element_type, f32, for_loop, index, load, store,
+                             vector_view_conditions, when)
 from .matmul_routes import Guard, finish
 
-WARPS = 4
+#: the mma's shape
+MMA_M, MMA_N, MMA_K = 16, 8, 16
+
+
+@dataclass(frozen=True)
+class MmaTiles:
+    """The tensor-core GEMM's tiles (the matmul rule's ``tc_*`` knobs)."""
+
+    warps_m: int = 2     # warps per workgroup along M
+    warps_n: int = 2     # warps per workgroup along N
+    warp_m: int = 32     # rows of C per warp (a multiple of 16)
+    warp_n: int = 32     # columns of C per warp (a multiple of 16: ldmatrix.x4.trans reads two n8 tiles)
+    tile_k: int = 32     # K step staged in workgroup memory (a multiple of 16)
+    vec: int = 8         # elements per staging chunk (8 x 16 bits: 128-bit loads)
+    pad: int = 8         # elements of padding per staged row (bank conflicts; keeps 16-byte rows)
+
+    @property
+    def block_m(self) -> int:
+        return self.warps_m * self.warp_m
+
+    @property
+    def block_n(self) -> int:
+        return self.warps_n * self.warp_n
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def a_stride(self) -> int:
+        return self.tile_k + self.pad
+
+    @property
+    def b_stride(self) -> int:
+        return self.block_n + self.pad
+
+    @property
+    def shared_bytes(self) -> int:
+        return 2 * (self.block_m * self.a_stride + self.tile_k * self.b_stride)
+
+    def problem(self, max_threads: Optional[int] = None, shared_bytes: Optional[int] = None) -> Optional[str]:
+        """Why these tiles cannot be built for a device with these limits (None: they can)."""
+        if min(self.warps_m, self.warps_n) < 1 or self.warp_m % 16 or self.warp_n % 16 or self.tile_k % 16 \
+                or min(self.warp_m, self.warp_n, self.tile_k) < 16:
+            return "tensor-core tiles: warp_m, warp_n and tile_k must be positive multiples of 16"
+        if self.vec not in (4, 8) or self.pad % 8:
+            return "tensor-core tiles: vec must be 4 or 8 and pad a multiple of 8 (16-byte ldmatrix rows)"
+        for what, elems in (("A", self.block_m * self.tile_k), ("B", self.tile_k * self.block_n)):
+            if elems % (self.vec * self.threads):
+                return (f"tensor-core tiles: {self.threads} threads must stage {what}'s block of {elems} elements "
+                        f"in whole chunks of {self.vec}")
+        if max_threads is not None and self.threads > max_threads:
+            return f"{self.threads} threads per tensor-core workgroup exceed the target's {max_threads}"
+        if shared_bytes is not None and self.shared_bytes > shared_bytes:
+            return (f"tensor-core blocks of A and B ({self.shared_bytes} bytes) exceed {shared_bytes} bytes of "
+                    f"workgroup memory")
+        return None
 
 
 def mma_guard(min_size: int) -> Guard:
@@ -46,66 +119,164 @@ def _add(a: ir.Value, k: int) -> ir.Value:
     return arith.AddIOp(a, index(k)).result if k else a
 
 
-def build_mma(warps: int = WARPS):
+def _mul(a: ir.Value, k: int) -> ir.Value:
+    return arith.MulIOp(a, index(k)).result
+
+
+def _affine(base: ir.Value, a: ir.Value, k: int) -> ir.Value:
+    """``base + a * k``."""
+    return arith.AddIOp(base, _mul(a, k)).result
+
+
+def _stage(src: ir.Value, lead: list, rows: int, cols: int, stride: int, row0: ir.Value, col0: ir.Value,
+           nrows: ir.Value, ncols: ir.Value, fast_ok: ir.Value, tid: ir.Value, t: MmaTiles, dst: ir.Value) -> None:
+    """Copy ``src[row0:+rows, col0:+cols]`` (zeros outside ``nrows x ncols``) into ``dst``
+    (row-major, ``stride`` elements per row) in chunks of ``t.vec`` along the row: one
+    vector load where the chunk is inside and ``fast_ok`` (the uniform layout check),
+    element by element (indices clamped, zeros selected) where not."""
+    per_row = cols // t.vec
+    et = element_type(src)
+    vt = ir.VectorType.get([t.vec], et)
+    zero = arith.ConstantOp(et, 0.0).result
+    r1 = arith.SubIOp(nrows, index(1)).result
+    c1 = arith.SubIOp(ncols, index(1)).result
+    for r in range(rows * per_row // t.threads):
+        e = _add(tid, r * t.threads)
+        lr = arith.DivUIOp(e, index(per_row)).result
+        lc = _mul(arith.RemUIOp(e, index(per_row)).result, t.vec)
+        gr, gc = arith.AddIOp(row0, lr).result, arith.AddIOp(col0, lc).result
+        at = _affine(lc, lr, stride)
+        row_in = _lt(gr, nrows)
+        # gc is a multiple of vec: with ncols a multiple of vec (part of fast_ok) gc < ncols
+        # means the whole chunk is inside
+        fast = all_of([fast_ok, row_in, _lt(gc, ncols)])
+        branch = scf.IfOp(fast, [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            v = vector.LoadOp(vt, src, lead + [gr, gc], alignment=2 * t.vec).result
+            vector.StoreOp(v, dst, [at], alignment=2 * t.vec)
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            rr = arith.MinUIOp(gr, r1).result
+            for j in range(t.vec):
+                cj = _add(gc, j)
+                ok = arith.AndIOp(row_in, _lt(cj, ncols)).result
+                x = load(src, lead + [rr, arith.MinUIOp(cj, c1).result])
+                store(arith.SelectOp(ok, x, zero).result, dst, [_add(at, j)])
+            scf.YieldOp([])
+
+
+def _words(frag: ir.Value, rows: range) -> list[ir.Value]:
+    """Rows of a ``vector<Rx2xbf16>`` fragment as i32 words (nvvm.mma.sync's bf16 operands)."""
+    i32 = ir.IntegerType.get_signless(32)
+    out = []
+    for r in rows:
+        pair = vector.ExtractOp(frag, [], [r]).result
+        word = vector.BitCastOp(ir.VectorType.get([1], i32), pair).result
+        out.append(vector.ExtractOp(word, [], [0]).result)
+    return out
+
+
+def _mma(fa: ir.Value, fb: ir.Value, acc: ir.Value, bf16: bool) -> ir.Value:
+    """``acc += A * B`` for one m16n8k16 tile: A ``vector<4x2xT>``, B ``vector<2x2xT>``,
+    acc ``vector<2x2xf32>``."""
+    if not bf16:
+        return nvgpu.MmaSyncOp(acc.type, fa, fb, acc, ir.ArrayAttr.get(
+            [ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v) for v in (MMA_M, MMA_N, MMA_K)])).result
+    f32t = ir.F32Type.get()
+    cs = [vector.ExtractOp(acc, [], [i, j]).result for i in range(2) for j in range(2)]
+    struct = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
+    d = nvvm.MmaOp(struct, ir.Attribute.parse(f"#nvvm.shape<m = {MMA_M}, n = {MMA_N}, k = {MMA_K}>"),
+                   ir.Attribute.parse("#nvvm.mma_layout<row>"), ir.Attribute.parse("#nvvm.mma_layout<col>"),
+                   _words(fa, range(4)), _words(fb, range(2)), cs,
+                   multiplicandAPtxType=ir.Attribute.parse("#nvvm.mma_type<bf16>"),
+                   multiplicandBPtxType=ir.Attribute.parse("#nvvm.mma_type<bf16>")).result
+    parts = [llvm.ExtractValueOp(f32t, d, [i]).result for i in range(4)]
+    return vector.FromElementsOp(ir.VectorType.get([2, 2], f32t), parts).result
+
+
+def build_mma(t: MmaTiles = MmaTiles()):
     """The route's builder (:data:`relax_mlir.backends.gpu.matmul_routes.Builder`)."""
+    MT, NT, BK = t.warp_m // MMA_M, t.warp_n // MMA_N, t.tile_k
 
     def build(mm: ir.Operation, m_: ir.Value, n_: ir.Value, fill_value: Optional[ir.Value], chain: list) -> None:
         a, b, c = mm.operands[0], mm.operands[1], mm.operands[2]
         batch = mm.name == "linalg.batch_matmul"
         rank = 3 if batch else 2
         out = chain[-1].opview.outputs[0] if chain else c
-        f16 = element_type(a)
+        et = element_type(a)
+        bf16 = isinstance(et, ir.BF16Type)
         f32t = ir.F32Type.get()
+        frag_a = ir.VectorType.get([4, 2], et)
+        frag_b = ir.VectorType.get([2, 2], et)
         with mm.location:
             k_ = memref.DimOp(a, index(rank - 1)).result
             nb = memref.DimOp(a, index(0)).result if batch else index(1)
-            launch = Launch((ceil_div(n_, 8 * warps), ceil_div(m_, 16), nb), (32 * warps, 1, 1), [])
+            # vector staging: rows a multiple of vec long and 16-byte (vec * 2) aligned bases
+            fast_a = all_of(vector_view_conditions(a, t.vec, 2 * t.vec)
+                            + [arith.CmpIOp(arith.CmpIPredicate.eq, arith.RemUIOp(k_, index(t.vec)).result,
+                                            index(0)).result])
+            fast_b = all_of(vector_view_conditions(b, t.vec, 2 * t.vec)
+                            + [arith.CmpIOp(arith.CmpIPredicate.eq, arith.RemUIOp(n_, index(t.vec)).result,
+                                            index(0)).result])
+            launch = Launch((ceil_div(n_, t.block_n), ceil_div(m_, t.block_m), nb), (t.threads, 1, 1),
+                            [t.block_m * t.a_stride, BK * t.b_stride], shared_type=et)
             with launch:
+                sa, sb = launch.shared
                 tid = launch.thread_id[0]
                 bx, by, bz = launch.block_id
                 lead = [bz] if batch else []
                 lane = arith.RemUIOp(tid, index(32)).result
                 warp = arith.DivUIOp(tid, index(32)).result
-                g = arith.DivUIOp(lane, index(4)).result
-                t2 = arith.MulIOp(arith.RemUIOp(lane, index(4)).result, index(2)).result
-                m0 = arith.MulIOp(by, index(16)).result
-                n0 = arith.AddIOp(arith.MulIOp(bx, index(8 * warps)).result,
-                                  arith.MulIOp(warp, index(8)).result).result
-                row = arith.AddIOp(m0, g).result
-                col_b = arith.AddIOp(n0, g).result
-                zero = arith.ConstantOp(f16, 0.0).result
+                wm = arith.DivUIOp(warp, index(t.warps_n)).result
+                wn = arith.RemUIOp(warp, index(t.warps_n)).result
+                row0 = _mul(by, t.block_m)
+                col0 = _mul(bx, t.block_n)
+                # ldmatrix addressing (the same for A's m16k16 and B's k16n16 tiles): lane l
+                # points at row l % 16, column (l / 16) * 8 of the tile
+                lrow = arith.RemUIOp(lane, index(16)).result
+                lcol = _mul(arith.DivUIOp(lane, index(16)).result, 8)
+                a_base = _affine(lcol, arith.AddIOp(_mul(wm, t.warp_m), lrow).result, t.a_stride)
+                b_base = arith.AddIOp(_mul(lrow, t.b_stride), arith.AddIOp(_mul(wn, t.warp_n), lcol).result).result
 
-                def ld(buf: ir.Value, i: ir.Value, j: ir.Value, ni: ir.Value, nj: ir.Value) -> ir.Value:
-                    ok = arith.AndIOp(_lt(i, ni), _lt(j, nj)).result
-                    ii = arith.SelectOp(ok, i, index(0)).result
-                    jj = arith.SelectOp(ok, j, index(0)).result
-                    return arith.SelectOp(ok, load(buf, lead + [ii, jj]), zero).result
+                zb = vector.BroadcastOp(frag_b, arith.ConstantOp(et, 0.0).result).result
 
-                def step(kk: ir.Value, acc: list) -> list:
-                    kc = arith.AddIOp(kk, t2).result
-                    av = []
-                    for dr, dk in ((0, 0), (8, 0), (0, 8), (8, 8)):
-                        for e in range(2):
-                            av.append(ld(a, _add(row, dr), _add(kc, dk + e), m_, k_))
-                    bv = []
-                    for dk in (0, 8):
-                        for e in range(2):
-                            bv.append(ld(b, _add(kc, dk + e), col_b, k_, n_))
-                    fa = vector.FromElementsOp(ir.VectorType.get([4, 2], f16), av).result
-                    fb = vector.FromElementsOp(ir.VectorType.get([2, 2], f16), bv).result
-                    cv = acc[0]
-                    r = nvgpu.MmaSyncOp(cv.type, fa, fb, cv, ir.ArrayAttr.get(
-                        [ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v) for v in (16, 8, 16)])).result
-                    return [r]
+                def k_step(kk: ir.Value, acc: list) -> list:   # one 16-deep step (unrolled in the block)
+                    fa = [nvgpu.LdMatrixOp(frag_a, sa, [arith.AddIOp(_add(a_base, i * MMA_M * t.a_stride), kk).result],
+                                           False, 4).result for i in range(MT)]
+                    fb = []
+                    kb = _mul(kk, t.b_stride)
+                    for j in range(NT // 2):
+                        pair = nvgpu.LdMatrixOp(frag_a, sb, [arith.AddIOp(_add(b_base, j * 2 * MMA_N), kb).result],
+                                                True, 4).result
+                        for h in range(2):   # rows 2h, 2h + 1 (n-D extract_strided_slice does not lower)
+                            v = zb
+                            for r in range(2):
+                                v = vector.InsertOp(vector.ExtractOp(pair, [], [2 * h + r]).result, v, [], [r]).result
+                            fb.append(v)
+                    return [_mma(fa[i], fb[j], acc[i * NT + j], bf16) for i in range(MT) for j in range(NT)]
+
+                def k_block(k0: ir.Value, acc: list) -> list:
+                    _stage(a, lead, t.block_m, BK, t.a_stride, row0, k0, m_, k_, fast_a, tid, t, sa)
+                    _stage(b, lead, BK, t.block_n, t.b_stride, k0, col0, k_, n_, fast_b, tid, t, sb)
+                    barrier()
+                    for kk in range(0, BK, MMA_K):
+                        acc = k_step(index(kk), acc)
+                    barrier()
+                    return acc
 
                 z = vector.BroadcastOp(ir.VectorType.get([2, 2], f32t), f32(0.0)).result
-                (acc,) = for_loop(index(0), k_, index(16), [z], step)
-                col_c = arith.AddIOp(n0, t2).result
-                for i, dr in enumerate((0, 8)):
-                    for e in range(2):
-                        r_, c_ = _add(row, dr), _add(col_c, e)
-                        v = vector.ExtractOp(acc, [], [i, e]).result
-                        when(arith.AndIOp(_lt(r_, m_), _lt(c_, n_)).result,
-                             lambda v=v, r_=r_, c_=c_: finish(v, lead + [r_, c_], c, fill_value, chain, out))
+                acc = for_loop(index(0), k_, index(BK), [z] * (MT * NT), k_block)
+                g = arith.DivUIOp(lane, index(4)).result
+                t2 = _mul(arith.RemUIOp(lane, index(4)).result, 2)
+                r_lane = arith.AddIOp(arith.AddIOp(row0, _mul(wm, t.warp_m)).result, g).result
+                c_lane = arith.AddIOp(arith.AddIOp(col0, _mul(wn, t.warp_n)).result, t2).result
+                for i in range(MT):
+                    for j in range(NT):
+                        for h in range(2):
+                            for e in range(2):
+                                r_, c_ = _add(r_lane, i * MMA_M + 8 * h), _add(c_lane, j * MMA_N + e)
+                                v = vector.ExtractOp(acc[i * NT + j], [], [h, e]).result
+                                when(arith.AndIOp(_lt(r_, m_), _lt(c_, n_)).result,
+                                     lambda v=v, r_=r_, c_=c_: finish(v, lead + [r_, c_], c, fill_value, chain, out))
 
     return build

@@ -128,7 +128,19 @@ def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
             return f"{sg * cfg['gemv_k_subgroups']} threads per GEMV workgroup exceed the target's {cap}"
         if cfg["gemv_rows"] >= cfg["min_size"]:
             return "gemv_rows must be below min_size (the GEMM's route comes first)"
+    if cfg.get("f16_gemm") == 2:
+        return mma_tiles(cfg).problem(cap, shared)
     return None
+
+
+#: the tensor-core GEMM's knobs (f16_gemm=2) and their MmaTiles fields
+TC_KNOBS = {"tc_warps_m": "warps_m", "tc_warps_n": "warps_n", "tc_warp_m": "warp_m", "tc_warp_n": "warp_n",
+            "tc_tile_k": "tile_k"}
+
+
+def mma_tiles(cfg: Config) -> mma.MmaTiles:
+    """The tensor-core tiles of a matmul config (MmaTiles' defaults for knobs it lacks)."""
+    return mma.MmaTiles(**{f: cfg[k] for k, f in TC_KNOBS.items() if k in cfg})
 
 
 class Matmul(ScheduleRule):
@@ -158,7 +170,15 @@ class Matmul(ScheduleRule):
             Knob("min_size", (16, 32, 64), "M and N from which the GEMM tiles run"),
         )
         if target.kind == "cuda":
-            knobs += (Knob("f16_gemm", (1, 2), "f16 GEMM route: 1 the SIMT tiles, 2 tensor cores (nvgpu.mma.sync m16n8k16)"),)
+            knobs += (
+                Knob("f16_gemm", (1, 2), "f16 / bf16 GEMM route: 1 the SIMT tiles, 2 tensor cores (mma.sync "
+                                         "m16n8k16 on ldmatrix fragments from workgroup memory: mma.py)"),
+                Knob("tc_warps_m", (1, 2, 4), "tensor cores: warps per workgroup along M"),
+                Knob("tc_warps_n", (1, 2, 4), "tensor cores: warps per workgroup along N"),
+                Knob("tc_warp_m", (16, 32, 64), "tensor cores: rows of C per warp"),
+                Knob("tc_warp_n", (16, 32, 64), "tensor cores: columns of C per warp"),
+                Knob("tc_tile_k", (16, 32, 64), "tensor cores: K step staged in workgroup memory"),
+            )
         sg = subgroup(target)
         if sg is not None:
             knobs += (
@@ -173,7 +193,9 @@ class Matmul(ScheduleRule):
         cfg = dict(threads=tile_matmul.MatmulTiles.threads, per_thread=tile_matmul.MatmulTiles.per_thread,
                    tile_k=tile_matmul.MatmulTiles.tile_k, min_size=tile_matmul.MIN_SIZE)
         if target.kind == "cuda":   # off until a device has checked its numerics (docs/gpu.md)
-            cfg["f16_gemm"] = 1
+            t = mma.MmaTiles()
+            cfg.update(f16_gemm=1, tc_warps_m=t.warps_m, tc_warps_n=t.warps_n, tc_warp_m=t.warp_m,
+                       tc_warp_n=t.warp_n, tc_tile_k=t.tile_k)
         sg = subgroup(target)
         if sg is None:   # no known subgroup width: no shuffles, no GEMV route
             return cfg
@@ -190,8 +212,9 @@ class Matmul(ScheduleRule):
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         tiles = tile_matmul.MatmulTiles(config["threads"], config["per_thread"], config["tile_k"])
         routes = tile_matmul.tiled_routes(tiles, config["min_size"])
-        if config.get("f16_gemm") == 2 and dtype == "f16" and target.kind == "cuda":
-            routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None, mma.build_mma())
+        if config.get("f16_gemm") == 2 and dtype in ("f16", "bf16") and target.kind == "cuda":
+            routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None,
+                         mma.build_mma(mma_tiles(config)))
         if "gemv_rows" in config and len(routes) > 1:
             g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
                                config["gemv_rows"], gemv_vector(target, dtype))

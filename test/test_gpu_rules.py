@@ -104,7 +104,8 @@ def test_matmul_defaults_follow_the_target(kernels):
     fn = kernels["mm_f32"]
     gemm = {"threads": 8, "per_thread": 8, "tile_k": 16, "min_size": 32}
     # cuda: warps of 32, 8 lanes x 4 columns, 4 lanes along K, 4 warps per block share K
-    assert rules.select(fn, CUDA)[0].config == {**gemm, "f16_gemm": 1, "gemv_rows": 4, "gemv_lanes": 8,
+    tc = {"f16_gemm": 1, "tc_warps_m": 2, "tc_warps_n": 2, "tc_warp_m": 32, "tc_warp_n": 32, "tc_tile_k": 32}
+    assert rules.select(fn, CUDA)[0].config == {**gemm, **tc, "gemv_rows": 4, "gemv_lanes": 8,
                                                 "gemv_k_subgroups": 4}
     # lavapipe: subgroups of 8, 2 lanes along N (4 along K), one subgroup per workgroup
     assert rules.select(fn, LAVAPIPE)[0].config == {**gemm, "gemv_rows": 4, "gemv_lanes": 2, "gemv_k_subgroups": 1}
@@ -472,7 +473,7 @@ def test_vulkan_schedule_config_option(routes):
         relax_mlir.compile(LINEAR.format(t="f32"), target="vulkan", options={"schedule_config": "gemv_lanes=64"})
 
 
-# -- cuda: the tensor-core route (f16, nvgpu.mma.sync) ------------------------------------------
+# -- cuda PTX (the tensor-core route, f16_gemm=2: test_gpu_mma_tiles.py) ------------------------
 
 def _cuda_ptx(src: str, pipeline: str) -> dict:
     import subprocess
@@ -486,61 +487,3 @@ def _cuda_ptx(src: str, pipeline: str) -> dict:
         if "gpu.binary @" in line and "assembly = \"" in line:
             out[line.split("gpu.binary @")[1].split(" ")[0]] = line.split("assembly = \"")[1]
     return out
-
-
-@pytest.mark.parametrize("t", ["f16", "f32"])
-def test_cuda_tensor_core_ptx(t):
-    """f16_gemm=2: the f16 matmul's large-M, N route is one mma.sync m16n8k16 (f32
-    accumulators) per 16-deep K step in 128-thread blocks; f32 matmuls keep the GEMM tiles
-    (no tensor cores: TF32 would change their numerics)."""
-    ptx = _cuda_ptx(LINEAR.format(t=t), "cuda{schedule-config=f16_gemm=2}")
-    mma = [p for p in ptx.values() if "mma.sync" in p]
-    assert len(ptx) == 3
-    if t == "f32":
-        assert mma == []
-        return
-    assert len(mma) == 1
-    assert mma[0].count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 1
-    assert ".maxntid 128, 1, 1" in mma[0] and "bar.sync" not in mma[0]
-
-
-FAKE_MMA = r'''
-exe = relax_mlir.compile(sys.argv[2].format(t="f16"), target="cuda", options={"schedule_config": "f16_gemm=2"})
-calls = []
-for m, n, k in ((40, 72, 33), (32, 32, 16), (1, 64, 64), (300, 200, 1)):
-    before = launches()
-    y = exe(np.ones((m, k), np.float16), np.ones((k, n), np.float16), np.ones(n, np.float16))
-    calls.append([list(y.shape), [list(grids[3 * i:3 * i + 3]) for i in range(before, launches())]])
-print("FAKE-RUN " + json.dumps(calls))
-'''
-
-
-def test_fake_run_tensor_core_host_path(tmp_path):
-    """The mma.sync PTX loads through the (fake) driver; grid (ceil(N / 32), ceil(M / 16), 1)
-    for M, N >= 32, the GEMV below (M = 1)."""
-    import test_cuda
-    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_MMA, LINEAR)
-    assert got == [[[40, 72], [[3, 3, 1]]], [[32, 32], [[1, 2, 1]]], [[1, 64], [[1, 1, 1]]],
-                   [[300, 200], [[7, 19, 1]]]]
-
-
-@pytest.mark.skipif(os.environ.get("RELAX_MLIR_TEST_TENSOR_CORES") != "1",
-                    reason="the tensor-core route's numerics need a CUDA device (bench/gpu_session.sh sets "
-                           "RELAX_MLIR_TEST_TENSOR_CORES=1)")
-def test_cuda_tensor_core_numerics():
-    """On a device: f16 linear layers through the mma.sync route at sizes 32, odd and large
-    (K not a multiple of 16: zero-padded fragments), several through ONE executable, against
-    numpy's f32 products rounded to f16."""
-    from relax_mlir.runtime import cuda
-    ok, why = cuda.available()
-    if not ok:
-        pytest.skip(f"no CUDA device: {why}")
-    exe = relax_mlir.compile(LINEAR.format(t="f16"), target="cuda", options={"schedule_config": "f16_gemm=2"})
-    rng = np.random.default_rng(11)
-    for m, n, k in ((32, 32, 16), (40, 72, 33), (33, 40, 1), (256, 512, 300), (1000, 96, 17)):
-        a = rng.standard_normal((m, k)).astype(np.float16)
-        b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float16)
-        bias = rng.standard_normal(n).astype(np.float16)
-        ref = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias.astype(np.float32), 0)
-        y = exe(a, b, bias)
-        np.testing.assert_allclose(y.astype(np.float32), ref, rtol=2e-2, atol=2e-2, err_msg=f"{m}x{n}x{k}")

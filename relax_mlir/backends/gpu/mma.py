@@ -91,10 +91,6 @@ class MmaTiles:
             return "tensor-core tiles: warp_m, warp_n and tile_k must be positive multiples of 16"
         if self.vec not in (4, 8) or self.pad % 8:
             return "tensor-core tiles: vec must be 4 or 8 and pad a multiple of 8 (16-byte ldmatrix rows)"
-        for what, elems in (("A", self.block_m * self.tile_k), ("B", self.tile_k * self.block_n)):
-            if elems % (self.vec * self.threads):
-                return (f"tensor-core tiles: {self.threads} threads must stage {what}'s block of {elems} elements "
-                        f"in whole chunks of {self.vec}")
         if max_threads is not None and self.threads > max_threads:
             return f"{self.threads} threads per tensor-core workgroup exceed the target's {max_threads}"
         if shared_bytes is not None and self.shared_bytes > shared_bytes:
@@ -131,17 +127,18 @@ def _affine(base: ir.Value, a: ir.Value, k: int) -> ir.Value:
 def _stage(src: ir.Value, lead: list, rows: int, cols: int, stride: int, row0: ir.Value, col0: ir.Value,
            nrows: ir.Value, ncols: ir.Value, fast_ok: ir.Value, tid: ir.Value, t: MmaTiles, dst: ir.Value) -> None:
     """Copy ``src[row0:+rows, col0:+cols]`` (zeros outside ``nrows x ncols``) into ``dst``
-    (row-major, ``stride`` elements per row) in chunks of ``t.vec`` along the row: one
+    (row-major, ``stride`` elements per row) in chunks of ``t.vec`` along the row, chunk
+    ``tid + r * threads`` in round ``r`` (a last partial round: the first threads only): one
     vector load where the chunk is inside and ``fast_ok`` (the uniform layout check),
     element by element (indices clamped, zeros selected) where not."""
-    per_row = cols // t.vec
+    per_row, chunks = cols // t.vec, rows * cols // t.vec
     et = element_type(src)
     vt = ir.VectorType.get([t.vec], et)
     zero = arith.ConstantOp(et, 0.0).result
     r1 = arith.SubIOp(nrows, index(1)).result
     c1 = arith.SubIOp(ncols, index(1)).result
-    for r in range(rows * per_row // t.threads):
-        e = _add(tid, r * t.threads)
+
+    def chunk(e: ir.Value) -> None:
         lr = arith.DivUIOp(e, index(per_row)).result
         lc = _mul(arith.RemUIOp(e, index(per_row)).result, t.vec)
         gr, gc = arith.AddIOp(row0, lr).result, arith.AddIOp(col0, lc).result
@@ -149,8 +146,7 @@ def _stage(src: ir.Value, lead: list, rows: int, cols: int, stride: int, row0: i
         row_in = _lt(gr, nrows)
         # gc is a multiple of vec: with ncols a multiple of vec (part of fast_ok) gc < ncols
         # means the whole chunk is inside
-        fast = all_of([fast_ok, row_in, _lt(gc, ncols)])
-        branch = scf.IfOp(fast, [], has_else=True)
+        branch = scf.IfOp(all_of([fast_ok, row_in, _lt(gc, ncols)]), [], has_else=True)
         with ir.InsertionPoint(branch.then_block):
             v = vector.LoadOp(vt, src, lead + [gr, gc], alignment=2 * t.vec).result
             vector.StoreOp(v, dst, [at], alignment=2 * t.vec)
@@ -163,6 +159,13 @@ def _stage(src: ir.Value, lead: list, rows: int, cols: int, stride: int, row0: i
                 x = load(src, lead + [rr, arith.MinUIOp(cj, c1).result])
                 store(arith.SelectOp(ok, x, zero).result, dst, [_add(at, j)])
             scf.YieldOp([])
+
+    for r in range(-(-chunks // t.threads)):
+        e = _add(tid, r * t.threads)
+        if (r + 1) * t.threads > chunks:
+            when(_lt(e, index(chunks)), lambda e=e: chunk(e))
+        else:
+            chunk(e)
 
 
 def _words(frag: ir.Value, rows: range) -> list[ir.Value]:

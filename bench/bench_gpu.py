@@ -110,6 +110,9 @@ def compile_variants(src, targets, naive: bool, without_vector: bool = False, ge
         if cublas and target == "cuda":
             for label, policy in (("cuda", "off"), ("cuda cublas", "on"), ("cuda auto", "auto")):
                 out[label] = relax_mlir.compile(mod, target=target, options={"cublas": policy})
+            for c in configs:   # the generated kernels with other knobs (f16_gemm=2: tensor cores)
+                out[f"{target} {c}"] = relax_mlir.compile(mod, target=target,
+                                                          options={"cublas": "off", "schedule_config": c})
             continue
         out[f"{target}"] = relax_mlir.compile(mod, target=target)
         for c in gemv_configs:   # "LxK": gemv_lanes=L, gemv_k_subgroups=K (the rule's knobs)

@@ -3,10 +3,10 @@
 #   1. the MLIR wheels for the machine's python3 (3.12) from .gpu/mlir-cp312.tar.xz
 #      (bench/gpu_bundle.sh builds it here; pass it with run(carry=[".gpu"]));
 #   2. the device (nvidia-smi) -> $OUT/device.txt;
-#   3. pytest test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py
-#      test/test_cuda_library.py, take's index check and bf16 matmul routes (real-GPU numerics; the fused decode
+#   3. pytest test/test_cuda.py test/test_gpu_rules.py test/test_gpu_mma_tiles.py test/test_gpu_quant.py
+#      test/test_gpu_launches.py test/test_cuda_library.py, take's index check and bf16 matmul routes (real-GPU numerics; the fused decode
 #      attention's and the quantized GEMM's (M = 64) included; with
-#      RELAX_MLIR_TEST_TENSOR_CORES=1 the tensor-core GEMM's numerics) -> $OUT/tests.txt;
+#      RELAX_MLIR_TEST_TENSOR_CORES=1 the tensor-core GEMM's f16 / bf16 numerics) -> $OUT/tests.txt;
 #   4. bench/bench_gpu.py --targets cuda --quant --quick: decode GEMVs on Q8_0/Q4_0/Q4_1/f16/bf16 weights
 #      (the quantized-GEMV rule against the generic kernel and PyTorch on f32; the f32 GEMV of each
 #      shape for the half formats) -> $OUT/bench_quant.md;
@@ -25,9 +25,10 @@
 #      GEMV) -> $OUT/llm_f16w.txt (issue 27's target: decode >= 1.5x the f32 weights' of step 5);
 #   6. bench/bench_gpu.py --targets cuda --decode --quick: the f32/f16 decode GEMVs (default knobs and
 #      4x4, 8x8) against the same target without subgroup ops and PyTorch -> $OUT/bench_decode.md;
-#   6b. bench/bench_gpu.py --targets cuda --cublas --quick: prefill matmuls (f32, f16) without cuBLAS,
-#      with it for every matmul and with the provisional rule (split per call by M, GEMV up to 4 rows),
-#      against PyTorch (the measurement the rule waits for) -> $OUT/bench_cublas.md;
+#   6b. bench/bench_gpu.py --targets cuda --cublas --quick --configs f16_gemm=2: prefill matmuls (f32, f16)
+#      without cuBLAS (SIMT tiles; the f16 ones also on the tensor-core GEMM: "cuda f16_gemm=2"), with it
+#      for every matmul and with the provisional rule (split per call by M, GEMV up to 4 rows), against
+#      PyTorch (the measurement the rule waits for) -> $OUT/bench_cublas.md;
 #   6c. bench/bench_gpu.py --targets cuda --prefill-attention: the fused prefill attention against the
 #      q.k / softmax / p.v kernels, whole prefill and attention alone -> $OUT/bench_prefill_attention.md;
 #   6d. (not in the rehearsal) bench/tune_gpu_llm.py --target cuda --size 134m --decode --budget 60: the GPU
@@ -91,7 +92,7 @@ head -20 "$OUT/device.txt" | tee -a "$OUT/session.log"
 
 log "tests (timeout 200 s)"
 RELAX_MLIR_TEST_TENSOR_CORES=$([ $FAKE = 1 ] && echo 0 || echo 1) timeout 200 "$PY" -m pytest -q $XDIST \
-    -p no:cacheprovider test/test_cuda.py test/test_gpu_rules.py test/test_gpu_quant.py test/test_gpu_launches.py \
+    -p no:cacheprovider test/test_cuda.py test/test_gpu_rules.py test/test_gpu_mma_tiles.py test/test_gpu_quant.py test/test_gpu_launches.py \
     test/test_cuda_library.py test/test_ops_numerics.py::test_take_out_of_range_on_gpu_targets \
     test/test_bf16.py::test_cuda_bf16_numerics > "$OUT/tests.txt" 2>&1
 log "tests rc=$? $(tail -1 "$OUT/tests.txt")"
@@ -140,7 +141,7 @@ cat "$OUT/bench_decode.md" | tee -a "$OUT/session.log"
 
 T=$(( $(left) < 60 ? $(left) : 60 ))
 log "cuBLAS bench (timeout $T s)"
-env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --cublas --quick $BENCH_FLAGS \
+env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --cublas --quick --configs f16_gemm=2 $BENCH_FLAGS \
     > "$OUT/bench_cublas.md" 2> "$OUT/bench_cublas.err"
 log "cublas bench rc=$?"
 cat "$OUT/bench_cublas.md" | tee -a "$OUT/session.log"

@@ -110,6 +110,12 @@ def gemv_vector(target: Target, dtype: str) -> int:
     return 128 // bits if target.kind == "cuda" else 4
 
 
+def _tensor_cores(t: Target) -> bool:
+    """The cuda tensor-core routes are offered: on cuda, and on vulkan when they are emulated
+    (Target.emulate_mma: relax-emulate-mma runs their warp-level matrix ops)."""
+    return t.kind == "cuda" or t.emulate_mma
+
+
 def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
     cap, shared = t.max_threads_per_block or None, t.shared_memory_bytes or None   # 0: unknown
     threads = cfg["threads"] * cfg["threads"]
@@ -129,7 +135,7 @@ def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
         if cfg["gemv_rows"] >= cfg["min_size"]:
             return "gemv_rows must be below min_size (the GEMM's route comes first)"
     if cfg.get("f16_gemm") == 2:
-        return mma_tiles(cfg).problem(cap, shared)
+        return mma_tiles(cfg, t).problem(cap, shared)
     return None
 
 
@@ -138,9 +144,12 @@ TC_KNOBS = {"tc_warps_m": "warps_m", "tc_warps_n": "warps_n", "tc_warp_m": "warp
             "tc_tile_k": "tile_k"}
 
 
-def mma_tiles(cfg: Config) -> mma.MmaTiles:
-    """The tensor-core tiles of a matmul config (MmaTiles' defaults for knobs it lacks)."""
-    return mma.MmaTiles(**{f: cfg[k] for k, f in TC_KNOBS.items() if k in cfg})
+def mma_tiles(cfg: Config, t: Optional[Target] = None) -> mma.MmaTiles:
+    """The tensor-core tiles of a matmul config (MmaTiles' defaults for knobs it lacks); staging
+    chunks of 8 halves (128 bits) on cuda, 4 elsewhere (SPIR-V vectors of 8 need Vector16,
+    which Vulkan shaders lack: the emulated route on vulkan)."""
+    vec = 8 if t is None or t.kind == "cuda" else 4
+    return mma.MmaTiles(vec=vec, **{f: cfg[k] for k, f in TC_KNOBS.items() if k in cfg})
 
 
 class Matmul(ScheduleRule):
@@ -169,7 +178,7 @@ class Matmul(ScheduleRule):
             Knob("tile_k", (8, 16, 32), "GEMM: K step staged in workgroup memory"),
             Knob("min_size", (16, 32, 64), "M and N from which the GEMM tiles run"),
         )
-        if target.kind == "cuda":
+        if _tensor_cores(target):
             knobs += (
                 Knob("f16_gemm", (1, 2), "f16 / bf16 GEMM route: 1 the SIMT tiles, 2 tensor cores (mma.sync "
                                          "m16n8k16 on ldmatrix fragments from workgroup memory: mma.py)"),
@@ -192,7 +201,7 @@ class Matmul(ScheduleRule):
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
         cfg = dict(threads=tile_matmul.MatmulTiles.threads, per_thread=tile_matmul.MatmulTiles.per_thread,
                    tile_k=tile_matmul.MatmulTiles.tile_k, min_size=tile_matmul.MIN_SIZE)
-        if target.kind == "cuda":   # off until a device has checked its numerics (docs/gpu.md)
+        if _tensor_cores(target):   # off until a device has checked its numerics (docs/gpu.md)
             t = mma.MmaTiles()
             cfg.update(f16_gemm=1, tc_warps_m=t.warps_m, tc_warps_n=t.warps_n, tc_warp_m=t.warp_m,
                        tc_warp_n=t.warp_n, tc_tile_k=t.tile_k)
@@ -212,9 +221,11 @@ class Matmul(ScheduleRule):
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         tiles = tile_matmul.MatmulTiles(config["threads"], config["per_thread"], config["tile_k"])
         routes = tile_matmul.tiled_routes(tiles, config["min_size"])
-        if config.get("f16_gemm") == 2 and dtype in ("f16", "bf16") and target.kind == "cuda":
+        # bf16: nvvm.mma.sync, which relax-emulate-mma does not run (and vulkan has no bf16)
+        if config.get("f16_gemm") == 2 and _tensor_cores(target) and (
+                dtype == "f16" or dtype == "bf16" and target.kind == "cuda"):
             routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None,
-                         mma.build_mma(mma_tiles(config)))
+                         mma.build_mma(mma_tiles(config, target)))
         if "gemv_rows" in config and len(routes) > 1:
             g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
                                config["gemv_rows"], gemv_vector(target, dtype))

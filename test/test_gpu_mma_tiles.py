@@ -196,3 +196,51 @@ def test_device_numerics_batched():
         y = exe(a, b).astype(np.float32)
         np.testing.assert_allclose(y, a.astype(np.float32) @ b.astype(np.float32), rtol=2e-2, atol=2e-2,
                                    err_msg=f"{nb}x{m}x{n}x{k}")
+
+
+# -- numerics through relax-emulate-mma on lavapipe (vulkan's emulate-tensor-cores) ---------------
+
+from test_gpu_rules import needs_vulkan, routes  # noqa: E402,F401  (the fixture)
+
+#: (M, N, K): 32, odd, K % 16 != 0, K below one mma step, several blocks, large
+EMU_SIZES = ((32, 32, 16), (33, 33, 33), (64, 64, 64), (97, 97, 97), (40, 72, 1), (128, 128, 128),
+             (256, 320, 200))
+
+
+def _emulated(src: str, config: str):
+    return relax_mlir.compile(src, target="vulkan", options={"schedule_config": f"f16_gemm=2:{config}".rstrip(":"),
+                                                             "emulate_tensor_cores": True})
+
+
+@needs_vulkan
+@pytest.mark.parametrize("config,block", [("", (64, 64)), ("tc_warps_m=4:tc_warps_n=1", (128, 32))],
+                         ids=["2x2-warps", "4x1-warps"])
+def test_emulated_numerics_linear(routes, config, block):  # noqa: F811
+    """The f16 kernel (matmul + bias + relu) with its ldmatrix / mma.sync emulated on lavapipe:
+    every size through ONE executable against numpy's f32 product of the same f16 inputs;
+    one launch of ``ceil(N / block_n) x ceil(M / block_m)`` workgroups (4 x 1 warps: a
+    128 x 32 block, a grid the SIMT tiles' 64 x 64 would not give)."""
+    exe = _emulated(LINEAR.format(t="f16"), config)
+    rng = np.random.default_rng(21)
+    for m, n, k in EMU_SIZES:
+        a = rng.standard_normal((m, k)).astype(np.float16)
+        b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float16)
+        bias = rng.standard_normal(n).astype(np.float16)
+        ref = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias.astype(np.float32), 0)
+        y, launched = routes.call(exe, a, b, bias)
+        np.testing.assert_allclose(y.astype(np.float32), ref, rtol=1e-2, atol=1e-2, err_msg=f"{m}x{n}x{k}")
+        assert [g for _, g in launched] == [(-(-n // block[1]), -(-m // block[0]), 1)]
+
+
+@needs_vulkan
+def test_emulated_numerics_batched(routes):  # noqa: F811
+    """batch_matmul, 1 x 2 warps (a 32 x 64 block): the batch on grid z, ONE executable."""
+    exe = _emulated(BATCHED.format(t="f16"), "tc_warps_m=1:tc_warps_n=2")
+    rng = np.random.default_rng(22)
+    for nb, m, n, k in ((3, 64, 65, 17), (2, 97, 33, 130), (1, 128, 256, 32)):
+        a = rng.standard_normal((nb, m, k)).astype(np.float16)
+        b = (rng.standard_normal((nb, k, n)) / np.sqrt(k)).astype(np.float16)
+        y, launched = routes.call(exe, a, b)
+        np.testing.assert_allclose(y.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+                                   rtol=1e-2, atol=1e-2, err_msg=f"{nb}x{m}x{n}x{k}")
+        assert [g for _, g in launched] == [(-(-n // 64), -(-m // 32), nb)]

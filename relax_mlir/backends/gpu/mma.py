@@ -12,13 +12,16 @@ ceil(M / block_m) x batch``. K advances by ``tile_k`` (32):
   matrix and the run-time layout allows (row length a multiple of ``vec``, 16-byte aligned
   base), else element by element with clamped indices and zeros outside M x K / K x N:
   any M, N, K, zero padded. Rows are padded by ``pad`` elements (8: a row stride of
-  80 / 144 bytes puts the 8 rows one ``ldmatrix`` phase reads on distinct banks);
-* a barrier, then per 16-deep step each warp reads its A fragments with ``ldmatrix.x4``
+  80 / 144 bytes puts the 8 rows one ``ldmatrix`` phase reads on distinct banks). The
+  buffers are double-buffered: while the warps compute on block ``i`` (half ``i % 2``),
+  block ``i + 1``'s global loads are already in flight into registers, stored into the other
+  half afterwards; one barrier per block;
+* per 16-deep step each warp reads its A fragments with ``ldmatrix.x4``
   (lane ``l`` gives the address of row ``l % 16``, column ``(l / 16) * 8`` of an m16k16
   tile: the four 8 x 8 matrices in the order the mma's A operand wants) and its B
   fragments with ``ldmatrix.x4.trans`` (the same addressing over a k16n16 tile of the
   row-major B block: the transposed 8 x 8 matrices are the col-major B operand of two
-  n8 tiles), then ``warp_m/16 x warp_n/8`` mma's; a barrier before the next stage.
+  n8 tiles), then ``warp_m/16 x warp_n/8`` mma's.
 
 Every ``ldmatrix`` / ``mma`` sits in uniform control flow (bounds are in the staging), as
 warps (and relax-emulate-mma) need. f16 uses ``nvgpu.mma.sync`` (lowered by
@@ -40,7 +43,7 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, llvm, memref, nvgpu, nvvm, scf, vector
 
-from .launch_builder import (Launch, all_of, barrier, ceil_div, element_type, f32, for_loop, index, load, store,
+from .launch_builder import (Launch, all_of, barrier, ceil_div, element_type, f32, for_loop, index, load,
                              vector_view_conditions, when)
 from .matmul_routes import Guard, finish
 
@@ -82,7 +85,7 @@ class MmaTiles:
 
     @property
     def shared_bytes(self) -> int:
-        return 2 * (self.block_m * self.a_stride + self.tile_k * self.b_stride)
+        return 2 * 2 * (self.block_m * self.a_stride + self.tile_k * self.b_stride)   # two halves of f16
 
     def problem(self, max_threads: Optional[int] = None, shared_bytes: Optional[int] = None) -> Optional[str]:
         """Why these tiles cannot be built for a device with these limits (None: they can)."""
@@ -124,48 +127,60 @@ def _affine(base: ir.Value, a: ir.Value, k: int) -> ir.Value:
     return arith.AddIOp(base, _mul(a, k)).result
 
 
-def _stage(src: ir.Value, lead: list, rows: int, cols: int, stride: int, row0: ir.Value, col0: ir.Value,
-           nrows: ir.Value, ncols: ir.Value, fast_ok: ir.Value, tid: ir.Value, t: MmaTiles, dst: ir.Value) -> None:
-    """Copy ``src[row0:+rows, col0:+cols]`` (zeros outside ``nrows x ncols``) into ``dst``
-    (row-major, ``stride`` elements per row) in chunks of ``t.vec`` along the row, chunk
-    ``tid + r * threads`` in round ``r`` (a last partial round: the first threads only): one
-    vector load where the chunk is inside and ``fast_ok`` (the uniform layout check),
-    element by element (indices clamped, zeros selected) where not."""
-    per_row, chunks = cols // t.vec, rows * cols // t.vec
-    et = element_type(src)
-    vt = ir.VectorType.get([t.vec], et)
-    zero = arith.ConstantOp(et, 0.0).result
-    r1 = arith.SubIOp(nrows, index(1)).result
-    c1 = arith.SubIOp(ncols, index(1)).result
+class _Stager:
+    """One operand's block ``src[row0:+rows, col0:+cols]`` staged row-major (``stride``
+    elements per row) in chunks of ``t.vec`` along the row, chunk ``tid + r * threads`` in
+    round ``r`` (a last partial round: the first threads store). :meth:`fetch` loads the
+    chunks into registers: one vector load where the chunk is inside and ``fast_ok`` (the
+    uniform layout check), else element by element (indices clamped, zeros selected: any
+    size, zero padded); :meth:`put` stores them into workgroup memory. Split so that the next
+    block's loads are in flight while the mma's run on the current one."""
 
-    def chunk(e: ir.Value) -> None:
-        lr = arith.DivUIOp(e, index(per_row)).result
-        lc = _mul(arith.RemUIOp(e, index(per_row)).result, t.vec)
-        gr, gc = arith.AddIOp(row0, lr).result, arith.AddIOp(col0, lc).result
-        at = _affine(lc, lr, stride)
-        row_in = _lt(gr, nrows)
-        # gc is a multiple of vec: with ncols a multiple of vec (part of fast_ok) gc < ncols
-        # means the whole chunk is inside
-        branch = scf.IfOp(all_of([fast_ok, row_in, _lt(gc, ncols)]), [], has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            v = vector.LoadOp(vt, src, lead + [gr, gc], alignment=2 * t.vec).result
-            vector.StoreOp(v, dst, [at], alignment=2 * t.vec)
-            scf.YieldOp([])
-        with ir.InsertionPoint(branch.else_block):
-            rr = arith.MinUIOp(gr, r1).result
-            for j in range(t.vec):
-                cj = _add(gc, j)
-                ok = arith.AndIOp(row_in, _lt(cj, ncols)).result
-                x = load(src, lead + [rr, arith.MinUIOp(cj, c1).result])
-                store(arith.SelectOp(ok, x, zero).result, dst, [_add(at, j)])
-            scf.YieldOp([])
+    def __init__(self, src: ir.Value, lead: list, rows: int, cols: int, stride: int, nrows: ir.Value,
+                 ncols: ir.Value, fast_ok: ir.Value, tid: ir.Value, t: MmaTiles):
+        self.src, self.lead, self.nrows, self.ncols, self.fast_ok, self.t = src, lead, nrows, ncols, fast_ok, t
+        per_row, chunks = cols // t.vec, rows * cols // t.vec
+        et = element_type(src)
+        self.vt = ir.VectorType.get([t.vec], et)
+        self.zero = arith.ConstantOp(et, 0.0).result
+        self.r1 = arith.SubIOp(nrows, index(1)).result
+        self.c1 = arith.SubIOp(ncols, index(1)).result
+        #: per round: (row in the block, column in the block, offset in the buffer, store guard)
+        self.rounds = []
+        for r in range(-(-chunks // t.threads)):
+            e = _add(tid, r * t.threads)
+            lr = arith.DivUIOp(e, index(per_row)).result
+            lc = _mul(arith.RemUIOp(e, index(per_row)).result, t.vec)
+            guard = _lt(e, index(chunks)) if (r + 1) * t.threads > chunks else None
+            self.rounds.append((lr, lc, _affine(lc, lr, stride), guard))
 
-    for r in range(-(-chunks // t.threads)):
-        e = _add(tid, r * t.threads)
-        if (r + 1) * t.threads > chunks:
-            when(_lt(e, index(chunks)), lambda e=e: chunk(e))
-        else:
-            chunk(e)
+    def fetch(self, row0: ir.Value, col0: ir.Value) -> list[ir.Value]:
+        out = []
+        for lr, lc, _, _ in self.rounds:
+            gr, gc = arith.AddIOp(row0, lr).result, arith.AddIOp(col0, lc).result
+            row_in = _lt(gr, self.nrows)
+            # gc is a multiple of vec: with ncols a multiple of vec (part of fast_ok) gc < ncols
+            # means the whole chunk is inside
+            branch = scf.IfOp(all_of([self.fast_ok, row_in, _lt(gc, self.ncols)]), [self.vt], has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                scf.YieldOp([vector.LoadOp(self.vt, self.src, self.lead + [gr, gc], alignment=2 * self.t.vec).result])
+            with ir.InsertionPoint(branch.else_block):
+                rr = arith.MinUIOp(gr, self.r1).result
+                xs = []
+                for j in range(self.t.vec):
+                    cj = _add(gc, j)
+                    ok = arith.AndIOp(row_in, _lt(cj, self.ncols)).result
+                    x = load(self.src, self.lead + [rr, arith.MinUIOp(cj, self.c1).result])
+                    xs.append(arith.SelectOp(ok, x, self.zero).result)
+                scf.YieldOp([vector.FromElementsOp(self.vt, xs).result])
+            out.append(branch.results[0])
+        return out
+
+    def put(self, values: list[ir.Value], dst: ir.Value, base: ir.Value) -> None:
+        for v, (_, _, at, guard) in zip(values, self.rounds):
+            st = lambda v=v, at=at: vector.StoreOp(v, dst, [arith.AddIOp(base, at).result],  # noqa: E731
+                                                   alignment=2 * self.t.vec)
+            when(guard, st) if guard is not None else st()
 
 
 def _words(frag: ir.Value, rows: range) -> list[ir.Value]:
@@ -222,7 +237,7 @@ def build_mma(t: MmaTiles = MmaTiles()):
                             + [arith.CmpIOp(arith.CmpIPredicate.eq, arith.RemUIOp(n_, index(t.vec)).result,
                                             index(0)).result])
             launch = Launch((ceil_div(n_, t.block_n), ceil_div(m_, t.block_m), nb), (t.threads, 1, 1),
-                            [t.block_m * t.a_stride, BK * t.b_stride], shared_type=et)
+                            [2 * t.block_m * t.a_stride, 2 * BK * t.b_stride], shared_type=et)
             with launch:
                 sa, sb = launch.shared
                 tid = launch.thread_id[0]
@@ -243,11 +258,13 @@ def build_mma(t: MmaTiles = MmaTiles()):
 
                 zb = vector.BroadcastOp(frag_b, arith.ConstantOp(et, 0.0).result).result
 
-                def k_step(kk: ir.Value, acc: list) -> list:   # one 16-deep step (unrolled in the block)
-                    fa = [nvgpu.LdMatrixOp(frag_a, sa, [arith.AddIOp(_add(a_base, i * MMA_M * t.a_stride), kk).result],
-                                           False, 4).result for i in range(MT)]
+                def k_step(kk: ir.Value, acc: list, base_a: ir.Value, base_b: ir.Value) -> list:
+                    """One 16-deep step on the buffers' halves at ``base_a`` / ``base_b``."""
+                    a0 = arith.AddIOp(arith.AddIOp(a_base, base_a).result, kk).result
+                    fa = [nvgpu.LdMatrixOp(frag_a, sa, [_add(a0, i * MMA_M * t.a_stride)], False, 4).result
+                          for i in range(MT)]
                     fb = []
-                    kb = _mul(kk, t.b_stride)
+                    kb = arith.AddIOp(_mul(kk, t.b_stride), base_b).result
                     for j in range(NT // 2):
                         pair = nvgpu.LdMatrixOp(frag_a, sb, [arith.AddIOp(_add(b_base, j * 2 * MMA_N), kb).result],
                                                 True, 4).result
@@ -258,17 +275,35 @@ def build_mma(t: MmaTiles = MmaTiles()):
                             fb.append(v)
                     return [_mma(fa[i], fb[j], acc[i * NT + j], bf16) for i in range(MT) for j in range(NT)]
 
-                def k_block(k0: ir.Value, acc: list) -> list:
-                    _stage(a, lead, t.block_m, BK, t.a_stride, row0, k0, m_, k_, fast_a, tid, t, sa)
-                    _stage(b, lead, BK, t.block_n, t.b_stride, k0, col0, k_, n_, fast_b, tid, t, sb)
-                    barrier()
+                stage_a = _Stager(a, lead, t.block_m, BK, t.a_stride, m_, k_, fast_a, tid, t)
+                stage_b = _Stager(b, lead, BK, t.block_n, t.b_stride, k_, n_, fast_b, tid, t)
+                a_size, b_size = t.block_m * t.a_stride, BK * t.b_stride
+
+                def stage(k0: ir.Value, parity: ir.Value) -> None:
+                    va, vb = stage_a.fetch(row0, k0), stage_b.fetch(k0, col0)
+                    stage_a.put(va, sa, _mul(parity, a_size))
+                    stage_b.put(vb, sb, _mul(parity, b_size))
+
+                # double-buffered: block i is read from half i % 2 while block i + 1's loads are
+                # in flight and then stored into the other half; one barrier per block
+                when(_lt(index(0), k_), lambda: stage(index(0), index(0)))
+                barrier()
+
+                def k_block(kb: ir.Value, acc: list) -> list:
+                    parity = arith.RemUIOp(kb, index(2)).result
+                    k_next = _mul(arith.AddIOp(kb, index(1)).result, BK)
+                    va, vb = stage_a.fetch(row0, k_next), stage_b.fetch(k_next, col0)
+                    base_a, base_b = _mul(parity, a_size), _mul(parity, b_size)
                     for kk in range(0, BK, MMA_K):
-                        acc = k_step(index(kk), acc)
+                        acc = k_step(index(kk), acc, base_a, base_b)
+                    other = arith.SubIOp(index(1), parity).result
+                    stage_a.put(va, sa, _mul(other, a_size))
+                    stage_b.put(vb, sb, _mul(other, b_size))
                     barrier()
                     return acc
 
                 z = vector.BroadcastOp(ir.VectorType.get([2, 2], f32t), f32(0.0)).result
-                acc = for_loop(index(0), k_, index(BK), [z] * (MT * NT), k_block)
+                acc = for_loop(index(0), ceil_div(k_, BK), index(1), [z] * (MT * NT), k_block)
                 g = arith.DivUIOp(lane, index(4)).result
                 t2 = _mul(arith.RemUIOp(lane, index(4)).result, 2)
                 r_lane = arith.AddIOp(arith.AddIOp(row0, _mul(wm, t.warp_m)).result, g).result

@@ -136,6 +136,10 @@ def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
             return "gemv_rows must be below min_size (the GEMM's route comes first)"
     if cfg.get("f16_gemm") == 2:
         return mma_tiles(cfg, t).problem(cap, shared)
+    base = mma.MmaTiles()
+    if any(cfg[k] != getattr(base, f) for k, f in TC_KNOBS.items() if k in cfg):
+        # one point per SIMT config: a tuner does not spend trials on knobs no kernel reads
+        return "the tc_* knobs shape the tensor-core GEMM: they need f16_gemm=2"
     return None
 
 

@@ -45,7 +45,7 @@ from mlir.dialects import arith, llvm, memref, nvgpu, nvvm, scf, vector
 
 from .launch_builder import (Launch, all_of, barrier, ceil_div, element_type, f32, for_loop, index, load,
                              vector_view_conditions, when)
-from .matmul_routes import Guard, finish
+from .matmul_routes import finish
 
 #: the mma's shape
 MMA_M, MMA_N, MMA_K = 16, 8, 16
@@ -102,14 +102,6 @@ class MmaTiles:
         return None
 
 
-def mma_guard(min_size: int) -> Guard:
-    """M and N both at least ``min_size`` (as the GEMM tiles' route)."""
-    def guard(mm: ir.Operation, m_: ir.Value, n_: ir.Value) -> ir.Value:
-        big = lambda v: arith.CmpIOp(arith.CmpIPredicate.uge, v, index(min_size)).result  # noqa: E731
-        return arith.AndIOp(big(m_), big(n_)).result
-    return guard
-
-
 def _lt(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.CmpIOp(arith.CmpIPredicate.ult, a, b).result
 
@@ -132,8 +124,8 @@ class _Stager:
     elements per row) in chunks of ``t.vec`` along the row, chunk ``tid + r * threads`` in
     round ``r`` (a last partial round: the first threads store). :meth:`fetch` loads the
     chunks into registers: one vector load where the chunk is inside and ``fast_ok`` (the
-    uniform layout check), else element by element (indices clamped, zeros selected: any
-    size, zero padded); :meth:`put` stores them into workgroup memory. Split so that the next
+    uniform layout check), zeros where it is wholly outside, else element by element
+    (indices clamped, zeros selected: any size, zero padded); :meth:`put` stores them into workgroup memory. Split so that the next
     block's loads are in flight while the mma's run on the current one."""
 
     def __init__(self, src: ir.Value, lead: list, rows: int, cols: int, stride: int, nrows: ir.Value,
@@ -165,14 +157,19 @@ class _Stager:
             with ir.InsertionPoint(branch.then_block):
                 scf.YieldOp([vector.LoadOp(self.vt, self.src, self.lead + [gr, gc], alignment=2 * self.t.vec).result])
             with ir.InsertionPoint(branch.else_block):
-                rr = arith.MinUIOp(gr, self.r1).result
-                xs = []
-                for j in range(self.t.vec):
-                    cj = _add(gc, j)
-                    ok = arith.AndIOp(row_in, _lt(cj, self.ncols)).result
-                    x = load(self.src, self.lead + [rr, arith.MinUIOp(cj, self.c1).result])
-                    xs.append(arith.SelectOp(ok, x, self.zero).result)
-                scf.YieldOp([vector.FromElementsOp(self.vt, xs).result])
+                # a chunk wholly outside (edge blocks, the block after the last): zeros, no loads
+                part = scf.IfOp(arith.AndIOp(row_in, _lt(gc, self.ncols)).result, [self.vt], has_else=True)
+                with ir.InsertionPoint(part.then_block):
+                    rr = arith.MinUIOp(gr, self.r1).result
+                    xs = []
+                    for j in range(self.t.vec):
+                        cj = _add(gc, j)
+                        x = load(self.src, self.lead + [rr, arith.MinUIOp(cj, self.c1).result])
+                        xs.append(arith.SelectOp(_lt(cj, self.ncols), x, self.zero).result)
+                    scf.YieldOp([vector.FromElementsOp(self.vt, xs).result])
+                with ir.InsertionPoint(part.else_block):
+                    scf.YieldOp([vector.BroadcastOp(self.vt, self.zero).result])
+                scf.YieldOp([part.results[0]])
             out.append(branch.results[0])
         return out
 

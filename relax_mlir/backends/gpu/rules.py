@@ -228,7 +228,7 @@ class Matmul(ScheduleRule):
         # bf16: nvvm.mma.sync, which relax-emulate-mma does not run (and vulkan has no bf16)
         if config.get("f16_gemm") == 2 and _tensor_cores(target) and (
                 dtype == "f16" or dtype == "bf16" and target.kind == "cuda"):
-            routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None,
+            routes[0] = (tile_matmul.large_guard(config["min_size"]) if len(routes) > 1 else None,
                          mma.build_mma(mma_tiles(config, target)))
         if "gemv_rows" in config and len(routes) > 1:
             g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],

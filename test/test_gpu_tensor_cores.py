@@ -29,7 +29,7 @@ from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 from test_gpu_rules import LINEAR  # noqa: E402
 
 OK, DEVICE = vkrt.available()
-pytestmark = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
+needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
 
 EMULATED = {"emulate_tensor_cores": True}
 
@@ -158,6 +158,7 @@ def probe_builder(kind: str, loads: str, acc: str):
     return build
 
 
+@needs_vulkan
 @pytest.mark.parametrize("kind,loads,acc", [
     ("f16", "direct", "f32"), ("f16", "direct", "f16"), ("f16", "ldmatrix", "f32"), ("f16", "ldmatrix1", "f32"),
     ("tf32", "direct", "f32"), ("tf32", "ldmatrix1", "f32")])
@@ -221,6 +222,7 @@ def _check(exe, cases, dtype_out, batch: int = 0, epilogue: bool = True, seed: i
         np.testing.assert_allclose(y.astype(np.float64), ref, rtol=tol, atol=tol, err_msg=f"{m}x{n}x{k}")
 
 
+@needs_vulkan
 def test_mma_route_linear_f16(monkeypatch):
     """f16 linear + bias + relu through f16_gemm=2: exact multiples, odd sizes, K not a
     multiple of 16, large-ish, and M or N below min_size (the other routes), one executable."""
@@ -247,6 +249,7 @@ func.func @main(%x: tensor<?x?x?xf16, #relax.shape<["b", "m", "k"]>>, %w: tensor
 """
 
 
+@needs_vulkan
 def test_mma_route_f32_out(monkeypatch):
     """f16 x f16 -> f32 (out_dtype): the f32 sums stored as they are."""
     exe, mmas = compile_emulated(monkeypatch, MATMUL_F32, {"schedule_config": "f16_gemm=2", **EMULATED})
@@ -254,6 +257,7 @@ def test_mma_route_f32_out(monkeypatch):
     _check(exe, [(32, 64, 128), (33, 37, 97), (64, 48, 16)], np.float32, epilogue=False)
 
 
+@needs_vulkan
 def test_mma_route_batched(monkeypatch):
     """batch_matmul: a grid z per batch element."""
     exe, mmas = compile_emulated(monkeypatch, BATCHED, {"schedule_config": "f16_gemm=2", **EMULATED})
@@ -262,6 +266,7 @@ def test_mma_route_batched(monkeypatch):
         _check(exe, cases, np.float16, batch=batch, epilogue=False)
 
 
+@needs_vulkan
 def test_route_needs_the_option(monkeypatch):
     """Without emulate-tensor-cores the vulkan target has no f16_gemm knob (a compile's
     schedule_config skips rules without it): the SIMT tiles, no nvgpu op; the option alone
@@ -270,3 +275,16 @@ def test_route_needs_the_option(monkeypatch):
         exe, mmas = compile_emulated(monkeypatch, LINEAR.format(t="f16"), options)
         assert mmas == 0
         _check(exe, [(40, 72, 33)], np.float16)
+
+
+def test_pipeline_option():
+    """emulate-tensor-cores: relax-emulate-mma right before the SPIR-V target is attached, and the
+    schedule told (relax-gpu-schedule{emulate-mma}, for relax-opt runs without a recorded target);
+    off by default."""
+    from relax_mlir.pipelines.vulkan import stages
+    off = [p for _, ps in stages() for p in ps]
+    on = [p for _, ps in stages(emulate_tensor_cores=True) for p in ps]
+    assert not any("emulate-mma" in p for p in off)
+    at = on.index("relax-emulate-mma")
+    assert on[at + 1].startswith("spirv-attach-target") and on[at - 1] == "cse"
+    assert [p for p in on if p.startswith("relax-gpu-schedule")][0].count(" emulate-mma=true") == 1

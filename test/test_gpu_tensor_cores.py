@@ -288,3 +288,39 @@ def test_pipeline_option():
     at = on.index("relax-emulate-mma")
     assert on[at + 1].startswith("spirv-attach-target") and on[at - 1] == "cse"
     assert [p for p in on if p.startswith("relax-gpu-schedule")][0].count(" emulate-mma=true") == 1
+
+
+# -- TF32 for f32 matmuls (f32_gemm=2, backends/gpu/mma_tf32.py) --------------------------------
+
+def test_tf32_route_ptx():
+    """cuda, f32_gemm=2: the f32 matmul's large route is one mma.sync m16n8k8 tf32 per 8-deep K
+    step; off by default (f32 stays exact-f32 SIMT tiles)."""
+    from test_gpu_rules import _cuda_ptx
+    on = [p for p in _cuda_ptx(LINEAR.format(t="f32"), "cuda{schedule-config=f32_gemm=2}").values() if "mma.sync" in p]
+    assert len(on) == 1
+    assert on[0].count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == 1
+    assert ".maxntid 128, 1, 1" in on[0]
+    assert not [p for p in _cuda_ptx(LINEAR.format(t="f32"), "cuda").values() if "mma.sync" in p]
+
+
+@needs_vulkan
+def test_tf32_route_emulated(monkeypatch):
+    """The TF32 route on lavapipe: against numpy on the inputs rounded to tf32 (cvt.rna), at
+    exact, odd and large sizes and K not a multiple of 8, with the bias + relu epilogue, one
+    executable; the plain f32 product is farther away than the tolerance at K = 200 (the
+    route's rounding is real)."""
+    exe, mmas = compile_emulated(monkeypatch, LINEAR.format(t="f32"), {"schedule_config": "f32_gemm=2", **EMULATED})
+    assert mmas == 1
+    rng = np.random.default_rng(5)
+    for m, n, k in ((32, 32, 32), (64, 128, 64), (33, 37, 97), (32, 40, 13), (256, 320, 200), (3, 70, 9)):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+        bias = rng.standard_normal(n).astype(np.float32)
+        y = exe(a, b, bias)
+        small = min(m, n) < 32   # the other routes: exact f32
+        at = (a, b) if small else (_tf32(a), _tf32(b))
+        ref = np.maximum(at[0].astype(np.float64) @ at[1].astype(np.float64) + bias, 0)
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5, err_msg=f"{m}x{n}x{k}")
+        if (m, n, k) == (256, 320, 200):
+            plain = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
+            assert np.abs(plain - y).max() > 1e-3

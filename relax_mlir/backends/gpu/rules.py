@@ -42,7 +42,7 @@ from typing import Optional
 from mlir import ir
 
 from ...target import Target
-from . import decode_attention, gemv, mma, quant_gemm, quant_gemv, row_reductions, tile_matmul, vector_elementwise
+from . import decode_attention, gemv, mma, mma_tf32, quant_gemm, quant_gemv, row_reductions, tile_matmul, vector_elementwise
 from .launch_builder import kernel_kind
 from ...tuning.space import Config, Knob, Space
 
@@ -165,6 +165,8 @@ class Matmul(ScheduleRule):
         )
         if _tensor_cores(target):
             knobs += (Knob("f16_gemm", (1, 2), "f16 GEMM route: 1 the SIMT tiles, 2 tensor cores (nvgpu.mma.sync m16n8k16)"),)
+            knobs += (Knob("f32_gemm", (1, 2), "f32 GEMM route: 1 the SIMT tiles, 2 TF32 tensor cores (m16n8k8; "
+                                               "inputs at tf32 precision)"),)
         sg = subgroup(target)
         if sg is not None:
             knobs += (
@@ -180,6 +182,7 @@ class Matmul(ScheduleRule):
                    tile_k=tile_matmul.MatmulTiles.tile_k, min_size=tile_matmul.MIN_SIZE)
         if _tensor_cores(target):   # off until a device has checked its numerics (docs/gpu.md)
             cfg["f16_gemm"] = 1
+            cfg["f32_gemm"] = 1     # TF32 changes f32 results: only on request
         sg = subgroup(target)
         if sg is None:   # no known subgroup width: no shuffles, no GEMV route
             return cfg
@@ -198,6 +201,8 @@ class Matmul(ScheduleRule):
         routes = tile_matmul.tiled_routes(tiles, config["min_size"])
         if config.get("f16_gemm") == 2 and dtype == "f16" and _tensor_cores(target):
             routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None, mma.build_mma())
+        if config.get("f32_gemm") == 2 and dtype == "f32" and _tensor_cores(target):
+            routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None, mma_tf32.build_tf32())
         if "gemv_rows" in config and len(routes) > 1:
             g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
                                config["gemv_rows"], gemv_vector(target, dtype))

@@ -324,3 +324,17 @@ def test_tf32_route_emulated(monkeypatch):
         if (m, n, k) == (256, 320, 200):
             plain = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
             assert np.abs(plain - y).max() > 1e-3
+
+
+def test_tf32_never_tuned():
+    """TF32 changes f32 results: the tuner's samples and neighbours never switch it on."""
+    import random
+
+    from test_gpu_rules import CUDA
+    space = rules.Matmul().space(CUDA)
+    base = rules.Matmul().default(CUDA, "f32")
+    rng = random.Random(0)
+    assert {space.sample(rng)["f32_gemm"] for _ in range(50)} == {1}
+    assert all(c["f32_gemm"] == 1 for c in space.neighbors(base))
+    assert {space.sample(rng)["f16_gemm"] for _ in range(50)} == {1, 2}   # f16: a tuned knob
+    space.check(dict(base, f32_gemm=2))   # still a valid explicit choice

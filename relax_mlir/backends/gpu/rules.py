@@ -166,7 +166,7 @@ class Matmul(ScheduleRule):
         if _tensor_cores(target):
             knobs += (Knob("f16_gemm", (1, 2), "f16 GEMM route: 1 the SIMT tiles, 2 tensor cores (nvgpu.mma.sync m16n8k16)"),)
             knobs += (Knob("f32_gemm", (1, 2), "f32 GEMM route: 1 the SIMT tiles, 2 TF32 tensor cores (m16n8k8; "
-                                               "inputs at tf32 precision)"),)
+                                               "inputs at tf32 precision; never chosen by the tuner)", tuned=False),)
         sg = subgroup(target)
         if sg is not None:
             knobs += (

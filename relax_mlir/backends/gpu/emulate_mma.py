@@ -81,25 +81,42 @@ class _Uniformity:
         self.fn = fn
         self.memo: dict = {}
 
-    def varying(self, v: ir.Value) -> bool:
-        if v in self.memo:
-            return self.memo[v]
-        self.memo[v] = True   # cycles (loop-carried values): varying until shown otherwise
+    def _inputs(self, v: ir.Value) -> Optional[list[ir.Value]]:
+        """The values ``v`` is uniform if all of them are (None: varying in any case)."""
         owner = v.owner
         if isinstance(owner, ir.Block):
             parent = owner.owner.operation
             if parent == self.fn:
-                out = False   # kernel arguments and workgroup buffers
-            elif parent.name == "scf.for" and ir.BlockArgument(v).arg_number == 0:
-                out = any(self.varying(x) for x in list(parent.operands)[:3])
-            else:
-                out = True
-        else:
-            op = owner.operation
-            out = (op.name in _VARYING or op.name.startswith("nvgpu.") or len(op.regions) > 0
-                   or any(self.varying(x) for x in op.operands))
-        self.memo[v] = out
-        return out
+                return []   # kernel arguments and workgroup buffers
+            if parent.name == "scf.for" and ir.BlockArgument(v).arg_number == 0:
+                return list(parent.operands)[:3]   # the induction variable: its bounds
+            return None     # loop-carried values, other region arguments: conservatively varying
+        op = owner.operation
+        if op.name in _VARYING or op.name.startswith("nvgpu.") or len(op.regions) > 0:
+            return None
+        return list(op.operands)
+
+    def varying(self, v: ir.Value) -> bool:
+        """Whether ``v`` may differ between the invocations of the workgroup (an explicit
+        stack: index chains can be long)."""
+        stack = [v]
+        while stack:
+            x = stack[-1]
+            if x in self.memo:
+                stack.pop()
+                continue
+            ins = self._inputs(x)
+            if ins is None:
+                self.memo[x] = True
+                stack.pop()
+                continue
+            todo = [i for i in ins if i not in self.memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            self.memo[x] = any(self.memo[i] for i in ins)
+            stack.pop()
+        return self.memo[v]
 
     def check(self, op: ir.Operation) -> Optional[str]:
         """Why ``op`` may not run in every invocation of the workgroup, else None."""

@@ -42,11 +42,13 @@ def _tf32(x: np.ndarray) -> np.ndarray:
 
 # -- the emulator on probe kernels -------------------------------------------------------------
 
-#: the PTX ISA's fragment tables (mma.m16n8k16 .f16, mma.m16n8k8 .tf32), per element i of a
-#: lane with g = lane / 4, t = lane % 4: (row, col) of A (M x K), B (K x N), C (M x N)
+#: the PTX ISA's fragment tables (mma.m16n8k16 and m16n8k8 .f16, mma.m16n8k8 .tf32), per element
+#: i of a lane with g = lane / 4, t = lane % 4: (row, col) of A (M x K), B (K x N), C (M x N)
 PTX = {
     "f16": dict(k=16, a=lambda g, t, i: (g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)), na=8,
                 b=lambda g, t, i: (2 * t + (i & 1) + 8 * (i >> 1), g), nb=4),
+    "f16k8": dict(k=8, a=lambda g, t, i: (g + 8 * (i >> 1), 2 * t + (i & 1)), na=4,
+                  b=lambda g, t, i: (2 * t + (i & 1), g), nb=2),
     "tf32": dict(k=8, a=lambda g, t, i: (g + 8 * (i & 1), t + 4 * (i >> 1)), na=4,
                  b=lambda g, t, i: (t + 4 * i, g), nb=2),
 }
@@ -96,7 +98,7 @@ def probe_builder(kind: str, loads: str, acc: str):
                 g = arith.DivUIOp(lane, index(4)).result
                 t = arith.RemUIOp(lane, index(4)).result
                 row0 = _lin((z, 16 * WARPS), (warp, 16))
-                per, w = (2, 8) if kind == "f16" else (1, 4)   # elements per register, per 128-bit row
+                per, w = (1, 4) if kind == "tf32" else (2, 8)   # elements per register, per 128-bit row
                 if loads == "direct":   # the tables are (g, per * t) + a constant per element
                     av = []
                     for i in range(spec["na"]):
@@ -161,6 +163,7 @@ def probe_builder(kind: str, loads: str, acc: str):
 @needs_vulkan
 @pytest.mark.parametrize("kind,loads,acc", [
     ("f16", "direct", "f32"), ("f16", "direct", "f16"), ("f16", "ldmatrix", "f32"), ("f16", "ldmatrix1", "f32"),
+    ("f16k8", "direct", "f32"),
     ("tf32", "direct", "f32"), ("tf32", "ldmatrix1", "f32")])
 def test_emulated_mma_probe(monkeypatch, kind, loads, acc):
     """One mma.sync per warp (2 warps x 2 workgroups), fragments per the PTX tables, against
@@ -169,7 +172,7 @@ def test_emulated_mma_probe(monkeypatch, kind, loads, acc):
     build = probe_builder(kind, loads, acc)
     monkeypatch.setattr(rules.Matmul, "apply",
                         lambda self, fn, target, config, dtype: tile_matmul.tile_kernel(fn, [(None, build)], (dtype,)) > 0)
-    t = "f16" if kind == "f16" else "f32"
+    t = "f32" if kind == "tf32" else "f16"
     K = PTX[kind]["k"]
     exe = relax_mlir.compile(PROBE.format(k=K, t=t), target="vulkan", options=EMULATED)
     rng = np.random.default_rng(7)

@@ -297,11 +297,13 @@ def test_pipeline_option():
 
 def test_tf32_route_ptx():
     """cuda, f32_gemm=2: the f32 matmul's large route is one mma.sync m16n8k8 tf32 per 8-deep K
-    step; off by default (f32 stays exact-f32 SIMT tiles)."""
+    step, its 6 operands rounded by cvt.rna.tf32.f32 first; off by default (f32 stays on the
+    SIMT tiles)."""
     from test_gpu_rules import _cuda_ptx
     on = [p for p in _cuda_ptx(LINEAR.format(t="f32"), "cuda{schedule-config=f32_gemm=2}").values() if "mma.sync" in p]
     assert len(on) == 1
     assert on[0].count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == 1
+    assert on[0].count("cvt.rna.tf32.f32") == 6
     assert ".maxntid 128, 1, 1" in on[0]
     assert not [p for p in _cuda_ptx(LINEAR.format(t="f32"), "cuda").values() if "mma.sync" in p]
 

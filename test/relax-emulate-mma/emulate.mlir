@@ -163,3 +163,25 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// cvt.rna.tf32.f32 (what the TF32 route applies before mma.sync) as the same rounding on the
+// bits, in a kernel without matrix ops too (no exchange, no workgroup buffer).
+
+// CHECK-LABEL: gpu.func @cvt
+// CHECK-NOT:   workgroup(
+// CHECK:       %[[BITS:.*]] = arith.bitcast %arg0 : f32 to i32
+// CHECK:       arith.addi %[[BITS]], %c4096_i32
+// CHECK:       %[[V:.*]] = arith.select
+// CHECK:       %[[I:.*]] = arith.bitcast %[[V]] : f32 to i32
+// CHECK:       memref.store %[[I]], %arg1
+// CHECK-NOT:   nvvm
+gpu.module @m {
+  gpu.func @cvt(%x: f32, %o: memref<?xi32>) kernel {
+    %r = nvvm.convert.float.to.tf32 %x {rnd = #nvvm.fp_rnd_mode<rna>}
+    %c0 = arith.constant 0 : index
+    memref.store %r, %o[%c0] : memref<?xi32>
+    gpu.return
+  }
+}

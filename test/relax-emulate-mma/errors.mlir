@@ -102,3 +102,16 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// tf32 conversions other than round-to-nearest-away are not emulated.
+gpu.module @m {
+  gpu.func @cvt_rn(%x: f32, %o: memref<?xi32>) kernel {
+    // expected-error@+1 {{relax-emulate-mma: nvvm.convert.float.to.tf32 is emulated with rnd = rna only (no sat, relu)}}
+    %r = nvvm.convert.float.to.tf32 %x {rnd = #nvvm.fp_rnd_mode<rn>}
+    %c0 = arith.constant 0 : index
+    memref.store %r, %o[%c0] : memref<?xi32>
+    gpu.return
+  }
+}

@@ -8,9 +8,10 @@ SIMT tiles by about 1e-3 relative, which is why the route is behind the matmul r
 (:mod:`.mma`): a warp per 16 x 8 tile of C, 4 warps side by side along N, K by 8, each lane's
 fragments loaded from global memory with bounds checks (out of range: 0; any M, N, K). PTX
 tables (g = lane / 4, t = lane % 4): A ``a_i`` at row ``g + 8 (i % 2)``, column
-``t + 4 (i / 2)``; B ``b_i`` at row ``t + 4 i``, column ``g``; C as the f16 route's. The
-operands are passed as f32 bits (the hardware reads their tf32 part; relax-emulate-mma rounds
-them as ``cvt.rna.tf32.f32``).
+``t + 4 (i / 2)``; B ``b_i`` at row ``t + 4 i``, column ``g``; C as the f16 route's. Each
+operand is rounded to tf32 first (``nvvm.convert.float.to.tf32`` rna: PTX ``cvt.rna.tf32.f32``,
+nearest, ties away from zero; the tensor cores would otherwise read the f32 bits' tf32 part, a
+truncation), which relax-emulate-mma reproduces bit for bit.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import arith, memref, nvgpu, vector
+from mlir.dialects import arith, memref, nvgpu, nvvm, vector
 
 from .launch_builder import Launch, ceil_div, f32, for_loop, index, load, when
 from .matmul_routes import finish
@@ -68,10 +69,16 @@ def build_tf32(warps: int = WARPS):
                     jj = arith.SelectOp(ok, j, index(0)).result
                     return arith.SelectOp(ok, load(buf, lead + [ii, jj]), zero).result
 
+                rna = ir.Attribute.parse("#nvvm.fp_rnd_mode<rna>")
+                i32 = ir.IntegerType.get_signless(32)
+
+                def tf32(x: ir.Value) -> ir.Value:
+                    return arith.BitcastOp(f32t, nvvm.ConvertFloatToTF32Op(i32, x, rnd=rna).result).result
+
                 def step(kk: ir.Value, acc: list) -> list:
                     kt = arith.AddIOp(kk, t).result
-                    av = [ld(a, _add(row, 8 * (i % 2)), _add(kt, 4 * (i // 2)), m_, k_) for i in range(4)]
-                    bv = [ld(b, _add(kt, 4 * i), col_b, k_, n_) for i in range(2)]
+                    av = [tf32(ld(a, _add(row, 8 * (i % 2)), _add(kt, 4 * (i // 2)), m_, k_)) for i in range(4)]
+                    bv = [tf32(ld(b, _add(kt, 4 * i), col_b, k_, n_)) for i in range(2)]
                     fa = vector.FromElementsOp(ir.VectorType.get([4, 1], f32t), av).result
                     fb = vector.FromElementsOp(ir.VectorType.get([2, 1], f32t), bv).result
                     shape = ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v) for v in (16, 8, 8)])

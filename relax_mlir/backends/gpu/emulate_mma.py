@@ -157,6 +157,9 @@ def fragment_coords(role: str, elem: ir.Type, rows: int, vshape: list[int]) -> l
 # -- the rewrite -----------------------------------------------------------------------------
 
 class _Kernel:
+    """One kernel's rewrite: the warp's slice of the workgroup buffer, lane / group ids, the
+    fragments' scalars (``env``) and the ops to erase once everything is rewritten."""
+
     def __init__(self, fn: ir.Operation, per_warp: int, threads: list[int]):
         self.fn = fn
         self.env: dict = {}            # n-D vector value -> its scalars (row-major)
@@ -168,7 +171,6 @@ class _Kernel:
                                           fn.location)
         n = ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value if "workgroup_attributions" in fn.attributes else 0
         fn.attributes["workgroup_attributions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n + 1)
-        self.entry = block
         self.consts: dict[int, ir.Value] = {}
         with ir.InsertionPoint.at_block_begin(block), fn.location:
             self._first = index(0)
@@ -420,8 +422,8 @@ class _Kernel:
             self.out(op, out)
         elif name == "vector.shape_cast":
             self.out(op, self.scalars(op.operands[0]))
-        elif (name.startswith("arith.") or name.startswith("math.")) and all(
-                _shape(r.type) == _shape(res.type) for r in op.results if _nd(r.type)):
+        elif (name.startswith("arith.") or name.startswith("math.")) and _nd(res.type) and all(
+                _shape(v.type) == _shape(res.type) for v in op.operands if isinstance(v.type, ir.VectorType)):
             n = _count(_shape(res.type))
             ops = [self.scalars(v) if _nd(v.type) else [v] * n for v in op.operands]
             attrs = {a.name: a.attr for a in op.attributes}

@@ -104,7 +104,8 @@ def test_matmul_defaults_follow_the_target(kernels):
     fn = kernels["mm_f32"]
     gemm = {"threads": 8, "per_thread": 8, "tile_k": 16, "min_size": 32}
     # cuda: warps of 32, 8 lanes x 4 columns, 4 lanes along K, 4 warps per block share K
-    tc = {"f16_gemm": 1, "tc_warps_m": 2, "tc_warps_n": 2, "tc_warp_m": 32, "tc_warp_n": 32, "tc_tile_k": 32}
+    tc = {"f16_gemm": 1, "f32_gemm": 1, "tc_warps_m": 2, "tc_warps_n": 2, "tc_warp_m": 32, "tc_warp_n": 32,
+          "tc_tile_k": 32}
     assert rules.select(fn, CUDA)[0].config == {**gemm, **tc, "gemv_rows": 4, "gemv_lanes": 8,
                                                 "gemv_k_subgroups": 4}
     # lavapipe: subgroups of 8, 2 lanes along N (4 along K), one subgroup per workgroup

@@ -13,7 +13,8 @@ a slice per warp; warp = linear invocation id / 32, lane = id % 32; the block si
   and columns ``(r / R) * 128 bits + (lane % 4) * elements-per-register + e``), barrier, each
   lane sums its own accumulator elements over K (f32 products and adds: an f16 or tf32 product
   is exact in f32), barrier. tf32 inputs are rounded as ``cvt.rna.tf32.f32`` (nearest, ties
-  away from zero, 10 mantissa bits). f16 accumulators are summed in f32 and rounded once.
+  away from zero, 10 mantissa bits), as is ``nvvm.convert.float.to.tf32`` (rna), which the TF32
+  route applies first. f16 accumulators are summed in f32 and rounded once.
 * ``ldmatrix`` (1, 2 or 4 tiles of 8 rows x 128 bits, transposed for 16-bit elements): lane
   ``8q + r`` copies the row its address points at into tile ``q``, row ``r`` of the slice,
   barrier, each lane reads its elements (row ``lane / 4``, column pair ``lane % 4``; transposed:
@@ -42,6 +43,8 @@ from .launch_builder import WORKGROUP, barrier, index
 
 LANES = 32
 OPS = ("nvgpu.mma.sync", "nvgpu.ldmatrix")
+#: what the tensor-core routes feed those ops with, emulated too (tf32 rounding)
+CVT_TF32 = "nvvm.convert.float.to.tf32"
 #: ops whose result differs between the invocations of one workgroup
 _VARYING = ("gpu.thread_id", "gpu.lane_id", "gpu.subgroup_id", "gpu.shuffle", "gpu.global_id")
 
@@ -81,25 +84,42 @@ class _Uniformity:
         self.fn = fn
         self.memo: dict = {}
 
-    def varying(self, v: ir.Value) -> bool:
-        if v in self.memo:
-            return self.memo[v]
-        self.memo[v] = True   # cycles (loop-carried values): varying until shown otherwise
+    def _inputs(self, v: ir.Value) -> Optional[list[ir.Value]]:
+        """The values ``v`` is uniform if all of them are (None: varying in any case)."""
         owner = v.owner
         if isinstance(owner, ir.Block):
             parent = owner.owner.operation
             if parent == self.fn:
-                out = False   # kernel arguments and workgroup buffers
-            elif parent.name == "scf.for" and ir.BlockArgument(v).arg_number == 0:
-                out = any(self.varying(x) for x in list(parent.operands)[:3])
-            else:
-                out = True
-        else:
-            op = owner.operation
-            out = (op.name in _VARYING or op.name.startswith("nvgpu.") or len(op.regions) > 0
-                   or any(self.varying(x) for x in op.operands))
-        self.memo[v] = out
-        return out
+                return []   # kernel arguments and workgroup buffers
+            if parent.name == "scf.for" and ir.BlockArgument(v).arg_number == 0:
+                return list(parent.operands)[:3]   # the induction variable: its bounds
+            return None     # loop-carried values, other region arguments: conservatively varying
+        op = owner.operation
+        if op.name in _VARYING or op.name.startswith("nvgpu.") or len(op.regions) > 0:
+            return None
+        return list(op.operands)
+
+    def varying(self, v: ir.Value) -> bool:
+        """Whether ``v`` may differ between the invocations of the workgroup (an explicit
+        stack: index chains can be long)."""
+        stack = [v]
+        while stack:
+            x = stack[-1]
+            if x in self.memo:
+                stack.pop()
+                continue
+            ins = self._inputs(x)
+            if ins is None:
+                self.memo[x] = True
+                stack.pop()
+                continue
+            todo = [i for i in ins if i not in self.memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            self.memo[x] = any(self.memo[i] for i in ins)
+            stack.pop()
+        return self.memo[v]
 
     def check(self, op: ir.Operation) -> Optional[str]:
         """Why ``op`` may not run in every invocation of the workgroup, else None."""
@@ -137,6 +157,9 @@ def fragment_coords(role: str, elem: ir.Type, rows: int, vshape: list[int]) -> l
 # -- the rewrite -----------------------------------------------------------------------------
 
 class _Kernel:
+    """One kernel's rewrite: the warp's slice of the workgroup buffer, lane / group ids, the
+    fragments' scalars (``env``) and the ops to erase once everything is rewritten."""
+
     def __init__(self, fn: ir.Operation, per_warp: int, threads: list[int]):
         self.fn = fn
         self.env: dict = {}            # n-D vector value -> its scalars (row-major)
@@ -148,7 +171,6 @@ class _Kernel:
                                           fn.location)
         n = ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value if "workgroup_attributions" in fn.attributes else 0
         fn.attributes["workgroup_attributions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n + 1)
-        self.entry = block
         self.consts: dict[int, ir.Value] = {}
         with ir.InsertionPoint.at_block_begin(block), fn.location:
             self._first = index(0)
@@ -275,6 +297,10 @@ class _Kernel:
         barrier()
         return out
 
+    def cvt_tf32(self, op: ir.Operation) -> None:
+        cvt_tf32(op)
+        self.dead.append(op)
+
     # -- walking the kernel --------------------------------------------------------------------
     def block(self, block: ir.Block) -> None:
         for op in list(block.operations):
@@ -290,6 +316,9 @@ class _Kernel:
                 self.block(b)
         nd_in = any(v in self.env or _nd(v.type) for v in op.operands)
         nd_out = any(_nd(v.type) for v in op.results)
+        if name == CVT_TF32:
+            self.cvt_tf32(op)
+            return
         if not (nd_in or nd_out or name in OPS):
             return
         with ir.InsertionPoint(op), op.location:
@@ -393,8 +422,8 @@ class _Kernel:
             self.out(op, out)
         elif name == "vector.shape_cast":
             self.out(op, self.scalars(op.operands[0]))
-        elif (name.startswith("arith.") or name.startswith("math.")) and all(
-                _shape(r.type) == _shape(res.type) for r in op.results if _nd(r.type)):
+        elif (name.startswith("arith.") or name.startswith("math.")) and _nd(res.type) and all(
+                _shape(v.type) == _shape(res.type) for v in op.operands if isinstance(v.type, ir.VectorType)):
             n = _count(_shape(res.type))
             ops = [self.scalars(v) if _nd(v.type) else [v] * n for v in op.operands]
             attrs = {a.name: a.attr for a in op.attributes}
@@ -457,6 +486,19 @@ def _tf32(v: ir.Value) -> ir.Value:
     return arith.SelectOp(nan, v, rounded).result
 
 
+def cvt_tf32(op: ir.Operation) -> None:
+    """``cvt.rna.tf32.f32`` emulated: its i32 result becomes the bits of the rounded f32 (the op
+    is left for the caller to erase); other rounding modes are refused."""
+    rnd = str(op.attributes["rnd"]) if "rnd" in op.attributes else ""
+    sat = str(op.attributes["sat"]) if "sat" in op.attributes else "none"
+    relu = str(op.attributes["relu"]) if "relu" in op.attributes else "false"
+    if "rna" not in rnd or "none" not in sat or relu != "false":
+        raise Unsupported(op, f"relax-emulate-mma: {CVT_TF32} is emulated with rnd = rna only (no sat, relu)")
+    with ir.InsertionPoint(op), op.location:
+        bits = arith.BitcastOp(ir.IntegerType.get_signless(32), _tf32(op.operands[0])).result
+    op.results[0].replace_all_uses_with(bits)
+
+
 def _threads(fn: ir.Operation) -> Optional[list[int]]:
     if "known_block_size" in fn.attributes:
         return [int(x) for x in ir.DenseI32ArrayAttr(fn.attributes["known_block_size"])]
@@ -471,6 +513,8 @@ def _per_warp(ops: list[ir.Operation]) -> int:
     """f32 elements of the largest exchange: A and B of an mma, the tiles of an ldmatrix."""
     need = 0
     for op in ops:
+        if op.name == CVT_TF32:
+            continue
         if op.name == "nvgpu.mma.sync":
             m, n, k = [ir.IntegerAttr(x).value for x in ir.ArrayAttr(op.attributes["mmaShape"])]
             need = max(need, m * k + k * n)
@@ -485,16 +529,25 @@ def emulate_kernel(fn: ir.Operation) -> bool:
     ops: list[ir.Operation] = []
 
     def visit(o):
-        if o.operation.name in OPS:
+        if o.operation.name in OPS + (CVT_TF32,):
             ops.append(o.operation)
         return ir.WalkResult.ADVANCE
 
     fn.walk(visit)
     if not ops:
         return True
+    if not any(o.name in OPS for o in ops):   # conversions alone: no exchange, no scratch
+        try:
+            for op in ops:
+                cvt_tf32(op)
+                op.erase()
+        except Unsupported as e:
+            emit_error(e.op, str(e))
+            return False
+        return True
     uniform = _Uniformity(fn)
     ok = True
-    for op in ops:
+    for op in (o for o in ops if o.name in OPS):
         why = uniform.check(op)
         if why is not None:
             emit_error(op, f"relax-emulate-mma: '{op.name}' {why}: its emulation's barriers need every "

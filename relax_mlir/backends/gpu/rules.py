@@ -42,7 +42,7 @@ from typing import Optional
 from mlir import ir
 
 from ...target import Target
-from . import decode_attention, gemv, mma, quant_gemm, quant_gemv, row_reductions, tile_matmul, vector_elementwise
+from . import decode_attention, gemv, mma, mma_tf32, quant_gemm, quant_gemv, row_reductions, tile_matmul, vector_elementwise
 from .launch_builder import kernel_kind
 from ...tuning.space import Config, Knob, Space
 
@@ -136,10 +136,6 @@ def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
             return "gemv_rows must be below min_size (the GEMM's route comes first)"
     if cfg.get("f16_gemm") == 2:
         return mma_tiles(cfg, t).problem(cap, shared)
-    base = mma.MmaTiles()
-    if any(cfg[k] != getattr(base, f) for k, f in TC_KNOBS.items() if k in cfg):
-        # one point per SIMT config: a tuner does not spend trials on knobs no kernel reads
-        return "the tc_* knobs shape the tensor-core GEMM: they need f16_gemm=2"
     return None
 
 
@@ -186,6 +182,8 @@ class Matmul(ScheduleRule):
             knobs += (
                 Knob("f16_gemm", (1, 2), "f16 / bf16 GEMM route: 1 the SIMT tiles, 2 tensor cores (mma.sync "
                                          "m16n8k16 on ldmatrix fragments from workgroup memory: mma.py)"),
+                Knob("f32_gemm", (1, 2), "f32 GEMM route: 1 the SIMT tiles, 2 TF32 tensor cores (m16n8k8; "
+                                         "inputs at tf32 precision; never chosen by the tuner)", tuned=False),
                 Knob("tc_warps_m", (1, 2, 4), "tensor cores: warps per workgroup along M"),
                 Knob("tc_warps_n", (1, 2, 4), "tensor cores: warps per workgroup along N"),
                 Knob("tc_warp_m", (16, 32, 64), "tensor cores: rows of C per warp"),
@@ -207,8 +205,9 @@ class Matmul(ScheduleRule):
                    tile_k=tile_matmul.MatmulTiles.tile_k, min_size=tile_matmul.MIN_SIZE)
         if _tensor_cores(target):   # off until a device has checked its numerics (docs/gpu.md)
             t = mma.MmaTiles()
-            cfg.update(f16_gemm=1, tc_warps_m=t.warps_m, tc_warps_n=t.warps_n, tc_warp_m=t.warp_m,
-                       tc_warp_n=t.warp_n, tc_tile_k=t.tile_k)
+            cfg.update(f16_gemm=1, f32_gemm=1,     # f32_gemm: TF32 changes f32 results, only on request
+                       tc_warps_m=t.warps_m, tc_warps_n=t.warps_n, tc_warp_m=t.warp_m, tc_warp_n=t.warp_n,
+                       tc_tile_k=t.tile_k)
         sg = subgroup(target)
         if sg is None:   # no known subgroup width: no shuffles, no GEMV route
             return cfg
@@ -230,6 +229,9 @@ class Matmul(ScheduleRule):
                 dtype == "f16" or dtype == "bf16" and target.kind == "cuda"):
             routes[0] = (tile_matmul.large_guard(config["min_size"]) if len(routes) > 1 else None,
                          mma.build_mma(mma_tiles(config, target)))
+        if config.get("f32_gemm") == 2 and dtype == "f32" and _tensor_cores(target):
+            routes[0] = (tile_matmul.large_guard(config["min_size"]) if len(routes) > 1 else None,
+                         mma_tf32.build_tf32())
         if "gemv_rows" in config and len(routes) > 1:
             g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
                                config["gemv_rows"], gemv_vector(target, dtype))

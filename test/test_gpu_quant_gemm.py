@@ -216,7 +216,7 @@ def test_cuda_quant_gemm_ptx(fmt, load):
     gemv = [p for p in ptx.values() if "shfl.sync.bfly.b32" in p]
     assert len(gemm) == 1 and len(gemv) == 1, list(ptx)
     (p,) = gemm
-    assert ".maxntid 8, 8, 1" in p and p.count(".shared .align 4 .b8") == 2 and "[4096]" in p
+    assert ".maxntid 8, 8, 1" in p and p.count(".shared .align 16 .b8") == 2 and "[4096]" in p
     assert "shfl" not in p and p.count("bar.sync") == 2
     # the 8 x 8 register block per k: 64 FMAs between the two barriers (the stagers before them
     # multiply-add too: their inlined prologue and dequantization carry fastmath<contract>)

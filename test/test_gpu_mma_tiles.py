@@ -221,13 +221,15 @@ def _emulated(src: str, config: str):
 
 
 @needs_vulkan
-@pytest.mark.parametrize("config,block", [("", (64, 64)), ("tc_warps_m=4:tc_warps_n=1", (128, 32))],
-                         ids=["2x2-warps", "4x1-warps"])
+@pytest.mark.parametrize("config,block", [("", (64, 64)), ("tc_warps_m=4:tc_warps_n=1", (128, 32)),
+                                          ("tc_warps_n=1:tc_warp_m=16:tc_warp_n=64:tc_tile_k=16", (32, 64))],
+                         ids=["2x2-warps", "4x1-warps", "16x64-warp-tiles-k16"])
 def test_emulated_numerics_linear(routes, slow_calls, config, block):  # noqa: F811
     """The f16 kernel (matmul + bias + relu) with its ldmatrix / mma.sync emulated on lavapipe:
     every size through ONE executable against numpy's f32 product of the same f16 inputs;
     one launch of ``ceil(N / block_n) x ceil(M / block_m)`` workgroups (4 x 1 warps: a
-    128 x 32 block, a grid the SIMT tiles' 64 x 64 would not give)."""
+    128 x 32 block, a grid the SIMT tiles' 64 x 64 would not give; 2 x 1 warps of 16 x 64 with K
+    blocks of 16: one A fragment, four B pairs, one 16-deep step per block)."""
     exe = _emulated(LINEAR.format(t="f16"), config)
     rng = np.random.default_rng(21)
     for m, n, k in EMU_SIZES:

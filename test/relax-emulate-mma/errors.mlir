@@ -115,3 +115,16 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// ldmatrix reads 16 contiguous bytes per row address: a strided last dimension is refused.
+gpu.module @m {
+  gpu.func @strided(%sm: memref<16x16xf16, strided<[32, 2]>, #gpu.address_space<workgroup>>, %i: index, %o: memref<?xf16>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    // expected-error@+1 {{relax-emulate-mma: ldmatrix from a memref whose last dimension is not contiguous is not emulated}}
+    %a = nvgpu.ldmatrix %sm[%i, %i] {numTiles = 1 : i32, transpose = false} : memref<16x16xf16, strided<[32, 2]>, #gpu.address_space<workgroup>> -> vector<1x2xf16>
+    %x = vector.extract %a[0, 0] : f16 from vector<1x2xf16>
+    memref.store %x, %o[%i] : memref<?xf16>
+    gpu.return
+  }
+}

@@ -272,6 +272,10 @@ class _Kernel:
         if not isinstance(et, (ir.F16Type, ir.F32Type)) or (trans and bits != 16):
             raise Unsupported(op, f"relax-emulate-mma: ldmatrix of {et}{' transposed' if trans else ''} is not "
                                   "emulated (f16, transposed or not; f32 not transposed are)")
+        strides, _ = ir.MemRefType(src.type).get_strides_and_offset()
+        if strides and strides[-1] != 1:
+            raise Unsupported(op, "relax-emulate-mma: ldmatrix from a memref whose last dimension is not "
+                                  "contiguous is not emulated")
         f32t = ir.F32Type.get()
         row_elems = 128 // bits
         # lanes 8q + r (q < tiles) copy their row into tile q, row r: [(8q + r) * row_elems + e]

@@ -125,8 +125,9 @@ class _Stager:
     round ``r`` (a last partial round: the first threads store). :meth:`fetch` loads the
     chunks into registers: one vector load where the chunk is inside and ``fast_ok`` (the
     uniform layout check), zeros where it is wholly outside, else element by element
-    (indices clamped, zeros selected: any size, zero padded); :meth:`put` stores them into workgroup memory. Split so that the next
-    block's loads are in flight while the mma's run on the current one."""
+    (indices clamped, zeros selected: any size, zero padded); :meth:`put` stores them into
+    workgroup memory. Split so that the next block's loads are in flight while the mma's run
+    on the current one."""
 
     def __init__(self, src: ir.Value, lead: list, rows: int, cols: int, stride: int, nrows: ir.Value,
                  ncols: ir.Value, fast_ok: ir.Value, tid: ir.Value, t: MmaTiles):
@@ -175,9 +176,12 @@ class _Stager:
 
     def put(self, values: list[ir.Value], dst: ir.Value, base: ir.Value) -> None:
         for v, (_, _, at, guard) in zip(values, self.rounds):
-            st = lambda v=v, at=at: vector.StoreOp(v, dst, [arith.AddIOp(base, at).result],  # noqa: E731
-                                                   alignment=2 * self.t.vec)
-            when(guard, st) if guard is not None else st()
+            def st(v=v, at=at) -> None:
+                vector.StoreOp(v, dst, [arith.AddIOp(base, at).result], alignment=2 * self.t.vec)
+            if guard is None:
+                st()
+            else:
+                when(guard, st)
 
 
 def _words(frag: ir.Value, rows: range) -> list[ir.Value]:

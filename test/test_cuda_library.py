@@ -62,6 +62,16 @@ func.func @h32(%x: tensor<?x64xf16, #relax.shape<["n", 64]>>, %w: tensor<64x48xf
   %y = "relax.matmul"(%x, %w) {out_dtype = f32} : (tensor<?x64xf16, #relax.shape<["n", 64]>>, tensor<64x48xf16>) -> tensor<?x48xf32, #relax.shape<["n", 48]>>
   return %y : tensor<?x48xf32, #relax.shape<["n", 48]>>
 }
+func.func @bf16(%x: tensor<?x64xbf16, #relax.shape<["n", 64]>>, %w: tensor<64x48xbf16>) -> tensor<?x48xbf16, #relax.shape<["n", 48]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x64xbf16, #relax.shape<["n", 64]>>, tensor<64x48xbf16>) -> tensor<?x48xbf16, #relax.shape<["n", 48]>>
+  return %y : tensor<?x48xbf16, #relax.shape<["n", 48]>>
+}
+func.func @bf32(%x: tensor<?x64xbf16, #relax.shape<["n", 64]>>, %w: tensor<64x48xbf16>) -> tensor<?x48xf32, #relax.shape<["n", 48]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) {out_dtype = f32} : (tensor<?x64xbf16, #relax.shape<["n", 64]>>, tensor<64x48xbf16>) -> tensor<?x48xf32, #relax.shape<["n", 48]>>
+  return %y : tensor<?x48xf32, #relax.shape<["n", 48]>>
+}
 """
 
 #: a symbolic M large enough for the split (768 x 768: N*K*5 >= 2^21)
@@ -87,9 +97,10 @@ def _lower(src: str, options: str) -> str:
 def test_cublas_on_calls_the_shim_from_the_host_code():
     text = _lower(MATMULS, "cublas=on")
     called = sorted(set(re.findall(r"llvm.call @_mlir_ciface_(relax_cublas_matmul_\w+)\(", text)))
-    assert called == ["relax_cublas_matmul_22_f16", "relax_cublas_matmul_22_f16_f32", "relax_cublas_matmul_22_f32",
-                      "relax_cublas_matmul_32_f32", "relax_cublas_matmul_33_f32"]
-    # no kernel is left for any of the five matmuls: nothing is launched
+    assert called == ["relax_cublas_matmul_22_bf16", "relax_cublas_matmul_22_bf16_f32", "relax_cublas_matmul_22_f16",
+                      "relax_cublas_matmul_22_f16_f32", "relax_cublas_matmul_22_f32", "relax_cublas_matmul_32_f32",
+                      "relax_cublas_matmul_33_f32"]
+    # no kernel is left for any of the seven matmuls: nothing is launched
     assert "gpu.launch_func" not in text and "gpu.binary" not in text
 
 
@@ -98,7 +109,7 @@ def test_cublas_off_keeps_the_generated_kernels():
     assert "relax_cublas" not in text
     # each of the five matmuls a kernel with its routes (GEMM tiles, GEMV, small): 14 binaries
     binaries = re.findall(r"gpu.binary @(\w+)", text)
-    assert len(binaries) == 14 and len({b.split("_kernel")[0] for b in binaries}) == 5
+    assert len(binaries) == 20 and len({b.split("_kernel")[0] for b in binaries}) == 7
 
 
 def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatch, tmp_path):
@@ -202,6 +213,21 @@ for n in (1, 7, 70):
     ref = hx.astype(np.float32) @ hw.astype(np.float32)
     check(f"h16_{n}", exe["h16"](hx, hw), ref.astype(np.float16).astype(np.float64), 2e-2)
     check(f"h32_{n}", exe["h32"](hx, hw), ref.astype(np.float64), 1e-4)
+# bf16 (CUDA_R_16BF, f32 compute): small integers, so that the f32 sums are exact and the bf16
+# result is exactly numpy's sum rounded by ml_dtypes (to nearest even: sums above 256 round)
+import ml_dtypes
+bw = rng.integers(-8, 9, (64, 48)).astype(ml_dtypes.bfloat16)
+out["bf16_exact"] = {}
+for n in (1, 5, 37, 300):
+    bx = rng.integers(-8, 9, (n, 64)).astype(ml_dtypes.bfloat16)
+    ref = bx.astype(np.float64) @ bw.astype(np.float64)
+    got = exe["bf16"](bx, bw)
+    check(f"bf16_{n}", got, ref.astype(ml_dtypes.bfloat16).astype(np.float64), 0.0)
+    out["bf16_exact"][n] = [int((np.abs(ref) > 256).sum()), int((got.view(np.uint16) != ref.astype(ml_dtypes.bfloat16).view(np.uint16)).sum())]
+    check(f"bf32_{n}", exe["bf32"](bx, bw), ref, 0.0)
+    bx = rng.standard_normal((n, 64)).astype(ml_dtypes.bfloat16)
+    ref = bx.astype(np.float64) @ bw.astype(np.float64)
+    check(f"bf16r_{n}", exe["bf16"](bx, bw), ref.astype(ml_dtypes.bfloat16).astype(np.float64), 0.5)
 os.environ["RELAX_MLIR_CUDA_GRAPHS"] = "0"     # launched directly, not captured
 direct = count("fake_direct_launches")
 x = rng.standard_normal((9, 96), dtype=np.float32)
@@ -266,8 +292,11 @@ def test_fake_cublas_numerics_through_one_executable(library_run):
             "b32_2x3x5": [2, 3, 5], "b32_4x1x33": [4, 1, 33], "mm_direct": [9, 40],
             "split5": [5, 768], "split64": [64, 768]}
     want.update({f"h{o}_{n}": [n, 48] for o in (16, 32) for n in (1, 7, 70)})
+    want.update({f"{f}_{n}": [n, 48] for f in ("bf16", "bf32", "bf16r") for n in (1, 5, 37, 300)})
     assert {k: v[0] for k, v in errors.items()} == want
-    assert {k: v[1] for k, v in errors.items() if v[1] != "float32"} == {f"h16_{n}": "float16" for n in (1, 7, 70)}
+    halves = {f"h16_{n}": "float16" for n in (1, 7, 70)}
+    halves.update({f"{f}_{n}": "bfloat16" for f in ("bf16", "bf16r") for n in (1, 5, 37, 300)})
+    assert {k: v[1] for k, v in errors.items() if v[1] != "float32"} == halves
     bad = {k: v for k, v in errors.items() if not v[2] <= v[3]}
     assert bad == {}
 
@@ -299,7 +328,16 @@ def test_fake_cublas_in_graph_capture_and_replay(library_run):
     # allocate during the capture): 32 MiB on the fake sm_90 device
     assert library_run["workspace"] == 32 << 20
     totals = library_run["totals"]
-    assert totals["handles"] == 1 and totals["calls"] == 17 and totals["runs"] == 18   # + the replay
+    # the replays (mm37_replay, each bf16r call: the shapes of the bf16 call before it) run the
+    # captured product without calling cuBLAS again
+    assert totals["handles"] == 1 and totals["calls"] == 25 and totals["runs"] == 30
+
+
+def test_fake_cublas_bf16_rounds_to_nearest_even(library_run):
+    # [results above 256 (which bf16 must round), bits that differ from ml_dtypes' rounding]
+    exact = library_run["bf16_exact"]
+    # (seeded data: 8 of 48, 47 of 240, 351 of 1776, 2518 of 14400 results round)
+    assert exact == {"1": [8, 0], "5": [47, 0], "37": [351, 0], "300": [2518, 0]}
 
 
 def test_fake_cublas_split_by_rows(library_run):

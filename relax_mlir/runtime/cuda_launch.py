@@ -63,7 +63,9 @@ LIBRARY_ENTRY = "relax_cublas_matmul"
 #: the runtime library of those callees (relax_mlir/runtime/cuda/cublas.py) and the
 #: (input dtype, output dtype) pairs it computes (f32 accumulation)
 LIBRARY_NAME = "relax_cublas"
-LIBRARY_DTYPES = {("f32", "f32"), ("f16", "f16"), ("f16", "f32")}
+LIBRARY_DTYPES = {("f32", "f32"), ("f16", "f16"), ("f16", "f32"), ("bf16", "bf16"), ("bf16", "f32")}
+#: the shim's dtype digits (cublas_shim.c)
+LIBRARY_DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2}
 
 
 def library_callee(ranks: str, din: str, dout: str) -> str:
@@ -382,7 +384,7 @@ def library_code(callee: str) -> int:
     if parsed is None:
         raise RuntimeError(f"@{callee}: not a cuBLAS matmul of relax-cuda-dispatch-library")
     ra, rb, din, dout = parsed
-    return ra * 1000 + rb * 100 + (din == "f16") * 10 + (dout == "f16")
+    return ra * 1000 + rb * 100 + LIBRARY_DTYPE_CODES[din] * 10 + LIBRARY_DTYPE_CODES[dout]
 
 
 def _library_text(entries: list[tuple[str, int]]) -> str:

@@ -4,7 +4,8 @@
  * shadow of device memory, so that test/test_cuda_library.py checks numerics without a GPU.
  *
  * cublasGemmEx / cublasGemmStridedBatchedEx: column-major C = op(A) op(B) (alpha, beta),
- * f32 (CUDA_R_32F) or f16 (CUDA_R_16F) storage, f32 accumulation; the product is enqueued on
+ * f32 (CUDA_R_32F), f16 (CUDA_R_16F) or bf16 (CUDA_R_16BF: stored rounding to nearest even, as
+ * ml_dtypes) storage, f32 accumulation (f32 inputs also under 32F_FAST_TF32, exact here); the product is enqueued on
  * the handle's stream (fake_enqueue: run now, or recorded as a node of the stream's capture
  * and run each time its graph is launched). As a real cuBLAS, a stream under capture needs a
  * user workspace (cublasSetWorkspace after cublasSetStream, which resets it): otherwise
@@ -87,14 +88,31 @@ static uint16_t float_to_half(float v) {     /* round to nearest even */
     if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
     return (uint16_t)(s | r);
 }
+static float bf16_to_float(uint16_t h) {
+    uint32_t f = (uint32_t)h << 16;
+    float out;
+    memcpy(&out, &f, 4);
+    return out;
+}
+static uint16_t float_to_bf16(float v) {     /* round to nearest even; NaN stays a quiet NaN */
+    uint32_t f;
+    memcpy(&f, &v, 4);
+    if ((f & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((f >> 16) | 0x40);
+    return (uint16_t)((f + 0x7fffu + ((f >> 16) & 1)) >> 16);
+}
+#define R16F 2
+#define R16BF 14
+static int elem(int type) { return type == R16F || type == R16BF ? 2 : 4; }
 static float load(const char *p, int type, int64_t i) {
-    if (type == 2) { uint16_t h; memcpy(&h, p + 2 * i, 2); return half_to_float(h); }
+    if (type == R16F) { uint16_t h; memcpy(&h, p + 2 * i, 2); return half_to_float(h); }
+    if (type == R16BF) { uint16_t h; memcpy(&h, p + 2 * i, 2); return bf16_to_float(h); }
     float f;
     memcpy(&f, p + 4 * i, 4);
     return f;
 }
 static void store(char *p, int type, int64_t i, float v) {
-    if (type == 2) { uint16_t h = float_to_half(v); memcpy(p + 2 * i, &h, 2); }
+    if (type == R16F) { uint16_t h = float_to_half(v); memcpy(p + 2 * i, &h, 2); }
+    else if (type == R16BF) { uint16_t h = float_to_bf16(v); memcpy(p + 2 * i, &h, 2); }
     else memcpy(p + 4 * i, &v, 4);
 }
 
@@ -108,7 +126,7 @@ static void run(const int64_t *x) {
     memcpy(&alpha, &ab, 4);
     memcpy(&beta, &bb, 4);
     int64_t m = x[M], n = x[N], k = x[K];
-    int ea = x[ATYPE] == 2 ? 2 : 4, eb = x[BTYPE] == 2 ? 2 : 4, ec = x[CTYPE] == 2 ? 2 : 4;
+    int ea = elem((int)x[ATYPE]), eb = elem((int)x[BTYPE]), ec = elem((int)x[CTYPE]);
     for (int64_t t = 0; t < x[BATCH]; t++) {
         const char *a = fake_device_bytes((uint64_t)(x[A] + t * x[SA] * ea), 1);
         const char *b = fake_device_bytes((uint64_t)(x[B] + t * x[SB] * eb), 1);
@@ -141,14 +159,16 @@ int cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n, int k, con
     handle_t *x = h;
     (void)algo;
     if (compute != 68 && compute != 77) return 15;
-    if ((at != 0 && at != 2) || bt != at || (ct != 0 && ct != 2)) return 15;
+    if ((at != 0 && at != R16F && at != R16BF) || bt != at) return 15;
+    if (ct != 0 && ct != at) return 15;                 /* C in f32 or in the inputs' type */
+    if (compute == 77 && at != 0) return 15;            /* fast TF32: f32 inputs only */
     if (m < 0 || n < 0 || k < 0 || batch < 0 || ldc < (m > 1 ? m : 1)) return 7;
     if (lda < (ta ? (k > 1 ? k : 1) : (m > 1 ? m : 1)) || ldb < (tb ? (n > 1 ? n : 1) : (k > 1 ? k : 1))) return 7;
     if (fake_capturing(x->stream) && !x->workspace) return 15;
-    int e = at == 2 ? 2 : 4;
+    int e = elem(at);
     if (!in_device((int64_t)(uintptr_t)A_, ta ? k : m, ta ? m : k, lda, sa, batch, e)
         || !in_device((int64_t)(uintptr_t)B_, tb ? n : k, tb ? k : n, ldb, sb, batch, e)
-        || !in_device((int64_t)(uintptr_t)C_, m, n, ldc, sc, batch, ct == 2 ? 2 : 4))
+        || !in_device((int64_t)(uintptr_t)C_, m, n, ldc, sc, batch, elem(ct)))
         return 7;
     int64_t args[24] = {0};
     uint32_t bits;

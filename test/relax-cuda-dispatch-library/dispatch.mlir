@@ -86,3 +86,18 @@ func.func @kinds(%a: tensor<4x64x256xf32>, %b: tensor<4x256x128xf32>, %w: tensor
   %5 = "relax.matmul"(%i, %iw) : (tensor<64x256xi32>, tensor<256x128xi32>) -> tensor<64x128xi32>
   return %0, %1, %2, %3, %4, %5 : tensor<4x64x128xf32>, tensor<4x64x128xf32>, tensor<64x128xf16>, tensor<64x128xf32>, tensor<4x64x128xf32>, tensor<64x128xi32>
 }
+
+// -----
+
+// bf16 (bf16 or f32 out; f32 compute): cuBLAS's CUDA_R_16BF.
+// CHECK-LABEL: func.func @bf16
+// CHECK: callee = "relax_cublas_matmul_22_bf16"
+// CHECK: callee = "relax_cublas_matmul_22_bf16_f32"
+// CHECK: callee = "relax_cublas_matmul_33_bf16"
+func.func @bf16(%h: tensor<64x256xbf16>, %hw: tensor<256x128xbf16>, %a: tensor<4x64x256xbf16>, %b: tensor<4x256x128xbf16>)
+    -> (tensor<64x128xbf16>, tensor<64x128xf32>, tensor<4x64x128xbf16>) attributes {relax.function} {
+  %0 = "relax.matmul"(%h, %hw) : (tensor<64x256xbf16>, tensor<256x128xbf16>) -> tensor<64x128xbf16>
+  %1 = "relax.matmul"(%h, %hw) {out_dtype = f32} : (tensor<64x256xbf16>, tensor<256x128xbf16>) -> tensor<64x128xf32>
+  %2 = "relax.matmul"(%a, %b) : (tensor<4x64x256xbf16>, tensor<4x256x128xbf16>) -> tensor<4x64x128xbf16>
+  return %0, %1, %2 : tensor<64x128xbf16>, tensor<64x128xf32>, tensor<4x64x128xbf16>
+}

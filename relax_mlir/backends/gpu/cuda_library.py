@@ -1,7 +1,7 @@
 """relax-cuda-dispatch-library: the cuda target's matmuls that go to cuBLAS.
 
 The cuda side of the library dispatch (the cpu side is relax-dispatch-library). A
-``relax.matmul`` of f32 (f32 out) or f16 (f16 or f32 out, f32 accumulation) with ranks
+``relax.matmul`` of f32 (f32 out), f16 or bf16 (the same or f32 out, f32 accumulation) with ranks
 2 x 2, 3 x 3 (the same batch) or 3 x 2 becomes ``relax.call_dps_library`` of
 ``relax_cublas_matmul_<ra><rb>_<in>[_<out>]`` (the runtime library ``relax_cublas``:
 :mod:`relax_mlir.runtime.cuda.cublas`, a C entry point calling ``cublasGemmEx`` /

@@ -12,7 +12,8 @@
  * gets B as its first operand. A failure is recorded in `rt` as the launch path records
  * one (kind RELAX_KIND_LIBRARY, the cuBLAS status) and later calls do nothing.
  *
- * code = rank_a * 1000 + rank_b * 100 + in * 10 + out, dtypes 0 = f32, 1 = f16.
+ * code = rank_a * 1000 + rank_b * 100 + in * 10 + out, dtypes 0 = f32, 1 = f16, 2 = bf16
+ * (cuda_launch.LIBRARY_DTYPE_CODES); half inputs compute in f32 (CUBLAS_COMPUTE_32F).
  * Slot indices of `rt` come as -D flags from relax_mlir/runtime/cuda_launch.py's SLOTS.
  */
 #include <dlfcn.h>
@@ -38,6 +39,7 @@ static int compute_type = 68;   /* CUBLAS_COMPUTE_32F; 77: CUBLAS_COMPUTE_32F_FA
 
 #define CUDA_R_32F 0
 #define CUDA_R_16F 2
+#define CUDA_R_16BF 14
 #define OP_N 0
 #define OP_T 1
 #define GEMM_DEFAULT (-1)
@@ -101,8 +103,10 @@ void relax_cublas_matmul(int64_t *rt, int64_t code, const int64_t *a, const int6
     int rc = ra > rb ? ra : rb;
     int64_t m = a[3 + ra - 2], k = a[3 + ra - 1], n = b[3 + rb - 1];
     int64_t batch = ra == 3 ? a[3] : 1;
+    static const int cuda_type[3] = {CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF};
+    if (din > 2 || dout > 2) { fail(rt, BAD_LAYOUT); return; }
     int esz_in = din ? 2 : 4, esz_out = dout ? 2 : 4;
-    int tin = din ? CUDA_R_16F : CUDA_R_32F, tout = dout ? CUDA_R_16F : CUDA_R_32F;
+    int tin = cuda_type[din], tout = cuda_type[dout];
     const char *pa = (const char *)(intptr_t)a[1] + a[2] * esz_in;
     const char *pb = (const char *)(intptr_t)b[1] + b[2] * esz_in;
     char *pc = (char *)(intptr_t)c[1] + c[2] * esz_out;
@@ -123,6 +127,8 @@ void relax_cublas_matmul(int64_t *rt, int64_t code, const int64_t *a, const int6
         return;
     }
     float one = 1.0f, zero = 0.0f;
+    /* the fast TF32 mode is for f32 inputs only: half inputs always compute in f32 */
+    int compute = din ? 68 : compute_type;
     int r;
     pthread_mutex_lock(&lock);
     r = set_stream(handle, (void *)(intptr_t)rt[SLOT_STREAM]);
@@ -130,11 +136,11 @@ void relax_cublas_matmul(int64_t *rt, int64_t code, const int64_t *a, const int6
     /* column-major: C^T (n x m) = op(B)^T (n x k) op(A)^T (k x m) */
     if (r == 0 && batch == 1)
         r = gemm_ex(handle, tb ? OP_T : OP_N, ta ? OP_T : OP_N, (int)n, (int)m, (int)k, &one, pb, tin, (int)ldb,
-                    pa, tin, (int)lda, &zero, pc, tout, (int)ldc, compute_type, GEMM_DEFAULT);
+                    pa, tin, (int)lda, &zero, pc, tout, (int)ldc, compute, GEMM_DEFAULT);
     else if (r == 0) {
         long long sa = ra == 3 ? a[3 + 3] : 0, sb = rb == 3 ? b[3 + 3] : 0, sc = c[3 + 3];
         r = gemm_sb(handle, tb ? OP_T : OP_N, ta ? OP_T : OP_N, (int)n, (int)m, (int)k, &one, pb, tin, (int)ldb, sb,
-                    pa, tin, (int)lda, sa, &zero, pc, tout, (int)ldc, sc, (int)batch, compute_type, GEMM_DEFAULT);
+                    pa, tin, (int)lda, sa, &zero, pc, tout, (int)ldc, sc, (int)batch, compute, GEMM_DEFAULT);
     }
     pthread_mutex_unlock(&lock);
     if (r != 0) {

@@ -81,6 +81,16 @@ func.func @main(%x: tensor<?x768xf32, #relax.shape<["s", 768]>>, %w: tensor<768x
   %y = "relax.matmul"(%x, %w) : (tensor<?x768xf32, #relax.shape<["s", 768]>>, tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>>
   return %y : tensor<?x768xf32, #relax.shape<["s", 768]>>
 }
+func.func @h(%x: tensor<?x768xf16, #relax.shape<["s", 768]>>, %w: tensor<768x768xf16>) -> tensor<?x768xf16, #relax.shape<["s", 768]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x768xf16, #relax.shape<["s", 768]>>, tensor<768x768xf16>) -> tensor<?x768xf16, #relax.shape<["s", 768]>>
+  return %y : tensor<?x768xf16, #relax.shape<["s", 768]>>
+}
+func.func @bf(%x: tensor<?x768xbf16, #relax.shape<["s", 768]>>, %w: tensor<768x768xbf16>) -> tensor<?x768xbf16, #relax.shape<["s", 768]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x768xbf16, #relax.shape<["s", 768]>>, tensor<768x768xbf16>) -> tensor<?x768xbf16, #relax.shape<["s", 768]>>
+  return %y : tensor<?x768xbf16, #relax.shape<["s", 768]>>
+}
 """
 
 
@@ -119,12 +129,14 @@ def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatc
     # the dispatcher compares M with 4: the generated variant (GEMV and the other routes,
     # PTX kernels) or the library variant (the shim, no kernel of its own)
     assert re.search(r"llvm.icmp \"ule\" %\w+, %\w+ : i64", text)
-    assert "llvm.call @_mlir_ciface_relax_cublas_matmul_22_f32(" in text
+    called = sorted(set(re.findall(r"llvm.call @_mlir_ciface_(relax_cublas_matmul_\w+)\(", text)))
+    # f16 and bf16 write their half result from cuBLAS (the truncation folded into the call)
+    assert called == ["relax_cublas_matmul_22_bf16", "relax_cublas_matmul_22_f16", "relax_cublas_matmul_22_f32"]
     binaries = re.findall(r"gpu.binary @(\w+)", text)
     gen = [b for b in binaries if "__gen_kernel" in b]
-    # the generated variant's routes (GEMV, GEMM tiles, the small one), nothing for the library
-    # variant nor the dispatcher (no result copy)
-    assert len(gen) == 3 and len(binaries) == 3
+    # each generated variant's routes (GEMV, GEMM tiles, the small one), nothing for the library
+    # variants (no conversion kernel) nor the dispatchers (no result copy)
+    assert len(gen) == 9 and len(binaries) == 9
     ptx = text[text.index("gpu.binary @" + gen[0]):]
     assert "shfl.sync.bfly" in ptx       # the GEMV route is still there for M <= 4
 
@@ -243,11 +255,23 @@ ws = rng.standard_normal((768, 768), dtype=np.float32)
 out["split"] = {}
 for s in (1, 4, 5, 64):
     x = rng.standard_normal((s, 768), dtype=np.float32)
-    y = split(x, ws)
+    y = split["main"](x, ws)
     if s > 4:
         check(f"split{s}", y, x.astype(np.float64) @ ws, 1e-3)
     st = split.cuda_call_stats
     out["split"][s] = [st["launches"], st["library_calls"]]
+# f16 and bf16: the same split, cuBLAS writing the half result (no conversion kernel after it)
+out["split_half"] = {}
+for fn, dt, tol in (("h", np.float16, 2e-2), ("bf", ml_dtypes.bfloat16, 0.26)):
+    wh = (rng.standard_normal((768, 768)) * 0.05).astype(dt)
+    for s in (1, 4, 5, 64):
+        x = rng.standard_normal((s, 768)).astype(dt)
+        y = split[fn](x, wh)
+        if s > 4:
+            ref = x.astype(np.float64) @ wh.astype(np.float64)
+            check(f"split_{fn}{s}", y, ref.astype(dt).astype(np.float64), tol)
+        st = split.cuda_call_stats
+        out["split_half"][f"{fn}{s}"] = [st["launches"], st["library_calls"], str(y.dtype)]
 
 # no library: auto is off, the generated kernels run
 os.environ["RELAX_MLIR_CUBLAS_LIBRARY"] = "/nonexistent/libcublas.so.12"
@@ -290,11 +314,13 @@ def test_fake_cublas_numerics_through_one_executable(library_run):
             "mm37_replay": [37, 40],
             "bmm1x1x1x1": [1, 1, 1], "bmm3x7x5x9": [3, 7, 9], "bmm2x33x64x17": [2, 33, 17],
             "b32_2x3x5": [2, 3, 5], "b32_4x1x33": [4, 1, 33], "mm_direct": [9, 40],
-            "split5": [5, 768], "split64": [64, 768]}
+            "split5": [5, 768], "split64": [64, 768], "split_h5": [5, 768], "split_h64": [64, 768],
+            "split_bf5": [5, 768], "split_bf64": [64, 768]}
     want.update({f"h{o}_{n}": [n, 48] for o in (16, 32) for n in (1, 7, 70)})
     want.update({f"{f}_{n}": [n, 48] for f in ("bf16", "bf32", "bf16r") for n in (1, 5, 37, 300)})
     assert {k: v[0] for k, v in errors.items()} == want
     halves = {f"h16_{n}": "float16" for n in (1, 7, 70)}
+    halves.update({"split_h5": "float16", "split_h64": "float16", "split_bf5": "bfloat16", "split_bf64": "bfloat16"})
     halves.update({f"{f}_{n}": "bfloat16" for f in ("bf16", "bf16r") for n in (1, 5, 37, 300)})
     assert {k: v[1] for k, v in errors.items() if v[1] != "float32"} == halves
     bad = {k: v for k, v in errors.items() if not v[2] <= v[3]}
@@ -343,6 +369,9 @@ def test_fake_cublas_bf16_rounds_to_nearest_even(library_run):
 def test_fake_cublas_split_by_rows(library_run):
     # M <= 4: the generated kernel (the GEMV route), no library call; M > 4: cuBLAS alone
     assert library_run["split"] == {"1": [1, 0], "4": [1, 0], "5": [1, 1], "64": [1, 1]}
+    # f16 / bf16: the same, and above 4 rows cuBLAS alone (its half output: no conversion launch)
+    half = {f"{fn}{s}": [1, int(s > 4), dt] for fn, dt in (("h", "float16"), ("bf", "bfloat16")) for s in (1, 4, 5, 64)}
+    assert library_run["split_half"] == half
 
 
 def test_fake_cublas_absent_library_keeps_generated_kernels(library_run):
@@ -377,6 +406,20 @@ def test_cuda_cublas_numerics():
     ws = rng.standard_normal((768, 768), dtype=np.float32)
     for s in (1, 4, 5, 64):
         x = rng.standard_normal((s, 768), dtype=np.float32)
-        np.testing.assert_allclose(split(x, ws), x @ ws, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(split["main"](x, ws), x @ ws, rtol=1e-3, atol=1e-3)
         assert split.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+    import ml_dtypes
+    for fn, dt, tol in (("h", np.float16, 2e-2), ("bf", ml_dtypes.bfloat16, 0.26)):
+        wh = (rng.standard_normal((768, 768)) * 0.05).astype(dt)
+        for s in (1, 4, 5, 64):
+            x = rng.standard_normal((s, 768)).astype(dt)
+            ref = x.astype(np.float32) @ wh.astype(np.float32)
+            np.testing.assert_allclose(split[fn](x, wh).astype(np.float32), ref, rtol=tol, atol=tol)
+            assert split.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+    bw = rng.integers(-8, 9, (64, 48)).astype(ml_dtypes.bfloat16)
+    for n in (1, 5, 37, 300):
+        bx = rng.integers(-8, 9, (n, 64)).astype(ml_dtypes.bfloat16)
+        ref = (bx.astype(np.float64) @ bw.astype(np.float64))
+        np.testing.assert_array_equal(exe["bf16"](bx, bw).view(np.uint16), ref.astype(ml_dtypes.bfloat16).view(np.uint16))
+        np.testing.assert_array_equal(exe["bf32"](bx, bw), ref.astype(np.float32))
 

@@ -101,3 +101,21 @@ func.func @bf16(%h: tensor<64x256xbf16>, %hw: tensor<256x128xbf16>, %a: tensor<4
   %2 = "relax.matmul"(%a, %b) : (tensor<4x64x256xbf16>, tensor<4x256x128xbf16>) -> tensor<4x64x128xbf16>
   return %0, %1, %2 : tensor<64x128xbf16>, tensor<64x128xf32>, tensor<4x64x128xbf16>
 }
+
+// -----
+
+// A symbolic M of f16 and bf16 matmuls: split per call like f32; batched: generated.
+// CHECK-LABEL: func.func @rows_half
+// CHECK: "relax.matmul"(%arg0, %arg1) {relax.dispatch_split = {callee = "relax_cublas_matmul_22_f16", generated_m = {{\[\[}}1, 4]], library = "relax_cublas"}}
+// CHECK: "relax.matmul"(%arg2, %arg3) {out_dtype = f32, relax.dispatch_split = {callee = "relax_cublas_matmul_22_bf16_f32"
+// CHECK: "relax.matmul"(%arg4, %arg5) :
+func.func @rows_half(%x: tensor<?x768xf16, #relax.shape<["s", 768]>>, %w: tensor<768x768xf16>,
+                     %bx: tensor<?x768xbf16, #relax.shape<["s", 768]>>, %bw: tensor<768x768xbf16>,
+                     %a: tensor<2x?x768xf16, #relax.shape<[2, "s", 768]>>, %b: tensor<2x768x768xf16>)
+    -> (tensor<?x768xf16, #relax.shape<["s", 768]>>, tensor<?x768xf32, #relax.shape<["s", 768]>>, tensor<2x?x768xf16, #relax.shape<[2, "s", 768]>>)
+    attributes {relax.function} {
+  %0 = "relax.matmul"(%x, %w) : (tensor<?x768xf16, #relax.shape<["s", 768]>>, tensor<768x768xf16>) -> tensor<?x768xf16, #relax.shape<["s", 768]>>
+  %1 = "relax.matmul"(%bx, %bw) {out_dtype = f32} : (tensor<?x768xbf16, #relax.shape<["s", 768]>>, tensor<768x768xbf16>) -> tensor<?x768xf32, #relax.shape<["s", 768]>>
+  %2 = "relax.matmul"(%a, %b) : (tensor<2x?x768xf16, #relax.shape<[2, "s", 768]>>, tensor<2x768x768xf16>) -> tensor<2x?x768xf16, #relax.shape<[2, "s", 768]>>
+  return %0, %1, %2 : tensor<?x768xf16, #relax.shape<["s", 768]>>, tensor<?x768xf32, #relax.shape<["s", 768]>>, tensor<2x?x768xf16, #relax.shape<[2, "s", 768]>>
+}

@@ -16,11 +16,10 @@ measures the columns that should replace it, docs/gpu.md):
 * a static M: cuBLAS when M > ``gemv-rows`` (4: the decode GEMV stays generated) and the
   work batch*M*N*K is at least ``min-flops`` (2^21: below it one kernel launch of
   ours costs what cuBLAS's would and its heuristics buy nothing);
-* a symbolic M of a 2-D f32 matmul whose range (``relax.upper_bounds``) goes beyond
-  ``gemv-rows``: the per-call split (when N*K*(gemv-rows+1) reaches ``min-flops``, or N or
-  K is symbolic); an upper bound <= ``gemv-rows``: generated;
-* a symbolic M otherwise (batched, f16: the library variant is written for one 2-D element
-  type) stays generated code.
+* a symbolic M of a 2-D matmul (f32, f16, bf16) whose range (``relax.upper_bounds``) goes
+  beyond ``gemv-rows``: the per-call split (when N*K*(gemv-rows+1) reaches ``min-flops``, or N
+  or K is symbolic); an upper bound <= ``gemv-rows``: generated;
+* a symbolic M of a batched matmul stays generated code.
 
 Policy ``on`` sends every supported matmul to cuBLAS (no split, any M); ``off`` none. The
 cuda pipeline runs this pass only when a cuBLAS library was found (``cublas`` option /
@@ -86,7 +85,7 @@ def decide(op: ir.Operation, ranks: str, din: str, dout: str, bounds: dict[str, 
     upper = m.evaluate(bounds) if m.symbols <= set(bounds) else None
     if upper is not None and upper <= gemv_rows:
         return False
-    if ranks != "22" or din != "f32" or dout != "f32":
+    if ranks != "22":
         return False
     nk = n * k
     return "split" if (not nk.is_static or nk.value * (gemv_rows + 1) >= min_flops) else False

@@ -31,8 +31,9 @@ from typing import Optional
 from mlir import ir
 from mlir.dialects import arith, func, memref, scf
 
-from ...transforms.dispatch_split import OPAQUE, SPLIT_ATTR, library_variant, read_split
-from ...transforms.graph import top_ops
+from ...runtime.cuda_launch import LIBRARY_DTYPES, library_callee
+from ...transforms.dispatch_split import OPAQUE, SPLIT_ATTR, KernelSplit, _declare, library_variant, read_split
+from ...transforms.graph import defining_op, top_ops, users
 from ...transforms.registry import emit_error, register_pass
 
 KIND_ATTR = "relax.kernel_kind"
@@ -60,6 +61,111 @@ def _matmul_a(fn: ir.Operation) -> Optional[ir.BlockArgument]:
     return ir.BlockArgument(a)
 
 
+def _matmul_dtypes(fn: ir.Operation) -> tuple[str, str]:
+    """(input, accumulator) element types of the kernel's one ``linalg.matmul``."""
+    found = []
+
+    def visit(op):
+        if op.operation.name == "linalg.matmul":
+            found.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit)
+    a, _, c = list(found[0].operands)[:3]
+    return str(ir.MemRefType(a.type).element_type), str(ir.MemRefType(c.type).element_type)
+
+
+def _is_truncation(g: ir.Operation, src: ir.Value) -> Optional[ir.Value]:
+    """The output argument ``g`` writes when it is exactly ``out = truncf(src)`` elementwise
+    (identity maps), else None."""
+    if g.name != "linalg.generic" or len(g.operands) != 2 or len(g.results) or list(g.operands)[0] != src:
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
+    if maps != [ir.AffineMap.get_identity(2)] * 2:
+        return None
+    body = [o.operation for o in g.regions[0].blocks[0].operations]
+    arg = g.regions[0].blocks[0].arguments[0]
+    if (len(body) != 2 or body[0].name != "arith.truncf" or body[0].operands[0] != arg
+            or body[1].operands[0] != body[0].results[0]):
+        return None
+    out = list(g.operands)[1]
+    return out if isinstance(out, ir.BlockArgument) else None
+
+
+def _fold_truncation(lib: ir.Operation, callee: str, din: str) -> None:
+    """In the library variant ``lib``: a call of ``callee`` into a temporary (f32) that only a
+    truncation into an output argument reads becomes the call writing that output in its own
+    type (cuBLAS rounds: no f32 temporary, no conversion kernel)."""
+    calls = []
+
+    def visit(op):
+        if op.operation.name == "func.call" and ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value == callee:
+            calls.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    lib.walk(visit)
+    if len(calls) != 1:
+        return
+    call = calls[0]
+    dest = call.operands[2]
+    cast = defining_op(dest)
+    tmp = cast.operands[0] if cast is not None and cast.name == "memref.cast" else dest
+    alloc = defining_op(tmp)
+    if alloc is None or alloc.name != "memref.alloc":
+        return
+    rest = [u for u in users(tmp) if u != call and u != cast]
+    gens = [u for u in rest if u.name == "linalg.generic"]
+    if len(gens) != 1 or any(u.name not in ("linalg.generic", "memref.dealloc") for u in rest):
+        return
+    out = _is_truncation(gens[0], tmp)
+    dout = str(ir.MemRefType(out.type).element_type) if out is not None else ""
+    if out is None or (din, dout) not in LIBRARY_DTYPES:
+        return
+    name = library_callee("22", din, dout)
+    types = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * 2, ir.MemRefType(x.type).element_type)
+             for x in (call.operands[0], call.operands[1], out)]
+    if not _declare(lib.parent.regions[0].blocks[0], name, types):
+        return
+    ip = ir.InsertionPoint(gens[0])
+    with gens[0].location:
+        c = out if out.type == types[2] else memref.CastOp(types[2], out, ip=ip).result
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), [call.operands[0], call.operands[1], c], ip=ip)
+    deallocs = [u for u in rest if u.name == "memref.dealloc"]
+    gens[0].erase()
+    call.erase()
+    for u in deallocs:
+        u.erase()
+    if cast is not None and cast != alloc:
+        cast.erase()
+    sizes = list(alloc.operands)
+    alloc.erase()
+    for v in sizes:
+        d = defining_op(v)
+        if d is not None and d.name == "memref.dim" and not list(v.uses):
+            d.erase()
+    _drop_unused_declaration(lib.parent.regions[0].blocks[0], callee)
+
+
+def _drop_unused_declaration(module_block: ir.Block, callee: str) -> None:
+    decl, used = None, []
+    for o in module_block.operations:
+        o = o.operation
+        if o.name != "func.func":
+            continue
+        if ir.StringAttr(o.attributes["sym_name"]).value == callee and not o.regions[0].blocks:
+            decl = o
+            continue
+
+        def visit(op):
+            if op.operation.name == "func.call" and ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value == callee:
+                used.append(op)
+            return ir.WalkResult.ADVANCE
+
+        o.walk(visit)
+    if decl is not None and not used:
+        decl.erase()
+
+
 def split_kernel(fn: ir.Operation) -> bool:
     """Split the marked, bufferized kernel ``fn`` (see the module docstring); False (the mark
     dropped, ``fn`` unchanged otherwise) when the rewrite does not fit."""
@@ -75,9 +181,18 @@ def split_kernel(fn: ir.Operation) -> bool:
     lib.attributes["sym_name"] = ir.StringAttr.get(f"{name}__lib")
     lib.attributes["sym_visibility"] = ir.StringAttr.get("private")
     lib.attributes[KIND_ATTR] = ir.StringAttr.get(OPAQUE)
-    if not library_variant(lib, split):
+    # the callee for the matmul as bufferized (a half product accumulates into f32), then the
+    # truncation after it folded into the call
+    din, acc = _matmul_dtypes(fn)
+    if (din, acc) not in LIBRARY_DTYPES:
         lib.erase()
         return False
+    callee = library_callee("22", din, acc)
+    if not library_variant(lib, KernelSplit(callee, None, split.generated)):
+        lib.erase()
+        return False
+    if din != acc:
+        _fold_truncation(lib, callee, din)
     gen = fn.clone(ir.InsertionPoint(fn))
     gen.attributes["sym_name"] = ir.StringAttr.get(f"{name}__gen")
     gen.attributes["sym_visibility"] = ir.StringAttr.get("private")

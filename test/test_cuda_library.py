@@ -94,6 +94,23 @@ func.func @bf(%x: tensor<?x768xbf16, #relax.shape<["s", 768]>>, %w: tensor<768x7
 """
 
 
+def _qmm(name: str, dt: str, fmt: str, rb: int) -> str:
+    x, w, y = f'tensor<?x64x{dt}, #relax.shape<["s", 64]>>', f"tensor<48x{rb}xi8>", f'tensor<?x48x{dt}, #relax.shape<["s", 48]>>'
+    return f"""func.func @{name}(%x: {x}, %w: {w}) -> {y} attributes {{relax.function}} {{
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({x}, {w}) -> {y}
+  return %y : {y}
+}}
+"""
+
+
+#: relax.quantized_matmul with a symbolic M (K = 64, N = 48): f16 / bf16 weights with x of their
+#: type (cuBLAS reads the stored rows), f16 weights with f32 x and the block formats (decoded
+#: into a scratch buffer first)
+QUANT = (_qmm("qf16", "f16", "f16", 128) + _qmm("qbf16", "bf16", "bf16", 128) + _qmm("qh", "f32", "f16", 128)
+         + _qmm("q8", "f32", "q8_0", 68) + _qmm("q40", "f32", "q4_0", 36) + _qmm("q41", "f32", "q4_1", 40)
+         + _qmm("q40h", "f16", "q4_0", 36))
+
+
 def _lower(src: str, options: str) -> str:
     ctx = relax_mlir.make_context()
     m = parse_module(src, ctx)
@@ -176,6 +193,7 @@ def test_cublas_wheel_is_found_first(monkeypatch, tmp_path):
 
 FAKE_LIBRARY_RUN = r'''
 import ctypes, json, os, sys
+import ml_dtypes
 import numpy as np
 fake = ctypes.CDLL(sys.argv[1])
 os.environ["RELAX_MLIR_CUBLAS_LIBRARY"] = sys.argv[2]
@@ -187,7 +205,7 @@ fcb = ctypes.CDLL(sys.argv[2])     # the fake cuBLAS (the same library the shim 
 def count(name):
     return ctypes.c_long.in_dll(fcb if name.startswith("fake_cublas_") else fake, name).value
 
-MATMULS, SPLIT = sys.argv[3], sys.argv[4]
+MATMULS, SPLIT, QUANT = sys.argv[3], sys.argv[4], sys.argv[5]
 rng = np.random.default_rng(0)
 out = {"errors": {}, "stats": {}}
 exe = relax_mlir.compile(MATMULS, target="cuda", options={"cublas": "on"})
@@ -227,7 +245,6 @@ for n in (1, 7, 70):
     check(f"h32_{n}", exe["h32"](hx, hw), ref.astype(np.float64), 1e-4)
 # bf16 (CUDA_R_16BF, f32 compute): small integers, so that the f32 sums are exact and the bf16
 # result is exactly numpy's sum rounded by ml_dtypes (to nearest even: sums above 256 round)
-import ml_dtypes
 bw = rng.integers(-8, 9, (64, 48)).astype(ml_dtypes.bfloat16)
 out["bf16_exact"] = {}
 for n in (1, 5, 37, 300):
@@ -273,6 +290,34 @@ for fn, dt, tol in (("h", np.float16, 2e-2), ("bf", ml_dtypes.bfloat16, 0.26)):
         st = split.cuda_call_stats
         out["split_half"][f"{fn}{s}"] = [st["launches"], st["library_calls"], str(y.dtype)]
 
+# relax.quantized_matmul: M <= 64 the generated kernels, above: cuBLAS on the stored half rows
+# (numerics: the fake computes them) or on the scratch buffer the decoding kernel fills (not run
+# by the fake: the host path, the variant, the allocations)
+quant = relax_mlir.compile(QUANT, target="cuda", options={"cublas": "auto"})
+out["quant"] = {}
+for fn, dt in (("qf16", np.float16), ("qbf16", ml_dtypes.bfloat16)):
+    wq = (rng.standard_normal((48, 64)) * 0.1).astype(dt)
+    raw = wq.view(np.int8).reshape(48, 128)
+    for s in (1, 64, 65, 200, 65):
+        x = rng.standard_normal((s, 64)).astype(dt)
+        before = count("fake_allocs")
+        y = quant[fn](x, raw)
+        st = quant.cuda_call_stats
+        if s > 64:
+            ref = x.astype(np.float64) @ wq.astype(np.float64).T
+            check(f"{fn}_{s}", y, ref.astype(dt).astype(np.float64), 2e-2 if dt == np.float16 else 6e-2)
+        out["quant"].setdefault(fn, []).append([s, st["launches"], st["library_calls"], count("fake_allocs") - before,
+                                                 list((ctypes.c_long * 6).in_dll(fcb, "fake_cublas_dims"))])
+for fn, rb in (("qh", 128), ("q8", 68), ("q40", 36), ("q41", 40), ("q40h", 36)):
+    raw = rng.integers(-128, 128, (48, rb)).astype(np.int8)
+    for s in (1, 64, 65, 200, 65):
+        x = rng.standard_normal((s, 64)).astype(np.float16 if fn == "q40h" else np.float32)
+        before = count("fake_allocs")
+        quant[fn](x, raw)
+        st = quant.cuda_call_stats
+        out["quant"].setdefault(fn, []).append([s, st["launches"], st["library_calls"], count("fake_allocs") - before,
+                                                 list((ctypes.c_long * 6).in_dll(fcb, "fake_cublas_dims"))])
+
 # no library: auto is off, the generated kernels run
 os.environ["RELAX_MLIR_CUBLAS_LIBRARY"] = "/nonexistent/libcublas.so.12"
 plain = relax_mlir.compile(MATMULS, target="cuda")
@@ -305,7 +350,7 @@ def library_run(tmp_path_factory):
     from test_cuda import _build_fake
     _build_fake(d, soname="libcuda.so.1")
     lib = _build_fake_cublas(d)
-    return run_fake(d, FAKE_LIBRARY_RUN, lib, MATMULS, SPLIT)
+    return run_fake(d, FAKE_LIBRARY_RUN, lib, MATMULS, SPLIT, QUANT)
 
 
 def test_fake_cublas_numerics_through_one_executable(library_run):
@@ -316,11 +361,13 @@ def test_fake_cublas_numerics_through_one_executable(library_run):
             "b32_2x3x5": [2, 3, 5], "b32_4x1x33": [4, 1, 33], "mm_direct": [9, 40],
             "split5": [5, 768], "split64": [64, 768], "split_h5": [5, 768], "split_h64": [64, 768],
             "split_bf5": [5, 768], "split_bf64": [64, 768]}
+    want.update({f"{fn}_{s}": [s, 48] for fn in ("qf16", "qbf16") for s in (65, 200)})
     want.update({f"h{o}_{n}": [n, 48] for o in (16, 32) for n in (1, 7, 70)})
     want.update({f"{f}_{n}": [n, 48] for f in ("bf16", "bf32", "bf16r") for n in (1, 5, 37, 300)})
     assert {k: v[0] for k, v in errors.items()} == want
     halves = {f"h16_{n}": "float16" for n in (1, 7, 70)}
     halves.update({"split_h5": "float16", "split_h64": "float16", "split_bf5": "bfloat16", "split_bf64": "bfloat16"})
+    halves.update({f"q{f}_{s}": t for f, t in (("f16", "float16"), ("bf16", "bfloat16")) for s in (65, 200)})
     halves.update({f"{f}_{n}": "bfloat16" for f in ("bf16", "bf16r") for n in (1, 5, 37, 300)})
     assert {k: v[1] for k, v in errors.items() if v[1] != "float32"} == halves
     bad = {k: v for k, v in errors.items() if not v[2] <= v[3]}
@@ -372,6 +419,24 @@ def test_fake_cublas_split_by_rows(library_run):
     # f16 / bf16: the same, and above 4 rows cuBLAS alone (its half output: no conversion launch)
     half = {f"{fn}{s}": [1, int(s > 4), dt] for fn, dt in (("h", "float16"), ("bf", "bfloat16")) for s in (1, 4, 5, 64)}
     assert library_run["split_half"] == half
+
+
+def test_fake_cublas_quantized_matmul_by_rows(library_run):
+    # [M, launches, library calls, driver allocations, cuBLAS's (m, n, k, batch, transa, transb)
+    # when it was called]: M <= 64 the generated kernel; above, cuBLAS with the weight (N, K)
+    # transposed (its first operand: transa), after the decoding kernel where the weight is not
+    # stored in x's type (two launches). Allocations: the session's arena grows with the first
+    # calls (M = 1, then 64 and 200 for the f16 one, the first function called); the scratch
+    # buffer comes from it, so a call after warm-up allocates nothing.
+    got = {fn: [r[:4] + ([r[4]] if r[2] else []) for r in rows] for fn, rows in library_run["quant"].items()}
+
+    def rows(launches, allocs=(0, 0, 0)):
+        return [[1, 1, 0, allocs[0]], [64, 1, 0, allocs[1]], [65, launches, 1, 0, [48, 65, 64, 1, 1, 0]],
+                [200, launches, 1, allocs[2], [48, 200, 64, 1, 1, 0]], [65, launches, 1, 0, [48, 65, 64, 1, 1, 0]]]
+
+    want = {"qf16": rows(1, (1, 1, 1)), "qbf16": rows(1)}
+    want.update({fn: rows(2) for fn in ("qh", "q8", "q40", "q41", "q40h")})
+    assert got == want
 
 
 def test_fake_cublas_absent_library_keeps_generated_kernels(library_run):

@@ -68,22 +68,30 @@ LIBRARY_DTYPES = {("f32", "f32"), ("f16", "f16"), ("f16", "f32"), ("bf16", "bf16
 LIBRARY_DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2}
 
 
+#: the shapes of A and B the shim takes: ranks (B (K, N)), ``22t``: B given as its transpose
+#: (N, K) in the input type (C = A B^T), ``22w``: B^T as the raw rows of a stored half weight (an
+#: i8 (N, 2K) tensor of relax.quantized_matmul); the digit of each in the shim's code
+LIBRARY_RANKS = {"22": 0, "33": 0, "32": 0, "22t": 1, "22w": 2}
+
+
 def library_callee(ranks: str, din: str, dout: str) -> str:
-    """``relax_cublas_matmul_22_f32``, ``relax_cublas_matmul_33_f16_f32``, ..."""
+    """``relax_cublas_matmul_22_f32``, ``relax_cublas_matmul_33_f16_f32``,
+    ``relax_cublas_matmul_22t_f16``, ..."""
     return LIBRARY_PREFIX + ranks + "_" + din + ("" if din == dout else "_" + dout)
 
 
 def parse_library_callee(name: str):
-    """(rank of A, rank of B, input dtype, output dtype) of a :func:`library_callee`, else None."""
+    """(rank of A, rank of B, input dtype, output dtype, B's form: 0 (K, N), 1 (N, K), 2 (N, K) raw
+    bytes) of a :func:`library_callee`, else None."""
     if not name.startswith(LIBRARY_PREFIX):
         return None
     parts = name[len(LIBRARY_PREFIX):].split("_")
-    if len(parts) not in (2, 3) or parts[0] not in ("22", "33", "32"):
+    if len(parts) not in (2, 3) or parts[0] not in LIBRARY_RANKS:
         return None
     din, dout = parts[1], parts[-1]
     if (din, dout) not in LIBRARY_DTYPES:
         return None
-    return int(parts[0][0]), int(parts[0][1]), din, dout
+    return int(parts[0][0]), int(parts[0][1]), din, dout, LIBRARY_RANKS[parts[0]]
 #: driver entry points the path calls: runtime symbol -> driver function
 DRIVER_SYMBOLS = {"relax_cu_launch": "cuLaunchKernel", "relax_cu_copy": "cuMemcpyDtoDAsync_v2",
                   "relax_cu_get_function": "cuModuleGetFunction"}
@@ -383,8 +391,8 @@ def library_code(callee: str) -> int:
     parsed = parse_library_callee(callee)
     if parsed is None:
         raise RuntimeError(f"@{callee}: not a cuBLAS matmul of relax-cuda-dispatch-library")
-    ra, rb, din, dout = parsed
-    return ra * 1000 + rb * 100 + LIBRARY_DTYPE_CODES[din] * 10 + LIBRARY_DTYPE_CODES[dout]
+    ra, rb, din, dout, form = parsed
+    return form * 10000 + ra * 1000 + rb * 100 + LIBRARY_DTYPE_CODES[din] * 10 + LIBRARY_DTYPE_CODES[dout]
 
 
 def _library_text(entries: list[tuple[str, int]]) -> str:

@@ -29,12 +29,13 @@ from __future__ import annotations
 from typing import Optional
 
 from mlir import ir
-from mlir.dialects import arith, func, memref, scf
+from mlir.dialects import arith, func, linalg, memref, scf
 
 from ...runtime.cuda_launch import LIBRARY_DTYPES, library_callee
 from ...transforms.dispatch_split import OPAQUE, SPLIT_ATTR, KernelSplit, _declare, library_variant, read_split
 from ...transforms.graph import defining_op, top_ops, users
 from ...transforms.registry import emit_error, register_pass
+from . import quant_gemv
 
 KIND_ATTR = "relax.kernel_kind"
 
@@ -59,6 +60,17 @@ def _matmul_a(fn: ir.Operation) -> Optional[ir.BlockArgument]:
     if not ir.ShapedType.is_dynamic_size(ir.MemRefType(a.type).shape[0]):
         return None
     return ir.BlockArgument(a)
+
+
+def _quantized_x(fn: ir.Operation) -> Optional[ir.BlockArgument]:
+    """x of the kernel's quantized generic (quant_gemv's match) when it is a 2-D kernel argument."""
+    m = quant_gemv.match(fn)
+    if m is None or len(m.gen.opview.inputs) != 1:
+        return None
+    x = m.gen.opview.inputs[0]
+    if not (isinstance(x, ir.BlockArgument) and x.owner == fn.regions[0].blocks[0] and ir.MemRefType(x.type).rank == 2):
+        return None
+    return ir.BlockArgument(x)
 
 
 def _matmul_dtypes(fn: ir.Operation) -> tuple[str, str]:
@@ -92,7 +104,7 @@ def _is_truncation(g: ir.Operation, src: ir.Value) -> Optional[ir.Value]:
     return out if isinstance(out, ir.BlockArgument) else None
 
 
-def _fold_truncation(lib: ir.Operation, callee: str, din: str) -> None:
+def _fold_truncation(lib: ir.Operation, callee: str, din: str, form: str = "22") -> None:
     """In the library variant ``lib``: a call of ``callee`` into a temporary (f32) that only a
     truncation into an output argument reads becomes the call writing that output in its own
     type (cuBLAS rounds: no f32 temporary, no conversion kernel)."""
@@ -121,7 +133,7 @@ def _fold_truncation(lib: ir.Operation, callee: str, din: str) -> None:
     dout = str(ir.MemRefType(out.type).element_type) if out is not None else ""
     if out is None or (din, dout) not in LIBRARY_DTYPES:
         return
-    name = library_callee("22", din, dout)
+    name = library_callee(form, din, dout)
     types = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * 2, ir.MemRefType(x.type).element_type)
              for x in (call.operands[0], call.operands[1], out)]
     if not _declare(lib.parent.regions[0].blocks[0], name, types):
@@ -166,6 +178,120 @@ def _drop_unused_declaration(module_block: ir.Block, callee: str) -> None:
         decl.erase()
 
 
+def _lookup(pairs: list, v: ir.Value) -> Optional[ir.Value]:
+    return next((new for old, new in pairs if old == v), None)
+
+
+def _decode_weight(m, scratch: ir.Value, ip: ir.InsertionPoint) -> bool:
+    """Fill ``scratch`` (N, K) with the weight as the quantized generic ``m.gen`` decodes it: a
+    2-D parallel generic whose body is the slice of the generic's body computing the weight's
+    value at (n, k) (relax.quantized_matmul's legalization, ops/quant.py), its indices
+    ``linalg.index 1, 2`` now 0, 1, the value converted to scratch's type. False (nothing
+    built) when that value reads anything but the indices n, k and values from outside."""
+    body = m.gen.regions[0].blocks[0]
+    ops = [o.operation for o in body.operations]
+    acc = quant_gemv._producer(ops[-1].operands[0])
+    prods = [quant_gemv._producer(v) for v in acc.operands]
+    prod = next(p for p in prods if p is not None and p.name == "arith.mulf")
+    w_value = next(v for v in prod.operands if v != m.x_value)
+    # the backward slice of w_value inside the body, in program order
+    need = [w_value]
+    slice_ = []
+    for o in reversed(ops):
+        if any(r == v for r in o.results for v in need):
+            if o.name == "linalg.index" and ir.IntegerAttr(o.attributes["dim"]).value not in (1, 2):
+                return False
+            if any(isinstance(v, ir.BlockArgument) and v.owner == body for v in o.operands):
+                return False
+            slice_.append(o)
+            need.extend(o.operands)
+    slice_.reverse()
+    et = ir.MemRefType(scratch.type).element_type
+    ident = ir.AffineMap.get_identity(2)
+    par = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+    with m.gen.location:
+        g = linalg.GenericOp([], [], [scratch], ir.ArrayAttr.get([ir.AffineMapAttr.get(ident)]),
+                             ir.ArrayAttr.get([par, par]), ip=ip)
+        blk = g.regions[0].blocks.append(et)
+        pairs = []
+        with ir.InsertionPoint(blk):
+            for o in slice_:
+                if o.name == "linalg.index":
+                    new = linalg.IndexOp(ir.IntegerAttr(o.attributes["dim"]).value - 1).operation
+                else:
+                    new = o.clone()
+                    for i, v in enumerate(list(new.operands)):
+                        r = _lookup(pairs, v)
+                        if r is not None:
+                            new.operands[i] = r
+                pairs.extend(zip(o.results, new.results))
+            v = _lookup(pairs, w_value)
+            if v.type != et:
+                v = arith.TruncFOp(et, v).result
+            linalg.YieldOp([v])
+    return True
+
+
+def _quantized_variant(lib: ir.Operation) -> bool:
+    """Rewrite the bufferized quantized-matmul kernel ``lib`` (a library variant, see the module
+    docstring): its zero fill and quantized generic become the weight's decoding into a scratch
+    buffer of x's type (none when the weight is stored in x's type: f16 / bf16 rows read as they
+    are) and the cuBLAS call ``C = x W^T``; a truncation to x's type after it folds into the
+    call, any other epilogue stays generated. False, ``lib`` unchanged, when it does not fit
+    (a prologue on x, no zero fill, x not a 2-D kernel argument, another format)."""
+    m = quant_gemv.match(lib)
+    if m is None or m.fill is None or m.fmt not in quant_gemv.FORMATS:
+        return False
+    block = lib.regions[0].blocks[0]
+    g = m.gen.opview
+    body = m.gen.regions[0].blocks[0]
+    if len(g.inputs) != 1:
+        return False
+    x = g.inputs[0]
+    if not (isinstance(x, ir.BlockArgument) and x.owner == block and ir.MemRefType(x.type).rank == 2):
+        return False
+    xv, xarg = m.x_value, body.arguments[0]
+    if xv != xarg:
+        p = quant_gemv._producer(xv)
+        if p is None or p.name != "arith.extf" or p.operands[0] != xarg:
+            return False
+    fill_value = quant_gemv._producer(m.fill.operands[0])
+    if fill_value is None or fill_value.name != "arith.constant" or ir.FloatAttr(fill_value.attributes["value"]).value != 0.0:
+        return False
+    dx = str(ir.MemRefType(x.type).element_type)
+    c = g.outputs[0]
+    n_rows, k = ir.MemRefType(m.w.type).shape[0], ir.MemRefType(x.type).shape[1]
+    ip = ir.InsertionPoint(m.gen)
+    scratch = None
+    if m.fmt == dx:
+        form, weight = "22w", m.w
+    else:
+        form = "22t"
+        with m.gen.location:
+            scratch = memref.AllocOp(ir.MemRefType.get([n_rows, k], ir.MemRefType(x.type).element_type), [], [],
+                                     ip=ip).result
+        if not _decode_weight(m, scratch, ip):
+            scratch.owner.erase()
+            return False
+        weight = scratch
+    name = library_callee(form, dx, "f32")
+    operands = [x, weight, c]
+    dyn = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * 2, ir.MemRefType(v.type).element_type)
+           for v in operands]
+    if not _declare(lib.parent.regions[0].blocks[0], name, dyn):
+        return False
+    with m.gen.location:
+        args = [v if v.type == t else memref.CastOp(t, v, ip=ip).result for v, t in zip(operands, dyn)]
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), args, ip=ip)
+        if scratch is not None:
+            memref.DeallocOp(scratch, ip=ip)
+    m.gen.erase()
+    m.fill.erase()
+    if dx != "f32":
+        _fold_truncation(lib, name, dx, form)
+    return True
+
+
 def split_kernel(fn: ir.Operation) -> bool:
     """Split the marked, bufferized kernel ``fn`` (see the module docstring); False (the mark
     dropped, ``fn`` unchanged otherwise) when the rewrite does not fit."""
@@ -173,7 +299,8 @@ def split_kernel(fn: ir.Operation) -> bool:
     del fn.attributes[SPLIT_ATTR]
     split = read_split(mark)
     fty = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-    a = _matmul_a(fn)
+    quantized = quant_gemv._kernel_op(fn) == "quantized_matmul"
+    a = _quantized_x(fn) if quantized else _matmul_a(fn)
     if a is None or len(fty.results) or len(split.generated) != 1 or split.generated[0][0] > 1:
         return False
     name = ir.StringAttr(fn.attributes["sym_name"]).value
@@ -181,18 +308,23 @@ def split_kernel(fn: ir.Operation) -> bool:
     lib.attributes["sym_name"] = ir.StringAttr.get(f"{name}__lib")
     lib.attributes["sym_visibility"] = ir.StringAttr.get("private")
     lib.attributes[KIND_ATTR] = ir.StringAttr.get(OPAQUE)
-    # the callee for the matmul as bufferized (a half product accumulates into f32), then the
-    # truncation after it folded into the call
-    din, acc = _matmul_dtypes(fn)
-    if (din, acc) not in LIBRARY_DTYPES:
-        lib.erase()
-        return False
-    callee = library_callee("22", din, acc)
-    if not library_variant(lib, KernelSplit(callee, None, split.generated)):
-        lib.erase()
-        return False
-    if din != acc:
-        _fold_truncation(lib, callee, din)
+    if quantized:
+        if not _quantized_variant(lib):
+            lib.erase()
+            return False
+    else:
+        # the callee for the matmul as bufferized (a half product accumulates into f32), then
+        # the truncation after it folded into the call
+        din, acc = _matmul_dtypes(fn)
+        if (din, acc) not in LIBRARY_DTYPES:
+            lib.erase()
+            return False
+        callee = library_callee("22", din, acc)
+        if not library_variant(lib, KernelSplit(callee, None, split.generated)):
+            lib.erase()
+            return False
+        if din != acc:
+            _fold_truncation(lib, callee, din)
     gen = fn.clone(ir.InsertionPoint(fn))
     gen.attributes["sym_name"] = ir.StringAttr.get(f"{name}__gen")
     gen.attributes["sym_visibility"] = ir.StringAttr.get("private")

@@ -12,8 +12,11 @@
  * gets B as its first operand. A failure is recorded in `rt` as the launch path records
  * one (kind RELAX_KIND_LIBRARY, the cuBLAS status) and later calls do nothing.
  *
- * code = rank_a * 1000 + rank_b * 100 + in * 10 + out, dtypes 0 = f32, 1 = f16, 2 = bf16
- * (cuda_launch.LIBRARY_DTYPE_CODES); half inputs compute in f32 (CUBLAS_COMPUTE_32F).
+ * code = form * 10000 + rank_a * 1000 + rank_b * 100 + in * 10 + out, dtypes 0 = f32, 1 = f16,
+ * 2 = bf16 (cuda_launch.LIBRARY_DTYPE_CODES); half inputs compute in f32 (CUBLAS_COMPUTE_32F).
+ * form (cuda_launch.LIBRARY_RANKS): 0 B is (K, N); 1 B is given transposed, (N, K) (C = A B^T,
+ * relax.quantized_matmul's weight dequantized into a scratch buffer); 2 B is (N, K) as raw
+ * bytes, an i8 (N, 2K) descriptor of a stored f16 / bf16 weight read in the input type. 2-D only.
  * Slot indices of `rt` come as -D flags from relax_mlir/runtime/cuda_launch.py's SLOTS.
  */
 #include <dlfcn.h>
@@ -99,23 +102,41 @@ static int layout(const int64_t *d, int r, int64_t *ld, int *trans) {
 void relax_cublas_matmul(int64_t *rt, int64_t code, const int64_t *a, const int64_t *b, const int64_t *c) {
     if (rt[SLOT_ERROR]) return;
     if (!handle) { fail(rt, NOT_LOADED); return; }
-    int ra = (int)(code / 1000), rb = (int)(code / 100 % 10), din = (int)(code / 10 % 10), dout = (int)(code % 10);
+    int form = (int)(code / 10000), ra = (int)(code / 1000 % 10), rb = (int)(code / 100 % 10);
+    int din = (int)(code / 10 % 10), dout = (int)(code % 10);
     int rc = ra > rb ? ra : rb;
-    int64_t m = a[3 + ra - 2], k = a[3 + ra - 1], n = b[3 + rb - 1];
+    int64_t m = a[3 + ra - 2], k = a[3 + ra - 1], n = form ? b[3 + rb - 2] : b[3 + rb - 1];
     int64_t batch = ra == 3 ? a[3] : 1;
     static const int cuda_type[3] = {CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF};
     if (din > 2 || dout > 2) { fail(rt, BAD_LAYOUT); return; }
     int esz_in = din ? 2 : 4, esz_out = dout ? 2 : 4;
     int tin = cuda_type[din], tout = cuda_type[dout];
     const char *pa = (const char *)(intptr_t)a[1] + a[2] * esz_in;
-    const char *pb = (const char *)(intptr_t)b[1] + b[2] * esz_in;
+    const char *pb = (const char *)(intptr_t)b[1] + b[2] * (form == 2 ? 1 : esz_in);
     char *pc = (char *)(intptr_t)c[1] + c[2] * esz_out;
     int64_t lda, ldb, ldc;
     int ta, tb, tc;
-    if (!layout(a, ra, &lda, &ta) || !layout(b, rb, &ldb, &tb) || !layout(c, rc, &ldc, &tc) || tc) {
+    if (form && (ra != 2 || rb != 2)) { fail(rt, BAD_LAYOUT); return; }
+    if (form == 2) {
+        /* raw rows: (N, K * esz) bytes, unit-stride, whole elements, element-aligned */
+        int64_t rowbytes = b[3 + 1], s0 = b[3 + 2], s1 = b[3 + 3];
+        if (!din || rowbytes != k * esz_in || (s1 != 1 && rowbytes > 1) || s0 % esz_in || s0 < rowbytes
+            || ((intptr_t)pb) % esz_in) {
+            fail(rt, BAD_LAYOUT);
+            return;
+        }
+        ldb = s0 / esz_in > 1 ? s0 / esz_in : 1;
+        tb = 0;
+    } else if (!layout(b, rb, &ldb, &tb)) {
         fail(rt, BAD_LAYOUT);
         return;
     }
+    if (!layout(a, ra, &lda, &ta) || !layout(c, rc, &ldc, &tc) || tc) {
+        fail(rt, BAD_LAYOUT);
+        return;
+    }
+    /* B (N, K) row-major is column-major (K, N): cuBLAS transposes it back */
+    if (form) tb = !tb;
     if (m == 0 || n == 0 || batch == 0) return;
     /* 3-D x 2-D with A's and C's rows evenly spaced across the batch: one GEMM of batch*M rows */
     if (ra == 3 && rb == 2 && !ta && a[3 + 3] == m * lda && c[3 + 3] == m * ldc) {

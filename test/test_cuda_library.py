@@ -27,6 +27,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import relax_mlir  # noqa: E402
+from mlir import ir  # noqa: E402
 from relax_mlir.dialects.source import parse_module  # noqa: E402
 from relax_mlir.runtime.cuda import cublas  # noqa: E402
 
@@ -156,6 +157,63 @@ def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatc
     assert len(gen) == 9 and len(binaries) == 9
     ptx = text[text.index("gpu.binary @" + gen[0]):]
     assert "shfl.sync.bfly" in ptx       # the GEMV route is still there for M <= 4
+
+
+def _decoder(fmt: str, dt: str, rb: int) -> str:
+    """The decoding kernel of the quantized library variant as a function @decode(x, w, C, out)
+    of its own (text): the variant's scratch buffer made the argument ``out``, the cuBLAS call
+    removed."""
+    from relax_mlir.pipelines import cuda as cuda_pipeline
+    from relax_mlir.pipelines.gpu import bufferize_stage
+    ctx = relax_mlir.make_context()
+    m = parse_module(_qmm("q", dt, fmt, rb), ctx)
+    st = dict(cuda_pipeline.stages(cublas="on"))
+    with ctx:
+        relax_mlir.run_pipeline(m, "builtin.module(" + ",".join(st["graph"] + st["host"] + bufferize_stage()
+                                                                + ["relax-cuda-split-library"]) + ")")
+        lib = next(o.operation for o in m.body.operations if o.operation.name == "func.func"
+                   and ir.StringAttr(o.operation.attributes["sym_name"]).value.endswith("__lib"))
+        block = lib.regions[0].blocks[0]
+        ops = [o.operation for o in block.operations]
+        assert [o.name for o in ops if o.name not in ("arith.constant", "memref.cast")] == \
+            ["memref.alloc", "linalg.generic", "func.call", "memref.dealloc", "func.return"]
+        alloc = next(o for o in ops if o.name == "memref.alloc")
+        for o in reversed(ops):
+            if o.name in ("func.call", "memref.cast", "memref.dealloc"):
+                o.erase()
+        out = block.add_argument(alloc.results[0].type, ir.Location.unknown())
+        alloc.results[0].replace_all_uses_with(out)
+        alloc.erase()
+        lib.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([a.type for a in block.arguments], []))
+        lib.attributes["sym_name"] = ir.StringAttr.get("decode")
+        return str(lib)
+
+
+@pytest.mark.parametrize("fmt,dt", [("q8_0", "f32"), ("q4_0", "f32"), ("q4_1", "f32"), ("f16", "f32"),
+                                    ("bf16", "f32"), ("q4_0", "f16"), ("q8_0", "f16"), ("f16", "bf16")])
+def test_quantized_decoding_kernel_numerics(fmt, dt):
+    """The library variant's decoding kernel (the quantized generic's decoder, cloned into a 2-D
+    parallel generic) run on the cpu (upstream lowering, the ExecutionEngine) against gguf's
+    numpy dequantizer: x's type f32 exactly, f16 / bf16 rounded once."""
+    import gguf
+    import ml_dtypes
+    from kernel_harness import _arg, compile_kernel
+    from relax_mlir.ops.quant import row_bytes
+    qtype = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
+             "q4_1": gguf.GGMLQuantizationType.Q4_1, "f16": gguf.GGMLQuantizationType.F16,
+             "bf16": gguf.GGMLQuantizationType.BF16}[fmt]
+    rb = row_bytes(fmt, 64)
+    rng = np.random.default_rng(3)
+    raw = gguf.quants.quantize(rng.standard_normal((48, 64)).astype(np.float32), qtype).view(np.int8).reshape(48, rb)
+    want = gguf.quants.dequantize(raw.view(np.uint8), qtype).astype(np.float32).reshape(48, 64)
+    npdt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dt]
+    with ir.Context():
+        eng, name = compile_kernel(ir.Operation.parse(_decoder(fmt, dt, rb)))
+    x, c = np.zeros((1, 64), npdt), np.zeros((1, 48), np.float32 if dt == "f32" else npdt)
+    out = np.full((48, 64), np.nan, npdt)
+    eng.invoke(name, _arg(x), _arg(raw), _arg(c), _arg(out))
+    got = out.astype(np.float32)
+    np.testing.assert_array_equal(got, want.astype(npdt).astype(np.float32))
 
 
 def test_cublas_policy_resolution(monkeypatch, tmp_path):

@@ -119,3 +119,32 @@ func.func @rows_half(%x: tensor<?x768xf16, #relax.shape<["s", 768]>>, %w: tensor
   %2 = "relax.matmul"(%a, %b) : (tensor<2x?x768xf16, #relax.shape<[2, "s", 768]>>, tensor<2x768x768xf16>) -> tensor<2x?x768xf16, #relax.shape<[2, "s", 768]>>
   return %0, %1, %2 : tensor<?x768xf16, #relax.shape<["s", 768]>>, tensor<?x768xf32, #relax.shape<["s", 768]>>, tensor<2x?x768xf16, #relax.shape<[2, "s", 768]>>
 }
+
+// -----
+
+// relax.quantized_matmul: M beyond quant-rows (64) splits per call (the weight decoded, or read as
+// stored when it is in x's type: 22w); bounded by 64, a K-quant format or q8 activations: generated.
+// CHECK-LABEL: func.func @quant
+// CHECK: "relax.quantized_matmul"(%arg0, %arg1) {format = "q8_0", relax.dispatch_split = {callee = "relax_cublas_matmul_22t_f32", generated_m = {{\[\[}}1, 64]], library = "relax_cublas"}}
+// CHECK: "relax.quantized_matmul"(%arg2, %arg3) {format = "f16", relax.dispatch_split = {callee = "relax_cublas_matmul_22w_f16", generated_m = {{\[\[}}1, 64]]
+// CHECK: "relax.quantized_matmul"(%arg4, %arg1) {format = "q8_0"} :
+// CHECK: "relax.quantized_matmul"(%arg0, %arg5) {format = "q4_k"} :
+// CHECK: "relax.quantized_matmul"(%arg0, %arg1) {activations = "q8", format = "q8_0"} :
+// ON-LABEL: func.func @quant
+// ON: "relax.quantized_matmul"(%arg0, %arg1) {format = "q8_0", relax.dispatch_split = {callee = "relax_cublas_matmul_22t_f32", generated_m = {{\[\[}}1, 0]]
+// ON: "relax.quantized_matmul"(%arg2, %arg3) {format = "f16", relax.dispatch_split = {callee = "relax_cublas_matmul_22w_f16", generated_m = {{\[\[}}1, 0]]
+// ON: "relax.quantized_matmul"(%arg4, %arg1) {format = "q8_0", relax.dispatch_split = {callee = "relax_cublas_matmul_22t_f32", generated_m = {{\[\[}}1, 0]]
+// OFF-LABEL: func.func @quant
+// OFF-NOT: relax.dispatch_split
+func.func @quant(%x: tensor<?x256xf32, #relax.shape<["s", 256]>>, %w: tensor<64x272xi8>,
+                 %h: tensor<?x256xf16, #relax.shape<["s", 256]>>, %hw: tensor<64x512xi8>,
+                 %x4: tensor<64x256xf32>, %kw: tensor<64x144xi8>)
+    -> (tensor<?x64xf32, #relax.shape<["s", 64]>>, tensor<?x64xf16, #relax.shape<["s", 64]>>, tensor<64x64xf32>,
+        tensor<?x64xf32, #relax.shape<["s", 64]>>, tensor<?x64xf32, #relax.shape<["s", 64]>>) attributes {relax.function} {
+  %0 = "relax.quantized_matmul"(%x, %w) {format = "q8_0"} : (tensor<?x256xf32, #relax.shape<["s", 256]>>, tensor<64x272xi8>) -> tensor<?x64xf32, #relax.shape<["s", 64]>>
+  %1 = "relax.quantized_matmul"(%h, %hw) {format = "f16"} : (tensor<?x256xf16, #relax.shape<["s", 256]>>, tensor<64x512xi8>) -> tensor<?x64xf16, #relax.shape<["s", 64]>>
+  %2 = "relax.quantized_matmul"(%x4, %w) {format = "q8_0"} : (tensor<64x256xf32>, tensor<64x272xi8>) -> tensor<64x64xf32>
+  %3 = "relax.quantized_matmul"(%x, %kw) {format = "q4_k"} : (tensor<?x256xf32, #relax.shape<["s", 256]>>, tensor<64x144xi8>) -> tensor<?x64xf32, #relax.shape<["s", 64]>>
+  %4 = "relax.quantized_matmul"(%x, %w) {format = "q8_0", activations = "q8"} : (tensor<?x256xf32, #relax.shape<["s", 256]>>, tensor<64x272xi8>) -> tensor<?x64xf32, #relax.shape<["s", 64]>>
+  return %0, %1, %2, %3, %4 : tensor<?x64xf32, #relax.shape<["s", 64]>>, tensor<?x64xf16, #relax.shape<["s", 64]>>, tensor<64x64xf32>, tensor<?x64xf32, #relax.shape<["s", 64]>>, tensor<?x64xf32, #relax.shape<["s", 64]>>
+}

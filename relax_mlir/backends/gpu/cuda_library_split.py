@@ -138,8 +138,8 @@ def _fold_truncation(lib: ir.Operation, callee: str, din: str, form: str = "22")
              for x in (call.operands[0], call.operands[1], out)]
     if not _declare(lib.parent.regions[0].blocks[0], name, types):
         return
-    ip = ir.InsertionPoint(gens[0])
-    with gens[0].location:
+    ip = ir.InsertionPoint(call)      # where the product was made (before a scratch buffer's dealloc)
+    with call.location:
         c = out if out.type == types[2] else memref.CastOp(types[2], out, ip=ip).result
         func.CallOp([], ir.FlatSymbolRefAttr.get(name), [call.operands[0], call.operands[1], c], ip=ip)
     deallocs = [u for u in rest if u.name == "memref.dealloc"]

@@ -107,7 +107,15 @@ def _qmm(name: str, dt: str, fmt: str, rb: int) -> str:
 #: relax.quantized_matmul with a symbolic M (K = 64, N = 48): f16 / bf16 weights with x of their
 #: type (cuBLAS reads the stored rows), f16 weights with f32 x and the block formats (decoded
 #: into a scratch buffer first)
-QUANT = (_qmm("qf16", "f16", "f16", 128) + _qmm("qbf16", "bf16", "bf16", 128) + _qmm("qh", "f32", "f16", 128)
+#: with a fused residual add (the LLM's o and down projections): the epilogue stays generated
+QUANT_ADD = """func.func @qadd(%x: tensor<?x64xf32, #relax.shape<["s", 64]>>, %w: tensor<48x68xi8>,
+    %r: tensor<?x48xf32, #relax.shape<["s", 48]>>) -> tensor<?x48xf32, #relax.shape<["s", 48]>> attributes {relax.function} {
+  %y = "relax.quantized_matmul"(%x, %w) {format = "q8_0"} : (tensor<?x64xf32, #relax.shape<["s", 64]>>, tensor<48x68xi8>) -> tensor<?x48xf32, #relax.shape<["s", 48]>>
+  %z = "relax.add"(%y, %r) : (tensor<?x48xf32, #relax.shape<["s", 48]>>, tensor<?x48xf32, #relax.shape<["s", 48]>>) -> tensor<?x48xf32, #relax.shape<["s", 48]>>
+  return %z : tensor<?x48xf32, #relax.shape<["s", 48]>>
+}
+"""
+QUANT = QUANT_ADD + (_qmm("qf16", "f16", "f16", 128) + _qmm("qbf16", "bf16", "bf16", 128) + _qmm("qh", "f32", "f16", 128)
          + _qmm("q8", "f32", "q8_0", 68) + _qmm("q40", "f32", "q4_0", 36) + _qmm("q41", "f32", "q4_1", 40)
          + _qmm("q40h", "f16", "q4_0", 36))
 
@@ -375,6 +383,11 @@ for fn, rb in (("qh", 128), ("q8", 68), ("q40", 36), ("q41", 40), ("q40h", 36)):
         st = quant.cuda_call_stats
         out["quant"].setdefault(fn, []).append([s, st["launches"], st["library_calls"], count("fake_allocs") - before,
                                                  list((ctypes.c_long * 6).in_dll(fcb, "fake_cublas_dims"))])
+raw = rng.integers(-128, 128, (48, 68)).astype(np.int8)
+for s in (64, 65):
+    quant["qadd"](rng.standard_normal((s, 64)).astype(np.float32), raw, np.zeros((s, 48), np.float32))
+    st = quant.cuda_call_stats
+    out["quant"].setdefault("qadd", []).append([s, st["launches"], st["library_calls"]])
 
 # no library: auto is off, the generated kernels run
 os.environ["RELAX_MLIR_CUBLAS_LIBRARY"] = "/nonexistent/libcublas.so.12"
@@ -486,7 +499,11 @@ def test_fake_cublas_quantized_matmul_by_rows(library_run):
     # stored in x's type (two launches). Allocations: the session's arena grows with the first
     # calls (M = 1, then 64 and 200 for the f16 one, the first function called); the scratch
     # buffer comes from it, so a call after warm-up allocates nothing.
-    got = {fn: [r[:4] + ([r[4]] if r[2] else []) for r in rows] for fn, rows in library_run["quant"].items()}
+    got = {fn: [r[:4] + ([r[4]] if r[2] else []) for r in rows] for fn, rows in library_run["quant"].items()
+           if fn != "qadd"}
+    # a fused residual add: M = 64 one launch (the generated kernel, the add at its store);
+    # M = 65 the decoding kernel, cuBLAS, then the add as a generated kernel
+    assert library_run["quant"]["qadd"] == [[64, 1, 0], [65, 3, 1]]
 
     def rows(launches, allocs=(0, 0, 0)):
         return [[1, 1, 0, allocs[0]], [64, 1, 0, allocs[1]], [65, launches, 1, 0, [48, 65, 64, 1, 1, 0]],

@@ -299,7 +299,7 @@ def split_kernel(fn: ir.Operation) -> bool:
     del fn.attributes[SPLIT_ATTR]
     split = read_split(mark)
     fty = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-    quantized = quant_gemv._kernel_op(fn) == "quantized_matmul"
+    quantized = "quantized_matmul" in quant_gemv._kernel_op(fn)
     a = _quantized_x(fn) if quantized else _matmul_a(fn)
     if a is None or len(fty.results) or len(split.generated) != 1 or split.generated[0][0] > 1:
         return False

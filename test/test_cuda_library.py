@@ -95,6 +95,25 @@ func.func @bf(%x: tensor<?x768xbf16, #relax.shape<["s", 768]>>, %w: tensor<768x7
 """
 
 
+def _epi(name: str, extra: str, body: str, dt: str = "f32") -> str:
+    """@name(x (s, 768), w (768, 768)[, extra]) = the body over %y = x @ w (a symbolic M: split)."""
+    x, w = f'tensor<?x768x{dt}, #relax.shape<["s", 768]>>', f"tensor<768x768x{dt}>"
+    ex = {"b": f", %b: tensor<768x{dt}>", "r": f", %r: {x}", "": ""}[extra]
+    return (f'func.func @{name}(%x: {x}, %w: {w}{ex}) -> {x} attributes {{relax.function}} {{\n'
+            f'  %y = "relax.matmul"(%x, %w) : ({x}, {w}) -> {x}\n'
+            + body.replace("X", x).replace("B", f"tensor<768x{dt}>") + "}\n")
+
+
+#: matmuls with a fused epilogue cuBLASLt applies (a symbolic M: the split's library variant)
+EPILOGUES = (_epi("bias", "b", '  %z = "relax.add"(%y, %b) : (X, B) -> X\n  return %z : X\n')
+             + _epi("biasrelu", "b", '  %z = "relax.add"(%y, %b) : (X, B) -> X\n  %u = "relax.relu"(%z) : (X) -> X\n'
+                    '  return %u : X\n')
+             + _epi("relu", "", '  %u = "relax.relu"(%y) : (X) -> X\n  return %u : X\n')
+             + _epi("res", "r", '  %z = "relax.add"(%y, %r) : (X, X) -> X\n  return %z : X\n')
+             + _epi("rres", "r", '  %z = "relax.add"(%r, %y) : (X, X) -> X\n  return %z : X\n')
+             + _epi("bfrelu", "", '  %u = "relax.relu"(%y) : (X) -> X\n  return %u : X\n', "bf16"))
+
+
 def _qmm(name: str, dt: str, fmt: str, rb: int) -> str:
     x, w, y = f'tensor<?x64x{dt}, #relax.shape<["s", 64]>>', f"tensor<48x{rb}xi8>", f'tensor<?x48x{dt}, #relax.shape<["s", 48]>>'
     return f"""func.func @{name}(%x: {x}, %w: {w}) -> {y} attributes {{relax.function}} {{
@@ -269,9 +288,9 @@ from relax_mlir.runtime import cuda
 fcb = ctypes.CDLL(sys.argv[2])     # the fake cuBLAS (the same library the shim loads)
 
 def count(name):
-    return ctypes.c_long.in_dll(fcb if name.startswith("fake_cublas_") else fake, name).value
+    return ctypes.c_long.in_dll(fcb if name.startswith(("fake_cublas_", "fake_cublaslt_")) else fake, name).value
 
-MATMULS, SPLIT, QUANT = sys.argv[3], sys.argv[4], sys.argv[5]
+MATMULS, SPLIT, QUANT, EPILOGUES = sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 rng = np.random.default_rng(0)
 out = {"errors": {}, "stats": {}}
 exe = relax_mlir.compile(MATMULS, target="cuda", options={"cublas": "on"})
@@ -389,6 +408,35 @@ for s in (64, 65):
     st = quant.cuda_call_stats
     out["quant"].setdefault("qadd", []).append([s, st["launches"], st["library_calls"]])
 
+# cuBLASLt epilogues (the split's library variant): numerics above 4 rows, one library call and
+# no other launch; the generated kernels at M <= 4
+epi = relax_mlir.compile(EPILOGUES, target="cuda", options={"cublas": "auto"})
+out["epilogues"] = {}
+we = (rng.standard_normal((768, 768)) * 0.05).astype(np.float32)
+be = rng.standard_normal(768).astype(np.float32)
+for s in (2, 5, 64):
+    x = rng.standard_normal((s, 768)).astype(np.float32)
+    r = rng.standard_normal((s, 768)).astype(np.float32)
+    prod = x.astype(np.float64) @ we
+    for fn, args, want in (("bias", (be,), prod + be), ("biasrelu", (be,), np.maximum(prod + be, 0)),
+                           ("relu", (), np.maximum(prod, 0)), ("res", (r,), prod + r), ("rres", (r,), r + prod)):
+        before = count("fake_cublaslt_calls")
+        y = epi[fn](x, we, *args)
+        st = epi.cuda_call_stats
+        if s > 4:
+            check(f"epi_{fn}{s}", y, want, 1e-3)
+        out["epilogues"][f"{fn}{s}"] = [st["launches"], st["library_calls"], count("fake_cublaslt_calls") - before,
+                                        count("fake_cublaslt_epilogue") if s > 4 else 0,
+                                        count("fake_cublaslt_beta") if s > 4 else 0]
+    xb = rng.standard_normal((s, 768)).astype(ml_dtypes.bfloat16)
+    wb = we.astype(ml_dtypes.bfloat16)
+    y = epi["bfrelu"](xb, wb)
+    if s > 4:
+        ref = np.maximum(xb.astype(np.float64) @ wb.astype(np.float64), 0).astype(ml_dtypes.bfloat16)
+        check(f"epi_bfrelu{s}", y, ref.astype(np.float64), 0.26)
+    st = epi.cuda_call_stats
+    out["epilogues"][f"bfrelu{s}"] = [st["launches"], st["library_calls"], str(y.dtype)]
+
 # no library: auto is off, the generated kernels run
 os.environ["RELAX_MLIR_CUBLAS_LIBRARY"] = "/nonexistent/libcublas.so.12"
 plain = relax_mlir.compile(MATMULS, target="cuda")
@@ -421,7 +469,7 @@ def library_run(tmp_path_factory):
     from test_cuda import _build_fake
     _build_fake(d, soname="libcuda.so.1")
     lib = _build_fake_cublas(d)
-    return run_fake(d, FAKE_LIBRARY_RUN, lib, MATMULS, SPLIT, QUANT)
+    return run_fake(d, FAKE_LIBRARY_RUN, lib, MATMULS, SPLIT, QUANT, EPILOGUES)
 
 
 def test_fake_cublas_numerics_through_one_executable(library_run):
@@ -433,12 +481,15 @@ def test_fake_cublas_numerics_through_one_executable(library_run):
             "split5": [5, 768], "split64": [64, 768], "split_h5": [5, 768], "split_h64": [64, 768],
             "split_bf5": [5, 768], "split_bf64": [64, 768]}
     want.update({f"{fn}_{s}": [s, 48] for fn in ("qf16", "qbf16") for s in (65, 200)})
+    want.update({f"epi_{fn}{s}": [s, 768] for fn in ("bias", "biasrelu", "relu", "res", "rres", "bfrelu")
+                 for s in (5, 64)})
     want.update({f"h{o}_{n}": [n, 48] for o in (16, 32) for n in (1, 7, 70)})
     want.update({f"{f}_{n}": [n, 48] for f in ("bf16", "bf32", "bf16r") for n in (1, 5, 37, 300)})
     assert {k: v[0] for k, v in errors.items()} == want
     halves = {f"h16_{n}": "float16" for n in (1, 7, 70)}
     halves.update({"split_h5": "float16", "split_h64": "float16", "split_bf5": "bfloat16", "split_bf64": "bfloat16"})
     halves.update({f"q{f}_{s}": t for f, t in (("f16", "float16"), ("bf16", "bfloat16")) for s in (65, 200)})
+    halves.update({f"epi_bfrelu{s}": "bfloat16" for s in (5, 64)})
     halves.update({f"{f}_{n}": "bfloat16" for f in ("bf16", "bf16r") for n in (1, 5, 37, 300)})
     assert {k: v[1] for k, v in errors.items() if v[1] != "float32"} == halves
     bad = {k: v for k, v in errors.items() if not v[2] <= v[3]}
@@ -502,8 +553,8 @@ def test_fake_cublas_quantized_matmul_by_rows(library_run):
     got = {fn: [r[:4] + ([r[4]] if r[2] else []) for r in rows] for fn, rows in library_run["quant"].items()
            if fn != "qadd"}
     # a fused residual add: M = 64 one launch (the generated kernel, the add at its store);
-    # M = 65 the decoding kernel, cuBLAS, then the add as a generated kernel
-    assert library_run["quant"]["qadd"] == [[64, 1, 0], [65, 3, 1]]
+    # M = 65 the decoding kernel, then cuBLASLt adding the residual (beta = 1): two launches
+    assert library_run["quant"]["qadd"] == [[64, 1, 0], [65, 2, 1]]
 
     def rows(launches, allocs=(0, 0, 0)):
         return [[1, 1, 0, allocs[0]], [64, 1, 0, allocs[1]], [65, launches, 1, 0, [48, 65, 64, 1, 1, 0]],
@@ -512,6 +563,20 @@ def test_fake_cublas_quantized_matmul_by_rows(library_run):
     want = {"qf16": rows(1, (1, 1, 1)), "qbf16": rows(1)}
     want.update({fn: rows(2) for fn in ("qh", "q8", "q40", "q41", "q40h")})
     assert got == want
+
+
+def test_fake_cublas_lt_epilogues(library_run):
+    # [launches, library calls, cuBLASLt calls, its epilogue (CUBLASLT_EPILOGUE_*), beta x 1000]:
+    # M = 2 the generated kernel (epilogue at its store); above 4 rows one cuBLASLt call doing the
+    # epilogue (BIAS 4, RELU_BIAS 6, RELU 2; the residual add as DEFAULT 1 with beta = 1), no
+    # other launch; numerics in test_fake_cublas_numerics_through_one_executable
+    want = {}
+    for fn, code in (("bias", 4), ("biasrelu", 6), ("relu", 2), ("res", 1), ("rres", 1)):
+        want[f"{fn}2"] = [1, 0, 0, 0, 0]
+        for s in (5, 64):
+            want[f"{fn}{s}"] = [1, 1, 1, code, 1000 if fn in ("res", "rres") else 0]
+    want.update({"bfrelu2": [1, 0, "bfloat16"], "bfrelu5": [1, 1, "bfloat16"], "bfrelu64": [1, 1, "bfloat16"]})
+    assert library_run["epilogues"] == want
 
 
 def test_fake_cublas_absent_library_keeps_generated_kernels(library_run):
@@ -556,6 +621,16 @@ def test_cuda_cublas_numerics():
             ref = x.astype(np.float32) @ wh.astype(np.float32)
             np.testing.assert_allclose(split[fn](x, wh).astype(np.float32), ref, rtol=tol, atol=tol)
             assert split.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+    epi = relax_mlir.compile(EPILOGUES, target="cuda", options={"cublas": "auto"})
+    we = (rng.standard_normal((768, 768)) * 0.05).astype(np.float32)
+    be = rng.standard_normal(768).astype(np.float32)
+    for s in (2, 5, 64):
+        x = rng.standard_normal((s, 768)).astype(np.float32)
+        r = rng.standard_normal((s, 768)).astype(np.float32)
+        prod = x @ we
+        np.testing.assert_allclose(epi["biasrelu"](x, we, be), np.maximum(prod + be, 0), rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(epi["rres"](x, we, r), prod + r, rtol=1e-3, atol=1e-3)
+        assert epi.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
     bw = rng.integers(-8, 9, (64, 48)).astype(ml_dtypes.bfloat16)
     for n in (1, 5, 37, 300):
         bx = rng.integers(-8, 9, (n, 64)).astype(ml_dtypes.bfloat16)

@@ -1,7 +1,8 @@
 // RUN: %relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-cuda-split-library)' | FileCheck %s
 
 // A marked, bufferized matmul kernel with a symbolic M: a dispatcher by M (<= 4: the kernel as it
-// was; above: the cuBLAS call), the epilogue (relu) kept after the call in the library variant.
+// was; above: the cuBLAS call), an epilogue cuBLASLt has not (x * x) kept after the call in the
+// library variant.
 // CHECK: func.func private @relax_cublas_matmul_22_f32(memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func private @k__lib(
 // CHECK-SAME: relax.kernel_kind = "opaque"
@@ -34,8 +35,60 @@ module {
     linalg.matmul ins(%a, %b : memref<?x64xf32>, memref<64x32xf32>) outs(%t : memref<?x32xf32>)
     linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%t : memref<?x32xf32>) outs(%c : memref<?x32xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %r = arith.maximumf %in, %cst : f32
+      %r = arith.mulf %in, %in : f32
       linalg.yield %r : f32
+    }
+    memref.dealloc %t : memref<?x32xf32>
+    return
+  }
+}
+
+// -----
+
+// Epilogues cuBLASLt applies itself: bias + relu (CUBLASLT_EPILOGUE_RELU_BIAS), a residual add
+// (beta = 1, C the residual): one library call each, no temporary, no kernel after it.
+// CHECK-DAG: func.func private @relax_cublas_matmul_22_f32_biasrelu(memref<?x?xf32>, memref<?x?xf32>, memref<?xf32>, memref<?x?xf32>)
+// CHECK-DAG: func.func private @relax_cublas_matmul_22_f32_add(memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>)
+// CHECK-LABEL: func.func private @br__lib(
+// CHECK-NOT: memref.alloc
+// CHECK: %[[B:.*]] = memref.cast %arg2 : memref<32xf32> to memref<?xf32>
+// CHECK: %[[O:.*]] = memref.cast %arg3 : memref<?x32xf32> to memref<?x?xf32>
+// CHECK: call @relax_cublas_matmul_22_f32_biasrelu(%{{.*}}, %{{.*}}, %[[B]], %[[O]])
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func private @res__lib(
+// CHECK-NOT: memref.alloc
+// CHECK: call @relax_cublas_matmul_22_f32_add(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NEXT: return
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+module {
+  func.func private @br(%a: memref<?x64xf32>, %b: memref<64x32xf32>, %bias: memref<32xf32>, %c: memref<?x32xf32>) attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.dispatch_split = {callee = "relax_cublas_matmul_22_f32", generated_m = [[1, 4]], library = "relax_cublas"}} {
+    %c0 = arith.constant 0 : index
+    %cst = arith.constant 0.0 : f32
+    %m = memref.dim %a, %c0 : memref<?x64xf32>
+    %t = memref.alloc(%m) : memref<?x32xf32>
+    linalg.fill ins(%cst : f32) outs(%t : memref<?x32xf32>)
+    linalg.matmul ins(%a, %b : memref<?x64xf32>, memref<64x32xf32>) outs(%t : memref<?x32xf32>)
+    linalg.generic {indexing_maps = [#map, #row, #map], iterator_types = ["parallel", "parallel"]} ins(%t, %bias : memref<?x32xf32>, memref<32xf32>) outs(%c : memref<?x32xf32>) {
+    ^bb0(%in: f32, %bv: f32, %out: f32):
+      %s = arith.addf %in, %bv : f32
+      %r = arith.maximumf %s, %cst : f32
+      linalg.yield %r : f32
+    }
+    memref.dealloc %t : memref<?x32xf32>
+    return
+  }
+  func.func private @res(%a: memref<?x64xf32>, %b: memref<64x32xf32>, %r: memref<?x32xf32>, %c: memref<?x32xf32>) attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.dispatch_split = {callee = "relax_cublas_matmul_22_f32", generated_m = [[1, 4]], library = "relax_cublas"}} {
+    %c0 = arith.constant 0 : index
+    %cst = arith.constant 0.0 : f32
+    %m = memref.dim %a, %c0 : memref<?x64xf32>
+    %t = memref.alloc(%m) : memref<?x32xf32>
+    linalg.fill ins(%cst : f32) outs(%t : memref<?x32xf32>)
+    linalg.matmul ins(%a, %b : memref<?x64xf32>, memref<64x32xf32>) outs(%t : memref<?x32xf32>)
+    linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%t, %r : memref<?x32xf32>, memref<?x32xf32>) outs(%c : memref<?x32xf32>) {
+    ^bb0(%in: f32, %rv: f32, %out: f32):
+      %s = arith.addf %in, %rv : f32
+      linalg.yield %s : f32
     }
     memref.dealloc %t : memref<?x32xf32>
     return
@@ -96,15 +149,21 @@ module {
 
 // -----
 
-// bf16 with a fused epilogue (relu then the truncation): cuBLAS into the f32 temporary
-// (bf16 in, f32 out), the epilogue a generated kernel after it.
-// CHECK: func.func private @relax_cublas_matmul_22_bf16_f32(memref<?x?xbf16>, memref<?x?xbf16>, memref<?x?xf32>) attributes {llvm.emit_c_interface}
+// bf16 with a fused relu then the truncation: cuBLASLt's relu epilogue writing bf16; relu then
+// an f32 bias (not of the output's type): cuBLAS into the f32 temporary (bf16 in, f32 out), the
+// epilogue a generated kernel after it.
+// CHECK-DAG: func.func private @relax_cublas_matmul_22_bf16_relu(memref<?x?xbf16>, memref<?x?xbf16>, memref<?x?xbf16>)
+// CHECK-DAG: func.func private @relax_cublas_matmul_22_bf16_f32(memref<?x?xbf16>, memref<?x?xbf16>, memref<?x?xf32>) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func private @g__lib(
+// CHECK-NOT: memref.alloc
+// CHECK: call @relax_cublas_matmul_22_bf16_relu(
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func private @g2__lib(
 // CHECK: %[[T:.*]] = memref.alloc
 // CHECK: %[[TC:.*]] = memref.cast %[[T]] : memref<?x32xf32> to memref<?x?xf32>
 // CHECK: call @relax_cublas_matmul_22_bf16_f32(%{{.*}}, %{{.*}}, %[[TC]])
 // CHECK: linalg.generic
-// CHECK: arith.maximumf
+// CHECK: arith.addf
 // CHECK: arith.truncf
 #map = affine_map<(d0, d1) -> (d0, d1)>
 module {
@@ -118,6 +177,22 @@ module {
     linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%t : memref<?x32xf32>) outs(%c : memref<?x32xbf16>) {
     ^bb0(%in: f32, %out: bf16):
       %x = arith.maximumf %in, %cst : f32
+      %r = arith.truncf %x : f32 to bf16
+      linalg.yield %r : bf16
+    }
+    memref.dealloc %t : memref<?x32xf32>
+    return
+  }
+  func.func private @g2(%a: memref<?x64xbf16>, %b: memref<64x32xbf16>, %bias: memref<32xf32>, %c: memref<?x32xbf16>) attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.dispatch_split = {callee = "relax_cublas_matmul_22_bf16", generated_m = [[1, 4]], library = "relax_cublas"}} {
+    %c0 = arith.constant 0 : index
+    %cst = arith.constant 0.0 : f32
+    %m = memref.dim %c, %c0 : memref<?x32xbf16>
+    %t = memref.alloc(%m) : memref<?x32xf32>
+    linalg.fill ins(%cst : f32) outs(%t : memref<?x32xf32>)
+    linalg.matmul ins(%a, %b : memref<?x64xbf16>, memref<64x32xbf16>) outs(%t : memref<?x32xf32>)
+    linalg.generic {indexing_maps = [#map, affine_map<(d0, d1) -> (d1)>, #map], iterator_types = ["parallel", "parallel"]} ins(%t, %bias : memref<?x32xf32>, memref<32xf32>) outs(%c : memref<?x32xbf16>) {
+    ^bb0(%in: f32, %bv: f32, %out: bf16):
+      %x = arith.addf %in, %bv : f32
       %r = arith.truncf %x : f32 to bf16
       linalg.yield %r : bf16
     }

@@ -87,27 +87,70 @@ def _matmul_dtypes(fn: ir.Operation) -> tuple[str, str]:
     return str(ir.MemRefType(a.type).element_type), str(ir.MemRefType(c.type).element_type)
 
 
-def _is_truncation(g: ir.Operation, src: ir.Value) -> Optional[ir.Value]:
-    """The output argument ``g`` writes when it is exactly ``out = truncf(src)`` elementwise
-    (identity maps), else None."""
-    if g.name != "linalg.generic" or len(g.operands) != 2 or len(g.results) or list(g.operands)[0] != src:
+def _zero(v: ir.Value) -> bool:
+    c = defining_op(v)
+    if c is None or c.name != "arith.constant":
+        return False
+    try:
+        return ir.FloatAttr(c.attributes["value"]).value == 0.0
+    except ValueError:
+        return False
+
+
+def _epilogue_of(g: ir.Operation, src: ir.Value) -> Optional[tuple[str, Optional[ir.Value], ir.Value]]:
+    """(epilogue, its operand or None, the output argument) when the generic ``g`` reading the
+    product ``src`` (identity map) is exactly one the library call can do itself, else None:
+    ``out = [trunc](src)`` (""), ``src + r`` with r of out's shape ("add"), ``src + b[n]``
+    ("bias"), ``max(src, 0)`` ("relu", also after the truncation), ``max(src + b[n], 0)``
+    ("biasrelu"); r, b of out's type."""
+    if g.name != "linalg.generic" or len(g.results) or len(g.operands) not in (2, 3):
         return None
+    ins, out = list(g.operands)[:-1], list(g.operands)[-1]
+    if src not in ins or (len(ins) == 2 and ins[0] == ins[1]):
+        return None
+    at = ins.index(src)          # the product may come second (a residual add written r + y)
+    ident, row = ir.AffineMap.get_identity(2), ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(g.attributes["indexing_maps"])]
-    if maps != [ir.AffineMap.get_identity(2)] * 2:
+    if maps[at] != ident or maps[-1] != ident or not isinstance(out, ir.BlockArgument):
         return None
-    body = [o.operation for o in g.regions[0].blocks[0].operations]
-    arg = g.regions[0].blocks[0].arguments[0]
-    if (len(body) != 2 or body[0].name != "arith.truncf" or body[0].operands[0] != arg
-            or body[1].operands[0] != body[0].results[0]):
+    other = ins[1 - at] if len(ins) == 2 else None
+    if other is not None and (maps[1 - at] not in (ident, row) or not isinstance(other, ir.BlockArgument)
+                              or ir.MemRefType(other.type).element_type != ir.MemRefType(out.type).element_type):
         return None
-    out = list(g.operands)[1]
-    return out if isinstance(out, ir.BlockArgument) else None
+    block = g.regions[0].blocks[0]
+    args = list(block.arguments)
+    ops = [o.operation for o in block.operations]
+    v, i, added, relu = args[at], 0, False, False
+    if i < len(ops) and other is not None and ops[i].name == "arith.addf" and len(ops[i].operands) == 2 \
+            and set(ops[i].operands) == {v, args[1 - at]}:
+        v, i, added = ops[i].results[0], i + 1, True
+    if i < len(ops) and ops[i].name == "arith.maximumf" and ops[i].operands[0] == v and _zero(ops[i].operands[1]):
+        v, i, relu = ops[i].results[0], i + 1, True
+    if i < len(ops) and ops[i].name == "arith.truncf" and ops[i].operands[0] == v:
+        v, i = ops[i].results[0], i + 1
+        # relu after the rounding (a half relu) is the rounding of the relu
+        if not relu and i < len(ops) and ops[i].name == "arith.maximumf" and ops[i].operands[0] == v \
+                and _zero(ops[i].operands[1]):
+            v, i, relu = ops[i].results[0], i + 1, True
+    if i != len(ops) - 1 or ops[i].name != "linalg.yield" or ops[i].operands[0] != v or added != (other is not None):
+        return None
+    if v.type != ir.MemRefType(out.type).element_type:
+        return None
+    bias = other is not None and maps[1 - at] == row
+    kind = ("bias" if bias else "add") if added else ""
+    if relu:
+        if kind == "add":
+            return None          # cuBLASLt's relu would come after beta C, not the residual add's
+        kind = "biasrelu" if kind == "bias" else "relu"
+    return kind, other, out
 
 
-def _fold_truncation(lib: ir.Operation, callee: str, din: str, form: str = "22") -> None:
-    """In the library variant ``lib``: a call of ``callee`` into a temporary (f32) that only a
-    truncation into an output argument reads becomes the call writing that output in its own
-    type (cuBLAS rounds: no f32 temporary, no conversion kernel)."""
+def _fold_epilogue(lib: ir.Operation, callee: str, din: str, form: str = "22") -> None:
+    """In the library variant ``lib``: a call of ``callee`` into a temporary (f32) that only one
+    generic reads, writing an output argument, becomes the call writing that output itself when
+    the generic is a truncation to the output's type (cuBLAS rounds: no f32 temporary, no
+    conversion kernel) and/or an epilogue cuBLASLt applies (:func:`_epilogue_of`: a residual
+    add as beta = 1, a bias, relu): one library call, no kernel after it."""
     calls = []
 
     def visit(op):
@@ -129,19 +172,23 @@ def _fold_truncation(lib: ir.Operation, callee: str, din: str, form: str = "22")
     gens = [u for u in rest if u.name == "linalg.generic"]
     if len(gens) != 1 or any(u.name not in ("linalg.generic", "memref.dealloc") for u in rest):
         return
-    out = _is_truncation(gens[0], tmp)
-    dout = str(ir.MemRefType(out.type).element_type) if out is not None else ""
-    if out is None or (din, dout) not in LIBRARY_DTYPES:
+    found = _epilogue_of(gens[0], tmp)
+    if found is None:
         return
-    name = library_callee(form, din, dout)
-    types = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * 2, ir.MemRefType(x.type).element_type)
-             for x in (call.operands[0], call.operands[1], out)]
+    epilogue, other, out = found
+    dout = str(ir.MemRefType(out.type).element_type)
+    if (din, dout) not in LIBRARY_DTYPES or (not epilogue and din == dout == "f32"):
+        return
+    name = library_callee(form, din, dout, epilogue)
+    operands = [call.operands[0], call.operands[1]] + ([other] if other is not None else []) + [out]
+    types = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * ir.MemRefType(x.type).rank,
+                               ir.MemRefType(x.type).element_type) for x in operands]
     if not _declare(lib.parent.regions[0].blocks[0], name, types):
         return
     ip = ir.InsertionPoint(call)      # where the product was made (before a scratch buffer's dealloc)
     with call.location:
-        c = out if out.type == types[2] else memref.CastOp(types[2], out, ip=ip).result
-        func.CallOp([], ir.FlatSymbolRefAttr.get(name), [call.operands[0], call.operands[1], c], ip=ip)
+        args = [x if x.type == t else memref.CastOp(t, x, ip=ip).result for x, t in zip(operands, types)]
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), args, ip=ip)
     deallocs = [u for u in rest if u.name == "memref.dealloc"]
     gens[0].erase()
     call.erase()
@@ -287,8 +334,7 @@ def _quantized_variant(lib: ir.Operation) -> bool:
             memref.DeallocOp(scratch, ip=ip)
     m.gen.erase()
     m.fill.erase()
-    if dx != "f32":
-        _fold_truncation(lib, name, dx, form)
+    _fold_epilogue(lib, name, dx, form)
     return True
 
 
@@ -323,8 +369,7 @@ def split_kernel(fn: ir.Operation) -> bool:
         if not library_variant(lib, KernelSplit(callee, None, split.generated)):
             lib.erase()
             return False
-        if din != acc:
-            _fold_truncation(lib, callee, din)
+        _fold_epilogue(lib, callee, din)
     gen = fn.clone(ir.InsertionPoint(fn))
     gen.attributes["sym_name"] = ir.StringAttr.get(f"{name}__gen")
     gen.attributes["sym_visibility"] = ir.StringAttr.get("private")

@@ -1,7 +1,8 @@
 """relax-cuda-split-library: a matmul kernel split per call by M between its generated routes and cuBLAS.
 
-relax-cuda-dispatch-library{policy=auto|split} marks a 2-D f32 matmul with a symbolic M
-``relax.dispatch_split = {callee, generated_m = [[1, 4]], library}`` (the cpu target's mark);
+relax-cuda-dispatch-library{policy=auto|on} marks a 2-D f32 / f16 / bf16 matmul with a
+symbolic M ``relax.dispatch_split = {callee, generated_m = [[1, 4]], library}`` (the cpu
+target's mark), a relax.quantized_matmul with ``[[1, quant-rows]]``;
 relax-legalize and relax-fuse-kernels carry it to the kernel. Run after one-shot
 bufferization (the kernel writes its output argument and returns nothing), this pass gives
 such a kernel two variants and makes the kernel itself their dispatcher::
@@ -15,13 +16,18 @@ such a kernel two variants and makes the kernel itself their dispatcher::
 ``@k__gen`` is the kernel as it was (relax-gpu-schedule schedules it: the GEMV and the other
 routes); ``@k__lib`` its copy whose zero fill and matmul became the call of the mark's callee
 (:func:`relax_mlir.transforms.dispatch_split.library_variant`, the cpu target's
-relax-library-variants rewrite; kind ``opaque``: no schedule, what stays of it, such as a fused
-epilogue, is a generated kernel). On buffers, so no result is copied (a split on tensors, like the cpu
+relax-library-variants rewrite, with the callee of the product's accumulator type; kind
+``opaque``: no schedule, what stays of it, such as a fused epilogue, is a generated kernel).
+Then the one generic reading the product folds into the call when the library does it (a
+rounding to f16 / bf16 by cuBLAS, a residual add, bias or relu by cuBLASLt's epilogues:
+:func:`_fold_epilogue`). A quantized kernel's library variant (:func:`_quantized_variant`)
+decodes the weight into a scratch buffer of x's type (the generic's own decoder) or reads it as
+stored, and calls cuBLAS with it transposed. On buffers, so no result is copied (a split on tensors, like the cpu
 target's relax-specialize-ranges, leaves the dispatcher returning its output argument, which
 ownership-based deallocation copies unless a second drop-equivalent-buffer-results round
 follows, as in the cpu pipeline's ``llvm_stage``). A marked kernel the rewrite does
-not fit (A not a kernel argument, a static M, another matmul shape) loses its mark and stays
-generated for every M.
+not fit (A not a kernel argument, a static M of a matmul, another matmul shape, a prologue on
+a quantized kernel's x) loses its mark and stays generated for every M.
 """
 
 from __future__ import annotations

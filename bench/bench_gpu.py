@@ -22,7 +22,8 @@ each shape one executable for every M) on the cuda target without cuBLAS (``cubl
 generated kernels), with it for every matmul (``cublas=on``) and with the provisional rule
 (``cublas=auto``: split per call by M, the GEMV up to 4 rows), then long prompts with quantized
 weights (relax.quantized_matmul, M = 32 to 512 around the variant's 64 rows: the generated
-quantized GEMM, or the weight decoded into a scratch buffer and cuBLAS), against PyTorch: the
+quantized GEMM, or the weight decoded into a scratch buffer and cuBLAS) and f32 matmuls with a
+fused bias + relu or residual add (cuBLASLt's epilogues), against PyTorch: the
 measurement relax-cuda-dispatch-library's rules wait for.
 ``--prefill``: prefill-sized quantized matmuls (M = 32 and 128 rows of x, K = 768, N = 2048, each
 format one executable for every M) on the quantized GEMM route (the default: the weight decoded
@@ -269,6 +270,25 @@ func.func @main(%x: tensor<?x{k}x{t}, #relax.shape<["m", {k}]>>, %w: tensor<{k}x
 """
 
 
+MATMUL_BIAS_RELU = """
+func.func @main(%x: tensor<?x{k}xf32, #relax.shape<["m", {k}]>>, %w: tensor<{k}x{n}xf32>, %b: tensor<{n}xf32>)
+    -> tensor<?x{n}xf32, #relax.shape<["m", {n}]>> attributes {{relax.function}} {{
+  %y = "relax.matmul"(%x, %w) : (tensor<?x{k}xf32, #relax.shape<["m", {k}]>>, tensor<{k}x{n}xf32>) -> tensor<?x{n}xf32, #relax.shape<["m", {n}]>>
+  %z = "relax.add"(%y, %b) : (tensor<?x{n}xf32, #relax.shape<["m", {n}]>>, tensor<{n}xf32>) -> tensor<?x{n}xf32, #relax.shape<["m", {n}]>>
+  %u = "relax.relu"(%z) : (tensor<?x{n}xf32, #relax.shape<["m", {n}]>>) -> tensor<?x{n}xf32, #relax.shape<["m", {n}]>>
+  return %u : tensor<?x{n}xf32, #relax.shape<["m", {n}]>>
+}}
+"""
+MATMUL_RESIDUAL = """
+func.func @main(%x: tensor<?x{k}xf32, #relax.shape<["m", {k}]>>, %r: tensor<?x{n}xf32, #relax.shape<["m", {n}]>>,
+    %w: tensor<{k}x{n}xf32>) -> tensor<?x{n}xf32, #relax.shape<["m", {n}]>> attributes {{relax.function}} {{
+  %y = "relax.matmul"(%x, %w) : (tensor<?x{k}xf32, #relax.shape<["m", {k}]>>, tensor<{k}x{n}xf32>) -> tensor<?x{n}xf32, #relax.shape<["m", {n}]>>
+  %z = "relax.add"(%r, %y) : (tensor<?x{n}xf32, #relax.shape<["m", {n}]>>, tensor<?x{n}xf32, #relax.shape<["m", {n}]>>) -> tensor<?x{n}xf32, #relax.shape<["m", {n}]>>
+  return %z : tensor<?x{n}xf32, #relax.shape<["m", {n}]>>
+}}
+"""
+
+
 def cublas_cases(rng, quick: bool):
     """Prefill matmuls of the issue-27 config: M rows of activations times a (K, N) weight,
     f32, f16 and bf16 (f32 accumulation); one program per shape, so every M of a shape runs
@@ -287,7 +307,17 @@ def cublas_cases(rng, quick: bool):
                 x = rng.standard_normal((m, k)).astype(dt)
                 out.append((f"matmul {t} {m}x{k} @ {k}x{n}", src, [x, w],
                             lambda x, w: (x.astype(np.float32) @ w.astype(np.float32)).astype(x.dtype), "matmul", 1))
+    # fused epilogues cuBLASLt applies (bias + relu, a residual add): one library call above 4 rows
     k, n = 768, 2048
+    w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    for m in ((128, 512) if quick else (8, 32, 128, 512)):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        r = rng.standard_normal((m, n)).astype(np.float32)
+        out.append((f"matmul+bias+relu f32 {m}x{k} @ {k}x{n}", MATMUL_BIAS_RELU.format(k=k, n=n), [x, w, b],
+                    lambda x, w, b: np.maximum(x @ w + b, 0), "mm_bias_relu", 2))
+        out.append((f"matmul+residual f32 {m}x{k} @ {k}x{n}", MATMUL_RESIDUAL.format(k=k, n=n), [x, r, w],
+                    lambda x, r, w: r + x @ w, "mm_residual", 1))
     for fmt in (("q8_0", "f16") if quick else ("q8_0", "q4_0", "q4_1", "f16", "bf16")):
         raw, deq = half_rows(fmt, n, k, rng) if fmt in ("f16", "bf16") else quant_blocks(fmt, n, k, rng)
         src = QPREFILL.format(k=k, n=n, rb=raw.shape[1], fmt=fmt)
@@ -510,6 +540,8 @@ F32_PEERS: dict = {}
 #: id(weight) -> the weights PyTorch runs on instead (dequantized quantized weights)
 TORCH_WEIGHTS: dict = {}
 TORCH_REFS["qlinear"] = lambda x, w: x @ w
+TORCH_REFS["mm_bias_relu"] = lambda x, w, b: (x @ w + b).relu()
+TORCH_REFS["mm_residual"] = lambda x, r, w: r + x @ w
 
 
 ATTENTION = """

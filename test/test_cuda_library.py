@@ -631,6 +631,25 @@ def test_cuda_cublas_numerics():
         np.testing.assert_allclose(epi["biasrelu"](x, we, be), np.maximum(prod + be, 0), rtol=1e-3, atol=1e-3)
         np.testing.assert_allclose(epi["rres"](x, we, r), prod + r, rtol=1e-3, atol=1e-3)
         assert epi.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+    quant = relax_mlir.compile(QUANT, target="cuda", options={"cublas": "auto"})
+    wq = (rng.standard_normal((48, 64)) * 0.1).astype(np.float16)
+    for s in (1, 64, 65, 200):
+        x = rng.standard_normal((s, 64)).astype(np.float16)
+        ref = x.astype(np.float32) @ wq.astype(np.float32).T
+        np.testing.assert_allclose(quant["qf16"](x, wq.view(np.int8).reshape(48, 128)).astype(np.float32), ref,
+                                   rtol=2e-2, atol=2e-2)
+        xf = x.astype(np.float32)
+        np.testing.assert_allclose(quant["qh"](xf, wq.view(np.int8).reshape(48, 128)), ref, rtol=1e-3, atol=1e-3)
+        assert quant.cuda_call_stats["library_calls"] == (1 if s > 64 else 0)
+    gguf = pytest.importorskip("gguf")
+    raw = gguf.quants.quantize(rng.standard_normal((48, 64)).astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
+    deq = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q8_0).reshape(48, 64)
+    for s in (64, 65, 200):
+        x = rng.standard_normal((s, 64)).astype(np.float32)
+        r = rng.standard_normal((s, 48)).astype(np.float32)
+        np.testing.assert_allclose(quant["q8"](x, raw.view(np.int8).reshape(48, 68)), x @ deq.T, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(quant["qadd"](x, raw.view(np.int8).reshape(48, 68), r), x @ deq.T + r,
+                                   rtol=1e-3, atol=1e-3)
     bw = rng.integers(-8, 9, (64, 48)).astype(ml_dtypes.bfloat16)
     for n in (1, 5, 37, 300):
         bx = rng.integers(-8, 9, (n, 64)).astype(ml_dtypes.bfloat16)

@@ -87,6 +87,11 @@ func.func @h(%x: tensor<?x768xf16, #relax.shape<["s", 768]>>, %w: tensor<768x768
   %y = "relax.matmul"(%x, %w) : (tensor<?x768xf16, #relax.shape<["s", 768]>>, tensor<768x768xf16>) -> tensor<?x768xf16, #relax.shape<["s", 768]>>
   return %y : tensor<?x768xf16, #relax.shape<["s", 768]>>
 }
+func.func @bsplit(%a: tensor<?x?x96xf32, #relax.shape<["b", "s", 96]>>, %w: tensor<?x96x64xf32, #relax.shape<["b", 96, 64]>>)
+    -> tensor<?x?x64xf32, #relax.shape<["b", "s", 64]>> attributes {relax.function} {
+  %y = "relax.matmul"(%a, %w) : (tensor<?x?x96xf32, #relax.shape<["b", "s", 96]>>, tensor<?x96x64xf32, #relax.shape<["b", 96, 64]>>) -> tensor<?x?x64xf32, #relax.shape<["b", "s", 64]>>
+  return %y : tensor<?x?x64xf32, #relax.shape<["b", "s", 64]>>
+}
 func.func @bf(%x: tensor<?x768xbf16, #relax.shape<["s", 768]>>, %w: tensor<768x768xbf16>) -> tensor<?x768xbf16, #relax.shape<["s", 768]>>
     attributes {relax.function} {
   %y = "relax.matmul"(%x, %w) : (tensor<?x768xbf16, #relax.shape<["s", 768]>>, tensor<768x768xbf16>) -> tensor<?x768xbf16, #relax.shape<["s", 768]>>
@@ -176,12 +181,13 @@ def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatc
     assert re.search(r"llvm.icmp \"ule\" %\w+, %\w+ : i64", text)
     called = sorted(set(re.findall(r"llvm.call @_mlir_ciface_(relax_cublas_matmul_\w+)\(", text)))
     # f16 and bf16 write their half result from cuBLAS (the truncation folded into the call)
-    assert called == ["relax_cublas_matmul_22_bf16", "relax_cublas_matmul_22_f16", "relax_cublas_matmul_22_f32"]
+    assert called == ["relax_cublas_matmul_22_bf16", "relax_cublas_matmul_22_f16", "relax_cublas_matmul_22_f32",
+                      "relax_cublas_matmul_33_f32"]
     binaries = re.findall(r"gpu.binary @(\w+)", text)
     gen = [b for b in binaries if "__gen_kernel" in b]
     # each generated variant's routes (GEMV, GEMM tiles, the small one), nothing for the library
     # variants (no conversion kernel) nor the dispatchers (no result copy)
-    assert len(gen) == 9 and len(binaries) == 9
+    assert len(gen) == 12 and len(binaries) == 12
     ptx = text[text.index("gpu.binary @" + gen[0]):]
     assert "shfl.sync.bfly" in ptx       # the GEMV route is still there for M <= 4
 
@@ -362,6 +368,17 @@ for s in (1, 4, 5, 64):
         check(f"split{s}", y, x.astype(np.float64) @ ws, 1e-3)
     st = split.cuda_call_stats
     out["split"][s] = [st["launches"], st["library_calls"]]
+# batched (3-D x 3-D, a symbolic batch and M): the same split by M, cublasGemmStridedBatchedEx above
+out["split_batched"] = {}
+for s in (3, 4, 5, 40):
+    a = rng.standard_normal((3, s, 96)).astype(np.float32)
+    wb = rng.standard_normal((3, 96, 64)).astype(np.float32)
+    y = split["bsplit"](a, wb)
+    if s > 4:
+        check(f"split_b{s}", y, a.astype(np.float64) @ wb, 1e-3)
+    st = split.cuda_call_stats
+    out["split_batched"][s] = [st["launches"], st["library_calls"],
+                               list((ctypes.c_long * 6).in_dll(fcb, "fake_cublas_dims")) if s > 4 else []]
 # f16 and bf16: the same split, cuBLAS writing the half result (no conversion kernel after it)
 out["split_half"] = {}
 for fn, dt, tol in (("h", np.float16, 2e-2), ("bf", ml_dtypes.bfloat16, 0.26)):
@@ -479,7 +496,7 @@ def test_fake_cublas_numerics_through_one_executable(library_run):
             "bmm1x1x1x1": [1, 1, 1], "bmm3x7x5x9": [3, 7, 9], "bmm2x33x64x17": [2, 33, 17],
             "b32_2x3x5": [2, 3, 5], "b32_4x1x33": [4, 1, 33], "mm_direct": [9, 40],
             "split5": [5, 768], "split64": [64, 768], "split_h5": [5, 768], "split_h64": [64, 768],
-            "split_bf5": [5, 768], "split_bf64": [64, 768]}
+            "split_bf5": [5, 768], "split_bf64": [64, 768], "split_b5": [3, 5, 64], "split_b40": [3, 40, 64]}
     want.update({f"{fn}_{s}": [s, 48] for fn in ("qf16", "qbf16") for s in (65, 200)})
     want.update({f"epi_{fn}{s}": [s, 768] for fn in ("bias", "biasrelu", "relu", "res", "rres", "bfrelu")
                  for s in (5, 64)})
@@ -541,6 +558,10 @@ def test_fake_cublas_split_by_rows(library_run):
     # f16 / bf16: the same, and above 4 rows cuBLAS alone (its half output: no conversion launch)
     half = {f"{fn}{s}": [1, int(s > 4), dt] for fn, dt in (("h", "float16"), ("bf", "bfloat16")) for s in (1, 4, 5, 64)}
     assert library_run["split_half"] == half
+    # batched: M <= 4 the generated kernel; above one strided-batched GEMM (cuBLAS's m = N, n = M,
+    # batch 3)
+    assert library_run["split_batched"] == {"3": [1, 0, []], "4": [1, 0, []], "5": [1, 1, [64, 5, 96, 3, 0, 0]],
+                                            "40": [1, 1, [64, 40, 96, 3, 0, 0]]}
 
 
 def test_fake_cublas_quantized_matmul_by_rows(library_run):
@@ -612,6 +633,11 @@ def test_cuda_cublas_numerics():
     for s in (1, 4, 5, 64):
         x = rng.standard_normal((s, 768), dtype=np.float32)
         np.testing.assert_allclose(split["main"](x, ws), x @ ws, rtol=1e-3, atol=1e-3)
+        assert split.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+    for s in (3, 40):
+        a = rng.standard_normal((3, s, 96)).astype(np.float32)
+        wb = rng.standard_normal((3, 96, 64)).astype(np.float32)
+        np.testing.assert_allclose(split["bsplit"](a, wb), a @ wb, rtol=1e-3, atol=1e-3)
         assert split.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
     import ml_dtypes
     for fn, dt, tol in (("h", np.float16, 2e-2), ("bf", ml_dtypes.bfloat16, 0.26)):

@@ -104,11 +104,11 @@ func.func @bf16(%h: tensor<64x256xbf16>, %hw: tensor<256x128xbf16>, %a: tensor<4
 
 // -----
 
-// A symbolic M of f16 and bf16 matmuls: split per call like f32; batched: generated.
+// A symbolic M of f16 and bf16 matmuls: split per call like f32, batched ones too.
 // CHECK-LABEL: func.func @rows_half
 // CHECK: "relax.matmul"(%arg0, %arg1) {relax.dispatch_split = {callee = "relax_cublas_matmul_22_f16", generated_m = {{\[\[}}1, 4]], library = "relax_cublas"}}
 // CHECK: "relax.matmul"(%arg2, %arg3) {out_dtype = f32, relax.dispatch_split = {callee = "relax_cublas_matmul_22_bf16_f32"
-// CHECK: "relax.matmul"(%arg4, %arg5) :
+// CHECK: "relax.matmul"(%arg4, %arg5) {relax.dispatch_split = {callee = "relax_cublas_matmul_33_f16"
 func.func @rows_half(%x: tensor<?x768xf16, #relax.shape<["s", 768]>>, %w: tensor<768x768xf16>,
                      %bx: tensor<?x768xbf16, #relax.shape<["s", 768]>>, %bw: tensor<768x768xbf16>,
                      %a: tensor<2x?x768xf16, #relax.shape<[2, "s", 768]>>, %b: tensor<2x768x768xf16>)

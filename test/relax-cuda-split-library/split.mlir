@@ -320,3 +320,24 @@ module {
     return
   }
 }
+
+// -----
+
+// A batched matmul with a symbolic M (dim 1 of A): the library variant calls the strided-batched
+// GEMM on 3-D memrefs; the dispatcher compares A's dim 1 with 4.
+// CHECK: func.func private @relax_cublas_matmul_33_f32(memref<?x?x?xf32>, memref<?x?x?xf32>, memref<?x?x?xf32>)
+// CHECK-LABEL: func.func private @bm__lib(
+// CHECK-NOT: linalg.
+// CHECK: call @relax_cublas_matmul_33_f32(
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func private @bm(
+// CHECK: %[[M:.*]] = memref.dim %arg0, %c1 : memref<?x?x64xf32>
+// CHECK: arith.cmpi ule, %[[M]], %c4
+module {
+  func.func private @bm(%a: memref<?x?x64xf32>, %b: memref<?x64x32xf32>, %c: memref<?x?x32xf32>) attributes {relax.kernel, relax.kernel_kind = "output-fusable", relax.dispatch_split = {callee = "relax_cublas_matmul_33_f32", generated_m = [[1, 4]], library = "relax_cublas"}} {
+    %cst = arith.constant 0.0 : f32
+    linalg.fill ins(%cst : f32) outs(%c : memref<?x?x32xf32>)
+    linalg.batch_matmul ins(%a, %b : memref<?x?x64xf32>, memref<?x64x32xf32>) outs(%c : memref<?x?x32xf32>)
+    return
+  }
+}

@@ -16,10 +16,12 @@ measures the columns that should replace it, docs/gpu.md):
 * a static M: cuBLAS when M > ``gemv-rows`` (4: the decode GEMV stays generated) and the
   work batch*M*N*K is at least ``min-flops`` (2^21: below it one kernel launch of
   ours costs what cuBLAS's would and its heuristics buy nothing);
-* a symbolic M of a 2-D matmul (f32, f16, bf16) whose range (``relax.upper_bounds``) goes
-  beyond ``gemv-rows``: the per-call split (when N*K*(gemv-rows+1) reaches ``min-flops``, or N
-  or K is symbolic); an upper bound <= ``gemv-rows``: generated;
-* a symbolic M of a batched matmul stays generated code.
+* a symbolic M of a 2-D or batched (3-D x 3-D) matmul (f32, f16, bf16) whose range
+  (``relax.upper_bounds``) goes beyond ``gemv-rows``: the per-call split (when
+  batch*N*K*(gemv-rows+1) reaches ``min-flops``, or one of them is symbolic); an upper bound <=
+  ``gemv-rows``: generated;
+* a symbolic M of a 3-D x 2-D matmul stays generated code (its kernel is a generic, not a
+  linalg matmul the split's library variant takes).
 
 A ``relax.quantized_matmul`` (x 2-D f32 / f16 / bf16, w the (N, K) rows of a format of
 :data:`QUANT_FORMATS`, activations f32) whose M can exceed ``quant-rows`` (provisional: 64; the
@@ -96,9 +98,9 @@ def decide(op: ir.Operation, ranks: str, din: str, dout: str, bounds: dict[str, 
     upper = m.evaluate(bounds) if m.symbols <= set(bounds) else None
     if upper is not None and upper <= gemv_rows:
         return False
-    if ranks != "22":
+    if ranks == "32":
         return False
-    nk = n * k
+    nk = batch * n * k
     return "split" if (not nk.is_static or nk.value * (gemv_rows + 1) >= min_flops) else False
 
 

@@ -58,14 +58,50 @@ def _matmul_a(fn: ir.Operation) -> Optional[ir.BlockArgument]:
         return ir.WalkResult.ADVANCE
 
     fn.walk(visit)
-    if len(mms) != 1 or mms[0].name != "linalg.matmul":
+    if len(mms) != 1:
         return None
     a = mms[0].operands[0]
     if not (isinstance(a, ir.BlockArgument) and a.owner == block and isinstance(a.type, ir.MemRefType)):
         return None
-    if not ir.ShapedType.is_dynamic_size(ir.MemRefType(a.type).shape[0]):
+    if not ir.ShapedType.is_dynamic_size(ir.MemRefType(a.type).shape[-2]):
         return None
     return ir.BlockArgument(a)
+
+
+def _batched_variant(lib: ir.Operation) -> bool:
+    """Rewrite the bufferized kernel ``lib`` (a library variant): its ``linalg.batch_matmul`` of
+    two kernel arguments into a zero-filled buffer becomes the call of
+    ``relax_cublas_matmul_33_<in>[_<acc>]`` (cublasGemmStridedBatchedEx); what follows stays
+    (a half result's rounding: a generated kernel). False, ``lib`` unchanged, when it does not
+    fit."""
+    block = lib.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    mms = [o for o in ops if o.name == "linalg.batch_matmul"]
+    if len(mms) != 1 or len(mms[0].results):
+        return False
+    mm = mms[0]
+    a, b, c = list(mm.operands)[:3]
+    k = ops.index(mm)
+    fill = ops[k - 1] if k > 0 else None
+    if fill is None or fill.name != "linalg.fill" or fill.operands[1] != c or not _zero(fill.operands[0]):
+        return False
+    if not all(isinstance(x, ir.BlockArgument) and x.owner == block for x in (a, b)):
+        return False
+    din, acc = (str(ir.MemRefType(x.type).element_type) for x in (a, c))
+    if (din, acc) not in LIBRARY_DTYPES:
+        return False
+    name = library_callee("33", din, acc)
+    types = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * 3, ir.MemRefType(x.type).element_type)
+             for x in (a, b, c)]
+    if not _declare(lib.parent.regions[0].blocks[0], name, types):
+        return False
+    ip = ir.InsertionPoint(mm)
+    with mm.location:
+        args = [x if x.type == t else memref.CastOp(t, x, ip=ip).result for x, t in zip((a, b, c), types)]
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), args, ip=ip)
+    mm.erase()
+    fill.erase()
+    return True
 
 
 def _quantized_x(fn: ir.Operation) -> Optional[ir.BlockArgument]:
@@ -364,6 +400,10 @@ def split_kernel(fn: ir.Operation) -> bool:
         if not _quantized_variant(lib):
             lib.erase()
             return False
+    elif ir.MemRefType(a.type).rank == 3:
+        if not _batched_variant(lib):
+            lib.erase()
+            return False
     else:
         # the callee for the matmul as bufferized (a half product accumulates into f32), then
         # the truncation after it folded into the call
@@ -384,7 +424,7 @@ def split_kernel(fn: ir.Operation) -> bool:
         op.operation.erase()
     args = list(block.arguments)
     with ir.InsertionPoint(block), fn.location:
-        m = memref.DimOp(a, arith.ConstantOp.create_index(0)).result
+        m = memref.DimOp(a, arith.ConstantOp.create_index(ir.MemRefType(a.type).rank - 2)).result
         small = arith.CmpIOp(arith.CmpIPredicate.ule, m, arith.ConstantOp.create_index(split.generated[0][1])).result
         branch = scf.IfOp(small, [], has_else=True)
         for blk, callee in ((branch.then_block, f"{name}__gen"), (branch.else_block, f"{name}__lib")):

@@ -220,7 +220,9 @@ def _print_stats(out, rows) -> None:
         if not st:
             print(f"{label}: no device statistics on this target", file=out)
             continue
-        print(f"{label}: {st['launches']} kernel launches ({st['graph_launches']} graph launch(es), "
+        lib = st.get("library_calls", 0)
+        print(f"{label}: {st['launches']} kernel launches"
+              f"{f' ({lib} of them library calls)' if lib else ''} ({st['graph_launches']} graph launch(es), "
               f"{st['graph_builds']} built, {st['graph_updates']} updated), {st['copies_in']} copies in, "
               f"{st['copies_out']} out, {st['device_copies']} device copies, {st['syncs']} sync(s), "
               f"{st['allocations']} allocation(s), {st['buffers']} pool buffers", file=out)

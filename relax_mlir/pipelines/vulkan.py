@@ -5,12 +5,12 @@ Stages (``relax_mlir.compile(src, target="vulkan")``; ``relax-opt
 the SPIR-V, ``vulkan.launches`` listing the launch sites, host code calling
 ``relax_vk_launch_<id>``):
 
-* ``graph``/``host``: relax-spirv-check-dtypes (bf16 refused at its source location: the
-  SPIR-V target has no bf16), the cpu target's graph passes and relax-lower-host, with
-  library dispatch (BLAS runs on the host, not the device) and memory planning (its arena
-  is host memory) off;
+* ``graph``/``host``: the cpu target's graph passes (bf16 matmuls / conv2ds as f32 ones between
+  casts: relax-widen-bf16-matmul) and relax-lower-host, with library dispatch (BLAS runs on
+  the host, not the device) and memory planning (its arena is host memory) off;
 * ``codegen``: :func:`relax_mlir.pipelines.gpu.bufferize_stage`, the GPU kernel stage,
-  relax-spirv-entry-abi, SPIR-V for the Vulkan client API
+  relax-spirv-entry-abi, bf16 computed in f32 and stored as i16 (:data:`BF16_STAGE`), SPIR-V
+  for the Vulkan client API
   (``spirv-attach-target{... client_api=Vulkan}``, ``convert-gpu-to-spirv``,
   relax-spirv-vector-buffers, the ABI lowering, relax-spirv-coherent-buffers), serialization in-process (``gpu-module-to-binary``), relax-vulkan-host
   (launches and copies -> runtime calls) and the host code to LLVM.

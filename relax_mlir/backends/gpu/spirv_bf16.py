@@ -75,6 +75,11 @@ def _int_attr(attr: ir.Attribute, t: ir.Type) -> ir.Attribute | None:
     return None
 
 
+def _bf16_value(attr: ir.Attribute) -> bool:
+    """A constant's value is bf16 (a scalar, or a vector / tensor of them)."""
+    return isinstance(attr, (ir.FloatAttr, ir.DenseElementsAttr)) and _has_bf16(attr.type)
+
+
 def _ops(op: ir.Operation) -> list:
     out: list = []
 
@@ -86,8 +91,12 @@ def _ops(op: ir.Operation) -> list:
     return out
 
 
+#: ops of those dialects that compute on their values
+_COMPUTING = {"gpu.subgroup_reduce", "gpu.all_reduce", "memref.atomic_rmw", "memref.generic_atomic_rmw"}
+
+
 def _computes(op: ir.Operation) -> bool:
-    if op.name.startswith(_STORAGE_DIALECTS) or op.name in _STORAGE_OPS:
+    if (op.name.startswith(_STORAGE_DIALECTS) and op.name not in _COMPUTING) or op.name in _STORAGE_OPS:
         return False
     return any(_has_bf16(v.type) for v in list(op.operands) + list(op.results))
 
@@ -114,14 +123,8 @@ def _retype_kernels(gpu_module: ir.Operation) -> bool:
             if _has_bf16(r.type):
                 r.set_type(_i16(r.type))
     for op in ops:
-        if op.name == "arith.constant" and not isinstance(op.results[0].type, (ir.FloatType, ir.IndexType)) \
-                and isinstance(op.attributes["value"], (ir.FloatAttr, ir.DenseElementsAttr)) \
-                and not isinstance(op.attributes["value"].type, ir.IntegerType):
-            attr = op.attributes["value"]
-            elem = attr.type if not isinstance(attr.type, ir.ShapedType) else ir.ShapedType(attr.type).element_type
-            if not isinstance(elem, ir.BF16Type):
-                continue
-            new = _int_attr(attr, op.results[0].type)
+        if op.name == "arith.constant" and _bf16_value(op.attributes["value"]):
+            new = _int_attr(op.attributes["value"], op.results[0].type)
             if new is None:
                 emit_error(op.location, "a non-splat bf16 vector constant is not supported on the vulkan target")
                 return False

@@ -101,14 +101,18 @@ def _computes(op: ir.Operation) -> bool:
     return any(_has_bf16(v.type) for v in list(op.operands) + list(op.results))
 
 
-def _retype_kernels(gpu_module: ir.Operation) -> bool:
-    ops = _ops(gpu_module)
+def _refused(ops: list) -> bool:
+    """Report every op of a kernel that still computes on bf16; True when there is one."""
     bad = [op for op in ops if _computes(op)]
     for op in bad:
         emit_error(op.location, f"'{op.name}' on bf16 is not supported on the vulkan target (bf16 is storage "
                                 "there, computed in f32)")
-    if bad:
-        return False
+    return bool(bad)
+
+
+def _retype(ops: list) -> bool:
+    """Retype the bf16 storage among ``ops`` (one ``gpu.module``'s); False on a constant it
+    cannot express (reported)."""
     for op in ops:
         if op.name == "gpu.func":
             ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
@@ -138,10 +142,16 @@ def _retype_kernels(gpu_module: ir.Operation) -> bool:
     return True
 
 
-def _retype_launches(module: ir.Operation) -> None:
-    """Host launches pass their bf16 operands as the i16 ones the kernels now declare."""
+def _arguments(op: ir.Operation) -> list:
+    return [a for region in op.regions for block in region.blocks for a in block.arguments]
+
+
+def _retype_launches(module: ir.Operation, kernels: set) -> None:
+    """Host launches of the retyped kernels (``kernels``: gpu.module names) pass their bf16
+    operands as the i16 ones the kernels now declare."""
     for op in _ops(module):
-        if op.name != "gpu.launch_func":
+        if op.name != "gpu.launch_func" or \
+                ir.SymbolRefAttr(op.attributes["kernel"]).value[0] not in kernels:
             continue
         for i, v in enumerate(op.operands):
             if not _has_bf16(v.type):
@@ -158,6 +168,20 @@ def _retype_launches(module: ir.Operation) -> None:
 @register_pass("relax-spirv-bf16-storage",
                "bf16 in GPU kernels (after its arithmetic became f32 and integer ops) stored as i16 for SPIR-V.")
 def relax_spirv_bf16_storage(module: ir.Operation, opts) -> None:
-    kernels = [op for op in _ops(module) if op.name == "gpu.module"]
-    if all([_retype_kernels(k) for k in kernels]):
-        _retype_launches(module)
+    kernels = {}   # gpu.module name -> its ops, for those holding bf16
+    for region in module.regions:   # gpu.modules sit in the module's body
+        for block in region.blocks:
+            for op in block.operations:
+                op = op.operation
+                if op.name != "gpu.module":
+                    continue
+                ops = _ops(op)
+                # a bf16 value is a result or a kernel argument / attribution (a loop's block
+                # argument starts from one of those)
+                if any(_has_bf16(v.type) for o in ops
+                       for v in (*o.results, *(_arguments(o) if o.name == "gpu.func" else ()))):
+                    kernels[ir.StringAttr(op.attributes["sym_name"]).value] = ops
+    if any([_refused(ops) for ops in kernels.values()]) or not all(_retype(ops) for ops in kernels.values()):
+        return
+    if kernels:
+        _retype_launches(module, set(kernels))

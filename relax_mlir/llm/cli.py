@@ -104,8 +104,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "(kernel launches, host<->device copies, synchronizations, allocations, graphs)")
     ap.add_argument("--kv-dtype", choices=("f32", "f16", "bf16"), default="f32",
                     help="element type of the KV cache (f16 / bf16: half the bytes decode attention reads; the "
-                         "GPU targets' fused attention widens each element, the cpu converts the whole cache; "
-                         "bf16: cpu and cuda, vulkan refuses it)")
+                         "GPU targets' fused attention widens each element, the cpu converts the whole cache)")
     ap.add_argument("--q8", action="store_true",
                     help="quantized matmuls quantize their inputs to 8 bits (llama.cpp's int8 dot products: "
                          "faster, not exact; recommended for Q8_0 and K-quant files, as llama.cpp always does)")

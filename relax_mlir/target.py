@@ -41,6 +41,9 @@ Fields
 ``dispatch_policy``     relax-dispatch-library's policy: ``measured``, ``flops`` or ``off``
 ``dispatch_table``      the calibration table of the measured policy ('' : the checked-in one)
 ``dispatch_attention``  fused library attention (relax-dispatch-library{attention})
+``emulate_mma``         vulkan: the cuda tensor-core routes are built and their warp-level
+                        matrix ops emulated (relax-emulate-mma; the vulkan pipeline's
+                        ``emulate-tensor-cores`` option): a testing aid, off by default
 ======================  ===================================================================
 
 The BLAS provider
@@ -179,6 +182,7 @@ class Target:
     dispatch_policy: str = "flops"
     dispatch_table: str = ""
     dispatch_attention: bool = True
+    emulate_mma: bool = False
 
     def __post_init__(self):
         if self.kind not in KINDS:

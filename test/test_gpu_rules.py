@@ -104,8 +104,8 @@ def test_matmul_defaults_follow_the_target(kernels):
     fn = kernels["mm_f32"]
     gemm = {"threads": 8, "per_thread": 8, "tile_k": 16, "min_size": 32}
     # cuda: warps of 32, 8 lanes x 4 columns, 4 lanes along K, 4 warps per block share K
-    assert rules.select(fn, CUDA)[0].config == {**gemm, "f16_gemm": 1, "gemv_rows": 4, "gemv_lanes": 8,
-                                                "gemv_k_subgroups": 4}
+    assert rules.select(fn, CUDA)[0].config == {**gemm, "f16_gemm": 1, "f32_gemm": 1, "gemv_rows": 4,
+                                                "gemv_lanes": 8, "gemv_k_subgroups": 4}
     # lavapipe: subgroups of 8, 2 lanes along N (4 along K), one subgroup per workgroup
     assert rules.select(fn, LAVAPIPE)[0].config == {**gemm, "gemv_rows": 4, "gemv_lanes": 2, "gemv_k_subgroups": 1}
     # no known subgroup width: no shuffles, no GEMV knobs

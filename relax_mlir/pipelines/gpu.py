@@ -114,17 +114,19 @@ def check_schedule_config(text: str, target: str) -> None:
 
 
 def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKGROUP_SIZE,
-                   kind: str = "vulkan", schedule_config: str = "") -> list[str]:
+                   kind: str = "vulkan", schedule_config: str = "", emulate_mma: bool = False) -> list[str]:
     """The scheduled kernel kinds (relax-gpu-schedule: the rule of each kernel's kind and
     element type for the module's target, :mod:`relax_mlir.backends.gpu.rules`); every other
-    kernel keeps the parallel-loop route."""
+    kernel keeps the parallel-loop route. ``emulate_mma``: the cuda tensor-core routes offered
+    on vulkan (its ``emulate-tensor-cores`` option)."""
     if not (SCHEDULES_DEFAULT if schedules is None else schedules):
         return []
     vector = "true" if VECTOR_ELEMENTWISE_DEFAULT else "false"
     subgroup = "true" if SUBGROUP_OPS_DEFAULT else "false"
     overrides = f" overrides={schedule_config}" if schedule_config else ""
+    emulate = " emulate-mma=true" if emulate_mma else ""
     return [f"relax-gpu-schedule{{kind={kind} workgroup-size={int(workgroup_size)} vector={vector} "
-            f"subgroup-ops={subgroup}{overrides}}}"]
+            f"subgroup-ops={subgroup}{emulate}{overrides}}}"]
 
 
 #: relax-kernel-fastmath{reassoc=false} before the schedules: fastmath<contract> on the kernels'
@@ -134,14 +136,16 @@ def schedule_stage(schedules: Optional[bool] = None, workgroup_size: int = WORKG
 KERNEL_CONTRACT_DEFAULT = True
 
 
-def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan", schedule_config: str = "") -> list[str]:
+def kernel_stage(workgroup_size: int = WORKGROUP_SIZE, kind: str = "vulkan", schedule_config: str = "",
+                 emulate_mma: bool = False) -> list[str]:
     """Bufferized kernels -> host halves with gpu.launch_func + outlined gpu.modules."""
     return [
         "relax-expand-math",
         *(["relax-kernel-fastmath{reassoc=false}"] if KERNEL_CONTRACT_DEFAULT else []),
         "relax-gpu-signless",
         "relax-gpu-forward-copies",
-        *schedule_stage(workgroup_size=workgroup_size, kind=kind, schedule_config=schedule_config),
+        *schedule_stage(workgroup_size=workgroup_size, kind=kind, schedule_config=schedule_config,
+                        emulate_mma=emulate_mma),
         # again: the launches the rules built themselves (online-softmax rescaling, stagers)
         *(["relax-kernel-fastmath{reassoc=false}"] if KERNEL_CONTRACT_DEFAULT else []),
         "relax-gpu-prepare-kernels",

@@ -43,9 +43,15 @@ BF16_STAGE = ["gpu.module(math-extend-to-supported-types{extra-types=f16 target-
               "relax-bf16-casts{f64=true}",
               "relax-spirv-bf16-storage"]
 
+#: the vulkan pipeline's ``emulate-tensor-cores`` default: a testing aid (relax-emulate-mma)
+EMULATE_TENSOR_CORES_DEFAULT = False
 
-def spirv_stage() -> list[str]:
+
+def spirv_stage(emulate_tensor_cores: bool = EMULATE_TENSOR_CORES_DEFAULT) -> list[str]:
     return [
+        # the cuda tensor-core routes' nvgpu ops as workgroup-memory exchanges (Target's
+        # emulate_tensor_cores lets the matmul rule build them)
+        *(["relax-emulate-mma"] if emulate_tensor_cores else []),
         *BF16_STAGE,
         SPIRV_TARGET,
         "relax-spirv-subgroup-size",   # gpu.shuffle lowers only at the env's subgroup size
@@ -66,19 +72,21 @@ def spirv_stage() -> list[str]:
     ]
 
 
-def codegen_stage(workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "") -> list[str]:
-    return (bufferize_stage() + kernel_stage(workgroup_size, "vulkan", schedule_config) + spirv_stage()
-            + host_llvm_stage())
+def codegen_stage(workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "",
+                  emulate_tensor_cores: bool = EMULATE_TENSOR_CORES_DEFAULT) -> list[str]:
+    return (bufferize_stage() + kernel_stage(workgroup_size, "vulkan", schedule_config, emulate_tensor_cores)
+            + spirv_stage(emulate_tensor_cores) + host_llvm_stage())
 
 
-def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "") -> list[tuple[str, list[str]]]:
+def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, schedule_config: str = "",
+           emulate_tensor_cores: bool = EMULATE_TENSOR_CORES_DEFAULT) -> list[tuple[str, list[str]]]:
     check_schedule_config(schedule_config, "vulkan")
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
     # bf16 matmuls / conv2ds as f32 ones between casts (the f32 matmul rule takes them); the
     # quantized kernels read a bf16 x as stored
     graph = _cpu_graph(graph, "relax-widen-bf16-matmul{quantized=false}")
     return [("graph", graph_stage(graph, "vulkan")), ("host", host),
-            ("codegen", codegen_stage(workgroup_size, schedule_config))]
+            ("codegen", codegen_stage(workgroup_size, schedule_config, emulate_tensor_cores))]
 
 
 @register_pipeline("vulkan", "relax IR to host LLVM code + SPIR-V kernels for Vulkan: shapes, legalize, "
@@ -87,7 +95,12 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, schedule_config: s
                                    "fuse call_tir kernels (relax-fuse-ops, relax-fuse-kernels)"),
                             Option("workgroup-size", int, WORKGROUP_SIZE,
                                    "threads per workgroup (tile of the first parallel dimension)"),
-                            Option("schedule-config", str, "", SCHEDULE_CONFIG_HELP)])
+                            Option("schedule-config", str, "", SCHEDULE_CONFIG_HELP),
+                            Option("emulate-tensor-cores", bool, EMULATE_TENSOR_CORES_DEFAULT,
+                                   "testing aid: the cuda tensor-core routes (f16_gemm=2) built for vulkan, their "
+                                   "nvgpu matrix ops emulated through workgroup memory (relax-emulate-mma; slow: "
+                                   "checks numerics, not speed)")])
 def vulkan(opts) -> str:
-    return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size, opts.schedule_config)
+    return ", ".join(name for _, passes in stages(opts.fusion, opts.workgroup_size, opts.schedule_config,
+                                                   opts.emulate_tensor_cores)
                      for name in passes)

@@ -25,6 +25,9 @@ class Knob:
     name: str
     values: tuple[int, ...]
     help: str = ""
+    #: False: a choice that changes results (TF32), never the tuner's: samples take the first
+    #: value, neighbours keep the config's
+    tuned: bool = True
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class Space:
     def sample(self, rng: random.Random, **extents) -> Optional[Config]:
         """A random valid config (None when 200 draws found none)."""
         for _ in range(200):
-            cfg = {k.name: rng.choice(k.values) for k in self.knobs}
+            cfg = {k.name: rng.choice(k.values) if k.tuned else k.values[0] for k in self.knobs}
             if self.valid(cfg, **extents):
                 return cfg
         return None
@@ -75,7 +78,7 @@ class Space:
     def neighbors(self, cfg: Config, **extents) -> list[Config]:
         """Valid configs one knob step away (the next smaller or larger declared value)."""
         out = []
-        for k in self.knobs:
+        for k in (k for k in self.knobs if k.tuned):
             vals = list(k.values)
             i = vals.index(cfg[k.name]) if cfg[k.name] in vals else None
             steps = [vals[j] for j in (i - 1, i + 1) if 0 <= j < len(vals)] if i is not None else vals

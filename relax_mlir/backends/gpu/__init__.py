@@ -7,7 +7,8 @@ knob values; ``relax-gpu-schedule`` (:mod:`.schedule`) applies the selection to 
 kernel of a module.
 """
 
-from . import (accumulators, cuda_host, cuda_library, cuda_library_split, decode_attention, device_constants, entry_abi, flatten_launches,
+from . import (accumulators, cuda_host, cuda_library, cuda_library_split, decode_attention, device_constants, emulate_mma, entry_abi,
+               flatten_launches,
                fold_tensor_copies, forward_copies, gemv,  # noqa: F401
                inner_loops, matmul_routes, quant_gemv, nest_spirv, prepare_kernels, row_reductions, signless,
                spirv_arith, spirv_bf16, spirv_f64_math, spirv_float_controls, spirv_vector_buffers,

@@ -43,7 +43,7 @@ from typing import Optional
 from mlir import ir
 
 from ...target import Target
-from . import decode_attention, gemv, mma, quant_gemm, quant_gemv, row_reductions, tile_matmul, vector_elementwise
+from . import decode_attention, gemv, mma, mma_tf32, quant_gemm, quant_gemv, row_reductions, tile_matmul, vector_elementwise
 from .launch_builder import kernel_kind
 from ...tuning.space import Config, Knob, Space
 
@@ -111,6 +111,12 @@ def gemv_vector(target: Target, dtype: str) -> int:
     return 128 // bits if target.kind == "cuda" else 4
 
 
+def _tensor_cores(t: Target) -> bool:
+    """The cuda tensor-core routes are offered: on cuda, and on vulkan when they are emulated
+    (Target.emulate_mma: relax-emulate-mma runs their warp-level matrix ops)."""
+    return t.kind == "cuda" or t.emulate_mma
+
+
 def _matmul_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
     cap, shared = t.max_threads_per_block or None, t.shared_memory_bytes or None   # 0: unknown
     threads = cfg["threads"] * cfg["threads"]
@@ -158,8 +164,10 @@ class Matmul(ScheduleRule):
             Knob("tile_k", (8, 16, 32), "GEMM: K step staged in workgroup memory"),
             Knob("min_size", (16, 32, 64), "M and N from which the GEMM tiles run"),
         )
-        if target.kind == "cuda":
+        if _tensor_cores(target):
             knobs += (Knob("f16_gemm", (1, 2), "f16 GEMM route: 1 the SIMT tiles, 2 tensor cores (nvgpu.mma.sync m16n8k16)"),)
+            knobs += (Knob("f32_gemm", (1, 2), "f32 GEMM route: 1 the SIMT tiles, 2 TF32 tensor cores (m16n8k8; "
+                                               "inputs at tf32 precision; never chosen by the tuner)", tuned=False),)
         sg = subgroup(target)
         if sg is not None:
             knobs += (
@@ -173,8 +181,9 @@ class Matmul(ScheduleRule):
     def default(self, target: Target, dtype: str, **hints: int) -> Config:
         cfg = dict(threads=tile_matmul.MatmulTiles.threads, per_thread=tile_matmul.MatmulTiles.per_thread,
                    tile_k=tile_matmul.MatmulTiles.tile_k, min_size=tile_matmul.MIN_SIZE)
-        if target.kind == "cuda":   # off until a device has checked its numerics (docs/gpu.md)
+        if _tensor_cores(target):   # off until a device has checked its numerics (docs/gpu.md)
             cfg["f16_gemm"] = 1
+            cfg["f32_gemm"] = 1     # TF32 changes f32 results: only on request
         sg = subgroup(target)
         if sg is None:   # no known subgroup width: no shuffles, no GEMV route
             return cfg
@@ -191,8 +200,10 @@ class Matmul(ScheduleRule):
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
         tiles = tile_matmul.MatmulTiles(config["threads"], config["per_thread"], config["tile_k"])
         routes = tile_matmul.tiled_routes(tiles, config["min_size"])
-        if config.get("f16_gemm") == 2 and dtype == "f16" and target.kind == "cuda":
+        if config.get("f16_gemm") == 2 and dtype == "f16" and _tensor_cores(target):
             routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None, mma.build_mma())
+        if config.get("f32_gemm") == 2 and dtype == "f32" and _tensor_cores(target):
+            routes[0] = (mma.mma_guard(config["min_size"]) if len(routes) > 1 else None, mma_tf32.build_tf32())
         if "gemv_rows" in config and len(routes) > 1:
             g = gemv.GemvTiles(subgroup(target), config["gemv_lanes"], config["gemv_k_subgroups"],
                                config["gemv_rows"], gemv_vector(target, dtype))

@@ -51,6 +51,8 @@ def _tuned_configs(module: ir.Operation, fns: list[ir.Operation], path: str, tar
                         Option("vector", bool, True, "the elementwise rule (4 elements per thread)"),
                         Option("subgroup-ops", bool, True, "rules may use subgroup operations (false: as on "
                                                            "a target without a known subgroup size: no GEMV)"),
+                        Option("emulate-mma", bool, False, "the target's emulate_mma (vulkan: the cuda tensor-core "
+                                                           "routes offered, for relax-emulate-mma to run)"),
                         Option("tuning-db", str, "", "a tuning database: kernels recorded there get their "
                                                      "tuned knob values"),
                         Option("overrides", str, "", "knob=value:knob=value applied to every kernel whose "
@@ -61,6 +63,8 @@ def relax_gpu_schedule(module: ir.Operation, opts) -> None:
     target = Target.for_module(module, opts.kind)
     if not opts.subgroup_ops:
         target = replace(target, subgroup_size=None)
+    if opts.emulate_mma:
+        target = replace(target, emulate_mma=True)
     rules = tuple(r for r in RULES if opts.vector or not isinstance(r, Elementwise))
     try:
         overrides = parse_overrides(opts.overrides)

@@ -15,7 +15,17 @@ def _stages(opts, backend: Backend) -> list[Stage]:
     if cap is not None and not 1 <= opts.workgroup_size <= cap:
         raise CompileOptionsError(f"option 'workgroup-size' of target 'vulkan': 1 to {cap} invocations per "
                                   f"workgroup on {device.chip or 'this device'}, got {opts.workgroup_size}")
-    return stages(opts.fusion, opts.workgroup_size, opts.schedule_config)
+    return stages(opts.fusion, opts.workgroup_size, opts.schedule_config, opts.emulate_tensor_cores)
+
+
+def _target(popts, options):
+    """The compile's Target; the ``emulate-tensor-cores`` option recorded on it (the matmul rule
+    then offers the cuda tensor-core routes, relax-emulate-mma runs them)."""
+    from dataclasses import replace
+
+    from ...target import Target
+    t = Target.from_options(options)
+    return replace(t, emulate_mma=True) if popts.emulate_tensor_cores else t
 
 
 def _runtime(module, metadata: dict, libraries: list[str], options):
@@ -24,4 +34,5 @@ def _runtime(module, metadata: dict, libraries: list[str], options):
 
 
 BACKEND = register_backend(Backend("vulkan", "a Vulkan device (SPIR-V kernels, host code JIT-compiled; lavapipe on a CPU)",
-                                   "vulkan", _stages, _runtime, legalize_target="cpu", host_hooks="cpu"))
+                                   "vulkan", _stages, _runtime, legalize_target="cpu", host_hooks="cpu",
+                                   make_target=_target))

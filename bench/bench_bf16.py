@@ -10,6 +10,10 @@ with an f32, f16 and bf16 x (the half ones behind relax-widen-bf16-matmul's cast
 ``--conv``: a ResNet-18 stage conv (3x3, 64 -> 64
 channels, 56x56, bias + relu) and the stem's 3x3/2 max pool in f32 and bf16, with a third
 executable where relax-widen-bf16-matmul leaves conv2d alone (the bf16 conv's plain loops).
+``--target vulkan``: a matmul and an elementwise chain in f32, f16 and bf16 on the Vulkan device
+(one executable, interleaved): bf16 is stored as 16 bits there and computed in f32, its matmul
+the f32 rule's between casts (both operands cast per call, and the weight uploaded per call,
+unless it is bound: the ``bound`` columns, where ``bind_params`` casts a bf16 weight once).
 """
 
 from __future__ import annotations
@@ -135,6 +139,55 @@ def _conv(args, rng, torch) -> None:
               f"{row[4]:8.3f} {row[5]:9.3f} {row[6]:10.3f}")
 
 
+def _vulkan_module(k: int, n: int, cols: int):
+    ctx = relax_mlir.make_context()
+    with ctx, ir.Location.unknown():
+        m = ir.Module.create()
+        for dt in ("f32", "f16", "bf16"):
+            with graph_function(m, f"mm_{dt}", [("x", ["m", k], dt), ("w", [k, n], dt)]) as fn:
+                fn.ret(relax.matmul(*fn.params))
+            # w declared a weight (relax.num_input = 1): bind_params uploads it, and a bf16 one's
+            # f32 cast (lifted into mm_bf16_w_transform_params) runs, once
+            with graph_function(m, f"mm_{dt}_w", [("x", ["m", k], dt), ("w", [k, n], dt)]) as fn:
+                fn.ret(relax.matmul(*fn.params))
+            last = list(m.body.operations)[-1].operation
+            last.attributes["relax.num_input"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
+            with graph_function(m, f"ew_{dt}", [("x", ["m", cols], dt), ("y", ["m", cols], dt)]) as fn:
+                x, y = fn.params
+                fn.ret(relax.sigmoid(x * y + x) * y)
+    return m
+
+
+def _vulkan(args, rng) -> None:
+    """f32 / f16 / bf16 matmul and elementwise chain on the Vulkan device, interleaved."""
+    from relax_mlir.runtime import vulkan
+    ok, device = vulkan.available()
+    if not ok:
+        raise SystemExit(f"no Vulkan device: {device}")
+    exe = relax_mlir.compile(_vulkan_module(args.k, args.n, args.cols), target="vulkan")
+    dts = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
+    print(f"vulkan on {device}; load {os.getloadavg()[0]:.2f}; best of {args.reps} interleaved, ms; "
+          f"matmul (m, {args.k}) x ({args.k}, {args.n}); sigmoid(x * y + x) * y on (m, {args.cols})")
+    print(f"{'m':>6} {'mm f32':>9} {'mm f16':>9} {'mm bf16':>9} | {'bound f32':>9} {'bound f16':>9} "
+          f"{'bound bf16':>10} | {'ew f32':>8} {'ew f16':>8} {'ew bf16':>8}")
+    for m in args.rows:
+        x = rng.standard_normal((m, args.k)).astype(np.float32)
+        w = (rng.standard_normal((args.k, args.n)) / 32).astype(np.float32)
+        e = rng.standard_normal((2, m, args.cols)).astype(np.float32)
+        calls = {}
+        for dt, t in dts.items():
+            calls[f"mm {dt}"] = (exe[f"mm_{dt}"], x.astype(t), w.astype(t))
+            calls[f"bound {dt}"] = (exe[f"mm_{dt}_w"].bind_params(w.astype(t)), x.astype(t))
+            calls[f"ew {dt}"] = (exe[f"ew_{dt}"], e[0].astype(t), e[1].astype(t))
+        best = {name: _time(fn, *a, reps=1) for name, (fn, *a) in calls.items()}   # (warm-up inside)
+        for _ in range(args.reps - 1):       # interleaved: one call of each per round
+            for name, (fn, *a) in calls.items():
+                best[name] = min(best[name], _time(fn, *a, reps=1))
+        print(f"{m:>6} " + " ".join(f"{best['mm ' + d]:9.3f}" for d in dts) + " | "
+              + " ".join(f"{best['bound ' + d]:9.3f}" for d in ("f32", "f16")) + f" {best['bound bf16']:10.3f} | "
+              + " ".join(f"{best['ew ' + d]:8.3f}" for d in dts))
+
+
 def _time(fn, *args, reps: int) -> float:
     fn(*args)
     best = float("inf")
@@ -158,7 +211,13 @@ def main() -> None:
     ap.add_argument("--channels", type=int, default=64)
     ap.add_argument("--hw", type=int, default=56)
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--target", choices=("cpu", "vulkan"), default="cpu",
+                    help="vulkan: f32 / f16 / bf16 matmul and elementwise chain on the Vulkan device")
     args = ap.parse_args()
+    if args.target == "vulkan":
+        _vulkan(args, np.random.default_rng(0))
+        print(f"load {os.getloadavg()[0]:.2f}")
+        return
     if args.qmm:
         _qmm(args, np.random.default_rng(0))
         return

@@ -25,11 +25,11 @@
 #      GEMV) -> $OUT/llm_f16w.txt (issue 27's target: decode >= 1.5x the f32 weights' of step 5);
 #   6. bench/bench_gpu.py --targets cuda --decode --quick: the f32/f16 decode GEMVs (default knobs and
 #      4x4, 8x8) against the same target without subgroup ops and PyTorch -> $OUT/bench_decode.md;
-#   6b. bench/bench_gpu.py --targets cuda --cublas --quick --configs f16_gemm=2,...: prefill matmuls (f32, f16)
-#      without cuBLAS (SIMT tiles; the f16 ones also on the tensor-core GEMM: "cuda f16_gemm=2", 64 x 64
-#      blocks, and 128 x 128 blocks of 64 x 64 warp tiles), with it
-#      for every matmul and with the provisional rule (split per call by M, GEMV up to 4 rows), against
-#      PyTorch (the measurement the rule waits for) -> $OUT/bench_cublas.md;
+#   6b. bench/bench_gpu.py --targets cuda --cublas --quick --configs f16_gemm=2,...: prefill matmuls (f32, f16,
+#      bf16; quantized Q8_0 / f16 rows at M = 32-512) without cuBLAS (SIMT tiles; the f16 / bf16 ones also on
+#      the tensor-core GEMM: "cuda f16_gemm=2", 64 x 64 blocks, and 128 x 128 blocks of 64 x 64 warp tiles),
+#      with it always and by the provisional rules, against PyTorch (the measurement the rule waits for)
+#      -> $OUT/bench_cublas.md;
 #   6c. bench/bench_gpu.py --targets cuda --prefill-attention: the fused prefill attention against the
 #      q.k / softmax / p.v kernels, whole prefill and attention alone -> $OUT/bench_prefill_attention.md;
 #   6d. (not in the rehearsal) bench/tune_gpu_llm.py --target cuda --size 134m --decode --budget 60: the GPU
@@ -140,7 +140,7 @@ env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --decode --q
 log "decode bench rc=$?"
 cat "$OUT/bench_decode.md" | tee -a "$OUT/session.log"
 
-T=$(( $(left) < 60 ? $(left) : 60 ))
+T=$(( $(left) < 90 ? $(left) : 90 ))
 log "cuBLAS bench (timeout $T s)"
 env $BENCH_ENV timeout "$T" "$PY" bench/bench_gpu.py --targets cuda --cublas --quick --configs f16_gemm=2,f16_gemm=2:tc_warp_m=64:tc_warp_n=64 $BENCH_FLAGS \
     > "$OUT/bench_cublas.md" 2> "$OUT/bench_cublas.err"

@@ -27,6 +27,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import relax_mlir  # noqa: E402
+from mlir import ir  # noqa: E402
 from relax_mlir.dialects.source import parse_module  # noqa: E402
 from relax_mlir.runtime.cuda import cublas  # noqa: E402
 
@@ -62,6 +63,16 @@ func.func @h32(%x: tensor<?x64xf16, #relax.shape<["n", 64]>>, %w: tensor<64x48xf
   %y = "relax.matmul"(%x, %w) {out_dtype = f32} : (tensor<?x64xf16, #relax.shape<["n", 64]>>, tensor<64x48xf16>) -> tensor<?x48xf32, #relax.shape<["n", 48]>>
   return %y : tensor<?x48xf32, #relax.shape<["n", 48]>>
 }
+func.func @bf16(%x: tensor<?x64xbf16, #relax.shape<["n", 64]>>, %w: tensor<64x48xbf16>) -> tensor<?x48xbf16, #relax.shape<["n", 48]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x64xbf16, #relax.shape<["n", 64]>>, tensor<64x48xbf16>) -> tensor<?x48xbf16, #relax.shape<["n", 48]>>
+  return %y : tensor<?x48xbf16, #relax.shape<["n", 48]>>
+}
+func.func @bf32(%x: tensor<?x64xbf16, #relax.shape<["n", 64]>>, %w: tensor<64x48xbf16>) -> tensor<?x48xf32, #relax.shape<["n", 48]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) {out_dtype = f32} : (tensor<?x64xbf16, #relax.shape<["n", 64]>>, tensor<64x48xbf16>) -> tensor<?x48xf32, #relax.shape<["n", 48]>>
+  return %y : tensor<?x48xf32, #relax.shape<["n", 48]>>
+}
 """
 
 #: a symbolic M large enough for the split (768 x 768: N*K*5 >= 2^21)
@@ -71,7 +82,66 @@ func.func @main(%x: tensor<?x768xf32, #relax.shape<["s", 768]>>, %w: tensor<768x
   %y = "relax.matmul"(%x, %w) : (tensor<?x768xf32, #relax.shape<["s", 768]>>, tensor<768x768xf32>) -> tensor<?x768xf32, #relax.shape<["s", 768]>>
   return %y : tensor<?x768xf32, #relax.shape<["s", 768]>>
 }
+func.func @h(%x: tensor<?x768xf16, #relax.shape<["s", 768]>>, %w: tensor<768x768xf16>) -> tensor<?x768xf16, #relax.shape<["s", 768]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x768xf16, #relax.shape<["s", 768]>>, tensor<768x768xf16>) -> tensor<?x768xf16, #relax.shape<["s", 768]>>
+  return %y : tensor<?x768xf16, #relax.shape<["s", 768]>>
+}
+func.func @bsplit(%a: tensor<?x?x96xf32, #relax.shape<["b", "s", 96]>>, %w: tensor<?x96x64xf32, #relax.shape<["b", 96, 64]>>)
+    -> tensor<?x?x64xf32, #relax.shape<["b", "s", 64]>> attributes {relax.function} {
+  %y = "relax.matmul"(%a, %w) : (tensor<?x?x96xf32, #relax.shape<["b", "s", 96]>>, tensor<?x96x64xf32, #relax.shape<["b", 96, 64]>>) -> tensor<?x?x64xf32, #relax.shape<["b", "s", 64]>>
+  return %y : tensor<?x?x64xf32, #relax.shape<["b", "s", 64]>>
+}
+func.func @bf(%x: tensor<?x768xbf16, #relax.shape<["s", 768]>>, %w: tensor<768x768xbf16>) -> tensor<?x768xbf16, #relax.shape<["s", 768]>>
+    attributes {relax.function} {
+  %y = "relax.matmul"(%x, %w) : (tensor<?x768xbf16, #relax.shape<["s", 768]>>, tensor<768x768xbf16>) -> tensor<?x768xbf16, #relax.shape<["s", 768]>>
+  return %y : tensor<?x768xbf16, #relax.shape<["s", 768]>>
+}
 """
+
+
+def _epi(name: str, extra: str, body: str, dt: str = "f32") -> str:
+    """@name(x (s, 768), w (768, 768)[, extra]) = the body over %y = x @ w (a symbolic M: split)."""
+    x, w = f'tensor<?x768x{dt}, #relax.shape<["s", 768]>>', f"tensor<768x768x{dt}>"
+    ex = {"b": f", %b: tensor<768x{dt}>", "r": f", %r: {x}", "": ""}[extra]
+    return (f'func.func @{name}(%x: {x}, %w: {w}{ex}) -> {x} attributes {{relax.function}} {{\n'
+            f'  %y = "relax.matmul"(%x, %w) : ({x}, {w}) -> {x}\n'
+            + body.replace("X", x).replace("B", f"tensor<768x{dt}>") + "}\n")
+
+
+#: matmuls with a fused epilogue cuBLASLt applies (a symbolic M: the split's library variant)
+EPILOGUES = (_epi("bias", "b", '  %z = "relax.add"(%y, %b) : (X, B) -> X\n  return %z : X\n')
+             + _epi("biasrelu", "b", '  %z = "relax.add"(%y, %b) : (X, B) -> X\n  %u = "relax.relu"(%z) : (X) -> X\n'
+                    '  return %u : X\n')
+             + _epi("relu", "", '  %u = "relax.relu"(%y) : (X) -> X\n  return %u : X\n')
+             + _epi("res", "r", '  %z = "relax.add"(%y, %r) : (X, X) -> X\n  return %z : X\n')
+             + _epi("rres", "r", '  %z = "relax.add"(%r, %y) : (X, X) -> X\n  return %z : X\n')
+             + _epi("bfrelu", "", '  %u = "relax.relu"(%y) : (X) -> X\n  return %u : X\n', "bf16"))
+
+
+def _qmm(name: str, dt: str, fmt: str, rb: int) -> str:
+    x, w, y = f'tensor<?x64x{dt}, #relax.shape<["s", 64]>>', f"tensor<48x{rb}xi8>", f'tensor<?x48x{dt}, #relax.shape<["s", 48]>>'
+    return f"""func.func @{name}(%x: {x}, %w: {w}) -> {y} attributes {{relax.function}} {{
+  %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({x}, {w}) -> {y}
+  return %y : {y}
+}}
+"""
+
+
+#: relax.quantized_matmul with a symbolic M (K = 64, N = 48): f16 / bf16 weights with x of their
+#: type (cuBLAS reads the stored rows), f16 weights with f32 x and the block formats (decoded
+#: into a scratch buffer first)
+#: with a fused residual add (the LLM's o and down projections): the epilogue stays generated
+QUANT_ADD = """func.func @qadd(%x: tensor<?x64xf32, #relax.shape<["s", 64]>>, %w: tensor<48x68xi8>,
+    %r: tensor<?x48xf32, #relax.shape<["s", 48]>>) -> tensor<?x48xf32, #relax.shape<["s", 48]>> attributes {relax.function} {
+  %y = "relax.quantized_matmul"(%x, %w) {format = "q8_0"} : (tensor<?x64xf32, #relax.shape<["s", 64]>>, tensor<48x68xi8>) -> tensor<?x48xf32, #relax.shape<["s", 48]>>
+  %z = "relax.add"(%y, %r) : (tensor<?x48xf32, #relax.shape<["s", 48]>>, tensor<?x48xf32, #relax.shape<["s", 48]>>) -> tensor<?x48xf32, #relax.shape<["s", 48]>>
+  return %z : tensor<?x48xf32, #relax.shape<["s", 48]>>
+}
+"""
+QUANT = QUANT_ADD + (_qmm("qf16", "f16", "f16", 128) + _qmm("qbf16", "bf16", "bf16", 128) + _qmm("qh", "f32", "f16", 128)
+         + _qmm("q8", "f32", "q8_0", 68) + _qmm("q40", "f32", "q4_0", 36) + _qmm("q41", "f32", "q4_1", 40)
+         + _qmm("q40h", "f16", "q4_0", 36))
 
 
 def _lower(src: str, options: str) -> str:
@@ -87,9 +157,10 @@ def _lower(src: str, options: str) -> str:
 def test_cublas_on_calls_the_shim_from_the_host_code():
     text = _lower(MATMULS, "cublas=on")
     called = sorted(set(re.findall(r"llvm.call @_mlir_ciface_(relax_cublas_matmul_\w+)\(", text)))
-    assert called == ["relax_cublas_matmul_22_f16", "relax_cublas_matmul_22_f16_f32", "relax_cublas_matmul_22_f32",
-                      "relax_cublas_matmul_32_f32", "relax_cublas_matmul_33_f32"]
-    # no kernel is left for any of the five matmuls: nothing is launched
+    assert called == ["relax_cublas_matmul_22_bf16", "relax_cublas_matmul_22_bf16_f32", "relax_cublas_matmul_22_f16",
+                      "relax_cublas_matmul_22_f16_f32", "relax_cublas_matmul_22_f32", "relax_cublas_matmul_32_f32",
+                      "relax_cublas_matmul_33_f32"]
+    # no kernel is left for any of the seven matmuls: nothing is launched
     assert "gpu.launch_func" not in text and "gpu.binary" not in text
 
 
@@ -98,7 +169,7 @@ def test_cublas_off_keeps_the_generated_kernels():
     assert "relax_cublas" not in text
     # each of the five matmuls a kernel with its routes (GEMM tiles, GEMV, small): 14 binaries
     binaries = re.findall(r"gpu.binary @(\w+)", text)
-    assert len(binaries) == 14 and len({b.split("_kernel")[0] for b in binaries}) == 5
+    assert len(binaries) == 20 and len({b.split("_kernel")[0] for b in binaries}) == 7
 
 
 def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatch, tmp_path):
@@ -108,14 +179,74 @@ def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatc
     # the dispatcher compares M with 4: the generated variant (GEMV and the other routes,
     # PTX kernels) or the library variant (the shim, no kernel of its own)
     assert re.search(r"llvm.icmp \"ule\" %\w+, %\w+ : i64", text)
-    assert "llvm.call @_mlir_ciface_relax_cublas_matmul_22_f32(" in text
+    called = sorted(set(re.findall(r"llvm.call @_mlir_ciface_(relax_cublas_matmul_\w+)\(", text)))
+    # f16 and bf16 write their half result from cuBLAS (the truncation folded into the call)
+    assert called == ["relax_cublas_matmul_22_bf16", "relax_cublas_matmul_22_f16", "relax_cublas_matmul_22_f32",
+                      "relax_cublas_matmul_33_f32"]
     binaries = re.findall(r"gpu.binary @(\w+)", text)
     gen = [b for b in binaries if "__gen_kernel" in b]
-    # the generated variant's routes (GEMV, GEMM tiles, the small one), nothing for the library
-    # variant nor the dispatcher (no result copy)
-    assert len(gen) == 3 and len(binaries) == 3
+    # each generated variant's routes (GEMV, GEMM tiles, the small one), nothing for the library
+    # variants (no conversion kernel) nor the dispatchers (no result copy)
+    assert len(gen) == 12 and len(binaries) == 12
     ptx = text[text.index("gpu.binary @" + gen[0]):]
     assert "shfl.sync.bfly" in ptx       # the GEMV route is still there for M <= 4
+
+
+def _decoder(fmt: str, dt: str, rb: int) -> str:
+    """The decoding kernel of the quantized library variant as a function @decode(x, w, C, out)
+    of its own (text): the variant's scratch buffer made the argument ``out``, the cuBLAS call
+    removed."""
+    from relax_mlir.pipelines import cuda as cuda_pipeline
+    from relax_mlir.pipelines.gpu import bufferize_stage
+    ctx = relax_mlir.make_context()
+    m = parse_module(_qmm("q", dt, fmt, rb), ctx)
+    st = dict(cuda_pipeline.stages(cublas="on"))
+    with ctx:
+        relax_mlir.run_pipeline(m, "builtin.module(" + ",".join(st["graph"] + st["host"] + bufferize_stage()
+                                                                + ["relax-cuda-split-library"]) + ")")
+        lib = next(o.operation for o in m.body.operations if o.operation.name == "func.func"
+                   and ir.StringAttr(o.operation.attributes["sym_name"]).value.endswith("__lib"))
+        block = lib.regions[0].blocks[0]
+        ops = [o.operation for o in block.operations]
+        assert [o.name for o in ops if o.name not in ("arith.constant", "memref.cast")] == \
+            ["memref.alloc", "linalg.generic", "func.call", "memref.dealloc", "func.return"]
+        alloc = next(o for o in ops if o.name == "memref.alloc")
+        for o in reversed(ops):
+            if o.name in ("func.call", "memref.cast", "memref.dealloc"):
+                o.erase()
+        out = block.add_argument(alloc.results[0].type, ir.Location.unknown())
+        alloc.results[0].replace_all_uses_with(out)
+        alloc.erase()
+        lib.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([a.type for a in block.arguments], []))
+        lib.attributes["sym_name"] = ir.StringAttr.get("decode")
+        return str(lib)
+
+
+@pytest.mark.parametrize("fmt,dt", [("q8_0", "f32"), ("q4_0", "f32"), ("q4_1", "f32"), ("f16", "f32"),
+                                    ("bf16", "f32"), ("q4_0", "f16"), ("q8_0", "f16"), ("f16", "bf16")])
+def test_quantized_decoding_kernel_numerics(fmt, dt):
+    """The library variant's decoding kernel (the quantized generic's decoder, cloned into a 2-D
+    parallel generic) run on the cpu (upstream lowering, the ExecutionEngine) against gguf's
+    numpy dequantizer: x's type f32 exactly, f16 / bf16 rounded once."""
+    import gguf
+    import ml_dtypes
+    from kernel_harness import _arg, compile_kernel
+    from relax_mlir.ops.quant import row_bytes
+    qtype = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
+             "q4_1": gguf.GGMLQuantizationType.Q4_1, "f16": gguf.GGMLQuantizationType.F16,
+             "bf16": gguf.GGMLQuantizationType.BF16}[fmt]
+    rb = row_bytes(fmt, 64)
+    rng = np.random.default_rng(3)
+    raw = gguf.quants.quantize(rng.standard_normal((48, 64)).astype(np.float32), qtype).view(np.int8).reshape(48, rb)
+    want = gguf.quants.dequantize(raw.view(np.uint8), qtype).astype(np.float32).reshape(48, 64)
+    npdt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dt]
+    with ir.Context():
+        eng, name = compile_kernel(ir.Operation.parse(_decoder(fmt, dt, rb)))
+    x, c = np.zeros((1, 64), npdt), np.zeros((1, 48), np.float32 if dt == "f32" else npdt)
+    out = np.full((48, 64), np.nan, npdt)
+    eng.invoke(name, _arg(x), _arg(raw), _arg(c), _arg(out))
+    got = out.astype(np.float32)
+    np.testing.assert_array_equal(got, want.astype(npdt).astype(np.float32))
 
 
 def test_cublas_policy_resolution(monkeypatch, tmp_path):
@@ -153,6 +284,7 @@ def test_cublas_wheel_is_found_first(monkeypatch, tmp_path):
 
 FAKE_LIBRARY_RUN = r'''
 import ctypes, json, os, sys
+import ml_dtypes
 import numpy as np
 fake = ctypes.CDLL(sys.argv[1])
 os.environ["RELAX_MLIR_CUBLAS_LIBRARY"] = sys.argv[2]
@@ -162,9 +294,9 @@ from relax_mlir.runtime import cuda
 fcb = ctypes.CDLL(sys.argv[2])     # the fake cuBLAS (the same library the shim loads)
 
 def count(name):
-    return ctypes.c_long.in_dll(fcb if name.startswith("fake_cublas_") else fake, name).value
+    return ctypes.c_long.in_dll(fcb if name.startswith(("fake_cublas_", "fake_cublaslt_")) else fake, name).value
 
-MATMULS, SPLIT = sys.argv[3], sys.argv[4]
+MATMULS, SPLIT, QUANT, EPILOGUES = sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 rng = np.random.default_rng(0)
 out = {"errors": {}, "stats": {}}
 exe = relax_mlir.compile(MATMULS, target="cuda", options={"cublas": "on"})
@@ -202,6 +334,20 @@ for n in (1, 7, 70):
     ref = hx.astype(np.float32) @ hw.astype(np.float32)
     check(f"h16_{n}", exe["h16"](hx, hw), ref.astype(np.float16).astype(np.float64), 2e-2)
     check(f"h32_{n}", exe["h32"](hx, hw), ref.astype(np.float64), 1e-4)
+# bf16 (CUDA_R_16BF, f32 compute): small integers, so that the f32 sums are exact and the bf16
+# result is exactly numpy's sum rounded by ml_dtypes (to nearest even: sums above 256 round)
+bw = rng.integers(-8, 9, (64, 48)).astype(ml_dtypes.bfloat16)
+out["bf16_exact"] = {}
+for n in (1, 5, 37, 300):
+    bx = rng.integers(-8, 9, (n, 64)).astype(ml_dtypes.bfloat16)
+    ref = bx.astype(np.float64) @ bw.astype(np.float64)
+    got = exe["bf16"](bx, bw)
+    check(f"bf16_{n}", got, ref.astype(ml_dtypes.bfloat16).astype(np.float64), 0.0)
+    out["bf16_exact"][n] = [int((np.abs(ref) > 256).sum()), int((got.view(np.uint16) != ref.astype(ml_dtypes.bfloat16).view(np.uint16)).sum())]
+    check(f"bf32_{n}", exe["bf32"](bx, bw), ref, 0.0)
+    bx = rng.standard_normal((n, 64)).astype(ml_dtypes.bfloat16)
+    ref = bx.astype(np.float64) @ bw.astype(np.float64)
+    check(f"bf16r_{n}", exe["bf16"](bx, bw), ref.astype(ml_dtypes.bfloat16).astype(np.float64), 0.5)
 os.environ["RELAX_MLIR_CUDA_GRAPHS"] = "0"     # launched directly, not captured
 direct = count("fake_direct_launches")
 x = rng.standard_normal((9, 96), dtype=np.float32)
@@ -217,11 +363,96 @@ ws = rng.standard_normal((768, 768), dtype=np.float32)
 out["split"] = {}
 for s in (1, 4, 5, 64):
     x = rng.standard_normal((s, 768), dtype=np.float32)
-    y = split(x, ws)
+    y = split["main"](x, ws)
     if s > 4:
         check(f"split{s}", y, x.astype(np.float64) @ ws, 1e-3)
     st = split.cuda_call_stats
     out["split"][s] = [st["launches"], st["library_calls"]]
+# batched (3-D x 3-D, a symbolic batch and M): the same split by M, cublasGemmStridedBatchedEx above
+out["split_batched"] = {}
+for s in (3, 4, 5, 40):
+    a = rng.standard_normal((3, s, 96)).astype(np.float32)
+    wb = rng.standard_normal((3, 96, 64)).astype(np.float32)
+    y = split["bsplit"](a, wb)
+    if s > 4:
+        check(f"split_b{s}", y, a.astype(np.float64) @ wb, 1e-3)
+    st = split.cuda_call_stats
+    out["split_batched"][s] = [st["launches"], st["library_calls"],
+                               list((ctypes.c_long * 6).in_dll(fcb, "fake_cublas_dims")) if s > 4 else []]
+# f16 and bf16: the same split, cuBLAS writing the half result (no conversion kernel after it)
+out["split_half"] = {}
+for fn, dt, tol in (("h", np.float16, 2e-2), ("bf", ml_dtypes.bfloat16, 0.26)):
+    wh = (rng.standard_normal((768, 768)) * 0.05).astype(dt)
+    for s in (1, 4, 5, 64):
+        x = rng.standard_normal((s, 768)).astype(dt)
+        y = split[fn](x, wh)
+        if s > 4:
+            ref = x.astype(np.float64) @ wh.astype(np.float64)
+            check(f"split_{fn}{s}", y, ref.astype(dt).astype(np.float64), tol)
+        st = split.cuda_call_stats
+        out["split_half"][f"{fn}{s}"] = [st["launches"], st["library_calls"], str(y.dtype)]
+
+# relax.quantized_matmul: M <= 64 the generated kernels, above: cuBLAS on the stored half rows
+# (numerics: the fake computes them) or on the scratch buffer the decoding kernel fills (not run
+# by the fake: the host path, the variant, the allocations)
+quant = relax_mlir.compile(QUANT, target="cuda", options={"cublas": "auto"})
+out["quant"] = {}
+for fn, dt in (("qf16", np.float16), ("qbf16", ml_dtypes.bfloat16)):
+    wq = (rng.standard_normal((48, 64)) * 0.1).astype(dt)
+    raw = wq.view(np.int8).reshape(48, 128)
+    for s in (1, 64, 65, 200, 65):
+        x = rng.standard_normal((s, 64)).astype(dt)
+        before = count("fake_allocs")
+        y = quant[fn](x, raw)
+        st = quant.cuda_call_stats
+        if s > 64:
+            ref = x.astype(np.float64) @ wq.astype(np.float64).T
+            check(f"{fn}_{s}", y, ref.astype(dt).astype(np.float64), 2e-2 if dt == np.float16 else 6e-2)
+        out["quant"].setdefault(fn, []).append([s, st["launches"], st["library_calls"], count("fake_allocs") - before,
+                                                 list((ctypes.c_long * 6).in_dll(fcb, "fake_cublas_dims"))])
+for fn, rb in (("qh", 128), ("q8", 68), ("q40", 36), ("q41", 40), ("q40h", 36)):
+    raw = rng.integers(-128, 128, (48, rb)).astype(np.int8)
+    for s in (1, 64, 65, 200, 65):
+        x = rng.standard_normal((s, 64)).astype(np.float16 if fn == "q40h" else np.float32)
+        before = count("fake_allocs")
+        quant[fn](x, raw)
+        st = quant.cuda_call_stats
+        out["quant"].setdefault(fn, []).append([s, st["launches"], st["library_calls"], count("fake_allocs") - before,
+                                                 list((ctypes.c_long * 6).in_dll(fcb, "fake_cublas_dims"))])
+raw = rng.integers(-128, 128, (48, 68)).astype(np.int8)
+for s in (64, 65):
+    quant["qadd"](rng.standard_normal((s, 64)).astype(np.float32), raw, np.zeros((s, 48), np.float32))
+    st = quant.cuda_call_stats
+    out["quant"].setdefault("qadd", []).append([s, st["launches"], st["library_calls"]])
+
+# cuBLASLt epilogues (the split's library variant): numerics above 4 rows, one library call and
+# no other launch; the generated kernels at M <= 4
+epi = relax_mlir.compile(EPILOGUES, target="cuda", options={"cublas": "auto"})
+out["epilogues"] = {}
+we = (rng.standard_normal((768, 768)) * 0.05).astype(np.float32)
+be = rng.standard_normal(768).astype(np.float32)
+for s in (2, 5, 64):
+    x = rng.standard_normal((s, 768)).astype(np.float32)
+    r = rng.standard_normal((s, 768)).astype(np.float32)
+    prod = x.astype(np.float64) @ we
+    for fn, args, want in (("bias", (be,), prod + be), ("biasrelu", (be,), np.maximum(prod + be, 0)),
+                           ("relu", (), np.maximum(prod, 0)), ("res", (r,), prod + r), ("rres", (r,), r + prod)):
+        before = count("fake_cublaslt_calls")
+        y = epi[fn](x, we, *args)
+        st = epi.cuda_call_stats
+        if s > 4:
+            check(f"epi_{fn}{s}", y, want, 1e-3)
+        out["epilogues"][f"{fn}{s}"] = [st["launches"], st["library_calls"], count("fake_cublaslt_calls") - before,
+                                        count("fake_cublaslt_epilogue") if s > 4 else 0,
+                                        count("fake_cublaslt_beta") if s > 4 else 0]
+    xb = rng.standard_normal((s, 768)).astype(ml_dtypes.bfloat16)
+    wb = we.astype(ml_dtypes.bfloat16)
+    y = epi["bfrelu"](xb, wb)
+    if s > 4:
+        ref = np.maximum(xb.astype(np.float64) @ wb.astype(np.float64), 0).astype(ml_dtypes.bfloat16)
+        check(f"epi_bfrelu{s}", y, ref.astype(np.float64), 0.26)
+    st = epi.cuda_call_stats
+    out["epilogues"][f"bfrelu{s}"] = [st["launches"], st["library_calls"], str(y.dtype)]
 
 # no library: auto is off, the generated kernels run
 os.environ["RELAX_MLIR_CUBLAS_LIBRARY"] = "/nonexistent/libcublas.so.12"
@@ -255,7 +486,7 @@ def library_run(tmp_path_factory):
     from test_cuda import _build_fake
     _build_fake(d, soname="libcuda.so.1")
     lib = _build_fake_cublas(d)
-    return run_fake(d, FAKE_LIBRARY_RUN, lib, MATMULS, SPLIT)
+    return run_fake(d, FAKE_LIBRARY_RUN, lib, MATMULS, SPLIT, QUANT, EPILOGUES)
 
 
 def test_fake_cublas_numerics_through_one_executable(library_run):
@@ -264,10 +495,20 @@ def test_fake_cublas_numerics_through_one_executable(library_run):
             "mm37_replay": [37, 40],
             "bmm1x1x1x1": [1, 1, 1], "bmm3x7x5x9": [3, 7, 9], "bmm2x33x64x17": [2, 33, 17],
             "b32_2x3x5": [2, 3, 5], "b32_4x1x33": [4, 1, 33], "mm_direct": [9, 40],
-            "split5": [5, 768], "split64": [64, 768]}
+            "split5": [5, 768], "split64": [64, 768], "split_h5": [5, 768], "split_h64": [64, 768],
+            "split_bf5": [5, 768], "split_bf64": [64, 768], "split_b5": [3, 5, 64], "split_b40": [3, 40, 64]}
+    want.update({f"{fn}_{s}": [s, 48] for fn in ("qf16", "qbf16") for s in (65, 200)})
+    want.update({f"epi_{fn}{s}": [s, 768] for fn in ("bias", "biasrelu", "relu", "res", "rres", "bfrelu")
+                 for s in (5, 64)})
     want.update({f"h{o}_{n}": [n, 48] for o in (16, 32) for n in (1, 7, 70)})
+    want.update({f"{f}_{n}": [n, 48] for f in ("bf16", "bf32", "bf16r") for n in (1, 5, 37, 300)})
     assert {k: v[0] for k, v in errors.items()} == want
-    assert {k: v[1] for k, v in errors.items() if v[1] != "float32"} == {f"h16_{n}": "float16" for n in (1, 7, 70)}
+    halves = {f"h16_{n}": "float16" for n in (1, 7, 70)}
+    halves.update({"split_h5": "float16", "split_h64": "float16", "split_bf5": "bfloat16", "split_bf64": "bfloat16"})
+    halves.update({f"q{f}_{s}": t for f, t in (("f16", "float16"), ("bf16", "bfloat16")) for s in (65, 200)})
+    halves.update({f"epi_bfrelu{s}": "bfloat16" for s in (5, 64)})
+    halves.update({f"{f}_{n}": "bfloat16" for f in ("bf16", "bf16r") for n in (1, 5, 37, 300)})
+    assert {k: v[1] for k, v in errors.items() if v[1] != "float32"} == halves
     bad = {k: v for k, v in errors.items() if not v[2] <= v[3]}
     assert bad == {}
 
@@ -299,12 +540,64 @@ def test_fake_cublas_in_graph_capture_and_replay(library_run):
     # allocate during the capture): 32 MiB on the fake sm_90 device
     assert library_run["workspace"] == 32 << 20
     totals = library_run["totals"]
-    assert totals["handles"] == 1 and totals["calls"] == 17 and totals["runs"] == 18   # + the replay
+    # the replays (mm37_replay, each bf16r call: the shapes of the bf16 call before it) run the
+    # captured product without calling cuBLAS again
+    assert totals["handles"] == 1 and totals["calls"] == 25 and totals["runs"] == 30
+
+
+def test_fake_cublas_bf16_rounds_to_nearest_even(library_run):
+    # [results above 256 (which bf16 must round), bits that differ from ml_dtypes' rounding]
+    exact = library_run["bf16_exact"]
+    # (seeded data: 8 of 48, 47 of 240, 351 of 1776, 2518 of 14400 results round)
+    assert exact == {"1": [8, 0], "5": [47, 0], "37": [351, 0], "300": [2518, 0]}
 
 
 def test_fake_cublas_split_by_rows(library_run):
     # M <= 4: the generated kernel (the GEMV route), no library call; M > 4: cuBLAS alone
     assert library_run["split"] == {"1": [1, 0], "4": [1, 0], "5": [1, 1], "64": [1, 1]}
+    # f16 / bf16: the same, and above 4 rows cuBLAS alone (its half output: no conversion launch)
+    half = {f"{fn}{s}": [1, int(s > 4), dt] for fn, dt in (("h", "float16"), ("bf", "bfloat16")) for s in (1, 4, 5, 64)}
+    assert library_run["split_half"] == half
+    # batched: M <= 4 the generated kernel; above one strided-batched GEMM (cuBLAS's m = N, n = M,
+    # batch 3)
+    assert library_run["split_batched"] == {"3": [1, 0, []], "4": [1, 0, []], "5": [1, 1, [64, 5, 96, 3, 0, 0]],
+                                            "40": [1, 1, [64, 40, 96, 3, 0, 0]]}
+
+
+def test_fake_cublas_quantized_matmul_by_rows(library_run):
+    # [M, launches, library calls, driver allocations, cuBLAS's (m, n, k, batch, transa, transb)
+    # when it was called]: M <= 64 the generated kernel; above, cuBLAS with the weight (N, K)
+    # transposed (its first operand: transa), after the decoding kernel where the weight is not
+    # stored in x's type (two launches). Allocations: the session's arena grows with the first
+    # calls (M = 1, then 64 and 200 for the f16 one, the first function called); the scratch
+    # buffer comes from it, so a call after warm-up allocates nothing.
+    got = {fn: [r[:4] + ([r[4]] if r[2] else []) for r in rows] for fn, rows in library_run["quant"].items()
+           if fn != "qadd"}
+    # a fused residual add: M = 64 one launch (the generated kernel, the add at its store);
+    # M = 65 the decoding kernel, then cuBLASLt adding the residual (beta = 1): two launches
+    assert library_run["quant"]["qadd"] == [[64, 1, 0], [65, 2, 1]]
+
+    def rows(launches, allocs=(0, 0, 0)):
+        return [[1, 1, 0, allocs[0]], [64, 1, 0, allocs[1]], [65, launches, 1, 0, [48, 65, 64, 1, 1, 0]],
+                [200, launches, 1, allocs[2], [48, 200, 64, 1, 1, 0]], [65, launches, 1, 0, [48, 65, 64, 1, 1, 0]]]
+
+    want = {"qf16": rows(1, (1, 1, 1)), "qbf16": rows(1)}
+    want.update({fn: rows(2) for fn in ("qh", "q8", "q40", "q41", "q40h")})
+    assert got == want
+
+
+def test_fake_cublas_lt_epilogues(library_run):
+    # [launches, library calls, cuBLASLt calls, its epilogue (CUBLASLT_EPILOGUE_*), beta x 1000]:
+    # M = 2 the generated kernel (epilogue at its store); above 4 rows one cuBLASLt call doing the
+    # epilogue (BIAS 4, RELU_BIAS 6, RELU 2; the residual add as DEFAULT 1 with beta = 1), no
+    # other launch; numerics in test_fake_cublas_numerics_through_one_executable
+    want = {}
+    for fn, code in (("bias", 4), ("biasrelu", 6), ("relu", 2), ("res", 1), ("rres", 1)):
+        want[f"{fn}2"] = [1, 0, 0, 0, 0]
+        for s in (5, 64):
+            want[f"{fn}{s}"] = [1, 1, 1, code, 1000 if fn in ("res", "rres") else 0]
+    want.update({"bfrelu2": [1, 0, "bfloat16"], "bfrelu5": [1, 1, "bfloat16"], "bfrelu64": [1, 1, "bfloat16"]})
+    assert library_run["epilogues"] == want
 
 
 def test_fake_cublas_absent_library_keeps_generated_kernels(library_run):
@@ -339,6 +632,54 @@ def test_cuda_cublas_numerics():
     ws = rng.standard_normal((768, 768), dtype=np.float32)
     for s in (1, 4, 5, 64):
         x = rng.standard_normal((s, 768), dtype=np.float32)
-        np.testing.assert_allclose(split(x, ws), x @ ws, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(split["main"](x, ws), x @ ws, rtol=1e-3, atol=1e-3)
         assert split.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+    for s in (3, 40):
+        a = rng.standard_normal((3, s, 96)).astype(np.float32)
+        wb = rng.standard_normal((3, 96, 64)).astype(np.float32)
+        np.testing.assert_allclose(split["bsplit"](a, wb), a @ wb, rtol=1e-3, atol=1e-3)
+        assert split.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+    import ml_dtypes
+    for fn, dt, tol in (("h", np.float16, 2e-2), ("bf", ml_dtypes.bfloat16, 0.26)):
+        wh = (rng.standard_normal((768, 768)) * 0.05).astype(dt)
+        for s in (1, 4, 5, 64):
+            x = rng.standard_normal((s, 768)).astype(dt)
+            ref = x.astype(np.float32) @ wh.astype(np.float32)
+            np.testing.assert_allclose(split[fn](x, wh).astype(np.float32), ref, rtol=tol, atol=tol)
+            assert split.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+    epi = relax_mlir.compile(EPILOGUES, target="cuda", options={"cublas": "auto"})
+    we = (rng.standard_normal((768, 768)) * 0.05).astype(np.float32)
+    be = rng.standard_normal(768).astype(np.float32)
+    for s in (2, 5, 64):
+        x = rng.standard_normal((s, 768)).astype(np.float32)
+        r = rng.standard_normal((s, 768)).astype(np.float32)
+        prod = x @ we
+        np.testing.assert_allclose(epi["biasrelu"](x, we, be), np.maximum(prod + be, 0), rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(epi["rres"](x, we, r), prod + r, rtol=1e-3, atol=1e-3)
+        assert epi.cuda_call_stats["library_calls"] == (1 if s > 4 else 0)
+    quant = relax_mlir.compile(QUANT, target="cuda", options={"cublas": "auto"})
+    wq = (rng.standard_normal((48, 64)) * 0.1).astype(np.float16)
+    for s in (1, 64, 65, 200):
+        x = rng.standard_normal((s, 64)).astype(np.float16)
+        ref = x.astype(np.float32) @ wq.astype(np.float32).T
+        np.testing.assert_allclose(quant["qf16"](x, wq.view(np.int8).reshape(48, 128)).astype(np.float32), ref,
+                                   rtol=2e-2, atol=2e-2)
+        xf = x.astype(np.float32)
+        np.testing.assert_allclose(quant["qh"](xf, wq.view(np.int8).reshape(48, 128)), ref, rtol=1e-3, atol=1e-3)
+        assert quant.cuda_call_stats["library_calls"] == (1 if s > 64 else 0)
+    gguf = pytest.importorskip("gguf")
+    raw = gguf.quants.quantize(rng.standard_normal((48, 64)).astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
+    deq = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q8_0).reshape(48, 64)
+    for s in (64, 65, 200):
+        x = rng.standard_normal((s, 64)).astype(np.float32)
+        r = rng.standard_normal((s, 48)).astype(np.float32)
+        np.testing.assert_allclose(quant["q8"](x, raw.view(np.int8).reshape(48, 68)), x @ deq.T, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(quant["qadd"](x, raw.view(np.int8).reshape(48, 68), r), x @ deq.T + r,
+                                   rtol=1e-3, atol=1e-3)
+    bw = rng.integers(-8, 9, (64, 48)).astype(ml_dtypes.bfloat16)
+    for n in (1, 5, 37, 300):
+        bx = rng.integers(-8, 9, (n, 64)).astype(ml_dtypes.bfloat16)
+        ref = (bx.astype(np.float64) @ bw.astype(np.float64))
+        np.testing.assert_array_equal(exe["bf16"](bx, bw).view(np.uint16), ref.astype(ml_dtypes.bfloat16).view(np.uint16))
+        np.testing.assert_array_equal(exe["bf32"](bx, bw), ref.astype(np.float32))
 

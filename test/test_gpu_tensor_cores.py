@@ -281,15 +281,17 @@ def test_route_needs_the_option(monkeypatch):
 
 
 def test_pipeline_option():
-    """emulate-tensor-cores: relax-emulate-mma right before the SPIR-V target is attached, and the
+    """emulate-tensor-cores: relax-emulate-mma after outlining, first of the SPIR-V stage (before the
+    bf16 widening and the SPIR-V target), and the
     schedule told (relax-gpu-schedule{emulate-mma}, for relax-opt runs without a recorded target);
     off by default."""
-    from relax_mlir.pipelines.vulkan import stages
+    from relax_mlir.pipelines.vulkan import BF16_STAGE, stages
     off = [p for _, ps in stages() for p in ps]
     on = [p for _, ps in stages(emulate_tensor_cores=True) for p in ps]
     assert not any("emulate-mma" in p for p in off)
     at = on.index("relax-emulate-mma")
-    assert on[at + 1].startswith("spirv-attach-target") and on[at - 1] == "cse"
+    assert on[at + 1:at + 1 + len(BF16_STAGE)] == BF16_STAGE and on[at - 1] == "cse"
+    assert on[at + 1 + len(BF16_STAGE)].startswith("spirv-attach-target")
     assert [p for p in on if p.startswith("relax-gpu-schedule")][0].count(" emulate-mma=true") == 1
 
 

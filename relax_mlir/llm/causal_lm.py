@@ -24,7 +24,7 @@ config share the compiled executable, not their caches.
 ``target="vulkan"`` (or ``"cuda"``) compiles the same graph for a GPU: the cache is then
 device memory owned by the session (``lm.cache.k[i]`` reads a layer back as numpy) and
 the bound weights are uploaded once, when the CausalLM is made. ``kv_dtype="f16"`` (or
-``"bf16"``: cpu and cuda; vulkan has no bf16) keeps the cache in 16 bits (half the bytes
+``"bf16"``) keeps the cache in 16 bits (half the bytes
 decode attention reads; the GPU's fused decode attention widens each element as it loads
 it, f32 arithmetic; off by default, docs/gpu.md).
 """
@@ -109,9 +109,6 @@ class CausalLM:
         self.max_seq_len = int(max_seq_len)
         if kv_dtype is not None:      # the KV cache's element type (LMConfig.kv_dtype)
             config = replace(config, kv_dtype=kv_dtype)
-        if config.kv_dtype == "bf16" and target == "vulkan":   # (else relax-spirv-check-dtypes, per op)
-            raise ValueError("kv_dtype 'bf16': the vulkan target has no bf16 (the pinned SPIR-V target has no "
-                             "bfloat16 type); use 'f16' there")
         if self.max_seq_len > config.max_positions:   # the state's capacity bound is part of the graph
             config = replace(config, max_positions=self.max_seq_len)
         self.config = config

@@ -104,8 +104,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "(kernel launches, host<->device copies, synchronizations, allocations, graphs)")
     ap.add_argument("--kv-dtype", choices=("f32", "f16", "bf16"), default="f32",
                     help="element type of the KV cache (f16 / bf16: half the bytes decode attention reads; the "
-                         "GPU targets' fused attention widens each element, the cpu converts the whole cache; "
-                         "bf16: cpu and cuda, vulkan refuses it)")
+                         "GPU targets' fused attention widens each element, the cpu converts the whole cache)")
     ap.add_argument("--q8", action="store_true",
                     help="quantized matmuls quantize their inputs to 8 bits (llama.cpp's int8 dot products: "
                          "faster, not exact; recommended for Q8_0 and K-quant files, as llama.cpp always does)")
@@ -220,7 +219,9 @@ def _print_stats(out, rows) -> None:
         if not st:
             print(f"{label}: no device statistics on this target", file=out)
             continue
-        print(f"{label}: {st['launches']} kernel launches ({st['graph_launches']} graph launch(es), "
+        lib = st.get("library_calls", 0)
+        print(f"{label}: {st['launches']} kernel launches"
+              f"{f' ({lib} of them library calls)' if lib else ''} ({st['graph_launches']} graph launch(es), "
               f"{st['graph_builds']} built, {st['graph_updates']} updated), {st['copies_in']} copies in, "
               f"{st['copies_out']} out, {st['device_copies']} device copies, {st['syncs']} sync(s), "
               f"{st['allocations']} allocation(s), {st['buffers']} pool buffers", file=out)

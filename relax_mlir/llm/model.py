@@ -108,7 +108,7 @@ class LMConfig:
     #: element type of the KV cache (the state): ``f16`` or ``bf16`` halves what decode
     #: attention reads (the GPU targets' fused decode attention reads the 16-bit rows and
     #: accumulates in f32; on the cpu target every read is a conversion of the whole cache:
-    #: f32 there; vulkan refuses bf16); off by default
+    #: f32 there); off by default
     kv_dtype: str = "f32"
 
     def format_of(self, role: str) -> Optional[str]:

@@ -87,16 +87,17 @@ def graph_stage(fusion: Optional[bool] = None, plan_memory: Optional[bool] = Non
     return _cpu_graph(graph) + host + _host_tail()
 
 
-def _cpu_graph(graph: list[str]) -> list[str]:
+def _cpu_graph(graph: list[str], widen: str = "relax-widen-bf16-matmul") -> list[str]:
     """The graph passes of the cpu target alone (not the GPU targets', which share the rest):
     relax-widen-bf16-matmul after shape inference and relax-fold-batch-norm (which matches a
     conv2d by its dtype-agnostic pattern), so that relax-conv-gemm, library dispatch and the
-    f32 matmul / conv schedules see the widened products."""
+    f32 matmul / conv schedules see the widened products (``widen``: the pass with its options;
+    the vulkan target's f32 matmul rule takes them too)."""
     if "relax-widen-bf16-matmul" not in PASSES:
         return graph
     after = [p for p in ("relax-fold-batch-norm", "relax-infer-shapes") if p in graph]
     at = graph.index(after[0]) + 1 if after else 0
-    return graph[:at] + ["relax-widen-bf16-matmul"] + graph[at:]
+    return graph[:at] + [widen] + graph[at:]
 
 
 def _host_tail() -> list[str]:

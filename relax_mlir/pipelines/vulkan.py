@@ -5,12 +5,12 @@ Stages (``relax_mlir.compile(src, target="vulkan")``; ``relax-opt
 the SPIR-V, ``vulkan.launches`` listing the launch sites, host code calling
 ``relax_vk_launch_<id>``):
 
-* ``graph``/``host``: relax-spirv-check-dtypes (bf16 refused at its source location: the
-  SPIR-V target has no bf16), the cpu target's graph passes and relax-lower-host, with
-  library dispatch (BLAS runs on the host, not the device) and memory planning (its arena
-  is host memory) off;
+* ``graph``/``host``: the cpu target's graph passes (bf16 matmuls / conv2ds as f32 ones between
+  casts: relax-widen-bf16-matmul) and relax-lower-host, with library dispatch (BLAS runs on
+  the host, not the device) and memory planning (its arena is host memory) off;
 * ``codegen``: :func:`relax_mlir.pipelines.gpu.bufferize_stage`, the GPU kernel stage,
-  relax-spirv-entry-abi, SPIR-V for the Vulkan client API
+  relax-spirv-entry-abi, bf16 computed in f32 and stored as i16 (:data:`BF16_STAGE`), SPIR-V
+  for the Vulkan client API
   (``spirv-attach-target{... client_api=Vulkan}``, ``convert-gpu-to-spirv``,
   relax-spirv-vector-buffers, the ABI lowering, relax-spirv-coherent-buffers), serialization in-process (``gpu-module-to-binary``), relax-vulkan-host
   (launches and copies -> runtime calls) and the host code to LLVM.
@@ -19,7 +19,7 @@ the SPIR-V, ``vulkan.launches`` listing the launch sites, host code calling
 from __future__ import annotations
 
 from ..transforms.registry import Option, register_pipeline
-from .cpu import FUSION_DEFAULT, _graph_and_host
+from .cpu import FUSION_DEFAULT, _cpu_graph, _graph_and_host
 from .gpu import (SCHEDULE_CONFIG_HELP, graph_stage, WORKGROUP_SIZE, bufferize_stage, check_schedule_config, host_llvm_stage,
                   kernel_stage)
 
@@ -36,6 +36,13 @@ EXTS = ["SPV_KHR_storage_buffer_storage_class", "SPV_KHR_8bit_storage", "SPV_KHR
 SPIRV_TARGET = f"spirv-attach-target{{ver=v1.3 caps={','.join(CAPS)} exts={','.join(EXTS)} client_api=Vulkan}}"
 
 
+#: bf16 in kernels: computed in f32 (math and arith ops widened by upstream passes), converted
+#: by integer ops (relax-bf16-casts: round to nearest even, the cpu target's bits), stored as i16
+BF16_STAGE = ["gpu.module(math-extend-to-supported-types{extra-types=f16 target-type=f32})",
+              "gpu.module(arith-emulate-unsupported-floats{source-types=bf16 target-type=f32})",
+              "relax-bf16-casts{f64=true}",
+              "relax-spirv-bf16-storage"]
+
 #: the vulkan pipeline's ``emulate-tensor-cores`` default: a testing aid (relax-emulate-mma)
 EMULATE_TENSOR_CORES_DEFAULT = False
 
@@ -45,6 +52,7 @@ def spirv_stage(emulate_tensor_cores: bool = EMULATE_TENSOR_CORES_DEFAULT) -> li
         # the cuda tensor-core routes' nvgpu ops as workgroup-memory exchanges (Target's
         # emulate_tensor_cores lets the matmul rule build them)
         *(["relax-emulate-mma"] if emulate_tensor_cores else []),
+        *BF16_STAGE,
         SPIRV_TARGET,
         "relax-spirv-subgroup-size",   # gpu.shuffle lowers only at the env's subgroup size
         "relax-spirv-entry-abi",
@@ -74,8 +82,10 @@ def stages(fusion=None, workgroup_size: int = WORKGROUP_SIZE, schedule_config: s
            emulate_tensor_cores: bool = EMULATE_TENSOR_CORES_DEFAULT) -> list[tuple[str, list[str]]]:
     check_schedule_config(schedule_config, "vulkan")
     graph, host = _graph_and_host(fusion, False, False, None, "cpu", "cpu")
-    # relax-spirv-check-dtypes first: a bf16 program is refused where bf16 enters it
-    return [("graph", ["relax-spirv-check-dtypes"] + graph_stage(graph, "vulkan")), ("host", host),
+    # bf16 matmuls / conv2ds as f32 ones between casts (the f32 matmul rule takes them); the
+    # quantized kernels read a bf16 x as stored
+    graph = _cpu_graph(graph, "relax-widen-bf16-matmul{quantized=false}")
+    return [("graph", graph_stage(graph, "vulkan")), ("host", host),
             ("codegen", codegen_stage(workgroup_size, schedule_config, emulate_tensor_cores))]
 
 

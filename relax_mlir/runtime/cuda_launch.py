@@ -63,25 +63,47 @@ LIBRARY_ENTRY = "relax_cublas_matmul"
 #: the runtime library of those callees (relax_mlir/runtime/cuda/cublas.py) and the
 #: (input dtype, output dtype) pairs it computes (f32 accumulation)
 LIBRARY_NAME = "relax_cublas"
-LIBRARY_DTYPES = {("f32", "f32"), ("f16", "f16"), ("f16", "f32")}
+LIBRARY_DTYPES = {("f32", "f32"), ("f16", "f16"), ("f16", "f32"), ("bf16", "bf16"), ("bf16", "f32")}
+#: the shim's dtype digits (cublas_shim.c)
+LIBRARY_DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2}
 
 
-def library_callee(ranks: str, din: str, dout: str) -> str:
-    """``relax_cublas_matmul_22_f32``, ``relax_cublas_matmul_33_f16_f32``, ..."""
-    return LIBRARY_PREFIX + ranks + "_" + din + ("" if din == dout else "_" + dout)
+#: the shapes of A and B the shim takes: ranks (B (K, N)), ``22t``: B given as its transpose
+#: (N, K) in the input type (C = A B^T), ``22w``: B^T as the raw rows of a stored half weight (an
+#: i8 (N, 2K) tensor of relax.quantized_matmul); the digit of each in the shim's code
+LIBRARY_RANKS = {"22": 0, "33": 0, "32": 0, "22t": 1, "22w": 2}
+
+
+#: cuBLASLt epilogues a 2-D library GEMM can carry (the callee's last part; the shim's digit):
+#: ``add`` D = A B + R (beta = 1 on a residual R of D's shape), ``bias`` D = A B + b[n],
+#: ``relu`` D = max(A B, 0), ``biasrelu`` D = max(A B + b[n], 0)
+LIBRARY_EPILOGUES = {"add": 1, "bias": 2, "relu": 3, "biasrelu": 4}
+#: epilogues with an operand of their own (R, b): the callee takes (A, B, that, C)
+EPILOGUE_OPERAND = ("add", "bias", "biasrelu")
+
+
+def library_callee(ranks: str, din: str, dout: str, epilogue: str = "") -> str:
+    """``relax_cublas_matmul_22_f32``, ``relax_cublas_matmul_33_f16_f32``,
+    ``relax_cublas_matmul_22t_f16``, ``relax_cublas_matmul_22_f32_biasrelu``, ..."""
+    return LIBRARY_PREFIX + ranks + "_" + din + ("" if din == dout else "_" + dout) + \
+        ("_" + epilogue if epilogue else "")
 
 
 def parse_library_callee(name: str):
-    """(rank of A, rank of B, input dtype, output dtype) of a :func:`library_callee`, else None."""
+    """(rank of A, rank of B, input dtype, output dtype, B's form: 0 (K, N), 1 (N, K), 2 (N, K) raw
+    bytes, epilogue or "") of a :func:`library_callee`, else None."""
     if not name.startswith(LIBRARY_PREFIX):
         return None
     parts = name[len(LIBRARY_PREFIX):].split("_")
-    if len(parts) not in (2, 3) or parts[0] not in ("22", "33", "32"):
+    epilogue = parts.pop() if parts and parts[-1] in LIBRARY_EPILOGUES else ""
+    if len(parts) not in (2, 3) or parts[0] not in LIBRARY_RANKS:
+        return None
+    if epilogue and parts[0] not in ("22", "22t", "22w"):
         return None
     din, dout = parts[1], parts[-1]
     if (din, dout) not in LIBRARY_DTYPES:
         return None
-    return int(parts[0][0]), int(parts[0][1]), din, dout
+    return int(parts[0][0]), int(parts[0][1]), din, dout, LIBRARY_RANKS[parts[0]], epilogue
 #: driver entry points the path calls: runtime symbol -> driver function
 DRIVER_SYMBOLS = {"relax_cu_launch": "cuLaunchKernel", "relax_cu_copy": "cuMemcpyDtoDAsync_v2",
                   "relax_cu_get_function": "cuModuleGetFunction"}
@@ -381,22 +403,32 @@ def library_code(callee: str) -> int:
     parsed = parse_library_callee(callee)
     if parsed is None:
         raise RuntimeError(f"@{callee}: not a cuBLAS matmul of relax-cuda-dispatch-library")
-    ra, rb, din, dout = parsed
-    return ra * 1000 + rb * 100 + (din == "f16") * 10 + (dout == "f16")
+    ra, rb, din, dout, form, epilogue = parsed
+    return (LIBRARY_EPILOGUES.get(epilogue, 0) * 100000 + form * 10000 + ra * 1000 + rb * 100
+            + LIBRARY_DTYPE_CODES[din] * 10 + LIBRARY_DTYPE_CODES[dout])
 
 
 def _library_text(entries: list[tuple[str, int]]) -> str:
+    """The ``_mlir_ciface_`` functions: (A, B, C) or, with an epilogue operand E, (A, B, E, C),
+    each calling the shim's entry (rt, code, A, B, C, E or null)."""
     if not entries:
         return ""
-    fns = "".join(f"""
-  llvm.func @{name}(%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr) {{
+
+    def fn(name: str, code: int) -> str:
+        extra = parse_library_callee(name[len("_mlir_ciface_"):])[5] in EPILOGUE_OPERAND
+        params = "%a: !llvm.ptr, %b: !llvm.ptr, %e: !llvm.ptr, %c: !llvm.ptr" if extra else \
+            "%a: !llvm.ptr, %b: !llvm.ptr, %c: !llvm.ptr"
+        null = "" if extra else "\n    %e = llvm.mlir.zero : !llvm.ptr"
+        return f"""
+  llvm.func @{name}({params}) {{
     %rt = llvm.mlir.addressof @{STATE} : !llvm.ptr
-    %code = llvm.mlir.constant({code} : i64) : i64
-    llvm.call @{LIBRARY_ENTRY}(%rt, %code, %a, %b, %c) : (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+    %code = llvm.mlir.constant({code} : i64) : i64{null}
+    llvm.call @{LIBRARY_ENTRY}(%rt, %code, %a, %b, %c, %e) : (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
     llvm.return
-  }}""" for name, code in entries)
+  }}"""
+    fns = "".join(fn(name, code) for name, code in entries)
     return f"""
-  llvm.func @{LIBRARY_ENTRY}(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr){fns}
+  llvm.func @{LIBRARY_ENTRY}(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr){fns}
 """
 
 

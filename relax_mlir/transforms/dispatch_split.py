@@ -344,7 +344,6 @@ def library_variant(v: ir.Operation, split: KernelSplit) -> bool:
         return False
     mm = mms[0]
     a, b, c = list(mm.operands)[:3]
-    et = ir.MemRefType(a.type).element_type
     if not (_is_arg(a, block) and _is_arg(b, block)):
         return False
     # the zero fill of c right before the matmul (nothing else touches c in between)
@@ -366,8 +365,9 @@ def library_variant(v: ir.Operation, split: KernelSplit) -> bool:
         inputs, callee, at = [a, b, bias], split.bias_callee, g
     else:
         inputs, dest, callee, at = [a, b], c, split.callee, mm
-    dyn = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * ir.MemRefType(x.type).rank, et)
-           for x in inputs + [dest]]
+    # each operand keeps its element type (a half-precision product accumulates into f32)
+    dyn = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * ir.MemRefType(x.type).rank,
+                             ir.MemRefType(x.type).element_type) for x in inputs + [dest]]
     if not _declare(v.parent.regions[0].blocks[0], callee, dyn):
         return False
     ip = ir.InsertionPoint(at)

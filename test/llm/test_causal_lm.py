@@ -365,3 +365,19 @@ def test_from_pretrained_safetensors_directory(tmp_path):
     lm = CausalLM.from_pretrained(str(tmp_path), max_seq_len=32)
     ids = prompt(9)
     np.testing.assert_allclose(lm.prefill(ids), hf_logits(hf, ids)[-1], atol=TOL, rtol=0)
+
+
+def test_stats_line_names_library_calls():
+    """``--stats``: a call that ran cuBLAS says how many of its launches were library calls;
+    one without says nothing about them (the line test_gpu_state.py pins)."""
+    import io
+
+    from relax_mlir.llm import cli
+    st = dict(launches=43, graph_launches=1, graph_builds=0, graph_updates=1, copies_in=1, copies_out=2,
+              device_copies=7, syncs=1, allocations=0, buffers=0, library_calls=10)
+    out = io.StringIO()
+    cli._print_stats(out, [("prefill", st), ("decode step (the last)", dict(st, launches=31, library_calls=0))])
+    prefill, step = out.getvalue().splitlines()
+    assert prefill == ("prefill: 43 kernel launches (10 of them library calls) (1 graph launch(es), 0 built, "
+                       "1 updated), 1 copies in, 2 out, 7 device copies, 1 sync(s), 0 allocation(s), 0 pool buffers")
+    assert step.startswith("decode step (the last): 31 kernel launches (1 graph launch(es),")

@@ -1,4 +1,5 @@
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-bf16-casts)' | FileCheck %s
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-bf16-casts{f64=true})' | FileCheck %s --check-prefix=F64
 
 // A vector f32 -> bf16 truncation becomes round-to-nearest-even on the bits: add 0x7fff
 // plus the lowest kept bit, keep the high half; NaN becomes the quiet NaN 0x7fc0.
@@ -59,8 +60,23 @@ func.func @ext(%x: vector<8xbf16>) -> vector<8xf32> {
 
 // -----
 
-// Left alone: bf16 -> f64, f16 -> f32, f64 -> bf16 (through f32 it would round twice),
-// f32 -> f16, a truncation with an explicit rounding mode; f32 -> bf16 in a loop is converted.
+// Left alone: bf16 -> f64, f16 -> f32, f64 -> bf16 (LLVM rounds it through f32, as
+// ml_dtypes does), f32 -> f16, a truncation with an explicit rounding mode; f32 -> bf16 in a
+// loop is converted.
+// With f64=true (the vulkan pipeline) bf16 <-> f64 goes through f32: bf16 -> f32 by the shift,
+// then extf; f64 -> f32 by truncf, then the rounding on the bits.
+// F64-LABEL: func.func @others
+// F64: %[[W:.*]] = arith.extui %{{.*}} : i16 to i32
+// F64: %[[S:.*]] = arith.shli %[[W]], %{{.*}} : i32
+// F64: %[[F:.*]] = arith.bitcast %[[S]] : i32 to f32
+// F64: arith.extf %[[F]] : f32 to f64
+// F64: arith.extf %{{.*}} : f16 to f32
+// F64: %[[T:.*]] = arith.truncf %{{.*}} : f64 to f32
+// F64: arith.bitcast %[[T]] : f32 to i32
+// F64: arith.cmpf uno, %[[T]], %[[T]] : f32
+// F64: arith.bitcast %{{.*}} : i16 to bf16
+// F64-NOT: f64 to bf16
+// F64: arith.truncf %{{.*}} : f32 to f16
 // CHECK-LABEL: func.func @others
 // CHECK: arith.extf %{{.*}} : bf16 to f64
 // CHECK: arith.extf %{{.*}} : f16 to f32

@@ -1,4 +1,5 @@
 // RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-widen-bf16-matmul)' | FileCheck %s
+// RUN: relax-opt %s --split-input-file --pass-pipeline='builtin.module(relax-widen-bf16-matmul{quantized=false})' | FileCheck %s --check-prefix=GPU
 
 // A bf16 matmul becomes an f32 one between casts (symbolic shapes kept; the f32 schedules and
 // BLAS dispatch take it).
@@ -48,6 +49,13 @@ func.func @others(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>, %c: tensor<4x8xf16>,
 // CHECK-NOT: relax.astype
 // CHECK: %[[T:.*]] = "relax.quantized_matmul"(%[[Z]], %[[W]]) {format = "q8_0"} : (tensor<3x32xf32>, tensor<8x34xi8>) -> tensor<3x8xf32>
 // CHECK: return %[[R]], %[[S]], %[[T]]
+// quantized=false (the vulkan pipeline: its quantized kernels read a half x as stored): untouched.
+// GPU-LABEL: func.func @qmm
+// GPU-NOT: relax.astype
+// GPU: "relax.quantized_matmul"(%{{.*}}, %{{.*}}) {activations = "q8", format = "q8_0"} : (tensor<?x32xf16, #relax.shape<["n", 32]>>, tensor<8x34xi8>) -> tensor<?x8xf16, #relax.shape<["n", 8]>>
+// GPU: "relax.quantized_matmul"(%{{.*}}, %{{.*}}) {format = "q8_0"} : (tensor<3x32xbf16>, tensor<8x34xi8>) -> tensor<3x8xbf16>
+// GPU-NOT: relax.astype
+// GPU: return
 func.func @qmm(%x: tensor<?x32xf16, #relax.shape<["n", 32]>>, %y: tensor<3x32xbf16>, %z: tensor<3x32xf32>, %w: tensor<8x34xi8>) -> (tensor<?x8xf16, #relax.shape<["n", 8]>>, tensor<3x8xbf16>, tensor<3x8xf32>) attributes {relax.function} {
   %0 = "relax.quantized_matmul"(%x, %w) {format = "q8_0", activations = "q8"} : (tensor<?x32xf16, #relax.shape<["n", 32]>>, tensor<8x34xi8>) -> tensor<?x8xf16, #relax.shape<["n", 8]>>
   %1 = "relax.quantized_matmul"(%y, %w) {format = "q8_0"} : (tensor<3x32xbf16>, tensor<8x34xi8>) -> tensor<3x8xbf16>

@@ -21,7 +21,10 @@ an ``#arith`` attribute that ``mlir-translate`` (export) cannot read.
 
 Runs in the cpu pipeline after vectorization, before the conversions to the LLVM dialect
 (``convert-vector-to-llvm`` lowers arith ops too). f64 -> bf16 stays one LLVM conversion
-(through f32 it would round twice).
+(LLVM's, which rounds through f32 as ``ml_dtypes`` and PyTorch do: 1 + 2^-8 + 2^-40 becomes
+1.0). With ``f64=true`` (the vulkan pipeline: SPIR-V has no bf16 to convert to) f64 -> bf16 is
+written that way: the target's f64 -> f32 conversion, then the rounding above (the same
+bits); bf16 -> f64 goes through f32 (exact).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
-from ...transforms.registry import register_pass
+from ...transforms.registry import Option, register_pass
 
 
 def _element(t: ir.Type) -> ir.Type:
@@ -53,7 +56,10 @@ def _const(t: ir.Type, value: int) -> ir.Value:
 
 def _truncf(op: ir.Operation) -> ir.Value:
     """f32 -> bf16, round to nearest even on the bits."""
-    src = op.operands[0]
+    return _round_bf16(op.operands[0], op.results[0].type)
+
+
+def _round_bf16(src: ir.Value, result: ir.Type) -> ir.Value:
     i32 = _like(src.type, ir.IntegerType.get_signless(32))
     i16 = _like(src.type, ir.IntegerType.get_signless(16))
     bits = arith.BitcastOp(i32, src).result
@@ -63,7 +69,23 @@ def _truncf(op: ir.Operation) -> ir.Value:
     high = arith.TruncIOp(i16, arith.ShRUIOp(rounded, sixteen).result).result
     nan = arith.CmpFOp(arith.CmpFPredicate.UNO, src, src).result
     out = arith.SelectOp(nan, _const(i16, 0x7FC0), high).result
-    return arith.BitcastOp(op.results[0].type, out).result
+    return arith.BitcastOp(result, out).result
+
+
+def _truncf_f64(op: ir.Operation) -> ir.Value:
+    """f64 -> bf16: rounded to f32 first, then to nearest even at bf16."""
+    f32 = _like(op.operands[0].type, ir.F32Type.get())
+    return _round_bf16(arith.TruncFOp(f32, op.operands[0]).result, op.results[0].type)
+
+
+def _extf_f64(op: ir.Operation) -> ir.Value:
+    """bf16 -> f64 (exact): through f32."""
+    src = op.operands[0]
+    i32 = _like(src.type, ir.IntegerType.get_signless(32))
+    i16 = _like(src.type, ir.IntegerType.get_signless(16))
+    wide = arith.ExtUIOp(i32, arith.BitcastOp(i16, src).result).result
+    f32 = arith.BitcastOp(_like(src.type, ir.F32Type.get()), arith.ShLIOp(wide, _const(i32, 16)).result).result
+    return arith.ExtFOp(op.results[0].type, f32).result
 
 
 def _extf(op: ir.Operation) -> ir.Value:
@@ -75,8 +97,9 @@ def _extf(op: ir.Operation) -> ir.Value:
     return arith.BitcastOp(op.results[0].type, arith.ShLIOp(wide, _const(i32, 16)).result).result
 
 
-def _rewrite(op: ir.Operation):
-    """The builder for ``op`` when it is an f32 <-> bf16 conversion this pass expands."""
+def _rewrite(op: ir.Operation, f64: bool = False):
+    """The builder for ``op`` when it is an f32 (``f64``: or f64) <-> bf16 conversion this pass
+    expands."""
     if op.name not in ("arith.truncf", "arith.extf") or "roundingmode" in op.attributes:
         return None
     src, dst = _element(op.operands[0].type), _element(op.results[0].type)
@@ -84,16 +107,22 @@ def _rewrite(op: ir.Operation):
         return _truncf
     if op.name == "arith.extf" and isinstance(src, ir.BF16Type) and isinstance(dst, ir.F32Type):
         return _extf
+    if f64 and op.name == "arith.truncf" and isinstance(src, ir.F64Type) and isinstance(dst, ir.BF16Type):
+        return _truncf_f64
+    if f64 and op.name == "arith.extf" and isinstance(src, ir.BF16Type) and isinstance(dst, ir.F64Type):
+        return _extf_f64
     return None
 
 
 @register_pass("relax-bf16-casts",
-               "f32 <-> bf16 conversions as integer ops (round to nearest even, subnormals kept, any CPU).")
+               "f32 <-> bf16 conversions as integer ops (round to nearest even, subnormals kept, any CPU).",
+               options=[Option("f64", bool, False, "also f64 <-> bf16 (through f32, as ml_dtypes rounds), for "
+                                                   "targets without a bf16 conversion")])
 def relax_bf16_casts(module: ir.Operation, opts) -> None:
     found: list[tuple[ir.Operation, object]] = []
 
     def visit(op):
-        build = _rewrite(op.operation)
+        build = _rewrite(op.operation, opts.f64)
         if build is not None:
             found.append((op.operation, build))
         return ir.WalkResult.ADVANCE

@@ -22,7 +22,7 @@ f32 kernels on an f32 weight; a plain call without ``bind_params`` runs the tran
 call). In a function without ``relax.num_input`` (the builder's, hand-written IR) the weight
 is an ordinary argument and its cast runs on every call, next to the product.
 
-Runs in the cpu graph stage after shape inference and relax-fold-batch-norm (which matches
+Runs in the cpu and vulkan graph stages (vulkan: ``quantized=false``) after shape inference and relax-fold-batch-norm (which matches
 conv2d followed by a per-channel scale / shift), before relax-conv-gemm and library
 dispatch (which may then send the f32 product to BLAS).
 
@@ -38,7 +38,7 @@ from mlir import ir
 
 from ...dialects._core import create
 from ...transforms.graph import graph_functions
-from ...transforms.registry import register_pass
+from ...transforms.registry import Option, register_pass
 
 
 #: the ops widened: their f32 forms have schedules (and library dispatch), their bf16 ones not
@@ -68,25 +68,27 @@ def _cast(v: ir.Value, element: ir.Type, loc, ip) -> ir.Value:
                   loc=loc, ip=ip).results[0]
 
 
-def _walk(parent: ir.Operation, found: list) -> None:
+def _walk(parent: ir.Operation, found: list, quantized: bool = True) -> None:
     for region in parent.regions:
         for block in region.blocks:
             for op in block.operations:
                 op = op.operation
                 if op.name in WIDENED and all(_is_bf16(v) for v in (*op.operands, op.results[0])):
                     found.append(op)
-                elif op.name == "relax.quantized_matmul" and _is_half(op.operands[0]):
+                elif quantized and op.name == "relax.quantized_matmul" and _is_half(op.operands[0]):
                     found.append(op)
-                _walk(op, found)
+                _walk(op, found, quantized)
 
 
 @register_pass("relax-widen-bf16-matmul",
                "bf16 matmuls and conv2ds (and quantized matmuls of an f16 / bf16 x) as f32 ones between astype "
-               "casts (the f32 schedules, BLAS and the quantized library kernels take them).")
+               "casts (the f32 schedules, BLAS and the quantized library kernels take them).",
+               options=[Option("quantized", bool, True, "also quantized matmuls of an f16 / bf16 x (false: the "
+                                                        "GPU targets' quantized kernels read such x as stored)")])
 def relax_widen_bf16_matmul(module: ir.Operation, opts) -> None:
     found: list[ir.Operation] = []
     for f in graph_functions(module):
-        _walk(f, found)
+        _walk(f, found, opts.quantized)
     for op in found:
         f32, bf16 = ir.F32Type.get(), ir.BF16Type.get()
         ip, loc = ir.InsertionPoint(op), op.location

@@ -11,7 +11,7 @@ from . import (accumulators, align_workgroup_memory, cuda_host, cuda_library, cu
                flatten_launches,
                fold_tensor_copies, forward_copies, gemv,  # noqa: F401
                inner_loops, matmul_routes, quant_gemv, nest_spirv, prepare_kernels, row_reductions, signless,
-               spirv_arith, spirv_dtypes, spirv_f64_math, spirv_float_controls, spirv_vector_buffers,
+               spirv_arith, spirv_bf16, spirv_f64_math, spirv_float_controls, spirv_vector_buffers,
                subgroup_size, tile_matmul, vector_elementwise, vulkan_host,
                workgroup_memory)  # (registration)
 from .rules import RULES, ScheduleRule, Selection, select  # noqa: F401

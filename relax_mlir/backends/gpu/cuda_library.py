@@ -1,7 +1,7 @@
 """relax-cuda-dispatch-library: the cuda target's matmuls that go to cuBLAS.
 
 The cuda side of the library dispatch (the cpu side is relax-dispatch-library). A
-``relax.matmul`` of f32 (f32 out) or f16 (f16 or f32 out, f32 accumulation) with ranks
+``relax.matmul`` of f32 (f32 out), f16 or bf16 (the same or f32 out, f32 accumulation) with ranks
 2 x 2, 3 x 3 (the same batch) or 3 x 2 becomes ``relax.call_dps_library`` of
 ``relax_cublas_matmul_<ra><rb>_<in>[_<out>]`` (the runtime library ``relax_cublas``:
 :mod:`relax_mlir.runtime.cuda.cublas`, a C entry point calling ``cublasGemmEx`` /
@@ -16,11 +16,20 @@ measures the columns that should replace it, docs/gpu.md):
 * a static M: cuBLAS when M > ``gemv-rows`` (4: the decode GEMV stays generated) and the
   work batch*M*N*K is at least ``min-flops`` (2^21: below it one kernel launch of
   ours costs what cuBLAS's would and its heuristics buy nothing);
-* a symbolic M of a 2-D f32 matmul whose range (``relax.upper_bounds``) goes beyond
-  ``gemv-rows``: the per-call split (when N*K*(gemv-rows+1) reaches ``min-flops``, or N or
-  K is symbolic); an upper bound <= ``gemv-rows``: generated;
-* a symbolic M otherwise (batched, f16: the library variant is written for one 2-D element
-  type) stays generated code.
+* a symbolic M of a 2-D or batched (3-D x 3-D) matmul (f32, f16, bf16) whose range
+  (``relax.upper_bounds``) goes beyond ``gemv-rows``: the per-call split (when
+  batch*N*K*(gemv-rows+1) reaches ``min-flops``, or one of them is symbolic); an upper bound <=
+  ``gemv-rows``: generated;
+* a symbolic M of a 3-D x 2-D matmul stays generated code (its kernel is a generic, not a
+  linalg matmul the split's library variant takes).
+
+A ``relax.quantized_matmul`` (x 2-D f32 / f16 / bf16, w the (N, K) rows of a format of
+:data:`QUANT_FORMATS`, activations f32) whose M can exceed ``quant-rows`` (provisional: 64; the
+generated quantized GEMM of quant_gemm.py serves 16 rows and up) is marked for the split too,
+with ``generated_m = [[1, quant-rows]]`` (policy ``on``: ``[[1, 0]]``, cuBLAS for every M):
+above it relax-cuda-split-library's library variant decodes the weight into a scratch buffer in
+x's type (or, an f16 / bf16 weight with x of that type, reads it as stored) and calls cuBLAS
+with the weight transposed (``relax_cublas_matmul_22t_*`` / ``22w_*``).
 
 Policy ``on`` sends every supported matmul to cuBLAS (no split, any M); ``off`` none. The
 cuda pipeline runs this pass only when a cuBLAS library was found (``cublas`` option /
@@ -47,6 +56,9 @@ POLICIES = ("auto", "on", "off")
 #: the provisional rule's defaults (see the module docstring)
 GEMV_ROWS = 4
 MIN_FLOPS = 1 << 21
+QUANT_ROWS = 64
+#: weight formats of relax.quantized_matmul the library variant decodes (quant_gemv's formats)
+QUANT_FORMATS = ("f16", "bf16", "q8_0", "q4_0", "q4_1")
 
 
 def _supported(op: ir.Operation) -> Optional[tuple[str, str, str]]:
@@ -86,9 +98,9 @@ def decide(op: ir.Operation, ranks: str, din: str, dout: str, bounds: dict[str, 
     upper = m.evaluate(bounds) if m.symbols <= set(bounds) else None
     if upper is not None and upper <= gemv_rows:
         return False
-    if ranks != "22" or din != "f32" or dout != "f32":
+    if ranks == "32":
         return False
-    nk = n * k
+    nk = batch * n * k
     return "split" if (not nk.is_static or nk.value * (gemv_rows + 1) >= min_flops) else False
 
 
@@ -100,13 +112,37 @@ def _split_attr(name: str, gemv_rows: int) -> ir.Attribute:
                                                            ir.IntegerAttr.get(i64, gemv_rows)])])})
 
 
+def quantized_split(op: ir.Operation, bounds: dict[str, int], policy: str, quant_rows: int) -> Optional[tuple[str, int]]:
+    """(callee, generated rows) of a ``relax.quantized_matmul`` the library variant takes (see
+    the module docstring), else None."""
+    try:
+        x = read_tensor_type(op.operands[0].type)
+        attrs = read_attrs(relax_opdef(op), op)
+    except (RelaxError, ValueError):
+        return None
+    if x.rank != 2 or attrs["format"] not in QUANT_FORMATS or attrs["activations"] != "f32" \
+            or x.dtype not in ("f32", "f16", "bf16"):
+        return None
+    form = "22w" if attrs["format"] == x.dtype else "22t"
+    name = callee(form, x.dtype, x.dtype)
+    if policy == "on":
+        return name, 0
+    m = Dim.of(x.shape[0])
+    upper = m.value if m.is_static else (m.evaluate(bounds) if m.symbols <= set(bounds) else None)
+    if upper is not None and upper <= quant_rows:
+        return None
+    return name, quant_rows
+
+
 @register_pass("relax-cuda-dispatch-library",
                "cuda: matmuls to cuBLAS (relax.call_dps_library of relax_cublas_matmul_*), or marked "
                "for a per-call split with the generated GEMV by M.",
                options=[Option("policy", str, "auto", "auto (the provisional rule, a symbolic M split per "
                                                       "call), on (every supported matmul), off"),
                         Option("gemv-rows", int, GEMV_ROWS, "M up to which the generated GEMV stays"),
-                        Option("min-flops", int, MIN_FLOPS, "auto: dispatch from this batch*M*N*K on")])
+                        Option("min-flops", int, MIN_FLOPS, "auto: dispatch from this batch*M*N*K on"),
+                        Option("quant-rows", int, QUANT_ROWS, "auto: M up to which a quantized_matmul stays "
+                                                              "generated (above: weight decoded, cuBLAS)")])
 def cuda_dispatch_library(module: ir.Operation, opts) -> None:
     if opts.policy not in POLICIES:
         emit_error(module, f"policy must be one of {', '.join(POLICIES)}, got '{opts.policy}'")
@@ -116,6 +152,12 @@ def cuda_dispatch_library(module: ir.Operation, opts) -> None:
     for f in graph_functions(module):
         bounds = upper_bounds(f)
         for op in body_ops(f):
+            if op.name == "relax.quantized_matmul":
+                q = quantized_split(op, bounds, opts.policy, opts.quant_rows)
+                if q is not None:
+                    op.attributes[SPLIT_ATTR] = _split_attr(*q)
+                    request(module, LIBRARY)
+                continue
             if op.name != "relax.matmul":
                 continue
             found = _supported(op)

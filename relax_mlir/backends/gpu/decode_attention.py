@@ -284,8 +284,7 @@ def match_prefill(mm: ir.Operation) -> Optional[_Prefill]:
 
 
 #: element types of K / V the fused kernel reads as they are (widened to f32 per load: f16
-#: by a conversion, bf16 by a shift into an f32's high half on cuda; vulkan refuses bf16
-#: before this pass, relax-spirv-check-dtypes)
+#: by a conversion, bf16 by a shift into an f32's high half)
 KV_DTYPES = ("f32", "f16", "bf16")
 
 #: The session state (``relax.state``) holding the arrival counters of the split's

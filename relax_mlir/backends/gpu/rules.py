@@ -25,8 +25,9 @@ injective
 ===================  ==========================  =============================================
 
 bf16: the launch builders widen any float storage type to f32 (``FLOAT_TYPES`` of tile_matmul),
-so :meth:`Matmul.dtypes` lists it on cuda; the vulkan pipeline refuses bf16 before any rule
-(relax-spirv-check-dtypes: the pinned SPIR-V target has no bf16).
+so :meth:`Matmul.dtypes` lists it on cuda; the vulkan pipeline gives this rule a bf16 matmul as
+an f32 one between casts (relax-widen-bf16-matmul) and keeps bf16 as 16-bit integers in SPIR-V
+(relax-spirv-bf16-storage).
 
 A kernel without a recorded kind (``relax-opt`` on hand-written kernels) is offered to every
 rule in that order. ``relax.schedule_config`` on a kernel (a dictionary of integers, as

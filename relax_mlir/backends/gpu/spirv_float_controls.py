@@ -18,12 +18,27 @@ from ...transforms.registry import register_pass
 from .nest_spirv import spirv_modules
 
 MODE = "SignedZeroInfNanPreserve"
-WIDTHS = ("f16", "f32", "f64")
+
+
+def _width(t: ir.Type):
+    if isinstance(t, ir.ShapedType):     # vectors of floats
+        t = ir.ShapedType(t).element_type
+    return ir.FloatType(t).width if isinstance(t, ir.FloatType) else None
 
 
 def _float_widths(spirv_module: ir.Operation) -> list[int]:
-    text = spirv_module.get_asm(print_generic_op_form=True)
-    return [int(w[1:]) for w in WIDTHS if w in text]
+    """The widths of the float values the module computes with (op results and block
+    arguments: a buffer's element is used through a load). From the types, not the text: a
+    kernel named ``..._bf16`` (its data i16 by then) declares no 16-bit float mode."""
+    widths: set[int] = set()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        values = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.arguments]
+        widths.update(w for w in (_width(v.type) for v in values) if w is not None)
+        return ir.WalkResult.ADVANCE
+
+    spirv_module.walk(visit)
+    return sorted(widths)
 
 
 @register_pass("relax-spirv-float-controls",

@@ -7,10 +7,10 @@ the cuda target compiles every matmul as before (relax-cuda-dispatch-library doe
 
 The shim (``cublas_shim.c``, built once per user with the system C compiler, registered as
 the runtime library ``relax_cublas``): one C entry point, ``relax_cublas_matmul(rt, code,
-A, B, C)``, which the compiled host code calls for each ``relax_cublas_matmul_*`` callee
+A, B, C, E)`` (E: a cuBLASLt epilogue's residual or bias, else null), which the compiled host code calls for each ``relax_cublas_matmul_*`` callee
 (the host module defines the ``_mlir_ciface_`` functions: relax_mlir/runtime/cuda_launch.py),
 so no Python runs per library call. It sets the call's stream and the session's workspace on
-the handle, issues ``cublasGemmEx`` / ``cublasGemmStridedBatchedEx`` (captured into the
+the handle, issues ``cublasGemmEx`` / ``cublasGemmStridedBatchedEx`` / ``cublasLtMatmul`` (captured into the
 call's CUDA graph like any launch), counts a launch and a library call in the state block
 and folds the callee into the call's topology.
 
@@ -125,17 +125,19 @@ def load(dev) -> ctypes.CDLL:
                                   "with options={'cublas': 'off'}")
         # cuBLAS needs cuBLASLt: the wheel's lies beside it (loaded first, in case the library's
         # run path does not find it)
-        lt = glob.glob(os.path.join(os.path.dirname(path), "libcublasLt.so.*"))
-        for so in sorted(lt)[:1]:
+        lt = sorted(glob.glob(os.path.join(os.path.dirname(path), "libcublasLt.so.*")))[:1]
+        for so in lt:
             try:
                 ctypes.CDLL(so, mode=ctypes.RTLD_GLOBAL)
             except OSError:
                 pass
         shim = ctypes.CDLL(shim_path())
-        shim.relax_cublas_load.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        shim.relax_cublas_load.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
         shim.relax_cublas_error.restype = ctypes.c_char_p
         with dev.current():
-            r = shim.relax_cublas_load(path.encode(), 1 if config.cublas_tf32() else 0)
+            # cuBLASLt (the epilogues): the wheel's beside cuBLAS, else its usual name, else cuBLAS's
+            # own library (the tests' fake)
+            r = shim.relax_cublas_load(path.encode(), 1 if config.cublas_tf32() else 0, (lt[0] if lt else "").encode())
         if r != 0:
             why = {-1: f"dlopen: {(shim.relax_cublas_error() or b'').decode(errors='replace')}",
                    -2: "an entry point is missing (cublasGemmEx, cublasSetWorkspace_v2, ...: cuBLAS 11 or later)"}

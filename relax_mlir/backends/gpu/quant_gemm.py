@@ -36,7 +36,7 @@ from mlir.dialects import arith, memref, scf
 
 from .launch_builder import f32, index, load, store
 from .matmul_routes import finish
-from .quant_gemv import BLOCKS, HALF_FORMATS, _bytes, _f16, _i32, _Match, _x_at
+from .quant_gemv import BLOCKS, HALF_FORMATS, RUN_FORMATS, _bytes, _f16, _i32, _Match, _x_at, decode_run
 from .tile_matmul import MatmulTiles, Stager, TileSite, stage_a_rows, tiled_launch
 
 
@@ -94,6 +94,20 @@ def _block_values(m: _Match, nn: ir.Value, kk0: ir.Value, run: int, wide: bool) 
     return out
 
 
+def _run_values(m: _Match, nn: ir.Value, kk0: ir.Value, run: int, wide: bool) -> list[ir.Value]:
+    """f32 values of weight row ``nn`` at k = kk0 ... kk0 + run - 1 of a run format (Q5_0, Q5_1,
+    K-quants): quant_gemv's :func:`~.quant_gemv.decode_run` on pieces one scale covers."""
+    f32t = ir.F32Type.get()
+    piece = min(run, RUN_FORMATS[m.fmt][2])
+    out = []
+    for p in range(0, run, piece):
+        r = decode_run(m.fmt, m.w, nn, arith.AddIOp(kk0, index(p)).result if p else kk0, piece, wide)
+        for q in r.qs:
+            v = arith.MulFOp(arith.SIToFPOp(f32t, q).result, r.scale).result
+            out.append(arith.AddFOp(v, r.offset).result if r.offset is not None else v)
+    return out
+
+
 def _half_value(m: _Match, nn: ir.Value, k: ir.Value) -> ir.Value:
     """The f16 / bf16 element (nn, k) as f32, from its two bytes."""
     k2 = arith.MulIOp(k, index(2)).result
@@ -126,7 +140,9 @@ def stage_weight(m: _Match, t: MatmulTiles, wide: bool) -> Stager:
             nn = arith.MinUIOp(n, index(n_rows - 1)).result
             kk0 = arith.AddIOp(k0, kl).result
             oks = [ok] * run
-            if not half:
+            if m.fmt in RUN_FORMATS:
+                vals = _run_values(m, nn, kk0, run, wide)
+            elif not half:
                 vals = _block_values(m, nn, kk0, run, wide)
             elif k_ % BK == 0:   # every K block whole
                 vals = [_half_value(m, nn, arith.AddIOp(kk0, index(j)).result) for j in range(run)]

@@ -1,5 +1,5 @@
 """Q5_0, Q5_1 and the K-quants (Q4_K, Q5_K, Q6_K) on the GPU targets' quantized GEMV and GEMM
-(relax_mlir/backends/gpu/quant_gemv.py ``decode_run``, shared by the GEMV's lanes and the GEMM's
+(relax_mlir/backends/gpu/quant_gemv.py ``decode_runs``, shared by the GEMV's lanes and the GEMM's
 weight stager).
 
 * vulkan (lavapipe): numerics against gguf's dequantizer at M = 1, 3, 17, 64 (the shuffling

@@ -1,12 +1,13 @@
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda overrides=qgemm=1}, canonicalize, cse)' | FileCheck %s
 // RUN: relax-opt %s --pass-pipeline='builtin.module(relax-gpu-schedule{kind=cuda}, canonicalize, cse)' | FileCheck %s --check-prefix=GEMM
 // The QuantMatmul rule on a Q4_K kernel (the generic dequantizer's body, K = 256, N = 5; cuda
-// defaults). GEMV (qgemm=1): one launch of 128 threads (4 warps, one output column each);
-// lane l takes runs l, l + 32, ... of 8 elements (256 / 8 = 32 runs: one per lane), decodes its
-// sub-block's 6-bit scale and minimum once (three bytes at +4, selected on sub-block < 4), d and
-// dmin (f16, 2-byte vector loads), its 8 quant bytes in two 4-byte vector loads (nibble
-// (sub-block % 2) of bytes 16 + 32 (sub-block / 2) + l), sums x * q and x, scales once
-// (d sc * sum(x q) - dmin mn * sum(x)); five xor shuffles, lane 0 stores.
+// defaults). GEMV (qgemm=1): one launch of 128 threads (4 warps, one output column each); lane
+// l takes steps l, l + 32, ... < 16 (K / 16: a step is 8 positions of sub-blocks 2c and 2c + 1,
+// whose quants are the low and high nibbles of the same 8 bytes), k0 = 64 (r / 4) + 8 (r % 4);
+// d and dmin (f16, 2-byte vector loads) and the 8 quant bytes (two 4-byte vector loads) once per
+// step; per sub-block its 6-bit scale and minimum (three bytes at +4, selected on sub-block < 4),
+// the sums of x * q and x, then d sc * sum(x q) - dmin mn * sum(x); five xor shuffles, lane 0
+// stores.
 // GEMM (defaults): under `scf.if (M >= 16)` the tiled launch with two workgroup blocks, the
 // weight stager decoding a run of 16 k per thread with the same decoding (four 4-byte loads);
 // the else branch the GEMV above.
@@ -14,18 +15,21 @@
 // CHECK-LABEL: func.func private @q4_k(
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}}) threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) {
 // CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32 : index
-// CHECK: %[[ACC:.*]] = scf.for %[[R:.*]] = %[[LANE]] to %c32 step %c32 iter_args(
-// CHECK: %[[K0:.*]] = arith.muli %[[R]], %c8 : index
-// CHECK: %[[SB:.*]] = arith.divui %{{.*}}, %c32 : index
-// CHECK-COUNT-3: memref.load %arg1[%{{.*}}, %{{.*}}] : memref<5x144xi8>
-// CHECK: arith.cmpi ult, %[[SB]], %c4 : index
+// CHECK: %[[ACC:.*]] = scf.for %[[R:.*]] = %[[LANE]] to %c16 step %c32 iter_args(
+// CHECK: %[[C:.*]] = arith.divui %[[R]], %c4 : index
+// CHECK: arith.muli %[[C]], %c64 : index
 // CHECK-COUNT-2: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 2 : i64} : memref<5x144xi8>, vector<2xi8>
-// CHECK: %[[MIN:.*]] = arith.negf
 // CHECK-COUNT-2: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<5x144xi8>, vector<4xi8>
-// CHECK: memref.load %arg0[%{{.*}}, %[[K0]]] : memref<?x256xf32>
+// CHECK-COUNT-3: memref.load %arg1[%{{.*}}, %{{.*}}] : memref<5x144xi8>
+// CHECK: arith.cmpi ult, %{{.*}}, %c4 : index
+// CHECK: %[[MIN0:.*]] = arith.negf
+// CHECK-NOT: vector.load %arg1
+// CHECK-COUNT-3: memref.load %arg1[%{{.*}}, %{{.*}}] : memref<5x144xi8>
+// CHECK: %[[MIN1:.*]] = arith.negf
 // CHECK-NOT: memref.load %arg1
-// CHECK: %[[SUM:.*]] = arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
-// CHECK: arith.mulf %[[MIN]], %{{.*}} fastmath<contract> : f32
+// CHECK: arith.mulf %[[MIN0]], %{{.*}} fastmath<contract> : f32
+// CHECK-NOT: memref.load %arg1
+// CHECK: arith.mulf %[[MIN1]], %{{.*}} fastmath<contract> : f32
 // CHECK: scf.yield
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK: memref.store %{{.*}}, %arg2[%{{.*}}, %{{.*}}] : memref<?x5xf32>
@@ -34,8 +38,8 @@
 // GEMM-LABEL: func.func private @q4_k(
 // GEMM: arith.cmpi uge, %{{.*}}, %c16 : index
 // GEMM: gpu.launch {{.*}} workgroup(%{{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>) {
-// GEMM: arith.negf
 // GEMM-COUNT-4: vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<5x144xi8>, vector<4xi8>
+// GEMM: arith.negf
 // GEMM: gpu.barrier
 // GEMM: } else {
 // GEMM: gpu.launch

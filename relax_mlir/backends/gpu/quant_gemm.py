@@ -36,7 +36,7 @@ from mlir.dialects import arith, memref, scf
 
 from .launch_builder import f32, index, load, store
 from .matmul_routes import finish
-from .quant_gemv import BLOCKS, HALF_FORMATS, RUN_FORMATS, _bytes, _f16, _i32, _Match, _x_at, decode_run
+from .quant_gemv import BLOCKS, HALF_FORMATS, RUN_FORMATS, _bytes, _f16, _i32, _Match, _x_at, decode_runs
 from .tile_matmul import MatmulTiles, Stager, TileSite, stage_a_rows, tiled_launch
 
 
@@ -96,12 +96,12 @@ def _block_values(m: _Match, nn: ir.Value, kk0: ir.Value, run: int, wide: bool) 
 
 def _run_values(m: _Match, nn: ir.Value, kk0: ir.Value, run: int, wide: bool) -> list[ir.Value]:
     """f32 values of weight row ``nn`` at k = kk0 ... kk0 + run - 1 of a run format (Q5_0, Q5_1,
-    K-quants): quant_gemv's :func:`~.quant_gemv.decode_run` on pieces one scale covers."""
+    K-quants): quant_gemv's :func:`~.quant_gemv.decode_runs` on pieces one scale covers."""
     f32t = ir.F32Type.get()
     piece = min(run, RUN_FORMATS[m.fmt][2])
     out = []
     for p in range(0, run, piece):
-        r = decode_run(m.fmt, m.w, nn, arith.AddIOp(kk0, index(p)).result if p else kk0, piece, wide)
+        (r,) = decode_runs(m.fmt, m.w, nn, arith.AddIOp(kk0, index(p)).result if p else kk0, piece, wide)
         for q in r.qs:
             v = arith.MulFOp(arith.SIToFPOp(f32t, q).result, r.scale).result
             out.append(arith.AddFOp(v, r.offset).result if r.offset is not None else v)

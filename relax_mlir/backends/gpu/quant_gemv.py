@@ -59,10 +59,11 @@ from .tile_matmul import FLOAT_TYPES, _epilogue, _erase_if_dead
 
 #: format -> (bytes per 32-element block, offset of the quants, has a minimum)
 BLOCKS = {"q8_0": (34, 2, False), "q4_0": (18, 2, False), "q4_1": (20, 4, True)}
-#: formats decoded in runs of consecutive elements (:func:`decode_run`, shared with the GEMM's
-#: stager): format -> (elements per block, bytes per block, longest run one scale covers)
-RUN_FORMATS = {"q5_0": (32, 22, 16), "q5_1": (32, 24, 16),
-               "q4_k": (256, 144, 32), "q5_k": (256, 176, 32), "q6_k": (256, 210, 16)}
+#: formats decoded in runs of consecutive elements (:func:`decode_runs`, shared with the GEMM's
+#: stager): format -> (elements per block, bytes per block, longest run one scale covers,
+#: runs whose quants share bytes (the nibbles / 2-bit fields of one byte), their distance)
+RUN_FORMATS = {"q5_0": (32, 22, 16, 2, 16), "q5_1": (32, 24, 16, 2, 16),
+               "q4_k": (256, 144, 32, 2, 32), "q5_k": (256, 176, 32, 2, 32), "q6_k": (256, 210, 16, 4, 32)}
 #: 16-bit float formats (2 bytes per element, no block; bf16: the high half of an f32)
 HALF_FORMATS = ("f16", "bf16")
 FORMATS = tuple(BLOCKS) + tuple(RUN_FORMATS) + HALF_FORMATS
@@ -216,7 +217,7 @@ def match(fn: ir.Operation) -> Optional[_Match]:
         return None
     per_block = wt.shape[1] * size // k if wt.shape[1] * size % k == 0 else 0
     sizes = {f: (32, nb) for f, (nb, _, _) in BLOCKS.items()}
-    sizes.update({f: (b, nb) for f, (b, nb, _) in RUN_FORMATS.items()})
+    sizes.update({f: v[:2] for f, v in RUN_FORMATS.items()})
     fmt = next((f for f, sb in sizes.items() if sb == (size, per_block)), None)
     if fmt is None:
         return None
@@ -411,19 +412,22 @@ def _block_sums(m: _Match, t: QuantTiles):
 
 
 def run_length(fmt: str, lanes_per_block: int) -> int:
-    """Elements per lane and step of a :data:`RUN_FORMATS` GEMV: 32 / lanes_per_block, at most
+    """Elements per lane and run of a :data:`RUN_FORMATS` GEMV: 32 / lanes_per_block, at most
     the run one scale covers (Q5_0 / Q5_1: half a block; Q6_K: its 16-element groups)."""
     return min(32 // lanes_per_block, RUN_FORMATS[fmt][2])
 
 
 def _run_sums(m: _Match, t: QuantTiles):
-    """Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: lane ``l`` takes runs l, l + subgroup, ... of
-    :func:`run_length` consecutive elements (``lanes_per_block`` lanes share a 32-element
-    (sub-)block, a subgroup of 32 lanes a 256-element super-block at the default 4): it decodes
-    the run's scale (and minimum) once (:func:`decode_run`) and sums ``x * q`` (and ``x``)
-    over its elements, then ``scale * sum(x q) + min * sum(x)``."""
+    """Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: lane ``l`` takes steps l, l + subgroup, ...; a step is
+    the runs of :func:`run_length` elements whose quants share bytes (Q5: elements j and
+    j + 16, the two nibbles; Q4_K / Q5_K: the same positions of sub-blocks 2c and 2c + 1; Q6_K:
+    of the four 32-element groups of a 128 half), so each quant byte is loaded once. Per run
+    the lane decodes the scale (and minimum) once (:func:`decode_runs`), sums ``x * q`` (and
+    ``x``) over its elements, then adds ``scale * sum(x q) + min * sum(x)``."""
     S = t.subgroup
     R = run_length(m.fmt, t.lanes_per_block)
+    _, _, _, pieces, stride = RUN_FORMATS[m.fmt]
+    per = stride // R        # steps per span of ``pieces * stride`` elements
     k_ = ir.MemRefType(m.gen.opview.inputs[0].type).shape[1]
     contract = ir.Attribute.parse(CONTRACT)
     f32t = ir.F32Type.get()
@@ -431,22 +435,26 @@ def _run_sums(m: _Match, t: QuantTiles):
     def setup(nn: ir.Value, lane: ir.Value):
         def sums(row: ir.Value) -> ir.Value:
             def step(r: ir.Value, acc: list) -> list:
-                k0 = arith.MulIOp(r, index(R)).result
-                run = decode_run(m.fmt, m.w, nn, k0, R, t.wide)
-                s, sx = f32(0.0), f32(0.0)
-                for e, q in enumerate(run.qs):
-                    xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
-                    qf = arith.SIToFPOp(f32t, q).result
-                    s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result, fastmath=contract).result
+                span = arith.MulIOp(arith.DivUIOp(r, index(per)).result, index(pieces * stride)).result
+                k0 = arith.AddIOp(span, arith.MulIOp(arith.RemUIOp(r, index(per)).result, index(R)).result).result
+                total = acc[0]
+                for p, run in enumerate(decode_runs(m.fmt, m.w, nn, k0, R, t.wide, pieces)):
+                    kp = arith.AddIOp(k0, index(p * stride)).result if p else k0
+                    s, sx = f32(0.0), f32(0.0)
+                    for e, q in enumerate(run.qs):
+                        xv = _x_at(m, row, arith.AddIOp(kp, index(e)).result)
+                        qf = arith.SIToFPOp(f32t, q).result
+                        s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result, fastmath=contract).result
+                        if run.offset is not None:
+                            sx = arith.AddFOp(sx, xv).result
+                    v = arith.MulFOp(run.scale, s, fastmath=contract).result
                     if run.offset is not None:
-                        sx = arith.AddFOp(sx, xv).result
-                v = arith.MulFOp(run.scale, s, fastmath=contract).result
-                if run.offset is not None:
-                    v = arith.AddFOp(v, arith.MulFOp(run.offset, sx, fastmath=contract).result,
-                                     fastmath=contract).result
-                return [arith.AddFOp(acc[0], v).result]
+                        v = arith.AddFOp(v, arith.MulFOp(run.offset, sx, fastmath=contract).result,
+                                         fastmath=contract).result
+                    total = arith.AddFOp(total, v).result
+                return [total]
 
-            (acc,) = for_loop(lane, index(k_ // R), index(S), [f32(0.0)], step)
+            (acc,) = for_loop(lane, index(k_ // (R * pieces)), index(S), [f32(0.0)], step)
             return acc
         return sums
     return setup
@@ -552,14 +560,17 @@ def _kquant_scale_min(w: ir.Value, row: ir.Value, base: ir.Value, sb: ir.Value) 
     return sc, mn
 
 
-def decode_run(fmt: str, w: ir.Value, row: ir.Value, k0: ir.Value, count: int, wide: bool) -> Run:
-    """Weights k0 ... k0 + count - 1 of row ``row`` of a :data:`RUN_FORMATS` format (``k0`` a
-    multiple of ``count``, ``count`` a power of two at most the format's run): the byte
-    arithmetic of ggml's dequantize_row_* (docs/quantization.md), the scale and minimum
-    decoded once for the run, the quant bytes in loads as wide as their alignment allows
-    when ``wide`` (cuda)."""
-    block, nbytes, longest = RUN_FORMATS[fmt]
-    assert count <= longest and longest % count == 0, (fmt, count)
+def decode_runs(fmt: str, w: ir.Value, row: ir.Value, k0: ir.Value, count: int, wide: bool,
+                pieces: int = 1) -> list:
+    """The runs k0 + p * stride ... + count - 1 (p < ``pieces``; :data:`RUN_FORMATS`' stride)
+    of row ``row`` of a run format, each a :class:`Run`: the byte arithmetic of ggml's
+    dequantize_row_* (docs/quantization.md), each run's scale and minimum decoded once, the
+    quant bytes the runs share loaded once, in loads as wide as their alignment allows when
+    ``wide`` (cuda). ``k0`` is a multiple of ``count``, a power of two at most the format's
+    run; with ``pieces`` > 1 it is a lead run (in the first stride of its span: Q5 j < 16;
+    Q4_K / Q5_K an even sub-block; Q6_K group 0 of its half)."""
+    block, nbytes, longest, most, stride = RUN_FORMATS[fmt]
+    assert count <= longest and longest % count == 0 and pieces in (1, most), (fmt, count, pieces)
     f32t = ir.F32Type.get()
     base = arith.MulIOp(arith.DivUIOp(k0, index(block)).result, index(nbytes)).result
     j0 = arith.RemUIOp(k0, index(block)).result
@@ -570,6 +581,9 @@ def decode_run(fmt: str, w: ir.Value, row: ir.Value, k0: ir.Value, count: int, w
 
     def quant_bytes(off: ir.Value, field_align: int) -> list:
         return [_u(b) for b in _bytes(w, row, off, count, _align(field_align, count), wide)]
+
+    def plus(v: ir.Value, c: int) -> ir.Value:
+        return arith.AddIOp(v, _i32(c)).result if c else v
 
     if fmt in ("q5_0", "q5_1"):
         # [f16 d, [f16 m]], u32 qh, 16 bytes of nibbles: element j the low (j < 16) or high
@@ -582,52 +596,69 @@ def decode_run(fmt: str, w: ir.Value, row: ir.Value, k0: ir.Value, count: int, w
         qh = arith.ShRUIOp(qh, _idx32(j0)).result
         shift = _idx32(arith.MulIOp(arith.DivUIOp(j0, index(16)).result, index(4)).result)
         us = quant_bytes(at(arith.AddIOp(index(qs_at), arith.RemUIOp(j0, index(16)).result).result),
-                         2 if fmt == "q5_0" else 8)
-        qs = []
-        for e, u in enumerate(us):
-            q = arith.OrIOp(_bits(u, shift, 15), arith.ShLIOp(_bits(qh, e, 1), _i32(4)).result).result
-            qs.append(arith.SubIOp(q, _i32(16)).result if fmt == "q5_0" else q)
-        return Run(f16(0), f16(2) if fmt == "q5_1" else None, qs)
+                         math.gcd(nbytes, qs_at))
+        d, mn = f16(0), (f16(2) if fmt == "q5_1" else None)
+        runs = []
+        for p in range(pieces):
+            qs = []
+            for e, u in enumerate(us):
+                q = arith.OrIOp(_bits(u, plus(shift, 4 * p), 15),
+                                arith.ShLIOp(_bits(qh, e + 16 * p, 1), _i32(4)).result).result
+                qs.append(arith.SubIOp(q, _i32(16)).result if fmt == "q5_0" else q)
+            runs.append(Run(d, mn, qs))
+        return runs
     if fmt in ("q4_k", "q5_k"):
         # f16 d, f16 dmin, 12 bytes of 6-bit (scale, min) for the 8 sub-blocks of 32, [Q5_K: 32
         # bytes qh], 128 bytes of nibbles: sub-block sb's element l is nibble sb % 2 of byte
         # 32 (sb / 2) + l; Q5_K: plus bit sb of qh[l] times 16
         sb = arith.DivUIOp(j0, index(32)).result
-        sc, mn = _kquant_scale_min(w, row, base, sb)
         d, dmin = f16(0), f16(2)
-        scale = arith.MulFOp(d, arith.SIToFPOp(f32t, sc).result).result
-        offset = arith.NegFOp(arith.MulFOp(dmin, arith.SIToFPOp(f32t, mn).result).result).result
         l0 = arith.RemUIOp(j0, index(32)).result
         qs_at = 16 if fmt == "q4_k" else 48
         off = arith.AddIOp(arith.MulIOp(arith.DivUIOp(sb, index(2)).result, index(32)).result, l0).result
-        us = quant_bytes(at(arith.AddIOp(index(qs_at), off).result), 16)
+        us = quant_bytes(at(arith.AddIOp(index(qs_at), off).result), math.gcd(nbytes, qs_at))
         shift = _idx32(arith.MulIOp(arith.RemUIOp(sb, index(2)).result, index(4)).result)
-        qs = [_bits(u, shift, 15) for u in us]
-        if fmt == "q5_k":
-            hs = quant_bytes(at(arith.AddIOp(index(16), l0).result), 16)
-            hsh = _idx32(sb)
-            qs = [arith.OrIOp(q, arith.ShLIOp(_bits(h, hsh, 1), _i32(4)).result).result for q, h in zip(qs, hs)]
-        return Run(scale, offset, qs)
+        hs = quant_bytes(at(arith.AddIOp(index(16), l0).result), math.gcd(nbytes, 16)) if fmt == "q5_k" else []
+        runs = []
+        for p in range(pieces):
+            sbp = arith.AddIOp(sb, index(p)).result if p else sb
+            sc, mn = _kquant_scale_min(w, row, base, sbp)
+            scale = arith.MulFOp(d, arith.SIToFPOp(f32t, sc).result).result
+            offset = arith.NegFOp(arith.MulFOp(dmin, arith.SIToFPOp(f32t, mn).result).result).result
+            qs = [_bits(u, plus(shift, 4 * p), 15) for u in us]
+            if fmt == "q5_k":
+                hsh = _idx32(sbp)
+                qs = [arith.OrIOp(q, arith.ShLIOp(_bits(h, hsh, 1), _i32(4)).result).result for q, h in zip(qs, hs)]
+            runs.append(Run(scale, offset, qs))
+        return runs
     if fmt == "q6_k":
         # 128 bytes ql, 64 bytes qh, 16 i8 scales (one per 16 weights), f16 d; half h = j / 128,
         # group g = (j % 128) / 32, l = j % 32: low 4 bits nibble g / 2 of ql[64 h + 32 (g % 2)
-        # + l], high 2 bits (2 g) of qh[32 h + l]; minus 32
+        # + l], high 2 bits (2 g) of qh[32 h + l]; minus 32 (groups 0 and 2, 1 and 3 share their
+        # ql bytes, all four their qh bytes)
         h = arith.DivUIOp(j0, index(128)).result
         g = arith.DivUIOp(arith.RemUIOp(j0, index(128)).result, index(32)).result
         l0 = arith.RemUIOp(j0, index(32)).result
-        lo_at = arith.AddIOp(arith.AddIOp(arith.MulIOp(h, index(64)).result,
-                                          arith.MulIOp(arith.RemUIOp(g, index(2)).result, index(32)).result).result,
-                             l0).result
+        d = f16(208)
         hi_at = arith.AddIOp(arith.AddIOp(index(128), arith.MulIOp(h, index(32)).result).result, l0).result
-        los = quant_bytes(at(lo_at), 2)
         his = quant_bytes(at(hi_at), 2)
-        lsh = _idx32(arith.MulIOp(arith.DivUIOp(g, index(2)).result, index(4)).result)
-        hsh = _idx32(arith.MulIOp(g, index(2)).result)
-        qs = [arith.SubIOp(arith.OrIOp(_bits(lo, lsh, 15), arith.ShLIOp(_bits(hi, hsh, 3), _i32(4)).result).result,
-                           _i32(32)).result for lo, hi in zip(los, his)]
-        sc = load(w, [row, at(arith.AddIOp(index(192), arith.DivUIOp(j0, index(16)).result).result)])
-        scale = arith.MulFOp(f16(208), arith.SIToFPOp(f32t, sc).result).result
-        return Run(scale, None, qs)
+        lows = {}
+        runs = []
+        for p in range(pieces):
+            gp = arith.AddIOp(g, index(p)).result if p else g
+            if p % 2 not in lows:
+                lo_at = arith.AddIOp(arith.AddIOp(arith.MulIOp(h, index(64)).result,
+                                                  arith.MulIOp(arith.RemUIOp(gp, index(2)).result,
+                                                               index(32)).result).result, l0).result
+                lows[p % 2] = quant_bytes(at(lo_at), 2)
+            lsh = _idx32(arith.MulIOp(arith.DivUIOp(gp, index(2)).result, index(4)).result)
+            hsh = _idx32(arith.MulIOp(gp, index(2)).result)
+            qs = [arith.SubIOp(arith.OrIOp(_bits(lo, lsh, 15), arith.ShLIOp(_bits(hi, hsh, 3), _i32(4)).result).result,
+                               _i32(32)).result for lo, hi in zip(lows[p % 2], his)]
+            kp = arith.AddIOp(j0, index(32 * p)).result if p else j0
+            sc = load(w, [row, at(arith.AddIOp(index(192), arith.DivUIOp(kp, index(16)).result).result)])
+            runs.append(Run(arith.MulFOp(d, arith.SIToFPOp(f32t, sc).result).result, None, qs))
+        return runs
     raise AssertionError(fmt)
 
 

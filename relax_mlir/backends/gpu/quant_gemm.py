@@ -1,4 +1,5 @@
-"""The quantized GEMM: ``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1 rows, f16 / bf16
+"""The quantized GEMM: ``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+Q5_K, Q6_K rows, f16 / bf16
 weights kept as stored, any elementwise prologue on x) at many rows of x, as the f32 GEMM's
 tiles with the weight decoded into workgroup memory once per workgroup.
 
@@ -18,11 +19,12 @@ stages:
   32-element block) and its quant bytes (Q4: one nibble each, the low ones for elements 0-15
   of a block, the high ones for 16-31; on cuda vector loads as wide as the block layout's
   alignment allows, as the GEMV), and writes the f32 values to workgroup memory
-  (f16 / bf16: two byte loads per element, no alignment assumed);
+  (f16 / bf16: two byte loads per element, no alignment assumed; Q5_0, Q5_1 and the
+  K-quants: quant_gemv's ``decode_runs`` on the run, one scale and minimum per run);
 
 then the same register-blocked multiply-adds (``fastmath<contract>``: FMAs, as the GEMV's).
 Bounds: M at run time (rows clamped, 0 outside), N and K are static (the weight's shape);
-K of a block format is a multiple of 32 (no check), of a half format any (elements past K
+K of a block format is a multiple of its block (the op's own requirement), of a half format any (elements past K
 staged as 0). A kernel with more than the fill and the quantized generic (an elementwise
 epilogue) is left to the GEMV (:func:`takes`).
 """

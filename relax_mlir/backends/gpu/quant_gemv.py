@@ -1,5 +1,5 @@
-"""The quantized GEMV: ``relax.quantized_matmul`` kernels (GGUF Q8_0, Q4_0, Q4_1 rows and
-f16 / bf16 weights kept as stored, any elementwise prologue on x fused in) as one launch
+"""The quantized GEMV: ``relax.quantized_matmul`` kernels (GGUF Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+Q4_K, Q5_K, Q6_K rows and f16 / bf16 weights kept as stored, any elementwise prologue on x fused in) as one launch
 that reads each weight block once.
 
 The generic kernel (relax_mlir/ops/quant.py) dequantizes every element where it is read:
@@ -28,6 +28,12 @@ On cuda the quant bytes come in vector loads as wide as the block layout's align
 storage is emulated on 32-bit words by the SPIR-V lowering). x's prologue (a fused
 ``silu(gate) * up``) is the part of the generic's body that does not read the weight: it is
 cloned per element of x.
+
+Q5_0, Q5_1 and the K-quants (:data:`RUN_FORMATS`) share the launch with another lane loop
+(:func:`_run_sums`): a lane's step is the runs of consecutive weights whose quants share bytes
+(a byte's two nibbles; Q6_K's four 2-bit high fields), each run scaled once by its (sub-)block's
+decoded scale and minimum; :func:`decode_runs` is the one place these formats are decoded on the
+GPU side (the GEMM's stager calls it too).
 
 f16 and bf16 rows (2 bytes per element, no block: :func:`build_half`) are read as 32-bit
 words: a subgroup per output column, each lane loading ``halves`` consecutive elements at

@@ -588,8 +588,16 @@ def decode_runs(fmt: str, w: ir.Value, row: ir.Value, k0: ir.Value, count: int, 
     def quant_bytes(off: ir.Value, field_align: int) -> list:
         return [_u(b) for b in _bytes(w, row, off, count, _align(field_align, count), wide)]
 
-    def plus(v: ir.Value, c: int) -> ir.Value:
+    def plus(v, c: int):        # an i32 shift (a value, or an int: static) plus c
+        if isinstance(v, int):
+            return v + c
         return arith.AddIOp(v, _i32(c)).result if c else v
+
+    def dyn_shift(v: ir.Value, scale: int):   # i32 of v * scale, 0 for a lead run (pieces > 1)
+        return 0 if pieces > 1 else _idx32(arith.MulIOp(v, index(scale)).result)
+
+    def dyn_shift_g(g: ir.Value, div: int, scale: int) -> ir.Value:   # i32 of (g / div) * scale
+        return _idx32(arith.MulIOp(arith.DivUIOp(g, index(div)).result, index(scale)).result)
 
     if fmt in ("q5_0", "q5_1"):
         # [f16 d, [f16 m]], u32 qh, 16 bytes of nibbles: element j the low (j < 16) or high
@@ -600,7 +608,7 @@ def decode_runs(fmt: str, w: ir.Value, row: ir.Value, k0: ir.Value, count: int, 
         for i in (1, 2, 3):
             qh = arith.OrIOp(qh, arith.ShLIOp(hb[i], _i32(8 * i)).result).result
         qh = arith.ShRUIOp(qh, _idx32(j0)).result
-        shift = _idx32(arith.MulIOp(arith.DivUIOp(j0, index(16)).result, index(4)).result)
+        shift = dyn_shift(arith.DivUIOp(j0, index(16)).result, 4)
         us = quant_bytes(at(arith.AddIOp(index(qs_at), arith.RemUIOp(j0, index(16)).result).result),
                          math.gcd(nbytes, qs_at))
         d, mn = f16(0), (f16(2) if fmt == "q5_1" else None)
@@ -623,7 +631,7 @@ def decode_runs(fmt: str, w: ir.Value, row: ir.Value, k0: ir.Value, count: int, 
         qs_at = 16 if fmt == "q4_k" else 48
         off = arith.AddIOp(arith.MulIOp(arith.DivUIOp(sb, index(2)).result, index(32)).result, l0).result
         us = quant_bytes(at(arith.AddIOp(index(qs_at), off).result), math.gcd(nbytes, qs_at))
-        shift = _idx32(arith.MulIOp(arith.RemUIOp(sb, index(2)).result, index(4)).result)
+        shift = dyn_shift(arith.RemUIOp(sb, index(2)).result, 4)
         hs = quant_bytes(at(arith.AddIOp(index(16), l0).result), math.gcd(nbytes, 16)) if fmt == "q5_k" else []
         runs = []
         for p in range(pieces):
@@ -650,15 +658,13 @@ def decode_runs(fmt: str, w: ir.Value, row: ir.Value, k0: ir.Value, count: int, 
         his = quant_bytes(at(hi_at), 2)
         lows = {}
         runs = []
-        for p in range(pieces):
-            gp = arith.AddIOp(g, index(p)).result if p else g
+        for p in range(pieces):   # pieces > 1: g = 0, group p
             if p % 2 not in lows:
-                lo_at = arith.AddIOp(arith.AddIOp(arith.MulIOp(h, index(64)).result,
-                                                  arith.MulIOp(arith.RemUIOp(gp, index(2)).result,
-                                                               index(32)).result).result, l0).result
+                odd = index(32 * p) if pieces > 1 else arith.MulIOp(arith.RemUIOp(g, index(2)).result, index(32)).result
+                lo_at = arith.AddIOp(arith.AddIOp(arith.MulIOp(h, index(64)).result, odd).result, l0).result
                 lows[p % 2] = quant_bytes(at(lo_at), 2)
-            lsh = _idx32(arith.MulIOp(arith.DivUIOp(gp, index(2)).result, index(4)).result)
-            hsh = _idx32(arith.MulIOp(gp, index(2)).result)
+            lsh = 4 * (p // 2) if pieces > 1 else dyn_shift_g(g, 2, 4)
+            hsh = 2 * p if pieces > 1 else _idx32(arith.MulIOp(g, index(2)).result)
             qs = [arith.SubIOp(arith.OrIOp(_bits(lo, lsh, 15), arith.ShLIOp(_bits(hi, hsh, 3), _i32(4)).result).result,
                                _i32(32)).result for lo, hi in zip(lows[p % 2], his)]
             kp = arith.AddIOp(j0, index(32 * p)).result if p else j0

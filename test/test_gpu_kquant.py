@@ -275,3 +275,18 @@ def test_cuda_run_format_numerics(fmt):
             ref = x.astype(np.float64) @ deq.T
             np.testing.assert_allclose(exe(x, raw), ref, atol=1e-5 * np.abs(ref).max(), rtol=0,
                                        err_msg=f"{fmt} {m}x{n}x{k}")
+
+
+def test_rule_lists_the_run_formats_and_k_quants_need_whole_super_blocks():
+    """The rule's formats (its "dtypes" on a target with a subgroup size) include the run
+    formats; a K-quant weight must hold whole 256-element super-blocks (relax.quantized_matmul's
+    own check, before any rule runs): K = 128 of Q4_K is refused with a diagnostic."""
+    from relax_mlir.target import GPU_DEFAULTS
+    cuda = Target(kind="cuda", dispatch_policy="off", **GPU_DEFAULTS["cuda"])
+    assert set(FORMATS) <= set(rules.QuantMatmul().dtypes(cuda))
+    X, W = 'tensor<?x128xf32, #relax.shape<["m", 128]>>', "tensor<4x72xi8>"
+    Y = 'tensor<?x4xf32, #relax.shape<["m", 4]>>'
+    src = (f'func.func @main(%x: {X}, %w: {W}) -> {Y} attributes {{relax.function}} {{\n'
+           f'  %y = "relax.quantized_matmul"(%x, %w) {{format = "q4_k"}} : ({X}, {W}) -> {Y}\n  return %y : {Y}\n}}')
+    with pytest.raises(relax_mlir.CompileError, match="72 row bytes is not a whole number of q4_k blocks"):
+        relax_mlir.compile(src, target="vulkan")

@@ -239,8 +239,9 @@ class QuantMatmul(ScheduleRule):
     the run-time M) the GEMM tiles with the weight decoded into workgroup memory
     (:mod:`relax_mlir.backends.gpu.quant_gemm`); below, a subgroup per output column, lanes
     sharing each weight block (f16 / bf16: each lane loading up to 8 elements as 32-bit
-    words; Q5 / K-quants: runs of consecutive weights, one scale per run), one scale per block, shuffles (:mod:`relax_mlir.backends.gpu.quant_gemv`). Its "element type" is
-    the weight format; it needs a known subgroup size (else the kernel stays a row reduction)."""
+    words; Q5 / K-quants: runs of consecutive weights, one scale per run), one scale per
+    block, shuffles (:mod:`relax_mlir.backends.gpu.quant_gemv`). Its "element type" is the
+    weight format; it needs a known subgroup size (else the kernel stays a row reduction)."""
 
     name = "qmatmul"
     kinds = ("reduction",)

@@ -45,8 +45,9 @@ def _weights(fmt: str, n: int, k: int, rng):
     if fmt in K_QUANTS:
         block, size = gguf.GGML_QUANT_SIZES[qt]
         raw = rng.integers(0, 256, (n, k // block, size), dtype=np.uint8)
-        f16 = lambda lo, hi: rng.uniform(lo, hi, (n, k // block)).astype(np.float16).view(np.uint8).reshape(  # noqa: E731
-            n, k // block, 2)
+
+        def f16(lo, hi):
+            return rng.uniform(lo, hi, (n, k // block)).astype(np.float16).view(np.uint8).reshape(n, k // block, 2)
         if fmt == "q6_k":
             raw[..., 208:210] = f16(1e-4, 1e-3)   # d; the 16 int8 scales random
         else:

@@ -17,6 +17,8 @@ the same decode GEMVs on Q8_0 / Q4_0 / Q4_1 / f16 / bf16 weights (relax.quantize
 quantized-GEMV rule against the generic kernel; PyTorch on the dequantized f32 weights; an f16 or
 bf16 case also times the f32 GEMV of its shape, relax.matmul through the GEMV rule, in the same
 rounds: the half-format GEMV reads half its bytes).
+``--kquant``: one Q4_K / Q6_K (``--quant-formats``: also Q5_0, Q5_1, Q5_K) matmul at M = 1 and
+128, K = N = 2048, through one executable: the run GEMV / GEMM tiles against the generic kernel.
 ``--cublas``: prefill-sized matmuls of the same config (M = 8 to 512 rows, f32, f16 and bf16,
 each shape one executable for every M) on the cuda target without cuBLAS (``cublas=off``: the
 generated kernels), with it for every matmul (``cublas=on``) and with the provisional rule
@@ -369,6 +371,45 @@ def quant_blocks(fmt: str, n: int, k: int, rng):
     return raw.reshape(n, -1).view(np.int8), deq.reshape(n, k).astype(np.float32)
 
 
+#: formats whose random blocks the gguf package dequantizes: format -> (elements, bytes per
+#: block, (offset of an f16 field, its value times sqrt(k)) ...): d (and Q5_1's m, the
+#: K-quants' dmin) sized so that a row's dot product stays about 1
+GGUF_BLOCKS = {"q5_0": (32, 22, ((0, 1 / 16),)), "q5_1": (32, 24, ((0, 1 / 16), (2, -1.0))),
+               "q4_k": (256, 144, ((0, 1 / 256), (2, 1 / 64))), "q5_k": (256, 176, ((0, 1 / 512), (2, 1 / 64))),
+               "q6_k": (256, 210, ((208, 1 / 1024),))}
+
+
+def gguf_blocks(fmt: str, n: int, k: int, rng):
+    """(raw rows (n, k / block * bytes) as int8, their f32 dequantization by gguf): random
+    bytes (every scale / minimum / quant bit pattern) with the f16 fields of
+    :data:`GGUF_BLOCKS` (gguf cannot quantize the K-quants; it dequantizes them all)."""
+    import gguf
+    block, nb, fields = GGUF_BLOCKS[fmt]
+    raw = rng.integers(0, 256, (n, k // block, nb), dtype=np.uint8)
+    for off, v in fields:
+        raw[..., off:off + 2] = np.array([v / np.sqrt(k)], np.float16).view(np.uint8)
+    raw = raw.reshape(n, -1)
+    deq = gguf.quants.dequantize(raw, getattr(gguf.GGMLQuantizationType, fmt.upper()))
+    return raw.view(np.int8), deq.reshape(n, k).astype(np.float32)
+
+
+def kquant_cases(rng, formats, rows=(1, 128), k: int = 2048, n: int = 2048):
+    """One quantized matmul per format (Q5_0, Q5_1, K-quants; :func:`gguf_blocks`) at M = 1 and
+    128 through one executable (a symbolic M): the GPU rules (the run GEMV, the GEMM tiles from
+    qgemm_min_rows) against the same target without subgroup operations (the generic
+    dequantize-per-element kernel), PyTorch on the dequantized weights."""
+    out = []
+    for fmt in formats:
+        raw, deq = gguf_blocks(fmt, n, k, rng)
+        src = QPREFILL.format(k=k, n=n, rb=raw.shape[1], fmt=fmt)
+        for m in rows:
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            w = raw.view()
+            TORCH_WEIGHTS[id(w)] = [deq.T.copy()]
+            out.append((f"q {fmt} {m}x{k} @ {n}x{k}", src, [x, w], lambda x, w, deq=deq: x @ deq.T, "qlinear", 1))
+    return out
+
+
 def half_rows(fmt: str, n: int, k: int, rng):
     """(f16 / bf16 rows (n, 2k) as int8, their f32 values): random weights of scale 1 / sqrt(k);
     bf16 = the high 16 bits of the f32 (truncated)."""
@@ -632,6 +673,10 @@ def main() -> int:
     ap.add_argument("--quant-formats", default=",".join(tuple(QBLOCKS) + ("f16", "bf16")),
                     help="with --quant or --prefill: weight formats, comma-separated (f16 / bf16: also the f32 "
                          "GEMV of the shape)")
+    ap.add_argument("--kquant", action="store_true",
+                    help="one Q5_0 / Q5_1 / K-quant matmul per --quant-formats (default q4_k,q6_k) at M = 1 and "
+                         "128, K = N = 2048: the GPU rules against the same target without subgroup operations "
+                         "(the generic kernel)")
     ap.add_argument("--prefill", action="store_true",
                     help="prefill quantized matmuls (M = 32, 128) and a random f16 model's prefill: the quantized "
                          "GEMM route against the GEMV for every row (--configs, default qgemm=1)")
@@ -670,7 +715,9 @@ def main() -> int:
     skip = [k for k in args.skip.split(",") if k]
     rng = np.random.default_rng(0)
     rows, labels = [], None
-    args.decode = args.decode or args.quant
+    if args.kquant and args.quant_formats == ap.get_default("quant_formats"):
+        args.quant_formats = "q4_k,q6_k"
+    args.decode = args.decode or args.quant or args.kquant
     if args.prefill and not args.configs:
         args.configs = "qgemm=1"
     compiled: dict = {}     # program text -> its executables (cases of one shape share them)
@@ -682,7 +729,9 @@ def main() -> int:
         labels = [k for _, t, _ in rows for k in t]
         labels = list(dict.fromkeys(labels))
     for name, src, inputs, ref, tref, n_w in () if args.prefill_attention else (prefill_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
-                                              if args.prefill else cublas_cases(rng, args.quick) if args.cublas else
+                                              if args.prefill else
+                                              kquant_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
+                                              if args.kquant else cublas_cases(rng, args.quick) if args.cublas else
                                               attention_cases(rng, args.quick, kv_dtypes) if args.attention else
                                               quant_cases(rng, tuple(f for f in args.quant_formats.split(",") if f))
                                               if args.quant else decode_cases(rng) if args.decode

@@ -3,7 +3,8 @@ Q8_0 / Q4_0 / Q4_1 and f16 / bf16 weights as a subgroup-per-column launch with s
 
 * vulkan (lavapipe): numerics against gguf's dequantizer at M = 1, odd and large, K of 1 to
   32 blocks, N odd and large, several sizes through ONE executable, with the route each call
-  took (the shuffling kernel and its grid); K-quants keep the generic kernel;
+  took (the shuffling kernel and its grid); Q4_K told apart from Q4_0 (Q5_0, Q5_1 and the
+  K-quants: test_gpu_kquant.py);
 * f16 / bf16 (numpy's own f16, bf16 as f32's high half): M = 1, 3, 17, K odd (16-bit loads),
   even, a multiple of 8 (128-bit loads), N odd and large, through ONE executable; a weight view
   misaligned for the loads takes the generic kernel (the run-time guard);
@@ -127,9 +128,10 @@ def test_vulkan_quantized_gemv_fused_prologue(routes, fmt):
 
 
 @needs_vulkan
-def test_vulkan_k_quants_keep_the_generic_kernel(routes):
+def test_vulkan_k_quants_told_apart(routes):
     """Q4_K's bytes per 32 elements (18) equal Q4_0's: the rule tells them apart by the block
-    size the kernel divides k by, and leaves Q4_K to the generic kernel (no shuffles)."""
+    size the kernel divides k by, and decodes Q4_K as Q4_K on the shuffling GEMV (the run
+    formats: test_gpu_kquant.py)."""
     n, k = 5, 512
     exe = relax_mlir.compile(_program("q4_k", n, k), target="vulkan")
     rng = np.random.default_rng(4)
@@ -138,7 +140,7 @@ def test_vulkan_k_quants_keep_the_generic_kernel(routes):
     y, launched = routes.call(exe, x, raw)
     ref = x.astype(np.float64) @ deq.T
     np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
-    assert [s for s, _ in launched] == [False]
+    assert [s for s, _ in launched] == [True]
 
 
 #: (N, K) of the f16 / bf16 GEMV: K odd (16-bit loads), 2 mod 4 (32-bit), 4 mod 8 (64-bit), a
@@ -304,12 +306,11 @@ def test_vulkan_quantized_gemv_epilogue(routes, fmt, n, k):
 
 
 @needs_vulkan
-@pytest.mark.parametrize("fmt,k,offset", [("f16", 64, 2), ("bf16", 33, 1), ("q4_k", 256, 0)])
+@pytest.mark.parametrize("fmt,k,offset", [("f16", 64, 2), ("bf16", 33, 1)])
 def test_vulkan_quantized_matmul_epilogue_on_the_generic_kernel(routes, fmt, k, offset):
     """The fused kernel where the GEMV does not run: an f16 / bf16 weight misaligned for the
     lane loads (the run-time guard's else branch: the fill, the generic and the epilogue, a
-    launch each) and Q4_K (no GEMV: the row rule takes the kernel, epilogue included, as one
-    launch); equal results, no shuffles."""
+    launch each); equal results, no shuffles."""
     n = 5
     exe = relax_mlir.compile(_epilogue_program(fmt, n, k, bias=False, view=offset), target="vulkan")
     rng = np.random.default_rng(k + offset)
@@ -321,8 +322,7 @@ def test_vulkan_quantized_matmul_epilogue_on_the_generic_kernel(routes, fmt, k, 
         ref = _epilogue_ref(x, deq, r, None)
         np.testing.assert_allclose(y, ref, atol=1e-5 * np.abs(ref).max(), rtol=0)
         assert not any(s for s, _ in launched), launched
-        # Q4_K: the Rows rule takes the whole kernel; the guard's else branch: a launch per op
-        assert len(launched) == (1 if fmt == "q4_k" else 3), launched
+        assert len(launched) == 3, launched   # the guard's else branch: a launch per op
 
 
 @needs_vulkan

@@ -166,8 +166,8 @@ def test_mixed_formats_every_weight_as_stored(mixed):
 
 
 def test_mixed_formats_on_vulkan(mixed):
-    """The same file on the vulkan target (the generic kernels: every format decoded in
-    linalg, K-quants included) gives the cpu library kernels' logits."""
+    """The same file on the vulkan target (every format on the quantized GEMV / GEMM rules,
+    K-quants included: backends/gpu/quant_gemv.py) gives the cpu library kernels' logits."""
     from relax_mlir.runtime import vulkan
     ok, why = vulkan.available()
     if not ok:

@@ -1,4 +1,5 @@
-"""The quantized GEMM: ``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1 rows, f16 / bf16
+"""The quantized GEMM: ``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+Q5_K, Q6_K rows, f16 / bf16
 weights kept as stored, any elementwise prologue on x) at many rows of x, as the f32 GEMM's
 tiles with the weight decoded into workgroup memory once per workgroup.
 
@@ -18,11 +19,12 @@ stages:
   32-element block) and its quant bytes (Q4: one nibble each, the low ones for elements 0-15
   of a block, the high ones for 16-31; on cuda vector loads as wide as the block layout's
   alignment allows, as the GEMV), and writes the f32 values to workgroup memory
-  (f16 / bf16: two byte loads per element, no alignment assumed);
+  (f16 / bf16: two byte loads per element, no alignment assumed; Q5_0, Q5_1 and the
+  K-quants: quant_gemv's ``decode_runs`` on the run, one scale and minimum per run);
 
 then the same register-blocked multiply-adds (``fastmath<contract>``: FMAs, as the GEMV's).
 Bounds: M at run time (rows clamped, 0 outside), N and K are static (the weight's shape);
-K of a block format is a multiple of 32 (no check), of a half format any (elements past K
+K of a block format is a multiple of its block (the op's own requirement), of a half format any (elements past K
 staged as 0). A kernel with more than the fill and the quantized generic (an elementwise
 epilogue) is left to the GEMV (:func:`takes`).
 """
@@ -36,7 +38,7 @@ from mlir.dialects import arith, memref, scf
 
 from .launch_builder import f32, index, load, store
 from .matmul_routes import finish
-from .quant_gemv import BLOCKS, HALF_FORMATS, _bytes, _f16, _i32, _Match, _x_at
+from .quant_gemv import BLOCKS, HALF_FORMATS, RUN_FORMATS, _bytes, _f16, _i32, _Match, _x_at, decode_runs
 from .tile_matmul import MatmulTiles, Stager, TileSite, stage_a_rows, tiled_launch
 
 
@@ -94,6 +96,20 @@ def _block_values(m: _Match, nn: ir.Value, kk0: ir.Value, run: int, wide: bool) 
     return out
 
 
+def _run_values(m: _Match, nn: ir.Value, kk0: ir.Value, run: int, wide: bool) -> list[ir.Value]:
+    """f32 values of weight row ``nn`` at k = kk0 ... kk0 + run - 1 of a run format (Q5_0, Q5_1,
+    K-quants): quant_gemv's :func:`~.quant_gemv.decode_runs` on pieces one scale covers."""
+    f32t = ir.F32Type.get()
+    piece = min(run, RUN_FORMATS[m.fmt][2])
+    out = []
+    for p in range(0, run, piece):
+        (r,) = decode_runs(m.fmt, m.w, nn, arith.AddIOp(kk0, index(p)).result if p else kk0, piece, wide)
+        for q in r.qs:
+            v = arith.MulFOp(arith.SIToFPOp(f32t, q).result, r.scale).result
+            out.append(arith.AddFOp(v, r.offset).result if r.offset is not None else v)
+    return out
+
+
 def _half_value(m: _Match, nn: ir.Value, k: ir.Value) -> ir.Value:
     """The f16 / bf16 element (nn, k) as f32, from its two bytes."""
     k2 = arith.MulIOp(k, index(2)).result
@@ -126,7 +142,9 @@ def stage_weight(m: _Match, t: MatmulTiles, wide: bool) -> Stager:
             nn = arith.MinUIOp(n, index(n_rows - 1)).result
             kk0 = arith.AddIOp(k0, kl).result
             oks = [ok] * run
-            if not half:
+            if m.fmt in RUN_FORMATS:
+                vals = _run_values(m, nn, kk0, run, wide)
+            elif not half:
                 vals = _block_values(m, nn, kk0, run, wide)
             elif k_ % BK == 0:   # every K block whole
                 vals = [_half_value(m, nn, arith.AddIOp(kk0, index(j)).result) for j in range(run)]

@@ -1,5 +1,5 @@
-"""The quantized GEMV: ``relax.quantized_matmul`` kernels (GGUF Q8_0, Q4_0, Q4_1 rows and
-f16 / bf16 weights kept as stored, any elementwise prologue on x fused in) as one launch
+"""The quantized GEMV: ``relax.quantized_matmul`` kernels (GGUF Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+Q4_K, Q5_K, Q6_K rows and f16 / bf16 weights kept as stored, any elementwise prologue on x fused in) as one launch
 that reads each weight block once.
 
 The generic kernel (relax_mlir/ops/quant.py) dequantizes every element where it is read:
@@ -29,6 +29,12 @@ storage is emulated on 32-bit words by the SPIR-V lowering). x's prologue (a fus
 ``silu(gate) * up``) is the part of the generic's body that does not read the weight: it is
 cloned per element of x.
 
+Q5_0, Q5_1 and the K-quants (:data:`RUN_FORMATS`) share the launch with another lane loop
+(:func:`_run_sums`): a lane's step is the runs of consecutive weights whose quants share bytes
+(a byte's two nibbles; Q6_K's four 2-bit high fields), each run scaled once by its (sub-)block's
+decoded scale and minimum; :func:`decode_runs` is the one place these formats are decoded on the
+GPU side (the GEMM's stager calls it too).
+
 f16 and bf16 rows (2 bytes per element, no block: :func:`build_half`) are read as 32-bit
 words: a subgroup per output column, each lane loading ``halves`` consecutive elements at
 once (8 = a ``vector<4xi32>``, 128 bits: ``ld.global.v4.b32`` / a 16-byte SPIR-V load;
@@ -45,6 +51,7 @@ odd byte offset): otherwise the generic kernel runs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -58,9 +65,14 @@ from .tile_matmul import FLOAT_TYPES, _epilogue, _erase_if_dead
 
 #: format -> (bytes per 32-element block, offset of the quants, has a minimum)
 BLOCKS = {"q8_0": (34, 2, False), "q4_0": (18, 2, False), "q4_1": (20, 4, True)}
+#: formats decoded in runs of consecutive elements (:func:`decode_runs`, shared with the GEMM's
+#: stager): format -> (elements per block, bytes per block, longest run one scale covers,
+#: runs whose quants share bytes (the nibbles / 2-bit fields of one byte), their distance)
+RUN_FORMATS = {"q5_0": (32, 22, 16, 2, 16), "q5_1": (32, 24, 16, 2, 16),
+               "q4_k": (256, 144, 32, 2, 32), "q5_k": (256, 176, 32, 2, 32), "q6_k": (256, 210, 16, 4, 32)}
 #: 16-bit float formats (2 bytes per element, no block; bf16: the high half of an f32)
 HALF_FORMATS = ("f16", "bf16")
-FORMATS = tuple(BLOCKS) + HALF_FORMATS
+FORMATS = tuple(BLOCKS) + tuple(RUN_FORMATS) + HALF_FORMATS
 
 
 @dataclass(frozen=True)
@@ -206,11 +218,14 @@ def match(fn: ir.Operation) -> Optional[_Match]:
             return None
         fmt = _half_format(body, wt.shape[0])
         return _Match(fill, gen, w, fmt, xs[0], chain) if fmt is not None else None
-    if k % 32:
+    size = _block_size(body)
+    if size is None or k % size:
         return None
-    per_block = wt.shape[1] * 32 // k if wt.shape[1] * 32 % k == 0 else 0
-    fmt = next((f for f, (nb, _, _) in BLOCKS.items() if nb == per_block), None)
-    if fmt is None or _block_size(body) != 32:
+    per_block = wt.shape[1] * size // k if wt.shape[1] * size % k == 0 else 0
+    sizes = {f: (32, nb) for f, (nb, _, _) in BLOCKS.items()}
+    sizes.update({f: v[:2] for f, v in RUN_FORMATS.items()})
+    fmt = next((f for f, sb in sizes.items() if sb == (size, per_block)), None)
+    if fmt is None:
         return None
     return _Match(fill, gen, w, fmt, xs[0], chain)
 
@@ -340,6 +355,15 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     """Replace the fill and generic of ``m`` in kernel ``fn`` by the launch."""
     if m.fmt in HALF_FORMATS:
         return build_half(fn, m, t)
+    if m.fmt in RUN_FORMATS:
+        return _launch(m, t, _run_sums(m, t))
+    return _launch(m, t, _block_sums(m, t))
+
+
+def _block_sums(m: _Match, t: QuantTiles):
+    """Q8_0 / Q4: per lane, ``32 / lanes_per_block`` elements of every ``subgroup /
+    lanes_per_block``-th block (Q4: the low and high nibbles of its bytes, elements j and
+    j + 16), scaled once per block."""
     nbytes, qoff, has_min = BLOCKS[m.fmt]
     S, L = t.subgroup, t.lanes_per_block
     per_lane = 32 // L                      # elements of a block per lane
@@ -347,12 +371,111 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
     nq = per_lane // 2 if q4 else per_lane  # quant bytes per lane
     align = min(nq, 4 if m.fmt == "q4_1" else 2)
     contract = ir.Attribute.parse(CONTRACT)
+    nblocks = ir.MemRefType(m.w.type).shape[1] // nbytes
+    i32t, f32t = ir.IntegerType.get_signless(32), ir.F32Type.get()
+
+    def setup(nn: ir.Value, lane: ir.Value):
+        part = arith.RemUIOp(lane, index(L)).result
+        b0 = arith.DivUIOp(lane, index(L)).result
+        first_q = arith.MulIOp(part, index(nq)).result      # the lane's first quant byte in the block
+
+        def sums(row: ir.Value) -> ir.Value:
+            def block(blk: ir.Value, acc: list) -> list:
+                base = arith.MulIOp(blk, index(nbytes)).result
+                d0, d1 = _bytes(m.w, nn, base, 2, 2, t.wide)
+                d = _f16(d0, d1)
+                qs = _bytes(m.w, nn, arith.AddIOp(arith.AddIOp(base, index(qoff)).result, first_q).result,
+                            nq, align, t.wide)
+                k0 = arith.AddIOp(arith.MulIOp(blk, index(32)).result, first_q).result
+                s, sx = f32(0.0), f32(0.0)
+                for j, qb in enumerate(qs):
+                    if q4:
+                        u = arith.ExtUIOp(i32t, qb).result
+                        pairs = [(arith.AndIOp(u, _i32(15)).result, j),
+                                 (arith.ShRUIOp(u, _i32(4)).result, j + 16)]
+                    else:
+                        pairs = [(arith.ExtSIOp(i32t, qb).result, j)]
+                    for q, e in pairs:
+                        if m.fmt == "q4_0":
+                            q = arith.SubIOp(q, _i32(8)).result
+                        qf = arith.SIToFPOp(f32t, q).result
+                        xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
+                        s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result,
+                                         fastmath=contract).result
+                        if has_min:
+                            sx = arith.AddFOp(sx, xv).result
+                v = arith.MulFOp(d, s, fastmath=contract).result
+                if has_min:
+                    m0, m1 = _bytes(m.w, nn, arith.AddIOp(base, index(2)).result, 2, 2, t.wide)
+                    v = arith.AddFOp(v, arith.MulFOp(_f16(m0, m1), sx, fastmath=contract).result,
+                                     fastmath=contract).result
+                return [arith.AddFOp(acc[0], v).result]
+
+            (acc,) = for_loop(b0, index(nblocks), index(S // L), [f32(0.0)], block)
+            return acc
+        return sums
+    return setup
+
+
+def run_length(fmt: str, lanes_per_block: int) -> int:
+    """Elements per lane and run of a :data:`RUN_FORMATS` GEMV: 32 / lanes_per_block, at most
+    the run one scale covers (Q5_0 / Q5_1: half a block; Q6_K: its 16-element groups)."""
+    return min(32 // lanes_per_block, RUN_FORMATS[fmt][2])
+
+
+def _run_sums(m: _Match, t: QuantTiles):
+    """Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: lane ``l`` takes steps l, l + subgroup, ...; a step is
+    the runs of :func:`run_length` elements whose quants share bytes (Q5: elements j and
+    j + 16, the two nibbles; Q4_K / Q5_K: the same positions of sub-blocks 2c and 2c + 1; Q6_K:
+    of the four 32-element groups of a 128 half), so each quant byte is loaded once. Per run
+    the lane decodes the scale (and minimum) once (:func:`decode_runs`), sums ``x * q`` (and
+    ``x``) over its elements, then adds ``scale * sum(x q) + min * sum(x)``."""
+    S = t.subgroup
+    R = run_length(m.fmt, t.lanes_per_block)
+    _, _, _, pieces, stride = RUN_FORMATS[m.fmt]
+    per = stride // R        # steps per span of ``pieces * stride`` elements
+    k_ = ir.MemRefType(m.gen.opview.inputs[0].type).shape[1]
+    contract = ir.Attribute.parse(CONTRACT)
+    f32t = ir.F32Type.get()
+
+    def setup(nn: ir.Value, lane: ir.Value):
+        def sums(row: ir.Value) -> ir.Value:
+            def step(r: ir.Value, acc: list) -> list:
+                span = arith.MulIOp(arith.DivUIOp(r, index(per)).result, index(pieces * stride)).result
+                k0 = arith.AddIOp(span, arith.MulIOp(arith.RemUIOp(r, index(per)).result, index(R)).result).result
+                total = acc[0]
+                for p, run in enumerate(decode_runs(m.fmt, m.w, nn, k0, R, t.wide, pieces)):
+                    kp = arith.AddIOp(k0, index(p * stride)).result if p else k0
+                    s, sx = f32(0.0), f32(0.0)
+                    for e, q in enumerate(run.qs):
+                        xv = _x_at(m, row, arith.AddIOp(kp, index(e)).result)
+                        qf = arith.SIToFPOp(f32t, q).result
+                        s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result, fastmath=contract).result
+                        if run.offset is not None:
+                            sx = arith.AddFOp(sx, xv).result
+                    v = arith.MulFOp(run.scale, s, fastmath=contract).result
+                    if run.offset is not None:
+                        v = arith.AddFOp(v, arith.MulFOp(run.offset, sx, fastmath=contract).result,
+                                         fastmath=contract).result
+                    total = arith.AddFOp(total, v).result
+                return [total]
+
+            (acc,) = for_loop(lane, index(k_ // (R * pieces)), index(S), [f32(0.0)], step)
+            return acc
+        return sums
+    return setup
+
+
+def _launch(m: _Match, t: QuantTiles, lane_sums) -> None:
+    """The GEMV launch of a block format: a subgroup per output column ``n``, ``lane_sums(nn,
+    lane)(row)`` each lane's partial sum, the shuffles, lane 0's epilogue and store; the fill,
+    the generic and the epilogue erased."""
+    S = t.subgroup
     g = m.gen.opview
     c = g.outputs[0]
     fill_value = m.fill.operands[0] if m.fill is not None else None
-    wt = ir.MemRefType(m.w.type)
-    n_rows, nblocks = wt.shape[0], wt.shape[1] // nbytes
-    i32t, f32t = ir.IntegerType.get_signless(32), ir.F32Type.get()
+    n_rows = ir.MemRefType(m.w.type).shape[0]
+    i32t = ir.IntegerType.get_signless(32)
     with ir.InsertionPoint(m.fill if m.fill is not None else m.gen), m.gen.location:
         rows = memref.DimOp(m.out, index(0)).result   # (not C: the fallback alone uses it)
         grid_y = arith.MinUIOp(rows, index(MAX_GRID)).result
@@ -369,43 +492,10 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
                 n = arith.AddIOp(arith.MulIOp(bx, index(t.subgroups)).result, sg).result
                 ok = arith.CmpIOp(arith.CmpIPredicate.ult, n, index(n_rows)).result
                 nn = arith.SelectOp(ok, n, index(0)).result
-                part = arith.RemUIOp(lane, index(L)).result
-                b0 = arith.DivUIOp(lane, index(L)).result
-                first_q = arith.MulIOp(part, index(nq)).result      # the lane's first quant byte in the block
+                sums = lane_sums(nn, lane)
 
                 def row_body(row: ir.Value, _: list) -> list:
-                    def block(blk: ir.Value, acc: list) -> list:
-                        base = arith.MulIOp(blk, index(nbytes)).result
-                        d0, d1 = _bytes(m.w, nn, base, 2, 2, t.wide)
-                        d = _f16(d0, d1)
-                        qs = _bytes(m.w, nn, arith.AddIOp(arith.AddIOp(base, index(qoff)).result, first_q).result,
-                                    nq, align, t.wide)
-                        k0 = arith.AddIOp(arith.MulIOp(blk, index(32)).result, first_q).result
-                        s, sx = f32(0.0), f32(0.0)
-                        for j, qb in enumerate(qs):
-                            if q4:
-                                u = arith.ExtUIOp(i32t, qb).result
-                                pairs = [(arith.AndIOp(u, _i32(15)).result, j),
-                                         (arith.ShRUIOp(u, _i32(4)).result, j + 16)]
-                            else:
-                                pairs = [(arith.ExtSIOp(i32t, qb).result, j)]
-                            for q, e in pairs:
-                                if m.fmt == "q4_0":
-                                    q = arith.SubIOp(q, _i32(8)).result
-                                qf = arith.SIToFPOp(f32t, q).result
-                                xv = _x_at(m, row, arith.AddIOp(k0, index(e)).result)
-                                s = arith.AddFOp(s, arith.MulFOp(xv, qf, fastmath=contract).result,
-                                                 fastmath=contract).result
-                                if has_min:
-                                    sx = arith.AddFOp(sx, xv).result
-                        v = arith.MulFOp(d, s, fastmath=contract).result
-                        if has_min:
-                            m0, m1 = _bytes(m.w, nn, arith.AddIOp(base, index(2)).result, 2, 2, t.wide)
-                            v = arith.AddFOp(v, arith.MulFOp(_f16(m0, m1), sx, fastmath=contract).result,
-                                             fastmath=contract).result
-                        return [arith.AddFOp(acc[0], v).result]
-
-                    (acc,) = for_loop(b0, index(nblocks), index(S // L), [f32(0.0)], block)
+                    acc = sums(row)
                     width = arith.ConstantOp(i32t, S).result
                     off = 1
                     while off < S:
@@ -424,6 +514,164 @@ def build(fn: ir.Operation, m: _Match, t: QuantTiles) -> None:
         o.erase()
     for v in dead:
         _erase_if_dead(v)
+
+
+# -- the run formats' decoding (the GEMV's lanes and the GEMM's weight stager) ---------------
+
+@dataclass
+class Run:
+    """``count`` consecutive weights ``scale * q + offset`` (``offset`` None: 0), ``qs`` the
+    integer quants (i32)."""
+
+    scale: ir.Value
+    offset: Optional[ir.Value]
+    qs: list
+
+
+def _u(v: ir.Value) -> ir.Value:
+    return arith.ExtUIOp(ir.IntegerType.get_signless(32), v).result
+
+
+def _bits(v: ir.Value, shift, mask: int) -> ir.Value:
+    """(v >> shift) & mask on i32 (``shift`` an int or an i32 value)."""
+    s = _i32(shift) if isinstance(shift, int) else shift
+    return arith.AndIOp(arith.ShRUIOp(v, s).result if not (isinstance(shift, int) and shift == 0) else v,
+                        _i32(mask)).result
+
+
+def _idx32(v: ir.Value) -> ir.Value:
+    return arith.IndexCastOp(ir.IntegerType.get_signless(32), v).result
+
+
+def _align(base_align: int, count: int) -> int:
+    """The widest power-of-two load (at most 4 bytes) of ``count`` bytes at an offset that is
+    a multiple of ``base_align``."""
+    a = 1
+    while a < 4 and base_align % (2 * a) == 0 and count % (2 * a) == 0:
+        a *= 2
+    return a
+
+
+def _kquant_scale_min(w: ir.Value, row: ir.Value, base: ir.Value, sb: ir.Value) -> tuple:
+    """Q4_K / Q5_K: the 6-bit scale and minimum of sub-block ``sb`` (0-7) from the 12 bytes
+    at base + 4 (ggml's get_scale_min_k4), as i32."""
+    at = arith.AddIOp(base, index(4)).result
+    s_sb = _u(load(w, [row, arith.AddIOp(at, sb).result]))
+    s_hi = _u(load(w, [row, arith.AddIOp(at, arith.AddIOp(sb, index(4)).result).result]))
+    s_lo = _u(load(w, [row, arith.AddIOp(at, arith.RemUIOp(sb, index(4)).result).result]))
+    first = arith.CmpIOp(arith.CmpIPredicate.ult, sb, index(4)).result
+    top = lambda v: arith.ShLIOp(_bits(v, 6, 3), _i32(4)).result   # noqa: E731 (the 2 high bits)
+    sc = arith.SelectOp(first, _bits(s_sb, 0, 63), arith.OrIOp(_bits(s_hi, 0, 15), top(s_lo)).result).result
+    mn = arith.SelectOp(first, _bits(s_hi, 0, 63), arith.OrIOp(_bits(s_hi, 4, 15), top(s_sb)).result).result
+    return sc, mn
+
+
+def decode_runs(fmt: str, w: ir.Value, row: ir.Value, k0: ir.Value, count: int, wide: bool,
+                pieces: int = 1) -> list:
+    """The runs k0 + p * stride ... + count - 1 (p < ``pieces``; :data:`RUN_FORMATS`' stride)
+    of row ``row`` of a run format, each a :class:`Run`: the byte arithmetic of ggml's
+    dequantize_row_* (docs/quantization.md), each run's scale and minimum decoded once, the
+    quant bytes the runs share loaded once, in loads as wide as their alignment allows when
+    ``wide`` (cuda). ``k0`` is a multiple of ``count``, a power of two at most the format's
+    run; with ``pieces`` > 1 it is a lead run (in the first stride of its span: Q5 j < 16;
+    Q4_K / Q5_K an even sub-block; Q6_K group 0 of its half)."""
+    block, nbytes, longest, most, stride = RUN_FORMATS[fmt]
+    assert count <= longest and longest % count == 0 and pieces in (1, most), (fmt, count, pieces)
+    f32t = ir.F32Type.get()
+    base = arith.MulIOp(arith.DivUIOp(k0, index(block)).result, index(nbytes)).result
+    j0 = arith.RemUIOp(k0, index(block)).result
+    at = lambda off: arith.AddIOp(base, off if isinstance(off, ir.Value) else index(off)).result  # noqa: E731
+
+    def f16(off: int) -> ir.Value:
+        return _f16(*_bytes(w, row, at(off), 2, 2, wide))
+
+    def quant_bytes(off: ir.Value, field_align: int) -> list:
+        return [_u(b) for b in _bytes(w, row, off, count, _align(field_align, count), wide)]
+
+    def plus(v, c: int):        # an i32 shift (a value, or an int: static) plus c
+        if isinstance(v, int):
+            return v + c
+        return arith.AddIOp(v, _i32(c)).result if c else v
+
+    def dyn_shift(v: ir.Value, scale: int):   # i32 of v * scale, 0 for a lead run (pieces > 1)
+        return 0 if pieces > 1 else _idx32(arith.MulIOp(v, index(scale)).result)
+
+    def dyn_shift_g(g: ir.Value, div: int, scale: int) -> ir.Value:   # i32 of (g / div) * scale
+        return _idx32(arith.MulIOp(arith.DivUIOp(g, index(div)).result, index(scale)).result)
+
+    if fmt in ("q5_0", "q5_1"):
+        # [f16 d, [f16 m]], u32 qh, 16 bytes of nibbles: element j the low (j < 16) or high
+        # nibble of byte j % 16, plus bit j of qh times 16; Q5_0 minus 16
+        qh_at, qs_at = (2, 6) if fmt == "q5_0" else (4, 8)
+        hb = [_u(b) for b in _bytes(w, row, at(qh_at), 4, _align(math.gcd(nbytes, qh_at), 4), wide)]
+        qh = hb[0]
+        for i in (1, 2, 3):
+            qh = arith.OrIOp(qh, arith.ShLIOp(hb[i], _i32(8 * i)).result).result
+        qh = arith.ShRUIOp(qh, _idx32(j0)).result
+        shift = dyn_shift(arith.DivUIOp(j0, index(16)).result, 4)
+        us = quant_bytes(at(arith.AddIOp(index(qs_at), arith.RemUIOp(j0, index(16)).result).result),
+                         math.gcd(nbytes, qs_at))
+        d, mn = f16(0), (f16(2) if fmt == "q5_1" else None)
+        runs = []
+        for p in range(pieces):
+            qs = []
+            for e, u in enumerate(us):
+                q = arith.OrIOp(_bits(u, plus(shift, 4 * p), 15),
+                                arith.ShLIOp(_bits(qh, e + 16 * p, 1), _i32(4)).result).result
+                qs.append(arith.SubIOp(q, _i32(16)).result if fmt == "q5_0" else q)
+            runs.append(Run(d, mn, qs))
+        return runs
+    if fmt in ("q4_k", "q5_k"):
+        # f16 d, f16 dmin, 12 bytes of 6-bit (scale, min) for the 8 sub-blocks of 32, [Q5_K: 32
+        # bytes qh], 128 bytes of nibbles: sub-block sb's element l is nibble sb % 2 of byte
+        # 32 (sb / 2) + l; Q5_K: plus bit sb of qh[l] times 16
+        sb = arith.DivUIOp(j0, index(32)).result
+        d, dmin = f16(0), f16(2)
+        l0 = arith.RemUIOp(j0, index(32)).result
+        qs_at = 16 if fmt == "q4_k" else 48
+        off = arith.AddIOp(arith.MulIOp(arith.DivUIOp(sb, index(2)).result, index(32)).result, l0).result
+        us = quant_bytes(at(arith.AddIOp(index(qs_at), off).result), math.gcd(nbytes, qs_at))
+        shift = dyn_shift(arith.RemUIOp(sb, index(2)).result, 4)
+        hs = quant_bytes(at(arith.AddIOp(index(16), l0).result), math.gcd(nbytes, 16)) if fmt == "q5_k" else []
+        runs = []
+        for p in range(pieces):
+            sbp = arith.AddIOp(sb, index(p)).result if p else sb
+            sc, mn = _kquant_scale_min(w, row, base, sbp)
+            scale = arith.MulFOp(d, arith.SIToFPOp(f32t, sc).result).result
+            offset = arith.NegFOp(arith.MulFOp(dmin, arith.SIToFPOp(f32t, mn).result).result).result
+            qs = [_bits(u, plus(shift, 4 * p), 15) for u in us]
+            if fmt == "q5_k":
+                hsh = _idx32(sbp)
+                qs = [arith.OrIOp(q, arith.ShLIOp(_bits(h, hsh, 1), _i32(4)).result).result for q, h in zip(qs, hs)]
+            runs.append(Run(scale, offset, qs))
+        return runs
+    if fmt == "q6_k":
+        # 128 bytes ql, 64 bytes qh, 16 i8 scales (one per 16 weights), f16 d; half h = j / 128,
+        # group g = (j % 128) / 32, l = j % 32: low 4 bits nibble g / 2 of ql[64 h + 32 (g % 2)
+        # + l], high 2 bits (2 g) of qh[32 h + l]; minus 32 (groups 0 and 2, 1 and 3 share their
+        # ql bytes, all four their qh bytes)
+        h = arith.DivUIOp(j0, index(128)).result
+        g = arith.DivUIOp(arith.RemUIOp(j0, index(128)).result, index(32)).result
+        l0 = arith.RemUIOp(j0, index(32)).result
+        d = f16(208)
+        hi_at = arith.AddIOp(arith.AddIOp(index(128), arith.MulIOp(h, index(32)).result).result, l0).result
+        his = quant_bytes(at(hi_at), 2)
+        lows = {}
+        runs = []
+        for p in range(pieces):   # pieces > 1: g = 0, group p
+            if p % 2 not in lows:
+                odd = index(32 * p) if pieces > 1 else arith.MulIOp(arith.RemUIOp(g, index(2)).result, index(32)).result
+                lo_at = arith.AddIOp(arith.AddIOp(arith.MulIOp(h, index(64)).result, odd).result, l0).result
+                lows[p % 2] = quant_bytes(at(lo_at), 2)
+            lsh = 4 * (p // 2) if pieces > 1 else dyn_shift_g(g, 2, 4)
+            hsh = 2 * p if pieces > 1 else _idx32(arith.MulIOp(g, index(2)).result)
+            qs = [arith.SubIOp(arith.OrIOp(_bits(lo, lsh, 15), arith.ShLIOp(_bits(hi, hsh, 3), _i32(4)).result).result,
+                               _i32(32)).result for lo, hi in zip(lows[p % 2], his)]
+            kp = arith.AddIOp(j0, index(32 * p)).result if p else j0
+            sc = load(w, [row, at(arith.AddIOp(index(192), arith.DivUIOp(kp, index(16)).result).result)])
+            runs.append(Run(arith.MulFOp(d, arith.SIToFPOp(f32t, sc).result).result, None, qs))
+        return runs
+    raise AssertionError(fmt)
 
 
 def half_width(k: int, halves: int) -> int:

@@ -274,13 +274,15 @@ QGEMM_MIN_ROWS = 16
 
 
 class QuantMatmul(ScheduleRule):
-    """``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1 rows, f16 and bf16 weights; a
+    """``relax.quantized_matmul`` kernels (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K rows
+    (K-quants: K a multiple of 256, the op's own requirement), f16 and bf16 weights; a
     fused elementwise prologue on x): from ``qgemm_min_rows`` rows of x (an ``scf.if`` on
     the run-time M) the GEMM tiles with the weight decoded into workgroup memory
     (:mod:`relax_mlir.backends.gpu.quant_gemm`); below, a subgroup per output column, lanes
     sharing each weight block (f16 / bf16: each lane loading up to 8 elements as 32-bit
-    words), one scale per block, shuffles (:mod:`relax_mlir.backends.gpu.quant_gemv`). Its "element type" is
-    the weight format; it needs a known subgroup size (else the kernel stays a row reduction)."""
+    words; Q5 / K-quants: runs of consecutive weights, one scale per run), one scale per
+    block, shuffles (:mod:`relax_mlir.backends.gpu.quant_gemv`). Its "element type" is the
+    weight format; it needs a known subgroup size (else the kernel stays a row reduction)."""
 
     name = "qmatmul"
     kinds = ("reduction",)
@@ -293,7 +295,8 @@ class QuantMatmul(ScheduleRule):
 
     def space(self, target: Target) -> Space:
         return Space("gpu_qmatmul", (
-            Knob("qgemv_lanes_per_block", (1, 2, 4, 8, 16), "Q8_0 / Q4: lanes sharing one 32-element weight block"),
+            Knob("qgemv_lanes_per_block", (1, 2, 4, 8, 16), "block formats: lanes sharing one 32-element weight "
+                                                             "block (sub-block of the K-quants)"),
             Knob("qgemv_halves", (1, 2, 4, 8), "f16 / bf16: elements per lane load (8: 128 bits; fewer "
                                                "where K's alignment allows no more)"),
             Knob("qgemv_columns", (1, 2, 4, 8), "f16 / bf16: output columns per subgroup (each element of x "

@@ -119,8 +119,8 @@ EPILOGUES = (_epi("bias", "b", '  %z = "relax.add"(%y, %b) : (X, B) -> X\n  retu
              + _epi("bfrelu", "", '  %u = "relax.relu"(%y) : (X) -> X\n  return %u : X\n', "bf16"))
 
 
-def _qmm(name: str, dt: str, fmt: str, rb: int) -> str:
-    x, w, y = f'tensor<?x64x{dt}, #relax.shape<["s", 64]>>', f"tensor<48x{rb}xi8>", f'tensor<?x48x{dt}, #relax.shape<["s", 48]>>'
+def _qmm(name: str, dt: str, fmt: str, rb: int, k: int = 64) -> str:
+    x, w, y = f'tensor<?x{k}x{dt}, #relax.shape<["s", {k}]>>', f"tensor<48x{rb}xi8>", f'tensor<?x48x{dt}, #relax.shape<["s", 48]>>'
     return f"""func.func @{name}(%x: {x}, %w: {w}) -> {y} attributes {{relax.function}} {{
   %y = "relax.quantized_matmul"(%x, %w) {{format = "{fmt}"}} : ({x}, {w}) -> {y}
   return %y : {y}
@@ -192,14 +192,14 @@ def test_cublas_split_keeps_the_gemv_and_calls_cublas_above_four_rows(monkeypatc
     assert "shfl.sync.bfly" in ptx       # the GEMV route is still there for M <= 4
 
 
-def _decoder(fmt: str, dt: str, rb: int) -> str:
+def _decoder(fmt: str, dt: str, rb: int, k: int = 64) -> str:
     """The decoding kernel of the quantized library variant as a function @decode(x, w, C, out)
     of its own (text): the variant's scratch buffer made the argument ``out``, the cuBLAS call
     removed."""
     from relax_mlir.pipelines import cuda as cuda_pipeline
     from relax_mlir.pipelines.gpu import bufferize_stage
     ctx = relax_mlir.make_context()
-    m = parse_module(_qmm("q", dt, fmt, rb), ctx)
+    m = parse_module(_qmm("q", dt, fmt, rb, k), ctx)
     st = dict(cuda_pipeline.stages(cublas="on"))
     with ctx:
         relax_mlir.run_pipeline(m, "builtin.module(" + ",".join(st["graph"] + st["host"] + bufferize_stage()
@@ -223,30 +223,42 @@ def _decoder(fmt: str, dt: str, rb: int) -> str:
 
 
 @pytest.mark.parametrize("fmt,dt", [("q8_0", "f32"), ("q4_0", "f32"), ("q4_1", "f32"), ("f16", "f32"),
-                                    ("bf16", "f32"), ("q4_0", "f16"), ("q8_0", "f16"), ("f16", "bf16")])
+                                    ("bf16", "f32"), ("q4_0", "f16"), ("q8_0", "f16"), ("f16", "bf16"),
+                                    ("q5_0", "f32"), ("q5_1", "f32"), ("q4_k", "f32"), ("q5_k", "f32"),
+                                    ("q6_k", "f32"), ("q4_k", "f16")])
 def test_quantized_decoding_kernel_numerics(fmt, dt):
     """The library variant's decoding kernel (the quantized generic's decoder, cloned into a 2-D
     parallel generic) run on the cpu (upstream lowering, the ExecutionEngine) against gguf's
-    numpy dequantizer: x's type f32 exactly, f16 / bf16 rounded once."""
+    numpy dequantizer: x's type f32 exactly (K-quants: to an f32 rounding, the products of the
+    super-block's and the sub-block's scales taken in another order), f16 / bf16 rounded once."""
     import gguf
     import ml_dtypes
     from kernel_harness import _arg, compile_kernel
     from relax_mlir.ops.quant import row_bytes
-    qtype = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
-             "q4_1": gguf.GGMLQuantizationType.Q4_1, "f16": gguf.GGMLQuantizationType.F16,
-             "bf16": gguf.GGMLQuantizationType.BF16}[fmt]
-    rb = row_bytes(fmt, 64)
+    from test_gpu_kquant import FORMATS as RUN_FORMATS, _weights
+    k = 256 if fmt in RUN_FORMATS else 64
+    rb = row_bytes(fmt, k)
     rng = np.random.default_rng(3)
-    raw = gguf.quants.quantize(rng.standard_normal((48, 64)).astype(np.float32), qtype).view(np.int8).reshape(48, rb)
-    want = gguf.quants.dequantize(raw.view(np.uint8), qtype).astype(np.float32).reshape(48, 64)
+    if fmt in RUN_FORMATS:
+        raw, want = _weights(fmt, 48, k, rng)
+        want = want.astype(np.float32)
+    else:
+        qtype = getattr(gguf.GGMLQuantizationType, fmt.upper())
+        raw = gguf.quants.quantize(rng.standard_normal((48, k)).astype(np.float32), qtype).view(np.int8).reshape(48, rb)
+        want = gguf.quants.dequantize(raw.view(np.uint8), qtype).astype(np.float32).reshape(48, k)
     npdt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dt]
     with ir.Context():
-        eng, name = compile_kernel(ir.Operation.parse(_decoder(fmt, dt, rb)))
-    x, c = np.zeros((1, 64), npdt), np.zeros((1, 48), np.float32 if dt == "f32" else npdt)
-    out = np.full((48, 64), np.nan, npdt)
+        eng, name = compile_kernel(ir.Operation.parse(_decoder(fmt, dt, rb, k)))
+    x, c = np.zeros((1, k), npdt), np.zeros((1, 48), np.float32 if dt == "f32" else npdt)
+    out = np.full((48, k), np.nan, npdt)
     eng.invoke(name, _arg(x), _arg(raw), _arg(c), _arg(out))
     got = out.astype(np.float32)
-    np.testing.assert_array_equal(got, want.astype(npdt).astype(np.float32))
+    if fmt in ("q4_k", "q5_k", "q6_k"):
+        ulp = np.finfo(npdt).eps if dt != "bf16" else 2.0 ** -7
+        np.testing.assert_allclose(got, want.astype(npdt).astype(np.float32), rtol=2 * ulp,
+                                   atol=2 * ulp * np.abs(want).max())
+    else:
+        np.testing.assert_array_equal(got, want.astype(npdt).astype(np.float32))
 
 
 def test_cublas_policy_resolution(monkeypatch, tmp_path):

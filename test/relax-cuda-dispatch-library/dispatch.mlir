@@ -123,12 +123,13 @@ func.func @rows_half(%x: tensor<?x768xf16, #relax.shape<["s", 768]>>, %w: tensor
 // -----
 
 // relax.quantized_matmul: M beyond quant-rows (64) splits per call (the weight decoded, or read as
-// stored when it is in x's type: 22w); bounded by 64, a K-quant format or q8 activations: generated.
+// stored when it is in x's type: 22w; K-quants decoded like the 32-element blocks); bounded by 64
+// or q8 activations: generated.
 // CHECK-LABEL: func.func @quant
 // CHECK: "relax.quantized_matmul"(%arg0, %arg1) {format = "q8_0", relax.dispatch_split = {callee = "relax_cublas_matmul_22t_f32", generated_m = {{\[\[}}1, 64]], library = "relax_cublas"}}
 // CHECK: "relax.quantized_matmul"(%arg2, %arg3) {format = "f16", relax.dispatch_split = {callee = "relax_cublas_matmul_22w_f16", generated_m = {{\[\[}}1, 64]]
 // CHECK: "relax.quantized_matmul"(%arg4, %arg1) {format = "q8_0"} :
-// CHECK: "relax.quantized_matmul"(%arg0, %arg5) {format = "q4_k"} :
+// CHECK: "relax.quantized_matmul"(%arg0, %arg5) {format = "q4_k", relax.dispatch_split = {callee = "relax_cublas_matmul_22t_f32", generated_m = {{\[\[}}1, 64]]
 // CHECK: "relax.quantized_matmul"(%arg0, %arg1) {activations = "q8", format = "q8_0"} :
 // ON-LABEL: func.func @quant
 // ON: "relax.quantized_matmul"(%arg0, %arg1) {format = "q8_0", relax.dispatch_split = {callee = "relax_cublas_matmul_22t_f32", generated_m = {{\[\[}}1, 0]]

@@ -51,14 +51,16 @@ from ...shapes import Dim, Truth, prove_equal, read_tensor_type
 from ...transforms.dispatch_split import SPLIT_ATTR
 from ...transforms.graph import body_ops, graph_functions, relax_opdef, upper_bounds
 from ...transforms.registry import Option, emit_error, register_pass
+from . import quant_gemv
 
 POLICIES = ("auto", "on", "off")
 #: the provisional rule's defaults (see the module docstring)
 GEMV_ROWS = 4
 MIN_FLOPS = 1 << 21
 QUANT_ROWS = 64
-#: weight formats of relax.quantized_matmul the library variant decodes (quant_gemv's formats)
-QUANT_FORMATS = ("f16", "bf16", "q8_0", "q4_0", "q4_1")
+#: weight formats of relax.quantized_matmul the library variant decodes: those the generated
+#: quantized kernels take below ``quant-rows`` (the split's other side)
+QUANT_FORMATS = quant_gemv.FORMATS
 
 
 def _supported(op: ir.Operation) -> Optional[tuple[str, str, str]]:

@@ -56,12 +56,21 @@ PREFILL_ATTENTION_DEFAULT = True
 QUANT_EPILOGUE_DEFAULT = True
 
 
+#: relax-fuse-kernels{multi-use=true}: an elementwise consumer merges into a producer whose
+#: result has other uses too (the f16 KV cache's conversions of the new keys and values in a
+#: prefill: one loop nest, one launch, writes both)
+MULTI_USE_FUSION_DEFAULT = True
+
+
 def graph_stage(graph: list[str], kind: str) -> list[str]:
     """The cpu target's graph passes with the GPU graph rewrites before relax-legalize:
     relax-gpu-decode-attention (the cached attention chain as one decode_attention kernel,
-    where the schedules with subgroup operations will take it); and relax-fuse-ops with
+    where the schedules with subgroup operations will take it); relax-fuse-ops with
     ``quant-epilogue`` (a quantized matmul takes its epilogue, as the quantized GEMV of those
-    schedules applies it at the store)."""
+    schedules applies it at the store); relax-fuse-kernels with ``multi-use`` (each loop nest
+    of a kernel no rule takes is a launch: a consumer joins a producer used elsewhere too)."""
+    if MULTI_USE_FUSION_DEFAULT:
+        graph = [f"{p}{{multi-use=true}}" if p == "relax-fuse-kernels" else p for p in graph]
     if not (SCHEDULES_DEFAULT and SUBGROUP_OPS_DEFAULT):
         return graph
     if QUANT_EPILOGUE_DEFAULT:

@@ -32,7 +32,9 @@ kernel equal to one made before (other member names, same IR) is not added twice
 are only for reading: ``fused_`` + the members' ``relax.kernel_op`` (recorded by
 relax-legalize: ``fused_matmul_add_relu``), or their symbols for hand-written kernels.
 
-Options: ``fuse-linalg=false`` keeps the merged kernel as the plain sequence of the
+Options: ``multi-use=true`` (the GPU pipelines) then also merges an elementwise consumer
+into a producer whose result is used elsewhere too (:mod:`.fuse_multi_use`: one loop nest
+writes both, where upstream keeps two), ``fuse-linalg=false`` keeps the merged kernel as the plain sequence of the
 members' linalg ops (no upstream elementwise fusion), ``enable=false`` does nothing
 (groups stay marked), for comparisons.
 """
@@ -48,6 +50,7 @@ from .graph import on_tensors
 from ..shapes import UNKNOWN, Dim, Shape, read_tensor_type
 from .annotate_kernel_kinds import annotate
 from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR
+from .fuse_multi_use import fuse_multi_use_producers
 from .fuse_ops import GROUP_ATTR
 from .graph import body_ops, func_name, function_type, functions_by_name, graph_functions
 from .kernel_hash import structural_hash
@@ -392,7 +395,7 @@ def _referenced_callees(module: ir.Operation) -> set[str]:
 
 
 def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], fuse_linalg: bool,
-          n_inputs: int) -> ir.Operation:
+          n_inputs: int, multi_use: bool = False) -> ir.Operation:
     """Inline the members into the draft kernel and fuse their linalg ops (upstream passes).
 
     ``scratch`` holds only the draft (public, so the inliner keeps it); copies of the
@@ -404,6 +407,8 @@ def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], fuse
     if fuse_linalg:
         read_inits_as_inputs(_find(scratch, draft_name))
     passmanager.PassManager.parse(FUSED_PIPELINE if fuse_linalg else PLAIN_PIPELINE).run(scratch.operation)
+    if fuse_linalg and multi_use and fuse_multi_use_producers(_find(scratch, draft_name)):
+        passmanager.PassManager.parse(FUSED_PIPELINE).run(scratch.operation)
     _restore_destinations(_find(scratch, draft_name), n_inputs)
     passmanager.PassManager.parse("builtin.module(func.func(canonicalize))").run(scratch.operation)
     return _find(scratch, draft_name)
@@ -425,7 +430,10 @@ def _fresh_name(base: str, taken: set[str]) -> str:
                options=[Option("enable", bool, True, "merge groups (false: leave the module as it is)"),
                         Option("fuse-linalg", bool, True,
                                "run linalg-fuse-elementwise-ops on merged kernels (false: keep one "
-                               "linalg op per member)")])
+                               "linalg op per member)"),
+                        Option("multi-use", bool, False,
+                               "also merge an elementwise consumer into a producer whose result has other "
+                               "uses (one loop nest writing both; the GPU pipelines: a launch per loop nest)")])
 def relax_fuse_kernels(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
@@ -474,7 +482,7 @@ def relax_fuse_kernels(module: ir.Operation, opts) -> None:
                     name = by_draft[key]
                 else:
                     fused = _fuse(scratch, DRAFT_NAME, [kernels[c] for c in dict.fromkeys(callees)],
-                                  opts.fuse_linalg, len(gk.inputs))
+                                  opts.fuse_linalg, len(gk.inputs), opts.multi_use)
                     # relax-dispatch-library's run-time split stays with its matmul
                     # (and the tuner's mark, CANDIDATE_ATTR)
                     for c in callees:

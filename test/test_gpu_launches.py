@@ -470,6 +470,49 @@ def test_fake_cuda_quantized_decode_launches_per_step(tmp_path):
     got = test_cuda.run_fake(tmp_path / "fake", test_cuda.FAKE_PRELUDE + FAKE_QUANT_STEP, *paths)
     assert got == {"f32": [31, 31], "q8_0": [31, 31], "q4_0": [31, 31], "f16": [31, 31], "q8_0 unfused": [33, 33]}
 
+FAKE_KV_PREFILL = r"""
+import torch, transformers
+import relax_mlir.llm.causal_lm as causal_lm
+from relax_mlir.llm import CausalLM
+from relax_mlir.pipelines import gpu as gpu_pipeline
+
+torch.manual_seed(0)
+cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+model = transformers.LlamaForCausalLM(cfg).eval()
+out = {}
+for multi_use in (True, False):
+    gpu_pipeline.MULTI_USE_FUSION_DEFAULT = multi_use
+    causal_lm._EXECUTABLES.clear()
+    for kv in ("f32", "f16", "bf16"):
+        lm = CausalLM.from_hf(model, max_seq_len=64, target="cuda", kv_dtype=kv)
+        counts = []
+        for n in (1, 5, 17):
+            lm.reset()
+            lm.prefill(np.arange(1, n + 1, dtype=np.int64))
+            counts.append(lm.exe.cuda_call_stats["launches"])
+        lm.decode(1)
+        counts.append(lm.exe.cuda_call_stats["launches"])
+        out[kv + ("" if multi_use else " off")] = counts
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_fake_cuda_prefill_launches_per_kv_dtype(tmp_path):
+    """Prefills of 1, 5 and 17 tokens and a decode step of the tiny Llama (2 layers) on the fake
+    driver: an f16 or bf16 cache takes as many launches as the f32 cache (31 each). The prefill
+    converts the new keys and values, which its attention also reads in f32: with
+    relax-fuse-kernels{multi-use=true} (``MULTI_USE_FUSION_DEFAULT``) the conversions run in
+    the loop nests that compute k (rope) and copy v; without it they are two loop nests, two
+    launches per layer more (35)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_KV_PREFILL)
+    assert got == {"f32": [31, 31, 31, 31], "f16": [31, 31, 31, 31], "bf16": [31, 31, 31, 31],
+                   "f32 off": [31, 31, 31, 31], "f16 off": [35, 35, 35, 31], "bf16 off": [35, 35, 35, 31]}, got
+
+
 @needs_vulkan
 def test_vulkan_llm_f16_kv_cache(routes):
     """``CausalLM(..., kv_dtype="f16")`` on lavapipe: the state is f16, a decode step takes as

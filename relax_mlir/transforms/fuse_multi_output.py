@@ -1,20 +1,30 @@
-"""Multi-use producer fusion for relax-fuse-kernels (``multi-use=true``, the GPU pipelines).
+"""Multi-output loop nests for relax-fuse-kernels (``multi-use=true``, ``siblings=true``: the
+GPU pipelines, where each loop nest of a kernel that no rule takes is a launch).
 
-Upstream ``linalg-fuse-elementwise-ops`` fuses a producer into its elementwise consumer
-only when the consumer is the producer's one use. A producer whose result is also a
-kernel output (the rope of the new keys, written for the prefill attention and converted
-to the KV cache's f16 by an ``astype``; the new values' copy, the same) then stays a loop
-nest of its own, and each loop nest is a launch on the GPU. Here such a consumer is merged
-into its producer instead: one all-parallel ``linalg.generic`` computes the producer's
-value at a point, yields it (the producer's result, still used elsewhere) and feeds it to
-the consumer's body in the same iteration (the consumer's result as a further output).
+**Multi-use producers.** Upstream ``linalg-fuse-elementwise-ops`` fuses a producer into its
+elementwise consumer only when the consumer is the producer's one use. A producer whose
+result is also a kernel output (the rope of the new keys, written for the prefill attention
+and converted to the KV cache's f16 by an ``astype``; the new values' copy, the same) then
+stays a loop nest of its own. Here such a consumer is merged into its producer instead: one
+all-parallel ``linalg.generic`` computes the producer's value at a point, yields it (the
+producer's result, still used elsewhere) and feeds it to the consumer's body in the same
+iteration (the consumer's result as a further output). Legal when both are all-parallel
+generics over the same number of loops and the consumer reads the producer's result only
+through the producer's own output map, a permutation: then the consumer's iteration point
+is the producer's, and both iterate the producer result's shape. A ``linalg.copy`` producer
+counts as the generic it is (identity maps, ``yield in``). The consumer must not read its
+``outs`` (relax-fuse-kernels has made all-parallel generics read their inits as inputs).
 
-Legal when both are all-parallel generics over the same number of loops and the consumer
-reads the producer's result through the producer's own output map, a permutation: then
-the consumer's iteration point is the producer's, and both iterate the producer result's
-shape. A ``linalg.copy`` producer counts as the generic it is (identity maps, ``yield
-in``). The consumer must not read its ``outs`` (relax-fuse-kernels has made all-parallel
-generics read their inits as inputs). Nothing is recomputed: the merged op replaces both.
+**Siblings.** Two all-parallel generics of one kernel, neither reading the other, whose
+iteration domains are provably equal (rope's q, k and v loop nests, all (s, heads, D)) become
+one generic with both bodies and both outputs. Equal domains: each loop's size named by an
+operand of each (a static size, or traced through ``tensor.dim``, ``tensor.empty``, a
+reshape's shape and destination-passing results to a kernel argument's dim, whose symbolic
+dim the graph gives, or to one SSA value). A ``linalg.copy`` into a kernel argument counts as
+its generic (copies into a fresh ``tensor.empty`` are left alone: they become views later).
+
+Nothing is recomputed: the merged op replaces both. It goes where both ops' operands and
+captured values exist and before every other use of their results.
 """
 
 from __future__ import annotations
@@ -240,6 +250,15 @@ def _candidate(block: ir.Block):
     return None
 
 
+def _generalized(p: ir.Operation, at: ir.Operation) -> tuple[ir.Operation, ir.Operation]:
+    """(p as a generic, the place): a copy is generalized, the place follows it."""
+    if p.name != "linalg.copy":
+        return p, at
+    at_copy = at == p
+    g = generalize_copy(p)
+    return g, (g if at_copy else at)
+
+
 def fuse_multi_use_producers(fn: ir.Operation) -> int:
     """Merge each all-parallel consumer into a producer that has other uses too (see the
     module docstring), until none is left. Returns how many merges were made."""
@@ -247,10 +266,119 @@ def fuse_multi_use_producers(fn: ir.Operation) -> int:
     block = fn.regions[0].blocks[0]
     while (found := _candidate(block)) is not None:
         p, c, at = found
-        if p.name == "linalg.copy":
-            at_copy = at == p
-            p = generalize_copy(p)
-            at = p if at_copy else at
+        p, at = _generalized(p, at)
         merge_into_producer(p, c, at)
+        merged += 1
+    return merged
+
+
+#: a loop size: an int (static), ("arg", symbolic dim) or ("ssa", value)
+Size = object
+
+
+def _index_size(v: ir.Value, arg_dims: dict) -> Optional[Size]:
+    d = _op(v)
+    if d is not None and d.name == "arith.constant" and isinstance(d.attributes["value"], ir.IntegerAttr):
+        return ir.IntegerAttr(d.attributes["value"]).value
+    if d is not None and d.name == "tensor.dim":
+        k = _index_size(d.operands[1], arg_dims)
+        if isinstance(k, int):
+            return _dim_size(d.operands[0], k, arg_dims)
+    return ("ssa", v)
+
+
+def _dim_size(v: ir.Value, j: int, arg_dims: dict) -> Optional[Size]:
+    """Dim ``j`` of tensor ``v`` named as a :data:`Size`, or None."""
+    t = ir.RankedTensorType(v.type)
+    if not t.is_dynamic_dim(j):
+        return t.get_dim_size(j)
+    if isinstance(v, ir.BlockArgument):
+        sym = arg_dims.get((v.arg_number, j))
+        return ("arg", sym) if sym is not None else ("ssa", v)
+    d = _op(v)
+    if d is None:
+        return None
+    if d.name.startswith("linalg.") and "operandSegmentSizes" in d.attributes:
+        n_in, n_out = _segments(d)
+        if v.result_number < n_out:
+            return _dim_size(d.operands[n_in + v.result_number], j, arg_dims)
+    if d.name == "tensor.empty":
+        k = sum(1 for i in range(j) if t.is_dynamic_dim(i))
+        return _index_size(d.operands[k], arg_dims)
+    if d.name == "tensor.reshape":
+        shape = _op(d.operands[1])
+        if shape is not None and shape.name == "tensor.from_elements":
+            return _index_size(shape.operands[j], arg_dims)
+    if d.name == "tensor.cast":
+        return _dim_size(d.operands[0], j, arg_dims)
+    return None
+
+
+def _domain(op: ir.Operation, arg_dims: dict) -> Optional[tuple]:
+    """The loop sizes of a generic (outputs first), or None when one cannot be named."""
+    maps = _maps(op)
+    n_in, n_out = _segments(op)
+    sizes: list = [None] * maps[0].n_dims
+    operands = list(op.operands)
+    for k in list(range(n_in, n_in + n_out)) + list(range(n_in)):
+        for j, e in enumerate(maps[k].results):
+            if isinstance(e, ir.AffineDimExpr):
+                d = e.position
+                if sizes[d] is None:
+                    sizes[d] = _dim_size(operands[k], j, arg_dims)
+    return tuple(sizes) if all(x is not None for x in sizes) else None
+
+
+def _sibling_candidate(op: ir.Operation) -> bool:
+    if _all_parallel_generic(op):
+        return True
+    if op.name != "linalg.copy":
+        return False
+    init = _op(op.operands[1])
+    return init is None or init.name != "tensor.empty"   # a fresh copy becomes a view later
+
+
+def _domain_of(op: ir.Operation, arg_dims: dict) -> Optional[tuple]:
+    if op.name == "linalg.copy":
+        rank = ir.RankedTensorType(op.operands[1].type).rank
+        return tuple(_dim_size(op.operands[1], j, arg_dims) for j in range(rank))
+    return _domain(op, arg_dims)
+
+
+def _reads(consumer: ir.Operation, producer: ir.Operation) -> bool:
+    return any(_from(v, producer) for v in list(consumer.operands) + _captured(consumer))
+
+
+def _sibling_pair(block: ir.Block, arg_dims: dict):
+    """The first (a, b, place) of independent generics with equal domains, or None."""
+    ops = [o.operation for o in block.operations if _sibling_candidate(o.operation)]
+    doms = [_domain_of(o, arg_dims) for o in ops]
+    for i, a in enumerate(ops):
+        if doms[i] is None or any(x is None for x in doms[i]):
+            continue
+        for j in range(i + 1, len(ops)):
+            b = ops[j]
+            if doms[j] != doms[i] or _reads(b, a):
+                continue
+            at = _place(a, b)
+            if at is not None:
+                return a, b, at
+    return None
+
+
+def merge_siblings(fn: ir.Operation, arg_dims: dict) -> int:
+    """Merge independent all-parallel generics of equal iteration domains (see the module
+    docstring); ``arg_dims`` maps (argument number, dim) to the argument's symbolic dim.
+    Returns how many merges were made."""
+    merged = 0
+    block = fn.regions[0].blocks[0]
+    while (found := _sibling_pair(block, arg_dims)) is not None:
+        a, b, at = found
+        b_at = at == b
+        a, at = _generalized(a, at)
+        if b.name == "linalg.copy":
+            b = generalize_copy(b)
+            at = b if b_at else at
+        merge_into_producer(a, b, at)
         merged += 1
     return merged

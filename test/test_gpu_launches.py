@@ -415,7 +415,9 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     slice and reshape copies: 6 -> 3). Now 31 and 42 (11 per layer + 9): the rope tables
     computed without a concat (11 -> 3 per step: the positions, cos and sin each with its own
     product of the positions and the frequencies) and the mask built in its final shape (3
-    per step)."""
+    per step). Now 28 and 38 (10 per layer + 8): relax-fuse-kernels{siblings=true} merges the
+    rope kernel's k and v loop nests (q's, over 4 heads, is not the same domain as k's and v's
+    over 2 KV heads) and the rope tables' cos and sin loop nests."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     import test_cuda
@@ -423,8 +425,8 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     (tmp_path / "3").mkdir()
     two = test_cuda.run_fake(tmp_path / "2", test_cuda.FAKE_PRELUDE + FAKE_STEP, "2")
     three = test_cuda.run_fake(tmp_path / "3", test_cuda.FAKE_PRELUDE + FAKE_STEP, "3")
-    assert two == [31, 31, 31]
-    assert three == [42, 42, 42]
+    assert two == [28, 28, 28]
+    assert three == [38, 38, 38]
 
 
 FAKE_QUANT_STEP = r"""
@@ -448,10 +450,10 @@ print("FAKE-RUN " + json.dumps(out))
 
 def test_fake_cuda_quantized_decode_launches_per_step(tmp_path):
     """A decode step of the tiny Llama (2 layers) from GGUFs: with Q8_0, Q4_0 or F16
-    projections as many launches as with F32 weights (31): the residual add after the
+    projections as many launches as with F32 weights (28): the residual add after the
     attention output and the MLP's down projection runs in the quantized GEMV's store
     (relax-fuse-ops{quant-epilogue=true}); without that fusion (``QUANT_EPILOGUE_DEFAULT =
-    False``) one launch more per layer (33: the down projection's add, which cannot join the
+    False``) one launch more per layer (30: the down projection's add, which cannot join the
     next layer's RMSNorm; the o projection's add joins this layer's)."""
     pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -468,7 +470,7 @@ def test_fake_cuda_quantized_decode_launches_per_step(tmp_path):
         write_gguf(paths[-1], "llama", sd, src.config, {}, t)
     (tmp_path / "fake").mkdir()
     got = test_cuda.run_fake(tmp_path / "fake", test_cuda.FAKE_PRELUDE + FAKE_QUANT_STEP, *paths)
-    assert got == {"f32": [31, 31], "q8_0": [31, 31], "q4_0": [31, 31], "f16": [31, 31], "q8_0 unfused": [33, 33]}
+    assert got == {"f32": [28, 28], "q8_0": [28, 28], "q4_0": [28, 28], "f16": [28, 28], "q8_0 unfused": [30, 30]}
 
 FAKE_KV_PREFILL = r"""
 import torch, transformers
@@ -481,8 +483,9 @@ cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size
                                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
 model = transformers.LlamaForCausalLM(cfg).eval()
 out = {}
-for multi_use in (True, False):
+for name, multi_use, siblings in (("", True, True), (" single-use", False, True), (" neither", False, False)):
     gpu_pipeline.MULTI_USE_FUSION_DEFAULT = multi_use
+    gpu_pipeline.SIBLING_FUSION_DEFAULT = siblings
     causal_lm._EXECUTABLES.clear()
     for kv in ("f32", "f16", "bf16"):
         lm = CausalLM.from_hf(model, max_seq_len=64, target="cuda", kv_dtype=kv)
@@ -493,24 +496,27 @@ for multi_use in (True, False):
             counts.append(lm.exe.cuda_call_stats["launches"])
         lm.decode(1)
         counts.append(lm.exe.cuda_call_stats["launches"])
-        out[kv + ("" if multi_use else " off")] = counts
+        out[kv + name] = counts
 print("FAKE-RUN " + json.dumps(out))
 """
 
 
 def test_fake_cuda_prefill_launches_per_kv_dtype(tmp_path):
     """Prefills of 1, 5 and 17 tokens and a decode step of the tiny Llama (2 layers) on the fake
-    driver: an f16 or bf16 cache takes as many launches as the f32 cache (31 each). The prefill
+    driver: an f16 or bf16 cache takes as many launches as the f32 cache (28 each). The prefill
     converts the new keys and values, which its attention also reads in f32: with
     relax-fuse-kernels{multi-use=true} (``MULTI_USE_FUSION_DEFAULT``) the conversions run in
-    the loop nests that compute k (rope) and copy v; without it they are two loop nests, two
-    launches per layer more (35)."""
+    the loop nests that compute k (rope) and copy v; without it they are loop nests of their
+    own: one launch per layer more with the sibling merge (30; the two conversions, over equal
+    domains, merge), two without (35 against the f32 cache's 31; decode steps 31: the fused
+    attention converts what it reads, and the new rows' conversions have one use)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_KV_PREFILL)
-    assert got == {"f32": [31, 31, 31, 31], "f16": [31, 31, 31, 31], "bf16": [31, 31, 31, 31],
-                   "f32 off": [31, 31, 31, 31], "f16 off": [35, 35, 35, 31], "bf16 off": [35, 35, 35, 31]}, got
+    assert got == {"f32": [28] * 4, "f16": [28] * 4, "bf16": [28] * 4,
+                   "f32 single-use": [28] * 4, "f16 single-use": [30, 30, 30, 28], "bf16 single-use": [30, 30, 30, 28],
+                   "f32 neither": [31] * 4, "f16 neither": [35, 35, 35, 31], "bf16 neither": [35, 35, 35, 31]}, got
 
 
 @needs_vulkan

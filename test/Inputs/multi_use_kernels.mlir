@@ -32,3 +32,14 @@ func.func private @to_f16(%x: tensor<?x64xf32>, %out: tensor<?x64xf16>) -> tenso
   } -> tensor<?x64xf16>
   return %r : tensor<?x64xf16>
 }
+
+func.func private @scale(%x: tensor<?x64xf32>, %out: tensor<?x64xf32>) -> tensor<?x64xf32> attributes {relax.kernel} {
+  %c = arith.constant 0.125 : f32
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x64xf32>) outs(%out : tensor<?x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<?x64xf32>
+  return %r : tensor<?x64xf32>
+}
+

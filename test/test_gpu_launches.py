@@ -550,6 +550,34 @@ def test_vulkan_llm_f16_kv_cache(routes):
         assert int(np.argmax(lb)) == tok
 
 
+@needs_vulkan
+def test_vulkan_f16_kv_prefill_rows_equal_the_cpu_targets(routes):
+    """A prefill with an f16 cache on lavapipe (prompts of 1, 7 and 40 through one executable):
+    the f16 rows the merged rope / copy loop nest writes (relax-fuse-kernels{multi-use}, k's and
+    v's conversions in the loop nests that compute them) equal the cpu target's within f16's
+    rounding of slightly different f32 sums, the logits within 1e-4 of the largest, as many
+    launches as the f32 cache's prefill; a decode step after it gives the cpu target's token."""
+    from relax_mlir.llm import CausalLM
+    from relax_mlir.llm.cli import SIZES
+    c = SIZES["tiny"]
+    cpu = CausalLM.random(c, max_seq_len=48, seed=5, kv_dtype="f16")
+    gpu = CausalLM.random(c, max_seq_len=48, seed=5, target="vulkan", kv_dtype="f16")
+    f32 = CausalLM.random(c, max_seq_len=48, seed=5, target="vulkan")
+    for n in (1, 7, 40):
+        ids = np.random.default_rng(n).integers(0, c.vocab_size, n)
+        want = cpu.prefill(ids)
+        got, launches = routes.call(gpu.prefill, ids)
+        _, launches32 = routes.call(f32.prefill, ids)
+        assert len(launches) == len(launches32), (len(launches), len(launches32))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+        for a, b in zip(gpu.cache.views(), cpu.cache.views()):
+            assert a.dtype == b.dtype == np.float16 and a.shape == b.shape == (n, c.num_kv_heads, c.head_dim)
+            a, b = a.astype(np.float32), b.astype(np.float32)
+            np.testing.assert_allclose(a, b, rtol=2 ** -10, atol=2 ** -10 * np.abs(b).max())
+        tok = int(np.argmax(want))
+        assert int(np.argmax(gpu.decode(tok))) == int(np.argmax(cpu.decode(tok)))
+
+
 def test_decode_attention_launches_default_per_target():
     """The split in one launch is cuda's default; vulkan keeps the combining launch (its
     workspace has no Coherent decoration, which a device-scope handoff between workgroups

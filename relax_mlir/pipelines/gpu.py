@@ -63,6 +63,9 @@ MULTI_USE_FUSION_DEFAULT = True
 #: relax-fuse-kernels{siblings=true}: independent loop nests of one kernel over equal domains
 #: merge into one (rope's q, k and v; the rope tables' cos and sin)
 SIBLING_FUSION_DEFAULT = True
+#: relax-fuse-kernels{unit-reshapes=true}: a reshape adding unit dims folds into its reader's
+#: indexing map, so the producer fuses (the rope tables' and the mask's aranges)
+UNIT_RESHAPE_FUSION_DEFAULT = True
 
 
 def graph_stage(graph: list[str], kind: str) -> list[str]:
@@ -74,7 +77,8 @@ def graph_stage(graph: list[str], kind: str) -> list[str]:
     (each loop nest of a kernel no rule takes is a launch: a consumer joins a producer used
     elsewhere too, independent loop nests over equal domains join)."""
     fuse = " ".join(o for o, on in (("multi-use=true", MULTI_USE_FUSION_DEFAULT),
-                                     ("siblings=true", SIBLING_FUSION_DEFAULT)) if on)
+                                     ("siblings=true", SIBLING_FUSION_DEFAULT),
+                                     ("unit-reshapes=true", UNIT_RESHAPE_FUSION_DEFAULT)) if on)
     if fuse:
         graph = [f"{p}{{{fuse}}}" if p == "relax-fuse-kernels" else p for p in graph]
     if not (SCHEDULES_DEFAULT and SUBGROUP_OPS_DEFAULT):

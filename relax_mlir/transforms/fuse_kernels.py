@@ -52,7 +52,7 @@ from .graph import on_tensors
 from ..shapes import UNKNOWN, Dim, Shape, read_tensor_type
 from .annotate_kernel_kinds import annotate
 from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR
-from .fuse_multi_output import fuse_multi_use_producers, merge_siblings
+from .fuse_multi_output import fold_unit_reshapes, fuse_multi_use_producers, merge_siblings
 from .fuse_ops import GROUP_ATTR
 from .graph import body_ops, func_name, function_type, functions_by_name, graph_functions
 from .kernel_hash import structural_hash
@@ -397,7 +397,8 @@ def _referenced_callees(module: ir.Operation) -> set[str]:
 
 
 def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], fuse_linalg: bool,
-          n_inputs: int, multi_use: bool = False, arg_dims: Optional[dict] = None) -> ir.Operation:
+          n_inputs: int, multi_use: bool = False, arg_dims: Optional[dict] = None,
+          unit_reshapes: bool = False) -> ir.Operation:
     """Inline the members into the draft kernel and fuse their linalg ops (upstream passes).
 
     ``scratch`` holds only the draft (public, so the inliner keeps it); copies of the
@@ -409,6 +410,8 @@ def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], fuse
     if fuse_linalg:
         read_inits_as_inputs(_find(scratch, draft_name))
     passmanager.PassManager.parse(FUSED_PIPELINE if fuse_linalg else PLAIN_PIPELINE).run(scratch.operation)
+    if fuse_linalg and unit_reshapes and fold_unit_reshapes(_find(scratch, draft_name)):
+        passmanager.PassManager.parse(FUSED_PIPELINE).run(scratch.operation)
     if fuse_linalg and multi_use and fuse_multi_use_producers(_find(scratch, draft_name)):
         passmanager.PassManager.parse(FUSED_PIPELINE).run(scratch.operation)
     if fuse_linalg and arg_dims is not None and merge_siblings(_find(scratch, draft_name), arg_dims):
@@ -459,7 +462,10 @@ def _fresh_name(base: str, taken: set[str]) -> str:
                                "uses (one loop nest writing both; the GPU pipelines: a launch per loop nest)"),
                         Option("siblings", bool, False,
                                "also merge independent all-parallel loop nests of one kernel whose iteration "
-                               "domains are equal (one loop nest writing all their outputs)")])
+                               "domains are equal (one loop nest writing all their outputs)"),
+                        Option("unit-reshapes", bool, False,
+                               "fold a reshape that only adds or drops unit dims into the indexing map of "
+                               "the generic reading it, so that upstream fusion takes its producer")])
 def relax_fuse_kernels(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
@@ -510,7 +516,8 @@ def relax_fuse_kernels(module: ir.Operation, opts) -> None:
                     name = by_draft[key]
                 else:
                     fused = _fuse(scratch, DRAFT_NAME, [kernels[c] for c in dict.fromkeys(callees)],
-                                  opts.fuse_linalg, len(gk.inputs), opts.multi_use, arg_dims)
+                                  opts.fuse_linalg, len(gk.inputs), opts.multi_use, arg_dims,
+                                  opts.unit_reshapes)
                     # relax-dispatch-library's run-time split stays with its matmul
                     # (and the tuner's mark, CANDIDATE_ATTR)
                     for c in callees:

@@ -382,3 +382,64 @@ def merge_siblings(fn: ir.Operation, arg_dims: dict) -> int:
         merge_into_producer(a, b, at)
         merged += 1
     return merged
+
+
+def _unit_reshape_source(v: ir.Value) -> Optional[tuple[ir.Value, list[Optional[int]]]]:
+    """(source, position map) when ``v`` is ``tensor.reshape(src)`` (or a copy of one into a
+    fresh ``tensor.empty``) that only adds or drops unit dims: each source dim's position in
+    the result, None for a unit source dim. Legal when the dims that are not a static 1 agree
+    in order, static sizes equal and at most one of them dynamic (the element count then
+    makes it equal too)."""
+    d = _op(v)
+    if d is not None and d.name == "linalg.copy":
+        init = _op(d.operands[1])
+        if init is None or init.name != "tensor.empty":
+            return None
+        d = _op(d.operands[0])
+    if d is None or d.name != "tensor.reshape":
+        return None
+    src, res = ir.RankedTensorType(d.operands[0].type), ir.RankedTensorType(d.results[0].type)
+
+    def kept(t: ir.RankedTensorType) -> list[int]:
+        return [j for j in range(t.rank) if t.is_dynamic_dim(j) or t.get_dim_size(j) != 1]
+
+    ks, kr = kept(src), kept(res)
+    if len(ks) != len(kr) or sum(1 for j in ks if src.is_dynamic_dim(j)) > 1:
+        return None
+    for a, b in zip(ks, kr):
+        if src.is_dynamic_dim(a) != res.is_dynamic_dim(b) or (
+                not src.is_dynamic_dim(a) and src.get_dim_size(a) != res.get_dim_size(b)):
+            return None
+    where = dict(zip(ks, kr))
+    return d.operands[0], [where.get(j) for j in range(src.rank)]
+
+
+def fold_unit_reshapes(fn: ir.Operation) -> int:
+    """An all-parallel generic that reads a value through a reshape adding or dropping unit
+    dims (an ``arange`` reshaped to (s, 1, 1) and broadcast) reads the reshape's source
+    instead, the reshape folded into its indexing map (a unit source dim: index 0): upstream
+    elementwise fusion then fuses the producer, which it does not through ``tensor.reshape``.
+    Only generics with a permutation output map (so every loop keeps a size). Returns how
+    many operands were rewritten."""
+    done = 0
+    for o in list(fn.regions[0].blocks[0].operations):
+        c = o.operation
+        if not _all_parallel_generic(c):
+            continue
+        n_in, n_out = _segments(c)
+        maps = _maps(c)
+        if not any(maps[n_in + k].is_permutation for k in range(n_out)):
+            continue
+        for i in range(n_in):
+            found = _unit_reshape_source(c.operands[i])
+            if found is None:
+                continue
+            src, pos = found
+            m = maps[i]
+            zero = ir.AffineConstantExpr.get(0)
+            maps[i] = ir.AffineMap.get(m.n_dims, m.n_symbols,
+                                       [zero if p is None else m.results[p] for p in pos])
+            c.operands[i] = src
+            c.attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(x) for x in maps])
+            done += 1
+    return done

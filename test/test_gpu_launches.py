@@ -417,7 +417,10 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     product of the positions and the frequencies) and the mask built in its final shape (3
     per step). Now 28 and 38 (10 per layer + 8): relax-fuse-kernels{siblings=true} merges the
     rope kernel's k and v loop nests (q's, over 4 heads, is not the same domain as k's and v's
-    over 2 KV heads) and the rope tables' cos and sin loop nests."""
+    over 2 KV heads) and the rope tables' cos and sin loop nests. Now 25 and 35 (10 per layer +
+    5): relax-fuse-kernels{unit-reshapes=true} folds the reshapes of the positions (rope tables,
+    mask) into their readers' indexing maps, so upstream fusion takes the aranges (the tables 2
+    -> 1, the mask 3 -> 1)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     import test_cuda
@@ -425,8 +428,8 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     (tmp_path / "3").mkdir()
     two = test_cuda.run_fake(tmp_path / "2", test_cuda.FAKE_PRELUDE + FAKE_STEP, "2")
     three = test_cuda.run_fake(tmp_path / "3", test_cuda.FAKE_PRELUDE + FAKE_STEP, "3")
-    assert two == [28, 28, 28]
-    assert three == [38, 38, 38]
+    assert two == [25, 25, 25]
+    assert three == [35, 35, 35]
 
 
 FAKE_QUANT_STEP = r"""
@@ -450,10 +453,10 @@ print("FAKE-RUN " + json.dumps(out))
 
 def test_fake_cuda_quantized_decode_launches_per_step(tmp_path):
     """A decode step of the tiny Llama (2 layers) from GGUFs: with Q8_0, Q4_0 or F16
-    projections as many launches as with F32 weights (28): the residual add after the
+    projections as many launches as with F32 weights (25): the residual add after the
     attention output and the MLP's down projection runs in the quantized GEMV's store
     (relax-fuse-ops{quant-epilogue=true}); without that fusion (``QUANT_EPILOGUE_DEFAULT =
-    False``) one launch more per layer (30: the down projection's add, which cannot join the
+    False``) one launch more per layer (27: the down projection's add, which cannot join the
     next layer's RMSNorm; the o projection's add joins this layer's)."""
     pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -470,7 +473,7 @@ def test_fake_cuda_quantized_decode_launches_per_step(tmp_path):
         write_gguf(paths[-1], "llama", sd, src.config, {}, t)
     (tmp_path / "fake").mkdir()
     got = test_cuda.run_fake(tmp_path / "fake", test_cuda.FAKE_PRELUDE + FAKE_QUANT_STEP, *paths)
-    assert got == {"f32": [28, 28], "q8_0": [28, 28], "q4_0": [28, 28], "f16": [28, 28], "q8_0 unfused": [30, 30]}
+    assert got == {"f32": [25, 25], "q8_0": [25, 25], "q4_0": [25, 25], "f16": [25, 25], "q8_0 unfused": [27, 27]}
 
 FAKE_KV_PREFILL = r"""
 import torch, transformers
@@ -483,9 +486,9 @@ cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size
                                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
 model = transformers.LlamaForCausalLM(cfg).eval()
 out = {}
-for name, multi_use, siblings in (("", True, True), (" single-use", False, True), (" neither", False, False)):
+for name, multi_use, others in (("", True, True), (" single-use", False, True), (" neither", False, False)):
     gpu_pipeline.MULTI_USE_FUSION_DEFAULT = multi_use
-    gpu_pipeline.SIBLING_FUSION_DEFAULT = siblings
+    gpu_pipeline.SIBLING_FUSION_DEFAULT = gpu_pipeline.UNIT_RESHAPE_FUSION_DEFAULT = others
     causal_lm._EXECUTABLES.clear()
     for kv in ("f32", "f16", "bf16"):
         lm = CausalLM.from_hf(model, max_seq_len=64, target="cuda", kv_dtype=kv)
@@ -503,19 +506,21 @@ print("FAKE-RUN " + json.dumps(out))
 
 def test_fake_cuda_prefill_launches_per_kv_dtype(tmp_path):
     """Prefills of 1, 5 and 17 tokens and a decode step of the tiny Llama (2 layers) on the fake
-    driver: an f16 or bf16 cache takes as many launches as the f32 cache (28 each). The prefill
-    converts the new keys and values, which its attention also reads in f32: with
-    relax-fuse-kernels{multi-use=true} (``MULTI_USE_FUSION_DEFAULT``) the conversions run in
-    the loop nests that compute k (rope) and copy v; without it they are loop nests of their
-    own: one launch per layer more with the sibling merge (30; the two conversions, over equal
-    domains, merge), two without (35 against the f32 cache's 31; decode steps 31: the fused
-    attention converts what it reads, and the new rows' conversions have one use)."""
+    driver: an f16 or bf16 cache takes as many launches as the f32 cache (27 per prefill, 25
+    per decode step). The prefill converts the new keys and values, which its attention also
+    reads in f32: with relax-fuse-kernels{multi-use=true} (``MULTI_USE_FUSION_DEFAULT``) the
+    conversions run in the loop nests that compute k (rope) and copy v; without it they are
+    loop nests of their own: one launch per layer more with the sibling merge (29; the two
+    conversions, over equal domains, merge), two without it and the unit-reshape folding (35
+    against the f32 cache's 31; decode steps 31: the fused attention converts what it reads,
+    and the new rows' conversions have one use)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_KV_PREFILL)
-    assert got == {"f32": [28] * 4, "f16": [28] * 4, "bf16": [28] * 4,
-                   "f32 single-use": [28] * 4, "f16 single-use": [30, 30, 30, 28], "bf16 single-use": [30, 30, 30, 28],
+    assert got == {"f32": [27, 27, 27, 25], "f16": [27, 27, 27, 25], "bf16": [27, 27, 27, 25],
+                   "f32 single-use": [27, 27, 27, 25], "f16 single-use": [29, 29, 29, 25],
+                   "bf16 single-use": [29, 29, 29, 25],
                    "f32 neither": [31] * 4, "f16 neither": [35, 35, 35, 31], "bf16 neither": [35, 35, 35, 31]}, got
 
 

@@ -106,10 +106,11 @@ def test_fake_cuda_prefill_launches_per_layer(tmp_path):
     copies, q.k^T + mask, the softmax, p.v and the head merge's copy among them), 31 and 42
     fused (11 per layer + 9, as a decode step): the attention one launch per layer. With
     relax-fuse-kernels{siblings=true} (rope's k and v loop nests one, the rope tables' cos
-    and sin one) 48 and 68 unfused, 28 and 38 fused (10 per layer + 8)."""
+    and sin one) 48 and 68 unfused, 28 and 38 fused (10 per layer + 8); with {unit-reshapes=true}
+    (the tables' positions fused: 2 -> 1) 47 and 67, 27 and 37 (10 per layer + 7)."""
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_PREFILL)
-    assert got == {"fused 2": [28, 28], "fused 3": [38, 38], "unfused 2": [48, 48], "unfused 3": [68, 68]}
+    assert got == {"fused 2": [27, 27], "fused 3": [37, 37], "unfused 2": [47, 47], "unfused 3": [67, 67]}
 
 
 @needs_vulkan

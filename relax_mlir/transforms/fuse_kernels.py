@@ -32,9 +32,14 @@ kernel equal to one made before (other member names, same IR) is not added twice
 are only for reading: ``fused_`` + the members' ``relax.kernel_op`` (recorded by
 relax-legalize: ``fused_matmul_add_relu``), or their symbols for hand-written kernels.
 
-Options: ``multi-use=true`` (the GPU pipelines) then also merges an elementwise consumer
-into a producer whose result is used elsewhere too (:mod:`.fuse_multi_output`: one loop nest
-writes both, where upstream keeps two), ``fuse-linalg=false`` keeps the merged kernel as the plain sequence of the
+Options (the GPU pipelines turn the first three on; :mod:`.fuse_multi_output`): after
+upstream fusion ``unit-reshapes=true`` folds reshapes that only add or drop unit dims into
+their readers' indexing maps (upstream fusion then takes the producer), ``multi-use=true``
+merges an elementwise consumer into a producer whose result is used elsewhere too (one loop
+nest writes both, where upstream keeps two), ``siblings=true`` merges independent
+all-parallel loop nests over provably equal domains (the graph's symbolic shapes of the
+kernel's arguments say which dims are equal; they are part of the fused-kernel cache key);
+``fuse-linalg=false`` keeps the merged kernel as the plain sequence of the
 members' linalg ops (no upstream elementwise fusion), ``enable=false`` does nothing
 (groups stay marked), for comparisons.
 """

@@ -1,5 +1,6 @@
-"""Multi-output loop nests for relax-fuse-kernels (``multi-use=true``, ``siblings=true``: the
-GPU pipelines, where each loop nest of a kernel that no rule takes is a launch).
+"""Fewer loop nests per kernel for relax-fuse-kernels (``multi-use=true``, ``siblings=true``,
+``unit-reshapes=true``: the GPU pipelines, where each loop nest of a kernel that no rule takes
+is a launch).
 
 **Multi-use producers.** Upstream ``linalg-fuse-elementwise-ops`` fuses a producer into its
 elementwise consumer only when the consumer is the producer's one use. A producer whose
@@ -25,6 +26,11 @@ its generic (copies into a fresh ``tensor.empty`` are left alone: they become vi
 
 Nothing is recomputed: the merged op replaces both. It goes where both ops' operands and
 captured values exist and before every other use of their results.
+
+**Unit reshapes.** A generic reading a value through a ``tensor.reshape`` that only adds or
+drops unit dims (an ``arange`` of positions viewed as (s, 1, 1)) reads the reshape's source
+through its indexing map instead (:func:`fold_unit_reshapes`), so that upstream elementwise
+fusion, which does not cross ``tensor.reshape``, takes the producer.
 """
 
 from __future__ import annotations
@@ -241,7 +247,7 @@ def _candidate(block: ir.Block):
             continue
         for v in list(c.operands)[:_segments(c)[0]]:
             p = _op(v)
-            if (p is None or p.block != c.block or len(list(v.uses)) < 2
+            if (p is None or p.block != c.block or sum(len(list(r.uses)) for r in p.results) < 2
                     or not (p.name == "linalg.copy" or _all_parallel_generic(p)) or not _fusable(p, c)):
                 continue
             at = _place(p, c)
@@ -260,8 +266,9 @@ def _generalized(p: ir.Operation, at: ir.Operation) -> tuple[ir.Operation, ir.Op
 
 
 def fuse_multi_use_producers(fn: ir.Operation) -> int:
-    """Merge each all-parallel consumer into a producer that has other uses too (see the
-    module docstring), until none is left. Returns how many merges were made."""
+    """Merge each all-parallel consumer into a producer that has other uses too (upstream
+    fusion took the single-use ones; see the module docstring), until none is left. Returns
+    how many merges were made."""
     merged = 0
     block = fn.regions[0].blocks[0]
     while (found := _candidate(block)) is not None:

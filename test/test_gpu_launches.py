@@ -415,7 +415,12 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     slice and reshape copies: 6 -> 3). Now 31 and 42 (11 per layer + 9): the rope tables
     computed without a concat (11 -> 3 per step: the positions, cos and sin each with its own
     product of the positions and the frequencies) and the mask built in its final shape (3
-    per step)."""
+    per step). Now 28 and 38 (10 per layer + 8): relax-fuse-kernels{siblings=true} merges the
+    rope kernel's k and v loop nests (q's, over 4 heads, is not the same domain as k's and v's
+    over 2 KV heads) and the rope tables' cos and sin loop nests. Now 25 and 35 (10 per layer +
+    5): relax-fuse-kernels{unit-reshapes=true} folds the reshapes of the positions (rope tables,
+    mask) into their readers' indexing maps, so upstream fusion takes the aranges (the tables 2
+    -> 1, the mask 3 -> 1)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     import test_cuda
@@ -423,8 +428,8 @@ def test_fake_cuda_decode_launches_per_step(tmp_path):
     (tmp_path / "3").mkdir()
     two = test_cuda.run_fake(tmp_path / "2", test_cuda.FAKE_PRELUDE + FAKE_STEP, "2")
     three = test_cuda.run_fake(tmp_path / "3", test_cuda.FAKE_PRELUDE + FAKE_STEP, "3")
-    assert two == [31, 31, 31]
-    assert three == [42, 42, 42]
+    assert two == [25, 25, 25]
+    assert three == [35, 35, 35]
 
 
 FAKE_QUANT_STEP = r"""
@@ -448,10 +453,10 @@ print("FAKE-RUN " + json.dumps(out))
 
 def test_fake_cuda_quantized_decode_launches_per_step(tmp_path):
     """A decode step of the tiny Llama (2 layers) from GGUFs: with Q8_0, Q4_0 or F16
-    projections as many launches as with F32 weights (31): the residual add after the
+    projections as many launches as with F32 weights (25): the residual add after the
     attention output and the MLP's down projection runs in the quantized GEMV's store
     (relax-fuse-ops{quant-epilogue=true}); without that fusion (``QUANT_EPILOGUE_DEFAULT =
-    False``) one launch more per layer (33: the down projection's add, which cannot join the
+    False``) one launch more per layer (27: the down projection's add, which cannot join the
     next layer's RMSNorm; the o projection's add joins this layer's)."""
     pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -468,7 +473,56 @@ def test_fake_cuda_quantized_decode_launches_per_step(tmp_path):
         write_gguf(paths[-1], "llama", sd, src.config, {}, t)
     (tmp_path / "fake").mkdir()
     got = test_cuda.run_fake(tmp_path / "fake", test_cuda.FAKE_PRELUDE + FAKE_QUANT_STEP, *paths)
-    assert got == {"f32": [31, 31], "q8_0": [31, 31], "q4_0": [31, 31], "f16": [31, 31], "q8_0 unfused": [33, 33]}
+    assert got == {"f32": [25, 25], "q8_0": [25, 25], "q4_0": [25, 25], "f16": [25, 25], "q8_0 unfused": [27, 27]}
+
+FAKE_KV_PREFILL = r"""
+import torch, transformers
+import relax_mlir.llm.causal_lm as causal_lm
+from relax_mlir.llm import CausalLM
+from relax_mlir.pipelines import gpu as gpu_pipeline
+
+torch.manual_seed(0)
+cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+model = transformers.LlamaForCausalLM(cfg).eval()
+out = {}
+for name, multi_use, others in (("", True, True), (" single-use", False, True), (" neither", False, False)):
+    gpu_pipeline.MULTI_USE_FUSION_DEFAULT = multi_use
+    gpu_pipeline.SIBLING_FUSION_DEFAULT = gpu_pipeline.UNIT_RESHAPE_FUSION_DEFAULT = others
+    causal_lm._EXECUTABLES.clear()
+    for kv in ("f32", "f16", "bf16"):
+        lm = CausalLM.from_hf(model, max_seq_len=64, target="cuda", kv_dtype=kv)
+        counts = []
+        for n in (1, 5, 17):
+            lm.reset()
+            lm.prefill(np.arange(1, n + 1, dtype=np.int64))
+            counts.append(lm.exe.cuda_call_stats["launches"])
+        lm.decode(1)
+        counts.append(lm.exe.cuda_call_stats["launches"])
+        out[kv + name] = counts
+print("FAKE-RUN " + json.dumps(out))
+"""
+
+
+def test_fake_cuda_prefill_launches_per_kv_dtype(tmp_path):
+    """Prefills of 1, 5 and 17 tokens and a decode step of the tiny Llama (2 layers) on the fake
+    driver: an f16 or bf16 cache takes as many launches as the f32 cache (27 per prefill, 25
+    per decode step). The prefill converts the new keys and values, which its attention also
+    reads in f32: with relax-fuse-kernels{multi-use=true} (``MULTI_USE_FUSION_DEFAULT``) the
+    conversions run in the loop nests that compute k (rope) and copy v; without it they are
+    loop nests of their own: one launch per layer more with the sibling merge (29; the two
+    conversions, over equal domains, merge), two without it and the unit-reshape folding (35
+    against the f32 cache's 31; decode steps 31: the fused attention converts what it reads,
+    and the new rows' conversions have one use)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import test_cuda
+    got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_KV_PREFILL)
+    assert got == {"f32": [27, 27, 27, 25], "f16": [27, 27, 27, 25], "bf16": [27, 27, 27, 25],
+                   "f32 single-use": [27, 27, 27, 25], "f16 single-use": [29, 29, 29, 25],
+                   "bf16 single-use": [29, 29, 29, 25],
+                   "f32 neither": [31] * 4, "f16 neither": [35, 35, 35, 31], "bf16 neither": [35, 35, 35, 31]}, got
+
 
 @needs_vulkan
 def test_vulkan_llm_f16_kv_cache(routes):
@@ -499,6 +553,34 @@ def test_vulkan_llm_f16_kv_cache(routes):
         assert np.abs(la - lb).max() < 1e-3 * np.abs(la).max()
         tok = int(np.argmax(la))
         assert int(np.argmax(lb)) == tok
+
+
+@needs_vulkan
+def test_vulkan_f16_kv_prefill_rows_equal_the_cpu_targets(routes):
+    """A prefill with an f16 cache on lavapipe (prompts of 1, 7 and 40 through one executable):
+    the f16 rows the merged rope / copy loop nest writes (relax-fuse-kernels{multi-use}, k's and
+    v's conversions in the loop nests that compute them) equal the cpu target's within f16's
+    rounding of slightly different f32 sums, the logits within 1e-4 of the largest, as many
+    launches as the f32 cache's prefill; a decode step after it gives the cpu target's token."""
+    from relax_mlir.llm import CausalLM
+    from relax_mlir.llm.cli import SIZES
+    c = SIZES["tiny"]
+    cpu = CausalLM.random(c, max_seq_len=48, seed=5, kv_dtype="f16")
+    gpu = CausalLM.random(c, max_seq_len=48, seed=5, target="vulkan", kv_dtype="f16")
+    f32 = CausalLM.random(c, max_seq_len=48, seed=5, target="vulkan")
+    for n in (1, 7, 40):
+        ids = np.random.default_rng(n).integers(0, c.vocab_size, n)
+        want = cpu.prefill(ids)
+        got, launches = routes.call(gpu.prefill, ids)
+        _, launches32 = routes.call(f32.prefill, ids)
+        assert len(launches) == len(launches32), (len(launches), len(launches32))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+        for a, b in zip(gpu.cache.views(), cpu.cache.views()):
+            assert a.dtype == b.dtype == np.float16 and a.shape == b.shape == (n, c.num_kv_heads, c.head_dim)
+            a, b = a.astype(np.float32), b.astype(np.float32)
+            np.testing.assert_allclose(a, b, rtol=2 ** -10, atol=2 ** -10 * np.abs(b).max())
+        tok = int(np.argmax(want))
+        assert int(np.argmax(gpu.decode(tok))) == int(np.argmax(cpu.decode(tok)))
 
 
 def test_decode_attention_launches_default_per_target():

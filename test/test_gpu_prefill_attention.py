@@ -104,10 +104,13 @@ def test_fake_cuda_prefill_launches_per_layer(tmp_path):
     """Launches of a prefill of the tiny Llama (2 and 3 layers; 5 and 17 tokens) through the
     fake CUDA driver: 55 and 78 unfused (23 per layer + 9: per layer the k and v head splits'
     copies, q.k^T + mask, the softmax, p.v and the head merge's copy among them), 31 and 42
-    fused (11 per layer + 9, as a decode step): the attention one launch per layer."""
+    fused (11 per layer + 9, as a decode step): the attention one launch per layer. With
+    relax-fuse-kernels{siblings=true} (rope's k and v loop nests one, the rope tables' cos
+    and sin one) 48 and 68 unfused, 28 and 38 fused (10 per layer + 8); with {unit-reshapes=true}
+    (the tables' positions fused: 2 -> 1) 47 and 67, 27 and 37 (10 per layer + 7)."""
     import test_cuda
     got = test_cuda.run_fake(tmp_path, test_cuda.FAKE_PRELUDE + FAKE_PREFILL)
-    assert got == {"fused 2": [31, 31], "fused 3": [42, 42], "unfused 2": [55, 55], "unfused 3": [78, 78]}
+    assert got == {"fused 2": [27, 27], "fused 3": [37, 37], "unfused 2": [47, 47], "unfused 3": [67, 67]}
 
 
 @needs_vulkan

@@ -56,12 +56,31 @@ PREFILL_ATTENTION_DEFAULT = True
 QUANT_EPILOGUE_DEFAULT = True
 
 
+#: relax-fuse-kernels{multi-use=true}: an elementwise consumer merges into a producer whose
+#: result has other uses too (the f16 KV cache's conversions of the new keys and values in a
+#: prefill: one loop nest, one launch, writes both)
+MULTI_USE_FUSION_DEFAULT = True
+#: relax-fuse-kernels{siblings=true}: independent loop nests of one kernel over equal domains
+#: merge into one (rope's q, k and v; the rope tables' cos and sin)
+SIBLING_FUSION_DEFAULT = True
+#: relax-fuse-kernels{unit-reshapes=true}: a reshape adding unit dims folds into its reader's
+#: indexing map, so the producer fuses (the rope tables' and the mask's aranges)
+UNIT_RESHAPE_FUSION_DEFAULT = True
+
+
 def graph_stage(graph: list[str], kind: str) -> list[str]:
     """The cpu target's graph passes with the GPU graph rewrites before relax-legalize:
     relax-gpu-decode-attention (the cached attention chain as one decode_attention kernel,
-    where the schedules with subgroup operations will take it); and relax-fuse-ops with
+    where the schedules with subgroup operations will take it); relax-fuse-ops with
     ``quant-epilogue`` (a quantized matmul takes its epilogue, as the quantized GEMV of those
-    schedules applies it at the store)."""
+    schedules applies it at the store); relax-fuse-kernels with ``multi-use`` and ``siblings``
+    (each loop nest of a kernel no rule takes is a launch: a consumer joins a producer used
+    elsewhere too, independent loop nests over equal domains join)."""
+    fuse = " ".join(o for o, on in (("multi-use=true", MULTI_USE_FUSION_DEFAULT),
+                                     ("siblings=true", SIBLING_FUSION_DEFAULT),
+                                     ("unit-reshapes=true", UNIT_RESHAPE_FUSION_DEFAULT)) if on)
+    if fuse:
+        graph = [f"{p}{{{fuse}}}" if p == "relax-fuse-kernels" else p for p in graph]
     if not (SCHEDULES_DEFAULT and SUBGROUP_OPS_DEFAULT):
         return graph
     if QUANT_EPILOGUE_DEFAULT:

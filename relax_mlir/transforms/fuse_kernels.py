@@ -32,12 +32,21 @@ kernel equal to one made before (other member names, same IR) is not added twice
 are only for reading: ``fused_`` + the members' ``relax.kernel_op`` (recorded by
 relax-legalize: ``fused_matmul_add_relu``), or their symbols for hand-written kernels.
 
-Options: ``fuse-linalg=false`` keeps the merged kernel as the plain sequence of the
+Options (the GPU pipelines turn the first three on; :mod:`.fuse_multi_output`): after
+upstream fusion ``unit-reshapes=true`` folds reshapes that only add or drop unit dims into
+their readers' indexing maps (upstream fusion then takes the producer), ``multi-use=true``
+merges an elementwise consumer into a producer whose result is used elsewhere too (one loop
+nest writes both, where upstream keeps two), ``siblings=true`` merges independent
+all-parallel loop nests over provably equal domains (the graph's symbolic shapes of the
+kernel's arguments say which dims are equal; they are part of the fused-kernel cache key);
+``fuse-linalg=false`` keeps the merged kernel as the plain sequence of the
 members' linalg ops (no upstream elementwise fusion), ``enable=false`` does nothing
 (groups stay marked), for comparisons.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 from mlir import ir, passmanager
 from mlir.dialects import arith, func, linalg, tensor
@@ -48,6 +57,7 @@ from .graph import on_tensors
 from ..shapes import UNKNOWN, Dim, Shape, read_tensor_type
 from .annotate_kernel_kinds import annotate
 from .dispatch_split import CANDIDATE_ATTR, SPLIT_ATTR
+from .fuse_multi_output import fold_unit_reshapes, fuse_multi_use_producers, merge_siblings
 from .fuse_ops import GROUP_ATTR
 from .graph import body_ops, func_name, function_type, functions_by_name, graph_functions
 from .kernel_hash import structural_hash
@@ -392,7 +402,8 @@ def _referenced_callees(module: ir.Operation) -> set[str]:
 
 
 def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], fuse_linalg: bool,
-          n_inputs: int) -> ir.Operation:
+          n_inputs: int, multi_use: bool = False, arg_dims: Optional[dict] = None,
+          unit_reshapes: bool = False) -> ir.Operation:
     """Inline the members into the draft kernel and fuse their linalg ops (upstream passes).
 
     ``scratch`` holds only the draft (public, so the inliner keeps it); copies of the
@@ -404,9 +415,34 @@ def _fuse(scratch: ir.Module, draft_name: str, members: list[ir.Operation], fuse
     if fuse_linalg:
         read_inits_as_inputs(_find(scratch, draft_name))
     passmanager.PassManager.parse(FUSED_PIPELINE if fuse_linalg else PLAIN_PIPELINE).run(scratch.operation)
+    if fuse_linalg and unit_reshapes and fold_unit_reshapes(_find(scratch, draft_name)):
+        passmanager.PassManager.parse(FUSED_PIPELINE).run(scratch.operation)
+    if fuse_linalg and multi_use and fuse_multi_use_producers(_find(scratch, draft_name)):
+        passmanager.PassManager.parse(FUSED_PIPELINE).run(scratch.operation)
+    if fuse_linalg and arg_dims is not None and merge_siblings(_find(scratch, draft_name), arg_dims):
+        passmanager.PassManager.parse(FUSED_PIPELINE).run(scratch.operation)
     _restore_destinations(_find(scratch, draft_name), n_inputs)
     passmanager.PassManager.parse("builtin.module(func.func(canonicalize))").run(scratch.operation)
     return _find(scratch, draft_name)
+
+
+def _arg_dims(values: list[ir.Value]) -> dict:
+    """(argument number, dim) -> the symbolic dim (text) of the fused kernel's tensor
+    arguments' dynamic dims (the graph's ``#relax.shape`` encodings)."""
+    out: dict = {}
+    for i, v in enumerate(values):
+        if not isinstance(v.type, ir.RankedTensorType):
+            continue
+        for j, d in enumerate(read_tensor_type(v.type).shape):
+            if d is not UNKNOWN and not d.is_static:
+                out[i, j] = str(d)
+    return out
+
+
+def _dims_pattern(arg_dims: dict) -> str:
+    """Which argument dims are equal, with the symbols renamed by first appearance."""
+    names: dict = {}
+    return ";" + ",".join(f"{i}.{j}={names.setdefault(d, len(names))}" for (i, j), d in sorted(arg_dims.items()))
 
 
 def _fresh_name(base: str, taken: set[str]) -> str:
@@ -425,7 +461,16 @@ def _fresh_name(base: str, taken: set[str]) -> str:
                options=[Option("enable", bool, True, "merge groups (false: leave the module as it is)"),
                         Option("fuse-linalg", bool, True,
                                "run linalg-fuse-elementwise-ops on merged kernels (false: keep one "
-                               "linalg op per member)")])
+                               "linalg op per member)"),
+                        Option("multi-use", bool, False,
+                               "also merge an elementwise consumer into a producer whose result has other "
+                               "uses (one loop nest writing both; the GPU pipelines: a launch per loop nest)"),
+                        Option("siblings", bool, False,
+                               "also merge independent all-parallel loop nests of one kernel whose iteration "
+                               "domains are equal (one loop nest writing all their outputs)"),
+                        Option("unit-reshapes", bool, False,
+                               "fold a reshape that only adds or drops unit dims into the indexing map of "
+                               "the generic reading it, so that upstream fusion takes its producer")])
 def relax_fuse_kernels(module: ir.Operation, opts) -> None:
     if not opts.enable:
         return
@@ -469,12 +514,15 @@ def relax_fuse_kernels(module: ir.Operation, opts) -> None:
                 except _FuseError as e:
                     emit_error(members[0], f"in @{func_name(f)}: cannot fuse group {gid}: {e}")
                     continue
-                key = structural_hash(draft)
+                arg_dims = _arg_dims(gk.inputs + gk.outputs) if opts.siblings else None
+                # sibling merges depend on which dims are equal: part of the key
+                key = structural_hash(draft) + (_dims_pattern(arg_dims) if arg_dims is not None else "")
                 if key in by_draft:
                     name = by_draft[key]
                 else:
                     fused = _fuse(scratch, DRAFT_NAME, [kernels[c] for c in dict.fromkeys(callees)],
-                                  opts.fuse_linalg, len(gk.inputs))
+                                  opts.fuse_linalg, len(gk.inputs), opts.multi_use, arg_dims,
+                                  opts.unit_reshapes)
                     # relax-dispatch-library's run-time split stays with its matmul
                     # (and the tuner's mark, CANDIDATE_ATTR)
                     for c in callees:

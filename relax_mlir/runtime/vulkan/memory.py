@@ -21,15 +21,19 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_PROT_NONE, _MAP_PRIVATE, _MAP_ANONYMOUS, _MAP_NORESERVE = 0, 0x02, 0x20, 0x4000
+_PROT_READ, _PROT_WRITE, _MAP_PRIVATE, _MAP_ANONYMOUS, _MAP_NORESERVE = 1, 2, 0x02, 0x20, 0x4000
 
 
 def reserve_addresses(size: int) -> int:
-    """A range of ``size`` bytes of the process's address space that nothing can read or
-    write (PROT_NONE, no memory behind it): the address the host code knows an unmapped
-    device buffer by. It never collides with host memory (the runtime tells host constants
-    from buffers by address), and a host access to it faults instead of reading garbage."""
-    addr = _libc.mmap(None, size, _PROT_NONE, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
+    """A range of ``size`` bytes of the process's address space (anonymous, MAP_NORESERVE:
+    no memory behind it until touched) that names an unmapped device buffer for the host
+    code. It never collides with host memory (the runtime tells host constants from buffers
+    by address) and no Vulkan memory is mapped there. It is readable and writable because
+    the host code allocates its own scratch through the same function as kernel buffers:
+    the small index / flag arrays of bufferization's dealloc helper
+    (``bufferization-lower-deallocations``), written and read by the host only, land in
+    it; kernel data never does (the numerics would see the range's zeros)."""
+    addr = _libc.mmap(None, size, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
     if addr in (None, ctypes.c_void_p(-1).value):
         raise MemoryError(f"cannot reserve {size} bytes of address space (errno {ctypes.get_errno()})")
     return addr

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
 
 import gpu_checks  # noqa: E402
 import test_gpu_state as gpu_state  # noqa: E402
+import test_vulkan  # noqa: E402
 import test_ops_numerics as numerics  # noqa: E402
 
 ENV = "RELAX_MLIR_VULKAN_STAGING"
@@ -126,6 +127,22 @@ def test_staged_match_cast_failure_is_the_cpus():
 def test_staged_constant_arrays_reach_the_kernels():
     gpu_checks.check_constant_arrays("vulkan")
     assert_never_mapped(staged_device())
+
+
+@pytest.fixture(scope="module")
+def take_exes():
+    return staged_compile(test_vulkan._TAKE_SRC), relax_mlir.compile(test_vulkan._TAKE_SRC)
+
+
+def test_staged_take_checks_are_the_cpus(take_exes):
+    """take's deferred index checks read their snapshots through read-back copies: in-range
+    calls, out-of-range errors identical to the cpu's, a failed check before a state write
+    leaving the state as the cpu's."""
+    test_vulkan.test_vulkan_take_in_range_through_one_executable(take_exes)
+    for fn, ids in (("embed", [0, 5]), ("doubled", [-3, 0]), ("token", 7), ("unsigned", [2 ** 32 - 1])):
+        test_vulkan.test_vulkan_take_out_of_range_is_the_cpus_error(take_exes, fn, ids)
+    test_vulkan.test_vulkan_take_failure_leaves_the_state_as_the_cpu(take_exes)
+    assert_never_mapped(take_exes[0]._runtime.dev)
 
 
 # -- the MLP: per-call copies, weights bound -------------------------------------------------------

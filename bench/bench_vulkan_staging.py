@@ -50,8 +50,9 @@ def main() -> int:
         nxt[k] = int(np.argmax(lm.prefill(ids)[-1]))
     assert nxt["direct"] == nxt["staged"]
     per_step = None
-    for _ in range(args.steps):
-        for k, lm in lms.items():             # interleaved: the same load on both
+    for step in range(args.steps):
+        order = list(lms.items())
+        for k, lm in (order if step % 2 else order[::-1]):   # interleaved, alternating order
             before = dict(lm.exe.vulkan_stats)
             t0 = time.perf_counter()
             logits = lm.decode(nxt[k])

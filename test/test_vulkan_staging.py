@@ -79,14 +79,19 @@ def test_auto_stages_only_with_device_only_memory(monkeypatch):
         vkrt.device()
 
 
-def test_device_buffers_are_not_host_memory():
+@pytest.mark.parametrize("chunk", [None, 256, 1000])
+def test_device_buffers_are_not_host_memory(monkeypatch, chunk):
     """A device buffer's address is reserved address space, not its memory: uploads, reads
-    and fills move its data by device copies."""
+    and fills move its data by device copies (large ones in chunks)."""
+    vkdev = sys.modules["relax_mlir.runtime.vulkan.device"]    # the package's `device` is the cache
+    if chunk:
+        monkeypatch.setattr(vkdev, "STAGING_CHUNK", chunk)
     dev = staged_device()
     buf = dev.alloc(1000)
     try:
         assert buf._map is None and dev.lookup(buf.address + 999) == (buf, 999)
         a = np.arange(250, dtype=np.float32)
+        before = dict(dev.transfer_stats)
         dev.upload(buf, a.ctypes.data, a.nbytes)
         out = np.empty_like(a)
         dev.download(out.ctypes.data, buf, a.nbytes)
@@ -94,6 +99,8 @@ def test_device_buffers_are_not_host_memory():
         dev.zero(buf, a.nbytes)
         dev.download(out.ctypes.data, buf, a.nbytes)
         assert not out.any()
+        assert {k: dev.transfer_stats[k] - before[k] for k in before} == {
+            "uploads": 1, "upload_bytes": 1000, "fills": 1, "downloads": 2}
     finally:
         dev.release(buf)
     assert_never_mapped(dev)

@@ -29,6 +29,9 @@ PREFERRED_SUBGROUP_SIZE = 32
 #: VK_EXT_subgroup_size_control); 1.2 is what a loader without that query is asked for
 MIN_API_VERSION = (1, 2)
 MAX_API_VERSION = (1, 3)
+#: the most bytes one staging / read-back buffer carries of an upload or a download outside a
+#: call (the staged path); larger arrays move in chunks
+STAGING_CHUNK = 16 << 20
 
 
 def instance_api_version(loader: Optional[tuple[int, int]]) -> tuple[int, int]:
@@ -234,38 +237,41 @@ class Device(BufferPool):
     def upload(self, buf, host: int, nbytes: int) -> None:
         """Copy ``nbytes`` from host memory into ``buf`` (exe.upload, bind_params, state
         writes): through the mapping, or on the staged path through a staging buffer and a
-        copy on the device (one submission)."""
+        copy on the device, in chunks of at most STAGING_CHUNK bytes (one submission each: the
+        staging pool keeps no weight-sized buffer)."""
         if not self.staged:
             return super().upload(buf, host, nbytes)
-        if nbytes <= 0:
-            return
         vk = self.vk
-        sb = self.staging.alloc(nbytes)
-        try:
-            ctypes.memmove(sb.address, host, nbytes)
-            self._one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, sb.handle, buf.handle, 1,
-                                                          [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)]))
-        finally:
-            self.staging.release(sb)
-        self.transfer_stats["uploads"] += 1
-        self.transfer_stats["upload_bytes"] += nbytes
+        for off in range(0, max(nbytes, 0), STAGING_CHUNK):
+            n = min(STAGING_CHUNK, nbytes - off)
+            sb = self.staging.alloc(n)
+            try:
+                ctypes.memmove(sb.address, host + off, n)
+                self._one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, sb.handle, buf.handle, 1,
+                                                              [vk.VkBufferCopy(srcOffset=0, dstOffset=off, size=n)]))
+            finally:
+                self.staging.release(sb)
+        with self.lock:
+            self.transfer_stats["uploads"] += 1
+            self.transfer_stats["upload_bytes"] += nbytes
 
     def download(self, host: int, buf, nbytes: int) -> None:
         """Copy ``nbytes`` of ``buf`` to host memory (``sess.state[name]``, DeviceArray.numpy):
-        on the staged path through a read-back buffer the device copies into."""
+        on the staged path through read-back buffers the device copies into (in chunks)."""
         if not self.staged:
             return super().download(host, buf, nbytes)
-        if nbytes <= 0:
-            return
         vk = self.vk
-        rb = self.readback.alloc(nbytes)
-        try:
-            self._one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, buf.handle, rb.handle, 1,
-                                                          [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)]))
-            ctypes.memmove(host, rb.address, nbytes)
-        finally:
-            self.readback.release(rb)
-        self.transfer_stats["downloads"] += 1
+        for off in range(0, max(nbytes, 0), STAGING_CHUNK):
+            n = min(STAGING_CHUNK, nbytes - off)
+            rb = self.readback.alloc(n)
+            try:
+                self._one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, buf.handle, rb.handle, 1,
+                                                              [vk.VkBufferCopy(srcOffset=off, dstOffset=0, size=n)]))
+                ctypes.memmove(host + off, rb.address, n)
+            finally:
+                self.readback.release(rb)
+        with self.lock:
+            self.transfer_stats["downloads"] += 1
 
     def zero(self, buf, nbytes: int) -> None:
         """Zero the first ``nbytes`` of ``buf`` (session state, reset_state): on the staged
@@ -275,7 +281,8 @@ class Device(BufferPool):
         vk = self.vk
         size = (nbytes + 3) // 4 * 4           # vkCmdFillBuffer: a multiple of 4 (buffers are)
         self._one_shot(lambda cmd: vk.vkCmdFillBuffer(cmd, buf.handle, 0, size, 0))
-        self.transfer_stats["fills"] += 1
+        with self.lock:
+            self.transfer_stats["fills"] += 1
 
     def _subgroup_properties(self, vk) -> dict:
         """The raw subgroup facts of the physical device, as choose_subgroup_size takes them

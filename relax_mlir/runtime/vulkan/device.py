@@ -10,7 +10,7 @@ from typing import Optional
 
 from ... import config
 from ..gpu_shared import BufferPool, DeviceCache
-from .driver import VulkanError, VulkanUnavailable, _vk
+from .driver import VulkanError, VulkanUnavailable, _timeout_s, _vk
 from .memory import Buffer, _ReadbackPool
 
 
@@ -207,7 +207,6 @@ class Device(BufferPool):
     def _one_shot(self, record) -> None:
         """Record ``record(cmd)`` into the device's transfer command buffer, submit it, wait."""
         vk = self.vk
-        from .driver import _timeout_s
         with self._transfer_lock:
             if self._transfer is None:
                 with self.lock:
@@ -217,7 +216,8 @@ class Device(BufferPool):
                 self._transfer = (cmd, vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None))
             cmd, fence = self._transfer
             vk.vkResetCommandBuffer(cmd, 0)
-            vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+            vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(
+                flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
             record(cmd)
             stages = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
             vk.vkCmdPipelineBarrier(cmd, stages, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [vk.VkMemoryBarrier(

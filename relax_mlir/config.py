@@ -35,6 +35,9 @@ Devices
                                    the Vulkan device (index or name substring)
 ``RELAX_MLIR_CUDA_TIMEOUT_S``,     seconds a device call may take (default 60)
 ``RELAX_MLIR_VULKAN_TIMEOUT_S``
+``RELAX_MLIR_VULKAN_STAGING``      vulkan device buffers: ``auto`` (default: device-only memory
+                                   + staging copies where the device has a DEVICE_LOCAL type
+                                   that is not HOST_VISIBLE), ``1`` (always), ``0`` (never)
 ``RELAX_MLIR_CUDA_GRAPHS``         ``0``: launch kernels directly, no CUDA graph per call
 ``RELAX_MLIR_CUDA_CHECK``          ``1``: check each launch's pointers in Python (debugging)
 ``RELAX_MLIR_CUBLAS``              cuda matmuls to cuBLAS: ``auto`` (default), ``on``, ``off``
@@ -197,6 +200,20 @@ def device_selection(kind: str) -> str:
 
 def device_timeout_s(kind: str) -> float:
     return float(get(f"RELAX_MLIR_{kind.upper()}_TIMEOUT_S", "60"))
+
+
+def vulkan_staging() -> str:
+    """``RELAX_MLIR_VULKAN_STAGING``: ``auto`` (default), ``on`` or ``off`` (``1``/``0`` and the
+    other boolean spellings accepted): whether the vulkan runtime keeps its buffers in
+    device-only memory and moves data through host-visible staging buffers."""
+    v = get("RELAX_MLIR_VULKAN_STAGING", "auto").strip().lower()
+    if v in _TRUE:
+        return "on"
+    if v in _FALSE:
+        return "off"
+    if v in ("", "auto"):
+        return "auto"
+    raise ValueError(f"RELAX_MLIR_VULKAN_STAGING={v!r}: expected auto, 1 or 0")
 
 
 def cuda_graphs() -> bool:

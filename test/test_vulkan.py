@@ -63,9 +63,13 @@ def test_vulkan_one_submission_per_call(mlp):
         exe(np.ones((n, 512), np.float32), *params)
         after = exe.vulkan_stats
         readbacks = 1 if vkrt.device().readback is not None else 0   # a discrete GPU: see the next test
-        assert {k: after[k] - before[k] for k in after} == {"calls": 1, "submits": 1, "dispatches": dispatches,
-                                                            "copies": 0, "readbacks": readbacks, "uploads": 5,
-                                                            "upload_bytes": n * 512 * 4 + sum(p.nbytes for p in params)}
+        staged = vkrt.device().staged           # RELAX_MLIR_VULKAN_STAGING: test_vulkan_staging.py
+        assert {k: after[k] - before[k] for k in after} == {
+            "calls": 1, "submits": 1, "dispatches": dispatches, "copies": 0, "readbacks": readbacks,
+            "readback_bytes": readbacks * n * 512 * 4, "uploads": 5,
+            "upload_bytes": n * 512 * 4 + sum(p.nbytes for p in params), "staged_in": 5 if staged else 0,
+            "staged_bytes": (n * 512 * 4 + sum(p.nbytes for p in params)) if staged else 0,
+            "allocations": after["allocations"] - before["allocations"]}
 
 
 def test_vulkan_descriptor_pool_exhaustion_as_the_driver_reports_it(mlp, monkeypatch):

@@ -118,6 +118,12 @@ class BufferPool:
         """Copy ``nbytes`` of ``buf`` to host memory (DeviceArray.numpy)."""
         ctypes.memmove(host, buf.address, nbytes)
 
+    def zero(self, buf, nbytes: int) -> None:
+        """Zero the first ``nbytes`` of ``buf`` (state buffers): an upload of zeros unless
+        the device fills on its own (the staged Vulkan path: vkCmdFillBuffer)."""
+        z = np.zeros(nbytes, np.uint8)
+        self.upload(buf, z.ctypes.data, nbytes)
+
     def find(self, address: int):
         """The buffer holding ``address`` and the offset in it."""
         found = self.lookup(address)
@@ -203,12 +209,21 @@ class DeviceArray:
     """An array kept in a device buffer across calls (weights): pass it where a numpy
     array of the same shape and dtype is expected; ``.numpy()`` reads it back."""
 
-    def __init__(self, dev: BufferPool, a: np.ndarray):
+    def __init__(self, dev: BufferPool, a: np.ndarray, zero: bool = False):
+        """A device copy of ``a``; ``zero``: of zeros of ``a``'s shape and dtype (``a`` may
+        then be a broadcast view: its data is not read)."""
         self.dev = dev
         self.shape, self.dtype, self.ndim = a.shape, a.dtype, a.ndim
-        self.buffer = dev.alloc(max(a.nbytes, 4))
-        self.nbytes = a.nbytes
-        self.write(a)
+        self.nbytes = a.size * a.dtype.itemsize
+        self.buffer = dev.alloc(max(self.nbytes, 4))
+        if zero:
+            self.zero()
+        else:
+            self.write(a)
+
+    def zero(self) -> None:
+        """Fill the device buffer with zeros."""
+        self.dev.zero(self.buffer, self.nbytes)
 
     def write(self, a: np.ndarray) -> None:
         """Copy ``a`` (this array's shape and dtype, C-contiguous) into the device buffer."""
@@ -408,13 +423,14 @@ class DeviceSession(Session):
         return buf.address
 
     def _new_state(self, name: str, shape: tuple, dtype: np.dtype, nbytes: int) -> int:
-        buf = self.state.buffers[name] = DeviceArray(self.exe._runtime.dev, np.zeros(shape, dtype))
+        z = np.broadcast_to(np.zeros((), dtype), shape)
+        buf = self.state.buffers[name] = DeviceArray(self.exe._runtime.dev, z, zero=True)
         return buf.buffer.address
 
     def reset_state(self) -> None:
         """Zero every state buffer on the device (the buffers stay the same)."""
         for buf in self.state.buffers.values():
-            buf.write(np.zeros(buf.shape, buf.dtype))
+            buf.zero()
 
 
 class DeviceExecutable(Executable):

@@ -14,8 +14,9 @@ symbols of the engine):
 
 * ``_mlir_memref_to_llvm_alloc`` / ``_free`` (``finalize-memref-to-llvm
   {use-generic-functions=true}``): every buffer is a Vulkan buffer, handed to the host
-  code as its persistently mapped address; a request beyond the device's limits returns
-  NULL, which the compiled allocation check reports as a ``MemoryError``;
+  code as its address (direct: its persistent mapping; staged: a reserved range naming it);
+  a request beyond the device's limits returns NULL, which the compiled allocation check
+  reports as a ``MemoryError``;
 * ``relax_vk_launch_<id>(gx, gy, gz, args...)``: RECORDS a dispatch (pipeline, one
   descriptor set: set 0, binding i = argument i, a scalar as its own small storage
   buffer, MLIR's SPIR-V ABI) followed by a memory barrier into the call's ONE command
@@ -27,13 +28,18 @@ on a fence with a timeout (``RELAX_MLIR_VULKAN_TIMEOUT_S``, default 60 s: a
 the call goes back to a per-device pool (nothing is freed while commands may use it).
 A call that fails a run-time check submits nothing.
 
-Memory: buffers are allocated from a memory type that is HOST_VISIBLE and HOST_COHERENT
-(DEVICE_LOCAL too where the device has one, as lavapipe, integrated GPUs and resizable
-BAR do), mapped once; arguments are copied into them (the staging step). Results are read
-back from them, or, where that memory is not HOST_CACHED (a discrete GPU's BAR: the host
-reads it at tens of MB/s), from host-cached buffers the call's command buffer copies them
-into. A discrete GPU without host-visible device memory would need explicit staging
-copies of the arguments too, which this runtime does not do yet.
+Memory (``RELAX_MLIR_VULKAN_STAGING``: ``auto``, ``1``, ``0``; docs/gpu.md). Direct: buffers
+are allocated from a memory type that is HOST_VISIBLE and HOST_COHERENT (DEVICE_LOCAL too where
+the device has one, as lavapipe, integrated GPUs and resizable BAR do), mapped once; arguments
+are copied into them by the host. Results are read back from them, or, where that memory is
+not HOST_CACHED (a discrete GPU's BAR: the host reads it at tens of MB/s), from host-cached
+buffers the call's command buffer copies them into. Staged (``auto`` where the device has a
+DEVICE_LOCAL type that is not HOST_VISIBLE; ``1`` anywhere): buffers, state and uploaded
+weights live in DEVICE_LOCAL memory that is never mapped; arguments are written into
+host-visible staging buffers and copied in by ``vkCmdCopyBuffer`` at the start of the call's
+command buffer, results copied out into host-cached read-back buffers; uploads, state reads
+and writes are such copies too, zeroing a ``vkCmdFillBuffer``. Every pool keeps its buffers
+across calls.
 
 Device selection: ``RELAX_MLIR_VULKAN_DEVICE`` (an index into the physical devices or a
 substring of the device name); else the first GPU, else the first device (lavapipe
@@ -43,7 +49,7 @@ substring of the device name); else the first GPU, else the first device (lavapi
 
 The package, by job: :mod:`.driver` (the ``vulkan`` package and loader, errors, the
 timeout), :mod:`.device` (device selection, limits, queue; the buffer pool),
-:mod:`.memory` (mapped buffers, the read-back pool, the scalar arena's sizes),
+:mod:`.memory` (buffers, the read-back / staging pools, the scalar arena's sizes),
 :mod:`.launch` (pipelines, the per-call command buffer, the callbacks the host code
 calls) and :mod:`.executable` (the Executable and the runtime factory).
 """

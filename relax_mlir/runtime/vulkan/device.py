@@ -4,11 +4,13 @@ per process (:func:`device`)."""
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from typing import Optional
 
+from ... import config
 from ..gpu_shared import BufferPool, DeviceCache
-from .driver import VulkanError, VulkanUnavailable, _vk
+from .driver import VulkanError, VulkanUnavailable, _timeout_s, _vk
 from .memory import Buffer, _ReadbackPool
 
 
@@ -27,6 +29,9 @@ PREFERRED_SUBGROUP_SIZE = 32
 #: VK_EXT_subgroup_size_control); 1.2 is what a loader without that query is asked for
 MIN_API_VERSION = (1, 2)
 MAX_API_VERSION = (1, 3)
+#: the most bytes one staging / read-back buffer carries of an upload or a download outside a
+#: call (the staged path); larger arrays move in chunks
+STAGING_CHUNK = 16 << 20
 
 
 def instance_api_version(loader: Optional[tuple[int, int]]) -> tuple[int, int]:
@@ -70,7 +75,7 @@ class Device(BufferPool):
     FIXED_SUBGROUP_VENDORS = FIXED_SUBGROUP_VENDORS
     pool_error = VulkanError
 
-    def __init__(self, selector: Optional[str] = None):
+    def __init__(self, selector: Optional[str] = None, staging: str = "auto"):
         vk = self.vk = _vk()
         try:
             loader = vk.vkEnumerateInstanceVersion()
@@ -132,31 +137,152 @@ class Device(BufferPool):
             pNext=features, queueCreateInfoCount=1, pQueueCreateInfos=[self._queue_info],
             enabledExtensionCount=len(extensions), ppEnabledExtensionNames=extensions or None), None)
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
+        self._choose_memory(vk, staging)
+        self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
+            queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
+        self.lock = threading.Lock()      # queue submission, command pool, buffer pool
+        self._transfer_lock = threading.Lock()
+        self._transfer = None             # (command buffer, fence) of uploads outside a call
+        #: device-pool buffers mapped for the host (0 on the staged path, where none is) and
+        #: the staged path's transfers outside calls: uploads (+ bytes), fills, downloads
+        self.device_maps = 0
+        self.transfer_stats = {"uploads": 0, "upload_bytes": 0, "fills": 0, "downloads": 0}
+        self._init_pool()
+
+    def _choose_memory(self, vk, staging: str) -> None:
+        """The memory types of the device pool, of the read-back pool and of the staging pool.
+
+        Direct (no staging): a HOST_VISIBLE + HOST_COHERENT type, DEVICE_LOCAL too where the
+        device has one (lavapipe, integrated GPUs, resizable BAR); the host writes arguments
+        and reads results through the buffers' mappings. Staged (``staging`` 'on', or 'auto'
+        on a device with a DEVICE_LOCAL type that is not HOST_VISIBLE: a discrete GPU without
+        resizable BAR, whose host-visible device memory is a 256 MiB window): the device pool
+        takes a DEVICE_LOCAL type (device-only preferred) and is never mapped; data moves
+        through host-visible staging and read-back buffers by copies on the device."""
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
-        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        local_bit, visible = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+        want = visible | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        cached = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
         types = [(i, mem.memoryTypes[i].propertyFlags) for i in range(mem.memoryTypeCount)]
         ok = [i for i, f in types if f & want == want]
         if not ok:
             raise VulkanUnavailable(f"device '{self.name}' has no host-visible coherent memory")
-        local = [i for i in ok if types[i][1] & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT]
-        self.memory_type = (local or ok)[0]
-        cached = vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+        local = [i for i in ok if types[i][1] & local_bit]
+        device_only = [i for i, f in types if f & local_bit and not f & visible]
+        #: the memory type flags of each type (tests and messages)
+        self.memory_types = [int(f) for _, f in types]
+        #: whether device buffers are device-only memory moved by staging copies
+        self.staged = staging == "on" or (staging == "auto" and bool(device_only))
+        #: host-visible buffers the host writes for the device to copy from (staged path only)
+        self.staging: Optional[_ReadbackPool] = None
         #: results are read back through host-cached memory when the buffers' memory is not
         #: cached: a discrete GPU's DEVICE_LOCAL + HOST_VISIBLE memory (resizable BAR) is
         #: fast for kernels and for the host's writes, but the host reads it uncached (tens of
         #: MB/s measured on an H100), so each call copies its results into a cached buffer
-        #: (vkCmdCopyBuffer, in the call's command buffer) and reads them there
+        #: (vkCmdCopyBuffer, in the call's command buffer) and reads them there; the staged
+        #: path always reads back that way
         self.readback: Optional[_ReadbackPool] = None
-        if not types[self.memory_type][1] & cached:
-            host = [i for i in ok if types[i][1] & cached]
-            if host:
-                self.readback = _ReadbackPool(self, host[0])
+        host_cached = [i for i in ok if types[i][1] & cached]
+        if self.staged:
+            self.memory_type = (device_only or [i for i, f in types if f & local_bit] or ok)[0]
+            system = [i for i in ok if not types[i][1] & local_bit]
+            self.staging = _ReadbackPool(self, (system or ok)[0], "Vulkan staging")
+            self.readback = _ReadbackPool(self, (host_cached or ok)[0])
+        else:
+            self.memory_type = (local or ok)[0]
+            if not types[self.memory_type][1] & cached and host_cached:
+                self.readback = _ReadbackPool(self, host_cached[0])
         heap = mem.memoryHeaps[mem.memoryTypes[self.memory_type].heapIndex]
         self.max_alloc = min(int(heap.size), self.max_range)
-        self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
-            queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
-        self.lock = threading.Lock()      # queue submission, command pool, buffer pool
-        self._init_pool()
+
+    def host_pools(self) -> list:
+        """The pools of host-visible buffers besides the device pool (read-back, staging)."""
+        return [p for p in (self.readback, self.staging) if p is not None]
+
+    def allocations(self) -> int:
+        """Vulkan buffers made so far in every pool of the device (a pool miss each)."""
+        return self.created + sum(p.created for p in self.host_pools())
+
+    # -- transfers outside a call (the staged path) ----------------------------------------
+    def _one_shot(self, record) -> None:
+        """Record ``record(cmd)`` into the device's transfer command buffer, submit it, wait."""
+        vk = self.vk
+        with self._transfer_lock:
+            if self._transfer is None:
+                with self.lock:
+                    cmd = vk.vkAllocateCommandBuffers(self.device, vk.VkCommandBufferAllocateInfo(
+                        commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                        commandBufferCount=1))[0]
+                self._transfer = (cmd, vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None))
+            cmd, fence = self._transfer
+            vk.vkResetCommandBuffer(cmd, 0)
+            vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(
+                flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+            record(cmd)
+            stages = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+            vk.vkCmdPipelineBarrier(cmd, stages, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [vk.VkMemoryBarrier(
+                srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)],
+                0, None, 0, None)
+            vk.vkEndCommandBuffer(cmd)
+            with self.lock:
+                vk.vkQueueSubmit(self.queue, 1, [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[cmd])], fence)
+            try:
+                vk.vkWaitForFences(self.device, 1, [fence], vk.VK_TRUE, int(_timeout_s() * 1e9))
+            except vk.VkTimeout:
+                raise TimeoutError(f"the Vulkan device did not finish a transfer within {_timeout_s()} s "
+                                   "(RELAX_MLIR_VULKAN_TIMEOUT_S)") from None
+            finally:
+                vk.vkResetFences(self.device, 1, [fence])
+
+    def upload(self, buf, host: int, nbytes: int) -> None:
+        """Copy ``nbytes`` from host memory into ``buf`` (exe.upload, bind_params, state
+        writes): through the mapping, or on the staged path through a staging buffer and a
+        copy on the device, in chunks of at most STAGING_CHUNK bytes (one submission each: the
+        staging pool keeps no weight-sized buffer)."""
+        if not self.staged:
+            return super().upload(buf, host, nbytes)
+        vk = self.vk
+        for off in range(0, max(nbytes, 0), STAGING_CHUNK):
+            n = min(STAGING_CHUNK, nbytes - off)
+            sb = self.staging.alloc(n)
+            try:
+                ctypes.memmove(sb.address, host + off, n)
+                self._one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, sb.handle, buf.handle, 1,
+                                                              [vk.VkBufferCopy(srcOffset=0, dstOffset=off, size=n)]))
+            finally:
+                self.staging.release(sb)
+        with self.lock:
+            self.transfer_stats["uploads"] += 1
+            self.transfer_stats["upload_bytes"] += nbytes
+
+    def download(self, host: int, buf, nbytes: int) -> None:
+        """Copy ``nbytes`` of ``buf`` to host memory (``sess.state[name]``, DeviceArray.numpy):
+        on the staged path through read-back buffers the device copies into (in chunks)."""
+        if not self.staged:
+            return super().download(host, buf, nbytes)
+        vk = self.vk
+        for off in range(0, max(nbytes, 0), STAGING_CHUNK):
+            n = min(STAGING_CHUNK, nbytes - off)
+            rb = self.readback.alloc(n)
+            try:
+                self._one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, buf.handle, rb.handle, 1,
+                                                              [vk.VkBufferCopy(srcOffset=off, dstOffset=0, size=n)]))
+                ctypes.memmove(host + off, rb.address, n)
+            finally:
+                self.readback.release(rb)
+        with self.lock:
+            self.transfer_stats["downloads"] += 1
+
+    def zero(self, buf, nbytes: int) -> None:
+        """Zero the first ``nbytes`` of ``buf`` (session state, reset_state): on the staged
+        path a vkCmdFillBuffer, no host data."""
+        if not self.staged:
+            return super().zero(buf, nbytes)
+        vk = self.vk
+        size = (nbytes + 3) // 4 * 4           # vkCmdFillBuffer: a multiple of 4 (buffers are)
+        self._one_shot(lambda cmd: vk.vkCmdFillBuffer(cmd, buf.handle, 0, size, 0))
+        with self.lock:
+            self.transfer_stats["fills"] += 1
 
     def _subgroup_properties(self, vk) -> dict:
         """The raw subgroup facts of the physical device, as choose_subgroup_size takes them
@@ -232,11 +358,28 @@ class Device(BufferPool):
 
     # -- buffers (alloc / release / find: the BufferPool) --------------------------------
     def _new_buffer(self, size: int) -> Buffer:
-        return Buffer(self, size)
+        if not self.staged:
+            self.device_maps += 1
+        return Buffer(self, size, mapped=not self.staged)
 
 
-#: ``device()``: the process's device for ``RELAX_MLIR_VULKAN_DEVICE`` (created once).
-device = DeviceCache("vulkan", Device)
+class _Devices(DeviceCache):
+    """The process's devices, one per (``RELAX_MLIR_VULKAN_DEVICE``,
+    ``RELAX_MLIR_VULKAN_STAGING``): a direct and a staged logical device on the same physical
+    device may live side by side (an executable keeps the one it was compiled with)."""
+
+    def __call__(self, staging: Optional[str] = None):
+        sel = config.device_selection(self.kind)
+        staging = staging or config.vulkan_staging()
+        with self._lock:
+            if (sel, staging) not in self._devices:
+                self._devices[(sel, staging)] = self.factory(sel or None, staging)
+            return self._devices[(sel, staging)]
+
+
+#: ``device()``: the process's device for ``RELAX_MLIR_VULKAN_DEVICE`` and
+#: ``RELAX_MLIR_VULKAN_STAGING`` (created once each; ``device(staging="on")`` overrides the latter).
+device = _Devices("vulkan", Device)
 
 
 def available() -> tuple[bool, str]:

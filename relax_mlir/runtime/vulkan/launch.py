@@ -141,6 +141,10 @@ class Recorder(CallHooks, DeferredChecks):
         self.pool_index = 0
         self.buffers: list[Buffer] = []
         self.readbacks: list[Buffer] = []
+        #: host-visible staging buffers of the call (staged path: arguments, constants, scalars)
+        self.stagings: list[Buffer] = []
+        self.staged_in = self.staged_bytes = self.readback_bytes = 0
+        self.allocations_before = 0
         self.error: Optional[BaseException] = None
         self.recorded = 0
         self.dispatches = 0
@@ -169,6 +173,8 @@ class Recorder(CallHooks, DeferredChecks):
         self.pool_index = 0
         self.error = None
         self.recorded = self.dispatches = self.copies = self.submits = 0
+        self.staged_in = self.staged_bytes = self.readback_bytes = 0
+        self.allocations_before = self.dev.allocations()
         self.arena, self.arena_used = None, 0
         self.reset_checks()
         state = getattr(session, "state", None)
@@ -206,6 +212,28 @@ class Recorder(CallHooks, DeferredChecks):
         self.buffers.append(buf)
         return buf.address
 
+    def _staging_buffer(self, nbytes: int) -> Buffer:
+        """A host-visible buffer of the device's staging pool, held until the call finishes."""
+        sb = self.dev.staging.alloc(nbytes)
+        self.stagings.append(sb)
+        return sb
+
+    def write(self, address: int, host: int, nbytes: int) -> None:
+        """Copy an argument into its device buffer: through the mapping (direct), or into a
+        staging buffer and by a copy recorded now, before any dispatch of the call (staged)."""
+        if not self.dev.staged:
+            return super().write(address, host, nbytes)
+        if nbytes <= 0:
+            return
+        vk = self.vk
+        sb = self._staging_buffer(nbytes)
+        ctypes.memmove(sb.address, host, nbytes)
+        db, do = self.dev.find(address)
+        vk.vkCmdCopyBuffer(self.cmd, sb.handle, db.handle, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=do, size=nbytes)])
+        self.staged_in += 1
+        self.staged_bytes += nbytes
+        self._barrier()
+
     def _descriptor_set(self, kernel: Kernel):
         vk = self.vk
         while True:
@@ -238,8 +266,11 @@ class Recorder(CallHooks, DeferredChecks):
             data, size = (value & (2 ** 64 - 1)).to_bytes(8, "little"), 8
         step = (max(size, _SCALAR_BYTES) + self.dev.offset_align - 1) // self.dev.offset_align * self.dev.offset_align
         if self.arena is None or self.arena_used + step > self.arena.size:
-            self.arena = self.dev.alloc(_ARENA_BYTES)
-            self.buffers.append(self.arena)
+            # staged: the scalars live in a host-visible staging buffer the kernels read
+            # (a few bytes each), never in a device buffer the host would have to map
+            self.arena = self._staging_buffer(_ARENA_BYTES) if self.dev.staged else self.dev.alloc(_ARENA_BYTES)
+            if not self.dev.staged:
+                self.buffers.append(self.arena)
             self.arena_used = 0
         off = self.arena_used
         ctypes.memmove(self.arena.address + off, data, size)
@@ -296,10 +327,15 @@ class Recorder(CallHooks, DeferredChecks):
             # Host memory (a constant array of the program: relax-gpu-device-constants copies
             # it into a buffer): staged now into a fresh buffer of this call, which no command
             # recorded before can touch, then copied in program order like any other copy.
-            staged = self.alloc(nbytes)
-            self.dev.upload(self.dev.find(staged)[0], src, nbytes)
-            src = staged
-        sb, so = self.dev.find(src)
+            if self.dev.staged:
+                sb, so = self._staging_buffer(nbytes), 0
+                ctypes.memmove(sb.address, src, nbytes)
+            else:
+                staged = self.alloc(nbytes)
+                self.dev.upload(self.dev.find(staged)[0], src, nbytes)
+                sb, so = self.dev.find(staged)
+        else:
+            sb, so = self.dev.find(src)
         db, do = self.dev.find(dst)
         vk.vkCmdCopyBuffer(self.cmd, sb.handle, db.handle, 1, [vk.VkBufferCopy(srcOffset=so, dstOffset=do, size=nbytes)])
         self.copies += 1
@@ -320,6 +356,7 @@ class Recorder(CallHooks, DeferredChecks):
             buf, off = found
             rb = pool.alloc(nbytes)
             self.readbacks.append(rb)
+            self.readback_bytes += nbytes
             vk.vkCmdCopyBuffer(self.cmd, buf.handle, rb.handle, 1,
                                [vk.VkBufferCopy(srcOffset=off, dstOffset=0, size=nbytes)])
             self.recorded += 1
@@ -366,7 +403,9 @@ class Recorder(CallHooks, DeferredChecks):
             self.dev.release(b)
         for b in self.readbacks:
             self.dev.readback.release(b)
-        self.buffers, self.readbacks = [], []
+        for b in self.stagings:
+            self.dev.staging.release(b)
+        self.buffers, self.readbacks, self.stagings = [], [], []
 
 
 _ALLOC = ALLOC_FN
@@ -401,10 +440,13 @@ class VulkanRuntime:
         self.required_subgroup_pipelines = sum(k.required_subgroup_size is not None for k in self.kernels.values())
         self.full_subgroup_pipelines = sum(k.full_subgroups for k in self.kernels.values())
         #: per executable: calls, command-buffer submissions, dispatches and copies recorded,
-        #: results copied into host-cached buffers (Device.readback), arrays copied from the
-        #: host into device buffers (arguments staged per call, exe.upload, bind_params) and their bytes
-        self.stats = {"calls": 0, "submits": 0, "dispatches": 0, "copies": 0, "readbacks": 0, "uploads": 0,
-                      "upload_bytes": 0}
+        #: results copied into host-cached buffers (Device.readback) and their bytes, arrays
+        #: copied from the host into device buffers (arguments staged per call, exe.upload,
+        #: bind_params) and their bytes; on the staged path the arguments' copies from staging
+        #: buffers (``staged_in``, ``staged_bytes``); Vulkan buffers created during calls
+        #: (``allocations``: pool misses of the device, read-back and staging pools)
+        self.stats = {"calls": 0, "submits": 0, "dispatches": 0, "copies": 0, "readbacks": 0, "readback_bytes": 0,
+                      "uploads": 0, "upload_bytes": 0, "staged_in": 0, "staged_bytes": 0, "allocations": 0}
         self._stats_lock = threading.Lock()
         self.callbacks: dict[str, object] = {
             "_mlir_memref_to_llvm_alloc": _ALLOC(self._alloc),
@@ -418,7 +460,9 @@ class VulkanRuntime:
 
     def count(self, rec: Recorder, uploads: int, upload_bytes: int) -> None:
         add_stats(self, calls=1, submits=rec.submits, dispatches=rec.dispatches, copies=rec.copies,
-                  readbacks=len(rec.readbacks), uploads=uploads, upload_bytes=upload_bytes)
+                  readbacks=len(rec.readbacks), readback_bytes=rec.readback_bytes, uploads=uploads,
+                  upload_bytes=upload_bytes, staged_in=rec.staged_in, staged_bytes=rec.staged_bytes,
+                  allocations=self.dev.allocations() - rec.allocations_before)
 
     def recorder(self) -> Recorder:
         rec = getattr(self.local, "recorder", None)

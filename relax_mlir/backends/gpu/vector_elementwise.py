@@ -69,6 +69,9 @@ WIDTH = 4
 THREADS = 64
 #: element bits of vectorized buffers: ``vector<4 x 32-bit>`` = 128-bit accesses
 BITS = 32
+#: elements per thread of an op whose vector operands are all 16-bit floats, by target kind:
+#: 8 (128 bits) on cuda; 4 (64 bits) on vulkan, whose shaders have no 8-component vectors
+HALVES = {"cuda": 8, "vulkan": 4}
 DYN = ir.ShapedType.get_dynamic_size()
 
 PARALLEL = "#linalg.iterator_type<parallel>"
@@ -79,6 +82,22 @@ class _Operand:
     value: ir.Value
     amap: Optional[ir.AffineMap]   # None: a scalar input (not a buffer)
     vector: bool                   # read along the innermost loop (a vector), else broadcast
+
+
+def _vector_type(t: ir.Type) -> bool:
+    """An element type the vector accesses take: 32-bit (f32, i32) or a 16-bit float."""
+    return _bits(t) == BITS or isinstance(t, (ir.F16Type, ir.BF16Type))
+
+
+def _width(plan: list["_Operand"], halves: int) -> int:
+    """Elements per thread: ``halves`` when every vector operand is a 16-bit float, else 4."""
+    bits = {_bits(ir.MemRefType(o.value.type).element_type) for o in plan if o.vector}
+    return halves if bits == {16} else WIDTH
+
+
+def _align(o: "_Operand", width: int) -> int:
+    """Bytes of one vector access of operand ``o`` (its alignment)."""
+    return width * _bits(ir.MemRefType(o.value.type).element_type) // 8
 
 
 def _bits(t: ir.Type) -> int:
@@ -119,16 +138,17 @@ def _identity(mt: ir.MemRefType) -> bool:
             and ir.AffineMapAttr(mt.layout).value == ir.AffineMap.get_identity(mt.rank))
 
 
-def _layout_ok(mt: ir.MemRefType) -> bool:
+def _layout_ok(mt: ir.MemRefType, width: int) -> bool:
     """Static strides and offset do not already rule the vector path out."""
     strides, offset = mt.get_strides_and_offset()
     if strides[-1] not in (1, DYN):
         return False
-    return all(s == DYN or s % WIDTH == 0 for s in strides[:-1] + [offset])
+    return all(s == DYN or s % width == 0 for s in strides[:-1] + [offset])
 
 
-def _plan(op: ir.Operation) -> Optional[list[_Operand]]:
-    """The op's operands (inputs, then the output) when it can take the vector route."""
+def _plan(op: ir.Operation, halves: int = HALVES["vulkan"]) -> Optional[tuple[list[_Operand], int]]:
+    """The op's operands (inputs, then the output) and the elements per thread when it can
+    take the vector route."""
     maps = _maps(op)
     if maps is None or not _body_ok(op):
         return None
@@ -153,7 +173,7 @@ def _plan(op: ir.Operation) -> Optional[list[_Operand]]:
             if _bits(mt.element_type) in (0, 1):
                 return None
             plan.append(_Operand(v, m, False))
-        elif at == [len(m.results) - 1] and _bits(mt.element_type) == BITS:
+        elif at == [len(m.results) - 1] and _vector_type(mt.element_type):
             plan.append(_Operand(v, m, True))
         else:
             return None
@@ -162,14 +182,15 @@ def _plan(op: ir.Operation) -> Optional[list[_Operand]]:
     vecs = [o.value for o in plan if o.vector]
     if any(o.amap is not None and not o.vector and any(o.value == v for v in vecs) for o in plan):
         return None   # one buffer read both ways: keep its binding all scalar (see relax-spirv-vector-buffers)
+    width = _width(plan, halves)
     contiguous = _contiguous(plan)
-    if not contiguous and not all(_layout_ok(ir.MemRefType(o.value.type)) for o in plan if o.vector):
+    if not contiguous and not all(_layout_ok(ir.MemRefType(o.value.type), width) for o in plan if o.vector):
         return None
     shape = ir.MemRefType(outs[0].type).shape
     w = _product(shape) if contiguous else shape[-1]
-    if w != DYN and w % WIDTH:
+    if w != DYN and w % width:
         return None
-    return plan
+    return plan, width
 
 
 def _product(shape: list[int]) -> int:
@@ -206,41 +227,42 @@ def _collapsed(plan: list[_Operand]) -> list[_Operand]:
     return out
 
 
-def _guard(plan: list[_Operand], w: ir.Value) -> ir.Value:
-    """W % 4 == 0, and every vector operand 16-byte aligned, unit-stride, offset and rows
-    at multiples of 4 elements."""
-    conds = [is_zero_mod(w, WIDTH)]
+def _guard(plan: list[_Operand], w: ir.Value, width: int) -> ir.Value:
+    """W % width == 0, and every vector operand aligned for its vector accesses, unit-stride,
+    offset and rows at multiples of ``width`` elements."""
+    conds = [is_zero_mod(w, width)]
     seen: list[ir.Value] = []
     for o in plan:
         if not o.vector or any(o.value == s for s in seen):
             continue
         seen.append(o.value)
-        conds += vector_view_conditions(o.value, WIDTH, WIDTH * BITS // 8)
+        conds += vector_view_conditions(o.value, width, _align(o, width))
     return all_of(conds)
 
 
-def _vector_launch(op: ir.Operation, plan: list[_Operand], sizes: list[ir.Value], threads: int) -> None:
-    """The launch at the insertion point: item v = 4 consecutive output elements."""
-    quads = arith.DivUIOp(sizes[-1], index(WIDTH)).result
+def _vector_launch(op: ir.Operation, plan: list[_Operand], sizes: list[ir.Value], threads: int,
+                   width: int) -> None:
+    """The launch at the insertion point: item v = ``width`` consecutive output elements."""
+    quads = arith.DivUIOp(sizes[-1], index(width)).result
     items = quads
     for s in sizes[:-1]:
         items = arith.MulIOp(items, s).result
     launch = Launch((thread_grid(items, threads), index(1), index(1)), (threads, 1, 1), [])
     out = plan[-1].value
-    out_type = ir.VectorType.get([WIDTH], ir.MemRefType(out.type).element_type)
-    align = WIDTH * BITS // 8
+    out_type = ir.VectorType.get([width], ir.MemRefType(out.type).element_type)
+    align = _align(plan[-1], width)
     uses_out = len(list(op.regions[0].blocks[0].arguments[len(plan) - 1].uses)) > 0
 
     def item(v: ir.Value, _: list) -> list:
         idx = delinearize(v, sizes[:-1] + [quads])
-        dims = idx[:-1] + [arith.MulIOp(idx[-1], index(WIDTH)).result]
+        dims = idx[:-1] + [arith.MulIOp(idx[-1], index(width)).result]
         args = []
         for o in plan[:-1]:
             if o.amap is None:
                 args.append(o.value)
             elif o.vector:
-                vt = ir.VectorType.get([WIDTH], ir.MemRefType(o.value.type).element_type)
-                args.append(vector.LoadOp(vt, o.value, map_indices(o.amap, dims), alignment=align).result)
+                vt = ir.VectorType.get([width], ir.MemRefType(o.value.type).element_type)
+                args.append(vector.LoadOp(vt, o.value, map_indices(o.amap, dims), alignment=_align(o, width)).result)
             else:
                 args.append(load(o.value, map_indices(o.amap, dims)))
         if uses_out:
@@ -248,7 +270,7 @@ def _vector_launch(op: ir.Operation, plan: list[_Operand], sizes: list[ir.Value]
         else:
             et = out_type.element_type   # the block argument is unused
             args.append(arith.ConstantOp(et, 0.0 if isinstance(et, ir.FloatType) else 0).result)
-        vector.StoreOp(inline_body(op, args, dims, WIDTH), out, dims, alignment=align)
+        vector.StoreOp(inline_body(op, args, dims, width), out, dims, alignment=align)
         return []
 
     with launch:
@@ -256,7 +278,7 @@ def _vector_launch(op: ir.Operation, plan: list[_Operand], sizes: list[ir.Value]
         for_loop(first, items, step, [], item)
 
 
-def _rewrite(op: ir.Operation, plan: list[_Operand], threads: int) -> None:
+def _rewrite(op: ir.Operation, plan: list[_Operand], threads: int, width: int) -> None:
     rank = len(ir.MemRefType(plan[-1].value.type).shape)
     flat = _contiguous(plan)
     with ir.InsertionPoint(op), op.location:
@@ -267,23 +289,23 @@ def _rewrite(op: ir.Operation, plan: list[_Operand], threads: int) -> None:
             for s in sizes[1:]:
                 total = arith.MulIOp(total, s).result
             sizes = [total]
-        branch = scf.IfOp(_guard(plan, sizes[-1]), [], has_else=True)
+        branch = scf.IfOp(_guard(plan, sizes[-1], width), [], has_else=True)
         with ir.InsertionPoint(branch.then_block):
-            _vector_launch(op, _collapsed(plan) if flat else plan, sizes, threads)
+            _vector_launch(op, _collapsed(plan) if flat else plan, sizes, threads, width)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             end = scf.YieldOp([])
     op.move_before(end)
 
 
-def schedule_kernel(fn: ir.Operation, threads: int = THREADS) -> int:
+def schedule_kernel(fn: ir.Operation, threads: int = THREADS, halves: int = HALVES["vulkan"]) -> int:
     """Every qualifying op at the top level of kernel ``fn`` behind its guarded vector
-    launch; the number rewritten."""
+    launch (``halves``: elements per thread of an all-16-bit op); the number rewritten."""
     done = 0
     for op in [o.operation for o in fn.regions[0].blocks[0].operations]:
-        plan = _plan(op) if op.name in ("linalg.generic", "linalg.copy") else None
-        if plan is not None:
-            _rewrite(op, plan, threads)
+        planned = _plan(op, halves) if op.name in ("linalg.generic", "linalg.copy") else None
+        if planned is not None:
+            _rewrite(op, planned[0], threads, planned[1])
             done += 1
     return done
 
@@ -293,10 +315,14 @@ def schedule_kernel(fn: ir.Operation, threads: int = THREADS) -> int:
                "whose threads each take 4 consecutive elements with vector<4x32-bit> loads and stores, "
                "under a run-time guard (innermost extent, offsets and strides multiples of 4, 16-byte "
                "aligned buffers); the op itself in the else branch.",
-               options=[Option("threads", int, THREADS, "threads per workgroup")])
+               options=[Option("threads", int, THREADS, "threads per workgroup"),
+                        Option("halves", int, HALVES["vulkan"], "elements per thread of an op on 16-bit floats "
+                                                               "only (8 on cuda: 128 bits)")])
 def relax_gpu_vector_elementwise(module: ir.Operation, opts) -> None:
     if opts.threads < 1:
         raise ValueError(f"relax-gpu-vector-elementwise: threads={opts.threads} is not positive")
+    if opts.halves not in (4, 8):
+        raise ValueError(f"relax-gpu-vector-elementwise: halves={opts.halves} is not 4 or 8")
     check_block_size(module, opts.threads, "relax-gpu-vector-elementwise")
     for f in kernels(module, KINDS):
-        schedule_kernel(f, opts.threads)
+        schedule_kernel(f, opts.threads, opts.halves)

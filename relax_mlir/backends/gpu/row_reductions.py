@@ -367,19 +367,24 @@ def _permute(gens: list[ir.Operation], perm: list[int]) -> None:
                 o.operation.attributes["dim"] = ir.IntegerAttr.get(i64, inv[d])
 
 
-def _reduced_axis_last(fn: ir.Operation) -> Optional[list[int]]:
+def _reduced_axis_last(fn: ir.Operation) -> Optional[tuple[list[ir.Operation], list[int]]]:
     """A kernel whose generics all have one rank and whose reductions all reduce the same
     single loop ``r`` before the last (a softmax over a middle axis): its loops reordered so
-    that ``r`` is last (the row form :func:`_match` takes); the permutation applied, or None."""
+    that ``r`` is last (the row form :func:`_match` takes); the generics permuted and the
+    permutation, or None. All-parallel generics of one rank less (a 16-bit sum's rounding of
+    its f32 row buffer) run on the row values and keep their loops: the reordered row loops
+    are the kept loops in their order."""
     gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
     if not gens:
         return None
-    ranks = {indexing_maps(g)[0].n_dims for g in gens}
-    if len(ranks) != 1:
-        return None
-    rank = ranks.pop()
-    axes = set()
+    rank = max(indexing_maps(g)[0].n_dims for g in gens)
+    full = [g for g in gens if indexing_maps(g)[0].n_dims == rank]
     for g in gens:
+        if indexing_maps(g)[0].n_dims != rank and (indexing_maps(g)[0].n_dims != rank - 1 or any(
+                str(t) != PARALLEL for t in g.opview.iterator_types)):
+            return None
+    axes = set()
+    for g in full:
         its = [str(t) for t in g.opview.iterator_types]
         red = [i for i, t in enumerate(its) if t == REDUCTION]
         if len(red) > 1:
@@ -391,8 +396,8 @@ def _reduced_axis_last(fn: ir.Operation) -> Optional[list[int]]:
     if r == rank - 1:
         return None
     perm = [d for d in range(rank) if d != r] + [r]
-    _permute(gens, perm)
-    return perm
+    _permute(full, perm)
+    return full, perm
 
 
 def schedule_kernel(fn: ir.Operation, threads: int = THREADS, workgroup_rows: int = WORKGROUP_ROWS) -> bool:
@@ -401,12 +406,12 @@ def schedule_kernel(fn: ir.Operation, threads: int = THREADS, workgroup_rows: in
     middle axis) is taken with its loops reordered."""
     plan = _match(fn)
     if plan is None:
-        perm = _reduced_axis_last(fn)
-        if perm is None:
+        permuted = _reduced_axis_last(fn)
+        if permuted is None:
             return False
         plan = _match(fn)
         if plan is None:   # not a row kernel after all: the loops back in their order
-            gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
+            gens, perm = permuted
             _permute(gens, [perm.index(j) for j in range(len(perm))])
             return False
     _build(fn, plan, threads, workgroup_rows)

@@ -1,18 +1,19 @@
 """relax-gpu-vector-elementwise: elementwise, broadcast and injective ops as launches whose
-threads each handle ``width`` (4) consecutive elements of the innermost dimension with
-128-bit vector loads and stores, behind a run-time alignment guard.
+threads each handle ``width`` consecutive elements of the innermost dimension (4 of 32-bit
+data: 128 bits; 8 or 4 of 16-bit floats, see below) with vector loads and stores, behind a
+run-time alignment guard.
 
 On the naive route every output element is one thread with scalar loads and stores. This
 pass replaces each all-parallel ``linalg.generic`` (or ``linalg.copy``) at the top level
 of an elementwise / broadcast / injective kernel, when it qualifies, by
 
-    scf.if (W % 4 == 0 and every vector operand 16-byte aligned) { vector launch } else { the op }
+    scf.if (W % width == 0 and every vector operand aligned) { vector launch } else { the op }
 
 where W is the extent of the innermost loop. The else branch keeps the op for the naive
 route (one thread per element, every shape and offset), so one compiled kernel pair
 serves every shape: sizes, offsets and strides are read at run time.
 
-The vector launch: ``ceil(N / 4)`` items for N output elements, ``threads`` (64) per
+The vector launch (figures for 32-bit data, width 4): ``ceil(N / 4)`` items for N output elements, ``threads`` (64) per
 workgroup, at most 65535 workgroups striding over the rest; item ``v`` covers the output
 elements ``[i0, ..., i_{r-2}, 4*c .. 4*c + 3]`` (``v`` delinearized over the outer sizes
 and ``W / 4``). Per operand, by the dimensions its indexing map reads:
@@ -37,13 +38,18 @@ innermost stride is 1 (identity layouts need only W: their strides are multiples
 Static facts that already fail it (an odd static W, a static offset of 1) keep the op as
 it is, with no guard.
 
-Vectorized: 32-bit element types (f32, i32; ``vector<4xT>`` is 128 bits) for the output
-and the vector operands; a broadcast operand may be of any type but i1 (whose buffers
-relax-widen-bool-memrefs rewrites later). 16-bit types stay scalar: SPIR-V vectors have
-2 to 4 components without the Vector16 capability (Kernel only), so ``vector<8xf16>``
-has no Vulkan form, and a ``vector<4xf16>`` (64 bits) halves the point of the schedule.
+Vectorized: 32-bit element types (f32, i32; ``vector<4xT>`` is 128 bits) and 16-bit floats
+(f16, bf16) for the output and the vector operands; a broadcast operand may be of any type
+but i1 (whose buffers relax-widen-bool-memrefs rewrites later). An op whose vector operands
+are all 16-bit takes ``halves`` elements per thread: 8 on cuda (``vector<8xf16>``, 128 bits:
+``ld.global.v4.b32``), 4 on vulkan (64 bits: SPIR-V vectors have 2 to 4 components without
+the Vector16 capability, which Vulkan shaders lack); an op mixing 16- and 32-bit vectors (an
+``astype``) takes 4. Each access is aligned to its own vector's bytes (the guard tests each
+buffer for it). The bodies are cloned as the legalizer wrote them: 16-bit values widened to
+f32 where an op computes in f32, rounded where an op's result is 16-bit (bf16 arithmetic on
+vulkan is computed in f32 later, relax-bf16-casts; bf16 storage stays 16-bit, i16 in SPIR-V).
 The body must be arith / math ops on scalars (cloned on vectors; ``linalg.index``, index
-values or regions leave the op alone).
+values or regions leave the op alone). 64-bit data and 16-bit integers keep the fallback.
 
 For SPIR-V the vector accesses become loads of ``vector<4xT>`` elements of a retyped
 storage buffer (relax-spirv-vector-buffers: MLIR 22 lowers ``vector.load`` on a scalar
@@ -71,6 +77,7 @@ THREADS = 64
 BITS = 32
 #: elements per thread of an op whose vector operands are all 16-bit floats, by target kind:
 #: 8 (128 bits) on cuda; 4 (64 bits) on vulkan, whose shaders have no 8-component vectors
+#: (0: ops with 16-bit vector operands keep the fallback)
 HALVES = {"cuda": 8, "vulkan": 4}
 DYN = ir.ShapedType.get_dynamic_size()
 
@@ -84,9 +91,10 @@ class _Operand:
     vector: bool                   # read along the innermost loop (a vector), else broadcast
 
 
-def _vector_type(t: ir.Type) -> bool:
-    """An element type the vector accesses take: 32-bit (f32, i32) or a 16-bit float."""
-    return _bits(t) == BITS or isinstance(t, (ir.F16Type, ir.BF16Type))
+def _vector_type(t: ir.Type, halves: int) -> bool:
+    """An element type the vector accesses take: 32-bit (f32, i32) or, unless ``halves`` is
+    0, a 16-bit float."""
+    return _bits(t) == BITS or (halves > 0 and isinstance(t, (ir.F16Type, ir.BF16Type)))
 
 
 def _width(plan: list["_Operand"], halves: int) -> int:
@@ -173,7 +181,7 @@ def _plan(op: ir.Operation, halves: int = HALVES["vulkan"]) -> Optional[tuple[li
             if _bits(mt.element_type) in (0, 1):
                 return None
             plan.append(_Operand(v, m, False))
-        elif at == [len(m.results) - 1] and _vector_type(mt.element_type):
+        elif at == [len(m.results) - 1] and _vector_type(mt.element_type, halves):
             plan.append(_Operand(v, m, True))
         else:
             return None
@@ -311,18 +319,19 @@ def schedule_kernel(fn: ir.Operation, threads: int = THREADS, halves: int = HALV
 
 
 @register_pass("relax-gpu-vector-elementwise",
-               "GPU kernels: elementwise / broadcast / injective linalg ops on 32-bit data -> a gpu.launch "
-               "whose threads each take 4 consecutive elements with vector<4x32-bit> loads and stores, "
-               "under a run-time guard (innermost extent, offsets and strides multiples of 4, 16-byte "
-               "aligned buffers); the op itself in the else branch.",
+               "GPU kernels: elementwise / broadcast / injective linalg ops on 32-bit or 16-bit float data "
+               "-> a gpu.launch whose threads each take 4 (16-bit only: halves) consecutive elements with "
+               "vector loads and stores, "
+               "under a run-time guard (innermost extent, offsets and strides multiples of the width, "
+               "buffers aligned to the vector); the op itself in the else branch.",
                options=[Option("threads", int, THREADS, "threads per workgroup"),
                         Option("halves", int, HALVES["vulkan"], "elements per thread of an op on 16-bit floats "
-                                                               "only (8 on cuda: 128 bits)")])
+                                                               "only (8 on cuda: 128 bits; 0: the fallback)")])
 def relax_gpu_vector_elementwise(module: ir.Operation, opts) -> None:
     if opts.threads < 1:
         raise ValueError(f"relax-gpu-vector-elementwise: threads={opts.threads} is not positive")
-    if opts.halves not in (4, 8):
-        raise ValueError(f"relax-gpu-vector-elementwise: halves={opts.halves} is not 4 or 8")
+    if opts.halves not in (0, 4, 8):
+        raise ValueError(f"relax-gpu-vector-elementwise: halves={opts.halves} is not 0, 4 or 8")
     check_block_size(module, opts.threads, "relax-gpu-vector-elementwise")
     for f in kernels(module, KINDS):
         schedule_kernel(f, opts.threads, opts.halves)

@@ -165,7 +165,13 @@ def ew_exes(request):
 
 
 def _vector_grid(elems: int, width: int) -> tuple:
+    """The vector route's grid: ``elems / width`` items, WORKGROUP_SIZE per workgroup."""
     return (-(-(elems // width) // WORKGROUP_SIZE), 1, 1)
+
+
+def _fallback_grid(n: int, k: int) -> tuple:
+    """The parallel-loop route's grid on (n, k): a thread per element, WORKGROUP_SIZE of a row."""
+    return (-(-k // WORKGROUP_SIZE), n, 1)
 
 
 @needs_vulkan
@@ -175,7 +181,7 @@ def test_vulkan_half_elementwise_numerics_and_route(routes, ew_exes, n, k):
     bits (the same bodies, one rounding per op's 16-bit result) and numpy's values within a few
     ulps; the vector route (4 elements per thread on vulkan: a grid of N / 4 / 64) when the
     element count (or, for views, the row and the view's offset) is a multiple of 4, the
-    fallback (another grid) otherwise."""
+    fallback (a thread per element: ceil(k / 64) x n) otherwise."""
     dt, exe, cpu = ew_exes
     h = DTYPES[dt]
     halves = vector_elementwise.HALVES["vulkan"]
@@ -188,8 +194,8 @@ def test_vulkan_half_elementwise_numerics_and_route(routes, ew_exes, n, k):
         got, launched = routes.call(exe[name], *args)
         np.testing.assert_array_equal(got, cpu[name](*args), err_msg=f"{name} {dt} {n}x{k}")
         assert len(launched) == 1, (name, launched)
-        width = halves if name in ("chain", "bias") else vector_elementwise.WIDTH
-        assert (launched[0][1] == _vector_grid(n * k, width)) == vec, (name, launched, vec)
+        want = _vector_grid(n * k, halves) if vec else _fallback_grid(n, k)
+        assert [grid for _, grid in launched] == [want], (name, launched, vec)
     x64, y64, b64 = x.astype(np.float64), y.astype(np.float64), b.astype(np.float64)
     s = (x64 + y64)
     ref = np.exp(s / (1 + np.exp(-s)) * y64)
@@ -204,10 +210,10 @@ def test_vulkan_half_elementwise_numerics_and_route(routes, ew_exes, n, k):
         (z1, z8), launched = routes.call(exe["slices"], x, y1, y8)
         np.testing.assert_array_equal(z1, (x[:, 1:].astype(np.float32) + y1.astype(np.float32)).astype(h))
         np.testing.assert_array_equal(z8, (x[:, 8:].astype(np.float32) * y8.astype(np.float32)).astype(h))
-        grids = [grid for _, grid in launched]
-        # offset 1: never the vector route; offset 8 (row stride k): when k - 8 and k are multiples of 4
-        assert _vector_grid(n * (k - 1), halves) not in grids[:1] or (n * (k - 1)) // halves == 0
-        assert (_vector_grid(n * (k - 8), halves) in grids) == (k % halves == 0), (launched, k)
+        # offset 1: never the vector route; offset 8 (row stride k): when k is a multiple of 4
+        aligned = k % halves == 0
+        assert [grid for _, grid in launched] == [
+            _fallback_grid(n, k - 1), _vector_grid(n * (k - 8), halves) if aligned else _fallback_grid(n, k - 8)]
 
 
 # -- cuda: PTX and the fake driver's host path ---------------------------------------------------
@@ -297,7 +303,7 @@ def test_cuda_half_kernels_fake_driver_host_path(tmp_path):
     kernels' one launch per call, a workgroup per row below 1024 rows (7 rows: grid 7) and a
     thread per row above (2000 rows: 16 blocks of 128); the elementwise chain's vector kernel
     of 8 halves per thread when the element count allows it (4 x 64: 256 / 8 / 64 -> 1 block),
-    the scalar kernel otherwise (7 x 33: 231 elements, 4 blocks of 64)."""
+    the scalar kernel otherwise (7 x 33: a thread per element, rows on grid y)."""
     import test_cuda
     got = test_cuda.run_fake(tmp_path, FAKE_HALF, os.path.dirname(os.path.abspath(__file__)))
     for dt in ("f16", "bf16"):
@@ -305,7 +311,7 @@ def test_cuda_half_kernels_fake_driver_host_path(tmp_path):
             assert got[f"{dt} {name} 7x33"] == [[7, 33], str(np.dtype(DTYPES[dt])), [[7, 1, 1]]]
             assert got[f"{dt} {name} 2000x64"][2] == [[-(-2000 // row_reductions.THREADS), 1, 1]]
         assert got[f"{dt} chain 4x64"][2] == [[1, 1, 1]]
-        assert got[f"{dt} chain 7x33"][2] == [[-(-231 // WORKGROUP_SIZE), 1, 1]]
+        assert got[f"{dt} chain 7x33"][2] == [[-(-33 // WORKGROUP_SIZE), 7, 1]]
         assert got[f"{dt} chain 2000x64"][2] == [[-(-2000 * 64 // 8 // WORKGROUP_SIZE), 1, 1]]
 
 

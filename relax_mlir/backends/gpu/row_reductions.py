@@ -61,7 +61,8 @@ PARALLEL = "#linalg.iterator_type<parallel>"
 REDUCTION = "#linalg.iterator_type<reduction>"
 
 
-#: element types of the buffers a row kernel may read and write (the accumulators stay f32)
+#: 16-bit element types of the buffers a row kernel may read and write besides f32 (the
+#: accumulators stay f32; () : only f32 buffers, what the tests and bench use as the fallback)
 HALF = (ir.F16Type, ir.BF16Type)
 
 

@@ -323,15 +323,18 @@ class Rows(ScheduleRule):
     kinds = ("reduction", "output-fusable")
 
     def dtype(self, fn: ir.Operation) -> Optional[str]:
-        """The accumulator's type (the first generic's output: f32 row buffers also for
-        16-bit data, which the kernel reads widened and stores rounded)."""
+        """The accumulator's type: the first reduction's output (else the first generic's).
+        f32 also for f16 / bf16 data, which the legalized kernels reduce into f32 row buffers,
+        reading 16-bit values widened and storing 16-bit results rounded."""
         if _first(fn, ("linalg.matmul", "linalg.batch_matmul")) is not None:
             return None
-        op = _first(fn, ("linalg.generic",))
+        gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
+        red = [g for g in gens if any(str(t) == row_reductions.REDUCTION for t in g.opview.iterator_types)]
+        op = (red or gens or [None])[0]
         return _elem(op.operands[len(op.operands) - 1]) if op is not None else None
 
     def dtypes(self, target: Target) -> tuple[str, ...]:
-        return ("f32", "f16", "bf16")
+        return ("f32",)
 
     def space(self, target: Target) -> Space:
         return Space("gpu_rows", (

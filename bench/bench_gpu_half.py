@@ -27,10 +27,12 @@ from relax_mlir.frontend.builder import graph_function  # noqa: E402
 from test_gpu_half_kernels import without_half_rules  # noqa: E402
 
 NP = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
-#: name -> (shape, build(dtype) -> ir.Module)
+#: name -> (rows, cols)
 CASES = {
     "rms_norm 128x4096": (128, 4096),
     "softmax 128x2048": (128, 2048),
+    "rms_norm 1024x4096": (1024, 4096),     # from 1024 rows: a thread per row
+    "softmax 1024x2048": (1024, 2048),
     "chain exp(silu(x+y)*y) 1024x1024": (1024, 1024),
 }
 

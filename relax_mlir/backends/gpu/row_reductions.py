@@ -35,7 +35,9 @@ body, a kernel kind other than ``reduction``) keeps the parallel-loop route.
 legalized bodies widen each value where they read it, reduce into f32 row buffers and round
 once where they store a 16-bit result; the launches clone them so, and the accumulators,
 workgroup memory and row registers are f32. bf16 loads and stores stay 16-bit storage: the
-vulkan pipeline computes bf16 in f32 and keeps it as i16 (relax-spirv-bf16-storage). Run after bufferization, before relax-gpu-prepare-kernels.
+vulkan pipeline computes bf16 in f32 and keeps it as i16 (relax-spirv-bf16-storage).
+
+Run after bufferization, before relax-gpu-prepare-kernels.
 """
 
 from __future__ import annotations

@@ -327,10 +327,11 @@ def without_half_rules(mp: pytest.MonkeyPatch) -> None:
 
 @needs_vulkan
 def test_vulkan_bf16_tiny_llama_rows_and_tokens(routes):
-    """The torch importer's bf16 tiny Llama on vulkan: its norms, softmaxes and elementwise ops
-    take the 16-bit rules' launches (other grids than the fallback's, as many launches), logits
-    within two bf16 ulps of the largest of the fallback's and of the cpu target's, whose greedy
-    token it gives at every position (sequence lengths 1, 7, 33: one executable each)."""
+    """The torch importer's bf16 tiny Llama on vulkan: its norms and softmaxes on the rows rule
+    (one launch each instead of one per op: fewer launches per call than the fallback; 139
+    against 186 when written), logits within two bf16 ulps of the largest of the fallback's
+    and of the cpu target's, whose greedy token it gives at every position (sequence lengths
+    1, 7, 33: one executable each)."""
     torch = pytest.importorskip("torch")
     from relax_mlir.frontend.torch import compile as torch_compile
     from test_vulkan_bf16 import _bf16_llama
@@ -346,7 +347,7 @@ def test_vulkan_bf16_tiny_llama_rows_and_tokens(routes):
         (g, new_launches), c = routes.call(vk, ids), cpu(ids)
         o, old_launches = routes.call(old, ids)
         assert g.dtype == torch.bfloat16 and g.shape == (1, s, 128)
-        assert len(new_launches) == len(old_launches) and new_launches != old_launches
+        assert len(new_launches) < len(old_launches), (len(new_launches), len(old_launches))
         g, c, o = g.float().numpy(), c.float().numpy(), o.float().numpy()
         np.testing.assert_array_equal(g.argmax(-1), c.argmax(-1))
         assert np.abs(g - c).max() <= 2 * ULP["bf16"] * np.abs(c).max(), np.abs(g - c).max()

@@ -7,7 +7,7 @@
 // buffer stays in a register and is never allocated. A bf16 elementwise op becomes, under the
 // guard (element count a multiple of the width, each buffer aligned for its vector), a launch of
 // vector<8xbf16> accesses (128 bits) on cuda and vector<4xbf16> (64 bits) on vulkan; the op stays
-// in the else branch for the fallback.
+// in the else branch for the fallback. A mixed kernel (f32 in, bf16 out) is the same launch pair.
 
 // CHECK-LABEL: func.func private @rms_norm_f16(
 // CHECK-NOT: memref.alloc
@@ -86,5 +86,54 @@ func.func private @add_bf16(%arg0: memref<?x?xbf16>, %arg1: memref<?x?xbf16>, %a
     %0 = arith.addf %in, %in_0 : bf16
     linalg.yield %0 : bf16
   }
+  return
+}
+
+// A mixed row kernel, f32 in and bf16 out (a softmax whose result is cast, fused): the f32
+// reductions as for f32 data, one rounding where the bf16 result is stored.
+// CHECK-LABEL: func.func private @softmax_f32_to_bf16(
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<128xf32, #gpu.address_space<workgroup>>)
+// CHECK: memref.load %arg0[%{{.*}}, %{{.*}}] : memref<?x?xf32>
+// CHECK: arith.maximumf
+// CHECK: gpu.barrier
+// CHECK: math.exp
+// CHECK: gpu.barrier
+// CHECK: %[[P:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// CHECK: memref.store %[[P]], %arg1[%{{.*}}, %{{.*}}] : memref<?x?xbf16>
+// CHECK: } else {
+// CHECK-NOT: linalg.
+// CHECK: return
+func.func private @softmax_f32_to_bf16(%arg0: memref<?x?xf32>, %arg1: memref<?x?xbf16>)
+    attributes {relax.kernel, relax.kernel_kind = "reduction"} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c0 = arith.constant 0 : index
+  %dim = memref.dim %arg0, %c0 : memref<?x?xf32>
+  %max = memref.alloc(%dim) : memref<?xf32>
+  linalg.fill ins(%ninf : f32) outs(%max : memref<?xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<?x?xf32>) outs(%max : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  }
+  %sum = memref.alloc(%dim) : memref<?xf32>
+  linalg.fill ins(%zero : f32) outs(%sum : memref<?xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%arg0, %max : memref<?x?xf32>, memref<?xf32>) outs(%sum : memref<?xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %0 = arith.subf %in, %m : f32
+    %1 = math.exp %0 : f32
+    %2 = arith.addf %1, %out : f32
+    linalg.yield %2 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%arg0, %max, %sum : memref<?x?xf32>, memref<?xf32>, memref<?xf32>) outs(%arg1 : memref<?x?xbf16>) {
+  ^bb0(%in: f32, %m: f32, %s: f32, %out: bf16):
+    %0 = arith.subf %in, %m : f32
+    %1 = math.exp %0 : f32
+    %2 = arith.divf %1, %s : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  memref.dealloc %max : memref<?xf32>
+  memref.dealloc %sum : memref<?xf32>
   return
 }

@@ -10,7 +10,6 @@ cpu target's tokens."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -31,7 +30,6 @@ from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 OK, DEVICE = vkrt.available()
 needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
 
-import gpu_checks  # noqa: E402
 from test_gpu_rules import routes  # noqa: E402,F401  (the fixture: each launch's route on vulkan)
 
 DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}

@@ -423,7 +423,8 @@ def schedule_kernel(fn: ir.Operation, threads: int = THREADS, workgroup_rows: in
 
 @register_pass("relax-gpu-row-reductions",
                "GPU kernels: row kernels (fills, reductions over the last loop, elementwise ops on the "
-               "row; f32, f16, bf16 data, f32 accumulators) -> one gpu.launch, a workgroup per row, tree reductions in workgroup memory.",
+               "row; f32, f16, bf16 data, f32 accumulators) -> one gpu.launch, a workgroup per row, "
+               "tree reductions in workgroup memory.",
                options=[Option("threads", int, THREADS, "threads per workgroup (a power of two)"),
                         Option("workgroup-rows", int, WORKGROUP_ROWS,
                                "below this many rows a workgroup per row, else a thread per row "

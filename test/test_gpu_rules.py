@@ -82,11 +82,13 @@ def _chosen(fn, target, **kw):
 @pytest.mark.parametrize("name,expected", [
     ("mm_f32", [("matmul", "f32")]), ("mm_f16", [("matmul", "f16")]), ("mm_i32", []),
     ("row_f32", [("rows", "f32")]), ("row_f16", []),
-    ("add_f32", [("elementwise", "f32")]), ("add_i32", [("elementwise", "i32")]), ("add_f16", []),
+    ("add_f32", [("elementwise", "f32")]), ("add_i32", [("elementwise", "i32")]),
+    ("add_f16", [("elementwise", "f16")]),
 ])
 def test_one_rule_per_kind_and_dtype(kernels, name, expected):
-    """[] is the generic fallback (the naive parallel-loop route): integer matmuls, 16-bit
-    rows and 16-bit elementwise ops. Both GPU targets select alike."""
+    """[] is the generic fallback (the naive parallel-loop route): integer matmuls, rows
+    accumulating in 16 bits (legalized f16 / bf16 row kernels accumulate in f32: the rows
+    rule's, test_gpu_half_kernels.py). Both GPU targets select alike."""
     for t in (CUDA, VULKAN, LAVAPIPE):
         assert _chosen(kernels[name], t) == expected
 

@@ -27,9 +27,17 @@ row values only (mean's division) computes one value per row. A buffer the kerne
 is read only at the indices it was written at (a parallel result by the thread that
 wrote it, a row value from the register), and buffers read otherwise (a norm's weight
 along the row) are never written in the kernel, so no other barrier is needed. Anything
-else (a reduction not over the last loop, several reduction loops, non-f32 data, ops with
-regions in the body, a kernel kind other than ``reduction``) keeps the parallel-loop
-route. Run after bufferization, before relax-gpu-prepare-kernels.
+else (a reduction not over the last loop, several reduction loops, data other than f32,
+f16 and bf16 (f64, integers), a reduction into a 16-bit buffer, ops with regions in the
+body, a kernel kind other than ``reduction``) keeps the parallel-loop route.
+
+16-bit data (f16, bf16; mixed kernels too, e.g. f16 logits in, f32 probabilities out): the
+legalized bodies widen each value where they read it, reduce into f32 row buffers and round
+once where they store a 16-bit result; the launches clone them so, and the accumulators,
+workgroup memory and row registers are f32. bf16 loads and stores stay 16-bit storage: the
+vulkan pipeline computes bf16 in f32 and keeps it as i16 (relax-spirv-bf16-storage).
+
+Run after bufferization, before relax-gpu-prepare-kernels.
 """
 
 from __future__ import annotations
@@ -55,15 +63,24 @@ PARALLEL = "#linalg.iterator_type<parallel>"
 REDUCTION = "#linalg.iterator_type<reduction>"
 
 
-def _f32_buffers(op: ir.Operation) -> bool:
-    """Every buffer f32, except a generic's inputs, which may be f16 (read as they are: the
-    body widens them, e.g. an f16 KV cache's ``astype`` fused into the attention sums)."""
+#: 16-bit element types of the buffers a row kernel may read and write besides f32 (the
+#: accumulators stay f32; () : only f32 buffers, what the tests and bench use as the fallback)
+HALF = (ir.F16Type, ir.BF16Type)
+
+
+def _float_buffers(op: ir.Operation) -> bool:
+    """Every buffer f32, f16 or bf16; a reduction's output (its accumulator) f32. The bodies
+    the legalizer writes already widen 16-bit values where they read them (``arith.extf``),
+    accumulate in f32 row buffers and round once where they store a 16-bit result
+    (``arith.truncf``); the launches clone those bodies as they are."""
     def ok(v: ir.Value) -> bool:
         et = ir.MemRefType(v.type).element_type if isinstance(v.type, ir.MemRefType) else None
-        if isinstance(et, ir.F32Type):
-            return True
-        return isinstance(et, ir.F16Type) and op.name == "linalg.generic" and any(v == w for w in op.opview.inputs)
-    return all(ok(v) for v in op.operands if isinstance(v.type, ir.ShapedType))
+        return isinstance(et, (ir.F32Type, *HALF))
+    if not all(ok(v) for v in op.operands if isinstance(v.type, ir.ShapedType)):
+        return False
+    if op.name == "linalg.generic" and any(str(t) == REDUCTION for t in op.opview.iterator_types):
+        return isinstance(ir.MemRefType(op.opview.outputs[0].type).element_type, ir.F32Type)
+    return op.name != "linalg.fill" or isinstance(ir.MemRefType(op.operands[1].type).element_type, ir.F32Type)
 
 
 def _scalar(op: ir.Operation) -> bool:
@@ -127,7 +144,7 @@ def _match(fn: ir.Operation) -> Optional[_Plan]:
             return None   # other work outside the row ops
     ops = [body[k] for k in work]
     gens = [o for o in ops if o.name == "linalg.generic"]
-    if not gens or not all(_f32_buffers(o) for o in ops):
+    if not gens or not all(_float_buffers(o) for o in ops):
         return None
     rank = indexing_maps(gens[0])[0].n_dims
     if rank < 1:
@@ -353,19 +370,24 @@ def _permute(gens: list[ir.Operation], perm: list[int]) -> None:
                 o.operation.attributes["dim"] = ir.IntegerAttr.get(i64, inv[d])
 
 
-def _reduced_axis_last(fn: ir.Operation) -> Optional[list[int]]:
+def _reduced_axis_last(fn: ir.Operation) -> Optional[tuple[list[ir.Operation], list[int]]]:
     """A kernel whose generics all have one rank and whose reductions all reduce the same
     single loop ``r`` before the last (a softmax over a middle axis): its loops reordered so
-    that ``r`` is last (the row form :func:`_match` takes); the permutation applied, or None."""
+    that ``r`` is last (the row form :func:`_match` takes); the generics permuted and the
+    permutation, or None. All-parallel generics of one rank less (a 16-bit sum's rounding of
+    its f32 row buffer) run on the row values and keep their loops: the reordered row loops
+    are the kept loops in their order."""
     gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
     if not gens:
         return None
-    ranks = {indexing_maps(g)[0].n_dims for g in gens}
-    if len(ranks) != 1:
-        return None
-    rank = ranks.pop()
-    axes = set()
+    rank = max(indexing_maps(g)[0].n_dims for g in gens)
+    full = [g for g in gens if indexing_maps(g)[0].n_dims == rank]
     for g in gens:
+        if indexing_maps(g)[0].n_dims != rank and (indexing_maps(g)[0].n_dims != rank - 1 or any(
+                str(t) != PARALLEL for t in g.opview.iterator_types)):
+            return None
+    axes = set()
+    for g in full:
         its = [str(t) for t in g.opview.iterator_types]
         red = [i for i, t in enumerate(its) if t == REDUCTION]
         if len(red) > 1:
@@ -377,8 +399,8 @@ def _reduced_axis_last(fn: ir.Operation) -> Optional[list[int]]:
     if r == rank - 1:
         return None
     perm = [d for d in range(rank) if d != r] + [r]
-    _permute(gens, perm)
-    return perm
+    _permute(full, perm)
+    return full, perm
 
 
 def schedule_kernel(fn: ir.Operation, threads: int = THREADS, workgroup_rows: int = WORKGROUP_ROWS) -> bool:
@@ -387,12 +409,12 @@ def schedule_kernel(fn: ir.Operation, threads: int = THREADS, workgroup_rows: in
     middle axis) is taken with its loops reordered."""
     plan = _match(fn)
     if plan is None:
-        perm = _reduced_axis_last(fn)
-        if perm is None:
+        permuted = _reduced_axis_last(fn)
+        if permuted is None:
             return False
         plan = _match(fn)
         if plan is None:   # not a row kernel after all: the loops back in their order
-            gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
+            gens, perm = permuted
             _permute(gens, [perm.index(j) for j in range(len(perm))])
             return False
     _build(fn, plan, threads, workgroup_rows)
@@ -401,7 +423,8 @@ def schedule_kernel(fn: ir.Operation, threads: int = THREADS, workgroup_rows: in
 
 @register_pass("relax-gpu-row-reductions",
                "GPU kernels: row kernels (fills, reductions over the last loop, elementwise ops on the "
-               "row; f32) -> one gpu.launch, a workgroup per row, tree reductions in workgroup memory.",
+               "row; f32, f16, bf16 data, f32 accumulators) -> one gpu.launch, a workgroup per row, "
+               "tree reductions in workgroup memory.",
                options=[Option("threads", int, THREADS, "threads per workgroup (a power of two)"),
                         Option("workgroup-rows", int, WORKGROUP_ROWS,
                                "below this many rows a workgroup per row, else a thread per row "

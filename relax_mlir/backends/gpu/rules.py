@@ -355,9 +355,14 @@ class Rows(ScheduleRule):
     kinds = ("reduction", "output-fusable")
 
     def dtype(self, fn: ir.Operation) -> Optional[str]:
+        """The accumulator's type: the first reduction's output (else the first generic's).
+        f32 also for f16 / bf16 data, which the legalized kernels reduce into f32 row buffers,
+        reading 16-bit values widened and storing 16-bit results rounded."""
         if _first(fn, ("linalg.matmul", "linalg.batch_matmul")) is not None:
             return None
-        op = _first(fn, ("linalg.generic",))
+        gens = [o.operation for o in fn.regions[0].blocks[0].operations if o.operation.name == "linalg.generic"]
+        red = [g for g in gens if any(str(t) == row_reductions.REDUCTION for t in g.opview.iterator_types)]
+        op = (red or gens or [None])[0]
         return _elem(op.operands[len(op.operands) - 1]) if op is not None else None
 
     def dtypes(self, target: Target) -> tuple[str, ...]:
@@ -451,23 +456,26 @@ def _elementwise_rule(cfg: Config, t: Target, extents: dict) -> Optional[str]:
 
 
 class Elementwise(ScheduleRule):
-    """All-parallel ops on 32-bit data: 4 consecutive elements per thread with 128-bit vector
-    accesses behind a run-time alignment guard
-    (:mod:`relax_mlir.backends.gpu.vector_elementwise`); ops that do not qualify (16-bit or
-    64-bit data, transposes) keep the fallback."""
+    """All-parallel ops on 32-bit and 16-bit float data: consecutive elements per thread with
+    vector accesses behind a run-time alignment guard
+    (:mod:`relax_mlir.backends.gpu.vector_elementwise`): 4 when a 32-bit buffer is among the
+    vector operands (128 bits of it), else :data:`~relax_mlir.backends.gpu.vector_elementwise.HALVES`
+    halves (cuda 8: 128 bits; vulkan 4: 64 bits); ops that do not qualify (64-bit data, 16-bit
+    integers, transposes) keep the fallback."""
 
     name = "elementwise"
     kinds = vector_elementwise.KINDS
 
     def dtype(self, fn: ir.Operation) -> Optional[str]:
-        """The first 32-bit output type among the kernel's ops (each op is checked again
-        when it is rewritten: a fused kernel may mix types), else the first op's."""
+        """The first output type among the kernel's ops that the rule takes (each op is
+        checked again when it is rewritten: a fused kernel may mix types), else the first
+        op's."""
         outs = [_elem(o.operation.operands[len(o.operation.operands) - 1])
                 for o in fn.regions[0].blocks[0].operations if o.operation.name in ("linalg.generic", "linalg.copy")]
-        return next((t for t in outs if t in ("f32", "i32")), outs[0] if outs else None)
+        return next((t for t in outs if t in ("f32", "i32", "f16", "bf16")), outs[0] if outs else None)
 
     def dtypes(self, target: Target) -> tuple[str, ...]:
-        return ("f32", "i32")
+        return ("f32", "i32", "f16", "bf16")
 
     def space(self, target: Target) -> Space:
         return Space("gpu_elementwise", (Knob("threads", (32, 64, 128, 256), "threads per workgroup"),),
@@ -477,7 +485,8 @@ class Elementwise(ScheduleRule):
         return dict(threads=hints.get("workgroup_size", vector_elementwise.THREADS))
 
     def apply(self, fn: ir.Operation, target: Target, config: Config, dtype: str) -> bool:
-        return vector_elementwise.schedule_kernel(fn, config["threads"]) > 0
+        halves = vector_elementwise.HALVES["cuda" if target.kind == "cuda" else "vulkan"]
+        return vector_elementwise.schedule_kernel(fn, config["threads"], halves) > 0
 
 
 #: the rules, in the order a kernel without a recorded kind is offered to them

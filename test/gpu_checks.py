@@ -302,3 +302,17 @@ def tiny_hf_llama():
         for p in hf.parameters():
             p.mul_(4.0) if p.dim() == 2 else p.add_(0.1 * torch.randn_like(p))
     return hf
+
+
+def ptx_of(m) -> dict:
+    """Each ``gpu.binary`` of a lowered cuda module: its symbol -> the PTX text."""
+    from mlir import ir
+    from mlir.dialects import gpu
+    out = {}
+    with m.context:
+        for op in m.body.operations:
+            op = op.operation
+            if op.name == "gpu.binary":
+                obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
+                out[ir.StringAttr(op.attributes["sym_name"]).value] = obj.object.decode()
+    return out

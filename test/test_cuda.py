@@ -31,7 +31,6 @@ import sys
 import numpy as np
 import pytest
 from mlir import ir
-from mlir.dialects import gpu
 
 sys.path.insert(0, os.path.dirname(__file__))
 import relax_mlir  # noqa: E402
@@ -57,14 +56,7 @@ needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"no CUDA device: {GPU_WHY}"
 
 # -- compile only ---------------------------------------------------------------------------
 
-def _ptx_of(m: ir.Module) -> dict[str, str]:
-    out = {}
-    for op in m.body.operations:
-        op = op.operation
-        if op.name == "gpu.binary":
-            obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
-            out[ir.StringAttr(op.attributes["sym_name"]).value] = obj.object.decode()
-    return out
+_ptx_of = gpu_checks.ptx_of
 
 
 def _lower(m: ir.Module, pipeline: str = "builtin.module(cuda)") -> tuple[dict[str, str], set[str], str]:

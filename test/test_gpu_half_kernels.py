@@ -30,6 +30,7 @@ from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 OK, DEVICE = vkrt.available()
 needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
 
+import gpu_checks  # noqa: E402
 from test_gpu_rules import routes  # noqa: E402,F401  (the fixture: each launch's route on vulkan)
 
 DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}
@@ -217,16 +218,9 @@ def test_vulkan_half_elementwise_numerics_and_route(routes, ew_exes, n, k):
 # -- cuda: PTX and the fake driver's host path ---------------------------------------------------
 
 def _ptx(m: ir.Module) -> dict[str, str]:
-    from mlir.dialects import gpu
-    out = {}
     with m.context:
         relax_mlir.run_pipeline(m, "builtin.module(cuda)")
-        for op in m.body.operations:
-            op = op.operation
-            if op.name == "gpu.binary":
-                obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
-                out[ir.StringAttr(op.attributes["sym_name"]).value] = obj.object.decode()
-    return out
+    return gpu_checks.ptx_of(m)
 
 
 def _accesses(code: str) -> set[str]:

@@ -27,7 +27,8 @@ from relax_mlir.backends.gpu import quant_gemv, rules  # noqa: E402
 from relax_mlir.ops.quant import row_bytes  # noqa: E402
 from relax_mlir.runtime import vulkan as vkrt  # noqa: E402
 from relax_mlir.target import Target  # noqa: E402
-from test_gpu_rules import _Routes, routes  # noqa: E402,F401  (routes: the fixture, each launch's route)
+from test_gpu_quant import _Labels  # noqa: E402  (each launch's kernel label)
+from test_gpu_rules import routes  # noqa: E402,F401  (the fixture: each launch's route)
 
 OK, DEVICE = vkrt.available()
 needs_vulkan = pytest.mark.skipif(not OK, reason=f"no Vulkan device: {DEVICE}")
@@ -154,26 +155,6 @@ def test_vulkan_run_format_lane_knob(routes, lanes):
 
 
 # -- a tiny Q4_K_M-like Llama on vulkan ------------------------------------------------------
-
-class _Labels(_Routes):
-    """As test_gpu_rules' routes, with each launch's kernel label."""
-
-    def __init__(self, mp: pytest.MonkeyPatch):
-        super().__init__(mp)
-        init, launch = vkrt.Kernel.__init__, vkrt.Recorder.launch
-        labels = self.labels = []
-
-        def kernel_init(self, dev, module, entry, kinds, label):
-            init(self, dev, module, entry, kinds, label)
-            self.label = label
-
-        def recorder_launch(self, kernel, grid, args):
-            labels.append((kernel.label.split("::")[0], kernel.shuffles))
-            return launch(self, kernel, grid, args)
-
-        mp.setattr(vkrt.Kernel, "__init__", kernel_init)
-        mp.setattr(vkrt.Recorder, "launch", recorder_launch)
-
 
 @needs_vulkan
 def test_vulkan_mixed_kquant_llama_generates_the_cpu_tokens(tmp_path, monkeypatch):

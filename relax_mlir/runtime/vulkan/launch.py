@@ -68,6 +68,7 @@ class Kernel:
     def __init__(self, dev: Device, module: ShaderModule, entry: str, kinds: list[str], label: str):
         vk = dev.vk
         self.kinds = kinds
+        self.label = label     # the launch site (module::kernel), for diagnostics and tests
         n = len(kinds)
         bindings = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                                     descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)

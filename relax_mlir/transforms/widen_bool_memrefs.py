@@ -12,6 +12,7 @@ from __future__ import annotations
 from mlir import ir
 
 from .registry import register_pass
+from .retype import nested_ops, retype_results, retype_signature
 
 
 def _is_bool_memref(t: ir.Type) -> bool:
@@ -25,36 +26,14 @@ def _widen(t: ir.Type) -> ir.Type:
     return ir.MemRefType.get(list(m.shape), ir.IntegerType.get_signless(8), m.layout, m.memory_space)
 
 
-def _all_ops(op: ir.Operation, out: list) -> None:
-    """The ops nested in ``op``, pre-order (MLIR's walk: 4-8 times faster than iterating
-    regions, blocks and operations from Python)."""
-    def visit(child):
-        out.append(child)
-        return ir.WalkResult.ADVANCE
-
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                child.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-
-
 @register_pass("relax-widen-bool-memrefs",
                "Store booleans as bytes: memref of i1 becomes memref of i8 (loads truncate, stores extend).")
 def widen_bool_memrefs(module: ir.Operation, opts) -> None:
-    ops: list = []
-    _all_ops(module, ops)
+    ops = nested_ops(module)
     i1, i8 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(8)
     for op in ops:
         if op.name == "func.func":
-            ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-            if any(_is_bool_memref(t) for t in list(ft.inputs) + list(ft.results)):
-                op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
-                    [_widen(t) for t in ft.inputs], [_widen(t) for t in ft.results]))
-            for region in op.regions:
-                for block in region.blocks:
-                    for a in block.arguments:
-                        if _is_bool_memref(a.type):
-                            a.set_type(_widen(a.type))
+            retype_signature(op, _widen)
         elif op.name == "memref.store" and str(op.operands[0].type) == "i1":
             ext = ir.Operation.create("arith.extui", results=[i8], operands=[op.operands[0]],
                                       ip=ir.InsertionPoint(op), loc=op.location)
@@ -69,7 +48,4 @@ def widen_bool_memrefs(module: ir.Operation, opts) -> None:
     for op in ops:
         if op.name in ("memref.load", "memref.store"):
             continue
-        for r in op.results:
-            if _is_bool_memref(r.type):
-                r.set_type(_widen(r.type))
-    # block arguments of nested regions (scf.for iter_args of memref type are rare)
+        retype_results(op, _widen)

@@ -25,6 +25,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ...transforms.registry import emit_error, register_pass
+from ...transforms.retype import nested_ops, retype_block_arguments, retype_results, retype_signature
 
 #: ops that only move, select or view values: retyping their bf16 operands and results to i16
 #: keeps their meaning (everything else on bf16 computes, and is refused)
@@ -80,17 +81,6 @@ def _bf16_value(attr: ir.Attribute) -> bool:
     return isinstance(attr, (ir.FloatAttr, ir.DenseElementsAttr)) and _has_bf16(attr.type)
 
 
-def _ops(op: ir.Operation) -> list:
-    out: list = []
-
-    def visit(child):
-        out.append(child.operation)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return out
-
-
 #: ops of those dialects that compute on their values
 _COMPUTING = {"gpu.subgroup_reduce", "gpu.all_reduce", "memref.atomic_rmw", "memref.generic_atomic_rmw"}
 
@@ -115,17 +105,10 @@ def _retype(ops: list) -> bool:
     cannot express (reported)."""
     for op in ops:
         if op.name == "gpu.func":
-            ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-            op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
-                [_i16(t) for t in ft.inputs], [_i16(t) for t in ft.results]))
-        for region in op.regions:
-            for block in region.blocks:
-                for a in block.arguments:
-                    if _has_bf16(a.type):
-                        a.set_type(_i16(a.type))
-        for r in op.results:
-            if _has_bf16(r.type):
-                r.set_type(_i16(r.type))
+            retype_signature(op, _i16)
+        else:
+            retype_block_arguments(op, _i16)
+        retype_results(op, _i16)
     for op in ops:
         if op.name == "arith.constant" and _bf16_value(op.attributes["value"]):
             new = _int_attr(op.attributes["value"], op.results[0].type)
@@ -149,7 +132,7 @@ def _arguments(op: ir.Operation) -> list:
 def _retype_launches(module: ir.Operation, kernels: set) -> None:
     """Host launches of the retyped kernels (``kernels``: gpu.module names) pass their bf16
     operands as the i16 ones the kernels now declare."""
-    for op in _ops(module):
+    for op in nested_ops(module):
         if op.name != "gpu.launch_func" or \
                 ir.SymbolRefAttr(op.attributes["kernel"]).value[0] not in kernels:
             continue
@@ -175,7 +158,7 @@ def relax_spirv_bf16_storage(module: ir.Operation, opts) -> None:
                 op = op.operation
                 if op.name != "gpu.module":
                     continue
-                ops = _ops(op)
+                ops = nested_ops(op)
                 # a bf16 value is a result or a kernel argument / attribution (a loop's block
                 # argument starts from one of those)
                 if any(_has_bf16(v.type) for o in ops

@@ -34,6 +34,11 @@ MAX_API_VERSION = (1, 3)
 STAGING_CHUNK = 16 << 20
 
 
+def _chunks(nbytes: int):
+    """(offset, size) of each staged transfer of ``nbytes``: at most STAGING_CHUNK each."""
+    return ((off, min(STAGING_CHUNK, nbytes - off)) for off in range(0, max(nbytes, 0), STAGING_CHUNK))
+
+
 def instance_api_version(loader: Optional[tuple[int, int]]) -> tuple[int, int]:
     """(major, minor) the instance asks for, given the loader's version (None: a 1.0 loader
     without vkEnumerateInstanceVersion)."""
@@ -242,8 +247,7 @@ class Device(BufferPool):
         if not self.staged:
             return super().upload(buf, host, nbytes)
         vk = self.vk
-        for off in range(0, max(nbytes, 0), STAGING_CHUNK):
-            n = min(STAGING_CHUNK, nbytes - off)
+        for off, n in _chunks(nbytes):
             sb = self.staging.alloc(n)
             try:
                 ctypes.memmove(sb.address, host + off, n)
@@ -261,8 +265,7 @@ class Device(BufferPool):
         if not self.staged:
             return super().download(host, buf, nbytes)
         vk = self.vk
-        for off in range(0, max(nbytes, 0), STAGING_CHUNK):
-            n = min(STAGING_CHUNK, nbytes - off)
+        for off, n in _chunks(nbytes):
             rb = self.readback.alloc(n)
             try:
                 self._one_shot(lambda cmd: vk.vkCmdCopyBuffer(cmd, buf.handle, rb.handle, 1,
